@@ -1,0 +1,51 @@
+# The two commands of the README:
+#   make run    the whole product: services, gateway on :8080, backend, a demo sale
+#   make test   every test, against real Redis, RabbitMQ and Postgres
+SHELL := /bin/bash
+GO    ?= go
+# Tests fail, never skip, when a service is missing.
+export SECKILL_REQUIRE_SERVICES := 1
+
+.PHONY: run test stop stack build xcaddy xcaddy-check bench chaos compose-check fuzz clean
+
+build:
+	$(GO) build -o bin/caddy ./cmd/caddy
+	$(GO) build -o bin/seckill-backend ./cmd/seckill-backend
+
+stack:
+	@bash scripts/stack.sh start
+
+run: stack build
+	@bash scripts/run.sh start
+
+stop:
+	@bash scripts/run.sh stop || true
+	@bash scripts/stack.sh stop
+
+# -race on every package; -p 2 matches the 2-core machines this runs on.
+test: stack
+	source .run/env && $(GO) vet ./... && \
+	$(GO) test -race -count=1 -p 2 -timeout 25m ./...
+
+# Short fuzzing of the parsers that face the network (CI runs it; longer runs by hand with
+# FUZZTIME=10m make fuzz).
+FUZZTIME ?= 10s
+fuzz:
+	@bash scripts/fuzz.sh $(FUZZTIME)
+
+# Caddy built the way users build it: xcaddy, from xcaddy.json.
+xcaddy:
+	$(GO) run scripts/xcaddy-build.go xcaddy.json
+
+xcaddy-check: xcaddy
+	@bash scripts/xcaddy-check.sh bin/caddy-xcaddy
+
+compose-check:
+	@command -v docker-compose >/dev/null || apt-get install -y -q docker-compose >/dev/null
+	docker-compose -f docker-compose.yml config -q
+
+bench: stack build
+	@bash scripts/bench.sh
+
+clean:
+	rm -rf bin

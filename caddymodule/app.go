@@ -1,0 +1,187 @@
+// Package caddymodule is the `seckill` Caddy app: it owns the connections every seckill
+// handler shares (one go-redis UniversalClient, one RabbitMQ connection), keeps them across
+// config reloads through caddy.UsagePool, and exposes metrics and admin routes.
+//
+// Handlers reach it with ctx.App("seckill"). When the Caddyfile has no `seckill` global option
+// the app still loads, with the defaults documented on each field.
+package caddymodule
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"strings"
+	"sync/atomic"
+
+	"github.com/caddyserver/caddy/v2"
+	"github.com/redis/go-redis/v9"
+	"go.uber.org/zap"
+)
+
+func init() {
+	caddy.RegisterModule(App{})
+}
+
+// App is the `seckill` app. Its JSON lives under "apps": {"seckill": {...}}.
+type App struct {
+	// Redis connection shared by every seckill handler. See RedisConfig for defaults.
+	Redis *RedisConfig `json:"redis,omitempty"`
+
+	// RabbitMQ connection used by the outbox relay. See AMQPConfig for defaults.
+	AMQP *AMQPConfig `json:"amqp,omitempty"`
+
+	redisKey  string
+	redis     *sharedRedis
+	brokerKey string
+	broker    *Broker
+	ctx       caddy.Context
+	logger    *zap.Logger
+	starters  []func(context.Context) error
+	stoppers  []func() error
+	status    map[string]func(context.Context) any
+}
+
+// CaddyModule returns the Caddy module information.
+func (App) CaddyModule() caddy.ModuleInfo {
+	return caddy.ModuleInfo{
+		ID:  "seckill",
+		New: func() caddy.Module { return new(App) },
+	}
+}
+
+// current is the app of the running config, for the admin routes (admin modules are not
+// provisioned inside the app's config context).
+var current atomic.Pointer[App]
+
+// Provision resolves placeholders and takes (or creates) the shared clients from the usage
+// pools. It does no network I/O: go-redis dials lazily and the broker connects in Start, so
+// `caddy validate` stays cheap and works without the services.
+func (a *App) Provision(ctx caddy.Context) error {
+	a.ctx = ctx
+	a.logger = ctx.Logger()
+	if a.Redis == nil {
+		a.Redis = new(RedisConfig)
+	}
+	if a.AMQP == nil {
+		a.AMQP = new(AMQPConfig)
+	}
+	repl := caddy.NewReplacer()
+	a.Redis.resolve(repl)
+	a.AMQP.resolve(repl)
+
+	key, err := poolKey(a.Redis)
+	if err != nil {
+		return err
+	}
+	val, loaded, err := redisPool.LoadOrNew(key, func() (caddy.Destructor, error) {
+		return newSharedRedis(a.Redis), nil
+	})
+	if err != nil {
+		return fmt.Errorf("seckill: redis client: %w", err)
+	}
+	a.redisKey, a.redis = key, val.(*sharedRedis)
+	if loaded {
+		a.logger.Debug("reusing the Redis client of the previous config", zap.Strings("addrs", a.Redis.Addrs))
+	}
+
+	bkey := a.AMQP.URL
+	bval, _, err := brokerPool.LoadOrNew(bkey, func() (caddy.Destructor, error) {
+		return newBroker(a.AMQP, a.logger.Named("amqp")), nil
+	})
+	if err != nil {
+		return fmt.Errorf("seckill: amqp: %w", err)
+	}
+	a.brokerKey, a.broker = bkey, bval.(*Broker)
+
+	registerMetrics(ctx.GetMetricsRegistry())
+	return nil
+}
+
+// Validate checks the configuration without touching the network.
+func (a *App) Validate() error {
+	if len(a.Redis.Addrs) == 0 {
+		return fmt.Errorf("seckill: redis: at least one address is required")
+	}
+	if a.AMQP.URL != "" && !strings.HasPrefix(a.AMQP.URL, "amqp://") && !strings.HasPrefix(a.AMQP.URL, "amqps://") {
+		return fmt.Errorf("seckill: amqp: url must start with amqp:// or amqps://")
+	}
+	return nil
+}
+
+// Start connects the broker (in the background: the gateway serves even while RabbitMQ is
+// down, the outbox absorbs accepted orders) and starts the background workers handlers
+// registered with OnStart.
+func (a *App) Start() error {
+	a.broker.start()
+	for _, f := range a.starters {
+		if err := f(a.ctx); err != nil {
+			return err
+		}
+	}
+	current.Store(a)
+	return nil
+}
+
+// Stop stops the background workers of this config. Shared connections stay open for the next
+// config; Cleanup releases this config's reference to them.
+func (a *App) Stop() error {
+	current.CompareAndSwap(a, nil)
+	var firstErr error
+	for i := len(a.stoppers) - 1; i >= 0; i-- {
+		if err := a.stoppers[i](); err != nil && firstErr == nil {
+			firstErr = err
+		}
+	}
+	return firstErr
+}
+
+// Cleanup releases this config's references to the shared clients; the last reference closes
+// them.
+func (a *App) Cleanup() error {
+	if a.redisKey != "" {
+		_, _ = redisPool.Delete(a.redisKey)
+	}
+	if a.broker != nil {
+		_, _ = brokerPool.Delete(a.brokerKey)
+	}
+	return nil
+}
+
+// RedisClient is the Redis client shared by every handler of every config that uses the same
+// Redis settings. Do not close it.
+func (a *App) RedisClient() redis.UniversalClient { return a.redis.client }
+
+// Broker is the shared RabbitMQ connection.
+func (a *App) Broker() *Broker { return a.broker }
+
+// OnStart registers a worker to start with the app (for example the outbox relay). Call it
+// from a handler's Provision; f runs in Start, after the broker is connecting. The context is
+// cancelled when the config is unloaded.
+func (a *App) OnStart(f func(context.Context) error) { a.starters = append(a.starters, f) }
+
+// OnStop registers a function to run when the app stops (reverse order of registration).
+func (a *App) OnStop(f func() error) { a.stoppers = append(a.stoppers, f) }
+
+// Logger is the app's logger.
+func (a *App) Logger() *zap.Logger { return a.logger }
+
+func poolKey(v any) (string, error) {
+	b, err := json.Marshal(v)
+	return string(b), err
+}
+
+func envOr(name, def string) string {
+	if v := os.Getenv(name); v != "" {
+		return v
+	}
+	return def
+}
+
+// Interface guards
+var (
+	_ caddy.App          = (*App)(nil)
+	_ caddy.Provisioner  = (*App)(nil)
+	_ caddy.Validator    = (*App)(nil)
+	_ caddy.CleanerUpper = (*App)(nil)
+)

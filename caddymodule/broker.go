@@ -1,0 +1,152 @@
+package caddymodule
+
+import (
+	"context"
+	"errors"
+	"math"
+	"net/url"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/caddyserver/caddy/v2"
+	amqp "github.com/rabbitmq/amqp091-go"
+	"go.uber.org/zap"
+)
+
+// brokerPool holds one RabbitMQ connection per URL, shared across config reloads.
+var brokerPool = caddy.NewUsagePool()
+
+// AMQPConfig configures the RabbitMQ connection of the outbox relay.
+type AMQPConfig struct {
+	// AMQP URL, e.g. amqp://user:pass@host:5672/vhost. Placeholders are resolved at load
+	// ({env.SECKILL_AMQP_URL}). Default: the SECKILL_AMQP_URL environment variable, else
+	// amqp://guest:guest@127.0.0.1:5672/.
+	URL string `json:"url,omitempty"`
+
+	// Delay between reconnection attempts while the broker is unreachable. Default 1s.
+	ReconnectInterval caddy.Duration `json:"reconnect_interval,omitempty"`
+}
+
+func (c *AMQPConfig) resolve(repl *caddy.Replacer) {
+	c.URL = repl.ReplaceAll(c.URL, "")
+	if c.URL == "" {
+		c.URL = envOr("SECKILL_AMQP_URL", "amqp://guest:guest@127.0.0.1:5672/")
+	}
+	if c.ReconnectInterval == 0 {
+		c.ReconnectInterval = caddy.Duration(time.Second)
+	}
+}
+
+// ErrBrokerDown is returned by WaitConnection when no connection could be had in time.
+var ErrBrokerDown = errors.New("seckill: rabbitmq unreachable")
+
+// Broker is the shared RabbitMQ connection. It connects only once something uses it (the
+// relay calls Use), reconnects by itself (amqp091-go's connection recovery, and a redial loop
+// behind it for when recovery gives up), and is closed when the last config using it unloads.
+type Broker struct {
+	cfg    AMQPConfig
+	logger *zap.Logger
+
+	conn    atomic.Pointer[amqp.Connection]
+	used    sync.Once
+	started atomic.Bool
+	stop    chan struct{}
+	stopped sync.Once
+	dials   atomic.Int64
+}
+
+func newBroker(cfg *AMQPConfig, logger *zap.Logger) *Broker {
+	return &Broker{cfg: *cfg, logger: logger, stop: make(chan struct{})}
+}
+
+// start is called by App.Start; it only arms the broker. The connection is made on Use.
+func (b *Broker) start() { b.started.Store(true) }
+
+// Use starts the connection supervisor (once). Safe to call from several handlers.
+func (b *Broker) Use() {
+	b.used.Do(func() { go b.supervise() })
+}
+
+func (b *Broker) supervise() {
+	interval := time.Duration(b.cfg.ReconnectInterval)
+	for {
+		if c := b.conn.Load(); c == nil || c.IsClosed() {
+			if c != nil {
+				b.logger.Warn("rabbitmq connection lost, redialing")
+			}
+			b.dial()
+		}
+		select {
+		case <-b.stop:
+			return
+		case <-time.After(interval):
+		}
+	}
+}
+
+func (b *Broker) dial() {
+	b.dials.Add(1)
+	conn, err := amqp.DialConfig(b.cfg.URL, amqp.Config{
+		Heartbeat:  5 * time.Second,
+		Properties: amqp.Table{"connection_name": "seckill-gateway"},
+		Recovery: &amqp.Recovery{
+			ReconnectionConfig: &amqp.ReconnectionConfig{
+				MaxRetryCount: math.MaxInt32,
+				RetryInterval: time.Duration(b.cfg.ReconnectInterval),
+			},
+			// The relay declares its topology itself on every (re)connect.
+			TopologyRecoveryMode: amqp.TopologyRecoveryDisabled,
+		},
+	})
+	if err != nil {
+		brokerUp.Set(0)
+		b.logger.Debug("rabbitmq dial failed", zap.String("url", redacted(b.cfg.URL)), zap.Error(err))
+		return
+	}
+	b.conn.Store(conn)
+	brokerUp.Set(1)
+	b.logger.Info("rabbitmq connected", zap.String("url", redacted(b.cfg.URL)))
+}
+
+// Connection returns the live connection, or nil while the broker is unreachable.
+func (b *Broker) Connection() *amqp.Connection {
+	if c := b.conn.Load(); c != nil && !c.IsClosed() {
+		return c
+	}
+	return nil
+}
+
+// WaitConnection waits until a live connection exists or ctx ends.
+func (b *Broker) WaitConnection(ctx context.Context) (*amqp.Connection, error) {
+	b.Use()
+	for {
+		if c := b.Connection(); c != nil {
+			return c, nil
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ErrBrokerDown
+		case <-b.stop:
+			return nil, ErrBrokerDown
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// Destruct closes the connection when the last config using it is unloaded.
+func (b *Broker) Destruct() error {
+	b.stopped.Do(func() { close(b.stop) })
+	if c := b.conn.Load(); c != nil {
+		return c.Close()
+	}
+	return nil
+}
+
+func redacted(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "(unparsable url)"
+	}
+	return u.Redacted()
+}

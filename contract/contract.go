@@ -1,0 +1,159 @@
+// Package contract holds the public contracts every part of the flash-sale edge relies on:
+// identifier syntax, Redis key names, the RabbitMQ topology and message body, and the stable
+// JSON refusal codes. It is importable by users who write their own consumers.
+//
+// The authoritative description is DESIGN.md; this package is its Go form. Nothing here does
+// I/O.
+package contract
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// ValidID reports whether s is a valid user or sale identifier: 1 to 64 characters of
+// [A-Za-z0-9_-]. Anything else must be refused with 400 before Redis is touched.
+func ValidID(s string) bool {
+	if len(s) == 0 || len(s) > 64 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9', c == '_', c == '-':
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// Redis keys. Every key of one sale carries the hash tag {sale:<id>}, so all scripts that touch
+// one sale run unchanged on Redis Cluster.
+
+// SaleTag is the hash tag shared by every key of a sale.
+func SaleTag(sale string) string { return "{sale:" + sale + "}" }
+
+// MetaKey is the sale's hash: stock, starts_ms, ends_ms, state.
+func MetaKey(sale string) string { return "seckill:" + SaleTag(sale) + ":meta" }
+
+// BuyersKey is the sale's hash of user id -> order id.
+func BuyersKey(sale string) string { return "seckill:" + SaleTag(sale) + ":buyers" }
+
+// TokensKey holds the sale's single-use purchase token nonces.
+func TokensKey(sale string) string { return "seckill:" + SaleTag(sale) + ":tokens" }
+
+// OutboxKey is the stream of accepted orders of a sale, drained by the relay.
+func OutboxKey(sale string) string { return "seckill:" + SaleTag(sale) + ":outbox" }
+
+// CompensatedKey records order ids whose unit was already returned to Redis stock, so that
+// compensation is idempotent per order.
+func CompensatedKey(sale string) string { return "seckill:" + SaleTag(sale) + ":compensated" }
+
+// SalesIndexKey is the set of sale ids preheated into Redis; relays discover outboxes from it.
+const SalesIndexKey = "seckill:sales"
+
+// EventsChannel is the pub/sub channel on which sold-out and restock events are broadcast to
+// every gateway instance.
+const EventsChannel = "seckill:events"
+
+// ThrottleKey is the key of one throttle zone's counter for one client key.
+func ThrottleKey(zone, key string) string { return "seckill:rl:{" + zone + ":" + key + "}" }
+
+// Meta hash field names.
+const (
+	FieldStock    = "stock"
+	FieldStartsMS = "starts_ms"
+	FieldEndsMS   = "ends_ms"
+	FieldState    = "state"
+)
+
+// RabbitMQ topology.
+const (
+	Exchange        = "seckill"
+	Queue           = "seckill.orders"
+	DeadExchange    = "seckill.dead"
+	DeadQueue       = "seckill.orders.dead"
+	RoutingPrefix   = "order."
+	DefaultDelivery = 5 // quorum queue x-delivery-limit before a message is dead-lettered
+)
+
+// RoutingKey is the routing key of a sale's order messages.
+func RoutingKey(sale string) string { return RoutingPrefix + sale }
+
+// OrderMessage is the body of a winner's message (JSON, persistent). Consumers must be
+// idempotent: the same message may arrive twice.
+type OrderMessage struct {
+	OrderID    string    `json:"order_id"`
+	SaleID     string    `json:"sale_id"`
+	UserID     string    `json:"user_id"`
+	AcceptedAt time.Time `json:"accepted_at"`
+}
+
+// Validate reports whether a decoded message is well formed.
+func (m OrderMessage) Validate() error {
+	switch {
+	case m.OrderID == "" || len(m.OrderID) > 64:
+		return errBadMessage("order_id")
+	case !ValidID(m.SaleID):
+		return errBadMessage("sale_id")
+	case !ValidID(m.UserID):
+		return errBadMessage("user_id")
+	case m.AcceptedAt.IsZero():
+		return errBadMessage("accepted_at")
+	}
+	return nil
+}
+
+// DecodeOrderMessage parses and validates a message body.
+func DecodeOrderMessage(body []byte) (OrderMessage, error) {
+	var m OrderMessage
+	if err := json.Unmarshal(body, &m); err != nil {
+		return m, err
+	}
+	return m, m.Validate()
+}
+
+type errBadMessage string
+
+func (e errBadMessage) Error() string { return "order message: missing or invalid " + string(e) }
+
+// Refusal codes of the HTTP contract. They are stable: clients switch on them.
+const (
+	CodeUnauthenticated = "unauthenticated"
+	CodeBadRequest      = "bad_request"
+	CodeUnknownSale     = "unknown_sale"
+	CodeNotStarted      = "not_started"
+	CodeEnded           = "ended"
+	CodeInvalidToken    = "invalid_token"
+	CodeTokenUsed       = "token_used"
+	CodeTokenExpired    = "token_expired"
+	CodeSoldOut         = "sold_out"
+	CodeAlreadyBought   = "already_bought"
+	CodeRateLimited     = "rate_limited"
+	CodeUnavailable     = "unavailable"
+	CodeUnknownOrder    = "unknown_order"
+	CodeNotPayable      = "not_payable"
+)
+
+// Refusal is the JSON body of every refusal.
+type Refusal struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+	OrderID string `json:"order_id,omitempty"`
+}
+
+// Order statuses.
+const (
+	StatusQueued    = "queued"
+	StatusCreated   = "created"
+	StatusFailed    = "failed"
+	StatusPaid      = "paid"
+	StatusCancelled = "cancelled"
+)
+
+// Events broadcast on EventsChannel: "<kind>:<sale>".
+const (
+	EventSoldOut = "sold_out"
+	EventRestock = "restock"
+)

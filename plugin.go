@@ -1,0 +1,14 @@
+// Package seckill is the flash-sale edge for Caddy. Importing it (xcaddy does, with
+// `--with github.com/seckilledge/seckill`) registers every seckill module:
+//
+//	seckill                          the app: shared Redis and RabbitMQ connections, metrics
+//	admin.api.seckill                admin routes (/seckill/status)
+//	http.handlers.seckill_throttle   sliding-window rate limits, exact across instances
+//	http.handlers.seckill_token      one-time purchase tokens
+//	http.handlers.seckill_gate       the atomic purchase decision and the outbox relay
+package seckill
+
+import (
+	// The app and its admin routes.
+	_ "github.com/seckilledge/seckill/caddymodule"
+)

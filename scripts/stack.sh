@@ -1,0 +1,202 @@
+#!/usr/bin/env bash
+# The local stack: Redis 7, RabbitMQ 3.10 and Postgres 15 from Debian's packages, each on
+# loopback with its data under .run/ (git-ignored). No systemd, no Docker.
+#
+#   scripts/stack.sh start    install what is missing, start what is not running, wait for all
+#   scripts/stack.sh stop     stop what this script started
+#   scripts/stack.sh status   print what answers
+#   scripts/stack.sh env      print the environment the tests and binaries read
+#
+# Idempotent: start twice is harmless. Ports are not the packages' defaults, so the stack never
+# collides with system services a Debian install may have started (override with the env vars).
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+RUN="${SECKILL_RUN_DIR:-$ROOT/.run}"
+REDIS_PORT="${SECKILL_REDIS_PORT:-16379}"
+AMQP_PORT="${SECKILL_AMQP_PORT:-16672}"
+AMQP_MGMT_PORT="${SECKILL_AMQP_MGMT_PORT:-16673}"
+AMQP_DIST_PORT="${SECKILL_AMQP_DIST_PORT:-26672}"
+EPMD_PORT="${SECKILL_EPMD_PORT:-14369}"
+PG_PORT="${SECKILL_PG_PORT:-15432}"
+PG_BIN=/usr/lib/postgresql/15/bin
+
+log() { printf '[stack] %s\n' "$*" >&2; }
+die() { printf '[stack] ERROR: %s\n' "$*" >&2; exit 1; }
+
+print_env() {
+	cat <<EOF
+export SECKILL_REDIS_ADDR=127.0.0.1:$REDIS_PORT
+export SECKILL_AMQP_URL=amqp://guest:guest@127.0.0.1:$AMQP_PORT/
+export SECKILL_AMQP_MGMT_URL=http://guest:guest@127.0.0.1:$AMQP_MGMT_PORT
+export SECKILL_PG_URL=postgres://seckill:seckill@127.0.0.1:$PG_PORT/seckill?sslmode=disable
+export SECKILL_PG_ADMIN_URL=postgres://seckill:seckill@127.0.0.1:$PG_PORT/postgres?sslmode=disable
+export SECKILL_RABBITMQCTL="env HOME=$RUN/rabbitmq RABBITMQ_NODENAME=seckill@localhost ERL_EPMD_PORT=$EPMD_PORT /usr/lib/rabbitmq/bin/rabbitmqctl"
+EOF
+}
+
+install_missing() {
+	local need=()
+	command -v redis-server >/dev/null || need+=(redis-server)
+	[ -x /usr/lib/rabbitmq/bin/rabbitmq-server ] || need+=(rabbitmq-server)
+	[ -x "$PG_BIN/postgres" ] || need+=(postgresql)
+	command -v redis-cli >/dev/null || need+=(redis-tools)
+	command -v psql >/dev/null || need+=(postgresql-client)
+	[ ${#need[@]} -eq 0 ] && return 0
+	[ "$(id -u)" = 0 ] || die "missing packages ${need[*]}; run as root or install them with apt-get"
+	log "installing ${need[*]} from Debian's packages"
+	export DEBIAN_FRONTEND=noninteractive
+	apt-get update -q >/dev/null
+	apt-get install -y -q "${need[@]}" >/dev/null
+}
+
+wait_for() { # name, tries, command...
+	local name=$1 tries=$2; shift 2
+	for _ in $(seq "$tries"); do
+		if "$@" >/dev/null 2>&1; then return 0; fi
+		sleep 0.5
+	done
+	die "$name did not answer in time (see $RUN/*.log)"
+}
+
+redis_up() { redis-cli -p "$REDIS_PORT" ping 2>/dev/null | grep -q PONG; }
+start_redis() {
+	if redis_up; then log "redis already up on :$REDIS_PORT"; return; fi
+	mkdir -p "$RUN/redis"
+	# AOF everysec: a crash loses at most about a second of writes (docs/faults.md says what that costs).
+	redis-server --bind 127.0.0.1 --port "$REDIS_PORT" --dir "$RUN/redis" \
+		--appendonly yes --appendfsync everysec --save '' \
+		--daemonize yes --pidfile "$RUN/redis/redis.pid" --logfile "$RUN/redis.log" \
+		--maxclients 20000 --tcp-backlog 4096
+	wait_for redis 60 redis_up
+	log "redis up on 127.0.0.1:$REDIS_PORT"
+}
+
+rabbit_env() {
+	export HOME="$RUN/rabbitmq"
+	export RABBITMQ_NODENAME=seckill@localhost
+	export RABBITMQ_NODE_IP_ADDRESS=127.0.0.1
+	export RABBITMQ_NODE_PORT="$AMQP_PORT"
+	export RABBITMQ_DIST_PORT="$AMQP_DIST_PORT"
+	export ERL_EPMD_PORT="$EPMD_PORT"
+	export ERL_EPMD_ADDRESS=127.0.0.1
+	export RABBITMQ_MNESIA_BASE="$RUN/rabbitmq/mnesia"
+	export RABBITMQ_LOG_BASE="$RUN/rabbitmq/log"
+	export RABBITMQ_ENABLED_PLUGINS_FILE="$RUN/rabbitmq/enabled_plugins"
+	export RABBITMQ_CONFIG_FILE="$RUN/rabbitmq/rabbitmq"
+	export RABBITMQ_ADVANCED_CONFIG_FILE="$RUN/rabbitmq/advanced.config"
+	export RABBITMQ_PID_FILE="$RUN/rabbitmq/rabbitmq.pid"
+}
+rabbit_up() { (rabbit_env; /usr/lib/rabbitmq/bin/rabbitmqctl -q await_startup --timeout 1) ; }
+start_rabbit() {
+	mkdir -p "$RUN/rabbitmq/log"
+	rabbit_env
+	if /usr/lib/rabbitmq/bin/rabbitmqctl -q status >/dev/null 2>&1; then log "rabbitmq already up on :$AMQP_PORT"; return; fi
+	[ -f "$HOME/.erlang.cookie" ] || { head -c 24 /dev/urandom | base64 | tr -dc 'A-Za-z' >"$HOME/.erlang.cookie"; chmod 400 "$HOME/.erlang.cookie"; }
+	echo '[rabbitmq_management].' >"$RABBITMQ_ENABLED_PLUGINS_FILE"
+	cat >"$RUN/rabbitmq/rabbitmq.conf" <<EOF
+listeners.tcp.default = 127.0.0.1:$AMQP_PORT
+management.tcp.ip = 127.0.0.1
+management.tcp.port = $AMQP_MGMT_PORT
+loopback_users.guest = true
+disk_free_limit.absolute = 200MB
+vm_memory_high_watermark.relative = 0.4
+EOF
+	echo '[].' >"$RABBITMQ_ADVANCED_CONFIG_FILE"
+	# epmd first, on its own port and loopback only.
+	epmd -port "$EPMD_PORT" -address 127.0.0.1 -daemon 2>/dev/null || true
+	nohup /usr/lib/rabbitmq/bin/rabbitmq-server >"$RUN/rabbitmq.log" 2>&1 &
+	/usr/lib/rabbitmq/bin/rabbitmqctl -q wait --timeout 120 "$RABBITMQ_PID_FILE" >/dev/null 2>&1 ||
+		{ tail -30 "$RUN/rabbitmq.log" >&2; die "rabbitmq did not start"; }
+	wait_for rabbitmq 120 rabbit_up
+	log "rabbitmq up on 127.0.0.1:$AMQP_PORT (management :$AMQP_MGMT_PORT)"
+}
+
+pg_data_dir() {
+	# Postgres refuses to run as root, so it runs as the 'postgres' user, which must be able to
+	# reach its data dir. When the checkout is not traversable by that user (e.g. under /root),
+	# the data lives under /var/tmp and .run/postgres is a link to it.
+	local want="$RUN/postgres"
+	if [ -L "$want" ] || [ -d "$want" ]; then echo "$want"; return; fi
+	mkdir -p "$RUN"
+	if [ "$(id -u)" = 0 ] && ! runuser -u postgres -- test -x "$RUN" 2>/dev/null; then
+		local alt
+		alt="/var/tmp/seckill-pg-$(echo "$RUN" | md5sum | cut -c1-12)"
+		mkdir -p "$alt"
+		ln -s "$alt" "$want"
+	else
+		mkdir -p "$want"
+	fi
+	echo "$want"
+}
+as_pg() { if [ "$(id -u)" = 0 ]; then runuser -u postgres -- "$@"; else "$@"; fi; }
+pg_up() { "$PG_BIN/pg_isready" -q -h 127.0.0.1 -p "$PG_PORT"; }
+start_pg() {
+	if pg_up; then log "postgres already up on :$PG_PORT"; return; fi
+	local data
+	data=$(pg_data_dir)
+	local real
+	real=$(readlink -f "$data")
+	[ "$(id -u)" = 0 ] && chown postgres:postgres "$real"
+	chmod 700 "$real"
+	if [ ! -f "$real/PG_VERSION" ]; then
+		log "initdb in $real"
+		local pw
+		pw=$(mktemp); echo seckill >"$pw"; chmod 644 "$pw"
+		as_pg "$PG_BIN/initdb" -D "$real" -U seckill --pwfile="$pw" -A scram-sha-256 -E UTF8 --no-locale >"$RUN/postgres-init.log" 2>&1 ||
+			{ cat "$RUN/postgres-init.log" >&2; die "initdb failed"; }
+		rm -f "$pw"
+		cat >>"$real/postgresql.conf" <<EOF
+listen_addresses = '127.0.0.1'
+port = $PG_PORT
+unix_socket_directories = '$real'
+max_connections = 300
+shared_buffers = 256MB
+fsync = on
+synchronous_commit = on
+EOF
+	fi
+	touch "$RUN/postgres.log"; [ "$(id -u)" = 0 ] && chown postgres "$RUN/postgres.log" 2>/dev/null || true
+	as_pg "$PG_BIN/pg_ctl" -D "$real" -l "$real/server.log" -w -t 60 start >/dev/null ||
+		{ tail -30 "$real/server.log" >&2; die "postgres did not start"; }
+	wait_for postgres 60 pg_up
+	PGPASSWORD=seckill psql -h 127.0.0.1 -p "$PG_PORT" -U seckill -d postgres -tAc "SELECT 1 FROM pg_database WHERE datname='seckill'" | grep -q 1 ||
+		PGPASSWORD=seckill psql -h 127.0.0.1 -p "$PG_PORT" -U seckill -d postgres -qc "CREATE DATABASE seckill" >/dev/null
+	log "postgres up on 127.0.0.1:$PG_PORT"
+}
+
+stop_all() {
+	if [ -f "$RUN/redis/redis.pid" ]; then
+		redis-cli -p "$REDIS_PORT" shutdown nosave >/dev/null 2>&1 || kill "$(cat "$RUN/redis/redis.pid")" 2>/dev/null || true
+		rm -f "$RUN/redis/redis.pid"
+	fi
+	if [ -d "$RUN/rabbitmq" ]; then
+		(rabbit_env; /usr/lib/rabbitmq/bin/rabbitmqctl -q stop >/dev/null 2>&1 || true)
+		pkill -f "epmd -port $EPMD_PORT" 2>/dev/null || true
+	fi
+	if [ -e "$RUN/postgres" ]; then
+		as_pg "$PG_BIN/pg_ctl" -D "$(readlink -f "$RUN/postgres")" -m fast -w stop >/dev/null 2>&1 || true
+	fi
+	log "stopped"
+}
+
+status() {
+	redis_up && echo "redis     up   127.0.0.1:$REDIS_PORT" || echo "redis     down"
+	rabbit_up >/dev/null 2>&1 && echo "rabbitmq  up   127.0.0.1:$AMQP_PORT" || echo "rabbitmq  down"
+	pg_up && echo "postgres  up   127.0.0.1:$PG_PORT" || echo "postgres  down"
+}
+
+case "${1:-}" in
+start)
+	install_missing
+	mkdir -p "$RUN"
+	start_redis
+	start_rabbit
+	start_pg
+	print_env >"$RUN/env"
+	;;
+stop) stop_all ;;
+status) status ;;
+env) print_env ;;
+*) echo "usage: $0 start|stop|status|env" >&2; exit 2 ;;
+esac
