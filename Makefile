@@ -5,6 +5,8 @@ SHELL := /bin/bash
 GO    ?= go
 # Tests fail, never skip, when a service is missing.
 export SECKILL_REQUIRE_SERVICES := 1
+# Where the stack keeps its data and env file (scripts/stack.sh honours the same variable).
+RUN_DIR := $(or $(SECKILL_RUN_DIR),.run)
 
 .PHONY: run test stop stack build xcaddy xcaddy-check bench chaos compose-check fuzz clean
 
@@ -24,7 +26,7 @@ stop:
 
 # -race on every package; -p 2 matches the 2-core machines this runs on.
 test: stack
-	source .run/env && $(GO) vet ./... && \
+	source $(RUN_DIR)/env && $(GO) vet ./... && \
 	$(GO) test -race -count=1 -p 2 -timeout 25m ./...
 
 # Short fuzzing of the parsers that face the network (CI runs it; longer runs by hand with

@@ -42,6 +42,7 @@ install_missing() {
 	[ -x "$PG_BIN/postgres" ] || need+=(postgresql)
 	command -v redis-cli >/dev/null || need+=(redis-tools)
 	command -v psql >/dev/null || need+=(postgresql-client)
+	command -v curl >/dev/null || need+=(curl)
 	[ ${#need[@]} -eq 0 ] && return 0
 	[ "$(id -u)" = 0 ] || die "missing packages ${need[*]}; run as root or install them with apt-get"
 	log "installing ${need[*]} from Debian's packages"
@@ -88,10 +89,12 @@ rabbit_env() {
 	export RABBITMQ_PID_FILE="$RUN/rabbitmq/rabbitmq.pid"
 }
 rabbit_up() { (rabbit_env; /usr/lib/rabbitmq/bin/rabbitmqctl -q await_startup --timeout 1) ; }
+# Another checkout's stack (same ports) counts as up: answer on AMQP and management ports.
+rabbit_port_up() { (exec 3<>"/dev/tcp/127.0.0.1/$AMQP_PORT") 2>/dev/null && curl -fsS -o /dev/null -u guest:guest "http://127.0.0.1:$AMQP_MGMT_PORT/api/overview"; }
 start_rabbit() {
 	mkdir -p "$RUN/rabbitmq/log"
 	rabbit_env
-	if /usr/lib/rabbitmq/bin/rabbitmqctl -q status >/dev/null 2>&1; then log "rabbitmq already up on :$AMQP_PORT"; return; fi
+	if rabbit_port_up || /usr/lib/rabbitmq/bin/rabbitmqctl -q status >/dev/null 2>&1; then log "rabbitmq already up on :$AMQP_PORT"; return; fi
 	[ -f "$HOME/.erlang.cookie" ] || { head -c 24 /dev/urandom | base64 | tr -dc 'A-Za-z' >"$HOME/.erlang.cookie"; chmod 400 "$HOME/.erlang.cookie"; }
 	echo '[rabbitmq_management].' >"$RABBITMQ_ENABLED_PLUGINS_FILE"
 	cat >"$RUN/rabbitmq/rabbitmq.conf" <<EOF
@@ -182,7 +185,7 @@ stop_all() {
 
 status() {
 	redis_up && echo "redis     up   127.0.0.1:$REDIS_PORT" || echo "redis     down"
-	rabbit_up >/dev/null 2>&1 && echo "rabbitmq  up   127.0.0.1:$AMQP_PORT" || echo "rabbitmq  down"
+	rabbit_port_up && echo "rabbitmq  up   127.0.0.1:$AMQP_PORT" || echo "rabbitmq  down"
 	pg_up && echo "postgres  up   127.0.0.1:$PG_PORT" || echo "postgres  down"
 }
 
@@ -195,6 +198,7 @@ start)
 	start_pg
 	print_env >"$RUN/env"
 	;;
+env-file) print_env >"$RUN/env" ;;
 stop) stop_all ;;
 status) status ;;
 env) print_env ;;
