@@ -1,0 +1,148 @@
+// Package report renders a benchmark result: a terminal table, a JSON file, and a
+// self-contained HTML page whose charts are inline SVG (no script, no CDN), so the report can be
+// archived or attached to an issue and still render.
+package report
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/seckilledge/seckill/bench"
+	"github.com/seckilledge/seckill/bench/load"
+	"github.com/seckilledge/seckill/bench/verify"
+)
+
+// WriteJSON writes the result to path.
+func WriteJSON(path string, r *bench.Result) error {
+	b, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, append(b, '\n'), 0o644)
+}
+
+func ratio(a, b float64) string {
+	if b <= 0 || a <= 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.2fx", a/b)
+}
+
+// outcomeSummary lists the outcomes of a run, most frequent first.
+func outcomeSummary(m map[string]int) string {
+	var parts []string
+	for _, k := range load.SortedOutcomes(m) {
+		parts = append(parts, fmt.Sprintf("%s %d", k, m[k]))
+	}
+	return strings.Join(parts, ", ")
+}
+
+// Table prints the comparison the way BENCHMARKS.md records it (Markdown, readable in a
+// terminal too).
+func Table(w io.Writer, r *bench.Result) {
+	opt, ceil := r.Find(bench.Optimistic), r.Find(bench.Ceiling)
+	var optT, ceilT float64
+	if opt != nil {
+		optT = opt.Rush.Throughput
+	}
+	if ceil != nil {
+		ceilT = ceil.Rush.Throughput
+	}
+	fmt.Fprintf(w, "| contestant | model | requests | req/s | vs optimistic | vs respond | p50 ms | p90 ms | p99 ms | p99.9 ms | won |\n")
+	fmt.Fprintf(w, "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+	rows := append([]*bench.Outcome{}, r.Contestants...)
+	if r.Open != nil {
+		rows = append(rows, r.Open)
+	}
+	for _, c := range rows {
+		p := c.Latency
+		won := "-"
+		if c.Kind != bench.Ceiling {
+			won = fmt.Sprint(c.Accepted)
+		}
+		fmt.Fprintf(w, "| %s | %s | %d | %.0f | %s | %s | %.2f | %.2f | %.2f | %.2f | %s |\n", c.Name, c.Rush.Model, c.Rush.Completed,
+			c.Rush.Throughput, ratio(c.Rush.Throughput, optT), ratio(c.Rush.Throughput, ceilT), p.P50, p.P90, p.P99, p.P999, won)
+	}
+}
+
+// Text prints the whole result for a terminal: the table, outcomes, drain, memory, invariants
+// and targets.
+func Text(w io.Writer, r *bench.Result) {
+	fmt.Fprintf(w, "\nseckill-bench  %s  %d CPUs, %d MiB  %s\n", r.Date.Format("2006-01-02 15:04 MST"), r.Machine.CPUs, r.Machine.MemMiB, r.Machine.CPU)
+	fmt.Fprintf(w, "crowd: %d users (%.0f%% click 2-5 times), %d bots x %d clicks, %d replayed and %d forged tokens, %d late; stock %d\n\n",
+		r.Crowd.Users, r.Crowd.Repeaters*100, r.Crowd.Bots, r.Crowd.BotHits, r.Crowd.Replays, r.Crowd.Forged, r.Crowd.Late, r.Stock)
+	Table(w, r)
+	fmt.Fprintln(w)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	all := append([]*bench.Outcome{}, r.Contestants...)
+	if r.Open != nil {
+		all = append(all, r.Open)
+	}
+	for _, c := range all {
+		fmt.Fprintf(tw, "%s\toutcomes:\t%s\n", c.Name, outcomeSummary(c.Rush.Outcomes))
+		if c.Rush.Sent < c.Rush.Planned {
+			fmt.Fprintf(tw, "\t\tcut at %v: %d of %d planned requests sent\n", c.Rush.Elapsed.Round(1e6), c.Rush.Sent, c.Rush.Planned)
+		}
+		if c.Rush.Late > 0 {
+			fmt.Fprintf(tw, "\t\topen model: %d of %d requests sent late (worst %v); latency counts from when each was due\n",
+				c.Rush.Late, c.Rush.Sent, c.Rush.MaxLate.Round(1e3))
+		}
+		if c.Tokens != nil {
+			p := load.PercentilesOf(c.Tokens.Latency)
+			fmt.Fprintf(tw, "\ttokens:\t%d in %v (%.0f/s, p99 %.2f ms): %s\n", c.Tokens.Completed, c.Tokens.Elapsed.Round(1e6), c.Tokens.Throughput, p.P99, outcomeSummary(c.Tokens.Outcomes))
+		}
+		if c.Late != nil {
+			fmt.Fprintf(tw, "\tlate:\t%s\n", outcomeSummary(c.Late.Outcomes))
+		}
+		if c.Drain != nil {
+			fmt.Fprintf(tw, "\tdrain:\t%s\n", c.Drain)
+		}
+		for _, e := range c.Rush.Errors {
+			fmt.Fprintf(tw, "\terror:\t%s\n", e)
+		}
+	}
+	tw.Flush()
+	if len(r.PeakRSS) > 0 {
+		fmt.Fprintf(w, "\npeak memory (VmHWM over the whole run):")
+		for _, k := range []string{"gateway", "backend"} {
+			if v, ok := r.PeakRSS[k]; ok {
+				fmt.Fprintf(w, "  %s %.1f MiB", k, float64(v)/1024)
+			}
+		}
+		fmt.Fprintln(w)
+	}
+	for _, c := range all {
+		if c.Verify == nil {
+			continue
+		}
+		fmt.Fprintf(w, "\n%s, sale %s:\n", c.Name, c.Sale)
+		for _, ch := range append(append([]verify.Check{}, c.Verify.Checks...), c.Checks...) {
+			fmt.Fprintf(w, "  %s  %d. %s: %s\n", ch.Verdict, ch.N, ch.Name, ch.Detail)
+			for _, p := range ch.Problems {
+				fmt.Fprintf(w, "          %s\n", p)
+			}
+		}
+	}
+	if len(r.Targets) > 0 {
+		fmt.Fprintf(w, "\ntargets (same run):\n")
+		for _, t := range r.Targets {
+			mark := "met"
+			if !t.Met {
+				mark = "MISSED"
+			}
+			fmt.Fprintf(w, "  %-6s %s: %.2f %s (want %s)\n", mark, t.Name, t.Got, t.Unit, t.Want)
+		}
+	}
+	for _, n := range r.Notes {
+		fmt.Fprintf(w, "note: %s\n", n)
+	}
+	if r.OK() {
+		fmt.Fprintf(w, "\nevery invariant PASSes\n")
+	} else {
+		fmt.Fprintf(w, "\nFAIL: an invariant or scenario check failed (see above)\n")
+	}
+}

@@ -1,0 +1,121 @@
+package bench
+
+import (
+	"fmt"
+	"os"
+	"runtime"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Machine is where a result was measured.
+type Machine struct {
+	CPUs   int    `json:"cpus"`
+	MemMiB int    `json:"mem_mib"`
+	CPU    string `json:"cpu,omitempty"`
+	Go     string `json:"go"`
+}
+
+// ThisMachine reads nproc, memory and the CPU model.
+func ThisMachine() Machine {
+	m := Machine{CPUs: runtime.NumCPU(), Go: runtime.Version()}
+	if b, err := os.ReadFile("/proc/meminfo"); err == nil {
+		for _, l := range strings.Split(string(b), "\n") {
+			if f := strings.Fields(l); len(f) >= 2 && f[0] == "MemTotal:" {
+				kb, _ := strconv.Atoi(f[1])
+				m.MemMiB = kb / 1024
+			}
+		}
+	}
+	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
+		for _, l := range strings.Split(string(b), "\n") {
+			if k, v, ok := strings.Cut(l, ":"); ok && strings.TrimSpace(k) == "model name" {
+				m.CPU = strings.TrimSpace(v)
+				break
+			}
+		}
+	}
+	return m
+}
+
+// Target is one goal of the benchmark, measured in the same run.
+type Target struct {
+	Name string  `json:"name"`
+	Want string  `json:"want"`
+	Got  float64 `json:"got"`
+	Unit string  `json:"unit"`
+	Met  bool    `json:"met"`
+}
+
+// Result is everything one seckill-bench invocation measured.
+type Result struct {
+	Date    time.Time `json:"date"`
+	Command string    `json:"command"`
+	Machine Machine   `json:"machine"`
+	Crowd   Crowd     `json:"crowd"`
+	Stock   int       `json:"stock"`
+	Conns   int       `json:"connections"`
+	Rate    float64   `json:"open_rate"`
+	// Contestants of the comparison (closed model, same crowd, same client).
+	Contestants []*Outcome `json:"contestants"`
+	// Open is the full edge under the open model at Rate.
+	Open *Outcome `json:"open,omitempty"`
+	// PeakRSS of the started processes, KiB (VmHWM over the whole invocation).
+	PeakRSS map[string]int `json:"peak_rss_kib,omitempty"`
+	Targets []Target       `json:"targets,omitempty"`
+	Notes   []string       `json:"notes,omitempty"`
+}
+
+// Find returns the contestant of a kind.
+func (r *Result) Find(kind string) *Outcome {
+	for _, c := range r.Contestants {
+		if c.Kind == kind {
+			return c
+		}
+	}
+	return nil
+}
+
+// OK reports whether every verified run passed every check. Targets are reported, not
+// enforced: speed depends on the machine; correctness does not.
+func (r *Result) OK() bool {
+	for _, c := range r.Contestants {
+		if !c.OK() {
+			return false
+		}
+	}
+	return r.Open == nil || r.Open.OK()
+}
+
+// Evaluate fills Targets from what was measured (goals of the issue that set up the benchmark).
+func (r *Result) Evaluate() {
+	r.Targets = nil
+	edge, opt, ceil := r.Find(Edge), r.Find(Optimistic), r.Find(Ceiling)
+	if edge != nil && opt != nil && opt.Rush.Throughput > 0 {
+		x := edge.Rush.Throughput / opt.Rush.Throughput
+		r.Targets = append(r.Targets, Target{Name: "full edge vs optimistic lock, throughput", Want: ">= 30x", Got: x, Unit: "x", Met: x >= 30})
+	}
+	if edge != nil && ceil != nil && ceil.Rush.Throughput > 0 {
+		x := edge.Rush.Throughput / ceil.Rush.Throughput
+		r.Targets = append(r.Targets, Target{Name: "full edge vs plain respond, throughput", Want: ">= 0.4x", Got: x, Unit: "x", Met: x >= 0.4})
+	}
+	if r.Open != nil {
+		p := r.Open.Latency.P99
+		r.Targets = append(r.Targets, Target{Name: fmt.Sprintf("full edge p99 at %.0f purchases/s (open)", r.Rate), Want: "<= 10 ms", Got: p, Unit: "ms", Met: p <= 10 && r.Open.Rush.Completed > 0})
+	}
+	worst, winners := -1.0, 0
+	for _, o := range append(append([]*Outcome{}, r.Contestants...), r.Open) {
+		if o != nil && o.Drain != nil {
+			if o.Drain.MaxMs > worst {
+				worst, winners = o.Drain.MaxMs, o.Drain.Accepted
+			}
+			if !o.Drain.Settled {
+				worst, winners = 1e9, o.Drain.Accepted
+			}
+		}
+	}
+	if worst >= 0 {
+		r.Targets = append(r.Targets, Target{Name: fmt.Sprintf("drain: slowest of %d winners, 202 to row in Postgres", winners), Want: "< 2000 ms", Got: worst, Unit: "ms", Met: worst < 2000})
+	}
+}

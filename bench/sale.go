@@ -1,0 +1,382 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/seckilledge/seckill/bench/load"
+	"github.com/seckilledge/seckill/bench/verify"
+)
+
+// Contestant names.
+const (
+	Pessimistic = "pessimistic"
+	Optimistic  = "optimistic"
+	Edge        = "edge"
+	Ceiling     = "ceiling"
+)
+
+// Options of one contestant's run.
+type Options struct {
+	Crowd Crowd
+	Stock int
+	Model load.Model
+	// Duration caps the rush (0: the whole crowd).
+	Duration time.Duration
+	// TokenConns is the concurrency of the token phase and of the late arrivals (default 64).
+	TokenConns int
+	// DrainTimeout bounds the wait for the winners to reach Postgres (default 30 s).
+	DrainTimeout time.Duration
+	// Progress receives a progress bar (nil: none).
+	Progress io.Writer
+	// Label is a suffix of the run's name (e.g. "open").
+	Label string
+}
+
+// Outcome of one contestant.
+type Outcome struct {
+	Name     string       `json:"name"`
+	Kind     string       `json:"kind"`
+	Sale     string       `json:"sale"`
+	Stock    int          `json:"stock"`
+	Tokens   *load.Result `json:"tokens,omitempty"`
+	Rush     *load.Result `json:"rush"`
+	Late     *load.Result `json:"late,omitempty"`
+	Accepted int          `json:"accepted"`
+	// Winners is every 202 the run collected (written to accepted-<sale>.json, not to the result).
+	Winners []verify.Accepted `json:"-"`
+	Drain   *verify.Drain     `json:"drain,omitempty"`
+	Verify  *verify.Report    `json:"verify,omitempty"`
+	Checks  []verify.Check    `json:"scenario_checks,omitempty"`
+	Latency load.Percentiles  `json:"latency"`
+	Service load.Percentiles  `json:"service_latency"`
+}
+
+// OK reports whether every invariant and scenario check passed.
+func (o *Outcome) OK() bool {
+	if o.Verify != nil && !o.Verify.OK() {
+		return false
+	}
+	for _, c := range o.Checks {
+		if c.Verdict != verify.Pass {
+			return false
+		}
+	}
+	return true
+}
+
+// Driver runs contestants against one stack.
+type Driver struct {
+	Stack *Stack
+	Redis redis.UniversalClient
+	PG    *pgxpool.Pool
+	admin *http.Client
+}
+
+// NewDriver connects to the stack's Redis and Postgres.
+func NewDriver(ctx context.Context, s *Stack) (*Driver, error) {
+	pg, err := pgxpool.New(ctx, s.PGURL)
+	if err != nil {
+		return nil, err
+	}
+	rdb := redis.NewClient(&redis.Options{Addr: s.RedisAddr})
+	if err := rdb.Ping(ctx).Err(); err != nil {
+		pg.Close()
+		return nil, fmt.Errorf("redis %s: %w", s.RedisAddr, err)
+	}
+	return &Driver{Stack: s, Redis: rdb, PG: pg, admin: &http.Client{Timeout: 30 * time.Second}}, nil
+}
+
+// Close releases the connections.
+func (d *Driver) Close() {
+	d.PG.Close()
+	_ = d.Redis.Close()
+}
+
+func (d *Driver) adminCall(ctx context.Context, method, path string, body any) error {
+	var rd io.Reader
+	if body != nil {
+		b, _ := json.Marshal(body)
+		rd = bytes.NewReader(b)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, d.Stack.Backend+path, rd)
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Authorization", "Bearer "+d.Stack.AdminToken)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := d.admin.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode >= 300 {
+		return fmt.Errorf("%s %s: %s: %s", method, path, resp.Status, bytes.TrimSpace(b))
+	}
+	return nil
+}
+
+// CreateSale creates a sale open from a minute ago for an hour (unpaid orders are kept an hour,
+// so no release runs during a benchmark), and preheats it into Redis when preheat is set.
+func (d *Driver) CreateSale(ctx context.Context, sale string, stock int, preheat bool) error {
+	now := time.Now().UTC()
+	err := d.adminCall(ctx, http.MethodPost, "/admin/sales", map[string]any{
+		"id": sale, "stock": stock, "starts_at": now.Add(-time.Minute).Format(time.RFC3339),
+		"ends_at": now.Add(time.Hour).Format(time.RFC3339), "pay_within": "1h",
+	})
+	if err != nil {
+		return fmt.Errorf("create sale: %w", err)
+	}
+	if preheat {
+		if err := d.adminCall(ctx, http.MethodPost, "/admin/sales/"+sale+"/preheat", nil); err != nil {
+			return fmt.Errorf("preheat: %w", err)
+		}
+	}
+	return nil
+}
+
+func saleID(kind string) string {
+	return fmt.Sprintf("bench-%s-%s", kind, strings.ReplaceAll(time.Now().UTC().Format("150405.000000"), ".", ""))
+}
+
+type acceptedSet struct {
+	mu   sync.Mutex
+	list []verify.Accepted
+}
+
+func (a *acceptedSet) collect(req load.Request, resp load.Response) {
+	if resp.Outcome == "accepted" {
+		a.mu.Lock()
+		a.list = append(a.list, verify.Accepted{OrderID: resp.OrderID, UserID: req.User, At: resp.At})
+		a.mu.Unlock()
+	}
+}
+
+func (o Options) tokenConns() int {
+	if o.TokenConns > 0 {
+		return o.TokenConns
+	}
+	return 64
+}
+
+// RunEdge drives the crowd through the full edge: every user fetches a purchase token, then the
+// rush of clicks (measured under the options' model), then the late arrivals; it waits for the
+// winners to drain into Postgres and checks every invariant.
+func (d *Driver) RunEdge(ctx context.Context, o Options) (*Outcome, error) {
+	sale := saleID("edge")
+	if err := d.CreateSale(ctx, sale, o.Stock, true); err != nil {
+		return nil, err
+	}
+	people := o.Crowd.Cast(sale + "-")
+	name := "full edge"
+	if o.Label != "" {
+		name += " (" + o.Label + ")"
+	}
+	out := &Outcome{Name: name, Kind: Edge, Sale: sale, Stock: o.Stock}
+	gw := d.Stack.Gateway
+
+	// 1. Tokens: the page load before the click. Not part of the measured rush.
+	tokens := d.fetchTokens(ctx, o, name, sale, append(append([]string{}, people.Users...), people.Bots...), people)
+	out.Tokens = tokens.res
+
+	// 2. The rush.
+	clicks := o.Crowd.Rush(people)
+	reqs := make([]load.Request, len(clicks))
+	for i, c := range clicks {
+		h := header(c.User, c.IP)
+		switch {
+		case c.Kind == KindForged:
+			h.Set("X-Seckill-Token", forgedToken(i))
+		case tokens.of[c.TokenOf] != "":
+			h.Set("X-Seckill-Token", tokens.of[c.TokenOf])
+		}
+		reqs[i] = load.Request{Method: http.MethodPost, URL: gw + "/seckill/" + sale + "/buy", Header: h, Kind: c.Kind, User: c.User}
+	}
+	acc := &acceptedSet{}
+	out.Rush = load.Execute(ctx, load.Run{Name: name + " rush", Model: o.Model, Requests: reqs, Duration: o.Duration,
+		Client: load.NewClient(o.Model.Connections), OnResponse: acc.collect, Progress: o.Progress})
+
+	// 3. Late arrivals: after the rush, they get a token and click once.
+	if len(people.Late) > 0 {
+		late := d.fetchTokens(ctx, o, name+" late", sale, people.Late, people)
+		lreqs := make([]load.Request, len(people.Late))
+		for i, u := range people.Late {
+			h := header(u, people.IPs[u])
+			if t := late.of[u]; t != "" {
+				h.Set("X-Seckill-Token", t)
+			}
+			lreqs[i] = load.Request{Method: http.MethodPost, URL: gw + "/seckill/" + sale + "/buy", Header: h, Kind: KindLate, User: u}
+		}
+		out.Late = load.Execute(ctx, load.Run{Name: name + " late", Model: load.Model{Connections: o.tokenConns()}, Requests: lreqs,
+			Client: load.NewClient(o.tokenConns()), OnResponse: acc.collect})
+	}
+	out.Accepted, out.Winners = len(acc.list), acc.list
+	out.Latency, out.Service = load.PercentilesOf(out.Rush.Latency), load.PercentilesOf(out.Rush.Service)
+
+	// 4. Drain and verify.
+	timeout := o.DrainTimeout
+	if timeout == 0 {
+		timeout = 30 * time.Second
+	}
+	dr, err := verify.WaitDrained(ctx, d.PG, acc.list, timeout)
+	if err != nil {
+		return out, fmt.Errorf("drain: %w", err)
+	}
+	out.Drain = &dr
+	demand := demandOf(out.Rush)
+	rep, err := verify.Verify(ctx, verify.Sources{Redis: d.Redis, PG: d.PG,
+		Dead:   verify.RabbitMgmt{URL: d.Stack.MgmtURL, Vhost: d.Stack.Vhost},
+		Orders: verify.HTTPOrders(gw, nil)},
+		verify.Run{Sale: sale, Accepted: acc.list, Demand: demand, CheckRedis: true,
+			AllowPhantoms: out.Rush.Outcomes["error"] > 0})
+	if err != nil {
+		return out, err
+	}
+	out.Verify = &rep
+	out.Checks = scenarioChecks(out, o.Stock, demand)
+	return out, nil
+}
+
+type tokenSet struct {
+	res *load.Result
+	of  map[string]string
+}
+
+func (d *Driver) fetchTokens(ctx context.Context, o Options, name, sale string, users []string, p People) tokenSet {
+	reqs := make([]load.Request, len(users))
+	for i, u := range users {
+		reqs[i] = load.Request{Method: http.MethodPost, URL: d.Stack.Gateway + "/seckill/" + sale + "/token",
+			Header: header(u, p.IPs[u]), Kind: "token", User: u}
+	}
+	ts := tokenSet{of: make(map[string]string, len(users))}
+	var mu sync.Mutex
+	ts.res = load.Execute(ctx, load.Run{Name: name + " tokens", Model: load.Model{Connections: o.tokenConns()}, Requests: reqs,
+		Client: load.NewClient(o.tokenConns()), Progress: o.Progress,
+		OnResponse: func(req load.Request, resp load.Response) {
+			var b struct {
+				Token string `json:"token"`
+			}
+			if resp.Status == http.StatusOK && json.Unmarshal(resp.Body, &b) == nil && b.Token != "" {
+				mu.Lock()
+				ts.of[req.User] = b.Token
+				mu.Unlock()
+			}
+		}})
+	return ts
+}
+
+// demandOf counts the distinct users whose own click reached the sale's decision (won, sold
+// out, or already bought by a faster click of theirs): when they outnumber the stock, the sale
+// must sell out. Every user has exactly one KindCrowd click, so its outcomes count users.
+func demandOf(res *load.Result) int {
+	m := res.ByKind[KindCrowd]
+	return m["accepted"] + m["sold_out"] + m["already_bought"]
+}
+
+// scenarioChecks are the expectations of the crowd beyond the five invariants: forged and
+// replayed tokens never buy, late arrivals find the sale sold out, nobody gets a 5xx other
+// than 503.
+func scenarioChecks(o *Outcome, stock, demand int) []verify.Check {
+	var cs []verify.Check
+	bad := func(kind string) int {
+		return o.Rush.ByKind[kind]["accepted"]
+	}
+	c := verify.Check{N: 6, Name: "forged and replayed tokens never buy", Verdict: verify.Pass,
+		Detail: fmt.Sprintf("%d forged, %d replayed clicks accepted", bad(KindForged), bad(KindReplay))}
+	if bad(KindForged)+bad(KindReplay) > 0 {
+		c.Verdict = verify.Fail
+	}
+	cs = append(cs, c)
+	if o.Late != nil && demand > stock {
+		lateWon := o.Late.Outcomes["accepted"]
+		c := verify.Check{N: 7, Name: "late arrivals find the sale sold out", Verdict: verify.Pass,
+			Detail: fmt.Sprintf("%d of %d late clicks sold_out, %d accepted", o.Late.Outcomes["sold_out"], o.Late.Completed, lateWon)}
+		if lateWon > 0 || o.Late.Outcomes["sold_out"] == 0 {
+			c.Verdict = verify.Fail
+		}
+		cs = append(cs, c)
+	}
+	fivexx := 0
+	for _, r := range []*load.Result{o.Tokens, o.Rush, o.Late} {
+		if r == nil {
+			continue
+		}
+		for k, n := range r.Outcomes {
+			if strings.HasPrefix(k, "http_5") {
+				fivexx += n
+			}
+		}
+	}
+	c = verify.Check{N: 8, Name: "no 5xx but 503 unavailable", Verdict: verify.Pass, Detail: fmt.Sprintf("%d other 5xx answers", fivexx)}
+	if fivexx > 0 {
+		c.Verdict = verify.Fail
+	}
+	cs = append(cs, c)
+	return cs
+}
+
+// RunBaseline sends the same crowd to one of the backend's database baselines (pessimistic or
+// optimistic lock, one order per request straight into Postgres) and checks the invariants that
+// apply to it (no Redis, no queue).
+func (d *Driver) RunBaseline(ctx context.Context, kind string, o Options) (*Outcome, error) {
+	sale := saleID(kind)
+	if err := d.CreateSale(ctx, sale, o.Stock, false); err != nil {
+		return nil, err
+	}
+	people := o.Crowd.Cast(sale + "-")
+	clicks := o.Crowd.Rush(people)
+	reqs := make([]load.Request, len(clicks))
+	for i, c := range clicks {
+		reqs[i] = load.Request{Method: http.MethodPost, URL: d.Stack.Backend + "/baseline/" + kind + "/" + sale,
+			Header: header(c.User, c.IP), Kind: c.Kind, User: c.User}
+	}
+	out := &Outcome{Name: kind + " lock (DB)", Kind: kind, Sale: sale, Stock: o.Stock}
+	acc := &acceptedSet{}
+	out.Rush = load.Execute(ctx, load.Run{Name: kind + " rush", Model: o.Model, Requests: reqs, Duration: o.Duration,
+		Client: load.NewClient(o.Model.Connections), OnResponse: acc.collect, Progress: o.Progress})
+	out.Accepted, out.Winners = len(acc.list), acc.list
+	out.Latency, out.Service = load.PercentilesOf(out.Rush.Latency), load.PercentilesOf(out.Rush.Service)
+	// The baselines write synchronously: nothing to drain. Demand: only when the run was not cut
+	// short can it be asked to sell out.
+	demand := 0
+	if out.Rush.Sent == out.Rush.Planned {
+		demand = demandOf(out.Rush)
+	}
+	rep, err := verify.Verify(ctx, verify.Sources{Redis: d.Redis, PG: d.PG, Dead: verify.RabbitMgmt{URL: d.Stack.MgmtURL, Vhost: d.Stack.Vhost}},
+		verify.Run{Sale: sale, Accepted: acc.list, Demand: demand, AllowPhantoms: out.Rush.Outcomes["error"] > 0})
+	if err != nil {
+		return out, err
+	}
+	out.Verify = &rep
+	return out, nil
+}
+
+// RunCeiling sends the same number of requests to a Caddy site that only answers `respond`:
+// the most this machine's Caddy and client can do, whatever the handler.
+func (d *Driver) RunCeiling(ctx context.Context, o Options) (*Outcome, error) {
+	if d.Stack.Ceiling == "" {
+		return nil, fmt.Errorf("no ceiling site (give -ceiling)")
+	}
+	people := o.Crowd.Cast("ceil-")
+	clicks := o.Crowd.Rush(people)
+	reqs := make([]load.Request, len(clicks))
+	for i, c := range clicks {
+		reqs[i] = load.Request{Method: http.MethodPost, URL: d.Stack.Ceiling + "/", Header: header(c.User, c.IP), Kind: c.Kind, User: c.User}
+	}
+	out := &Outcome{Name: "Caddy respond (ceiling)", Kind: Ceiling}
+	out.Rush = load.Execute(ctx, load.Run{Name: "ceiling rush", Model: o.Model, Requests: reqs, Duration: o.Duration,
+		Client: load.NewClient(o.Model.Connections), Progress: o.Progress})
+	out.Latency, out.Service = load.PercentilesOf(out.Rush.Latency), load.PercentilesOf(out.Rush.Service)
+	return out, nil
+}

@@ -1,0 +1,195 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/seckilledge/seckill/bench"
+	"github.com/seckilledge/seckill/bench/load"
+	"github.com/seckilledge/seckill/bench/report"
+)
+
+func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("seckill-bench", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	crowd := bench.DefaultCrowd()
+	fs.IntVar(&crowd.Users, "users", crowd.Users, "distinct users in the crowd (each gets a token and clicks)")
+	fs.Float64Var(&crowd.Repeaters, "repeaters", crowd.Repeaters, "share of users who click 2-5 times")
+	fs.IntVar(&crowd.Bots, "bots", crowd.Bots, "scripted users hammering the buy endpoint")
+	fs.IntVar(&crowd.BotHits, "bot-hits", crowd.BotHits, "clicks per bot")
+	fs.IntVar(&crowd.Replays, "replays", crowd.Replays, "clicks presenting another user's token")
+	fs.IntVar(&crowd.Forged, "forged", crowd.Forged, "clicks presenting a forged token")
+	fs.IntVar(&crowd.Late, "late", crowd.Late, "users arriving after the rush")
+	fs.Uint64Var(&crowd.Seed, "seed", crowd.Seed, "seed of the crowd's shuffle")
+	stock := fs.Int("stock", 10000, "units on sale")
+	conns := fs.Int("conns", 500, "connections of the closed model")
+	rate := fs.Float64("rate", 10000, "arrival rate (purchases/s) of the open-model run of the full edge")
+	openConns := fs.Int("open-conns", 2000, "most requests in flight in the open model")
+	duration := fs.Duration("duration", 10*time.Second, "cap of each rush")
+	drain := fs.Duration("drain-timeout", 30*time.Second, "longest wait for the winners to reach Postgres")
+	only := fs.String("only", "pessimistic,optimistic,edge,ceiling,open", "contestants to run, in order: pessimistic, optimistic, edge, ceiling, open")
+	out := fs.String("out", "bench-results", "directory for result.json, report.html and accepted-<sale>.json")
+
+	gateway := fs.String("gateway", "", "base URL of a running gateway (default: start one)")
+	backendURL := fs.String("backend", "", "base URL of the running backend (with -gateway)")
+	ceiling := fs.String("ceiling", "", "base URL of a Caddy site that only does `respond` (with -gateway)")
+	gatewayPID := fs.Int("gateway-pid", 0, "pid of the running gateway, for its peak memory")
+	backendPID := fs.Int("backend-pid", 0, "pid of the running backend, for its peak memory")
+	vhost := fs.String("vhost", "/", "RabbitMQ vhost of the running stack (with -gateway)")
+	pgURL := fs.String("pg", env("SECKILL_PG_URL", "postgres://seckill:seckill@127.0.0.1:15432/seckill?sslmode=disable"), "Postgres URL of the running backend's database (with -gateway)")
+
+	root := fs.String("root", ".", "repository root (Caddyfile, sources to build)")
+	bin := fs.String("bin", "", "directory with caddy and seckill-backend (default: build them)")
+	caddyfile := fs.String("caddyfile", "", "gateway Caddyfile template (default: <root>/Caddyfile)")
+	logDir := fs.String("logs", "", "where started processes log (default: <out>/logs)")
+	redisAddr := fs.String("redis", env("SECKILL_REDIS_ADDR", "127.0.0.1:16379"), "Redis host:port")
+	amqpURL := fs.String("amqp", env("SECKILL_AMQP_URL", "amqp://guest:guest@127.0.0.1:16672/"), "RabbitMQ URL (a vhost of its own is created)")
+	mgmt := fs.String("amqp-mgmt", env("SECKILL_AMQP_MGMT_URL", "http://guest:guest@127.0.0.1:16673"), "RabbitMQ management API URL")
+	pgAdmin := fs.String("pg-admin", env("SECKILL_PG_ADMIN_URL", "postgres://seckill:seckill@127.0.0.1:15432/postgres?sslmode=disable"), "Postgres maintenance URL (a database of its own is created)")
+	adminToken := fs.String("admin-token", env("SECKILL_ADMIN_TOKEN", "demo-admin-token"), "backend admin token (demo default)")
+	tokenKey := env("SECKILL_TOKEN_KEY", "bench-token-key-not-a-secret-0123456789")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	kinds := strings.Split(*only, ",")
+	for _, k := range kinds {
+		switch k {
+		case bench.Pessimistic, bench.Optimistic, bench.Edge, bench.Ceiling, "open":
+		default:
+			return errorf(stderr, "-only: unknown contestant %q", k)
+		}
+	}
+	var progress io.Writer
+	if isTTY(stderr) {
+		progress = stderr
+	}
+	logf := func(format string, a ...any) { fmt.Fprintf(stderr, "[bench] "+format+"\n", a...) }
+
+	var stack *bench.Stack
+	if *gateway != "" {
+		stack = &bench.Stack{Gateway: *gateway, Backend: *backendURL, Ceiling: *ceiling, AdminToken: *adminToken,
+			RedisAddr: *redisAddr, PGURL: *pgURL, MgmtURL: *mgmt, Vhost: *vhost, GatewayPID: *gatewayPID, BackendPID: *backendPID}
+		if stack.Backend == "" {
+			stack.Backend = "http://127.0.0.1:8081"
+		}
+	} else {
+		if *logDir == "" {
+			*logDir = filepath.Join(*out, "logs")
+		}
+		logf("starting backend and gateway on free ports (logs in %s)", *logDir)
+		var err error
+		stack, err = bench.Start(ctx, bench.StartOptions{Root: *root, BinDir: *bin, Caddyfile: *caddyfile, RedisAddr: *redisAddr,
+			AMQPURL: *amqpURL, MgmtURL: *mgmt, PGAdminURL: *pgAdmin, AdminToken: *adminToken, TokenKey: tokenKey, LogDir: *logDir})
+		if err != nil {
+			return errorf(stderr, "%v", err)
+		}
+		defer stack.Close()
+		logf("gateway %s, backend %s, ceiling %s, vhost %s", stack.Gateway, stack.Backend, stack.Ceiling, stack.Vhost)
+	}
+	drv, err := bench.NewDriver(ctx, stack)
+	if err != nil {
+		return errorf(stderr, "%v", err)
+	}
+	defer drv.Close()
+
+	res := &bench.Result{Date: time.Now().UTC(), Command: "seckill-bench " + strings.Join(args, " "), Machine: bench.ThisMachine(),
+		Crowd: crowd, Stock: *stock, Conns: *conns, Rate: *rate}
+	res.Notes = append(res.Notes, fmt.Sprintf("the load generator (Go net/http, %d connections) runs on the same %d CPUs as the servers and competes with them: every contestant pays the same tax",
+		*conns, res.Machine.CPUs))
+	closed := bench.Options{Crowd: crowd, Stock: *stock, Model: load.Model{Connections: *conns}, Duration: *duration, DrainTimeout: *drain, Progress: progress}
+	for _, k := range kinds {
+		if ctx.Err() != nil {
+			break
+		}
+		var o *bench.Outcome
+		var err error
+		switch k {
+		case bench.Pessimistic, bench.Optimistic:
+			o, err = drv.RunBaseline(ctx, k, closed)
+		case bench.Edge:
+			o, err = drv.RunEdge(ctx, closed)
+		case bench.Ceiling:
+			o, err = drv.RunCeiling(ctx, closed)
+		case "open":
+			op := closed
+			op.Model = load.Model{Rate: *rate, Connections: *openConns}
+			op.Label = fmt.Sprintf("open %.0f/s", *rate)
+			o, err = drv.RunEdge(ctx, op)
+		}
+		if err != nil {
+			return errorf(stderr, "%s: %v", k, err)
+		}
+		logf("%-26s %7d requests  %8.0f req/s  p99 %7.2f ms  %s", o.Name, o.Rush.Completed, o.Rush.Throughput, o.Latency.P99, okWord(o))
+		if k == "open" {
+			res.Open = o
+		} else {
+			res.Contestants = append(res.Contestants, o)
+		}
+	}
+	if stack.GatewayPID > 0 || stack.BackendPID > 0 {
+		res.PeakRSS = map[string]int{}
+		if v := bench.PeakRSS(stack.GatewayPID); v > 0 {
+			res.PeakRSS["gateway"] = v
+		}
+		if v := bench.PeakRSS(stack.BackendPID); v > 0 {
+			res.PeakRSS["backend"] = v
+		}
+	}
+	res.Evaluate()
+	report.Text(stdout, res)
+	if err := writeFiles(*out, res); err != nil {
+		return errorf(stderr, "%v", err)
+	}
+	fmt.Fprintf(stdout, "\nwrote %s/result.json and %s/report.html\n", *out, *out)
+	if !res.OK() {
+		return 1
+	}
+	return 0
+}
+
+func okWord(o *bench.Outcome) string {
+	if o.Verify == nil {
+		return ""
+	}
+	if o.OK() {
+		return "invariants PASS"
+	}
+	return "invariants FAIL"
+}
+
+func writeFiles(dir string, res *bench.Result) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	if err := report.WriteJSON(filepath.Join(dir, "result.json"), res); err != nil {
+		return err
+	}
+	f, err := os.Create(filepath.Join(dir, "report.html"))
+	if err != nil {
+		return err
+	}
+	if err := report.HTML(f, res); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	for _, o := range append(append([]*bench.Outcome{}, res.Contestants...), res.Open) {
+		if o == nil || o.Sale == "" || o.Winners == nil {
+			continue
+		}
+		b, _ := json.Marshal(o.Winners)
+		if err := os.WriteFile(filepath.Join(dir, "accepted-"+o.Sale+".json"), b, 0o644); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -1,0 +1,59 @@
+// Command seckill-bench drives a real flash sale through the real stack, measures it, and
+// checks every invariant of DESIGN.md afterwards against Redis, RabbitMQ and Postgres.
+//
+//	seckill-bench                 the comparison (make bench): pessimistic lock, optimistic lock,
+//	                              the full edge and Caddy's plain respond under the same crowd,
+//	                              then the full edge under an open arrival rate
+//	seckill-bench -only edge      one contestant
+//	seckill-bench verify -sale S  only the invariants of an existing sale
+//
+// By default it builds nothing and starts its own backend and gateway (from -bin) on free
+// ports, with a RabbitMQ vhost and a Postgres database of their own; -gateway and -backend
+// point it at running ones instead. See docs/bench.md.
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+// run is the command without the process around it, so tests can call it and read its exit
+// code: 0 when every check passed, 1 when an invariant FAILed, 2 on bad usage or a broken setup.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	if len(args) > 0 && args[0] == "verify" {
+		return runVerify(ctx, args[1:], stdout, stderr)
+	}
+	return runBench(ctx, args, stdout, stderr)
+}
+
+func env(name, def string) string {
+	if v := os.Getenv(name); v != "" {
+		return v
+	}
+	return def
+}
+
+func isTTY(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}
+
+func errorf(w io.Writer, format string, args ...any) int {
+	fmt.Fprintf(w, "seckill-bench: "+format+"\n", args...)
+	return 2
+}
