@@ -83,6 +83,9 @@ type Run struct {
 	Progress io.Writer
 	// LateAfter is how late an open-model request may be sent before it counts as late (default 1 ms).
 	LateAfter time.Duration
+	// WarmURL, if set, is fetched once per connection before the run (not measured), so the
+	// run measures requests, not TCP handshakes. Every contestant gets the same warm-up.
+	WarmURL string
 }
 
 // NewClient is an HTTP client for load: keep-alive connections up to conns, no compression,
@@ -147,6 +150,19 @@ func Do(ctx context.Context, c *http.Client, r Request) Response {
 	out := Response{Status: resp.StatusCode, Body: b, At: time.Now()}
 	out.Outcome, out.OrderID = Classify(resp.StatusCode, b)
 	return out
+}
+
+// Warm opens up to conns keep-alive connections by sending conns concurrent GETs to url.
+func Warm(ctx context.Context, c *http.Client, url string, conns int) {
+	var wg sync.WaitGroup
+	for i := 0; i < conns; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_ = Do(ctx, c, Request{Method: http.MethodGet, URL: url})
+		}()
+	}
+	wg.Wait()
 }
 
 // Bucket is 100 ms of a run's timeline (by completion time).
@@ -255,6 +271,9 @@ func Execute(ctx context.Context, run Run) *Result {
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	if run.WarmURL != "" {
+		Warm(ctx, client, run.WarmURL, max(run.Model.Connections, 1))
+	}
 	stopProgress := startProgress(run, rec)
 	rec.start = time.Now()
 	var deadline time.Time
