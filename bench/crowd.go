@@ -69,7 +69,9 @@ type People struct {
 // Cast names everyone in the crowd; prefix keeps runs apart.
 func (c Crowd) Cast(prefix string) People {
 	p := People{Prefix: prefix, IPs: map[string]string{}}
-	ip := func(i int) string { return fmt.Sprintf("10.%d.%d.%d", (i>>16)&255, (i>>8)&255, i&255) }
+	// One /24 per user for the first 65 536 users: per-IP limits bucket IPv4 by prefix, and a
+	// crowd is people on many networks, not one subnet.
+	ip := func(i int) string { return fmt.Sprintf("10.%d.%d.%d", i&255, (i>>8)&255, 1+(i>>16)&127) }
 	n := 0
 	for i := 0; i < c.Users; i++ {
 		u := fmt.Sprintf("%su%d", prefix, i)

@@ -71,6 +71,14 @@ type StartOptions struct {
 	LogDir string
 }
 
+// TrustLoopbackProxy is the global option the load generator needs: it runs on loopback and
+// says who each simulated client is with X-Forwarded-For, so {client_ip} (what per-IP throttle
+// zones key on) is the simulated client, as behind a real load balancer.
+const TrustLoopbackProxy = `	servers {
+		trusted_proxies static 127.0.0.1/32 ::1/128
+		client_ip_headers X-Forwarded-For
+	}`
+
 // FreePort returns a loopback port that was free a moment ago.
 func FreePort() (int, error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
@@ -96,7 +104,6 @@ func Build(ctx context.Context, root, dir string) error {
 var (
 	siteRe  = regexp.MustCompile(`(?m)^:8080\s*\{`)
 	adminRe = regexp.MustCompile(`(?m)^(\s*)admin\s+\S+`)
-	openRe  = regexp.MustCompile(`^\s*\{`)
 )
 
 // GatewayConfig rewrites a Caddyfile for private ports: the :8080 site moves to gw, the admin
@@ -115,8 +122,7 @@ func GatewayConfig(src string, gw, admin, ceil int, extraGlobal string) (string,
 		global += "\n" + extraGlobal
 	}
 	if global != "" {
-		if openRe.MatchString(out) {
-			i := strings.Index(out, "{")
+		if i := globalBlock(out); i >= 0 {
 			out = out[:i+1] + "\n" + global + "\n" + out[i+1:]
 		} else {
 			out = "{\n" + global + "\n}\n\n" + out
@@ -127,13 +133,31 @@ func GatewayConfig(src string, gw, admin, ceil int, extraGlobal string) (string,
 	return out, nil
 }
 
+// globalBlock is the offset of the `{` opening the global options block, or -1: the block
+// must be the first thing after comments and blank lines.
+func globalBlock(src string) int {
+	off := 0
+	for _, line := range strings.SplitAfter(src, "\n") {
+		t := strings.TrimSpace(line)
+		switch {
+		case t == "" || strings.HasPrefix(t, "#"):
+		case t == "{":
+			return off + strings.Index(line, "{")
+		default:
+			return -1
+		}
+		off += len(line)
+	}
+	return -1
+}
+
 // Start builds (unless BinDir is set) and starts a backend and a gateway on free ports with a
 // fresh RabbitMQ vhost and Postgres database, and waits until both answer.
-func Start(ctx context.Context, o StartOptions) (s *Stack, err error) {
-	s = &Stack{AdminToken: o.AdminToken, RedisAddr: o.RedisAddr, MgmtURL: o.MgmtURL}
+func Start(ctx context.Context, o StartOptions) (_ *Stack, err error) {
+	s := &Stack{AdminToken: o.AdminToken, RedisAddr: o.RedisAddr, MgmtURL: o.MgmtURL}
 	defer func() {
 		if err != nil {
-			s.Close()
+			s.Close() // what was started so far
 		}
 	}()
 	tmp, err := os.MkdirTemp("", "seckill-bench-")
@@ -213,13 +237,13 @@ func Start(ctx context.Context, o StartOptions) (s *Stack, err error) {
 		fmt.Sprintf("SECKILL_BACKEND_LISTEN=127.0.0.1:%d", bport), fmt.Sprintf("SECKILL_BACKEND=127.0.0.1:%d", bport))
 	env = append(env, o.Env...)
 
-	pid, stop, err := startProc(filepath.Join(bin, "seckill-backend"), nil, env, filepath.Join(s.LogDir, "backend.log"))
+	pid, stop, exited, err := startProc(filepath.Join(bin, "seckill-backend"), nil, env, filepath.Join(s.LogDir, "backend.log"))
 	if err != nil {
 		return nil, err
 	}
 	s.BackendPID = pid
 	s.cleanup = append(s.cleanup, stop)
-	if err := waitHTTP(ctx, s.Backend+"/healthz", filepath.Join(s.LogDir, "backend.log")); err != nil {
+	if err := waitHTTP(ctx, s.Backend+"/healthz", filepath.Join(s.LogDir, "backend.log"), exited); err != nil {
 		return nil, fmt.Errorf("backend: %w", err)
 	}
 
@@ -239,23 +263,23 @@ func Start(ctx context.Context, o StartOptions) (s *Stack, err error) {
 	if err := os.WriteFile(confPath, []byte(conf), 0o644); err != nil {
 		return nil, err
 	}
-	pid, stop, err = startProc(filepath.Join(bin, "caddy"), []string{"run", "--config", confPath, "--adapter", "caddyfile"},
+	pid, stop, exited, err = startProc(filepath.Join(bin, "caddy"), []string{"run", "--config", confPath, "--adapter", "caddyfile"},
 		env, filepath.Join(s.LogDir, "gateway.log"))
 	if err != nil {
 		return nil, err
 	}
 	s.GatewayPID = pid
 	s.cleanup = append(s.cleanup, stop)
-	if err := waitHTTP(ctx, s.Ceiling+"/", filepath.Join(s.LogDir, "gateway.log")); err != nil {
+	if err := waitHTTP(ctx, s.Ceiling+"/", filepath.Join(s.LogDir, "gateway.log"), exited); err != nil {
 		return nil, fmt.Errorf("gateway: %w", err)
 	}
 	return s, nil
 }
 
-func startProc(path string, args, env []string, logPath string) (int, func(), error) {
+func startProc(path string, args, env []string, logPath string) (int, func(), <-chan struct{}, error) {
 	logf, err := os.Create(logPath)
 	if err != nil {
-		return 0, nil, err
+		return 0, nil, nil, err
 	}
 	cmd := exec.Command(path, args...)
 	cmd.Env = env
@@ -263,7 +287,7 @@ func startProc(path string, args, env []string, logPath string) (int, func(), er
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGTERM}
 	if err := cmd.Start(); err != nil {
 		logf.Close()
-		return 0, nil, fmt.Errorf("start %s: %w", path, err)
+		return 0, nil, nil, fmt.Errorf("start %s: %w", path, err)
 	}
 	done := make(chan struct{})
 	go func() { _ = cmd.Wait(); close(done); logf.Close() }()
@@ -276,13 +300,18 @@ func startProc(path string, args, env []string, logPath string) (int, func(), er
 			<-done
 		}
 	}
-	return cmd.Process.Pid, stop, nil
+	return cmd.Process.Pid, stop, done, nil
 }
 
-func waitHTTP(ctx context.Context, u, logPath string) error {
+func waitHTTP(ctx context.Context, u, logPath string, exited <-chan struct{}) error {
 	deadline := time.Now().Add(60 * time.Second)
 	c := &http.Client{Timeout: time.Second}
 	for time.Now().Before(deadline) {
+		select {
+		case <-exited:
+			return fmt.Errorf("the process exited before %s answered; log tail:\n%s", u, tail(logPath))
+		default:
+		}
 		if resp, err := c.Get(u); err == nil {
 			resp.Body.Close()
 			if resp.StatusCode < 500 {
@@ -295,11 +324,15 @@ func waitHTTP(ctx context.Context, u, logPath string) error {
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
-	b, _ := os.ReadFile(logPath)
+	return fmt.Errorf("%s did not answer within 60 s; log tail:\n%s", u, tail(logPath))
+}
+
+func tail(path string) string {
+	b, _ := os.ReadFile(path)
 	if len(b) > 3000 {
 		b = b[len(b)-3000:]
 	}
-	return fmt.Errorf("%s did not answer within 60 s; log tail:\n%s", u, b)
+	return string(b)
 }
 
 type mgmt struct {

@@ -86,7 +86,8 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		logf("starting backend and gateway on free ports (logs in %s)", *logDir)
 		var err error
 		stack, err = bench.Start(ctx, bench.StartOptions{Root: *root, BinDir: *bin, Caddyfile: *caddyfile, RedisAddr: *redisAddr,
-			AMQPURL: *amqpURL, MgmtURL: *mgmt, PGAdminURL: *pgAdmin, AdminToken: *adminToken, TokenKey: tokenKey, LogDir: *logDir})
+			AMQPURL: *amqpURL, MgmtURL: *mgmt, PGAdminURL: *pgAdmin, AdminToken: *adminToken, TokenKey: tokenKey, LogDir: *logDir,
+			ExtraGlobal: bench.TrustLoopbackProxy})
 		if err != nil {
 			return errorf(stderr, "%v", err)
 		}

@@ -1,0 +1,55 @@
+package bench
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestGatewayConfigMovesTheSiteAndAdminAndAddsTheCeiling(t *testing.T) {
+	src := "# comment\n{\n\tadmin 127.0.0.1:2019\n\tmetrics\n}\n\n:8080 {\n\trespond \"x\"\n}\n"
+	out, err := GatewayConfig(src, 1001, 1002, 1003, TrustLoopbackProxy)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"admin 127.0.0.1:1002", ":1001 {", ":1003 {\n\trespond \"ok\" 200", "trusted_proxies static 127.0.0.1/32"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("config lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "8080") || strings.Contains(out, "2019") {
+		t.Errorf("a default port is left:\n%s", out)
+	}
+	if strings.Index(out, "trusted_proxies") > strings.Index(out, ":1001 {") {
+		t.Errorf("the extra global options are not in the global block:\n%s", out)
+	}
+	// Without a global block, one is created for the admin address.
+	out, err = GatewayConfig(":8080 {\n}\n", 1, 2, 3, "")
+	if err != nil || !strings.HasPrefix(out, "{\n\tadmin 127.0.0.1:2\n}") {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if _, err := GatewayConfig("example.com {\n}\n", 1, 2, 3, ""); err == nil {
+		t.Fatal("a Caddyfile without the :8080 site was accepted")
+	}
+}
+
+func TestCrowdIsReproducibleAndHasEveryKindOfClick(t *testing.T) {
+	c := Crowd{Users: 100, Repeaters: 0.5, Bots: 2, BotHits: 10, Replays: 5, Forged: 5, Late: 3, Seed: 1}
+	p := c.Cast("r-")
+	a, b := c.Rush(p), c.Rush(p)
+	kinds := map[string]int{}
+	for i := range a {
+		if a[i] != b[i] {
+			t.Fatal("the same seed gave two different rushes")
+		}
+		kinds[a[i].Kind]++
+		if a[i].Kind == KindReplay && a[i].TokenOf == a[i].User {
+			t.Fatal("a replay presents the user's own token")
+		}
+	}
+	if kinds[KindCrowd] != 100 || kinds[KindBot] != 20 || kinds[KindReplay] != 5 || kinds[KindForged] != 5 || kinds[KindRepeat] < 50 {
+		t.Fatalf("kinds %v", kinds)
+	}
+	if len(p.Late) != 3 || p.IPs[p.Users[0]] == p.IPs[p.Users[1]] {
+		t.Fatalf("cast %v", p.Late)
+	}
+}
