@@ -151,14 +151,23 @@ func saleID(kind string) string {
 }
 
 type acceptedSet struct {
-	mu   sync.Mutex
-	list []verify.Accepted
+	mu        sync.Mutex
+	list      []verify.Accepted
+	uncertain map[string]bool
 }
 
 func (a *acceptedSet) collect(req load.Request, resp load.Response) {
-	if resp.Outcome == "accepted" {
+	switch resp.Outcome {
+	case "accepted":
 		a.mu.Lock()
 		a.list = append(a.list, verify.Accepted{OrderID: resp.OrderID, UserID: req.User, At: resp.At})
+		a.mu.Unlock()
+	case "unavailable", "error":
+		a.mu.Lock()
+		if a.uncertain == nil {
+			a.uncertain = map[string]bool{}
+		}
+		a.uncertain[req.User] = true
 		a.mu.Unlock()
 	}
 }
@@ -238,8 +247,7 @@ func (d *Driver) RunEdge(ctx context.Context, o Options) (*Outcome, error) {
 	rep, err := verify.Verify(ctx, verify.Sources{Redis: d.Redis, PG: d.PG,
 		Dead:   verify.RabbitMgmt{URL: d.Stack.MgmtURL, Vhost: d.Stack.Vhost},
 		Orders: verify.HTTPOrders(gw, nil)},
-		verify.Run{Sale: sale, Accepted: acc.list, Demand: demand, CheckRedis: true,
-			AllowPhantoms: out.Rush.Outcomes["error"] > 0})
+		verify.Run{Sale: sale, Accepted: acc.list, Demand: demand, CheckRedis: true, Uncertain: acc.uncertain})
 	if err != nil {
 		return out, err
 	}
@@ -367,7 +375,7 @@ func (d *Driver) RunBaseline(ctx context.Context, kind string, o Options) (*Outc
 		demand = demandOf(out.Rush)
 	}
 	rep, err := verify.Verify(ctx, verify.Sources{Redis: d.Redis, PG: d.PG, Dead: verify.RabbitMgmt{URL: d.Stack.MgmtURL, Vhost: d.Stack.Vhost}},
-		verify.Run{Sale: sale, Accepted: acc.list, Demand: demand, AllowPhantoms: out.Rush.Outcomes["error"] > 0})
+		verify.Run{Sale: sale, Accepted: acc.list, Demand: demand, Uncertain: acc.uncertain})
 	if err != nil {
 		return out, err
 	}

@@ -229,6 +229,19 @@ func TestVerifierReportsAnOrderNoClientWasToldAbout(t *testing.T) {
 	w.sell("u1", "o1")
 	w.accept = w.accept[:1]
 	expect(t, w.verify(2), 3)
+
+	// u1 was answered 503 (the gate gave up waiting, its script had run): the order is
+	// accounted for, u1 learns of it at the next click.
+	src := verify.Sources{Redis: w.rdb, PG: w.pg, Dead: verify.RabbitMgmt{URL: testenv.AMQPMgmtURL(), Vhost: w.vhost}}
+	rep, err := verify.Verify(context.Background(), src, verify.Run{Sale: w.sale, Accepted: w.accept, Demand: 2, CheckRedis: true,
+		Uncertain: map[string]bool{"u1": true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	expect(t, rep)
+	rep, _ = verify.Verify(context.Background(), src, verify.Run{Sale: w.sale, Accepted: w.accept, Demand: 2, CheckRedis: true,
+		Uncertain: map[string]bool{"u7": true}})
+	expect(t, rep, 3)
 }
 
 func TestVerifierReportsStockThatIsNotConserved(t *testing.T) {
