@@ -152,7 +152,6 @@ func StartRedisCluster(t testing.TB) []string {
 	return addrs
 }
 
-
 const pgBin = "/usr/lib/postgresql/15/bin"
 
 // StartPostgres starts a private Postgres 15 on a free loopback port (user seckill, password
