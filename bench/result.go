@@ -107,8 +107,8 @@ func (r *Result) Evaluate() {
 	worst, winners := -1.0, 0
 	for _, o := range append(append([]*Outcome{}, r.Contestants...), r.Open) {
 		if o != nil && o.Drain != nil {
-			if o.Drain.MaxMs > worst {
-				worst, winners = o.Drain.MaxMs, o.Drain.Accepted
+			if o.Drain.WorstMs() > worst {
+				worst, winners = o.Drain.WorstMs(), o.Drain.Accepted
 			}
 			if !o.Drain.Settled {
 				worst, winners = 1e9, o.Drain.Accepted

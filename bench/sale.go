@@ -216,6 +216,25 @@ func (d *Driver) RunEdge(ctx context.Context, o Options) (*Outcome, error) {
 	out.Rush = load.Execute(ctx, load.Run{Name: name + " rush", Model: o.Model, Requests: reqs, Duration: o.Duration,
 		Client: load.NewClient(o.Model.Connections), OnResponse: acc.collect, Progress: o.Progress, WarmURL: gw + "/healthz"})
 
+	// The drain clock starts now: watch the rush's winners arrive in Postgres while the late
+	// arrivals come.
+	timeout := o.DrainTimeout
+	if timeout == 0 {
+		timeout = 30 * time.Second
+	}
+	acc.mu.Lock()
+	winners := append([]verify.Accepted(nil), acc.list...)
+	acc.mu.Unlock()
+	type drained struct {
+		d   verify.Drain
+		err error
+	}
+	drainc := make(chan drained, 1)
+	go func() {
+		dr, err := verify.WaitDrained(ctx, d.PG, winners, timeout)
+		drainc <- drained{dr, err}
+	}()
+
 	// 3. Late arrivals: after the rush, they get a token and click once.
 	if len(people.Late) > 0 {
 		late := d.fetchTokens(ctx, o, name+" late", sale, people.Late, people)
@@ -233,16 +252,17 @@ func (d *Driver) RunEdge(ctx context.Context, o Options) (*Outcome, error) {
 	out.Accepted, out.Winners = len(acc.list), acc.list
 	out.Latency, out.Service = load.PercentilesOf(out.Rush.Latency), load.PercentilesOf(out.Rush.Service)
 
-	// 4. Drain and verify.
-	timeout := o.DrainTimeout
-	if timeout == 0 {
-		timeout = 30 * time.Second
+	// 4. Drain (the rush's winners, then any late winner) and verify.
+	dc := <-drainc
+	if dc.err != nil {
+		return out, fmt.Errorf("drain: %w", dc.err)
 	}
-	dr, err := verify.WaitDrained(ctx, d.PG, acc.list, timeout)
-	if err != nil {
-		return out, fmt.Errorf("drain: %w", err)
+	out.Drain = &dc.d
+	if len(acc.list) > len(winners) {
+		if _, err := verify.WaitDrained(ctx, d.PG, acc.list, timeout); err != nil {
+			return out, fmt.Errorf("drain: %w", err)
+		}
 	}
-	out.Drain = &dr
 	demand := demandOf(out.Rush)
 	rep, err := verify.Verify(ctx, verify.Sources{Redis: d.Redis, PG: d.PG,
 		Dead:   verify.RabbitMgmt{URL: d.Stack.MgmtURL, Vhost: d.Stack.Vhost},

@@ -27,8 +27,15 @@ type Drain struct {
 }
 
 func (d Drain) String() string {
-	return fmt.Sprintf("%d/%d winners in Postgres; 202 -> row p50 %.0f ms, p99 %.0f ms, max %.0f ms; last row %.0f ms after the last 202",
-		d.InPG, d.Accepted, d.P50ms, d.P99ms, d.MaxMs, d.LastAfterMs)
+	return fmt.Sprintf("%d/%d winners in Postgres; 202 -> row p50 %.0f ms, p99 %.0f ms, max %.0f ms; all rows seen %.0f ms after the last 202",
+		d.InPG, d.Accepted, d.P50ms, d.P99ms, d.MaxMs, d.ObservedMs)
+}
+
+// WorstMs is the conservative drain time: the larger of the slowest order by its row's
+// created_at (which Postgres sets when the transaction starts, a little before the commit) and
+// the time from the last 202 until a poll saw every row (an upper bound, within one poll).
+func (d Drain) WorstMs() float64 {
+	return max(d.MaxMs, d.ObservedMs)
 }
 
 // WaitDrained polls Postgres until every accepted order id has a row, or timeout passes, and

@@ -1,0 +1,64 @@
+package bench_test
+
+import (
+	"bytes"
+	"context"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/seckilledge/seckill/bench"
+	"github.com/seckilledge/seckill/bench/load"
+	"github.com/seckilledge/seckill/bench/report"
+	"github.com/seckilledge/seckill/internal/testenv"
+)
+
+// The whole product, end to end: a small crowd (repeat clickers, bots, replayed and forged
+// tokens, late arrivals) through the gateway built from this repository and its default
+// Caddyfile (throttle, token, gate, relay), RabbitMQ and the backend's consumer into Postgres;
+// then every invariant of DESIGN.md is checked. It tests correctness, not speed.
+func TestACrowdThroughTheWholeStackKeepsEveryInvariant(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	_ = testenv.Redis(t) // fails clearly when the stack is down
+	_ = testenv.Postgres(t)
+	bin := t.TempDir()
+	if err := bench.Build(ctx, "..", bin); err != nil {
+		t.Fatal(err)
+	}
+	stack, err := bench.Start(ctx, bench.StartOptions{Root: "..", BinDir: bin, RedisAddr: testenv.RedisAddr(),
+		AMQPURL: testenv.AMQPURL(), MgmtURL: testenv.AMQPMgmtURL(), PGAdminURL: testenv.PGAdminURL(),
+		AdminToken: "e2e-admin-token", TokenKey: "e2e-token-key-0123456789abcdef-0123456789", LogDir: t.TempDir(),
+		ExtraGlobal: bench.TrustLoopbackProxy})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(stack.Close)
+	drv, err := bench.NewDriver(ctx, stack)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer drv.Close()
+
+	crowd := bench.Crowd{Users: 400, Repeaters: 0.3, Bots: 3, BotHits: 40, Replays: 40, Forged: 40, Late: 20, Seed: 7}
+	opts := bench.Options{Crowd: crowd, Stock: 100, Model: load.Model{Connections: 32}, TokenConns: 16, DrainTimeout: 30 * time.Second}
+	edge, err := drv.RunEdge(ctx, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts.Model = load.Model{Connections: 16}
+	optimistic, err := drv.RunBaseline(ctx, bench.Optimistic, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := &bench.Result{Date: time.Now(), Crowd: crowd, Stock: 100, Contestants: []*bench.Outcome{optimistic, edge}}
+	var out bytes.Buffer
+	report.Text(&out, res)
+	t.Log(out.String())
+	if !res.OK() {
+		t.Fatalf("an invariant failed; logs in %s", filepath.Clean(stack.LogDir))
+	}
+	if edge.Accepted != 100 || !edge.Drain.Settled {
+		t.Fatalf("the edge accepted %d of 100 units (drain %v)", edge.Accepted, edge.Drain)
+	}
+}
