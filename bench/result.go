@@ -59,8 +59,8 @@ type Result struct {
 	Rate    float64   `json:"open_rate"`
 	// Contestants of the comparison (closed model, same crowd, same client).
 	Contestants []*Outcome `json:"contestants"`
-	// Open is the full edge under the open model at Rate.
-	Open *Outcome `json:"open,omitempty"`
+	// Open are the open-model runs at Rate (the full edge, and the ceiling when asked for).
+	Open []*Outcome `json:"open,omitempty"`
 	// PeakRSS of the started processes, KiB (VmHWM over the whole invocation).
 	PeakRSS map[string]int `json:"peak_rss_kib,omitempty"`
 	Targets []Target       `json:"targets,omitempty"`
@@ -85,7 +85,26 @@ func (r *Result) OK() bool {
 			return false
 		}
 	}
-	return r.Open == nil || r.Open.OK()
+	for _, o := range r.Open {
+		if !o.OK() {
+			return false
+		}
+	}
+	return true
+}
+
+// All is every run: the comparison, then the open-model runs.
+func (r *Result) All() []*Outcome {
+	return append(append([]*Outcome{}, r.Contestants...), r.Open...)
+}
+
+func (r *Result) findOpen(kind string) *Outcome {
+	for _, c := range r.Open {
+		if c.Kind == kind {
+			return c
+		}
+	}
+	return nil
 }
 
 // Evaluate fills Targets from what was measured (goals of the issue that set up the benchmark).
@@ -100,12 +119,12 @@ func (r *Result) Evaluate() {
 		x := edge.Rush.Throughput / ceil.Rush.Throughput
 		r.Targets = append(r.Targets, Target{Name: "full edge vs plain respond, throughput", Want: ">= 0.4x", Got: x, Unit: "x", Met: x >= 0.4})
 	}
-	if r.Open != nil {
-		p := r.Open.Latency.P99
-		r.Targets = append(r.Targets, Target{Name: fmt.Sprintf("full edge p99 at %.0f purchases/s (open)", r.Rate), Want: "<= 10 ms", Got: p, Unit: "ms", Met: p <= 10 && r.Open.Rush.Completed > 0})
+	if o := r.findOpen(Edge); o != nil {
+		p := o.Latency.P99
+		r.Targets = append(r.Targets, Target{Name: fmt.Sprintf("full edge p99 at %.0f purchases/s (open)", r.Rate), Want: "<= 10 ms", Got: p, Unit: "ms", Met: p <= 10 && o.Rush.Completed > 0})
 	}
 	worst, winners := -1.0, 0
-	for _, o := range append(append([]*Outcome{}, r.Contestants...), r.Open) {
+	for _, o := range r.All() {
 		if o != nil && o.Drain != nil {
 			if o.Drain.WorstMs() > worst {
 				worst, winners = o.Drain.WorstMs(), o.Drain.Accepted

@@ -415,7 +415,11 @@ func (d *Driver) RunCeiling(ctx context.Context, o Options) (*Outcome, error) {
 	for i, c := range clicks {
 		reqs[i] = load.Request{Method: http.MethodPost, URL: d.Stack.Ceiling + "/", Header: header(c.User, c.IP), Kind: c.Kind, User: c.User}
 	}
-	out := &Outcome{Name: "Caddy respond (ceiling)", Kind: Ceiling}
+	name := "Caddy respond (ceiling)"
+	if o.Label != "" {
+		name += " (" + o.Label + ")"
+	}
+	out := &Outcome{Name: name, Kind: Ceiling}
 	out.Rush = load.Execute(ctx, load.Run{Name: "ceiling rush", Model: o.Model, Requests: reqs, Duration: o.Duration,
 		Client: load.NewClient(o.Model.Connections), Progress: o.Progress, WarmURL: d.Stack.Ceiling + "/"})
 	out.Latency, out.Service = load.PercentilesOf(out.Rush.Latency), load.PercentilesOf(out.Rush.Service)

@@ -195,10 +195,7 @@ pre{background:#f6f6f6;padding:8px;overflow-x:auto;font-size:12px}
 func HTML(w io.Writer, r *bench.Result) error {
 	var tbl bytes.Buffer
 	Table(&tbl, r)
-	runs := append([]*bench.Outcome{}, r.Contestants...)
-	if r.Open != nil {
-		runs = append(runs, r.Open)
-	}
+	runs := r.All()
 	data := struct {
 		R       *bench.Result
 		Table   string

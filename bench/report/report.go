@@ -54,10 +54,7 @@ func Table(w io.Writer, r *bench.Result) {
 	}
 	fmt.Fprintf(w, "| contestant | model | requests | req/s | vs optimistic | vs respond | p50 ms | p90 ms | p99 ms | p99.9 ms | won |\n")
 	fmt.Fprintf(w, "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
-	rows := append([]*bench.Outcome{}, r.Contestants...)
-	if r.Open != nil {
-		rows = append(rows, r.Open)
-	}
+	rows := r.All()
 	for _, c := range rows {
 		p := c.Latency
 		won := "-"
@@ -78,10 +75,7 @@ func Text(w io.Writer, r *bench.Result) {
 	Table(w, r)
 	fmt.Fprintln(w)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	all := append([]*bench.Outcome{}, r.Contestants...)
-	if r.Open != nil {
-		all = append(all, r.Open)
-	}
+	all := r.All()
 	for _, c := range all {
 		fmt.Fprintf(tw, "%s\toutcomes:\t%s\n", c.Name, outcomeSummary(c.Rush.Outcomes))
 		if c.Rush.Sent < c.Rush.Planned {

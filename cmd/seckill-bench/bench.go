@@ -34,7 +34,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	openConns := fs.Int("open-conns", 2000, "most requests in flight in the open model")
 	duration := fs.Duration("duration", 10*time.Second, "cap of each rush")
 	drain := fs.Duration("drain-timeout", 30*time.Second, "longest wait for the winners to reach Postgres")
-	only := fs.String("only", "pessimistic,optimistic,edge,ceiling,open", "contestants to run, in order: pessimistic, optimistic, edge, ceiling, open")
+	only := fs.String("only", "pessimistic,optimistic,edge,ceiling,open,ceiling-open", "contestants to run, in order: pessimistic, optimistic, edge, ceiling, open (the full edge at -rate), ceiling-open (respond at -rate)")
 	out := fs.String("out", "bench-results", "directory for result.json, report.html and accepted-<sale>.json")
 
 	gateway := fs.String("gateway", "", "base URL of a running gateway (default: start one)")
@@ -61,7 +61,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	kinds := strings.Split(*only, ",")
 	for _, k := range kinds {
 		switch k {
-		case bench.Pessimistic, bench.Optimistic, bench.Edge, bench.Ceiling, "open":
+		case bench.Pessimistic, bench.Optimistic, bench.Edge, bench.Ceiling, "open", "ceiling-open":
 		default:
 			return errorf(stderr, "-only: unknown contestant %q", k)
 		}
@@ -118,18 +118,22 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 			o, err = drv.RunEdge(ctx, closed)
 		case bench.Ceiling:
 			o, err = drv.RunCeiling(ctx, closed)
-		case "open":
+		case "open", "ceiling-open":
 			op := closed
 			op.Model = load.Model{Rate: *rate, Connections: *openConns}
 			op.Label = fmt.Sprintf("open %.0f/s", *rate)
-			o, err = drv.RunEdge(ctx, op)
+			if k == "open" || k == "ceiling-open" {
+				o, err = drv.RunEdge(ctx, op)
+			} else {
+				o, err = drv.RunCeiling(ctx, op)
+			}
 		}
 		if err != nil {
 			return errorf(stderr, "%s: %v", k, err)
 		}
 		logf("%-26s %7d requests  %8.0f req/s  p99 %7.2f ms  %s", o.Name, o.Rush.Completed, o.Rush.Throughput, o.Latency.P99, okWord(o))
-		if k == "open" {
-			res.Open = o
+		if k == "open" || k == "ceiling-open" {
+			res.Open = append(res.Open, o)
 		} else {
 			res.Contestants = append(res.Contestants, o)
 		}
@@ -183,7 +187,7 @@ func writeFiles(dir string, res *bench.Result) error {
 	if err := f.Close(); err != nil {
 		return err
 	}
-	for _, o := range append(append([]*bench.Outcome{}, res.Contestants...), res.Open) {
+	for _, o := range res.All() {
 		if o == nil || o.Sale == "" || o.Winners == nil {
 			continue
 		}
