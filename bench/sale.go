@@ -216,6 +216,7 @@ func (d *Driver) RunEdge(ctx context.Context, o Options) (*Outcome, error) {
 	out.Rush = load.Execute(ctx, load.Run{Name: name + " rush", Model: o.Model, Requests: reqs, Duration: o.Duration,
 		Client: load.NewClient(o.Model.Connections), OnResponse: acc.collect, Progress: o.Progress, WarmURL: gw + "/healthz"})
 
+	rushEnd := time.Now()
 	// The drain clock starts now: watch the rush's winners arrive in Postgres while the late
 	// arrivals come.
 	timeout := o.DrainTimeout
@@ -263,6 +264,11 @@ func (d *Driver) RunEdge(ctx context.Context, o Options) (*Outcome, error) {
 			return out, fmt.Errorf("drain: %w", err)
 		}
 	}
+	settled, err := verify.WaitSettled(ctx, d.PG, d.Redis, sale, timeout)
+	if err != nil {
+		return out, fmt.Errorf("settle: %w", err)
+	}
+	out.Drain.StockSettled, out.Drain.SettleMs = settled, float64(time.Since(rushEnd).Microseconds())/1000
 	demand := demandOf(out.Rush)
 	rep, err := verify.Verify(ctx, verify.Sources{Redis: d.Redis, PG: d.PG,
 		Dead:   verify.RabbitMgmt{URL: d.Stack.MgmtURL, Vhost: d.Stack.Vhost},

@@ -2,11 +2,16 @@ package verify
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
+	"strconv"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/seckilledge/seckill/contract"
 )
 
 // Drain is how the winners reached Postgres: the time from each 202 to its order row.
@@ -24,11 +29,21 @@ type Drain struct {
 	// crowd). Observed: how long after the last 202 the poll first saw every row.
 	LastAfterMs float64 `json:"last_after_ms"`
 	ObservedMs  float64 `json:"observed_ms"`
+	// StockSettled: Redis and Postgres agreed on the stock before the verification (see
+	// WaitSettled); SettleMs is how long after the end of the rush that was seen.
+	StockSettled bool    `json:"stock_settled"`
+	SettleMs     float64 `json:"settle_ms"`
 }
 
 func (d Drain) String() string {
-	return fmt.Sprintf("%d/%d winners in Postgres; 202 -> row p50 %.0f ms, p99 %.0f ms, max %.0f ms; all rows seen %.0f ms after the last 202",
+	s := fmt.Sprintf("%d/%d winners in Postgres; 202 -> row p50 %.0f ms, p99 %.0f ms, max %.0f ms; all rows seen %.0f ms after the last 202",
 		d.InPG, d.Accepted, d.P50ms, d.P99ms, d.MaxMs, d.ObservedMs)
+	if d.StockSettled {
+		s += fmt.Sprintf("; Redis and Postgres stock agreed %.0f ms after the rush", d.SettleMs)
+	} else if d.SettleMs > 0 {
+		s += "; Redis and Postgres stock did NOT agree before the timeout"
+	}
+	return s
 }
 
 // WorstMs is the conservative drain time: the larger of the slowest order by its row's
@@ -121,3 +136,32 @@ func WaitDrained(ctx context.Context, pg *pgxpool.Pool, accepted []Accepted, tim
 }
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+// WaitSettled polls until Postgres and Redis agree on the sale's stock (every unit Redis sold
+// is an order row, or came back by compensation), or timeout passes. Winners the client never
+// heard of (answered 503 while the gate's script ran) are only visible this way: the drain of
+// the 202s alone would check the invariants while their orders are still in the queue.
+func WaitSettled(ctx context.Context, pg *pgxpool.Pool, rdb redis.UniversalClient, sale string, timeout time.Duration) (bool, error) {
+	deadline := time.Now().Add(timeout)
+	for {
+		var pgStock int
+		if err := pg.QueryRow(ctx, `SELECT stock FROM sales WHERE id = $1`, sale).Scan(&pgStock); err != nil {
+			return false, err
+		}
+		raw, err := rdb.HGet(ctx, contract.MetaKey(sale), contract.FieldStock).Result()
+		if err != nil && !errors.Is(err, redis.Nil) {
+			return false, err
+		}
+		if n, err := strconv.Atoi(raw); err == nil && n == pgStock {
+			return true, nil
+		}
+		if time.Now().After(deadline) {
+			return false, nil
+		}
+		select {
+		case <-ctx.Done():
+			return false, ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}

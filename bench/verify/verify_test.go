@@ -297,3 +297,24 @@ func TestWaitDrainedMeasuresTheDelayFromAcceptToRow(t *testing.T) {
 		t.Fatalf("drain %+v, want unsettled with 2 of 3", d)
 	}
 }
+
+func TestWaitSettledWaitsForRedisAndPostgresToAgree(t *testing.T) {
+	w := newWorld(t, 3)
+	w.sell("u0", "o0")
+	ctx := context.Background()
+	ok, err := verify.WaitSettled(ctx, w.pg, w.rdb, w.sale, time.Second)
+	if err != nil || !ok {
+		t.Fatalf("settled %v, %v: Redis and Postgres agree", ok, err)
+	}
+	w.rdb.HIncrBy(ctx, contract.MetaKey(w.sale), contract.FieldStock, -1) // sold in Redis, not yet in Postgres
+	if ok, _ := verify.WaitSettled(ctx, w.pg, w.rdb, w.sale, 100*time.Millisecond); ok {
+		t.Fatal("settled while a unit sold in Redis has no order in Postgres")
+	}
+	go func() {
+		time.Sleep(200 * time.Millisecond)
+		w.pg.Exec(context.Background(), `UPDATE sales SET stock = stock - 1 WHERE id = $1`, w.sale)
+	}()
+	if ok, err := verify.WaitSettled(ctx, w.pg, w.rdb, w.sale, 10*time.Second); !ok || err != nil {
+		t.Fatalf("not settled after the consumer caught up: %v", err)
+	}
+}

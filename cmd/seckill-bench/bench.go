@@ -122,7 +122,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 			op := closed
 			op.Model = load.Model{Rate: *rate, Connections: *openConns}
 			op.Label = fmt.Sprintf("open %.0f/s", *rate)
-			if k == "open" || k == "ceiling-open" {
+			if k == "open" {
 				o, err = drv.RunEdge(ctx, op)
 			} else {
 				o, err = drv.RunCeiling(ctx, op)
