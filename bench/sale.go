@@ -41,6 +41,8 @@ type Options struct {
 	Progress io.Writer
 	// Label is a suffix of the run's name (e.g. "open").
 	Label string
+	// Client is the load client: "raw" (default) or "nethttp" (see load.NewClient).
+	Client string
 }
 
 // Outcome of one contestant.
@@ -214,7 +216,7 @@ func (d *Driver) RunEdge(ctx context.Context, o Options) (*Outcome, error) {
 	}
 	acc := &acceptedSet{}
 	out.Rush = load.Execute(ctx, load.Run{Name: name + " rush", Model: o.Model, Requests: reqs, Duration: o.Duration,
-		Client: load.NewClient(o.Model.Connections), OnResponse: acc.collect, Progress: o.Progress, WarmURL: gw + "/healthz"})
+		Client: load.NewClient(o.Client, o.Model.Connections), OnResponse: acc.collect, Progress: o.Progress, WarmURL: gw + "/healthz"})
 
 	rushEnd := time.Now()
 	// The drain clock starts now: watch the rush's winners arrive in Postgres while the late
@@ -248,7 +250,7 @@ func (d *Driver) RunEdge(ctx context.Context, o Options) (*Outcome, error) {
 			lreqs[i] = load.Request{Method: http.MethodPost, URL: gw + "/seckill/" + sale + "/buy", Header: h, Kind: KindLate, User: u}
 		}
 		out.Late = load.Execute(ctx, load.Run{Name: name + " late", Model: load.Model{Connections: o.tokenConns()}, Requests: lreqs,
-			Client: load.NewClient(o.tokenConns()), OnResponse: acc.collect})
+			Client: load.NewClient(o.Client, o.tokenConns()), OnResponse: acc.collect})
 	}
 	out.Accepted, out.Winners = len(acc.list), acc.list
 	out.Latency, out.Service = load.PercentilesOf(out.Rush.Latency), load.PercentilesOf(out.Rush.Service)
@@ -296,7 +298,7 @@ func (d *Driver) fetchTokens(ctx context.Context, o Options, name, sale string, 
 	ts := tokenSet{of: make(map[string]string, len(users))}
 	var mu sync.Mutex
 	ts.res = load.Execute(ctx, load.Run{Name: name + " tokens", Model: load.Model{Connections: o.tokenConns()}, Requests: reqs,
-		Client: load.NewClient(o.tokenConns()), Progress: o.Progress,
+		Client: load.NewClient(o.Client, o.tokenConns()), Progress: o.Progress,
 		OnResponse: func(req load.Request, resp load.Response) {
 			var b struct {
 				Token string `json:"token"`
@@ -391,7 +393,7 @@ func (d *Driver) RunBaseline(ctx context.Context, kind string, o Options) (*Outc
 	out := &Outcome{Name: kind + " lock (DB)", Kind: kind, Sale: sale, Stock: o.Stock}
 	acc := &acceptedSet{}
 	out.Rush = load.Execute(ctx, load.Run{Name: kind + " rush", Model: o.Model, Requests: reqs, Duration: o.Duration,
-		Client: load.NewClient(o.Model.Connections), OnResponse: acc.collect, Progress: o.Progress, WarmURL: d.Stack.Backend + "/healthz"})
+		Client: load.NewClient(o.Client, o.Model.Connections), OnResponse: acc.collect, Progress: o.Progress, WarmURL: d.Stack.Backend + "/healthz"})
 	out.Accepted, out.Winners = len(acc.list), acc.list
 	out.Latency, out.Service = load.PercentilesOf(out.Rush.Latency), load.PercentilesOf(out.Rush.Service)
 	// The baselines write synchronously: nothing to drain. Demand: only when the run was not cut
@@ -427,7 +429,7 @@ func (d *Driver) RunCeiling(ctx context.Context, o Options) (*Outcome, error) {
 	}
 	out := &Outcome{Name: name, Kind: Ceiling}
 	out.Rush = load.Execute(ctx, load.Run{Name: "ceiling rush", Model: o.Model, Requests: reqs, Duration: o.Duration,
-		Client: load.NewClient(o.Model.Connections), Progress: o.Progress, WarmURL: d.Stack.Ceiling + "/"})
+		Client: load.NewClient(o.Client, o.Model.Connections), Progress: o.Progress, WarmURL: d.Stack.Ceiling + "/"})
 	out.Latency, out.Service = load.PercentilesOf(out.Rush.Latency), load.PercentilesOf(out.Rush.Service)
 	return out, nil
 }

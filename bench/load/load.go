@@ -75,8 +75,8 @@ type Run struct {
 	Requests []Request
 	// Duration caps the run: no request is started after it (0: until Requests are done).
 	Duration time.Duration
-	// Client sends the requests (NewClient gives a suitable one).
-	Client *http.Client
+	// Client sends the requests (default: a Raw client).
+	Client Doer
 	// OnResponse, if set, sees every response (from many goroutines at once).
 	OnResponse func(Request, Response)
 	// Progress, if set, receives a one-line progress bar every 200 ms (use a TTY).
@@ -88,9 +88,17 @@ type Run struct {
 	WarmURL string
 }
 
-// NewClient is an HTTP client for load: keep-alive connections up to conns, no compression,
+// NewClient returns the client named kind: "raw" (default) or "nethttp".
+func NewClient(kind string, conns int) Doer {
+	if kind == "nethttp" {
+		return NetHTTP{Client: NewHTTPClient(conns)}
+	}
+	return NewRaw(conns)
+}
+
+// NewHTTPClient is a net/http client for load: keep-alive connections up to conns, no compression,
 // a generous timeout (a timeout is an outcome, "error", not a hang).
-func NewClient(conns int) *http.Client {
+func NewHTTPClient(conns int) *http.Client {
 	if conns <= 0 {
 		conns = 1000
 	}
@@ -153,13 +161,13 @@ func Do(ctx context.Context, c *http.Client, r Request) Response {
 }
 
 // Warm opens up to conns keep-alive connections by sending conns concurrent GETs to url.
-func Warm(ctx context.Context, c *http.Client, url string, conns int) {
+func Warm(ctx context.Context, c Doer, url string, conns int) {
 	var wg sync.WaitGroup
 	for i := 0; i < conns; i++ {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			_ = Do(ctx, c, Request{Method: http.MethodGet, URL: url})
+			_ = c.Do(ctx, Request{Method: http.MethodGet, URL: url})
 		}()
 	}
 	wg.Wait()
@@ -264,7 +272,7 @@ func Execute(ctx context.Context, run Run) *Result {
 	rec := &recorder{res: res}
 	client := run.Client
 	if client == nil {
-		client = NewClient(run.Model.Connections)
+		client = NewRaw(run.Model.Connections)
 	}
 	if run.LateAfter == 0 {
 		run.LateAfter = time.Millisecond
@@ -303,7 +311,7 @@ func Execute(ctx context.Context, run Run) *Result {
 	return res
 }
 
-func executeClosed(ctx context.Context, run Run, client *http.Client, rec *recorder, deadline time.Time) {
+func executeClosed(ctx context.Context, run Run, client Doer, rec *recorder, deadline time.Time) {
 	conns := max(run.Model.Connections, 1)
 	var next atomic.Int64
 	var sent atomic.Int64
@@ -320,7 +328,7 @@ func executeClosed(ctx context.Context, run Run, client *http.Client, rec *recor
 				sent.Add(1)
 				req := run.Requests[i]
 				t := time.Now()
-				resp := Do(ctx, client, req)
+				resp := client.Do(ctx, req)
 				rec.record(req, resp, t, t)
 				if run.OnResponse != nil {
 					run.OnResponse(req, resp)
@@ -334,7 +342,7 @@ func executeClosed(ctx context.Context, run Run, client *http.Client, rec *recor
 	rec.mu.Unlock()
 }
 
-func executeOpen(ctx context.Context, run Run, client *http.Client, rec *recorder, deadline time.Time) {
+func executeOpen(ctx context.Context, run Run, client Doer, rec *recorder, deadline time.Time) {
 	interval := time.Duration(float64(time.Second) / run.Model.Rate)
 	var sem chan struct{}
 	if run.Model.Connections > 0 {
@@ -382,7 +390,7 @@ func executeOpen(ctx context.Context, run Run, client *http.Client, rec *recorde
 		wg.Add(1)
 		go func(req Request, due, sentAt time.Time) {
 			defer wg.Done()
-			resp := Do(ctx, client, req)
+			resp := client.Do(ctx, req)
 			rec.record(req, resp, due, sentAt)
 			if run.OnResponse != nil {
 				run.OnResponse(req, resp)

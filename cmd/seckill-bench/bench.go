@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime/pprof"
 	"strings"
 	"time"
 
@@ -35,6 +36,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	duration := fs.Duration("duration", 10*time.Second, "cap of each rush")
 	drain := fs.Duration("drain-timeout", 30*time.Second, "longest wait for the winners to reach Postgres")
 	only := fs.String("only", "pessimistic,optimistic,edge,ceiling,open,ceiling-open", "contestants to run, in order: pessimistic, optimistic, edge, ceiling, open (the full edge at -rate), ceiling-open (respond at -rate)")
+	client := fs.String("client", "raw", "load client: raw (a minimal HTTP/1.1 client, cheapest per request) or nethttp")
 	out := fs.String("out", "bench-results", "directory for result.json, report.html and accepted-<sale>.json")
 
 	gateway := fs.String("gateway", "", "base URL of a running gateway (default: start one)")
@@ -55,8 +57,19 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	pgAdmin := fs.String("pg-admin", env("SECKILL_PG_ADMIN_URL", "postgres://seckill:seckill@127.0.0.1:15432/postgres?sslmode=disable"), "Postgres maintenance URL (a database of its own is created)")
 	adminToken := fs.String("admin-token", env("SECKILL_ADMIN_TOKEN", "demo-admin-token"), "backend admin token (demo default)")
 	tokenKey := env("SECKILL_TOKEN_KEY", "bench-token-key-not-a-secret-0123456789")
+	cpuProfile := fs.String("cpuprofile", "", "write the load generator's CPU profile here")
 	if err := fs.Parse(args); err != nil {
 		return 2
+	}
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err != nil {
+			return errorf(stderr, "%v", err)
+		}
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return errorf(stderr, "%v", err)
+		}
+		defer func() { pprof.StopCPUProfile(); f.Close() }()
 	}
 	kinds := strings.Split(*only, ",")
 	for _, k := range kinds {
@@ -102,9 +115,9 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 
 	res := &bench.Result{Date: time.Now().UTC(), Command: "seckill-bench " + strings.Join(args, " "), Machine: bench.ThisMachine(),
 		Crowd: crowd, Stock: *stock, Conns: *conns, Rate: *rate}
-	res.Notes = append(res.Notes, fmt.Sprintf("the load generator (Go net/http, %d connections) runs on the same %d CPUs as the servers and competes with them: every contestant pays the same tax",
-		*conns, res.Machine.CPUs))
-	closed := bench.Options{Crowd: crowd, Stock: *stock, Model: load.Model{Connections: *conns}, Duration: *duration, DrainTimeout: *drain, Progress: progress}
+	res.Notes = append(res.Notes, fmt.Sprintf("the load generator (%s client, %d connections) runs on the same %d CPUs as the servers and competes with them: every contestant pays the same tax",
+		*client, *conns, res.Machine.CPUs))
+	closed := bench.Options{Crowd: crowd, Stock: *stock, Model: load.Model{Connections: *conns}, Duration: *duration, DrainTimeout: *drain, Progress: progress, Client: *client}
 	for _, k := range kinds {
 		if ctx.Err() != nil {
 			break
