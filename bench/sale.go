@@ -156,14 +156,19 @@ type acceptedSet struct {
 	mu        sync.Mutex
 	list      []verify.Accepted
 	uncertain map[string]bool
+	drain     *verify.DrainWatcher // follows the winners into Postgres, when set
 }
 
 func (a *acceptedSet) collect(req load.Request, resp load.Response) {
 	switch resp.Outcome {
 	case "accepted":
+		w := verify.Accepted{OrderID: resp.OrderID, UserID: req.User, At: resp.At}
 		a.mu.Lock()
-		a.list = append(a.list, verify.Accepted{OrderID: resp.OrderID, UserID: req.User, At: resp.At})
+		a.list = append(a.list, w)
 		a.mu.Unlock()
+		if a.drain != nil {
+			a.drain.Add(w)
+		}
 	case "unavailable", "error":
 		a.mu.Lock()
 		if a.uncertain == nil {
@@ -214,29 +219,15 @@ func (d *Driver) RunEdge(ctx context.Context, o Options) (*Outcome, error) {
 		}
 		reqs[i] = load.Request{Method: http.MethodPost, URL: gw + "/seckill/" + sale + "/buy", Header: h, Kind: c.Kind, User: c.User}
 	}
-	acc := &acceptedSet{}
+	acc := &acceptedSet{drain: verify.NewDrainWatcher(ctx, d.PG)}
 	out.Rush = load.Execute(ctx, load.Run{Name: name + " rush", Model: o.Model, Requests: reqs, Duration: o.Duration,
 		Client: load.NewClient(o.Client, o.Model.Connections), OnResponse: acc.collect, Progress: o.Progress, WarmURL: gw + "/healthz"})
 
 	rushEnd := time.Now()
-	// The drain clock starts now: watch the rush's winners arrive in Postgres while the late
-	// arrivals come.
 	timeout := o.DrainTimeout
 	if timeout == 0 {
 		timeout = 30 * time.Second
 	}
-	acc.mu.Lock()
-	winners := append([]verify.Accepted(nil), acc.list...)
-	acc.mu.Unlock()
-	type drained struct {
-		d   verify.Drain
-		err error
-	}
-	drainc := make(chan drained, 1)
-	go func() {
-		dr, err := verify.WaitDrained(ctx, d.PG, winners, timeout)
-		drainc <- drained{dr, err}
-	}()
 
 	// 3. Late arrivals: after the rush, they get a token and click once.
 	if len(people.Late) > 0 {
@@ -255,17 +246,12 @@ func (d *Driver) RunEdge(ctx context.Context, o Options) (*Outcome, error) {
 	out.Accepted, out.Winners = len(acc.list), acc.list
 	out.Latency, out.Service = load.PercentilesOf(out.Rush.Latency), load.PercentilesOf(out.Rush.Service)
 
-	// 4. Drain (the rush's winners, then any late winner) and verify.
-	dc := <-drainc
-	if dc.err != nil {
-		return out, fmt.Errorf("drain: %w", dc.err)
+	// 4. Drain (the watcher has followed the winners since the first 202) and verify.
+	dr, err := acc.drain.Wait(ctx, timeout)
+	if err != nil {
+		return out, fmt.Errorf("drain: %w", err)
 	}
-	out.Drain = &dc.d
-	if len(acc.list) > len(winners) {
-		if _, err := verify.WaitDrained(ctx, d.PG, acc.list, timeout); err != nil {
-			return out, fmt.Errorf("drain: %w", err)
-		}
-	}
+	out.Drain = &dr
 	settled, err := verify.WaitSettled(ctx, d.PG, d.Redis, sale, timeout)
 	if err != nil {
 		return out, fmt.Errorf("settle: %w", err)
