@@ -56,7 +56,7 @@ func TestACrowdThroughTheWholeStackKeepsEveryInvariant(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res := &bench.Result{Date: time.Now(), Crowd: crowd, Stock: 100, Contestants: []*bench.Outcome{optimistic, edge}}
+	res := &bench.Result{Date: time.Now(), Machine: bench.ThisMachine(), Crowd: crowd, Stock: 100, Contestants: []*bench.Outcome{optimistic, edge}}
 	var out bytes.Buffer
 	report.Text(&out, res)
 	t.Log(out.String())

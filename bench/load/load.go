@@ -468,7 +468,7 @@ func Distribution(h *hdrhistogram.Histogram) [][2]float64 {
 		return nil
 	}
 	var pts [][2]float64
-	for _, q := range []float64{0, 10, 25, 50, 75, 90, 95, 99, 99.5, 99.9, 99.95, 99.99, 100} {
+	for _, q := range []float64{10, 25, 50, 75, 90, 95, 99, 99.5, 99.9, 99.95, 99.99, 100} {
 		pts = append(pts, [2]float64{q, float64(h.ValueAtQuantile(q)) / 1000})
 	}
 	return pts

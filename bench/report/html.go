@@ -30,7 +30,7 @@ func outcomeColor(o string) string {
 }
 
 const (
-	chartW, chartH = 760, 300
+	chartW, chartH = 800, 300
 	padL, padR     = 60, 160
 	padT, padB     = 20, 40
 )
@@ -145,10 +145,10 @@ func timelineChart(r *load.Result) template.HTML {
 	}
 	for i, o := range outcomes {
 		fmt.Fprintf(&b, `<rect x="%.0f" y="%d" width="10" height="10" fill="%s"/><text x="%.0f" y="%d">%s</text>`,
-			padL+plotW+50, padT+i*16, outcomeColor(o), padL+plotW+64, padT+i*16+9, template.HTMLEscapeString(o))
+			padL+plotW+64, padT+i*16, outcomeColor(o), padL+plotW+78, padT+i*16+9, template.HTMLEscapeString(o))
 	}
 	fmt.Fprintf(&b, `<line x1="%.0f" x2="%.0f" y1="%d" y2="%d" stroke="#000" stroke-width="1.5"/><text x="%.0f" y="%d">p99</text>`,
-		padL+plotW+50, padL+plotW+60, padT+len(outcomes)*16+5, padT+len(outcomes)*16+5, padL+plotW+64, padT+len(outcomes)*16+9)
+		padL+plotW+64, padL+plotW+74, padT+len(outcomes)*16+5, padT+len(outcomes)*16+5, padL+plotW+78, padT+len(outcomes)*16+9)
 	b.WriteString(`</svg>`)
 	return template.HTML(b.String())
 }
