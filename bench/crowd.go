@@ -32,7 +32,7 @@ type Crowd struct {
 // DefaultCrowd is the crowd of `make bench`: big enough to show the shape, small enough to run
 // four contestants in about a minute on two cores.
 func DefaultCrowd() Crowd {
-	return Crowd{Users: 30000, Repeaters: 0.2, Bots: 20, BotHits: 200, Replays: 500, Forged: 500, Late: 200, Seed: 1}
+	return Crowd{Users: 20000, Repeaters: 0.2, Bots: 20, BotHits: 200, Replays: 500, Forged: 500, Late: 200, Seed: 1}
 }
 
 // Kinds of requests in the rush.

@@ -33,7 +33,7 @@ type Options struct {
 	Model load.Model
 	// Duration caps the rush (0: the whole crowd).
 	Duration time.Duration
-	// TokenConns is the concurrency of the token phase and of the late arrivals (default 64).
+	// TokenConns is the concurrency of the token phase and of the late arrivals (default 200).
 	TokenConns int
 	// DrainTimeout bounds the wait for the winners to reach Postgres (default 30 s).
 	DrainTimeout time.Duration
@@ -183,7 +183,7 @@ func (o Options) tokenConns() int {
 	if o.TokenConns > 0 {
 		return o.TokenConns
 	}
-	return 64
+	return 200
 }
 
 // RunEdge drives the crowd through the full edge: every user fetches a purchase token, then the
