@@ -180,6 +180,17 @@ func TestVerifierReportsAUserWithTwoOrders(t *testing.T) {
 	expect(t, w.verify(1), 2, 4)
 }
 
+// Compensation gives a failed order's unit back and forgets the buyer in Redis, so the same
+// user may win again with a new order id: one ended order and one live order is not a double sale.
+func TestVerifierAcceptsANewOrderAfterTheUsersFailedOne(t *testing.T) {
+	w := newWorld(t, 3)
+	w.exec(`DROP INDEX IF EXISTS orders_sale_user`) // the schema of migration 001 forbade it
+	w.exec(`INSERT INTO orders (order_id, sale_id, user_id, status, reason, accepted_at) VALUES ('o0', $1, 'u0', 'failed', 'refused', now())`, w.sale)
+	w.accept = append(w.accept, verify.Accepted{OrderID: "o0", UserID: "u0", At: time.Now()})
+	w.sell("u0", "o1")
+	expect(t, w.verify(1))
+}
+
 func TestVerifierReportsAUserToldTwoOrderIDs(t *testing.T) {
 	w := newWorld(t, 5)
 	w.sell("u0", "o0")
