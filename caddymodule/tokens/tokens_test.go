@@ -98,7 +98,8 @@ func TestKeyringRefusesWeakOrDuplicateKeys(t *testing.T) {
 func FuzzVerifyNeverPanicsAndNeverAcceptsForgeries(f *testing.F) {
 	now := time.Unix(1_800_000_000, 0)
 	kr, _ := NewKeyring(k1)
-	tok, _, _ := kr.Issue("s", "u", now.Add(time.Hour))
+	// A fixed nonce: every fuzz worker process must know the same one issued token.
+	tok, _, _ := kr.Sign("s", "u", "AAAAAAAAAAAAAAAAAAAAAA", now.Add(time.Hour))
 	f.Add(tok, "s", "u")
 	f.Add("1.k1.abc.def.ghi", "s", "u")
 	f.Add("", "", "")
@@ -296,4 +297,45 @@ func BenchmarkIssue(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// FuzzSignedTokensVerifyOnlyForTheirOwnClaims signs arbitrary claims and checks that the
+// token verifies for exactly them: never for another sale or user, never after one byte
+// changes, never after its expiry.
+func FuzzSignedTokensVerifyOnlyForTheirOwnClaims(f *testing.F) {
+	kr, _ := NewKeyring(k2, k1)
+	f.Add("sale-1", "alice", int64(1_800_000_000), 0, byte('A'))
+	f.Add("s", "u", int64(1), 60, byte('.'))
+	f.Add("a", "b", int64(1<<62), 5, byte('z'))
+	f.Add("saleX", "userA", int64(-1), 3, byte(0))
+	f.Fuzz(func(t *testing.T, sale, user string, exp int64, pos int, b byte) {
+		nonce, _ := NewNonce()
+		tok, c, err := kr.Sign(sale, user, nonce, time.Unix(exp, 0))
+		if err != nil {
+			return // invalid ids or expiry: nothing signed
+		}
+		before := c.Expires.Add(-time.Second)
+		if _, err := kr.Verify(tok, sale, user, before); err != nil {
+			t.Fatalf("own token refused: %v (%q)", err, tok)
+		}
+		if _, err := kr.Verify(tok, sale, user, c.Expires); !errors.Is(err, ErrExpired) {
+			t.Fatalf("at expiry: %v", err)
+		}
+		if _, err := kr.Verify(tok, sale+"x", user, before); err == nil && len(sale) < 64 {
+			t.Fatal("verified for another sale")
+		}
+		if _, err := kr.Verify(tok, sale, user+"x", before); err == nil && len(user) < 64 {
+			t.Fatal("verified for another user")
+		}
+		if pos < 0 {
+			pos = -pos
+		}
+		mut := []byte(tok)
+		if i := pos % len(mut); mut[i] != b {
+			mut[i] = b
+			if _, err := kr.Verify(string(mut), sale, user, before); err == nil {
+				t.Fatalf("byte %d of %q changed to %q: accepted", i, tok, b)
+			}
+		}
+	})
 }
