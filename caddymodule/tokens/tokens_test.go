@@ -97,8 +97,10 @@ func TestKeyringRefusesWeakOrDuplicateKeys(t *testing.T) {
 
 func FuzzVerifyNeverPanicsAndNeverAcceptsForgeries(f *testing.F) {
 	now := time.Unix(1_800_000_000, 0)
-	kr, _ := NewKeyring(k1)
-	// A fixed nonce: every fuzz worker process must know the same one issued token.
+	// A key of its own and a fixed nonce: every fuzz worker process knows the same single
+	// issued token, and no token cached by an earlier version of this target (random nonces,
+	// the k1 secret) is valid here.
+	kr, _ := NewKeyring(Key{ID: "k1", Secret: []byte("fuzz-verify-key-0123456789-0123456789")})
 	tok, _, _ := kr.Sign("s", "u", "AAAAAAAAAAAAAAAAAAAAAA", now.Add(time.Hour))
 	f.Add(tok, "s", "u")
 	f.Add("1.k1.abc.def.ghi", "s", "u")
