@@ -13,6 +13,7 @@ import (
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 	"go.uber.org/zap"
 
@@ -285,4 +286,50 @@ func TestRedisDownAnswers503WithRetryAfter(t *testing.T) {
 	testenv.WaitFor(t, 10*time.Second, "issuing again after Redis is back", func() bool {
 		return ask(t, h, "POST", tokenPath(sale), "alice").status == 200
 	})
+}
+
+func TestOutcomesAreCountedAndExposedAsPlaceholders(t *testing.T) {
+	rdb := testenv.Redis(t)
+	h := newIssuer(t, rdb, testRing(t), time.Minute, time.Minute)
+	sale := testenv.ID("s")
+	preheat(t, rdb, sale, time.Now().Add(-time.Minute), time.Now().Add(time.Hour))
+	issued, unknown := count("issued"), count("unknown_sale")
+
+	req := httptest.NewRequest("POST", tokenPath(sale), nil)
+	req.Header.Set("X-User-ID", "alice")
+	repl := caddyhttp.NewTestReplacer(req)
+	rec := httptest.NewRecorder()
+	_ = h.ServeHTTP(rec, req, nil)
+	var body map[string]string
+	_ = json.Unmarshal(rec.Body.Bytes(), &body)
+	if v, _ := repl.GetString("http.seckill.token.outcome"); v != "issued" {
+		t.Errorf("outcome placeholder %q", v)
+	}
+	if v, _ := repl.GetString("http.seckill.token.expires_at"); v == "" || v != body["expires_at"] {
+		t.Errorf("expires_at placeholder %q, body %q", v, body["expires_at"])
+	}
+	ask(t, h, "POST", tokenPath(testenv.ID("nosuch")), "alice")
+	if d := count("issued") - issued; d != 1 {
+		t.Errorf("issued counted %v times", d)
+	}
+	if d := count("unknown_sale") - unknown; d != 1 {
+		t.Errorf("unknown_sale counted %v times", d)
+	}
+}
+
+// count reads the requests counter of one outcome (through a registry, as /metrics does).
+func count(outcome string) float64 {
+	reg := prometheus.NewPedanticRegistry()
+	reg.MustRegister(requests)
+	mfs, _ := reg.Gather()
+	for _, mf := range mfs {
+		for _, m := range mf.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "outcome" && l.GetValue() == outcome {
+					return m.GetCounter().GetValue()
+				}
+			}
+		}
+	}
+	return -1
 }
