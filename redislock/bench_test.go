@@ -187,7 +187,7 @@ func BenchmarkWakeUpLatency(b *testing.B) {
 					r, err := lk.obtain(ctx, key, 10*time.Second)
 					ch <- got{r, time.Now(), err}
 				}()
-				time.Sleep(20 * time.Millisecond) // the waiter is waiting (subscribed / polling)
+				time.Sleep(50 * time.Millisecond) // the waiter waits (subscribed / polling)
 				released := time.Now()
 				if err := release(); err != nil {
 					b.Fatal(err)

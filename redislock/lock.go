@@ -145,11 +145,15 @@ type Lock struct {
 	deadline time.Time // local, conservative end of the lease: send time of the last renewal + TTL
 	released bool
 
+	// renewing is held by the watchdog while it renews and by Release while it releases, so
+	// that a renewal never lands after the release and reports a false loss (and Release
+	// does not wait for the watchdog goroutine to be scheduled).
+	renewing sync.Mutex
+
 	lost     chan struct{}
 	lostOnce sync.Once
 	stop     chan struct{}
 	stopOnce sync.Once
-	done     chan struct{} // closed when the keeper goroutine has returned
 }
 
 // TryObtain tries once to take the lock called key, whatever opt.Wait says. It returns
@@ -186,7 +190,7 @@ func obtain(ctx context.Context, rdb redis.UniversalClient, name string, opt *Op
 		owner = randomID()
 	}
 	if retry == nil {
-		retry = ExponentialBackoff(10*time.Millisecond, time.Second)
+		retry = ExponentialBackoff(50*time.Millisecond, 2*time.Second)
 	}
 	lockKey, fenceKey, channel := Keys(name)
 	l := &Lock{rdb: rdb, name: name, lockKey: lockKey, channel: channel, owner: owner,
@@ -265,13 +269,11 @@ func obtain(ctx context.Context, rdb redis.UniversalClient, name string, opt *Op
 func (l *Lock) start(ctx context.Context) *Lock {
 	l.lost = make(chan struct{})
 	l.stop = make(chan struct{})
-	l.done = make(chan struct{})
 	go l.keep(ctx)
 	return l
 }
 
 func (l *Lock) keep(ctx context.Context) {
-	defer close(l.done)
 	watch := l.watchdog
 	nextRenew := time.Now().Add(l.ttl / 3)
 	for {
@@ -297,28 +299,43 @@ func (l *Lock) keep(ctx context.Context) {
 			continue
 		case <-t.C:
 		}
-		now := time.Now()
-		l.mu.Lock()
-		expired := !now.Before(l.deadline)
-		l.mu.Unlock()
-		if expired {
-			l.markLost()
+		if !l.tick(ctx, watch, &nextRenew) {
 			return
 		}
-		if watch && !now.Before(nextRenew) {
-			err := l.refresh(ctx, l.ttl)
-			switch {
-			case errors.Is(err, ErrNotHeld):
-				return
-			case err != nil:
-				// Redis unreachable or slow: retry sooner; the local deadline still closes
-				// Lost in time if renewal keeps failing.
-				nextRenew = time.Now().Add(max(l.ttl/10, time.Millisecond))
-			default:
-				nextRenew = time.Now().Add(l.ttl / 3)
-			}
+	}
+}
+
+// tick does what is due at a wake-up of the keeper; false means the keeper is done.
+func (l *Lock) tick(ctx context.Context, watch bool, nextRenew *time.Time) bool {
+	l.renewing.Lock()
+	defer l.renewing.Unlock()
+	select {
+	case <-l.stop:
+		return false
+	default:
+	}
+	now := time.Now()
+	l.mu.Lock()
+	expired := !now.Before(l.deadline)
+	l.mu.Unlock()
+	if expired {
+		l.markLost()
+		return false
+	}
+	if watch && !now.Before(*nextRenew) {
+		err := l.refresh(ctx, l.ttl)
+		switch {
+		case errors.Is(err, ErrNotHeld):
+			return false
+		case err != nil:
+			// Redis unreachable or slow: retry sooner; the local deadline still closes Lost
+			// in time if renewal keeps failing.
+			*nextRenew = time.Now().Add(max(l.ttl/10, time.Millisecond))
+		default:
+			*nextRenew = time.Now().Add(l.ttl / 3)
 		}
 	}
+	return true
 }
 
 func (l *Lock) markLost() { l.lostOnce.Do(func() { close(l.lost) }) }
@@ -380,14 +397,15 @@ func (l *Lock) refresh(ctx context.Context, ttl time.Duration) error {
 // acquisition no longer held the lock (and then it touches nothing), or on a second Release.
 // After a network error the lease simply runs out: the watchdog has stopped.
 func (l *Lock) Release(ctx context.Context) error {
+	l.stopOnce.Do(func() { close(l.stop) })
+	l.renewing.Lock()
+	defer l.renewing.Unlock()
 	l.mu.Lock()
 	released := l.released
 	l.mu.Unlock()
 	if released {
 		return ErrNotHeld
 	}
-	l.stopOnce.Do(func() { close(l.stop) })
-	<-l.done // no renewal may race the release and report a false loss
 	n, err := lua.Script("lock_release").Run(ctx, l.rdb, []string{l.lockKey},
 		l.owner, l.token, l.handle, l.channel).Int64()
 	if err != nil {
