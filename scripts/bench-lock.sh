@@ -2,7 +2,7 @@
 # Distributed lock benchmarks (redislock/bench_test.go): this package and bsm/redislock side by
 # side in one run, on a private redis-server each benchmark starts, COUNT runs, medians.
 #
-#   scripts/bench-lock.sh                 # all, -count 5 (about 2 minutes)
+#   scripts/bench-lock.sh                 # all, -count 5, -benchtime 3s (about 2 minutes)
 #   COUNT=10 BENCH=WakeUp scripts/bench-lock.sh
 #
 # Prints the raw `go test -bench` output, then a Markdown table of medians per benchmark and
@@ -11,7 +11,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 COUNT=${COUNT:-5}
 BENCH=${BENCH:-.}
-BENCHTIME=${BENCHTIME:-1s}
+BENCHTIME=${BENCHTIME:-3s}
 raw=$(mktemp)
 trap 'rm -f "$raw"' EXIT
 
@@ -22,34 +22,22 @@ go test -run '^$' -bench "$BENCH" -benchtime "$BENCHTIME" -count "$COUNT" ./redi
 echo
 echo "Medians of $COUNT runs:"
 echo
-# One line per (benchmark, unit, value); then the median of each (benchmark, unit).
+# One line per (benchmark, metric, value), ns/op left out (an iteration runs every
+# implementation); then the median of each (benchmark, metric), one table row each.
+echo "| benchmark | metric | median |"
+echo "|---|---|---:|"
 awk '/^Benchmark/ {
 	name = $1; sub(/-[0-9]+$/, "", name); sub(/^Benchmark/, "", name)
-	for (i = 3; i < NF; i += 2) print name "\t" $(i+1) "\t" $i
+	for (i = 3; i < NF; i += 2) if ($(i+1) != "ns/op") print name "\t" $(i+1) "\t" $i
 }' "$raw" | sort -t$'\t' -k1,1 -k2,2 -k3,3g | awk -F'\t' '
 	function flush() {
 		if (n == 0) return
 		m = (n % 2) ? v[(n+1)/2] : (v[n/2] + v[n/2+1]) / 2
-		cell[key] = m; n = 0
+		if (m >= 100) printf "| %s | %s | %.0f |\n", b, u, m; else printf "| %s | %s | %.3g |\n", b, u, m
+		n = 0
 	}
-	{
-		k = $1 SUBSEP $2
-		if (k != key) { flush(); key = k; if (!($1 in seen)) { seen[$1] = 1; names[++nn] = $1 }; if (!($2 in useen)) { useen[$2] = 1; units[++nu] = $2 } }
-		v[++n] = $3
-	}
-	END {
-		flush()
-		printf "| benchmark |"; for (u = 1; u <= nu; u++) printf " %s |", units[u]; print ""
-		printf "|---|"; for (u = 1; u <= nu; u++) printf "---:|"; print ""
-		for (i = 1; i <= nn; i++) {
-			printf "| %s |", names[i]
-			for (u = 1; u <= nu; u++) {
-				c = names[i] SUBSEP units[u]
-				if (!(c in cell)) printf " |"; else if (cell[c] >= 100) printf " %.0f |", cell[c]; else printf " %.3g |", cell[c]
-			}
-			print ""
-		}
-	}'
+	{ if ($1 != b || $2 != u) { flush(); b = $1; u = $2 }; v[++n] = $3 }
+	END { flush() }'
 
 if [[ "${BENCHSTAT:-0}" == 1 ]]; then
 	go run golang.org/x/perf/cmd/benchstat@latest "$raw"
