@@ -418,6 +418,9 @@ func (l *Lock) Release(ctx context.Context) error {
 		l.markLost()
 		return ErrNotHeld
 	}
+	if n == 0 {
+		wakeLocal(l.rdb, l.channel, l.token)
+	}
 	return nil
 }
 

@@ -2,6 +2,7 @@ package redislock
 
 import (
 	"context"
+	"strconv"
 	"sync"
 	"time"
 
@@ -20,6 +21,9 @@ type hub struct {
 	refs   int // waiters of any lock; the hub closes when it drops to 0
 	mu     sync.Mutex
 	queues map[string][]*waiter // channel -> waiters in arrival order
+	// woken: channel -> token of a release already signalled locally, so that its pub/sub
+	// message (which follows) does not wake a second waiter for nothing.
+	woken map[string]string
 }
 
 type waiter struct {
@@ -41,7 +45,8 @@ func join(rdb redis.UniversalClient, channel string) *waiter {
 	hubs.Lock()
 	h := hubs.m[rdb]
 	if h == nil {
-		h = &hub{rdb: rdb, ps: rdb.Subscribe(context.Background()), queues: map[string][]*waiter{}}
+		h = &hub{rdb: rdb, ps: rdb.Subscribe(context.Background()), queues: map[string][]*waiter{},
+			woken: map[string]string{}}
 		go h.run(h.ps.ChannelWithSubscriptions(redis.WithChannelSize(256)))
 		hubs.m[rdb] = h
 	}
@@ -74,6 +79,7 @@ func (w *waiter) leave() {
 	}
 	if len(q) == 0 {
 		delete(h.queues, w.channel)
+		delete(h.woken, w.channel)
 		ctx, cancel := context.WithTimeout(context.Background(), subscribeTimeout)
 		_ = h.ps.Unsubscribe(ctx, w.channel)
 		cancel()
@@ -105,12 +111,38 @@ func signal(w *waiter) {
 	}
 }
 
+// wakeLocal wakes the first waiter of this process at once when a lock it released is free,
+// a goroutine hop and a pub/sub delivery sooner than the release message.
+func wakeLocal(rdb redis.UniversalClient, channel string, token int64) {
+	hubs.Lock()
+	h := hubs.m[rdb]
+	hubs.Unlock()
+	if h == nil {
+		return
+	}
+	h.mu.Lock()
+	if q := h.queues[channel]; len(q) > 0 {
+		h.woken[channel] = strconv.FormatInt(token, 10)
+		signal(q[0])
+	}
+	h.mu.Unlock()
+}
+
 func (h *hub) run(msgs <-chan interface{}) {
 	for m := range msgs {
 		var channel string
 		switch m := m.(type) {
 		case *redis.Message:
 			channel = m.Channel
+			h.mu.Lock()
+			dup := h.woken[channel] == m.Payload
+			if dup {
+				delete(h.woken, channel)
+			}
+			h.mu.Unlock()
+			if dup {
+				continue
+			}
 		case *redis.Subscription:
 			// A (re)subscription confirmation: a release may have slipped by before it, or
 			// during a reconnect. Waking the first waiter costs one acquire attempt.
