@@ -16,6 +16,9 @@ func TestLockWorksOnARedisCluster(t *testing.T) {
 	addrs := testenv.StartRedisCluster(t)
 	rdb := redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs})
 	t.Cleanup(func() { _ = rdb.Close() })
+	// The waiter's own client: a release by rdb reaches it only through pub/sub.
+	waiterRDB := redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs})
+	t.Cleanup(func() { _ = waiterRDB.Close() })
 	ctx := context.Background()
 
 	// Several names, so the locks land on different masters; every script touches only
@@ -39,7 +42,7 @@ func TestLockWorksOnARedisCluster(t *testing.T) {
 		var next *Lock
 		go func() {
 			var err error
-			next, err = Obtain(ctx, rdb, key, &Options{Wait: 20 * time.Second, Retry: NoRetry()})
+			next, err = Obtain(ctx, waiterRDB, key, &Options{Wait: 20 * time.Second, Retry: NoRetry()})
 			got <- err
 		}()
 		time.Sleep(100 * time.Millisecond)
