@@ -210,7 +210,7 @@ func spin(d time.Duration) {
 // round trips of the whole cycle, so it shows what 50 ms of waiting costs.
 func BenchmarkWakeUpLatency(b *testing.B) {
 	rdb := benchRedis(b)
-	holderRDB := redis.NewClient(rdb.Options())
+	holderRDB := redis.NewClient(&redis.Options{Addr: rdb.Options().Addr, PoolSize: 64})
 	holderRDB.AddHook(countHook{})
 	b.Cleanup(func() { _ = holderRDB.Close() })
 	ctx := context.Background()

@@ -71,7 +71,7 @@ type Options struct {
 	// release) and on the holder's remaining lease, polling per Retry only as a fallback.
 	Wait time.Duration
 	// Retry is the fallback poll schedule while waiting. Nil means
-	// ExponentialBackoff(10ms, 1s). NoRetry() relies on the wake-up and lease expiry only.
+	// ExponentialBackoff(50ms, 2s). NoRetry() relies on the wake-up and lease expiry only.
 	Retry RetryStrategy
 	// Owner identifies the holder for re-entry: an Obtain by the owner that holds the lock
 	// succeeds at once with the holder's fencing token, and the lock is freed only when every

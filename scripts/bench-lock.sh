@@ -26,7 +26,7 @@ echo
 # implementation); then the median of each (benchmark, metric), one table row each.
 echo "| benchmark | metric | median |"
 echo "|---|---|---:|"
-awk '/^Benchmark/ {
+awk '/^Benchmark/ && $2 ~ /^[0-9]+$/ {
 	name = $1; sub(/-[0-9]+$/, "", name); sub(/^Benchmark/, "", name)
 	for (i = 3; i < NF; i += 2) if ($(i+1) != "ns/op") print name "\t" $(i+1) "\t" $i
 }' "$raw" | sort -t$'\t' -k1,1 -k2,2 -k3,3g | awk -F'\t' '
