@@ -45,10 +45,9 @@ func benchRedis(b *testing.B) *redis.Client {
 	return rdb
 }
 
-
 type locker struct {
-	name    string
-	obtain  func(ctx context.Context, key string, wait time.Duration) (release func() error, err error)
+	name   string
+	obtain func(ctx context.Context, key string, wait time.Duration) (release func() error, err error)
 }
 
 func lockers(rdb *redis.Client) []locker {

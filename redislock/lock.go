@@ -235,6 +235,9 @@ func obtain(ctx context.Context, rdb redis.UniversalClient, name string, opt *Op
 	for attempt := 0; ; attempt++ {
 		ok, pttl, err = try()
 		if err != nil {
+			if ctx.Err() != nil { // the context ended during the attempt
+				return nil, fmt.Errorf("%w: %w", ErrNotObtained, ctx.Err())
+			}
 			return nil, err
 		}
 		if ok {

@@ -174,12 +174,14 @@ func TestWatchdogKeepsTheLockThroughWorkLastingThreeTimesTheTTL(t *testing.T) {
 	rdb := testenv.Redis(t)
 	ctx := context.Background()
 	key := testenv.ID("lk")
-	const ttl = 300 * time.Millisecond
+	// Renewals every 500 ms leave a second of slack: the 2-core CI machine, under -race and
+	// other packages' tests, has been seen to stall for more than 500 ms.
+	const ttl = 1500 * time.Millisecond
 	l, err := Obtain(ctx, rdb, key, &Options{TTL: ttl, Watchdog: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	workEnds := time.Now().Add(3*ttl + ttl/2)
+	workEnds := time.Now().Add(3*ttl + 100*time.Millisecond)
 	for time.Now().Before(workEnds) { // the "work": meanwhile nobody else gets in
 		if other, err := TryObtain(ctx, rdb, key, nil); !errors.Is(err, ErrNotObtained) {
 			t.Fatalf("a second holder got in while the watchdog ran: %v %v", other, err)
@@ -269,8 +271,8 @@ func TestReleaseWakesAWaiterWithoutPolling(t *testing.T) {
 		t.Fatal(err)
 	}
 	type result struct {
-		l  *Lock
-		at time.Time
+		l   *Lock
+		at  time.Time
 		err error
 	}
 	got := make(chan result, 1)
@@ -496,5 +498,28 @@ func TestExponentialBackoffGrowsWithJitterWithinBounds(t *testing.T) {
 	}
 	if d := NoRetry()(0); d > 0 {
 		t.Fatalf("NoRetry polls after %v", d)
+	}
+}
+
+func TestLostFiresWhenRedisIsUnreachableForALease(t *testing.T) {
+	srv := testenv.StartRedis(t)
+	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr(), MaxRetries: -1,
+		DialTimeout: 100 * time.Millisecond, ReadTimeout: 100 * time.Millisecond})
+	t.Cleanup(func() { _ = rdb.Close() })
+	ctx := context.Background()
+	l, err := Obtain(ctx, rdb, testenv.ID("lk"), &Options{TTL: 600 * time.Millisecond, Watchdog: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv.Kill() // renewals now fail; the holder cannot know whether it still holds the lock
+	killed := time.Now()
+	select {
+	case <-l.Lost():
+		// The local deadline is the last renewal's send time + TTL: at most one TTL away.
+		if d := time.Since(killed); d > 600*time.Millisecond+2*time.Second {
+			t.Fatalf("Lost fired %v after Redis died, want within about one TTL", d)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Lost did not fire while Redis was unreachable")
 	}
 }
