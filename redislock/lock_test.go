@@ -523,3 +523,57 @@ func TestLostFiresWhenRedisIsUnreachableForALease(t *testing.T) {
 		t.Fatal("Lost did not fire while Redis was unreachable")
 	}
 }
+
+func TestWaitersOfOneProcessAreServedInArrivalOrder(t *testing.T) {
+	rdb := testenv.Redis(t)
+	ctx := context.Background()
+	key := testenv.ID("lk")
+	_, _, channel := Keys(key)
+	holder, err := Obtain(ctx, rdb, key, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	queued := func() int {
+		hubs.Lock()
+		h := hubs.m[rdb]
+		hubs.Unlock()
+		if h == nil {
+			return 0
+		}
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		return len(h.queues[channel])
+	}
+	const n = 5
+	order := make(chan int, n)
+	errs := make(chan error, n)
+	for i := range n {
+		go func() {
+			// NoRetry: only wake-ups move a waiter, so the order is the hub's, not a poll's.
+			l, err := Obtain(ctx, rdb, key, &Options{Wait: 20 * time.Second, Retry: NoRetry()})
+			if err != nil {
+				errs <- err
+				return
+			}
+			order <- i
+			errs <- l.Release(ctx)
+		}()
+		testenv.WaitFor(t, 5*time.Second, "waiter queued", func() bool { return queued() == i+1 })
+	}
+	if err := holder.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for range n {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	close(order)
+	want := 0
+	for got := range order {
+		if got != want {
+			t.Fatalf("waiter %d obtained the lock in turn %d: not arrival order", got, want)
+		}
+		want++
+	}
+}
