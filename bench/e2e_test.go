@@ -66,4 +66,19 @@ func TestACrowdThroughTheWholeStackKeepsEveryInvariant(t *testing.T) {
 	if edge.Accepted != 100 || !edge.Drain.Settled {
 		t.Fatalf("the edge accepted %d of 100 units (drain %v)", edge.Accepted, edge.Drain)
 	}
+
+	// The sabotage check: the same stack, but the gate believes in 20 units Postgres does not
+	// have (as it would with its stock check disabled). The verifier must catch it.
+	opts.Model = load.Model{Connections: 32}
+	opts.Sabotage = bench.InflateRedisStock(20)
+	bad, err := drv.RunEdge(ctx, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out.Reset()
+	report.Text(&out, &bench.Result{Date: time.Now(), Crowd: crowd, Stock: 100, Contestants: []*bench.Outcome{bad}})
+	if bad.OK() {
+		t.Fatalf("a gate that sold %d units of a 100-unit sale passed verification:\n%s", bad.Accepted, out.String())
+	}
+	t.Logf("sabotaged run, as expected:\n%s", out.String())
 }

@@ -16,6 +16,7 @@ import (
 
 	"github.com/seckilledge/seckill/bench/load"
 	"github.com/seckilledge/seckill/bench/verify"
+	"github.com/seckilledge/seckill/contract"
 )
 
 // Contestant names.
@@ -43,6 +44,18 @@ type Options struct {
 	Label string
 	// Client is the load client: "raw" (default) or "nethttp" (see load.NewClient).
 	Client string
+	// Sabotage, for tests of the verifier only, runs after the sale is preheated and before the
+	// crowd comes (see InflateRedisStock).
+	Sabotage func(ctx context.Context, d *Driver, sale string) error
+}
+
+// InflateRedisStock is a sabotage: it gives the gate extra units that Postgres does not have,
+// which is what a gate whose Lua stock check is disabled does once the real stock is gone.
+// A run with it must FAIL verification.
+func InflateRedisStock(extra int) func(ctx context.Context, d *Driver, sale string) error {
+	return func(ctx context.Context, d *Driver, sale string) error {
+		return d.Redis.HIncrBy(ctx, contract.MetaKey(sale), contract.FieldStock, int64(extra)).Err()
+	}
 }
 
 // Outcome of one contestant.
@@ -193,6 +206,11 @@ func (d *Driver) RunEdge(ctx context.Context, o Options) (*Outcome, error) {
 	sale := saleID("edge")
 	if err := d.CreateSale(ctx, sale, o.Stock, true); err != nil {
 		return nil, err
+	}
+	if o.Sabotage != nil {
+		if err := o.Sabotage(ctx, d, sale); err != nil {
+			return nil, fmt.Errorf("sabotage: %w", err)
+		}
 	}
 	people := o.Crowd.Cast(sale + "-")
 	name := "full edge"

@@ -57,6 +57,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	pgAdmin := fs.String("pg-admin", env("SECKILL_PG_ADMIN_URL", "postgres://seckill:seckill@127.0.0.1:15432/postgres?sslmode=disable"), "Postgres maintenance URL (a database of its own is created)")
 	adminToken := fs.String("admin-token", env("SECKILL_ADMIN_TOKEN", "demo-admin-token"), "backend admin token (demo default)")
 	tokenKey := env("SECKILL_TOKEN_KEY", "bench-token-key-not-a-secret-0123456789")
+	sabotage := fs.Int("sabotage-stock", 0, "TEST ONLY: give the gate this many units Postgres does not have (as a gate without its stock check would); verification must FAIL")
 	cpuProfile := fs.String("cpuprofile", "", "write the load generator's CPU profile here")
 	if err := fs.Parse(args); err != nil {
 		return 2
@@ -118,6 +119,10 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	res.Notes = append(res.Notes, fmt.Sprintf("the load generator (%s client, %d connections) runs on the same %d CPUs as the servers and competes with them: every contestant pays the same tax",
 		*client, *conns, res.Machine.CPUs))
 	closed := bench.Options{Crowd: crowd, Stock: *stock, Model: load.Model{Connections: *conns}, Duration: *duration, DrainTimeout: *drain, Progress: progress, Client: *client}
+	if *sabotage > 0 {
+		closed.Sabotage = bench.InflateRedisStock(*sabotage)
+		res.Notes = append(res.Notes, fmt.Sprintf("SABOTAGED: the gate was given %d units Postgres does not have", *sabotage))
+	}
 	for _, k := range kinds {
 		if ctx.Err() != nil {
 			break
