@@ -59,12 +59,17 @@ type StartOptions struct {
 	Caddyfile string
 	// ExtraGlobal is inserted into the Caddyfile's global options block (e.g. trusted_proxies).
 	ExtraGlobal string
-	RedisAddr   string
-	AMQPURL     string // broker URL (any vhost: Start puts its own vhost in it)
-	MgmtURL     string
-	PGAdminURL  string // maintenance database URL, to create the bench database
-	AdminToken  string
-	TokenKey    string
+	// RedisAddr is the Redis to use, unless PrivateRedis.
+	RedisAddr string
+	// PrivateRedis starts a redis-server of the run's own on a free port (append-only file,
+	// fsync every second, like the stack's), so that no other gateway's outbox relay on a shared
+	// Redis can pick up this run's orders, and this run's relay none of theirs.
+	PrivateRedis bool
+	AMQPURL      string // broker URL (any vhost: Start puts its own vhost in it)
+	MgmtURL      string
+	PGAdminURL   string // maintenance database URL, to create the bench database
+	AdminToken   string
+	TokenKey     string
 	// Env is extra environment for both processes (KEY=value).
 	Env []string
 	// LogDir receives gateway.log and backend.log (default: a temp dir).
@@ -180,6 +185,28 @@ func Start(ctx context.Context, o StartOptions) (_ *Stack, err error) {
 		}
 	}
 	id := strconv.FormatInt(time.Now().UnixNano()%1e12, 36)
+
+	if o.PrivateRedis {
+		port, err := FreePort()
+		if err != nil {
+			return nil, err
+		}
+		dir := filepath.Join(tmp, "redis")
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return nil, err
+		}
+		_, stop, exited, err := startProc("redis-server", []string{"--bind", "127.0.0.1", "--port", strconv.Itoa(port),
+			"--dir", dir, "--appendonly", "yes", "--appendfsync", "everysec", "--save", ""}, os.Environ(), filepath.Join(s.LogDir, "redis.log"))
+		if err != nil {
+			return nil, err
+		}
+		s.cleanup = append(s.cleanup, stop)
+		s.RedisAddr = fmt.Sprintf("127.0.0.1:%d", port)
+		if err := waitRedis(ctx, s.RedisAddr, exited); err != nil {
+			return nil, err
+		}
+		o.RedisAddr = s.RedisAddr
+	}
 
 	// RabbitMQ: a vhost of our own, so no other consumer drains our queue and theirs is untouched.
 	s.Vhost = "bench-" + id
@@ -333,6 +360,33 @@ func tail(path string) string {
 		b = b[len(b)-3000:]
 	}
 	return string(b)
+}
+
+func waitRedis(ctx context.Context, addr string, exited <-chan struct{}) error {
+	deadline := time.Now().Add(20 * time.Second)
+	for time.Now().Before(deadline) {
+		select {
+		case <-exited:
+			return fmt.Errorf("redis-server on %s exited", addr)
+		default:
+		}
+		if c, err := net.DialTimeout("tcp", addr, time.Second); err == nil {
+			_, _ = c.Write([]byte("PING\r\n"))
+			_ = c.SetReadDeadline(time.Now().Add(time.Second))
+			b := make([]byte, 7)
+			n, _ := c.Read(b)
+			c.Close()
+			if string(b[:n]) == "+PONG\r\n" {
+				return nil
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	return fmt.Errorf("redis-server on %s did not answer", addr)
 }
 
 type mgmt struct {

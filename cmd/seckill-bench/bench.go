@@ -51,6 +51,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	bin := fs.String("bin", "", "directory with caddy and seckill-backend (default: build them)")
 	caddyfile := fs.String("caddyfile", "", "gateway Caddyfile template (default: <root>/Caddyfile)")
 	logDir := fs.String("logs", "", "where started processes log (default: <out>/logs)")
+	privateRedis := fs.Bool("private-redis", true, "start a Redis of the run's own (isolated from other gateways' relays); false: use -redis")
 	redisAddr := fs.String("redis", env("SECKILL_REDIS_ADDR", "127.0.0.1:16379"), "Redis host:port")
 	amqpURL := fs.String("amqp", env("SECKILL_AMQP_URL", "amqp://guest:guest@127.0.0.1:16672/"), "RabbitMQ URL (a vhost of its own is created)")
 	mgmt := fs.String("amqp-mgmt", env("SECKILL_AMQP_MGMT_URL", "http://guest:guest@127.0.0.1:16673"), "RabbitMQ management API URL")
@@ -99,14 +100,14 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		}
 		logf("starting backend and gateway on free ports (logs in %s)", *logDir)
 		var err error
-		stack, err = bench.Start(ctx, bench.StartOptions{Root: *root, BinDir: *bin, Caddyfile: *caddyfile, RedisAddr: *redisAddr,
+		stack, err = bench.Start(ctx, bench.StartOptions{Root: *root, BinDir: *bin, Caddyfile: *caddyfile, RedisAddr: *redisAddr, PrivateRedis: *privateRedis,
 			AMQPURL: *amqpURL, MgmtURL: *mgmt, PGAdminURL: *pgAdmin, AdminToken: *adminToken, TokenKey: tokenKey, LogDir: *logDir,
 			ExtraGlobal: bench.TrustLoopbackProxy})
 		if err != nil {
 			return errorf(stderr, "%v", err)
 		}
 		defer stack.Close()
-		logf("gateway %s, backend %s, ceiling %s, vhost %s", stack.Gateway, stack.Backend, stack.Ceiling, stack.Vhost)
+		logf("gateway %s, backend %s, ceiling %s, redis %s, vhost %s", stack.Gateway, stack.Backend, stack.Ceiling, stack.RedisAddr, stack.Vhost)
 	}
 	drv, err := bench.NewDriver(ctx, stack)
 	if err != nil {
