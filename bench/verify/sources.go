@@ -47,7 +47,7 @@ func (r RabbitMgmt) do(ctx context.Context, method, path string, body any) ([]by
 	req.Header.Set("Content-Type", "application/json")
 	c := r.Client
 	if c == nil {
-		c = &http.Client{Timeout: 10 * time.Second}
+		c = &http.Client{Timeout: 30 * time.Second}
 	}
 	resp, err := c.Do(req)
 	if err != nil {
@@ -92,9 +92,17 @@ const MaxDeadLetters = 100000
 // It asks for messages rather than trusting the queue depth, which the management API only
 // samples every few seconds.
 func (r RabbitMgmt) DeadLetters(ctx context.Context) ([][]byte, error) {
-	b, err := r.do(ctx, http.MethodPost, r.queuePath(contract.DeadQueue)+"/get", map[string]any{
-		"count": MaxDeadLetters, "ackmode": "ack_requeue_true", "encoding": "auto", "truncate": 100000,
-	})
+	var b []byte
+	var err error
+	// The management API is slow to answer on a loaded machine: try again before giving up.
+	for try := 0; try < 3; try++ {
+		b, err = r.do(ctx, http.MethodPost, r.queuePath(contract.DeadQueue)+"/get", map[string]any{
+			"count": MaxDeadLetters, "ackmode": "ack_requeue_true", "encoding": "auto", "truncate": 100000,
+		})
+		if err == nil || ctx.Err() != nil {
+			break
+		}
+	}
 	if err != nil {
 		return nil, err
 	}
