@@ -1,0 +1,56 @@
+package backend
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/seckilledge/seckill/contract"
+)
+
+// Locker obtains the distributed lock that keeps the singleton jobs (preheat and reconcile of
+// one sale, the unpaid-order sweeper) to one backend instance at a time. The production
+// implementation is package redislock (see lock_redislock.go).
+type Locker interface {
+	// TryObtain takes the lock once, without waiting; ErrLockBusy when another holder has it.
+	TryObtain(ctx context.Context, key string) (Held, error)
+}
+
+// Held is an obtained lock.
+type Held interface {
+	// Token is the fencing token: it grows with every new holder of the key, so a write
+	// carrying an older token than one already seen is refused (see CheckFence).
+	Token() int64
+	// Lost is closed when the lock was lost (expired before the watchdog could refresh it).
+	Lost() <-chan struct{}
+	Release(ctx context.Context) error
+}
+
+// ErrLockBusy means another instance holds the lock.
+var ErrLockBusy = errors.New("lock held by another instance")
+
+// ErrFenced means a write carried a fencing token older than one already recorded: a newer
+// holder of the same lock has written since, so this holder must stop.
+var ErrFenced = errors.New("fencing token superseded")
+
+// CheckFence records token as the newest seen for key inside tx, or returns ErrFenced when a
+// newer token was recorded already. The caller's writes in the same transaction are then
+// ordered after every write of an older holder.
+func CheckFence(ctx context.Context, tx pgx.Tx, key string, token int64) error {
+	tag, err := tx.Exec(ctx, `INSERT INTO fences (lock_key, token) VALUES ($1, $2)
+		ON CONFLICT (lock_key) DO UPDATE SET token = EXCLUDED.token, updated_at = now()
+		WHERE fences.token <= EXCLUDED.token`, key, token)
+	if err != nil {
+		return fmt.Errorf("fence %s: %w", key, err)
+	}
+	if tag.RowsAffected() == 0 {
+		return ErrFenced
+	}
+	return nil
+}
+
+// Lock keys.
+const sweeperLockKey = "seckill:lock:sweeper"
+
+func saleLockKey(sale string) string { return "seckill:lock:" + contract.SaleTag(sale) + ":admin" }
