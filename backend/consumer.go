@@ -46,7 +46,7 @@ func (c *Consumer) Run(ctx context.Context) error {
 	if c.ShutdownGrace <= 0 {
 		c.ShutdownGrace = 10 * time.Second
 	}
-	backoff := newBackoff(100*time.Millisecond, 5*time.Second)
+	backoff := newBackoff(100*time.Millisecond, 2*time.Second)
 	for ctx.Err() == nil {
 		started := time.Now()
 		err := c.session(ctx)
