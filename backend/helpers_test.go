@@ -72,7 +72,9 @@ func newEnvOn(t *testing.T, pgURL, amqpURL string) *env {
 	rdb := testenv.Redis(t)
 	comp := &Compensator{Pool: pool, Redis: rdb, Log: quietLog()}
 	svc := &Service{Pool: pool, Redis: rdb, Locker: NewLocker(rdb, 5*time.Second), Compensator: comp,
-		Log: quietLog(), AdminToken: "test-admin-token", Retention: time.Hour, Grace: time.Minute}
+		Log: quietLog(), AdminToken: "test-admin-token", Retention: time.Hour, Grace: time.Minute,
+		SweeperLock: "seckill:lock:" + testenv.ID("sweeper")}
+	t.Cleanup(func() { rdb.Del(context.Background(), svc.SweeperLock, svc.SweeperLock+":fence") })
 	return &env{t: t, pg: pgURL, pool: pool, rdb: rdb, amqp: amqpURL, svc: svc}
 }
 

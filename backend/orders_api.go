@@ -32,6 +32,9 @@ const queuedWindow = 5 * time.Minute
 // each, HGET buyers <user> == order id decides. Usually that is one or two sales.
 func (s *Service) lookupOrder(ctx context.Context, user, id string) (OrderView, bool, error) {
 	var v OrderView
+	if !contract.ValidID(id) {
+		return v, false, nil // no order id has other characters (UUIDs are hex and dashes)
+	}
 	var owner string
 	var reason *string
 	err := s.Pool.QueryRow(ctx, `SELECT sale_id, user_id, status, reason FROM orders WHERE order_id = $1`, id).
@@ -116,6 +119,10 @@ func (s *Service) handlePay(w http.ResponseWriter, r *http.Request) {
 	}
 	id := r.PathValue("id")
 	ctx := r.Context()
+	if !contract.ValidID(id) {
+		refuse(w, http.StatusNotFound, contract.CodeUnknownOrder, "no such order for this user")
+		return
+	}
 	var v OrderView
 	err := s.Pool.QueryRow(ctx, `UPDATE orders o SET status = 'paid', updated_at = now()
 		FROM sales s WHERE o.order_id = $1 AND o.user_id = $2 AND o.status = 'created'

@@ -28,6 +28,9 @@ type Service struct {
 	// Grace is how long reconcile leaves a buyer without an order alone (its message may be in
 	// the outbox or the queue) before it declares the order lost.
 	Grace time.Duration
+	// SweeperLock is the key of the sweeper's distributed lock (default seckill:lock:sweeper):
+	// instances that share it sweep one at a time.
+	SweeperLock string
 	// Now is the clock (tests inject one).
 	Now func() time.Time
 }

@@ -21,10 +21,14 @@ const sweepBatch = 500
 // for (it wins or the next sweep sees it). It returns how many orders it cancelled.
 func (s *Service) SweepOnce(ctx context.Context) (int, error) {
 	released := 0
-	err := s.withLock(ctx, sweeperLockKey, 0, func(held Held) error {
+	key := s.SweeperLock
+	if key == "" {
+		key = sweeperLockKey
+	}
+	err := s.withLock(ctx, key, 0, func(held Held) error {
 		for {
 			var refs []OrderRef
-			err := s.fenced(ctx, sweeperLockKey, held, func(tx pgx.Tx) error {
+			err := s.fenced(ctx, key, held, func(tx pgx.Tx) error {
 				rows, err := tx.Query(ctx, `SELECT o.order_id, o.sale_id, o.user_id FROM orders o JOIN sales s ON s.id = o.sale_id
 					WHERE o.status = 'created' AND o.created_at + s.pay_within <= now()
 					ORDER BY o.created_at LIMIT $1 FOR UPDATE OF o SKIP LOCKED`, sweepBatch)

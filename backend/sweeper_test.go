@@ -1,0 +1,104 @@
+package backend
+
+import (
+	"context"
+	"errors"
+	"net/http/httptest"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/seckilledge/seckill/contract"
+)
+
+func TestUnpaidOrdersAreCancelledAndTheirUnitsReturnToRedisForANewBuyer(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	sale := e.sale(10)
+	msgs := e.accept(sale, 3)
+	if _, err := (&Writer{Pool: e.pool}).WriteBatch(ctx, msgs); err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(e.svc.Handler(newRegistry(), false))
+	defer srv.Close()
+	var paid OrderView
+	if code := doJSON(t, "POST", srv.URL+"/orders/"+msgs[2].OrderID+"/pay", map[string]string{"X-User-ID": msgs[2].UserID}, "", &paid); code != 200 || paid.Status != "paid" {
+		t.Fatalf("pay: %d %+v", code, paid)
+	}
+	// Two orders are past the payment window; the paid one is too, but it is paid.
+	if _, err := e.pool.Exec(ctx, `UPDATE orders SET created_at = now() - interval '1 hour' WHERE sale_id = $1`, sale); err != nil {
+		t.Fatal(err)
+	}
+	n, err := e.svc.SweepOnce(ctx)
+	if err != nil || n != 2 {
+		t.Fatalf("SweepOnce = %d, %v; want 2 released", n, err)
+	}
+	if got := e.dbInt(`SELECT count(*) FROM orders WHERE sale_id = $1 AND status = 'cancelled' AND reason = $2 AND compensated_at IS NOT NULL`, sale, ReasonPaymentTimeout); got != 2 {
+		t.Fatalf("%d compensated cancelled orders, want 2", got)
+	}
+	if s := e.dbInt(`SELECT stock FROM sales WHERE id = $1`, sale); s != 9 {
+		t.Fatalf("postgres stock %d, want 9", s)
+	}
+	if s := e.redisStock(sale); s != 9 {
+		t.Fatalf("redis stock %d, want 9", s)
+	}
+	for i, m := range msgs {
+		has := e.rdb.HExists(ctx, contract.BuyersKey(sale), m.UserID).Val()
+		if has != (i == 2) {
+			t.Fatalf("buyer %d in Redis = %v: the cancelled buyers must be gone, the payer kept", i, has)
+		}
+	}
+	// A cancelled order cannot be paid any more.
+	var ref struct{ Code string }
+	if code := doJSON(t, "POST", srv.URL+"/orders/"+msgs[0].OrderID+"/pay", map[string]string{"X-User-ID": msgs[0].UserID}, "", &ref); code != 409 || ref.Code != contract.CodeNotPayable {
+		t.Fatalf("pay of a cancelled order: %d %+v", code, ref)
+	}
+	// Sweeping again changes nothing.
+	if n, err := e.svc.SweepOnce(ctx); err != nil || n != 0 || e.redisStock(sale) != 9 {
+		t.Fatalf("second sweep: %d, %v, redis stock %d", n, err, e.redisStock(sale))
+	}
+}
+
+func TestOnlyTheSweeperLockHolderSweeps(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	sale := e.sale(5)
+	msgs := e.accept(sale, 2)
+	if _, err := (&Writer{Pool: e.pool}).WriteBatch(ctx, msgs); err != nil {
+		t.Fatal(err)
+	}
+	_, _ = e.pool.Exec(ctx, `UPDATE orders SET created_at = now() - interval '1 hour' WHERE sale_id = $1`, sale)
+	other, err := NewLocker(e.rdb, 5e9).TryObtain(ctx, e.svc.SweeperLock)
+	if err != nil {
+		t.Fatalf("could not take the sweeper lock for the test: %v", err)
+	}
+	if n, err := e.svc.SweepOnce(ctx); err != nil || n != 0 {
+		t.Fatalf("a sweeper without the lock released %d (%v)", n, err)
+	}
+	if got := e.dbInt(`SELECT count(*) FROM orders WHERE sale_id = $1 AND status = 'created'`, sale); got != 2 {
+		t.Fatalf("%d created orders left, want 2", got)
+	}
+	_ = other.Release(ctx)
+	if n, err := e.svc.SweepOnce(ctx); err != nil || n < 2 {
+		t.Fatalf("the lock holder released %d (%v), want 2", n, err)
+	}
+}
+
+func TestAStaleFencingTokenCannotWrite(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	write := func(token int64) error {
+		return pgx.BeginFunc(ctx, e.pool, func(tx pgx.Tx) error { return CheckFence(ctx, tx, "k", token) })
+	}
+	if err := write(5); err != nil {
+		t.Fatal(err)
+	}
+	if err := write(5); err != nil {
+		t.Fatalf("the same holder writing again was refused: %v", err)
+	}
+	if err := write(7); err != nil {
+		t.Fatal(err)
+	}
+	if err := write(6); !errors.Is(err, ErrFenced) {
+		t.Fatalf("token 6 after 7: %v, want ErrFenced", err)
+	}
+}
