@@ -39,7 +39,7 @@ func TestMain(m *testing.M) {
 }
 
 type env struct {
-	t    *testing.T
+	t    testing.TB
 	pg   string
 	pool *pgxpool.Pool
 	rdb  *redis.Client
@@ -52,13 +52,13 @@ func quietLog() *slog.Logger {
 }
 
 // newEnv gives a test its own database (migrated), the shared Redis and its own vhost.
-func newEnv(t *testing.T) *env {
+func newEnv(t testing.TB) *env {
 	t.Helper()
 	url := testenv.Postgres(t)
 	return newEnvOn(t, url, testenv.RabbitVhost(t))
 }
 
-func newEnvOn(t *testing.T, pgURL, amqpURL string) *env {
+func newEnvOn(t testing.TB, pgURL, amqpURL string) *env {
 	t.Helper()
 	ctx := context.Background()
 	if err := Migrate(ctx, pgURL); err != nil {
@@ -136,7 +136,7 @@ func (e *env) dbInt(q string, args ...any) int {
 }
 
 // publish sends bodies persistently to the exchange with publisher confirms.
-func publish(t *testing.T, url string, sale string, bodies [][]byte) {
+func publish(t testing.TB, url string, sale string, bodies [][]byte) {
 	t.Helper()
 	conn, err := amqp.Dial(url)
 	if err != nil {
@@ -203,7 +203,7 @@ func (e *env) startConsumer(batch int) {
 }
 
 // queueDepth is the number of messages ready in a queue (unacknowledged ones are not counted).
-func queueDepth(t *testing.T, url, queue string) int {
+func queueDepth(t testing.TB, url, queue string) int {
 	t.Helper()
 	conn, err := amqp.Dial(url)
 	if err != nil {
@@ -250,7 +250,7 @@ func (e *env) checkExactlyOnce(sale string, msgs []contract.OrderMessage, stock 
 	}
 }
 
-func doJSON(t *testing.T, method, url string, headers map[string]string, body string, out any) int {
+func doJSON(t testing.TB, method, url string, headers map[string]string, body string, out any) int {
 	t.Helper()
 	var rd io.Reader
 	if body != "" {

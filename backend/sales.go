@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"time"
 
@@ -46,6 +47,20 @@ func (s SaleSpec) Validate() (time.Duration, error) {
 	return pay, nil
 }
 
+// ParseSaleSpec decodes and validates the body of POST /admin/sales.
+func ParseSaleSpec(r io.Reader) (SaleSpec, error) {
+	var spec SaleSpec
+	dec := json.NewDecoder(r)
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&spec); err != nil {
+		return spec, fmt.Errorf("body must be JSON {id, stock, starts_at, ends_at, pay_within}: %w", err)
+	}
+	if _, err := spec.Validate(); err != nil {
+		return spec, err
+	}
+	return spec, nil
+}
+
 // CreateSale inserts a sale; created is false when a sale with that id exists.
 func (s *Service) CreateSale(ctx context.Context, spec SaleSpec) (created bool, err error) {
 	pay, err := spec.Validate()
@@ -62,14 +77,8 @@ func (s *Service) CreateSale(ctx context.Context, spec SaleSpec) (created bool, 
 }
 
 func (s *Service) handleCreateSale(w http.ResponseWriter, r *http.Request) {
-	var spec SaleSpec
-	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, 1<<16))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&spec); err != nil {
-		refuse(w, http.StatusBadRequest, contract.CodeBadRequest, "body must be JSON {id, stock, starts_at, ends_at, pay_within}: "+err.Error())
-		return
-	}
-	if _, err := spec.Validate(); err != nil {
+	spec, err := ParseSaleSpec(http.MaxBytesReader(w, r.Body, 1<<16))
+	if err != nil {
 		refuse(w, http.StatusBadRequest, contract.CodeBadRequest, err.Error())
 		return
 	}

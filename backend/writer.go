@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"sort"
+	"strconv"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -42,11 +43,13 @@ type BatchResult struct {
 	UnknownSale []int
 }
 
-// WriteBatch writes msgs in one transaction. Every sale in the batch gets one multi-row INSERT
-// ... ON CONFLICT DO NOTHING and one guarded UPDATE of its stock; when the guard refuses (Postgres
-// has less stock than the batch needs), the sale's part is redone under the sale's row lock:
-// the orders that fit are created, the rest are recorded failed with reason sold_out_in_db.
-// Nothing is written when it returns an error.
+// WriteBatch writes msgs in one transaction. Every sale in the batch gets one statement that
+// inserts its orders (INSERT ... SELECT FROM unnest ... ON CONFLICT DO NOTHING) and takes their
+// units with a guarded UPDATE (stock >= n); all sales' statements travel in one pipeline, so a
+// batch costs three round trips (begin, the statements, commit) whatever its size. When the guard
+// refuses (Postgres has less stock than the batch needs), that sale's part is rolled back to
+// its savepoint and redone under the sale's row lock: the orders that fit are created, the rest
+// are recorded failed with reason sold_out_in_db. Nothing is written when it returns an error.
 func (w *Writer) WriteBatch(ctx context.Context, msgs []contract.OrderMessage) (BatchResult, error) {
 	var res BatchResult
 	bySale := map[string][]int{}
@@ -66,42 +69,78 @@ func (w *Writer) WriteBatch(ctx context.Context, msgs []contract.OrderMessage) (
 	}
 	defer func() { _ = tx.Rollback(context.Background()) }()
 
-	known := map[string]bool{}
-	rows, err := tx.Query(ctx, `SELECT id FROM sales WHERE id = ANY($1)`, sales)
-	if err != nil {
-		return res, err
+	groups := make([][]contract.OrderMessage, len(sales))
+	batch := &pgx.Batch{}
+	for i, sale := range sales {
+		groups[i] = dedupe(msgs, bySale[sale])
+		res.Duplicates += len(bySale[sale]) - len(groups[i])
+		batch.Queue("SAVEPOINT " + savepoint(i))
+		batch.Queue(insertAndTake, insertArgs(sale, groups[i], func(int) (string, string) { return contract.StatusCreated, "" })...)
 	}
-	for rows.Next() {
-		var id string
-		if err := rows.Scan(&id); err != nil {
-			rows.Close()
-			return res, err
-		}
-		known[id] = true
-	}
-	if err := rows.Err(); err != nil {
-		return res, err
-	}
-	for _, sale := range sales {
-		if !known[sale] {
-			res.UnknownSale = append(res.UnknownSale, bySale[sale]...)
-			continue
-		}
-		group := dedupe(msgs, bySale[sale])
-		res.Duplicates += len(bySale[sale]) - len(group)
-		created, failed, dups, err := writeSale(ctx, tx, sale, group)
-		if err != nil {
+	type outcome struct{ known, inserted, taken int }
+	outcomes := make([]outcome, len(sales))
+	br := tx.SendBatch(ctx, batch)
+	for i := range sales {
+		if _, err := br.Exec(); err != nil {
+			br.Close()
 			return BatchResult{}, err
 		}
-		res.Created += created
-		res.Duplicates += dups
-		res.Failed = append(res.Failed, failed...)
+		o := &outcomes[i]
+		if err := br.QueryRow().Scan(&o.known, &o.inserted, &o.taken); err != nil {
+			br.Close()
+			return BatchResult{}, err
+		}
+	}
+	if err := br.Close(); err != nil {
+		return BatchResult{}, err
+	}
+	for i, sale := range sales {
+		o := outcomes[i]
+		switch {
+		case o.known == 0:
+			res.Duplicates -= len(bySale[sale]) - len(groups[i])
+			res.UnknownSale = append(res.UnknownSale, bySale[sale]...)
+		case o.inserted == o.taken:
+			res.Created += o.inserted
+			res.Duplicates += len(groups[i]) - o.inserted
+		default:
+			// The guard refused: undo this sale's inserts and split under the row lock.
+			if _, err := tx.Exec(ctx, "ROLLBACK TO SAVEPOINT "+savepoint(i)); err != nil {
+				return BatchResult{}, err
+			}
+			created, failed, dups, err := splitSale(ctx, tx, sale, groups[i])
+			if err != nil {
+				return BatchResult{}, err
+			}
+			res.Created += created
+			res.Duplicates += dups
+			res.Failed = append(res.Failed, failed...)
+		}
 	}
 	if err := tx.Commit(ctx); err != nil {
 		return BatchResult{}, err
 	}
 	return res, nil
 }
+
+func savepoint(i int) string { return "sale_" + strconv.Itoa(i) }
+
+// insertAndTake inserts a sale's new orders as created and takes their units, in one statement:
+// known is 0 for a sale Postgres does not know (then nothing is inserted: no foreign-key error
+// aborts the batch), inserted counts the new orders, taken is inserted when the stock guard let
+// the update through and 0 when it refused.
+const insertAndTake = `WITH sale AS (SELECT id FROM sales WHERE id = $1),
+	ins AS (
+		INSERT INTO orders (order_id, sale_id, user_id, status, reason, accepted_at)
+		SELECT o, $1, u, s, NULLIF(r, ''), a
+		FROM unnest($2::text[], $3::text[], $4::text[], $5::text[], $6::timestamptz[]) AS t(o, u, s, r, a)
+		WHERE EXISTS (SELECT 1 FROM sale)
+		ORDER BY u
+		ON CONFLICT DO NOTHING
+		RETURNING 1),
+	n AS (SELECT count(*)::int AS n FROM ins),
+	upd AS (UPDATE sales SET stock = stock - n.n FROM n WHERE sales.id = $1 AND n.n > 0 AND sales.stock >= n.n RETURNING n.n)
+	SELECT (SELECT count(*)::int FROM sale), (SELECT n FROM n), COALESCE((SELECT n FROM upd), 0)`
 
 // dedupe keeps the first message of each order id and of each user, in acceptance order (the
 // earliest accepted buyer gets a unit first when the guard has to split), sorted for the
@@ -140,36 +179,6 @@ func insertArgs(sale string, ms []contract.OrderMessage, status func(i int) (str
 		sts[i], reasons[i] = status(i)
 	}
 	return []any{sale, ids, users, sts, reasons, at}
-}
-
-func writeSale(ctx context.Context, tx pgx.Tx, sale string, group []contract.OrderMessage) (created int, failed []OrderRef, dups int, err error) {
-	sp, err := tx.Begin(ctx)
-	if err != nil {
-		return 0, nil, 0, err
-	}
-	args := insertArgs(sale, group, func(int) (string, string) { return contract.StatusCreated, "" })
-	tag, err := sp.Exec(ctx, insertOrders, args...)
-	if err != nil {
-		return 0, nil, 0, err
-	}
-	n := int(tag.RowsAffected())
-	if n > 0 {
-		tag, err = sp.Exec(ctx, `UPDATE sales SET stock = stock - $2 WHERE id = $1 AND stock >= $2`, sale, n)
-		if err != nil {
-			return 0, nil, 0, err
-		}
-		if tag.RowsAffected() == 0 {
-			// The guard refused: split under the row lock.
-			if err := sp.Rollback(ctx); err != nil {
-				return 0, nil, 0, err
-			}
-			return splitSale(ctx, tx, sale, group)
-		}
-	}
-	if err := sp.Commit(ctx); err != nil {
-		return 0, nil, 0, err
-	}
-	return n, nil, len(group) - n, nil
 }
 
 // splitSale writes one sale's part of a batch that does not fit the stock: under the sale's row
