@@ -26,7 +26,7 @@ func BenchmarkWriter(b *testing.B) {
 		name   string
 		batch  int
 		orders int
-	}{{"batched-500", 500, 20000}, {"one-per-tx", 1, 2000}} {
+	}{{"batched-500", 500, 20000}, {"one-per-tx", 1, 1000}} {
 		b.Run(c.name, func(b *testing.B) {
 			e := newEnv(b)
 			w := &Writer{Pool: e.pool}
@@ -54,7 +54,7 @@ func BenchmarkConsumer(b *testing.B) {
 		name   string
 		batch  int
 		orders int
-	}{{"batched-500", 500, 20000}, {"one-per-tx", 1, 2000}} {
+	}{{"batched-500", 500, 20000}, {"one-per-tx", 1, 1000}} {
 		b.Run(c.name, func(b *testing.B) {
 			e := newEnv(b)
 			var total int
