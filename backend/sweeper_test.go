@@ -102,3 +102,45 @@ func TestAStaleFencingTokenCannotWrite(t *testing.T) {
 		t.Fatalf("token 6 after 7: %v, want ErrFenced", err)
 	}
 }
+
+func TestABuyerWhoseOrderWasCancelledCanBuyAgainThroughTheGate(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	sale := e.sale(3)
+	first := e.accept(sale, 1)[0]
+	w := &Writer{Pool: e.pool}
+	if _, err := w.WriteBatch(ctx, []contract.OrderMessage{first}); err != nil {
+		t.Fatal(err)
+	}
+	_, _ = e.pool.Exec(ctx, `UPDATE orders SET created_at = now() - interval '1 hour' WHERE sale_id = $1`, sale)
+	if n, err := e.svc.SweepOnce(ctx); err != nil || n != 1 {
+		t.Fatalf("sweep: %d %v", n, err)
+	}
+	if e.rdb.HExists(ctx, contract.BuyersKey(sale), first.UserID).Val() || e.redisStock(sale) != 3 {
+		t.Fatalf("after the release: buyer still there or redis stock %d != 3", e.redisStock(sale))
+	}
+	// The gate accepts the same user again, with a new order id.
+	again := e.accept(sale, 1)[0]
+	again.UserID = first.UserID
+	e.rdb.HDel(ctx, contract.BuyersKey(sale), e.rdb.HKeys(ctx, contract.BuyersKey(sale)).Val()...)
+	e.rdb.HSet(ctx, contract.BuyersKey(sale), first.UserID, again.OrderID)
+	res, err := w.WriteBatch(ctx, []contract.OrderMessage{again, again})
+	if err != nil || res.Created != 1 {
+		t.Fatalf("second purchase: %+v %v", res, err)
+	}
+	var st1, st2 string
+	_ = e.pool.QueryRow(ctx, `SELECT status FROM orders WHERE order_id = $1`, first.OrderID).Scan(&st1)
+	_ = e.pool.QueryRow(ctx, `SELECT status FROM orders WHERE order_id = $1`, again.OrderID).Scan(&st2)
+	if st1 != contract.StatusCancelled || st2 != contract.StatusCreated {
+		t.Fatalf("orders are %s and %s, want cancelled and created", st1, st2)
+	}
+	if s := e.dbInt(`SELECT stock FROM sales WHERE id = $1`, sale); s != 2 {
+		t.Fatalf("postgres stock %d, want 2", s)
+	}
+	// Still only one live order per user: a third order id for the same user changes nothing.
+	third := again
+	third.OrderID = e.accept(sale, 1)[0].OrderID
+	if res, err := w.WriteBatch(ctx, []contract.OrderMessage{third}); err != nil || res.Created != 0 {
+		t.Fatalf("a second live order for the same user: %+v %v", res, err)
+	}
+}

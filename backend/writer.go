@@ -193,19 +193,24 @@ func splitSale(ctx context.Context, tx pgx.Tx, sale string, group []contract.Ord
 	for i, m := range group {
 		ids[i], users[i] = m.OrderID, m.UserID
 	}
-	rows, err := tx.Query(ctx, `SELECT order_id, user_id FROM orders
-		WHERE order_id = ANY($1) OR (sale_id = $2 AND user_id = ANY($3))`, ids, sale, users)
+	// Already written: the same order id (any status), or a live order of the same user.
+	rows, err := tx.Query(ctx, `SELECT order_id, user_id, status IN ('created', 'paid') FROM orders
+		WHERE order_id = ANY($1) OR (sale_id = $2 AND user_id = ANY($3) AND status IN ('created', 'paid'))`, ids, sale, users)
 	if err != nil {
 		return 0, nil, 0, err
 	}
 	existingOrder, existingUser := map[string]bool{}, map[string]bool{}
 	for rows.Next() {
 		var o, u string
-		if err := rows.Scan(&o, &u); err != nil {
+		var live bool
+		if err := rows.Scan(&o, &u, &live); err != nil {
 			rows.Close()
 			return 0, nil, 0, err
 		}
-		existingOrder[o], existingUser[u] = true, true
+		existingOrder[o] = true
+		if live {
+			existingUser[u] = true
+		}
 	}
 	if err := rows.Err(); err != nil {
 		return 0, nil, 0, err

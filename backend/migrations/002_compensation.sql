@@ -17,3 +17,12 @@ CREATE INDEX sales_window ON sales (starts_at, ends_at);
 -- reconcile read the sale first), and the backend never deletes a sale, so the key guarded
 -- nothing the code does not already guarantee.
 ALTER TABLE orders DROP CONSTRAINT IF EXISTS orders_sale_id_fkey;
+
+-- One live order per user per sale. Compensation removes a failed or cancelled order's buyer
+-- from Redis, which lets the gate accept the same user again (with a new order id); with a
+-- unique index over every status, that new order would be silently dropped as a duplicate and
+-- its unit lost. The old row stays (its id still answers cancelled/failed), and at most one
+-- created-or-paid order per (sale, user) can exist. Idempotency of a redelivered message comes
+-- from the order id (primary key).
+DROP INDEX IF EXISTS orders_sale_user;
+CREATE UNIQUE INDEX orders_sale_user_live ON orders (sale_id, user_id) WHERE status IN ('created', 'paid');
