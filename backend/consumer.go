@@ -83,8 +83,8 @@ func (c *Consumer) session(ctx context.Context) error {
 	if err := contract.DeclareTopology(ch); err != nil {
 		return fmt.Errorf("declare topology: %w", err)
 	}
-	// Two batches in flight: the next one fills while the current one commits.
-	if err := ch.Qos(2*c.BatchSize, 0, false); err != nil {
+	// Three batches' worth: one being written, one being collected, one arriving.
+	if err := ch.Qos(3*c.BatchSize, 0, false); err != nil {
 		return fmt.Errorf("qos: %w", err)
 	}
 	const tag = "seckill-backend"
@@ -94,10 +94,22 @@ func (c *Consumer) session(ctx context.Context) error {
 	}
 	closed := conn.NotifyClose(make(chan *amqp.Error, 1))
 	c.Log.Info("consumer connected", "queue", contract.Queue, "batch_size", c.BatchSize)
+	// The next batch is collected while the current one is written: one writer goroutine, so
+	// batches commit and are acknowledged in delivery order (a multiple ack never covers a
+	// batch that has not committed).
+	batches := make(chan []amqp.Delivery, 1)
+	written := make(chan struct{})
+	go func() {
+		defer close(written)
+		for b := range batches {
+			c.process(ctx, ch, closed, b)
+		}
+	}()
+	defer func() { close(batches); <-written }()
 	for {
 		batch, open := c.collect(ctx, deliveries)
 		if len(batch) > 0 {
-			c.process(ctx, ch, closed, batch)
+			batches <- batch
 		}
 		if !open {
 			if e := <-closed; e != nil {
