@@ -155,3 +155,35 @@ func TestConcurrentBatchWritersNeverOversellNorDuplicate(t *testing.T) {
 		t.Fatalf("%d failed orders reported for compensation, want 200", len(failed))
 	}
 }
+
+func TestShutdownWritesAndAcknowledgesTheBatchInHand(t *testing.T) {
+	e := newEnv(t)
+	sale := e.sale(10)
+	msgs := e.accept(sale, 10)
+	publish(t, e.amqp, sale, bodies(msgs))
+	// A batch that would wait a minute to fill: the ten messages sit in the consumer's hand.
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	c := &Consumer{URL: e.amqp, Writer: &Writer{Pool: e.pool}, BatchSize: 1000, BatchWait: time.Minute, Log: quietLog()}
+	go func() { defer close(done); _ = c.Run(ctx) }()
+	testenv.WaitFor(t, 10*time.Second, "the messages delivered to the consumer", func() bool {
+		return queueDepth(t, e.amqp, contract.Queue) == 0
+	})
+	if n := e.accounted(sale); n != 0 {
+		t.Fatalf("%d orders written before the batch closed", n)
+	}
+	cancel()
+	select {
+	case <-done:
+	case <-time.After(15 * time.Second):
+		t.Fatal("the consumer did not stop")
+	}
+	if n := e.accounted(sale); n != 10 {
+		t.Fatalf("%d of 10 orders written at shutdown", n)
+	}
+	// Acknowledged: nothing comes back to the queue once the connection is gone.
+	time.Sleep(200 * time.Millisecond)
+	if n := queueDepth(t, e.amqp, contract.Queue); n != 0 {
+		t.Fatalf("%d messages returned to the queue: the batch was not acknowledged", n)
+	}
+}
