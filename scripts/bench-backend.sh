@@ -15,8 +15,12 @@ RUN_DIR=${SECKILL_RUN_DIR:-.run}
 COUNT=${COUNT:-3}
 out=$(mktemp)
 trap 'rm -f "$out"' EXIT
-echo "[bench-backend] go test -bench 'BenchmarkWriter|BenchmarkConsumer' -count $COUNT ./backend/ (about 2 minutes)" >&2
-go test -run '^$' -bench 'BenchmarkWriter|BenchmarkConsumer' -benchtime 1x -count "$COUNT" ./backend/ | tee "$out" >&2
+# Rounds interleave the four measurements, so each batched/one-per-tx pair shares the machine's
+# mood of the moment (the 2-core machine is shared and noisy).
+for i in $(seq "$COUNT"); do
+	echo "[bench-backend] round $i/$COUNT: go test -bench 'BenchmarkWriter|BenchmarkConsumer' ./backend/" >&2
+	go test -run '^$' -bench 'BenchmarkWriter|BenchmarkConsumer' -benchtime 1x -count 1 ./backend/ | tee -a "$out" >&2
+done
 
 median() { sort -n | awk '{a[NR]=$1} END {if (NR%2) print a[(NR+1)/2]; else printf "%.1f\n", (a[NR/2]+a[NR/2+1])/2}'; }
 rate() { grep "^Benchmark$1-" "$out" | awk '{for (i=1;i<=NF;i++) if ($i=="orders/s") print $(i-1)}' | median; }
