@@ -73,8 +73,8 @@ func newEnvOn(t testing.TB, pgURL, amqpURL string) *env {
 	comp := &Compensator{Pool: pool, Redis: rdb, Log: quietLog()}
 	svc := &Service{Pool: pool, Redis: rdb, Locker: NewLocker(rdb, 5*time.Second), Compensator: comp,
 		Log: quietLog(), AdminToken: "test-admin-token", Retention: time.Hour, Grace: time.Minute,
-		SweeperLock: "seckill:lock:" + testenv.ID("sweeper")}
-	t.Cleanup(func() { rdb.Del(context.Background(), svc.SweeperLock, svc.SweeperLock+":fence") })
+		SweeperLock: testenv.ID("sweeper-")}
+	t.Cleanup(func() { rdb.Del(context.Background(), lockRedisKeys(svc.SweeperLock)...) })
 	return &env{t: t, pg: pgURL, pool: pool, rdb: rdb, amqp: amqpURL, svc: svc}
 }
 
@@ -92,7 +92,8 @@ func (e *env) sale(stock int) string {
 	}
 	e.t.Cleanup(func() {
 		ctx := context.Background()
-		e.rdb.Del(ctx, contract.MetaKey(id), contract.BuyersKey(id), contract.CompensatedKey(id), saleLockKey(id), saleLockKey(id)+":fence")
+		e.rdb.Del(ctx, contract.MetaKey(id), contract.BuyersKey(id), contract.CompensatedKey(id))
+		e.rdb.Del(ctx, lockRedisKeys(saleLockKey(id))...)
 		e.rdb.SRem(ctx, contract.SalesIndexKey, id)
 	})
 	return id
@@ -275,4 +276,10 @@ func doJSON(t testing.TB, method, url string, headers map[string]string, body st
 		}
 	}
 	return resp.StatusCode
+}
+
+// lockRedisKeys are the Redis keys of the lock called name (as redislock names them).
+func lockRedisKeys(name string) []string {
+	k := "seckill:lock:{" + name + "}"
+	return []string{k, k + ":fence", k + ":released"}
 }

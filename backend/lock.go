@@ -6,15 +6,15 @@ import (
 	"fmt"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/seckilledge/seckill/contract"
 )
 
 // Locker obtains the distributed lock that keeps the singleton jobs (preheat and reconcile of
 // one sale, the unpaid-order sweeper) to one backend instance at a time. The production
 // implementation is package redislock (see lock_redislock.go).
 type Locker interface {
-	// TryObtain takes the lock once, without waiting; ErrLockBusy when another holder has it.
-	TryObtain(ctx context.Context, key string) (Held, error)
+	// TryObtain takes the lock called name once, without waiting; ErrLockBusy when another
+	// holder has it.
+	TryObtain(ctx context.Context, name string) (Held, error)
 }
 
 // Held is an obtained lock.
@@ -50,7 +50,9 @@ func CheckFence(ctx context.Context, tx pgx.Tx, key string, token int64) error {
 	return nil
 }
 
-// Lock keys.
-const sweeperLockKey = "seckill:lock:sweeper"
+// Lock names (redislock names: no braces; the lock's Redis keys are
+// seckill:lock:{<name>} and seckill:lock:{<name>}:fence, and the name is the fences table's
+// lock_key).
+const sweeperLockKey = "sweeper"
 
-func saleLockKey(sale string) string { return "seckill:lock:" + contract.SaleTag(sale) + ":admin" }
+func saleLockKey(sale string) string { return "sale-admin:" + sale }

@@ -1,10 +1,13 @@
+//go:build !seckill_redislock
+
 package backend
 
-// TEMPORARY: a minimal private lock until package redislock (branch lock) is merged. The lead
-// replaces this file with an adapter over redislock.TryObtain / Lock.Token / Lost / Release and
-// redislock.CheckFence. It implements only what the backend needs: SET NX PX with a random
-// owner value, a watchdog that extends the lease while held, compare-and-delete release, and a
-// fencing token from INCR on a companion key.
+// TEMPORARY: a minimal private lock until package redislock (branch lock) is merged. Then
+// delete this file and remove the build constraint of lock_redislock_adapter.go, the adapter
+// over redislock.TryObtain. Until then it implements only what the backend needs, with the same
+// Redis keys as redislock (seckill:lock:{<name>}, seckill:lock:{<name>}:fence): SET NX PX with
+// a random owner value, a watchdog that extends the lease while held, compare-and-delete
+// release, and a fencing token from INCR on the fence key.
 
 import (
 	"context"
@@ -36,7 +39,8 @@ var (
 	tempRelease = redis.NewScript(`if redis.call("GET", KEYS[1]) == ARGV[1] then return redis.call("DEL", KEYS[1]) end return 0`)
 )
 
-func (l *tempLocker) TryObtain(ctx context.Context, key string) (Held, error) {
+func (l *tempLocker) TryObtain(ctx context.Context, name string) (Held, error) {
+	key := "seckill:lock:{" + name + "}"
 	b := make([]byte, 16)
 	_, _ = rand.Read(b)
 	owner := hex.EncodeToString(b)

@@ -281,4 +281,3 @@ func transient(err error) bool {
 	// Not a server error: a connection error, a pool error, a closed connection.
 	return true
 }
-
