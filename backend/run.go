@@ -22,8 +22,21 @@ func Run(ctx context.Context, cfg Config) error {
 	if cfg.AdminToken == "" {
 		return errors.New("SECKILL_ADMIN_TOKEN is not set: the admin API needs a token")
 	}
-	if err := Migrate(ctx, cfg.PGURL); err != nil {
-		return err
+	// Postgres may come up after the backend (compose, a restart of both): wait for it.
+	for attempt := 1; ; attempt++ {
+		err := Migrate(ctx, cfg.PGURL)
+		if err == nil {
+			break
+		}
+		if attempt == 30 || ctx.Err() != nil {
+			return err
+		}
+		log.Warn("database not ready; retrying", "err", err, "attempt", attempt)
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(time.Second):
+		}
 	}
 	pcfg, err := pgxpool.ParseConfig(cfg.PGURL)
 	if err != nil {
