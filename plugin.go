@@ -11,4 +11,6 @@ package seckill
 import (
 	// The app and its admin routes.
 	_ "github.com/seckilledge/seckill/caddymodule"
+	// seckill_token: one-time purchase tokens.
+	_ "github.com/seckilledge/seckill/caddymodule/token"
 )

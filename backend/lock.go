@@ -3,9 +3,9 @@ package backend
 import (
 	"context"
 	"errors"
-	"fmt"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/seckilledge/seckill/redislock"
 )
 
 // Locker obtains the distributed lock that keeps the singleton jobs (preheat and reconcile of
@@ -32,22 +32,12 @@ var ErrLockBusy = errors.New("lock held by another instance")
 
 // ErrFenced means a write carried a fencing token older than one already recorded: a newer
 // holder of the same lock has written since, so this holder must stop.
-var ErrFenced = errors.New("fencing token superseded")
+var ErrFenced = redislock.ErrFenced
 
-// CheckFence records token as the newest seen for key inside tx, or returns ErrFenced when a
-// newer token was recorded already. The caller's writes in the same transaction are then
-// ordered after every write of an older holder.
-func CheckFence(ctx context.Context, tx pgx.Tx, key string, token int64) error {
-	tag, err := tx.Exec(ctx, `INSERT INTO fences (lock_key, token) VALUES ($1, $2)
-		ON CONFLICT (lock_key) DO UPDATE SET token = EXCLUDED.token, updated_at = now()
-		WHERE fences.token <= EXCLUDED.token`, key, token)
-	if err != nil {
-		return fmt.Errorf("fence %s: %w", key, err)
-	}
-	if tag.RowsAffected() == 0 {
-		return ErrFenced
-	}
-	return nil
+// CheckFence records token as the newest seen for the lock name inside tx, or returns
+// ErrFenced when a newer token was recorded already (redislock.CheckFence on the fences table).
+func CheckFence(ctx context.Context, tx pgx.Tx, name string, token int64) error {
+	return redislock.CheckFence(ctx, tx, name, token)
 }
 
 // Lock names (redislock names: no braces; the lock's Redis keys are
