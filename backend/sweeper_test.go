@@ -6,8 +6,12 @@ import (
 	"net/http/httptest"
 	"testing"
 
+	"time"
+
 	"github.com/jackc/pgx/v5"
+	"github.com/redis/go-redis/v9"
 	"github.com/seckilledge/seckill/contract"
+	"github.com/seckilledge/seckill/internal/testenv"
 )
 
 func TestUnpaidOrdersAreCancelledAndTheirUnitsReturnToRedisForANewBuyer(t *testing.T) {
@@ -142,5 +146,46 @@ func TestABuyerWhoseOrderWasCancelledCanBuyAgainThroughTheGate(t *testing.T) {
 	third.OrderID = e.accept(sale, 1)[0].OrderID
 	if res, err := w.WriteBatch(ctx, []contract.OrderMessage{third}); err != nil || res.Created != 0 {
 		t.Fatalf("a second live order for the same user: %+v %v", res, err)
+	}
+}
+
+func TestCompensationPostponedWhileRedisIsDownIsDoneOnceItIsBack(t *testing.T) {
+	e := newEnv(t)
+	r := testenv.StartRedis(t)
+	rdb := redis.NewClient(&redis.Options{Addr: r.Addr(), MaxRetries: -1, DialTimeout: 300 * time.Millisecond})
+	t.Cleanup(func() { _ = rdb.Close() })
+	e.rdb, e.svc.Redis, e.svc.Compensator.Redis = rdb, rdb, rdb
+	e.svc.Locker = NewLocker(rdb, 5*time.Second)
+	ctx := context.Background()
+	sale := e.sale(1)
+	rdb.HSet(ctx, contract.MetaKey(sale), contract.FieldStock, 3) // Redis was wrong
+	msgs := e.accept(sale, 3)
+
+	r.Stop()
+	res, err := (&Writer{Pool: e.pool}).WriteBatch(ctx, msgs)
+	if err != nil || len(res.Failed) != 2 {
+		t.Fatalf("write: %+v %v", res, err)
+	}
+	cctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	if n := e.svc.Compensator.Compensate(cctx, res.Failed); n != 0 {
+		t.Fatalf("compensated %d units with Redis down", n)
+	}
+	cancel()
+	if n := e.dbInt(`SELECT count(*) FROM orders WHERE sale_id = $1 AND status = 'failed' AND compensated_at IS NULL`, sale); n != 2 {
+		t.Fatalf("%d failed orders pending compensation, want 2", n)
+	}
+
+	r.Start()
+	if _, err := e.svc.SweepOnce(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n := e.dbInt(`SELECT count(*) FROM orders WHERE sale_id = $1 AND compensated_at IS NULL AND status = 'failed'`, sale); n != 0 {
+		t.Fatalf("%d compensations still pending after Redis came back", n)
+	}
+	if s := e.redisStock(sale); s != 2 {
+		t.Fatalf("redis stock %d, want 2 (0 after three sales, + the two failed units)", s)
+	}
+	if n := rdb.HLen(ctx, contract.BuyersKey(sale)).Val(); n != 1 {
+		t.Fatalf("%d buyers in Redis, want 1", n)
 	}
 }
