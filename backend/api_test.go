@@ -3,6 +3,7 @@ package backend
 import (
 	"context"
 	"net/http/httptest"
+	"sync"
 	"testing"
 	"time"
 
@@ -183,5 +184,45 @@ func TestBaselinesSellEachUnitOnceAndOnePerUser(t *testing.T) {
 	defer off.Close()
 	if code := doJSON(t, "POST", off.URL+"/baseline/optimistic/x", map[string]string{"X-User-ID": "a"}, "", nil); code != 404 && code != 405 {
 		t.Fatalf("baselines served without the flag: %d", code)
+	}
+}
+
+func TestConcurrentPreheatsLoadTheSaleOnce(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	sale := testenv.ID("pre")
+	now := time.Now()
+	if _, err := e.svc.CreateSale(ctx, SaleSpec{ID: sale, Stock: 9, StartsAt: now, EndsAt: now.Add(time.Hour)}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		e.rdb.Del(context.Background(), contract.MetaKey(sale))
+		e.rdb.SRem(context.Background(), contract.SalesIndexKey, sale)
+	})
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	created := 0
+	for i := 0; i < 8; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			res, err := e.svc.Preheat(ctx, sale)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			if res.StockRedis != 9 {
+				t.Errorf("preheat left stock %d, want 9", res.StockRedis)
+			}
+			mu.Lock()
+			if res.Created {
+				created++
+			}
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	if created != 1 {
+		t.Fatalf("%d preheats created the sale, want exactly 1", created)
 	}
 }
