@@ -1,0 +1,91 @@
+package backend
+
+import (
+	"context"
+	"log/slog"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/redis/go-redis/v9"
+	"github.com/seckilledge/seckill/contract"
+	"github.com/seckilledge/seckill/lua"
+)
+
+// Compensator returns to Redis the units of accepted orders that ended failed or cancelled in
+// Postgres: stock + 1, buyer removed, sold-out cleared and broadcast (lua/compensate.lua,
+// idempotent per order id), then records compensated_at on the order. What it could not do
+// (Redis down) stays compensated_at IS NULL and is retried by the sweeper.
+type Compensator struct {
+	Pool  *pgxpool.Pool
+	Redis redis.UniversalClient
+	Log   *slog.Logger
+}
+
+// Compensate returns the units of refs and reports how many were returned now.
+func (c *Compensator) Compensate(ctx context.Context, refs []OrderRef) int {
+	if len(refs) == 0 {
+		return 0
+	}
+	script := lua.Script("compensate")
+	// Load once so the pipeline can use EVALSHA for every order.
+	if err := script.Load(ctx, c.Redis).Err(); err != nil {
+		metricCompensations.WithLabelValues("error").Add(float64(len(refs)))
+		c.Log.Warn("compensation postponed: redis", "orders", len(refs), "err", err)
+		return 0
+	}
+	pipe := c.Redis.Pipeline()
+	cmds := make([]*redis.Cmd, len(refs))
+	for i, r := range refs {
+		keys := []string{contract.MetaKey(r.SaleID), contract.BuyersKey(r.SaleID), contract.CompensatedKey(r.SaleID)}
+		cmds[i] = script.EvalSha(ctx, pipe, keys, r.SaleID, r.OrderID, r.UserID)
+	}
+	_, _ = pipe.Exec(ctx)
+	var done []string
+	returned := 0
+	for i, cmd := range cmds {
+		res, err := cmd.Int64Slice()
+		if err != nil {
+			metricCompensations.WithLabelValues("error").Inc()
+			c.Log.Warn("compensation postponed", "order_id", refs[i].OrderID, "sale_id", refs[i].SaleID, "err", err)
+			continue
+		}
+		if res[0] == 1 {
+			returned++
+			metricCompensations.WithLabelValues("returned").Inc()
+		} else {
+			metricCompensations.WithLabelValues("already").Inc()
+		}
+		done = append(done, refs[i].OrderID)
+	}
+	if len(done) > 0 {
+		if _, err := c.Pool.Exec(ctx, `UPDATE orders SET compensated_at = now() WHERE order_id = ANY($1) AND compensated_at IS NULL`, done); err != nil {
+			// compensate.lua is idempotent: the retry pass will run it again and only then record it.
+			c.Log.Warn("compensated_at not recorded", "orders", len(done), "err", err)
+		}
+	}
+	return returned
+}
+
+// RetryPending compensates failed or cancelled orders whose compensation was not recorded
+// (Redis was down, or the process died between commit and compensation). Returns how many
+// units were returned.
+func (c *Compensator) RetryPending(ctx context.Context, limit int) (int, error) {
+	rows, err := c.Pool.Query(ctx, `SELECT order_id, sale_id, user_id FROM orders
+		WHERE status IN ('failed', 'cancelled') AND compensated_at IS NULL
+		ORDER BY updated_at LIMIT $1`, limit)
+	if err != nil {
+		return 0, err
+	}
+	var refs []OrderRef
+	for rows.Next() {
+		var r OrderRef
+		if err := rows.Scan(&r.OrderID, &r.SaleID, &r.UserID); err != nil {
+			rows.Close()
+			return 0, err
+		}
+		refs = append(refs, r)
+	}
+	if err := rows.Err(); err != nil {
+		return 0, err
+	}
+	return c.Compensate(ctx, refs), nil
+}

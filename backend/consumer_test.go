@@ -1,0 +1,189 @@
+package backend
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	amqp "github.com/rabbitmq/amqp091-go"
+	"github.com/seckilledge/seckill/contract"
+	"github.com/seckilledge/seckill/internal/testenv"
+)
+
+func TestConsumerWritesExactlyOneOrderPerWinnerDespiteDuplicatesAndRedeliveries(t *testing.T) {
+	e := newEnv(t)
+	const stock = 10_000
+	sale := e.sale(stock)
+	msgs := e.accept(sale, stock)
+	all := bodies(msgs)
+	// 5% duplicates: the relay published some entries twice.
+	for i := 0; i < stock/20; i++ {
+		all = append(all, all[i*20])
+	}
+	publish(t, e.amqp, sale, shuffled(all))
+
+	// Redeliveries: a consumer takes 700 messages and dies without acknowledging them.
+	conn, err := amqp.Dial(e.amqp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ch, _ := conn.Channel()
+	_ = ch.Qos(700, 0, false)
+	ds, err := ch.Consume(contract.Queue, "", false, false, false, false, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 700; i++ {
+		<-ds
+	}
+	conn.Close()
+
+	e.startConsumer(500)
+	testenv.WaitFor(t, 50*time.Second, "every winner written", func() bool { return e.accounted(sale) >= stock })
+	testenv.WaitFor(t, 10*time.Second, "the queue drained", func() bool { return queueDepth(t, e.amqp, contract.Queue) == 0 })
+	e.checkExactlyOnce(sale, msgs, stock)
+	if n := e.dbInt(`SELECT count(*) FROM orders WHERE sale_id = $1 AND status = 'created'`, sale); n != stock {
+		t.Fatalf("%d created orders, want %d", n, stock)
+	}
+	if s := e.dbInt(`SELECT stock FROM sales WHERE id = $1`, sale); s != 0 {
+		t.Fatalf("stock %d, want 0", s)
+	}
+	if n := e.dbInt(`SELECT count(DISTINCT user_id) FROM orders WHERE sale_id = $1`, sale); n != stock {
+		t.Fatalf("%d distinct buyers, want %d", n, stock)
+	}
+}
+
+func TestStockGuardCreatesWhatFitsFailsTheRestAndReturnsTheirUnitsToRedis(t *testing.T) {
+	e := newEnv(t)
+	sale := e.sale(100)
+	// Redis was wrong: it held 150 units, so the gate accepted 150 buyers.
+	ctx := context.Background()
+	e.rdb.HSet(ctx, contract.MetaKey(sale), contract.FieldStock, 150)
+	msgs := e.accept(sale, 150)
+	publish(t, e.amqp, sale, bodies(msgs))
+	e.startConsumer(40)
+
+	testenv.WaitFor(t, 30*time.Second, "150 messages accounted", func() bool { return e.accounted(sale) == 150 })
+	e.checkExactlyOnce(sale, msgs, 100)
+	if n := e.dbInt(`SELECT count(*) FROM orders WHERE sale_id = $1 AND status = 'created'`, sale); n != 100 {
+		t.Fatalf("%d created, want 100", n)
+	}
+	if n := e.dbInt(`SELECT count(*) FROM orders WHERE sale_id = $1 AND status = 'failed' AND reason = $2`, sale, ReasonSoldOutInDB); n != 50 {
+		t.Fatalf("%d failed sold_out_in_db, want 50", n)
+	}
+	testenv.WaitFor(t, 10*time.Second, "50 compensations recorded", func() bool {
+		return e.dbInt(`SELECT count(*) FROM orders WHERE sale_id = $1 AND compensated_at IS NOT NULL`, sale) == 50
+	})
+	if s := e.redisStock(sale); s != 50 {
+		t.Fatalf("redis stock %d, want 50 (the 50 failed units returned)", s)
+	}
+	if n := e.rdb.HLen(ctx, contract.BuyersKey(sale)).Val(); n != 100 {
+		t.Fatalf("%d buyers in Redis, want 100 (the failed ones removed)", n)
+	}
+	// Compensation is idempotent per order id: running it again returns nothing.
+	rows, _ := e.pool.Query(ctx, `SELECT order_id, sale_id, user_id FROM orders WHERE sale_id = $1 AND status = 'failed'`, sale)
+	var refs []OrderRef
+	for rows.Next() {
+		var r OrderRef
+		_ = rows.Scan(&r.OrderID, &r.SaleID, &r.UserID)
+		refs = append(refs, r)
+	}
+	if n := e.svc.Compensator.Compensate(ctx, refs); n != 0 || e.redisStock(sale) != 50 {
+		t.Fatalf("second compensation returned %d units, redis stock %d", n, e.redisStock(sale))
+	}
+}
+
+func TestMalformedAndUnknownSaleMessagesAreDeadLetteredWithoutBlockingTheQueue(t *testing.T) {
+	e := newEnv(t)
+	sale := e.sale(10)
+	msgs := e.accept(sale, 5)
+	stray := contract.OrderMessage{OrderID: "o-unknown", SaleID: testenv.ID("nosuch"), UserID: "u1", AcceptedAt: time.Now()}
+	all := [][]byte{[]byte("not json"), []byte(`{"order_id":"x"}`)}
+	all = append(all, bodies([]contract.OrderMessage{stray})...)
+	all = append(all, bodies(msgs)...)
+	publish(t, e.amqp, sale, all)
+	e.startConsumer(100)
+	testenv.WaitFor(t, 20*time.Second, "the good messages written", func() bool { return e.accounted(sale) == 5 })
+	testenv.WaitFor(t, 10*time.Second, "three messages dead-lettered", func() bool {
+		return queueDepth(t, e.amqp, contract.DeadQueue) == 3
+	})
+	testenv.WaitFor(t, 5*time.Second, "the queue drained", func() bool { return queueDepth(t, e.amqp, contract.Queue) == 0 })
+}
+
+func TestConcurrentBatchWritersNeverOversellNorDuplicate(t *testing.T) {
+	e := newEnv(t)
+	sale := e.sale(100)
+	msgs := e.accept(sale, 300)
+	w := &Writer{Pool: e.pool}
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	failed := map[string]bool{}
+	for g := 0; g < 4; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			mine := shuffled(msgs)
+			for i := 0; i < len(mine); i += 50 {
+				for {
+					res, err := w.WriteBatch(context.Background(), mine[i:i+50])
+					if err == nil {
+						mu.Lock()
+						for _, f := range res.Failed {
+							if failed[f.OrderID] {
+								t.Errorf("order %s reported failed twice", f.OrderID)
+							}
+							failed[f.OrderID] = true
+						}
+						mu.Unlock()
+						break
+					}
+					if !transient(err) {
+						t.Error(err)
+						return
+					}
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	e.checkExactlyOnce(sale, msgs, 100)
+	if n := e.dbInt(`SELECT count(*) FROM orders WHERE sale_id = $1 AND status = 'created'`, sale); n != 100 {
+		t.Fatalf("%d created, want 100", n)
+	}
+	if len(failed) != 200 {
+		t.Fatalf("%d failed orders reported for compensation, want 200", len(failed))
+	}
+}
+
+func TestShutdownWritesAndAcknowledgesTheBatchInHand(t *testing.T) {
+	e := newEnv(t)
+	sale := e.sale(10)
+	msgs := e.accept(sale, 10)
+	publish(t, e.amqp, sale, bodies(msgs))
+	// A batch that would wait a minute to fill: the ten messages sit in the consumer's hand.
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	c := &Consumer{URL: e.amqp, Writer: &Writer{Pool: e.pool}, BatchSize: 1000, BatchWait: time.Minute, Log: quietLog()}
+	go func() { defer close(done); _ = c.Run(ctx) }()
+	testenv.WaitFor(t, 10*time.Second, "the messages delivered to the consumer", func() bool {
+		return queueDepth(t, e.amqp, contract.Queue) == 0
+	})
+	if n := e.accounted(sale); n != 0 {
+		t.Fatalf("%d orders written before the batch closed", n)
+	}
+	cancel()
+	select {
+	case <-done:
+	case <-time.After(15 * time.Second):
+		t.Fatal("the consumer did not stop")
+	}
+	if n := e.accounted(sale); n != 10 {
+		t.Fatalf("%d of 10 orders written at shutdown", n)
+	}
+	// Acknowledged: nothing comes back to the queue once the connection is gone.
+	time.Sleep(200 * time.Millisecond)
+	if n := queueDepth(t, e.amqp, contract.Queue); n != 0 {
+		t.Fatalf("%d messages returned to the queue: the batch was not acknowledged", n)
+	}
+}

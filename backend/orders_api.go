@@ -1,0 +1,156 @@
+package backend
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/seckilledge/seckill/contract"
+)
+
+// OrderView is the body of GET /orders/{id} and POST /orders/{id}/pay.
+type OrderView struct {
+	OrderID string `json:"order_id"`
+	SaleID  string `json:"sale_id"`
+	Status  string `json:"status"`
+	Reason  string `json:"reason,omitempty"`
+}
+
+// queuedWindow widens the search for the sale of a queued order around its acceptance time
+// (clock skew between the gate's Redis TIME and Postgres).
+const queuedWindow = 5 * time.Minute
+
+// lookupOrder finds the user's order: in Postgres, or else still queued (accepted by the gate,
+// not written yet). An order of another user is reported as not found.
+//
+// A queued order is not in Postgres, and the request names only the order id and the user.
+// Order ids are UUIDv7: their first 48 bits are the acceptance time. The sales whose window
+// contains that time (give or take queuedWindow) are the only ones the order can belong to; for
+// each, HGET buyers <user> == order id decides. Usually that is one or two sales.
+func (s *Service) lookupOrder(ctx context.Context, user, id string) (OrderView, bool, error) {
+	var v OrderView
+	if !contract.ValidID(id) {
+		return v, false, nil // no order id has other characters (UUIDs are hex and dashes)
+	}
+	var owner string
+	var reason *string
+	err := s.Pool.QueryRow(ctx, `SELECT sale_id, user_id, status, reason FROM orders WHERE order_id = $1`, id).
+		Scan(&v.SaleID, &owner, &v.Status, &reason)
+	if err == nil {
+		if owner != user {
+			return OrderView{}, false, nil
+		}
+		v.OrderID = id
+		if reason != nil {
+			v.Reason = *reason
+		}
+		return v, true, nil
+	}
+	if !errors.Is(err, pgx.ErrNoRows) {
+		return v, false, err
+	}
+	u, perr := uuid.Parse(id)
+	if perr != nil || u.Version() != 7 {
+		return OrderView{}, false, nil
+	}
+	sec, nsec := u.Time().UnixTime()
+	at := time.Unix(sec, nsec)
+	rows, err := s.Pool.Query(ctx, `SELECT id FROM sales WHERE starts_at <= $1 AND ends_at >= $2 ORDER BY starts_at DESC LIMIT 50`,
+		at.Add(queuedWindow), at.Add(-queuedWindow))
+	if err != nil {
+		return v, false, err
+	}
+	sales, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil || len(sales) == 0 {
+		return OrderView{}, false, err
+	}
+	pipe := s.Redis.Pipeline()
+	cmds := make([]interface{ Val() string }, len(sales))
+	for i, sale := range sales {
+		cmds[i] = pipe.HGet(ctx, contract.BuyersKey(sale), user)
+	}
+	if _, err := pipe.Exec(ctx); err != nil && !isRedisNil(err) {
+		return OrderView{}, false, err
+	}
+	for i, c := range cmds {
+		if c.Val() == id {
+			return OrderView{OrderID: id, SaleID: sales[i], Status: contract.StatusQueued}, true, nil
+		}
+	}
+	return OrderView{}, false, nil
+}
+
+func (s *Service) userFrom(w http.ResponseWriter, r *http.Request) (string, bool) {
+	user := r.Header.Get("X-User-ID")
+	if !contract.ValidID(user) {
+		refuse(w, http.StatusUnauthorized, contract.CodeUnauthenticated, "a valid X-User-ID is required")
+		return "", false
+	}
+	return user, true
+}
+
+func (s *Service) handleGetOrder(w http.ResponseWriter, r *http.Request) {
+	user, ok := s.userFrom(w, r)
+	if !ok {
+		return
+	}
+	v, found, err := s.lookupOrder(r.Context(), user, r.PathValue("id"))
+	if err != nil {
+		s.Log.Warn("order lookup failed", "err", err)
+		unavailable(w)
+		return
+	}
+	if !found {
+		refuse(w, http.StatusNotFound, contract.CodeUnknownOrder, "no such order for this user")
+		return
+	}
+	writeJSON(w, http.StatusOK, v)
+}
+
+// handlePay marks a created order paid. Paying twice answers the paid order again. An order
+// past its sale's pay_within is not payable even if the sweeper has not cancelled it yet.
+func (s *Service) handlePay(w http.ResponseWriter, r *http.Request) {
+	user, ok := s.userFrom(w, r)
+	if !ok {
+		return
+	}
+	id := r.PathValue("id")
+	ctx := r.Context()
+	if !contract.ValidID(id) {
+		refuse(w, http.StatusNotFound, contract.CodeUnknownOrder, "no such order for this user")
+		return
+	}
+	var v OrderView
+	err := s.Pool.QueryRow(ctx, `UPDATE orders o SET status = 'paid', updated_at = now()
+		FROM sales s WHERE o.order_id = $1 AND o.user_id = $2 AND o.status = 'created'
+		AND s.id = o.sale_id AND o.created_at + s.pay_within > now()
+		RETURNING o.order_id, o.sale_id, o.status`, id, user).Scan(&v.OrderID, &v.SaleID, &v.Status)
+	if err == nil {
+		writeJSON(w, http.StatusOK, v)
+		return
+	}
+	if !errors.Is(err, pgx.ErrNoRows) {
+		s.Log.Warn("pay failed", "err", err)
+		unavailable(w)
+		return
+	}
+	cur, found, err := s.lookupOrder(ctx, user, id)
+	switch {
+	case err != nil:
+		s.Log.Warn("order lookup failed", "err", err)
+		unavailable(w)
+	case !found:
+		refuse(w, http.StatusNotFound, contract.CodeUnknownOrder, "no such order for this user")
+	case cur.Status == contract.StatusPaid:
+		writeJSON(w, http.StatusOK, cur)
+	case cur.Status == contract.StatusQueued:
+		refuse(w, http.StatusConflict, contract.CodeNotPayable, "the order is still queued; pay once its status is created")
+	case cur.Status == contract.StatusCreated:
+		refuse(w, http.StatusConflict, contract.CodeNotPayable, "the payment window of this order has closed")
+	default:
+		refuse(w, http.StatusConflict, contract.CodeNotPayable, "the order is "+cur.Status)
+	}
+}

@@ -1,0 +1,288 @@
+package backend
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/redis/go-redis/v9"
+	"github.com/seckilledge/seckill/contract"
+	"github.com/seckilledge/seckill/lua"
+)
+
+// ReasonLost is the failure reason reconcile gives an order the gate accepted (a buyer in
+// Redis) whose message never reached Postgres within the grace period.
+const ReasonLost = "lost_in_transit"
+
+// ReconcileReport is the body of POST /admin/sales/{id}/reconcile: what was found and done.
+type ReconcileReport struct {
+	SaleID string `json:"sale_id"`
+	// StockDB is the Postgres stock at the snapshot.
+	StockDB int `json:"stock_db"`
+	// StockRedisBefore / After: the Redis stock at the snapshot and after the repair.
+	StockRedisBefore int64 `json:"stock_redis_before"`
+	StockRedisAfter  int64 `json:"stock_redis_after"`
+	// InFlight counts buyers whose order is not in Postgres yet but still within the grace
+	// period (their message may be in the outbox or the queue).
+	InFlight int `json:"in_flight"`
+	// LostFailed are buyers past the grace period with no order: recorded failed
+	// (lost_in_transit) and their units returned to Redis.
+	LostFailed []string `json:"lost_failed"`
+	// Compensated counts failed or cancelled orders whose unit Redis still counted as sold.
+	Compensated int `json:"compensated"`
+	// BuyersRestored are users with a created or paid order that Redis had forgotten (they
+	// could have bought again).
+	BuyersRestored []string `json:"buyers_restored"`
+	// StockDelta is what was added to the Redis stock to make it agree with Postgres.
+	StockDelta int64 `json:"stock_delta"`
+	// Actions lists, in words, what was repaired; empty when everything agreed.
+	Actions []string `json:"actions"`
+}
+
+// Reconcile compares a sale's Redis state with Postgres and repairs Redis, under the sale's
+// lock with its fencing token checked on every Postgres write.
+//
+//  1. Buyers in Redis with no order in Postgres after the grace period (their acceptance time is
+//     inside the UUIDv7 order id) are recorded failed (lost_in_transit) and compensated; a
+//     late message for them then changes nothing (ON CONFLICT DO NOTHING).
+//  2. Failed or cancelled orders whose compensation is pending are compensated.
+//  3. From a Postgres snapshot (taken first) and an atomic Redis snapshot (taken second), the
+//     Redis stock should be: Postgres stock - buyers in flight - buyers of failed/cancelled
+//     orders not compensated yet. The difference is applied as a delta (reconcile.lua), so
+//     purchases accepted meanwhile are kept. Buyers of created/paid orders missing from Redis
+//     are restored.
+func (s *Service) Reconcile(ctx context.Context, sale string) (ReconcileReport, error) {
+	rep := ReconcileReport{SaleID: sale, LostFailed: []string{}, BuyersRestored: []string{}, Actions: []string{}}
+	key := saleLockKey(sale)
+	err := s.withSaleLock(ctx, sale, 5*time.Second, func(held Held) error {
+		var exists bool
+		if err := s.Pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM sales WHERE id = $1)`, sale).Scan(&exists); err != nil {
+			return err
+		}
+		if !exists {
+			return errUnknownSale
+		}
+		if n, err := s.Redis.Exists(ctx, contract.MetaKey(sale)).Result(); err != nil {
+			return err
+		} else if n == 0 {
+			rep.Actions = append(rep.Actions, "the sale is not in Redis: preheat it")
+			return nil
+		}
+
+		// 1. Lost buyers.
+		buyers, err := s.Redis.HGetAll(ctx, contract.BuyersKey(sale)).Result()
+		if err != nil {
+			return err
+		}
+		known, err := s.ordersByID(ctx, buyers)
+		if err != nil {
+			return err
+		}
+		cutoff := s.now().Add(-s.grace())
+		var lost []OrderRef
+		for user, oid := range buyers {
+			if _, ok := known[oid]; ok {
+				continue
+			}
+			if at, ok := acceptedAt(oid); ok && at.After(cutoff) {
+				continue
+			}
+			lost = append(lost, OrderRef{OrderID: oid, SaleID: sale, UserID: user})
+		}
+		if len(lost) > 0 {
+			var inserted []OrderRef
+			err := s.fenced(ctx, key, held, func(tx pgx.Tx) error {
+				inserted = inserted[:0]
+				for _, l := range lost {
+					at, ok := acceptedAt(l.OrderID)
+					if !ok {
+						at = s.now()
+					}
+					tag, err := tx.Exec(ctx, `INSERT INTO orders (order_id, sale_id, user_id, status, reason, accepted_at)
+						VALUES ($1, $2, $3, 'failed', $4, $5) ON CONFLICT DO NOTHING`, l.OrderID, sale, l.UserID, ReasonLost, at)
+					if err != nil {
+						return err
+					}
+					if tag.RowsAffected() == 1 {
+						inserted = append(inserted, l)
+					}
+				}
+				return nil
+			})
+			if err != nil {
+				return err
+			}
+			s.Compensator.Compensate(ctx, inserted)
+			for _, l := range inserted {
+				rep.LostFailed = append(rep.LostFailed, l.OrderID)
+			}
+			if len(inserted) > 0 {
+				metricReconciled.WithLabelValues("lost").Add(float64(len(inserted)))
+				rep.Actions = append(rep.Actions, fmt.Sprintf("%d buyers had no order after %s: recorded failed (%s) and their units returned", len(inserted), s.grace(), ReasonLost))
+			}
+		}
+
+		// 2. Pending compensations of this sale.
+		pending, err := s.pendingCompensations(ctx, sale)
+		if err != nil {
+			return err
+		}
+		if len(pending) > 0 {
+			rep.Compensated = s.Compensator.Compensate(ctx, pending)
+			metricReconciled.WithLabelValues("compensated").Add(float64(rep.Compensated))
+			rep.Actions = append(rep.Actions, fmt.Sprintf("%d failed or cancelled orders still held a unit in Redis: returned", rep.Compensated))
+		}
+
+		// 3. Snapshots, Postgres first.
+		type row struct{ user, status string }
+		var pgStock int
+		pgOrders := map[string]row{}
+		err = pgx.BeginTxFunc(ctx, s.Pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
+			if err := tx.QueryRow(ctx, `SELECT stock FROM sales WHERE id = $1`, sale).Scan(&pgStock); err != nil {
+				return err
+			}
+			rows, err := tx.Query(ctx, `SELECT order_id, user_id, status FROM orders WHERE sale_id = $1`, sale)
+			if err != nil {
+				return err
+			}
+			for rows.Next() {
+				var id string
+				var r row
+				if err := rows.Scan(&id, &r.user, &r.status); err != nil {
+					rows.Close()
+					return err
+				}
+				pgOrders[id] = r
+			}
+			return rows.Err()
+		})
+		if err != nil {
+			return err
+		}
+		var stockCmd *redis.StringCmd
+		var buyersCmd *redis.MapStringStringCmd
+		if _, err := s.Redis.TxPipelined(ctx, func(p redis.Pipeliner) error {
+			stockCmd = p.HGet(ctx, contract.MetaKey(sale), contract.FieldStock)
+			buyersCmd = p.HGetAll(ctx, contract.BuyersKey(sale))
+			return nil
+		}); err != nil {
+			return err
+		}
+		redisStock, err := strconv.ParseInt(stockCmd.Val(), 10, 64)
+		if err != nil {
+			return fmt.Errorf("redis stock %q: %w", stockCmd.Val(), err)
+		}
+		buyers = buyersCmd.Val()
+		inFlight, unreturned := 0, 0
+		for _, oid := range buyers {
+			r, ok := pgOrders[oid]
+			switch {
+			case !ok:
+				inFlight++
+			case r.status == contract.StatusFailed || r.status == contract.StatusCancelled:
+				unreturned++ // compensation in progress: Redis will get it back
+			}
+		}
+		var restore []any
+		for oid, r := range pgOrders {
+			if (r.status == contract.StatusCreated || r.status == contract.StatusPaid) && buyers[r.user] == "" {
+				restore = append(restore, r.user, oid)
+				rep.BuyersRestored = append(rep.BuyersRestored, r.user)
+			}
+		}
+		target := int64(pgStock - inFlight - unreturned)
+		rep.StockDB, rep.InFlight, rep.StockRedisBefore = pgStock, inFlight, redisStock
+		rep.StockDelta = target - redisStock
+		if rep.StockDelta == 0 && len(restore) == 0 {
+			rep.StockRedisAfter = redisStock
+			return nil
+		}
+		// Postgres is not written here, but the fence still orders this repair after any newer
+		// holder's: refuse to touch Redis if one exists.
+		if err := s.fenced(ctx, key, held, func(pgx.Tx) error { return nil }); err != nil {
+			return err
+		}
+		out, err := lua.Script("reconcile").Run(ctx, s.Redis, []string{contract.MetaKey(sale), contract.BuyersKey(sale)},
+			append([]any{sale, rep.StockDelta}, restore...)...).Int64Slice()
+		if err != nil {
+			return fmt.Errorf("reconcile.lua: %w", err)
+		}
+		rep.StockRedisAfter = out[0]
+		if rep.StockDelta != 0 {
+			metricReconciled.WithLabelValues("stock").Inc()
+			rep.Actions = append(rep.Actions, fmt.Sprintf("Redis stock was %d, Postgres says %d with %d in flight: adjusted by %+d",
+				redisStock, pgStock, inFlight+unreturned, rep.StockDelta))
+		}
+		if len(restore) > 0 {
+			metricReconciled.WithLabelValues("buyer").Add(float64(len(rep.BuyersRestored)))
+			rep.Actions = append(rep.Actions, fmt.Sprintf("%d buyers with an order in Postgres were missing from Redis: restored", len(rep.BuyersRestored)))
+		}
+		return nil
+	})
+	if err == nil {
+		s.Log.Info("sale reconciled", "sale_id", sale, "actions", rep.Actions)
+	}
+	return rep, err
+}
+
+func (s *Service) grace() time.Duration {
+	if s.Grace > 0 {
+		return s.Grace
+	}
+	return time.Minute
+}
+
+// acceptedAt reads the acceptance time out of a UUIDv7 order id.
+func acceptedAt(orderID string) (time.Time, bool) {
+	u, err := uuid.Parse(orderID)
+	if err != nil || u.Version() != 7 {
+		return time.Time{}, false
+	}
+	sec, nsec := u.Time().UnixTime()
+	return time.Unix(sec, nsec), true
+}
+
+func (s *Service) ordersByID(ctx context.Context, buyers map[string]string) (map[string]string, error) {
+	ids := make([]string, 0, len(buyers))
+	for _, o := range buyers {
+		ids = append(ids, o)
+	}
+	out := map[string]string{}
+	if len(ids) == 0 {
+		return out, nil
+	}
+	rows, err := s.Pool.Query(ctx, `SELECT order_id, status FROM orders WHERE order_id = ANY($1)`, ids)
+	if err != nil {
+		return nil, err
+	}
+	for rows.Next() {
+		var id, st string
+		if err := rows.Scan(&id, &st); err != nil {
+			rows.Close()
+			return nil, err
+		}
+		out[id] = st
+	}
+	return out, rows.Err()
+}
+
+func (s *Service) pendingCompensations(ctx context.Context, sale string) ([]OrderRef, error) {
+	rows, err := s.Pool.Query(ctx, `SELECT order_id, sale_id, user_id FROM orders
+		WHERE sale_id = $1 AND status IN ('failed', 'cancelled') AND compensated_at IS NULL`, sale)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (OrderRef, error) {
+		var o OrderRef
+		return o, r.Scan(&o.OrderID, &o.SaleID, &o.UserID)
+	})
+}
+
+func (s *Service) handleReconcile(w http.ResponseWriter, r *http.Request) {
+	rep, err := s.Reconcile(r.Context(), r.PathValue("id"))
+	s.answerLocked(w, "reconcile", err, rep)
+}

@@ -1,0 +1,88 @@
+package backend
+
+import (
+	"context"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/seckilledge/seckill/contract"
+)
+
+func TestReconcileRepairsABrokenRedisAndReportsWhatItDid(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	sale := e.sale(20)
+	msgs := e.accept(sale, 5)
+	if _, err := (&Writer{Pool: e.pool}).WriteBatch(ctx, msgs); err != nil {
+		t.Fatal(err)
+	}
+	// One purchase in flight (accepted a moment ago, not written yet): it must be left alone.
+	inflight := e.accept(sale, 1)[0]
+	// A buyer accepted two hours ago whose message never arrived.
+	ghostID := uuidAt(t, time.Now().Add(-2*time.Hour))
+	e.rdb.HIncrBy(ctx, contract.MetaKey(sale), contract.FieldStock, -1)
+	e.rdb.HSet(ctx, contract.BuyersKey(sale), "ghost", ghostID)
+	// Break it: a buyer with an order forgotten, and a wrong stock.
+	e.rdb.HDel(ctx, contract.BuyersKey(sale), msgs[0].UserID)
+	e.rdb.HSet(ctx, contract.MetaKey(sale), contract.FieldStock, 18)
+
+	srv := httptest.NewServer(e.svc.Handler(newRegistry(), false))
+	defer srv.Close()
+	auth := map[string]string{"Authorization": "Bearer test-admin-token"}
+	var rep ReconcileReport
+	if code := doJSON(t, "POST", srv.URL+"/admin/sales/"+sale+"/reconcile", auth, "", &rep); code != 200 {
+		t.Fatalf("reconcile: %d", code)
+	}
+	t.Logf("report: %+v", rep)
+	if len(rep.LostFailed) != 1 || rep.LostFailed[0] != ghostID {
+		t.Errorf("lost orders %v, want [%s]", rep.LostFailed, ghostID)
+	}
+	if len(rep.BuyersRestored) != 1 || rep.BuyersRestored[0] != msgs[0].UserID {
+		t.Errorf("restored buyers %v, want [%s]", rep.BuyersRestored, msgs[0].UserID)
+	}
+	if rep.InFlight != 1 || rep.StockDB != 15 {
+		t.Errorf("in flight %d, stock db %d; want 1, 15", rep.InFlight, rep.StockDB)
+	}
+	// Postgres has 15 units; one more is promised to the buyer in flight.
+	if s := e.redisStock(sale); s != 14 || rep.StockRedisAfter != 14 {
+		t.Fatalf("redis stock %d (reported %d), want 14", s, rep.StockRedisAfter)
+	}
+	if got := e.rdb.HGet(ctx, contract.BuyersKey(sale), msgs[0].UserID).Val(); got != msgs[0].OrderID {
+		t.Errorf("forgotten buyer not restored: %q", got)
+	}
+	if e.rdb.HExists(ctx, contract.BuyersKey(sale), "ghost").Val() {
+		t.Error("the lost buyer is still in Redis")
+	}
+	if e.rdb.HGet(ctx, contract.BuyersKey(sale), inflight.UserID).Val() != inflight.OrderID {
+		t.Error("the buyer in flight was touched")
+	}
+	var status, reason string
+	_ = e.pool.QueryRow(ctx, `SELECT status, reason FROM orders WHERE order_id = $1`, ghostID).Scan(&status, &reason)
+	if status != "failed" || reason != ReasonLost {
+		t.Errorf("lost order is %s/%s, want failed/%s", status, reason, ReasonLost)
+	}
+	// The message in flight arrives: it is written, and everything agrees.
+	if _, err := (&Writer{Pool: e.pool}).WriteBatch(ctx, []contract.OrderMessage{inflight}); err != nil {
+		t.Fatal(err)
+	}
+	rep2, err := e.svc.Reconcile(ctx, sale)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep2.Actions) != 0 || rep2.StockRedisAfter != 14 {
+		t.Fatalf("a second reconcile found more to do: %+v", rep2)
+	}
+}
+
+// uuidAt makes a UUIDv7 whose timestamp is at.
+func uuidAt(t *testing.T, at time.Time) string {
+	t.Helper()
+	u := uuid.Must(uuid.NewV7())
+	ms := uint64(at.UnixMilli())
+	for i := 0; i < 6; i++ {
+		u[i] = byte(ms >> (40 - 8*i))
+	}
+	return u.String()
+}

@@ -1,0 +1,297 @@
+package backend
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/seckilledge/seckill/contract"
+	"github.com/seckilledge/seckill/lua"
+)
+
+// SaleSpec is the body of POST /admin/sales.
+type SaleSpec struct {
+	ID       string    `json:"id"`
+	Stock    int       `json:"stock"`
+	StartsAt time.Time `json:"starts_at"`
+	EndsAt   time.Time `json:"ends_at"`
+	// PayWithin is a Go duration ("15m"); default 15m.
+	PayWithin string `json:"pay_within,omitempty"`
+}
+
+// Validate checks a sale spec and returns its payment window.
+func (s SaleSpec) Validate() (time.Duration, error) {
+	switch {
+	case !contract.ValidID(s.ID):
+		return 0, errors.New("id must match ^[A-Za-z0-9_-]{1,64}$")
+	case s.Stock < 0 || s.Stock > 1_000_000_000:
+		return 0, errors.New("stock must be between 0 and 1e9")
+	case s.StartsAt.IsZero() || s.EndsAt.IsZero():
+		return 0, errors.New("starts_at and ends_at (RFC 3339) are required")
+	case !s.EndsAt.After(s.StartsAt):
+		return 0, errors.New("ends_at must be after starts_at")
+	}
+	pay := 15 * time.Minute
+	if s.PayWithin != "" {
+		d, err := time.ParseDuration(s.PayWithin)
+		if err != nil || d <= 0 {
+			return 0, errors.New("pay_within must be a positive duration like 15m")
+		}
+		pay = d
+	}
+	return pay, nil
+}
+
+// ParseSaleSpec decodes and validates the body of POST /admin/sales.
+func ParseSaleSpec(r io.Reader) (SaleSpec, error) {
+	var spec SaleSpec
+	dec := json.NewDecoder(r)
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&spec); err != nil {
+		return spec, fmt.Errorf("body must be JSON {id, stock, starts_at, ends_at, pay_within}: %w", err)
+	}
+	if _, err := spec.Validate(); err != nil {
+		return spec, err
+	}
+	return spec, nil
+}
+
+// CreateSale inserts a sale; created is false when a sale with that id exists.
+func (s *Service) CreateSale(ctx context.Context, spec SaleSpec) (created bool, err error) {
+	pay, err := spec.Validate()
+	if err != nil {
+		return false, err
+	}
+	tag, err := s.Pool.Exec(ctx, `INSERT INTO sales (id, initial_stock, stock, starts_at, ends_at, pay_within)
+		VALUES ($1, $2, $2, $3, $4, make_interval(secs => $5)) ON CONFLICT (id) DO NOTHING`,
+		spec.ID, spec.Stock, spec.StartsAt, spec.EndsAt, pay.Seconds())
+	if err != nil {
+		return false, err
+	}
+	return tag.RowsAffected() == 1, nil
+}
+
+func (s *Service) handleCreateSale(w http.ResponseWriter, r *http.Request) {
+	spec, err := ParseSaleSpec(http.MaxBytesReader(w, r.Body, 1<<16))
+	if err != nil {
+		refuse(w, http.StatusBadRequest, contract.CodeBadRequest, err.Error())
+		return
+	}
+	created, err := s.CreateSale(r.Context(), spec)
+	if err != nil {
+		s.Log.Warn("create sale failed", "err", err)
+		unavailable(w)
+		return
+	}
+	if !created {
+		refuse(w, http.StatusConflict, codeSaleExists, "a sale with this id exists")
+		return
+	}
+	s.Log.Info("sale created", "sale_id", spec.ID, "stock", spec.Stock)
+	st, _ := s.SaleStatus(r.Context(), spec.ID)
+	writeJSON(w, http.StatusCreated, st)
+}
+
+// errUnknownSale is returned for a sale id Postgres does not know.
+var errUnknownSale = errors.New("unknown sale")
+
+// withSaleLock runs fn holding the sale's distributed lock, waiting up to wait for it.
+func (s *Service) withSaleLock(ctx context.Context, sale string, wait time.Duration, fn func(Held) error) error {
+	return s.withLock(ctx, saleLockKey(sale), wait, fn)
+}
+
+func (s *Service) withLock(ctx context.Context, key string, wait time.Duration, fn func(Held) error) error {
+	deadline := time.Now().Add(wait)
+	for {
+		held, err := s.Locker.TryObtain(ctx, key)
+		if err == nil {
+			defer func() {
+				rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
+				defer cancel()
+				_ = held.Release(rctx)
+			}()
+			return fn(held)
+		}
+		if !errors.Is(err, ErrLockBusy) || time.Now().After(deadline) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// fenced runs fn in a transaction that first records held's fencing token for key; fn's writes
+// commit only if no newer holder of the lock has written.
+func (s *Service) fenced(ctx context.Context, key string, held Held, fn func(pgx.Tx) error) error {
+	select {
+	case <-held.Lost():
+		return errors.New("lock lost")
+	default:
+	}
+	return pgx.BeginFunc(ctx, s.Pool, func(tx pgx.Tx) error {
+		if err := CheckFence(ctx, tx, key, held.Token()); err != nil {
+			return err
+		}
+		return fn(tx)
+	})
+}
+
+// PreheatResult is the body of POST /admin/sales/{id}/preheat.
+type PreheatResult struct {
+	SaleID     string `json:"sale_id"`
+	Created    bool   `json:"created"`
+	StockRedis int64  `json:"stock_redis"`
+}
+
+// Preheat loads a sale into Redis under the sale's lock: preheat.lua in "init" mode (a sale
+// already selling keeps its stock; only its window is refreshed), adds it to the sales index
+// (the relays discover outboxes from it) and broadcasts restock when it has stock.
+func (s *Service) Preheat(ctx context.Context, sale string) (PreheatResult, error) {
+	res := PreheatResult{SaleID: sale}
+	key := saleLockKey(sale)
+	err := s.withSaleLock(ctx, sale, 5*time.Second, func(held Held) error {
+		return s.fenced(ctx, key, held, func(tx pgx.Tx) error {
+			var stock int
+			var starts, ends time.Time
+			err := tx.QueryRow(ctx, `SELECT stock, starts_at, ends_at FROM sales WHERE id = $1`, sale).Scan(&stock, &starts, &ends)
+			if errors.Is(err, pgx.ErrNoRows) {
+				return errUnknownSale
+			}
+			if err != nil {
+				return err
+			}
+			out, err := lua.Script("preheat").Run(ctx, s.Redis, []string{contract.MetaKey(sale)},
+				sale, stock, starts.UnixMilli(), ends.UnixMilli(), "init", s.retention().Milliseconds()).Int64Slice()
+			if err != nil {
+				return fmt.Errorf("preheat.lua: %w", err)
+			}
+			res.Created, res.StockRedis = out[0] == 1, out[1]
+			return s.Redis.SAdd(ctx, contract.SalesIndexKey, sale).Err()
+		})
+	})
+	return res, err
+}
+
+func (s *Service) retention() time.Duration {
+	if s.Retention > 0 {
+		return s.Retention
+	}
+	return 24 * time.Hour
+}
+
+func (s *Service) handlePreheat(w http.ResponseWriter, r *http.Request) {
+	res, err := s.Preheat(r.Context(), r.PathValue("id"))
+	s.answerLocked(w, "preheat", err, res)
+}
+
+func (s *Service) answerLocked(w http.ResponseWriter, what string, err error, res any) {
+	switch {
+	case err == nil:
+		writeJSON(w, http.StatusOK, res)
+	case errors.Is(err, errUnknownSale):
+		refuse(w, http.StatusNotFound, contract.CodeUnknownSale, "no such sale")
+	case errors.Is(err, ErrLockBusy), errors.Is(err, ErrFenced):
+		refuse(w, http.StatusConflict, "busy", what+" is running on another instance; retry")
+	default:
+		s.Log.Warn(what+" failed", "err", err)
+		unavailable(w)
+	}
+}
+
+// SaleStatus is the body of GET /admin/sales/{id}.
+type SaleStatus struct {
+	ID           string         `json:"id"`
+	InitialStock int            `json:"initial_stock"`
+	StockDB      int            `json:"stock_db"`
+	StockRedis   *int64         `json:"stock_redis"`
+	State        string         `json:"state,omitempty"`
+	Buyers       int64          `json:"buyers"`
+	Queued       int            `json:"queued"`
+	Orders       map[string]int `json:"orders"`
+	StartsAt     time.Time      `json:"starts_at"`
+	EndsAt       time.Time      `json:"ends_at"`
+	PayWithin    string         `json:"pay_within"`
+}
+
+// SaleStatus reads a sale from Postgres and Redis. queued counts buyers in Redis whose order
+// is not in Postgres yet.
+func (s *Service) SaleStatus(ctx context.Context, sale string) (SaleStatus, error) {
+	st := SaleStatus{ID: sale, Orders: map[string]int{"created": 0, "paid": 0, "cancelled": 0, "failed": 0}}
+	var paySecs float64
+	err := s.Pool.QueryRow(ctx, `SELECT initial_stock, stock, starts_at, ends_at, EXTRACT(EPOCH FROM pay_within)::float8 FROM sales WHERE id = $1`, sale).
+		Scan(&st.InitialStock, &st.StockDB, &st.StartsAt, &st.EndsAt, &paySecs)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return st, errUnknownSale
+	}
+	if err != nil {
+		return st, err
+	}
+	st.PayWithin = (time.Duration(paySecs * float64(time.Second))).String()
+	rows, err := s.Pool.Query(ctx, `SELECT status, count(*) FROM orders WHERE sale_id = $1 GROUP BY status`, sale)
+	if err != nil {
+		return st, err
+	}
+	for rows.Next() {
+		var status string
+		var n int
+		if err := rows.Scan(&status, &n); err != nil {
+			rows.Close()
+			return st, err
+		}
+		st.Orders[status] = n
+	}
+	if err := rows.Err(); err != nil {
+		return st, err
+	}
+	meta, err := s.Redis.HMGet(ctx, contract.MetaKey(sale), contract.FieldStock, contract.FieldState).Result()
+	if err != nil {
+		return st, err
+	}
+	if v, ok := meta[0].(string); ok {
+		var n int64
+		if _, err := fmt.Sscan(v, &n); err == nil {
+			st.StockRedis = &n
+		}
+	}
+	if v, ok := meta[1].(string); ok {
+		st.State = v
+	}
+	buyers, err := s.Redis.HGetAll(ctx, contract.BuyersKey(sale)).Result()
+	if err != nil {
+		return st, err
+	}
+	st.Buyers = int64(len(buyers))
+	if len(buyers) > 0 {
+		ids := make([]string, 0, len(buyers))
+		for _, o := range buyers {
+			ids = append(ids, o)
+		}
+		err := s.Pool.QueryRow(ctx, `SELECT count(*) FROM unnest($1::text[]) AS b(id)
+			WHERE NOT EXISTS (SELECT 1 FROM orders o WHERE o.order_id = b.id)`, ids).Scan(&st.Queued)
+		if err != nil {
+			return st, err
+		}
+	}
+	return st, nil
+}
+
+func (s *Service) handleSaleStatus(w http.ResponseWriter, r *http.Request) {
+	st, err := s.SaleStatus(r.Context(), r.PathValue("id"))
+	switch {
+	case errors.Is(err, errUnknownSale):
+		refuse(w, http.StatusNotFound, contract.CodeUnknownSale, "no such sale")
+	case err != nil:
+		s.Log.Warn("sale status failed", "err", err)
+		unavailable(w)
+	default:
+		writeJSON(w, http.StatusOK, st)
+	}
+}

@@ -1,0 +1,96 @@
+package backend
+
+import (
+	"crypto/subtle"
+	"errors"
+	"log/slog"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/redis/go-redis/v9"
+	"github.com/seckilledge/seckill/contract"
+)
+
+// Service holds what the HTTP API, the sweeper and reconcile share.
+type Service struct {
+	Pool        *pgxpool.Pool
+	Redis       redis.UniversalClient
+	Locker      Locker
+	Compensator *Compensator
+	Log         *slog.Logger
+	AdminToken  string
+	// Retention keeps a sale's Redis keys this long after it ends.
+	Retention time.Duration
+	// Grace is how long reconcile leaves a buyer without an order alone (its message may be in
+	// the outbox or the queue) before it declares the order lost.
+	Grace time.Duration
+	// SweeperLock is the key of the sweeper's distributed lock (default seckill:lock:sweeper):
+	// instances that share it sweep one at a time.
+	SweeperLock string
+	// Now is the clock (tests inject one).
+	Now func() time.Time
+}
+
+func (s *Service) now() time.Time {
+	if s.Now != nil {
+		return s.Now()
+	}
+	return time.Now()
+}
+
+// Handler is the backend's HTTP API: the order API, the admin API, /metrics and /healthz, and
+// the naive baselines when baselines is true.
+func (s *Service) Handler(reg *prometheus.Registry, baselines bool) http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok\n")) })
+	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	mux.HandleFunc("GET /orders/{id}", s.handleGetOrder)
+	mux.HandleFunc("POST /orders/{id}/pay", s.handlePay)
+	mux.HandleFunc("POST /admin/sales", s.admin(s.handleCreateSale))
+	mux.HandleFunc("GET /admin/sales/{id}", s.admin(s.handleSaleStatus))
+	mux.HandleFunc("POST /admin/sales/{id}/preheat", s.admin(s.handlePreheat))
+	mux.HandleFunc("POST /admin/sales/{id}/reconcile", s.admin(s.handleReconcile))
+	if baselines {
+		mux.HandleFunc("POST /baseline/pessimistic/{sale}", s.handlePessimistic)
+		mux.HandleFunc("POST /baseline/optimistic/{sale}", s.handleOptimistic)
+	}
+	return recoverer(s.Log, mux)
+}
+
+// admin requires Authorization: Bearer <admin token>, compared in constant time.
+func (s *Service) admin(next http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+		if !ok || s.AdminToken == "" || subtle.ConstantTimeCompare([]byte(got), []byte(s.AdminToken)) != 1 {
+			refuse(w, http.StatusUnauthorized, contract.CodeUnauthenticated, "admin token required")
+			return
+		}
+		if id := r.PathValue("id"); id != "" && !contract.ValidID(id) {
+			refuse(w, http.StatusBadRequest, contract.CodeBadRequest, "invalid sale id")
+			return
+		}
+		next(w, r)
+	}
+}
+
+// recoverer turns a panic into 503 unavailable: no request may crash the process.
+func recoverer(log *slog.Logger, next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		defer func() {
+			if v := recover(); v != nil {
+				if err, ok := v.(error); ok && errors.Is(err, http.ErrAbortHandler) {
+					panic(v)
+				}
+				log.Error("handler panic", "panic", v, "path", r.URL.Path)
+				unavailable(w)
+			}
+		}()
+		next.ServeHTTP(w, r)
+	})
+}
+
+func isRedisNil(err error) bool { return errors.Is(err, redis.Nil) }

@@ -1,0 +1,94 @@
+package backend
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// ReasonPaymentTimeout is the reason of an order the sweeper cancelled.
+const ReasonPaymentTimeout = "payment_timeout"
+
+const sweepBatch = 500
+
+// SweepOnce cancels created orders not paid within their sale's pay_within, returns their
+// units to Postgres stock (same transaction) and to Redis (compensation), then retries pending
+// compensations. Only the holder of the sweeper lock sweeps; its fencing token is checked in
+// each transaction, so a sweeper that lost its lock (paused, partitioned) cannot write after a
+// newer one. Rows are taken FOR UPDATE SKIP LOCKED, so a payment in progress is never waited
+// for (it wins or the next sweep sees it). It returns how many orders it cancelled.
+func (s *Service) SweepOnce(ctx context.Context) (int, error) {
+	released := 0
+	key := s.SweeperLock
+	if key == "" {
+		key = sweeperLockKey
+	}
+	err := s.withLock(ctx, key, 0, func(held Held) error {
+		for {
+			var refs []OrderRef
+			err := s.fenced(ctx, key, held, func(tx pgx.Tx) error {
+				rows, err := tx.Query(ctx, `SELECT o.order_id, o.sale_id, o.user_id FROM orders o JOIN sales s ON s.id = o.sale_id
+					WHERE o.status = 'created' AND o.created_at + s.pay_within <= now()
+					ORDER BY o.created_at LIMIT $1 FOR UPDATE OF o SKIP LOCKED`, sweepBatch)
+				if err != nil {
+					return err
+				}
+				refs, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (OrderRef, error) {
+					var o OrderRef
+					return o, r.Scan(&o.OrderID, &o.SaleID, &o.UserID)
+				})
+				if err != nil || len(refs) == 0 {
+					return err
+				}
+				ids := make([]string, len(refs))
+				for i, r := range refs {
+					ids[i] = r.OrderID
+				}
+				if _, err := tx.Exec(ctx, `UPDATE orders SET status = 'cancelled', reason = $2, updated_at = now() WHERE order_id = ANY($1)`,
+					ids, ReasonPaymentTimeout); err != nil {
+					return err
+				}
+				_, err = tx.Exec(ctx, `UPDATE sales SET stock = sales.stock + x.n
+					FROM (SELECT sale_id, count(*)::int AS n FROM orders WHERE order_id = ANY($1) GROUP BY sale_id) x
+					WHERE sales.id = x.sale_id`, ids)
+				return err
+			})
+			if err != nil {
+				return err
+			}
+			released += len(refs)
+			metricReleased.Add(float64(len(refs)))
+			if len(refs) > 0 {
+				s.Log.Info("unpaid orders released", "orders", len(refs))
+				s.Compensator.Compensate(ctx, refs)
+			}
+			if len(refs) < sweepBatch {
+				break
+			}
+		}
+		_, err := s.Compensator.RetryPending(ctx, sweepBatch)
+		return err
+	})
+	if errors.Is(err, ErrLockBusy) {
+		return 0, nil
+	}
+	return released, err
+}
+
+// RunSweeper sweeps every interval until ctx ends.
+func (s *Service) RunSweeper(ctx context.Context, interval time.Duration) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			if _, err := s.SweepOnce(ctx); err != nil && ctx.Err() == nil {
+				s.Log.Warn("sweep failed", "err", err)
+			}
+		}
+	}
+}

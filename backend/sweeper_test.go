@@ -1,0 +1,191 @@
+package backend
+
+import (
+	"context"
+	"errors"
+	"net/http/httptest"
+	"testing"
+
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/redis/go-redis/v9"
+	"github.com/seckilledge/seckill/contract"
+	"github.com/seckilledge/seckill/internal/testenv"
+)
+
+func TestUnpaidOrdersAreCancelledAndTheirUnitsReturnToRedisForANewBuyer(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	sale := e.sale(10)
+	msgs := e.accept(sale, 3)
+	if _, err := (&Writer{Pool: e.pool}).WriteBatch(ctx, msgs); err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(e.svc.Handler(newRegistry(), false))
+	defer srv.Close()
+	var paid OrderView
+	if code := doJSON(t, "POST", srv.URL+"/orders/"+msgs[2].OrderID+"/pay", map[string]string{"X-User-ID": msgs[2].UserID}, "", &paid); code != 200 || paid.Status != "paid" {
+		t.Fatalf("pay: %d %+v", code, paid)
+	}
+	// Two orders are past the payment window; the paid one is too, but it is paid.
+	if _, err := e.pool.Exec(ctx, `UPDATE orders SET created_at = now() - interval '1 hour' WHERE sale_id = $1`, sale); err != nil {
+		t.Fatal(err)
+	}
+	n, err := e.svc.SweepOnce(ctx)
+	if err != nil || n != 2 {
+		t.Fatalf("SweepOnce = %d, %v; want 2 released", n, err)
+	}
+	if got := e.dbInt(`SELECT count(*) FROM orders WHERE sale_id = $1 AND status = 'cancelled' AND reason = $2 AND compensated_at IS NOT NULL`, sale, ReasonPaymentTimeout); got != 2 {
+		t.Fatalf("%d compensated cancelled orders, want 2", got)
+	}
+	if s := e.dbInt(`SELECT stock FROM sales WHERE id = $1`, sale); s != 9 {
+		t.Fatalf("postgres stock %d, want 9", s)
+	}
+	if s := e.redisStock(sale); s != 9 {
+		t.Fatalf("redis stock %d, want 9", s)
+	}
+	for i, m := range msgs {
+		has := e.rdb.HExists(ctx, contract.BuyersKey(sale), m.UserID).Val()
+		if has != (i == 2) {
+			t.Fatalf("buyer %d in Redis = %v: the cancelled buyers must be gone, the payer kept", i, has)
+		}
+	}
+	// A cancelled order cannot be paid any more.
+	var ref struct{ Code string }
+	if code := doJSON(t, "POST", srv.URL+"/orders/"+msgs[0].OrderID+"/pay", map[string]string{"X-User-ID": msgs[0].UserID}, "", &ref); code != 409 || ref.Code != contract.CodeNotPayable {
+		t.Fatalf("pay of a cancelled order: %d %+v", code, ref)
+	}
+	// Sweeping again changes nothing.
+	if n, err := e.svc.SweepOnce(ctx); err != nil || n != 0 || e.redisStock(sale) != 9 {
+		t.Fatalf("second sweep: %d, %v, redis stock %d", n, err, e.redisStock(sale))
+	}
+}
+
+func TestOnlyTheSweeperLockHolderSweeps(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	sale := e.sale(5)
+	msgs := e.accept(sale, 2)
+	if _, err := (&Writer{Pool: e.pool}).WriteBatch(ctx, msgs); err != nil {
+		t.Fatal(err)
+	}
+	_, _ = e.pool.Exec(ctx, `UPDATE orders SET created_at = now() - interval '1 hour' WHERE sale_id = $1`, sale)
+	other, err := NewLocker(e.rdb, 5e9).TryObtain(ctx, e.svc.SweeperLock)
+	if err != nil {
+		t.Fatalf("could not take the sweeper lock for the test: %v", err)
+	}
+	if n, err := e.svc.SweepOnce(ctx); err != nil || n != 0 {
+		t.Fatalf("a sweeper without the lock released %d (%v)", n, err)
+	}
+	if got := e.dbInt(`SELECT count(*) FROM orders WHERE sale_id = $1 AND status = 'created'`, sale); got != 2 {
+		t.Fatalf("%d created orders left, want 2", got)
+	}
+	_ = other.Release(ctx)
+	if n, err := e.svc.SweepOnce(ctx); err != nil || n < 2 {
+		t.Fatalf("the lock holder released %d (%v), want 2", n, err)
+	}
+}
+
+func TestAStaleFencingTokenCannotWrite(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	write := func(token int64) error {
+		return pgx.BeginFunc(ctx, e.pool, func(tx pgx.Tx) error { return CheckFence(ctx, tx, "k", token) })
+	}
+	if err := write(5); err != nil {
+		t.Fatal(err)
+	}
+	if err := write(5); err != nil {
+		t.Fatalf("the same holder writing again was refused: %v", err)
+	}
+	if err := write(7); err != nil {
+		t.Fatal(err)
+	}
+	if err := write(6); !errors.Is(err, ErrFenced) {
+		t.Fatalf("token 6 after 7: %v, want ErrFenced", err)
+	}
+}
+
+func TestABuyerWhoseOrderWasCancelledCanBuyAgainThroughTheGate(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	sale := e.sale(3)
+	first := e.accept(sale, 1)[0]
+	w := &Writer{Pool: e.pool}
+	if _, err := w.WriteBatch(ctx, []contract.OrderMessage{first}); err != nil {
+		t.Fatal(err)
+	}
+	_, _ = e.pool.Exec(ctx, `UPDATE orders SET created_at = now() - interval '1 hour' WHERE sale_id = $1`, sale)
+	if n, err := e.svc.SweepOnce(ctx); err != nil || n != 1 {
+		t.Fatalf("sweep: %d %v", n, err)
+	}
+	if e.rdb.HExists(ctx, contract.BuyersKey(sale), first.UserID).Val() || e.redisStock(sale) != 3 {
+		t.Fatalf("after the release: buyer still there or redis stock %d != 3", e.redisStock(sale))
+	}
+	// The gate accepts the same user again, with a new order id.
+	again := e.accept(sale, 1)[0]
+	again.UserID = first.UserID
+	e.rdb.HDel(ctx, contract.BuyersKey(sale), e.rdb.HKeys(ctx, contract.BuyersKey(sale)).Val()...)
+	e.rdb.HSet(ctx, contract.BuyersKey(sale), first.UserID, again.OrderID)
+	res, err := w.WriteBatch(ctx, []contract.OrderMessage{again, again})
+	if err != nil || res.Created != 1 {
+		t.Fatalf("second purchase: %+v %v", res, err)
+	}
+	var st1, st2 string
+	_ = e.pool.QueryRow(ctx, `SELECT status FROM orders WHERE order_id = $1`, first.OrderID).Scan(&st1)
+	_ = e.pool.QueryRow(ctx, `SELECT status FROM orders WHERE order_id = $1`, again.OrderID).Scan(&st2)
+	if st1 != contract.StatusCancelled || st2 != contract.StatusCreated {
+		t.Fatalf("orders are %s and %s, want cancelled and created", st1, st2)
+	}
+	if s := e.dbInt(`SELECT stock FROM sales WHERE id = $1`, sale); s != 2 {
+		t.Fatalf("postgres stock %d, want 2", s)
+	}
+	// Still only one live order per user: a third order id for the same user changes nothing.
+	third := again
+	third.OrderID = e.accept(sale, 1)[0].OrderID
+	if res, err := w.WriteBatch(ctx, []contract.OrderMessage{third}); err != nil || res.Created != 0 {
+		t.Fatalf("a second live order for the same user: %+v %v", res, err)
+	}
+}
+
+func TestCompensationPostponedWhileRedisIsDownIsDoneOnceItIsBack(t *testing.T) {
+	e := newEnv(t)
+	r := testenv.StartRedis(t)
+	rdb := redis.NewClient(&redis.Options{Addr: r.Addr(), MaxRetries: -1, DialTimeout: 300 * time.Millisecond})
+	t.Cleanup(func() { _ = rdb.Close() })
+	e.rdb, e.svc.Redis, e.svc.Compensator.Redis = rdb, rdb, rdb
+	e.svc.Locker = NewLocker(rdb, 5*time.Second)
+	ctx := context.Background()
+	sale := e.sale(1)
+	rdb.HSet(ctx, contract.MetaKey(sale), contract.FieldStock, 3) // Redis was wrong
+	msgs := e.accept(sale, 3)
+
+	r.Stop()
+	res, err := (&Writer{Pool: e.pool}).WriteBatch(ctx, msgs)
+	if err != nil || len(res.Failed) != 2 {
+		t.Fatalf("write: %+v %v", res, err)
+	}
+	cctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	if n := e.svc.Compensator.Compensate(cctx, res.Failed); n != 0 {
+		t.Fatalf("compensated %d units with Redis down", n)
+	}
+	cancel()
+	if n := e.dbInt(`SELECT count(*) FROM orders WHERE sale_id = $1 AND status = 'failed' AND compensated_at IS NULL`, sale); n != 2 {
+		t.Fatalf("%d failed orders pending compensation, want 2", n)
+	}
+
+	r.Start()
+	if _, err := e.svc.SweepOnce(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n := e.dbInt(`SELECT count(*) FROM orders WHERE sale_id = $1 AND compensated_at IS NULL AND status = 'failed'`, sale); n != 0 {
+		t.Fatalf("%d compensations still pending after Redis came back", n)
+	}
+	if s := e.redisStock(sale); s != 2 {
+		t.Fatalf("redis stock %d, want 2 (0 after three sales, + the two failed units)", s)
+	}
+	if n := rdb.HLen(ctx, contract.BuyersKey(sale)).Val(); n != 1 {
+		t.Fatalf("%d buyers in Redis, want 1", n)
+	}
+}

@@ -1,0 +1,44 @@
+-- compensate.lua: give back to Redis the unit of an accepted order that ended failed or
+-- cancelled in Postgres. Idempotent per order id: the backend may run it again after a crash,
+-- from the sweeper's retry pass or from reconcile, and the unit is returned exactly once.
+--
+-- KEYS[1]  seckill:{sale:<id>}:meta         hash: stock, starts_ms, ends_ms, state
+-- KEYS[2]  seckill:{sale:<id>}:buyers       hash: user id -> order id
+-- KEYS[3]  seckill:{sale:<id>}:compensated  set of order ids already compensated
+-- ARGV[1]  sale id (for the restock broadcast)
+-- ARGV[2]  order id
+-- ARGV[3]  user id
+--
+-- Returns  {done, stock}: done is 1 when this call returned the unit, 0 when the order was
+--          compensated before (nothing changed); stock is the Redis stock after the call, or
+--          -1 when the sale is no longer in Redis (then only the buyer is removed and the
+--          order recorded). When the unit is returned, the buyer is removed (only if the hash
+--          still maps the user to this order), a "sold_out" state is set back to "open", and
+--          "restock:<sale>" is published on seckill:events so gateways clear their local
+--          sold-out flag.
+local meta, buyers, done = KEYS[1], KEYS[2], KEYS[3]
+local sale, order, user = ARGV[1], ARGV[2], ARGV[3]
+
+if redis.call("SADD", done, order) == 0 then
+  local s = redis.call("HGET", meta, "stock")
+  return {0, tonumber(s) or -1}
+end
+-- The record of compensated orders lives as long as the sale does.
+local ttl = redis.call("PTTL", meta)
+if ttl > 0 then
+  redis.call("PEXPIRE", done, ttl)
+end
+
+if redis.call("HGET", buyers, user) == order then
+  redis.call("HDEL", buyers, user)
+end
+
+if redis.call("EXISTS", meta) == 0 then
+  return {1, -1}
+end
+local stock = redis.call("HINCRBY", meta, "stock", 1)
+if redis.call("HGET", meta, "state") == "sold_out" then
+  redis.call("HSET", meta, "state", "open")
+end
+redis.call("PUBLISH", "seckill:events", "restock:" .. sale)
+return {1, stock}
