@@ -175,7 +175,8 @@ func TestVerifierReportsAUserWithTwoOrders(t *testing.T) {
 	w := newWorld(t, 5)
 	w.sell("u0", "o0")
 	// The schema forbids it; a broken schema or a forgotten index must not go unnoticed.
-	w.exec(`DROP INDEX orders_sale_user`)
+	w.exec(`DROP INDEX IF EXISTS orders_sale_user`)
+	w.exec(`DROP INDEX IF EXISTS orders_sale_user_live`)
 	w.sell("u0", "o1")
 	expect(t, w.verify(1), 2, 4)
 }
