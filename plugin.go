@@ -11,4 +11,6 @@ package seckill
 import (
 	// The app and its admin routes.
 	_ "github.com/seckilledge/seckill/caddymodule"
+	// seckill_throttle: sliding-window rate limits.
+	_ "github.com/seckilledge/seckill/caddymodule/throttle"
 )
