@@ -11,9 +11,10 @@ import (
 // it, this instance refuses the key without asking Redis: a client hammering at 1 000 req/s
 // costs Redis one call per retry period, not one per request.
 //
-// It only ever holds refusals that Redis decided, with Redis's own retry time, so it never
-// refuses a request the exact tier would admit, except that a slot freed early (another
-// zone's refund) is noticed only when the entry expires.
+// Entries come from Redis refusals, with Redis's own retry time, and (briefly, until the
+// probe's answer replaces them) from the flood shield. So it does not refuse a request the
+// exact tier would admit, except that a slot freed early (another zone's refund) is noticed
+// only when the entry expires.
 //
 // It is safe for concurrent use and takes the time as a parameter (no clock inside).
 type Blocklist struct {
@@ -93,6 +94,23 @@ func (b *Blocklist) Add(key string, e Block, now time.Time) {
 		}
 	}
 	s.m[key] = e
+}
+
+// TryAdd adds e for key only when the key has no live entry, and reports whether it did.
+// Of many concurrent callers exactly one wins, which lets one request probe Redis while the
+// others are refused locally.
+func (b *Blocklist) TryAdd(key string, e Block, now time.Time) bool {
+	if !now.Before(e.Until) {
+		return false
+	}
+	s := b.shard(key)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if old, ok := s.m[key]; ok && now.Before(old.Until) {
+		return false
+	}
+	s.m[key] = e
+	return true
 }
 
 // Len is the number of entries (live or not yet swept).

@@ -3,7 +3,9 @@ package throttle
 import (
 	"context"
 	"errors"
+	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -53,6 +55,7 @@ type ZoneResult struct {
 	Reset      time.Duration // until a slot frees
 	RetryAfter time.Duration // for refusals
 	Banned     bool          // LocalHit or ShadowLimited caused by a ban
+	AdmittedAt time.Time     // Redis time of an admission by the exact tier
 }
 
 // Decision is the verdict on one request across every zone.
@@ -72,7 +75,7 @@ type Decision struct {
 }
 
 // Allowed reports whether the request may pass.
-func (d *Decision) Allowed() bool { return d.Status == 0 }
+func (d Decision) Allowed() bool { return d.Status == 0 }
 
 // Limiter decides for a request across its zones: local tiers first (blocklist, then flood
 // shield), then ONE Redis round trip carrying one script call per remaining zone (each zone's
@@ -188,7 +191,15 @@ func (l *Limiter) Decide(ctx context.Context, keys []string) Decision {
 					d.Results[i] = res
 					continue
 				}
-				return refuse(i, res)
+				// The first refusal of an episode still goes to Redis, as a probe: so that
+				// the violation counts towards a ban on every instance, and the blocklist
+				// gets Redis's exact retry time. Concurrent requests find the blocklist
+				// entry and are refused here.
+				if !z.blocklist.TryAdd(key, Block{Until: now.Add(retry)}, now) {
+					return refuse(i, res)
+				}
+				pending = append(pending, i)
+				continue
 			}
 			taken = append(taken, i)
 		}
@@ -234,6 +245,7 @@ func (l *Limiter) Decide(ctx context.Context, keys []string) Decision {
 		switch rep.status {
 		case 0:
 			res.Outcome = Allowed
+			res.AdmittedAt = memberTime(rep.member)
 			admitted = append(admitted, n)
 			continue
 		case 2:
@@ -242,7 +254,7 @@ func (l *Limiter) Decide(ctx context.Context, keys []string) Decision {
 			res.Outcome = Limited
 		}
 		res.RetryAfter = rep.retry
-		if z.shield != nil {
+		if slices.Contains(taken, i) {
 			z.shield.Refund(keys[i])
 			taken = remove(taken, i)
 		}
@@ -291,10 +303,10 @@ func (l *Limiter) refundShields(taken []int, keys []string) {
 }
 
 type reply struct {
-	status           int
-	remaining        int
-	reset, retry     time.Duration
-	member           string
+	status       int
+	remaining    int
+	reset, retry time.Duration
+	member       string
 }
 
 var script = lua.Script("throttle")
@@ -358,6 +370,16 @@ func (l *Limiter) pipeline(ctx context.Context, zones []int, keys []string, load
 			retry: time.Duration(retry) * time.Microsecond, member: member}
 	}
 	return out, nil
+}
+
+// memberTime reads the Redis time of an admission from its sorted-set member "<t_us>-<n>".
+func memberTime(member string) time.Time {
+	us, _, _ := strings.Cut(member, "-")
+	n, err := strconv.ParseInt(us, 10, 64)
+	if err != nil {
+		return time.Time{}
+	}
+	return time.UnixMicro(n)
 }
 
 func isNoScript(err error) bool {
