@@ -158,7 +158,7 @@ func TestSpoofedForwardedForFromAnUntrustedPeerDoesNotChangeTheIPKey(t *testing.
 		return throttleJSON("", fmt.Sprintf(`{"name":%q,"key":"{http.vars.client_ip}","limit":1,"window":60000000000}`, testenv.ID("ip")))
 	}
 	bases := startCaddy(t, testenv.RedisAddr(),
-		server{throttles: []string{zone()}},                                // no trusted proxies
+		server{throttles: []string{zone()}},                                    // no trusted proxies
 		server{throttles: []string{zone()}, trusted: []string{"127.0.0.1/32"}}, // behind a trusted proxy
 	)
 	untrusted, trusted := bases[0], bases[1]
