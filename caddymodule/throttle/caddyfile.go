@@ -51,6 +51,7 @@ func init() {
 //		retry_jitter  <duration>
 //		timeout       <duration>
 //		handle_errors
+//		disable_autopipeline
 //	}
 func parseCaddyfile(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error) {
 	t := new(Handler)
@@ -89,6 +90,11 @@ func (h *Handler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 				return d.ArgErr()
 			}
 			h.HandleErrors = true
+		case "disable_autopipeline":
+			if d.NextArg() {
+				return d.ArgErr()
+			}
+			h.DisableAutopipeline = true
 		default:
 			return d.Errf("unrecognized seckill_throttle option '%s'", d.Val())
 		}

@@ -61,6 +61,12 @@ type Handler struct {
 	// Default 100ms.
 	Timeout caddy.Duration `json:"timeout,omitempty"`
 
+	// Send each request's scripts as an ordinary pipeline on a pooled connection instead of
+	// through go-redis's shared autopipeliner. By default the calls of concurrent requests
+	// are coalesced into deep pipelines (far fewer syscalls at hundreds of connections);
+	// go-redis marks that API experimental, so this switch turns it off.
+	DisableAutopipeline bool `json:"disable_autopipeline,omitempty"`
+
 	limiter *Limiter
 	zones   []*Zone // in limiter order
 	allow   *allowList
@@ -205,6 +211,7 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 		rules[i] = z.rule()
 	}
 	h.limiter = NewLimiter(app.RedisClient(), rules, time.Duration(h.Timeout))
+	h.limiter.AutoPipeline = !h.DisableAutopipeline
 	byName := map[string]*Zone{}
 	for _, z := range h.Zones {
 		byName[z.Name] = z

@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -87,6 +88,15 @@ type Limiter struct {
 
 	// Now is the local clock used for the blocklist; tests replace it.
 	Now func() time.Time
+
+	// AutoPipeline sends the scripts through go-redis's shared asynchronous autopipeliner,
+	// which coalesces the calls of concurrent requests into deep pipelines: at hundreds of
+	// concurrent connections that divides the syscalls on both sides by the batch depth.
+	// Off: one ordinary pipeline per request. Set it before the first Decide.
+	AutoPipeline bool
+
+	apOnce sync.Once
+	ap     *redis.AutoPipeliner
 }
 
 type zoneState struct {
@@ -337,23 +347,40 @@ func (l *Limiter) eval(ctx context.Context, zones []int, keys []string) ([]reply
 	}
 }
 
+func (l *Limiter) autopipeliner() *redis.AutoPipeliner {
+	if !l.AutoPipeline {
+		return nil
+	}
+	l.apOnce.Do(func() {
+		if ap, err := l.rdb.AsyncAutoPipeline(); err == nil {
+			l.ap = ap
+		}
+	})
+	return l.ap
+}
+
 func (l *Limiter) pipeline(ctx context.Context, zones []int, keys []string, load bool) ([]reply, error) {
 	cmds := make([]*redis.Cmd, len(zones))
-	_, err := l.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+	queue := func(s redis.Scripter) {
 		for n, i := range zones {
 			z := l.zones[i]
 			k := contract.ThrottleKey(z.rule.Name, keys[i])
 			ks := []string{k, k + ":ban"}
 			if load {
-				cmds[n] = script.Eval(ctx, p, ks, z.args...)
+				cmds[n] = script.Eval(ctx, s, ks, z.args...)
 			} else {
-				cmds[n] = script.EvalSha(ctx, p, ks, z.args...)
+				cmds[n] = script.EvalSha(ctx, s, ks, z.args...)
 			}
 		}
-		return nil
-	})
-	if err != nil {
-		return nil, err
+	}
+	if ap := l.autopipeliner(); ap != nil {
+		// The calls return at once; reading a result waits for the batch that carried it.
+		queue(ap)
+	} else {
+		_, err := l.rdb.Pipelined(ctx, func(p redis.Pipeliner) error { queue(p); return nil })
+		if err != nil {
+			return nil, err
+		}
 	}
 	out := make([]reply, len(zones))
 	for n, c := range cmds {
