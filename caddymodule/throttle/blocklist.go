@@ -113,6 +113,22 @@ func (b *Blocklist) TryAdd(key string, e Block, now time.Time) bool {
 	return true
 }
 
+// Set records e for key, replacing any entry.
+func (b *Blocklist) Set(key string, e Block) {
+	s := b.shard(key)
+	s.mu.Lock()
+	s.m[key] = e
+	s.mu.Unlock()
+}
+
+// Remove forgets key.
+func (b *Blocklist) Remove(key string) {
+	s := b.shard(key)
+	s.mu.Lock()
+	delete(s.m, key)
+	s.mu.Unlock()
+}
+
 // Len is the number of entries (live or not yet swept).
 func (b *Blocklist) Len() int {
 	n := 0

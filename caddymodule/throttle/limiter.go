@@ -164,6 +164,7 @@ func (l *Limiter) Decide(ctx context.Context, keys []string) Decision {
 	now := l.Now()
 	var pending []int // zones that need Redis
 	var taken []int   // zones whose shield counted this request
+	var probes []int  // zones whose shield refused: their provisional blocklist entry awaits Redis
 
 	refuse := func(i int, res ZoneResult) Decision {
 		for _, j := range taken {
@@ -208,6 +209,7 @@ func (l *Limiter) Decide(ctx context.Context, keys []string) Decision {
 				if !z.blocklist.TryAdd(key, Block{Until: now.Add(retry)}, now) {
 					return refuse(i, res)
 				}
+				probes = append(probes, i)
 				pending = append(pending, i)
 				continue
 			}
@@ -229,6 +231,15 @@ func (l *Limiter) Decide(ctx context.Context, keys []string) Decision {
 		d.RedisErr = err
 		for _, i := range pending {
 			z := l.zones[i]
+			if slices.Contains(probes, i) {
+				// The shield refused this one; without Redis the shield has the last word.
+				d.Results[i].Outcome = LocalHit
+				d.Results[i].RetryAfter = time.Second
+				if d.Status != 503 {
+					d.Status, d.RetryAfter = 429, time.Second
+				}
+				continue
+			}
 			if z.rule.FailClosed && !z.rule.Shadow {
 				d.Results[i].Outcome = FailedClosed
 				if d.Status == 0 {
@@ -257,6 +268,9 @@ func (l *Limiter) Decide(ctx context.Context, keys []string) Decision {
 			res.Outcome = Allowed
 			res.AdmittedAt = memberTime(rep.member)
 			admitted = append(admitted, n)
+			if slices.Contains(probes, i) {
+				z.blocklist.Remove(keys[i]) // the exact tier had room after all
+			}
 			continue
 		case 2:
 			res.Outcome, res.Banned = Banned, true
@@ -272,7 +286,12 @@ func (l *Limiter) Decide(ctx context.Context, keys []string) Decision {
 			res.Outcome = ShadowLimited
 			continue
 		}
-		z.blocklist.Add(keys[i], Block{Until: now.Add(rep.retry), Banned: res.Banned}, now)
+		if slices.Contains(probes, i) {
+			// Redis's exact retry time replaces the shield's provisional one, shorter or not.
+			z.blocklist.Set(keys[i], Block{Until: now.Add(rep.retry), Banned: res.Banned})
+		} else {
+			z.blocklist.Add(keys[i], Block{Until: now.Add(rep.retry), Banned: res.Banned}, now)
+		}
 		if d.Status == 0 || res.RetryAfter > d.RetryAfter {
 			d.RetryAfter = res.RetryAfter
 		}

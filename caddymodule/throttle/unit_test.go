@@ -169,3 +169,22 @@ func FuzzClientKey(f *testing.F) {
 		}
 	})
 }
+
+func TestBlocklistProbeAnswersReplaceTheProvisionalEntry(t *testing.T) {
+	b := NewBlocklist(0)
+	if !b.TryAdd("k", Block{Until: t0.Add(5 * time.Second)}, t0) {
+		t.Fatal("the first refusal of an episode must win the probe")
+	}
+	if b.TryAdd("k", Block{Until: t0.Add(5 * time.Second)}, t0) {
+		t.Fatal("a concurrent refusal must not probe too")
+	}
+	b.Set("k", Block{Until: t0.Add(time.Second)}) // Redis: a slot frees in 1s
+	if _, ok := b.Lookup("k", t0.Add(1500*time.Millisecond)); ok {
+		t.Fatal("Redis's shorter retry time must replace the provisional one")
+	}
+	b.TryAdd("k", Block{Until: t0.Add(5 * time.Second)}, t0)
+	b.Remove("k") // Redis admitted the probe
+	if _, ok := b.Lookup("k", t0); ok {
+		t.Fatal("an admitted probe must clear the entry")
+	}
+}
