@@ -3,6 +3,7 @@ module github.com/seckilledge/seckill
 go 1.26.0
 
 require (
+	github.com/bsm/redislock v0.9.4
 	github.com/caddyserver/caddy/v2 v2.11.9
 	github.com/jackc/pgx/v5 v5.13.0
 	github.com/jackc/tern/v2 v2.3.4

@@ -13,4 +13,6 @@ import (
 	_ "github.com/seckilledge/seckill/caddymodule"
 	// seckill_throttle: sliding-window rate limits.
 	_ "github.com/seckilledge/seckill/caddymodule/throttle"
+	// seckill_token: one-time purchase tokens.
+	_ "github.com/seckilledge/seckill/caddymodule/token"
 )

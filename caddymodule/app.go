@@ -16,6 +16,7 @@ import (
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/redis/go-redis/v9"
+	"github.com/seckilledge/seckill/caddymodule/tokens"
 	"go.uber.org/zap"
 )
 
@@ -31,6 +32,13 @@ type App struct {
 	// RabbitMQ connection used by the outbox relay. See AMQPConfig for defaults.
 	AMQP *AMQPConfig `json:"amqp,omitempty"`
 
+	// HMAC keys of the one-time purchase tokens, shared by seckill_token (which signs with the
+	// first key) and seckill_gate (which accepts any of them). List the new key first and keep
+	// the previous one while tokens signed with it may still be live: keys rotate without
+	// refusing tokens already issued. Secrets must come from placeholders such as
+	// {env.SECKILL_TOKEN_KEY} and be at least 32 bytes.
+	TokenKeys []TokenKey `json:"token_keys,omitempty"`
+
 	redisKey  string
 	redis     *sharedRedis
 	brokerKey string
@@ -40,6 +48,15 @@ type App struct {
 	starters  []func(context.Context) error
 	stoppers  []func() error
 	status    map[string]func(context.Context) any
+	keyring   *tokens.Keyring
+}
+
+// TokenKey is one purchase-token signing key.
+type TokenKey struct {
+	// Key id, 1 to 16 characters of [A-Za-z0-9_-]; it travels in the token.
+	ID string `json:"id"`
+	// The secret (a placeholder such as {env.SECKILL_TOKEN_KEY}); at least 32 bytes once resolved.
+	Secret string `json:"secret"`
 }
 
 // CaddyModule returns the Caddy module information.
@@ -69,6 +86,18 @@ func (a *App) Provision(ctx caddy.Context) error {
 	repl := caddy.NewReplacer()
 	a.Redis.resolve(repl)
 	a.AMQP.resolve(repl)
+
+	if len(a.TokenKeys) > 0 {
+		keys := make([]tokens.Key, 0, len(a.TokenKeys))
+		for _, k := range a.TokenKeys {
+			keys = append(keys, tokens.Key{ID: k.ID, Secret: []byte(repl.ReplaceAll(k.Secret, ""))})
+		}
+		kr, err := tokens.NewKeyring(keys...)
+		if err != nil {
+			return fmt.Errorf("seckill: token_keys: %w", err)
+		}
+		a.keyring = kr
+	}
 
 	key, err := poolKey(a.Redis)
 	if err != nil {
@@ -151,6 +180,9 @@ func (a *App) Cleanup() error {
 // RedisClient is the Redis client shared by every handler of every config that uses the same
 // Redis settings. Do not close it.
 func (a *App) RedisClient() redis.UniversalClient { return a.redis.client }
+
+// Keyring is the purchase-token keyring from token_keys, or nil when none is configured.
+func (a *App) Keyring() *tokens.Keyring { return a.keyring }
 
 // Broker is the shared RabbitMQ connection.
 func (a *App) Broker() *Broker { return a.broker }

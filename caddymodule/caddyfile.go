@@ -34,6 +34,9 @@ func init() {
 //				url                <amqp url>
 //				reconnect_interval <duration>
 //			}
+//			token_keys {
+//				<id> <secret>     # the first key signs; all verify
+//			}
 //		}
 //	}
 func parseGlobalOption(d *caddyfile.Dispenser, _ any) (any, error) {
@@ -61,6 +64,21 @@ func (a *App) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			a.AMQP = new(AMQPConfig)
 			if err := a.AMQP.unmarshal(d); err != nil {
 				return err
+			}
+		case "token_keys":
+			if d.NextArg() {
+				return d.ArgErr()
+			}
+			for nesting := d.Nesting(); d.NextBlock(nesting); {
+				k := TokenKey{ID: d.Val()}
+				if !d.NextArg() {
+					return d.ArgErr()
+				}
+				k.Secret = d.Val()
+				if d.NextArg() {
+					return d.ArgErr()
+				}
+				a.TokenKeys = append(a.TokenKeys, k)
 			}
 		default:
 			return d.Errf("unrecognized seckill option '%s'", d.Val())

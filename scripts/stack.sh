@@ -87,6 +87,8 @@ rabbit_env() {
 	export RABBITMQ_CONFIG_FILE="$RUN/rabbitmq/rabbitmq"
 	export RABBITMQ_ADVANCED_CONFIG_FILE="$RUN/rabbitmq/advanced.config"
 	export RABBITMQ_PID_FILE="$RUN/rabbitmq/rabbitmq.pid"
+	# Erlang distribution on loopback only (it listens on every interface by default).
+	export RABBITMQ_SERVER_ADDITIONAL_ERL_ARGS="-kernel inet_dist_use_interface {127,0,0,1}"
 }
 rabbit_up() { (rabbit_env; /usr/lib/rabbitmq/bin/rabbitmqctl -q await_startup --timeout 1) ; }
 # Another checkout's stack (same ports) counts as up: answer on AMQP and management ports.

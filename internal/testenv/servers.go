@@ -152,7 +152,6 @@ func StartRedisCluster(t testing.TB) []string {
 	return addrs
 }
 
-
 const pgBin = "/usr/lib/postgresql/15/bin"
 
 // StartPostgres starts a private Postgres 15 on a free loopback port (user seckill, password
@@ -255,7 +254,8 @@ func StartRabbit(t testing.TB) *Server {
 		"RABBITMQ_NODE_PORT="+strconv.Itoa(s.Port), "RABBITMQ_DIST_PORT="+strconv.Itoa(dist),
 		"ERL_EPMD_PORT="+epmd, "RABBITMQ_MNESIA_BASE="+filepath.Join(dir, "mnesia"),
 		"RABBITMQ_LOG_BASE="+filepath.Join(dir, "log"), "RABBITMQ_ENABLED_PLUGINS_FILE="+filepath.Join(dir, "enabled_plugins"),
-		"RABBITMQ_CONFIG_FILE="+filepath.Join(dir, "rabbitmq"), "RABBITMQ_PID_FILE="+filepath.Join(dir, "rabbit.pid"))
+		"RABBITMQ_CONFIG_FILE="+filepath.Join(dir, "rabbitmq"), "RABBITMQ_PID_FILE="+filepath.Join(dir, "rabbit.pid"),
+		"RABBITMQ_SERVER_ADDITIONAL_ERL_ARGS=-kernel inet_dist_use_interface {127,0,0,1}")
 	_ = os.WriteFile(filepath.Join(dir, "enabled_plugins"), []byte("[].\n"), 0o644)
 	_ = os.WriteFile(filepath.Join(dir, "rabbitmq.conf"), []byte("listeners.tcp.default = 127.0.0.1:"+strconv.Itoa(s.Port)+
 		"\nloopback_users.guest = true\ndisk_free_limit.absolute = 100MB\n"), 0o644)

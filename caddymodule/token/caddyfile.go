@@ -1,0 +1,72 @@
+package token
+
+import (
+	"github.com/caddyserver/caddy/v2"
+	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
+	"github.com/caddyserver/caddy/v2/caddyconfig/httpcaddyfile"
+	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
+
+	"github.com/seckilledge/seckill/caddymodule"
+)
+
+func init() {
+	httpcaddyfile.RegisterHandlerDirective("seckill_token", parseCaddyfile)
+	// Before respond: after every request-shaping and authentication directive and after
+	// seckill_throttle (registered after forward_auth), before seckill_gate (registered before
+	// reverse_proxy, which comes after respond). Each of the three plugins is anchored to a
+	// different standard directive, so the order throttle -> token -> gate holds whatever
+	// order the packages' init functions run in.
+	httpcaddyfile.RegisterDirectiveOrder("seckill_token", httpcaddyfile.Before, "respond")
+}
+
+// parseCaddyfile sets up the handler from Caddyfile tokens:
+//
+//	seckill_token [<matcher>] {
+//		sale        <placeholder>   # default {http.request.uri.path.1}
+//		user        <placeholder>   # default {http.auth.user.id}
+//		ttl         <duration>      # default 2m
+//		lead_time   <duration>      # default 5m
+//		timeout     <duration>      # default 1s
+//		retry_after <duration>      # default 1s
+//	}
+func parseCaddyfile(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error) {
+	i := new(Issuer)
+	err := i.UnmarshalCaddyfile(h.Dispenser)
+	return i, err
+}
+
+// UnmarshalCaddyfile sets up the handler from Caddyfile tokens.
+func (h *Issuer) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
+	d.Next() // the directive name
+	if d.NextArg() {
+		return d.ArgErr()
+	}
+	for d.NextBlock(0) {
+		var err error
+		switch d.Val() {
+		case "sale":
+			err = caddymodule.OneString(d, &h.Sale)
+		case "user":
+			err = caddymodule.OneString(d, &h.User)
+		case "ttl":
+			err = caddymodule.OneDuration(d, &h.TTL)
+		case "lead_time":
+			var lead caddy.Duration
+			err = caddymodule.OneDuration(d, &lead)
+			h.LeadTime = &lead
+		case "timeout":
+			err = caddymodule.OneDuration(d, &h.Timeout)
+		case "retry_after":
+			err = caddymodule.OneDuration(d, &h.RetryAfter)
+		default:
+			return d.Errf("unrecognized seckill_token option '%s'", d.Val())
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Interface guard
+var _ caddyfile.Unmarshaler = (*Issuer)(nil)

@@ -1,0 +1,40 @@
+package token
+
+import (
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/seckilledge/seckill/caddymodule"
+)
+
+// Package-level collectors, registered into each config's registry, so counts survive config
+// reloads. Labels are bounded: the outcome only. No sale label: anyone can send any sale id,
+// and unknown ones must not mint series.
+var (
+	requests = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: "seckill", Subsystem: "token", Name: "requests_total",
+		Help: "Purchase-token requests by outcome: issued, or the refusal (unauthenticated, bad_request, method_not_allowed, unknown_sale, not_started, ended, unavailable).",
+	}, []string{"outcome"})
+	duration = prometheus.NewHistogram(prometheus.HistogramOpts{
+		Namespace: "seckill", Subsystem: "token", Name: "request_duration_seconds",
+		Help:    "Time to decide a purchase-token request, Redis round trip included.",
+		Buckets: []float64{.0002, .0005, .001, .002, .005, .01, .025, .05, .1, .25, .5, 1},
+	})
+)
+
+func init() {
+	// Every outcome is visible from the start, at zero.
+	for _, o := range outcomes {
+		requests.WithLabelValues(string(o))
+	}
+}
+
+func registerMetrics(reg prometheus.Registerer) {
+	caddymodule.Register(reg, requests, duration)
+}
+
+func observe(o Outcome, d time.Duration) {
+	requests.WithLabelValues(string(o)).Inc()
+	duration.Observe(d.Seconds())
+}

@@ -1,0 +1,60 @@
+-- token_issue.lua: decide whether a user may get a purchase token for a sale now, and record
+-- the token's nonce, in one round trip. Time is Redis TIME, never a gateway's clock.
+--
+-- KEYS[1]  seckill:{sale:<id>}:meta     hash: starts_ms, ends_ms (written by preheat)
+-- KEYS[2]  seckill:{sale:<id>}:tokens   hash: user id -> "<nonce>:<exp_ms>" (the live token)
+-- ARGV[1]  user id
+-- ARGV[2]  nonce (tokens.NewNonce: 22 base64url characters)
+-- ARGV[3]  ttl_ms: a token lives this long from the start of the sale, or from now once it
+--          has started
+-- ARGV[4]  lead_ms: tokens are issued from this long before the start
+--
+-- Returns  {outcome, exp_ms, now_ms}
+--          outcome "issued": the field of the user now holds "<nonce>:<exp_ms>" (any earlier
+--                  token of this user for this sale is replaced, so it stops working), and
+--                  exp_ms = min(max(now, starts) + ttl, ends), rounded down to whole seconds
+--                  (the token carries seconds); the hash expires with the meta key
+--          outcome "unknown_sale" | "not_started" | "ended": nothing written, exp_ms = 0
+local meta, store = KEYS[1], KEYS[2]
+local user, nonce = ARGV[1], ARGV[2]
+local ttl, lead = tonumber(ARGV[3]), tonumber(ARGV[4])
+if ttl == nil or ttl <= 0 or lead == nil or lead < 0 or #nonce ~= 22 then
+  return redis.error_reply("ERR token_issue: bad arguments")
+end
+
+local t = redis.call("TIME")
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+
+local w = redis.call("HMGET", meta, "starts_ms", "ends_ms")
+local starts, ends = tonumber(w[1]), tonumber(w[2])
+if starts == nil or ends == nil then
+  return {"unknown_sale", 0, now}
+end
+if now < starts - lead then
+  return {"not_started", 0, now}
+end
+if now >= ends then
+  return {"ended", 0, now}
+end
+
+-- A token taken before the start must still be usable once the sale opens: its lifetime
+-- counts from the start, not from the moment it was issued.
+local exp = math.max(now, starts) + ttl
+if exp > ends then
+  exp = ends
+end
+exp = exp - (exp % 1000)
+if exp <= now then
+  -- less than a second of the sale left: a token would be dead on arrival
+  return {"ended", 0, now}
+end
+
+redis.call("HSET", store, user, nonce .. ":" .. string.format("%d", exp))
+-- The hash lives as long as the sale's meta key (preheat sets it to the end plus retention),
+-- and at least as long as the token.
+local until_ms = redis.call("PEXPIRETIME", meta)
+if until_ms < ends then
+  until_ms = ends
+end
+redis.call("PEXPIREAT", store, until_ms)
+return {"issued", exp, now}

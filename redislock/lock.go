@@ -1,0 +1,433 @@
+// Package redislock is a Redis distributed lock for singleton jobs: an owner token checked on
+// every release and renewal, a lease renewed by a watchdog while the holder works, re-entry by
+// the same owner, waiting on a pub/sub wake-up instead of spinning, and a fencing token per
+// acquisition that the protected resource can check (see CheckFence for Postgres).
+//
+// A lock is one Redis hash, seckill:lock:{<name>}, with the fencing counter
+// seckill:lock:{<name>}:fence and the release channel seckill:lock:{<name>}:released beside
+// it. All three carry the same hash tag, so the package works unchanged on Redis Cluster.
+//
+// What it does not promise: Redis replicates asynchronously, so a failover can lose a lock and
+// let a second holder in while the first still works; a holder can also pause (GC, swap, a
+// stopped VM) past its lease. The lock is then only an efficiency device. Safety comes from the
+// fencing token: write it with every change and let the store refuse older tokens (CheckFence).
+// See docs/lock.md and Kleppmann, "How to do distributed locking" (2016).
+package redislock
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/seckilledge/seckill/lua"
+)
+
+var (
+	// ErrNotObtained is returned by Obtain and TryObtain when the lock is held by another
+	// owner and the wait (if any) ran out. When the context ended first, the error also
+	// matches the context's error.
+	ErrNotObtained = errors.New("redislock: not obtained")
+	// ErrNotHeld is returned by Release and Refresh when this acquisition no longer holds the
+	// lock: its lease expired (and maybe another owner took it), or it was already released.
+	ErrNotHeld = errors.New("redislock: lock not held")
+	// ErrInvalidKey is returned for an empty lock name or one containing '{' or '}', which
+	// would break the hash tag that keeps a lock's keys in one Cluster slot.
+	ErrInvalidKey = errors.New("redislock: invalid lock name")
+)
+
+// DefaultTTL is the lease used when Options.TTL is zero; the watchdog then renews it every
+// DefaultTTL/3 (Redisson's lockWatchdogTimeout: 30 s, renewed every 10 s).
+const DefaultTTL = 30 * time.Second
+
+// FenceRetention is how long the fencing counter key lives after the last acquisition.
+// Tokens never depend on it staying: a fresh token is at least Redis's clock in
+// microseconds, so a counter that expired (or was lost in a failover) still yields tokens
+// larger than every earlier one. See docs/lock.md.
+const FenceRetention = 30 * 24 * time.Hour
+
+const keyPrefix = "seckill:lock:"
+
+// Options tune Obtain and TryObtain. The zero value (or nil) means: a 30 s lease renewed by
+// the watchdog while held, try once, a fresh owner.
+type Options struct {
+	// TTL is the lease: how long the lock outlives a holder that stops renewing it (a crash).
+	// Zero means DefaultTTL with the watchdog on. An explicit TTL is a fixed lease (renew it
+	// with Refresh) unless Watchdog is set. Resolution is a millisecond; minimum 1 ms.
+	TTL time.Duration
+	// Watchdog renews the lease every TTL/3 while the lock is held, until Release or until
+	// the context given to Obtain ends. It is always on when TTL is zero; set TTL explicitly
+	// and leave Watchdog false for a fixed lease.
+	Watchdog bool
+	// Wait is how long Obtain waits for a held lock to be released. Zero tries once. While
+	// waiting, Obtain sleeps on the lock's release channel (woken within a round trip of the
+	// release) and on the holder's remaining lease, polling per Retry only as a fallback.
+	Wait time.Duration
+	// Retry is the fallback poll schedule while waiting. Nil means
+	// ExponentialBackoff(50ms, 2s). NoRetry() relies on the wake-up and lease expiry only.
+	Retry RetryStrategy
+	// Owner identifies the holder for re-entry: an Obtain by the owner that holds the lock
+	// succeeds at once with the holder's fencing token, and the lock is freed only when every
+	// such acquisition is released. Empty means the owner carried by the context
+	// (WithOwner), else a fresh random owner (no re-entry). An owner is like a thread
+	// identity: never share one between goroutines that must exclude each other.
+	Owner string
+}
+
+func (o *Options) lease() (ttl time.Duration, watchdog bool) {
+	if o == nil || o.TTL == 0 {
+		return DefaultTTL, true
+	}
+	if o.TTL < time.Millisecond {
+		return time.Millisecond, o.Watchdog
+	}
+	return o.TTL, o.Watchdog
+}
+
+type ownerKey struct{}
+
+// WithOwner returns a context carrying owner: every Obtain or TryObtain with that context
+// (and no Options.Owner) acquires as owner, so nested calls re-enter a lock the caller holds
+// instead of deadlocking on it.
+func WithOwner(ctx context.Context, owner string) context.Context {
+	return context.WithValue(ctx, ownerKey{}, owner)
+}
+
+// OwnerFrom returns the owner carried by ctx, or "".
+func OwnerFrom(ctx context.Context) string {
+	s, _ := ctx.Value(ownerKey{}).(string)
+	return s
+}
+
+// NewOwner returns a fresh random owner id.
+func NewOwner() string { return randomID() }
+
+func randomID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// Keys returns the Redis keys of the lock called name: the lock hash, its fencing counter and
+// its release channel. They share one hash tag.
+func Keys(name string) (lock, fence, channel string) {
+	base := keyPrefix + "{" + name + "}"
+	return base, base + ":fence", base + ":released"
+}
+
+func validName(name string) error {
+	if name == "" || strings.ContainsAny(name, "{}") {
+		return fmt.Errorf("%w: %q", ErrInvalidKey, name)
+	}
+	return nil
+}
+
+// Lock is one acquisition of a lock. Its methods are safe for concurrent use.
+type Lock struct {
+	rdb      redis.UniversalClient
+	name     string
+	lockKey  string
+	channel  string
+	owner    string
+	handle   string
+	token    int64
+	ttl      time.Duration
+	watchdog bool
+
+	mu       sync.Mutex
+	deadline time.Time // local, conservative end of the lease: send time of the last renewal + TTL
+	released bool
+
+	// renewing is held by the watchdog while it renews and by Release while it releases, so
+	// that a renewal never lands after the release and reports a false loss (and Release
+	// does not wait for the watchdog goroutine to be scheduled).
+	renewing sync.Mutex
+
+	lost     chan struct{}
+	lostOnce sync.Once
+	stop     chan struct{}
+	stopOnce sync.Once
+}
+
+// TryObtain tries once to take the lock called key, whatever opt.Wait says. It returns
+// ErrNotObtained when another owner holds it.
+func TryObtain(ctx context.Context, rdb redis.UniversalClient, key string, opt *Options) (*Lock, error) {
+	return obtain(ctx, rdb, key, opt, 0)
+}
+
+// Obtain takes the lock called key, waiting up to opt.Wait for it (see Options). The
+// watchdog, if on, renews the lease until Release or until ctx ends: ctx is the lifetime of
+// the holding, so bound the wait with Options.Wait, not with a short-lived context.
+func Obtain(ctx context.Context, rdb redis.UniversalClient, key string, opt *Options) (*Lock, error) {
+	var wait time.Duration
+	if opt != nil {
+		wait = opt.Wait
+	}
+	return obtain(ctx, rdb, key, opt, wait)
+}
+
+func obtain(ctx context.Context, rdb redis.UniversalClient, name string, opt *Options, wait time.Duration) (*Lock, error) {
+	if err := validName(name); err != nil {
+		return nil, err
+	}
+	ttl, watchdog := opt.lease()
+	owner := ""
+	retry := RetryStrategy(nil)
+	if opt != nil {
+		owner, retry = opt.Owner, opt.Retry
+	}
+	if owner == "" {
+		owner = OwnerFrom(ctx)
+	}
+	if owner == "" {
+		owner = randomID()
+	}
+	if retry == nil {
+		retry = ExponentialBackoff(50*time.Millisecond, 2*time.Second)
+	}
+	lockKey, fenceKey, channel := Keys(name)
+	l := &Lock{rdb: rdb, name: name, lockKey: lockKey, channel: channel, owner: owner,
+		handle: randomID(), ttl: ttl, watchdog: watchdog}
+
+	start := time.Now()
+	try := func() (ok bool, pttl time.Duration, err error) {
+		sent := time.Now()
+		res, err := lua.Script("lock_acquire").Run(ctx, rdb, []string{lockKey, fenceKey},
+			owner, l.handle, ttl.Milliseconds(), FenceRetention.Milliseconds()).Int64Slice()
+		if err != nil {
+			return false, 0, fmt.Errorf("redislock: acquire %q: %w", name, err)
+		}
+		if len(res) != 3 {
+			return false, 0, fmt.Errorf("redislock: acquire %q: unexpected reply %v", name, res)
+		}
+		if res[0] == 1 {
+			l.token = res[1]
+			l.deadline = sent.Add(time.Duration(res[2]) * time.Millisecond)
+			return true, 0, nil
+		}
+		return false, time.Duration(res[2]) * time.Millisecond, nil
+	}
+
+	ok, pttl, err := try()
+	if err != nil {
+		return nil, err
+	}
+	if ok {
+		return l.start(ctx), nil
+	}
+	if wait <= 0 {
+		return nil, ErrNotObtained
+	}
+
+	// Join the channel's waiters before trying again: a release that lands between our
+	// failed try and the subscription is then caught by the subscription's confirmation,
+	// which also wakes the first waiter.
+	w := join(rdb, channel)
+	defer w.leave()
+	deadline := start.Add(wait)
+	for attempt := 0; ; attempt++ {
+		ok, pttl, err = try()
+		if err != nil {
+			if ctx.Err() != nil { // the context ended during the attempt
+				return nil, fmt.Errorf("%w: %w", ErrNotObtained, ctx.Err())
+			}
+			return nil, err
+		}
+		if ok {
+			return l.start(ctx), nil
+		}
+		left := time.Until(deadline)
+		if left <= 0 {
+			return nil, ErrNotObtained
+		}
+		sleep := retry(attempt)
+		if sleep <= 0 || sleep > left {
+			sleep = left
+		}
+		// The holder's lease ends without a release message when it crashed: look then.
+		if pttl > 0 && pttl+time.Millisecond < sleep {
+			sleep = pttl + time.Millisecond
+		}
+		t := time.NewTimer(sleep)
+		select {
+		case <-w.wake:
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return nil, fmt.Errorf("%w: %w", ErrNotObtained, ctx.Err())
+		}
+		t.Stop()
+	}
+}
+
+// start launches the goroutine that renews the lease (watchdog) and that closes Lost when the
+// lease runs out unrenewed.
+func (l *Lock) start(ctx context.Context) *Lock {
+	l.lost = make(chan struct{})
+	l.stop = make(chan struct{})
+	go l.keep(ctx)
+	return l
+}
+
+func (l *Lock) keep(ctx context.Context) {
+	watch := l.watchdog
+	nextRenew := time.Now().Add(l.ttl / 3)
+	for {
+		l.mu.Lock()
+		wake := l.deadline
+		l.mu.Unlock()
+		var ctxDone <-chan struct{}
+		if watch {
+			ctxDone = ctx.Done()
+			if nextRenew.Before(wake) {
+				wake = nextRenew
+			}
+		}
+		t := time.NewTimer(time.Until(wake))
+		select {
+		case <-l.stop:
+			t.Stop()
+			return
+		case <-ctxDone:
+			// The holding's context ended: stop renewing; the lease runs out on its own.
+			t.Stop()
+			watch = false
+			continue
+		case <-t.C:
+		}
+		if !l.tick(ctx, watch, &nextRenew) {
+			return
+		}
+	}
+}
+
+// tick does what is due at a wake-up of the keeper; false means the keeper is done.
+func (l *Lock) tick(ctx context.Context, watch bool, nextRenew *time.Time) bool {
+	l.renewing.Lock()
+	defer l.renewing.Unlock()
+	select {
+	case <-l.stop:
+		return false
+	default:
+	}
+	now := time.Now()
+	l.mu.Lock()
+	expired := !now.Before(l.deadline)
+	l.mu.Unlock()
+	if expired {
+		l.markLost()
+		return false
+	}
+	if watch && !now.Before(*nextRenew) {
+		err := l.refresh(ctx, l.ttl)
+		switch {
+		case errors.Is(err, ErrNotHeld):
+			return false
+		case err != nil:
+			// Redis unreachable or slow: retry sooner; the local deadline still closes Lost
+			// in time if renewal keeps failing.
+			*nextRenew = time.Now().Add(max(l.ttl/10, time.Millisecond))
+		default:
+			*nextRenew = time.Now().Add(l.ttl / 3)
+		}
+	}
+	return true
+}
+
+func (l *Lock) markLost() { l.lostOnce.Do(func() { close(l.lost) }) }
+
+// Key returns the name the lock was obtained under (not the Redis key: see Keys).
+func (l *Lock) Key() string { return l.name }
+
+// Owner returns the owner id of this acquisition; pass it to WithOwner or Options.Owner to
+// re-enter the lock from nested code.
+func (l *Lock) Owner() string { return l.owner }
+
+// Token returns the fencing token of this holding: larger than the token of every earlier
+// holding of the same lock name; re-entries share the outer holding's token. Write it with
+// every change the lock protects and let the store refuse older ones (CheckFence).
+func (l *Lock) Token() int64 { return l.token }
+
+// Lost returns a channel closed when this acquisition is known or presumed to have lost the
+// lock: the watchdog (or Refresh, or Release) found it taken or gone, or the lease ran out
+// locally without a successful renewal (including after the watchdog stopped because the
+// context ended). It is not closed by a successful Release. A holder should stop writing
+// when it fires.
+func (l *Lock) Lost() <-chan struct{} { return l.lost }
+
+// Refresh sets the lease of the lock to ttl (the handle's TTL when ttl <= 0), if this
+// acquisition still holds it; otherwise it returns ErrNotHeld and closes Lost. A running
+// watchdog keeps renewing with the handle's TTL afterwards.
+func (l *Lock) Refresh(ctx context.Context, ttl time.Duration) error {
+	l.mu.Lock()
+	released := l.released
+	l.mu.Unlock()
+	if released {
+		return ErrNotHeld
+	}
+	if ttl <= 0 {
+		ttl = l.ttl
+	}
+	return l.refresh(ctx, max(ttl, time.Millisecond))
+}
+
+func (l *Lock) refresh(ctx context.Context, ttl time.Duration) error {
+	sent := time.Now()
+	n, err := lua.Script("lock_refresh").Run(ctx, l.rdb, []string{l.lockKey},
+		l.owner, l.token, l.handle, ttl.Milliseconds()).Int64()
+	if err != nil {
+		return fmt.Errorf("redislock: refresh %q: %w", l.name, err)
+	}
+	if n != 1 {
+		l.markLost()
+		return ErrNotHeld
+	}
+	l.mu.Lock()
+	l.deadline = sent.Add(ttl)
+	l.mu.Unlock()
+	return nil
+}
+
+// Release gives this acquisition back. The lock is deleted, and waiters are woken, when no
+// other acquisition of the same owner remains (re-entry). It returns ErrNotHeld when this
+// acquisition no longer held the lock (and then it touches nothing), or on a second Release.
+// After a network error the lease simply runs out: the watchdog has stopped.
+func (l *Lock) Release(ctx context.Context) error {
+	l.stopOnce.Do(func() { close(l.stop) })
+	l.renewing.Lock()
+	defer l.renewing.Unlock()
+	l.mu.Lock()
+	released := l.released
+	l.mu.Unlock()
+	if released {
+		return ErrNotHeld
+	}
+	n, err := lua.Script("lock_release").Run(ctx, l.rdb, []string{l.lockKey},
+		l.owner, l.token, l.handle, l.channel).Int64()
+	if err != nil {
+		return fmt.Errorf("redislock: release %q: %w", l.name, err)
+	}
+	l.mu.Lock()
+	l.released = true
+	l.mu.Unlock()
+	if n < 0 {
+		l.markLost()
+		return ErrNotHeld
+	}
+	if n == 0 {
+		wakeLocal(l.rdb, l.channel, l.token)
+	}
+	return nil
+}
+
+// String describes the handle for logs.
+func (l *Lock) String() string {
+	return "redislock(" + l.name + " token " + strconv.FormatInt(l.token, 10) + ")"
+}
