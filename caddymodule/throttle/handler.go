@@ -430,7 +430,7 @@ func (h *Handler) writeHeaders(w http.ResponseWriter, d *Decision) {
 		if res.Outcome == Skipped || res.Outcome == FailedOpen || res.Outcome == FailedClosed || res.Rule.Shadow {
 			continue
 		}
-		policies = append(policies, fmt.Sprintf("%q;q=%d;w=%d", res.Rule.Name, res.Rule.Limit, ceilSeconds(res.Rule.Window)))
+		policies = append(policies, policyOf(res.Rule))
 		switch {
 		case res.Outcome != Allowed:
 			if bind == nil || bind.Outcome == Allowed {
@@ -456,6 +456,14 @@ func (h *Handler) writeHeaders(w http.ResponseWriter, d *Decision) {
 	}
 	hdr.Set("RateLimit-Policy", strings.Join(policies, ", "))
 	hdr.Set("RateLimit", fmt.Sprintf("%q;r=%d;t=%d", bind.Rule.Name, remaining, reset))
+}
+
+// policyOf is the zone's RateLimit-Policy item (formatted once, by NewLimiter).
+func policyOf(r *Rule) string {
+	if r.policy == "" {
+		return fmt.Sprintf("%q;q=%d;w=%d", r.Name, r.Limit, ceilSeconds(r.Window))
+	}
+	return r.policy
 }
 
 func ceilSeconds(d time.Duration) int64 {

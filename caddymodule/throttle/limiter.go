@@ -3,6 +3,7 @@ package throttle
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"sort"
 	"strconv"
@@ -24,6 +25,8 @@ type Rule struct {
 	Shadow     bool // count and report, never refuse
 	FailClosed bool // refuse with 503 when Redis cannot answer
 	Ban        BanRule
+
+	policy string // the RateLimit-Policy item
 }
 
 // BanRule escalates repeated violations to a ban. Strikes == 0 disables it.
@@ -117,6 +120,7 @@ func NewLimiter(rdb redis.UniversalClient, rules []Rule, timeout time.Duration) 
 	sorted := append([]Rule(nil), rules...)
 	SortTightestFirst(sorted)
 	for _, r := range sorted {
+		r.policy = fmt.Sprintf("%q;q=%d;w=%d", r.Name, r.Limit, (r.Window+time.Second-1)/time.Second)
 		z := &zoneState{rule: r, blocklist: NewBlocklist(MaxBlocklistEntries)}
 		local := r.LocalLimit
 		if local == 0 {
