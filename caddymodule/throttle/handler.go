@@ -18,6 +18,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
@@ -455,7 +456,7 @@ func (h *Handler) writeHeaders(w http.ResponseWriter, d *Decision) {
 		return
 	}
 	hdr.Set("RateLimit-Policy", strings.Join(policies, ", "))
-	hdr.Set("RateLimit", fmt.Sprintf("%q;r=%d;t=%d", bind.Rule.Name, remaining, reset))
+	hdr.Set("RateLimit", `"`+bind.Rule.Name+`";r=`+strconv.Itoa(remaining)+";t="+strconv.FormatInt(reset, 10))
 }
 
 // policyOf is the zone's RateLimit-Policy item (formatted once, by NewLimiter).
@@ -482,12 +483,26 @@ func (h *Handler) refuse(w http.ResponseWriter, status int, retry time.Duration,
 	if h.HandleErrors {
 		return caddyhttp.Error(status, refusalError{code: code, msg: msg})
 	}
-	body, _ := json.Marshal(contract.Refusal{Code: code, Message: msg})
+	body := refusalBody(code, msg)
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-store")
 	w.WriteHeader(status)
 	_, err := w.Write(body)
 	return err
+}
+
+// The few refusal bodies, marshalled once: a flood is answered with them thousands of times
+// a second.
+var refusalBodies sync.Map // code + "\x00" + msg -> []byte
+
+func refusalBody(code, msg string) []byte {
+	k := code + "\x00" + msg
+	if b, ok := refusalBodies.Load(k); ok {
+		return b.([]byte)
+	}
+	b, _ := json.Marshal(contract.Refusal{Code: code, Message: msg})
+	refusalBodies.Store(k, b)
+	return b
 }
 
 type refusalError struct{ code, msg string }
