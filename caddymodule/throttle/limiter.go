@@ -348,25 +348,32 @@ var script = lua.Script("throttle")
 // is enforced here rather than by the shared client's socket timeouts, which belong to the
 // app and are tuned for every handler at once.
 func (l *Limiter) eval(ctx context.Context, zones []int, keys []string) ([]reply, error) {
-	ctx, cancel := context.WithTimeout(ctx, l.timeout)
-	defer cancel()
 	type result struct {
 		r   []reply
 		err error
 	}
 	done := make(chan result, 1)
+	// The Redis call itself runs without our deadline: cancelling a command mid-flight makes
+	// go-redis discard its connection, and under load that turns slow answers into
+	// reconnect storms. The call finishes on the client's own socket timeouts; the request
+	// stops waiting for it after l.timeout.
+	rctx := context.WithoutCancel(ctx)
 	go func() {
-		r, err := l.pipeline(ctx, zones, keys, false)
+		r, err := l.pipeline(rctx, zones, keys, false)
 		if err != nil && isNoScript(err) {
-			r, err = l.pipeline(ctx, zones, keys, true)
+			r, err = l.pipeline(rctx, zones, keys, true)
 		}
 		done <- result{r, err}
 	}()
+	timer := time.NewTimer(l.timeout)
+	defer timer.Stop()
 	select {
 	case res := <-done:
 		return res.r, res.err
-	case <-ctx.Done():
+	case <-timer.C:
 		return nil, ErrTimeout
+	case <-ctx.Done():
+		return nil, ctx.Err()
 	}
 }
 
