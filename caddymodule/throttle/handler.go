@@ -8,6 +8,7 @@
 package throttle
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -218,9 +219,12 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 		byName[z.Name] = z
 	}
 	h.zones = h.zones[:0]
+	var names []string
 	for _, r := range h.limiter.Rules() {
 		h.zones = append(h.zones, byName[r.Name])
+		names = append(names, r.Name)
 	}
+	app.AddStatus("throttle:"+strings.Join(names, ","), func(context.Context) any { return h.limiter.Status() })
 	return nil
 }
 

@@ -291,3 +291,56 @@ func TestRedisDownFailOpenAdmitsAndCountsFailClosedAnswers503(t *testing.T) {
 		t.Fatal("no Redis latency recorded")
 	}
 }
+
+// provisionSecond provisions a handler on the running Caddy's context (shared seckill app).
+func provisionSecond(t *testing.T, raw string) *Handler {
+	t.Helper()
+	h := new(Handler)
+	if err := json.Unmarshal([]byte(raw), h); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.Provision(caddy.ActiveContext()); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	return h
+}
+
+func serve(t *testing.T, h *Handler, remote string) int {
+	t.Helper()
+	req := httptest.NewRequest(http.MethodPost, "/seckill/s/buy", nil)
+	req.RemoteAddr = remote
+	rec := httptest.NewRecorder()
+	req = caddyhttp.PrepareRequest(req, caddy.NewReplacer(), rec, nil)
+	next := caddyhttp.HandlerFunc(func(w http.ResponseWriter, r *http.Request) error { return nil })
+	if err := h.ServeHTTP(rec, req, next); err != nil {
+		t.Fatal(err)
+	}
+	return rec.Code
+}
+
+func TestIPv6ClientsOfOneSubnetShareAKey(t *testing.T) {
+	startCaddy(t, testenv.RedisAddr(), server{})
+	h := provisionSecond(t, throttleJSON("", fmt.Sprintf(`{"name":%q,"key":"{http.vars.client_ip}","limit":1,"window":60000000000,"ipv4_prefix":24}`, testenv.ID("ip"))))
+	// The zone is fresh (unique name), so fixed addresses do not collide with other runs.
+	for _, c := range []struct {
+		remote string
+		want   int
+	}{
+		{"[2001:db8:1:2::1]:4000", 200},
+		{"[2001:db8:1:2:ffff:ffff:ffff:ffff]:4000", 429}, // same /64: same key
+		{"[2001:db8:1:3::1]:4000", 200},                  // next /64: its own key
+		{"10.1.2.1:4000", 200},
+		{"10.1.2.200:4000", 429}, // same /24
+		{"10.1.3.1:4000", 200},
+	} {
+		if code := serve(t, h, c.remote); code != c.want {
+			t.Fatalf("%s: got %d, want %d", c.remote, code, c.want)
+		}
+	}
+	if st := h.Limiter().Status(); len(st) != 1 || st[0].Blocklisted != 2 {
+		t.Fatalf("status = %+v, want one zone with 2 blocklisted keys", st)
+	}
+}

@@ -158,6 +158,26 @@ func (l *Limiter) Rules() []*Rule {
 	return out
 }
 
+// ZoneStatus is one zone's section of the admin status page.
+type ZoneStatus struct {
+	Zone        string `json:"zone"`
+	Limit       int    `json:"limit"`
+	Window      string `json:"window"`
+	Shadow      bool   `json:"shadow,omitempty"`
+	FailClosed  bool   `json:"fail_closed,omitempty"`
+	Blocklisted int    `json:"blocklisted_keys"`
+}
+
+// Status reports the zones in decision order with the size of their blocklists.
+func (l *Limiter) Status() []ZoneStatus {
+	out := make([]ZoneStatus, len(l.zones))
+	for i, z := range l.zones {
+		out[i] = ZoneStatus{Zone: z.rule.Name, Limit: z.rule.Limit, Window: z.rule.Window.String(),
+			Shadow: z.rule.Shadow, FailClosed: z.rule.FailClosed, Blocklisted: z.blocklist.Len()}
+	}
+	return out
+}
+
 // ErrTimeout is the error of a decision whose Redis round trip took longer than the timeout.
 var ErrTimeout = errors.New("throttle: redis timeout")
 
