@@ -142,7 +142,7 @@ func TestTwoInstancesAdmitOneCombinedLimitPerKey(t *testing.T) {
 func TestRefusedRequestsDoNotPushTheRetryTimeAway(t *testing.T) {
 	rdb := testenv.Redis(t)
 	zone := testenv.ID("z")
-	rule := Rule{Name: zone, Limit: 2, Window: 400 * time.Millisecond, LocalLimit: -1}
+	rule := Rule{Name: zone, Limit: 2, Window: 2 * time.Second, LocalLimit: -1}
 	key := testenv.ID("k")
 	first := NewLimiter(rdb, []Rule{rule}, time.Second)
 	first.Decide(context.Background(), []string{key})
@@ -157,7 +157,7 @@ func TestRefusedRequestsDoNotPushTheRetryTimeAway(t *testing.T) {
 	if n := rdb.ZCard(context.Background(), contract.ThrottleKey(zone, key)).Val(); n != 2 {
 		t.Fatalf("the window holds %d entries, want 2: refusals must not be recorded", n)
 	}
-	testenv.WaitFor(t, 2*time.Second, "the window to free a slot", func() bool {
+	testenv.WaitFor(t, 5*time.Second, "the window to free a slot", func() bool {
 		return NewLimiter(rdb, []Rule{rule}, time.Second).Decide(context.Background(), []string{key}).Allowed()
 	})
 }
@@ -284,8 +284,9 @@ func TestAFloodFromOneKeyCostsRedisAHandfulOfCalls(t *testing.T) {
 
 func TestABannedKeyIsRefusedOnEveryInstanceUntilTheBanEnds(t *testing.T) {
 	rdb := testenv.Redis(t)
-	rule := Rule{Name: testenv.ID("z"), Limit: 1, Window: 300 * time.Millisecond,
-		Ban: BanRule{Strikes: 2, Within: time.Minute, Duration: 1500 * time.Millisecond}}
+	// Windows long enough that a loaded CI machine does not slide them between two calls.
+	rule := Rule{Name: testenv.ID("z"), Limit: 1, Window: time.Second,
+		Ban: BanRule{Strikes: 2, Within: time.Minute, Duration: 2500 * time.Millisecond}}
 	a := NewLimiter(rdb, []Rule{rule}, time.Second)
 	b := NewLimiter(rdb, []Rule{rule}, time.Second)
 	key := testenv.ID("k")
@@ -293,7 +294,7 @@ func TestABannedKeyIsRefusedOnEveryInstanceUntilTheBanEnds(t *testing.T) {
 
 	// Two over-limit episodes on instance a.
 	for strike := 1; strike <= 2; strike++ {
-		testenv.WaitFor(t, 2*time.Second, "an admission", func() bool { return decide(a).Allowed() })
+		testenv.WaitFor(t, 4*time.Second, "an admission", func() bool { return decide(a).Allowed() })
 		d := decide(a)
 		if d.Allowed() {
 			t.Fatal("second request in the window admitted")
@@ -306,18 +307,18 @@ func TestABannedKeyIsRefusedOnEveryInstanceUntilTheBanEnds(t *testing.T) {
 		}
 	}
 	bannedAt := time.Now()
-	// Well after the window, the ban holds on both instances: a from its blocklist, b from Redis.
-	time.Sleep(400 * time.Millisecond)
+	// After the window, the ban holds on both instances: a from its blocklist, b from Redis.
+	time.Sleep(1100 * time.Millisecond)
 	if d := decide(a); d.Allowed() || !d.Banned || d.Results[0].Outcome != LocalHit {
 		t.Fatalf("instance a must refuse the banned key locally: %+v", d.Results[0])
 	}
 	if d := decide(b); d.Allowed() || !d.Banned || d.Results[0].Outcome != Banned || d.RetryAfter <= 0 {
 		t.Fatalf("instance b must refuse the banned key: %+v", d.Results[0])
 	}
-	testenv.WaitFor(t, 3*time.Second, "the ban to end on a", func() bool { return decide(a).Allowed() })
-	testenv.WaitFor(t, 3*time.Second, "the ban to end on b", func() bool { return decide(b).Allowed() })
-	if since := time.Since(bannedAt); since < 1100*time.Millisecond {
-		t.Fatalf("the ban lasted %v, want about 1.5s", since)
+	testenv.WaitFor(t, 5*time.Second, "the ban to end on a", func() bool { return decide(a).Allowed() })
+	testenv.WaitFor(t, 5*time.Second, "the ban to end on b", func() bool { return decide(b).Allowed() })
+	if since := time.Since(bannedAt); since < 2*time.Second {
+		t.Fatalf("the ban lasted %v, want about 2.5s", since)
 	}
 }
 
