@@ -11,4 +11,6 @@ package seckill
 import (
 	// The app and its admin routes.
 	_ "github.com/seckilledge/seckill/caddymodule"
+	// seckill_gate: the purchase decision and the outbox relay.
+	_ "github.com/seckilledge/seckill/caddymodule/gate"
 )
