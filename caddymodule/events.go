@@ -36,6 +36,7 @@ type SaleEvents struct {
 	cancel    context.CancelFunc
 	done      chan struct{}
 	connected atomic.Bool
+	ps        atomic.Pointer[redis.PubSub] // closed by Destruct to end a blocking read
 }
 
 type saleFlag struct {
@@ -166,6 +167,11 @@ func (e *SaleEvents) run(ctx context.Context) {
 	backoff := 100 * time.Millisecond
 	for ctx.Err() == nil {
 		ps := e.client.Subscribe(ctx, contract.EventsChannel)
+		e.ps.Store(ps)
+		if ctx.Err() != nil { // Destruct ran before the store
+			_ = ps.Close()
+			return
+		}
 		e.receive(ctx, ps)
 		_ = ps.Close()
 		e.connected.Store(false)
@@ -214,6 +220,9 @@ func (e *SaleEvents) receive(ctx context.Context, ps *redis.PubSub) {
 // Destruct stops the subscriber when the last config using it is unloaded.
 func (e *SaleEvents) Destruct() error {
 	e.cancel()
+	if ps := e.ps.Load(); ps != nil {
+		_ = ps.Close()
+	}
 	<-e.done
 	return nil
 }
