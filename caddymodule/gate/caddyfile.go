@@ -41,6 +41,7 @@ func parseCaddyfile(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error)
 //			claim_min_idle    <duration>
 //			confirm_timeout   <duration>
 //			retention         <duration>
+//			served_only
 //		}
 //	}
 func (g *Gate) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
@@ -112,6 +113,11 @@ func (c *RelayConfig) unmarshal(d *caddyfile.Dispenser) error {
 			err = caddymodule.OneDuration(d, &c.ClaimMinIdle)
 		case "confirm_timeout":
 			err = caddymodule.OneDuration(d, &c.ConfirmTimeout)
+		case "served_only":
+			if d.NextArg() {
+				return d.ArgErr()
+			}
+			c.ServedOnly = true
 		case "retention":
 			err = caddymodule.OneDuration(d, &c.Retention)
 		default:

@@ -109,14 +109,15 @@ func (c gatewayConfig) JSON() []byte {
 	if c.Timeout != "" {
 		gate["timeout"] = c.Timeout
 	}
-	relay := map[string]any{"poll_interval": "20ms", "discover_interval": "300ms"}
+	// served_only: the shared Redis holds everyone's sales; a test relay must not drain them.
+	relay := map[string]any{"poll_interval": "20ms", "discover_interval": "300ms", "served_only": true}
 	if c.ClaimMinIdle != "" {
 		relay["claim_min_idle"] = c.ClaimMinIdle
 	}
 	gate["relay"] = relay
 	cfg := map[string]any{
 		"admin":   map[string]any{"listen": fmt.Sprintf("127.0.0.1:%d", c.AdminPort)},
-		"logging": map[string]any{"logs": map[string]any{"default": map[string]any{"level": "ERROR"}}},
+		"logging": map[string]any{"logs": map[string]any{"default": map[string]any{"level": logLevel()}}},
 		"apps": map[string]any{
 			"seckill": map[string]any{
 				"redis":      map[string]any{"addrs": []string{c.RedisAddr}, "read_timeout": "5s", "dial_timeout": "500ms"},
@@ -137,6 +138,14 @@ func (c gatewayConfig) JSON() []byte {
 	}
 	b, _ := json.Marshal(cfg)
 	return b
+}
+
+// logLevel of the test gateways: ERROR, or SECKILL_TEST_LOG (e.g. DEBUG) to investigate.
+func logLevel() string {
+	if l := os.Getenv("SECKILL_TEST_LOG"); l != "" {
+		return l
+	}
+	return "ERROR"
 }
 
 func newGatewayConfig(t testing.TB, amqpURL string) gatewayConfig {

@@ -48,6 +48,11 @@ type RelayConfig struct {
 
 	// Expiry of a drained outbox whose sale has no expiry in Redis. Default 24h.
 	Retention caddy.Duration `json:"retention,omitempty"`
+
+	// Relay only the sales this instance accepted orders for, not every sale listed in
+	// seckill:sales. Entries another (dead) instance left pending in those sales are still
+	// claimed. For several independent deployments (or test runs) sharing one Redis.
+	ServedOnly bool `json:"served_only,omitempty"`
 }
 
 func (c *RelayConfig) setDefaults() {
@@ -167,20 +172,58 @@ func (r *Relay) Run(ctx context.Context) {
 			sleep(ctx, time.Duration(r.cfg.PollInterval))
 			continue
 		}
-		ch, returns, err := openChannel(conn, r.cfg.BatchSize)
+		ch, returns, err := openChannelWithin(conn, r.cfg.BatchSize, time.Duration(r.cfg.ConfirmTimeout))
 		if err != nil {
 			r.logger.Warn("relay: cannot open a confirm channel", zap.Error(err))
 			sleep(ctx, 500*time.Millisecond)
 			continue
 		}
+		r.logger.Debug("relay: publishing on a new channel")
 		r.serve(ctx, ch, returns)
-		_ = ch.Close()
+		r.logger.Debug("relay: channel replaced")
+		closeAsync(ch)
 		// After a broken channel, resend what this consumer left pending.
 		for sale := range r.active {
 			r.retryOwn[sale] = true
 		}
 		sleep(ctx, 200*time.Millisecond) // do not spin on a broker that refuses every channel
 	}
+}
+
+// openChannelWithin opens a confirm channel, giving up after d: amqp091's calls wait for the
+// broker's answer without a deadline, and a connection in the middle of its automatic
+// recovery may never give one.
+func openChannelWithin(conn *amqp.Connection, batch int, d time.Duration) (*amqp.Channel, chan amqp.Return, error) {
+	type opened struct {
+		ch      *amqp.Channel
+		returns chan amqp.Return
+		err     error
+	}
+	res := make(chan opened, 1)
+	abandoned := make(chan struct{})
+	go func() {
+		ch, returns, err := openChannel(conn, batch)
+		select {
+		case res <- opened{ch, returns, err}:
+		case <-abandoned:
+			if ch != nil {
+				closeAsync(ch)
+			}
+		}
+	}()
+	select {
+	case o := <-res:
+		return o.ch, o.returns, o.err
+	case <-time.After(d):
+		close(abandoned)
+		return nil, nil, errors.New("opening a channel timed out")
+	}
+}
+
+// closeAsync closes a channel without waiting: Close waits for the broker's close-ok, which a
+// broken connection never sends.
+func closeAsync(ch *amqp.Channel) {
+	go func() { _ = ch.Close() }()
 }
 
 func openChannel(conn *amqp.Connection, batch int) (*amqp.Channel, chan amqp.Return, error) {
@@ -250,7 +293,11 @@ func (r *Relay) scan(ctx context.Context) {
 		r.served.Delete(k)
 		return true
 	})
-	members, err := r.rdb.SMembers(ctx, contract.SalesIndexKey).Result()
+	var members []string
+	var err error
+	if !r.cfg.ServedOnly {
+		members, err = r.rdb.SMembers(ctx, contract.SalesIndexKey).Result()
+	}
 	if err != nil {
 		if ctx.Err() == nil {
 			r.logger.Debug("relay: sales index", zap.Error(err))
@@ -459,6 +506,8 @@ drainReturns:
 		done = append(done, f.id)
 	}
 	failed := len(msgs) - len(done)
+	r.logger.Debug("relay: round", zap.String("sale", sale), zap.Int("entries", len(msgs)), zap.Int("sent", len(sent)),
+		zap.Int("confirmed", len(acked)), zap.Int("returned", len(returned)), zap.Bool("broken", broken))
 	if failed > 0 {
 		relayNacked.WithLabelValues(sale).Add(float64(failed))
 		r.retryOwn[sale] = true
