@@ -235,7 +235,17 @@ func startGatewayProcess(t testing.TB, c gatewayConfig) *gatewayProcess {
 		t.Fatal(err)
 	}
 	p := &gatewayProcess{cmd: cmd, Base: fmt.Sprintf("http://127.0.0.1:%d", c.Port), log: logPath}
-	t.Cleanup(func() { p.Kill(); logf.Close() })
+	t.Cleanup(func() {
+		p.Kill()
+		logf.Close()
+		if t.Failed() {
+			b, _ := os.ReadFile(logPath)
+			if len(b) > 8000 {
+				b = b[len(b)-8000:]
+			}
+			t.Logf("gateway on port %d, last log lines:\n%s", c.Port, b)
+		}
+	})
 	deadline := time.Now().Add(20 * time.Second)
 	for {
 		resp, err := http.Get(p.Base + "/healthz")
@@ -277,6 +287,11 @@ var client = &http.Client{
 
 // buy sends one purchase.
 func buy(t testing.TB, base, sale, user, token string) answer {
+	t.Helper()
+	return buyWith(t, client, base, sale, user, token)
+}
+
+func buyWith(t testing.TB, client *http.Client, base, sale, user, token string) answer {
 	t.Helper()
 	req, _ := http.NewRequest(http.MethodPost, base+"/seckill/"+sale+"/buy", nil)
 	if user != "" {
