@@ -193,7 +193,7 @@ func relayFor(app *caddymodule.App, cfg *RelayConfig, logger *zap.Logger) *Relay
 		relaysMu.Unlock()
 		return r.Stop()
 	})
-	app.AddStatus("relay", func(ctx context.Context) any { return map[string]any{"backlog": r.Backlog(ctx)} })
+	app.AddStatus("relay", func(context.Context) any { return map[string]any{"backlog": r.Backlog()} })
 	return r
 }
 

@@ -42,6 +42,10 @@ func TestGateNeverOversellsUnderConcurrentBuyers(t *testing.T) {
 	testenv.WaitFor(t, 10*time.Second, "the outbox to drain", func() bool {
 		return rdb.XLen(context.Background(), contract.OutboxKey(sale)).Val() == 0
 	})
+	// Drained, the outbox expires with the sale again.
+	if got, want := rdb.PExpireTime(context.Background(), contract.OutboxKey(sale)).Val(), rdb.PExpireTime(context.Background(), contract.MetaKey(sale)).Val(); got != want || got <= 0 {
+		t.Errorf("drained outbox expires at %v, want the sale's expiry %v", got, want)
+	}
 }
 
 func TestGateSellsOneUnitPerUserUnderConcurrentRepeats(t *testing.T) {

@@ -107,9 +107,10 @@ type Relay struct {
 	lastClaim map[string]time.Time // last XAUTOCLAIM per sale
 	backlog   map[string]bool      // sales with a non-zero backlog gauge
 
-	mu     sync.Mutex
-	cancel context.CancelFunc
-	done   chan struct{}
+	mu       sync.Mutex
+	lastScan map[string]int64 // sale -> outbox length at the last scan, for the status page
+	cancel   context.CancelFunc
+	done     chan struct{}
 }
 
 // NewRelay makes a relay reading outboxes from rdb and publishing on connections from
@@ -328,9 +329,11 @@ func (r *Relay) scan(ctx context.Context) {
 		return // keep the previous active set
 	}
 	active := map[string]bool{}
+	counts := map[string]int64{}
 	for i, s := range names {
 		n := cmds[i].Val()
 		if n > 0 {
+			counts[s] = n
 			active[s] = true
 			relayBacklog.WithLabelValues(s).Set(float64(n))
 			r.backlog[s] = true
@@ -350,17 +353,19 @@ func (r *Relay) scan(ctx context.Context) {
 		}
 	}
 	r.active = active
+	r.mu.Lock()
+	r.lastScan = counts
+	r.mu.Unlock()
 }
 
 // Backlog is the relay's view of the outboxes with entries (sale -> entries) as of its last
 // scan, for the status page.
-func (r *Relay) Backlog(ctx context.Context) map[string]int64 {
-	out := map[string]int64{}
-	sales, _ := r.rdb.SMembers(ctx, contract.SalesIndexKey).Result()
-	for _, s := range sales {
-		if n, err := r.rdb.XLen(ctx, contract.OutboxKey(s)).Result(); err == nil && n > 0 {
-			out[s] = n
-		}
+func (r *Relay) Backlog() map[string]int64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := make(map[string]int64, len(r.lastScan))
+	for s, n := range r.lastScan {
+		out[s] = n
 	}
 	return out
 }
