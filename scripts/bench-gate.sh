@@ -13,7 +13,9 @@
 # from Redis, then from the gateway's memory).
 #
 # ROUNDS rounds (default 3), DURATION per wrk run (default 8s), CONNS connections (500),
-# THREADS wrk threads (2). Prints a markdown table of medians and the ratios to `respond`.
+# THREADS wrk threads (2). RELAY=off runs the gates without a relay (the winners stay in the
+# outbox, deleted at the end): the gate's own cost, without RabbitMQ competing for the CPU.
+# Prints a markdown table of medians and the ratios to `respond`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -26,6 +28,9 @@ AMQP_URL=${SECKILL_AMQP_URL:-amqp://guest:guest@127.0.0.1:16672/}
 MGMT=${SECKILL_AMQP_MGMT_URL:-http://guest:guest@127.0.0.1:16673}
 
 command -v wrk >/dev/null || { echo "bench-gate: wrk is not installed (apt-get install -y wrk)" >&2; exit 1; }
+RELAY=${RELAY:-on}
+relay_opt=served_only
+[ "$RELAY" = off ] && relay_opt=disabled
 RHOST=${REDIS_ADDR%:*}
 RPORT=${REDIS_ADDR##*:}
 rcli() { redis-cli -h "$RHOST" -p "$RPORT" "$@"; }
@@ -89,7 +94,7 @@ http://127.0.0.1:$P_PIPE {
 		user {http.request.header.X-User-ID}
 		redis pipelined
 		relay {
-			served_only
+			$relay_opt
 		}
 	}
 }
@@ -98,7 +103,7 @@ http://127.0.0.1:$P_POOL {
 		user {http.request.header.X-User-ID}
 		redis pooled
 		relay {
-			served_only
+			$relay_opt
 		}
 	}
 }
@@ -140,8 +145,11 @@ run() {
 import re, sys
 out = """$out"""
 def ms(v):
-    n, u = re.match(r"([\d.]+)(us|ms|s)", v).groups()
-    return float(n) * {"us": 0.001, "ms": 1, "s": 1000}[u]
+    m = re.match(r"([\d.]+)(us|ms|s|m)", v)
+    if not m:
+        return float("nan")
+    n, u = m.groups()
+    return float(n) * {"us": 0.001, "ms": 1, "s": 1000, "m": 60000}[u]
 rps = float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1))
 p50 = ms(re.search(r"50%\s+(\S+)", out).group(1))
 p99 = ms(re.search(r"99%\s+(\S+)", out).group(1))

@@ -215,7 +215,7 @@ func (g *Gate) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.Han
 	if known {
 		label = sale
 	}
-	decisions.WithLabelValues(label, string(v.Outcome)).Inc()
+	countDecision(label, v.Outcome)
 	repl.Set("http.seckill.outcome", string(v.Outcome))
 	repl.Set("http.seckill.order_id", v.OrderID)
 	if g.eventsApp != nil && g.eventsApp.ShouldEmit(EventName) {

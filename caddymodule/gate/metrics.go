@@ -1,6 +1,8 @@
 package gate
 
 import (
+	"sync"
+
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -35,6 +37,21 @@ var (
 		Help: "Publishes not confirmed (nack, return, timeout or lost channel); each stays in the outbox and is sent again.",
 	}, []string{"sale"})
 )
+
+// decisionCounters caches the child counter of each (sale, outcome): WithLabelValues hashes
+// the labels on every call, and after sell-out that is a noticeable part of a request.
+var decisionCounters sync.Map // decisionKey -> prometheus.Counter
+
+type decisionKey struct{ sale, outcome string }
+
+func countDecision(sale string, o Outcome) {
+	k := decisionKey{sale, string(o)}
+	c, ok := decisionCounters.Load(k)
+	if !ok {
+		c, _ = decisionCounters.LoadOrStore(k, decisions.WithLabelValues(sale, string(o)))
+	}
+	c.(prometheus.Counter).Inc()
+}
 
 func collectors() []prometheus.Collector {
 	return []prometheus.Collector{decisions, scriptSeconds, relayBacklog, relayPublishSeconds, relayPublished, relayNacked}
