@@ -72,7 +72,6 @@ type Gate struct {
 
 	app        *caddymodule.App
 	scripter   redis.Scripter
-	pipelined  bool
 	events     *caddymodule.SaleEvents
 	keyring    *tokens.Keyring
 	relay      *Relay
@@ -139,7 +138,7 @@ func (g *Gate) Provision(ctx caddy.Context) error {
 		if err != nil {
 			g.logger.Warn("automatic pipelining unavailable; using pooled calls", zap.Error(err))
 		} else {
-			g.scripter, g.pipelined = ap, true
+			g.scripter = ap
 		}
 	}
 	g.events = g.app.SaleEvents()
@@ -294,18 +293,14 @@ func (g *Gate) Decide(ctx context.Context, sale, user, token string) (v Verdict,
 	return v, v.Outcome != UnknownSale
 }
 
-// run executes the script within the configured timeout. The pipelined client runs commands
-// on its own context (it does not honour a per-command deadline), so the wait is bounded here
-// instead. A timed-out script may still execute: the buyer then got 503 but has an order, which
+// run executes the script within the configured timeout. Neither client honours a context
+// deadline here (the pipelined client runs commands on its own context; the pooled one only
+// with go-redis's ContextTimeoutEnabled, which the shared client does not set), so the wait is
+// bounded here instead. A timed-out script may still execute: the buyer then got 503 but has an order, which
 // the order-status API and a retry (already_bought, same order id) reveal. Nobody told 202 is
 // ever lost.
 func (g *Gate) run(ctx context.Context, p Purchase) (Verdict, error) {
 	timeout := time.Duration(g.Timeout)
-	if !g.pipelined {
-		ctx, cancel := context.WithTimeout(ctx, timeout)
-		defer cancel()
-		return Decide(ctx, g.scripter, p)
-	}
 	type result struct {
 		v   Verdict
 		err error

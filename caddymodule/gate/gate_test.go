@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/seckilledge/seckill/caddymodule/tokens"
 	"github.com/seckilledge/seckill/contract"
 	"github.com/seckilledge/seckill/internal/testenv"
@@ -198,4 +199,31 @@ func TestGateAnswersSoldOutFromMemoryUntilRestock(t *testing.T) {
 	testenv.WaitFor(t, 5*time.Second, "the restock to clear the sold-out flag", func() bool {
 		return buy(t, base, sale, "u4", "").Status == 202
 	})
+}
+
+func TestGateFailsClosedWhenRedisIsSlow(t *testing.T) {
+	srv := testenv.StartRedis(t) // private: CLIENT PAUSE would stall everyone on the shared one
+	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr()})
+	t.Cleanup(func() { _ = rdb.Close() })
+	sale := newSale(t, rdb, 10, -time.Minute, time.Hour)
+	cfg := newGatewayConfig(t, testenv.RabbitVhost(t))
+	cfg.RedisAddr = srv.Addr()
+	cfg.Timeout = "300ms"
+	for _, mode := range []string{RedisPipelined, RedisPooled} {
+		cfg.RedisMode = mode
+		t.Run(mode, func(t *testing.T) {
+			base := startCaddy(t, cfg)
+			if a := buy(t, base, sale, "warm-"+mode, ""); a.Status != http.StatusAccepted {
+				t.Fatalf("before the pause: %+v", a)
+			}
+			if err := rdb.Do(context.Background(), "CLIENT", "PAUSE", "2000", "ALL").Err(); err != nil {
+				t.Fatal(err)
+			}
+			a := buy(t, base, sale, "slow-"+mode, "")
+			if a.Status != http.StatusServiceUnavailable || a.Code != contract.CodeUnavailable || a.Retry == "" {
+				t.Errorf("Redis paused: %+v; want 503 unavailable with Retry-After", a)
+			}
+			_ = rdb.Do(context.Background(), "CLIENT", "UNPAUSE").Err()
+		})
+	}
 }
