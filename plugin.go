@@ -15,4 +15,6 @@ import (
 	_ "github.com/seckilledge/seckill/caddymodule/throttle"
 	// seckill_token: one-time purchase tokens.
 	_ "github.com/seckilledge/seckill/caddymodule/token"
+	// seckill_gate: the purchase decision and the outbox relay.
+	_ "github.com/seckilledge/seckill/caddymodule/gate"
 )
