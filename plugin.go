@@ -11,6 +11,10 @@ package seckill
 import (
 	// The app and its admin routes.
 	_ "github.com/seckilledge/seckill/caddymodule"
+	// seckill_throttle: sliding-window rate limits.
+	_ "github.com/seckilledge/seckill/caddymodule/throttle"
 	// seckill_token: one-time purchase tokens.
 	_ "github.com/seckilledge/seckill/caddymodule/token"
+	// seckill_gate: the purchase decision and the outbox relay.
+	_ "github.com/seckilledge/seckill/caddymodule/gate"
 )

@@ -138,7 +138,16 @@ func (b *Broker) WaitConnection(ctx context.Context) (*amqp.Connection, error) {
 func (b *Broker) Destruct() error {
 	b.stopped.Do(func() { close(b.stop) })
 	if c := b.conn.Load(); c != nil {
-		return c.Close()
+		// Close waits for the broker's close-ok, which a connection in the middle of
+		// amqp091's automatic recovery may never get: do not let it hang a config unload.
+		done := make(chan error, 1)
+		go func() { done <- c.Close() }()
+		select {
+		case err := <-done:
+			return err
+		case <-time.After(5 * time.Second):
+			return errors.New("seckill: closing the rabbitmq connection timed out")
+		}
 	}
 	return nil
 }

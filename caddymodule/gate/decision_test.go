@@ -1,0 +1,176 @@
+package gate
+
+import (
+	"context"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/seckilledge/seckill/caddymodule/tokens"
+	"github.com/seckilledge/seckill/contract"
+	"github.com/seckilledge/seckill/internal/testenv"
+)
+
+func newOrderID(t testing.TB) string {
+	id, err := uuid.NewV7()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return id.String()
+}
+
+func TestGateScriptAnswersUnknownSaleWithoutError(t *testing.T) {
+	rdb := testenv.Redis(t)
+	v, err := Decide(context.Background(), rdb, Purchase{Sale: testenv.ID("nosale"), User: "u1", OrderID: newOrderID(t)})
+	if err != nil || v.Outcome != UnknownSale {
+		t.Fatalf("Decide on a missing sale = %+v, %v; want unknown_sale and no error", v, err)
+	}
+}
+
+func TestGateDecidesTheSaleWindowByRedisTime(t *testing.T) {
+	rdb := testenv.Redis(t)
+	ctx := context.Background()
+	future := newSale(t, rdb, 10, time.Hour, 2*time.Hour)
+	past := newSale(t, rdb, 10, -2*time.Hour, -time.Hour)
+	for _, c := range []struct {
+		sale string
+		want Outcome
+	}{{future, NotStarted}, {past, Ended}} {
+		v, err := Decide(ctx, rdb, Purchase{Sale: c.sale, User: "u1", OrderID: newOrderID(t)})
+		if err != nil || v.Outcome != c.want {
+			t.Errorf("sale %s: %+v, %v; want %s", c.sale, v, err, c.want)
+		}
+		if got := stockOf(t, rdb, c.sale); got != 10 {
+			t.Errorf("a refusal changed the stock to %d", got)
+		}
+		if n := rdb.Exists(ctx, contract.BuyersKey(c.sale), contract.OutboxKey(c.sale)).Val(); n != 0 {
+			t.Errorf("a refusal wrote %d keys", n)
+		}
+	}
+}
+
+func TestGateAcceptWritesStockBuyerOutboxAndExpiries(t *testing.T) {
+	rdb := testenv.Redis(t)
+	ctx := context.Background()
+	sale := newSale(t, rdb, 2, -time.Minute, time.Hour)
+	order := newOrderID(t)
+	v, err := Decide(ctx, rdb, Purchase{Sale: sale, User: "alice", OrderID: order})
+	if err != nil || v.Outcome != Accepted || v.OrderID != order || v.StockLeft != 1 {
+		t.Fatalf("first purchase = %+v, %v", v, err)
+	}
+	if got := rdb.HGet(ctx, contract.BuyersKey(sale), "alice").Val(); got != order {
+		t.Errorf("buyers[alice] = %q, want %q", got, order)
+	}
+	entries := rdb.XRange(ctx, contract.OutboxKey(sale), "-", "+").Val()
+	if len(entries) != 1 || entries[0].Values["o"] != order || entries[0].Values["u"] != "alice" {
+		t.Fatalf("outbox = %+v", entries)
+	}
+	metaExp := rdb.PExpireTime(ctx, contract.MetaKey(sale)).Val()
+	if got := rdb.PExpireTime(ctx, contract.BuyersKey(sale)).Val(); got != metaExp || got <= 0 {
+		t.Errorf("buyers expire at %v, meta at %v: they must expire together", got, metaExp)
+	}
+	if got := rdb.PTTL(ctx, contract.OutboxKey(sale)).Val(); got != -1 {
+		t.Errorf("an outbox with entries has TTL %v; it must not expire before it is drained", got)
+	}
+	groups := rdb.XInfoGroups(ctx, contract.OutboxKey(sale)).Val()
+	if len(groups) != 1 || groups[0].Name != RelayGroup {
+		t.Errorf("outbox groups = %+v, want the relay group created with the stream", groups)
+	}
+
+	// The same purchase retried (a lost reply, go-redis retrying): accepted again, nothing written twice.
+	v, err = Decide(ctx, rdb, Purchase{Sale: sale, User: "alice", OrderID: order})
+	if err != nil || v.Outcome != Accepted || v.OrderID != order {
+		t.Fatalf("retried purchase = %+v, %v; want accepted with the same order", v, err)
+	}
+	if got := stockOf(t, rdb, sale); got != 1 {
+		t.Errorf("stock after a retried purchase = %d, want 1", got)
+	}
+	if n := rdb.XLen(ctx, contract.OutboxKey(sale)).Val(); n != 1 {
+		t.Errorf("outbox length after a retried purchase = %d, want 1", n)
+	}
+
+	// Another order of the same user: already bought, with the first order id.
+	v, _ = Decide(ctx, rdb, Purchase{Sale: sale, User: "alice", OrderID: newOrderID(t)})
+	if v.Outcome != AlreadyBought || v.OrderID != order {
+		t.Errorf("second purchase = %+v; want already_bought with %s", v, order)
+	}
+
+	// The last unit, then sold out.
+	if v, _ = Decide(ctx, rdb, Purchase{Sale: sale, User: "bob", OrderID: newOrderID(t)}); v.Outcome != Accepted || v.StockLeft != 0 {
+		t.Fatalf("last unit = %+v", v)
+	}
+	if v, _ = Decide(ctx, rdb, Purchase{Sale: sale, User: "carol", OrderID: newOrderID(t)}); v.Outcome != SoldOut {
+		t.Fatalf("after the last unit = %+v, want sold_out", v)
+	}
+	if got := stockOf(t, rdb, sale); got != 0 {
+		t.Errorf("stock = %d, want 0", got)
+	}
+}
+
+func TestGateScriptConsumesATokenOnlyWithAPurchase(t *testing.T) {
+	rdb := testenv.Redis(t)
+	ctx := context.Background()
+	kr := testKeyring(t, "k1")
+	sale := newSale(t, rdb, 1, -time.Minute, time.Hour)
+	issue := func(user string) string {
+		_, c, err := kr.Issue(sale, user, time.Now().Add(time.Minute))
+		if err != nil {
+			t.Fatal(err)
+		}
+		v := tokens.StoreValue(c)
+		rdb.HSet(ctx, contract.TokensKey(sale), user, v)
+		return v
+	}
+	// Not issued (or another nonce): token_used, nothing written.
+	issue("u1")
+	if v, _ := Decide(ctx, rdb, Purchase{Sale: sale, User: "u1", OrderID: newOrderID(t), TokenValue: "bogus:1"}); v.Outcome != TokenUsed {
+		t.Fatalf("unknown nonce = %+v, want token_used", v)
+	}
+	tv := issue("u1")
+	if v, _ := Decide(ctx, rdb, Purchase{Sale: sale, User: "u1", OrderID: newOrderID(t), TokenValue: tv}); v.Outcome != Accepted {
+		t.Fatalf("valid token = %+v, want accepted", v)
+	}
+	if rdb.HExists(ctx, contract.TokensKey(sale), "u1").Val() {
+		t.Error("the token was not consumed by the purchase")
+	}
+	// Refused for sold out: u2's token stays usable.
+	tv2 := issue("u2")
+	if v, _ := Decide(ctx, rdb, Purchase{Sale: sale, User: "u2", OrderID: newOrderID(t), TokenValue: tv2}); v.Outcome != SoldOut {
+		t.Fatalf("u2 = %+v, want sold_out", v)
+	}
+	if got := rdb.HGet(ctx, contract.TokensKey(sale), "u2").Val(); got != tv2 {
+		t.Errorf("a refused purchase consumed the token (now %q)", got)
+	}
+}
+
+func TestCheckRequestRefusesBadIdentitiesBeforeRedis(t *testing.T) {
+	cases := []struct {
+		sale, user string
+		want       Outcome
+	}{
+		{"s1", "", Unauthenticated},
+		{"s1", "u 1", BadRequest},
+		{"", "u1", BadRequest},
+		{"s/1", "u1", BadRequest},
+		{"s1", string(make([]byte, 65)), BadRequest},
+		{"s1", "u_1-A", ""},
+	}
+	for _, c := range cases {
+		if got := CheckRequest(c.sale, c.user); got != c.want {
+			t.Errorf("CheckRequest(%q, %q) = %q, want %q", c.sale, c.user, got, c.want)
+		}
+	}
+}
+
+func TestEveryOutcomeHasTheContractStatus(t *testing.T) {
+	want := map[Outcome]int{
+		Accepted: 202, Unauthenticated: 401, BadRequest: 400, UnknownSale: 404, NotStarted: 403, Ended: 403,
+		InvalidToken: 403, TokenExpired: 403, TokenUsed: 403, SoldOut: 409, AlreadyBought: 409, Unavailable: http.StatusServiceUnavailable,
+	}
+	for o, s := range want {
+		if o.Status() != s {
+			t.Errorf("%s: status %d, want %d", o, o.Status(), s)
+		}
+	}
+}

@@ -1,0 +1,72 @@
+-- gate.lua: the purchase decision. One call decides one purchase atomically; every check comes
+-- before any write, so a refusal changes nothing (a presented token is not consumed).
+--
+-- KEYS[1]  seckill:{sale:<id>}:meta     hash: stock, starts_ms, ends_ms, state
+-- KEYS[2]  seckill:{sale:<id>}:buyers   hash: user id -> order id
+-- KEYS[3]  seckill:{sale:<id>}:tokens   hash: user id -> "<nonce>:<exp_ms>" (issued tokens)
+-- KEYS[4]  seckill:{sale:<id>}:outbox   stream of accepted orders (fields o, u, t)
+-- ARGV[1]  sale id
+-- ARGV[2]  user id
+-- ARGV[3]  order id (UUIDv7, made by the gateway)
+-- ARGV[4]  token store value "<nonce>:<exp_ms>" of the presented token, or "" when the route
+--          does not require tokens (the signature and expiry were checked by the gateway)
+-- ARGV[5]  the relay's consumer group name (created with the stream, from its first entry)
+--
+-- Returns  {0, order_id, stock_left}  accepted (also when this very order id is already the
+--                                      user's: a retried call after a lost reply)
+--          {1}                         unknown_sale (no meta hash)
+--          {2}                         not_started  (Redis TIME < starts_ms)
+--          {3}                         ended        (Redis TIME >= ends_ms)
+--          {4}                         token_used   (no such issued nonce, or already spent)
+--          {5, order_id}               already_bought, with the user's existing order id
+--          {6}                         sold_out
+-- Publishes "sold_out:<sale>" on seckill:events when it sells the last unit.
+local m = redis.call("HMGET", KEYS[1], "stock", "starts_ms", "ends_ms")
+local stock, starts, ends = tonumber(m[1]), tonumber(m[2]), tonumber(m[3])
+if stock == nil or starts == nil or ends == nil then
+  return {1}
+end
+local t = redis.call("TIME")
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+if now < starts then
+  return {2}
+end
+if now >= ends then
+  return {3}
+end
+
+local user, order = ARGV[2], ARGV[3]
+local existing = redis.call("HGET", KEYS[2], user)
+if existing == order then
+  return {0, order, stock}
+end
+if ARGV[4] ~= "" and redis.call("HGET", KEYS[3], user) ~= ARGV[4] then
+  return {4}
+end
+if existing then
+  return {5, existing}
+end
+if stock <= 0 then
+  return {6}
+end
+
+-- The decision is made: write.
+stock = redis.call("HINCRBY", KEYS[1], "stock", -1)
+redis.call("HSET", KEYS[2], user, order)
+local expires = redis.call("PEXPIRETIME", KEYS[1])
+if expires > 0 then
+  redis.call("PEXPIREAT", KEYS[2], expires)
+end
+if ARGV[4] ~= "" then
+  redis.call("HDEL", KEYS[3], user)
+end
+if redis.call("EXISTS", KEYS[4]) == 0 then
+  redis.call("XGROUP", "CREATE", KEYS[4], ARGV[5], "0", "MKSTREAM")
+end
+redis.call("XADD", KEYS[4], "*", "o", order, "u", user, "t", now)
+-- An outbox with entries never expires: the relay gives it a TTL again once it is drained.
+redis.call("PERSIST", KEYS[4])
+if stock == 0 then
+  redis.call("PUBLISH", "seckill:events", "sold_out:" .. ARGV[1])
+end
+return {0, order, stock}

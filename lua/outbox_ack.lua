@@ -1,0 +1,23 @@
+-- outbox_ack.lua: the relay's acknowledgement of entries RabbitMQ has confirmed: acknowledge
+-- them in the consumer group and delete them from the stream, and give a drained outbox an
+-- expiry again (the gate script removes it when it adds an entry).
+--
+-- KEYS[1]  seckill:{sale:<id>}:outbox   stream of accepted orders
+-- KEYS[2]  seckill:{sale:<id>}:meta     the sale; a drained outbox expires with it
+-- ARGV[1]  consumer group name
+-- ARGV[2]  fallback retention (ms) when the meta hash has no expiry or is gone
+-- ARGV[3..] stream entry ids confirmed by the broker
+--
+-- Returns  the number of entries acknowledged (ids already acknowledged by another relay
+--          count 0; they are deleted all the same)
+local n = redis.call("XACK", KEYS[1], ARGV[1], unpack(ARGV, 3))
+redis.call("XDEL", KEYS[1], unpack(ARGV, 3))
+if redis.call("XLEN", KEYS[1]) == 0 then
+  local expires = redis.call("PEXPIRETIME", KEYS[2])
+  if expires > 0 then
+    redis.call("PEXPIREAT", KEYS[1], expires)
+  else
+    redis.call("PEXPIRE", KEYS[1], ARGV[2])
+  end
+end
+return n
