@@ -1,8 +1,3 @@
-//go:build e2e
-
-// Until the token handler and the default Caddyfile wiring are merged, this test runs only with
-// -tags e2e. (Remove the build tag once main has the full edge.)
-
 package bench_test
 
 import (
