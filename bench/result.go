@@ -123,18 +123,16 @@ func (r *Result) Evaluate() {
 		p := o.Latency.P99
 		r.Targets = append(r.Targets, Target{Name: fmt.Sprintf("full edge p99 at %.0f purchases/s (open)", r.Rate), Want: "<= 10 ms", Got: p, Unit: "ms", Met: p <= 10 && o.Rush.Completed > 0})
 	}
-	worst, winners := -1.0, 0
+	// The drain, per verified run: the slowest winner from its 202 to its row.
 	for _, o := range r.All() {
-		if o != nil && o.Drain != nil {
-			if o.Drain.WorstMs() > worst {
-				worst, winners = o.Drain.WorstMs(), o.Drain.Accepted
-			}
-			if !o.Drain.Settled {
-				worst, winners = 1e9, o.Drain.Accepted
-			}
+		if o == nil || o.Drain == nil || o.Drain.Accepted == 0 {
+			continue
 		}
-	}
-	if worst >= 0 && winners > 0 {
-		r.Targets = append(r.Targets, Target{Name: fmt.Sprintf("drain: slowest of %d winners, 202 to row in Postgres", winners), Want: "< 2000 ms", Got: worst, Unit: "ms", Met: worst < 2000})
+		worst := o.Drain.WorstMs()
+		if !o.Drain.Settled {
+			worst = 1e9 // never: some winner has no row (JSON has no infinity)
+		}
+		r.Targets = append(r.Targets, Target{Name: fmt.Sprintf("drain of %s: slowest of %d winners, 202 to row in Postgres", o.Name, o.Drain.Accepted),
+			Want: "< 2000 ms", Got: worst, Unit: "ms", Met: worst < 2000})
 	}
 }
