@@ -13,6 +13,7 @@ RUN_DIR := $(or $(SECKILL_RUN_DIR),.run)
 build:
 	$(GO) build -o bin/caddy ./cmd/caddy
 	$(GO) build -o bin/seckill-backend ./cmd/seckill-backend
+	$(GO) build -o bin/seckill-bench ./cmd/seckill-bench
 
 stack:
 	@bash scripts/stack.sh start

@@ -63,7 +63,7 @@ Try it:
   # 4. the sale as the backend sees it
   curl -s -H 'Authorization: Bearer $SECKILL_ADMIN_TOKEN' http://127.0.0.1:8081/admin/sales/$SALE
   # a whole crowd, with every invariant checked afterwards
-  bin/seckill-bench -sale crowd-\$RANDOM
+  bin/seckill-bench -only edge -users 2000 -stock 100 -conns 64 -gateway http://127.0.0.1:8080 -backend http://127.0.0.1:8081
 
 Stop everything with: make stop
 EOF
