@@ -30,8 +30,8 @@ func outcomeColor(o string) string {
 }
 
 const (
-	chartW, chartH = 800, 300
-	padL, padR     = 60, 160
+	chartW, chartH = 940, 300
+	padL, padR     = 60, 260
 	padT, padB     = 20, 40
 )
 
