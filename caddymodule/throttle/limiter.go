@@ -379,9 +379,21 @@ func (l *Limiter) eval(ctx context.Context, zones []int, keys []string) ([]reply
 	// stops waiting for it after l.timeout.
 	rctx := context.WithoutCancel(ctx)
 	go func() {
-		r, err := l.pipeline(rctx, zones, keys, false)
-		if err != nil && isNoScript(err) {
-			r, err = l.pipeline(rctx, zones, keys, true)
+		r, missing, err := l.pipeline(rctx, zones, keys, false)
+		if err == nil && len(missing) > 0 {
+			// Re-send with the script body only the calls answered NOSCRIPT: on a Redis
+			// Cluster each master caches scripts on its own, so the other calls of the
+			// pipeline did run, and sending them again would count the request twice.
+			sub := make([]int, len(missing))
+			for k, n := range missing {
+				sub[k] = zones[n]
+			}
+			var r2 []reply
+			if r2, _, err = l.pipeline(rctx, sub, keys, true); err == nil {
+				for k, n := range missing {
+					r[n] = r2[k]
+				}
+			}
 		}
 		done <- result{r, err}
 	}()
@@ -409,7 +421,9 @@ func (l *Limiter) autopipeliner() *redis.AutoPipeliner {
 	return l.ap
 }
 
-func (l *Limiter) pipeline(ctx context.Context, zones []int, keys []string, load bool) ([]reply, error) {
+// pipeline sends one script call per zone in one pipeline. Without load (EVALSHA), the
+// positions of the calls answered NOSCRIPT come back in missing, their replies left empty.
+func (l *Limiter) pipeline(ctx context.Context, zones []int, keys []string, load bool) (out []reply, missing []int, err error) {
 	cmds := make([]*redis.Cmd, len(zones))
 	queue := func(s redis.Scripter) {
 		for n, i := range zones {
@@ -427,16 +441,22 @@ func (l *Limiter) pipeline(ctx context.Context, zones []int, keys []string, load
 		// The calls return at once; reading a result waits for the batch that carried it.
 		queue(ap)
 	} else {
-		_, err := l.rdb.Pipelined(ctx, func(p redis.Pipeliner) error { queue(p); return nil })
-		if err != nil {
-			return nil, err
-		}
+		// Each command carries its own error, read below: a NOSCRIPT of one is not a
+		// failure of the others.
+		_, _ = l.rdb.Pipelined(ctx, func(p redis.Pipeliner) error { queue(p); return nil })
 	}
-	out := make([]reply, len(zones))
+	out = make([]reply, len(zones))
 	for n, c := range cmds {
 		v, err := c.Slice()
-		if err != nil || len(v) != 5 {
-			return nil, errors.Join(errors.New("throttle: unexpected script reply"), err)
+		if err != nil && !load && isNoScript(err) {
+			missing = append(missing, n)
+			continue
+		}
+		if err != nil {
+			return nil, nil, err
+		}
+		if len(v) != 5 {
+			return nil, nil, errors.New("throttle: unexpected script reply")
 		}
 		st, _ := v[0].(int64)
 		rem, _ := v[1].(int64)
@@ -446,7 +466,7 @@ func (l *Limiter) pipeline(ctx context.Context, zones []int, keys []string, load
 		out[n] = reply{status: int(st), remaining: int(rem), reset: time.Duration(reset) * time.Microsecond,
 			retry: time.Duration(retry) * time.Microsecond, member: member}
 	}
-	return out, nil
+	return out, missing, nil
 }
 
 // memberTime reads the Redis time of an admission from its sorted-set member "<t_us>-<n>".
