@@ -11,8 +11,8 @@ import (
 
 func init() {
 	httpcaddyfile.RegisterHandlerDirective("seckill_gate", parseCaddyfile)
-	// The gate answers the request, so it runs late: after seckill_throttle (registered early)
-	// and seckill_token (registered before this one), just before reverse_proxy, so the same
+	// The gate answers the request, so it runs late: after seckill_throttle (after
+	// forward_auth) and seckill_token (before respond), just before reverse_proxy, so the same
 	// site block can proxy everything else.
 	httpcaddyfile.RegisterDirectiveOrder("seckill_gate", httpcaddyfile.Before, "reverse_proxy")
 }

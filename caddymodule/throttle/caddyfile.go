@@ -15,8 +15,8 @@ func init() {
 	httpcaddyfile.RegisterHandlerDirective("seckill_throttle", parseCaddyfile)
 	// After forward_auth, so a user zone can key on {http.auth.user.id} set by basic_auth or
 	// forward_auth; before request_header, handle/route, respond and reverse_proxy, so a
-	// refused request costs nothing downstream. seckill_token and seckill_gate order
-	// themselves later in the chain (Before request_header).
+	// refused request costs nothing downstream. seckill_token (before respond) and
+	// seckill_gate (before reverse_proxy) come later in the chain.
 	httpcaddyfile.RegisterDirectiveOrder("seckill_throttle", httpcaddyfile.After, "forward_auth")
 }
 
