@@ -130,6 +130,17 @@ func holding(status string) bool {
 	return status == contract.StatusCreated || status == contract.StatusPaid
 }
 
+// holdingOrders counts the sale's orders that hold a unit of stock (created or paid).
+func (st *state) holdingOrders() int {
+	n := 0
+	for _, o := range st.orders {
+		if holding(o.status) {
+			n++
+		}
+	}
+	return n
+}
+
 type orderRow struct {
 	id, user, status, reason string
 }
@@ -239,12 +250,7 @@ func checkStock(st *state, run Run) Check {
 		fail(&c, "sale %s is not in Postgres", run.Sale)
 		return c
 	}
-	held := 0
-	for _, o := range st.orders {
-		if holding(o.status) {
-			held++
-		}
-	}
+	held := st.holdingOrders()
 	c.Numbers = map[string]int{"orders_holding_stock": held, "initial_stock": st.initial, "demand": run.Demand}
 	note(&c, "%d orders hold stock, initial stock %d, %d distinct buyers asked", held, st.initial, run.Demand)
 	if held > st.initial {
@@ -373,12 +379,7 @@ func checkConservation(st *state, run Run) Check {
 		fail(&c, "sale %s is not in Postgres", run.Sale)
 		return c
 	}
-	held := 0
-	for _, o := range st.orders {
-		if holding(o.status) {
-			held++
-		}
-	}
+	held := st.holdingOrders()
 	c.Numbers = map[string]int{"pg_stock": st.pgSt, "orders_holding_stock": held, "initial_stock": st.initial}
 	note(&c, "Postgres stock %d + %d holding orders = %d (initial %d)", st.pgSt, held, st.pgSt+held, st.initial)
 	if st.pgSt+held != st.initial {

@@ -236,7 +236,7 @@ func CheckRequest(sale, user string) Outcome {
 	switch {
 	case user == "":
 		return Unauthenticated
-	case !validID(user), !validID(sale):
+	case !contract.ValidID(user), !contract.ValidID(sale):
 		return BadRequest
 	}
 	return ""
@@ -323,19 +323,6 @@ func (g *Gate) run(ctx context.Context, p Purchase) (Verdict, error) {
 }
 
 var errTimeout = errors.New("decision timed out")
-
-func validID(s string) bool {
-	if len(s) == 0 || len(s) > 64 {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-') {
-			return false
-		}
-	}
-	return true
-}
 
 // Static bodies of the refusals that carry no order id.
 var refusalBodies = func() map[Outcome][]byte {
