@@ -138,7 +138,9 @@ func (e *SaleEvents) MarkSoldOut(sale string, gen Generation) {
 // Apply handles one event message ("sold_out:<sale>" or "restock:<sale>").
 func (e *SaleEvents) Apply(msg string) {
 	kind, sale, ok := strings.Cut(msg, ":")
-	if !ok || !contract.ValidID(sale) {
+	// A sharded sale's events name one shard ("sold_out:<sale>:<i>"): each shard has its own
+	// flag, keyed by its shard id.
+	if !ok || !contract.ValidSaleOrShard(sale) {
 		return
 	}
 	switch kind {

@@ -20,8 +20,16 @@
 --          {4}                         token_used   (no such issued nonce, or already spent)
 --          {5, order_id}               already_bought, with the user's existing order id
 --          {6}                         sold_out
--- Publishes "sold_out:<sale>" on seckill:events when it sells the last unit.
-local m = redis.call("HMGET", KEYS[1], "stock", "starts_ms", "ends_ms")
+--          {7, k}                      sharded: the meta hash is a sharded sale's (field
+--                                      "shards" = k > 1); nothing was decided: the caller runs
+--                                      this script again on the user's shard (contract/shard.go)
+-- Publishes "sold_out:<sale>" on seckill:events when it sells the last unit (ARGV[1] is the
+-- shard id "<sale>:<i>" on a shard, so the event names the shard).
+local m = redis.call("HMGET", KEYS[1], "stock", "starts_ms", "ends_ms", "shards")
+local k = tonumber(m[4])
+if k ~= nil and k > 1 then
+  return {7, k}
+end
 local stock, starts, ends = tonumber(m[1]), tonumber(m[2]), tonumber(m[3])
 if stock == nil or starts == nil or ends == nil then
   return {1}

@@ -9,6 +9,10 @@
 --                        preheat: a second call never resets a sale that is selling);
 --                "reset" sets stock unconditionally (the backend's reconcile, under its lock)
 -- ARGV[6]  retention_ms: the meta key expires this long after ends_ms
+-- ARGV[7]  optional shard count k: when > 1 the hash is written as a sharded sale's base meta
+--          (field "shards" = k; its stock ARGV[2] is then 0 and the units live in the shards'
+--          own meta hashes, each preheated by its own call). Only written when the hash is
+--          created: the shard count of a sale never changes.
 --
 -- Returns  {created, stock}: created is 1 when the meta hash was written for the first time
 --          (or reset), 0 when an existing sale only had its window refreshed; stock is the
@@ -26,6 +30,10 @@ end
 local created = 0
 if ARGV[5] == "reset" or redis.call("EXISTS", meta) == 0 then
   redis.call("HSET", meta, "stock", stock, "starts_ms", starts, "ends_ms", ends, "state", "open")
+  local k = tonumber(ARGV[7])
+  if k ~= nil and k > 1 then
+    redis.call("HSET", meta, "shards", k)
+  end
   created = 1
 else
   redis.call("HSET", meta, "starts_ms", starts, "ends_ms", ends)

@@ -15,6 +15,9 @@
 --                  exp_ms = min(max(now, starts) + ttl, ends), rounded down to whole seconds
 --                  (the token carries seconds); the hash expires with the meta key
 --          outcome "unknown_sale" | "not_started" | "ended": nothing written, exp_ms = 0
+--          outcome "sharded": the meta hash is a sharded sale's; exp_ms is its shard count k:
+--                  nothing written, the caller runs this script again on the user's shard
+--                  (whose meta holds the same window), so the gate finds the token there
 local meta, store = KEYS[1], KEYS[2]
 local user, nonce = ARGV[1], ARGV[2]
 local ttl, lead = tonumber(ARGV[3]), tonumber(ARGV[4])
@@ -25,8 +28,11 @@ end
 local t = redis.call("TIME")
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 
-local w = redis.call("HMGET", meta, "starts_ms", "ends_ms")
-local starts, ends = tonumber(w[1]), tonumber(w[2])
+local w = redis.call("HMGET", meta, "starts_ms", "ends_ms", "shards")
+local starts, ends, k = tonumber(w[1]), tonumber(w[2]), tonumber(w[3])
+if k ~= nil and k > 1 then
+  return {"sharded", k, now}
+end
 if starts == nil or ends == nil then
   return {"unknown_sale", 0, now}
 end

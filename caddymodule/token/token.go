@@ -29,7 +29,6 @@ import (
 	"github.com/seckilledge/seckill/caddymodule"
 	"github.com/seckilledge/seckill/caddymodule/tokens"
 	"github.com/seckilledge/seckill/contract"
-	"github.com/seckilledge/seckill/lua"
 )
 
 func init() {
@@ -76,6 +75,7 @@ type Issuer struct {
 	RetryAfter caddy.Duration `json:"retry_after,omitempty"`
 
 	scripter   redis.Scripter
+	shards     *caddymodule.ShardCounts
 	keyring    *tokens.Keyring
 	logger     *zap.Logger
 	retryAfter string
@@ -108,6 +108,9 @@ func (h *Issuer) Provision(ctx caddy.Context) error {
 }
 
 func (h *Issuer) setDefaults() {
+	if h.shards == nil {
+		h.shards = new(caddymodule.ShardCounts)
+	}
 	if h.Sale == "" {
 		h.Sale = DefaultSale
 	}
@@ -177,10 +180,16 @@ func (h *Issuer) issue(r *http.Request, repl *caddy.Replacer) Result {
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), time.Duration(h.Timeout))
 	defer cancel()
-	reply, err := lua.Script("token_issue").Run(ctx, h.scripter,
-		[]string{contract.MetaKey(sale), contract.TokensKey(sale)},
-		user, nonce, time.Duration(h.TTL).Milliseconds(), time.Duration(*h.LeadTime).Milliseconds(),
-	).Slice()
+	// A sharded sale's token lives in the user's shard, where the gate looks for it.
+	k := h.shards.Of(sale)
+	reply, err := h.runIssue(ctx, contract.UserShardID(sale, user, k), user, nonce)
+	if err == nil && k == 1 {
+		if sk, ok := shardedReply(reply); ok {
+			h.shards.Learn(sale, sk)
+			k = h.shards.Of(sale)
+			reply, err = h.runIssue(ctx, contract.UserShardID(sale, user, k), user, nonce)
+		}
+	}
 	if err != nil {
 		if r.Context().Err() == nil {
 			h.logger.Warn("token script failed", zap.String("sale", sale), zap.Error(err))
@@ -191,6 +200,9 @@ func (h *Issuer) issue(r *http.Request, repl *caddy.Replacer) Result {
 	if err != nil {
 		h.logger.Error("token script: unexpected reply", zap.Any("reply", reply), zap.Error(err))
 		return Result{Outcome: Unavailable}
+	}
+	if res.Outcome == UnknownSale && k > 1 {
+		h.shards.Forget(sale) // the shard is gone: learn the sale again next time
 	}
 	if res.Outcome != Issued {
 		return res
