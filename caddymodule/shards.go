@@ -17,8 +17,12 @@ type ShardCounts struct {
 	m sync.Map // sale -> int (k > 1)
 }
 
-// Of returns the shard count of sale if it is known to be sharded, else 1.
+// Of returns the shard count of sale if it is known to be sharded, else 1. A nil
+// *ShardCounts knows nothing and learns nothing.
 func (c *ShardCounts) Of(sale string) int {
+	if c == nil {
+		return 1
+	}
 	if v, ok := c.m.Load(sale); ok {
 		return v.(int)
 	}
@@ -27,10 +31,14 @@ func (c *ShardCounts) Of(sale string) int {
 
 // Learn records that sale has k shards. A k outside 2..contract.MaxShards is ignored.
 func (c *ShardCounts) Learn(sale string, k int) {
-	if k > 1 && k <= contract.MaxShards {
+	if c != nil && k > 1 && k <= contract.MaxShards {
 		c.m.Store(sale, k)
 	}
 }
 
 // Forget drops what is known of sale.
-func (c *ShardCounts) Forget(sale string) { c.m.Delete(sale) }
+func (c *ShardCounts) Forget(sale string) {
+	if c != nil {
+		c.m.Delete(sale)
+	}
+}

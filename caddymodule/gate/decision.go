@@ -86,12 +86,21 @@ type Verdict struct {
 	Outcome Outcome
 	// OrderID is the new order (Accepted) or the user's existing one (AlreadyBought).
 	OrderID string
-	// StockLeft is the stock after an accepted purchase.
+	// StockLeft is the stock after an accepted purchase (of the shard, for a sharded sale).
 	StockLeft int64
+	// Shards is the shard count of a sharded sale (Outcome Sharded).
+	Shards int
 }
+
+// Sharded is the script's answer on a sharded sale's own meta hash: nothing was decided, the
+// decision is to be made on the user's shard (contract/shard.go). It never reaches a client.
+const Sharded Outcome = "sharded"
+
 
 // Purchase is the input of one decision.
 type Purchase struct {
+	// Sale is the sale id, or the shard id ("<sale>:<i>") of the user's shard of a sharded
+	// sale: the script runs on that shard's keys.
 	Sale, User, OrderID string
 	// TokenValue is tokens.StoreValue of the presented, verified token; "" when the route does
 	// not require tokens.
@@ -154,6 +163,15 @@ func parseReply(res []any) (Verdict, error) {
 		return Verdict{Outcome: AlreadyBought, OrderID: str(1)}, nil
 	case 6:
 		return Verdict{Outcome: SoldOut}, nil
+	case 7:
+		var k int64
+		if len(res) > 1 {
+			k, _ = res[1].(int64)
+		}
+		if k < 2 || k > contract.MaxShards {
+			return Verdict{}, fmt.Errorf("%w: shard count %d", errReply, k)
+		}
+		return Verdict{Outcome: Sharded, Shards: int(k)}, nil
 	}
 	return Verdict{}, fmt.Errorf("%w: code %d", errReply, code)
 }

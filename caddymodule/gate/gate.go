@@ -75,6 +75,7 @@ type Gate struct {
 	events     *caddymodule.SaleEvents
 	keyring    *tokens.Keyring
 	relay      *Relay
+	shards     *caddymodule.ShardCounts
 	eventsApp  *caddyevents.App
 	ctx        caddy.Context
 	logger     *zap.Logger
@@ -142,6 +143,7 @@ func (g *Gate) Provision(ctx caddy.Context) error {
 		}
 	}
 	g.events = g.app.SaleEvents()
+	g.shards = new(caddymodule.ShardCounts)
 	if ev, err := ctx.App("events"); err == nil {
 		g.eventsApp, _ = ev.(*caddyevents.App)
 	}
@@ -248,11 +250,16 @@ func (g *Gate) Decide(ctx context.Context, sale, user, token string) (v Verdict,
 	if o := CheckRequest(sale, user); o != "" {
 		return Verdict{Outcome: o}, false
 	}
-	// After sell-out the answer comes from memory: no token check, no Redis.
-	if g.events.SoldOut(sale) {
+	// A sharded sale is decided on the user's shard (target is the shard id); an unsharded
+	// one, or one not known to be sharded yet, on the sale's own keys (target == sale).
+	k := g.shards.Of(sale)
+	target := contract.UserShardID(sale, user, k)
+	// After sell-out the answer comes from memory: no token check, no Redis. For a sharded
+	// sale the flag is the user's shard's: another shard may still have units.
+	if g.events.SoldOut(target) {
 		return Verdict{Outcome: SoldOut}, true
 	}
-	p := Purchase{Sale: sale, User: user}
+	p := Purchase{Sale: target, User: user}
 	if g.RequireToken {
 		if token == "" {
 			return Verdict{Outcome: InvalidToken}, false
@@ -272,10 +279,28 @@ func (g *Gate) Decide(ctx context.Context, sale, user, token string) (v Verdict,
 	}
 	p.OrderID = id.String()
 
-	gen := g.events.Generation(sale)
+	gen := g.events.Generation(target)
 	start := time.Now()
 	v, err = g.run(ctx, p)
 	scriptSeconds.Observe(time.Since(start).Seconds())
+	if err == nil && v.Outcome == Sharded && k == 1 {
+		// First purchase of a sharded sale seen by this instance: learn its shard count
+		// (it never changes) and decide on the user's shard.
+		g.shards.Learn(sale, v.Shards)
+		k = g.shards.Of(sale)
+		target = contract.UserShardID(sale, user, k)
+		if g.events.SoldOut(target) {
+			return Verdict{Outcome: SoldOut}, true
+		}
+		p.Sale = target
+		gen = g.events.Generation(target)
+		start = time.Now()
+		v, err = g.run(ctx, p)
+		scriptSeconds.Observe(time.Since(start).Seconds())
+	}
+	if err == nil && v.Outcome == Sharded {
+		err = errReply // a shard never answers sharded
+	}
 	if err != nil {
 		if ctx.Err() == nil {
 			g.logger.Warn("decision failed; answering unavailable", zap.String("sale", sale), zap.Error(err))
@@ -285,10 +310,14 @@ func (g *Gate) Decide(ctx context.Context, sale, user, token string) (v Verdict,
 	switch v.Outcome {
 	case Accepted:
 		if g.relay != nil {
-			g.relay.Notify(sale)
+			g.relay.Notify(target) // the outbox the entry is in: the shard's for a sharded sale
 		}
 	case SoldOut:
-		g.events.MarkSoldOut(sale, gen)
+		g.events.MarkSoldOut(target, gen)
+	case UnknownSale:
+		if k > 1 {
+			g.shards.Forget(sale) // the shard is gone (expired, recreated): learn the sale again
+		}
 	}
 	return v, v.Outcome != UnknownSale
 }
