@@ -18,6 +18,8 @@ type Compensator struct {
 	Pool  *pgxpool.Pool
 	Redis redis.UniversalClient
 	Log   *slog.Logger
+
+	shards shardCounts
 }
 
 // Compensate returns the units of refs and reports how many were returned now.
@@ -35,8 +37,16 @@ func (c *Compensator) Compensate(ctx context.Context, refs []OrderRef) int {
 	pipe := c.Redis.Pipeline()
 	cmds := make([]*redis.Cmd, len(refs))
 	for i, r := range refs {
-		keys := []string{contract.MetaKey(r.SaleID), contract.BuyersKey(r.SaleID), contract.CompensatedKey(r.SaleID)}
-		cmds[i] = script.EvalSha(ctx, pipe, keys, r.SaleID, r.OrderID, r.UserID)
+		// A sharded sale's unit goes back to the user's shard, where its buyers entry is.
+		k, err := c.shards.of(ctx, c.Pool, r.SaleID)
+		if err != nil {
+			metricCompensations.WithLabelValues("error").Add(float64(len(refs)))
+			c.Log.Warn("compensation postponed: shard count", "sale_id", r.SaleID, "err", err)
+			return 0
+		}
+		target := contract.UserShardID(r.SaleID, r.UserID, k)
+		keys := []string{contract.MetaKey(target), contract.BuyersKey(target), contract.CompensatedKey(target)}
+		cmds[i] = script.EvalSha(ctx, pipe, keys, target, r.OrderID, r.UserID)
 	}
 	_, _ = pipe.Exec(ctx)
 	var done []string

@@ -47,12 +47,16 @@ var (
 		Name: "seckill_backend_reconcile_repairs_total",
 		Help: "Repairs made by reconcile, by kind.",
 	}, []string{"kind"})
+	metricRebalanced = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "seckill_backend_rebalanced_units_total",
+		Help: "Units moved between the shards of sharded sales by rebalance.",
+	})
 )
 
 func newRegistry() *prometheus.Registry {
 	r := prometheus.NewRegistry()
 	r.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		metricConsumed, metricBatchSize, metricCommit, metricFailed, metricWriteErrors,
-		metricCompensations, metricReleased, metricLag, metricReconciled)
+		metricCompensations, metricReleased, metricLag, metricReconciled, metricRebalanced)
 	return r
 }

@@ -58,26 +58,34 @@ func (s *Service) lookupOrder(ctx context.Context, user, id string) (OrderView, 
 	}
 	sec, nsec := u.Time().UnixTime()
 	at := time.Unix(sec, nsec)
-	rows, err := s.Pool.Query(ctx, `SELECT id FROM sales WHERE starts_at <= $1 AND ends_at >= $2 ORDER BY starts_at DESC LIMIT 50`,
+	rows, err := s.Pool.Query(ctx, `SELECT id, shards FROM sales WHERE starts_at <= $1 AND ends_at >= $2 ORDER BY starts_at DESC LIMIT 50`,
 		at.Add(queuedWindow), at.Add(-queuedWindow))
 	if err != nil {
 		return v, false, err
 	}
-	sales, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	type saleRow struct {
+		id     string
+		shards int
+	}
+	sales, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (saleRow, error) {
+		var x saleRow
+		return x, r.Scan(&x.id, &x.shards)
+	})
 	if err != nil || len(sales) == 0 {
 		return OrderView{}, false, err
 	}
 	pipe := s.Redis.Pipeline()
 	cmds := make([]interface{ Val() string }, len(sales))
 	for i, sale := range sales {
-		cmds[i] = pipe.HGet(ctx, contract.BuyersKey(sale), user)
+		// A sharded sale's buyer is in the user's shard.
+		cmds[i] = pipe.HGet(ctx, contract.BuyersKey(contract.UserShardID(sale.id, user, sale.shards)), user)
 	}
 	if _, err := pipe.Exec(ctx); err != nil && !isRedisNil(err) {
 		return OrderView{}, false, err
 	}
 	for i, c := range cmds {
 		if c.Val() == id {
-			return OrderView{OrderID: id, SaleID: sales[i], Status: contract.StatusQueued}, true, nil
+			return OrderView{OrderID: id, SaleID: sales[i].id, Status: contract.StatusQueued}, true, nil
 		}
 	}
 	return OrderView{}, false, nil

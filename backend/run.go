@@ -71,9 +71,10 @@ func Run(ctx context.Context, cfg Config) error {
 	ctx, stop := context.WithCancel(ctx)
 	defer stop()
 	var wg sync.WaitGroup
-	wg.Add(2)
+	wg.Add(3)
 	go func() { defer wg.Done(); _ = cons.Run(ctx) }()
 	go func() { defer wg.Done(); svc.RunSweeper(ctx, cfg.SweepInterval) }()
+	go func() { defer wg.Done(); svc.RunRebalancer(ctx) }()
 
 	select {
 	case err = <-errc:

@@ -22,6 +22,9 @@ type SaleSpec struct {
 	EndsAt   time.Time `json:"ends_at"`
 	// PayWithin is a Go duration ("15m"); default 15m.
 	PayWithin string `json:"pay_within,omitempty"`
+	// Shards splits the sale's Redis stock over this many keys in different hash slots (hot
+	// sales on Redis Cluster; docs/scaling.md). 0 or 1 (default): unsharded. At most 64.
+	Shards int `json:"shards,omitempty"`
 }
 
 // Validate checks a sale spec and returns its payment window.
@@ -35,6 +38,8 @@ func (s SaleSpec) Validate() (time.Duration, error) {
 		return 0, errors.New("starts_at and ends_at (RFC 3339) are required")
 	case !s.EndsAt.After(s.StartsAt):
 		return 0, errors.New("ends_at must be after starts_at")
+	case s.Shards < 0 || s.Shards > contract.MaxShards:
+		return 0, fmt.Errorf("shards must be between 1 and %d", contract.MaxShards)
 	}
 	pay := 15 * time.Minute
 	if s.PayWithin != "" {
@@ -53,7 +58,7 @@ func ParseSaleSpec(r io.Reader) (SaleSpec, error) {
 	dec := json.NewDecoder(r)
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&spec); err != nil {
-		return spec, fmt.Errorf("body must be JSON {id, stock, starts_at, ends_at, pay_within}: %w", err)
+		return spec, fmt.Errorf("body must be JSON {id, stock, starts_at, ends_at, pay_within, shards}: %w", err)
 	}
 	if _, err := spec.Validate(); err != nil {
 		return spec, err
@@ -67,9 +72,9 @@ func (s *Service) CreateSale(ctx context.Context, spec SaleSpec) (created bool, 
 	if err != nil {
 		return false, err
 	}
-	tag, err := s.Pool.Exec(ctx, `INSERT INTO sales (id, initial_stock, stock, starts_at, ends_at, pay_within)
-		VALUES ($1, $2, $2, $3, $4, make_interval(secs => $5)) ON CONFLICT (id) DO NOTHING`,
-		spec.ID, spec.Stock, spec.StartsAt, spec.EndsAt, pay.Seconds())
+	tag, err := s.Pool.Exec(ctx, `INSERT INTO sales (id, initial_stock, stock, starts_at, ends_at, pay_within, shards)
+		VALUES ($1, $2, $2, $3, $4, make_interval(secs => $5), $6) ON CONFLICT (id) DO NOTHING`,
+		spec.ID, spec.Stock, spec.StartsAt, spec.EndsAt, pay.Seconds(), max(spec.Shards, 1))
 	if err != nil {
 		return false, err
 	}
@@ -92,7 +97,7 @@ func (s *Service) handleCreateSale(w http.ResponseWriter, r *http.Request) {
 		refuse(w, http.StatusConflict, codeSaleExists, "a sale with this id exists")
 		return
 	}
-	s.Log.Info("sale created", "sale_id", spec.ID, "stock", spec.Stock)
+	s.Log.Info("sale created", "sale_id", spec.ID, "stock", spec.Stock, "shards", max(spec.Shards, 1))
 	st, _ := s.SaleStatus(r.Context(), spec.ID)
 	writeJSON(w, http.StatusCreated, st)
 }
@@ -159,14 +164,17 @@ func (s *Service) Preheat(ctx context.Context, sale string) (PreheatResult, erro
 	key := saleLockKey(sale)
 	err := s.withSaleLock(ctx, sale, 5*time.Second, func(held Held) error {
 		return s.fenced(ctx, key, held, func(tx pgx.Tx) error {
-			var stock int
+			var stock, k int
 			var starts, ends time.Time
-			err := tx.QueryRow(ctx, `SELECT stock, starts_at, ends_at FROM sales WHERE id = $1`, sale).Scan(&stock, &starts, &ends)
+			err := tx.QueryRow(ctx, `SELECT stock, starts_at, ends_at, shards FROM sales WHERE id = $1`, sale).Scan(&stock, &starts, &ends, &k)
 			if errors.Is(err, pgx.ErrNoRows) {
 				return errUnknownSale
 			}
 			if err != nil {
 				return err
+			}
+			if k > 1 {
+				return s.preheatShards(ctx, sale, stock, k, starts, ends, &res)
 			}
 			out, err := lua.Script("preheat").Run(ctx, s.Redis, []string{contract.MetaKey(sale)},
 				sale, stock, starts.UnixMilli(), ends.UnixMilli(), "init", s.retention().Milliseconds()).Int64Slice()
@@ -219,6 +227,10 @@ type SaleStatus struct {
 	StartsAt     time.Time      `json:"starts_at"`
 	EndsAt       time.Time      `json:"ends_at"`
 	PayWithin    string         `json:"pay_within"`
+	// Shards is the sale's shard count (1: unsharded). For a sharded sale, StockRedis and
+	// Buyers sum over the shards and ShardStock lists each shard's stock (-1: not in Redis).
+	Shards     int     `json:"shards"`
+	ShardStock []int64 `json:"shard_stock,omitempty"`
 }
 
 // SaleStatus reads a sale from Postgres and Redis. queued counts buyers in Redis whose order
@@ -226,8 +238,8 @@ type SaleStatus struct {
 func (s *Service) SaleStatus(ctx context.Context, sale string) (SaleStatus, error) {
 	st := SaleStatus{ID: sale, Orders: map[string]int{"created": 0, "paid": 0, "cancelled": 0, "failed": 0}}
 	var paySecs float64
-	err := s.Pool.QueryRow(ctx, `SELECT initial_stock, stock, starts_at, ends_at, EXTRACT(EPOCH FROM pay_within)::float8 FROM sales WHERE id = $1`, sale).
-		Scan(&st.InitialStock, &st.StockDB, &st.StartsAt, &st.EndsAt, &paySecs)
+	err := s.Pool.QueryRow(ctx, `SELECT initial_stock, stock, starts_at, ends_at, EXTRACT(EPOCH FROM pay_within)::float8, shards FROM sales WHERE id = $1`, sale).
+		Scan(&st.InitialStock, &st.StockDB, &st.StartsAt, &st.EndsAt, &paySecs, &st.Shards)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return st, errUnknownSale
 	}
@@ -264,7 +276,12 @@ func (s *Service) SaleStatus(ctx context.Context, sale string) (SaleStatus, erro
 	if v, ok := meta[1].(string); ok {
 		st.State = v
 	}
-	buyers, err := s.Redis.HGetAll(ctx, contract.BuyersKey(sale)).Result()
+	var buyers map[string]string
+	if st.Shards > 1 {
+		buyers, err = s.shardStatus(ctx, &st)
+	} else {
+		buyers, err = s.Redis.HGetAll(ctx, contract.BuyersKey(sale)).Result()
+	}
 	if err != nil {
 		return st, err
 	}

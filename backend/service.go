@@ -33,6 +33,8 @@ type Service struct {
 	SweeperLock string
 	// Now is the clock (tests inject one).
 	Now func() time.Time
+
+	shards shardCounts
 }
 
 func (s *Service) now() time.Time {
@@ -54,6 +56,7 @@ func (s *Service) Handler(reg *prometheus.Registry, baselines bool) http.Handler
 	mux.HandleFunc("GET /admin/sales/{id}", s.admin(s.handleSaleStatus))
 	mux.HandleFunc("POST /admin/sales/{id}/preheat", s.admin(s.handlePreheat))
 	mux.HandleFunc("POST /admin/sales/{id}/reconcile", s.admin(s.handleReconcile))
+	mux.HandleFunc("POST /admin/sales/{id}/rebalance", s.admin(s.handleRebalance))
 	if baselines {
 		mux.HandleFunc("POST /baseline/pessimistic/{sale}", s.handlePessimistic)
 		mux.HandleFunc("POST /baseline/optimistic/{sale}", s.handleOptimistic)

@@ -308,7 +308,9 @@ func (r *Relay) scan(ctx context.Context) {
 		}
 	}
 	for _, s := range members {
-		if contract.ValidID(s) {
+		// The index lists sales and the shards of sharded sales ("<sale>:<i>", each with its
+		// own outbox); a relay handles both the same way.
+		if contract.ValidSaleOrShard(s) {
 			sales[s] = true
 		}
 	}
@@ -453,7 +455,7 @@ func (r *Relay) publish(ctx context.Context, ch *amqp.Channel, returns chan amqp
 			done = append(done, m.ID)
 			continue
 		}
-		dc, err := ch.PublishWithDeferredConfirmWithContext(ctx, contract.Exchange, contract.RoutingKey(sale), true, false, amqp.Publishing{
+		dc, err := ch.PublishWithDeferredConfirmWithContext(ctx, contract.Exchange, contract.RoutingKey(contract.BaseSale(sale)), true, false, amqp.Publishing{
 			ContentType:  "application/json",
 			DeliveryMode: amqp.Persistent,
 			MessageId:    orderID,
@@ -542,8 +544,9 @@ drainReturns:
 }
 
 // encodeEntry turns an outbox entry (o: order id, u: user id, t: accepted ms) into the
-// contract's message body.
+// contract's message body. sale may be a shard id: the message names the sale.
 func encodeEntry(sale string, m redis.XMessage) ([]byte, string, error) {
+	sale = contract.BaseSale(sale)
 	order, _ := m.Values["o"].(string)
 	user, _ := m.Values["u"].(string)
 	ts, _ := m.Values["t"].(string)
