@@ -41,6 +41,8 @@ type ReconcileReport struct {
 	StockDelta int64 `json:"stock_delta"`
 	// Actions lists, in words, what was repaired; empty when everything agreed.
 	Actions []string `json:"actions"`
+	// Rebalance is what the rebalance that follows the repair of a sharded sale did.
+	Rebalance *RebalanceReport `json:"rebalance,omitempty"`
 }
 
 // Reconcile compares a sale's Redis state with Postgres and repairs Redis, under the sale's
@@ -72,9 +74,26 @@ func (s *Service) Reconcile(ctx context.Context, sale string) (ReconcileReport, 
 			rep.Actions = append(rep.Actions, "the sale is not in Redis: preheat it")
 			return nil
 		}
+		// A sharded sale is reconciled as the sum of its shards (ids; the sale itself when
+		// unsharded). Units a rebalance left journaled between two shards are delivered
+		// first, so that the shards' stocks hold every unit.
+		k, err := s.shards.of(ctx, s.Pool, sale)
+		if err != nil {
+			return err
+		}
+		ids := contract.ShardIDs(sale, k)
+		if k > 1 {
+			n, err := finishMoves(ctx, s.Redis, ids)
+			if err != nil {
+				return err
+			}
+			if n > 0 {
+				rep.Actions = append(rep.Actions, fmt.Sprintf("%d interrupted moves between shards: completed", n))
+			}
+		}
 
 		// 1. Lost buyers.
-		buyers, err := s.Redis.HGetAll(ctx, contract.BuyersKey(sale)).Result()
+		buyers, err := shardBuyers(ctx, s.Redis, ids)
 		if err != nil {
 			return err
 		}
@@ -163,20 +182,31 @@ func (s *Service) Reconcile(ctx context.Context, sale string) (ReconcileReport, 
 		if err != nil {
 			return err
 		}
-		var stockCmd *redis.StringCmd
-		var buyersCmd *redis.MapStringStringCmd
-		if _, err := s.Redis.TxPipelined(ctx, func(p redis.Pipeliner) error {
-			stockCmd = p.HGet(ctx, contract.MetaKey(sale), contract.FieldStock)
-			buyersCmd = p.HGetAll(ctx, contract.BuyersKey(sale))
-			return nil
-		}); err != nil {
-			return err
+		// One atomic snapshot per shard: a purchase touches one shard only, so the sum of the
+		// shards' snapshots counts every purchase exactly once.
+		stocks := make([]int64, len(ids))
+		buyers = map[string]string{}
+		var redisStock int64
+		for i, id := range ids {
+			var stockCmd *redis.StringCmd
+			var buyersCmd *redis.MapStringStringCmd
+			if _, err := s.Redis.TxPipelined(ctx, func(p redis.Pipeliner) error {
+				stockCmd = p.HGet(ctx, contract.MetaKey(id), contract.FieldStock)
+				buyersCmd = p.HGetAll(ctx, contract.BuyersKey(id))
+				return nil
+			}); err != nil {
+				return err
+			}
+			n, err := strconv.ParseInt(stockCmd.Val(), 10, 64)
+			if err != nil {
+				return fmt.Errorf("redis stock of %s %q: %w", id, stockCmd.Val(), err)
+			}
+			stocks[i] = n
+			redisStock += n
+			for u, o := range buyersCmd.Val() {
+				buyers[u] = o
+			}
 		}
-		redisStock, err := strconv.ParseInt(stockCmd.Val(), 10, 64)
-		if err != nil {
-			return fmt.Errorf("redis stock %q: %w", stockCmd.Val(), err)
-		}
-		buyers = buyersCmd.Val()
 		inFlight, unreturned := 0, 0
 		for _, oid := range buyers {
 			r, ok := pgOrders[oid]
@@ -199,19 +229,26 @@ func (s *Service) Reconcile(ctx context.Context, sale string) (ReconcileReport, 
 		rep.StockDelta = target - redisStock
 		if rep.StockDelta == 0 && len(restore) == 0 {
 			rep.StockRedisAfter = redisStock
-			return nil
+			return s.rebalanceAfterReconcile(ctx, sale, k, &rep)
 		}
 		// Postgres is not written here, but the fence still orders this repair after any newer
 		// holder's: refuse to touch Redis if one exists.
 		if err := s.fenced(ctx, key, held, func(pgx.Tx) error { return nil }); err != nil {
 			return err
 		}
-		out, err := lua.Script("reconcile").Run(ctx, s.Redis, []string{contract.MetaKey(sale), contract.BuyersKey(sale)},
-			append([]any{sale, rep.StockDelta}, restore...)...).Int64Slice()
-		if err != nil {
-			return fmt.Errorf("reconcile.lua: %w", err)
+		if k > 1 {
+			rep.StockRedisAfter, err = reconcileShards(ctx, s.Redis, sale, k, stocks, rep.StockDelta, restore)
+			if err != nil {
+				return err
+			}
+		} else {
+			out, err := lua.Script("reconcile").Run(ctx, s.Redis, []string{contract.MetaKey(sale), contract.BuyersKey(sale)},
+				append([]any{sale, rep.StockDelta}, restore...)...).Int64Slice()
+			if err != nil {
+				return fmt.Errorf("reconcile.lua: %w", err)
+			}
+			rep.StockRedisAfter = out[0]
 		}
-		rep.StockRedisAfter = out[0]
 		if rep.StockDelta != 0 {
 			metricReconciled.WithLabelValues("stock").Inc()
 			rep.Actions = append(rep.Actions, fmt.Sprintf("Redis stock was %d, Postgres says %d with %d in flight: adjusted by %+d",
@@ -221,7 +258,7 @@ func (s *Service) Reconcile(ctx context.Context, sale string) (ReconcileReport, 
 			metricReconciled.WithLabelValues("buyer").Add(float64(len(rep.BuyersRestored)))
 			rep.Actions = append(rep.Actions, fmt.Sprintf("%d buyers with an order in Postgres were missing from Redis: restored", len(rep.BuyersRestored)))
 		}
-		return nil
+		return s.rebalanceAfterReconcile(ctx, sale, k, &rep)
 	})
 	if err == nil {
 		s.Log.Info("sale reconciled", "sale_id", sale, "actions", rep.Actions)

@@ -396,3 +396,81 @@ func shardBuyers(ctx context.Context, rdb redis.UniversalClient, ids []string) (
 	}
 	return out, nil
 }
+
+// rebalanceAfterReconcile evens out a sharded sale's shards once reconcile has repaired them
+// (it holds the sale's lock already).
+func (s *Service) rebalanceAfterReconcile(ctx context.Context, sale string, k int, rep *ReconcileReport) error {
+	if k < 2 {
+		return nil
+	}
+	rb := RebalanceReport{SaleID: sale, Shards: k, Moves: []Move{}}
+	if err := s.rebalanceLocked(ctx, sale, k, &rb); err != nil {
+		return err
+	}
+	rep.Rebalance = &rb
+	if len(rb.Moves) > 0 {
+		rep.Actions = append(rep.Actions, fmt.Sprintf("%d moves between shards to even out their stock", len(rb.Moves)))
+	}
+	return nil
+}
+
+// ShardDeltas spreads reconcile's stock delta over a sharded sale's shards given their
+// snapshot stocks: a positive delta evenly (contract.SplitStock); a negative one from the
+// shards that hold the most, never below 0 as far as the snapshot knows (the remainder, when
+// the shards hold less than the delta asks, goes to the first shard: Redis then refuses there
+// until compensations bring it back to 0).
+func ShardDeltas(stocks []int64, delta int64) []int64 {
+	k := len(stocks)
+	out := make([]int64, k)
+	if delta >= 0 {
+		for i, n := range contract.SplitStock(int(delta), k) {
+			out[i] = int64(n)
+		}
+		return out
+	}
+	order := make([]int, k)
+	for i := range order {
+		order[i] = i
+	}
+	sort.SliceStable(order, func(a, b int) bool { return stocks[order[a]] > stocks[order[b]] })
+	left := -delta
+	for _, i := range order {
+		if left == 0 {
+			break
+		}
+		if take := min(max(stocks[i], 0), left); take > 0 {
+			out[i] = -take
+			left -= take
+		}
+	}
+	if left > 0 {
+		out[0] -= left
+	}
+	return out
+}
+
+// reconcileShards applies reconcile's stock delta and buyer restores (pairs user, order id) to
+// the shards of a sharded sale, each with reconcile.lua on its own keys, and returns the sum of
+// the shards' stocks after it.
+func reconcileShards(ctx context.Context, rdb redis.UniversalClient, sale string, k int, stocks []int64, delta int64, restore []any) (int64, error) {
+	deltas := ShardDeltas(stocks, delta)
+	restores := make([][]any, k)
+	for i := 0; i+1 < len(restore); i += 2 {
+		sh := contract.ShardOf(restore[i].(string), k)
+		restores[sh] = append(restores[sh], restore[i], restore[i+1])
+	}
+	var after int64
+	for i, id := range contract.ShardIDs(sale, k) {
+		if deltas[i] == 0 && len(restores[i]) == 0 {
+			after += stocks[i]
+			continue
+		}
+		out, err := lua.Script("reconcile").Run(ctx, rdb, []string{contract.MetaKey(id), contract.BuyersKey(id)},
+			append([]any{id, deltas[i]}, restores[i]...)...).Int64Slice()
+		if err != nil {
+			return 0, fmt.Errorf("reconcile.lua on shard %s: %w", id, err)
+		}
+		after += out[0]
+	}
+	return after, nil
+}

@@ -2,7 +2,6 @@ package verify
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sort"
 	"strconv"
@@ -223,10 +222,11 @@ func WaitSettled(ctx context.Context, pg *pgxpool.Pool, rdb redis.UniversalClien
 		if err := pg.QueryRow(ctx, `SELECT stock FROM sales WHERE id = $1`, sale).Scan(&pgStock); err != nil {
 			return false, err
 		}
-		raw, err := rdb.HGet(ctx, contract.MetaKey(sale), contract.FieldStock).Result()
-		if err != nil && !errors.Is(err, redis.Nil) {
+		meta, _, err := RedisSale(ctx, rdb, sale) // the sum over the shards of a sharded sale
+		if err != nil {
 			return false, err
 		}
+		raw := meta[contract.FieldStock]
 		if n, err := strconv.Atoi(raw); err == nil && n == pgStock {
 			return true, nil
 		}

@@ -192,10 +192,7 @@ func load(ctx context.Context, src Sources, run Run) (*state, error) {
 		}
 	}
 	if run.CheckRedis {
-		st.redisMeta, st.redisErr = src.Redis.HGetAll(ctx, contract.MetaKey(run.Sale)).Result()
-		if st.redisErr == nil {
-			st.buyers, st.redisErr = src.Redis.HGetAll(ctx, contract.BuyersKey(run.Sale)).Result()
-		}
+		st.redisMeta, st.buyers, st.redisErr = RedisSale(ctx, src.Redis, run.Sale)
 	}
 	return st, nil
 }

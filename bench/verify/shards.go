@@ -1,0 +1,54 @@
+package verify
+
+import (
+	"context"
+	"errors"
+	"strconv"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/seckilledge/seckill/contract"
+)
+
+// RedisSale reads a sale's Redis state: its meta hash and its buyers. For a sharded sale
+// (field "shards" = K > 1; docs/scaling.md) the stock is the sum over its shards, the buyers
+// are every shard's (a user is in one shard only), and "shards" stays in the meta returned;
+// for an unsharded sale it is exactly the sale's meta and buyers hashes.
+func RedisSale(ctx context.Context, rdb redis.UniversalClient, sale string) (meta, buyers map[string]string, err error) {
+	meta, err = rdb.HGetAll(ctx, contract.MetaKey(sale)).Result()
+	if err != nil {
+		return nil, nil, err
+	}
+	k, _ := strconv.Atoi(meta[contract.FieldShards])
+	ids := contract.ShardIDs(sale, k)
+	pipe := rdb.Pipeline()
+	stocks := make([]*redis.StringCmd, len(ids))
+	hashes := make([]*redis.MapStringStringCmd, len(ids))
+	for i, id := range ids {
+		stocks[i] = pipe.HGet(ctx, contract.MetaKey(id), contract.FieldStock)
+		hashes[i] = pipe.HGetAll(ctx, contract.BuyersKey(id))
+	}
+	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
+		return nil, nil, err
+	}
+	buyers = map[string]string{}
+	for _, h := range hashes {
+		for u, o := range h.Val() {
+			buyers[u] = o
+		}
+	}
+	if k > 1 {
+		sum, found := 0, false
+		for _, c := range stocks {
+			if n, err := strconv.Atoi(c.Val()); err == nil {
+				sum += n
+				found = true
+			}
+		}
+		if found {
+			meta[contract.FieldStock] = strconv.Itoa(sum)
+		} else {
+			delete(meta, contract.FieldStock)
+		}
+	}
+	return meta, buyers, nil
+}
