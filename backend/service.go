@@ -35,6 +35,8 @@ type Service struct {
 	Now func() time.Time
 
 	shards shardCounts
+	// rebalancerSubscribed is called when RunRebalancer's subscription is confirmed.
+	rebalancerSubscribed func()
 }
 
 func (s *Service) now() time.Time {

@@ -74,10 +74,13 @@ type Move struct {
 }
 
 // PlanRebalance returns the moves that even out stocks over the shards: the units there are
-// (negative stocks count 0) are split as contract.SplitStock does, the larger portions going to
-// the shards that hold more already, so that as few units as possible move. A plan never has
-// a move of 0 units; an even distribution yields no moves.
-func PlanRebalance(stocks []int64) []Move {
+// (negative stocks count 0) are split as contract.SplitStock does, the larger portions going
+// first to the hungry shards (hungry[i]: shard i just sold out, so it has buyers waiting; nil
+// for none), then to the shards that hold more already, so that as few units as possible move.
+// With fewer units than shards, some shards must stay empty: the hungry ones are served first,
+// the others keep what they hold. A plan never has a move of 0 units; an even distribution
+// yields no moves.
+func PlanRebalance(stocks []int64, hungry []bool) []Move {
 	k := len(stocks)
 	if k < 2 {
 		return nil
@@ -90,7 +93,13 @@ func PlanRebalance(stocks []int64) []Move {
 			total += int(s)
 		}
 	}
-	sort.SliceStable(order, func(a, b int) bool { return stocks[order[a]] > stocks[order[b]] })
+	isHungry := func(i int) bool { return i < len(hungry) && hungry[i] }
+	sort.SliceStable(order, func(a, b int) bool {
+		if ha, hb := isHungry(order[a]), isHungry(order[b]); ha != hb {
+			return ha
+		}
+		return stocks[order[a]] > stocks[order[b]]
+	})
 	portions := contract.SplitStock(total, k)
 	target := make([]int, k)
 	for rank, shard := range order {
@@ -147,6 +156,11 @@ var errNotSharded = errors.New("the sale is not sharded")
 // the journal entry is deleted. So a unit is never created; one interrupted between the halves
 // stays journaled and the next rebalance (or reconcile) delivers it.
 func (s *Service) Rebalance(ctx context.Context, sale string) (RebalanceReport, error) {
+	return s.rebalance(ctx, sale, nil)
+}
+
+// rebalance is Rebalance serving the hungry shards first (see PlanRebalance).
+func (s *Service) rebalance(ctx context.Context, sale string, hungry []bool) (RebalanceReport, error) {
 	rep := RebalanceReport{SaleID: sale, Moves: []Move{}}
 	k, err := s.shards.of(ctx, s.Pool, sale)
 	if err != nil {
@@ -164,7 +178,7 @@ func (s *Service) Rebalance(ctx context.Context, sale string) (RebalanceReport, 
 		return rep, errNotSharded
 	}
 	err = s.withSaleLock(ctx, sale, 5*time.Second, func(Held) error {
-		return s.rebalanceLocked(ctx, sale, k, &rep)
+		return s.rebalanceLocked(ctx, sale, k, hungry, &rep)
 	})
 	if err == nil && len(rep.Moves)+rep.Finished > 0 {
 		s.Log.Info("sale rebalanced", "sale_id", sale, "moves", len(rep.Moves), "finished", rep.Finished)
@@ -172,7 +186,7 @@ func (s *Service) Rebalance(ctx context.Context, sale string) (RebalanceReport, 
 	return rep, err
 }
 
-func (s *Service) rebalanceLocked(ctx context.Context, sale string, k int, rep *RebalanceReport) error {
+func (s *Service) rebalanceLocked(ctx context.Context, sale string, k int, hungry []bool, rep *RebalanceReport) error {
 	ids := contract.ShardIDs(sale, k)
 	n, err := finishMoves(ctx, s.Redis, ids)
 	rep.Finished = n
@@ -184,7 +198,7 @@ func (s *Service) rebalanceLocked(ctx context.Context, sale string, k int, rep *
 		return err
 	}
 	rep.StocksBefore = before
-	for _, m := range PlanRebalance(before) {
+	for _, m := range PlanRebalance(before, hungry) {
 		got, err := moveUnits(ctx, s.Redis, ids[m.From], ids[m.To], m.Units)
 		if err != nil {
 			return err
@@ -260,13 +274,17 @@ func (s *Service) handleRebalance(w http.ResponseWriter, r *http.Request) {
 }
 
 // RunRebalancer rebalances a sharded sale as soon as one of its shards sells out: it listens
-// to the gates' "sold_out:<sale>:<i>" events on contract.EventsChannel and runs Rebalance for
-// that sale (coalescing events that arrive while one runs). It runs until ctx ends. An event
-// missed while the subscription is down is made up by the next one, or by reconcile (which
-// rebalances too) or the admin API.
+// to the gates' "sold_out:<sale>:<i>" events on contract.EventsChannel (published by the gate
+// script when it sells a shard's last unit, so a shard with buyers waiting) and rebalances the
+// sale serving those shards first (coalescing events that arrive while one runs). It runs
+// until ctx ends. An event missed while the subscription is down is made up by the next one,
+// or by reconcile (which rebalances too) or the admin API.
+//
+// Only a sell-out by a buyer triggers it; a donor emptied by a rebalance publishes nothing,
+// so units never bounce between shards on their own.
 func (s *Service) RunRebalancer(ctx context.Context) {
 	var mu sync.Mutex
-	pending := map[string]bool{}
+	pending := map[string]map[int]bool{} // sale -> shards that sold out
 	wake := make(chan struct{}, 1)
 	go func() {
 		for {
@@ -276,15 +294,16 @@ func (s *Service) RunRebalancer(ctx context.Context) {
 			case <-wake:
 			}
 			mu.Lock()
-			sales := make([]string, 0, len(pending))
-			for sale := range pending {
-				sales = append(sales, sale)
-			}
-			clear(pending)
+			work := pending
+			pending = map[string]map[int]bool{}
 			mu.Unlock()
-			for _, sale := range sales {
+			for sale, shards := range work {
+				hungry := make([]bool, contract.MaxShards)
+				for i := range shards {
+					hungry[i] = true
+				}
 				rctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-				if _, err := s.Rebalance(rctx, sale); err != nil && ctx.Err() == nil && !errors.Is(err, errNotSharded) {
+				if _, err := s.rebalance(rctx, sale, hungry); err != nil && ctx.Err() == nil && !errors.Is(err, errNotSharded) {
 					s.Log.Warn("rebalance failed", "sale_id", sale, "err", err)
 				}
 				cancel()
@@ -293,18 +312,24 @@ func (s *Service) RunRebalancer(ctx context.Context) {
 	}()
 	for ctx.Err() == nil {
 		ps := s.Redis.Subscribe(ctx, contract.EventsChannel)
+		if _, err := ps.Receive(ctx); err == nil && s.rebalancerSubscribed != nil {
+			s.rebalancerSubscribed() // the subscription is confirmed (tests wait for it)
+		}
 		for {
 			msg, err := ps.ReceiveMessage(ctx)
 			if err != nil {
 				break
 			}
 			kind, rest, _ := strings.Cut(msg.Payload, ":")
-			sale, _, ok := contract.SplitShardID(rest)
+			sale, shard, ok := contract.SplitShardID(rest)
 			if kind != contract.EventSoldOut || !ok {
 				continue
 			}
 			mu.Lock()
-			pending[sale] = true
+			if pending[sale] == nil {
+				pending[sale] = map[int]bool{}
+			}
+			pending[sale][shard] = true
 			mu.Unlock()
 			select {
 			case wake <- struct{}{}:
@@ -404,7 +429,7 @@ func (s *Service) rebalanceAfterReconcile(ctx context.Context, sale string, k in
 		return nil
 	}
 	rb := RebalanceReport{SaleID: sale, Shards: k, Moves: []Move{}}
-	if err := s.rebalanceLocked(ctx, sale, k, &rb); err != nil {
+	if err := s.rebalanceLocked(ctx, sale, k, nil, &rb); err != nil {
 		return err
 	}
 	rep.Rebalance = &rb
