@@ -54,7 +54,7 @@ func ConfigFromFlags(fs *flag.FlagSet, args []string) (Config, error) {
 	fs.StringVar(&c.Listen, "listen", getenv("SECKILL_BACKEND_LISTEN", "127.0.0.1:8081"), "address of the order and admin API (SECKILL_BACKEND_LISTEN)")
 	fs.StringVar(&c.PGURL, "pg", getenv("SECKILL_PG_URL", "postgres://seckill:seckill@127.0.0.1:15432/seckill?sslmode=disable"), "Postgres URL (SECKILL_PG_URL)")
 	num(&c.PGMaxConns, "pg-max-conns", "SECKILL_PG_MAX_CONNS", 16, "Postgres pool size")
-	fs.StringVar(&c.RedisAddr, "redis", getenv("SECKILL_REDIS_ADDR", "127.0.0.1:16379"), "Redis host:port (SECKILL_REDIS_ADDR)")
+	fs.StringVar(&c.RedisAddr, "redis", getenv("SECKILL_REDIS_ADDR", "127.0.0.1:16379"), "Redis host:port, or a comma-separated list of Redis Cluster seeds (SECKILL_REDIS_ADDR)")
 	fs.StringVar(&c.AMQPURL, "amqp", getenv("SECKILL_AMQP_URL", "amqp://guest:guest@127.0.0.1:16672/"), "RabbitMQ URL (SECKILL_AMQP_URL)")
 	num(&c.BatchSize, "batch-size", "SECKILL_BATCH_SIZE", 500, "orders per database transaction")
 	dur(&c.BatchWait, "batch-wait", "SECKILL_BATCH_WAIT", "20ms", "longest wait before a partial batch is written")

@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
-	"github.com/redis/go-redis/v9"
 )
 
 // Run migrates the database, then consumes winners, sweeps unpaid orders and serves the HTTP
@@ -50,7 +49,7 @@ func Run(ctx context.Context, cfg Config) error {
 		return err
 	}
 	defer pool.Close()
-	rdb := redis.NewClient(&redis.Options{Addr: cfg.RedisAddr, Password: os.Getenv("SECKILL_REDIS_PASSWORD")})
+	rdb := newRedisClient(cfg.RedisAddr, os.Getenv("SECKILL_REDIS_PASSWORD"))
 	defer rdb.Close()
 
 	comp := &Compensator{Pool: pool, Redis: rdb, Log: log}

@@ -499,3 +499,13 @@ func reconcileShards(ctx context.Context, rdb redis.UniversalClient, sale string
 	}
 	return after, nil
 }
+
+// newRedisClient connects to one Redis at addr, or to a Redis Cluster when addr is a
+// comma-separated list of seeds (a sharded sale spreads over the cluster's masters; every
+// script of the backend touches one hash slot, so all of it runs there unchanged).
+func newRedisClient(addr, password string) redis.UniversalClient {
+	if seeds := strings.Split(addr, ","); len(seeds) > 1 {
+		return redis.NewClusterClient(&redis.ClusterOptions{Addrs: seeds, Password: password})
+	}
+	return redis.NewClient(&redis.Options{Addr: addr, Password: password})
+}
