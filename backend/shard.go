@@ -312,6 +312,8 @@ func (s *Service) RunRebalancer(ctx context.Context) {
 	}()
 	for ctx.Err() == nil {
 		ps := s.Redis.Subscribe(ctx, contract.EventsChannel)
+		// A blocked read does not watch ctx: closing the subscription ends it on shutdown.
+		stop := context.AfterFunc(ctx, func() { _ = ps.Close() })
 		if _, err := ps.Receive(ctx); err == nil && s.rebalancerSubscribed != nil {
 			s.rebalancerSubscribed() // the subscription is confirmed (tests wait for it)
 		}
@@ -336,6 +338,7 @@ func (s *Service) RunRebalancer(ctx context.Context) {
 			default:
 			}
 		}
+		stop()
 		_ = ps.Close()
 		select {
 		case <-ctx.Done():

@@ -442,7 +442,8 @@ func TestAShardSellingOutIsRebalancedAutomatically(t *testing.T) {
 	sale := e.shardedSale(6, k) // 3 + 3
 	subscribed := make(chan struct{}, 1)
 	e.svc.rebalancerSubscribed = func() { subscribed <- struct{}{} }
-	go e.svc.RunRebalancer(ctx)
+	stopped := make(chan struct{})
+	go func() { e.svc.RunRebalancer(ctx); close(stopped) }()
 	// Wait for the subscription: a shard selling out before it would be missed.
 	select {
 	case <-subscribed:
@@ -458,6 +459,13 @@ func TestAShardSellingOutIsRebalancedAutomatically(t *testing.T) {
 		each, sum := stocksOf(t, e.rdb, sale, k)
 		return each[0] >= 1 && sum == 3
 	})
+	// It stops with its context (the backend's shutdown waits for it).
+	cancel()
+	select {
+	case <-stopped:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the rebalancer did not stop when its context ended")
+	}
 }
 
 func TestAdminAPICreatesPreheatsAndRebalancesShardedSales(t *testing.T) {
