@@ -242,3 +242,22 @@ func TestTheShardedAnswerCarriesAValidShardCount(t *testing.T) {
 		t.Error("sharded has a refusal body")
 	}
 }
+
+func TestOneUserHammeringAShardedSaleGetsOneUnit(t *testing.T) {
+	rdb := testenv.Redis(t)
+	base := startCaddy(t, newGatewayConfig(t, testenv.RabbitVhost(t)))
+	const k = 4
+	sale := newShardedSale(t, rdb, 8, k) // 2 per shard
+	answers := make([]answer, 50)
+	parallel(len(answers), func(i int) { answers[i] = buy(t, base, sale, "same-user", "") })
+	counts := tally(answers)
+	if counts["accepted"] != 1 || counts[contract.CodeAlreadyBought] != 49 {
+		t.Fatalf("answers: %s; want accepted=1 already_bought=49", summary(counts))
+	}
+	mine := contract.ShardOf("same-user", k)
+	for i, n := range shardStocksOf(t, rdb, sale, k) {
+		if want := int64(2); i == mine && n != want-1 || i != mine && n != want {
+			t.Errorf("shard %d stock %d: only the user's shard %d may have sold, once", i, n, mine)
+		}
+	}
+}
