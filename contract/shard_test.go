@@ -90,3 +90,20 @@ func TestSplitStockIsEvenWithTheRemainderFirst(t *testing.T) {
 		t.Fatalf("SplitStock(2, 4) = %v", got)
 	}
 }
+
+// FuzzSplitShardID: events from Redis carry shard ids; whatever they hold, a shard id that
+// parses is exactly one ShardID builds, and never a sale id.
+func FuzzSplitShardID(f *testing.F) {
+	for _, s := range []string{"s1:0", "s1:63", "s1:64", "s1:01", "s1", ":", "a:b:c", "s1:-0"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, id string) {
+		sale, n, ok := SplitShardID(id)
+		if !ok {
+			return
+		}
+		if ShardID(sale, n) != id || ValidID(id) || !ValidID(sale) || n < 0 || n >= MaxShards || BaseSale(id) != sale {
+			t.Fatalf("SplitShardID(%q) = %q %d", id, sale, n)
+		}
+	})
+}
