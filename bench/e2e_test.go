@@ -10,6 +10,7 @@ import (
 	"github.com/seckilledge/seckill/bench"
 	"github.com/seckilledge/seckill/bench/load"
 	"github.com/seckilledge/seckill/bench/report"
+	"github.com/seckilledge/seckill/contract"
 	"github.com/seckilledge/seckill/internal/testenv"
 )
 
@@ -63,6 +64,24 @@ func TestACrowdThroughTheWholeStackKeepsEveryInvariant(t *testing.T) {
 	if edge.Accepted != 100 || !edge.Drain.Settled {
 		t.Fatalf("the edge accepted %d of 100 units (drain %v)", edge.Accepted, edge.Drain)
 	}
+
+	// The same crowd on a sale sharded over 4 Redis keys: every invariant still holds (one
+	// unit per user, no oversell, no undersell once settled), the stock summed over the shards.
+	opts.Model = load.Model{Connections: 32}
+	opts.Shards = 4
+	sharded, err := drv.RunEdge(ctx, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out.Reset()
+	report.Text(&out, &bench.Result{Date: time.Now(), Machine: bench.ThisMachine(), Crowd: crowd, Stock: 100, Contestants: []*bench.Outcome{sharded}})
+	if !sharded.OK() || sharded.Accepted != 100 || !sharded.Drain.Settled {
+		t.Fatalf("the sharded sale failed (accepted %d of 100):\n%s", sharded.Accepted, out.String())
+	}
+	if k := drv.Redis.HGet(ctx, contract.MetaKey(sharded.Sale), contract.FieldShards).Val(); k != "4" {
+		t.Fatalf("the sharded run's sale has shards=%q in Redis, want 4", k)
+	}
+	opts.Shards = 0
 
 	// The sabotage check: the same stack, but the gate believes in 20 units Postgres does not
 	// have (as it would with its stock check disabled). The verifier must catch it.

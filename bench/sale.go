@@ -47,6 +47,9 @@ type Options struct {
 	// Sabotage, for tests of the verifier only, runs after the sale is preheated and before the
 	// crowd comes (see InflateRedisStock).
 	Sabotage func(ctx context.Context, d *Driver, sale string) error
+	// Shards splits the edge's sale over this many Redis shards (docs/scaling.md, "Hot-sale
+	// stock sharding"); 0 or 1: unsharded.
+	Shards int
 }
 
 // InflateRedisStock is a sabotage: it gives the gate extra units that Postgres does not have,
@@ -145,11 +148,20 @@ func (d *Driver) adminCall(ctx context.Context, method, path string, body any) e
 // CreateSale creates a sale open from a minute ago for an hour (unpaid orders are kept an hour,
 // so no release runs during a benchmark), and preheats it into Redis when preheat is set.
 func (d *Driver) CreateSale(ctx context.Context, sale string, stock int, preheat bool) error {
+	return d.createSale(ctx, sale, stock, preheat, 0)
+}
+
+// createSale is CreateSale with a shard count (0 or 1: unsharded).
+func (d *Driver) createSale(ctx context.Context, sale string, stock int, preheat bool, shards int) error {
 	now := time.Now().UTC()
-	err := d.adminCall(ctx, http.MethodPost, "/admin/sales", map[string]any{
+	spec := map[string]any{
 		"id": sale, "stock": stock, "starts_at": now.Add(-time.Minute).Format(time.RFC3339),
 		"ends_at": now.Add(time.Hour).Format(time.RFC3339), "pay_within": "1h",
-	})
+	}
+	if shards > 1 {
+		spec["shards"] = shards
+	}
+	err := d.adminCall(ctx, http.MethodPost, "/admin/sales", spec)
 	if err != nil {
 		return fmt.Errorf("create sale: %w", err)
 	}
@@ -204,7 +216,7 @@ func (o Options) tokenConns() int {
 // winners to drain into Postgres and checks every invariant.
 func (d *Driver) RunEdge(ctx context.Context, o Options) (*Outcome, error) {
 	sale := saleID("edge")
-	if err := d.CreateSale(ctx, sale, o.Stock, true); err != nil {
+	if err := d.createSale(ctx, sale, o.Stock, true, o.Shards); err != nil {
 		return nil, err
 	}
 	if o.Sabotage != nil {
@@ -214,6 +226,9 @@ func (d *Driver) RunEdge(ctx context.Context, o Options) (*Outcome, error) {
 	}
 	people := o.Crowd.Cast(sale + "-")
 	name := "full edge"
+	if o.Shards > 1 {
+		name += fmt.Sprintf(", %d shards", o.Shards)
+	}
 	if o.Label != "" {
 		name += " (" + o.Label + ")"
 	}
