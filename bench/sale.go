@@ -36,6 +36,10 @@ type Options struct {
 	Duration time.Duration
 	// TokenConns is the concurrency of the token phase and of the late arrivals (default 200).
 	TokenConns int
+	// TokenRate, when > 0, sends the token phase as an open model at this rate (requests/s)
+	// instead of as fast as TokenConns connections go (the soak keeps the whole run at a
+	// steady share of capacity this way).
+	TokenRate float64
 	// DrainTimeout bounds the wait for the winners to reach Postgres (default 30 s).
 	DrainTimeout time.Duration
 	// Progress receives a progress bar (nil: none).
@@ -316,7 +320,11 @@ func (d *Driver) fetchTokens(ctx context.Context, o Options, name, sale string, 
 	}
 	ts := tokenSet{of: make(map[string]string, len(users))}
 	var mu sync.Mutex
-	ts.res = load.Execute(ctx, load.Run{Name: name + " tokens", Model: load.Model{Connections: o.tokenConns()}, Requests: reqs,
+	model := load.Model{Connections: o.tokenConns()}
+	if o.TokenRate > 0 {
+		model.Rate = o.TokenRate
+	}
+	ts.res = load.Execute(ctx, load.Run{Name: name + " tokens", Model: model, Requests: reqs,
 		Client: load.NewClient(o.Client, o.tokenConns()), Progress: o.Progress,
 		OnResponse: func(req load.Request, resp load.Response) {
 			var b struct {

@@ -26,6 +26,7 @@ type Stack struct {
 	Gateway    string // base URL of the gateway, e.g. http://127.0.0.1:8080
 	Backend    string // base URL of the backend (admin API, baselines)
 	Ceiling    string // base URL of a Caddy site that only does `respond` ("" if none)
+	Admin      string // base URL of the gateway's Caddy admin endpoint ("" if unknown)
 	AdminToken string
 	RedisAddr  string
 	PGURL      string // the database the backend writes
@@ -257,6 +258,7 @@ func Start(ctx context.Context, o StartOptions) (_ *Stack, err error) {
 	s.Backend = fmt.Sprintf("http://127.0.0.1:%d", bport)
 	s.Gateway = fmt.Sprintf("http://127.0.0.1:%d", gport)
 	s.Ceiling = fmt.Sprintf("http://127.0.0.1:%d", cport)
+	s.Admin = fmt.Sprintf("http://127.0.0.1:%d", aport)
 
 	env := append(os.Environ(),
 		"SECKILL_REDIS_ADDR="+o.RedisAddr, "SECKILL_AMQP_URL="+amqpURL, "SECKILL_PG_URL="+s.PGURL,

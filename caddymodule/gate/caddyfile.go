@@ -32,6 +32,7 @@ func parseCaddyfile(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error)
 //		token         <placeholder>          # default {http.request.header.X-Seckill-Token}
 //		timeout       <duration>             # default 1s
 //		retry_after   <duration>             # default 1s
+//		max_pending   <n>                    # default 4096, -1 unbounded
 //		redis         pipelined|pooled       # default pipelined
 //		relay {
 //			disabled
@@ -67,6 +68,8 @@ func (g *Gate) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			err = caddymodule.OneDuration(d, &g.Timeout)
 		case "retry_after":
 			err = caddymodule.OneDuration(d, &g.RetryAfter)
+		case "max_pending":
+			err = caddymodule.OneInt(d, &g.MaxPending)
 		case "redis":
 			err = caddymodule.OneString(d, &g.Redis)
 			if err == nil && g.Redis != RedisPipelined && g.Redis != RedisPooled {

@@ -62,6 +62,14 @@ type Gate struct {
 	// Retry-After sent with 503. Default 1s (rounded up to whole seconds).
 	RetryAfter caddy.Duration `json:"retry_after,omitempty"`
 
+	// The most decisions this handler may have waiting on Redis at once (counting those whose
+	// request already gave up at the timeout, until Redis answers them). Beyond it the gate
+	// sheds: 503 unavailable with Retry-After at once, without touching Redis, so an overload
+	// or a stalled Redis costs fast refusals and bounded memory instead of a growing pile of
+	// queued scripts. A shed request was never decided: retrying it is always safe.
+	// Default 4096; -1 disables the bound.
+	MaxPending int `json:"max_pending,omitempty"`
+
 	// How decisions reach Redis: "pipelined" (default) batches the scripts of concurrent
 	// requests into one round trip (go-redis automatic pipelining); "pooled" sends each on its
 	// own pooled connection. See BENCHMARKS.md for what each costs.
@@ -80,6 +88,7 @@ type Gate struct {
 	ctx        caddy.Context
 	logger     *zap.Logger
 	retryAfter string
+	pending    *caddymodule.Pending
 }
 
 // CaddyModule returns the Caddy module information.
@@ -99,7 +108,7 @@ const (
 // Provision sets defaults and takes the app's shared clients. No network I/O.
 func (g *Gate) Provision(ctx caddy.Context) error {
 	g.ctx = ctx
-	g.logger = ctx.Logger()
+	g.logger = caddymodule.SampledLogger(ctx.Logger())
 	if g.Sale == "" {
 		g.Sale = "{http.request.uri.path.1}"
 	}
@@ -115,6 +124,10 @@ func (g *Gate) Provision(ctx caddy.Context) error {
 	if g.RetryAfter <= 0 {
 		g.RetryAfter = caddy.Duration(time.Second)
 	}
+	if g.MaxPending == 0 {
+		g.MaxPending = caddymodule.DefaultMaxPending
+	}
+	g.pending = caddymodule.NewPending(g.MaxPending)
 	if g.Redis == "" {
 		g.Redis = RedisPipelined
 	}
@@ -334,8 +347,13 @@ func (g *Gate) run(ctx context.Context, p Purchase) (Verdict, error) {
 		v   Verdict
 		err error
 	}
+	if !g.pending.TryAcquire() {
+		shed.Inc()
+		return Verdict{}, errShed
+	}
 	ch := make(chan result, 1)
 	go func() {
+		defer g.pending.Release()
 		v, err := Decide(context.Background(), g.scripter, p)
 		ch <- result{v, err}
 	}()
@@ -351,7 +369,10 @@ func (g *Gate) run(ctx context.Context, p Purchase) (Verdict, error) {
 	}
 }
 
-var errTimeout = errors.New("decision timed out")
+var (
+	errTimeout = errors.New("decision timed out")
+	errShed    = errors.New("too many decisions waiting on redis (max_pending): shed without a decision")
+)
 
 // Static bodies of the refusals that carry no order id.
 var refusalBodies = func() map[Outcome][]byte {

@@ -2,8 +2,10 @@ package gate
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -225,5 +227,65 @@ func TestGateFailsClosedWhenRedisIsSlow(t *testing.T) {
 			}
 			_ = rdb.Do(context.Background(), "CLIENT", "UNPAUSE").Err()
 		})
+	}
+}
+
+func TestGateShedsInsteadOfPilingUpDecisionsWhenRedisStalls(t *testing.T) {
+	srv := testenv.StartRedis(t) // private: the test stalls it
+	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr()})
+	t.Cleanup(func() { _ = rdb.Close() })
+	sale := newSale(t, rdb, 1000, -time.Minute, time.Hour)
+	cfg := newGatewayConfig(t, testenv.RabbitVhost(t))
+	cfg.RedisAddr = srv.Addr()
+	cfg.Timeout = "200ms"
+	cfg.MaxPending = 4
+	base := startCaddy(t, cfg)
+	if a := buy(t, base, sale, "warm", ""); a.Status != http.StatusAccepted {
+		t.Fatalf("before the stall: %+v", a)
+	}
+	scripts := func() int64 {
+		info, err := rdb.Info(context.Background(), "commandstats").Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var n int64
+		for _, l := range strings.Split(info, "\n") {
+			for _, cmd := range []string{"cmdstat_evalsha:calls=", "cmdstat_eval:calls="} {
+				if rest, ok := strings.CutPrefix(strings.TrimSpace(l), cmd); ok {
+					v, _ := strconv.ParseInt(rest[:strings.IndexByte(rest, ',')], 10, 64)
+					n += v
+				}
+			}
+		}
+		return n
+	}
+	before := scripts()
+	if err := rdb.Do(context.Background(), "CLIENT", "PAUSE", "3000", "WRITE").Err(); err != nil {
+		t.Fatal(err)
+	}
+	// Far more buyers than max_pending arrive while Redis is stalled: every one is refused
+	// with 503 and Retry-After, and only max_pending decisions are ever sent.
+	answers := make([]answer, 40)
+	parallel(len(answers), func(i int) { answers[i] = buy(t, base, sale, fmt.Sprintf("stalled-%d", i), "") })
+	for _, a := range answers {
+		if a.Status != http.StatusServiceUnavailable || a.Code != contract.CodeUnavailable || a.Retry == "" {
+			t.Fatalf("Redis stalled: %+v; want 503 unavailable with Retry-After (%s)", a, summary(tally(answers)))
+		}
+	}
+	_ = rdb.Do(context.Background(), "CLIENT", "UNPAUSE").Err()
+	testenv.WaitFor(t, 10*time.Second, "the gate decides again after the stall", func() bool {
+		return buy(t, base, sale, testenv.ID("after"), "").Status == http.StatusAccepted
+	})
+	if sent := scripts() - before; sent > 4+10 {
+		// 4 stalled decisions, plus the few purchases of the wait above.
+		t.Fatalf("%d decision scripts reached Redis for 40 stalled buyers with max_pending 4", sent)
+	}
+	// The shed buyers were never decided: none of them holds a unit.
+	bought, err := rdb.HLen(context.Background(), contract.BuyersKey(sale)).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bought > 1+4+10 {
+		t.Fatalf("%d buyers recorded; at most the warm-up, 4 stalled decisions and the wait's purchases may be", bought)
 	}
 }

@@ -89,7 +89,7 @@ type gatewayConfig struct {
 	RedisMode       string
 	ClaimMinIdle    string
 	Timeout         string
-	Extra           string // extra JSON fields of the gate handler, e.g. `"relay":{"disabled":true}`
+	MaxPending      int
 }
 
 func (c gatewayConfig) JSON() []byte {
@@ -108,6 +108,9 @@ func (c gatewayConfig) JSON() []byte {
 	gate["timeout"] = "10s"
 	if c.Timeout != "" {
 		gate["timeout"] = c.Timeout
+	}
+	if c.MaxPending != 0 {
+		gate["max_pending"] = c.MaxPending
 	}
 	// served_only: the shared Redis holds everyone's sales; a test relay must not drain them.
 	relay := map[string]any{"poll_interval": "20ms", "discover_interval": "300ms", "served_only": true}

@@ -19,6 +19,10 @@ var (
 		Help:    "Latency of the decision script round trip, including queueing in the pipeline.",
 		Buckets: []float64{.0002, .0005, .001, .002, .005, .01, .02, .05, .1, .25, .5, 1},
 	})
+	shed = prometheus.NewCounter(prometheus.CounterOpts{
+		Namespace: "seckill", Subsystem: "gate", Name: "shed_total",
+		Help: "Purchases answered 503 without a decision because max_pending decisions were already waiting on Redis.",
+	})
 	relayBacklog = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Namespace: "seckill", Subsystem: "relay", Name: "backlog",
 		Help: "Entries in a sale's outbox not yet confirmed by RabbitMQ (as of the relay's last scan).",
@@ -54,5 +58,5 @@ func countDecision(sale string, o Outcome) {
 }
 
 func collectors() []prometheus.Collector {
-	return []prometheus.Collector{decisions, scriptSeconds, relayBacklog, relayPublishSeconds, relayPublished, relayNacked}
+	return []prometheus.Collector{decisions, scriptSeconds, shed, relayBacklog, relayPublishSeconds, relayPublished, relayNacked}
 }

@@ -50,6 +50,7 @@ func init() {
 //		headers       ietf|legacy|none
 //		retry_jitter  <duration>
 //		timeout       <duration>
+//		max_pending   <n>
 //		handle_errors
 //		disable_autopipeline
 //	}
@@ -85,6 +86,8 @@ func (h *Handler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			err = caddymodule.OneDuration(d, &h.RetryJitter)
 		case "timeout":
 			err = caddymodule.OneDuration(d, &h.Timeout)
+		case "max_pending":
+			err = caddymodule.OneInt(d, &h.MaxPending)
 		case "handle_errors":
 			if d.NextArg() {
 				return d.ArgErr()

@@ -69,6 +69,13 @@ type Handler struct {
 	// go-redis marks that API experimental, so this switch turns it off.
 	DisableAutopipeline bool `json:"disable_autopipeline,omitempty"`
 
+	// The most decisions this handler may have waiting on Redis at once (counting those whose
+	// request already stopped waiting at the timeout, until Redis answers them). Beyond it a
+	// decision is not sent: the zones' failure policies apply at once (fail_open admits,
+	// fail_closed answers 503), so an overloaded or stalled Redis cannot make the gateway
+	// pile up goroutines and queued scripts. Default 4096; -1 disables the bound.
+	MaxPending int `json:"max_pending,omitempty"`
+
 	limiter *Limiter
 	zones   []*Zone // in limiter order
 	allow   *allowList
@@ -171,7 +178,7 @@ var zoneName = regexp.MustCompile(`^[A-Za-z0-9_-]{1,32}$`)
 
 // Provision loads matchers, the shared Redis client and builds the limiter. No network I/O.
 func (h *Handler) Provision(ctx caddy.Context) error {
-	h.logger = ctx.Logger()
+	h.logger = caddymodule.SampledLogger(ctx.Logger())
 	registerMetrics(ctx.GetMetricsRegistry())
 	if h.Timeout == 0 {
 		h.Timeout = caddy.Duration(100 * time.Millisecond)
@@ -214,6 +221,10 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 	}
 	h.limiter = NewLimiter(app.RedisClient(), rules, time.Duration(h.Timeout))
 	h.limiter.AutoPipeline = !h.DisableAutopipeline
+	if h.MaxPending == 0 {
+		h.MaxPending = caddymodule.DefaultMaxPending
+	}
+	h.limiter.Pending = caddymodule.NewPending(h.MaxPending)
 	byName := map[string]*Zone{}
 	for _, z := range h.Zones {
 		byName[z.Name] = z
@@ -407,7 +418,9 @@ func (h *Handler) allowed(r *http.Request) bool {
 func (h *Handler) record(d *Decision) {
 	if d.RedisCalled {
 		result := "ok"
-		if d.RedisErr != nil {
+		if errors.Is(d.RedisErr, ErrShed) {
+			result = "shed"
+		} else if d.RedisErr != nil {
 			result = "error"
 		}
 		redisSeconds.WithLabelValues(result).Observe(d.RedisTime.Seconds())

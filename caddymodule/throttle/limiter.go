@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/seckilledge/seckill/caddymodule"
 	"github.com/seckilledge/seckill/contract"
 	"github.com/seckilledge/seckill/lua"
 )
@@ -98,6 +99,11 @@ type Limiter struct {
 	// Off: one ordinary pipeline per request. Set it before the first Decide.
 	AutoPipeline bool
 
+	// Pending bounds the decisions waiting on Redis (nil: unbounded). A decision that finds
+	// it full does not go to Redis: it fails with ErrShed and the zones' failure policies
+	// apply, as when Redis does not answer. Set it before the first Decide.
+	Pending *caddymodule.Pending
+
 	apOnce sync.Once
 	ap     *redis.AutoPipeliner
 }
@@ -180,6 +186,10 @@ func (l *Limiter) Status() []ZoneStatus {
 
 // ErrTimeout is the error of a decision whose Redis round trip took longer than the timeout.
 var ErrTimeout = errors.New("throttle: redis timeout")
+
+// ErrShed is the error of a decision that was not sent because max_pending decisions were
+// already waiting on Redis.
+var ErrShed = errors.New("throttle: too many decisions waiting on redis (max_pending)")
 
 // Decide decides for one request. keys[i] is the request's key in zone i (Rules order);
 // "" means the zone does not apply.
@@ -372,6 +382,9 @@ func (l *Limiter) eval(ctx context.Context, zones []int, keys []string) ([]reply
 		r   []reply
 		err error
 	}
+	if !l.Pending.TryAcquire() {
+		return nil, ErrShed
+	}
 	done := make(chan result, 1)
 	// The Redis call itself runs without our deadline: cancelling a command mid-flight makes
 	// go-redis discard its connection, and under load that turns slow answers into
@@ -379,6 +392,7 @@ func (l *Limiter) eval(ctx context.Context, zones []int, keys []string) ([]reply
 	// stops waiting for it after l.timeout.
 	rctx := context.WithoutCancel(ctx)
 	go func() {
+		defer l.Pending.Release()
 		r, missing, err := l.pipeline(rctx, zones, keys, false)
 		if err == nil && len(missing) > 0 {
 			// Re-send with the script body only the calls answered NOSCRIPT: on a Redis

@@ -2,6 +2,7 @@ package throttle
 
 import (
 	"context"
+	"errors"
 	"sort"
 	"strconv"
 	"strings"
@@ -14,6 +15,7 @@ import (
 	"github.com/ulule/limiter/v3"
 	ululeredis "github.com/ulule/limiter/v3/drivers/store/redis"
 
+	"github.com/seckilledge/seckill/caddymodule"
 	"github.com/seckilledge/seckill/contract"
 	"github.com/seckilledge/seckill/internal/testenv"
 )
@@ -349,4 +351,48 @@ func TestRedisDownAppliesEachZonesFailurePolicy(t *testing.T) {
 		d := l.Decide(context.Background(), []string{"", "k"})
 		return d.Allowed() && d.Results[1].Outcome == Allowed
 	})
+}
+
+func TestAStalledRedisHoldsAtMostMaxPendingDecisions(t *testing.T) {
+	srv := testenv.StartRedis(t) // private: the test stalls it
+	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr()})
+	t.Cleanup(func() { _ = rdb.Close() })
+	l := NewLimiter(rdb, []Rule{{Name: "stall", Limit: 1000, Window: time.Minute, LocalLimit: -1}}, 100*time.Millisecond)
+	l.AutoPipeline = true
+	l.Pending = caddymodule.NewPending(3)
+	if d := l.Decide(context.Background(), []string{"warm"}); !d.Allowed() || d.RedisErr != nil {
+		t.Fatalf("before the stall: %+v", d)
+	}
+	before := commandCalls(t, rdb, "evalsha", "eval")
+	if err := rdb.Do(context.Background(), "CLIENT", "PAUSE", "2000", "WRITE").Err(); err != nil {
+		t.Fatal(err)
+	}
+	var shed, failed atomic.Int64
+	var wg sync.WaitGroup
+	for i := range 50 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			d := l.Decide(context.Background(), []string{"k" + strconv.Itoa(i)})
+			if !d.Allowed() || d.Results[0].Outcome != FailedOpen {
+				t.Errorf("stalled Redis, fail_open zone: %+v", d.Results[0])
+			}
+			if errors.Is(d.RedisErr, ErrShed) {
+				shed.Add(1)
+			} else if d.RedisErr != nil {
+				failed.Add(1)
+			}
+		}()
+	}
+	wg.Wait()
+	_ = rdb.Do(context.Background(), "CLIENT", "UNPAUSE").Err()
+	testenv.WaitFor(t, 10*time.Second, "the stalled calls finish", func() bool { return l.Pending.Len() == 0 })
+	sent := commandCalls(t, rdb, "evalsha", "eval") - before
+	t.Logf("50 decisions during the stall: %d shed, %d timed out, %d script calls reached Redis", shed.Load(), failed.Load(), sent)
+	if shed.Load() < 50-3 {
+		t.Fatalf("only %d of 50 decisions were shed with max_pending 3", shed.Load())
+	}
+	if sent > 3+3 { // the stalled calls, and a NOSCRIPT retry each at worst
+		t.Fatalf("%d script calls reached Redis with max_pending 3", sent)
+	}
 }

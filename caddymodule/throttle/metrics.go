@@ -16,7 +16,7 @@ var (
 	}, []string{"zone", "outcome"})
 	redisSeconds = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Namespace: "seckill", Subsystem: "throttle", Name: "redis_seconds",
-		Help:    "Duration of the one Redis round trip of a throttle decision, by result (ok, error).",
+		Help:    "Duration of the one Redis round trip of a throttle decision, by result (ok, error, shed: not sent because max_pending decisions were waiting).",
 		Buckets: []float64{.0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1, .25},
 	}, []string{"result"})
 )

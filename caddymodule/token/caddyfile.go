@@ -28,6 +28,7 @@ func init() {
 //		lead_time   <duration>      # default 5m
 //		timeout     <duration>      # default 1s
 //		retry_after <duration>      # default 1s
+//		max_pending <n>             # default 4096, -1 unbounded
 //	}
 func parseCaddyfile(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error) {
 	i := new(Issuer)
@@ -58,6 +59,8 @@ func (h *Issuer) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			err = caddymodule.OneDuration(d, &h.Timeout)
 		case "retry_after":
 			err = caddymodule.OneDuration(d, &h.RetryAfter)
+		case "max_pending":
+			err = caddymodule.OneInt(d, &h.MaxPending)
 		default:
 			return d.Errf("unrecognized seckill_token option '%s'", d.Val())
 		}

@@ -16,6 +16,10 @@ var (
 		Namespace: "seckill", Subsystem: "token", Name: "requests_total",
 		Help: "Purchase-token requests by outcome: issued, or the refusal (unauthenticated, bad_request, method_not_allowed, unknown_sale, not_started, ended, unavailable).",
 	}, []string{"outcome"})
+	shed = prometheus.NewCounter(prometheus.CounterOpts{
+		Namespace: "seckill", Subsystem: "token", Name: "shed_total",
+		Help: "Token requests answered 503 without touching Redis because max_pending scripts were already waiting on it.",
+	})
 	duration = prometheus.NewHistogram(prometheus.HistogramOpts{
 		Namespace: "seckill", Subsystem: "token", Name: "request_duration_seconds",
 		Help:    "Time to decide a purchase-token request, Redis round trip included.",
@@ -31,7 +35,7 @@ func init() {
 }
 
 func registerMetrics(reg prometheus.Registerer) {
-	caddymodule.Register(reg, requests, duration)
+	caddymodule.Register(reg, requests, duration, shed)
 }
 
 func observe(o Outcome, d time.Duration) {

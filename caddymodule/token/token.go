@@ -74,6 +74,13 @@ type Issuer struct {
 	// Retry-After sent with 503. Default 1s (rounded up to whole seconds).
 	RetryAfter caddy.Duration `json:"retry_after,omitempty"`
 
+	// The most token scripts this handler may have waiting on Redis at once. Beyond it the
+	// handler answers 503 unavailable with Retry-After at once, without touching Redis, so
+	// an overloaded or stalled Redis costs fast refusals and bounded memory. Default 4096;
+	// -1 disables the bound.
+	MaxPending int `json:"max_pending,omitempty"`
+
+	pending    *caddymodule.Pending
 	scripter   redis.Scripter
 	shards     *caddymodule.ShardCounts
 	keyring    *tokens.Keyring
@@ -91,7 +98,7 @@ func (Issuer) CaddyModule() caddy.ModuleInfo {
 
 // Provision sets defaults and takes the app's Redis client and keyring. No network I/O.
 func (h *Issuer) Provision(ctx caddy.Context) error {
-	h.logger = ctx.Logger()
+	h.logger = caddymodule.SampledLogger(ctx.Logger())
 	h.setDefaults()
 	appIface, err := ctx.App("seckill")
 	if err != nil {
@@ -124,6 +131,10 @@ func (h *Issuer) setDefaults() {
 		lead := caddy.Duration(DefaultLeadTime)
 		h.LeadTime = &lead
 	}
+	if h.MaxPending == 0 {
+		h.MaxPending = caddymodule.DefaultMaxPending
+	}
+	h.pending = caddymodule.NewPending(h.MaxPending)
 	if h.Timeout <= 0 {
 		h.Timeout = caddy.Duration(DefaultTimeout)
 	}
@@ -178,9 +189,13 @@ func (h *Issuer) issue(r *http.Request, repl *caddy.Replacer) Result {
 		h.logger.Error("no randomness for a token nonce", zap.Error(err))
 		return Result{Outcome: Unavailable}
 	}
+	if !h.pending.TryAcquire() {
+		shed.Inc()
+		return Result{Outcome: Unavailable}
+	}
 	ctx, cancel := context.WithTimeout(r.Context(), time.Duration(h.Timeout))
-	defer cancel()
-	// A sharded sale's token lives in the user's shard, where the gate looks for it.
+	// A sharded sale's token lives in the user's shard, where the gate looks for it. Both
+	// calls of a sale seen sharded for the first time count as one pending decision.
 	k := h.shards.Of(sale)
 	reply, err := h.runIssue(ctx, contract.UserShardID(sale, user, k), user, nonce)
 	if err == nil && k == 1 {
@@ -190,6 +205,8 @@ func (h *Issuer) issue(r *http.Request, repl *caddy.Replacer) Result {
 			reply, err = h.runIssue(ctx, contract.UserShardID(sale, user, k), user, nonce)
 		}
 	}
+	cancel()
+	h.pending.Release()
 	if err != nil {
 		if r.Context().Err() == nil {
 			h.logger.Warn("token script failed", zap.String("sale", sale), zap.Error(err))

@@ -34,6 +34,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if len(args) > 0 && args[0] == "verify" {
 		return runVerify(ctx, args[1:], stdout, stderr)
 	}
+	if len(args) > 0 && args[0] == "soak" {
+		return runSoak(ctx, args[1:], stdout, stderr)
+	}
 	return runBench(ctx, args, stdout, stderr)
 }
 

@@ -136,18 +136,25 @@ func StartRedisCluster(t testing.TB) []string {
 	if out, err := exec.Command("redis-cli", args...).CombinedOutput(); err != nil {
 		t.Fatalf("redis-cli --cluster create: %v\n%s", err, out)
 	}
-	c := redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs})
-	defer c.Close()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		info, err := c.ClusterInfo(context.Background()).Result()
-		if err == nil && strings.Contains(info, "cluster_state:ok") {
-			break
+	// Every node must see the whole cluster before a test starts: right after create, a node
+	// that has not yet learnt the others' slots answers CLUSTERDOWN, and a busy machine
+	// stretches that moment.
+	deadline := time.Now().Add(60 * time.Second)
+	for _, a := range addrs {
+		c := redis.NewClient(&redis.Options{Addr: a})
+		for {
+			info, err := c.ClusterInfo(context.Background()).Result()
+			if err == nil && strings.Contains(info, "cluster_state:ok") && strings.Contains(info, "cluster_slots_ok:16384") &&
+				strings.Contains(info, "cluster_known_nodes:3") {
+				break
+			}
+			if time.Now().After(deadline) {
+				c.Close()
+				t.Fatalf("redis cluster node %s not ok: %v %s", a, err, info)
+			}
+			time.Sleep(100 * time.Millisecond)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("redis cluster not ok: %v %s", err, info)
-		}
-		time.Sleep(100 * time.Millisecond)
+		c.Close()
 	}
 	return addrs
 }

@@ -1,0 +1,87 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/seckilledge/seckill/bench"
+	"github.com/seckilledge/seckill/bench/load"
+)
+
+// runSoak keeps a private stack busy at a steady rate, sale after sale, and judges whether the
+// gateway's and the backend's memory and goroutines stayed flat (issue: soak run, not in CI).
+func runSoak(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("seckill-bench soak", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	duration := fs.Duration("duration", 10*time.Minute, "how long to keep starting sales")
+	interval := fs.Duration("interval", 10*time.Second, "how often to sample memory and goroutines")
+	rate := fs.Float64("rate", 3300, "arrival rate of purchases (and of token requests), per second: 70% of what the full edge sustains here (BENCHMARKS.md)")
+	users := fs.Int("users", 30000, "distinct users per sale")
+	stock := fs.Int("stock", 10000, "units per sale")
+	openConns := fs.Int("open-conns", 2000, "most requests in flight")
+	out := fs.String("out", "bench-results/soak", "directory for soak.json and soak.md")
+	root := fs.String("root", ".", "repository root")
+	bin := fs.String("bin", "", "directory with caddy and seckill-backend (default: build them)")
+	redisAddr := fs.String("redis", env("SECKILL_REDIS_ADDR", "127.0.0.1:16379"), "Redis host:port (unused: the soak starts its own)")
+	amqpURL := fs.String("amqp", env("SECKILL_AMQP_URL", "amqp://guest:guest@127.0.0.1:16672/"), "RabbitMQ URL (a vhost of its own is created)")
+	mgmt := fs.String("amqp-mgmt", env("SECKILL_AMQP_MGMT_URL", "http://guest:guest@127.0.0.1:16673"), "RabbitMQ management API URL")
+	pgAdmin := fs.String("pg-admin", env("SECKILL_PG_ADMIN_URL", "postgres://seckill:seckill@127.0.0.1:15432/postgres?sslmode=disable"), "Postgres maintenance URL")
+	adminToken := fs.String("admin-token", env("SECKILL_ADMIN_TOKEN", "demo-admin-token"), "backend admin token (demo default)")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	logf := func(format string, a ...any) { fmt.Fprintf(stderr, "[soak] "+format+"\n", a...) }
+	logDir := filepath.Join(*out, "logs")
+	stack, err := bench.Start(ctx, bench.StartOptions{Root: *root, BinDir: *bin, RedisAddr: *redisAddr, PrivateRedis: true,
+		AMQPURL: *amqpURL, MgmtURL: *mgmt, PGAdminURL: *pgAdmin, AdminToken: *adminToken,
+		TokenKey: env("SECKILL_TOKEN_KEY", "bench-token-key-not-a-secret-0123456789"), LogDir: logDir,
+		ExtraGlobal: bench.TrustLoopbackProxy})
+	if err != nil {
+		return errorf(stderr, "%v", err)
+	}
+	defer stack.Close()
+	drv, err := bench.NewDriver(ctx, stack)
+	if err != nil {
+		return errorf(stderr, "%v", err)
+	}
+	defer drv.Close()
+
+	crowd := bench.DefaultCrowd()
+	crowd.Users = *users
+	round := bench.Options{Crowd: crowd, Stock: *stock, Model: load.Model{Rate: *rate, Connections: *openConns},
+		TokenRate: *rate, TokenConns: *openConns, DrainTimeout: time.Minute, Label: fmt.Sprintf("soak %.0f/s", *rate)}
+	logf("gateway %s (pid %d), backend %s (pid %d); %s at %.0f requests/s, %d users and %d units per sale",
+		stack.Gateway, stack.GatewayPID, stack.Backend, stack.BackendPID, *duration, *rate, *users, *stock)
+	res, err := drv.Soak(ctx, bench.SoakOptions{Duration: *duration, Interval: *interval, Round: round, Logf: logf})
+	if err != nil {
+		return errorf(stderr, "%v", err)
+	}
+	var md strings.Builder
+	fmt.Fprintf(&md, "Command: `seckill-bench soak %s`\nMachine: %d CPUs; date %s\n\n", strings.Join(args, " "),
+		bench.ThisMachine().CPUs, time.Now().UTC().Format("2006-01-02 15:04 MST"))
+	bench.SoakMarkdown(&md, res)
+	fmt.Fprint(stdout, md.String())
+	if err := os.MkdirAll(*out, 0o755); err != nil {
+		return errorf(stderr, "%v", err)
+	}
+	b, _ := json.MarshalIndent(res, "", "  ")
+	if err := os.WriteFile(filepath.Join(*out, "soak.json"), b, 0o644); err != nil {
+		return errorf(stderr, "%v", err)
+	}
+	if err := os.WriteFile(filepath.Join(*out, "soak.md"), []byte(md.String()), 0o644); err != nil {
+		return errorf(stderr, "%v", err)
+	}
+	if !res.OK() {
+		fmt.Fprintln(stdout, "\nsoak: FAIL")
+		return 1
+	}
+	fmt.Fprintln(stdout, "\nsoak: PASS")
+	return 0
+}
