@@ -47,23 +47,31 @@ func (c *shardCounts) of(ctx context.Context, pool *pgxpool.Pool, sale string) (
 // shardStocks reads the Redis stock of every shard (one pipelined round trip; on a cluster
 // go-redis splits it per master). A missing shard reads -1.
 func shardStocks(ctx context.Context, rdb redis.UniversalClient, ids []string) ([]int64, error) {
+	stocks, present, err := readShardStocks(ctx, rdb, ids)
+	for i := range stocks {
+		if !present[i] {
+			stocks[i] = -1
+		}
+	}
+	return stocks, err
+}
+
+// readShardStocks is shardStocks telling a missing shard (present false) from a stock.
+func readShardStocks(ctx context.Context, rdb redis.UniversalClient, ids []string) (stocks []int64, present []bool, err error) {
 	pipe := rdb.Pipeline()
 	cmds := make([]*redis.StringCmd, len(ids))
 	for i, id := range ids {
 		cmds[i] = pipe.HGet(ctx, contract.MetaKey(id), contract.FieldStock)
 	}
 	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
-		return nil, err
+		return nil, nil, err
 	}
-	out := make([]int64, len(ids))
+	stocks, present = make([]int64, len(ids)), make([]bool, len(ids))
 	for i, c := range cmds {
 		n, err := strconv.ParseInt(c.Val(), 10, 64)
-		if err != nil {
-			n = -1
-		}
-		out[i] = n
+		stocks[i], present[i] = n, err == nil
 	}
-	return out, nil
+	return stocks, present, nil
 }
 
 // Move is one transfer of units between two shards of a sale.
@@ -193,9 +201,15 @@ func (s *Service) rebalanceLocked(ctx context.Context, sale string, k int, hungr
 	if err != nil {
 		return err
 	}
-	before, err := shardStocks(ctx, s.Redis, ids)
+	before, present, err := readShardStocks(ctx, s.Redis, ids)
 	if err != nil {
 		return err
+	}
+	for i, ok := range present {
+		// Units given to a shard that is not in Redis would be lost: move nothing.
+		if !ok {
+			return fmt.Errorf("shard %s is not in Redis: preheat the sale first", ids[i])
+		}
 	}
 	rep.StocksBefore = before
 	for _, m := range PlanRebalance(before, hungry) {

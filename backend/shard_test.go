@@ -587,3 +587,16 @@ func TestShardedSaleOnARedisClusterCompensatesAndRebalances(t *testing.T) {
 		t.Fatalf("the emptied shards got nothing: %v", each)
 	}
 }
+
+func TestRebalanceMovesNothingWhenAShardIsMissing(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	sale := e.shardedSale(9, 3)
+	e.rdb.Del(ctx, contract.MetaKey(contract.ShardID(sale, 2)))
+	if _, err := e.svc.Rebalance(ctx, sale); err == nil {
+		t.Fatal("rebalance with a shard missing from Redis succeeded: units given to it would be lost")
+	}
+	if each, _ := stocksOf(t, e.rdb, sale, 3); each[0] != 3 || each[1] != 3 {
+		t.Fatalf("stocks %v: the present shards must be untouched", each)
+	}
+}
