@@ -158,7 +158,7 @@ type RebalanceReport struct {
 var errNotSharded = errors.New("the sale is not sharded")
 
 // Rebalance moves a sharded sale's remaining units from shards that have more than their even
-// share to shards that have less (the empty ones first), under the sale's lock. Each move is
+// share to shards that have less, under the sale's lock (see PlanRebalance). Each move is
 // shard_take.lua on the donor (atomic: it takes at most what the donor has, and journals the
 // move in the donor's own slot), then shard_give.lua on the receiver (once per move id), then
 // the journal entry is deleted. So a unit is never created; one interrupted between the halves
@@ -234,8 +234,11 @@ func moveUnits(ctx context.Context, rdb redis.UniversalClient, from, to string, 
 		return 0, err
 	}
 	// From here the units are journaled in the donor: an error below leaves them there for
-	// finishMoves, never lost.
-	if err := giveUnits(ctx, rdb, from, to, id, taken); err != nil {
+	// finishMoves, never lost. The give outlives a cancelled ctx, so that a shutdown between
+	// the halves does not leave units unsellable until the next rebalance.
+	gctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 3*time.Second)
+	defer cancel()
+	if err := giveUnits(gctx, rdb, from, to, id, taken); err != nil {
 		return 0, err
 	}
 	return taken, nil
