@@ -290,15 +290,15 @@ func (s *Service) handleRebalance(w http.ResponseWriter, r *http.Request) {
 	s.answerLocked(w, "rebalance", err, rep)
 }
 
-// RunRebalancer rebalances a sharded sale as soon as one of its shards sells out: it listens
+// RunRebalancer rebalances a sharded sale as soon as one of its shards runs dry: it listens
 // to the gates' "sold_out:<sale>:<i>" events on contract.EventsChannel (published by the gate
-// script when it sells a shard's last unit, so a shard with buyers waiting) and rebalances the
-// sale serving those shards first (coalescing events that arrive while one runs). It runs
-// until ctx ends. An event missed while the subscription is down is made up by the next one,
-// or by reconcile (which rebalances too) or the admin API.
+// script when it sells a shard's last unit, or refuses a buyer on an empty shard: either way
+// buyers wait there) and rebalances the sale serving those shards first (coalescing events
+// that arrive while one runs). It runs until ctx ends. An event missed while the subscription
+// is down is made up by the next one, or by reconcile (which rebalances too) or the admin API.
 //
-// Only a sell-out by a buyer triggers it; a donor emptied by a rebalance publishes nothing,
-// so units never bounce between shards on their own.
+// Only buyers trigger it; a donor emptied by a rebalance publishes nothing, so units never
+// bounce between shards on their own: they follow the buyers.
 func (s *Service) RunRebalancer(ctx context.Context) {
 	var mu sync.Mutex
 	pending := map[string]map[int]bool{} // sale -> shards that sold out

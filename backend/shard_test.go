@@ -600,3 +600,35 @@ func TestRebalanceMovesNothingWhenAShardIsMissing(t *testing.T) {
 		t.Fatalf("stocks %v: the present shards must be untouched", each)
 	}
 }
+
+// A buyer refused on an empty shard pulls a unit there: the shard's refusal is an event the
+// rebalancer answers, so the last units follow the buyers, not the hash.
+func TestABuyerRefusedOnAnEmptyShardPullsAUnitToIt(t *testing.T) {
+	e := newEnv(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	const k = 4
+	sale := e.shardedSale(1, k) // 1, 0, 0, 0: three shards start empty and never sell out
+	subscribed := make(chan struct{}, 1)
+	e.svc.rebalancerSubscribed = func() { subscribed <- struct{}{} }
+	go e.svc.RunRebalancer(ctx)
+	select {
+	case <-subscribed:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the rebalancer did not subscribe")
+	}
+	buyer := usersOfShards("late", k, 1, 3)[0]
+	if buyOnShard(t, e.rdb, sale, k, buyer) != "" {
+		t.Fatal("a buyer of an empty shard was accepted")
+	}
+	testenv.WaitFor(t, 10*time.Second, "the unit to move to the refused buyer's shard", func() bool {
+		each, _ := stocksOf(t, e.rdb, sale, k)
+		return each[3] == 1
+	})
+	if buyOnShard(t, e.rdb, sale, k, buyer) == "" {
+		t.Fatal("the buyer's retry was refused with a unit in their shard")
+	}
+	if _, sum := stocksOf(t, e.rdb, sale, k); sum != 0 {
+		t.Fatalf("%d units left, want 0", sum)
+	}
+}

@@ -24,7 +24,10 @@
 --                                      "shards" = k > 1); nothing was decided: the caller runs
 --                                      this script again on the user's shard (contract/shard.go)
 -- Publishes "sold_out:<sale>" on seckill:events when it sells the last unit (ARGV[1] is the
--- shard id "<sale>:<i>" on a shard, so the event names the shard).
+-- shard id "<sale>:<i>" on a shard, so the event names the shard). A shard also publishes it
+-- when it refuses a buyer for want of stock: the backend's rebalancer then moves units to the
+-- shard where buyers wait (each gateway asks again only after a restock of that shard, so it
+-- is one message per gateway and restock, not one per refused click).
 local m = redis.call("HMGET", KEYS[1], "stock", "starts_ms", "ends_ms", "shards")
 local k = tonumber(m[4])
 if k ~= nil and k > 1 then
@@ -55,6 +58,9 @@ if existing then
   return {5, existing}
 end
 if stock <= 0 then
+  if string.find(ARGV[1], ":", 1, true) then
+    redis.call("PUBLISH", "seckill:events", "sold_out:" .. ARGV[1])
+  end
   return {6}
 end
 

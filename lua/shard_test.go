@@ -91,3 +91,49 @@ func TestShardMovesTakeAtMostTheStockAndGiveOnce(t *testing.T) {
 		t.Fatalf("second give of the same move = %v, want [0 4]: a unit was created", got)
 	}
 }
+
+// A shard refusing a buyer for want of stock says so on seckill:events (the rebalancer's cue);
+// an unsharded sale's refusal stays silent, as it always was.
+func TestOnlyAShardAnnouncesARefusalForWantOfStock(t *testing.T) {
+	rdb := testenv.Redis(t)
+	ctx := context.Background()
+	sale := testenv.ID("s")
+	shard := contract.ShardID(sale, 1)
+	now := time.Now().UnixMilli()
+	for _, id := range []string{sale, shard} {
+		if err := Script("preheat").Run(ctx, rdb, []string{contract.MetaKey(id)}, id, 0, now-1000, now+3_600_000, "init", 60_000).Err(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { rdb.Del(ctx, contract.MetaKey(id)) })
+	}
+	sub := rdb.Subscribe(ctx, contract.EventsChannel)
+	defer sub.Close()
+	if _, err := sub.Receive(ctx); err != nil {
+		t.Fatal(err)
+	}
+	refuse := func(id string) {
+		keys := []string{contract.MetaKey(id), contract.BuyersKey(id), contract.TokensKey(id), contract.OutboxKey(id)}
+		res, err := Script("gate").Run(ctx, rdb, keys, id, "u1", "o1", "", "relay").Slice()
+		if err != nil || res[0].(int64) != 6 {
+			t.Fatalf("gate on %s = %v %v, want sold_out", id, res, err)
+		}
+	}
+	marker := "test-marker:" + sale
+	refuse(sale)
+	rdb.Publish(ctx, contract.EventsChannel, marker)
+	refuse(shard)
+	for _, want := range []string{marker, contract.EventSoldOut + ":" + shard} {
+		for {
+			msg, err := sub.ReceiveMessage(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if msg.Payload == contract.EventSoldOut+":"+sale {
+				t.Fatal("an unsharded sale's refusal was published")
+			}
+			if msg.Payload == want {
+				break
+			}
+		}
+	}
+}
