@@ -354,7 +354,7 @@ func TestPlanRebalanceEvensOutAndMovesAsLittleAsPossible(t *testing.T) {
 	}{
 		{[]int64{0, 0, 10, 10}, nil, 10, []int64{5, 5, 5, 5}},
 		{[]int64{3, 3, 2, 2}, nil, 0, []int64{3, 3, 2, 2}},
-		{[]int64{0, 1, 0, 0}, nil, 0, []int64{0, 1, 0, 0}}, // fewer units than shards: stay put
+		{[]int64{0, 1, 0, 0}, nil, 0, []int64{0, 1, 0, 0}},                        // fewer units than shards: stay put
 		{[]int64{0, 1, 0, 0}, []bool{false, false, true}, 1, []int64{0, 0, 1, 0}}, // unless a shard is hungry
 		{[]int64{0, 0, 0, 3}, nil, 2, []int64{1, 1, 0, 1}},
 		{[]int64{0, 5, 5, 5}, []bool{true}, 4, []int64{4, 4, 4, 3}},

@@ -96,7 +96,6 @@ type Verdict struct {
 // decision is to be made on the user's shard (contract/shard.go). It never reaches a client.
 const Sharded Outcome = "sharded"
 
-
 // Purchase is the input of one decision.
 type Purchase struct {
 	// Sale is the sale id, or the shard id ("<sale>:<i>") of the user's shard of a sharded
