@@ -1,0 +1,271 @@
+package chaos
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/seckilledge/seckill/contract"
+)
+
+// Fault kinds.
+const (
+	GatewayKill     = "gateway-kill"     // kill -9 a gateway (while its relay holds outbox entries), start it again
+	RabbitRestart   = "rabbitmq-restart" // rabbitmqctl stop, start again
+	PostgresRestart = "postgres-restart" // pg_ctl stop -m fast, start again
+	ConsumerKill    = "consumer-kill"    // kill -9 a backend (its consumer holds deliveries), start it again
+	RedisStop       = "redis-stop"       // SIGTERM (Redis writes and fsyncs its AOF), start again
+	RedisKill       = "redis-kill"       // kill -9 Redis (AOF everysec, no shutdown), start again
+)
+
+// Fault is one step of the schedule.
+type Fault struct {
+	Kind string
+	// At is when the fault starts, from the first buyer's arrival.
+	At time.Duration
+	// Down is how long the part stays down before it is started again.
+	Down time.Duration
+	// Target is the instance (gateway or backend index) for gateway-kill and consumer-kill.
+	Target int
+}
+
+func (f Fault) String() string {
+	switch f.Kind {
+	case GatewayKill:
+		return fmt.Sprintf("kill -9 gateway-%d", f.Target+1)
+	case ConsumerKill:
+		return fmt.Sprintf("kill -9 consumer (backend-%d)", f.Target+1)
+	case RabbitRestart:
+		return "restart RabbitMQ (clean)"
+	case PostgresRestart:
+		return "restart Postgres (fast stop)"
+	case RedisStop:
+		return "stop Redis (SIGTERM, AOF written)"
+	case RedisKill:
+		return "kill -9 Redis (AOF everysec)"
+	}
+	return f.Kind
+}
+
+// Schedule is the list of faults of a run.
+type Schedule []Fault
+
+// DefaultSchedule is `make chaos`: one of each fault in a 50 s sale, one after the other (a
+// clean RabbitMQ restart takes 10 to 20 s on a busy two-core machine). The consumer is killed
+// while Postgres is down, so it certainly dies holding deliveries it could not write.
+func DefaultSchedule() Schedule {
+	return Schedule{
+		{Kind: GatewayKill, At: 3 * time.Second, Down: 3 * time.Second, Target: 0},
+		{Kind: RabbitRestart, At: 7 * time.Second, Down: 2 * time.Second},
+		{Kind: PostgresRestart, At: 27 * time.Second, Down: 5 * time.Second},
+		{Kind: ConsumerKill, At: 29 * time.Second, Down: 4 * time.Second, Target: 0},
+		{Kind: RedisStop, At: 38 * time.Second, Down: 4 * time.Second},
+	}
+}
+
+// ShortSchedule is the same faults packed into a 16 s sale, for `make test`.
+func ShortSchedule() Schedule {
+	return Schedule{
+		{Kind: GatewayKill, At: 1500 * time.Millisecond, Down: 2 * time.Second, Target: 0},
+		{Kind: RabbitRestart, At: 3 * time.Second, Down: time.Second},
+		{Kind: PostgresRestart, At: 8 * time.Second, Down: 3 * time.Second},
+		{Kind: ConsumerKill, At: 9 * time.Second, Down: 2 * time.Second, Target: 1},
+		{Kind: RedisStop, At: 12 * time.Second, Down: 2 * time.Second},
+	}
+}
+
+// ParseSchedule reads "kind@at+down[#target],…", e.g. "gateway-kill@4s+3s#1,redis-stop@30s+4s"
+// (targets count from 1).
+func ParseSchedule(s string) (Schedule, error) {
+	var out Schedule
+	for _, part := range strings.Split(s, ",") {
+		part = strings.TrimSpace(part)
+		if part == "" {
+			continue
+		}
+		kind, rest, ok := strings.Cut(part, "@")
+		if !ok {
+			return nil, fmt.Errorf("fault %q: want kind@at+down", part)
+		}
+		f := Fault{Kind: kind}
+		switch kind {
+		case GatewayKill, RabbitRestart, PostgresRestart, ConsumerKill, RedisStop, RedisKill:
+		default:
+			return nil, fmt.Errorf("fault %q: unknown kind %q", part, kind)
+		}
+		if r, t, ok := strings.Cut(rest, "#"); ok {
+			n, err := strconv.Atoi(t)
+			if err != nil || n < 1 {
+				return nil, fmt.Errorf("fault %q: target must be 1, 2, …", part)
+			}
+			f.Target, rest = n-1, r
+		}
+		at, down, _ := strings.Cut(rest, "+")
+		var err error
+		if f.At, err = time.ParseDuration(at); err != nil {
+			return nil, fmt.Errorf("fault %q: %w", part, err)
+		}
+		if down != "" {
+			if f.Down, err = time.ParseDuration(down); err != nil {
+				return nil, fmt.Errorf("fault %q: %w", part, err)
+			}
+		}
+		out = append(out, f)
+	}
+	return out, nil
+}
+
+// Happened is what the schedule did for one fault, with the times that bound its effect.
+type Happened struct {
+	Fault
+	// Start: the fault was begun. Down: the part was seen gone (process exited). Up: the
+	// restart was begun. Recovered: the part answered again.
+	Start, Down, Up, Recovered time.Time
+	// Orphans are the order ids of the outbox entries a killed gateway's relay held pending
+	// (read, not yet acknowledged) when it died.
+	Orphans []string
+	// PendingAtKill is what the gateway held according to XPENDING just before the kill.
+	PendingAtKill int64
+	Err           error
+}
+
+// execute runs one fault against the cluster.
+func (c *Cluster) execute(ctx context.Context, rdb *redis.Client, sale string, f Fault) (h Happened) {
+	h.Fault = f
+	fail := func(err error) Happened {
+		h.Err = err
+		if h.Recovered.IsZero() {
+			h.Recovered = time.Now()
+		}
+		return h
+	}
+	var p *Proc
+	switch f.Kind {
+	case GatewayKill:
+		if f.Target >= len(c.Gateways) {
+			return fail(fmt.Errorf("no gateway %d", f.Target+1))
+		}
+		p = c.Gateways[f.Target]
+	case ConsumerKill:
+		if f.Target >= len(c.Backends) {
+			return fail(fmt.Errorf("no backend %d", f.Target+1))
+		}
+		p = c.Backends[f.Target]
+	case RabbitRestart:
+		p = c.Rabbit
+	case PostgresRestart:
+		p = c.Postgres
+	case RedisStop, RedisKill:
+		p = c.Redis
+	}
+	h.Start = time.Now()
+	var err error
+	switch f.Kind {
+	case GatewayKill:
+		consumer := relayConsumer(p.PID())
+		// Kill it mid-round: wait (up to 3 s) until its relay holds entries it has read and not
+		// yet acknowledged, so the survivor has something to claim.
+		h.PendingAtKill = waitPending(ctx, rdb, sale, consumer, 3*time.Second)
+		err = p.Kill()
+		h.Down = time.Now()
+		h.Orphans = pendingOrders(ctx, rdb, sale, consumer)
+	case ConsumerKill, RedisKill:
+		err = p.Kill()
+		h.Down = time.Now()
+	default:
+		err = p.Stop(ctx)
+		h.Down = time.Now()
+	}
+	if err != nil {
+		return fail(fmt.Errorf("%s: %w", f, err))
+	}
+	select {
+	case <-ctx.Done():
+		return fail(ctx.Err())
+	case <-time.After(time.Until(h.Start.Add(f.Down))):
+	}
+	h.Up = time.Now()
+	if err := p.Start(ctx); err != nil {
+		return fail(err)
+	}
+	h.Recovered = time.Now()
+	return h
+}
+
+// relayConsumer is a gateway's name in the outbox consumer groups (caddymodule/gate: the host
+// name and the process id).
+func relayConsumer(pid int) string {
+	host, _ := os.Hostname()
+	if host == "" {
+		host = "gateway"
+	}
+	return host + "-" + strconv.Itoa(pid)
+}
+
+func waitPending(ctx context.Context, rdb *redis.Client, sale, consumer string, limit time.Duration) int64 {
+	deadline := time.Now().Add(limit)
+	for ctx.Err() == nil && time.Now().Before(deadline) {
+		p, err := rdb.XPending(ctx, contract.OutboxKey(sale), relayGroup).Result()
+		if err == nil && p.Consumers[consumer] > 0 {
+			return p.Consumers[consumer]
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+	return 0
+}
+
+// relayGroup is the outbox consumer group (caddymodule/gate.RelayGroup; not imported, to keep
+// Caddy out of this package's dependencies).
+const relayGroup = "relay"
+
+func pendingOrders(ctx context.Context, rdb *redis.Client, sale, consumer string) []string {
+	key := contract.OutboxKey(sale)
+	ps, err := rdb.XPendingExt(ctx, &redis.XPendingExtArgs{Stream: key, Group: relayGroup, Start: "-", End: "+", Count: 100000, Consumer: consumer}).Result()
+	if err != nil {
+		return nil
+	}
+	var ids []string
+	for _, p := range ps {
+		msgs, err := rdb.XRangeN(ctx, key, p.ID, p.ID, 1).Result()
+		if err == nil && len(msgs) == 1 {
+			if o, ok := msgs[0].Values["o"].(string); ok {
+				ids = append(ids, o)
+			}
+		}
+	}
+	return ids
+}
+
+// runSchedule starts every fault at its time (faults may overlap) and returns what happened,
+// in schedule order, once all are over.
+func (c *Cluster) runSchedule(ctx context.Context, rdb *redis.Client, sale string, start time.Time, s Schedule, logf func(string, ...any)) []Happened {
+	out := make([]Happened, len(s))
+	var wg sync.WaitGroup
+	for i, f := range s {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			select {
+			case <-ctx.Done():
+				out[i] = Happened{Fault: f, Err: ctx.Err()}
+				return
+			case <-time.After(time.Until(start.Add(f.At))):
+			}
+			logf("t=%5.1fs  %s", time.Since(start).Seconds(), f)
+			out[i] = c.execute(ctx, rdb, sale, f)
+			if out[i].Err != nil {
+				logf("t=%5.1fs  %s FAILED: %v", time.Since(start).Seconds(), f, out[i].Err)
+			} else {
+				logf("t=%5.1fs  %s: back after %.1fs", time.Since(start).Seconds(), f, out[i].Recovered.Sub(out[i].Start).Seconds())
+			}
+		}()
+	}
+	wg.Wait()
+	return out
+}
