@@ -307,6 +307,9 @@ func (e evaluator) row(h Happened) Row {
 		notes = append(notes, fmt.Sprintf("%d accepted while Postgres was down (held in the queue)", len(during)))
 		catch("orders accepted around the outage", window)
 	case ConsumerKill:
+		if h.HeldBatch {
+			notes = append(notes, "it died holding a batch it could not write (its log: batch write failed; retrying)")
+		}
 		catch("orders accepted around the kill", window)
 	case RedisStop, RedisKill:
 		var accepted, unavailable, noRetryAfter, other5xx int

@@ -132,7 +132,10 @@ type Happened struct {
 	Orphans []string
 	// PendingAtKill is what the gateway held according to XPENDING just before the kill.
 	PendingAtKill int64
-	Err           error
+	// HeldBatch: a killed backend's log says it was retrying a batch write (Postgres down)
+	// when it died: it held deliveries it had not acknowledged.
+	HeldBatch bool
+	Err       error
 }
 
 // execute runs one fault against the cluster.
@@ -175,7 +178,11 @@ func (c *Cluster) execute(ctx context.Context, rdb *redis.Client, sale string, f
 		err = p.Kill()
 		h.Down = time.Now()
 		h.Orphans = pendingOrders(ctx, rdb, sale, consumer)
-	case ConsumerKill, RedisKill:
+	case ConsumerKill:
+		h.HeldBatch = heldBatch(p.Log)
+		err = p.Kill()
+		h.Down = time.Now()
+	case RedisKill:
 		err = p.Kill()
 		h.Down = time.Now()
 	default:
@@ -268,4 +275,18 @@ func (c *Cluster) runSchedule(ctx context.Context, rdb *redis.Client, sale strin
 	}
 	wg.Wait()
 	return out
+}
+
+// heldBatch reports whether a backend's log, since its last start, shows a batch write being
+// retried (the consumer holds that batch's deliveries unacknowledged meanwhile).
+func heldBatch(logPath string) bool {
+	b, err := os.ReadFile(logPath)
+	if err != nil {
+		return false
+	}
+	s := string(b)
+	if i := strings.LastIndex(s, "=== chaos: start"); i >= 0 {
+		s = s[i:]
+	}
+	return strings.Contains(s, "batch write failed")
 }
