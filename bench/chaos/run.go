@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -86,7 +87,10 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	if o.CatchUp <= 0 {
 		o.CatchUp = 60 * time.Second
 	}
+	var logMu sync.Mutex // faults log from their own goroutines
 	logf := func(format string, args ...any) {
+		logMu.Lock()
+		defer logMu.Unlock()
 		if o.Log != nil {
 			fmt.Fprintf(o.Log, "chaos: "+format+"\n", args...)
 		}
