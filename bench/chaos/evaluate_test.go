@@ -13,7 +13,8 @@ import (
 func TestRedisRowFailsOnAnAcceptanceWithoutRedis(t *testing.T) {
 	t0 := time.Now()
 	at := func(s float64) time.Time { return t0.Add(time.Duration(s * float64(time.Second))) }
-	h := Happened{Fault: Fault{Kind: RedisStop}, Start: at(10), Down: at(10.1), Up: at(14), Recovered: at(14.2)}
+	h := Happened{Fault: Fault{Kind: RedisStop}, Start: at(10), Down: at(10.1), Up: at(14), Recovered: at(14.2),
+		BuyersAfter: map[string]string{"b": "o1"}}
 	watch := newOrderWatch(nil)
 	watch.Add("o1")
 	watch.seen["o1"], watch.status["o1"] = at(15), "created"
@@ -37,6 +38,13 @@ func TestRedisRowFailsOnAnAcceptanceWithoutRedis(t *testing.T) {
 			t.Errorf("%s: %+v", name, r)
 		}
 	}
+	// A decision acknowledged before the stop that the restarted Redis forgot.
+	ev.attempts = good
+	h.BuyersAfter = map[string]string{}
+	if r := ev.row(h); r.Verdict != verify.Fail || !strings.Contains(r.Outcome, "lost with Redis") {
+		t.Errorf("a forgotten decision passed: %+v", r)
+	}
+	h.BuyersAfter = map[string]string{"b": "o1"}
 	// An order accepted just before the stop that never reaches Postgres.
 	ev.attempts = good
 	ev.accepted = append(ev.accepted, verify.Accepted{OrderID: "lost", UserID: "f", At: at(9.99)})

@@ -347,6 +347,22 @@ func (e evaluator) row(h Happened) Row {
 		if unavailable == 0 {
 			failf("no request was answered 503 unavailable while Redis was down")
 		}
+		// What the restarted Redis remembers of the decisions it acknowledged before it went.
+		before, forgotten := 0, 0
+		for _, a := range e.accepted {
+			if a.At.Before(h.Down) {
+				before++
+				if h.BuyersAfter[a.UserID] != a.OrderID {
+					forgotten++
+				}
+			}
+		}
+		if h.BuyersAfter != nil {
+			notes = append(notes, fmt.Sprintf("after the restart Redis remembered %d of the %d decisions acknowledged before", before-forgotten, before))
+			if forgotten > 0 {
+				failf("%d acknowledged decisions lost with Redis", forgotten)
+			}
+		}
 		catch("orders accepted around the outage", window)
 	}
 	if len(by) > 0 {

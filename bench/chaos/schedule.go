@@ -135,7 +135,10 @@ type Happened struct {
 	// HeldBatch: a killed backend's log says it was retrying a batch write (Postgres down)
 	// when it died: it held deliveries it had not acknowledged.
 	HeldBatch bool
-	Err       error
+	// BuyersAfter is Redis's buyers hash (user -> order id) read as soon as a stopped or killed
+	// Redis answered again: every decision acknowledged before it went down must be in it.
+	BuyersAfter map[string]string
+	Err         error
 }
 
 // execute runs one fault against the cluster.
@@ -202,6 +205,13 @@ func (c *Cluster) execute(ctx context.Context, rdb *redis.Client, sale string, f
 		return fail(err)
 	}
 	h.Recovered = time.Now()
+	if f.Kind == RedisStop || f.Kind == RedisKill {
+		if b, err := rdb.HGetAll(ctx, contract.BuyersKey(sale)).Result(); err == nil {
+			h.BuyersAfter = b
+		} else {
+			h.Err = fmt.Errorf("read the buyers after the restart: %w", err)
+		}
+	}
 	return h
 }
 
