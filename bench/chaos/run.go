@@ -84,6 +84,8 @@ func (r *Report) OK() bool {
 // FAIL row of the report.
 func Run(ctx context.Context, o Options) (*Report, error) {
 	began := time.Now()
+	ctx, cancel := context.WithCancel(ctx) // ends the run's watchers when it returns
+	defer cancel()
 	if o.CatchUp <= 0 {
 		o.CatchUp = 60 * time.Second
 	}
@@ -151,7 +153,15 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		}
 	}
 	deadline := last.Add(o.CatchUp)
-	for watch.Pending() > 0 && time.Now().Before(deadline) && ctx.Err() == nil {
+	claimsPending := func() bool {
+		for _, h := range happened {
+			if h.claimed != nil && h.claimed.When().IsZero() {
+				return true
+			}
+		}
+		return false
+	}
+	for (watch.Pending() > 0 || claimsPending()) && time.Now().Before(deadline) && ctx.Err() == nil {
 		time.Sleep(100 * time.Millisecond)
 	}
 	logf("drained: %d orders not in Postgres", watch.Pending())
@@ -296,7 +306,19 @@ func (e evaluator) row(h Happened) Row {
 	case GatewayKill:
 		notes = append(notes, fmt.Sprintf("%d outbox entries pending on the dead relay", len(h.Orphans)))
 		if len(h.Orphans) > 0 {
-			catch("orphaned entries claimed by a live relay", h.Orphans)
+			var claimed time.Time
+			if h.claimed != nil {
+				claimed = h.claimed.When()
+			}
+			switch {
+			case claimed.IsZero():
+				failf("no live relay claimed the dead relay's entries")
+			case claimed.Sub(h.Recovered) > e.catchUp:
+				failf("a live relay claimed the dead relay's entries only %.1fs after recovery", claimed.Sub(h.Recovered).Seconds())
+			default:
+				notes = append(notes, fmt.Sprintf("claimed by a live relay %.1fs after the kill", claimed.Sub(h.Down).Seconds()))
+			}
+			catch("orphaned orders", h.Orphans)
 		}
 		catch("orders accepted around the kill", window)
 	case RabbitRestart:

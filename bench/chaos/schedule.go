@@ -132,6 +132,9 @@ type Happened struct {
 	Orphans []string
 	// PendingAtKill is what the gateway held according to XPENDING just before the kill.
 	PendingAtKill int64
+	// claimed is when the dead relay's pending list became empty (its entries claimed by a
+	// live relay), zero until then.
+	claimed *claimWatch
 	// HeldBatch: a killed backend's log says it was retrying a batch write (Postgres down)
 	// when it died: it held deliveries it had not acknowledged.
 	HeldBatch bool
@@ -181,6 +184,9 @@ func (c *Cluster) execute(ctx context.Context, rdb *redis.Client, sale string, f
 		err = p.Kill()
 		h.Down = time.Now()
 		h.Orphans = pendingOrders(ctx, rdb, sale, consumer)
+		if len(h.Orphans) > 0 {
+			h.claimed = watchClaim(ctx, rdb, sale, consumer)
+		}
 	case ConsumerKill:
 		h.HeldBatch = heldBatch(p.Log)
 		err = p.Kill()
@@ -299,4 +305,38 @@ func heldBatch(logPath string) bool {
 		s = s[i:]
 	}
 	return strings.Contains(s, "batch write failed")
+}
+
+// claimWatch follows a dead relay's pending list until it is empty: a live relay claimed its
+// entries (XAUTOCLAIM moves them to the claimer).
+type claimWatch struct {
+	mu sync.Mutex
+	at time.Time
+}
+
+func (w *claimWatch) When() time.Time {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.at
+}
+
+func watchClaim(ctx context.Context, rdb *redis.Client, sale, consumer string) *claimWatch {
+	w := &claimWatch{}
+	go func() {
+		deadline := time.Now().Add(3 * time.Minute)
+		for ctx.Err() == nil && time.Now().Before(deadline) {
+			p, err := rdb.XPending(ctx, contract.OutboxKey(sale), relayGroup).Result()
+			if err == nil && p.Consumers[consumer] == 0 {
+				w.mu.Lock()
+				w.at = time.Now()
+				w.mu.Unlock()
+				return
+			}
+			select {
+			case <-ctx.Done():
+			case <-time.After(100 * time.Millisecond):
+			}
+		}
+	}()
+	return w
 }
