@@ -36,6 +36,8 @@ type Proc struct {
 	// without notice (default: SIGKILL to the process group).
 	stopFn func(ctx context.Context) error
 	killFn func() error
+	// ctl runs the server's control tool (rabbitmqctl), for faults that are not a stop.
+	ctl func(timeout time.Duration, args ...string) error
 
 	mu   sync.Mutex
 	cmd  *exec.Cmd
@@ -389,6 +391,7 @@ func newRabbit(dir, name string) (*Proc, error) {
 		_ = conn.Close()
 		return true
 	}
+	p.ctl = ctl
 	p.stopFn = func(context.Context) error {
 		err := ctl(60*time.Second, "-q", "stop")
 		if !p.wait(30 * time.Second) {

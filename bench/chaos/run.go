@@ -321,7 +321,7 @@ func (e evaluator) row(h Happened) Row {
 			catch("orphaned orders", h.Orphans)
 		}
 		catch("orders accepted around the kill", window)
-	case RabbitRestart:
+	case RabbitRestart, RabbitBlock:
 		during := e.acceptedBetween(h.Down, h.Recovered)
 		notes = append(notes, fmt.Sprintf("the gate accepted %d purchases into the outbox while the broker was down", len(during)))
 		if len(during) == 0 && (e.soldOut.IsZero() || e.soldOut.After(h.Recovered)) {

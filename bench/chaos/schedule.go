@@ -18,6 +18,7 @@ import (
 const (
 	GatewayKill     = "gateway-kill"     // kill -9 a gateway (while its relay holds outbox entries), start it again
 	RabbitRestart   = "rabbitmq-restart" // rabbitmqctl stop, start again
+	RabbitBlock     = "rabbitmq-block"   // memory alarm (watermark 0): publishers blocked, then cleared
 	PostgresRestart = "postgres-restart" // pg_ctl stop -m fast, start again
 	ConsumerKill    = "consumer-kill"    // kill -9 a backend (its consumer holds deliveries), start it again
 	RedisStop       = "redis-stop"       // SIGTERM (Redis writes and fsyncs its AOF), start again
@@ -27,8 +28,13 @@ const (
 // Fault is one step of the schedule.
 type Fault struct {
 	Kind string
-	// At is when the fault starts, from the first buyer's arrival.
+	// At is when the fault starts, from the first buyer's arrival (or from the recovery of
+	// the After fault).
 	At time.Duration
+	// After, when set, is the kind of an earlier fault of the schedule: this one starts At
+	// after that one's part answered again (e.g. kill a gateway while its relay publishes the
+	// backlog RabbitMQ's outage left).
+	After string
 	// Down is how long the part stays down before it is started again.
 	Down time.Duration
 	// Target is the instance (gateway or backend index) for gateway-kill and consumer-kill.
@@ -36,6 +42,10 @@ type Fault struct {
 }
 
 func (f Fault) String() string {
+	switch {
+	case f.Kind == GatewayKill && f.After == RabbitRestart:
+		return fmt.Sprintf("kill -9 gateway-%d as RabbitMQ returns", f.Target+1)
+	}
 	switch f.Kind {
 	case GatewayKill:
 		return fmt.Sprintf("kill -9 gateway-%d", f.Target+1)
@@ -43,6 +53,8 @@ func (f Fault) String() string {
 		return fmt.Sprintf("kill -9 consumer (backend-%d)", f.Target+1)
 	case RabbitRestart:
 		return "restart RabbitMQ (clean)"
+	case RabbitBlock:
+		return "RabbitMQ blocks publishers (memory alarm)"
 	case PostgresRestart:
 		return "restart Postgres (fast stop)"
 	case RedisStop:
@@ -56,16 +68,20 @@ func (f Fault) String() string {
 // Schedule is the list of faults of a run.
 type Schedule []Fault
 
-// DefaultSchedule is `make chaos`: one of each fault in a 50 s sale, one after the other (a
-// clean RabbitMQ restart takes 10 to 20 s on a busy two-core machine). The consumer is killed
-// while Postgres is down, so it certainly dies holding deliveries it could not write.
+// DefaultSchedule is `make chaos`: one of each fault in a 50 s sale. The first gateway is
+// killed mid-sale; the second while RabbitMQ blocks publishers, so its relay dies holding a
+// batch the broker never confirmed. RabbitMQ is then restarted (a clean restart takes 10 to
+// 20 s on a busy two-core machine). The consumer is killed while Postgres is down, so it
+// certainly dies holding deliveries it could not write. Redis is stopped while units remain.
 func DefaultSchedule() Schedule {
 	return Schedule{
 		{Kind: GatewayKill, At: 3 * time.Second, Down: 3 * time.Second, Target: 0},
-		{Kind: RabbitRestart, At: 7 * time.Second, Down: 2 * time.Second},
-		{Kind: PostgresRestart, At: 27 * time.Second, Down: 5 * time.Second},
-		{Kind: ConsumerKill, At: 29 * time.Second, Down: 4 * time.Second, Target: 0},
-		{Kind: RedisStop, At: 38 * time.Second, Down: 4 * time.Second},
+		{Kind: RabbitBlock, At: 6 * time.Second, Down: 6 * time.Second},
+		{Kind: GatewayKill, At: 8500 * time.Millisecond, Down: 3 * time.Second, Target: 1},
+		{Kind: RabbitRestart, At: 15 * time.Second, Down: 2 * time.Second},
+		{Kind: PostgresRestart, At: 36 * time.Second, Down: 4 * time.Second},
+		{Kind: ConsumerKill, At: 38 * time.Second, Down: 3 * time.Second, Target: 0},
+		{Kind: RedisStop, At: 44 * time.Second, Down: 3 * time.Second},
 	}
 }
 
@@ -73,15 +89,18 @@ func DefaultSchedule() Schedule {
 func ShortSchedule() Schedule {
 	return Schedule{
 		{Kind: GatewayKill, At: 1500 * time.Millisecond, Down: 2 * time.Second, Target: 0},
-		{Kind: RabbitRestart, At: 3 * time.Second, Down: time.Second},
-		{Kind: PostgresRestart, At: 8 * time.Second, Down: 3 * time.Second},
-		{Kind: ConsumerKill, At: 9 * time.Second, Down: 2 * time.Second, Target: 1},
-		{Kind: RedisStop, At: 12 * time.Second, Down: 2 * time.Second},
+		{Kind: RabbitBlock, At: 2500 * time.Millisecond, Down: 4 * time.Second},
+		{Kind: GatewayKill, At: 4 * time.Second, Down: 2 * time.Second, Target: 1},
+		{Kind: RabbitRestart, At: 7 * time.Second, Down: time.Second},
+		{Kind: PostgresRestart, At: 9 * time.Second, Down: 2500 * time.Millisecond},
+		{Kind: ConsumerKill, At: 10 * time.Second, Down: 2 * time.Second, Target: 1},
+		{Kind: RedisStop, At: 13 * time.Second, Down: 2 * time.Second},
 	}
 }
 
-// ParseSchedule reads "kind@at+down[#target],…", e.g. "gateway-kill@4s+3s#1,redis-stop@30s+4s"
-// (targets count from 1).
+// ParseSchedule reads "kind@at+down[#target][^after],…", e.g.
+// "gateway-kill@4s+3s#1,redis-stop@30s+4s,gateway-kill@0s+3s#2^rabbitmq-restart" (targets
+// count from 1; ^kind makes at an offset from that fault's recovery).
 func ParseSchedule(s string) (Schedule, error) {
 	var out Schedule
 	for _, part := range strings.Split(s, ",") {
@@ -95,9 +114,17 @@ func ParseSchedule(s string) (Schedule, error) {
 		}
 		f := Fault{Kind: kind}
 		switch kind {
-		case GatewayKill, RabbitRestart, PostgresRestart, ConsumerKill, RedisStop, RedisKill:
+		case GatewayKill, RabbitRestart, RabbitBlock, PostgresRestart, ConsumerKill, RedisStop, RedisKill:
 		default:
 			return nil, fmt.Errorf("fault %q: unknown kind %q", part, kind)
+		}
+		if r, after, ok := strings.Cut(rest, "^"); ok {
+			f.After, rest = after, r
+			switch after {
+			case GatewayKill, RabbitRestart, RabbitBlock, PostgresRestart, ConsumerKill, RedisStop, RedisKill:
+			default:
+				return nil, fmt.Errorf("fault %q: unknown kind %q after ^", part, after)
+			}
 		}
 		if r, t, ok := strings.Cut(rest, "#"); ok {
 			n, err := strconv.Atoi(t)
@@ -166,7 +193,7 @@ func (c *Cluster) execute(ctx context.Context, rdb *redis.Client, sale string, f
 			return fail(fmt.Errorf("no backend %d", f.Target+1))
 		}
 		p = c.Backends[f.Target]
-	case RabbitRestart:
+	case RabbitRestart, RabbitBlock:
 		p = c.Rabbit
 	case PostgresRestart:
 		p = c.Postgres
@@ -179,7 +206,8 @@ func (c *Cluster) execute(ctx context.Context, rdb *redis.Client, sale string, f
 	case GatewayKill:
 		consumer := relayConsumer(p.PID())
 		// Kill it mid-round: wait (up to 3 s) until its relay holds entries it has read and not
-		// yet acknowledged, so the survivor has something to claim.
+		// yet acknowledged, so the survivor has something to claim. (At a few hundred purchases
+		// a second a relay round carries one or two entries: each 202 wakes the relay.)
 		h.PendingAtKill = waitPending(ctx, rdb, sale, consumer, 3*time.Second)
 		err = p.Kill()
 		h.Down = time.Now()
@@ -187,6 +215,28 @@ func (c *Cluster) execute(ctx context.Context, rdb *redis.Client, sale string, f
 		if len(h.Orphans) > 0 {
 			h.claimed = watchClaim(ctx, rdb, sale, consumer)
 		}
+	case RabbitBlock:
+		// A relative watermark of 0 raises the memory alarm at once: the broker stops reading
+		// from publishing connections; consumers go on.
+		if p.ctl == nil {
+			return fail(fmt.Errorf("%s: no control tool", f))
+		}
+		err = p.ctl(60*time.Second, "-q", "set_vm_memory_high_watermark", "0")
+		h.Down = time.Now()
+		if err == nil {
+			select {
+			case <-ctx.Done():
+				return fail(ctx.Err())
+			case <-time.After(time.Until(h.Start.Add(f.Down))):
+			}
+			h.Up = time.Now()
+			err = p.ctl(60*time.Second, "-q", "set_vm_memory_high_watermark", "0.4")
+			h.Recovered = time.Now()
+		}
+		if err != nil {
+			return fail(fmt.Errorf("%s: %w", f, err))
+		}
+		return h
 	case ConsumerKill:
 		h.HeldBatch = heldBatch(p.Log)
 		err = p.Kill()
@@ -269,16 +319,43 @@ func pendingOrders(ctx context.Context, rdb *redis.Client, sale, consumer string
 // in schedule order, once all are over.
 func (c *Cluster) runSchedule(ctx context.Context, rdb *redis.Client, sale string, start time.Time, s Schedule, logf func(string, ...any)) []Happened {
 	out := make([]Happened, len(s))
+	// recovered[kind] is closed when the first fault of that kind is over (for After).
+	recovered := map[string]chan struct{}{}
+	for _, f := range s {
+		if recovered[f.Kind] == nil {
+			recovered[f.Kind] = make(chan struct{})
+		}
+	}
+	first := map[string]int{}
+	for i := len(s) - 1; i >= 0; i-- {
+		first[s[i].Kind] = i
+	}
 	var wg sync.WaitGroup
 	for i, f := range s {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			if first[f.Kind] == i {
+				defer close(recovered[f.Kind])
+			}
+			from := start
+			if f.After != "" {
+				done, ok := recovered[f.After]
+				if !ok {
+					out[i] = Happened{Fault: f, Err: fmt.Errorf("no %s fault to follow", f.After)}
+					return
+				}
+				select {
+				case <-ctx.Done():
+				case <-done:
+				}
+				from = time.Now()
+			}
 			select {
 			case <-ctx.Done():
 				out[i] = Happened{Fault: f, Err: ctx.Err()}
 				return
-			case <-time.After(time.Until(start.Add(f.At))):
+			case <-time.After(time.Until(from.Add(f.At))):
 			}
 			logf("t=%5.1fs  %s", time.Since(start).Seconds(), f)
 			out[i] = c.execute(ctx, rdb, sale, f)
