@@ -31,9 +31,9 @@ type Fault struct {
 	// At is when the fault starts, from the first buyer's arrival (or from the recovery of
 	// the After fault).
 	At time.Duration
-	// After, when set, is the kind of an earlier fault of the schedule: this one starts At
-	// after that one's part answered again (e.g. kill a gateway while its relay publishes the
-	// backlog RabbitMQ's outage left).
+	// After, when set, is the kind of another fault of the schedule: this one starts At after
+	// that one took effect (its part went down), e.g. kill a gateway while RabbitMQ's memory
+	// alarm holds its relay's publish unconfirmed.
 	After string
 	// Down is how long the part stays down before it is started again.
 	Down time.Duration
@@ -43,8 +43,8 @@ type Fault struct {
 
 func (f Fault) String() string {
 	switch {
-	case f.Kind == GatewayKill && f.After == RabbitRestart:
-		return fmt.Sprintf("kill -9 gateway-%d as RabbitMQ returns", f.Target+1)
+	case f.Kind == GatewayKill && f.After == RabbitBlock:
+		return fmt.Sprintf("kill -9 gateway-%d, its publish unconfirmed", f.Target+1)
 	}
 	switch f.Kind {
 	case GatewayKill:
@@ -77,7 +77,7 @@ func DefaultSchedule() Schedule {
 	return Schedule{
 		{Kind: GatewayKill, At: 3 * time.Second, Down: 3 * time.Second, Target: 0},
 		{Kind: RabbitBlock, At: 6 * time.Second, Down: 6 * time.Second},
-		{Kind: GatewayKill, At: 8500 * time.Millisecond, Down: 3 * time.Second, Target: 1},
+		{Kind: GatewayKill, After: RabbitBlock, At: time.Second, Down: 3 * time.Second, Target: 1},
 		{Kind: RabbitRestart, At: 15 * time.Second, Down: 2 * time.Second},
 		{Kind: PostgresRestart, At: 36 * time.Second, Down: 4 * time.Second},
 		{Kind: ConsumerKill, At: 38 * time.Second, Down: 3 * time.Second, Target: 0},
@@ -90,7 +90,7 @@ func ShortSchedule() Schedule {
 	return Schedule{
 		{Kind: GatewayKill, At: 1500 * time.Millisecond, Down: 2 * time.Second, Target: 0},
 		{Kind: RabbitBlock, At: 2500 * time.Millisecond, Down: 4 * time.Second},
-		{Kind: GatewayKill, At: 4 * time.Second, Down: 2 * time.Second, Target: 1},
+		{Kind: GatewayKill, After: RabbitBlock, At: 500 * time.Millisecond, Down: 2 * time.Second, Target: 1},
 		{Kind: RabbitRestart, At: 7 * time.Second, Down: time.Second},
 		{Kind: PostgresRestart, At: 9 * time.Second, Down: 2500 * time.Millisecond},
 		{Kind: ConsumerKill, At: 10 * time.Second, Down: 2 * time.Second, Target: 1},
@@ -100,7 +100,7 @@ func ShortSchedule() Schedule {
 
 // ParseSchedule reads "kind@at+down[#target][^after],…", e.g.
 // "gateway-kill@4s+3s#1,redis-stop@30s+4s,gateway-kill@0s+3s#2^rabbitmq-restart" (targets
-// count from 1; ^kind makes at an offset from that fault's recovery).
+// count from 1; ^kind makes at an offset from the moment that fault took effect).
 func ParseSchedule(s string) (Schedule, error) {
 	var out Schedule
 	for _, part := range strings.Split(s, ",") {
@@ -172,7 +172,7 @@ type Happened struct {
 }
 
 // execute runs one fault against the cluster.
-func (c *Cluster) execute(ctx context.Context, rdb *redis.Client, sale string, f Fault) (h Happened) {
+func (c *Cluster) execute(ctx context.Context, rdb *redis.Client, sale string, f Fault, downed func()) (h Happened) {
 	h.Fault = f
 	fail := func(err error) Happened {
 		h.Err = err
@@ -208,9 +208,16 @@ func (c *Cluster) execute(ctx context.Context, rdb *redis.Client, sale string, f
 		// Kill it mid-round: wait (up to 3 s) until its relay holds entries it has read and not
 		// yet acknowledged, so the survivor has something to claim. (At a few hundred purchases
 		// a second a relay round carries one or two entries: each 202 wakes the relay.)
-		h.PendingAtKill = waitPending(ctx, rdb, sale, consumer, 3*time.Second)
+		// Following a memory alarm, wait for an entry the broker has left unconfirmed for a
+		// second: the relay is certainly stuck on it.
+		var minIdle time.Duration
+		if f.After == RabbitBlock {
+			minIdle = time.Second
+		}
+		h.PendingAtKill = waitPending(ctx, rdb, sale, consumer, minIdle, 3*time.Second)
 		err = p.Kill()
 		h.Down = time.Now()
+		downed()
 		h.Orphans = pendingOrders(ctx, rdb, sale, consumer)
 		if len(h.Orphans) > 0 {
 			h.claimed = watchClaim(ctx, rdb, sale, consumer)
@@ -223,6 +230,7 @@ func (c *Cluster) execute(ctx context.Context, rdb *redis.Client, sale string, f
 		}
 		err = p.ctl(60*time.Second, "-q", "set_vm_memory_high_watermark", "0")
 		h.Down = time.Now()
+		downed()
 		if err == nil {
 			select {
 			case <-ctx.Done():
@@ -241,12 +249,15 @@ func (c *Cluster) execute(ctx context.Context, rdb *redis.Client, sale string, f
 		h.HeldBatch = heldBatch(p.Log)
 		err = p.Kill()
 		h.Down = time.Now()
+		downed()
 	case RedisKill:
 		err = p.Kill()
 		h.Down = time.Now()
+		downed()
 	default:
 		err = p.Stop(ctx)
 		h.Down = time.Now()
+		downed()
 	}
 	if err != nil {
 		return fail(fmt.Errorf("%s: %w", f, err))
@@ -281,12 +292,20 @@ func relayConsumer(pid int) string {
 	return host + "-" + strconv.Itoa(pid)
 }
 
-func waitPending(ctx context.Context, rdb *redis.Client, sale, consumer string, limit time.Duration) int64 {
+func waitPending(ctx context.Context, rdb *redis.Client, sale, consumer string, minIdle, limit time.Duration) int64 {
 	deadline := time.Now().Add(limit)
 	for ctx.Err() == nil && time.Now().Before(deadline) {
-		p, err := rdb.XPending(ctx, contract.OutboxKey(sale), relayGroup).Result()
-		if err == nil && p.Consumers[consumer] > 0 {
-			return p.Consumers[consumer]
+		if minIdle > 0 {
+			ps, err := rdb.XPendingExt(ctx, &redis.XPendingExtArgs{Stream: contract.OutboxKey(sale), Group: relayGroup,
+				Idle: minIdle, Start: "-", End: "+", Count: 1000, Consumer: consumer}).Result()
+			if err == nil && len(ps) > 0 {
+				return int64(len(ps))
+			}
+		} else {
+			p, err := rdb.XPending(ctx, contract.OutboxKey(sale), relayGroup).Result()
+			if err == nil && p.Consumers[consumer] > 0 {
+				return p.Consumers[consumer]
+			}
 		}
 		time.Sleep(2 * time.Millisecond)
 	}
@@ -319,11 +338,11 @@ func pendingOrders(ctx context.Context, rdb *redis.Client, sale, consumer string
 // in schedule order, once all are over.
 func (c *Cluster) runSchedule(ctx context.Context, rdb *redis.Client, sale string, start time.Time, s Schedule, logf func(string, ...any)) []Happened {
 	out := make([]Happened, len(s))
-	// recovered[kind] is closed when the first fault of that kind is over (for After).
-	recovered := map[string]chan struct{}{}
+	// down[kind] is closed when the first fault of that kind took effect (for After).
+	down := map[string]chan struct{}{}
 	for _, f := range s {
-		if recovered[f.Kind] == nil {
-			recovered[f.Kind] = make(chan struct{})
+		if down[f.Kind] == nil {
+			down[f.Kind] = make(chan struct{})
 		}
 	}
 	first := map[string]int{}
@@ -335,12 +354,16 @@ func (c *Cluster) runSchedule(ctx context.Context, rdb *redis.Client, sale strin
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if first[f.Kind] == i {
-				defer close(recovered[f.Kind])
+			var once sync.Once
+			downed := func() {
+				if first[f.Kind] == i {
+					once.Do(func() { close(down[f.Kind]) })
+				}
 			}
+			defer downed() // also when the fault could not be carried out
 			from := start
 			if f.After != "" {
-				done, ok := recovered[f.After]
+				done, ok := down[f.After]
 				if !ok {
 					out[i] = Happened{Fault: f, Err: fmt.Errorf("no %s fault to follow", f.After)}
 					return
@@ -358,7 +381,7 @@ func (c *Cluster) runSchedule(ctx context.Context, rdb *redis.Client, sale strin
 			case <-time.After(time.Until(from.Add(f.At))):
 			}
 			logf("t=%5.1fs  %s", time.Since(start).Seconds(), f)
-			out[i] = c.execute(ctx, rdb, sale, f)
+			out[i] = c.execute(ctx, rdb, sale, f, downed)
 			if out[i].Err != nil {
 				logf("t=%5.1fs  %s FAILED: %v", time.Since(start).Seconds(), f, out[i].Err)
 			} else {
