@@ -65,10 +65,25 @@ func (f Fault) String() string {
 	return f.Kind
 }
 
+// part names the process a fault acts on.
+func (f Fault) part() string {
+	switch f.Kind {
+	case GatewayKill:
+		return fmt.Sprintf("gateway-%d", f.Target)
+	case ConsumerKill:
+		return fmt.Sprintf("backend-%d", f.Target)
+	case RabbitRestart, RabbitBlock:
+		return "rabbitmq"
+	case PostgresRestart:
+		return "postgres"
+	}
+	return "redis"
+}
+
 // Schedule is the list of faults of a run.
 type Schedule []Fault
 
-// DefaultSchedule is `make chaos`: one of each fault in a 50 s sale. The first gateway is
+// DefaultSchedule is `make chaos`: one of each fault in a 55 s sale. The first gateway is
 // killed mid-sale; the second while RabbitMQ blocks publishers, so its relay dies holding a
 // batch the broker never confirmed. RabbitMQ is then restarted (a clean restart takes 10 to
 // 20 s on a busy two-core machine). The consumer is killed while Postgres is down, so it
@@ -79,9 +94,9 @@ func DefaultSchedule() Schedule {
 		{Kind: RabbitBlock, At: 6 * time.Second, Down: 6 * time.Second},
 		{Kind: GatewayKill, After: RabbitBlock, At: time.Second, Down: 3 * time.Second, Target: 1},
 		{Kind: RabbitRestart, At: 15 * time.Second, Down: 2 * time.Second},
-		{Kind: PostgresRestart, At: 36 * time.Second, Down: 4 * time.Second},
-		{Kind: ConsumerKill, At: 38 * time.Second, Down: 3 * time.Second, Target: 0},
-		{Kind: RedisStop, At: 44 * time.Second, Down: 3 * time.Second},
+		{Kind: PostgresRestart, At: 38 * time.Second, Down: 4 * time.Second},
+		{Kind: ConsumerKill, At: 40 * time.Second, Down: 3 * time.Second, Target: 0},
+		{Kind: RedisStop, At: 46 * time.Second, Down: 3 * time.Second},
 	}
 }
 
@@ -349,6 +364,14 @@ func (c *Cluster) runSchedule(ctx context.Context, rdb *redis.Client, sale strin
 	for i := len(s) - 1; i >= 0; i-- {
 		first[s[i].Kind] = i
 	}
+	// Faults on the same part never overlap: a later one waits until the earlier one is over
+	// (a slow rabbitmqctl must not clear a memory alarm on a node being restarted).
+	parts := map[string]*sync.Mutex{}
+	for _, f := range s {
+		if parts[f.part()] == nil {
+			parts[f.part()] = &sync.Mutex{}
+		}
+	}
 	var wg sync.WaitGroup
 	for i, f := range s {
 		wg.Add(1)
@@ -380,6 +403,8 @@ func (c *Cluster) runSchedule(ctx context.Context, rdb *redis.Client, sale strin
 				return
 			case <-time.After(time.Until(from.Add(f.At))):
 			}
+			parts[f.part()].Lock()
+			defer parts[f.part()].Unlock()
 			logf("t=%5.1fs  %s", time.Since(start).Seconds(), f)
 			out[i] = c.execute(ctx, rdb, sale, f, downed)
 			if out[i].Err != nil {

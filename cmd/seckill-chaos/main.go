@@ -35,9 +35,9 @@ func main() {
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("seckill-chaos", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	buyers := fs.Int("buyers", 10000, "buyers (each fetches a token and buys once, retrying on errors and 503)")
+	buyers := fs.Int("buyers", 11000, "buyers (each fetches a token and buys once, retrying on errors and 503)")
 	rate := fs.Float64("rate", 200, "buyer arrivals per second")
-	stock := fs.Int("stock", 9000, "units on sale (fewer than the buyers: the sale sells out partway)")
+	stock := fs.Int("stock", 9900, "units on sale (fewer than the buyers: the sale sells out partway)")
 	schedule := fs.String("schedule", "", "faults as kind@at+down[#instance],… (default: one of each; see docs/chaos.md)")
 	redisCrash := fs.Bool("redis-crash", false, "kill -9 Redis instead of stopping it (measures what AOF everysec loses)")
 	short := fs.Bool("short", false, "the short form of make test: 2000 buyers at 125/s, faults packed into 16 s")
