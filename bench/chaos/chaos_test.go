@@ -41,8 +41,10 @@ func TestASaleSurvivesEveryPartBeingKilledAndRestarted(t *testing.T) {
 	if len(rep.Rows) != len(chaos.ShortSchedule())+5 {
 		t.Fatalf("%d rows, want one per fault and five invariants", len(rep.Rows))
 	}
-	if rep.Accepted != 1800 {
-		t.Fatalf("%d of 1800 units sold to buyers who were told 202", rep.Accepted)
+	// Invariant 1 checked that all 1 800 units were sold (some buyers may have learnt of their
+	// purchase by already_bought after a lost answer); the last buyers must have met sold_out.
+	if rep.SoldOutAt == 0 {
+		t.Fatal("no buyer was refused sold_out: the sale did not sell out during the run")
 	}
 }
 
