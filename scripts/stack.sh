@@ -64,7 +64,7 @@ redis_up() { redis-cli -p "$REDIS_PORT" ping 2>/dev/null | grep -q PONG; }
 start_redis() {
 	if redis_up; then log "redis already up on :$REDIS_PORT"; return; fi
 	mkdir -p "$RUN/redis"
-	# AOF everysec: a crash loses at most about a second of writes (docs/faults.md says what that costs).
+	# AOF everysec: a crash loses at most about a second of writes (docs/chaos.md says what that costs).
 	redis-server --bind 127.0.0.1 --port "$REDIS_PORT" --dir "$RUN/redis" \
 		--appendonly yes --appendfsync everysec --save '' \
 		--daemonize yes --pidfile "$RUN/redis/redis.pid" --logfile "$RUN/redis.log" \
