@@ -115,8 +115,10 @@ func StartRedisCluster(t testing.TB) []string {
 	var addrs []string
 	for i := 0; i < 3; i++ {
 		s := &Server{Name: fmt.Sprintf("redis-cluster-%d", i), Port: FreePort(t), Dir: t.TempDir(), t: t}
+		// The cluster bus defaults to port+10000, which another process may hold: pick it too.
+		bus := FreePort(t)
 		s.start = func() (*exec.Cmd, error) {
-			cmd := exec.Command("redis-server", "--bind", "127.0.0.1", "--port", strconv.Itoa(s.Port),
+			cmd := exec.Command("redis-server", "--bind", "127.0.0.1", "--port", strconv.Itoa(s.Port), "--cluster-port", strconv.Itoa(bus),
 				"--dir", s.Dir, "--cluster-enabled", "yes", "--cluster-config-file", filepath.Join(s.Dir, "nodes.conf"),
 				"--appendonly", "no", "--save", "", "--logfile", filepath.Join(s.Dir, "redis.log"))
 			cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
