@@ -96,8 +96,11 @@ func (c *Consumer) session(ctx context.Context) error {
 	c.Log.Info("consumer connected", "queue", contract.Queue, "batch_size", c.BatchSize)
 	// The next batch is collected while the current one is written: one writer goroutine, so
 	// batches commit and are acknowledged in delivery order (a multiple ack never covers a
-	// batch that has not committed).
-	batches := make(chan []amqp.Delivery, 1)
+	// batch that has not committed). The hand-off is unbuffered: a batch goes to the writer
+	// when the writer is free, and until then it keeps growing (up to BatchSize) even after
+	// BatchWait, so a busy writer gets full batches rather than the partial ones its own
+	// slowness would otherwise cut.
+	batches := make(chan []amqp.Delivery)
 	written := make(chan struct{})
 	go func() {
 		defer close(written)
@@ -107,8 +110,8 @@ func (c *Consumer) session(ctx context.Context) error {
 	}()
 	defer func() { close(batches); <-written }()
 	for {
-		batch, open := c.collect(ctx, deliveries)
-		if len(batch) > 0 {
+		batch, handed, open := c.collect(ctx, deliveries, batches)
+		if len(batch) > 0 && !handed {
 			batches <- batch
 		}
 		if !open {
@@ -124,34 +127,56 @@ func (c *Consumer) session(ctx context.Context) error {
 	}
 }
 
-// collect gathers one batch: it waits for a first message, then takes more until the batch is
-// full or BatchWait has passed since the first. open is false when the delivery channel closed.
-func (c *Consumer) collect(ctx context.Context, deliveries <-chan amqp.Delivery) (batch []amqp.Delivery, open bool) {
+// collect gathers one batch and hands it to the writer: it waits for a first message, then
+// takes more until the batch is full or BatchWait has passed since the first, and then until
+// the writer takes it (still adding messages while there is room). handed is false when it
+// returns a batch it could not hand over (ctx ended, or the delivery channel closed: open is
+// false).
+func (c *Consumer) collect(ctx context.Context, deliveries <-chan amqp.Delivery, writer chan<- []amqp.Delivery) (batch []amqp.Delivery, handed, open bool) {
 	select {
 	case d, ok := <-deliveries:
 		if !ok {
-			return nil, false
+			return nil, false, false
 		}
+		batch = make([]amqp.Delivery, 0, c.BatchSize)
 		batch = append(batch, d)
 	case <-ctx.Done():
-		return nil, true
+		return nil, false, true
 	}
 	timer := time.NewTimer(c.BatchWait)
 	defer timer.Stop()
-	for len(batch) < c.BatchSize {
+	in, waited := deliveries, timer.C
+	var out chan<- []amqp.Delivery // nil (never ready) until the batch is due
+	for {
+		if len(batch) >= c.BatchSize {
+			in, out = nil, writer
+		}
+		// Messages usually arrive in bursts: take what is already there without the full select.
+		if in != nil {
+			select {
+			case d, ok := <-in:
+				if !ok {
+					return batch, false, false
+				}
+				batch = append(batch, d)
+				continue
+			default:
+			}
+		}
 		select {
-		case d, ok := <-deliveries:
+		case d, ok := <-in:
 			if !ok {
-				return batch, false
+				return batch, false, false
 			}
 			batch = append(batch, d)
-		case <-timer.C:
-			return batch, true
+		case <-waited:
+			waited, out = nil, writer
+		case out <- batch:
+			return batch, true, true
 		case <-ctx.Done():
-			return batch, true
+			return batch, false, true
 		}
 	}
-	return batch, true
 }
 
 // process writes one batch and settles its messages. It retries transient database errors
@@ -161,7 +186,7 @@ func (c *Consumer) process(ctx context.Context, ch *amqp.Channel, closed <-chan 
 	msgs := make([]contract.OrderMessage, 0, len(batch))
 	good := make([]amqp.Delivery, 0, len(batch))
 	for _, d := range batch {
-		m, err := contract.DecodeOrderMessage(d.Body)
+		m, err := decodeOrder(d.Body)
 		if err != nil {
 			c.deadLetter(d, "malformed", err)
 			continue
