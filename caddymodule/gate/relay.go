@@ -444,6 +444,7 @@ func (r *Relay) publish(ctx context.Context, ch *amqp.Channel, returns chan amqp
 	var sent []inflight
 	broken := false
 	start := time.Now()
+	routingKey := contract.RoutingKey(sale)
 	for _, m := range msgs {
 		body, orderID, err := encodeEntry(sale, m)
 		if err != nil {
@@ -453,7 +454,7 @@ func (r *Relay) publish(ctx context.Context, ch *amqp.Channel, returns chan amqp
 			done = append(done, m.ID)
 			continue
 		}
-		dc, err := ch.PublishWithDeferredConfirmWithContext(ctx, contract.Exchange, contract.RoutingKey(sale), true, false, amqp.Publishing{
+		dc, err := ch.PublishWithDeferredConfirmWithContext(ctx, contract.Exchange, routingKey, true, false, amqp.Publishing{
 			ContentType:  "application/json",
 			DeliveryMode: amqp.Persistent,
 			MessageId:    orderID,
@@ -555,8 +556,44 @@ func encodeEntry(sale string, m redis.XMessage) ([]byte, string, error) {
 	if err := msg.Validate(); err != nil {
 		return nil, "", err
 	}
-	body, err := json.Marshal(msg)
+	body, err := marshalOrder(msg)
 	return body, order, err
+}
+
+// marshalOrder is json.Marshal(m), byte for byte, without reflection (which was a third of
+// the relay's own work per entry). The fast path covers what the relay sends: ids whose bytes
+// JSON writes as they are, and a time json.Marshal accepts; anything else takes json.Marshal
+// itself. FuzzMarshalOrderMatchesJSON checks the equivalence.
+func marshalOrder(m contract.OrderMessage) ([]byte, error) {
+	if !plainJSON(m.OrderID) || !plainJSON(m.SaleID) || !plainJSON(m.UserID) {
+		return json.Marshal(m)
+	}
+	if y := m.AcceptedAt.Year(); y < 0 || y > 9999 || m.AcceptedAt.Location() != time.UTC {
+		return json.Marshal(m) // its error, or its zone offset
+	}
+	b := make([]byte, 0, 64+len(m.OrderID)+len(m.SaleID)+len(m.UserID)+len(time.RFC3339Nano))
+	b = append(b, `{"order_id":"`...)
+	b = append(b, m.OrderID...)
+	b = append(b, `","sale_id":"`...)
+	b = append(b, m.SaleID...)
+	b = append(b, `","user_id":"`...)
+	b = append(b, m.UserID...)
+	b = append(b, `","accepted_at":"`...)
+	b = m.AcceptedAt.AppendFormat(b, time.RFC3339Nano)
+	b = append(b, `"}`...)
+	return b, nil
+}
+
+// plainJSON reports whether json.Marshal writes s as its bytes between quotes: printable ASCII
+// other than the quote, the backslash and the HTML characters it escapes.
+func plainJSON(s string) bool {
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c < 0x20 || c > 0x7e, c == '"', c == '\\', c == '<', c == '>', c == '&':
+			return false
+		}
+	}
+	return true
 }
 
 func sleep(ctx context.Context, d time.Duration) {
