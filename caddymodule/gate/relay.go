@@ -92,6 +92,10 @@ var consumerName = func() string {
 // outage, a nack or a return leaves it pending, to be sent again (by this relay, or claimed by
 // another instance's after ClaimMinIdle). Duplicates are possible; losses are not.
 type Relay struct {
+	// Cork, when set, holds back the connection's writes until uncork (caddymodule's
+	// Broker.Cork): a round's messages then leave in one write rather than one each.
+	Cork func() (uncork func())
+
 	cfg      RelayConfig
 	rdb      redis.UniversalClient
 	connect  func(context.Context) (*amqp.Connection, error)
@@ -445,28 +449,36 @@ func (r *Relay) publish(ctx context.Context, ch *amqp.Channel, returns chan amqp
 	broken := false
 	start := time.Now()
 	routingKey := contract.RoutingKey(sale)
-	for _, m := range msgs {
-		body, orderID, err := encodeEntry(sale, m)
-		if err != nil {
-			// Only the gate script writes outboxes, so this is unreachable; an entry no
-			// consumer could read must not block the stream forever.
-			r.logger.Error("relay: dropping a malformed outbox entry", zap.String("sale", sale), zap.String("id", m.ID), zap.Error(err))
-			done = append(done, m.ID)
-			continue
+	// Sent under one cork (when the broker offers it): the whole round leaves in one write,
+	// before the wait for its confirms.
+	func() {
+		if r.Cork != nil {
+			uncork := r.Cork()
+			defer uncork()
 		}
-		dc, err := ch.PublishWithDeferredConfirmWithContext(ctx, contract.Exchange, routingKey, true, false, amqp.Publishing{
-			ContentType:  "application/json",
-			DeliveryMode: amqp.Persistent,
-			MessageId:    orderID,
-			Timestamp:    time.Now(),
-			Body:         body,
-		})
-		if err != nil || dc == nil {
-			broken = true
-			break
+		for _, m := range msgs {
+			body, orderID, err := encodeEntry(sale, m)
+			if err != nil {
+				// Only the gate script writes outboxes, so this is unreachable; an entry no
+				// consumer could read must not block the stream forever.
+				r.logger.Error("relay: dropping a malformed outbox entry", zap.String("sale", sale), zap.String("id", m.ID), zap.Error(err))
+				done = append(done, m.ID)
+				continue
+			}
+			dc, err := ch.PublishWithDeferredConfirmWithContext(ctx, contract.Exchange, routingKey, true, false, amqp.Publishing{
+				ContentType:  "application/json",
+				DeliveryMode: amqp.Persistent,
+				MessageId:    orderID,
+				Timestamp:    time.Now(),
+				Body:         body,
+			})
+			if err != nil || dc == nil {
+				broken = true
+				return
+			}
+			sent = append(sent, inflight{id: m.ID, orderID: orderID, dc: dc})
 		}
-		sent = append(sent, inflight{id: m.ID, orderID: orderID, dc: dc})
-	}
+	}()
 	timer := time.NewTimer(time.Duration(r.cfg.ConfirmTimeout))
 	defer timer.Stop()
 	var acked []inflight

@@ -8,10 +8,11 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	amqp "github.com/rabbitmq/amqp091-go"
 	"github.com/redis/go-redis/v9"
+	"github.com/seckilledge/seckill/caddymodule"
 	"github.com/seckilledge/seckill/contract"
 	"github.com/seckilledge/seckill/internal/testenv"
+	"go.uber.org/zap"
 )
 
 // BenchmarkRelay measures the relay's own cost per outbox entry: an outbox pre-filled with
@@ -19,16 +20,24 @@ import (
 // publishing with confirms to a fresh vhost. It reports entries/s and this process's CPU per
 // entry (the relay goroutine, the AMQP reader and go-redis: what the relay takes from a
 // gateway's CPU). scripts/bench-gate.sh prints it next to the HTTP figures.
+//
+// Sub-benchmarks: "corked" is the gateway's setup (the broker's connection, a round's messages
+// sent in one write); "uncorked" sends each message with its own write (amqp091-go's default).
 func BenchmarkRelay(b *testing.B) {
+	for _, corked := range []bool{true, false} {
+		name := "corked"
+		if !corked {
+			name = "uncorked"
+		}
+		b.Run(name, func(b *testing.B) { benchRelay(b, corked) })
+	}
+}
+
+func benchRelay(b *testing.B, corked bool) {
 	const entries = 20000
 	rdb := testenv.Redis(b)
-	amqpURL := testenv.RabbitVhost(b)
-	conn, err := amqp.Dial(amqpURL)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer conn.Close()
-	connect := func(context.Context) (*amqp.Connection, error) { return conn, nil }
+	broker := caddymodule.NewBroker(testenv.RabbitVhost(b), zap.NewNop())
+	defer func() { _ = broker.Destruct() }()
 	var total int
 	var wall, cpu time.Duration
 	for i := 0; i < b.N; i++ {
@@ -46,7 +55,10 @@ func BenchmarkRelay(b *testing.B) {
 		if _, err := pipe.Exec(ctx); err != nil {
 			b.Fatal(err)
 		}
-		r := NewRelay(rdb, connect, RelayConfig{ServedOnly: true}, nil)
+		r := NewRelay(rdb, broker.WaitConnection, RelayConfig{ServedOnly: true}, nil)
+		if corked {
+			r.Cork = broker.Cork
+		}
 		r.Notify(sale)
 		rctx, cancel := context.WithCancel(ctx)
 		cpu0, start := processCPU(), time.Now()
