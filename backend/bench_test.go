@@ -14,7 +14,7 @@ import (
 // runs them side by side, three times, and writes the medians to BENCHMARKS.md.
 //
 //	BenchmarkWriter:   WriteBatch straight from memory (the database part alone)
-//	BenchmarkConsumer: messages pre-published to RabbitMQ, consumed and written (end to end)
+//	BenchmarkConsumer: 40 000 messages pre-published to RabbitMQ, then consumed and written (end to end)
 
 func benchOrders(e *env, n int) (string, []contract.OrderMessage) {
 	sale := e.sale(n)
@@ -57,7 +57,7 @@ func BenchmarkConsumer(b *testing.B) {
 		batch   int
 		writers int
 		orders  int
-	}{{"batched-500", 500, 0, 20000}, {"one-per-tx", 1, 1, 1000}} {
+	}{{"batched-500", 500, 0, 40000}, {"one-per-tx", 1, 1, 1000}} {
 		b.Run(c.name, func(b *testing.B) {
 			e := newEnv(b)
 			var total int
