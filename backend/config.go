@@ -58,7 +58,7 @@ func ConfigFromFlags(fs *flag.FlagSet, args []string) (Config, error) {
 	fs.StringVar(&c.RedisAddr, "redis", getenv("SECKILL_REDIS_ADDR", "127.0.0.1:16379"), "Redis host:port (SECKILL_REDIS_ADDR)")
 	fs.StringVar(&c.AMQPURL, "amqp", getenv("SECKILL_AMQP_URL", "amqp://guest:guest@127.0.0.1:16672/"), "RabbitMQ URL (SECKILL_AMQP_URL)")
 	num(&c.BatchSize, "batch-size", "SECKILL_BATCH_SIZE", 500, "orders per database transaction")
-	num(&c.BatchWriters, "batch-writers", "SECKILL_BATCH_WRITERS", 2, "batches written at once, each in its own transaction")
+	num(&c.BatchWriters, "batch-writers", "SECKILL_BATCH_WRITERS", 3, "batches written at once, each in its own transaction")
 	dur(&c.BatchWait, "batch-wait", "SECKILL_BATCH_WAIT", "20ms", "longest wait before a partial batch is written")
 	dur(&c.SweepInterval, "sweep-interval", "SECKILL_SWEEP_INTERVAL", "1s", "period of the unpaid-order sweeper")
 	dur(&c.ReconcileGrace, "reconcile-grace", "SECKILL_RECONCILE_GRACE", "1m", "age after which reconcile declares a buyer without an order lost")
