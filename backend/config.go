@@ -19,6 +19,7 @@ type Config struct {
 	AdminToken     string        // SECKILL_ADMIN_TOKEN (environment only)
 	BatchSize      int           // SECKILL_BATCH_SIZE, -batch-size
 	BatchWait      time.Duration // SECKILL_BATCH_WAIT, -batch-wait
+	BatchWriters   int           // SECKILL_BATCH_WRITERS, -batch-writers: batches written at once
 	SweepInterval  time.Duration // SECKILL_SWEEP_INTERVAL, -sweep-interval: unpaid-order sweeper period
 	ReconcileGrace time.Duration // SECKILL_RECONCILE_GRACE, -reconcile-grace
 	LockTTL        time.Duration // SECKILL_LOCK_TTL, -lock-ttl: lease of the distributed lock
@@ -57,6 +58,7 @@ func ConfigFromFlags(fs *flag.FlagSet, args []string) (Config, error) {
 	fs.StringVar(&c.RedisAddr, "redis", getenv("SECKILL_REDIS_ADDR", "127.0.0.1:16379"), "Redis host:port, or a comma-separated list of Redis Cluster seeds (SECKILL_REDIS_ADDR)")
 	fs.StringVar(&c.AMQPURL, "amqp", getenv("SECKILL_AMQP_URL", "amqp://guest:guest@127.0.0.1:16672/"), "RabbitMQ URL (SECKILL_AMQP_URL)")
 	num(&c.BatchSize, "batch-size", "SECKILL_BATCH_SIZE", 500, "orders per database transaction")
+	num(&c.BatchWriters, "batch-writers", "SECKILL_BATCH_WRITERS", 3, "batches written at once, each in its own transaction")
 	dur(&c.BatchWait, "batch-wait", "SECKILL_BATCH_WAIT", "20ms", "longest wait before a partial batch is written")
 	dur(&c.SweepInterval, "sweep-interval", "SECKILL_SWEEP_INTERVAL", "1s", "period of the unpaid-order sweeper")
 	dur(&c.ReconcileGrace, "reconcile-grace", "SECKILL_RECONCILE_GRACE", "1m", "age after which reconcile declares a buyer without an order lost")
@@ -72,6 +74,9 @@ func ConfigFromFlags(fs *flag.FlagSet, args []string) (Config, error) {
 	}
 	if c.BatchSize < 1 || c.BatchSize > 10000 {
 		return c, fmt.Errorf("batch size %d: want 1..10000", c.BatchSize)
+	}
+	if c.BatchWriters < 1 || c.BatchWriters > 16 {
+		return c, fmt.Errorf("batch writers %d: want 1..16", c.BatchWriters)
 	}
 	return c, nil
 }

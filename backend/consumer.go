@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"sync"
 	"time"
 
 	amqp "github.com/rabbitmq/amqp091-go"
@@ -15,8 +16,10 @@ import (
 // Consumer takes winners from the queue seckill.orders and writes them in batches.
 //
 // Delivery guarantees: a batch is acknowledged (one multiple ack) only after its transaction
-// committed, so a crash anywhere before that leaves the messages in RabbitMQ, which redelivers
-// them; the writer is idempotent, so a redelivered or duplicated message changes nothing. A
+// committed and every batch delivered before it is settled, so a crash anywhere before that
+// leaves the messages in RabbitMQ, which redelivers them; the writer is idempotent, so a
+// redelivered or duplicated message changes nothing. A batch that cannot be written ends the
+// session (nothing after it is acknowledged; everything unacknowledged is redelivered). A
 // malformed message, or one for a sale Postgres does not know, is rejected without requeue and
 // goes to the dead-letter queue seckill.orders.dead, with its reason logged.
 //
@@ -33,6 +36,11 @@ type Consumer struct {
 	Log         *slog.Logger
 	// ShutdownGrace bounds how long a shutdown waits for the batch in hand to be written.
 	ShutdownGrace time.Duration
+	// Writers is how many batches are written at once, each in its own transaction (default
+	// 3, the best of 1 to 4 on the 2-core benchmark machine): while one waits for its commit's
+	// WAL flush or for the sale's row lock, the next one inserts its orders.
+	// Acknowledgements still follow delivery order.
+	Writers int
 }
 
 // Run consumes until ctx ends, reconnecting with backoff.
@@ -45,6 +53,9 @@ func (c *Consumer) Run(ctx context.Context) error {
 	}
 	if c.ShutdownGrace <= 0 {
 		c.ShutdownGrace = 10 * time.Second
+	}
+	if c.Writers <= 0 {
+		c.Writers = 3
 	}
 	backoff := newBackoff(100*time.Millisecond, 2*time.Second)
 	for ctx.Err() == nil {
@@ -83,8 +94,8 @@ func (c *Consumer) session(ctx context.Context) error {
 	if err := contract.DeclareTopology(ch); err != nil {
 		return fmt.Errorf("declare topology: %w", err)
 	}
-	// Three batches' worth: one being written, one being collected, one arriving.
-	if err := ch.Qos(3*c.BatchSize, 0, false); err != nil {
+	// Every writer's batch, the one being collected and one arriving.
+	if err := ch.Qos((c.Writers+2)*c.BatchSize, 0, false); err != nil {
 		return fmt.Errorf("qos: %w", err)
 	}
 	const tag = "seckill-backend"
@@ -93,23 +104,39 @@ func (c *Consumer) session(ctx context.Context) error {
 		return fmt.Errorf("consume: %w", err)
 	}
 	closed := conn.NotifyClose(make(chan *amqp.Error, 1))
-	c.Log.Info("consumer connected", "queue", contract.Queue, "batch_size", c.BatchSize)
-	// The next batch is collected while the current one is written: one writer goroutine, so
-	// batches commit and are acknowledged in delivery order (a multiple ack never covers a
-	// batch that has not committed).
-	batches := make(chan []amqp.Delivery, 1)
-	written := make(chan struct{})
-	go func() {
-		defer close(written)
-		for b := range batches {
-			c.process(ctx, ch, closed, b)
-		}
-	}()
-	defer func() { close(batches); <-written }()
+	c.Log.Info("consumer connected", "queue", contract.Queue, "batch_size", c.BatchSize, "writers", c.Writers)
+	// The next batch is collected while the current ones are written. With several writers,
+	// batches commit in any order but are acknowledged in delivery order (acks), so a multiple
+	// ack never covers a batch that has not committed. The hand-off is unbuffered: a batch goes
+	// to a writer when one is free, and until then it keeps growing (up to BatchSize) even after
+	// BatchWait, so busy writers get full batches rather than the partial ones their own
+	// slowness would otherwise cut.
+	acks := &ackOrder{ready: map[uint64]uint64{}, ack: func(tag uint64) error { return ch.Ack(tag, true) }, broken: func() {
+		// A batch is left unacknowledged: nothing after it may be acknowledged with a multiple
+		// ack, so this session ends and RabbitMQ redelivers everything not yet acknowledged
+		// (the writer finds what was already written).
+		go conn.Close()
+	}}
+	batches := make(chan batchJob)
+	var written sync.WaitGroup
+	for range c.Writers {
+		written.Add(1)
+		go func() {
+			defer written.Done()
+			for j := range batches {
+				c.process(ctx, closed, j, acks)
+			}
+		}()
+	}
+	defer func() { close(batches); written.Wait() }()
+	var seq uint64
 	for {
-		batch, open := c.collect(ctx, deliveries)
+		batch, handed, open := c.collect(ctx, deliveries, batches, seq)
 		if len(batch) > 0 {
-			batches <- batch
+			if !handed {
+				batches <- batchJob{seq: seq, ds: batch}
+			}
+			seq++
 		}
 		if !open {
 			if e := <-closed; e != nil {
@@ -124,44 +151,124 @@ func (c *Consumer) session(ctx context.Context) error {
 	}
 }
 
-// collect gathers one batch: it waits for a first message, then takes more until the batch is
-// full or BatchWait has passed since the first. open is false when the delivery channel closed.
-func (c *Consumer) collect(ctx context.Context, deliveries <-chan amqp.Delivery) (batch []amqp.Delivery, open bool) {
+// batchJob is a batch of deliveries with its place in delivery order.
+type batchJob struct {
+	seq uint64
+	ds  []amqp.Delivery
+}
+
+// ackOrder acknowledges batches in delivery order, whatever order they commit in: batch n's
+// multiple ack is sent once batches 0..n are all settled. A batch left unacknowledged (to be
+// redelivered) stops every later acknowledgement: a multiple ack would cover it.
+type ackOrder struct {
+	ack    func(tag uint64) error // a multiple ack up to tag
+	broken func()                 // called once, when a batch is left unacknowledged
+
+	mu     sync.Mutex
+	next   uint64            // the first batch not yet settled
+	ready  map[uint64]uint64 // settled batches after next: seq -> tag to acknowledge up to (0: none)
+	failed bool
+}
+
+// settled records that batch seq is written and its dead letters rejected; tag is the highest
+// delivery tag of the batch to acknowledge (0: none).
+func (a *ackOrder) settled(seq, tag uint64) error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.failed {
+		return nil
+	}
+	if seq != a.next {
+		a.ready[seq] = tag
+		return nil
+	}
+	a.next++
+	for {
+		t, ok := a.ready[a.next]
+		if !ok {
+			break
+		}
+		delete(a.ready, a.next)
+		a.next++
+		tag = max(tag, t)
+	}
+	if tag == 0 {
+		return nil
+	}
+	// Under the lock: acks leave in order.
+	return a.ack(tag)
+}
+
+// unsettled records that batch seq is left unacknowledged.
+func (a *ackOrder) unsettled(uint64) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if !a.failed {
+		a.failed = true
+		a.broken()
+	}
+}
+
+// collect gathers one batch and hands it to the writer: it waits for a first message, then
+// takes more until the batch is full or BatchWait has passed since the first, and then until
+// the writer takes it (still adding messages while there is room). handed is false when it
+// returns a batch it could not hand over (ctx ended, or the delivery channel closed: open is
+// false).
+func (c *Consumer) collect(ctx context.Context, deliveries <-chan amqp.Delivery, writer chan<- batchJob, seq uint64) (batch []amqp.Delivery, handed, open bool) {
 	select {
 	case d, ok := <-deliveries:
 		if !ok {
-			return nil, false
+			return nil, false, false
 		}
+		batch = make([]amqp.Delivery, 0, c.BatchSize)
 		batch = append(batch, d)
 	case <-ctx.Done():
-		return nil, true
+		return nil, false, true
 	}
 	timer := time.NewTimer(c.BatchWait)
 	defer timer.Stop()
-	for len(batch) < c.BatchSize {
+	in, waited := deliveries, timer.C
+	var out chan<- batchJob // nil (never ready) until the batch is due
+	for {
+		if len(batch) >= c.BatchSize {
+			in, out = nil, writer
+		}
+		// Messages usually arrive in bursts: take what is already there without the full select.
+		if in != nil {
+			select {
+			case d, ok := <-in:
+				if !ok {
+					return batch, false, false
+				}
+				batch = append(batch, d)
+				continue
+			default:
+			}
+		}
 		select {
-		case d, ok := <-deliveries:
+		case d, ok := <-in:
 			if !ok {
-				return batch, false
+				return batch, false, false
 			}
 			batch = append(batch, d)
-		case <-timer.C:
-			return batch, true
+		case <-waited:
+			waited, out = nil, writer
+		case out <- batchJob{seq: seq, ds: batch}:
+			return batch, true, true
 		case <-ctx.Done():
-			return batch, true
+			return batch, false, true
 		}
 	}
-	return batch, true
 }
 
 // process writes one batch and settles its messages. It retries transient database errors
 // with backoff, holding the messages unacknowledged, until the write succeeds, the connection
 // to RabbitMQ is gone (the messages will be redelivered) or shutdown's grace period ends.
-func (c *Consumer) process(ctx context.Context, ch *amqp.Channel, closed <-chan *amqp.Error, batch []amqp.Delivery) {
-	msgs := make([]contract.OrderMessage, 0, len(batch))
-	good := make([]amqp.Delivery, 0, len(batch))
-	for _, d := range batch {
-		m, err := contract.DecodeOrderMessage(d.Body)
+func (c *Consumer) process(ctx context.Context, closed <-chan *amqp.Error, j batchJob, acks *ackOrder) {
+	msgs := make([]contract.OrderMessage, 0, len(j.ds))
+	good := make([]amqp.Delivery, 0, len(j.ds))
+	for _, d := range j.ds {
+		m, err := decodeOrder(d.Body)
 		if err != nil {
 			c.deadLetter(d, "malformed", err)
 			continue
@@ -170,6 +277,7 @@ func (c *Consumer) process(ctx context.Context, ch *amqp.Channel, closed <-chan 
 		good = append(good, d)
 	}
 	if len(msgs) == 0 {
+		c.settleOrder(acks, j.seq, 0)
 		return
 	}
 	// Shutdown finishes the batch in hand: the write outlives ctx by at most ShutdownGrace.
@@ -179,32 +287,51 @@ func (c *Consumer) process(ctx context.Context, ch *amqp.Channel, closed <-chan 
 	res, err := c.writeRetrying(wctx, closed, msgs)
 	if err != nil && !transient(err) {
 		// Something in the batch's content is refused by the database: write the messages one
-		// by one so that only the culprit is dead-lettered.
+		// by one so that only the culprit is dead-lettered. Each is acknowledged alone (a
+		// multiple ack could cover another writer's batch).
 		c.Log.Warn("batch refused; writing its messages one by one", "size", len(msgs), "err", err)
 		for i := range msgs {
 			r, err := c.writeRetrying(wctx, closed, msgs[i:i+1])
 			switch {
 			case err == nil:
-				c.settle(good[i:i+1], msgs[i:i+1], r)
+				if c.settle(good[i:i+1], msgs[i:i+1], r) > 0 {
+					if err := good[i].Ack(false); err != nil {
+						c.Log.Warn("ack failed; the message will be redelivered and found written", "err", err)
+					}
+				}
+				c.compensate(r)
 			case transient(err):
-				return // not acknowledged: redelivered
+				acks.unsettled(j.seq) // not acknowledged: redelivered
+				return
 			default:
 				c.deadLetter(good[i], "refused by the database", err)
 			}
 		}
+		c.settleOrder(acks, j.seq, 0)
 		return
 	}
 	if err != nil {
 		c.Log.Warn("batch left unacknowledged for redelivery", "size", len(msgs), "err", err)
+		acks.unsettled(j.seq)
 		return
 	}
-	c.settle(good, msgs, res)
+	c.settleOrder(acks, j.seq, c.settle(good, msgs, res))
+	c.compensate(res)
 }
 
-// settle dead-letters the messages of unknown sales, acknowledges the rest with one multiple
-// ack, then compensates the orders that failed.
-func (c *Consumer) settle(ds []amqp.Delivery, msgs []contract.OrderMessage, res BatchResult) {
-	dead := map[int]bool{}
+func (c *Consumer) settleOrder(acks *ackOrder, seq, tag uint64) {
+	if err := acks.settled(seq, tag); err != nil {
+		c.Log.Warn("ack failed; the batch will be redelivered and found written", "err", err)
+	}
+}
+
+// settle dead-letters the messages of unknown sales and records the batch's metrics. It
+// returns the highest delivery tag left to acknowledge (0: none).
+func (c *Consumer) settle(ds []amqp.Delivery, msgs []contract.OrderMessage, res BatchResult) uint64 {
+	var dead map[int]bool
+	if len(res.UnknownSale) > 0 {
+		dead = make(map[int]bool, len(res.UnknownSale))
+	}
 	for _, i := range res.UnknownSale {
 		dead[i] = true
 		c.deadLetter(ds[i], "unknown sale", fmt.Errorf("sale %q is not in Postgres", msgs[i].SaleID))
@@ -213,11 +340,6 @@ func (c *Consumer) settle(ds []amqp.Delivery, msgs []contract.OrderMessage, res 
 	for i, d := range ds {
 		if !dead[i] && d.DeliveryTag > last {
 			last = d.DeliveryTag
-		}
-	}
-	if last > 0 {
-		if err := ds[0].Acknowledger.Ack(last, true); err != nil {
-			c.Log.Warn("ack failed; the batch will be redelivered and found written", "err", err)
 		}
 	}
 	metricConsumed.WithLabelValues("created").Add(float64(res.Created))
@@ -230,6 +352,11 @@ func (c *Consumer) settle(ds []amqp.Delivery, msgs []contract.OrderMessage, res 
 			metricLag.Observe(now.Sub(m.AcceptedAt).Seconds())
 		}
 	}
+	return last
+}
+
+// compensate returns to Redis the units of the orders the batch recorded failed.
+func (c *Consumer) compensate(res BatchResult) {
 	if len(res.Failed) > 0 && c.Compensator != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()

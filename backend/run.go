@@ -56,7 +56,7 @@ func Run(ctx context.Context, cfg Config) error {
 	svc := &Service{Pool: pool, Redis: rdb, Locker: NewLocker(rdb, cfg.LockTTL), Compensator: comp, Log: log,
 		AdminToken: cfg.AdminToken, Retention: cfg.Retention, Grace: cfg.ReconcileGrace}
 	cons := &Consumer{URL: cfg.AMQPURL, Writer: &Writer{Pool: pool}, Compensator: comp,
-		BatchSize: cfg.BatchSize, BatchWait: cfg.BatchWait, Log: log}
+		BatchSize: cfg.BatchSize, BatchWait: cfg.BatchWait, Writers: cfg.BatchWriters, Log: log}
 
 	ln, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {

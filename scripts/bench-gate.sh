@@ -15,7 +15,9 @@
 # ROUNDS rounds (default 3), DURATION per wrk run (default 8s), CONNS connections (500),
 # THREADS wrk threads (2). RELAY=off runs the gates without a relay (the winners stay in the
 # outbox, deleted at the end): the gate's own cost, without RabbitMQ competing for the CPU.
-# Prints a markdown table of medians and the ratios to `respond`.
+# Prints a markdown table of medians and the ratios to `respond`, then (RELAY_BENCH=0 to skip)
+# the relay's own cost per outbox entry: BenchmarkRelay drains a pre-filled outbox of 20 000
+# entries, corked (one write per round, the gateway's setup) and uncorked, three times each.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -198,3 +200,11 @@ codes = {k: [x[3] for x in v] for k, v in rows.items()}
 print(f"non-2xx per run: {codes}")
 print(f"outbox entries still to relay at the end: {sys.argv[2]}")
 PY
+
+if [ "${RELAY_BENCH:-1}" != 0 ]; then
+	echo
+	echo "relay cost per outbox entry (go test -bench BenchmarkRelay -count 3 ./caddymodule/gate/):"
+	go test -run '^$' -bench BenchmarkRelay -benchtime 2x -count 3 ./caddymodule/gate/ | grep '^BenchmarkRelay' |
+		awk '{for (i=1;i<=NF;i++) {if ($i=="cpu-µs/entry") c[$1]=c[$1] " " $(i-1); if ($i=="entries/s") e[$1]=e[$1] " " $(i-1)}}
+			END {for (k in c) print "  " k ": cpu-µs/entry" c[k] "; entries/s" e[k]}'
+fi

@@ -195,6 +195,7 @@ func relayFor(app *caddymodule.App, cfg *RelayConfig, logger *zap.Logger) *Relay
 	}
 	broker := app.Broker()
 	r := NewRelay(app.RedisClient(), broker.WaitConnection, c, logger)
+	r.Cork = broker.Cork
 	relays[app] = r
 	app.OnStart(func(ctx context.Context) error {
 		broker.Use()

@@ -92,6 +92,10 @@ var consumerName = func() string {
 // outage, a nack or a return leaves it pending, to be sent again (by this relay, or claimed by
 // another instance's after ClaimMinIdle). Duplicates are possible; losses are not.
 type Relay struct {
+	// Cork, when set, holds back the connection's writes until uncork (caddymodule's
+	// Broker.Cork): a round's messages then leave in one write rather than one each.
+	Cork func() (uncork func())
+
 	cfg      RelayConfig
 	rdb      redis.UniversalClient
 	connect  func(context.Context) (*amqp.Connection, error)
@@ -446,28 +450,37 @@ func (r *Relay) publish(ctx context.Context, ch *amqp.Channel, returns chan amqp
 	var sent []inflight
 	broken := false
 	start := time.Now()
-	for _, m := range msgs {
-		body, orderID, err := encodeEntry(sale, m)
-		if err != nil {
-			// Only the gate script writes outboxes, so this is unreachable; an entry no
-			// consumer could read must not block the stream forever.
-			r.logger.Error("relay: dropping a malformed outbox entry", zap.String("sale", sale), zap.String("id", m.ID), zap.Error(err))
-			done = append(done, m.ID)
-			continue
+	routingKey := contract.RoutingKey(contract.BaseSale(sale))
+	// Sent under one cork (when the broker offers it): the whole round leaves in one write,
+	// before the wait for its confirms.
+	func() {
+		if r.Cork != nil {
+			uncork := r.Cork()
+			defer uncork()
 		}
-		dc, err := ch.PublishWithDeferredConfirmWithContext(ctx, contract.Exchange, contract.RoutingKey(contract.BaseSale(sale)), true, false, amqp.Publishing{
-			ContentType:  "application/json",
-			DeliveryMode: amqp.Persistent,
-			MessageId:    orderID,
-			Timestamp:    time.Now(),
-			Body:         body,
-		})
-		if err != nil || dc == nil {
-			broken = true
-			break
+		for _, m := range msgs {
+			body, orderID, err := encodeEntry(sale, m)
+			if err != nil {
+				// Only the gate script writes outboxes, so this is unreachable; an entry no
+				// consumer could read must not block the stream forever.
+				r.logger.Error("relay: dropping a malformed outbox entry", zap.String("sale", sale), zap.String("id", m.ID), zap.Error(err))
+				done = append(done, m.ID)
+				continue
+			}
+			dc, err := ch.PublishWithDeferredConfirmWithContext(ctx, contract.Exchange, routingKey, true, false, amqp.Publishing{
+				ContentType:  "application/json",
+				DeliveryMode: amqp.Persistent,
+				MessageId:    orderID,
+				Timestamp:    time.Now(),
+				Body:         body,
+			})
+			if err != nil || dc == nil {
+				broken = true
+				return
+			}
+			sent = append(sent, inflight{id: m.ID, orderID: orderID, dc: dc})
 		}
-		sent = append(sent, inflight{id: m.ID, orderID: orderID, dc: dc})
-	}
+	}()
 	timer := time.NewTimer(time.Duration(r.cfg.ConfirmTimeout))
 	defer timer.Stop()
 	var acked []inflight
@@ -558,8 +571,44 @@ func encodeEntry(sale string, m redis.XMessage) ([]byte, string, error) {
 	if err := msg.Validate(); err != nil {
 		return nil, "", err
 	}
-	body, err := json.Marshal(msg)
+	body, err := marshalOrder(msg)
 	return body, order, err
+}
+
+// marshalOrder is json.Marshal(m), byte for byte, without reflection (which was a third of
+// the relay's own work per entry). The fast path covers what the relay sends: ids whose bytes
+// JSON writes as they are, and a time json.Marshal accepts; anything else takes json.Marshal
+// itself. FuzzMarshalOrderMatchesJSON checks the equivalence.
+func marshalOrder(m contract.OrderMessage) ([]byte, error) {
+	if !plainJSON(m.OrderID) || !plainJSON(m.SaleID) || !plainJSON(m.UserID) {
+		return json.Marshal(m)
+	}
+	if y := m.AcceptedAt.Year(); y < 0 || y > 9999 || m.AcceptedAt.Location() != time.UTC {
+		return json.Marshal(m) // its error, or its zone offset
+	}
+	b := make([]byte, 0, 64+len(m.OrderID)+len(m.SaleID)+len(m.UserID)+len(time.RFC3339Nano))
+	b = append(b, `{"order_id":"`...)
+	b = append(b, m.OrderID...)
+	b = append(b, `","sale_id":"`...)
+	b = append(b, m.SaleID...)
+	b = append(b, `","user_id":"`...)
+	b = append(b, m.UserID...)
+	b = append(b, `","accepted_at":"`...)
+	b = m.AcceptedAt.AppendFormat(b, time.RFC3339Nano)
+	b = append(b, `"}`...)
+	return b, nil
+}
+
+// plainJSON reports whether json.Marshal writes s as its bytes between quotes: printable ASCII
+// other than the quote, the backslash and the HTML characters it escapes.
+func plainJSON(s string) bool {
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c < 0x20 || c > 0x7e, c == '"', c == '\\', c == '<', c == '>', c == '&':
+			return false
+		}
+	}
+	return true
 }
 
 func sleep(ctx context.Context, d time.Duration) {
