@@ -82,6 +82,34 @@ type Outcome struct {
 	Checks  []verify.Check    `json:"scenario_checks,omitempty"`
 	Latency load.Percentiles  `json:"latency"`
 	Service load.Percentiles  `json:"service_latency"`
+	// CPU is the CPU time each server process spent per completed request of the rush, in
+	// microseconds (gateway, backend, redis; absent when its pid is unknown). Background work
+	// during the rush (the relay, the consumer) is included: it is what a request costs.
+	CPU map[string]float64 `json:"cpu_us_per_request,omitempty"`
+}
+
+type cpuSnap map[string]time.Duration
+
+func (d *Driver) cpuSnap() cpuSnap {
+	s := cpuSnap{}
+	for name, pid := range map[string]int{"gateway": d.Stack.GatewayPID, "backend": d.Stack.BackendPID, "redis": d.Stack.RedisPID} {
+		if pid > 0 {
+			s[name] = ProcCPU(pid)
+		}
+	}
+	return s
+}
+
+// perRequest turns the CPU used since before into microseconds per completed request.
+func (d *Driver) perRequest(before cpuSnap, res *load.Result) map[string]float64 {
+	if res == nil || res.Completed == 0 {
+		return nil
+	}
+	out := map[string]float64{}
+	for name, t := range d.cpuSnap() {
+		out[name] = float64((t - before[name]).Microseconds()) / float64(res.Completed)
+	}
+	return out
 }
 
 // OK reports whether every invariant and scenario check passed.
@@ -257,8 +285,10 @@ func (d *Driver) RunEdge(ctx context.Context, o Options) (*Outcome, error) {
 		reqs[i] = load.Request{Method: http.MethodPost, URL: gw + "/seckill/" + sale + "/buy", Header: h, Kind: c.Kind, User: c.User}
 	}
 	acc := &acceptedSet{drain: verify.NewDrainWatcher(ctx, d.PG)}
+	cpu := d.cpuSnap()
 	out.Rush = load.Execute(ctx, load.Run{Name: name + " rush", Model: o.Model, Requests: reqs, Duration: o.Duration,
 		Client: load.NewClient(o.Client, o.Model.Connections), OnResponse: acc.collect, Progress: o.Progress, WarmURL: gw + "/healthz"})
+	out.CPU = d.perRequest(cpu, out.Rush)
 
 	rushEnd := time.Now()
 	timeout := o.DrainTimeout
@@ -419,8 +449,10 @@ func (d *Driver) RunBaseline(ctx context.Context, kind string, o Options) (*Outc
 	}
 	out := &Outcome{Name: kind + " lock (DB)", Kind: kind, Sale: sale, Stock: o.Stock}
 	acc := &acceptedSet{}
+	cpu := d.cpuSnap()
 	out.Rush = load.Execute(ctx, load.Run{Name: kind + " rush", Model: o.Model, Requests: reqs, Duration: o.Duration,
 		Client: load.NewClient(o.Client, o.Model.Connections), OnResponse: acc.collect, Progress: o.Progress, WarmURL: d.Stack.Backend + "/healthz"})
+	out.CPU = d.perRequest(cpu, out.Rush)
 	out.Accepted, out.Winners = len(acc.list), acc.list
 	out.Latency, out.Service = load.PercentilesOf(out.Rush.Latency), load.PercentilesOf(out.Rush.Service)
 	// The baselines write synchronously: nothing to drain. Demand: only when the run was not cut
@@ -455,8 +487,10 @@ func (d *Driver) RunCeiling(ctx context.Context, o Options) (*Outcome, error) {
 		name += " (" + o.Label + ")"
 	}
 	out := &Outcome{Name: name, Kind: Ceiling}
+	cpu := d.cpuSnap()
 	out.Rush = load.Execute(ctx, load.Run{Name: "ceiling rush", Model: o.Model, Requests: reqs, Duration: o.Duration,
 		Client: load.NewClient(o.Client, o.Model.Connections), Progress: o.Progress, WarmURL: d.Stack.Ceiling + "/"})
+	out.CPU = d.perRequest(cpu, out.Rush)
 	out.Latency, out.Service = load.PercentilesOf(out.Rush.Latency), load.PercentilesOf(out.Rush.Service)
 	return out, nil
 }

@@ -32,8 +32,8 @@ type Stack struct {
 	PGURL      string // the database the backend writes
 	MgmtURL    string // RabbitMQ management API (with credentials)
 	Vhost      string // RabbitMQ vhost of the topology
-	// Process ids for peak memory (0 when unknown).
-	GatewayPID, BackendPID int
+	// Process ids for peak memory and CPU per request (0 when unknown).
+	GatewayPID, BackendPID, RedisPID int
 	// Logs of started processes.
 	LogDir string
 
@@ -196,12 +196,13 @@ func Start(ctx context.Context, o StartOptions) (_ *Stack, err error) {
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			return nil, err
 		}
-		_, stop, exited, err := startProc("redis-server", []string{"--bind", "127.0.0.1", "--port", strconv.Itoa(port),
+		rpid, stop, exited, err := startProc("redis-server", []string{"--bind", "127.0.0.1", "--port", strconv.Itoa(port),
 			"--dir", dir, "--appendonly", "yes", "--appendfsync", "everysec", "--save", ""}, os.Environ(), filepath.Join(s.LogDir, "redis.log"))
 		if err != nil {
 			return nil, err
 		}
 		s.cleanup = append(s.cleanup, stop)
+		s.RedisPID = rpid
 		s.RedisAddr = fmt.Sprintf("127.0.0.1:%d", port)
 		if err := waitRedis(ctx, s.RedisAddr, exited); err != nil {
 			return nil, err
@@ -426,6 +427,31 @@ func (m mgmt) call(ctx context.Context, method, path, body string) error {
 		return fmt.Errorf("%s %s: %s", method, path, resp.Status)
 	}
 	return nil
+}
+
+// ProcCPU is the CPU time a process has used so far (user + system), 0 if unknown.
+func ProcCPU(pid int) time.Duration {
+	if pid <= 0 {
+		return 0
+	}
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	// The command name (field 2) may hold spaces; fields after its closing parenthesis are
+	// fixed: utime and stime are the 12th and 13th of them, in clock ticks (100 per second on
+	// Linux, USER_HZ).
+	i := strings.LastIndexByte(string(b), ')')
+	if i < 0 {
+		return 0
+	}
+	f := strings.Fields(string(b[i+1:]))
+	if len(f) < 13 {
+		return 0
+	}
+	u, _ := strconv.ParseInt(f[11], 10, 64)
+	k, _ := strconv.ParseInt(f[12], 10, 64)
+	return time.Duration(u+k) * 10 * time.Millisecond
 }
 
 // PeakRSS is a process's peak resident memory (VmHWM) in KiB, 0 if unknown.

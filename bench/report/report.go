@@ -95,6 +95,15 @@ func Text(w io.Writer, r *bench.Result) {
 		if c.Drain != nil {
 			fmt.Fprintf(tw, "\tdrain:\t%s\n", c.Drain)
 		}
+		if len(c.CPU) > 0 {
+			var parts []string
+			for _, k := range []string{"gateway", "redis", "backend"} {
+				if v, ok := c.CPU[k]; ok {
+					parts = append(parts, fmt.Sprintf("%s %.0f µs", k, v))
+				}
+			}
+			fmt.Fprintf(tw, "\tCPU per request:\t%s\n", strings.Join(parts, ", "))
+		}
 		for _, e := range c.Rush.Errors {
 			fmt.Fprintf(tw, "\terror:\t%s\n", e)
 		}
