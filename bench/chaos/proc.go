@@ -3,7 +3,6 @@ package chaos
 import (
 	"context"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -15,6 +14,8 @@ import (
 	"github.com/jackc/pgx/v5"
 	amqp "github.com/rabbitmq/amqp091-go"
 	"github.com/redis/go-redis/v9"
+
+	"github.com/seckilledge/seckill/bench"
 )
 
 // Proc is one process of the run that the schedule may stop cleanly, kill with SIGKILL and
@@ -193,22 +194,12 @@ func tail(path string) string {
 	return string(b)
 }
 
-// freePort returns a loopback port that was free a moment ago.
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
-}
-
 func freePorts(n int) ([]int, error) {
 	ports := make([]int, n)
 	seen := map[int]bool{}
 	for i := range ports {
 		for {
-			p, err := freePort()
+			p, err := bench.FreePort()
 			if err != nil {
 				return nil, err
 			}
@@ -225,7 +216,7 @@ func freePorts(n int) ([]int, error) {
 // fsync every second, no RDB snapshots. A clean stop (SIGTERM) makes Redis write and fsync
 // the AOF before it exits; a kill does not (see docs/chaos.md for what that can cost).
 func newRedis(dir string) (*Proc, error) {
-	port, err := freePort()
+	port, err := bench.FreePort()
 	if err != nil {
 		return nil, err
 	}
@@ -265,7 +256,7 @@ func newPostgres(dir string) (*Proc, error) {
 	if _, err := os.Stat(pgBin + "/postgres"); err != nil {
 		return nil, fmt.Errorf("Postgres 15 binaries: %w", err)
 	}
-	port, err := freePort()
+	port, err := bench.FreePort()
 	if err != nil {
 		return nil, err
 	}
