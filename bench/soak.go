@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"os"
 	"sort"
 	"strconv"
 	"strings"
@@ -239,22 +238,7 @@ func (d *Driver) sample(ctx context.Context) SoakSample {
 }
 
 // rssBytes is a process's resident memory now (0 when unknown).
-func rssBytes(pid int) int64 {
-	if pid <= 0 {
-		return 0
-	}
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return 0
-	}
-	for _, l := range strings.Split(string(b), "\n") {
-		if f := strings.Fields(l); len(f) >= 2 && f[0] == "VmRSS:" {
-			kb, _ := strconv.ParseInt(f[1], 10, 64)
-			return kb * 1024
-		}
-	}
-	return 0
-}
+func rssBytes(pid int) int64 { return procStatusKB(pid, "VmRSS") * 1024 }
 
 // promGauge reads one unlabelled sample from a Prometheus text endpoint (0 when absent).
 func promGauge(ctx context.Context, url, name string) float64 {

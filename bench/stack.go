@@ -339,7 +339,7 @@ func waitHTTP(ctx context.Context, u, logPath string, exited <-chan struct{}) er
 	for time.Now().Before(deadline) {
 		select {
 		case <-exited:
-			return fmt.Errorf("the process exited before %s answered; log tail:\n%s", u, tail(logPath))
+			return fmt.Errorf("the process exited before %s answered; log tail:\n%s", u, LogTail(logPath))
 		default:
 		}
 		if resp, err := c.Get(u); err == nil {
@@ -354,10 +354,11 @@ func waitHTTP(ctx context.Context, u, logPath string, exited <-chan struct{}) er
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
-	return fmt.Errorf("%s did not answer within 60 s; log tail:\n%s", u, tail(logPath))
+	return fmt.Errorf("%s did not answer within 60 s; log tail:\n%s", u, LogTail(logPath))
 }
 
-func tail(path string) string {
+// LogTail is the last 3 000 bytes of a log file, for error messages about a process.
+func LogTail(path string) string {
 	b, _ := os.ReadFile(path)
 	if len(b) > 3000 {
 		b = b[len(b)-3000:]
@@ -455,7 +456,10 @@ func ProcCPU(pid int) time.Duration {
 }
 
 // PeakRSS is a process's peak resident memory (VmHWM) in KiB, 0 if unknown.
-func PeakRSS(pid int) int {
+func PeakRSS(pid int) int { return int(procStatusKB(pid, "VmHWM")) }
+
+// procStatusKB reads one KiB-valued field (VmRSS, VmHWM, ...) of /proc/<pid>/status, 0 if unknown.
+func procStatusKB(pid int, field string) int64 {
 	if pid <= 0 {
 		return 0
 	}
@@ -464,12 +468,9 @@ func PeakRSS(pid int) int {
 		return 0
 	}
 	for _, line := range strings.Split(string(b), "\n") {
-		if strings.HasPrefix(line, "VmHWM:") {
-			f := strings.Fields(line)
-			if len(f) >= 2 {
-				n, _ := strconv.Atoi(f[1])
-				return n
-			}
+		if f := strings.Fields(line); len(f) >= 2 && f[0] == field+":" {
+			kb, _ := strconv.ParseInt(f[1], 10, 64)
+			return kb
 		}
 	}
 	return 0

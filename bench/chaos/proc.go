@@ -73,12 +73,12 @@ func (p *Proc) Start(ctx context.Context) error {
 		if cmd != nil {
 			select {
 			case <-done:
-				return fmt.Errorf("%s exited before it answered; log tail:\n%s", p.Name, tail(p.Log))
+				return fmt.Errorf("%s exited before it answered; log tail:\n%s", p.Name, bench.LogTail(p.Log))
 			default:
 			}
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("%s did not answer on %s within 90 s; log tail:\n%s", p.Name, p.Addr, tail(p.Log))
+			return fmt.Errorf("%s did not answer on %s within 90 s; log tail:\n%s", p.Name, p.Addr, bench.LogTail(p.Log))
 		}
 		select {
 		case <-ctx.Done():
@@ -184,14 +184,6 @@ func command(path string, args, env []string, logPath string) (*exec.Cmd, error)
 	// The child has its own copy of the descriptor.
 	logf.Close()
 	return cmd, nil
-}
-
-func tail(path string) string {
-	b, _ := os.ReadFile(path)
-	if len(b) > 3000 {
-		b = b[len(b)-3000:]
-	}
-	return string(b)
 }
 
 func freePorts(n int) ([]int, error) {
