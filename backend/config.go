@@ -16,7 +16,8 @@ type Config struct {
 	PGMaxConns     int           // SECKILL_PG_MAX_CONNS, -pg-max-conns
 	RedisAddr      string        // SECKILL_REDIS_ADDR, -redis
 	AMQPURL        string        // SECKILL_AMQP_URL, -amqp
-	AdminToken     string        // SECKILL_ADMIN_TOKEN (environment only)
+	AdminToken     string        // SECKILL_ADMIN_TOKEN (environment only): one token, role admin, named "admin"
+	AdminTokens    string        // SECKILL_ADMIN_TOKENS (environment only): name:token:role,...
 	BatchSize      int           // SECKILL_BATCH_SIZE, -batch-size
 	BatchWait      time.Duration // SECKILL_BATCH_WAIT, -batch-wait
 	BatchWriters   int           // SECKILL_BATCH_WRITERS, -batch-writers: batches written at once
@@ -66,6 +67,7 @@ func ConfigFromFlags(fs *flag.FlagSet, args []string) (Config, error) {
 	dur(&c.Retention, "redis-retention", "SECKILL_REDIS_RETENTION", "24h", "how long a sale's Redis keys outlive the sale")
 	fs.BoolVar(&c.Baselines, "baselines", os.Getenv("SECKILL_BASELINES") == "1", "serve the naive benchmark baselines (SECKILL_BASELINES=1)")
 	c.AdminToken = os.Getenv("SECKILL_ADMIN_TOKEN")
+	c.AdminTokens = os.Getenv("SECKILL_ADMIN_TOKENS")
 	if err != nil {
 		return c, err
 	}

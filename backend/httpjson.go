@@ -12,6 +12,7 @@ import (
 const (
 	codeSaleExists = "sale_exists"
 	codeInternal   = "unavailable"
+	codeForbidden  = "forbidden"
 )
 
 func writeJSON(w http.ResponseWriter, status int, v any) {

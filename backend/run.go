@@ -18,8 +18,12 @@ import (
 // HTTP requests.
 func Run(ctx context.Context, cfg Config) error {
 	log := slog.New(slog.NewJSONHandler(os.Stderr, nil))
-	if cfg.AdminToken == "" {
-		return errors.New("SECKILL_ADMIN_TOKEN is not set: the admin API needs a token")
+	tokens, err := ParseTokens(cfg.AdminTokens, cfg.AdminToken)
+	if err != nil {
+		return err
+	}
+	if tokens.Empty() {
+		return errors.New("neither SECKILL_ADMIN_TOKENS nor SECKILL_ADMIN_TOKEN is set: the admin API needs a token")
 	}
 	// Postgres may come up after the backend (compose, a restart of both): wait for it.
 	for attempt := 1; ; attempt++ {
@@ -54,7 +58,7 @@ func Run(ctx context.Context, cfg Config) error {
 
 	comp := &Compensator{Pool: pool, Redis: rdb, Log: log}
 	svc := &Service{Pool: pool, Redis: rdb, Locker: NewLocker(rdb, cfg.LockTTL), Compensator: comp, Log: log,
-		AdminToken: cfg.AdminToken, Retention: cfg.Retention, Grace: cfg.ReconcileGrace}
+		Tokens: tokens, Retention: cfg.Retention, Grace: cfg.ReconcileGrace}
 	cons := &Consumer{URL: cfg.AMQPURL, Writer: &Writer{Pool: pool}, Compensator: comp,
 		BatchSize: cfg.BatchSize, BatchWait: cfg.BatchWait, Writers: cfg.BatchWriters, Log: log}
 
