@@ -69,7 +69,12 @@ func Run(ctx context.Context, cfg Config) error {
 				return fmt.Errorf("SECKILL_WEBHOOK_URL: %w", err)
 			}
 		}
-		hooks = &Webhooks{Pool: pool, Log: log, DefaultURL: cfg.WebhookURL, Secrets: secrets, Timeout: cfg.WebhookTimeout,
+		hpool, err := NewWebhookPool(ctx, cfg.PGURL, min(cfg.WebhookConcurrency, 8)+2)
+		if err != nil {
+			return err
+		}
+		defer hpool.Close()
+		hooks = &Webhooks{Pool: hpool, Log: log, DefaultURL: cfg.WebhookURL, Secrets: secrets, Timeout: cfg.WebhookTimeout,
 			RetryMin: cfg.WebhookRetryMin, RetryMax: cfg.WebhookRetryMax, MaxAttempts: cfg.WebhookAttempts, Concurrency: cfg.WebhookConcurrency}
 	case cfg.WebhookURL != "":
 		return errors.New("SECKILL_WEBHOOK_URL is set but SECKILL_WEBHOOK_SECRETS is not: webhooks must be signed")

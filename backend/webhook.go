@@ -31,6 +31,7 @@ import (
 // an earlier one, even across instances (the earlier one, leased or waiting for its retry, is
 // still pending and holds the later ones back).
 type Webhooks struct {
+	// Pool is the worker's own pool (NewWebhookPool): its commits skip the WAL flush.
 	Pool *pgxpool.Pool
 	Log  *slog.Logger
 	// DefaultURL receives the events of sales without their own webhook_url ("" : those sales
@@ -90,6 +91,22 @@ func (w *Webhooks) init() {
 	})
 }
 
+// NewWebhookPool opens the worker's pool: conns connections with synchronous_commit off. The
+// worker's writes are bookkeeping that a crash may lose safely: a lost claim is claimed again
+// when its lease ends, a lost failure is retried sooner, a lost "delivered" sends the event once
+// more (the receiver dedupes by id). Skipping the flush makes each of them about ten times
+// cheaper on a busy disk (6.8 ms against 0.6 ms per commit here). The events themselves are
+// written by the order changes, on the main pool, with full durability.
+func NewWebhookPool(ctx context.Context, url string, conns int) (*pgxpool.Pool, error) {
+	cfg, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		return nil, err
+	}
+	cfg.ConnConfig.RuntimeParams["synchronous_commit"] = "off"
+	cfg.MaxConns = int32(max(conns, 2))
+	return pgxpool.NewWithConfig(ctx, cfg)
+}
+
 // Wake tells the worker that events were written (it looks at once instead of at its next poll).
 func (w *Webhooks) Wake() {
 	if w == nil {
@@ -118,7 +135,7 @@ func (w *Webhooks) claim(ctx context.Context, n int) ([]delivery, error) {
 			WHERE c.state = 'pending' AND c.next_at <= now()
 			AND NOT EXISTS (SELECT 1 FROM webhook_deliveries e
 				WHERE e.order_id = c.order_id AND e.seq < c.seq AND e.state <> 'delivered')
-			ORDER BY c.seq LIMIT $1 FOR UPDATE SKIP LOCKED) due
+			ORDER BY c.next_at, c.seq LIMIT $1 FOR UPDATE SKIP LOCKED) due
 		WHERE d.id = due.id
 		RETURNING d.id, d.type, d.order_id, d.sale_id, d.user_id, d.at, COALESCE(d.url, ''), d.attempts`, n, w.lease())
 	if err != nil {
@@ -173,9 +190,13 @@ func (w *Webhooks) Run(ctx context.Context) {
 						defer inflight.Done()
 						w.deliver(d)
 						<-slots
-						select {
-						case freed <- struct{}{}:
-						default:
+						// Claim again once a quarter of the slots are free: one claim per
+						// freed slot would cost a query per event.
+						if len(slots) <= w.Concurrency*3/4 {
+							select {
+							case freed <- struct{}{}:
+							default:
+							}
 						}
 					}()
 				}
@@ -194,6 +215,7 @@ func (w *Webhooks) Run(ctx context.Context) {
 		case <-wait:
 		case <-lagTick.C:
 			w.observeLag(ctx)
+			w.unblock(ctx)
 		}
 	}
 }
@@ -209,8 +231,12 @@ func (w *Webhooks) deliver(d delivery) {
 	if err == nil {
 		metricWebhookDelivered.Inc()
 		metricWebhookLag.Observe(time.Since(d.event.At).Seconds())
-		if _, uerr := w.Pool.Exec(ctx, `UPDATE webhook_deliveries SET state = 'delivered', delivered_at = now(), last_status = $3, last_error = NULL
-			WHERE id = $1 AND attempts = $2 AND state = 'pending'`, d.event.ID, d.attempts, status); uerr != nil {
+		// Delivered, and the order's next event (blocked behind this one) is due now.
+		if _, uerr := w.Pool.Exec(ctx, `WITH done AS (UPDATE webhook_deliveries SET state = 'delivered', delivered_at = now(), last_status = $3, last_error = NULL
+				WHERE id = $1 AND attempts = $2 AND state = 'pending' RETURNING order_id, seq)
+			UPDATE webhook_deliveries n SET next_at = now() FROM done
+			WHERE n.id = (SELECT x.id FROM webhook_deliveries x WHERE x.order_id = done.order_id AND x.seq > done.seq
+				AND x.state = 'pending' ORDER BY x.seq LIMIT 1) AND n.next_at = `+blockedUntil, d.event.ID, d.attempts, status); uerr != nil {
 			w.Log.Warn("webhooks: recording a delivery failed; the event will be sent again", "id", d.event.ID, "err", uerr)
 		}
 		return
@@ -281,11 +307,23 @@ func (w *Webhooks) post(d delivery) (int, error) {
 	return resp.StatusCode, nil
 }
 
+// unblock makes due the blocked events whose order has nothing undelivered before them: a
+// release that raced with the insert of the event it should release (the inserting
+// transaction saw the earlier event undelivered; the delivery did not see the new event yet).
+func (w *Webhooks) unblock(ctx context.Context) {
+	_, err := w.Pool.Exec(ctx, `UPDATE webhook_deliveries d SET next_at = now()
+		WHERE d.state = 'pending' AND d.next_at = `+blockedUntil+` AND NOT EXISTS (SELECT 1 FROM webhook_deliveries e
+			WHERE e.order_id = d.order_id AND e.seq < d.seq AND e.state <> 'delivered')`)
+	if err != nil && ctx.Err() == nil {
+		w.Log.Warn("webhooks: unblock failed", "err", err)
+	}
+}
+
 // observeLag sets the gauge of the oldest pending event's age.
 func (w *Webhooks) observeLag(ctx context.Context) {
 	var age float64
-	err := w.Pool.QueryRow(ctx, `SELECT COALESCE(EXTRACT(EPOCH FROM now() - min(at)), 0)::float8 FROM
-		(SELECT at FROM webhook_deliveries WHERE state = 'pending' ORDER BY seq LIMIT 1) p`).Scan(&age)
+	err := w.Pool.QueryRow(ctx, `SELECT COALESCE(EXTRACT(EPOCH FROM now() - min(at)), 0)::float8
+		FROM webhook_deliveries WHERE state = 'pending'`).Scan(&age)
 	if err == nil {
 		metricWebhookOldest.Set(age)
 	}

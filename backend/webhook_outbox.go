@@ -13,14 +13,23 @@ import (
 // a webhook_url or the backend has a default URL (SECKILL_WEBHOOK_URL); with neither, nothing is
 // written and the change costs nothing more.
 
+// blockedUntil is the next_at of an event that waits for an earlier event of its order: the
+// delivery of that one releases it (Webhooks.deliver), and the worker's periodic unblock
+// catches any release that raced with the insert.
+const blockedUntil = `timestamptz '3000-01-01 00:00:00+00'`
+
 // enqueueEvents records one event of type typ for each of the given orders, inside tx. Orders
-// are taken in id order so that concurrent transactions insert in one order.
+// are taken in id order so that concurrent transactions insert in one order. An order that
+// still has an undelivered event gets the new one blocked behind it, so the worker's scan of
+// due events never walks over events that must wait.
 func enqueueEvents(ctx context.Context, tx pgx.Tx, typ string, orderIDs []string, defaultURL bool) error {
 	if len(orderIDs) == 0 {
 		return nil
 	}
-	_, err := tx.Exec(ctx, `INSERT INTO webhook_deliveries (id, type, order_id, sale_id, user_id, url)
-		SELECT gen_random_uuid()::text, $1, o.order_id, o.sale_id, o.user_id, s.webhook_url
+	_, err := tx.Exec(ctx, `INSERT INTO webhook_deliveries (id, type, order_id, sale_id, user_id, url, next_at)
+		SELECT gen_random_uuid()::text, $1, o.order_id, o.sale_id, o.user_id, s.webhook_url,
+			CASE WHEN EXISTS (SELECT 1 FROM webhook_deliveries e WHERE e.order_id = o.order_id AND e.state <> 'delivered')
+			THEN `+blockedUntil+` ELSE now() END
 		FROM orders o JOIN sales s ON s.id = o.sale_id
 		WHERE o.order_id = ANY($2) AND ($3 OR s.webhook_url IS NOT NULL)
 		ORDER BY o.order_id`, typ, orderIDs, defaultURL)

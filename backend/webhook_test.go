@@ -119,7 +119,12 @@ func (r *receiver) unique() int {
 // startHooks runs a delivery worker for the env's service until the test ends.
 func (e *env) startHooks(url string, timeout time.Duration, attempts int) *Webhooks {
 	e.t.Helper()
-	h := &Webhooks{Pool: e.pool, Log: quietLog(), DefaultURL: url, Secrets: []string{hookSecretNew, hookSecretOld},
+	pool, err := NewWebhookPool(context.Background(), e.pg, 10)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	e.t.Cleanup(pool.Close)
+	h := &Webhooks{Pool: pool, Log: quietLog(), DefaultURL: url, Secrets: []string{hookSecretNew, hookSecretOld},
 		Timeout: timeout, RetryMin: 10 * time.Millisecond, RetryMax: 200 * time.Millisecond, MaxAttempts: attempts,
 		Concurrency: 32, Poll: 20 * time.Millisecond}
 	e.svc.Webhooks = h
@@ -309,7 +314,7 @@ func TestADeadWebhookHoldsItsOrdersLaterEventsUntilAnAdminReplaysIt(t *testing.T
 // detector (several times slower; the full size runs without it and in the benchmark).
 func webhookSaleSize() int {
 	if raceEnabled {
-		return 3000
+		return 2000
 	}
 	return 10000
 }

@@ -19,7 +19,8 @@ CREATE TABLE webhook_deliveries (
     at           timestamptz NOT NULL DEFAULT now(),
     -- the sale's webhook_url when the event was written; NULL: the default at delivery time
     url          text,
-    -- pending (to send; next_at is when), delivered, dead (attempts exhausted; replay by hand)
+    -- pending (to send; next_at is when, 3000-01-01 while an earlier event of the same order is
+    -- not delivered yet), delivered, dead (attempts exhausted; replay by hand)
     state        text NOT NULL DEFAULT 'pending' CHECK (state IN ('pending', 'delivered', 'dead')),
     attempts     integer NOT NULL DEFAULT 0,
     next_at      timestamptz NOT NULL DEFAULT now(),
@@ -28,8 +29,8 @@ CREATE TABLE webhook_deliveries (
     delivered_at timestamptz
 );
 
--- The worker's scan: pending events, oldest first.
-CREATE INDEX webhook_deliveries_pending ON webhook_deliveries (seq) WHERE state = 'pending';
+-- The worker's scan: pending events, due first.
+CREATE INDEX webhook_deliveries_due ON webhook_deliveries (next_at, seq) WHERE state = 'pending';
 -- "Is an earlier event of this order still undelivered?"
 CREATE INDEX webhook_deliveries_order ON webhook_deliveries (order_id, seq) WHERE state <> 'delivered';
 -- The admin listing and the retention cleanup.
