@@ -24,7 +24,7 @@ import (
 // RabbitMQ vhost and Postgres database) or the user described running processes.
 type Stack struct {
 	Gateway    string // base URL of the gateway, e.g. http://127.0.0.1:8080
-	Backend    string // base URL of the backend (admin API, baselines)
+	Backend    string // base URL of the backend's admin listener (admin API, baselines, metrics)
 	Ceiling    string // base URL of a Caddy site that only does `respond` ("" if none)
 	Admin      string // base URL of the gateway's Caddy admin endpoint ("" if unknown)
 	AdminToken string
@@ -249,14 +249,14 @@ func Start(ctx context.Context, o StartOptions) (_ *Stack, err error) {
 	pu.Path = "/" + db
 	s.PGURL = pu.String()
 
-	ports := make([]int, 4)
+	ports := make([]int, 5)
 	for i := range ports {
 		if ports[i], err = FreePort(); err != nil {
 			return nil, err
 		}
 	}
-	bport, gport, aport, cport := ports[0], ports[1], ports[2], ports[3]
-	s.Backend = fmt.Sprintf("http://127.0.0.1:%d", bport)
+	bport, gport, aport, cport, baport := ports[0], ports[1], ports[2], ports[3], ports[4]
+	s.Backend = fmt.Sprintf("http://127.0.0.1:%d", baport)
 	s.Gateway = fmt.Sprintf("http://127.0.0.1:%d", gport)
 	s.Ceiling = fmt.Sprintf("http://127.0.0.1:%d", cport)
 	s.Admin = fmt.Sprintf("http://127.0.0.1:%d", aport)
@@ -264,7 +264,8 @@ func Start(ctx context.Context, o StartOptions) (_ *Stack, err error) {
 	env := append(os.Environ(),
 		"SECKILL_REDIS_ADDR="+o.RedisAddr, "SECKILL_AMQP_URL="+amqpURL, "SECKILL_PG_URL="+s.PGURL,
 		"SECKILL_ADMIN_TOKEN="+o.AdminToken, "SECKILL_TOKEN_KEY="+o.TokenKey, "SECKILL_BASELINES=1",
-		fmt.Sprintf("SECKILL_BACKEND_LISTEN=127.0.0.1:%d", bport), fmt.Sprintf("SECKILL_BACKEND=127.0.0.1:%d", bport))
+		fmt.Sprintf("SECKILL_BACKEND_LISTEN=127.0.0.1:%d", bport), fmt.Sprintf("SECKILL_BACKEND_ADMIN_LISTEN=127.0.0.1:%d", baport),
+		fmt.Sprintf("SECKILL_BACKEND=127.0.0.1:%d", bport))
 	env = append(env, o.Env...)
 
 	pid, stop, exited, err := startProc(filepath.Join(bin, "seckill-backend"), nil, env, filepath.Join(s.LogDir, "backend.log"))
