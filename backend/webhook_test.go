@@ -26,7 +26,7 @@ const (
 // receiver is a shop's webhook endpoint: it checks the signature (with the old secret: the
 // sender is mid-rotation), dedupes by event id, and can fail or stall on purpose.
 type receiver struct {
-	t *testing.T
+	t testing.TB
 	// Fail is the share of requests answered 500 without being recorded; Stall the share
 	// recorded and then held for StallFor before the 200 (past the sender's timeout: the
 	// sender retries an event the shop already has).
@@ -47,7 +47,7 @@ type receiver struct {
 	firstSeen time.Time
 }
 
-func newReceiver(t *testing.T) *receiver {
+func newReceiver(t testing.TB) *receiver {
 	r := &receiver{t: t, events: map[string]contract.WebhookEvent{}, received: map[string]time.Time{},
 		perOrder: map[string][]string{}, arrivals: make(chan struct{}, 1)}
 	r.srv = httptest.NewServer(r)
@@ -387,4 +387,47 @@ func TestEveryEventReachesAFlakyReceiverExactlyOnceAfterDedupInOrderPerOrder(t *
 	t.Logf("%d orders, %d events in %v (%.0f events/s) over %d requests: %d refused, %d stalled, %d duplicates; lag p50 %v p99 %v",
 		n, total, took.Round(time.Millisecond), float64(total)/took.Seconds(), r.requests, r.failed, r.stalled, r.dups,
 		lags[len(lags)/2].Round(time.Millisecond), lags[len(lags)*99/100].Round(time.Millisecond))
+}
+
+// BenchmarkWebhookDelivery measures the delivery rate and lag to a healthy local receiver: the
+// orders of a 5 000-order sale are written (each writing its order.created event), and the
+// clock runs until the last event is acknowledged.
+//
+//	go test -run '^$' -bench WebhookDelivery -benchtime 3x ./backend/
+func BenchmarkWebhookDelivery(b *testing.B) {
+	const orders = 5000
+	e := newEnv(b)
+	ctx := context.Background()
+	r := newReceiver(b)
+	e.startHooks(r.srv.URL, 5*time.Second, 15)
+	w := &Writer{Pool: e.pool, DefaultWebhook: true}
+	var elapsed time.Duration
+	var lags []time.Duration
+	for i := 0; i < b.N; i++ {
+		sale := e.sale(orders)
+		msgs := e.accept(sale, orders)
+		start := time.Now()
+		for j := 0; j < orders; j += 500 {
+			if _, err := w.WriteBatch(ctx, msgs[j:j+500]); err != nil {
+				b.Fatal(err)
+			}
+			e.svc.Webhooks.Wake()
+		}
+		testenv.WaitFor(b, 5*time.Minute, "every event delivered", func() bool {
+			return e.dbInt(`SELECT count(*) FROM webhook_deliveries WHERE sale_id = $1 AND state = 'delivered'`, sale) == orders
+		})
+		elapsed += time.Since(start)
+		r.mu.Lock()
+		for id, ev := range r.events {
+			if ev.SaleID == sale {
+				lags = append(lags, r.received[id].Sub(ev.At))
+			}
+		}
+		r.mu.Unlock()
+	}
+	sort.Slice(lags, func(i, j int) bool { return lags[i] < lags[j] })
+	b.ReportMetric(float64(orders*b.N)/elapsed.Seconds(), "events/s")
+	b.ReportMetric(float64(lags[len(lags)/2].Milliseconds()), "lag-p50-ms")
+	b.ReportMetric(float64(lags[len(lags)*99/100].Milliseconds()), "lag-p99-ms")
+	b.ReportMetric(0, "ns/op")
 }
