@@ -116,7 +116,8 @@ func (r *receiver) unique() int {
 	return len(r.events)
 }
 
-// startHooks runs a delivery worker for the env's service until the test ends.
+// startHooks runs a delivery worker for the env's service until the test ends (called twice:
+// two workers, as in two backend instances; the service wakes the last).
 func (e *env) startHooks(url string, timeout time.Duration, attempts int) *Webhooks {
 	e.t.Helper()
 	pool, err := NewWebhookPool(context.Background(), e.pg, 10)
@@ -326,6 +327,9 @@ func TestEveryEventReachesAFlakyReceiverExactlyOnceAfterDedupInOrderPerOrder(t *
 	const soldOutInDB = 50
 	r := newReceiver(t)
 	r.Fail, r.Stall, r.StallFor = 0.5, 0.01, 400*time.Millisecond
+	// Two workers, as two backend instances would run: they share the outbox through
+	// Postgres alone.
+	e.startHooks(r.srv.URL, 250*time.Millisecond, 1000)
 	e.startHooks(r.srv.URL, 250*time.Millisecond, 1000)
 	w := &Writer{Pool: e.pool, DefaultWebhook: true}
 	sale := e.sale(n)
