@@ -30,9 +30,10 @@ json_string() {
 }
 
 # Every name of the topology starts with "seckill" (contract/amqp.go): the exchange
-# "seckill", the dead-letter exchange and queues "seckill.*". The gateway may read (bind from)
-# the exchanges but not the queues, so it cannot consume anyone's orders; the backend may not
-# write to the "seckill" exchange, so it cannot publish orders.
+# "seckill", the dead-letter exchange and queues "seckill.*"; neither service may touch anything
+# else. The backend may not write to the "seckill" exchange, so it cannot publish orders. The
+# gateway needs read on the queues: both services declare the topology, and RabbitMQ checks a
+# queue's dead-letter permissions (read on the queue) when it is declared.
 definitions() {
 	cat <<EOF
 {
@@ -44,7 +45,7 @@ definitions() {
   "vhosts": [{"name": $(json_string "$VHOST")}],
   "permissions": [
     {"user": "seckill-admin", "vhost": $(json_string "$VHOST"), "configure": ".*", "write": ".*", "read": ".*"},
-    {"user": "seckill-gateway", "vhost": $(json_string "$VHOST"), "configure": "^seckill(\\\\..*)?\$", "write": "^seckill(\\\\..*)?\$", "read": "^seckill(\\\\.dead)?\$"},
+    {"user": "seckill-gateway", "vhost": $(json_string "$VHOST"), "configure": "^seckill(\\\\..*)?\$", "write": "^seckill(\\\\..*)?\$", "read": "^seckill(\\\\..*)?\$"},
     {"user": "seckill-backend", "vhost": $(json_string "$VHOST"), "configure": "^seckill(\\\\..*)?\$", "write": "^seckill\\\\..*\$", "read": "^seckill(\\\\..*)?\$"}
   ]
 }
