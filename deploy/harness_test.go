@@ -330,9 +330,40 @@ var httpClient = &http.Client{Timeout: 30 * time.Second}
 
 func (g *gateway) do(t *testing.T, c client, method, path string, hdr map[string]string) reply {
 	t.Helper()
+	r, err := g.try(c, method, path, hdr)
+	if err != nil {
+		t.Fatalf("%s %s: %v", method, path, err)
+	}
+	return r
+}
+
+// burst sends n copies of a request at once and returns the answers.
+func (g *gateway) burst(t *testing.T, n int, c client, method, path string) []reply {
+	t.Helper()
+	out := make([]reply, n)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			out[i], errs[i] = g.try(c, method, path, nil)
+		}()
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			t.Fatalf("%s %s: %v", method, path, err)
+		}
+	}
+	return out
+}
+
+// try sends one request as the client; a body that is not JSON is an error.
+func (g *gateway) try(c client, method, path string, hdr map[string]string) (reply, error) {
 	req, err := http.NewRequest(method, g.Base+path, nil)
 	if err != nil {
-		t.Fatal(err)
+		return reply{}, err
 	}
 	if c.Cookie != "" {
 		req.AddCookie(&http.Cookie{Name: "session", Value: c.Cookie})
@@ -352,15 +383,15 @@ func (g *gateway) do(t *testing.T, c client, method, path string, hdr map[string
 	}
 	resp, err := httpClient.Do(req)
 	if err != nil {
-		t.Fatalf("%s %s: %v", method, path, err)
+		return reply{}, err
 	}
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
 	r := reply{Status: resp.StatusCode, Body: b, RetryAfter: resp.Header.Get("Retry-After")}
 	if err := json.Unmarshal(b, &r); err != nil {
-		t.Errorf("%s %s: status %d, body %q is not JSON", method, path, resp.StatusCode, b)
+		return r, fmt.Errorf("status %d, body %q is not JSON", resp.StatusCode, b)
 	}
-	return r
+	return r, nil
 }
 
 // token asks for a purchase token.

@@ -80,13 +80,13 @@ func identity(t *testing.T, g *gateway) {
 	// Throttle: mallory hammers the token endpoint claiming alice. Her own window fills; alice's
 	// does not.
 	limited := 0
-	for range 12 {
-		if r := g.token(t, mallory, sale); r.Status == http.StatusTooManyRequests {
+	for _, r := range g.burst(t, 12, mallory, http.MethodPost, "/seckill/"+sale+"/token") {
+		if r.Status == http.StatusTooManyRequests {
 			limited++
 		}
 	}
 	if limited == 0 {
-		t.Fatal("12 token requests in a burst were never throttled (user zone limit 5/s)")
+		t.Fatal("12 token requests at once were never throttled (user zone limit 5/s)")
 	}
 	if r := g.token(t, alice, sale); r.Status != http.StatusOK {
 		t.Fatalf("alice was throttled by mallory's burst under her name: %d %s", r.Status, r.Body)
@@ -125,20 +125,22 @@ func ordersThrottled(t *testing.T, g *gateway, production bool) {
 		}
 		return client{Claim: testenv.ID("u"), IP: newIP()}
 	}
-	poll := func(c client) reply { return g.do(t, c, http.MethodGet, "/orders/"+uuid.NewString(), nil) }
+	order := "/orders/" + uuid.NewString()
+	poll := func(c client) reply { return g.do(t, c, http.MethodGet, order, nil) }
 
 	// One user polling fast: refused after the zone's limit (20 per 10 s), with Retry-After.
-	hammer := newUser()
 	var refused *reply
-	for i := 0; i < 30 && refused == nil; i++ {
-		if r := poll(hammer); r.Status == http.StatusTooManyRequests {
+	for _, r := range g.burst(t, 30, newUser(), http.MethodGet, order) {
+		switch r.Status {
+		case http.StatusTooManyRequests:
 			refused = &r
-		} else if r.Status != http.StatusNotFound {
-			t.Fatalf("poll %d: %d %s", i, r.Status, r.Body)
+		case http.StatusNotFound:
+		default:
+			t.Fatalf("poll: %d %s", r.Status, r.Body)
 		}
 	}
 	if refused == nil {
-		t.Fatal("30 order polls in a burst from one user were never throttled")
+		t.Fatal("30 order polls at once from one user were never throttled")
 	}
 	if refused.Code != contract.CodeRateLimited || refused.RetryAfter == "" {
 		t.Fatalf("refusal: %s (Retry-After %q)", refused.Body, refused.RetryAfter)
@@ -154,11 +156,11 @@ func ordersThrottled(t *testing.T, g *gateway, production bool) {
 	// them.
 	ip := newIP()
 	limited := 0
-	for u := 0; u < 5; u++ {
+	for range 5 {
 		c := newUser()
 		c.IP = ip
-		for range 15 {
-			if r := poll(c); r.Status == http.StatusTooManyRequests {
+		for _, r := range g.burst(t, 15, c, http.MethodGet, order) {
+			if r.Status == http.StatusTooManyRequests {
 				limited++
 			}
 		}
