@@ -14,7 +14,6 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -427,5 +426,3 @@ func rawExchange(addr string, raw []byte, timeout time.Duration) ([]byte, error)
 }
 
 func hostPort(base string) string { return strings.TrimPrefix(base, "http://") }
-
-func itoa(n int) string { return strconv.Itoa(n) }
