@@ -125,7 +125,11 @@ func GatewayConfig(src string, gw, admin, ceil int, extraGlobal string) (string,
 		global = ""
 	}
 	if extraGlobal != "" {
-		global += "\n" + extraGlobal
+		if merged, ok := mergeServers(out, extraGlobal); ok {
+			out = merged
+		} else {
+			global += "\n" + extraGlobal
+		}
 	}
 	if global != "" {
 		if i := globalBlock(out); i >= 0 {
@@ -137,6 +141,24 @@ func GatewayConfig(src string, gw, admin, ceil int, extraGlobal string) (string,
 	// The ceiling: the same Caddy process and listener setup, no seckill handler, no Redis.
 	out += fmt.Sprintf("\n# seckill-bench: the ceiling, Caddy's plain respond.\n:%d {\n\trespond \"ok\" 200\n}\n", ceil)
 	return out, nil
+}
+
+// serversRe finds a `servers {` global option (the shipped Caddyfiles set timeouts there).
+var serversRe = regexp.MustCompile(`(?m)^\s*servers\s*\{[ \t]*\n`)
+
+// mergeServers puts the lines of an extra `servers { ... }` option into the Caddyfile's own
+// `servers {` block: Caddy refuses two `servers` options for the same listeners.
+func mergeServers(src, extra string) (string, bool) {
+	lines := strings.Split(strings.TrimRight(extra, "\n"), "\n")
+	if len(lines) < 2 || strings.TrimSpace(lines[0]) != "servers {" || strings.TrimSpace(lines[len(lines)-1]) != "}" {
+		return "", false
+	}
+	loc := serversRe.FindStringIndex(src)
+	if loc == nil || globalBlock(src) < 0 || loc[0] < globalBlock(src) {
+		return "", false
+	}
+	inner := strings.Join(lines[1:len(lines)-1], "\n") + "\n"
+	return src[:loc[1]] + inner + src[loc[1]:], true
 }
 
 // globalBlock is the offset of the `{` opening the global options block, or -1: the block
