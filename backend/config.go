@@ -25,6 +25,7 @@ type Config struct {
 	LockTTL        time.Duration // SECKILL_LOCK_TTL, -lock-ttl: lease of the distributed lock
 	Retention      time.Duration // SECKILL_REDIS_RETENTION, -redis-retention: sale keys live this long after the sale ends
 	Baselines      bool          // SECKILL_BASELINES, -baselines: the naive benchmark endpoints
+	Namespace      string        // SECKILL_NAMESPACE, -namespace: deployment recorded in preheated sales (gateways relay their own)
 }
 
 func getenv(name, def string) string {
@@ -64,6 +65,7 @@ func ConfigFromFlags(fs *flag.FlagSet, args []string) (Config, error) {
 	dur(&c.ReconcileGrace, "reconcile-grace", "SECKILL_RECONCILE_GRACE", "1m", "age after which reconcile declares a buyer without an order lost")
 	dur(&c.LockTTL, "lock-ttl", "SECKILL_LOCK_TTL", "10s", "lease of the distributed lock (refreshed while held)")
 	dur(&c.Retention, "redis-retention", "SECKILL_REDIS_RETENTION", "24h", "how long a sale's Redis keys outlive the sale")
+	fs.StringVar(&c.Namespace, "namespace", getenv("SECKILL_NAMESPACE", ""), "deployment namespace recorded in the sales it preheats; only gateways of the same namespace relay their orders (SECKILL_NAMESPACE)")
 	fs.BoolVar(&c.Baselines, "baselines", os.Getenv("SECKILL_BASELINES") == "1", "serve the naive benchmark baselines (SECKILL_BASELINES=1)")
 	c.AdminToken = os.Getenv("SECKILL_ADMIN_TOKEN")
 	if err != nil {

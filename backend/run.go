@@ -54,7 +54,7 @@ func Run(ctx context.Context, cfg Config) error {
 
 	comp := &Compensator{Pool: pool, Redis: rdb, Log: log}
 	svc := &Service{Pool: pool, Redis: rdb, Locker: NewLocker(rdb, cfg.LockTTL), Compensator: comp, Log: log,
-		AdminToken: cfg.AdminToken, Retention: cfg.Retention, Grace: cfg.ReconcileGrace}
+		AdminToken: cfg.AdminToken, Retention: cfg.Retention, Grace: cfg.ReconcileGrace, Namespace: cfg.Namespace}
 	cons := &Consumer{URL: cfg.AMQPURL, Writer: &Writer{Pool: pool}, Compensator: comp,
 		BatchSize: cfg.BatchSize, BatchWait: cfg.BatchWait, Writers: cfg.BatchWriters, Log: log}
 

@@ -16,6 +16,8 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/redis/go-redis/v9"
 	"github.com/seckilledge/seckill/contract"
+	"github.com/seckilledge/seckill/internal/saleevents"
+	"github.com/seckilledge/seckill/internal/shardcache"
 	"github.com/seckilledge/seckill/lua"
 )
 
@@ -23,25 +25,21 @@ import (
 // for a sale created with "shards": K > 1. Its units live in K shards (contract/shard.go);
 // a buyer's purchase, token, buyers entry and outbox entry are all in the user's shard.
 
-// shardCounts caches the shard count of sales read from Postgres. It never changes for a sale,
-// so a cached value never goes stale.
-type shardCounts struct{ m sync.Map }
+// shardCounts caches the shard count of sales read from Postgres (the cache shared with the
+// gateway, internal/shardcache). It never changes for a sale, so a cached value never goes
+// stale.
+type shardCounts struct{ shardcache.Counts }
 
 // of returns the shard count of sale (1 for an unsharded or unknown sale).
 func (c *shardCounts) of(ctx context.Context, pool *pgxpool.Pool, sale string) (int, error) {
-	if v, ok := c.m.Load(sale); ok {
-		return v.(int), nil
-	}
-	var k int
-	err := pool.QueryRow(ctx, `SELECT shards FROM sales WHERE id = $1`, sale).Scan(&k)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return 1, nil // not stored: a sale created later may be sharded
-	}
-	if err != nil {
-		return 0, err
-	}
-	c.m.Store(sale, k)
-	return k, nil
+	return c.Load(ctx, sale, func(ctx context.Context, sale string) (int, error) {
+		var k int
+		err := pool.QueryRow(ctx, `SELECT shards FROM sales WHERE id = $1`, sale).Scan(&k)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return 0, nil // not stored: a sale created later may be sharded
+		}
+		return k, err
+	})
 }
 
 // shardStocks reads the Redis stock of every shard (one pipelined round trip; on a cluster
@@ -327,22 +325,12 @@ func (s *Service) RunRebalancer(ctx context.Context) {
 			}
 		}
 	}()
-	for ctx.Err() == nil {
-		ps := s.Redis.Subscribe(ctx, contract.EventsChannel)
-		// A blocked read does not watch ctx: closing the subscription ends it on shutdown.
-		stop := context.AfterFunc(ctx, func() { _ = ps.Close() })
-		if _, err := ps.Receive(ctx); err == nil && s.rebalancerSubscribed != nil {
-			s.rebalancerSubscribed() // the subscription is confirmed (tests wait for it)
-		}
-		for {
-			msg, err := ps.ReceiveMessage(ctx)
-			if err != nil {
-				break
-			}
-			kind, rest, _ := strings.Cut(msg.Payload, ":")
-			sale, shard, ok := contract.SplitShardID(rest)
-			if kind != contract.EventSoldOut || !ok {
-				continue
+	saleevents.Run(ctx, s.Redis, saleevents.Handler{
+		Subscribed: s.rebalancerSubscribed, // tests wait for it
+		Event: func(ev saleevents.Event) {
+			sale, shard, ok := contract.SplitShardID(ev.Sale)
+			if ev.Kind != contract.EventSoldOut || !ok {
+				return
 			}
 			mu.Lock()
 			if pending[sale] == nil {
@@ -354,14 +342,8 @@ func (s *Service) RunRebalancer(ctx context.Context) {
 			case wake <- struct{}{}:
 			default:
 			}
-		}
-		stop()
-		_ = ps.Close()
-		select {
-		case <-ctx.Done():
-		case <-time.After(time.Second):
-		}
-	}
+		},
+	})
 }
 
 // preheatShards loads a sharded sale: each shard's meta hash with its portion of stock (split
@@ -376,7 +358,7 @@ func (s *Service) preheatShards(ctx context.Context, sale string, stock, k int, 
 	retention := s.retention().Milliseconds()
 	for i, id := range ids {
 		out, err := script.Run(ctx, s.Redis, []string{contract.MetaKey(id)},
-			id, portions[i], starts.UnixMilli(), ends.UnixMilli(), "init", retention).Int64Slice()
+			id, portions[i], starts.UnixMilli(), ends.UnixMilli(), "init", retention, "", s.Namespace).Int64Slice()
 		if err != nil {
 			return fmt.Errorf("preheat.lua on shard %s: %w", id, err)
 		}
@@ -391,7 +373,7 @@ func (s *Service) preheatShards(ctx context.Context, sale string, stock, k int, 
 		return err
 	}
 	out, err := script.Run(ctx, s.Redis, []string{contract.MetaKey(sale)},
-		sale, 0, starts.UnixMilli(), ends.UnixMilli(), "init", retention, k).Int64Slice()
+		sale, 0, starts.UnixMilli(), ends.UnixMilli(), "init", retention, k, s.Namespace).Int64Slice()
 	if err != nil {
 		return fmt.Errorf("preheat.lua: %w", err)
 	}
