@@ -24,6 +24,9 @@ export SECKILL_ADMIN_TOKEN=${SECKILL_ADMIN_TOKEN:-demo-admin-token}
 export SECKILL_TOKEN_KEY=${SECKILL_TOKEN_KEY:-demo-token-key-change-me-0123456789}
 export SECKILL_BACKEND=127.0.0.1:8081
 export SECKILL_BASELINES=1
+# The demo's own deployment namespace (backend and gateway): its relay leaves alone the sales
+# of test runs sharing this Redis, and theirs leave the demo's alone.
+export SECKILL_NAMESPACE=${SECKILL_NAMESPACE:-demo}
 
 stop_procs
 nohup bin/seckill-backend >"$RUN/backend.log" 2>&1 & echo $! >"$RUN/backend.pid"
