@@ -95,7 +95,7 @@ func (a *App) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			}
 		case "relay":
 			a.Relay = new(relay.Config)
-			if err := a.Relay.UnmarshalCaddyfile(d); err != nil {
+			if err := a.Relay.UnmarshalBlock(d); err != nil {
 				return err
 			}
 		case "namespace":

@@ -67,7 +67,7 @@ func (g *Gate) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 		case "relay":
 			deprecatedRelayBlock(d)
 			g.Relay = new(RelayConfig)
-			err = g.Relay.UnmarshalCaddyfile(d)
+			err = g.Relay.UnmarshalBlock(d)
 		default:
 			return d.Errf("unrecognized seckill_gate option '%s'", d.Val())
 		}

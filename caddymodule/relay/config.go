@@ -66,7 +66,7 @@ func (c *Config) setDefaults() {
 	}
 }
 
-// UnmarshalCaddyfile parses the block of a `relay` subdirective (the dispenser is on the
+// UnmarshalBlock parses the block of a `relay` subdirective (the dispenser is on the
 // `relay` token):
 //
 //	relay {
@@ -79,7 +79,7 @@ func (c *Config) setDefaults() {
 //		retention         <duration>
 //		served_only
 //	}
-func (c *Config) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
+func (c *Config) UnmarshalBlock(d *caddyfile.Dispenser) error {
 	if d.NextArg() {
 		return d.ArgErr()
 	}
