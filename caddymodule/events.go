@@ -164,3 +164,6 @@ func (e *SaleEvents) Destruct() error {
 	e.connected.Store(false)
 	return nil
 }
+
+// Interface guard
+var _ caddy.Destructor = (*SaleEvents)(nil)

@@ -68,8 +68,12 @@ func (a *App) UseRelay(deprecated *relay.Config) {
 }
 
 // NotifyRelay wakes the relay: sale's outbox has a new entry. It never blocks; without a relay
-// in this instance it does nothing (another instance's relay finds the entry).
+// in this instance (or without an app: a handler built by hand in a test) it does nothing:
+// another instance's relay, or the next scan, finds the entry.
 func (a *App) NotifyRelay(sale string) {
+	if a == nil || a.workers == nil {
+		return
+	}
 	if r := a.workers.relay.Load(); r != nil {
 		r.Notify(sale)
 	}
