@@ -35,6 +35,7 @@ type Config struct {
 	WebhookRetryMax    time.Duration // SECKILL_WEBHOOK_RETRY_MAX, -webhook-retry-max: longest backoff
 	WebhookAttempts    int           // SECKILL_WEBHOOK_MAX_ATTEMPTS, -webhook-max-attempts: then dead
 	WebhookConcurrency int           // SECKILL_WEBHOOK_CONCURRENCY, -webhook-concurrency: requests in flight
+	Namespace      string        // SECKILL_NAMESPACE, -namespace: deployment recorded in preheated sales (gateways relay their own)
 }
 
 func getenv(name, def string) string {
@@ -75,6 +76,7 @@ func ConfigFromFlags(fs *flag.FlagSet, args []string) (Config, error) {
 	dur(&c.ReconcileGrace, "reconcile-grace", "SECKILL_RECONCILE_GRACE", "1m", "age after which reconcile declares a buyer without an order lost")
 	dur(&c.LockTTL, "lock-ttl", "SECKILL_LOCK_TTL", "10s", "lease of the distributed lock (refreshed while held)")
 	dur(&c.Retention, "redis-retention", "SECKILL_REDIS_RETENTION", "24h", "how long a sale's Redis keys outlive the sale")
+	fs.StringVar(&c.Namespace, "namespace", getenv("SECKILL_NAMESPACE", ""), "deployment namespace recorded in the sales it preheats; only gateways of the same namespace relay their orders (SECKILL_NAMESPACE)")
 	fs.BoolVar(&c.Baselines, "baselines", os.Getenv("SECKILL_BASELINES") == "1", "serve the naive benchmark baselines (SECKILL_BASELINES=1)")
 	fs.StringVar(&c.WebhookURL, "webhook-url", os.Getenv("SECKILL_WEBHOOK_URL"), "default receiver of order events, for sales without their own webhook_url (SECKILL_WEBHOOK_URL)")
 	dur(&c.WebhookTimeout, "webhook-timeout", "SECKILL_WEBHOOK_TIMEOUT", "10s", "timeout of one webhook attempt")

@@ -37,7 +37,10 @@ var ErrFenced = redislock.ErrFenced
 // CheckFence records token as the newest seen for the lock name inside tx, or returns
 // ErrFenced when a newer token was recorded already (redislock.CheckFence on the fences table).
 func CheckFence(ctx context.Context, tx pgx.Tx, name string, token int64) error {
-	return redislock.CheckFence(ctx, tx, name, token)
+	return redislock.CheckFence(ctx, redislock.ExecFunc(func(ctx context.Context, sql string, args ...any) (int64, error) {
+		tag, err := tx.Exec(ctx, sql, args...)
+		return tag.RowsAffected(), err
+	}), name, token)
 }
 
 // Lock names (redislock names: no braces; the lock's Redis keys are

@@ -82,7 +82,7 @@ func Run(ctx context.Context, cfg Config) error {
 
 	comp := &Compensator{Pool: pool, Redis: rdb, Log: log}
 	svc := &Service{Pool: pool, Redis: rdb, Locker: NewLocker(rdb, cfg.LockTTL), Compensator: comp, Log: log,
-		Tokens: tokens, Retention: cfg.Retention, Grace: cfg.ReconcileGrace, Webhooks: hooks}
+		Tokens: tokens, Retention: cfg.Retention, Grace: cfg.ReconcileGrace, Webhooks: hooks, Namespace: cfg.Namespace}
 	cons := &Consumer{URL: cfg.AMQPURL, Writer: &Writer{Pool: pool, DefaultWebhook: svc.hasDefaultWebhook()}, Compensator: comp,
 		BatchSize: cfg.BatchSize, BatchWait: cfg.BatchWait, Writers: cfg.BatchWriters, Log: log, Written: hooks.Wake}
 

@@ -189,7 +189,7 @@ func (s *Service) Preheat(ctx context.Context, sale string) (PreheatResult, erro
 				return s.preheatShards(ctx, sale, stock, k, starts, ends, &res)
 			}
 			out, err := lua.Script("preheat").Run(ctx, s.Redis, []string{contract.MetaKey(sale)},
-				sale, stock, starts.UnixMilli(), ends.UnixMilli(), "init", s.retention().Milliseconds()).Int64Slice()
+				sale, stock, starts.UnixMilli(), ends.UnixMilli(), "init", s.retention().Milliseconds(), "", s.Namespace).Int64Slice()
 			if err != nil {
 				return fmt.Errorf("preheat.lua: %w", err)
 			}

@@ -27,6 +27,9 @@ type Service struct {
 	Webhooks *Webhooks
 	// Retention keeps a sale's Redis keys this long after it ends.
 	Retention time.Duration
+	// Namespace is the deployment recorded in the meta of the sales it preheats: a gateway's
+	// relay takes only the outboxes of its own namespace's sales ("" is the unnamed one).
+	Namespace string
 	// Grace is how long reconcile leaves a buyer without an order alone (its message may be in
 	// the outbox or the queue) before it declares the order lost.
 	Grace time.Duration

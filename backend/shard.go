@@ -4,18 +4,16 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/http"
 	"sort"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
-	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/redis/go-redis/v9"
 	"github.com/seckilledge/seckill/contract"
+	"github.com/seckilledge/seckill/internal/shardcache"
 	"github.com/seckilledge/seckill/lua"
 )
 
@@ -23,25 +21,21 @@ import (
 // for a sale created with "shards": K > 1. Its units live in K shards (contract/shard.go);
 // a buyer's purchase, token, buyers entry and outbox entry are all in the user's shard.
 
-// shardCounts caches the shard count of sales read from Postgres. It never changes for a sale,
-// so a cached value never goes stale.
-type shardCounts struct{ m sync.Map }
+// shardCounts caches the shard count of sales read from Postgres (the cache shared with the
+// gateway, internal/shardcache). It never changes for a sale, so a cached value never goes
+// stale.
+type shardCounts struct{ shardcache.Counts }
 
 // of returns the shard count of sale (1 for an unsharded or unknown sale).
 func (c *shardCounts) of(ctx context.Context, pool *pgxpool.Pool, sale string) (int, error) {
-	if v, ok := c.m.Load(sale); ok {
-		return v.(int), nil
-	}
-	var k int
-	err := pool.QueryRow(ctx, `SELECT shards FROM sales WHERE id = $1`, sale).Scan(&k)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return 1, nil // not stored: a sale created later may be sharded
-	}
-	if err != nil {
-		return 0, err
-	}
-	c.m.Store(sale, k)
-	return k, nil
+	return c.Load(ctx, sale, func(ctx context.Context, sale string) (int, error) {
+		var k int
+		err := pool.QueryRow(ctx, `SELECT shards FROM sales WHERE id = $1`, sale).Scan(&k)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return 0, nil // not stored: a sale created later may be sharded
+		}
+		return k, err
+	})
 }
 
 // shardStocks reads the Redis stock of every shard (one pipelined round trip; on a cluster
@@ -74,296 +68,6 @@ func readShardStocks(ctx context.Context, rdb redis.UniversalClient, ids []strin
 	return stocks, present, nil
 }
 
-// Move is one transfer of units between two shards of a sale.
-type Move struct {
-	From  int `json:"from"`
-	To    int `json:"to"`
-	Units int `json:"units"`
-}
-
-// PlanRebalance returns the moves that even out stocks over the shards: the units there are
-// (negative stocks count 0) are split as contract.SplitStock does, the larger portions going
-// first to the hungry shards (hungry[i]: shard i just sold out, so it has buyers waiting; nil
-// for none), then to the shards that hold more already, so that as few units as possible move.
-// With fewer units than shards, some shards must stay empty: the hungry ones are served first,
-// the others keep what they hold. A plan never has a move of 0 units; an even distribution
-// yields no moves.
-func PlanRebalance(stocks []int64, hungry []bool) []Move {
-	k := len(stocks)
-	if k < 2 {
-		return nil
-	}
-	order := make([]int, k)
-	total := 0
-	for i, s := range stocks {
-		order[i] = i
-		if s > 0 {
-			total += int(s)
-		}
-	}
-	isHungry := func(i int) bool { return i < len(hungry) && hungry[i] }
-	sort.SliceStable(order, func(a, b int) bool {
-		if ha, hb := isHungry(order[a]), isHungry(order[b]); ha != hb {
-			return ha
-		}
-		return stocks[order[a]] > stocks[order[b]]
-	})
-	portions := contract.SplitStock(total, k)
-	target := make([]int, k)
-	for rank, shard := range order {
-		target[shard] = portions[rank]
-	}
-	type side struct{ shard, units int }
-	var donors, receivers []side
-	for i, s := range stocks {
-		have := max(int(s), 0)
-		switch {
-		case have > target[i]:
-			donors = append(donors, side{i, have - target[i]})
-		case have < target[i]:
-			receivers = append(receivers, side{i, target[i] - have})
-		}
-	}
-	var moves []Move
-	for len(donors) > 0 && len(receivers) > 0 {
-		d, r := &donors[0], &receivers[0]
-		n := min(d.units, r.units)
-		moves = append(moves, Move{From: d.shard, To: r.shard, Units: n})
-		d.units -= n
-		r.units -= n
-		if d.units == 0 {
-			donors = donors[1:]
-		}
-		if r.units == 0 {
-			receivers = receivers[1:]
-		}
-	}
-	return moves
-}
-
-// RebalanceReport is the body of POST /admin/sales/{id}/rebalance.
-type RebalanceReport struct {
-	SaleID string `json:"sale_id"`
-	Shards int    `json:"shards"`
-	// StocksBefore / After: each shard's Redis stock before the moves and after them.
-	StocksBefore []int64 `json:"stocks_before"`
-	StocksAfter  []int64 `json:"stocks_after"`
-	// Moves are the transfers made (units actually taken: buyers may have taken some first).
-	Moves []Move `json:"moves"`
-	// Finished counts moves an earlier, interrupted rebalance had journaled and this one
-	// completed.
-	Finished int `json:"finished"`
-}
-
-var errNotSharded = errors.New("the sale is not sharded")
-
-// Rebalance moves a sharded sale's remaining units from shards that have more than their even
-// share to shards that have less, under the sale's lock (see PlanRebalance). Each move is
-// shard_take.lua on the donor (atomic: it takes at most what the donor has, and journals the
-// move in the donor's own slot), then shard_give.lua on the receiver (once per move id), then
-// the journal entry is deleted. So a unit is never created; one interrupted between the halves
-// stays journaled and the next rebalance (or reconcile) delivers it.
-func (s *Service) Rebalance(ctx context.Context, sale string) (RebalanceReport, error) {
-	return s.rebalance(ctx, sale, nil)
-}
-
-// rebalance is Rebalance serving the hungry shards first (see PlanRebalance).
-func (s *Service) rebalance(ctx context.Context, sale string, hungry []bool) (RebalanceReport, error) {
-	rep := RebalanceReport{SaleID: sale, Moves: []Move{}}
-	k, err := s.shards.of(ctx, s.Pool, sale)
-	if err != nil {
-		return rep, err
-	}
-	var exists bool
-	if err := s.Pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM sales WHERE id = $1)`, sale).Scan(&exists); err != nil {
-		return rep, err
-	}
-	if !exists {
-		return rep, errUnknownSale
-	}
-	rep.Shards = k
-	if k < 2 {
-		return rep, errNotSharded
-	}
-	err = s.withSaleLock(ctx, sale, 5*time.Second, func(Held) error {
-		return s.rebalanceLocked(ctx, sale, k, hungry, &rep)
-	})
-	if err == nil && len(rep.Moves)+rep.Finished > 0 {
-		s.Log.Info("sale rebalanced", "sale_id", sale, "moves", len(rep.Moves), "finished", rep.Finished)
-	}
-	return rep, err
-}
-
-func (s *Service) rebalanceLocked(ctx context.Context, sale string, k int, hungry []bool, rep *RebalanceReport) error {
-	ids := contract.ShardIDs(sale, k)
-	n, err := finishMoves(ctx, s.Redis, ids)
-	rep.Finished = n
-	if err != nil {
-		return err
-	}
-	before, present, err := readShardStocks(ctx, s.Redis, ids)
-	if err != nil {
-		return err
-	}
-	for i, ok := range present {
-		// Units given to a shard that is not in Redis would be lost: move nothing.
-		if !ok {
-			return fmt.Errorf("shard %s is not in Redis: preheat the sale first", ids[i])
-		}
-	}
-	rep.StocksBefore = before
-	for _, m := range PlanRebalance(before, hungry) {
-		got, err := moveUnits(ctx, s.Redis, ids[m.From], ids[m.To], m.Units)
-		if err != nil {
-			return err
-		}
-		if got > 0 {
-			rep.Moves = append(rep.Moves, Move{From: m.From, To: m.To, Units: got})
-			metricRebalanced.Add(float64(got))
-		}
-	}
-	rep.StocksAfter, err = shardStocks(ctx, s.Redis, ids)
-	return err
-}
-
-// moveUnits moves up to n units from shard from to shard to and returns how many moved.
-func moveUnits(ctx context.Context, rdb redis.UniversalClient, from, to string, n int) (int, error) {
-	id := uuid.Must(uuid.NewV7()).String()
-	taken, err := lua.Script("shard_take").Run(ctx, rdb, []string{contract.MetaKey(from), contract.MovesKey(from)}, id, n, to).Int()
-	if err != nil || taken == 0 {
-		return 0, err
-	}
-	// From here the units are journaled in the donor: an error below leaves them there for
-	// finishMoves, never lost. The give outlives a cancelled ctx, so that a shutdown between
-	// the halves does not leave units unsellable until the next rebalance.
-	gctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 3*time.Second)
-	defer cancel()
-	if err := giveUnits(gctx, rdb, from, to, id, taken); err != nil {
-		return 0, err
-	}
-	return taken, nil
-}
-
-// giveUnits applies journaled move id (n units) to shard to, then drops the journal entry.
-func giveUnits(ctx context.Context, rdb redis.UniversalClient, from, to, id string, n int) error {
-	if err := lua.Script("shard_give").Run(ctx, rdb, []string{contract.MetaKey(to), contract.MovedInKey(to)}, to, id, n).Err(); err != nil {
-		return err
-	}
-	return rdb.HDel(ctx, contract.MovesKey(from), id).Err()
-}
-
-// finishMoves completes the moves journaled in the shards ids (a rebalance interrupted
-// between taking and giving) and returns how many it completed. shard_give.lua applies a move
-// once, so a move that was in fact given already is only removed from the journal.
-func finishMoves(ctx context.Context, rdb redis.UniversalClient, ids []string) (int, error) {
-	pipe := rdb.Pipeline()
-	cmds := make([]*redis.MapStringStringCmd, len(ids))
-	for i, id := range ids {
-		cmds[i] = pipe.HGetAll(ctx, contract.MovesKey(id))
-	}
-	if _, err := pipe.Exec(ctx); err != nil {
-		return 0, err
-	}
-	done := 0
-	for i, c := range cmds {
-		for id, v := range c.Val() {
-			to, units, ok := strings.Cut(v, "|")
-			n, err := strconv.Atoi(units)
-			if !ok || err != nil || n <= 0 || contract.BaseSale(to) != contract.BaseSale(ids[i]) {
-				return done, fmt.Errorf("move journal of %s: bad entry %q", ids[i], v)
-			}
-			if err := giveUnits(ctx, rdb, ids[i], to, id, n); err != nil {
-				return done, err
-			}
-			done++
-		}
-	}
-	return done, nil
-}
-
-func (s *Service) handleRebalance(w http.ResponseWriter, r *http.Request) {
-	rep, err := s.Rebalance(r.Context(), r.PathValue("id"))
-	if errors.Is(err, errNotSharded) {
-		refuse(w, http.StatusConflict, "not_sharded", "the sale is not sharded: nothing to rebalance")
-		return
-	}
-	s.answerLocked(w, "rebalance", err, rep)
-}
-
-// RunRebalancer rebalances a sharded sale as soon as one of its shards runs dry: it listens
-// to the gates' "sold_out:<sale>:<i>" events on contract.EventsChannel (published by the gate
-// script when it sells a shard's last unit, or refuses a buyer on an empty shard: either way
-// buyers wait there) and rebalances the sale serving those shards first (coalescing events
-// that arrive while one runs). It runs until ctx ends. An event missed while the subscription
-// is down is made up by the next one, or by reconcile (which rebalances too) or the admin API.
-//
-// Only buyers trigger it; a donor emptied by a rebalance publishes nothing, so units never
-// bounce between shards on their own: they follow the buyers.
-func (s *Service) RunRebalancer(ctx context.Context) {
-	var mu sync.Mutex
-	pending := map[string]map[int]bool{} // sale -> shards that sold out
-	wake := make(chan struct{}, 1)
-	go func() {
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-wake:
-			}
-			mu.Lock()
-			work := pending
-			pending = map[string]map[int]bool{}
-			mu.Unlock()
-			for sale, shards := range work {
-				hungry := make([]bool, contract.MaxShards)
-				for i := range shards {
-					hungry[i] = true
-				}
-				rctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-				if _, err := s.rebalance(rctx, sale, hungry); err != nil && ctx.Err() == nil && !errors.Is(err, errNotSharded) {
-					s.Log.Warn("rebalance failed", "sale_id", sale, "err", err)
-				}
-				cancel()
-			}
-		}
-	}()
-	for ctx.Err() == nil {
-		ps := s.Redis.Subscribe(ctx, contract.EventsChannel)
-		// A blocked read does not watch ctx: closing the subscription ends it on shutdown.
-		stop := context.AfterFunc(ctx, func() { _ = ps.Close() })
-		if _, err := ps.Receive(ctx); err == nil && s.rebalancerSubscribed != nil {
-			s.rebalancerSubscribed() // the subscription is confirmed (tests wait for it)
-		}
-		for {
-			msg, err := ps.ReceiveMessage(ctx)
-			if err != nil {
-				break
-			}
-			kind, rest, _ := strings.Cut(msg.Payload, ":")
-			sale, shard, ok := contract.SplitShardID(rest)
-			if kind != contract.EventSoldOut || !ok {
-				continue
-			}
-			mu.Lock()
-			if pending[sale] == nil {
-				pending[sale] = map[int]bool{}
-			}
-			pending[sale][shard] = true
-			mu.Unlock()
-			select {
-			case wake <- struct{}{}:
-			default:
-			}
-		}
-		stop()
-		_ = ps.Close()
-		select {
-		case <-ctx.Done():
-		case <-time.After(time.Second):
-		}
-	}
-}
-
 // preheatShards loads a sharded sale: each shard's meta hash with its portion of stock (split
 // evenly, the remainder to the first shards), then the sale's own meta hash with the window,
 // a stock of 0 and the shard count, last, so that a gateway told "sharded" finds every shard
@@ -376,7 +80,7 @@ func (s *Service) preheatShards(ctx context.Context, sale string, stock, k int, 
 	retention := s.retention().Milliseconds()
 	for i, id := range ids {
 		out, err := script.Run(ctx, s.Redis, []string{contract.MetaKey(id)},
-			id, portions[i], starts.UnixMilli(), ends.UnixMilli(), "init", retention).Int64Slice()
+			id, portions[i], starts.UnixMilli(), ends.UnixMilli(), "init", retention, "", s.Namespace).Int64Slice()
 		if err != nil {
 			return fmt.Errorf("preheat.lua on shard %s: %w", id, err)
 		}
@@ -391,7 +95,7 @@ func (s *Service) preheatShards(ctx context.Context, sale string, stock, k int, 
 		return err
 	}
 	out, err := script.Run(ctx, s.Redis, []string{contract.MetaKey(sale)},
-		sale, 0, starts.UnixMilli(), ends.UnixMilli(), "init", retention, k).Int64Slice()
+		sale, 0, starts.UnixMilli(), ends.UnixMilli(), "init", retention, k, s.Namespace).Int64Slice()
 	if err != nil {
 		return fmt.Errorf("preheat.lua: %w", err)
 	}
@@ -440,23 +144,6 @@ func shardBuyers(ctx context.Context, rdb redis.UniversalClient, ids []string) (
 		}
 	}
 	return out, nil
-}
-
-// rebalanceAfterReconcile evens out a sharded sale's shards once reconcile has repaired them
-// (it holds the sale's lock already).
-func (s *Service) rebalanceAfterReconcile(ctx context.Context, sale string, k int, rep *ReconcileReport) error {
-	if k < 2 {
-		return nil
-	}
-	rb := RebalanceReport{SaleID: sale, Shards: k, Moves: []Move{}}
-	if err := s.rebalanceLocked(ctx, sale, k, nil, &rb); err != nil {
-		return err
-	}
-	rep.Rebalance = &rb
-	if len(rb.Moves) > 0 {
-		rep.Actions = append(rep.Actions, fmt.Sprintf("%d moves between shards to even out their stock", len(rb.Moves)))
-	}
-	return nil
 }
 
 // ShardDeltas spreads reconcile's stock delta over a sharded sale's shards given their

@@ -17,7 +17,8 @@ func init() {
 // they inherit its access control):
 //
 //	GET /seckill/status   the shared connections: Redis reachability and pool, RabbitMQ state,
-//	                      and whatever the handlers report through App.AddStatus.
+//	                      the relay's backlog and namespace, and whatever the handlers report
+//	                      through App.AddStatus.
 type adminAPI struct{}
 
 // CaddyModule returns the Caddy module information.
@@ -84,8 +85,11 @@ func handleStatus(w http.ResponseWriter, r *http.Request) error {
 	s.AMQP.URL = redacted(a.AMQP.URL)
 	s.AMQP.Connected = a.broker.Connection() != nil
 	s.AMQP.Dials = a.broker.dials.Load()
-	if len(a.status) > 0 {
+	if rs := a.relayStatus(); rs != nil || len(a.status) > 0 {
 		s.Handlers = map[string]any{}
+		if rs != nil {
+			s.Handlers["relay"] = rs
+		}
 		for name, f := range a.status {
 			s.Handlers[name] = f(ctx)
 		}

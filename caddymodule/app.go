@@ -16,7 +16,9 @@ import (
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/redis/go-redis/v9"
+	"github.com/seckilledge/seckill/caddymodule/relay"
 	"github.com/seckilledge/seckill/caddymodule/tokens"
+	"github.com/seckilledge/seckill/contract"
 	"go.uber.org/zap"
 )
 
@@ -39,17 +41,38 @@ type App struct {
 	// {env.SECKILL_TOKEN_KEY} and be at least 32 bytes.
 	TokenKeys []TokenKey `json:"token_keys,omitempty"`
 
+	// The outbox relay of this instance, which hands the orders accepted by seckill_gate to
+	// RabbitMQ. It runs when the config has a seckill_gate, or when this is set (a relay-only
+	// instance); set "disabled" to run none here. See relay.Config for the defaults.
+	Relay *relay.Config `json:"relay,omitempty"`
+
+	// The deployment this gateway belongs to. Its relay takes only the outboxes of sales the
+	// backend preheated with the same namespace (SECKILL_NAMESPACE; recorded in the sale's
+	// meta), so deployments sharing one Redis (staging beside production, a test run beside a
+	// demo) never carry each other's orders into their own brokers. 1 to 64 characters of
+	// [A-Za-z0-9_-]. Default: empty, the unnamed deployment, which also owns the sales
+	// preheated without a namespace.
+	Namespace string `json:"namespace,omitempty"`
+
+	// Accept the published demo token key (the default SECKILL_TOKEN_KEY of scripts/run.sh and
+	// docker-compose.yml) in token_keys. Without it the app refuses to load with that key, so
+	// a demo config copied into production cannot sign tokens anybody can forge. Default false.
+	Demo bool `json:"demo,omitempty"`
+
 	redisKey  string
 	redis     *sharedRedis
 	brokerKey string
 	broker    *Broker
 	ctx       caddy.Context
 	logger    *zap.Logger
-	starters  []func(context.Context) error
-	stoppers  []func() error
 	status    map[string]func(context.Context) any
 	keyring   *tokens.Keyring
+	workers   *workers
 }
+
+// DemoTokenKey is the token key published with the demo (scripts/run.sh, docker-compose.yml,
+// docs). Anybody can forge tokens signed with it, so the app refuses it unless Demo is set.
+const DemoTokenKey = "demo-token-key-change-me-0123456789"
 
 // TokenKey is one purchase-token signing key.
 type TokenKey struct {
@@ -77,6 +100,7 @@ var current atomic.Pointer[App]
 func (a *App) Provision(ctx caddy.Context) error {
 	a.ctx = ctx
 	a.logger = ctx.Logger()
+	a.workers = new(workers)
 	if a.Redis == nil {
 		a.Redis = new(RedisConfig)
 	}
@@ -90,7 +114,12 @@ func (a *App) Provision(ctx caddy.Context) error {
 	if len(a.TokenKeys) > 0 {
 		keys := make([]tokens.Key, 0, len(a.TokenKeys))
 		for _, k := range a.TokenKeys {
-			keys = append(keys, tokens.Key{ID: k.ID, Secret: []byte(repl.ReplaceAll(k.Secret, ""))})
+			secret := repl.ReplaceAll(k.Secret, "")
+			if secret == DemoTokenKey && !a.Demo {
+				return fmt.Errorf("seckill: token key %q is the published demo key: set a secret of your own, "+
+					"or the `demo` option of the seckill global option for a demo", k.ID)
+			}
+			keys = append(keys, tokens.Key{ID: k.ID, Secret: []byte(secret)})
 		}
 		kr, err := tokens.NewKeyring(keys...)
 		if err != nil {
@@ -123,6 +152,10 @@ func (a *App) Provision(ctx caddy.Context) error {
 	}
 	a.brokerKey, a.broker = bkey, bval.(*Broker)
 
+	if a.Relay != nil {
+		a.workers.relayChosen = true
+		a.workers.relay.Store(a.newRelay(*a.Relay))
+	}
 	registerMetrics(ctx.GetMetricsRegistry())
 	return nil
 }
@@ -135,39 +168,35 @@ func (a *App) Validate() error {
 	if a.AMQP.URL != "" && !strings.HasPrefix(a.AMQP.URL, "amqp://") && !strings.HasPrefix(a.AMQP.URL, "amqps://") {
 		return fmt.Errorf("seckill: amqp: url must start with amqp:// or amqps://")
 	}
+	if a.Namespace != "" && !contract.ValidID(a.Namespace) {
+		return fmt.Errorf("seckill: namespace %q: 1 to 64 characters of [A-Za-z0-9_-]", a.Namespace)
+	}
 	return nil
 }
 
 // Start connects the broker (in the background: the gateway serves even while RabbitMQ is
-// down, the outbox absorbs accepted orders) and starts the background workers handlers
-// registered with OnStart.
+// down, the outbox absorbs accepted orders) and starts the app's workers: the sale-event
+// subscription (shared with the previous config across a reload) and this config's relay.
 func (a *App) Start() error {
 	a.broker.start()
-	for _, f := range a.starters {
-		if err := f(a.ctx); err != nil {
-			return err
-		}
-	}
+	a.workers.start(a.ctx, a.broker)
 	current.Store(a)
 	return nil
 }
 
-// Stop stops the background workers of this config. Shared connections stay open for the next
-// config; Cleanup releases this config's reference to them.
+// Stop stops this config's relay. Shared connections and the event subscription stay up for
+// the next config; Cleanup releases this config's references to them.
 func (a *App) Stop() error {
 	current.CompareAndSwap(a, nil)
-	var firstErr error
-	for i := len(a.stoppers) - 1; i >= 0; i-- {
-		if err := a.stoppers[i](); err != nil && firstErr == nil {
-			firstErr = err
-		}
-	}
-	return firstErr
+	return a.workers.stop()
 }
 
-// Cleanup releases this config's references to the shared clients; the last reference closes
-// them.
+// Cleanup releases this config's references to the shared clients and the event
+// subscription; the last reference closes them. It also runs when a config fails to start.
 func (a *App) Cleanup() error {
+	if a.workers != nil {
+		a.workers.release()
+	}
 	if a.redisKey != "" {
 		_, _ = redisPool.Delete(a.redisKey)
 	}
@@ -186,14 +215,6 @@ func (a *App) Keyring() *tokens.Keyring { return a.keyring }
 
 // Broker is the shared RabbitMQ connection.
 func (a *App) Broker() *Broker { return a.broker }
-
-// OnStart registers a worker to start with the app (for example the outbox relay). Call it
-// from a handler's Provision; f runs in Start, after the broker is connecting. The context is
-// cancelled when the config is unloaded.
-func (a *App) OnStart(f func(context.Context) error) { a.starters = append(a.starters, f) }
-
-// OnStop registers a function to run when the app stops (reverse order of registration).
-func (a *App) OnStop(f func() error) { a.stoppers = append(a.stoppers, f) }
 
 // Logger is the app's logger.
 func (a *App) Logger() *zap.Logger { return a.logger }

@@ -7,6 +7,7 @@ import (
 	"github.com/caddyserver/caddy/v2/caddyconfig"
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 	"github.com/caddyserver/caddy/v2/caddyconfig/httpcaddyfile"
+	"github.com/seckilledge/seckill/caddymodule/relay"
 )
 
 func init() {
@@ -37,6 +38,18 @@ func init() {
 //			token_keys {
 //				<id> <secret>     # the first key signs; all verify
 //			}
+//			relay {
+//				disabled
+//				batch_size        <n>
+//				poll_interval     <duration>
+//				discover_interval <duration>
+//				claim_min_idle    <duration>
+//				confirm_timeout   <duration>
+//				retention         <duration>
+//				served_only
+//			}
+//			namespace <name>      # the deployment whose sales the relay takes
+//			demo                  # accept the published demo token key
 //		}
 //	}
 func parseGlobalOption(d *caddyfile.Dispenser, _ any) (any, error) {
@@ -80,6 +93,20 @@ func (a *App) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 				}
 				a.TokenKeys = append(a.TokenKeys, k)
 			}
+		case "relay":
+			a.Relay = new(relay.Config)
+			if err := a.Relay.UnmarshalBlock(d); err != nil {
+				return err
+			}
+		case "namespace":
+			if err := oneString(d, &a.Namespace); err != nil {
+				return err
+			}
+		case "demo":
+			if d.NextArg() {
+				return d.ArgErr()
+			}
+			a.Demo = true
 		default:
 			return d.Errf("unrecognized seckill option '%s'", d.Val())
 		}

@@ -2,20 +2,20 @@ package caddymodule
 
 import (
 	"context"
-	"errors"
-	"strings"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/redis/go-redis/v9"
 	"github.com/seckilledge/seckill/contract"
+	"github.com/seckilledge/seckill/internal/saleevents"
 	"go.uber.org/zap"
 )
 
 // eventsPool holds one SaleEvents subscriber per Redis configuration (the same key as the
-// Redis client), so a config reload keeps the subscription and the flags it has learned.
+// Redis client), so a config reload keeps the subscription and the flags it has learned. The
+// app takes its reference when a handler asks for it (App.SaleEvents), starts it in Start and
+// releases it in Cleanup.
 var eventsPool = caddy.NewUsagePool()
 
 // SaleEvents is this instance's view of the sale events broadcast on contract.EventsChannel:
@@ -33,10 +33,11 @@ type SaleEvents struct {
 	// epoch rises on every (re)subscription; it is part of every generation, so a sold-out
 	// answer that raced with a resubscription cannot set a flag.
 	epoch     atomic.Uint64
+	ctx       context.Context // of the subscription: cancelled by Destruct
 	cancel    context.CancelFunc
-	done      chan struct{}
+	started   sync.Once
+	done      chan struct{} // closed when the subscription has ended
 	connected atomic.Bool
-	ps        atomic.Pointer[redis.PubSub] // closed by Destruct to end a blocking read
 }
 
 type saleFlag struct {
@@ -44,48 +45,37 @@ type saleFlag struct {
 	gen     atomic.Uint64 // restock generation of this sale
 }
 
-// SaleEvents returns the sale-event subscriber shared by every config that uses the same Redis
-// settings, starting it on first use. Call it from a handler's Provision; the reference is
-// released when this app stops.
-func (a *App) SaleEvents() *SaleEvents {
-	appEventsMu.Lock()
-	defer appEventsMu.Unlock()
-	if e, ok := appEvents[a]; ok {
-		return e
-	}
-	val, _, _ := eventsPool.LoadOrNew(a.redisKey, func() (caddy.Destructor, error) {
-		return newSaleEvents(a.redis.client, a.logger.Named("events")), nil
-	})
-	e := val.(*SaleEvents)
-	appEvents[a] = e
-	key := a.redisKey
-	a.OnStop(func() error {
-		appEventsMu.Lock()
-		delete(appEvents, a)
-		appEventsMu.Unlock()
-		_, err := eventsPool.Delete(key)
-		return err
-	})
-	return e
-}
-
-// appEvents remembers which subscriber each app holds a reference to (one per app).
-var (
-	appEventsMu sync.Mutex
-	appEvents   = map[*App]*SaleEvents{}
-)
-
 func newSaleEvents(client redis.UniversalClient, logger *zap.Logger) *SaleEvents {
 	ctx, cancel := context.WithCancel(context.Background())
-	e := &SaleEvents{client: client, logger: logger, cancel: cancel, done: make(chan struct{})}
-	go e.run(ctx)
-	return e
+	return &SaleEvents{client: client, logger: logger, ctx: ctx, cancel: cancel, done: make(chan struct{})}
 }
 
 // NewSaleEvents starts a subscriber on client outside of Caddy (tests, tools). Close it with
 // Destruct.
 func NewSaleEvents(client redis.UniversalClient, logger *zap.Logger) *SaleEvents {
-	return newSaleEvents(client, logger)
+	e := newSaleEvents(client, logger)
+	e.start()
+	return e
+}
+
+// start subscribes (once): the app calls it in Start, so that Provision does no I/O.
+func (e *SaleEvents) start() {
+	e.started.Do(func() {
+		go func() {
+			defer close(e.done)
+			saleevents.Run(e.ctx, e.client, saleevents.Handler{
+				Subscribed: func() {
+					e.clearAll()
+					e.connected.Store(true)
+				},
+				Event: e.apply,
+				Lost: func(err error) {
+					e.connected.Store(false)
+					e.logger.Warn("sale events subscription lost; resubscribing", zap.Error(err))
+				},
+			})
+		}()
+	})
 }
 
 func (e *SaleEvents) flag(sale string) *saleFlag {
@@ -137,17 +127,19 @@ func (e *SaleEvents) MarkSoldOut(sale string, gen Generation) {
 
 // Apply handles one event message ("sold_out:<sale>" or "restock:<sale>").
 func (e *SaleEvents) Apply(msg string) {
-	kind, sale, ok := strings.Cut(msg, ":")
-	// A sharded sale's events name one shard ("sold_out:<sale>:<i>"): each shard has its own
-	// flag, keyed by its shard id.
-	if !ok || !contract.ValidSaleOrShard(sale) {
-		return
+	if ev, ok := saleevents.Parse(msg); ok {
+		e.apply(ev)
 	}
-	switch kind {
+}
+
+// apply handles one event. A sharded sale's events name one shard ("sold_out:<sale>:<i>"):
+// each shard has its own flag, keyed by its shard id.
+func (e *SaleEvents) apply(ev saleevents.Event) {
+	switch ev.Kind {
 	case contract.EventSoldOut:
-		e.flag(sale).soldOut.Store(true)
+		e.flag(ev.Sale).soldOut.Store(true)
 	case contract.EventRestock:
-		f := e.flag(sale)
+		f := e.flag(ev.Sale)
 		f.gen.Add(1)
 		f.soldOut.Store(false)
 	}
@@ -164,67 +156,14 @@ func (e *SaleEvents) clearAll() {
 	})
 }
 
-func (e *SaleEvents) run(ctx context.Context) {
-	defer close(e.done)
-	backoff := 100 * time.Millisecond
-	for ctx.Err() == nil {
-		ps := e.client.Subscribe(ctx, contract.EventsChannel)
-		e.ps.Store(ps)
-		if ctx.Err() != nil { // Destruct ran before the store
-			_ = ps.Close()
-			return
-		}
-		e.receive(ctx, ps)
-		_ = ps.Close()
-		e.connected.Store(false)
-		select {
-		case <-ctx.Done():
-			return
-		case <-time.After(backoff):
-		}
-		backoff = min(2*backoff, 2*time.Second)
-	}
-}
-
-// receive reads until the subscription fails. go-redis resubscribes a PubSub by itself after a
-// broken connection; each (re)subscription confirmation clears every flag.
-func (e *SaleEvents) receive(ctx context.Context, ps *redis.PubSub) {
-	for {
-		msg, err := ps.ReceiveTimeout(ctx, 15*time.Second)
-		if err != nil {
-			if ctx.Err() != nil {
-				return
-			}
-			var nerr interface{ Timeout() bool }
-			if errors.As(err, &nerr) && nerr.Timeout() {
-				// Quiet channel: check the connection is alive.
-				if perr := ps.Ping(ctx); perr == nil {
-					continue
-				}
-			}
-			if e.connected.Swap(false) {
-				e.logger.Warn("sale events subscription lost; resubscribing", zap.Error(err))
-			}
-			return
-		}
-		switch m := msg.(type) {
-		case *redis.Subscription:
-			if m.Kind == "subscribe" {
-				e.clearAll()
-				e.connected.Store(true)
-			}
-		case *redis.Message:
-			e.Apply(m.Payload)
-		}
-	}
-}
-
 // Destruct stops the subscriber when the last config using it is unloaded.
 func (e *SaleEvents) Destruct() error {
 	e.cancel()
-	if ps := e.ps.Load(); ps != nil {
-		_ = ps.Close()
-	}
+	e.started.Do(func() { close(e.done) }) // never started: nothing to wait for
 	<-e.done
+	e.connected.Store(false)
 	return nil
 }
+
+// Interface guard
+var _ caddy.Destructor = (*SaleEvents)(nil)

@@ -66,6 +66,10 @@ const (
 	FieldStartsMS = "starts_ms"
 	FieldEndsMS   = "ends_ms"
 	FieldState    = "state"
+	// FieldNamespace is the deployment that preheated the sale (the backend's
+	// SECKILL_NAMESPACE): a gateway's relay takes only the outboxes of its own namespace's
+	// sales. Absent means the unnamed deployment ("").
+	FieldNamespace = "namespace"
 )
 
 // RabbitMQ topology.

@@ -12,7 +12,11 @@
 -- ARGV[7]  optional shard count k: when > 1 the hash is written as a sharded sale's base meta
 --          (field "shards" = k; its stock ARGV[2] is then 0 and the units live in the shards'
 --          own meta hashes, each preheated by its own call). Only written when the hash is
---          created: the shard count of a sale never changes.
+--          created: the shard count of a sale never changes. Pass "" (or 0) for none.
+-- ARGV[8]  optional namespace of the deployment (the backend's SECKILL_NAMESPACE): written to
+--          the field "namespace" on every call, so a gateway's relay takes the outbox only
+--          when it serves the same namespace. Absent or "": the field is removed (the
+--          unnamed deployment).
 --
 -- Returns  {created, stock}: created is 1 when the meta hash was written for the first time
 --          (or reset), 0 when an existing sale only had its window refreshed; stock is the
@@ -37,6 +41,12 @@ if ARGV[5] == "reset" or redis.call("EXISTS", meta) == 0 then
   created = 1
 else
   redis.call("HSET", meta, "starts_ms", starts, "ends_ms", ends)
+end
+local ns = ARGV[8]
+if ns ~= nil and ns ~= "" then
+  redis.call("HSET", meta, "namespace", ns)
+else
+  redis.call("HDEL", meta, "namespace")
 end
 local current = tonumber(redis.call("HGET", meta, "stock"))
 redis.call("PEXPIREAT", meta, ends + retention)

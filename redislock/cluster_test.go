@@ -40,12 +40,13 @@ func TestLockWorksOnARedisCluster(t *testing.T) {
 		// A waiter is woken by the release message, whichever node its subscription uses.
 		got := make(chan error, 1)
 		var next *Lock
+		waiting := onWaiting(t, key)
 		go func() {
 			var err error
 			next, err = Obtain(ctx, waiterRDB, key, &Options{Wait: 20 * time.Second, Retry: NoRetry()})
 			got <- err
 		}()
-		time.Sleep(100 * time.Millisecond)
+		awaitWaiting(t, waiting) // subscribed, and its attempt after subscribing failed
 		if err := inner.Release(ctx); err != nil {
 			t.Fatal(err)
 		}

@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-
-	"github.com/jackc/pgx/v5/pgconn"
 )
 
 // ErrFenced is returned by CheckFence when a newer fencing token of the lock was already
@@ -13,9 +11,26 @@ import (
 // since), so its transaction must roll back.
 var ErrFenced = errors.New("redislock: fenced off by a newer lock holder")
 
-// Execer is what CheckFence needs: pgx.Tx, *pgx.Conn and *pgxpool.Pool all qualify.
+// Execer is what CheckFence needs from the protected store: run one SQL statement (with $1,
+// $2 parameters) inside the caller's transaction and say how many rows it changed. The
+// package depends on no database driver; wrap yours with ExecFunc, e.g. for pgx:
+//
+//	redislock.ExecFunc(func(ctx context.Context, sql string, args ...any) (int64, error) {
+//		tag, err := tx.Exec(ctx, sql, args...)
+//		return tag.RowsAffected(), err
+//	})
+//
+// and for database/sql, ExecContext and Result.RowsAffected.
 type Execer interface {
-	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
+	ExecAffected(ctx context.Context, sql string, args ...any) (rowsAffected int64, err error)
+}
+
+// ExecFunc adapts a function to Execer.
+type ExecFunc func(ctx context.Context, sql string, args ...any) (int64, error)
+
+// ExecAffected calls f.
+func (f ExecFunc) ExecAffected(ctx context.Context, sql string, args ...any) (int64, error) {
+	return f(ctx, sql, args...)
 }
 
 // FencesTableSQL creates the table CheckFence writes (the backend's migration has it).
@@ -36,11 +51,11 @@ WHERE fences.token <= EXCLUDED.token`
 // token or is refused. Equal tokens pass (one holding may write many transactions; re-entries
 // share the token).
 func CheckFence(ctx context.Context, tx Execer, key string, token int64) error {
-	tag, err := tx.Exec(ctx, checkFenceSQL, key, token)
+	n, err := tx.ExecAffected(ctx, checkFenceSQL, key, token)
 	if err != nil {
 		return fmt.Errorf("redislock: check fence %q: %w", key, err)
 	}
-	if tag.RowsAffected() != 1 {
+	if n != 1 {
 		return fmt.Errorf("%w: lock %q, token %d", ErrFenced, key, token)
 	}
 	return nil

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/seckilledge/seckill/internal/testenv"
@@ -33,7 +34,7 @@ func TestPostgresRefusesAStaleHolderThatWokeAfterItsLeaseExpired(t *testing.T) {
 	key := testenv.ID("sweeper")
 	write := func(l *Lock, who string) error {
 		return pgx.BeginFunc(ctx, db, func(tx pgx.Tx) error {
-			if err := l.Fence(ctx, tx); err != nil {
+			if err := l.Fence(ctx, pgxExec(tx)); err != nil {
 				return err
 			}
 			_, err := tx.Exec(ctx, `UPDATE sweeps SET by = $1 WHERE id = 1`, who)
@@ -91,12 +92,12 @@ func TestCheckFenceOrdersConcurrentTransactions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := CheckFence(ctx, newer, "job", 10); err != nil {
+	if err := CheckFence(ctx, pgxExec(newer), "job", 10); err != nil {
 		t.Fatal(err)
 	}
 	older := make(chan error, 1)
 	go func() {
-		older <- pgx.BeginFunc(ctx, db, func(tx pgx.Tx) error { return CheckFence(ctx, tx, "job", 9) })
+		older <- pgx.BeginFunc(ctx, db, func(tx pgx.Tx) error { return CheckFence(ctx, pgxExec(tx), "job", 9) })
 	}()
 	select {
 	case err := <-older:
@@ -109,10 +110,21 @@ func TestCheckFenceOrdersConcurrentTransactions(t *testing.T) {
 	if err := <-older; !errors.Is(err, ErrFenced) {
 		t.Fatalf("older token after the newer committed = %v, want ErrFenced", err)
 	}
-	if err := CheckFence(ctx, db, "job", 10); err != nil {
+	if err := CheckFence(ctx, pgxExec(db), "job", 10); err != nil {
 		t.Fatalf("same token again: %v", err)
 	}
-	if err := CheckFence(ctx, db, "other-job", 1); err != nil {
+	if err := CheckFence(ctx, pgxExec(db), "other-job", 1); err != nil {
 		t.Fatalf("another lock's fence: %v", err)
 	}
+}
+
+// pgxExec adapts a pgx handle (pgx.Tx, *pgx.Conn, *pgxpool.Pool) to Execer, as a pgx user of
+// the package would.
+func pgxExec(db interface {
+	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
+}) Execer {
+	return ExecFunc(func(ctx context.Context, sql string, args ...any) (int64, error) {
+		tag, err := db.Exec(ctx, sql, args...)
+		return tag.RowsAffected(), err
+	})
 }

@@ -23,11 +23,10 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
-
-	"github.com/seckilledge/seckill/lua"
 )
 
 var (
@@ -54,6 +53,11 @@ const DefaultTTL = 30 * time.Second
 const FenceRetention = 30 * 24 * time.Hour
 
 const keyPrefix = "seckill:lock:"
+
+// waitingHook, when set (by tests), is called each time a waiting Obtain is about to block:
+// it has joined the release channel and its latest attempt failed. Tests await that instead
+// of sleeping.
+var waitingHook atomic.Pointer[func(name string)]
 
 // Options tune Obtain and TryObtain. The zero value (or nil) means: a 30 s lease renewed by
 // the watchdog while held, try once, a fresh owner.
@@ -199,7 +203,7 @@ func obtain(ctx context.Context, rdb redis.UniversalClient, name string, opt *Op
 	start := time.Now()
 	try := func() (ok bool, pttl time.Duration, err error) {
 		sent := time.Now()
-		res, err := lua.Script("lock_acquire").Run(ctx, rdb, []string{lockKey, fenceKey},
+		res, err := acquireScript.Run(ctx, rdb, []string{lockKey, fenceKey},
 			owner, l.handle, ttl.Milliseconds(), FenceRetention.Milliseconds()).Int64Slice()
 		if err != nil {
 			return false, 0, fmt.Errorf("redislock: acquire %q: %w", name, err)
@@ -254,6 +258,9 @@ func obtain(ctx context.Context, rdb redis.UniversalClient, name string, opt *Op
 		// The holder's lease ends without a release message when it crashed: look then.
 		if pttl > 0 && pttl+time.Millisecond < sleep {
 			sleep = pttl + time.Millisecond
+		}
+		if h := waitingHook.Load(); h != nil {
+			(*h)(name)
 		}
 		t := time.NewTimer(sleep)
 		select {
@@ -380,7 +387,7 @@ func (l *Lock) Refresh(ctx context.Context, ttl time.Duration) error {
 
 func (l *Lock) refresh(ctx context.Context, ttl time.Duration) error {
 	sent := time.Now()
-	n, err := lua.Script("lock_refresh").Run(ctx, l.rdb, []string{l.lockKey},
+	n, err := refreshScript.Run(ctx, l.rdb, []string{l.lockKey},
 		l.owner, l.token, l.handle, ttl.Milliseconds()).Int64()
 	if err != nil {
 		return fmt.Errorf("redislock: refresh %q: %w", l.name, err)
@@ -409,7 +416,7 @@ func (l *Lock) Release(ctx context.Context) error {
 	if released {
 		return ErrNotHeld
 	}
-	n, err := lua.Script("lock_release").Run(ctx, l.rdb, []string{l.lockKey},
+	n, err := releaseScript.Run(ctx, l.rdb, []string{l.lockKey},
 		l.owner, l.token, l.handle, l.channel).Int64()
 	if err != nil {
 		return fmt.Errorf("redislock: release %q: %w", l.name, err)

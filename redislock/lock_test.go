@@ -144,8 +144,22 @@ func TestCrashedHolderLockFreesItselfAfterItsTTL(t *testing.T) {
 	if err != nil || !strings.HasPrefix(line, "held ") {
 		t.Fatalf("child did not take the lock: %q %v", line, err)
 	}
-	// The child's watchdog keeps the lock beyond one TTL while it lives.
-	time.Sleep(ttl + ttl/2)
+	heldAt := time.Now()
+	// The child's watchdog keeps the lock beyond one TTL while it lives: await a renewal (the
+	// lease's remaining time goes up) seen after the first lease would have run out.
+	lockKey, _, _ := Keys(key)
+	last, renewedLate := rdb.PTTL(ctx, lockKey).Val(), false
+	testenv.WaitFor(t, 10*time.Second, "the watchdog to renew the lease past its first term", func() bool {
+		p := rdb.PTTL(ctx, lockKey).Val()
+		if p <= 0 {
+			t.Fatalf("the lock of a live, renewing holder is gone (PTTL %v)", p)
+		}
+		if p > last && time.Since(heldAt) > ttl {
+			renewedLate = true
+		}
+		last = p
+		return renewedLate
+	})
 	if _, err := TryObtain(ctx, rdb, key, nil); !errors.Is(err, ErrNotObtained) {
 		t.Fatalf("TryObtain while the child holds and renews = %v, want ErrNotObtained", err)
 	}
@@ -276,16 +290,17 @@ func TestReleaseWakesAWaiterWithoutPolling(t *testing.T) {
 		err error
 	}
 	got := make(chan result, 1)
+	waiting := onWaiting(t, key)
 	go func() {
 		l, err := Obtain(ctx, rdb, key, &Options{Wait: 20 * time.Second, Retry: NoRetry()})
 		got <- result{l, time.Now(), err}
 	}()
 	_, _, channel := Keys(key)
+	awaitWaiting(t, waiting)
 	testenv.WaitFor(t, 5*time.Second, "waiter subscribed", func() bool {
 		n := rdb.PubSubNumSub(ctx, channel).Val()
 		return n[channel] > 0
 	})
-	time.Sleep(50 * time.Millisecond) // let the waiter finish its post-subscribe attempt
 	released := time.Now()
 	if err := holder.Release(ctx); err != nil {
 		t.Fatal(err)
@@ -575,5 +590,33 @@ func TestWaitersOfOneProcessAreServedInArrivalOrder(t *testing.T) {
 			t.Fatalf("waiter %d obtained the lock in turn %d: not arrival order", got, want)
 		}
 		want++
+	}
+}
+
+// onWaiting returns a channel that receives each time a waiting Obtain of the lock name is
+// about to block (subscribed, its attempt failed).
+func onWaiting(t *testing.T, name string) <-chan struct{} {
+	t.Helper()
+	ch := make(chan struct{}, 1)
+	f := func(n string) {
+		if n == name {
+			select {
+			case ch <- struct{}{}:
+			default:
+			}
+		}
+	}
+	waitingHook.Store(&f)
+	t.Cleanup(func() { waitingHook.Store(nil) })
+	return ch
+}
+
+// awaitWaiting waits for a signal of onWaiting.
+func awaitWaiting(t *testing.T, ch <-chan struct{}) {
+	t.Helper()
+	select {
+	case <-ch:
+	case <-time.After(10 * time.Second):
+		t.Fatal("no waiter blocked on the lock within 10s")
 	}
 }

@@ -73,6 +73,9 @@ export SECKILL_BACKEND=127.0.0.1:8081
 # The backend's admin API has a listener of its own, on loopback; the gateway never proxies it.
 export SECKILL_BACKEND_ADMIN_LISTEN=127.0.0.1:8082
 ADMIN=http://$SECKILL_BACKEND_ADMIN_LISTEN
+# The demo's own deployment namespace (backend and gateway): its relay leaves alone the sales
+# of test runs sharing this Redis, and theirs leave the demo's alone.
+export SECKILL_NAMESPACE=${SECKILL_NAMESPACE:-demo}
 
 stop_procs
 nohup bin/seckill-backend >"$RUN/backend.log" 2>&1 & echo $! >"$RUN/backend.pid"

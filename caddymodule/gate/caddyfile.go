@@ -1,8 +1,6 @@
 package gate
 
 import (
-	"strconv"
-
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 	"github.com/caddyserver/caddy/v2/caddyconfig/httpcaddyfile"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
@@ -34,16 +32,7 @@ func parseCaddyfile(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error)
 //		retry_after   <duration>             # default 1s
 //		max_pending   <n>                    # default 4096, -1 unbounded
 //		redis         pipelined|pooled       # default pipelined
-//		relay {
-//			disabled
-//			batch_size        <n>
-//			poll_interval     <duration>
-//			discover_interval <duration>
-//			claim_min_idle    <duration>
-//			confirm_timeout   <duration>
-//			retention         <duration>
-//			served_only
-//		}
+//		relay { ... }                        # deprecated: `seckill { relay { ... } }`
 //	}
 func (g *Gate) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 	d.Next() // directive name
@@ -76,55 +65,11 @@ func (g *Gate) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 				return d.Errf("redis must be %s or %s", RedisPipelined, RedisPooled)
 			}
 		case "relay":
+			deprecatedRelayBlock(d)
 			g.Relay = new(RelayConfig)
-			err = g.Relay.unmarshal(d)
+			err = g.Relay.UnmarshalBlock(d)
 		default:
 			return d.Errf("unrecognized seckill_gate option '%s'", d.Val())
-		}
-		if err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-func (c *RelayConfig) unmarshal(d *caddyfile.Dispenser) error {
-	if d.NextArg() {
-		return d.ArgErr()
-	}
-	for nesting := d.Nesting(); d.NextBlock(nesting); {
-		var err error
-		switch d.Val() {
-		case "disabled":
-			if d.NextArg() {
-				return d.ArgErr()
-			}
-			c.Disabled = true
-		case "batch_size":
-			var s string
-			if err = caddymodule.OneString(d, &s); err == nil {
-				c.BatchSize, err = strconv.Atoi(s)
-				if err != nil || c.BatchSize <= 0 {
-					return d.Errf("batch_size must be a positive integer")
-				}
-			}
-		case "poll_interval":
-			err = caddymodule.OneDuration(d, &c.PollInterval)
-		case "discover_interval":
-			err = caddymodule.OneDuration(d, &c.DiscoverInterval)
-		case "claim_min_idle":
-			err = caddymodule.OneDuration(d, &c.ClaimMinIdle)
-		case "confirm_timeout":
-			err = caddymodule.OneDuration(d, &c.ConfirmTimeout)
-		case "served_only":
-			if d.NextArg() {
-				return d.ArgErr()
-			}
-			c.ServedOnly = true
-		case "retention":
-			err = caddymodule.OneDuration(d, &c.Retention)
-		default:
-			return d.Errf("unrecognized relay option '%s'", d.Val())
 		}
 		if err != nil {
 			return err

@@ -1,7 +1,7 @@
 // Package gate is the `seckill_gate` HTTP handler: the purchase decision at the edge, in one
-// atomic Redis script (sale window, one-time token, one unit per user, stock, outbox entry),
-// and the relay that hands every accepted order from the outbox to RabbitMQ with publisher
-// confirms.
+// atomic Redis script (sale window, one-time token, one unit per user, stock, outbox entry).
+// The `seckill` app's relay (package relay) hands every accepted order from the outbox to
+// RabbitMQ with publisher confirms.
 //
 // A winner is answered 202 only after the script wrote its outbox entry, so an instance
 // killed right after answering loses nobody: another instance's relay claims the entry.
@@ -14,7 +14,6 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
-	"sync"
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
@@ -75,14 +74,15 @@ type Gate struct {
 	// own pooled connection. See BENCHMARKS.md for what each costs.
 	Redis string `json:"redis,omitempty"`
 
-	// The outbox relay of this instance (shared by every seckill_gate of the config).
+	// Deprecated: configure the relay in the seckill app (`seckill { relay { ... } }`, JSON
+	// apps.seckill.relay). Still honoured, with a warning, when the app has no relay settings
+	// (the first seckill_gate's apply).
 	Relay *RelayConfig `json:"relay,omitempty"`
 
 	app        *caddymodule.App
 	scripter   redis.Scripter
 	events     *caddymodule.SaleEvents
 	keyring    *tokens.Keyring
-	relay      *Relay
 	shards     *caddymodule.ShardCounts
 	eventsApp  *caddyevents.App
 	ctx        caddy.Context
@@ -160,7 +160,7 @@ func (g *Gate) Provision(ctx caddy.Context) error {
 	if ev, err := ctx.App("events"); err == nil {
 		g.eventsApp, _ = ev.(*caddyevents.App)
 	}
-	g.relay = relayFor(g.app, g.Relay, g.logger.Named("relay"))
+	g.app.UseRelay(g.Relay) // this config accepts orders: the app runs its relay
 	caddymodule.Register(ctx.GetMetricsRegistry(), collectors()...)
 	return nil
 }
@@ -171,45 +171,6 @@ func (g *Gate) Validate() error {
 		return fmt.Errorf("seckill_gate: redis must be %q or %q, not %q", RedisPipelined, RedisPooled, g.Redis)
 	}
 	return nil
-}
-
-// relays holds the relay of each running app (one per config, shared by its gates).
-var (
-	relaysMu sync.Mutex
-	relays   = map[*caddymodule.App]*Relay{}
-)
-
-func relayFor(app *caddymodule.App, cfg *RelayConfig, logger *zap.Logger) *Relay {
-	relaysMu.Lock()
-	defer relaysMu.Unlock()
-	if r, ok := relays[app]; ok {
-		return r
-	}
-	var c RelayConfig
-	if cfg != nil {
-		c = *cfg
-	}
-	if c.Disabled {
-		relays[app] = nil
-		return nil
-	}
-	broker := app.Broker()
-	r := NewRelay(app.RedisClient(), broker.WaitConnection, c, logger)
-	r.Cork = broker.Cork
-	relays[app] = r
-	app.OnStart(func(ctx context.Context) error {
-		broker.Use()
-		r.Start(ctx)
-		return nil
-	})
-	app.OnStop(func() error {
-		relaysMu.Lock()
-		delete(relays, app)
-		relaysMu.Unlock()
-		return r.Stop()
-	})
-	app.AddStatus("relay", func(context.Context) any { return map[string]any{"backlog": r.Backlog()} })
-	return r
 }
 
 // ServeHTTP decides the purchase and writes the answer.
@@ -323,9 +284,7 @@ func (g *Gate) Decide(ctx context.Context, sale, user, token string) (v Verdict,
 	}
 	switch v.Outcome {
 	case Accepted:
-		if g.relay != nil {
-			g.relay.Notify(target) // the outbox the entry is in: the shard's for a sharded sale
-		}
+		g.app.NotifyRelay(target) // the outbox the entry is in: the shard's for a sharded sale
 	case SoldOut:
 		g.events.MarkSoldOut(target, gen)
 	case UnknownSale:

@@ -27,6 +27,12 @@ import (
 	_ "github.com/caddyserver/caddy/v2/modules/standard"
 )
 
+// testNamespace is the deployment namespace of every sale and gateway of this test process:
+// the relays of other deployments sharing the Redis (the demo of `make run`, other packages'
+// tests, another run of these) never take the outboxes of these tests' sales, and these
+// tests' relays never take theirs.
+var testNamespace = testenv.ID("gate-tests-")
+
 // testSecret is a token key used only by these tests.
 const testSecret = "test-secret-test-secret-test-secret-0123"
 
@@ -62,7 +68,7 @@ func preheat(t testing.TB, rdb redis.UniversalClient, sale string, stock int, st
 	ctx := context.Background()
 	now := time.Now()
 	err := lua.Script("preheat").Run(ctx, rdb, []string{contract.MetaKey(sale)}, sale, stock,
-		now.Add(startsIn).UnixMilli(), now.Add(endsIn).UnixMilli(), "init", (24 * time.Hour).Milliseconds()).Err()
+		now.Add(startsIn).UnixMilli(), now.Add(endsIn).UnixMilli(), "init", (24 * time.Hour).Milliseconds(), "", testNamespace).Err()
 	if err != nil {
 		t.Fatalf("preheat: %v", err)
 	}
@@ -112,12 +118,12 @@ func (c gatewayConfig) JSON() []byte {
 	if c.MaxPending != 0 {
 		gate["max_pending"] = c.MaxPending
 	}
-	// served_only: the shared Redis holds everyone's sales; a test relay must not drain them.
-	relay := map[string]any{"poll_interval": "20ms", "discover_interval": "300ms", "served_only": true}
+	// The relay is the app's. The shared Redis holds everyone's sales: the test namespace
+	// keeps this relay to the sales of these tests.
+	relay := map[string]any{"poll_interval": "20ms", "discover_interval": "300ms"}
 	if c.ClaimMinIdle != "" {
 		relay["claim_min_idle"] = c.ClaimMinIdle
 	}
-	gate["relay"] = relay
 	cfg := map[string]any{
 		"admin":   map[string]any{"listen": fmt.Sprintf("127.0.0.1:%d", c.AdminPort)},
 		"logging": map[string]any{"logs": map[string]any{"default": map[string]any{"level": logLevel()}}},
@@ -126,6 +132,8 @@ func (c gatewayConfig) JSON() []byte {
 				"redis":      map[string]any{"addrs": []string{c.RedisAddr}, "read_timeout": "5s", "dial_timeout": "500ms"},
 				"amqp":       map[string]any{"url": c.AMQPURL, "reconnect_interval": "200ms"},
 				"token_keys": []map[string]any{{"id": "k1", "secret": testSecret + "k1"}},
+				"relay":      relay,
+				"namespace":  testNamespace,
 			},
 			"http": map[string]any{"servers": map[string]any{"gw": map[string]any{
 				"listen": []string{fmt.Sprintf("127.0.0.1:%d", c.Port)},

@@ -23,23 +23,6 @@ var (
 		Namespace: "seckill", Subsystem: "gate", Name: "shed_total",
 		Help: "Purchases answered 503 without a decision because max_pending decisions were already waiting on Redis.",
 	})
-	relayBacklog = prometheus.NewGaugeVec(prometheus.GaugeOpts{
-		Namespace: "seckill", Subsystem: "relay", Name: "backlog",
-		Help: "Entries in a sale's outbox not yet confirmed by RabbitMQ (as of the relay's last scan).",
-	}, []string{"sale"})
-	relayPublishSeconds = prometheus.NewHistogram(prometheus.HistogramOpts{
-		Namespace: "seckill", Subsystem: "relay", Name: "publish_seconds",
-		Help:    "Time from publishing an order to RabbitMQ to its publisher confirm.",
-		Buckets: []float64{.0005, .001, .002, .005, .01, .02, .05, .1, .25, .5, 1, 5},
-	})
-	relayPublished = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Namespace: "seckill", Subsystem: "relay", Name: "published_total",
-		Help: "Orders confirmed by RabbitMQ and removed from the outbox.",
-	}, []string{"sale"})
-	relayNacked = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Namespace: "seckill", Subsystem: "relay", Name: "nacked_total",
-		Help: "Publishes not confirmed (nack, return, timeout or lost channel); each stays in the outbox and is sent again.",
-	}, []string{"sale"})
 )
 
 // decisionCounters caches the child counter of each (sale, outcome): WithLabelValues hashes
@@ -58,5 +41,5 @@ func countDecision(sale string, o Outcome) {
 }
 
 func collectors() []prometheus.Collector {
-	return []prometheus.Collector{decisions, scriptSeconds, shed, relayBacklog, relayPublishSeconds, relayPublished, relayNacked}
+	return []prometheus.Collector{decisions, scriptSeconds, shed}
 }

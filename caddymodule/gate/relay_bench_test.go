@@ -10,6 +10,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/redis/go-redis/v9"
 	"github.com/seckilledge/seckill/caddymodule"
+	"github.com/seckilledge/seckill/caddymodule/relay"
 	"github.com/seckilledge/seckill/contract"
 	"github.com/seckilledge/seckill/internal/testenv"
 	"go.uber.org/zap"
@@ -55,10 +56,11 @@ func benchRelay(b *testing.B, corked bool) {
 		if _, err := pipe.Exec(ctx); err != nil {
 			b.Fatal(err)
 		}
-		r := NewRelay(rdb, broker.WaitConnection, RelayConfig{ServedOnly: true}, nil)
+		o := relay.Options{Redis: rdb, Connect: broker.WaitConnection, Namespace: testNamespace, Config: relay.Config{ServedOnly: true}}
 		if corked {
-			r.Cork = broker.Cork
+			o.Cork = broker.Cork
 		}
+		r := relay.New(o)
 		r.Notify(sale)
 		rctx, cancel := context.WithCancel(ctx)
 		cpu0, start := processCPU(), time.Now()

@@ -10,7 +10,7 @@ import (
 	"github.com/caddyserver/caddy/v2"
 	amqp "github.com/rabbitmq/amqp091-go"
 	"github.com/redis/go-redis/v9"
-	"go.uber.org/zap"
+	"github.com/seckilledge/seckill/caddymodule/relay"
 
 	"github.com/seckilledge/seckill/contract"
 	"github.com/seckilledge/seckill/internal/testenv"
@@ -28,14 +28,14 @@ func newShardedSale(t testing.TB, rdb redis.UniversalClient, stock, k int) strin
 	starts, ends := now.Add(-time.Minute).UnixMilli(), now.Add(time.Hour).UnixMilli()
 	ids := contract.ShardIDs(sale, k)
 	for i, n := range contract.SplitStock(stock, k) {
-		if err := lua.Script("preheat").Run(ctx, rdb, []string{contract.MetaKey(ids[i])}, ids[i], n, starts, ends, "init", 60_000).Err(); err != nil {
+		if err := lua.Script("preheat").Run(ctx, rdb, []string{contract.MetaKey(ids[i])}, ids[i], n, starts, ends, "init", 60_000, "", testNamespace).Err(); err != nil {
 			t.Fatal(err)
 		}
 		if err := rdb.SAdd(ctx, contract.SalesIndexKey, ids[i]).Err(); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if err := lua.Script("preheat").Run(ctx, rdb, []string{contract.MetaKey(sale)}, sale, 0, starts, ends, "init", 60_000, k).Err(); err != nil {
+	if err := lua.Script("preheat").Run(ctx, rdb, []string{contract.MetaKey(sale)}, sale, 0, starts, ends, "init", 60_000, k, testNamespace).Err(); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
@@ -207,8 +207,12 @@ func TestRelayDeliversEveryShardOutboxFoundInTheIndex(t *testing.T) {
 		}
 		orders = append(orders, p.OrderID)
 	}
-	r := NewRelay(rdb, func(ctx context.Context) (*amqp.Connection, error) { return amqp.Dial(vhost) },
-		RelayConfig{PollInterval: caddy.Duration(20 * time.Millisecond), DiscoverInterval: caddy.Duration(100 * time.Millisecond)}, zap.NewNop())
+	r := relay.New(relay.Options{
+		Redis:     rdb,
+		Connect:   func(ctx context.Context) (*amqp.Connection, error) { return amqp.Dial(vhost) },
+		Namespace: testNamespace,
+		Config:    relay.Config{PollInterval: caddy.Duration(20 * time.Millisecond), DiscoverInterval: caddy.Duration(100 * time.Millisecond)},
+	})
 	r.Start(ctx)
 	t.Cleanup(func() { _ = r.Stop() })
 	testenv.WaitFor(t, 20*time.Second, "the 12 orders in the queue", func() bool { return queue.Distinct() >= 12 })

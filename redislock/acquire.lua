@@ -1,4 +1,4 @@
--- lock_acquire.lua: take a redislock lock, or re-enter it, in one atomic step.
+-- acquire.lua: take a redislock lock, or re-enter it, in one atomic step.
 --
 -- The lock is a hash with the fields "owner" (who holds it), "token" (the fencing token of
 -- this holding) and one field "h:<handle>" per acquisition that has not been released yet

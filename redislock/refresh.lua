@@ -1,4 +1,4 @@
--- lock_refresh.lua: renew the lease of a redislock lock if this acquisition still holds it.
+-- refresh.lua: renew the lease of a redislock lock if this acquisition still holds it.
 --
 -- KEYS[1]  seckill:lock:{<name>}   the lock hash
 -- ARGV[1]  owner id

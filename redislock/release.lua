@@ -1,4 +1,4 @@
--- lock_release.lua: release one acquisition of a redislock lock (compare-and-delete).
+-- release.lua: release one acquisition of a redislock lock (compare-and-delete).
 --
 -- Never deletes a lock held by another owner, nor a later holding of the same owner (the
 -- token differs): that is what a plain DEL after an expired lease would do.

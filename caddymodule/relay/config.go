@@ -1,0 +1,151 @@
+package relay
+
+import (
+	"strconv"
+	"time"
+
+	"github.com/caddyserver/caddy/v2"
+	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
+)
+
+// Config tunes the outbox relay. It is app-wide: the `seckill` app runs one relay per config
+// (JSON "relay" on the app, `relay { ... }` in the `seckill` global option).
+type Config struct {
+	// Do not run a relay in this instance (another instance, or a separate process, drains the
+	// outboxes). Default false: every gateway relays.
+	Disabled bool `json:"disabled,omitempty"`
+
+	// Outbox entries read and published per round (they are in flight together, waiting for
+	// their confirms). Default 256.
+	BatchSize int `json:"batch_size,omitempty"`
+
+	// How often an idle relay looks for new entries. An accepted purchase in this instance
+	// wakes it at once; entries written by other instances wait at most this long. Default 100ms.
+	PollInterval caddy.Duration `json:"poll_interval,omitempty"`
+
+	// How often the relay rescans the sales index (seckill:sales) for outboxes with entries.
+	// Default 2s.
+	DiscoverInterval caddy.Duration `json:"discover_interval,omitempty"`
+
+	// How long an entry must have been pending with another relay (a dead or stuck instance)
+	// before this one claims it and publishes it again. Default 30s.
+	ClaimMinIdle caddy.Duration `json:"claim_min_idle,omitempty"`
+
+	// How long to wait for RabbitMQ's confirms of a round; unconfirmed entries stay pending and
+	// are sent again on a fresh channel. Default 10s.
+	ConfirmTimeout caddy.Duration `json:"confirm_timeout,omitempty"`
+
+	// Expiry of a drained outbox whose sale has no expiry in Redis. Default 24h.
+	Retention caddy.Duration `json:"retention,omitempty"`
+
+	// Relay only the sales this instance accepted orders for, not every sale of its namespace
+	// listed in seckill:sales. Entries another (dead) instance left pending in those sales are
+	// still claimed. Deployments sharing one Redis are kept apart by the app's namespace;
+	// this narrows a relay further, to its own instance's sales.
+	ServedOnly bool `json:"served_only,omitempty"`
+}
+
+func (c *Config) setDefaults() {
+	if c.BatchSize <= 0 {
+		c.BatchSize = 256
+	}
+	if c.PollInterval <= 0 {
+		c.PollInterval = caddy.Duration(100 * time.Millisecond)
+	}
+	if c.DiscoverInterval <= 0 {
+		c.DiscoverInterval = caddy.Duration(2 * time.Second)
+	}
+	if c.ClaimMinIdle <= 0 {
+		c.ClaimMinIdle = caddy.Duration(30 * time.Second)
+	}
+	if c.ConfirmTimeout <= 0 {
+		c.ConfirmTimeout = caddy.Duration(10 * time.Second)
+	}
+	if c.Retention <= 0 {
+		c.Retention = caddy.Duration(24 * time.Hour)
+	}
+}
+
+// UnmarshalBlock parses the block of a `relay` subdirective (the dispenser is on the
+// `relay` token):
+//
+//	relay {
+//		disabled
+//		batch_size        <n>
+//		poll_interval     <duration>
+//		discover_interval <duration>
+//		claim_min_idle    <duration>
+//		confirm_timeout   <duration>
+//		retention         <duration>
+//		served_only
+//	}
+func (c *Config) UnmarshalBlock(d *caddyfile.Dispenser) error {
+	if d.NextArg() {
+		return d.ArgErr()
+	}
+	for nesting := d.Nesting(); d.NextBlock(nesting); {
+		var err error
+		switch d.Val() {
+		case "disabled":
+			err = flag(d, &c.Disabled)
+		case "served_only":
+			err = flag(d, &c.ServedOnly)
+		case "batch_size":
+			var s string
+			if err = oneArg(d, &s); err == nil {
+				c.BatchSize, err = strconv.Atoi(s)
+				if err != nil || c.BatchSize <= 0 {
+					return d.Errf("batch_size must be a positive integer")
+				}
+			}
+		case "poll_interval":
+			err = duration(d, &c.PollInterval)
+		case "discover_interval":
+			err = duration(d, &c.DiscoverInterval)
+		case "claim_min_idle":
+			err = duration(d, &c.ClaimMinIdle)
+		case "confirm_timeout":
+			err = duration(d, &c.ConfirmTimeout)
+		case "retention":
+			err = duration(d, &c.Retention)
+		default:
+			return d.Errf("unrecognized relay option '%s'", d.Val())
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func flag(d *caddyfile.Dispenser, dst *bool) error {
+	if d.NextArg() {
+		return d.ArgErr()
+	}
+	*dst = true
+	return nil
+}
+
+func oneArg(d *caddyfile.Dispenser, dst *string) error {
+	if !d.NextArg() {
+		return d.ArgErr()
+	}
+	*dst = d.Val()
+	if d.NextArg() {
+		return d.ArgErr()
+	}
+	return nil
+}
+
+func duration(d *caddyfile.Dispenser, dst *caddy.Duration) error {
+	var s string
+	if err := oneArg(d, &s); err != nil {
+		return err
+	}
+	v, err := caddy.ParseDuration(s)
+	if err != nil {
+		return d.Errf("'%s' is not a duration: %v", s, err)
+	}
+	*dst = caddy.Duration(v)
+	return nil
+}
