@@ -174,7 +174,10 @@ func (s *Service) Preheat(ctx context.Context, sale string) (PreheatResult, erro
 				return err
 			}
 			if k > 1 {
-				return s.preheatShards(ctx, sale, stock, k, starts, ends, &res)
+				if err := s.preheatShards(ctx, sale, stock, k, starts, ends, &res); err != nil {
+					return err
+				}
+				return s.restorePaused(ctx, tx, sale, k)
 			}
 			out, err := lua.Script("preheat").Run(ctx, s.Redis, []string{contract.MetaKey(sale)},
 				sale, stock, starts.UnixMilli(), ends.UnixMilli(), "init", s.retention().Milliseconds()).Int64Slice()
@@ -182,7 +185,10 @@ func (s *Service) Preheat(ctx context.Context, sale string) (PreheatResult, erro
 				return fmt.Errorf("preheat.lua: %w", err)
 			}
 			res.Created, res.StockRedis = out[0] == 1, out[1]
-			return s.Redis.SAdd(ctx, contract.SalesIndexKey, sale).Err()
+			if err := s.Redis.SAdd(ctx, contract.SalesIndexKey, sale).Err(); err != nil {
+				return err
+			}
+			return s.restorePaused(ctx, tx, sale, k)
 		})
 	})
 	return res, err

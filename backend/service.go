@@ -59,6 +59,8 @@ func (s *Service) Handler(reg *prometheus.Registry, baselines bool) http.Handler
 	mux.HandleFunc("POST /admin/sales/{id}/preheat", s.admin(s.handlePreheat))
 	mux.HandleFunc("POST /admin/sales/{id}/reconcile", s.admin(s.handleReconcile))
 	mux.HandleFunc("POST /admin/sales/{id}/rebalance", s.admin(s.handleRebalance))
+	// Operator controls, audit trail and the live page (controls.go, audit.go, ui.go).
+	s.mountControls(mux, reg)
 	if baselines {
 		mux.HandleFunc("POST /baseline/pessimistic/{sale}", s.handlePessimistic)
 		mux.HandleFunc("POST /baseline/optimistic/{sale}", s.handleOptimistic)
