@@ -226,7 +226,9 @@ func (c *cli) create(ctx context.Context, args []string) error {
 	if err := c.call(ctx, "POST", "/admin/sales", body, &st, &raw); err != nil {
 		return err
 	}
-	c.show(raw, func(w io.Writer) { fmt.Fprintf(w, "created sale %s: %d units, %s → %s\n", st.ID, st.InitialStock, when(st.StartsAt), when(st.EndsAt)) })
+	c.show(raw, func(w io.Writer) {
+		fmt.Fprintf(w, "created sale %s: %d units, %s → %s\n", st.ID, st.InitialStock, when(st.StartsAt), when(st.EndsAt))
+	})
 	return nil
 }
 
