@@ -2,6 +2,7 @@ package backend
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http/httptest"
 	"strings"
@@ -369,5 +370,59 @@ func TestSalesListShowsEachSalesState(t *testing.T) {
 	}
 	if code := call(t, srv, "GET", "/admin/sales", "", "", nil); code != 401 {
 		t.Fatalf("without a token: %d", code)
+	}
+}
+
+// Stock changes, reconciles and buyers at once on one sale: the changes and reconciles take
+// turns under the sale's lock while the buyers (the gate's writes) do not wait; at the end
+// both stores count every added unit exactly once.
+func TestStockChangesInterleavedWithReconcilesAndBuyersKeepTheStoresInAgreement(t *testing.T) {
+	e := newEnv(t)
+	ctx := withWho(context.Background())
+	sale := e.sale(50)
+	retry := func(what string, fn func() error) {
+		for {
+			err := fn()
+			if err == nil {
+				return
+			}
+			if !errors.Is(err, ErrLockBusy) {
+				t.Errorf("%s: %v", what, err)
+				return
+			}
+		}
+	}
+	var wg sync.WaitGroup
+	wg.Add(3)
+	go func() {
+		defer wg.Done()
+		for i := 0; i < 10; i++ {
+			retry("stock", func() error {
+				_, err := e.svc.ChangeStock(ctx, sale, StockRequest{Add: 2, RequestID: fmt.Sprintf("mix-%d", i)})
+				return err
+			})
+		}
+	}()
+	go func() {
+		defer wg.Done()
+		for i := 0; i < 5; i++ {
+			retry("reconcile", func() error { _, err := e.svc.Reconcile(ctx, sale); return err })
+		}
+	}()
+	go func() {
+		defer wg.Done()
+		for i := 0; i < 30; i++ {
+			e.accept(sale, 1)
+		}
+	}()
+	wg.Wait()
+	if db, init := e.dbInt(`SELECT stock FROM sales WHERE id = $1`, sale), e.dbInt(`SELECT initial_stock FROM sales WHERE id = $1`, sale); db != 70 || init != 70 {
+		t.Fatalf("Postgres stock %d initial %d, want 50 + 10×2 = 70 (no order written yet)", db, init)
+	}
+	if r := e.redisStock(sale); r != 40 {
+		t.Fatalf("Redis stock %d, want 70 - 30 buyers = 40", r)
+	}
+	if rep, err := e.svc.Reconcile(ctx, sale); err != nil || rep.StockDelta != 0 {
+		t.Fatalf("final reconcile: %v %+v", err, rep)
 	}
 }
