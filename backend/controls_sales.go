@@ -66,7 +66,13 @@ func scanSale(row pgx.Row) (SaleSummary, error) {
 // Sales lists every sale with its state, newest start first. Redis is read in one pipelined
 // round trip for all of them.
 func (s *Service) Sales(ctx context.Context) ([]SaleSummary, error) {
-	rows, err := s.Pool.Query(ctx, `SELECT `+saleColumns+` FROM sales ORDER BY starts_at DESC, id`)
+	return s.salesEndingAfter(ctx, time.Time{}, 0)
+}
+
+// salesEndingAfter lists the sales that end after t, newest start first, at most limit (0: all).
+func (s *Service) salesEndingAfter(ctx context.Context, t time.Time, limit int) ([]SaleSummary, error) {
+	rows, err := s.Pool.Query(ctx, `SELECT `+saleColumns+` FROM sales WHERE ends_at > $1
+		ORDER BY starts_at DESC, id LIMIT NULLIF($2, 0)`, t, limit)
 	if err != nil {
 		return nil, err
 	}

@@ -158,7 +158,8 @@ type PreheatResult struct {
 
 // Preheat loads a sale into Redis under the sale's lock: preheat.lua in "init" mode (a sale
 // already selling keeps its stock; only its window is refreshed), adds it to the sales index
-// (the relays discover outboxes from it) and broadcasts restock when it has stock.
+// (the relays discover outboxes from it) and broadcasts restock when it has stock. A sale the
+// operator paused is written back paused (controls.go).
 func (s *Service) Preheat(ctx context.Context, sale string) (PreheatResult, error) {
 	res := PreheatResult{SaleID: sale}
 	key := saleLockKey(sale)

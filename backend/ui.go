@@ -132,6 +132,8 @@ func (s *Service) streamFrames(w http.ResponseWriter, r *http.Request, src *cock
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-store")
 	w.Header().Set("X-Accel-Buffering", "no")
+	// A stream outlives any write timeout the listener has for ordinary answers.
+	_ = http.NewResponseController(w).SetWriteDeadline(time.Time{})
 	f := &feed{s: s, src: src}
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()

@@ -56,16 +56,10 @@ const cockpitSaleCap = 20
 func (f *feed) frame(ctx context.Context) (CockpitFrame, error) {
 	now := f.s.now()
 	fr := CockpitFrame{At: now, Sales: []SaleFrame{}, Gateways: "derived"}
-	sales, err := f.s.Sales(ctx)
+	// The live and recent sales: those ended over an hour ago are history.
+	shown, err := f.s.salesEndingAfter(ctx, now.Add(-time.Hour), cockpitSaleCap)
 	if err != nil {
 		return fr, err
-	}
-	// The live and recent sales: those ended over an hour ago are history.
-	var shown []SaleSummary
-	for _, s := range sales {
-		if len(shown) < cockpitSaleCap && s.EndsAt.After(now.Add(-time.Hour)) {
-			shown = append(shown, s)
-		}
 	}
 	ids := make([]string, len(shown))
 	for i, s := range shown {
