@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"regexp"
 	"time"
@@ -230,18 +231,30 @@ func (s *Service) handleEnd(w http.ResponseWriter, r *http.Request) {
 	s.answerControl(w, "end", err, res)
 }
 
-// handlePatchSale serves PATCH /admin/sales/{id} {"ends_at": RFC 3339}.
-func (s *Service) handlePatchSale(w http.ResponseWriter, r *http.Request) {
+// parseEndsAt decodes the body of PATCH /admin/sales/{id}: {"ends_at": RFC 3339}.
+func parseEndsAt(r io.Reader) (time.Time, error) {
 	var body struct {
 		EndsAt *time.Time `json:"ends_at"`
 	}
-	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, 1<<12))
+	dec := json.NewDecoder(r)
 	dec.DisallowUnknownFields()
-	if err := dec.Decode(&body); err != nil || body.EndsAt == nil {
-		refuse(w, http.StatusBadRequest, contract.CodeBadRequest, fmt.Sprintf("body must be JSON {\"ends_at\": RFC 3339} (%v)", err))
+	if err := dec.Decode(&body); err != nil {
+		return time.Time{}, fmt.Errorf("body must be JSON {\"ends_at\": RFC 3339}: %w", err)
+	}
+	if body.EndsAt == nil || body.EndsAt.IsZero() {
+		return time.Time{}, errors.New("ends_at (RFC 3339) is required")
+	}
+	return *body.EndsAt, nil
+}
+
+// handlePatchSale serves PATCH /admin/sales/{id} {"ends_at": RFC 3339}.
+func (s *Service) handlePatchSale(w http.ResponseWriter, r *http.Request) {
+	endsAt, err := parseEndsAt(http.MaxBytesReader(w, r.Body, 1<<12))
+	if err != nil {
+		refuse(w, http.StatusBadRequest, contract.CodeBadRequest, err.Error())
 		return
 	}
-	res, err := s.MoveEnd(r.Context(), r.PathValue("id"), *body.EndsAt, false, requestID(r))
+	res, err := s.MoveEnd(r.Context(), r.PathValue("id"), endsAt, false, requestID(r))
 	s.answerControl(w, "move end", err, res)
 }
 

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"time"
 
@@ -189,21 +190,28 @@ func (s *Service) markStockChange(ctx context.Context, req, status string) error
 	return err
 }
 
-// handleStock serves POST /admin/sales/{id}/stock {"add": N, "request_id": "..."}.
-func (s *Service) handleStock(w http.ResponseWriter, r *http.Request) {
+// ParseStockRequest decodes and checks the body of POST /admin/sales/{id}/stock.
+func ParseStockRequest(r io.Reader) (StockRequest, error) {
 	var req StockRequest
-	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, 1<<12))
+	dec := json.NewDecoder(r)
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&req); err != nil {
-		refuse(w, http.StatusBadRequest, contract.CodeBadRequest, "body must be JSON {\"add\": N, \"request_id\": \"...\"}: "+err.Error())
-		return
+		return req, fmt.Errorf("body must be JSON {\"add\": N, \"request_id\": \"...\"}: %w", err)
 	}
 	switch {
 	case req.Add == 0 || req.Add > 1_000_000_000 || req.Add < -1_000_000_000:
-		refuse(w, http.StatusBadRequest, contract.CodeBadRequest, "add must be a non-zero integer within ±1e9")
-		return
+		return req, errors.New("add must be a non-zero integer within ±1e9")
 	case !requestIDPattern.MatchString(req.RequestID):
-		refuse(w, http.StatusBadRequest, contract.CodeBadRequest, "request_id is required: 1..128 of [A-Za-z0-9._:-]")
+		return req, errors.New("request_id is required: 1..128 of [A-Za-z0-9._:-]")
+	}
+	return req, nil
+}
+
+// handleStock serves POST /admin/sales/{id}/stock {"add": N, "request_id": "..."}.
+func (s *Service) handleStock(w http.ResponseWriter, r *http.Request) {
+	req, err := ParseStockRequest(http.MaxBytesReader(w, r.Body, 1<<12))
+	if err != nil {
+		refuse(w, http.StatusBadRequest, contract.CodeBadRequest, err.Error())
 		return
 	}
 	res, err := s.ChangeStock(r.Context(), r.PathValue("id"), req)
