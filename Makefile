@@ -14,6 +14,7 @@ build:
 	$(GO) build -o bin/caddy ./cmd/caddy
 	$(GO) build -o bin/seckill-backend ./cmd/seckill-backend
 	$(GO) build -o bin/seckill-bench ./cmd/seckill-bench
+	$(GO) build -o bin/seckillctl ./cmd/seckillctl
 
 stack:
 	@bash scripts/stack.sh start
@@ -48,7 +49,7 @@ xcaddy-check: xcaddy
 COMPOSE_DUMMY_SECRETS := SECKILL_TOKEN_KEY=compose-check-dummy-not-a-secret-0123456789 \
 	SECKILL_ADMIN_TOKEN=compose-check-dummy SECKILL_PG_PASSWORD=compose-check-dummy \
 	SECKILL_AMQP_ADMIN_PASSWORD=compose-check-dummy SECKILL_AMQP_GATEWAY_PASSWORD=compose-check-dummy \
-	SECKILL_AMQP_BACKEND_PASSWORD=compose-check-dummy
+	SECKILL_AMQP_BACKEND_PASSWORD=compose-check-dummy SECKILL_GRAFANA_PASSWORD=compose-check-dummy
 
 compose-check:
 	@command -v docker-compose >/dev/null || apt-get install -y -q docker-compose >/dev/null

@@ -170,7 +170,8 @@ type PreheatResult struct {
 
 // Preheat loads a sale into Redis under the sale's lock: preheat.lua in "init" mode (a sale
 // already selling keeps its stock; only its window is refreshed), adds it to the sales index
-// (the relays discover outboxes from it) and broadcasts restock when it has stock.
+// (the relays discover outboxes from it) and broadcasts restock when it has stock. A sale the
+// operator paused is written back paused (controls.go).
 func (s *Service) Preheat(ctx context.Context, sale string) (PreheatResult, error) {
 	res := PreheatResult{SaleID: sale}
 	key := saleLockKey(sale)
@@ -186,7 +187,10 @@ func (s *Service) Preheat(ctx context.Context, sale string) (PreheatResult, erro
 				return err
 			}
 			if k > 1 {
-				return s.preheatShards(ctx, sale, stock, k, starts, ends, &res)
+				if err := s.preheatShards(ctx, sale, stock, k, starts, ends, &res); err != nil {
+					return err
+				}
+				return s.restorePaused(ctx, tx, sale, k)
 			}
 			out, err := lua.Script("preheat").Run(ctx, s.Redis, []string{contract.MetaKey(sale)},
 				sale, stock, starts.UnixMilli(), ends.UnixMilli(), "init", s.retention().Milliseconds(), "", s.Namespace).Int64Slice()
@@ -194,7 +198,10 @@ func (s *Service) Preheat(ctx context.Context, sale string) (PreheatResult, erro
 				return fmt.Errorf("preheat.lua: %w", err)
 			}
 			res.Created, res.StockRedis = out[0] == 1, out[1]
-			return s.Redis.SAdd(ctx, contract.SalesIndexKey, sale).Err()
+			if err := s.Redis.SAdd(ctx, contract.SalesIndexKey, sale).Err(); err != nil {
+				return err
+			}
+			return s.restorePaused(ctx, tx, sale, k)
 		})
 	})
 	return res, err

@@ -68,6 +68,8 @@ func (s *Service) Handler(reg *prometheus.Registry, baselines bool) http.Handler
 	mux.HandleFunc("POST /shop/orders/{id}/paid", s.allow(s.handleShopPaid, RoleShop))
 	mux.HandleFunc("GET /admin/webhooks", s.viewer(s.handleListDeliveries))
 	mux.HandleFunc("POST /admin/webhooks/{id}/replay", s.admin(s.handleReplayDelivery))
+	// Operator controls, audit trail and the live page (controls.go, audit.go, ui.go).
+	s.mountControls(mux, reg)
 	if baselines {
 		// Benchmark-only, and they write orders past every guard of the gate: admin token
 		// required, and never for a sale the gate is selling (baseline.go).

@@ -43,6 +43,7 @@ install_missing() {
 	command -v redis-cli >/dev/null || need+=(redis-tools)
 	command -v psql >/dev/null || need+=(postgresql-client)
 	command -v curl >/dev/null || need+=(curl)
+	[ -x /usr/bin/chromium ] || need+=(chromium)
 	[ ${#need[@]} -eq 0 ] && return 0
 	[ "$(id -u)" = 0 ] || die "missing packages ${need[*]}; run as root or install them with apt-get"
 	log "installing ${need[*]} from Debian's packages"

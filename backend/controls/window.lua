@@ -1,0 +1,23 @@
+-- window.lua: move a sale's (or one shard's) window in its meta hash, only when the sale is in
+-- Redis, and make its keys expire retention after the new end (as preheat does).
+--
+-- KEYS[1]  seckill:{sale:<id>}:meta     hash: stock, starts_ms, ends_ms, state
+-- KEYS[2]  seckill:{sale:<id>}:buyers   hash: user id -> order id (its expiry follows the meta's)
+-- ARGV[1]  starts_ms (unix ms)
+-- ARGV[2]  ends_ms (unix ms, > starts_ms)
+-- ARGV[3]  retention_ms
+--
+-- Returns  1 when the window was written, 0 when the sale is not in Redis.
+local starts, ends, retention = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
+if starts == nil or ends == nil or retention == nil or ends <= starts then
+  return redis.error_reply("ERR window: bad arguments")
+end
+if redis.call("EXISTS", KEYS[1]) == 0 then
+  return 0
+end
+redis.call("HSET", KEYS[1], "starts_ms", starts, "ends_ms", ends)
+redis.call("PEXPIREAT", KEYS[1], ends + retention)
+if redis.call("EXISTS", KEYS[2]) == 1 then
+  redis.call("PEXPIREAT", KEYS[2], ends + retention)
+end
+return 1

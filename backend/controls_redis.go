@@ -1,0 +1,175 @@
+package backend
+
+import (
+	"context"
+	"embed"
+	"errors"
+	"fmt"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/seckilledge/seckill/contract"
+)
+
+// The Redis side of the operator controls. Every script touches one meta hash (and keys under
+// its hash tag), so on a sharded sale each runs once per shard, and all of them run unchanged
+// on Redis Cluster. They live next to the controls rather than in lua/ because only the
+// backend's controls run them.
+
+//go:embed controls/*.lua
+var controlScripts embed.FS
+
+func controlScript(name string) *redis.Script {
+	src, err := controlScripts.ReadFile("controls/" + name + ".lua")
+	if err != nil {
+		panic(err)
+	}
+	return redis.NewScript(string(src))
+}
+
+var (
+	scriptState  = controlScript("state")
+	scriptWindow = controlScript("window")
+	scriptStock  = controlScript("stock")
+)
+
+// Meta hash states the controls read and write (contract.FieldState). Preheat writes
+// stateOpen; the gateways refuse with 503 paused while it is statePaused.
+const (
+	stateOpen   = "open"
+	statePaused = "paused"
+)
+
+// Events published on contract.EventsChannel by the controls, next to the contract's
+// sold_out and restock: "paused:<sale>" and "resumed:<sale>", so a gateway that caches the
+// state learns of a change at once (the scripts read the meta's state anyway).
+const (
+	eventPaused  = "paused"
+	eventResumed = "resumed"
+)
+
+// stockRequestsKey is a sale's (or shard's) set of stock-change request ids applied in Redis.
+func stockRequestsKey(id string) string { return "seckill:" + contract.SaleTag(id) + ":stock_requests" }
+
+// metaIDs lists the ids whose meta hash a control writes: the sale's own and, for a sharded
+// sale, every shard's (the gate reads the shard's meta when it decides).
+func metaIDs(sale string, shards int) []string {
+	if shards <= 1 {
+		return []string{sale}
+	}
+	return append([]string{sale}, contract.ShardIDs(sale, shards)...)
+}
+
+// setState writes state into every meta hash of the sale that exists in Redis and publishes
+// event. It reports whether the sale is in Redis at all.
+func (s *Service) setState(ctx context.Context, sale string, shards int, state, event string) (bool, error) {
+	inRedis := false
+	for _, id := range metaIDs(sale, shards) {
+		err := scriptState.Run(ctx, s.Redis, []string{contract.MetaKey(id)}, state).Err()
+		switch {
+		case err == nil:
+			inRedis = true
+		case errors.Is(err, redis.Nil):
+		default:
+			return inRedis, fmt.Errorf("state.lua on %s: %w", id, err)
+		}
+	}
+	return inRedis, s.Redis.Publish(ctx, contract.EventsChannel, event+":"+sale).Err()
+}
+
+// redisStates reads the state field of every meta hash of the sale that exists.
+func (s *Service) redisStates(ctx context.Context, sale string, shards int) ([]string, error) {
+	ids := metaIDs(sale, shards)
+	pipe := s.Redis.Pipeline()
+	cmds := make([]*redis.SliceCmd, len(ids))
+	for i, id := range ids {
+		cmds[i] = pipe.HMGet(ctx, contract.MetaKey(id), contract.FieldStock, contract.FieldState)
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, c := range cmds {
+		v := c.Val()
+		if len(v) == 2 && v[0] != nil {
+			st, _ := v[1].(string)
+			out = append(out, st)
+		}
+	}
+	return out, nil
+}
+
+// setWindow writes a new window into every meta hash of the sale that exists in Redis.
+func (s *Service) setWindow(ctx context.Context, sale string, shards int, startsMS, endsMS int64) error {
+	for _, id := range metaIDs(sale, shards) {
+		err := scriptWindow.Run(ctx, s.Redis, []string{contract.MetaKey(id), contract.BuyersKey(id)},
+			startsMS, endsMS, s.retention().Milliseconds()).Err()
+		if err != nil {
+			return fmt.Errorf("window.lua on %s: %w", id, err)
+		}
+	}
+	return nil
+}
+
+// Outcomes of stock.lua.
+const (
+	stockNotInRedis = 0
+	stockApplied    = 1
+	stockAlready    = 2
+	stockRefused    = 3
+)
+
+// errStockShort refuses a removal of more units than are unsold.
+var errStockShort = errors.New("not enough unsold units")
+
+// applyStockRedis applies delta to the sale's Redis stock once for request id req: on an
+// unsharded sale in one script call; on a sharded one spread over the shards (an addition
+// evenly, a removal from the shards that hold most), each shard recording req. When a shard
+// refuses a removal (buyers took its units since the snapshot), the shards already cut get
+// their units back (under req+"#undo") and errStockShort is returned.
+func (s *Service) applyStockRedis(ctx context.Context, sale string, shards int, req string, delta int) error {
+	if shards <= 1 {
+		out, err := scriptStock.Run(ctx, s.Redis, []string{contract.MetaKey(sale), stockRequestsKey(sale)}, sale, req, delta).Int64Slice()
+		if err != nil {
+			return fmt.Errorf("stock.lua: %w", err)
+		}
+		if out[1] == stockRefused {
+			return errStockShort
+		}
+		return nil
+	}
+	ids := contract.ShardIDs(sale, shards)
+	stocks, present, err := readShardStocks(ctx, s.Redis, ids)
+	if err != nil {
+		return err
+	}
+	for _, ok := range present {
+		if !ok {
+			return nil // not (fully) in Redis: preheat loads the Postgres stock
+		}
+	}
+	deltas := ShardDeltas(stocks, int64(delta))
+	var done []int
+	for i, id := range ids {
+		if deltas[i] == 0 {
+			continue
+		}
+		out, err := scriptStock.Run(ctx, s.Redis, []string{contract.MetaKey(id), stockRequestsKey(id)}, id, req, deltas[i]).Int64Slice()
+		if err == nil && out[1] != stockRefused {
+			done = append(done, i)
+			continue
+		}
+		for _, j := range done {
+			_ = scriptStock.Run(ctx, s.Redis, []string{contract.MetaKey(ids[j]), stockRequestsKey(ids[j])}, ids[j], req+"#undo", -deltas[j]).Err()
+		}
+		if err != nil {
+			return fmt.Errorf("stock.lua on %s: %w", id, err)
+		}
+		return errStockShort
+	}
+	if delta > 0 {
+		// The gateways' sold-out flags of a sharded sale are per shard (published above);
+		// the sale's own is cleared too, for gateways that keep one.
+		return s.Redis.Publish(ctx, contract.EventsChannel, contract.EventRestock+":"+sale).Err()
+	}
+	return nil
+}

@@ -1,0 +1,219 @@
+package backend
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/seckilledge/seckill/contract"
+)
+
+// StockRequest is the body of POST /admin/sales/{id}/stock.
+type StockRequest struct {
+	// Add is the number of units to add; negative removes unsold units (down to zero, in
+	// Redis and in Postgres). Never 0.
+	Add int `json:"add"`
+	// RequestID names the change: sending it again (a retry after a lost answer) never
+	// applies it twice. 1..128 of [A-Za-z0-9._:-].
+	RequestID string `json:"request_id"`
+}
+
+// ChangeStock adds (or removes) units in Redis and Postgres as one journaled, idempotent step
+// (table stock_changes, keyed by the request id), under the sale's lock, so it never
+// interleaves with preheat, reconcile or rebalance.
+//
+// The order of the two stores is chosen so that Redis never sells a unit Postgres does not
+// have, even if the backend stops between them:
+//   - adding: Postgres first (journal row "db", the units, the audit row, one transaction),
+//     then Redis (stock.lua, once per request id; it reopens a sold-out sale on every gateway
+//     with a restock event). Stopped in between, Redis lacks the units until the request is
+//     retried or reconcile runs: both bring Redis to Postgres's count.
+//   - removing: journal row "pending", then Redis (stock.lua refuses below zero), then Postgres
+//     (guarded by stock >= 0) with the audit row. Stopped in between, Redis has fewer units
+//     than Postgres: safe, and the retry finishes the change.
+//
+// A retried request that finds its change half done completes it and then reconciles, because
+// a reconcile may have repaired Redis in between: reconcile computes Redis from Postgres, so
+// the outcome is right whatever happened.
+func (s *Service) ChangeStock(ctx context.Context, sale string, req StockRequest) (ControlResult, error) {
+	res := ControlResult{Action: "stock", RequestID: req.RequestID}
+	key := saleLockKey(sale)
+	var resumed, reconcileAfter bool
+	var refusal error
+	err := s.withSaleLock(ctx, sale, 5*time.Second, func(held Held) error {
+		before, err := s.saleSummary(ctx, s.Pool, sale)
+		if err != nil {
+			return err
+		}
+		var rowSale, status string
+		var rowDelta int
+		err = s.Pool.QueryRow(ctx, `SELECT sale_id, delta, status FROM stock_changes WHERE request_id = $1`, req.RequestID).
+			Scan(&rowSale, &rowDelta, &status)
+		found := err == nil
+		if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+			return err
+		}
+		mark := func(status string) error {
+			return s.fenced(ctx, key, held, func(tx pgx.Tx) error {
+				_, err := tx.Exec(ctx, `UPDATE stock_changes SET status = $2, updated_at = now() WHERE request_id = $1`, req.RequestID, status)
+				return err
+			})
+		}
+		if found {
+			if rowSale != sale || rowDelta != req.Add {
+				return errRequestReused
+			}
+			switch status {
+			case "applied":
+				res.Sale, res.Replayed = before, true
+				return nil
+			case "refused":
+				return errChangeRefused
+			}
+			resumed = true
+		} else {
+			if before.State == SaleEnded {
+				return errSaleEnded
+			}
+			if req.Add < 0 && (before.StockDB+req.Add < 0 || before.StockRedis != nil && *before.StockRedis+int64(req.Add) < 0) {
+				return errInsufficient
+			}
+		}
+		after := before
+		after.InitialStock += req.Add
+		after.StockDB += req.Add
+		if before.StockRedis != nil {
+			n := *before.StockRedis + int64(req.Add)
+			after.StockRedis = &n
+		}
+		after.State = stateOf(s.now(), after)
+		journal := func(tx pgx.Tx, status string) error {
+			_, err := tx.Exec(ctx, `INSERT INTO stock_changes (request_id, sale_id, delta, status, who) VALUES ($1, $2, $3, $4, $5)`,
+				req.RequestID, sale, req.Add, status, who(ctx).Name)
+			return err
+		}
+		applyDB := func(tx pgx.Tx) error {
+			tag, err := tx.Exec(ctx, `UPDATE sales SET stock = stock + $2, initial_stock = initial_stock + $2
+				WHERE id = $1 AND stock + $2 >= 0`, sale, req.Add)
+			if err != nil {
+				return err
+			}
+			if tag.RowsAffected() == 0 {
+				return errInsufficient
+			}
+			return writeAudit(ctx, tx, who(ctx), "stock", sale, req.RequestID, auditView("stock", before),
+				map[string]any{"add": req.Add, "state": after.State, "initial_stock": after.InitialStock, "stock_db": after.StockDB, "stock_redis": after.StockRedis})
+		}
+
+		if req.Add > 0 {
+			if resumed {
+				// Postgres has the units; whether Redis has them too only reconcile can say.
+				reconcileAfter = true
+				return nil
+			}
+			if err := s.fenced(ctx, key, held, func(tx pgx.Tx) error {
+				if err := journal(tx, "db"); err != nil {
+					return err
+				}
+				return applyDB(tx)
+			}); err != nil {
+				return err
+			}
+			if err := s.applyStockRedis(ctx, sale, before.Shards, req.RequestID, req.Add); err != nil {
+				return err
+			}
+			return mark("applied")
+		}
+
+		if !found {
+			if err := s.fenced(ctx, key, held, func(tx pgx.Tx) error { return journal(tx, "pending") }); err != nil {
+				return err
+			}
+		}
+		err = s.applyStockRedis(ctx, sale, before.Shards, req.RequestID, req.Add)
+		if errors.Is(err, errStockShort) {
+			refusal = errInsufficient
+			return mark("refused")
+		}
+		if err != nil {
+			return err
+		}
+		err = s.fenced(ctx, key, held, func(tx pgx.Tx) error {
+			if err := applyDB(tx); err != nil {
+				return err
+			}
+			_, err := tx.Exec(ctx, `UPDATE stock_changes SET status = 'applied', updated_at = now() WHERE request_id = $1`, req.RequestID)
+			return err
+		})
+		if errors.Is(err, errInsufficient) {
+			// Postgres disagrees with Redis (orders in flight took the units): Redis was cut
+			// already, so reconcile gives them back from Postgres's count.
+			refusal, reconcileAfter = errInsufficient, true
+			return mark("refused")
+		}
+		reconcileAfter = reconcileAfter || resumed
+		return err
+	})
+	if err != nil {
+		return res, err
+	}
+	if reconcileAfter {
+		rep, err := s.Reconcile(ctx, sale)
+		if err != nil {
+			return res, fmt.Errorf("reconcile after an interrupted stock change: %w", err)
+		}
+		res.Reconcile = &rep
+		if refusal == nil && req.Add > 0 {
+			if err := s.markStockChange(ctx, req.RequestID, "applied"); err != nil {
+				return res, err
+			}
+		}
+	}
+	if refusal != nil {
+		return res, refusal
+	}
+	if !res.Replayed {
+		s.Log.Info("sale control", "sale_id", sale, "action", "stock", "add", req.Add, "who", who(ctx).Name, "request_id", req.RequestID)
+		res.Sale, err = s.saleSummary(ctx, s.Pool, sale)
+	}
+	return res, err
+}
+
+// markStockChange sets a journal row's status outside the sale's lock (after reconcile).
+func (s *Service) markStockChange(ctx context.Context, req, status string) error {
+	_, err := s.Pool.Exec(ctx, `UPDATE stock_changes SET status = $2, updated_at = now() WHERE request_id = $1`, req, status)
+	return err
+}
+
+// ParseStockRequest decodes and checks the body of POST /admin/sales/{id}/stock.
+func ParseStockRequest(r io.Reader) (StockRequest, error) {
+	var req StockRequest
+	dec := json.NewDecoder(r)
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&req); err != nil {
+		return req, fmt.Errorf("body must be JSON {\"add\": N, \"request_id\": \"...\"}: %w", err)
+	}
+	switch {
+	case req.Add == 0 || req.Add > 1_000_000_000 || req.Add < -1_000_000_000:
+		return req, errors.New("add must be a non-zero integer within ±1e9")
+	case !requestIDPattern.MatchString(req.RequestID):
+		return req, errors.New("request_id is required: 1..128 of [A-Za-z0-9._:-]")
+	}
+	return req, nil
+}
+
+// handleStock serves POST /admin/sales/{id}/stock {"add": N, "request_id": "..."}.
+func (s *Service) handleStock(w http.ResponseWriter, r *http.Request) {
+	req, err := ParseStockRequest(http.MaxBytesReader(w, r.Body, 1<<12))
+	if err != nil {
+		refuse(w, http.StatusBadRequest, contract.CodeBadRequest, err.Error())
+		return
+	}
+	res, err := s.ChangeStock(r.Context(), r.PathValue("id"), req)
+	s.answerControl(w, "stock change", err, res)
+}

@@ -1,0 +1,154 @@
+package backend
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+)
+
+// noRedirect is a client that shows redirects instead of following them.
+var noRedirect = &http.Client{Timeout: 10 * time.Second, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+
+func pageCookie(t *testing.T, srv *httptest.Server, token string) *http.Cookie {
+	t.Helper()
+	resp, err := noRedirect.PostForm(srv.URL+"/admin/ui/login", url.Values{"token": {token}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusSeeOther || len(resp.Cookies()) != 1 {
+		t.Fatalf("login with a good token: %d %v", resp.StatusCode, resp.Cookies())
+	}
+	return resp.Cookies()[0]
+}
+
+func pageDo(t *testing.T, method, u string, c *http.Cookie, hdr map[string]string) (int, string) {
+	t.Helper()
+	req, _ := http.NewRequest(method, u, nil)
+	if c != nil {
+		req.AddCookie(c)
+	}
+	for k, v := range hdr {
+		req.Header.Set(k, v)
+	}
+	resp, err := noRedirect.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var b strings.Builder
+	_, _ = bufio.NewReader(resp.Body).WriteTo(&b)
+	return resp.StatusCode, b.String()
+}
+
+// The page's token handling: the token is taken once (form or ?token=), kept in an HttpOnly
+// SameSite=Strict cookie, and the cookie never lets a cross-site form or a viewer run a
+// control.
+func TestCockpitSignInKeepsTheTokenInAStrictCookieAndGuardsTheControls(t *testing.T) {
+	e := newEnv(t)
+	srv := e.controlServer()
+	sale := e.sale(3)
+
+	if code, body := pageDo(t, "GET", srv.URL+"/admin/ui", nil, nil); code != 401 || !strings.Contains(body, `name="token"`) {
+		t.Fatalf("without a cookie: %d, want the login form", code)
+	}
+	resp, err := noRedirect.PostForm(srv.URL+"/admin/ui/login", url.Values{"token": {"wrong-token-0123456789"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 401 || len(resp.Cookies()) != 0 {
+		t.Fatalf("login with a wrong token: %d %v", resp.StatusCode, resp.Cookies())
+	}
+	// ?token= sets the cookie and redirects to drop the token from the address.
+	resp, err = noRedirect.Get(srv.URL + "/admin/ui?token=" + aliceToken)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusSeeOther || resp.Header.Get("Location") != "/admin/ui" {
+		t.Fatalf("?token=: %d to %q", resp.StatusCode, resp.Header.Get("Location"))
+	}
+	c := resp.Cookies()[0]
+	if !c.HttpOnly || c.SameSite != http.SameSiteStrictMode || c.Path != "/admin/ui" {
+		t.Fatalf("cookie %+v: want HttpOnly, SameSite=Strict, Path=/admin/ui", c)
+	}
+	if code, body := pageDo(t, "GET", srv.URL+"/admin/ui", c, nil); code != 200 || !strings.Contains(body, "EventSource") || !strings.Contains(body, ">alice<") {
+		t.Fatalf("the page: %d", code)
+	}
+	// A write through the page's bridge needs the page's header (a cross-site form has none).
+	if code, _ := pageDo(t, "POST", srv.URL+"/admin/ui/api/sales/"+sale+"/pause", c, nil); code != 403 {
+		t.Fatalf("bridge write without X-Seckill-UI: %d", code)
+	}
+	if st := e.rdb.HGet(context.Background(), "seckill:{sale:"+sale+"}:meta", "state").Val(); st != "open" {
+		t.Fatalf("a refused bridge write changed the state to %q", st)
+	}
+	if code, body := pageDo(t, "POST", srv.URL+"/admin/ui/api/sales/"+sale+"/pause", c, map[string]string{"X-Seckill-UI": "1"}); code != 200 {
+		t.Fatalf("bridge pause: %d %s", code, body)
+	}
+	// A viewer sees the page and its data but runs no control.
+	vc := pageCookie(t, srv, viewerToken)
+	if code, _ := pageDo(t, "GET", srv.URL+"/admin/ui", vc, nil); code != 200 {
+		t.Fatalf("viewer page: %d", code)
+	}
+	if code, body := pageDo(t, "POST", srv.URL+"/admin/ui/api/sales/"+sale+"/resume", vc, map[string]string{"X-Seckill-UI": "1"}); code != 403 || !strings.Contains(body, "forbidden") {
+		t.Fatalf("viewer resume through the page: %d %s", code, body)
+	}
+	if code, _ := pageDo(t, "GET", srv.URL+"/admin/ui/api/audit?sale="+sale, vc, nil); code != 200 {
+		t.Fatalf("viewer audit through the page: %d", code)
+	}
+	// The event stream needs the cookie too.
+	if code, _ := pageDo(t, "GET", srv.URL+"/admin/ui/events", nil, nil); code != 401 {
+		t.Fatalf("events without a cookie: %d", code)
+	}
+}
+
+// The event stream sends a frame a second; with SECKILL_GATEWAY_METRICS its accepted and
+// refused rates come from the gateways' counters, summed over gateways and a sale's shards.
+func TestCockpitFramesTakeRatesFromTheGatewaysMetrics(t *testing.T) {
+	e := newEnv(t)
+	sale := e.sale(10)
+	var accepted float64
+	gw := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		accepted += 4
+		fmt.Fprintf(w, "# TYPE seckill_gate_decisions_total counter\n"+
+			"seckill_gate_decisions_total{sale=%q,outcome=\"accepted\"} %g\n"+
+			"seckill_gate_decisions_total{sale=%q,outcome=\"sold_out\"} %g\n", sale, accepted, sale, accepted*2)
+	}))
+	defer gw.Close()
+	t.Setenv("SECKILL_GATEWAY_METRICS", gw.URL+", http://127.0.0.1:1/metrics")
+	t.Setenv("SECKILL_AMQP_MGMT_URL", "")
+	f := &feed{s: e.svc, src: cockpitSourcesFromEnv(NewMetricsRegistry())}
+	start := time.Now()
+	clock := start
+	e.svc.Now = func() time.Time { return clock }
+	ctx := context.Background()
+	if _, err := f.frame(ctx); err != nil {
+		t.Fatal(err)
+	}
+	clock = start.Add(2 * time.Second)
+	fr, err := f.frame(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sf *SaleFrame
+	for i := range fr.Sales {
+		if fr.Sales[i].ID == sale {
+			sf = &fr.Sales[i]
+		}
+	}
+	if sf == nil || fr.Gateways != "metrics" || len(fr.GatewaysDown) != 1 {
+		t.Fatalf("frame %+v", fr)
+	}
+	if sf.AcceptedPerSec != 2 || sf.RefusedPerSec["sold_out"] != 4 || sf.StockDB != 10 || *sf.StockRedis != 10 {
+		b, _ := json.Marshal(sf)
+		t.Fatalf("sale frame %s: want 2 accepted/s and 4 sold_out/s", b)
+	}
+}

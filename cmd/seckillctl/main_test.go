@@ -1,0 +1,168 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/seckilledge/seckill/backend"
+	"github.com/seckilledge/seckill/contract"
+	"github.com/seckilledge/seckill/internal/testenv"
+)
+
+const (
+	adminToken  = "carol-admin-token-0123456789"
+	viewerToken = "vic-viewer-token-0123456789"
+)
+
+// backendServer runs the real backend API (its own Postgres database, the shared Redis) in
+// this process.
+func backendServer(t *testing.T) (*httptest.Server, *backend.Service) {
+	t.Helper()
+	ctx := context.Background()
+	pg := testenv.Postgres(t)
+	if err := backend.Migrate(ctx, pg); err != nil {
+		t.Fatal(err)
+	}
+	pool, err := pgxpool.New(ctx, pg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	rdb := testenv.Redis(t)
+	toks, err := backend.ParseTokens("carol:"+adminToken+":admin,vic:"+viewerToken+":viewer", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	svc := &backend.Service{Pool: pool, Redis: rdb, Locker: backend.NewLocker(rdb, 5*time.Second),
+		Compensator: &backend.Compensator{Pool: pool, Redis: rdb, Log: log}, Log: log, Tokens: toks, Retention: time.Hour}
+	srv := httptest.NewServer(svc.Handler(backend.NewMetricsRegistry(), false))
+	t.Cleanup(srv.Close)
+	return srv, svc
+}
+
+// ctl runs seckillctl against srv with token and returns its exit status and output.
+func ctl(t *testing.T, srv *httptest.Server, token string, args ...string) (int, string, string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code := run(context.Background(), append([]string{"-url", srv.URL, "-token", token}, args...), &out, &errb)
+	return code, out.String(), errb.String()
+}
+
+func mustCtl(t *testing.T, srv *httptest.Server, args ...string) string {
+	t.Helper()
+	code, out, errs := ctl(t, srv, adminToken, args...)
+	if code != 0 {
+		t.Fatalf("seckillctl %v: exit %d: %s%s", args, code, out, errs)
+	}
+	return out
+}
+
+// An operator's session: create, preheat, look, pause, add stock (twice, one request id),
+// watch, end, and read who did what, all through the real backend.
+func TestSeckillctlRunsASaleAgainstTheRealBackend(t *testing.T) {
+	srv, svc := backendServer(t)
+	sale := testenv.ID("ctl")
+	t.Cleanup(func() {
+		ctx := context.Background()
+		svc.Redis.Del(ctx, contract.MetaKey(sale), contract.BuyersKey(sale), "seckill:"+contract.SaleTag(sale)+":stock_requests")
+		svc.Redis.SRem(ctx, contract.SalesIndexKey, sale)
+	})
+	if out := mustCtl(t, srv, "create", "-id", sale, "-stock", "10", "-in", "-1m", "-for", "1h"); !strings.Contains(out, "created sale "+sale) {
+		t.Fatalf("create: %s", out)
+	}
+	mustCtl(t, srv, "preheat", sale)
+	out := mustCtl(t, srv, "sales")
+	if !strings.Contains(out, "SALE") || !strings.Contains(out, sale) || !strings.Contains(out, "open") {
+		t.Fatalf("sales table:\n%s", out)
+	}
+	var st struct {
+		StockRedis *int64 `json:"stock_redis"`
+		StockDB    int    `json:"stock_db"`
+	}
+	if err := json.Unmarshal([]byte(mustCtl(t, srv, "status", sale, "-o", "json")), &st); err != nil || st.StockRedis == nil || *st.StockRedis != 10 || st.StockDB != 10 {
+		t.Fatalf("status -o json: %+v %v", st, err)
+	}
+	if out := mustCtl(t, srv, "pause", sale); !strings.Contains(out, "paused") {
+		t.Fatalf("pause: %s", out)
+	}
+	if got := svc.Redis.HGet(context.Background(), contract.MetaKey(sale), contract.FieldState).Val(); got != "paused" {
+		t.Fatalf("meta state %q after seckillctl pause", got)
+	}
+	if code, _, errs := ctl(t, srv, adminToken, "pause", sale); code != 1 || !strings.Contains(errs, "already_paused") {
+		t.Fatalf("second pause: exit %d %s", code, errs)
+	}
+	if code, _, errs := ctl(t, srv, viewerToken, "resume", sale); code != 1 || !strings.Contains(errs, "403 forbidden") {
+		t.Fatalf("viewer resume: exit %d %s", code, errs)
+	}
+	mustCtl(t, srv, "resume", sale)
+	mustCtl(t, srv, "stock", "add", sale, "5", "-request-id", "ctl-more")
+	if out := mustCtl(t, srv, "stock", "add", sale, "5", "-request-id", "ctl-more"); !strings.Contains(out, "already applied") {
+		t.Fatalf("retried stock add: %s", out)
+	}
+	if n, _ := svc.Redis.HGet(context.Background(), contract.MetaKey(sale), contract.FieldStock).Int(); n != 15 {
+		t.Fatalf("Redis stock %d after adding 5 twice under one request id", n)
+	}
+	mustCtl(t, srv, "stock", "remove", sale, "2")
+	out = mustCtl(t, srv, "watch", sale, "-n", "2", "-interval", "100ms")
+	if strings.Count(out, "sale "+sale) != 2 || !strings.Contains(out, "buyers /s") || !strings.Contains(out, "13") {
+		t.Fatalf("watch:\n%s", out)
+	}
+	mustCtl(t, srv, "reconcile", sale)
+	if code, _, errs := ctl(t, srv, adminToken, "rebalance", sale); code != 1 || !strings.Contains(errs, "not_sharded") {
+		t.Fatalf("rebalance of an unsharded sale: exit %d %s", code, errs)
+	}
+	mustCtl(t, srv, "end", sale)
+	if code, _, errs := ctl(t, srv, adminToken, "stock", "add", sale, "1"); code != 1 || !strings.Contains(errs, "sale_ended") {
+		t.Fatalf("stock add after the end: exit %d %s", code, errs)
+	}
+	out = mustCtl(t, srv, "audit", "-sale", sale)
+	for _, want := range []string{"carol", "pause", "resume", "stock", "end", "ctl-more"} {
+		if !strings.Contains(out, want) {
+			t.Fatalf("audit lacks %q:\n%s", want, out)
+		}
+	}
+	var trail struct{ Entries []json.RawMessage }
+	if err := json.Unmarshal([]byte(mustCtl(t, srv, "-o", "json", "audit", "-sale", sale)), &trail); err != nil || len(trail.Entries) != 5 {
+		t.Fatalf("audit -o json: %d entries, %v", len(trail.Entries), err)
+	}
+	if code, _, errs := ctl(t, srv, adminToken, "status", "no-such-sale"); code != 1 || !strings.Contains(errs, "unknown_sale") {
+		t.Fatalf("unknown sale: exit %d %s", code, errs)
+	}
+}
+
+func TestSeckillctlRefusesBadUsageWithStatus2(t *testing.T) {
+	for _, args := range [][]string{{}, {"nope"}, {"status"}, {"stock", "add", "s"}, {"stock", "add", "s", "x"}, {"sales", "-o", "yaml"}, {"status", "-o", "json"}} {
+		var out, errb bytes.Buffer
+		if code := run(context.Background(), args, &out, &errb); code != 2 {
+			t.Errorf("%v: exit %d, want 2 (%s)", args, code, errb.String())
+		}
+	}
+}
+
+// pay is the shop's call: POST /shop/orders/{id}/paid with its token.
+func TestSeckillctlPayConfirmsThePaymentAsTheShop(t *testing.T) {
+	var got *http.Request
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got = r
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(`{"order_id":"o-1","status":"paid"}`))
+	}))
+	defer srv.Close()
+	code, out, errs := ctl(t, srv, "shop-token-0123456789", "pay", "o-1")
+	if code != 0 || !strings.Contains(out, "order o-1: paid") {
+		t.Fatalf("pay: %d %s %s", code, out, errs)
+	}
+	if got.Method != "POST" || got.URL.Path != "/shop/orders/o-1/paid" || got.Header.Get("Authorization") != "Bearer shop-token-0123456789" {
+		t.Fatalf("pay sent %s %s %q", got.Method, got.URL.Path, got.Header.Get("Authorization"))
+	}
+}
