@@ -9,7 +9,6 @@ package gate
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -23,18 +22,14 @@ import (
 	"github.com/google/uuid"
 	"github.com/redis/go-redis/v9"
 	"github.com/seckilledge/seckill/caddymodule"
-	"github.com/seckilledge/seckill/caddymodule/tokens"
-	"github.com/seckilledge/seckill/contract"
+	"github.com/seckilledge/seckill/caddymodule/edge"
+	"github.com/seckilledge/seckill/caddymodule/refusal"
 	"go.uber.org/zap"
 )
 
 func init() {
 	caddy.RegisterModule(Gate{})
 }
-
-// now is the gateway clock, used only for token expiry (the sale window is decided by Redis
-// TIME inside the script). Tests replace it.
-var now = time.Now
 
 // Gate is the `seckill_gate` handler. It answers every request itself (it never calls the next
 // handler): 202 with the order id, or a JSON refusal with the contract's code.
@@ -75,20 +70,22 @@ type Gate struct {
 	// own pooled connection. See BENCHMARKS.md for what each costs.
 	Redis string `json:"redis,omitempty"`
 
+	// Hand refusals to the server's `handle_errors` routes as caddyhttp errors instead of
+	// writing the JSON refusal body (Retry-After is set either way; {err.status_code} and
+	// {err.message} carry the rest). Default false: without handle_errors routes Caddy would
+	// answer with an empty body. 202 answers are always written by the gate.
+	HandleErrors bool `json:"handle_errors,omitempty"`
+
 	// The outbox relay of this instance (shared by every seckill_gate of the config).
 	Relay *RelayConfig `json:"relay,omitempty"`
 
-	app        *caddymodule.App
-	scripter   redis.Scripter
-	events     *caddymodule.SaleEvents
-	keyring    *tokens.Keyring
-	relay      *Relay
-	shards     *caddymodule.ShardCounts
-	eventsApp  *caddyevents.App
-	ctx        caddy.Context
-	logger     *zap.Logger
-	retryAfter string
-	pending    *caddymodule.Pending
+	app       *caddymodule.App
+	decider   *Decider
+	relay     *Relay
+	eventsApp *caddyevents.App
+	ctx       caddy.Context
+	logger    *zap.Logger
+	refuse    refusal.Writer
 }
 
 // CaddyModule returns the Caddy module information.
@@ -108,7 +105,7 @@ const (
 // Provision sets defaults and takes the app's shared clients. No network I/O.
 func (g *Gate) Provision(ctx caddy.Context) error {
 	g.ctx = ctx
-	g.logger = caddymodule.SampledLogger(ctx.Logger())
+	g.logger = edge.SampledLogger(ctx.Logger())
 	if g.Sale == "" {
 		g.Sale = "{http.request.uri.path.1}"
 	}
@@ -125,44 +122,56 @@ func (g *Gate) Provision(ctx caddy.Context) error {
 		g.RetryAfter = caddy.Duration(time.Second)
 	}
 	if g.MaxPending == 0 {
-		g.MaxPending = caddymodule.DefaultMaxPending
+		g.MaxPending = edge.DefaultMaxPending
 	}
-	g.pending = caddymodule.NewPending(g.MaxPending)
 	if g.Redis == "" {
 		g.Redis = RedisPipelined
 	}
-	g.retryAfter = strconv.Itoa(int((time.Duration(g.RetryAfter) + time.Second - 1) / time.Second))
+	g.refuse = refusal.Writer{HandleErrors: g.HandleErrors}
 
 	appIface, err := ctx.App("seckill")
 	if err != nil {
 		return fmt.Errorf("seckill_gate: the seckill app: %w", err)
 	}
 	g.app = appIface.(*caddymodule.App)
+	d := &Decider{
+		Caller:     edge.Caller{Timeout: time.Duration(g.Timeout), Pending: edge.NewPending(g.MaxPending)},
+		Shards:     new(caddymodule.ShardCounts),
+		SoldOut:    g.app.SaleEvents(),
+		Now:        time.Now,
+		NewOrderID: uuidV7,
+		Observe:    func(d time.Duration) { scriptSeconds.Observe(d.Seconds()) },
+	}
 	if g.RequireToken {
-		g.keyring = g.app.Keyring()
-		if g.keyring == nil {
+		d.Keyring = g.app.Keyring()
+		if d.Keyring == nil {
 			return errors.New("seckill_gate: require_token needs token_keys in the seckill global option")
 		}
 	}
 	client := g.app.RedisClient()
-	g.scripter = client
+	var store redis.Cmdable = client
 	if g.Redis == RedisPipelined {
 		// One pipeliner per client, shared and closed with it. Lazy: no I/O here.
 		ap, err := client.AutoPipeline()
 		if err != nil {
 			g.logger.Warn("automatic pipelining unavailable; using pooled calls", zap.Error(err))
 		} else {
-			g.scripter = ap
+			store = ap
 		}
 	}
-	g.events = g.app.SaleEvents()
-	g.shards = new(caddymodule.ShardCounts)
+	d.Store = RedisStore{R: store}
+	g.decider = d
 	if ev, err := ctx.App("events"); err == nil {
 		g.eventsApp, _ = ev.(*caddyevents.App)
 	}
 	g.relay = relayFor(g.app, g.Relay, g.logger.Named("relay"))
 	caddymodule.Register(ctx.GetMetricsRegistry(), collectors()...)
 	return nil
+}
+
+func uuidV7() (string, error) {
+	id, err := uuid.NewV7()
+	return id.String(), err
 }
 
 // Validate checks the configuration.
@@ -218,13 +227,34 @@ func (g *Gate) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.Han
 	if repl == nil {
 		repl = caddy.NewReplacer()
 	}
+	if ref, ok := refusal.CheckPath(r); !ok {
+		// The sale placeholder reads the raw path, the routes matched the cleaned one: a
+		// per-sale rule must not be bypassed with /seckill/a/../b/buy.
+		countDecision("", BadRequest)
+		repl.Set("http.seckill.outcome", string(BadRequest))
+		return g.refuse.Write(w, ref)
+	}
 	sale := repl.ReplaceAll(g.Sale, "")
 	user := repl.ReplaceAll(g.User, "")
 	var token string
 	if g.RequireToken {
 		token = repl.ReplaceAll(g.Token, "")
 	}
-	v, known := g.Decide(r.Context(), sale, user, token)
+	v, known, err := g.decider.Decide(r.Context(), sale, user, token)
+	if err != nil {
+		if errors.Is(err, edge.ErrShed) {
+			shed.Inc()
+		}
+		if r.Context().Err() == nil {
+			g.logger.Warn("decision failed; answering unavailable", zap.String("sale", sale), zap.Error(err))
+		}
+	}
+	switch v.Outcome {
+	case Accepted:
+		if g.relay != nil {
+			g.relay.Notify(v.Target) // the outbox the entry is in: the shard's for a sharded sale
+		}
+	}
 
 	label := ""
 	if known {
@@ -238,174 +268,28 @@ func (g *Gate) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.Han
 		ctx.Context = r.Context()
 		g.eventsApp.Emit(ctx, EventName, map[string]any{"sale": sale, "user": user, "outcome": string(v.Outcome), "order_id": v.OrderID})
 	}
-	writeVerdict(w, v, g.retryAfter)
-	return nil
+	if v.Outcome == Accepted {
+		writeAccepted(w, v.OrderID)
+		return nil
+	}
+	ref := v.Outcome.Refusal()
+	ref.OrderID = v.OrderID
+	ref.RetryAfter = time.Duration(g.RetryAfter)
+	return g.refuse.Write(w, ref)
 }
 
 // EventName is the Caddy event emitted for every decision; its data has sale, user, outcome
 // and order_id.
 const EventName = "seckill_decision"
 
-// CheckRequest validates the identities of a purchase before anything else: no user is 401,
-// a malformed sale or user id is 400. It returns "" when the request may proceed.
-func CheckRequest(sale, user string) Outcome {
-	switch {
-	case user == "":
-		return Unauthenticated
-	case !contract.ValidID(user), !contract.ValidID(sale):
-		return BadRequest
-	}
-	return ""
-}
-
-// Decide makes the decision for one request. known reports whether the sale is known to exist
-// (so it may label metrics).
-func (g *Gate) Decide(ctx context.Context, sale, user, token string) (v Verdict, known bool) {
-	if o := CheckRequest(sale, user); o != "" {
-		return Verdict{Outcome: o}, false
-	}
-	// A sharded sale is decided on the user's shard (target is the shard id); an unsharded
-	// one, or one not known to be sharded yet, on the sale's own keys (target == sale).
-	k := g.shards.Of(sale)
-	target := contract.UserShardID(sale, user, k)
-	// After sell-out the answer comes from memory: no token check, no Redis. For a sharded
-	// sale the flag is the user's shard's: another shard may still have units.
-	if g.events.SoldOut(target) {
-		return Verdict{Outcome: SoldOut}, true
-	}
-	p := Purchase{Sale: target, User: user}
-	if g.RequireToken {
-		if token == "" {
-			return Verdict{Outcome: InvalidToken}, false
-		}
-		c, err := g.keyring.Verify(token, sale, user, now())
-		switch {
-		case errors.Is(err, tokens.ErrExpired):
-			return Verdict{Outcome: TokenExpired}, false
-		case err != nil:
-			return Verdict{Outcome: InvalidToken}, false
-		}
-		p.TokenValue = tokens.StoreValue(c)
-	}
-	id, err := uuid.NewV7()
-	if err != nil {
-		return Verdict{Outcome: Unavailable}, false
-	}
-	p.OrderID = id.String()
-
-	gen := g.events.Generation(target)
-	start := time.Now()
-	v, err = g.run(ctx, p)
-	scriptSeconds.Observe(time.Since(start).Seconds())
-	if err == nil && v.Outcome == Sharded && k == 1 {
-		// First purchase of a sharded sale seen by this instance: learn its shard count
-		// (it never changes) and decide on the user's shard.
-		g.shards.Learn(sale, v.Shards)
-		k = g.shards.Of(sale)
-		target = contract.UserShardID(sale, user, k)
-		if g.events.SoldOut(target) {
-			return Verdict{Outcome: SoldOut}, true
-		}
-		p.Sale = target
-		gen = g.events.Generation(target)
-		start = time.Now()
-		v, err = g.run(ctx, p)
-		scriptSeconds.Observe(time.Since(start).Seconds())
-	}
-	if err == nil && v.Outcome == Sharded {
-		err = errReply // a shard never answers sharded
-	}
-	if err != nil {
-		if ctx.Err() == nil {
-			g.logger.Warn("decision failed; answering unavailable", zap.String("sale", sale), zap.Error(err))
-		}
-		return Verdict{Outcome: Unavailable}, false
-	}
-	switch v.Outcome {
-	case Accepted:
-		if g.relay != nil {
-			g.relay.Notify(target) // the outbox the entry is in: the shard's for a sharded sale
-		}
-	case SoldOut:
-		g.events.MarkSoldOut(target, gen)
-	case UnknownSale:
-		if k > 1 {
-			g.shards.Forget(sale) // the shard is gone (expired, recreated): learn the sale again
-		}
-	}
-	return v, v.Outcome != UnknownSale
-}
-
-// run executes the script within the configured timeout. Neither client honours a context
-// deadline here (the pipelined client runs commands on its own context; the pooled one only
-// with go-redis's ContextTimeoutEnabled, which the shared client does not set), so the wait is
-// bounded here instead. A timed-out script may still execute: the buyer then got 503 but has an order, which
-// the order-status API and a retry (already_bought, same order id) reveal. Nobody told 202 is
-// ever lost.
-func (g *Gate) run(ctx context.Context, p Purchase) (Verdict, error) {
-	timeout := time.Duration(g.Timeout)
-	type result struct {
-		v   Verdict
-		err error
-	}
-	if !g.pending.TryAcquire() {
-		shed.Inc()
-		return Verdict{}, errShed
-	}
-	ch := make(chan result, 1)
-	go func() {
-		defer g.pending.Release()
-		v, err := Decide(context.Background(), g.scripter, p)
-		ch <- result{v, err}
-	}()
-	timer := time.NewTimer(timeout)
-	defer timer.Stop()
-	select {
-	case res := <-ch:
-		return res.v, res.err
-	case <-timer.C:
-		return Verdict{}, errTimeout
-	case <-ctx.Done():
-		return Verdict{}, ctx.Err()
-	}
-}
-
-var (
-	errTimeout = errors.New("decision timed out")
-	errShed    = errors.New("too many decisions waiting on redis (max_pending): shed without a decision")
-)
-
-// Static bodies of the refusals that carry no order id.
-var refusalBodies = func() map[Outcome][]byte {
-	m := map[Outcome][]byte{}
-	for _, o := range []Outcome{Unauthenticated, BadRequest, UnknownSale, NotStarted, Ended, InvalidToken, TokenExpired, TokenUsed, SoldOut, Unavailable} {
-		m[o] = []byte(`{"code":"` + string(o) + `","message":"` + o.Message() + `"}`)
-	}
-	return m
-}()
-
-func writeVerdict(w http.ResponseWriter, v Verdict, retryAfter string) {
+func writeAccepted(w http.ResponseWriter, orderID string) {
+	// The order id is a UUID: no JSON escaping needed.
+	body := []byte(`{"order_id":"` + orderID + `","status":"queued"}`)
 	h := w.Header()
 	h["Content-Type"] = []string{"application/json"}
 	h["Cache-Control"] = []string{"no-store"}
-	var body []byte
-	switch v.Outcome {
-	case Accepted:
-		body = []byte(`{"order_id":"` + v.OrderID + `","status":"queued"}`)
-	case AlreadyBought:
-		body, _ = json.Marshal(contract.Refusal{Code: contract.CodeAlreadyBought, Message: AlreadyBought.Message(), OrderID: v.OrderID})
-	default:
-		body = refusalBodies[v.Outcome]
-		if body == nil {
-			v.Outcome = Unavailable
-			body = refusalBodies[Unavailable]
-		}
-	}
-	if v.Outcome == Unavailable {
-		h["Retry-After"] = []string{retryAfter}
-	}
 	h["Content-Length"] = []string{strconv.Itoa(len(body))}
-	w.WriteHeader(v.Outcome.Status())
+	w.WriteHeader(http.StatusAccepted)
 	_, _ = w.Write(body)
 }
 

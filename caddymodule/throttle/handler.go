@@ -27,6 +27,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/seckilledge/seckill/caddymodule"
+	"github.com/seckilledge/seckill/caddymodule/edge"
 	"github.com/seckilledge/seckill/contract"
 )
 
@@ -178,7 +179,7 @@ var zoneName = regexp.MustCompile(`^[A-Za-z0-9_-]{1,32}$`)
 
 // Provision loads matchers, the shared Redis client and builds the limiter. No network I/O.
 func (h *Handler) Provision(ctx caddy.Context) error {
-	h.logger = caddymodule.SampledLogger(ctx.Logger())
+	h.logger = edge.SampledLogger(ctx.Logger())
 	registerMetrics(ctx.GetMetricsRegistry())
 	if h.Timeout == 0 {
 		h.Timeout = caddy.Duration(100 * time.Millisecond)
@@ -222,9 +223,9 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 	h.limiter = NewLimiter(app.RedisClient(), rules, time.Duration(h.Timeout))
 	h.limiter.AutoPipeline = !h.DisableAutopipeline
 	if h.MaxPending == 0 {
-		h.MaxPending = caddymodule.DefaultMaxPending
+		h.MaxPending = edge.DefaultMaxPending
 	}
-	h.limiter.Pending = caddymodule.NewPending(h.MaxPending)
+	h.limiter.Pending = edge.NewPending(h.MaxPending)
 	byName := map[string]*Zone{}
 	for _, z := range h.Zones {
 		byName[z.Name] = z

@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
-	"github.com/seckilledge/seckill/caddymodule"
+	"github.com/seckilledge/seckill/caddymodule/edge"
 	"github.com/seckilledge/seckill/contract"
 	"github.com/seckilledge/seckill/lua"
 )
@@ -102,7 +102,7 @@ type Limiter struct {
 	// Pending bounds the decisions waiting on Redis (nil: unbounded). A decision that finds
 	// it full does not go to Redis: it fails with ErrShed and the zones' failure policies
 	// apply, as when Redis does not answer. Set it before the first Decide.
-	Pending *caddymodule.Pending
+	Pending *edge.Pending
 
 	apOnce sync.Once
 	ap     *redis.AutoPipeliner

@@ -15,7 +15,7 @@ import (
 	"github.com/ulule/limiter/v3"
 	ululeredis "github.com/ulule/limiter/v3/drivers/store/redis"
 
-	"github.com/seckilledge/seckill/caddymodule"
+	"github.com/seckilledge/seckill/caddymodule/edge"
 	"github.com/seckilledge/seckill/contract"
 	"github.com/seckilledge/seckill/internal/testenv"
 )
@@ -359,7 +359,7 @@ func TestAStalledRedisHoldsAtMostMaxPendingDecisions(t *testing.T) {
 	t.Cleanup(func() { _ = rdb.Close() })
 	l := NewLimiter(rdb, []Rule{{Name: "stall", Limit: 1000, Window: time.Minute, LocalLimit: -1}}, 100*time.Millisecond)
 	l.AutoPipeline = true
-	l.Pending = caddymodule.NewPending(3)
+	l.Pending = edge.NewPending(3)
 	if d := l.Decide(context.Background(), []string{"warm"}); !d.Allowed() || d.RedisErr != nil {
 		t.Fatalf("before the stall: %+v", d)
 	}

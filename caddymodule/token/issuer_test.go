@@ -42,9 +42,8 @@ func testRing(t testing.TB, keys ...tokens.Key) *tokens.Keyring {
 func newIssuer(t testing.TB, rdb redis.Scripter, kr *tokens.Keyring, ttl, lead time.Duration) *Issuer {
 	t.Helper()
 	l := caddy.Duration(lead)
-	h := &Issuer{User: "{http.request.header.X-User-ID}", TTL: caddy.Duration(ttl), LeadTime: &l,
-		scripter: rdb, keyring: kr, logger: zap.NewNop()}
-	h.setDefaults()
+	h := &Issuer{User: "{http.request.header.X-User-ID}", TTL: caddy.Duration(ttl), LeadTime: &l, logger: zap.NewNop()}
+	h.setup(rdb, kr)
 	if err := h.Validate(); err != nil {
 		t.Fatal(err)
 	}

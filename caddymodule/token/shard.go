@@ -4,30 +4,33 @@ import (
 	"context"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/seckilledge/seckill/contract"
 	"github.com/seckilledge/seckill/lua"
 )
 
-// runIssue runs token_issue.lua on one sale's, or one shard's, keys.
-func (h *Issuer) runIssue(ctx context.Context, target, user, nonce string) ([]any, error) {
-	return lua.Script("token_issue").Run(ctx, h.scripter,
-		[]string{contract.MetaKey(target), contract.TokensKey(target)},
-		user, nonce, time.Duration(h.TTL).Milliseconds(), time.Duration(*h.LeadTime).Milliseconds(),
-	).Slice()
+// Store is all the issuer asks of Redis: the token_issue script on one sale's or shard's
+// keys, with a typed reply.
+type Store interface {
+	Issue(ctx context.Context, target, user, nonce string, ttl, lead time.Duration) (Reply, error)
 }
 
-// shardedReply reports whether the script answered "sharded" (the sale's stock is split over
-// shards; contract/shard.go), and the shard count.
-func shardedReply(reply []any) (int, bool) {
-	if len(reply) != 3 {
-		return 0, false
+// RedisStore is the Store of a Redis client.
+type RedisStore struct{ R redis.Scripter }
+
+// Issue runs lua/token_issue.lua on target (a sale id or a shard id).
+func (s RedisStore) Issue(ctx context.Context, target, user, nonce string, ttl, lead time.Duration) (Reply, error) {
+	shard := ""
+	if _, _, ok := contract.SplitShardID(target); ok {
+		shard = "shard" // an empty shard still issues: its refusal at the gate makes units move
 	}
-	if s, _ := reply[0].(string); s != "sharded" {
-		return 0, false
+	reply, err := lua.TokenIssue.Run(ctx, s.R,
+		[]string{contract.MetaKey(target), contract.TokensKey(target), contract.BuyersKey(target)},
+		user, nonce, ttl.Milliseconds(), lead.Milliseconds(), shard,
+	).Slice()
+	if err != nil {
+		return Reply{}, err
 	}
-	k, ok := reply[1].(int64)
-	if !ok || k < 2 || k > contract.MaxShards {
-		return 0, false
-	}
-	return int(k), true
+	return parseReply(reply)
 }

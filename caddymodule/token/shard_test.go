@@ -51,7 +51,7 @@ func TestATokenOfAShardedSaleIsRecordedInTheUsersShard(t *testing.T) {
 	if n := rdb.Exists(ctx, contract.TokensKey(sale)).Val(); n != 0 {
 		t.Error("the sale's own tokens hash was written: the gate would never find those tokens")
 	}
-	if got := h.shards.Of(sale); got != k {
+	if got := h.core.Shards.Of(sale); got != k {
 		t.Errorf("the issuer remembers %d shards, want %d", got, k)
 	}
 }
