@@ -16,7 +16,7 @@ import (
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/redis/go-redis/v9"
-	"github.com/seckilledge/seckill/caddymodule/tokens"
+	tokens "github.com/seckilledge/seckill/caddymodule/tokenformat"
 	"go.uber.org/zap"
 )
 

@@ -7,7 +7,7 @@ import (
 
 	"github.com/seckilledge/seckill/caddymodule"
 	"github.com/seckilledge/seckill/caddymodule/edge"
-	"github.com/seckilledge/seckill/caddymodule/tokens"
+	"github.com/seckilledge/seckill/caddymodule/tokenformat"
 	"github.com/seckilledge/seckill/contract"
 )
 
@@ -27,7 +27,7 @@ type Decider struct {
 	Shards  edge.ShardCache
 	SoldOut SoldOutCache
 	// Keyring verifies purchase tokens; nil when the route does not require them.
-	Keyring *tokens.Keyring
+	Keyring *tokenformat.Keyring
 	// Now is the clock of the token expiry check (the script checks it again against Redis
 	// TIME, so a slow clock here cannot accept an expired token).
 	Now func() time.Time
@@ -62,12 +62,12 @@ func (d *Decider) Decide(ctx context.Context, sale, user, token string) (v Verdi
 		}
 		c, err := d.Keyring.Verify(token, sale, user, d.Now())
 		switch {
-		case errors.Is(err, tokens.ErrExpired):
+		case errors.Is(err, tokenformat.ErrExpired):
 			return Verdict{Outcome: TokenExpired}, false, nil
 		case err != nil:
 			return Verdict{Outcome: InvalidToken}, false, nil
 		}
-		p.TokenValue = tokens.StoreValue(c)
+		p.TokenValue = tokenformat.StoreValue(c)
 	}
 	id, err := d.NewOrderID()
 	if err != nil {

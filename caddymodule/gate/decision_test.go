@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/seckilledge/seckill/caddymodule/tokens"
+	"github.com/seckilledge/seckill/caddymodule/tokenformat"
 	"github.com/seckilledge/seckill/contract"
 	"github.com/seckilledge/seckill/internal/testenv"
 )
@@ -118,7 +118,7 @@ func TestGateScriptConsumesATokenOnlyWithAPurchase(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		v := tokens.StoreValue(c)
+		v := tokenformat.StoreValue(c)
 		rdb.HSet(ctx, contract.TokensKey(sale), user, v)
 		return v
 	}

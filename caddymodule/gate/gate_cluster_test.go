@@ -11,7 +11,7 @@ import (
 	"github.com/caddyserver/caddy/v2"
 	"github.com/redis/go-redis/v9"
 
-	"github.com/seckilledge/seckill/caddymodule/tokens"
+	"github.com/seckilledge/seckill/caddymodule/tokenformat"
 	"github.com/seckilledge/seckill/contract"
 	"github.com/seckilledge/seckill/internal/testenv"
 )
@@ -72,7 +72,7 @@ func TestGateNeverOversellsOnARedisCluster(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := rdb.HSet(ctx, contract.TokensKey(sale), user, tokens.StoreValue(c)).Err(); err != nil {
+		if err := rdb.HSet(ctx, contract.TokensKey(sale), user, tokenformat.StoreValue(c)).Err(); err != nil {
 			t.Fatal(err)
 		}
 		return tok

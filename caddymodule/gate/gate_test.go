@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
-	"github.com/seckilledge/seckill/caddymodule/tokens"
+	"github.com/seckilledge/seckill/caddymodule/tokenformat"
 	"github.com/seckilledge/seckill/contract"
 	"github.com/seckilledge/seckill/internal/testenv"
 )
@@ -113,12 +113,12 @@ func TestGatePurchaseTokenIsSingleUse(t *testing.T) {
 	base := startCaddy(t, cfg)
 	sale := newSale(t, rdb, 50, -time.Minute, time.Hour)
 	kr := testKeyring(t, "k1")
-	issue := func(kr *tokens.Keyring, sale, user string, exp time.Time) string {
+	issue := func(kr *tokenformat.Keyring, sale, user string, exp time.Time) string {
 		tok, c, err := kr.Issue(sale, user, exp)
 		if err != nil {
 			t.Fatal(err)
 		}
-		rdb.HSet(ctx, contract.TokensKey(sale), user, tokens.StoreValue(c))
+		rdb.HSet(ctx, contract.TokensKey(sale), user, tokenformat.StoreValue(c))
 		return tok
 	}
 

@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/seckilledge/seckill/caddymodule/edge"
-	"github.com/seckilledge/seckill/caddymodule/tokens"
+	"github.com/seckilledge/seckill/caddymodule/tokenformat"
 	"github.com/seckilledge/seckill/contract"
 )
 
@@ -17,7 +17,7 @@ type Core struct {
 	Store    Store
 	Caller   edge.Caller
 	Shards   edge.ShardCache
-	Keyring  *tokens.Keyring
+	Keyring  *tokenformat.Keyring
 	NewNonce func() (string, error)
 	TTL      time.Duration
 	LeadTime time.Duration

@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/seckilledge/seckill/caddymodule/refusal"
-	"github.com/seckilledge/seckill/caddymodule/tokens"
+	"github.com/seckilledge/seckill/caddymodule/tokenformat"
 	"github.com/seckilledge/seckill/contract"
 )
 
@@ -78,7 +78,7 @@ type Result struct {
 	Expires time.Time // when Issued: the expiry Redis decided
 	OrderID string    // when AlreadyBought: the user's order
 	Token   string
-	Claims  tokens.Claims
+	Claims  tokenformat.Claims
 }
 
 // Reply is the token_issue script's answer.

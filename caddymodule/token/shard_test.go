@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/seckilledge/seckill/caddymodule/tokens"
+	"github.com/seckilledge/seckill/caddymodule/tokenformat"
 	"github.com/seckilledge/seckill/contract"
 	"github.com/seckilledge/seckill/internal/testenv"
 	"github.com/seckilledge/seckill/lua"
@@ -44,8 +44,8 @@ func TestATokenOfAShardedSaleIsRecordedInTheUsersShard(t *testing.T) {
 			t.Fatalf("%s: token does not verify for the sale: %v", user, err)
 		}
 		shard := contract.UserShardID(sale, user, k)
-		if got := rdb.HGet(ctx, contract.TokensKey(shard), user).Val(); got != tokens.StoreValue(c) {
-			t.Errorf("%s: shard %s records %q, want %q", user, shard, got, tokens.StoreValue(c))
+		if got := rdb.HGet(ctx, contract.TokensKey(shard), user).Val(); got != tokenformat.StoreValue(c) {
+			t.Errorf("%s: shard %s records %q, want %q", user, shard, got, tokenformat.StoreValue(c))
 		}
 	}
 	if n := rdb.Exists(ctx, contract.TokensKey(sale)).Val(); n != 0 {

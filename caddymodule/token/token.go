@@ -9,8 +9,8 @@
 //
 // One request is one Redis round trip (lua/token_issue.lua): the script decides the sale
 // window with Redis TIME, computes the expiry, and records the nonce in the sale's tokens
-// hash (field = user id, value = tokens.StoreValue). The format of the token itself is in
-// caddymodule/tokens. docs/token.md has the whole story.
+// hash (field = user id, value = tokenformat.StoreValue). The format of the token itself is in
+// caddymodule/tokenformat. docs/token.md has the whole story.
 package token
 
 import (
@@ -27,7 +27,7 @@ import (
 	"github.com/seckilledge/seckill/caddymodule"
 	"github.com/seckilledge/seckill/caddymodule/edge"
 	"github.com/seckilledge/seckill/caddymodule/refusal"
-	"github.com/seckilledge/seckill/caddymodule/tokens"
+	"github.com/seckilledge/seckill/caddymodule/tokenformat"
 )
 
 func init() {
@@ -114,7 +114,7 @@ func (h *Issuer) Provision(ctx caddy.Context) error {
 }
 
 // setup sets the defaults and builds the deciding core over rdb.
-func (h *Issuer) setup(rdb redis.Scripter, kr *tokens.Keyring) {
+func (h *Issuer) setup(rdb redis.Scripter, kr *tokenformat.Keyring) {
 	if h.Sale == "" {
 		h.Sale = DefaultSale
 	}
@@ -146,7 +146,7 @@ func (h *Issuer) setup(rdb redis.Scripter, kr *tokens.Keyring) {
 		Caller:   edge.Caller{Timeout: time.Duration(h.Timeout), Pending: edge.NewPending(h.MaxPending)},
 		Shards:   new(caddymodule.ShardCounts),
 		Keyring:  kr,
-		NewNonce: tokens.NewNonce,
+		NewNonce: tokenformat.NewNonce,
 		TTL:      time.Duration(h.TTL),
 		LeadTime: time.Duration(*h.LeadTime),
 	}
