@@ -33,6 +33,7 @@ func parseCaddyfile(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error)
 //		timeout       <duration>             # default 1s
 //		retry_after   <duration>             # default 1s
 //		max_pending   <n>                    # default 4096, -1 unbounded
+//		handle_errors                        # refusals go to handle_errors routes
 //		redis         pipelined|pooled       # default pipelined
 //		relay {
 //			disabled
@@ -51,6 +52,12 @@ func (g *Gate) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 		return d.ArgErr()
 	}
 	for d.NextBlock(0) {
+		if ok, err := g.UnmarshalOption(d); ok {
+			if err != nil {
+				return err
+			}
+			continue
+		}
 		var err error
 		switch d.Val() {
 		case "sale":
@@ -64,12 +71,8 @@ func (g *Gate) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 				return d.ArgErr()
 			}
 			g.RequireToken = true
-		case "timeout":
-			err = caddymodule.OneDuration(d, &g.Timeout)
 		case "retry_after":
 			err = caddymodule.OneDuration(d, &g.RetryAfter)
-		case "max_pending":
-			err = caddymodule.OneInt(d, &g.MaxPending)
 		case "redis":
 			err = caddymodule.OneString(d, &g.Redis)
 			if err == nil && g.Redis != RedisPipelined && g.Redis != RedisPooled {

@@ -50,31 +50,16 @@ type Gate struct {
 	// Where the token is read from. Default: {http.request.header.X-Seckill-Token}.
 	Token string `json:"token,omitempty"`
 
-	// How long a decision may take before the gate answers 503 unavailable (it fails closed:
-	// it never accepts without Redis). Default 1s.
-	Timeout caddy.Duration `json:"timeout,omitempty"`
-
 	// Retry-After sent with 503. Default 1s (rounded up to whole seconds).
 	RetryAfter caddy.Duration `json:"retry_after,omitempty"`
 
-	// The most decisions this handler may have waiting on Redis at once (counting those whose
-	// request already gave up at the timeout, until Redis answers them). Beyond it the gate
-	// sheds: 503 unavailable with Retry-After at once, without touching Redis, so an overload
-	// or a stalled Redis costs fast refusals and bounded memory instead of a growing pile of
-	// queued scripts. A shed request was never decided: retrying it is always safe.
-	// Default 4096; -1 disables the bound.
-	MaxPending int `json:"max_pending,omitempty"`
+	// timeout (default 1s), max_pending, handle_errors.
+	refusal.Limits
 
 	// How decisions reach Redis: "pipelined" (default) batches the scripts of concurrent
 	// requests into one round trip (go-redis automatic pipelining); "pooled" sends each on its
 	// own pooled connection. See BENCHMARKS.md for what each costs.
 	Redis string `json:"redis,omitempty"`
-
-	// Hand refusals to the server's `handle_errors` routes as caddyhttp errors instead of
-	// writing the JSON refusal body (Retry-After is set either way; {err.status_code} and
-	// {err.message} carry the rest). Default false: without handle_errors routes Caddy would
-	// answer with an empty body. 202 answers are always written by the gate.
-	HandleErrors bool `json:"handle_errors,omitempty"`
 
 	// The outbox relay of this instance (shared by every seckill_gate of the config).
 	Relay *RelayConfig `json:"relay,omitempty"`
@@ -115,19 +100,13 @@ func (g *Gate) Provision(ctx caddy.Context) error {
 	if g.Token == "" {
 		g.Token = "{http.request.header.X-Seckill-Token}"
 	}
-	if g.Timeout <= 0 {
-		g.Timeout = caddy.Duration(time.Second)
-	}
 	if g.RetryAfter <= 0 {
 		g.RetryAfter = caddy.Duration(time.Second)
-	}
-	if g.MaxPending == 0 {
-		g.MaxPending = edge.DefaultMaxPending
 	}
 	if g.Redis == "" {
 		g.Redis = RedisPipelined
 	}
-	g.refuse = refusal.Writer{HandleErrors: g.HandleErrors}
+	g.refuse = g.Writer(0)
 
 	appIface, err := ctx.App("seckill")
 	if err != nil {
@@ -135,7 +114,7 @@ func (g *Gate) Provision(ctx caddy.Context) error {
 	}
 	g.app = appIface.(*caddymodule.App)
 	d := &Decider{
-		Caller:     edge.Caller{Timeout: time.Duration(g.Timeout), Pending: edge.NewPending(g.MaxPending)},
+		Caller:     g.Caller(time.Second),
 		Shards:     new(caddymodule.ShardCounts),
 		SoldOut:    g.app.SaleEvents(),
 		Now:        time.Now,

@@ -67,6 +67,12 @@ func (h *Handler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 		return d.ArgErr()
 	}
 	for d.NextBlock(0) {
+		if ok, err := h.UnmarshalOption(d); ok {
+			if err != nil {
+				return err
+			}
+			continue
+		}
 		var err error
 		switch d.Val() {
 		case "zone":
@@ -84,15 +90,6 @@ func (h *Handler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			err = caddymodule.OneString(d, &h.Headers)
 		case "retry_jitter":
 			err = caddymodule.OneDuration(d, &h.RetryJitter)
-		case "timeout":
-			err = caddymodule.OneDuration(d, &h.Timeout)
-		case "max_pending":
-			err = caddymodule.OneInt(d, &h.MaxPending)
-		case "handle_errors":
-			if d.NextArg() {
-				return d.ArgErr()
-			}
-			h.HandleErrors = true
 		case "disable_autopipeline":
 			if d.NextArg() {
 				return d.ArgErr()

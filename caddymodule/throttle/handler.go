@@ -50,28 +50,15 @@ type Handler struct {
 	// clients do not all come back in the same second. Default 0.
 	RetryJitter caddy.Duration `json:"retry_jitter,omitempty"`
 
-	// Hand refusals (429, 503) to the server's `handle_errors` routes as caddyhttp errors
-	// instead of writing the JSON refusal body. The Retry-After and rate-limit headers are set
-	// either way; `{err.status_code}` and `{err.message}` carry the rest. Default false:
-	// without handle_errors routes Caddy would answer with an empty body.
-	HandleErrors bool `json:"handle_errors,omitempty"`
-
-	// The longest a decision waits for Redis before the zones' failure policies apply.
-	// Default 100ms.
-	Timeout caddy.Duration `json:"timeout,omitempty"`
-
 	// Send each request's scripts as an ordinary pipeline on a pooled connection instead of
 	// through go-redis's shared autopipeliner. By default the calls of concurrent requests
 	// are coalesced into deep pipelines (far fewer syscalls at hundreds of connections);
 	// go-redis marks that API experimental, so this switch turns it off.
 	DisableAutopipeline bool `json:"disable_autopipeline,omitempty"`
 
-	// The most decisions this handler may have waiting on Redis at once (counting those whose
-	// request already stopped waiting at the timeout, until Redis answers them). Beyond it a
-	// decision is not sent: the zones' failure policies apply at once (fail_open admits,
-	// fail_closed answers 503), so an overloaded or stalled Redis cannot make the gateway
-	// pile up goroutines and queued scripts. Default 4096; -1 disables the bound.
-	MaxPending int `json:"max_pending,omitempty"`
+	// timeout (default 100ms: past it the zones' on_failure policies apply), max_pending,
+	// handle_errors (refusals, 429 and 503, go to the handle_errors routes).
+	refusal.Limits
 
 	limiter *Limiter
 	zones   []*Zone // in limiter order
@@ -94,9 +81,6 @@ var zoneName = regexp.MustCompile(`^[A-Za-z0-9_-]{1,32}$`)
 func (h *Handler) Provision(ctx caddy.Context) error {
 	h.logger = edge.SampledLogger(ctx.Logger())
 	registerMetrics(ctx.GetMetricsRegistry())
-	if h.Timeout == 0 {
-		h.Timeout = caddy.Duration(100 * time.Millisecond)
-	}
 	if h.Headers == "" {
 		h.Headers = "ietf"
 	}
@@ -133,12 +117,10 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 	for i, z := range h.Zones {
 		rules[i] = z.rule()
 	}
-	h.limiter = NewLimiterOn(&RedisStore{R: app.RedisClient(), AutoPipeline: !h.DisableAutopipeline}, rules, time.Duration(h.Timeout))
-	h.refuse = refusal.Writer{HandleErrors: h.HandleErrors, Jitter: time.Duration(h.RetryJitter)}
-	if h.MaxPending == 0 {
-		h.MaxPending = edge.DefaultMaxPending
-	}
-	h.limiter.Pending = edge.NewPending(h.MaxPending)
+	caller := h.Caller(100 * time.Millisecond)
+	h.limiter = NewLimiterOn(&RedisStore{R: app.RedisClient(), AutoPipeline: !h.DisableAutopipeline}, rules, caller.Timeout)
+	h.limiter.Pending = caller.Pending
+	h.refuse = h.Writer(time.Duration(h.RetryJitter))
 	byName := map[string]*Zone{}
 	for _, z := range h.Zones {
 		byName[z.Name] = z

@@ -29,6 +29,7 @@ func init() {
 //		timeout     <duration>      # default 1s
 //		retry_after <duration>      # default 1s
 //		max_pending <n>             # default 4096, -1 unbounded
+//		handle_errors               # refusals go to handle_errors routes
 //	}
 func parseCaddyfile(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error) {
 	i := new(Issuer)
@@ -43,6 +44,12 @@ func (h *Issuer) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 		return d.ArgErr()
 	}
 	for d.NextBlock(0) {
+		if ok, err := h.UnmarshalOption(d); ok {
+			if err != nil {
+				return err
+			}
+			continue
+		}
 		var err error
 		switch d.Val() {
 		case "sale":
@@ -55,12 +62,8 @@ func (h *Issuer) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			var lead caddy.Duration
 			err = caddymodule.OneDuration(d, &lead)
 			h.LeadTime = &lead
-		case "timeout":
-			err = caddymodule.OneDuration(d, &h.Timeout)
 		case "retry_after":
 			err = caddymodule.OneDuration(d, &h.RetryAfter)
-		case "max_pending":
-			err = caddymodule.OneInt(d, &h.MaxPending)
 		default:
 			return d.Errf("unrecognized seckill_token option '%s'", d.Val())
 		}

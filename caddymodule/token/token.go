@@ -66,22 +66,11 @@ type Issuer struct {
 	// not_started. Default 5m; 0 issues tokens only once the sale has started.
 	LeadTime *caddy.Duration `json:"lead_time,omitempty"`
 
-	// How long the Redis round trip may take before the handler answers 503 unavailable.
-	// Default 1s.
-	Timeout caddy.Duration `json:"timeout,omitempty"`
-
 	// Retry-After sent with 503. Default 1s (rounded up to whole seconds).
 	RetryAfter caddy.Duration `json:"retry_after,omitempty"`
 
-	// The most token scripts this handler may have waiting on Redis at once. Beyond it the
-	// handler answers 503 unavailable with Retry-After at once, without touching Redis, so
-	// an overloaded or stalled Redis costs fast refusals and bounded memory. Default 4096;
-	// -1 disables the bound.
-	MaxPending int `json:"max_pending,omitempty"`
-
-	// Hand refusals to the server's `handle_errors` routes as caddyhttp errors instead of
-	// writing the JSON refusal body (Retry-After is set either way). Default false.
-	HandleErrors bool `json:"handle_errors,omitempty"`
+	// timeout (default 1s), max_pending, handle_errors.
+	refusal.Limits
 
 	core   *Core
 	logger *zap.Logger
@@ -128,22 +117,16 @@ func (h *Issuer) setup(rdb redis.Scripter, kr *tokenformat.Keyring) {
 		lead := caddy.Duration(DefaultLeadTime)
 		h.LeadTime = &lead
 	}
-	if h.MaxPending == 0 {
-		h.MaxPending = edge.DefaultMaxPending
-	}
-	if h.Timeout <= 0 {
-		h.Timeout = caddy.Duration(DefaultTimeout)
-	}
 	if h.RetryAfter <= 0 {
 		h.RetryAfter = caddy.Duration(DefaultRetryAfter)
 	}
 	if h.logger == nil {
 		h.logger = zap.NewNop()
 	}
-	h.refuse = refusal.Writer{HandleErrors: h.HandleErrors}
+	h.refuse = h.Writer(0)
 	h.core = &Core{
 		Store:    RedisStore{R: rdb},
-		Caller:   edge.Caller{Timeout: time.Duration(h.Timeout), Pending: edge.NewPending(h.MaxPending)},
+		Caller:   h.Caller(DefaultTimeout),
 		Shards:   new(caddymodule.ShardCounts),
 		Keyring:  kr,
 		NewNonce: tokenformat.NewNonce,
