@@ -5,6 +5,8 @@ import (
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
+	"github.com/caddyserver/caddy/v2/caddyconfig/httpcaddyfile"
+	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 
 	"github.com/seckilledge/seckill/caddymodule"
 	"github.com/seckilledge/seckill/caddymodule/edge"
@@ -66,4 +68,39 @@ func (l *Limits) UnmarshalOption(d *caddyfile.Dispenser) (ok bool, err error) {
 		return true, nil
 	}
 	return false, nil
+}
+
+// UnmarshalBlock parses a handler's Caddyfile directive: the directive name, no argument, and
+// a block whose options are the limits (handled here) or the handler's own, which option
+// parses with d at the option's name. An option nobody knows is an error naming directive.
+func (l *Limits) UnmarshalBlock(d *caddyfile.Dispenser, directive string, option func(name string) (known bool, err error)) error {
+	d.Next() // the directive name
+	if d.NextArg() {
+		return d.ArgErr()
+	}
+	for d.NextBlock(0) {
+		ok, err := l.UnmarshalOption(d)
+		if !ok {
+			ok, err = option(d.Val())
+		}
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return d.Errf("unrecognized %s option '%s'", directive, d.Val())
+		}
+	}
+	return nil
+}
+
+// Directive is the httpcaddyfile.UnmarshalFunc of a handler whose pointer type parses its own
+// Caddyfile block: RegisterHandlerDirective("seckill_gate", refusal.Directive[Gate]).
+func Directive[T any, PT interface {
+	*T
+	caddyfile.Unmarshaler
+	caddyhttp.MiddlewareHandler
+}](h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error) {
+	m := PT(new(T))
+	err := m.UnmarshalCaddyfile(h.Dispenser)
+	return m, err
 }
