@@ -55,6 +55,11 @@ func (d *Decider) Decide(ctx context.Context, sale, user, token string) (v Verdi
 	if o := CheckRequest(sale, user); o != "" {
 		return Verdict{Outcome: o}, false, nil
 	}
+	// After sell-out the answer comes from memory, before the token is even verified (a
+	// flood of late clicks costs no signature check and no script).
+	if target := contract.UserShardID(sale, user, d.Shards.Of(sale)); d.SoldOut.SoldOut(target) {
+		return d.soldOut(ctx, target, user), true, nil
+	}
 	p := Purchase{User: user}
 	if d.Keyring != nil {
 		if token == "" {
@@ -88,20 +93,25 @@ func (d *Decider) Decide(ctx context.Context, sale, user, token string) (v Verdi
 	return v, v.Outcome != UnknownSale, nil
 }
 
+// soldOut answers a purchase on a sold-out sale or shard: a buyer is told his order, not
+// "sold out" (one plain read of the buyers hash, no script); anybody else gets sold_out.
+func (d *Decider) soldOut(ctx context.Context, target, user string) Verdict {
+	order, err := edge.Call(ctx, d.Caller, func(ctx context.Context) (string, error) {
+		return d.Store.Buyer(ctx, target, user)
+	})
+	if err == nil && order != "" {
+		return Verdict{Outcome: AlreadyBought, OrderID: order, Target: target}
+	}
+	// Without an answer the stock is still gone: sold_out is true either way.
+	return Verdict{Outcome: SoldOut, Target: target}
+}
+
 // decideOn decides on one sale's or shard's keys.
 func (d *Decider) decideOn(ctx context.Context, target string, p Purchase) (Verdict, error) {
-	// After sell-out the answer comes from memory, without the script; but a buyer is told his
-	// order, not "sold out": one plain read of the buyers hash, no script. For a sharded sale
-	// the flag is the user's shard's: another shard may still have units.
+	// A shard learnt just now may be flagged sold out already. For a sharded sale the flag is
+	// the user's shard's: another shard may still have units.
 	if d.SoldOut.SoldOut(target) {
-		order, err := edge.Call(ctx, d.Caller, func(ctx context.Context) (string, error) {
-			return d.Store.Buyer(ctx, target, p.User)
-		})
-		if err == nil && order != "" {
-			return Verdict{Outcome: AlreadyBought, OrderID: order, Target: target}, nil
-		}
-		// Without an answer the stock is still gone: sold_out is true either way.
-		return Verdict{Outcome: SoldOut, Target: target}, nil
+		return d.soldOut(ctx, target, p.User), nil
 	}
 	p.Sale = target
 	gen := d.SoldOut.Generation(target)

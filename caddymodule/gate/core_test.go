@@ -105,6 +105,7 @@ func TestGateDecisionRules(t *testing.T) {
 		{name: "already bought", sale: "s1", user: "u1", verdict: map[string]Verdict{"s1": {Outcome: AlreadyBought, OrderID: "old"}},
 			want: AlreadyBought, wantOrder: "old", wantCalls: 1},
 		{name: "sold out from memory", sale: "s1", user: "u1", soldOut: []string{"s1"}, want: SoldOut},
+		{name: "sold out from memory before the token is checked", sale: "s1", user: "u1", tokens: true, soldOut: []string{"s1"}, want: SoldOut},
 		{name: "a buyer is told his order after sell-out", sale: "s1", user: "u1", soldOut: []string{"s1"},
 			buyers: map[string]string{"s1/u1": "mine"}, want: AlreadyBought, wantOrder: "mine"},
 		{name: "sold out even when the buyers read fails", sale: "s1", user: "u1", soldOut: []string{"s1"},
