@@ -17,7 +17,7 @@ import (
 	"github.com/caddyserver/caddy/v2"
 	"github.com/redis/go-redis/v9"
 	"github.com/seckilledge/seckill/caddymodule/relay"
-	"github.com/seckilledge/seckill/caddymodule/tokens"
+	tokens "github.com/seckilledge/seckill/caddymodule/tokenformat"
 	"github.com/seckilledge/seckill/contract"
 	"go.uber.org/zap"
 )

@@ -138,6 +138,16 @@ const (
 	CodeUnavailable     = "unavailable"
 	CodeUnknownOrder    = "unknown_order"
 	CodeNotPayable      = "not_payable"
+	// CodePaused (503, with Retry-After): the operator paused the sale (meta field state =
+	// StatePaused); nothing is accepted and no token is issued until it is resumed.
+	CodePaused = "paused"
+)
+
+// Values of the meta hash field "state" that the gate and token scripts act on.
+const (
+	StateOpen   = "open"
+	StatePaused = "paused" // refuse everything with 503 paused until the field changes
+	StateEnded  = "ended"  // refuse with 403 ended, as after ends_ms
 )
 
 // Refusal is the JSON body of every refusal.

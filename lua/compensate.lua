@@ -15,7 +15,8 @@
 --          order recorded). When the unit is returned, the buyer is removed (only if the hash
 --          still maps the user to this order), a "sold_out" state is set back to "open", and
 --          "restock:<sale>" is published on seckill:events so gateways clear their local
---          sold-out flag.
+--          sold-out flag. The compensated set always gets a TTL: the sale's expiry, or one day
+--          when the sale is no longer in Redis.
 local meta, buyers, done = KEYS[1], KEYS[2], KEYS[3]
 local sale, order, user = ARGV[1], ARGV[2], ARGV[3]
 
@@ -23,11 +24,17 @@ if redis.call("SADD", done, order) == 0 then
   local s = redis.call("HGET", meta, "stock")
   return {0, tonumber(s) or -1}
 end
--- The record of compensated orders lives as long as the sale does.
+-- The record of compensated orders lives as long as the sale does: the meta key's expiry,
+-- else (meta gone) the buyers hash's, which the gate set to the same instant, else a day, so
+-- the set never outlives the sale by more than that and never lives forever.
 local ttl = redis.call("PTTL", meta)
-if ttl > 0 then
-  redis.call("PEXPIRE", done, ttl)
+if ttl <= 0 then
+  ttl = redis.call("PTTL", buyers)
 end
+if ttl <= 0 then
+  ttl = 86400000
+end
+redis.call("PEXPIRE", done, ttl)
 
 if redis.call("HGET", buyers, user) == order then
   redis.call("HDEL", buyers, user)

@@ -14,11 +14,17 @@
 --
 -- Returns  {0, order_id, stock_left}  accepted (also when this very order id is already the
 --                                      user's: a retried call after a lost reply)
+--          {8}                         paused       (meta field state = "paused": the operator
+--                                      paused the sale; nothing is accepted until it is not)
 --          {1}                         unknown_sale (no meta hash)
 --          {2}                         not_started  (Redis TIME < starts_ms)
---          {3}                         ended        (Redis TIME >= ends_ms)
+--          {3}                         ended        (Redis TIME >= ends_ms, or state = "ended")
+--          {5, order_id}               already_bought, with the user's existing order id (checked
+--                                      before the token: a buyer is told his order, whatever he
+--                                      presents)
 --          {4}                         token_used   (no such issued nonce, or already spent)
---          {5, order_id}               already_bought, with the user's existing order id
+--          {9}                         token_expired (the stored token's exp_ms <= Redis TIME: a
+--                                      gateway whose clock runs slow cannot accept it)
 --          {6}                         sold_out
 --          {7, k}                      sharded: the meta hash is a sharded sale's (field
 --                                      "shards" = k > 1); nothing was decided: the caller runs
@@ -28,7 +34,11 @@
 -- when it refuses a buyer for want of stock: the backend's rebalancer then moves units to the
 -- shard where buyers wait (each gateway asks again only after a restock of that shard, so it
 -- is one message per gateway and restock, not one per refused click).
-local m = redis.call("HMGET", KEYS[1], "stock", "starts_ms", "ends_ms", "shards")
+local m = redis.call("HMGET", KEYS[1], "stock", "starts_ms", "ends_ms", "shards", "state")
+local state = m[5]
+if state == "paused" then
+  return {8}
+end
 local k = tonumber(m[4])
 if k ~= nil and k > 1 then
   return {7, k}
@@ -42,7 +52,7 @@ local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 if now < starts then
   return {2}
 end
-if now >= ends then
+if now >= ends or state == "ended" then
   return {3}
 end
 
@@ -51,11 +61,18 @@ local existing = redis.call("HGET", KEYS[2], user)
 if existing == order then
   return {0, order, stock}
 end
-if ARGV[4] ~= "" and redis.call("HGET", KEYS[3], user) ~= ARGV[4] then
-  return {4}
-end
 if existing then
   return {5, existing}
+end
+if ARGV[4] ~= "" then
+  if redis.call("HGET", KEYS[3], user) ~= ARGV[4] then
+    return {4}
+  end
+  -- The gateway checked the expiry with its own clock; Redis TIME has the last word.
+  local exp = tonumber(string.match(ARGV[4], ":(%d+)$"))
+  if exp == nil or now >= exp then
+    return {9}
+  end
 end
 if stock <= 0 then
   if string.find(ARGV[1], ":", 1, true) then

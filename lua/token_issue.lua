@@ -1,20 +1,27 @@
 -- token_issue.lua: decide whether a user may get a purchase token for a sale now, and record
 -- the token's nonce, in one round trip. Time is Redis TIME, never a gateway's clock.
 --
--- KEYS[1]  seckill:{sale:<id>}:meta     hash: starts_ms, ends_ms (written by preheat)
+-- KEYS[1]  seckill:{sale:<id>}:meta     hash: stock, starts_ms, ends_ms, state (preheat)
 -- KEYS[2]  seckill:{sale:<id>}:tokens   hash: user id -> "<nonce>:<exp_ms>" (the live token)
+-- KEYS[3]  seckill:{sale:<id>}:buyers   hash: user id -> order id (optional: without it the
+--                                       already_bought and sold_out answers are not given)
 -- ARGV[1]  user id
 -- ARGV[2]  nonce (tokens.NewNonce: 22 base64url characters)
 -- ARGV[3]  ttl_ms: a token lives this long from the start of the sale, or from now once it
 --          has started
 -- ARGV[4]  lead_ms: tokens are issued from this long before the start
+-- ARGV[5]  optional "shard" when KEYS are one shard's of a sharded sale: an empty shard then
+--          still issues (the gate's refusal there makes the backend move units to it)
 --
 -- Returns  {outcome, exp_ms, now_ms}
 --          outcome "issued": the field of the user now holds "<nonce>:<exp_ms>" (any earlier
 --                  token of this user for this sale is replaced, so it stops working), and
 --                  exp_ms = min(max(now, starts) + ttl, ends), rounded down to whole seconds
 --                  (the token carries seconds); the hash expires with the meta key
---          outcome "unknown_sale" | "not_started" | "ended": nothing written, exp_ms = 0
+--          outcome "unknown_sale" | "not_started" | "ended" | "paused" | "sold_out": nothing
+--                  written, exp_ms = 0 ("paused": meta field state = "paused")
+--          outcome "already_bought": {outcome, 0, now_ms, order_id}: the user has an order in
+--                  this sale; no token is minted
 --          outcome "sharded": the meta hash is a sharded sale's; exp_ms is its shard count k:
 --                  nothing written, the caller runs this script again on the user's shard
 --                  (whose meta holds the same window), so the gate finds the token there
@@ -28,8 +35,11 @@ end
 local t = redis.call("TIME")
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 
-local w = redis.call("HMGET", meta, "starts_ms", "ends_ms", "shards")
-local starts, ends, k = tonumber(w[1]), tonumber(w[2]), tonumber(w[3])
+local w = redis.call("HMGET", meta, "starts_ms", "ends_ms", "shards", "state", "stock")
+local starts, ends, k, state = tonumber(w[1]), tonumber(w[2]), tonumber(w[3]), w[4]
+if state == "paused" then
+  return {"paused", 0, now}
+end
 if k ~= nil and k > 1 then
   return {"sharded", k, now}
 end
@@ -39,8 +49,18 @@ end
 if now < starts - lead then
   return {"not_started", 0, now}
 end
-if now >= ends then
+if now >= ends or state == "ended" then
   return {"ended", 0, now}
+end
+if KEYS[3] then
+  local order = redis.call("HGET", KEYS[3], user)
+  if order then
+    return {"already_bought", 0, now, order}
+  end
+  local stock = tonumber(w[5])
+  if ARGV[5] ~= "shard" and stock ~= nil and stock <= 0 then
+    return {"sold_out", 0, now}
+  end
 end
 
 -- A token taken before the start must still be usable once the sale opens: its lifetime

@@ -28,9 +28,9 @@ echo "### Verify / Sign (go test -bench, median of $COUNT alternating runs)"
 echo
 # One test binary, run COUNT times: the benchmarks alternate, so a burst of load on this shared
 # machine hits the new Verify and its baseline alike.
-go test -c -o "$ROOT/bin/tokens.test" ./caddymodule/tokens/
+go test -c -o "$ROOT/bin/tokens.test" ./caddymodule/tokenformat/
 out=$(for _ in $(seq "$COUNT"); do
-	(cd caddymodule/tokens && "$ROOT/bin/tokens.test" -test.run='^$' -test.bench='^Benchmark(Verify|VerifyBaselineSplitHMAC|Issue)$' -test.benchmem)
+	(cd caddymodule/tokenformat && "$ROOT/bin/tokens.test" -test.run='^$' -test.bench='^Benchmark(Verify|VerifyBaselineSplitHMAC|Issue)$' -test.benchmem)
 done)
 echo "| benchmark | ns/op | B/op | allocs/op |"
 echo "|---|---|---|---|"

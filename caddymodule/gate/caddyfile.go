@@ -3,22 +3,16 @@ package gate
 import (
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 	"github.com/caddyserver/caddy/v2/caddyconfig/httpcaddyfile"
-	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 	"github.com/seckilledge/seckill/caddymodule"
+	"github.com/seckilledge/seckill/caddymodule/refusal"
 )
 
 func init() {
-	httpcaddyfile.RegisterHandlerDirective("seckill_gate", parseCaddyfile)
+	httpcaddyfile.RegisterHandlerDirective("seckill_gate", refusal.Directive[Gate])
 	// The gate answers the request, so it runs late: after seckill_throttle (after
 	// forward_auth) and seckill_token (before respond), just before reverse_proxy, so the same
 	// site block can proxy everything else.
 	httpcaddyfile.RegisterDirectiveOrder("seckill_gate", httpcaddyfile.Before, "reverse_proxy")
-}
-
-func parseCaddyfile(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error) {
-	g := new(Gate)
-	err := g.UnmarshalCaddyfile(h.Dispenser)
-	return g, err
 }
 
 // UnmarshalCaddyfile parses
@@ -31,17 +25,14 @@ func parseCaddyfile(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error)
 //		timeout       <duration>             # default 1s
 //		retry_after   <duration>             # default 1s
 //		max_pending   <n>                    # default 4096, -1 unbounded
+//		handle_errors                        # refusals go to handle_errors routes
 //		redis         pipelined|pooled       # default pipelined
 //		relay { ... }                        # deprecated: `seckill { relay { ... } }`
 //	}
 func (g *Gate) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
-	d.Next() // directive name
-	if d.NextArg() {
-		return d.ArgErr()
-	}
-	for d.NextBlock(0) {
+	return g.UnmarshalBlock(d, "seckill_gate", func(name string) (bool, error) {
 		var err error
-		switch d.Val() {
+		switch name {
 		case "sale":
 			err = caddymodule.OneString(d, &g.Sale)
 		case "user":
@@ -50,32 +41,25 @@ func (g *Gate) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			err = caddymodule.OneString(d, &g.Token)
 		case "require_token":
 			if d.NextArg() {
-				return d.ArgErr()
+				return true, d.ArgErr()
 			}
 			g.RequireToken = true
-		case "timeout":
-			err = caddymodule.OneDuration(d, &g.Timeout)
 		case "retry_after":
 			err = caddymodule.OneDuration(d, &g.RetryAfter)
-		case "max_pending":
-			err = caddymodule.OneInt(d, &g.MaxPending)
 		case "redis":
 			err = caddymodule.OneString(d, &g.Redis)
 			if err == nil && g.Redis != RedisPipelined && g.Redis != RedisPooled {
-				return d.Errf("redis must be %s or %s", RedisPipelined, RedisPooled)
+				return true, d.Errf("redis must be %s or %s", RedisPipelined, RedisPooled)
 			}
 		case "relay":
 			deprecatedRelayBlock(d)
 			g.Relay = new(RelayConfig)
 			err = g.Relay.UnmarshalBlock(d)
 		default:
-			return d.Errf("unrecognized seckill_gate option '%s'", d.Val())
+			return false, nil
 		}
-		if err != nil {
-			return err
-		}
-	}
-	return nil
+		return true, err
+	})
 }
 
 // Interface guard

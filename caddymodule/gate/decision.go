@@ -1,14 +1,12 @@
 package gate
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"net/http"
 
-	"github.com/redis/go-redis/v9"
+	"github.com/seckilledge/seckill/caddymodule/refusal"
 	"github.com/seckilledge/seckill/contract"
-	"github.com/seckilledge/seckill/lua"
 )
 
 // Outcome is what the gate decided for one purchase. Its string is the stable code clients see
@@ -23,6 +21,7 @@ const (
 	UnknownSale     Outcome = contract.CodeUnknownSale
 	NotStarted      Outcome = contract.CodeNotStarted
 	Ended           Outcome = contract.CodeEnded
+	Paused          Outcome = contract.CodePaused
 	InvalidToken    Outcome = contract.CodeInvalidToken
 	TokenExpired    Outcome = contract.CodeTokenExpired
 	TokenUsed       Outcome = contract.CodeTokenUsed
@@ -31,57 +30,49 @@ const (
 	Unavailable     Outcome = contract.CodeUnavailable
 )
 
+// refusals holds the answer of every refusing outcome.
+var refusals = map[Outcome]refusal.Refusal{
+	Unauthenticated: refusal.Unauthenticated,
+	BadRequest:      refusal.BadRequest,
+	UnknownSale:     refusal.UnknownSale,
+	NotStarted:      refusal.NotStarted,
+	Ended:           refusal.Ended,
+	Paused:          refusal.Paused,
+	InvalidToken: {Status: http.StatusForbidden, Code: contract.CodeInvalidToken,
+		Message: "the purchase token is missing or not valid for this user and sale"},
+	TokenExpired:  {Status: http.StatusForbidden, Code: contract.CodeTokenExpired, Message: "the purchase token has expired"},
+	TokenUsed:     {Status: http.StatusForbidden, Code: contract.CodeTokenUsed, Message: "the purchase token was already used"},
+	AlreadyBought: refusal.AlreadyBought,
+	SoldOut:       refusal.SoldOut,
+	Unavailable: {Status: http.StatusServiceUnavailable, Code: contract.CodeUnavailable,
+		Message: "the purchase service is temporarily unavailable; retry later"},
+}
+
+// Refusal is the answer of a refusing outcome; anything unknown answers unavailable.
+func (o Outcome) Refusal() refusal.Refusal {
+	if r, ok := refusals[o]; ok {
+		return r
+	}
+	return refusals[Unavailable]
+}
+
 // Status is the HTTP status of an outcome.
 func (o Outcome) Status() int {
-	switch o {
-	case Accepted:
+	if o == Accepted {
 		return http.StatusAccepted
-	case Unauthenticated:
-		return http.StatusUnauthorized
-	case BadRequest:
-		return http.StatusBadRequest
-	case UnknownSale:
-		return http.StatusNotFound
-	case NotStarted, Ended, InvalidToken, TokenExpired, TokenUsed:
-		return http.StatusForbidden
-	case AlreadyBought, SoldOut:
-		return http.StatusConflict
-	default:
-		return http.StatusServiceUnavailable
 	}
+	return o.Refusal().Status
 }
 
 // Message is the human-readable message of a refusal.
 func (o Outcome) Message() string {
-	switch o {
-	case Unauthenticated:
-		return "no user identity on this request"
-	case BadRequest:
-		return "sale and user ids are 1 to 64 characters of [A-Za-z0-9_-]"
-	case UnknownSale:
-		return "no such sale"
-	case NotStarted:
-		return "the sale has not started"
-	case Ended:
-		return "the sale has ended"
-	case InvalidToken:
-		return "the purchase token is missing or not valid for this user and sale"
-	case TokenExpired:
-		return "the purchase token has expired"
-	case TokenUsed:
-		return "the purchase token was already used"
-	case AlreadyBought:
-		return "this user already bought in this sale"
-	case SoldOut:
-		return "sold out"
-	case Accepted:
+	if o == Accepted {
 		return "queued"
-	default:
-		return "the purchase service is temporarily unavailable; retry later"
 	}
+	return o.Refusal().Message
 }
 
-// Verdict is the answer of the decision script.
+// Verdict is the answer of one decision.
 type Verdict struct {
 	Outcome Outcome
 	// OrderID is the new order (Accepted) or the user's existing one (AlreadyBought).
@@ -90,6 +81,8 @@ type Verdict struct {
 	StockLeft int64
 	// Shards is the shard count of a sharded sale (Outcome Sharded).
 	Shards int
+	// Target is the sale or shard id the decision was made on (its outbox holds the order).
+	Target string
 }
 
 // Sharded is the script's answer on a sharded sale's own meta hash: nothing was decided, the
@@ -110,20 +103,15 @@ type Purchase struct {
 // stream, so no entry can be written before the group exists.
 const RelayGroup = "relay"
 
-var decideScript = lua.Script("gate")
-
-// Decide runs the decision script for p: one round trip.
-func Decide(ctx context.Context, rdb redis.Scripter, p Purchase) (Verdict, error) {
-	keys := []string{contract.MetaKey(p.Sale), contract.BuyersKey(p.Sale), contract.TokensKey(p.Sale), contract.OutboxKey(p.Sale)}
-	res, err := decideScript.Run(ctx, rdb, keys, p.Sale, p.User, p.OrderID, p.TokenValue, RelayGroup).Slice()
-	if err != nil {
-		return Verdict{}, err
-	}
-	return parseReply(res)
-}
-
 var errReply = errors.New("gate: unexpected script reply")
 
+// replyOutcomes maps the script's answer codes (lua/gate.lua) to outcomes.
+var replyOutcomes = map[int64]Outcome{
+	0: Accepted, 1: UnknownSale, 2: NotStarted, 3: Ended, 4: TokenUsed, 5: AlreadyBought,
+	6: SoldOut, 7: Sharded, 8: Paused, 9: TokenExpired,
+}
+
+// parseReply reads the gate script's reply.
 func parseReply(res []any) (Verdict, error) {
 	if len(res) == 0 {
 		return Verdict{}, errReply
@@ -132,45 +120,31 @@ func parseReply(res []any) (Verdict, error) {
 	if !ok {
 		return Verdict{}, errReply
 	}
-	str := func(i int) string {
-		if i < len(res) {
-			if s, ok := res[i].(string); ok {
-				return s
-			}
-		}
-		return ""
+	o, ok := replyOutcomes[code]
+	if !ok {
+		return Verdict{}, fmt.Errorf("%w: code %d", errReply, code)
 	}
-	switch code {
-	case 0:
-		v := Verdict{Outcome: Accepted, OrderID: str(1)}
-		if len(res) > 2 {
-			v.StockLeft, _ = res[2].(int64)
-		}
+	v := Verdict{Outcome: o}
+	switch o {
+	case Accepted, AlreadyBought:
+		v.OrderID, _ = at(res, 1).(string)
+		v.StockLeft, _ = at(res, 2).(int64)
 		if v.OrderID == "" {
-			return Verdict{}, errReply
+			return Verdict{}, fmt.Errorf("%w: %s without an order id", errReply, o)
 		}
-		return v, nil
-	case 1:
-		return Verdict{Outcome: UnknownSale}, nil
-	case 2:
-		return Verdict{Outcome: NotStarted}, nil
-	case 3:
-		return Verdict{Outcome: Ended}, nil
-	case 4:
-		return Verdict{Outcome: TokenUsed}, nil
-	case 5:
-		return Verdict{Outcome: AlreadyBought, OrderID: str(1)}, nil
-	case 6:
-		return Verdict{Outcome: SoldOut}, nil
-	case 7:
-		var k int64
-		if len(res) > 1 {
-			k, _ = res[1].(int64)
-		}
+	case Sharded:
+		k, _ := at(res, 1).(int64)
 		if k < 2 || k > contract.MaxShards {
 			return Verdict{}, fmt.Errorf("%w: shard count %d", errReply, k)
 		}
-		return Verdict{Outcome: Sharded, Shards: int(k)}, nil
+		v.Shards = int(k)
 	}
-	return Verdict{}, fmt.Errorf("%w: code %d", errReply, code)
+	return v, nil
+}
+
+func at(res []any, i int) any {
+	if i < len(res) {
+		return res[i]
+	}
+	return nil
 }

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/seckilledge/seckill/caddymodule/tokens"
+	"github.com/seckilledge/seckill/caddymodule/tokenformat"
 	"github.com/seckilledge/seckill/contract"
 	"github.com/seckilledge/seckill/internal/testenv"
 )
@@ -118,7 +118,7 @@ func TestGateScriptConsumesATokenOnlyWithAPurchase(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		v := tokens.StoreValue(c)
+		v := tokenformat.StoreValue(c)
 		rdb.HSet(ctx, contract.TokensKey(sale), user, v)
 		return v
 	}
@@ -167,6 +167,7 @@ func TestEveryOutcomeHasTheContractStatus(t *testing.T) {
 	want := map[Outcome]int{
 		Accepted: 202, Unauthenticated: 401, BadRequest: 400, UnknownSale: 404, NotStarted: 403, Ended: 403,
 		InvalidToken: 403, TokenExpired: 403, TokenUsed: 403, SoldOut: 409, AlreadyBought: 409, Unavailable: http.StatusServiceUnavailable,
+		Paused: http.StatusServiceUnavailable,
 	}
 	for o, s := range want {
 		if o.Status() != s {

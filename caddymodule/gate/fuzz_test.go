@@ -13,6 +13,7 @@ import (
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 	"github.com/seckilledge/seckill/caddymodule"
+	"github.com/seckilledge/seckill/caddymodule/edge"
 	"github.com/seckilledge/seckill/contract"
 	"github.com/seckilledge/seckill/internal/testenv"
 	"go.uber.org/zap"
@@ -31,11 +32,15 @@ func FuzzGateRequest(f *testing.F) {
 	gates := []*Gate{
 		{Sale: "{http.request.uri.path.1}", User: "{http.request.header.X-User-ID}"},
 		{Sale: "{http.request.uri.path.1}", User: "{http.request.header.X-User-ID}", RequireToken: true,
-			Token: "{http.request.header.X-Seckill-Token}", keyring: kr},
+			Token: "{http.request.header.X-Seckill-Token}"},
 	}
 	for _, g := range gates {
-		g.scripter, g.events, g.logger, g.retryAfter = rdb, events, zap.NewNop(), "1"
-		g.Timeout = caddy.Duration(2 * time.Second)
+		g.logger, g.RetryAfter = zap.NewNop(), caddy.Duration(time.Second)
+		g.decider = &Decider{Store: RedisStore{R: rdb}, Caller: edge.Caller{Timeout: 2 * time.Second},
+			Shards: new(caddymodule.ShardCounts), SoldOut: events, Now: time.Now, NewOrderID: uuidV7}
+		if g.RequireToken {
+			g.decider.Keyring = kr
+		}
 	}
 
 	f.Add(sale, "u1", tok, "", false)

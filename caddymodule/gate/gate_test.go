@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
-	"github.com/seckilledge/seckill/caddymodule/tokens"
+	"github.com/seckilledge/seckill/caddymodule/tokenformat"
 	"github.com/seckilledge/seckill/contract"
 	"github.com/seckilledge/seckill/internal/testenv"
 )
@@ -113,25 +113,49 @@ func TestGatePurchaseTokenIsSingleUse(t *testing.T) {
 	base := startCaddy(t, cfg)
 	sale := newSale(t, rdb, 50, -time.Minute, time.Hour)
 	kr := testKeyring(t, "k1")
-	issue := func(kr *tokens.Keyring, sale, user string, exp time.Time) string {
+	issue := func(kr *tokenformat.Keyring, sale, user string, exp time.Time) string {
 		tok, c, err := kr.Issue(sale, user, exp)
 		if err != nil {
 			t.Fatal(err)
 		}
-		rdb.HSet(ctx, contract.TokensKey(sale), user, tokens.StoreValue(c))
+		rdb.HSet(ctx, contract.TokensKey(sale), user, tokenformat.StoreValue(c))
 		return tok
 	}
 
-	// 100 concurrent purchases with one valid token: one reaches the stock decision.
+	// 100 concurrent purchases with one valid token: one reaches the stock decision; the
+	// others are told the order it made (the token is spent with it).
 	tok := issue(kr, sale, "u1", time.Now().Add(time.Minute))
 	answers := make([]answer, 100)
 	parallel(100, func(i int) { answers[i] = buy(t, base, sale, "u1", tok) })
 	counts := tally(answers)
-	if counts["accepted"] != 1 || counts[contract.CodeTokenUsed] != 99 {
-		t.Fatalf("answers: %s; want accepted=1 token_used=99", summary(counts))
+	if counts["accepted"] != 1 || counts[contract.CodeAlreadyBought] != 99 {
+		t.Fatalf("answers: %s; want accepted=1 already_bought=99", summary(counts))
+	}
+	var order string
+	for _, a := range answers {
+		if a.Code == "" {
+			order = a.OrderID
+		}
+	}
+	for _, a := range answers {
+		if a.OrderID != order {
+			t.Fatalf("answer %+v does not name the one order %s", a, order)
+		}
 	}
 	if got := stockOf(t, rdb, sale); got != 49 {
 		t.Fatalf("stock = %d, want 49", got)
+	}
+	if rdb.HExists(ctx, contract.TokensKey(sale), "u1").Val() {
+		t.Fatal("the token was not spent by the purchase")
+	}
+	// A token replaced by a newer one (the user asked again) is spent without a purchase.
+	replaced := issue(kr, sale, "u6", time.Now().Add(time.Minute))
+	newer := issue(kr, sale, "u6", time.Now().Add(2*time.Minute))
+	if a := buy(t, base, sale, "u6", replaced); a.Status != 403 || a.Code != contract.CodeTokenUsed {
+		t.Fatalf("a replaced token: %+v, want 403 token_used", a)
+	}
+	if a := buy(t, base, sale, "u6", newer); a.Status != 202 {
+		t.Fatalf("the newer token: %+v, want 202", a)
 	}
 
 	other := newSale(t, rdb, 5, -time.Minute, time.Hour)
@@ -153,7 +177,7 @@ func TestGatePurchaseTokenIsSingleUse(t *testing.T) {
 			t.Errorf("%s token: %+v, want 403 %s", c.name, a, c.code)
 		}
 	}
-	if got := stockOf(t, rdb, sale); got != 49 {
+	if got := stockOf(t, rdb, sale); got != 48 {
 		t.Errorf("refused tokens changed the stock to %d", got)
 	}
 	if got := stockOf(t, rdb, other); got != 5 {

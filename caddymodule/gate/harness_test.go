@@ -18,7 +18,7 @@ import (
 	"github.com/caddyserver/caddy/v2"
 	amqp "github.com/rabbitmq/amqp091-go"
 	"github.com/redis/go-redis/v9"
-	"github.com/seckilledge/seckill/caddymodule/tokens"
+	"github.com/seckilledge/seckill/caddymodule/tokenformat"
 	"github.com/seckilledge/seckill/contract"
 	"github.com/seckilledge/seckill/internal/testenv"
 	"github.com/seckilledge/seckill/lua"
@@ -36,13 +36,13 @@ var testNamespace = testenv.ID("gate-tests-")
 // testSecret is a token key used only by these tests.
 const testSecret = "test-secret-test-secret-test-secret-0123"
 
-func testKeyring(t testing.TB, ids ...string) *tokens.Keyring {
+func testKeyring(t testing.TB, ids ...string) *tokenformat.Keyring {
 	t.Helper()
-	var keys []tokens.Key
+	var keys []tokenformat.Key
 	for _, id := range ids {
-		keys = append(keys, tokens.Key{ID: id, Secret: []byte(testSecret + id)})
+		keys = append(keys, tokenformat.Key{ID: id, Secret: []byte(testSecret + id)})
 	}
-	kr, err := tokens.NewKeyring(keys...)
+	kr, err := tokenformat.NewKeyring(keys...)
 	if err != nil {
 		t.Fatal(err)
 	}

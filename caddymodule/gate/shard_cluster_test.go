@@ -8,7 +8,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/seckilledge/seckill/caddymodule/tokens"
+	"github.com/seckilledge/seckill/caddymodule/tokenformat"
 	"github.com/seckilledge/seckill/contract"
 	"github.com/seckilledge/seckill/internal/testenv"
 )
@@ -66,7 +66,7 @@ func TestShardedSaleSpreadsOverClusterMastersAndNeverOversells(t *testing.T) {
 			t.Fatal(err)
 		}
 		// Where the token issuer stores it for a sharded sale: the user's shard.
-		if err := rdb.HSet(ctx, contract.TokensKey(contract.UserShardID(sale, u, k)), u, tokens.StoreValue(c)).Err(); err != nil {
+		if err := rdb.HSet(ctx, contract.TokensKey(contract.UserShardID(sale, u, k)), u, tokenformat.StoreValue(c)).Err(); err != nil {
 			t.Fatal(err)
 		}
 		toks[i] = tok

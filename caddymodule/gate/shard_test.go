@@ -241,9 +241,9 @@ func TestTheShardedAnswerCarriesAValidShardCount(t *testing.T) {
 			t.Errorf("parseReply(%v) accepted", bad)
 		}
 	}
-	// A client never sees it: it is not a refusal body.
-	if _, ok := refusalBodies[Sharded]; ok {
-		t.Error("sharded has a refusal body")
+	// A client never sees it: it has no refusal of its own.
+	if _, ok := refusals[Sharded]; ok {
+		t.Error("sharded has a refusal")
 	}
 }
 

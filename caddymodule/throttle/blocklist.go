@@ -26,8 +26,9 @@ type Blocklist struct {
 const blocklistShards = 32
 
 type blocklistShard struct {
-	mu sync.Mutex
-	m  map[string]Block
+	mu    sync.Mutex
+	m     map[string]Block
+	swept time.Time // last sweep: a full part is swept at most once a second
 }
 
 // Block is one blocklist entry.
@@ -37,8 +38,10 @@ type Block struct {
 }
 
 // NewBlocklist returns an empty blocklist that holds up to about maxEntries keys; beyond
-// that, adding sweeps expired entries and, when every entry is live, drops the new one (the
-// key then simply costs Redis calls again). maxEntries <= 0 means unbounded.
+// that, adding sweeps expired entries (at most once a second per part) and, when every entry
+// is live, drops the new one (the key then simply costs Redis calls again). Every way in
+// (Add, TryAdd, Set) honours the bound: its keys are attacker input. maxEntries <= 0 means
+// unbounded.
 func NewBlocklist(maxEntries int) *Blocklist {
 	b := &Blocklist{seed: maphash.MakeSeed()}
 	if maxEntries > 0 {
@@ -83,17 +86,26 @@ func (b *Blocklist) Add(key string, e Block, now time.Time) {
 		s.m[key] = e
 		return
 	}
-	if b.max > 0 && len(s.m) >= b.max {
+	if !b.room(s, now) {
+		return
+	}
+	s.m[key] = e
+}
+
+// room reports whether the shard may take one more key, sweeping it when it is full.
+func (b *Blocklist) room(s *blocklistShard, now time.Time) bool {
+	if b.max <= 0 || len(s.m) < b.max {
+		return true
+	}
+	if now.Sub(s.swept) >= time.Second {
+		s.swept = now
 		for k, v := range s.m {
 			if !now.Before(v.Until) {
 				delete(s.m, k)
 			}
 		}
-		if len(s.m) >= b.max {
-			return
-		}
 	}
-	s.m[key] = e
+	return len(s.m) < b.max
 }
 
 // TryAdd adds e for key only when the key has no live entry, and reports whether it did.
@@ -106,19 +118,26 @@ func (b *Blocklist) TryAdd(key string, e Block, now time.Time) bool {
 	s := b.shard(key)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if old, ok := s.m[key]; ok && now.Before(old.Until) {
+	old, ok := s.m[key]
+	if ok && now.Before(old.Until) {
 		return false
+	}
+	if !ok && !b.room(s, now) {
+		return false // full of live entries: refused locally, without a probe
 	}
 	s.m[key] = e
 	return true
 }
 
-// Set records e for key, replacing any entry.
-func (b *Blocklist) Set(key string, e Block) {
+// Set records e for key at time now, replacing any entry.
+func (b *Blocklist) Set(key string, e Block, now time.Time) {
 	s := b.shard(key)
 	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.m[key]; !ok && !b.room(s, now) {
+		return
+	}
 	s.m[key] = e
-	s.mu.Unlock()
 }
 
 // Remove forgets key.

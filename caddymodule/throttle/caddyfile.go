@@ -9,10 +9,11 @@ import (
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 
 	"github.com/seckilledge/seckill/caddymodule"
+	"github.com/seckilledge/seckill/caddymodule/refusal"
 )
 
 func init() {
-	httpcaddyfile.RegisterHandlerDirective("seckill_throttle", parseCaddyfile)
+	httpcaddyfile.RegisterHandlerDirective("seckill_throttle", refusal.Directive[Handler])
 	// After forward_auth, so a user zone can key on {http.auth.user.id} set by basic_auth or
 	// forward_auth; before request_header, handle/route, respond and reverse_proxy, so a
 	// refused request costs nothing downstream. seckill_token (before respond) and
@@ -20,7 +21,7 @@ func init() {
 	httpcaddyfile.RegisterDirectiveOrder("seckill_throttle", httpcaddyfile.After, "forward_auth")
 }
 
-// parseCaddyfile sets up the handler:
+// UnmarshalCaddyfile sets up the handler:
 //
 //	seckill_throttle [<matcher>] {
 //		zone <name> [<key> <limit> <window>] {
@@ -54,25 +55,14 @@ func init() {
 //		handle_errors
 //		disable_autopipeline
 //	}
-func parseCaddyfile(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error) {
-	t := new(Handler)
-	err := t.UnmarshalCaddyfile(h.Dispenser)
-	return t, err
-}
-
-// UnmarshalCaddyfile sets up the handler from Caddyfile tokens.
 func (h *Handler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
-	d.Next() // directive name
-	if d.NextArg() {
-		return d.ArgErr()
-	}
-	for d.NextBlock(0) {
+	return h.UnmarshalBlock(d, "seckill_throttle", func(name string) (bool, error) {
 		var err error
-		switch d.Val() {
+		switch name {
 		case "zone":
 			z := new(Zone)
 			if err := z.unmarshal(d); err != nil {
-				return err
+				return true, err
 			}
 			h.Zones = append(h.Zones, z)
 		case "allow":
@@ -84,28 +74,16 @@ func (h *Handler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			err = caddymodule.OneString(d, &h.Headers)
 		case "retry_jitter":
 			err = caddymodule.OneDuration(d, &h.RetryJitter)
-		case "timeout":
-			err = caddymodule.OneDuration(d, &h.Timeout)
-		case "max_pending":
-			err = caddymodule.OneInt(d, &h.MaxPending)
-		case "handle_errors":
-			if d.NextArg() {
-				return d.ArgErr()
-			}
-			h.HandleErrors = true
 		case "disable_autopipeline":
 			if d.NextArg() {
-				return d.ArgErr()
+				return true, d.ArgErr()
 			}
 			h.DisableAutopipeline = true
 		default:
-			return d.Errf("unrecognized seckill_throttle option '%s'", d.Val())
+			return false, nil
 		}
-		if err != nil {
-			return err
-		}
-	}
-	return nil
+		return true, err
+	})
 }
 
 func (z *Zone) unmarshal(d *caddyfile.Dispenser) error {

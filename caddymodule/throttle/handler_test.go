@@ -34,6 +34,9 @@ type server struct {
 // returns each server's base URL. The admin endpoint is off, so tests never fight over :2019.
 func startCaddy(t *testing.T, redisAddr string, servers ...server) []string {
 	t.Helper()
+	if redisAddr == testenv.RedisAddr() {
+		testenv.Redis(t) // the shared Redis must be up: a fail_open zone would hide its absence
+	}
 	srvs := map[string]any{}
 	var bases []string
 	for n, s := range servers {

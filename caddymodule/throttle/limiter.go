@@ -2,19 +2,13 @@ package throttle
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"slices"
 	"sort"
-	"strconv"
-	"strings"
-	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
-	"github.com/seckilledge/seckill/caddymodule"
-	"github.com/seckilledge/seckill/contract"
-	"github.com/seckilledge/seckill/lua"
+
+	"github.com/seckilledge/seckill/caddymodule/edge"
 )
 
 // Rule is one zone's limit as the deciding code sees it: no HTTP, no Caddy.
@@ -83,29 +77,22 @@ type Decision struct {
 func (d Decision) Allowed() bool { return d.Status == 0 }
 
 // Limiter decides for a request across its zones: local tiers first (blocklist, then flood
-// shield), then ONE Redis round trip carrying one script call per remaining zone (each zone's
-// key lives on its own Cluster slot, so the calls are pipelined rather than merged).
+// shield), then ONE round trip to the Store carrying one script call per remaining zone, then
+// the merge of the answers. It knows nothing of HTTP or Caddy.
 type Limiter struct {
-	rdb     redis.UniversalClient
+	// Store is the exact tier (RedisStore in production).
+	Store Store
+
 	zones   []*zoneState
 	timeout time.Duration
 
-	// Now is the local clock used for the blocklist; tests replace it.
+	// Now is the local clock of the blocklist and the shield; tests replace it.
 	Now func() time.Time
 
-	// AutoPipeline sends the scripts through go-redis's shared asynchronous autopipeliner,
-	// which coalesces the calls of concurrent requests into deep pipelines: at hundreds of
-	// concurrent connections that divides the syscalls on both sides by the batch depth.
-	// Off: one ordinary pipeline per request. Set it before the first Decide.
-	AutoPipeline bool
-
-	// Pending bounds the decisions waiting on Redis (nil: unbounded). A decision that finds
-	// it full does not go to Redis: it fails with ErrShed and the zones' failure policies
-	// apply, as when Redis does not answer. Set it before the first Decide.
-	Pending *caddymodule.Pending
-
-	apOnce sync.Once
-	ap     *redis.AutoPipeliner
+	// Pending bounds the decisions waiting on the Store (nil: unbounded). A decision that
+	// finds it full does not go to Redis: it fails with ErrShed and the zones' failure
+	// policies apply, as when Redis does not answer. Set it before the first Decide.
+	Pending *edge.Pending
 }
 
 type zoneState struct {
@@ -118,11 +105,16 @@ type zoneState struct {
 // MaxBlocklistEntries bounds each zone's blocklist.
 const MaxBlocklistEntries = 100_000
 
-// NewLimiter builds a limiter over rules. The rules are sorted tightest first (lowest rate,
-// then shortest window), so a local refusal by the tightest zone is found before the others
-// are touched; Rules() gives the resulting order, which Decide's keys must follow.
+// NewLimiter builds a limiter over rules on a Redis client (see NewLimiterOn).
 func NewLimiter(rdb redis.UniversalClient, rules []Rule, timeout time.Duration) *Limiter {
-	l := &Limiter{rdb: rdb, timeout: timeout, Now: time.Now}
+	return NewLimiterOn(&RedisStore{R: rdb}, rules, timeout)
+}
+
+// NewLimiterOn builds a limiter over rules on store. The rules are sorted tightest first
+// (lowest rate, then shortest window), so a local refusal by the tightest zone is found before
+// the others are touched; Rules() gives the resulting order, which Decide's keys must follow.
+func NewLimiterOn(store Store, rules []Rule, timeout time.Duration) *Limiter {
+	l := &Limiter{Store: store, timeout: timeout, Now: time.Now}
 	sorted := append([]Rule(nil), rules...)
 	SortTightestFirst(sorted)
 	for _, r := range sorted {
@@ -133,7 +125,7 @@ func NewLimiter(rdb redis.UniversalClient, rules []Rule, timeout time.Duration) 
 			local = r.Limit
 		}
 		if local > 0 {
-			z.shield = NewShield(local, r.Window)
+			z.shield = NewShield(local, r.Window, MaxShieldEntries)
 		}
 		z.args = []any{r.Limit, r.Window.Microseconds(), r.Ban.Strikes, max(r.Ban.Within.Milliseconds(), 1), r.Ban.Duration.Microseconds()}
 		l.zones = append(l.zones, z)
@@ -172,340 +164,59 @@ type ZoneStatus struct {
 	Shadow      bool   `json:"shadow,omitempty"`
 	FailClosed  bool   `json:"fail_closed,omitempty"`
 	Blocklisted int    `json:"blocklisted_keys"`
+	Shielded    int    `json:"shielded_keys"`
 }
 
-// Status reports the zones in decision order with the size of their blocklists.
+// Status reports the zones in decision order with the size of their local tiers.
 func (l *Limiter) Status() []ZoneStatus {
 	out := make([]ZoneStatus, len(l.zones))
 	for i, z := range l.zones {
 		out[i] = ZoneStatus{Zone: z.rule.Name, Limit: z.rule.Limit, Window: z.rule.Window.String(),
 			Shadow: z.rule.Shadow, FailClosed: z.rule.FailClosed, Blocklisted: z.blocklist.Len()}
+		if z.shield != nil {
+			out[i].Shielded = z.shield.Len()
+		}
 	}
 	return out
 }
 
 // ErrTimeout is the error of a decision whose Redis round trip took longer than the timeout.
-var ErrTimeout = errors.New("throttle: redis timeout")
+var ErrTimeout = edge.ErrTimeout
 
 // ErrShed is the error of a decision that was not sent because max_pending decisions were
 // already waiting on Redis.
-var ErrShed = errors.New("throttle: too many decisions waiting on redis (max_pending)")
+var ErrShed = edge.ErrShed
 
 // Decide decides for one request. keys[i] is the request's key in zone i (Rules order);
 // "" means the zone does not apply.
 func (l *Limiter) Decide(ctx context.Context, keys []string) Decision {
-	d := Decision{Results: make([]ZoneResult, len(l.zones))}
-	now := l.Now()
-	var pending []int // zones that need Redis
-	var taken []int   // zones whose shield counted this request
-	var probes []int  // zones whose shield refused: their provisional blocklist entry awaits Redis
-
-	refuse := func(i int, res ZoneResult) Decision {
-		for _, j := range taken {
-			l.zones[j].shield.Refund(keys[j])
-		}
-		d.Results[i] = res
-		d.Status = 429
-		d.RetryAfter = res.RetryAfter
-		d.Banned = res.Banned
-		return d
+	p := l.plan(keys, l.Now())
+	if p.done || len(p.pending) == 0 {
+		return p.d
 	}
-
-	for i, z := range l.zones {
-		key := keys[i]
-		d.Results[i].Rule = &z.rule
-		if key == "" {
-			continue
-		}
-		if b, ok := z.blocklist.Lookup(key, now); ok {
-			res := ZoneResult{Rule: &z.rule, Outcome: LocalHit, RetryAfter: b.Until.Sub(now), Reset: b.Until.Sub(now), Banned: b.Banned}
-			if z.rule.Shadow {
-				res.Outcome = ShadowLimited
-				d.Results[i] = res
-				continue
-			}
-			return refuse(i, res)
-		}
-		if z.shield != nil {
-			ok, reset := z.shield.Take(key)
-			if !ok {
-				retry := max(reset.Sub(now), time.Second)
-				res := ZoneResult{Rule: &z.rule, Outcome: LocalHit, RetryAfter: retry, Reset: retry}
-				if z.rule.Shadow {
-					res.Outcome = ShadowLimited
-					d.Results[i] = res
-					continue
-				}
-				// The first refusal of an episode still goes to Redis, as a probe: so that
-				// the violation counts towards a ban on every instance, and the blocklist
-				// gets Redis's exact retry time. Concurrent requests find the blocklist
-				// entry and are refused here.
-				if !z.blocklist.TryAdd(key, Block{Until: now.Add(retry)}, now) {
-					return refuse(i, res)
-				}
-				probes = append(probes, i)
-				pending = append(pending, i)
-				continue
-			}
-			taken = append(taken, i)
-		}
-		pending = append(pending, i)
+	calls := make([]Call, len(p.pending))
+	for n, i := range p.pending {
+		calls[n] = Call{Key: l.zones[i].counterKey(keys[i]), Args: l.zones[i].args}
 	}
-	if len(pending) == 0 {
-		return d
-	}
-
-	d.RedisCalled = true
+	p.d.RedisCalled = true
 	start := time.Now()
-	replies, err := l.eval(ctx, pending, keys)
-	d.RedisTime = time.Since(start)
-	now = l.Now()
-
+	replies, err := edge.Call(ctx, edge.Caller{Timeout: l.timeout, Pending: l.Pending},
+		func(ctx context.Context) ([]Reply, error) { return l.Store.Eval(ctx, calls) })
+	p.d.RedisTime = time.Since(start)
+	if err == nil && len(replies) != len(calls) {
+		err = errReply
+	}
 	if err != nil {
-		d.RedisErr = err
-		for _, i := range pending {
-			z := l.zones[i]
-			if slices.Contains(probes, i) {
-				// The shield refused this one; without Redis the shield has the last word.
-				d.Results[i].Outcome = LocalHit
-				d.Results[i].RetryAfter = time.Second
-				if d.Status != 503 {
-					d.Status, d.RetryAfter = 429, time.Second
-				}
-				continue
-			}
-			if z.rule.FailClosed && !z.rule.Shadow {
-				d.Results[i].Outcome = FailedClosed
-				if d.Status == 0 {
-					d.Status, d.RetryAfter = 503, time.Second
-				}
-			} else {
-				// Fail open, but the shield keeps its count: while Redis is away each
-				// instance still holds every key to local_limit per window.
-				d.Results[i].Outcome = FailedOpen
-			}
-		}
-		if d.Status != 0 {
-			l.refundShields(taken, keys)
-		}
-		return d
+		return l.failed(p, keys, err)
 	}
-
-	var admitted []int // zones whose Redis counter recorded this request
-	for n, i := range pending {
-		z := l.zones[i]
-		rep := replies[n]
-		res := &d.Results[i]
-		res.Remaining, res.Reset = rep.remaining, rep.reset
-		switch rep.status {
-		case 0:
-			res.Outcome = Allowed
-			res.AdmittedAt = memberTime(rep.member)
-			admitted = append(admitted, n)
-			if slices.Contains(probes, i) {
-				z.blocklist.Remove(keys[i]) // the exact tier had room after all
-			}
-			continue
-		case 2:
-			res.Outcome, res.Banned = Banned, true
-		default:
-			res.Outcome = Limited
-		}
-		res.RetryAfter = rep.retry
-		if slices.Contains(taken, i) {
-			z.shield.Refund(keys[i])
-			taken = remove(taken, i)
-		}
-		if z.rule.Shadow {
-			res.Outcome = ShadowLimited
-			continue
-		}
-		if slices.Contains(probes, i) {
-			// Redis's exact retry time replaces the shield's provisional one, shorter or not.
-			z.blocklist.Set(keys[i], Block{Until: now.Add(rep.retry), Banned: res.Banned})
-		} else {
-			z.blocklist.Add(keys[i], Block{Until: now.Add(rep.retry), Banned: res.Banned}, now)
-		}
-		if d.Status == 0 || res.RetryAfter > d.RetryAfter {
-			d.RetryAfter = res.RetryAfter
-		}
-		d.Status = 429
-		d.Banned = d.Banned || res.Banned
-	}
-	if d.Status != 0 {
-		// Another zone refused: the request never passes, so give back what the admitting
-		// zones recorded, in the background (the client has its answer already).
-		l.refundShields(taken, keys)
-		var undo []refund
-		for _, n := range admitted {
-			i := pending[n]
-			if !l.zones[i].rule.Shadow {
-				undo = append(undo, refund{key: contract.ThrottleKey(l.zones[i].rule.Name, keys[i]), member: replies[n].member})
-			}
-		}
-		if len(undo) > 0 {
-			go l.undo(undo)
-		}
+	d, undo := l.merge(p, keys, replies, l.Now())
+	if len(undo) > 0 {
+		// The client has its answer already: give the admissions back in the background.
+		go func() {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+			defer cancel()
+			_ = l.Store.Undo(ctx, undo)
+		}()
 	}
 	return d
-}
-
-func remove(s []int, v int) []int {
-	for i, x := range s {
-		if x == v {
-			return append(s[:i], s[i+1:]...)
-		}
-	}
-	return s
-}
-
-func (l *Limiter) refundShields(taken []int, keys []string) {
-	for _, i := range taken {
-		l.zones[i].shield.Refund(keys[i])
-	}
-}
-
-type reply struct {
-	status       int
-	remaining    int
-	reset, retry time.Duration
-	member       string
-}
-
-var script = lua.Script("throttle")
-
-// eval runs the zones' scripts in one pipeline, bounded by the limiter's timeout. The bound
-// is enforced here rather than by the shared client's socket timeouts, which belong to the
-// app and are tuned for every handler at once.
-func (l *Limiter) eval(ctx context.Context, zones []int, keys []string) ([]reply, error) {
-	type result struct {
-		r   []reply
-		err error
-	}
-	if !l.Pending.TryAcquire() {
-		return nil, ErrShed
-	}
-	done := make(chan result, 1)
-	// The Redis call itself runs without our deadline: cancelling a command mid-flight makes
-	// go-redis discard its connection, and under load that turns slow answers into
-	// reconnect storms. The call finishes on the client's own socket timeouts; the request
-	// stops waiting for it after l.timeout.
-	rctx := context.WithoutCancel(ctx)
-	go func() {
-		defer l.Pending.Release()
-		r, missing, err := l.pipeline(rctx, zones, keys, false)
-		if err == nil && len(missing) > 0 {
-			// Re-send with the script body only the calls answered NOSCRIPT: on a Redis
-			// Cluster each master caches scripts on its own, so the other calls of the
-			// pipeline did run, and sending them again would count the request twice.
-			sub := make([]int, len(missing))
-			for k, n := range missing {
-				sub[k] = zones[n]
-			}
-			var r2 []reply
-			if r2, _, err = l.pipeline(rctx, sub, keys, true); err == nil {
-				for k, n := range missing {
-					r[n] = r2[k]
-				}
-			}
-		}
-		done <- result{r, err}
-	}()
-	timer := time.NewTimer(l.timeout)
-	defer timer.Stop()
-	select {
-	case res := <-done:
-		return res.r, res.err
-	case <-timer.C:
-		return nil, ErrTimeout
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	}
-}
-
-func (l *Limiter) autopipeliner() *redis.AutoPipeliner {
-	if !l.AutoPipeline {
-		return nil
-	}
-	l.apOnce.Do(func() {
-		if ap, err := l.rdb.AsyncAutoPipeline(); err == nil {
-			l.ap = ap
-		}
-	})
-	return l.ap
-}
-
-// pipeline sends one script call per zone in one pipeline. Without load (EVALSHA), the
-// positions of the calls answered NOSCRIPT come back in missing, their replies left empty.
-func (l *Limiter) pipeline(ctx context.Context, zones []int, keys []string, load bool) (out []reply, missing []int, err error) {
-	cmds := make([]*redis.Cmd, len(zones))
-	queue := func(s redis.Scripter) {
-		for n, i := range zones {
-			z := l.zones[i]
-			k := contract.ThrottleKey(z.rule.Name, keys[i])
-			ks := []string{k, k + ":ban"}
-			if load {
-				cmds[n] = script.Eval(ctx, s, ks, z.args...)
-			} else {
-				cmds[n] = script.EvalSha(ctx, s, ks, z.args...)
-			}
-		}
-	}
-	if ap := l.autopipeliner(); ap != nil {
-		// The calls return at once; reading a result waits for the batch that carried it.
-		queue(ap)
-	} else {
-		// Each command carries its own error, read below: a NOSCRIPT of one is not a
-		// failure of the others.
-		_, _ = l.rdb.Pipelined(ctx, func(p redis.Pipeliner) error { queue(p); return nil })
-	}
-	out = make([]reply, len(zones))
-	for n, c := range cmds {
-		v, err := c.Slice()
-		if err != nil && !load && isNoScript(err) {
-			missing = append(missing, n)
-			continue
-		}
-		if err != nil {
-			return nil, nil, err
-		}
-		if len(v) != 5 {
-			return nil, nil, errors.New("throttle: unexpected script reply")
-		}
-		st, _ := v[0].(int64)
-		rem, _ := v[1].(int64)
-		reset, _ := v[2].(int64)
-		retry, _ := v[3].(int64)
-		member, _ := v[4].(string)
-		out[n] = reply{status: int(st), remaining: int(rem), reset: time.Duration(reset) * time.Microsecond,
-			retry: time.Duration(retry) * time.Microsecond, member: member}
-	}
-	return out, missing, nil
-}
-
-// memberTime reads the Redis time of an admission from its sorted-set member "<t_us>-<n>".
-func memberTime(member string) time.Time {
-	us, _, _ := strings.Cut(member, "-")
-	n, err := strconv.ParseInt(us, 10, 64)
-	if err != nil {
-		return time.Time{}
-	}
-	return time.UnixMicro(n)
-}
-
-func isNoScript(err error) bool {
-	return err != nil && strings.Contains(err.Error(), "NOSCRIPT")
-}
-
-type refund struct{ key, member string }
-
-func (l *Limiter) undo(rs []refund) {
-	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-	defer cancel()
-	_, _ = l.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		for _, r := range rs {
-			p.ZRem(ctx, r.key, r.member)
-		}
-		return nil
-	})
 }

@@ -56,24 +56,24 @@ func TestBlocklistStaysBoundedUnderManyKeys(t *testing.T) {
 }
 
 func TestShieldHoldsAdmittedPlusInFlightAndRefundsRefusals(t *testing.T) {
-	s := NewShield(3, time.Hour)
+	s := NewShield(3, time.Hour, 0)
 	for i := 0; i < 3; i++ {
-		if ok, _ := s.Take("k"); !ok {
+		if ok, _ := s.Take("k", t0); !ok {
 			t.Fatalf("take %d refused under the limit", i)
 		}
 	}
-	if ok, reset := s.Take("k"); ok || reset.IsZero() {
+	if ok, reset := s.Take("k", t0); ok || reset.IsZero() {
 		t.Fatalf("fourth in-flight request must be refused with a reset time, got ok=%v reset=%v", ok, reset)
 	}
 	// The refused take was undone: refunding one request (Redis refused it) frees exactly one.
 	s.Refund("k")
-	if ok, _ := s.Take("k"); !ok {
+	if ok, _ := s.Take("k", t0); !ok {
 		t.Fatal("a refunded slot must be usable again")
 	}
-	if ok, _ := s.Take("k"); ok {
+	if ok, _ := s.Take("k", t0); ok {
 		t.Fatal("refusals must not leak slots: only one was refunded")
 	}
-	if ok, _ := s.Take("other"); !ok {
+	if ok, _ := s.Take("other", t0); !ok {
 		t.Fatal("keys are independent")
 	}
 }
@@ -178,7 +178,7 @@ func TestBlocklistProbeAnswersReplaceTheProvisionalEntry(t *testing.T) {
 	if b.TryAdd("k", Block{Until: t0.Add(5 * time.Second)}, t0) {
 		t.Fatal("a concurrent refusal must not probe too")
 	}
-	b.Set("k", Block{Until: t0.Add(time.Second)}) // Redis: a slot frees in 1s
+	b.Set("k", Block{Until: t0.Add(time.Second)}, t0) // Redis: a slot frees in 1s
 	if _, ok := b.Lookup("k", t0.Add(1500*time.Millisecond)); ok {
 		t.Fatal("Redis's shorter retry time must replace the provisional one")
 	}

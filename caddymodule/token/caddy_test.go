@@ -13,7 +13,7 @@ import (
 	"github.com/caddyserver/caddy/v2"
 
 	"github.com/seckilledge/seckill/caddymodule"
-	"github.com/seckilledge/seckill/caddymodule/tokens"
+	"github.com/seckilledge/seckill/caddymodule/tokenformat"
 	"github.com/seckilledge/seckill/internal/testenv"
 )
 
@@ -45,7 +45,7 @@ func loadCaddy(t *testing.T, addr string, keys ...string) {
 	}
 }
 
-func activeKeyring(t *testing.T) *tokens.Keyring {
+func activeKeyring(t *testing.T) *tokenformat.Keyring {
 	t.Helper()
 	app, err := caddy.ActiveContext().App("seckill")
 	if err != nil {
@@ -108,7 +108,7 @@ func TestKeyRotationThroughAConfigReloadKeepsOldTokensUntilTheKeyIsRemoved(t *te
 	}
 
 	loadCaddy(t, addr, "k2") // k1 retired
-	if _, err := activeKeyring(t).Verify(old, sale, user, time.Now()); !errors.Is(err, tokens.ErrInvalid) {
+	if _, err := activeKeyring(t).Verify(old, sale, user, time.Now()); !errors.Is(err, tokenformat.ErrInvalid) {
 		t.Fatalf("a token of a removed key: %v, want ErrInvalid", err)
 	}
 	if status, body = postToken(t, addr, sale, user); status != 200 {

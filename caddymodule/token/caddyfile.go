@@ -4,13 +4,13 @@ import (
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 	"github.com/caddyserver/caddy/v2/caddyconfig/httpcaddyfile"
-	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 
 	"github.com/seckilledge/seckill/caddymodule"
+	"github.com/seckilledge/seckill/caddymodule/refusal"
 )
 
 func init() {
-	httpcaddyfile.RegisterHandlerDirective("seckill_token", parseCaddyfile)
+	httpcaddyfile.RegisterHandlerDirective("seckill_token", refusal.Directive[Issuer])
 	// Before respond: after every request-shaping and authentication directive and after
 	// seckill_throttle (registered after forward_auth), before seckill_gate (registered before
 	// reverse_proxy, which comes after respond). Each of the three plugins is anchored to a
@@ -19,7 +19,7 @@ func init() {
 	httpcaddyfile.RegisterDirectiveOrder("seckill_token", httpcaddyfile.Before, "respond")
 }
 
-// parseCaddyfile sets up the handler from Caddyfile tokens:
+// UnmarshalCaddyfile sets up the handler from Caddyfile tokens:
 //
 //	seckill_token [<matcher>] {
 //		sale        <placeholder>   # default {http.request.uri.path.1}
@@ -29,22 +29,12 @@ func init() {
 //		timeout     <duration>      # default 1s
 //		retry_after <duration>      # default 1s
 //		max_pending <n>             # default 4096, -1 unbounded
+//		handle_errors               # refusals go to handle_errors routes
 //	}
-func parseCaddyfile(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error) {
-	i := new(Issuer)
-	err := i.UnmarshalCaddyfile(h.Dispenser)
-	return i, err
-}
-
-// UnmarshalCaddyfile sets up the handler from Caddyfile tokens.
 func (h *Issuer) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
-	d.Next() // the directive name
-	if d.NextArg() {
-		return d.ArgErr()
-	}
-	for d.NextBlock(0) {
+	return h.UnmarshalBlock(d, "seckill_token", func(name string) (bool, error) {
 		var err error
-		switch d.Val() {
+		switch name {
 		case "sale":
 			err = caddymodule.OneString(d, &h.Sale)
 		case "user":
@@ -55,20 +45,13 @@ func (h *Issuer) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			var lead caddy.Duration
 			err = caddymodule.OneDuration(d, &lead)
 			h.LeadTime = &lead
-		case "timeout":
-			err = caddymodule.OneDuration(d, &h.Timeout)
 		case "retry_after":
 			err = caddymodule.OneDuration(d, &h.RetryAfter)
-		case "max_pending":
-			err = caddymodule.OneInt(d, &h.MaxPending)
 		default:
-			return d.Errf("unrecognized seckill_token option '%s'", d.Val())
+			return false, nil
 		}
-		if err != nil {
-			return err
-		}
-	}
-	return nil
+		return true, err
+	})
 }
 
 // Interface guard

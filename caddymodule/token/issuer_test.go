@@ -17,20 +17,20 @@ import (
 	"github.com/redis/go-redis/v9"
 	"go.uber.org/zap"
 
-	"github.com/seckilledge/seckill/caddymodule/tokens"
+	"github.com/seckilledge/seckill/caddymodule/tokenformat"
 	"github.com/seckilledge/seckill/contract"
 	"github.com/seckilledge/seckill/internal/testenv"
 	"github.com/seckilledge/seckill/lua"
 )
 
-var testKey = tokens.Key{ID: "k1", Secret: []byte("test-key-0123456789-0123456789-0123456789")}
+var testKey = tokenformat.Key{ID: "k1", Secret: []byte("test-key-0123456789-0123456789-0123456789")}
 
-func testRing(t testing.TB, keys ...tokens.Key) *tokens.Keyring {
+func testRing(t testing.TB, keys ...tokenformat.Key) *tokenformat.Keyring {
 	t.Helper()
 	if len(keys) == 0 {
-		keys = []tokens.Key{testKey}
+		keys = []tokenformat.Key{testKey}
 	}
-	kr, err := tokens.NewKeyring(keys...)
+	kr, err := tokenformat.NewKeyring(keys...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -39,12 +39,11 @@ func testRing(t testing.TB, keys ...tokens.Key) *tokens.Keyring {
 
 // newIssuer is the handler as Provision leaves it, on the given Redis, reading the user from
 // X-User-ID as the demo Caddyfile does.
-func newIssuer(t testing.TB, rdb redis.Scripter, kr *tokens.Keyring, ttl, lead time.Duration) *Issuer {
+func newIssuer(t testing.TB, rdb redis.Scripter, kr *tokenformat.Keyring, ttl, lead time.Duration) *Issuer {
 	t.Helper()
 	l := caddy.Duration(lead)
-	h := &Issuer{User: "{http.request.header.X-User-ID}", TTL: caddy.Duration(ttl), LeadTime: &l,
-		scripter: rdb, keyring: kr, logger: zap.NewNop()}
-	h.setDefaults()
+	h := &Issuer{User: "{http.request.header.X-User-ID}", TTL: caddy.Duration(ttl), LeadTime: &l, logger: zap.NewNop()}
+	h.setup(rdb, kr)
 	if err := h.Validate(); err != nil {
 		t.Fatal(err)
 	}
@@ -158,8 +157,8 @@ func TestATokenTakenBeforeTheStartLivesFromTheStartAndIsRecordedForTheGate(t *te
 	if !c.Expires.Equal(exp) {
 		t.Fatalf("token expiry %v, body says %v", c.Expires, exp)
 	}
-	if got := rdb.HGet(ctx, contract.TokensKey(sale), user).Val(); got != tokens.StoreValue(c) {
-		t.Fatalf("tokens hash holds %q, the gate expects %q", got, tokens.StoreValue(c))
+	if got := rdb.HGet(ctx, contract.TokensKey(sale), user).Val(); got != tokenformat.StoreValue(c) {
+		t.Fatalf("tokens hash holds %q, the gate expects %q", got, tokenformat.StoreValue(c))
 	}
 	metaAt := rdb.PExpireTime(ctx, contract.MetaKey(sale)).Val()
 	if at := rdb.PExpireTime(ctx, contract.TokensKey(sale)).Val(); at <= 0 || at != metaAt {
@@ -182,7 +181,7 @@ func TestATokenNeverOutlivesTheSale(t *testing.T) {
 	if exp.After(ends) || exp.Before(ends.Add(-2*time.Second)) {
 		t.Fatalf("expires_at %v: want the end of the sale %v (rounded down to the second)", exp, ends)
 	}
-	if _, err := kr.Verify(a.body["token"], sale, user, ends); !errors.Is(err, tokens.ErrExpired) {
+	if _, err := kr.Verify(a.body["token"], sale, user, ends); !errors.Is(err, tokenformat.ErrExpired) {
 		t.Fatalf("at the end of the sale the token must be expired: %v", err)
 	}
 }
@@ -221,10 +220,10 @@ func TestAskingAgainReplacesTheUsersLiveToken(t *testing.T) {
 		t.Fatal("two tokens share a nonce")
 	}
 	stored := rdb.HGet(ctx, contract.TokensKey(sale), user).Val()
-	if stored != tokens.StoreValue(c2) {
-		t.Fatalf("tokens hash holds %q, want the second token's %q", stored, tokens.StoreValue(c2))
+	if stored != tokenformat.StoreValue(c2) {
+		t.Fatalf("tokens hash holds %q, want the second token's %q", stored, tokenformat.StoreValue(c2))
 	}
-	if stored == tokens.StoreValue(c1) {
+	if stored == tokenformat.StoreValue(c1) {
 		t.Fatal("the first token is still live")
 	}
 	if n := rdb.HLen(ctx, contract.TokensKey(sale)).Val(); n != 2 {
@@ -250,7 +249,7 @@ func TestConcurrentRequestsOfOneUserLeaveExactlyOneLiveToken(t *testing.T) {
 				t.Error(err)
 				return
 			}
-			values[i] = tokens.StoreValue(c)
+			values[i] = tokenformat.StoreValue(c)
 		})
 	}
 	wg.Wait()

@@ -3,10 +3,10 @@ package token
 import (
 	"fmt"
 	"net/http"
-	"strconv"
 	"time"
 
-	"github.com/seckilledge/seckill/caddymodule/tokens"
+	"github.com/seckilledge/seckill/caddymodule/refusal"
+	"github.com/seckilledge/seckill/caddymodule/tokenformat"
 	"github.com/seckilledge/seckill/contract"
 )
 
@@ -23,124 +23,118 @@ const (
 	UnknownSale      Outcome = contract.CodeUnknownSale
 	NotStarted       Outcome = contract.CodeNotStarted
 	Ended            Outcome = contract.CodeEnded
+	Paused           Outcome = contract.CodePaused
+	AlreadyBought    Outcome = contract.CodeAlreadyBought
+	SoldOut          Outcome = contract.CodeSoldOut
 	Unavailable      Outcome = contract.CodeUnavailable
 )
 
-var outcomes = []Outcome{Issued, Unauthenticated, BadRequest, MethodNotAllowed, UnknownSale, NotStarted, Ended, Unavailable}
+var outcomes = []Outcome{Issued, Unauthenticated, BadRequest, MethodNotAllowed, UnknownSale, NotStarted, Ended, Paused, AlreadyBought, SoldOut, Unavailable}
+
+// sharded is the script's answer on a sharded sale's own keys; it never reaches a client.
+const sharded Outcome = "sharded"
+
+var refusals = map[Outcome]refusal.Refusal{
+	Unauthenticated: refusal.Unauthenticated,
+	BadRequest:      refusal.BadRequest,
+	MethodNotAllowed: {Status: http.StatusMethodNotAllowed, Code: contract.CodeBadRequest,
+		Message: "use POST to ask for a purchase token"},
+	UnknownSale: refusal.UnknownSale,
+	NotStarted: {Status: http.StatusForbidden, Code: contract.CodeNotStarted,
+		Message: "tokens are not issued yet: the sale has not started"},
+	Ended:         refusal.Ended,
+	Paused:        refusal.Paused,
+	AlreadyBought: refusal.AlreadyBought,
+	SoldOut:       refusal.SoldOut,
+	Unavailable: {Status: http.StatusServiceUnavailable, Code: contract.CodeUnavailable,
+		Message: "the token service is unavailable: retry shortly"},
+}
+
+// Refusal is the answer of a refusing outcome; anything unknown answers unavailable.
+func (o Outcome) Refusal() refusal.Refusal {
+	if r, ok := refusals[o]; ok {
+		return r
+	}
+	return refusals[Unavailable]
+}
 
 // Status is the HTTP status of the outcome.
 func (o Outcome) Status() int {
-	switch o {
-	case Issued:
+	if o == Issued {
 		return http.StatusOK
-	case Unauthenticated:
-		return http.StatusUnauthorized
-	case BadRequest:
-		return http.StatusBadRequest
-	case MethodNotAllowed:
-		return http.StatusMethodNotAllowed
-	case UnknownSale:
-		return http.StatusNotFound
-	case NotStarted, Ended:
-		return http.StatusForbidden
-	default:
-		return http.StatusServiceUnavailable
 	}
+	return o.Refusal().Status
 }
 
 // Code is the refusal code of the body.
-func (o Outcome) Code() string {
-	if o == MethodNotAllowed {
-		return contract.CodeBadRequest
-	}
-	return string(o)
-}
+func (o Outcome) Code() string { return o.Refusal().Code }
 
 // Message is the human-readable refusal message.
-func (o Outcome) Message() string {
-	switch o {
-	case Unauthenticated:
-		return "no user id: sign in first"
-	case BadRequest:
-		return "sale and user ids are 1 to 64 characters of [A-Za-z0-9_-]"
-	case MethodNotAllowed:
-		return "use POST to ask for a purchase token"
-	case UnknownSale:
-		return "no such sale"
-	case NotStarted:
-		return "tokens are not issued yet: the sale has not started"
-	case Ended:
-		return "the sale has ended"
-	default:
-		return "the token service is unavailable: retry shortly"
-	}
-}
+func (o Outcome) Message() string { return o.Refusal().Message }
 
 // Result is the decision on one request.
 type Result struct {
 	Outcome Outcome
 	Expires time.Time // when Issued: the expiry Redis decided
+	OrderID string    // when AlreadyBought: the user's order
 	Token   string
-	Claims  tokens.Claims
+	Claims  tokenformat.Claims
 }
 
-// parseReply reads the token_issue script's reply {outcome, exp_ms, now_ms}.
-func parseReply(reply []any) (Result, error) {
-	if len(reply) != 3 {
-		return Result{}, fmt.Errorf("%d elements, want 3", len(reply))
+// Reply is the token_issue script's answer.
+type Reply struct {
+	Outcome Outcome
+	Expires time.Time // Issued
+	OrderID string    // AlreadyBought
+	Shards  int       // sharded: the shard count
+}
+
+// parseReply reads the token_issue script's reply {outcome, exp_ms, now_ms[, order_id]}.
+func parseReply(reply []any) (Reply, error) {
+	if len(reply) < 3 {
+		return Reply{}, fmt.Errorf("%d elements, want 3 or 4", len(reply))
 	}
 	s, _ := reply[0].(string)
 	exp, ok := reply[1].(int64)
 	if !ok {
-		return Result{}, fmt.Errorf("exp_ms %T", reply[1])
+		return Reply{}, fmt.Errorf("exp_ms %T", reply[1])
 	}
 	switch o := Outcome(s); o {
 	case Issued:
 		if exp <= 0 {
-			return Result{}, fmt.Errorf("issued with exp_ms %d", exp)
+			return Reply{}, fmt.Errorf("issued with exp_ms %d", exp)
 		}
-		return Result{Outcome: o, Expires: time.UnixMilli(exp)}, nil
-	case UnknownSale, NotStarted, Ended:
-		return Result{Outcome: o}, nil
+		return Reply{Outcome: o, Expires: time.UnixMilli(exp)}, nil
+	case AlreadyBought:
+		var order string
+		if len(reply) > 3 {
+			order, _ = reply[3].(string)
+		}
+		if order == "" {
+			return Reply{}, fmt.Errorf("already_bought without an order id")
+		}
+		return Reply{Outcome: o, OrderID: order}, nil
+	case sharded:
+		if exp < 2 || exp > contract.MaxShards {
+			return Reply{}, fmt.Errorf("sharded with shard count %d", exp)
+		}
+		return Reply{Outcome: o, Shards: int(exp)}, nil
+	case UnknownSale, NotStarted, Ended, Paused, SoldOut:
+		return Reply{Outcome: o}, nil
 	default:
-		return Result{}, fmt.Errorf("unknown outcome %q", s)
+		return Reply{}, fmt.Errorf("unknown outcome %q", s)
 	}
 }
 
-// Static bodies of the refusals.
-var refusalBodies = func() map[Outcome][]byte {
-	m := map[Outcome][]byte{}
-	for _, o := range outcomes[1:] {
-		m[o] = []byte(`{"code":"` + o.Code() + `","message":"` + o.Message() + `"}`)
-	}
-	return m
-}()
-
-func writeResult(w http.ResponseWriter, res Result, retryAfter string) {
+// writeIssued writes a 200 with the token.
+func writeIssued(w http.ResponseWriter, res Result) {
 	h := w.Header()
 	h["Content-Type"] = []string{"application/json"}
 	// A token is a credential of one user: no cache may keep it.
 	h["Cache-Control"] = []string{"no-store"}
-	var body []byte
-	switch res.Outcome {
-	case Issued:
-		// Token and timestamp are URL-safe ASCII: no JSON escaping needed.
-		body = []byte(`{"token":"` + res.Token + `","expires_at":"` + res.Claims.Expires.UTC().Format(time.RFC3339) + `"}`)
-	case MethodNotAllowed:
-		h["Allow"] = []string{http.MethodPost}
-		body = refusalBodies[res.Outcome]
-	case Unavailable:
-		h["Retry-After"] = []string{retryAfter}
-		body = refusalBodies[res.Outcome]
-	default:
-		body = refusalBodies[res.Outcome]
-		if body == nil {
-			res.Outcome = Unavailable
-			h["Retry-After"] = []string{retryAfter}
-			body = refusalBodies[Unavailable]
-		}
-	}
-	h["Content-Length"] = []string{strconv.Itoa(len(body))}
-	w.WriteHeader(res.Outcome.Status())
+	// Token and timestamp are URL-safe ASCII: no JSON escaping needed.
+	body := []byte(`{"token":"` + res.Token + `","expires_at":"` + res.Claims.Expires.UTC().Format(time.RFC3339) + `"}`)
+	h["Content-Length"] = []string{fmt.Sprint(len(body))}
+	w.WriteHeader(http.StatusOK)
 	_, _ = w.Write(body)
 }

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/seckilledge/seckill/caddymodule/tokens"
+	"github.com/seckilledge/seckill/caddymodule/tokenformat"
 	"github.com/seckilledge/seckill/contract"
 	"github.com/seckilledge/seckill/internal/testenv"
 	"github.com/seckilledge/seckill/lua"
@@ -44,14 +44,14 @@ func TestATokenOfAShardedSaleIsRecordedInTheUsersShard(t *testing.T) {
 			t.Fatalf("%s: token does not verify for the sale: %v", user, err)
 		}
 		shard := contract.UserShardID(sale, user, k)
-		if got := rdb.HGet(ctx, contract.TokensKey(shard), user).Val(); got != tokens.StoreValue(c) {
-			t.Errorf("%s: shard %s records %q, want %q", user, shard, got, tokens.StoreValue(c))
+		if got := rdb.HGet(ctx, contract.TokensKey(shard), user).Val(); got != tokenformat.StoreValue(c) {
+			t.Errorf("%s: shard %s records %q, want %q", user, shard, got, tokenformat.StoreValue(c))
 		}
 	}
 	if n := rdb.Exists(ctx, contract.TokensKey(sale)).Val(); n != 0 {
 		t.Error("the sale's own tokens hash was written: the gate would never find those tokens")
 	}
-	if got := h.shards.Of(sale); got != k {
+	if got := h.core.Shards.Of(sale); got != k {
 		t.Errorf("the issuer remembers %d shards, want %d", got, k)
 	}
 }

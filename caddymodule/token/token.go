@@ -9,16 +9,14 @@
 //
 // One request is one Redis round trip (lua/token_issue.lua): the script decides the sale
 // window with Redis TIME, computes the expiry, and records the nonce in the sale's tokens
-// hash (field = user id, value = tokens.StoreValue). The format of the token itself is in
-// caddymodule/tokens. docs/token.md has the whole story.
+// hash (field = user id, value = tokenformat.StoreValue). The format of the token itself is in
+// caddymodule/tokenformat. docs/token.md has the whole story.
 package token
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"net/http"
-	"strconv"
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
@@ -27,8 +25,9 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/seckilledge/seckill/caddymodule"
-	"github.com/seckilledge/seckill/caddymodule/tokens"
-	"github.com/seckilledge/seckill/contract"
+	"github.com/seckilledge/seckill/caddymodule/edge"
+	"github.com/seckilledge/seckill/caddymodule/refusal"
+	"github.com/seckilledge/seckill/caddymodule/tokenformat"
 )
 
 func init() {
@@ -67,25 +66,15 @@ type Issuer struct {
 	// not_started. Default 5m; 0 issues tokens only once the sale has started.
 	LeadTime *caddy.Duration `json:"lead_time,omitempty"`
 
-	// How long the Redis round trip may take before the handler answers 503 unavailable.
-	// Default 1s.
-	Timeout caddy.Duration `json:"timeout,omitempty"`
-
 	// Retry-After sent with 503. Default 1s (rounded up to whole seconds).
 	RetryAfter caddy.Duration `json:"retry_after,omitempty"`
 
-	// The most token scripts this handler may have waiting on Redis at once. Beyond it the
-	// handler answers 503 unavailable with Retry-After at once, without touching Redis, so
-	// an overloaded or stalled Redis costs fast refusals and bounded memory. Default 4096;
-	// -1 disables the bound.
-	MaxPending int `json:"max_pending,omitempty"`
+	// timeout (default 1s), max_pending, handle_errors.
+	refusal.Limits
 
-	pending    *caddymodule.Pending
-	scripter   redis.Scripter
-	shards     *caddymodule.ShardCounts
-	keyring    *tokens.Keyring
-	logger     *zap.Logger
-	retryAfter string
+	core   *Core
+	logger *zap.Logger
+	refuse refusal.Writer
 }
 
 // CaddyModule returns the Caddy module information.
@@ -98,26 +87,23 @@ func (Issuer) CaddyModule() caddy.ModuleInfo {
 
 // Provision sets defaults and takes the app's Redis client and keyring. No network I/O.
 func (h *Issuer) Provision(ctx caddy.Context) error {
-	h.logger = caddymodule.SampledLogger(ctx.Logger())
-	h.setDefaults()
+	h.logger = edge.SampledLogger(ctx.Logger())
 	appIface, err := ctx.App("seckill")
 	if err != nil {
 		return fmt.Errorf("seckill_token: the seckill app: %w", err)
 	}
 	app := appIface.(*caddymodule.App)
-	h.keyring = app.Keyring()
-	if h.keyring == nil {
+	kr := app.Keyring()
+	if kr == nil {
 		return errors.New("seckill_token: no signing key: set token_keys in the seckill global option (e.g. token_keys { k1 {env.SECKILL_TOKEN_KEY} })")
 	}
-	h.scripter = app.RedisClient()
+	h.setup(app.RedisClient(), kr)
 	registerMetrics(ctx.GetMetricsRegistry())
 	return nil
 }
 
-func (h *Issuer) setDefaults() {
-	if h.shards == nil {
-		h.shards = new(caddymodule.ShardCounts)
-	}
+// setup sets the defaults and builds the deciding core over rdb.
+func (h *Issuer) setup(rdb redis.Scripter, kr *tokenformat.Keyring) {
 	if h.Sale == "" {
 		h.Sale = DefaultSale
 	}
@@ -131,17 +117,22 @@ func (h *Issuer) setDefaults() {
 		lead := caddy.Duration(DefaultLeadTime)
 		h.LeadTime = &lead
 	}
-	if h.MaxPending == 0 {
-		h.MaxPending = caddymodule.DefaultMaxPending
-	}
-	h.pending = caddymodule.NewPending(h.MaxPending)
-	if h.Timeout <= 0 {
-		h.Timeout = caddy.Duration(DefaultTimeout)
-	}
 	if h.RetryAfter <= 0 {
 		h.RetryAfter = caddy.Duration(DefaultRetryAfter)
 	}
-	h.retryAfter = strconv.Itoa(int((time.Duration(h.RetryAfter) + time.Second - 1) / time.Second))
+	if h.logger == nil {
+		h.logger = zap.NewNop()
+	}
+	h.refuse = h.Writer(0)
+	h.core = &Core{
+		Store:    RedisStore{R: rdb},
+		Caller:   h.Caller(DefaultTimeout),
+		Shards:   new(caddymodule.ShardCounts),
+		Keyring:  kr,
+		NewNonce: tokenformat.NewNonce,
+		TTL:      time.Duration(h.TTL),
+		LeadTime: time.Duration(*h.LeadTime),
+	}
 }
 
 // Validate checks the configuration.
@@ -162,74 +153,40 @@ func (h *Issuer) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.H
 		repl = caddy.NewReplacer()
 	}
 	start := time.Now()
-	res := h.issue(r, repl)
+	var res Result
+	var ref refusal.Refusal
+	switch pathRef, canonical := refusal.CheckPath(r); {
+	case r.Method != http.MethodPost:
+		res = Result{Outcome: MethodNotAllowed}
+		w.Header()["Allow"] = []string{http.MethodPost}
+	case !canonical:
+		// The sale placeholder reads the raw path, the routes matched the cleaned one.
+		res, ref = Result{Outcome: BadRequest}, pathRef
+	default:
+		var err error
+		res, err = h.core.Issue(r.Context(), repl.ReplaceAll(h.Sale, ""), repl.ReplaceAll(h.User, ""))
+		if err != nil {
+			if errors.Is(err, edge.ErrShed) {
+				shed.Inc()
+			}
+			if r.Context().Err() == nil {
+				h.logger.Warn("no token issued; answering unavailable", zap.Error(err))
+			}
+		}
+	}
 	observe(res.Outcome, time.Since(start))
 	repl.Set("http.seckill.token.outcome", string(res.Outcome))
 	if res.Outcome == Issued {
 		repl.Set("http.seckill.token.expires_at", res.Expires.UTC().Format(time.RFC3339))
+		writeIssued(w, res)
+		return nil
 	}
-	writeResult(w, res, h.retryAfter)
-	return nil
-}
-
-func (h *Issuer) issue(r *http.Request, repl *caddy.Replacer) Result {
-	if r.Method != http.MethodPost {
-		return Result{Outcome: MethodNotAllowed}
+	if ref.Code == "" {
+		ref = res.Outcome.Refusal()
 	}
-	user := repl.ReplaceAll(h.User, "")
-	if user == "" {
-		return Result{Outcome: Unauthenticated}
-	}
-	sale := repl.ReplaceAll(h.Sale, "")
-	if !contract.ValidID(sale) || !contract.ValidID(user) {
-		return Result{Outcome: BadRequest}
-	}
-	nonce, err := tokens.NewNonce()
-	if err != nil {
-		h.logger.Error("no randomness for a token nonce", zap.Error(err))
-		return Result{Outcome: Unavailable}
-	}
-	if !h.pending.TryAcquire() {
-		shed.Inc()
-		return Result{Outcome: Unavailable}
-	}
-	ctx, cancel := context.WithTimeout(r.Context(), time.Duration(h.Timeout))
-	// A sharded sale's token lives in the user's shard, where the gate looks for it. Both
-	// calls of a sale seen sharded for the first time count as one pending decision.
-	k := h.shards.Of(sale)
-	reply, err := h.runIssue(ctx, contract.UserShardID(sale, user, k), user, nonce)
-	if err == nil && k == 1 {
-		if sk, ok := shardedReply(reply); ok {
-			h.shards.Learn(sale, sk)
-			k = h.shards.Of(sale)
-			reply, err = h.runIssue(ctx, contract.UserShardID(sale, user, k), user, nonce)
-		}
-	}
-	cancel()
-	h.pending.Release()
-	if err != nil {
-		if r.Context().Err() == nil {
-			h.logger.Warn("token script failed", zap.String("sale", sale), zap.Error(err))
-		}
-		return Result{Outcome: Unavailable}
-	}
-	res, err := parseReply(reply)
-	if err != nil {
-		h.logger.Error("token script: unexpected reply", zap.Any("reply", reply), zap.Error(err))
-		return Result{Outcome: Unavailable}
-	}
-	if res.Outcome == UnknownSale && k > 1 {
-		h.shards.Forget(sale) // the shard is gone: learn the sale again next time
-	}
-	if res.Outcome != Issued {
-		return res
-	}
-	res.Token, res.Claims, err = h.keyring.Sign(sale, user, nonce, res.Expires)
-	if err != nil {
-		h.logger.Error("signing a token", zap.Error(err))
-		return Result{Outcome: Unavailable}
-	}
-	return res
+	ref.OrderID = res.OrderID
+	ref.RetryAfter = time.Duration(h.RetryAfter)
+	return h.refuse.Write(w, ref)
 }
 
 // Interface guards

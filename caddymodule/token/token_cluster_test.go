@@ -11,7 +11,7 @@ import (
 	"github.com/caddyserver/caddy/v2"
 	"github.com/redis/go-redis/v9"
 
-	"github.com/seckilledge/seckill/caddymodule/tokens"
+	"github.com/seckilledge/seckill/caddymodule/tokenformat"
 	"github.com/seckilledge/seckill/contract"
 	"github.com/seckilledge/seckill/internal/testenv"
 )
@@ -64,8 +64,8 @@ func TestTokenIssuerWorksOnARedisCluster(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: the issued token does not verify: %v", sale, err)
 		}
-		if got := rdb.HGet(ctx, contract.TokensKey(sale), user).Val(); got != tokens.StoreValue(c) {
-			t.Fatalf("%s: tokens hash holds %q, the gate expects %q", sale, got, tokens.StoreValue(c))
+		if got := rdb.HGet(ctx, contract.TokensKey(sale), user).Val(); got != tokenformat.StoreValue(c) {
+			t.Fatalf("%s: tokens hash holds %q, the gate expects %q", sale, got, tokenformat.StoreValue(c))
 		}
 		metaAt := rdb.PExpireTime(ctx, contract.MetaKey(sale)).Val()
 		if at := rdb.PExpireTime(ctx, contract.TokensKey(sale)).Val(); at <= 0 || at != metaAt {

@@ -85,6 +85,7 @@ func (s *Server) Addr() string { return "127.0.0.1:" + strconv.Itoa(s.Port) }
 // a temp dir. It is killed at the end of the test.
 func StartRedis(t testing.TB) *Server {
 	t.Helper()
+	NeedsServices(t)
 	if _, err := exec.LookPath("redis-server"); err != nil {
 		missing(t, "redis-server binary", err)
 	}
@@ -112,6 +113,7 @@ func StartRedis(t testing.TB) *Server {
 // seed addresses. Used by the Cluster tests.
 func StartRedisCluster(t testing.TB) []string {
 	t.Helper()
+	NeedsServices(t)
 	var addrs []string
 	for i := 0; i < 3; i++ {
 		s := &Server{Name: fmt.Sprintf("redis-cluster-%d", i), Port: FreePort(t), Dir: t.TempDir(), t: t}
@@ -168,6 +170,7 @@ const pgBin = "/usr/lib/postgresql/15/bin"
 // of the test. URL() gives its connection string.
 func StartPostgres(t testing.TB) *Server {
 	t.Helper()
+	NeedsServices(t)
 	if _, err := os.Stat(pgBin + "/postgres"); err != nil {
 		missing(t, "Postgres 15 binaries", err)
 	}
@@ -249,6 +252,7 @@ func (s *Server) URL() string {
 // test may stop and restart the broker. Starting takes several seconds. AMQPURL() gives its URL.
 func StartRabbit(t testing.TB) *Server {
 	t.Helper()
+	NeedsServices(t)
 	const bin = "/usr/lib/rabbitmq/bin/"
 	if _, err := os.Stat(bin + "rabbitmq-server"); err != nil {
 		missing(t, "rabbitmq-server", err)

@@ -66,6 +66,7 @@ func ID(prefix string) string {
 // Redis returns a client of the shared Redis, closed when the test ends.
 func Redis(t testing.TB) *redis.Client {
 	t.Helper()
+	NeedsServices(t)
 	c := redis.NewClient(&redis.Options{Addr: RedisAddr()})
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 	defer cancel()
@@ -80,6 +81,7 @@ func Redis(t testing.TB) *redis.Client {
 // the AMQP URL of it. Topology names are fixed by the contract, so isolation is by vhost.
 func RabbitVhost(t testing.TB) string {
 	t.Helper()
+	NeedsServices(t)
 	vhost := ID("t-")
 	mgmt := AMQPMgmtURL()
 	if err := mgmtDo(http.MethodPut, mgmt+"/api/vhosts/"+vhost, ""); err != nil {
@@ -147,6 +149,7 @@ func redactURL(s string) string {
 // Postgres creates a database of its own for the test (dropped at the end) and returns its URL.
 func Postgres(t testing.TB) string {
 	t.Helper()
+	NeedsServices(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	admin, err := pgx.Connect(ctx, PGAdminURL())

@@ -1,4 +1,4 @@
-package tokens
+package tokenformat
 
 import (
 	"crypto/hmac"

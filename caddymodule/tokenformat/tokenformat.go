@@ -1,4 +1,4 @@
-// Package tokens is the one-time purchase token: its format, signing and verification. It is
+// Package tokenformat is the one-time purchase token: its format, signing and verification. It is
 // plain Go (no Caddy, no Redis, no clock of its own) so the issuing handler (seckill_token),
 // the gate (seckill_gate) and users' own services share one definition.
 //
@@ -16,7 +16,7 @@
 // Single use is not decided here: the issuer records the nonce in the sale's `tokens` hash
 // (field user id, value StoreValue(claims)) and the gate's Lua script deletes it atomically
 // with the purchase.
-package tokens
+package tokenformat
 
 import (
 	"crypto/rand"

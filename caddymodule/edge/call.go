@@ -1,0 +1,71 @@
+// Package edge is the plumbing every seckill handler shares between an HTTP request and
+// Redis, with nothing of Caddy or HTTP in it: one deadline per call, load shedding at
+// max_pending, sampled warnings, and the "decide on the user's shard" retry of sharded sales.
+// The deciding code of the handlers (gate, token, throttle) builds on it and stays testable
+// without Caddy, an HTTP server or a clock.
+package edge
+
+import (
+	"context"
+	"errors"
+	"time"
+)
+
+// ErrShed is the error of a call that was not sent because max_pending calls were already
+// waiting on Redis. The request was never decided: retrying it is always safe.
+var ErrShed = errors.New("too many calls waiting on redis (max_pending): shed without a decision")
+
+// ErrTimeout is the error of a call that did not answer before its deadline.
+var ErrTimeout = errors.New("redis did not answer within the timeout")
+
+// Caller bounds one handler's calls to Redis: each waits at most Timeout, and at most
+// Pending calls are outstanding at once.
+type Caller struct {
+	Timeout time.Duration // <= 0: wait as long as the request's context allows
+	Pending *Pending      // nil: unbounded
+}
+
+// Call runs fn and waits for its answer until the request's context ends or the timeout
+// passes, whichever is first.
+//
+// fn gets a context WITHOUT that deadline: neither go-redis client honours a deadline on a
+// command already queued (the autopipeliner runs commands on its own context; the pooled
+// client discards the connection of a command cancelled mid-flight, and under load that
+// turns slow answers into reconnect storms). So fn finishes on the client's own socket
+// timeouts, and the request stops waiting at the deadline. Its slot of Pending is held until
+// fn returns, because it is exactly those abandoned calls that pile up when Redis is slow.
+//
+// A call abandoned at the deadline may still take effect: callers answer "unavailable", never
+// "refused", so a retry finds out (the gate's retry answers already_bought with the order).
+func Call[T any](ctx context.Context, c Caller, fn func(context.Context) (T, error)) (T, error) {
+	var zero T
+	if !c.Pending.TryAcquire() {
+		return zero, ErrShed
+	}
+	type result struct {
+		v   T
+		err error
+	}
+	done := make(chan result, 1)
+	rctx := context.WithoutCancel(ctx)
+	go func() {
+		defer c.Pending.Release()
+		v, err := fn(rctx)
+		done <- result{v, err}
+	}()
+	wait := ctx
+	if c.Timeout > 0 {
+		var cancel context.CancelFunc
+		wait, cancel = context.WithTimeoutCause(ctx, c.Timeout, ErrTimeout)
+		defer cancel()
+	}
+	select {
+	case r := <-done:
+		return r.v, r.err
+	case <-wait.Done():
+		if cause := context.Cause(wait); errors.Is(cause, ErrTimeout) {
+			return zero, ErrTimeout
+		}
+		return zero, wait.Err()
+	}
+}

@@ -1,0 +1,131 @@
+package gate
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/seckilledge/seckill/caddymodule"
+	"github.com/seckilledge/seckill/caddymodule/edge"
+	"github.com/seckilledge/seckill/caddymodule/tokenformat"
+	"github.com/seckilledge/seckill/contract"
+)
+
+// SoldOutCache is this instance's memory of sold-out sales and shards (caddymodule.SaleEvents).
+type SoldOutCache interface {
+	SoldOut(target string) bool
+	Generation(target string) caddymodule.Generation
+	MarkSoldOut(target string, gen caddymodule.Generation)
+}
+
+// Decider is the gate's decision without transport: the rules around the script (identities,
+// token, sold-out memory, sharding, deadline and shedding) over a Store, a clock and an order
+// id source. The handler gives it Redis; the unit tests a fake Store.
+type Decider struct {
+	Store   Store
+	Caller  edge.Caller
+	Shards  edge.ShardCache
+	SoldOut SoldOutCache
+	// Keyring verifies purchase tokens; nil when the route does not require them.
+	Keyring *tokenformat.Keyring
+	// Now is the clock of the token expiry check (the script checks it again against Redis
+	// TIME, so a slow clock here cannot accept an expired token).
+	Now func() time.Time
+	// NewOrderID makes the id of a new order (UUIDv7 in production).
+	NewOrderID func() (string, error)
+	// Observe, when set, gets the latency of each script call.
+	Observe func(time.Duration)
+}
+
+// CheckRequest validates the identities of a purchase before anything else: no user is 401,
+// a malformed sale or user id is 400. It returns "" when the request may proceed.
+func CheckRequest(sale, user string) Outcome {
+	switch {
+	case user == "":
+		return Unauthenticated
+	case !contract.ValidID(user), !contract.ValidID(sale):
+		return BadRequest
+	}
+	return ""
+}
+
+// Decide makes the decision for one request. known reports whether the sale is known to exist
+// (so it may label metrics). err, with an Unavailable verdict, says why Redis did not decide.
+func (d *Decider) Decide(ctx context.Context, sale, user, token string) (v Verdict, known bool, err error) {
+	if o := CheckRequest(sale, user); o != "" {
+		return Verdict{Outcome: o}, false, nil
+	}
+	// After sell-out the answer comes from memory, before the token is even verified (a
+	// flood of late clicks costs no signature check and no script).
+	if target := contract.UserShardID(sale, user, d.Shards.Of(sale)); d.SoldOut.SoldOut(target) {
+		return d.soldOut(ctx, target, user), true, nil
+	}
+	p := Purchase{User: user}
+	if d.Keyring != nil {
+		if token == "" {
+			return Verdict{Outcome: InvalidToken}, false, nil
+		}
+		c, err := d.Keyring.Verify(token, sale, user, d.Now())
+		switch {
+		case errors.Is(err, tokenformat.ErrExpired):
+			return Verdict{Outcome: TokenExpired}, false, nil
+		case err != nil:
+			return Verdict{Outcome: InvalidToken}, false, nil
+		}
+		p.TokenValue = tokenformat.StoreValue(c)
+	}
+	id, err := d.NewOrderID()
+	if err != nil {
+		return Verdict{Outcome: Unavailable}, false, err
+	}
+	p.OrderID = id
+
+	v, _, err = edge.OnUserShard(d.Shards, sale, user, func(target string) (Verdict, edge.ShardAnswer, error) {
+		v, err := d.decideOn(ctx, target, p)
+		if err != nil {
+			return v, edge.ShardAnswer{}, err
+		}
+		return v, edge.ShardAnswer{Sharded: v.Shards, Gone: v.Outcome == UnknownSale}, nil
+	})
+	if err != nil {
+		return Verdict{Outcome: Unavailable}, false, err
+	}
+	return v, v.Outcome != UnknownSale, nil
+}
+
+// soldOut answers a purchase on a sold-out sale or shard: a buyer is told his order, not
+// "sold out" (one plain read of the buyers hash, no script); anybody else gets sold_out.
+func (d *Decider) soldOut(ctx context.Context, target, user string) Verdict {
+	order, err := edge.Call(ctx, d.Caller, func(ctx context.Context) (string, error) {
+		return d.Store.Buyer(ctx, target, user)
+	})
+	if err == nil && order != "" {
+		return Verdict{Outcome: AlreadyBought, OrderID: order, Target: target}
+	}
+	// Without an answer the stock is still gone: sold_out is true either way.
+	return Verdict{Outcome: SoldOut, Target: target}
+}
+
+// decideOn decides on one sale's or shard's keys.
+func (d *Decider) decideOn(ctx context.Context, target string, p Purchase) (Verdict, error) {
+	// A shard learnt just now may be flagged sold out already. For a sharded sale the flag is
+	// the user's shard's: another shard may still have units.
+	if d.SoldOut.SoldOut(target) {
+		return d.soldOut(ctx, target, p.User), nil
+	}
+	p.Sale = target
+	gen := d.SoldOut.Generation(target)
+	start := time.Now()
+	v, err := edge.Call(ctx, d.Caller, func(ctx context.Context) (Verdict, error) { return d.Store.Decide(ctx, p) })
+	if d.Observe != nil {
+		d.Observe(time.Since(start))
+	}
+	if err != nil {
+		return Verdict{Outcome: Unavailable}, err
+	}
+	v.Target = target
+	if v.Outcome == SoldOut {
+		d.SoldOut.MarkSoldOut(target, gen)
+	}
+	return v, nil
+}

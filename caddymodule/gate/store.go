@@ -1,0 +1,48 @@
+package gate
+
+import (
+	"context"
+	"errors"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/seckilledge/seckill/contract"
+	"github.com/seckilledge/seckill/lua"
+)
+
+// Store is all the gate asks of Redis: the decision script on one sale's (or shard's) keys,
+// and after sell-out whether the user is a buyer. The decision core depends on nothing else,
+// so its rules are tested with a fake.
+type Store interface {
+	// Decide runs lua/gate.lua for p: one round trip.
+	Decide(ctx context.Context, p Purchase) (Verdict, error)
+	// Buyer returns the user's order id in the sale or shard target, "" when none.
+	Buyer(ctx context.Context, target, user string) (string, error)
+}
+
+// RedisStore is the Store of a Redis client, pooled or pipelined.
+type RedisStore struct{ R redis.Cmdable }
+
+// Decide runs the decision script for p.
+func (s RedisStore) Decide(ctx context.Context, p Purchase) (Verdict, error) {
+	return Decide(ctx, s.R, p)
+}
+
+// Buyer reads the user's order id from the buyers hash.
+func (s RedisStore) Buyer(ctx context.Context, target, user string) (string, error) {
+	id, err := s.R.HGet(ctx, contract.BuyersKey(target), user).Result()
+	if errors.Is(err, redis.Nil) {
+		return "", nil
+	}
+	return id, err
+}
+
+// Decide runs the decision script for p: one round trip.
+func Decide(ctx context.Context, rdb redis.Scripter, p Purchase) (Verdict, error) {
+	keys := []string{contract.MetaKey(p.Sale), contract.BuyersKey(p.Sale), contract.TokensKey(p.Sale), contract.OutboxKey(p.Sale)}
+	res, err := lua.Gate.Run(ctx, rdb, keys, p.Sale, p.User, p.OrderID, p.TokenValue, RelayGroup).Slice()
+	if err != nil {
+		return Verdict{}, err
+	}
+	return parseReply(res)
+}

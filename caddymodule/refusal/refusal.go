@@ -1,0 +1,127 @@
+// Package refusal is how every seckill handler says no: one type and one writer, so the gate,
+// the token issuer, the throttle (and the waiting room) answer alike. The body is the
+// contract's JSON {"code","message"} (plus "order_id" for already_bought), 429 and 503 carry
+// Retry-After, and with handle_errors the refusal leaves the handler as a caddyhttp error for
+// the site's handle_errors routes instead.
+package refusal
+
+import (
+	"encoding/json"
+	"errors"
+	"math/rand/v2"
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
+
+	"github.com/seckilledge/seckill/contract"
+)
+
+// Refusal is one refusal: its HTTP status, the contract code clients switch on, a message
+// for people, and for some the order it concerns.
+type Refusal struct {
+	Status  int
+	Code    string // a contract code (contract.Code*)
+	Message string
+	OrderID string // already_bought: the user's existing order
+	// RetryAfter is when a client may try again; sent (rounded up to whole seconds, at least
+	// 1) with 429 and 503 only.
+	RetryAfter time.Duration
+}
+
+// Error makes a Refusal the error of a caddyhttp.HandlerError: "<code>: <message>", which is
+// {http.error.message} in handle_errors routes.
+func (r Refusal) Error() string { return r.Code + ": " + r.Message }
+
+// Retryable reports whether the status tells the client to come back (429, 503).
+func (r Refusal) Retryable() bool {
+	return r.Status == http.StatusTooManyRequests || r.Status == http.StatusServiceUnavailable
+}
+
+// Writer writes a handler's refusals. The zero value writes JSON bodies.
+type Writer struct {
+	// HandleErrors hands refusals to the server's handle_errors routes as caddyhttp errors
+	// (Retry-After still set) instead of writing the body.
+	HandleErrors bool
+	// Jitter adds a random delay in [0, Jitter) to Retry-After, so refused clients do not all
+	// come back in the same second.
+	Jitter time.Duration
+}
+
+// Write answers r on w. It returns the caddyhttp error with HandleErrors, else the write's.
+func (wr Writer) Write(w http.ResponseWriter, r Refusal) error {
+	h := w.Header()
+	if r.Retryable() {
+		retry := r.RetryAfter
+		if wr.Jitter > 0 {
+			retry += rand.N(wr.Jitter)
+		}
+		h["Retry-After"] = []string{strconv.FormatInt(Seconds(retry), 10)}
+	}
+	if wr.HandleErrors {
+		return caddyhttp.Error(r.Status, r)
+	}
+	body := Body(r)
+	h["Content-Type"] = []string{"application/json"}
+	h["Cache-Control"] = []string{"no-store"}
+	h["Content-Length"] = []string{strconv.Itoa(len(body))}
+	w.WriteHeader(r.Status)
+	_, err := w.Write(body)
+	return err
+}
+
+// Seconds is d rounded up to whole seconds, at least 1: the Retry-After value of d.
+func Seconds(d time.Duration) int64 {
+	return max(int64((d+time.Second-1)/time.Second), 1)
+}
+
+// Body is the JSON body of r. Bodies without an order id are marshalled once: a flood is
+// answered with the same few thousands of times a second.
+func Body(r Refusal) []byte {
+	if r.OrderID != "" {
+		b, _ := json.Marshal(contract.Refusal{Code: r.Code, Message: r.Message, OrderID: r.OrderID})
+		return b
+	}
+	k := bodyKey{r.Code, r.Message}
+	if b, ok := bodies.Load(k); ok {
+		return b.([]byte)
+	}
+	b, _ := json.Marshal(contract.Refusal{Code: r.Code, Message: r.Message})
+	bodies.Store(k, b)
+	return b
+}
+
+type bodyKey struct{ code, msg string }
+
+var bodies sync.Map // bodyKey -> []byte
+
+// As finds the Refusal in err (a caddyhttp.HandlerError from Write with HandleErrors).
+func As(err error) (Refusal, bool) {
+	var r Refusal
+	ok := errors.As(err, &r)
+	return r, ok
+}
+
+// The refusals every handler shares.
+var (
+	Unauthenticated = Refusal{Status: http.StatusUnauthorized, Code: contract.CodeUnauthenticated,
+		Message: "no user identity on this request"}
+	BadRequest = Refusal{Status: http.StatusBadRequest, Code: contract.CodeBadRequest,
+		Message: "sale and user ids are 1 to 64 characters of [A-Za-z0-9_-]"}
+	UnknownSale = Refusal{Status: http.StatusNotFound, Code: contract.CodeUnknownSale, Message: "no such sale"}
+	NotStarted  = Refusal{Status: http.StatusForbidden, Code: contract.CodeNotStarted, Message: "the sale has not started"}
+	Ended       = Refusal{Status: http.StatusForbidden, Code: contract.CodeEnded, Message: "the sale has ended"}
+	SoldOut     = Refusal{Status: http.StatusConflict, Code: contract.CodeSoldOut, Message: "sold out"}
+	Paused      = Refusal{Status: http.StatusServiceUnavailable, Code: contract.CodePaused,
+		Message: "the sale is paused by the operator; retry later"}
+	AlreadyBought = Refusal{Status: http.StatusConflict, Code: contract.CodeAlreadyBought,
+		Message: "this user already bought in this sale"}
+	Unavailable = Refusal{Status: http.StatusServiceUnavailable, Code: contract.CodeUnavailable,
+		Message: "the service is temporarily unavailable; retry later"}
+	// PathMismatch answers a request whose raw path names another sale than the cleaned path
+	// the routes matched (/seckill/a/../b/buy).
+	PathMismatch = Refusal{Status: http.StatusBadRequest, Code: contract.CodeBadRequest,
+		Message: "the request path is not in canonical form"}
+)

@@ -1,0 +1,115 @@
+package refusal
+
+import (
+	"encoding/json"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
+
+	"github.com/seckilledge/seckill/contract"
+)
+
+func TestEveryRefusalIsTheContractJSONWithRetryAfterOnlyWhenRetryable(t *testing.T) {
+	cases := []struct {
+		r     Refusal
+		retry string
+	}{
+		{Unauthenticated, ""},
+		{BadRequest, ""},
+		{UnknownSale, ""},
+		{SoldOut, ""},
+		{Refusal{Status: 429, Code: contract.CodeRateLimited, Message: "slow", RetryAfter: 1500 * time.Millisecond}, "2"},
+		{Refusal{Status: 503, Code: contract.CodeUnavailable, Message: "later"}, "1"},
+		{Refusal{Status: 503, Code: contract.CodePaused, Message: "paused", RetryAfter: 30 * time.Second}, "30"},
+	}
+	for _, c := range cases {
+		rec := httptest.NewRecorder()
+		if err := (Writer{}).Write(rec, c.r); err != nil {
+			t.Fatal(err)
+		}
+		var body contract.Refusal
+		if err := json.Unmarshal(rec.Body.Bytes(), &body); err != nil || body.Code != c.r.Code || body.Message != c.r.Message {
+			t.Errorf("%s: body %q (%v)", c.r.Code, rec.Body, err)
+		}
+		h := rec.Header()
+		if rec.Code != c.r.Status || h.Get("Retry-After") != c.retry || h.Get("Content-Type") != "application/json" ||
+			h.Get("Cache-Control") != "no-store" {
+			t.Errorf("%s: %d %v, want %d with Retry-After %q", c.r.Code, rec.Code, h, c.r.Status, c.retry)
+		}
+	}
+}
+
+func TestAlreadyBoughtCarriesTheOrderID(t *testing.T) {
+	rec := httptest.NewRecorder()
+	r := AlreadyBought
+	r.OrderID = `o"1`
+	_ = (Writer{}).Write(rec, r)
+	var body contract.Refusal
+	if err := json.Unmarshal(rec.Body.Bytes(), &body); err != nil || body.OrderID != `o"1` {
+		t.Fatalf("body %q (%v): want the order id, escaped", rec.Body, err)
+	}
+}
+
+func TestHandleErrorsReturnsACaddyErrorWithTheRefusalAndNoBody(t *testing.T) {
+	rec := httptest.NewRecorder()
+	err := Writer{HandleErrors: true}.Write(rec, Refusal{Status: 429, Code: contract.CodeRateLimited, Message: "slow", RetryAfter: time.Second})
+	var he caddyhttp.HandlerError
+	if !errors.As(err, &he) || he.StatusCode != 429 {
+		t.Fatalf("error %v, want a caddyhttp 429", err)
+	}
+	if r, ok := As(err); !ok || r.Code != contract.CodeRateLimited || he.Err.Error() != "rate_limited: slow" {
+		t.Fatalf("refusal %+v in %v", r, err)
+	}
+	if rec.Body.Len() != 0 || rec.Header().Get("Retry-After") != "1" {
+		t.Fatalf("body %q, headers %v: want none but Retry-After", rec.Body, rec.Header())
+	}
+}
+
+func TestJitterOnlyLengthensRetryAfter(t *testing.T) {
+	w := Writer{Jitter: 3 * time.Second}
+	seen := map[string]bool{}
+	for range 200 {
+		rec := httptest.NewRecorder()
+		_ = w.Write(rec, Refusal{Status: 429, Code: contract.CodeRateLimited, RetryAfter: time.Second})
+		seen[rec.Header().Get("Retry-After")] = true
+	}
+	for v := range seen {
+		if v != "1" && v != "2" && v != "3" && v != "4" {
+			t.Fatalf("Retry-After %s outside [1, 4]", v)
+		}
+	}
+	if len(seen) < 2 {
+		t.Fatalf("Retry-After never varied: %v", seen)
+	}
+}
+
+func TestOnlyCanonicalPathsPass(t *testing.T) {
+	cases := map[string]bool{
+		"/seckill/s1/buy":          true,
+		"/seckill/s1/buy/":         true,
+		"/":                        true,
+		"/seckill/s1/../s2/buy":    false,
+		"/seckill/./s1/buy":        false,
+		"/seckill//s1/buy":         false,
+		"/seckill/s1/buy/..":       false,
+		"/seckill/s1/token/../buy": false,
+	}
+	for p, want := range cases {
+		r := &http.Request{URL: mustURL(p)}
+		if _, ok := CheckPath(r); ok != want {
+			t.Errorf("CheckPath(%q) = %v, want %v", p, ok, want)
+		}
+	}
+}
+
+func TestSecondsRoundsUpToAtLeastOne(t *testing.T) {
+	for d, want := range map[time.Duration]int64{0: 1, time.Millisecond: 1, time.Second: 1, 1001 * time.Millisecond: 2, time.Minute: 60} {
+		if got := Seconds(d); got != want {
+			t.Errorf("Seconds(%v) = %d, want %d", d, got, want)
+		}
+	}
+}

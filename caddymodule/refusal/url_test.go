@@ -1,0 +1,5 @@
+package refusal
+
+import "net/url"
+
+func mustURL(p string) *url.URL { return &url.URL{Path: p} }

@@ -1,0 +1,158 @@
+package throttle
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/seckilledge/seckill/lua"
+)
+
+// Call is one zone's part of the exact tier's round trip: lua/throttle.lua on the zone's
+// counter for the request's key.
+type Call struct {
+	Key  string // contract.ThrottleKey(zone, client key)
+	Args []any  // limit, window_us, strikes, strike memory ms, ban_us
+}
+
+// Reply is the script's answer to one Call.
+type Reply struct {
+	Status    int // 0 admitted, 1 limited, 2 banned
+	Remaining int
+	Reset     time.Duration
+	Retry     time.Duration
+	Member    string // the sorted-set member of an admission ("<t_us>-<n>")
+}
+
+// Refund is an admission to take back (ZREM): another zone of the same request refused it.
+type Refund struct{ Key, Member string }
+
+// Store is all the limiter asks of Redis: one round trip carrying one script call per zone,
+// and the refunds of admissions another zone overruled. The limiter's rules test with a fake.
+type Store interface {
+	Eval(ctx context.Context, calls []Call) ([]Reply, error)
+	Undo(ctx context.Context, refunds []Refund) error
+}
+
+// RedisStore is the Store of a Redis client: each zone's key lives on its own Cluster slot, so
+// the calls are pipelined rather than merged into one script.
+type RedisStore struct {
+	R redis.UniversalClient
+
+	// AutoPipeline sends the scripts through go-redis's shared asynchronous autopipeliner,
+	// which coalesces the calls of concurrent requests into deep pipelines: at hundreds of
+	// concurrent connections that divides the syscalls on both sides by the batch depth.
+	// Off: one ordinary pipeline per request. Set it before the first Eval.
+	AutoPipeline bool
+
+	apOnce sync.Once
+	ap     *redis.AutoPipeliner
+}
+
+// Eval runs the calls in one pipeline. A call answered NOSCRIPT is sent again with the script
+// body, alone: on a Redis Cluster each master caches scripts on its own, so the other calls
+// of the pipeline did run, and sending them again would count the request twice.
+func (s *RedisStore) Eval(ctx context.Context, calls []Call) ([]Reply, error) {
+	r, missing, err := s.pipeline(ctx, calls, false)
+	if err != nil || len(missing) == 0 {
+		return r, err
+	}
+	sub := make([]Call, len(missing))
+	for k, n := range missing {
+		sub[k] = calls[n]
+	}
+	r2, _, err := s.pipeline(ctx, sub, true)
+	if err != nil {
+		return nil, err
+	}
+	for k, n := range missing {
+		r[n] = r2[k]
+	}
+	return r, nil
+}
+
+func (s *RedisStore) autopipeliner() *redis.AutoPipeliner {
+	if !s.AutoPipeline {
+		return nil
+	}
+	s.apOnce.Do(func() {
+		if ap, err := s.R.AsyncAutoPipeline(); err == nil {
+			s.ap = ap
+		}
+	})
+	return s.ap
+}
+
+var errReply = errors.New("throttle: unexpected script reply")
+
+// pipeline sends one script call per zone in one pipeline. Without load (EVALSHA), the
+// positions of the calls answered NOSCRIPT come back in missing, their replies left empty.
+func (s *RedisStore) pipeline(ctx context.Context, calls []Call, load bool) (out []Reply, missing []int, err error) {
+	cmds := make([]*redis.Cmd, len(calls))
+	queue := func(p redis.Scripter) {
+		for n, c := range calls {
+			ks := []string{c.Key, c.Key + ":ban"}
+			if load {
+				cmds[n] = lua.Throttle.Eval(ctx, p, ks, c.Args...)
+			} else {
+				cmds[n] = lua.Throttle.EvalSha(ctx, p, ks, c.Args...)
+			}
+		}
+	}
+	if ap := s.autopipeliner(); ap != nil {
+		// The calls return at once; reading a result waits for the batch that carried it.
+		queue(ap)
+	} else {
+		// Each command carries its own error, read below: a NOSCRIPT of one is not a
+		// failure of the others.
+		_, _ = s.R.Pipelined(ctx, func(p redis.Pipeliner) error { queue(p); return nil })
+	}
+	out = make([]Reply, len(calls))
+	for n, c := range cmds {
+		v, err := c.Slice()
+		if err != nil && !load && isNoScript(err) {
+			missing = append(missing, n)
+			continue
+		}
+		if err != nil {
+			return nil, nil, err
+		}
+		if out[n], err = parseReply(v); err != nil {
+			return nil, nil, err
+		}
+	}
+	return out, missing, nil
+}
+
+// parseReply reads {status, remaining, reset_us, retry_us, member}.
+func parseReply(v []any) (Reply, error) {
+	if len(v) != 5 {
+		return Reply{}, errReply
+	}
+	st, _ := v[0].(int64)
+	rem, _ := v[1].(int64)
+	reset, _ := v[2].(int64)
+	retry, _ := v[3].(int64)
+	member, _ := v[4].(string)
+	return Reply{Status: int(st), Remaining: int(rem), Reset: time.Duration(reset) * time.Microsecond,
+		Retry: time.Duration(retry) * time.Microsecond, Member: member}, nil
+}
+
+func isNoScript(err error) bool {
+	return err != nil && strings.Contains(err.Error(), "NOSCRIPT")
+}
+
+// Undo removes the refunded admissions.
+func (s *RedisStore) Undo(ctx context.Context, rs []Refund) error {
+	_, err := s.R.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for _, r := range rs {
+			p.ZRem(ctx, r.Key, r.Member)
+		}
+		return nil
+	})
+	return err
+}

@@ -1,0 +1,57 @@
+package token
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/seckilledge/seckill/caddymodule/edge"
+	"github.com/seckilledge/seckill/caddymodule/tokenformat"
+	"github.com/seckilledge/seckill/contract"
+)
+
+// Core is the issuing decision without transport: identities, the script on the user's shard
+// within the deadline and max_pending, and the signature, over a Store and a nonce source. The
+// handler gives it Redis; the unit tests a fake Store.
+type Core struct {
+	Store    Store
+	Caller   edge.Caller
+	Shards   edge.ShardCache
+	Keyring  *tokenformat.Keyring
+	NewNonce func() (string, error)
+	TTL      time.Duration
+	LeadTime time.Duration
+}
+
+// Issue decides for (sale, user). err, with an Unavailable result, says what went wrong.
+func (c *Core) Issue(ctx context.Context, sale, user string) (Result, error) {
+	if user == "" {
+		return Result{Outcome: Unauthenticated}, nil
+	}
+	if !contract.ValidID(sale) || !contract.ValidID(user) {
+		return Result{Outcome: BadRequest}, nil
+	}
+	nonce, err := c.NewNonce()
+	if err != nil {
+		return Result{Outcome: Unavailable}, fmt.Errorf("no randomness for a token nonce: %w", err)
+	}
+	// A sharded sale's token lives in the user's shard, where the gate looks for it.
+	rep, _, err := edge.OnUserShard(c.Shards, sale, user, func(target string) (Reply, edge.ShardAnswer, error) {
+		rep, err := edge.Call(ctx, c.Caller, func(ctx context.Context) (Reply, error) {
+			return c.Store.Issue(ctx, target, user, nonce, c.TTL, c.LeadTime)
+		})
+		return rep, edge.ShardAnswer{Sharded: rep.Shards, Gone: rep.Outcome == UnknownSale}, err
+	})
+	if err != nil {
+		return Result{Outcome: Unavailable}, err
+	}
+	if rep.Outcome != Issued {
+		return Result{Outcome: rep.Outcome, OrderID: rep.OrderID}, nil
+	}
+	res := Result{Outcome: Issued, Expires: rep.Expires}
+	res.Token, res.Claims, err = c.Keyring.Sign(sale, user, nonce, rep.Expires)
+	if err != nil {
+		return Result{Outcome: Unavailable}, fmt.Errorf("signing a token: %w", err)
+	}
+	return res, nil
+}
