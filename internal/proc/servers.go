@@ -194,6 +194,7 @@ func (r *Rabbit) Ctl(timeout time.Duration, args ...string) error {
 	defer cancel()
 	cmd := exec.CommandContext(ctx, RabbitBin+"rabbitmqctl", args...)
 	cmd.Env = r.env
+	cmd.WaitDelay = 5 * time.Second // an Erlang helper it forked may hold the output open
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		return fmt.Errorf("rabbitmqctl %v: %v: %s", args, err, out)
