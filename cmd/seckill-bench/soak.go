@@ -24,7 +24,7 @@ func runSoak(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	duration := fs.Duration("duration", 10*time.Minute, "how long to keep starting sales")
 	interval := fs.Duration("interval", 10*time.Second, "how often to sample memory and goroutines")
-	rate := fs.Float64("rate", 3300, "arrival rate of purchases (and of token requests), per second: 70% of what the full edge sustains here (BENCHMARKS.md)")
+	rate := fs.Float64("rate", 3300, "arrival rate of purchases (and of token requests), per second: keep it below what the full edge sustains (BENCHMARKS.md, The whole sale)")
 	users := fs.Int("users", 30000, "distinct users per sale")
 	stock := fs.Int("stock", 10000, "units per sale")
 	openConns := fs.Int("open-conns", 2000, "most requests in flight")

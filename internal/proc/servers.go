@@ -122,9 +122,8 @@ type Rabbit struct {
 // NewRabbit is a private RabbitMQ node called name (its own node name, AMQP and distribution
 // ports, data under dir; the machine's epmd on stackenv.EPMDPort). Ready is an AMQP handshake:
 // polling with rabbitmqctl would boot an Erlang VM per poll and slow the broker's own start
-// on a small machine. Stop is `rabbitmqctl stop`, a clean shutdown: quorum queues come back
-// at once at the next start, where after a kill -9 a single-node quorum queue was seen to take
-// over 50 s to recover.
+// on a small machine. Stop is `rabbitmqctl stop`, a clean shutdown, so quorum queues come back
+// at once at the next start (why a kill -9 is not used: docs/chaos.md).
 func NewRabbit(dir, name string) (*Rabbit, error) {
 	if _, err := os.Stat(RabbitBin + "rabbitmq-server"); err != nil {
 		return nil, fmt.Errorf("rabbitmq-server: %w", err)
