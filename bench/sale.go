@@ -17,7 +17,6 @@ import (
 	"github.com/seckilledge/seckill/bench/load"
 	"github.com/seckilledge/seckill/bench/verify"
 	"github.com/seckilledge/seckill/contract"
-
 	"github.com/seckilledge/seckill/internal/proc"
 )
 

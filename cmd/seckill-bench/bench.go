@@ -15,7 +15,6 @@ import (
 	"github.com/seckilledge/seckill/bench"
 	"github.com/seckilledge/seckill/bench/load"
 	"github.com/seckilledge/seckill/bench/report"
-
 	"github.com/seckilledge/seckill/internal/stackenv"
 
 	"github.com/seckilledge/seckill/internal/proc"

@@ -13,7 +13,6 @@ import (
 
 	"github.com/seckilledge/seckill/bench"
 	"github.com/seckilledge/seckill/bench/load"
-
 	"github.com/seckilledge/seckill/internal/stackenv"
 )
 

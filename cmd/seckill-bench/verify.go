@@ -12,7 +12,6 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/seckilledge/seckill/bench/verify"
-
 	"github.com/seckilledge/seckill/internal/stackenv"
 )
 

@@ -18,8 +18,10 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	amqp "github.com/rabbitmq/amqp091-go"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/seckilledge/seckill/contract"
 	"github.com/seckilledge/seckill/internal/proc"
 	"github.com/seckilledge/seckill/internal/rabbitmgmt"
 	"github.com/seckilledge/seckill/internal/stackenv"
@@ -192,4 +194,31 @@ func WaitFor(t testing.TB, timeout time.Duration, what string, cond func() bool)
 		time.Sleep(20 * time.Millisecond)
 	}
 	t.Fatalf("timed out after %v waiting for %s", timeout, what)
+}
+
+// Topology dials url, declares the contract's RabbitMQ topology there and returns the channel,
+// closed when the test ends.
+func Topology(t testing.TB, url string) *amqp.Channel {
+	t.Helper()
+	conn, err := amqp.Dial(url)
+	if err != nil {
+		t.Fatalf("dial %s: %v", redact(url), err)
+	}
+	t.Cleanup(func() { _ = conn.Close() })
+	ch, err := conn.Channel()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := contract.DeclareTopology(ch); err != nil {
+		t.Fatalf("declare topology: %v", err)
+	}
+	return ch
+}
+
+func redact(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "?"
+	}
+	return u.Redacted()
 }
