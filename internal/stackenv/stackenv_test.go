@@ -29,7 +29,8 @@ func TestDefaultsAreTheOnesStackShWrites(t *testing.T) {
 		exported[m[1]] = v
 	}
 	for name, want := range map[string]string{
-		RedisAddrVar: DefaultRedisAddr, AMQPURLVar: DefaultAMQPURL, AMQPMgmtURLVar: DefaultAMQPMgmtURL, PGURLVar: DefaultPGURL, PGAdminURLVar: DefaultPGAdminURL,
+		RedisAddrVar: DefaultRedisAddr, AMQPURLVar: DefaultAMQPURL, AMQPMgmtURLVar: DefaultAMQPMgmtURL,
+		PGURLVar: DefaultPGURL, PGAdminURLVar: DefaultPGAdminURL,
 	} {
 		if exported[name] != want {
 			t.Errorf("stack.sh exports %s=%q, stackenv's default is %q", name, exported[name], want)
