@@ -49,9 +49,21 @@ xcaddy:
 xcaddy-check: xcaddy
 	@bash scripts/xcaddy-check.sh bin/caddy-xcaddy
 
+# docker-compose.yml requires every secret (${VAR:?}); these dummy values exist only so that
+# `config` can validate the file. They are not secrets and are never used to run anything.
+COMPOSE_DUMMY_SECRETS := SECKILL_TOKEN_KEY=compose-check-dummy-not-a-secret-0123456789 \
+	SECKILL_ADMIN_TOKEN=compose-check-dummy SECKILL_PG_PASSWORD=compose-check-dummy \
+	SECKILL_AMQP_ADMIN_PASSWORD=compose-check-dummy SECKILL_AMQP_GATEWAY_PASSWORD=compose-check-dummy \
+	SECKILL_AMQP_BACKEND_PASSWORD=compose-check-dummy
+
 compose-check:
 	@command -v docker-compose >/dev/null || apt-get install -y -q docker-compose >/dev/null
-	docker-compose -f docker-compose.yml config -q
+	$(COMPOSE_DUMMY_SECRETS) docker-compose -f docker-compose.yml config -q
+	@# Without the secrets the file must refuse to render.
+	@if env -u SECKILL_TOKEN_KEY -u SECKILL_ADMIN_TOKEN -u SECKILL_PG_PASSWORD -u SECKILL_AMQP_ADMIN_PASSWORD \
+		-u SECKILL_AMQP_GATEWAY_PASSWORD -u SECKILL_AMQP_BACKEND_PASSWORD \
+		docker-compose -f docker-compose.yml config -q 2>/dev/null; then \
+		echo "docker-compose.yml rendered without its secrets" >&2; exit 1; fi
 
 bench: stack build
 	@bash scripts/bench.sh

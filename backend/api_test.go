@@ -2,7 +2,6 @@ package backend
 
 import (
 	"context"
-	"net/http/httptest"
 	"sync"
 	"testing"
 	"time"
@@ -16,8 +15,7 @@ func TestOrderStatusIsQueuedThenCreatedAndOnlyTheOwnerSeesIt(t *testing.T) {
 	ctx := context.Background()
 	sale := e.sale(5)
 	m := e.accept(sale, 1)[0]
-	srv := httptest.NewServer(e.svc.Handler(newRegistry(), false))
-	defer srv.Close()
+	srv, _ := e.servers(false)
 	get := func(user, id string) (int, OrderView, contract.Refusal) {
 		var v OrderView
 		var ref contract.Refusal
@@ -56,7 +54,7 @@ func TestOrderStatusIsQueuedThenCreatedAndOnlyTheOwnerSeesIt(t *testing.T) {
 	}
 }
 
-func TestPayingIsIdempotentAndFailedOrdersAreNotPayable(t *testing.T) {
+func TestOnlyTheShopConfirmsPaymentOnceAndFailedOrdersAreNotPayable(t *testing.T) {
 	e := newEnv(t)
 	ctx := context.Background()
 	sale := e.sale(1)
@@ -74,48 +72,94 @@ func TestPayingIsIdempotentAndFailedOrdersAreNotPayable(t *testing.T) {
 			failed = m
 		}
 	}
-	srv := httptest.NewServer(e.svc.Handler(newRegistry(), false))
-	defer srv.Close()
-	pay := func(m contract.OrderMessage, user string) (int, OrderView, contract.Refusal) {
+	orders, admin := e.servers(false)
+	status := func(m contract.OrderMessage) string {
 		var v OrderView
-		var ref contract.Refusal
-		code := doJSON(t, "POST", srv.URL+"/orders/"+m.OrderID+"/pay", map[string]string{"X-User-ID": user}, "", &v)
-		ref.Code = v.Status
-		if code != 200 {
-			doJSON(t, "GET", srv.URL+"/orders/"+m.OrderID, map[string]string{"X-User-ID": user}, "", nil)
+		doJSON(t, "GET", orders.URL+"/orders/"+m.OrderID, map[string]string{"X-User-ID": m.UserID}, "", &v)
+		return v.Status
+	}
+	// The buyer cannot pay through the order API, whatever the method or path.
+	var ref contract.Refusal
+	for _, tc := range []struct {
+		method, path string
+		want         int
+	}{
+		{"POST", "/orders/" + created.OrderID + "/pay", 404},
+		{"POST", "/orders/" + created.OrderID, 405},
+		{"PUT", "/orders/" + created.OrderID, 405},
+		{"PATCH", "/orders/" + created.OrderID, 405},
+		{"POST", "/shop/orders/" + created.OrderID + "/paid", 404},
+	} {
+		if code := doJSON(t, tc.method, orders.URL+tc.path, map[string]string{"X-User-ID": created.UserID}, `{"status":"paid"}`, &ref); code != tc.want || ref.Code == "" {
+			t.Fatalf("%s %s on the order API: %d %+v, want %d with a JSON code", tc.method, tc.path, code, ref, tc.want)
 		}
-		return code, v, ref
+	}
+	// Nor can any token but the shop's, on the admin listener.
+	paid := admin.URL + "/shop/orders/" + created.OrderID + "/paid"
+	for _, h := range []map[string]string{nil, {"X-User-ID": created.UserID}, adminAuth, {"Authorization": "Bearer " + testViewerToken}} {
+		if code := doJSON(t, "POST", paid, h, "", &ref); code != 401 && code != 403 {
+			t.Fatalf("paid with %v: %d %+v", h, code, ref)
+		}
+	}
+	if st := status(created); st != contract.StatusCreated {
+		t.Fatalf("after the refused attempts the order is %s", st)
 	}
 	for i := 0; i < 2; i++ {
-		if code, v, _ := pay(created, created.UserID); code != 200 || v.Status != contract.StatusPaid || v.SaleID != sale {
-			t.Fatalf("pay #%d: %d %+v", i+1, code, v)
+		var res PaidResult
+		if code := doJSON(t, "POST", paid, shopAuth, "", &res); code != 200 || res.Status != contract.StatusPaid || res.SaleID != sale || res.OrderID != created.OrderID {
+			t.Fatalf("paid #%d: %d %+v", i+1, code, res)
 		}
 	}
-	var ref contract.Refusal
-	if code := doJSON(t, "POST", srv.URL+"/orders/"+failed.OrderID+"/pay", map[string]string{"X-User-ID": failed.UserID}, "", &ref); code != 409 || ref.Code != contract.CodeNotPayable {
-		t.Fatalf("pay of a failed order: %d %+v", code, ref)
+	if st := status(created); st != contract.StatusPaid {
+		t.Fatalf("after the shop's confirmation the order is %s", st)
 	}
-	if code := doJSON(t, "POST", srv.URL+"/orders/"+created.OrderID+"/pay", map[string]string{"X-User-ID": failed.UserID}, "", &ref); code != 404 || ref.Code != contract.CodeUnknownOrder {
-		t.Fatalf("pay of another user's order: %d %+v", code, ref)
+	if n := e.dbInt(`SELECT count(*) FROM webhook_deliveries WHERE order_id = $1 AND type = 'order.paid'`, created.OrderID); n != 0 {
+		t.Fatalf("%d order.paid events without any webhook configured", n)
+	}
+	if code := doJSON(t, "POST", admin.URL+"/shop/orders/"+failed.OrderID+"/paid", shopAuth, "", &ref); code != 409 || ref.Code != contract.CodeNotPayable {
+		t.Fatalf("paid of a failed order: %d %+v", code, ref)
+	}
+	if code := doJSON(t, "POST", admin.URL+"/shop/orders/"+testenv.ID("none")+"/paid", shopAuth, "", &ref); code != 404 || ref.Code != contract.CodeUnknownOrder {
+		t.Fatalf("paid of an unknown order: %d %+v", code, ref)
+	}
+	// Accepted by the gate, not written yet: not payable (the shop waits for order.created).
+	queued := e.accept(sale, 1)[0]
+	if code := doJSON(t, "POST", admin.URL+"/shop/orders/"+queued.OrderID+"/paid", shopAuth, "", &ref); code != 409 || ref.Code != contract.CodeNotPayable {
+		t.Fatalf("paid of a queued order: %d %+v", code, ref)
 	}
 	var v OrderView
-	doJSON(t, "GET", srv.URL+"/orders/"+failed.OrderID, map[string]string{"X-User-ID": failed.UserID}, "", &v)
+	doJSON(t, "GET", orders.URL+"/orders/"+failed.OrderID, map[string]string{"X-User-ID": failed.UserID}, "", &v)
 	if v.Status != contract.StatusFailed || v.Reason != ReasonSoldOutInDB {
 		t.Fatalf("failed order shows %+v", v)
+	}
+}
+
+func TestPaymentPastPayWithinIsRefusedEvenBeforeTheSweeper(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	sale := e.sale(2)
+	m := e.accept(sale, 1)[0]
+	if _, err := (&Writer{Pool: e.pool}).WriteBatch(ctx, []contract.OrderMessage{m}); err != nil {
+		t.Fatal(err)
+	}
+	_, _ = e.pool.Exec(ctx, `UPDATE orders SET created_at = now() - interval '1 hour' WHERE order_id = $1`, m.OrderID)
+	_, admin := e.servers(false)
+	var ref contract.Refusal
+	if code := doJSON(t, "POST", admin.URL+"/shop/orders/"+m.OrderID+"/paid", shopAuth, "", &ref); code != 409 || ref.Code != contract.CodeNotPayable {
+		t.Fatalf("paid past pay_within: %d %+v", code, ref)
 	}
 }
 
 func TestAdminAPICreatesPreheatsAndReportsASaleBehindItsToken(t *testing.T) {
 	e := newEnv(t)
 	ctx := context.Background()
-	srv := httptest.NewServer(e.svc.Handler(newRegistry(), false))
-	defer srv.Close()
+	_, srv := e.servers(false)
 	sale := testenv.ID("adm")
 	t.Cleanup(func() {
 		e.rdb.Del(context.Background(), contract.MetaKey(sale))
 		e.rdb.SRem(context.Background(), contract.SalesIndexKey, sale)
 	})
-	auth := map[string]string{"Authorization": "Bearer test-admin-token"}
+	auth := adminAuth
 	starts := time.Now().Add(-time.Minute).UTC().Format(time.RFC3339)
 	ends := time.Now().Add(time.Hour).UTC().Format(time.RFC3339)
 	body := `{"id":"` + sale + `","stock":7,"starts_at":"` + starts + `","ends_at":"` + ends + `","pay_within":"15m"}`
@@ -158,31 +202,55 @@ func TestAdminAPICreatesPreheatsAndReportsASaleBehindItsToken(t *testing.T) {
 	}
 }
 
-func TestBaselinesSellEachUnitOnceAndOnePerUser(t *testing.T) {
+func TestBaselinesNeedTheAdminTokenRefuseALiveSaleAndSellEachUnitOnce(t *testing.T) {
 	e := newEnv(t)
-	srv := httptest.NewServer(e.svc.Handler(newRegistry(), true))
-	defer srv.Close()
+	orders, admin := e.servers(true)
+	buyer := func(user string) map[string]string {
+		return map[string]string{"X-User-ID": user, "Authorization": "Bearer " + testAdminToken}
+	}
 	for _, kind := range []string{"pessimistic", "optimistic"} {
-		sale := e.sale(2)
-		url := srv.URL + "/baseline/" + kind + "/" + sale
+		sale := testenv.ID("base")
+		now := time.Now()
+		if _, err := e.svc.CreateSale(context.Background(), SaleSpec{ID: sale, Stock: 2, StartsAt: now.Add(-time.Minute), EndsAt: now.Add(time.Hour)}); err != nil {
+			t.Fatal(err)
+		}
+		url := admin.URL + "/baseline/" + kind + "/" + sale
 		var ref contract.Refusal
-		if code := doJSON(t, "POST", url, map[string]string{"X-User-ID": "a"}, "", nil); code != 202 {
+		for _, h := range []map[string]string{{"X-User-ID": "a"}, {"X-User-ID": "a", "Authorization": "Bearer " + testViewerToken}} {
+			if code := doJSON(t, "POST", url, h, "", &ref); code != 401 && code != 403 {
+				t.Fatalf("%s without the admin token: %d %+v", kind, code, ref)
+			}
+		}
+		if code := doJSON(t, "POST", orders.URL+"/baseline/"+kind+"/"+sale, buyer("a"), "", &ref); code != 404 || ref.Code != codeNotFound {
+			t.Fatalf("%s served on the order listener: %d %+v", kind, code, ref)
+		}
+		if n := e.accounted(sale); n != 0 {
+			t.Fatalf("%s: refused requests wrote %d orders", kind, n)
+		}
+		if code := doJSON(t, "POST", url, buyer("a"), "", nil); code != 202 {
 			t.Fatalf("%s: first buy %d", kind, code)
 		}
-		if code := doJSON(t, "POST", url, map[string]string{"X-User-ID": "a"}, "", &ref); code != 409 || ref.Code != contract.CodeAlreadyBought {
+		if code := doJSON(t, "POST", url, buyer("a"), "", &ref); code != 409 || ref.Code != contract.CodeAlreadyBought {
 			t.Fatalf("%s: same user again %d %+v", kind, code, ref)
 		}
-		if code := doJSON(t, "POST", url, map[string]string{"X-User-ID": "b"}, "", nil); code != 202 {
+		if code := doJSON(t, "POST", url, buyer("b"), "", nil); code != 202 {
 			t.Fatalf("%s: second buyer %d", kind, code)
 		}
-		if code := doJSON(t, "POST", url, map[string]string{"X-User-ID": "c"}, "", &ref); code != 409 || ref.Code != contract.CodeSoldOut {
+		if code := doJSON(t, "POST", url, buyer("c"), "", &ref); code != 409 || ref.Code != contract.CodeSoldOut {
 			t.Fatalf("%s: third buyer %d %+v", kind, code, ref)
+		}
+		// A sale preheated into Redis belongs to the gate: the baselines refuse it.
+		live := e.sale(5)
+		if code := doJSON(t, "POST", admin.URL+"/baseline/"+kind+"/"+live, buyer("d"), "", &ref); code != 409 || ref.Code != codeSalePreheated {
+			t.Fatalf("%s on a preheated sale: %d %+v", kind, code, ref)
+		}
+		if n := e.accounted(live); n != 0 {
+			t.Fatalf("%s wrote %d orders into a live sale", kind, n)
 		}
 	}
 	// Off by default.
-	off := httptest.NewServer(e.svc.Handler(newRegistry(), false))
-	defer off.Close()
-	if code := doJSON(t, "POST", off.URL+"/baseline/optimistic/x", map[string]string{"X-User-ID": "a"}, "", nil); code != 404 && code != 405 {
+	_, off := e.servers(false)
+	if code := doJSON(t, "POST", off.URL+"/baseline/optimistic/x", buyer("a"), "", nil); code != 404 {
 		t.Fatalf("baselines served without the flag: %d", code)
 	}
 }

@@ -13,7 +13,10 @@ import (
 
 // The naive baselines: how flash sales are classically written, one order per request straight
 // into Postgres. They exist only so the benchmark can compare them with the gate; they are off
-// unless -baselines / SECKILL_BASELINES=1.
+// unless -baselines / SECKILL_BASELINES=1, served on the admin listener behind an admin token
+// (they write orders past the gate's tokens, throttle and one-per-user), and they refuse a sale
+// that is preheated in Redis: an order written behind the gate's back would break the
+// invariants of a live sale (Redis stock and buyers no longer agree with Postgres).
 
 var errSoldOut = errors.New("sold out")
 var errAlreadyBought = errors.New("already bought")
@@ -74,8 +77,18 @@ func (s *Service) baseline(w http.ResponseWriter, r *http.Request, buy func(ctx 
 		refuse(w, http.StatusBadRequest, contract.CodeBadRequest, "invalid sale id")
 		return
 	}
+	live, err := s.preheated(r.Context(), sale)
+	if err != nil {
+		s.Log.Warn("baseline: redis check failed", "err", err)
+		unavailable(w)
+		return
+	}
+	if live {
+		refuse(w, http.StatusConflict, codeSalePreheated, "the sale is preheated in Redis: the gate sells it, the baselines may not")
+		return
+	}
 	id := uuid.Must(uuid.NewV7()).String()
-	err := pgx.BeginFunc(r.Context(), s.Pool, func(tx pgx.Tx) error { return buy(r.Context(), tx, sale, user, id) })
+	err = pgx.BeginFunc(r.Context(), s.Pool, func(tx pgx.Tx) error { return buy(r.Context(), tx, sale, user, id) })
 	switch {
 	case err == nil:
 		writeJSON(w, http.StatusAccepted, map[string]string{"order_id": id, "status": contract.StatusCreated})
@@ -89,4 +102,16 @@ func (s *Service) baseline(w http.ResponseWriter, r *http.Request, buy func(ctx 
 		s.Log.Warn("baseline purchase failed", "err", err)
 		unavailable(w)
 	}
+}
+
+// preheated reports whether the sale is loaded in Redis (its meta hash exists, or it is in the
+// sales index that the relays read).
+func (s *Service) preheated(ctx context.Context, sale string) (bool, error) {
+	pipe := s.Redis.Pipeline()
+	meta := pipe.Exists(ctx, contract.MetaKey(sale))
+	idx := pipe.SIsMember(ctx, contract.SalesIndexKey, sale)
+	if _, err := pipe.Exec(ctx); err != nil {
+		return false, err
+	}
+	return meta.Val() > 0 || idx.Val(), nil
 }

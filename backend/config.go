@@ -11,12 +11,14 @@ import (
 // Config is the backend's configuration. Every field has a flag and an environment variable;
 // the flag wins. Secrets (the admin token, passwords inside URLs) belong in the environment.
 type Config struct {
-	Listen         string        // SECKILL_BACKEND_LISTEN, -listen: order API and admin API
+	Listen         string        // SECKILL_BACKEND_LISTEN, -listen: the order API (the gateway proxies /orders/ here)
+	AdminListen    string        // SECKILL_BACKEND_ADMIN_LISTEN, -admin-listen: admin API, shop API, metrics
 	PGURL          string        // SECKILL_PG_URL, -pg
 	PGMaxConns     int           // SECKILL_PG_MAX_CONNS, -pg-max-conns
 	RedisAddr      string        // SECKILL_REDIS_ADDR, -redis
 	AMQPURL        string        // SECKILL_AMQP_URL, -amqp
-	AdminToken     string        // SECKILL_ADMIN_TOKEN (environment only)
+	AdminToken     string        // SECKILL_ADMIN_TOKEN (environment only): one token, role admin, named "admin"
+	AdminTokens    string        // SECKILL_ADMIN_TOKENS (environment only): name:token:role,...
 	BatchSize      int           // SECKILL_BATCH_SIZE, -batch-size
 	BatchWait      time.Duration // SECKILL_BATCH_WAIT, -batch-wait
 	BatchWriters   int           // SECKILL_BATCH_WRITERS, -batch-writers: batches written at once
@@ -25,6 +27,14 @@ type Config struct {
 	LockTTL        time.Duration // SECKILL_LOCK_TTL, -lock-ttl: lease of the distributed lock
 	Retention      time.Duration // SECKILL_REDIS_RETENTION, -redis-retention: sale keys live this long after the sale ends
 	Baselines      bool          // SECKILL_BASELINES, -baselines: the naive benchmark endpoints
+	// Webhooks to the shop (docs/backend.md, "Webhooks").
+	WebhookURL         string        // SECKILL_WEBHOOK_URL, -webhook-url: default receiver of order events
+	WebhookSecrets     string        // SECKILL_WEBHOOK_SECRETS (environment only): signing secrets, new,old
+	WebhookTimeout     time.Duration // SECKILL_WEBHOOK_TIMEOUT, -webhook-timeout: one attempt
+	WebhookRetryMin    time.Duration // SECKILL_WEBHOOK_RETRY_MIN, -webhook-retry-min: first backoff
+	WebhookRetryMax    time.Duration // SECKILL_WEBHOOK_RETRY_MAX, -webhook-retry-max: longest backoff
+	WebhookAttempts    int           // SECKILL_WEBHOOK_MAX_ATTEMPTS, -webhook-max-attempts: then dead
+	WebhookConcurrency int           // SECKILL_WEBHOOK_CONCURRENCY, -webhook-concurrency: requests in flight
 }
 
 func getenv(name, def string) string {
@@ -52,7 +62,8 @@ func ConfigFromFlags(fs *flag.FlagSet, args []string) (Config, error) {
 		}
 		fs.IntVar(p, name, n, usage+" ("+env+")")
 	}
-	fs.StringVar(&c.Listen, "listen", getenv("SECKILL_BACKEND_LISTEN", "127.0.0.1:8081"), "address of the order and admin API (SECKILL_BACKEND_LISTEN)")
+	fs.StringVar(&c.Listen, "listen", getenv("SECKILL_BACKEND_LISTEN", "127.0.0.1:8081"), "address of the order API, proxied by the gateway (SECKILL_BACKEND_LISTEN)")
+	fs.StringVar(&c.AdminListen, "admin-listen", getenv("SECKILL_BACKEND_ADMIN_LISTEN", "127.0.0.1:8082"), "address of the admin API, the shop API and /metrics; keep it private (SECKILL_BACKEND_ADMIN_LISTEN)")
 	fs.StringVar(&c.PGURL, "pg", getenv("SECKILL_PG_URL", "postgres://seckill:seckill@127.0.0.1:15432/seckill?sslmode=disable"), "Postgres URL (SECKILL_PG_URL)")
 	num(&c.PGMaxConns, "pg-max-conns", "SECKILL_PG_MAX_CONNS", 16, "Postgres pool size")
 	fs.StringVar(&c.RedisAddr, "redis", getenv("SECKILL_REDIS_ADDR", "127.0.0.1:16379"), "Redis host:port, or a comma-separated list of Redis Cluster seeds (SECKILL_REDIS_ADDR)")
@@ -65,7 +76,15 @@ func ConfigFromFlags(fs *flag.FlagSet, args []string) (Config, error) {
 	dur(&c.LockTTL, "lock-ttl", "SECKILL_LOCK_TTL", "10s", "lease of the distributed lock (refreshed while held)")
 	dur(&c.Retention, "redis-retention", "SECKILL_REDIS_RETENTION", "24h", "how long a sale's Redis keys outlive the sale")
 	fs.BoolVar(&c.Baselines, "baselines", os.Getenv("SECKILL_BASELINES") == "1", "serve the naive benchmark baselines (SECKILL_BASELINES=1)")
+	fs.StringVar(&c.WebhookURL, "webhook-url", os.Getenv("SECKILL_WEBHOOK_URL"), "default receiver of order events, for sales without their own webhook_url (SECKILL_WEBHOOK_URL)")
+	dur(&c.WebhookTimeout, "webhook-timeout", "SECKILL_WEBHOOK_TIMEOUT", "10s", "timeout of one webhook attempt")
+	dur(&c.WebhookRetryMin, "webhook-retry-min", "SECKILL_WEBHOOK_RETRY_MIN", "1s", "backoff after a webhook's first failed attempt (doubling, with jitter)")
+	dur(&c.WebhookRetryMax, "webhook-retry-max", "SECKILL_WEBHOOK_RETRY_MAX", "10m", "longest backoff between webhook attempts")
+	num(&c.WebhookAttempts, "webhook-max-attempts", "SECKILL_WEBHOOK_MAX_ATTEMPTS", 15, "webhook attempts before the event is parked dead")
+	num(&c.WebhookConcurrency, "webhook-concurrency", "SECKILL_WEBHOOK_CONCURRENCY", 16, "webhook requests in flight per instance")
+	c.WebhookSecrets = os.Getenv("SECKILL_WEBHOOK_SECRETS")
 	c.AdminToken = os.Getenv("SECKILL_ADMIN_TOKEN")
+	c.AdminTokens = os.Getenv("SECKILL_ADMIN_TOKENS")
 	if err != nil {
 		return c, err
 	}
@@ -74,6 +93,12 @@ func ConfigFromFlags(fs *flag.FlagSet, args []string) (Config, error) {
 	}
 	if c.BatchSize < 1 || c.BatchSize > 10000 {
 		return c, fmt.Errorf("batch size %d: want 1..10000", c.BatchSize)
+	}
+	if c.Listen == c.AdminListen {
+		return c, fmt.Errorf("the order listener and the admin listener are both %s: the admin API must not be reachable where the gateway proxies", c.Listen)
+	}
+	if c.WebhookAttempts < 1 || c.WebhookConcurrency < 1 || c.WebhookConcurrency > 256 {
+		return c, fmt.Errorf("webhook max attempts %d (want >= 1), concurrency %d (want 1..256)", c.WebhookAttempts, c.WebhookConcurrency)
 	}
 	if c.BatchWriters < 1 || c.BatchWriters > 16 {
 		return c, fmt.Errorf("batch writers %d: want 1..16", c.BatchWriters)

@@ -41,6 +41,8 @@ type Consumer struct {
 	// WAL flush or for the sale's row lock, the next one inserts its orders.
 	// Acknowledgements still follow delivery order.
 	Writers int
+	// Written, when set, is called after a batch committed (it wakes the webhook worker).
+	Written func()
 }
 
 // Run consumes until ctx ends, reconnecting with backoff.
@@ -317,6 +319,9 @@ func (c *Consumer) process(ctx context.Context, closed <-chan *amqp.Error, j bat
 	}
 	c.settleOrder(acks, j.seq, c.settle(good, msgs, res))
 	c.compensate(res)
+	if c.Written != nil {
+		c.Written()
+	}
 }
 
 func (c *Consumer) settleOrder(acks *ackOrder, seq, tag uint64) {

@@ -29,14 +29,16 @@ func (e *env) softAccounted(sale string) int {
 	return n
 }
 
-// child starts this test binary as a backend process (see TestMain).
-func (e *env) child(batch int) *exec.Cmd {
+// child starts this test binary as a backend process (see TestMain), with extra environment.
+func (e *env) child(batch int, extra ...string) *exec.Cmd {
 	e.t.Helper()
 	cmd := exec.Command(os.Args[0])
 	cmd.Env = append(os.Environ(), "SECKILL_BACKEND_CHILD=1", "SECKILL_PG_URL="+e.pg, "SECKILL_AMQP_URL="+e.amqp,
-		"SECKILL_REDIS_ADDR="+testenv.RedisAddr(), "SECKILL_ADMIN_TOKEN=child-token",
-		"SECKILL_BACKEND_LISTEN=127.0.0.1:"+strconv.Itoa(testenv.FreePort(e.t)), "SECKILL_BATCH_SIZE="+strconv.Itoa(batch),
+		"SECKILL_REDIS_ADDR="+testenv.RedisAddr(), "SECKILL_ADMIN_TOKEN=child-admin-token-0123",
+		"SECKILL_BACKEND_LISTEN=127.0.0.1:"+strconv.Itoa(testenv.FreePort(e.t)),
+		"SECKILL_BACKEND_ADMIN_LISTEN=127.0.0.1:"+strconv.Itoa(testenv.FreePort(e.t)), "SECKILL_BATCH_SIZE="+strconv.Itoa(batch),
 		"SECKILL_BATCH_WAIT=5ms")
+	cmd.Env = append(cmd.Env, extra...)
 	cmd.Stdout, cmd.Stderr = nil, nil
 	if err := cmd.Start(); err != nil {
 		e.t.Fatal(err)
@@ -135,4 +137,35 @@ func TestConsumerRidesOutARabbitMQRestart(t *testing.T) {
 	e.checkExactlyOnce(sale, msgs, faultMessages)
 	testenv.WaitFor(t, 10*time.Second, "the queue drained", func() bool { return queueDepth(t, e.amqp, contract.Queue) == 0 })
 	t.Logf("RabbitMQ stopped with %d of %d written", atStop, faultMessages)
+}
+
+func TestKillNineMidDeliveryLosesNoWebhook(t *testing.T) {
+	e := newEnv(t)
+	const orders = 3000
+	sale := e.sale(orders)
+	msgs := e.accept(sale, orders)
+	publish(t, e.amqp, sale, bodies(msgs))
+	r := newReceiver(t)
+	r.Fail, r.Stall, r.StallFor = 0.3, 0.01, 500*time.Millisecond
+	hooks := []string{"SECKILL_WEBHOOK_URL=" + r.srv.URL, "SECKILL_WEBHOOK_SECRETS=" + hookSecretNew + "," + hookSecretOld,
+		"SECKILL_WEBHOOK_TIMEOUT=300ms", "SECKILL_WEBHOOK_RETRY_MIN=10ms", "SECKILL_WEBHOOK_RETRY_MAX=200ms"}
+
+	first := e.child(50, hooks...)
+	testenv.WaitFor(t, 60*time.Second, "the first deliveries", func() bool { return r.unique() >= orders/5 })
+	_ = first.Process.Signal(syscall.SIGKILL)
+	_ = first.Wait()
+	atKill := r.unique()
+	if atKill >= orders {
+		t.Fatalf("every event was delivered before the kill (%d): the test proved nothing", atKill)
+	}
+	second := e.child(50, hooks...)
+	testenv.WaitFor(t, 90*time.Second, "every order written and its event delivered", func() bool {
+		return e.softAccounted(sale) == orders && r.unique() == orders &&
+			e.dbInt(`SELECT count(*) FROM webhook_deliveries WHERE sale_id = $1 AND state = 'delivered'`, sale) == orders
+	})
+	_ = second.Process.Signal(syscall.SIGTERM)
+	_ = second.Wait()
+	e.checkExactlyOnce(sale, msgs, orders)
+	e.checkDelivered(r, sale)
+	t.Logf("killed with %d of %d events at the receiver; %d requests, %d duplicates", atKill, orders, r.requests, r.dups)
 }

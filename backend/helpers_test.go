@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"strconv"
 	"testing"
@@ -37,6 +38,18 @@ func TestMain(m *testing.M) {
 	}
 	os.Exit(m.Run())
 }
+
+// The tokens of newEnv's service.
+const (
+	testAdminToken  = "test-admin-token"
+	testShopToken   = "test-shop-token-0123"
+	testViewerToken = "test-viewer-token-0123"
+)
+
+var (
+	adminAuth = map[string]string{"Authorization": "Bearer " + testAdminToken}
+	shopAuth  = map[string]string{"Authorization": "Bearer " + testShopToken}
+)
 
 type env struct {
 	t    testing.TB
@@ -71,8 +84,12 @@ func newEnvOn(t testing.TB, pgURL, amqpURL string) *env {
 	t.Cleanup(pool.Close)
 	rdb := testenv.Redis(t)
 	comp := &Compensator{Pool: pool, Redis: rdb, Log: quietLog()}
+	tokens, err := ParseTokens("admin:"+testAdminToken+":admin,shop:"+testShopToken+":shop,look:"+testViewerToken+":viewer", "")
+	if err != nil {
+		t.Fatal(err)
+	}
 	svc := &Service{Pool: pool, Redis: rdb, Locker: NewLocker(rdb, 5*time.Second), Compensator: comp,
-		Log: quietLog(), AdminToken: "test-admin-token", Retention: time.Hour, Grace: time.Minute,
+		Log: quietLog(), Tokens: tokens, Retention: time.Hour, Grace: time.Minute,
 		SweeperLock: testenv.ID("sweeper-")}
 	t.Cleanup(func() { rdb.Del(context.Background(), lockRedisKeys(svc.SweeperLock)...) })
 	return &env{t: t, pg: pgURL, pool: pool, rdb: rdb, amqp: amqpURL, svc: svc}
@@ -291,4 +308,14 @@ func doJSON(t testing.TB, method, url string, headers map[string]string, body st
 func lockRedisKeys(name string) []string {
 	k := "seckill:lock:{" + name + "}"
 	return []string{k, k + ":fence", k + ":released"}
+}
+
+// servers starts the service's two listeners' handlers: the order API and the admin API.
+func (e *env) servers(baselines bool) (orders, admin *httptest.Server) {
+	e.t.Helper()
+	orders = httptest.NewServer(e.svc.OrderHandler())
+	admin = httptest.NewServer(e.svc.Handler(newRegistry(), baselines))
+	e.t.Cleanup(orders.Close)
+	e.t.Cleanup(admin.Close)
+	return orders, admin
 }

@@ -12,6 +12,14 @@ import (
 const (
 	codeSaleExists = "sale_exists"
 	codeInternal   = "unavailable"
+	codeForbidden  = "forbidden"
+	// codeNotFound and codeMethodNotAllowed answer a route that does not exist (routes.go).
+	codeNotFound         = "not_found"
+	codeMethodNotAllowed = "method_not_allowed"
+	// codeSalePreheated refuses a baseline purchase in a sale the gate is selling.
+	codeSalePreheated   = "sale_preheated"
+	codeUnknownDelivery = "unknown_webhook"
+	codeAlreadyPending  = "already_pending"
 )
 
 func writeJSON(w http.ResponseWriter, status int, v any) {

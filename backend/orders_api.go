@@ -11,7 +11,7 @@ import (
 	"github.com/seckilledge/seckill/contract"
 )
 
-// OrderView is the body of GET /orders/{id} and POST /orders/{id}/pay.
+// OrderView is the body of GET /orders/{id}.
 type OrderView struct {
 	OrderID string `json:"order_id"`
 	SaleID  string `json:"sale_id"`
@@ -91,15 +91,6 @@ func (s *Service) lookupOrder(ctx context.Context, user, id string) (OrderView, 
 	return OrderView{}, false, nil
 }
 
-func (s *Service) userFrom(w http.ResponseWriter, r *http.Request) (string, bool) {
-	user := r.Header.Get("X-User-ID")
-	if !contract.ValidID(user) {
-		refuse(w, http.StatusUnauthorized, contract.CodeUnauthenticated, "a valid X-User-ID is required")
-		return "", false
-	}
-	return user, true
-}
-
 func (s *Service) handleGetOrder(w http.ResponseWriter, r *http.Request) {
 	user, ok := s.userFrom(w, r)
 	if !ok {
@@ -116,49 +107,4 @@ func (s *Service) handleGetOrder(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, v)
-}
-
-// handlePay marks a created order paid. Paying twice answers the paid order again. An order
-// past its sale's pay_within is not payable even if the sweeper has not cancelled it yet.
-func (s *Service) handlePay(w http.ResponseWriter, r *http.Request) {
-	user, ok := s.userFrom(w, r)
-	if !ok {
-		return
-	}
-	id := r.PathValue("id")
-	ctx := r.Context()
-	if !contract.ValidID(id) {
-		refuse(w, http.StatusNotFound, contract.CodeUnknownOrder, "no such order for this user")
-		return
-	}
-	var v OrderView
-	err := s.Pool.QueryRow(ctx, `UPDATE orders o SET status = 'paid', updated_at = now()
-		FROM sales s WHERE o.order_id = $1 AND o.user_id = $2 AND o.status = 'created'
-		AND s.id = o.sale_id AND o.created_at + s.pay_within > now()
-		RETURNING o.order_id, o.sale_id, o.status`, id, user).Scan(&v.OrderID, &v.SaleID, &v.Status)
-	if err == nil {
-		writeJSON(w, http.StatusOK, v)
-		return
-	}
-	if !errors.Is(err, pgx.ErrNoRows) {
-		s.Log.Warn("pay failed", "err", err)
-		unavailable(w)
-		return
-	}
-	cur, found, err := s.lookupOrder(ctx, user, id)
-	switch {
-	case err != nil:
-		s.Log.Warn("order lookup failed", "err", err)
-		unavailable(w)
-	case !found:
-		refuse(w, http.StatusNotFound, contract.CodeUnknownOrder, "no such order for this user")
-	case cur.Status == contract.StatusPaid:
-		writeJSON(w, http.StatusOK, cur)
-	case cur.Status == contract.StatusQueued:
-		refuse(w, http.StatusConflict, contract.CodeNotPayable, "the order is still queued; pay once its status is created")
-	case cur.Status == contract.StatusCreated:
-		refuse(w, http.StatusConflict, contract.CodeNotPayable, "the payment window of this order has closed")
-	default:
-		refuse(w, http.StatusConflict, contract.CodeNotPayable, "the order is "+cur.Status)
-	}
 }

@@ -130,7 +130,11 @@ func (s *Service) Reconcile(ctx context.Context, sale string) (ReconcileReport, 
 						inserted = append(inserted, l)
 					}
 				}
-				return nil
+				ids := make([]string, len(inserted))
+				for i, l := range inserted {
+					ids[i] = l.OrderID
+				}
+				return enqueueEvents(ctx, tx, contract.EventOrderFailed, ids, s.hasDefaultWebhook())
 			})
 			if err != nil {
 				return err

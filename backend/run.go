@@ -3,6 +3,7 @@ package backend
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
@@ -18,8 +19,12 @@ import (
 // HTTP requests.
 func Run(ctx context.Context, cfg Config) error {
 	log := slog.New(slog.NewJSONHandler(os.Stderr, nil))
-	if cfg.AdminToken == "" {
-		return errors.New("SECKILL_ADMIN_TOKEN is not set: the admin API needs a token")
+	tokens, err := ParseTokens(cfg.AdminTokens, cfg.AdminToken)
+	if err != nil {
+		return err
+	}
+	if tokens.Empty() {
+		return errors.New("neither SECKILL_ADMIN_TOKENS nor SECKILL_ADMIN_TOKEN is set: the admin API needs a token")
 	}
 	// Postgres may come up after the backend (compose, a restart of both): wait for it.
 	for attempt := 1; ; attempt++ {
@@ -52,25 +57,60 @@ func Run(ctx context.Context, cfg Config) error {
 	rdb := newRedisClient(cfg.RedisAddr, os.Getenv("SECKILL_REDIS_PASSWORD"))
 	defer rdb.Close()
 
+	secrets, err := ParseSecrets(cfg.WebhookSecrets)
+	if err != nil {
+		return err
+	}
+	var hooks *Webhooks
+	switch {
+	case len(secrets) > 0:
+		if cfg.WebhookURL != "" {
+			if err := validWebhookURL(cfg.WebhookURL); err != nil {
+				return fmt.Errorf("SECKILL_WEBHOOK_URL: %w", err)
+			}
+		}
+		hpool, err := NewWebhookPool(ctx, cfg.PGURL, min(cfg.WebhookConcurrency, 8)+2)
+		if err != nil {
+			return err
+		}
+		defer hpool.Close()
+		hooks = &Webhooks{Pool: hpool, Log: log, DefaultURL: cfg.WebhookURL, Secrets: secrets, Timeout: cfg.WebhookTimeout,
+			RetryMin: cfg.WebhookRetryMin, RetryMax: cfg.WebhookRetryMax, MaxAttempts: cfg.WebhookAttempts, Concurrency: cfg.WebhookConcurrency}
+	case cfg.WebhookURL != "":
+		return errors.New("SECKILL_WEBHOOK_URL is set but SECKILL_WEBHOOK_SECRETS is not: webhooks must be signed")
+	}
+
 	comp := &Compensator{Pool: pool, Redis: rdb, Log: log}
 	svc := &Service{Pool: pool, Redis: rdb, Locker: NewLocker(rdb, cfg.LockTTL), Compensator: comp, Log: log,
-		AdminToken: cfg.AdminToken, Retention: cfg.Retention, Grace: cfg.ReconcileGrace}
-	cons := &Consumer{URL: cfg.AMQPURL, Writer: &Writer{Pool: pool}, Compensator: comp,
-		BatchSize: cfg.BatchSize, BatchWait: cfg.BatchWait, Writers: cfg.BatchWriters, Log: log}
+		Tokens: tokens, Retention: cfg.Retention, Grace: cfg.ReconcileGrace, Webhooks: hooks}
+	cons := &Consumer{URL: cfg.AMQPURL, Writer: &Writer{Pool: pool, DefaultWebhook: svc.hasDefaultWebhook()}, Compensator: comp,
+		BatchSize: cfg.BatchSize, BatchWait: cfg.BatchWait, Writers: cfg.BatchWriters, Log: log, Written: hooks.Wake}
 
 	ln, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {
 		return err
 	}
-	srv := &http.Server{Handler: svc.Handler(newRegistry(), cfg.Baselines), ReadHeaderTimeout: 5 * time.Second}
-	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ln) }()
-	log.Info("backend listening", "addr", ln.Addr().String(), "baselines", cfg.Baselines, "batch_size", cfg.BatchSize)
+	aln, err := net.Listen("tcp", cfg.AdminListen)
+	if err != nil {
+		ln.Close()
+		return err
+	}
+	orders := newServer(svc.OrderHandler(), orderLimits)
+	admin := newServer(svc.Handler(newRegistry(), cfg.Baselines), adminLimits)
+	errc := make(chan error, 2)
+	go func() { errc <- orders.Serve(ln) }()
+	go func() { errc <- admin.Serve(aln) }()
+	log.Info("backend listening", "orders", ln.Addr().String(), "admin", aln.Addr().String(), "baselines", cfg.Baselines,
+		"batch_size", cfg.BatchSize, "webhooks", hooks != nil, "default_webhook", cfg.WebhookURL != "")
 
 	ctx, stop := context.WithCancel(ctx)
 	defer stop()
 	var wg sync.WaitGroup
 	wg.Add(3)
+	if hooks != nil {
+		wg.Add(1)
+		go func() { defer wg.Done(); hooks.Run(ctx) }()
+	}
 	go func() { defer wg.Done(); _ = cons.Run(ctx) }()
 	go func() { defer wg.Done(); svc.RunSweeper(ctx, cfg.SweepInterval) }()
 	go func() { defer wg.Done(); svc.RunRebalancer(ctx) }()
@@ -82,7 +122,10 @@ func Run(ctx context.Context, cfg Config) error {
 	stop()
 	shutdown, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
-	if serr := srv.Shutdown(shutdown); err == nil {
+	if serr := orders.Shutdown(shutdown); err == nil {
+		err = serr
+	}
+	if serr := admin.Shutdown(shutdown); err == nil {
 		err = serr
 	}
 	wg.Wait()

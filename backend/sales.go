@@ -25,6 +25,9 @@ type SaleSpec struct {
 	// Shards splits the sale's Redis stock over this many keys in different hash slots (hot
 	// sales on Redis Cluster; docs/scaling.md). 0 or 1 (default): unsharded. At most 64.
 	Shards int `json:"shards,omitempty"`
+	// WebhookURL receives this sale's order events (http or https); empty: the backend's
+	// default, SECKILL_WEBHOOK_URL.
+	WebhookURL string `json:"webhook_url,omitempty"`
 }
 
 // Validate checks a sale spec and returns its payment window.
@@ -40,6 +43,11 @@ func (s SaleSpec) Validate() (time.Duration, error) {
 		return 0, errors.New("ends_at must be after starts_at")
 	case s.Shards < 0 || s.Shards > contract.MaxShards:
 		return 0, fmt.Errorf("shards must be between 1 and %d", contract.MaxShards)
+	}
+	if s.WebhookURL != "" {
+		if err := validWebhookURL(s.WebhookURL); err != nil {
+			return 0, fmt.Errorf("webhook_url: %w", err)
+		}
 	}
 	pay := 15 * time.Minute
 	if s.PayWithin != "" {
@@ -58,7 +66,7 @@ func ParseSaleSpec(r io.Reader) (SaleSpec, error) {
 	dec := json.NewDecoder(r)
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&spec); err != nil {
-		return spec, fmt.Errorf("body must be JSON {id, stock, starts_at, ends_at, pay_within, shards}: %w", err)
+		return spec, fmt.Errorf("body must be JSON {id, stock, starts_at, ends_at, pay_within, shards, webhook_url}: %w", err)
 	}
 	if _, err := spec.Validate(); err != nil {
 		return spec, err
@@ -72,9 +80,9 @@ func (s *Service) CreateSale(ctx context.Context, spec SaleSpec) (created bool, 
 	if err != nil {
 		return false, err
 	}
-	tag, err := s.Pool.Exec(ctx, `INSERT INTO sales (id, initial_stock, stock, starts_at, ends_at, pay_within, shards)
-		VALUES ($1, $2, $2, $3, $4, make_interval(secs => $5), $6) ON CONFLICT (id) DO NOTHING`,
-		spec.ID, spec.Stock, spec.StartsAt, spec.EndsAt, pay.Seconds(), max(spec.Shards, 1))
+	tag, err := s.Pool.Exec(ctx, `INSERT INTO sales (id, initial_stock, stock, starts_at, ends_at, pay_within, shards, webhook_url)
+		VALUES ($1, $2, $2, $3, $4, make_interval(secs => $5), $6, NULLIF($7, '')) ON CONFLICT (id) DO NOTHING`,
+		spec.ID, spec.Stock, spec.StartsAt, spec.EndsAt, pay.Seconds(), max(spec.Shards, 1), spec.WebhookURL)
 	if err != nil {
 		return false, err
 	}
@@ -85,6 +93,10 @@ func (s *Service) handleCreateSale(w http.ResponseWriter, r *http.Request) {
 	spec, err := ParseSaleSpec(http.MaxBytesReader(w, r.Body, 1<<16))
 	if err != nil {
 		refuse(w, http.StatusBadRequest, contract.CodeBadRequest, err.Error())
+		return
+	}
+	if spec.WebhookURL != "" && s.Webhooks == nil {
+		refuse(w, http.StatusBadRequest, contract.CodeBadRequest, "webhook_url needs SECKILL_WEBHOOK_SECRETS on the backend: webhooks are signed")
 		return
 	}
 	created, err := s.CreateSale(r.Context(), spec)

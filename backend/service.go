@@ -1,18 +1,15 @@
 package backend
 
 import (
-	"crypto/subtle"
 	"errors"
 	"log/slog"
 	"net/http"
-	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/redis/go-redis/v9"
-	"github.com/seckilledge/seckill/contract"
 )
 
 // Service holds what the HTTP API, the sweeper and reconcile share.
@@ -22,7 +19,12 @@ type Service struct {
 	Locker      Locker
 	Compensator *Compensator
 	Log         *slog.Logger
-	AdminToken  string
+	// AdminToken is the single admin token of older setups (SECKILL_ADMIN_TOKEN); Tokens, when
+	// set, holds every named token instead (SECKILL_ADMIN_TOKENS, see auth.go).
+	AdminToken string
+	Tokens     *Tokens
+	// Webhooks delivers order events to the shop (nil: no signing secret, no delivery).
+	Webhooks *Webhooks
 	// Retention keeps a sale's Redis keys this long after it ends.
 	Retention time.Duration
 	// Grace is how long reconcile leaves a buyer without an order alone (its message may be in
@@ -46,40 +48,40 @@ func (s *Service) now() time.Time {
 	return time.Now()
 }
 
-// Handler is the backend's HTTP API: the order API, the admin API, /metrics and /healthz, and
-// the naive baselines when baselines is true.
+// Handler is the admin listener's API (SECKILL_BACKEND_ADMIN_LISTEN, loopback by default): the
+// admin API, the shop's payment confirmations, /metrics and /healthz, and the naive baselines
+// when baselines is true. The gateway never proxies it. OrderHandler is the buyers' side.
 func (s *Service) Handler(reg *prometheus.Registry, baselines bool) http.Handler {
 	mux := http.NewServeMux()
-	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok\n")) })
+	mux.HandleFunc("GET /healthz", healthz)
 	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
-	mux.HandleFunc("GET /orders/{id}", s.handleGetOrder)
-	mux.HandleFunc("POST /orders/{id}/pay", s.handlePay)
 	mux.HandleFunc("POST /admin/sales", s.admin(s.handleCreateSale))
-	mux.HandleFunc("GET /admin/sales/{id}", s.admin(s.handleSaleStatus))
+	mux.HandleFunc("GET /admin/sales/{id}", s.viewer(s.handleSaleStatus))
 	mux.HandleFunc("POST /admin/sales/{id}/preheat", s.admin(s.handlePreheat))
 	mux.HandleFunc("POST /admin/sales/{id}/reconcile", s.admin(s.handleReconcile))
 	mux.HandleFunc("POST /admin/sales/{id}/rebalance", s.admin(s.handleRebalance))
+	// The shop hand-over: payment is the shop's word (role shop only, shop.go); webhook
+	// deliveries are listed by viewers and replayed by admins (webhook_admin.go).
+	mux.HandleFunc("POST /shop/orders/{id}/paid", s.allow(s.handleShopPaid, RoleShop))
+	mux.HandleFunc("GET /admin/webhooks", s.viewer(s.handleListDeliveries))
+	mux.HandleFunc("POST /admin/webhooks/{id}/replay", s.admin(s.handleReplayDelivery))
 	if baselines {
-		mux.HandleFunc("POST /baseline/pessimistic/{sale}", s.handlePessimistic)
-		mux.HandleFunc("POST /baseline/optimistic/{sale}", s.handleOptimistic)
+		// Benchmark-only, and they write orders past every guard of the gate: admin token
+		// required, and never for a sale the gate is selling (baseline.go).
+		mux.HandleFunc("POST /baseline/pessimistic/{sale}", s.admin(s.handlePessimistic))
+		mux.HandleFunc("POST /baseline/optimistic/{sale}", s.admin(s.handleOptimistic))
 	}
-	return recoverer(s.Log, mux)
+	return recoverer(s.Log, jsonFallback(mux))
 }
 
-// admin requires Authorization: Bearer <admin token>, compared in constant time.
-func (s *Service) admin(next http.HandlerFunc) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
-		got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-		if !ok || s.AdminToken == "" || subtle.ConstantTimeCompare([]byte(got), []byte(s.AdminToken)) != 1 {
-			refuse(w, http.StatusUnauthorized, contract.CodeUnauthenticated, "admin token required")
-			return
-		}
-		if id := r.PathValue("id"); id != "" && !contract.ValidID(id) {
-			refuse(w, http.StatusBadRequest, contract.CodeBadRequest, "invalid sale id")
-			return
-		}
-		next(w, r)
-	}
+// OrderHandler is the order listener's API (SECKILL_BACKEND_LISTEN), which the gateway proxies
+// under /orders/: read-only order status for the buyer, and /healthz. Nothing of the admin
+// listener is served here.
+func (s *Service) OrderHandler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /healthz", healthz)
+	mux.HandleFunc("GET /orders/{id}", s.handleGetOrder)
+	return recoverer(s.Log, jsonFallback(mux))
 }
 
 // recoverer turns a panic into 503 unavailable: no request may crash the process.

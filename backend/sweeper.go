@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/seckilledge/seckill/contract"
 )
 
 // ReasonPaymentTimeout is the reason of an order the sweeper cancelled.
@@ -50,10 +51,12 @@ func (s *Service) SweepOnce(ctx context.Context) (int, error) {
 					ids, ReasonPaymentTimeout); err != nil {
 					return err
 				}
-				_, err = tx.Exec(ctx, `UPDATE sales SET stock = sales.stock + x.n
+				if _, err = tx.Exec(ctx, `UPDATE sales SET stock = sales.stock + x.n
 					FROM (SELECT sale_id, count(*)::int AS n FROM orders WHERE order_id = ANY($1) GROUP BY sale_id) x
-					WHERE sales.id = x.sale_id`, ids)
-				return err
+					WHERE sales.id = x.sale_id`, ids); err != nil {
+					return err
+				}
+				return enqueueEvents(ctx, tx, contract.EventOrderCancelled, ids, s.hasDefaultWebhook())
 			})
 			if err != nil {
 				return err
@@ -62,6 +65,7 @@ func (s *Service) SweepOnce(ctx context.Context) (int, error) {
 			metricReleased.Add(float64(len(refs)))
 			if len(refs) > 0 {
 				s.Log.Info("unpaid orders released", "orders", len(refs))
+				s.Webhooks.Wake()
 				s.Compensator.Compensate(ctx, refs)
 			}
 			if len(refs) < sweepBatch {

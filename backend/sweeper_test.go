@@ -3,7 +3,6 @@ package backend
 import (
 	"context"
 	"errors"
-	"net/http/httptest"
 	"testing"
 
 	"time"
@@ -22,10 +21,9 @@ func TestUnpaidOrdersAreCancelledAndTheirUnitsReturnToRedisForANewBuyer(t *testi
 	if _, err := (&Writer{Pool: e.pool}).WriteBatch(ctx, msgs); err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewServer(e.svc.Handler(newRegistry(), false))
-	defer srv.Close()
-	var paid OrderView
-	if code := doJSON(t, "POST", srv.URL+"/orders/"+msgs[2].OrderID+"/pay", map[string]string{"X-User-ID": msgs[2].UserID}, "", &paid); code != 200 || paid.Status != "paid" {
+	_, srv := e.servers(false)
+	var paid PaidResult
+	if code := doJSON(t, "POST", srv.URL+"/shop/orders/"+msgs[2].OrderID+"/paid", shopAuth, "", &paid); code != 200 || paid.Status != "paid" {
 		t.Fatalf("pay: %d %+v", code, paid)
 	}
 	// Two orders are past the payment window; the paid one is too, but it is paid.
@@ -53,7 +51,7 @@ func TestUnpaidOrdersAreCancelledAndTheirUnitsReturnToRedisForANewBuyer(t *testi
 	}
 	// A cancelled order cannot be paid any more.
 	var ref struct{ Code string }
-	if code := doJSON(t, "POST", srv.URL+"/orders/"+msgs[0].OrderID+"/pay", map[string]string{"X-User-ID": msgs[0].UserID}, "", &ref); code != 409 || ref.Code != contract.CodeNotPayable {
+	if code := doJSON(t, "POST", srv.URL+"/shop/orders/"+msgs[0].OrderID+"/paid", shopAuth, "", &ref); code != 409 || ref.Code != contract.CodeNotPayable {
 		t.Fatalf("pay of a cancelled order: %d %+v", code, ref)
 	}
 	// Sweeping again changes nothing.

@@ -21,6 +21,10 @@ const ReasonSoldOutInDB = "sold_out_in_db"
 // by order id and by (sale, user), with a stock guard that never lets stock go negative.
 type Writer struct {
 	Pool *pgxpool.Pool
+	// DefaultWebhook is true when the backend has a default webhook URL: every order's
+	// order.created / order.failed event is then written with it (webhook_outbox.go). Without
+	// it, only sales with their own webhook_url get events.
+	DefaultWebhook bool
 }
 
 // OrderRef names an order for compensation.
@@ -75,7 +79,8 @@ func (w *Writer) WriteBatch(ctx context.Context, msgs []contract.OrderMessage) (
 		groups[i] = dedupe(msgs, bySale[sale])
 		res.Duplicates += len(bySale[sale]) - len(groups[i])
 		batch.Queue("SAVEPOINT " + savepoint(i))
-		batch.Queue(insertAndTake, insertArgs(sale, groups[i], func(int) (string, string) { return contract.StatusCreated, "" })...)
+		args := insertArgs(sale, groups[i], func(int) (string, string) { return contract.StatusCreated, "" })
+		batch.Queue(insertAndTake, append(args, w.DefaultWebhook)...)
 	}
 	type outcome struct{ known, inserted, taken int }
 	outcomes := make([]outcome, len(sales))
@@ -108,7 +113,7 @@ func (w *Writer) WriteBatch(ctx context.Context, msgs []contract.OrderMessage) (
 			if _, err := tx.Exec(ctx, "ROLLBACK TO SAVEPOINT "+savepoint(i)); err != nil {
 				return BatchResult{}, err
 			}
-			created, failed, dups, err := splitSale(ctx, tx, sale, groups[i])
+			created, failed, dups, err := splitSale(ctx, tx, sale, groups[i], w.DefaultWebhook)
 			if err != nil {
 				return BatchResult{}, err
 			}
@@ -128,8 +133,10 @@ func savepoint(i int) string { return "sale_" + strconv.Itoa(i) }
 // insertAndTake inserts a sale's new orders as created and takes their units, in one statement:
 // known is 0 for a sale Postgres does not know (then nothing is inserted: no foreign-key error
 // aborts the batch), inserted counts the new orders, taken is inserted when the stock guard let
-// the update through and 0 when it refused.
-const insertAndTake = `WITH sale AS (SELECT id FROM sales WHERE id = $1),
+// the update through and 0 when it refused. The same statement writes each new order's
+// order.created webhook event ($7: a default webhook URL is set), so the rollback to the sale's
+// savepoint that follows a refusal takes the events back with the orders.
+const insertAndTake = `WITH sale AS (SELECT id, webhook_url FROM sales WHERE id = $1),
 	ins AS (
 		INSERT INTO orders (order_id, sale_id, user_id, status, reason, accepted_at)
 		SELECT o, $1, u, s, NULLIF(r, ''), a
@@ -137,9 +144,12 @@ const insertAndTake = `WITH sale AS (SELECT id FROM sales WHERE id = $1),
 		WHERE EXISTS (SELECT 1 FROM sale)
 		ORDER BY u
 		ON CONFLICT DO NOTHING
-		RETURNING 1),
+		RETURNING order_id, user_id),
 	n AS (SELECT count(*)::int AS n FROM ins),
-	upd AS (UPDATE sales SET stock = stock - n.n FROM n WHERE sales.id = $1 AND n.n > 0 AND sales.stock >= n.n RETURNING n.n)
+	upd AS (UPDATE sales SET stock = stock - n.n FROM n WHERE sales.id = $1 AND n.n > 0 AND sales.stock >= n.n RETURNING n.n),
+	ev AS (INSERT INTO webhook_deliveries (id, type, order_id, sale_id, user_id, url)
+		SELECT gen_random_uuid()::text, 'order.created', ins.order_id, $1, ins.user_id, sale.webhook_url
+		FROM ins, sale WHERE $7::bool OR sale.webhook_url IS NOT NULL)
 	SELECT (SELECT count(*)::int FROM sale), (SELECT n FROM n), COALESCE((SELECT n FROM upd), 0)`
 
 // dedupe keeps the first message of each order id and of each user, in acceptance order (the
@@ -183,7 +193,7 @@ func insertArgs(sale string, ms []contract.OrderMessage, status func(i int) (str
 
 // splitSale writes one sale's part of a batch that does not fit the stock: under the sale's row
 // lock, the new orders that fit are created and the others are recorded failed.
-func splitSale(ctx context.Context, tx pgx.Tx, sale string, group []contract.OrderMessage) (created int, failed []OrderRef, dups int, err error) {
+func splitSale(ctx context.Context, tx pgx.Tx, sale string, group []contract.OrderMessage, defaultWebhook bool) (created int, failed []OrderRef, dups int, err error) {
 	var stock int
 	if err := tx.QueryRow(ctx, `SELECT stock FROM sales WHERE id = $1 FOR UPDATE`, sale).Scan(&stock); err != nil {
 		return 0, nil, 0, err
@@ -232,6 +242,7 @@ func splitSale(ctx context.Context, tx pgx.Tx, sale string, group []contract.Ord
 		return 0, nil, 0, err
 	}
 	inserted := 0
+	var createdIDs, failedIDs []string
 	for rows.Next() {
 		var o, u, st string
 		if err := rows.Scan(&o, &u, &st); err != nil {
@@ -241,11 +252,19 @@ func splitSale(ctx context.Context, tx pgx.Tx, sale string, group []contract.Ord
 		inserted++
 		if st == contract.StatusCreated {
 			created++
+			createdIDs = append(createdIDs, o)
 		} else {
 			failed = append(failed, OrderRef{OrderID: o, SaleID: sale, UserID: u})
+			failedIDs = append(failedIDs, o)
 		}
 	}
 	if err := rows.Err(); err != nil {
+		return 0, nil, 0, err
+	}
+	if err := enqueueEvents(ctx, tx, contract.EventOrderCreated, createdIDs, defaultWebhook); err != nil {
+		return 0, nil, 0, err
+	}
+	if err := enqueueEvents(ctx, tx, contract.EventOrderFailed, failedIDs, defaultWebhook); err != nil {
 		return 0, nil, 0, err
 	}
 	if created > 0 {

@@ -31,7 +31,7 @@ func TestACrowdThroughTheWholeStackKeepsEveryInvariant(t *testing.T) {
 	}
 	stack, err := bench.Start(ctx, bench.StartOptions{Root: "..", BinDir: bin, RedisAddr: redisSrv.Addr(),
 		AMQPURL: testenv.AMQPURL(), MgmtURL: testenv.AMQPMgmtURL(), PGAdminURL: testenv.PGAdminURL(),
-		AdminToken: "e2e-admin-token", TokenKey: "e2e-token-key-0123456789abcdef-0123456789", LogDir: t.TempDir(),
+		AdminToken: "e2e-admin-token-0123", TokenKey: "e2e-token-key-0123456789abcdef-0123456789", LogDir: t.TempDir(),
 		ExtraGlobal: bench.TrustLoopbackProxy})
 	if err != nil {
 		t.Fatal(err)

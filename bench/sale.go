@@ -445,8 +445,10 @@ func (d *Driver) RunBaseline(ctx context.Context, kind string, o Options) (*Outc
 	clicks := o.Crowd.Rush(people)
 	reqs := make([]load.Request, len(clicks))
 	for i, c := range clicks {
+		h := header(c.User, c.IP)
+		h.Set("Authorization", "Bearer "+d.Stack.AdminToken) // the baselines are admin-only
 		reqs[i] = load.Request{Method: http.MethodPost, URL: d.Stack.Backend + "/baseline/" + kind + "/" + sale,
-			Header: header(c.User, c.IP), Kind: c.Kind, User: c.User}
+			Header: h, Kind: c.Kind, User: c.User}
 	}
 	out := &Outcome{Name: kind + " lock (DB)", Kind: kind, Sale: sale, Stock: o.Stock}
 	acc := &acceptedSet{}

@@ -25,7 +25,7 @@ import (
 // RabbitMQ vhost and Postgres database) or the user described running processes.
 type Stack struct {
 	Gateway    string // base URL of the gateway, e.g. http://127.0.0.1:8080
-	Backend    string // base URL of the backend (admin API, baselines)
+	Backend    string // base URL of the backend's admin listener (admin API, baselines, metrics)
 	Ceiling    string // base URL of a Caddy site that only does `respond` ("" if none)
 	Admin      string // base URL of the gateway's Caddy admin endpoint ("" if unknown)
 	AdminToken string
@@ -116,7 +116,11 @@ func GatewayConfig(src string, gw, admin, ceil int, extraGlobal string) (string,
 		global = ""
 	}
 	if extraGlobal != "" {
-		global += "\n" + extraGlobal
+		if merged, ok := mergeServers(out, extraGlobal); ok {
+			out = merged
+		} else {
+			global += "\n" + extraGlobal
+		}
 	}
 	if global != "" {
 		if i := globalBlock(out); i >= 0 {
@@ -128,6 +132,24 @@ func GatewayConfig(src string, gw, admin, ceil int, extraGlobal string) (string,
 	// The ceiling: the same Caddy process and listener setup, no seckill handler, no Redis.
 	out += fmt.Sprintf("\n# seckill-bench: the ceiling, Caddy's plain respond.\n:%d {\n\trespond \"ok\" 200\n}\n", ceil)
 	return out, nil
+}
+
+// serversRe finds a `servers {` global option (the shipped Caddyfiles set timeouts there).
+var serversRe = regexp.MustCompile(`(?m)^\s*servers\s*\{[ \t]*\n`)
+
+// mergeServers puts the lines of an extra `servers { ... }` option into the Caddyfile's own
+// `servers {` block: Caddy refuses two `servers` options for the same listeners.
+func mergeServers(src, extra string) (string, bool) {
+	lines := strings.Split(strings.TrimRight(extra, "\n"), "\n")
+	if len(lines) < 2 || strings.TrimSpace(lines[0]) != "servers {" || strings.TrimSpace(lines[len(lines)-1]) != "}" {
+		return "", false
+	}
+	loc := serversRe.FindStringIndex(src)
+	if loc == nil || globalBlock(src) < 0 || loc[0] < globalBlock(src) {
+		return "", false
+	}
+	inner := strings.Join(lines[1:len(lines)-1], "\n") + "\n"
+	return src[:loc[1]] + inner + src[loc[1]:], true
 }
 
 // globalBlock is the offset of the `{` opening the global options block, or -1: the block
@@ -237,12 +259,12 @@ func Start(ctx context.Context, o StartOptions) (_ *Stack, err error) {
 	pu.Path = "/" + db
 	s.PGURL = pu.String()
 
-	ports, err := proc.FreePorts(4)
+	ports, err := proc.FreePorts(5)
 	if err != nil {
 		return nil, err
 	}
-	bport, gport, aport, cport := ports[0], ports[1], ports[2], ports[3]
-	s.Backend = fmt.Sprintf("http://127.0.0.1:%d", bport)
+	bport, gport, aport, cport, baport := ports[0], ports[1], ports[2], ports[3], ports[4]
+	s.Backend = fmt.Sprintf("http://127.0.0.1:%d", baport)
 	s.Gateway = fmt.Sprintf("http://127.0.0.1:%d", gport)
 	s.Ceiling = fmt.Sprintf("http://127.0.0.1:%d", cport)
 	s.Admin = fmt.Sprintf("http://127.0.0.1:%d", aport)
@@ -250,7 +272,8 @@ func Start(ctx context.Context, o StartOptions) (_ *Stack, err error) {
 	env := append(os.Environ(),
 		"SECKILL_REDIS_ADDR="+o.RedisAddr, "SECKILL_AMQP_URL="+amqpURL, "SECKILL_PG_URL="+s.PGURL,
 		"SECKILL_ADMIN_TOKEN="+o.AdminToken, "SECKILL_TOKEN_KEY="+o.TokenKey, "SECKILL_BASELINES=1",
-		fmt.Sprintf("SECKILL_BACKEND_LISTEN=127.0.0.1:%d", bport), fmt.Sprintf("SECKILL_BACKEND=127.0.0.1:%d", bport))
+		fmt.Sprintf("SECKILL_BACKEND_LISTEN=127.0.0.1:%d", bport), fmt.Sprintf("SECKILL_BACKEND_ADMIN_LISTEN=127.0.0.1:%d", baport),
+		fmt.Sprintf("SECKILL_BACKEND=127.0.0.1:%d", bport))
 	env = append(env, o.Env...)
 
 	backend, err := startProc(filepath.Join(bin, "seckill-backend"), nil, env, filepath.Join(s.LogDir, "backend.log"))

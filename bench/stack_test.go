@@ -22,6 +22,12 @@ func TestGatewayConfigMovesTheSiteAndAdminAndAddsTheCeiling(t *testing.T) {
 	if strings.Index(out, "trusted_proxies") > strings.Index(out, ":1001 {") {
 		t.Errorf("the extra global options are not in the global block:\n%s", out)
 	}
+	// A Caddyfile with its own `servers` option gets the extra lines inside it (Caddy refuses
+	// two `servers` options for the same listeners).
+	out, err = GatewayConfig("{\n\tservers {\n\t\ttimeouts {\n\t\t\tidle 1m\n\t\t}\n\t}\n}\n:8080 {\n}\n", 1, 2, 3, TrustLoopbackProxy)
+	if err != nil || strings.Count(out, "servers") != 1 || !strings.Contains(out, "trusted_proxies") || !strings.Contains(out, "idle 1m") {
+		t.Fatalf("servers options not merged: %v\n%s", err, out)
+	}
 	// Without a global block, one is created for the admin address.
 	out, err = GatewayConfig(":8080 {\n}\n", 1, 2, 3, "")
 	if err != nil || !strings.HasPrefix(out, "{\n\tadmin 127.0.0.1:2\n}") {

@@ -1,9 +1,17 @@
 #!/usr/bin/env bash
 # make run: starts the backend and the gateway (background, logs and pids under .run/),
 # creates and preheats a demo sale, and prints what to try. make stop ends it.
+#
+#   scripts/run.sh [start]   everything above
+#   scripts/run.sh stop      stop the gateway and the backend
+#   scripts/run.sh secrets   only make sure the secrets exist (prints the file holding them)
+#
+# Secrets: a random purchase-token key and admin token, made on the first run into
+# .run/secrets.env (mode 600) and kept across runs; .run/env exports them. Set
+# SECKILL_TOKEN_KEY / SECKILL_ADMIN_TOKEN in the environment to use your own instead.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
-RUN="$ROOT/.run"
+RUN="${SECKILL_RUN_DIR:-$ROOT/.run}"
 cd "$ROOT"
 
 stop_procs() {
@@ -15,15 +23,56 @@ stop_procs() {
 	done
 }
 
-if [ "${1:-start}" = stop ]; then stop_procs; echo "[run] gateway and backend stopped"; exit 0; fi
+# random_hex N: N random bytes as 2N hex digits (coreutils only).
+random_hex() { od -An -tx1 -N"$1" /dev/urandom | tr -d ' \n'; }
 
+# ensure_secrets: make .run/secrets.env once, and make .run/env (which scripts/stack.sh rewrites
+# on every start) export what it holds.
+ensure_secrets() {
+	mkdir -p "$RUN"
+	local file="$RUN/secrets.env"
+	if [ ! -s "$file" ]; then
+		(
+			umask 077
+			{
+				echo "# Made by scripts/run.sh on $(date -u +%Y-%m-%dT%H:%M:%SZ); kept across runs. Delete it for new ones."
+				echo "export SECKILL_TOKEN_KEY=$(random_hex 32)"
+				echo "export SECKILL_ADMIN_TOKEN=$(random_hex 24)"
+			} >"$file.tmp"
+		)
+		mv "$file.tmp" "$file"
+		echo "[run] new secrets in $file" >&2
+	fi
+	chmod 600 "$file"
+	# Replace (not add to) what an earlier run put there: the file may have been made anew.
+	touch "$RUN/env"
+	{
+		grep -v -e '^# secrets: ' -e '^export SECKILL_TOKEN_KEY=' -e '^export SECKILL_ADMIN_TOKEN=' "$RUN/env" || true
+		echo "# secrets: $file"
+		grep '^export ' "$file"
+	} >"$RUN/env.tmp"
+	chmod 600 "$RUN/env.tmp"
+	mv "$RUN/env.tmp" "$RUN/env"
+}
+
+case "${1:-start}" in
+stop) stop_procs; echo "[run] gateway and backend stopped"; exit 0 ;;
+secrets) ensure_secrets; echo "$RUN/secrets.env"; exit 0 ;;
+start) ;;
+*) echo "usage: $0 start|stop|secrets" >&2; exit 2 ;;
+esac
+
+# Your own secrets in the environment win over the generated ones.
+own_key=${SECKILL_TOKEN_KEY:-} own_admin=${SECKILL_ADMIN_TOKEN:-}
+ensure_secrets
 # shellcheck disable=SC1091
 source "$RUN/env"
-# Demo defaults, clearly not secrets: override them in the environment for anything real.
-export SECKILL_ADMIN_TOKEN=${SECKILL_ADMIN_TOKEN:-demo-admin-token}
-export SECKILL_TOKEN_KEY=${SECKILL_TOKEN_KEY:-demo-token-key-change-me-0123456789}
+export SECKILL_TOKEN_KEY=${own_key:-$SECKILL_TOKEN_KEY}
+export SECKILL_ADMIN_TOKEN=${own_admin:-$SECKILL_ADMIN_TOKEN}
 export SECKILL_BACKEND=127.0.0.1:8081
-export SECKILL_BASELINES=1
+# The backend's admin API has a listener of its own, on loopback; the gateway never proxies it.
+export SECKILL_BACKEND_ADMIN_LISTEN=127.0.0.1:8082
+ADMIN=http://$SECKILL_BACKEND_ADMIN_LISTEN
 
 stop_procs
 nohup bin/seckill-backend >"$RUN/backend.log" 2>&1 & echo $! >"$RUN/backend.pid"
@@ -35,23 +84,34 @@ wait_http() {
 }
 wait_http http://127.0.0.1:8081/healthz backend
 wait_http http://127.0.0.1:8080/healthz gateway
+# The admin listener answers every request (401 without the token) once it is up. A backend
+# built before it had a listener of its own serves the admin API on the order port.
+admin_up() { [ "$(curl -s -o /dev/null -w '%{http_code}' "$1/admin/sales" 2>/dev/null || true)" != 000 ]; }
+for _ in $(seq 50); do admin_up "$ADMIN" && break; sleep 0.2; done
+if ! admin_up "$ADMIN"; then ADMIN=http://$SECKILL_BACKEND; fi
 
 SALE=${SALE:-demo}
 auth=(-H "Authorization: Bearer $SECKILL_ADMIN_TOKEN")
 starts=$(date -u -d '-1 minute' +%Y-%m-%dT%H:%M:%SZ)
 ends=$(date -u -d '+2 hours' +%Y-%m-%dT%H:%M:%SZ)
-curl -fsS "${auth[@]}" -X POST http://127.0.0.1:8081/admin/sales \
+curl -fsS "${auth[@]}" -X POST "$ADMIN/admin/sales" \
 	-d "{\"id\":\"$SALE\",\"stock\":100,\"starts_at\":\"$starts\",\"ends_at\":\"$ends\",\"pay_within\":\"15m\"}" >/dev/null 2>&1 ||
 	echo "[run] sale $SALE exists already; preheating it again"
-curl -fsS "${auth[@]}" -X POST "http://127.0.0.1:8081/admin/sales/$SALE/preheat" >/dev/null
+curl -fsS "${auth[@]}" -X POST "$ADMIN/admin/sales/$SALE/preheat" >/dev/null
 
 cat <<EOF
 
 The flash-sale edge is running.
   gateway   http://127.0.0.1:8080   (logs .run/gateway.log; metrics http://127.0.0.1:2019/metrics)
-  backend   http://127.0.0.1:8081   (logs .run/backend.log)
+  backend   http://127.0.0.1:8081   order API (logs .run/backend.log)
+            $ADMIN   admin API, loopback only
   sale      "$SALE": 100 units, open now for two hours
-  admin token (demo value): $SECKILL_ADMIN_TOKEN
+  secrets   $RUN/secrets.env (made once, kept across runs; .run/env exports them)
+    admin token   $SECKILL_ADMIN_TOKEN
+    token key     $SECKILL_TOKEN_KEY
+
+This demo gateway believes the X-User-ID header. In front of a real shop, use
+deploy/Caddyfile.production (README.md, "Production").
 
 Try it:
   # 1. get a one-time purchase token
@@ -61,9 +121,9 @@ Try it:
   # 3. poll the order (queued, then created)
   curl -s -H 'X-User-ID: alice' http://127.0.0.1:8080/orders/ORDER_ID
   # 4. the sale as the backend sees it
-  curl -s -H 'Authorization: Bearer $SECKILL_ADMIN_TOKEN' http://127.0.0.1:8081/admin/sales/$SALE
+  curl -s -H 'Authorization: Bearer $SECKILL_ADMIN_TOKEN' $ADMIN/admin/sales/$SALE
   # a whole crowd, with every invariant checked afterwards
-  bin/seckill-bench -only edge -users 2000 -stock 100 -conns 64 -gateway http://127.0.0.1:8080 -backend http://127.0.0.1:8081
+  bin/seckill-bench -only edge -users 2000 -stock 100 -conns 64 -gateway http://127.0.0.1:8080 -backend $ADMIN -admin-token $SECKILL_ADMIN_TOKEN
 
 Stop everything with: make stop
 EOF

@@ -115,7 +115,9 @@ func StartCluster(ctx context.Context, o ClusterOptions) (_ *Cluster, err error)
 	}
 	c.PGURL, c.AMQPURL = pgURL(c.Postgres, "seckill"), amqpURL(c.Rabbit)
 
-	ports, err := proc.FreePorts(o.Backends + 3*o.Gateways)
+	// Each backend has two listeners: the order API (the gateways' upstream) and the admin API
+	// (BackendURLs: admin calls, readiness), at the end of the list.
+	ports, err := proc.FreePorts(o.Backends + 3*o.Gateways + o.Backends)
 	if err != nil {
 		return nil, err
 	}
@@ -123,7 +125,7 @@ func StartCluster(ctx context.Context, o ClusterOptions) (_ *Cluster, err error)
 	for i := 0; i < o.Backends; i++ {
 		addr := "127.0.0.1:" + strconv.Itoa(ports[i])
 		upstreams = append(upstreams, addr)
-		c.BackendURLs = append(c.BackendURLs, "http://"+addr)
+		c.BackendURLs = append(c.BackendURLs, "http://127.0.0.1:"+strconv.Itoa(ports[o.Backends+3*o.Gateways+i]))
 	}
 	base := append(os.Environ(),
 		"SECKILL_REDIS_ADDR="+c.Redis.Addr, "SECKILL_AMQP_URL="+c.AMQPURL, "SECKILL_PG_URL="+c.PGURL,
@@ -131,7 +133,8 @@ func StartCluster(ctx context.Context, o ClusterOptions) (_ *Cluster, err error)
 		// Both backends behind every gateway's /orders/ proxy ({$…} expands before parsing).
 		"SECKILL_BACKEND="+strings.Join(upstreams, " "))
 	for i := 0; i < o.Backends; i++ {
-		env := append(append([]string{}, base...), "SECKILL_BACKEND_LISTEN="+upstreams[i])
+		env := append(append([]string{}, base...), "SECKILL_BACKEND_LISTEN="+upstreams[i],
+			"SECKILL_BACKEND_ADMIN_LISTEN="+strings.TrimPrefix(c.BackendURLs[i], "http://"))
 		p := newProgram(fmt.Sprintf("backend-%d", i+1), upstreams[i], filepath.Join(o.Dir, fmt.Sprintf("backend-%d.log", i+1)),
 			filepath.Join(bin, "seckill-backend"), nil, env, c.BackendURLs[i]+"/healthz")
 		c.Backends = append(c.Backends, p)

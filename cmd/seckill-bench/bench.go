@@ -43,7 +43,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	out := fs.String("out", "bench-results", "directory for result.json, report.html and accepted-<sale>.json")
 
 	gateway := fs.String("gateway", "", "base URL of a running gateway (default: start one)")
-	backendURL := fs.String("backend", "", "base URL of the running backend (with -gateway)")
+	backendURL := fs.String("backend", "", "base URL of the running backend's admin listener (with -gateway; default http://127.0.0.1:8082)")
 	ceiling := fs.String("ceiling", "", "base URL of a Caddy site that only does `respond` (with -gateway)")
 	gatewayPID := fs.Int("gateway-pid", 0, "pid of the running gateway, for its peak memory")
 	backendPID := fs.Int("backend-pid", 0, "pid of the running backend, for its peak memory")
@@ -95,7 +95,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		stack = &bench.Stack{Gateway: *gateway, Backend: *backendURL, Ceiling: *ceiling, AdminToken: *adminToken,
 			RedisAddr: *redisAddr, PGURL: *pgURL, MgmtURL: *mgmt, Vhost: *vhost, GatewayPID: *gatewayPID, BackendPID: *backendPID}
 		if stack.Backend == "" {
-			stack.Backend = "http://127.0.0.1:8081"
+			stack.Backend = "http://127.0.0.1:8082"
 		}
 	} else {
 		if *logDir == "" {

@@ -1,0 +1,174 @@
+package backend
+
+import (
+	"context"
+	"crypto/subtle"
+	"fmt"
+	"net/http"
+	"strings"
+
+	"github.com/seckilledge/seckill/contract"
+)
+
+// Role is what a named admin token may do.
+type Role string
+
+const (
+	// RoleAdmin may read everything and run every control.
+	RoleAdmin Role = "admin"
+	// RoleViewer may read (sale status, sales list, audit trail, the live page) and nothing else.
+	RoleViewer Role = "viewer"
+	// RoleShop may confirm payments: the shop's server, never a buyer.
+	RoleShop Role = "shop"
+)
+
+// MinTokenLength is the shortest admin token the backend accepts: a short token is guessable.
+const MinTokenLength = 16
+
+// Principal is who called the admin API: the token's name (written to the audit trail) and role.
+type Principal struct {
+	Name string `json:"name"`
+	Role Role   `json:"role"`
+}
+
+type namedToken struct {
+	secret []byte
+	who    Principal
+}
+
+// Tokens holds the named admin tokens. The zero value accepts nothing.
+type Tokens struct{ list []namedToken }
+
+// ParseTokens reads SECKILL_ADMIN_TOKENS ("name:token:role,..."; the role may be left out and
+// means admin) and SECKILL_ADMIN_TOKEN (one admin named "admin"). Every token must be at least
+// MinTokenLength characters, names and tokens unique.
+func ParseTokens(named, single string) (*Tokens, error) {
+	t := &Tokens{}
+	seenName := map[string]bool{}
+	add := func(name, secret string, role Role) error {
+		if !contract.ValidID(name) {
+			return fmt.Errorf("admin token name %q: want %s", name, "1-64 of [A-Za-z0-9_-]")
+		}
+		if seenName[name] {
+			return fmt.Errorf("admin token name %q given twice", name)
+		}
+		if len(secret) < MinTokenLength {
+			return fmt.Errorf("admin token %q is shorter than %d characters", name, MinTokenLength)
+		}
+		switch role {
+		case RoleAdmin, RoleViewer, RoleShop:
+		default:
+			return fmt.Errorf("admin token %q: unknown role %q (admin, viewer, shop)", name, role)
+		}
+		for _, o := range t.list {
+			if subtle.ConstantTimeCompare(o.secret, []byte(secret)) == 1 {
+				return fmt.Errorf("admin tokens %q and %q are the same secret", o.who.Name, name)
+			}
+		}
+		seenName[name] = true
+		t.list = append(t.list, namedToken{secret: []byte(secret), who: Principal{Name: name, Role: role}})
+		return nil
+	}
+	for _, item := range strings.Split(named, ",") {
+		item = strings.TrimSpace(item)
+		if item == "" {
+			continue
+		}
+		parts := strings.Split(item, ":")
+		role := RoleAdmin
+		switch len(parts) {
+		case 2:
+		case 3:
+			role = Role(parts[2])
+		default:
+			return nil, fmt.Errorf("SECKILL_ADMIN_TOKENS entry %d: want name:token:role", len(t.list)+1)
+		}
+		if err := add(parts[0], parts[1], role); err != nil {
+			return nil, err
+		}
+	}
+	if single != "" {
+		if err := add("admin", single, RoleAdmin); err != nil {
+			return nil, fmt.Errorf("SECKILL_ADMIN_TOKEN: %w", err)
+		}
+	}
+	return t, nil
+}
+
+// Empty reports whether no token is configured.
+func (t *Tokens) Empty() bool { return t == nil || len(t.list) == 0 }
+
+// Lookup finds the principal of a presented secret. Every configured token is compared, in
+// constant time, so the answer's timing says nothing about which one matched.
+func (t *Tokens) Lookup(secret string) (Principal, bool) {
+	var who Principal
+	found := false
+	if t == nil || secret == "" {
+		return who, false
+	}
+	for _, e := range t.list {
+		if subtle.ConstantTimeCompare(e.secret, []byte(secret)) == 1 {
+			who, found = e.who, true
+		}
+	}
+	return who, found
+}
+
+type principalKey struct{}
+
+// PrincipalFrom returns the caller that the admin middleware authenticated.
+func PrincipalFrom(ctx context.Context) (Principal, bool) {
+	p, ok := ctx.Value(principalKey{}).(Principal)
+	return p, ok
+}
+
+// bearer returns the credentials of "Authorization: Bearer <token>", the scheme matched
+// case-insensitively (RFC 9110 section 11.1).
+func bearer(r *http.Request) string {
+	scheme, cred, ok := strings.Cut(r.Header.Get("Authorization"), " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
+		return ""
+	}
+	return strings.TrimSpace(cred)
+}
+
+// tokens returns the service's token set: Tokens, or the single AdminToken of older setups.
+func (s *Service) tokens() *Tokens {
+	if !s.Tokens.Empty() || s.AdminToken == "" {
+		return s.Tokens
+	}
+	return &Tokens{list: []namedToken{{secret: []byte(s.AdminToken), who: Principal{Name: "admin", Role: RoleAdmin}}}}
+}
+
+// allow wraps a handler so that only the given roles reach it: 401 without a known token, 403
+// for a known token of another role. The principal is in the request's context.
+func (s *Service) allow(next http.HandlerFunc, roles ...Role) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		who, ok := s.tokens().Lookup(bearer(r))
+		if !ok {
+			refuse(w, http.StatusUnauthorized, contract.CodeUnauthenticated, "admin token required")
+			return
+		}
+		permitted := false
+		for _, role := range roles {
+			permitted = permitted || who.Role == role
+		}
+		if !permitted {
+			refuse(w, http.StatusForbidden, codeForbidden, fmt.Sprintf("token %q (role %s) may not do this", who.Name, who.Role))
+			return
+		}
+		if id := r.PathValue("id"); id != "" && !contract.ValidID(id) {
+			refuse(w, http.StatusBadRequest, contract.CodeBadRequest, "invalid id")
+			return
+		}
+		next(w, r.WithContext(context.WithValue(r.Context(), principalKey{}, who)))
+	}
+}
+
+// admin lets only admin tokens through (every control and write).
+func (s *Service) admin(next http.HandlerFunc) http.HandlerFunc { return s.allow(next, RoleAdmin) }
+
+// viewer lets admin and viewer tokens through (read-only admin routes).
+func (s *Service) viewer(next http.HandlerFunc) http.HandlerFunc {
+	return s.allow(next, RoleAdmin, RoleViewer)
+}

@@ -1,0 +1,243 @@
+package backend
+
+import (
+	"bufio"
+	"encoding/json"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/seckilledge/seckill/contract"
+)
+
+func TestTwoUserIDsAreRefusedNotResolvedToTheFirst(t *testing.T) {
+	e := newEnv(t)
+	sale := e.sale(2)
+	m := e.accept(sale, 1)[0]
+	orders, _ := e.servers(false)
+	req, _ := http.NewRequest("GET", orders.URL+"/orders/"+m.OrderID, nil)
+	req.Header.Add("X-User-ID", m.UserID)
+	req.Header.Add("X-User-ID", "someone-else")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var ref contract.Refusal
+	if err := json.NewDecoder(resp.Body).Decode(&ref); err != nil || resp.StatusCode != 400 || ref.Code != contract.CodeBadRequest {
+		t.Fatalf("two X-User-ID values: %d %+v (%v), want 400 bad_request", resp.StatusCode, ref, err)
+	}
+}
+
+func TestEachListenerServesOnlyItsOwnRoutes(t *testing.T) {
+	e := newEnv(t)
+	sale := e.sale(2)
+	m := e.accept(sale, 1)[0]
+	orders, admin := e.servers(true)
+	user := map[string]string{"X-User-ID": m.UserID}
+	for _, srv := range []*httptest.Server{orders, admin} {
+		resp, err := http.Get(srv.URL + "/healthz")
+		if err != nil || resp.StatusCode != 200 {
+			t.Fatalf("/healthz: %v %v", resp, err)
+		}
+		resp.Body.Close()
+	}
+	var ref contract.Refusal
+	for _, r := range []struct{ method, path string }{
+		{"GET", "/metrics"}, {"POST", "/admin/sales"}, {"GET", "/admin/sales/" + sale},
+		{"POST", "/admin/sales/" + sale + "/preheat"}, {"POST", "/admin/sales/" + sale + "/reconcile"},
+		{"GET", "/admin/webhooks"}, {"POST", "/shop/orders/" + m.OrderID + "/paid"},
+		{"POST", "/baseline/optimistic/" + sale},
+	} {
+		h := map[string]string{"Authorization": "Bearer " + testAdminToken}
+		if code := doJSON(t, r.method, orders.URL+r.path, h, "", &ref); code != 404 || ref.Code != codeNotFound {
+			t.Errorf("order listener serves %s %s: %d %+v", r.method, r.path, code, ref)
+		}
+	}
+	if code := doJSON(t, "GET", admin.URL+"/orders/"+m.OrderID, user, "", &ref); code != 404 || ref.Code != codeNotFound {
+		t.Errorf("admin listener serves the order API: %d %+v", code, ref)
+	}
+	var v OrderView
+	if code := doJSON(t, "GET", orders.URL+"/orders/"+m.OrderID, user, "", &v); code != 200 || v.Status != contract.StatusQueued {
+		t.Errorf("order listener: %d %+v", code, v)
+	}
+	if code := doJSON(t, "GET", admin.URL+"/admin/sales/"+sale, adminAuth, "", nil); code != 200 {
+		t.Errorf("admin listener: %d", code)
+	}
+	// 405 names the methods that exist.
+	req, _ := http.NewRequest("DELETE", orders.URL+"/orders/"+m.OrderID, nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 405 || resp.Header.Get("Allow") != "GET, HEAD" || !strings.HasPrefix(resp.Header.Get("Content-Type"), "application/json") {
+		t.Fatalf("DELETE /orders/{id}: %d Allow=%q %s", resp.StatusCode, resp.Header.Get("Allow"), resp.Header.Get("Content-Type"))
+	}
+}
+
+// rawExchange sends one raw request on a fresh connection (closing its write side when
+// halfClose) and returns the response.
+func rawExchange(t *testing.T, addr, raw string, halfClose bool) (*http.Response, []byte) {
+	t.Helper()
+	c, err := net.DialTimeout("tcp", addr, 2*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(20 * time.Second))
+	if _, err := io.WriteString(c, raw); err != nil {
+		t.Fatal(err)
+	}
+	if halfClose {
+		_ = c.(*net.TCPConn).CloseWrite()
+	}
+	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+	if err != nil {
+		t.Fatalf("%q: no response: %v", raw, err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	return resp, body
+}
+
+// Every route of both listeners, fed malformed, truncated and chunked-garbage bodies and odd
+// methods, with and without credentials: no 5xx but 503, and every refusal is JSON with a code.
+func TestEveryBackendRouteAnswersGarbageWithJSONAndNo5xx(t *testing.T) {
+	e := newEnv(t)
+	sale := e.sale(3)
+	m := e.accept(sale, 1)[0]
+	orders, admin := e.servers(true)
+	oa, aa := strings.TrimPrefix(orders.URL, "http://"), strings.TrimPrefix(admin.URL, "http://")
+	type route struct{ addr, method, path string }
+	routes := []route{
+		{oa, "GET", "/orders/" + m.OrderID}, {oa, "GET", "/healthz"}, {oa, "GET", "/nope"},
+		{oa, "POST", "/orders/" + m.OrderID + "/pay"},
+		{aa, "POST", "/admin/sales"}, {aa, "GET", "/admin/sales/" + sale},
+		{aa, "POST", "/admin/sales/" + sale + "/preheat"}, {aa, "POST", "/admin/sales/" + sale + "/reconcile"},
+		{aa, "POST", "/admin/sales/" + sale + "/rebalance"}, {aa, "POST", "/shop/orders/" + m.OrderID + "/paid"},
+		{aa, "GET", "/admin/webhooks?state=dead&sale=" + sale}, {aa, "GET", "/admin/webhooks?state=%ff&limit=-1"},
+		{aa, "POST", "/admin/webhooks/" + m.OrderID + "/replay"}, {aa, "POST", "/baseline/optimistic/" + sale},
+		{aa, "POST", "/baseline/pessimistic/x%20y"}, {aa, "GET", "/healthz"}, {aa, "GET", "/admin/sales/..%2f..%2f"},
+	}
+	bodies := []struct {
+		name, headers, body string
+		halfClose           bool
+	}{
+		{"empty", "Content-Length: 0\r\n", "", false},
+		{"malformed json", "Content-Type: application/json\r\nContent-Length: 9\r\n", `{"id":[1,`, false},
+		{"wrong types", "Content-Type: application/json\r\nContent-Length: 40\r\n", `{"id":7,"stock":"x","starts_at":false}  `, false},
+		{"truncated", "Content-Type: application/json\r\nContent-Length: 100\r\n", `{"id":"tr`, true},
+		{"chunked garbage", "Transfer-Encoding: chunked\r\n", "zz\r\nnot a chunk\r\n\r\n", true},
+		{"huge declared", "Content-Length: 99999999999\r\n", "{}", true},
+		{"binary", "Content-Length: 8\r\n", "\x00\xff\xfe\x01\"{[\\", false},
+	}
+	methods := []string{"", "DELETE", "PUT", "PATCH", "OPTIONS", "PROPFIND", "TRACE"}
+	auths := []string{"", "Authorization: Bearer " + testAdminToken + "\r\n", "Authorization: Bearer " + testShopToken + "\r\n"}
+	n := 0
+	for _, r := range routes {
+		for _, method := range methods {
+			if method == "" {
+				method = r.method
+			}
+			for _, b := range bodies {
+				for _, auth := range auths {
+					raw := method + " " + r.path + " HTTP/1.1\r\nHost: x\r\nConnection: close\r\nX-User-ID: " + m.UserID + "\r\n" + auth + b.headers + "\r\n" + b.body
+					resp, body := rawExchange(t, r.addr, raw, b.halfClose)
+					n++
+					where := method + " " + r.path + " (" + b.name + ", " + strconv.Quote(auth) + ")"
+					if resp.StatusCode >= 500 && resp.StatusCode != 503 {
+						t.Errorf("%s: %d %s", where, resp.StatusCode, body)
+					}
+					if resp.StatusCode < 400 {
+						continue
+					}
+					var ref contract.Refusal
+					if err := json.Unmarshal(body, &ref); err != nil || ref.Code == "" || !strings.HasPrefix(resp.Header.Get("Content-Type"), "application/json") {
+						t.Errorf("%s: %d with a body that is not a JSON refusal: %q", where, resp.StatusCode, body)
+					}
+				}
+			}
+		}
+	}
+	t.Logf("%d requests", n)
+	if e.accounted(sale) != 0 {
+		t.Fatalf("garbage wrote %d orders into the live sale", e.accounted(sale))
+	}
+}
+
+func TestATrickledHeaderOrBodyIsCutOffWithinTheLimit(t *testing.T) {
+	for name, l := range map[string]serverLimits{"orders": orderLimits, "admin": adminLimits} {
+		if l.ReadHeader <= 0 || l.Idle <= 0 || l.MaxHeaderBytes <= 0 || l.MaxHeaderBytes > 64<<10 || (l.Read <= 0 && l.Body <= 0) {
+			t.Fatalf("%s listener limits %+v: every limit must be set", name, l)
+		}
+	}
+	if orderLimits.Write <= 0 {
+		t.Fatal("the order listener has no write timeout")
+	}
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		w.WriteHeader(204)
+	})
+	for name, l := range map[string]serverLimits{
+		"orders": {ReadHeader: 300 * time.Millisecond, Read: 600 * time.Millisecond, Write: time.Second, Idle: time.Second, MaxHeaderBytes: 4096},
+		"admin":  {ReadHeader: 300 * time.Millisecond, Body: 600 * time.Millisecond, Idle: time.Second, MaxHeaderBytes: 4096},
+	} {
+		srv := httptest.NewUnstartedServer(nil)
+		srv.Config = newServer(h, l)
+		srv.Start()
+		addr := strings.TrimPrefix(srv.URL, "http://")
+		for _, tc := range []struct {
+			what, head string
+			limit      time.Duration
+		}{
+			{"header", "GET /healthz HTTP/1.1\r\nHost: x\r\n", l.ReadHeader},
+			{"body", "POST /x HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\n\r\n", max(l.Read, l.Body)},
+		} {
+			c, err := net.Dial("tcp", addr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			start := time.Now()
+			_, _ = io.WriteString(c, tc.head)
+			cut := make(chan time.Duration, 1)
+			go func() {
+				buf := make([]byte, 512)
+				for {
+					if _, err := c.Read(buf); err != nil {
+						cut <- time.Since(start)
+						return
+					}
+				}
+			}()
+			// One byte every 50 ms: each arrives well within any per-read timeout.
+			var took time.Duration
+		trickle:
+			for i := 0; ; i++ {
+				select {
+				case took = <-cut:
+					break trickle
+				case <-time.After(50 * time.Millisecond):
+					if time.Since(start) > 10*time.Second {
+						t.Fatalf("%s: a trickled %s was never cut", name, tc.what)
+					}
+					if tc.what == "header" {
+						_, _ = io.WriteString(c, "X-"+strconv.Itoa(i)+": y\r\n")
+					} else {
+						_, _ = io.WriteString(c, "a")
+					}
+				}
+			}
+			c.Close()
+			if took < tc.limit-50*time.Millisecond || took > tc.limit+time.Second {
+				t.Errorf("%s: trickled %s cut after %v, limit %v", name, tc.what, took, tc.limit)
+			}
+		}
+		srv.Close()
+	}
+}

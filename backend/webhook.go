@@ -1,0 +1,350 @@
+package backend
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/seckilledge/seckill/contract"
+)
+
+// Webhooks delivers the events of the webhook outbox (webhook_outbox.go) to the shop: at least
+// once, in order per order, signed (contract.SignWebhook), with exponential backoff and jitter,
+// parking an event as dead after MaxAttempts.
+//
+// Claiming is a lease in Postgres: one statement picks due events FOR UPDATE SKIP LOCKED, moves
+// their next_at past the lease and counts the attempt, and commits. So several backend instances
+// share the work without a coordinator, no transaction stays open during an HTTP call, and the
+// events of an instance killed mid-delivery come back when their lease runs out. An event is
+// due only when every earlier event of its order is delivered: a later event never overtakes
+// an earlier one, even across instances (the earlier one, leased or waiting for its retry, is
+// still pending and holds the later ones back).
+type Webhooks struct {
+	// Pool is the worker's own pool (NewWebhookPool): its commits skip the WAL flush.
+	Pool *pgxpool.Pool
+	Log  *slog.Logger
+	// DefaultURL receives the events of sales without their own webhook_url ("" : those sales
+	// have no events).
+	DefaultURL string
+	// Secrets sign every request, the first one first; each gives the header a v1 entry, so a
+	// receiver that knows any of them accepts it (rotation: new,old).
+	Secrets []string
+	// Timeout bounds one HTTP attempt (default 10s). The lease is Timeout + 5s.
+	Timeout time.Duration
+	// RetryMin and RetryMax bound the backoff between attempts (default 1s and 10m): the n-th
+	// retry waits a random time in [d/2, d] with d = min(RetryMax, RetryMin * 2^(n-1)).
+	RetryMin, RetryMax time.Duration
+	// MaxAttempts is how many attempts an event gets before it is parked dead (default 15).
+	MaxAttempts int
+	// Concurrency is how many requests are in flight at once per instance (default 16).
+	Concurrency int
+	// Poll is how often the worker looks for due events when it has nothing to do (default
+	// 200ms); a change made by this instance wakes it at once.
+	Poll time.Duration
+	// Client sends the requests (default: one with keep-alive and no redirects).
+	Client *http.Client
+
+	once sync.Once
+	wake chan struct{}
+}
+
+func (w *Webhooks) init() {
+	w.once.Do(func() {
+		w.wake = make(chan struct{}, 1)
+		if w.Timeout <= 0 {
+			w.Timeout = 10 * time.Second
+		}
+		if w.RetryMin <= 0 {
+			w.RetryMin = time.Second
+		}
+		if w.RetryMax < w.RetryMin {
+			w.RetryMax = max(10*time.Minute, w.RetryMin)
+		}
+		if w.MaxAttempts <= 0 {
+			w.MaxAttempts = 15
+		}
+		if w.Concurrency <= 0 {
+			w.Concurrency = 16
+		}
+		if w.Poll <= 0 {
+			w.Poll = 200 * time.Millisecond
+		}
+		if w.Client == nil {
+			w.Client = &http.Client{
+				Transport: &http.Transport{MaxIdleConnsPerHost: w.Concurrency, IdleConnTimeout: time.Minute,
+					ResponseHeaderTimeout: w.Timeout},
+				// A redirect is a misconfigured URL, not a delivery.
+				CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+			}
+		}
+	})
+}
+
+// NewWebhookPool opens the worker's pool: conns connections with synchronous_commit off. The
+// worker's writes are bookkeeping that a crash may lose safely: a lost claim is claimed again
+// when its lease ends, a lost failure is retried sooner, a lost "delivered" sends the event once
+// more (the receiver dedupes by id). Skipping the flush makes each of them about ten times
+// cheaper on a busy disk (6.8 ms against 0.6 ms per commit here). The events themselves are
+// written by the order changes, on the main pool, with full durability.
+func NewWebhookPool(ctx context.Context, url string, conns int) (*pgxpool.Pool, error) {
+	cfg, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		return nil, err
+	}
+	cfg.ConnConfig.RuntimeParams["synchronous_commit"] = "off"
+	cfg.MaxConns = int32(max(conns, 2))
+	return pgxpool.NewWithConfig(ctx, cfg)
+}
+
+// Wake tells the worker that events were written (it looks at once instead of at its next poll).
+func (w *Webhooks) Wake() {
+	if w == nil {
+		return
+	}
+	w.init()
+	select {
+	case w.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (w *Webhooks) lease() time.Duration { return w.Timeout + 5*time.Second }
+
+// delivery is one claimed event.
+type delivery struct {
+	event    contract.WebhookEvent
+	url      string
+	attempts int
+}
+
+// claim leases up to n due events.
+func (w *Webhooks) claim(ctx context.Context, n int) ([]delivery, error) {
+	rows, err := w.Pool.Query(ctx, `UPDATE webhook_deliveries d SET next_at = now() + $2::interval, attempts = d.attempts + 1
+		FROM (SELECT c.id FROM webhook_deliveries c
+			WHERE c.state = 'pending' AND c.next_at <= now()
+			AND NOT EXISTS (SELECT 1 FROM webhook_deliveries e
+				WHERE e.order_id = c.order_id AND e.seq < c.seq AND e.state <> 'delivered')
+			ORDER BY c.next_at, c.seq LIMIT $1 FOR UPDATE SKIP LOCKED) due
+		WHERE d.id = due.id
+		RETURNING d.id, d.type, d.order_id, d.sale_id, d.user_id, d.at, COALESCE(d.url, ''), d.attempts`, n, w.lease())
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (delivery, error) {
+		var d delivery
+		err := r.Scan(&d.event.ID, &d.event.Type, &d.event.OrderID, &d.event.SaleID, &d.event.UserID, &d.event.At, &d.url, &d.attempts)
+		d.event.Quantity = 1
+		d.event.At = d.event.At.UTC()
+		if d.url == "" {
+			d.url = w.DefaultURL
+		}
+		return d, err
+	})
+}
+
+// Run delivers events until ctx ends; the requests in flight then finish (each within Timeout)
+// and their outcome is recorded before Run returns.
+func (w *Webhooks) Run(ctx context.Context) {
+	w.init()
+	if len(w.Secrets) == 0 {
+		w.Log.Warn("webhooks: no signing secret (SECKILL_WEBHOOK_SECRETS); no event will be delivered")
+		return
+	}
+	slots := make(chan struct{}, w.Concurrency)
+	freed := make(chan struct{}, 1)
+	var inflight sync.WaitGroup
+	defer inflight.Wait()
+	backoff := newBackoff(100*time.Millisecond, 5*time.Second)
+	lagTick := time.NewTicker(5 * time.Second)
+	defer lagTick.Stop()
+	w.observeLag(ctx)
+	for ctx.Err() == nil {
+		free := w.Concurrency - len(slots)
+		var wait <-chan time.Time
+		if free > 0 {
+			ds, err := w.claim(ctx, free)
+			if err != nil {
+				if ctx.Err() != nil {
+					return
+				}
+				d := backoff.next()
+				w.Log.Warn("webhooks: claim failed; retrying", "err", err, "in", d.String())
+				wait = time.After(d)
+			} else {
+				backoff.reset()
+				for _, d := range ds {
+					slots <- struct{}{}
+					inflight.Add(1)
+					go func() {
+						defer inflight.Done()
+						w.deliver(d)
+						<-slots
+						// Claim again once a quarter of the slots are free: one claim per
+						// freed slot would cost a query per event.
+						if len(slots) <= w.Concurrency*3/4 {
+							select {
+							case freed <- struct{}{}:
+							default:
+							}
+						}
+					}()
+				}
+				if len(ds) == free {
+					continue // more may be due
+				}
+			}
+		}
+		if wait == nil {
+			wait = time.After(w.Poll)
+		}
+		select {
+		case <-ctx.Done():
+		case <-freed: // a delivered event may have made its order's next one due
+		case <-w.wake:
+		case <-wait:
+		case <-lagTick.C:
+			w.observeLag(ctx)
+			w.unblock(ctx)
+		}
+	}
+}
+
+// deliver makes one attempt and records its outcome. It does not use the worker's context: a
+// shutdown lets the attempt finish (within Timeout) so its outcome is not lost.
+func (w *Webhooks) deliver(d delivery) {
+	status, err := w.post(d)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	// attempts = $2 makes the write a no-op when the lease ran out and another worker has
+	// claimed the event again (it will deliver it: at least once).
+	if err == nil {
+		metricWebhookDelivered.Inc()
+		metricWebhookLag.Observe(time.Since(d.event.At).Seconds())
+		// Delivered, and the order's next event (blocked behind this one) is due now.
+		if _, uerr := w.Pool.Exec(ctx, `WITH done AS (UPDATE webhook_deliveries SET state = 'delivered', delivered_at = now(), last_status = $3, last_error = NULL
+				WHERE id = $1 AND attempts = $2 AND state = 'pending' RETURNING order_id, seq)
+			UPDATE webhook_deliveries n SET next_at = now() FROM done
+			WHERE n.id = (SELECT x.id FROM webhook_deliveries x WHERE x.order_id = done.order_id AND x.seq > done.seq
+				AND x.state = 'pending' ORDER BY x.seq LIMIT 1) AND n.next_at = `+blockedUntil, d.event.ID, d.attempts, status); uerr != nil {
+			w.Log.Warn("webhooks: recording a delivery failed; the event will be sent again", "id", d.event.ID, "err", uerr)
+		}
+		return
+	}
+	metricWebhookFailed.Inc()
+	dead := d.attempts >= w.MaxAttempts
+	if dead {
+		metricWebhookDead.Inc()
+		w.Log.Error("webhooks: event parked dead", "id", d.event.ID, "type", d.event.Type, "order_id", d.event.OrderID,
+			"attempts", d.attempts, "err", err)
+	}
+	msg := err.Error()
+	if len(msg) > 500 {
+		msg = msg[:500]
+	}
+	var st *int
+	if status != 0 {
+		st = &status
+	}
+	if _, uerr := w.Pool.Exec(ctx, `UPDATE webhook_deliveries SET next_at = now() + $3::interval, last_status = $4, last_error = $5,
+		state = CASE WHEN $6 THEN 'dead' ELSE 'pending' END
+		WHERE id = $1 AND attempts = $2 AND state = 'pending'`, d.event.ID, d.attempts, w.retryAfter(d.attempts), st, msg, dead); uerr != nil {
+		w.Log.Warn("webhooks: recording a failed attempt failed; the lease will expire", "id", d.event.ID, "err", uerr)
+	}
+}
+
+// retryAfter is the wait after the n-th failed attempt: exponential, with jitter so that the
+// events of a receiver that was down do not all come back in the same instant.
+func (w *Webhooks) retryAfter(n int) time.Duration {
+	d := w.RetryMax
+	if n < 40 {
+		if e := w.RetryMin << (n - 1); e > 0 && e < d {
+			d = e
+		}
+	}
+	return d/2 + rand.N(d/2+1)
+}
+
+// post sends one attempt: the status and nil for a 2xx answer, an error otherwise.
+func (w *Webhooks) post(d delivery) (int, error) {
+	if d.url == "" {
+		return 0, errors.New("no webhook URL: the sale has none and SECKILL_WEBHOOK_URL is not set")
+	}
+	body, err := json.Marshal(d.event)
+	if err != nil {
+		return 0, err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), w.Timeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, d.url, bytes.NewReader(body))
+	if err != nil {
+		return 0, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("User-Agent", "seckill-backend")
+	req.Header.Set("Idempotency-Key", d.event.ID)
+	req.Header.Set(contract.SignatureHeader, contract.SignWebhook(w.Secrets, time.Now(), body))
+	resp, err := w.Client.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	// Read a little of the answer so the connection can be reused; the rest is not ours.
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 4096))
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		return resp.StatusCode, fmt.Errorf("receiver answered %s", resp.Status)
+	}
+	return resp.StatusCode, nil
+}
+
+// unblock makes due the blocked events whose order has nothing undelivered before them: a
+// release that raced with the insert of the event it should release (the inserting
+// transaction saw the earlier event undelivered; the delivery did not see the new event yet).
+func (w *Webhooks) unblock(ctx context.Context) {
+	_, err := w.Pool.Exec(ctx, `UPDATE webhook_deliveries d SET next_at = now()
+		WHERE d.state = 'pending' AND d.next_at = `+blockedUntil+` AND NOT EXISTS (SELECT 1 FROM webhook_deliveries e
+			WHERE e.order_id = d.order_id AND e.seq < d.seq AND e.state <> 'delivered')`)
+	if err != nil && ctx.Err() == nil {
+		w.Log.Warn("webhooks: unblock failed", "err", err)
+	}
+}
+
+// observeLag sets the gauge of the oldest pending event's age.
+func (w *Webhooks) observeLag(ctx context.Context) {
+	var age float64
+	err := w.Pool.QueryRow(ctx, `SELECT COALESCE(EXTRACT(EPOCH FROM now() - min(at)), 0)::float8
+		FROM webhook_deliveries WHERE state = 'pending'`).Scan(&age)
+	if err == nil {
+		metricWebhookOldest.Set(age)
+	}
+}
+
+// ParseSecrets reads SECKILL_WEBHOOK_SECRETS ("new,old"): at least one when webhooks are used,
+// each at least MinTokenLength characters.
+func ParseSecrets(list string) ([]string, error) {
+	var out []string
+	for _, s := range bytes.Split([]byte(list), []byte(",")) {
+		s = bytes.TrimSpace(s)
+		if len(s) == 0 {
+			continue
+		}
+		if len(s) < MinTokenLength {
+			return nil, fmt.Errorf("SECKILL_WEBHOOK_SECRETS entry %d is shorter than %d characters", len(out)+1, MinTokenLength)
+		}
+		out = append(out, string(s))
+	}
+	if len(out) > 4 {
+		return nil, errors.New("SECKILL_WEBHOOK_SECRETS: at most 4 secrets (" + strconv.Itoa(len(out)) + " given)")
+	}
+	return out, nil
+}

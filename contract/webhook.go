@@ -1,0 +1,162 @@
+package contract
+
+import (
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Webhooks to the shop (DESIGN.md, "Shop hand-over"). The backend POSTs one WebhookEvent per
+// order change to the shop, signed with the header SignatureHeader. A shop written in Go checks
+// a request with VerifyWebhook before it trusts the body, then dedupes by the event's ID: the
+// backend delivers at least once.
+
+// Webhook event types.
+const (
+	EventOrderCreated   = "order.created"
+	EventOrderPaid      = "order.paid"
+	EventOrderCancelled = "order.cancelled"
+	EventOrderFailed    = "order.failed"
+)
+
+// SignatureHeader carries the webhook's signature: "t=<unix seconds>,v1=<hex HMAC-SHA256>"
+// with one v1 per signing secret (two while a secret is being rotated).
+const SignatureHeader = "Seckill-Signature"
+
+// WebhookEvent is the JSON body of a webhook.
+type WebhookEvent struct {
+	// ID is the event's idempotency key: the same event delivered twice has the same ID.
+	ID      string `json:"id"`
+	Type    string `json:"type"`
+	OrderID string `json:"order_id"`
+	SaleID  string `json:"sale_id"`
+	// Variant is "" and Quantity 1 until sales have variants.
+	Variant  string `json:"variant"`
+	Quantity int    `json:"quantity"`
+	UserID   string `json:"user_id"`
+	// At is when the order changed (the database's clock).
+	At time.Time `json:"at"`
+}
+
+// Errors of VerifyWebhook. Test them with errors.Is.
+var (
+	// ErrSignatureHeader: the header is missing or malformed.
+	ErrSignatureHeader = errors.New("webhook: malformed " + SignatureHeader + " header")
+	// ErrSignatureTimestamp: the signature's time is outside the tolerance (a replay, or a
+	// clock far off).
+	ErrSignatureTimestamp = errors.New("webhook: signature timestamp outside the tolerance")
+	// ErrSignatureMismatch: no v1 signature matches the body under the secret.
+	ErrSignatureMismatch = errors.New("webhook: no signature matches")
+)
+
+// maxSignatures bounds the v1 entries a header may carry: a sender rotates between two
+// secrets; more than a few is an attack on the verifier's CPU.
+const maxSignatures = 8
+
+// Signature is a parsed SignatureHeader.
+type Signature struct {
+	Timestamp int64
+	V1        [][]byte // the v1 MACs, decoded
+}
+
+// ParseSignature parses a SignatureHeader value. Entries other than t and v1 are ignored (a
+// future scheme may add its own next to v1); t must appear once.
+func ParseSignature(header string) (Signature, error) {
+	var sig Signature
+	if len(header) > 1024 {
+		return sig, ErrSignatureHeader
+	}
+	seenT := false
+	for _, part := range strings.Split(header, ",") {
+		k, v, ok := strings.Cut(strings.TrimSpace(part), "=")
+		if !ok {
+			return sig, ErrSignatureHeader
+		}
+		switch k {
+		case "t":
+			if seenT || v == "" || len(v) > 12 {
+				return sig, ErrSignatureHeader
+			}
+			for i := 0; i < len(v); i++ {
+				if v[i] < '0' || v[i] > '9' {
+					return sig, ErrSignatureHeader
+				}
+			}
+			n, err := strconv.ParseInt(v, 10, 64)
+			if err != nil {
+				return sig, ErrSignatureHeader
+			}
+			sig.Timestamp, seenT = n, true
+		case "v1":
+			if len(v) != 2*sha256.Size || len(sig.V1) == maxSignatures {
+				return sig, ErrSignatureHeader
+			}
+			mac, err := hex.DecodeString(v)
+			if err != nil {
+				return sig, ErrSignatureHeader
+			}
+			sig.V1 = append(sig.V1, mac)
+		}
+	}
+	if !seenT || len(sig.V1) == 0 {
+		return sig, ErrSignatureHeader
+	}
+	return sig, nil
+}
+
+// webhookMAC is HMAC-SHA256(secret, "<t>.<body>").
+func webhookMAC(secret string, t int64, body []byte) []byte {
+	m := hmac.New(sha256.New, []byte(secret))
+	m.Write(strconv.AppendInt(nil, t, 10))
+	m.Write([]byte{'.'})
+	m.Write(body)
+	return m.Sum(nil)
+}
+
+// SignWebhook returns the SignatureHeader value for body sent at t: one v1 per secret, in the
+// order given (the new secret first during a rotation).
+func SignWebhook(secrets []string, t time.Time, body []byte) string {
+	ts := t.Unix()
+	var b strings.Builder
+	b.WriteString("t=")
+	b.WriteString(strconv.FormatInt(ts, 10))
+	for _, s := range secrets {
+		b.WriteString(",v1=")
+		b.WriteString(hex.EncodeToString(webhookMAC(s, ts, body)))
+	}
+	return b.String()
+}
+
+// VerifyWebhook checks that body was signed with secret by the sender of header (the value of
+// SignatureHeader), no more than tolerance away from now. Pass the raw body as received, before
+// any JSON decoding. A tolerance of 0 means 5 minutes.
+func VerifyWebhook(secret, header string, body []byte, tolerance time.Duration, now time.Time) error {
+	if tolerance <= 0 {
+		tolerance = 5 * time.Minute
+	}
+	sig, err := ParseSignature(header)
+	if err != nil {
+		return err
+	}
+	skew := now.Unix() - sig.Timestamp
+	if skew < 0 {
+		skew = -skew
+	}
+	if skew > int64(tolerance/time.Second) {
+		return ErrSignatureTimestamp
+	}
+	want := webhookMAC(secret, sig.Timestamp, body)
+	ok := false
+	for _, mac := range sig.V1 {
+		// Every entry is compared, so the time taken does not say which one matched.
+		ok = hmac.Equal(mac, want) || ok
+	}
+	if !ok {
+		return ErrSignatureMismatch
+	}
+	return nil
+}

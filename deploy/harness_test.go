@@ -1,0 +1,428 @@
+package deploy
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/caddyserver/caddy/v2"
+	"github.com/caddyserver/caddy/v2/caddyconfig"
+	"github.com/seckilledge/seckill/backend"
+	"github.com/seckilledge/seckill/bench"
+	"github.com/seckilledge/seckill/internal/testenv"
+
+	// The Caddyfile adapter, Caddy's standard modules and ours: what cmd/caddy links.
+	_ "github.com/caddyserver/caddy/v2/caddyconfig/httpcaddyfile"
+	_ "github.com/caddyserver/caddy/v2/modules/standard"
+	_ "github.com/seckilledge/seckill"
+)
+
+const adminToken = "deploy-test-admin-token"
+
+// The shipped files, relative to this package.
+const (
+	productionCaddyfile = "Caddyfile.production"
+	demoCaddyfile       = "../Caddyfile"
+)
+
+// shop is a fake shop: a session service (cookie or bearer token -> user id in a response
+// header, as a real shop's session endpoint would answer forward_auth) and pages for the rest.
+type shop struct {
+	srv *httptest.Server
+	mu  sync.Mutex
+	// sessions maps a session token to a user id.
+	sessions map[string]string
+	// sawIdentity counts shop pages that arrived with the gateway's internal identity header.
+	sawIdentity atomic.Int64
+	lookups     atomic.Int64
+}
+
+// userHeader is the response header the fake shop names the user in; the test sets
+// SECKILL_AUTH_USER_HEADER to it, so the rename to X-Seckill-User is exercised.
+const userHeader = "X-Shop-User"
+
+func startShop(t *testing.T) *shop {
+	s := &shop{sessions: map[string]string{}}
+	s.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/session" {
+			s.lookups.Add(1)
+			tok := ""
+			if c, err := r.Cookie("session"); err == nil {
+				tok = c.Value
+			} else if a := r.Header.Get("Authorization"); strings.HasPrefix(a, "Bearer ") {
+				tok = strings.TrimPrefix(a, "Bearer ")
+			}
+			if tok == "session-service-broken" {
+				http.Error(w, "<html>oops</html>", http.StatusInternalServerError)
+				return
+			}
+			s.mu.Lock()
+			user, ok := s.sessions[tok]
+			s.mu.Unlock()
+			if !ok {
+				// A real shop answers with a login page or a redirect; the gateway must turn it
+				// into the contract's JSON 401.
+				w.Header().Set("Content-Type", "text/html")
+				w.WriteHeader(http.StatusUnauthorized)
+				_, _ = io.WriteString(w, "<html>please sign in</html>")
+				return
+			}
+			w.Header().Set(userHeader, user)
+			w.WriteHeader(http.StatusNoContent)
+			return
+		}
+		if r.Header.Get("X-Seckill-User") != "" {
+			s.sawIdentity.Add(1)
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = io.WriteString(w, `{"shop":"page"}`)
+	}))
+	t.Cleanup(s.srv.Close)
+	return s
+}
+
+// signIn makes a session for user and returns its token.
+func (s *shop) signIn(user string) string {
+	tok := "sess-" + user + "-" + testenv.ID("")
+	s.mu.Lock()
+	s.sessions[tok] = user
+	s.mu.Unlock()
+	return tok
+}
+
+// gateway is a running stack: the backend, the fake shop, and Caddy running one of the
+// shipped Caddyfiles in this process.
+type gateway struct {
+	Base      string // the gateway
+	Backend   string // the backend's order API
+	Admin     string // the backend's admin API
+	Shop      *shop
+	RedisAddr string
+	stopBack  func()
+}
+
+// caddyMu serialises the tests: Caddy is a process-wide singleton.
+var caddyMu sync.Mutex
+
+func randomKey(t *testing.T) string {
+	b := make([]byte, 32)
+	if _, err := rand.Read(b); err != nil {
+		t.Fatal(err)
+	}
+	return hex.EncodeToString(b)
+}
+
+// startStack starts a private Redis (a relay on the shared one would publish other tests'
+// sales), a RabbitMQ vhost, a Postgres database, the backend, the fake shop and the gateway
+// with the given shipped Caddyfile.
+func startStack(t *testing.T, caddyfile string) *gateway {
+	t.Helper()
+	redisSrv := testenv.StartRedis(t)
+	amqpURL := testenv.RabbitVhost(t)
+	pgURL := testenv.Postgres(t)
+	g := &gateway{Shop: startShop(t), RedisAddr: redisSrv.Addr()}
+
+	// The backend, in this process. SECKILL_BACKEND_ADMIN_LISTEN is the backend's separate
+	// admin listener; a backend without one serves the admin API on the order port.
+	bport, aport := testenv.FreePort(t), testenv.FreePort(t)
+	t.Setenv("SECKILL_ADMIN_TOKEN", adminToken)
+	t.Setenv("SECKILL_BACKEND_ADMIN_LISTEN", fmt.Sprintf("127.0.0.1:%d", aport))
+	cfg, err := backend.ConfigFromFlags(flag.NewFlagSet("backend", flag.ContinueOnError), []string{
+		"-listen", fmt.Sprintf("127.0.0.1:%d", bport), "-pg", pgURL, "-redis", g.RedisAddr, "-amqp", amqpURL,
+		"-sweep-interval", "200ms",
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- backend.Run(ctx, cfg) }()
+	g.stopBack = sync.OnceFunc(func() {
+		cancel()
+		select {
+		case <-done:
+		case <-time.After(15 * time.Second):
+			t.Error("the backend did not stop within 15 s")
+		}
+	})
+	t.Cleanup(g.stopBack)
+	g.Backend = fmt.Sprintf("http://127.0.0.1:%d", bport)
+	testenv.WaitFor(t, 60*time.Second, "the backend to answer", func() bool {
+		select {
+		case err := <-done:
+			t.Fatalf("the backend exited: %v", err)
+		default:
+		}
+		resp, err := http.Get(g.Backend + "/healthz")
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK
+	})
+	g.Admin = g.Backend
+	if c, err := net.DialTimeout("tcp", fmt.Sprintf("127.0.0.1:%d", aport), time.Second); err == nil {
+		c.Close()
+		g.Admin = fmt.Sprintf("http://127.0.0.1:%d", aport)
+	}
+
+	gport, cadmin := testenv.FreePort(t), testenv.FreePort(t)
+	g.Base = fmt.Sprintf("http://127.0.0.1:%d", gport)
+	shopAddr := strings.TrimPrefix(g.Shop.srv.URL, "http://")
+	for k, v := range map[string]string{
+		"SECKILL_SITE":             fmt.Sprintf(":%d", gport),
+		"SECKILL_CADDY_ADMIN":      fmt.Sprintf("127.0.0.1:%d", cadmin),
+		"SECKILL_AUTH_UPSTREAM":    shopAddr,
+		"SECKILL_AUTH_USER_HEADER": userHeader,
+		"SECKILL_SHOP":             shopAddr,
+		"SECKILL_BACKEND":          fmt.Sprintf("127.0.0.1:%d", bport),
+		"SECKILL_REDIS_ADDR":       g.RedisAddr,
+		"SECKILL_AMQP_URL":         amqpURL,
+		"SECKILL_TOKEN_KEY":        randomKey(t),
+	} {
+		t.Setenv(k, v)
+	}
+	src, err := os.ReadFile(caddyfile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if caddyfile == demoCaddyfile {
+		// The demo file has fixed ports (:8080, admin 2019): move them as the bench does. The
+		// clients are on loopback and say who they are with X-Forwarded-For.
+		s, err := bench.GatewayConfig(string(src), gport, cadmin, testenv.FreePort(t), bench.TrustLoopbackProxy)
+		if err != nil {
+			t.Fatal(err)
+		}
+		src = []byte(s)
+	}
+	startCaddy(t, src, filepath.Base(caddyfile))
+	g.waitGateway(t)
+	return g
+}
+
+// adaptCaddyfile turns a Caddyfile into Caddy's JSON, with {$VAR} taken from the environment
+// now, exactly as `caddy run --adapter caddyfile` does.
+func adaptCaddyfile(t *testing.T, src []byte, name string) []byte {
+	t.Helper()
+	adapter := caddyconfig.GetAdapter("caddyfile")
+	out, warnings, err := adapter.Adapt(src, map[string]any{"filename": name})
+	if err != nil {
+		t.Fatalf("adapt %s: %v", name, err)
+	}
+	for _, w := range warnings {
+		t.Logf("adapt %s: %s", name, w.String())
+	}
+	return out
+}
+
+// quiet sets Caddy's log level to ERROR (or SECKILL_TEST_LOG, e.g. DEBUG, to investigate).
+func quiet(t *testing.T, cfg []byte) []byte {
+	t.Helper()
+	var m map[string]any
+	if err := json.Unmarshal(cfg, &m); err != nil {
+		t.Fatal(err)
+	}
+	level := os.Getenv("SECKILL_TEST_LOG")
+	if level == "" {
+		level = "ERROR"
+	}
+	m["logging"] = map[string]any{"logs": map[string]any{"default": map[string]any{"level": level}}}
+	out, _ := json.Marshal(m)
+	return out
+}
+
+func startCaddy(t *testing.T, src []byte, name string) {
+	t.Helper()
+	cfg := quiet(t, adaptCaddyfile(t, src, name))
+	caddyMu.Lock()
+	if err := caddy.Load(cfg, true); err != nil {
+		caddyMu.Unlock()
+		t.Fatalf("load %s: %v", name, err)
+	}
+	t.Cleanup(func() {
+		_ = caddy.Stop()
+		caddyMu.Unlock()
+	})
+}
+
+// waitGateway waits until the gateway answers /healthz.
+func (g *gateway) waitGateway(t *testing.T) {
+	t.Helper()
+	testenv.WaitFor(t, 20*time.Second, "the gateway to answer", func() bool {
+		resp, err := http.Get(g.Base + "/healthz")
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK
+	})
+}
+
+// newSale creates a sale open now on the backend and preheats it into Redis.
+func (g *gateway) newSale(t *testing.T, stock int) string {
+	t.Helper()
+	sale := testenv.ID("s")
+	now := time.Now().UTC()
+	body := fmt.Sprintf(`{"id":%q,"stock":%d,"starts_at":%q,"ends_at":%q,"pay_within":"15m"}`, sale, stock,
+		now.Add(-time.Minute).Format(time.RFC3339), now.Add(time.Hour).Format(time.RFC3339))
+	for _, step := range []struct{ path, body string }{{"/admin/sales", body}, {"/admin/sales/" + sale + "/preheat", ""}} {
+		req, _ := http.NewRequest(http.MethodPost, g.Admin+step.path, strings.NewReader(step.body))
+		req.Header.Set("Authorization", "Bearer "+adminToken)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode >= 300 {
+			t.Fatalf("POST %s: %d %s", step.path, resp.StatusCode, b)
+		}
+	}
+	return sale
+}
+
+// client is one simulated browser: a session (cookie or bearer), an IP (X-Forwarded-For from
+// a trusted loopback proxy), and whatever identity headers it chooses to claim.
+type client struct {
+	Cookie string
+	Bearer string
+	IP     string
+	Claim  string // sent as X-User-ID and X-Seckill-User: who the client pretends to be
+}
+
+var ipCounter atomic.Int64
+
+// newIP is a fresh client address from the documentation range, so throttle zones keyed on
+// the IP never meet across tests of one stack.
+func newIP() string {
+	n := ipCounter.Add(1)
+	return fmt.Sprintf("198.51.%d.%d", (n/250)%250, n%250+1)
+}
+
+// reply is one decoded answer.
+type reply struct {
+	Status     int
+	Body       []byte
+	Code       string `json:"code"`
+	Token      string `json:"token"`
+	OrderID    string `json:"order_id"`
+	State      string `json:"status"`
+	RetryAfter string
+}
+
+var httpClient = &http.Client{Timeout: 30 * time.Second}
+
+func (g *gateway) do(t *testing.T, c client, method, path string, hdr map[string]string) reply {
+	t.Helper()
+	r, err := g.try(c, method, path, hdr)
+	if err != nil {
+		t.Fatalf("%s %s: %v", method, path, err)
+	}
+	return r
+}
+
+// burst sends n copies of a request at once and returns the answers.
+func (g *gateway) burst(t *testing.T, n int, c client, method, path string) []reply {
+	t.Helper()
+	out := make([]reply, n)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			out[i], errs[i] = g.try(c, method, path, nil)
+		}()
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			t.Fatalf("%s %s: %v", method, path, err)
+		}
+	}
+	return out
+}
+
+// try sends one request as the client; a body that is not JSON is an error.
+func (g *gateway) try(c client, method, path string, hdr map[string]string) (reply, error) {
+	req, err := http.NewRequest(method, g.Base+path, nil)
+	if err != nil {
+		return reply{}, err
+	}
+	if c.Cookie != "" {
+		req.AddCookie(&http.Cookie{Name: "session", Value: c.Cookie})
+	}
+	if c.Bearer != "" {
+		req.Header.Set("Authorization", "Bearer "+c.Bearer)
+	}
+	if c.IP != "" {
+		req.Header.Set("X-Forwarded-For", c.IP)
+	}
+	if c.Claim != "" {
+		req.Header.Set("X-User-ID", c.Claim)
+		req.Header.Set("X-Seckill-User", c.Claim)
+	}
+	for k, v := range hdr {
+		req.Header.Set(k, v)
+	}
+	resp, err := httpClient.Do(req)
+	if err != nil {
+		return reply{}, err
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	r := reply{Status: resp.StatusCode, Body: b, RetryAfter: resp.Header.Get("Retry-After")}
+	if err := json.Unmarshal(b, &r); err != nil {
+		return r, fmt.Errorf("status %d, body %q is not JSON", resp.StatusCode, b)
+	}
+	return r, nil
+}
+
+// token asks for a purchase token.
+func (g *gateway) token(t *testing.T, c client, sale string) reply {
+	t.Helper()
+	return g.do(t, c, http.MethodPost, "/seckill/"+sale+"/token", nil)
+}
+
+// buy buys with a token.
+func (g *gateway) buy(t *testing.T, c client, sale, token string) reply {
+	t.Helper()
+	return g.do(t, c, http.MethodPost, "/seckill/"+sale+"/buy", map[string]string{"X-Seckill-Token": token})
+}
+
+// rawExchange sends raw bytes on a fresh connection and returns the raw answer (until the
+// server closes the connection or timeout passes).
+func rawExchange(addr string, raw []byte, timeout time.Duration) ([]byte, error) {
+	c, err := net.DialTimeout("tcp", addr, 5*time.Second)
+	if err != nil {
+		return nil, err
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(timeout))
+	if _, err := c.Write(raw); err != nil {
+		return nil, err
+	}
+	b, err := io.ReadAll(c)
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() && len(b) > 0 {
+		err = nil // a keep-alive answer: the server keeps the connection open after it
+	}
+	return b, err
+}
+
+func hostPort(base string) string { return strings.TrimPrefix(base, "http://") }

@@ -1,0 +1,192 @@
+package deploy
+
+import (
+	"net/http"
+	"testing"
+
+	"github.com/google/uuid"
+	"github.com/seckilledge/seckill/contract"
+	"github.com/seckilledge/seckill/internal/testenv"
+)
+
+// deploy/Caddyfile.production, whole: the shop's session service, the gateway in this process,
+// the backend, Redis, RabbitMQ and Postgres.
+func TestProductionCaddyfile(t *testing.T) {
+	g := startStack(t, productionCaddyfile)
+
+	t.Run("IdentityComesFromTheSessionNeverFromTheClient", func(t *testing.T) { identity(t, g) })
+	t.Run("OrderPollsAreThrottledPerUserAndPerIP", func(t *testing.T) { ordersThrottled(t, g, true) })
+	t.Run("ATrickledHeaderIsCutWithinTheLimit", func(t *testing.T) { trickledHeader(t, g) })
+	t.Run("NoRequestGetsA502OrANonJSONError", func(t *testing.T) { probe(t, g, true) })
+	t.Run("FailuresBehindTheGatewayAre503UnavailableWithRetryAfter", func(t *testing.T) { failuresBehind(t, g) })
+}
+
+// The demo Caddyfile at the repository root (make run): the same timeouts, JSON errors and
+// order-poll throttle.
+func TestDemoCaddyfile(t *testing.T) {
+	g := startStack(t, demoCaddyfile)
+
+	t.Run("OrderPollsAreThrottledPerUser", func(t *testing.T) { ordersThrottled(t, g, false) })
+	t.Run("ATrickledHeaderIsCutWithinTheLimit", func(t *testing.T) { trickledHeader(t, g) })
+	t.Run("NoRequestGetsA502OrANonJSONError", func(t *testing.T) { probe(t, g, false) })
+}
+
+// A client that says it is someone else (X-User-ID, or the gateway's own X-Seckill-User) is
+// itself to every part of the gateway: the token issuer, the gate, the throttle and /orders.
+func identity(t *testing.T, g *gateway) {
+	sale := g.newSale(t, 10)
+	aliceID, malloryID := testenv.ID("alice"), testenv.ID("mallory")
+	alice := client{Cookie: g.Shop.signIn(aliceID), IP: newIP()}
+	mallory := client{Bearer: g.Shop.signIn(malloryID), IP: newIP(), Claim: aliceID}
+
+	tok := g.token(t, alice, sale)
+	if tok.Status != http.StatusOK || tok.Token == "" {
+		t.Fatalf("alice's token: %d %s", tok.Status, tok.Body)
+	}
+	bought := g.buy(t, alice, sale, tok.Token)
+	if bought.Status != http.StatusAccepted || bought.OrderID == "" {
+		t.Fatalf("alice's purchase: %d %s", bought.Status, bought.Body)
+	}
+	aliceOrder := bought.OrderID
+
+	// /orders: alice sees her order; mallory, claiming to be alice, does not, and cannot pay it.
+	if r := g.do(t, alice, http.MethodGet, "/orders/"+aliceOrder, nil); r.Status != http.StatusOK || r.OrderID != aliceOrder {
+		t.Fatalf("alice's own order: %d %s", r.Status, r.Body)
+	}
+	if r := g.do(t, mallory, http.MethodGet, "/orders/"+aliceOrder, nil); r.Status != http.StatusNotFound || r.Code != contract.CodeUnknownOrder {
+		t.Fatalf("mallory claiming alice read alice's order: %d %s", r.Status, r.Body)
+	}
+	if r := g.do(t, mallory, http.MethodPost, "/orders/"+aliceOrder+"/pay", nil); r.Status == http.StatusOK {
+		t.Fatalf("mallory claiming alice paid alice's order: %s", r.Body)
+	}
+
+	// Token and gate: were mallory alice, the gate would answer already_bought with alice's
+	// order. She is herself: a token of her own and a new order.
+	mt := g.token(t, mallory, sale)
+	if mt.Status != http.StatusOK {
+		t.Fatalf("mallory's token: %d %s", mt.Status, mt.Body)
+	}
+	if r := g.buy(t, alice, sale, mt.Token); r.Code != contract.CodeInvalidToken && r.Code != contract.CodeAlreadyBought {
+		t.Fatalf("mallory's token is not bound to mallory: alice bought with it: %d %s", r.Status, r.Body)
+	}
+	mb := g.buy(t, mallory, sale, mt.Token)
+	if mb.Status != http.StatusAccepted || mb.OrderID == aliceOrder {
+		t.Fatalf("mallory's purchase while claiming alice: %d %s (alice's order %s)", mb.Status, mb.Body, aliceOrder)
+	}
+	if r := g.do(t, client{Cookie: alice.Cookie, IP: alice.IP}, http.MethodGet, "/orders/"+mb.OrderID, nil); r.Status != http.StatusNotFound {
+		t.Fatalf("alice sees mallory's order: %d %s", r.Status, r.Body)
+	}
+
+	// Throttle: mallory hammers the token endpoint claiming alice. Her own window fills; alice's
+	// does not.
+	limited := 0
+	for _, r := range g.burst(t, 12, mallory, http.MethodPost, "/seckill/"+sale+"/token") {
+		if r.Status == http.StatusTooManyRequests {
+			limited++
+		}
+	}
+	if limited == 0 {
+		t.Fatal("12 token requests at once were never throttled (user zone limit 5/s)")
+	}
+	if r := g.token(t, alice, sale); r.Status != http.StatusOK {
+		t.Fatalf("alice was throttled by mallory's burst under her name: %d %s", r.Status, r.Body)
+	}
+
+	// No session at all: a claimed identity is worth nothing, everywhere, and the refusal is the
+	// contract's JSON even though the shop answered with HTML.
+	anon := client{IP: newIP(), Claim: aliceID}
+	for _, rq := range [][2]string{
+		{http.MethodPost, "/seckill/" + sale + "/token"},
+		{http.MethodPost, "/seckill/" + sale + "/buy"},
+		{http.MethodGet, "/orders/" + aliceOrder},
+	} {
+		if r := g.do(t, anon, rq[0], rq[1], nil); r.Status != http.StatusUnauthorized || r.Code != contract.CodeUnauthenticated {
+			t.Errorf("%s %s without a session: %d %s", rq[0], rq[1], r.Status, r.Body)
+		}
+	}
+
+	// The shop's own pages never receive the gateway's identity header, even when the client
+	// sends one.
+	before := g.Shop.sawIdentity.Load()
+	if r := g.do(t, mallory, http.MethodGet, "/products/1", nil); r.Status != http.StatusOK {
+		t.Fatalf("shop page: %d %s", r.Status, r.Body)
+	}
+	if g.Shop.sawIdentity.Load() != before {
+		t.Fatal("the shop received X-Seckill-User from a client")
+	}
+}
+
+// Order-status polls count in their own zones: per user (both files) and per IP (production;
+// the demo's IP zones only report, since all its traffic comes from loopback).
+func ordersThrottled(t *testing.T, g *gateway, production bool) {
+	newUser := func() client {
+		if production {
+			return client{Cookie: g.Shop.signIn(testenv.ID("u")), IP: newIP()}
+		}
+		return client{Claim: testenv.ID("u"), IP: newIP()}
+	}
+	order := "/orders/" + uuid.NewString()
+	poll := func(c client) reply { return g.do(t, c, http.MethodGet, order, nil) }
+
+	// One user polling fast: refused after the zone's limit (20 per 10 s), with Retry-After.
+	var refused *reply
+	for _, r := range g.burst(t, 30, newUser(), http.MethodGet, order) {
+		switch r.Status {
+		case http.StatusTooManyRequests:
+			refused = &r
+		case http.StatusNotFound:
+		default:
+			t.Fatalf("poll: %d %s", r.Status, r.Body)
+		}
+	}
+	if refused == nil {
+		t.Fatal("30 order polls at once from one user were never throttled")
+	}
+	if refused.Code != contract.CodeRateLimited || refused.RetryAfter == "" {
+		t.Fatalf("refusal: %s (Retry-After %q)", refused.Body, refused.RetryAfter)
+	}
+	if r := poll(newUser()); r.Status != http.StatusNotFound {
+		t.Fatalf("another user was throttled by the first one's polls: %d %s", r.Status, r.Body)
+	}
+	if !production {
+		return
+	}
+
+	// Many users behind one address, none over its own limit: the IP zone (60 per 10 s) stops
+	// them.
+	ip := newIP()
+	limited := 0
+	for range 5 {
+		c := newUser()
+		c.IP = ip
+		for _, r := range g.burst(t, 15, c, http.MethodGet, order) {
+			if r.Status == http.StatusTooManyRequests {
+				limited++
+			}
+		}
+	}
+	if limited == 0 {
+		t.Fatal("75 polls from one address (5 users x 15) were never throttled by the IP zone")
+	}
+}
+
+// What is behind the gateway fails: the client gets the contract's 503, never a bare 502.
+func failuresBehind(t *testing.T, g *gateway) {
+	user := client{Cookie: g.Shop.signIn(testenv.ID("u")), IP: newIP()}
+	check := func(what string, r reply) {
+		t.Helper()
+		if r.Status != http.StatusServiceUnavailable || r.Code != contract.CodeUnavailable || r.RetryAfter == "" {
+			t.Errorf("%s: %d %s (Retry-After %q), want 503 unavailable with Retry-After", what, r.Status, r.Body, r.RetryAfter)
+		}
+	}
+	// The session service answers 500 with an HTML page.
+	check("session service error", g.do(t, client{Cookie: "session-service-broken", IP: newIP()}, http.MethodGet, "/orders/"+uuid.NewString(), nil))
+
+	// The backend is down.
+	g.stopBack()
+	check("backend down", g.do(t, user, http.MethodGet, "/orders/"+uuid.NewString(), nil))
+
+	// The session service is down.
+	g.Shop.srv.Close()
+	check("session service down", g.do(t, user, http.MethodPost, "/seckill/s1/token", nil))
+}

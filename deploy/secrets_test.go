@@ -1,0 +1,146 @@
+package deploy
+
+import (
+	"bytes"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+// runScript runs scripts/run.sh with its run directory in dir.
+func runScript(t *testing.T, dir string, args ...string) string {
+	t.Helper()
+	cmd := exec.Command("bash", append([]string{"../scripts/run.sh"}, args...)...)
+	cmd.Env = append(os.Environ(), "SECKILL_RUN_DIR="+dir)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("run.sh %v: %v\n%s%s", args, err, out.String(), errb.String())
+	}
+	return out.String()
+}
+
+func exported(t *testing.T, path string) map[string]string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := map[string]string{}
+	for _, line := range strings.Split(string(b), "\n") {
+		if k, v, ok := strings.Cut(strings.TrimPrefix(line, "export "), "="); ok && strings.HasPrefix(line, "export ") {
+			if _, dup := m[k]; dup {
+				t.Errorf("%s exports %s twice", path, k)
+			}
+			m[k] = v
+		}
+	}
+	return m
+}
+
+// make run makes its own random secrets once, keeps them across runs (even though
+// scripts/stack.sh rewrites .run/env on every start), keeps them private, and never falls
+// back to a published value.
+func TestRunMakesRandomSecretsOnceAndKeepsThem(t *testing.T) {
+	dir := t.TempDir()
+	env := filepath.Join(dir, "env")
+	stackEnv := "export SECKILL_REDIS_ADDR=127.0.0.1:16379\n"
+	if err := os.WriteFile(env, []byte(stackEnv), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	runScript(t, dir, "secrets")
+	first := exported(t, env)
+	hex := regexp.MustCompile(`^[0-9a-f]+$`)
+	if k := first["SECKILL_TOKEN_KEY"]; len(k) != 64 || !hex.MatchString(k) {
+		t.Fatalf("token key %q: want 32 random bytes in hex", k)
+	}
+	if a := first["SECKILL_ADMIN_TOKEN"]; len(a) != 48 || !hex.MatchString(a) {
+		t.Fatalf("admin token %q: want 24 random bytes in hex", a)
+	}
+	if first["SECKILL_REDIS_ADDR"] == "" {
+		t.Fatal("the stack's variables were lost")
+	}
+	for _, f := range []string{env, filepath.Join(dir, "secrets.env")} {
+		st, err := os.Stat(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.Mode().Perm()&0o077 != 0 {
+			t.Errorf("%s is readable by others: %v", f, st.Mode())
+		}
+	}
+
+	// The stack rewrites .run/env on its next start; the next run puts the same secrets back.
+	if err := os.WriteFile(env, []byte(stackEnv), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	runScript(t, dir, "secrets")
+	runScript(t, dir, "secrets")
+	again := exported(t, env)
+	if again["SECKILL_TOKEN_KEY"] != first["SECKILL_TOKEN_KEY"] || again["SECKILL_ADMIN_TOKEN"] != first["SECKILL_ADMIN_TOKEN"] {
+		t.Fatalf("the secrets changed between runs: %v then %v", first, again)
+	}
+
+	// Another checkout gets other secrets.
+	other := t.TempDir()
+	runScript(t, other, "secrets")
+	if exported(t, filepath.Join(other, "env"))["SECKILL_TOKEN_KEY"] == first["SECKILL_TOKEN_KEY"] {
+		t.Fatal("two run directories got the same token key")
+	}
+
+	// No published default is left anywhere make run reads.
+	script, err := os.ReadFile("../scripts/run.sh")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, demo := range []string{"demo-admin-token", "demo-token-key"} {
+		if bytes.Contains(script, []byte(demo)) {
+			t.Errorf("scripts/run.sh still holds the published %q", demo)
+		}
+	}
+}
+
+// The compose file demands every secret instead of defaulting it, and no secret is written into
+// it; the Caddyfiles read theirs at run time, so Caddy's /config/ never shows them.
+func TestShippedFilesHoldNoSecrets(t *testing.T) {
+	compose, err := os.ReadFile("../docker-compose.yml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range []string{"SECKILL_TOKEN_KEY", "SECKILL_ADMIN_TOKEN", "SECKILL_PG_PASSWORD",
+		"SECKILL_AMQP_GATEWAY_PASSWORD", "SECKILL_AMQP_BACKEND_PASSWORD", "SECKILL_AMQP_ADMIN_PASSWORD"} {
+		if !bytes.Contains(compose, []byte("${"+v+":?")) {
+			t.Errorf("docker-compose.yml does not require %s (${%s:?...})", v, v)
+		}
+		if bytes.Contains(compose, []byte("${"+v+":-")) || bytes.Contains(compose, []byte("${"+v+"-")) {
+			t.Errorf("docker-compose.yml gives %s a default", v)
+		}
+	}
+	if bytes.Contains(compose, []byte("guest:guest")) {
+		t.Error("docker-compose.yml still uses RabbitMQ's guest account")
+	}
+
+	const key, amqpURL = "0123456789abcdef0123456789abcdef-not-in-config", "amqp://gw:pw-not-in-config@127.0.0.1:5672/"
+	t.Setenv("SECKILL_TOKEN_KEY", key)
+	t.Setenv("SECKILL_AMQP_URL", amqpURL)
+	for _, f := range []string{productionCaddyfile, demoCaddyfile} {
+		src, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg := adaptCaddyfile(t, src, filepath.Base(f))
+		for _, secret := range []string{key, "pw-not-in-config"} {
+			if bytes.Contains(cfg, []byte(secret)) {
+				t.Errorf("%s: the adapted config holds a secret from the environment", f)
+			}
+		}
+		for _, ph := range []string{"{env.SECKILL_TOKEN_KEY}", "{env.SECKILL_AMQP_URL}"} {
+			if !bytes.Contains(cfg, []byte(ph)) {
+				t.Errorf("%s: the adapted config does not read %s at run time", f, ph)
+			}
+		}
+	}
+}
