@@ -1,6 +1,7 @@
-# The two commands of the README:
+# The commands of the README:
 #   make run    the whole product: services, gateway on :8080, backend, a demo sale
 #   make test   every test, against real Redis, RabbitMQ and Postgres
+#   make unit   the pure tests only (go test -short): no service, seconds
 SHELL := /bin/bash
 GO    ?= go
 # Tests fail, never skip, when a service is missing.
@@ -8,7 +9,7 @@ export SECKILL_REQUIRE_SERVICES := 1
 # Where the stack keeps its data and env file (scripts/stack.sh honours the same variable).
 RUN_DIR := $(or $(SECKILL_RUN_DIR),.run)
 
-.PHONY: run test stop stack build xcaddy xcaddy-check bench chaos compose-check fuzz clean
+.PHONY: run test unit stop stack build xcaddy xcaddy-check bench chaos compose-check fuzz clean
 
 build:
 	$(GO) build -o bin/caddy ./cmd/caddy
@@ -30,6 +31,11 @@ stop:
 test: stack
 	source $(RUN_DIR)/env && $(GO) vet ./... && \
 	$(GO) test -race -count=1 -p 2 -timeout 25m ./...
+
+# The fast tier: -short skips every test that needs a server (internal/testenv), so this needs
+# no stack and no SECKILL_* variables.
+unit:
+	$(GO) vet ./... && $(GO) test -short -count=1 ./...
 
 # Short fuzzing of the parsers that face the network (CI runs it; longer runs by hand with
 # FUZZTIME=10m make fuzz).

@@ -181,9 +181,15 @@ func TestShutdownWritesAndAcknowledgesTheBatchInHand(t *testing.T) {
 	if n := e.accounted(sale); n != 10 {
 		t.Fatalf("%d of 10 orders written at shutdown", n)
 	}
-	// Acknowledged: nothing comes back to the queue once the connection is gone.
-	time.Sleep(200 * time.Millisecond)
-	if n := queueDepth(t, e.amqp, contract.Queue); n != 0 {
-		t.Fatalf("%d messages returned to the queue: the batch was not acknowledged", n)
+	// Acknowledged: nothing comes back to the queue once the broker has seen the consumer go
+	// (an unacknowledged delivery is returned in the same step that removes the consumer).
+	var ready int
+	testenv.WaitFor(t, 10*time.Second, "the broker to drop the stopped consumer", func() bool {
+		var consumers int
+		ready, consumers = queueStat(t, e.amqp, contract.Queue)
+		return consumers == 0
+	})
+	if ready != 0 {
+		t.Fatalf("%d messages returned to the queue: the batch was not acknowledged", ready)
 	}
 }

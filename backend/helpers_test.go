@@ -223,6 +223,15 @@ func (e *env) startConsumer(batch int) {
 // queueDepth is the number of messages ready in a queue (unacknowledged ones are not counted).
 func queueDepth(t testing.TB, url, queue string) int {
 	t.Helper()
+	n, _ := queueStat(t, url, queue)
+	return n
+}
+
+// queueStat is a queue's ready messages and consumers, read in one passive declare: for a
+// quorum queue both come from one state of the queue, so a consumer that is gone has also had
+// its unacknowledged messages returned by then.
+func queueStat(t testing.TB, url, queue string) (messages, consumers int) {
+	t.Helper()
 	conn, err := amqp.Dial(url)
 	if err != nil {
 		t.Fatal(err)
@@ -240,7 +249,7 @@ func queueDepth(t testing.TB, url, queue string) int {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return q.Messages
+	return q.Messages, q.Consumers
 }
 
 // accounted counts a sale's orders, whatever their status.

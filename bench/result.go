@@ -2,11 +2,10 @@ package bench
 
 import (
 	"fmt"
-	"os"
 	"runtime"
-	"strconv"
-	"strings"
 	"time"
+
+	"github.com/seckilledge/seckill/internal/proc"
 )
 
 // Machine is where a result was measured.
@@ -19,24 +18,8 @@ type Machine struct {
 
 // ThisMachine reads nproc, memory and the CPU model.
 func ThisMachine() Machine {
-	m := Machine{CPUs: runtime.NumCPU(), Go: runtime.Version()}
-	if b, err := os.ReadFile("/proc/meminfo"); err == nil {
-		for _, l := range strings.Split(string(b), "\n") {
-			if f := strings.Fields(l); len(f) >= 2 && f[0] == "MemTotal:" {
-				kb, _ := strconv.Atoi(f[1])
-				m.MemMiB = kb / 1024
-			}
-		}
-	}
-	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
-		for _, l := range strings.Split(string(b), "\n") {
-			if k, v, ok := strings.Cut(l, ":"); ok && strings.TrimSpace(k) == "model name" {
-				m.CPU = strings.TrimSpace(v)
-				break
-			}
-		}
-	}
-	return m
+	mem, cpu := proc.Machine()
+	return Machine{CPUs: runtime.NumCPU(), Go: runtime.Version(), MemMiB: int(mem >> 20), CPU: cpu}
 }
 
 // Target is one goal of the benchmark, measured in the same run.

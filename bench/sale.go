@@ -17,6 +17,7 @@ import (
 	"github.com/seckilledge/seckill/bench/load"
 	"github.com/seckilledge/seckill/bench/verify"
 	"github.com/seckilledge/seckill/contract"
+	"github.com/seckilledge/seckill/internal/proc"
 )
 
 // Contestant names.
@@ -94,7 +95,7 @@ func (d *Driver) cpuSnap() cpuSnap {
 	s := cpuSnap{}
 	for name, pid := range map[string]int{"gateway": d.Stack.GatewayPID, "backend": d.Stack.BackendPID, "redis": d.Stack.RedisPID} {
 		if pid > 0 {
-			s[name] = ProcCPU(pid)
+			s[name] = proc.CPUTime(pid)
 		}
 	}
 	return s

@@ -1,7 +1,6 @@
 package bench
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"io"
@@ -12,7 +11,11 @@ import (
 	"sync"
 	"time"
 
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+
 	"github.com/seckilledge/seckill/bench/verify"
+	"github.com/seckilledge/seckill/internal/proc"
 )
 
 // SoakOptions say how long to keep the stack busy and how: sale after sale, each one a full
@@ -238,7 +241,7 @@ func (d *Driver) sample(ctx context.Context) SoakSample {
 }
 
 // rssBytes is a process's resident memory now (0 when unknown).
-func rssBytes(pid int) int64 { return procStatusKB(pid, "VmRSS") * 1024 }
+func rssBytes(pid int) int64 { return proc.RSS(pid) }
 
 // promGauge reads one unlabelled sample from a Prometheus text endpoint (0 when absent).
 func promGauge(ctx context.Context, url, name string) float64 {
@@ -256,16 +259,29 @@ func promGauge(ctx context.Context, url, name string) float64 {
 	return parseGauge(resp.Body, name)
 }
 
+// parseGauge is the value of the unlabelled sample called name (gauge, counter or untyped) in
+// a Prometheus text exposition, 0 when absent or unreadable.
 func parseGauge(r io.Reader, name string) float64 {
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	for sc.Scan() {
-		l := sc.Text()
-		if rest, ok := strings.CutPrefix(l, name+" "); ok {
-			v, err := strconv.ParseFloat(strings.TrimSpace(rest), 64)
-			if err == nil {
-				return v
-			}
+	p := expfmt.NewTextParser(model.UTF8Validation)
+	families, err := p.TextToMetricFamilies(r)
+	if err != nil {
+		return 0
+	}
+	f, ok := families[name]
+	if !ok {
+		return 0
+	}
+	for _, m := range f.GetMetric() {
+		if len(m.GetLabel()) > 0 {
+			continue
+		}
+		switch {
+		case m.Gauge != nil:
+			return m.GetGauge().GetValue()
+		case m.Counter != nil:
+			return m.GetCounter().GetValue()
+		case m.Untyped != nil:
+			return m.GetUntyped().GetValue()
 		}
 	}
 	return 0

@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
-	"net/http"
 	"net/url"
 	"os"
 	"os/exec"
@@ -17,6 +15,9 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/seckilledge/seckill/internal/proc"
+	"github.com/seckilledge/seckill/internal/rabbitmgmt"
 )
 
 // Stack is the system under test: where the gateway, the backend and the ceiling answer, and
@@ -84,16 +85,6 @@ const TrustLoopbackProxy = `	servers {
 		trusted_proxies static 127.0.0.1/32 ::1/128
 		client_ip_headers X-Forwarded-For
 	}`
-
-// FreePort returns a loopback port that was free a moment ago.
-func FreePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
-}
 
 // Build compiles the gateway and the backend into dir.
 func Build(ctx context.Context, root, dir string) error {
@@ -210,37 +201,34 @@ func Start(ctx context.Context, o StartOptions) (_ *Stack, err error) {
 	id := strconv.FormatInt(time.Now().UnixNano()%1e12, 36)
 
 	if o.PrivateRedis {
-		port, err := FreePort()
+		port, err := proc.FreePort()
 		if err != nil {
 			return nil, err
 		}
-		dir := filepath.Join(tmp, "redis")
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			return nil, err
-		}
-		rpid, stop, exited, err := startProc("redis-server", []string{"--bind", "127.0.0.1", "--port", strconv.Itoa(port),
-			"--dir", dir, "--appendonly", "yes", "--appendfsync", "everysec", "--save", ""}, os.Environ(), filepath.Join(s.LogDir, "redis.log"))
+		rs, err := proc.NewRedis(filepath.Join(tmp, "redis"), port, proc.AOFEverySec...)
 		if err != nil {
 			return nil, err
 		}
-		s.cleanup = append(s.cleanup, stop)
-		s.RedisPID = rpid
-		s.RedisAddr = fmt.Sprintf("127.0.0.1:%d", port)
-		if err := waitRedis(ctx, s.RedisAddr, exited); err != nil {
+		rs.Log = filepath.Join(s.LogDir, "redis.log")
+		rs.StartTimeout = 20 * time.Second
+		s.cleanup = append(s.cleanup, func() { _ = rs.Stop(context.Background()) })
+		if err := rs.Start(ctx); err != nil {
 			return nil, err
 		}
+		s.RedisPID = rs.PID()
+		s.RedisAddr = rs.Addr
 		o.RedisAddr = s.RedisAddr
 	}
 
 	// RabbitMQ: a vhost of our own, so no other consumer drains our queue and theirs is untouched.
 	s.Vhost = "bench-" + id
-	mg := mgmtClient(o.MgmtURL)
-	if err := mg.call(ctx, http.MethodPut, "/api/vhosts/"+s.Vhost, ""); err != nil {
-		return nil, fmt.Errorf("create RabbitMQ vhost: %w", err)
+	mg, err := rabbitmgmt.New(o.MgmtURL)
+	if err != nil {
+		return nil, err
 	}
-	s.cleanup = append(s.cleanup, func() { _ = mg.call(context.Background(), http.MethodDelete, "/api/vhosts/"+s.Vhost, "") })
-	if err := mg.call(ctx, http.MethodPut, "/api/permissions/"+s.Vhost+"/"+mg.user, `{"configure":".*","write":".*","read":".*"}`); err != nil {
-		return nil, fmt.Errorf("grant vhost permissions: %w", err)
+	s.cleanup = append(s.cleanup, func() { _ = mg.DeleteVhost(context.Background(), s.Vhost) })
+	if err := mg.CreateVhost(ctx, s.Vhost); err != nil {
+		return nil, fmt.Errorf("create RabbitMQ vhost: %w", err)
 	}
 	au, err := url.Parse(o.AMQPURL)
 	if err != nil {
@@ -271,11 +259,9 @@ func Start(ctx context.Context, o StartOptions) (_ *Stack, err error) {
 	pu.Path = "/" + db
 	s.PGURL = pu.String()
 
-	ports := make([]int, 5)
-	for i := range ports {
-		if ports[i], err = FreePort(); err != nil {
-			return nil, err
-		}
+	ports, err := proc.FreePorts(5)
+	if err != nil {
+		return nil, err
 	}
 	bport, gport, aport, cport, baport := ports[0], ports[1], ports[2], ports[3], ports[4]
 	s.Backend = fmt.Sprintf("http://127.0.0.1:%d", baport)
@@ -290,14 +276,14 @@ func Start(ctx context.Context, o StartOptions) (_ *Stack, err error) {
 		fmt.Sprintf("SECKILL_BACKEND=127.0.0.1:%d", bport))
 	env = append(env, o.Env...)
 
-	pid, stop, exited, err := startProc(filepath.Join(bin, "seckill-backend"), nil, env, filepath.Join(s.LogDir, "backend.log"))
+	backend, err := startProc(filepath.Join(bin, "seckill-backend"), nil, env, filepath.Join(s.LogDir, "backend.log"))
 	if err != nil {
 		return nil, err
 	}
-	s.BackendPID = pid
-	s.cleanup = append(s.cleanup, stop)
-	if err := waitHTTP(ctx, s.Backend+"/healthz", filepath.Join(s.LogDir, "backend.log"), exited); err != nil {
-		return nil, fmt.Errorf("backend: %w", err)
+	s.BackendPID = backend.PID()
+	s.cleanup = append(s.cleanup, func() { backend.Stop(15 * time.Second) })
+	if err := waitHTTP(ctx, "backend", backend, s.Backend+"/healthz"); err != nil {
+		return nil, err
 	}
 
 	cf := o.Caddyfile
@@ -316,185 +302,27 @@ func Start(ctx context.Context, o StartOptions) (_ *Stack, err error) {
 	if err := os.WriteFile(confPath, []byte(conf), 0o644); err != nil {
 		return nil, err
 	}
-	pid, stop, exited, err = startProc(filepath.Join(bin, "caddy"), []string{"run", "--config", confPath, "--adapter", "caddyfile"},
+	gateway, err := startProc(filepath.Join(bin, "caddy"), []string{"run", "--config", confPath, "--adapter", "caddyfile"},
 		env, filepath.Join(s.LogDir, "gateway.log"))
 	if err != nil {
 		return nil, err
 	}
-	s.GatewayPID = pid
-	s.cleanup = append(s.cleanup, stop)
-	if err := waitHTTP(ctx, s.Ceiling+"/", filepath.Join(s.LogDir, "gateway.log"), exited); err != nil {
-		return nil, fmt.Errorf("gateway: %w", err)
+	s.GatewayPID = gateway.PID()
+	s.cleanup = append(s.cleanup, func() { gateway.Stop(15 * time.Second) })
+	if err := waitHTTP(ctx, "gateway", gateway, s.Ceiling+"/"); err != nil {
+		return nil, err
 	}
 	return s, nil
 }
 
-func startProc(path string, args, env []string, logPath string) (int, func(), <-chan struct{}, error) {
-	logf, err := os.Create(logPath)
-	if err != nil {
-		return 0, nil, nil, err
-	}
-	cmd := exec.Command(path, args...)
-	cmd.Env = env
-	cmd.Stdout, cmd.Stderr = logf, logf
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGTERM}
-	if err := cmd.Start(); err != nil {
-		logf.Close()
-		return 0, nil, nil, fmt.Errorf("start %s: %w", path, err)
-	}
-	done := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(done); logf.Close() }()
-	stop := func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-done:
-		case <-time.After(15 * time.Second):
-			_ = cmd.Process.Kill()
-			<-done
-		}
-	}
-	return cmd.Process.Pid, stop, done, nil
+// startProc starts a server of the stack; it gets SIGTERM, not SIGKILL, when the bench dies,
+// so it still shuts down cleanly.
+func startProc(path string, args, env []string, logPath string) (*proc.Process, error) {
+	_ = os.Remove(logPath) // a fresh log per run
+	return proc.Start(proc.Spec{Path: path, Args: args, Env: env, Log: logPath, DeathSignal: syscall.SIGTERM})
 }
 
-func waitHTTP(ctx context.Context, u, logPath string, exited <-chan struct{}) error {
-	deadline := time.Now().Add(60 * time.Second)
-	c := &http.Client{Timeout: time.Second}
-	for time.Now().Before(deadline) {
-		select {
-		case <-exited:
-			return fmt.Errorf("the process exited before %s answered; log tail:\n%s", u, LogTail(logPath))
-		default:
-		}
-		if resp, err := c.Get(u); err == nil {
-			resp.Body.Close()
-			if resp.StatusCode < 500 {
-				return nil
-			}
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(100 * time.Millisecond):
-		}
-	}
-	return fmt.Errorf("%s did not answer within 60 s; log tail:\n%s", u, LogTail(logPath))
-}
-
-// LogTail is the last 3 000 bytes of a log file, for error messages about a process.
-func LogTail(path string) string {
-	b, _ := os.ReadFile(path)
-	if len(b) > 3000 {
-		b = b[len(b)-3000:]
-	}
-	return string(b)
-}
-
-func waitRedis(ctx context.Context, addr string, exited <-chan struct{}) error {
-	deadline := time.Now().Add(20 * time.Second)
-	for time.Now().Before(deadline) {
-		select {
-		case <-exited:
-			return fmt.Errorf("redis-server on %s exited", addr)
-		default:
-		}
-		if c, err := net.DialTimeout("tcp", addr, time.Second); err == nil {
-			_, _ = c.Write([]byte("PING\r\n"))
-			_ = c.SetReadDeadline(time.Now().Add(time.Second))
-			b := make([]byte, 7)
-			n, _ := c.Read(b)
-			c.Close()
-			if string(b[:n]) == "+PONG\r\n" {
-				return nil
-			}
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(50 * time.Millisecond):
-		}
-	}
-	return fmt.Errorf("redis-server on %s did not answer", addr)
-}
-
-type mgmt struct {
-	base, user, pass string
-}
-
-func mgmtClient(raw string) mgmt {
-	u, err := url.Parse(raw)
-	if err != nil {
-		return mgmt{base: raw}
-	}
-	m := mgmt{user: "guest", pass: "guest"}
-	if u.User != nil {
-		m.user = u.User.Username()
-		m.pass, _ = u.User.Password()
-	}
-	u.User = nil
-	m.base = strings.TrimRight(u.String(), "/")
-	return m
-}
-
-func (m mgmt) call(ctx context.Context, method, path, body string) error {
-	req, err := http.NewRequestWithContext(ctx, method, m.base+path, strings.NewReader(body))
-	if err != nil {
-		return err
-	}
-	req.SetBasicAuth(m.user, m.pass)
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := (&http.Client{Timeout: 10 * time.Second}).Do(req)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode >= 300 {
-		return fmt.Errorf("%s %s: %s", method, path, resp.Status)
-	}
-	return nil
-}
-
-// ProcCPU is the CPU time a process has used so far (user + system), 0 if unknown.
-func ProcCPU(pid int) time.Duration {
-	if pid <= 0 {
-		return 0
-	}
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0
-	}
-	// The command name (field 2) may hold spaces; fields after its closing parenthesis are
-	// fixed: utime and stime are the 12th and 13th of them, in clock ticks (100 per second on
-	// Linux, USER_HZ).
-	i := strings.LastIndexByte(string(b), ')')
-	if i < 0 {
-		return 0
-	}
-	f := strings.Fields(string(b[i+1:]))
-	if len(f) < 13 {
-		return 0
-	}
-	u, _ := strconv.ParseInt(f[11], 10, 64)
-	k, _ := strconv.ParseInt(f[12], 10, 64)
-	return time.Duration(u+k) * 10 * time.Millisecond
-}
-
-// PeakRSS is a process's peak resident memory (VmHWM) in KiB, 0 if unknown.
-func PeakRSS(pid int) int { return int(procStatusKB(pid, "VmHWM")) }
-
-// procStatusKB reads one KiB-valued field (VmRSS, VmHWM, ...) of /proc/<pid>/status, 0 if unknown.
-func procStatusKB(pid int, field string) int64 {
-	if pid <= 0 {
-		return 0
-	}
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return 0
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if f := strings.Fields(line); len(f) >= 2 && f[0] == field+":" {
-			kb, _ := strconv.ParseInt(f[1], 10, 64)
-			return kb
-		}
-	}
-	return 0
+// waitHTTP waits until u answers with a status below 500.
+func waitHTTP(ctx context.Context, name string, p *proc.Process, u string) error {
+	return proc.WaitReady(ctx, name+" at "+u, p, p.Log, 60*time.Second, proc.HTTPReady(u))
 }

@@ -2,8 +2,10 @@
 // identifier syntax, Redis key names, the RabbitMQ topology and message body, and the stable
 // JSON refusal codes. It is importable by users who write their own consumers.
 //
-// The authoritative description is DESIGN.md; this package is its Go form. Nothing here does
-// I/O.
+// The authoritative description is DESIGN.md; this package is its Go form. Everything here is
+// pure (names, parsers, encoders, the shard hash) except DeclareTopology, which declares the
+// RabbitMQ topology on a channel the caller opened: the one call that talks to a server, kept
+// here so that every party declares exactly the same queue arguments.
 package contract
 
 import (

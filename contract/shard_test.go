@@ -107,3 +107,32 @@ func FuzzSplitShardID(f *testing.F) {
 		}
 	})
 }
+
+// Pinned values: every gateway, token issuer and backend of a live sharded sale must agree on
+// a user's shard, across versions (a rolling upgrade runs old and new side by side). Changing
+// ShardOf breaks every sale in flight, so these numbers must never change. They were computed
+// independently of this package: FNV-1a 32-bit (offset basis 0x811c9dc5, prime 0x01000193) of
+// the user id's bytes, mod k; "a" -> 0xe40c292c is the published FNV-1a test vector.
+func TestShardOfIsPinnedToFNV1aOfTheUserID(t *testing.T) {
+	for _, c := range []struct {
+		user            string
+		k2, k3, k8, k64 int
+	}{
+		{"u1", 1, 0, 3, 51},       // 0x0442a7f3
+		{"user-0", 1, 0, 7, 7},    // 0xf6537b07
+		{"user-42", 1, 0, 3, 43},  // 0x026073ab
+		{"alice", 1, 2, 7, 39},    // 0x872213e7
+		{"0190a0b0", 0, 2, 0, 24}, // 0xdc67d758
+		{"a", 0, 1, 4, 44},        // 0xe40c292c
+		{"", 1, 1, 5, 5},          // 0x811c9dc5, the offset basis
+	} {
+		for k, want := range map[int]int{2: c.k2, 3: c.k3, 8: c.k8, 64: c.k64} {
+			if got := ShardOf(c.user, k); got != want {
+				t.Errorf("ShardOf(%q, %d) = %d, want %d: the shard hash changed, which breaks live sharded sales", c.user, k, got, want)
+			}
+		}
+	}
+	if got := UserShardID("s1", "alice", 8); got != "s1:7" {
+		t.Errorf("UserShardID(s1, alice, 8) = %q, want s1:7", got)
+	}
+}

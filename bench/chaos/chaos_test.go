@@ -8,6 +8,7 @@ import (
 
 	"github.com/seckilledge/seckill/bench"
 	"github.com/seckilledge/seckill/bench/chaos"
+	"github.com/seckilledge/seckill/internal/testenv"
 )
 
 // The short form of `make chaos`: a sale through two gateways and two consumers while a gateway
@@ -16,6 +17,7 @@ import (
 // PASS. The relays claim a dead instance's entries after 5 s here (default 30 s) to keep the
 // test short.
 func TestASaleSurvivesEveryPartBeingKilledAndRestarted(t *testing.T) {
+	testenv.NeedsServices(t, "private Redis, RabbitMQ and Postgres servers")
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	bin := t.TempDir()

@@ -3,9 +3,7 @@ package chaos
 import (
 	"context"
 	"fmt"
-	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -17,6 +15,7 @@ import (
 
 	"github.com/seckilledge/seckill/bench"
 	"github.com/seckilledge/seckill/contract"
+	"github.com/seckilledge/seckill/internal/proc"
 )
 
 // ClusterOptions say how to start the run's private deployment.
@@ -118,7 +117,7 @@ func StartCluster(ctx context.Context, o ClusterOptions) (_ *Cluster, err error)
 
 	// Each backend has two listeners: the order API (the gateways' upstream) and the admin API
 	// (BackendURLs: admin calls, readiness), at the end of the list.
-	ports, err := freePorts(o.Backends + 3*o.Gateways + o.Backends)
+	ports, err := proc.FreePorts(o.Backends + 3*o.Gateways + o.Backends)
 	if err != nil {
 		return nil, err
 	}
@@ -136,11 +135,8 @@ func StartCluster(ctx context.Context, o ClusterOptions) (_ *Cluster, err error)
 	for i := 0; i < o.Backends; i++ {
 		env := append(append([]string{}, base...), "SECKILL_BACKEND_LISTEN="+upstreams[i],
 			"SECKILL_BACKEND_ADMIN_LISTEN="+strings.TrimPrefix(c.BackendURLs[i], "http://"))
-		p := &Proc{Name: fmt.Sprintf("backend-%d", i+1), Addr: upstreams[i], Log: filepath.Join(o.Dir, fmt.Sprintf("backend-%d.log", i+1))}
-		p.spawn = func(context.Context) (*exec.Cmd, error) {
-			return command(filepath.Join(bin, "seckill-backend"), nil, env, p.Log)
-		}
-		p.ready = httpReady(c.BackendURLs[i] + "/healthz")
+		p := newProgram(fmt.Sprintf("backend-%d", i+1), upstreams[i], filepath.Join(o.Dir, fmt.Sprintf("backend-%d.log", i+1)),
+			filepath.Join(bin, "seckill-backend"), nil, env, c.BackendURLs[i]+"/healthz")
 		c.Backends = append(c.Backends, p)
 		if err := p.Start(ctx); err != nil {
 			return nil, err
@@ -172,11 +168,8 @@ func StartCluster(ctx context.Context, o ClusterOptions) (_ *Cluster, err error)
 			return nil, err
 		}
 		url := "http://127.0.0.1:" + strconv.Itoa(gw)
-		p := &Proc{Name: fmt.Sprintf("gateway-%d", i+1), Addr: "127.0.0.1:" + strconv.Itoa(gw), Log: filepath.Join(o.Dir, fmt.Sprintf("gateway-%d.log", i+1))}
-		p.spawn = func(context.Context) (*exec.Cmd, error) {
-			return command(filepath.Join(bin, "caddy"), []string{"run", "--config", path, "--adapter", "caddyfile"}, base, p.Log)
-		}
-		p.ready = httpReady(url + "/healthz")
+		p := newProgram(fmt.Sprintf("gateway-%d", i+1), "127.0.0.1:"+strconv.Itoa(gw), filepath.Join(o.Dir, fmt.Sprintf("gateway-%d.log", i+1)),
+			filepath.Join(bin, "caddy"), []string{"run", "--config", path, "--adapter", "caddyfile"}, base, url+"/healthz")
 		c.Gateways = append(c.Gateways, p)
 		c.GatewayURLs = append(c.GatewayURLs, url)
 		if err := p.Start(ctx); err != nil {
@@ -220,22 +213,6 @@ func (c *Cluster) Close() {
 	}
 	if c.Redis != nil {
 		_ = c.Redis.Kill()
-	}
-}
-
-func httpReady(u string) func(context.Context) bool {
-	client := &http.Client{Timeout: time.Second}
-	return func(ctx context.Context) bool {
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
-		if err != nil {
-			return false
-		}
-		resp, err := client.Do(req)
-		if err != nil {
-			return false
-		}
-		resp.Body.Close()
-		return resp.StatusCode < 500
 	}
 }
 

@@ -12,6 +12,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/seckilledge/seckill/contract"
+	"github.com/seckilledge/seckill/internal/proc"
 )
 
 // Fault kinds.
@@ -426,7 +427,7 @@ func heldBatch(logPath string) bool {
 		return false
 	}
 	s := string(b)
-	if i := strings.LastIndex(s, "=== chaos: start"); i >= 0 {
+	if i := strings.LastIndex(s, proc.StartMarker); i >= 0 {
 		s = s[i:]
 	}
 	return strings.Contains(s, "batch write failed")

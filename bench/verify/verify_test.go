@@ -50,18 +50,7 @@ func newWorld(t *testing.T, stock int) *world {
 	t.Cleanup(func() {
 		w.rdb.Del(context.Background(), contract.MetaKey(w.sale), contract.BuyersKey(w.sale))
 	})
-	conn, err := amqp.Dial(w.amqp)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	ch, err := conn.Channel()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := contract.DeclareTopology(ch); err != nil {
-		t.Fatal(err)
-	}
+	testenv.Topology(t, w.amqp)
 	return w
 }
 

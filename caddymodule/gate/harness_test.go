@@ -11,7 +11,6 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -20,6 +19,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/seckilledge/seckill/caddymodule/tokenformat"
 	"github.com/seckilledge/seckill/contract"
+	"github.com/seckilledge/seckill/internal/proc"
 	"github.com/seckilledge/seckill/internal/testenv"
 	"github.com/seckilledge/seckill/lua"
 
@@ -223,7 +223,7 @@ func caddyBinary(t testing.TB) string {
 
 // gatewayProcess is a gateway running as a subprocess.
 type gatewayProcess struct {
-	cmd  *exec.Cmd
+	proc *proc.Process
 	Base string
 	log  string
 }
@@ -237,18 +237,14 @@ func startGatewayProcess(t testing.TB, c gatewayConfig) *gatewayProcess {
 		t.Fatal(err)
 	}
 	logPath := filepath.Join(dir, "caddy.log")
-	logf, _ := os.Create(logPath)
-	cmd := exec.Command(bin, "run", "--config", cfgPath)
-	cmd.Stdout, cmd.Stderr = logf, logf
-	cmd.Env = append(os.Environ(), "HOME="+dir, "XDG_DATA_HOME="+dir, "XDG_CONFIG_HOME="+dir)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
+	gw, err := proc.Start(proc.Spec{Path: bin, Args: []string{"run", "--config", cfgPath}, Log: logPath,
+		Env: append(os.Environ(), "HOME="+dir, "XDG_DATA_HOME="+dir, "XDG_CONFIG_HOME="+dir)})
+	if err != nil {
 		t.Fatal(err)
 	}
-	p := &gatewayProcess{cmd: cmd, Base: fmt.Sprintf("http://127.0.0.1:%d", c.Port), log: logPath}
+	p := &gatewayProcess{proc: gw, Base: fmt.Sprintf("http://127.0.0.1:%d", c.Port), log: logPath}
 	t.Cleanup(func() {
 		p.Kill()
-		logf.Close()
 		if t.Failed() {
 			b, _ := os.ReadFile(logPath)
 			if len(b) > 8000 {
@@ -257,28 +253,18 @@ func startGatewayProcess(t testing.TB, c gatewayConfig) *gatewayProcess {
 			t.Logf("gateway on port %d, last log lines:\n%s", c.Port, b)
 		}
 	})
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		resp, err := http.Get(p.Base + "/healthz")
-		if err == nil {
-			resp.Body.Close()
-			break
-		}
-		if time.Now().After(deadline) {
-			b, _ := os.ReadFile(logPath)
-			t.Fatalf("gateway on port %d did not start: %s", c.Port, b)
-		}
-		time.Sleep(50 * time.Millisecond)
+	if err := proc.WaitReady(context.Background(), fmt.Sprintf("gateway on port %d", c.Port), gw, logPath, 20*time.Second,
+		proc.HTTPReady(p.Base+"/healthz")); err != nil {
+		t.Fatal(err)
 	}
 	return p
 }
 
 // Kill sends SIGKILL: no shutdown, no flush.
 func (p *gatewayProcess) Kill() {
-	if p.cmd != nil && p.cmd.Process != nil {
-		_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
-		_, _ = p.cmd.Process.Wait()
-		p.cmd = nil
+	if p.proc != nil {
+		p.proc.Kill()
+		p.proc = nil
 	}
 }
 

@@ -15,6 +15,9 @@ import (
 	"github.com/seckilledge/seckill/bench"
 	"github.com/seckilledge/seckill/bench/load"
 	"github.com/seckilledge/seckill/bench/report"
+	"github.com/seckilledge/seckill/internal/stackenv"
+
+	"github.com/seckilledge/seckill/internal/proc"
 )
 
 func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) int {
@@ -45,19 +48,19 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	gatewayPID := fs.Int("gateway-pid", 0, "pid of the running gateway, for its peak memory")
 	backendPID := fs.Int("backend-pid", 0, "pid of the running backend, for its peak memory")
 	vhost := fs.String("vhost", "/", "RabbitMQ vhost of the running stack (with -gateway)")
-	pgURL := fs.String("pg", env("SECKILL_PG_URL", "postgres://seckill:seckill@127.0.0.1:15432/seckill?sslmode=disable"), "Postgres URL of the running backend's database (with -gateway)")
+	pgURL := fs.String("pg", stackenv.PGURL(), "Postgres URL of the running backend's database (with -gateway)")
 
 	root := fs.String("root", ".", "repository root (Caddyfile, sources to build)")
 	bin := fs.String("bin", "", "directory with caddy and seckill-backend (default: build them)")
 	caddyfile := fs.String("caddyfile", "", "gateway Caddyfile template (default: <root>/Caddyfile)")
 	logDir := fs.String("logs", "", "where started processes log (default: <out>/logs)")
 	privateRedis := fs.Bool("private-redis", true, "start a Redis of the run's own (isolated from other gateways' relays); false: use -redis")
-	redisAddr := fs.String("redis", env("SECKILL_REDIS_ADDR", "127.0.0.1:16379"), "Redis host:port")
-	amqpURL := fs.String("amqp", env("SECKILL_AMQP_URL", "amqp://guest:guest@127.0.0.1:16672/"), "RabbitMQ URL (a vhost of its own is created)")
-	mgmt := fs.String("amqp-mgmt", env("SECKILL_AMQP_MGMT_URL", "http://guest:guest@127.0.0.1:16673"), "RabbitMQ management API URL")
-	pgAdmin := fs.String("pg-admin", env("SECKILL_PG_ADMIN_URL", "postgres://seckill:seckill@127.0.0.1:15432/postgres?sslmode=disable"), "Postgres maintenance URL (a database of its own is created)")
-	adminToken := fs.String("admin-token", env("SECKILL_ADMIN_TOKEN", "demo-admin-token"), "backend admin token (demo default)")
-	tokenKey := env("SECKILL_TOKEN_KEY", "bench-token-key-not-a-secret-0123456789")
+	redisAddr := fs.String("redis", stackenv.RedisAddr(), "Redis host:port")
+	amqpURL := fs.String("amqp", stackenv.AMQPURL(), "RabbitMQ URL (a vhost of its own is created)")
+	mgmt := fs.String("amqp-mgmt", stackenv.AMQPMgmtURL(), "RabbitMQ management API URL")
+	pgAdmin := fs.String("pg-admin", stackenv.PGAdminURL(), "Postgres maintenance URL (a database of its own is created)")
+	adminToken := fs.String("admin-token", stackenv.Get("SECKILL_ADMIN_TOKEN", "demo-admin-token"), "backend admin token (demo default)")
+	tokenKey := stackenv.Get("SECKILL_TOKEN_KEY", "bench-token-key-not-a-secret-0123456789")
 	sabotage := fs.Int("sabotage-stock", 0, "TEST ONLY: give the gate this many units Postgres does not have (as a gate without its stock check would); verification must FAIL")
 	cpuProfile := fs.String("cpuprofile", "", "write the load generator's CPU profile here")
 	if err := fs.Parse(args); err != nil {
@@ -159,11 +162,11 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	}
 	if stack.GatewayPID > 0 || stack.BackendPID > 0 {
 		res.PeakRSS = map[string]int{}
-		if v := bench.PeakRSS(stack.GatewayPID); v > 0 {
-			res.PeakRSS["gateway"] = v
+		if v := proc.PeakRSS(stack.GatewayPID) / 1024; v > 0 {
+			res.PeakRSS["gateway"] = int(v)
 		}
-		if v := bench.PeakRSS(stack.BackendPID); v > 0 {
-			res.PeakRSS["backend"] = v
+		if v := proc.PeakRSS(stack.BackendPID) / 1024; v > 0 {
+			res.PeakRSS["backend"] = int(v)
 		}
 	}
 	res.Evaluate()

@@ -40,13 +40,6 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	return runBench(ctx, args, stdout, stderr)
 }
 
-func env(name, def string) string {
-	if v := os.Getenv(name); v != "" {
-		return v
-	}
-	return def
-}
-
 func isTTY(w io.Writer) bool {
 	f, ok := w.(*os.File)
 	if !ok {

@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	amqp "github.com/rabbitmq/amqp091-go"
 
 	"github.com/seckilledge/seckill/backend"
 	"github.com/seckilledge/seckill/bench/verify"
@@ -36,7 +35,7 @@ func soldSale(t *testing.T, stock, sold int) (args []string) {
 	defer conn.Close(ctx)
 	rdb := testenv.Redis(t)
 	vhost := testenv.RabbitVhost(t)
-	declareTopology(t, vhost)
+	testenv.Topology(t, vhost)
 	sale := testenv.ID("sab")
 	t.Cleanup(func() { rdb.Del(context.Background(), contract.MetaKey(sale), contract.BuyersKey(sale)) })
 	if _, err := conn.Exec(ctx, `INSERT INTO sales (id, initial_stock, stock, starts_at, ends_at) VALUES ($1, $2, $3, now(), now() + interval '1 hour')`,
@@ -60,22 +59,6 @@ func soldSale(t *testing.T, stock, sold int) (args []string) {
 	}
 	return []string{"verify", "-sale", sale, "-accepted", file, "-demand", fmt.Sprint(sold), "-pg", url,
 		"-redis", testenv.RedisAddr(), "-amqp-mgmt", testenv.AMQPMgmtURL(), "-vhost", vhost[strings.LastIndex(vhost, "/")+1:]}
-}
-
-func declareTopology(t *testing.T, url string) {
-	t.Helper()
-	conn, err := amqp.Dial(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	ch, err := conn.Channel()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := contract.DeclareTopology(ch); err != nil {
-		t.Fatal(err)
-	}
 }
 
 // The sabotage check: a gate whose stock check is switched off sells more than the stock; the

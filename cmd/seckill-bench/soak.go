@@ -13,6 +13,7 @@ import (
 
 	"github.com/seckilledge/seckill/bench"
 	"github.com/seckilledge/seckill/bench/load"
+	"github.com/seckilledge/seckill/internal/stackenv"
 )
 
 // runSoak keeps a private stack busy at a steady rate, sale after sale, and judges whether the
@@ -22,18 +23,18 @@ func runSoak(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	duration := fs.Duration("duration", 10*time.Minute, "how long to keep starting sales")
 	interval := fs.Duration("interval", 10*time.Second, "how often to sample memory and goroutines")
-	rate := fs.Float64("rate", 3300, "arrival rate of purchases (and of token requests), per second: 70% of what the full edge sustains here (BENCHMARKS.md)")
+	rate := fs.Float64("rate", 3300, "arrival rate of purchases (and of token requests), per second: keep it below what the full edge sustains (BENCHMARKS.md, The whole sale)")
 	users := fs.Int("users", 30000, "distinct users per sale")
 	stock := fs.Int("stock", 10000, "units per sale")
 	openConns := fs.Int("open-conns", 2000, "most requests in flight")
 	out := fs.String("out", "bench-results/soak", "directory for soak.json and soak.md")
 	root := fs.String("root", ".", "repository root")
 	bin := fs.String("bin", "", "directory with caddy and seckill-backend (default: build them)")
-	redisAddr := fs.String("redis", env("SECKILL_REDIS_ADDR", "127.0.0.1:16379"), "Redis host:port (unused: the soak starts its own)")
-	amqpURL := fs.String("amqp", env("SECKILL_AMQP_URL", "amqp://guest:guest@127.0.0.1:16672/"), "RabbitMQ URL (a vhost of its own is created)")
-	mgmt := fs.String("amqp-mgmt", env("SECKILL_AMQP_MGMT_URL", "http://guest:guest@127.0.0.1:16673"), "RabbitMQ management API URL")
-	pgAdmin := fs.String("pg-admin", env("SECKILL_PG_ADMIN_URL", "postgres://seckill:seckill@127.0.0.1:15432/postgres?sslmode=disable"), "Postgres maintenance URL")
-	adminToken := fs.String("admin-token", env("SECKILL_ADMIN_TOKEN", "demo-admin-token"), "backend admin token (demo default)")
+	redisAddr := fs.String("redis", stackenv.RedisAddr(), "Redis host:port (unused: the soak starts its own)")
+	amqpURL := fs.String("amqp", stackenv.AMQPURL(), "RabbitMQ URL (a vhost of its own is created)")
+	mgmt := fs.String("amqp-mgmt", stackenv.AMQPMgmtURL(), "RabbitMQ management API URL")
+	pgAdmin := fs.String("pg-admin", stackenv.PGAdminURL(), "Postgres maintenance URL")
+	adminToken := fs.String("admin-token", stackenv.Get("SECKILL_ADMIN_TOKEN", "demo-admin-token"), "backend admin token (demo default)")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -41,7 +42,7 @@ func runSoak(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	logDir := filepath.Join(*out, "logs")
 	stack, err := bench.Start(ctx, bench.StartOptions{Root: *root, BinDir: *bin, RedisAddr: *redisAddr, PrivateRedis: true,
 		AMQPURL: *amqpURL, MgmtURL: *mgmt, PGAdminURL: *pgAdmin, AdminToken: *adminToken,
-		TokenKey: env("SECKILL_TOKEN_KEY", "bench-token-key-not-a-secret-0123456789"), LogDir: logDir,
+		TokenKey: stackenv.Get("SECKILL_TOKEN_KEY", "bench-token-key-not-a-secret-0123456789"), LogDir: logDir,
 		ExtraGlobal: bench.TrustLoopbackProxy})
 	if err != nil {
 		return errorf(stderr, "%v", err)

@@ -12,6 +12,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/seckilledge/seckill/bench/verify"
+	"github.com/seckilledge/seckill/internal/stackenv"
 )
 
 // runVerify checks the invariants of one existing sale: after a run of your own client, or to
@@ -22,9 +23,9 @@ func runVerify(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	sale := fs.String("sale", "", "sale id (required)")
 	accepted := fs.String("accepted", "", "JSON file of the 202s: [{\"order_id\",\"user_id\",\"at\"}]")
 	demand := fs.Int("demand", 0, "distinct users who asked to buy (demand above stock requires a sell-out)")
-	pgURL := fs.String("pg", env("SECKILL_PG_URL", "postgres://seckill:seckill@127.0.0.1:15432/seckill?sslmode=disable"), "Postgres URL of the backend's database")
-	redisAddr := fs.String("redis", env("SECKILL_REDIS_ADDR", "127.0.0.1:16379"), "Redis host:port")
-	mgmt := fs.String("amqp-mgmt", env("SECKILL_AMQP_MGMT_URL", "http://guest:guest@127.0.0.1:16673"), "RabbitMQ management API URL")
+	pgURL := fs.String("pg", stackenv.PGURL(), "Postgres URL of the backend's database")
+	redisAddr := fs.String("redis", stackenv.RedisAddr(), "Redis host:port")
+	mgmt := fs.String("amqp-mgmt", stackenv.AMQPMgmtURL(), "RabbitMQ management API URL")
 	vhost := fs.String("vhost", "/", "RabbitMQ vhost of the topology")
 	orders := fs.String("orders", "", "order API base URL (the gateway) to check failed orders' reasons as their buyer sees them")
 	noRedis := fs.Bool("no-redis", false, "skip the Redis half of invariant 4 (database-only baselines)")

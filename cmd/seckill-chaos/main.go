@@ -23,6 +23,7 @@ import (
 	"time"
 
 	"github.com/seckilledge/seckill/bench/chaos"
+	"github.com/seckilledge/seckill/internal/stackenv"
 )
 
 func main() {
@@ -53,7 +54,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	o := chaos.Options{Buyers: *buyers, Rate: *rate, Stock: *stock, CatchUp: *catchUp, Log: stderr, Schedule: chaos.DefaultSchedule(),
 		Cluster: chaos.ClusterOptions{Root: *root, BinDir: *bin, Caddyfile: *caddyfile, GateRelay: *relay, Dir: *dir,
-			AdminToken: env("SECKILL_ADMIN_TOKEN", "chaos-admin-token"), TokenKey: env("SECKILL_TOKEN_KEY", "chaos-token-key-not-a-secret-0123456789")}}
+			AdminToken: stackenv.Get("SECKILL_ADMIN_TOKEN", "chaos-admin-token"), TokenKey: stackenv.Get("SECKILL_TOKEN_KEY", "chaos-token-key-not-a-secret-0123456789")}}
 	if *short {
 		o.Buyers, o.Rate, o.Stock, o.Schedule = 2000, 125, 1800, chaos.ShortSchedule()
 	}
@@ -104,11 +105,4 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		_ = os.RemoveAll(o.Cluster.Dir)
 	}
 	return 0
-}
-
-func env(name, def string) string {
-	if v := os.Getenv(name); v != "" {
-		return v
-	}
-	return def
 }

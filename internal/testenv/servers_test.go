@@ -2,12 +2,16 @@ package testenv
 
 import (
 	"context"
+	"net/url"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 	amqp "github.com/rabbitmq/amqp091-go"
 	"github.com/redis/go-redis/v9"
+
+	"github.com/seckilledge/seckill/contract"
 )
 
 // The fault tests of the product rely on these servers really dying and really coming back.
@@ -20,7 +24,12 @@ func TestPrivateRedisDiesOnKillAndKeepsAOFDataOnRestart(t *testing.T) {
 	if err := c.Set(ctx, "k", "v", 0).Err(); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(1500 * time.Millisecond) // past the AOF everysec window
+	// A kill loses what Redis has not yet written to the AOF file (the page cache survives a
+	// process kill; only a machine crash needs the fsync): wait for the buffer to be written.
+	WaitFor(t, 5*time.Second, "the AOF buffer written", func() bool {
+		info, err := c.Info(ctx, "persistence").Result()
+		return err == nil && strings.Contains(info, "aof_enabled:1") && strings.Contains(info, "aof_buffer_length:0")
+	})
 	s.Kill()
 	if err := c.Ping(ctx).Err(); err == nil {
 		t.Fatal("redis still answers after Kill")
@@ -72,18 +81,105 @@ func TestPrivateRabbitRestarts(t *testing.T) {
 	_ = conn.Close()
 }
 
+// Tests share one Redis, one RabbitMQ and one Postgres: what one test writes must be invisible
+// to another, and nothing may be left behind.
 func TestSharedStackIsolation(t *testing.T) {
-	_ = Redis(t)
-	u := RabbitVhost(t)
-	conn, err := amqp.Dial(u)
-	if err != nil {
-		t.Fatalf("dial test vhost: %v", err)
+	ids := map[string]bool{}
+	for range 10000 {
+		id := ID("s")
+		if ids[id] || !contract.ValidID(id) {
+			t.Fatalf("ID gave %q twice or invalid", id)
+		}
+		ids[id] = true
 	}
-	_ = conn.Close()
-	pg := Postgres(t)
-	c, err := pgx.Connect(context.Background(), pg)
+	ctx := context.Background()
+	var vhosts, dbs [2]string
+	t.Run("two tests side by side", func(t *testing.T) {
+		var urls [2]string
+		for i := range urls {
+			urls[i] = RabbitVhost(t)
+			vhosts[i] = urls[i][strings.LastIndexByte(urls[i], '/')+1:]
+			pg := Postgres(t)
+			u, err := url.Parse(pg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			dbs[i] = strings.TrimPrefix(u.Path, "/")
+			if i == 0 {
+				c, err := pgx.Connect(ctx, pg)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if _, err := c.Exec(ctx, "CREATE TABLE isolation (x int); INSERT INTO isolation VALUES (1)"); err != nil {
+					t.Fatal(err)
+				}
+				_ = c.Close(ctx)
+			} else {
+				c, err := pgx.Connect(ctx, pg)
+				if err != nil {
+					t.Fatal(err)
+				}
+				var found *string
+				if err := c.QueryRow(ctx, "SELECT to_regclass('isolation')::text").Scan(&found); err != nil || found != nil {
+					t.Errorf("the second test's database sees the first's table (%v, %v)", found, err)
+				}
+				_ = c.Close(ctx)
+			}
+		}
+		if vhosts[0] == vhosts[1] || dbs[0] == dbs[1] || vhosts[0] == "" || dbs[0] == "" {
+			t.Fatalf("vhosts %v, databases %v: not one each", vhosts, dbs)
+		}
+		// A message published in one vhost is not in the other's queue of the same name.
+		depth := make([]int, 2)
+		for i, u := range urls {
+			conn, err := amqp.Dial(u)
+			if err != nil {
+				t.Fatalf("dial test vhost: %v", err)
+			}
+			ch, err := conn.Channel()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := ch.QueueDeclare("isolation", false, false, false, false, nil); err != nil {
+				t.Fatal(err)
+			}
+			if i == 0 {
+				if err := ch.Confirm(false); err != nil {
+					t.Fatal(err)
+				}
+				dc, err := ch.PublishWithDeferredConfirmWithContext(ctx, "", "isolation", true, false, amqp.Publishing{Body: []byte("x")})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if ok, err := dc.WaitContext(ctx); !ok || err != nil {
+					t.Fatalf("publish not confirmed: %v", err)
+				}
+			}
+			q, err := ch.QueueDeclarePassive("isolation", false, false, false, false, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			depth[i] = q.Messages
+			_ = conn.Close()
+		}
+		if depth[0] != 1 || depth[1] != 0 {
+			t.Fatalf("queue depths %v, want [1 0]: the vhosts are not isolated", depth)
+		}
+	})
+	// The subtest's cleanups have run: its vhosts and databases are gone.
+	mg := Mgmt(t)
+	admin, err := pgx.Connect(ctx, PGAdminURL())
 	if err != nil {
-		t.Fatalf("connect test database: %v", err)
+		t.Fatal(err)
 	}
-	_ = c.Close(context.Background())
+	defer admin.Close(ctx)
+	for i := range vhosts {
+		if ok, err := mg.VhostExists(ctx, vhosts[i]); ok || err != nil {
+			t.Errorf("vhost %s left behind (%v)", vhosts[i], err)
+		}
+		var n int
+		if err := admin.QueryRow(ctx, "SELECT count(*) FROM pg_database WHERE datname = $1", dbs[i]).Scan(&n); err != nil || n != 0 {
+			t.Errorf("database %s left behind (%d, %v)", dbs[i], n, err)
+		}
+	}
 }

@@ -3,51 +3,53 @@
 // per test, and private servers that a fault test may kill without disturbing anyone else.
 //
 // A missing service fails the test; it never skips it. Start the stack with
-// `scripts/stack.sh start` (make test does it).
+// `scripts/stack.sh start` (make test does it). Under `go test -short` (make unit) every helper
+// that needs a service skips the test instead, so the pure tests run with nothing started.
 package testenv
 
 import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"fmt"
-	"io"
-	"net"
-	"net/http"
+	"encoding/json"
 	"net/url"
-	"os"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	amqp "github.com/rabbitmq/amqp091-go"
 	"github.com/redis/go-redis/v9"
+
+	"github.com/seckilledge/seckill/contract"
+	"github.com/seckilledge/seckill/internal/proc"
+	"github.com/seckilledge/seckill/internal/rabbitmgmt"
+	"github.com/seckilledge/seckill/internal/stackenv"
 )
 
-func env(name, def string) string {
-	if v := os.Getenv(name); v != "" {
-		return v
-	}
-	return def
-}
-
 // RedisAddr is the shared stack's Redis.
-func RedisAddr() string { return env("SECKILL_REDIS_ADDR", "127.0.0.1:16379") }
+func RedisAddr() string { return stackenv.RedisAddr() }
 
 // AMQPURL is the shared stack's RabbitMQ (default vhost).
-func AMQPURL() string { return env("SECKILL_AMQP_URL", "amqp://guest:guest@127.0.0.1:16672/") }
+func AMQPURL() string { return stackenv.AMQPURL() }
 
 // AMQPMgmtURL is the shared stack's RabbitMQ management API.
-func AMQPMgmtURL() string { return env("SECKILL_AMQP_MGMT_URL", "http://guest:guest@127.0.0.1:16673") }
+func AMQPMgmtURL() string { return stackenv.AMQPMgmtURL() }
 
 // PGURL is the shared stack's Postgres database "seckill".
-func PGURL() string {
-	return env("SECKILL_PG_URL", "postgres://seckill:seckill@127.0.0.1:15432/seckill?sslmode=disable")
-}
+func PGURL() string { return stackenv.PGURL() }
 
 // PGAdminURL points at the maintenance database, to create and drop test databases.
-func PGAdminURL() string {
-	return env("SECKILL_PG_ADMIN_URL", "postgres://seckill:seckill@127.0.0.1:15432/postgres?sslmode=disable")
+func PGAdminURL() string { return stackenv.PGAdminURL() }
+
+// NeedsServices marks a test that needs real servers (the shared stack's or private ones it
+// starts): `go test -short` skips it. Every helper of this package that reaches a service
+// calls it first, so a test that starts with one of them needs nothing else.
+func NeedsServices(t testing.TB, what string) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("integration: needs " + what)
+	}
 }
 
 func missing(t testing.TB, what string, err error) {
@@ -65,8 +67,10 @@ func ID(prefix string) string {
 
 // Redis returns a client of the shared Redis, closed when the test ends.
 func Redis(t testing.TB) *redis.Client {
+	if testing.Short() {
+		t.Skip("integration: needs Redis")
+	}
 	t.Helper()
-	NeedsServices(t)
 	c := redis.NewClient(&redis.Options{Addr: RedisAddr()})
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 	defer cancel()
@@ -80,76 +84,70 @@ func Redis(t testing.TB) *redis.Client {
 // RabbitVhost creates a RabbitMQ vhost of its own for the test (deleted at the end) and returns
 // the AMQP URL of it. Topology names are fixed by the contract, so isolation is by vhost.
 func RabbitVhost(t testing.TB) string {
+	if testing.Short() {
+		t.Skip("integration: needs RabbitMQ")
+	}
 	t.Helper()
-	NeedsServices(t)
 	vhost := ID("t-")
-	mgmt := AMQPMgmtURL()
-	if err := mgmtDo(http.MethodPut, mgmt+"/api/vhosts/"+vhost, ""); err != nil {
-		missing(t, "RabbitMQ management API at "+redactURL(mgmt), err)
+	mg := mgmt(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := mg.CreateVhost(ctx, vhost); err != nil {
+		missing(t, "RabbitMQ management API at "+mg.String(), err)
 	}
-	if err := mgmtDo(http.MethodPut, mgmt+"/api/permissions/"+vhost+"/guest", `{"configure":".*","write":".*","read":".*"}`); err != nil {
-		t.Fatalf("grant vhost permissions: %v", err)
-	}
-	t.Cleanup(func() { _ = mgmtDo(http.MethodDelete, mgmt+"/api/vhosts/"+vhost, "") })
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_ = mg.DeleteVhost(ctx, vhost)
+	})
 	u, err := url.Parse(AMQPURL())
 	if err != nil {
-		t.Fatalf("SECKILL_AMQP_URL: %v", err)
+		t.Fatalf("%s: %v", stackenv.AMQPURLVar, err)
 	}
 	u.Path = "/" + vhost
 	return u.String()
 }
 
+// Mgmt is a client of the shared stack's RabbitMQ management API.
+func Mgmt(t testing.TB) *rabbitmgmt.Client {
+	if testing.Short() {
+		t.Skip("integration: needs the RabbitMQ management API")
+	}
+	t.Helper()
+	return mgmt(t)
+}
+
+func mgmt(t testing.TB) *rabbitmgmt.Client {
+	t.Helper()
+	mg, err := rabbitmgmt.New(AMQPMgmtURL())
+	if err != nil {
+		t.Fatalf("%s: %v", stackenv.AMQPMgmtURLVar, err)
+	}
+	return mg
+}
+
 // RabbitMgmt performs a management API call against the shared stack (path like
-// "/api/queues/<vhost>/<queue>") and returns the body.
+// "/api/queues/<vhost>/<queue>", body JSON or "") and returns the answer's body.
 func RabbitMgmt(method, path, body string) ([]byte, error) {
-	return mgmtCall(method, AMQPMgmtURL()+path, body)
-}
-
-func mgmtDo(method, rawURL, body string) error {
-	_, err := mgmtCall(method, rawURL, body)
-	return err
-}
-
-func mgmtCall(method, rawURL, body string) ([]byte, error) {
-	u, err := url.Parse(rawURL)
+	mg, err := rabbitmgmt.New(AMQPMgmtURL())
 	if err != nil {
 		return nil, err
 	}
-	user := u.User
-	u.User = nil
-	req, err := http.NewRequest(method, u.String(), strings.NewReader(body))
-	if err != nil {
-		return nil, err
+	var b any
+	if body != "" {
+		b = json.RawMessage(body)
 	}
-	if user != nil {
-		pw, _ := user.Password()
-		req.SetBasicAuth(user.Username(), pw)
-	}
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := (&http.Client{Timeout: 10 * time.Second}).Do(req)
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode >= 300 {
-		return b, fmt.Errorf("%s %s: %s: %s", method, u.Path, resp.Status, b)
-	}
-	return b, nil
-}
-
-func redactURL(s string) string {
-	u, err := url.Parse(s)
-	if err != nil {
-		return "?"
-	}
-	return u.Redacted()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	return mg.Do(ctx, method, path, b)
 }
 
 // Postgres creates a database of its own for the test (dropped at the end) and returns its URL.
 func Postgres(t testing.TB) string {
+	if testing.Short() {
+		t.Skip("integration: needs Postgres")
+	}
 	t.Helper()
-	NeedsServices(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	admin, err := pgx.Connect(ctx, PGAdminURL())
@@ -177,12 +175,11 @@ func Postgres(t testing.TB) string {
 // FreePort returns a loopback TCP port that was free a moment ago.
 func FreePort(t testing.TB) int {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	p, err := proc.FreePort()
 	if err != nil {
 		t.Fatalf("free port: %v", err)
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
+	return p
 }
 
 // WaitFor polls cond every 20 ms until it is true or the timeout passes, then fails the test
@@ -197,4 +194,31 @@ func WaitFor(t testing.TB, timeout time.Duration, what string, cond func() bool)
 		time.Sleep(20 * time.Millisecond)
 	}
 	t.Fatalf("timed out after %v waiting for %s", timeout, what)
+}
+
+// Topology dials url, declares the contract's RabbitMQ topology there and returns the channel,
+// closed when the test ends.
+func Topology(t testing.TB, url string) *amqp.Channel {
+	t.Helper()
+	conn, err := amqp.Dial(url)
+	if err != nil {
+		t.Fatalf("dial %s: %v", redact(url), err)
+	}
+	t.Cleanup(func() { _ = conn.Close() })
+	ch, err := conn.Channel()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := contract.DeclareTopology(ch); err != nil {
+		t.Fatalf("declare topology: %v", err)
+	}
+	return ch
+}
+
+func redact(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "?"
+	}
+	return u.Redacted()
 }
