@@ -64,7 +64,7 @@ func TestCaddyfileRefusesBadOptions(t *testing.T) {
 
 func TestValidateRefusesImpossibleSettings(t *testing.T) {
 	for name, h := range map[string]*Room{
-		"zero oversubscribe": {Oversubscribe: 0.5},
+		"zero oversubscribe":  {Oversubscribe: 0.5},
 		"inverted difficulty": {Difficulty: []int{10, 5}},
 		"difficulty too high": {Difficulty: []int{0, 41}},
 		"short session":       {Session: 1},

@@ -293,4 +293,3 @@ func (h *Room) refuse(w http.ResponseWriter, endpoint string, status int, code, 
 func wantsHTML(r *http.Request) bool {
 	return strings.Contains(r.Header.Get("Accept"), "text/html")
 }
-
