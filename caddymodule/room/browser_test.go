@@ -92,6 +92,17 @@ func TestWaitingPageInARealBrowserEntersWaitsIsAdmittedAndBuys(t *testing.T) {
 		time.Sleep(50 * time.Millisecond)
 	}
 	status = text("status")
+	// What the proof of work costs this browser: SHA-256 attempts per second, as the page's
+	// worker makes them (docs/room.md turns it into seconds per difficulty).
+	rate, err := chromedp.Run(ctx, chromedp.Evaluate[float64](`(async () => {
+		const enc = new TextEncoder(); const n = 20000; const t0 = performance.now();
+		for (let i = 0; i < n; i++) { await crypto.subtle.digest("SHA-256", enc.encode("c1.k1.x.16.AAAAAAAAAAAAAAAAAAAAAA.mac:" + i)); }
+		return n / ((performance.now() - t0) / 1000);
+	})()`, chromedp.EvalAwaitPromise))
+	if err != nil {
+		t.Fatalf("measuring the browser's hash rate: %v", err)
+	}
+	t.Logf("chromium: %.0f SHA-256 attempts per second in the page", rate)
 	if strings.Join(states, ",") != "entering,waiting,admitted" && strings.Join(states, ",") != "waiting,admitted" {
 		t.Fatalf("the page went through %v, want waiting then admitted", states)
 	}

@@ -1,6 +1,7 @@
 package room
 
 import (
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -113,5 +114,14 @@ func TestEntryRateCountsTheLastWholeSecond(t *testing.T) {
 	}
 	if got := e.rate(t0.Add(3 * time.Second)); got != 0 {
 		t.Fatalf("rate after a quiet second = %v, want 0", got)
+	}
+}
+
+// BenchmarkProofOfWorkHash is one attempt of a solver in Go: a difficulty of d bits costs
+// 2^d of them on average.
+func BenchmarkProofOfWorkHash(b *testing.B) {
+	ch := "c1.k1.tpbj7p.16.AAAAAAAAAAAAAAAAAAAAAA.MRsDMN-67o0yZcvIUwsrazC03WgSMhi99WWIjoQjqxs"
+	for i := 0; b.Loop(); i++ {
+		_ = LeadingZeroBits(ch, strconv.Itoa(i))
 	}
 }
