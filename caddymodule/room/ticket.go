@@ -81,11 +81,15 @@ func (s *Sealer) NewChallenge(sale, user string, difficulty int, exp time.Time) 
 	if _, err := rand.Read(raw[:]); err != nil {
 		return "", err
 	}
-	nonce := base64.RawURLEncoding.EncodeToString(raw[:])
+	return s.sealChallenge(sale, user, difficulty, base64.RawURLEncoding.EncodeToString(raw[:]), exp), nil
+}
+
+// sealChallenge seals a challenge with the given nonce (NewChallenge draws it).
+func (s *Sealer) sealChallenge(sale, user string, difficulty int, nonce string, exp time.Time) string {
 	e := strconv.FormatInt(exp.Unix(), 36)
 	d := strconv.Itoa(difficulty)
 	kid, sum := s.sign(domainChallenge, sale, user, e, d, nonce)
-	return challengeVersion + "." + kid + "." + e + "." + d + "." + nonce + "." + sum, nil
+	return challengeVersion + "." + kid + "." + e + "." + d + "." + nonce + "." + sum
 }
 
 // VerifyChallenge checks a challenge and its solution presented by user for sale at now:
