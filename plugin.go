@@ -6,6 +6,7 @@
 //	http.handlers.seckill_throttle   sliding-window rate limits, exact across instances
 //	http.handlers.seckill_token      one-time purchase tokens
 //	http.handlers.seckill_gate       the atomic purchase decision and the outbox relay
+//	http.handlers.seckill_room       the waiting room: pre-queue, fair shuffle, admission
 package seckill
 
 import (
@@ -17,4 +18,6 @@ import (
 	_ "github.com/seckilledge/seckill/caddymodule/token"
 	// seckill_gate: the purchase decision and the outbox relay.
 	_ "github.com/seckilledge/seckill/caddymodule/gate"
+	// seckill_room: the waiting room (fair admission before the purchase).
+	_ "github.com/seckilledge/seckill/caddymodule/room"
 )

@@ -1,0 +1,121 @@
+package backend
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/seckilledge/seckill/contract"
+	"github.com/seckilledge/seckill/lua"
+)
+
+// RoomSpec is a sale's waiting room, `"room": {...}` in POST /admin/sales (docs/room.md).
+// Every field is optional: an absent one leaves the gateways' seckill_room default.
+type RoomSpec struct {
+	// Rate is admissions per second (> 0).
+	Rate *float64 `json:"rate,omitempty"`
+	// Oversubscribe is live admissions per remaining unit (>= 1).
+	Oversubscribe *float64 `json:"oversubscribe,omitempty"`
+	// Session is how long an admission lives unused (Go duration, >= 1s).
+	Session string `json:"session,omitempty"`
+	// Prequeue is how long before the start entries are taken (Go duration, >= 0).
+	Prequeue string `json:"prequeue,omitempty"`
+	// Difficulty is the proof-of-work [min, max] in bits; [0, 0] asks for none.
+	Difficulty *[2]int `json:"difficulty,omitempty"`
+}
+
+// Validate checks a room spec.
+func (r RoomSpec) Validate() error {
+	_, err := r.args()
+	return err
+}
+
+// args are room_setup.lua's ARGV[3..8]: "" for a field the sale leaves to the gateways.
+func (r RoomSpec) args() ([]any, error) {
+	out := []any{"", "", "", "", "", ""}
+	if r.Rate != nil {
+		if *r.Rate <= 0 || *r.Rate > 1e6 {
+			return nil, errors.New("room.rate must be between 0 and 1e6 admissions per second")
+		}
+		out[0] = strconv.FormatFloat(*r.Rate, 'f', -1, 64)
+	}
+	if r.Oversubscribe != nil {
+		if *r.Oversubscribe < 1 || *r.Oversubscribe > 100 {
+			return nil, errors.New("room.oversubscribe must be between 1 and 100")
+		}
+		out[1] = strconv.FormatFloat(*r.Oversubscribe, 'f', -1, 64)
+	}
+	for i, d := range []struct {
+		name, v string
+		min     time.Duration
+	}{{"session", r.Session, time.Second}, {"prequeue", r.Prequeue, 0}} {
+		if d.v == "" {
+			continue
+		}
+		v, err := time.ParseDuration(d.v)
+		if err != nil || v < d.min {
+			return nil, fmt.Errorf("room.%s must be a duration of at least %v", d.name, d.min)
+		}
+		out[2+i] = strconv.FormatInt(v.Milliseconds(), 10)
+	}
+	if r.Difficulty != nil {
+		lo, hi := r.Difficulty[0], r.Difficulty[1]
+		if lo < 0 || hi < lo || hi > 40 {
+			return nil, errors.New("room.difficulty is [min, max] bits with 0 <= min <= max <= 40")
+		}
+		out[4], out[5] = strconv.Itoa(lo), strconv.Itoa(hi)
+	}
+	return out, nil
+}
+
+// RoomPreheat is what preheating a room did.
+type RoomPreheat struct {
+	// Created is true when this call drew the seed (a later preheat keeps it).
+	Created bool `json:"created"`
+	// SeedCommitment is the hex SHA-256 of the seed: published now, checked at the end.
+	SeedCommitment string `json:"seed_commitment"`
+}
+
+// PreheatRoom gives an already preheated sale its waiting room: it draws the secret seed and
+// entry key (crypto/rand, 32 bytes each) and runs room_setup.lua, which keeps the first seed
+// if the room exists. Call it under the sale's lock, after preheat.lua. The seed never leaves
+// Redis before the end of the sale; the commitment is public from now on.
+func PreheatRoom(ctx context.Context, rdb redis.Scripter, sale string, spec RoomSpec) (RoomPreheat, error) {
+	var res RoomPreheat
+	args, err := spec.args()
+	if err != nil {
+		return res, err
+	}
+	seed, ekey := make([]byte, 32), make([]byte, 32)
+	if _, err := rand.Read(seed); err != nil {
+		return res, err
+	}
+	if _, err := rand.Read(ekey); err != nil {
+		return res, err
+	}
+	sum := sha256.Sum256(seed)
+	argv := append([]any{hex.EncodeToString(seed), hex.EncodeToString(ekey)}, args...)
+	argv = append(argv, hex.EncodeToString(sum[:]))
+	out, err := lua.Script("room_setup").Run(ctx, rdb, []string{contract.MetaKey(sale), roomKey(sale)}, argv...).Slice()
+	if err != nil {
+		return res, fmt.Errorf("room_setup.lua: %w", err)
+	}
+	if len(out) != 2 {
+		return res, fmt.Errorf("room_setup.lua: %d values", len(out))
+	}
+	created, _ := out[0].(int64)
+	res.Created = created == 1
+	res.SeedCommitment, _ = out[1].(string)
+	return res, nil
+}
+
+// roomKey is seckill_room's hash of a sale (caddymodule/room.RoomKey; the backend does not
+// import the gateway's packages).
+func roomKey(sale string) string { return "seckill:" + contract.SaleTag(sale) + ":room" }

@@ -1,0 +1,67 @@
+package backend
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"testing"
+	"time"
+
+	"github.com/seckilledge/seckill/contract"
+	"github.com/seckilledge/seckill/internal/testenv"
+	"github.com/seckilledge/seckill/lua"
+)
+
+func TestRoomSpecRefusesImpossibleSettings(t *testing.T) {
+	f := func(v float64) *float64 { return &v }
+	for name, spec := range map[string]RoomSpec{
+		"zero rate":           {Rate: f(0)},
+		"oversubscribe below": {Oversubscribe: f(0.9)},
+		"short session":       {Session: "500ms"},
+		"negative prequeue":   {Prequeue: "-1m"},
+		"bad duration":        {Session: "soon"},
+		"inverted difficulty": {Difficulty: &[2]int{10, 4}},
+		"difficulty too high": {Difficulty: &[2]int{0, 41}},
+	} {
+		if err := spec.Validate(); err == nil {
+			t.Errorf("%s: accepted", name)
+		}
+	}
+	if err := (RoomSpec{Rate: f(50), Oversubscribe: f(1.5), Session: "2m", Prequeue: "15m", Difficulty: &[2]int{0, 0}}).Validate(); err != nil {
+		t.Fatalf("a good spec refused: %v", err)
+	}
+}
+
+func TestPreheatRoomDrawsTheSeedOnceAndPublishesOnlyItsCommitment(t *testing.T) {
+	rdb := testenv.Redis(t)
+	ctx := context.Background()
+	sale := testenv.ID("s")
+	now := time.Now()
+	t.Cleanup(func() { rdb.Del(context.Background(), contract.MetaKey(sale), roomKey(sale)) })
+	if _, err := PreheatRoom(ctx, rdb, sale, RoomSpec{}); err == nil {
+		t.Fatal("a room for a sale that is not preheated")
+	}
+	if err := lua.Script("preheat").Run(ctx, rdb, []string{contract.MetaKey(sale)}, sale, 10,
+		now.Add(time.Hour).UnixMilli(), now.Add(2*time.Hour).UnixMilli(), "init", 60_000).Err(); err != nil {
+		t.Fatal(err)
+	}
+	rate := 20.0
+	first, err := PreheatRoom(ctx, rdb, sale, RoomSpec{Rate: &rate, Difficulty: &[2]int{8, 12}})
+	if err != nil || !first.Created {
+		t.Fatalf("first room preheat: %+v %v", first, err)
+	}
+	seed, _ := hex.DecodeString(rdb.HGet(ctx, roomKey(sale), "seed").Val())
+	if sum := sha256.Sum256(seed); hex.EncodeToString(sum[:]) != first.SeedCommitment || len(seed) != 32 {
+		t.Fatal("the commitment is not the SHA-256 of the 32-byte seed")
+	}
+	again, err := PreheatRoom(ctx, rdb, sale, RoomSpec{})
+	if err != nil || again.Created || again.SeedCommitment != first.SeedCommitment {
+		t.Fatalf("a second preheat changed the seed: %+v %v", again, err)
+	}
+	if rdb.HExists(ctx, roomKey(sale), "rate").Val() {
+		t.Fatal("a setting the sale no longer sets stays in Redis")
+	}
+	if ttl := rdb.PTTL(ctx, roomKey(sale)).Val(); ttl <= 0 {
+		t.Fatal("the room hash has no TTL")
+	}
+}

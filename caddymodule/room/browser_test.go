@@ -1,0 +1,119 @@
+package room
+
+import (
+	"context"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/seckilledge/seckill/internal/testenv"
+)
+
+// chromium finds Debian's headless browser. Missing, the test fails: scripts/stack.sh
+// install_missing installs it.
+func chromium(t *testing.T) string {
+	t.Helper()
+	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p
+		}
+	}
+	t.Fatal("no chromium on PATH: install it (apt-get install -y chromium, or scripts/stack.sh install_missing)")
+	return ""
+}
+
+func TestWaitingPageInARealBrowserEntersWaitsIsAdmittedAndBuys(t *testing.T) {
+	bin := chromium(t)
+	rdb := testenv.Redis(t)
+	amqpURL := testenv.RabbitVhost(t)
+	gw := startCaddy(t, newGatewayConfig(t, amqpURL))
+	// One live admission at a time (1 unit x 1), and a real proof of work.
+	r := newRoom(t, rdb, 1, -time.Second, time.Hour, roomArgs{Rate: "100", Oversubscribe: "1", SessionMS: "60000", DifficultyMin: "8", DifficultyMax: "8"})
+	// Someone entered first and holds the only admission: the browser's user waits until the
+	// test makes it lapse.
+	c := do(t, "GET", gw+"/seckill/"+r.Sale+"/challenge", "first", nil)
+	first := enter(t, gw, r.Sale, "first", map[string]string{HeaderChallenge: c.Challenge, HeaderSolution: Solve(c.Challenge, c.Difficulty)})
+	if first.State != "admitted" {
+		t.Fatalf("first in line: %s", first.Raw)
+	}
+
+	opts := append(chromedp.DefaultExecAllocatorOptions[:],
+		chromedp.ExecPath(bin), chromedp.NoSandbox, chromedp.DisableGPU,
+		chromedp.Flag("disable-background-networking", true), chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true), chromedp.NoFirstRun, chromedp.UserDataDir(t.TempDir()))
+	actx, cancelA := chromedp.NewExecAllocator(context.Background(), opts...)
+	defer cancelA()
+	bctx, cancelB := chromedp.NewContext(actx)
+	defer cancelB()
+	ctx, cancel := context.WithTimeout(bctx, 60*time.Second)
+	defer cancel()
+
+	var states []string
+	var position string
+	text := func(id string) string {
+		v, err := chromedp.Run(ctx, chromedp.Text(chromedp.ID(id)))
+		if err != nil {
+			t.Fatalf("reading #%s: %v (states seen %v)", id, err, states)
+		}
+		return v
+	}
+	if _, err := chromedp.Run(ctx, chromedp.Navigate(gw+"/seckill/"+r.Sale+"/queue?user=alice")); err != nil {
+		t.Fatalf("navigate: %v", err)
+	}
+	// Watch the state until the Buy button appears.
+	for {
+		s := text("state")
+		if len(states) == 0 || states[len(states)-1] != s {
+			states = append(states, s)
+		}
+		if s == "waiting" && position == "" {
+			position = text("position")
+			// The first admission runs out (what a lapse looks like to room_queue.lua).
+			rdb.ZAdd(context.Background(), LiveKey(r.Sale), redis.Z{Score: 1, Member: "first"})
+		}
+		hidden, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`document.getElementById("buy").hidden`))
+		if err != nil {
+			t.Fatalf("browser: %v (states seen %v)", err, states)
+		}
+		if !hidden {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if _, err := chromedp.Run(ctx, chromedp.Click(chromedp.ID("buy"))); err != nil {
+		t.Fatalf("click Buy: %v", err)
+	}
+	var order, status string
+	for order = text("order"); len(order) < 6; order = text("order") {
+		time.Sleep(50 * time.Millisecond)
+	}
+	status = text("status")
+	// What the proof of work costs this browser: SHA-256 attempts per second, as the page's
+	// worker makes them (docs/room.md turns it into seconds per difficulty).
+	rate, err := chromedp.Run(ctx, chromedp.Evaluate[float64](`(async () => {
+		const enc = new TextEncoder(); const n = 20000; const t0 = performance.now();
+		for (let i = 0; i < n; i++) { await crypto.subtle.digest("SHA-256", enc.encode("c1.k1.x.16.AAAAAAAAAAAAAAAAAAAAAA.mac:" + i)); }
+		return n / ((performance.now() - t0) / 1000);
+	})()`, chromedp.EvalAwaitPromise))
+	if err != nil {
+		t.Fatalf("measuring the browser's hash rate: %v", err)
+	}
+	t.Logf("chromium: %.0f SHA-256 attempts per second in the page", rate)
+	if strings.Join(states, ",") != "entering,waiting,admitted" && strings.Join(states, ",") != "waiting,admitted" {
+		t.Fatalf("the page went through %v, want waiting then admitted", states)
+	}
+	if position != "1" {
+		t.Fatalf("the waiting page showed position %q, want 1", position)
+	}
+	if status != "queued" || len(order) < 6 {
+		t.Fatalf("after Buy: order %q status %q, want an order id, queued (202)", order, status)
+	}
+	// The purchase is in the sale's outbox: the gate accepted it.
+	if n := rdb.HLen(context.Background(), "seckill:{sale:"+r.Sale+"}:buyers").Val(); n != 1 {
+		t.Fatalf("%d buyers in Redis, want 1", n)
+	}
+}

@@ -1,0 +1,224 @@
+package room
+
+import (
+	"context"
+	"math"
+	"net/http"
+	"time"
+
+	"github.com/seckilledge/seckill/contract"
+)
+
+// Codes of the room's refusals (shared DESIGN.md, "Waiting room"), besides the contract's.
+const (
+	CodeNotAdmitted      = "not_admitted"
+	CodeInvalidTicket    = "invalid_ticket"
+	CodeInvalidChallenge = "invalid_challenge"
+	CodePaused           = "paused"
+	// CodeNotEnded refuses the pre-queue list before the sale has ended (docs/room.md).
+	CodeNotEnded = "not_ended"
+)
+
+// Settings are one sale's room settings: the Caddyfile's defaults, overridden field by field
+// by the sale's own (`"room": {...}` at sale creation, written into Redis at preheat).
+type Settings struct {
+	Rate          float64       // admissions per second
+	Oversubscribe float64       // live admissions per remaining unit
+	Session       time.Duration // an admission lapses after this long unused
+	Prequeue      time.Duration // entries are taken from this long before the start
+	DifficultyMin int           // proof-of-work bits; 0 and 0: no proof of work
+	DifficultyMax int
+}
+
+// SaleRoom is what a gateway knows of a sale's room; it changes only at preheat, so the
+// handler caches it for a short while.
+type SaleRoom struct {
+	Settings
+	Seed       []byte // secret until the end
+	EntryKey   []byte // secret for ever
+	Commitment string // hex SHA-256 of Seed
+	Starts     time.Time
+	Ends       time.Time
+}
+
+// PowRequired reports whether entering needs a solved challenge.
+func (s Settings) PowRequired() bool { return s.DifficultyMax > 0 }
+
+// Outcome is room_queue.lua's verdict.
+type Outcome string
+
+// Outcomes of room_queue.lua.
+const (
+	Waiting     Outcome = "waiting"
+	Admitted    Outcome = "admitted"
+	SoldOut     Outcome = "sold_out"
+	Ended       Outcome = "ended"
+	Paused      Outcome = "paused"
+	Lapsed      Outcome = "lapsed"
+	Used        Outcome = "used"
+	NotEntered  Outcome = "not_entered"
+	NotStarted  Outcome = "not_started"
+	Replayed    Outcome = "replayed"
+	UnknownSale Outcome = "unknown_sale"
+	NoRoom      Outcome = "no_room"
+)
+
+// Visit is one call of room_queue.lua.
+type Visit struct {
+	Enter    bool
+	Member   string
+	Nonce    string // enter with proof of work: the nonce to spend
+	NonceExp time.Time
+	Settings Settings
+}
+
+// Reply is room_queue.lua's answer.
+type Reply struct {
+	Outcome         Outcome
+	Position, Ahead int64
+	AdmittedUntil   time.Time
+	Now             time.Time // Redis TIME
+	Stock           int64
+	Depth           int64 // places not yet admitted
+	Starts          time.Time
+	AdmittedNow     int64
+	LapsedNow       int64
+}
+
+// Public is what GET /seckill/{sale}/room shows.
+type Public struct {
+	Stock int64
+	State string // meta state ("open", "paused", ...)
+	Now   time.Time
+}
+
+// Store is the room's Redis, as the decisions see it: one call per request.
+type Store interface {
+	// Room reads a sale's room; ok is false when the sale has none (or is unknown).
+	Room(ctx context.Context, sale string) (r SaleRoom, ok bool, err error)
+	// Visit enters or polls (room_queue.lua).
+	Visit(ctx context.Context, sale string, v Visit) (Reply, error)
+	// Public reads the sale's stock and state.
+	Public(ctx context.Context, sale string) (Public, error)
+	// Prequeue lists the pre-queue's members in admission order.
+	Prequeue(ctx context.Context, sale string) ([]string, error)
+}
+
+// Refresh bounds refresh_s.
+type Refresh struct {
+	Min, Max time.Duration
+}
+
+// After is how long a waiter should wait before polling again: a quarter of the estimated
+// wait, within [Min, Max], so a deep queue costs few polls and the front polls often.
+func (r Refresh) After(wait time.Duration) int64 {
+	d := wait / 4
+	d = max(d, r.Min)
+	d = min(d, r.Max)
+	return int64(math.Ceil(d.Seconds()))
+}
+
+// EstimatedWait is how long the places ahead take to be admitted at rate.
+func EstimatedWait(ahead int64, rate float64) time.Duration {
+	if rate <= 0 || ahead <= 0 {
+		return 0
+	}
+	return time.Duration(float64(ahead) / rate * float64(time.Second))
+}
+
+// QueueAnswer is the body of POST and GET /seckill/{sale}/queue.
+type QueueAnswer struct {
+	Ticket         string `json:"ticket,omitempty"`
+	EntryID        string `json:"entry_id,omitempty"`
+	State          string `json:"state"`
+	Position       int64  `json:"position"`
+	Ahead          int64  `json:"ahead"`
+	EstimatedWaitS int64  `json:"estimated_wait_s"`
+	RefreshS       int64  `json:"refresh_s"`
+	AdmittedUntil  string `json:"admitted_until,omitempty"`
+	// Reason tells an `ended` place why: "lapsed" (admitted, unused) or "used" (bought).
+	Reason    string `json:"reason,omitempty"`
+	UnitsLeft int64  `json:"units_left"`
+}
+
+// Verdict is a decided answer: a 200 with a QueueAnswer, or a refusal.
+type Verdict struct {
+	Status  int
+	Code    string // refusals only
+	Message string
+	Answer  QueueAnswer
+}
+
+// Decide turns a reply of room_queue.lua into the buyer's answer. enter tells POST from GET:
+// entering a paused or ended room is refused, polling one is a state.
+func Decide(r Reply, enter bool, rate float64, refresh Refresh) Verdict {
+	ok := func(state string) Verdict {
+		return Verdict{Status: http.StatusOK, Answer: QueueAnswer{State: state, UnitsLeft: max(r.Stock, 0), RefreshS: refresh.After(0)}}
+	}
+	refuse := func(status int, code, msg string) Verdict {
+		return Verdict{Status: status, Code: code, Message: msg}
+	}
+	switch r.Outcome {
+	case Waiting:
+		v := ok(string(Waiting))
+		v.Answer.Position, v.Answer.Ahead = r.Position, r.Ahead
+		wait := EstimatedWait(r.Ahead, rate)
+		if r.Now.Before(r.Starts) {
+			// Before the start the order is not drawn yet: wait for the start, at most.
+			wait = r.Starts.Sub(r.Now)
+			v.Answer.EstimatedWaitS = int64(math.Ceil(wait.Seconds()))
+			v.Answer.RefreshS = refresh.After(wait)
+			return v
+		}
+		v.Answer.EstimatedWaitS = int64(math.Ceil(wait.Seconds()))
+		v.Answer.RefreshS = refresh.After(wait)
+		return v
+	case Admitted:
+		v := ok(string(Admitted))
+		v.Answer.AdmittedUntil = r.AdmittedUntil.UTC().Format(time.RFC3339)
+		v.Answer.RefreshS = refresh.After(r.AdmittedUntil.Sub(r.Now))
+		return v
+	case SoldOut:
+		return ok(string(SoldOut))
+	case Ended:
+		if enter {
+			return refuse(http.StatusForbidden, contract.CodeEnded, "the sale has ended")
+		}
+		return ok(string(Ended))
+	case Lapsed, Used:
+		v := ok(string(Ended))
+		v.Answer.Reason = string(r.Outcome)
+		return v
+	case Paused:
+		if enter {
+			return refuse(http.StatusServiceUnavailable, CodePaused, "the sale is paused")
+		}
+		return ok(string(Paused))
+	case NotEntered:
+		return refuse(http.StatusForbidden, CodeInvalidTicket, "this ticket holds no place")
+	case NotStarted:
+		return refuse(http.StatusForbidden, contract.CodeNotStarted, "the waiting room is not open yet")
+	case Replayed:
+		return refuse(http.StatusForbidden, CodeInvalidChallenge, "this challenge was used already")
+	case UnknownSale, NoRoom:
+		return refuse(http.StatusNotFound, contract.CodeUnknownSale, "no waiting room for this sale")
+	}
+	return refuse(http.StatusServiceUnavailable, contract.CodeUnavailable, "unexpected answer")
+}
+
+// PublicState is the room's state as GET /seckill/{sale}/room shows it.
+func PublicState(r SaleRoom, p Public) string {
+	switch {
+	case !p.Now.Before(r.Ends):
+		return "ended"
+	case p.State == "paused":
+		return "paused"
+	case p.Now.Before(r.Starts.Add(-r.Prequeue)):
+		return "not_started"
+	case p.Now.Before(r.Starts):
+		return "prequeue"
+	case p.Stock <= 0:
+		return "sold_out"
+	}
+	return "open"
+}

@@ -1,0 +1,295 @@
+package room
+
+import (
+	"context"
+	"encoding/hex"
+	"encoding/json"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/caddyserver/caddy/v2"
+
+	"github.com/seckilledge/seckill/contract"
+)
+
+// Request headers of the buyer protocol.
+const (
+	HeaderChallenge = "X-Seckill-Challenge"
+	HeaderSolution  = "X-Seckill-Solution"
+	HeaderTicket    = "X-Seckill-Ticket"
+)
+
+// ticketGrace keeps a ticket valid a while after the end, so a waiter learns `ended`.
+const ticketGrace = time.Hour
+
+// RoomInfo is the body of GET /seckill/{sale}/room.
+type RoomInfo struct {
+	Sale           string `json:"sale"`
+	State          string `json:"state"`
+	StartsAt       string `json:"starts_at"`
+	PrequeueFrom   string `json:"prequeue_from"`
+	SeedCommitment string `json:"seed_commitment"`
+	Seed           string `json:"seed,omitempty"`
+	UnitsLeft      int64  `json:"units_left"`
+}
+
+func (h *Room) serveRoom(ctx context.Context, w http.ResponseWriter, r *http.Request, sale string) {
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		h.methodNotAllowed(w, "room", "GET")
+		return
+	}
+	c, ok, err := h.roomOf(ctx, sale)
+	if err != nil {
+		h.unavailable(w, "room", err)
+		return
+	}
+	if !ok {
+		h.refuse(w, "room", http.StatusNotFound, contract.CodeUnknownSale, "no waiting room for this sale")
+		return
+	}
+	p, err := h.store.Public(ctx, sale)
+	if err != nil {
+		h.unavailable(w, "room", err)
+		return
+	}
+	info := RoomInfo{
+		Sale: sale, State: PublicState(c.room, p),
+		StartsAt:       c.room.Starts.UTC().Format(time.RFC3339Nano),
+		PrequeueFrom:   c.room.Starts.Add(-c.room.Prequeue).UTC().Format(time.RFC3339Nano),
+		SeedCommitment: c.room.Commitment,
+		UnitsLeft:      max(p.Stock, 0),
+	}
+	if !p.Now.Before(c.room.Ends) {
+		info.Seed = hex.EncodeToString(c.room.Seed)
+	}
+	h.answer(w, "room", info.State, http.StatusOK, info)
+}
+
+// PrequeueList is the body of GET /seckill/{sale}/room/prequeue.
+type PrequeueList struct {
+	Seed    string   `json:"seed"`
+	Entries []string `json:"entries"`
+}
+
+func (h *Room) servePrequeue(ctx context.Context, w http.ResponseWriter, r *http.Request, sale string) {
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		h.methodNotAllowed(w, "prequeue", "GET")
+		return
+	}
+	c, ok, err := h.roomOf(ctx, sale)
+	if err != nil {
+		h.unavailable(w, "prequeue", err)
+		return
+	}
+	if !ok {
+		h.refuse(w, "prequeue", http.StatusNotFound, contract.CodeUnknownSale, "no waiting room for this sale")
+		return
+	}
+	p, err := h.store.Public(ctx, sale)
+	if err != nil {
+		h.unavailable(w, "prequeue", err)
+		return
+	}
+	if p.Now.Before(c.room.Ends) {
+		h.refuse(w, "prequeue", http.StatusForbidden, CodeNotEnded, "the pre-queue is published when the sale has ended")
+		return
+	}
+	members, err := h.store.Prequeue(ctx, sale)
+	if err != nil {
+		h.unavailable(w, "prequeue", err)
+		return
+	}
+	list := PrequeueList{Seed: hex.EncodeToString(c.room.Seed), Entries: make([]string, 0, len(members))}
+	for _, m := range members {
+		if id := EntryIDOfMember(m); id != "" {
+			list.Entries = append(list.Entries, id)
+		}
+	}
+	w.Header().Set("Cache-Control", "public, max-age=60")
+	h.answer(w, "prequeue", "ok", http.StatusOK, list)
+}
+
+// ChallengeAnswer is the body of GET /seckill/{sale}/challenge.
+type ChallengeAnswer struct {
+	Challenge  string `json:"challenge"`
+	Difficulty int    `json:"difficulty"`
+	ExpiresAt  string `json:"expires_at"`
+}
+
+func (h *Room) serveChallenge(ctx context.Context, w http.ResponseWriter, r *http.Request, repl *caddy.Replacer, sale string) {
+	if r.Method != http.MethodGet {
+		h.methodNotAllowed(w, "challenge", "GET")
+		return
+	}
+	user, ok := h.user(w, "challenge", repl)
+	if !ok {
+		return
+	}
+	c, ok, err := h.roomOf(ctx, sale)
+	if err != nil {
+		h.unavailable(w, "challenge", err)
+		return
+	}
+	if !ok {
+		h.refuse(w, "challenge", http.StatusNotFound, contract.CodeUnknownSale, "no waiting room for this sale")
+		return
+	}
+	now := h.now()
+	d := Difficulty(c.room.DifficultyMin, c.room.DifficultyMax, c.rate.rate(now), h.DifficultyRate)
+	exp := now.Add(ChallengeLife)
+	ch, err := h.sealer.NewChallenge(sale, user, d, exp)
+	if err != nil {
+		h.unavailable(w, "challenge", err)
+		return
+	}
+	challenges.WithLabelValues("issued").Inc()
+	h.answer(w, "challenge", "issued", http.StatusOK, ChallengeAnswer{Challenge: ch, Difficulty: d, ExpiresAt: time.Unix(exp.Unix(), 0).UTC().Format(time.RFC3339)})
+}
+
+func (h *Room) serveQueue(ctx context.Context, w http.ResponseWriter, r *http.Request, repl *caddy.Replacer, sale string) {
+	switch r.Method {
+	case http.MethodPost:
+		h.enter(ctx, w, r, repl, sale)
+	case http.MethodGet:
+		if r.Header.Get(HeaderTicket) == "" && wantsHTML(r) {
+			h.servePage(w, sale)
+			return
+		}
+		h.poll(ctx, w, r, repl, sale)
+	default:
+		h.methodNotAllowed(w, "queue", "GET, POST")
+	}
+}
+
+func (h *Room) enter(ctx context.Context, w http.ResponseWriter, r *http.Request, repl *caddy.Replacer, sale string) {
+	user, ok := h.user(w, "enter", repl)
+	if !ok {
+		return
+	}
+	c, ok, err := h.roomOf(ctx, sale)
+	if err != nil {
+		h.unavailable(w, "enter", err)
+		return
+	}
+	if !ok {
+		h.refuse(w, "enter", http.StatusNotFound, contract.CodeUnknownSale, "no waiting room for this sale")
+		return
+	}
+	now := h.now()
+	v := Visit{Enter: true, Settings: c.room.Settings}
+	if c.room.PowRequired() {
+		ch, err := h.sealer.VerifyChallenge(r.Header.Get(HeaderChallenge), r.Header.Get(HeaderSolution), sale, user, c.room.DifficultyMin, now)
+		if err != nil {
+			challenges.WithLabelValues("refused").Inc()
+			h.refuse(w, "enter", http.StatusForbidden, CodeInvalidChallenge, "the proof of work is wrong, foreign, expired or too easy; get a new challenge")
+			return
+		}
+		v.Nonce, v.NonceExp = ch.Nonce, ch.Expires
+	}
+	place := PlaceOf(c.room.EntryKey, c.room.Seed, sale, user)
+	v.Member = place.Member(user)
+	rep, err := h.store.Visit(ctx, sale, v)
+	if err != nil {
+		h.unavailable(w, "enter", err)
+		return
+	}
+	if v.Nonce != "" {
+		if rep.Outcome == Replayed {
+			challenges.WithLabelValues("refused").Inc()
+		} else {
+			challenges.WithLabelValues("solved").Inc()
+		}
+	}
+	verdict := Decide(rep, true, c.room.Rate, h.refresh)
+	if verdict.Status == http.StatusOK {
+		c.rate.add(now)
+		entries.Inc()
+		verdict.Answer.Ticket = h.sealer.Ticket(sale, user, c.room.Ends.Add(ticketGrace))
+		verdict.Answer.EntryID = place.EntryID
+	}
+	h.finish(w, "enter", sale, rep, verdict)
+}
+
+func (h *Room) poll(ctx context.Context, w http.ResponseWriter, r *http.Request, repl *caddy.Replacer, sale string) {
+	user, ok := h.user(w, "poll", repl)
+	if !ok {
+		return
+	}
+	if h.sealer.VerifyTicket(r.Header.Get(HeaderTicket), sale, user, h.now()) != nil {
+		h.refuse(w, "poll", http.StatusForbidden, CodeInvalidTicket, "the ticket is forged, foreign, expired or malformed; enter again")
+		return
+	}
+	if h.events.SoldOut(sale) {
+		// Answered from memory: the gate broadcast the sale's last unit.
+		h.answer(w, "poll", string(SoldOut), http.StatusOK, QueueAnswer{State: string(SoldOut), RefreshS: h.refresh.After(0)})
+		return
+	}
+	c, ok, err := h.roomOf(ctx, sale)
+	if err != nil {
+		h.unavailable(w, "poll", err)
+		return
+	}
+	if !ok {
+		h.refuse(w, "poll", http.StatusNotFound, contract.CodeUnknownSale, "no waiting room for this sale")
+		return
+	}
+	gen := h.events.Generation(sale)
+	place := PlaceOf(c.room.EntryKey, c.room.Seed, sale, user)
+	rep, err := h.store.Visit(ctx, sale, Visit{Member: place.Member(user), Settings: c.room.Settings})
+	if err != nil {
+		h.unavailable(w, "poll", err)
+		return
+	}
+	if rep.Outcome == SoldOut {
+		h.events.MarkSoldOut(sale, gen)
+	}
+	h.finish(w, "poll", sale, rep, Decide(rep, false, c.room.Rate, h.refresh))
+}
+
+func (h *Room) finish(w http.ResponseWriter, endpoint, sale string, rep Reply, v Verdict) {
+	admissions.Add(float64(rep.AdmittedNow))
+	lapsed.Add(float64(rep.LapsedNow))
+	if rep.Outcome != UnknownSale && rep.Outcome != NoRoom {
+		depth.WithLabelValues(sale).Set(float64(rep.Depth))
+	}
+	if v.Status != http.StatusOK {
+		h.refuse(w, endpoint, v.Status, v.Code, v.Message)
+		return
+	}
+	if v.Answer.State == string(Waiting) {
+		wait.Observe(float64(v.Answer.EstimatedWaitS))
+	}
+	if v.Answer.State == string(Paused) {
+		w.Header().Set("Retry-After", h.retryAfter)
+	}
+	h.answer(w, endpoint, v.Answer.State, http.StatusOK, v.Answer)
+}
+
+func (h *Room) answer(w http.ResponseWriter, endpoint, label string, status int, body any) {
+	requests.WithLabelValues(endpoint, label).Inc()
+	b, err := json.Marshal(body)
+	if err != nil {
+		status, b = http.StatusServiceUnavailable, []byte(`{"code":"unavailable","message":"encoding failed"}`)
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	_, _ = w.Write(b)
+}
+
+func (h *Room) refuse(w http.ResponseWriter, endpoint string, status int, code, msg string) {
+	if status == http.StatusServiceUnavailable || status == http.StatusTooManyRequests {
+		w.Header().Set("Retry-After", h.retryAfter)
+	}
+	requests.WithLabelValues(endpoint, code).Inc()
+	b, _ := json.Marshal(contract.Refusal{Code: code, Message: msg})
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	_, _ = w.Write(b)
+}
+
+func wantsHTML(r *http.Request) bool {
+	return strings.Contains(r.Header.Get("Accept"), "text/html")
+}

@@ -1,0 +1,290 @@
+package room
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/caddyserver/caddy/v2"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/seckilledge/seckill/contract"
+	"github.com/seckilledge/seckill/internal/testenv"
+	"github.com/seckilledge/seckill/lua"
+
+	_ "github.com/caddyserver/caddy/v2/modules/standard"
+	_ "github.com/seckilledge/seckill/caddymodule/gate"
+	_ "github.com/seckilledge/seckill/caddymodule/token"
+)
+
+// testSecret is a token key used only by these tests.
+const testSecret = "room-test-secret-room-test-secret-0123456789"
+
+// roomArgs are a sale's own room settings as room_setup.lua takes them ("" leaves the
+// Caddyfile's default).
+type roomArgs struct {
+	Rate, Oversubscribe, SessionMS, PrequeueMS, DifficultyMin, DifficultyMax string
+}
+
+// testRoom is a preheated sale with a room.
+type testRoom struct {
+	Sale       string
+	Seed       []byte
+	Commitment string
+}
+
+// newRoom preheats a sale whose window is [now+startsIn, now+endsIn) and gives it a room, as
+// the backend's preheat does.
+func newRoom(t testing.TB, rdb redis.UniversalClient, stock int, startsIn, endsIn time.Duration, a roomArgs) testRoom {
+	t.Helper()
+	ctx := context.Background()
+	sale := testenv.ID("r")
+	now := time.Now()
+	if err := lua.Script("preheat").Run(ctx, rdb, []string{contract.MetaKey(sale)}, sale, stock,
+		now.Add(startsIn).UnixMilli(), now.Add(endsIn).UnixMilli(), "init", time.Hour.Milliseconds()).Err(); err != nil {
+		t.Fatalf("preheat: %v", err)
+	}
+	seed, ekey := make([]byte, 32), make([]byte, 32)
+	_, _ = rand.Read(seed)
+	_, _ = rand.Read(ekey)
+	sum := sha256.Sum256(seed)
+	commit := hex.EncodeToString(sum[:])
+	if err := lua.Script("room_setup").Run(ctx, rdb, []string{contract.MetaKey(sale), RoomKey(sale)},
+		hex.EncodeToString(seed), hex.EncodeToString(ekey), a.Rate, a.Oversubscribe, a.SessionMS, a.PrequeueMS,
+		a.DifficultyMin, a.DifficultyMax, commit).Err(); err != nil {
+		t.Fatalf("room_setup: %v", err)
+	}
+	t.Cleanup(func() {
+		rdb.Del(context.Background(), contract.MetaKey(sale), contract.BuyersKey(sale), contract.TokensKey(sale),
+			contract.OutboxKey(sale), RoomKey(sale), QueueKey(sale), LiveKey(sale), SpentKey(sale))
+	})
+	return testRoom{Sale: sale, Seed: seed, Commitment: commit}
+}
+
+// gatewayConfig is a gateway serving the room, the token and the gate.
+type gatewayConfig struct {
+	Port      int
+	RedisAddr string
+	AMQPURL   string
+	Room      map[string]any // extra fields of the seckill_room handler
+}
+
+func newGatewayConfig(t testing.TB, amqpURL string) gatewayConfig {
+	return gatewayConfig{Port: testenv.FreePort(t), RedisAddr: testenv.RedisAddr(), AMQPURL: amqpURL}
+}
+
+func (c gatewayConfig) JSON() []byte {
+	room := map[string]any{
+		"handler": "seckill_room", "user": "{http.request.header.X-User-ID}",
+		// Tests move the sale's window under the gateway's feet.
+		"cache_ttl": "50ms",
+		// Generous: -race on two busy cores.
+		"timeout": "10s",
+	}
+	for k, v := range c.Room {
+		room[k] = v
+	}
+	route := func(paths []string, h map[string]any) map[string]any {
+		return map[string]any{"match": []any{map[string]any{"path": paths}}, "handle": []any{h}}
+	}
+	cfg := map[string]any{
+		"admin":   map[string]any{"disabled": true},
+		"logging": map[string]any{"logs": map[string]any{"default": map[string]any{"level": logLevel()}}},
+		"apps": map[string]any{
+			"seckill": map[string]any{
+				"redis":      map[string]any{"addrs": []string{c.RedisAddr}, "read_timeout": "5s", "dial_timeout": "500ms"},
+				"amqp":       map[string]any{"url": c.AMQPURL, "reconnect_interval": "200ms"},
+				"token_keys": []map[string]any{{"id": "k1", "secret": testSecret}},
+			},
+			"http": map[string]any{"servers": map[string]any{"gw": map[string]any{
+				"listen":          []string{fmt.Sprintf("127.0.0.1:%d", c.Port)},
+				"automatic_https": map[string]any{"disable": true},
+				"routes": []any{
+					route([]string{"/seckill/*/room", "/seckill/*/room/prequeue", "/seckill/*/challenge", "/seckill/*/queue"}, room),
+					route([]string{"/seckill/*/token"}, map[string]any{"handler": "seckill_token", "user": "{http.request.header.X-User-ID}"}),
+					route([]string{"/seckill/*/buy"}, map[string]any{"handler": "seckill_gate", "user": "{http.request.header.X-User-ID}",
+						"require_token": true, "timeout": "10s",
+						"relay": map[string]any{"poll_interval": "50ms", "discover_interval": "300ms", "served_only": true}}),
+					map[string]any{"handle": []any{map[string]any{"handler": "static_response", "body": "ok"}}},
+				},
+			}}},
+		},
+	}
+	b, _ := json.Marshal(cfg)
+	return b
+}
+
+func logLevel() string {
+	if l := os.Getenv("SECKILL_TEST_LOG"); l != "" {
+		return l
+	}
+	return "ERROR"
+}
+
+// caddyMu serialises the in-process Caddy tests: Caddy is a process-wide singleton.
+var caddyMu sync.Mutex
+
+// startCaddy runs the config in this process until the test ends.
+func startCaddy(t testing.TB, c gatewayConfig) string {
+	t.Helper()
+	caddyMu.Lock()
+	if err := caddy.Load(c.JSON(), true); err != nil {
+		caddyMu.Unlock()
+		t.Fatalf("load caddy config: %v", err)
+	}
+	t.Cleanup(func() {
+		_ = caddy.Stop()
+		caddyMu.Unlock()
+	})
+	base := fmt.Sprintf("http://127.0.0.1:%d", c.Port)
+	waitListening(t, base)
+	return base
+}
+
+func waitListening(t testing.TB, base string) {
+	t.Helper()
+	testenv.WaitFor(t, 20*time.Second, "the gateway at "+base+" to listen", func() bool {
+		resp, err := http.Get(base + "/healthz")
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return true
+	})
+}
+
+var (
+	buildOnce sync.Once
+	binPath   string
+	buildErr  error
+)
+
+// caddyBinary builds ./cmd/caddy once per test process: the second gateway is another process,
+// as in production.
+func caddyBinary(t testing.TB) string {
+	t.Helper()
+	buildOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "seckill-room-bin")
+		if err != nil {
+			buildErr = err
+			return
+		}
+		binPath = filepath.Join(dir, "caddy")
+		out, err := exec.Command("go", "build", "-o", binPath, "github.com/seckilledge/seckill/cmd/caddy").CombinedOutput()
+		if err != nil {
+			buildErr = fmt.Errorf("%v: %s", err, out)
+		}
+	})
+	if buildErr != nil {
+		t.Fatalf("build caddy: %v", buildErr)
+	}
+	return binPath
+}
+
+// startGatewayProcess runs the config in a Caddy subprocess until the test ends.
+func startGatewayProcess(t testing.TB, c gatewayConfig) string {
+	t.Helper()
+	bin := caddyBinary(t)
+	dir := t.TempDir()
+	cfgPath := filepath.Join(dir, "caddy.json")
+	if err := os.WriteFile(cfgPath, c.JSON(), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	logPath := filepath.Join(dir, "caddy.log")
+	logf, _ := os.Create(logPath)
+	cmd := exec.Command(bin, "run", "--config", cfgPath)
+	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.Env = append(os.Environ(), "HOME="+dir, "XDG_DATA_HOME="+dir, "XDG_CONFIG_HOME="+dir)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		_, _ = cmd.Process.Wait()
+		logf.Close()
+		if t.Failed() {
+			b, _ := os.ReadFile(logPath)
+			if len(b) > 4000 {
+				b = b[len(b)-4000:]
+			}
+			t.Logf("gateway process log:\n%s", b)
+		}
+	})
+	base := fmt.Sprintf("http://127.0.0.1:%d", c.Port)
+	waitListening(t, base)
+	return base
+}
+
+var client = &http.Client{
+	Timeout:   30 * time.Second,
+	Transport: &http.Transport{MaxIdleConnsPerHost: 512, IdleConnTimeout: 5 * time.Second},
+}
+
+// reply is one decoded answer of the room.
+type reply struct {
+	Status int
+	Retry  string
+	QueueAnswer
+	Code       string `json:"code"`
+	Challenge  string `json:"challenge"`
+	Difficulty int    `json:"difficulty"`
+	Token      string `json:"token"`
+	OrderID    string `json:"order_id"`
+	Raw        string
+}
+
+func do(t testing.TB, method, url, user string, headers map[string]string) reply {
+	t.Helper()
+	req, _ := http.NewRequest(method, url, nil)
+	if user != "" {
+		req.Header.Set("X-User-ID", user)
+	}
+	for k, v := range headers {
+		req.Header.Set(k, v)
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		t.Errorf("%s %s: %v", method, url, err)
+		return reply{}
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	r := reply{Status: resp.StatusCode, Retry: resp.Header.Get("Retry-After"), Raw: string(b)}
+	_ = json.Unmarshal(b, &r)
+	return r
+}
+
+func enter(t testing.TB, base, sale, user string, headers map[string]string) reply {
+	t.Helper()
+	return do(t, http.MethodPost, base+"/seckill/"+sale+"/queue", user, headers)
+}
+
+func poll(t testing.TB, base, sale, user, ticket string) reply {
+	t.Helper()
+	return do(t, http.MethodGet, base+"/seckill/"+sale+"/queue", user, map[string]string{HeaderTicket: ticket})
+}
+
+// redisNow is Redis's clock, which the scripts use.
+func redisNow(t testing.TB, rdb redis.UniversalClient) time.Time {
+	t.Helper()
+	tm, err := rdb.Time(context.Background()).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tm
+}
+
+func jsonDecode(resp *http.Response, v any) error { return json.NewDecoder(resp.Body).Decode(v) }

@@ -1,0 +1,335 @@
+// Package room is the `seckill_room` handler: a waiting room in front of seckill_token, exact
+// across every gateway, with its state in Redis under the sale's hash tag. Buyers enter
+// (after a proof of work when the room asks for one), poll with a signed ticket, and are
+// admitted at the room's rate, never beyond the remaining stock times oversubscribe. Entries
+// made before the start are ordered at the start by a keyed permutation whose seed is
+// committed at preheat and revealed at the end. docs/room.md has the whole story.
+//
+// The decisions are plain functions over a Store (decide.go, ticket.go, difficulty.go); this
+// file is the HTTP glue.
+package room
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/caddyserver/caddy/v2"
+	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
+	"go.uber.org/zap"
+
+	"github.com/seckilledge/seckill/caddymodule"
+	"github.com/seckilledge/seckill/contract"
+)
+
+func init() {
+	caddy.RegisterModule(Room{})
+}
+
+// Defaults of the optional fields.
+const (
+	DefaultSale           = "{http.request.uri.path.1}"
+	DefaultUser           = "{http.auth.user.id}"
+	DefaultRate           = 50.0
+	DefaultOversubscribe  = 1.5
+	DefaultSession        = 2 * time.Minute
+	DefaultPrequeue       = 15 * time.Minute
+	DefaultDifficultyRate = 100.0
+	DefaultRefreshMin     = time.Second
+	DefaultRefreshMax     = 30 * time.Second
+	DefaultTimeout        = time.Second
+	DefaultRetryAfter     = time.Second
+	DefaultCacheTTL       = 2 * time.Second
+)
+
+// Room is the `seckill_room` handler. It answers the room's endpoints itself
+// (/seckill/{sale}/room, /room/prequeue, /challenge, /queue) and never calls the next handler.
+// The settings below are defaults: a sale created with `"room": {...}` overrides them field by
+// field.
+type Room struct {
+	// The sale id, usually a placeholder. Default {http.request.uri.path.1}.
+	Sale string `json:"sale,omitempty"`
+	// The user id, usually a placeholder set by an authentication module. Default
+	// {http.auth.user.id}; the demo uses {http.request.header.X-User-ID}.
+	User string `json:"user,omitempty"`
+	// Admissions per second. Default 50.
+	Rate float64 `json:"rate,omitempty"`
+	// Live admissions per remaining unit (covers no-shows). Default 1.5; at least 1.
+	Oversubscribe float64 `json:"oversubscribe,omitempty"`
+	// An admission lapses after this long unused, freeing its place. Default 2m.
+	Session caddy.Duration `json:"session,omitempty"`
+	// Entries are taken from this long before the start (the pre-queue). Default 15m.
+	Prequeue *caddy.Duration `json:"prequeue,omitempty"`
+	// Proof-of-work difficulty in leading zero bits, [min, max]; [0, 0] (the default) asks for
+	// none. The difficulty grows from min by one bit each time the entry rate doubles beyond
+	// difficulty_rate.
+	Difficulty []int `json:"difficulty,omitempty"`
+	// Entries per second (seen by this gateway, per sale) up to which the difficulty stays at
+	// its minimum. Default 100.
+	DifficultyRate float64 `json:"difficulty_rate,omitempty"`
+	// Bounds of refresh_s, the poll interval told to waiters. Defaults 1s and 30s.
+	RefreshMin caddy.Duration `json:"refresh_min,omitempty"`
+	RefreshMax caddy.Duration `json:"refresh_max,omitempty"`
+	// How long the Redis round trip may take before 503 unavailable. Default 1s.
+	Timeout caddy.Duration `json:"timeout,omitempty"`
+	// Retry-After sent with 503. Default 1s.
+	RetryAfter caddy.Duration `json:"retry_after,omitempty"`
+	// How long a gateway keeps a sale's room settings before reading them again. Default 2s.
+	CacheTTL caddy.Duration `json:"cache_ttl,omitempty"`
+
+	store      Store
+	sealer     *Sealer
+	events     soldOutFlags
+	logger     *zap.Logger
+	cache      *roomCache
+	retryAfter string
+	refresh    Refresh
+	defaults   Settings
+	now        func() time.Time
+}
+
+// soldOutFlags is the part of the app's sale events the room uses: sold-out answered from
+// memory on every gateway as soon as the gate broadcasts it.
+type soldOutFlags interface {
+	SoldOut(sale string) bool
+	Generation(sale string) caddymodule.Generation
+	MarkSoldOut(sale string, gen caddymodule.Generation)
+}
+
+// CaddyModule returns the Caddy module information.
+func (Room) CaddyModule() caddy.ModuleInfo {
+	return caddy.ModuleInfo{
+		ID:  "http.handlers.seckill_room",
+		New: func() caddy.Module { return new(Room) },
+	}
+}
+
+// Provision sets defaults and takes the app's Redis client, token keys and sale events. No
+// network I/O.
+func (h *Room) Provision(ctx caddy.Context) error {
+	h.logger = caddymodule.SampledLogger(ctx.Logger())
+	h.setDefaults()
+	appIface, err := ctx.App("seckill")
+	if err != nil {
+		return fmt.Errorf("seckill_room: the seckill app: %w", err)
+	}
+	app := appIface.(*caddymodule.App)
+	repl := caddy.NewReplacer()
+	var keys []Key
+	for _, k := range app.TokenKeys {
+		keys = append(keys, Key{ID: k.ID, Secret: []byte(repl.ReplaceAll(k.Secret, ""))})
+	}
+	if h.sealer, err = NewSealer(keys...); err != nil {
+		return fmt.Errorf("seckill_room: %w", err)
+	}
+	h.store = RedisStore{Client: app.RedisClient(), Defaults: h.defaults}
+	h.events = app.SaleEvents()
+	registerMetrics(ctx.GetMetricsRegistry())
+	return nil
+}
+
+func (h *Room) setDefaults() {
+	if h.Sale == "" {
+		h.Sale = DefaultSale
+	}
+	if h.User == "" {
+		h.User = DefaultUser
+	}
+	if h.Rate == 0 {
+		h.Rate = DefaultRate
+	}
+	if h.Oversubscribe == 0 {
+		h.Oversubscribe = DefaultOversubscribe
+	}
+	if h.Session == 0 {
+		h.Session = caddy.Duration(DefaultSession)
+	}
+	if h.Prequeue == nil {
+		p := caddy.Duration(DefaultPrequeue)
+		h.Prequeue = &p
+	}
+	if len(h.Difficulty) == 0 {
+		h.Difficulty = []int{0, 0}
+	}
+	if h.DifficultyRate == 0 {
+		h.DifficultyRate = DefaultDifficultyRate
+	}
+	if h.RefreshMin == 0 {
+		h.RefreshMin = caddy.Duration(DefaultRefreshMin)
+	}
+	if h.RefreshMax == 0 {
+		h.RefreshMax = caddy.Duration(DefaultRefreshMax)
+	}
+	if h.Timeout <= 0 {
+		h.Timeout = caddy.Duration(DefaultTimeout)
+	}
+	if h.RetryAfter <= 0 {
+		h.RetryAfter = caddy.Duration(DefaultRetryAfter)
+	}
+	if h.CacheTTL == 0 {
+		h.CacheTTL = caddy.Duration(DefaultCacheTTL)
+	}
+	h.retryAfter = strconv.Itoa(int((time.Duration(h.RetryAfter) + time.Second - 1) / time.Second))
+	h.refresh = Refresh{Min: time.Duration(h.RefreshMin), Max: time.Duration(h.RefreshMax)}
+	h.defaults = Settings{Rate: h.Rate, Oversubscribe: h.Oversubscribe, Session: time.Duration(h.Session), Prequeue: time.Duration(*h.Prequeue)}
+	if len(h.Difficulty) == 2 {
+		h.defaults.DifficultyMin, h.defaults.DifficultyMax = h.Difficulty[0], h.Difficulty[1]
+	}
+	h.cache = new(roomCache)
+	if h.now == nil {
+		h.now = time.Now
+	}
+}
+
+// Validate checks the configuration.
+func (h *Room) Validate() error {
+	switch {
+	case h.Rate <= 0:
+		return fmt.Errorf("seckill_room: rate must be positive")
+	case h.Oversubscribe < 1:
+		return fmt.Errorf("seckill_room: oversubscribe must be at least 1")
+	case time.Duration(h.Session) < time.Second:
+		return fmt.Errorf("seckill_room: session must be at least 1s")
+	case *h.Prequeue < 0:
+		return fmt.Errorf("seckill_room: prequeue must not be negative")
+	case len(h.Difficulty) != 2 || h.Difficulty[0] < 0 || h.Difficulty[1] < h.Difficulty[0] || h.Difficulty[1] > MaxDifficulty:
+		return fmt.Errorf("seckill_room: difficulty is [min, max] with 0 <= min <= max <= %d", MaxDifficulty)
+	case h.RefreshMin <= 0 || h.RefreshMax < h.RefreshMin:
+		return fmt.Errorf("seckill_room: need 0 < refresh_min <= refresh_max")
+	}
+	return nil
+}
+
+// roomCache holds the rooms this gateway has read, by sale.
+type roomCache struct {
+	rooms sync.Map // sale -> *cachedRoom
+	mu    sync.Mutex
+	n     int64
+}
+
+// cachedRoom is a sale's room as this gateway last read it.
+type cachedRoom struct {
+	room  SaleRoom
+	read  time.Time
+	rate  entryRate
+	label bool
+}
+
+// maxCachedRooms bounds the cache; only sales that have a room are cached, so it is reached
+// only with that many live rooms.
+const maxCachedRooms = 10000
+
+func (h *Room) roomOf(ctx context.Context, sale string) (*cachedRoom, bool, error) {
+	now := h.now()
+	if v, ok := h.cache.rooms.Load(sale); ok {
+		c := v.(*cachedRoom)
+		if now.Sub(c.read) < time.Duration(h.CacheTTL) {
+			return c, true, nil
+		}
+	}
+	r, ok, err := h.store.Room(ctx, sale)
+	if err != nil || !ok {
+		return nil, ok, err
+	}
+	c := &cachedRoom{room: r, read: now}
+	if v, loaded := h.cache.rooms.Load(sale); loaded {
+		// Keep the entry-rate estimate across refreshes.
+		old := v.(*cachedRoom)
+		old.rate.mu.Lock()
+		c.rate.second, c.rate.cur, c.rate.prev = old.rate.second, old.rate.cur, old.rate.prev
+		old.rate.mu.Unlock()
+		c.label = old.label
+	} else {
+		h.cache.mu.Lock()
+		h.cache.n++
+		if h.cache.n > maxCachedRooms {
+			h.cache.rooms.Clear()
+			h.cache.n = 1
+		}
+		h.cache.mu.Unlock()
+	}
+	if !c.label {
+		rateGauge.WithLabelValues(sale).Set(r.Rate)
+		c.label = true
+	}
+	h.cache.rooms.Store(sale, c)
+	return c, true, nil
+}
+
+// ServeHTTP routes the room's endpoints by the path's end.
+func (h *Room) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.Handler) error {
+	repl, _ := r.Context().Value(caddy.ReplacerCtxKey).(*caddy.Replacer)
+	if repl == nil {
+		repl = caddy.NewReplacer()
+	}
+	sale := repl.ReplaceAll(h.Sale, "")
+	path := strings.TrimSuffix(r.URL.Path, "/")
+	var endpoint string
+	switch {
+	case strings.HasSuffix(path, "/room/prequeue"):
+		endpoint = "prequeue"
+	case strings.HasSuffix(path, "/room"):
+		endpoint = "room"
+	case strings.HasSuffix(path, "/challenge"):
+		endpoint = "challenge"
+	case strings.HasSuffix(path, "/queue"):
+		endpoint = "queue"
+	default:
+		h.refuse(w, "unknown", http.StatusNotFound, "not_found", "no such room endpoint")
+		return nil
+	}
+	if !contract.ValidID(sale) {
+		h.refuse(w, endpoint, http.StatusBadRequest, contract.CodeBadRequest, "sale ids match ^[A-Za-z0-9_-]{1,64}$")
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), time.Duration(h.Timeout))
+	defer cancel()
+	switch endpoint {
+	case "room":
+		h.serveRoom(ctx, w, r, sale)
+	case "prequeue":
+		h.servePrequeue(ctx, w, r, sale)
+	case "challenge":
+		h.serveChallenge(ctx, w, r, repl, sale)
+	case "queue":
+		h.serveQueue(ctx, w, r, repl, sale)
+	}
+	return nil
+}
+
+// user reads and checks the user id; ok is false when a refusal was written.
+func (h *Room) user(w http.ResponseWriter, endpoint string, repl *caddy.Replacer) (string, bool) {
+	user := repl.ReplaceAll(h.User, "")
+	if user == "" {
+		h.refuse(w, endpoint, http.StatusUnauthorized, contract.CodeUnauthenticated, "no user")
+		return "", false
+	}
+	if !contract.ValidID(user) {
+		h.refuse(w, endpoint, http.StatusBadRequest, contract.CodeBadRequest, "user ids match ^[A-Za-z0-9_-]{1,64}$")
+		return "", false
+	}
+	return user, true
+}
+
+func (h *Room) unavailable(w http.ResponseWriter, endpoint string, err error) {
+	if err != nil {
+		h.logger.Warn("room: Redis call failed", zap.String("endpoint", endpoint), zap.Error(err))
+	}
+	h.refuse(w, endpoint, http.StatusServiceUnavailable, contract.CodeUnavailable, "the waiting room is unavailable; retry")
+}
+
+func (h *Room) methodNotAllowed(w http.ResponseWriter, endpoint, allow string) {
+	w.Header().Set("Allow", allow)
+	h.refuse(w, endpoint, http.StatusMethodNotAllowed, contract.CodeBadRequest, "method not allowed; use "+allow)
+}
+
+// Interface guards
+var (
+	_ caddy.Provisioner           = (*Room)(nil)
+	_ caddy.Validator             = (*Room)(nil)
+	_ caddyhttp.MiddlewareHandler = (*Room)(nil)
+)

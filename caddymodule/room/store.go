@@ -1,0 +1,169 @@
+package room
+
+import (
+	"context"
+	"encoding/hex"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/seckilledge/seckill/contract"
+	"github.com/seckilledge/seckill/lua"
+)
+
+// RedisStore is the Store of a real Redis (or Cluster: every key of a call shares the sale's
+// hash tag).
+type RedisStore struct {
+	Client   redis.UniversalClient
+	Defaults Settings
+}
+
+// Room reads the room hash and the sale's window in one pipeline.
+func (s RedisStore) Room(ctx context.Context, sale string) (SaleRoom, bool, error) {
+	var r SaleRoom
+	pipe := s.Client.Pipeline()
+	roomCmd := pipe.HGetAll(ctx, roomKey(sale))
+	metaCmd := pipe.HMGet(ctx, contract.MetaKey(sale), "starts_ms", "ends_ms")
+	if _, err := pipe.Exec(ctx); err != nil && err != redis.Nil {
+		return r, false, err
+	}
+	h := roomCmd.Val()
+	m := metaCmd.Val()
+	if h["seed"] == "" || len(m) != 2 || m[0] == nil || m[1] == nil {
+		return r, false, nil
+	}
+	var err error
+	if r.Seed, err = hex.DecodeString(h["seed"]); err != nil {
+		return r, false, fmt.Errorf("room of %s: bad seed: %w", sale, err)
+	}
+	if r.EntryKey, err = hex.DecodeString(h["ekey"]); err != nil {
+		return r, false, fmt.Errorf("room of %s: bad entry key: %w", sale, err)
+	}
+	r.Commitment = h["commitment"]
+	r.Starts = time.UnixMilli(atoi(m[0].(string)))
+	r.Ends = time.UnixMilli(atoi(m[1].(string)))
+	r.Settings = s.Defaults
+	if v, err := strconv.ParseFloat(h["rate"], 64); err == nil && v > 0 {
+		r.Rate = v
+	}
+	if v, err := strconv.ParseFloat(h["oversubscribe"], 64); err == nil && v >= 1 {
+		r.Oversubscribe = v
+	}
+	if v, err := strconv.ParseInt(h["session_ms"], 10, 64); err == nil && v > 0 {
+		r.Session = time.Duration(v) * time.Millisecond
+	}
+	if v, err := strconv.ParseInt(h["prequeue_ms"], 10, 64); err == nil && v >= 0 {
+		r.Prequeue = time.Duration(v) * time.Millisecond
+	}
+	dmin, errMin := strconv.Atoi(h["difficulty_min"])
+	dmax, errMax := strconv.Atoi(h["difficulty_max"])
+	if errMin == nil && errMax == nil {
+		r.DifficultyMin, r.DifficultyMax = dmin, dmax
+	}
+	return r, true, nil
+}
+
+// Visit runs room_queue.lua.
+func (s RedisStore) Visit(ctx context.Context, sale string, v Visit) (Reply, error) {
+	op := "poll"
+	if v.Enter {
+		op = "enter"
+	}
+	var nonceExp int64
+	if v.Nonce != "" {
+		nonceExp = v.NonceExp.UnixMilli()
+	}
+	keys := []string{contract.MetaKey(sale), roomKey(sale), queueKey(sale), liveKey(sale), spentKey(sale), contract.BuyersKey(sale)}
+	res, err := lua.Script("room_queue").Run(ctx, s.Client, keys, op, v.Member,
+		strconv.FormatFloat(v.Settings.Rate, 'f', -1, 64), strconv.FormatFloat(v.Settings.Oversubscribe, 'f', -1, 64),
+		v.Settings.Session.Milliseconds(), v.Settings.Prequeue.Milliseconds(), v.Nonce, nonceExp).Slice()
+	if err != nil {
+		return Reply{}, err
+	}
+	return parseReply(res)
+}
+
+func parseReply(res []any) (Reply, error) {
+	var r Reply
+	if len(res) != 10 {
+		return r, fmt.Errorf("room_queue: %d values, want 10", len(res))
+	}
+	o, ok := res[0].(string)
+	if !ok {
+		return r, fmt.Errorf("room_queue: outcome %v", res[0])
+	}
+	n := make([]int64, 9)
+	for i := range n {
+		v, ok := res[i+1].(int64)
+		if !ok {
+			return r, fmt.Errorf("room_queue: value %d is %T", i+1, res[i+1])
+		}
+		n[i] = v
+	}
+	r.Outcome = Outcome(o)
+	r.Position, r.Ahead = n[0], n[1]
+	if n[2] > 0 {
+		r.AdmittedUntil = time.UnixMilli(n[2])
+	}
+	r.Now = time.UnixMilli(n[3])
+	r.Stock, r.Depth = n[4], n[5]
+	r.Starts = time.UnixMilli(n[6])
+	r.AdmittedNow, r.LapsedNow = n[7], n[8]
+	return r, nil
+}
+
+// Public reads the sale's stock and state, and Redis's clock.
+func (s RedisStore) Public(ctx context.Context, sale string) (Public, error) {
+	var p Public
+	pipe := s.Client.Pipeline()
+	m := pipe.HMGet(ctx, contract.MetaKey(sale), "stock", "state")
+	tm := pipe.Time(ctx)
+	if _, err := pipe.Exec(ctx); err != nil && err != redis.Nil {
+		return p, err
+	}
+	if v, ok := m.Val()[0].(string); ok {
+		p.Stock = atoi(v)
+	}
+	if v, ok := m.Val()[1].(string); ok {
+		p.State = v
+	}
+	p.Now = tm.Val()
+	return p, nil
+}
+
+// Prequeue lists the pre-queue (score 0) in rank order.
+func (s RedisStore) Prequeue(ctx context.Context, sale string) ([]string, error) {
+	return s.Client.ZRangeByScore(ctx, queueKey(sale), &redis.ZRangeBy{Min: "0", Max: "0"}).Result()
+}
+
+// CheckAdmission is the admission check of seckill_token's require_admission, as a separate
+// round trip (lua/room_admission_check.lua): admitted reports a live admission of user to
+// sale; hasRoom is false for a sale without a room, which require_admission leaves
+// unaffected. An error means Redis did not answer: refuse with 503, never admit.
+func CheckAdmission(ctx context.Context, client redis.Scripter, sale, user string) (admitted, hasRoom bool, until time.Time, err error) {
+	res, err := lua.Script("room_admission_check").Run(ctx, client, []string{roomKey(sale), liveKey(sale)}, user).Slice()
+	if err != nil {
+		return false, false, until, err
+	}
+	if len(res) != 2 {
+		return false, false, until, fmt.Errorf("room_admission_check: %d values", len(res))
+	}
+	o, _ := res[0].(string)
+	ms, _ := res[1].(int64)
+	switch o {
+	case "no_room":
+		return false, false, until, nil
+	case "admitted":
+		return true, true, time.UnixMilli(ms), nil
+	case "not_admitted":
+		return false, true, until, nil
+	}
+	return false, false, until, fmt.Errorf("room_admission_check: outcome %v", res[0])
+}
+
+func atoi(s string) int64 {
+	v, _ := strconv.ParseInt(s, 10, 64)
+	return v
+}

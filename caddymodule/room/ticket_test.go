@@ -1,0 +1,127 @@
+package room
+
+import (
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+func testSealer(t testing.TB, ids ...string) *Sealer {
+	if len(ids) == 0 {
+		s, err := NewSealer(Key{ID: "k1", Secret: []byte(testSecret)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	t.Helper()
+	var keys []Key
+	for _, id := range ids {
+		keys = append(keys, Key{ID: id, Secret: []byte("room-test-secret-0123456789abcdef-" + id)})
+	}
+	s, err := NewSealer(keys...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func TestTicketIsBoundToUserSaleAndTime(t *testing.T) {
+	s := testSealer(t, "k1")
+	now := time.Unix(1_800_000_000, 0)
+	tk := s.Ticket("sale1", "alice", now.Add(time.Hour))
+	if err := s.VerifyTicket(tk, "sale1", "alice", now); err != nil {
+		t.Fatalf("own ticket refused: %v", err)
+	}
+	for name, err := range map[string]error{
+		"other user":  s.VerifyTicket(tk, "sale1", "bob", now),
+		"other sale":  s.VerifyTicket(tk, "sale2", "alice", now),
+		"expired":     s.VerifyTicket(tk, "sale1", "alice", now.Add(time.Hour)),
+		"other key":   testSealer(t, "k1x").VerifyTicket(tk, "sale1", "alice", now),
+		"tampered":    s.VerifyTicket(tk[:len(tk)-1]+"A", "sale1", "alice", now),
+		"later exp":   s.VerifyTicket(strings.Replace(tk, ".", ".", 1)+"x", "sale1", "alice", now),
+		"empty":       s.VerifyTicket("", "sale1", "alice", now),
+		"bad user id": s.VerifyTicket(tk, "sale1", "al ice", now),
+	} {
+		if err == nil {
+			t.Errorf("%s: accepted", name)
+		}
+	}
+	// Rotation: a ticket signed with the old key verifies while the old key is listed.
+	rotated := testSealer(t, "k2", "k1")
+	if err := rotated.VerifyTicket(tk, "sale1", "alice", now); err != nil {
+		t.Fatalf("ticket of the previous key refused after rotation: %v", err)
+	}
+}
+
+func TestChallengeRefusesForeignExpiredTooEasyAndWrongSolutions(t *testing.T) {
+	s := testSealer(t, "k1")
+	now := time.Unix(1_800_000_000, 0)
+	ch, err := s.NewChallenge("sale1", "alice", 8, now.Add(ChallengeLife))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sol := Solve(ch, 8)
+	got, err := s.VerifyChallenge(ch, sol, "sale1", "alice", 0, now)
+	if err != nil || got.Difficulty != 8 || len(got.Nonce) != 22 {
+		t.Fatalf("right solution refused: %+v %v", got, err)
+	}
+	wrong := sol
+	for LeadingZeroBits(ch, wrong) >= 8 {
+		wrong = wrong + "1"
+	}
+	for name, err := range map[string]error{
+		"foreign user": second(s.VerifyChallenge(ch, sol, "sale1", "bob", 0, now)),
+		"foreign sale": second(s.VerifyChallenge(ch, sol, "sale2", "alice", 0, now)),
+		"expired":      second(s.VerifyChallenge(ch, sol, "sale1", "alice", 0, now.Add(ChallengeLife))),
+		"wrong":        second(s.VerifyChallenge(ch, wrong, "sale1", "alice", 0, now)),
+		"below min":    second(s.VerifyChallenge(ch, sol, "sale1", "alice", 9, now)),
+		"lowered":      second(s.VerifyChallenge(strings.Replace(ch, ".8.", ".0.", 1), "0", "sale1", "alice", 0, now)),
+		"leading zero": second(s.VerifyChallenge(ch, "0"+sol, "sale1", "alice", 0, now)),
+	} {
+		if err == nil {
+			t.Errorf("%s: accepted", name)
+		}
+	}
+}
+
+func second[T any](_ T, err error) error { return err }
+
+func TestDifficultyGrowsOneBitPerDoublingWithinBounds(t *testing.T) {
+	cases := []struct {
+		rate float64
+		want int
+	}{{0, 10}, {100, 10}, {150, 11}, {200, 12}, {399, 12}, {400, 13}, {1e9, 16}}
+	for _, c := range cases {
+		if got := Difficulty(10, 16, c.rate, 100); got != c.want {
+			t.Errorf("rate %v: difficulty %d, want %d", c.rate, got, c.want)
+		}
+	}
+	if got := Difficulty(0, 0, 1e9, 100); got != 0 {
+		t.Errorf("a room without proof of work asks for %d bits", got)
+	}
+}
+
+func TestEntryRateCountsTheLastWholeSecond(t *testing.T) {
+	var e entryRate
+	t0 := time.Unix(100, 0)
+	for range 30 {
+		e.add(t0)
+	}
+	if got := e.rate(t0.Add(time.Second)); got != 30 {
+		t.Fatalf("rate = %v, want 30", got)
+	}
+	if got := e.rate(t0.Add(3 * time.Second)); got != 0 {
+		t.Fatalf("rate after a quiet second = %v, want 0", got)
+	}
+}
+
+// BenchmarkProofOfWorkHash is one attempt of a solver in Go: a difficulty of d bits costs
+// 2^d of them on average.
+func BenchmarkProofOfWorkHash(b *testing.B) {
+	ch := "c1.k1.tpbj7p.16.AAAAAAAAAAAAAAAAAAAAAA.MRsDMN-67o0yZcvIUwsrazC03WgSMhi99WWIjoQjqxs"
+	for i := 0; b.Loop(); i++ {
+		_ = LeadingZeroBits(ch, strconv.Itoa(i))
+	}
+}

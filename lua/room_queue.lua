@@ -1,0 +1,171 @@
+-- room_queue.lua: one buyer's visit to a sale's waiting room, in one round trip: enter (once
+-- per user; again returns the same place) or poll. Either way the script first lets the room
+-- admit the next in line, so admission needs no background job and is exact across gateways.
+-- Time is Redis TIME.
+--
+-- KEYS[1]  seckill:{sale:<id>}:meta        hash: stock, starts_ms, ends_ms, state (preheat)
+-- KEYS[2]  seckill:{sale:<id>}:room        hash: seed, ekey, commitment, settings (room_setup),
+--                                          counters cursor, allow, last_ms, seq, entries,
+--                                          admitted, lapsed (this script)
+-- KEYS[3]  seckill:{sale:<id>}:room:q      zset, the queue. Member: 32 bytes of rank
+--                                          (HMAC-SHA256(seed, entry id)) .. 16 bytes of entry
+--                                          id .. user id. Score 0 for the pre-queue (equal
+--                                          scores sort by member bytes, i.e. by rank, big-endian
+--                                          ascending: exactly the published order), 1, 2, ...
+--                                          for arrivals after the start, in arrival order
+-- KEYS[4]  seckill:{sale:<id>}:room:live   zset: user -> admitted_until_ms (live admissions)
+-- KEYS[5]  seckill:{sale:<id>}:room:spent  zset: proof-of-work nonce -> its expiry (ms)
+-- KEYS[6]  seckill:{sale:<id>}:buyers      hash written by the gate (users who bought)
+-- ARGV[1]  "enter" or "poll"
+-- ARGV[2]  the user's member (computed by the gateway from the seed and the entry key)
+-- ARGV[3]  rate (admissions per second, > 0)
+-- ARGV[4]  oversubscribe (live admissions per remaining unit, >= 1)
+-- ARGV[5]  session_ms
+-- ARGV[6]  prequeue_ms
+-- ARGV[7]  enter: the proof-of-work nonce to spend, "" when the room asks for none
+-- ARGV[8]  enter: the nonce's expiry (unix ms)
+--
+-- Returns  {outcome, position, ahead, admitted_until_ms, now_ms, stock, depth, starts_ms,
+--           admitted_now, lapsed_now}
+--          outcome "waiting" | "admitted" | "sold_out" | "ended" | "paused": the user's state;
+--                  "lapsed": admitted once, the admission ran out unused (the place is gone);
+--                  "used": admitted once, and bought;
+--                  "not_entered" (poll): the user holds no place;
+--                  "not_started" (enter): before the pre-queue opens;
+--                  "replayed" (enter): the nonce was spent already, nothing written;
+--                  "unknown_sale" / "no_room": no meta / no room hash.
+--          position is 1-based among those not yet admitted (before the start: the pre-queue's
+--          size, since the order is only drawn then), ahead = position - 1, depth = places not
+--          yet admitted, admitted_now / lapsed_now = admissions this call made / saw lapse.
+local meta, room, q, live, spent, buyers = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
+local op, member = ARGV[1], ARGV[2]
+local rate, over = tonumber(ARGV[3]), tonumber(ARGV[4])
+local session, pre = tonumber(ARGV[5]), tonumber(ARGV[6])
+if (op ~= "enter" and op ~= "poll") or #member < 49 or rate == nil or rate <= 0 or over == nil
+  or over < 1 or session == nil or session <= 0 or pre == nil or pre < 0 then
+  return redis.error_reply("ERR room_queue: bad arguments")
+end
+local user = string.sub(member, 49)
+
+local t = redis.call("TIME")
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local function reply(outcome, pos, ahead, untl, stock, depth, starts, adm, lap)
+  return {outcome, pos or 0, ahead or 0, untl or 0, now, stock or 0, depth or 0, starts or 0, adm or 0, lap or 0}
+end
+
+local m = redis.call("HMGET", meta, "stock", "starts_ms", "ends_ms", "state")
+local stock, starts, ends = tonumber(m[1]), tonumber(m[2]), tonumber(m[3])
+if stock == nil or starts == nil or ends == nil then
+  return reply("unknown_sale")
+end
+if redis.call("HEXISTS", room, "seed") == 0 then
+  return reply("no_room")
+end
+if now >= ends then
+  return reply("ended", 0, 0, 0, stock, 0, starts)
+end
+if m[4] == "paused" then
+  return reply("paused", 0, 0, 0, stock, 0, starts)
+end
+
+if op == "enter" then
+  if now < starts - pre then
+    return reply("not_started", 0, 0, 0, stock, 0, starts)
+  end
+  local nonce = ARGV[7]
+  if nonce ~= "" then
+    -- A nonce is remembered only while its challenge lives: memory follows the entry rate,
+    -- not the queue.
+    redis.call("ZREMRANGEBYSCORE", spent, "-inf", now)
+    if redis.call("ZSCORE", spent, nonce) then
+      return reply("replayed", 0, 0, 0, stock, 0, starts)
+    end
+    redis.call("ZADD", spent, tonumber(ARGV[8]), nonce)
+    redis.call("PEXPIREAT", spent, ends + 120000)
+  end
+  if not redis.call("ZSCORE", q, member) then
+    if now < starts then
+      redis.call("ZADD", q, 0, member)
+    else
+      redis.call("ZADD", q, redis.call("HINCRBY", room, "seq", 1), member)
+    end
+    redis.call("HINCRBY", room, "entries", 1)
+    local until_ms = redis.call("PEXPIRETIME", meta)
+    if until_ms > 0 then
+      redis.call("PEXPIREAT", q, until_ms)
+      redis.call("PEXPIREAT", live, until_ms)
+    end
+  end
+end
+
+local rank = redis.call("ZRANK", q, member)
+if now < starts then
+  local n = redis.call("ZCOUNT", q, 0, 0)
+  if not rank then
+    return reply("not_entered", 0, 0, 0, stock, n, starts)
+  end
+  return reply("waiting", n, n - 1, 0, stock, n, starts)
+end
+
+local r = redis.call("HMGET", room, "cursor", "allow", "last_ms")
+local cursor, allow, last = tonumber(r[1]) or 0, tonumber(r[2]) or 0, tonumber(r[3]) or starts
+local total = redis.call("ZCARD", q)
+if stock <= 0 then
+  -- Invariant: nobody is admitted once sold out, until units come back.
+  return reply("sold_out", 0, 0, 0, 0, total - cursor, starts)
+end
+
+-- Admissions lapse after `session` unused and free their place for the next in line.
+local lapsed = redis.call("ZREMRANGEBYSCORE", live, "-inf", now)
+if lapsed > 0 then
+  redis.call("HINCRBY", room, "lapsed", lapsed)
+end
+-- A buyer no longer needs the admission: a few random live ones are checked per call, so
+-- capacity comes back without a scan.
+local sample = redis.call("ZRANDMEMBER", live, 4)
+for i = 1, #sample do
+  if redis.call("HEXISTS", buyers, sample[i]) == 1 then
+    redis.call("ZREM", live, sample[i])
+  end
+end
+
+-- The allowance grows at `rate` per second from the start, and holds at most one second's
+-- worth, so the admitted count never runs ahead of rate x elapsed.
+if last < starts then
+  last = starts
+end
+local burst = math.max(rate, 1)
+if now > last then
+  allow = math.min(allow + (now - last) * rate / 1000, burst)
+  last = now
+end
+local cap = math.floor(stock * over + 1e-9) - redis.call("ZCARD", live)
+local n = math.min(math.floor(allow), cap, total - cursor)
+if n > 0 then
+  local next = redis.call("ZRANGE", q, cursor, cursor + n - 1)
+  local untl = now + session
+  for i = 1, #next do
+    redis.call("ZADD", live, untl, string.sub(next[i], 49))
+  end
+  cursor = cursor + n
+  allow = allow - n
+  redis.call("HINCRBY", room, "admitted", n)
+else
+  n = 0
+end
+redis.call("HSET", room, "cursor", cursor, "allow", string.format("%.6f", allow), "last_ms", last)
+
+if not rank then
+  return reply("not_entered", 0, 0, 0, stock, total - cursor, starts, n, lapsed)
+end
+if rank >= cursor then
+  return reply("waiting", rank - cursor + 1, rank - cursor, 0, stock, total - cursor, starts, n, lapsed)
+end
+local untl = tonumber(redis.call("ZSCORE", live, user))
+if untl then
+  return reply("admitted", 0, 0, untl, stock, total - cursor, starts, n, lapsed)
+end
+if redis.call("HEXISTS", buyers, user) == 1 then
+  return reply("used", 0, 0, 0, stock, total - cursor, starts, n, lapsed)
+end
+return reply("lapsed", 0, 0, 0, stock, total - cursor, starts, n, lapsed)

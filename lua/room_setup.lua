@@ -1,0 +1,64 @@
+-- room_setup.lua: give a preheated sale its waiting room (the backend runs it at preheat,
+-- under the sale's lock). The seed and the entry key are drawn once: a second preheat keeps
+-- them, so the commitment published first stays the one the order is checked against.
+--
+-- KEYS[1]  seckill:{sale:<id>}:meta     hash written by preheat.lua (its expiry is copied)
+-- KEYS[2]  seckill:{sale:<id>}:room     hash: the room's settings, secrets and counters
+-- ARGV[1]  seed (64 hex digits: 32 random bytes), secret until the sale ends
+-- ARGV[2]  entry key (64 hex digits), secret for ever: it maps users to entry ids
+-- ARGV[3]  rate: admissions per second (> 0)
+-- ARGV[4]  oversubscribe: live admissions per remaining unit (>= 1, decimal)
+-- ARGV[5]  session_ms: how long an admission lives unused (>= 1000)
+-- ARGV[6]  prequeue_ms: how long before the start entries are taken (>= 0)
+-- ARGV[7]  difficulty_min (bits, 0..40)
+-- ARGV[8]  difficulty_max (bits, difficulty_min..40)
+--          ARGV[3..8] may each be "": the sale leaves that setting to the gateways' Caddyfile
+--          default (the field is removed)
+-- ARGV[9]  commitment: hex SHA-256 of the seed bytes (Lua in Redis has no SHA-256)
+--
+-- Returns  {created, commitment}: created is 1 when the seed was drawn by this call, 0 when
+--          the room existed (its settings are refreshed, its seed kept); commitment is the hex
+--          SHA-256 of the seed bytes, as the backend computed and stored it
+--          (field "commitment", written with the seed). Error when the meta hash is missing.
+local meta, room = KEYS[1], KEYS[2]
+local seed, ekey = ARGV[1], ARGV[2]
+if redis.call("EXISTS", meta) == 0 then
+  return redis.error_reply("ERR room_setup: the sale is not preheated")
+end
+if #seed ~= 64 or #ekey ~= 64 or not seed:match("^[0-9a-f]+$") or not ekey:match("^[0-9a-f]+$") then
+  return redis.error_reply("ERR room_setup: bad seed or entry key")
+end
+local fields = {"rate", "oversubscribe", "session_ms", "prequeue_ms", "difficulty_min", "difficulty_max"}
+local lows = {0.001, 1, 1000, 0, 0, 0}
+local v = {}
+for i = 1, 6 do
+  local raw = ARGV[i + 2]
+  if raw ~= "" then
+    v[i] = tonumber(raw)
+    if v[i] == nil or v[i] < lows[i] or (i >= 5 and v[i] > 40) then
+      return redis.error_reply("ERR room_setup: bad " .. fields[i])
+    end
+  end
+end
+if v[5] ~= nil and v[6] ~= nil and v[6] < v[5] then
+  return redis.error_reply("ERR room_setup: difficulty_max below difficulty_min")
+end
+if #ARGV[9] ~= 64 then
+  return redis.error_reply("ERR room_setup: bad commitment")
+end
+local created = redis.call("HSETNX", room, "seed", seed)
+if created == 1 then
+  redis.call("HSET", room, "ekey", ekey, "commitment", ARGV[9])
+end
+for i = 1, 6 do
+  if v[i] == nil then
+    redis.call("HDEL", room, fields[i])
+  else
+    redis.call("HSET", room, fields[i], ARGV[i + 2])
+  end
+end
+local until_ms = redis.call("PEXPIRETIME", meta)
+if until_ms > 0 then
+  redis.call("PEXPIREAT", room, until_ms)
+end
+return {created, redis.call("HGET", room, "commitment")}

@@ -1,0 +1,155 @@
+package lua
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"sort"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/seckilledge/seckill/contract"
+	"github.com/seckilledge/seckill/internal/testenv"
+)
+
+// roomFixture is a preheated sale with a room, driven through the scripts alone.
+type roomFixture struct {
+	t    *testing.T
+	rdb  *redis.Client
+	sale string
+	// rate, oversubscribe, session_ms, prequeue_ms as room_queue.lua takes them.
+	rate, over, session, pre string
+}
+
+func roomKeys(sale string) []string {
+	room := "seckill:" + contract.SaleTag(sale) + ":room"
+	return []string{contract.MetaKey(sale), room, room + ":q", room + ":live", room + ":spent", contract.BuyersKey(sale)}
+}
+
+func newRoom(t *testing.T, stock int, startsIn, endsIn time.Duration) *roomFixture {
+	t.Helper()
+	rdb := testenv.Redis(t)
+	ctx := context.Background()
+	sale := testenv.ID("s")
+	now := time.Now()
+	if err := Script("preheat").Run(ctx, rdb, []string{contract.MetaKey(sale)}, sale, stock,
+		now.Add(startsIn).UnixMilli(), now.Add(endsIn).UnixMilli(), "init", 60_000).Err(); err != nil {
+		t.Fatal(err)
+	}
+	seed := sha256.Sum256([]byte(sale))
+	commit := sha256.Sum256(seed[:])
+	k := roomKeys(sale)
+	res, err := Script("room_setup").Run(ctx, rdb, k[:2], hex.EncodeToString(seed[:]), hex.EncodeToString(seed[:]),
+		"", "", "", "", "", "", hex.EncodeToString(commit[:])).Slice()
+	if err != nil || res[0].(int64) != 1 {
+		t.Fatalf("room_setup = %v, %v", res, err)
+	}
+	t.Cleanup(func() { rdb.Del(context.Background(), k...) })
+	return &roomFixture{t: t, rdb: rdb, sale: sale, rate: "1000", over: "1", session: "60000", pre: "3600000"}
+}
+
+// member builds a queue member by hand: the script never computes ranks, it only orders them.
+func member(rank []byte, user string) string {
+	return string(rank) + "0123456789abcdef" + user
+}
+
+func rankOf(user string) []byte { s := sha256.Sum256([]byte("rank" + user)); return s[:] }
+
+func (f *roomFixture) call(op, m, nonce string, nonceExp int64) []any {
+	f.t.Helper()
+	res, err := Script("room_queue").Run(context.Background(), f.rdb, roomKeys(f.sale), op, m,
+		f.rate, f.over, f.session, f.pre, nonce, nonceExp).Slice()
+	if err != nil {
+		f.t.Fatalf("room_queue %s: %v", op, err)
+	}
+	return res
+}
+
+func TestRoomPrequeueIsAdmittedInRankOrderThenArrivalsInArrivalOrder(t *testing.T) {
+	f := newRoom(t, 1000, 300*time.Millisecond, time.Hour)
+	var pre []string
+	for i := range 40 {
+		u := fmt.Sprintf("u%d", i)
+		pre = append(pre, u)
+		if got := f.call("enter", member(rankOf(u), u), "", 0); got[0] != "waiting" {
+			t.Fatalf("pre-queue entry: %v", got)
+		}
+	}
+	// Entering again changes nothing and answers the same.
+	again := f.call("enter", member(rankOf("u0"), "u0"), "", 0)
+	if again[0] != "waiting" || again[1].(int64) != 40 {
+		t.Fatalf("re-entry before the start: %v, want waiting with the pre-queue's size 40", again)
+	}
+	testenv.WaitFor(t, 5*time.Second, "the start", func() bool {
+		return f.call("poll", member(rankOf("u0"), "u0"), "", 0)[7].(int64) <= time.Now().UnixMilli()-50
+	})
+	var post []string
+	for i := range 5 {
+		u := fmt.Sprintf("late%d", i)
+		post = append(post, u)
+		f.call("enter", member(rankOf(u), u), "", 0)
+	}
+	sort.Slice(pre, func(i, j int) bool { return bytes.Compare(rankOf(pre[i]), rankOf(pre[j])) < 0 })
+	want := append(pre, post...)
+	got, err := f.rdb.ZRange(context.Background(), roomKeys(f.sale)[2], 0, -1).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, m := range got {
+		if m[48:] != want[i] {
+			t.Fatalf("place %d is %s, want %s", i, m[48:], want[i])
+		}
+	}
+	if len(got) != len(want) {
+		t.Fatalf("%d places, want %d", len(got), len(want))
+	}
+}
+
+func TestRoomSpentNonceIsRefusedAndWritesNothing(t *testing.T) {
+	f := newRoom(t, 10, -time.Second, time.Hour)
+	exp := time.Now().Add(time.Minute).UnixMilli()
+	if got := f.call("enter", member(rankOf("a"), "a"), "nonce-1", exp); got[0] == "replayed" {
+		t.Fatalf("first use refused: %v", got)
+	}
+	if got := f.call("enter", member(rankOf("b"), "b"), "nonce-1", exp); got[0] != "replayed" {
+		t.Fatalf("replayed nonce: %v, want replayed", got)
+	}
+	if got := f.call("poll", member(rankOf("b"), "b"), "", 0); got[0] != "not_entered" {
+		t.Fatalf("a refused entry holds a place: %v", got)
+	}
+}
+
+func TestRoomAdmissionCheckSeesOnlyLiveAdmissions(t *testing.T) {
+	f := newRoom(t, 10, -time.Second, time.Hour)
+	ctx := context.Background()
+	k := roomKeys(f.sale)
+	check := func(user string) string {
+		res, err := Script("room_admission_check").Run(ctx, f.rdb, []string{k[1], k[3]}, user).Slice()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res[0].(string)
+	}
+	if got := check("a"); got != "not_admitted" {
+		t.Fatalf("before entering: %s", got)
+	}
+	if got := f.call("enter", member(rankOf("a"), "a"), "", 0); got[0] != "admitted" {
+		t.Fatalf("enter with room to spare: %v, want admitted", got)
+	}
+	if got := check("a"); got != "admitted" {
+		t.Fatalf("after admission: %s", got)
+	}
+	f.rdb.ZAdd(ctx, k[3], redis.Z{Score: 1, Member: "a"}) // lapsed long ago
+	if got := check("a"); got != "not_admitted" {
+		t.Fatalf("lapsed admission: %s", got)
+	}
+	other := testenv.ID("s")
+	res, err := Script("room_admission_check").Run(ctx, f.rdb, []string{roomKeys(other)[1], roomKeys(other)[3]}, "a").Slice()
+	if err != nil || res[0] != "no_room" {
+		t.Fatalf("sale without a room: %v %v", res, err)
+	}
+}
