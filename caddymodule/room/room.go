@@ -23,6 +23,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/seckilledge/seckill/caddymodule"
+	"github.com/seckilledge/seckill/caddymodule/edge"
 	"github.com/seckilledge/seckill/contract"
 )
 
@@ -111,7 +112,7 @@ func (Room) CaddyModule() caddy.ModuleInfo {
 // Provision sets defaults and takes the app's Redis client, token keys and sale events. No
 // network I/O.
 func (h *Room) Provision(ctx caddy.Context) error {
-	h.logger = caddymodule.SampledLogger(ctx.Logger())
+	h.logger = edge.SampledLogger(ctx.Logger())
 	h.setDefaults()
 	appIface, err := ctx.App("seckill")
 	if err != nil {

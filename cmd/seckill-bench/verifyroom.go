@@ -12,6 +12,8 @@ import (
 	"io"
 	"net/http"
 	"time"
+
+	"github.com/seckilledge/seckill/internal/stackenv"
 )
 
 // runVerifyRoom is `seckill-bench verify-room`: anyone's check of a waiting room's order once
@@ -23,7 +25,7 @@ import (
 func runVerifyRoom(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("verify-room", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	gateway := fs.String("gateway", env("SECKILL_GATEWAY", "http://127.0.0.1:8080"), "gateway base URL")
+	gateway := fs.String("gateway", stackenv.Get("SECKILL_GATEWAY", "http://127.0.0.1:8080"), "gateway base URL")
 	sale := fs.String("sale", "", "sale id (required)")
 	entry := fs.String("entry", "", "an entry id to locate in the order (yours, from the enter answer)")
 	if err := fs.Parse(args); err != nil {
