@@ -273,7 +273,11 @@ func Start(ctx context.Context, o StartOptions) (_ *Stack, err error) {
 		"SECKILL_REDIS_ADDR="+o.RedisAddr, "SECKILL_AMQP_URL="+amqpURL, "SECKILL_PG_URL="+s.PGURL,
 		"SECKILL_ADMIN_TOKEN="+o.AdminToken, "SECKILL_TOKEN_KEY="+o.TokenKey, "SECKILL_BASELINES=1",
 		fmt.Sprintf("SECKILL_BACKEND_LISTEN=127.0.0.1:%d", bport), fmt.Sprintf("SECKILL_BACKEND_ADMIN_LISTEN=127.0.0.1:%d", baport),
-		fmt.Sprintf("SECKILL_BACKEND=127.0.0.1:%d", bport))
+		fmt.Sprintf("SECKILL_BACKEND=127.0.0.1:%d", bport),
+		// One namespace for this stack's backend and gateway (the Caddyfile reads it): the
+		// backend records it in the sales it preheats and the gateway's relay takes only
+		// those, so a demo or another stack on the same Redis never takes this one's winners.
+		fmt.Sprintf("SECKILL_NAMESPACE=bench-%d", gport))
 	env = append(env, o.Env...)
 
 	backend, err := startProc(filepath.Join(bin, "seckill-backend"), nil, env, filepath.Join(s.LogDir, "backend.log"))

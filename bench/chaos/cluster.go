@@ -131,7 +131,10 @@ func StartCluster(ctx context.Context, o ClusterOptions) (_ *Cluster, err error)
 		"SECKILL_REDIS_ADDR="+c.Redis.Addr, "SECKILL_AMQP_URL="+c.AMQPURL, "SECKILL_PG_URL="+c.PGURL,
 		"SECKILL_ADMIN_TOKEN="+o.AdminToken, "SECKILL_TOKEN_KEY="+o.TokenKey,
 		// Both backends behind every gateway's /orders/ proxy ({$…} expands before parsing).
-		"SECKILL_BACKEND="+strings.Join(upstreams, " "))
+		"SECKILL_BACKEND="+strings.Join(upstreams, " "),
+		// The namespace of this cluster's backends and gateways (the Caddyfile reads it): the
+		// relays take only the outboxes of the sales these backends preheated.
+		"SECKILL_NAMESPACE=chaos-"+strconv.Itoa(ports[0]))
 	for i := 0; i < o.Backends; i++ {
 		env := append(append([]string{}, base...), "SECKILL_BACKEND_LISTEN="+upstreams[i],
 			"SECKILL_BACKEND_ADMIN_LISTEN="+strings.TrimPrefix(c.BackendURLs[i], "http://"))
