@@ -50,8 +50,9 @@ type App struct {
 	// backend preheated with the same namespace (SECKILL_NAMESPACE; recorded in the sale's
 	// meta), so deployments sharing one Redis (staging beside production, a test run beside a
 	// demo) never carry each other's orders into their own brokers. 1 to 64 characters of
-	// [A-Za-z0-9_-]. Default: empty, the unnamed deployment, which also owns the sales
-	// preheated without a namespace.
+	// [A-Za-z0-9_-]; placeholders such as {env.SECKILL_NAMESPACE} are resolved. Default: the
+	// SECKILL_NAMESPACE environment variable (the backend's default too), else empty: the
+	// unnamed deployment, which also owns the sales preheated without a namespace.
 	Namespace string `json:"namespace,omitempty"`
 
 	// Accept the published demo token key (the default SECKILL_TOKEN_KEY of scripts/run.sh and
@@ -110,6 +111,11 @@ func (a *App) Provision(ctx caddy.Context) error {
 	repl := caddy.NewReplacer()
 	a.Redis.resolve(repl)
 	a.AMQP.resolve(repl)
+	// The backend reads SECKILL_NAMESPACE too: with nothing configured, both sides agree.
+	a.Namespace = repl.ReplaceAll(a.Namespace, "")
+	if a.Namespace == "" {
+		a.Namespace = os.Getenv("SECKILL_NAMESPACE")
+	}
 
 	if len(a.TokenKeys) > 0 {
 		keys := make([]tokens.Key, 0, len(a.TokenKeys))
