@@ -88,7 +88,10 @@ func identity(t *testing.T, g *gateway) {
 	if limited == 0 {
 		t.Fatal("12 token requests at once were never throttled (user zone limit 5/s)")
 	}
-	if r := g.token(t, alice, sale); r.Status != http.StatusOK {
+	// Alice bought above, so the token endpoint tells her so (409 already_bought with her order)
+	// instead of minting; what matters here is that she is not rate limited.
+	if r := g.token(t, alice, sale); r.Status == http.StatusTooManyRequests ||
+		(r.Status != http.StatusOK && !(r.Status == http.StatusConflict && r.Code == contract.CodeAlreadyBought)) {
 		t.Fatalf("alice was throttled by mallory's burst under her name: %d %s", r.Status, r.Body)
 	}
 
