@@ -93,7 +93,7 @@ func (w *Webhooks) record(batch []outcome) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	var b pgx.Batch
+	b := &pgx.Batch{}
 	if len(okIDs) > 0 {
 		// Delivered, and each order's next event (blocked behind it) is due now.
 		b.Queue(`WITH done AS (UPDATE webhook_deliveries d SET state = 'delivered', delivered_at = now(),
@@ -111,7 +111,22 @@ func (w *Webhooks) record(batch []outcome) {
 			WHERE d.id = o.id AND d.attempts = o.attempts AND d.state = 'pending'`,
 			failIDs, failAttempts, failWaitMS, failStatus, failErr, failDead)
 	}
-	if err := w.Pool.SendBatch(ctx, &b).Close(); err != nil {
+	// A batch locks many rows, so it can deadlock with another worker's batch or with unblock
+	// (Postgres then aborts one of them): the write is repeatable (each row's guard is its state
+	// and attempt count), so try again rather than let the leases run out and the events be sent
+	// twice.
+	var err error
+	for try := 0; try < 3; try++ {
+		// A fresh batch for each try: pgx keeps per-send state in the queued queries.
+		again := &pgx.Batch{}
+		for _, q := range b.QueuedQueries {
+			again.Queue(q.SQL, q.Arguments...)
+		}
+		if err = w.Pool.SendBatch(ctx, again).Close(); err == nil || ctx.Err() != nil {
+			break
+		}
+	}
+	if err != nil {
 		// Nothing is lost: an unrecorded delivery is sent again, an unrecorded failure is retried
 		// when its lease ends.
 		w.Log.Warn("webhooks: recording outcomes failed; their leases will expire and they will be sent again",
