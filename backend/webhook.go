@@ -223,7 +223,7 @@ func (w *Webhooks) Run(ctx context.Context) {
 					go func() {
 						defer inflight.Done()
 						status, err := w.post(d)
-						outcomes <- outcome{d: d, status: status, err: err}
+						outcomes <- outcome{d: d, status: status, err: err, at: time.Now()}
 						<-slots
 						// Claim again once a quarter of the slots are free: one claim per
 						// freed slot would cost a query per event.

@@ -12,6 +12,7 @@ type outcome struct {
 	d      delivery
 	status int
 	err    error
+	at     time.Time // when the answer came (the lag metric's end, not the write's)
 }
 
 // maxRecordBatch bounds how many outcomes one write carries.
@@ -62,7 +63,7 @@ func (w *Webhooks) record(batch []outcome) {
 		d := o.d
 		if o.err == nil {
 			metricWebhookDelivered.Inc()
-			metricWebhookLag.Observe(time.Since(d.event.At).Seconds())
+			metricWebhookLag.Observe(o.at.Sub(d.event.At).Seconds())
 			okIDs = append(okIDs, d.event.ID)
 			okAttempts = append(okAttempts, int32(d.attempts))
 			okStatus = append(okStatus, int32(o.status))

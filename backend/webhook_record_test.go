@@ -34,10 +34,10 @@ func TestABatchOfOutcomesSettlesEachEventAndSkipsLostLeases(t *testing.T) {
 		return delivery{event: contract.WebhookEvent{ID: id, At: time.Now()}, attempts: attempts}
 	}
 	w.record([]outcome{
-		{d: ev("a", 1), status: 204},
+		{d: ev("a", 1), status: 204, at: time.Now()},
 		{d: ev("c", 2), status: 503, err: errors.New("receiver answered 503")},
 		{d: ev("d", 3), err: errors.New("connection refused")},
-		{d: ev("f", 1), status: 200},
+		{d: ev("f", 1), status: 200, at: time.Now()},
 	})
 
 	type row struct {
