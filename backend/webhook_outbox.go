@@ -14,7 +14,7 @@ import (
 // written and the change costs nothing more.
 
 // blockedUntil is the next_at of an event that waits for an earlier event of its order: the
-// delivery of that one releases it (Webhooks.deliver), and the worker's periodic unblock
+// delivery of that one releases it (Webhooks.record), and the worker's periodic unblock
 // catches any release that raced with the insert.
 const blockedUntil = `timestamptz '3000-01-01 00:00:00+00'`
 
