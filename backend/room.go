@@ -103,7 +103,7 @@ func PreheatRoom(ctx context.Context, rdb redis.Scripter, sale string, spec Room
 	sum := sha256.Sum256(seed)
 	argv := append([]any{hex.EncodeToString(seed), hex.EncodeToString(ekey)}, args...)
 	argv = append(argv, hex.EncodeToString(sum[:]))
-	out, err := lua.Script("room_setup").Run(ctx, rdb, []string{contract.MetaKey(sale), roomKey(sale)}, argv...).Slice()
+	out, err := lua.RoomSetup.Run(ctx, rdb, []string{contract.MetaKey(sale), roomKey(sale)}, argv...).Slice()
 	if err != nil {
 		return res, fmt.Errorf("room_setup.lua: %w", err)
 	}

@@ -35,6 +35,10 @@ var (
 	LockAcquire = mustLoad("lock_acquire") // redislock (until it embeds its own)
 	LockRefresh = mustLoad("lock_refresh")
 	LockRelease = mustLoad("lock_release")
+
+	RoomSetup          = mustLoad("room_setup")           // a sale's waiting room (room_setup.lua, preheat)
+	RoomQueue          = mustLoad("room_queue")           // enter or poll the room (room_queue.lua)
+	RoomAdmissionCheck = mustLoad("room_admission_check") // is a user admitted (room_admission_check.lua)
 )
 
 func mustLoad(name string) *redis.Script {

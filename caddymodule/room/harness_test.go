@@ -61,7 +61,7 @@ func newRoom(t testing.TB, rdb redis.UniversalClient, stock int, startsIn, endsI
 	_, _ = rand.Read(ekey)
 	sum := sha256.Sum256(seed)
 	commit := hex.EncodeToString(sum[:])
-	if err := lua.Script("room_setup").Run(ctx, rdb, []string{contract.MetaKey(sale), RoomKey(sale)},
+	if err := lua.RoomSetup.Run(ctx, rdb, []string{contract.MetaKey(sale), RoomKey(sale)},
 		hex.EncodeToString(seed), hex.EncodeToString(ekey), a.Rate, a.Oversubscribe, a.SessionMS, a.PrequeueMS,
 		a.DifficultyMin, a.DifficultyMax, commit).Err(); err != nil {
 		t.Fatalf("room_setup: %v", err)
