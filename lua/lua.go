@@ -23,18 +23,15 @@ var files embed.FS
 
 // The scripts, one per file.
 var (
-	Gate        = mustLoad("gate")         // the purchase decision (gate.lua)
-	TokenIssue  = mustLoad("token_issue")  // a purchase token's nonce (token_issue.lua)
-	Throttle    = mustLoad("throttle")     // one zone's sliding window (throttle.lua)
-	Compensate  = mustLoad("compensate")   // return a failed order's unit (compensate.lua)
-	Preheat     = mustLoad("preheat")      // load a sale (preheat.lua)
-	Reconcile   = mustLoad("reconcile")    // repair Redis from Postgres (reconcile.lua)
-	OutboxAck   = mustLoad("outbox_ack")   // acknowledge delivered outbox entries
-	ShardTake   = mustLoad("shard_take")   // take units from a shard
-	ShardGive   = mustLoad("shard_give")   // give units to a shard
-	LockAcquire = mustLoad("lock_acquire") // redislock (until it embeds its own)
-	LockRefresh = mustLoad("lock_refresh")
-	LockRelease = mustLoad("lock_release")
+	Gate       = mustLoad("gate")        // the purchase decision (gate.lua)
+	TokenIssue = mustLoad("token_issue") // a purchase token's nonce (token_issue.lua)
+	Throttle   = mustLoad("throttle")    // one zone's sliding window (throttle.lua)
+	Compensate = mustLoad("compensate")  // return a failed order's unit (compensate.lua)
+	Preheat    = mustLoad("preheat")     // load a sale (preheat.lua)
+	Reconcile  = mustLoad("reconcile")   // repair Redis from Postgres (reconcile.lua)
+	OutboxAck  = mustLoad("outbox_ack")  // acknowledge delivered outbox entries
+	ShardTake  = mustLoad("shard_take")  // take units from a shard
+	ShardGive  = mustLoad("shard_give")  // give units to a shard
 
 	RoomSetup          = mustLoad("room_setup")           // a sale's waiting room (room_setup.lua, preheat)
 	RoomQueue          = mustLoad("room_queue")           // enter or poll the room (room_queue.lua)
