@@ -118,4 +118,4 @@ func PreheatRoom(ctx context.Context, rdb redis.Scripter, sale string, spec Room
 
 // roomKey is seckill_room's hash of a sale (caddymodule/room.RoomKey; the backend does not
 // import the gateway's packages).
-func roomKey(sale string) string { return "seckill:" + contract.SaleTag(sale) + ":room" }
+func roomKey(sale string) string { return contract.RoomKey(sale) }

@@ -79,6 +79,7 @@ type gatewayConfig struct {
 	RedisAddr string
 	AMQPURL   string
 	Room      map[string]any // extra fields of the seckill_room handler
+	Token     map[string]any // extra fields of the seckill_token handler
 }
 
 func newGatewayConfig(t testing.TB, amqpURL string) gatewayConfig {
@@ -95,6 +96,10 @@ func (c gatewayConfig) JSON() []byte {
 	}
 	for k, v := range c.Room {
 		room[k] = v
+	}
+	token := map[string]any{"handler": "seckill_token", "user": "{http.request.header.X-User-ID}"}
+	for k, v := range c.Token {
+		token[k] = v
 	}
 	route := func(paths []string, h map[string]any) map[string]any {
 		return map[string]any{"match": []any{map[string]any{"path": paths}}, "handle": []any{h}}
@@ -113,7 +118,7 @@ func (c gatewayConfig) JSON() []byte {
 				"automatic_https": map[string]any{"disable": true},
 				"routes": []any{
 					route([]string{"/seckill/*/room", "/seckill/*/room/prequeue", "/seckill/*/challenge", "/seckill/*/queue"}, room),
-					route([]string{"/seckill/*/token"}, map[string]any{"handler": "seckill_token", "user": "{http.request.header.X-User-ID}"}),
+					route([]string{"/seckill/*/token"}, token),
 					route([]string{"/seckill/*/buy"}, map[string]any{"handler": "seckill_gate", "user": "{http.request.header.X-User-ID}",
 						"require_token": true, "timeout": "10s",
 						"relay": map[string]any{"poll_interval": "50ms", "discover_interval": "300ms", "served_only": true}}),
