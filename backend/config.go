@@ -35,7 +35,7 @@ type Config struct {
 	WebhookRetryMax    time.Duration // SECKILL_WEBHOOK_RETRY_MAX, -webhook-retry-max: longest backoff
 	WebhookAttempts    int           // SECKILL_WEBHOOK_MAX_ATTEMPTS, -webhook-max-attempts: then dead
 	WebhookConcurrency int           // SECKILL_WEBHOOK_CONCURRENCY, -webhook-concurrency: requests in flight
-	Namespace      string        // SECKILL_NAMESPACE, -namespace: deployment recorded in preheated sales (gateways relay their own)
+	Namespace          string        // SECKILL_NAMESPACE, -namespace: deployment recorded in preheated sales (gateways relay their own)
 }
 
 func getenv(name, def string) string {

@@ -103,7 +103,7 @@ func PreheatRoom(ctx context.Context, rdb redis.Scripter, sale string, spec Room
 	sum := sha256.Sum256(seed)
 	argv := append([]any{hex.EncodeToString(seed), hex.EncodeToString(ekey)}, args...)
 	argv = append(argv, hex.EncodeToString(sum[:]))
-	out, err := lua.Script("room_setup").Run(ctx, rdb, []string{contract.MetaKey(sale), roomKey(sale)}, argv...).Slice()
+	out, err := lua.RoomSetup.Run(ctx, rdb, []string{contract.MetaKey(sale), roomKey(sale)}, argv...).Slice()
 	if err != nil {
 		return res, fmt.Errorf("room_setup.lua: %w", err)
 	}
@@ -118,4 +118,4 @@ func PreheatRoom(ctx context.Context, rdb redis.Scripter, sale string, spec Room
 
 // roomKey is seckill_room's hash of a sale (caddymodule/room.RoomKey; the backend does not
 // import the gateway's packages).
-func roomKey(sale string) string { return "seckill:" + contract.SaleTag(sale) + ":room" }
+func roomKey(sale string) string { return contract.RoomKey(sale) }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/redis/go-redis/v9"
 	"github.com/seckilledge/seckill/contract"
 	"github.com/seckilledge/seckill/lua"
 )
@@ -28,6 +29,9 @@ type SaleSpec struct {
 	// WebhookURL receives this sale's order events (http or https); empty: the backend's
 	// default, SECKILL_WEBHOOK_URL.
 	WebhookURL string `json:"webhook_url,omitempty"`
+	// Room gives the sale a waiting room (seckill_room, docs/room.md); nil: none. Rooms are
+	// for unsharded sales: the token script must reach the room's hash slot.
+	Room *RoomSpec `json:"room,omitempty"`
 }
 
 // Validate checks a sale spec and returns its payment window.
@@ -43,6 +47,14 @@ func (s SaleSpec) Validate() (time.Duration, error) {
 		return 0, errors.New("ends_at must be after starts_at")
 	case s.Shards < 0 || s.Shards > contract.MaxShards:
 		return 0, fmt.Errorf("shards must be between 1 and %d", contract.MaxShards)
+	}
+	if s.Room != nil {
+		if s.Shards > 1 {
+			return 0, errors.New("room needs an unsharded sale (shards 0 or 1)")
+		}
+		if err := s.Room.Validate(); err != nil {
+			return 0, err
+		}
 	}
 	if s.WebhookURL != "" {
 		if err := validWebhookURL(s.WebhookURL); err != nil {
@@ -66,7 +78,7 @@ func ParseSaleSpec(r io.Reader) (SaleSpec, error) {
 	dec := json.NewDecoder(r)
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&spec); err != nil {
-		return spec, fmt.Errorf("body must be JSON {id, stock, starts_at, ends_at, pay_within, shards, webhook_url}: %w", err)
+		return spec, fmt.Errorf("body must be JSON {id, stock, starts_at, ends_at, pay_within, shards, webhook_url, room}: %w", err)
 	}
 	if _, err := spec.Validate(); err != nil {
 		return spec, err
@@ -80,9 +92,15 @@ func (s *Service) CreateSale(ctx context.Context, spec SaleSpec) (created bool, 
 	if err != nil {
 		return false, err
 	}
-	tag, err := s.Pool.Exec(ctx, `INSERT INTO sales (id, initial_stock, stock, starts_at, ends_at, pay_within, shards, webhook_url)
-		VALUES ($1, $2, $2, $3, $4, make_interval(secs => $5), $6, NULLIF($7, '')) ON CONFLICT (id) DO NOTHING`,
-		spec.ID, spec.Stock, spec.StartsAt, spec.EndsAt, pay.Seconds(), max(spec.Shards, 1), spec.WebhookURL)
+	var room []byte // NULL: no room
+	if spec.Room != nil {
+		if room, err = json.Marshal(spec.Room); err != nil {
+			return false, err
+		}
+	}
+	tag, err := s.Pool.Exec(ctx, `INSERT INTO sales (id, initial_stock, stock, starts_at, ends_at, pay_within, shards, webhook_url, room)
+		VALUES ($1, $2, $2, $3, $4, make_interval(secs => $5), $6, NULLIF($7, ''), $8::jsonb) ON CONFLICT (id) DO NOTHING`,
+		spec.ID, spec.Stock, spec.StartsAt, spec.EndsAt, pay.Seconds(), max(spec.Shards, 1), spec.WebhookURL, room)
 	if err != nil {
 		return false, err
 	}
@@ -166,6 +184,8 @@ type PreheatResult struct {
 	SaleID     string `json:"sale_id"`
 	Created    bool   `json:"created"`
 	StockRedis int64  `json:"stock_redis"`
+	// Room is set for a sale with a waiting room: its seed commitment (kept by later preheats).
+	Room *RoomPreheat `json:"room,omitempty"`
 }
 
 // Preheat loads a sale into Redis under the sale's lock: preheat.lua in "init" mode (a sale
@@ -179,7 +199,8 @@ func (s *Service) Preheat(ctx context.Context, sale string) (PreheatResult, erro
 		return s.fenced(ctx, key, held, func(tx pgx.Tx) error {
 			var stock, k int
 			var starts, ends time.Time
-			err := tx.QueryRow(ctx, `SELECT stock, starts_at, ends_at, shards FROM sales WHERE id = $1`, sale).Scan(&stock, &starts, &ends, &k)
+			var room []byte
+			err := tx.QueryRow(ctx, `SELECT stock, starts_at, ends_at, shards, room FROM sales WHERE id = $1`, sale).Scan(&stock, &starts, &ends, &k, &room)
 			if errors.Is(err, pgx.ErrNoRows) {
 				return errUnknownSale
 			}
@@ -192,12 +213,25 @@ func (s *Service) Preheat(ctx context.Context, sale string) (PreheatResult, erro
 				}
 				return s.restorePaused(ctx, tx, sale, k)
 			}
-			out, err := lua.Script("preheat").Run(ctx, s.Redis, []string{contract.MetaKey(sale)},
+			out, err := lua.Preheat.Run(ctx, s.Redis, []string{contract.MetaKey(sale)},
 				sale, stock, starts.UnixMilli(), ends.UnixMilli(), "init", s.retention().Milliseconds(), "", s.Namespace).Int64Slice()
 			if err != nil {
 				return fmt.Errorf("preheat.lua: %w", err)
 			}
 			res.Created, res.StockRedis = out[0] == 1, out[1]
+			if room != nil {
+				// After preheat.lua: room_setup.lua needs the meta key, and keeps the first
+				// seed, so a second preheat publishes the same commitment.
+				var spec RoomSpec
+				if err := json.Unmarshal(room, &spec); err != nil {
+					return fmt.Errorf("sale %s: stored room: %w", sale, err)
+				}
+				rp, err := PreheatRoom(ctx, s.Redis, sale, spec)
+				if err != nil {
+					return err
+				}
+				res.Room = &rp
+			}
 			if err := s.Redis.SAdd(ctx, contract.SalesIndexKey, sale).Err(); err != nil {
 				return err
 			}
@@ -250,6 +284,10 @@ type SaleStatus struct {
 	// Buyers sum over the shards and ShardStock lists each shard's stock (-1: not in Redis).
 	Shards     int     `json:"shards"`
 	ShardStock []int64 `json:"shard_stock,omitempty"`
+	// Room is the sale's waiting room as created (nil: none) and SeedCommitment the hex SHA-256
+	// of its seed once preheated (docs/room.md): published before the start, checked after the end.
+	Room           *RoomSpec `json:"room,omitempty"`
+	SeedCommitment string    `json:"seed_commitment,omitempty"`
 }
 
 // SaleStatus reads a sale from Postgres and Redis. queued counts buyers in Redis whose order
@@ -257,8 +295,9 @@ type SaleStatus struct {
 func (s *Service) SaleStatus(ctx context.Context, sale string) (SaleStatus, error) {
 	st := SaleStatus{ID: sale, Orders: map[string]int{"created": 0, "paid": 0, "cancelled": 0, "failed": 0}}
 	var paySecs float64
-	err := s.Pool.QueryRow(ctx, `SELECT initial_stock, stock, starts_at, ends_at, EXTRACT(EPOCH FROM pay_within)::float8, shards FROM sales WHERE id = $1`, sale).
-		Scan(&st.InitialStock, &st.StockDB, &st.StartsAt, &st.EndsAt, &paySecs, &st.Shards)
+	var room []byte
+	err := s.Pool.QueryRow(ctx, `SELECT initial_stock, stock, starts_at, ends_at, EXTRACT(EPOCH FROM pay_within)::float8, shards, room FROM sales WHERE id = $1`, sale).
+		Scan(&st.InitialStock, &st.StockDB, &st.StartsAt, &st.EndsAt, &paySecs, &st.Shards, &room)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return st, errUnknownSale
 	}
@@ -266,6 +305,17 @@ func (s *Service) SaleStatus(ctx context.Context, sale string) (SaleStatus, erro
 		return st, err
 	}
 	st.PayWithin = (time.Duration(paySecs * float64(time.Second))).String()
+	if room != nil {
+		st.Room = new(RoomSpec)
+		if err := json.Unmarshal(room, st.Room); err != nil {
+			return st, fmt.Errorf("sale %s: stored room: %w", sale, err)
+		}
+		c, err := s.Redis.HGet(ctx, roomKey(sale), "commitment").Result()
+		if err != nil && !errors.Is(err, redis.Nil) {
+			return st, err
+		}
+		st.SeedCommitment = c
+	}
 	rows, err := s.Pool.Query(ctx, `SELECT status, count(*) FROM orders WHERE sale_id = $1 GROUP BY status`, sale)
 	if err != nil {
 		return st, err

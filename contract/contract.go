@@ -42,6 +42,13 @@ func MetaKey(sale string) string { return "seckill:" + SaleTag(sale) + ":meta" }
 // BuyersKey is the sale's hash of user id -> order id.
 func BuyersKey(sale string) string { return "seckill:" + SaleTag(sale) + ":buyers" }
 
+// RoomKey is the hash of a sale's waiting room (seed, settings, counters; docs/room.md). Its
+// field "seed" exists exactly when the sale has a room.
+func RoomKey(sale string) string { return "seckill:" + SaleTag(sale) + ":room" }
+
+// RoomLiveKey is the sorted set of a sale's live admissions: user -> admitted until (unix ms).
+func RoomLiveKey(sale string) string { return RoomKey(sale) + ":live" }
+
 // TokensKey holds the sale's single-use purchase token nonces.
 func TokensKey(sale string) string { return "seckill:" + SaleTag(sale) + ":tokens" }
 
@@ -143,6 +150,9 @@ const (
 	// CodePaused (503, with Retry-After): the operator paused the sale (meta field state =
 	// StatePaused); nothing is accepted and no token is issued until it is resumed.
 	CodePaused = "paused"
+	// CodeNotAdmitted (403): the sale has a waiting room, seckill_token requires an admission
+	// (require_admission) and the user has no live one.
+	CodeNotAdmitted = "not_admitted"
 )
 
 // Values of the meta hash field "state" that the gate and token scripts act on.

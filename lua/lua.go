@@ -32,6 +32,10 @@ var (
 	OutboxAck  = mustLoad("outbox_ack")  // acknowledge delivered outbox entries
 	ShardTake  = mustLoad("shard_take")  // take units from a shard
 	ShardGive  = mustLoad("shard_give")  // give units to a shard
+
+	RoomSetup          = mustLoad("room_setup")           // a sale's waiting room (room_setup.lua, preheat)
+	RoomQueue          = mustLoad("room_queue")           // enter or poll the room (room_queue.lua)
+	RoomAdmissionCheck = mustLoad("room_admission_check") // is a user admitted (room_admission_check.lua)
 )
 
 func mustLoad(name string) *redis.Script {

@@ -12,13 +12,20 @@
 -- ARGV[4]  lead_ms: tokens are issued from this long before the start
 -- ARGV[5]  optional "shard" when KEYS are one shard's of a sharded sale: an empty shard then
 --          still issues (the gate's refusal there makes the backend move units to it)
+-- KEYS[4]  optional seckill:{sale:<id>}:room       hash: the sale's waiting room (field "seed"
+--                                                  exists when the sale has one)
+-- KEYS[5]  optional seckill:{sale:<id>}:room:live  zset: user -> admitted until (ms)
+-- ARGV[6]  optional "1": require a live admission when the sale has a room (require_admission;
+--          needs KEYS[4] and KEYS[5])
 --
 -- Returns  {outcome, exp_ms, now_ms}
 --          outcome "issued": the field of the user now holds "<nonce>:<exp_ms>" (any earlier
 --                  token of this user for this sale is replaced, so it stops working), and
 --                  exp_ms = min(max(now, starts) + ttl, ends), rounded down to whole seconds
 --                  (the token carries seconds); the hash expires with the meta key
---          outcome "unknown_sale" | "not_started" | "ended" | "paused" | "sold_out": nothing
+--          outcome "unknown_sale" | "not_started" | "ended" | "paused" | "sold_out" |
+--                  "not_admitted" (ARGV[6] = "1", the sale has a room, the user no live
+--                  admission, by Redis TIME): nothing
 --                  written, exp_ms = 0 ("paused": meta field state = "paused")
 --          outcome "already_bought": {outcome, 0, now_ms, order_id}: the user has an order in
 --                  this sale; no token is minted
@@ -60,6 +67,15 @@ if KEYS[3] then
   local stock = tonumber(w[5])
   if ARGV[5] ~= "shard" and stock ~= nil and stock <= 0 then
     return {"sold_out", 0, now}
+  end
+end
+
+-- The waiting room decides who may buy: no live admission, no token. A sale without a room
+-- (no seed) is not affected.
+if ARGV[6] == "1" and KEYS[5] and redis.call("HEXISTS", KEYS[4], "seed") == 1 then
+  local admitted_until = tonumber(redis.call("ZSCORE", KEYS[5], user))
+  if admitted_until == nil or admitted_until <= now then
+    return {"not_admitted", 0, now}
   end
 end
 

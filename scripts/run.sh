@@ -102,6 +102,16 @@ curl -fsS "${auth[@]}" -X POST "$ADMIN/admin/sales" \
 	echo "[run] sale $SALE exists already; preheating it again"
 curl -fsS "${auth[@]}" -X POST "$ADMIN/admin/sales/$SALE/preheat" >/dev/null
 
+# A second sale behind a waiting room (docs/room.md): proof of work on, its pre-queue open for
+# 15 minutes before the start, which is 5 minutes from now. seckill_token's require_admission
+# gives its tokens only to users the room admitted.
+ROOM_SALE=${ROOM_SALE:-demo-room}
+room_starts=$(date -u -d '+5 minutes' +%Y-%m-%dT%H:%M:%SZ)
+curl -fsS "${auth[@]}" -X POST "$ADMIN/admin/sales" \
+	-d "{\"id\":\"$ROOM_SALE\",\"stock\":50,\"starts_at\":\"$room_starts\",\"ends_at\":\"$ends\",\"pay_within\":\"15m\",\"room\":{\"rate\":5,\"oversubscribe\":1.5,\"session\":\"2m\",\"prequeue\":\"15m\",\"difficulty\":[12,16]}}" >/dev/null 2>&1 ||
+	echo "[run] sale $ROOM_SALE exists already; preheating it again (its room keeps its seed)"
+curl -fsS "${auth[@]}" -X POST "$ADMIN/admin/sales/$ROOM_SALE/preheat" >/dev/null
+
 cat <<EOF
 
 The flash-sale edge is running.
@@ -109,6 +119,10 @@ The flash-sale edge is running.
   backend   http://127.0.0.1:8081   order API (logs .run/backend.log)
             $ADMIN   admin API, loopback only
   sale      "$SALE": 100 units, open now for two hours
+  room sale "$ROOM_SALE": 50 units behind a waiting room (proof of work), starts 5 minutes after
+            the first run; its pre-queue is open now. Waiting page (a browser; the demo
+            identity is ?user=<id>, sent as X-User-ID):
+            http://127.0.0.1:8080/seckill/$ROOM_SALE/queue?user=alice
   secrets   $RUN/secrets.env (made once, kept across runs; .run/env exports them)
     admin token   $SECKILL_ADMIN_TOKEN
     token key     $SECKILL_TOKEN_KEY
@@ -125,6 +139,10 @@ Try it:
   curl -s -H 'X-User-ID: alice' http://127.0.0.1:8080/orders/ORDER_ID
   # 4. the sale as the backend sees it
   curl -s -H 'Authorization: Bearer $SECKILL_ADMIN_TOKEN' $ADMIN/admin/sales/$SALE
+  # 5. the room sale: its seed commitment, then the waiting room's state
+  curl -s http://127.0.0.1:8080/seckill/$ROOM_SALE/room
+  # a token without an admission is refused (403 not_admitted)
+  curl -s -X POST -H 'X-User-ID: alice' http://127.0.0.1:8080/seckill/$ROOM_SALE/token
   # a whole crowd, with every invariant checked afterwards
   bin/seckill-bench -only edge -users 2000 -stock 100 -conns 64 -gateway http://127.0.0.1:8080 -backend $ADMIN -admin-token $SECKILL_ADMIN_TOKEN
 

@@ -2,55 +2,65 @@ package room
 
 import (
 	"context"
+	"net/http"
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
+	"github.com/seckilledge/seckill/contract"
 	"github.com/seckilledge/seckill/internal/testenv"
+	"github.com/seckilledge/seckill/lua"
 )
 
-func TestCheckAdmissionSeesLiveAdmissionsOnlyAndLeavesSalesWithoutARoomAlone(t *testing.T) {
+// seckill_token with require_admission, through a real Caddy: no admission, no token; an
+// admission from the room gives one; a sale without a room is unaffected.
+func TestRequireAdmissionGivesATokenOnlyToUsersTheRoomAdmitted(t *testing.T) {
 	rdb := testenv.Redis(t)
 	ctx := context.Background()
-	r := newRoom(t, rdb, 1, -time.Second, time.Hour, roomArgs{Rate: "100", Oversubscribe: "1", SessionMS: "1000"})
-	store := RedisStore{Client: rdb, Defaults: Settings{Rate: 100, Oversubscribe: 1, Session: time.Second}}
-	room, ok, err := store.Room(ctx, r.Sale)
-	if err != nil || !ok {
-		t.Fatalf("room: %v %v", ok, err)
+	cfg := newGatewayConfig(t, testenv.RabbitVhost(t))
+	cfg.Token = map[string]any{"require_admission": true}
+	gw := startCaddy(t, cfg)
+	// One unit, one live admission: the second in line waits.
+	r := newRoom(t, rdb, 1, -time.Second, time.Hour, roomArgs{Rate: "100", Oversubscribe: "1", SessionMS: "60000"})
+	token := func(sale, user string) reply {
+		return do(t, http.MethodPost, gw+"/seckill/"+sale+"/token", user, nil)
 	}
-	visit := func(user string) Reply {
-		rep, err := store.Visit(ctx, r.Sale, Visit{Enter: true, Member: PlaceOf(room.EntryKey, room.Seed, r.Sale, user).Member(user), Settings: room.Settings})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return rep
+
+	if got := token(r.Sale, "stranger"); got.Status != http.StatusForbidden || got.Code != contract.CodeNotAdmitted || got.Token != "" {
+		t.Fatalf("a user who never entered the room: %d %s", got.Status, got.Raw)
 	}
-	if rep := visit("alice"); rep.Outcome != Admitted {
-		t.Fatalf("alice: %s, want admitted", rep.Outcome)
+	first := enter(t, gw, r.Sale, "first", nil)
+	second := enter(t, gw, r.Sale, "second", nil)
+	if first.State != "admitted" || second.State != "waiting" {
+		t.Fatalf("room: %s / %s", first.Raw, second.Raw)
 	}
-	if rep := visit("bob"); rep.Outcome != Waiting {
-		t.Fatalf("bob: %s, want waiting (one unit, oversubscribe 1)", rep.Outcome)
+	if got := token(r.Sale, "second"); got.Status != http.StatusForbidden || got.Code != contract.CodeNotAdmitted {
+		t.Fatalf("a waiting user: %d %s", got.Status, got.Raw)
 	}
-	check := func(user string) (bool, bool) {
-		adm, has, _, err := CheckAdmission(ctx, rdb, r.Sale, user)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return adm, has
+	if got := token(r.Sale, "first"); got.Status != http.StatusOK || got.Token == "" {
+		t.Fatalf("the admitted user: %d %s", got.Status, got.Raw)
 	}
-	if adm, has := check("alice"); !adm || !has {
-		t.Fatal("alice's live admission not seen")
+	// An admission that ran out is no admission (the score is the admitted-until time).
+	if err := rdb.ZAdd(ctx, LiveKey(r.Sale), redisZ("first", redisNow(t, rdb).Add(-time.Second))).Err(); err != nil {
+		t.Fatal(err)
 	}
-	if adm, has := check("bob"); adm || !has {
-		t.Fatal("bob, waiting, passes the admission check")
+	if got := token(r.Sale, "first"); got.Status != http.StatusForbidden || got.Code != contract.CodeNotAdmitted {
+		t.Fatalf("a lapsed admission: %d %s", got.Status, got.Raw)
 	}
-	if adm, has := check("nobody"); adm || !has {
-		t.Fatal("a user who never entered passes the admission check")
+
+	plain := testenv.ID("p")
+	now := time.Now()
+	if err := lua.Preheat.Run(ctx, rdb, []string{contract.MetaKey(plain)}, plain, 2,
+		now.Add(-time.Second).UnixMilli(), now.Add(time.Hour).UnixMilli(), "init", time.Hour.Milliseconds()).Err(); err != nil {
+		t.Fatal(err)
 	}
-	testenv.WaitFor(t, 5*time.Second, "alice's admission to lapse", func() bool {
-		adm, _ := check("alice")
-		return !adm
-	})
-	if adm, has, _, err := CheckAdmission(ctx, rdb, testenv.ID("noroom"), "alice"); err != nil || adm || has {
-		t.Fatalf("a sale without a room: admitted %v, has room %v, %v", adm, has, err)
+	t.Cleanup(func() { rdb.Del(context.Background(), contract.MetaKey(plain), contract.TokensKey(plain)) })
+	if got := token(plain, "stranger"); got.Status != http.StatusOK || got.Token == "" {
+		t.Fatalf("a sale without a room: %d %s", got.Status, got.Raw)
 	}
+}
+
+func redisZ(member string, until time.Time) redis.Z {
+	return redis.Z{Member: member, Score: float64(until.UnixMilli())}
 }

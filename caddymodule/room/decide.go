@@ -11,7 +11,7 @@ import (
 
 // Codes of the room's refusals (shared DESIGN.md, "Waiting room"), besides the contract's.
 const (
-	CodeNotAdmitted      = "not_admitted"
+	CodeNotAdmitted      = contract.CodeNotAdmitted
 	CodeInvalidTicket    = "invalid_ticket"
 	CodeInvalidChallenge = "invalid_challenge"
 	CodePaused           = "paused"

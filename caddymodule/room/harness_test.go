@@ -61,7 +61,7 @@ func newRoom(t testing.TB, rdb redis.UniversalClient, stock int, startsIn, endsI
 	_, _ = rand.Read(ekey)
 	sum := sha256.Sum256(seed)
 	commit := hex.EncodeToString(sum[:])
-	if err := lua.Script("room_setup").Run(ctx, rdb, []string{contract.MetaKey(sale), RoomKey(sale)},
+	if err := lua.RoomSetup.Run(ctx, rdb, []string{contract.MetaKey(sale), RoomKey(sale)},
 		hex.EncodeToString(seed), hex.EncodeToString(ekey), a.Rate, a.Oversubscribe, a.SessionMS, a.PrequeueMS,
 		a.DifficultyMin, a.DifficultyMax, commit).Err(); err != nil {
 		t.Fatalf("room_setup: %v", err)
@@ -79,6 +79,7 @@ type gatewayConfig struct {
 	RedisAddr string
 	AMQPURL   string
 	Room      map[string]any // extra fields of the seckill_room handler
+	Token     map[string]any // extra fields of the seckill_token handler
 }
 
 func newGatewayConfig(t testing.TB, amqpURL string) gatewayConfig {
@@ -95,6 +96,10 @@ func (c gatewayConfig) JSON() []byte {
 	}
 	for k, v := range c.Room {
 		room[k] = v
+	}
+	token := map[string]any{"handler": "seckill_token", "user": "{http.request.header.X-User-ID}"}
+	for k, v := range c.Token {
+		token[k] = v
 	}
 	route := func(paths []string, h map[string]any) map[string]any {
 		return map[string]any{"match": []any{map[string]any{"path": paths}}, "handle": []any{h}}
@@ -113,7 +118,7 @@ func (c gatewayConfig) JSON() []byte {
 				"automatic_https": map[string]any{"disable": true},
 				"routes": []any{
 					route([]string{"/seckill/*/room", "/seckill/*/room/prequeue", "/seckill/*/challenge", "/seckill/*/queue"}, room),
-					route([]string{"/seckill/*/token"}, map[string]any{"handler": "seckill_token", "user": "{http.request.header.X-User-ID}"}),
+					route([]string{"/seckill/*/token"}, token),
 					route([]string{"/seckill/*/buy"}, map[string]any{"handler": "seckill_gate", "user": "{http.request.header.X-User-ID}",
 						"require_token": true, "timeout": "10s",
 						"relay": map[string]any{"poll_interval": "50ms", "discover_interval": "300ms", "served_only": true}}),

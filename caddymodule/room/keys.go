@@ -10,9 +10,9 @@ import (
 
 // Redis keys of a sale's room. They share the sale's hash tag with the meta and buyers keys,
 // so room_queue.lua runs unchanged on Redis Cluster.
-func roomKey(sale string) string  { return "seckill:" + contract.SaleTag(sale) + ":room" }
+func roomKey(sale string) string  { return contract.RoomKey(sale) }
 func queueKey(sale string) string { return roomKey(sale) + ":q" }
-func liveKey(sale string) string  { return roomKey(sale) + ":live" }
+func liveKey(sale string) string  { return contract.RoomLiveKey(sale) }
 func spentKey(sale string) string { return roomKey(sale) + ":spent" }
 
 // RoomKey is the hash holding a sale's room settings, secrets and counters.

@@ -35,7 +35,7 @@ func BenchmarkRoomMemoryPerWaiter(b *testing.B) {
 			b.Fatalf("room: %v %v", ok, err)
 		}
 		keys := []string{contract.MetaKey(r.Sale), RoomKey(r.Sale), QueueKey(r.Sale), LiveKey(r.Sale), SpentKey(r.Sale), contract.BuyersKey(r.Sale)}
-		script := lua.Script("room_queue")
+		script := lua.RoomQueue
 		if err := script.Load(ctx, rdb).Err(); err != nil {
 			b.Fatal(err)
 		}

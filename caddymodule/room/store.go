@@ -76,7 +76,7 @@ func (s RedisStore) Visit(ctx context.Context, sale string, v Visit) (Reply, err
 		nonceExp = v.NonceExp.UnixMilli()
 	}
 	keys := []string{contract.MetaKey(sale), roomKey(sale), queueKey(sale), liveKey(sale), spentKey(sale), contract.BuyersKey(sale)}
-	res, err := lua.Script("room_queue").Run(ctx, s.Client, keys, op, v.Member,
+	res, err := lua.RoomQueue.Run(ctx, s.Client, keys, op, v.Member,
 		strconv.FormatFloat(v.Settings.Rate, 'f', -1, 64), strconv.FormatFloat(v.Settings.Oversubscribe, 'f', -1, 64),
 		v.Settings.Session.Milliseconds(), v.Settings.Prequeue.Milliseconds(), v.Nonce, nonceExp).Slice()
 	if err != nil {
@@ -143,7 +143,7 @@ func (s RedisStore) Prequeue(ctx context.Context, sale string) ([]string, error)
 // sale; hasRoom is false for a sale without a room, which require_admission leaves
 // unaffected. An error means Redis did not answer: refuse with 503, never admit.
 func CheckAdmission(ctx context.Context, client redis.Scripter, sale, user string) (admitted, hasRoom bool, until time.Time, err error) {
-	res, err := lua.Script("room_admission_check").Run(ctx, client, []string{roomKey(sale), liveKey(sale)}, user).Slice()
+	res, err := lua.RoomAdmissionCheck.Run(ctx, client, []string{roomKey(sale), liveKey(sale)}, user).Slice()
 	if err != nil {
 		return false, false, until, err
 	}

@@ -28,6 +28,7 @@ func init() {
 //		lead_time   <duration>      # default 5m
 //		timeout     <duration>      # default 1s
 //		retry_after <duration>      # default 1s
+//		require_admission           # sales with a waiting room: a live admission is needed
 //		max_pending <n>             # default 4096, -1 unbounded
 //		handle_errors               # refusals go to handle_errors routes
 //	}
@@ -47,6 +48,11 @@ func (h *Issuer) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			h.LeadTime = &lead
 		case "retry_after":
 			err = caddymodule.OneDuration(d, &h.RetryAfter)
+		case "require_admission":
+			if d.NextArg() {
+				return true, d.ArgErr()
+			}
+			h.RequireAdmission = true
 		default:
 			return false, nil
 		}

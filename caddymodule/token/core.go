@@ -21,6 +21,9 @@ type Core struct {
 	NewNonce func() (string, error)
 	TTL      time.Duration
 	LeadTime time.Duration
+	// RequireAdmission refuses a user without a live waiting-room admission for a sale that
+	// has a room (seckill_token require_admission).
+	RequireAdmission bool
 }
 
 // Issue decides for (sale, user). err, with an Unavailable result, says what went wrong.
@@ -38,7 +41,7 @@ func (c *Core) Issue(ctx context.Context, sale, user string) (Result, error) {
 	// A sharded sale's token lives in the user's shard, where the gate looks for it.
 	rep, _, err := edge.OnUserShard(c.Shards, sale, user, func(target string) (Reply, edge.ShardAnswer, error) {
 		rep, err := edge.Call(ctx, c.Caller, func(ctx context.Context) (Reply, error) {
-			return c.Store.Issue(ctx, target, user, nonce, c.TTL, c.LeadTime)
+			return c.Store.Issue(ctx, target, user, nonce, c.TTL, c.LeadTime, c.RequireAdmission)
 		})
 		return rep, edge.ShardAnswer{Sharded: rep.Shards, Gone: rep.Outcome == UnknownSale}, err
 	})

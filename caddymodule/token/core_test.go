@@ -11,20 +11,27 @@ import (
 	"github.com/seckilledge/seckill/contract"
 )
 
-// fakeStore answers token_issue from a table per target and records the targets.
+// fakeStore answers token_issue from a table per target and records the targets. rooms are
+// the targets with a waiting room, admitted the users with a live admission: as the script,
+// it refuses with NotAdmitted only when asked to (admission) for a target with a room.
 type fakeStore struct {
-	reply   map[string]Reply
-	err     error
-	targets []string
+	reply    map[string]Reply
+	err      error
+	rooms    map[string]bool
+	admitted map[string]bool
+	targets  []string
 }
 
-func (s *fakeStore) Issue(_ context.Context, target, _, nonce string, ttl, lead time.Duration) (Reply, error) {
+func (s *fakeStore) Issue(_ context.Context, target, user, nonce string, ttl, lead time.Duration, admission bool) (Reply, error) {
 	s.targets = append(s.targets, target)
 	if s.err != nil {
 		return Reply{}, s.err
 	}
 	if len(nonce) != 22 || ttl <= 0 || lead < 0 {
 		return Reply{}, errors.New("bad arguments")
+	}
+	if admission && s.rooms[target] && !s.admitted[user] {
+		return Reply{Outcome: NotAdmitted}, nil
 	}
 	r, ok := s.reply[target]
 	if !ok {
@@ -42,6 +49,9 @@ func TestTokenIssuingRules(t *testing.T) {
 		user      string
 		reply     map[string]Reply
 		err       error
+		admission bool            // require_admission
+		rooms     map[string]bool // sales with a room
+		admitted  map[string]bool // users with a live admission
 		nonceErr  error
 		want      Outcome
 		wantOrder string
@@ -62,13 +72,24 @@ func TestTokenIssuingRules(t *testing.T) {
 		{name: "redis down", sale: "s1", user: "u1", err: errors.New("down"), want: Unavailable, targets: 1},
 		{name: "sharded: issued on the user's shard", sale: "s1", user: "u1",
 			reply: map[string]Reply{"s1": {Outcome: sharded, Shards: 4}, shard: {Outcome: Issued, Expires: exp}}, want: Issued, targets: 2},
+		{name: "require_admission: not admitted", sale: "s1", user: "u1", admission: true, rooms: map[string]bool{"s1": true},
+			reply: map[string]Reply{"s1": {Outcome: Issued, Expires: exp}}, want: NotAdmitted, targets: 1},
+		{name: "require_admission: admitted", sale: "s1", user: "u1", admission: true, rooms: map[string]bool{"s1": true},
+			admitted: map[string]bool{"u1": true}, reply: map[string]Reply{"s1": {Outcome: Issued, Expires: exp}}, want: Issued, targets: 1},
+		{name: "require_admission: a sale without a room", sale: "s1", user: "u1", admission: true,
+			reply: map[string]Reply{"s1": {Outcome: Issued, Expires: exp}}, want: Issued, targets: 1},
+		{name: "a room without require_admission", sale: "s1", user: "u1", rooms: map[string]bool{"s1": true},
+			reply: map[string]Reply{"s1": {Outcome: Issued, Expires: exp}}, want: Issued, targets: 1},
+		{name: "require_admission: redis down is never a token", sale: "s1", user: "u1", admission: true,
+			rooms: map[string]bool{"s1": true}, admitted: map[string]bool{"u1": true}, err: errors.New("down"), want: Unavailable, targets: 1},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			store := &fakeStore{reply: c.reply, err: c.err}
+			store := &fakeStore{reply: c.reply, err: c.err, rooms: c.rooms, admitted: c.admitted}
 			core := &Core{Store: store, Caller: edge.Caller{Timeout: time.Second}, Shards: new(caddymodule.ShardCounts),
 				Keyring: testRing(t), TTL: time.Minute, LeadTime: time.Minute,
-				NewNonce: func() (string, error) { return "0123456789012345678901", c.nonceErr }}
+				NewNonce:         func() (string, error) { return "0123456789012345678901", c.nonceErr },
+				RequireAdmission: c.admission}
 			res, err := core.Issue(context.Background(), c.sale, c.user)
 			if res.Outcome != c.want || res.OrderID != c.wantOrder {
 				t.Fatalf("result %+v (err %v), want %s %q", res, err, c.want, c.wantOrder)
@@ -101,6 +122,7 @@ func TestTokenParsesEveryScriptAnswer(t *testing.T) {
 		{[]any{"already_bought", int64(0), int64(1)}, "", false},
 		{[]any{"sold_out", int64(0), int64(1)}, SoldOut, true},
 		{[]any{"paused", int64(0), int64(1)}, Paused, true},
+		{[]any{"not_admitted", int64(0), int64(1)}, NotAdmitted, true},
 		{[]any{"sharded", int64(4), int64(1)}, sharded, true},
 		{[]any{"sharded", int64(1), int64(1)}, "", false},
 		{[]any{"what", int64(0), int64(1)}, "", false},
@@ -121,6 +143,7 @@ func TestEveryTokenOutcomeHasItsStatusAndCode(t *testing.T) {
 		MethodNotAllowed: {405, contract.CodeBadRequest}, UnknownSale: {404, contract.CodeUnknownSale},
 		NotStarted: {403, contract.CodeNotStarted}, Ended: {403, contract.CodeEnded}, Paused: {503, contract.CodePaused},
 		AlreadyBought: {409, contract.CodeAlreadyBought}, SoldOut: {409, contract.CodeSoldOut}, Unavailable: {503, contract.CodeUnavailable},
+		NotAdmitted: {403, contract.CodeNotAdmitted},
 	}
 	for _, o := range outcomes {
 		w, ok := want[o]

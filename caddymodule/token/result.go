@@ -27,9 +27,10 @@ const (
 	AlreadyBought    Outcome = contract.CodeAlreadyBought
 	SoldOut          Outcome = contract.CodeSoldOut
 	Unavailable      Outcome = contract.CodeUnavailable
+	NotAdmitted      Outcome = contract.CodeNotAdmitted
 )
 
-var outcomes = []Outcome{Issued, Unauthenticated, BadRequest, MethodNotAllowed, UnknownSale, NotStarted, Ended, Paused, AlreadyBought, SoldOut, Unavailable}
+var outcomes = []Outcome{Issued, Unauthenticated, BadRequest, MethodNotAllowed, UnknownSale, NotStarted, Ended, Paused, AlreadyBought, SoldOut, Unavailable, NotAdmitted}
 
 // sharded is the script's answer on a sharded sale's own keys; it never reaches a client.
 const sharded Outcome = "sharded"
@@ -46,6 +47,8 @@ var refusals = map[Outcome]refusal.Refusal{
 	Paused:        refusal.Paused,
 	AlreadyBought: refusal.AlreadyBought,
 	SoldOut:       refusal.SoldOut,
+	NotAdmitted: {Status: http.StatusForbidden, Code: contract.CodeNotAdmitted,
+		Message: "this sale has a waiting room: wait for your admission (GET /seckill/<sale>/queue), then ask again"},
 	Unavailable: {Status: http.StatusServiceUnavailable, Code: contract.CodeUnavailable,
 		Message: "the token service is unavailable: retry shortly"},
 }
@@ -119,7 +122,7 @@ func parseReply(reply []any) (Reply, error) {
 			return Reply{}, fmt.Errorf("sharded with shard count %d", exp)
 		}
 		return Reply{Outcome: o, Shards: int(exp)}, nil
-	case UnknownSale, NotStarted, Ended, Paused, SoldOut:
+	case UnknownSale, NotStarted, Ended, Paused, SoldOut, NotAdmitted:
 		return Reply{Outcome: o}, nil
 	default:
 		return Reply{}, fmt.Errorf("unknown outcome %q", s)

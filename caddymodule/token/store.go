@@ -11,24 +11,28 @@ import (
 )
 
 // Store is all the issuer asks of Redis: the token_issue script on one sale's or shard's
-// keys, with a typed reply.
+// keys, with a typed reply. With admission, a sale that has a waiting room answers
+// NotAdmitted to a user without a live admission, in the same round trip.
 type Store interface {
-	Issue(ctx context.Context, target, user, nonce string, ttl, lead time.Duration) (Reply, error)
+	Issue(ctx context.Context, target, user, nonce string, ttl, lead time.Duration, admission bool) (Reply, error)
 }
 
 // RedisStore is the Store of a Redis client.
 type RedisStore struct{ R redis.Scripter }
 
 // Issue runs lua/token_issue.lua on target (a sale id or a shard id).
-func (s RedisStore) Issue(ctx context.Context, target, user, nonce string, ttl, lead time.Duration) (Reply, error) {
-	shard := ""
+func (s RedisStore) Issue(ctx context.Context, target, user, nonce string, ttl, lead time.Duration, admission bool) (Reply, error) {
+	keys := []string{contract.MetaKey(target), contract.TokensKey(target), contract.BuyersKey(target)}
+	args := []any{user, nonce, ttl.Milliseconds(), lead.Milliseconds(), ""}
 	if _, _, ok := contract.SplitShardID(target); ok {
-		shard = "shard" // an empty shard still issues: its refusal at the gate makes units move
+		args[4] = "shard" // an empty shard still issues: its refusal at the gate makes units move
+	} else if admission {
+		// The room's keys share the sale's hash tag; a shard's slot differs, and rooms are
+		// for unsharded sales (the backend refuses a room with shards), so a shard skips it.
+		keys = append(keys, contract.RoomKey(target), contract.RoomLiveKey(target))
+		args = append(args, "1")
 	}
-	reply, err := lua.TokenIssue.Run(ctx, s.R,
-		[]string{contract.MetaKey(target), contract.TokensKey(target), contract.BuyersKey(target)},
-		user, nonce, ttl.Milliseconds(), lead.Milliseconds(), shard,
-	).Slice()
+	reply, err := lua.TokenIssue.Run(ctx, s.R, keys, args...).Slice()
 	if err != nil {
 		return Reply{}, err
 	}
