@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"github.com/seckilledge/seckill/backend"
 	"io"
 	"net/url"
 	"sort"
@@ -15,34 +16,11 @@ import (
 
 // The API's answers, as far as the tables show them.
 
-type saleSummary struct {
-	ID           string    `json:"id"`
-	State        string    `json:"state"`
-	Preheated    bool      `json:"preheated"`
-	InitialStock int       `json:"initial_stock"`
-	StockDB      int       `json:"stock_db"`
-	StockRedis   *int64    `json:"stock_redis"`
-	Buyers       int64     `json:"buyers"`
-	StartsAt     time.Time `json:"starts_at"`
-	EndsAt       time.Time `json:"ends_at"`
-	Shards       int       `json:"shards"`
-}
-
-type saleStatus struct {
-	ID           string         `json:"id"`
-	InitialStock int            `json:"initial_stock"`
-	StockDB      int            `json:"stock_db"`
-	StockRedis   *int64         `json:"stock_redis"`
-	State        string         `json:"state"`
-	Buyers       int64          `json:"buyers"`
-	Queued       int            `json:"queued"`
-	Orders       map[string]int `json:"orders"`
-	StartsAt     time.Time      `json:"starts_at"`
-	EndsAt       time.Time      `json:"ends_at"`
-	PayWithin    string         `json:"pay_within"`
-	Shards       int            `json:"shards"`
-	ShardStock   []int64        `json:"shard_stock"`
-}
+// The admin API's bodies are the backend's own types: the CLI decodes exactly what it serves.
+type (
+	saleSummary = backend.SaleSummary
+	saleStatus  = backend.SaleStatus
+)
 
 type controlResult struct {
 	Action    string      `json:"action"`
