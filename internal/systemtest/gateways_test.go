@@ -169,7 +169,9 @@ func TestTwoGatewaysObeyEveryControlWithinASecondAndEachIsAudited(t *testing.T) 
 	}
 	askProbe := func(g gateway, _ int) answer { return buy(t, g.Base, sale, probe[g.Name], nil) }
 	fresh := func(tag string) func(g gateway, i int) answer {
-		return func(g gateway, i int) answer { return buy(t, g.Base, sale, fmt.Sprintf("%s-%s-%d", tag, g.Name, i), nil) }
+		return func(g gateway, i int) answer {
+			return buy(t, g.Base, sale, fmt.Sprintf("%s-%s-%d", tag, g.Name, i), nil)
+		}
 	}
 
 	// Pause.
