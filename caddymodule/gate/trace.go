@@ -17,19 +17,25 @@ import (
 
 // traceparent is the W3C traceparent of ctx's span when that span is sampled, else "": an
 // unsampled trace is not worth a byte in the outbox, nor a header on the broker.
+//
+// It also lends the span's tracer provider (the tracing directive's, configured from OTEL_*)
+// to this process's relay, which runs outside any request and so has no other way to find it.
+// Here, before the script writes the entry, so the relay has it for the very first traced order.
 func traceparent(ctx context.Context) string {
-	sc := trace.SpanContextFromContext(ctx)
+	span := trace.SpanFromContext(ctx)
+	sc := span.SpanContext()
 	if !sc.IsValid() || !sc.IsSampled() {
 		return ""
+	}
+	if span.IsRecording() {
+		relay.UseTracerProvider(span.TracerProvider())
 	}
 	c := propagation.MapCarrier{}
 	propagation.TraceContext{}.Inject(ctx, c)
 	return c["traceparent"]
 }
 
-// traceDecision records the decision on the request's span, and lends the span's tracer
-// provider (the tracing directive's, configured from OTEL_*) to this process's relay, which
-// runs outside any request and so has no other way to find it.
+// traceDecision records the decision on the request's span.
 func traceDecision(ctx context.Context, sale string, v Verdict) {
 	span := trace.SpanFromContext(ctx)
 	if !span.IsRecording() {
@@ -44,5 +50,4 @@ func traceDecision(ctx context.Context, sale string, v Verdict) {
 		attrs = append(attrs, attribute.String("seckill.shard", v.Target))
 	}
 	span.SetAttributes(attrs...)
-	relay.UseTracerProvider(span.TracerProvider())
 }
