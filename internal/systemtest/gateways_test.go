@@ -102,7 +102,8 @@ func (g gateway) scriptCalls(t *testing.T) int64 {
 }
 
 // within polls every gateway at once with ask until each answers what want accepts, and fails
-// the test unless every one did within d of start (the control's answer). ask gets the
+// the test unless every one did within d of start (the control's answer, or the moment it
+// named), and not before it. ask gets the
 // attempt's number, so it can name a fresh buyer.
 func within(t *testing.T, what string, gws []gateway, start time.Time, d time.Duration,
 	ask func(g gateway, i int) answer, want func(answer) bool) {
@@ -118,7 +119,10 @@ func within(t *testing.T, what string, gws []gateway, start time.Time, d time.Du
 				last = ask(g, i)
 				if want(last) {
 					took := time.Since(start)
-					t.Logf("%s: %s %v after the control's answer", g.Name, what, took.Round(time.Millisecond))
+					t.Logf("%s: %s %v after the control's moment", g.Name, what, took.Round(time.Millisecond))
+					if took < -5*time.Millisecond { // (ends_ms is whole milliseconds)
+						errs[k] = fmt.Sprintf("%s: %s %v before the control's moment", g.Name, what, -took)
+					}
 					if took > d {
 						errs[k] = fmt.Sprintf("%s: %s after %v (limit %v)", g.Name, what, took.Round(time.Millisecond), d)
 					}
@@ -146,8 +150,9 @@ func is(status int, code string) func(answer) bool {
 
 // Every control, through the backend's admin API as alice, obeyed by two gateway processes
 // on one sale within a second: pause (both 503 paused), resume (both sell again), a stock add
-// on a sold-out sale (both sell again: their local sold-out flags cleared), end (both answer
-// ended). Each control is in the audit trail with its author.
+// on a sold-out sale (both sell again: their local sold-out flags cleared), a moved end (both
+// answer ended from the new end on), and end now on a second sale (both answer ended). Each
+// control is in the audit trail with its author.
 func TestTwoGatewaysObeyEveryControlWithinASecondAndEachIsAudited(t *testing.T) {
 	s := newSystem(t)
 	s.admin()
@@ -218,35 +223,65 @@ func TestTwoGatewaysObeyEveryControlWithinASecondAndEachIsAudited(t *testing.T) 
 	}
 	within(t, "selling again after the stock add", gws, start, limit, fresh("restocked"), is(http.StatusAccepted, ""))
 
-	// End (one unit is left, so no gateway answers from a sold-out flag).
+	// Move the end two seconds ahead (one unit is left, so no gateway answers from a sold-out
+	// flag): both still sell now, and both answer ended within a second of the new end.
+	endsAt := time.Now().Add(2 * time.Second).UTC()
+	if code, body := s.control(aliceToken, http.MethodPatch, "/admin/sales/"+sale,
+		`{"ends_at":"`+endsAt.Format(time.RFC3339Nano)+`"}`); code != http.StatusOK {
+		t.Fatalf("move end: %d %v", code, body)
+	}
+	for _, g := range gws {
+		if a := askProbe(g, 0); a.Code != "already_bought" {
+			t.Fatalf("%s: before the moved end: %+v", g.Name, a)
+		}
+	}
+	within(t, "ended at the moved end", gws, endsAt, limit, askProbe, is(refusal.Ended.Status, "ended"))
+	// An ended sale refuses every control.
+	if code, body := s.control(aliceToken, http.MethodPost, "/admin/sales/"+sale+"/end", ""); code != http.StatusConflict || body["code"] != "sale_ended" {
+		t.Fatalf("end of an ended sale: %d %v", code, body)
+	}
+
+	// End now, on a second sale both gateways are selling.
+	sale2 := s.sale(4)
+	for _, g := range gws {
+		if a := buy(t, g.Base, sale2, probe[g.Name], nil); a.Status != http.StatusAccepted {
+			t.Fatalf("%s: buy on the second sale: %+v", g.Name, a)
+		}
+	}
 	start = time.Now()
-	if code, body := s.control(aliceToken, http.MethodPost, "/admin/sales/"+sale+"/end", ""); code != http.StatusOK {
+	if code, body := s.control(aliceToken, http.MethodPost, "/admin/sales/"+sale2+"/end", ""); code != http.StatusOK {
 		t.Fatalf("end: %d %v", code, body)
 	}
-	within(t, "ended", gws, start, limit, askProbe, is(refusal.Ended.Status, "ended"))
+	within(t, "ended", gws, start, limit, func(g gateway, _ int) answer { return buy(t, g.Base, sale2, probe[g.Name], nil) },
+		is(refusal.Ended.Status, "ended"))
 	for _, g := range gws {
-		if a := buy(t, g.Base, sale, "after-end-"+g.Name, nil); a.Code != "ended" {
+		if a := buy(t, g.Base, sale2, "after-end-"+g.Name, nil); a.Code != "ended" {
 			t.Fatalf("%s: a fresh buyer after end: %+v", g.Name, a)
 		}
 	}
 
 	// The audit trail: every control, by alice, read by a viewer.
-	code, body := s.control(viewerToken, http.MethodGet, "/admin/audit?sale="+sale, "")
-	if code != http.StatusOK {
-		t.Fatalf("audit: %d %v", code, body)
-	}
-	entries, _ := body["entries"].([]any)
-	seen := map[string]bool{}
-	for _, e := range entries {
-		m, _ := e.(map[string]any)
-		if m["who"] != "alice" || m["role"] != "admin" || m["sale_id"] != sale {
-			t.Fatalf("audit entry %v: want alice, admin, the sale", m)
+	audited := func(sale string, actions ...string) {
+		t.Helper()
+		code, body := s.control(viewerToken, http.MethodGet, "/admin/audit?sale="+sale, "")
+		if code != http.StatusOK {
+			t.Fatalf("audit: %d %v", code, body)
 		}
-		seen[fmt.Sprint(m["action"])] = true
-	}
-	for _, action := range []string{"pause", "resume", "stock", "end"} {
-		if !seen[action] {
-			t.Fatalf("audit trail %v lacks %s", entries, action)
+		entries, _ := body["entries"].([]any)
+		seen := map[string]bool{}
+		for _, e := range entries {
+			m, _ := e.(map[string]any)
+			if m["who"] != "alice" || m["role"] != "admin" || m["sale_id"] != sale || m["request_id"] == "" {
+				t.Fatalf("audit entry %v: want alice, admin, the sale, a request id", m)
+			}
+			seen[fmt.Sprint(m["action"])] = true
+		}
+		for _, action := range actions {
+			if !seen[action] {
+				t.Fatalf("audit trail of %s %v lacks %s", sale, entries, action)
+			}
 		}
 	}
+	audited(sale, "pause", "resume", "stock", "move_end")
+	audited(sale2, "end")
 }
