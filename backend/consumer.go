@@ -11,6 +11,7 @@ import (
 
 	amqp "github.com/rabbitmq/amqp091-go"
 	"github.com/seckilledge/seckill/contract"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // Consumer takes winners from the queue seckill.orders and writes them in batches.
@@ -43,6 +44,9 @@ type Consumer struct {
 	Writers int
 	// Written, when set, is called after a batch committed (it wakes the webhook worker).
 	Written func()
+	// Tracer, when set, wraps each batch write in a span linked to its orders' traces
+	// (trace.go); nil when tracing is off.
+	Tracer trace.Tracer
 }
 
 // Run consumes until ctx ends, reconnecting with backoff.
@@ -286,7 +290,9 @@ func (c *Consumer) process(ctx context.Context, closed <-chan *amqp.Error, j bat
 	wctx, cancel := graceContext(ctx, c.ShutdownGrace)
 	defer cancel()
 
-	res, err := c.writeRetrying(wctx, closed, msgs)
+	tctx, endSpan := c.traceBatch(wctx, good, msgs)
+	res, err := c.writeRetrying(tctx, closed, msgs)
+	endSpan(res, err)
 	if err != nil && !transient(err) {
 		// Something in the batch's content is refused by the database: write the messages one
 		// by one so that only the culprit is dead-lettered. Each is acknowledged alone (a

@@ -86,6 +86,21 @@ func Run(ctx context.Context, cfg Config) error {
 	cons := &Consumer{URL: cfg.AMQPURL, Writer: &Writer{Pool: pool, DefaultWebhook: svc.hasDefaultWebhook()}, Compensator: comp,
 		BatchSize: cfg.BatchSize, BatchWait: cfg.BatchWait, Writers: cfg.BatchWriters, Log: log, Written: hooks.Wake}
 
+	tp, err := NewTracerProvider(ctx)
+	if err != nil {
+		return fmt.Errorf("OpenTelemetry (OTEL_* variables): %w", err)
+	}
+	if tp != nil {
+		cons.Tracer = tp.Tracer(TracerName)
+		defer func() {
+			// Flushes the spans still batched; bounded, an unreachable collector must not hold
+			// the exit.
+			sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			_ = tp.Shutdown(sctx)
+		}()
+	}
+
 	ln, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {
 		return err
@@ -101,7 +116,7 @@ func Run(ctx context.Context, cfg Config) error {
 	go func() { errc <- orders.Serve(ln) }()
 	go func() { errc <- admin.Serve(aln) }()
 	log.Info("backend listening", "orders", ln.Addr().String(), "admin", aln.Addr().String(), "baselines", cfg.Baselines,
-		"batch_size", cfg.BatchSize, "webhooks", hooks != nil, "default_webhook", cfg.WebhookURL != "")
+		"batch_size", cfg.BatchSize, "webhooks", hooks != nil, "default_webhook", cfg.WebhookURL != "", "tracing", tp != nil)
 
 	ctx, stop := context.WithCancel(ctx)
 	defer stop()

@@ -4,13 +4,15 @@
 -- KEYS[1]  seckill:{sale:<id>}:meta     hash: stock, starts_ms, ends_ms, state
 -- KEYS[2]  seckill:{sale:<id>}:buyers   hash: user id -> order id
 -- KEYS[3]  seckill:{sale:<id>}:tokens   hash: user id -> "<nonce>:<exp_ms>" (issued tokens)
--- KEYS[4]  seckill:{sale:<id>}:outbox   stream of accepted orders (fields o, u, t)
+-- KEYS[4]  seckill:{sale:<id>}:outbox   stream of accepted orders (fields o, u, t; tp if traced)
 -- ARGV[1]  sale id
 -- ARGV[2]  user id
 -- ARGV[3]  order id (UUIDv7, made by the gateway)
 -- ARGV[4]  token store value "<nonce>:<exp_ms>" of the presented token, or "" when the route
 --          does not require tokens (the signature and expiry were checked by the gateway)
 -- ARGV[5]  the relay's consumer group name (created with the stream, from its first entry)
+-- ARGV[6]  W3C traceparent of the request's sampled span, or "" (absent counts as ""): when
+--          set, the outbox entry carries it as field tp, for the relay and the backend
 --
 -- Returns  {0, order_id, stock_left}  accepted (also when this very order id is already the
 --                                      user's: a retried call after a lost reply)
@@ -94,7 +96,11 @@ end
 if redis.call("EXISTS", KEYS[4]) == 0 then
   redis.call("XGROUP", "CREATE", KEYS[4], ARGV[5], "0", "MKSTREAM")
 end
-redis.call("XADD", KEYS[4], "*", "o", order, "u", user, "t", now)
+if ARGV[6] == nil or ARGV[6] == "" then
+  redis.call("XADD", KEYS[4], "*", "o", order, "u", user, "t", now)
+else
+  redis.call("XADD", KEYS[4], "*", "o", order, "u", user, "t", now, "tp", ARGV[6])
+end
 -- An outbox with entries never expires: the relay gives it a TTL again once it is drained.
 redis.call("PERSIST", KEYS[4])
 if stock == 0 then

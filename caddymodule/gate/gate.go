@@ -198,6 +198,7 @@ func (g *Gate) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.Han
 		label = sale
 	}
 	countDecision(label, v.Outcome)
+	traceDecision(r.Context(), sale, v)
 	repl.Set("http.seckill.outcome", string(v.Outcome))
 	repl.Set("http.seckill.order_id", v.OrderID)
 	if g.eventsApp != nil && g.eventsApp.ShouldEmit(EventName) {

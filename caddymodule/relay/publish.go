@@ -108,13 +108,16 @@ func (r *Relay) publish(ctx context.Context, ch *amqp.Channel, returns chan amqp
 				done = append(done, m.ID)
 				continue
 			}
+			headers, endSpan := traceEntry(ctx, sale, orderID, m) // nil, no span: an untraced entry
 			dc, err := ch.PublishWithDeferredConfirmWithContext(ctx, contract.Exchange, routingKey, true, false, amqp.Publishing{
 				ContentType:  "application/json",
 				DeliveryMode: amqp.Persistent,
 				MessageId:    orderID,
 				Timestamp:    time.Now(),
+				Headers:      headers,
 				Body:         body,
 			})
+			endSpan()
 			if err != nil || dc == nil {
 				broken = true
 				return

@@ -5,13 +5,14 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
-	"github.com/seckilledge/seckill/backend"
 	"io"
 	"net/url"
 	"sort"
 	"strconv"
 	"text/tabwriter"
 	"time"
+
+	"github.com/seckilledge/seckill/backend"
 )
 
 // The API's answers, as far as the tables show them.
