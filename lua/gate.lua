@@ -4,16 +4,31 @@
 -- KEYS[1]  seckill:{sale:<id>}:meta     hash: stock, starts_ms, ends_ms, state
 -- KEYS[2]  seckill:{sale:<id>}:buyers   hash: user id -> order id
 -- KEYS[3]  seckill:{sale:<id>}:tokens   hash: user id -> "<nonce>:<exp_ms>" (issued tokens)
--- KEYS[4]  seckill:{sale:<id>}:outbox   stream of accepted orders (fields o, u, t)
+-- KEYS[4]  seckill:{sale:<id>}:outbox   stream of accepted orders (fields o, u, t; and v, q,
+--                                       n on a sale with variants or a limit above 1)
+-- KEYS[5]  seckill:{sale:<id>}:held     hash: user id -> units held, "#<user>" -> purchases
+--                                       made (only read and written on a sale with variants
+--                                       or a limit above 1; callers that never buy those may
+--                                       pass 4 keys)
 -- ARGV[1]  sale id
 -- ARGV[2]  user id
 -- ARGV[3]  order id (UUIDv7, made by the gateway)
 -- ARGV[4]  token store value "<nonce>:<exp_ms>" of the presented token, or "" when the route
 --          does not require tokens (the signature and expiry were checked by the gateway)
 -- ARGV[5]  the relay's consumer group name (created with the stream, from its first entry)
+-- ARGV[6]  W3C traceparent of the request, "" when none (the tracing slot; absent = "")
+-- ARGV[7]  variant id, "" (or absent) for none: a sale with exactly one variant takes that one
+-- ARGV[8]  quantity, "" (or absent) for 1
+--
+-- A sale is "simple" when its meta hash has no "variants" field and no "limit" above 1: it is
+-- decided exactly as it always was (same replies, same writes, same outbox fields). Otherwise
+-- the held hash is the truth for the per-user limit, and the meta fields "v:<variant>" hold
+-- each variant's units while "stock" stays the total of all of them.
 --
 -- Returns  {0, order_id, stock_left}  accepted (also when this very order id is already the
 --                                      user's: a retried call after a lost reply)
+--          {0, order_id, stock_left, variant, quantity, seq}  accepted on a sale that is not
+--                                      simple (seq: the user's purchase number; 0 on a retry)
 --          {8}                         paused       (meta field state = "paused": the operator
 --                                      paused the sale; nothing is accepted until it is not)
 --          {1}                         unknown_sale (no meta hash)
@@ -25,16 +40,29 @@
 --          {4}                         token_used   (no such issued nonce, or already spent)
 --          {9}                         token_expired (the stored token's exp_ms <= Redis TIME: a
 --                                      gateway whose clock runs slow cannot accept it)
---          {6}                         sold_out
+--          {6}                         sold_out     (the sale: its total stock is gone)
+--          {6, variant, left}          sold_out     of the variant (or, variant "", a quantity
+--                                      above the stock of a sale without variants): only
+--                                      left <= 0 means the variant is gone for everyone
 --          {7, k}                      sharded: the meta hash is a sharded sale's (field
 --                                      "shards" = k > 1); nothing was decided: the caller runs
 --                                      this script again on the user's shard (contract/shard.go)
+--          {11, what}                  bad_request  what = "variant" (unknown variant, a variant
+--                                      named on a sale without variants, none named on a sale
+--                                      with several) or "quantity" (not 1..limit). Checked
+--                                      right after the window, before anything else.
+--          {12, held}                  limit_reached: held + quantity > limit (held: units the
+--                                      user holds). With limit 1 the answer stays {5, order_id}.
+--          (10 is not used.)
 -- Publishes "sold_out:<sale>" on seckill:events when it sells the last unit (ARGV[1] is the
 -- shard id "<sale>:<i>" on a shard, so the event names the shard). A shard also publishes it
 -- when it refuses a buyer for want of stock: the backend's rebalancer then moves units to the
 -- shard where buyers wait (each gateway asks again only after a restock of that shard, so it
--- is one message per gateway and restock, not one per refused click).
-local m = redis.call("HMGET", KEYS[1], "stock", "starts_ms", "ends_ms", "shards", "state")
+-- is one message per gateway and restock, not one per refused click). A variant that sells
+-- its last unit publishes "sold_out:<sale>/<variant>" instead (unless the whole sale sold out
+-- with it); a shard publishes it also when it refuses a buyer for want of that variant.
+local vid, qarg = ARGV[7] or "", ARGV[8] or ""
+local m = redis.call("HMGET", KEYS[1], "stock", "starts_ms", "ends_ms", "shards", "state", "limit", "variants", "v:" .. vid)
 local state = m[5]
 if state == "paused" then
   return {8}
@@ -56,13 +84,55 @@ if now >= ends or state == "ended" then
   return {3}
 end
 
+-- What is bought: a variant of this sale, in a quantity within the limit.
+local nv = tonumber(m[7]) or 0
+local limit = tonumber(m[6]) or 1
+local vstock
+if nv > 0 then
+  if vid == "" then
+    if nv ~= 1 then
+      return {11, "variant"}
+    end
+    vid = redis.call("HGET", KEYS[1], "variant") or ""
+    vstock = tonumber(redis.call("HGET", KEYS[1], "v:" .. vid))
+  else
+    vstock = tonumber(m[8])
+  end
+  if vstock == nil then
+    return {11, "variant"}
+  end
+elseif vid ~= "" then
+  return {11, "variant"}
+end
+local q = 1
+if qarg ~= "" then
+  q = string.match(qarg, "^%d%d?%d?%d?$") and tonumber(qarg) or 0
+end
+if q < 1 or q > limit then
+  return {11, "quantity"}
+end
+local simple = nv == 0 and limit == 1
+
 local user, order = ARGV[2], ARGV[3]
 local existing = redis.call("HGET", KEYS[2], user)
 if existing == order then
-  return {0, order, stock}
+  if simple then
+    return {0, order, stock}
+  end
+  return {0, order, stock, vid, q, 0}
 end
-if existing then
-  return {5, existing}
+if simple then
+  if existing then
+    return {5, existing}
+  end
+else
+  local held = tonumber(redis.call("HGET", KEYS[5], user)) or 0
+  if held + q > limit then
+    if limit == 1 and existing then
+      return {5, existing}
+    end
+    return {12, held}
+  end
 end
 if ARGV[4] ~= "" then
   if redis.call("HGET", KEYS[3], user) ~= ARGV[4] then
@@ -74,19 +144,40 @@ if ARGV[4] ~= "" then
     return {9}
   end
 end
+local shard = string.find(ARGV[1], ":", 1, true)
 if stock <= 0 then
-  if string.find(ARGV[1], ":", 1, true) then
+  if shard then
     redis.call("PUBLISH", "seckill:events", "sold_out:" .. ARGV[1])
   end
   return {6}
 end
+if stock < q or (vstock ~= nil and vstock < q) then
+  -- Not enough of what was asked; the sale itself still sells. Only an empty variant is news.
+  local left = vstock or stock
+  if shard and vstock ~= nil and vstock <= 0 then
+    redis.call("PUBLISH", "seckill:events", "sold_out:" .. ARGV[1] .. "/" .. vid)
+  end
+  return {6, vid, left}
+end
 
 -- The decision is made: write.
-stock = redis.call("HINCRBY", KEYS[1], "stock", -1)
+stock = redis.call("HINCRBY", KEYS[1], "stock", -q)
+local vleft
+if vstock ~= nil then
+  vleft = redis.call("HINCRBY", KEYS[1], "v:" .. vid, -q)
+end
 redis.call("HSET", KEYS[2], user, order)
 local expires = redis.call("PEXPIRETIME", KEYS[1])
 if expires > 0 then
   redis.call("PEXPIREAT", KEYS[2], expires)
+end
+local seq
+if not simple then
+  redis.call("HINCRBY", KEYS[5], user, q)
+  seq = redis.call("HINCRBY", KEYS[5], "#" .. user, 1)
+  if expires > 0 then
+    redis.call("PEXPIREAT", KEYS[5], expires)
+  end
 end
 if ARGV[4] ~= "" then
   redis.call("HDEL", KEYS[3], user)
@@ -94,10 +185,21 @@ end
 if redis.call("EXISTS", KEYS[4]) == 0 then
   redis.call("XGROUP", "CREATE", KEYS[4], ARGV[5], "0", "MKSTREAM")
 end
-redis.call("XADD", KEYS[4], "*", "o", order, "u", user, "t", now)
+if simple then
+  redis.call("XADD", KEYS[4], "*", "o", order, "u", user, "t", now)
+elseif vid ~= "" then
+  redis.call("XADD", KEYS[4], "*", "o", order, "u", user, "t", now, "v", vid, "q", q, "n", seq)
+else
+  redis.call("XADD", KEYS[4], "*", "o", order, "u", user, "t", now, "q", q, "n", seq)
+end
 -- An outbox with entries never expires: the relay gives it a TTL again once it is drained.
 redis.call("PERSIST", KEYS[4])
 if stock == 0 then
   redis.call("PUBLISH", "seckill:events", "sold_out:" .. ARGV[1])
+elseif vleft == 0 then
+  redis.call("PUBLISH", "seckill:events", "sold_out:" .. ARGV[1] .. "/" .. vid)
 end
-return {0, order, stock}
+if simple then
+  return {0, order, stock}
+end
+return {0, order, stock, vid, q, seq}
