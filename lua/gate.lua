@@ -121,12 +121,15 @@ if existing == order then
   end
   return {0, order, stock, vid, q, 0}
 end
+local held, seq
 if simple then
   if existing then
     return {5, existing}
   end
 else
-  local held = tonumber(redis.call("HGET", KEYS[5], user)) or 0
+  -- The units held and the purchase count, read together and written together below.
+  local h = redis.call("HMGET", KEYS[5], user, "#" .. user)
+  held, seq = tonumber(h[1]) or 0, tonumber(h[2]) or 0
   if held + q > limit then
     if limit == 1 and existing then
       return {5, existing}
@@ -160,21 +163,22 @@ if stock < q or (vstock ~= nil and vstock < q) then
   return {6, vid, left}
 end
 
--- The decision is made: write.
-stock = redis.call("HINCRBY", KEYS[1], "stock", -q)
+-- The decision is made: write. (The script is atomic: a value read above is the value now.)
 local vleft
-if vstock ~= nil then
-  vleft = redis.call("HINCRBY", KEYS[1], "v:" .. vid, -q)
+if vstock == nil then
+  stock = redis.call("HINCRBY", KEYS[1], "stock", -q)
+else
+  stock, vleft = stock - q, vstock - q
+  redis.call("HSET", KEYS[1], "stock", stock, "v:" .. vid, vleft)
 end
 redis.call("HSET", KEYS[2], user, order)
 local expires = redis.call("PEXPIRETIME", KEYS[1])
 if expires > 0 then
   redis.call("PEXPIREAT", KEYS[2], expires)
 end
-local seq
 if not simple then
-  redis.call("HINCRBY", KEYS[5], user, q)
-  seq = redis.call("HINCRBY", KEYS[5], "#" .. user, 1)
+  seq = seq + 1
+  redis.call("HSET", KEYS[5], user, held + q, "#" .. user, seq)
   if expires > 0 then
     redis.call("PEXPIREAT", KEYS[5], expires)
   end
