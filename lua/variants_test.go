@@ -312,3 +312,21 @@ func TestGateConcurrentBuyersNeverOversellAVariant(t *testing.T) {
 		}
 	}
 }
+
+// On a sale with a limit above 1 a buyer gets a token again (the gate checks his units); with
+// a limit of 1 he is told his order, as before.
+func TestTokenIssueLetsABuyerBuyAgainUnderALimit(t *testing.T) {
+	rdb := testenv.Redis(t)
+	for _, c := range []struct {
+		limit int
+		want  string
+	}{{2, "issued"}, {1, "already_bought"}} {
+		sale := variantSale(t, rdb, c.limit, Variant{"red", 5})
+		if got := buyItem(t, rdb, sale, "u1", "o1", "red", 1); code(got) != 0 {
+			t.Fatalf("purchase: %v", got)
+		}
+		if got := issue(t, rdb, sale, "u1"); got[0] != c.want {
+			t.Fatalf("limit %d: token for a buyer = %v, want %s", c.limit, got, c.want)
+		}
+	}
+}
