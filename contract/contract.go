@@ -96,11 +96,38 @@ func RoutingKey(sale string) string { return RoutingPrefix + sale }
 
 // OrderMessage is the body of a winner's message (JSON, persistent). Consumers must be
 // idempotent: the same message may arrive twice.
+//
+// Variant, Quantity and Seq are set only for a sale with variants or a per-user limit above 1
+// (docs/DESIGN.md, "Variants and quantities"); they are omitted otherwise, so a single-stock
+// sale's message is byte for byte what it always was. Read them with Units and Seq.
 type OrderMessage struct {
 	OrderID    string    `json:"order_id"`
 	SaleID     string    `json:"sale_id"`
 	UserID     string    `json:"user_id"`
 	AcceptedAt time.Time `json:"accepted_at"`
+	// Variant is the variant bought; "" for a single-stock sale.
+	Variant string `json:"variant,omitempty"`
+	// Quantity is the units bought, 1..MaxQuantity; 0 (absent) means 1.
+	Quantity int `json:"quantity,omitempty"`
+	// SeqNo is the user's purchase number in the sale, 1-based; 0 (absent) means 1.
+	SeqNo int `json:"seq,omitempty"`
+}
+
+// Units is the number of units the order takes: its quantity, 1 when absent.
+func (m OrderMessage) Units() int {
+	if m.Quantity <= 0 {
+		return 1
+	}
+	return m.Quantity
+}
+
+// Seq is the user's purchase number in the sale (1 for the first, and for every order of a
+// sale with a limit of 1).
+func (m OrderMessage) Seq() int {
+	if m.SeqNo <= 0 {
+		return 1
+	}
+	return m.SeqNo
 }
 
 // Validate reports whether a decoded message is well formed.
@@ -114,6 +141,12 @@ func (m OrderMessage) Validate() error {
 		return errBadMessage("user_id")
 	case m.AcceptedAt.IsZero():
 		return errBadMessage("accepted_at")
+	case m.Variant != "" && !ValidVariantID(m.Variant):
+		return errBadMessage("variant")
+	case m.Quantity < 0 || m.Quantity > MaxQuantity:
+		return errBadMessage("quantity")
+	case m.SeqNo < 0:
+		return errBadMessage("seq")
 	}
 	return nil
 }
@@ -150,6 +183,9 @@ const (
 	// CodePaused (503, with Retry-After): the operator paused the sale (meta field state =
 	// StatePaused); nothing is accepted and no token is issued until it is resumed.
 	CodePaused = "paused"
+	// CodeLimitReached (409): the purchase would take the user above the sale's per-user
+	// limit; the body's "held" says how many units the user holds already.
+	CodeLimitReached = "limit_reached"
 	// CodeNotAdmitted (403): the sale has a waiting room, seckill_token requires an admission
 	// (require_admission) and the user has no live one.
 	CodeNotAdmitted = "not_admitted"
@@ -167,6 +203,10 @@ type Refusal struct {
 	Code    string `json:"code"`
 	Message string `json:"message"`
 	OrderID string `json:"order_id,omitempty"`
+	// Variant names the variant a sold_out refusal is about (a sale with variants).
+	Variant string `json:"variant,omitempty"`
+	// Held is the units the user holds in the sale already (limit_reached).
+	Held int `json:"held,omitempty"`
 }
 
 // Order statuses.

@@ -4,7 +4,15 @@
 -- KEYS[1]  seckill:{sale:<id>}:meta     hash: stock, starts_ms, ends_ms, state
 -- KEYS[2]  seckill:{sale:<id>}:buyers   hash: user id -> order id
 -- KEYS[3]  seckill:{sale:<id>}:tokens   hash: user id -> "<nonce>:<exp_ms>" (issued tokens)
--- KEYS[4]  seckill:{sale:<id>}:outbox   stream of accepted orders (fields o, u, t; tp if traced)
+-- KEYS[4]  seckill:{sale:<id>}:outbox   stream of accepted orders (fields o, u, t; tp if traced;
+--                                       on a sale with variants or a limit above 1 also v (the
+--                                       variant, when there is one), q (quantity) and n (the
+--                                       user's purchase number), q and n only when not 1)
+-- KEYS[5]  seckill:{sale:<id>}:held     hash: user id -> units held (from the user's first
+--                                       purchase on), "#<user>" -> purchases made (from his
+--                                       second on; absent: 1). Only on a sale with variants
+--                                       or a limit above 1: callers that never buy those may
+--                                       pass 4 keys
 -- ARGV[1]  sale id
 -- ARGV[2]  user id
 -- ARGV[3]  order id (UUIDv7, made by the gateway)
@@ -13,9 +21,18 @@
 -- ARGV[5]  the relay's consumer group name (created with the stream, from its first entry)
 -- ARGV[6]  W3C traceparent of the request's sampled span, or "" (absent counts as ""): when
 --          set, the outbox entry carries it as field tp, for the relay and the backend
+-- ARGV[7]  variant id, "" (or absent) for none: a sale with exactly one variant takes that one
+-- ARGV[8]  quantity, "" (or absent) for 1
+--
+-- A sale is "simple" when its meta hash has no "variants" field and no "limit" above 1: it is
+-- decided exactly as it always was (same replies, same writes, same outbox fields). Otherwise
+-- the held hash is the truth for the per-user limit, and the meta fields "v:<variant>" hold
+-- each variant's units while "stock" stays the total of all of them.
 --
 -- Returns  {0, order_id, stock_left}  accepted (also when this very order id is already the
 --                                      user's: a retried call after a lost reply)
+--          {0, order_id, stock_left, variant, quantity, seq}  accepted on a sale that is not
+--                                      simple (seq: the user's purchase number; 0 on a retry)
 --          {8}                         paused       (meta field state = "paused": the operator
 --                                      paused the sale; nothing is accepted until it is not)
 --          {1}                         unknown_sale (no meta hash)
@@ -27,16 +44,29 @@
 --          {4}                         token_used   (no such issued nonce, or already spent)
 --          {9}                         token_expired (the stored token's exp_ms <= Redis TIME: a
 --                                      gateway whose clock runs slow cannot accept it)
---          {6}                         sold_out
+--          {6}                         sold_out     (the sale: its total stock is gone)
+--          {6, variant, left}          sold_out     of the variant (or, variant "", a quantity
+--                                      above the stock of a sale without variants): only
+--                                      left <= 0 means the variant is gone for everyone
 --          {7, k}                      sharded: the meta hash is a sharded sale's (field
 --                                      "shards" = k > 1); nothing was decided: the caller runs
 --                                      this script again on the user's shard (contract/shard.go)
+--          {11, what}                  bad_request  what = "variant" (unknown variant, a variant
+--                                      named on a sale without variants, none named on a sale
+--                                      with several) or "quantity" (not 1..limit). Checked
+--                                      right after the window, before anything else.
+--          {12, held}                  limit_reached: held + quantity > limit (held: units the
+--                                      user holds). With limit 1 the answer stays {5, order_id}.
+--          (10 is not used.)
 -- Publishes "sold_out:<sale>" on seckill:events when it sells the last unit (ARGV[1] is the
 -- shard id "<sale>:<i>" on a shard, so the event names the shard). A shard also publishes it
 -- when it refuses a buyer for want of stock: the backend's rebalancer then moves units to the
 -- shard where buyers wait (each gateway asks again only after a restock of that shard, so it
--- is one message per gateway and restock, not one per refused click).
-local m = redis.call("HMGET", KEYS[1], "stock", "starts_ms", "ends_ms", "shards", "state")
+-- is one message per gateway and restock, not one per refused click). A variant that sells
+-- its last unit publishes "sold_out:<sale>/<variant>" instead (unless the whole sale sold out
+-- with it); a shard publishes it also when it refuses a buyer for want of that variant.
+local vid, qarg = ARGV[7] or "", ARGV[8] or ""
+local m = redis.call("HMGET", KEYS[1], "stock", "starts_ms", "ends_ms", "shards", "state", "limit", "variants", "v:" .. vid)
 local state = m[5]
 if state == "paused" then
   return {8}
@@ -58,13 +88,59 @@ if now >= ends or state == "ended" then
   return {3}
 end
 
+-- What is bought: a variant of this sale, in a quantity within the limit.
+local nv = tonumber(m[7]) or 0
+local limit = tonumber(m[6]) or 1
+local vstock
+if nv > 0 then
+  if vid == "" then
+    if nv ~= 1 then
+      return {11, "variant"}
+    end
+    vid = redis.call("HGET", KEYS[1], "variant") or ""
+    vstock = tonumber(redis.call("HGET", KEYS[1], "v:" .. vid))
+  else
+    vstock = tonumber(m[8])
+  end
+  if vstock == nil then
+    return {11, "variant"}
+  end
+elseif vid ~= "" then
+  return {11, "variant"}
+end
+local q = 1
+if qarg ~= "" then
+  q = string.match(qarg, "^%d%d?%d?%d?$") and tonumber(qarg) or 0
+end
+if q < 1 or q > limit then
+  return {11, "quantity"}
+end
+local simple = nv == 0 and limit == 1
+
 local user, order = ARGV[2], ARGV[3]
 local existing = redis.call("HGET", KEYS[2], user)
 if existing == order then
-  return {0, order, stock}
+  if simple then
+    return {0, order, stock}
+  end
+  return {0, order, stock, vid, q, 0}
 end
-if existing then
-  return {5, existing}
+local held, bought
+if simple then
+  if existing then
+    return {5, existing}
+  end
+else
+  -- A user's field in the held hash exists from his first purchase on (compensation lowers it,
+  -- never deletes it); his purchase count "#<user>" only from his second: most buyers buy once.
+  bought = redis.call("HGET", KEYS[5], user)
+  held = tonumber(bought) or 0
+  if held + q > limit then
+    if limit == 1 and existing then
+      return {5, existing}
+    end
+    return {12, held}
+  end
 end
 if ARGV[4] ~= "" then
   if redis.call("HGET", KEYS[3], user) ~= ARGV[4] then
@@ -76,19 +152,47 @@ if ARGV[4] ~= "" then
     return {9}
   end
 end
+local shard = string.find(ARGV[1], ":", 1, true)
 if stock <= 0 then
-  if string.find(ARGV[1], ":", 1, true) then
+  if shard then
     redis.call("PUBLISH", "seckill:events", "sold_out:" .. ARGV[1])
   end
   return {6}
 end
+if stock < q or (vstock ~= nil and vstock < q) then
+  -- Not enough of what was asked; the sale itself still sells. Only an empty variant is news.
+  local left = vstock or stock
+  if shard and vstock ~= nil and vstock <= 0 then
+    redis.call("PUBLISH", "seckill:events", "sold_out:" .. ARGV[1] .. "/" .. vid)
+  end
+  return {6, vid, left}
+end
 
--- The decision is made: write.
-stock = redis.call("HINCRBY", KEYS[1], "stock", -1)
+-- The decision is made: write. (The script is atomic: a value read above is the value now.)
+local vleft
+if vstock == nil then
+  stock = redis.call("HINCRBY", KEYS[1], "stock", -q)
+else
+  stock, vleft = stock - q, vstock - q
+  redis.call("HSET", KEYS[1], "stock", stock, "v:" .. vid, vleft)
+end
 redis.call("HSET", KEYS[2], user, order)
 local expires = redis.call("PEXPIRETIME", KEYS[1])
 if expires > 0 then
   redis.call("PEXPIREAT", KEYS[2], expires)
+end
+local seq = 1
+if not simple then
+  if bought then
+    seq = (tonumber(redis.call("HGET", KEYS[5], "#" .. user)) or 1) + 1
+    redis.call("HSET", KEYS[5], user, held + q, "#" .. user, seq)
+  else
+    -- The user's first purchase: the only one that may create the hash, so it sets its expiry.
+    redis.call("HSET", KEYS[5], user, q)
+    if expires > 0 then
+      redis.call("PEXPIREAT", KEYS[5], expires)
+    end
+  end
 end
 if ARGV[4] ~= "" then
   redis.call("HDEL", KEYS[3], user)
@@ -96,14 +200,38 @@ end
 if redis.call("EXISTS", KEYS[4]) == 0 then
   redis.call("XGROUP", "CREATE", KEYS[4], ARGV[5], "0", "MKSTREAM")
 end
-if ARGV[6] == nil or ARGV[6] == "" then
-  redis.call("XADD", KEYS[4], "*", "o", order, "u", user, "t", now)
+local tp = ARGV[6]
+if simple then
+  if tp == nil or tp == "" then
+    redis.call("XADD", KEYS[4], "*", "o", order, "u", user, "t", now)
+  else
+    redis.call("XADD", KEYS[4], "*", "o", order, "u", user, "t", now, "tp", tp)
+  end
 else
-  redis.call("XADD", KEYS[4], "*", "o", order, "u", user, "t", now, "tp", ARGV[6])
+  -- q and n only when they are not 1 (absent means 1, in the entry as in the message).
+  local e = {"o", order, "u", user, "t", now}
+  if vid ~= "" then
+    e[#e + 1], e[#e + 2] = "v", vid
+  end
+  if q ~= 1 then
+    e[#e + 1], e[#e + 2] = "q", q
+  end
+  if seq ~= 1 then
+    e[#e + 1], e[#e + 2] = "n", seq
+  end
+  if tp ~= nil and tp ~= "" then
+    e[#e + 1], e[#e + 2] = "tp", tp
+  end
+  redis.call("XADD", KEYS[4], "*", unpack(e))
 end
 -- An outbox with entries never expires: the relay gives it a TTL again once it is drained.
 redis.call("PERSIST", KEYS[4])
 if stock == 0 then
   redis.call("PUBLISH", "seckill:events", "sold_out:" .. ARGV[1])
+elseif vleft == 0 then
+  redis.call("PUBLISH", "seckill:events", "sold_out:" .. ARGV[1] .. "/" .. vid)
 end
-return {0, order, stock}
+if simple then
+  return {0, order, stock}
+end
+return {0, order, stock, vid, q, seq}

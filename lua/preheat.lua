@@ -17,6 +17,15 @@
 --          the field "namespace" on every call, so a gateway's relay takes the outbox only
 --          when it serves the same namespace. Absent or "": the field is removed (the
 --          unnamed deployment).
+-- ARGV[9]  optional per-user limit in units, 1..1000 ("" or absent: 1, the field is not
+--          written). Written with the stock (when the hash is created, or on "reset").
+-- ARGV[10..] optional pairs: variant id, variant stock (at most 256 variants, ids of
+--          [A-Za-z0-9_-]{1,64}, stocks >= 0). When given, the fields "v:<id>" hold each
+--          variant's stock, "variants" their count ("variant" the id when there is exactly
+--          one), and "stock" is set to their SUM (ARGV[2] is then ignored). Written with the
+--          stock, like it; "reset" drops the variant fields of an earlier preheat first. A
+--          sharded sale's base hash (ARGV[7] > 1) takes no variants: each shard's own call
+--          carries its part of each variant.
 --
 -- Returns  {created, stock}: created is 1 when the meta hash was written for the first time
 --          (or reset), 0 when an existing sale only had its window refreshed; stock is the
@@ -31,12 +40,68 @@ if stock == nil or stock < 0 or starts == nil or ends == nil or ends <= starts o
   return redis.error_reply("ERR preheat: bad arguments")
 end
 
+local limit
+if ARGV[9] ~= nil and ARGV[9] ~= "" then
+  limit = string.match(ARGV[9], "^%d%d?%d?%d?$") and tonumber(ARGV[9])
+  if limit == nil or limit < 1 or limit > 1000 then
+    return redis.error_reply("ERR preheat: bad limit")
+  end
+end
+local variants = {}
+if #ARGV > 9 then
+  if (#ARGV - 9) % 2 ~= 0 or (#ARGV - 9) / 2 > 256 then
+    return redis.error_reply("ERR preheat: variants come in pairs id, stock (at most 256)")
+  end
+  local seen, sum = {}, 0
+  for i = 10, #ARGV, 2 do
+    local id, n = ARGV[i], string.match(ARGV[i + 1], "^%d+$") and tonumber(ARGV[i + 1])
+    if not string.match(id, "^[%w_-]+$") or #id > 64 or seen[id] or n == nil then
+      return redis.error_reply("ERR preheat: bad variant " .. id)
+    end
+    seen[id] = true
+    sum = sum + n
+    variants[#variants + 1] = id
+    variants[#variants + 1] = n
+  end
+  local k = tonumber(ARGV[7])
+  if k ~= nil and k > 1 then
+    return redis.error_reply("ERR preheat: a sharded sale's base hash takes no variants")
+  end
+  stock = sum
+end
+
 local created = 0
 if ARGV[5] == "reset" or redis.call("EXISTS", meta) == 0 then
+  if ARGV[5] == "reset" then
+    -- Everything the stock comes with is set anew: no variant or limit of an earlier preheat
+    -- may survive.
+    local old = {"limit", "variants", "variant"}
+    for _, f in ipairs(redis.call("HKEYS", meta)) do
+      if string.sub(f, 1, 2) == "v:" then
+        old[#old + 1] = f
+      end
+    end
+    redis.call("HDEL", meta, unpack(old))
+  end
   redis.call("HSET", meta, "stock", stock, "starts_ms", starts, "ends_ms", ends, "state", "open")
   local k = tonumber(ARGV[7])
   if k ~= nil and k > 1 then
     redis.call("HSET", meta, "shards", k)
+  end
+  if limit ~= nil and limit > 1 then
+    redis.call("HSET", meta, "limit", limit)
+  end
+  if #variants > 0 then
+    local fields = {"variants", #variants / 2}
+    if #variants == 2 then
+      fields[#fields + 1] = "variant"
+      fields[#fields + 1] = variants[1]
+    end
+    for i = 1, #variants, 2 do
+      fields[#fields + 1] = "v:" .. variants[i]
+      fields[#fields + 1] = variants[i + 1]
+    end
+    redis.call("HSET", meta, unpack(fields))
   end
   created = 1
 else

@@ -28,7 +28,9 @@
 --                  admission, by Redis TIME): nothing
 --                  written, exp_ms = 0 ("paused": meta field state = "paused")
 --          outcome "already_bought": {outcome, 0, now_ms, order_id}: the user has an order in
---                  this sale; no token is minted
+--                  this sale; no token is minted. Not on a sale whose per-user limit (meta
+--                  field "limit") is above 1: a buyer may buy again there, and the gate checks
+--                  his units against the limit
 --          outcome "sharded": the meta hash is a sharded sale's; exp_ms is its shard count k:
 --                  nothing written, the caller runs this script again on the user's shard
 --                  (whose meta holds the same window), so the gate finds the token there
@@ -42,7 +44,7 @@ end
 local t = redis.call("TIME")
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 
-local w = redis.call("HMGET", meta, "starts_ms", "ends_ms", "shards", "state", "stock")
+local w = redis.call("HMGET", meta, "starts_ms", "ends_ms", "shards", "state", "stock", "limit")
 local starts, ends, k, state = tonumber(w[1]), tonumber(w[2]), tonumber(w[3]), w[4]
 if state == "paused" then
   return {"paused", 0, now}
@@ -60,7 +62,7 @@ if now >= ends or state == "ended" then
   return {"ended", 0, now}
 end
 if KEYS[3] then
-  local order = redis.call("HGET", KEYS[3], user)
+  local order = (tonumber(w[6]) or 1) <= 1 and redis.call("HGET", KEYS[3], user)
   if order then
     return {"already_bought", 0, now, order}
   end
