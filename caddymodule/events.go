@@ -2,6 +2,7 @@ package caddymodule
 
 import (
 	"context"
+	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -43,6 +44,33 @@ type SaleEvents struct {
 type saleFlag struct {
 	soldOut atomic.Bool
 	gen     atomic.Uint64 // restock generation of this sale
+	// variants holds the sold-out flags of the sale's variants (variant id -> *atomic.Bool).
+	// They share the sale's generation: "restock:<sale>" clears them all.
+	variants sync.Map
+}
+
+// variant returns the flag of variant, made on first use.
+func (f *saleFlag) variant(v string) *atomic.Bool {
+	if b, ok := f.variants.Load(v); ok {
+		return b.(*atomic.Bool)
+	}
+	b, _ := f.variants.LoadOrStore(v, new(atomic.Bool))
+	return b.(*atomic.Bool)
+}
+
+// clear drops the sale's flag and its variants'.
+func (f *saleFlag) clear() {
+	f.soldOut.Store(false)
+	f.variants.Range(func(_, b any) bool {
+		b.(*atomic.Bool).Store(false)
+		return true
+	})
+}
+
+// splitTarget splits a flag name: a sale or shard id, or contract.VariantTarget of one.
+func splitTarget(t string) (sale, variant string) {
+	sale, variant, _ = strings.Cut(t, "/")
+	return sale, variant
 }
 
 func newSaleEvents(client redis.UniversalClient, logger *zap.Logger) *SaleEvents {
@@ -87,17 +115,27 @@ func (e *SaleEvents) flag(sale string) *saleFlag {
 }
 
 // SoldOut reports whether this instance knows sale to be sold out. It never touches Redis.
+// sale may name a variant (contract.VariantTarget): that variant's flag.
 func (e *SaleEvents) SoldOut(sale string) bool {
+	sale, variant := splitTarget(sale)
 	f, ok := e.sales.Load(sale)
-	return ok && f.(*saleFlag).soldOut.Load()
+	if !ok {
+		return false
+	}
+	if variant == "" {
+		return f.(*saleFlag).soldOut.Load()
+	}
+	b, ok := f.(*saleFlag).variants.Load(variant)
+	return ok && b.(*atomic.Bool).Load()
 }
 
 // Generation is a token to take before asking Redis; pass it to MarkSoldOut with the answer so
 // that a restock (or a resubscription) that arrived meanwhile wins over the older answer.
 type Generation struct{ epoch, restocks uint64 }
 
-// Generation returns the current generation of sale.
+// Generation returns the current generation of sale (a variant's is its sale's).
 func (e *SaleEvents) Generation(sale string) Generation {
+	sale, _ = splitTarget(sale)
 	g := Generation{epoch: e.epoch.Load()}
 	if f, ok := e.sales.Load(sale); ok {
 		g.restocks = f.(*saleFlag).gen.Load()
@@ -112,20 +150,26 @@ func (e *SaleEvents) MarkSoldOut(sale string, gen Generation) {
 	if !e.connected.Load() {
 		return
 	}
+	sale, variant := splitTarget(sale)
 	f := e.flag(sale)
+	flag := &f.soldOut
+	if variant != "" {
+		flag = f.variant(variant)
+	}
 	same := func() bool { return f.gen.Load() == gen.restocks && e.epoch.Load() == gen.epoch }
 	if !same() {
 		return
 	}
-	f.soldOut.Store(true)
+	flag.Store(true)
 	// A restock that landed between the check and the store bumps gen before clearing; redo
 	// the check so the flag never outlives it.
 	if !same() {
-		f.soldOut.Store(false)
+		flag.Store(false)
 	}
 }
 
-// Apply handles one event message ("sold_out:<sale>" or "restock:<sale>").
+// Apply handles one event message ("sold_out:<sale>", "sold_out:<sale>/<variant>" or
+// "restock:<sale>").
 func (e *SaleEvents) Apply(msg string) {
 	if ev, ok := saleevents.Parse(msg); ok {
 		e.apply(ev)
@@ -137,11 +181,21 @@ func (e *SaleEvents) Apply(msg string) {
 func (e *SaleEvents) apply(ev saleevents.Event) {
 	switch ev.Kind {
 	case contract.EventSoldOut:
-		e.flag(ev.Sale).soldOut.Store(true)
+		sale, variant := splitTarget(ev.Sale)
+		if variant != "" {
+			e.flag(sale).variant(variant).Store(true)
+			return
+		}
+		e.flag(sale).soldOut.Store(true)
 	case contract.EventRestock:
-		f := e.flag(ev.Sale)
+		// A restock names a sale or shard: it clears its flag and its variants' flags.
+		sale, variant := splitTarget(ev.Sale)
+		if variant != "" {
+			return
+		}
+		f := e.flag(sale)
 		f.gen.Add(1)
-		f.soldOut.Store(false)
+		f.clear()
 	}
 }
 
@@ -151,7 +205,7 @@ func (e *SaleEvents) Connected() bool { return e.connected.Load() }
 func (e *SaleEvents) clearAll() {
 	e.epoch.Add(1)
 	e.sales.Range(func(_, v any) bool {
-		v.(*saleFlag).soldOut.Store(false)
+		v.(*saleFlag).clear()
 		return true
 	})
 }

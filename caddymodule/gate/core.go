@@ -11,7 +11,9 @@ import (
 	"github.com/seckilledge/seckill/contract"
 )
 
-// SoldOutCache is this instance's memory of sold-out sales and shards (caddymodule.SaleEvents).
+// SoldOutCache is this instance's memory of sold-out sales and shards (caddymodule.SaleEvents),
+// and of their sold-out variants, named contract.VariantTarget(target, variant); a variant's
+// generation is its target's.
 type SoldOutCache interface {
 	SoldOut(target string) bool
 	Generation(target string) caddymodule.Generation
@@ -49,18 +51,42 @@ func CheckRequest(sale, user string) Outcome {
 	return ""
 }
 
-// Decide makes the decision for one request. known reports whether the sale is known to exist
-// (so it may label metrics). err, with an Unavailable verdict, says why Redis did not decide.
+// CheckItem validates what a purchase asks for: a variant id of the contract's syntax, a
+// quantity of 0 (the default) or 1..contract.MaxQuantity. Whether the sale has that variant
+// and allows that quantity is the script's to say. It returns a BadRequest verdict, or one
+// with an empty outcome when the item may proceed.
+func CheckItem(it Item) Verdict {
+	switch {
+	case it.Variant != "" && !contract.ValidVariantID(it.Variant):
+		return Verdict{Outcome: BadRequest, Reason: ReasonVariant}
+	case it.Quantity < 0 || it.Quantity > contract.MaxQuantity:
+		return Verdict{Outcome: BadRequest, Reason: ReasonQuantity}
+	}
+	return Verdict{}
+}
+
+// Decide makes the decision for one request of one unit of a sale without variants (see
+// DecideItem). known reports whether the sale is known to exist (so it may label metrics).
+// err, with an Unavailable verdict, says why Redis did not decide.
 func (d *Decider) Decide(ctx context.Context, sale, user, token string) (v Verdict, known bool, err error) {
+	return d.DecideItem(ctx, sale, user, token, Item{})
+}
+
+// DecideItem makes the decision for one request that asks for item.
+func (d *Decider) DecideItem(ctx context.Context, sale, user, token string, item Item) (v Verdict, known bool, err error) {
 	if o := CheckRequest(sale, user); o != "" {
 		return Verdict{Outcome: o}, false, nil
 	}
+	if v := CheckItem(item); v.Outcome != "" {
+		return v, false, nil
+	}
 	// After sell-out the answer comes from memory, before the token is even verified (a
 	// flood of late clicks costs no signature check and no script).
-	if target := contract.UserShardID(sale, user, d.Shards.Of(sale)); d.SoldOut.SoldOut(target) {
-		return d.soldOut(ctx, target, user), true, nil
+	target := contract.UserShardID(sale, user, d.Shards.Of(sale))
+	if v, ok := d.fromMemory(ctx, target, user, item.Variant); ok {
+		return v, true, nil
 	}
-	p := Purchase{User: user}
+	p := Purchase{User: user, Item: item}
 	if d.Keyring != nil {
 		if token == "" {
 			return Verdict{Outcome: InvalidToken}, false, nil
@@ -106,12 +132,25 @@ func (d *Decider) soldOut(ctx context.Context, target, user string) Verdict {
 	return Verdict{Outcome: SoldOut, Target: target}
 }
 
+// fromMemory answers from the sold-out flags of target (a sale or shard) and of the variant
+// asked for, when one is set. A sold-out variant is answered sold_out naming it, without a
+// read: the buyer may hold another variant, which is no answer to this purchase.
+func (d *Decider) fromMemory(ctx context.Context, target, user, variant string) (Verdict, bool) {
+	if d.SoldOut.SoldOut(target) {
+		return d.soldOut(ctx, target, user), true
+	}
+	if variant != "" && d.SoldOut.SoldOut(contract.VariantTarget(target, variant)) {
+		return Verdict{Outcome: SoldOut, Target: target, Variant: variant, Short: true}, true
+	}
+	return Verdict{}, false
+}
+
 // decideOn decides on one sale's or shard's keys.
 func (d *Decider) decideOn(ctx context.Context, target string, p Purchase) (Verdict, error) {
 	// A shard learnt just now may be flagged sold out already. For a sharded sale the flag is
 	// the user's shard's: another shard may still have units.
-	if d.SoldOut.SoldOut(target) {
-		return d.soldOut(ctx, target, p.User), nil
+	if v, ok := d.fromMemory(ctx, target, p.User, p.Variant); ok {
+		return v, nil
 	}
 	p.Sale = target
 	gen := d.SoldOut.Generation(target)
@@ -124,8 +163,14 @@ func (d *Decider) decideOn(ctx context.Context, target string, p Purchase) (Verd
 		return Verdict{Outcome: Unavailable}, err
 	}
 	v.Target = target
-	if v.Outcome == SoldOut {
+	switch {
+	case v.Outcome != SoldOut:
+	case !v.Short:
 		d.SoldOut.MarkSoldOut(target, gen)
+	case v.Variant != "" && v.Left <= 0:
+		// The variant is gone, the sale still sells. Its flag shares the target's generation:
+		// a restock of the target clears both.
+		d.SoldOut.MarkSoldOut(contract.VariantTarget(target, v.Variant), gen)
 	}
 	return v, nil
 }

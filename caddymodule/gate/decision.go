@@ -27,6 +27,7 @@ const (
 	TokenUsed       Outcome = contract.CodeTokenUsed
 	AlreadyBought   Outcome = contract.CodeAlreadyBought
 	SoldOut         Outcome = contract.CodeSoldOut
+	LimitReached    Outcome = contract.CodeLimitReached
 	Unavailable     Outcome = contract.CodeUnavailable
 )
 
@@ -44,6 +45,8 @@ var refusals = map[Outcome]refusal.Refusal{
 	TokenUsed:     {Status: http.StatusForbidden, Code: contract.CodeTokenUsed, Message: "the purchase token was already used"},
 	AlreadyBought: refusal.AlreadyBought,
 	SoldOut:       refusal.SoldOut,
+	LimitReached: {Status: http.StatusConflict, Code: contract.CodeLimitReached,
+		Message: "this purchase would take you above the per-user limit of the sale"},
 	Unavailable: {Status: http.StatusServiceUnavailable, Code: contract.CodeUnavailable,
 		Message: "the purchase service is temporarily unavailable; retry later"},
 }
@@ -72,6 +75,39 @@ func (o Outcome) Message() string {
 	return o.Refusal().Message
 }
 
+// Messages of the bad_request refusals about what is bought (Verdict.Reason).
+var badItem = map[string]string{
+	ReasonBody:     "the body must be empty or a JSON object {\"variant\",\"quantity\"} of at most 1 KiB",
+	ReasonVariant:  "no such variant in this sale (a sale with several variants needs one named)",
+	ReasonQuantity: "the quantity must be 1 to the sale's per-user limit",
+}
+
+// Reasons of a bad_request refusal about what is bought.
+const (
+	ReasonBody     = "body"
+	ReasonVariant  = "variant"
+	ReasonQuantity = "quantity"
+)
+
+// Refusal is the answer of a refusing verdict: its outcome's, with what the verdict adds (the
+// order of already_bought, the units held of limit_reached, the variant of sold_out, the
+// reason of a bad_request about the item).
+func (v Verdict) Refusal() refusal.Refusal {
+	r := v.Outcome.Refusal()
+	r.OrderID = v.OrderID
+	switch v.Outcome {
+	case LimitReached:
+		r.Held = int(v.Held)
+	case SoldOut:
+		r.Variant = v.Variant
+	case BadRequest:
+		if m, ok := badItem[v.Reason]; ok {
+			r.Message = m
+		}
+	}
+	return r
+}
+
 // Verdict is the answer of one decision.
 type Verdict struct {
 	Outcome Outcome
@@ -83,7 +119,27 @@ type Verdict struct {
 	Shards int
 	// Target is the sale or shard id the decision was made on (its outbox holds the order).
 	Target string
+
+	// Variant is the variant bought (Accepted; the sale's only variant when none was named)
+	// or the one that lacks units (SoldOut).
+	Variant string
+	// Quantity is the units bought (Accepted on a sale with variants or a limit above 1).
+	Quantity int
+	// Seq is the user's purchase number in the sale (Accepted; 0 on a retried call).
+	Seq int64
+	// Held is the units the user holds in the sale (LimitReached).
+	Held int64
+	// Short is set on SoldOut when the sale still sells but not what was asked: the variant,
+	// or the quantity. Left is then the units left of the variant (or of the sale).
+	Short bool
+	Left  int64
+	// Reason says what a BadRequest about the item is about (ReasonVariant, ...).
+	Reason string
 }
+
+// Items reports whether an accepted answer names the variant and quantity: on a sale with
+// variants, or for more than one unit.
+func (v Verdict) Items() bool { return v.Variant != "" || v.Quantity > 1 }
 
 // Sharded is the script's answer on a sharded sale's own meta hash: nothing was decided, the
 // decision is to be made on the user's shard (contract/shard.go). It never reaches a client.
@@ -97,6 +153,14 @@ type Purchase struct {
 	// TokenValue is tokens.StoreValue of the presented, verified token; "" when the route does
 	// not require tokens.
 	TokenValue string
+	// Item is what is bought: the variant ("" for none) and the quantity (0 for 1).
+	Item
+}
+
+// Item is what a purchase asks for (the buy body {"variant","quantity"}).
+type Item struct {
+	Variant  string
+	Quantity int // 0 means the default, 1
 }
 
 // RelayGroup is the consumer group of the outbox streams. The gate script creates it with the
@@ -108,7 +172,7 @@ var errReply = errors.New("gate: unexpected script reply")
 // replyOutcomes maps the script's answer codes (lua/gate.lua) to outcomes.
 var replyOutcomes = map[int64]Outcome{
 	0: Accepted, 1: UnknownSale, 2: NotStarted, 3: Ended, 4: TokenUsed, 5: AlreadyBought,
-	6: SoldOut, 7: Sharded, 8: Paused, 9: TokenExpired,
+	6: SoldOut, 7: Sharded, 8: Paused, 9: TokenExpired, 11: BadRequest, 12: LimitReached,
 }
 
 // parseReply reads the gate script's reply.
@@ -132,6 +196,29 @@ func parseReply(res []any) (Verdict, error) {
 		if v.OrderID == "" {
 			return Verdict{}, fmt.Errorf("%w: %s without an order id", errReply, o)
 		}
+		if o == Accepted && len(res) >= 6 {
+			v.Variant, _ = res[3].(string)
+			q, _ := res[4].(int64)
+			v.Seq, _ = res[5].(int64)
+			if q < 1 || q > contract.MaxQuantity {
+				return Verdict{}, fmt.Errorf("%w: quantity %d", errReply, q)
+			}
+			v.Quantity = int(q)
+		}
+	case SoldOut:
+		if len(res) >= 3 {
+			v.Short = true
+			v.Variant, _ = res[1].(string)
+			v.Left, _ = res[2].(int64)
+		}
+	case BadRequest:
+		v.Reason, _ = at(res, 1).(string)
+	case LimitReached:
+		held, ok := at(res, 1).(int64)
+		if !ok {
+			return Verdict{}, fmt.Errorf("%w: limit_reached without held", errReply)
+		}
+		v.Held = held
 	case Sharded:
 		k, _ := at(res, 1).(int64)
 		if k < 2 || k > contract.MaxShards {

@@ -179,7 +179,20 @@ func (g *Gate) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.Han
 	if g.RequireToken {
 		token = repl.ReplaceAll(g.Token, "")
 	}
-	v, known, err := g.decider.Decide(r.Context(), sale, user, token)
+	var (
+		v     Verdict
+		known bool
+		err   error
+	)
+	if item, berr := ReadItem(r); berr != nil {
+		// Who asks comes first (401 before 400), then what is asked.
+		v.Outcome, v.Reason = CheckRequest(sale, user), ReasonBody
+		if v.Outcome == "" {
+			v.Outcome = BadRequest
+		}
+	} else {
+		v, known, err = g.decider.DecideItem(r.Context(), sale, user, token, item)
+	}
 	if err != nil {
 		if errors.Is(err, edge.ErrShed) {
 			shed.Inc()
@@ -206,11 +219,10 @@ func (g *Gate) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.Han
 		g.eventsApp.Emit(ctx, EventName, map[string]any{"sale": sale, "user": user, "outcome": string(v.Outcome), "order_id": v.OrderID})
 	}
 	if v.Outcome == Accepted {
-		writeAccepted(w, v.OrderID)
+		writeAccepted(w, v)
 		return nil
 	}
-	ref := v.Outcome.Refusal()
-	ref.OrderID = v.OrderID
+	ref := v.Refusal()
 	ref.RetryAfter = time.Duration(g.RetryAfter)
 	return g.refuse.Write(w, ref)
 }
@@ -219,9 +231,20 @@ func (g *Gate) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.Han
 // and order_id.
 const EventName = "seckill_decision"
 
-func writeAccepted(w http.ResponseWriter, orderID string) {
-	// The order id is a UUID: no JSON escaping needed.
-	body := []byte(`{"order_id":"` + orderID + `","status":"queued"}`)
+func writeAccepted(w http.ResponseWriter, v Verdict) {
+	// The order id is a UUID and a variant id is [A-Za-z0-9_-]: no JSON escaping needed.
+	body := []byte(`{"order_id":"` + v.OrderID + `","status":"queued"}`)
+	if v.Items() {
+		body = body[:len(body)-1]
+		if v.Variant != "" {
+			body = append(body, `,"variant":"`...)
+			body = append(body, v.Variant...)
+			body = append(body, '"')
+		}
+		body = append(body, `,"quantity":`...)
+		body = strconv.AppendInt(body, int64(v.Quantity), 10)
+		body = append(body, '}')
+	}
 	h := w.Header()
 	h["Content-Type"] = []string{"application/json"}
 	h["Cache-Control"] = []string{"no-store"}

@@ -39,8 +39,8 @@ func (s RedisStore) Buyer(ctx context.Context, target, user string) (string, err
 
 // Decide runs the decision script for p: one round trip.
 func Decide(ctx context.Context, rdb redis.Scripter, p Purchase) (Verdict, error) {
-	keys := []string{contract.MetaKey(p.Sale), contract.BuyersKey(p.Sale), contract.TokensKey(p.Sale), contract.OutboxKey(p.Sale)}
-	res, err := lua.Gate.Run(ctx, rdb, keys, p.Sale, p.User, p.OrderID, p.TokenValue, RelayGroup).Slice()
+	res, err := lua.GateCall{Sale: p.Sale, User: p.User, OrderID: p.OrderID, TokenValue: p.TokenValue, Group: RelayGroup,
+		Variant: p.Variant, Quantity: p.Quantity}.Run(ctx, rdb)
 	if err != nil {
 		return Verdict{}, err
 	}

@@ -26,6 +26,8 @@ type Refusal struct {
 	Code    string // a contract code (contract.Code*)
 	Message string
 	OrderID string // already_bought: the user's existing order
+	Variant string // sold_out of a sale with variants: the variant
+	Held    int    // limit_reached: the units the user holds
 	// RetryAfter is when a client may try again; sent (rounded up to whole seconds, at least
 	// 1) with 429 and 503 only.
 	RetryAfter time.Duration
@@ -77,11 +79,11 @@ func Seconds(d time.Duration) int64 {
 	return max(int64((d+time.Second-1)/time.Second), 1)
 }
 
-// Body is the JSON body of r. Bodies without an order id are marshalled once: a flood is
-// answered with the same few thousands of times a second.
+// Body is the JSON body of r. Bodies without an order id, variant or held units are
+// marshalled once: a flood is answered with the same few thousands of times a second.
 func Body(r Refusal) []byte {
-	if r.OrderID != "" {
-		b, _ := json.Marshal(contract.Refusal{Code: r.Code, Message: r.Message, OrderID: r.OrderID})
+	if r.OrderID != "" || r.Variant != "" || r.Held != 0 {
+		b, _ := json.Marshal(contract.Refusal{Code: r.Code, Message: r.Message, OrderID: r.OrderID, Variant: r.Variant, Held: r.Held})
 		return b
 	}
 	k := bodyKey{r.Code, r.Message}

@@ -32,17 +32,23 @@ type Handler struct {
 // Event is one sale event.
 type Event struct {
 	Kind string // contract.EventSoldOut or contract.EventRestock (others are passed on as they are)
-	Sale string // a sale id or a shard id ("<sale>:<i>")
+	// Sale is a sale id or a shard id ("<sale>:<i>"), or one of those and a variant
+	// ("<sale or shard>/<variant>", contract.VariantTarget: "sold_out:s1/red" says that
+	// variant has no unit left, the others may). contract.SplitVariantTarget splits it.
+	Sale string
 }
 
-// Parse reads an event payload "<kind>:<sale or shard>". ok is false for a payload without a
-// kind or with an invalid id.
+// Parse reads an event payload "<kind>:<sale or shard>[/<variant>]". ok is false for a payload
+// without a kind or with an invalid id.
 func Parse(payload string) (ev Event, ok bool) {
-	kind, sale, found := strings.Cut(payload, ":")
-	if !found || kind == "" || !contract.ValidSaleOrShard(sale) {
+	kind, rest, found := strings.Cut(payload, ":")
+	if !found || kind == "" {
 		return Event{}, false
 	}
-	return Event{Kind: kind, Sale: sale}, true
+	if _, _, ok := contract.SplitVariantTarget(rest); !ok {
+		return Event{}, false
+	}
+	return Event{Kind: kind, Sale: rest}, true
 }
 
 // Timing of the loop; tests shorten them.
