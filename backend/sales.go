@@ -33,7 +33,7 @@ type SaleSpec struct {
 	// for unsharded sales: the token script must reach the room's hash slot.
 	Room *RoomSpec `json:"room,omitempty"`
 	// Variants gives the stock per variant instead of Stock (sales_variants.go): 1 to 256,
-	// ids like sale ids. Unsharded sales only.
+	// ids like sale ids. A sharded sale splits each variant over its shards.
 	Variants []VariantSpec `json:"variants,omitempty"`
 	// PerUserLimit is the most units one user may hold in the sale, all variants together:
 	// 1 (default) to 1000.
@@ -226,15 +226,15 @@ func (s *Service) Preheat(ctx context.Context, sale string) (PreheatResult, erro
 			if err != nil {
 				return err
 			}
-			if k > 1 {
-				if err := s.preheatShards(ctx, sale, stock, k, starts, ends, &res); err != nil {
-					return err
-				}
-				return s.restorePaused(ctx, tx, sale, k)
-			}
 			variants, err := saleVariants(ctx, tx, sale)
 			if err != nil {
 				return err
+			}
+			if k > 1 {
+				if err := s.preheatShards(ctx, sale, stock, k, limit, preheatVariants(variants), starts, ends, &res); err != nil {
+					return err
+				}
+				return s.restorePaused(ctx, tx, sale, k)
 			}
 			res.Created, res.StockRedis, err = lua.RunPreheat(ctx, s.Redis, lua.PreheatArgs{Sale: sale, Stock: int64(stock),
 				Starts: starts, Ends: ends, Retention: s.retention(), Namespace: s.Namespace, Limit: limit, Variants: preheatVariants(variants)})
@@ -374,7 +374,7 @@ func (s *Service) SaleStatus(ctx context.Context, sale string) (SaleStatus, erro
 	if st.Variants, err = saleVariants(ctx, s.Pool, sale); err != nil {
 		return st, err
 	}
-	if err := fillVariantsRedis(ctx, s.Redis, sale, st.Variants); err != nil {
+	if err := fillVariantsRedis(ctx, s.Redis, sale, st.Shards, st.Variants); err != nil {
 		return st, err
 	}
 	if len(st.Variants) == 0 {

@@ -26,17 +26,11 @@ func (s SaleSpec) validateVariants() error {
 	if s.PerUserLimit < 0 || s.PerUserLimit > contract.MaxQuantity {
 		return fmt.Errorf("per_user_limit must be between 1 and %d", contract.MaxQuantity)
 	}
-	if s.PerUserLimit > 1 && s.Shards > 1 {
-		return errors.New("per_user_limit above 1 needs an unsharded sale (shards 0 or 1)")
-	}
 	if s.Variants == nil {
 		return nil
 	}
 	if len(s.Variants) == 0 || len(s.Variants) > contract.MaxVariants {
 		return fmt.Errorf("variants must list 1 to %d variants", contract.MaxVariants)
-	}
-	if s.Shards > 1 {
-		return errors.New("variants need an unsharded sale (shards 0 or 1)")
 	}
 	seen := make(map[string]bool, len(s.Variants))
 	sum := 0
@@ -115,8 +109,9 @@ func saleVariants(ctx context.Context, q pgQuerier, sale string) ([]VariantStatu
 	})
 }
 
-// fillVariantsRedis reads each variant's stock in Redis.
-func fillVariantsRedis(ctx context.Context, rdb redis.UniversalClient, sale string, vs []VariantStatus) error {
+// fillVariantsRedis reads each variant's stock in Redis: summed over the shards of a sharded
+// sale (k > 1), each holding its part of every variant.
+func fillVariantsRedis(ctx context.Context, rdb redis.UniversalClient, sale string, k int, vs []VariantStatus) error {
 	if len(vs) == 0 {
 		return nil
 	}
@@ -124,18 +119,36 @@ func fillVariantsRedis(ctx context.Context, rdb redis.UniversalClient, sale stri
 	for i, v := range vs {
 		fields[i] = contract.VariantField(v.ID)
 	}
-	vals, err := rdb.HMGet(ctx, contract.MetaKey(sale), fields...).Result()
-	if err != nil {
-		return err
-	}
-	for i, x := range vals {
-		if str, ok := x.(string); ok {
-			if n, err := strconv.ParseInt(str, 10, 64); err == nil {
-				vs[i].StockRedis = &n
+	for _, id := range contract.ShardIDs(sale, k) {
+		vals, err := rdb.HMGet(ctx, contract.MetaKey(id), fields...).Result()
+		if err != nil {
+			return err
+		}
+		for i, x := range vals {
+			if str, ok := x.(string); ok {
+				if n, err := strconv.ParseInt(str, 10, 64); err == nil {
+					if vs[i].StockRedis == nil {
+						vs[i].StockRedis = new(int64)
+					}
+					*vs[i].StockRedis += n
+				}
 			}
 		}
 	}
 	return nil
+}
+
+// shardVariants is shard i's part (of k) of each variant: every variant split as the sale's
+// stock is (contract.SplitStock), so each shard sells some of every variant.
+func shardVariants(vs []lua.Variant, i, k int) []lua.Variant {
+	if len(vs) == 0 {
+		return nil
+	}
+	out := make([]lua.Variant, len(vs))
+	for j, v := range vs {
+		out[j] = lua.Variant{ID: v.ID, Stock: int64(contract.SplitStock(int(v.Stock), k)[i])}
+	}
+	return out
 }
 
 // preheatVariants are a sale's variants with their current stock in Postgres, for preheat.lua.

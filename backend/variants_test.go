@@ -116,7 +116,6 @@ func TestSaleSpecWithVariantsIsValidatedWithAStableCode(t *testing.T) {
 		"limit 1001":    func(s *SaleSpec) { s.PerUserLimit = 1001 },
 		"limit -1":      func(s *SaleSpec) { s.PerUserLimit = -1 },
 		"stock not sum": func(s *SaleSpec) { s.Stock = 5 },
-		"sharded":       func(s *SaleSpec) { s.Shards = 2 },
 	} {
 		s := base()
 		mod(&s)
@@ -419,5 +418,73 @@ func TestAStockChangeOfAVariantSaleIsRefusedWithItsCode(t *testing.T) {
 	}
 	if n := e.dbInt(`SELECT stock FROM sales WHERE id = $1`, sale); n != 2 {
 		t.Fatalf("postgres stock %d after a refused change", n)
+	}
+}
+
+// The shop hears of a variant order with its variant and quantity.
+func TestWebhooksOfAVariantOrderCarryItsVariantAndQuantity(t *testing.T) {
+	e := newEnv(t)
+	r := newReceiver(t)
+	e.startHooks(r.srv.URL, 2*time.Second, 5)
+	sale := e.variantSale(3, VariantSpec{"eu42", 5})
+	m, _, ok := e.buy(sale, "carol", "eu42", 3)
+	if !ok {
+		t.Fatal("the gate refused")
+	}
+	w := &Writer{Pool: e.pool, DefaultWebhook: true}
+	if _, err := w.WriteBatch(context.Background(), []contract.OrderMessage{m}); err != nil {
+		t.Fatal(err)
+	}
+	e.svc.Webhooks.Wake()
+	testenv.WaitFor(t, 10*time.Second, "the order.created event", func() bool {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		return len(r.perOrder[m.OrderID]) == 1
+	})
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, ev := range r.events {
+		if ev.OrderID == m.OrderID && (ev.Variant != "eu42" || ev.Quantity != 3 || ev.Type != contract.EventOrderCreated) {
+			t.Fatalf("event %+v, want variant eu42, quantity 3", ev)
+		}
+	}
+}
+
+// A sharded variant sale: each shard gets its part of every variant and the limit, the admin
+// status sums each variant over the shards.
+func TestAShardedVariantSaleSplitsEveryVariantOverItsShards(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	id := testenv.ID("svs")
+	now := time.Now()
+	if _, err := e.svc.CreateSale(ctx, SaleSpec{ID: id, Shards: 3, PerUserLimit: 2, Variants: []VariantSpec{{"a", 7}, {"b", 2}},
+		StartsAt: now.Add(-time.Minute), EndsAt: now.Add(time.Hour)}); err != nil {
+		t.Fatal(err)
+	}
+	ids := contract.ShardIDs(id, 3)
+	t.Cleanup(func() {
+		for _, x := range append(ids, id) {
+			e.rdb.Del(context.Background(), contract.MetaKey(x), contract.HeldKey(x), contract.BuyersKey(x), contract.OutboxKey(x))
+			e.rdb.SRem(context.Background(), contract.SalesIndexKey, x)
+		}
+	})
+	if _, err := e.svc.Preheat(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	want := []map[string]string{{"v:a": "3", "v:b": "1", "stock": "4", "limit": "2"}, {"v:a": "2", "v:b": "1", "stock": "3"}, {"v:a": "2", "v:b": "0", "stock": "2"}}
+	for i, x := range ids {
+		m := e.rdb.HGetAll(ctx, contract.MetaKey(x)).Val()
+		for f, v := range want[i] {
+			if m[f] != v {
+				t.Fatalf("shard %s: %s = %q, want %q (meta %v)", x, f, m[f], v, m)
+			}
+		}
+	}
+	st, err := e.svc.SaleStatus(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(st.Variants) != 2 || st.Variants[0].StockRedis == nil || *st.Variants[0].StockRedis != 7 || *st.Variants[1].StockRedis != 2 || *st.StockRedis != 9 {
+		t.Fatalf("status of the sharded variant sale: %+v", st)
 	}
 }

@@ -30,6 +30,8 @@ type VariantCrowd struct {
 	// Returners is the share of users (0..1) who come back for another purchase.
 	Returners float64
 	Seed      uint64
+	// Shards splits the sale (each variant) over this many Redis shards; 0 or 1: unsharded.
+	Shards int
 }
 
 // DefaultVariantCrowd is the crowd: 5 000 buyers, 8 variants of different sizes (the
@@ -69,6 +71,9 @@ func (d *Driver) createVariantSale(ctx context.Context, sale string, vc VariantC
 	}
 	spec := map[string]any{"id": sale, "variants": vs, "per_user_limit": vc.limit(),
 		"starts_at": now.Add(-time.Minute).Format(time.RFC3339), "ends_at": now.Add(time.Hour).Format(time.RFC3339), "pay_within": "1h"}
+	if vc.Shards > 1 {
+		spec["shards"] = vc.Shards
+	}
 	if err := d.adminCall(ctx, http.MethodPost, "/admin/sales", spec); err != nil {
 		return fmt.Errorf("create sale: %w", err)
 	}
@@ -92,6 +97,9 @@ func (d *Driver) RunVariants(ctx context.Context, vc VariantCrowd, o Options) (*
 		total += n
 	}
 	name := fmt.Sprintf("variants (%d variants, limit %d, %d gateways)", len(vc.Stocks), vc.limit(), len(d.Stack.gateways()))
+	if vc.Shards > 1 {
+		name = fmt.Sprintf("variants (%d variants, limit %d, %d gateways, %d shards)", len(vc.Stocks), vc.limit(), len(d.Stack.gateways()), vc.Shards)
+	}
 	out := &VariantOutcome{Outcome: &Outcome{Name: name, Kind: Edge, Sale: sale, Stock: total},
 		FirstSoldOut: map[string]time.Time{}, AcceptedAfter: map[string]int{}}
 	people := Crowd{Users: vc.Users}.Cast(sale + "-")

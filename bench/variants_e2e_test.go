@@ -10,6 +10,7 @@ import (
 	"github.com/seckilledge/seckill/bench"
 	"github.com/seckilledge/seckill/bench/load"
 	"github.com/seckilledge/seckill/bench/report"
+	"github.com/seckilledge/seckill/contract"
 	"github.com/seckilledge/seckill/internal/testenv"
 )
 
@@ -74,5 +75,24 @@ func TestAVariantCrowdThroughTwoGatewaysKeepsEveryInvariantPerVariant(t *testing
 	}
 	if o.Rush.Outcomes["limit_reached"] == 0 {
 		t.Errorf("no click was refused limit_reached: the crowd did not test the limit (%v)", o.Rush.Outcomes)
+	}
+
+	// The same guarantees on a sale sharded over 4 Redis keys, each holding part of every
+	// variant (a smaller crowd: the point is the sharding, not the size).
+	sharded := vc
+	sharded.Users, sharded.Shards, sharded.Seed = 2000, 4, 19
+	sharded.Stocks = []int{20, 40, 80, 120, 160, 200, 240, 280}
+	so, err := drv.RunVariants(ctx, sharded, bench.Options{Model: load.Model{Connections: 32}, TokenConns: 32, DrainTimeout: 60 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range append(so.Verify.Checks, so.Checks...) {
+		t.Logf("sharded: %s %d. %s: %s", c.Verdict, c.N, c.Name, c.Detail)
+	}
+	if !so.OK() || !so.Drain.Settled || !so.Drain.StockSettled {
+		t.Fatalf("the sharded variant sale failed; logs in %s", filepath.Clean(stack.LogDir))
+	}
+	if k := drv.Redis.HGet(ctx, contract.MetaKey(so.Sale), contract.FieldShards).Val(); k != "4" {
+		t.Fatalf("the sharded run's sale has shards=%q in Redis, want 4", k)
 	}
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"strconv"
-	"strings"
 
 	"github.com/seckilledge/seckill/contract"
 )
@@ -80,17 +79,9 @@ func loadUnits(ctx context.Context, src Sources, run Run, st *state) error {
 		return err
 	}
 	if run.CheckRedis && st.redisErr == nil {
-		h, err := src.Redis.HGetAll(ctx, contract.HeldKey(run.Sale)).Result()
-		if err != nil {
+		k, _ := strconv.Atoi(st.redisMeta[contract.FieldShards])
+		if u.held, err = heldOf(ctx, src.Redis, contract.ShardIDs(run.Sale, k)); err != nil {
 			st.redisErr = err
-			return nil
-		}
-		u.held = map[string]int{}
-		for user, n := range h {
-			if strings.HasPrefix(user, "#") {
-				continue // a purchase counter
-			}
-			u.held[user], _ = strconv.Atoi(n)
 		}
 	}
 	return nil
