@@ -4,12 +4,15 @@
 -- KEYS[1]  seckill:{sale:<id>}:meta     hash: stock, starts_ms, ends_ms, state
 -- KEYS[2]  seckill:{sale:<id>}:buyers   hash: user id -> order id
 -- KEYS[3]  seckill:{sale:<id>}:tokens   hash: user id -> "<nonce>:<exp_ms>" (issued tokens)
--- KEYS[4]  seckill:{sale:<id>}:outbox   stream of accepted orders (fields o, u, t; and v, q,
---                                       n on a sale with variants or a limit above 1)
--- KEYS[5]  seckill:{sale:<id>}:held     hash: user id -> units held, "#<user>" -> purchases
---                                       made (only read and written on a sale with variants
---                                       or a limit above 1; callers that never buy those may
---                                       pass 4 keys)
+-- KEYS[4]  seckill:{sale:<id>}:outbox   stream of accepted orders (fields o, u, t; on a sale
+--                                       with variants or a limit above 1 also v (the variant,
+--                                       when there is one), q (quantity) and n (the user's
+--                                       purchase number), q and n only when not 1)
+-- KEYS[5]  seckill:{sale:<id>}:held     hash: user id -> units held (from the user's first
+--                                       purchase on), "#<user>" -> purchases made (from his
+--                                       second on; absent: 1). Only on a sale with variants
+--                                       or a limit above 1: callers that never buy those may
+--                                       pass 4 keys
 -- ARGV[1]  sale id
 -- ARGV[2]  user id
 -- ARGV[3]  order id (UUIDv7, made by the gateway)
@@ -121,12 +124,16 @@ if existing == order then
   end
   return {0, order, stock, vid, q, 0}
 end
+local held, bought
 if simple then
   if existing then
     return {5, existing}
   end
 else
-  local held = tonumber(redis.call("HGET", KEYS[5], user)) or 0
+  -- A user's field in the held hash exists from his first purchase on (compensation lowers it,
+  -- never deletes it); his purchase count "#<user>" only from his second: most buyers buy once.
+  bought = redis.call("HGET", KEYS[5], user)
+  held = tonumber(bought) or 0
   if held + q > limit then
     if limit == 1 and existing then
       return {5, existing}
@@ -160,23 +167,30 @@ if stock < q or (vstock ~= nil and vstock < q) then
   return {6, vid, left}
 end
 
--- The decision is made: write.
-stock = redis.call("HINCRBY", KEYS[1], "stock", -q)
+-- The decision is made: write. (The script is atomic: a value read above is the value now.)
 local vleft
-if vstock ~= nil then
-  vleft = redis.call("HINCRBY", KEYS[1], "v:" .. vid, -q)
+if vstock == nil then
+  stock = redis.call("HINCRBY", KEYS[1], "stock", -q)
+else
+  stock, vleft = stock - q, vstock - q
+  redis.call("HSET", KEYS[1], "stock", stock, "v:" .. vid, vleft)
 end
 redis.call("HSET", KEYS[2], user, order)
 local expires = redis.call("PEXPIRETIME", KEYS[1])
 if expires > 0 then
   redis.call("PEXPIREAT", KEYS[2], expires)
 end
-local seq
+local seq = 1
 if not simple then
-  redis.call("HINCRBY", KEYS[5], user, q)
-  seq = redis.call("HINCRBY", KEYS[5], "#" .. user, 1)
-  if expires > 0 then
-    redis.call("PEXPIREAT", KEYS[5], expires)
+  if bought then
+    seq = (tonumber(redis.call("HGET", KEYS[5], "#" .. user)) or 1) + 1
+    redis.call("HSET", KEYS[5], user, held + q, "#" .. user, seq)
+  else
+    -- The user's first purchase: the only one that may create the hash, so it sets its expiry.
+    redis.call("HSET", KEYS[5], user, q)
+    if expires > 0 then
+      redis.call("PEXPIREAT", KEYS[5], expires)
+    end
   end
 end
 if ARGV[4] ~= "" then
@@ -187,10 +201,19 @@ if redis.call("EXISTS", KEYS[4]) == 0 then
 end
 if simple then
   redis.call("XADD", KEYS[4], "*", "o", order, "u", user, "t", now)
-elseif vid ~= "" then
-  redis.call("XADD", KEYS[4], "*", "o", order, "u", user, "t", now, "v", vid, "q", q, "n", seq)
 else
-  redis.call("XADD", KEYS[4], "*", "o", order, "u", user, "t", now, "q", q, "n", seq)
+  -- q and n only when they are not 1 (absent means 1, in the entry as in the message).
+  local e = {"o", order, "u", user, "t", now}
+  if vid ~= "" then
+    e[#e + 1], e[#e + 2] = "v", vid
+  end
+  if q ~= 1 then
+    e[#e + 1], e[#e + 2] = "q", q
+  end
+  if seq ~= 1 then
+    e[#e + 1], e[#e + 2] = "n", seq
+  end
+  redis.call("XADD", KEYS[4], "*", unpack(e))
 end
 -- An outbox with entries never expires: the relay gives it a TTL again once it is drained.
 redis.call("PERSIST", KEYS[4])

@@ -4,7 +4,9 @@
 -- KEYS[1]  seckill:{sale:<id>:<j>}:meta      the receiver shard's hash (stock, state, ...)
 -- KEYS[2]  seckill:{sale:<id>:<j>}:moved_in  set of move ids already applied here
 -- ARGV[1]  receiver shard id "<id>:<j>" (for the restock broadcast)
--- ARGV[2]  move id
+-- ARGV[2]  move id; "<unique>/<variant>" (contract.VariantMoveID) adds the units to that
+--          variant's field "v:<variant>" as well as to "stock" (every shard of a sale with
+--          variants is preheated with every variant, with 0 units where it has none)
 -- ARGV[3]  units (integer > 0)
 --
 -- Returns  {applied, stock}: applied is 1 when this call added the units, 0 when the move was
@@ -29,6 +31,10 @@ if expires > 0 then
   redis.call("PEXPIREAT", applied, expires)
 end
 local stock = redis.call("HINCRBY", meta, "stock", n)
+local variant = string.match(id, "/([%w_-]+)$")
+if variant ~= nil then
+  redis.call("HINCRBY", meta, "v:" .. variant, n)
+end
 if redis.call("HGET", meta, "state") == "sold_out" then
   redis.call("HSET", meta, "state", "open")
 end
