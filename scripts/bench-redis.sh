@@ -11,6 +11,8 @@
 # sharing the cores. Cases:
 #   gate accept     : every call a new buyer of a sale with endless stock (the write path:
 #                     HINCRBY, HSET, XADD, ...)
+#   gate variants   : the same on a sale with 8 variants and a limit of 2, buying 1 unit and 2
+#                     (the held hash, the variant's field, the outbox's v/q fields)
 #   gate sold out   : every call refused by stock 0 (after sell-out the gateways answer from
 #                     memory; this is the cost for the few racing the flag)
 #   throttle new key: the sliding-log script on keys seen for the first time (admitted)
@@ -35,6 +37,10 @@ TOKEN=$(load token_issue)
 now_ms=$(($(date +%s) * 1000))
 cli hset 'seckill:{sale:open}:meta' stock 1000000000 starts_ms 0 ends_ms $((now_ms + 86400000)) state open >/dev/null
 cli hset 'seckill:{sale:gone}:meta' stock 0 starts_ms 0 ends_ms $((now_ms + 86400000)) state open >/dev/null
+# A sale with 8 variants (sizes 36-43) and a per-user limit of 2 (docs/gate.md, "Variants").
+cli hset 'seckill:{sale:var}:meta' stock 8000000000 starts_ms 0 ends_ms $((now_ms + 86400000)) state open \
+	limit 2 variants 8 v:size-36 1000000000 v:size-37 1000000000 v:size-38 1000000000 v:size-39 1000000000 \
+	v:size-40 1000000000 v:size-41 1000000000 v:size-42 1000000000 v:size-43 1000000000 >/dev/null
 
 # measure NAME ARGS... : one redis-benchmark run of one command; prints a table row
 measure() {
@@ -62,6 +68,9 @@ Command: scripts/bench-redis.sh (redis-benchmark -n $N -c 16 -P $P on 127.0.0.1,
 |---|---:|---:|---:|
 EOF
 measure "gate: accept (new buyer)" evalsha "$GATE" 4 'seckill:{sale:open}:meta' 'seckill:{sale:open}:buyers' 'seckill:{sale:open}:tokens' 'seckill:{sale:open}:outbox' open u__rand_int__ o__rand_int__ "" relay
+VAR=('seckill:{sale:var}:meta' 'seckill:{sale:var}:buyers' 'seckill:{sale:var}:tokens' 'seckill:{sale:var}:outbox' 'seckill:{sale:var}:held')
+measure "gate: accept, sale with 8 variants, limit 2 (new buyer, 1 unit)" evalsha "$GATE" 5 "${VAR[@]}" var u__rand_int__ o__rand_int__ "" relay "" size-40 1
+measure "gate: accept, sale with 8 variants, limit 2 (new buyer, 2 units)" evalsha "$GATE" 5 "${VAR[@]}" var v__rand_int__ o__rand_int__ "" relay "" size-41 2
 measure "gate: sold out" evalsha "$GATE" 4 'seckill:{sale:gone}:meta' 'seckill:{sale:gone}:buyers' 'seckill:{sale:gone}:tokens' 'seckill:{sale:gone}:outbox' gone u__rand_int__ o__rand_int__ "" relay
 measure "throttle: new key (admitted)" evalsha "$THROTTLE" 2 'seckill:rl:{user:__rand_int__}' 'seckill:rl:{user:__rand_int__}:ban' 5 1000000 0 1 0
 N=$((N / 2)) measure "throttle: hot key, limit 5/s (refused)" evalsha "$THROTTLE" 2 'seckill:rl:{user:hot}' 'seckill:rl:{user:hot}:ban' 5 1000000 0 1 0
