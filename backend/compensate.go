@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/redis/go-redis/v9"
 	"github.com/seckilledge/seckill/contract"
@@ -11,7 +12,8 @@ import (
 )
 
 // Compensator returns to Redis the units of accepted orders that ended failed or cancelled in
-// Postgres: stock + 1, buyer removed, sold-out cleared and broadcast (lua/compensate.lua,
+// Postgres: the order's quantity back to the stock (and to its variant's), the user's held
+// units down by as much, buyer removed, sold-out cleared and broadcast (lua/compensate.lua,
 // idempotent per order id), then records compensated_at on the order. What it could not do
 // (Redis down) stays compensated_at IS NULL and is retried by the sweeper.
 type Compensator struct {
@@ -45,8 +47,8 @@ func (c *Compensator) Compensate(ctx context.Context, refs []OrderRef) int {
 			return 0
 		}
 		target := contract.UserShardID(r.SaleID, r.UserID, k)
-		keys := []string{contract.MetaKey(target), contract.BuyersKey(target), contract.CompensatedKey(target)}
-		cmds[i] = script.EvalSha(ctx, pipe, keys, target, r.OrderID, r.UserID)
+		keys := []string{contract.MetaKey(target), contract.BuyersKey(target), contract.CompensatedKey(target), contract.HeldKey(target)}
+		cmds[i] = script.EvalSha(ctx, pipe, keys, target, r.OrderID, r.UserID, r.Variant, max(r.Quantity, 1))
 	}
 	_, _ = pipe.Exec(ctx)
 	var done []string
@@ -79,23 +81,24 @@ func (c *Compensator) Compensate(ctx context.Context, refs []OrderRef) int {
 // (Redis was down, or the process died between commit and compensation). Returns how many
 // units were returned.
 func (c *Compensator) RetryPending(ctx context.Context, limit int) (int, error) {
-	rows, err := c.Pool.Query(ctx, `SELECT order_id, sale_id, user_id FROM orders
+	rows, err := c.Pool.Query(ctx, `SELECT `+orderRefColumns+` FROM orders
 		WHERE status IN ('failed', 'cancelled') AND compensated_at IS NULL
 		ORDER BY updated_at LIMIT $1`, limit)
 	if err != nil {
 		return 0, err
 	}
-	var refs []OrderRef
-	for rows.Next() {
-		var r OrderRef
-		if err := rows.Scan(&r.OrderID, &r.SaleID, &r.UserID); err != nil {
-			rows.Close()
-			return 0, err
-		}
-		refs = append(refs, r)
-	}
-	if err := rows.Err(); err != nil {
+	refs, err := pgx.CollectRows(rows, scanOrderRef)
+	if err != nil {
 		return 0, err
 	}
 	return c.Compensate(ctx, refs), nil
+}
+
+// orderRefColumns are the columns scanOrderRef reads, for a query on orders (unqualified).
+const orderRefColumns = `order_id, sale_id, user_id, variant_id, quantity`
+
+// scanOrderRef reads the orderRefColumns of one row.
+func scanOrderRef(r pgx.CollectableRow) (OrderRef, error) {
+	var o OrderRef
+	return o, r.Scan(&o.OrderID, &o.SaleID, &o.UserID, &o.Variant, &o.Quantity)
 }

@@ -43,6 +43,10 @@ var (
 	errEndsBeforeFrom = &controlError{http.StatusBadRequest, contract.CodeBadRequest, "ends_at must be after starts_at"}
 )
 
+// errVariantStock refuses a stock change of a sale with variants: the change names no
+// variant, and a sale's units are per variant.
+var errVariantStock = &controlError{http.StatusConflict, "variant_sale", "the sale has variants: its stock cannot be changed by this control (docs/operator.md)"}
+
 // ControlResult is the answer of every control: what was done, under which request id, and
 // the sale afterwards.
 type ControlResult struct {

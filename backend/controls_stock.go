@@ -50,6 +50,11 @@ func (s *Service) ChangeStock(ctx context.Context, sale string, req StockRequest
 		if err != nil {
 			return err
 		}
+		if vs, err := saleVariants(ctx, s.Pool, sale); err != nil {
+			return err
+		} else if len(vs) > 0 {
+			return errVariantStock
+		}
 		var rowSale, status string
 		var rowDelta int
 		err = s.Pool.QueryRow(ctx, `SELECT sale_id, delta, status FROM stock_changes WHERE request_id = $1`, req.RequestID).

@@ -17,6 +17,10 @@ type OrderView struct {
 	SaleID  string `json:"sale_id"`
 	Status  string `json:"status"`
 	Reason  string `json:"reason,omitempty"`
+	// Variant ("" for a sale without variants) and Quantity (units) of an order in Postgres;
+	// a queued order (not written yet) shows neither.
+	Variant  string `json:"variant,omitempty"`
+	Quantity int    `json:"quantity,omitempty"`
 }
 
 // queuedWindow widens the search for the sale of a queued order around its acceptance time
@@ -37,8 +41,8 @@ func (s *Service) lookupOrder(ctx context.Context, user, id string) (OrderView, 
 	}
 	var owner string
 	var reason *string
-	err := s.Pool.QueryRow(ctx, `SELECT sale_id, user_id, status, reason FROM orders WHERE order_id = $1`, id).
-		Scan(&v.SaleID, &owner, &v.Status, &reason)
+	err := s.Pool.QueryRow(ctx, `SELECT sale_id, user_id, status, reason, variant_id, quantity FROM orders WHERE order_id = $1`, id).
+		Scan(&v.SaleID, &owner, &v.Status, &reason, &v.Variant, &v.Quantity)
 	if err == nil {
 		if owner != user {
 			return OrderView{}, false, nil

@@ -74,6 +74,11 @@ func (s *Service) Reconcile(ctx context.Context, sale string) (ReconcileReport, 
 			rep.Actions = append(rep.Actions, "the sale is not in Redis: preheat it")
 			return nil
 		}
+		if unit, err := s.unitSale(ctx, sale); err != nil {
+			return err
+		} else if unit {
+			return s.reconcileUnits(ctx, sale, key, held, &rep) // reconcile_units.go
+		}
 		// A sharded sale is reconciled as the sum of its shards (ids; the sale itself when
 		// unsharded). Units a rebalance left journaled between two shards are delivered
 		// first, so that the shards' stocks hold every unit.
@@ -312,15 +317,12 @@ func (s *Service) ordersByID(ctx context.Context, buyers map[string]string) (map
 }
 
 func (s *Service) pendingCompensations(ctx context.Context, sale string) ([]OrderRef, error) {
-	rows, err := s.Pool.Query(ctx, `SELECT order_id, sale_id, user_id FROM orders
+	rows, err := s.Pool.Query(ctx, `SELECT `+orderRefColumns+` FROM orders
 		WHERE sale_id = $1 AND status IN ('failed', 'cancelled') AND compensated_at IS NULL`, sale)
 	if err != nil {
 		return nil, err
 	}
-	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (OrderRef, error) {
-		var o OrderRef
-		return o, r.Scan(&o.OrderID, &o.SaleID, &o.UserID)
-	})
+	return pgx.CollectRows(rows, scanOrderRef)
 }
 
 func (s *Service) handleReconcile(w http.ResponseWriter, r *http.Request) {

@@ -32,6 +32,12 @@ type SaleSpec struct {
 	// Room gives the sale a waiting room (seckill_room, docs/room.md); nil: none. Rooms are
 	// for unsharded sales: the token script must reach the room's hash slot.
 	Room *RoomSpec `json:"room,omitempty"`
+	// Variants gives the stock per variant instead of Stock (sales_variants.go): 1 to 256,
+	// ids like sale ids. A sharded sale splits each variant over its shards.
+	Variants []VariantSpec `json:"variants,omitempty"`
+	// PerUserLimit is the most units one user may hold in the sale, all variants together:
+	// 1 (default) to 1000.
+	PerUserLimit int `json:"per_user_limit,omitempty"`
 }
 
 // Validate checks a sale spec and returns its payment window.
@@ -47,6 +53,9 @@ func (s SaleSpec) Validate() (time.Duration, error) {
 		return 0, errors.New("ends_at must be after starts_at")
 	case s.Shards < 0 || s.Shards > contract.MaxShards:
 		return 0, fmt.Errorf("shards must be between 1 and %d", contract.MaxShards)
+	}
+	if err := s.validateVariants(); err != nil {
+		return 0, err
 	}
 	if s.Room != nil {
 		if s.Shards > 1 {
@@ -78,7 +87,7 @@ func ParseSaleSpec(r io.Reader) (SaleSpec, error) {
 	dec := json.NewDecoder(r)
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&spec); err != nil {
-		return spec, fmt.Errorf("body must be JSON {id, stock, starts_at, ends_at, pay_within, shards, webhook_url, room}: %w", err)
+		return spec, fmt.Errorf("body must be JSON {id, stock, starts_at, ends_at, pay_within, shards, webhook_url, room, variants, per_user_limit}: %w", err)
 	}
 	if _, err := spec.Validate(); err != nil {
 		return spec, err
@@ -98,13 +107,21 @@ func (s *Service) CreateSale(ctx context.Context, spec SaleSpec) (created bool, 
 			return false, err
 		}
 	}
-	tag, err := s.Pool.Exec(ctx, `INSERT INTO sales (id, initial_stock, stock, starts_at, ends_at, pay_within, shards, webhook_url, room)
-		VALUES ($1, $2, $2, $3, $4, make_interval(secs => $5), $6, NULLIF($7, ''), $8::jsonb) ON CONFLICT (id) DO NOTHING`,
-		spec.ID, spec.Stock, spec.StartsAt, spec.EndsAt, pay.Seconds(), max(spec.Shards, 1), spec.WebhookURL, room)
-	if err != nil {
-		return false, err
-	}
-	return tag.RowsAffected() == 1, nil
+	// One transaction: a sale with variants never exists without them.
+	err = pgx.BeginFunc(ctx, s.Pool, func(tx pgx.Tx) error {
+		tag, err := tx.Exec(ctx, `INSERT INTO sales (id, initial_stock, stock, starts_at, ends_at, pay_within, shards, webhook_url, room, per_user_limit)
+			VALUES ($1, $2, $2, $3, $4, make_interval(secs => $5), $6, NULLIF($7, ''), $8::jsonb, $9) ON CONFLICT (id) DO NOTHING`,
+			spec.ID, spec.totalStock(), spec.StartsAt, spec.EndsAt, pay.Seconds(), max(spec.Shards, 1), spec.WebhookURL, room, spec.limit())
+		if err != nil {
+			return err
+		}
+		created = tag.RowsAffected() == 1
+		if !created {
+			return nil
+		}
+		return insertVariants(ctx, tx, spec.ID, spec.Variants)
+	})
+	return created, err
 }
 
 func (s *Service) handleCreateSale(w http.ResponseWriter, r *http.Request) {
@@ -127,7 +144,8 @@ func (s *Service) handleCreateSale(w http.ResponseWriter, r *http.Request) {
 		refuse(w, http.StatusConflict, codeSaleExists, "a sale with this id exists")
 		return
 	}
-	s.Log.Info("sale created", "sale_id", spec.ID, "stock", spec.Stock, "shards", max(spec.Shards, 1))
+	s.Log.Info("sale created", "sale_id", spec.ID, "stock", spec.totalStock(), "shards", max(spec.Shards, 1),
+		"variants", len(spec.Variants), "per_user_limit", spec.limit())
 	st, _ := s.SaleStatus(r.Context(), spec.ID)
 	writeJSON(w, http.StatusCreated, st)
 }
@@ -197,28 +215,32 @@ func (s *Service) Preheat(ctx context.Context, sale string) (PreheatResult, erro
 	key := saleLockKey(sale)
 	err := s.withSaleLock(ctx, sale, 5*time.Second, func(held Held) error {
 		return s.fenced(ctx, key, held, func(tx pgx.Tx) error {
-			var stock, k int
+			var stock, k, limit int
 			var starts, ends time.Time
 			var room []byte
-			err := tx.QueryRow(ctx, `SELECT stock, starts_at, ends_at, shards, room FROM sales WHERE id = $1`, sale).Scan(&stock, &starts, &ends, &k, &room)
+			err := tx.QueryRow(ctx, `SELECT stock, starts_at, ends_at, shards, room, per_user_limit FROM sales WHERE id = $1`, sale).
+				Scan(&stock, &starts, &ends, &k, &room, &limit)
 			if errors.Is(err, pgx.ErrNoRows) {
 				return errUnknownSale
 			}
 			if err != nil {
 				return err
 			}
+			variants, err := saleVariants(ctx, tx, sale)
+			if err != nil {
+				return err
+			}
 			if k > 1 {
-				if err := s.preheatShards(ctx, sale, stock, k, starts, ends, &res); err != nil {
+				if err := s.preheatShards(ctx, sale, stock, k, limit, preheatVariants(variants), starts, ends, &res); err != nil {
 					return err
 				}
 				return s.restorePaused(ctx, tx, sale, k)
 			}
-			out, err := lua.Preheat.Run(ctx, s.Redis, []string{contract.MetaKey(sale)},
-				sale, stock, starts.UnixMilli(), ends.UnixMilli(), "init", s.retention().Milliseconds(), "", s.Namespace).Int64Slice()
+			res.Created, res.StockRedis, err = lua.RunPreheat(ctx, s.Redis, lua.PreheatArgs{Sale: sale, Stock: int64(stock),
+				Starts: starts, Ends: ends, Retention: s.retention(), Namespace: s.Namespace, Limit: limit, Variants: preheatVariants(variants)})
 			if err != nil {
 				return fmt.Errorf("preheat.lua: %w", err)
 			}
-			res.Created, res.StockRedis = out[0] == 1, out[1]
 			if room != nil {
 				// After preheat.lua: room_setup.lua needs the meta key, and keeps the first
 				// seed, so a second preheat publishes the same commitment.
@@ -288,6 +310,10 @@ type SaleStatus struct {
 	// of its seed once preheated (docs/room.md): published before the start, checked after the end.
 	Room           *RoomSpec `json:"room,omitempty"`
 	SeedCommitment string    `json:"seed_commitment,omitempty"`
+	// PerUserLimit is the most units a user may hold in the sale; Variants each variant's
+	// stock in Postgres and Redis (absent for a sale without variants).
+	PerUserLimit int             `json:"per_user_limit"`
+	Variants     []VariantStatus `json:"variants,omitempty"`
 }
 
 // SaleStatus reads a sale from Postgres and Redis. queued counts buyers in Redis whose order
@@ -296,8 +322,8 @@ func (s *Service) SaleStatus(ctx context.Context, sale string) (SaleStatus, erro
 	st := SaleStatus{ID: sale, Orders: map[string]int{"created": 0, "paid": 0, "cancelled": 0, "failed": 0}}
 	var paySecs float64
 	var room []byte
-	err := s.Pool.QueryRow(ctx, `SELECT initial_stock, stock, starts_at, ends_at, EXTRACT(EPOCH FROM pay_within)::float8, shards, room FROM sales WHERE id = $1`, sale).
-		Scan(&st.InitialStock, &st.StockDB, &st.StartsAt, &st.EndsAt, &paySecs, &st.Shards, &room)
+	err := s.Pool.QueryRow(ctx, `SELECT initial_stock, stock, starts_at, ends_at, EXTRACT(EPOCH FROM pay_within)::float8, shards, room, per_user_limit FROM sales WHERE id = $1`, sale).
+		Scan(&st.InitialStock, &st.StockDB, &st.StartsAt, &st.EndsAt, &paySecs, &st.Shards, &room, &st.PerUserLimit)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return st, errUnknownSale
 	}
@@ -344,6 +370,15 @@ func (s *Service) SaleStatus(ctx context.Context, sale string) (SaleStatus, erro
 	}
 	if v, ok := meta[1].(string); ok {
 		st.State = v
+	}
+	if st.Variants, err = saleVariants(ctx, s.Pool, sale); err != nil {
+		return st, err
+	}
+	if err := fillVariantsRedis(ctx, s.Redis, sale, st.Shards, st.Variants); err != nil {
+		return st, err
+	}
+	if len(st.Variants) == 0 {
+		st.Variants = nil
 	}
 	var buyers map[string]string
 	if st.Shards > 1 {

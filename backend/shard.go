@@ -73,18 +73,20 @@ func readShardStocks(ctx context.Context, rdb redis.UniversalClient, ids []strin
 // a stock of 0 and the shard count, last, so that a gateway told "sharded" finds every shard
 // in place. Every step is preheat.lua in "init" mode: a shard already selling keeps its stock.
 // The shard ids join the sales index so the relays drain each shard's outbox.
-func (s *Service) preheatShards(ctx context.Context, sale string, stock, k int, starts, ends time.Time, res *PreheatResult) error {
+func (s *Service) preheatShards(ctx context.Context, sale string, stock, k, limit int, variants []lua.Variant, starts, ends time.Time, res *PreheatResult) error {
 	ids := contract.ShardIDs(sale, k)
 	portions := contract.SplitStock(stock, k)
 	script := lua.Script("preheat")
 	retention := s.retention().Milliseconds()
 	for i, id := range ids {
-		out, err := script.Run(ctx, s.Redis, []string{contract.MetaKey(id)},
-			id, portions[i], starts.UnixMilli(), ends.UnixMilli(), "init", retention, "", s.Namespace).Int64Slice()
+		// Each shard holds the limit (a user buys on their own shard only, so the shard's
+		// held hash is the user's whole holding) and its part of every variant.
+		_, n, err := lua.RunPreheat(ctx, s.Redis, lua.PreheatArgs{Sale: id, Stock: int64(portions[i]), Starts: starts, Ends: ends,
+			Retention: s.retention(), Namespace: s.Namespace, Limit: limit, Variants: shardVariants(variants, i, k)})
 		if err != nil {
 			return fmt.Errorf("preheat.lua on shard %s: %w", id, err)
 		}
-		res.StockRedis += out[1]
+		res.StockRedis += n
 	}
 	members := make([]any, 0, k)
 	for _, id := range ids {

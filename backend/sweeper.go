@@ -15,7 +15,7 @@ const ReasonPaymentTimeout = "payment_timeout"
 const sweepBatch = 500
 
 // SweepOnce cancels created orders not paid within their sale's pay_within, returns their
-// units to Postgres stock (same transaction) and to Redis (compensation), then retries pending
+// units (their quantity, to their variant too) to Postgres stock (same transaction) and to Redis (compensation), then retries pending
 // compensations. Only the holder of the sweeper lock sweeps; its fencing token is checked in
 // each transaction, so a sweeper that lost its lock (paused, partitioned) cannot write after a
 // newer one. Rows are taken FOR UPDATE SKIP LOCKED, so a payment in progress is never waited
@@ -30,16 +30,13 @@ func (s *Service) SweepOnce(ctx context.Context) (int, error) {
 		for {
 			var refs []OrderRef
 			err := s.fenced(ctx, key, held, func(tx pgx.Tx) error {
-				rows, err := tx.Query(ctx, `SELECT o.order_id, o.sale_id, o.user_id FROM orders o JOIN sales s ON s.id = o.sale_id
+				rows, err := tx.Query(ctx, `SELECT o.order_id, o.sale_id, o.user_id, o.variant_id, o.quantity FROM orders o JOIN sales s ON s.id = o.sale_id
 					WHERE o.status = 'created' AND o.created_at + s.pay_within <= now()
 					ORDER BY o.created_at LIMIT $1 FOR UPDATE OF o SKIP LOCKED`, sweepBatch)
 				if err != nil {
 					return err
 				}
-				refs, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (OrderRef, error) {
-					var o OrderRef
-					return o, r.Scan(&o.OrderID, &o.SaleID, &o.UserID)
-				})
+				refs, err = pgx.CollectRows(rows, scanOrderRef)
 				if err != nil || len(refs) == 0 {
 					return err
 				}
@@ -51,9 +48,17 @@ func (s *Service) SweepOnce(ctx context.Context) (int, error) {
 					ids, ReasonPaymentTimeout); err != nil {
 					return err
 				}
+				// Units, not orders: an order holds its quantity, of its variant. The sales'
+				// rows first, then their variants', the order the writer locks them in.
 				if _, err = tx.Exec(ctx, `UPDATE sales SET stock = sales.stock + x.n
-					FROM (SELECT sale_id, count(*)::int AS n FROM orders WHERE order_id = ANY($1) GROUP BY sale_id) x
+					FROM (SELECT sale_id, sum(quantity)::int AS n FROM orders WHERE order_id = ANY($1) GROUP BY sale_id) x
 					WHERE sales.id = x.sale_id`, ids); err != nil {
+					return err
+				}
+				if _, err = tx.Exec(ctx, `UPDATE sale_variants sv SET stock = sv.stock + x.n
+					FROM (SELECT sale_id, variant_id, sum(quantity)::int AS n FROM orders
+						WHERE order_id = ANY($1) AND variant_id <> '' GROUP BY sale_id, variant_id) x
+					WHERE sv.sale_id = x.sale_id AND sv.variant_id = x.variant_id`, ids); err != nil {
 					return err
 				}
 				return enqueueEvents(ctx, tx, contract.EventOrderCancelled, ids, s.hasDefaultWebhook())

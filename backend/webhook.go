@@ -144,14 +144,16 @@ func (w *Webhooks) claim(ctx context.Context, n int) ([]delivery, error) {
 				WHERE e.order_id = c.order_id AND e.seq < c.seq AND e.state <> 'delivered')
 			ORDER BY c.next_at, c.seq LIMIT $1 FOR UPDATE SKIP LOCKED) due
 		WHERE d.id = due.id
-		RETURNING d.id, d.type, d.order_id, d.sale_id, d.user_id, d.at, COALESCE(d.url, ''), d.attempts`, n, w.lease())
+		RETURNING d.id, d.type, d.order_id, d.sale_id, d.user_id, d.at, COALESCE(d.url, ''), d.attempts,
+			COALESCE((SELECT o.variant_id FROM orders o WHERE o.order_id = d.order_id), ''),
+			COALESCE((SELECT o.quantity FROM orders o WHERE o.order_id = d.order_id), 1)`, n, w.lease())
 	if err != nil {
 		return nil, err
 	}
 	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (delivery, error) {
 		var d delivery
-		err := r.Scan(&d.event.ID, &d.event.Type, &d.event.OrderID, &d.event.SaleID, &d.event.UserID, &d.event.At, &d.url, &d.attempts)
-		d.event.Quantity = 1
+		err := r.Scan(&d.event.ID, &d.event.Type, &d.event.OrderID, &d.event.SaleID, &d.event.UserID, &d.event.At, &d.url, &d.attempts,
+			&d.event.Variant, &d.event.Quantity)
 		d.event.At = d.event.At.UTC()
 		if d.url == "" {
 			d.url = w.DefaultURL

@@ -30,6 +30,9 @@ type Writer struct {
 // OrderRef names an order for compensation.
 type OrderRef struct {
 	OrderID, SaleID, UserID string
+	// Variant ("" none) and Quantity (0 means 1) say which units compensation gives back.
+	Variant  string
+	Quantity int
 }
 
 // BatchResult says what a batch did.
@@ -79,19 +82,16 @@ func (w *Writer) WriteBatch(ctx context.Context, msgs []contract.OrderMessage) (
 		groups[i] = dedupe(msgs, bySale[sale])
 		res.Duplicates += len(bySale[sale]) - len(groups[i])
 		batch.Queue("SAVEPOINT " + savepoint(i))
-		args := insertArgs(sale, groups[i], func(int) (string, string) { return contract.StatusCreated, "" })
-		batch.Queue(insertAndTake, append(args, w.DefaultWebhook)...)
+		queueInsertAndTake(batch, sale, groups[i], w.DefaultWebhook)
 	}
-	type outcome struct{ known, inserted, taken int }
-	outcomes := make([]outcome, len(sales))
+	outcomes := make([]takeOutcome, len(sales))
 	br := tx.SendBatch(ctx, batch)
 	for i := range sales {
 		if _, err := br.Exec(); err != nil {
 			br.Close()
 			return BatchResult{}, err
 		}
-		o := &outcomes[i]
-		if err := br.QueryRow().Scan(&o.known, &o.inserted, &o.taken); err != nil {
+		if err := scanTake(br, groups[i], &outcomes[i]); err != nil {
 			br.Close()
 			return BatchResult{}, err
 		}
@@ -105,7 +105,7 @@ func (w *Writer) WriteBatch(ctx context.Context, msgs []contract.OrderMessage) (
 		case o.known == 0:
 			res.Duplicates -= len(bySale[sale]) - len(groups[i])
 			res.UnknownSale = append(res.UnknownSale, bySale[sale]...)
-		case o.inserted == o.taken:
+		case o.fits:
 			res.Created += o.inserted
 			res.Duplicates += len(groups[i]) - o.inserted
 		default:
@@ -152,34 +152,33 @@ const insertAndTake = `WITH sale AS (SELECT id, webhook_url FROM sales WHERE id 
 		FROM ins, sale WHERE $7::bool OR sale.webhook_url IS NOT NULL)
 	SELECT (SELECT count(*)::int FROM sale), (SELECT n FROM n), COALESCE((SELECT n FROM upd), 0)`
 
-// dedupe keeps the first message of each order id and of each user, in acceptance order (the
-// earliest accepted buyer gets a unit first when the guard has to split), sorted for the
-// insert by user id so that concurrent batches take index locks in one order.
+// dedupe keeps the first message of each order id and of each user's purchase (user and
+// purchase number: one per user in a limit-1 sale), in acceptance order (the earliest accepted
+// buyer gets a unit first when the guard has to split), sorted for the insert by user id so
+// that concurrent batches take index locks in one order.
 func dedupe(msgs []contract.OrderMessage, idx []int) []contract.OrderMessage {
 	sorted := make([]contract.OrderMessage, 0, len(idx))
 	for _, i := range idx {
 		sorted = append(sorted, msgs[i])
 	}
 	sort.SliceStable(sorted, func(a, b int) bool { return sorted[a].AcceptedAt.Before(sorted[b].AcceptedAt) })
+	type purchase struct {
+		user string
+		seq  int
+	}
 	seenOrder := make(map[string]bool, len(sorted))
-	seenUser := make(map[string]bool, len(sorted))
+	seenUser := make(map[purchase]bool, len(sorted))
 	out := sorted[:0]
 	for _, m := range sorted {
-		if seenOrder[m.OrderID] || seenUser[m.UserID] {
+		p := purchase{m.UserID, msgSeq(m)}
+		if seenOrder[m.OrderID] || seenUser[p] {
 			continue
 		}
-		seenOrder[m.OrderID], seenUser[m.UserID] = true, true
+		seenOrder[m.OrderID], seenUser[p] = true, true
 		out = append(out, m)
 	}
 	return out
 }
-
-const insertOrders = `INSERT INTO orders (order_id, sale_id, user_id, status, reason, accepted_at)
-	SELECT o, $1, u, s, NULLIF(r, ''), a
-	FROM unnest($2::text[], $3::text[], $4::text[], $5::text[], $6::timestamptz[]) AS t(o, u, s, r, a)
-	ORDER BY u
-	ON CONFLICT DO NOTHING
-	RETURNING order_id, user_id, status`
 
 func insertArgs(sale string, ms []contract.OrderMessage, status func(i int) (string, string)) []any {
 	n := len(ms)
@@ -189,94 +188,6 @@ func insertArgs(sale string, ms []contract.OrderMessage, status func(i int) (str
 		sts[i], reasons[i] = status(i)
 	}
 	return []any{sale, ids, users, sts, reasons, at}
-}
-
-// splitSale writes one sale's part of a batch that does not fit the stock: under the sale's row
-// lock, the new orders that fit are created and the others are recorded failed.
-func splitSale(ctx context.Context, tx pgx.Tx, sale string, group []contract.OrderMessage, defaultWebhook bool) (created int, failed []OrderRef, dups int, err error) {
-	var stock int
-	if err := tx.QueryRow(ctx, `SELECT stock FROM sales WHERE id = $1 FOR UPDATE`, sale).Scan(&stock); err != nil {
-		return 0, nil, 0, err
-	}
-	ids := make([]string, len(group))
-	users := make([]string, len(group))
-	for i, m := range group {
-		ids[i], users[i] = m.OrderID, m.UserID
-	}
-	// Already written: the same order id (any status), or a live order of the same user.
-	rows, err := tx.Query(ctx, `SELECT order_id, user_id, status IN ('created', 'paid') FROM orders
-		WHERE order_id = ANY($1) OR (sale_id = $2 AND user_id = ANY($3) AND status IN ('created', 'paid'))`, ids, sale, users)
-	if err != nil {
-		return 0, nil, 0, err
-	}
-	existingOrder, existingUser := map[string]bool{}, map[string]bool{}
-	for rows.Next() {
-		var o, u string
-		var live bool
-		if err := rows.Scan(&o, &u, &live); err != nil {
-			rows.Close()
-			return 0, nil, 0, err
-		}
-		existingOrder[o] = true
-		if live {
-			existingUser[u] = true
-		}
-	}
-	if err := rows.Err(); err != nil {
-		return 0, nil, 0, err
-	}
-	fresh := group[:0:0]
-	for _, m := range group {
-		if !existingOrder[m.OrderID] && !existingUser[m.UserID] {
-			fresh = append(fresh, m)
-		}
-	}
-	args := insertArgs(sale, fresh, func(i int) (string, string) {
-		if i < stock {
-			return contract.StatusCreated, ""
-		}
-		return contract.StatusFailed, ReasonSoldOutInDB
-	})
-	rows, err = tx.Query(ctx, insertOrders, args...)
-	if err != nil {
-		return 0, nil, 0, err
-	}
-	inserted := 0
-	var createdIDs, failedIDs []string
-	for rows.Next() {
-		var o, u, st string
-		if err := rows.Scan(&o, &u, &st); err != nil {
-			rows.Close()
-			return 0, nil, 0, err
-		}
-		inserted++
-		if st == contract.StatusCreated {
-			created++
-			createdIDs = append(createdIDs, o)
-		} else {
-			failed = append(failed, OrderRef{OrderID: o, SaleID: sale, UserID: u})
-			failedIDs = append(failedIDs, o)
-		}
-	}
-	if err := rows.Err(); err != nil {
-		return 0, nil, 0, err
-	}
-	if err := enqueueEvents(ctx, tx, contract.EventOrderCreated, createdIDs, defaultWebhook); err != nil {
-		return 0, nil, 0, err
-	}
-	if err := enqueueEvents(ctx, tx, contract.EventOrderFailed, failedIDs, defaultWebhook); err != nil {
-		return 0, nil, 0, err
-	}
-	if created > 0 {
-		tag, err := tx.Exec(ctx, `UPDATE sales SET stock = stock - $2 WHERE id = $1 AND stock >= $2`, sale, created)
-		if err != nil {
-			return 0, nil, 0, err
-		}
-		if tag.RowsAffected() == 0 {
-			return 0, nil, 0, errors.New("stock guard refused under the sale's row lock")
-		}
-	}
-	return created, failed, len(group) - inserted, nil
 }
 
 // transient reports whether a write error may succeed when retried: the database is

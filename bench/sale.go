@@ -344,9 +344,14 @@ type tokenSet struct {
 }
 
 func (d *Driver) fetchTokens(ctx context.Context, o Options, name, sale string, users []string, p People) tokenSet {
+	return d.fetchTokensAt(ctx, o, d.Stack.Gateway, name, sale, users, p)
+}
+
+// fetchTokensAt is fetchTokens from the gateway at gw.
+func (d *Driver) fetchTokensAt(ctx context.Context, o Options, gw, name, sale string, users []string, p People) tokenSet {
 	reqs := make([]load.Request, len(users))
 	for i, u := range users {
-		reqs[i] = load.Request{Method: http.MethodPost, URL: d.Stack.Gateway + "/seckill/" + sale + "/token",
+		reqs[i] = load.Request{Method: http.MethodPost, URL: gw + "/seckill/" + sale + "/token",
 			Header: header(u, p.IPs[u]), Kind: "token", User: u}
 	}
 	ts := tokenSet{of: make(map[string]string, len(users))}

@@ -24,7 +24,9 @@ import (
 // the services behind them. Either Start made it (its own processes on free ports, its own
 // RabbitMQ vhost and Postgres database) or the user described running processes.
 type Stack struct {
-	Gateway    string // base URL of the gateway, e.g. http://127.0.0.1:8080
+	Gateway string // base URL of the gateway, e.g. http://127.0.0.1:8080
+	// Gateways are the base URLs of every gateway (Gateway first) when Start ran more than one.
+	Gateways   []string
 	Backend    string // base URL of the backend's admin listener (admin API, baselines, metrics)
 	Ceiling    string // base URL of a Caddy site that only does `respond` ("" if none)
 	Admin      string // base URL of the gateway's Caddy admin endpoint ("" if unknown)
@@ -76,6 +78,9 @@ type StartOptions struct {
 	Env []string
 	// LogDir receives gateway.log and backend.log (default: a temp dir).
 	LogDir string
+	// Gateways is how many gateways to start (default 1), each its own Caddy process on its own
+	// ports, sharing the backend's namespace, Redis and vhost: gateway-<i>.log for the others.
+	Gateways int
 }
 
 // TrustLoopbackProxy is the global option the load generator needs: it runs on loopback and
@@ -316,7 +321,48 @@ func Start(ctx context.Context, o StartOptions) (_ *Stack, err error) {
 	if err := waitHTTP(ctx, "gateway", gateway, s.Ceiling+"/"); err != nil {
 		return nil, err
 	}
+	s.Gateways = []string{s.Gateway}
+	for i := 1; i < o.Gateways; i++ {
+		if err := s.startGateway(ctx, i, bin, tmp, string(src), o.ExtraGlobal, env); err != nil {
+			return nil, err
+		}
+	}
 	return s, nil
+}
+
+// startGateway starts the i-th extra gateway on ports of its own.
+func (s *Stack) startGateway(ctx context.Context, i int, bin, tmp, src, extraGlobal string, env []string) error {
+	ports, err := proc.FreePorts(3)
+	if err != nil {
+		return err
+	}
+	conf, err := GatewayConfig(src, ports[0], ports[1], ports[2], extraGlobal)
+	if err != nil {
+		return err
+	}
+	confPath := filepath.Join(tmp, fmt.Sprintf("Caddyfile-%d", i))
+	if err := os.WriteFile(confPath, []byte(conf), 0o644); err != nil {
+		return err
+	}
+	gw, err := startProc(filepath.Join(bin, "caddy"), []string{"run", "--config", confPath, "--adapter", "caddyfile"},
+		env, filepath.Join(s.LogDir, fmt.Sprintf("gateway-%d.log", i)))
+	if err != nil {
+		return err
+	}
+	s.cleanup = append(s.cleanup, func() { gw.Stop(15 * time.Second) })
+	if err := waitHTTP(ctx, "gateway", gw, fmt.Sprintf("http://127.0.0.1:%d/", ports[2])); err != nil {
+		return err
+	}
+	s.Gateways = append(s.Gateways, fmt.Sprintf("http://127.0.0.1:%d", ports[0]))
+	return nil
+}
+
+// gateways are the gateways' base URLs (the one Gateway when only it is known).
+func (s *Stack) gateways() []string {
+	if len(s.Gateways) > 0 {
+		return s.Gateways
+	}
+	return []string{s.Gateway}
 }
 
 // startProc starts a server of the stack; it gets SIGTERM, not SIGKILL, when the bench dies,

@@ -34,7 +34,7 @@ type WebhookEvent struct {
 	Type    string `json:"type"`
 	OrderID string `json:"order_id"`
 	SaleID  string `json:"sale_id"`
-	// Variant is "" and Quantity 1 until sales have variants.
+	// Variant is the order's variant ("" for a sale without variants) and Quantity its units.
 	Variant  string `json:"variant"`
 	Quantity int    `json:"quantity"`
 	UserID   string `json:"user_id"`

@@ -5,9 +5,18 @@
 -- KEYS[1]  seckill:{sale:<id>}:meta         hash: stock, starts_ms, ends_ms, state
 -- KEYS[2]  seckill:{sale:<id>}:buyers       hash: user id -> order id
 -- KEYS[3]  seckill:{sale:<id>}:compensated  set of order ids already compensated
+-- KEYS[4]  seckill:{sale:<id>}:held         optional hash: user id -> units held (variant and
+--                                            limit sales; absent for a limit-1 sale without
+--                                            variants)
 -- ARGV[1]  sale id (for the restock broadcast)
 -- ARGV[2]  order id
 -- ARGV[3]  user id
+-- ARGV[4]  optional variant id ("" or absent: the sale has no variants)
+-- ARGV[5]  optional quantity ("" or absent: 1)
+--
+-- The order's quantity goes back to "stock" (the sale's total) and, when a variant is named
+-- and the meta hash has its field "v:<variant>", to that variant too; the user's held units
+-- drop by the quantity (never below 0) when the held hash exists.
 --
 -- Returns  {done, stock}: done is 1 when this call returned the unit, 0 when the order was
 --          compensated before (nothing changed); stock is the Redis stock after the call, or
@@ -19,6 +28,11 @@
 --          when the sale is no longer in Redis.
 local meta, buyers, done = KEYS[1], KEYS[2], KEYS[3]
 local sale, order, user = ARGV[1], ARGV[2], ARGV[3]
+local variant = ARGV[4] or ""
+local qty = tonumber(ARGV[5] or "") or 1
+if qty < 1 then
+  return redis.error_reply("ERR compensate: bad quantity")
+end
 
 if redis.call("SADD", done, order) == 0 then
   local s = redis.call("HGET", meta, "stock")
@@ -40,10 +54,21 @@ if redis.call("HGET", buyers, user) == order then
   redis.call("HDEL", buyers, user)
 end
 
+local held = KEYS[4]
+if held ~= nil and redis.call("EXISTS", held) == 1 then
+  local h = tonumber(redis.call("HGET", held, user)) or 0
+  if h > 0 then
+    redis.call("HINCRBY", held, user, -math.min(h, qty))
+  end
+end
+
 if redis.call("EXISTS", meta) == 0 then
   return {1, -1}
 end
-local stock = redis.call("HINCRBY", meta, "stock", 1)
+local stock = redis.call("HINCRBY", meta, "stock", qty)
+if variant ~= "" and redis.call("HEXISTS", meta, "v:" .. variant) == 1 then
+  redis.call("HINCRBY", meta, "v:" .. variant, qty)
+end
 if redis.call("HGET", meta, "state") == "sold_out" then
   redis.call("HSET", meta, "state", "open")
 end

@@ -8,7 +8,11 @@
 -- KEYS[2]  seckill:{sale:<id>}:buyers  hash: user id -> order id
 -- ARGV[1]  sale id (for the restock broadcast)
 -- ARGV[2]  stock delta (integer, may be negative or 0)
--- ARGV[3..] pairs user id, order id of buyers to restore (HSETNX: never overwrites)
+-- ARGV[3..] pairs user id, order id of buyers to restore (HSETNX: never overwrites), and, for
+--          a sale with variants, pairs "v:<variant>", delta: added to that variant's field of
+--          the meta hash when the field exists (user ids never contain ':', so the two kinds of
+--          pairs cannot be confused). The backend computes the stock delta and the variants'
+--          from the same Postgres snapshot, so "stock" ends as the sum of the variants.
 --
 -- Returns  {stock, restored}: the Redis stock after the delta (-1 when the sale is not in
 --          Redis: then nothing is changed) and how many buyers were restored. Publishes
@@ -21,9 +25,22 @@ end
 if redis.call("EXISTS", meta) == 0 then
   return {-1, 0}
 end
+-- Every argument is checked before the first write: an error leaves Redis as it was.
+for i = 3, #ARGV, 2 do
+  if string.sub(ARGV[i], 1, 2) == "v:" and tonumber(ARGV[i + 1]) == nil then
+    return redis.error_reply("ERR reconcile: bad variant delta")
+  end
+end
 local restored = 0
 for i = 3, #ARGV, 2 do
-  restored = restored + redis.call("HSETNX", buyers, ARGV[i], ARGV[i + 1])
+  if string.sub(ARGV[i], 1, 2) == "v:" then
+    local d = tonumber(ARGV[i + 1])
+    if d ~= 0 and redis.call("HEXISTS", meta, ARGV[i]) == 1 then
+      redis.call("HINCRBY", meta, ARGV[i], d)
+    end
+  else
+    restored = restored + redis.call("HSETNX", buyers, ARGV[i], ARGV[i + 1])
+  end
 end
 local stock = tonumber(redis.call("HGET", meta, "stock")) or 0
 if delta ~= 0 then

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strconv"
+	"strings"
 
 	"github.com/redis/go-redis/v9"
 	"github.com/seckilledge/seckill/contract"
@@ -49,6 +50,51 @@ func RedisSale(ctx context.Context, rdb redis.UniversalClient, sale string) (met
 		} else {
 			delete(meta, contract.FieldStock)
 		}
+		// A sharded sale with variants: each shard holds its part of every variant.
+		if err := sumShardVariants(ctx, rdb, ids, meta); err != nil {
+			return nil, nil, err
+		}
 	}
 	return meta, buyers, nil
+}
+
+// sumShardVariants puts into meta each variant field ("v:<variant>") summed over the shards.
+func sumShardVariants(ctx context.Context, rdb redis.UniversalClient, ids []string, meta map[string]string) error {
+	sums := map[string]int{}
+	for _, id := range ids {
+		m, err := rdb.HGetAll(ctx, contract.MetaKey(id)).Result()
+		if err != nil {
+			return err
+		}
+		for f, v := range m {
+			if strings.HasPrefix(f, contract.VariantFieldPrefix) {
+				n, _ := strconv.Atoi(v)
+				sums[f] += n
+			}
+		}
+	}
+	for f, n := range sums {
+		meta[f] = strconv.Itoa(n)
+	}
+	return nil
+}
+
+// heldOf reads a sale's held units per user over its shards (a user is in one shard only);
+// purchase counters ("#<user>") are skipped.
+func heldOf(ctx context.Context, rdb redis.UniversalClient, ids []string) (map[string]int, error) {
+	out := map[string]int{}
+	for _, id := range ids {
+		h, err := rdb.HGetAll(ctx, contract.HeldKey(id)).Result()
+		if err != nil {
+			return nil, err
+		}
+		for user, n := range h {
+			if strings.HasPrefix(user, "#") {
+				continue
+			}
+			v, _ := strconv.Atoi(n)
+			out[user] += v
+		}
+	}
+	return out, nil
 }

@@ -154,6 +154,7 @@ type state struct {
 	redisMeta     map[string]string
 	buyers        map[string]string
 	redisErr      error
+	units         *units // limit, variants, quantities (units.go)
 }
 
 func load(ctx context.Context, src Sources, run Run) (*state, error) {
@@ -194,6 +195,9 @@ func load(ctx context.Context, src Sources, run Run) (*state, error) {
 	if run.CheckRedis {
 		st.redisMeta, st.buyers, st.redisErr = RedisSale(ctx, src.Redis, run.Sale)
 	}
+	if err := loadUnits(ctx, src, run, st); err != nil {
+		return nil, err
+	}
 	return st, nil
 }
 
@@ -205,6 +209,16 @@ func Verify(ctx context.Context, src Sources, run Run) (Report, error) {
 		return Report{}, err
 	}
 	rep := Report{Sale: run.Sale}
+	if st.units.unitSale() {
+		rep.Checks = append(rep.Checks,
+			checkStockUnits(st, run),
+			checkLimit(st),
+			checkAccepted(ctx, st, run, src.Orders),
+			checkConservationUnits(st, run),
+			checkDeadLetters(ctx, st, run, src.Dead),
+		)
+		return rep, nil
+	}
 	rep.Checks = append(rep.Checks,
 		checkStock(st, run),
 		checkOnePerUser(st, run),

@@ -166,6 +166,7 @@ func TestVerifierReportsAUserWithTwoOrders(t *testing.T) {
 	// The schema forbids it; a broken schema or a forgotten index must not go unnoticed.
 	w.exec(`DROP INDEX IF EXISTS orders_sale_user`)
 	w.exec(`DROP INDEX IF EXISTS orders_sale_user_live`)
+	w.exec(`DROP INDEX IF EXISTS orders_sale_user_seq_live`)
 	w.sell("u0", "o1")
 	expect(t, w.verify(1), 2, 4)
 }

@@ -38,7 +38,11 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	openConns := fs.Int("open-conns", 2000, "most requests in flight in the open model")
 	duration := fs.Duration("duration", 10*time.Second, "cap of each rush")
 	drain := fs.Duration("drain-timeout", 30*time.Second, "longest wait for the winners to reach Postgres")
-	only := fs.String("only", "pessimistic,optimistic,edge,ceiling,open,ceiling-open", "contestants to run, in order: pessimistic, optimistic, edge, ceiling, open (the full edge at -rate), ceiling-open (respond at -rate)")
+	only := fs.String("only", "pessimistic,optimistic,edge,ceiling,open,ceiling-open", "contestants to run, in order: pessimistic, optimistic, edge, ceiling, open (the full edge at -rate), ceiling-open (respond at -rate), variants (the variants crowd: a sale with variants and a per-user limit; not in the default list)")
+	vcrowd := bench.DefaultVariantCrowd()
+	fs.IntVar(&vcrowd.Users, "variant-users", vcrowd.Users, "users of the variants crowd (-only variants)")
+	fs.IntVar(&vcrowd.Limit, "variant-limit", vcrowd.Limit, "per_user_limit of the variants crowd's sale")
+	gateways := fs.Int("gateways", 1, "gateways to start (the variants crowd spreads its users over them)")
 	client := fs.String("client", "raw", "load client: raw (a minimal HTTP/1.1 client, cheapest per request) or nethttp")
 	out := fs.String("out", "bench-results", "directory for result.json, report.html and accepted-<sale>.json")
 
@@ -79,7 +83,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	kinds := strings.Split(*only, ",")
 	for _, k := range kinds {
 		switch k {
-		case bench.Pessimistic, bench.Optimistic, bench.Edge, bench.Ceiling, "open", "ceiling-open":
+		case bench.Pessimistic, bench.Optimistic, bench.Edge, bench.Ceiling, "open", "ceiling-open", "variants":
 		default:
 			return errorf(stderr, "-only: unknown contestant %q", k)
 		}
@@ -105,7 +109,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		var err error
 		stack, err = bench.Start(ctx, bench.StartOptions{Root: *root, BinDir: *bin, Caddyfile: *caddyfile, RedisAddr: *redisAddr, PrivateRedis: *privateRedis,
 			AMQPURL: *amqpURL, MgmtURL: *mgmt, PGAdminURL: *pgAdmin, AdminToken: *adminToken, TokenKey: tokenKey, LogDir: *logDir,
-			ExtraGlobal: bench.TrustLoopbackProxy})
+			ExtraGlobal: bench.TrustLoopbackProxy, Gateways: *gateways})
 		if err != nil {
 			return errorf(stderr, "%v", err)
 		}
@@ -140,6 +144,11 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 			o, err = drv.RunEdge(ctx, closed)
 		case bench.Ceiling:
 			o, err = drv.RunCeiling(ctx, closed)
+		case "variants":
+			var vo *bench.VariantOutcome
+			if vo, err = drv.RunVariants(ctx, vcrowd, closed); vo != nil {
+				o = vo.Outcome
+			}
 		case "open", "ceiling-open":
 			op := closed
 			op.Model = load.Model{Rate: *rate, Connections: *openConns}
