@@ -17,7 +17,6 @@ import (
 	"github.com/seckilledge/seckill/bench/load"
 	"github.com/seckilledge/seckill/bench/verify"
 	"github.com/seckilledge/seckill/contract"
-	"github.com/seckilledge/seckill/internal/proc"
 )
 
 // Contestant names.
@@ -87,15 +86,28 @@ type Outcome struct {
 	// microseconds (gateway, backend, redis; absent when its pid is unknown). Background work
 	// during the rush (the relay, the consumer) is included: it is what a request costs.
 	CPU map[string]float64 `json:"cpu_us_per_request,omitempty"`
+	// CPUPerPurchase is the CPU each server process spent per winner over the whole sale: for
+	// the edge from the first token request to the last winner's row in Postgres (tokens, the
+	// rush with its losing clicks, the late arrivals, the relay and the consumer), for the
+	// baselines over the rush. It is what one sold unit costs.
+	CPUPerPurchase map[string]float64 `json:"cpu_us_per_purchase,omitempty"`
 }
 
 type cpuSnap map[string]time.Duration
 
+// servers are the processes whose CPU a run counts, by name: each is the root of a process
+// tree (a Postgres backend is the postmaster's child, beam.smp the rabbitmq-server script's).
+func (d *Driver) servers() map[string]int {
+	return map[string]int{"gateway": d.Stack.GatewayPID, "backend": d.Stack.BackendPID, "redis": d.Stack.RedisPID,
+		"rabbitmq": d.Stack.RabbitPID, "postgres": d.Stack.PostgresPID}
+}
+
 func (d *Driver) cpuSnap() cpuSnap {
 	s := cpuSnap{}
-	for name, pid := range map[string]int{"gateway": d.Stack.GatewayPID, "backend": d.Stack.BackendPID, "redis": d.Stack.RedisPID} {
+	t := scanProcs()
+	for name, pid := range d.servers() {
 		if pid > 0 {
-			s[name] = proc.CPUTime(pid)
+			s[name] = t.treeCPU(pid)
 		}
 	}
 	return s
@@ -103,12 +115,22 @@ func (d *Driver) cpuSnap() cpuSnap {
 
 // perRequest turns the CPU used since before into microseconds per completed request.
 func (d *Driver) perRequest(before cpuSnap, res *load.Result) map[string]float64 {
-	if res == nil || res.Completed == 0 {
+	if res == nil {
+		return nil
+	}
+	return d.perUnit(before, res.Completed)
+}
+
+// perUnit is the CPU used since before, in microseconds per one of n.
+func (d *Driver) perUnit(before cpuSnap, n int) map[string]float64 {
+	if n == 0 {
 		return nil
 	}
 	out := map[string]float64{}
 	for name, t := range d.cpuSnap() {
-		out[name] = float64((t - before[name]).Microseconds()) / float64(res.Completed)
+		if b, ok := before[name]; ok {
+			out[name] = float64((t - b).Microseconds()) / float64(n)
+		}
 	}
 	return out
 }
@@ -269,6 +291,7 @@ func (d *Driver) RunEdge(ctx context.Context, o Options) (*Outcome, error) {
 	gw := d.Stack.Gateway
 
 	// 1. Tokens: the page load before the click. Not part of the measured rush.
+	saleCPU := d.cpuSnap()
 	tokens := d.fetchTokens(ctx, o, name, sale, append(append([]string{}, people.Users...), people.Bots...), people)
 	out.Tokens = tokens.res
 
@@ -320,6 +343,7 @@ func (d *Driver) RunEdge(ctx context.Context, o Options) (*Outcome, error) {
 		return out, fmt.Errorf("drain: %w", err)
 	}
 	out.Drain = &dr
+	out.CPUPerPurchase = d.perUnit(saleCPU, out.Accepted)
 	settled, err := verify.WaitSettled(ctx, d.PG, d.Redis, sale, timeout)
 	if err != nil {
 		return out, fmt.Errorf("settle: %w", err)
@@ -457,6 +481,7 @@ func (d *Driver) RunBaseline(ctx context.Context, kind string, o Options) (*Outc
 		Client: load.NewClient(o.Client, o.Model.Connections), OnResponse: acc.collect, Progress: o.Progress, WarmURL: d.Stack.Backend + "/healthz"})
 	out.CPU = d.perRequest(cpu, out.Rush)
 	out.Accepted, out.Winners = len(acc.list), acc.list
+	out.CPUPerPurchase = d.perUnit(cpu, out.Accepted)
 	out.Latency, out.Service = load.PercentilesOf(out.Rush.Latency), load.PercentilesOf(out.Rush.Service)
 	// The baselines write synchronously: nothing to drain. Demand: only when the run was not cut
 	// short can it be asked to sell out.
