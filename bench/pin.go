@@ -25,6 +25,7 @@ type Pinner struct {
 	roots func() []int
 	stop  chan struct{}
 	done  chan struct{}
+	once  sync.Once
 
 	mu     sync.Mutex
 	pinned map[int]bool // server tasks set so far
@@ -124,6 +125,10 @@ func (p *Pinner) Err() error {
 // Stop ends the refreshes and gives this process every CPU back; the servers stay pinned
 // (they are stopped by the run that started them).
 func (p *Pinner) Stop() {
+	p.once.Do(p.stopOnce)
+}
+
+func (p *Pinner) stopOnce() {
 	close(p.stop)
 	<-p.done
 	var all unix.CPUSet
