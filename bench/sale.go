@@ -91,6 +91,8 @@ type Outcome struct {
 	// rush with its losing clicks, the late arrivals, the relay and the consumer), for the
 	// baselines over the rush. It is what one sold unit costs.
 	CPUPerPurchase map[string]float64 `json:"cpu_us_per_purchase,omitempty"`
+	// RedisCommands is INFO commandstats over the rush, per completed request, costliest first.
+	RedisCommands []CommandCost `json:"redis_commands,omitempty"`
 }
 
 type cpuSnap map[string]time.Duration
@@ -309,10 +311,11 @@ func (d *Driver) RunEdge(ctx context.Context, o Options) (*Outcome, error) {
 		reqs[i] = load.Request{Method: http.MethodPost, URL: gw + "/seckill/" + sale + "/buy", Header: h, Kind: c.Kind, User: c.User}
 	}
 	acc := &acceptedSet{drain: verify.NewDrainWatcher(ctx, d.PG)}
-	cpu := d.cpuSnap()
+	cpu, cmds := d.cpuSnap(), commandStats(ctx, d.Redis)
 	out.Rush = load.Execute(ctx, load.Run{Name: name + " rush", Model: o.Model, Requests: reqs, Duration: o.Duration,
 		Client: load.NewClient(o.Client, o.Model.Connections), OnResponse: acc.collect, Progress: o.Progress, WarmURL: gw + "/healthz"})
 	out.CPU = d.perRequest(cpu, out.Rush)
+	out.RedisCommands = commandCosts(cmds, commandStats(ctx, d.Redis), out.Rush.Completed)
 
 	rushEnd := time.Now()
 	timeout := o.DrainTimeout

@@ -98,6 +98,16 @@ func Text(w io.Writer, r *bench.Result) {
 		if len(c.CPU) > 0 {
 			fmt.Fprintf(tw, "\tCPU per request:\t%s\n", CPUList(c.CPU))
 		}
+		if len(c.RedisCommands) > 0 {
+			var parts []string
+			for i, cc := range c.RedisCommands {
+				if i == 6 {
+					break
+				}
+				parts = append(parts, fmt.Sprintf("%s %.2f calls x %.1f µs", cc.Command, cc.CallsPerReq, cc.UsecPerCall))
+			}
+			fmt.Fprintf(tw, "\tRedis per request:\t%s\n", strings.Join(parts, ", "))
+		}
 		if len(c.CPUPerPurchase) > 0 {
 			fmt.Fprintf(tw, "\tCPU per purchase:\t%s\n", CPUList(c.CPUPerPurchase))
 		}

@@ -64,6 +64,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	sabotage := fs.Int("sabotage-stock", 0, "TEST ONLY: give the gate this many units Postgres does not have (as a gate without its stock check would); verification must FAIL")
 	cpuProfile := fs.String("cpuprofile", "", "write the load generator's CPU profile here")
 	pinning := addPinFlags(fs)
+	gwProfile := addGatewayProfileFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -129,6 +130,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	if err != nil {
 		return errorf(stderr, "%v", err)
 	}
+	profiled := gwProfile.start(ctx, stack, logf)
 	closed := bench.Options{Crowd: crowd, Stock: *stock, Model: load.Model{Connections: *conns}, Duration: *duration, DrainTimeout: *drain, Progress: progress, Client: *client}
 	if *sabotage > 0 {
 		closed.Sabotage = bench.InflateRedisStock(*sabotage)
@@ -167,6 +169,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 			res.Contestants = append(res.Contestants, o)
 		}
 	}
+	profiled()
 	unpin()
 	if stack.GatewayPID > 0 || stack.BackendPID > 0 {
 		res.PeakRSS = map[string]int{}
