@@ -51,6 +51,10 @@ type Options struct {
 	// Sabotage, for tests of the verifier only, runs after the sale is preheated and before the
 	// crowd comes (see InflateRedisStock).
 	Sabotage func(ctx context.Context, d *Driver, sale string) error
+	// AroundRush, when set, is called as a contestant's measured rush begins (with the
+	// contestant's kind) and the function it returns as the rush ends: -gateway-pprof profiles
+	// the gateway over the rush only this way.
+	AroundRush func(kind string) func()
 	// Shards splits the edge's sale over this many Redis shards (docs/scaling.md, "Hot-sale
 	// stock sharding"); 0 or 1: unsharded.
 	Shards int
@@ -261,6 +265,13 @@ func (a *acceptedSet) collect(req load.Request, resp load.Response) {
 	}
 }
 
+func (o Options) around(kind string) func() {
+	if o.AroundRush == nil {
+		return func() {}
+	}
+	return o.AroundRush(kind)
+}
+
 func (o Options) tokenConns() int {
 	if o.TokenConns > 0 {
 		return o.TokenConns
@@ -312,8 +323,10 @@ func (d *Driver) RunEdge(ctx context.Context, o Options) (*Outcome, error) {
 	}
 	acc := &acceptedSet{drain: verify.NewDrainWatcher(ctx, d.PG)}
 	cpu, cmds := d.cpuSnap(), commandStats(ctx, d.Redis)
+	done := o.around(Edge)
 	out.Rush = load.Execute(ctx, load.Run{Name: name + " rush", Model: o.Model, Requests: reqs, Duration: o.Duration,
 		Client: load.NewClient(o.Client, o.Model.Connections), OnResponse: acc.collect, Progress: o.Progress, WarmURL: gw + "/healthz"})
+	done()
 	out.CPU = d.perRequest(cpu, out.Rush)
 	out.RedisCommands = commandCosts(cmds, commandStats(ctx, d.Redis), out.Rush.Completed)
 
@@ -519,8 +532,10 @@ func (d *Driver) RunCeiling(ctx context.Context, o Options) (*Outcome, error) {
 	}
 	out := &Outcome{Name: name, Kind: Ceiling}
 	cpu := d.cpuSnap()
+	done := o.around(Ceiling)
 	out.Rush = load.Execute(ctx, load.Run{Name: "ceiling rush", Model: o.Model, Requests: reqs, Duration: o.Duration,
 		Client: load.NewClient(o.Client, o.Model.Connections), Progress: o.Progress, WarmURL: d.Stack.Ceiling + "/"})
+	done()
 	out.CPU = d.perRequest(cpu, out.Rush)
 	out.Latency, out.Service = load.PercentilesOf(out.Rush.Latency), load.PercentilesOf(out.Rush.Service)
 	return out, nil

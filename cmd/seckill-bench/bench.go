@@ -130,8 +130,8 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	if err != nil {
 		return errorf(stderr, "%v", err)
 	}
-	profiled := gwProfile.start(ctx, stack, logf)
-	closed := bench.Options{Crowd: crowd, Stock: *stock, Model: load.Model{Connections: *conns}, Duration: *duration, DrainTimeout: *drain, Progress: progress, Client: *client}
+	closed := bench.Options{Crowd: crowd, Stock: *stock, Model: load.Model{Connections: *conns}, Duration: *duration, DrainTimeout: *drain, Progress: progress, Client: *client,
+		AroundRush: gwProfile.around(ctx, stack, logf)}
 	if *sabotage > 0 {
 		closed.Sabotage = bench.InflateRedisStock(*sabotage)
 		res.Notes = append(res.Notes, fmt.Sprintf("SABOTAGED: the gate was given %d units Postgres does not have", *sabotage))
@@ -169,7 +169,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 			res.Contestants = append(res.Contestants, o)
 		}
 	}
-	profiled()
+	gwProfile.finish(ctx, stack, logf)
 	unpin()
 	if stack.GatewayPID > 0 || stack.BackendPID > 0 {
 		res.PeakRSS = map[string]int{}

@@ -14,44 +14,52 @@ import (
 	"github.com/seckilledge/seckill/bench"
 )
 
-// gatewayProfile is -gateway-pprof: the gateway's own CPU profile (Caddy's admin endpoint
-// serves /debug/pprof) over the first seconds of the run, and its allocation profile at the
-// end, to see what a request costs inside the gateway.
+// gatewayProfile is -gateway-pprof: the gateway's own CPU profile over each contestant's rush
+// (Caddy's admin endpoint serves /debug/pprof), and its allocation profile at the end, to see
+// what a request costs inside the gateway.
 type gatewayProfile struct {
 	dir     *string
 	seconds *int
+	wg      sync.WaitGroup
 }
 
-func addGatewayProfileFlags(fs *flag.FlagSet) gatewayProfile {
-	return gatewayProfile{
-		dir:     fs.String("gateway-pprof", "", "write the gateway's CPU profile (gateway-cpu.pprof, the first -gateway-pprof-seconds of the contestants) and allocation profile (gateway-allocs.pprof, at the end) here"),
-		seconds: fs.Int("gateway-pprof-seconds", 20, "length of the gateway CPU profile"),
+func addGatewayProfileFlags(fs *flag.FlagSet) *gatewayProfile {
+	return &gatewayProfile{
+		dir:     fs.String("gateway-pprof", "", "write the gateway's CPU profile over each rush (gateway-cpu-<kind>.pprof) and its allocation profile at the end (gateway-allocs.pprof) here"),
+		seconds: fs.Int("gateway-pprof-seconds", 8, "length of each CPU profile, from the start of the rush (keep it within -duration)"),
 	}
 }
 
-// start begins the CPU profile; the returned func waits for it and takes the allocation profile.
-func (g gatewayProfile) start(ctx context.Context, stack *bench.Stack, logf func(string, ...any)) func() {
+// around is the bench.Options.AroundRush of -gateway-pprof (nil without it).
+func (g *gatewayProfile) around(ctx context.Context, stack *bench.Stack, logf func(string, ...any)) func(string) func() {
 	if *g.dir == "" || stack.Admin == "" {
-		return func() {}
+		return nil
 	}
 	if err := os.MkdirAll(*g.dir, 0o755); err != nil {
 		logf("gateway profile: %v", err)
+		return nil
+	}
+	return func(kind string) func() {
+		g.wg.Add(1)
+		go func() {
+			defer g.wg.Done()
+			u := fmt.Sprintf("%s/debug/pprof/profile?seconds=%d", stack.Admin, *g.seconds)
+			if err := fetchTo(ctx, u, filepath.Join(*g.dir, "gateway-cpu-"+kind+".pprof"), time.Duration(*g.seconds+30)*time.Second); err != nil {
+				logf("gateway CPU profile: %v", err)
+			}
+		}()
 		return func() {}
 	}
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		u := fmt.Sprintf("%s/debug/pprof/profile?seconds=%d", stack.Admin, *g.seconds)
-		if err := fetchTo(ctx, u, filepath.Join(*g.dir, "gateway-cpu.pprof"), time.Duration(*g.seconds+30)*time.Second); err != nil {
-			logf("gateway CPU profile: %v", err)
-		}
-	}()
-	return func() {
-		wg.Wait()
-		if err := fetchTo(ctx, stack.Admin+"/debug/pprof/allocs", filepath.Join(*g.dir, "gateway-allocs.pprof"), 30*time.Second); err != nil {
-			logf("gateway allocation profile: %v", err)
-		}
+}
+
+// finish waits for the CPU profiles and takes the allocation profile.
+func (g *gatewayProfile) finish(ctx context.Context, stack *bench.Stack, logf func(string, ...any)) {
+	if *g.dir == "" || stack.Admin == "" {
+		return
+	}
+	g.wg.Wait()
+	if err := fetchTo(ctx, stack.Admin+"/debug/pprof/allocs", filepath.Join(*g.dir, "gateway-allocs.pprof"), 30*time.Second); err != nil {
+		logf("gateway allocation profile: %v", err)
 	}
 }
 
