@@ -32,11 +32,19 @@ type Pinner struct {
 	err    error
 }
 
+// allowed is the CPU set this process was allowed when pinning was first asked for (before
+// PinSelfToServers narrowed it).
+var allowed = sync.OnceValues(func() (unix.CPUSet, error) {
+	var all unix.CPUSet
+	err := unix.SchedGetaffinity(0, &all)
+	return all, err
+})
+
 // SplitCPUs gives the first CPU of this process's allowed set to the load and the rest to the
 // servers. It needs at least two allowed CPUs.
 func SplitCPUs() (load, servers unix.CPUSet, loadName, serverNames string, err error) {
-	var all unix.CPUSet
-	if err := unix.SchedGetaffinity(0, &all); err != nil {
+	all, err := allowed()
+	if err != nil {
 		return load, servers, "", "", err
 	}
 	first := true
@@ -88,6 +96,18 @@ func StartPinning(roots func() []int, interval time.Duration) (*Pinner, error) {
 		}
 	}()
 	return p, nil
+}
+
+// PinSelfToServers moves this process to the server CPUs until StartPinning: the servers the
+// run starts from now on are born there and size themselves to those CPUs (Go's GOMAXPROCS,
+// Erlang's scheduler count, both read at start), as on a machine of that many cores, instead
+// of running more threads than they have CPUs.
+func PinSelfToServers() error {
+	_, servers, _, _, err := SplitCPUs()
+	if err != nil {
+		return err
+	}
+	return pinTasks(os.Getpid(), &servers)
 }
 
 // Refresh pins every task of every server tree now (and this process's new threads).

@@ -138,3 +138,27 @@ func TestBurnHelper(t *testing.T) {
 		}
 	}
 }
+
+func TestServersStartedAfterPinSelfToServersAreBornOnTheServerCPUs(t *testing.T) {
+	if runtime.NumCPU() < 2 {
+		t.Skip("pinning needs two CPUs")
+	}
+	_, servers, _, _, err := SplitCPUs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := PinSelfToServers(); err != nil {
+		t.Fatal(err)
+	}
+	// Give this process every CPU back whatever happens (StartPinning would move it to the load CPU).
+	t.Cleanup(func() {
+		p, err := StartPinning(func() []int { return nil }, time.Hour)
+		if err == nil {
+			p.Stop()
+		}
+	})
+	srv := startTree(t, "sleep 60")
+	if s, _ := Affinity(srv.Process.Pid); s != servers {
+		t.Fatalf("a server started after PinSelfToServers runs on %v, want %v", cpus(s), cpus(servers))
+	}
+}

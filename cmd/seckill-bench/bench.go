@@ -104,6 +104,9 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 			*logDir = filepath.Join(*out, "logs")
 		}
 		logf("starting backend and gateway on free ports (logs in %s)", *logDir)
+		if err := pinning.beforeStack(); err != nil {
+			return errorf(stderr, "-pin: %v", err)
+		}
 		var err error
 		stack, err = bench.Start(ctx, bench.StartOptions{Root: *root, BinDir: *bin, Caddyfile: *caddyfile, RedisAddr: *redisAddr, PrivateRedis: *privateRedis,
 			AMQPURL: *amqpURL, MgmtURL: *mgmt, PGAdminURL: *pgAdmin, AdminToken: *adminToken, TokenKey: tokenKey, LogDir: *logDir,

@@ -21,6 +21,15 @@ func addPinFlags(fs *flag.FlagSet) pinFlags {
 	}
 }
 
+// beforeStack runs before the stack starts: with -pin, the servers the run starts are born on
+// the server CPUs (bench.PinSelfToServers).
+func (f pinFlags) beforeStack() error {
+	if !*f.pin {
+		return nil
+	}
+	return bench.PinSelfToServers()
+}
+
 // startPinning pins the run when -pin is set and returns what undoes it. Shared RabbitMQ and
 // Postgres servers are left where they are (other users' work runs there): their CPU is still
 // counted, and a note says they were not pinned.
@@ -42,7 +51,7 @@ func (f pinFlags) start(stack *bench.Stack, res *bench.Result, logf func(string,
 	// The runtime sized GOMAXPROCS for every CPU; on one CPU more Ps only take turns.
 	procs := runtime.GOMAXPROCS(p.Load.Count())
 	res.Pinned = true
-	note := fmt.Sprintf("pinned: the load generator on CPU %s, the servers' process trees on CPU %s (re-applied every 250 ms to new processes and threads)",
+	note := fmt.Sprintf("pinned: the load generator on CPU %s, the servers' process trees on CPU %s (started there, so they size their threads to it; re-applied every 250 ms to new processes and threads)",
 		p.LoadCPU, p.ServerCPUs)
 	if stack.Shared {
 		note += "; the shared RabbitMQ and Postgres were NOT pinned (use -private-services)"
