@@ -9,7 +9,7 @@ export SECKILL_REQUIRE_SERVICES := 1
 # Where the stack keeps its data and env file (scripts/stack.sh honours the same variable).
 RUN_DIR := $(or $(SECKILL_RUN_DIR),.run)
 
-.PHONY: run test unit stop stack build xcaddy xcaddy-check bench chaos compose-check fuzz clean
+.PHONY: run test unit stop stack build xcaddy xcaddy-check bench bench-pin chaos compose-check fuzz clean
 
 build:
 	$(GO) build -o bin/caddy ./cmd/caddy
@@ -68,6 +68,14 @@ compose-check:
 
 bench: stack build
 	@bash scripts/bench.sh
+
+# The servers' CPU per request apart from the load (issue 19): seckill-bench unpinned and pinned
+# (load on CPU 0, every server on CPU 1), ROUNDS=3, private RabbitMQ/Postgres/Redis; then the
+# throttle and the gate with PIN=1 (wrk on CPU 0, servers on CPU 1). Results: bench-results/pin.
+bench-pin: stack build
+	@bash scripts/bench-pin.sh
+	@PIN=1 bash scripts/bench-throttle.sh
+	@PIN=1 bash scripts/bench-gate.sh
 
 # Every part killed and restarted mid-sale on private servers, then every invariant checked
 # (docs/chaos.md). CHAOS_RUNS=3 make chaos runs it three times in a row. Depends on stack for

@@ -40,6 +40,8 @@ type Result struct {
 	Stock   int       `json:"stock"`
 	Conns   int       `json:"connections"`
 	Rate    float64   `json:"open_rate"`
+	// Pinned is set when the load generator ran on its own CPU, apart from the servers (-pin).
+	Pinned bool `json:"pinned,omitempty"`
 	// Contestants of the comparison (closed model, same crowd, same client).
 	Contestants []*Outcome `json:"contestants"`
 	// Open are the open-model runs at Rate (the full edge, and the ceiling when asked for).

@@ -17,7 +17,6 @@ import (
 	"github.com/seckilledge/seckill/bench/load"
 	"github.com/seckilledge/seckill/bench/verify"
 	"github.com/seckilledge/seckill/contract"
-	"github.com/seckilledge/seckill/internal/proc"
 )
 
 // Contestant names.
@@ -52,6 +51,10 @@ type Options struct {
 	// Sabotage, for tests of the verifier only, runs after the sale is preheated and before the
 	// crowd comes (see InflateRedisStock).
 	Sabotage func(ctx context.Context, d *Driver, sale string) error
+	// AroundRush, when set, is called as a contestant's measured rush begins (with the
+	// contestant's kind) and the function it returns as the rush ends: -gateway-pprof profiles
+	// the gateway over the rush only this way.
+	AroundRush func(kind string) func()
 	// Shards splits the edge's sale over this many Redis shards (docs/scaling.md, "Hot-sale
 	// stock sharding"); 0 or 1: unsharded.
 	Shards int
@@ -87,15 +90,30 @@ type Outcome struct {
 	// microseconds (gateway, backend, redis; absent when its pid is unknown). Background work
 	// during the rush (the relay, the consumer) is included: it is what a request costs.
 	CPU map[string]float64 `json:"cpu_us_per_request,omitempty"`
+	// CPUPerPurchase is the CPU each server process spent per winner over the whole sale: for
+	// the edge from the first token request to the last winner's row in Postgres (tokens, the
+	// rush with its losing clicks, the late arrivals, the relay and the consumer), for the
+	// baselines over the rush. It is what one sold unit costs.
+	CPUPerPurchase map[string]float64 `json:"cpu_us_per_purchase,omitempty"`
+	// RedisCommands is INFO commandstats over the rush, per completed request, costliest first.
+	RedisCommands []CommandCost `json:"redis_commands,omitempty"`
 }
 
 type cpuSnap map[string]time.Duration
 
+// servers are the processes whose CPU a run counts, by name: each is the root of a process
+// tree (a Postgres backend is the postmaster's child, beam.smp the rabbitmq-server script's).
+func (d *Driver) servers() map[string]int {
+	return map[string]int{"gateway": d.Stack.GatewayPID, "backend": d.Stack.BackendPID, "redis": d.Stack.RedisPID,
+		"rabbitmq": d.Stack.RabbitPID, "postgres": d.Stack.PostgresPID}
+}
+
 func (d *Driver) cpuSnap() cpuSnap {
 	s := cpuSnap{}
-	for name, pid := range map[string]int{"gateway": d.Stack.GatewayPID, "backend": d.Stack.BackendPID, "redis": d.Stack.RedisPID} {
+	t := scanProcs()
+	for name, pid := range d.servers() {
 		if pid > 0 {
-			s[name] = proc.CPUTime(pid)
+			s[name] = t.treeCPU(pid)
 		}
 	}
 	return s
@@ -103,12 +121,22 @@ func (d *Driver) cpuSnap() cpuSnap {
 
 // perRequest turns the CPU used since before into microseconds per completed request.
 func (d *Driver) perRequest(before cpuSnap, res *load.Result) map[string]float64 {
-	if res == nil || res.Completed == 0 {
+	if res == nil {
+		return nil
+	}
+	return d.perUnit(before, res.Completed)
+}
+
+// perUnit is the CPU used since before, in microseconds per one of n.
+func (d *Driver) perUnit(before cpuSnap, n int) map[string]float64 {
+	if n == 0 {
 		return nil
 	}
 	out := map[string]float64{}
 	for name, t := range d.cpuSnap() {
-		out[name] = float64((t - before[name]).Microseconds()) / float64(res.Completed)
+		if b, ok := before[name]; ok {
+			out[name] = float64((t - b).Microseconds()) / float64(n)
+		}
 	}
 	return out
 }
@@ -237,6 +265,13 @@ func (a *acceptedSet) collect(req load.Request, resp load.Response) {
 	}
 }
 
+func (o Options) around(kind string) func() {
+	if o.AroundRush == nil {
+		return func() {}
+	}
+	return o.AroundRush(kind)
+}
+
 func (o Options) tokenConns() int {
 	if o.TokenConns > 0 {
 		return o.TokenConns
@@ -269,6 +304,7 @@ func (d *Driver) RunEdge(ctx context.Context, o Options) (*Outcome, error) {
 	gw := d.Stack.Gateway
 
 	// 1. Tokens: the page load before the click. Not part of the measured rush.
+	saleCPU := d.cpuSnap()
 	tokens := d.fetchTokens(ctx, o, name, sale, append(append([]string{}, people.Users...), people.Bots...), people)
 	out.Tokens = tokens.res
 
@@ -286,10 +322,13 @@ func (d *Driver) RunEdge(ctx context.Context, o Options) (*Outcome, error) {
 		reqs[i] = load.Request{Method: http.MethodPost, URL: gw + "/seckill/" + sale + "/buy", Header: h, Kind: c.Kind, User: c.User}
 	}
 	acc := &acceptedSet{drain: verify.NewDrainWatcher(ctx, d.PG)}
-	cpu := d.cpuSnap()
+	cpu, cmds := d.cpuSnap(), commandStats(ctx, d.Redis)
+	done := o.around(Edge)
 	out.Rush = load.Execute(ctx, load.Run{Name: name + " rush", Model: o.Model, Requests: reqs, Duration: o.Duration,
 		Client: load.NewClient(o.Client, o.Model.Connections), OnResponse: acc.collect, Progress: o.Progress, WarmURL: gw + "/healthz"})
+	done()
 	out.CPU = d.perRequest(cpu, out.Rush)
+	out.RedisCommands = commandCosts(cmds, commandStats(ctx, d.Redis), out.Rush.Completed)
 
 	rushEnd := time.Now()
 	timeout := o.DrainTimeout
@@ -320,6 +359,7 @@ func (d *Driver) RunEdge(ctx context.Context, o Options) (*Outcome, error) {
 		return out, fmt.Errorf("drain: %w", err)
 	}
 	out.Drain = &dr
+	out.CPUPerPurchase = d.perUnit(saleCPU, out.Accepted)
 	settled, err := verify.WaitSettled(ctx, d.PG, d.Redis, sale, timeout)
 	if err != nil {
 		return out, fmt.Errorf("settle: %w", err)
@@ -462,6 +502,7 @@ func (d *Driver) RunBaseline(ctx context.Context, kind string, o Options) (*Outc
 		Client: load.NewClient(o.Client, o.Model.Connections), OnResponse: acc.collect, Progress: o.Progress, WarmURL: d.Stack.Backend + "/healthz"})
 	out.CPU = d.perRequest(cpu, out.Rush)
 	out.Accepted, out.Winners = len(acc.list), acc.list
+	out.CPUPerPurchase = d.perUnit(cpu, out.Accepted)
 	out.Latency, out.Service = load.PercentilesOf(out.Rush.Latency), load.PercentilesOf(out.Rush.Service)
 	// The baselines write synchronously: nothing to drain. Demand: only when the run was not cut
 	// short can it be asked to sell out.
@@ -496,8 +537,10 @@ func (d *Driver) RunCeiling(ctx context.Context, o Options) (*Outcome, error) {
 	}
 	out := &Outcome{Name: name, Kind: Ceiling}
 	cpu := d.cpuSnap()
+	done := o.around(Ceiling)
 	out.Rush = load.Execute(ctx, load.Run{Name: "ceiling rush", Model: o.Model, Requests: reqs, Duration: o.Duration,
 		Client: load.NewClient(o.Client, o.Model.Connections), Progress: o.Progress, WarmURL: d.Stack.Ceiling + "/"})
+	done()
 	out.CPU = d.perRequest(cpu, out.Rush)
 	out.Latency, out.Service = load.PercentilesOf(out.Rush.Latency), load.PercentilesOf(out.Rush.Service)
 	return out, nil

@@ -37,6 +37,13 @@ type Stack struct {
 	Vhost      string // RabbitMQ vhost of the topology
 	// Process ids for peak memory and CPU per request (0 when unknown).
 	GatewayPID, BackendPID, RedisPID int
+	// RabbitPID and PostgresPID are the roots of the broker's and the database's process trees
+	// (beam.smp or its start script; the postmaster, whose children are the backends): private
+	// ones with PrivateServices, else the shared servers found by their listening ports.
+	RabbitPID, PostgresPID int
+	// Shared is true when RabbitMQ and Postgres are the machine's shared servers: their CPU
+	// then includes other users' work.
+	Shared bool
 	// Logs of started processes.
 	LogDir string
 
@@ -81,6 +88,10 @@ type StartOptions struct {
 	// Gateways is how many gateways to start (default 1), each its own Caddy process on its own
 	// ports, sharing the backend's namespace, Redis and vhost: gateway-<i>.log for the others.
 	Gateways int
+	// PrivateServices starts a RabbitMQ node and a Postgres cluster of the run's own (AMQPURL,
+	// MgmtURL and PGAdminURL are then ignored): their CPU per request is this run's alone, and
+	// pinning them moves nobody else's servers.
+	PrivateServices bool
 }
 
 // TrustLoopbackProxy is the global option the load generator needs: it runs on loopback and
@@ -225,6 +236,15 @@ func Start(ctx context.Context, o StartOptions) (_ *Stack, err error) {
 		o.RedisAddr = s.RedisAddr
 	}
 
+	if o.PrivateServices {
+		if err := privateServices(ctx, s, &o, tmp, id); err != nil {
+			return nil, err
+		}
+	} else {
+		s.Shared = true
+		s.RabbitPID, s.PostgresPID = ListenerPID(urlPort(o.AMQPURL, 5672)), ListenerPID(urlPort(o.PGAdminURL, 5432))
+	}
+
 	// RabbitMQ: a vhost of our own, so no other consumer drains our queue and theirs is untouched.
 	s.Vhost = "bench-" + id
 	mg, err := rabbitmgmt.New(o.MgmtURL)
@@ -363,6 +383,18 @@ func (s *Stack) gateways() []string {
 		return s.Gateways
 	}
 	return []string{s.Gateway}
+}
+
+// urlPort is the port of a service URL (def when it names none).
+func urlPort(u string, def int) int {
+	pu, err := url.Parse(u)
+	if err != nil {
+		return 0
+	}
+	if p, err := strconv.Atoi(pu.Port()); err == nil {
+		return p
+	}
+	return def
 }
 
 // startProc starts a server of the stack; it gets SIGTERM, not SIGKILL, when the bench dies,

@@ -18,8 +18,19 @@
 # Prints a markdown table of medians and the ratios to `respond`, then (RELAY_BENCH=0 to skip)
 # the relay's own cost per outbox entry: BenchmarkRelay drains a pre-filled outbox of 20 000
 # entries, corked (one write per round, the gateway's setup) and uncorked, three times each.
+#
+# PIN=1 runs wrk on CPU 0 and Caddy on CPU 1 (taskset; PIN_LOAD and PIN_SERVERS override the
+# CPUs), so the gateway's cost is measured apart from the load; give it a private Redis on the
+# server CPU (SECKILL_REDIS_ADDR) to keep Redis there too. The relay's backlog (outbox entries
+# not yet published) is read right after each before-sell-out run and shown in seconds of that
+# run's accepts.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+SRV=() LOADP=()
+if [ -n "${PIN:-}" ]; then
+	SRV=(taskset -c "${PIN_SERVERS:-1}")
+	LOADP=(taskset -c "${PIN_LOAD:-0}")
+fi
 
 ROUNDS=${ROUNDS:-3}
 DURATION=${DURATION:-8s}
@@ -110,7 +121,7 @@ http://127.0.0.1:$P_POOL {
 	}
 }
 EOF
-"$BIN" run --adapter caddyfile --config "$work/Caddyfile" >"$work/caddy.log" 2>&1 &
+"${SRV[@]}" "$BIN" run --adapter caddyfile --config "$work/Caddyfile" >"$work/caddy.log" 2>&1 &
 caddy_pid=$!
 for _ in $(seq 100); do curl -sf "http://127.0.0.1:$P_RESPOND/" >/dev/null 2>&1 && break; sleep 0.1; done
 
@@ -138,9 +149,9 @@ run() {
 	local label=$1 url=$2 prefix=${3:-}
 	local out
 	if [ -n "$prefix" ]; then
-		out=$(wrk -t"$THREADS" -c"$CONNS" -d"$DURATION" --latency -s "$work/users.lua" "$url" -- "$prefix" 2>&1)
+		out=$("${LOADP[@]}" wrk -t"$THREADS" -c"$CONNS" -d"$DURATION" --latency -s "$work/users.lua" "$url" -- "$prefix" 2>&1)
 	else
-		out=$(wrk -t"$THREADS" -c"$CONNS" -d"$DURATION" --latency -s "$work/users.lua" "$url" -- "anon" 2>&1)
+		out=$("${LOADP[@]}" wrk -t"$THREADS" -c"$CONNS" -d"$DURATION" --latency -s "$work/users.lua" "$url" -- "anon" 2>&1)
 	fi
 	echo "$out" >>"$work/wrk.log"
 	python3 - "$label" <<PY
@@ -165,14 +176,19 @@ results="$work/results"
 for r in $(seq "$ROUNDS"); do
 	echo "bench-gate: round $r/$ROUNDS" >&2
 	run respond "http://127.0.0.1:$P_RESPOND/" >>"$results"
+	b0=$(rcli xlen "seckill:{sale:$SALE_OPEN}:outbox")
 	run pipelined_before "http://127.0.0.1:$P_PIPE/seckill/$SALE_OPEN/buy" "p$r" >>"$results"
+	b1=$(rcli xlen "seckill:{sale:$SALE_OPEN}:outbox")
+	echo "backlog pipelined_before $b0 $b1" >>"$work/backlog"
 	run pooled_before "http://127.0.0.1:$P_POOL/seckill/$SALE_OPEN/buy" "q$r" >>"$results"
+	b2=$(rcli xlen "seckill:{sale:$SALE_OPEN}:outbox")
+	echo "backlog pooled_before $b1 $b2" >>"$work/backlog"
 	run pipelined_after "http://127.0.0.1:$P_PIPE/seckill/$SALE_SOLD/buy" "a$r" >>"$results"
 	run pooled_after "http://127.0.0.1:$P_POOL/seckill/$SALE_SOLD/buy" "b$r" >>"$results"
 done
 
 backlog=$(rcli xlen "seckill:{sale:$SALE_OPEN}:outbox")
-python3 - "$results" "$backlog" <<'PY'
+python3 - "$results" "$backlog" "$work/backlog" <<'PY'
 import statistics, sys
 rows = {}
 for line in open(sys.argv[1]):
@@ -196,6 +212,14 @@ print()
 print("ratios per round (gate / respond of the same round):")
 for k in ["pipelined_before", "pooled_before", "pipelined_after", "pooled_after"]:
     print(f"  {k}: " + ", ".join(f"{g[0] / r[0]:.2f}" for g, r in zip(rows[k], rows["respond"])))
+# The relay keeps up when what is left at the end of an all-winning run is under a second of
+# that run's accepts.
+i = {"pipelined_before": 0, "pooled_before": 0}
+for line in open(sys.argv[3]):
+    _, label, before, after = line.split()
+    rps = rows[label][i[label]][0]
+    i[label] += 1
+    print(f"  outbox backlog after {label} run {i[label]}: {int(after)} entries (was {int(before)}) = {int(after) / rps:.2f} s of accepts")
 codes = {k: [x[3] for x in v] for k, v in rows.items()}
 print(f"non-2xx per run: {codes}")
 print(f"outbox entries still to relay at the end: {sys.argv[2]}")

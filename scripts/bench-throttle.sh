@@ -19,8 +19,17 @@
 # replace directive). CADDY_RATELIMIT_BIN skips the build. Without any, its columns say n/a.
 #
 # Our side uses a private redis-server (never the shared stack's) on a free port.
+#
+# PIN=1 runs wrk on CPU 0 and every server (both Caddys, Redis) on CPU 1 (taskset; PIN_LOAD and
+# PIN_SERVERS override the CPUs), so the servers' cost is measured apart from the load. The
+# table then also shows each server's CPU time per request of the users route (/proc/<pid>/stat).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+SRV=() LOADP=()
+if [ -n "${PIN:-}" ]; then
+	SRV=(taskset -c "${PIN_SERVERS:-1}")
+	LOADP=(taskset -c "${PIN_LOAD:-0}")
+fi
 ROOT=$(pwd)
 RUNS=${RUNS:-3}
 DURATION=${DURATION:-5s}
@@ -88,7 +97,7 @@ fi
 free_port() { python3 -c 'import socket;s=socket.socket();s.bind(("127.0.0.1",0));print(s.getsockname()[1])'; }
 
 REDIS_PORT=$(free_port)
-redis-server --bind 127.0.0.1 --port "$REDIS_PORT" --save "" --appendonly no \
+"${SRV[@]}" redis-server --bind 127.0.0.1 --port "$REDIS_PORT" --save "" --appendonly no \
 	--dir "$TMP" --logfile "$TMP/redis.log" --daemonize no &
 PIDS+=($!)
 for _ in $(seq 50); do redis-cli -p "$REDIS_PORT" ping >/dev/null 2>&1 && break; sleep 0.1; done
@@ -125,7 +134,7 @@ rl_config() {
 
 # start BIN CONFIGFILE PORT : runs a Caddy and waits for it; prints its pid
 start() {
-	"$1" run --config "$2" >"$2.log" 2>&1 &
+	"${SRV[@]}" "$1" run --config "$2" >"$2.log" 2>&1 &
 	local pid=$!
 	for _ in $(seq 100); do
 		curl -fs "http://127.0.0.1:$3/plain" >/dev/null 2>&1 && break
@@ -174,11 +183,26 @@ EOF
 rps() {
 	local out
 	if [ -n "${2:-}" ]; then
-		out=$(wrk -t2 -c"$CONNS" -d"$DURATION" -s "$2" "$1" 2>&1)
+		out=$("${LOADP[@]}" wrk -t2 -c"$CONNS" -d"$DURATION" -s "$2" "$1" 2>&1)
 	else
-		out=$(wrk -t2 -c"$CONNS" -d"$DURATION" "$1" 2>&1)
+		out=$("${LOADP[@]}" wrk -t2 -c"$CONNS" -d"$DURATION" "$1" 2>&1)
 	fi
 	echo "$out" | awk '/Requests\/sec/ {printf "%d", $2}'
+}
+# CPU time (µs) a process has used: utime + stime from /proc/<pid>/stat, 100 ticks a second.
+cpu_us() { awk '{print ($14 + $15) * 10000}' "/proc/$1/stat"; }
+# rps_cpu URL SCRIPT PID... : "req/s cpu_us_per_request_of_each_pid" of one wrk run
+rps_cpu() {
+	local url=$1 script=$2 out p
+	shift 2
+	local before=() after=() n
+	for p in "$@"; do before+=("$(cpu_us "$p")"); done
+	out=$("${LOADP[@]}" wrk -t2 -c"$CONNS" -d"$DURATION" -s "$script" "$url" 2>&1)
+	for p in "$@"; do after+=("$(cpu_us "$p")"); done
+	n=$(echo "$out" | awk '/requests in/ {print $1}')
+	printf '%s' "$(echo "$out" | awk '/Requests\/sec/ {printf "%d", $2}')"
+	for i in "${!before[@]}"; do awk -v a="${after[$i]}" -v b="${before[$i]}" -v n="$n" 'BEGIN {printf ":%.1f", (a - b) / n}'; done
+	echo
 }
 median() { printf '%s\n' "$@" | sort -n | awk '{a[NR]=$1} END {if (NR==0) print "n/a"; else print a[int((NR+1)/2)]}'; }
 
@@ -186,8 +210,15 @@ declare -A R
 for run in $(seq "$RUNS"); do
 	echo "bench-throttle: run $run/$RUNS" >&2
 	R[plain]+=" $(rps "http://127.0.0.1:$OURS_PORT/plain")"
-	R[ours_users]+=" $(rps "http://127.0.0.1:$OURS_PORT/users" "$TMP/users.lua")"
-	[ -n "$RL" ] && R[rl_users]+=" $(rps "http://127.0.0.1:$RL_PORT/users" "$TMP/users.lua")"
+	x=$(rps_cpu "http://127.0.0.1:$OURS_PORT/users" "$TMP/users.lua" "$OURS_PID" "${PIDS[0]}")
+	R[ours_users]+=" ${x%%:*}"
+	R[ours_gw_cpu]+=" $(echo "$x" | cut -d: -f2)"
+	R[ours_redis_cpu]+=" $(echo "$x" | cut -d: -f3)"
+	if [ -n "$RL" ]; then
+		x=$(rps_cpu "http://127.0.0.1:$RL_PORT/users" "$TMP/users.lua" "$RL_PID")
+		R[rl_users]+=" ${x%%:*}"
+		R[rl_gw_cpu]+=" $(echo "$x" | cut -d: -f2)"
+	fi
 	R[ours_flood]+=" $(rps "http://127.0.0.1:$OURS_PORT/flood")"
 	[ -n "$RL" ] && R[rl_flood]+=" $(rps "http://127.0.0.1:$RL_PORT/flood")"
 done
@@ -198,6 +229,7 @@ DECISIONS=$(curl -fs "http://127.0.0.1:$OURS_PORT/metrics" | awk '/^seckill_thro
 kill "$OURS_PID" ${RL_PID:-} 2>/dev/null || true
 
 m() { median ${R[$1]:-}; }
+fmed() { printf '%s\n' ${R[$1]:-} | sort -g | awk '{a[NR]=$1} END {if (NR==0) print "n/a"; else print a[int((NR+1)/2)]}'; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b+0 > 0 && a+0 > 0) printf "%.2fx", a/b; else print "n/a" }'; }
 
 # --- memory per MEM_KEYS distinct keys ----------------------------------------------------------
@@ -253,6 +285,9 @@ Command: scripts/bench-throttle.sh (wrk -t2 -c$CONNS -d$DURATION on 127.0.0.1, m
 | gateway process RSS growth | $(human "$OURS_RSS") | $(human "$RL_RSS") |
 | Redis used_memory growth | $(human "$OURS_REDIS") | none (in-process only) |
 
+CPU per request of the users route (µs, medians${PIN:+; pinned: wrk on CPU ${PIN_LOAD:-0}, servers on CPU ${PIN_SERVERS:-1}}): seckill_throttle gateway $(fmed ours_gw_cpu) + Redis $(fmed ours_redis_cpu); caddy-ratelimit gateway $(fmed rl_gw_cpu).
+
 Ours, users route: $DECISIONS (timeout 1s, so the figures are real Redis decisions).
 Raw runs (req/s): plain:${R[plain]}; ours users:${R[ours_users]}; rl users:${R[rl_users]:-}; ours flood:${R[ours_flood]}; rl flood:${R[rl_flood]:-}
+Raw CPU µs/request (users): ours gateway:${R[ours_gw_cpu]:-}; ours Redis:${R[ours_redis_cpu]:-}; rl gateway:${R[rl_gw_cpu]:-}
 EOF

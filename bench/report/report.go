@@ -96,13 +96,20 @@ func Text(w io.Writer, r *bench.Result) {
 			fmt.Fprintf(tw, "\tdrain:\t%s\n", c.Drain)
 		}
 		if len(c.CPU) > 0 {
+			fmt.Fprintf(tw, "\tCPU per request:\t%s\n", CPUList(c.CPU))
+		}
+		if len(c.RedisCommands) > 0 {
 			var parts []string
-			for _, k := range []string{"gateway", "redis", "backend"} {
-				if v, ok := c.CPU[k]; ok {
-					parts = append(parts, fmt.Sprintf("%s %.0f µs", k, v))
+			for i, cc := range c.RedisCommands {
+				if i == 6 {
+					break
 				}
+				parts = append(parts, fmt.Sprintf("%s %.2f calls x %.1f µs", cc.Command, cc.CallsPerReq, cc.UsecPerCall))
 			}
-			fmt.Fprintf(tw, "\tCPU per request:\t%s\n", strings.Join(parts, ", "))
+			fmt.Fprintf(tw, "\tRedis per request:\t%s\n", strings.Join(parts, ", "))
+		}
+		if len(c.CPUPerPurchase) > 0 {
+			fmt.Fprintf(tw, "\tCPU per purchase:\t%s\n", CPUList(c.CPUPerPurchase))
 		}
 		for _, e := range c.Rush.Errors {
 			fmt.Fprintf(tw, "\terror:\t%s\n", e)
@@ -148,4 +155,20 @@ func Text(w io.Writer, r *bench.Result) {
 	} else {
 		fmt.Fprintf(w, "\nFAIL: an invariant or scenario check failed (see above)\n")
 	}
+}
+
+// CPUServers is the order in which CPU figures are listed.
+var CPUServers = []string{"gateway", "redis", "backend", "rabbitmq", "postgres"}
+
+// CPUList formats CPU microseconds per server process, in CPUServers order, with their sum.
+func CPUList(m map[string]float64) string {
+	var parts []string
+	sum := 0.0
+	for _, k := range CPUServers {
+		if v, ok := m[k]; ok {
+			parts = append(parts, fmt.Sprintf("%s %.0f µs", k, v))
+			sum += v
+		}
+	}
+	return strings.Join(parts, ", ") + fmt.Sprintf(" (all %.0f µs)", sum)
 }

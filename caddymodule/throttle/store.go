@@ -25,10 +25,10 @@ type Reply struct {
 	Remaining int
 	Reset     time.Duration
 	Retry     time.Duration
-	Member    string // the sorted-set member of an admission ("<t_us>-<n>")
+	Member    string // what identifies an admission for its refund (see lua/throttle.lua)
 }
 
-// Refund is an admission to take back (ZREM): another zone of the same request refused it.
+// Refund is an admission to take back: another zone of the same request refused it.
 type Refund struct{ Key, Member string }
 
 // Store is all the limiter asks of Redis: one round trip carrying one script call per zone,
@@ -38,8 +38,9 @@ type Store interface {
 	Undo(ctx context.Context, refunds []Refund) error
 }
 
-// RedisStore is the Store of a Redis client: each zone's key lives on its own Cluster slot, so
-// the calls are pipelined rather than merged into one script.
+// RedisStore is the Store of a Redis client. On a single Redis the zones of a request go into
+// one script call; on a Cluster each zone's key lives on its own slot, so the calls are
+// pipelined rather than merged.
 type RedisStore struct {
 	R redis.UniversalClient
 
@@ -89,17 +90,41 @@ func (s *RedisStore) autopipeliner() *redis.AutoPipeliner {
 
 var errReply = errors.New("throttle: unexpected script reply")
 
-// pipeline sends one script call per zone in one pipeline. Without load (EVALSHA), the
-// positions of the calls answered NOSCRIPT come back in missing, their replies left empty.
+// units groups the calls into script calls: on a single Redis (or a failover pair) every
+// zone of the request goes into ONE script call, which saves Redis the per-call cost of each
+// further EVALSHA; on a Cluster each zone's key lives on its own slot, so one call per zone.
+func (s *RedisStore) units(calls []Call) [][]int {
+	if _, single := s.R.(*redis.Client); single && len(calls) > 1 {
+		all := make([]int, len(calls))
+		for n := range calls {
+			all[n] = n
+		}
+		return [][]int{all}
+	}
+	out := make([][]int, len(calls))
+	for n := range calls {
+		out[n] = []int{n}
+	}
+	return out
+}
+
+// pipeline sends the calls' scripts in one pipeline. Without load (EVALSHA), the positions of
+// the calls answered NOSCRIPT come back in missing, their replies left empty.
 func (s *RedisStore) pipeline(ctx context.Context, calls []Call, load bool) (out []Reply, missing []int, err error) {
-	cmds := make([]*redis.Cmd, len(calls))
+	units := s.units(calls)
+	cmds := make([]*redis.Cmd, len(units))
 	queue := func(p redis.Scripter) {
-		for n, c := range calls {
-			ks := []string{c.Key, c.Key + ":ban"}
+		for u, idx := range units {
+			ks := make([]string, 0, 2*len(idx))
+			args := make([]any, 0, len(idx)*len(calls[idx[0]].Args))
+			for _, n := range idx {
+				ks = append(ks, calls[n].Key, calls[n].Key+":ban")
+				args = append(args, calls[n].Args...)
+			}
 			if load {
-				cmds[n] = lua.Throttle.Eval(ctx, p, ks, c.Args...)
+				cmds[u] = lua.Throttle.Eval(ctx, p, ks, args...)
 			} else {
-				cmds[n] = lua.Throttle.EvalSha(ctx, p, ks, c.Args...)
+				cmds[u] = lua.Throttle.EvalSha(ctx, p, ks, args...)
 			}
 		}
 	}
@@ -112,17 +137,22 @@ func (s *RedisStore) pipeline(ctx context.Context, calls []Call, load bool) (out
 		_, _ = s.R.Pipelined(ctx, func(p redis.Pipeliner) error { queue(p); return nil })
 	}
 	out = make([]Reply, len(calls))
-	for n, c := range cmds {
+	for u, c := range cmds {
 		v, err := c.Slice()
 		if err != nil && !load && isNoScript(err) {
-			missing = append(missing, n)
+			missing = append(missing, units[u]...)
 			continue
 		}
 		if err != nil {
 			return nil, nil, err
 		}
-		if out[n], err = parseReply(v); err != nil {
-			return nil, nil, err
+		if len(v) != 5*len(units[u]) {
+			return nil, nil, errReply
+		}
+		for k, n := range units[u] {
+			if out[n], err = parseReply(v[5*k : 5*k+5]); err != nil {
+				return nil, nil, err
+			}
 		}
 	}
 	return out, missing, nil
@@ -146,13 +176,25 @@ func isNoScript(err error) bool {
 	return err != nil && strings.Contains(err.Error(), "NOSCRIPT")
 }
 
-// Undo removes the refunded admissions.
+// Undo removes the refunded admissions (throttle_refund.lua: the log may be a compact string
+// or a sorted set).
 func (s *RedisStore) Undo(ctx context.Context, rs []Refund) error {
-	_, err := s.R.Pipelined(ctx, func(p redis.Pipeliner) error {
-		for _, r := range rs {
-			p.ZRem(ctx, r.Key, r.Member)
-		}
-		return nil
-	})
+	run := func(load bool) ([]redis.Cmder, error) {
+		return s.R.Pipelined(ctx, func(p redis.Pipeliner) error {
+			for _, r := range rs {
+				if load {
+					lua.ThrottleRefund.Eval(ctx, p, []string{r.Key}, r.Member)
+				} else {
+					lua.ThrottleRefund.EvalSha(ctx, p, []string{r.Key}, r.Member)
+				}
+			}
+			return nil
+		})
+	}
+	_, err := run(false)
+	if isNoScript(err) {
+		// No refund ran (each one needs the script): sending them all with the body is safe.
+		_, err = run(true)
+	}
 	return err
 }

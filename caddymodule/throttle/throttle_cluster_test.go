@@ -130,7 +130,7 @@ func TestThrottleIsExactOnARedisClusterWithOnePipelinePerRequest(t *testing.T) {
 	if d := l.Decide(ctx, keys); !d.Allowed() || d.RedisErr != nil {
 		t.Fatalf("decision after the script flush: %+v", d)
 	}
-	if n := rdb.ZCard(ctx, contract.ThrottleKey(za, user)).Val(); n != 2 {
+	if n := logLen(t, rdb, contract.ThrottleKey(za, user)); n != 2 {
 		t.Fatalf("after two decisions zone %s holds %d admissions, want 2 (a NOSCRIPT elsewhere must not re-run its call)", za, n)
 	}
 	// Each admitted decision: one pipeline from the caller, which reached each of the two
@@ -163,12 +163,12 @@ func TestThrottleIsExactOnARedisClusterWithOnePipelinePerRequest(t *testing.T) {
 	if admitted != limit {
 		t.Errorf("limiter admitted %d of %d, want exactly %d", admitted, limit+5, limit)
 	}
-	if n := rdb.ZCard(ctx, contract.ThrottleKey(za, user)).Val(); n != limit {
+	if n := logLen(t, rdb, contract.ThrottleKey(za, user)); n != limit {
 		t.Errorf("zone %s holds %d admissions in Redis, want %d", za, n, limit)
 	}
 
 	testenv.WaitFor(t, 5*time.Second, "the refusal given back in the loose zone", func() bool {
-		return rdb.ZCard(ctx, contract.ThrottleKey(zb, user)).Val() == limit
+		return logLen(t, rdb, contract.ThrottleKey(zb, user)) == limit
 	})
 
 	// The same two zones through Caddy, with the seckill app on the cluster's seeds and the
@@ -236,10 +236,10 @@ func TestThrottleIsExactOnARedisClusterWithOnePipelinePerRequest(t *testing.T) {
 	}
 	// Both zones counted on the cluster: the tight one is full, the loose one holds the
 	// admitted requests (refusals by the tight zone are given back to the loose one).
-	if n := rdb.ZCard(ctx, contract.ThrottleKey(za2, user2)).Val(); n != limit {
+	if n := logLen(t, rdb, contract.ThrottleKey(za2, user2)); n != limit {
 		t.Errorf("zone %s holds %d admissions, want %d", za2, n, limit)
 	}
 	testenv.WaitFor(t, 5*time.Second, "refunds in the loose zone", func() bool {
-		return rdb.ZCard(ctx, contract.ThrottleKey(zb2, user2)).Val() == limit
+		return logLen(t, rdb, contract.ThrottleKey(zb2, user2)) == limit
 	})
 }

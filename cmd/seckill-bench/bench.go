@@ -67,6 +67,8 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	tokenKey := stackenv.Get("SECKILL_TOKEN_KEY", "bench-token-key-not-a-secret-0123456789")
 	sabotage := fs.Int("sabotage-stock", 0, "TEST ONLY: give the gate this many units Postgres does not have (as a gate without its stock check would); verification must FAIL")
 	cpuProfile := fs.String("cpuprofile", "", "write the load generator's CPU profile here")
+	pinning := addPinFlags(fs)
+	gwProfile := addGatewayProfileFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -106,10 +108,13 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 			*logDir = filepath.Join(*out, "logs")
 		}
 		logf("starting backend and gateway on free ports (logs in %s)", *logDir)
+		if err := pinning.beforeStack(); err != nil {
+			return errorf(stderr, "-pin: %v", err)
+		}
 		var err error
 		stack, err = bench.Start(ctx, bench.StartOptions{Root: *root, BinDir: *bin, Caddyfile: *caddyfile, RedisAddr: *redisAddr, PrivateRedis: *privateRedis,
 			AMQPURL: *amqpURL, MgmtURL: *mgmt, PGAdminURL: *pgAdmin, AdminToken: *adminToken, TokenKey: tokenKey, LogDir: *logDir,
-			ExtraGlobal: bench.TrustLoopbackProxy, Gateways: *gateways})
+			ExtraGlobal: bench.TrustLoopbackProxy, Gateways: *gateways, PrivateServices: *pinning.private})
 		if err != nil {
 			return errorf(stderr, "%v", err)
 		}
@@ -124,9 +129,16 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 
 	res := &bench.Result{Date: time.Now().UTC(), Command: "seckill-bench " + strings.Join(args, " "), Machine: bench.ThisMachine(),
 		Crowd: crowd, Stock: *stock, Conns: *conns, Rate: *rate}
-	res.Notes = append(res.Notes, fmt.Sprintf("the load generator (%s client, %d connections) runs on the same %d CPUs as the servers and competes with them: every contestant pays the same tax",
-		*client, *conns, res.Machine.CPUs))
-	closed := bench.Options{Crowd: crowd, Stock: *stock, Model: load.Model{Connections: *conns}, Duration: *duration, DrainTimeout: *drain, Progress: progress, Client: *client}
+	if !*pinning.pin {
+		res.Notes = append(res.Notes, fmt.Sprintf("the load generator (%s client, %d connections) runs on the same %d CPUs as the servers and competes with them: every contestant pays the same tax",
+			*client, *conns, res.Machine.CPUs))
+	}
+	unpin, err := pinning.start(stack, res, logf)
+	if err != nil {
+		return errorf(stderr, "%v", err)
+	}
+	closed := bench.Options{Crowd: crowd, Stock: *stock, Model: load.Model{Connections: *conns}, Duration: *duration, DrainTimeout: *drain, Progress: progress, Client: *client,
+		AroundRush: gwProfile.around(ctx, stack, logf)}
 	if *sabotage > 0 {
 		closed.Sabotage = bench.InflateRedisStock(*sabotage)
 		res.Notes = append(res.Notes, fmt.Sprintf("SABOTAGED: the gate was given %d units Postgres does not have", *sabotage))
@@ -169,6 +181,8 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 			res.Contestants = append(res.Contestants, o)
 		}
 	}
+	gwProfile.finish(ctx, stack, logf)
+	unpin()
 	if stack.GatewayPID > 0 || stack.BackendPID > 0 {
 		res.PeakRSS = map[string]int{}
 		if v := proc.PeakRSS(stack.GatewayPID) / 1024; v > 0 {
