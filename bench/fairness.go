@@ -38,7 +38,8 @@ type FairnessOptions struct {
 	FastConns int
 	// ThinkMin and ThinkMax bound a slow client's think time (default 200 ms and 800 ms).
 	ThinkMin, ThinkMax time.Duration
-	// Lead is how long before the start the sales are created and everyone arrives (default 5 s).
+	// Lead is how long before the start the sales are created (default 8 s); everyone arrives
+	// in its first half.
 	Lead time.Duration
 	// Cap bounds each sale's run (default 3 min).
 	Cap time.Duration
@@ -68,7 +69,7 @@ func (o *FairnessOptions) defaults() {
 		o.ThinkMax = 800 * time.Millisecond
 	}
 	if o.Lead <= 0 {
-		o.Lead = 5 * time.Second
+		o.Lead = 8 * time.Second
 	}
 	if o.Cap <= 0 {
 		o.Cap = 3 * time.Minute
@@ -106,6 +107,8 @@ type FairnessSale struct {
 	SoldOutS float64        `json:"sold_out_s"`
 	Outcomes map[string]int `json:"outcomes"`
 	Verify   *verify.Report `json:"verify,omitempty"`
+	// Prequeued is how many entered the room before the start (invariant 6's count).
+	Prequeued int `json:"prequeued,omitempty"`
 }
 
 // FairnessResult is the scenario's answer.
@@ -447,5 +450,10 @@ func (d *Driver) fairSale(ctx context.Context, o FairnessOptions, room bool) (*F
 		return out, err
 	}
 	out.Verify = &rep
+	for _, c := range rep.Checks {
+		if c.N == 6 && c.Numbers != nil {
+			out.Prequeued = c.Numbers["prequeue"]
+		}
+	}
 	return out, nil
 }

@@ -99,11 +99,16 @@ func (d *Driver) RoomPoll(ctx context.Context, o PollOptions) (*PollResult, erro
 		return nil, err
 	}
 	o.Logf("room poll: %d waiters entered sale %s; %d rounds of %s per side, %d connections", len(tickets), sale, o.Rounds, o.Duration, o.Conns)
-	n := int(o.Duration.Seconds()*40000) + 1
+	// More requests than the run can send: the duration ends each side.
+	n := int(o.Duration.Seconds()*30000) + 1
 	room, respond := make([]load.Request, n), make([]load.Request, n)
+	headers := make([]http.Header, len(tickets))
+	for u, tk := range tickets {
+		headers[u] = http.Header{"X-User-Id": {tk[0]}, "X-Seckill-Ticket": {tk[1]}}
+	}
 	for i := range n {
 		u := i % len(tickets)
-		h := http.Header{"X-User-Id": {tickets[u][0]}, "X-Seckill-Ticket": {tickets[u][1]}}
+		h := headers[u]
 		room[i] = load.Request{Method: http.MethodGet, URL: d.Stack.Gateway + "/seckill/" + sale + "/queue", Header: h, Kind: "poll", User: tickets[u][0]}
 		respond[i] = load.Request{Method: http.MethodGet, URL: d.Stack.Ceiling + "/", Header: h, Kind: "poll", User: tickets[u][0]}
 	}

@@ -137,6 +137,23 @@ func fairnessMarkdown(w io.Writer, runs []*bench.FairnessResult) {
 	}
 	fmt.Fprintf(w, "\nMedian slow/fast win-rate ratio: without the room %.2f, with the room %.2f (target >= 0.9).\n",
 		medianOf(med[false]), medianOf(med[true]))
+	// Pooled over the runs: the permutation is a lottery, and one run's 100 units leave a
+	// binomial spread of about +-0.2 on the ratio; the pooled figure spreads less.
+	var won [2][2]int // [room][fast]
+	pre := 0
+	for _, r := range runs {
+		won[0][0], won[0][1] = won[0][0]+r.Without.Slow.Won, won[0][1]+r.Without.Fast.Won
+		won[1][0], won[1][1] = won[1][0]+r.With.Slow.Won, won[1][1]+r.With.Fast.Won
+		pre += r.With.Prequeued
+	}
+	pooled := func(i int) float64 {
+		if won[i][1] == 0 {
+			return 0
+		}
+		return float64(won[i][0]) / float64(won[i][1])
+	}
+	fmt.Fprintf(w, "Pooled over %d runs: without the room slow %d / fast %d units (%.2f), with the room slow %d / fast %d (%.2f); %d of %d room entries were in the pre-queue.\n",
+		len(runs), won[0][0], won[0][1], pooled(0), won[1][0], won[1][1], pooled(1), pre, len(runs)*2*o.Buyers)
 }
 
 func pollMarkdown(w io.Writer, r *bench.PollResult) {
