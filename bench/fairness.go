@@ -84,9 +84,12 @@ func (o *FairnessOptions) defaults() {
 
 // Population is one population's result in one sale.
 type Population struct {
-	Name     string  `json:"name"`
-	Buyers   int     `json:"buyers"`
-	Won      int     `json:"won"`
+	Name   string `json:"name"`
+	Buyers int    `json:"buyers"`
+	Won    int    `json:"won"`
+	// Admitted is how many the room admitted (with the room only): the lottery's part;
+	// Won/Admitted is the reaction's part.
+	Admitted int     `json:"admitted,omitempty"`
 	Share    float64 `json:"share_of_units"` // Won / units sold
 	WinRate  float64 `json:"win_rate"`       // Won / Buyers
 	Requests int64   `json:"requests"`
@@ -168,6 +171,7 @@ type fairRun struct {
 	mu       sync.Mutex
 	outcomes map[string]int
 	won      map[string]bool // winner -> in the fast population
+	admitted map[string]bool // users the room admitted -> in the fast population
 	lastWin  time.Time
 	requests [2]atomic.Int64 // fast, slow
 }
@@ -337,6 +341,9 @@ func (r *fairRun) withRoom(ctx context.Context, c *fairClient) {
 		}
 		switch state {
 		case "admitted":
+			r.mu.Lock()
+			r.admitted[c.user] = c.fast
+			r.mu.Unlock()
 			if r.buy(ctx, c, "") {
 				return
 			}
@@ -378,7 +385,7 @@ func (d *Driver) fairSale(ctx context.Context, o FairnessOptions, room bool) (*F
 	if err := d.adminCall(ctx, http.MethodPost, "/admin/sales/"+sale+"/preheat", nil); err != nil {
 		return nil, fmt.Errorf("preheat: %w", err)
 	}
-	run := &fairRun{d: d, o: o, sale: sale, start: start, outcomes: map[string]int{}, won: map[string]bool{},
+	run := &fairRun{d: d, o: o, sale: sale, start: start, outcomes: map[string]int{}, won: map[string]bool{}, admitted: map[string]bool{},
 		acc: &acceptedSet{drain: verify.NewDrainWatcher(ctx, d.PG)}}
 	fastHTTP := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: o.FastConns, MaxConnsPerHost: o.FastConns}}
 	slowHTTP := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 64}}
@@ -422,6 +429,9 @@ func (d *Driver) fairSale(ctx context.Context, o FairnessOptions, room bool) (*F
 	out.Slow = Population{Name: "slow", Buyers: o.Buyers, Requests: run.requests[1].Load()}
 	for _, fast := range run.won {
 		pops[fast].Won++
+	}
+	for _, fast := range run.admitted {
+		pops[fast].Admitted++
 	}
 	for _, p := range pops {
 		if sold > 0 {

@@ -121,8 +121,8 @@ func fairnessMarkdown(w io.Writer, runs []*bench.FairnessResult) {
 	o := runs[0]
 	fmt.Fprintf(w, "\nFairness: %d fast and %d slow buyers, %d units, room rate %g/s; invariants checked on every sale.\n\n",
 		o.Buyers, o.Buyers, o.With.Stock, o.RoomRate)
-	fmt.Fprintln(w, "| run | sale | fast won | slow won | fast share | slow share | slow/fast | sold out after | requests fast / slow | invariants |")
-	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|---|")
+	fmt.Fprintln(w, "| run | sale | fast won | slow won | fast share | slow share | slow/fast | admitted fast / slow | sold out after | requests fast / slow | invariants |")
+	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|---|---|")
 	med := map[bool][]float64{}
 	for i, r := range runs {
 		for _, s := range []*bench.FairnessSale{r.Without, r.With} {
@@ -130,8 +130,12 @@ func fairnessMarkdown(w io.Writer, runs []*bench.FairnessResult) {
 			if !s.Verify.OK() {
 				verdict = "FAIL"
 			}
-			fmt.Fprintf(w, "| %d | %s | %d | %d | %.0f %% | %.0f %% | %.2f | %.1f s | %d / %d | %d %s |\n", i+1, s.Name, s.Fast.Won, s.Slow.Won,
-				100*s.Fast.Share, 100*s.Slow.Share, s.Ratio, s.SoldOutS, s.Fast.Requests, s.Slow.Requests, len(s.Verify.Checks), verdict)
+			adm := "-"
+			if s.Room {
+				adm = fmt.Sprintf("%d / %d", s.Fast.Admitted, s.Slow.Admitted)
+			}
+			fmt.Fprintf(w, "| %d | %s | %d | %d | %.0f %% | %.0f %% | %.2f | %s | %.1f s | %d / %d | %d %s |\n", i+1, s.Name, s.Fast.Won, s.Slow.Won,
+				100*s.Fast.Share, 100*s.Slow.Share, s.Ratio, adm, s.SoldOutS, s.Fast.Requests, s.Slow.Requests, len(s.Verify.Checks), verdict)
 			med[s.Room] = append(med[s.Room], s.Ratio)
 		}
 	}
