@@ -97,17 +97,20 @@ type roomState struct {
 }
 
 func readRoom(ctx context.Context, rdb redis.UniversalClient, sale string, o RoomOptions) (*roomState, bool, error) {
+	// The room hash first: most sales have none, and their tokens need not be read.
+	room, err := rdb.HGetAll(ctx, contract.RoomKey(sale)).Result()
+	if err != nil && err != redis.Nil {
+		return nil, false, fmt.Errorf("verify: read the room of %s: %w", sale, err)
+	}
+	if room["seed"] == "" {
+		return nil, false, nil
+	}
 	pipe := rdb.Pipeline()
-	h := pipe.HGetAll(ctx, contract.RoomKey(sale))
 	q := pipe.ZRangeWithScores(ctx, contract.RoomKey(sale)+":q", 0, -1)
 	lg := pipe.LRange(ctx, contract.RoomLogKey(sale), 0, -1)
 	tk := pipe.HGetAll(ctx, contract.TokensKey(sale))
 	if _, err := pipe.Exec(ctx); err != nil && err != redis.Nil {
 		return nil, false, fmt.Errorf("verify: read the room of %s: %w", sale, err)
-	}
-	room := h.Val()
-	if room["seed"] == "" {
-		return nil, false, nil
 	}
 	st := &roomState{seedHex: room["seed"], commitment: room["commitment"], tokens: map[string]string{}}
 	st.cursor, _ = strconv.ParseInt(room["cursor"], 10, 64)
