@@ -152,8 +152,8 @@ if n > 0 then
     redis.call("ZADD", live, untl, string.sub(next[i], 49))
   end
   if KEYS[7] then
-    -- The evidence of invariants 1, 3 and 4: who was admitted, when, in which order, and what
-    -- stock the script saw. It grows with admissions, not with the queue.
+    -- The evidence of invariants 6, 8 and 9 (docs/DESIGN.md): who was admitted, when, in
+    -- which order, and what stock the script saw. It grows with admissions, not the queue.
     local prefix = string.format("a:%d:%d:", now, stock)
     for i = 1, #next, 1000 do
       local ev = {}

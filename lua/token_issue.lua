@@ -20,7 +20,7 @@
 -- KEYS[6]  optional seckill:{sale:<id>}:room:log   list: the room's history (room_queue.lua);
 --                                                  a token issued on a live admission appends
 --                                                  "t:<now_ms>:<admitted_until_ms>:<user>:<nonce>",
---                                                  the evidence of invariant 2 for the verifier
+--                                                  the evidence of invariant 7 (docs/DESIGN.md)
 --
 -- Returns  {outcome, exp_ms, now_ms}
 --          outcome "issued": the field of the user now holds "<nonce>:<exp_ms>" (any earlier
