@@ -49,6 +49,11 @@ func RoomKey(sale string) string { return "seckill:" + SaleTag(sale) + ":room" }
 // RoomLiveKey is the sorted set of a sale's live admissions: user -> admitted until (unix ms).
 func RoomLiveKey(sale string) string { return RoomKey(sale) + ":live" }
 
+// RoomLogKey is the list of a sale's room history, the verifier's evidence (docs/room.md):
+// "a:<ms>:<stock>:<user>" per admission (room_queue.lua) and
+// "t:<ms>:<admitted_until_ms>:<user>:<nonce>" per token issued on an admission (token_issue.lua).
+func RoomLogKey(sale string) string { return RoomKey(sale) + ":log" }
+
 // TokensKey holds the sale's single-use purchase token nonces.
 func TokensKey(sale string) string { return "seckill:" + SaleTag(sale) + ":tokens" }
 

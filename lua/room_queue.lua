@@ -24,6 +24,10 @@
 -- ARGV[6]  prequeue_ms
 -- ARGV[7]  enter: the proof-of-work nonce to spend, "" when the room asks for none
 -- ARGV[8]  enter: the nonce's expiry (unix ms)
+-- KEYS[7]  optional seckill:{sale:<id>}:room:log   list: the room's history, for the verifier
+--                                          (bench/verify, docs/room.md): one element
+--                                          "a:<now_ms>:<stock>:<user>" per admission, in
+--                                          admission order (token_issue.lua appends "t:" ones)
 --
 -- Returns  {outcome, position, ahead, admitted_until_ms, now_ms, stock, depth, starts_ms,
 --           admitted_now, lapsed_now}
@@ -146,6 +150,22 @@ if n > 0 then
   local untl = now + session
   for i = 1, #next do
     redis.call("ZADD", live, untl, string.sub(next[i], 49))
+  end
+  if KEYS[7] then
+    -- The evidence of invariants 6, 8 and 9 (docs/DESIGN.md): who was admitted, when, in
+    -- which order, and what stock the script saw. It grows with admissions, not the queue.
+    local prefix = string.format("a:%d:%d:", now, stock)
+    for i = 1, #next, 1000 do
+      local ev = {}
+      for j = i, math.min(i + 999, #next) do
+        ev[#ev + 1] = prefix .. string.sub(next[j], 49)
+      end
+      redis.call("RPUSH", KEYS[7], unpack(ev))
+    end
+    local until_ms = redis.call("PEXPIRETIME", meta)
+    if until_ms > 0 then
+      redis.call("PEXPIREAT", KEYS[7], until_ms)
+    end
   end
   cursor = cursor + n
   allow = allow - n

@@ -17,6 +17,10 @@
 -- KEYS[5]  optional seckill:{sale:<id>}:room:live  zset: user -> admitted until (ms)
 -- ARGV[6]  optional "1": require a live admission when the sale has a room (require_admission;
 --          needs KEYS[4] and KEYS[5])
+-- KEYS[6]  optional seckill:{sale:<id>}:room:log   list: the room's history (room_queue.lua);
+--                                                  a token issued on a live admission appends
+--                                                  "t:<now_ms>:<admitted_until_ms>:<user>:<nonce>",
+--                                                  the evidence of invariant 7 (docs/DESIGN.md)
 --
 -- Returns  {outcome, exp_ms, now_ms}
 --          outcome "issued": the field of the user now holds "<nonce>:<exp_ms>" (any earlier
@@ -74,8 +78,9 @@ end
 
 -- The waiting room decides who may buy: no live admission, no token. A sale without a room
 -- (no seed) is not affected.
+local admitted_until = nil
 if ARGV[6] == "1" and KEYS[5] and redis.call("HEXISTS", KEYS[4], "seed") == 1 then
-  local admitted_until = tonumber(redis.call("ZSCORE", KEYS[5], user))
+  admitted_until = tonumber(redis.call("ZSCORE", KEYS[5], user))
   if admitted_until == nil or admitted_until <= now then
     return {"not_admitted", 0, now}
   end
@@ -101,4 +106,8 @@ if until_ms < ends then
   until_ms = ends
 end
 redis.call("PEXPIREAT", store, until_ms)
+if admitted_until ~= nil and KEYS[6] then
+  redis.call("RPUSH", KEYS[6], string.format("t:%d:%d:", now, admitted_until) .. user .. ":" .. nonce)
+  redis.call("PEXPIREAT", KEYS[6], until_ms)
+end
 return {"issued", exp, now}

@@ -226,6 +226,9 @@ func Verify(ctx context.Context, src Sources, run Run) (Report, error) {
 		checkConservation(st, run),
 		checkDeadLetters(ctx, st, run, src.Dead),
 	)
+	if run.CheckRedis {
+		rep.Checks = append(rep.Checks, roomChecks(ctx, src, st, run)...)
+	}
 	return rep, nil
 }
 

@@ -75,7 +75,8 @@ func (s RedisStore) Visit(ctx context.Context, sale string, v Visit) (Reply, err
 	if v.Nonce != "" {
 		nonceExp = v.NonceExp.UnixMilli()
 	}
-	keys := []string{contract.MetaKey(sale), roomKey(sale), queueKey(sale), liveKey(sale), spentKey(sale), contract.BuyersKey(sale)}
+	keys := []string{contract.MetaKey(sale), roomKey(sale), queueKey(sale), liveKey(sale), spentKey(sale), contract.BuyersKey(sale),
+		contract.RoomLogKey(sale)}
 	res, err := lua.RoomQueue.Run(ctx, s.Client, keys, op, v.Member,
 		strconv.FormatFloat(v.Settings.Rate, 'f', -1, 64), strconv.FormatFloat(v.Settings.Oversubscribe, 'f', -1, 64),
 		v.Settings.Session.Milliseconds(), v.Settings.Prequeue.Milliseconds(), v.Nonce, nonceExp).Slice()

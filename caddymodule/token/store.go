@@ -29,7 +29,7 @@ func (s RedisStore) Issue(ctx context.Context, target, user, nonce string, ttl, 
 	} else if admission {
 		// The room's keys share the sale's hash tag; a shard's slot differs, and rooms are
 		// for unsharded sales (the backend refuses a room with shards), so a shard skips it.
-		keys = append(keys, contract.RoomKey(target), contract.RoomLiveKey(target))
+		keys = append(keys, contract.RoomKey(target), contract.RoomLiveKey(target), contract.RoomLogKey(target))
 		args = append(args, "1")
 	}
 	reply, err := lua.TokenIssue.Run(ctx, s.R, keys, args...).Slice()

@@ -7,6 +7,7 @@
 //	seckill-bench -only edge      one contestant
 //	seckill-bench verify -sale S  only the invariants of an existing sale
 //	seckill-bench verify-room -sale S  the waiting room's order against its revealed seed
+//	seckill-bench room            the waiting room's fairness scenario and poll benchmark
 //
 // By default it builds nothing and starts its own backend and gateway (from -bin) on free
 // ports, with a RabbitMQ vhost and a Postgres database of their own; -gateway and -backend
@@ -37,6 +38,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	if len(args) > 0 && args[0] == "verify-room" {
 		return runVerifyRoom(ctx, args[1:], stdout, stderr)
+	}
+	if len(args) > 0 && args[0] == "room" {
+		return runRoom(ctx, args[1:], stdout, stderr)
 	}
 	if len(args) > 0 && args[0] == "soak" {
 		return runSoak(ctx, args[1:], stdout, stderr)

@@ -1,11 +1,7 @@
 package main
 
 import (
-	"bytes"
 	"context"
-	"crypto/hmac"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"flag"
 	"fmt"
@@ -13,6 +9,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/seckilledge/seckill/bench/verify"
 	"github.com/seckilledge/seckill/internal/stackenv"
 )
 
@@ -75,34 +72,10 @@ func runVerifyRoom(ctx context.Context, args []string, stdout, stderr io.Writer)
 	return 0
 }
 
-// verifyRoomOrder lists what is wrong with a revealed room: the seed against its commitment,
-// and the entries' order against their ranks (bytes compared big-endian, ascending), with no
-// entry twice.
+// verifyRoomOrder lists what is wrong with a revealed room (bench/verify holds the rule, which
+// the whole-system verifier shares).
 func verifyRoomOrder(commitment, seedHex string, entries []string) []string {
-	var problems []string
-	seed, err := hex.DecodeString(seedHex)
-	if err != nil || len(seed) == 0 {
-		return []string{"the seed is not revealed or not hex"}
-	}
-	if sum := sha256.Sum256(seed); hex.EncodeToString(sum[:]) != commitment {
-		problems = append(problems, "SHA-256 of the revealed seed is not the commitment published at preheat")
-	}
-	seen := make(map[string]bool, len(entries))
-	var prev []byte
-	for i, e := range entries {
-		if seen[e] {
-			problems = append(problems, fmt.Sprintf("entry %s appears twice", e))
-		}
-		seen[e] = true
-		m := hmac.New(sha256.New, seed)
-		m.Write([]byte(e))
-		rank := m.Sum(nil)
-		if prev != nil && bytes.Compare(prev, rank) > 0 {
-			problems = append(problems, fmt.Sprintf("place %d (%s) ranks before place %d", i+1, e, i))
-		}
-		prev = rank
-	}
-	return problems
+	return verify.RoomOrderProblems(commitment, seedHex, entries)
 }
 
 func getJSON(ctx context.Context, url string, v any) error {

@@ -1,0 +1,219 @@
+package verify_test
+
+import (
+	"context"
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/seckilledge/seckill/bench/verify"
+	"github.com/seckilledge/seckill/contract"
+	"github.com/seckilledge/seckill/lua"
+)
+
+// roomWorld is a sale with a waiting room driven by the real scripts in real Redis (the ones
+// the gateways run), with its orders in real Postgres: six users pre-queued, one arrival after
+// the start, stock 3, oversubscribe 1.5. Four are admitted at the start (3 x 1.5), three of
+// them take a token and buy, and the sale sells out.
+type roomWorld struct {
+	*world
+	users    []string
+	admitted []string // in admission order
+}
+
+func (w *roomWorld) member(seed, ekey []byte, user string) string {
+	m := hmac.New(sha256.New, ekey)
+	m.Write([]byte("seckill-room-entry\x00" + w.sale + "\x00" + user))
+	raw := m.Sum(nil)[:16]
+	return string(verify.RoomRank(seed, b64(raw))) + string(raw) + user
+}
+
+func (w *roomWorld) visit(op, member string) []any {
+	w.t.Helper()
+	res, err := lua.RoomQueue.Run(context.Background(), w.rdb, w.roomKeys(), op, member, "1000", "1.5", 600000, 3600000, "", 0).Slice()
+	if err != nil {
+		w.t.Fatalf("room_queue %s: %v", op, err)
+	}
+	return res
+}
+
+func (w *roomWorld) roomKeys() []string {
+	room := contract.RoomKey(w.sale)
+	return []string{contract.MetaKey(w.sale), room, room + ":q", contract.RoomLiveKey(w.sale), room + ":spent",
+		contract.BuyersKey(w.sale), contract.RoomLogKey(w.sale)}
+}
+
+func (w *roomWorld) token(user string, i int) {
+	w.t.Helper()
+	keys := []string{contract.MetaKey(w.sale), contract.TokensKey(w.sale), contract.BuyersKey(w.sale),
+		contract.RoomKey(w.sale), contract.RoomLiveKey(w.sale), contract.RoomLogKey(w.sale)}
+	res, err := lua.TokenIssue.Run(context.Background(), w.rdb, keys, user, fmt.Sprintf("%022d", i), 60000, 0, "", "1").Slice()
+	if err != nil || res[0] != "issued" {
+		w.t.Fatalf("token of %s: %v %v", user, res, err)
+	}
+}
+
+func newRoomWorld(t *testing.T) *roomWorld {
+	t.Helper()
+	ctx := context.Background()
+	w := &roomWorld{world: newWorld(t, 3)}
+	rdb := w.rdb
+	tm, err := rdb.Time(ctx).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	meta := contract.MetaKey(w.sale)
+	rdb.HSet(ctx, meta, "starts_ms", tm.Add(time.Hour).UnixMilli(), "ends_ms", tm.Add(2*time.Hour).UnixMilli())
+	rdb.PExpire(ctx, meta, 3*time.Hour)
+	seed, ekey := make([]byte, 32), make([]byte, 32)
+	_, _ = rand.Read(seed)
+	_, _ = rand.Read(ekey)
+	sum := sha256.Sum256(seed)
+	if err := lua.RoomSetup.Run(ctx, rdb, []string{meta, contract.RoomKey(w.sale)}, hex.EncodeToString(seed), hex.EncodeToString(ekey),
+		"1000", "1.5", "600000", "3600000", "0", "0", hex.EncodeToString(sum[:])).Err(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		room := contract.RoomKey(w.sale)
+		rdb.Del(context.Background(), room, room+":q", room+":live", room+":spent", contract.RoomLogKey(w.sale), contract.TokensKey(w.sale))
+	})
+	members := map[string]string{}
+	for i := range 6 {
+		u := fmt.Sprintf("pre%d", i)
+		w.users = append(w.users, u)
+		members[u] = w.member(seed, ekey, u)
+		if res := w.visit("enter", members[u]); res[0] != "waiting" {
+			t.Fatalf("pre-queue entry: %v", res)
+		}
+	}
+	// The start: ten seconds ago, so the allowance is full and the oversubscription decides.
+	rdb.HSet(ctx, meta, "starts_ms", tm.Add(-10*time.Second).UnixMilli())
+	late := "late0"
+	members[late] = w.member(seed, ekey, late)
+	w.visit("enter", members[late])
+	for _, u := range append(w.users, late) {
+		if res := w.visit("poll", members[u]); res[0] == "admitted" {
+			w.admitted = append(w.admitted, u)
+		}
+	}
+	if len(w.admitted) != 4 {
+		t.Fatalf("%d admitted at the start, want 4 (stock 3 x 1.5)", len(w.admitted))
+	}
+	for i, u := range w.admitted {
+		w.token(u, i) // the fourth takes a token too, but comes too late: the units are gone
+	}
+	for _, u := range w.admitted[:3] {
+		w.sell(u, "o-"+u)
+		rdb.HDel(ctx, contract.TokensKey(w.sale), u) // the gate spends the token with the unit
+	}
+	if res := w.visit("poll", members[late]); res[0] != "sold_out" {
+		t.Fatalf("after the last unit: %v", res)
+	}
+	return w
+}
+
+// notAdmitted is a pre-queued user the room did not admit.
+func (w *roomWorld) notAdmitted() string {
+	for _, u := range w.users {
+		if !slices.Contains(w.admitted, u) {
+			return u
+		}
+	}
+	w.t.Fatal("everyone was admitted")
+	return ""
+}
+
+func b64(raw []byte) string { return base64.RawURLEncoding.EncodeToString(raw) }
+
+func redisZ(score float64, member string) redis.Z { return redis.Z{Score: score, Member: member} }
+
+// roomVerdicts runs the whole verifier and returns the verdict of each check by number.
+func (w *roomWorld) roomVerdicts() map[int]verify.Check {
+	w.t.Helper()
+	rep := w.verify(10)
+	out := map[int]verify.Check{}
+	for _, c := range rep.Checks {
+		out[c.N] = c
+	}
+	if len(out) != 9 {
+		w.t.Fatalf("%d checks, want the 5 invariants and the room's 4", len(out))
+	}
+	return out
+}
+
+func TestVerifierPassesAWaitingRoomSaleDrivenByTheRealScripts(t *testing.T) {
+	w := newRoomWorld(t)
+	for n, c := range w.roomVerdicts() {
+		if c.Verdict != verify.Pass {
+			t.Errorf("invariant %d (%s): %s", n, c.Name, c.Detail)
+		}
+	}
+}
+
+// Each corruption below is what a broken room or token script would leave; the matching
+// invariant must FAIL.
+func TestVerifierCatchesEachBrokenRoomInvariant(t *testing.T) {
+	ctx := context.Background()
+	logKey := func(w *roomWorld) string { return contract.RoomLogKey(w.sale) }
+	cases := []struct {
+		name    string
+		n       int
+		corrupt func(w *roomWorld)
+	}{
+		{"two admissions swapped: not the seed's order", 6, func(w *roomWorld) {
+			a, _ := w.rdb.LIndex(ctx, logKey(w), 0).Result()
+			b, _ := w.rdb.LIndex(ctx, logKey(w), 1).Result()
+			w.rdb.LSet(ctx, logKey(w), 0, b)
+			w.rdb.LSet(ctx, logKey(w), 1, a)
+		}},
+		{"a place whose rank is not the seed's HMAC", 6, func(w *roomWorld) {
+			w.rdb.ZAdd(ctx, contract.RoomKey(w.sale)+":q", redisZ(0, strings.Repeat("\x00", 48)+"forged"))
+		}},
+		{"an unused token no admission check issued", 7, func(w *roomWorld) {
+			w.rdb.HSet(ctx, contract.TokensKey(w.sale), w.users[5], "AAAAAAAAAAAAAAAAAAAAAA:1")
+		}},
+		{"a buyer who was never admitted", 7, func(w *roomWorld) {
+			w.exec(`INSERT INTO orders (order_id, sale_id, user_id, status, accepted_at) VALUES ('o-x', $1, $2, 'failed', now())`, w.sale, w.notAdmitted())
+		}},
+		{"a token issued before the user's admission", 7, func(w *roomWorld) {
+			w.rdb.LPush(ctx, logKey(w), "t:1:9999999999999:"+w.admitted[0]+":BBBBBBBBBBBBBBBBBBBBBB")
+		}},
+		{"an admission while the stock was 0", 8, func(w *roomWorld) {
+			e, _ := w.rdb.LIndex(ctx, logKey(w), 0).Result()
+			p := strings.SplitN(e, ":", 4)
+			w.rdb.LSet(ctx, logKey(w), 0, p[0]+":"+p[1]+":0:"+p[3])
+		}},
+		{"a user admitted twice", 9, func(w *roomWorld) {
+			e, _ := w.rdb.LIndex(ctx, logKey(w), 0).Result()
+			w.rdb.RPush(ctx, logKey(w), e)
+		}},
+		{"a user holding two places", 9, func(w *roomWorld) {
+			w.rdb.ZAdd(ctx, contract.RoomKey(w.sale)+":q", redisZ(99, strings.Repeat("\x01", 48)+w.users[0]))
+		}},
+		{"an admission the log does not show", 9, func(w *roomWorld) {
+			w.rdb.HIncrBy(ctx, contract.RoomKey(w.sale), "cursor", 1)
+		}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			w := newRoomWorld(t)
+			tc.corrupt(w)
+			got := w.roomVerdicts()
+			if got[tc.n].Verdict != verify.Fail {
+				t.Fatalf("invariant %d passed a corrupted room: %s", tc.n, got[tc.n].Detail)
+			}
+			if len(got[tc.n].Problems) == 0 {
+				t.Errorf("invariant %d failed without naming what is wrong", tc.n)
+			}
+		})
+	}
+}
