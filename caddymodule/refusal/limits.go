@@ -8,8 +8,8 @@ import (
 	"github.com/caddyserver/caddy/v2/caddyconfig/httpcaddyfile"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 
-	"github.com/seckilledge/seckill/caddymodule"
 	"github.com/seckilledge/seckill/caddymodule/edge"
+	"github.com/seckilledge/seckill/caddymodule/internal/directive"
 )
 
 // Limits are the settings every seckill handler shares. Each handler embeds them, so they
@@ -57,15 +57,11 @@ func (l *Limits) Writer(jitter time.Duration) Writer {
 func (l *Limits) UnmarshalOption(d *caddyfile.Dispenser) (ok bool, err error) {
 	switch d.Val() {
 	case "timeout":
-		return true, caddymodule.OneDuration(d, &l.Timeout)
+		return true, directive.Duration(d, &l.Timeout)
 	case "max_pending":
-		return true, caddymodule.OneInt(d, &l.MaxPending)
+		return true, directive.Int(d, &l.MaxPending)
 	case "handle_errors":
-		if d.NextArg() {
-			return true, d.ArgErr()
-		}
-		l.HandleErrors = true
-		return true, nil
+		return true, directive.Flag(d, &l.HandleErrors)
 	}
 	return false, nil
 }
@@ -73,24 +69,13 @@ func (l *Limits) UnmarshalOption(d *caddyfile.Dispenser) (ok bool, err error) {
 // UnmarshalBlock parses a handler's Caddyfile directive: the directive name, no argument, and
 // a block whose options are the limits (handled here) or the handler's own, which option
 // parses with d at the option's name. An option nobody knows is an error naming directive.
-func (l *Limits) UnmarshalBlock(d *caddyfile.Dispenser, directive string, option func(name string) (known bool, err error)) error {
-	d.Next() // the directive name
-	if d.NextArg() {
-		return d.ArgErr()
-	}
-	for d.NextBlock(0) {
-		ok, err := l.UnmarshalOption(d)
-		if !ok {
-			ok, err = option(d.Val())
+func (l *Limits) UnmarshalBlock(d *caddyfile.Dispenser, directiveName string, option func(name string) (known bool, err error)) error {
+	return directive.Top(d, directiveName, func(name string) (bool, error) {
+		if ok, err := l.UnmarshalOption(d); ok {
+			return true, err
 		}
-		if err != nil {
-			return err
-		}
-		if !ok {
-			return d.Errf("unrecognized %s option '%s'", directive, d.Val())
-		}
-	}
-	return nil
+		return option(name)
+	})
 }
 
 // Directive is the httpcaddyfile.UnmarshalFunc of a handler whose pointer type parses its own

@@ -39,6 +39,10 @@ var (
 		Namespace: "seckill", Subsystem: "room", Name: "admission_rate",
 		Help: "The room's admission rate setting (admissions per second); rate(seckill_room_admissions_total) is the rate achieved.",
 	}, []string{"sale"})
+	shed = prometheus.NewCounter(prometheus.CounterOpts{
+		Namespace: "seckill", Subsystem: "room", Name: "shed_total",
+		Help: "Room requests answered 503 without touching Redis because max_pending calls were already waiting on it.",
+	})
 	wait = prometheus.NewHistogram(prometheus.HistogramOpts{
 		Namespace: "seckill", Subsystem: "room", Name: "estimated_wait_seconds",
 		Help:    "Estimated waits answered to waiters.",
@@ -53,5 +57,5 @@ func init() {
 }
 
 func registerMetrics(reg prometheus.Registerer) {
-	caddymodule.Register(reg, requests, entries, challenges, admissions, lapsed, depth, rateGauge, wait)
+	caddymodule.Register(reg, requests, entries, challenges, admissions, lapsed, depth, rateGauge, wait, shed)
 }
