@@ -33,10 +33,6 @@ func (g *Gate) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 	return g.UnmarshalBlock(d, "seckill_gate", func(name string) (bool, error) {
 		var err error
 		switch name {
-		case "sale":
-			err = directive.String(d, &g.Sale)
-		case "user":
-			err = directive.String(d, &g.User)
 		case "token":
 			err = directive.String(d, &g.Token)
 		case "require_token":
@@ -56,7 +52,7 @@ func (g *Gate) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			return false, nil
 		}
 		return true, err
-	})
+	}, &g.Subject)
 }
 
 // Interface guard

@@ -66,13 +66,21 @@ func (l *Limits) UnmarshalOption(d *caddyfile.Dispenser) (ok bool, err error) {
 	return false, nil
 }
 
+// OptionParser is a group of options several handlers share (Subject).
+type OptionParser interface {
+	UnmarshalOption(d *caddyfile.Dispenser) (ok bool, err error)
+}
+
 // UnmarshalBlock parses a handler's Caddyfile directive: the directive name, no argument, and
-// a block whose options are the limits (handled here) or the handler's own, which option
-// parses with d at the option's name. An option nobody knows is an error naming directive.
-func (l *Limits) UnmarshalBlock(d *caddyfile.Dispenser, directiveName string, option func(name string) (known bool, err error)) error {
+// a block whose options are the limits (handled here), those of the shared groups, or the
+// handler's own, which option parses with d at the option's name. An option nobody knows is an
+// error naming directive.
+func (l *Limits) UnmarshalBlock(d *caddyfile.Dispenser, directiveName string, option func(name string) (known bool, err error), shared ...OptionParser) error {
 	return directive.Top(d, directiveName, func(name string) (bool, error) {
-		if ok, err := l.UnmarshalOption(d); ok {
-			return true, err
+		for _, p := range append([]OptionParser{l}, shared...) {
+			if ok, err := p.UnmarshalOption(d); ok {
+				return true, err
+			}
 		}
 		return option(name)
 	})
@@ -88,4 +96,47 @@ func Directive[T any, PT interface {
 	m := PT(new(T))
 	err := m.UnmarshalCaddyfile(h.Dispenser)
 	return m, err
+}
+
+// Subject is which sale and which user a request is about, as placeholders read per request.
+// The gate, the token issuer and the waiting room embed it, so both appear inline in their
+// JSON and Caddyfile blocks.
+type Subject struct {
+	// The sale id, usually a placeholder. Default {http.request.uri.path.1}, the second path
+	// segment (/seckill/<sale>/buy, /token, /queue). Ids are 1 to 64 characters of
+	// [A-Za-z0-9_-]; anything else is refused with 400 bad_request.
+	Sale string `json:"sale,omitempty"`
+
+	// The user id, usually a placeholder set by an authentication module. Default
+	// {http.auth.user.id}; the demo Caddyfile uses {http.request.header.X-User-ID}. An empty
+	// value is refused with 401 unauthenticated.
+	User string `json:"user,omitempty"`
+}
+
+// The defaults of a Subject.
+const (
+	DefaultSale = "{http.request.uri.path.1}"
+	DefaultUser = "{http.auth.user.id}"
+)
+
+// SetDefaults fills the placeholders left empty.
+func (s *Subject) SetDefaults() {
+	if s.Sale == "" {
+		s.Sale = DefaultSale
+	}
+	if s.User == "" {
+		s.User = DefaultUser
+	}
+}
+
+// UnmarshalOption parses the Caddyfile option at d when it is sale or user; ok is false for
+// any other. Pass the Subject to Limits.UnmarshalBlock to have it tried on every option.
+func (s *Subject) UnmarshalOption(d *caddyfile.Dispenser) (ok bool, err error) {
+	switch d.Val() {
+	case "sale":
+		return true, directive.String(d, &s.Sale)
+	case "user":
+		return true, directive.String(d, &s.User)
+	}
+	return false, nil
 }

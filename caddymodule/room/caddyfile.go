@@ -41,10 +41,6 @@ func (h *Room) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 	return h.UnmarshalBlock(d, "seckill_room", func(name string) (bool, error) {
 		var err error
 		switch name {
-		case "sale":
-			err = directive.String(d, &h.Sale)
-		case "user":
-			err = directive.String(d, &h.User)
 		case "rate":
 			err = directive.Float(d, &h.Rate)
 		case "oversubscribe":
@@ -69,7 +65,7 @@ func (h *Room) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			return false, nil
 		}
 		return true, err
-	})
+	}, &h.Subject)
 }
 
 func (h *Room) unmarshalDifficulty(d *caddyfile.Dispenser) error {

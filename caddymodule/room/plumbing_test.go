@@ -51,7 +51,7 @@ func (s *fakeStore) Prequeue(context.Context, string) ([]string, error) { return
 // unitRoom is a provisioned Room over store, without Caddy or Redis.
 func unitRoom(t *testing.T, store Store, limits refusal.Limits) *Room {
 	t.Helper()
-	h := &Room{Sale: "s1", User: "{http.request.header.X-User-ID}", Limits: limits}
+	h := &Room{Subject: refusal.Subject{Sale: "s1", User: "{http.request.header.X-User-ID}"}, Limits: limits}
 	h.setDefaults()
 	sealer, err := NewSealer(Key{ID: "k1", Secret: []byte(testSecret)})
 	if err != nil {

@@ -33,8 +33,6 @@ func init() {
 
 // Defaults of the optional fields.
 const (
-	DefaultSale           = "{http.request.uri.path.1}"
-	DefaultUser           = "{http.auth.user.id}"
 	DefaultRate           = 50.0
 	DefaultOversubscribe  = 1.5
 	DefaultSession        = 2 * time.Minute
@@ -52,11 +50,8 @@ const (
 // The settings below are defaults: a sale created with `"room": {...}` overrides them field by
 // field.
 type Room struct {
-	// The sale id, usually a placeholder. Default {http.request.uri.path.1}.
-	Sale string `json:"sale,omitempty"`
-	// The user id, usually a placeholder set by an authentication module. Default
-	// {http.auth.user.id}; the demo uses {http.request.header.X-User-ID}.
-	User string `json:"user,omitempty"`
+	// sale, user.
+	refusal.Subject
 	// Admissions per second. Default 50.
 	Rate float64 `json:"rate,omitempty"`
 	// Live admissions per remaining unit (covers no-shows). Default 1.5; at least 1.
@@ -136,12 +131,7 @@ func (h *Room) Provision(ctx caddy.Context) error {
 }
 
 func (h *Room) setDefaults() {
-	if h.Sale == "" {
-		h.Sale = DefaultSale
-	}
-	if h.User == "" {
-		h.User = DefaultUser
-	}
+	h.SetDefaults()
 	if h.Rate == 0 {
 		h.Rate = DefaultRate
 	}

@@ -36,10 +36,6 @@ func (h *Issuer) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 	return h.UnmarshalBlock(d, "seckill_token", func(name string) (bool, error) {
 		var err error
 		switch name {
-		case "sale":
-			err = directive.String(d, &h.Sale)
-		case "user":
-			err = directive.String(d, &h.User)
 		case "ttl":
 			err = directive.Duration(d, &h.TTL)
 		case "lead_time":
@@ -54,7 +50,7 @@ func (h *Issuer) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			return false, nil
 		}
 		return true, err
-	})
+	}, &h.Subject)
 }
 
 // Interface guard
