@@ -68,10 +68,7 @@ type Gate struct {
 
 // CaddyModule returns the Caddy module information.
 func (Gate) CaddyModule() caddy.ModuleInfo {
-	return caddy.ModuleInfo{
-		ID:  "http.handlers.seckill_gate",
-		New: func() caddy.Module { return new(Gate) },
-	}
+	return refusal.Module[Gate]("http.handlers.seckill_gate")
 }
 
 // Redis modes.

@@ -140,3 +140,12 @@ func (s *Subject) UnmarshalOption(d *caddyfile.Dispenser) (ok bool, err error) {
 	}
 	return false, nil
 }
+
+// Module is the caddy.ModuleInfo of a handler whose pointer type is the module:
+// func (Gate) CaddyModule() caddy.ModuleInfo { return refusal.Module[Gate]("http.handlers.seckill_gate") }.
+func Module[T any, PT interface {
+	*T
+	caddy.Module
+}](id caddy.ModuleID) caddy.ModuleInfo {
+	return caddy.ModuleInfo{ID: id, New: func() caddy.Module { return PT(new(T)) }}
+}

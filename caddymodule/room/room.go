@@ -100,10 +100,7 @@ type soldOutFlags interface {
 
 // CaddyModule returns the Caddy module information.
 func (Room) CaddyModule() caddy.ModuleInfo {
-	return caddy.ModuleInfo{
-		ID:  "http.handlers.seckill_room",
-		New: func() caddy.Module { return new(Room) },
-	}
+	return refusal.Module[Room]("http.handlers.seckill_room")
 }
 
 // Provision sets defaults and takes the app's Redis client, token keys and sale events. No

@@ -75,10 +75,7 @@ type Issuer struct {
 
 // CaddyModule returns the Caddy module information.
 func (Issuer) CaddyModule() caddy.ModuleInfo {
-	return caddy.ModuleInfo{
-		ID:  "http.handlers.seckill_token",
-		New: func() caddy.Module { return new(Issuer) },
-	}
+	return refusal.Module[Issuer]("http.handlers.seckill_token")
 }
 
 // Provision sets defaults and takes the app's Redis client and keyring. No network I/O.
