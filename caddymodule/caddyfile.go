@@ -1,6 +1,7 @@
 package caddymodule
 
 import (
+	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/caddyconfig"
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 	"github.com/caddyserver/caddy/v2/caddyconfig/httpcaddyfile"
@@ -142,6 +143,14 @@ func (c *AMQPConfig) unmarshal(d *caddyfile.Dispenser) error {
 		return false, nil
 	})
 }
+
+// OneString, OneInt and OneDuration read exactly one argument of an option.
+//
+// Deprecated: use the handlers' shared parser, caddymodule/internal/directive (String, Int,
+// Duration, Flag, Block); these stay for code written against them.
+func OneString(d *caddyfile.Dispenser, dst *string) error           { return directive.String(d, dst) }
+func OneInt(d *caddyfile.Dispenser, dst *int) error                 { return directive.Int(d, dst) }
+func OneDuration(d *caddyfile.Dispenser, dst *caddy.Duration) error { return directive.Duration(d, dst) }
 
 // Interface guard
 var _ caddyfile.Unmarshaler = (*App)(nil)
