@@ -148,9 +148,11 @@ func (c *AMQPConfig) unmarshal(d *caddyfile.Dispenser) error {
 //
 // Deprecated: use the handlers' shared parser, caddymodule/internal/directive (String, Int,
 // Duration, Flag, Block); these stay for code written against them.
-func OneString(d *caddyfile.Dispenser, dst *string) error           { return directive.String(d, dst) }
-func OneInt(d *caddyfile.Dispenser, dst *int) error                 { return directive.Int(d, dst) }
-func OneDuration(d *caddyfile.Dispenser, dst *caddy.Duration) error { return directive.Duration(d, dst) }
+func OneString(d *caddyfile.Dispenser, dst *string) error { return directive.String(d, dst) }
+func OneInt(d *caddyfile.Dispenser, dst *int) error       { return directive.Int(d, dst) }
+func OneDuration(d *caddyfile.Dispenser, dst *caddy.Duration) error {
+	return directive.Duration(d, dst)
+}
 
 // Interface guard
 var _ caddyfile.Unmarshaler = (*App)(nil)
