@@ -1,12 +1,11 @@
 package caddymodule
 
 import (
-	"strconv"
-
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/caddyconfig"
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 	"github.com/caddyserver/caddy/v2/caddyconfig/httpcaddyfile"
+	"github.com/seckilledge/seckill/caddymodule/internal/directive"
 	"github.com/seckilledge/seckill/caddymodule/relay"
 )
 
@@ -62,165 +61,98 @@ func parseGlobalOption(d *caddyfile.Dispenser, _ any) (any, error) {
 
 // UnmarshalCaddyfile sets up the app from Caddyfile tokens.
 func (a *App) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
-	d.Next() // the option name
+	return directive.Top(d, "seckill", func(name string) (bool, error) {
+		switch name {
+		case "redis":
+			a.Redis = new(RedisConfig)
+			return true, a.Redis.unmarshal(d)
+		case "amqp":
+			a.AMQP = new(AMQPConfig)
+			return true, a.AMQP.unmarshal(d)
+		case "token_keys":
+			return true, a.unmarshalTokenKeys(d)
+		case "relay":
+			a.Relay = new(relay.Config)
+			return true, a.Relay.UnmarshalBlock(d)
+		case "namespace":
+			return true, directive.String(d, &a.Namespace)
+		case "demo":
+			return true, directive.Flag(d, &a.Demo)
+		}
+		return false, nil
+	})
+}
+
+// unmarshalTokenKeys parses token_keys { <id> <secret> ... }.
+func (a *App) unmarshalTokenKeys(d *caddyfile.Dispenser) error {
 	if d.NextArg() {
 		return d.ArgErr()
 	}
-	for d.NextBlock(0) {
-		switch d.Val() {
-		case "redis":
-			a.Redis = new(RedisConfig)
-			if err := a.Redis.unmarshal(d); err != nil {
-				return err
-			}
-		case "amqp":
-			a.AMQP = new(AMQPConfig)
-			if err := a.AMQP.unmarshal(d); err != nil {
-				return err
-			}
-		case "token_keys":
-			if d.NextArg() {
-				return d.ArgErr()
-			}
-			for nesting := d.Nesting(); d.NextBlock(nesting); {
-				k := TokenKey{ID: d.Val()}
-				if !d.NextArg() {
-					return d.ArgErr()
-				}
-				k.Secret = d.Val()
-				if d.NextArg() {
-					return d.ArgErr()
-				}
-				a.TokenKeys = append(a.TokenKeys, k)
-			}
-		case "relay":
-			a.Relay = new(relay.Config)
-			if err := a.Relay.UnmarshalBlock(d); err != nil {
-				return err
-			}
-		case "namespace":
-			if err := oneString(d, &a.Namespace); err != nil {
-				return err
-			}
-		case "demo":
-			if d.NextArg() {
-				return d.ArgErr()
-			}
-			a.Demo = true
-		default:
-			return d.Errf("unrecognized seckill option '%s'", d.Val())
+	for nesting := d.Nesting(); d.NextBlock(nesting); {
+		k := TokenKey{ID: d.Val()}
+		if err := directive.String(d, &k.Secret); err != nil {
+			return err
 		}
+		a.TokenKeys = append(a.TokenKeys, k)
 	}
 	return nil
 }
 
 func (c *RedisConfig) unmarshal(d *caddyfile.Dispenser) error {
-	if d.NextArg() {
-		return d.ArgErr()
-	}
-	for nesting := d.Nesting(); d.NextBlock(nesting); {
-		var err error
-		switch d.Val() {
+	return directive.Block(d, "redis", func(name string) (bool, error) {
+		switch name {
 		case "addrs":
 			c.Addrs = d.RemainingArgs()
 			if len(c.Addrs) == 0 {
-				return d.ArgErr()
+				return true, d.ArgErr()
 			}
+			return true, nil
 		case "cluster":
-			c.Cluster = true
+			return true, directive.Flag(d, &c.Cluster)
 		case "master_name":
-			err = oneString(d, &c.MasterName)
+			return true, directive.String(d, &c.MasterName)
 		case "username":
-			err = oneString(d, &c.Username)
+			return true, directive.String(d, &c.Username)
 		case "password":
-			err = oneString(d, &c.Password)
+			return true, directive.String(d, &c.Password)
 		case "db":
-			err = oneInt(d, &c.DB)
+			return true, directive.Int(d, &c.DB)
 		case "pool_size":
-			err = oneInt(d, &c.PoolSize)
+			return true, directive.Int(d, &c.PoolSize)
 		case "min_idle_conns":
-			err = oneInt(d, &c.MinIdleConns)
+			return true, directive.Int(d, &c.MinIdleConns)
 		case "dial_timeout":
-			err = oneDuration(d, &c.DialTimeout)
+			return true, directive.Duration(d, &c.DialTimeout)
 		case "read_timeout":
-			err = oneDuration(d, &c.ReadTimeout)
+			return true, directive.Duration(d, &c.ReadTimeout)
 		case "write_timeout":
-			err = oneDuration(d, &c.WriteTimeout)
-		default:
-			return d.Errf("unrecognized redis option '%s'", d.Val())
+			return true, directive.Duration(d, &c.WriteTimeout)
 		}
-		if err != nil {
-			return err
-		}
-	}
-	return nil
+		return false, nil
+	})
 }
 
 func (c *AMQPConfig) unmarshal(d *caddyfile.Dispenser) error {
-	if d.NextArg() {
-		return d.ArgErr()
-	}
-	for nesting := d.Nesting(); d.NextBlock(nesting); {
-		var err error
-		switch d.Val() {
+	return directive.Block(d, "amqp", func(name string) (bool, error) {
+		switch name {
 		case "url":
-			err = oneString(d, &c.URL)
+			return true, directive.String(d, &c.URL)
 		case "reconnect_interval":
-			err = oneDuration(d, &c.ReconnectInterval)
-		default:
-			return d.Errf("unrecognized amqp option '%s'", d.Val())
+			return true, directive.Duration(d, &c.ReconnectInterval)
 		}
-		if err != nil {
-			return err
-		}
-	}
-	return nil
+		return false, nil
+	})
 }
 
-// Small Caddyfile helpers shared by the seckill handlers' parsers.
-
-func oneString(d *caddyfile.Dispenser, dst *string) error {
-	if !d.NextArg() {
-		return d.ArgErr()
-	}
-	*dst = d.Val()
-	if d.NextArg() {
-		return d.ArgErr()
-	}
-	return nil
+// OneString, OneInt and OneDuration read exactly one argument of an option.
+//
+// Deprecated: use the handlers' shared parser, caddymodule/internal/directive (String, Int,
+// Duration, Flag, Block); these stay for code written against them.
+func OneString(d *caddyfile.Dispenser, dst *string) error { return directive.String(d, dst) }
+func OneInt(d *caddyfile.Dispenser, dst *int) error       { return directive.Int(d, dst) }
+func OneDuration(d *caddyfile.Dispenser, dst *caddy.Duration) error {
+	return directive.Duration(d, dst)
 }
-
-func oneInt(d *caddyfile.Dispenser, dst *int) error {
-	var s string
-	if err := oneString(d, &s); err != nil {
-		return err
-	}
-	n, err := strconv.Atoi(s)
-	if err != nil {
-		return d.Errf("'%s' is not an integer", s)
-	}
-	*dst = n
-	return nil
-}
-
-func oneDuration(d *caddyfile.Dispenser, dst *caddy.Duration) error {
-	var s string
-	if err := oneString(d, &s); err != nil {
-		return err
-	}
-	dur, err := caddy.ParseDuration(s)
-	if err != nil {
-		return d.Errf("'%s' is not a duration: %v", s, err)
-	}
-	*dst = caddy.Duration(dur)
-	return nil
-}
-
-// OneString, OneInt and OneDuration read exactly one argument of a subdirective; handler
-// packages use them so every seckill directive parses the same way.
-func OneString(d *caddyfile.Dispenser, dst *string) error           { return oneString(d, dst) }
-func OneInt(d *caddyfile.Dispenser, dst *int) error                 { return oneInt(d, dst) }
-func OneDuration(d *caddyfile.Dispenser, dst *caddy.Duration) error { return oneDuration(d, dst) }
 
 // Interface guard
 var _ caddyfile.Unmarshaler = (*App)(nil)

@@ -1,22 +1,16 @@
 package caddymodule
 
 import (
-	"errors"
-
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/seckilledge/seckill/caddymodule/internal/metric"
 )
 
-// The app's metrics are package-level collectors registered into each config's registry, so
-// counters keep counting across config reloads instead of starting again at zero.
+// The app's metrics: package-level, registered into each config's registry (metric.Register).
 var (
-	redisConnsOpened = prometheus.NewCounter(prometheus.CounterOpts{
-		Namespace: "seckill", Subsystem: "redis", Name: "connections_opened_total",
-		Help: "Connections opened by the shared Redis client. A config reload must not raise it.",
-	})
-	brokerUp = prometheus.NewGauge(prometheus.GaugeOpts{
-		Namespace: "seckill", Subsystem: "amqp", Name: "connected",
-		Help: "1 while the shared RabbitMQ connection is open.",
-	})
+	redisConnsOpened = metric.Subsystem("redis").Counter("connections_opened_total",
+		"Connections opened by the shared Redis client. A config reload must not raise it.")
+	brokerUp = metric.Subsystem("amqp").Gauge("connected", "1 while the shared RabbitMQ connection is open.")
 )
 
 // registerMetrics registers collectors into reg, ignoring those already there.
@@ -24,18 +18,6 @@ func registerMetrics(reg prometheus.Registerer) {
 	Register(reg, redisConnsOpened, brokerUp)
 }
 
-// Register registers collectors into reg, ignoring those already registered. Handlers use it
-// for their own package-level collectors.
-func Register(reg prometheus.Registerer, cs ...prometheus.Collector) {
-	if reg == nil {
-		return
-	}
-	for _, c := range cs {
-		if err := reg.Register(c); err != nil {
-			var are prometheus.AlreadyRegisteredError
-			if !errors.As(err, &are) {
-				panic(err)
-			}
-		}
-	}
-}
+// Register registers collectors into reg, ignoring those already registered (metric.Register,
+// for the handlers that do not import the internal package).
+func Register(reg prometheus.Registerer, cs ...prometheus.Collector) { metric.Register(reg, cs...) }

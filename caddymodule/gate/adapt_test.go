@@ -1,60 +1,22 @@
 package gate
 
 import (
-	"bytes"
-	"encoding/json"
-	"os"
-	"path/filepath"
-	"strings"
 	"testing"
 
-	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
-	"github.com/caddyserver/caddy/v2/caddyconfig/httpcaddyfile"
+	"github.com/seckilledge/seckill/caddymodule/internal/handlertest"
 )
 
 // TestCaddyfileAdaptsToTheDocumentedJSON adapts every testdata/adapt/*.caddyfile and compares
-// it with the .json next to it (UPDATE_GOLDEN=1 rewrites them).
+// it with the .json next to it (-update or UPDATE_GOLDEN=1 rewrites them).
 func TestCaddyfileAdaptsToTheDocumentedJSON(t *testing.T) {
-	files, _ := filepath.Glob("testdata/adapt/*.caddyfile")
-	if len(files) == 0 {
-		t.Fatal("no golden files")
-	}
-	for _, f := range files {
-		in, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		out, _, err := caddyfile.Adapter{ServerType: httpcaddyfile.ServerType{}}.Adapt(in, nil)
-		if err != nil {
-			t.Fatalf("%s: %v", f, err)
-		}
-		var pretty bytes.Buffer
-		_ = json.Indent(&pretty, out, "", "\t")
-		pretty.WriteString("\n")
-		golden := strings.TrimSuffix(f, ".caddyfile") + ".json"
-		if os.Getenv("UPDATE_GOLDEN") == "1" {
-			_ = os.WriteFile(golden, pretty.Bytes(), 0o644)
-			continue
-		}
-		want, err := os.ReadFile(golden)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !bytes.Equal(pretty.Bytes(), want) {
-			t.Errorf("%s adapts to\n%s\nwant\n%s", f, pretty.Bytes(), want)
-		}
-	}
+	handlertest.Golden(t, "testdata/adapt", false)
 }
 
 func TestCaddyfileRefusesUnknownOptions(t *testing.T) {
-	for _, in := range []string{
+	handlertest.AdaptFails(t,
 		":80 {\n seckill_gate {\n bogus 1\n }\n}",
 		":80 {\n seckill_gate {\n redis sometimes\n }\n}",
 		":80 {\n seckill_gate {\n relay {\n batch_size -1\n }\n }\n}",
 		":80 {\n seckill_gate extra\n}",
-	} {
-		if _, _, err := (caddyfile.Adapter{ServerType: httpcaddyfile.ServerType{}}).Adapt([]byte(in), nil); err == nil {
-			t.Errorf("adapting %q succeeded; want an error", in)
-		}
-	}
+	)
 }

@@ -3,7 +3,7 @@ package gate
 import (
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 	"github.com/caddyserver/caddy/v2/caddyconfig/httpcaddyfile"
-	"github.com/seckilledge/seckill/caddymodule"
+	"github.com/seckilledge/seckill/caddymodule/internal/directive"
 	"github.com/seckilledge/seckill/caddymodule/refusal"
 )
 
@@ -33,21 +33,14 @@ func (g *Gate) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 	return g.UnmarshalBlock(d, "seckill_gate", func(name string) (bool, error) {
 		var err error
 		switch name {
-		case "sale":
-			err = caddymodule.OneString(d, &g.Sale)
-		case "user":
-			err = caddymodule.OneString(d, &g.User)
 		case "token":
-			err = caddymodule.OneString(d, &g.Token)
+			err = directive.String(d, &g.Token)
 		case "require_token":
-			if d.NextArg() {
-				return true, d.ArgErr()
-			}
-			g.RequireToken = true
+			err = directive.Flag(d, &g.RequireToken)
 		case "retry_after":
-			err = caddymodule.OneDuration(d, &g.RetryAfter)
+			err = directive.Duration(d, &g.RetryAfter)
 		case "redis":
-			err = caddymodule.OneString(d, &g.Redis)
+			err = directive.String(d, &g.Redis)
 			if err == nil && g.Redis != RedisPipelined && g.Redis != RedisPooled {
 				return true, d.Errf("redis must be %s or %s", RedisPipelined, RedisPooled)
 			}
@@ -59,7 +52,7 @@ func (g *Gate) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			return false, nil
 		}
 		return true, err
-	})
+	}, &g.Subject)
 }
 
 // Interface guard

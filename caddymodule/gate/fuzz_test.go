@@ -12,11 +12,13 @@ import (
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
+	"go.uber.org/zap"
+
 	"github.com/seckilledge/seckill/caddymodule"
 	"github.com/seckilledge/seckill/caddymodule/edge"
+	"github.com/seckilledge/seckill/caddymodule/refusal"
 	"github.com/seckilledge/seckill/contract"
 	"github.com/seckilledge/seckill/internal/testenv"
-	"go.uber.org/zap"
 )
 
 // FuzzGateRequest throws arbitrary sale path segments, user and token headers and bodies at
@@ -30,8 +32,8 @@ func FuzzGateRequest(f *testing.F) {
 	kr := testKeyring(f, "k1")
 	tok, _, _ := kr.Issue(sale, "u1", time.Now().Add(time.Minute))
 	gates := []*Gate{
-		{Sale: "{http.request.uri.path.1}", User: "{http.request.header.X-User-ID}"},
-		{Sale: "{http.request.uri.path.1}", User: "{http.request.header.X-User-ID}", RequireToken: true,
+		{Subject: refusal.Subject{Sale: "{http.request.uri.path.1}", User: "{http.request.header.X-User-ID}"}},
+		{Subject: refusal.Subject{Sale: "{http.request.uri.path.1}", User: "{http.request.header.X-User-ID}"}, RequireToken: true,
 			Token: "{http.request.header.X-Seckill-Token}"},
 	}
 	for _, g := range gates {

@@ -32,14 +32,8 @@ func init() {
 // Gate is the `seckill_gate` handler. It answers every request itself (it never calls the next
 // handler): 202 with the order id, or a JSON refusal with the contract's code.
 type Gate struct {
-	// The sale id, usually a placeholder. Default: {http.request.uri.path.1}, the second
-	// path segment (/seckill/<sale>/buy).
-	Sale string `json:"sale,omitempty"`
-
-	// The user id, usually a placeholder set by an authentication module. Default:
-	// {http.auth.user.id}. The demo Caddyfile uses {http.request.header.X-User-ID}. An empty
-	// value is refused with 401 unauthenticated.
-	User string `json:"user,omitempty"`
+	// sale, user.
+	refusal.Subject
 
 	// Require a one-time purchase token (issued by seckill_token). Its signature and expiry
 	// are checked here with the app's token_keys; its single use inside the decision script.
@@ -74,10 +68,7 @@ type Gate struct {
 
 // CaddyModule returns the Caddy module information.
 func (Gate) CaddyModule() caddy.ModuleInfo {
-	return caddy.ModuleInfo{
-		ID:  "http.handlers.seckill_gate",
-		New: func() caddy.Module { return new(Gate) },
-	}
+	return refusal.Module[Gate]("http.handlers.seckill_gate")
 }
 
 // Redis modes.

@@ -8,9 +8,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/caddyserver/caddy/v2"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/seckilledge/seckill/caddymodule/internal/handlertest"
 	"github.com/seckilledge/seckill/caddymodule/tokenformat"
 	"github.com/seckilledge/seckill/contract"
 	"github.com/seckilledge/seckill/internal/testenv"
@@ -26,24 +26,8 @@ func startCaddyOnCluster(t *testing.T, c gatewayConfig, seeds []string) string {
 	}
 	cfg["apps"].(map[string]any)["seckill"].(map[string]any)["redis"].(map[string]any)["addrs"] = seeds
 	raw, _ := json.Marshal(cfg)
-	caddyMu.Lock()
-	if err := caddy.Load(raw, true); err != nil {
-		caddyMu.Unlock()
-		t.Fatalf("load caddy config: %v", err)
-	}
-	t.Cleanup(func() {
-		_ = caddy.Stop()
-		caddyMu.Unlock()
-	})
 	base := "http://127.0.0.1:" + strconv.Itoa(c.Port)
-	testenv.WaitFor(t, 10*time.Second, "the gateway to listen", func() bool {
-		resp, err := http.Get(base + "/healthz")
-		if err != nil {
-			return false
-		}
-		resp.Body.Close()
-		return true
-	})
+	handlertest.StartCaddy(t, raw, base)
 	return base
 }
 
@@ -51,9 +35,7 @@ func startCaddyOnCluster(t *testing.T, c gatewayConfig, seeds []string) string {
 // script touches only one sale's hash-tagged keys, and the relay finds the sale through the
 // index and drains its outbox on whichever master owns the slot.
 func TestGateNeverOversellsOnARedisCluster(t *testing.T) {
-	seeds := testenv.StartRedisCluster(t)
-	rdb := redis.NewClusterClient(&redis.ClusterOptions{Addrs: seeds})
-	t.Cleanup(func() { _ = rdb.Close() })
+	seeds, rdb := handlertest.RedisCluster(t)
 	ctx := context.Background()
 	vhost := testenv.RabbitVhost(t)
 	queue := consumeOrders(t, vhost)

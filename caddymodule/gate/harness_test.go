@@ -6,20 +6,17 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/caddyserver/caddy/v2"
 	amqp "github.com/rabbitmq/amqp091-go"
 	"github.com/redis/go-redis/v9"
+
+	"github.com/seckilledge/seckill/caddymodule/internal/handlertest"
 	"github.com/seckilledge/seckill/caddymodule/tokenformat"
 	"github.com/seckilledge/seckill/contract"
-	"github.com/seckilledge/seckill/internal/proc"
 	"github.com/seckilledge/seckill/internal/testenv"
 	"github.com/seckilledge/seckill/lua"
 
@@ -126,7 +123,7 @@ func (c gatewayConfig) JSON() []byte {
 	}
 	cfg := map[string]any{
 		"admin":   map[string]any{"listen": fmt.Sprintf("127.0.0.1:%d", c.AdminPort)},
-		"logging": map[string]any{"logs": map[string]any{"default": map[string]any{"level": logLevel()}}},
+		"logging": map[string]any{"logs": map[string]any{"default": map[string]any{"level": handlertest.LogLevel()}}},
 		"apps": map[string]any{
 			"seckill": map[string]any{
 				"redis":      map[string]any{"addrs": []string{c.RedisAddr}, "read_timeout": "5s", "dial_timeout": "500ms"},
@@ -151,14 +148,6 @@ func (c gatewayConfig) JSON() []byte {
 	return b
 }
 
-// logLevel of the test gateways: ERROR, or SECKILL_TEST_LOG (e.g. DEBUG) to investigate.
-func logLevel() string {
-	if l := os.Getenv("SECKILL_TEST_LOG"); l != "" {
-		return l
-	}
-	return "ERROR"
-}
-
 func newGatewayConfig(t testing.TB, amqpURL string) gatewayConfig {
 	return gatewayConfig{
 		Port: testenv.FreePort(t), AdminPort: testenv.FreePort(t),
@@ -166,106 +155,18 @@ func newGatewayConfig(t testing.TB, amqpURL string) gatewayConfig {
 	}
 }
 
-// caddyMu serialises the in-process Caddy tests: Caddy is a process-wide singleton.
-var caddyMu sync.Mutex
-
 // startCaddy runs the config in this process until the test ends.
 func startCaddy(t testing.TB, c gatewayConfig) string {
 	t.Helper()
-	caddyMu.Lock()
-	if err := caddy.Load(c.JSON(), true); err != nil {
-		caddyMu.Unlock()
-		t.Fatalf("load caddy config: %v", err)
-	}
-	t.Cleanup(func() {
-		_ = caddy.Stop()
-		caddyMu.Unlock()
-	})
 	base := fmt.Sprintf("http://127.0.0.1:%d", c.Port)
-	testenv.WaitFor(t, 10*time.Second, "the gateway to listen", func() bool {
-		resp, err := http.Get(base + "/healthz")
-		if err != nil {
-			return false
-		}
-		resp.Body.Close()
-		return true
-	})
+	handlertest.StartCaddy(t, c.JSON(), base)
 	return base
 }
 
-var (
-	buildOnce sync.Once
-	binPath   string
-	buildErr  error
-)
-
-// caddyBinary builds ./cmd/caddy once per test process.
-func caddyBinary(t testing.TB) string {
+// startGatewayProcess runs the config in a Caddy subprocess until the test ends (or Kill).
+func startGatewayProcess(t testing.TB, c gatewayConfig) *handlertest.Gateway {
 	t.Helper()
-	buildOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "seckill-gate-bin")
-		if err != nil {
-			buildErr = err
-			return
-		}
-		binPath = filepath.Join(dir, "caddy")
-		cmd := exec.Command("go", "build", "-o", binPath, "github.com/seckilledge/seckill/cmd/caddy")
-		out, err := cmd.CombinedOutput()
-		if err != nil {
-			buildErr = fmt.Errorf("%v: %s", err, out)
-		}
-	})
-	if buildErr != nil {
-		t.Fatalf("build caddy: %v", buildErr)
-	}
-	return binPath
-}
-
-// gatewayProcess is a gateway running as a subprocess.
-type gatewayProcess struct {
-	proc *proc.Process
-	Base string
-	log  string
-}
-
-func startGatewayProcess(t testing.TB, c gatewayConfig) *gatewayProcess {
-	t.Helper()
-	bin := caddyBinary(t)
-	dir := t.TempDir()
-	cfgPath := filepath.Join(dir, "caddy.json")
-	if err := os.WriteFile(cfgPath, c.JSON(), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	logPath := filepath.Join(dir, "caddy.log")
-	gw, err := proc.Start(proc.Spec{Path: bin, Args: []string{"run", "--config", cfgPath}, Log: logPath,
-		Env: append(os.Environ(), "HOME="+dir, "XDG_DATA_HOME="+dir, "XDG_CONFIG_HOME="+dir)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := &gatewayProcess{proc: gw, Base: fmt.Sprintf("http://127.0.0.1:%d", c.Port), log: logPath}
-	t.Cleanup(func() {
-		p.Kill()
-		if t.Failed() {
-			b, _ := os.ReadFile(logPath)
-			if len(b) > 8000 {
-				b = b[len(b)-8000:]
-			}
-			t.Logf("gateway on port %d, last log lines:\n%s", c.Port, b)
-		}
-	})
-	if err := proc.WaitReady(context.Background(), fmt.Sprintf("gateway on port %d", c.Port), gw, logPath, 20*time.Second,
-		proc.HTTPReady(p.Base+"/healthz")); err != nil {
-		t.Fatal(err)
-	}
-	return p
-}
-
-// Kill sends SIGKILL: no shutdown, no flush.
-func (p *gatewayProcess) Kill() {
-	if p.proc != nil {
-		p.proc.Kill()
-		p.proc = nil
-	}
+	return handlertest.StartGateway(t, c.JSON(), fmt.Sprintf("http://127.0.0.1:%d", c.Port))
 }
 
 // answer is one decoded response of the gate.
@@ -397,20 +298,7 @@ func (q *orderQueue) Get(id string) contract.OrderMessage {
 }
 
 // parallel runs f(i) for i in [0, n) all at once, released together.
-func parallel(n int, f func(i int)) {
-	var wg sync.WaitGroup
-	start := make(chan struct{})
-	for i := 0; i < n; i++ {
-		wg.Add(1)
-		go func(i int) {
-			defer wg.Done()
-			<-start
-			f(i)
-		}(i)
-	}
-	close(start)
-	wg.Wait()
-}
+var parallel = handlertest.Parallel
 
 func tally(answers []answer) map[string]int {
 	m := map[string]int{}

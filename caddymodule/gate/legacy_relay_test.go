@@ -1,6 +1,7 @@
 package gate
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -8,14 +9,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/caddyserver/caddy/v2"
 	"github.com/seckilledge/seckill/internal/testenv"
 
-	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
-	"github.com/caddyserver/caddy/v2/caddyconfig/httpcaddyfile"
-	"github.com/seckilledge/seckill/caddymodule/relay"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest/observer"
+
+	"github.com/seckilledge/seckill/caddymodule/internal/handlertest"
+	"github.com/seckilledge/seckill/caddymodule/relay"
 )
 
 // The gate script creates the outbox group the relay reads: both must name the same one.
@@ -34,12 +34,14 @@ func TestTheDeprecatedGateRelayBlockAdaptsWithAWarning(t *testing.T) {
 	t.Cleanup(func() { adaptLog = prev })
 
 	in := ":80 {\n seckill_gate {\n relay {\n batch_size 64\n }\n }\n}"
-	out, _, err := caddyfile.Adapter{ServerType: httpcaddyfile.ServerType{}}.Adapt([]byte(in), nil)
+	out, _, err := handlertest.Adapt([]byte(in))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := `"relay":{"batch_size":64}`; !strings.Contains(string(out), want) {
-		t.Errorf("adapted JSON %s lacks %s", out, want)
+	var compact bytes.Buffer
+	_ = json.Compact(&compact, out)
+	if want := `"relay":{"batch_size":64}`; !strings.Contains(compact.String(), want) {
+		t.Errorf("adapted JSON %s lacks %s", compact.Bytes(), want)
 	}
 	if logs.FilterMessageSnippet("deprecated").Len() != 1 {
 		t.Errorf("want one deprecation warning, got %v", logs.All())
@@ -47,7 +49,7 @@ func TestTheDeprecatedGateRelayBlockAdaptsWithAWarning(t *testing.T) {
 
 	// The same handler without the block: no warning.
 	logs.TakeAll()
-	if _, _, err := (caddyfile.Adapter{ServerType: httpcaddyfile.ServerType{}}).Adapt([]byte(":80 {\n seckill_gate\n}"), nil); err != nil {
+	if _, _, err := handlertest.Adapt([]byte(":80 {\n seckill_gate\n}")); err != nil {
 		t.Fatal(err)
 	}
 	if logs.Len() != 0 {
@@ -60,43 +62,39 @@ func TestTheDeprecatedGateRelayBlockAdaptsWithAWarning(t *testing.T) {
 // other block runs one (in the app's namespace).
 func TestTheAppHonoursAGateRelayBlockWhenItHasNone(t *testing.T) {
 	for _, disabled := range []bool{true, false} {
-		c := newGatewayConfig(t, testenv.RabbitVhost(t))
-		var cfg map[string]any
-		if err := json.Unmarshal(c.JSON(), &cfg); err != nil {
-			t.Fatal(err)
-		}
-		app := cfg["apps"].(map[string]any)["seckill"].(map[string]any)
-		delete(app, "relay")
-		routes := cfg["apps"].(map[string]any)["http"].(map[string]any)["servers"].(map[string]any)["gw"].(map[string]any)["routes"].([]any)
-		gate := routes[0].(map[string]any)["handle"].([]any)[0].(map[string]any)
-		gate["relay"] = map[string]any{"disabled": disabled, "poll_interval": "20ms"}
-		raw, _ := json.Marshal(cfg)
-
-		caddyMu.Lock()
-		if err := caddy.Load(raw, true); err != nil {
-			caddyMu.Unlock()
-			t.Fatal(err)
-		}
-		var status struct {
-			Handlers map[string]json.RawMessage `json:"handlers"`
-		}
-		testenv.WaitFor(t, 10*time.Second, "the status page", func() bool {
-			resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/seckill/status", c.AdminPort))
-			if err != nil {
-				return false
+		t.Run(fmt.Sprintf("disabled=%v", disabled), func(t *testing.T) {
+			c := newGatewayConfig(t, testenv.RabbitVhost(t))
+			var cfg map[string]any
+			if err := json.Unmarshal(c.JSON(), &cfg); err != nil {
+				t.Fatal(err)
 			}
-			defer resp.Body.Close()
-			return resp.StatusCode == http.StatusOK && json.NewDecoder(resp.Body).Decode(&status) == nil
-		})
-		_ = caddy.Stop()
-		caddyMu.Unlock()
+			app := cfg["apps"].(map[string]any)["seckill"].(map[string]any)
+			delete(app, "relay")
+			routes := cfg["apps"].(map[string]any)["http"].(map[string]any)["servers"].(map[string]any)["gw"].(map[string]any)["routes"].([]any)
+			gate := routes[0].(map[string]any)["handle"].([]any)[0].(map[string]any)
+			gate["relay"] = map[string]any{"disabled": disabled, "poll_interval": "20ms"}
+			raw, _ := json.Marshal(cfg)
 
-		rs, running := status.Handlers["relay"]
-		if running == disabled {
-			t.Errorf("handler relay block disabled=%v: relay running=%v (status %s)", disabled, running, rs)
-		}
-		if running && !strings.Contains(string(rs), testNamespace) {
-			t.Errorf("the relay does not run in the app's namespace: %s", rs)
-		}
+			handlertest.StartCaddy(t, raw, fmt.Sprintf("http://127.0.0.1:%d", c.Port))
+			var status struct {
+				Handlers map[string]json.RawMessage `json:"handlers"`
+			}
+			testenv.WaitFor(t, 10*time.Second, "the status page", func() bool {
+				resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/seckill/status", c.AdminPort))
+				if err != nil {
+					return false
+				}
+				defer resp.Body.Close()
+				return resp.StatusCode == http.StatusOK && json.NewDecoder(resp.Body).Decode(&status) == nil
+			})
+
+			rs, running := status.Handlers["relay"]
+			if running == disabled {
+				t.Errorf("handler relay block disabled=%v: relay running=%v (status %s)", disabled, running, rs)
+			}
+			if running && !strings.Contains(string(rs), testNamespace) {
+				t.Errorf("the relay does not run in the app's namespace: %s", rs)
+			}
+		})
 	}
 }

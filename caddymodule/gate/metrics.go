@@ -4,26 +4,24 @@ import (
 	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/seckilledge/seckill/caddymodule/internal/metric"
 )
 
 // Package-level collectors, registered into each config's registry with caddymodule.Register,
 // so counters keep counting across config reloads. Labels are bounded: a sale label is only
 // ever a sale that exists in Redis (refusals decided before Redis carry sale=""), never a user.
 var (
-	decisions = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Namespace: "seckill", Subsystem: "gate", Name: "decisions_total",
-		Help: "Purchase decisions by sale and outcome (accepted or a refusal code).",
-	}, []string{"sale", "outcome"})
-	scriptSeconds = prometheus.NewHistogram(prometheus.HistogramOpts{
-		Namespace: "seckill", Subsystem: "gate", Name: "script_seconds",
-		Help:    "Latency of the decision script round trip, including queueing in the pipeline.",
-		Buckets: []float64{.0002, .0005, .001, .002, .005, .01, .02, .05, .1, .25, .5, 1},
-	})
-	shed = prometheus.NewCounter(prometheus.CounterOpts{
-		Namespace: "seckill", Subsystem: "gate", Name: "shed_total",
-		Help: "Purchases answered 503 without a decision because max_pending decisions were already waiting on Redis.",
-	})
+	decisions = gateMetric.CounterVec("decisions_total",
+		"Purchase decisions by sale and outcome (accepted or a refusal code).", "sale", "outcome")
+	scriptSeconds = gateMetric.Histogram("script_seconds",
+		"Latency of the decision script round trip, including queueing in the pipeline.",
+		.0002, .0005, .001, .002, .005, .01, .02, .05, .1, .25, .5, 1)
+	shed = gateMetric.Counter("shed_total",
+		"Purchases answered 503 without a decision because max_pending decisions were already waiting on Redis.")
 )
+
+const gateMetric = metric.Subsystem("gate")
 
 // decisionCounters caches the child counter of each (sale, outcome): WithLabelValues hashes
 // the labels on every call, and after sell-out that is a noticeable part of a request.

@@ -9,11 +9,12 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/redis/go-redis/v9"
+	"go.uber.org/zap"
+
 	"github.com/seckilledge/seckill/caddymodule"
 	"github.com/seckilledge/seckill/caddymodule/relay"
 	"github.com/seckilledge/seckill/contract"
 	"github.com/seckilledge/seckill/internal/testenv"
-	"go.uber.org/zap"
 )
 
 // BenchmarkRelay measures the relay's own cost per outbox entry: an outbox pre-filled with

@@ -6,8 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
+	"github.com/seckilledge/seckill/caddymodule/internal/handlertest"
 	"github.com/seckilledge/seckill/caddymodule/tokenformat"
 	"github.com/seckilledge/seckill/contract"
 	"github.com/seckilledge/seckill/internal/testenv"
@@ -17,9 +16,7 @@ import (
 // one master, and the gate still sells exactly the stock, one unit per user, with single-use
 // tokens found in the user's shard; the relay delivers every shard's winners.
 func TestShardedSaleSpreadsOverClusterMastersAndNeverOversells(t *testing.T) {
-	seeds := testenv.StartRedisCluster(t)
-	rdb := redis.NewClusterClient(&redis.ClusterOptions{Addrs: seeds})
-	t.Cleanup(func() { _ = rdb.Close() })
+	seeds, rdb := handlertest.RedisCluster(t)
 	ctx := context.Background()
 	vhost := testenv.RabbitVhost(t)
 	queue := consumeOrders(t, vhost)

@@ -10,6 +10,7 @@ import (
 	"github.com/caddyserver/caddy/v2"
 	amqp "github.com/rabbitmq/amqp091-go"
 	"github.com/redis/go-redis/v9"
+
 	"github.com/seckilledge/seckill/caddymodule/relay"
 
 	"github.com/seckilledge/seckill/contract"

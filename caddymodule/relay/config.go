@@ -1,11 +1,12 @@
 package relay
 
 import (
-	"strconv"
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
+
+	"github.com/seckilledge/seckill/caddymodule/internal/directive"
 )
 
 // Config tunes the outbox relay. It is app-wide: the `seckill` app runs one relay per config
@@ -80,72 +81,28 @@ func (c *Config) setDefaults() {
 //		served_only
 //	}
 func (c *Config) UnmarshalBlock(d *caddyfile.Dispenser) error {
-	if d.NextArg() {
-		return d.ArgErr()
-	}
-	for nesting := d.Nesting(); d.NextBlock(nesting); {
-		var err error
-		switch d.Val() {
+	return directive.Block(d, "relay", func(name string) (bool, error) {
+		switch name {
 		case "disabled":
-			err = flag(d, &c.Disabled)
+			return true, directive.Flag(d, &c.Disabled)
 		case "served_only":
-			err = flag(d, &c.ServedOnly)
+			return true, directive.Flag(d, &c.ServedOnly)
 		case "batch_size":
-			var s string
-			if err = oneArg(d, &s); err == nil {
-				c.BatchSize, err = strconv.Atoi(s)
-				if err != nil || c.BatchSize <= 0 {
-					return d.Errf("batch_size must be a positive integer")
-				}
+			if err := directive.Int(d, &c.BatchSize); err != nil || c.BatchSize <= 0 {
+				return true, d.Errf("batch_size must be a positive integer")
 			}
+			return true, nil
 		case "poll_interval":
-			err = duration(d, &c.PollInterval)
+			return true, directive.Duration(d, &c.PollInterval)
 		case "discover_interval":
-			err = duration(d, &c.DiscoverInterval)
+			return true, directive.Duration(d, &c.DiscoverInterval)
 		case "claim_min_idle":
-			err = duration(d, &c.ClaimMinIdle)
+			return true, directive.Duration(d, &c.ClaimMinIdle)
 		case "confirm_timeout":
-			err = duration(d, &c.ConfirmTimeout)
+			return true, directive.Duration(d, &c.ConfirmTimeout)
 		case "retention":
-			err = duration(d, &c.Retention)
-		default:
-			return d.Errf("unrecognized relay option '%s'", d.Val())
+			return true, directive.Duration(d, &c.Retention)
 		}
-		if err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-func flag(d *caddyfile.Dispenser, dst *bool) error {
-	if d.NextArg() {
-		return d.ArgErr()
-	}
-	*dst = true
-	return nil
-}
-
-func oneArg(d *caddyfile.Dispenser, dst *string) error {
-	if !d.NextArg() {
-		return d.ArgErr()
-	}
-	*dst = d.Val()
-	if d.NextArg() {
-		return d.ArgErr()
-	}
-	return nil
-}
-
-func duration(d *caddyfile.Dispenser, dst *caddy.Duration) error {
-	var s string
-	if err := oneArg(d, &s); err != nil {
-		return err
-	}
-	v, err := caddy.ParseDuration(s)
-	if err != nil {
-		return d.Errf("'%s' is not a duration: %v", s, err)
-	}
-	*dst = caddy.Duration(v)
-	return nil
+		return false, nil
+	})
 }

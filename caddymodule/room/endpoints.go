@@ -5,12 +5,13 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
 
-	"github.com/seckilledge/seckill/contract"
+	"github.com/seckilledge/seckill/caddymodule/refusal"
 )
 
 // Request headers of the buyer protocol.
@@ -34,24 +35,20 @@ type RoomInfo struct {
 	UnitsLeft      int64  `json:"units_left"`
 }
 
-func (h *Room) serveRoom(ctx context.Context, w http.ResponseWriter, r *http.Request, sale string) {
+func (h *Room) serveRoom(ctx context.Context, w http.ResponseWriter, r *http.Request, sale string) error {
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
-		h.methodNotAllowed(w, "room", "GET")
-		return
+		return h.methodNotAllowed(w, "room", "GET")
 	}
 	c, ok, err := h.roomOf(ctx, sale)
 	if err != nil {
-		h.unavailable(w, "room", err)
-		return
+		return h.unavailable(w, "room", err)
 	}
 	if !ok {
-		h.refuse(w, "room", http.StatusNotFound, contract.CodeUnknownSale, "no waiting room for this sale")
-		return
+		return h.refuse(w, "room", noRoom)
 	}
 	p, err := h.store.Public(ctx, sale)
 	if err != nil {
-		h.unavailable(w, "room", err)
-		return
+		return h.unavailable(w, "room", err)
 	}
 	info := RoomInfo{
 		Sale: sale, State: PublicState(c.room, p),
@@ -63,7 +60,7 @@ func (h *Room) serveRoom(ctx context.Context, w http.ResponseWriter, r *http.Req
 	if !p.Now.Before(c.room.Ends) {
 		info.Seed = hex.EncodeToString(c.room.Seed)
 	}
-	h.answer(w, "room", info.State, http.StatusOK, info)
+	return h.answer(w, "room", info.State, http.StatusOK, info)
 }
 
 // PrequeueList is the body of GET /seckill/{sale}/room/prequeue.
@@ -72,33 +69,27 @@ type PrequeueList struct {
 	Entries []string `json:"entries"`
 }
 
-func (h *Room) servePrequeue(ctx context.Context, w http.ResponseWriter, r *http.Request, sale string) {
+func (h *Room) servePrequeue(ctx context.Context, w http.ResponseWriter, r *http.Request, sale string) error {
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
-		h.methodNotAllowed(w, "prequeue", "GET")
-		return
+		return h.methodNotAllowed(w, "prequeue", "GET")
 	}
 	c, ok, err := h.roomOf(ctx, sale)
 	if err != nil {
-		h.unavailable(w, "prequeue", err)
-		return
+		return h.unavailable(w, "prequeue", err)
 	}
 	if !ok {
-		h.refuse(w, "prequeue", http.StatusNotFound, contract.CodeUnknownSale, "no waiting room for this sale")
-		return
+		return h.refuse(w, "prequeue", noRoom)
 	}
 	p, err := h.store.Public(ctx, sale)
 	if err != nil {
-		h.unavailable(w, "prequeue", err)
-		return
+		return h.unavailable(w, "prequeue", err)
 	}
 	if p.Now.Before(c.room.Ends) {
-		h.refuse(w, "prequeue", http.StatusForbidden, CodeNotEnded, "the pre-queue is published when the sale has ended")
-		return
+		return h.refuse(w, "prequeue", notEnded)
 	}
 	members, err := h.store.Prequeue(ctx, sale)
 	if err != nil {
-		h.unavailable(w, "prequeue", err)
-		return
+		return h.unavailable(w, "prequeue", err)
 	}
 	list := PrequeueList{Seed: hex.EncodeToString(c.room.Seed), Entries: make([]string, 0, len(members))}
 	for _, m := range members {
@@ -107,7 +98,7 @@ func (h *Room) servePrequeue(ctx context.Context, w http.ResponseWriter, r *http
 		}
 	}
 	w.Header().Set("Cache-Control", "public, max-age=60")
-	h.answer(w, "prequeue", "ok", http.StatusOK, list)
+	return h.answer(w, "prequeue", "ok", http.StatusOK, list)
 }
 
 // ChallengeAnswer is the body of GET /seckill/{sale}/challenge.
@@ -117,64 +108,58 @@ type ChallengeAnswer struct {
 	ExpiresAt  string `json:"expires_at"`
 }
 
-func (h *Room) serveChallenge(ctx context.Context, w http.ResponseWriter, r *http.Request, repl *caddy.Replacer, sale string) {
+func (h *Room) serveChallenge(ctx context.Context, w http.ResponseWriter, r *http.Request, repl *caddy.Replacer, sale string) error {
 	if r.Method != http.MethodGet {
-		h.methodNotAllowed(w, "challenge", "GET")
-		return
+		return h.methodNotAllowed(w, "challenge", "GET")
 	}
-	user, ok := h.user(w, "challenge", repl)
+	user, ref, ok := h.user(repl)
 	if !ok {
-		return
+		return h.refuse(w, "challenge", ref)
 	}
 	c, ok, err := h.roomOf(ctx, sale)
 	if err != nil {
-		h.unavailable(w, "challenge", err)
-		return
+		return h.unavailable(w, "challenge", err)
 	}
 	if !ok {
-		h.refuse(w, "challenge", http.StatusNotFound, contract.CodeUnknownSale, "no waiting room for this sale")
-		return
+		return h.refuse(w, "challenge", noRoom)
 	}
 	now := h.now()
 	d := Difficulty(c.room.DifficultyMin, c.room.DifficultyMax, c.rate.rate(now), h.DifficultyRate)
 	exp := now.Add(ChallengeLife)
 	ch, err := h.sealer.NewChallenge(sale, user, d, exp)
 	if err != nil {
-		h.unavailable(w, "challenge", err)
-		return
+		return h.unavailable(w, "challenge", err)
 	}
 	challenges.WithLabelValues("issued").Inc()
-	h.answer(w, "challenge", "issued", http.StatusOK, ChallengeAnswer{Challenge: ch, Difficulty: d, ExpiresAt: time.Unix(exp.Unix(), 0).UTC().Format(time.RFC3339)})
+	return h.answer(w, "challenge", "issued", http.StatusOK, ChallengeAnswer{Challenge: ch, Difficulty: d, ExpiresAt: time.Unix(exp.Unix(), 0).UTC().Format(time.RFC3339)})
 }
 
-func (h *Room) serveQueue(ctx context.Context, w http.ResponseWriter, r *http.Request, repl *caddy.Replacer, sale string) {
+func (h *Room) serveQueue(ctx context.Context, w http.ResponseWriter, r *http.Request, repl *caddy.Replacer, sale string) error {
 	switch r.Method {
 	case http.MethodPost:
-		h.enter(ctx, w, r, repl, sale)
+		return h.enter(ctx, w, r, repl, sale)
 	case http.MethodGet:
 		if r.Header.Get(HeaderTicket) == "" && wantsHTML(r) {
 			h.servePage(w, sale)
-			return
+			return nil
 		}
-		h.poll(ctx, w, r, repl, sale)
+		return h.poll(ctx, w, r, repl, sale)
 	default:
-		h.methodNotAllowed(w, "queue", "GET, POST")
+		return h.methodNotAllowed(w, "queue", "GET, POST")
 	}
 }
 
-func (h *Room) enter(ctx context.Context, w http.ResponseWriter, r *http.Request, repl *caddy.Replacer, sale string) {
-	user, ok := h.user(w, "enter", repl)
+func (h *Room) enter(ctx context.Context, w http.ResponseWriter, r *http.Request, repl *caddy.Replacer, sale string) error {
+	user, ref, ok := h.user(repl)
 	if !ok {
-		return
+		return h.refuse(w, "enter", ref)
 	}
 	c, ok, err := h.roomOf(ctx, sale)
 	if err != nil {
-		h.unavailable(w, "enter", err)
-		return
+		return h.unavailable(w, "enter", err)
 	}
 	if !ok {
-		h.refuse(w, "enter", http.StatusNotFound, contract.CodeUnknownSale, "no waiting room for this sale")
-		return
+		return h.refuse(w, "enter", noRoom)
 	}
 	now := h.now()
 	v := Visit{Enter: true, Settings: c.room.Settings}
@@ -182,8 +167,7 @@ func (h *Room) enter(ctx context.Context, w http.ResponseWriter, r *http.Request
 		ch, err := h.sealer.VerifyChallenge(r.Header.Get(HeaderChallenge), r.Header.Get(HeaderSolution), sale, user, c.room.DifficultyMin, now)
 		if err != nil {
 			challenges.WithLabelValues("refused").Inc()
-			h.refuse(w, "enter", http.StatusForbidden, CodeInvalidChallenge, "the proof of work is wrong, foreign, expired or too easy; get a new challenge")
-			return
+			return h.refuse(w, "enter", badProof)
 		}
 		v.Nonce, v.NonceExp = ch.Nonce, ch.Expires
 	}
@@ -191,8 +175,7 @@ func (h *Room) enter(ctx context.Context, w http.ResponseWriter, r *http.Request
 	v.Member = place.Member(user)
 	rep, err := h.store.Visit(ctx, sale, v)
 	if err != nil {
-		h.unavailable(w, "enter", err)
-		return
+		return h.unavailable(w, "enter", err)
 	}
 	if v.Nonce != "" {
 		if rep.Outcome == Replayed {
@@ -208,86 +191,69 @@ func (h *Room) enter(ctx context.Context, w http.ResponseWriter, r *http.Request
 		verdict.Answer.Ticket = h.sealer.Ticket(sale, user, c.room.Ends.Add(ticketGrace))
 		verdict.Answer.EntryID = place.EntryID
 	}
-	h.finish(w, "enter", sale, rep, verdict)
+	return h.finish(w, "enter", sale, rep, verdict)
 }
 
-func (h *Room) poll(ctx context.Context, w http.ResponseWriter, r *http.Request, repl *caddy.Replacer, sale string) {
-	user, ok := h.user(w, "poll", repl)
+func (h *Room) poll(ctx context.Context, w http.ResponseWriter, r *http.Request, repl *caddy.Replacer, sale string) error {
+	user, ref, ok := h.user(repl)
 	if !ok {
-		return
+		return h.refuse(w, "poll", ref)
 	}
 	if h.sealer.VerifyTicket(r.Header.Get(HeaderTicket), sale, user, h.now()) != nil {
-		h.refuse(w, "poll", http.StatusForbidden, CodeInvalidTicket, "the ticket is forged, foreign, expired or malformed; enter again")
-		return
+		return h.refuse(w, "poll", badTicket)
 	}
 	if h.events.SoldOut(sale) {
 		// Answered from memory: the gate broadcast the sale's last unit.
-		h.answer(w, "poll", string(SoldOut), http.StatusOK, QueueAnswer{State: string(SoldOut), RefreshS: h.refresh.After(0)})
-		return
+		return h.answer(w, "poll", string(SoldOut), http.StatusOK, QueueAnswer{State: string(SoldOut), RefreshS: h.refresh.After(0)})
 	}
 	c, ok, err := h.roomOf(ctx, sale)
 	if err != nil {
-		h.unavailable(w, "poll", err)
-		return
+		return h.unavailable(w, "poll", err)
 	}
 	if !ok {
-		h.refuse(w, "poll", http.StatusNotFound, contract.CodeUnknownSale, "no waiting room for this sale")
-		return
+		return h.refuse(w, "poll", noRoom)
 	}
 	gen := h.events.Generation(sale)
 	place := PlaceOf(c.room.EntryKey, c.room.Seed, sale, user)
 	rep, err := h.store.Visit(ctx, sale, Visit{Member: place.Member(user), Settings: c.room.Settings})
 	if err != nil {
-		h.unavailable(w, "poll", err)
-		return
+		return h.unavailable(w, "poll", err)
 	}
 	if rep.Outcome == SoldOut {
 		h.events.MarkSoldOut(sale, gen)
 	}
-	h.finish(w, "poll", sale, rep, Decide(rep, false, c.room.Rate, h.refresh))
+	return h.finish(w, "poll", sale, rep, Decide(rep, false, c.room.Rate, h.refresh))
 }
 
-func (h *Room) finish(w http.ResponseWriter, endpoint, sale string, rep Reply, v Verdict) {
+func (h *Room) finish(w http.ResponseWriter, endpoint, sale string, rep Reply, v Verdict) error {
 	admissions.Add(float64(rep.AdmittedNow))
 	lapsed.Add(float64(rep.LapsedNow))
 	if rep.Outcome != UnknownSale && rep.Outcome != NoRoom {
 		depth.WithLabelValues(sale).Set(float64(rep.Depth))
 	}
 	if v.Status != http.StatusOK {
-		h.refuse(w, endpoint, v.Status, v.Code, v.Message)
-		return
+		return h.refuse(w, endpoint, refusal.Refusal{Status: v.Status, Code: v.Code, Message: v.Message})
 	}
 	if v.Answer.State == string(Waiting) {
 		wait.Observe(float64(v.Answer.EstimatedWaitS))
 	}
 	if v.Answer.State == string(Paused) {
-		w.Header().Set("Retry-After", h.retryAfter)
+		w.Header().Set("Retry-After", strconv.FormatInt(refusal.Seconds(time.Duration(h.RetryAfter)), 10))
 	}
-	h.answer(w, endpoint, v.Answer.State, http.StatusOK, v.Answer)
+	return h.answer(w, endpoint, v.Answer.State, http.StatusOK, v.Answer)
 }
 
-func (h *Room) answer(w http.ResponseWriter, endpoint, label string, status int, body any) {
+func (h *Room) answer(w http.ResponseWriter, endpoint, label string, status int, body any) error {
 	requests.WithLabelValues(endpoint, label).Inc()
 	b, err := json.Marshal(body)
 	if err != nil {
-		status, b = http.StatusServiceUnavailable, []byte(`{"code":"unavailable","message":"encoding failed"}`)
+		return h.unavailable(w, endpoint, err)
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-store")
 	w.WriteHeader(status)
-	_, _ = w.Write(b)
-}
-
-func (h *Room) refuse(w http.ResponseWriter, endpoint string, status int, code, msg string) {
-	if status == http.StatusServiceUnavailable || status == http.StatusTooManyRequests {
-		w.Header().Set("Retry-After", h.retryAfter)
-	}
-	requests.WithLabelValues(endpoint, code).Inc()
-	b, _ := json.Marshal(contract.Refusal{Code: code, Message: msg})
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Cache-Control", "no-store")
-	w.WriteHeader(status)
-	_, _ = w.Write(b)
+	_, err = w.Write(b)
+	return err
 }
 
 func wantsHTML(r *http.Request) bool {

@@ -9,17 +9,12 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"os"
-	"os/exec"
-	"path/filepath"
-	"sync"
-	"syscall"
 	"testing"
 	"time"
 
-	"github.com/caddyserver/caddy/v2"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/seckilledge/seckill/caddymodule/internal/handlertest"
 	"github.com/seckilledge/seckill/contract"
 	"github.com/seckilledge/seckill/internal/testenv"
 	"github.com/seckilledge/seckill/lua"
@@ -106,7 +101,7 @@ func (c gatewayConfig) JSON() []byte {
 	}
 	cfg := map[string]any{
 		"admin":   map[string]any{"disabled": true},
-		"logging": map[string]any{"logs": map[string]any{"default": map[string]any{"level": logLevel()}}},
+		"logging": map[string]any{"logs": map[string]any{"default": map[string]any{"level": handlertest.LogLevel()}}},
 		"apps": map[string]any{
 			"seckill": map[string]any{
 				"redis":      map[string]any{"addrs": []string{c.RedisAddr}, "read_timeout": "5s", "dial_timeout": "500ms"},
@@ -131,106 +126,19 @@ func (c gatewayConfig) JSON() []byte {
 	return b
 }
 
-func logLevel() string {
-	if l := os.Getenv("SECKILL_TEST_LOG"); l != "" {
-		return l
-	}
-	return "ERROR"
-}
-
-// caddyMu serialises the in-process Caddy tests: Caddy is a process-wide singleton.
-var caddyMu sync.Mutex
-
 // startCaddy runs the config in this process until the test ends.
 func startCaddy(t testing.TB, c gatewayConfig) string {
 	t.Helper()
-	caddyMu.Lock()
-	if err := caddy.Load(c.JSON(), true); err != nil {
-		caddyMu.Unlock()
-		t.Fatalf("load caddy config: %v", err)
-	}
-	t.Cleanup(func() {
-		_ = caddy.Stop()
-		caddyMu.Unlock()
-	})
 	base := fmt.Sprintf("http://127.0.0.1:%d", c.Port)
-	waitListening(t, base)
+	handlertest.StartCaddy(t, c.JSON(), base)
 	return base
 }
 
-func waitListening(t testing.TB, base string) {
-	t.Helper()
-	testenv.WaitFor(t, 20*time.Second, "the gateway at "+base+" to listen", func() bool {
-		resp, err := http.Get(base + "/healthz")
-		if err != nil {
-			return false
-		}
-		resp.Body.Close()
-		return true
-	})
-}
-
-var (
-	buildOnce sync.Once
-	binPath   string
-	buildErr  error
-)
-
-// caddyBinary builds ./cmd/caddy once per test process: the second gateway is another process,
-// as in production.
-func caddyBinary(t testing.TB) string {
-	t.Helper()
-	buildOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "seckill-room-bin")
-		if err != nil {
-			buildErr = err
-			return
-		}
-		binPath = filepath.Join(dir, "caddy")
-		out, err := exec.Command("go", "build", "-o", binPath, "github.com/seckilledge/seckill/cmd/caddy").CombinedOutput()
-		if err != nil {
-			buildErr = fmt.Errorf("%v: %s", err, out)
-		}
-	})
-	if buildErr != nil {
-		t.Fatalf("build caddy: %v", buildErr)
-	}
-	return binPath
-}
-
-// startGatewayProcess runs the config in a Caddy subprocess until the test ends.
+// startGatewayProcess runs the config in a Caddy subprocess until the test ends: the second
+// gateway is another process, as in production.
 func startGatewayProcess(t testing.TB, c gatewayConfig) string {
 	t.Helper()
-	bin := caddyBinary(t)
-	dir := t.TempDir()
-	cfgPath := filepath.Join(dir, "caddy.json")
-	if err := os.WriteFile(cfgPath, c.JSON(), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	logPath := filepath.Join(dir, "caddy.log")
-	logf, _ := os.Create(logPath)
-	cmd := exec.Command(bin, "run", "--config", cfgPath)
-	cmd.Stdout, cmd.Stderr = logf, logf
-	cmd.Env = append(os.Environ(), "HOME="+dir, "XDG_DATA_HOME="+dir, "XDG_CONFIG_HOME="+dir)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-		_, _ = cmd.Process.Wait()
-		logf.Close()
-		if t.Failed() {
-			b, _ := os.ReadFile(logPath)
-			if len(b) > 4000 {
-				b = b[len(b)-4000:]
-			}
-			t.Logf("gateway process log:\n%s", b)
-		}
-	})
-	base := fmt.Sprintf("http://127.0.0.1:%d", c.Port)
-	waitListening(t, base)
-	return base
+	return handlertest.StartGateway(t, c.JSON(), fmt.Sprintf("http://127.0.0.1:%d", c.Port)).Base
 }
 
 var client = &http.Client{

@@ -11,11 +11,10 @@ package room
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
-	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
@@ -24,6 +23,7 @@ import (
 
 	"github.com/seckilledge/seckill/caddymodule"
 	"github.com/seckilledge/seckill/caddymodule/edge"
+	"github.com/seckilledge/seckill/caddymodule/refusal"
 	"github.com/seckilledge/seckill/contract"
 )
 
@@ -33,8 +33,6 @@ func init() {
 
 // Defaults of the optional fields.
 const (
-	DefaultSale           = "{http.request.uri.path.1}"
-	DefaultUser           = "{http.auth.user.id}"
 	DefaultRate           = 50.0
 	DefaultOversubscribe  = 1.5
 	DefaultSession        = 2 * time.Minute
@@ -52,11 +50,8 @@ const (
 // The settings below are defaults: a sale created with `"room": {...}` overrides them field by
 // field.
 type Room struct {
-	// The sale id, usually a placeholder. Default {http.request.uri.path.1}.
-	Sale string `json:"sale,omitempty"`
-	// The user id, usually a placeholder set by an authentication module. Default
-	// {http.auth.user.id}; the demo uses {http.request.header.X-User-ID}.
-	User string `json:"user,omitempty"`
+	// sale, user.
+	refusal.Subject
 	// Admissions per second. Default 50.
 	Rate float64 `json:"rate,omitempty"`
 	// Live admissions per remaining unit (covers no-shows). Default 1.5; at least 1.
@@ -75,22 +70,24 @@ type Room struct {
 	// Bounds of refresh_s, the poll interval told to waiters. Defaults 1s and 30s.
 	RefreshMin caddy.Duration `json:"refresh_min,omitempty"`
 	RefreshMax caddy.Duration `json:"refresh_max,omitempty"`
-	// How long the Redis round trip may take before 503 unavailable. Default 1s.
-	Timeout caddy.Duration `json:"timeout,omitempty"`
-	// Retry-After sent with 503. Default 1s.
+	// Retry-After sent with 503 (and with the paused state). Default 1s.
 	RetryAfter caddy.Duration `json:"retry_after,omitempty"`
 	// How long a gateway keeps a sale's room settings before reading them again. Default 2s.
 	CacheTTL caddy.Duration `json:"cache_ttl,omitempty"`
 
-	store      Store
-	sealer     *Sealer
-	events     soldOutFlags
-	logger     *zap.Logger
-	cache      *roomCache
-	retryAfter string
-	refresh    Refresh
-	defaults   Settings
-	now        func() time.Time
+	// timeout (default 1s, per Redis call), max_pending, handle_errors.
+	refusal.Limits
+
+	store    Store
+	sealer   *Sealer
+	events   soldOutFlags
+	logger   *zap.Logger
+	refuser  refusal.Writer
+	caller   edge.Caller
+	cache    *roomCache
+	refresh  Refresh
+	defaults Settings
+	now      func() time.Time
 }
 
 // soldOutFlags is the part of the app's sale events the room uses: sold-out answered from
@@ -103,10 +100,7 @@ type soldOutFlags interface {
 
 // CaddyModule returns the Caddy module information.
 func (Room) CaddyModule() caddy.ModuleInfo {
-	return caddy.ModuleInfo{
-		ID:  "http.handlers.seckill_room",
-		New: func() caddy.Module { return new(Room) },
-	}
+	return refusal.Module[Room]("http.handlers.seckill_room")
 }
 
 // Provision sets defaults and takes the app's Redis client, token keys and sale events. No
@@ -127,19 +121,14 @@ func (h *Room) Provision(ctx caddy.Context) error {
 	if h.sealer, err = NewSealer(keys...); err != nil {
 		return fmt.Errorf("seckill_room: %w", err)
 	}
-	h.store = RedisStore{Client: app.RedisClient(), Defaults: h.defaults}
+	h.store = boundStore{Store: RedisStore{Client: app.RedisClient(), Defaults: h.defaults}, caller: h.caller}
 	h.events = app.SaleEvents()
 	registerMetrics(ctx.GetMetricsRegistry())
 	return nil
 }
 
 func (h *Room) setDefaults() {
-	if h.Sale == "" {
-		h.Sale = DefaultSale
-	}
-	if h.User == "" {
-		h.User = DefaultUser
-	}
+	h.SetDefaults()
 	if h.Rate == 0 {
 		h.Rate = DefaultRate
 	}
@@ -165,16 +154,14 @@ func (h *Room) setDefaults() {
 	if h.RefreshMax == 0 {
 		h.RefreshMax = caddy.Duration(DefaultRefreshMax)
 	}
-	if h.Timeout <= 0 {
-		h.Timeout = caddy.Duration(DefaultTimeout)
-	}
 	if h.RetryAfter <= 0 {
 		h.RetryAfter = caddy.Duration(DefaultRetryAfter)
 	}
 	if h.CacheTTL == 0 {
 		h.CacheTTL = caddy.Duration(DefaultCacheTTL)
 	}
-	h.retryAfter = strconv.Itoa(int((time.Duration(h.RetryAfter) + time.Second - 1) / time.Second))
+	h.caller = h.Caller(DefaultTimeout)
+	h.refuser = h.Writer(0)
 	h.refresh = Refresh{Min: time.Duration(h.RefreshMin), Max: time.Duration(h.RefreshMax)}
 	h.defaults = Settings{Rate: h.Rate, Oversubscribe: h.Oversubscribe, Session: time.Duration(h.Session), Prequeue: time.Duration(*h.Prequeue)}
 	if len(h.Difficulty) == 2 {
@@ -205,63 +192,8 @@ func (h *Room) Validate() error {
 	return nil
 }
 
-// roomCache holds the rooms this gateway has read, by sale.
-type roomCache struct {
-	rooms sync.Map // sale -> *cachedRoom
-	mu    sync.Mutex
-	n     int64
-}
-
-// cachedRoom is a sale's room as this gateway last read it.
-type cachedRoom struct {
-	room  SaleRoom
-	read  time.Time
-	rate  entryRate
-	label bool
-}
-
-// maxCachedRooms bounds the cache; only sales that have a room are cached, so it is reached
-// only with that many live rooms.
-const maxCachedRooms = 10000
-
-func (h *Room) roomOf(ctx context.Context, sale string) (*cachedRoom, bool, error) {
-	now := h.now()
-	if v, ok := h.cache.rooms.Load(sale); ok {
-		c := v.(*cachedRoom)
-		if now.Sub(c.read) < time.Duration(h.CacheTTL) {
-			return c, true, nil
-		}
-	}
-	r, ok, err := h.store.Room(ctx, sale)
-	if err != nil || !ok {
-		return nil, ok, err
-	}
-	c := &cachedRoom{room: r, read: now}
-	if v, loaded := h.cache.rooms.Load(sale); loaded {
-		// Keep the entry-rate estimate across refreshes.
-		old := v.(*cachedRoom)
-		old.rate.mu.Lock()
-		c.rate.second, c.rate.cur, c.rate.prev = old.rate.second, old.rate.cur, old.rate.prev
-		old.rate.mu.Unlock()
-		c.label = old.label
-	} else {
-		h.cache.mu.Lock()
-		h.cache.n++
-		if h.cache.n > maxCachedRooms {
-			h.cache.rooms.Clear()
-			h.cache.n = 1
-		}
-		h.cache.mu.Unlock()
-	}
-	if !c.label {
-		rateGauge.WithLabelValues(sale).Set(r.Rate)
-		c.label = true
-	}
-	h.cache.rooms.Store(sale, c)
-	return c, true, nil
-}
-
-// ServeHTTP routes the room's endpoints by the path's end.
+// ServeHTTP routes the room's endpoints by the path's end. Refusals go through the shared
+// refusal writer: the contract's JSON body, or a caddyhttp error with handle_errors.
 func (h *Room) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.Handler) error {
 	repl, _ := r.Context().Value(caddy.ReplacerCtxKey).(*caddy.Replacer)
 	if repl == nil {
@@ -280,52 +212,107 @@ func (h *Room) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.Han
 	case strings.HasSuffix(path, "/queue"):
 		endpoint = "queue"
 	default:
-		h.refuse(w, "unknown", http.StatusNotFound, "not_found", "no such room endpoint")
-		return nil
+		return h.refuse(w, "unknown", noEndpoint)
+	}
+	if ref, canonical := refusal.CheckPath(r); !canonical {
+		// The sale placeholder reads the raw path, the routes matched the cleaned one.
+		return h.refuse(w, endpoint, ref)
 	}
 	if !contract.ValidID(sale) {
-		h.refuse(w, endpoint, http.StatusBadRequest, contract.CodeBadRequest, "sale ids match ^[A-Za-z0-9_-]{1,64}$")
-		return nil
+		return h.refuse(w, endpoint, refusal.BadRequest)
 	}
-	ctx, cancel := context.WithTimeout(r.Context(), time.Duration(h.Timeout))
-	defer cancel()
+	// Each Redis call of the request is bounded by the handler's caller (timeout and
+	// max_pending): see boundStore.
+	ctx := r.Context()
 	switch endpoint {
 	case "room":
-		h.serveRoom(ctx, w, r, sale)
+		return h.serveRoom(ctx, w, r, sale)
 	case "prequeue":
-		h.servePrequeue(ctx, w, r, sale)
+		return h.servePrequeue(ctx, w, r, sale)
 	case "challenge":
-		h.serveChallenge(ctx, w, r, repl, sale)
-	case "queue":
-		h.serveQueue(ctx, w, r, repl, sale)
+		return h.serveChallenge(ctx, w, r, repl, sale)
+	default:
+		return h.serveQueue(ctx, w, r, repl, sale)
 	}
-	return nil
 }
 
-// user reads and checks the user id; ok is false when a refusal was written.
-func (h *Room) user(w http.ResponseWriter, endpoint string, repl *caddy.Replacer) (string, bool) {
+// user reads and checks the user id; ok is false with the refusal to answer.
+func (h *Room) user(repl *caddy.Replacer) (string, refusal.Refusal, bool) {
 	user := repl.ReplaceAll(h.User, "")
 	if user == "" {
-		h.refuse(w, endpoint, http.StatusUnauthorized, contract.CodeUnauthenticated, "no user")
-		return "", false
+		return "", refusal.Unauthenticated, false
 	}
 	if !contract.ValidID(user) {
-		h.refuse(w, endpoint, http.StatusBadRequest, contract.CodeBadRequest, "user ids match ^[A-Za-z0-9_-]{1,64}$")
-		return "", false
+		return "", refusal.BadRequest, false
 	}
-	return user, true
+	return user, refusal.Refusal{}, true
 }
 
-func (h *Room) unavailable(w http.ResponseWriter, endpoint string, err error) {
-	if err != nil {
+// refuse answers ref (Retry-After on 503) and counts it under endpoint.
+func (h *Room) refuse(w http.ResponseWriter, endpoint string, ref refusal.Refusal) error {
+	requests.WithLabelValues(endpoint, ref.Code).Inc()
+	ref.RetryAfter = time.Duration(h.RetryAfter)
+	return h.refuser.Write(w, ref)
+}
+
+// unavailable answers 503 for a Redis call that failed, timed out or was shed.
+func (h *Room) unavailable(w http.ResponseWriter, endpoint string, err error) error {
+	if errors.Is(err, edge.ErrShed) {
+		shed.Inc()
+	} else if err != nil {
 		h.logger.Warn("room: Redis call failed", zap.String("endpoint", endpoint), zap.Error(err))
 	}
-	h.refuse(w, endpoint, http.StatusServiceUnavailable, contract.CodeUnavailable, "the waiting room is unavailable; retry")
+	return h.refuse(w, endpoint, refusal.Unavailable)
 }
 
-func (h *Room) methodNotAllowed(w http.ResponseWriter, endpoint, allow string) {
+func (h *Room) methodNotAllowed(w http.ResponseWriter, endpoint, allow string) error {
 	w.Header().Set("Allow", allow)
-	h.refuse(w, endpoint, http.StatusMethodNotAllowed, contract.CodeBadRequest, "method not allowed; use "+allow)
+	return h.refuse(w, endpoint, refusal.Refusal{Status: http.StatusMethodNotAllowed, Code: contract.CodeBadRequest,
+		Message: "method not allowed; use " + allow})
+}
+
+// The room's own refusals (the shared ones are in package refusal).
+var (
+	noEndpoint = refusal.Refusal{Status: http.StatusNotFound, Code: "not_found", Message: "no such room endpoint"}
+	noRoom     = refusal.Refusal{Status: http.StatusNotFound, Code: contract.CodeUnknownSale, Message: "no waiting room for this sale"}
+	notEnded   = refusal.Refusal{Status: http.StatusForbidden, Code: CodeNotEnded,
+		Message: "the pre-queue is published when the sale has ended"}
+	badProof = refusal.Refusal{Status: http.StatusForbidden, Code: CodeInvalidChallenge,
+		Message: "the proof of work is wrong, foreign, expired or too easy; get a new challenge"}
+	badTicket = refusal.Refusal{Status: http.StatusForbidden, Code: CodeInvalidTicket,
+		Message: "the ticket is forged, foreign, expired or malformed; enter again"}
+)
+
+// boundStore runs every call of a Store through the handler's edge.Caller: each waits at most
+// the timeout, and beyond max_pending outstanding calls a request is shed (edge.ErrShed)
+// without touching Redis.
+type boundStore struct {
+	Store
+	caller edge.Caller
+}
+
+func (s boundStore) Room(ctx context.Context, sale string) (SaleRoom, bool, error) {
+	type found struct {
+		r  SaleRoom
+		ok bool
+	}
+	f, err := edge.Call(ctx, s.caller, func(ctx context.Context) (found, error) {
+		r, ok, err := s.Store.Room(ctx, sale)
+		return found{r, ok}, err
+	})
+	return f.r, f.ok, err
+}
+
+func (s boundStore) Visit(ctx context.Context, sale string, v Visit) (Reply, error) {
+	return edge.Call(ctx, s.caller, func(ctx context.Context) (Reply, error) { return s.Store.Visit(ctx, sale, v) })
+}
+
+func (s boundStore) Public(ctx context.Context, sale string) (Public, error) {
+	return edge.Call(ctx, s.caller, func(ctx context.Context) (Public, error) { return s.Store.Public(ctx, sale) })
+}
+
+func (s boundStore) Prequeue(ctx context.Context, sale string) ([]string, error) {
+	return edge.Call(ctx, s.caller, func(ctx context.Context) ([]string, error) { return s.Store.Prequeue(ctx, sale) })
 }
 
 // Interface guards

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/seckilledge/seckill/caddymodule/tokenformat"
 	"github.com/seckilledge/seckill/contract"
 )
 
@@ -107,7 +108,7 @@ func (s *Sealer) VerifyChallenge(challenge, solution, sale, user string, min int
 	}
 	exp, ok := parseExp(p[2])
 	d, okD := parseDifficulty(p[3])
-	if !ok || !okD || !validNonce(p[4]) || !s.check(domainChallenge, p[1], p[5], sale, user, p[2], p[3], p[4]) {
+	if !ok || !okD || !tokenformat.ValidNonce(p[4]) || !s.check(domainChallenge, p[1], p[5], sale, user, p[2], p[3], p[4]) {
 		return c, ErrInvalidChallenge
 	}
 	if !now.Before(exp) || d < min {
@@ -173,17 +174,4 @@ func parseDifficulty(s string) (int, bool) {
 		return 0, false
 	}
 	return d, true
-}
-
-func validNonce(s string) bool {
-	if len(s) != 22 {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-') {
-			return false
-		}
-	}
-	return true
 }

@@ -8,7 +8,7 @@ import (
 	"github.com/caddyserver/caddy/v2/caddyconfig/httpcaddyfile"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 
-	"github.com/seckilledge/seckill/caddymodule"
+	"github.com/seckilledge/seckill/caddymodule/internal/directive"
 	"github.com/seckilledge/seckill/caddymodule/refusal"
 )
 
@@ -71,14 +71,11 @@ func (h *Handler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			}
 			err = h.Allow.unmarshal(d)
 		case "headers":
-			err = caddymodule.OneString(d, &h.Headers)
+			err = directive.String(d, &h.Headers)
 		case "retry_jitter":
-			err = caddymodule.OneDuration(d, &h.RetryJitter)
+			err = directive.Duration(d, &h.RetryJitter)
 		case "disable_autopipeline":
-			if d.NextArg() {
-				return true, d.ArgErr()
-			}
-			h.DisableAutopipeline = true
+			err = directive.Flag(d, &h.DisableAutopipeline)
 		default:
 			return false, nil
 		}
@@ -107,91 +104,65 @@ func (z *Zone) unmarshal(d *caddyfile.Dispenser) error {
 		}
 		z.Window = caddy.Duration(w)
 	}
-	for nesting := d.Nesting(); d.NextBlock(nesting); {
-		var err error
-		switch d.Val() {
+	return directive.Block(d, "zone", func(name string) (bool, error) {
+		switch name {
 		case "key":
-			err = caddymodule.OneString(d, &z.Key)
+			return true, directive.String(d, &z.Key)
 		case "limit":
-			err = caddymodule.OneInt(d, &z.Limit)
+			return true, directive.Int(d, &z.Limit)
 		case "window":
-			err = caddymodule.OneDuration(d, &z.Window)
+			return true, directive.Duration(d, &z.Window)
 		case "ipv4_prefix":
-			err = caddymodule.OneInt(d, &z.IPv4Prefix)
+			return true, directive.Int(d, &z.IPv4Prefix)
 		case "ipv6_prefix":
-			err = caddymodule.OneInt(d, &z.IPv6Prefix)
+			return true, directive.Int(d, &z.IPv6Prefix)
 		case "local_limit":
-			err = caddymodule.OneInt(d, &z.LocalLimit)
+			return true, directive.Int(d, &z.LocalLimit)
 		case "match":
-			var set caddy.ModuleMap
-			set, err = caddyhttp.ParseCaddyfileNestedMatcherSet(d)
-			if err == nil {
-				z.MatcherSetsRaw = append(z.MatcherSetsRaw, set)
-			}
+			set, err := caddyhttp.ParseCaddyfileNestedMatcherSet(d)
+			z.MatcherSetsRaw = append(z.MatcherSetsRaw, set)
+			return true, err
 		case "ban":
 			z.Ban = new(Ban)
-			err = z.Ban.unmarshal(d)
+			return true, z.Ban.unmarshal(d)
 		case "shadow":
-			if d.NextArg() {
-				return d.ArgErr()
-			}
-			z.Shadow = true
+			return true, directive.Flag(d, &z.Shadow)
 		case "on_failure":
-			err = caddymodule.OneString(d, &z.OnFailure)
-		default:
-			return d.Errf("unrecognized zone option '%s'", d.Val())
+			return true, directive.String(d, &z.OnFailure)
 		}
-		if err != nil {
-			return err
-		}
-	}
-	return nil
+		return false, nil
+	})
 }
 
 func (b *Ban) unmarshal(d *caddyfile.Dispenser) error {
-	if d.NextArg() {
-		return d.ArgErr()
-	}
-	for nesting := d.Nesting(); d.NextBlock(nesting); {
-		var err error
-		switch d.Val() {
+	return directive.Block(d, "ban", func(name string) (bool, error) {
+		switch name {
 		case "after":
-			err = caddymodule.OneInt(d, &b.After)
+			return true, directive.Int(d, &b.After)
 		case "within":
-			err = caddymodule.OneDuration(d, &b.Within)
+			return true, directive.Duration(d, &b.Within)
 		case "for":
-			err = caddymodule.OneDuration(d, &b.For)
-		default:
-			return d.Errf("unrecognized ban option '%s'", d.Val())
+			return true, directive.Duration(d, &b.For)
 		}
-		if err != nil {
-			return err
-		}
-	}
-	return nil
+		return false, nil
+	})
 }
 
 func (a *Allow) unmarshal(d *caddyfile.Dispenser) error {
-	if d.NextArg() {
-		return d.ArgErr()
-	}
-	for nesting := d.Nesting(); d.NextBlock(nesting); {
-		switch d.Val() {
+	return directive.Block(d, "allow", func(name string) (bool, error) {
+		switch name {
 		case "cidrs":
 			cidrs := d.RemainingArgs()
 			if len(cidrs) == 0 {
-				return d.ArgErr()
+				return true, d.ArgErr()
 			}
 			a.CIDRs = append(a.CIDRs, cidrs...)
+			return true, nil
 		case "match":
 			set, err := caddyhttp.ParseCaddyfileNestedMatcherSet(d)
-			if err != nil {
-				return err
-			}
 			a.MatcherSetsRaw = append(a.MatcherSetsRaw, set)
-		default:
-			return d.Errf("unrecognized allow option '%s'", d.Val())
+			return true, err
 		}
-	}
-	return nil
+		return false, nil
+	})
 }

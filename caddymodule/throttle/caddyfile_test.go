@@ -1,68 +1,19 @@
 package throttle
 
 import (
-	"bytes"
-	"encoding/json"
-	"flag"
-	"os"
-	"path/filepath"
-	"strings"
 	"testing"
 
-	"github.com/caddyserver/caddy/v2"
-	"github.com/caddyserver/caddy/v2/caddyconfig"
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 	_ "github.com/caddyserver/caddy/v2/caddyconfig/httpcaddyfile"
+
+	"github.com/seckilledge/seckill/caddymodule/internal/handlertest"
 )
 
-var update = flag.Bool("update", false, "rewrite the golden JSON of the Caddyfile adapt tests")
-
-// TestCaddyfileAdaptsToTheDocumentedJSON adapts every testdata/adapt/*.caddyfile and compares
-// the JSON with its golden file (go test -run Adapt -update rewrites them).
+// TestCaddyfileAdaptsToTheDocumentedJSON adapts every testdata/adapt/*.caddyfile, checks that
+// `caddy validate` provisions it without touching Redis, and compares the JSON with its golden
+// file (go test -run Adapt -update rewrites them).
 func TestCaddyfileAdaptsToTheDocumentedJSON(t *testing.T) {
-	files, _ := filepath.Glob("testdata/adapt/*.caddyfile")
-	if len(files) == 0 {
-		t.Fatal("no adapt tests")
-	}
-	for _, f := range files {
-		t.Run(filepath.Base(f), func(t *testing.T) {
-			in, err := os.ReadFile(f)
-			if err != nil {
-				t.Fatal(err)
-			}
-			out, warnings, err := caddyconfig.GetAdapter("caddyfile").Adapt(in, map[string]any{"filename": f})
-			if err != nil {
-				t.Fatalf("adapt: %v", err)
-			}
-			for _, w := range warnings {
-				t.Logf("warning: %s", w.Message)
-			}
-			// `caddy validate` provisions the handlers: it must work without touching Redis.
-			var cfg caddy.Config
-			if err := json.Unmarshal(out, &cfg); err != nil {
-				t.Fatal(err)
-			}
-			if err := caddy.Validate(&cfg); err != nil {
-				t.Fatalf("the adapted config does not validate: %v", err)
-			}
-			var pretty bytes.Buffer
-			_ = json.Indent(&pretty, out, "", "\t")
-			pretty.WriteString("\n")
-			golden := strings.TrimSuffix(f, ".caddyfile") + ".json"
-			if *update {
-				if err := os.WriteFile(golden, pretty.Bytes(), 0o644); err != nil {
-					t.Fatal(err)
-				}
-			}
-			want, err := os.ReadFile(golden)
-			if err != nil {
-				t.Fatalf("%v (run with -update to create it)", err)
-			}
-			if !bytes.Equal(want, pretty.Bytes()) {
-				t.Fatalf("adapted JSON differs from %s:\n%s", golden, pretty.String())
-			}
-		})
-	}
+	handlertest.Golden(t, "testdata/adapt", true)
 }
 
 func TestCaddyfileRejectsMistakes(t *testing.T) {

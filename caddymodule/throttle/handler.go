@@ -69,10 +69,7 @@ type Handler struct {
 
 // CaddyModule returns the Caddy module information.
 func (Handler) CaddyModule() caddy.ModuleInfo {
-	return caddy.ModuleInfo{
-		ID:  "http.handlers.seckill_throttle",
-		New: func() caddy.Module { return new(Handler) },
-	}
+	return refusal.Module[Handler]("http.handlers.seckill_throttle")
 }
 
 var zoneName = regexp.MustCompile(`^[A-Za-z0-9_-]{1,32}$`)

@@ -21,6 +21,13 @@ import (
 // token_keys. Caddy is a process-wide singleton: tests that call it must not run in parallel.
 func loadCaddy(t *testing.T, addr string, keys ...string) {
 	t.Helper()
+	loadCaddyOn(t, []string{testenv.RedisAddr()}, addr, keys...)
+}
+
+// loadCaddyOn is loadCaddy with the app's Redis addrs (several: a Redis Cluster's seeds).
+func loadCaddyOn(t *testing.T, redisAddrs []string, addr string, keys ...string) {
+	t.Helper()
+	addrs, _ := json.Marshal(redisAddrs)
 	var ks []string
 	for _, k := range keys {
 		ks = append(ks, fmt.Sprintf(`{"id":%q,"secret":"{env.SECKILL_TEST_TOKEN_KEY_%s}"}`, k, strings.ToUpper(k)))
@@ -29,7 +36,7 @@ func loadCaddy(t *testing.T, addr string, keys ...string) {
 		"admin": {"disabled": true},
 		"logging": {"logs": {"default": {"level": "ERROR"}}},
 		"apps": {
-			"seckill": {"redis": {"addrs": [%q]}, "amqp": {"url": %q}, "token_keys": [%s]},
+			"seckill": {"redis": {"addrs": %s}, "amqp": {"url": %q}, "token_keys": [%s]},
 			"http": {"servers": {"gw": {
 				"listen": [%q],
 				"automatic_https": {"disable": true},
@@ -39,7 +46,7 @@ func loadCaddy(t *testing.T, addr string, keys ...string) {
 				}]
 			}}}
 		}
-	}`, testenv.RedisAddr(), testenv.AMQPURL(), strings.Join(ks, ","), addr)
+	}`, addrs, testenv.AMQPURL(), strings.Join(ks, ","), addr)
 	if err := caddy.Load([]byte(cfg), true); err != nil {
 		t.Fatalf("caddy.Load: %v", err)
 	}

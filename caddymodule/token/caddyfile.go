@@ -5,7 +5,7 @@ import (
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 	"github.com/caddyserver/caddy/v2/caddyconfig/httpcaddyfile"
 
-	"github.com/seckilledge/seckill/caddymodule"
+	"github.com/seckilledge/seckill/caddymodule/internal/directive"
 	"github.com/seckilledge/seckill/caddymodule/refusal"
 )
 
@@ -36,28 +36,21 @@ func (h *Issuer) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 	return h.UnmarshalBlock(d, "seckill_token", func(name string) (bool, error) {
 		var err error
 		switch name {
-		case "sale":
-			err = caddymodule.OneString(d, &h.Sale)
-		case "user":
-			err = caddymodule.OneString(d, &h.User)
 		case "ttl":
-			err = caddymodule.OneDuration(d, &h.TTL)
+			err = directive.Duration(d, &h.TTL)
 		case "lead_time":
 			var lead caddy.Duration
-			err = caddymodule.OneDuration(d, &lead)
+			err = directive.Duration(d, &lead)
 			h.LeadTime = &lead
 		case "retry_after":
-			err = caddymodule.OneDuration(d, &h.RetryAfter)
+			err = directive.Duration(d, &h.RetryAfter)
 		case "require_admission":
-			if d.NextArg() {
-				return true, d.ArgErr()
-			}
-			h.RequireAdmission = true
+			err = directive.Flag(d, &h.RequireAdmission)
 		default:
 			return false, nil
 		}
 		return true, err
-	})
+	}, &h.Subject)
 }
 
 // Interface guard

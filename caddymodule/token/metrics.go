@@ -5,27 +5,24 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/seckilledge/seckill/caddymodule"
+	"github.com/seckilledge/seckill/caddymodule/internal/metric"
 )
 
 // Package-level collectors, registered into each config's registry, so counts survive config
 // reloads. Labels are bounded: the outcome only. No sale label: anyone can send any sale id,
 // and unknown ones must not mint series.
 var (
-	requests = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Namespace: "seckill", Subsystem: "token", Name: "requests_total",
-		Help: "Purchase-token requests by outcome: issued, or the refusal (unauthenticated, bad_request, method_not_allowed, unknown_sale, not_started, ended, unavailable).",
-	}, []string{"outcome"})
-	shed = prometheus.NewCounter(prometheus.CounterOpts{
-		Namespace: "seckill", Subsystem: "token", Name: "shed_total",
-		Help: "Token requests answered 503 without touching Redis because max_pending scripts were already waiting on it.",
-	})
-	duration = prometheus.NewHistogram(prometheus.HistogramOpts{
-		Namespace: "seckill", Subsystem: "token", Name: "request_duration_seconds",
-		Help:    "Time to decide a purchase-token request, Redis round trip included.",
-		Buckets: []float64{.0002, .0005, .001, .002, .005, .01, .025, .05, .1, .25, .5, 1},
-	})
+	requests = tokenMetric.CounterVec("requests_total",
+		"Purchase-token requests by outcome: issued, or the refusal (unauthenticated, bad_request, method_not_allowed, unknown_sale, not_started, ended, unavailable).",
+		"outcome")
+	shed = tokenMetric.Counter("shed_total",
+		"Token requests answered 503 without touching Redis because max_pending scripts were already waiting on it.")
+	duration = tokenMetric.Histogram("request_duration_seconds",
+		"Time to decide a purchase-token request, Redis round trip included.",
+		.0002, .0005, .001, .002, .005, .01, .025, .05, .1, .25, .5, 1)
 )
+
+const tokenMetric = metric.Subsystem("token")
 
 func init() {
 	// Every outcome is visible from the start, at zero.
@@ -35,7 +32,7 @@ func init() {
 }
 
 func registerMetrics(reg prometheus.Registerer) {
-	caddymodule.Register(reg, requests, duration, shed)
+	metric.Register(reg, requests, duration, shed)
 }
 
 func observe(o Outcome, d time.Duration) {

@@ -36,8 +36,6 @@ func init() {
 
 // Defaults of the optional fields.
 const (
-	DefaultSale       = "{http.request.uri.path.1}"
-	DefaultUser       = "{http.auth.user.id}"
 	DefaultTTL        = 2 * time.Minute
 	DefaultLeadTime   = 5 * time.Minute
 	DefaultTimeout    = time.Second
@@ -47,15 +45,8 @@ const (
 // Issuer is the `seckill_token` handler. It answers every request itself (it never calls the
 // next handler): 200 `{"token","expires_at"}` or a JSON refusal with the contract's code.
 type Issuer struct {
-	// The sale id, usually a placeholder. Default: {http.request.uri.path.1}, the second path
-	// segment (/seckill/<sale>/token). Ids are 1 to 64 characters of [A-Za-z0-9_-]; anything
-	// else is refused with 400 bad_request.
-	Sale string `json:"sale,omitempty"`
-
-	// The user id, usually a placeholder set by an authentication module. Default:
-	// {http.auth.user.id}. The demo Caddyfile uses {http.request.header.X-User-ID}. An empty
-	// value is refused with 401 unauthenticated.
-	User string `json:"user,omitempty"`
+	// sale, user.
+	refusal.Subject
 
 	// How long a token lives: from the start of the sale for a token taken before it, from
 	// the moment of issue once the sale has started; never past the end of the sale.
@@ -84,10 +75,7 @@ type Issuer struct {
 
 // CaddyModule returns the Caddy module information.
 func (Issuer) CaddyModule() caddy.ModuleInfo {
-	return caddy.ModuleInfo{
-		ID:  "http.handlers.seckill_token",
-		New: func() caddy.Module { return new(Issuer) },
-	}
+	return refusal.Module[Issuer]("http.handlers.seckill_token")
 }
 
 // Provision sets defaults and takes the app's Redis client and keyring. No network I/O.
@@ -109,12 +97,7 @@ func (h *Issuer) Provision(ctx caddy.Context) error {
 
 // setup sets the defaults and builds the deciding core over rdb.
 func (h *Issuer) setup(rdb redis.Scripter, kr *tokenformat.Keyring) {
-	if h.Sale == "" {
-		h.Sale = DefaultSale
-	}
-	if h.User == "" {
-		h.User = DefaultUser
-	}
+	h.SetDefaults()
 	if h.TTL == 0 {
 		h.TTL = caddy.Duration(DefaultTTL)
 	}

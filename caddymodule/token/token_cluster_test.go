@@ -2,15 +2,14 @@ package token
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
-	"github.com/redis/go-redis/v9"
 
+	"github.com/seckilledge/seckill/caddymodule/internal/handlertest"
 	"github.com/seckilledge/seckill/caddymodule/tokenformat"
 	"github.com/seckilledge/seckill/contract"
 	"github.com/seckilledge/seckill/internal/testenv"
@@ -20,33 +19,11 @@ import (
 // Cluster: its script touches only the sale's hash-tagged keys, so it never crosses a slot.
 func TestTokenIssuerWorksOnARedisCluster(t *testing.T) {
 	t.Setenv("SECKILL_TEST_TOKEN_KEY_K1", "cluster-key-0123456789-0123456789-012345")
-	seeds := testenv.StartRedisCluster(t)
-	rdb := redis.NewClusterClient(&redis.ClusterOptions{Addrs: seeds})
-	t.Cleanup(func() { _ = rdb.Close() })
+	seeds, rdb := handlertest.RedisCluster(t)
 	ctx := context.Background()
-
 	addr := fmt.Sprintf("127.0.0.1:%d", testenv.FreePort(t))
-	seedsJSON, _ := json.Marshal(seeds)
-	cfg := fmt.Sprintf(`{
-		"admin": {"disabled": true},
-		"logging": {"logs": {"default": {"level": "ERROR"}}},
-		"apps": {
-			"seckill": {"redis": {"addrs": %s}, "amqp": {"url": %q},
-				"token_keys": [{"id":"k1","secret":"{env.SECKILL_TEST_TOKEN_KEY_K1}"}]},
-			"http": {"servers": {"gw": {
-				"listen": [%q],
-				"automatic_https": {"disable": true},
-				"routes": [{
-					"match": [{"path": ["/seckill/*/token"]}],
-					"handle": [{"handler": "seckill_token", "user": "{http.request.header.X-User-ID}", "ttl": "1m"}]
-				}]
-			}}}
-		}
-	}`, seedsJSON, testenv.AMQPURL(), addr)
-	if err := caddy.Load([]byte(cfg), true); err != nil {
-		t.Fatalf("caddy.Load: %v", err)
-	}
 	t.Cleanup(func() { _ = caddy.Stop() })
+	loadCaddyOn(t, seeds, addr, "k1")
 
 	// Several sales, so their slots land on different masters.
 	for i := range 6 {

@@ -172,7 +172,7 @@ func (k *Keyring) Sign(sale, user, nonce string, exp time.Time) (token string, c
 	if !contract.ValidID(sale) || !contract.ValidID(user) {
 		return "", c, errors.New("tokens: sale and user must be valid ids")
 	}
-	if !validNonce(nonce) {
+	if !ValidNonce(nonce) {
 		return "", c, errors.New("tokens: the nonce must come from NewNonce")
 	}
 	if exp.Unix() <= 0 {
@@ -209,7 +209,7 @@ func (k *Keyring) Verify(token, sale, user string, now time.Time) (Claims, error
 	expStr, rest, _ := strings.Cut(rest, ".")
 	nonce, mac, _ := strings.Cut(rest, ".")
 	key := k.key(kid)
-	if key == nil || len(expStr) == 0 || len(expStr) > 13 || !validNonce(nonce) || len(mac) != macLen {
+	if key == nil || len(expStr) == 0 || len(expStr) > 13 || !ValidNonce(nonce) || len(mac) != macLen {
 		return c, ErrInvalid
 	}
 	var want [macLen]byte
@@ -228,9 +228,10 @@ func (k *Keyring) Verify(token, sale, user string, now time.Time) (Claims, error
 	return c, nil
 }
 
-// validNonce reports whether s has the nonce's length and only base64url characters (the MAC
-// covers it; this keeps ':' and '.' out of the store value and the token).
-func validNonce(s string) bool {
+// ValidNonce reports whether s has the nonce's length and only base64url characters (the MAC
+// covers it; this keeps ':' and '.' out of the store value and the token). The waiting room's
+// challenges carry nonces of the same form.
+func ValidNonce(s string) bool {
 	if len(s) != NonceLen {
 		return false
 	}

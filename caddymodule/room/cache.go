@@ -1,0 +1,63 @@
+package room
+
+import (
+	"context"
+	"sync"
+	"time"
+)
+
+// roomCache holds the rooms this gateway has read, by sale.
+type roomCache struct {
+	rooms sync.Map // sale -> *cachedRoom
+	mu    sync.Mutex
+	n     int64
+}
+
+// cachedRoom is a sale's room as this gateway last read it.
+type cachedRoom struct {
+	room  SaleRoom
+	read  time.Time
+	rate  entryRate
+	label bool
+}
+
+// maxCachedRooms bounds the cache; only sales that have a room are cached, so it is reached
+// only with that many live rooms.
+const maxCachedRooms = 10000
+
+func (h *Room) roomOf(ctx context.Context, sale string) (*cachedRoom, bool, error) {
+	now := h.now()
+	if v, ok := h.cache.rooms.Load(sale); ok {
+		c := v.(*cachedRoom)
+		if now.Sub(c.read) < time.Duration(h.CacheTTL) {
+			return c, true, nil
+		}
+	}
+	r, ok, err := h.store.Room(ctx, sale)
+	if err != nil || !ok {
+		return nil, ok, err
+	}
+	c := &cachedRoom{room: r, read: now}
+	if v, loaded := h.cache.rooms.Load(sale); loaded {
+		// Keep the entry-rate estimate across refreshes.
+		old := v.(*cachedRoom)
+		old.rate.mu.Lock()
+		c.rate.second, c.rate.cur, c.rate.prev = old.rate.second, old.rate.cur, old.rate.prev
+		old.rate.mu.Unlock()
+		c.label = old.label
+	} else {
+		h.cache.mu.Lock()
+		h.cache.n++
+		if h.cache.n > maxCachedRooms {
+			h.cache.rooms.Clear()
+			h.cache.n = 1
+		}
+		h.cache.mu.Unlock()
+	}
+	if !c.label {
+		rateGauge.WithLabelValues(sale).Set(r.Rate)
+		c.label = true
+	}
+	h.cache.rooms.Store(sale, c)
+	return c, true, nil
+}
