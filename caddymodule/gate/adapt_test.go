@@ -3,7 +3,7 @@ package gate
 import (
 	"testing"
 
-	"github.com/seckilledge/seckill/caddymodule/internal/handlertest"
+	"github.com/seckilledge/seckill/internal/handlertest"
 )
 
 // TestCaddyfileAdaptsToTheDocumentedJSON adapts every testdata/adapt/*.caddyfile and compares

@@ -4,7 +4,7 @@ import (
 	"testing"
 
 	_ "github.com/seckilledge/seckill/caddymodule" // the seckill global option
-	"github.com/seckilledge/seckill/caddymodule/internal/handlertest"
+	"github.com/seckilledge/seckill/internal/handlertest"
 )
 
 // TestCaddyfileAdaptsToTheDocumentedJSON adapts every testdata/adapt/*.caddyfile and compares

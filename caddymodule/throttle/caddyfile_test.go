@@ -6,7 +6,7 @@ import (
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 	_ "github.com/caddyserver/caddy/v2/caddyconfig/httpcaddyfile"
 
-	"github.com/seckilledge/seckill/caddymodule/internal/handlertest"
+	"github.com/seckilledge/seckill/internal/handlertest"
 )
 
 // TestCaddyfileAdaptsToTheDocumentedJSON adapts every testdata/adapt/*.caddyfile, checks that

@@ -5,7 +5,7 @@ import (
 	"os"
 	"testing"
 
-	"github.com/seckilledge/seckill/caddymodule/internal/handlertest"
+	"github.com/seckilledge/seckill/internal/handlertest"
 )
 
 // Golden tests: testdata/caddyfile/<name>.caddyfile adapts to <name>.json. After a deliberate

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -15,37 +14,10 @@ import (
 	"time"
 
 	"github.com/seckilledge/seckill/caddymodule/refusal"
+	"github.com/seckilledge/seckill/internal/handlertest"
 	"github.com/seckilledge/seckill/internal/proc"
 	"github.com/seckilledge/seckill/internal/testenv"
 )
-
-var (
-	buildOnce sync.Once
-	caddyBin  string
-	buildErr  error
-)
-
-// caddyBinary builds ./cmd/caddy (the standard modules and every seckill module) once per
-// test process.
-func caddyBinary(t testing.TB) string {
-	t.Helper()
-	buildOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "seckill-systemtest-bin")
-		if err != nil {
-			buildErr = err
-			return
-		}
-		caddyBin = filepath.Join(dir, "caddy")
-		out, err := exec.Command("go", "build", "-o", caddyBin, "github.com/seckilledge/seckill/cmd/caddy").CombinedOutput()
-		if err != nil {
-			buildErr = fmt.Errorf("%v: %s", err, out)
-		}
-	})
-	if buildErr != nil {
-		t.Fatalf("build caddy: %v", buildErr)
-	}
-	return caddyBin
-}
 
 // gateway is a gateway process of the system.
 type gateway struct {
@@ -55,7 +27,7 @@ type gateway struct {
 // startGateway runs one gateway of the system as its own process until the test ends.
 func (s *system) startGateway(t *testing.T, name string) gateway {
 	t.Helper()
-	bin := caddyBinary(t)
+	bin := handlertest.Binary(t)
 	port, adminPort := testenv.FreePort(t), testenv.FreePort(t)
 	dir := t.TempDir()
 	cfg := filepath.Join(dir, "caddy.json")

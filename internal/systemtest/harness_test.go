@@ -10,11 +10,9 @@ import (
 	"net/http/httptest"
 	"os"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
-	"github.com/caddyserver/caddy/v2"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
@@ -22,6 +20,7 @@ import (
 
 	"github.com/seckilledge/seckill/backend"
 	"github.com/seckilledge/seckill/contract"
+	"github.com/seckilledge/seckill/internal/handlertest"
 	"github.com/seckilledge/seckill/internal/testenv"
 
 	// The standard handlers (tracing, static_response) and every seckill module.
@@ -191,36 +190,12 @@ func (s *system) gatewayJSON(port, adminPort int, relay bool, wrap ...map[string
 	return b
 }
 
-// caddyMu serialises the in-process gateways: Caddy is a process-wide singleton.
-var caddyMu sync.Mutex
-
 // startCaddy runs a gateway config in this process until the test ends and returns its base URL.
 func startCaddy(t testing.TB, port int, cfg []byte) string {
 	t.Helper()
-	caddyMu.Lock()
-	if err := caddy.Load(cfg, true); err != nil {
-		caddyMu.Unlock()
-		t.Fatalf("load caddy config: %v", err)
-	}
-	t.Cleanup(func() {
-		_ = caddy.Stop()
-		caddyMu.Unlock()
-	})
 	base := fmt.Sprintf("http://127.0.0.1:%d", port)
-	waitHealthy(t, base)
+	handlertest.StartCaddy(t, cfg, base)
 	return base
-}
-
-func waitHealthy(t testing.TB, base string) {
-	t.Helper()
-	testenv.WaitFor(t, 20*time.Second, "the gateway at "+base+" to listen", func() bool {
-		resp, err := http.Get(base + "/healthz")
-		if err != nil {
-			return false
-		}
-		resp.Body.Close()
-		return true
-	})
 }
 
 // answer is one decoded response of the gate.
