@@ -37,6 +37,9 @@ type Decider struct {
 	NewOrderID func() (string, error)
 	// Observe, when set, gets the latency of each script call.
 	Observe func(time.Duration)
+
+	// late remembers the answers given after a sell-out, until the next restock (late.go).
+	late lateAnswers[caddymodule.Generation]
 }
 
 // CheckRequest validates the identities of a purchase before anything else: no user is 401,
@@ -120,11 +123,20 @@ func (d *Decider) DecideItem(ctx context.Context, sale, user, token string, item
 }
 
 // soldOut answers a purchase on a sold-out sale or shard: a buyer is told his order, not
-// "sold out" (one plain read of the buyers hash, no script); anybody else gets sold_out.
+// "sold out" (one plain read of the buyers hash, no script, once per user until the next
+// restock); anybody else gets sold_out.
 func (d *Decider) soldOut(ctx context.Context, target, user string) Verdict {
-	order, err := edge.Call(ctx, d.Caller, func(ctx context.Context) (string, error) {
-		return d.Store.Buyer(ctx, target, user)
-	})
+	gen := d.SoldOut.Generation(target)
+	order, known := d.late.get(target, user, gen)
+	var err error
+	if !known {
+		order, err = edge.Call(ctx, d.Caller, func(ctx context.Context) (string, error) {
+			return d.Store.Buyer(ctx, target, user)
+		})
+		if err == nil {
+			d.late.put(target, user, order, gen)
+		}
+	}
 	if err == nil && order != "" {
 		return Verdict{Outcome: AlreadyBought, OrderID: order, Target: target}
 	}
