@@ -10,12 +10,14 @@
 # sales are written the way its own scripts expect. Cases:
 #   gate_before   seckill_gate, a sale no run can sell out: every request wins (a distinct user
 #                 per request); the relay is disabled (the gate's own cost, no RabbitMQ)
-#   gate_after    seckill_gate, a sale with stock 0
+#   gate_after    seckill_gate, a sale with stock 0, a distinct user per request
+#   gate_retry    seckill_gate, the same sold-out sale, 1 000 users clicking again and again
+#                 (late clicks of the same people and bots)
 #   throttle_users  seckill_throttle, one zone keyed on 100 000-ish distinct users, 5 per 1s
 #                 (nearly every request is a Redis decision)
 #   throttle_flood  seckill_throttle, every request from one client, 100 per 10s (nearly all
 #                 refused by the local tier)
-# ROUNDS (3), DURATION (5s), CONNS (200), THREADS (2). Needs wrk, redis-cli, the stack's Redis
+# ROUNDS (3), DURATION (5s), CONNS (200), THREADS (2), CASES (all five, space-separated). Needs wrk, redis-cli, the stack's Redis
 # and RabbitMQ (SECKILL_REDIS_ADDR, SECKILL_AMQP_URL; .run/env).
 set -euo pipefail
 OLD=$1 NEW=$2
@@ -114,9 +116,13 @@ function setup(thread)
 end
 function init(args)
 	prefix = args[1] or "u"
+	wrap = tonumber(args[2] or "0")
 end
 function request()
 	counter = counter + 1
+	if wrap > 0 and counter > wrap then
+		counter = 1
+	end
 	wrk.headers["X-User-ID"] = prefix .. "-" .. tid .. "-" .. counter
 	return wrk.format("POST", wrk.path)
 end
@@ -125,10 +131,12 @@ EOF
 cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 # measure NAME CASE URL PREFIX: one wrk run; appends "case name rps requests cpu_ticks non2xx"
 measure() {
-	local name=$1 case=$2 url=$3 prefix=$4 pid before after out
+	local name=$1 case=$2 url=$3 prefix=$4 pid before after out wrap=0
 	eval "pid=\$pid_$name"
+	# gate_retry: each of the 2 threads cycles over 500 users, the same in every run of a build
+	[ "$case" = gate_retry ] && { wrap=500; prefix=$name; }
 	before=$(cpu_ticks "$pid")
-	out=$(wrk -t"$THREADS" -c"$CONNS" -d"$DURATION" -s "$work/users.lua" "$url" -- "$prefix" 2>&1)
+	out=$(wrk -t"$THREADS" -c"$CONNS" -d"$DURATION" -s "$work/users.lua" "$url" -- "$prefix" "$wrap" 2>&1)
 	after=$(cpu_ticks "$pid")
 	local rps reqs non2xx
 	rps=$(echo "$out" | awk '/Requests\/sec/ {print $2}')
@@ -141,7 +149,7 @@ url() { # url NAME CASE
 	eval "port=\$port_$name"
 	case $2 in
 	gate_before) echo "http://127.0.0.1:$port/seckill/cmp-$name-open-$run_id/buy" ;;
-	gate_after) echo "http://127.0.0.1:$port/seckill/cmp-$name-sold-$run_id/buy" ;;
+	gate_after | gate_retry) echo "http://127.0.0.1:$port/seckill/cmp-$name-sold-$run_id/buy" ;;
 	throttle_users) echo "http://127.0.0.1:$port/users" ;;
 	throttle_flood) echo "http://127.0.0.1:$port/flood" ;;
 	esac
@@ -149,7 +157,7 @@ url() { # url NAME CASE
 : >"$work/results"
 for r in $(seq "$ROUNDS"); do
 	echo "compare-caddy: round $r/$ROUNDS" >&2
-	for c in gate_before gate_after throttle_users throttle_flood; do
+	for c in ${CASES:-gate_before gate_after gate_retry throttle_users throttle_flood}; do
 		# Alternate which build goes first, so neither always runs on a warmer machine.
 		if [ $((r % 2)) -eq 1 ]; then order="old new"; else order="new old"; fi
 		for n in $order; do measure "$n" "$c" "$(url "$n" "$c")" "$n$r$c"; done
@@ -166,7 +174,9 @@ for line in open(sys.argv[1]):
     rows.setdefault((case, name), []).append((float(rps), cpu_us, int(non2xx), int(reqs)))
 print("| case | old req/s | new req/s | new/old req/s | old CPU-µs/req | new CPU-µs/req | new/old CPU/req |")
 print("|---|---:|---:|---:|---:|---:|---:|")
-for case in ["gate_before", "gate_after", "throttle_users", "throttle_flood"]:
+for case in ["gate_before", "gate_after", "gate_retry", "throttle_users", "throttle_flood"]:
+    if (case, "old") not in rows:
+        continue
     o, n = rows[(case, "old")], rows[(case, "new")]
     orps, nrps = statistics.median(x[0] for x in o), statistics.median(x[0] for x in n)
     ocpu, ncpu = statistics.median(x[1] for x in o), statistics.median(x[1] for x in n)
