@@ -11,7 +11,6 @@ import (
 	"github.com/seckilledge/seckill/bench/load"
 	"github.com/seckilledge/seckill/bench/report"
 	"github.com/seckilledge/seckill/contract"
-	"github.com/seckilledge/seckill/internal/testenv"
 )
 
 // The whole product, end to end: a small crowd (repeat clickers, bots, replayed and forged
@@ -21,22 +20,7 @@ import (
 func TestACrowdThroughTheWholeStackKeepsEveryInvariant(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	_ = testenv.Postgres(t) // fails clearly when the stack is down
-	// A Redis of the test's own: on the shared one, other tests' gateways would relay this
-	// sale's outbox into their own vhosts (relays discover every preheated sale).
-	redisSrv := testenv.StartRedis(t)
-	bin := t.TempDir()
-	if err := bench.Build(ctx, "..", bin); err != nil {
-		t.Fatal(err)
-	}
-	stack, err := bench.Start(ctx, bench.StartOptions{Root: "..", BinDir: bin, RedisAddr: redisSrv.Addr(),
-		AMQPURL: testenv.AMQPURL(), MgmtURL: testenv.AMQPMgmtURL(), PGAdminURL: testenv.PGAdminURL(),
-		AdminToken: "e2e-admin-token-0123", TokenKey: "e2e-token-key-0123456789abcdef-0123456789", LogDir: t.TempDir(),
-		ExtraGlobal: bench.TrustLoopbackProxy})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(stack.Close)
+	stack := startWholeStack(ctx, t, 1)
 	drv, err := bench.NewDriver(ctx, stack)
 	if err != nil {
 		t.Fatal(err)

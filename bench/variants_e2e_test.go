@@ -11,7 +11,6 @@ import (
 	"github.com/seckilledge/seckill/bench/load"
 	"github.com/seckilledge/seckill/bench/report"
 	"github.com/seckilledge/seckill/contract"
-	"github.com/seckilledge/seckill/internal/testenv"
 )
 
 // Issue 18's whole-system test: 5 000 buyers across 8 variants with a limit of 2, random
@@ -22,20 +21,7 @@ import (
 func TestAVariantCrowdThroughTwoGatewaysKeepsEveryInvariantPerVariant(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	_ = testenv.Postgres(t) // fails clearly when the stack is down
-	redisSrv := testenv.StartRedis(t)
-	bin := t.TempDir()
-	if err := bench.Build(ctx, "..", bin); err != nil {
-		t.Fatal(err)
-	}
-	stack, err := bench.Start(ctx, bench.StartOptions{Root: "..", BinDir: bin, RedisAddr: redisSrv.Addr(),
-		AMQPURL: testenv.AMQPURL(), MgmtURL: testenv.AMQPMgmtURL(), PGAdminURL: testenv.PGAdminURL(),
-		AdminToken: "e2e-admin-token-0123", TokenKey: "e2e-token-key-0123456789abcdef-0123456789", LogDir: t.TempDir(),
-		ExtraGlobal: bench.TrustLoopbackProxy, Gateways: 2})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(stack.Close)
+	stack := startWholeStack(ctx, t, 2)
 	if len(stack.Gateways) != 2 {
 		t.Fatalf("%d gateways started, want 2", len(stack.Gateways))
 	}

@@ -14,9 +14,9 @@ import (
 	amqp "github.com/rabbitmq/amqp091-go"
 	"github.com/redis/go-redis/v9"
 
-	"github.com/seckilledge/seckill/internal/handlertest"
 	"github.com/seckilledge/seckill/caddymodule/tokenformat"
 	"github.com/seckilledge/seckill/contract"
+	"github.com/seckilledge/seckill/internal/handlertest"
 	"github.com/seckilledge/seckill/internal/testenv"
 	"github.com/seckilledge/seckill/lua"
 

@@ -14,8 +14,8 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest/observer"
 
-	"github.com/seckilledge/seckill/internal/handlertest"
 	"github.com/seckilledge/seckill/caddymodule/relay"
+	"github.com/seckilledge/seckill/internal/handlertest"
 )
 
 // The gate script creates the outbox group the relay reads: both must name the same one.

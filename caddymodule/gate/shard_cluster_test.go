@@ -6,9 +6,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/seckilledge/seckill/internal/handlertest"
 	"github.com/seckilledge/seckill/caddymodule/tokenformat"
 	"github.com/seckilledge/seckill/contract"
+	"github.com/seckilledge/seckill/internal/handlertest"
 	"github.com/seckilledge/seckill/internal/testenv"
 )
 

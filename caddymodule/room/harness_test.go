@@ -14,8 +14,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/seckilledge/seckill/internal/handlertest"
 	"github.com/seckilledge/seckill/contract"
+	"github.com/seckilledge/seckill/internal/handlertest"
 	"github.com/seckilledge/seckill/internal/testenv"
 	"github.com/seckilledge/seckill/lua"
 

@@ -9,9 +9,9 @@ import (
 
 	"github.com/caddyserver/caddy/v2"
 
-	"github.com/seckilledge/seckill/internal/handlertest"
 	"github.com/seckilledge/seckill/caddymodule/tokenformat"
 	"github.com/seckilledge/seckill/contract"
+	"github.com/seckilledge/seckill/internal/handlertest"
 	"github.com/seckilledge/seckill/internal/testenv"
 )
 
