@@ -7,10 +7,12 @@ import "strings"
 // A sale may have variants (sizes, colours), each with its own stock, and a per-user limit of
 // units. In Redis the sale's meta hash keeps FieldStock as the TOTAL units left across its
 // variants (what the room, the sold-out flag and the shard rebalance read), plus one field
-// VariantField(v) per variant and FieldVariants (their count). A sale with variants or a limit
-// above 1 also has a held hash (HeldKey): user -> units held, which the gate script checks the
-// limit against. A sale without variants and with a limit of 1 has none of these fields and
-// keys: it is decided exactly as before.
+// VariantField(v) per variant and FieldVariants (their count). A sale with a limit above 1
+// also has a held hash (HeldKey): user -> units held, which the gate script checks the limit
+// against (UsesHeld). With a limit of 1 the buyers hash says it all (a buyer holds one unit,
+// and buys once), so no held hash is written, variants or not: a variant purchase then costs
+// what a single-stock one does. A sale without variants and with a limit of 1 has none of
+// these fields and keys: it is decided exactly as before.
 
 // MaxVariants bounds the variants of one sale.
 const MaxVariants = 256
@@ -38,8 +40,12 @@ const (
 // VariantField is the meta hash field holding variant's units left: "v:<variant>".
 func VariantField(variant string) string { return VariantFieldPrefix + variant }
 
+// UsesHeld reports whether a sale with per-user limit limit keeps a held hash (HeldKey): only
+// above 1. Otherwise a user's units are 1 when the buyers hash has the user, else 0.
+func UsesHeld(limit int) bool { return limit > 1 }
+
 // HeldKey is the sale's hash of user id -> units the user holds in the sale, for a sale with
-// variants or a limit above 1. It also holds one counter per user, field HeldSeqField(user):
+// a limit above 1 (UsesHeld). It also holds one counter per user, field HeldSeqField(user):
 // the number of purchases the user made (the order message's seq). User ids never contain
 // '#', so the two kinds of fields cannot collide; a reader that wants units skips '#' fields.
 func HeldKey(sale string) string { return "seckill:" + SaleTag(sale) + ":held" }
