@@ -211,7 +211,7 @@ func (s *Service) unitSnapshots(ctx context.Context, sale string, ids []string) 
 }
 
 // recordLostUnits records each lost order failed (lost_in_transit) with the user's units in
-// flight, variant ” (unknown: see the top of this file) and the user's purchase number, and
+// flight, no variant (unknown: see the top of this file) and the user's purchase number, and
 // compensates the ones it inserted. It returns how many it inserted.
 func (s *Service) recordLostUnits(ctx context.Context, sale, key string, held Held, lost []lostOrder, rep *ReconcileReport) (int, error) {
 	var inserted []OrderRef

@@ -1,0 +1,285 @@
+package backend
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/seckilledge/seckill/bench/verify"
+	"github.com/seckilledge/seckill/contract"
+	"github.com/seckilledge/seckill/internal/testenv"
+	"github.com/seckilledge/seckill/lua"
+)
+
+// noDeadLetters is the dead-letter source of a test that publishes nothing to RabbitMQ.
+type noDeadLetters struct{}
+
+func (noDeadLetters) DeadLetters(context.Context) ([][]byte, error) { return nil, nil }
+
+// unitWorld is a unit sale under test: what the gate accepted, for the verifier.
+type unitWorld struct {
+	e        *env
+	sale     string
+	k        int
+	accepted []verify.Accepted
+}
+
+// buyAs runs the real gate script for one purchase with the given order id, on the user's
+// shard, and returns the message the relay would send (ok false: refused).
+func (w *unitWorld) buyAs(user, order, variant string, q int) (contract.OrderMessage, bool) {
+	w.e.t.Helper()
+	target := contract.UserShardID(w.sale, user, w.k)
+	reply, err := lua.GateCall{Sale: target, User: user, OrderID: order, Group: "relay", Variant: variant, Quantity: q}.Run(context.Background(), w.e.rdb)
+	if err != nil {
+		w.e.t.Fatal(err)
+	}
+	if reply[0].(int64) != 0 {
+		return contract.OrderMessage{}, false
+	}
+	m := contract.OrderMessage{OrderID: order, SaleID: w.sale, UserID: user, AcceptedAt: time.Now().UTC()}
+	if len(reply) > 3 {
+		m.Variant, m.Quantity, m.SeqNo = reply[3].(string), int(reply[4].(int64)), int(reply[5].(int64))
+	}
+	w.accepted = append(w.accepted, verify.Accepted{OrderID: order, UserID: user, At: time.Now()})
+	return m, true
+}
+
+func (w *unitWorld) mustBuy(user, variant string, q int) contract.OrderMessage {
+	w.e.t.Helper()
+	m, ok := w.buyAs(user, uuid.Must(uuid.NewV7()).String(), variant, q)
+	if !ok {
+		w.e.t.Fatalf("the gate refused %s %d of %q", user, q, variant)
+	}
+	return m
+}
+
+func (w *unitWorld) write(msgs ...contract.OrderMessage) {
+	w.e.t.Helper()
+	if _, err := (&Writer{Pool: w.e.pool}).WriteBatch(context.Background(), msgs); err != nil {
+		w.e.t.Fatal(err)
+	}
+}
+
+// verify runs the whole-system verifier on the sale (Redis compared with Postgres).
+func (w *unitWorld) verify() verify.Report {
+	w.e.t.Helper()
+	rep, err := verify.Verify(context.Background(), verify.Sources{Redis: w.e.rdb, PG: w.e.pool, Dead: noDeadLetters{}},
+		verify.Run{Sale: w.sale, Accepted: w.accepted, CheckRedis: true})
+	if err != nil {
+		w.e.t.Fatal(err)
+	}
+	return rep
+}
+
+func (w *unitWorld) mustPass(when string) {
+	w.e.t.Helper()
+	if rep := w.verify(); !rep.OK() {
+		w.e.t.Fatalf("%s: the verifier fails:\n%s", when, rep)
+	}
+}
+
+func (w *unitWorld) reconcile() ReconcileReport {
+	w.e.t.Helper()
+	rep, err := w.e.svc.Reconcile(context.Background(), w.sale)
+	if err != nil {
+		w.e.t.Fatal(err)
+	}
+	w.e.t.Logf("reconcile: %+v", rep)
+	return rep
+}
+
+// shardedVariantSale creates and preheats a sale with k shards, variants and a limit.
+func (e *env) shardedVariantSale(k, limit int, variants ...VariantSpec) string {
+	e.t.Helper()
+	ctx := context.Background()
+	id := testenv.ID("svr")
+	now := time.Now()
+	if _, err := e.svc.CreateSale(ctx, SaleSpec{ID: id, Shards: k, PerUserLimit: limit, Variants: variants,
+		StartsAt: now.Add(-time.Minute), EndsAt: now.Add(time.Hour), PayWithin: "15m"}); err != nil {
+		e.t.Fatal(err)
+	}
+	e.t.Cleanup(func() {
+		for _, x := range append(contract.ShardIDs(id, k), id) {
+			e.rdb.Del(ctx, contract.MetaKey(x), contract.HeldKey(x), contract.BuyersKey(x), contract.OutboxKey(x),
+				contract.CompensatedKey(x), contract.TokensKey(x), contract.MovesKey(x), contract.MovedInKey(x))
+			e.rdb.SRem(ctx, contract.SalesIndexKey, x)
+		}
+		e.rdb.Del(ctx, lockRedisKeys(saleLockKey(id))...)
+	})
+	if _, err := e.svc.Preheat(ctx, id); err != nil {
+		e.t.Fatal(err)
+	}
+	return id
+}
+
+// A buyer of a variant sale with limit 2 whose message never arrived: reconcile records the
+// latest order failed (lost_in_transit) with the user's units, returns them to the stock and
+// lowers the user's held units; the variant gets its unit back from Postgres once nothing is in
+// flight; a late message changes nothing; the verifier passes.
+func TestReconcileRecordsALostOrderOfAVariantSaleFailedAndReturnsItsUnits(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	w := &unitWorld{e: e, sale: e.variantSale(2, VariantSpec{"red", 5}, VariantSpec{"blue", 5}), k: 1}
+	w.write(w.mustBuy("ann", "red", 2), w.mustBuy("bob", "blue", 1))
+	// bob's second purchase, accepted two hours ago, never reached Postgres.
+	lostID := uuidAt(t, time.Now().Add(-2*time.Hour))
+	lostMsg, ok := w.buyAs("bob", lostID, "red", 1)
+	if !ok {
+		t.Fatal("the gate refused the lost purchase")
+	}
+	// carl's purchase is in flight (accepted a moment ago): left alone.
+	inflight := w.mustBuy("carl", "blue", 2)
+	if rep := w.verify(); rep.OK() {
+		t.Fatalf("the verifier passes a sale with a lost order:\n%s", rep)
+	}
+
+	rep := w.reconcile()
+	if len(rep.LostFailed) != 1 || rep.LostFailed[0] != lostID {
+		t.Fatalf("lost orders %v, want [%s]", rep.LostFailed, lostID)
+	}
+	if rep.InFlight != 2 {
+		t.Errorf("in flight %d, want carl's 2 units", rep.InFlight)
+	}
+	var status, reason, variant string
+	var q, seq int
+	if err := e.pool.QueryRow(ctx, `SELECT status, reason, variant_id, quantity, seq FROM orders WHERE order_id = $1`, lostID).
+		Scan(&status, &reason, &variant, &q, &seq); err != nil {
+		t.Fatal(err)
+	}
+	if status != "failed" || reason != ReasonLost || variant != "" || q != 1 || seq != 2 {
+		t.Fatalf("lost order %s/%s variant %q quantity %d seq %d, want failed/%s '' 1 2", status, reason, variant, q, seq, ReasonLost)
+	}
+	if n := e.dbInt(`SELECT count(*) FROM webhook_deliveries WHERE order_id = $1 AND type = $2`, lostID, contract.EventOrderFailed); n != 1 && e.svc.hasDefaultWebhook() {
+		t.Errorf("%d order.failed events", n)
+	}
+	held := e.rdb.HGetAll(ctx, contract.HeldKey(w.sale)).Val()
+	if held["bob"] != "1" || held["carl"] != "2" || held["ann"] != "2" {
+		t.Fatalf("held after reconcile: %v", held)
+	}
+	// Postgres 10 - 3 = 7 units; carl's 2 are promised: Redis 5. Red lacks the lost unit until
+	// nothing is in flight (the lost message's variant is unknown to the backend).
+	if s := e.redisStock(w.sale); s != 5 {
+		t.Fatalf("redis stock %d, want 5", s)
+	}
+
+	w.write(inflight)
+	rep = w.reconcile()
+	meta := e.rdb.HGetAll(ctx, contract.MetaKey(w.sale)).Val()
+	if meta["v:red"] != "3" || meta["v:blue"] != "2" || meta["stock"] != "5" {
+		t.Fatalf("after the write: meta %v, want red 3 blue 2 stock 5", meta)
+	}
+	w.mustPass("after reconcile")
+
+	// The lost message arrives after all: nothing changes.
+	w.write(lostMsg)
+	if n := e.dbInt(`SELECT count(*) FROM orders WHERE order_id = $1 AND status = 'failed'`, lostID); n != 1 {
+		t.Fatal("the late message changed the lost order")
+	}
+	w.mustPass("after the late message")
+	if rep = w.reconcile(); len(rep.Actions) != 0 {
+		t.Fatalf("a third reconcile found more to do: %v", rep.Actions)
+	}
+	// bob's units went back to him: he may buy one more (his limit is 2), his third purchase.
+	m := w.mustBuy("bob", "red", 1)
+	if m.SeqNo != 3 {
+		t.Fatalf("bob's next purchase has seq %d, want 3", m.SeqNo)
+	}
+}
+
+// Redis lost the held hash of a sale with limit 3: reconcile rebuilds each user's units and
+// purchase counter from Postgres, so the next purchase of a user gets the next purchase
+// number and lands in Postgres (the unique live (sale, user, seq) index would refuse a reused
+// one), and the limit still holds.
+func TestReconcileRebuildsHeldUnitsAndPurchaseCountersRedisLost(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	w := &unitWorld{e: e, sale: e.variantSale(3, VariantSpec{"red", 10}), k: 1}
+	w.write(w.mustBuy("ann", "red", 1), w.mustBuy("ann", "red", 1), w.mustBuy("bob", "red", 2))
+	e.rdb.Del(ctx, contract.HeldKey(w.sale))
+	if rep := w.verify(); rep.OK() {
+		t.Fatalf("the verifier passes a sale whose held hash is gone:\n%s", rep)
+	}
+	rep := w.reconcile()
+	held := e.rdb.HGetAll(ctx, contract.HeldKey(w.sale)).Val()
+	if held["ann"] != "2" || held["#ann"] != "2" || held["bob"] != "2" {
+		t.Fatalf("held after reconcile: %v (report %v)", held, rep.Actions)
+	}
+	if exp, meta := e.rdb.PExpireTime(ctx, contract.HeldKey(w.sale)).Val(), e.rdb.PExpireTime(ctx, contract.MetaKey(w.sale)).Val(); exp != meta {
+		t.Fatalf("rebuilt held hash expires at %v, the sale at %v", exp, meta)
+	}
+	w.mustPass("after reconcile")
+	m := w.mustBuy("ann", "red", 1)
+	if m.SeqNo != 3 {
+		t.Fatalf("ann's next purchase has seq %d, want 3", m.SeqNo)
+	}
+	w.write(m)
+	if n := e.dbInt(`SELECT count(*) FROM orders WHERE order_id = $1 AND status = 'created' AND seq = 3`, m.OrderID); n != 1 {
+		t.Fatal("ann's next purchase did not land in Postgres")
+	}
+	if _, ok := w.buyAs("ann", uuid.Must(uuid.NewV7()).String(), "red", 1); ok {
+		t.Fatal("ann bought a fourth unit with a limit of 3")
+	}
+	w.mustPass("after the next purchase")
+}
+
+// A sharded (3 shards) variant sale with limit 2: one shard's variant and stock corrupted,
+// another shard's held hash lost. Reconcile repairs them over the shards; the verifier passes.
+func TestReconcileRepairsAShardedVariantSale(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	w := &unitWorld{e: e, sale: e.shardedVariantSale(3, 2, VariantSpec{"a", 30}, VariantSpec{"b", 30}), k: 3}
+	var msgs []contract.OrderMessage
+	for i := 0; i < 6; i++ {
+		u := "user" + string(rune('a'+i))
+		msgs = append(msgs, w.mustBuy(u, []string{"a", "b"}[i%2], 1+i%2))
+		if i%2 == 0 {
+			msgs = append(msgs, w.mustBuy(u, "a", 1))
+		}
+	}
+	w.write(msgs...)
+	w.mustPass("before the corruption")
+	ids := contract.ShardIDs(w.sale, 3)
+	// Shard 1 believes it has 3 more units of a than it has; shard 2 lost one of b.
+	e.rdb.HIncrBy(ctx, contract.MetaKey(ids[1]), "v:a", 3)
+	e.rdb.HIncrBy(ctx, contract.MetaKey(ids[1]), "stock", 3)
+	e.rdb.HIncrBy(ctx, contract.MetaKey(ids[2]), "v:b", -1)
+	e.rdb.HIncrBy(ctx, contract.MetaKey(ids[2]), "stock", -1)
+	// Shard 0 lost its held hash.
+	lostHeld := e.rdb.HGetAll(ctx, contract.HeldKey(ids[0])).Val()
+	e.rdb.Del(ctx, contract.HeldKey(ids[0]))
+	if rep := w.verify(); rep.OK() {
+		t.Fatalf("the verifier passes the corrupted sale:\n%s", rep)
+	}
+	rep := w.reconcile()
+	if rep.StockDelta != -2 {
+		t.Errorf("stock delta %d, want -2", rep.StockDelta)
+	}
+	w.mustPass("after reconcile")
+	for u, n := range e.rdb.HGetAll(ctx, contract.HeldKey(ids[0])).Val() {
+		if lostHeld[u] != n && !(u[0] == '#' && lostHeld[u] == "") {
+			t.Errorf("shard 0 held %s = %s, was %s", u, n, lostHeld[u])
+		}
+	}
+	for _, id := range ids {
+		m := e.rdb.HGetAll(ctx, contract.MetaKey(id)).Val()
+		a, b, s := atoi(m["v:a"]), atoi(m["v:b"]), atoi(m["stock"])
+		if a < 0 || b < 0 || a+b != s {
+			t.Errorf("shard %s: a %d + b %d != stock %d", id, a, b, s)
+		}
+	}
+	if rep = w.reconcile(); rep.StockDelta != 0 || len(rep.BuyersRestored) != 0 || len(rep.LostFailed) != 0 {
+		t.Fatalf("a second reconcile found more to do: %+v", rep)
+	}
+}
+
+func atoi(s string) int {
+	n := 0
+	for _, c := range s {
+		if c == '-' {
+			return -atoi(s[1:])
+		}
+		n = n*10 + int(c-'0')
+	}
+	return n
+}
