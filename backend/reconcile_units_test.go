@@ -150,9 +150,6 @@ func TestReconcileRecordsALostOrderOfAVariantSaleFailedAndReturnsItsUnits(t *tes
 	if status != "failed" || reason != ReasonLost || variant != "" || q != 1 || seq != 2 {
 		t.Fatalf("lost order %s/%s variant %q quantity %d seq %d, want failed/%s '' 1 2", status, reason, variant, q, seq, ReasonLost)
 	}
-	if n := e.dbInt(`SELECT count(*) FROM webhook_deliveries WHERE order_id = $1 AND type = $2`, lostID, contract.EventOrderFailed); n != 1 && e.svc.hasDefaultWebhook() {
-		t.Errorf("%d order.failed events", n)
-	}
 	held := e.rdb.HGetAll(ctx, contract.HeldKey(w.sale)).Val()
 	if held["bob"] != "1" || held["carl"] != "2" || held["ann"] != "2" {
 		t.Fatalf("held after reconcile: %v", held)
@@ -282,4 +279,43 @@ func atoi(s string) int {
 		n = n*10 + int(c-'0')
 	}
 	return n
+}
+
+// A limit-1 sale with variants counts a user's units from the buyers hash (contract.UsesHeld):
+// a held hash the gate may still write for it is ignored, even when wrong. A lost order is
+// recorded failed with its one unit, a forgotten buyer restored, and the verifier passes.
+func TestReconcileOfALimitOneVariantSaleCountsBuyersNotHeld(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	w := &unitWorld{e: e, sale: e.variantSale(1, VariantSpec{"s", 4}, VariantSpec{"m", 4}), k: 1}
+	ann, bob := w.mustBuy("ann", "s", 1), w.mustBuy("bob", "m", 1)
+	w.write(ann, bob)
+	lostID := uuidAt(t, time.Now().Add(-2*time.Hour))
+	if _, ok := w.buyAs("cat", lostID, "m", 1); !ok {
+		t.Fatal("the gate refused cat")
+	}
+	e.rdb.HDel(ctx, contract.BuyersKey(w.sale), "ann")
+	e.rdb.HSet(ctx, contract.HeldKey(w.sale), "bob", 7, "dan", 3) // nonsense a limit-1 sale must not read
+	rep := w.reconcile()
+	if len(rep.LostFailed) != 1 || rep.LostFailed[0] != lostID || rep.InFlight != 0 {
+		t.Fatalf("lost %v in flight %d, want [%s] and 0", rep.LostFailed, rep.InFlight, lostID)
+	}
+	if len(rep.BuyersRestored) != 1 || rep.BuyersRestored[0] != "ann" {
+		t.Fatalf("restored %v, want [ann]", rep.BuyersRestored)
+	}
+	if e.rdb.HGet(ctx, contract.BuyersKey(w.sale), "ann").Val() != ann.OrderID || e.rdb.HExists(ctx, contract.BuyersKey(w.sale), "cat").Val() {
+		t.Fatalf("buyers after reconcile: %v", e.rdb.HGetAll(ctx, contract.BuyersKey(w.sale)).Val())
+	}
+	meta := e.rdb.HGetAll(ctx, contract.MetaKey(w.sale)).Val()
+	if meta["stock"] != "6" || meta["v:s"] != "3" || meta["v:m"] != "3" {
+		t.Fatalf("meta after reconcile %v, want stock 6, s 3, m 3", meta)
+	}
+	if q := e.dbInt(`SELECT quantity FROM orders WHERE order_id = $1 AND status = 'failed'`, lostID); q != 1 {
+		t.Fatalf("lost order quantity %d", q)
+	}
+	w.mustPass("after reconcile")
+	// ann holds her unit again: the gate tells her so.
+	if _, ok := w.buyAs("ann", uuid.Must(uuid.NewV7()).String(), "m", 1); ok {
+		t.Fatal("ann bought twice in a limit-1 sale")
+	}
 }
