@@ -80,7 +80,7 @@ func loadUnits(ctx context.Context, src Sources, run Run, st *state) error {
 	}
 	if run.CheckRedis && st.redisErr == nil {
 		k, _ := strconv.Atoi(st.redisMeta[contract.FieldShards])
-		if u.held, err = heldOf(ctx, src.Redis, contract.ShardIDs(run.Sale, k)); err != nil {
+		if u.held, err = heldOf(ctx, src.Redis, contract.ShardIDs(run.Sale, k), u.limit); err != nil {
 			st.redisErr = err
 		}
 	}
