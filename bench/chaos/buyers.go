@@ -9,11 +9,13 @@ import (
 	"net"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/seckilledge/seckill/bench"
 	"github.com/seckilledge/seckill/bench/load"
 	"github.com/seckilledge/seckill/bench/verify"
 )
@@ -43,6 +45,9 @@ type Buyers struct {
 	Count    int     // buyers
 	GiveUp   time.Duration
 	Prefix   string // user id prefix, unique per run
+	// Variants, when above 0, makes the sale one with variants v0, v1, …: buyer i asks for
+	// variant v(i mod Variants) in the buy request's body.
+	Variants int
 
 	client *http.Client
 
@@ -93,6 +98,18 @@ func (b *Buyers) Run(ctx context.Context) {
 }
 
 func (b *Buyers) user(i int) string { return fmt.Sprintf("%su%d", b.Prefix, i) }
+
+// VariantOf is the variant user asks for ("" on a sale without variants).
+func (b *Buyers) VariantOf(user string) string {
+	if b.Variants <= 0 {
+		return ""
+	}
+	i, err := strconv.Atoi(strings.TrimPrefix(user, b.Prefix+"u"))
+	if err != nil {
+		return ""
+	}
+	return bench.Variant(i % b.Variants)
+}
 
 func (b *Buyers) buyer(ctx context.Context, i int) {
 	user := b.user(i)
@@ -187,7 +204,11 @@ func pause(ctx context.Context, d time.Duration) {
 func (b *Buyers) do(ctx context.Context, gw int, step, user, ip, token string) (Attempt, []byte, time.Duration) {
 	a := Attempt{User: user, Step: step, Gateway: gw, Sent: time.Now()}
 	wait := 500 * time.Millisecond
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, b.Gateways[gw]+"/seckill/"+b.Sale+"/"+step, nil)
+	var payload io.Reader
+	if step == "buy" && b.Variants > 0 {
+		payload = strings.NewReader(`{"variant":"` + b.VariantOf(user) + `"}`)
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, b.Gateways[gw]+"/seckill/"+b.Sale+"/"+step, payload)
 	if err != nil {
 		a.Outcome, a.Done = "error", time.Now()
 		b.record(a)
