@@ -48,6 +48,8 @@ type Buyers struct {
 	// Variants, when above 0, makes the sale one with variants v0, v1, …: buyer i asks for
 	// variant v(i mod Variants) in the buy request's body.
 	Variants int
+	// Limit, above 1, makes buyer i ask for 1 + (i / Variants) mod Limit units.
+	Limit int
 
 	client *http.Client
 
@@ -101,14 +103,20 @@ func (b *Buyers) user(i int) string { return fmt.Sprintf("%su%d", b.Prefix, i) }
 
 // VariantOf is the variant user asks for ("" on a sale without variants).
 func (b *Buyers) VariantOf(user string) string {
-	if b.Variants <= 0 {
-		return ""
-	}
 	i, err := strconv.Atoi(strings.TrimPrefix(user, b.Prefix+"u"))
-	if err != nil {
+	if b.Variants <= 0 || err != nil {
 		return ""
 	}
 	return bench.Variant(i % b.Variants)
+}
+
+// QuantityOf is the number of units user asks for.
+func (b *Buyers) QuantityOf(user string) int {
+	i, err := strconv.Atoi(strings.TrimPrefix(user, b.Prefix+"u"))
+	if b.Variants <= 0 || b.Limit <= 1 || err != nil {
+		return 1
+	}
+	return 1 + (i/b.Variants)%b.Limit
 }
 
 func (b *Buyers) buyer(ctx context.Context, i int) {
@@ -206,7 +214,7 @@ func (b *Buyers) do(ctx context.Context, gw int, step, user, ip, token string) (
 	wait := 500 * time.Millisecond
 	var payload io.Reader
 	if step == "buy" && b.Variants > 0 {
-		payload = strings.NewReader(`{"variant":"` + b.VariantOf(user) + `"}`)
+		payload = strings.NewReader(fmt.Sprintf(`{"variant":%q,"quantity":%d}`, b.VariantOf(user), b.QuantityOf(user)))
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, b.Gateways[gw]+"/seckill/"+b.Sale+"/"+step, payload)
 	if err != nil {

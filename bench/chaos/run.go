@@ -33,8 +33,12 @@ type Options struct {
 	Rate   float64
 	Stock  int
 	// Variants, when not empty, makes the sale one with variants v0, v1, … of these stocks
-	// (Stock is then their sum) and a limit of 1: buyer i asks for v(i mod len(Variants)).
+	// (Stock is then their sum): buyer i asks for v(i mod len(Variants)).
 	Variants []int
+	// Limit is the per-user limit of a sale with variants (0: 1). Above 1, buyer i asks for
+	// 1 + (i / len(Variants)) mod Limit units (still one purchase per buyer), so the held hash,
+	// quantities and their compensation live through every fault; undersell is then not judged.
+	Limit int
 	// Schedule of faults (offsets from the first arrival).
 	Schedule Schedule
 	// CatchUp is how long after a part recovers every order accepted around its fault may
@@ -129,7 +133,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		for _, n := range o.Variants {
 			o.Stock += n
 		}
-		if err := drv.CreateVariantSale(ctx, sale, o.Variants, 1); err != nil {
+		if err := drv.CreateVariantSale(ctx, sale, o.Variants, max(o.Limit, 1)); err != nil {
 			return nil, err
 		}
 	} else if err := drv.CreateSale(ctx, sale, o.Stock, true); err != nil {
@@ -141,7 +145,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	defer stopWatch()
 	go watch.Run(wctx)
 	buyers := &Buyers{Gateways: c.GatewayURLs, Sale: sale, Rate: o.Rate, Count: o.Buyers, GiveUp: 30 * time.Second,
-		Prefix: sale + "-", Variants: len(o.Variants), watch: watch}
+		Prefix: sale + "-", Variants: len(o.Variants), Limit: o.Limit, watch: watch}
 	logf("sale %s: %d units, %d buyers at %.0f/s through %d gateways", sale, o.Stock, o.Buyers, o.Rate, len(c.Gateways))
 	start := time.Now()
 	happenedC := make(chan []Happened, 1)
@@ -187,7 +191,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	soldOut := time.Time{}
 	demandUsers := map[string]bool{}
 	var variantDemand map[string]int
-	if len(o.Variants) > 0 {
+	if len(o.Variants) > 0 && o.Limit <= 1 {
 		variantDemand = map[string]int{}
 	}
 	for _, a := range attempts {

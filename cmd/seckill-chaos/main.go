@@ -43,6 +43,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	rate := fs.Float64("rate", 200, "buyer arrivals per second")
 	stock := fs.Int("stock", 9900, "units on sale (fewer than the buyers: the sale sells out partway)")
 	variants := fs.String("variants", "", "stocks of a sale with variants and a limit of 1, e.g. 450,450,450,450 (replaces -stock; buyer i asks for variant i mod n)")
+	limit := fs.Int("limit", 1, "per-user limit of the -variants sale; above 1 buyers ask for 1..limit units")
 	schedule := fs.String("schedule", "", "faults as kind@at+down[#instance],… (default: one of each; see docs/chaos.md)")
 	redisCrash := fs.Bool("redis-crash", false, "kill -9 Redis instead of stopping it (measures what AOF everysec loses)")
 	short := fs.Bool("short", false, "the short form of make test: 2000 buyers at 125/s, faults packed into 16 s")
@@ -72,6 +73,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			o.Variants = append(o.Variants, n)
 		}
 	}
+	o.Limit = *limit
 	if *schedule != "" {
 		s, err := chaos.ParseSchedule(*schedule)
 		if err != nil {
