@@ -101,7 +101,7 @@ func (s *Service) redisStates(ctx context.Context, sale string, shards int) ([]s
 // setWindow writes a new window into every meta hash of the sale that exists in Redis.
 func (s *Service) setWindow(ctx context.Context, sale string, shards int, startsMS, endsMS int64) error {
 	for _, id := range metaIDs(sale, shards) {
-		err := scriptWindow.Run(ctx, s.Redis, []string{contract.MetaKey(id), contract.BuyersKey(id)},
+		err := scriptWindow.Run(ctx, s.Redis, []string{contract.MetaKey(id), contract.BuyersKey(id), contract.HeldKey(id)},
 			startsMS, endsMS, s.retention().Milliseconds()).Err()
 		if err != nil {
 			return fmt.Errorf("window.lua on %s: %w", id, err)

@@ -26,6 +26,9 @@ type Move struct {
 	From  int `json:"from"`
 	To    int `json:"to"`
 	Units int `json:"units"`
+	// Variant is the variant whose units moved, on a sale with variants (which moves units
+	// one variant at a time); absent on a single-stock sale.
+	Variant string `json:"variant,omitempty"`
 }
 
 // PlanRebalance returns the moves that even out stocks over the shards: the units there are
@@ -100,6 +103,9 @@ type RebalanceReport struct {
 	// Finished counts moves an earlier, interrupted rebalance had journaled and this one
 	// completed.
 	Finished int `json:"finished"`
+	// Variants, on a sale with variants, are each variant's units per shard before and after
+	// (StocksBefore / After stay the shards' totals).
+	Variants []VariantRebalance `json:"variants,omitempty"`
 }
 
 var errNotSharded = errors.New("the sale is not sharded")
@@ -114,8 +120,9 @@ func (s *Service) Rebalance(ctx context.Context, sale string) (RebalanceReport, 
 	return s.rebalance(ctx, sale, nil)
 }
 
-// rebalance is Rebalance serving the hungry shards first (see PlanRebalance).
-func (s *Service) rebalance(ctx context.Context, sale string, hungry []bool) (RebalanceReport, error) {
+// rebalance is Rebalance serving the hungry shards first (see PlanRebalance and hunger); a
+// nil hunger evens out everything.
+func (s *Service) rebalance(ctx context.Context, sale string, hungry *hunger) (RebalanceReport, error) {
 	rep := RebalanceReport{SaleID: sale, Moves: []Move{}}
 	k, err := s.shards.of(ctx, s.Pool, sale)
 	if err != nil {
@@ -141,41 +148,75 @@ func (s *Service) rebalance(ctx context.Context, sale string, hungry []bool) (Re
 	return rep, err
 }
 
-func (s *Service) rebalanceLocked(ctx context.Context, sale string, k int, hungry []bool, rep *RebalanceReport) error {
+func (s *Service) rebalanceLocked(ctx context.Context, sale string, k int, hungry *hunger, rep *RebalanceReport) error {
 	ids := contract.ShardIDs(sale, k)
 	n, err := finishMoves(ctx, s.Redis, ids)
 	rep.Finished = n
 	if err != nil {
 		return err
 	}
-	before, present, err := readShardStocks(ctx, s.Redis, ids)
+	before, err := readShardMetas(ctx, s.Redis, ids)
 	if err != nil {
 		return err
 	}
-	for i, ok := range present {
+	for i, ok := range before.present {
 		// Units given to a shard that is not in Redis would be lost: move nothing.
 		if !ok {
 			return fmt.Errorf("shard %s is not in Redis: preheat the sale first", ids[i])
 		}
 	}
-	rep.StocksBefore = before
-	for _, m := range PlanRebalance(before, hungry) {
-		got, err := moveUnits(ctx, s.Redis, ids[m.From], ids[m.To], m.Units)
-		if err != nil {
-			return err
-		}
-		if got > 0 {
-			rep.Moves = append(rep.Moves, Move{From: m.From, To: m.To, Units: got})
-			metricRebalanced.Add(float64(got))
+	rep.StocksBefore = before.stocks
+	// A single-stock sale moves its stock; a sale with variants moves each variant on its
+	// own (shard_take.lua takes nothing from it without one), its stock following.
+	plans := []string{""}
+	if len(before.variants) > 0 {
+		plans = plans[:0]
+		for _, v := range before.variants {
+			// Buyers wait for some variants only: the others stay where they are.
+			if hungry.wants(v) {
+				plans = append(plans, v)
+			}
 		}
 	}
-	rep.StocksAfter, err = shardStocks(ctx, s.Redis, ids)
-	return err
+	for _, v := range plans {
+		stocks := before.stocks
+		if v != "" {
+			stocks = before.vstocks[v]
+		}
+		for _, m := range PlanRebalance(stocks, hungry.of(v)) {
+			got, err := moveUnits(ctx, s.Redis, ids[m.From], ids[m.To], v, m.Units)
+			if err != nil {
+				return err
+			}
+			if got > 0 {
+				rep.Moves = append(rep.Moves, Move{From: m.From, To: m.To, Units: got, Variant: v})
+				metricRebalanced.Add(float64(got))
+			}
+		}
+	}
+	after, err := readShardMetas(ctx, s.Redis, ids)
+	if err != nil {
+		return err
+	}
+	rep.StocksAfter = after.stocks
+	for i, ok := range after.present {
+		if !ok {
+			rep.StocksAfter[i] = -1
+		}
+	}
+	rep.Variants = variantReport(before, after)
+	return nil
 }
 
-// moveUnits moves up to n units from shard from to shard to and returns how many moved.
-func moveUnits(ctx context.Context, rdb redis.UniversalClient, from, to string, n int) (int, error) {
+// moveUnits moves up to n units (of variant, "" for a single-stock sale) from shard from to
+// shard to and returns how many moved.
+func moveUnits(ctx context.Context, rdb redis.UniversalClient, from, to, variant string, n int) (int, error) {
 	id := uuid.Must(uuid.NewV7()).String()
+	if variant != "" {
+		// The scripts read the variant from the id, so the journal (and finishMoves) need
+		// nothing more to finish an interrupted variant move.
+		id = contract.VariantMoveID(id, variant)
+	}
 	taken, err := lua.Script("shard_take").Run(ctx, rdb, []string{contract.MetaKey(from), contract.MovesKey(from)}, id, n, to).Int()
 	if err != nil || taken == 0 {
 		return 0, err
@@ -201,7 +242,8 @@ func giveUnits(ctx context.Context, rdb redis.UniversalClient, from, to, id stri
 
 // finishMoves completes the moves journaled in the shards ids (a rebalance interrupted
 // between taking and giving) and returns how many it completed. shard_give.lua applies a move
-// once, so a move that was in fact given already is only removed from the journal.
+// once, so a move that was in fact given already is only removed from the journal. A variant
+// move's id names its variant (contract.VariantMoveID): it is given back to that variant.
 func finishMoves(ctx context.Context, rdb redis.UniversalClient, ids []string) (int, error) {
 	pipe := rdb.Pipeline()
 	cmds := make([]*redis.MapStringStringCmd, len(ids))
@@ -241,14 +283,18 @@ func (s *Service) handleRebalance(w http.ResponseWriter, r *http.Request) {
 // to the gates' "sold_out:<sale>:<i>" events on contract.EventsChannel (published by the gate
 // script when it sells a shard's last unit, or refuses a buyer on an empty shard: either way
 // buyers wait there) and rebalances the sale serving those shards first (coalescing events
-// that arrive while one runs). It runs until ctx ends. An event missed while the subscription
-// is down is made up by the next one, or by reconcile (which rebalances too) or the admin API.
+// that arrive while one runs). On a sale with variants, "sold_out:<sale>:<i>/<variant>" (the
+// shard sold its last unit of the variant, or refused a buyer of it) makes the shard hungry
+// for that variant only, and only the variants some shard is hungry for move; a shard whose
+// total ran out is hungry for every variant. It runs until ctx ends. An event missed while the
+// subscription is down is made up by the next one, or by reconcile (which rebalances too) or
+// the admin API.
 //
 // Only buyers trigger it; a donor emptied by a rebalance publishes nothing, so units never
 // bounce between shards on their own: they follow the buyers.
 func (s *Service) RunRebalancer(ctx context.Context) {
 	var mu sync.Mutex
-	pending := map[string]map[int]bool{} // sale -> shards that sold out
+	pending := map[string]*hunger{} // sale -> shards that sold out, and of what
 	wake := make(chan struct{}, 1)
 	go func() {
 		for {
@@ -259,13 +305,9 @@ func (s *Service) RunRebalancer(ctx context.Context) {
 			}
 			mu.Lock()
 			work := pending
-			pending = map[string]map[int]bool{}
+			pending = map[string]*hunger{}
 			mu.Unlock()
-			for sale, shards := range work {
-				hungry := make([]bool, contract.MaxShards)
-				for i := range shards {
-					hungry[i] = true
-				}
+			for sale, hungry := range work {
 				rctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 				if _, err := s.rebalance(rctx, sale, hungry); err != nil && ctx.Err() == nil && !errors.Is(err, errNotSharded) {
 					s.Log.Warn("rebalance failed", "sale_id", sale, "err", err)
@@ -277,15 +319,22 @@ func (s *Service) RunRebalancer(ctx context.Context) {
 	saleevents.Run(ctx, s.Redis, saleevents.Handler{
 		Subscribed: s.rebalancerSubscribed, // tests wait for it
 		Event: func(ev saleevents.Event) {
-			sale, shard, ok := contract.SplitShardID(ev.Sale)
-			if ev.Kind != contract.EventSoldOut || !ok {
+			if ev.Kind != contract.EventSoldOut {
+				return
+			}
+			target, variant, ok := contract.SplitVariantTarget(ev.Sale)
+			if !ok {
+				return
+			}
+			sale, shard, ok := contract.SplitShardID(target)
+			if !ok {
 				return
 			}
 			mu.Lock()
 			if pending[sale] == nil {
-				pending[sale] = map[int]bool{}
+				pending[sale] = &hunger{}
 			}
-			pending[sale][shard] = true
+			pending[sale].add(shard, variant)
 			mu.Unlock()
 			select {
 			case wake <- struct{}{}:

@@ -217,7 +217,7 @@ func TestRebalanceLetsBuyersOfEmptiedShardsBuyEveryUnit(t *testing.T) {
 	// What the automatic rebalancer does when shards 0 to 3 report their sell-out.
 	hungry := []bool{true, true, true, true, false, false, false, false}
 	for round := 0; round < 10 && len(won) < stock; round++ {
-		rep, err := e.svc.rebalance(ctx, sale, hungry)
+		rep, err := e.svc.rebalance(ctx, sale, hungryShards(hungry))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -267,7 +267,7 @@ func TestRebalanceConservesUnitsUnderConcurrentBuying(t *testing.T) {
 				default:
 				}
 				rep := RebalanceReport{}
-				if err := e.svc.rebalanceLocked(ctx, sale, k, []bool{true, w == 0}, &rep); err != nil {
+				if err := e.svc.rebalanceLocked(ctx, sale, k, hungryShards([]bool{true, w == 0}), &rep); err != nil {
 					t.Errorf("rebalancer %d: %v", w, err)
 					return
 				}

@@ -62,6 +62,12 @@ type VariantOutcome struct {
 	AcceptedAfter map[string]int
 }
 
+// CreateVariantSale creates and preheats a sale whose variants v0, v1, ... (Variant) have the
+// given stocks, with a per-user limit (0: 1).
+func (d *Driver) CreateVariantSale(ctx context.Context, sale string, stocks []int, limit int) error {
+	return d.createVariantSale(ctx, sale, VariantCrowd{Stocks: stocks, Limit: limit})
+}
+
 // createVariantSale creates and preheats a sale with vc's variants and limit.
 func (d *Driver) createVariantSale(ctx context.Context, sale string, vc VariantCrowd) error {
 	now := time.Now().UTC()

@@ -81,4 +81,16 @@ func TestAVariantCrowdThroughTwoGatewaysKeepsEveryInvariantPerVariant(t *testing
 	if k := drv.Redis.HGet(ctx, contract.MetaKey(so.Sale), contract.FieldShards).Val(); k != "4" {
 		t.Fatalf("the sharded run's sale has shards=%q in Redis, want 4", k)
 	}
+	// Every unit sold here too: a buyer refused a variant his shard has run out of pulls that
+	// variant's units from the other shards (the backend's rebalancer moves them per variant),
+	// so none stays stranded on a shard whose buyers do not want it.
+	if err := drv.PG.QueryRow(ctx, `SELECT stock FROM sales WHERE id = $1`, so.Sale).Scan(&left); err != nil {
+		t.Fatal(err)
+	}
+	if left != 0 {
+		for _, id := range contract.ShardIDs(so.Sale, 4) {
+			t.Logf("sharded: %s holds %v", id, drv.Redis.HGetAll(ctx, contract.MetaKey(id)).Val())
+		}
+		t.Errorf("sharded: %d units of %d left unsold with a crowd of %d", left, so.Stock, sharded.Users)
+	}
 }

@@ -10,9 +10,9 @@
 --                                       user's purchase number), q and n only when not 1)
 -- KEYS[5]  seckill:{sale:<id>}:held     hash: user id -> units held (from the user's first
 --                                       purchase on), "#<user>" -> purchases made (from his
---                                       second on; absent: 1). Only on a sale with variants
---                                       or a limit above 1: callers that never buy those may
---                                       pass 4 keys
+--                                       second on; absent: 1). Only on a sale with a limit
+--                                       above 1 (contract.UsesHeld): callers that never buy
+--                                       those may pass 4 keys
 -- ARGV[1]  sale id
 -- ARGV[2]  user id
 -- ARGV[3]  order id (UUIDv7, made by the gateway)
@@ -26,8 +26,10 @@
 --
 -- A sale is "simple" when its meta hash has no "variants" field and no "limit" above 1: it is
 -- decided exactly as it always was (same replies, same writes, same outbox fields). Otherwise
--- the held hash is the truth for the per-user limit, and the meta fields "v:<variant>" hold
--- each variant's units while "stock" stays the total of all of them.
+-- the meta fields "v:<variant>" hold each variant's units while "stock" stays the total of all
+-- of them. With a limit above 1 the held hash is the truth for the per-user limit; with a limit
+-- of 1 the buyers hash is, as on a simple sale (a buyer holds one unit and buys once), so a
+-- variant purchase does the writes of a simple one plus the variant's field.
 --
 -- Returns  {0, order_id, stock_left}  accepted (also when this very order id is already the
 --                                      user's: a retried call after a lost reply)
@@ -126,7 +128,7 @@ if existing == order then
   return {0, order, stock, vid, q, 0}
 end
 local held, bought
-if simple then
+if limit == 1 then
   if existing then
     return {5, existing}
   end
@@ -136,9 +138,6 @@ else
   bought = redis.call("HGET", KEYS[5], user)
   held = tonumber(bought) or 0
   if held + q > limit then
-    if limit == 1 and existing then
-      return {5, existing}
-    end
     return {12, held}
   end
 end
@@ -182,7 +181,7 @@ if expires > 0 then
   redis.call("PEXPIREAT", KEYS[2], expires)
 end
 local seq = 1
-if not simple then
+if limit > 1 then
   if bought then
     seq = (tonumber(redis.call("HGET", KEYS[5], "#" .. user)) or 1) + 1
     redis.call("HSET", KEYS[5], user, held + q, "#" .. user, seq)
@@ -207,6 +206,9 @@ if simple then
   else
     redis.call("XADD", KEYS[4], "*", "o", order, "u", user, "t", now, "tp", tp)
   end
+elseif vid ~= "" and q == 1 and seq == 1 and (tp == nil or tp == "") then
+  -- The common purchase of a variant sale (one unit, the user's first): no table to build.
+  redis.call("XADD", KEYS[4], "*", "o", order, "u", user, "t", now, "v", vid)
 else
   -- q and n only when they are not 1 (absent means 1, in the entry as in the message).
   local e = {"o", order, "u", user, "t", now}

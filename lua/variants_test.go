@@ -330,3 +330,41 @@ func TestTokenIssueLetsABuyerBuyAgainUnderALimit(t *testing.T) {
 		}
 	}
 }
+
+// With a limit of 1 a sale with variants keeps no held hash: the buyers hash is the truth, so a
+// buyer of one size cannot buy another, and a purchase writes what a simple sale's does plus
+// the variant's field. Compensation then frees the buyer as on a simple sale.
+func TestGateLimitOneVariantSaleKeepsNoHeldHash(t *testing.T) {
+	rdb := testenv.Redis(t)
+	ctx := context.Background()
+	sale := variantSale(t, rdb, 1, Variant{"s42", 2}, Variant{"s43", 2})
+	if got := buyItem(t, rdb, sale, "u1", "o1", "s42", 0); code(got) != 0 || got[3] != "s42" || got[5] != int64(1) {
+		t.Fatalf("accepted = %v, want variant s42, seq 1", got)
+	}
+	if got := buyItem(t, rdb, sale, "u1", "o2", "s43", 1); code(got) != 5 || got[1] != "o1" {
+		t.Fatalf("another size for the same buyer = %v, want already_bought [5 o1]", got)
+	}
+	if got := buyItem(t, rdb, sale, "u1", "o1", "s42", 1); code(got) != 0 || got[5] != int64(0) {
+		t.Fatalf("the retried call = %v, want accepted with seq 0 (nothing written)", got)
+	}
+	if n := rdb.Exists(ctx, contract.HeldKey(sale)).Val(); n != 0 {
+		t.Fatalf("a limit-1 sale wrote a held hash: %v", rdb.HGetAll(ctx, contract.HeldKey(sale)).Val())
+	}
+	meta := rdb.HGetAll(ctx, contract.MetaKey(sale)).Val()
+	if meta["stock"] != "3" || meta["v:s42"] != "1" || meta["v:s43"] != "2" {
+		t.Fatalf("meta after one purchase %v", meta)
+	}
+	entries := rdb.XRange(ctx, contract.OutboxKey(sale), "-", "+").Val()
+	if len(entries) != 1 || entries[0].Values["v"] != "s42" || entries[0].Values["q"] != nil || entries[0].Values["n"] != nil {
+		t.Fatalf("outbox %v, want one entry with v=s42 and neither q nor n", entries)
+	}
+	// Compensation (as the backend runs it, with the held key it always passes) frees the user.
+	res, err := Script("compensate").Run(ctx, rdb, []string{contract.MetaKey(sale), contract.BuyersKey(sale),
+		contract.CompensatedKey(sale), contract.HeldKey(sale)}, sale, "o1", "u1", "s42", "").Int64Slice()
+	if err != nil || res[0] != 1 || res[1] != 4 {
+		t.Fatalf("compensate = %v %v", res, err)
+	}
+	if got := buyItem(t, rdb, sale, "u1", "o3", "s43", 1); code(got) != 0 {
+		t.Fatalf("after compensation the user buys again: %v", got)
+	}
+}

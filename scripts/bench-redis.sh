@@ -11,8 +11,9 @@
 # sharing the cores. Cases:
 #   gate accept     : every call a new buyer of a sale with endless stock (the write path:
 #                     HINCRBY, HSET, XADD, ...)
-#   gate variants   : the same on a sale with 8 variants and a limit of 2, buying 1 unit and 2
-#                     (the held hash, the variant's field, the outbox's v/q fields)
+#   gate variants   : the same on a sale with 8 variants and a limit of 1 (a size drop: the
+#                     variant's field and the outbox's v; no held hash), and on one with a
+#                     limit of 2, buying 1 unit and 2 (plus the held hash, the outbox's q)
 #   gate sold out   : every call refused by stock 0 (after sell-out the gateways answer from
 #                     memory; this is the cost for the few racing the flag)
 #   throttle new key: the sliding-log script on keys seen for the first time (admitted)
@@ -41,6 +42,9 @@ cli hset 'seckill:{sale:gone}:meta' stock 0 starts_ms 0 ends_ms $((now_ms + 8640
 cli hset 'seckill:{sale:var}:meta' stock 8000000000 starts_ms 0 ends_ms $((now_ms + 86400000)) state open \
 	limit 2 variants 8 v:size-36 1000000000 v:size-37 1000000000 v:size-38 1000000000 v:size-39 1000000000 \
 	v:size-40 1000000000 v:size-41 1000000000 v:size-42 1000000000 v:size-43 1000000000 >/dev/null
+cli hset 'seckill:{sale:sizes}:meta' stock 8000000000 starts_ms 0 ends_ms $((now_ms + 86400000)) state open \
+	variants 8 v:size-36 1000000000 v:size-37 1000000000 v:size-38 1000000000 v:size-39 1000000000 \
+	v:size-40 1000000000 v:size-41 1000000000 v:size-42 1000000000 v:size-43 1000000000 >/dev/null
 
 # measure NAME ARGS... : one redis-benchmark run of one command; prints a table row
 measure() {
@@ -68,6 +72,8 @@ Command: scripts/bench-redis.sh (redis-benchmark -n $N -c 16 -P $P on 127.0.0.1,
 |---|---:|---:|---:|
 EOF
 measure "gate: accept (new buyer)" evalsha "$GATE" 4 'seckill:{sale:open}:meta' 'seckill:{sale:open}:buyers' 'seckill:{sale:open}:tokens' 'seckill:{sale:open}:outbox' open u__rand_int__ o__rand_int__ "" relay
+SIZES=('seckill:{sale:sizes}:meta' 'seckill:{sale:sizes}:buyers' 'seckill:{sale:sizes}:tokens' 'seckill:{sale:sizes}:outbox' 'seckill:{sale:sizes}:held')
+measure "gate: accept, sale with 8 variants, limit 1 (new buyer)" evalsha "$GATE" 5 "${SIZES[@]}" sizes u__rand_int__ o__rand_int__ "" relay "" size-40 ""
 VAR=('seckill:{sale:var}:meta' 'seckill:{sale:var}:buyers' 'seckill:{sale:var}:tokens' 'seckill:{sale:var}:outbox' 'seckill:{sale:var}:held')
 measure "gate: accept, sale with 8 variants, limit 2 (new buyer, 1 unit)" evalsha "$GATE" 5 "${VAR[@]}" var u__rand_int__ o__rand_int__ "" relay "" size-40 1
 measure "gate: accept, sale with 8 variants, limit 2 (new buyer, 2 units)" evalsha "$GATE" 5 "${VAR[@]}" var v__rand_int__ o__rand_int__ "" relay "" size-41 2

@@ -9,11 +9,13 @@ import (
 	"net"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/seckilledge/seckill/bench"
 	"github.com/seckilledge/seckill/bench/load"
 	"github.com/seckilledge/seckill/bench/verify"
 )
@@ -43,6 +45,11 @@ type Buyers struct {
 	Count    int     // buyers
 	GiveUp   time.Duration
 	Prefix   string // user id prefix, unique per run
+	// Variants, when above 0, makes the sale one with variants v0, v1, …: buyer i asks for
+	// variant v(i mod Variants) in the buy request's body.
+	Variants int
+	// Limit, above 1, makes buyer i ask for 1 + (i / Variants) mod Limit units.
+	Limit int
 
 	client *http.Client
 
@@ -93,6 +100,24 @@ func (b *Buyers) Run(ctx context.Context) {
 }
 
 func (b *Buyers) user(i int) string { return fmt.Sprintf("%su%d", b.Prefix, i) }
+
+// VariantOf is the variant user asks for ("" on a sale without variants).
+func (b *Buyers) VariantOf(user string) string {
+	i, err := strconv.Atoi(strings.TrimPrefix(user, b.Prefix+"u"))
+	if b.Variants <= 0 || err != nil {
+		return ""
+	}
+	return bench.Variant(i % b.Variants)
+}
+
+// QuantityOf is the number of units user asks for.
+func (b *Buyers) QuantityOf(user string) int {
+	i, err := strconv.Atoi(strings.TrimPrefix(user, b.Prefix+"u"))
+	if b.Variants <= 0 || b.Limit <= 1 || err != nil {
+		return 1
+	}
+	return 1 + (i/b.Variants)%b.Limit
+}
 
 func (b *Buyers) buyer(ctx context.Context, i int) {
 	user := b.user(i)
@@ -187,7 +212,11 @@ func pause(ctx context.Context, d time.Duration) {
 func (b *Buyers) do(ctx context.Context, gw int, step, user, ip, token string) (Attempt, []byte, time.Duration) {
 	a := Attempt{User: user, Step: step, Gateway: gw, Sent: time.Now()}
 	wait := 500 * time.Millisecond
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, b.Gateways[gw]+"/seckill/"+b.Sale+"/"+step, nil)
+	var payload io.Reader
+	if step == "buy" && b.Variants > 0 {
+		payload = strings.NewReader(fmt.Sprintf(`{"variant":%q,"quantity":%d}`, b.VariantOf(user), b.QuantityOf(user)))
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, b.Gateways[gw]+"/seckill/"+b.Sale+"/"+step, payload)
 	if err != nil {
 		a.Outcome, a.Done = "error", time.Now()
 		b.record(a)

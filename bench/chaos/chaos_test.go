@@ -3,6 +3,7 @@ package chaos_test
 import (
 	"bytes"
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -47,6 +48,43 @@ func TestASaleSurvivesEveryPartBeingKilledAndRestarted(t *testing.T) {
 	// purchase by already_bought after a lost answer); the last buyers must have met sold_out.
 	if rep.SoldOutAt == 0 {
 		t.Fatal("no buyer was refused sold_out: the sale did not sell out during the run")
+	}
+}
+
+// The same short schedule on a size drop: a sale with four variants and a limit of 1, every
+// buyer asking for one of them (500 buyers for each variant's 450 units). The gate decides
+// each purchase with the variant's stock in the same script, keeps no held hash at limit 1,
+// and every invariant is checked per variant, with undersell judged per variant: a unit left
+// behind by a fault fails the run.
+func TestAVariantSaleSurvivesEveryPartBeingKilledAndRestarted(t *testing.T) {
+	testenv.NeedsServices(t, "private Redis, RabbitMQ and Postgres servers")
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	bin := t.TempDir()
+	if err := bench.Build(ctx, "../..", bin); err != nil {
+		t.Fatal(err)
+	}
+	var log bytes.Buffer
+	rep, err := chaos.Run(ctx, chaos.Options{
+		Buyers: 2000, Rate: 125, Variants: []int{450, 450, 450, 450}, Schedule: chaos.ShortSchedule(), Log: &log,
+		Cluster: chaos.ClusterOptions{Root: "../..", BinDir: bin, Dir: t.TempDir(), GateRelay: "claim_min_idle 5s",
+			AdminToken: "chaos-test-admin-token", TokenKey: "chaos-test-token-key-0123456789abcdef-0123"},
+	})
+	t.Log(log.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	rep.Table(&out)
+	t.Log(out.String())
+	if !rep.OK() {
+		t.Fatal("a fault row or an invariant failed (table above)")
+	}
+	if rep.Stock != 1800 || len(rep.Verify.Checks) != 5 || !strings.Contains(rep.Verify.Checks[0].Name, "per variant") {
+		t.Fatalf("stock %d, checks %+v: want the per-variant checks of a 1 800-unit sale", rep.Stock, rep.Verify.Checks)
+	}
+	if n := rep.Verify.Checks[0].Numbers["units_held"]; n != 1800 {
+		t.Fatalf("%d units held after the drain, want all 1 800 sold", n)
 	}
 }
 

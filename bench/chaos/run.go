@@ -32,6 +32,13 @@ type Options struct {
 	Buyers int
 	Rate   float64
 	Stock  int
+	// Variants, when not empty, makes the sale one with variants v0, v1, … of these stocks
+	// (Stock is then their sum): buyer i asks for v(i mod len(Variants)).
+	Variants []int
+	// Limit is the per-user limit of a sale with variants (0: 1). Above 1, buyer i asks for
+	// 1 + (i / len(Variants)) mod Limit units (still one purchase per buyer), so the held hash,
+	// quantities and their compensation live through every fault; undersell is then not judged.
+	Limit int
 	// Schedule of faults (offsets from the first arrival).
 	Schedule Schedule
 	// CatchUp is how long after a part recovers every order accepted around its fault may
@@ -121,7 +128,15 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	rdb := redis.NewClient(&redis.Options{Addr: c.Redis.Addr})
 	defer rdb.Close()
 	sale := fmt.Sprintf("chaos-%d", time.Now().UnixNano()%1e12)
-	if err := drv.CreateSale(ctx, sale, o.Stock, true); err != nil {
+	if len(o.Variants) > 0 {
+		o.Stock = 0
+		for _, n := range o.Variants {
+			o.Stock += n
+		}
+		if err := drv.CreateVariantSale(ctx, sale, o.Variants, max(o.Limit, 1)); err != nil {
+			return nil, err
+		}
+	} else if err := drv.CreateSale(ctx, sale, o.Stock, true); err != nil {
 		return nil, err
 	}
 
@@ -130,7 +145,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	defer stopWatch()
 	go watch.Run(wctx)
 	buyers := &Buyers{Gateways: c.GatewayURLs, Sale: sale, Rate: o.Rate, Count: o.Buyers, GiveUp: 30 * time.Second,
-		Prefix: sale + "-", watch: watch}
+		Prefix: sale + "-", Variants: len(o.Variants), Limit: o.Limit, watch: watch}
 	logf("sale %s: %d units, %d buyers at %.0f/s through %d gateways", sale, o.Stock, o.Buyers, o.Rate, len(c.Gateways))
 	start := time.Now()
 	happenedC := make(chan []Happened, 1)
@@ -175,12 +190,19 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		Requests: len(attempts), Outcomes: map[string]int{}, LogDir: c.Dir}
 	soldOut := time.Time{}
 	demandUsers := map[string]bool{}
+	var variantDemand map[string]int
+	if len(o.Variants) > 0 && o.Limit <= 1 {
+		variantDemand = map[string]int{}
+	}
 	for _, a := range attempts {
 		rep.Outcomes[a.Step+" "+a.Outcome]++
 		if a.Step == "buy" && a.Outcome == "sold_out" && (soldOut.IsZero() || a.Done.Before(soldOut)) {
 			soldOut = a.Done
 		}
 		if a.Step == "buy" && (a.Outcome == "accepted" || a.Outcome == "sold_out" || a.Outcome == "already_bought") {
+			if variantDemand != nil && !demandUsers[a.User] {
+				variantDemand[buyers.VariantOf(a.User)]++
+			}
 			demandUsers[a.User] = true
 		}
 	}
@@ -194,7 +216,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 
 	vr, err := verify.Verify(ctx, verify.Sources{Redis: rdb, PG: pg, Dead: amqpDeadLetters{url: c.AMQPURL},
 		Orders: verify.HTTPOrders(c.GatewayURLs[len(c.GatewayURLs)-1], nil)},
-		verify.Run{Sale: sale, Accepted: buyers.accepted, Demand: len(demandUsers), CheckRedis: true, Uncertain: buyers.uncertain})
+		verify.Run{Sale: sale, Accepted: buyers.accepted, Demand: len(demandUsers), VariantDemand: variantDemand, CheckRedis: true, Uncertain: buyers.uncertain})
 	if err != nil {
 		return nil, err
 	}

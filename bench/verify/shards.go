@@ -80,10 +80,21 @@ func sumShardVariants(ctx context.Context, rdb redis.UniversalClient, ids []stri
 }
 
 // heldOf reads a sale's held units per user over its shards (a user is in one shard only);
-// purchase counters ("#<user>") are skipped.
-func heldOf(ctx context.Context, rdb redis.UniversalClient, ids []string) (map[string]int, error) {
+// purchase counters ("#<user>") are skipped. A sale with a limit of 1 has no held hash
+// (contract.UsesHeld): there each user in the buyers hash holds one unit.
+func heldOf(ctx context.Context, rdb redis.UniversalClient, ids []string, limit int) (map[string]int, error) {
 	out := map[string]int{}
 	for _, id := range ids {
+		if !contract.UsesHeld(limit) {
+			b, err := rdb.HKeys(ctx, contract.BuyersKey(id)).Result()
+			if err != nil {
+				return nil, err
+			}
+			for _, user := range b {
+				out[user]++
+			}
+			continue
+		}
 		h, err := rdb.HGetAll(ctx, contract.HeldKey(id)).Result()
 		if err != nil {
 			return nil, err

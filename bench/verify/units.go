@@ -88,7 +88,7 @@ func loadUnits(ctx context.Context, src Sources, run Run, st *state) error {
 			return nil
 		}
 		k, _ := strconv.Atoi(st.redisMeta[contract.FieldShards])
-		if u.held, err = heldOf(ctx, src.Redis, contract.ShardIDs(run.Sale, k)); err != nil {
+		if u.held, err = heldOf(ctx, src.Redis, contract.ShardIDs(run.Sale, k), u.limit); err != nil {
 			st.redisErr = err
 		}
 	}
@@ -134,7 +134,17 @@ func checkStockUnits(st *state, run Run) Check {
 			fail(&c, "%d units held of variant %q, which the sale does not have", perVariant[v], v)
 		}
 	}
-	note(&c, "undersell is not judged for a unit sale (buyers choose variants and quantities)")
+	if run.VariantDemand == nil || st.units.limit != 1 {
+		note(&c, "undersell is not judged for this unit sale (buyers choose variants and quantities)")
+		return c
+	}
+	// With a limit of 1 every buyer takes one unit of the variant he asked for: a variant asked
+	// for by more users than it had units must have sold every unit.
+	for _, v := range sortedKeys(st.units.variants) {
+		if d, n, in := run.VariantDemand[v], perVariant[v], st.units.variants[v].initial; d > in && n < in {
+			fail(&c, "variant %s UNDERSOLD: %d users asked for it, %d of its %d units sold", v, d, n, in)
+		}
+	}
 	return c
 }
 

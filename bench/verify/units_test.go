@@ -8,6 +8,7 @@ import (
 
 	"github.com/seckilledge/seckill/bench/verify"
 	"github.com/seckilledge/seckill/contract"
+	"github.com/seckilledge/seckill/internal/testenv"
 )
 
 // newUnitWorld is a sale with variants (id -> stock) and a per-user limit, in Postgres and
@@ -111,6 +112,46 @@ func TestVerifierReportsAVariantStockRedisOrPostgresGotWrong(t *testing.T) {
 			w.cleanUnitSale()
 			corrupt(w)
 			expect(t, w.verify(3), 4)
+		})
+	}
+}
+
+// On a size drop (variants, a limit of 1) the verifier knows how many users asked for each
+// variant: one asked for by more users than it had units must be sold out. A unit left behind
+// on one variant is an UNDERSELL of that variant even when the others sold out.
+func TestVerifierReportsAnUndersoldVariantOfALimitOneSale(t *testing.T) {
+	for name, c := range map[string]struct {
+		demand map[string]int
+		fails  bool
+	}{
+		"b undersold":                     {map[string]int{"a": 3, "b": 3}, true},
+		"b had too few askers":            {map[string]int{"a": 3, "b": 1}, false},
+		"demand unknown":                  {nil, false},
+		"exactly as many askers as units": {map[string]int{"a": 2, "b": 2}, false},
+		"many askers":                     {map[string]int{"a": 9, "b": 9}, true},
+	} {
+		t.Run(name, func(t *testing.T) {
+			w := newUnitWorld(t, 1, map[string]int{"a": 2, "b": 2})
+			w.sellUnits("u0", "o0", "a", 1)
+			w.sellUnits("u1", "o1", "a", 1)
+			w.sellUnits("u2", "o2", "b", 1)
+			// A limit-1 sale keeps no held hash (contract.UsesHeld): the verifier reads buyers.
+			w.rdb.Del(context.Background(), contract.HeldKey(w.sale))
+			src := verify.Sources{Redis: w.rdb, PG: w.pg, Dead: verify.RabbitMgmt{URL: testenv.AMQPMgmtURL(), Vhost: w.vhost}}
+			rep, err := verify.Verify(context.Background(), src, verify.Run{Sale: w.sale, Accepted: w.accept, Demand: 6,
+				VariantDemand: c.demand, CheckRedis: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Log("\n" + rep.String())
+			if c.fails {
+				expect(t, rep, 1)
+				if !strings.Contains(rep.Checks[0].Detail, "variant b UNDERSOLD") {
+					t.Errorf("invariant 1 does not name the variant: %s", rep.Checks[0].Detail)
+				}
+			} else {
+				expect(t, rep)
+			}
 		})
 	}
 }

@@ -66,6 +66,10 @@ type Run struct {
 	// Demand is the number of distinct users who asked to buy. When it exceeds the stock, the
 	// sale must sell out (no undersell).
 	Demand int
+	// VariantDemand is, on a sale with variants and a limit of 1, the number of distinct users
+	// who asked for each variant (nil: not known). A variant whose demand exceeds its stock must
+	// sell out: a unit left behind on a shard, or forgotten by a repair, is an UNDERSELL.
+	VariantDemand map[string]int
 	// CheckRedis compares Redis with Postgres (invariant 4, second half). Off for the database
 	// baselines, which never touch Redis.
 	CheckRedis bool

@@ -18,8 +18,9 @@ import (
 )
 
 // BenchmarkDecisionVariantsVsSingleStock measures the cost of one winning purchase decision
-// on a single-stock sale and on a sale with 8 variants and a limit of 2 (buying 1 unit, and 2)
-// side by side on one private Redis. Every decision wins (a distinct user each, stock far above
+// on a single-stock sale, on a sale with 8 variants and a limit of 1 (a size drop, one pair a
+// customer: no held hash, contract.UsesHeld) and on one with 8 variants and a limit of 2
+// (buying 1 unit, and 2: the held hash is written) side by side on one private Redis. Every decision wins (a distinct user each, stock far above
 // what a run sells), so each runs the whole script and writes.
 //
 // The machine is shared and noisy, so the cases are not run one after the other: each op is
@@ -46,6 +47,7 @@ func BenchmarkDecisionVariantsVsSingleStock(b *testing.B) {
 		cpu      []float64
 	}{
 		{name: "single-stock", limit: 1},
+		{name: "variants8-limit1", variants: variants, limit: 1, q: 1},
 		{name: "variants8-limit2-q1", variants: variants, limit: 2, q: 1},
 		{name: "variants8-limit2-q2", variants: variants, limit: 2, q: 2},
 	}

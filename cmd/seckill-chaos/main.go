@@ -7,6 +7,7 @@
 //
 //	seckill-chaos                              the default schedule (about 2 minutes)
 //	seckill-chaos -redis-crash                 Redis is killed (kill -9) instead of stopped
+//	seckill-chaos -variants 2475,2475,2475,2475  a size drop: four variants, a limit of 1
 //	seckill-chaos -schedule 'redis-kill@10s+3s,gateway-kill@20s+2s#2'
 package main
 
@@ -19,6 +20,8 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -39,6 +42,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	buyers := fs.Int("buyers", 11000, "buyers (each fetches a token and buys once, retrying on errors and 503)")
 	rate := fs.Float64("rate", 200, "buyer arrivals per second")
 	stock := fs.Int("stock", 9900, "units on sale (fewer than the buyers: the sale sells out partway)")
+	variants := fs.String("variants", "", "stocks of a sale with variants and a limit of 1, e.g. 450,450,450,450 (replaces -stock; buyer i asks for variant i mod n)")
+	limit := fs.Int("limit", 1, "per-user limit of the -variants sale; above 1 buyers ask for 1..limit units")
 	schedule := fs.String("schedule", "", "faults as kind@at+down[#instance],… (default: one of each; see docs/chaos.md)")
 	redisCrash := fs.Bool("redis-crash", false, "kill -9 Redis instead of stopping it (measures what AOF everysec loses)")
 	short := fs.Bool("short", false, "the short form of make test: 2000 buyers at 125/s, faults packed into 16 s")
@@ -58,6 +63,17 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if *short {
 		o.Buyers, o.Rate, o.Stock, o.Schedule = 2000, 125, 1800, chaos.ShortSchedule()
 	}
+	if *variants != "" {
+		for _, f := range strings.Split(*variants, ",") {
+			n, err := strconv.Atoi(strings.TrimSpace(f))
+			if err != nil || n < 1 {
+				fmt.Fprintf(stderr, "seckill-chaos: -variants: %q is not a stock\n", f)
+				return 2
+			}
+			o.Variants = append(o.Variants, n)
+		}
+	}
+	o.Limit = *limit
 	if *schedule != "" {
 		s, err := chaos.ParseSchedule(*schedule)
 		if err != nil {
