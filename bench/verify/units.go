@@ -79,14 +79,6 @@ func loadUnits(ctx context.Context, src Sources, run Run, st *state) error {
 		return err
 	}
 	if run.CheckRedis && st.redisErr == nil {
-		if !contract.UsesHeld(u.limit) {
-			// Limit 1: no held hash (contract.UsesHeld); a buyer holds exactly one unit.
-			u.held = map[string]int{}
-			for user := range st.buyers {
-				u.held[user] = 1
-			}
-			return nil
-		}
 		k, _ := strconv.Atoi(st.redisMeta[contract.FieldShards])
 		if u.held, err = heldOf(ctx, src.Redis, contract.ShardIDs(run.Sale, k), u.limit); err != nil {
 			st.redisErr = err
