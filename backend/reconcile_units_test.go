@@ -8,7 +8,6 @@ import (
 	"github.com/google/uuid"
 	"github.com/seckilledge/seckill/bench/verify"
 	"github.com/seckilledge/seckill/contract"
-	"github.com/seckilledge/seckill/internal/testenv"
 	"github.com/seckilledge/seckill/lua"
 )
 
@@ -87,30 +86,6 @@ func (w *unitWorld) reconcile() ReconcileReport {
 	}
 	w.e.t.Logf("reconcile: %+v", rep)
 	return rep
-}
-
-// shardedVariantSale creates and preheats a sale with k shards, variants and a limit.
-func (e *env) shardedVariantSale(k, limit int, variants ...VariantSpec) string {
-	e.t.Helper()
-	ctx := context.Background()
-	id := testenv.ID("svr")
-	now := time.Now()
-	if _, err := e.svc.CreateSale(ctx, SaleSpec{ID: id, Shards: k, PerUserLimit: limit, Variants: variants,
-		StartsAt: now.Add(-time.Minute), EndsAt: now.Add(time.Hour), PayWithin: "15m"}); err != nil {
-		e.t.Fatal(err)
-	}
-	e.t.Cleanup(func() {
-		for _, x := range append(contract.ShardIDs(id, k), id) {
-			e.rdb.Del(ctx, contract.MetaKey(x), contract.HeldKey(x), contract.BuyersKey(x), contract.OutboxKey(x),
-				contract.CompensatedKey(x), contract.TokensKey(x), contract.MovesKey(x), contract.MovedInKey(x))
-			e.rdb.SRem(ctx, contract.SalesIndexKey, x)
-		}
-		e.rdb.Del(ctx, lockRedisKeys(saleLockKey(id))...)
-	})
-	if _, err := e.svc.Preheat(ctx, id); err != nil {
-		e.t.Fatal(err)
-	}
-	return id
 }
 
 // A buyer of a variant sale with limit 2 whose message never arrived: reconcile records the
