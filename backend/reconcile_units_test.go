@@ -96,6 +96,10 @@ func TestReconcileRecordsALostOrderOfAVariantSaleFailedAndReturnsItsUnits(t *tes
 	e := newEnv(t)
 	ctx := context.Background()
 	w := &unitWorld{e: e, sale: e.variantSale(2, VariantSpec{"red", 5}, VariantSpec{"blue", 5}), k: 1}
+	// The shop has a receiver: the lost order's order.failed event must be enqueued for it.
+	if _, err := e.pool.Exec(ctx, `UPDATE sales SET webhook_url = 'http://127.0.0.1:9/hook' WHERE id = $1`, w.sale); err != nil {
+		t.Fatal(err)
+	}
 	w.write(w.mustBuy("ann", "red", 2), w.mustBuy("bob", "blue", 1))
 	// bob's second purchase, accepted two hours ago, never reached Postgres.
 	lostID := uuidAt(t, time.Now().Add(-2*time.Hour))
@@ -124,6 +128,9 @@ func TestReconcileRecordsALostOrderOfAVariantSaleFailedAndReturnsItsUnits(t *tes
 	}
 	if status != "failed" || reason != ReasonLost || variant != "" || q != 1 || seq != 2 {
 		t.Fatalf("lost order %s/%s variant %q quantity %d seq %d, want failed/%s '' 1 2", status, reason, variant, q, seq, ReasonLost)
+	}
+	if n := e.dbInt(`SELECT count(*) FROM webhook_deliveries WHERE order_id = $1 AND type = $2`, lostID, contract.EventOrderFailed); n != 1 {
+		t.Errorf("%d order.failed events for the lost order, want 1", n)
 	}
 	held := e.rdb.HGetAll(ctx, contract.HeldKey(w.sale)).Val()
 	if held["bob"] != "1" || held["carl"] != "2" || held["ann"] != "2" {
