@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"strings"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/redis/go-redis/v9"
@@ -125,7 +126,7 @@ func (s *Service) reconcileUnits(ctx context.Context, sale, key string, held Hel
 			raised += out[2]
 		}
 	}
-	for _, u := range sortedUsers(plan.restore) {
+	for _, u := range sortedIDs(plan.restore) {
 		rep.BuyersRestored = append(rep.BuyersRestored, u)
 	}
 	if rep.StockDelta != 0 {
@@ -135,7 +136,11 @@ func (s *Service) reconcileUnits(ctx context.Context, sale, key string, held Hel
 	}
 	if len(plan.variantDelta) > 0 {
 		metricReconciled.WithLabelValues("stock").Inc()
-		rep.Actions = append(rep.Actions, fmt.Sprintf("the stock of %d variants differed from Postgres: adjusted %v", len(plan.variantDelta), plan.variantDelta))
+		var b strings.Builder
+		for _, v := range sortedIDs(plan.variantDelta) {
+			fmt.Fprintf(&b, " %s %+d", v, plan.variantDelta[v])
+		}
+		rep.Actions = append(rep.Actions, fmt.Sprintf("the stock of %d variants differed from Postgres: adjusted%s", len(plan.variantDelta), b.String()))
 	}
 	if len(rep.BuyersRestored) > 0 {
 		metricReconciled.WithLabelValues("buyer").Add(float64(len(rep.BuyersRestored)))

@@ -154,7 +154,7 @@ func planUnits(pg unitPG, shards []unitShard, cutoff time.Time) unitPlan {
 			}
 		}
 	}
-	for _, u := range sortedUsers(users) {
+	for _, u := range sortedIDs(users) {
 		sh := &shards[contract.ShardOf(u, k)]
 		latestID := sh.buyers[u]
 		var redisUnits int64
@@ -273,11 +273,11 @@ func (p *unitPlan) shardArgs(shards []unitShard) (deltas []int64, pairs [][]any)
 			deltas = exact
 		}
 	}
-	for _, u := range sortedUsers(p.restore) {
+	for _, u := range sortedIDs(p.restore) {
 		i := contract.ShardOf(u, k)
 		pairs[i] = append(pairs[i], u, p.restore[u])
 	}
-	for _, u := range sortedUsers(p.raise) {
+	for _, u := range sortedIDs(p.raise) {
 		i := contract.ShardOf(u, k)
 		r := p.raise[u]
 		if r.units > 0 {
@@ -290,7 +290,7 @@ func (p *unitPlan) shardArgs(shards []unitShard) (deltas []int64, pairs [][]any)
 	return deltas, pairs
 }
 
-func sortedUsers[V any](m map[string]V) []string {
+func sortedIDs[V any](m map[string]V) []string {
 	out := make([]string, 0, len(m))
 	for u := range m {
 		out = append(out, u)
