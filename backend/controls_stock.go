@@ -41,9 +41,13 @@ type StockRequest struct {
 //     (guarded by stock >= 0) with the audit row. Stopped in between, Redis has fewer units
 //     than Postgres: safe, and the retry finishes the change.
 //
-// A retried request that finds its change half done completes it and then reconciles, because
-// a reconcile may have repaired Redis in between: reconcile computes Redis from Postgres, so
-// the outcome is right whatever happened.
+// A retried request that finds its change half done completes it. A removal finishes from its
+// journal (stock.lua applies once per request id) and then reconciles. An addition runs
+// stock.lua itself when it can tell that doing so counts nothing twice (finishAdd: no other
+// fenced step of the sale since, the journal row keeps its fencing token); otherwise it
+// reconciles, because a reconcile may have repaired Redis in between: reconcile computes Redis
+// from Postgres, so the outcome is right whatever happened. (Reconcile cannot attribute units
+// in flight to variants, so a variant sale that is selling is better served by the first way.)
 //
 // A change of one variant (req.Variant) runs the same steps: Postgres moves the variant's row
 // in sale_variants and the sale's totals in one transaction (the sale's row first, the order
@@ -66,8 +70,9 @@ func (s *Service) ChangeStock(ctx context.Context, sale string, req StockRequest
 		}
 		var rowSale, rowVariant, status string
 		var rowDelta int
-		err = s.Pool.QueryRow(ctx, `SELECT sale_id, delta, status, variant_id FROM stock_changes WHERE request_id = $1`, req.RequestID).
-			Scan(&rowSale, &rowDelta, &status, &rowVariant)
+		var rowFence *int64
+		err = s.Pool.QueryRow(ctx, `SELECT sale_id, delta, status, variant_id, fence FROM stock_changes WHERE request_id = $1`, req.RequestID).
+			Scan(&rowSale, &rowDelta, &status, &rowVariant, &rowFence)
 		found := err == nil
 		if err != nil && !errors.Is(err, pgx.ErrNoRows) {
 			return err
@@ -119,8 +124,8 @@ func (s *Service) ChangeStock(ctx context.Context, sale string, req StockRequest
 			vafter = &v
 		}
 		journal := func(tx pgx.Tx, status string) error {
-			_, err := tx.Exec(ctx, `INSERT INTO stock_changes (request_id, sale_id, delta, status, who, variant_id) VALUES ($1, $2, $3, $4, $5, $6)`,
-				req.RequestID, sale, req.Add, status, who(ctx).Name, req.Variant)
+			_, err := tx.Exec(ctx, `INSERT INTO stock_changes (request_id, sale_id, delta, status, who, variant_id, fence)
+				VALUES ($1, $2, $3, $4, $5, $6, $7)`, req.RequestID, sale, req.Add, status, who(ctx).Name, req.Variant, held.Token())
 			return err
 		}
 		applyDB := func(tx pgx.Tx) error {
@@ -134,6 +139,13 @@ func (s *Service) ChangeStock(ctx context.Context, sale string, req StockRequest
 
 		if req.Add > 0 {
 			if resumed {
+				done, err := s.finishAdd(ctx, sale, before.Shards, req, rowFence)
+				if err != nil {
+					return err
+				}
+				if done {
+					return mark("applied")
+				}
 				// Postgres has the units; whether Redis has them too only reconcile can say.
 				reconcileAfter = true
 				return nil
@@ -146,6 +158,9 @@ func (s *Service) ChangeStock(ctx context.Context, sale string, req StockRequest
 			}); err != nil {
 				return err
 			}
+			if err := stopAt("add:postgres"); err != nil {
+				return err
+			}
 			if err := s.applyStockRedis(ctx, sale, before.Shards, req.RequestID, req.Add, req.Variant); err != nil {
 				return err
 			}
@@ -156,6 +171,9 @@ func (s *Service) ChangeStock(ctx context.Context, sale string, req StockRequest
 			if err := s.fenced(ctx, key, held, func(tx pgx.Tx) error { return journal(tx, "pending") }); err != nil {
 				return err
 			}
+			if err := stopAt("remove:journal"); err != nil {
+				return err
+			}
 		}
 		err = s.applyStockRedis(ctx, sale, before.Shards, req.RequestID, req.Add, req.Variant)
 		if errors.Is(err, errStockShort) {
@@ -163,6 +181,9 @@ func (s *Service) ChangeStock(ctx context.Context, sale string, req StockRequest
 			return mark("refused")
 		}
 		if err != nil {
+			return err
+		}
+		if err := stopAt("remove:redis"); err != nil {
 			return err
 		}
 		err = s.fenced(ctx, key, held, func(tx pgx.Tx) error {
@@ -206,6 +227,52 @@ func (s *Service) ChangeStock(ctx context.Context, sale string, req StockRequest
 		}
 	}
 	return res, err
+}
+
+// finishAdd completes an addition that Postgres has and Redis may lack (its journal row is
+// "db", written under the sale lock's fencing token fence), and reports whether it could. It
+// runs stock.lua again only when that cannot count the units twice: no shard recorded the
+// request id (stock.lua did not run), and no other holder of the sale's lock wrote a fenced
+// step since (a reconcile or a preheat, which set Redis from Postgres and so may have given
+// Redis the units already). Otherwise only reconcile can tell, and it reports false; when
+// every meta hash recorded the request, the change was complete and it reports true.
+func (s *Service) finishAdd(ctx context.Context, sale string, shards int, req StockRequest, fence *int64) (bool, error) {
+	ids := contract.ShardIDs(sale, shards)
+	recorded := 0
+	for _, id := range ids {
+		in, err := s.Redis.SIsMember(ctx, stockRequestsKey(id), req.RequestID).Result()
+		if err != nil {
+			return false, err
+		}
+		if in {
+			recorded++
+		}
+	}
+	switch {
+	case recorded == len(ids):
+		return true, nil
+	case recorded > 0 || fence == nil:
+		return false, nil
+	}
+	var seen int64
+	if err := s.Pool.QueryRow(ctx, `SELECT token FROM fences WHERE lock_key = $1`, saleLockKey(sale)).Scan(&seen); err != nil {
+		return false, err
+	}
+	if seen != *fence {
+		return false, nil
+	}
+	return true, s.applyStockRedis(ctx, sale, shards, req.RequestID, req.Add, req.Variant)
+}
+
+// stockStop, set by tests only, is asked at each point of a stock change between its two
+// stores (stopAt); an error stops the change there, as a backend that stopped would.
+var stockStop func(step string) error
+
+func stopAt(step string) error {
+	if stockStop == nil {
+		return nil
+	}
+	return stockStop(step)
 }
 
 // short reports whether removing -add units would take a stock below zero (in Postgres, or in

@@ -6,3 +6,10 @@
 -- another sale or another delta.
 ALTER TABLE stock_changes ADD COLUMN IF NOT EXISTS variant_id text NOT NULL DEFAULT ''
     CHECK (variant_id = '' OR variant_id ~ '^[A-Za-z0-9_-]{1,64}$');
+
+-- fence is the sale lock's fencing token the change was journaled under. A retried addition
+-- whose Postgres half is done ("db") compares it with the newest token recorded for the lock
+-- (table fences): equal, no reconcile or preheat (which set Redis from Postgres) ran since, so
+-- the retry may apply the Redis half itself without counting the units twice. NULL for rows
+-- written before this column: their retry reconciles, as before.
+ALTER TABLE stock_changes ADD COLUMN IF NOT EXISTS fence bigint;
