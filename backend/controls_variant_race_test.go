@@ -171,12 +171,14 @@ func TestVariantRemovalsRacingACrowdKeepBothStoresAtOrAboveZeroAndTheVerifierPas
 		overlap  atomic.Int64 // removals applied while the crowd was buying
 		bought   atomic.Bool  // the crowd is done
 		start    = make(chan struct{})
+		first    = make(chan struct{}) // the operator's first removal has answered
 		negative atomic.Value
 		done     = make(chan struct{})
 		wg       sync.WaitGroup
 	)
 	// The crowd: 2000 users, each wanting 1 or 2 units of a (demand 3000 > 1000). It starts with
-	// the operator's first removal.
+	// the operator's first removal; its second half waits for that removal's answer, so that
+	// the crowd, however fast, is still buying while the removals are applied.
 	users := make(chan int, crowd)
 	for i := 0; i < crowd; i++ {
 		users <- i
@@ -190,6 +192,9 @@ func TestVariantRemovalsRacingACrowdKeepBothStoresAtOrAboveZeroAndTheVerifierPas
 			defer crowdWG.Done()
 			<-start
 			for i := range users {
+				if i >= crowd/2 {
+					<-first
+				}
 				user, order, q := "crowd-"+strconv.Itoa(i), uuid.Must(uuid.NewV7()).String(), 1+i%2
 				reply, err := lua.GateCall{Sale: sale, User: user, OrderID: order, Group: "relay", Variant: "a", Quantity: q}.Run(context.Background(), e.rdb)
 				if err != nil {
@@ -211,8 +216,13 @@ func TestVariantRemovalsRacingACrowdKeepBothStoresAtOrAboveZeroAndTheVerifierPas
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
+		var once sync.Once
+		defer once.Do(func() { close(first) })
 		close(start)
 		for i := 0; i < 100 && (i < 3 || !bought.Load()); i++ {
+			if i == 1 {
+				once.Do(func() { close(first) })
+			}
 			for {
 				_, err := e.svc.ChangeStock(ctx, sale, StockRequest{Add: -3, RequestID: fmt.Sprintf("race-%s-%d", sale, i), Variant: "a"})
 				if errors.Is(err, ErrLockBusy) {
