@@ -136,7 +136,7 @@ func TestAVariantStockChangeStoppedBetweenTheStoresIsCompletedByItsRetry(t *test
 func TestAStoppedVariantAddOfAShardedSaleIsSpreadByItsRetry(t *testing.T) {
 	e := newEnv(t)
 	ctx := withWho(context.Background())
-	sale := e.shardedVariantSale(2, VariantSpec{"a", 2}, VariantSpec{"b", 2})
+	sale := e.shardedVariantSale(2, 2, VariantSpec{"a", 2}, VariantSpec{"b", 2})
 	stopAtStep(t, "add:postgres")
 	add := StockRequest{Add: 4, RequestID: "stop-shard-add", Variant: "a"}
 	if _, err := e.svc.ChangeStock(ctx, sale, add); !errors.Is(err, errStopped) {

@@ -6,10 +6,8 @@ import (
 	"fmt"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/seckilledge/seckill/contract"
-	"github.com/seckilledge/seckill/internal/testenv"
 )
 
 // Stock changes of one variant (POST /admin/sales/{id}/stock with "variant"). The crowd test
@@ -210,7 +208,7 @@ func TestRemovingAVariantsUnsoldUnitsStopsAtZeroInBothStores(t *testing.T) {
 func TestStockOfAVariantOfAShardedSaleIsSpreadOverItsShards(t *testing.T) {
 	e := newEnv(t)
 	ctx := withWho(context.Background())
-	sale := e.shardedVariantSale(3, VariantSpec{"a", 7}, VariantSpec{"b", 2})
+	sale := e.shardedVariantSale(3, 2, VariantSpec{"a", 7}, VariantSpec{"b", 2})
 	ids := contract.ShardIDs(sale, 3)
 	events := subscribe(t, e.rdb)
 	if _, err := e.svc.ChangeStock(ctx, sale, StockRequest{Add: 5, RequestID: "sb5", Variant: "b"}); err != nil {
@@ -247,29 +245,4 @@ func TestStockOfAVariantOfAShardedSaleIsSpreadOverItsShards(t *testing.T) {
 	if *stat.StockRedis != 8 || stat.StockDB != 8 || stat.Variants[1].ID != "b" || *stat.Variants[1].StockRedis != 1 || stat.Variants[1].StockDB != 1 {
 		t.Fatalf("status %+v", stat)
 	}
-}
-
-// shardedVariantSale creates and preheats an open sale of k shards with the given variants
-// and a limit of 2.
-func (e *env) shardedVariantSale(k int, variants ...VariantSpec) string {
-	e.t.Helper()
-	ctx := context.Background()
-	id := testenv.ID("svs")
-	now := time.Now()
-	if _, err := e.svc.CreateSale(ctx, SaleSpec{ID: id, Shards: k, PerUserLimit: 2, Variants: variants,
-		StartsAt: now.Add(-time.Minute), EndsAt: now.Add(time.Hour)}); err != nil {
-		e.t.Fatal(err)
-	}
-	e.t.Cleanup(func() {
-		for _, x := range append(contract.ShardIDs(id, k), id) {
-			e.rdb.Del(context.Background(), contract.MetaKey(x), contract.HeldKey(x), contract.BuyersKey(x), contract.OutboxKey(x),
-				stockRequestsKey(x))
-			e.rdb.SRem(context.Background(), contract.SalesIndexKey, x)
-		}
-		e.rdb.Del(context.Background(), lockRedisKeys(saleLockKey(id))...)
-	})
-	if _, err := e.svc.Preheat(ctx, id); err != nil {
-		e.t.Fatal(err)
-	}
-	return id
 }
