@@ -43,9 +43,16 @@ var (
 	errEndsBeforeFrom = &controlError{http.StatusBadRequest, contract.CodeBadRequest, "ends_at must be after starts_at"}
 )
 
-// errVariantStock refuses a stock change of a sale with variants: the change names no
-// variant, and a sale's units are per variant.
-var errVariantStock = &controlError{http.StatusConflict, "variant_sale", "the sale has variants: its stock cannot be changed by this control (docs/operator.md)"}
+// Refusals of a stock change that does not fit the sale's variants. A sale with variants keeps
+// its units per variant: a change must name one (409, as before the variant field existed, so
+// a client that knows no variants sees what it saw). A variant named on a sale without
+// variants, or one the sale does not have, is a bad request (400 bad_request, as the gateway
+// answers a purchase of an unknown variant).
+var (
+	errVariantStock   = &controlError{http.StatusConflict, "variant_sale", "the sale has variants: name the variant whose units change, {\"add\": N, \"request_id\": \"...\", \"variant\": \"<id>\"} (docs/operator.md)"}
+	errNotVariantSale = &controlError{http.StatusBadRequest, contract.CodeBadRequest, "the sale has no variants: leave \"variant\" out"}
+	errUnknownVariant = &controlError{http.StatusBadRequest, contract.CodeBadRequest, "the sale has no such variant (GET /admin/sales/{id} lists its variants)"}
+)
 
 // ControlResult is the answer of every control: what was done, under which request id, and
 // the sale afterwards.
@@ -58,6 +65,9 @@ type ControlResult struct {
 	// Reconcile is set when an interrupted stock change was completed: Redis was then
 	// reconciled with Postgres (the source of truth), whatever happened in between.
 	Reconcile *ReconcileReport `json:"reconcile,omitempty"`
+	// Variant is the variant a stock change named, after the change (the sale's totals are
+	// in Sale).
+	Variant *VariantStatus `json:"variant,omitempty"`
 }
 
 var requestIDPattern = regexp.MustCompile(`^[A-Za-z0-9._:-]{1,128}$`)

@@ -5,6 +5,7 @@ import (
 	"embed"
 	"errors"
 	"fmt"
+	"strconv"
 
 	"github.com/redis/go-redis/v9"
 	"github.com/seckilledge/seckill/contract"
@@ -125,10 +126,15 @@ var errStockShort = errors.New("not enough unsold units")
 // unsharded sale in one script call; on a sharded one spread over the shards (an addition
 // evenly, a removal from the shards that hold most), each shard recording req. When a shard
 // refuses a removal (buyers took its units since the snapshot), the shards already cut get
-// their units back (under req+"#undo") and errStockShort is returned.
-func (s *Service) applyStockRedis(ctx context.Context, sale string, shards int, req string, delta int) error {
+// their units back (under req+"#undo") and errStockShort is returned. With a variant ("" for
+// none), the variant's units move together with the total in each script call, and a sharded
+// sale's shares are judged by each shard's units of that variant.
+func (s *Service) applyStockRedis(ctx context.Context, sale string, shards int, req string, delta int, variant string) error {
+	run := func(id string, req string, delta int64) ([]int64, error) {
+		return scriptStock.Run(ctx, s.Redis, []string{contract.MetaKey(id), stockRequestsKey(id)}, id, req, delta, variant).Int64Slice()
+	}
 	if shards <= 1 {
-		out, err := scriptStock.Run(ctx, s.Redis, []string{contract.MetaKey(sale), stockRequestsKey(sale)}, sale, req, delta).Int64Slice()
+		out, err := run(sale, req, int64(delta))
 		if err != nil {
 			return fmt.Errorf("stock.lua: %w", err)
 		}
@@ -147,19 +153,24 @@ func (s *Service) applyStockRedis(ctx context.Context, sale string, shards int, 
 			return nil // not (fully) in Redis: preheat loads the Postgres stock
 		}
 	}
+	if variant != "" {
+		if stocks, err = readShardVariant(ctx, s.Redis, ids, variant); err != nil {
+			return err
+		}
+	}
 	deltas := ShardDeltas(stocks, int64(delta))
 	var done []int
 	for i, id := range ids {
 		if deltas[i] == 0 {
 			continue
 		}
-		out, err := scriptStock.Run(ctx, s.Redis, []string{contract.MetaKey(id), stockRequestsKey(id)}, id, req, deltas[i]).Int64Slice()
+		out, err := run(id, req, deltas[i])
 		if err == nil && out[1] != stockRefused {
 			done = append(done, i)
 			continue
 		}
 		for _, j := range done {
-			_ = scriptStock.Run(ctx, s.Redis, []string{contract.MetaKey(ids[j]), stockRequestsKey(ids[j])}, ids[j], req+"#undo", -deltas[j]).Err()
+			_, _ = run(ids[j], req+"#undo", -deltas[j])
 		}
 		if err != nil {
 			return fmt.Errorf("stock.lua on %s: %w", id, err)
@@ -172,4 +183,21 @@ func (s *Service) applyStockRedis(ctx context.Context, sale string, shards int, 
 		return s.Redis.Publish(ctx, contract.EventsChannel, contract.EventRestock+":"+sale).Err()
 	}
 	return nil
+}
+
+// readShardVariant reads each shard's units of variant (a missing field counts 0).
+func readShardVariant(ctx context.Context, rdb redis.UniversalClient, ids []string, variant string) ([]int64, error) {
+	pipe := rdb.Pipeline()
+	cmds := make([]*redis.StringCmd, len(ids))
+	for i, id := range ids {
+		cmds[i] = pipe.HGet(ctx, contract.MetaKey(id), contract.VariantField(variant))
+	}
+	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
+		return nil, err
+	}
+	out := make([]int64, len(ids))
+	for i, c := range cmds {
+		out[i], _ = strconv.ParseInt(c.Val(), 10, 64)
+	}
+	return out, nil
 }

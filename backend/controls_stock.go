@@ -21,6 +21,10 @@ type StockRequest struct {
 	// RequestID names the change: sending it again (a retry after a lost answer) never
 	// applies it twice. 1..128 of [A-Za-z0-9._:-].
 	RequestID string `json:"request_id"`
+	// Variant names the variant whose units change: required on a sale with variants (409
+	// variant_sale without it), refused on a sale without (400). Omitted or "": the sale's
+	// stock. The sale's totals follow the variant's change, so they stay the variants' sums.
+	Variant string `json:"variant,omitempty"`
 }
 
 // ChangeStock adds (or removes) units in Redis and Postgres as one journaled, idempotent step
@@ -37,9 +41,19 @@ type StockRequest struct {
 //     (guarded by stock >= 0) with the audit row. Stopped in between, Redis has fewer units
 //     than Postgres: safe, and the retry finishes the change.
 //
-// A retried request that finds its change half done completes it and then reconciles, because
-// a reconcile may have repaired Redis in between: reconcile computes Redis from Postgres, so
-// the outcome is right whatever happened.
+// A retried request that finds its change half done completes it. A removal finishes from its
+// journal (stock.lua applies once per request id) and then reconciles. An addition runs
+// stock.lua itself when it can tell that doing so counts nothing twice (finishAdd: no other
+// fenced step of the sale since, the journal row keeps its fencing token); otherwise it
+// reconciles, because a reconcile may have repaired Redis in between: reconcile computes Redis
+// from Postgres, so the outcome is right whatever happened. (Reconcile cannot attribute units
+// in flight to variants, so a variant sale that is selling is better served by the first way.)
+//
+// A change of one variant (req.Variant) runs the same steps: Postgres moves the variant's row
+// in sale_variants and the sale's totals in one transaction (the sale's row first, the order
+// the batched writer locks them in), and stock.lua moves the variant's field and the total
+// "stock" in one call, so neither store ever shows a total that is not the sum of its
+// variants. The journal row records the variant: a request id names one change of one variant.
 func (s *Service) ChangeStock(ctx context.Context, sale string, req StockRequest) (ControlResult, error) {
 	res := ControlResult{Action: "stock", RequestID: req.RequestID}
 	key := saleLockKey(sale)
@@ -50,15 +64,15 @@ func (s *Service) ChangeStock(ctx context.Context, sale string, req StockRequest
 		if err != nil {
 			return err
 		}
-		if vs, err := saleVariants(ctx, s.Pool, sale); err != nil {
+		vbefore, err := s.stockVariant(ctx, sale, before.Shards, req.Variant)
+		if err != nil {
 			return err
-		} else if len(vs) > 0 {
-			return errVariantStock
 		}
-		var rowSale, status string
+		var rowSale, rowVariant, status string
 		var rowDelta int
-		err = s.Pool.QueryRow(ctx, `SELECT sale_id, delta, status FROM stock_changes WHERE request_id = $1`, req.RequestID).
-			Scan(&rowSale, &rowDelta, &status)
+		var rowFence *int64
+		err = s.Pool.QueryRow(ctx, `SELECT sale_id, delta, status, variant_id, fence FROM stock_changes WHERE request_id = $1`, req.RequestID).
+			Scan(&rowSale, &rowDelta, &status, &rowVariant, &rowFence)
 		found := err == nil
 		if err != nil && !errors.Is(err, pgx.ErrNoRows) {
 			return err
@@ -70,12 +84,12 @@ func (s *Service) ChangeStock(ctx context.Context, sale string, req StockRequest
 			})
 		}
 		if found {
-			if rowSale != sale || rowDelta != req.Add {
+			if rowSale != sale || rowDelta != req.Add || rowVariant != req.Variant {
 				return errRequestReused
 			}
 			switch status {
 			case "applied":
-				res.Sale, res.Replayed = before, true
+				res.Sale, res.Variant, res.Replayed = before, vbefore, true
 				return nil
 			case "refused":
 				return errChangeRefused
@@ -85,7 +99,8 @@ func (s *Service) ChangeStock(ctx context.Context, sale string, req StockRequest
 			if before.State == SaleEnded {
 				return errSaleEnded
 			}
-			if req.Add < 0 && (before.StockDB+req.Add < 0 || before.StockRedis != nil && *before.StockRedis+int64(req.Add) < 0) {
+			if req.Add < 0 && (short(before.StockDB, before.StockRedis, req.Add) ||
+				vbefore != nil && short(vbefore.StockDB, vbefore.StockRedis, req.Add)) {
 				return errInsufficient
 			}
 		}
@@ -97,26 +112,40 @@ func (s *Service) ChangeStock(ctx context.Context, sale string, req StockRequest
 			after.StockRedis = &n
 		}
 		after.State = stateOf(s.now(), after)
+		var vafter *VariantStatus
+		if vbefore != nil {
+			v := *vbefore
+			v.InitialStock += req.Add
+			v.StockDB += req.Add
+			if v.StockRedis != nil {
+				n := *v.StockRedis + int64(req.Add)
+				v.StockRedis = &n
+			}
+			vafter = &v
+		}
 		journal := func(tx pgx.Tx, status string) error {
-			_, err := tx.Exec(ctx, `INSERT INTO stock_changes (request_id, sale_id, delta, status, who) VALUES ($1, $2, $3, $4, $5)`,
-				req.RequestID, sale, req.Add, status, who(ctx).Name)
+			_, err := tx.Exec(ctx, `INSERT INTO stock_changes (request_id, sale_id, delta, status, who, variant_id, fence)
+				VALUES ($1, $2, $3, $4, $5, $6, $7)`, req.RequestID, sale, req.Add, status, who(ctx).Name, req.Variant, held.Token())
 			return err
 		}
 		applyDB := func(tx pgx.Tx) error {
-			tag, err := tx.Exec(ctx, `UPDATE sales SET stock = stock + $2, initial_stock = initial_stock + $2
-				WHERE id = $1 AND stock + $2 >= 0`, sale, req.Add)
-			if err != nil {
+			if err := applyStockDB(ctx, tx, sale, req.Variant, req.Add); err != nil {
 				return err
 			}
-			if tag.RowsAffected() == 0 {
-				return errInsufficient
-			}
-			return writeAudit(ctx, tx, who(ctx), "stock", sale, req.RequestID, auditView("stock", before),
-				map[string]any{"add": req.Add, "state": after.State, "initial_stock": after.InitialStock, "stock_db": after.StockDB, "stock_redis": after.StockRedis})
+			afterView := stockAuditView(after, vafter)
+			afterView["add"] = req.Add
+			return writeAudit(ctx, tx, who(ctx), "stock", sale, req.RequestID, stockAuditView(before, vbefore), afterView)
 		}
 
 		if req.Add > 0 {
 			if resumed {
+				done, err := s.finishAdd(ctx, sale, before.Shards, req, rowFence)
+				if err != nil {
+					return err
+				}
+				if done {
+					return mark("applied")
+				}
 				// Postgres has the units; whether Redis has them too only reconcile can say.
 				reconcileAfter = true
 				return nil
@@ -129,7 +158,10 @@ func (s *Service) ChangeStock(ctx context.Context, sale string, req StockRequest
 			}); err != nil {
 				return err
 			}
-			if err := s.applyStockRedis(ctx, sale, before.Shards, req.RequestID, req.Add); err != nil {
+			if err := stopAt("add:postgres"); err != nil {
+				return err
+			}
+			if err := s.applyStockRedis(ctx, sale, before.Shards, req.RequestID, req.Add, req.Variant); err != nil {
 				return err
 			}
 			return mark("applied")
@@ -139,13 +171,19 @@ func (s *Service) ChangeStock(ctx context.Context, sale string, req StockRequest
 			if err := s.fenced(ctx, key, held, func(tx pgx.Tx) error { return journal(tx, "pending") }); err != nil {
 				return err
 			}
+			if err := stopAt("remove:journal"); err != nil {
+				return err
+			}
 		}
-		err = s.applyStockRedis(ctx, sale, before.Shards, req.RequestID, req.Add)
+		err = s.applyStockRedis(ctx, sale, before.Shards, req.RequestID, req.Add, req.Variant)
 		if errors.Is(err, errStockShort) {
 			refusal = errInsufficient
 			return mark("refused")
 		}
 		if err != nil {
+			return err
+		}
+		if err := stopAt("remove:redis"); err != nil {
 			return err
 		}
 		err = s.fenced(ctx, key, held, func(tx pgx.Tx) error {
@@ -183,10 +221,128 @@ func (s *Service) ChangeStock(ctx context.Context, sale string, req StockRequest
 		return res, refusal
 	}
 	if !res.Replayed {
-		s.Log.Info("sale control", "sale_id", sale, "action", "stock", "add", req.Add, "who", who(ctx).Name, "request_id", req.RequestID)
-		res.Sale, err = s.saleSummary(ctx, s.Pool, sale)
+		s.Log.Info("sale control", "sale_id", sale, "action", "stock", "add", req.Add, "variant", req.Variant, "who", who(ctx).Name, "request_id", req.RequestID)
+		if res.Sale, err = s.saleSummary(ctx, s.Pool, sale); err == nil && req.Variant != "" {
+			res.Variant, err = s.stockVariant(ctx, sale, res.Sale.Shards, req.Variant)
+		}
 	}
 	return res, err
+}
+
+// finishAdd completes an addition that Postgres has and Redis may lack (its journal row is
+// "db", written under the sale lock's fencing token fence), and reports whether it could. It
+// runs stock.lua again only when that cannot count the units twice: no shard recorded the
+// request id (stock.lua did not run), and no other holder of the sale's lock wrote a fenced
+// step since (a reconcile or a preheat, which set Redis from Postgres and so may have given
+// Redis the units already). Otherwise only reconcile can tell, and it reports false; when
+// every meta hash recorded the request, the change was complete and it reports true.
+func (s *Service) finishAdd(ctx context.Context, sale string, shards int, req StockRequest, fence *int64) (bool, error) {
+	ids := contract.ShardIDs(sale, shards)
+	recorded := 0
+	for _, id := range ids {
+		in, err := s.Redis.SIsMember(ctx, stockRequestsKey(id), req.RequestID).Result()
+		if err != nil {
+			return false, err
+		}
+		if in {
+			recorded++
+		}
+	}
+	switch {
+	case recorded == len(ids):
+		return true, nil
+	case recorded > 0 || fence == nil:
+		return false, nil
+	}
+	var seen int64
+	if err := s.Pool.QueryRow(ctx, `SELECT token FROM fences WHERE lock_key = $1`, saleLockKey(sale)).Scan(&seen); err != nil {
+		return false, err
+	}
+	if seen != *fence {
+		return false, nil
+	}
+	return true, s.applyStockRedis(ctx, sale, shards, req.RequestID, req.Add, req.Variant)
+}
+
+// stockStop, set by tests only, is asked at each point of a stock change between its two
+// stores (stopAt); an error stops the change there, as a backend that stopped would.
+var stockStop func(step string) error
+
+func stopAt(step string) error {
+	if stockStop == nil {
+		return nil
+	}
+	return stockStop(step)
+}
+
+// short reports whether removing -add units would take a stock below zero (in Postgres, or in
+// Redis when the sale is there).
+func short(db int, redis *int64, add int) bool {
+	return db+add < 0 || redis != nil && *redis+int64(add) < 0
+}
+
+// stockVariant checks a stock change's variant against the sale's variants and reads that
+// variant in both stores; nil for a change of a sale without variants.
+func (s *Service) stockVariant(ctx context.Context, sale string, shards int, variant string) (*VariantStatus, error) {
+	vs, err := saleVariants(ctx, s.Pool, sale)
+	switch {
+	case err != nil:
+		return nil, err
+	case len(vs) == 0 && variant == "":
+		return nil, nil
+	case len(vs) == 0:
+		return nil, errNotVariantSale
+	case variant == "":
+		return nil, errVariantStock
+	}
+	for _, v := range vs {
+		if v.ID == variant {
+			one := []VariantStatus{v}
+			if err := fillVariantsRedis(ctx, s.Redis, sale, shards, one); err != nil {
+				return nil, err
+			}
+			return &one[0], nil
+		}
+	}
+	return nil, errUnknownVariant
+}
+
+// applyStockDB is a stock change's Postgres side: the sale's stock and initial stock, and with
+// a variant the variant's too, each guarded by stock >= 0 (errInsufficient otherwise; the
+// caller's transaction then rolls back). The sale's row is updated first: the batched writer
+// locks a sale's row before its variants' rows, so the two never deadlock.
+func applyStockDB(ctx context.Context, tx pgx.Tx, sale, variant string, add int) error {
+	tag, err := tx.Exec(ctx, `UPDATE sales SET stock = stock + $2, initial_stock = initial_stock + $2
+		WHERE id = $1 AND stock + $2 >= 0`, sale, add)
+	if err != nil {
+		return err
+	}
+	if tag.RowsAffected() == 0 {
+		return errInsufficient
+	}
+	if variant == "" {
+		return nil
+	}
+	tag, err = tx.Exec(ctx, `UPDATE sale_variants SET stock = stock + $3, initial_stock = initial_stock + $3
+		WHERE sale_id = $1 AND variant_id = $2 AND stock + $3 >= 0`, sale, variant, add)
+	if err != nil {
+		return err
+	}
+	if tag.RowsAffected() == 0 {
+		return errInsufficient
+	}
+	return nil
+}
+
+// stockAuditView is a stock change's side of the audit trail: the sale's numbers, or for a
+// change of one variant the variant's, with the sale's totals beside them (sale_*).
+func stockAuditView(sum SaleSummary, v *VariantStatus) map[string]any {
+	m := auditView("stock", sum)
+	if v != nil {
+		m["sale_initial_stock"], m["sale_stock_db"], m["sale_stock_redis"] = m["initial_stock"], m["stock_db"], m["stock_redis"]
+		m["variant"], m["initial_stock"], m["stock_db"], m["stock_redis"] = v.ID, v.InitialStock, v.StockDB, v.StockRedis
+	}
+	return m
 }
 
 // markStockChange sets a journal row's status outside the sale's lock (after reconcile).
@@ -201,18 +357,20 @@ func ParseStockRequest(r io.Reader) (StockRequest, error) {
 	dec := json.NewDecoder(r)
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&req); err != nil {
-		return req, fmt.Errorf("body must be JSON {\"add\": N, \"request_id\": \"...\"}: %w", err)
+		return req, fmt.Errorf("body must be JSON {\"add\": N, \"request_id\": \"...\", \"variant\": \"<id>\" (optional)}: %w", err)
 	}
 	switch {
 	case req.Add == 0 || req.Add > 1_000_000_000 || req.Add < -1_000_000_000:
 		return req, errors.New("add must be a non-zero integer within ±1e9")
 	case !requestIDPattern.MatchString(req.RequestID):
 		return req, errors.New("request_id is required: 1..128 of [A-Za-z0-9._:-]")
+	case req.Variant != "" && !contract.ValidVariantID(req.Variant):
+		return req, errors.New("variant must match ^[A-Za-z0-9_-]{1,64}$")
 	}
 	return req, nil
 }
 
-// handleStock serves POST /admin/sales/{id}/stock {"add": N, "request_id": "..."}.
+// handleStock serves POST /admin/sales/{id}/stock {"add": N, "request_id": "...", "variant": "<id>"}.
 func (s *Service) handleStock(w http.ResponseWriter, r *http.Request) {
 	req, err := ParseStockRequest(http.MaxBytesReader(w, r.Body, 1<<12))
 	if err != nil {

@@ -28,7 +28,7 @@ func (e *env) shardedVariantSale(k, limit int, variants ...VariantSpec) string {
 	e.t.Cleanup(func() {
 		for _, s := range contract.ShardIDs(id, k) {
 			e.rdb.Del(ctx, contract.MetaKey(s), contract.BuyersKey(s), contract.CompensatedKey(s), contract.HeldKey(s),
-				contract.OutboxKey(s), contract.TokensKey(s), contract.MovesKey(s), contract.MovedInKey(s))
+				contract.OutboxKey(s), contract.TokensKey(s), contract.MovesKey(s), contract.MovedInKey(s), stockRequestsKey(s))
 			e.rdb.SRem(ctx, contract.SalesIndexKey, s)
 		}
 		e.rdb.Del(ctx, contract.MetaKey(id))

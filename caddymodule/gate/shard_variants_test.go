@@ -60,6 +60,8 @@ func TestGateShardedSaleWithVariantsNeverOversellsNorExceedsTheLimit(t *testing.
 	var mu sync.Mutex
 	sold := map[string]int64{}
 	byUser := map[string]int{}
+	orders := map[string]map[string]bool{} // user -> his accepted order ids
+	told := map[string]string{}            // user -> an order id an already_bought named
 	var wg sync.WaitGroup
 	for i := range 120 {
 		user := "u" + strconv.Itoa(i)
@@ -78,6 +80,16 @@ func TestGateShardedSaleWithVariantsNeverOversellsNorExceedsTheLimit(t *testing.
 					mu.Lock()
 					sold[v] += int64(q)
 					byUser[user] += q
+					if orders[user] == nil {
+						orders[user] = map[string]bool{}
+					}
+					orders[user][a.OrderID] = true
+					mu.Unlock()
+				case a.Code == "already_bought":
+					// His shard sold out (its flag is set): a buyer is told his order from
+					// the buyers hash, as on any sold-out sale, whatever the limit.
+					mu.Lock()
+					told[user] = a.OrderID
 					mu.Unlock()
 				case a.Code != "sold_out" && a.Code != "limit_reached":
 					t.Errorf("unexpected answer %d %s", a.Status, a.Raw)
@@ -86,6 +98,11 @@ func TestGateShardedSaleWithVariantsNeverOversellsNorExceedsTheLimit(t *testing.
 		}
 	}
 	wg.Wait()
+	for user, id := range told {
+		if !orders[user][id] {
+			t.Errorf("%s was told already_bought with %s, not one of his orders %v", user, id, orders[user])
+		}
+	}
 	for user, n := range byUser {
 		if n > limit {
 			t.Errorf("%s holds %d units, above the limit %d", user, n, limit)

@@ -28,6 +28,16 @@ type controlResult struct {
 	RequestID string      `json:"request_id"`
 	Sale      saleSummary `json:"sale"`
 	Replayed  bool        `json:"replayed"`
+	// Variant is set when a stock change named a variant.
+	Variant *variantStatus `json:"variant"`
+}
+
+// variantStatus is one variant of a sale as the backend reports it.
+type variantStatus struct {
+	ID           string `json:"id"`
+	InitialStock int    `json:"initial_stock"`
+	StockDB      int    `json:"stock_db"`
+	StockRedis   *int64 `json:"stock_redis"`
 }
 
 type auditEntry struct {
@@ -245,8 +255,13 @@ func (c *cli) printControl(raw []byte, res controlResult) {
 			note = " (already applied: nothing changed)"
 		}
 		fmt.Fprintf(w, "%s %s: %s%s (request %s)\n", res.Action, res.Sale.ID, res.Sale.State, note, res.RequestID)
-		table(w, [][]string{{"stock in Redis", stock(res.Sale.StockRedis)}, {"stock in Postgres", strconv.Itoa(res.Sale.StockDB)},
-			{"initial stock", strconv.Itoa(res.Sale.InitialStock)}, {"ends", when(res.Sale.EndsAt)}})
+		rows := [][]string{{"stock in Redis", stock(res.Sale.StockRedis)}, {"stock in Postgres", strconv.Itoa(res.Sale.StockDB)},
+			{"initial stock", strconv.Itoa(res.Sale.InitialStock)}, {"ends", when(res.Sale.EndsAt)}}
+		if v := res.Variant; v != nil {
+			rows = append(rows, []string{"variant", v.ID}, []string{"variant in Redis", stock(v.StockRedis)},
+				[]string{"variant in Postgres", strconv.Itoa(v.StockDB)}, []string{"variant initial stock", strconv.Itoa(v.InitialStock)})
+		}
+		table(w, rows)
 	})
 }
 
@@ -292,10 +307,11 @@ func (c *cli) end(ctx context.Context, args []string) error {
 
 func (c *cli) stock(ctx context.Context, args []string) error {
 	if len(args) == 0 || (args[0] != "add" && args[0] != "remove") {
-		return fmt.Errorf("%w: stock add SALE N | stock remove SALE N", errUsage)
+		return fmt.Errorf("%w: stock add SALE N [-variant V] | stock remove SALE N [-variant V]", errUsage)
 	}
 	fs := c.flags("stock " + args[0])
 	reqID := fs.String("request-id", "", "names the change: run again with the same id to retry safely (default: a new one, printed)")
+	variant := fs.String("variant", "", "the variant whose units change (required on a sale with variants)")
 	pos, err := c.parse(fs, args[1:], "SALE", "N")
 	if err != nil {
 		return err
@@ -312,9 +328,13 @@ func (c *cli) stock(ctx context.Context, args []string) error {
 		_, _ = rand.Read(b)
 		*reqID = "ctl-" + hex.EncodeToString(b)
 	}
+	body := map[string]any{"add": n, "request_id": *reqID}
+	if *variant != "" {
+		body["variant"] = *variant
+	}
 	var res controlResult
 	var raw []byte
-	if err := c.call(ctx, "POST", "/admin/sales/"+url.PathEscape(pos[0])+"/stock", map[string]any{"add": n, "request_id": *reqID}, &res, &raw); err != nil {
+	if err := c.call(ctx, "POST", "/admin/sales/"+url.PathEscape(pos[0])+"/stock", body, &res, &raw); err != nil {
 		return fmt.Errorf("%w (retry safely with -request-id %s)", err, *reqID)
 	}
 	c.printControl(raw, res)

@@ -37,8 +37,9 @@ commands:
   preheat SALE                       load the sale into Redis
   pause SALE | resume SALE           stop / restart accepting on every gateway
   end SALE [-at RFC3339]             end now, or move the end to -at
-  stock add|remove SALE N [-request-id ID]
-                                     add (or remove unsold) units; idempotent per request id
+  stock add|remove SALE N [-variant V] [-request-id ID]
+                                     add (or remove unsold) units, of variant V on a sale with
+                                     variants; idempotent per request id
   reconcile SALE | rebalance SALE    repair Redis from Postgres / even out a sharded sale
   audit [-sale SALE] [-limit N]      who did what, when
   watch SALE [-interval 1s]          a live view, refreshed every second (Ctrl-C ends it)

@@ -1,0 +1,313 @@
+package backend
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/seckilledge/seckill/bench/verify"
+	"github.com/seckilledge/seckill/contract"
+	"github.com/seckilledge/seckill/internal/testenv"
+	"github.com/seckilledge/seckill/lua"
+)
+
+var errStopped = errors.New("stopped here (test)")
+
+// stopAtStep makes the next stock change stop at step, as a backend that stopped there would.
+func stopAtStep(t *testing.T, step string) {
+	t.Helper()
+	stockStop = func(s string) error {
+		if s == step {
+			return errStopped
+		}
+		return nil
+	}
+	t.Cleanup(func() { stockStop = nil })
+}
+
+// The backend stops between the two stores of a variant's stock change, at each point; the
+// client's retry completes the change, counting it once in each store.
+func TestAVariantStockChangeStoppedBetweenTheStoresIsCompletedByItsRetry(t *testing.T) {
+	e := newEnv(t)
+	ctx := withWho(context.Background())
+	sale := e.variantSale(2, VariantSpec{"a", 4}, VariantSpec{"b", 4}, VariantSpec{"c", 4})
+	// A purchase of a in flight (accepted, not written): reconcile cannot give a variant its
+	// units back while it lasts, so the retry must finish by itself.
+	inFlight, _, ok := e.buy(sale, "early", "a", 1)
+	if !ok {
+		t.Fatal("the gate refused")
+	}
+	retry := func(r StockRequest) ControlResult {
+		t.Helper()
+		res, err := e.svc.ChangeStock(ctx, sale, r)
+		if err != nil {
+			t.Fatalf("retry of %+v: %v", r, err)
+		}
+		if st := e.dbInt(`SELECT count(*) FROM stock_changes WHERE request_id = $1 AND status = 'applied'`, r.RequestID); st != 1 {
+			t.Fatalf("%s is not applied in the journal", r.RequestID)
+		}
+		return res
+	}
+
+	// 1. An addition stopped after Postgres: Redis lacks the units until the retry.
+	stopAtStep(t, "add:postgres")
+	addA := StockRequest{Add: 3, RequestID: "stop-add-a", Variant: "a"}
+	if _, err := e.svc.ChangeStock(ctx, sale, addA); !errors.Is(err, errStopped) {
+		t.Fatalf("stopped add: %v", err)
+	}
+	stockStop = nil
+	if init, st := e.variantRow(sale, "a"); init != 7 || st != 7 || e.meta(sale)["v:a"] != "3" {
+		t.Fatalf("after the stop: Postgres a %d/%d, Redis a %s; want Postgres 7/7, Redis 3 (unchanged)", init, st, e.meta(sale)["v:a"])
+	}
+	if res := retry(addA); res.Reconcile != nil || *res.Variant.StockRedis != 6 {
+		t.Fatalf("retry of the add: %+v (want Redis a 6 without a reconcile)", res)
+	}
+	if res := retry(addA); !res.Replayed {
+		t.Fatal("a second retry was not a replay")
+	}
+
+	// 2. The same, but a reconcile ran between the stop and the retry (nothing in flight on
+	// b's side either way: the write of the early order lets reconcile repair variants).
+	if _, err := (&Writer{Pool: e.pool}).WriteBatch(context.Background(), []contract.OrderMessage{inFlight}); err != nil {
+		t.Fatal(err)
+	}
+	stopAtStep(t, "add:postgres")
+	addB := StockRequest{Add: 2, RequestID: "stop-add-b", Variant: "b"}
+	if _, err := e.svc.ChangeStock(ctx, sale, addB); !errors.Is(err, errStopped) {
+		t.Fatalf("stopped add: %v", err)
+	}
+	stockStop = nil
+	if rep, err := e.svc.Reconcile(ctx, sale); err != nil || e.meta(sale)["v:b"] != "6" {
+		t.Fatalf("reconcile between the stop and the retry: %v %+v, Redis b %s", err, rep, e.meta(sale)["v:b"])
+	}
+	if res := retry(addB); res.Reconcile == nil || *res.Variant.StockRedis != 6 {
+		t.Fatalf("retry after a reconcile: %+v (want Redis b 6: counted once)", res)
+	}
+
+	// 3. A removal stopped after its journal row: nothing applied yet.
+	stopAtStep(t, "remove:journal")
+	cutC := StockRequest{Add: -3, RequestID: "stop-cut-c", Variant: "c"}
+	if _, err := e.svc.ChangeStock(ctx, sale, cutC); !errors.Is(err, errStopped) {
+		t.Fatalf("stopped removal: %v", err)
+	}
+	stockStop = nil
+	if e.meta(sale)["v:c"] != "4" {
+		t.Fatal("a removal stopped before Redis changed Redis")
+	}
+	retry(cutC)
+	if init, st := e.variantRow(sale, "c"); init != 1 || st != 1 || e.meta(sale)["v:c"] != "1" {
+		t.Fatalf("after the retry: Postgres c %d/%d, Redis %s, want 1", init, st, e.meta(sale)["v:c"])
+	}
+
+	// 4. A removal stopped after Redis: Redis has fewer units than Postgres (safe) until the
+	// retry cuts Postgres, once.
+	stopAtStep(t, "remove:redis")
+	cutA := StockRequest{Add: -2, RequestID: "stop-cut-a", Variant: "a"}
+	if _, err := e.svc.ChangeStock(ctx, sale, cutA); !errors.Is(err, errStopped) {
+		t.Fatalf("stopped removal: %v", err)
+	}
+	stockStop = nil
+	if _, st := e.variantRow(sale, "a"); st != 6 || e.meta(sale)["v:a"] != "4" {
+		t.Fatalf("after the stop: Postgres a %d, Redis a %s; want 6 and 4", st, e.meta(sale)["v:a"])
+	}
+	retry(cutA)
+	retry(cutA)
+	if init, st := e.variantRow(sale, "a"); init != 5 || st != 4 || e.meta(sale)["v:a"] != "4" {
+		t.Fatalf("after the retries: Postgres a %d/%d, Redis a %s; want 5/4 and 4", init, st, e.meta(sale)["v:a"])
+	}
+	if m := e.meta(sale); m["stock"] != "11" || e.dbInt(`SELECT stock FROM sales WHERE id = $1`, sale) != 11 {
+		t.Fatalf("totals: Redis %s, Postgres %d, want 11 (a 4 + b 6 + c 1)", m["stock"], e.dbInt(`SELECT stock FROM sales WHERE id = $1`, sale))
+	}
+	e.variantUnits(sale)
+	if rep, err := e.svc.Reconcile(ctx, sale); err != nil || rep.StockDelta != 0 || e.meta(sale)["v:a"] != "4" {
+		t.Fatalf("a final reconcile found something to repair: %v %+v", err, rep)
+	}
+}
+
+// An addition to a variant of a sharded sale stopped after Postgres: the retry spreads the
+// units over the shards itself (reconcile does not repair a sharded variant sale).
+func TestAStoppedVariantAddOfAShardedSaleIsSpreadByItsRetry(t *testing.T) {
+	e := newEnv(t)
+	ctx := withWho(context.Background())
+	sale := e.shardedVariantSale(2, 2, VariantSpec{"a", 2}, VariantSpec{"b", 2})
+	stopAtStep(t, "add:postgres")
+	add := StockRequest{Add: 4, RequestID: "stop-shard-add", Variant: "a"}
+	if _, err := e.svc.ChangeStock(ctx, sale, add); !errors.Is(err, errStopped) {
+		t.Fatal(err)
+	}
+	stockStop = nil
+	res, err := e.svc.ChangeStock(ctx, sale, add)
+	if err != nil || res.Variant == nil || *res.Variant.StockRedis != 6 || res.Variant.StockDB != 6 {
+		t.Fatalf("retry: %v %+v", err, res.Variant)
+	}
+	for _, id := range contract.ShardIDs(sale, 2) {
+		if m := e.meta(id); m["v:a"] != "3" || m["stock"] != "4" {
+			t.Fatalf("shard %s: %v, want a 3 of stock 4", id, m)
+		}
+	}
+}
+
+// Removals of a variant's units race with a crowd buying that variant through the real gate
+// script: neither store goes below zero at any moment seen, every unit is sold, removed or
+// left exactly once, and the verifier (bench/verify, per variant, in units) passes once the
+// orders are written by the consumer.
+func TestVariantRemovalsRacingACrowdKeepBothStoresAtOrAboveZeroAndTheVerifierPasses(t *testing.T) {
+	e := newEnv(t)
+	ctx := withWho(context.Background())
+	const initialA, crowd = 1000, 2000
+	sale := e.variantSale(2, VariantSpec{"a", initialA}, VariantSpec{"b", 10})
+
+	var (
+		mu       sync.Mutex
+		accepted []contract.OrderMessage
+		removed  atomic.Int64
+		overlap  atomic.Int64 // removals applied while the crowd was buying
+		bought   atomic.Bool  // the crowd is done
+		start    = make(chan struct{})
+		first    = make(chan struct{}) // the operator's first removal has answered
+		negative atomic.Value
+		done     = make(chan struct{})
+		wg       sync.WaitGroup
+	)
+	// The crowd: 2000 users, each wanting 1 or 2 units of a (demand 3000 > 1000). It starts with
+	// the operator's first removal; its second half waits for that removal's answer, so that
+	// the crowd, however fast, is still buying while the removals are applied.
+	users := make(chan int, crowd)
+	for i := 0; i < crowd; i++ {
+		users <- i
+	}
+	close(users)
+	errs := make(chan error, 16)
+	var crowdWG sync.WaitGroup
+	for w := 0; w < 4; w++ {
+		crowdWG.Add(1)
+		go func() {
+			defer crowdWG.Done()
+			<-start
+			for i := range users {
+				if i >= crowd/2 {
+					<-first
+				}
+				user, order, q := "crowd-"+strconv.Itoa(i), uuid.Must(uuid.NewV7()).String(), 1+i%2
+				reply, err := lua.GateCall{Sale: sale, User: user, OrderID: order, Group: "relay", Variant: "a", Quantity: q}.Run(context.Background(), e.rdb)
+				if err != nil {
+					errs <- err
+					return
+				}
+				if reply[0].(int64) == 0 {
+					mu.Lock()
+					accepted = append(accepted, contract.OrderMessage{OrderID: order, SaleID: sale, UserID: user, AcceptedAt: time.Now().UTC(),
+						Variant: reply[3].(string), Quantity: int(reply[4].(int64)), SeqNo: int(reply[5].(int64))})
+					mu.Unlock()
+				}
+			}
+		}()
+	}
+	go func() { crowdWG.Wait(); bought.Store(true) }()
+	// The operator: removals of 3 units of a, one after the other, for as long as the crowd
+	// buys (at most 100), retried while the lock is busy.
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		var once sync.Once
+		defer once.Do(func() { close(first) })
+		close(start)
+		for i := 0; i < 100 && (i < 3 || !bought.Load()); i++ {
+			if i == 1 {
+				once.Do(func() { close(first) })
+			}
+			for {
+				_, err := e.svc.ChangeStock(ctx, sale, StockRequest{Add: -3, RequestID: fmt.Sprintf("race-%s-%d", sale, i), Variant: "a"})
+				if errors.Is(err, ErrLockBusy) {
+					continue
+				}
+				if err == nil {
+					removed.Add(3)
+					if !bought.Load() {
+						overlap.Add(1)
+					}
+				} else if err != errInsufficient {
+					errs <- err
+				}
+				break
+			}
+		}
+	}()
+	// A watcher: Redis and Postgres, read again and again while both run.
+	watch := make(chan struct{})
+	go func() {
+		defer close(watch)
+		for {
+			select {
+			case <-done:
+				return
+			default:
+			}
+			m := e.rdb.HMGet(context.Background(), contract.MetaKey(sale), "v:a", "stock").Val()
+			for _, x := range m {
+				if n, _ := strconv.Atoi(fmt.Sprint(x)); n < 0 {
+					negative.Store(fmt.Sprintf("Redis %v", m))
+				}
+			}
+			var pa, ps int
+			if err := e.pool.QueryRow(context.Background(), `SELECT v.stock, s.stock FROM sale_variants v JOIN sales s ON s.id = v.sale_id
+				WHERE v.sale_id = $1 AND v.variant_id = 'a'`, sale).Scan(&pa, &ps); err == nil && (pa < 0 || ps < 0) {
+				negative.Store(fmt.Sprintf("Postgres a %d, total %d", pa, ps))
+			}
+		}
+	}()
+	wg.Wait()
+	crowdWG.Wait()
+	close(done)
+	<-watch
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	if v := negative.Load(); v != nil {
+		t.Fatalf("a store went below zero: %v", v)
+	}
+	sold := 0
+	for _, m := range accepted {
+		sold += m.Units()
+	}
+	left, _ := strconv.Atoi(e.meta(sale)["v:a"])
+	t.Logf("a: %d units sold to %d buyers, %d removed (%d removals while the crowd bought), %d left in Redis",
+		sold, len(accepted), removed.Load(), overlap.Load(), left)
+	if sold+int(removed.Load())+left != initialA || left < 0 {
+		t.Fatalf("a: sold %d + removed %d + left %d != %d", sold, removed.Load(), left, initialA)
+	}
+	if overlap.Load() == 0 || sold == 0 {
+		t.Fatalf("the race did not race: sold %d, removed %d, none while the crowd bought", sold, removed.Load())
+	}
+
+	// The orders through RabbitMQ and the consumer, then the verifier.
+	publish(t, e.amqp, sale, bodies(accepted))
+	e.startConsumer(20)
+	testenv.WaitFor(t, 30*time.Second, "every accepted order written", func() bool { return e.accounted(sale) == len(accepted) })
+	if n := e.dbInt(`SELECT count(*) FROM orders WHERE sale_id = $1 AND status <> 'created'`, sale); n != 0 {
+		t.Fatalf("%d orders were not created: the removals took units Redis had sold", n)
+	}
+	e.variantUnits(sale)
+	acc := make([]verify.Accepted, len(accepted))
+	for i, m := range accepted {
+		acc[i] = verify.Accepted{OrderID: m.OrderID, UserID: m.UserID, At: m.AcceptedAt}
+	}
+	vhost := e.amqp[strings.LastIndex(e.amqp, "/")+1:]
+	rep, err := verify.Verify(context.Background(), verify.Sources{Redis: e.rdb, PG: e.pool,
+		Dead: verify.RabbitMgmt{URL: testenv.AMQPMgmtURL(), Vhost: vhost}}, verify.Run{Sale: sale, Accepted: acc, Demand: crowd, CheckRedis: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !rep.OK() {
+		t.Fatalf("verifier:\n%s", rep)
+	}
+	t.Logf("verifier:\n%s", rep)
+}

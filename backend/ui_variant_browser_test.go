@@ -1,0 +1,52 @@
+package backend
+
+import (
+	"context"
+	"testing"
+
+	"github.com/chromedp/chromedp"
+	"github.com/seckilledge/seckill/contract"
+)
+
+// The cockpit's "Add stock…" button on a sale with variants: the dialog takes the number and
+// the variant ("3 red"), and the page sends {"add", "request_id", "variant"}; a number alone
+// is refused by the backend (409 variant_sale) and the page says so.
+func TestCockpitAddsStockToOneVariant(t *testing.T) {
+	e := newEnv(t)
+	t.Setenv("SECKILL_GATEWAY_METRICS", "")
+	srv := e.controlServer()
+	sale := e.variantSale(1, VariantSpec{"red", 1}, VariantSpec{"blue", 2})
+	ctx := browser(t)
+	if err := chromedp.Do(ctx,
+		chromedp.Navigate(srv.URL+"/admin/ui"),
+		chromedp.WaitVisible(chromedp.CSS(`#token`)),
+		chromedp.SendKeys(chromedp.CSS(`#token`), aliceToken),
+		chromedp.Click(chromedp.CSS(`#login`)),
+		chromedp.WaitVisible(chromedp.CSS(`#sale-`+sale)),
+	); err != nil {
+		t.Fatal(err)
+	}
+	add := func(input string) {
+		t.Helper()
+		if err := chromedp.Do(ctx,
+			chromedp.Click(chromedp.CSS(`#sale-`+sale+` button[data-act="add"]`)),
+			chromedp.WaitVisible(chromedp.CSS(`#confirm-input`)),
+			chromedp.SetValue(chromedp.CSS(`#confirm-input`), input),
+			chromedp.Click(chromedp.CSS(`#confirm-ok`)),
+		); err != nil {
+			t.Fatal(err)
+		}
+	}
+	events := subscribe(t, e.rdb)
+	add("3 red")
+	await(t, events, "restock:"+sale)
+	if m := e.rdb.HGetAll(context.Background(), contract.MetaKey(sale)).Val(); m["v:red"] != "4" || m["v:blue"] != "2" || m["stock"] != "6" {
+		t.Fatalf("Redis after the button: %v", m)
+	}
+	waitJS(t, ctx, "the page's Redis stock", textIs(sel(sale, "stock_redis"), "6"))
+	add("2")
+	waitJS(t, ctx, "the refusal shown", `document.body.textContent.includes("variant_sale")`)
+	if n := e.dbInt(`SELECT count(*) FROM audit_log WHERE sale_id = $1`, sale); n != 1 {
+		t.Fatalf("%d audit rows, want 1 (the refused add changes nothing)", n)
+	}
+}
