@@ -82,19 +82,9 @@ func (s *Service) Reconcile(ctx context.Context, sale string) (ReconcileReport, 
 		// A sharded sale is reconciled as the sum of its shards (ids; the sale itself when
 		// unsharded). Units a rebalance left journaled between two shards are delivered
 		// first, so that the shards' stocks hold every unit.
-		k, err := s.shards.of(ctx, s.Pool, sale)
+		k, ids, err := s.reconcileShardIDs(ctx, sale, &rep)
 		if err != nil {
 			return err
-		}
-		ids := contract.ShardIDs(sale, k)
-		if k > 1 {
-			n, err := finishMoves(ctx, s.Redis, ids)
-			if err != nil {
-				return err
-			}
-			if n > 0 {
-				rep.Actions = append(rep.Actions, fmt.Sprintf("%d interrupted moves between shards: completed", n))
-			}
 		}
 
 		// 1. Lost buyers.
@@ -273,6 +263,27 @@ func (s *Service) Reconcile(ctx context.Context, sale string) (ReconcileReport, 
 		s.Log.Info("sale reconciled", "sale_id", sale, "actions", rep.Actions)
 	}
 	return rep, err
+}
+
+// reconcileShardIDs returns a sale's shard count and the ids reconcile sums over (the sale
+// itself when unsharded), after delivering the units a rebalance left journaled between two
+// shards, so that the shards' stocks (and variants) hold every unit.
+func (s *Service) reconcileShardIDs(ctx context.Context, sale string, rep *ReconcileReport) (int, []string, error) {
+	k, err := s.shards.of(ctx, s.Pool, sale)
+	if err != nil {
+		return 0, nil, err
+	}
+	ids := contract.ShardIDs(sale, k)
+	if k > 1 {
+		n, err := finishMoves(ctx, s.Redis, ids)
+		if err != nil {
+			return 0, nil, err
+		}
+		if n > 0 {
+			rep.Actions = append(rep.Actions, fmt.Sprintf("%d interrupted moves between shards: completed", n))
+		}
+	}
+	return k, ids, nil
 }
 
 func (s *Service) grace() time.Duration {

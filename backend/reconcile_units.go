@@ -44,21 +44,9 @@ func (s *Service) unitSale(ctx context.Context, sale string) (bool, error) {
 
 // reconcileUnits is Reconcile for a unit sale.
 func (s *Service) reconcileUnits(ctx context.Context, sale, key string, held Held, rep *ReconcileReport) error {
-	k, err := s.shards.of(ctx, s.Pool, sale)
+	k, ids, err := s.reconcileShardIDs(ctx, sale, rep)
 	if err != nil {
 		return err
-	}
-	ids := contract.ShardIDs(sale, k)
-	if k > 1 {
-		// Units a rebalance left journaled between two shards are delivered first, so that
-		// the shards' stocks (and variants) hold every unit.
-		n, err := finishMoves(ctx, s.Redis, ids)
-		if err != nil {
-			return err
-		}
-		if n > 0 {
-			rep.Actions = append(rep.Actions, fmt.Sprintf("%d interrupted moves between shards: completed", n))
-		}
 	}
 	pending, err := s.pendingCompensations(ctx, sale)
 	if err != nil {

@@ -3,7 +3,9 @@ package chaos_test
 import (
 	"bytes"
 	"context"
+	"os"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -15,32 +17,9 @@ import (
 // The short form of `make chaos`: a sale through two gateways and two consumers while a gateway
 // and a consumer are killed (kill -9), RabbitMQ and Postgres are restarted and Redis is stopped
 // and started again, on servers of the test's own. Every fault row and every invariant must
-// PASS. The relays claim a dead instance's entries after 5 s here (default 30 s) to keep the
-// test short.
+// PASS.
 func TestASaleSurvivesEveryPartBeingKilledAndRestarted(t *testing.T) {
-	testenv.NeedsServices(t, "private Redis, RabbitMQ and Postgres servers")
-	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
-	defer cancel()
-	bin := t.TempDir()
-	if err := bench.Build(ctx, "../..", bin); err != nil {
-		t.Fatal(err)
-	}
-	var log bytes.Buffer
-	rep, err := chaos.Run(ctx, chaos.Options{
-		Buyers: 2000, Rate: 125, Stock: 1800, Schedule: chaos.ShortSchedule(), Log: &log,
-		Cluster: chaos.ClusterOptions{Root: "../..", BinDir: bin, Dir: t.TempDir(), GateRelay: "claim_min_idle 5s",
-			AdminToken: "chaos-test-admin-token", TokenKey: "chaos-test-token-key-0123456789abcdef-0123"},
-	})
-	t.Log(log.String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out bytes.Buffer
-	rep.Table(&out)
-	t.Log(out.String())
-	if !rep.OK() {
-		t.Fatal("a fault row or an invariant failed (table above)")
-	}
+	rep := runShort(t, chaos.Options{Buyers: 2000, Rate: 125, Stock: 1800})
 	if len(rep.Rows) != len(chaos.ShortSchedule())+5 {
 		t.Fatalf("%d rows, want one per fault and five invariants", len(rep.Rows))
 	}
@@ -57,19 +36,29 @@ func TestASaleSurvivesEveryPartBeingKilledAndRestarted(t *testing.T) {
 // and every invariant is checked per variant, with undersell judged per variant: a unit left
 // behind by a fault fails the run.
 func TestAVariantSaleSurvivesEveryPartBeingKilledAndRestarted(t *testing.T) {
+	rep := runShort(t, chaos.Options{Buyers: 2000, Rate: 125, Variants: []int{450, 450, 450, 450}})
+	if rep.Stock != 1800 || len(rep.Verify.Checks) != 5 || !strings.Contains(rep.Verify.Checks[0].Name, "per variant") {
+		t.Fatalf("stock %d, checks %+v: want the per-variant checks of a 1 800-unit sale", rep.Stock, rep.Verify.Checks)
+	}
+	if n := rep.Verify.Checks[0].Numbers["units_held"]; n != 1800 {
+		t.Fatalf("%d units held after the drain, want all 1 800 sold", n)
+	}
+}
+
+// runShort runs o under the short schedule on servers and binaries of the test's own, and fails
+// the test unless every fault row and every invariant PASSed. The relays claim a dead instance's
+// entries after 5 s here (default 30 s) to keep the test short.
+func runShort(t *testing.T, o chaos.Options) *chaos.Report {
+	t.Helper()
 	testenv.NeedsServices(t, "private Redis, RabbitMQ and Postgres servers")
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
-	bin := t.TempDir()
-	if err := bench.Build(ctx, "../..", bin); err != nil {
-		t.Fatal(err)
-	}
+	bin := binaries(t)
 	var log bytes.Buffer
-	rep, err := chaos.Run(ctx, chaos.Options{
-		Buyers: 2000, Rate: 125, Variants: []int{450, 450, 450, 450}, Schedule: chaos.ShortSchedule(), Log: &log,
-		Cluster: chaos.ClusterOptions{Root: "../..", BinDir: bin, Dir: t.TempDir(), GateRelay: "claim_min_idle 5s",
-			AdminToken: "chaos-test-admin-token", TokenKey: "chaos-test-token-key-0123456789abcdef-0123"},
-	})
+	o.Schedule, o.Log = chaos.ShortSchedule(), &log
+	o.Cluster = chaos.ClusterOptions{Root: "../..", BinDir: bin, Dir: t.TempDir(), GateRelay: "claim_min_idle 5s",
+		AdminToken: "chaos-test-admin-token", TokenKey: "chaos-test-token-key-0123456789abcdef-0123"}
+	rep, err := chaos.Run(ctx, o)
 	t.Log(log.String())
 	if err != nil {
 		t.Fatal(err)
@@ -80,12 +69,37 @@ func TestAVariantSaleSurvivesEveryPartBeingKilledAndRestarted(t *testing.T) {
 	if !rep.OK() {
 		t.Fatal("a fault row or an invariant failed (table above)")
 	}
-	if rep.Stock != 1800 || len(rep.Verify.Checks) != 5 || !strings.Contains(rep.Verify.Checks[0].Name, "per variant") {
-		t.Fatalf("stock %d, checks %+v: want the per-variant checks of a 1 800-unit sale", rep.Stock, rep.Verify.Checks)
+	return rep
+}
+
+// built holds the gateway and backend binaries, built once for every run of the package.
+var built struct {
+	once sync.Once
+	dir  string
+	err  error
+}
+
+func binaries(t *testing.T) string {
+	t.Helper()
+	built.once.Do(func() {
+		if built.dir, built.err = os.MkdirTemp("", "seckill-chaos-bin-"); built.err == nil {
+			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+			defer cancel()
+			built.err = bench.Build(ctx, "../..", built.dir)
+		}
+	})
+	if built.err != nil {
+		t.Fatal(built.err)
 	}
-	if n := rep.Verify.Checks[0].Numbers["units_held"]; n != 1800 {
-		t.Fatalf("%d units held after the drain, want all 1 800 sold", n)
+	return built.dir
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if built.dir != "" {
+		_ = os.RemoveAll(built.dir)
 	}
+	os.Exit(code)
 }
 
 func TestParseScheduleReadsKindTimeDowntimeAndInstance(t *testing.T) {
