@@ -67,15 +67,7 @@ func TestCockpitPageShowsALiveSaleAndItsPauseButtonPausesIt(t *testing.T) {
 	ctx := browser(t)
 
 	// Sign in through the login form; the page then lives on its cookie.
-	if err := chromedp.Do(ctx,
-		chromedp.Navigate(srv.URL+"/admin/ui"),
-		chromedp.WaitVisible(chromedp.CSS(`#token`)),
-		chromedp.SendKeys(chromedp.CSS(`#token`), aliceToken),
-		chromedp.Click(chromedp.CSS(`#login`)),
-		chromedp.WaitVisible(chromedp.CSS(`#sale-`+sale)),
-	); err != nil {
-		t.Fatal(err)
-	}
+	signIn(t, ctx, srv.URL, sale)
 	waitJS(t, ctx, "the sale's Redis stock", textIs(sel(sale, "stock_redis"), "40"))
 	waitJS(t, ctx, "the signed-in admin", textIs("#who", "alice"))
 
@@ -120,5 +112,20 @@ func TestCockpitPageShowsALiveSaleAndItsPauseButtonPausesIt(t *testing.T) {
 		if err := os.WriteFile(filepath.Clean(dst), png, 0o644); err != nil {
 			t.Fatal(err)
 		}
+	}
+}
+
+// signIn opens the live page at base, signs in as alice through the login form (the page then
+// lives on its cookie) and waits for sale's row.
+func signIn(t *testing.T, ctx context.Context, base, sale string) {
+	t.Helper()
+	if err := chromedp.Do(ctx,
+		chromedp.Navigate(base+"/admin/ui"),
+		chromedp.WaitVisible(chromedp.CSS(`#token`)),
+		chromedp.SendKeys(chromedp.CSS(`#token`), aliceToken),
+		chromedp.Click(chromedp.CSS(`#login`)),
+		chromedp.WaitVisible(chromedp.CSS(`#sale-`+sale)),
+	); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -17,15 +17,7 @@ func TestCockpitAddsStockToOneVariant(t *testing.T) {
 	srv := e.controlServer()
 	sale := e.variantSale(1, VariantSpec{"red", 1}, VariantSpec{"blue", 2})
 	ctx := browser(t)
-	if err := chromedp.Do(ctx,
-		chromedp.Navigate(srv.URL+"/admin/ui"),
-		chromedp.WaitVisible(chromedp.CSS(`#token`)),
-		chromedp.SendKeys(chromedp.CSS(`#token`), aliceToken),
-		chromedp.Click(chromedp.CSS(`#login`)),
-		chromedp.WaitVisible(chromedp.CSS(`#sale-`+sale)),
-	); err != nil {
-		t.Fatal(err)
-	}
+	signIn(t, ctx, srv.URL, sale)
 	add := func(input string) {
 		t.Helper()
 		if err := chromedp.Do(ctx,
