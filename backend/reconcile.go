@@ -145,14 +145,8 @@ func (s *Service) Reconcile(ctx context.Context, sale string) (ReconcileReport, 
 		}
 
 		// 2. Pending compensations of this sale.
-		pending, err := s.pendingCompensations(ctx, sale)
-		if err != nil {
+		if err := s.compensatePending(ctx, sale, &rep, "a unit"); err != nil {
 			return err
-		}
-		if len(pending) > 0 {
-			rep.Compensated = s.Compensator.Compensate(ctx, pending)
-			metricReconciled.WithLabelValues("compensated").Add(float64(rep.Compensated))
-			rep.Actions = append(rep.Actions, fmt.Sprintf("%d failed or cancelled orders still held a unit in Redis: returned", rep.Compensated))
 		}
 
 		// 3. Snapshots, Postgres first.
@@ -325,6 +319,20 @@ func (s *Service) ordersByID(ctx context.Context, buyers map[string]string) (map
 		out[id] = st
 	}
 	return out, rows.Err()
+}
+
+// compensatePending returns to Redis what the sale's failed or cancelled orders still hold
+// there (their compensation did not run, or did not finish) and reports it; what says what
+// each held ("a unit", "units").
+func (s *Service) compensatePending(ctx context.Context, sale string, rep *ReconcileReport, what string) error {
+	pending, err := s.pendingCompensations(ctx, sale)
+	if err != nil || len(pending) == 0 {
+		return err
+	}
+	rep.Compensated = s.Compensator.Compensate(ctx, pending)
+	metricReconciled.WithLabelValues("compensated").Add(float64(rep.Compensated))
+	rep.Actions = append(rep.Actions, fmt.Sprintf("%d failed or cancelled orders still held %s in Redis: returned", rep.Compensated, what))
+	return nil
 }
 
 func (s *Service) pendingCompensations(ctx context.Context, sale string) ([]OrderRef, error) {

@@ -48,14 +48,8 @@ func (s *Service) reconcileUnits(ctx context.Context, sale, key string, held Hel
 	if err != nil {
 		return err
 	}
-	pending, err := s.pendingCompensations(ctx, sale)
-	if err != nil {
+	if err := s.compensatePending(ctx, sale, rep, "units"); err != nil {
 		return err
-	}
-	if len(pending) > 0 {
-		rep.Compensated = s.Compensator.Compensate(ctx, pending)
-		metricReconciled.WithLabelValues("compensated").Add(float64(rep.Compensated))
-		rep.Actions = append(rep.Actions, fmt.Sprintf("%d failed or cancelled orders still held units in Redis: returned", rep.Compensated))
 	}
 
 	cutoff := s.now().Add(-s.grace())
