@@ -196,7 +196,9 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	}
 	for _, a := range attempts {
 		rep.Outcomes[a.Step+" "+a.Outcome]++
-		if a.Step == "buy" && a.Outcome == "sold_out" && (soldOut.IsZero() || a.Done.Before(soldOut)) {
+		// The first sold_out answer, to a token request or a purchase: buyers who arrive after
+		// the last unit went are refused at the token, and then no purchase is answered sold_out.
+		if a.Outcome == "sold_out" && (soldOut.IsZero() || a.Done.Before(soldOut)) {
 			soldOut = a.Done
 		}
 		if a.Step == "buy" && (a.Outcome == "accepted" || a.Outcome == "sold_out" || a.Outcome == "already_bought") {
