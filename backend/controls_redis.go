@@ -5,7 +5,6 @@ import (
 	"embed"
 	"errors"
 	"fmt"
-	"strconv"
 
 	"github.com/redis/go-redis/v9"
 	"github.com/seckilledge/seckill/contract"
@@ -144,18 +143,22 @@ func (s *Service) applyStockRedis(ctx context.Context, sale string, shards int, 
 		return nil
 	}
 	ids := contract.ShardIDs(sale, shards)
-	stocks, present, err := readShardStocks(ctx, s.Redis, ids)
+	// One round trip reads each shard's total and its units of every variant.
+	metas, err := readShardMetas(ctx, s.Redis, ids)
 	if err != nil {
 		return err
 	}
-	for _, ok := range present {
+	for _, ok := range metas.present {
 		if !ok {
 			return nil // not (fully) in Redis: preheat loads the Postgres stock
 		}
 	}
+	stocks := metas.stocks
 	if variant != "" {
-		if stocks, err = readShardVariant(ctx, s.Redis, ids, variant); err != nil {
-			return err
+		// A shard without the variant's field holds none of it.
+		stocks = metas.vstocks[variant]
+		if stocks == nil {
+			stocks = make([]int64, len(ids))
 		}
 	}
 	deltas := ShardDeltas(stocks, int64(delta))
@@ -183,21 +186,4 @@ func (s *Service) applyStockRedis(ctx context.Context, sale string, shards int, 
 		return s.Redis.Publish(ctx, contract.EventsChannel, contract.EventRestock+":"+sale).Err()
 	}
 	return nil
-}
-
-// readShardVariant reads each shard's units of variant (a missing field counts 0).
-func readShardVariant(ctx context.Context, rdb redis.UniversalClient, ids []string, variant string) ([]int64, error) {
-	pipe := rdb.Pipeline()
-	cmds := make([]*redis.StringCmd, len(ids))
-	for i, id := range ids {
-		cmds[i] = pipe.HGet(ctx, contract.MetaKey(id), contract.VariantField(variant))
-	}
-	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
-		return nil, err
-	}
-	out := make([]int64, len(ids))
-	for i, c := range cmds {
-		out[i], _ = strconv.ParseInt(c.Val(), 10, 64)
-	}
-	return out, nil
 }

@@ -150,7 +150,7 @@ func (d *Driver) RoomPoll(ctx context.Context, o PollOptions) (*PollResult, erro
 		for i, r := range res.Rounds {
 			v[i] = f(r)
 		}
-		return median(v)
+		return Median(v)
 	}
 	res.Ratio = med(func(r PollRound) float64 { return r.Ratio })
 	res.RoomThroughput = med(func(r PollRound) float64 { return r.Room.Throughput })
@@ -225,7 +225,9 @@ func perPoll(before, after map[string]int64, polls int) (scripts, commands float
 	return float64(s) / float64(polls), float64(c) / float64(polls)
 }
 
-func median(v []float64) float64 {
+// Median is the middle of v (the mean of the two middle values when len(v) is even; 0 when
+// v is empty). v is not changed.
+func Median(v []float64) float64 {
 	if len(v) == 0 {
 		return 0
 	}

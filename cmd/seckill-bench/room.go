@@ -8,7 +8,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 	"time"
 
@@ -140,7 +139,7 @@ func fairnessMarkdown(w io.Writer, runs []*bench.FairnessResult) {
 		}
 	}
 	fmt.Fprintf(w, "\nMedian slow/fast win-rate ratio: without the room %.2f, with the room %.2f (target >= 0.9).\n",
-		medianOf(med[false]), medianOf(med[true]))
+		bench.Median(med[false]), bench.Median(med[true]))
 	// Pooled over the runs: the permutation is a lottery, and one run's 100 units leave a
 	// binomial spread of about +-0.2 on the ratio; the pooled figure spreads less.
 	var won [2][2]int // [room][fast]
@@ -171,16 +170,4 @@ func pollMarkdown(w io.Writer, r *bench.PollResult) {
 	fmt.Fprintf(w, "| median | %.0f | %.0f | %.2f | | %.0f | %.0f | %.0f | %.3f | %.1f |\n", r.RoomThroughput, r.RespondThroughput, r.Ratio,
 		r.RoomGatewayUs, r.RoomRedisUs, r.RespondGatewayUs, r.ScriptsPerPoll, r.RedisPerPoll)
 	fmt.Fprintf(w, "\n%d of %d polls answered `waiting`.\n", r.Waiting, r.Polls)
-}
-
-func medianOf(v []float64) float64 {
-	if len(v) == 0 {
-		return 0
-	}
-	s := append([]float64(nil), v...)
-	sort.Float64s(s)
-	if len(s)%2 == 1 {
-		return s[len(s)/2]
-	}
-	return (s[len(s)/2-1] + s[len(s)/2]) / 2
 }
