@@ -12,8 +12,14 @@ import (
 
 // Webhooks to the shop (DESIGN.md, "Shop hand-over"). The backend POSTs one WebhookEvent per
 // order change to the shop, signed with the header SignatureHeader. A shop written in Go checks
-// a request with VerifyWebhook before it trusts the body, then dedupes by the event's ID: the
-// backend delivers at least once.
+// a request with VerifyWebhook (or VerifyWebhookWith) before it trusts the body, then dedupes by
+// the event's ID: the backend delivers at least once.
+//
+// The signature is HMAC-SHA256(secret, "<t>.<raw body>"). The event's ID, its idempotency key,
+// is a field of that body, so it is signed: an event replayed under a fresh ID to slip past the
+// receiver's dedupe fails verification. The Idempotency-Key header repeats the ID for
+// receivers that dedupe before parsing, but headers are not signed: dedupe by the verified
+// body's id (or check that the two agree).
 
 // Webhook event types.
 const (
@@ -29,7 +35,8 @@ const SignatureHeader = "Seckill-Signature"
 
 // WebhookEvent is the JSON body of a webhook.
 type WebhookEvent struct {
-	// ID is the event's idempotency key: the same event delivered twice has the same ID.
+	// ID is the event's idempotency key: the same event delivered twice has the same ID. It is
+	// signed as part of the body (the Idempotency-Key header, a copy, is not).
 	ID      string `json:"id"`
 	Type    string `json:"type"`
 	OrderID string `json:"order_id"`
@@ -46,9 +53,12 @@ type WebhookEvent struct {
 var (
 	// ErrSignatureHeader: the header is missing or malformed.
 	ErrSignatureHeader = errors.New("webhook: malformed " + SignatureHeader + " header")
-	// ErrSignatureTimestamp: the signature's time is outside the tolerance (a replay, or a
-	// clock far off).
+	// ErrSignatureTimestamp: the signature is older than the tolerance (a replay, or a clock
+	// far behind) or further in the future than MaxFuture (a clock far ahead, or a forged time).
 	ErrSignatureTimestamp = errors.New("webhook: signature timestamp outside the tolerance")
+	// ErrWebhookSecret: the receiver has no secret to verify with (an empty one is an unset
+	// variable, not a key: anyone can sign under it).
+	ErrWebhookSecret = errors.New("webhook: empty signing secret")
 	// ErrSignatureMismatch: no v1 signature matches the body under the secret.
 	ErrSignatureMismatch = errors.New("webhook: no signature matches")
 )
@@ -131,32 +141,78 @@ func SignWebhook(secrets []string, t time.Time, body []byte) string {
 	return b.String()
 }
 
-// VerifyWebhook checks that body was signed with secret by the sender of header (the value of
-// SignatureHeader), no more than tolerance away from now. Pass the raw body as received, before
-// any JSON decoding. A tolerance of 0 means 5 minutes.
-func VerifyWebhook(secret, header string, body []byte, tolerance time.Duration, now time.Time) error {
-	if tolerance <= 0 {
-		tolerance = 5 * time.Minute
+// Defaults of WebhookVerifyOptions.
+const (
+	// DefaultWebhookTolerance is how old a signature may be: long enough for a slow network
+	// and a little clock skew, short enough that a captured request is soon useless. The
+	// sender signs every attempt afresh, so a retry is never refused as old.
+	DefaultWebhookTolerance = 5 * time.Minute
+	// DefaultWebhookMaxFuture is how far ahead of the receiver's clock a signature's time may
+	// be: clock skew between NTP-synchronised hosts is well under this.
+	DefaultWebhookMaxFuture = time.Minute
+)
+
+// WebhookVerifyOptions tunes VerifyWebhookWith. The zero value takes the defaults.
+type WebhookVerifyOptions struct {
+	// Tolerance is how old a signature may be (0: DefaultWebhookTolerance).
+	Tolerance time.Duration
+	// MaxFuture is how far in the future a signature's time may be (0:
+	// DefaultWebhookMaxFuture); never more than Tolerance.
+	MaxFuture time.Duration
+}
+
+// VerifyWebhookWith checks that body was signed by the sender of header (the value of
+// SignatureHeader) with one of secrets, at a time no more than opts.Tolerance before now and no
+// more than opts.MaxFuture after it. Pass the raw body as received, before any JSON decoding:
+// the MAC covers its bytes, the event's id (its idempotency key) included, so a body whose id
+// was changed is refused like any other tampering.
+//
+// secrets are the receiver's (both while it rotates; any one matching is enough). Every one of
+// them must be non-empty: no secret, or an empty one, is ErrWebhookSecret.
+func VerifyWebhookWith(secrets []string, header string, body []byte, now time.Time, opts WebhookVerifyOptions) error {
+	if len(secrets) == 0 {
+		return ErrWebhookSecret
 	}
+	for _, s := range secrets {
+		if s == "" {
+			return ErrWebhookSecret
+		}
+	}
+	tolerance, future := opts.Tolerance, opts.MaxFuture
+	if tolerance <= 0 {
+		tolerance = DefaultWebhookTolerance
+	}
+	if future <= 0 {
+		future = DefaultWebhookMaxFuture
+	}
+	future = min(future, tolerance)
 	sig, err := ParseSignature(header)
 	if err != nil {
 		return err
 	}
-	skew := now.Unix() - sig.Timestamp
-	if skew < 0 {
-		skew = -skew
-	}
-	if skew > int64(tolerance/time.Second) {
+	// In seconds, the signature's unit; a timestamp of 12 digits at most cannot overflow.
+	age := now.Unix() - sig.Timestamp
+	if age > int64(tolerance/time.Second) || -age > int64(future/time.Second) {
 		return ErrSignatureTimestamp
 	}
-	want := webhookMAC(secret, sig.Timestamp, body)
 	ok := false
-	for _, mac := range sig.V1 {
-		// Every entry is compared, so the time taken does not say which one matched.
-		ok = hmac.Equal(mac, want) || ok
+	for _, secret := range secrets {
+		want := webhookMAC(secret, sig.Timestamp, body)
+		for _, mac := range sig.V1 {
+			// Every pair is compared, so the time taken does not say which one matched.
+			ok = hmac.Equal(mac, want) || ok
+		}
 	}
 	if !ok {
 		return ErrSignatureMismatch
 	}
 	return nil
+}
+
+// VerifyWebhook is VerifyWebhookWith for one secret: the signature may be up to tolerance old
+// (0: DefaultWebhookTolerance) and up to DefaultWebhookMaxFuture (or tolerance, if shorter)
+// ahead of now. An empty secret is ErrWebhookSecret. The raw body is signed, its id (the
+// idempotency key) included.
+func VerifyWebhook(secret, header string, body []byte, tolerance time.Duration, now time.Time) error {
+	return VerifyWebhookWith([]string{secret}, header, body, now, WebhookVerifyOptions{Tolerance: tolerance})
 }
