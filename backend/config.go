@@ -36,6 +36,9 @@ type Config struct {
 	WebhookAttempts    int           // SECKILL_WEBHOOK_MAX_ATTEMPTS, -webhook-max-attempts: then dead
 	WebhookConcurrency int           // SECKILL_WEBHOOK_CONCURRENCY, -webhook-concurrency: requests in flight
 	Namespace          string        // SECKILL_NAMESPACE, -namespace: deployment recorded in preheated sales (gateways relay their own)
+	// SECKILL_WEBHOOK_ALLOW_PRIVATE=1, -webhook-allow-private: webhook URLs may point inside
+	// (loopback, private, link-local...): off, they are refused at create, at start-up and at dial.
+	WebhookAllowPrivate bool
 }
 
 func getenv(name, def string) string {
@@ -84,6 +87,8 @@ func ConfigFromFlags(fs *flag.FlagSet, args []string) (Config, error) {
 	dur(&c.WebhookRetryMax, "webhook-retry-max", "SECKILL_WEBHOOK_RETRY_MAX", "10m", "longest backoff between webhook attempts")
 	num(&c.WebhookAttempts, "webhook-max-attempts", "SECKILL_WEBHOOK_MAX_ATTEMPTS", 15, "webhook attempts before the event is parked dead")
 	num(&c.WebhookConcurrency, "webhook-concurrency", "SECKILL_WEBHOOK_CONCURRENCY", 16, "webhook requests in flight per instance")
+	fs.BoolVar(&c.WebhookAllowPrivate, "webhook-allow-private", os.Getenv("SECKILL_WEBHOOK_ALLOW_PRIVATE") == "1",
+		"let webhook URLs point at loopback, private and link-local addresses; off, they are refused (SECKILL_WEBHOOK_ALLOW_PRIVATE=1)")
 	c.WebhookSecrets = os.Getenv("SECKILL_WEBHOOK_SECRETS")
 	c.AdminToken = os.Getenv("SECKILL_ADMIN_TOKEN")
 	c.AdminTokens = os.Getenv("SECKILL_ADMIN_TOKENS")

@@ -153,7 +153,9 @@ func TestKillNineMidDeliveryLosesNoWebhook(t *testing.T) {
 	r := newReceiver(t)
 	r.Fail, r.Stall, r.StallFor = 0.3, 0.01, 500*time.Millisecond
 	hooks := []string{"SECKILL_WEBHOOK_URL=" + r.srv.URL, "SECKILL_WEBHOOK_SECRETS=" + hookSecretNew + "," + hookSecretOld,
-		"SECKILL_WEBHOOK_TIMEOUT=300ms", "SECKILL_WEBHOOK_RETRY_MIN=10ms", "SECKILL_WEBHOOK_RETRY_MAX=200ms"}
+		"SECKILL_WEBHOOK_TIMEOUT=300ms", "SECKILL_WEBHOOK_RETRY_MIN=10ms", "SECKILL_WEBHOOK_RETRY_MAX=200ms",
+		// The receiver is an httptest server on 127.0.0.1.
+		"SECKILL_WEBHOOK_ALLOW_PRIVATE=1"}
 
 	first := e.child(50, hooks...)
 	testenv.WaitFor(t, 60*time.Second, "the first deliveries", func() bool { return r.unique() >= orders/5 })

@@ -26,6 +26,26 @@ func Run(ctx context.Context, cfg Config) error {
 	if tokens.Empty() {
 		return errors.New("neither SECKILL_ADMIN_TOKENS nor SECKILL_ADMIN_TOKEN is set: the admin API needs a token")
 	}
+	// Webhook settings are checked before anything starts: a default receiver inside the
+	// backend's network is a refusal to start, said at once.
+	secrets, err := ParseSecrets(cfg.WebhookSecrets)
+	if err != nil {
+		return err
+	}
+	var hooks *Webhooks
+	switch {
+	case len(secrets) > 0:
+		hooks = &Webhooks{Log: log, DefaultURL: cfg.WebhookURL, Secrets: secrets, Timeout: cfg.WebhookTimeout,
+			RetryMin: cfg.WebhookRetryMin, RetryMax: cfg.WebhookRetryMax, MaxAttempts: cfg.WebhookAttempts,
+			Concurrency: cfg.WebhookConcurrency, AllowPrivate: cfg.WebhookAllowPrivate}
+		if cfg.WebhookURL != "" {
+			if err := hooks.CheckURL(ctx, cfg.WebhookURL); err != nil {
+				return fmt.Errorf("SECKILL_WEBHOOK_URL: %w", err)
+			}
+		}
+	case cfg.WebhookURL != "":
+		return errors.New("SECKILL_WEBHOOK_URL is set but SECKILL_WEBHOOK_SECRETS is not: webhooks must be signed")
+	}
 	// Postgres may come up after the backend (compose, a restart of both): wait for it.
 	for attempt := 1; ; attempt++ {
 		err := Migrate(ctx, cfg.PGURL)
@@ -57,27 +77,13 @@ func Run(ctx context.Context, cfg Config) error {
 	rdb := newRedisClient(cfg.RedisAddr, os.Getenv("SECKILL_REDIS_PASSWORD"))
 	defer rdb.Close()
 
-	secrets, err := ParseSecrets(cfg.WebhookSecrets)
-	if err != nil {
-		return err
-	}
-	var hooks *Webhooks
-	switch {
-	case len(secrets) > 0:
-		if cfg.WebhookURL != "" {
-			if err := validWebhookURL(cfg.WebhookURL); err != nil {
-				return fmt.Errorf("SECKILL_WEBHOOK_URL: %w", err)
-			}
-		}
+	if hooks != nil {
 		hpool, err := NewWebhookPool(ctx, cfg.PGURL, min(cfg.WebhookConcurrency, 8)+2)
 		if err != nil {
 			return err
 		}
 		defer hpool.Close()
-		hooks = &Webhooks{Pool: hpool, Log: log, DefaultURL: cfg.WebhookURL, Secrets: secrets, Timeout: cfg.WebhookTimeout,
-			RetryMin: cfg.WebhookRetryMin, RetryMax: cfg.WebhookRetryMax, MaxAttempts: cfg.WebhookAttempts, Concurrency: cfg.WebhookConcurrency}
-	case cfg.WebhookURL != "":
-		return errors.New("SECKILL_WEBHOOK_URL is set but SECKILL_WEBHOOK_SECRETS is not: webhooks must be signed")
+		hooks.Pool = hpool
 	}
 
 	comp := &Compensator{Pool: pool, Redis: rdb, Log: log}

@@ -27,7 +27,8 @@ type SaleSpec struct {
 	// sales on Redis Cluster; docs/scaling.md). 0 or 1 (default): unsharded. At most 64.
 	Shards int `json:"shards,omitempty"`
 	// WebhookURL receives this sale's order events (http or https); empty: the backend's
-	// default, SECKILL_WEBHOOK_URL.
+	// default, SECKILL_WEBHOOK_URL. POST /admin/sales refuses one that is or resolves inside
+	// (loopback, private, link-local, metadata...) unless SECKILL_WEBHOOK_ALLOW_PRIVATE=1.
 	WebhookURL string `json:"webhook_url,omitempty"`
 	// Room gives the sale a waiting room (seckill_room, docs/room.md); nil: none. Rooms are
 	// for unsharded sales: the token script must reach the room's hash slot.
@@ -133,6 +134,13 @@ func (s *Service) handleCreateSale(w http.ResponseWriter, r *http.Request) {
 	if spec.WebhookURL != "" && s.Webhooks == nil {
 		refuse(w, http.StatusBadRequest, contract.CodeBadRequest, "webhook_url needs SECKILL_WEBHOOK_SECRETS on the backend: webhooks are signed")
 		return
+	}
+	if spec.WebhookURL != "" {
+		// Not in Validate: the check may look the name up, and depends on the backend's policy.
+		if err := s.Webhooks.CheckURL(r.Context(), spec.WebhookURL); err != nil {
+			refuse(w, http.StatusBadRequest, contract.CodeBadRequest, "webhook_url: "+err.Error())
+			return
+		}
 	}
 	created, err := s.CreateSale(r.Context(), spec)
 	if err != nil {

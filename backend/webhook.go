@@ -17,6 +17,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/seckilledge/seckill/contract"
+	"github.com/seckilledge/seckill/internal/egress"
 )
 
 // Webhooks delivers the events of the webhook outbox (webhook_outbox.go) to the shop: at least
@@ -52,7 +53,15 @@ type Webhooks struct {
 	// Poll is how often the worker looks for due events when it has nothing to do (default
 	// 200ms); a change made by this instance wakes it at once.
 	Poll time.Duration
-	// Client sends the requests (default: one with keep-alive and no redirects).
+	// AllowPrivate lets webhook URLs point inside: loopback, private, link-local and the other
+	// ranges internal/egress refuses (SECKILL_WEBHOOK_ALLOW_PRIVATE=1). Off, such a URL is
+	// refused when it is set (CheckURL) and every dial to such an address fails as "blocked".
+	AllowPrivate bool
+	// Resolver looks up the names of webhook URLs when they are set (CheckURL; nil:
+	// net.DefaultResolver). The dial resolves on its own and is checked on its own.
+	Resolver egress.Resolver
+	// Client sends the requests (default: webhookClient, keep-alive, no redirects, every dial
+	// checked unless AllowPrivate). A Client given here replaces the check too.
 	Client *http.Client
 
 	once sync.Once
@@ -81,12 +90,7 @@ func (w *Webhooks) init() {
 			w.Poll = 200 * time.Millisecond
 		}
 		if w.Client == nil {
-			w.Client = &http.Client{
-				Transport: &http.Transport{MaxIdleConnsPerHost: w.Concurrency, IdleConnTimeout: time.Minute,
-					ResponseHeaderTimeout: w.Timeout},
-				// A redirect is a misconfigured URL, not a delivery.
-				CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
-			}
+			w.Client = webhookClient(w.Timeout, w.Concurrency, w.AllowPrivate)
 		}
 	})
 }
@@ -269,7 +273,7 @@ func (w *Webhooks) retryAfter(n int) time.Duration {
 // post sends one attempt: the status and nil for a 2xx answer, an error otherwise.
 func (w *Webhooks) post(d delivery) (int, error) {
 	if d.url == "" {
-		return 0, errors.New("no webhook URL: the sale has none and SECKILL_WEBHOOK_URL is not set")
+		return 0, errNoWebhookURL
 	}
 	body, err := json.Marshal(d.event)
 	if err != nil {

@@ -76,10 +76,8 @@ func (w *Webhooks) record(batch []outcome) {
 			w.Log.Error("webhooks: event parked dead", "id", d.event.ID, "type", d.event.Type, "order_id", d.event.OrderID,
 				"attempts", d.attempts, "err", o.err)
 		}
-		msg := o.err.Error()
-		if len(msg) > 500 {
-			msg = msg[:500]
-		}
+		// A coarse outcome, not the error's text (attemptOutcome).
+		msg := attemptOutcome(o.status, o.err)
 		var st *int32
 		if o.status != 0 {
 			s := int32(o.status)

@@ -3,6 +3,10 @@ package backend
 import (
 	"context"
 	"errors"
+	"net"
+	"net/url"
+	"os"
+	"syscall"
 	"testing"
 	"time"
 
@@ -36,7 +40,8 @@ func TestABatchOfOutcomesSettlesEachEventAndSkipsLostLeases(t *testing.T) {
 	w.record([]outcome{
 		{d: ev("a", 1), status: 204, at: time.Now()},
 		{d: ev("c", 2), status: 503, err: errors.New("receiver answered 503")},
-		{d: ev("d", 3), err: errors.New("connection refused")},
+		{d: ev("d", 3), err: &url.Error{Op: "Post", URL: "http://10.1.2.3:6379/",
+			Err: &net.OpError{Op: "dial", Net: "tcp", Err: os.NewSyscallError("connect", syscall.ECONNREFUSED)}}},
 		{d: ev("f", 1), status: 200, at: time.Now()},
 	})
 
@@ -63,12 +68,13 @@ func TestABatchOfOutcomesSettlesEachEventAndSkipsLostLeases(t *testing.T) {
 		t.Errorf("b: %+v, want pending and due now (released by a's delivery)", r)
 	}
 	// The retry after attempt 2 waits in [1h, 2h] (RetryMin doubled, jittered to d/2..d).
-	if r := get("c"); r.state != "pending" || r.status == nil || *r.status != 503 || r.lastErr == nil ||
+	if r := get("c"); r.state != "pending" || r.status == nil || *r.status != 503 || r.lastErr == nil || *r.lastErr != "status 503" ||
 		r.dueInSec < 3590 || r.dueInSec > 7200 {
 		t.Errorf("c: %+v, want pending, 503 recorded, retry in 1-2 hours", r)
 	}
-	if r := get("d"); r.state != "dead" || r.status != nil || r.lastErr == nil || *r.lastErr != "connection refused" {
-		t.Errorf("d: %+v, want dead with its error and no status", r)
+	// The outcome, not the dial error: no address or port in what viewers see.
+	if r := get("d"); r.state != "dead" || r.status != nil || r.lastErr == nil || *r.lastErr != "refused" {
+		t.Errorf("d: %+v, want dead with the outcome \"refused\" and no status", r)
 	}
 	if r := get("f"); r.state != "pending" || r.status != nil {
 		t.Errorf("f: %+v, want untouched (its lease was lost: the new claim delivers it)", r)

@@ -117,17 +117,34 @@ func (r *receiver) unique() int {
 }
 
 // startHooks runs a delivery worker for the env's service until the test ends (called twice:
-// two workers, as in two backend instances; the service wakes the last).
+// two workers, as in two backend instances; the service wakes the last). Its receivers are
+// httptest servers on 127.0.0.1, so it allows private receivers (SECKILL_WEBHOOK_ALLOW_PRIVATE).
 func (e *env) startHooks(url string, timeout time.Duration, attempts int) *Webhooks {
+	return e.startHooksWith(&Webhooks{DefaultURL: url, Timeout: timeout, MaxAttempts: attempts, AllowPrivate: true})
+}
+
+// startHooksWith runs h as startHooks does; its zero fields take the tests' values (fast
+// retries, 32 in flight, both secrets). AllowPrivate is h's own: false keeps the egress guard.
+func (e *env) startHooksWith(h *Webhooks) *Webhooks {
 	e.t.Helper()
 	pool, err := NewWebhookPool(context.Background(), e.pg, 10)
 	if err != nil {
 		e.t.Fatal(err)
 	}
 	e.t.Cleanup(pool.Close)
-	h := &Webhooks{Pool: pool, Log: quietLog(), DefaultURL: url, Secrets: []string{hookSecretNew, hookSecretOld},
-		Timeout: timeout, RetryMin: 10 * time.Millisecond, RetryMax: 200 * time.Millisecond, MaxAttempts: attempts,
-		Concurrency: 32, Poll: 20 * time.Millisecond}
+	h.Pool, h.Log = pool, quietLog()
+	if h.Secrets == nil {
+		h.Secrets = []string{hookSecretNew, hookSecretOld}
+	}
+	if h.RetryMin == 0 {
+		h.RetryMin, h.RetryMax = 10*time.Millisecond, 200*time.Millisecond
+	}
+	if h.Concurrency == 0 {
+		h.Concurrency = 32
+	}
+	if h.Poll == 0 {
+		h.Poll = 20 * time.Millisecond
+	}
 	e.svc.Webhooks = h
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})

@@ -1,0 +1,208 @@
+package backend
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"net/url"
+	"os"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/seckilledge/seckill/contract"
+	"github.com/seckilledge/seckill/internal/egress"
+	"github.com/seckilledge/seckill/internal/testenv"
+)
+
+// publicDNS answers every name with a public address: the world as the create-time check saw
+// it, before the name was pointed inside.
+type publicDNS struct{}
+
+func (publicDNS) LookupNetIP(context.Context, string, string) ([]netip.Addr, error) {
+	return []netip.Addr{netip.MustParseAddr("93.184.215.14")}, nil
+}
+
+// A sale's webhook_url is where the delivery worker connects on an admin's word: it must not be
+// the backend's own network (loopback services, the cloud's metadata, private ranges). The
+// refusal is a 400 bad_request naming the field; SECKILL_WEBHOOK_ALLOW_PRIVATE lifts it.
+func TestAWebhookURLPointingInsideIsRefusedAtCreate(t *testing.T) {
+	e := newEnv(t)
+	hooks := &Webhooks{Pool: e.pool, Log: quietLog(), Secrets: []string{hookSecretNew}}
+	e.svc.Webhooks = hooks
+	_, admin := e.servers(false)
+	now := time.Now()
+	create := func(hook string) (int, contract.Refusal) {
+		t.Helper()
+		spec := SaleSpec{ID: testenv.ID("guard"), Stock: 1, StartsAt: now, EndsAt: now.Add(time.Hour), WebhookURL: hook}
+		b, _ := json.Marshal(spec)
+		var ref contract.Refusal
+		code := doJSON(t, "POST", admin.URL+"/admin/sales", adminAuth, string(b), &ref)
+		return code, ref
+	}
+	for _, hook := range []string{
+		"http://localhost:8082/admin/sales", // resolves to loopback
+		"http://127.0.0.1:6379/",
+		"http://[::1]:5432/",
+		"http://[::ffff:127.0.0.1]/",
+		"http://169.254.169.254/latest/meta-data/",
+		"http://[fd00:ec2::254]/latest/meta-data/",
+		"http://10.0.0.7/hooks",
+		"http://192.168.1.1/hooks",
+		"http://172.16.0.1/hooks",
+		"http://[fc00::1]/hooks",
+		"http://[fe80::1%25eth0]/hooks",
+		"http://100.64.0.1/hooks",
+		"http://0.0.0.0:8081/",
+		"http://224.0.0.1/",
+	} {
+		code, ref := create(hook)
+		if code != 400 || ref.Code != contract.CodeBadRequest || !strings.HasPrefix(ref.Message, "webhook_url: ") ||
+			!strings.Contains(ref.Message, "SECKILL_WEBHOOK_ALLOW_PRIVATE") {
+			t.Errorf("%s: %d %+v, want 400 bad_request naming webhook_url", hook, code, ref)
+		}
+	}
+	// A name is refused for what it resolves to; its address is not echoed back.
+	if _, ref := create("http://localhost:8082/"); strings.Contains(ref.Message, "127.0.0.1") || strings.Contains(ref.Message, "::1") {
+		t.Errorf("the refusal shows what localhost resolves to: %q", ref.Message)
+	}
+	if code, ref := create("https://93.184.215.14/hooks"); code != 201 {
+		t.Fatalf("a public receiver: %d %+v", code, ref)
+	}
+	hooks.AllowPrivate = true
+	if code, ref := create("http://localhost:8082/hooks"); code != 201 {
+		t.Fatalf("with SECKILL_WEBHOOK_ALLOW_PRIVATE, a receiver on loopback: %d %+v", code, ref)
+	}
+}
+
+// The create-time check saw a name resolve outside; by the time of delivery it resolves to
+// loopback (DNS rebinding). The worker checks the address it actually dials, so the receiver on
+// 127.0.0.1 never hears a request, and the delivery list shows only "blocked": no address, port
+// or dial error a scan could read.
+func TestAWebhookDialToLoopbackIsBlockedEvenAfterDNSChanges(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	r := newReceiver(t)
+	u, _ := url.Parse(r.srv.URL)
+	hook := "http://localhost:" + u.Port() + "/hooks"
+	h := e.startHooksWith(&Webhooks{Timeout: time.Second, MaxAttempts: 2, Resolver: publicDNS{}})
+	if h.AllowPrivate {
+		t.Fatal("the worker allows private receivers")
+	}
+	_, admin := e.servers(false)
+	sale := testenv.ID("rebind")
+	now := time.Now()
+	b, _ := json.Marshal(SaleSpec{ID: sale, Stock: 2, StartsAt: now.Add(-time.Minute), EndsAt: now.Add(time.Hour), WebhookURL: hook})
+	var ref contract.Refusal
+	if code := doJSON(t, "POST", admin.URL+"/admin/sales", adminAuth, string(b), &ref); code != 201 {
+		t.Fatalf("create (the name resolved outside): %d %+v", code, ref)
+	}
+	if _, err := e.svc.Preheat(ctx, sale); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e.rdb.Del(context.Background(), contract.MetaKey(sale), contract.BuyersKey(sale)) })
+	if _, err := (&Writer{Pool: e.pool}).WriteBatch(ctx, e.accept(sale, 1)); err != nil {
+		t.Fatal(err)
+	}
+	h.Wake()
+	testenv.WaitFor(t, 20*time.Second, "the event parked dead", func() bool {
+		return e.dbInt(`SELECT count(*) FROM webhook_deliveries WHERE sale_id = $1 AND state = 'dead'`, sale) == 1
+	})
+	r.mu.Lock()
+	requests := r.requests
+	r.mu.Unlock()
+	if requests != 0 {
+		t.Fatalf("the receiver on loopback got %d requests", requests)
+	}
+	var list struct{ Deliveries []DeliveryView }
+	viewer := map[string]string{"Authorization": "Bearer " + testViewerToken}
+	if code := doJSON(t, "GET", admin.URL+"/admin/webhooks?sale="+sale, viewer, "", &list); code != 200 || len(list.Deliveries) != 1 {
+		t.Fatalf("list: %d %+v", code, list)
+	}
+	d := list.Deliveries[0]
+	if d.LastError == nil || *d.LastError != "blocked" || d.LastStatus != nil {
+		t.Fatalf("delivery %+v (last_error %v), want last_error \"blocked\" and no status", d, deref(d.LastError))
+	}
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return "<nil>"
+	}
+	return *s
+}
+
+// A failed attempt is recorded as a coarse outcome: the status, or the kind of failure. Never
+// the receiver's body or reason phrase, never a dial error naming addresses and ports.
+func TestAFailedAttemptIsRecordedAsACoarseOutcome(t *testing.T) {
+	dial := func(err error) error {
+		return &url.Error{Op: "Post", URL: "http://10.1.2.3:6379/hooks",
+			Err: &net.OpError{Op: "dial", Net: "tcp", Addr: &net.TCPAddr{IP: net.IPv4(10, 1, 2, 3), Port: 6379}, Err: err}}
+	}
+	for _, tc := range []struct {
+		status int
+		err    error
+		want   string
+	}{
+		{500, errors.New("receiver answered 500 Internal Server Error: redis version 7.2"), "status 500"},
+		{302, errors.New("receiver answered 302 Found"), "status 302"},
+		{0, dial(&egress.BlockedError{Addr: netip.MustParseAddr("10.1.2.3"), Kind: "private"}), "blocked"},
+		{0, dial(os.NewSyscallError("connect", syscall.ECONNREFUSED)), "refused"},
+		{0, dial(os.NewSyscallError("read", syscall.ECONNRESET)), "reset"},
+		{0, fmt.Errorf("post: %w", context.DeadlineExceeded), "timeout"},
+		{0, dial(&timeoutErr{}), "timeout"},
+		{0, &url.Error{Op: "Post", URL: "http://shop.internal/", Err: &net.DNSError{Err: "no such host", Name: "shop.internal", IsNotFound: true}}, "dns"},
+		{0, errNoWebhookURL, "no url"},
+		{0, &url.Error{Op: "Post", URL: "https://10.0.0.1/", Err: &tls.CertificateVerificationError{Err: x509.HostnameError{Host: "10.0.0.1"}}}, "tls"},
+		{0, errors.New("something else at 10.0.0.1:6379"), "error"},
+	} {
+		got := attemptOutcome(tc.status, tc.err)
+		if got != tc.want {
+			t.Errorf("%d %v: %q, want %q", tc.status, tc.err, got, tc.want)
+		}
+	}
+}
+
+type timeoutErr struct{}
+
+func (*timeoutErr) Error() string   { return "i/o timeout" }
+func (*timeoutErr) Timeout() bool   { return true }
+func (*timeoutErr) Temporary() bool { return true }
+
+// The default receiver is read at start-up: one inside refuses to start, clearly, before the
+// backend touches anything.
+func TestADefaultWebhookURLPointingInsideFailsStartUp(t *testing.T) {
+	t.Setenv("SECKILL_ADMIN_TOKEN", "startup-admin-token-0123")
+	t.Setenv("SECKILL_WEBHOOK_SECRETS", hookSecretNew)
+	// Unreachable on purpose: a start-up that gets past the check fails here, not elsewhere.
+	t.Setenv("SECKILL_PG_URL", "postgres://nobody@127.0.0.1:1/none?sslmode=disable&connect_timeout=1")
+	t.Setenv("SECKILL_BACKEND_LISTEN", "127.0.0.1:0")
+	t.Setenv("SECKILL_BACKEND_ADMIN_LISTEN", "127.0.0.1:1")
+	start := func() error {
+		t.Helper()
+		cfg, err := ConfigFromFlags(flagSet(), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 1500*time.Millisecond)
+		defer cancel()
+		return Run(ctx, cfg)
+	}
+	for _, hook := range []string{"http://127.0.0.1:8082/admin", "http://169.254.169.254/latest/meta-data/", "http://localhost:9/"} {
+		t.Setenv("SECKILL_WEBHOOK_URL", hook)
+		if err := start(); err == nil || !strings.Contains(err.Error(), "SECKILL_WEBHOOK_URL: ") ||
+			!strings.Contains(err.Error(), "SECKILL_WEBHOOK_ALLOW_PRIVATE") {
+			t.Errorf("%s: start-up said %v, want a refusal of SECKILL_WEBHOOK_URL", hook, err)
+		}
+	}
+	t.Setenv("SECKILL_WEBHOOK_ALLOW_PRIVATE", "1")
+	if err := start(); err != nil && strings.Contains(err.Error(), "SECKILL_WEBHOOK_URL") {
+		t.Errorf("with SECKILL_WEBHOOK_ALLOW_PRIVATE=1: %v", err)
+	}
+}
