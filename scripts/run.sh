@@ -76,6 +76,10 @@ ADMIN=http://$SECKILL_BACKEND_ADMIN_LISTEN
 # The demo's own deployment namespace (backend and gateway): its relay leaves alone the sales
 # of test runs sharing this Redis, and theirs leave the demo's alone.
 export SECKILL_NAMESPACE=${SECKILL_NAMESPACE:-demo}
+# The demo's shop, if you give it one (SECKILL_WEBHOOK_URL / a sale's webhook_url), listens on
+# this machine: let webhooks reach loopback and private addresses, which a real deployment
+# refuses (docs/backend.md, "Webhooks"). Set it to 0 to try the refusal.
+export SECKILL_WEBHOOK_ALLOW_PRIVATE=${SECKILL_WEBHOOK_ALLOW_PRIVATE:-1}
 
 stop_procs
 nohup bin/seckill-backend >"$RUN/backend.log" 2>&1 & echo $! >"$RUN/backend.pid"
