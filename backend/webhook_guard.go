@@ -80,7 +80,9 @@ func webhookClient(timeout time.Duration, conns int, allowPrivate bool) *http.Cl
 		Transport: &http.Transport{
 			// No Proxy: through a proxy the dialled address would be the proxy's, and the
 			// receiver's name would be resolved and reached past the check.
-			DialContext:           dialer.DialContext,
+			DialContext: dialer.DialContext,
+			// A custom dialer turns HTTP/2 off unless asked for; the default client had it.
+			ForceAttemptHTTP2:     true,
 			MaxIdleConnsPerHost:   conns,
 			IdleConnTimeout:       time.Minute,
 			TLSHandshakeTimeout:   timeout,
