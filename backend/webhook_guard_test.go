@@ -8,10 +8,13 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"net/netip"
 	"net/url"
 	"os"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -204,5 +207,34 @@ func TestADefaultWebhookURLPointingInsideFailsStartUp(t *testing.T) {
 	t.Setenv("SECKILL_WEBHOOK_ALLOW_PRIVATE", "1")
 	if err := start(); err != nil && strings.Contains(err.Error(), "SECKILL_WEBHOOK_URL") {
 		t.Errorf("with SECKILL_WEBHOOK_ALLOW_PRIVATE=1: %v", err)
+	}
+}
+
+// The worker's own client, without a database: with the policy on, a receiver on 127.0.0.1 is
+// never connected to; with it off, a redirect is not followed (not even to a loopback address:
+// the worker goes only where the URL says) and counts as a failed attempt.
+func TestTheWebhookClientDialsNothingInsideAndFollowsNoRedirect(t *testing.T) {
+	var hits, redirected atomic.Int64
+	target := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { redirected.Add(1) }))
+	defer target.Close()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hits.Add(1)
+		http.Redirect(w, r, target.URL+"/admin", http.StatusFound)
+	}))
+	defer srv.Close()
+	d := delivery{event: contract.WebhookEvent{ID: "e1", Type: contract.EventOrderCreated}, url: srv.URL + "/hooks"}
+
+	guarded := &Webhooks{Secrets: []string{hookSecretNew}, Timeout: time.Second}
+	guarded.init()
+	status, err := guarded.post(d)
+	if status != 0 || !errors.Is(err, egress.ErrBlocked) || attemptOutcome(status, err) != "blocked" || hits.Load() != 0 {
+		t.Fatalf("guarded: status %d, err %v, %d requests reached the receiver", status, err, hits.Load())
+	}
+
+	open := &Webhooks{Secrets: []string{hookSecretNew}, Timeout: time.Second, AllowPrivate: true}
+	open.init()
+	status, err = open.post(d)
+	if status != http.StatusFound || err == nil || attemptOutcome(status, err) != "status 302" || hits.Load() != 1 || redirected.Load() != 0 {
+		t.Fatalf("allow-private: status %d, err %v, %d hits, %d redirected", status, err, hits.Load(), redirected.Load())
 	}
 }
