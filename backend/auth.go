@@ -148,7 +148,12 @@ func (s *Service) tokens() *Tokens {
 // for a known token of another role. The principal is in the request's context.
 func (s *Service) allow(next http.HandlerFunc, roles ...Role) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		who, ok := s.tokens().Lookup(bearer(r))
+		// The live page's session (fromSession) stands for a token; otherwise the Bearer header.
+		ps, ok := sessionFrom(r.Context())
+		who := ps.who
+		if !ok {
+			who, ok = s.tokens().Lookup(bearer(r))
+		}
 		if !ok {
 			refuse(w, http.StatusUnauthorized, contract.CodeUnauthenticated, "admin token required")
 			return
