@@ -186,6 +186,10 @@ func (s *Service) handleUILogin(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	auth.logins.succeed(client)
+	// A new sign-in replaces the browser's old session rather than leaving it alive beside it.
+	if c, err := r.Cookie(uiCookie); err == nil {
+		auth.sessions.revoke(c.Value)
+	}
 	id := auth.sessions.open(who, now)
 	s.Log.Info("cockpit sign-in", "who", who.Name, "role", string(who.Role), "client", client)
 	http.SetCookie(w, s.cookie(r, id, int(sessionIdle/time.Second)))

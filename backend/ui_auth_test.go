@@ -115,16 +115,20 @@ func TestTheCockpitCookieIsASessionNotTheToken(t *testing.T) {
 	if rec := serve(h, "GET", "/admin/ui", "", nil, nil, c); rec.Code != 200 || !strings.Contains(rec.Body.String(), ">alice<") {
 		t.Fatalf("the page with the session: %d", rec.Code)
 	}
-	// Two sign-ins are two sessions.
+	// Two sign-ins are two sessions; signing in again from the same browser ends its old one.
 	if c2 := signInRec(t, h, aliceToken); c2.Value == c.Value {
 		t.Fatal("two sign-ins got the same session id")
+	}
+	rec := serve(h, "POST", "/admin/ui/login", "", url.Values{"token": {viewerToken}}, nil, c)
+	if rec.Code != http.StatusSeeOther || serve(h, "GET", "/admin/ui", "", nil, nil, c).Code != 401 {
+		t.Fatalf("signing in again (%d) left the old session alive", rec.Code)
 	}
 	// The token itself in the cookie (what the page used to keep) opens nothing.
 	if rec := serve(h, "GET", "/admin/ui", "", nil, nil, &http.Cookie{Name: uiCookie, Value: aliceToken}); rec.Code != 401 {
 		t.Fatalf("a cookie holding the raw token: %d, want 401", rec.Code)
 	}
 	// No sign-in by URL: ?token= is ignored, no cookie is set.
-	rec := serve(h, "GET", "/admin/ui?token="+aliceToken, "", nil, nil)
+	rec = serve(h, "GET", "/admin/ui?token="+aliceToken, "", nil, nil)
 	if rec.Code != 401 || len(rec.Result().Cookies()) != 0 || !strings.Contains(rec.Body.String(), `name="token"`) {
 		t.Fatalf("?token=: %d %v, want the login form and no cookie", rec.Code, rec.Result().Cookies())
 	}
@@ -337,5 +341,29 @@ func TestTheCockpitPagesForbidFramingAndRunOnlyTheirOwnScript(t *testing.T) {
 	}
 	if again := check("the cockpit again", serve(h, "GET", "/admin/ui", "", nil, nil, c)); again == csp {
 		t.Error("two answers share a nonce")
+	}
+}
+
+// The sessions are a bounded map: when full, the session seen least recently makes room.
+func TestCockpitSessionsStayBoundedAndDropTheLeastRecentlySeen(t *testing.T) {
+	ss := newSessions()
+	now := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
+	first := ss.open(Principal{Name: "a", Role: RoleAdmin}, now)
+	second := ss.open(Principal{Name: "b", Role: RoleAdmin}, now.Add(time.Second))
+	for i := 2; i < maxSessions; i++ {
+		ss.open(Principal{Name: "x", Role: RoleViewer}, now.Add(2*time.Second))
+	}
+	if _, ok := ss.get(first, now.Add(3*time.Second)); !ok { // first is now the most recently seen
+		t.Fatal("first session lost before the map was full")
+	}
+	ss.open(Principal{Name: "c", Role: RoleAdmin}, now.Add(4*time.Second))
+	if n := ss.len(); n != maxSessions {
+		t.Fatalf("%d sessions, want the bound %d", n, maxSessions)
+	}
+	if _, ok := ss.get(second, now.Add(5*time.Second)); ok {
+		t.Fatal("the least recently seen session survived a full map")
+	}
+	if who, ok := ss.get(first, now.Add(5*time.Second)); !ok || who.Name != "a" {
+		t.Fatal("a recently seen session was dropped")
 	}
 }
