@@ -165,7 +165,7 @@ func TestAdminAPICreatesPreheatsAndReportsASaleBehindItsToken(t *testing.T) {
 	body := `{"id":"` + sale + `","stock":7,"starts_at":"` + starts + `","ends_at":"` + ends + `","pay_within":"15m"}`
 
 	var ref contract.Refusal
-	for _, h := range []map[string]string{nil, {"Authorization": "Bearer wrong"}, {"Authorization": "test-admin-token"}} {
+	for _, h := range []map[string]string{nil, {"Authorization": "Bearer wrong"}, {"Authorization": testAdminToken}} {
 		if code := doJSON(t, "POST", srv.URL+"/admin/sales", h, body, &ref); code != 401 || ref.Code != contract.CodeUnauthenticated {
 			t.Fatalf("create with %v: %d %+v", h, code, ref)
 		}

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/seckilledge/seckill/contract"
+	"github.com/seckilledge/seckill/internal/weaksecret"
 )
 
 // Role is what a named admin token may do.
@@ -22,7 +23,8 @@ const (
 	RoleShop Role = "shop"
 )
 
-// MinTokenLength is the shortest admin token the backend accepts: a short token is guessable.
+// MinTokenLength is the shortest webhook signing secret the backend accepts: a short secret is
+// guessable. Admin tokens must pass the stricter weaksecret.Check (at least 32 bytes, and more).
 const MinTokenLength = 16
 
 // Principal is who called the admin API: the token's name (written to the audit trail) and role.
@@ -41,7 +43,8 @@ type Tokens struct{ list []namedToken }
 
 // ParseTokens reads SECKILL_ADMIN_TOKENS ("name:token:role,..."; the role may be left out and
 // means admin) and SECKILL_ADMIN_TOKEN (one admin named "admin"). Every token must be at least
-// MinTokenLength characters, names and tokens unique.
+// strong (weaksecret.Check: 32 bytes or more, not a published or trivially patterned value),
+// names and tokens unique.
 func ParseTokens(named, single string) (*Tokens, error) {
 	t := &Tokens{}
 	seenName := map[string]bool{}
@@ -52,8 +55,9 @@ func ParseTokens(named, single string) (*Tokens, error) {
 		if seenName[name] {
 			return fmt.Errorf("admin token name %q given twice", name)
 		}
-		if len(secret) < MinTokenLength {
-			return fmt.Errorf("admin token %q is shorter than %d characters", name, MinTokenLength)
+		// A guessable admin token opens every control: refuse to start with one (issue 24).
+		if err := weaksecret.Check(secret); err != nil {
+			return fmt.Errorf("admin token %q is refused: %w (make one with `openssl rand -hex 24`)", name, err)
 		}
 		switch role {
 		case RoleAdmin, RoleViewer, RoleShop:
@@ -144,7 +148,12 @@ func (s *Service) tokens() *Tokens {
 // for a known token of another role. The principal is in the request's context.
 func (s *Service) allow(next http.HandlerFunc, roles ...Role) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		who, ok := s.tokens().Lookup(bearer(r))
+		// The live page's session (fromSession) stands for a token; otherwise the Bearer header.
+		ps, ok := sessionFrom(r.Context())
+		who := ps.who
+		if !ok {
+			who, ok = s.tokens().Lookup(bearer(r))
+		}
 		if !ok {
 			refuse(w, http.StatusUnauthorized, contract.CodeUnauthenticated, "admin token required")
 			return

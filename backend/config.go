@@ -13,6 +13,7 @@ import (
 type Config struct {
 	Listen         string        // SECKILL_BACKEND_LISTEN, -listen: the order API (the gateway proxies /orders/ here)
 	AdminListen    string        // SECKILL_BACKEND_ADMIN_LISTEN, -admin-listen: admin API, shop API, metrics
+	AdminHosts     string        // SECKILL_ADMIN_HOSTS, -admin-hosts: Host names the admin listener answers (AdminHostNames)
 	PGURL          string        // SECKILL_PG_URL, -pg
 	PGMaxConns     int           // SECKILL_PG_MAX_CONNS, -pg-max-conns
 	RedisAddr      string        // SECKILL_REDIS_ADDR, -redis
@@ -68,6 +69,7 @@ func ConfigFromFlags(fs *flag.FlagSet, args []string) (Config, error) {
 	}
 	fs.StringVar(&c.Listen, "listen", getenv("SECKILL_BACKEND_LISTEN", "127.0.0.1:8081"), "address of the order API, proxied by the gateway (SECKILL_BACKEND_LISTEN)")
 	fs.StringVar(&c.AdminListen, "admin-listen", getenv("SECKILL_BACKEND_ADMIN_LISTEN", "127.0.0.1:8082"), "address of the admin API, the shop API and /metrics; keep it private (SECKILL_BACKEND_ADMIN_LISTEN)")
+	fs.StringVar(&c.AdminHosts, "admin-hosts", os.Getenv("SECKILL_ADMIN_HOSTS"), "comma-separated host names (name:port, or name for any port) the admin listener answers; default its listen host, localhost, 127.0.0.1 and [::1] with its port (SECKILL_ADMIN_HOSTS)")
 	fs.StringVar(&c.PGURL, "pg", getenv("SECKILL_PG_URL", "postgres://seckill:seckill@127.0.0.1:15432/seckill?sslmode=disable"), "Postgres URL (SECKILL_PG_URL)")
 	num(&c.PGMaxConns, "pg-max-conns", "SECKILL_PG_MAX_CONNS", 16, "Postgres pool size")
 	fs.StringVar(&c.RedisAddr, "redis", getenv("SECKILL_REDIS_ADDR", "127.0.0.1:16379"), "Redis host:port, or a comma-separated list of Redis Cluster seeds (SECKILL_REDIS_ADDR)")

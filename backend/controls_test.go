@@ -16,8 +16,8 @@ import (
 )
 
 const (
-	aliceToken  = "alice-admin-token-0123456789"
-	viewerToken = "vera-viewer-token-0123456789"
+	aliceToken  = "alice-admin-token-0123456789-abcdef"
+	viewerToken = "vera-viewer-token-0123456789-abcdef"
 )
 
 // controlServer serves e.svc's API with an admin named alice and a viewer named vera.

@@ -34,7 +34,7 @@ func (e *env) child(batch int, extra ...string) *exec.Cmd {
 	e.t.Helper()
 	cmd := exec.Command(os.Args[0])
 	cmd.Env = append(os.Environ(), "SECKILL_BACKEND_CHILD=1", "SECKILL_PG_URL="+e.pg, "SECKILL_AMQP_URL="+e.amqp,
-		"SECKILL_REDIS_ADDR="+testenv.RedisAddr(), "SECKILL_ADMIN_TOKEN=child-admin-token-0123",
+		"SECKILL_REDIS_ADDR="+testenv.RedisAddr(), "SECKILL_ADMIN_TOKEN=child-admin-token-0123456789-abcdef",
 		"SECKILL_BACKEND_LISTEN=127.0.0.1:"+strconv.Itoa(testenv.FreePort(e.t)),
 		"SECKILL_BACKEND_ADMIN_LISTEN=127.0.0.1:"+strconv.Itoa(testenv.FreePort(e.t)), "SECKILL_BATCH_SIZE="+strconv.Itoa(batch),
 		"SECKILL_BATCH_WAIT=5ms")

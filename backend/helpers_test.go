@@ -41,9 +41,9 @@ func TestMain(m *testing.M) {
 
 // The tokens of newEnv's service.
 const (
-	testAdminToken  = "test-admin-token"
-	testShopToken   = "test-shop-token-0123"
-	testViewerToken = "test-viewer-token-0123"
+	testAdminToken  = "test-admin-token-0123456789-abcdefgh"
+	testShopToken   = "test-shop-token-0123456789-abcdefghi"
+	testViewerToken = "test-viewer-token-0123456789-abcdefg"
 )
 
 var (

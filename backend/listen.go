@@ -1,8 +1,12 @@
 package backend
 
 import (
+	"fmt"
 	"io"
+	"net"
 	"net/http"
+	"net/netip"
+	"strings"
 	"time"
 )
 
@@ -74,4 +78,69 @@ func (c *clearAtEOF) Read(p []byte) (int, error) {
 		c.clear()
 	}
 	return n, err
+}
+
+// codeUnknownHost refuses a request whose Host is not one of the admin listener's names.
+const codeUnknownHost = "unknown_host"
+
+// AdminHostNames is the Host values the admin listener answers (issue 24, item 8): setting
+// (SECKILL_ADMIN_HOSTS, comma-separated "name:port", or "name" for any port) when given,
+// else the configured listen host (unless it is a wildcard such as 0.0.0.0) and localhost,
+// 127.0.0.1 and [::1], each with the port the listener is bound to (bound, so a ":0" of the
+// tests is the real port).
+func AdminHostNames(setting, listen, bound string) ([]string, error) {
+	if strings.TrimSpace(setting) != "" {
+		var names []string
+		for _, n := range strings.Split(setting, ",") {
+			n = strings.ToLower(strings.TrimSpace(n))
+			if n == "" {
+				continue
+			}
+			if strings.ContainsAny(n, "/ @?#") {
+				return nil, fmt.Errorf("SECKILL_ADMIN_HOSTS: %q is no host name (want name or name:port)", n)
+			}
+			names = append(names, n)
+		}
+		if len(names) == 0 {
+			return nil, fmt.Errorf("SECKILL_ADMIN_HOSTS names no host")
+		}
+		return names, nil
+	}
+	_, port, err := net.SplitHostPort(bound)
+	if err != nil {
+		return nil, fmt.Errorf("admin listener address %q: %w", bound, err)
+	}
+	names := []string{"localhost:" + port, "127.0.0.1:" + port, "[::1]:" + port}
+	if host, _, err := net.SplitHostPort(listen); err == nil && host != "" {
+		if ip, err := netip.ParseAddr(host); err != nil || !ip.IsUnspecified() {
+			names = append(names, strings.ToLower(net.JoinHostPort(host, port)))
+		}
+	}
+	return names, nil
+}
+
+// hostGuard answers only requests whose Host is one of names, 421 unknown_host otherwise. A page
+// of another site whose name an attacker points at this listener's address (DNS rebinding)
+// would otherwise read /metrics and try sign-ins as if it were this origin; its requests carry
+// the attacker's name in Host. A name without a port matches any port.
+func hostGuard(names []string, next http.Handler) http.Handler {
+	exact := map[string]bool{}
+	for _, n := range names {
+		exact[n] = true
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h := strings.ToLower(r.Host)
+		name := h
+		if host, _, err := net.SplitHostPort(h); err == nil {
+			name = host
+			if strings.Contains(host, ":") {
+				name = "[" + host + "]"
+			}
+		}
+		if !exact[h] && !exact[name] {
+			refuse(w, http.StatusMisdirectedRequest, codeUnknownHost, "this listener does not answer for that host name (SECKILL_ADMIN_HOSTS)")
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
 }

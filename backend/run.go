@@ -116,12 +116,18 @@ func Run(ctx context.Context, cfg Config) error {
 		ln.Close()
 		return err
 	}
+	hosts, err := AdminHostNames(cfg.AdminHosts, cfg.AdminListen, aln.Addr().String())
+	if err != nil {
+		ln.Close()
+		aln.Close()
+		return err
+	}
 	orders := newServer(svc.OrderHandler(), orderLimits)
-	admin := newServer(svc.Handler(newRegistry(), cfg.Baselines), adminLimits)
+	admin := newServer(hostGuard(hosts, svc.Handler(newRegistry(), cfg.Baselines)), adminLimits)
 	errc := make(chan error, 2)
 	go func() { errc <- orders.Serve(ln) }()
 	go func() { errc <- admin.Serve(aln) }()
-	log.Info("backend listening", "orders", ln.Addr().String(), "admin", aln.Addr().String(), "baselines", cfg.Baselines,
+	log.Info("backend listening", "orders", ln.Addr().String(), "admin", aln.Addr().String(), "admin_hosts", hosts, "baselines", cfg.Baselines,
 		"batch_size", cfg.BatchSize, "webhooks", hooks != nil, "default_webhook", cfg.WebhookURL != "", "tracing", tp != nil)
 
 	ctx, stop := context.WithCancel(ctx)

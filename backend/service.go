@@ -4,6 +4,7 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -40,6 +41,9 @@ type Service struct {
 	Now func() time.Time
 
 	shards shardCounts
+	// cockpitState holds the live page's sessions and failed-login counts (ui.go), made once.
+	cockpitOnce  sync.Once
+	cockpitState *cockpitAuth
 	// rebalancerSubscribed is called when RunRebalancer's subscription is confirmed.
 	rebalancerSubscribed func()
 }

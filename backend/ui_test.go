@@ -48,10 +48,10 @@ func pageDo(t *testing.T, method, u string, c *http.Cookie, hdr map[string]strin
 	return resp.StatusCode, b.String()
 }
 
-// The page's token handling: the token is taken once (form or ?token=), kept in an HttpOnly
+// The page's sign-in: the token is taken once (the form), a session is kept in an HttpOnly
 // SameSite=Strict cookie, and the cookie never lets a cross-site form or a viewer run a
 // control.
-func TestCockpitSignInKeepsTheTokenInAStrictCookieAndGuardsTheControls(t *testing.T) {
+func TestCockpitSignInKeepsASessionInAStrictCookieAndGuardsTheControls(t *testing.T) {
 	e := newEnv(t)
 	srv := e.controlServer()
 	sale := e.sale(3)
@@ -67,18 +67,10 @@ func TestCockpitSignInKeepsTheTokenInAStrictCookieAndGuardsTheControls(t *testin
 	if resp.StatusCode != 401 || len(resp.Cookies()) != 0 {
 		t.Fatalf("login with a wrong token: %d %v", resp.StatusCode, resp.Cookies())
 	}
-	// ?token= sets the cookie and redirects to drop the token from the address.
-	resp, err = noRedirect.Get(srv.URL + "/admin/ui?token=" + aliceToken)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusSeeOther || resp.Header.Get("Location") != "/admin/ui" {
-		t.Fatalf("?token=: %d to %q", resp.StatusCode, resp.Header.Get("Location"))
-	}
-	c := resp.Cookies()[0]
-	if !c.HttpOnly || c.SameSite != http.SameSiteStrictMode || c.Path != "/admin/ui" {
-		t.Fatalf("cookie %+v: want HttpOnly, SameSite=Strict, Path=/admin/ui", c)
+	// The form signs in: a session cookie, then the page (ui_auth_test.go covers the session).
+	c := pageCookie(t, srv, aliceToken)
+	if !c.HttpOnly || c.SameSite != http.SameSiteStrictMode || c.Path != "/admin/ui" || c.Value == aliceToken {
+		t.Fatalf("cookie %+v: want HttpOnly, SameSite=Strict, Path=/admin/ui, a session id", c)
 	}
 	if code, body := pageDo(t, "GET", srv.URL+"/admin/ui", c, nil); code != 200 || !strings.Contains(body, "EventSource") || !strings.Contains(body, ">alice<") {
 		t.Fatalf("the page: %d", code)

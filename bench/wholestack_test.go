@@ -22,7 +22,7 @@ func startWholeStack(ctx context.Context, t *testing.T, gateways int) *bench.Sta
 	}
 	stack, err := bench.Start(ctx, bench.StartOptions{Root: "..", BinDir: bin, RedisAddr: redisSrv.Addr(),
 		AMQPURL: testenv.AMQPURL(), MgmtURL: testenv.AMQPMgmtURL(), PGAdminURL: testenv.PGAdminURL(),
-		AdminToken: "e2e-admin-token-0123", TokenKey: "e2e-token-key-0123456789abcdef-0123456789", LogDir: t.TempDir(),
+		AdminToken: "e2e-admin-token-0123456789-abcdefgh", TokenKey: "e2e-token-key-0123456789abcdef-0123456789", LogDir: t.TempDir(),
 		ExtraGlobal: bench.TrustLoopbackProxy, Gateways: gateways})
 	if err != nil {
 		t.Fatal(err)

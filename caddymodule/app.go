@@ -9,6 +9,7 @@ package caddymodule
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"strings"
@@ -19,6 +20,7 @@ import (
 	"github.com/seckilledge/seckill/caddymodule/relay"
 	tokens "github.com/seckilledge/seckill/caddymodule/tokenformat"
 	"github.com/seckilledge/seckill/contract"
+	"github.com/seckilledge/seckill/internal/weaksecret"
 	"go.uber.org/zap"
 )
 
@@ -38,7 +40,8 @@ type App struct {
 	// first key) and seckill_gate (which accepts any of them). List the new key first and keep
 	// the previous one while tokens signed with it may still be live: keys rotate without
 	// refusing tokens already issued. Secrets must come from placeholders such as
-	// {env.SECKILL_TOKEN_KEY} and be at least 32 bytes.
+	// {env.SECKILL_TOKEN_KEY} and be strong: at least 32 bytes, at least 8 distinct bytes, no
+	// short unit repeated, no placeholder or published value (`openssl rand -hex 32` makes one).
 	TokenKeys []TokenKey `json:"token_keys,omitempty"`
 
 	// The outbox relay of this instance, which hands the orders accepted by seckill_gate to
@@ -73,13 +76,14 @@ type App struct {
 
 // DemoTokenKey is the token key published with the demo (scripts/run.sh, docker-compose.yml,
 // docs). Anybody can forge tokens signed with it, so the app refuses it unless Demo is set.
-const DemoTokenKey = "demo-token-key-change-me-0123456789"
+const DemoTokenKey = weaksecret.DemoTokenKey
 
 // TokenKey is one purchase-token signing key.
 type TokenKey struct {
 	// Key id, 1 to 16 characters of [A-Za-z0-9_-]; it travels in the token.
 	ID string `json:"id"`
-	// The secret (a placeholder such as {env.SECKILL_TOKEN_KEY}); at least 32 bytes once resolved.
+	// The secret (a placeholder such as {env.SECKILL_TOKEN_KEY}); strong once resolved (see
+	// token_keys).
 	Secret string `json:"secret"`
 }
 
@@ -121,9 +125,15 @@ func (a *App) Provision(ctx caddy.Context) error {
 		keys := make([]tokens.Key, 0, len(a.TokenKeys))
 		for _, k := range a.TokenKeys {
 			secret := repl.ReplaceAll(k.Secret, "")
-			if secret == DemoTokenKey && !a.Demo {
-				return fmt.Errorf("seckill: token key %q is the published demo key: set a secret of your own, "+
-					"or the `demo` option of the seckill global option for a demo", k.ID)
+			// A guessable key lets anybody mint purchase tokens (issue 24): the same check as
+			// the backend's admin tokens. The demo key passes only with `demo`, exactly as
+			// published (a variant of it is no demo, just a weak key).
+			if err := weaksecret.Check(secret); err != nil && !(a.Demo && secret == DemoTokenKey) {
+				if errors.Is(err, weaksecret.ErrPublished) {
+					return fmt.Errorf("seckill: token key %q is the published demo key: set a secret of your own "+
+						"(openssl rand -hex 32), or the `demo` option of the seckill global option for a demo", k.ID)
+				}
+				return fmt.Errorf("seckill: token key %q is refused: %w (make one with `openssl rand -hex 32`)", k.ID, err)
 			}
 			keys = append(keys, tokens.Key{ID: k.ID, Secret: []byte(secret)})
 		}

@@ -53,6 +53,33 @@ func TestTheDemoTokenKeyIsRefusedUnlessDemoIsSet(t *testing.T) {
 	}
 }
 
+// A purchase-token key anybody can guess lets anybody mint tokens: provisioning fails with an
+// error that names the key and says why, never the secret (issue 24, item 10).
+func TestTheGatewayRefusesAWeakTokenKey(t *testing.T) {
+	const base = "{\n seckill {\n token_keys {\n k1 {env.SECKILL_TEST_TOKEN_KEY}\n }\n %s }\n}\n"
+	for _, tc := range []struct{ name, key, opt, why string }{
+		{"all zeros", strings.Repeat("0", 64), "", "one character repeated"},
+		{"few distinct bytes", strings.Repeat("ab-", 12), "", "distinct"},
+		{"a unit repeated", strings.Repeat("k7Qp-2vX", 5), "", "repeated"},
+		{"the demo key in upper case", strings.ToUpper(DemoTokenKey), "", "demo"},
+		{"the demo key in upper case, even in a demo", strings.ToUpper(DemoTokenKey), "demo\n", "demo"},
+		{"the compose dummy", "compose-check-dummy-not-a-secret-0123456789", "", "published"},
+		{"a placeholder", "please-change-me-before-production-42", "", "placeholder"},
+	} {
+		t.Setenv("SECKILL_TEST_TOKEN_KEY", tc.key)
+		err := validate(t, adapt(t, fmt.Sprintf(base, tc.opt)))
+		if err == nil || !strings.Contains(err.Error(), `token key "k1"`) || !strings.Contains(err.Error(), tc.why) {
+			t.Errorf("%s: provisioning gave %v, want a refusal of k1 saying %q", tc.name, err, tc.why)
+		} else if strings.Contains(err.Error(), tc.key) {
+			t.Errorf("%s: the error shows the key: %v", tc.name, err)
+		}
+	}
+	t.Setenv("SECKILL_TEST_TOKEN_KEY", "3f9c1e0b7a52d4e86c0f1a9b2e7d5c3046a8b1f9e2d7c0a5b3f6e1d8c9a4b7e2")
+	if err := validate(t, adapt(t, fmt.Sprintf(base, ""))); err != nil {
+		t.Fatalf("a random key: %v", err)
+	}
+}
+
 func TestTheNamespaceMustBeAValidID(t *testing.T) {
 	if err := validate(t, []byte(`{"apps":{"seckill":{"namespace":"no spaces"}}}`)); err == nil {
 		t.Fatal("namespace with a space accepted")

@@ -32,7 +32,7 @@ import (
 	_ "github.com/seckilledge/seckill"
 )
 
-const adminToken = "deploy-test-admin-token"
+const adminToken = "deploy-test-admin-token-0123456789-abc"
 
 // The shipped files, relative to this package.
 const (

@@ -57,7 +57,7 @@ func runShort(t *testing.T, o chaos.Options) *chaos.Report {
 	var log bytes.Buffer
 	o.Schedule, o.Log = chaos.ShortSchedule(), &log
 	o.Cluster = chaos.ClusterOptions{Root: "../..", BinDir: bin, Dir: t.TempDir(), GateRelay: "claim_min_idle 5s",
-		AdminToken: "chaos-test-admin-token", TokenKey: "chaos-test-token-key-0123456789abcdef-0123"}
+		AdminToken: "chaos-test-admin-token-0123456789-abc", TokenKey: "chaos-test-token-key-0123456789abcdef-0123"}
 	rep, err := chaos.Run(ctx, o)
 	t.Log(log.String())
 	if err != nil {

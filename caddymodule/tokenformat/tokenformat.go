@@ -42,7 +42,9 @@ var (
 	ErrExpired = errors.New("purchase token expired")
 )
 
-// MinKeyLen is the shortest secret accepted for a signing key (bytes).
+// MinKeyLen is the shortest secret accepted for a signing key (bytes). The seckill app holds
+// configured keys to more (internal/weaksecret: no repeated unit, no published value); the
+// keyring checks the length only, so a test may sign with a simple key.
 const MinKeyLen = 32
 
 // NonceLen is the length of a token's nonce: 16 random bytes in unpadded base64url.

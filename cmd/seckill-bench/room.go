@@ -40,7 +40,7 @@ func runRoom(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	amqpURL := fs.String("amqp", stackenv.AMQPURL(), "RabbitMQ URL (a vhost of its own is created)")
 	mgmt := fs.String("amqp-mgmt", stackenv.AMQPMgmtURL(), "RabbitMQ management API URL")
 	pgAdmin := fs.String("pg-admin", stackenv.PGAdminURL(), "Postgres maintenance URL")
-	adminToken := fs.String("admin-token", stackenv.Get("SECKILL_ADMIN_TOKEN", "demo-admin-token"), "backend admin token (demo default)")
+	adminToken := fs.String("admin-token", stackenv.Secret("SECKILL_ADMIN_TOKEN"), "backend admin token (default SECKILL_ADMIN_TOKEN, else a random one for the stack this run starts)")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -51,7 +51,7 @@ func runRoom(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fo.Logf, po.Logf = logf, logf
 	stack, err := bench.Start(ctx, bench.StartOptions{Root: *root, BinDir: *bin, Caddyfile: *caddyfile, PrivateRedis: true,
 		AMQPURL: *amqpURL, MgmtURL: *mgmt, PGAdminURL: *pgAdmin, AdminToken: *adminToken,
-		TokenKey: stackenv.Get("SECKILL_TOKEN_KEY", "bench-token-key-not-a-secret-0123456789"), LogDir: filepath.Join(*out, "logs")})
+		TokenKey: stackenv.Secret("SECKILL_TOKEN_KEY"), LogDir: filepath.Join(*out, "logs")})
 	if err != nil {
 		return errorf(stderr, "%v", err)
 	}

@@ -59,7 +59,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	o := chaos.Options{Buyers: *buyers, Rate: *rate, Stock: *stock, CatchUp: *catchUp, Log: stderr, Schedule: chaos.DefaultSchedule(),
 		Cluster: chaos.ClusterOptions{Root: *root, BinDir: *bin, Caddyfile: *caddyfile, GateRelay: *relay, Dir: *dir,
-			AdminToken: stackenv.Get("SECKILL_ADMIN_TOKEN", "chaos-admin-token"), TokenKey: stackenv.Get("SECKILL_TOKEN_KEY", "chaos-token-key-not-a-secret-0123456789")}}
+			AdminToken: stackenv.Secret("SECKILL_ADMIN_TOKEN"), TokenKey: stackenv.Secret("SECKILL_TOKEN_KEY")}}
 	if *short {
 		o.Buyers, o.Rate, o.Stock, o.Schedule = 2000, 125, 1800, chaos.ShortSchedule()
 	}

@@ -19,8 +19,8 @@ import (
 )
 
 const (
-	adminToken  = "carol-admin-token-0123456789"
-	viewerToken = "vic-viewer-token-0123456789"
+	adminToken  = "carol-admin-token-0123456789-abcdef"
+	viewerToken = "vic-viewer-token-0123456789-abcdefg"
 )
 
 // backendServer runs the real backend API (its own Postgres database, the shared Redis) in

@@ -3,7 +3,11 @@
 // tests, seckill-bench and seckill-chaos read them here, so a port moves in one place.
 package stackenv
 
-import "os"
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"os"
+)
 
 // The environment variables, as scripts/stack.sh writes them to .run/env.
 const (
@@ -34,6 +38,18 @@ func Get(name, def string) string {
 		return v
 	}
 	return def
+}
+
+// Secret is the variable's value, or, when it is unset, a random 32 bytes in hex made for this
+// run: the stacks seckill-bench and seckill-chaos start need an admin token and a token key
+// that pass the strength check (internal/weaksecret), and a published default would be none.
+func Secret(name string) string {
+	if v := os.Getenv(name); v != "" {
+		return v
+	}
+	b := make([]byte, 32)
+	_, _ = rand.Read(b) // crypto/rand.Read never fails (Go 1.24)
+	return hex.EncodeToString(b)
 }
 
 // RedisAddr is the stack's Redis (host:port).

@@ -30,8 +30,8 @@ import (
 
 // Admin tokens of the backend these tests run: one admin (alice) and one viewer.
 const (
-	aliceToken  = "systemtest-alice-token-0123"
-	viewerToken = "systemtest-viewer-token-0123"
+	aliceToken  = "systemtest-alice-token-0123456789-ab"
+	viewerToken = "systemtest-viewer-token-0123456789-a"
 )
 
 func quietLog() *slog.Logger { return slog.New(slog.NewJSONHandler(io.Discard, nil)) }
