@@ -68,7 +68,12 @@ func TestAChallengeFetchedBeforeTheDifficultyRoseIsRefused(t *testing.T) {
 				default:
 				}
 				u := fmt.Sprintf("rush%d_%d", w, i)
-				if a := enter(t, gwB, r.Sale, u, pow(challenge(gwB, u))); a.Status == 200 {
+				// Not challenge(): t.Fatalf belongs to the test's goroutine.
+				c := do(t, http.MethodGet, gwB+"/seckill/"+r.Sale+"/challenge", u, nil)
+				if c.Status != 200 {
+					continue
+				}
+				if a := enter(t, gwB, r.Sale, u, pow(c)); a.Status == 200 {
 					entered.Add(1)
 				}
 			}
@@ -184,8 +189,7 @@ func TestThePublishedPrequeueIsReadOnce(t *testing.T) {
 	rdb.HSet(ctx, contract.MetaKey(r.Sale), "starts_ms", now.Add(-2*time.Second).UnixMilli(), "ends_ms", now.Add(-time.Second).UnixMilli())
 	url := gw + "/seckill/" + r.Sale + "/room/prequeue"
 	testenv.WaitFor(t, 5*time.Second, "the gateway to see the end", func() bool {
-		return do(t, http.MethodGet, gw+"/seckill/"+r.Sale+"/room", "", nil).Raw != "" &&
-			strings.Contains(do(t, http.MethodGet, gw+"/seckill/"+r.Sale+"/room", "", nil).Raw, `"state":"ended"`)
+		return strings.Contains(do(t, http.MethodGet, gw+"/seckill/"+r.Sale+"/room", "", nil).Raw, `"state":"ended"`)
 	})
 
 	get := func(query string, headers map[string]string) (*http.Response, PrequeueList) {
@@ -317,3 +321,71 @@ func newRecorder() *recorder                    { return &recorder{header: http.
 func (r *recorder) Header() http.Header         { return r.header }
 func (r *recorder) Write(b []byte) (int, error) { return r.body.Write(b) }
 func (r *recorder) WriteHeader(s int)           { r.status = s }
+
+// listStore is a Store whose pre-queues are n made-up places per sale; it counts the pages
+// read.
+type listStore struct {
+	fakeStore
+	n     map[string]int64
+	pages atomic.Int64
+	slow  chan struct{} // page reads wait for it (nil: no wait)
+}
+
+func (s *listStore) Prequeue(_ context.Context, sale string, from, count int64) ([]string, int64, error) {
+	n := s.n[sale]
+	if count == 0 {
+		return nil, n, nil
+	}
+	s.pages.Add(1)
+	if s.slow != nil {
+		<-s.slow
+	}
+	var out []string
+	for i := from; i < min(from+count, n); i++ {
+		raw := fmt.Sprintf("%016d", i)
+		out = append(out, strings.Repeat("r", rankLen)+raw+"user")
+	}
+	return out, n, nil
+}
+
+// Concurrent first readers share one read; the gateway keeps at most its bound of entry ids,
+// the least recently used list dropped first, and a list beyond the bound is never kept.
+func TestPrequeueListsAreReadOnceAndKeptWithinABound(t *testing.T) {
+	store := &listStore{n: map[string]int64{"a": 25_000, "b": 10, "c": 30_000, "huge": 50_000}, slow: make(chan struct{})}
+	h := unitRoom(t, store, refusal.Limits{})
+	h.prequeues = newPrequeueCache(40_000)
+	ctx := context.Background()
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if s, ok, err := h.snapshot(ctx, "a", "c1", 25_000); err != nil || !ok || s.n() != 25_000 {
+				t.Errorf("a: %v %v", ok, err)
+			}
+		}()
+	}
+	time.Sleep(50 * time.Millisecond)
+	close(store.slow)
+	wg.Wait()
+	if got := store.pages.Load(); got != 3 {
+		t.Fatalf("8 first readers of 25 000 entries read %d pages, want 3 (one reader, pages of %d)", got, PrequeuePageMax)
+	}
+	if p := h.readySnapshot("a", "c1").page(9_999, 2); len(p) != 2 || p[0] != base64.RawURLEncoding.EncodeToString([]byte(fmt.Sprintf("%016d", 9_999))) {
+		t.Fatalf("page: %v", p)
+	}
+	if _, ok, _ := h.snapshot(ctx, "b", "c1", 10); !ok {
+		t.Fatal("b not kept")
+	}
+	h.readySnapshot("b", "c1") // b is used after a: a goes first
+	if _, ok, _ := h.snapshot(ctx, "c", "c1", 30_000); !ok || h.readySnapshot("a", "c1") != nil || h.readySnapshot("b", "c1") == nil {
+		t.Fatal("keeping c (30 000 of 40 000) did not drop a, the least recently used")
+	}
+	before := store.pages.Load()
+	if _, ok, err := h.snapshot(ctx, "huge", "c1", 50_000); ok || err != nil || store.pages.Load() != before {
+		t.Fatalf("a list beyond the bound: kept %v, %v, %d pages read", ok, err, store.pages.Load()-before)
+	}
+	if held := h.prequeues.held; held > 40_000 {
+		t.Fatalf("%d entry ids held, above the bound", held)
+	}
+}
