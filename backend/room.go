@@ -29,12 +29,29 @@ type RoomSpec struct {
 	Prequeue string `json:"prequeue,omitempty"`
 	// Difficulty is the proof-of-work [min, max] in bits; [0, 0] asks for none.
 	Difficulty *[2]int `json:"difficulty,omitempty"`
+	// MaxWaiters is the most places the room holds (1..10 000 000); beyond it a new entry gets
+	// 503 queue_full (issue 24).
+	MaxWaiters *int64 `json:"max_waiters,omitempty"`
 }
 
 // Validate checks a room spec.
 func (r RoomSpec) Validate() error {
+	if _, err := r.maxWaitersArg(); err != nil {
+		return err
+	}
 	_, err := r.args()
 	return err
+}
+
+// maxWaitersArg is room_setup.lua's ARGV[10]: "" leaves the gateways' default.
+func (r RoomSpec) maxWaitersArg() (string, error) {
+	if r.MaxWaiters == nil {
+		return "", nil
+	}
+	if *r.MaxWaiters < 1 || *r.MaxWaiters > 10_000_000 {
+		return "", errors.New("room.max_waiters must be between 1 and 10000000 places")
+	}
+	return strconv.FormatInt(*r.MaxWaiters, 10), nil
 }
 
 // args are room_setup.lua's ARGV[3..8]: "" for a field the sale leaves to the gateways.
@@ -93,6 +110,10 @@ func PreheatRoom(ctx context.Context, rdb redis.Scripter, sale string, spec Room
 	if err != nil {
 		return res, err
 	}
+	maxWaiters, err := spec.maxWaitersArg()
+	if err != nil {
+		return res, err
+	}
 	seed, ekey := make([]byte, 32), make([]byte, 32)
 	if _, err := rand.Read(seed); err != nil {
 		return res, err
@@ -102,7 +123,7 @@ func PreheatRoom(ctx context.Context, rdb redis.Scripter, sale string, spec Room
 	}
 	sum := sha256.Sum256(seed)
 	argv := append([]any{hex.EncodeToString(seed), hex.EncodeToString(ekey)}, args...)
-	argv = append(argv, hex.EncodeToString(sum[:]))
+	argv = append(argv, hex.EncodeToString(sum[:]), maxWaiters)
 	out, err := lua.RoomSetup.Run(ctx, rdb, []string{contract.MetaKey(sale), roomKey(sale)}, argv...).Slice()
 	if err != nil {
 		return res, fmt.Errorf("room_setup.lua: %w", err)

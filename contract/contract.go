@@ -194,6 +194,9 @@ const (
 	// CodeNotAdmitted (403): the sale has a waiting room, seckill_token requires an admission
 	// (require_admission) and the user has no live one.
 	CodeNotAdmitted = "not_admitted"
+	// CodeQueueFull (503, with Retry-After): the sale's waiting room holds its maximum number
+	// of places (max_waiters); a user who has a place keeps it.
+	CodeQueueFull = "queue_full"
 )
 
 // Values of the meta hash field "state" that the gate and token scripts act on.

@@ -6,7 +6,8 @@
 -- KEYS[1]  seckill:{sale:<id>}:meta        hash: stock, starts_ms, ends_ms, state (preheat)
 -- KEYS[2]  seckill:{sale:<id>}:room        hash: seed, ekey, commitment, settings (room_setup),
 --                                          counters cursor, allow, last_ms, seq, entries,
---                                          admitted, lapsed (this script)
+--                                          admitted, lapsed, and the entry rate rate_s,
+--                                          rate_cur, rate_prev (this script)
 -- KEYS[3]  seckill:{sale:<id>}:room:q      zset, the queue. Member: 32 bytes of rank
 --                                          (HMAC-SHA256(seed, entry id)) .. 16 bytes of entry
 --                                          id .. user id. Score 0 for the pre-queue (equal
@@ -24,23 +25,36 @@
 -- ARGV[6]  prequeue_ms
 -- ARGV[7]  enter: the proof-of-work nonce to spend, "" when the room asks for none
 -- ARGV[8]  enter: the nonce's expiry (unix ms)
+-- ARGV[9]  optional max_waiters: the most places the queue holds (admitted ones included: the
+--          sorted set keeps them for the published order); a new entry beyond it is refused
+--          "queue_full", a user who has a place keeps it. Absent, "" or 0: no bound
+-- ARGV[10] optional, enter: the highest entry rate (entries per second, as counted below) at
+--          which the proof's difficulty is still the one in force; above it the entry is
+--          refused "too_easy". Absent, "" or negative: any rate (no proof, or the maximum
+--          difficulty)
 -- KEYS[7]  optional seckill:{sale:<id>}:room:log   list: the room's history, for the verifier
 --                                          (bench/verify, docs/room.md): one element
 --                                          "a:<now_ms>:<stock>:<user>" per admission, in
 --                                          admission order (token_issue.lua appends "t:" ones)
 --
 -- Returns  {outcome, position, ahead, admitted_until_ms, now_ms, stock, depth, starts_ms,
---           admitted_now, lapsed_now}
+--           admitted_now, lapsed_now, entry_rate}
 --          outcome "waiting" | "admitted" | "sold_out" | "ended" | "paused": the user's state;
 --                  "lapsed": admitted once, the admission ran out unused (the place is gone);
 --                  "used": admitted once, and bought;
 --                  "not_entered" (poll): the user holds no place;
 --                  "not_started" (enter): before the pre-queue opens;
 --                  "replayed" (enter): the nonce was spent already, nothing written;
+--                  "too_easy" (enter): the entry rate is above ARGV[10], nothing written;
+--                  "queue_full" (enter): no place and the queue holds ARGV[9] places (the
+--                  nonce is spent and the entry counted: every try costs a proof);
 --                  "unknown_sale" / "no_room": no meta / no room hash.
 --          position is 1-based among those not yet admitted (before the start: the pre-queue's
 --          size, since the order is only drawn then), ahead = position - 1, depth = places not
---          yet admitted, admitted_now / lapsed_now = admissions this call made / saw lapse.
+--          yet admitted, admitted_now / lapsed_now = admissions this call made / saw lapse,
+--          entry_rate = entries per second across every gateway (the higher of this second's
+--          and the last one's, Redis time) as an enter saw it before counting itself; -1 when
+--          the call did not read it (polls, refusals before the proof).
 local meta, room, q, live, spent, buyers = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
 local op, member = ARGV[1], ARGV[2]
 local rate, over = tonumber(ARGV[3]), tonumber(ARGV[4])
@@ -53,8 +67,9 @@ local user = string.sub(member, 49)
 
 local t = redis.call("TIME")
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local erate = -1
 local function reply(outcome, pos, ahead, untl, stock, depth, starts, adm, lap)
-  return {outcome, pos or 0, ahead or 0, untl or 0, now, stock or 0, depth or 0, starts or 0, adm or 0, lap or 0}
+  return {outcome, pos or 0, ahead or 0, untl or 0, now, stock or 0, depth or 0, starts or 0, adm or 0, lap or 0, erate}
 end
 
 local m = redis.call("HMGET", meta, "stock", "starts_ms", "ends_ms", "state")
@@ -76,7 +91,23 @@ if op == "enter" then
   if now < starts - pre then
     return reply("not_started", 0, 0, 0, stock, 0, starts)
   end
+  -- The entry rate that drives the proof-of-work difficulty is counted here, per second of
+  -- Redis time, so every gateway sees the same one (issue 24: a gateway's own count let a
+  -- rush spread over gateways stay at the minimum).
+  local sec = math.floor(now / 1000)
+  local e = redis.call("HMGET", room, "rate_s", "rate_cur", "rate_prev")
+  local rs, rcur, rprev = tonumber(e[1]) or 0, tonumber(e[2]) or 0, tonumber(e[3]) or 0
+  if rs ~= sec then
+    if rs == sec - 1 then rprev = rcur else rprev = 0 end
+    rcur = 0
+  end
+  erate = math.max(rcur, rprev)
   local nonce = ARGV[7]
+  local limit = tonumber(ARGV[10] or "")
+  if nonce ~= "" and limit and limit >= 0 and erate > limit then
+    -- The challenge was sealed at a lower difficulty than the rate asks for now.
+    return reply("too_easy", 0, 0, 0, stock, 0, starts)
+  end
   if nonce ~= "" then
     -- A nonce is remembered only while its challenge lives: memory follows the entry rate,
     -- not the queue.
@@ -87,7 +118,17 @@ if op == "enter" then
     redis.call("ZADD", spent, tonumber(ARGV[8]), nonce)
     redis.call("PEXPIREAT", spent, ends + 120000)
   end
+  -- Counted once the proof is spent: a replayed nonce costs nothing, so it must not raise the
+  -- difficulty for everyone else.
+  redis.call("HSET", room, "rate_s", sec, "rate_cur", rcur + 1, "rate_prev", rprev)
   if not redis.call("ZSCORE", q, member) then
+    local cap = tonumber(ARGV[9] or "")
+    if cap and cap > 0 then
+      local card = redis.call("ZCARD", q)
+      if card >= cap then
+        return reply("queue_full", 0, 0, 0, stock, card - (tonumber(redis.call("HGET", room, "cursor")) or 0), starts)
+      end
+    end
     if now < starts then
       redis.call("ZADD", q, 0, member)
     else

@@ -15,6 +15,9 @@
 --          ARGV[3..8] may each be "": the sale leaves that setting to the gateways' Caddyfile
 --          default (the field is removed)
 -- ARGV[9]  commitment: hex SHA-256 of the seed bytes (Lua in Redis has no SHA-256)
+-- ARGV[10] optional max_waiters: the most places the room holds (integer >= 1); absent or
+--          "": the gateways' default (the field is removed). The field "units" keeps the
+--          stock the room was first set up with, which the built-in default scales with.
 --
 -- Returns  {created, commitment}: created is 1 when the seed was drawn by this call, 0 when
 --          the room existed (its settings are refreshed, its seed kept); commitment is the hex
@@ -46,6 +49,10 @@ end
 if #ARGV[9] ~= 64 then
   return redis.error_reply("ERR room_setup: bad commitment")
 end
+local maxw = ARGV[10] or ""
+if maxw ~= "" and (not maxw:match("^[1-9][0-9]*$") or #maxw > 12) then
+  return redis.error_reply("ERR room_setup: bad max_waiters")
+end
 local created = redis.call("HSETNX", room, "seed", seed)
 if created == 1 then
   redis.call("HSET", room, "ekey", ekey, "commitment", ARGV[9])
@@ -57,6 +64,12 @@ for i = 1, 6 do
     redis.call("HSET", room, fields[i], ARGV[i + 2])
   end
 end
+if maxw == "" then
+  redis.call("HDEL", room, "max_waiters")
+else
+  redis.call("HSET", room, "max_waiters", maxw)
+end
+redis.call("HSETNX", room, "units", tonumber(redis.call("HGET", meta, "stock")) or 0)
 local until_ms = redis.call("PEXPIRETIME", meta)
 if until_ms > 0 then
   redis.call("PEXPIREAT", room, until_ms)

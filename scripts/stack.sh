@@ -66,8 +66,11 @@ start_redis() {
 	if redis_up; then log "redis already up on :$REDIS_PORT"; return; fi
 	mkdir -p "$RUN/redis"
 	# AOF everysec: a crash loses at most about a second of writes (docs/chaos.md says what that costs).
+	# noeviction: a full Redis refuses writes (the gateways answer 503) instead of silently
+	# evicting a sale's stock, tokens or queue (README, "Production"; docs/room.md, "Bounds").
 	redis-server --bind 127.0.0.1 --port "$REDIS_PORT" --dir "$RUN/redis" \
 		--appendonly yes --appendfsync everysec --save '' \
+		--maxmemory "${SECKILL_REDIS_MAXMEMORY:-2gb}" --maxmemory-policy noeviction \
 		--daemonize yes --pidfile "$RUN/redis/redis.pid" --logfile "$RUN/redis.log" \
 		--maxclients 20000 --tcp-backlog 4096
 	wait_for redis 60 redis_up

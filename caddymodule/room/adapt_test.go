@@ -22,6 +22,9 @@ func TestCaddyfileRefusesBadOptions(t *testing.T) {
 		":80 {\n seckill_room {\n max_pending many\n }\n}",
 		":80 {\n seckill_room {\n handle_errors please\n }\n}",
 		":80 {\n seckill_room extra\n}",
+		":80 {\n seckill_room {\n max_waiters 0\n }\n}",
+		":80 {\n seckill_room {\n max_waiters lots\n }\n}",
+		":80 {\n seckill_room {\n frame_ancestors\n }\n}",
 	)
 }
 

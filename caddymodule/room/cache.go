@@ -38,13 +38,10 @@ func (h *Room) roomOf(ctx context.Context, sale string) (*cachedRoom, bool, erro
 		return nil, ok, err
 	}
 	c := &cachedRoom{room: r, read: now}
+	// The entry rate read with the room is Redis's count across gateways: the freshest view.
+	c.rate.observe(r.EntryRate, now)
 	if v, loaded := h.cache.rooms.Load(sale); loaded {
-		// Keep the entry-rate estimate across refreshes.
-		old := v.(*cachedRoom)
-		old.rate.mu.Lock()
-		c.rate.second, c.rate.cur, c.rate.prev = old.rate.second, old.rate.cur, old.rate.prev
-		old.rate.mu.Unlock()
-		c.label = old.label
+		c.label = v.(*cachedRoom).label
 	} else {
 		h.cache.mu.Lock()
 		h.cache.n++

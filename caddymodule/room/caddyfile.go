@@ -30,6 +30,8 @@ func init() {
 //		prequeue        <duration>      # default 15m
 //		difficulty      <min> <max>     # default 0 0 (no proof of work)
 //		difficulty_rate <per second>    # default 100
+//		max_waiters     <n>             # default 50 per unit, within [10 000, 2 000 000]
+//		frame_ancestors <source...>     # default none: the page is never framed
 //		refresh         <min> <max>     # default 1s 30s
 //		retry_after     <duration>      # default 1s
 //		cache_ttl       <duration>      # default 2s
@@ -55,6 +57,13 @@ func (h *Room) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			err = h.unmarshalDifficulty(d)
 		case "difficulty_rate":
 			err = directive.Float(d, &h.DifficultyRate)
+		case "max_waiters":
+			err = h.unmarshalMaxWaiters(d)
+		case "frame_ancestors":
+			h.FrameAncestors = d.RemainingArgs()
+			if len(h.FrameAncestors) == 0 {
+				err = d.Errf("frame_ancestors takes one or more sources")
+			}
 		case "refresh":
 			err = h.unmarshalRefresh(d)
 		case "retry_after":
@@ -81,6 +90,18 @@ func (h *Room) unmarshalDifficulty(d *caddyfile.Dispenser) error {
 		}
 		h.Difficulty[i] = n
 	}
+	return nil
+}
+
+func (h *Room) unmarshalMaxWaiters(d *caddyfile.Dispenser) error {
+	var n int
+	if err := directive.Int(d, &n); err != nil {
+		return err
+	}
+	if n < 1 {
+		return d.Errf("max_waiters must be at least 1")
+	}
+	h.MaxWaiters = int64(n)
 	return nil
 }
 

@@ -17,6 +17,9 @@ const (
 	CodePaused           = "paused"
 	// CodeNotEnded refuses the pre-queue list before the sale has ended (docs/room.md).
 	CodeNotEnded = "not_ended"
+	// CodeQueueFull (503, Retry-After) refuses a new entry when the room holds max_waiters
+	// places.
+	CodeQueueFull = contract.CodeQueueFull
 )
 
 // Settings are one sale's room settings: the Caddyfile's defaults, overridden field by field
@@ -28,6 +31,21 @@ type Settings struct {
 	Prequeue      time.Duration // entries are taken from this long before the start
 	DifficultyMin int           // proof-of-work bits; 0 and 0: no proof of work
 	DifficultyMax int
+	MaxWaiters    int64 // the most places the queue holds; 0: no bound
+}
+
+// The built-in bound of a room's places (docs/room.md, "Bounds"), for a sale and a Caddyfile
+// that set no max_waiters: 50 places per unit of the sale's stock, at least
+// MinDefaultWaiters, at most MaxDefaultWaiters (about 300 MB of Redis at 150 B a place).
+const (
+	WaitersPerUnit    = 50
+	MinDefaultWaiters = 10_000
+	MaxDefaultWaiters = 2_000_000
+)
+
+// DefaultMaxWaiters is the built-in bound for a sale set up with units of stock.
+func DefaultMaxWaiters(units int64) int64 {
+	return min(max(units*WaitersPerUnit, MinDefaultWaiters), MaxDefaultWaiters)
 }
 
 // SaleRoom is what a gateway knows of a sale's room; it changes only at preheat, so the
@@ -39,6 +57,9 @@ type SaleRoom struct {
 	Commitment string // hex SHA-256 of Seed
 	Starts     time.Time
 	Ends       time.Time
+	// EntryRate is the entry rate across gateways as room_queue.lua counted it when the room
+	// was read (entries per second).
+	EntryRate int64
 }
 
 // PowRequired reports whether entering needs a solved challenge.
@@ -59,6 +80,8 @@ const (
 	NotEntered  Outcome = "not_entered"
 	NotStarted  Outcome = "not_started"
 	Replayed    Outcome = "replayed"
+	TooEasy     Outcome = "too_easy"
+	QueueFull   Outcome = "queue_full"
 	UnknownSale Outcome = "unknown_sale"
 	NoRoom      Outcome = "no_room"
 )
@@ -69,6 +92,9 @@ type Visit struct {
 	Member   string
 	Nonce    string // enter with proof of work: the nonce to spend
 	NonceExp time.Time
+	// MaxRate is the highest entry rate at which the proof's difficulty is still the one in
+	// force (MaxEntryRate); -1: any rate.
+	MaxRate  int64
 	Settings Settings
 }
 
@@ -83,6 +109,7 @@ type Reply struct {
 	Starts          time.Time
 	AdmittedNow     int64
 	LapsedNow       int64
+	EntryRate       int64 // entries per second across gateways; -1 when not read
 }
 
 // Public is what GET /seckill/{sale}/room shows.
@@ -100,8 +127,9 @@ type Store interface {
 	Visit(ctx context.Context, sale string, v Visit) (Reply, error)
 	// Public reads the sale's stock and state.
 	Public(ctx context.Context, sale string) (Public, error)
-	// Prequeue lists the pre-queue's members in admission order.
-	Prequeue(ctx context.Context, sale string) ([]string, error)
+	// Prequeue reads the pre-queue's size and count of its members in admission order from
+	// index from (none when count is 0).
+	Prequeue(ctx context.Context, sale string, from, count int64) (members []string, total int64, err error)
 }
 
 // Refresh bounds refresh_s.
@@ -200,6 +228,10 @@ func Decide(r Reply, enter bool, rate float64, refresh Refresh) Verdict {
 		return refuse(http.StatusForbidden, contract.CodeNotStarted, "the waiting room is not open yet")
 	case Replayed:
 		return refuse(http.StatusForbidden, CodeInvalidChallenge, "this challenge was used already")
+	case TooEasy:
+		return refuse(http.StatusForbidden, CodeInvalidChallenge, "the difficulty rose since this challenge was issued; get a new challenge")
+	case QueueFull:
+		return refuse(http.StatusServiceUnavailable, CodeQueueFull, "the waiting room is full; try again later")
 	case UnknownSale, NoRoom:
 		return refuse(http.StatusNotFound, contract.CodeUnknownSale, "no waiting room for this sale")
 	}

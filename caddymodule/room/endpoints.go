@@ -63,44 +63,6 @@ func (h *Room) serveRoom(ctx context.Context, w http.ResponseWriter, r *http.Req
 	return h.answer(w, "room", info.State, http.StatusOK, info)
 }
 
-// PrequeueList is the body of GET /seckill/{sale}/room/prequeue.
-type PrequeueList struct {
-	Seed    string   `json:"seed"`
-	Entries []string `json:"entries"`
-}
-
-func (h *Room) servePrequeue(ctx context.Context, w http.ResponseWriter, r *http.Request, sale string) error {
-	if r.Method != http.MethodGet && r.Method != http.MethodHead {
-		return h.methodNotAllowed(w, "prequeue", "GET")
-	}
-	c, ok, err := h.roomOf(ctx, sale)
-	if err != nil {
-		return h.unavailable(w, "prequeue", err)
-	}
-	if !ok {
-		return h.refuse(w, "prequeue", noRoom)
-	}
-	p, err := h.store.Public(ctx, sale)
-	if err != nil {
-		return h.unavailable(w, "prequeue", err)
-	}
-	if p.Now.Before(c.room.Ends) {
-		return h.refuse(w, "prequeue", notEnded)
-	}
-	members, err := h.store.Prequeue(ctx, sale)
-	if err != nil {
-		return h.unavailable(w, "prequeue", err)
-	}
-	list := PrequeueList{Seed: hex.EncodeToString(c.room.Seed), Entries: make([]string, 0, len(members))}
-	for _, m := range members {
-		if id := EntryIDOfMember(m); id != "" {
-			list.Entries = append(list.Entries, id)
-		}
-	}
-	w.Header().Set("Cache-Control", "public, max-age=60")
-	return h.answer(w, "prequeue", "ok", http.StatusOK, list)
-}
-
 // ChallengeAnswer is the body of GET /seckill/{sale}/challenge.
 type ChallengeAnswer struct {
 	Challenge  string `json:"challenge"`
@@ -124,7 +86,7 @@ func (h *Room) serveChallenge(ctx context.Context, w http.ResponseWriter, r *htt
 		return h.refuse(w, "challenge", noRoom)
 	}
 	now := h.now()
-	d := Difficulty(c.room.DifficultyMin, c.room.DifficultyMax, c.rate.rate(now), h.DifficultyRate)
+	d := Difficulty(c.room.DifficultyMin, c.room.DifficultyMax, c.rate.get(now), h.DifficultyRate)
 	exp := now.Add(ChallengeLife)
 	ch, err := h.sealer.NewChallenge(sale, user, d, exp)
 	if err != nil {
@@ -170,6 +132,10 @@ func (h *Room) enter(ctx context.Context, w http.ResponseWriter, r *http.Request
 			return h.refuse(w, "enter", badProof)
 		}
 		v.Nonce, v.NonceExp = ch.Nonce, ch.Expires
+		// The sealed difficulty must be the one in force now, not when the challenge was
+		// issued: Redis refuses the entry (too_easy) when the rate counted across gateways
+		// asks for more (issue 24, item 4).
+		v.MaxRate = MaxEntryRate(ch.Difficulty, c.room.DifficultyMin, c.room.DifficultyMax, h.DifficultyRate)
 	}
 	place := PlaceOf(c.room.EntryKey, c.room.Seed, sale, user)
 	v.Member = place.Member(user)
@@ -177,8 +143,9 @@ func (h *Room) enter(ctx context.Context, w http.ResponseWriter, r *http.Request
 	if err != nil {
 		return h.unavailable(w, "enter", err)
 	}
+	c.rate.observe(rep.EntryRate, now)
 	if v.Nonce != "" {
-		if rep.Outcome == Replayed {
+		if rep.Outcome == Replayed || rep.Outcome == TooEasy {
 			challenges.WithLabelValues("refused").Inc()
 		} else {
 			challenges.WithLabelValues("solved").Inc()
@@ -186,7 +153,6 @@ func (h *Room) enter(ctx context.Context, w http.ResponseWriter, r *http.Request
 	}
 	verdict := Decide(rep, true, c.room.Rate, h.refresh)
 	if verdict.Status == http.StatusOK {
-		c.rate.add(now)
 		entries.Inc()
 		verdict.Answer.Ticket = h.sealer.Ticket(sale, user, c.room.Ends.Add(ticketGrace))
 		verdict.Answer.EntryID = place.EntryID

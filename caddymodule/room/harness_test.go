@@ -31,6 +31,7 @@ const testSecret = "room-test-secret-room-test-secret-0123456789"
 // Caddyfile's default).
 type roomArgs struct {
 	Rate, Oversubscribe, SessionMS, PrequeueMS, DifficultyMin, DifficultyMax string
+	MaxWaiters                                                               string
 }
 
 // testRoom is a preheated sale with a room.
@@ -58,7 +59,7 @@ func newRoom(t testing.TB, rdb redis.UniversalClient, stock int, startsIn, endsI
 	commit := hex.EncodeToString(sum[:])
 	if err := lua.RoomSetup.Run(ctx, rdb, []string{contract.MetaKey(sale), RoomKey(sale)},
 		hex.EncodeToString(seed), hex.EncodeToString(ekey), a.Rate, a.Oversubscribe, a.SessionMS, a.PrequeueMS,
-		a.DifficultyMin, a.DifficultyMax, commit).Err(); err != nil {
+		a.DifficultyMin, a.DifficultyMax, commit, a.MaxWaiters).Err(); err != nil {
 		t.Fatalf("room_setup: %v", err)
 	}
 	t.Cleanup(func() {
@@ -70,7 +71,10 @@ func newRoom(t testing.TB, rdb redis.UniversalClient, stock int, startsIn, endsI
 
 // gatewayConfig is a gateway serving the room, the token and the gate.
 type gatewayConfig struct {
-	Port      int
+	Port int
+	// Port2, when set, is a second server of the room's routes: its handler is another
+	// instance (its own cache and views), as a second gateway's would be.
+	Port2     int
 	RedisAddr string
 	AMQPURL   string
 	Room      map[string]any // extra fields of the seckill_room handler
@@ -99,6 +103,29 @@ func (c gatewayConfig) JSON() []byte {
 	route := func(paths []string, h map[string]any) map[string]any {
 		return map[string]any{"match": []any{map[string]any{"path": paths}}, "handle": []any{h}}
 	}
+	roomPaths := []string{"/seckill/*/room", "/seckill/*/room/prequeue", "/seckill/*/challenge", "/seckill/*/queue"}
+	server := func(port int) map[string]any {
+		return map[string]any{
+			"listen":          []string{fmt.Sprintf("127.0.0.1:%d", port)},
+			"automatic_https": map[string]any{"disable": true},
+			"routes": []any{
+				route(roomPaths, room),
+				route([]string{"/seckill/*/token"}, token),
+				route([]string{"/seckill/*/buy"}, map[string]any{"handler": "seckill_gate", "user": "{http.request.header.X-User-ID}",
+					"require_token": true, "timeout": "10s",
+					"relay": map[string]any{"poll_interval": "50ms", "discover_interval": "300ms", "served_only": true}}),
+				map[string]any{"handle": []any{map[string]any{"handler": "static_response", "body": "ok"}}},
+			},
+		}
+	}
+	servers := map[string]any{"gw": server(c.Port)}
+	if c.Port2 != 0 {
+		servers["gw2"] = map[string]any{
+			"listen":          []string{fmt.Sprintf("127.0.0.1:%d", c.Port2)},
+			"automatic_https": map[string]any{"disable": true},
+			"routes":          []any{route(roomPaths, room)},
+		}
+	}
 	cfg := map[string]any{
 		"admin":   map[string]any{"disabled": true},
 		"logging": map[string]any{"logs": map[string]any{"default": map[string]any{"level": handlertest.LogLevel()}}},
@@ -108,18 +135,7 @@ func (c gatewayConfig) JSON() []byte {
 				"amqp":       map[string]any{"url": c.AMQPURL, "reconnect_interval": "200ms"},
 				"token_keys": []map[string]any{{"id": "k1", "secret": testSecret}},
 			},
-			"http": map[string]any{"servers": map[string]any{"gw": map[string]any{
-				"listen":          []string{fmt.Sprintf("127.0.0.1:%d", c.Port)},
-				"automatic_https": map[string]any{"disable": true},
-				"routes": []any{
-					route([]string{"/seckill/*/room", "/seckill/*/room/prequeue", "/seckill/*/challenge", "/seckill/*/queue"}, room),
-					route([]string{"/seckill/*/token"}, token),
-					route([]string{"/seckill/*/buy"}, map[string]any{"handler": "seckill_gate", "user": "{http.request.header.X-User-ID}",
-						"require_token": true, "timeout": "10s",
-						"relay": map[string]any{"poll_interval": "50ms", "discover_interval": "300ms", "served_only": true}}),
-					map[string]any{"handle": []any{map[string]any{"handler": "static_response", "body": "ok"}}},
-				},
-			}}},
+			"http": map[string]any{"servers": servers},
 		},
 	}
 	b, _ := json.Marshal(cfg)

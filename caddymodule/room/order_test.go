@@ -194,21 +194,30 @@ func TestPrequeuedUsersAreAdmittedInThePermutationOfTheRevealedSeedAcrossTwoGate
 	}
 }
 
+// fetchPrequeue reads the whole published list, page after page.
 func fetchPrequeue(t testing.TB, base, sale string) PrequeueList {
 	t.Helper()
-	resp, err := client.Get(base + "/seckill/" + sale + "/room/prequeue")
-	if err != nil {
-		t.Fatal(err)
+	var all PrequeueList
+	for after := "0"; after != ""; {
+		resp, err := client.Get(base + "/seckill/" + sale + "/room/prequeue?after=" + after)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var l PrequeueList
+		if resp.StatusCode != 200 {
+			resp.Body.Close()
+			t.Fatalf("prequeue: %d", resp.StatusCode)
+		}
+		err = jsonDecode(resp, &l)
+		resp.Body.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		all.Seed, all.Total = l.Seed, l.Total
+		all.Entries = append(all.Entries, l.Entries...)
+		after = l.Next
 	}
-	defer resp.Body.Close()
-	var l PrequeueList
-	if resp.StatusCode != 200 {
-		t.Fatalf("prequeue: %d", resp.StatusCode)
-	}
-	if err := jsonDecode(resp, &l); err != nil {
-		t.Fatal(err)
-	}
-	return l
+	return all
 }
 
 func mustInt(t testing.TB, s string) int64 {

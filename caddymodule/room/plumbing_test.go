@@ -46,7 +46,9 @@ func (s *fakeStore) Public(context.Context, string) (Public, error) {
 	return Public{Now: time.Now(), Stock: 3, State: "init"}, nil
 }
 
-func (s *fakeStore) Prequeue(context.Context, string) ([]string, error) { return nil, nil }
+func (s *fakeStore) Prequeue(context.Context, string, int64, int64) ([]string, int64, error) {
+	return nil, 0, nil
+}
 
 // unitRoom is a provisioned Room over store, without Caddy or Redis.
 func unitRoom(t *testing.T, store Store, limits refusal.Limits) *Room {

@@ -43,6 +43,9 @@ const (
 	DefaultTimeout        = time.Second
 	DefaultRetryAfter     = time.Second
 	DefaultCacheTTL       = 2 * time.Second
+	// MaxWaitersLimit bounds max_waiters (here and in a sale's "room"): 10 000 000 places are
+	// about 1.5 GB of Redis.
+	MaxWaitersLimit = 10_000_000
 )
 
 // Room is the `seckill_room` handler. It answers the room's endpoints itself
@@ -64,9 +67,16 @@ type Room struct {
 	// none. The difficulty grows from min by one bit each time the entry rate doubles beyond
 	// difficulty_rate.
 	Difficulty []int `json:"difficulty,omitempty"`
-	// Entries per second (seen by this gateway, per sale) up to which the difficulty stays at
-	// its minimum. Default 100.
+	// Entries per second (per sale, counted in Redis across every gateway) up to which the
+	// difficulty stays at its minimum. Default 100.
 	DifficultyRate float64 `json:"difficulty_rate,omitempty"`
+	// The most places a sale's queue holds (admitted ones included); beyond it a new entry gets
+	// 503 queue_full, someone who has a place keeps it. Default 0: 50 per unit of the sale's
+	// stock, at least 10 000, at most 2 000 000. A sale's own max_waiters overrides it.
+	MaxWaiters int64 `json:"max_waiters,omitempty"`
+	// The origins allowed to frame the waiting page (the Content-Security-Policy's
+	// frame-ancestors sources, e.g. "https://shop.example"). Default: none may.
+	FrameAncestors []string `json:"frame_ancestors,omitempty"`
 	// Bounds of refresh_s, the poll interval told to waiters. Defaults 1s and 30s.
 	RefreshMin caddy.Duration `json:"refresh_min,omitempty"`
 	RefreshMax caddy.Duration `json:"refresh_max,omitempty"`
@@ -78,16 +88,19 @@ type Room struct {
 	// timeout (default 1s, per Redis call), max_pending, handle_errors.
 	refusal.Limits
 
-	store    Store
-	sealer   *Sealer
-	events   soldOutFlags
-	logger   *zap.Logger
-	refuser  refusal.Writer
-	caller   edge.Caller
-	cache    *roomCache
-	refresh  Refresh
-	defaults Settings
-	now      func() time.Time
+	store   Store
+	sealer  *Sealer
+	events  soldOutFlags
+	logger  *zap.Logger
+	refuser refusal.Writer
+	caller  edge.Caller
+	cache   *roomCache
+	// prequeues holds the published pre-queues this gateway has read (prequeue.go).
+	prequeues *prequeueCache
+	csp       string // the waiting page's Content-Security-Policy
+	refresh   Refresh
+	defaults  Settings
+	now       func() time.Time
 }
 
 // soldOutFlags is the part of the app's sale events the room uses: sold-out answered from
@@ -163,11 +176,14 @@ func (h *Room) setDefaults() {
 	h.caller = h.Caller(DefaultTimeout)
 	h.refuser = h.Writer(0)
 	h.refresh = Refresh{Min: time.Duration(h.RefreshMin), Max: time.Duration(h.RefreshMax)}
-	h.defaults = Settings{Rate: h.Rate, Oversubscribe: h.Oversubscribe, Session: time.Duration(h.Session), Prequeue: time.Duration(*h.Prequeue)}
+	h.defaults = Settings{Rate: h.Rate, Oversubscribe: h.Oversubscribe, Session: time.Duration(h.Session), Prequeue: time.Duration(*h.Prequeue),
+		MaxWaiters: h.MaxWaiters}
 	if len(h.Difficulty) == 2 {
 		h.defaults.DifficultyMin, h.defaults.DifficultyMax = h.Difficulty[0], h.Difficulty[1]
 	}
 	h.cache = new(roomCache)
+	h.prequeues = newPrequeueCache(maxSnapshotEntries)
+	h.csp = pageCSP(h.FrameAncestors)
 	if h.now == nil {
 		h.now = time.Now
 	}
@@ -188,6 +204,13 @@ func (h *Room) Validate() error {
 		return fmt.Errorf("seckill_room: difficulty is [min, max] with 0 <= min <= max <= %d", MaxDifficulty)
 	case h.RefreshMin <= 0 || h.RefreshMax < h.RefreshMin:
 		return fmt.Errorf("seckill_room: need 0 < refresh_min <= refresh_max")
+	case h.MaxWaiters < 0 || h.MaxWaiters > MaxWaitersLimit:
+		return fmt.Errorf("seckill_room: max_waiters must be between 1 and %d (0: the built-in default)", MaxWaitersLimit)
+	}
+	for _, a := range h.FrameAncestors {
+		if !validSource(a) {
+			return fmt.Errorf("seckill_room: frame_ancestors: %q is not a CSP source", a)
+		}
 	}
 	return nil
 }
@@ -311,8 +334,16 @@ func (s boundStore) Public(ctx context.Context, sale string) (Public, error) {
 	return edge.Call(ctx, s.caller, func(ctx context.Context) (Public, error) { return s.Store.Public(ctx, sale) })
 }
 
-func (s boundStore) Prequeue(ctx context.Context, sale string) ([]string, error) {
-	return edge.Call(ctx, s.caller, func(ctx context.Context) ([]string, error) { return s.Store.Prequeue(ctx, sale) })
+func (s boundStore) Prequeue(ctx context.Context, sale string, from, count int64) ([]string, int64, error) {
+	type page struct {
+		members []string
+		total   int64
+	}
+	p, err := edge.Call(ctx, s.caller, func(ctx context.Context) (page, error) {
+		m, n, err := s.Store.Prequeue(ctx, sale, from, count)
+		return page{m, n}, err
+	})
+	return p.members, p.total, err
 }
 
 // Interface guards

@@ -26,6 +26,7 @@ func (s RedisStore) Room(ctx context.Context, sale string) (SaleRoom, bool, erro
 	pipe := s.Client.Pipeline()
 	roomCmd := pipe.HGetAll(ctx, roomKey(sale))
 	metaCmd := pipe.HMGet(ctx, contract.MetaKey(sale), "starts_ms", "ends_ms")
+	timeCmd := pipe.Time(ctx)
 	if _, err := pipe.Exec(ctx); err != nil && err != redis.Nil {
 		return r, false, err
 	}
@@ -62,6 +63,18 @@ func (s RedisStore) Room(ctx context.Context, sale string) (SaleRoom, bool, erro
 	if errMin == nil && errMax == nil {
 		r.DifficultyMin, r.DifficultyMax = dmin, dmax
 	}
+	// max_waiters: the sale's own, else the Caddyfile's, else the built-in, which scales with
+	// the stock the room was set up with ("units"; a room set up before that field was kept
+	// gets the built-in's ceiling).
+	if v, err := strconv.ParseInt(h["max_waiters"], 10, 64); err == nil && v > 0 {
+		r.MaxWaiters = v
+	} else if r.MaxWaiters <= 0 {
+		r.MaxWaiters = MaxDefaultWaiters
+		if u, err := strconv.ParseInt(h["units"], 10, 64); err == nil {
+			r.MaxWaiters = DefaultMaxWaiters(u)
+		}
+	}
+	r.EntryRate = EntryRateAt(timeCmd.Val().Unix(), atoi(h["rate_s"]), atoi(h["rate_cur"]), atoi(h["rate_prev"]))
 	return r, true, nil
 }
 
@@ -72,14 +85,17 @@ func (s RedisStore) Visit(ctx context.Context, sale string, v Visit) (Reply, err
 		op = "enter"
 	}
 	var nonceExp int64
+	maxRate := int64(-1)
 	if v.Nonce != "" {
 		nonceExp = v.NonceExp.UnixMilli()
+		maxRate = v.MaxRate
 	}
 	keys := []string{contract.MetaKey(sale), roomKey(sale), queueKey(sale), liveKey(sale), spentKey(sale), contract.BuyersKey(sale),
 		contract.RoomLogKey(sale)}
 	res, err := lua.RoomQueue.Run(ctx, s.Client, keys, op, v.Member,
 		strconv.FormatFloat(v.Settings.Rate, 'f', -1, 64), strconv.FormatFloat(v.Settings.Oversubscribe, 'f', -1, 64),
-		v.Settings.Session.Milliseconds(), v.Settings.Prequeue.Milliseconds(), v.Nonce, nonceExp).Slice()
+		v.Settings.Session.Milliseconds(), v.Settings.Prequeue.Milliseconds(), v.Nonce, nonceExp,
+		v.Settings.MaxWaiters, maxRate).Slice()
 	if err != nil {
 		return Reply{}, err
 	}
@@ -88,14 +104,14 @@ func (s RedisStore) Visit(ctx context.Context, sale string, v Visit) (Reply, err
 
 func parseReply(res []any) (Reply, error) {
 	var r Reply
-	if len(res) != 10 {
-		return r, fmt.Errorf("room_queue: %d values, want 10", len(res))
+	if len(res) != 11 {
+		return r, fmt.Errorf("room_queue: %d values, want 11", len(res))
 	}
 	o, ok := res[0].(string)
 	if !ok {
 		return r, fmt.Errorf("room_queue: outcome %v", res[0])
 	}
-	n := make([]int64, 9)
+	n := make([]int64, 10)
 	for i := range n {
 		v, ok := res[i+1].(int64)
 		if !ok {
@@ -112,6 +128,7 @@ func parseReply(res []any) (Reply, error) {
 	r.Stock, r.Depth = n[4], n[5]
 	r.Starts = time.UnixMilli(n[6])
 	r.AdmittedNow, r.LapsedNow = n[7], n[8]
+	r.EntryRate = n[9]
 	return r, nil
 }
 
@@ -134,9 +151,30 @@ func (s RedisStore) Public(ctx context.Context, sale string) (Public, error) {
 	return p, nil
 }
 
-// Prequeue lists the pre-queue (score 0) in rank order.
-func (s RedisStore) Prequeue(ctx context.Context, sale string) ([]string, error) {
-	return s.Client.ZRangeByScore(ctx, queueKey(sale), &redis.ZRangeBy{Min: "0", Max: "0"}).Result()
+// Prequeue reads the pre-queue (score 0, ranked first: arrivals after the start score 1, 2,
+// ...) in rank order: its size, and count members from index from, in one round trip. By
+// index, not ZRANGEBYSCORE ... LIMIT, whose offset walks the set: a page costs
+// O(log N + count) wherever it starts.
+func (s RedisStore) Prequeue(ctx context.Context, sale string, from, count int64) ([]string, int64, error) {
+	pipe := s.Client.Pipeline()
+	n := pipe.ZCount(ctx, queueKey(sale), "0", "0")
+	var page *redis.ZSliceCmd
+	if count > 0 {
+		page = pipe.ZRangeWithScores(ctx, queueKey(sale), from, from+count-1)
+	}
+	if _, err := pipe.Exec(ctx); err != nil && err != redis.Nil {
+		return nil, 0, err
+	}
+	if page == nil {
+		return nil, n.Val(), nil
+	}
+	var members []string
+	for _, z := range page.Val() {
+		if m, ok := z.Member.(string); ok && z.Score == 0 {
+			members = append(members, m)
+		}
+	}
+	return members, n.Val(), nil
 }
 
 // CheckAdmission is the admission check of seckill_token's require_admission, as a separate

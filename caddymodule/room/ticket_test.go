@@ -103,17 +103,47 @@ func TestDifficultyGrowsOneBitPerDoublingWithinBounds(t *testing.T) {
 	}
 }
 
-func TestEntryRateCountsTheLastWholeSecond(t *testing.T) {
+func TestEntryRateCountsTheLastWholeSecondAsRedisKeepsIt(t *testing.T) {
+	// rate_s, rate_cur, rate_prev as room_queue.lua writes them, read at later seconds.
+	cases := []struct{ sec, s, cur, prev, want int64 }{
+		{100, 100, 30, 10, 30}, {100, 100, 5, 40, 40}, {101, 100, 30, 10, 30}, {102, 100, 30, 10, 0}, {99, 100, 30, 10, 0},
+	}
+	for _, c := range cases {
+		if got := EntryRateAt(c.sec, c.s, c.cur, c.prev); got != c.want {
+			t.Errorf("at %d of {%d %d %d}: %d, want %d", c.sec, c.s, c.cur, c.prev, got, c.want)
+		}
+	}
 	var e entryRate
 	t0 := time.Unix(100, 0)
-	for range 30 {
-		e.add(t0)
-	}
-	if got := e.rate(t0.Add(time.Second)); got != 30 {
+	e.observe(30, t0)
+	if got := e.get(t0.Add(time.Second)); got != 30 {
 		t.Fatalf("rate = %v, want 30", got)
 	}
-	if got := e.rate(t0.Add(3 * time.Second)); got != 0 {
-		t.Fatalf("rate after a quiet second = %v, want 0", got)
+	if got := e.get(t0.Add(3 * time.Second)); got != 0 {
+		t.Fatalf("a view 3 s old = %v, want 0", got)
+	}
+}
+
+func TestMaxEntryRateIsTheHighestRateAtWhichADifficultyIsStillInForce(t *testing.T) {
+	for _, c := range []struct {
+		min, max int
+		baseline float64
+	}{{10, 16, 100}, {0, 8, 1}, {4, 4, 100}, {2, 20, 0.5}, {0, 40, 37.5}} {
+		for d := c.min; d <= c.max; d++ {
+			limit := MaxEntryRate(d, c.min, c.max, c.baseline)
+			if d == c.max {
+				if limit != -1 {
+					t.Errorf("%+v d=%d: %d, want -1 (the maximum holds at any rate)", c, d, limit)
+				}
+				continue
+			}
+			if Difficulty(c.min, c.max, float64(limit), c.baseline) > d || Difficulty(c.min, c.max, float64(limit+1), c.baseline) <= d {
+				t.Errorf("%+v d=%d: limit %d is not where the difficulty passes d", c, d, limit)
+			}
+		}
+	}
+	if got := MaxEntryRate(0, 0, 0, 100); got != -1 {
+		t.Errorf("no proof of work: %d, want -1", got)
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"time"
 
 	"github.com/seckilledge/seckill/bench/verify"
@@ -43,8 +44,29 @@ func runVerifyRoom(ctx context.Context, args []string, stdout, stderr io.Writer)
 	if err := getJSON(ctx, *gateway+"/seckill/"+*sale+"/room", &room); err != nil {
 		return errorf(stderr, "verify-room: %v", err)
 	}
-	if err := getJSON(ctx, *gateway+"/seckill/"+*sale+"/room/prequeue", &list); err != nil {
-		return errorf(stderr, "verify-room: %v (the list is published once the sale has ended)", err)
+	// The list comes in pages: each names the `after` of the next one in "next" (docs/room.md).
+	for after := ""; ; {
+		var page struct {
+			Seed    string   `json:"seed"`
+			Entries []string `json:"entries"`
+			Next    string   `json:"next"`
+		}
+		u := *gateway + "/seckill/" + *sale + "/room/prequeue"
+		if after != "" {
+			u += "?after=" + url.QueryEscape(after)
+		}
+		if err := getJSON(ctx, u, &page); err != nil {
+			return errorf(stderr, "verify-room: %v (the list is published once the sale has ended)", err)
+		}
+		if list.Seed != "" && page.Seed != list.Seed {
+			return errorf(stderr, "verify-room: the pages of the list name two seeds")
+		}
+		list.Seed = page.Seed
+		list.Entries = append(list.Entries, page.Entries...)
+		if page.Next == "" || page.Next == after {
+			break
+		}
+		after = page.Next
 	}
 	if list.Seed != room.Seed {
 		fmt.Fprintf(stdout, "FAIL  the pre-queue list's seed differs from the room's\n")

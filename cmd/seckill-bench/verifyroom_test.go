@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -51,7 +52,14 @@ func TestVerifyRoomCommandReadsAGatewayAndLocatesAnEntry(t *testing.T) {
 		case "/seckill/s1/room":
 			_ = json.NewEncoder(w).Encode(map[string]any{"state": "ended", "seed_commitment": c, "seed": s})
 		case "/seckill/s1/room/prequeue":
-			_ = json.NewEncoder(w).Encode(map[string]any{"seed": s, "entries": e})
+			// Pages of 20, as a gateway serves them with ?limit=20.
+			after, _ := strconv.Atoi(r.URL.Query().Get("after"))
+			end := min(after+20, len(e))
+			page := map[string]any{"seed": s, "entries": e[after:end], "total": len(e)}
+			if end < len(e) {
+				page["next"] = strconv.Itoa(end)
+			}
+			_ = json.NewEncoder(w).Encode(page)
 		default:
 			http.NotFound(w, r)
 		}
