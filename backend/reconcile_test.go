@@ -30,7 +30,7 @@ func TestReconcileRepairsABrokenRedisAndReportsWhatItDid(t *testing.T) {
 
 	srv := httptest.NewServer(e.svc.Handler(newRegistry(), false))
 	defer srv.Close()
-	auth := map[string]string{"Authorization": "Bearer test-admin-token"}
+	auth := adminAuth
 	var rep ReconcileReport
 	if code := doJSON(t, "POST", srv.URL+"/admin/sales/"+sale+"/reconcile", auth, "", &rep); code != 200 {
 		t.Fatalf("reconcile: %d", code)

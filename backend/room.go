@@ -19,7 +19,7 @@ import (
 // RoomSpec is a sale's waiting room, `"room": {...}` in POST /admin/sales (docs/room.md).
 // Every field is optional: an absent one leaves the gateways' seckill_room default.
 type RoomSpec struct {
-	// Rate is admissions per second (> 0).
+	// Rate is admissions per second (0.001 to 1e6: room_setup.lua's bounds).
 	Rate *float64 `json:"rate,omitempty"`
 	// Oversubscribe is live admissions per remaining unit (>= 1).
 	Oversubscribe *float64 `json:"oversubscribe,omitempty"`
@@ -34,7 +34,12 @@ type RoomSpec struct {
 	MaxWaiters *int64 `json:"max_waiters,omitempty"`
 }
 
-// Validate checks a room spec.
+// minRoomRate is room_setup.lua's lowest rate: a sale accepted here must be one preheat can
+// give its room (a refused room keeps the whole sale out of Redis, see Service.Preheat).
+const minRoomRate = 0.001
+
+// Validate checks a room spec with the bounds room_setup.lua enforces; the error names the
+// field (room.<field>).
 func (r RoomSpec) Validate() error {
 	if _, err := r.maxWaitersArg(); err != nil {
 		return err
@@ -58,8 +63,8 @@ func (r RoomSpec) maxWaitersArg() (string, error) {
 func (r RoomSpec) args() ([]any, error) {
 	out := []any{"", "", "", "", "", ""}
 	if r.Rate != nil {
-		if *r.Rate <= 0 || *r.Rate > 1e6 {
-			return nil, errors.New("room.rate must be between 0 and 1e6 admissions per second")
+		if !(*r.Rate >= minRoomRate && *r.Rate <= 1e6) {
+			return nil, errors.New("room.rate must be between 0.001 and 1e6 admissions per second")
 		}
 		out[0] = strconv.FormatFloat(*r.Rate, 'f', -1, 64)
 	}
@@ -100,11 +105,14 @@ type RoomPreheat struct {
 	SeedCommitment string `json:"seed_commitment"`
 }
 
-// PreheatRoom gives an already preheated sale its waiting room: it draws the secret seed and
-// entry key (crypto/rand, 32 bytes each) and runs room_setup.lua, which keeps the first seed
-// if the room exists. Call it under the sale's lock, after preheat.lua. The seed never leaves
-// Redis before the end of the sale; the commitment is public from now on.
-func PreheatRoom(ctx context.Context, rdb redis.Scripter, sale string, spec RoomSpec) (RoomPreheat, error) {
+// PreheatRoom gives a sale its waiting room: it draws the secret seed and entry key
+// (crypto/rand, 32 bytes each) and runs room_setup.lua, which keeps the first seed if the room
+// exists. until is when the room expires (the sale's end plus retention); zero copies the
+// expiry of the sale's meta key, which must then exist. units is the sale's stock, which the
+// room's built-in bound on places scales with; 0 reads it from the meta key. The backend's preheat calls it under
+// the sale's lock BEFORE preheat.lua, which writes the sale only when the room is there. The
+// seed never leaves Redis before the end of the sale; the commitment is public from now on.
+func PreheatRoom(ctx context.Context, rdb redis.Scripter, sale string, spec RoomSpec, until time.Time, units int64) (RoomPreheat, error) {
 	var res RoomPreheat
 	args, err := spec.args()
 	if err != nil {
@@ -123,7 +131,14 @@ func PreheatRoom(ctx context.Context, rdb redis.Scripter, sale string, spec Room
 	}
 	sum := sha256.Sum256(seed)
 	argv := append([]any{hex.EncodeToString(seed), hex.EncodeToString(ekey)}, args...)
-	argv = append(argv, hex.EncodeToString(sum[:]), maxWaiters)
+	untilArg, unitsArg := "", ""
+	if !until.IsZero() {
+		untilArg = strconv.FormatInt(until.UnixMilli(), 10)
+	}
+	if units > 0 {
+		unitsArg = strconv.FormatInt(units, 10)
+	}
+	argv = append(argv, hex.EncodeToString(sum[:]), maxWaiters, untilArg, unitsArg)
 	out, err := lua.RoomSetup.Run(ctx, rdb, []string{contract.MetaKey(sale), roomKey(sale)}, argv...).Slice()
 	if err != nil {
 		return res, fmt.Errorf("room_setup.lua: %w", err)

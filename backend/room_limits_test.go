@@ -29,14 +29,14 @@ func TestASaleRoomsMaxWaitersIsCheckedAndReachesRedis(t *testing.T) {
 		now.Add(time.Hour).UnixMilli(), now.Add(2*time.Hour).UnixMilli(), "init", 60_000).Err(); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := PreheatRoom(ctx, rdb, sale, RoomSpec{MaxWaiters: n(500)}); err != nil {
+	if _, err := PreheatRoom(ctx, rdb, sale, RoomSpec{MaxWaiters: n(500)}, time.Time{}, 0); err != nil {
 		t.Fatal(err)
 	}
 	h := rdb.HGetAll(ctx, roomKey(sale)).Val()
 	if h["max_waiters"] != "500" || h["units"] != "10" {
 		t.Fatalf("room hash: max_waiters %q units %q, want 500 and 10", h["max_waiters"], h["units"])
 	}
-	if _, err := PreheatRoom(ctx, rdb, sale, RoomSpec{}); err != nil {
+	if _, err := PreheatRoom(ctx, rdb, sale, RoomSpec{}, time.Time{}, 0); err != nil {
 		t.Fatal(err)
 	}
 	if rdb.HExists(ctx, roomKey(sale), "max_waiters").Val() {

@@ -38,7 +38,7 @@ func TestPreheatRoomDrawsTheSeedOnceAndPublishesOnlyItsCommitment(t *testing.T) 
 	sale := testenv.ID("s")
 	now := time.Now()
 	t.Cleanup(func() { rdb.Del(context.Background(), contract.MetaKey(sale), roomKey(sale)) })
-	if _, err := PreheatRoom(ctx, rdb, sale, RoomSpec{}); err == nil {
+	if _, err := PreheatRoom(ctx, rdb, sale, RoomSpec{}, time.Time{}, 0); err == nil {
 		t.Fatal("a room for a sale that is not preheated")
 	}
 	if err := lua.Script("preheat").Run(ctx, rdb, []string{contract.MetaKey(sale)}, sale, 10,
@@ -46,7 +46,7 @@ func TestPreheatRoomDrawsTheSeedOnceAndPublishesOnlyItsCommitment(t *testing.T) 
 		t.Fatal(err)
 	}
 	rate := 20.0
-	first, err := PreheatRoom(ctx, rdb, sale, RoomSpec{Rate: &rate, Difficulty: &[2]int{8, 12}})
+	first, err := PreheatRoom(ctx, rdb, sale, RoomSpec{Rate: &rate, Difficulty: &[2]int{8, 12}}, time.Time{}, 0)
 	if err != nil || !first.Created {
 		t.Fatalf("first room preheat: %+v %v", first, err)
 	}
@@ -54,7 +54,7 @@ func TestPreheatRoomDrawsTheSeedOnceAndPublishesOnlyItsCommitment(t *testing.T) 
 	if sum := sha256.Sum256(seed); hex.EncodeToString(sum[:]) != first.SeedCommitment || len(seed) != 32 {
 		t.Fatal("the commitment is not the SHA-256 of the 32-byte seed")
 	}
-	again, err := PreheatRoom(ctx, rdb, sale, RoomSpec{})
+	again, err := PreheatRoom(ctx, rdb, sale, RoomSpec{}, time.Time{}, 0)
 	if err != nil || again.Created || again.SeedCommitment != first.SeedCommitment {
 		t.Fatalf("a second preheat changed the seed: %+v %v", again, err)
 	}

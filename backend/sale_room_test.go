@@ -3,6 +3,7 @@ package backend
 import (
 	"context"
 	"regexp"
+	"strings"
 	"testing"
 	"time"
 
@@ -71,5 +72,71 @@ func TestAdminAPISaleWithARoomIsPreheatedWithItsSeedCommitmentOnce(t *testing.T)
 	}
 	if n := e.rdb.Exists(ctx, roomKey(plain)).Val(); n != 0 {
 		t.Fatal("preheat gave a sale without a room a room")
+	}
+}
+
+// A room is checked at creation with room_setup.lua's own bounds, so a sale the API accepts
+// is one preheat can give its room; and a room that cannot be set up all the same (a sale
+// stored before these bounds) keeps the whole sale out of Redis: preheat fails and nothing is
+// on sale, instead of a sale on sale with no room and no proof of work.
+func TestARoomThatCannotBeSetUpLeavesTheSaleClosed(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	_, srv := e.servers(false)
+	starts := time.Now().Add(-time.Minute).UTC().Format(time.RFC3339)
+	ends := time.Now().Add(time.Hour).UTC().Format(time.RFC3339)
+	body := func(id, room string) string {
+		return `{"id":"` + id + `","stock":3,"starts_at":"` + starts + `","ends_at":"` + ends + `","room":` + room + `}`
+	}
+	for field, room := range map[string]string{
+		"room.rate":          `{"rate":0.0001}`,
+		"room.oversubscribe": `{"oversubscribe":0.5}`,
+		"room.session":       `{"session":"999ms"}`,
+		"room.prequeue":      `{"prequeue":"-1s"}`,
+		"room.difficulty":    `{"difficulty":[0,41]}`,
+	} {
+		var ref contract.Refusal
+		if code := doJSON(t, "POST", srv.URL+"/admin/sales", adminAuth, body(testenv.ID("bad"), room), &ref); code != 400 ||
+			ref.Code != contract.CodeBadRequest || !strings.Contains(ref.Message, field) {
+			t.Errorf("%s: %d %+v, want 400 bad_request naming %s", room, code, ref, field)
+		}
+	}
+
+	sale := testenv.ID("room")
+	t.Cleanup(func() {
+		e.rdb.Del(context.Background(), contract.MetaKey(sale), roomKey(sale))
+		e.rdb.Del(context.Background(), lockRedisKeys(saleLockKey(sale))...)
+		e.rdb.SRem(context.Background(), contract.SalesIndexKey, sale)
+	})
+	if code := doJSON(t, "POST", srv.URL+"/admin/sales", adminAuth, body(sale, `{"rate":5}`), nil); code != 201 {
+		t.Fatalf("create: %d", code)
+	}
+	// Stored as an older backend let it through.
+	if _, err := e.pool.Exec(ctx, `UPDATE sales SET room = '{"rate":0.0001}'::jsonb WHERE id = $1`, sale); err != nil {
+		t.Fatal(err)
+	}
+	var ref contract.Refusal
+	if code := doJSON(t, "POST", srv.URL+"/admin/sales/"+sale+"/preheat", adminAuth, "", &ref); code != 503 {
+		t.Fatalf("preheat of a room that cannot be set up: %d %+v", code, ref)
+	}
+	if n := e.rdb.Exists(ctx, contract.MetaKey(sale), roomKey(sale)).Val(); n != 0 {
+		t.Fatalf("a failed preheat left %d of the sale's keys in Redis: the sale is on sale without its room", n)
+	}
+	if e.rdb.SIsMember(ctx, contract.SalesIndexKey, sale).Val() {
+		t.Fatal("a failed preheat indexed the sale")
+	}
+
+	if _, err := e.pool.Exec(ctx, `UPDATE sales SET room = '{"rate":5}'::jsonb WHERE id = $1`, sale); err != nil {
+		t.Fatal(err)
+	}
+	var pre PreheatResult
+	if code := doJSON(t, "POST", srv.URL+"/admin/sales/"+sale+"/preheat", adminAuth, "", &pre); code != 200 || pre.Room == nil {
+		t.Fatalf("preheat once the room is good: %d %+v", code, pre)
+	}
+	if got := e.rdb.HGet(ctx, contract.MetaKey(sale), "room").Val(); got != "1" {
+		t.Fatalf("the sale's meta does not say it has a room: %q", got)
+	}
+	if m, r := e.rdb.PExpireTime(ctx, contract.MetaKey(sale)).Val(), e.rdb.PExpireTime(ctx, roomKey(sale)).Val(); m <= 0 || r != m {
+		t.Fatalf("room expires at %v, the sale at %v", r, m)
 	}
 }

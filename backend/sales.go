@@ -244,23 +244,26 @@ func (s *Service) Preheat(ctx context.Context, sale string) (PreheatResult, erro
 				}
 				return s.restorePaused(ctx, tx, sale, k)
 			}
-			res.Created, res.StockRedis, err = lua.RunPreheat(ctx, s.Redis, lua.PreheatArgs{Sale: sale, Stock: int64(stock),
-				Starts: starts, Ends: ends, Retention: s.retention(), Namespace: s.Namespace, Limit: limit, Variants: preheatVariants(variants)})
-			if err != nil {
-				return fmt.Errorf("preheat.lua: %w", err)
-			}
 			if room != nil {
-				// After preheat.lua: room_setup.lua needs the meta key, and keeps the first
-				// seed, so a second preheat publishes the same commitment.
+				// The room first, the sale's meta last: preheat.lua writes the sale only when
+				// the room is there, and marks it as a room sale, so a room that cannot be set
+				// up leaves the sale closed rather than on sale without its room. room_setup.lua
+				// keeps the first seed, so a second preheat publishes the same commitment.
 				var spec RoomSpec
 				if err := json.Unmarshal(room, &spec); err != nil {
 					return fmt.Errorf("sale %s: stored room: %w", sale, err)
 				}
-				rp, err := PreheatRoom(ctx, s.Redis, sale, spec)
+				rp, err := PreheatRoom(ctx, s.Redis, sale, spec, ends.Add(s.retention()), int64(stock))
 				if err != nil {
 					return err
 				}
 				res.Room = &rp
+			}
+			res.Created, res.StockRedis, err = lua.RunPreheat(ctx, s.Redis, lua.PreheatArgs{Sale: sale, Stock: int64(stock),
+				Starts: starts, Ends: ends, Retention: s.retention(), Namespace: s.Namespace, Limit: limit, Variants: preheatVariants(variants),
+				Room: room != nil})
+			if err != nil {
+				return fmt.Errorf("preheat.lua: %w", err)
 			}
 			if err := s.Redis.SAdd(ctx, contract.SalesIndexKey, sale).Err(); err != nil {
 				return err

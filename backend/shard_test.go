@@ -472,7 +472,7 @@ func TestAdminAPICreatesPreheatsAndRebalancesShardedSales(t *testing.T) {
 	e := newEnv(t)
 	srv := httptest.NewServer(e.svc.Handler(newRegistry(), false))
 	defer srv.Close()
-	auth := map[string]string{"Authorization": "Bearer test-admin-token"}
+	auth := adminAuth
 	id := testenv.ID("s")
 	now := time.Now().UTC()
 	body := `{"id":"` + id + `","stock":9,"starts_at":"` + now.Add(-time.Minute).Format(time.RFC3339) +

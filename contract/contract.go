@@ -191,8 +191,9 @@ const (
 	// CodeLimitReached (409): the purchase would take the user above the sale's per-user
 	// limit; the body's "held" says how many units the user holds already.
 	CodeLimitReached = "limit_reached"
-	// CodeNotAdmitted (403): the sale has a waiting room, seckill_token requires an admission
-	// (require_admission) and the user has no live one.
+	// CodeNotAdmitted (403): the sale has a waiting room, seckill_token or seckill_gate
+	// requires an admission (require_admission) and the user has no live one (at the gate: at
+	// the moment of the purchase).
 	CodeNotAdmitted = "not_admitted"
 	// CodeQueueFull (503, with Retry-After): the sale's waiting room holds its maximum number
 	// of places (max_waiters); a user who has a place keeps it.

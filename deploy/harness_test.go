@@ -276,10 +276,16 @@ func (g *gateway) waitGateway(t *testing.T) {
 // newSale creates a sale open now on the backend and preheats it into Redis.
 func (g *gateway) newSale(t *testing.T, stock int) string {
 	t.Helper()
+	return g.newSaleWith(t, stock, "")
+}
+
+// newSaleWith is newSale with more fields of the sale's JSON (extra: `,"room":{...}`).
+func (g *gateway) newSaleWith(t *testing.T, stock int, extra string) string {
+	t.Helper()
 	sale := testenv.ID("s")
 	now := time.Now().UTC()
-	body := fmt.Sprintf(`{"id":%q,"stock":%d,"starts_at":%q,"ends_at":%q,"pay_within":"15m"}`, sale, stock,
-		now.Add(-time.Minute).Format(time.RFC3339), now.Add(time.Hour).Format(time.RFC3339))
+	body := fmt.Sprintf(`{"id":%q,"stock":%d,"starts_at":%q,"ends_at":%q,"pay_within":"15m"%s}`, sale, stock,
+		now.Add(-time.Minute).Format(time.RFC3339), now.Add(time.Hour).Format(time.RFC3339), extra)
 	for _, step := range []struct{ path, body string }{{"/admin/sales", body}, {"/admin/sales/" + sale + "/preheat", ""}} {
 		req, _ := http.NewRequest(http.MethodPost, g.Admin+step.path, strings.NewReader(step.body))
 		req.Header.Set("Authorization", "Bearer "+adminToken)
@@ -323,6 +329,9 @@ type reply struct {
 	OrderID    string `json:"order_id"`
 	State      string `json:"status"`
 	RetryAfter string
+	// The waiting room's answers (POST and GET /seckill/<sale>/queue).
+	Ticket    string `json:"ticket"`
+	RoomState string `json:"state"`
 }
 
 var httpClient = &http.Client{Timeout: 30 * time.Second}

@@ -3,6 +3,7 @@ package deploy
 import (
 	"net/http"
 	"testing"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/seckilledge/seckill/contract"
@@ -18,7 +19,43 @@ func TestProductionCaddyfile(t *testing.T) {
 	t.Run("OrderPollsAreThrottledPerUserAndPerIP", func(t *testing.T) { ordersThrottled(t, g, true) })
 	t.Run("ATrickledHeaderIsCutWithinTheLimit", func(t *testing.T) { trickledHeader(t, g) })
 	t.Run("NoRequestGetsA502OrANonJSONError", func(t *testing.T) { probe(t, g, true) })
+	t.Run("ARoomSaleSellsOnlyToBuyersTheRoomAdmitted", func(t *testing.T) { roomSale(t, g) })
+	// Last: it stops the backend.
 	t.Run("FailuresBehindTheGatewayAre503UnavailableWithRetryAfter", func(t *testing.T) { failuresBehind(t, g) })
+}
+
+// A sale created with a waiting room is served by the file's seckill_room, and its token and
+// gate check admissions (require_admission): no token without an admission, a purchase for a
+// buyer the room admitted. The identity is the session's, as everywhere in this file.
+func roomSale(t *testing.T, g *gateway) {
+	sale := g.newSaleWith(t, 5, `,"room":{"rate":1000,"session":"2m","difficulty":[0,0]}`)
+	alice := client{Cookie: g.Shop.signIn(testenv.ID("alice")), IP: newIP()}
+
+	if r := g.token(t, alice, sale); r.Status != http.StatusForbidden || r.Code != contract.CodeNotAdmitted {
+		t.Fatalf("a token without an admission: %d %s", r.Status, r.Body)
+	}
+	entered := g.do(t, alice, http.MethodPost, "/seckill/"+sale+"/queue", nil)
+	if entered.Status != http.StatusOK || entered.Ticket == "" {
+		t.Fatalf("entering the room: %d %s", entered.Status, entered.Body)
+	}
+	state := entered.RoomState
+	testenv.WaitFor(t, 20*time.Second, "alice's admission", func() bool {
+		if state == "admitted" {
+			return true
+		}
+		time.Sleep(time.Second) // the per-user window allows 5 requests a second
+		r := g.do(t, alice, http.MethodGet, "/seckill/"+sale+"/queue", map[string]string{"X-Seckill-Ticket": entered.Ticket})
+		state = r.RoomState
+		return state == "admitted"
+	})
+	time.Sleep(time.Second) // a fresh per-user window for the token and the purchase
+	tok := g.token(t, alice, sale)
+	if tok.Status != http.StatusOK || tok.Token == "" {
+		t.Fatalf("an admitted buyer's token: %d %s", tok.Status, tok.Body)
+	}
+	if r := g.buy(t, alice, sale, tok.Token); r.Status != http.StatusAccepted || r.OrderID == "" {
+		t.Fatalf("an admitted buyer's purchase: %d %s", r.Status, r.Body)
+	}
 }
 
 // The demo Caddyfile at the repository root (make run): the same timeouts, JSON errors and

@@ -11,7 +11,8 @@ import (
 )
 
 // GateCall is one call of gate.lua: its keys and its ARGV in the order the script reads them
-// (append-only: ARGV[6] is the tracing slot, ARGV[7] the variant, ARGV[8] the quantity).
+// (append-only: ARGV[6] is the tracing slot, ARGV[7] the variant, ARGV[8] the quantity,
+// ARGV[9] the waiting-room flag).
 type GateCall struct {
 	Sale        string // sale id, or the shard id of the user's shard
 	User        string
@@ -21,12 +22,16 @@ type GateCall struct {
 	TraceParent string // W3C traceparent; "" when none
 	Variant     string // "" for none
 	Quantity    int    // 0 for the default (1)
+	// Admission: this gateway enforces the waiting room (seckill_gate require_admission). A
+	// sale with a room then sells only to a user with a live admission; without it such a
+	// sale is refused (misconfigured), never sold around its room.
+	Admission bool
 }
 
-// Keys are the call's KEYS: meta, buyers, tokens, outbox, held.
+// Keys are the call's KEYS: meta, buyers, tokens, outbox, held, room, room:live.
 func (c GateCall) Keys() []string {
 	return []string{contract.MetaKey(c.Sale), contract.BuyersKey(c.Sale), contract.TokensKey(c.Sale),
-		contract.OutboxKey(c.Sale), contract.HeldKey(c.Sale)}
+		contract.OutboxKey(c.Sale), contract.HeldKey(c.Sale), contract.RoomKey(c.Sale), contract.RoomLiveKey(c.Sale)}
 }
 
 // Args are the call's ARGV.
@@ -35,7 +40,11 @@ func (c GateCall) Args() []any {
 	if c.Quantity != 0 {
 		q = strconv.Itoa(c.Quantity)
 	}
-	return []any{c.Sale, c.User, c.OrderID, c.TokenValue, c.Group, c.TraceParent, c.Variant, q}
+	admission := ""
+	if c.Admission {
+		admission = "1"
+	}
+	return []any{c.Sale, c.User, c.OrderID, c.TokenValue, c.Group, c.TraceParent, c.Variant, q, admission}
 }
 
 // Run runs gate.lua (EVALSHA, EVAL on NOSCRIPT) and returns its raw reply.
@@ -68,6 +77,18 @@ type PreheatArgs struct {
 	Limit int
 	// Variants, when not empty, are the sale's variants (each shard's part, on a shard).
 	Variants []Variant
+	// Room: the sale has a waiting room, set up already (room_setup.lua runs first). The
+	// script refuses to write the sale when the room hash has no seed, and marks the meta
+	// hash "room" = 1, which the token and gate scripts enforce. Unsharded sales only.
+	Room bool
+}
+
+// Keys are the call's KEYS: the meta hash, and the room hash when the sale has a room.
+func (a PreheatArgs) Keys() []string {
+	if a.Room {
+		return []string{contract.MetaKey(a.Sale), contract.RoomKey(a.Sale)}
+	}
+	return []string{contract.MetaKey(a.Sale)}
 }
 
 // Args are the ARGV of the call.
@@ -92,7 +113,7 @@ func (a PreheatArgs) Args() []any {
 // RunPreheat runs preheat.lua with a. created is true when the meta hash was written (new, or
 // reset); stock is the sale's (total) stock now in Redis.
 func RunPreheat(ctx context.Context, rdb redis.Scripter, a PreheatArgs) (created bool, stock int64, err error) {
-	out, err := Preheat.Run(ctx, rdb, []string{contract.MetaKey(a.Sale)}, a.Args()...).Int64Slice()
+	out, err := Preheat.Run(ctx, rdb, a.Keys(), a.Args()...).Int64Slice()
 	if err != nil {
 		return false, 0, err
 	}

@@ -13,6 +13,11 @@
 --                                       second on; absent: 1). Only on a sale with a limit
 --                                       above 1 (contract.UsesHeld): callers that never buy
 --                                       those may pass 4 keys
+-- KEYS[6]  seckill:{sale:<id>}:room       hash: the sale's waiting room (field "seed")
+-- KEYS[7]  seckill:{sale:<id>}:room:live  zset: user -> admitted until (ms). KEYS[6] and
+--                                       KEYS[7] are read only on a sale whose meta field
+--                                       "room" is 1 (preheat.lua): callers that never buy
+--                                       those may pass fewer keys
 -- ARGV[1]  sale id
 -- ARGV[2]  user id
 -- ARGV[3]  order id (UUIDv7, made by the gateway)
@@ -23,6 +28,12 @@
 --          set, the outbox entry carries it as field tp, for the relay and the backend
 -- ARGV[7]  variant id, "" (or absent) for none: a sale with exactly one variant takes that one
 -- ARGV[8]  quantity, "" (or absent) for 1
+-- ARGV[9]  "1" when this gateway enforces the waiting room (seckill_gate require_admission);
+--          "" (or absent) when it does not. On a sale that has a room (meta "room" = 1) the
+--          purchase then needs a live admission of the user, by Redis TIME, in this very
+--          call: a token taken just before the admission lapsed buys nothing after it. A
+--          gateway that does not enforce it refuses such a sale (13) instead of selling around
+--          the room.
 --
 -- A sale is "simple" when its meta hash has no "variants" field and no "limit" above 1: it is
 -- decided exactly as it always was (same replies, same writes, same outbox fields). Otherwise
@@ -59,6 +70,12 @@
 --                                      right after the window, before anything else.
 --          {12, held}                  limit_reached: held + quantity > limit (held: units the
 --                                      user holds). With limit 1 the answer stays {5, order_id}.
+--          {13}                        misconfigured: the sale has a room, ARGV[9] is not "1"
+--          {14}                        room_missing: the sale has a room, KEYS[6] has no seed
+--                                      (or KEYS[6..7] were not passed)
+--          {15}                        not_admitted: the sale has a room, the user holds no
+--                                      live admission (13..15 are checked after
+--                                      already_bought and limit_reached, before the token)
 --          (10 is not used.)
 -- Publishes "sold_out:<sale>" on seckill:events when it sells the last unit (ARGV[1] is the
 -- shard id "<sale>:<i>" on a shard, so the event names the shard). A shard also publishes it
@@ -68,7 +85,7 @@
 -- its last unit publishes "sold_out:<sale>/<variant>" instead (unless the whole sale sold out
 -- with it); a shard publishes it also when it refuses a buyer for want of that variant.
 local vid, qarg = ARGV[7] or "", ARGV[8] or ""
-local m = redis.call("HMGET", KEYS[1], "stock", "starts_ms", "ends_ms", "shards", "state", "limit", "variants", "v:" .. vid)
+local m = redis.call("HMGET", KEYS[1], "stock", "starts_ms", "ends_ms", "shards", "state", "limit", "variants", "v:" .. vid, "room")
 local state = m[5]
 if state == "paused" then
   return {8}
@@ -139,6 +156,20 @@ else
   held = tonumber(bought) or 0
   if held + q > limit then
     return {12, held}
+  end
+end
+if m[9] == "1" then
+  -- The waiting room decides who may buy, up to the purchase itself: an admission that lapsed
+  -- since the token was issued has given its place to the next in line.
+  if ARGV[9] ~= "1" then
+    return {13}
+  end
+  if not KEYS[7] or redis.call("HEXISTS", KEYS[6], "seed") == 0 then
+    return {14}
+  end
+  local admitted = tonumber(redis.call("ZSCORE", KEYS[7], user))
+  if admitted == nil or admitted <= now then
+    return {15}
   end
 end
 if ARGV[4] ~= "" then

@@ -1,6 +1,13 @@
 -- preheat.lua: load (or refresh) a sale's window and stock into Redis.
 --
 -- KEYS[1]  seckill:{sale:<id>}:meta     hash: stock, starts_ms, ends_ms, state
+-- KEYS[2]  optional seckill:{sale:<id>}:room  given when the sale has a waiting room: the hash
+--          must hold a seed (room_setup.lua runs first), else nothing is written. The meta
+--          field "room" = 1 then says so, on every call: the token and gate scripts refuse a
+--          sale that says it has a room when the room's state is missing or the gateway does
+--          not check admissions, instead of selling to anyone. The field is never removed (a
+--          sale's room never goes away; a call without KEYS[2] leaves it). The room hash gets
+--          the meta key's expiry. Not for a sharded sale (ARGV[7] > 1).
 -- ARGV[1]  sale id (for the restock broadcast)
 -- ARGV[2]  stock to set (integer >= 0)
 -- ARGV[3]  starts_ms (unix ms)
@@ -38,6 +45,17 @@ local ends = tonumber(ARGV[4])
 local retention = tonumber(ARGV[6])
 if stock == nil or stock < 0 or starts == nil or ends == nil or ends <= starts or retention == nil then
   return redis.error_reply("ERR preheat: bad arguments")
+end
+local room = KEYS[2]
+if room then
+  local k = tonumber(ARGV[7])
+  if k ~= nil and k > 1 then
+    return redis.error_reply("ERR preheat: a sharded sale takes no room")
+  end
+  -- All or nothing: a sale with a room is never written without it.
+  if redis.call("HEXISTS", room, "seed") == 0 then
+    return redis.error_reply("ERR preheat: the sale's room is not set up (room_setup.lua first)")
+  end
 end
 
 local limit
@@ -113,8 +131,14 @@ if ns ~= nil and ns ~= "" then
 else
   redis.call("HDEL", meta, "namespace")
 end
+if room then
+  redis.call("HSET", meta, "room", 1)
+end
 local current = tonumber(redis.call("HGET", meta, "stock"))
 redis.call("PEXPIREAT", meta, ends + retention)
+if room then
+  redis.call("PEXPIREAT", room, ends + retention)
+end
 if current > 0 then
   redis.call("PUBLISH", "seckill:events", "restock:" .. ARGV[1])
 end

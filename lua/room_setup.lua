@@ -1,8 +1,11 @@
--- room_setup.lua: give a preheated sale its waiting room (the backend runs it at preheat,
--- under the sale's lock). The seed and the entry key are drawn once: a second preheat keeps
--- them, so the commitment published first stays the one the order is checked against.
+-- room_setup.lua: give a sale its waiting room (the backend runs it at preheat, under the
+-- sale's lock, BEFORE preheat.lua: the meta hash is written last and says "room" = 1, so a room
+-- that cannot be set up leaves no sale on sale without it). The seed and the entry key are
+-- drawn once: a second preheat keeps them, so the commitment published first stays the one
+-- the order is checked against.
 --
--- KEYS[1]  seckill:{sale:<id>}:meta     hash written by preheat.lua (its expiry is copied)
+-- KEYS[1]  seckill:{sale:<id>}:meta     hash written by preheat.lua; may not exist yet when
+--                                       ARGV[11] is given (the first preheat)
 -- KEYS[2]  seckill:{sale:<id>}:room     hash: the room's settings, secrets and counters
 -- ARGV[1]  seed (64 hex digits: 32 random bytes), secret until the sale ends
 -- ARGV[2]  entry key (64 hex digits), secret for ever: it maps users to entry ids
@@ -18,15 +21,26 @@
 -- ARGV[10] optional max_waiters: the most places the room holds (integer >= 1); absent or
 --          "": the gateways' default (the field is removed). The field "units" keeps the
 --          stock the room was first set up with, which the built-in default scales with.
+-- ARGV[11] optional until_ms: the room expires then (the sale's end plus retention, what
+--          preheat.lua gives the meta key). Absent or "": the meta key must exist and its
+--          expiry is copied.
+-- ARGV[12] optional units: the sale's stock, for "units" when the meta hash is not written yet
+--          (the first preheat); absent or "": the meta hash's stock
 --
 -- Returns  {created, commitment}: created is 1 when the seed was drawn by this call, 0 when
 --          the room existed (its settings are refreshed, its seed kept); commitment is the hex
 --          SHA-256 of the seed bytes, as the backend computed and stored it
---          (field "commitment", written with the seed). Error when the meta hash is missing.
+--          (field "commitment", written with the seed). Error when the meta hash is missing
+--          and ARGV[11] is not given, or when a setting is out of bounds (then nothing is
+--          written: every check comes first).
 local meta, room = KEYS[1], KEYS[2]
 local seed, ekey = ARGV[1], ARGV[2]
-if redis.call("EXISTS", meta) == 0 then
+local until_arg = ARGV[11] or ""
+if until_arg == "" and redis.call("EXISTS", meta) == 0 then
   return redis.error_reply("ERR room_setup: the sale is not preheated")
+end
+if until_arg ~= "" and (not until_arg:match("^%d+$")) then
+  return redis.error_reply("ERR room_setup: bad until_ms")
 end
 if #seed ~= 64 or #ekey ~= 64 or not seed:match("^[0-9a-f]+$") or not ekey:match("^[0-9a-f]+$") then
   return redis.error_reply("ERR room_setup: bad seed or entry key")
@@ -69,8 +83,8 @@ if maxw == "" then
 else
   redis.call("HSET", room, "max_waiters", maxw)
 end
-redis.call("HSETNX", room, "units", tonumber(redis.call("HGET", meta, "stock")) or 0)
-local until_ms = redis.call("PEXPIRETIME", meta)
+redis.call("HSETNX", room, "units", tonumber(ARGV[12] or "") or tonumber(redis.call("HGET", meta, "stock")) or 0)
+local until_ms = tonumber(until_arg) or redis.call("PEXPIRETIME", meta)
 if until_ms > 0 then
   redis.call("PEXPIREAT", room, until_ms)
 end

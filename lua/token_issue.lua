@@ -15,8 +15,11 @@
 -- KEYS[4]  optional seckill:{sale:<id>}:room       hash: the sale's waiting room (field "seed"
 --                                                  exists when the sale has one)
 -- KEYS[5]  optional seckill:{sale:<id>}:room:live  zset: user -> admitted until (ms)
--- ARGV[6]  optional "1": require a live admission when the sale has a room (require_admission;
---          needs KEYS[4] and KEYS[5])
+-- ARGV[6]  optional "1": this gateway requires a live admission when the sale has a room
+--          (require_admission; needs KEYS[4] and KEYS[5]). "" or absent: it does not, and a
+--          sale that has a room is refused "misconfigured" rather than sold to anyone.
+--          A sale has a room when its meta field "room" is 1 (preheat.lua writes it) or, for a
+--          sale preheated before that field existed, when KEYS[4] holds a seed.
 -- KEYS[6]  optional seckill:{sale:<id>}:room:log   list: the room's history (room_queue.lua);
 --                                                  a token issued on a live admission appends
 --                                                  "t:<now_ms>:<admitted_until_ms>:<user>:<nonce>",
@@ -29,7 +32,9 @@
 --                  (the token carries seconds); the hash expires with the meta key
 --          outcome "unknown_sale" | "not_started" | "ended" | "paused" | "sold_out" |
 --                  "not_admitted" (ARGV[6] = "1", the sale has a room, the user no live
---                  admission, by Redis TIME): nothing
+--                  admission, by Redis TIME) | "misconfigured" (the sale has a room, ARGV[6]
+--                  is not "1": this gateway cannot enforce it) | "room_missing" (meta says
+--                  the sale has a room, the room hash has no seed: its state is lost): nothing
 --                  written, exp_ms = 0 ("paused": meta field state = "paused")
 --          outcome "already_bought": {outcome, 0, now_ms, order_id}: the user has an order in
 --                  this sale; no token is minted. Not on a sale whose per-user limit (meta
@@ -48,7 +53,7 @@ end
 local t = redis.call("TIME")
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 
-local w = redis.call("HMGET", meta, "starts_ms", "ends_ms", "shards", "state", "stock", "limit")
+local w = redis.call("HMGET", meta, "starts_ms", "ends_ms", "shards", "state", "stock", "limit", "room")
 local starts, ends, k, state = tonumber(w[1]), tonumber(w[2]), tonumber(w[3]), w[4]
 if state == "paused" then
   return {"paused", 0, now}
@@ -77,9 +82,17 @@ if KEYS[3] then
 end
 
 -- The waiting room decides who may buy: no live admission, no token. A sale without a room
--- (no seed) is not affected.
+-- is not affected. A sale with one is never sold around it: a gateway that does not check
+-- admissions, or a room whose state is gone, refuses instead.
 local admitted_until = nil
-if ARGV[6] == "1" and KEYS[5] and redis.call("HEXISTS", KEYS[4], "seed") == 1 then
+local seeded = KEYS[4] and redis.call("HEXISTS", KEYS[4], "seed") == 1
+if w[7] == "1" or seeded then
+  if ARGV[6] ~= "1" then
+    return {"misconfigured", 0, now}
+  end
+  if not seeded or not KEYS[5] then
+    return {"room_missing", 0, now}
+  end
   admitted_until = tonumber(redis.call("ZSCORE", KEYS[5], user))
   if admitted_until == nil or admitted_until <= now then
     return {"not_admitted", 0, now}

@@ -21,6 +21,7 @@ func init() {
 //		sale          <placeholder>          # default {http.request.uri.path.1}
 //		user          <placeholder>          # default {http.auth.user.id}
 //		require_token
+//		require_admission                    # sales with a waiting room: a live admission is needed
 //		token         <placeholder>          # default {http.request.header.X-Seckill-Token}
 //		timeout       <duration>             # default 1s
 //		retry_after   <duration>             # default 1s
@@ -37,6 +38,8 @@ func (g *Gate) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			err = directive.String(d, &g.Token)
 		case "require_token":
 			err = directive.Flag(d, &g.RequireToken)
+		case "require_admission":
+			err = directive.Flag(d, &g.RequireAdmission)
 		case "retry_after":
 			err = directive.Duration(d, &g.RetryAfter)
 		case "redis":

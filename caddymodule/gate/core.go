@@ -37,6 +37,10 @@ type Decider struct {
 	NewOrderID func() (string, error)
 	// Observe, when set, gets the latency of each script call.
 	Observe func(time.Duration)
+	// RequireAdmission: this gateway enforces waiting rooms (seckill_gate require_admission);
+	// the script checks the user's live admission on a sale that has a room, and refuses
+	// such a sale as misconfigured when this is off.
+	RequireAdmission bool
 
 	// late remembers the answers given after a sell-out, until the next restock (late.go).
 	late lateAnswers[caddymodule.Generation]
@@ -89,7 +93,7 @@ func (d *Decider) DecideItem(ctx context.Context, sale, user, token string, item
 	if v, ok := d.fromMemory(ctx, target, user, item.Variant); ok {
 		return v, true, nil
 	}
-	p := Purchase{User: user, Item: item}
+	p := Purchase{User: user, Item: item, Admission: d.RequireAdmission}
 	if d.Keyring != nil {
 		if token == "" {
 			return Verdict{Outcome: InvalidToken}, false, nil

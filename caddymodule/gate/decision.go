@@ -29,6 +29,13 @@ const (
 	SoldOut         Outcome = contract.CodeSoldOut
 	LimitReached    Outcome = contract.CodeLimitReached
 	Unavailable     Outcome = contract.CodeUnavailable
+	NotAdmitted     Outcome = contract.CodeNotAdmitted
+	// Misconfigured and RoomMissing are outcomes (metric label, {http.seckill.outcome}) that
+	// answer the contract's 503 unavailable: the sale has a waiting room and this gate has no
+	// require_admission, or the room's state is gone from Redis. The client can do nothing
+	// about either; the operator gets the label and a log line.
+	Misconfigured Outcome = "misconfigured"
+	RoomMissing   Outcome = "room_missing"
 )
 
 // refusals holds the answer of every refusing outcome.
@@ -49,6 +56,12 @@ var refusals = map[Outcome]refusal.Refusal{
 		Message: "this purchase would take you above the per-user limit of the sale"},
 	Unavailable: {Status: http.StatusServiceUnavailable, Code: contract.CodeUnavailable,
 		Message: "the purchase service is temporarily unavailable; retry later"},
+	NotAdmitted: {Status: http.StatusForbidden, Code: contract.CodeNotAdmitted,
+		Message: "this sale has a waiting room and you hold no live admission: wait for one (GET /seckill/<sale>/queue)"},
+	Misconfigured: {Status: http.StatusServiceUnavailable, Code: contract.CodeUnavailable,
+		Message: "this sale has a waiting room and this gateway does not check admissions (seckill_gate require_admission): it is not sold here"},
+	RoomMissing: {Status: http.StatusServiceUnavailable, Code: contract.CodeUnavailable,
+		Message: "this sale's waiting room is not available: retry shortly"},
 }
 
 // Refusal is the answer of a refusing outcome; anything unknown answers unavailable.
@@ -155,6 +168,8 @@ type Purchase struct {
 	TokenValue string
 	// Item is what is bought: the variant ("" for none) and the quantity (0 for 1).
 	Item
+	// Admission: the gateway enforces waiting rooms (Decider.RequireAdmission).
+	Admission bool
 }
 
 // Item is what a purchase asks for (the buy body {"variant","quantity"}).
@@ -173,6 +188,7 @@ var errReply = errors.New("gate: unexpected script reply")
 var replyOutcomes = map[int64]Outcome{
 	0: Accepted, 1: UnknownSale, 2: NotStarted, 3: Ended, 4: TokenUsed, 5: AlreadyBought,
 	6: SoldOut, 7: Sharded, 8: Paused, 9: TokenExpired, 11: BadRequest, 12: LimitReached,
+	13: Misconfigured, 14: RoomMissing, 15: NotAdmitted,
 }
 
 // parseReply reads the gate script's reply.

@@ -168,7 +168,8 @@ func TestEveryOutcomeHasTheContractStatus(t *testing.T) {
 	want := map[Outcome]int{
 		Accepted: 202, Unauthenticated: 401, BadRequest: 400, UnknownSale: 404, NotStarted: 403, Ended: 403,
 		InvalidToken: 403, TokenExpired: 403, TokenUsed: 403, SoldOut: 409, AlreadyBought: 409, Unavailable: http.StatusServiceUnavailable,
-		Paused: http.StatusServiceUnavailable,
+		Paused: http.StatusServiceUnavailable, NotAdmitted: 403,
+		Misconfigured: http.StatusServiceUnavailable, RoomMissing: http.StatusServiceUnavailable,
 	}
 	for o, s := range want {
 		if o.Status() != s {

@@ -39,6 +39,13 @@ type Gate struct {
 	// are checked here with the app's token_keys; its single use inside the decision script.
 	RequireToken bool `json:"require_token,omitempty"`
 
+	// RequireAdmission: a sale with a waiting room (seckill_room, docs/room.md) sells only to
+	// a user who holds a live admission at the moment of the purchase, checked inside the
+	// decision script. Without it such a sale is refused (503 unavailable, outcome
+	// misconfigured, logged): a gateway that cannot check the room never sells around it.
+	// Sales without a room are unaffected.
+	RequireAdmission bool `json:"require_admission,omitempty"`
+
 	// Where the token is read from. Default: {http.request.header.X-Seckill-Token}.
 	Token string `json:"token,omitempty"`
 
@@ -110,6 +117,8 @@ func (g *Gate) Provision(ctx caddy.Context) error {
 		Now:        time.Now,
 		NewOrderID: uuidV7,
 		Observe:    func(d time.Duration) { scriptSeconds.Observe(d.Seconds()) },
+
+		RequireAdmission: g.RequireAdmission,
 	}
 	if g.RequireToken {
 		d.Keyring = g.app.Keyring()
@@ -195,6 +204,14 @@ func (g *Gate) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.Han
 	switch v.Outcome {
 	case Accepted:
 		g.app.NotifyRelay(v.Target) // the outbox the entry is in: the shard's for a sharded sale
+	case Misconfigured:
+		// The operator must hear of it: the sale is closed on this gateway until its config
+		// checks admissions. (Sampled logger: a rush of buyers writes a few lines a second.)
+		g.logger.Error("a sale with a waiting room reached seckill_gate without require_admission; refusing its purchases (503 unavailable)",
+			zap.String("sale", sale))
+	case RoomMissing:
+		g.logger.Error("a sale with a waiting room has no room state in Redis (preheat it again); refusing its purchases (503 unavailable)",
+			zap.String("sale", sale))
 	}
 
 	label := ""

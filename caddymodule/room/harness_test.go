@@ -42,16 +42,14 @@ type testRoom struct {
 }
 
 // newRoom preheats a sale whose window is [now+startsIn, now+endsIn) and gives it a room, as
-// the backend's preheat does.
+// the backend's preheat does: the room first, then the sale's meta, marked as a room sale.
 func newRoom(t testing.TB, rdb redis.UniversalClient, stock int, startsIn, endsIn time.Duration, a roomArgs) testRoom {
 	t.Helper()
 	ctx := context.Background()
 	sale := testenv.ID("r")
 	now := time.Now()
-	if err := lua.Script("preheat").Run(ctx, rdb, []string{contract.MetaKey(sale)}, sale, stock,
-		now.Add(startsIn).UnixMilli(), now.Add(endsIn).UnixMilli(), "init", time.Hour.Milliseconds()).Err(); err != nil {
-		t.Fatalf("preheat: %v", err)
-	}
+	pre := lua.PreheatArgs{Sale: sale, Stock: int64(stock), Starts: now.Add(startsIn), Ends: now.Add(endsIn),
+		Retention: time.Hour, Room: true}
 	seed, ekey := make([]byte, 32), make([]byte, 32)
 	_, _ = rand.Read(seed)
 	_, _ = rand.Read(ekey)
@@ -59,8 +57,11 @@ func newRoom(t testing.TB, rdb redis.UniversalClient, stock int, startsIn, endsI
 	commit := hex.EncodeToString(sum[:])
 	if err := lua.RoomSetup.Run(ctx, rdb, []string{contract.MetaKey(sale), RoomKey(sale)},
 		hex.EncodeToString(seed), hex.EncodeToString(ekey), a.Rate, a.Oversubscribe, a.SessionMS, a.PrequeueMS,
-		a.DifficultyMin, a.DifficultyMax, commit, a.MaxWaiters).Err(); err != nil {
+		a.DifficultyMin, a.DifficultyMax, commit, a.MaxWaiters, pre.Ends.Add(pre.Retention).UnixMilli(), pre.Stock).Err(); err != nil {
 		t.Fatalf("room_setup: %v", err)
+	}
+	if _, _, err := lua.RunPreheat(ctx, rdb, pre); err != nil {
+		t.Fatalf("preheat: %v", err)
 	}
 	t.Cleanup(func() {
 		rdb.Del(context.Background(), contract.MetaKey(sale), contract.BuyersKey(sale), contract.TokensKey(sale),
@@ -96,7 +97,9 @@ func (c gatewayConfig) JSON() []byte {
 	for k, v := range c.Room {
 		room[k] = v
 	}
-	token := map[string]any{"handler": "seckill_token", "user": "{http.request.header.X-User-ID}"}
+	// The room's sales are sold only through handlers that check admissions, as in every
+	// shipped Caddyfile (without it they refuse a room sale: misconfigured).
+	token := map[string]any{"handler": "seckill_token", "user": "{http.request.header.X-User-ID}", "require_admission": true}
 	for k, v := range c.Token {
 		token[k] = v
 	}
@@ -112,7 +115,7 @@ func (c gatewayConfig) JSON() []byte {
 				route(roomPaths, room),
 				route([]string{"/seckill/*/token"}, token),
 				route([]string{"/seckill/*/buy"}, map[string]any{"handler": "seckill_gate", "user": "{http.request.header.X-User-ID}",
-					"require_token": true, "timeout": "10s",
+					"require_token": true, "require_admission": true, "timeout": "10s",
 					"relay": map[string]any{"poll_interval": "50ms", "discover_interval": "300ms", "served_only": true}}),
 				map[string]any{"handle": []any{map[string]any{"handler": "static_response", "body": "ok"}}},
 			},

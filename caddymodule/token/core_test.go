@@ -13,7 +13,8 @@ import (
 
 // fakeStore answers token_issue from a table per target and records the targets. rooms are
 // the targets with a waiting room, admitted the users with a live admission: as the script,
-// it refuses with NotAdmitted only when asked to (admission) for a target with a room.
+// it refuses with NotAdmitted only when asked to (admission) for a target with a room, and a
+// target with a room with Misconfigured when not asked to.
 type fakeStore struct {
 	reply    map[string]Reply
 	err      error
@@ -29,6 +30,9 @@ func (s *fakeStore) Issue(_ context.Context, target, user, nonce string, ttl, le
 	}
 	if len(nonce) != 22 || ttl <= 0 || lead < 0 {
 		return Reply{}, errors.New("bad arguments")
+	}
+	if !admission && s.rooms[target] {
+		return Reply{Outcome: Misconfigured}, nil
 	}
 	if admission && s.rooms[target] && !s.admitted[user] {
 		return Reply{Outcome: NotAdmitted}, nil
@@ -78,8 +82,8 @@ func TestTokenIssuingRules(t *testing.T) {
 			admitted: map[string]bool{"u1": true}, reply: map[string]Reply{"s1": {Outcome: Issued, Expires: exp}}, want: Issued, targets: 1},
 		{name: "require_admission: a sale without a room", sale: "s1", user: "u1", admission: true,
 			reply: map[string]Reply{"s1": {Outcome: Issued, Expires: exp}}, want: Issued, targets: 1},
-		{name: "a room without require_admission", sale: "s1", user: "u1", rooms: map[string]bool{"s1": true},
-			reply: map[string]Reply{"s1": {Outcome: Issued, Expires: exp}}, want: Issued, targets: 1},
+		{name: "a room without require_admission is refused, never issued", sale: "s1", user: "u1", rooms: map[string]bool{"s1": true},
+			reply: map[string]Reply{"s1": {Outcome: Issued, Expires: exp}}, want: Misconfigured, targets: 1},
 		{name: "require_admission: redis down is never a token", sale: "s1", user: "u1", admission: true,
 			rooms: map[string]bool{"s1": true}, admitted: map[string]bool{"u1": true}, err: errors.New("down"), want: Unavailable, targets: 1},
 	}
@@ -123,6 +127,8 @@ func TestTokenParsesEveryScriptAnswer(t *testing.T) {
 		{[]any{"sold_out", int64(0), int64(1)}, SoldOut, true},
 		{[]any{"paused", int64(0), int64(1)}, Paused, true},
 		{[]any{"not_admitted", int64(0), int64(1)}, NotAdmitted, true},
+		{[]any{"misconfigured", int64(0), int64(1)}, Misconfigured, true},
+		{[]any{"room_missing", int64(0), int64(1)}, RoomMissing, true},
 		{[]any{"sharded", int64(4), int64(1)}, sharded, true},
 		{[]any{"sharded", int64(1), int64(1)}, "", false},
 		{[]any{"what", int64(0), int64(1)}, "", false},
@@ -144,6 +150,9 @@ func TestEveryTokenOutcomeHasItsStatusAndCode(t *testing.T) {
 		NotStarted: {403, contract.CodeNotStarted}, Ended: {403, contract.CodeEnded}, Paused: {503, contract.CodePaused},
 		AlreadyBought: {409, contract.CodeAlreadyBought}, SoldOut: {409, contract.CodeSoldOut}, Unavailable: {503, contract.CodeUnavailable},
 		NotAdmitted: {403, contract.CodeNotAdmitted},
+		// A room sale the gateway cannot enforce, or whose room is gone: the client's answer
+		// is the contract's 503; the outcome label is the operator's.
+		Misconfigured: {503, contract.CodeUnavailable}, RoomMissing: {503, contract.CodeUnavailable},
 	}
 	for _, o := range outcomes {
 		w, ok := want[o]

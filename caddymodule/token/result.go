@@ -28,9 +28,16 @@ const (
 	SoldOut          Outcome = contract.CodeSoldOut
 	Unavailable      Outcome = contract.CodeUnavailable
 	NotAdmitted      Outcome = contract.CodeNotAdmitted
+	// Misconfigured: the sale has a waiting room and this handler has no require_admission,
+	// so it cannot tell who the room admitted. Answered 503 unavailable (the client can do
+	// nothing about it), logged and counted under its own label for the operator.
+	Misconfigured Outcome = "misconfigured"
+	// RoomMissing: the sale says it has a room (its meta field "room") but the room's state is
+	// gone from Redis. Answered 503 unavailable: nobody is let through without the room.
+	RoomMissing Outcome = "room_missing"
 )
 
-var outcomes = []Outcome{Issued, Unauthenticated, BadRequest, MethodNotAllowed, UnknownSale, NotStarted, Ended, Paused, AlreadyBought, SoldOut, Unavailable, NotAdmitted}
+var outcomes = []Outcome{Issued, Unauthenticated, BadRequest, MethodNotAllowed, UnknownSale, NotStarted, Ended, Paused, AlreadyBought, SoldOut, Unavailable, NotAdmitted, Misconfigured, RoomMissing}
 
 // sharded is the script's answer on a sharded sale's own keys; it never reaches a client.
 const sharded Outcome = "sharded"
@@ -51,6 +58,10 @@ var refusals = map[Outcome]refusal.Refusal{
 		Message: "this sale has a waiting room: wait for your admission (GET /seckill/<sale>/queue), then ask again"},
 	Unavailable: {Status: http.StatusServiceUnavailable, Code: contract.CodeUnavailable,
 		Message: "the token service is unavailable: retry shortly"},
+	Misconfigured: {Status: http.StatusServiceUnavailable, Code: contract.CodeUnavailable,
+		Message: "this sale has a waiting room and this gateway does not check admissions (seckill_token require_admission): no token is issued for it"},
+	RoomMissing: {Status: http.StatusServiceUnavailable, Code: contract.CodeUnavailable,
+		Message: "this sale's waiting room is not available: retry shortly"},
 }
 
 // Refusal is the answer of a refusing outcome; anything unknown answers unavailable.
@@ -122,7 +133,7 @@ func parseReply(reply []any) (Reply, error) {
 			return Reply{}, fmt.Errorf("sharded with shard count %d", exp)
 		}
 		return Reply{Outcome: o, Shards: int(exp)}, nil
-	case UnknownSale, NotStarted, Ended, Paused, SoldOut, NotAdmitted:
+	case UnknownSale, NotStarted, Ended, Paused, SoldOut, NotAdmitted, Misconfigured, RoomMissing:
 		return Reply{Outcome: o}, nil
 	default:
 		return Reply{}, fmt.Errorf("unknown outcome %q", s)

@@ -26,11 +26,17 @@ func (s RedisStore) Issue(ctx context.Context, target, user, nonce string, ttl, 
 	args := []any{user, nonce, ttl.Milliseconds(), lead.Milliseconds(), ""}
 	if _, _, ok := contract.SplitShardID(target); ok {
 		args[4] = "shard" // an empty shard still issues: its refusal at the gate makes units move
-	} else if admission {
+	} else {
 		// The room's keys share the sale's hash tag; a shard's slot differs, and rooms are
 		// for unsharded sales (the backend refuses a room with shards), so a shard skips it.
+		// They are passed without admission too: the script then refuses a sale that has a
+		// room (misconfigured) instead of giving its tokens to anyone.
 		keys = append(keys, contract.RoomKey(target), contract.RoomLiveKey(target), contract.RoomLogKey(target))
-		args = append(args, "1")
+		flag := ""
+		if admission {
+			flag = "1"
+		}
+		args = append(args, flag)
 	}
 	reply, err := lua.TokenIssue.Run(ctx, s.R, keys, args...).Slice()
 	if err != nil {

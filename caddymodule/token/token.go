@@ -164,6 +164,16 @@ func (h *Issuer) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.H
 			}
 		}
 	}
+	switch res.Outcome {
+	case Misconfigured:
+		// The operator must hear of it: the sale is closed on this gateway until its config
+		// checks admissions. (Sampled logger: a rush of buyers writes a few lines a second.)
+		h.logger.Error("a sale with a waiting room reached seckill_token without require_admission; refusing its tokens (503 unavailable)",
+			zap.String("sale", repl.ReplaceAll(h.Sale, "")))
+	case RoomMissing:
+		h.logger.Error("a sale with a waiting room has no room state in Redis (preheat it again); refusing its tokens (503 unavailable)",
+			zap.String("sale", repl.ReplaceAll(h.Sale, "")))
+	}
 	observe(res.Outcome, time.Since(start))
 	repl.Set("http.seckill.token.outcome", string(res.Outcome))
 	if res.Outcome == Issued {
