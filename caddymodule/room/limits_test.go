@@ -44,8 +44,12 @@ func TestAdmissionsNeverOutrunTheRateNorStockTimesOversubscribeAndLapsesFreeThei
 		now := redisNow(t, rdb)
 		admitted := admittedOf()
 		// Rate: the allowance grows at 5/s from the start, so the admissions so far never
-		// exceed 5 x elapsed.
-		if limit := math.Floor(5 * float64(now.Sub(starts).Milliseconds()) / 1000); float64(admitted) > limit {
+		// exceed 5 x elapsed. Elapsed as the script counts it: from starts_ms (the start cut
+		// to whole milliseconds, as stored), in microseconds, with the allowance's stored
+		// rounding (6 decimals per call) as the only slack; cutting both ends to whole
+		// milliseconds here made a crossing within the same millisecond look one over.
+		elapsed := float64(now.UnixMicro()-starts.UnixMilli()*1000) / 1e6
+		if limit := math.Floor(5*elapsed + 1e-3); float64(admitted) > limit {
 			t.Fatalf("%d admitted %v after the start: above the rate's %v", admitted, now.Sub(starts), limit)
 		}
 		live := rdb.ZCard(ctx, LiveKey(r.Sale)).Val()
