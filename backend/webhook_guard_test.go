@@ -181,7 +181,7 @@ func (*timeoutErr) Temporary() bool { return true }
 // The default receiver is read at start-up: one inside refuses to start, clearly, before the
 // backend touches anything.
 func TestADefaultWebhookURLPointingInsideFailsStartUp(t *testing.T) {
-	t.Setenv("SECKILL_ADMIN_TOKEN", "startup-admin-token-0123")
+	t.Setenv("SECKILL_ADMIN_TOKEN", testAdminToken)
 	t.Setenv("SECKILL_WEBHOOK_SECRETS", hookSecretNew)
 	// Unreachable on purpose: a start-up that gets past the check fails here, not elsewhere.
 	t.Setenv("SECKILL_PG_URL", "postgres://nobody@127.0.0.1:1/none?sslmode=disable&connect_timeout=1")
