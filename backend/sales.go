@@ -244,8 +244,8 @@ func (s *Service) Preheat(ctx context.Context, sale string) (PreheatResult, erro
 				}
 				return s.restorePaused(ctx, tx, sale, k)
 			}
-			res.Created, res.StockRedis, err = lua.RunPreheat(ctx, s.Redis, lua.PreheatArgs{Sale: sale, Stock: int64(stock),
-				Starts: starts, Ends: ends, Retention: s.retention(), Namespace: s.Namespace, Limit: limit, Variants: preheatVariants(variants)})
+			res.Created, res.StockRedis, err = lua.PreheatCall{Sale: sale, Stock: int64(stock),
+				Starts: starts, Ends: ends, Retention: s.retention(), Namespace: s.Namespace, Limit: limit, Variants: preheatVariants(variants)}.Run(ctx, s.Redis)
 			if err != nil {
 				return fmt.Errorf("preheat.lua: %w", err)
 			}
