@@ -47,7 +47,7 @@ func newRoom(t testing.TB, rdb redis.UniversalClient, stock int, startsIn, endsI
 	ctx := context.Background()
 	sale := testenv.ID("r")
 	now := time.Now()
-	if err := lua.Script("preheat").Run(ctx, rdb, []string{contract.MetaKey(sale)}, sale, stock,
+	if err := lua.Preheat.Run(ctx, rdb, []string{contract.MetaKey(sale)}, sale, stock,
 		now.Add(startsIn).UnixMilli(), now.Add(endsIn).UnixMilli(), "init", time.Hour.Milliseconds()).Err(); err != nil {
 		t.Fatalf("preheat: %v", err)
 	}
