@@ -29,9 +29,8 @@ func (c *Compensator) Compensate(ctx context.Context, refs []OrderRef) int {
 	if len(refs) == 0 {
 		return 0
 	}
-	script := lua.Script("compensate")
 	// Load once so the pipeline can use EVALSHA for every order.
-	if err := script.Load(ctx, c.Redis).Err(); err != nil {
+	if err := lua.Compensate.Load(ctx, c.Redis).Err(); err != nil {
 		metricCompensations.WithLabelValues("error").Add(float64(len(refs)))
 		c.Log.Warn("compensation postponed: redis", "orders", len(refs), "err", err)
 		return 0
@@ -47,20 +46,19 @@ func (c *Compensator) Compensate(ctx context.Context, refs []OrderRef) int {
 			return 0
 		}
 		target := contract.UserShardID(r.SaleID, r.UserID, k)
-		keys := []string{contract.MetaKey(target), contract.BuyersKey(target), contract.CompensatedKey(target), contract.HeldKey(target)}
-		cmds[i] = script.EvalSha(ctx, pipe, keys, target, r.OrderID, r.UserID, r.Variant, max(r.Quantity, 1))
+		cmds[i] = lua.CompensateCall{Sale: target, OrderID: r.OrderID, User: r.UserID, Variant: r.Variant, Quantity: r.Quantity}.EvalSha(ctx, pipe)
 	}
 	_, _ = pipe.Exec(ctx)
 	var done []string
 	returned := 0
 	for i, cmd := range cmds {
-		res, err := cmd.Int64Slice()
+		returnedNow, _, err := lua.CompensateReply(cmd)
 		if err != nil {
 			metricCompensations.WithLabelValues("error").Inc()
 			c.Log.Warn("compensation postponed", "order_id", refs[i].OrderID, "sale_id", refs[i].SaleID, "err", err)
 			continue
 		}
-		if res[0] == 1 {
+		if returnedNow {
 			returned++
 			metricCompensations.WithLabelValues("returned").Inc()
 		} else {

@@ -44,8 +44,8 @@ func CheckFence(ctx context.Context, tx pgx.Tx, name string, token int64) error 
 }
 
 // Lock names (redislock names: no braces; the lock's Redis keys are
-// seckill:lock:{<name>} and seckill:lock:{<name>}:fence, and the name is the fences table's
-// lock_key).
+// seckill:lock:{<name>} and seckill:lock:{<name>}:fence, contract.LockPrefix, and the name is
+// the fences table's lock_key).
 const sweeperLockKey = "sweeper"
 
 func saleLockKey(sale string) string { return "sale-admin:" + sale }

@@ -9,25 +9,27 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/seckilledge/seckill/contract"
 	"github.com/seckilledge/seckill/redislock"
 )
 
 type redisLocker struct {
-	rdb redis.UniversalClient
-	ttl time.Duration
+	locks *redislock.Locker
+	ttl   time.Duration
 }
 
 // NewLocker returns the backend's Locker over rdb with the given lease, renewed by redislock's
-// watchdog while held.
+// watchdog while held. Its Redis keys start with contract.LockPrefix, given here rather than
+// left to redislock's default: the backend's key names live in contract with its others.
 func NewLocker(rdb redis.UniversalClient, ttl time.Duration) Locker {
 	if ttl <= 0 {
 		ttl = 10 * time.Second
 	}
-	return &redisLocker{rdb: rdb, ttl: ttl}
+	return &redisLocker{locks: redislock.New(rdb, &redislock.LockerOptions{Prefix: contract.LockPrefix}), ttl: ttl}
 }
 
 func (l *redisLocker) TryObtain(ctx context.Context, name string) (Held, error) {
-	lk, err := redislock.TryObtain(ctx, l.rdb, name, &redislock.Options{TTL: l.ttl, Watchdog: true})
+	lk, err := l.locks.TryObtain(ctx, name, &redislock.Options{TTL: l.ttl, Watchdog: true})
 	if errors.Is(err, redislock.ErrNotObtained) {
 		return nil, ErrLockBusy
 	}

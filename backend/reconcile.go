@@ -235,12 +235,10 @@ func (s *Service) Reconcile(ctx context.Context, sale string) (ReconcileReport, 
 				return err
 			}
 		} else {
-			out, err := lua.Script("reconcile").Run(ctx, s.Redis, []string{contract.MetaKey(sale), contract.BuyersKey(sale)},
-				append([]any{sale, rep.StockDelta}, restore...)...).Int64Slice()
+			rep.StockRedisAfter, _, _, err = lua.ReconcileCall{Sale: sale, Delta: rep.StockDelta, Pairs: restore}.Run(ctx, s.Redis)
 			if err != nil {
 				return fmt.Errorf("reconcile.lua: %w", err)
 			}
-			rep.StockRedisAfter = out[0]
 		}
 		if rep.StockDelta != 0 {
 			metricReconciled.WithLabelValues("stock").Inc()

@@ -98,15 +98,12 @@ func (s *Service) reconcileUnits(ctx context.Context, sale, key string, held Hel
 			rep.StockRedisAfter += sh.stock
 			continue
 		}
-		out, err := lua.Reconcile.Run(ctx, s.Redis, []string{contract.MetaKey(sh.id), contract.BuyersKey(sh.id), contract.HeldKey(sh.id)},
-			append([]any{sh.id, deltas[i]}, pairs[i]...)...).Int64Slice()
+		stock, _, n, err := lua.ReconcileCall{Sale: sh.id, Delta: deltas[i], Pairs: pairs[i], Held: true}.Run(ctx, s.Redis)
 		if err != nil {
 			return fmt.Errorf("reconcile.lua on %s: %w", sh.id, err)
 		}
-		rep.StockRedisAfter += out[0]
-		if len(out) > 2 {
-			raised += out[2]
-		}
+		rep.StockRedisAfter += stock
+		raised += n
 	}
 	for _, u := range sortedIDs(plan.restore) {
 		rep.BuyersRestored = append(rep.BuyersRestored, u)

@@ -41,7 +41,7 @@ func TestPreheatRoomDrawsTheSeedOnceAndPublishesOnlyItsCommitment(t *testing.T) 
 	if _, err := PreheatRoom(ctx, rdb, sale, RoomSpec{}, time.Time{}, 0); err == nil {
 		t.Fatal("a room for a sale that is not preheated")
 	}
-	if err := lua.Script("preheat").Run(ctx, rdb, []string{contract.MetaKey(sale)}, sale, 10,
+	if err := lua.Preheat.Run(ctx, rdb, []string{contract.MetaKey(sale)}, sale, 10,
 		now.Add(time.Hour).UnixMilli(), now.Add(2*time.Hour).UnixMilli(), "init", 60_000).Err(); err != nil {
 		t.Fatal(err)
 	}

@@ -259,9 +259,9 @@ func (s *Service) Preheat(ctx context.Context, sale string) (PreheatResult, erro
 				}
 				res.Room = &rp
 			}
-			res.Created, res.StockRedis, err = lua.RunPreheat(ctx, s.Redis, lua.PreheatArgs{Sale: sale, Stock: int64(stock),
+			res.Created, res.StockRedis, err = lua.PreheatCall{Sale: sale, Stock: int64(stock),
 				Starts: starts, Ends: ends, Retention: s.retention(), Namespace: s.Namespace, Limit: limit, Variants: preheatVariants(variants),
-				Room: room != nil})
+				Room: room != nil}.Run(ctx, s.Redis)
 			if err != nil {
 				return fmt.Errorf("preheat.lua: %w", err)
 			}

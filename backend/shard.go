@@ -76,13 +76,11 @@ func readShardStocks(ctx context.Context, rdb redis.UniversalClient, ids []strin
 func (s *Service) preheatShards(ctx context.Context, sale string, stock, k, limit int, variants []lua.Variant, starts, ends time.Time, res *PreheatResult) error {
 	ids := contract.ShardIDs(sale, k)
 	portions := contract.SplitStock(stock, k)
-	script := lua.Script("preheat")
-	retention := s.retention().Milliseconds()
 	for i, id := range ids {
 		// Each shard holds the limit (a user buys on their own shard only, so the shard's
 		// held hash is the user's whole holding) and its part of every variant.
-		_, n, err := lua.RunPreheat(ctx, s.Redis, lua.PreheatArgs{Sale: id, Stock: int64(portions[i]), Starts: starts, Ends: ends,
-			Retention: s.retention(), Namespace: s.Namespace, Limit: limit, Variants: shardVariants(variants, i, k)})
+		_, n, err := lua.PreheatCall{Sale: id, Stock: int64(portions[i]), Starts: starts, Ends: ends,
+			Retention: s.retention(), Namespace: s.Namespace, Limit: limit, Variants: shardVariants(variants, i, k)}.Run(ctx, s.Redis)
 		if err != nil {
 			return fmt.Errorf("preheat.lua on shard %s: %w", id, err)
 		}
@@ -96,12 +94,14 @@ func (s *Service) preheatShards(ctx context.Context, sale string, stock, k, limi
 	if err := s.Redis.SAdd(ctx, contract.SalesIndexKey, members...).Err(); err != nil {
 		return err
 	}
-	out, err := script.Run(ctx, s.Redis, []string{contract.MetaKey(sale)},
-		sale, 0, starts.UnixMilli(), ends.UnixMilli(), "init", retention, k, s.Namespace).Int64Slice()
+	// The base hash: the window and the shard count, no stock, no limit, no variants (the
+	// shards carry them).
+	created, _, err := lua.PreheatCall{Sale: sale, Starts: starts, Ends: ends, Retention: s.retention(),
+		Shards: k, Namespace: s.Namespace}.Run(ctx, s.Redis)
 	if err != nil {
 		return fmt.Errorf("preheat.lua: %w", err)
 	}
-	res.Created = out[0] == 1
+	res.Created = created
 	return s.Redis.SAdd(ctx, contract.SalesIndexKey, sale).Err()
 }
 
@@ -199,12 +199,11 @@ func reconcileShards(ctx context.Context, rdb redis.UniversalClient, sale string
 			after += stocks[i]
 			continue
 		}
-		out, err := lua.Script("reconcile").Run(ctx, rdb, []string{contract.MetaKey(id), contract.BuyersKey(id)},
-			append([]any{id, deltas[i]}, restores[i]...)...).Int64Slice()
+		stock, _, _, err := lua.ReconcileCall{Sale: id, Delta: deltas[i], Pairs: restores[i]}.Run(ctx, rdb)
 		if err != nil {
 			return 0, fmt.Errorf("reconcile.lua on shard %s: %w", id, err)
 		}
-		after += out[0]
+		after += stock
 	}
 	return after, nil
 }

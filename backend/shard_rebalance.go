@@ -217,7 +217,7 @@ func moveUnits(ctx context.Context, rdb redis.UniversalClient, from, to, variant
 		// nothing more to finish an interrupted variant move.
 		id = contract.VariantMoveID(id, variant)
 	}
-	taken, err := lua.Script("shard_take").Run(ctx, rdb, []string{contract.MetaKey(from), contract.MovesKey(from)}, id, n, to).Int()
+	taken, err := lua.ShardTakeCall{From: from, Move: id, Units: n, To: to}.Run(ctx, rdb)
 	if err != nil || taken == 0 {
 		return 0, err
 	}
@@ -234,7 +234,7 @@ func moveUnits(ctx context.Context, rdb redis.UniversalClient, from, to, variant
 
 // giveUnits applies journaled move id (n units) to shard to, then drops the journal entry.
 func giveUnits(ctx context.Context, rdb redis.UniversalClient, from, to, id string, n int) error {
-	if err := lua.Script("shard_give").Run(ctx, rdb, []string{contract.MetaKey(to), contract.MovedInKey(to)}, to, id, n).Err(); err != nil {
+	if _, _, err := (lua.ShardGiveCall{To: to, Move: id, Units: n}).Run(ctx, rdb); err != nil {
 		return err
 	}
 	return rdb.HDel(ctx, contract.MovesKey(from), id).Err()

@@ -55,8 +55,7 @@ func buyOnShard(t testing.TB, rdb redis.UniversalClient, sale string, k int, use
 	t.Helper()
 	target := contract.UserShardID(sale, user, k)
 	order := uuid.Must(uuid.NewV7()).String()
-	keys := []string{contract.MetaKey(target), contract.BuyersKey(target), contract.TokensKey(target), contract.OutboxKey(target)}
-	res, err := lua.Script("gate").Run(context.Background(), rdb, keys, target, user, order, "", "relay").Slice()
+	res, err := lua.GateCall{Sale: target, User: user, OrderID: order, Group: "relay"}.Run(context.Background(), rdb)
 	if err != nil {
 		t.Errorf("gate script on %s: %v", target, err)
 		return ""
@@ -315,11 +314,12 @@ func TestAMoveInterruptedBetweenShardsIsFinishedExactlyOnce(t *testing.T) {
 	sale := e.shardedSale(10, k)
 	from, to := contract.ShardID(sale, 0), contract.ShardID(sale, 1)
 	// The first half only, as if the rebalancer died right after it.
-	taken, err := lua.Script("shard_take").Run(ctx, e.rdb, []string{contract.MetaKey(from), contract.MovesKey(from)}, "m1", 3, to).Int()
+	take := lua.ShardTakeCall{From: from, Move: "m1", Units: 3, To: to}
+	taken, err := take.Run(ctx, e.rdb)
 	if err != nil || taken != 3 {
 		t.Fatalf("take = %d, %v", taken, err)
 	}
-	if again, _ := lua.Script("shard_take").Run(ctx, e.rdb, []string{contract.MetaKey(from), contract.MovesKey(from)}, "m1", 3, to).Int(); again != 3 {
+	if again, _ := take.Run(ctx, e.rdb); again != 3 {
 		t.Fatalf("a retried take must return the journaled amount, got %d", again)
 	}
 	if _, sum := stocksOf(t, e.rdb, sale, k); sum != 7 {
@@ -327,7 +327,7 @@ func TestAMoveInterruptedBetweenShardsIsFinishedExactlyOnce(t *testing.T) {
 	}
 	// The receiver got them once already (died before deleting the journal entry): applying
 	// it again must change nothing.
-	if err := lua.Script("shard_give").Run(ctx, e.rdb, []string{contract.MetaKey(to), contract.MovedInKey(to)}, to, "m1", 3).Err(); err != nil {
+	if _, _, err := (lua.ShardGiveCall{To: to, Move: "m1", Units: 3}).Run(ctx, e.rdb); err != nil {
 		t.Fatal(err)
 	}
 	rep, err := e.svc.Rebalance(ctx, sale)

@@ -290,7 +290,7 @@ func TestAnInterruptedVariantMoveIsFinishedIntoItsVariantExactlyOnce(t *testing.
 	take := func(variant string, n int) {
 		t.Helper()
 		id := contract.VariantMoveID(uuid.Must(uuid.NewV7()).String(), variant)
-		got, err := lua.Script("shard_take").Run(ctx, e.rdb, []string{contract.MetaKey(from), contract.MovesKey(from)}, id, n, to).Int()
+		got, err := lua.ShardTakeCall{From: from, Move: id, Units: n, To: to}.Run(ctx, e.rdb)
 		if err != nil || got != n {
 			t.Fatalf("take of %d %s = %d, %v", n, variant, got, err)
 		}

@@ -71,6 +71,10 @@ const SalesIndexKey = "seckill:sales"
 // every gateway instance.
 const EventsChannel = "seckill:events"
 
+// LockPrefix starts the Redis names of the backend's distributed locks (package redislock):
+// LockPrefix + "{<name>}", with ":fence" and ":released" beside it.
+const LockPrefix = "seckill:lock:"
+
 // ThrottleKey is the key of one throttle zone's counter for one client key.
 func ThrottleKey(zone, key string) string { return "seckill:rl:{" + zone + ":" + key + "}" }
 

@@ -2,6 +2,7 @@ package lua
 
 import (
 	"context"
+	"fmt"
 	"strconv"
 	"time"
 
@@ -58,8 +59,11 @@ type Variant struct {
 	Stock int64  `json:"stock"`
 }
 
-// PreheatArgs are the arguments of preheat.lua (see its header).
-type PreheatArgs struct {
+// PreheatCall is one call of preheat.lua: a sale's (or one shard's) window, stock, limit and
+// variants, or a sharded sale's base hash (Shards > 1). Its fields are the script's ARGV in the
+// order it reads them (see its header). The backend's preheat and every test that loads a sale
+// go through it, so a new argument is added in one place.
+type PreheatCall struct {
 	Sale  string // sale id, or a shard id
 	Stock int64  // ignored when Variants are given: the stock is then their sum
 	// Starts and Ends are the sale's window.
@@ -84,7 +88,7 @@ type PreheatArgs struct {
 }
 
 // Keys are the call's KEYS: the meta hash, and the room hash when the sale has a room.
-func (a PreheatArgs) Keys() []string {
+func (a PreheatCall) Keys() []string {
 	if a.Room {
 		return []string{contract.MetaKey(a.Sale), contract.RoomKey(a.Sale)}
 	}
@@ -92,7 +96,7 @@ func (a PreheatArgs) Keys() []string {
 }
 
 // Args are the ARGV of the call.
-func (a PreheatArgs) Args() []any {
+func (a PreheatCall) Args() []any {
 	mode, shards, limit := "init", "", ""
 	if a.Reset {
 		mode = "reset"
@@ -110,12 +114,178 @@ func (a PreheatArgs) Args() []any {
 	return args
 }
 
-// RunPreheat runs preheat.lua with a. created is true when the meta hash was written (new, or
-// reset); stock is the sale's (total) stock now in Redis.
-func RunPreheat(ctx context.Context, rdb redis.Scripter, a PreheatArgs) (created bool, stock int64, err error) {
+// Run runs preheat.lua. created is true when the meta hash was written (new, or reset); stock
+// is the sale's (total) stock now in Redis (0 for a sharded sale's base hash).
+func (a PreheatCall) Run(ctx context.Context, rdb redis.Scripter) (created bool, stock int64, err error) {
 	out, err := Preheat.Run(ctx, rdb, a.Keys(), a.Args()...).Int64Slice()
 	if err != nil {
 		return false, 0, err
 	}
 	return out[0] == 1, out[1], nil
+}
+
+// ReconcileCall is one call of reconcile.lua on a sale or one shard: a stock delta and the
+// pairs that restore buyers, variant stocks and held units (see the script's header).
+type ReconcileCall struct {
+	Sale  string // sale id, or a shard id
+	Delta int64  // added to the stock; may be 0 or negative
+	// Pairs are ARGV[3..], flattened: "<user>", order id (restore a buyer); "v:<variant>",
+	// delta; "h:<user>", units; "#<user>", purchase seq.
+	Pairs []any
+	// Held passes the held hash as KEYS[3]; the script refuses "h:" and "#" pairs without it.
+	Held bool
+}
+
+// Keys are the call's KEYS: meta, buyers, and held when Held.
+func (c ReconcileCall) Keys() []string {
+	keys := []string{contract.MetaKey(c.Sale), contract.BuyersKey(c.Sale)}
+	if c.Held {
+		keys = append(keys, contract.HeldKey(c.Sale))
+	}
+	return keys
+}
+
+// Args are the call's ARGV.
+func (c ReconcileCall) Args() []any { return append([]any{c.Sale, c.Delta}, c.Pairs...) }
+
+// Run runs reconcile.lua. stock is the Redis stock after the delta (-1 when the sale is not in
+// Redis: nothing was changed); restored counts the buyers restored, raised the held pairs that
+// changed the held hash.
+func (c ReconcileCall) Run(ctx context.Context, rdb redis.Scripter) (stock, restored, raised int64, err error) {
+	out, err := Reconcile.Run(ctx, rdb, c.Keys(), c.Args()...).Int64Slice()
+	if err != nil {
+		return 0, 0, 0, err
+	}
+	if len(out) != 3 {
+		return 0, 0, 0, fmt.Errorf("reconcile.lua: unexpected reply %v", out)
+	}
+	return out[0], out[1], out[2], nil
+}
+
+// CompensateCall is one call of compensate.lua: give an accepted order's units back.
+type CompensateCall struct {
+	Sale     string // sale id, or the user's shard id (where the buyers entry is)
+	OrderID  string
+	User     string
+	Variant  string // "" for none
+	Quantity int    // units of the order; below 1 means 1
+}
+
+// Keys are the call's KEYS: meta, buyers, compensated, held (always passed: the script skips it
+// when the hash does not exist).
+func (c CompensateCall) Keys() []string {
+	return []string{contract.MetaKey(c.Sale), contract.BuyersKey(c.Sale), contract.CompensatedKey(c.Sale), contract.HeldKey(c.Sale)}
+}
+
+// Args are the call's ARGV.
+func (c CompensateCall) Args() []any {
+	return []any{c.Sale, c.OrderID, c.User, c.Variant, max(c.Quantity, 1)}
+}
+
+// Run runs compensate.lua. done is true when this call returned the units (false: they were
+// returned before); stock is the Redis stock after it, -1 when the sale is no longer in Redis.
+func (c CompensateCall) Run(ctx context.Context, rdb redis.Scripter) (done bool, stock int64, err error) {
+	return CompensateReply(Compensate.Run(ctx, rdb, c.Keys(), c.Args()...))
+}
+
+// EvalSha queues the call on a pipeline by its SHA only (one round trip for many orders):
+// load the script first (Compensate.Load), or each call fails with NOSCRIPT. Read the reply
+// with CompensateReply.
+func (c CompensateCall) EvalSha(ctx context.Context, pipe redis.Scripter) *redis.Cmd {
+	return Compensate.EvalSha(ctx, pipe, c.Keys(), c.Args()...)
+}
+
+// CompensateReply reads the reply of a compensate.lua call (see CompensateCall.Run).
+func CompensateReply(cmd *redis.Cmd) (done bool, stock int64, err error) {
+	out, err := cmd.Int64Slice()
+	if err != nil {
+		return false, 0, err
+	}
+	if len(out) != 2 {
+		return false, 0, fmt.Errorf("compensate.lua: unexpected reply %v", out)
+	}
+	return out[0] == 1, out[1], nil
+}
+
+// ShardTakeCall is the first half of moving units between two shards (shard_take.lua): take
+// up to Units from the donor From and journal the move there.
+type ShardTakeCall struct {
+	From  string // the donor shard id
+	Move  string // the move id; contract.VariantMoveID names a variant's move
+	Units int    // units wanted, > 0
+	To    string // the receiver shard id
+}
+
+// Keys are the call's KEYS: the donor's meta and moves journal.
+func (c ShardTakeCall) Keys() []string {
+	return []string{contract.MetaKey(c.From), contract.MovesKey(c.From)}
+}
+
+// Args are the call's ARGV.
+func (c ShardTakeCall) Args() []any { return []any{c.Move, c.Units, c.To} }
+
+// Run runs shard_take.lua and returns the units taken (0: none, nothing journaled; a move id
+// already journaled returns its recorded amount).
+func (c ShardTakeCall) Run(ctx context.Context, rdb redis.Scripter) (taken int, err error) {
+	return ShardTake.Run(ctx, rdb, c.Keys(), c.Args()...).Int()
+}
+
+// ShardGiveCall is the second half of a move (shard_give.lua): add a journaled move's units to
+// the receiver To, once per move id.
+type ShardGiveCall struct {
+	To    string // the receiver shard id
+	Move  string // the move id, as journaled by ShardTakeCall
+	Units int    // the units taken, > 0
+}
+
+// Keys are the call's KEYS: the receiver's meta and moved_in set.
+func (c ShardGiveCall) Keys() []string {
+	return []string{contract.MetaKey(c.To), contract.MovedInKey(c.To)}
+}
+
+// Args are the call's ARGV.
+func (c ShardGiveCall) Args() []any { return []any{c.To, c.Move, c.Units} }
+
+// Run runs shard_give.lua. applied is false when the move was applied before (nothing
+// changed); stock is the receiver's stock after the call, -1 when it is no longer in Redis.
+func (c ShardGiveCall) Run(ctx context.Context, rdb redis.Scripter) (applied bool, stock int64, err error) {
+	out, err := ShardGive.Run(ctx, rdb, c.Keys(), c.Args()...).Int64Slice()
+	if err != nil {
+		return false, 0, err
+	}
+	if len(out) != 2 {
+		return false, 0, fmt.Errorf("shard_give.lua: unexpected reply %v", out)
+	}
+	return out[0] == 1, out[1], nil
+}
+
+// OutboxAckCall is the relay's acknowledgement of outbox entries the broker confirmed
+// (outbox_ack.lua): XACK and XDEL them, and let a drained outbox expire with its sale.
+type OutboxAckCall struct {
+	Sale  string // sale id, or a shard id
+	Group string // the relay's consumer group
+	// Retention is the drained outbox's expiry when the meta hash has none (or is gone).
+	Retention time.Duration
+	IDs       []string // the confirmed stream entry ids; at least one
+}
+
+// Keys are the call's KEYS: outbox, meta.
+func (c OutboxAckCall) Keys() []string {
+	return []string{contract.OutboxKey(c.Sale), contract.MetaKey(c.Sale)}
+}
+
+// Args are the call's ARGV.
+func (c OutboxAckCall) Args() []any {
+	args := make([]any, 0, len(c.IDs)+2)
+	args = append(args, c.Group, c.Retention.Milliseconds())
+	for _, id := range c.IDs {
+		args = append(args, id)
+	}
+	return args
+}
+
+// Run runs outbox_ack.lua and returns how many entries this call acknowledged (ids another
+// relay acknowledged count 0; they are deleted all the same).
+func (c OutboxAckCall) Run(ctx context.Context, rdb redis.Scripter) (acked int64, err error) {
+	return OutboxAck.Run(ctx, rdb, c.Keys(), c.Args()...).Int64()
 }

@@ -1,7 +1,14 @@
-// Package lua embeds the Redis Lua scripts of the flash-sale edge, one file per script, and
-// exposes each as a typed go-redis Script value (EVALSHA, falling back to EVAL on NOSCRIPT):
-// lua.Gate, lua.TokenIssue, ... A misspelt script is a compile error, not a panic at the
-// first request.
+// Package lua embeds the Redis Lua scripts of the flash-sale edge, one file per script, each
+// as a go-redis Script value run by EVALSHA, falling back to EVAL on NOSCRIPT: lua.Gate,
+// lua.Preheat, ... A misspelt script is a compile error, not a panic at the first request;
+// there is no lookup by name.
+//
+// Most scripts are called through a typed call (args.go): a struct per script whose named
+// fields are its arguments, with Keys, Args and Run (GateCall, PreheatCall, ReconcileCall,
+// CompensateCall, ShardTakeCall, ShardGiveCall, OutboxAckCall), so the ARGV order is written
+// once, beside the script, and not at every call site. The scripts of the gateway's own stores
+// (token_issue, throttle, throttle_refund, room_*) are still called with their ARGV in order
+// by those stores.
 //
 // Every script starts with a header comment that lists its KEYS, ARGV and return values; a
 // test holds every file to that. All keys a script touches share one hash tag, so each script
@@ -46,35 +53,6 @@ func mustLoad(name string) *redis.Script {
 	return redis.NewScript(string(src))
 }
 
-var byName = func() map[string]*redis.Script {
-	m := map[string]*redis.Script{}
-	entries, err := fs.ReadDir(files, ".")
-	if err != nil {
-		panic(err)
-	}
-	for _, e := range entries {
-		src, err := files.ReadFile(e.Name())
-		if err != nil {
-			panic(err)
-		}
-		m[strings.TrimSuffix(e.Name(), ".lua")] = redis.NewScript(string(src))
-	}
-	return m
-}()
-
-// Script returns the embedded script name (the file name without ".lua"). It panics when no
-// such file is embedded.
-//
-// Deprecated: use the typed values (lua.Gate, lua.TokenIssue, ...): a wrong name then does
-// not compile. Kept for callers outside the edge until they move.
-func Script(name string) *redis.Script {
-	s, ok := byName[name]
-	if !ok {
-		panic(fmt.Sprintf("lua: no embedded script %q", name))
-	}
-	return s
-}
-
 // Source returns the text of the embedded script name.
 func Source(name string) string {
 	b, err := files.ReadFile(name + ".lua")
@@ -84,12 +62,16 @@ func Source(name string) string {
 	return string(b)
 }
 
-// Names lists the embedded scripts, sorted.
+// Names lists the embedded scripts (file names without ".lua"), sorted.
 func Names() []string {
-	names := make([]string, 0, len(byName))
-	for n := range byName {
-		names = append(names, n)
+	entries, err := fs.ReadDir(files, ".")
+	if err != nil {
+		panic(err) // the embedded directory: cannot fail
 	}
-	sort.Strings(names)
+	names := make([]string, 0, len(entries))
+	for _, e := range entries {
+		names = append(names, strings.TrimSuffix(e.Name(), ".lua"))
+	}
+	sort.Strings(names) // not the files' order: "a.lua" sorts after "a-b.lua"
 	return names
 }

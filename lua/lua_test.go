@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/seckilledge/seckill/contract"
 	"github.com/seckilledge/seckill/internal/testenv"
 )
@@ -28,7 +30,7 @@ func TestEveryScriptDocumentsKeysArgvAndReturns(t *testing.T) {
 func TestEveryScriptCompilesInRedis(t *testing.T) {
 	rdb := testenv.Redis(t)
 	for _, name := range Names() {
-		if err := Script(name).Load(context.Background(), rdb).Err(); err != nil {
+		if err := redis.NewScript(Source(name)).Load(context.Background(), rdb).Err(); err != nil {
 			t.Errorf("%s.lua does not compile: %v", name, err)
 		}
 	}
@@ -43,7 +45,7 @@ func TestPreheatIsIdempotentAndNeverResetsASellingSale(t *testing.T) {
 	ends := now + 3_600_000
 	run := func(stock int, mode string) []int64 {
 		t.Helper()
-		res, err := Script("preheat").Run(ctx, rdb, []string{meta}, sale, stock, now, ends, mode, 60_000).Int64Slice()
+		res, err := Preheat.Run(ctx, rdb, []string{meta}, sale, stock, now, ends, mode, 60_000).Int64Slice()
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -63,13 +65,13 @@ func TestPreheatIsIdempotentAndNeverResetsASellingSale(t *testing.T) {
 		t.Fatalf("meta must expire retention after the end, PTTL=%v", ttl)
 	}
 	old := testenv.ID("s")
-	if _, err := Script("preheat").Run(ctx, rdb, []string{contract.MetaKey(old)}, old, 5, 1000, 2000, "init", 1).Result(); err != nil {
+	if _, err := Preheat.Run(ctx, rdb, []string{contract.MetaKey(old)}, old, 5, 1000, 2000, "init", 1).Result(); err != nil {
 		t.Fatal(err)
 	}
 	if n := rdb.Exists(ctx, contract.MetaKey(old)).Val(); n != 0 {
 		t.Fatal("a sale that ended long ago must not stay in Redis")
 	}
-	if _, err := Script("preheat").Run(ctx, rdb, []string{meta}, sale, -1, 1, 2, "init", 1).Result(); err == nil {
+	if _, err := Preheat.Run(ctx, rdb, []string{meta}, sale, -1, 1, 2, "init", 1).Result(); err == nil {
 		t.Fatal("negative stock accepted")
 	}
 }

@@ -26,12 +26,12 @@ func preheatRoomSale(t *testing.T, rdb *redis.Client, stock int, sessionMS strin
 		rdb.Del(context.Background(), append(roomKeys(sale), contract.TokensKey(sale), contract.OutboxKey(sale),
 			contract.HeldKey(sale), contract.RoomLogKey(sale))...)
 	})
-	a := PreheatArgs{Sale: sale, Stock: int64(stock), Starts: now.Add(-time.Minute), Ends: now.Add(time.Hour),
+	a := PreheatCall{Sale: sale, Stock: int64(stock), Starts: now.Add(-time.Minute), Ends: now.Add(time.Hour),
 		Retention: time.Minute, Room: true}
 	if err := setupRoom(ctx, rdb, sale, sessionMS, a.Ends.Add(a.Retention)); err != nil {
 		t.Fatalf("room_setup before the sale exists: %v", err)
 	}
-	if _, _, err := RunPreheat(ctx, rdb, a); err != nil {
+	if _, _, err := a.Run(ctx, rdb); err != nil {
 		t.Fatalf("preheat with the room: %v", err)
 	}
 	return sale
@@ -103,8 +103,8 @@ func TestARoomSaleIsWrittenOnlyWithItsRoom(t *testing.T) {
 	sale := testenv.ID("rs")
 	t.Cleanup(func() { rdb.Del(context.Background(), roomKeys(sale)...) })
 	now := time.Now()
-	a := PreheatArgs{Sale: sale, Stock: 5, Starts: now.Add(-time.Minute), Ends: now.Add(time.Hour), Retention: time.Minute, Room: true}
-	if _, _, err := RunPreheat(ctx, rdb, a); err == nil {
+	a := PreheatCall{Sale: sale, Stock: 5, Starts: now.Add(-time.Minute), Ends: now.Add(time.Hour), Retention: time.Minute, Room: true}
+	if _, _, err := a.Run(ctx, rdb); err == nil {
 		t.Fatal("preheat wrote a room sale whose room is not set up")
 	}
 	if n := rdb.Exists(ctx, contract.MetaKey(sale)).Val(); n != 0 {
@@ -113,7 +113,7 @@ func TestARoomSaleIsWrittenOnlyWithItsRoom(t *testing.T) {
 	if err := setupRoom(ctx, rdb, sale, "", a.Ends.Add(a.Retention)); err != nil {
 		t.Fatalf("room_setup before preheat: %v", err)
 	}
-	if created, stock, err := RunPreheat(ctx, rdb, a); err != nil || !created || stock != 5 {
+	if created, stock, err := a.Run(ctx, rdb); err != nil || !created || stock != 5 {
 		t.Fatalf("preheat with the room: %v %d %v", created, stock, err)
 	}
 	if got := rdb.HGet(ctx, contract.MetaKey(sale), "room").Val(); got != "1" {
@@ -125,7 +125,7 @@ func TestARoomSaleIsWrittenOnlyWithItsRoom(t *testing.T) {
 	}
 	// A later call without the room's key (an older caller) never drops the mark.
 	a.Room = false
-	if _, _, err := RunPreheat(ctx, rdb, a); err != nil || rdb.HGet(ctx, contract.MetaKey(sale), "room").Val() != "1" {
+	if _, _, err := a.Run(ctx, rdb); err != nil || rdb.HGet(ctx, contract.MetaKey(sale), "room").Val() != "1" {
 		t.Fatalf("a preheat without the room dropped the mark: %v", err)
 	}
 
@@ -134,7 +134,7 @@ func TestARoomSaleIsWrittenOnlyWithItsRoom(t *testing.T) {
 	if err := setupRoom(ctx, rdb, sharded, "", now.Add(2*time.Hour)); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := RunPreheat(ctx, rdb, PreheatArgs{Sale: sharded, Starts: now, Ends: now.Add(time.Hour), Shards: 4, Room: true}); err == nil {
+	if _, _, err := (PreheatCall{Sale: sharded, Starts: now, Ends: now.Add(time.Hour), Shards: 4, Room: true}).Run(ctx, rdb); err == nil {
 		t.Fatal("a sharded sale's base hash took a room")
 	}
 }

@@ -36,14 +36,14 @@ func newRoom(t *testing.T, stock int, startsIn, endsIn time.Duration) *roomFixtu
 	ctx := context.Background()
 	sale := testenv.ID("s")
 	now := time.Now()
-	if err := Script("preheat").Run(ctx, rdb, []string{contract.MetaKey(sale)}, sale, stock,
+	if err := Preheat.Run(ctx, rdb, []string{contract.MetaKey(sale)}, sale, stock,
 		now.Add(startsIn).UnixMilli(), now.Add(endsIn).UnixMilli(), "init", 60_000).Err(); err != nil {
 		t.Fatal(err)
 	}
 	seed := sha256.Sum256([]byte(sale))
 	commit := sha256.Sum256(seed[:])
 	k := roomKeys(sale)
-	res, err := Script("room_setup").Run(ctx, rdb, k[:2], hex.EncodeToString(seed[:]), hex.EncodeToString(seed[:]),
+	res, err := RoomSetup.Run(ctx, rdb, k[:2], hex.EncodeToString(seed[:]), hex.EncodeToString(seed[:]),
 		"", "", "", "", "", "", hex.EncodeToString(commit[:])).Slice()
 	if err != nil || res[0].(int64) != 1 {
 		t.Fatalf("room_setup = %v, %v", res, err)
@@ -61,7 +61,7 @@ func rankOf(user string) []byte { s := sha256.Sum256([]byte("rank" + user)); ret
 
 func (f *roomFixture) call(op, m, nonce string, nonceExp int64) []any {
 	f.t.Helper()
-	res, err := Script("room_queue").Run(context.Background(), f.rdb, roomKeys(f.sale), op, m,
+	res, err := RoomQueue.Run(context.Background(), f.rdb, roomKeys(f.sale), op, m,
 		f.rate, f.over, f.session, f.pre, nonce, nonceExp).Slice()
 	if err != nil {
 		f.t.Fatalf("room_queue %s: %v", op, err)
@@ -128,7 +128,7 @@ func TestRoomAdmissionCheckSeesOnlyLiveAdmissions(t *testing.T) {
 	ctx := context.Background()
 	k := roomKeys(f.sale)
 	check := func(user string) string {
-		res, err := Script("room_admission_check").Run(ctx, f.rdb, []string{k[1], k[3]}, user).Slice()
+		res, err := RoomAdmissionCheck.Run(ctx, f.rdb, []string{k[1], k[3]}, user).Slice()
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -148,7 +148,7 @@ func TestRoomAdmissionCheckSeesOnlyLiveAdmissions(t *testing.T) {
 		t.Fatalf("lapsed admission: %s", got)
 	}
 	other := testenv.ID("s")
-	res, err := Script("room_admission_check").Run(ctx, f.rdb, []string{roomKeys(other)[1], roomKeys(other)[3]}, "a").Slice()
+	res, err := RoomAdmissionCheck.Run(ctx, f.rdb, []string{roomKeys(other)[1], roomKeys(other)[3]}, "a").Slice()
 	if err != nil || res[0] != "no_room" {
 		t.Fatalf("sale without a room: %v %v", res, err)
 	}

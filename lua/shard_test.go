@@ -16,7 +16,7 @@ func TestTheSaleOfAShardedSaleAnswersShardedAndWritesNothing(t *testing.T) {
 	ctx := context.Background()
 	sale := testenv.ID("s")
 	now := time.Now().UnixMilli()
-	res, err := Script("preheat").Run(ctx, rdb, []string{contract.MetaKey(sale)}, sale, 0, now-1000, now+3_600_000, "init", 60_000, 8).Int64Slice()
+	res, err := Preheat.Run(ctx, rdb, []string{contract.MetaKey(sale)}, sale, 0, now-1000, now+3_600_000, "init", 60_000, 8).Int64Slice()
 	if err != nil || res[0] != 1 {
 		t.Fatalf("preheat = %v, %v", res, err)
 	}
@@ -25,11 +25,11 @@ func TestTheSaleOfAShardedSaleAnswersShardedAndWritesNothing(t *testing.T) {
 	if k := rdb.HGet(ctx, contract.MetaKey(sale), contract.FieldShards).Val(); k != "8" {
 		t.Fatalf("shards field %q, want 8", k)
 	}
-	got, err := Script("gate").Run(ctx, rdb, keys, sale, "u1", "o1", "", "relay").Slice()
+	got, err := Gate.Run(ctx, rdb, keys, sale, "u1", "o1", "", "relay").Slice()
 	if err != nil || len(got) != 2 || got[0].(int64) != 7 || got[1].(int64) != 8 {
 		t.Fatalf("gate on the sale = %v, %v; want [7 8]", got, err)
 	}
-	tok, err := Script("token_issue").Run(ctx, rdb, []string{contract.MetaKey(sale), contract.TokensKey(sale)}, "u1", "0123456789012345678901", 60_000, 0).Slice()
+	tok, err := TokenIssue.Run(ctx, rdb, []string{contract.MetaKey(sale), contract.TokensKey(sale)}, "u1", "0123456789012345678901", 60_000, 0).Slice()
 	if err != nil || tok[0] != "sharded" || tok[1].(int64) != 8 {
 		t.Fatalf("token_issue on the sale = %v, %v; want [sharded 8 now]", tok, err)
 	}
@@ -37,7 +37,7 @@ func TestTheSaleOfAShardedSaleAnswersShardedAndWritesNothing(t *testing.T) {
 		t.Fatalf("%d keys written on a sharded sale's own keys", n)
 	}
 	// A re-preheat never changes the shard count.
-	if _, err := Script("preheat").Run(ctx, rdb, []string{contract.MetaKey(sale)}, sale, 0, now-1000, now+3_600_000, "init", 60_000, 4).Result(); err != nil {
+	if _, err := Preheat.Run(ctx, rdb, []string{contract.MetaKey(sale)}, sale, 0, now-1000, now+3_600_000, "init", 60_000, 4).Result(); err != nil {
 		t.Fatal(err)
 	}
 	if k := rdb.HGet(ctx, contract.MetaKey(sale), contract.FieldShards).Val(); k != "8" {
@@ -53,13 +53,13 @@ func TestShardMovesTakeAtMostTheStockAndGiveOnce(t *testing.T) {
 	from, to := contract.ShardID(sale, 0), contract.ShardID(sale, 1)
 	now := time.Now().UnixMilli()
 	for _, id := range []string{from, to} {
-		if err := Script("preheat").Run(ctx, rdb, []string{contract.MetaKey(id)}, id, 2, now-1000, now+3_600_000, "init", 60_000).Err(); err != nil {
+		if err := Preheat.Run(ctx, rdb, []string{contract.MetaKey(id)}, id, 2, now-1000, now+3_600_000, "init", 60_000).Err(); err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { rdb.Del(ctx, contract.MetaKey(id), contract.MovesKey(id), contract.MovedInKey(id)) })
 	}
 	take := func(id string, n int) int64 {
-		v, err := Script("shard_take").Run(ctx, rdb, []string{contract.MetaKey(from), contract.MovesKey(from)}, id, n, to).Int64()
+		v, err := ShardTake.Run(ctx, rdb, []string{contract.MetaKey(from), contract.MovesKey(from)}, id, n, to).Int64()
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -78,7 +78,7 @@ func TestShardMovesTakeAtMostTheStockAndGiveOnce(t *testing.T) {
 		t.Fatal("an empty take was journaled")
 	}
 	give := func() []int64 {
-		v, err := Script("shard_give").Run(ctx, rdb, []string{contract.MetaKey(to), contract.MovedInKey(to)}, to, "m1", 2).Int64Slice()
+		v, err := ShardGive.Run(ctx, rdb, []string{contract.MetaKey(to), contract.MovedInKey(to)}, to, "m1", 2).Int64Slice()
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -101,7 +101,7 @@ func TestOnlyAShardAnnouncesARefusalForWantOfStock(t *testing.T) {
 	shard := contract.ShardID(sale, 1)
 	now := time.Now().UnixMilli()
 	for _, id := range []string{sale, shard} {
-		if err := Script("preheat").Run(ctx, rdb, []string{contract.MetaKey(id)}, id, 0, now-1000, now+3_600_000, "init", 60_000).Err(); err != nil {
+		if err := Preheat.Run(ctx, rdb, []string{contract.MetaKey(id)}, id, 0, now-1000, now+3_600_000, "init", 60_000).Err(); err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { rdb.Del(ctx, contract.MetaKey(id)) })
@@ -113,7 +113,7 @@ func TestOnlyAShardAnnouncesARefusalForWantOfStock(t *testing.T) {
 	}
 	refuse := func(id string) {
 		keys := []string{contract.MetaKey(id), contract.BuyersKey(id), contract.TokensKey(id), contract.OutboxKey(id)}
-		res, err := Script("gate").Run(ctx, rdb, keys, id, "u1", "o1", "", "relay").Slice()
+		res, err := Gate.Run(ctx, rdb, keys, id, "u1", "o1", "", "relay").Slice()
 		if err != nil || res[0].(int64) != 6 {
 			t.Fatalf("gate on %s = %v %v, want sold_out", id, res, err)
 		}

@@ -20,8 +20,8 @@ func TestShardMovesOfASaleWithVariantsMoveOneVariant(t *testing.T) {
 	now := time.Now()
 	parts := map[string][]Variant{from: {{"red", 3}, {"blue", 1}}, to: {{"red", 0}, {"blue", 2}}}
 	for _, id := range []string{from, to} {
-		if _, _, err := RunPreheat(ctx, rdb, PreheatArgs{Sale: id, Starts: now.Add(-time.Minute), Ends: now.Add(time.Hour),
-			Retention: time.Minute, Limit: 2, Variants: parts[id]}); err != nil {
+		if _, _, err := (PreheatCall{Sale: id, Starts: now.Add(-time.Minute), Ends: now.Add(time.Hour),
+			Retention: time.Minute, Limit: 2, Variants: parts[id]}).Run(ctx, rdb); err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() {

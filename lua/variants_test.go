@@ -23,8 +23,8 @@ func variantSale(t *testing.T, rdb *redis.Client, limit int, variants ...Variant
 	t.Cleanup(func() {
 		rdb.Del(ctx, GateCall{Sale: sale}.Keys()...)
 	})
-	created, stock, err := RunPreheat(ctx, rdb, PreheatArgs{Sale: sale, Starts: now.Add(-time.Minute), Ends: now.Add(time.Hour),
-		Retention: time.Minute, Limit: limit, Variants: variants})
+	created, stock, err := PreheatCall{Sale: sale, Starts: now.Add(-time.Minute), Ends: now.Add(time.Hour),
+		Retention: time.Minute, Limit: limit, Variants: variants}.Run(ctx, rdb)
 	if err != nil || !created {
 		t.Fatalf("preheat: %v %v", created, err)
 	}
@@ -61,22 +61,22 @@ func TestPreheatWithVariantsSetsTheTotalAndEachVariant(t *testing.T) {
 		t.Fatal("a sale with two variants has no default variant")
 	}
 	now := time.Now()
-	a := PreheatArgs{Sale: sale, Starts: now.Add(-time.Minute), Ends: now.Add(time.Hour), Retention: time.Minute,
+	a := PreheatCall{Sale: sale, Starts: now.Add(-time.Minute), Ends: now.Add(time.Hour), Retention: time.Minute,
 		Variants: []Variant{{"green", 1}}}
 	// init keeps a sale that is in Redis as it is.
-	if created, stock, err := RunPreheat(ctx, rdb, a); err != nil || created || stock != 10 {
+	if created, stock, err := a.Run(ctx, rdb); err != nil || created || stock != 10 {
 		t.Fatalf("second init preheat = %v %d %v, want the sale untouched", created, stock, err)
 	}
 	// reset sets everything: the old variants and limit go.
 	a.Reset = true
-	if created, stock, err := RunPreheat(ctx, rdb, a); err != nil || !created || stock != 1 {
+	if created, stock, err := a.Run(ctx, rdb); err != nil || !created || stock != 1 {
 		t.Fatalf("reset preheat = %v %d %v", created, stock, err)
 	}
 	meta = rdb.HGetAll(ctx, contract.MetaKey(sale)).Val()
 	if meta["v:green"] != "1" || meta["variant"] != "green" || meta["variants"] != "1" || meta["v:red"] != "" || meta["limit"] != "" {
 		t.Fatalf("meta after reset %v", meta)
 	}
-	bad := []PreheatArgs{
+	bad := []PreheatCall{
 		{Sale: sale, Starts: now, Ends: now.Add(time.Hour), Variants: []Variant{{"a b", 1}}},
 		{Sale: sale, Starts: now, Ends: now.Add(time.Hour), Variants: []Variant{{"a", -1}}},
 		{Sale: sale, Starts: now, Ends: now.Add(time.Hour), Variants: []Variant{{"a", 1}, {"a", 2}}},
@@ -84,7 +84,7 @@ func TestPreheatWithVariantsSetsTheTotalAndEachVariant(t *testing.T) {
 		{Sale: sale, Starts: now, Ends: now.Add(time.Hour), Shards: 4, Variants: []Variant{{"a", 1}}},
 	}
 	for i, b := range bad {
-		if _, _, err := RunPreheat(ctx, rdb, b); err == nil {
+		if _, _, err := b.Run(ctx, rdb); err == nil {
 			t.Errorf("bad preheat %d accepted: %+v", i, b)
 		}
 	}
@@ -92,7 +92,7 @@ func TestPreheatWithVariantsSetsTheTotalAndEachVariant(t *testing.T) {
 	for i := range many {
 		many[i] = Variant{"v" + strconv.Itoa(i), 1}
 	}
-	if _, _, err := RunPreheat(ctx, rdb, PreheatArgs{Sale: sale, Starts: now, Ends: now.Add(time.Hour), Variants: many}); err == nil {
+	if _, _, err := (PreheatCall{Sale: sale, Starts: now, Ends: now.Add(time.Hour), Variants: many}).Run(ctx, rdb); err == nil {
 		t.Error("257 variants accepted")
 	}
 }
@@ -222,8 +222,8 @@ func TestGateLimitWithoutVariants(t *testing.T) {
 	ctx := context.Background()
 	sale := variantSale(t, rdb, 3)
 	now := time.Now()
-	if _, _, err := RunPreheat(ctx, rdb, PreheatArgs{Sale: sale, Stock: 4, Starts: now.Add(-time.Minute), Ends: now.Add(time.Hour),
-		Retention: time.Minute, Limit: 3, Reset: true}); err != nil {
+	if _, _, err := (PreheatCall{Sale: sale, Stock: 4, Starts: now.Add(-time.Minute), Ends: now.Add(time.Hour),
+		Retention: time.Minute, Limit: 3, Reset: true}).Run(ctx, rdb); err != nil {
 		t.Fatal(err)
 	}
 	if got := buyItem(t, rdb, sale, "u1", "o1", "", 2); code(got) != 0 || got[2] != int64(2) || got[3] != "" || got[5] != int64(1) {
@@ -359,7 +359,7 @@ func TestGateLimitOneVariantSaleKeepsNoHeldHash(t *testing.T) {
 		t.Fatalf("outbox %v, want one entry with v=s42 and neither q nor n", entries)
 	}
 	// Compensation (as the backend runs it, with the held key it always passes) frees the user.
-	res, err := Script("compensate").Run(ctx, rdb, []string{contract.MetaKey(sale), contract.BuyersKey(sale),
+	res, err := Compensate.Run(ctx, rdb, []string{contract.MetaKey(sale), contract.BuyersKey(sale),
 		contract.CompensatedKey(sale), contract.HeldKey(sale)}, sale, "o1", "u1", "s42", "").Int64Slice()
 	if err != nil || res[0] != 1 || res[1] != 4 {
 		t.Fatalf("compensate = %v %v", res, err)

@@ -52,6 +52,7 @@ type locker struct {
 
 func lockers(rdb *redis.Client) []locker {
 	bc := bsm.New(rdb)
+	lk := New(rdb, nil)
 	bsmWith := func(name string, retry func() bsm.RetryStrategy) locker {
 		return locker{name: name, obtain: func(ctx context.Context, key string, wait time.Duration) (func() error, error) {
 			if wait > 0 {
@@ -68,14 +69,14 @@ func lockers(rdb *redis.Client) []locker {
 	}
 	return []locker{
 		{name: "seckill", obtain: func(ctx context.Context, key string, wait time.Duration) (func() error, error) {
-			l, err := Obtain(ctx, rdb, key, &Options{Wait: wait}) // default: 30 s lease + watchdog
+			l, err := lk.Obtain(ctx, key, &Options{Wait: wait}) // default: 30 s lease + watchdog
 			if err != nil {
 				return nil, err
 			}
 			return func() error { return l.Release(context.Background()) }, nil
 		}},
 		{name: "seckill-fixed-ttl", obtain: func(ctx context.Context, key string, wait time.Duration) (func() error, error) {
-			l, err := Obtain(ctx, rdb, key, &Options{TTL: 30 * time.Second, Wait: wait})
+			l, err := lk.Obtain(ctx, key, &Options{TTL: 30 * time.Second, Wait: wait})
 			if err != nil {
 				return nil, err
 			}

@@ -19,20 +19,21 @@ func TestLockWorksOnARedisCluster(t *testing.T) {
 	// The waiter's own client: a release by rdb reaches it only through pub/sub.
 	waiterRDB := redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs})
 	t.Cleanup(func() { _ = waiterRDB.Close() })
+	lk, waiterLk := New(rdb, nil), New(waiterRDB, nil)
 	ctx := context.Background()
 
 	// Several names, so the locks land on different masters; every script touches only
 	// same-slot keys (CROSSSLOT would fail otherwise).
 	for i := range 6 {
 		key := fmt.Sprintf("job-%d", i)
-		l, err := Obtain(ctx, rdb, key, nil)
+		l, err := lk.Obtain(ctx, key, nil)
 		if err != nil {
 			t.Fatalf("%s: %v", key, err)
 		}
-		if _, err := TryObtain(ctx, rdb, key, nil); !errors.Is(err, ErrNotObtained) {
+		if _, err := lk.TryObtain(ctx, key, nil); !errors.Is(err, ErrNotObtained) {
 			t.Fatalf("%s: second owner = %v, want ErrNotObtained", key, err)
 		}
-		inner, err := TryObtain(WithOwner(ctx, l.Owner()), rdb, key, nil)
+		inner, err := lk.TryObtain(WithOwner(ctx, l.Owner()), key, nil)
 		if err != nil || inner.Token() != l.Token() {
 			t.Fatalf("%s: re-entry = %v, %v", key, inner, err)
 		}
@@ -40,10 +41,10 @@ func TestLockWorksOnARedisCluster(t *testing.T) {
 		// A waiter is woken by the release message, whichever node its subscription uses.
 		got := make(chan error, 1)
 		var next *Lock
-		waiting := onWaiting(t, key)
+		waiting := onWaiting(t, waiterLk, key)
 		go func() {
 			var err error
-			next, err = Obtain(ctx, waiterRDB, key, &Options{Wait: 20 * time.Second, Retry: NoRetry()})
+			next, err = waiterLk.Obtain(ctx, key, &Options{Wait: 20 * time.Second, Retry: NoRetry()})
 			got <- err
 		}()
 		awaitWaiting(t, waiting) // subscribed, and its attempt after subscribing failed

@@ -18,6 +18,7 @@ import (
 // writes as if it still held the lock. The fencing token makes Postgres refuse that write.
 func TestPostgresRefusesAStaleHolderThatWokeAfterItsLeaseExpired(t *testing.T) {
 	rdb := testenv.Redis(t)
+	lk := New(rdb, nil)
 	ctx := context.Background()
 	db, err := pgxpool.New(ctx, testenv.Postgres(t))
 	if err != nil {
@@ -42,7 +43,7 @@ func TestPostgresRefusesAStaleHolderThatWokeAfterItsLeaseExpired(t *testing.T) {
 		})
 	}
 
-	a, err := Obtain(ctx, rdb, key, &Options{TTL: 200 * time.Millisecond})
+	a, err := lk.Obtain(ctx, key, &Options{TTL: 200 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -51,7 +52,7 @@ func TestPostgresRefusesAStaleHolderThatWokeAfterItsLeaseExpired(t *testing.T) {
 	}
 	<-a.Lost() // a "pauses" past its lease
 
-	b, err := Obtain(ctx, rdb, key, &Options{Wait: 5 * time.Second})
+	b, err := lk.Obtain(ctx, key, &Options{Wait: 5 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}

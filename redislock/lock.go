@@ -3,9 +3,12 @@
 // the same owner, waiting on a pub/sub wake-up instead of spinning, and a fencing token per
 // acquisition that the protected resource can check (see CheckFence for Postgres).
 //
-// A lock is one Redis hash, seckill:lock:{<name>}, with the fencing counter
-// seckill:lock:{<name>}:fence and the release channel seckill:lock:{<name>}:released beside
-// it. All three carry the same hash tag, so the package works unchanged on Redis Cluster.
+// Locks are taken through a Locker, made once per Redis by New: it carries the key prefix and
+// the wake-up state of its waiting Obtain calls, and needs of the go-redis client only scripts
+// and pub/sub (Client). A lock is one Redis hash, <prefix>{<name>} (seckill:lock:{<name>} with
+// the default prefix), with the fencing counter <prefix>{<name>}:fence and the release channel
+// <prefix>{<name>}:released beside it. All three carry the same hash tag, so the package works
+// unchanged on Redis Cluster.
 //
 // What it does not promise: Redis replicates asynchronously, so a failover can lose a lock and
 // let a second holder in while the first still works; a holder can also pause (GC, swap, a
@@ -23,7 +26,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -52,12 +54,55 @@ const DefaultTTL = 30 * time.Second
 // larger than every earlier one. See docs/lock.md.
 const FenceRetention = 30 * 24 * time.Hour
 
-const keyPrefix = "seckill:lock:"
+// DefaultPrefix is the key prefix of a Locker made without one (LockerOptions.Prefix).
+const DefaultPrefix = "seckill:lock:"
 
-// waitingHook, when set (by tests), is called each time a waiting Obtain is about to block:
-// it has joined the release channel and its latest attempt failed. Tests await that instead
-// of sleeping.
-var waitingHook atomic.Pointer[func(name string)]
+// Client is what a Locker needs of a go-redis client: its scripts (EVALSHA, EVAL, SCRIPT
+// LOAD) and a pub/sub connection for the release wake-up. *redis.Client, *redis.ClusterClient,
+// *redis.Ring and redis.UniversalClient all are one, and a test double needs these methods
+// only, not a whole client.
+type Client interface {
+	redis.Scripter
+	Subscribe(ctx context.Context, channels ...string) *redis.PubSub
+}
+
+// LockerOptions tune New. The zero value (or nil) means the prefix DefaultPrefix.
+type LockerOptions struct {
+	// Prefix starts the Redis name of every lock, fencing counter and release channel:
+	// <Prefix>{<name>}. Empty means DefaultPrefix. Lockers with different prefixes on one
+	// Redis never see each other's locks. Keep braces out of it: the hash tag must be the
+	// lock name's, so that locks spread over a Cluster's slots. The prefix is not part of a
+	// fence: CheckFence and Lock.Fence record the bare name, so Lockers that fence into one
+	// table must not give one name to two different locks.
+	Prefix string
+}
+
+// Locker takes locks on one Redis. Make one per Redis client and share it: the waiting
+// Obtain calls of a Locker share one pub/sub connection, and a release through it wakes its
+// own first waiter at once. That connection (and the goroutine reading it) lives only while
+// some Obtain waits, so an idle Locker holds nothing and needs no closing. Its methods are
+// safe for concurrent use.
+type Locker struct {
+	rdb    Client
+	prefix string
+
+	mu  sync.Mutex
+	hub *hub // the waiters' pub/sub (wake.go); nil while none waits
+
+	// waiting, when set (by tests, before any Obtain), is called each time a waiting Obtain
+	// is about to block: it has joined the release channel and its latest attempt failed.
+	// Tests await that instead of sleeping.
+	waiting func(name string)
+}
+
+// New returns a Locker over rdb (nil opt: the defaults, see LockerOptions).
+func New(rdb Client, opt *LockerOptions) *Locker {
+	lk := &Locker{rdb: rdb, prefix: DefaultPrefix}
+	if opt != nil && opt.Prefix != "" {
+		lk.prefix = opt.Prefix
+	}
+	return lk
+}
 
 // Options tune Obtain and TryObtain. The zero value (or nil) means: a 30 s lease renewed by
 // the watchdog while held, try once, a fresh owner.
@@ -119,10 +164,10 @@ func randomID() string {
 	return hex.EncodeToString(b[:])
 }
 
-// Keys returns the Redis keys of the lock called name: the lock hash, its fencing counter and
-// its release channel. They share one hash tag.
-func Keys(name string) (lock, fence, channel string) {
-	base := keyPrefix + "{" + name + "}"
+// Keys returns the Redis names of the lock called name: the lock hash, its fencing counter
+// and its release channel. They share one hash tag.
+func (lk *Locker) Keys(name string) (lock, fence, channel string) {
+	base := lk.prefix + "{" + name + "}"
 	return base, base + ":fence", base + ":released"
 }
 
@@ -135,7 +180,7 @@ func validName(name string) error {
 
 // Lock is one acquisition of a lock. Its methods are safe for concurrent use.
 type Lock struct {
-	rdb      redis.UniversalClient
+	locker   *Locker
 	name     string
 	lockKey  string
 	channel  string
@@ -162,22 +207,22 @@ type Lock struct {
 
 // TryObtain tries once to take the lock called key, whatever opt.Wait says. It returns
 // ErrNotObtained when another owner holds it.
-func TryObtain(ctx context.Context, rdb redis.UniversalClient, key string, opt *Options) (*Lock, error) {
-	return obtain(ctx, rdb, key, opt, 0)
+func (lk *Locker) TryObtain(ctx context.Context, key string, opt *Options) (*Lock, error) {
+	return lk.obtain(ctx, key, opt, 0)
 }
 
 // Obtain takes the lock called key, waiting up to opt.Wait for it (see Options). The
 // watchdog, if on, renews the lease until Release or until ctx ends: ctx is the lifetime of
 // the holding, so bound the wait with Options.Wait, not with a short-lived context.
-func Obtain(ctx context.Context, rdb redis.UniversalClient, key string, opt *Options) (*Lock, error) {
+func (lk *Locker) Obtain(ctx context.Context, key string, opt *Options) (*Lock, error) {
 	var wait time.Duration
 	if opt != nil {
 		wait = opt.Wait
 	}
-	return obtain(ctx, rdb, key, opt, wait)
+	return lk.obtain(ctx, key, opt, wait)
 }
 
-func obtain(ctx context.Context, rdb redis.UniversalClient, name string, opt *Options, wait time.Duration) (*Lock, error) {
+func (lk *Locker) obtain(ctx context.Context, name string, opt *Options, wait time.Duration) (*Lock, error) {
 	if err := validName(name); err != nil {
 		return nil, err
 	}
@@ -196,14 +241,14 @@ func obtain(ctx context.Context, rdb redis.UniversalClient, name string, opt *Op
 	if retry == nil {
 		retry = ExponentialBackoff(50*time.Millisecond, 2*time.Second)
 	}
-	lockKey, fenceKey, channel := Keys(name)
-	l := &Lock{rdb: rdb, name: name, lockKey: lockKey, channel: channel, owner: owner,
+	lockKey, fenceKey, channel := lk.Keys(name)
+	l := &Lock{locker: lk, name: name, lockKey: lockKey, channel: channel, owner: owner,
 		handle: randomID(), ttl: ttl, watchdog: watchdog}
 
 	start := time.Now()
 	try := func() (ok bool, pttl time.Duration, err error) {
 		sent := time.Now()
-		res, err := acquireScript.Run(ctx, rdb, []string{lockKey, fenceKey},
+		res, err := acquireScript.Run(ctx, lk.rdb, []string{lockKey, fenceKey},
 			owner, l.handle, ttl.Milliseconds(), FenceRetention.Milliseconds()).Int64Slice()
 		if err != nil {
 			return false, 0, fmt.Errorf("redislock: acquire %q: %w", name, err)
@@ -233,7 +278,7 @@ func obtain(ctx context.Context, rdb redis.UniversalClient, name string, opt *Op
 	// Join the channel's waiters before trying again: a release that lands between our
 	// failed try and the subscription is then caught by the subscription's confirmation,
 	// which also wakes the first waiter.
-	w := join(rdb, channel)
+	w := lk.join(channel)
 	defer w.leave()
 	deadline := start.Add(wait)
 	for attempt := 0; ; attempt++ {
@@ -259,8 +304,8 @@ func obtain(ctx context.Context, rdb redis.UniversalClient, name string, opt *Op
 		if pttl > 0 && pttl+time.Millisecond < sleep {
 			sleep = pttl + time.Millisecond
 		}
-		if h := waitingHook.Load(); h != nil {
-			(*h)(name)
+		if lk.waiting != nil {
+			lk.waiting(name)
 		}
 		t := time.NewTimer(sleep)
 		select {
@@ -350,7 +395,7 @@ func (l *Lock) tick(ctx context.Context, watch bool, nextRenew *time.Time) bool 
 
 func (l *Lock) markLost() { l.lostOnce.Do(func() { close(l.lost) }) }
 
-// Key returns the name the lock was obtained under (not the Redis key: see Keys).
+// Key returns the name the lock was obtained under (not the Redis key: see Locker.Keys).
 func (l *Lock) Key() string { return l.name }
 
 // Owner returns the owner id of this acquisition; pass it to WithOwner or Options.Owner to
@@ -387,7 +432,7 @@ func (l *Lock) Refresh(ctx context.Context, ttl time.Duration) error {
 
 func (l *Lock) refresh(ctx context.Context, ttl time.Duration) error {
 	sent := time.Now()
-	n, err := refreshScript.Run(ctx, l.rdb, []string{l.lockKey},
+	n, err := refreshScript.Run(ctx, l.locker.rdb, []string{l.lockKey},
 		l.owner, l.token, l.handle, ttl.Milliseconds()).Int64()
 	if err != nil {
 		return fmt.Errorf("redislock: refresh %q: %w", l.name, err)
@@ -416,7 +461,7 @@ func (l *Lock) Release(ctx context.Context) error {
 	if released {
 		return ErrNotHeld
 	}
-	n, err := releaseScript.Run(ctx, l.rdb, []string{l.lockKey},
+	n, err := releaseScript.Run(ctx, l.locker.rdb, []string{l.lockKey},
 		l.owner, l.token, l.handle, l.channel).Int64()
 	if err != nil {
 		return fmt.Errorf("redislock: release %q: %w", l.name, err)
@@ -429,7 +474,7 @@ func (l *Lock) Release(ctx context.Context) error {
 		return ErrNotHeld
 	}
 	if n == 0 {
-		wakeLocal(l.rdb, l.channel, l.token)
+		l.locker.wakeLocal(l.channel, l.token)
 	}
 	return nil
 }
@@ -438,3 +483,11 @@ func (l *Lock) Release(ctx context.Context) error {
 func (l *Lock) String() string {
 	return "redislock(" + l.name + " token " + strconv.FormatInt(l.token, 10) + ")"
 }
+
+// The go-redis clients a program may hold are all a Client.
+var (
+	_ Client = (*redis.Client)(nil)
+	_ Client = (*redis.ClusterClient)(nil)
+	_ Client = (*redis.Ring)(nil)
+	_ Client = redis.UniversalClient(nil)
+)

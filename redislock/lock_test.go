@@ -37,6 +37,7 @@ func TestHelperProcess(t *testing.T) {
 	}
 	rdb := redis.NewClient(&redis.Options{Addr: testenv.RedisAddr(), PoolSize: 64})
 	defer rdb.Close()
+	lk := New(rdb, nil)
 	key := os.Getenv("REDISLOCK_KEY")
 	switch role {
 	case "increment":
@@ -48,7 +49,7 @@ func TestHelperProcess(t *testing.T) {
 		}
 	case "hold":
 		ttl, _ := time.ParseDuration(os.Getenv("REDISLOCK_TTL"))
-		l, err := Obtain(context.Background(), rdb, key, &Options{TTL: ttl, Watchdog: true})
+		l, err := lk.Obtain(context.Background(), key, &Options{TTL: ttl, Watchdog: true})
 		if err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			os.Exit(1)
@@ -63,12 +64,13 @@ func TestHelperProcess(t *testing.T) {
 // (GET, pause, SET) that loses updates unless the lock excludes every other writer.
 func incrementMany(rdb redis.UniversalClient, key, counter string, g, n int) error {
 	ctx := context.Background()
+	lk := New(rdb, nil) // shared by the goroutines, as a program shares one
 	errs := make(chan error, g)
 	var wg sync.WaitGroup
 	for range g {
 		wg.Go(func() {
 			for range n {
-				l, err := Obtain(ctx, rdb, key, &Options{Wait: time.Minute})
+				l, err := lk.Obtain(ctx, key, &Options{Wait: time.Minute})
 				if err != nil {
 					errs <- err
 					return
@@ -127,6 +129,7 @@ func TestLockSerialisesReadModifyWriteAcrossGoroutinesAndProcesses(t *testing.T)
 
 func TestCrashedHolderLockFreesItselfAfterItsTTL(t *testing.T) {
 	rdb := testenv.Redis(t)
+	lk := New(rdb, nil)
 	ctx := context.Background()
 	key := testenv.ID("lk")
 	const ttl = 1500 * time.Millisecond
@@ -147,7 +150,7 @@ func TestCrashedHolderLockFreesItselfAfterItsTTL(t *testing.T) {
 	heldAt := time.Now()
 	// The child's watchdog keeps the lock beyond one TTL while it lives: await a renewal (the
 	// lease's remaining time goes up) seen after the first lease would have run out.
-	lockKey, _, _ := Keys(key)
+	lockKey, _, _ := lk.Keys(key)
 	last, renewedLate := rdb.PTTL(ctx, lockKey).Val(), false
 	testenv.WaitFor(t, 10*time.Second, "the watchdog to renew the lease past its first term", func() bool {
 		p := rdb.PTTL(ctx, lockKey).Val()
@@ -160,17 +163,17 @@ func TestCrashedHolderLockFreesItselfAfterItsTTL(t *testing.T) {
 		last = p
 		return renewedLate
 	})
-	if _, err := TryObtain(ctx, rdb, key, nil); !errors.Is(err, ErrNotObtained) {
+	if _, err := lk.TryObtain(ctx, key, nil); !errors.Is(err, ErrNotObtained) {
 		t.Fatalf("TryObtain while the child holds and renews = %v, want ErrNotObtained", err)
 	}
 
 	_ = child.Process.Signal(syscall.SIGKILL) // crash: no release, no renewal
 	_ = child.Wait()
 	killed := time.Now()
-	if _, err := TryObtain(ctx, rdb, key, nil); !errors.Is(err, ErrNotObtained) {
+	if _, err := lk.TryObtain(ctx, key, nil); !errors.Is(err, ErrNotObtained) {
 		t.Fatalf("right after the crash TryObtain = %v, want ErrNotObtained (the lease still runs)", err)
 	}
-	l, err := Obtain(ctx, rdb, key, &Options{Wait: 10 * time.Second, Retry: NoRetry()})
+	l, err := lk.Obtain(ctx, key, &Options{Wait: 10 * time.Second, Retry: NoRetry()})
 	if err != nil {
 		t.Fatalf("the crashed holder's lock never freed itself: %v", err)
 	}
@@ -186,18 +189,19 @@ func TestCrashedHolderLockFreesItselfAfterItsTTL(t *testing.T) {
 
 func TestWatchdogKeepsTheLockThroughWorkLastingThreeTimesTheTTL(t *testing.T) {
 	rdb := testenv.Redis(t)
+	lk := New(rdb, nil)
 	ctx := context.Background()
 	key := testenv.ID("lk")
 	// Renewals every 500 ms leave a second of slack: the 2-core CI machine, under -race and
 	// other packages' tests, has been seen to stall for more than 500 ms.
 	const ttl = 1500 * time.Millisecond
-	l, err := Obtain(ctx, rdb, key, &Options{TTL: ttl, Watchdog: true})
+	l, err := lk.Obtain(ctx, key, &Options{TTL: ttl, Watchdog: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	workEnds := time.Now().Add(3*ttl + 100*time.Millisecond)
 	for time.Now().Before(workEnds) { // the "work": meanwhile nobody else gets in
-		if other, err := TryObtain(ctx, rdb, key, nil); !errors.Is(err, ErrNotObtained) {
+		if other, err := lk.TryObtain(ctx, key, nil); !errors.Is(err, ErrNotObtained) {
 			t.Fatalf("a second holder got in while the watchdog ran: %v %v", other, err)
 		}
 		select {
@@ -209,21 +213,22 @@ func TestWatchdogKeepsTheLockThroughWorkLastingThreeTimesTheTTL(t *testing.T) {
 	if err := l.Release(ctx); err != nil {
 		t.Fatalf("release after long work: %v", err)
 	}
-	if _, err := TryObtain(ctx, rdb, key, &Options{TTL: time.Second}); err != nil {
+	if _, err := lk.TryObtain(ctx, key, &Options{TTL: time.Second}); err != nil {
 		t.Fatalf("after release the lock is not free: %v", err)
 	}
 }
 
 func TestDefaultOptionsGiveA30sLeaseThatTheWatchdogRenews(t *testing.T) {
 	rdb := testenv.Redis(t)
+	lk := New(rdb, nil)
 	ctx := context.Background()
 	key := testenv.ID("lk")
-	l, err := TryObtain(ctx, rdb, key, nil)
+	l, err := lk.TryObtain(ctx, key, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer l.Release(ctx)
-	lockKey, fenceKey, _ := Keys(key)
+	lockKey, fenceKey, _ := lk.Keys(key)
 	if pttl := rdb.PTTL(ctx, lockKey).Val(); pttl < 29*time.Second || pttl > DefaultTTL {
 		t.Fatalf("default lease PTTL = %v, want about %v", pttl, DefaultTTL)
 	}
@@ -237,9 +242,10 @@ func TestDefaultOptionsGiveA30sLeaseThatTheWatchdogRenews(t *testing.T) {
 
 func TestWatchdogStopsWhenTheHoldingsContextEnds(t *testing.T) {
 	rdb := testenv.Redis(t)
+	lk := New(rdb, nil)
 	key := testenv.ID("lk")
 	ctx, cancel := context.WithCancel(context.Background())
-	l, err := Obtain(ctx, rdb, key, &Options{TTL: 200 * time.Millisecond, Watchdog: true})
+	l, err := lk.Obtain(ctx, key, &Options{TTL: 200 * time.Millisecond, Watchdog: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -250,20 +256,21 @@ func TestWatchdogStopsWhenTheHoldingsContextEnds(t *testing.T) {
 		t.Fatal("Lost did not fire after the context ended and the lease ran out")
 	}
 	testenv.WaitFor(t, 5*time.Second, "lock free after its context ended", func() bool {
-		o, err := TryObtain(context.Background(), rdb, key, &Options{TTL: time.Second})
+		o, err := lk.TryObtain(context.Background(), key, &Options{TTL: time.Second})
 		return err == nil && o.Release(context.Background()) == nil
 	})
 }
 
 func TestLostFiresWhenTheLockIsTakenAway(t *testing.T) {
 	rdb := testenv.Redis(t)
+	lk := New(rdb, nil)
 	ctx := context.Background()
 	key := testenv.ID("lk")
-	l, err := Obtain(ctx, rdb, key, &Options{TTL: 300 * time.Millisecond, Watchdog: true})
+	l, err := lk.Obtain(ctx, key, &Options{TTL: 300 * time.Millisecond, Watchdog: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	lockKey, _, _ := Keys(key)
+	lockKey, _, _ := lk.Keys(key)
 	rdb.Del(ctx, lockKey) // an operator, or a failover that lost the write
 	select {
 	case <-l.Lost():
@@ -277,10 +284,12 @@ func TestLostFiresWhenTheLockIsTakenAway(t *testing.T) {
 
 func TestReleaseWakesAWaiterWithoutPolling(t *testing.T) {
 	rdb := testenv.Redis(t)
+	lk := New(rdb, nil)
 	other := testenv.Redis(t) // the holder's own client: its release reaches the waiter only by pub/sub
+	otherLk := New(other, nil)
 	ctx := context.Background()
 	key := testenv.ID("lk")
-	holder, err := Obtain(ctx, other, key, nil) // 30 s lease: only the release can explain a fast wake-up
+	holder, err := otherLk.Obtain(ctx, key, nil) // 30 s lease: only the release can explain a fast wake-up
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -290,12 +299,12 @@ func TestReleaseWakesAWaiterWithoutPolling(t *testing.T) {
 		err error
 	}
 	got := make(chan result, 1)
-	waiting := onWaiting(t, key)
+	waiting := onWaiting(t, lk, key)
 	go func() {
-		l, err := Obtain(ctx, rdb, key, &Options{Wait: 20 * time.Second, Retry: NoRetry()})
+		l, err := lk.Obtain(ctx, key, &Options{Wait: 20 * time.Second, Retry: NoRetry()})
 		got <- result{l, time.Now(), err}
 	}()
-	_, _, channel := Keys(key)
+	_, _, channel := lk.Keys(key)
 	awaitWaiting(t, waiting)
 	testenv.WaitFor(t, 5*time.Second, "waiter subscribed", func() bool {
 		n := rdb.PubSubNumSub(ctx, channel).Val()
@@ -322,41 +331,43 @@ func TestReleaseWakesAWaiterWithoutPolling(t *testing.T) {
 
 func TestWaitingObtainGivesUpWithErrNotObtained(t *testing.T) {
 	rdb := testenv.Redis(t)
+	lk := New(rdb, nil)
 	ctx := context.Background()
 	key := testenv.ID("lk")
-	holder, err := Obtain(ctx, rdb, key, nil)
+	holder, err := lk.Obtain(ctx, key, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer holder.Release(ctx)
-	if _, err := Obtain(ctx, rdb, key, &Options{Wait: 150 * time.Millisecond}); !errors.Is(err, ErrNotObtained) {
+	if _, err := lk.Obtain(ctx, key, &Options{Wait: 150 * time.Millisecond}); !errors.Is(err, ErrNotObtained) {
 		t.Fatalf("Obtain on a held lock = %v, want ErrNotObtained", err)
 	}
 	cctx, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
 	defer cancel()
-	_, err = Obtain(cctx, rdb, key, &Options{Wait: time.Minute})
+	_, err = lk.Obtain(cctx, key, &Options{Wait: time.Minute})
 	if !errors.Is(err, ErrNotObtained) || !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("Obtain with an ending context = %v, want ErrNotObtained and DeadlineExceeded", err)
 	}
-	hubs.Lock()
-	n := len(hubs.m)
-	hubs.Unlock()
-	if n != 0 {
-		t.Fatalf("%d pub/sub hubs left open after every waiter left", n)
+	lk.mu.Lock()
+	h := lk.hub
+	lk.mu.Unlock()
+	if h != nil {
+		t.Fatal("the pub/sub hub was left open after every waiter left")
 	}
 }
 
 func TestReentrantObtainNeedsAsManyReleases(t *testing.T) {
 	rdb := testenv.Redis(t)
+	lk := New(rdb, nil)
 	ctx := context.Background()
 	key := testenv.ID("lk")
-	outer, err := Obtain(ctx, rdb, key, nil)
+	outer, err := lk.Obtain(ctx, key, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	// Nested code gets the owner through the context and re-enters instead of deadlocking.
 	nested := WithOwner(ctx, outer.Owner())
-	inner, err := Obtain(nested, rdb, key, &Options{Wait: time.Second})
+	inner, err := lk.Obtain(nested, key, &Options{Wait: time.Second})
 	if err != nil {
 		t.Fatalf("re-entry by the holder: %v", err)
 	}
@@ -364,7 +375,7 @@ func TestReentrantObtainNeedsAsManyReleases(t *testing.T) {
 		t.Fatalf("re-entry token %d, want the holding's %d", inner.Token(), outer.Token())
 	}
 	held := func() bool {
-		o, err := TryObtain(ctx, rdb, key, nil)
+		o, err := lk.TryObtain(ctx, key, nil)
 		if err != nil && !errors.Is(err, ErrNotObtained) {
 			t.Fatal(err)
 		}
@@ -398,18 +409,19 @@ func TestReentrantObtainNeedsAsManyReleases(t *testing.T) {
 
 func TestReleaseNeverDeletesAnotherHoldersLock(t *testing.T) {
 	rdb := testenv.Redis(t)
+	lk := New(rdb, nil)
 	ctx := context.Background()
 	key := testenv.ID("lk")
-	lockKey, _, _ := Keys(key)
+	lockKey, _, _ := lk.Keys(key)
 	owner := NewOwner()
-	stale, err := Obtain(ctx, rdb, key, &Options{TTL: 100 * time.Millisecond, Owner: owner})
+	stale, err := lk.Obtain(ctx, key, &Options{TTL: 100 * time.Millisecond, Owner: owner})
 	if err != nil {
 		t.Fatal(err)
 	}
 	<-stale.Lost() // the lease ran out (fixed TTL, no watchdog)
 	testenv.WaitFor(t, 5*time.Second, "expired lock gone", func() bool { return rdb.Exists(ctx, lockKey).Val() == 0 })
 
-	other, err := TryObtain(ctx, rdb, key, nil)
+	other, err := lk.TryObtain(ctx, key, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -419,7 +431,7 @@ func TestReleaseNeverDeletesAnotherHoldersLock(t *testing.T) {
 	if err := stale.Refresh(ctx, time.Minute); !errors.Is(err, ErrNotHeld) {
 		t.Fatalf("expired holder's Refresh = %v, want ErrNotHeld", err)
 	}
-	if _, err := TryObtain(ctx, rdb, key, nil); !errors.Is(err, ErrNotObtained) {
+	if _, err := lk.TryObtain(ctx, key, nil); !errors.Is(err, ErrNotObtained) {
 		t.Fatalf("after a stale Release the new holder's lock is gone: %v", err)
 	}
 	if err := other.Release(ctx); err != nil {
@@ -427,13 +439,13 @@ func TestReleaseNeverDeletesAnotherHoldersLock(t *testing.T) {
 	}
 
 	// The same owner's later holding is a different holding: the stale handle's token differs.
-	stale2, err := Obtain(ctx, rdb, key, &Options{TTL: 100 * time.Millisecond, Owner: owner})
+	stale2, err := lk.Obtain(ctx, key, &Options{TTL: 100 * time.Millisecond, Owner: owner})
 	if err != nil {
 		t.Fatal(err)
 	}
 	<-stale2.Lost()
 	testenv.WaitFor(t, 5*time.Second, "expired lock gone", func() bool { return rdb.Exists(ctx, lockKey).Val() == 0 })
-	again, err := TryObtain(ctx, rdb, key, &Options{Owner: owner})
+	again, err := lk.TryObtain(ctx, key, &Options{Owner: owner})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -448,9 +460,10 @@ func TestReleaseNeverDeletesAnotherHoldersLock(t *testing.T) {
 
 func TestRefreshExtendsAFixedLease(t *testing.T) {
 	rdb := testenv.Redis(t)
+	lk := New(rdb, nil)
 	ctx := context.Background()
 	key := testenv.ID("lk")
-	l, err := TryObtain(ctx, rdb, key, &Options{TTL: time.Second})
+	l, err := lk.TryObtain(ctx, key, &Options{TTL: time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -458,7 +471,7 @@ func TestRefreshExtendsAFixedLease(t *testing.T) {
 	if err := l.Refresh(ctx, time.Minute); err != nil {
 		t.Fatal(err)
 	}
-	lockKey, _, _ := Keys(key)
+	lockKey, _, _ := lk.Keys(key)
 	if pttl := rdb.PTTL(ctx, lockKey).Val(); pttl < 50*time.Second {
 		t.Fatalf("PTTL after Refresh(1m) = %v", pttl)
 	}
@@ -466,15 +479,16 @@ func TestRefreshExtendsAFixedLease(t *testing.T) {
 
 func TestFencingTokensIncreaseWithEveryHoldingEvenAfterTheCounterIsLost(t *testing.T) {
 	rdb := testenv.Redis(t)
+	lk := New(rdb, nil)
 	ctx := context.Background()
 	key := testenv.ID("lk")
-	_, fenceKey, _ := Keys(key)
+	_, fenceKey, _ := lk.Keys(key)
 	var last int64
 	for i := range 6 {
 		if i == 3 {
 			rdb.Del(ctx, fenceKey) // expiry, or a failover that lost the latest INCR
 		}
-		l, err := TryObtain(ctx, rdb, key, nil)
+		l, err := lk.TryObtain(ctx, key, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -490,8 +504,9 @@ func TestFencingTokensIncreaseWithEveryHoldingEvenAfterTheCounterIsLost(t *testi
 
 func TestInvalidLockNamesAreRefused(t *testing.T) {
 	rdb := testenv.Redis(t)
+	lk := New(rdb, nil)
 	for _, name := range []string{"", "a{b", "}", "{x}"} {
-		if _, err := TryObtain(context.Background(), rdb, name, nil); !errors.Is(err, ErrInvalidKey) {
+		if _, err := lk.TryObtain(context.Background(), name, nil); !errors.Is(err, ErrInvalidKey) {
 			t.Errorf("TryObtain(%q) = %v, want ErrInvalidKey", name, err)
 		}
 	}
@@ -521,8 +536,9 @@ func TestLostFiresWhenRedisIsUnreachableForALease(t *testing.T) {
 	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr(), MaxRetries: -1,
 		DialTimeout: 100 * time.Millisecond, ReadTimeout: 100 * time.Millisecond})
 	t.Cleanup(func() { _ = rdb.Close() })
+	lk := New(rdb, nil)
 	ctx := context.Background()
-	l, err := Obtain(ctx, rdb, testenv.ID("lk"), &Options{TTL: 600 * time.Millisecond, Watchdog: true})
+	l, err := lk.Obtain(ctx, testenv.ID("lk"), &Options{TTL: 600 * time.Millisecond, Watchdog: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -539,19 +555,20 @@ func TestLostFiresWhenRedisIsUnreachableForALease(t *testing.T) {
 	}
 }
 
-func TestWaitersOfOneProcessAreServedInArrivalOrder(t *testing.T) {
+func TestWaitersOfOneLockerAreServedInArrivalOrder(t *testing.T) {
 	rdb := testenv.Redis(t)
+	lk := New(rdb, nil)
 	ctx := context.Background()
 	key := testenv.ID("lk")
-	_, _, channel := Keys(key)
-	holder, err := Obtain(ctx, rdb, key, nil)
+	_, _, channel := lk.Keys(key)
+	holder, err := lk.Obtain(ctx, key, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	queued := func() int {
-		hubs.Lock()
-		h := hubs.m[rdb]
-		hubs.Unlock()
+		lk.mu.Lock()
+		h := lk.hub
+		lk.mu.Unlock()
 		if h == nil {
 			return 0
 		}
@@ -565,7 +582,7 @@ func TestWaitersOfOneProcessAreServedInArrivalOrder(t *testing.T) {
 	for i := range n {
 		go func() {
 			// NoRetry: only wake-ups move a waiter, so the order is the hub's, not a poll's.
-			l, err := Obtain(ctx, rdb, key, &Options{Wait: 20 * time.Second, Retry: NoRetry()})
+			l, err := lk.Obtain(ctx, key, &Options{Wait: 20 * time.Second, Retry: NoRetry()})
 			if err != nil {
 				errs <- err
 				return
@@ -593,9 +610,9 @@ func TestWaitersOfOneProcessAreServedInArrivalOrder(t *testing.T) {
 	}
 }
 
-// onWaiting returns a channel that receives each time a waiting Obtain of the lock name is
-// about to block (subscribed, its attempt failed).
-func onWaiting(t *testing.T, name string) <-chan struct{} {
+// onWaiting returns a channel that receives each time a waiting Obtain of lk for the lock
+// name is about to block (subscribed, its attempt failed).
+func onWaiting(t *testing.T, lk *Locker, name string) <-chan struct{} {
 	t.Helper()
 	ch := make(chan struct{}, 1)
 	f := func(n string) {
@@ -606,8 +623,7 @@ func onWaiting(t *testing.T, name string) <-chan struct{} {
 			}
 		}
 	}
-	waitingHook.Store(&f)
-	t.Cleanup(func() { waitingHook.Store(nil) })
+	lk.waiting = f // before the waiter starts: Obtain reads it unlocked
 	return ch
 }
 

@@ -9,16 +9,21 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// Waiting Obtain calls of one process share one pub/sub connection per Redis client (a hub),
-// whatever the number of locks and waiters. A release message for a lock wakes only the
-// first local waiter of that lock (FIFO): the others could not take the lock anyway, so a
-// release costs each process one acquire attempt, not one per waiting goroutine, and local
-// waiters are served in arrival order.
+// Waiting Obtain calls of one Locker share one pub/sub connection (a hub), whatever the
+// number of locks and waiters. A release message for a lock wakes only the first waiter of
+// that lock in the Locker (FIFO): the others could not take the lock anyway, so a release
+// costs each Locker one acquire attempt, not one per waiting goroutine, and its waiters are
+// served in arrival order.
+//
+// The hub belongs to its Locker, not to the process: two Lockers (two prefixes, two
+// libraries, two tests) never share subscriptions or wake-ups; between them a release travels
+// by its pub/sub message, as between processes. The first waiter opens the hub and the last
+// one closes it, so no connection or goroutine outlives the waiting.
 
 type hub struct {
-	rdb    redis.UniversalClient
 	ps     *redis.PubSub
-	refs   int // waiters of any lock; the hub closes when it drops to 0
+	refs   int           // waiters of any lock, under Locker.mu; the hub closes when it drops to 0
+	done   chan struct{} // closed when run has returned (the pub/sub channel was closed)
 	mu     sync.Mutex
 	queues map[string][]*waiter // channel -> waiters in arrival order
 	// woken: channel -> token of a release already signalled locally, so that its pub/sub
@@ -27,33 +32,30 @@ type hub struct {
 }
 
 type waiter struct {
+	lk      *Locker
 	h       *hub
 	channel string
 	wake    chan struct{} // capacity 1: a wake-up is never lost while the waiter is busy
 }
 
-var hubs = struct {
-	sync.Mutex
-	m map[redis.UniversalClient]*hub
-}{m: map[redis.UniversalClient]*hub{}}
-
 // subscribeTimeout bounds a SUBSCRIBE/UNSUBSCRIBE write; a failure only costs wake-up
 // latency (the waiter still polls and watches the lease).
 const subscribeTimeout = 2 * time.Second
 
-func join(rdb redis.UniversalClient, channel string) *waiter {
-	hubs.Lock()
-	h := hubs.m[rdb]
+// join adds a waiter for channel, opening the Locker's hub if none is open.
+func (lk *Locker) join(channel string) *waiter {
+	lk.mu.Lock()
+	h := lk.hub
 	if h == nil {
-		h = &hub{rdb: rdb, ps: rdb.Subscribe(context.Background()), queues: map[string][]*waiter{},
-			woken: map[string]string{}}
+		h = &hub{ps: lk.rdb.Subscribe(context.Background()), done: make(chan struct{}),
+			queues: map[string][]*waiter{}, woken: map[string]string{}}
 		go h.run(h.ps.ChannelWithSubscriptions(redis.WithChannelSize(256)))
-		hubs.m[rdb] = h
+		lk.hub = h
 	}
 	h.refs++
-	hubs.Unlock()
+	lk.mu.Unlock()
 
-	w := &waiter{h: h, channel: channel, wake: make(chan struct{}, 1)}
+	w := &waiter{lk: lk, h: h, channel: channel, wake: make(chan struct{}, 1)}
 	h.mu.Lock()
 	q := h.queues[channel]
 	h.queues[channel] = append(q, w)
@@ -95,13 +97,13 @@ func (w *waiter) leave() {
 	}
 	h.mu.Unlock()
 
-	hubs.Lock()
+	w.lk.mu.Lock()
 	h.refs--
 	if h.refs == 0 {
-		delete(hubs.m, h.rdb)
-		_ = h.ps.Close()
+		w.lk.hub = nil
+		_ = h.ps.Close() // ends run
 	}
-	hubs.Unlock()
+	w.lk.mu.Unlock()
 }
 
 func signal(w *waiter) {
@@ -111,12 +113,12 @@ func signal(w *waiter) {
 	}
 }
 
-// wakeLocal wakes the first waiter of this process at once when a lock it released is free,
-// a goroutine hop and a pub/sub delivery sooner than the release message.
-func wakeLocal(rdb redis.UniversalClient, channel string, token int64) {
-	hubs.Lock()
-	h := hubs.m[rdb]
-	hubs.Unlock()
+// wakeLocal wakes the Locker's first waiter of a lock it released at once when the lock is
+// free, a goroutine hop and a pub/sub delivery sooner than the release message.
+func (lk *Locker) wakeLocal(channel string, token int64) {
+	lk.mu.Lock()
+	h := lk.hub
+	lk.mu.Unlock()
 	if h == nil {
 		return
 	}
@@ -129,6 +131,7 @@ func wakeLocal(rdb redis.UniversalClient, channel string, token int64) {
 }
 
 func (h *hub) run(msgs <-chan interface{}) {
+	defer close(h.done)
 	for m := range msgs {
 		var channel string
 		switch m := m.(type) {

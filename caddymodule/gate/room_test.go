@@ -27,7 +27,7 @@ func roomSale(t testing.TB, rdb *redis.Client, stock int) string {
 	sale := testenv.ID("rs")
 	now := time.Now()
 	t.Cleanup(func() { rdb.Del(context.Background(), lua.GateCall{Sale: sale}.Keys()...) })
-	a := lua.PreheatArgs{Sale: sale, Stock: int64(stock), Starts: now.Add(-time.Minute), Ends: now.Add(time.Hour),
+	a := lua.PreheatCall{Sale: sale, Stock: int64(stock), Starts: now.Add(-time.Minute), Ends: now.Add(time.Hour),
 		Retention: time.Minute, Room: true, Namespace: testNamespace}
 	seed := sha256.Sum256([]byte(sale))
 	commit := sha256.Sum256(seed[:])
@@ -36,7 +36,7 @@ func roomSale(t testing.TB, rdb *redis.Client, stock int) string {
 		strconv.FormatInt(a.Ends.Add(a.Retention).UnixMilli(), 10)).Err(); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := lua.RunPreheat(ctx, rdb, a); err != nil {
+	if _, _, err := a.Run(ctx, rdb); err != nil {
 		t.Fatal(err)
 	}
 	return sale

@@ -29,14 +29,14 @@ func newShardedSale(t testing.TB, rdb redis.UniversalClient, stock, k int) strin
 	starts, ends := now.Add(-time.Minute).UnixMilli(), now.Add(time.Hour).UnixMilli()
 	ids := contract.ShardIDs(sale, k)
 	for i, n := range contract.SplitStock(stock, k) {
-		if err := lua.Script("preheat").Run(ctx, rdb, []string{contract.MetaKey(ids[i])}, ids[i], n, starts, ends, "init", 60_000, "", testNamespace).Err(); err != nil {
+		if err := lua.Preheat.Run(ctx, rdb, []string{contract.MetaKey(ids[i])}, ids[i], n, starts, ends, "init", 60_000, "", testNamespace).Err(); err != nil {
 			t.Fatal(err)
 		}
 		if err := rdb.SAdd(ctx, contract.SalesIndexKey, ids[i]).Err(); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if err := lua.Script("preheat").Run(ctx, rdb, []string{contract.MetaKey(sale)}, sale, 0, starts, ends, "init", 60_000, k, testNamespace).Err(); err != nil {
+	if err := lua.Preheat.Run(ctx, rdb, []string{contract.MetaKey(sale)}, sale, 0, starts, ends, "init", 60_000, k, testNamespace).Err(); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {

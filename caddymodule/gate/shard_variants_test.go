@@ -29,18 +29,18 @@ func newShardedVariantSale(t testing.TB, rdb *redis.Client, k, limit int, varian
 			rdb.Del(ctx, lua.GateCall{Sale: id}.Keys()...)
 		}
 	})
-	a := lua.PreheatArgs{Starts: now.Add(-time.Minute), Ends: now.Add(time.Hour), Retention: time.Hour, Limit: limit, Namespace: testNamespace}
+	a := lua.PreheatCall{Starts: now.Add(-time.Minute), Ends: now.Add(time.Hour), Retention: time.Hour, Limit: limit, Namespace: testNamespace}
 	for i, id := range ids {
 		a.Sale, a.Variants = id, nil
 		for _, v := range variants {
 			a.Variants = append(a.Variants, lua.Variant{ID: v.ID, Stock: int64(contract.SplitStock(int(v.Stock), k)[i])})
 		}
-		if _, _, err := lua.RunPreheat(ctx, rdb, a); err != nil {
+		if _, _, err := a.Run(ctx, rdb); err != nil {
 			t.Fatal(err)
 		}
 	}
 	a.Sale, a.Variants, a.Shards = sale, nil, k
-	if _, _, err := lua.RunPreheat(ctx, rdb, a); err != nil {
+	if _, _, err := a.Run(ctx, rdb); err != nil {
 		t.Fatal(err)
 	}
 	return sale

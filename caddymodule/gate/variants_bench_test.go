@@ -55,8 +55,8 @@ func BenchmarkDecisionVariantsVsSingleStock(b *testing.B) {
 	for i := range cases {
 		c := &cases[i]
 		c.sale = testenv.ID("s")
-		if _, _, err := lua.RunPreheat(ctx, rdb, lua.PreheatArgs{Sale: c.sale, Stock: 1_000_000_000, Starts: now.Add(-time.Minute),
-			Ends: now.Add(time.Hour), Retention: time.Hour, Limit: c.limit, Variants: c.variants}); err != nil {
+		if _, _, err := (lua.PreheatCall{Sale: c.sale, Stock: 1_000_000_000, Starts: now.Add(-time.Minute),
+			Ends: now.Add(time.Hour), Retention: time.Hour, Limit: c.limit, Variants: c.variants}).Run(ctx, rdb); err != nil {
 			b.Fatal(err)
 		}
 	}

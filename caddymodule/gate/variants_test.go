@@ -77,8 +77,8 @@ func newVariantSale(t testing.TB, rdb *redis.Client, limit int, variants ...lua.
 	sale := testenv.ID("s")
 	now := time.Now()
 	t.Cleanup(func() { rdb.Del(ctx, lua.GateCall{Sale: sale}.Keys()...) })
-	if _, _, err := lua.RunPreheat(ctx, rdb, lua.PreheatArgs{Sale: sale, Starts: now.Add(-time.Minute), Ends: now.Add(time.Hour),
-		Retention: time.Hour, Limit: limit, Variants: variants, Namespace: testNamespace}); err != nil {
+	if _, _, err := (lua.PreheatCall{Sale: sale, Starts: now.Add(-time.Minute), Ends: now.Add(time.Hour),
+		Retention: time.Hour, Limit: limit, Variants: variants, Namespace: testNamespace}).Run(ctx, rdb); err != nil {
 		t.Fatal(err)
 	}
 	return sale

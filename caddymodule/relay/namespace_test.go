@@ -22,8 +22,8 @@ func preheatIn(t *testing.T, rdb redis.UniversalClient, ns string, n int) (sale 
 	ctx := context.Background()
 	sale = testenv.ID("s")
 	now := time.Now()
-	if err := lua.Script("preheat").Run(ctx, rdb, []string{contract.MetaKey(sale)}, sale, 100,
-		now.Add(-time.Minute).UnixMilli(), now.Add(time.Hour).UnixMilli(), "init", 60_000, "", ns).Err(); err != nil {
+	if _, _, err := (lua.PreheatCall{Sale: sale, Stock: 100, Starts: now.Add(-time.Minute), Ends: now.Add(time.Hour),
+		Retention: time.Minute, Namespace: ns}).Run(ctx, rdb); err != nil {
 		t.Fatal(err)
 	}
 	rdb.SAdd(ctx, contract.SalesIndexKey, sale)

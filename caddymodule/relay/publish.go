@@ -76,8 +76,6 @@ func (r *Relay) ensureGroup(ctx context.Context, key string) {
 	}
 }
 
-var ackScript = lua.Script("outbox_ack")
-
 type inflight struct {
 	id      string
 	orderID string
@@ -178,14 +176,9 @@ drainReturns:
 		broken = true
 	}
 	if len(done) > 0 {
-		args := make([]any, 0, len(done)+2)
-		args = append(args, Group, time.Duration(r.cfg.Retention).Milliseconds())
-		for _, id := range done {
-			args = append(args, id)
-		}
 		// Not bound to ctx: a confirmed batch should be acknowledged even while stopping.
 		actx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
-		err := ackScript.Run(actx, r.rdb, []string{contract.OutboxKey(sale), contract.MetaKey(sale)}, args...).Err()
+		_, err := lua.OutboxAckCall{Sale: sale, Group: Group, Retention: time.Duration(r.cfg.Retention), IDs: done}.Run(actx, r.rdb)
 		cancel()
 		if err != nil {
 			// They stay pending and will be sent again: duplicates, not losses.

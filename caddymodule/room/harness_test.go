@@ -48,7 +48,7 @@ func newRoom(t testing.TB, rdb redis.UniversalClient, stock int, startsIn, endsI
 	ctx := context.Background()
 	sale := testenv.ID("r")
 	now := time.Now()
-	pre := lua.PreheatArgs{Sale: sale, Stock: int64(stock), Starts: now.Add(startsIn), Ends: now.Add(endsIn),
+	pre := lua.PreheatCall{Sale: sale, Stock: int64(stock), Starts: now.Add(startsIn), Ends: now.Add(endsIn),
 		Retention: time.Hour, Room: true}
 	seed, ekey := make([]byte, 32), make([]byte, 32)
 	_, _ = rand.Read(seed)
@@ -60,7 +60,7 @@ func newRoom(t testing.TB, rdb redis.UniversalClient, stock int, startsIn, endsI
 		a.DifficultyMin, a.DifficultyMax, commit, a.MaxWaiters, pre.Ends.Add(pre.Retention).UnixMilli(), pre.Stock).Err(); err != nil {
 		t.Fatalf("room_setup: %v", err)
 	}
-	if _, _, err := lua.RunPreheat(ctx, rdb, pre); err != nil {
+	if _, _, err := pre.Run(ctx, rdb); err != nil {
 		t.Fatalf("preheat: %v", err)
 	}
 	t.Cleanup(func() {

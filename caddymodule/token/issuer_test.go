@@ -54,7 +54,7 @@ func newIssuer(t testing.TB, rdb redis.Scripter, kr *tokenformat.Keyring, ttl, l
 // preheat loads a sale into Redis the way the backend does.
 func preheat(t testing.TB, rdb redis.Scripter, sale string, starts, ends time.Time) {
 	t.Helper()
-	err := lua.Script("preheat").Run(context.Background(), rdb, []string{contract.MetaKey(sale)},
+	err := lua.Preheat.Run(context.Background(), rdb, []string{contract.MetaKey(sale)},
 		sale, 10, starts.UnixMilli(), ends.UnixMilli(), "init", (10 * time.Minute).Milliseconds()).Err()
 	if err != nil {
 		t.Fatal(err)

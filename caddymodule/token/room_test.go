@@ -29,7 +29,7 @@ func roomSale(t testing.TB, rdb *redis.Client) string {
 		rdb.Del(context.Background(), contract.MetaKey(sale), contract.TokensKey(sale), contract.RoomKey(sale),
 			contract.RoomLiveKey(sale), contract.RoomLogKey(sale))
 	})
-	a := lua.PreheatArgs{Sale: sale, Stock: 5, Starts: now.Add(-time.Minute), Ends: now.Add(time.Hour), Retention: time.Minute, Room: true}
+	a := lua.PreheatCall{Sale: sale, Stock: 5, Starts: now.Add(-time.Minute), Ends: now.Add(time.Hour), Retention: time.Minute, Room: true}
 	seed := sha256.Sum256([]byte(sale))
 	commit := sha256.Sum256(seed[:])
 	if err := lua.RoomSetup.Run(ctx, rdb, []string{contract.MetaKey(sale), contract.RoomKey(sale)},
@@ -37,7 +37,7 @@ func roomSale(t testing.TB, rdb *redis.Client) string {
 		strconv.FormatInt(a.Ends.Add(a.Retention).UnixMilli(), 10)).Err(); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := lua.RunPreheat(ctx, rdb, a); err != nil {
+	if _, _, err := a.Run(ctx, rdb); err != nil {
 		t.Fatal(err)
 	}
 	return sale

@@ -24,12 +24,12 @@ func TestATokenOfAShardedSaleIsRecordedInTheUsersShard(t *testing.T) {
 	now := time.Now()
 	starts, ends := now.Add(-time.Minute).UnixMilli(), now.Add(time.Hour).UnixMilli()
 	for _, id := range contract.ShardIDs(sale, k) {
-		if err := lua.Script("preheat").Run(ctx, rdb, []string{contract.MetaKey(id)}, id, 5, starts, ends, "init", 60_000).Err(); err != nil {
+		if err := lua.Preheat.Run(ctx, rdb, []string{contract.MetaKey(id)}, id, 5, starts, ends, "init", 60_000).Err(); err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { rdb.Del(ctx, contract.MetaKey(id), contract.TokensKey(id)) })
 	}
-	if err := lua.Script("preheat").Run(ctx, rdb, []string{contract.MetaKey(sale)}, sale, 0, starts, ends, "init", 60_000, k).Err(); err != nil {
+	if err := lua.Preheat.Run(ctx, rdb, []string{contract.MetaKey(sale)}, sale, 0, starts, ends, "init", 60_000, k).Err(); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { rdb.Del(ctx, contract.MetaKey(sale), contract.TokensKey(sale)) })
