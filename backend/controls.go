@@ -269,6 +269,10 @@ func (s *Service) handlePatchSale(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	res, err := s.MoveEnd(r.Context(), r.PathValue("id"), endsAt, false, requestID(r))
+	if refuseBadValue(w, err, "ends_at") {
+		s.Log.Warn("move end: Postgres refused a value of the request", "err", err)
+		return
+	}
 	s.answerControl(w, "move end", err, res)
 }
 

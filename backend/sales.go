@@ -15,6 +15,12 @@ import (
 	"github.com/seckilledge/seckill/lua"
 )
 
+// maxStock is the most units a sale holds, all variants together, and so the most a variant
+// holds or one stock change adds. The stock columns are Postgres integers (up to 2^31 - 1): a
+// bound well inside them, checked at the API, refuses a creation or a stock change that would
+// not fit as the client's 400 instead of the database's error (issue 24).
+const maxStock = 1_000_000_000
+
 // SaleSpec is the body of POST /admin/sales.
 type SaleSpec struct {
 	ID       string    `json:"id"`
@@ -46,7 +52,7 @@ func (s SaleSpec) Validate() (time.Duration, error) {
 	switch {
 	case !contract.ValidID(s.ID):
 		return 0, errors.New("id must match ^[A-Za-z0-9_-]{1,64}$")
-	case s.Stock < 0 || s.Stock > 1_000_000_000:
+	case s.Stock < 0 || s.Stock > maxStock:
 		return 0, errors.New("stock must be between 0 and 1e9")
 	case s.StartsAt.IsZero() || s.EndsAt.IsZero():
 		return 0, errors.New("starts_at and ends_at (RFC 3339) are required")
@@ -143,6 +149,10 @@ func (s *Service) handleCreateSale(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	created, err := s.CreateSale(r.Context(), spec)
+	if refuseBadValue(w, err, "stock, variants, per_user_limit, starts_at, ends_at, pay_within") {
+		s.Log.Warn("create sale: Postgres refused a value of the request", "err", err)
+		return
+	}
 	if err != nil {
 		s.Log.Warn("create sale failed", "err", err)
 		unavailable(w)
