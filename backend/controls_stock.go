@@ -2,7 +2,6 @@ package backend
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -11,6 +10,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/seckilledge/seckill/contract"
+	"github.com/seckilledge/seckill/internal/strictjson"
 )
 
 // StockRequest is the body of POST /admin/sales/{id}/stock.
@@ -361,9 +361,8 @@ func (s *Service) markStockChange(ctx context.Context, req, status string) error
 // ParseStockRequest decodes and checks the body of POST /admin/sales/{id}/stock.
 func ParseStockRequest(r io.Reader) (StockRequest, error) {
 	var req StockRequest
-	dec := json.NewDecoder(r)
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&req); err != nil {
+	// Strict as ParseSaleSpec: {"add":1,"add":1000} is refused, not read as 1000.
+	if err := strictjson.Decode(r, &req); err != nil {
 		return req, fmt.Errorf("body must be JSON {\"add\": N, \"request_id\": \"...\", \"variant\": \"<id>\" (optional)}: %w", err)
 	}
 	switch {

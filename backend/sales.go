@@ -12,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/redis/go-redis/v9"
 	"github.com/seckilledge/seckill/contract"
+	"github.com/seckilledge/seckill/internal/strictjson"
 	"github.com/seckilledge/seckill/lua"
 )
 
@@ -91,9 +92,9 @@ func (s SaleSpec) Validate() (time.Duration, error) {
 // ParseSaleSpec decodes and validates the body of POST /admin/sales.
 func ParseSaleSpec(r io.Reader) (SaleSpec, error) {
 	var spec SaleSpec
-	dec := json.NewDecoder(r)
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&spec); err != nil {
+	// Strict: each key once and spelled as documented (encoding/json keeps the last of two
+	// keys and matches any case), so what an audit or a proxy reads is what is created.
+	if err := strictjson.Decode(r, &spec); err != nil {
 		return spec, fmt.Errorf("body must be JSON {id, stock, starts_at, ends_at, pay_within, shards, webhook_url, room, variants, per_user_limit}: %w", err)
 	}
 	if _, err := spec.Validate(); err != nil {
