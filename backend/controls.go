@@ -2,7 +2,6 @@ package backend
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -14,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/seckilledge/seckill/contract"
+	"github.com/seckilledge/seckill/internal/strictjson"
 )
 
 // Operator controls (DESIGN.md "Operator controls", docs/operator.md): pause, resume, end,
@@ -250,9 +250,7 @@ func parseEndsAt(r io.Reader) (time.Time, error) {
 	var body struct {
 		EndsAt *time.Time `json:"ends_at"`
 	}
-	dec := json.NewDecoder(r)
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&body); err != nil {
+	if err := strictjson.Decode(r, &body); err != nil { // strict as ParseSaleSpec
 		return time.Time{}, fmt.Errorf("body must be JSON {\"ends_at\": RFC 3339}: %w", err)
 	}
 	if body.EndsAt == nil || body.EndsAt.IsZero() {
@@ -269,6 +267,10 @@ func (s *Service) handlePatchSale(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	res, err := s.MoveEnd(r.Context(), r.PathValue("id"), endsAt, false, requestID(r))
+	if refuseBadValue(w, err, "ends_at") {
+		s.Log.Warn("move end: Postgres refused a value of the request", "err", err)
+		return
+	}
 	s.answerControl(w, "move end", err, res)
 }
 

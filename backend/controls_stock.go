@@ -2,7 +2,6 @@ package backend
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -11,6 +10,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/seckilledge/seckill/contract"
+	"github.com/seckilledge/seckill/internal/strictjson"
 )
 
 // StockRequest is the body of POST /admin/sales/{id}/stock.
@@ -98,6 +98,13 @@ func (s *Service) ChangeStock(ctx context.Context, sale string, req StockRequest
 		} else {
 			if before.State == SaleEnded {
 				return errSaleEnded
+			}
+			// The sale's initial stock is the largest number the change moves (its stock and a
+			// variant's stay at or below it): past maxStock, refuse before any store changes.
+			if req.Add > 0 && before.InitialStock+req.Add > maxStock {
+				return &controlError{http.StatusBadRequest, contract.CodeBadRequest,
+					fmt.Sprintf("add %d would take the sale to %d units; a sale holds at most 1e9 (its initial stock is %d)",
+						req.Add, before.InitialStock+req.Add, before.InitialStock)}
 			}
 			if req.Add < 0 && (short(before.StockDB, before.StockRedis, req.Add) ||
 				vbefore != nil && short(vbefore.StockDB, vbefore.StockRedis, req.Add)) {
@@ -354,13 +361,12 @@ func (s *Service) markStockChange(ctx context.Context, req, status string) error
 // ParseStockRequest decodes and checks the body of POST /admin/sales/{id}/stock.
 func ParseStockRequest(r io.Reader) (StockRequest, error) {
 	var req StockRequest
-	dec := json.NewDecoder(r)
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&req); err != nil {
+	// Strict as ParseSaleSpec: {"add":1,"add":1000} is refused, not read as 1000.
+	if err := strictjson.Decode(r, &req); err != nil {
 		return req, fmt.Errorf("body must be JSON {\"add\": N, \"request_id\": \"...\", \"variant\": \"<id>\" (optional)}: %w", err)
 	}
 	switch {
-	case req.Add == 0 || req.Add > 1_000_000_000 || req.Add < -1_000_000_000:
+	case req.Add == 0 || req.Add > maxStock || req.Add < -maxStock:
 		return req, errors.New("add must be a non-zero integer within ±1e9")
 	case !requestIDPattern.MatchString(req.RequestID):
 		return req, errors.New("request_id is required: 1..128 of [A-Za-z0-9._:-]")
@@ -378,5 +384,9 @@ func (s *Service) handleStock(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	res, err := s.ChangeStock(r.Context(), r.PathValue("id"), req)
+	if refuseBadValue(w, err, "add") {
+		s.Log.Warn("stock change: Postgres refused a value of the request", "err", err)
+		return
+	}
 	s.answerControl(w, "stock change", err, res)
 }

@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
@@ -28,10 +29,27 @@ type RoomSpec struct {
 	// Prequeue is how long before the start entries are taken (Go duration, >= 0).
 	Prequeue string `json:"prequeue,omitempty"`
 	// Difficulty is the proof-of-work [min, max] in bits; [0, 0] asks for none.
-	Difficulty *[2]int `json:"difficulty,omitempty"`
+	Difficulty *Difficulty `json:"difficulty,omitempty"`
 	// MaxWaiters is the most places the room holds (1..10 000 000); beyond it a new entry gets
 	// 503 queue_full (issue 24).
 	MaxWaiters *int64 `json:"max_waiters,omitempty"`
+}
+
+// Difficulty is a room's proof-of-work [min, max] in bits: exactly two numbers. A Go array
+// alone would take [1, 2, 3] as [1, 2] and [5] as [5, 0] without a word (issue 24).
+type Difficulty [2]int
+
+// UnmarshalJSON takes exactly two integers.
+func (d *Difficulty) UnmarshalJSON(b []byte) error {
+	var v []int
+	if err := json.Unmarshal(b, &v); err != nil {
+		return err
+	}
+	if len(v) != 2 {
+		return fmt.Errorf("room.difficulty is [min, max]: two numbers, not %d", len(v))
+	}
+	*d = Difficulty{v[0], v[1]}
+	return nil
 }
 
 // minRoomRate is room_setup.lua's lowest rate: a sale accepted here must be one preheat can

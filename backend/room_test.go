@@ -20,14 +20,14 @@ func TestRoomSpecRefusesImpossibleSettings(t *testing.T) {
 		"short session":       {Session: "500ms"},
 		"negative prequeue":   {Prequeue: "-1m"},
 		"bad duration":        {Session: "soon"},
-		"inverted difficulty": {Difficulty: &[2]int{10, 4}},
-		"difficulty too high": {Difficulty: &[2]int{0, 41}},
+		"inverted difficulty": {Difficulty: &Difficulty{10, 4}},
+		"difficulty too high": {Difficulty: &Difficulty{0, 41}},
 	} {
 		if err := spec.Validate(); err == nil {
 			t.Errorf("%s: accepted", name)
 		}
 	}
-	if err := (RoomSpec{Rate: f(50), Oversubscribe: f(1.5), Session: "2m", Prequeue: "15m", Difficulty: &[2]int{0, 0}}).Validate(); err != nil {
+	if err := (RoomSpec{Rate: f(50), Oversubscribe: f(1.5), Session: "2m", Prequeue: "15m", Difficulty: &Difficulty{0, 0}}).Validate(); err != nil {
 		t.Fatalf("a good spec refused: %v", err)
 	}
 }
@@ -46,7 +46,7 @@ func TestPreheatRoomDrawsTheSeedOnceAndPublishesOnlyItsCommitment(t *testing.T) 
 		t.Fatal(err)
 	}
 	rate := 20.0
-	first, err := PreheatRoom(ctx, rdb, sale, RoomSpec{Rate: &rate, Difficulty: &[2]int{8, 12}}, time.Time{}, 0)
+	first, err := PreheatRoom(ctx, rdb, sale, RoomSpec{Rate: &rate, Difficulty: &Difficulty{8, 12}}, time.Time{}, 0)
 	if err != nil || !first.Created {
 		t.Fatalf("first room preheat: %+v %v", first, err)
 	}

@@ -12,8 +12,15 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/redis/go-redis/v9"
 	"github.com/seckilledge/seckill/contract"
+	"github.com/seckilledge/seckill/internal/strictjson"
 	"github.com/seckilledge/seckill/lua"
 )
+
+// maxStock is the most units a sale holds, all variants together, and so the most a variant
+// holds or one stock change adds. The stock columns are Postgres integers (up to 2^31 - 1): a
+// bound well inside them, checked at the API, refuses a creation or a stock change that would
+// not fit as the client's 400 instead of the database's error (issue 24).
+const maxStock = 1_000_000_000
 
 // SaleSpec is the body of POST /admin/sales.
 type SaleSpec struct {
@@ -46,7 +53,7 @@ func (s SaleSpec) Validate() (time.Duration, error) {
 	switch {
 	case !contract.ValidID(s.ID):
 		return 0, errors.New("id must match ^[A-Za-z0-9_-]{1,64}$")
-	case s.Stock < 0 || s.Stock > 1_000_000_000:
+	case s.Stock < 0 || s.Stock > maxStock:
 		return 0, errors.New("stock must be between 0 and 1e9")
 	case s.StartsAt.IsZero() || s.EndsAt.IsZero():
 		return 0, errors.New("starts_at and ends_at (RFC 3339) are required")
@@ -85,9 +92,9 @@ func (s SaleSpec) Validate() (time.Duration, error) {
 // ParseSaleSpec decodes and validates the body of POST /admin/sales.
 func ParseSaleSpec(r io.Reader) (SaleSpec, error) {
 	var spec SaleSpec
-	dec := json.NewDecoder(r)
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&spec); err != nil {
+	// Strict: each key once and spelled as documented (encoding/json keeps the last of two
+	// keys and matches any case), so what an audit or a proxy reads is what is created.
+	if err := strictjson.Decode(r, &spec); err != nil {
 		return spec, fmt.Errorf("body must be JSON {id, stock, starts_at, ends_at, pay_within, shards, webhook_url, room, variants, per_user_limit}: %w", err)
 	}
 	if _, err := spec.Validate(); err != nil {
@@ -143,6 +150,10 @@ func (s *Service) handleCreateSale(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	created, err := s.CreateSale(r.Context(), spec)
+	if refuseBadValue(w, err, "stock, variants, per_user_limit, starts_at, ends_at, pay_within") {
+		s.Log.Warn("create sale: Postgres refused a value of the request", "err", err)
+		return
+	}
 	if err != nil {
 		s.Log.Warn("create sale failed", "err", err)
 		unavailable(w)

@@ -40,13 +40,13 @@ func (s SaleSpec) validateVariants() error {
 			return fmt.Errorf("variant id %q must match ^[A-Za-z0-9_-]{1,64}$", v.ID)
 		case seen[v.ID]:
 			return fmt.Errorf("variant %q is listed twice", v.ID)
-		case v.Stock < 0 || v.Stock > 1_000_000_000:
+		case v.Stock < 0 || v.Stock > maxStock:
 			return fmt.Errorf("variant %q: stock must be between 0 and 1e9", v.ID)
 		}
 		seen[v.ID] = true
 		sum += v.Stock
 	}
-	if sum > 1_000_000_000 {
+	if sum > maxStock {
 		return errors.New("the variants' stocks must add up to at most 1e9")
 	}
 	if s.Stock != 0 && s.Stock != sum {

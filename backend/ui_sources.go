@@ -72,7 +72,9 @@ func (c *cockpitSources) gateCounts(ctx context.Context) (counts map[string]map[
 			if counts[sale] == nil {
 				counts[sale] = map[string]float64{}
 			}
-			counts[sale][outcome] += m.GetCounter().GetValue()
+			// Untyped: the same counter federated by Prometheus (/federate drops the types;
+			// docker-compose.yml reads the gateway's counters that way).
+			counts[sale][outcome] += m.GetCounter().GetValue() + m.GetUntyped().GetValue()
 		}
 	}
 	return counts, down, true

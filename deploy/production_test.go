@@ -20,6 +20,7 @@ func TestProductionCaddyfile(t *testing.T) {
 	t.Run("ATrickledHeaderIsCutWithinTheLimit", func(t *testing.T) { trickledHeader(t, g) })
 	t.Run("NoRequestGetsA502OrANonJSONError", func(t *testing.T) { probe(t, g, true) })
 	t.Run("ARoomSaleSellsOnlyToBuyersTheRoomAdmitted", func(t *testing.T) { roomSale(t, g) })
+	t.Run("ANonCanonicalOrdersPathNeverReachesTheBackend", func(t *testing.T) { canonicalOrders(t, g, true) })
 	// Last: it stops the backend.
 	t.Run("FailuresBehindTheGatewayAre503UnavailableWithRetryAfter", func(t *testing.T) { failuresBehind(t, g) })
 }
@@ -66,6 +67,7 @@ func TestDemoCaddyfile(t *testing.T) {
 	t.Run("OrderPollsAreThrottledPerUser", func(t *testing.T) { ordersThrottled(t, g, false) })
 	t.Run("ATrickledHeaderIsCutWithinTheLimit", func(t *testing.T) { trickledHeader(t, g) })
 	t.Run("NoRequestGetsA502OrANonJSONError", func(t *testing.T) { probe(t, g, false) })
+	t.Run("ANonCanonicalOrdersPathNeverReachesTheBackend", func(t *testing.T) { canonicalOrders(t, g, false) })
 }
 
 // A client that says it is someone else (X-User-ID, or the gateway's own X-Seckill-User) is

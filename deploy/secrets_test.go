@@ -103,6 +103,85 @@ func TestRunMakesRandomSecretsOnceAndKeepsThem(t *testing.T) {
 	}
 }
 
+// stackEnvFile runs the part of scripts/stack.sh start that writes .run/env (its env-file
+// command), with its run directory in dir.
+func stackEnvFile(t *testing.T, dir string) {
+	t.Helper()
+	cmd := exec.Command("bash", "../scripts/stack.sh", "env-file")
+	cmd.Env = append(os.Environ(), "SECKILL_RUN_DIR="+dir)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("stack.sh env-file: %v\n%s", err, out)
+	}
+}
+
+// sourced is what a shell has after `source <dir>/env`: the README's way to get the admin token.
+func sourced(t *testing.T, dir, name string) string {
+	t.Helper()
+	cmd := exec.Command("bash", "-c", `set -eu; source "$1/env"; printf %s "${!2:-}"`, "sourced", dir, name)
+	cmd.Env = os.Environ()
+	for _, v := range []string{"SECKILL_TOKEN_KEY", "SECKILL_ADMIN_TOKEN", "SECKILL_REDIS_ADDR"} {
+		cmd.Env = append(cmd.Env, v+"=") // only the file may set them
+	}
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("source %s/env: %v", dir, err)
+	}
+	return string(out)
+}
+
+// make run (the stack writes .run/env, run.sh adds the secrets) then make test (the stack starts
+// again and rewrites .run/env): sourcing .run/env must still give the admin token and the token
+// key of make run, beside the stack's variables, each once, in a file only its owner reads.
+func TestMakeTestKeepsTheSecretsOfMakeRun(t *testing.T) {
+	// make test's start writes .run/env the way env-file does, or this test proves nothing.
+	script, err := os.ReadFile("../scripts/stack.sh")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !regexp.MustCompile(`(?s)\nstart\)\n[^;]*\n\twrite_env\n\t;;`).Match(script) {
+		t.Fatal("scripts/stack.sh start no longer writes .run/env with write_env")
+	}
+
+	dir := t.TempDir()
+	env := filepath.Join(dir, "env")
+	stackEnvFile(t, dir)         // make run: the stack ...
+	runScript(t, dir, "secrets") // ... then run.sh's secrets
+	secrets := exported(t, filepath.Join(dir, "secrets.env"))
+	admin, key := secrets["SECKILL_ADMIN_TOKEN"], secrets["SECKILL_TOKEN_KEY"]
+	if admin == "" || key == "" {
+		t.Fatalf("run.sh made no secrets: %v", secrets)
+	}
+	for i, step := range []string{"make test", "make test again", "make run again", "make test after it"} {
+		if step == "make run again" {
+			runScript(t, dir, "secrets")
+		} else {
+			stackEnvFile(t, dir)
+		}
+		got := exported(t, env) // fails on a variable exported twice
+		if got["SECKILL_REDIS_ADDR"] == "" {
+			t.Fatalf("after %s: the stack's variables are missing from .run/env", step)
+		}
+		if a, k := sourced(t, dir, "SECKILL_ADMIN_TOKEN"), sourced(t, dir, "SECKILL_TOKEN_KEY"); a != admin || k != key {
+			t.Fatalf("step %d, after %s: sourcing .run/env gives admin token %q and token key %q, want make run's %q and %q",
+				i, step, a, k, admin, key)
+		}
+		st, err := os.Stat(env)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.Mode().Perm()&0o077 != 0 {
+			t.Fatalf("after %s: .run/env holds the secrets and is readable by others: %v", step, st.Mode())
+		}
+	}
+
+	// Before any make run there are no secrets, and the stack writes its variables alone.
+	fresh := t.TempDir()
+	stackEnvFile(t, fresh)
+	if got := exported(t, filepath.Join(fresh, "env")); got["SECKILL_ADMIN_TOKEN"] != "" || got["SECKILL_REDIS_ADDR"] == "" {
+		t.Fatalf("a stack without make run wrote %v", got)
+	}
+}
+
 // The compose file demands every secret instead of defaulting it, and no secret is written into
 // it; the Caddyfiles read theirs at run time, so Caddy's /config/ never shows them.
 func TestShippedFilesHoldNoSecrets(t *testing.T) {

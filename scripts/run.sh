@@ -80,6 +80,9 @@ export SECKILL_NAMESPACE=${SECKILL_NAMESPACE:-demo}
 # this machine: let webhooks reach loopback and private addresses, which a real deployment
 # refuses (docs/backend.md, "Webhooks"). Set it to 0 to try the refusal.
 export SECKILL_WEBHOOK_ALLOW_PRIVATE=${SECKILL_WEBHOOK_ALLOW_PRIVATE:-1}
+# The cockpit's accepted and refused per second come from the gateway's metrics, which Caddy
+# serves on its admin endpoint (the Caddyfile's `admin`); without this it shows no refusals.
+export SECKILL_GATEWAY_METRICS=${SECKILL_GATEWAY_METRICS:-http://127.0.0.1:2019/metrics}
 
 stop_procs
 nohup bin/seckill-backend >"$RUN/backend.log" 2>&1 & echo $! >"$RUN/backend.pid"

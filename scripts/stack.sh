@@ -6,6 +6,7 @@
 #   scripts/stack.sh stop     stop what this script started
 #   scripts/stack.sh status   print what answers
 #   scripts/stack.sh env      print the environment the tests and binaries read
+#   scripts/stack.sh env-file only (re)write .run/env, as start does
 #
 # Idempotent: start twice is harmless. Ports are not the packages' defaults, so the stack never
 # collides with system services a Debian install may have started (override with the env vars).
@@ -33,6 +34,25 @@ export SECKILL_PG_URL=postgres://seckill:seckill@127.0.0.1:$PG_PORT/seckill?sslm
 export SECKILL_PG_ADMIN_URL=postgres://seckill:seckill@127.0.0.1:$PG_PORT/postgres?sslmode=disable
 export SECKILL_RABBITMQCTL="env HOME=$RUN/rabbitmq RABBITMQ_NODENAME=seckill@localhost ERL_EPMD_PORT=$EPMD_PORT /usr/lib/rabbitmq/bin/rabbitmqctl"
 EOF
+}
+
+# write_env: .run/env, the stack's variables and, once scripts/run.sh has made them, the secrets
+# of .run/secrets.env, in the very lines run.sh's ensure_secrets writes. `make test` restarts the
+# stack after `make run`: rewriting the file with the stack's variables alone dropped the admin
+# token and token key that the README says .run/env exports (issue 24). Mode 600: it holds them.
+write_env() {
+	(
+		umask 077
+		{
+			print_env
+			if [ -s "$RUN/secrets.env" ]; then
+				echo "# secrets: $RUN/secrets.env"
+				grep '^export ' "$RUN/secrets.env"
+			fi
+		} >"$RUN/env.tmp"
+	)
+	chmod 600 "$RUN/env.tmp"
+	mv "$RUN/env.tmp" "$RUN/env"
 }
 
 install_missing() {
@@ -202,9 +222,9 @@ start)
 	start_redis
 	start_rabbit
 	start_pg
-	print_env >"$RUN/env"
+	write_env
 	;;
-env-file) print_env >"$RUN/env" ;;
+env-file) mkdir -p "$RUN"; write_env ;;
 stop) stop_all ;;
 status) status ;;
 env) print_env ;;

@@ -2,12 +2,12 @@ package gate
 
 import (
 	"bytes"
-	"encoding/json"
 	"errors"
 	"io"
 	"net/http"
 
 	"github.com/seckilledge/seckill/contract"
+	"github.com/seckilledge/seckill/internal/strictjson"
 )
 
 // MaxBodyBytes bounds the buy body: {"variant","quantity"} needs about a hundred bytes; a
@@ -37,7 +37,9 @@ func ReadItem(r *http.Request) (Item, error) {
 // ParseItem parses a buy body: empty, or one JSON object with the optional fields "variant"
 // (a variant id, or "" for none) and "quantity" (an integer 1..contract.MaxQuantity). Unknown
 // fields, other types and anything after the object are refused with ErrBadBody, so a typo
-// is told rather than silently buying the default.
+// is told rather than silently buying the default. So are a key given twice and a key in
+// another case ("Quantity"), which encoding/json alone accepts (keeping the last, matching any
+// case): whatever reads the body before the gate (a WAF, a log) must see the purchase served.
 func ParseItem(b []byte) (Item, error) {
 	if len(b) > MaxBodyBytes {
 		return Item{}, ErrBadBody
@@ -53,13 +55,8 @@ func ParseItem(b []byte) (Item, error) {
 		Variant  *string `json:"variant"`
 		Quantity *int    `json:"quantity"`
 	}
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&body); err != nil {
+	if err := strictjson.Unmarshal(b, &body); err != nil {
 		return Item{}, ErrBadBody
-	}
-	if _, err := dec.Token(); err != io.EOF {
-		return Item{}, ErrBadBody // trailing data
 	}
 	var it Item
 	if body.Variant != nil {

@@ -1,7 +1,10 @@
 package gate
 
 import (
+	"bytes"
+	"encoding/json"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 
@@ -41,6 +44,24 @@ func TestParseItemAcceptsOnlyTheContractBody(t *testing.T) {
 	}
 }
 
+// A buy body names each field once, spelled as the contract spells it: encoding/json would keep
+// the last of two "quantity" keys and take "Quantity" for "quantity" (issue 24).
+func TestABuyBodyWithARepeatedOrMiscasedKeyIsRefused(t *testing.T) {
+	for _, in := range []string{
+		`{"quantity":1,"quantity":5}`, `{"variant":"red","variant":"blue"}`, `{"variant":"red","\u0076ariant":"blue"}`,
+		`{"Quantity":2}`, `{"QUANTITY":2}`, `{"Variant":"red"}`, `{"variant":"red","Variant":"blue"}`,
+		"{\"quantity\":1,\"quantit\u0079\":2}", "{\"variant\":\"red\",\"quantity\":1,\"quantity\":1}",
+		`{"QuAnTiTy":2}`,
+	} {
+		if got, err := ParseItem([]byte(in)); err == nil {
+			t.Errorf("ParseItem(%s) = %+v, want refused", in, got)
+		}
+	}
+	if got, err := ParseItem([]byte(`{"variant":"red","quantity":2}`)); err != nil || got != (Item{Variant: "red", Quantity: 2}) {
+		t.Fatalf("the contract's body: %+v %v", got, err)
+	}
+}
+
 func TestReadItemRefusesABodyAbove1KiB(t *testing.T) {
 	pad := strings.Repeat(" ", MaxBodyBytes)
 	for _, c := range []struct {
@@ -67,10 +88,13 @@ func TestReadItemRefusesABodyAbove1KiB(t *testing.T) {
 }
 
 // FuzzBuyBody: no body makes the parser panic, and whatever it accepts is an item the
-// decision core accepts too (a valid variant id or none, a quantity 0 or 1..MaxQuantity).
+// decision core accepts too (a valid variant id or none, a quantity 0 or 1..MaxQuantity),
+// read from an object whose keys are "variant" and "quantity", each at most once, as spelled,
+// and which encoding/json reads as the same item.
 func FuzzBuyBody(f *testing.F) {
 	for _, s := range []string{"", "{}", `{"variant":"red","quantity":2}`, `{"quantity":1e2}`, `{"variant":"\u00e9"}`,
-		`{"variant":"red"}{"variant":"blue"}`, `{"Variant":"red","QUANTITY":3}`, "\xff{", `{"quantity":-0}`} {
+		`{"variant":"red"}{"variant":"blue"}`, `{"Variant":"red","QUANTITY":3}`, "\xff{", `{"quantity":-0}`,
+		`{"quantity":1,"quantity":2}`, `{"variant":"a","\u0076ariant":"b"}`, `{"variant":null,"variant":"a"}`} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
@@ -90,5 +114,45 @@ func FuzzBuyBody(f *testing.F) {
 		if len(b) > MaxBodyBytes {
 			t.Fatalf("ParseItem accepted %d bytes", len(b))
 		}
+		if keys, ok := topLevelKeys(b); !ok {
+			t.Fatalf("ParseItem(%q) accepted %+v from a body that is not one object", b, it)
+		} else if len(keys) > 2 || len(keys) == 2 && keys[0] == keys[1] ||
+			slices.ContainsFunc(keys, func(k string) bool { return k != "variant" && k != "quantity" }) {
+			t.Fatalf("ParseItem(%q) accepted %+v from keys %q", b, it, keys)
+		}
+		var loose struct {
+			Variant  string `json:"variant"`
+			Quantity int    `json:"quantity"`
+		}
+		if len(bytes.TrimSpace(b)) > 0 && (json.Unmarshal(b, &loose) != nil || loose.Variant != it.Variant || loose.Quantity != it.Quantity) {
+			t.Fatalf("ParseItem(%q) = %+v, encoding/json reads %+v", b, it, loose)
+		}
 	})
+}
+
+// topLevelKeys lists the keys of b's one top-level object as a json.Decoder reads them (none for
+// an empty body); ok is false for anything else.
+func topLevelKeys(b []byte) (keys []string, ok bool) {
+	if len(bytes.TrimSpace(b)) == 0 {
+		return nil, true
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		return nil, false
+	}
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return nil, false
+		}
+		keys = append(keys, tok.(string))
+		var v json.RawMessage
+		if dec.Decode(&v) != nil {
+			return nil, false
+		}
+	}
+	if _, err := dec.Token(); err != nil {
+		return nil, false
+	}
+	return keys, true
 }
