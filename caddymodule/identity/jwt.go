@@ -93,18 +93,22 @@ func (JWT) CaddyModule() caddy.ModuleInfo {
 func (p *JWT) Provision(ctx caddy.Context) error {
 	p.logger = ctx.Logger()
 	registerMetrics(ctx.GetMetricsRegistry())
-	return p.setup(func(u string) (*JWKS, error) {
-		v, _, err := jwksPool.LoadOrNew(u, func() (caddy.Destructor, error) {
-			return newJWKS(u, jwksClient, time.Duration(p.JWKSRefresh), time.Duration(p.JWKSMinInterval), p.logger, nil), nil
-		})
-		if err != nil {
-			return nil, err
-		}
-		j := v.(*JWKS)
-		// The newest config's settings and logger win.
-		j.configure(time.Duration(p.JWKSRefresh), time.Duration(p.JWKSMinInterval), p.logger)
-		return j, nil
+	return p.setup(p.pooledJWKS)
+}
+
+// pooledJWKS joins the fetcher of url, starting it when no loaded config uses that URL yet.
+func (p *JWT) pooledJWKS(url string) (*JWKS, error) {
+	refresh, minInterval := time.Duration(p.JWKSRefresh), time.Duration(p.JWKSMinInterval)
+	v, _, err := jwksPool.LoadOrNew(url, func() (caddy.Destructor, error) {
+		return newJWKS(url, jwksClient, refresh, minInterval, p.logger, nil), nil
 	})
+	if err != nil {
+		return nil, err
+	}
+	j := v.(*JWKS)
+	// The newest config's settings and logger win.
+	j.configure(refresh, minInterval, p.logger)
+	return j, nil
 }
 
 // jwksClient fetches every JWKS: its own connections, no proxy from the environment.

@@ -19,6 +19,9 @@ import (
 
 	"github.com/go-jose/go-jose/v4"
 	"github.com/go-jose/go-jose/v4/jwt"
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+	"go.uber.org/zap"
 )
 
 // testShop is a shop that signs its sessions and publishes its public keys at /jwks.json, as
@@ -73,7 +76,11 @@ func (s *testShop) jwks() []byte {
 	defer s.mu.Unlock()
 	var set jose.JSONWebKeySet
 	for _, k := range s.keys {
-		set.Keys = append(set.Keys, jose.JSONWebKey{Key: k.priv.Public(), KeyID: k.kid, Algorithm: string(k.alg), Use: "sig"})
+		var pub any = k.hmac // a secret published by mistake: the gateway must not use it
+		if k.priv != nil {
+			pub = k.priv.Public()
+		}
+		set.Keys = append(set.Keys, jose.JSONWebKey{Key: pub, KeyID: k.kid, Algorithm: string(k.alg), Use: "sig"})
 	}
 	b, err := json.Marshal(set)
 	if err != nil {
@@ -162,4 +169,16 @@ func sign(t testing.TB, k testKey, c claims) string {
 		t.Fatal(err)
 	}
 	return tok
+}
+
+var nopLogger = zap.NewNop()
+
+// counter reads a counter's value.
+func counter(t testing.TB, c prometheus.Counter) float64 {
+	t.Helper()
+	var m dto.Metric
+	if err := c.Write(&m); err != nil {
+		t.Fatal(err)
+	}
+	return m.GetCounter().GetValue()
 }
