@@ -65,7 +65,7 @@ func TestAJWKSKeepsOnlyPublicSignatureKeysPinnedToAnAlgorithm(t *testing.T) {
 		return b
 	}
 	doc, _ := json.Marshal(map[string]any{"keys": []json.RawMessage{
-		jwk(jose.JSONWebKey{Key: es.priv.Public(), KeyID: "es", Use: "sig"}),                        // alg from the type
+		jwk(jose.JSONWebKey{Key: es.priv.Public(), KeyID: "es", Use: "sig"}),                         // alg from the type
 		jwk(jose.JSONWebKey{Key: rs.priv.Public(), KeyID: "rs", Algorithm: "RS256"}),                 // explicit
 		jwk(jose.JSONWebKey{Key: ed.priv.Public(), KeyID: "ed", Algorithm: "EdDSA"}),                 // explicit
 		jwk(jose.JSONWebKey{Key: es.priv.Public(), KeyID: "enc", Use: "enc"}),                        // encryption key
