@@ -205,3 +205,40 @@ func TestAConfigReloadWhileTheJWKSIsDownKeepsTheKeys(t *testing.T) {
 		t.Fatalf("the reload fetched the JWKS again (%d fetches, %d before)", n, hits)
 	}
 }
+
+// Keys from the environment: an HS256 secret and a PEM public key, read when the config loads
+// ({env.*}), rotated by kid.
+func TestStaticKeysFromTheEnvironmentVerifyByKid(t *testing.T) {
+	hs, ed := newKey(t, "hs-1", jose.HS256), newKey(t, "ed-1", jose.EdDSA)
+	t.Setenv("IDENTITY_TEST_HS", string(hs.hmac))
+	t.Setenv("IDENTITY_TEST_ED", pemOf(t, ed))
+	base := startGateway(t, `
+ADDR {
+	handle /healthz {
+		respond "ok" 200
+	}
+	route {
+		seckill_identity {
+			key hs-1 HS256 {env.IDENTITY_TEST_HS}
+			key ed-1 EdDSA {env.IDENTITY_TEST_ED}
+			issuer https://shop.test
+			audience seckill
+		}
+		respond "user={http.auth.user.id}" 200
+	}
+}
+PLAIN {
+	respond 404
+}
+`)
+	for _, k := range []testKey{hs, ed} {
+		if r := get(t, base, "/x", http.Header{"Authorization": {"Bearer " + session(t, k, "alice")}}, ""); r.Status != http.StatusOK || r.Body != "user=alice" {
+			t.Errorf("%s: %d %s", k.kid, r.Status, r.Body)
+		}
+	}
+	// The HS256 secret under the EdDSA kid: pinned, refused.
+	swapped := sign(t, testKey{kid: "ed-1", alg: jose.HS256, hmac: hs.hmac}, claims{Claims: sessionClaims("alice")})
+	if r := get(t, base, "/x", http.Header{"Authorization": {"Bearer " + swapped}}, ""); r.Status != http.StatusUnauthorized {
+		t.Errorf("HS256 under an EdDSA kid: %d %s", r.Status, r.Body)
+	}
+}

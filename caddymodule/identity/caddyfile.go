@@ -78,16 +78,7 @@ func (p *JWT) unmarshalOption(d *caddyfile.Dispenser, name string) (bool, error)
 	return true, err
 }
 
-// UnmarshalCaddyfile sets up the provider from Caddyfile tokens (the options of
-// seckill_identity but handle_errors), for a JSON config written by hand or another adapter.
-func (p *JWT) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
-	return directive.Top(d, "seckill_jwt", func(name string) (bool, error) {
-		return p.unmarshalOption(d, name)
-	})
-}
-
 // Interface guards
 var (
 	_ caddyfile.Unmarshaler = (*Identity)(nil)
-	_ caddyfile.Unmarshaler = (*JWT)(nil)
 )

@@ -52,7 +52,8 @@ type JWKS struct {
 	inflight  chan struct{} // closed when the fetch under way ends; nil when none
 	fetches   atomic.Int64  // every fetch attempt (tests and the log)
 
-	kick chan struct{} // wakes the background loop after an early fetch
+	kick chan struct{}   // wakes the background loop after an early fetch
+	ctx  context.Context // canceled by Destruct: ends the loop and any fetch under way
 	stop context.CancelFunc
 	done chan struct{}
 }
@@ -64,7 +65,7 @@ func newJWKS(url string, client *http.Client, refresh, minInterval time.Duration
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	j := &JWKS{url: url, client: client, now: now, ready: make(chan struct{}), kick: make(chan struct{}, 1),
-		stop: cancel, done: make(chan struct{})}
+		ctx: ctx, stop: cancel, done: make(chan struct{})}
 	j.configure(refresh, minInterval, logger)
 	go j.run(ctx)
 	return j
@@ -84,13 +85,12 @@ func (j *JWKS) Destruct() error {
 	return nil
 }
 
-// Key implements KeySource.
+// Key implements KeySource. It waits (for the first fetch after start, or for an early fetch)
+// at most keyWait.
 func (j *JWKS) Key(ctx context.Context, kid string) (*Key, error) {
 	ks := j.keys.Load()
 	if ks == nil {
-		select {
-		case <-j.ready:
-		case <-ctx.Done():
+		if !wait(ctx, j.ready) {
 			return nil, errNoKeys
 		}
 		if ks = j.keys.Load(); ks == nil {
@@ -114,17 +114,17 @@ func (j *JWKS) Key(ctx context.Context, kid string) (*Key, error) {
 // fetch already under way is joined. It reports whether a fetch ended while it waited.
 func (j *JWKS) fetchEarly(ctx context.Context) bool {
 	j.mu.Lock()
-	wait := j.inflight
-	if wait == nil {
+	done := j.inflight
+	if done == nil {
 		if j.now().Sub(j.lastFetch) < time.Duration(j.minInterval.Load()) {
 			j.mu.Unlock()
 			return false
 		}
-		wait = j.begin()
+		done = j.begin()
 		// Not the request's context: one impatient client must not fail the fetch that
 		// others wait for.
 		go func() {
-			j.fetch(context.Background())
+			j.fetch(j.ctx)
 			select {
 			case j.kick <- struct{}{}:
 			default:
@@ -132,12 +132,26 @@ func (j *JWKS) fetchEarly(ctx context.Context) bool {
 		}()
 	}
 	j.mu.Unlock()
+	return wait(ctx, done)
+}
+
+// wait waits for done, at most keyWait and never past ctx. The timer is made only here:
+// the common path (a known kid) allocates nothing.
+func wait(ctx context.Context, done <-chan struct{}) bool {
 	select {
-	case <-wait:
+	case <-done:
+		return true
+	default:
+	}
+	t := time.NewTimer(keyWait)
+	defer t.Stop()
+	select {
+	case <-done:
 		return true
 	case <-ctx.Done():
-		return false
+	case <-t.C:
 	}
+	return false
 }
 
 // begin marks a fetch as started; j.mu is held.
@@ -155,11 +169,11 @@ func (j *JWKS) run(ctx context.Context) {
 	close(j.ready)
 	retry := firstRetry
 	for {
-		wait := time.Duration(j.refresh.Load())
+		next := time.Duration(j.refresh.Load())
 		if j.keys.Load() == nil {
-			wait, retry = min(retry, wait), min(2*retry, wait)
+			next, retry = min(retry, next), min(2*retry, next)
 		}
-		t := time.NewTimer(wait)
+		t := time.NewTimer(next)
 		select {
 		case <-ctx.Done():
 			t.Stop()
@@ -177,9 +191,9 @@ func (j *JWKS) run(ctx context.Context) {
 // fetchNow fetches, or waits for the fetch under way.
 func (j *JWKS) fetchNow(ctx context.Context) {
 	j.mu.Lock()
-	if wait := j.inflight; wait != nil {
+	if done := j.inflight; done != nil {
 		j.mu.Unlock()
-		<-wait
+		<-done
 		return
 	}
 	j.begin()

@@ -10,6 +10,7 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/go-jose/go-jose/v4"
 )
@@ -69,6 +70,11 @@ func parseStaticKey(id, alg, value string) (*Key, error) {
 			return nil, fmt.Errorf("key %q: an HS256 secret of %d bytes; at least %d", id, len(value), minHMACKey)
 		}
 		return &Key{ID: id, Alg: a, Verifier: []byte(value)}, nil
+	}
+	if !strings.Contains(value, "\n") && strings.Contains(value, `\n`) {
+		// A PEM squeezed onto one line with literal \n, as .env files and CI secrets often
+		// hold it.
+		value = strings.ReplaceAll(value, `\n`, "\n")
 	}
 	block, _ := pem.Decode([]byte(value))
 	if block == nil {

@@ -46,6 +46,7 @@ func TestAConfiguredKeyMustFitItsAlgorithm(t *testing.T) {
 		{"e", "ES256", pemOf(t, es)},
 		{"r", "RS256", pemOf(t, rs)},
 		{"d", "EdDSA", pemOf(t, newKey(t, "d", jose.EdDSA))},
+		{"one-line", "ES256", strings.ReplaceAll(pemOf(t, es), "\n", `\n`)}, // an env var of one line
 	} {
 		if k, err := parseStaticKey(ok[0], ok[1], ok[2]); err != nil || string(k.Alg) != ok[1] {
 			t.Errorf("%s: %v", ok[1], err)

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"time"
 
@@ -265,7 +266,7 @@ func (h *Session) lookup(r *http.Request, k sessionKey) (string, error) {
 	sessionCacheResults.WithLabelValues("miss").Inc()
 	// The headers of the first request go to the shop; the others of the same key carry the
 	// same credential by construction.
-	cookie, auth := r.Header.Values("Cookie"), r.Header.Values("Authorization")
+	cookie, auth := slices.Clone(r.Header.Values("Cookie")), slices.Clone(r.Header.Values("Authorization"))
 	ch := h.calls.DoChan(string(k[:]), func() (any, error) {
 		// Not the request's context: the call serves every waiter, and its answer the cache.
 		ctx := context.WithoutCancel(r.Context())

@@ -143,11 +143,14 @@ type claims struct {
 
 // session signs a session of user valid for an hour from now.
 func session(t testing.TB, k testKey, user string) string {
+	return sign(t, k, claims{Claims: sessionClaims(user)})
+}
+
+// sessionClaims are the claims of a session of user valid for an hour from now.
+func sessionClaims(user string) jwt.Claims {
 	now := time.Now()
-	return sign(t, k, claims{Claims: jwt.Claims{
-		Issuer: testIssuer, Audience: jwt.Audience{testAudience}, Subject: user,
-		IssuedAt: jwt.NewNumericDate(now), Expiry: jwt.NewNumericDate(now.Add(time.Hour)),
-	}})
+	return jwt.Claims{Issuer: testIssuer, Audience: jwt.Audience{testAudience}, Subject: user,
+		IssuedAt: jwt.NewNumericDate(now), Expiry: jwt.NewNumericDate(now.Add(time.Hour))}
 }
 
 // sign signs c with k, its kid in the header.
