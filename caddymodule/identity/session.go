@@ -13,13 +13,11 @@ import (
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
-	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 	"go.uber.org/zap"
 	"golang.org/x/sync/singleflight"
 
 	"github.com/seckilledge/seckill/caddymodule/edge"
-	"github.com/seckilledge/seckill/caddymodule/internal/directive"
 	"github.com/seckilledge/seckill/caddymodule/refusal"
 	"github.com/seckilledge/seckill/contract"
 )
@@ -337,53 +335,10 @@ func (h *Session) ask(ctx context.Context, cookie, auth []string) (string, error
 	return user, nil
 }
 
-// UnmarshalCaddyfile sets up the handler from Caddyfile tokens:
-//
-//	seckill_session [<matcher>] {
-//		upstream       <url>         # the shop's session endpoint, required
-//		cookie         <name>        # the session cookie (the cache key, with Authorization)
-//		user_header    <header>      # default X-User-ID
-//		ttl            <duration>    # default 30s
-//		signed_out_ttl <duration>    # default 5s
-//		max_entries    <n>           # default 100000
-//		timeout        <duration>    # default 2s
-//		max_idle_conns <n>           # default 64
-//		handle_errors                # refusals go to handle_errors routes
-//	}
-func (h *Session) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
-	return directive.Top(d, "seckill_session", func(name string) (bool, error) {
-		var err error
-		switch name {
-		case "upstream":
-			err = directive.String(d, &h.Upstream)
-		case "cookie":
-			err = directive.String(d, &h.Cookie)
-		case "user_header":
-			err = directive.String(d, &h.UserHeader)
-		case "ttl":
-			err = directive.Duration(d, &h.TTL)
-		case "signed_out_ttl":
-			err = directive.Duration(d, &h.SignedOutTTL)
-		case "max_entries":
-			err = directive.Int(d, &h.MaxEntries)
-		case "timeout":
-			err = directive.Duration(d, &h.Timeout)
-		case "max_idle_conns":
-			err = directive.Int(d, &h.MaxIdleConns)
-		case "handle_errors":
-			err = directive.Flag(d, &h.HandleErrors)
-		default:
-			return false, nil
-		}
-		return true, err
-	})
-}
-
 // Interface guards
 var (
 	_ caddy.Provisioner           = (*Session)(nil)
 	_ caddy.Validator             = (*Session)(nil)
 	_ caddy.CleanerUpper          = (*Session)(nil)
 	_ caddyhttp.MiddlewareHandler = (*Session)(nil)
-	_ caddyfile.Unmarshaler       = (*Session)(nil)
 )
