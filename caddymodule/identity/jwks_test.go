@@ -145,8 +145,11 @@ func TestWithTheJWKSDownMidSaleTheLastGoodKeysKeepWorking(t *testing.T) {
 	expect(t, v, "endpoint up", tok, Verified)
 
 	shop.down.Store(true)
-	before := shop.hits.Load()
+	before, failures := shop.hits.Load(), counter(t, jwksFetches.WithLabelValues("error"))
 	testenv.WaitFor(t, 5*time.Second, "three failed refreshes", func() bool { return shop.hits.Load() >= before+3 })
+	if got := counter(t, jwksFetches.WithLabelValues("error")) - failures; got < 2 {
+		t.Errorf("seckill_identity_jwks_fetches_total{result=\"error\"} rose by %v over 3 failed refreshes", got)
+	}
 	expect(t, v, "endpoint down, known kid", tok, Verified)
 	// An unknown kid fetches early, which fails too: refused, and the known keys stay.
 	expect(t, v, "endpoint down, unknown kid", session(t, newKey(t, "k9", jose.ES256), "alice"), UnknownKey)

@@ -192,11 +192,11 @@ func (p *JWT) Cleanup() error {
 func (p *JWT) identify(r *http.Request) (string, Outcome) {
 	token, o := credential(r, p.Cookie)
 	if o != Verified {
-		jwtRequests.WithLabelValues(string(o)).Inc()
+		jwtCounted[o].Inc()
 		return "", o
 	}
 	user, o := p.verifier.Verify(r.Context(), token)
-	jwtRequests.WithLabelValues(string(o)).Inc()
+	jwtCounted[o].Inc()
 	if o != Verified {
 		p.logger.Debug("session refused", zap.String("outcome", string(o)))
 	}

@@ -29,10 +29,14 @@ var (
 
 const identityMetric = metric.Subsystem("identity")
 
+// jwtCounted holds the series of each outcome, looked up once: counting a request is then one
+// map read and an atomic add.
+var jwtCounted = map[Outcome]prometheus.Counter{}
+
 func init() {
 	// Every series is visible from the start, at zero.
 	for _, o := range outcomes {
-		jwtRequests.WithLabelValues(string(o))
+		jwtCounted[o] = jwtRequests.WithLabelValues(string(o))
 	}
 	for _, r := range []string{"ok", "error"} {
 		jwksFetches.WithLabelValues(r)
