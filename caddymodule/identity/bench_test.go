@@ -33,7 +33,7 @@ func BenchmarkIdentityVerifiesASignedSession(b *testing.B) {
 
 func BenchmarkSessionCacheHit(b *testing.B) {
 	h := &Session{Upstream: "http://127.0.0.1:1/session", Cookie: "session"}
-	if err := h.setup(); err != nil {
+	if err := h.setup(nil); err != nil {
 		b.Fatal(err)
 	}
 	r := httptest.NewRequest(http.MethodPost, "/seckill/s1/token", nil)

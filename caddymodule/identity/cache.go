@@ -63,6 +63,19 @@ func (c *sessionCache) put(k sessionKey, a answer) {
 		return
 	}
 	c.entries[k] = c.order.PushFront(&cacheEntry{key: k, answer: a})
+	c.evict()
+}
+
+// resize sets the bound, evicting the least recently used entries beyond it.
+func (c *sessionCache) resize(max int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.max = max
+	c.evict()
+}
+
+// evict drops the least recently used entries beyond max; c.mu is held.
+func (c *sessionCache) evict() {
 	for c.order.Len() > c.max {
 		last := c.order.Back()
 		c.order.Remove(last)

@@ -90,7 +90,9 @@ type Session struct {
 	// How long one call to the session endpoint may take. Default 2s.
 	Timeout caddy.Duration `json:"timeout,omitempty"`
 
-	// Idle connections kept open to the session endpoint. Default 64.
+	// Idle connections kept open to the session endpoint. Default 64. Connections and the
+	// cache are shared by every config asking the same upstream with the same cookie and
+	// user_header, and survive config reloads; this setting is the first such config's.
 	MaxIdleConns int `json:"max_idle_conns,omitempty"`
 
 	// Hand refusals to the server's `handle_errors` routes as caddyhttp errors instead of
@@ -99,6 +101,7 @@ type Session struct {
 
 	client    *http.Client
 	transport *http.Transport
+	poolKey   string // "" when the store is not pooled (tests)
 	cache     *sessionCache
 	calls     *singleflight.Group
 	logger    *zap.Logger
@@ -115,10 +118,59 @@ func (Session) CaddyModule() caddy.ModuleInfo {
 func (h *Session) Provision(ctx caddy.Context) error {
 	h.logger = edge.SampledLogger(ctx.Logger())
 	registerMetrics(ctx.GetMetricsRegistry())
-	return h.setup()
+	return h.setup(h.pooledStore)
 }
 
-func (h *Session) setup() error {
+// sessionPool keeps each session endpoint's cache, single flight and connections across config
+// reloads: a reload mid-sale must not send every active session back to the shop at once.
+var sessionPool = caddy.NewUsagePool()
+
+// sessionStore is what the configs asking one endpoint the same way share.
+type sessionStore struct {
+	cache     *sessionCache
+	calls     *singleflight.Group
+	transport *http.Transport
+}
+
+func newSessionStore(maxEntries, maxIdleConns int) *sessionStore {
+	return &sessionStore{
+		cache: newSessionCache(maxEntries),
+		calls: new(singleflight.Group),
+		// Our own transport: keep-alive on, sized for one host, no proxy from the environment.
+		transport: &http.Transport{
+			MaxIdleConns:        maxIdleConns,
+			MaxIdleConnsPerHost: maxIdleConns,
+			IdleConnTimeout:     90 * time.Second,
+			ForceAttemptHTTP2:   true,
+		},
+	}
+}
+
+// Destruct closes the idle connections once no config uses the store.
+func (s *sessionStore) Destruct() error {
+	s.transport.CloseIdleConnections()
+	return nil
+}
+
+// pooledStore joins the store of the endpoint, the cookie and the user header (what an answer
+// and its cache key depend on), creating it for the first config. The newest config's
+// max_entries applies; max_idle_conns is the first's.
+func (h *Session) pooledStore() (*sessionStore, error) {
+	key := h.Upstream + "\n" + h.Cookie + "\n" + h.UserHeader
+	v, _, err := sessionPool.LoadOrNew(key, func() (caddy.Destructor, error) {
+		return newSessionStore(h.MaxEntries, h.MaxIdleConns), nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	h.poolKey = key
+	s := v.(*sessionStore)
+	s.cache.resize(h.MaxEntries)
+	return s, nil
+}
+
+// setup applies the defaults and takes the store (the pool's, or a private one without pool).
+func (h *Session) setup(pool func() (*sessionStore, error)) error {
 	if h.logger == nil {
 		h.logger = zap.NewNop()
 	}
@@ -145,15 +197,16 @@ func (h *Session) setup() error {
 		h.MaxIdleConns = DefaultSessionIdleConns
 	}
 	h.refuse = refusal.Writer{HandleErrors: h.HandleErrors}
-	h.cache = newSessionCache(h.MaxEntries)
-	h.calls = new(singleflight.Group)
-	// Our own transport: keep-alive on, sized for one host, no proxy from the environment.
-	h.transport = &http.Transport{
-		MaxIdleConns:        h.MaxIdleConns,
-		MaxIdleConnsPerHost: h.MaxIdleConns,
-		IdleConnTimeout:     90 * time.Second,
-		ForceAttemptHTTP2:   true,
+	var store *sessionStore
+	if pool == nil {
+		store = newSessionStore(h.MaxEntries, h.MaxIdleConns)
+	} else {
+		var err error
+		if store, err = pool(); err != nil {
+			return fmt.Errorf("seckill_session: %w", err)
+		}
 	}
+	h.cache, h.calls, h.transport = store.cache, store.calls, store.transport
 	h.client = &http.Client{
 		Transport: h.transport,
 		Timeout:   time.Duration(h.Timeout),
@@ -175,8 +228,12 @@ func (h *Session) Validate() error {
 	return nil
 }
 
-// Cleanup closes the idle connections to the session endpoint.
+// Cleanup lets go of the pooled store (its connections are closed once no config uses it).
 func (h *Session) Cleanup() error {
+	if h.poolKey != "" {
+		_, err := sessionPool.Delete(h.poolKey)
+		return err
+	}
 	if h.transport != nil {
 		h.transport.CloseIdleConnections()
 	}

@@ -80,7 +80,7 @@ func sessionHandler(t *testing.T, shop *sessionShop, clock *fakeClock, h Session
 	h.Cookie = "session"
 	h.UserHeader = "X-Shop-User"
 	h.now = clock.now
-	if err := h.setup(); err != nil {
+	if err := h.setup(nil); err != nil {
 		t.Fatal(err)
 	}
 	if err := h.Validate(); err != nil {
@@ -245,3 +245,46 @@ func TestTheCacheIsBoundedAndKeyedByAHash(t *testing.T) {
 }
 
 var caddy30s = caddyDuration(30 * time.Second)
+
+// A config reload mid-sale keeps the answers: the new config asks the shop nothing the old one
+// already knew.
+func TestAReloadKeepsTheSessionCache(t *testing.T) {
+	shop := newSessionShop(t)
+	shop.signIn("s-alice", "alice")
+	cfg := func(maxEntries int) *Session {
+		h := &Session{Upstream: shop.srv.URL + "/session", Cookie: "session", UserHeader: "X-Shop-User", MaxEntries: maxEntries}
+		if err := h.setup(h.pooledStore); err != nil {
+			t.Fatal(err)
+		}
+		return h
+	}
+	old := cfg(0)
+	if s := serve(old, request(nil, "s-alice")); s.user != "alice" {
+		t.Fatalf("%d %s", s.status, s.code)
+	}
+	reloaded := cfg(10) // provisioned before the old config is cleaned up, as Caddy does
+	if err := old.Cleanup(); err != nil {
+		t.Fatal(err)
+	}
+	if s := serve(reloaded, request(nil, "s-alice")); s.user != "alice" {
+		t.Fatalf("after the reload: %d %s", s.status, s.code)
+	}
+	if n := shop.calls.Load(); n != 1 {
+		t.Fatalf("%d calls to the shop, want 1: the reload lost the cache", n)
+	}
+	if reloaded.cache.max != 10 {
+		t.Fatalf("max_entries of the new config not applied: %d", reloaded.cache.max)
+	}
+	if err := reloaded.Cleanup(); err != nil {
+		t.Fatal(err)
+	}
+	// Another cookie name is another store: its answers are keyed differently.
+	other := &Session{Upstream: shop.srv.URL + "/session", Cookie: "sid", UserHeader: "X-Shop-User"}
+	if err := other.setup(other.pooledStore); err != nil {
+		t.Fatal(err)
+	}
+	defer other.Cleanup()
+	if other.cache == reloaded.cache {
+		t.Fatal("two cookie names share one cache")
+	}
+}
