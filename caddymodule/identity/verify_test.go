@@ -75,6 +75,30 @@ func TestAForgedSignatureIsRefused(t *testing.T) {
 		Subject: "mallory", Expiry: jwt.NewNumericDate(now.Add(time.Hour))}}), ".")
 	expect(t, v, "payload swapped", good[0]+"."+other[1]+"."+good[2], BadSignature)
 	expect(t, v, "signature cut off", good[0]+"."+good[1]+".", BadSignature)
+
+	// A token that carries its own key (jwk header) is checked with the shop's key, not that
+	// one.
+	sig, err := jose.NewSigner(jose.SigningKey{Algorithm: jose.ES256, Key: forger.priv},
+		(&jose.SignerOptions{EmbedJWK: true}).WithHeader(jose.HeaderKey("kid"), "k1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	embedded, err := jwt.Signed(sig).Claims(sessionClaims("alice")).Serialize()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(mustB64Decode(t, strings.Split(embedded, ".")[0])), `"jwk"`) {
+		t.Fatal("the test token carries no jwk header")
+	}
+	expect(t, v, "its own key in the header", embedded, BadSignature)
+}
+
+func mustB64Decode(t *testing.T, s string) []byte {
+	b, err := base64.RawURLEncoding.DecodeString(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }
 
 // b64 is the base64url (unpadded) of s: JWS segments written by hand.
