@@ -272,7 +272,12 @@ func (h *Session) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 		w.Header().Set("WWW-Authenticate", challenge(Ambiguous))
 		return h.refuse.Write(w, refusedAmbiguous)
 	}
-	w.Header().Set("WWW-Authenticate", challenge(Missing))
+	if outcome == sessionMissing {
+		w.Header().Set("WWW-Authenticate", challenge(Missing))
+	} else {
+		// A credential was presented and the shop does not know it.
+		w.Header().Set("WWW-Authenticate", challenge(Expired))
+	}
 	return h.refuse.Write(w, refusedSignedOut)
 }
 
