@@ -2,6 +2,8 @@ package deploy
 
 import (
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
@@ -22,6 +24,8 @@ import (
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/caddyconfig"
+	"github.com/go-jose/go-jose/v4"
+	"github.com/go-jose/go-jose/v4/jwt"
 	"github.com/seckilledge/seckill/backend"
 	"github.com/seckilledge/seckill/bench"
 	"github.com/seckilledge/seckill/internal/testenv"
@@ -36,29 +40,54 @@ const adminToken = "deploy-test-admin-token-0123456789-abc"
 
 // The shipped files, relative to this package.
 const (
-	productionCaddyfile = "Caddyfile.production"
-	demoCaddyfile       = "../Caddyfile"
+	productionCaddyfile        = "Caddyfile.production"
+	productionSessionCaddyfile = "Caddyfile.production-session"
+	demoCaddyfile              = "../Caddyfile"
 )
 
-// shop is a fake shop: a session service (cookie or bearer token -> user id in a response
-// header, as a real shop's session endpoint would answer forward_auth) and pages for the rest.
+// shop is a fake shop. With signed sessions (Caddyfile.production) it signs each session as
+// a JWT (ES256, kid "shop-1") and publishes its public key at /.well-known/jwks.json; with
+// opaque ones (Caddyfile.production-session) it answers its session endpoint (cookie or bearer
+// token -> user id in a response header). Pages for the rest.
 type shop struct {
 	srv *httptest.Server
 	mu  sync.Mutex
-	// sessions maps a session token to a user id.
+	// sessions maps an opaque session token to a user id.
 	sessions map[string]string
-	// sawIdentity counts shop pages that arrived with the gateway's internal identity header.
+	// signed: signIn returns a JWT instead of an opaque token.
+	signed bool
+	key    *ecdsa.PrivateKey
+	// sawIdentity counts shop pages that arrived with an identity header (X-User-ID).
 	sawIdentity atomic.Int64
 	lookups     atomic.Int64
+	jwksFetches atomic.Int64
 }
 
 // userHeader is the response header the fake shop names the user in; the test sets
-// SECKILL_AUTH_USER_HEADER to it, so the rename to X-Seckill-User is exercised.
+// SECKILL_SESSION_USER_HEADER to it, so the configurable header is exercised.
 const userHeader = "X-Shop-User"
 
-func startShop(t *testing.T) *shop {
-	s := &shop{sessions: map[string]string{}}
+// The fake shop's signed sessions: issuer (its URL), audience, kid.
+const (
+	shopAudience = "seckill"
+	shopKid      = "shop-1"
+)
+
+func startShop(t *testing.T, signed bool) *shop {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &shop{sessions: map[string]string{}, signed: signed, key: key}
 	s.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/.well-known/jwks.json" {
+			s.jwksFetches.Add(1)
+			w.Header().Set("Content-Type", "application/jwk-set+json")
+			_ = json.NewEncoder(w).Encode(jose.JSONWebKeySet{Keys: []jose.JSONWebKey{
+				{Key: &s.key.PublicKey, KeyID: shopKid, Algorithm: string(jose.ES256), Use: "sig"},
+			}})
+			return
+		}
 		if r.URL.Path == "/session" {
 			s.lookups.Add(1)
 			tok := ""
@@ -86,7 +115,7 @@ func startShop(t *testing.T) *shop {
 			w.WriteHeader(http.StatusNoContent)
 			return
 		}
-		if r.Header.Get("X-Seckill-User") != "" {
+		if r.Header.Get("X-User-ID") != "" {
 			s.sawIdentity.Add(1)
 		}
 		w.Header().Set("Content-Type", "application/json")
@@ -96,12 +125,32 @@ func startShop(t *testing.T) *shop {
 	return s
 }
 
-// signIn makes a session for user and returns its token.
+// signIn makes a session for user and returns its token: a JWT signed by the shop, or an
+// opaque id its session endpoint knows.
 func (s *shop) signIn(user string) string {
+	if s.signed {
+		now := time.Now()
+		return s.sign(jwt.Claims{Issuer: s.srv.URL, Audience: jwt.Audience{shopAudience}, Subject: user,
+			IssuedAt: jwt.NewNumericDate(now), Expiry: jwt.NewNumericDate(now.Add(time.Hour))}, s.key)
+	}
 	tok := "sess-" + user + "-" + testenv.ID("")
 	s.mu.Lock()
 	s.sessions[tok] = user
 	s.mu.Unlock()
+	return tok
+}
+
+// sign signs claims with key as the shop's kid (a forger passes a key of its own).
+func (s *shop) sign(c jwt.Claims, key *ecdsa.PrivateKey) string {
+	sig, err := jose.NewSigner(jose.SigningKey{Algorithm: jose.ES256, Key: key},
+		(&jose.SignerOptions{}).WithType("JWT").WithHeader(jose.HeaderKey("kid"), shopKid))
+	if err != nil {
+		panic(err)
+	}
+	tok, err := jwt.Signed(sig).Claims(c).Serialize()
+	if err != nil {
+		panic(err)
+	}
 	return tok
 }
 
@@ -135,7 +184,7 @@ func startStack(t *testing.T, caddyfile string) *gateway {
 	redisSrv := testenv.StartRedis(t)
 	amqpURL := testenv.RabbitVhost(t)
 	pgURL := testenv.Postgres(t)
-	g := &gateway{Shop: startShop(t), RedisAddr: redisSrv.Addr()}
+	g := &gateway{Shop: startShop(t, caddyfile == productionCaddyfile), RedisAddr: redisSrv.Addr()}
 
 	// The backend, in this process. SECKILL_BACKEND_ADMIN_LISTEN is the backend's separate
 	// admin listener; a backend without one serves the admin API on the order port.
@@ -185,15 +234,19 @@ func startStack(t *testing.T, caddyfile string) *gateway {
 	g.Base = fmt.Sprintf("http://127.0.0.1:%d", gport)
 	shopAddr := strings.TrimPrefix(g.Shop.srv.URL, "http://")
 	for k, v := range map[string]string{
-		"SECKILL_SITE":             fmt.Sprintf(":%d", gport),
-		"SECKILL_CADDY_ADMIN":      fmt.Sprintf("127.0.0.1:%d", cadmin),
-		"SECKILL_AUTH_UPSTREAM":    shopAddr,
-		"SECKILL_AUTH_USER_HEADER": userHeader,
-		"SECKILL_SHOP":             shopAddr,
-		"SECKILL_BACKEND":          fmt.Sprintf("127.0.0.1:%d", bport),
-		"SECKILL_REDIS_ADDR":       g.RedisAddr,
-		"SECKILL_AMQP_URL":         amqpURL,
-		"SECKILL_TOKEN_KEY":        randomKey(t),
+		"SECKILL_SITE":                fmt.Sprintf(":%d", gport),
+		"SECKILL_CADDY_ADMIN":         fmt.Sprintf("127.0.0.1:%d", cadmin),
+		"SECKILL_JWKS_URL":            g.Shop.srv.URL + "/.well-known/jwks.json",
+		"SECKILL_JWT_ISSUER":          g.Shop.srv.URL,
+		"SECKILL_JWT_AUDIENCE":        shopAudience,
+		"SECKILL_SESSION_URL":         g.Shop.srv.URL + "/session",
+		"SECKILL_SESSION_USER_HEADER": userHeader,
+		"SECKILL_SESSION_COOKIE":      "session",
+		"SECKILL_SHOP":                shopAddr,
+		"SECKILL_BACKEND":             fmt.Sprintf("127.0.0.1:%d", bport),
+		"SECKILL_REDIS_ADDR":          g.RedisAddr,
+		"SECKILL_AMQP_URL":            amqpURL,
+		"SECKILL_TOKEN_KEY":           randomKey(t),
 	} {
 		t.Setenv(k, v)
 	}
@@ -308,7 +361,7 @@ type client struct {
 	Cookie string
 	Bearer string
 	IP     string
-	Claim  string // sent as X-User-ID and X-Seckill-User: who the client pretends to be
+	Claim  string // sent as X-User-ID (and the retired X-Seckill-User): who the client pretends to be
 }
 
 var ipCounter atomic.Int64

@@ -1,21 +1,42 @@
 package deploy
 
 import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
 	"net/http"
 	"testing"
 	"time"
 
+	"github.com/go-jose/go-jose/v4/jwt"
 	"github.com/google/uuid"
 	"github.com/seckilledge/seckill/contract"
 	"github.com/seckilledge/seckill/internal/testenv"
 )
 
-// deploy/Caddyfile.production, whole: the shop's session service, the gateway in this process,
-// the backend, Redis, RabbitMQ and Postgres.
+// deploy/Caddyfile.production, whole: a shop that signs its sessions and publishes its key
+// (JWKS), the gateway in this process, the backend, Redis, RabbitMQ and Postgres.
 func TestProductionCaddyfile(t *testing.T) {
 	g := startStack(t, productionCaddyfile)
 
-	t.Run("IdentityComesFromTheSessionNeverFromTheClient", func(t *testing.T) { identity(t, g) })
+	t.Run("IdentityComesFromTheSignedSessionNeverFromTheClient", func(t *testing.T) { identity(t, g) })
+	t.Run("AForgedExpiredOrForeignSessionIs401", func(t *testing.T) { badSessions(t, g) })
+	t.Run("OrderPollsAreThrottledPerUserAndPerIP", func(t *testing.T) { ordersThrottled(t, g, true) })
+	t.Run("ATrickledHeaderIsCutWithinTheLimit", func(t *testing.T) { trickledHeader(t, g) })
+	t.Run("NoRequestGetsA502OrANonJSONError", func(t *testing.T) { probe(t, g, true) })
+	t.Run("FailuresBehindTheGatewayAre503UnavailableWithRetryAfter", func(t *testing.T) { failuresBehind(t, g) })
+	if n := g.Shop.lookups.Load(); n != 0 {
+		t.Errorf("the gateway called the shop's session endpoint %d times; signed sessions need none", n)
+	}
+}
+
+// deploy/Caddyfile.production-session, whole: a shop with opaque sessions and a session
+// endpoint, asked through seckill_session's cache.
+func TestProductionSessionCaddyfile(t *testing.T) {
+	g := startStack(t, productionSessionCaddyfile)
+
+	t.Run("IdentityComesFromTheSessionServiceNeverFromTheClient", func(t *testing.T) { identity(t, g) })
+	t.Run("OneSessionsBurstIsOneCallToTheShop", func(t *testing.T) { oneLookupPerSession(t, g) })
 	t.Run("OrderPollsAreThrottledPerUserAndPerIP", func(t *testing.T) { ordersThrottled(t, g, true) })
 	t.Run("ATrickledHeaderIsCutWithinTheLimit", func(t *testing.T) { trickledHeader(t, g) })
 	t.Run("NoRequestGetsA502OrANonJSONError", func(t *testing.T) { probe(t, g, true) })
@@ -70,8 +91,8 @@ func TestDemoCaddyfile(t *testing.T) {
 	t.Run("ANonCanonicalOrdersPathNeverReachesTheBackend", func(t *testing.T) { canonicalOrders(t, g, false) })
 }
 
-// A client that says it is someone else (X-User-ID, or the gateway's own X-Seckill-User) is
-// itself to every part of the gateway: the token issuer, the gate, the throttle and /orders.
+// A client that says it is someone else (X-User-ID, or the retired X-Seckill-User) is itself
+// to every part of the gateway: the token issuer, the gate, the throttle and /orders.
 func identity(t *testing.T, g *gateway) {
 	sale := g.newSale(t, 10)
 	aliceID, malloryID := testenv.ID("alice"), testenv.ID("mallory")
@@ -147,14 +168,13 @@ func identity(t *testing.T, g *gateway) {
 		}
 	}
 
-	// The shop's own pages never receive the gateway's identity header, even when the client
-	// sends one.
+	// The shop's own pages never receive an identity header, even when the client sends one.
 	before := g.Shop.sawIdentity.Load()
 	if r := g.do(t, mallory, http.MethodGet, "/products/1", nil); r.Status != http.StatusOK {
 		t.Fatalf("shop page: %d %s", r.Status, r.Body)
 	}
 	if g.Shop.sawIdentity.Load() != before {
-		t.Fatal("the shop received X-Seckill-User from a client")
+		t.Fatal("the shop received a client's X-User-ID")
 	}
 }
 
@@ -212,23 +232,85 @@ func ordersThrottled(t *testing.T, g *gateway, production bool) {
 	}
 }
 
-// What is behind the gateway fails: the client gets the contract's 503, never a bare 502.
+// Sessions the shop did not sign, or not for us, or not now: 401 unauthenticated everywhere,
+// whatever X-User-ID the client adds.
+func badSessions(t *testing.T, g *gateway) {
+	sale := g.newSale(t, 5)
+	now := time.Now()
+	forger, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	claims := func(mod func(*jwt.Claims)) jwt.Claims {
+		c := jwt.Claims{Issuer: g.Shop.srv.URL, Audience: jwt.Audience{shopAudience}, Subject: testenv.ID("alice"),
+			IssuedAt: jwt.NewNumericDate(now), Expiry: jwt.NewNumericDate(now.Add(time.Hour))}
+		mod(&c)
+		return c
+	}
+	for name, tok := range map[string]string{
+		"signed by another key":  g.Shop.sign(claims(func(*jwt.Claims) {}), forger),
+		"expired":                g.Shop.sign(claims(func(c *jwt.Claims) { c.Expiry = jwt.NewNumericDate(now.Add(-time.Hour)) }), g.Shop.key),
+		"for another audience":   g.Shop.sign(claims(func(c *jwt.Claims) { c.Audience = jwt.Audience{"shop-api"} }), g.Shop.key),
+		"from another issuer":    g.Shop.sign(claims(func(c *jwt.Claims) { c.Issuer = "https://evil.example" }), g.Shop.key),
+		"user not a contract id": g.Shop.sign(claims(func(c *jwt.Claims) { c.Subject = "alice/../bob" }), g.Shop.key),
+	} {
+		c := client{Cookie: tok, IP: newIP(), Claim: testenv.ID("alice")}
+		for _, rq := range [][2]string{
+			{http.MethodPost, "/seckill/" + sale + "/token"},
+			{http.MethodGet, "/orders/" + uuid.NewString()},
+		} {
+			if r := g.do(t, c, rq[0], rq[1], nil); r.Status != http.StatusUnauthorized || r.Code != contract.CodeUnauthenticated {
+				t.Errorf("%s, %s %s: %d %s", name, rq[0], rq[1], r.Status, r.Body)
+			}
+		}
+	}
+}
+
+// A buyer's burst costs the shop's session endpoint one call: seckill_session's cache and
+// single flight.
+func oneLookupPerSession(t *testing.T, g *gateway) {
+	c := client{Cookie: g.Shop.signIn(testenv.ID("u")), IP: newIP()}
+	before := g.Shop.lookups.Load()
+	for _, r := range g.burst(t, 15, c, http.MethodGet, "/orders/"+uuid.NewString()) {
+		if r.Status != http.StatusNotFound {
+			t.Fatalf("poll: %d %s", r.Status, r.Body)
+		}
+	}
+	if n := g.Shop.lookups.Load() - before; n != 1 {
+		t.Fatalf("15 requests of one session made %d calls to the shop's session endpoint, want 1", n)
+	}
+}
+
+// What is behind the gateway fails: the client gets the contract's 503, never a bare 502. With
+// signed sessions the shop being down does not stop the sale.
 func failuresBehind(t *testing.T, g *gateway) {
 	user := client{Cookie: g.Shop.signIn(testenv.ID("u")), IP: newIP()}
+	late := client{Cookie: g.Shop.signIn(testenv.ID("u")), IP: newIP()} // first seen once the shop is down
 	check := func(what string, r reply) {
 		t.Helper()
 		if r.Status != http.StatusServiceUnavailable || r.Code != contract.CodeUnavailable || r.RetryAfter == "" {
 			t.Errorf("%s: %d %s (Retry-After %q), want 503 unavailable with Retry-After", what, r.Status, r.Body, r.RetryAfter)
 		}
 	}
-	// The session service answers 500 with an HTML page.
-	check("session service error", g.do(t, client{Cookie: "session-service-broken", IP: newIP()}, http.MethodGet, "/orders/"+uuid.NewString(), nil))
+	if !g.Shop.signed {
+		// The session service answers 500 with an HTML page.
+		check("session service error", g.do(t, client{Cookie: "session-service-broken", IP: newIP()}, http.MethodGet, "/orders/"+uuid.NewString(), nil))
+	}
 
 	// The backend is down.
 	g.stopBack()
 	check("backend down", g.do(t, user, http.MethodGet, "/orders/"+uuid.NewString(), nil))
 
-	// The session service is down.
+	// The shop is down.
 	g.Shop.srv.Close()
-	check("session service down", g.do(t, user, http.MethodPost, "/seckill/s1/token", nil))
+	r := g.do(t, late, http.MethodPost, "/seckill/s1/token", nil)
+	if !g.Shop.signed {
+		check("session service down", r)
+		return
+	}
+	// Its session is verified with the keys fetched before: the token endpoint decides (no
+	// such sale here), not the identity.
+	if r.Status != http.StatusNotFound || r.Code != contract.CodeUnknownSale {
+		t.Errorf("a signed session while the shop is down: %d %s, want 404 unknown_sale", r.Status, r.Body)
+	}
 }

@@ -205,7 +205,7 @@ func TestShippedFilesHoldNoSecrets(t *testing.T) {
 	const key, amqpURL = "0123456789abcdef0123456789abcdef-not-in-config", "amqp://gw:pw-not-in-config@127.0.0.1:5672/"
 	t.Setenv("SECKILL_TOKEN_KEY", key)
 	t.Setenv("SECKILL_AMQP_URL", amqpURL)
-	for _, f := range []string{productionCaddyfile, demoCaddyfile} {
+	for _, f := range []string{productionCaddyfile, productionSessionCaddyfile, demoCaddyfile} {
 		src, err := os.ReadFile(f)
 		if err != nil {
 			t.Fatal(err)
