@@ -26,7 +26,7 @@ type Delivery struct {
 	// Duplicate: the event id was seen before (at least once delivery); not applied again.
 	Duplicate bool `json:"duplicate,omitempty"`
 	// Error says why a delivery was refused.
-	Error string                `json:"error,omitempty"`
+	Error string                 `json:"error,omitempty"`
 	Event *contract.WebhookEvent `json:"event,omitempty"`
 }
 
@@ -48,10 +48,10 @@ type Inbox struct {
 	keep   int
 
 	mu         sync.Mutex
-	deliveries []Delivery         // the last keep, oldest first
-	seen       map[string]bool    // ids of verified events still in deliveries
-	orders     map[string]*Order  // by order id
-	order      []string           // order ids, oldest first (eviction)
+	deliveries []Delivery        // the last keep, oldest first
+	seen       map[string]bool   // ids of verified events still in deliveries
+	orders     map[string]*Order // by order id
+	order      []string          // order ids, oldest first (eviction)
 }
 
 // NewInbox checks signatures with secret and keeps the last keep deliveries.
