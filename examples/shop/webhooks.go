@@ -222,7 +222,7 @@ func (in *Inbox) OrdersOf(user string) []Order {
 func (in *Inbox) Deliveries() []Delivery {
 	in.mu.Lock()
 	defer in.mu.Unlock()
-	return append([]Delivery(nil), in.deliveries...)
+	return append([]Delivery{}, in.deliveries...)
 }
 
 func codeFor(status int) string {
