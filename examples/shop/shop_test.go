@@ -306,3 +306,36 @@ func TestTheKeyFileIsWrittenOnceAndReadBack(t *testing.T) {
 		t.Fatal("the key read back is not the key written")
 	}
 }
+
+func TestThePageShowsTheSignInFormOrTheUsersOwnOrdersWithAPayButtonForCreatedOnes(t *testing.T) {
+	_, srv := newShop(t, "")
+	for _, ev := range [][]byte{event(contract.EventOrderCreated, "o-alice", "alice"), event(contract.EventOrderCreated, "o-bob", "bob"),
+		event(contract.EventOrderCreated, "o-alice-paid", "alice"), event(contract.EventOrderPaid, "o-alice-paid", "alice")} {
+		if code := deliver(t, srv.URL, ev, contract.SignWebhook([]string{testSecret}, time.Now(), ev)); code != http.StatusNoContent {
+			t.Fatal(code)
+		}
+	}
+	page := func(c *http.Client) string {
+		resp, err := c.Get(srv.URL + "/")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return string(b)
+	}
+	if p := page(browser(t)); !strings.Contains(p, `id="signin"`) || strings.Contains(p, "o-alice") {
+		t.Fatalf("signed-out page:\n%s", p)
+	}
+	alice := browser(t)
+	signIn(t, alice, srv.URL, "alice")
+	p := page(alice)
+	for _, want := range []string{`id="signed-in">alice<`, `id="pay-o-alice"`, `action="/account/orders/o-alice/pay"`, `id="order-o-alice-paid"`, `id="buy-demo"`} {
+		if !strings.Contains(p, want) {
+			t.Errorf("alice's page lacks %s", want)
+		}
+	}
+	if strings.Contains(p, "o-bob") || strings.Contains(p, `id="pay-o-alice-paid"`) {
+		t.Errorf("alice's page shows bob's order or a Pay button for a paid one:\n%s", p)
+	}
+}
