@@ -61,14 +61,31 @@ func (s *Shop) Inbox() *Inbox { return s.inbox }
 func (s *Shop) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /{$}", s.page)
-	mux.HandleFunc("POST /signin", s.signIn)
-	mux.HandleFunc("POST /signout", s.signOut)
+	mux.HandleFunc("POST /signin", sameOrigin(s.signIn))
+	mux.HandleFunc("POST /signout", sameOrigin(s.signOut))
 	mux.HandleFunc("GET /.well-known/jwks.json", s.jwks)
 	mux.Handle("POST /webhooks", s.inbox)
 	mux.HandleFunc("GET /webhooks", s.webhooks)
-	mux.HandleFunc("POST /account/orders/{id}/pay", s.pay)
+	mux.HandleFunc("POST /account/orders/{id}/pay", sameOrigin(s.pay))
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) { _, _ = w.Write([]byte("ok")) })
 	return mux
+}
+
+// sameOrigin refuses a form post that a browser says comes from another site. The session
+// cookie is SameSite=Lax, so another site's post arrives without it already; this also stops a
+// forged sign-in (login CSRF) and does not rely on the browser's cookie rules alone. The gateway
+// passes the Host header through unchanged, so Origin and Host name the same site.
+func sameOrigin(next http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if o := r.Header.Get("Origin"); o != "" {
+			u, err := url.Parse(o)
+			if err != nil || u.Host != r.Host {
+				writeError(w, http.StatusForbidden, "forbidden", "a form of another site")
+				return
+			}
+		}
+		next(w, r)
+	}
 }
 
 // user is the signed-in user of r, or "".

@@ -339,3 +339,32 @@ func TestThePageShowsTheSignInFormOrTheUsersOwnOrdersWithAPayButtonForCreatedOne
 		t.Errorf("alice's page shows bob's order or a Pay button for a paid one:\n%s", p)
 	}
 }
+
+func TestAFormPostFromAnotherSiteIsRefused(t *testing.T) {
+	_, srv := newShop(t, "")
+	for _, path := range []string{"/signin", "/signout", "/account/orders/o1/pay"} {
+		req, _ := http.NewRequest(http.MethodPost, srv.URL+path, strings.NewReader("user=alice"))
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		req.Header.Set("Origin", "http://evil.test")
+		resp, err := browser(t).Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusForbidden || len(resp.Cookies()) != 0 {
+			t.Errorf("POST %s from another origin: %d, cookies %v; want 403 and none", path, resp.StatusCode, resp.Cookies())
+		}
+	}
+	// The shop's own page posts with its own origin.
+	req, _ := http.NewRequest(http.MethodPost, srv.URL+"/signin", strings.NewReader("user=alice"))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.Header.Set("Origin", srv.URL)
+	resp, err := browser(t).Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusSeeOther {
+		t.Fatalf("same-origin sign-in: %d", resp.StatusCode)
+	}
+}
