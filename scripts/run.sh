@@ -97,8 +97,9 @@ export SECKILL_NAMESPACE=${SECKILL_NAMESPACE:-demo}
 export SECKILL_SHOP=127.0.0.1:3000
 export SECKILL_SHOP_PUBLIC_URL=${SECKILL_SHOP_PUBLIC_URL:-http://localhost:8088}
 export SECKILL_WEBHOOK_URL=http://$SECKILL_SHOP/webhooks
-# The shop is on loopback: a backend that refuses private webhook addresses allows them here.
-export SECKILL_WEBHOOK_ALLOW_PRIVATE=1
+# The shop is on loopback: a backend that refuses private webhook addresses allows them here
+# (set it to 0 to see the refusal).
+export SECKILL_WEBHOOK_ALLOW_PRIVATE=${SECKILL_WEBHOOK_ALLOW_PRIVATE:-1}
 
 stop_procs
 nohup bin/seckill-backend >"$RUN/backend.log" 2>&1 & echo $! >"$RUN/backend.pid"
