@@ -1,5 +1,6 @@
 # The commands of the README:
-#   make run    the whole product: services, gateway on :8080, backend, a demo sale
+#   make run    the whole product: services, backend, the sample shop, the gateway on :8080
+#               (header identity) and :8088 (the shop through the gateway), two demo sales
 #   make test   every test, against real Redis, RabbitMQ and Postgres
 #   make unit   the pure tests only (go test -short): no service, seconds
 SHELL := /bin/bash
@@ -16,6 +17,7 @@ build:
 	$(GO) build -o bin/seckill-backend ./cmd/seckill-backend
 	$(GO) build -o bin/seckill-bench ./cmd/seckill-bench
 	$(GO) build -o bin/seckillctl ./cmd/seckillctl
+	$(GO) build -o bin/seckill-shop ./cmd/seckill-shop
 
 stack:
 	@bash scripts/stack.sh start

@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"os"
 	"strings"
 	"testing"
 )
@@ -35,6 +36,46 @@ func TestGatewayConfigMovesTheSiteAndAdminAndAddsTheCeiling(t *testing.T) {
 	}
 	if _, err := GatewayConfig("example.com {\n}\n", 1, 2, 3, ""); err == nil {
 		t.Fatal("a Caddyfile without the :8080 site was accepted")
+	}
+}
+
+// The root Caddyfile has two sites: :8080 (header identity, what the benchmarks load) and :8088
+// (the sample shop behind the gateway). Each rewrite keeps the one it is for, whole.
+func TestTheBenchmarksDropTheShopSiteAndTheShopTestKeepsOnlyIt(t *testing.T) {
+	src := "{\n\tadmin 127.0.0.1:2019\n}\n\n:8080 {\n\thandle {\n\t\trespond \"demo\"\n\t}\n}\n\n# the shop\n:8088 {\n\troute {\n\t\trespond \"shop\"\n\t}\n}\n"
+	out, err := GatewayConfig(src, 1001, 1002, 1003, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(out, "8088") || strings.Contains(out, "shop\"") || !strings.Contains(out, ":1001 {\n\thandle {\n\t\trespond \"demo\"\n\t}\n}") {
+		t.Fatalf("GatewayConfig:\n%s", out)
+	}
+	out, err = ShopGatewayConfig(src, 2001, 2002)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(out, "8080") || strings.Contains(out, "demo") || !strings.Contains(out, "admin 127.0.0.1:2002") ||
+		!strings.Contains(out, ":2001 {\n\troute {\n\t\trespond \"shop\"\n\t}\n}\n") {
+		t.Fatalf("ShopGatewayConfig:\n%s", out)
+	}
+	if _, err := ShopGatewayConfig(":8080 {\n}\n", 1, 2); err == nil {
+		t.Fatal("a Caddyfile without the :8088 site was accepted")
+	}
+
+	// The shipped file: the benchmarks' gateway has no session check, the shop's no header
+	// identity.
+	root, err := os.ReadFile("../Caddyfile")
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err = GatewayConfig(string(root), 1001, 1002, 1003, "")
+	if err != nil || strings.Contains(out, "\tseckill_identity") || strings.Contains(out, ":8088 {") || !strings.Contains(out, "{http.request.header.X-User-ID}") {
+		t.Fatalf("GatewayConfig of the root Caddyfile (%v):\n%s", err, out)
+	}
+	out, err = ShopGatewayConfig(string(root), 2001, 2002)
+	if err != nil || !strings.Contains(out, "\tseckill_identity") || strings.Contains(out, ":8080 {") || strings.Contains(out, "{http.request.header.X-User-ID}") ||
+		!strings.Contains(out, "handle_errors") || strings.Count(out, "seckill_gate") != 1 {
+		t.Fatalf("ShopGatewayConfig of the root Caddyfile (%v):\n%s", err, out)
 	}
 }
 

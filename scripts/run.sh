@@ -1,21 +1,23 @@
 #!/usr/bin/env bash
-# make run: starts the backend and the gateway (background, logs and pids under .run/),
-# creates and preheats a demo sale, and prints what to try. make stop ends it.
+# make run: starts the backend, the sample shop and the gateway (background, logs and pids under
+# .run/), creates and preheats the demo sales, and prints what to try. make stop ends it.
 #
 #   scripts/run.sh [start]   everything above
-#   scripts/run.sh stop      stop the gateway and the backend
+#   scripts/run.sh stop      stop the gateway, the shop and the backend
 #   scripts/run.sh secrets   only make sure the secrets exist (prints the file holding them)
 #
-# Secrets: a random purchase-token key and admin token, made on the first run into
-# .run/secrets.env (mode 600) and kept across runs; .run/env exports them. Set
-# SECKILL_TOKEN_KEY / SECKILL_ADMIN_TOKEN in the environment to use your own instead.
+# Secrets: a random purchase-token key, admin token, shop token (role shop: payment
+# confirmations) and webhook secret, made on the first run into .run/secrets.env (mode 600) and
+# kept across runs (a file from an older run gets the missing ones added); .run/env exports
+# them. Set SECKILL_TOKEN_KEY / SECKILL_ADMIN_TOKEN / SECKILL_SHOP_TOKEN /
+# SECKILL_WEBHOOK_SECRETS in the environment to use your own instead.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 RUN="${SECKILL_RUN_DIR:-$ROOT/.run}"
 cd "$ROOT"
 
 stop_procs() {
-	for name in gateway backend; do
+	for name in gateway shop backend; do
 		if [ -f "$RUN/$name.pid" ]; then
 			kill "$(cat "$RUN/$name.pid")" 2>/dev/null || true
 			rm -f "$RUN/$name.pid"
@@ -44,10 +46,15 @@ ensure_secrets() {
 		echo "[run] new secrets in $file" >&2
 	fi
 	chmod 600 "$file"
+	# The sample shop's secrets (added to a file made before the shop existed): its backend token
+	# of role shop, and the secret the backend signs its webhooks to the shop with.
+	grep -q '^export SECKILL_SHOP_TOKEN=' "$file" || echo "export SECKILL_SHOP_TOKEN=$(random_hex 24)" >>"$file"
+	grep -q '^export SECKILL_WEBHOOK_SECRETS=' "$file" || echo "export SECKILL_WEBHOOK_SECRETS=$(random_hex 32)" >>"$file"
 	# Replace (not add to) what an earlier run put there: the file may have been made anew.
 	touch "$RUN/env"
 	{
-		grep -v -e '^# secrets: ' -e '^export SECKILL_TOKEN_KEY=' -e '^export SECKILL_ADMIN_TOKEN=' "$RUN/env" || true
+		grep -v -e '^# secrets: ' -e '^export SECKILL_TOKEN_KEY=' -e '^export SECKILL_ADMIN_TOKEN=' \
+			-e '^export SECKILL_SHOP_TOKEN=' -e '^export SECKILL_WEBHOOK_SECRETS=' "$RUN/env" || true
 		echo "# secrets: $file"
 		grep '^export ' "$file"
 	} >"$RUN/env.tmp"
@@ -56,7 +63,7 @@ ensure_secrets() {
 }
 
 case "${1:-start}" in
-stop) stop_procs; echo "[run] gateway and backend stopped"; exit 0 ;;
+stop) stop_procs; echo "[run] gateway, shop and backend stopped"; exit 0 ;;
 secrets) ensure_secrets; echo "$RUN/secrets.env"; exit 0 ;;
 start) ;;
 *) echo "usage: $0 start|stop|secrets" >&2; exit 2 ;;
@@ -64,11 +71,17 @@ esac
 
 # Your own secrets in the environment win over the generated ones.
 own_key=${SECKILL_TOKEN_KEY:-} own_admin=${SECKILL_ADMIN_TOKEN:-}
+own_shop=${SECKILL_SHOP_TOKEN:-} own_hooks=${SECKILL_WEBHOOK_SECRETS:-} own_tokens=${SECKILL_ADMIN_TOKENS:-}
 ensure_secrets
 # shellcheck disable=SC1091
 source "$RUN/env"
 export SECKILL_TOKEN_KEY=${own_key:-$SECKILL_TOKEN_KEY}
 export SECKILL_ADMIN_TOKEN=${own_admin:-$SECKILL_ADMIN_TOKEN}
+export SECKILL_SHOP_TOKEN=${own_shop:-$SECKILL_SHOP_TOKEN}
+export SECKILL_WEBHOOK_SECRETS=${own_hooks:-$SECKILL_WEBHOOK_SECRETS}
+# The backend's tokens: the admin (SECKILL_ADMIN_TOKEN, named admin) and the shop's, of role
+# shop. Not admin:<token>:admin in here as well: the backend refuses one name given twice.
+export SECKILL_ADMIN_TOKENS=${own_tokens:+$own_tokens,}shop:$SECKILL_SHOP_TOKEN:shop
 export SECKILL_BACKEND=127.0.0.1:8081
 # The backend's admin API has a listener of its own, on loopback; the gateway never proxies it.
 export SECKILL_BACKEND_ADMIN_LISTEN=127.0.0.1:8082
@@ -84,8 +97,21 @@ export SECKILL_WEBHOOK_ALLOW_PRIVATE=${SECKILL_WEBHOOK_ALLOW_PRIVATE:-1}
 # serves on its admin endpoint (the Caddyfile's `admin`); without this it shows no refusals.
 export SECKILL_GATEWAY_METRICS=${SECKILL_GATEWAY_METRICS:-http://127.0.0.1:2019/metrics}
 
+# The sample shop (examples/shop): the gateway's :8088 site proxies to it and checks its
+# sessions with the keys it publishes; the backend sends it the order webhooks, signed with the
+# first of SECKILL_WEBHOOK_SECRETS, and it confirms payments with SECKILL_SHOP_TOKEN. Its
+# signing key is kept in .run/shop-key.pem, so sessions survive a restart.
+export SECKILL_SHOP=127.0.0.1:3000
+export SECKILL_SHOP_PUBLIC_URL=${SECKILL_SHOP_PUBLIC_URL:-http://localhost:8088}
+export SECKILL_WEBHOOK_URL=http://$SECKILL_SHOP/webhooks
+# The shop is on loopback: a backend that refuses private webhook addresses allows them here
+# (set it to 0 to see the refusal).
+export SECKILL_WEBHOOK_ALLOW_PRIVATE=${SECKILL_WEBHOOK_ALLOW_PRIVATE:-1}
+
 stop_procs
 nohup bin/seckill-backend >"$RUN/backend.log" 2>&1 & echo $! >"$RUN/backend.pid"
+nohup bin/seckill-shop -listen "$SECKILL_SHOP" -public-url "$SECKILL_SHOP_PUBLIC_URL" -backend-admin "$ADMIN" \
+	-key-file "$RUN/shop-key.pem" -sales "${SALE:-demo},${ROOM_SALE:-demo-room}" >"$RUN/shop.log" 2>&1 & echo $! >"$RUN/shop.pid"
 nohup bin/caddy run --config Caddyfile --adapter caddyfile >"$RUN/gateway.log" 2>&1 & echo $! >"$RUN/gateway.pid"
 
 wait_http() {
@@ -94,6 +120,8 @@ wait_http() {
 }
 wait_http http://127.0.0.1:8081/healthz backend
 wait_http http://127.0.0.1:8080/healthz gateway
+wait_http "http://$SECKILL_SHOP/healthz" shop
+wait_http http://127.0.0.1:8088/healthz gateway
 # The admin listener answers every request (401 without the token) once it is up. A backend
 # built before it had a listener of its own serves the admin API on the order port.
 admin_up() { [ "$(curl -s -o /dev/null -w '%{http_code}' "$1/admin/sales" 2>/dev/null || true)" != 000 ]; }
@@ -122,9 +150,16 @@ curl -fsS "${auth[@]}" -X POST "$ADMIN/admin/sales/$ROOM_SALE/preheat" >/dev/nul
 cat <<EOF
 
 The flash-sale edge is running.
-  gateway   http://127.0.0.1:8080   (logs .run/gateway.log; metrics http://127.0.0.1:2019/metrics)
+  shop      http://localhost:8088/  THE SAMPLE SHOP THROUGH THE GATEWAY (production shape): open it
+            in a browser and sign in (any user name: a demo). Shop pages, the waiting room and the
+            purchase are one origin; the gateway knows you by the shop's signed session cookie.
+            The shop itself: http://$SECKILL_SHOP (logs .run/shop.log; webhooks it received:
+            http://$SECKILL_SHOP/webhooks)
+  gateway   http://127.0.0.1:8080   header identity (X-User-ID) for scripts and benchmarks
+            (logs .run/gateway.log; metrics http://127.0.0.1:2019/metrics)
   backend   http://127.0.0.1:8081   order API (logs .run/backend.log)
             $ADMIN   admin API, loopback only
+  cockpit   $ADMIN/admin/ui   the live page of every sale (sign in with the admin token)
   sale      "$SALE": 100 units, open now for two hours
   room sale "$ROOM_SALE": 50 units behind a waiting room (proof of work), starts 5 minutes after
             the first run; its pre-queue is open now. Waiting page (a browser; the demo
@@ -133,11 +168,14 @@ The flash-sale edge is running.
   secrets   $RUN/secrets.env (made once, kept across runs; .run/env exports them)
     admin token   $SECKILL_ADMIN_TOKEN
     token key     $SECKILL_TOKEN_KEY
+    shop token    $SECKILL_SHOP_TOKEN   (role shop: payment confirmations)
+    webhook secret in SECKILL_WEBHOOK_SECRETS (the backend signs, the shop checks)
 
-This demo gateway believes the X-User-ID header. In front of a real shop, use
-deploy/Caddyfile.production (README.md, "Production").
+The :8080 site believes the X-User-ID header (demo, scripts). :8088 is the production shape
+with a shop that signs its sessions (JWT); deploy/Caddyfile.production is the same shape for a
+shop with a session service (README.md, "Production").
 
-Try it:
+Try it with curl on :8080:
   # 1. get a one-time purchase token
   TOKEN=\$(curl -s -X POST -H 'X-User-ID: alice' http://127.0.0.1:8080/seckill/$SALE/token | sed 's/.*"token":"\([^"]*\)".*/\1/')
   # 2. buy with it: 202 and an order id

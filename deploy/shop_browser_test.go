@@ -1,0 +1,330 @@
+package deploy
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/seckilledge/seckill/backend"
+	"github.com/seckilledge/seckill/bench"
+	"github.com/seckilledge/seckill/contract"
+	sampleshop "github.com/seckilledge/seckill/examples/shop"
+	"github.com/seckilledge/seckill/internal/testenv"
+)
+
+// chromiumPath is Debian's headless browser (scripts/stack.sh installs it). Missing, the test
+// fails: the flow must be proven in a real browser.
+const chromiumPath = "/usr/bin/chromium"
+
+// shopStack is make run's production shape in this process: the root Caddyfile's :8088 site
+// (moved to a free port), the sample shop, the backend with the shop's token and webhooks,
+// on a private Redis, a RabbitMQ vhost and a Postgres database.
+type shopStack struct {
+	Base  string // the gateway's shop site: the one origin a buyer sees
+	Shop  string // the sample shop itself (its webhook list is not served through the gateway)
+	Admin string // the backend's admin listener
+}
+
+const (
+	shopTestToken     = "deploy-test-shop-token-0123456789"
+	shopWebhookSecret = "deploy-test-webhook-secret-0123456789"
+)
+
+func startShopStack(t *testing.T, sales ...string) *shopStack {
+	t.Helper()
+	redisSrv := testenv.StartRedis(t)
+	amqpURL := testenv.RabbitVhost(t)
+	pgURL := testenv.Postgres(t)
+	bport, aport, gport, cadmin := testenv.FreePort(t), testenv.FreePort(t), testenv.FreePort(t), testenv.FreePort(t)
+	st := &shopStack{Base: fmt.Sprintf("http://127.0.0.1:%d", gport), Admin: fmt.Sprintf("http://127.0.0.1:%d", aport)}
+
+	// The sample shop, as cmd/seckill-shop runs it: its sessions' issuer is the site buyers
+	// open, it confirms payments on the backend's admin listener with its shop token.
+	key, err := sampleshop.LoadOrCreateKey("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := sampleshop.New(sampleshop.Config{PublicURL: st.Base, BackendAdmin: st.Admin, ShopToken: shopTestToken,
+		WebhookSecret: shopWebhookSecret, Sales: sales, SessionTTL: time.Hour, Events: 100},
+		key, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	shopSrv := httptest.NewServer(s.Handler())
+	t.Cleanup(shopSrv.Close)
+	st.Shop = shopSrv.URL
+
+	// The backend, with the environment scripts/run.sh gives it.
+	for k, v := range map[string]string{
+		"SECKILL_ADMIN_TOKEN":           adminToken,
+		"SECKILL_ADMIN_TOKENS":          "shop:" + shopTestToken + ":shop",
+		"SECKILL_WEBHOOK_SECRETS":       shopWebhookSecret,
+		"SECKILL_WEBHOOK_ALLOW_PRIVATE": "1",
+		"SECKILL_BACKEND_ADMIN_LISTEN":  fmt.Sprintf("127.0.0.1:%d", aport),
+	} {
+		t.Setenv(k, v)
+	}
+	cfg, err := backend.ConfigFromFlags(flag.NewFlagSet("backend", flag.ContinueOnError), []string{
+		"-listen", fmt.Sprintf("127.0.0.1:%d", bport), "-pg", pgURL, "-redis", redisSrv.Addr(), "-amqp", amqpURL,
+		"-webhook-url", shopSrv.URL + "/webhooks", "-webhook-retry-min", "200ms",
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- backend.Run(ctx, cfg) }()
+	t.Cleanup(sync.OnceFunc(func() {
+		cancel()
+		select {
+		case <-done:
+		case <-time.After(15 * time.Second):
+			t.Error("the backend did not stop within 15 s")
+		}
+	}))
+	testenv.WaitFor(t, 60*time.Second, "the backend's admin listener", func() bool {
+		select {
+		case err := <-done:
+			t.Fatalf("the backend exited: %v", err)
+		default:
+		}
+		c, err := net.DialTimeout("tcp", fmt.Sprintf("127.0.0.1:%d", aport), time.Second)
+		if err == nil {
+			c.Close()
+		}
+		return err == nil
+	})
+
+	// The gateway: the root Caddyfile's :8088 site, as make run serves it.
+	for k, v := range map[string]string{
+		"SECKILL_SHOP":            strings.TrimPrefix(shopSrv.URL, "http://"),
+		"SECKILL_SHOP_PUBLIC_URL": st.Base,
+		"SECKILL_BACKEND":         fmt.Sprintf("127.0.0.1:%d", bport),
+		"SECKILL_REDIS_ADDR":      redisSrv.Addr(),
+		"SECKILL_AMQP_URL":        amqpURL,
+		"SECKILL_TOKEN_KEY":       randomKey(t),
+	} {
+		t.Setenv(k, v)
+	}
+	src, err := os.ReadFile(demoCaddyfile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conf, err := bench.ShopGatewayConfig(string(src), gport, cadmin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	startCaddy(t, []byte(conf), "Caddyfile")
+	(&gateway{Base: st.Base}).waitGateway(t)
+	return st
+}
+
+// roomSale creates sale, open now behind a waiting room with a light proof of work, and
+// preheats it.
+func (st *shopStack) roomSale(t *testing.T, sale string, stock int) {
+	t.Helper()
+	now := time.Now().UTC()
+	body := fmt.Sprintf(`{"id":%q,"stock":%d,"starts_at":%q,"ends_at":%q,"pay_within":"15m",`+
+		`"room":{"rate":50,"oversubscribe":1.5,"session":"2m","prequeue":"15m","difficulty":[8,8]}}`,
+		sale, stock, now.Add(-time.Minute).Format(time.RFC3339), now.Add(time.Hour).Format(time.RFC3339))
+	for _, step := range []struct{ path, body string }{{"/admin/sales", body}, {"/admin/sales/" + sale + "/preheat", ""}} {
+		req, _ := http.NewRequest(http.MethodPost, st.Admin+step.path, strings.NewReader(step.body))
+		req.Header.Set("Authorization", "Bearer "+adminToken)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode >= 300 {
+			t.Fatalf("POST %s: %d %s", step.path, resp.StatusCode, b)
+		}
+	}
+}
+
+// get sends a GET with extra headers and decodes the JSON answer.
+func get(t *testing.T, url string, hdr map[string]string) (int, map[string]any) {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodGet, url, nil)
+	for k, v := range hdr {
+		req.Header.Set(k, v)
+	}
+	resp, err := httpClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var m map[string]any
+	_ = json.NewDecoder(resp.Body).Decode(&m)
+	return resp.StatusCode, m
+}
+
+func shopBrowser(t *testing.T) context.Context {
+	t.Helper()
+	if _, err := os.Stat(chromiumPath); err != nil {
+		t.Fatalf("headless Chromium is required at %s (apt-get install chromium; scripts/stack.sh does): %v", chromiumPath, err)
+	}
+	opts := append(chromedp.DefaultExecAllocatorOptions[:],
+		chromedp.ExecPath(chromiumPath), chromedp.NoSandbox, chromedp.DisableGPU, chromedp.UserDataDir(t.TempDir()),
+		chromedp.Flag("disable-background-networking", true), chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true), chromedp.NoFirstRun)
+	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	ctx, cancel := chromedp.NewContext(actx)
+	ctx, cancelTimeout := context.WithTimeout(ctx, 150*time.Second)
+	t.Cleanup(func() { cancelTimeout(); cancel(); cancelAlloc() })
+	return ctx
+}
+
+// waitPage waits until expr is true in the page. It asks again while the page navigates (a
+// form post, a link, a reload): the question then fails and is asked of the next page.
+func waitPage(t *testing.T, ctx context.Context, what, expr string, within time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	var err error
+	for time.Now().Before(deadline) {
+		var ok bool
+		ok, err = chromedp.Run(ctx, chromedp.Evaluate[bool](expr))
+		if err == nil && ok {
+			return
+		}
+		if ctx.Err() != nil {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	html, _ := chromedp.Run(ctx, chromedp.OuterHTML(chromedp.CSS("body")))
+	t.Fatalf("%s: not within %s (last error %v; page: %.3000s)", what, within, err, html)
+}
+
+// make run's :8088 in a real browser: a buyer signs in at the shop, follows the shop's link into
+// a sale's waiting room, is admitted and buys on the waiting page, pays with the shop's button
+// (the shop confirms to the backend with its shop token), and sees the order paid; the gateway
+// knew the buyer only by the shop's signed cookie, and the backend's webhooks reached the shop
+// signed.
+func TestABuyerSignedInAtTheShopBuysThroughTheRoomAndTheShopGetsPaid(t *testing.T) {
+	testenv.NeedsServices(t, "the whole stack and Chromium")
+	ctx := shopBrowser(t)
+	sale := testenv.ID("room")
+	st := startShopStack(t, sale)
+	st.roomSale(t, sale, 5)
+	user := testenv.ID("buyer")
+
+	// 1. Sign in at the shop, through the gateway.
+	if err := chromedp.Do(ctx,
+		chromedp.Navigate(st.Base+"/"),
+		chromedp.WaitVisible(chromedp.ID("user")),
+		chromedp.SendKeys(chromedp.ID("user"), user),
+		chromedp.Click(chromedp.ID("signin")),
+	); err != nil {
+		t.Fatalf("sign-in: %v", err)
+	}
+	waitPage(t, ctx, "signed in", fmt.Sprintf(`(document.getElementById("signed-in")||{}).textContent === %q`, user), 20*time.Second)
+
+	// 2. The shop's link into the sale's waiting room (the page asked the gateway which sales
+	//    have one), then the waiting page: proof of work, admission, the Buy button.
+	waitPage(t, ctx, "the waiting room link", fmt.Sprintf(`!!document.getElementById(%q)`, "room-"+sale), 20*time.Second)
+	if err := chromedp.Do(ctx, chromedp.Click(chromedp.ID("room-"+sale))); err != nil {
+		t.Fatalf("following the waiting room link: %v", err)
+	}
+	waitPage(t, ctx, "admitted: the Buy button", `!!document.getElementById("buy") && !document.getElementById("buy").hidden`, 60*time.Second)
+	// A person reads "It is your turn" before clicking. The user's throttle window (5 calls a
+	// second under /seckill/, as on :8080) has just counted the shop page's room check, the
+	// waiting page, its challenge, its entry and its token: a sixth call in that second is 429.
+	time.Sleep(1100 * time.Millisecond)
+	if err := chromedp.Do(ctx, chromedp.Click(chromedp.ID("buy"))); err != nil {
+		t.Fatalf("click Buy: %v", err)
+	}
+	waitPage(t, ctx, "the order written (created)", `document.getElementById("status").textContent === "created"`, 60*time.Second)
+	order, err := chromedp.Run(ctx, chromedp.Text(chromedp.ID("order")))
+	if err != nil || !contract.ValidID(order) {
+		t.Fatalf("order id on the waiting page: %q %v", order, err)
+	}
+
+	// 3. Back at the shop: the order.created webhook put the order on the buyer's page, with a
+	//    Pay button. The shop's page is shown again until it has arrived.
+	payID := "pay-" + order
+	testenv.WaitFor(t, 30*time.Second, "the order with a Pay button on the shop's page", func() bool {
+		if err := chromedp.Do(ctx, chromedp.Navigate(st.Base+"/")); err != nil {
+			t.Fatal(err)
+		}
+		ok, _ := chromedp.Run(ctx, chromedp.Evaluate[bool](fmt.Sprintf(`!!document.getElementById(%q)`, payID)))
+		return ok
+	})
+	if err := chromedp.Do(ctx, chromedp.Click(chromedp.ID(payID))); err != nil {
+		t.Fatalf("click Pay: %v", err)
+	}
+	waitPage(t, ctx, "the order paid on the shop's page",
+		fmt.Sprintf(`(document.querySelector("#order-%s .status")||{}).textContent === "paid" && document.getElementById("notice").textContent.includes("Payment confirmed")`, order),
+		20*time.Second)
+
+	// 4. The order as the buyer's browser reads it through the gateway, with its cookie only.
+	status, err := chromedp.Run(ctx, chromedp.Evaluate[string](fmt.Sprintf(
+		`fetch("/orders/%s", {credentials: "same-origin"}).then(r => r.json()).then(b => b.status + "/" + b.order_id)`, order),
+		chromedp.EvalAwaitPromise))
+	if err != nil || status != contract.StatusPaid+"/"+order {
+		t.Fatalf("GET /orders/%s through the gateway with the cookie: %q %v", order, status, err)
+	}
+	// Without the cookie nobody is anybody, whatever header they send.
+	for name, hdr := range map[string]map[string]string{
+		"no session":        nil,
+		"a claimed user":    {"X-User-ID": user},
+		"a forged session":  {"Cookie": sampleshop.CookieName + "=eyJhbGciOiJub25lIn0.eyJzdWIiOiJ4In0."},
+		"a foreign session": {"Authorization": "Bearer " + foreignSession(t, st.Base, user)},
+	} {
+		if code, body := get(t, st.Base+"/orders/"+order, hdr); code != http.StatusUnauthorized || body["code"] != contract.CodeUnauthenticated {
+			t.Errorf("%s: GET /orders/%s answered %d %v, want 401 unauthenticated", name, order, code, body)
+		}
+	}
+
+	// 5. The webhooks reached the shop, signed with the secret it checks: order.created and
+	//    order.paid of this order, both verified.
+	testenv.WaitFor(t, 30*time.Second, "order.created and order.paid at the shop, verified", func() bool {
+		_, body := get(t, st.Shop+"/webhooks", nil)
+		raw, _ := json.Marshal(body["deliveries"])
+		var ds []sampleshop.Delivery
+		_ = json.Unmarshal(raw, &ds)
+		seen := map[string]bool{}
+		for _, d := range ds {
+			if d.Verified && d.Event != nil && d.Event.OrderID == order && d.Event.UserID == user && d.Event.SaleID == sale {
+				seen[d.Event.Type] = true
+			}
+		}
+		return seen[contract.EventOrderCreated] && seen[contract.EventOrderPaid]
+	})
+	// The webhook list is the shop's, not the public site's.
+	if code, _ := get(t, st.Base+"/webhooks", nil); code != http.StatusNotFound {
+		t.Errorf("GET /webhooks through the gateway: %d, want 404", code)
+	}
+}
+
+// foreignSession is a well-formed session for user, for the right issuer and audience, signed
+// with a key the shop never published.
+func foreignSession(t *testing.T, issuer, user string) string {
+	t.Helper()
+	key, err := sampleshop.LoadOrCreateKey("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := sampleshop.NewSessions(key, issuer, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok, err := s.Issue(user, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tok
+}

@@ -1,0 +1,370 @@
+package shop
+
+import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/cookiejar"
+	"net/http/httptest"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/go-jose/go-jose/v4"
+	"github.com/go-jose/go-jose/v4/jwt"
+
+	"github.com/seckilledge/seckill/contract"
+)
+
+const testSecret = "webhook-secret-for-the-shop-tests"
+
+func newShop(t *testing.T, backendAdmin string) (*Shop, *httptest.Server) {
+	t.Helper()
+	key, err := LoadOrCreateKey("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := New(Config{PublicURL: "http://shop.test", BackendAdmin: backendAdmin, ShopToken: "shop-token-0123456789",
+		WebhookSecret: testSecret, Sales: []string{"demo"}, SessionTTL: time.Hour, Events: 10}, key, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(s.Handler())
+	t.Cleanup(srv.Close)
+	return s, srv
+}
+
+// browser is an HTTP client with cookies that does not follow redirects.
+func browser(t *testing.T) *http.Client {
+	jar, _ := cookiejar.New(nil)
+	return &http.Client{Jar: jar, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+}
+
+func signIn(t *testing.T, c *http.Client, base, user string) *http.Response {
+	t.Helper()
+	resp, err := c.PostForm(base+"/signin", url.Values{"user": {user}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	return resp
+}
+
+func TestTheJWKSServesTheKeyThatVerifiesTheSessionTheShopSetsAtSignIn(t *testing.T) {
+	_, srv := newShop(t, "")
+	resp := signIn(t, browser(t), srv.URL, "alice")
+	if resp.StatusCode != http.StatusSeeOther {
+		t.Fatalf("sign-in answered %d, want 303", resp.StatusCode)
+	}
+	var cookie *http.Cookie
+	for _, c := range resp.Cookies() {
+		if c.Name == CookieName {
+			cookie = c
+		}
+	}
+	if cookie == nil {
+		t.Fatalf("no %s cookie in %v", CookieName, resp.Header["Set-Cookie"])
+	}
+	if !cookie.HttpOnly || cookie.SameSite != http.SameSiteLaxMode || cookie.Path != "/" || cookie.Secure {
+		t.Fatalf("cookie %+v: want HttpOnly, SameSite=Lax, Path=/, not Secure on http", cookie)
+	}
+
+	r, err := http.Get(srv.URL + "/.well-known/jwks.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Body.Close()
+	var set jose.JSONWebKeySet
+	if err := json.NewDecoder(r.Body).Decode(&set); err != nil {
+		t.Fatal(err)
+	}
+	if len(set.Keys) != 1 || !set.Keys[0].IsPublic() || set.Keys[0].Algorithm != "ES256" || set.Keys[0].KeyID == "" {
+		t.Fatalf("JWKS %+v: want one public ES256 key with a kid", set)
+	}
+
+	tok, err := jwt.ParseSigned(cookie.Value, []jose.SignatureAlgorithm{jose.ES256})
+	if err != nil {
+		t.Fatal(err)
+	}
+	kid := tok.Headers[0].KeyID
+	keys := set.Key(kid)
+	if len(keys) != 1 {
+		t.Fatalf("the token's kid %q is not in the JWKS", kid)
+	}
+	var c jwt.Claims
+	if err := tok.Claims(keys[0].Key, &c); err != nil {
+		t.Fatalf("the session does not verify against the published key: %v", err)
+	}
+	if err := c.Validate(jwt.Expected{Issuer: "http://shop.test", AnyAudience: jwt.Audience{"seckill"}, Subject: "alice", Time: time.Now()}); err != nil {
+		t.Fatalf("claims %+v: %v", c, err)
+	}
+	if c.IssuedAt == nil || c.Expiry == nil || c.Expiry.Time().Sub(c.IssuedAt.Time()) != time.Hour {
+		t.Fatalf("claims %+v: want iat and exp one hour apart", c)
+	}
+	// Another key does not verify it.
+	other, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err := tok.Claims(&other.PublicKey, &c); err == nil {
+		t.Fatal("the session verified against a foreign key")
+	}
+}
+
+func TestTheShopBelievesOnlyItsOwnUnexpiredSessions(t *testing.T) {
+	s, _ := newShop(t, "")
+	now := time.Now()
+	tok, err := s.Sessions().Issue("alice", now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if u, err := s.Sessions().User(tok, now.Add(59*time.Minute)); err != nil || u != "alice" {
+		t.Fatalf("own session: %q %v", u, err)
+	}
+	if _, err := s.Sessions().User(tok, now.Add(61*time.Minute)); err == nil {
+		t.Fatal("an expired session was believed")
+	}
+	foreignKey, _ := LoadOrCreateKey("")
+	foreign, _ := NewSessions(foreignKey, "http://shop.test", time.Hour)
+	ftok, _ := foreign.Issue("alice", now)
+	if _, err := s.Sessions().User(ftok, now); err == nil {
+		t.Fatal("a session signed with another key was believed")
+	}
+	otherIssuer, _ := NewSessions(s.Sessions().key, "http://elsewhere.test", time.Hour)
+	itok, _ := otherIssuer.Issue("alice", now)
+	if _, err := s.Sessions().User(itok, now); err == nil {
+		t.Fatal("a session of another issuer was believed")
+	}
+	if _, err := s.Sessions().Issue("not a user!", now); err == nil {
+		t.Fatal("a session for a malformed user name was issued")
+	}
+}
+
+func TestSignInRefusesAMalformedUserName(t *testing.T) {
+	_, srv := newShop(t, "")
+	for _, user := range []string{"", "a b", strings.Repeat("x", 65), "<script>"} {
+		resp := signIn(t, browser(t), srv.URL, user)
+		if resp.StatusCode != http.StatusBadRequest || len(resp.Cookies()) != 0 {
+			t.Errorf("user %q: %d with cookies %v, want 400 and none", user, resp.StatusCode, resp.Cookies())
+		}
+	}
+}
+
+func event(typ, order, user string) []byte {
+	b, _ := json.Marshal(contract.WebhookEvent{ID: "ev-" + typ + "-" + order, Type: typ, OrderID: order, SaleID: "demo",
+		Quantity: 1, UserID: user, At: time.Now().UTC()})
+	return b
+}
+
+func deliver(t *testing.T, base string, body []byte, signature string) int {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodPost, base+"/webhooks", strings.NewReader(string(body)))
+	req.Header.Set("Content-Type", "application/json")
+	if signature != "" {
+		req.Header.Set(contract.SignatureHeader, signature)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
+func TestAWebhookWithABadSignatureIsRefusedAndNotBelieved(t *testing.T) {
+	s, srv := newShop(t, "")
+	body := event(contract.EventOrderCreated, "o1", "alice")
+	for name, sig := range map[string]string{
+		"no header":      "",
+		"another secret": contract.SignWebhook([]string{"not-the-shop-secret-at-all"}, time.Now(), body),
+		"old":            contract.SignWebhook([]string{testSecret}, time.Now().Add(-time.Hour), body),
+		"other body":     contract.SignWebhook([]string{testSecret}, time.Now(), event(contract.EventOrderCreated, "o1", "mallory")),
+	} {
+		if code := deliver(t, srv.URL, body, sig); code != http.StatusUnauthorized {
+			t.Errorf("%s: %d, want 401", name, code)
+		}
+	}
+	if _, ok := s.Inbox().Order("o1"); ok {
+		t.Fatal("an unverified event made an order")
+	}
+	for _, d := range s.Inbox().Deliveries() {
+		if d.Verified || d.Event != nil || d.Error == "" {
+			t.Fatalf("refused delivery listed as %+v", d)
+		}
+	}
+
+	// Signed with the shop's secret (the first one of a rotation is enough): believed once.
+	good := contract.SignWebhook([]string{testSecret, "the-old-secret-during-rotation"}, time.Now(), body)
+	for range 2 {
+		if code := deliver(t, srv.URL, body, good); code != http.StatusNoContent {
+			t.Fatalf("signed delivery: %d, want 204", code)
+		}
+	}
+	if o, ok := s.Inbox().Order("o1"); !ok || o.Status != contract.StatusCreated || o.UserID != "alice" {
+		t.Fatalf("order after order.created: %+v %v", o, ok)
+	}
+	resp, err := http.Get(srv.URL + "/webhooks")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var list struct {
+		Deliveries []Delivery `json:"deliveries"`
+	}
+	_ = json.NewDecoder(resp.Body).Decode(&list)
+	n := len(list.Deliveries)
+	if n != 6 || !list.Deliveries[n-2].Verified || list.Deliveries[n-2].Duplicate || !list.Deliveries[n-1].Duplicate {
+		t.Fatalf("GET /webhooks: %+v, want 4 refused, then one verified and its duplicate", list.Deliveries)
+	}
+}
+
+func TestALateOrderCreatedNeverMovesAPaidOrderBack(t *testing.T) {
+	in := NewInbox(testSecret, 10)
+	now := time.Now()
+	for _, typ := range []string{contract.EventOrderCreated, contract.EventOrderPaid} {
+		b := event(typ, "o1", "alice")
+		in.Receive(contract.SignWebhook([]string{testSecret}, now, b), b, now)
+	}
+	b, _ := json.Marshal(contract.WebhookEvent{ID: "redelivered-differently", Type: contract.EventOrderCreated, OrderID: "o1", UserID: "alice"})
+	in.Receive(contract.SignWebhook([]string{testSecret}, now, b), b, now)
+	if o, _ := in.Order("o1"); o.Status != contract.StatusPaid {
+		t.Fatalf("status %q, want paid", o.Status)
+	}
+}
+
+func TestOnlyTheOwnerPaysAndTheShopConfirmsWithItsShopToken(t *testing.T) {
+	var calls atomic.Int64
+	backend := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		calls.Add(1)
+		if r.Method != http.MethodPost || r.URL.Path != "/shop/orders/o1/paid" || r.Header.Get("Authorization") != "Bearer shop-token-0123456789" {
+			w.WriteHeader(http.StatusUnauthorized)
+			_, _ = io.WriteString(w, `{"code":"unauthenticated","message":"wrong call"}`)
+			return
+		}
+		_, _ = io.WriteString(w, `{"order_id":"o1","sale_id":"demo","status":"paid"}`)
+	}))
+	defer backend.Close()
+	s, srv := newShop(t, backend.URL)
+	body := event(contract.EventOrderCreated, "o1", "alice")
+	if code := deliver(t, srv.URL, body, contract.SignWebhook([]string{testSecret}, time.Now(), body)); code != http.StatusNoContent {
+		t.Fatal(code)
+	}
+
+	pay := func(c *http.Client) (int, string) {
+		req, _ := http.NewRequest(http.MethodPost, srv.URL+"/account/orders/o1/pay", nil)
+		req.Header.Set("Accept", "application/json")
+		resp, err := c.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	if code, b := pay(browser(t)); code != http.StatusUnauthorized {
+		t.Fatalf("signed out: %d %s, want 401", code, b)
+	}
+	bob := browser(t)
+	signIn(t, bob, srv.URL, "bob")
+	if code, b := pay(bob); code != http.StatusNotFound {
+		t.Fatalf("bob paying alice's order: %d %s, want 404", code, b)
+	}
+	if calls.Load() != 0 {
+		t.Fatal("the backend was asked for someone else's order")
+	}
+	alice := browser(t)
+	signIn(t, alice, srv.URL, "alice")
+	if code, b := pay(alice); code != http.StatusOK || !strings.Contains(b, `"paid"`) {
+		t.Fatalf("alice paying: %d %s", code, b)
+	}
+	if calls.Load() != 1 {
+		t.Fatalf("the backend was called %d times, want 1", calls.Load())
+	}
+	if o, _ := s.Inbox().Order("o1"); o.Status != contract.StatusPaid {
+		t.Fatalf("the shop shows %q, want paid", o.Status)
+	}
+}
+
+func TestTheKeyFileIsWrittenOnceAndReadBack(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "shop-key.pem")
+	k1, err := LoadOrCreateKey(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fi, err := os.Stat(path); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("key file: %v %v, want mode 600", fi, err)
+	}
+	k2, err := LoadOrCreateKey(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !k1.Equal(k2) {
+		t.Fatal("the key read back is not the key written")
+	}
+}
+
+func TestThePageShowsTheSignInFormOrTheUsersOwnOrdersWithAPayButtonForCreatedOnes(t *testing.T) {
+	_, srv := newShop(t, "")
+	for _, ev := range [][]byte{event(contract.EventOrderCreated, "o-alice", "alice"), event(contract.EventOrderCreated, "o-bob", "bob"),
+		event(contract.EventOrderCreated, "o-alice-paid", "alice"), event(contract.EventOrderPaid, "o-alice-paid", "alice")} {
+		if code := deliver(t, srv.URL, ev, contract.SignWebhook([]string{testSecret}, time.Now(), ev)); code != http.StatusNoContent {
+			t.Fatal(code)
+		}
+	}
+	page := func(c *http.Client) string {
+		resp, err := c.Get(srv.URL + "/")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return string(b)
+	}
+	if p := page(browser(t)); !strings.Contains(p, `id="signin"`) || strings.Contains(p, "o-alice") {
+		t.Fatalf("signed-out page:\n%s", p)
+	}
+	alice := browser(t)
+	signIn(t, alice, srv.URL, "alice")
+	p := page(alice)
+	for _, want := range []string{`id="signed-in">alice<`, `id="pay-o-alice"`, `action="/account/orders/o-alice/pay"`, `id="order-o-alice-paid"`, `id="buy-demo"`} {
+		if !strings.Contains(p, want) {
+			t.Errorf("alice's page lacks %s", want)
+		}
+	}
+	if strings.Contains(p, "o-bob") || strings.Contains(p, `id="pay-o-alice-paid"`) {
+		t.Errorf("alice's page shows bob's order or a Pay button for a paid one:\n%s", p)
+	}
+}
+
+func TestAFormPostFromAnotherSiteIsRefused(t *testing.T) {
+	_, srv := newShop(t, "")
+	for _, path := range []string{"/signin", "/signout", "/account/orders/o1/pay"} {
+		req, _ := http.NewRequest(http.MethodPost, srv.URL+path, strings.NewReader("user=alice"))
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		req.Header.Set("Origin", "http://evil.test")
+		resp, err := browser(t).Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusForbidden || len(resp.Cookies()) != 0 {
+			t.Errorf("POST %s from another origin: %d, cookies %v; want 403 and none", path, resp.StatusCode, resp.Cookies())
+		}
+	}
+	// The shop's own page posts with its own origin.
+	req, _ := http.NewRequest(http.MethodPost, srv.URL+"/signin", strings.NewReader("user=alice"))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.Header.Set("Origin", srv.URL)
+	resp, err := browser(t).Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusSeeOther {
+		t.Fatalf("same-origin sign-in: %d", resp.StatusCode)
+	}
+}
