@@ -7,6 +7,9 @@
 //	http.handlers.seckill_token      one-time purchase tokens
 //	http.handlers.seckill_gate       the atomic purchase decision and the outbox relay
 //	http.handlers.seckill_room       the waiting room: pre-queue, fair shuffle, admission
+//	http.handlers.seckill_identity   a signed session (JWT) verified at the edge
+//	http.authentication.providers.seckill_jwt   the same verifier, for Caddy's authentication handler
+//	http.handlers.seckill_session    an opaque session asked of the shop, cached
 package seckill
 
 import (
@@ -20,4 +23,6 @@ import (
 	_ "github.com/seckilledge/seckill/caddymodule/gate"
 	// seckill_room: the waiting room (fair admission before the purchase).
 	_ "github.com/seckilledge/seckill/caddymodule/room"
+	// seckill_identity, seckill_session, seckill_jwt: who the buyer is, from the shop's session.
+	_ "github.com/seckilledge/seckill/caddymodule/identity"
 )

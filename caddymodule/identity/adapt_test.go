@@ -1,0 +1,62 @@
+package identity
+
+import (
+	"bytes"
+	"os"
+	"testing"
+
+	"github.com/seckilledge/seckill/internal/handlertest"
+
+	// seckill_throttle and seckill_token, to check the order of the directives.
+	_ "github.com/seckilledge/seckill/caddymodule/throttle"
+	_ "github.com/seckilledge/seckill/caddymodule/token"
+)
+
+// Golden tests: testdata/adapt/<name>.caddyfile adapts to <name>.json. After a deliberate
+// change: go test ./caddymodule/identity -run Caddyfile -update.
+func TestCaddyfileAdaptsToTheDocumentedJSON(t *testing.T) {
+	handlertest.Golden(t, "testdata/adapt", false)
+}
+
+// In a plain site block the identity comes first, whatever order the block is written in:
+// the throttle's user zone and the token issuer read {http.auth.user.id}.
+func TestIdentityRunsBeforeTheThrottleAndTheTokenWhereverItIsWritten(t *testing.T) {
+	for _, f := range []string{"testdata/adapt/full.caddyfile", "testdata/adapt/session.caddyfile"} {
+		src, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, _, err := handlertest.Adapt(src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		at := func(h string) int { return bytes.Index(got, []byte(`"handler": "`+h+`"`)) }
+		identity := at("seckill_identity")
+		if s := at("seckill_session"); s >= 0 && s < identity {
+			identity = s
+		}
+		for _, later := range []string{"seckill_throttle", "seckill_token"} {
+			if l := at(later); l >= 0 && (identity < 0 || l < identity) {
+				t.Errorf("%s: %s is ordered before the identity:\n%s", f, later, got)
+			}
+		}
+	}
+}
+
+func TestCaddyfileRefusesMistakes(t *testing.T) {
+	for _, body := range []string{
+		"seckill_identity { nonsense 1 }",
+		"seckill_identity { cookie }",
+		"seckill_identity { cookie a b }",
+		"seckill_identity { key k1 HS256 }",
+		"seckill_identity { key k1 HS256 v extra }",
+		"seckill_identity { leeway soon }",
+		"seckill_identity /x extra",
+		"seckill_session { nonsense 1 }",
+		"seckill_session { ttl }",
+		"seckill_session { max_entries many }",
+		"seckill_session /x extra",
+	} {
+		handlertest.AdaptFails(t, ":8080 {\n"+body+"\n}\n")
+	}
+}

@@ -1,0 +1,177 @@
+package identity
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/caddyserver/caddy/v2"
+	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
+	"github.com/go-jose/go-jose/v4"
+
+	"github.com/seckilledge/seckill/caddymodule/refusal"
+)
+
+// handlerWith is a seckill_identity handler over static keys, without Caddy.
+func handlerWith(t *testing.T, cookie string, keys ...testKey) *Identity {
+	t.Helper()
+	h := &Identity{JWT: JWT{Cookie: cookie, Issuer: testIssuer, Audience: testAudience}}
+	for _, k := range keys {
+		h.Keys = append(h.Keys, StaticKey{ID: k.kid, Algorithm: string(k.alg), Value: pemOf(t, k)})
+	}
+	if err := h.setup(nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	h.refuse = refusal.Writer{HandleErrors: h.HandleErrors}
+	return h
+}
+
+// served is what the next handler saw, or the refusal.
+type served struct {
+	status  int
+	code    string
+	user    string // {http.auth.user.id} as the next handler saw it
+	claimed string // the X-User-ID header the next handler saw
+	header  http.Header
+	err     error
+}
+
+func serve(h caddyhttp.MiddlewareHandler, r *http.Request) served {
+	repl := caddy.NewReplacer()
+	r = r.WithContext(context.WithValue(r.Context(), caddy.ReplacerCtxKey, repl))
+	w := httptest.NewRecorder()
+	var s served
+	s.err = h.ServeHTTP(w, r, caddyhttp.HandlerFunc(func(w http.ResponseWriter, r *http.Request) error {
+		s.user, _ = repl.GetString("http.auth.user.id")
+		s.claimed = r.Header.Get("X-User-ID")
+		w.WriteHeader(http.StatusOK)
+		return nil
+	}))
+	s.status, s.header = w.Code, w.Header()
+	var body struct{ Code string }
+	_ = json.Unmarshal(w.Body.Bytes(), &body)
+	s.code = body.Code
+	return s
+}
+
+func request(hdr http.Header, cookies ...string) *http.Request {
+	r := httptest.NewRequest(http.MethodPost, "/seckill/s1/token", nil)
+	for k, vs := range hdr {
+		for _, v := range vs {
+			r.Header.Add(k, v)
+		}
+	}
+	for _, c := range cookies {
+		r.Header.Add("Cookie", "session="+c)
+	}
+	return r
+}
+
+func refused(t *testing.T, name string, s served, status int, code string) {
+	t.Helper()
+	if s.status != status || s.code != code || s.user != "" {
+		t.Errorf("%s: %d %s (user %q), want %d %s", name, s.status, s.code, s.user, status, code)
+	}
+	if status == http.StatusUnauthorized && !strings.HasPrefix(s.header.Get("WWW-Authenticate"), `Bearer realm="seckill"`) {
+		t.Errorf("%s: WWW-Authenticate %q", name, s.header.Get("WWW-Authenticate"))
+	}
+}
+
+func TestTheIdentityComesFromTheSessionNeverFromTheClientsHeader(t *testing.T) {
+	k := newKey(t, "k1", jose.ES256)
+	h := handlerWith(t, "session", k)
+	s := serve(h, request(http.Header{"X-User-Id": {"mallory"}}, session(t, k, "alice")))
+	if s.status != http.StatusOK || s.user != "alice" || s.claimed != "" {
+		t.Fatalf("%d, user %q, X-User-ID after the handler %q", s.status, s.user, s.claimed)
+	}
+	refused(t, "a claim without a session", serve(h, request(http.Header{"X-User-Id": {"alice"}})), http.StatusUnauthorized, "unauthenticated")
+}
+
+func TestTwoCredentialsOfOneKindAreRefused(t *testing.T) {
+	k := newKey(t, "k1", jose.ES256)
+	h := handlerWith(t, "session", k)
+	alice, mallory := session(t, k, "alice"), session(t, k, "mallory")
+	refused(t, "two Authorization headers", serve(h, request(http.Header{"Authorization": {"Bearer " + alice, "Bearer " + mallory}})),
+		http.StatusUnauthorized, "unauthenticated")
+	refused(t, "two Authorization headers, one empty", serve(h, request(http.Header{"Authorization": {"Bearer " + alice, ""}})),
+		http.StatusUnauthorized, "unauthenticated")
+	refused(t, "the session cookie twice", serve(h, request(nil, alice, mallory)), http.StatusUnauthorized, "unauthenticated")
+
+	// One of each: the bearer token is the session. Another scheme leaves the cookie.
+	if s := serve(h, request(http.Header{"Authorization": {"Bearer " + alice}}, mallory)); s.user != "alice" {
+		t.Errorf("bearer and cookie: user %q, want the bearer's", s.user)
+	}
+	if s := serve(h, request(http.Header{"Authorization": {"Basic c3RhZ2luZzpwYXNz"}}, alice)); s.user != "alice" {
+		t.Errorf("basic auth and cookie: %d user %q", s.status, s.user)
+	}
+	if s := serve(h, request(http.Header{"Authorization": {"bearer " + alice}})); s.user != "alice" {
+		t.Errorf("lower-case scheme: %d user %q", s.status, s.user)
+	}
+}
+
+func TestACredentialOver8KiBIsRefused(t *testing.T) {
+	k := newKey(t, "k1", jose.ES256)
+	h := handlerWith(t, "session", k)
+	big := strings.Repeat("a", MaxToken+1)
+	before := counter(t, jwtRequests.WithLabelValues(string(TooLarge)))
+	refused(t, "bearer", serve(h, request(http.Header{"Authorization": {"Bearer " + big}})), http.StatusUnauthorized, "unauthenticated")
+	refused(t, "cookie", serve(h, request(nil, big)), http.StatusUnauthorized, "unauthenticated")
+	if got := counter(t, jwtRequests.WithLabelValues(string(TooLarge))) - before; got != 2 {
+		t.Errorf("too_large counted %v times, want 2", got)
+	}
+}
+
+func TestWithoutKeysTheAnswerIs503NotA401(t *testing.T) {
+	shop := newTestShop(t)
+	k := shop.publish(newKey(t, "k1", jose.ES256))
+	shop.down.Store(true)
+	j := newJWKS(shop.url(), shop.srv.Client(), time.Hour, time.Hour, nopLogger, nil)
+	t.Cleanup(func() { _ = j.Destruct() })
+	h := &Identity{JWT: JWT{Cookie: "session", JWKSURL: shop.url()}}
+	if err := h.setup(func(string) (*JWKS, error) { return j, nil }); err != nil {
+		t.Fatal(err)
+	}
+	s := serve(h, request(nil, session(t, k, "alice")))
+	refused(t, "JWKS never loaded", s, http.StatusServiceUnavailable, "unavailable")
+	if s.header.Get("Retry-After") == "" {
+		t.Error("503 without Retry-After")
+	}
+}
+
+func TestWithHandleErrorsARefusalIsACaddyError(t *testing.T) {
+	k := newKey(t, "k1", jose.ES256)
+	h := handlerWith(t, "session", k)
+	h.refuse = refusal.Writer{HandleErrors: true}
+	s := serve(h, request(nil, session(t, newKey(t, "k1", jose.ES256), "alice")))
+	var he caddyhttp.HandlerError
+	if !errors.As(s.err, &he) || he.StatusCode != http.StatusUnauthorized {
+		t.Fatalf("error %v", s.err)
+	}
+	if s.header.Get("WWW-Authenticate") == "" {
+		t.Error("no WWW-Authenticate with handle_errors")
+	}
+}
+
+// Caddy's own authentication handler with the seckill_jwt provider: the user is set the Caddy
+// way, a refusal is that handler's 401 with our challenge.
+func TestTheProviderAuthenticatesForCaddysAuthenticationHandler(t *testing.T) {
+	k := newKey(t, "k1", jose.ES256)
+	p := &handlerWith(t, "session", k).JWT
+	w := httptest.NewRecorder()
+	user, ok, err := p.Authenticate(w, request(nil, session(t, k, "alice")))
+	if err != nil || !ok || user.ID != "alice" {
+		t.Fatalf("%v %v %v", user, ok, err)
+	}
+	user, ok, err = p.Authenticate(w, request(nil, session(t, newKey(t, "k1", jose.ES256), "alice")))
+	if err != nil || ok || user.ID != "" || !strings.Contains(w.Header().Get("WWW-Authenticate"), "invalid_token") {
+		t.Fatalf("forged: %v %v %v %v", user, ok, err, w.Header())
+	}
+}

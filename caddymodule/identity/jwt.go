@@ -1,0 +1,240 @@
+package identity
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"time"
+
+	"github.com/caddyserver/caddy/v2"
+	"github.com/caddyserver/caddy/v2/modules/caddyhttp/caddyauth"
+	"go.uber.org/zap"
+)
+
+func init() {
+	caddy.RegisterModule(JWT{})
+}
+
+// Defaults of the optional fields.
+const (
+	DefaultUserClaim = "sub"
+	DefaultLeeway    = 30 * time.Second
+	// maxLeeway: beyond a few minutes a "leeway" is an extension of every session.
+	maxLeeway = 5 * time.Minute
+	// keyWait bounds how long a request waits for keys (the first fetch after start, or an
+	// early fetch for an unknown kid).
+	keyWait = 3 * time.Second
+)
+
+// JWT verifies a signed session (a JWT) locally: no call to the shop per request. It is the
+// authentication provider `http.authentication.providers.seckill_jwt` for Caddy's
+// `authentication` handler, and the verifier inside `seckill_identity` (docs/identity.md
+// says which to use).
+//
+// The token is the bearer token of the Authorization header or the session cookie. Its
+// signature must verify with a configured key (static, or published at jwks_url) whose
+// algorithm is pinned; exp is required; nbf, iat, iss and aud are checked; the user claim must
+// be a contract id. The user becomes {http.auth.user.id}.
+type JWT struct {
+	// The session cookie's name. The bearer token of an Authorization header is read first;
+	// without this, only that header is read.
+	Cookie string `json:"cookie,omitempty"`
+
+	// Where the shop publishes its public keys (a JWKS document, RFC 7517), e.g.
+	// https://shop.example/.well-known/jwks.json. Fetched at start and every jwks_refresh in the
+	// background; a token with an unknown kid causes one early fetch (at most one per
+	// jwks_min_interval); when the endpoint fails, the last good keys stay in use. One fetcher
+	// per URL is shared by every config that uses it and survives config reloads. Until the
+	// first successful fetch every session is refused with 503 unavailable (fail closed).
+	JWKSURL string `json:"jwks_url,omitempty"`
+
+	// Keys written in the configuration, in addition to or instead of jwks_url: each pins its
+	// algorithm to a kid. Values are usually {env.VAR}.
+	Keys []StaticKey `json:"keys,omitempty"`
+
+	// When set, a token's iss must be exactly this.
+	Issuer string `json:"issuer,omitempty"`
+
+	// When set, this must be one of a token's aud.
+	Audience string `json:"audience,omitempty"`
+
+	// The claim naming the user. Its value must match ^[A-Za-z0-9_-]{1,64}$ (the contract's
+	// ids), or the token is refused. Default sub.
+	UserClaim string `json:"user_claim,omitempty"`
+
+	// Clock skew forgiven when checking exp, nbf and iat. Default 30s; at most 5m.
+	Leeway *caddy.Duration `json:"leeway,omitempty"`
+
+	// How often the JWKS is fetched in the background. Default 5m.
+	JWKSRefresh caddy.Duration `json:"jwks_refresh,omitempty"`
+
+	// The least time between two fetches of the JWKS caused by tokens with an unknown kid: a
+	// flood of forged kids costs the shop one fetch per interval. Default 15s.
+	JWKSMinInterval caddy.Duration `json:"jwks_min_interval,omitempty"`
+
+	verifier *Verifier
+	jwks     *JWKS
+	logger   *zap.Logger
+}
+
+// CaddyModule returns the Caddy module information.
+func (JWT) CaddyModule() caddy.ModuleInfo {
+	return caddy.ModuleInfo{
+		ID:  "http.authentication.providers.seckill_jwt",
+		New: func() caddy.Module { return new(JWT) },
+	}
+}
+
+// Provision sets the defaults, parses the static keys and joins (or starts) the JWKS fetcher
+// of jwks_url. It does not wait for the network: the fetch runs in the background and the
+// first requests wait for it (at most a few seconds).
+func (p *JWT) Provision(ctx caddy.Context) error {
+	p.logger = ctx.Logger()
+	registerMetrics(ctx.GetMetricsRegistry())
+	return p.setup(p.pooledJWKS)
+}
+
+// pooledJWKS joins the fetcher of url, starting it when no loaded config uses that URL yet.
+func (p *JWT) pooledJWKS(url string) (*JWKS, error) {
+	refresh, minInterval := time.Duration(p.JWKSRefresh), time.Duration(p.JWKSMinInterval)
+	v, _, err := jwksPool.LoadOrNew(url, func() (caddy.Destructor, error) {
+		return newJWKS(url, jwksClient, refresh, minInterval, p.logger, nil), nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	j := v.(*JWKS)
+	// The newest config's settings and logger win.
+	j.configure(refresh, minInterval, p.logger)
+	return j, nil
+}
+
+// jwksClient fetches every JWKS: its own connections, no proxy from the environment.
+var jwksClient = &http.Client{
+	Transport: &http.Transport{MaxIdleConnsPerHost: 2, IdleConnTimeout: 10 * time.Minute, ForceAttemptHTTP2: true},
+	// A JWKS behind a redirect is followed (CDNs do that), within the client's default limit.
+}
+
+// setup applies the defaults and builds the verifier; jwks gives the fetcher of a URL.
+func (p *JWT) setup(jwks func(url string) (*JWKS, error)) error {
+	if p.logger == nil {
+		p.logger = zap.NewNop()
+	}
+	if p.UserClaim == "" {
+		p.UserClaim = DefaultUserClaim
+	}
+	if p.Leeway == nil {
+		d := caddy.Duration(DefaultLeeway)
+		p.Leeway = &d
+	}
+	if p.JWKSRefresh <= 0 {
+		p.JWKSRefresh = caddy.Duration(DefaultJWKSRefresh)
+	}
+	if p.JWKSMinInterval <= 0 {
+		p.JWKSMinInterval = caddy.Duration(DefaultJWKSMinInterval)
+	}
+	// {env.*} only: these are read once, at load, and must not depend on a request.
+	repl := caddy.NewReplacer()
+	sources := keySources{static: staticKeys{}}
+	for _, k := range p.Keys {
+		key, err := parseStaticKey(k.ID, k.Algorithm, repl.ReplaceAll(k.Value, ""))
+		if err != nil {
+			return fmt.Errorf("seckill_jwt: %w", err)
+		}
+		if _, dup := sources.static[key.ID]; dup {
+			return fmt.Errorf("seckill_jwt: key %q twice", key.ID)
+		}
+		sources.static[key.ID] = key
+	}
+	if p.JWKSURL != "" {
+		u := repl.ReplaceAll(p.JWKSURL, "")
+		if pu, err := url.Parse(u); err != nil || (pu.Scheme != "http" && pu.Scheme != "https") || pu.Host == "" {
+			return fmt.Errorf("seckill_jwt: jwks_url %q: want an http(s) URL", u)
+		}
+		j, err := jwks(u)
+		if err != nil {
+			return fmt.Errorf("seckill_jwt: %w", err)
+		}
+		p.jwks, sources.jwks = j, j
+	}
+	p.verifier = &Verifier{
+		Keys:      sources,
+		Issuer:    repl.ReplaceAll(p.Issuer, ""),
+		Audience:  repl.ReplaceAll(p.Audience, ""),
+		UserClaim: p.UserClaim,
+		Leeway:    time.Duration(*p.Leeway),
+	}
+	return nil
+}
+
+// Validate checks the configuration.
+func (p *JWT) Validate() error {
+	if p.JWKSURL == "" && len(p.Keys) == 0 {
+		return errors.New("seckill_jwt: no key: set jwks_url or at least one key")
+	}
+	if l := time.Duration(*p.Leeway); l < 0 || l > maxLeeway {
+		return fmt.Errorf("seckill_jwt: leeway %v: between 0 and %v", l, maxLeeway)
+	}
+	return nil
+}
+
+// Cleanup lets go of the JWKS fetcher (stopped once no config uses its URL).
+func (p *JWT) Cleanup() error {
+	if p.jwks != nil {
+		_, err := jwksPool.Delete(p.jwks.url)
+		return err
+	}
+	return nil
+}
+
+// identify reads and verifies the request's session: the user, or why not.
+func (p *JWT) identify(r *http.Request) (string, Outcome) {
+	token, o := credential(r, p.Cookie)
+	if o != Verified {
+		jwtRequests.WithLabelValues(string(o)).Inc()
+		return "", o
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), keyWait)
+	defer cancel()
+	user, o := p.verifier.Verify(ctx, token)
+	jwtRequests.WithLabelValues(string(o)).Inc()
+	if o != Verified {
+		p.logger.Debug("session refused", zap.String("outcome", string(o)))
+	}
+	return user, o
+}
+
+// challenge is the WWW-Authenticate of a refusal (RFC 6750 3): invalid_token once a token was
+// presented, nothing more when none was.
+func challenge(o Outcome) string {
+	if o == Missing {
+		return `Bearer realm="seckill"`
+	}
+	return `Bearer realm="seckill", error="invalid_token"`
+}
+
+// Authenticate implements caddyauth.Authenticator: with Caddy's `authentication` handler a
+// refused session is that handler's 401 (handle_errors gives it a body) and a verified one sets
+// {http.auth.user.id}. No keys loaded yet is reported as an error (logged, then 401).
+func (p *JWT) Authenticate(w http.ResponseWriter, r *http.Request) (caddyauth.User, bool, error) {
+	user, o := p.identify(r)
+	switch o {
+	case Verified:
+		return caddyauth.User{ID: user}, true, nil
+	case NoKeys:
+		return caddyauth.User{}, false, errNoKeys
+	}
+	w.Header().Set("WWW-Authenticate", challenge(o))
+	return caddyauth.User{}, false, nil
+}
+
+// Interface guards
+var (
+	_ caddy.Provisioner       = (*JWT)(nil)
+	_ caddy.Validator         = (*JWT)(nil)
+	_ caddy.CleanerUpper      = (*JWT)(nil)
+	_ caddyauth.Authenticator = (*JWT)(nil)
+	_ caddy.Destructor        = (*JWKS)(nil)
+)

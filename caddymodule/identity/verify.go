@@ -1,0 +1,152 @@
+package identity
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/go-jose/go-jose/v4"
+	"github.com/go-jose/go-jose/v4/jwt"
+
+	"github.com/seckilledge/seckill/contract"
+)
+
+// Outcome is what became of one request's credential: Verified, or why it was refused. The
+// set is closed (it labels metrics).
+type Outcome string
+
+// The outcomes of Verifier.Verify (and of reading the credential off the request).
+const (
+	Verified Outcome = "verified"
+	// Missing: no cookie and no bearer token.
+	Missing Outcome = "missing"
+	// Ambiguous: two Authorization headers, or the session cookie twice. Which one would the
+	// shop have meant? Neither is believed.
+	Ambiguous Outcome = "ambiguous"
+	// TooLarge: a token over MaxToken bytes, refused before parsing.
+	TooLarge Outcome = "too_large"
+	// Malformed: not a compact JWS, an algorithm outside HS256/RS256/ES256/EdDSA (none
+	// included), or claims that are not JSON.
+	Malformed Outcome = "malformed"
+	// UnknownKey: no key has the token's kid (after at most one JWKS refetch).
+	UnknownKey Outcome = "unknown_kid"
+	// WrongAlgorithm: the token's alg is not the one its key is pinned to.
+	WrongAlgorithm Outcome = "wrong_alg"
+	// BadSignature: the signature does not verify.
+	BadSignature Outcome = "bad_signature"
+	// Expired: exp is past (beyond the leeway), or missing: a session must end.
+	Expired Outcome = "expired"
+	// NotYetValid: nbf or iat is in the future beyond the leeway.
+	NotYetValid Outcome = "not_yet_valid"
+	// WrongIssuer, WrongAudience: iss or aud is not the configured one.
+	WrongIssuer   Outcome = "wrong_issuer"
+	WrongAudience Outcome = "wrong_audience"
+	// BadUser: the user claim is missing or not a contract id (^[A-Za-z0-9_-]{1,64}$).
+	BadUser Outcome = "bad_user"
+	// NoKeys: no key could be loaded yet (the JWKS endpoint has not answered since start).
+	// Not the client's fault: 503, not 401.
+	NoKeys Outcome = "no_keys"
+)
+
+// outcomes lists every outcome, so each metric series exists from the start.
+var outcomes = []Outcome{Verified, Missing, Ambiguous, TooLarge, Malformed, UnknownKey, WrongAlgorithm,
+	BadSignature, Expired, NotYetValid, WrongIssuer, WrongAudience, BadUser, NoKeys}
+
+// MaxToken is the longest token read. A session token is a few hundred bytes; an 8 KiB one is
+// an attempt to make the gateway decode and hash a lot for nothing.
+const MaxToken = 8 << 10
+
+// Errors of a KeySource.
+var (
+	errUnknownKey = errors.New("no key with this kid")
+	errNoKeys     = errors.New("no verification key loaded yet")
+)
+
+// KeySource finds the key a token names.
+type KeySource interface {
+	// Key returns the key with this kid: errUnknownKey when there is none, errNoKeys when no
+	// key has ever been loaded. It may wait for a JWKS fetch, never longer than ctx allows.
+	Key(ctx context.Context, kid string) (*Key, error)
+}
+
+// Verifier decides whether a token is a valid session and whose. It knows nothing of HTTP or
+// Caddy: the tests call it with a clock of their own.
+type Verifier struct {
+	Keys KeySource
+	// Issuer and Audience, when not empty, must be the token's iss and one of its aud.
+	Issuer   string
+	Audience string
+	// UserClaim names the claim holding the user id; "" or "sub" is the subject.
+	UserClaim string
+	// Leeway is the clock skew forgiven on exp, nbf and iat.
+	Leeway time.Duration
+	// Now is the clock (time.Now when nil).
+	Now func() time.Time
+}
+
+// Verify checks token and returns the user it names, or why not.
+func (v *Verifier) Verify(ctx context.Context, token string) (string, Outcome) {
+	if len(token) > MaxToken {
+		return "", TooLarge
+	}
+	tok, err := jwt.ParseSigned(token, algorithms)
+	if err != nil || len(tok.Headers) != 1 {
+		return "", Malformed
+	}
+	h := tok.Headers[0]
+	key, err := v.Keys.Key(ctx, h.KeyID)
+	switch {
+	case errors.Is(err, errNoKeys):
+		return "", NoKeys
+	case err != nil:
+		return "", UnknownKey
+	case h.Algorithm != string(key.Alg):
+		return "", WrongAlgorithm
+	}
+
+	var claims jwt.Claims
+	var user string
+	if v.UserClaim == "" || v.UserClaim == "sub" {
+		err = tok.Claims(key.Verifier, &claims)
+		user = claims.Subject
+	} else {
+		// Only a custom claim pays for a map.
+		var extra map[string]any
+		err = tok.Claims(key.Verifier, &claims, &extra)
+		user, _ = extra[v.UserClaim].(string)
+	}
+	if err != nil {
+		if errors.Is(err, jose.ErrCryptoFailure) {
+			return "", BadSignature
+		}
+		return "", Malformed
+	}
+	if claims.Expiry == nil {
+		return "", Expired
+	}
+	now := time.Now
+	if v.Now != nil {
+		now = v.Now
+	}
+	want := jwt.Expected{Issuer: v.Issuer, Time: now()}
+	if v.Audience != "" {
+		want.AnyAudience = jwt.Audience{v.Audience}
+	}
+	switch err := claims.ValidateWithLeeway(want, v.Leeway); {
+	case err == nil:
+	case errors.Is(err, jwt.ErrExpired):
+		return "", Expired
+	case errors.Is(err, jwt.ErrNotValidYet), errors.Is(err, jwt.ErrIssuedInTheFuture):
+		return "", NotYetValid
+	case errors.Is(err, jwt.ErrInvalidIssuer):
+		return "", WrongIssuer
+	case errors.Is(err, jwt.ErrInvalidAudience):
+		return "", WrongAudience
+	default:
+		return "", Malformed
+	}
+	if !contract.ValidID(user) {
+		return "", BadUser
+	}
+	return user, Verified
+}
