@@ -387,8 +387,9 @@ func (d *Driver) Identity(ctx context.Context, o IdentityOptions) (*IdentityResu
 
 // identitySide runs one case's rush: the buyers of sessions click in turn until the duration ends.
 func (d *Driver) identitySide(ctx context.Context, o IdentityOptions, c string, round int, site, sale string, s StandinSessions) (IdentitySide, error) {
-	// More requests than the rush can send: the duration ends it.
-	n := int(o.Duration.Seconds()*30000) + 1
+	// More requests than the rush can send (50 000/s: more than one gateway CPU answers on the
+	// cheapest route): the duration ends it.
+	n := int(o.Duration.Seconds()*50000) + 1
 	headers := make([]http.Header, len(s.Users))
 	for i, u := range s.Users {
 		if c == IdentityDemo {
