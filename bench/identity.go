@@ -206,7 +206,10 @@ type IdentityOptions struct {
 	TTL      time.Duration // seckill_session's ttl, for its target (default 30 s)
 	Throttle bool          // the Caddyfile has the demo's throttle zones (reported only)
 	Client   string        // load client (default raw)
-	Logf     func(format string, a ...any)
+	// AroundRush, if set, is called as each rush starts with "<case>-r<round>"; what it
+	// returns is called when the rush ends (seckill-bench's -gateway-pprof).
+	AroundRush func(kind string) func()
+	Logf       func(format string, a ...any)
 }
 
 // IdentitySide is one case's rush in one round.
@@ -412,9 +415,14 @@ func (d *Driver) identitySide(ctx context.Context, o IdentityOptions, c string, 
 	if err != nil {
 		return IdentitySide{}, err
 	}
+	done := func() {}
+	if o.AroundRush != nil {
+		done = o.AroundRush(fmt.Sprintf("%s-r%d", c, round))
+	}
 	cpu := d.cpuSnap()
 	r := load.Execute(ctx, load.Run{Name: c, Model: load.Model{Connections: o.Conns}, Requests: reqs, Duration: o.Duration, Client: client})
 	per := d.perRequest(cpu, r)
+	done()
 	after, err := o.Standin.Calls(ctx)
 	if err != nil {
 		return IdentitySide{}, err

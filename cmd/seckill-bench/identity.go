@@ -42,6 +42,7 @@ func runIdentity(ctx context.Context, args []string, stdout, stderr io.Writer) i
 	pgAdmin := fs.String("pg-admin", stackenv.PGAdminURL(), "Postgres maintenance URL")
 	adminToken := fs.String("admin-token", stackenv.Get("SECKILL_ADMIN_TOKEN", "demo-admin-token"), "backend admin token (demo default)")
 	pinning := addPinFlags(fs)
+	gwProfile := addGatewayProfileFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -96,7 +97,9 @@ func runIdentity(ctx context.Context, args []string, stdout, stderr io.Writer) i
 	if err != nil {
 		return errorf(stderr, "%v", err)
 	}
+	o.AroundRush = gwProfile.around(ctx, stack, logf)
 	res, err := drv.Identity(ctx, o)
+	gwProfile.finish(ctx, stack, logf)
 	unpin()
 	if err != nil {
 		return errorf(stderr, "%v", err)
@@ -137,7 +140,7 @@ func identityMarkdown(w io.Writer, r *bench.IdentityResult, rounds int) {
 	}
 	fmt.Fprintf(w, "\nPOST /seckill/<sale>/token of a preheated sale, %d fresh sessions per case and round clicking in turn, %d connections, %s per rush, %d rounds (cases rotated each round); one Caddy process, one site per case, each route %s; seckill_session ttl %s. Medians of the rounds; ratios are the median of each round's ratio to the demo path.\n\n",
 		r.Sessions, r.Conns, r.Duration, rounds, route, r.TTL)
-	fmt.Fprintln(w, "| case | req/s | p99 | gateway µs/req | session service µs/req | gateway + session µs/req | gateway / demo | total / demo | redis µs/req | session calls per rush | calls per session | 200s |")
+	fmt.Fprintln(w, "| case | req/s | p99 | gateway µs/req | session service µs/req | gateway + session µs/req | gateway / demo | total / demo | redis µs/req | session calls per rush | calls per session | answered 200 |")
 	fmt.Fprintln(w, "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
 	for _, c := range r.Cases {
 		fmt.Fprintf(w, "| %s | %.0f | %.1f ms | %.0f | %.0f | %.0f | %.2fx | %.2fx | %.0f | %.0f | %.3f | %.1f %% |\n", c.Label, c.Throughput, c.P99ms,
