@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/caddyserver/caddy/v2"
 	"github.com/go-jose/go-jose/v4"
 
 	"github.com/seckilledge/seckill/internal/handlertest"
@@ -26,6 +27,13 @@ type gatewayReply struct {
 // startGateway runs caddyfile (adapted, {$VAR}s from the environment) in this process. The
 // site answers /healthz itself.
 func startGateway(t *testing.T, caddyfile string) string {
+	base, _ := startReloadableGateway(t, caddyfile)
+	return base
+}
+
+// startReloadableGateway is startGateway, and a function that loads the same config again
+// (a config reload: every module is provisioned anew, the old ones cleaned up).
+func startReloadableGateway(t *testing.T, caddyfile string) (string, func()) {
 	t.Helper()
 	port, plainPort := testenv.FreePort(t), testenv.FreePort(t)
 	src := strings.ReplaceAll(caddyfile, "ADDR", fmt.Sprintf("http://127.0.0.1:%d", port))
@@ -38,7 +46,12 @@ func startGateway(t *testing.T, caddyfile string) string {
 	base := fmt.Sprintf("http://127.0.0.1:%d", port)
 	handlertest.StartCaddy(t, cfg, base)
 	plainBase = fmt.Sprintf("http://127.0.0.1:%d", plainPort)
-	return base
+	return base, func() {
+		t.Helper()
+		if err := caddy.Load(cfg, true); err != nil {
+			t.Fatalf("reload: %v", err)
+		}
+	}
 }
 
 // plainBase is the address of the PLAIN site of the last startGateway.
@@ -147,5 +160,48 @@ func TestAShopSignedSessionIsVerifiedAtTheEdgeAndAForgedOneIsRefused(t *testing.
 	// No session at all, whatever the client claims.
 	if r := get(t, base, "/seckill/s1/token", http.Header{"X-User-Id": {"alice"}}, ""); r.Status != http.StatusUnauthorized || r.Code != "unauthenticated" {
 		t.Errorf("no session: %d %s", r.Status, r.Body)
+	}
+}
+
+// A gateway started while the shop's JWKS endpoint is down refuses with 503 unavailable (the
+// buyer's session may be fine: signing in again would not help), then lets buyers in as soon
+// as the endpoint answers.
+func TestAGatewayStartedWithTheJWKSDownAnswers503UntilTheKeysLoad(t *testing.T) {
+	shop := newTestShop(t)
+	key := shop.publish(newKey(t, "k1", jose.ES256))
+	shop.down.Store(true)
+	t.Setenv("IDENTITY_TEST_JWKS", shop.url())
+	base := startGateway(t, shopCaddyfile)
+	tok := session(t, key, "alice")
+
+	r := get(t, base, "/seckill/s1/token", nil, tok)
+	if r.Status != http.StatusServiceUnavailable || r.Code != "unavailable" || r.Header.Get("Retry-After") == "" {
+		t.Fatalf("JWKS down at start: %d %s (Retry-After %q)", r.Status, r.Body, r.Header.Get("Retry-After"))
+	}
+	shop.down.Store(false)
+	testenv.WaitFor(t, 10*time.Second, "the gateway to load the keys", func() bool {
+		return get(t, base, "/seckill/s1/token", nil, tok).Status == http.StatusOK
+	})
+}
+
+// A config reload while the JWKS endpoint is down: the pooled keys survive, buyers notice
+// nothing, and the reload fetched nothing.
+func TestAConfigReloadWhileTheJWKSIsDownKeepsTheKeys(t *testing.T) {
+	shop := newTestShop(t)
+	key := shop.publish(newKey(t, "k1", jose.ES256))
+	t.Setenv("IDENTITY_TEST_JWKS", shop.url())
+	base, reload := startReloadableGateway(t, shopCaddyfile)
+	tok := session(t, key, "alice")
+	if r := get(t, base, "/seckill/s1/token", nil, tok); r.Status != http.StatusOK {
+		t.Fatalf("before the reload: %d %s", r.Status, r.Body)
+	}
+	hits := shop.hits.Load()
+	shop.down.Store(true)
+	reload()
+	if r := get(t, base, "/seckill/s1/token", nil, tok); r.Status != http.StatusOK || !strings.Contains(r.Body, "user=alice ") {
+		t.Fatalf("after the reload: %d %s", r.Status, r.Body)
+	}
+	if n := shop.hits.Load(); n != hits {
+		t.Fatalf("the reload fetched the JWKS again (%d fetches, %d before)", n, hits)
 	}
 }

@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/caddyserver/caddy/v2"
 	"github.com/go-jose/go-jose/v4"
 	"github.com/go-jose/go-jose/v4/jwt"
 	"github.com/prometheus/client_golang/prometheus"
@@ -182,3 +183,5 @@ func counter(t testing.TB, c prometheus.Counter) float64 {
 	}
 	return m.GetCounter().GetValue()
 }
+
+func caddyDuration(d time.Duration) caddy.Duration { return caddy.Duration(d) }
