@@ -10,7 +10,7 @@ export SECKILL_REQUIRE_SERVICES := 1
 # Where the stack keeps its data and env file (scripts/stack.sh honours the same variable).
 RUN_DIR := $(or $(SECKILL_RUN_DIR),.run)
 
-.PHONY: run test unit stop stack build xcaddy xcaddy-check bench bench-pin chaos compose-check fuzz clean
+.PHONY: run test unit stop stack build xcaddy xcaddy-check bench bench-pin bench-identity chaos compose-check fuzz clean
 
 build:
 	$(GO) build -o bin/caddy ./cmd/caddy
@@ -79,6 +79,12 @@ bench-pin: stack build
 	@bash scripts/bench-pin.sh
 	@PIN=1 bash scripts/bench-throttle.sh
 	@PIN=1 bash scripts/bench-gate.sh
+
+# Identity at the edge (issue 26): the demo path, local JWT, cached forward_auth and forward_auth
+# side by side, pinned, ROUNDS=3 (scripts/bench-identity.sh; PIN=0 unpinned). Results:
+# bench-results/identity.
+bench-identity: stack build
+	@bash scripts/bench-identity.sh
 
 # Every part killed and restarted mid-sale on private servers, then every invariant checked
 # (docs/chaos.md). CHAOS_RUNS=3 make chaos runs it three times in a row. Depends on stack for

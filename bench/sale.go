@@ -104,8 +104,12 @@ type cpuSnap map[string]time.Duration
 // servers are the processes whose CPU a run counts, by name: each is the root of a process
 // tree (a Postgres backend is the postmaster's child, beam.smp the rabbitmq-server script's).
 func (d *Driver) servers() map[string]int {
-	return map[string]int{"gateway": d.Stack.GatewayPID, "backend": d.Stack.BackendPID, "redis": d.Stack.RedisPID,
+	s := map[string]int{"gateway": d.Stack.GatewayPID, "backend": d.Stack.BackendPID, "redis": d.Stack.RedisPID,
 		"rabbitmq": d.Stack.RabbitPID, "postgres": d.Stack.PostgresPID}
+	for name, pid := range d.Stack.Others {
+		s[name] = pid
+	}
+	return s
 }
 
 func (d *Driver) cpuSnap() cpuSnap {

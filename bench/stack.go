@@ -44,6 +44,9 @@ type Stack struct {
 	// Shared is true when RabbitMQ and Postgres are the machine's shared servers: their CPU
 	// then includes other users' work.
 	Shared bool
+	// Others are more process trees whose CPU a run counts and -pin pins, by name (the
+	// identity benchmark's session stand-in).
+	Others map[string]int
 	// Logs of started processes.
 	LogDir string
 

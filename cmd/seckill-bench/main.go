@@ -8,6 +8,8 @@
 //	seckill-bench verify -sale S  only the invariants of an existing sale
 //	seckill-bench verify-room -sale S  the waiting room's order against its revealed seed
 //	seckill-bench room            the waiting room's fairness scenario and poll benchmark
+//	seckill-bench identity        identity at the edge: demo path, local JWT, cached and plain
+//	                              forward_auth side by side (CPU per request, session calls)
 //
 // By default it builds nothing and starts its own backend and gateway (from -bin) on free
 // ports, with a RabbitMQ vhost and a Postgres database of their own; -gateway and -backend
@@ -41,6 +43,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	if len(args) > 0 && args[0] == "room" {
 		return runRoom(ctx, args[1:], stdout, stderr)
+	}
+	if len(args) > 0 && args[0] == "identity" {
+		return runIdentity(ctx, args[1:], stdout, stderr)
+	}
+	if len(args) > 0 && args[0] == "session-standin" { // the identity benchmark's stand-in shop
+		return runStandin(ctx, args[1:], stderr)
 	}
 	if len(args) > 0 && args[0] == "soak" {
 		return runSoak(ctx, args[1:], stdout, stderr)

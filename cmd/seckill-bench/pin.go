@@ -42,6 +42,9 @@ func (f pinFlags) start(stack *bench.Stack, res *bench.Result, logf func(string,
 		if !stack.Shared {
 			r = append(r, stack.RabbitPID, stack.PostgresPID)
 		}
+		for _, pid := range stack.Others {
+			r = append(r, pid)
+		}
 		return r
 	}
 	p, err := bench.StartPinning(roots, 250*time.Millisecond)
