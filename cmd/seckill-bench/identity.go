@@ -40,7 +40,7 @@ func runIdentity(ctx context.Context, args []string, stdout, stderr io.Writer) i
 	amqpURL := fs.String("amqp", stackenv.AMQPURL(), "RabbitMQ URL (a vhost of its own is created)")
 	mgmt := fs.String("amqp-mgmt", stackenv.AMQPMgmtURL(), "RabbitMQ management API URL")
 	pgAdmin := fs.String("pg-admin", stackenv.PGAdminURL(), "Postgres maintenance URL")
-	adminToken := fs.String("admin-token", stackenv.Get("SECKILL_ADMIN_TOKEN", "demo-admin-token"), "backend admin token (demo default)")
+	adminToken := fs.String("admin-token", stackenv.Secret("SECKILL_ADMIN_TOKEN"), "backend admin token (default SECKILL_ADMIN_TOKEN, else a random one for the stack this run starts)")
 	pinning := addPinFlags(fs)
 	gwProfile := addGatewayProfileFlags(fs)
 	if err := fs.Parse(args); err != nil {
@@ -79,7 +79,7 @@ func runIdentity(ctx context.Context, args []string, stdout, stderr io.Writer) i
 	o.Ports = ports
 	stack, err := bench.Start(ctx, bench.StartOptions{Root: *root, BinDir: *bin, Caddyfile: caddyfile, PrivateRedis: true,
 		AMQPURL: *amqpURL, MgmtURL: *mgmt, PGAdminURL: *pgAdmin, AdminToken: *adminToken,
-		TokenKey: stackenv.Get("SECKILL_TOKEN_KEY", "bench-token-key-not-a-secret-0123456789"), LogDir: logDir,
+		TokenKey: stackenv.Secret("SECKILL_TOKEN_KEY"), LogDir: logDir,
 		PrivateServices: *pinning.private})
 	if err != nil {
 		return errorf(stderr, "%v", err)
