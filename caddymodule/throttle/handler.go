@@ -65,6 +65,8 @@ type Handler struct {
 	allow   *allowList
 	logger  *zap.Logger
 	refuse  refusal.Writer
+	// counters are the decision counters of zones, in limiter order.
+	counters []zoneCounters
 }
 
 // CaddyModule returns the Caddy module information.
@@ -110,12 +112,20 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 		return fmt.Errorf("seckill_throttle: loading the seckill app: %w", err)
 	}
 	app := a.(*caddymodule.App)
+	names := h.build(&RedisStore{R: app.RedisClient(), AutoPipeline: !h.DisableAutopipeline})
+	app.AddStatus("throttle:"+strings.Join(names, ","), func(context.Context) any { return h.limiter.Status() })
+	return nil
+}
+
+// build makes the limiter of the provisioned zones on store, and the refusal writer; it
+// returns the zone names in decision order.
+func (h *Handler) build(store Store) []string {
 	rules := make([]Rule, len(h.Zones))
 	for i, z := range h.Zones {
 		rules[i] = z.rule()
 	}
 	caller := h.Caller(100 * time.Millisecond)
-	h.limiter = NewLimiterOn(&RedisStore{R: app.RedisClient(), AutoPipeline: !h.DisableAutopipeline}, rules, caller.Timeout)
+	h.limiter = NewLimiterOn(store, rules, caller.Timeout)
 	h.limiter.Pending = caller.Pending
 	h.refuse = h.Writer(time.Duration(h.RetryJitter))
 	byName := map[string]*Zone{}
@@ -128,8 +138,11 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 		h.zones = append(h.zones, byName[r.Name])
 		names = append(names, r.Name)
 	}
-	app.AddStatus("throttle:"+strings.Join(names, ","), func(context.Context) any { return h.limiter.Status() })
-	return nil
+	h.counters = make([]zoneCounters, len(names))
+	for i, n := range names {
+		h.counters[i].zone = n
+	}
+	return names
 }
 
 // Validate checks the configuration; it reads nothing outside it.
@@ -177,7 +190,7 @@ func (h *Handler) Validate() error {
 // ServeHTTP decides and either refuses or hands the request on.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler) error {
 	if h.allowed(r) {
-		decisions.WithLabelValues("", "allowlisted").Inc()
+		allowlisted.incAllowlisted()
 		return next.ServeHTTP(w, r)
 	}
 	d := h.decide(r)
@@ -226,20 +239,20 @@ func (h *Handler) decide(r *http.Request) Decision {
 
 func (h *Handler) record(d *Decision) {
 	if d.RedisCalled {
-		result := "ok"
+		result := redisOK
 		if errors.Is(d.RedisErr, ErrShed) {
-			result = "shed"
+			result = redisShed
 		} else if d.RedisErr != nil {
-			result = "error"
+			result = redisError
 		}
-		redisSeconds.WithLabelValues(result).Observe(d.RedisTime.Seconds())
+		result.Observe(d.RedisTime.Seconds())
 	}
 	if d.RedisErr != nil {
 		h.logger.Warn("redis did not answer; zones applied their failure policy", zap.Error(d.RedisErr))
 	}
-	for _, res := range d.Results {
-		if res.Outcome != Skipped {
-			decisions.WithLabelValues(res.Rule.Name, string(res.Outcome)).Inc()
+	for i := range d.Results {
+		if o := d.Results[i].Outcome; o != Skipped {
+			h.counters[i].inc(o)
 		}
 	}
 }
