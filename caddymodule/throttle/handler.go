@@ -15,6 +15,7 @@ import (
 	"net/http"
 	"regexp"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
@@ -67,6 +68,8 @@ type Handler struct {
 	refuse  refusal.Writer
 	// counters are the decision counters of zones, in limiter order.
 	counters []zoneCounters
+	// policy holds the RateLimit-Policy value of each combination of zones (headers.go).
+	policy []atomic.Pointer[string]
 }
 
 // CaddyModule returns the Caddy module information.
@@ -137,6 +140,10 @@ func (h *Handler) build(store Store) []string {
 	for _, r := range h.limiter.Rules() {
 		h.zones = append(h.zones, byName[r.Name])
 		names = append(names, r.Name)
+	}
+	h.policy = nil
+	if len(names) <= maxPolicyZones {
+		h.policy = make([]atomic.Pointer[string], 1<<len(names))
 	}
 	h.counters = make([]zoneCounters, len(names))
 	for i, n := range names {
