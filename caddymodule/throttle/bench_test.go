@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strconv"
 	"testing"
 	"time"
@@ -109,3 +110,35 @@ type benchWriter struct {
 func (w *benchWriter) Header() http.Header         { return w.h }
 func (w *benchWriter) WriteHeader(code int)        { w.code = code }
 func (w *benchWriter) Write(p []byte) (int, error) { return len(p), nil }
+
+func TestZonesSharingMatchersAreCountedOnlyWhereTheyApply(t *testing.T) {
+	store := &fakeStore{replies: map[string]Reply{}}
+	h := demoHandler(t, store)
+	next := caddyhttp.HandlerFunc(func(http.ResponseWriter, *http.Request) error { return nil })
+	for _, c := range []struct {
+		path string
+		want []string // counter keys of the one round trip, in limiter order
+	}{
+		{"/seckill/s1/buy", []string{"seckill:rl:{user:u7}", "seckill:rl:{ip:10.0.0.7}"}},
+		{"/orders/o1", []string{"seckill:rl:{orders_user:u7}", "seckill:rl:{orders_ip:10.0.0.7}"}},
+		{"/other", nil},
+	} {
+		store.trips = nil
+		r := httptest.NewRequest(http.MethodGet, c.path, nil)
+		r.RemoteAddr = "10.0.0.7:40000"
+		r.Header.Set("X-User-ID", "u7")
+		caddyhttp.NewTestReplacer(r)
+		_ = h.ServeHTTP(&benchWriter{h: http.Header{}}, r, next)
+		var got []string
+		for _, trip := range store.trips {
+			for _, call := range trip {
+				got = append(got, call.Key)
+			}
+		}
+		slices.Sort(got)
+		slices.Sort(c.want)
+		if !slices.Equal(got, c.want) {
+			t.Errorf("%s: counted in %v, want %v", c.path, got, c.want)
+		}
+	}
+}

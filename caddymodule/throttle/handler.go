@@ -68,6 +68,9 @@ type Handler struct {
 	refuse  refusal.Writer
 	// counters are the decision counters of zones, in limiter order.
 	counters []zoneCounters
+	// matchSet[i] is the first zone (in limiter order) with the same matchers as zone i, -1
+	// for a zone without matchers.
+	matchSet []int
 	// policy holds the RateLimit-Policy value of each combination of zones (headers.go).
 	policy []atomic.Pointer[string]
 }
@@ -140,6 +143,20 @@ func (h *Handler) build(store Store) []string {
 	for _, r := range h.limiter.Rules() {
 		h.zones = append(h.zones, byName[r.Name])
 		names = append(names, r.Name)
+	}
+	h.matchSet = make([]int, len(h.zones))
+	for i, z := range h.zones {
+		h.matchSet[i] = -1
+		if len(z.matchers) == 0 {
+			continue
+		}
+		h.matchSet[i] = i
+		for j := range i {
+			if h.zones[j].matchJSON == z.matchJSON && len(h.zones[j].matchers) > 0 {
+				h.matchSet[i] = h.matchSet[j]
+				break
+			}
+		}
 	}
 	h.policy = nil
 	if len(names) <= maxPolicyZones {
@@ -237,9 +254,32 @@ func (h *Handler) decide(r *http.Request) Decision {
 	if repl == nil {
 		repl = caddy.NewReplacer()
 	}
-	keys := make([]string, len(h.zones))
+	// Zones with the same matchers (the demo's three /seckill/* zones) share one evaluation:
+	// matched[m] is 0 not yet, 1 true, 2 false for the zones whose matchSet is m.
+	var matched [maxPolicyZones]uint8
+	var buf [maxPolicyZones]string
+	keys := buf[:0]
+	if len(h.zones) > len(buf) {
+		keys = make([]string, 0, len(h.zones))
+	}
 	for i, z := range h.zones {
-		keys[i] = z.key(r, repl)
+		ok := true
+		if m := h.matchSet[i]; m >= 0 && m < len(matched) {
+			if matched[m] == 0 {
+				matched[m] = 2
+				if z.matches(r) {
+					matched[m] = 1
+				}
+			}
+			ok = matched[m] == 1
+		} else if m >= 0 {
+			ok = z.matches(r)
+		}
+		k := ""
+		if ok {
+			k = z.key(r, repl)
+		}
+		keys = append(keys, k)
 	}
 	return h.limiter.Decide(r.Context(), keys)
 }
