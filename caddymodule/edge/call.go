@@ -8,6 +8,7 @@ package edge
 import (
 	"context"
 	"errors"
+	"sync"
 	"time"
 )
 
@@ -53,19 +54,35 @@ func Call[T any](ctx context.Context, c Caller, fn func(context.Context) (T, err
 		v, err := fn(rctx)
 		done <- result{v, err}
 	}()
-	wait := ctx
-	if c.Timeout > 0 {
-		var cancel context.CancelFunc
-		wait, cancel = context.WithTimeoutCause(ctx, c.Timeout, ErrTimeout)
-		defer cancel()
+	if c.Timeout <= 0 {
+		select {
+		case r := <-done:
+			return r.v, r.err
+		case <-ctx.Done():
+			return zero, ctx.Err()
+		}
 	}
+	// A pooled timer rather than a context.WithTimeout: that is three allocations per call
+	// (the context, its timer, its Done channel), on every decision.
+	t := timers.Get().(*time.Timer)
+	t.Reset(c.Timeout)
+	defer func() {
+		t.Stop() // since Go 1.23 a stopped timer's channel holds no stale tick: reusable
+		timers.Put(t)
+	}()
 	select {
 	case r := <-done:
 		return r.v, r.err
-	case <-wait.Done():
-		if cause := context.Cause(wait); errors.Is(cause, ErrTimeout) {
-			return zero, ErrTimeout
-		}
-		return zero, wait.Err()
+	case <-ctx.Done():
+		return zero, ctx.Err()
+	case <-t.C:
+		return zero, ErrTimeout
 	}
 }
+
+// timers are the stopped timers of finished calls.
+var timers = sync.Pool{New: func() any {
+	t := time.NewTimer(time.Hour)
+	t.Stop()
+	return t
+}}

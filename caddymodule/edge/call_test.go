@@ -95,3 +95,18 @@ func TestOnUserShardLearnsOnceAndForgetsAGoneShard(t *testing.T) {
 		t.Fatalf("an impossible shard count: %v", err)
 	}
 }
+
+// BenchmarkCall is the plumbing of one Redis call around an answer that is ready at once:
+// the slot, the goroutine, the deadline.
+//
+//	go test -run '^$' -bench 'Call$' -benchmem -benchtime 2000x ./caddymodule/edge/
+func BenchmarkCall(b *testing.B) {
+	c := Caller{Timeout: time.Second, Pending: NewPending(DefaultMaxPending)}
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := Call(ctx, c, func(context.Context) (int, error) { return 1, nil }); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -242,24 +242,21 @@ const EventName = "seckill_decision"
 
 func writeAccepted(w http.ResponseWriter, v Verdict) {
 	// The order id is a UUID and a variant id is [A-Za-z0-9_-]: no JSON escaping needed.
-	body := []byte(`{"order_id":"` + v.OrderID + `","status":"queued"}`)
-	if v.Items() {
-		body = body[:len(body)-1]
-		if v.Variant != "" {
-			body = append(body, `,"variant":"`...)
-			body = append(body, v.Variant...)
-			body = append(body, '"')
+	_ = refusal.Answer(w, http.StatusAccepted, func(body []byte) []byte {
+		body = append(body, `{"order_id":"`...)
+		body = append(body, v.OrderID...)
+		body = append(body, `","status":"queued"`...)
+		if v.Items() {
+			if v.Variant != "" {
+				body = append(body, `,"variant":"`...)
+				body = append(body, v.Variant...)
+				body = append(body, '"')
+			}
+			body = append(body, `,"quantity":`...)
+			body = strconv.AppendInt(body, int64(v.Quantity), 10)
 		}
-		body = append(body, `,"quantity":`...)
-		body = strconv.AppendInt(body, int64(v.Quantity), 10)
-		body = append(body, '}')
-	}
-	h := w.Header()
-	h["Content-Type"] = []string{"application/json"}
-	h["Cache-Control"] = []string{"no-store"}
-	h["Content-Length"] = []string{strconv.Itoa(len(body))}
-	w.WriteHeader(http.StatusAccepted)
-	_, _ = w.Write(body)
+		return append(body, '}')
+	})
 }
 
 // Interface guards

@@ -8,10 +8,12 @@ package refusal
 import (
 	"encoding/json"
 	"errors"
+	"maps"
 	"math/rand/v2"
 	"net/http"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
@@ -55,20 +57,28 @@ type Writer struct {
 // Write answers r on w. It returns the caddyhttp error with HandleErrors, else the write's.
 func (wr Writer) Write(w http.ResponseWriter, r Refusal) error {
 	h := w.Header()
+	// The header values in one backing array, each capped to its own element (a later append
+	// reallocates, and a handler rewriting one value in place touches only its own); the keys
+	// are canonical already.
+	n := 3
 	if r.Retryable() {
+		n = 4
+	}
+	v := make([]string, n)
+	if n == 4 {
 		retry := r.RetryAfter
 		if wr.Jitter > 0 {
 			retry += rand.N(wr.Jitter)
 		}
-		h["Retry-After"] = []string{strconv.FormatInt(Seconds(retry), 10)}
+		v[3] = strconv.FormatInt(Seconds(retry), 10)
+		h["Retry-After"] = v[3:4:4]
 	}
 	if wr.HandleErrors {
 		return caddyhttp.Error(r.Status, r)
 	}
 	body := Body(r)
-	h["Content-Type"] = []string{"application/json"}
-	h["Cache-Control"] = []string{"no-store"}
-	h["Content-Length"] = []string{strconv.Itoa(len(body))}
+	v[0], v[1], v[2] = "application/json", "no-store", strconv.Itoa(len(body))
+	h["Content-Type"], h["Cache-Control"], h["Content-Length"] = v[0:1:1], v[1:2:2], v[2:3:3]
 	w.WriteHeader(r.Status)
 	_, err := w.Write(body)
 	return err
@@ -87,17 +97,38 @@ func Body(r Refusal) []byte {
 		return b
 	}
 	k := bodyKey{r.Code, r.Message}
-	if b, ok := bodies.Load(k); ok {
-		return b.([]byte)
+	// A plain map read: a sync.Map would box the key into an interface, one allocation per
+	// refusal.
+	if b, ok := (*bodies.Load())[k]; ok {
+		return b
 	}
 	b, _ := json.Marshal(contract.Refusal{Code: r.Code, Message: r.Message})
-	bodies.Store(k, b)
+	bodiesMu.Lock()
+	defer bodiesMu.Unlock()
+	old := *bodies.Load()
+	if len(old) >= maxBodies {
+		return b // codes and messages are constants; past this, something is wrong: no cache
+	}
+	m := make(map[bodyKey][]byte, len(old)+1)
+	maps.Copy(m, old)
+	m[k] = b
+	bodies.Store(&m)
 	return b
 }
 
 type bodyKey struct{ code, msg string }
 
-var bodies sync.Map // bodyKey -> []byte
+// bodies holds the marshalled bodies, copied on write: refusals are a small fixed set, so
+// after the first few requests every lookup is a read of an immutable map.
+var (
+	bodies   atomic.Pointer[map[bodyKey][]byte]
+	bodiesMu sync.Mutex
+)
+
+// maxBodies bounds the cache of bodies.
+const maxBodies = 1024
+
+func init() { bodies.Store(&map[bodyKey][]byte{}) }
 
 // As finds the Refusal in err (a caddyhttp.HandlerError from Write with HandleErrors).
 func As(err error) (Refusal, bool) {
@@ -127,3 +158,31 @@ var (
 	PathMismatch = Refusal{Status: http.StatusBadRequest, Code: contract.CodeBadRequest,
 		Message: "the request path is not in canonical form"}
 )
+
+// Answer writes a handler's JSON answer (a 202 accepted, a 200 token): build appends the body
+// to a pooled buffer, sent with status, Content-Type application/json, Cache-Control no-store
+// and its Content-Length. The buffer goes back to the pool after the write (an io.Writer
+// does not keep what it is given).
+func Answer(w http.ResponseWriter, status int, build func(body []byte) []byte) error {
+	bp := answerBuffers.Get().(*[]byte)
+	body := build((*bp)[:0])
+	h := w.Header()
+	v := make([]string, 3)
+	v[0], v[1], v[2] = "application/json", "no-store", strconv.Itoa(len(body))
+	h["Content-Type"], h["Cache-Control"], h["Content-Length"] = v[0:1:1], v[1:2:2], v[2:3:3]
+	w.WriteHeader(status)
+	_, err := w.Write(body)
+	if cap(body) <= maxAnswerBuffer {
+		*bp = body
+		answerBuffers.Put(bp)
+	}
+	return err
+}
+
+// maxAnswerBuffer is the largest buffer kept in the pool.
+const maxAnswerBuffer = 4096
+
+var answerBuffers = sync.Pool{New: func() any {
+	b := make([]byte, 0, 256)
+	return &b
+}}

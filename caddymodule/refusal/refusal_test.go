@@ -113,3 +113,35 @@ func TestSecondsRoundsUpToAtLeastOne(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkRefusalWrite is one refusal written: a 429 with Retry-After (the throttle's and the
+// shed's answer under a flood) and a 409 sold_out (the gate's after sell-out).
+//
+//	go test -run '^$' -bench RefusalWrite -benchmem -benchtime 2000x ./caddymodule/refusal/
+func BenchmarkRefusalWrite(b *testing.B) {
+	for _, c := range []struct {
+		name string
+		r    Refusal
+	}{
+		{"rate_limited", Refusal{Status: 429, Code: contract.CodeRateLimited, Message: "too many requests, slow down", RetryAfter: 1500 * time.Millisecond}},
+		{"sold_out", SoldOut},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			w := &discard{h: http.Header{}}
+			b.ReportAllocs()
+			for b.Loop() {
+				clear(w.h)
+				if err := (Writer{}).Write(w, c.r); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// discard is a response writer reused between refusals.
+type discard struct{ h http.Header }
+
+func (d *discard) Header() http.Header         { return d.h }
+func (d *discard) WriteHeader(int)             {}
+func (d *discard) Write(p []byte) (int, error) { return len(p), nil }

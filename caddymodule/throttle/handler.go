@@ -15,6 +15,7 @@ import (
 	"net/http"
 	"regexp"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
@@ -65,6 +66,13 @@ type Handler struct {
 	allow   *allowList
 	logger  *zap.Logger
 	refuse  refusal.Writer
+	// counters are the decision counters of zones, in limiter order.
+	counters []zoneCounters
+	// matchSet[i] is the first zone (in limiter order) with the same matchers as zone i, -1
+	// for a zone without matchers.
+	matchSet []int
+	// policy holds the RateLimit-Policy value of each combination of zones (headers.go).
+	policy []atomic.Pointer[string]
 }
 
 // CaddyModule returns the Caddy module information.
@@ -110,12 +118,20 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 		return fmt.Errorf("seckill_throttle: loading the seckill app: %w", err)
 	}
 	app := a.(*caddymodule.App)
+	names := h.build(&RedisStore{R: app.RedisClient(), AutoPipeline: !h.DisableAutopipeline})
+	app.AddStatus("throttle:"+strings.Join(names, ","), func(context.Context) any { return h.limiter.Status() })
+	return nil
+}
+
+// build makes the limiter of the provisioned zones on store, and the refusal writer; it
+// returns the zone names in decision order.
+func (h *Handler) build(store Store) []string {
 	rules := make([]Rule, len(h.Zones))
 	for i, z := range h.Zones {
 		rules[i] = z.rule()
 	}
 	caller := h.Caller(100 * time.Millisecond)
-	h.limiter = NewLimiterOn(&RedisStore{R: app.RedisClient(), AutoPipeline: !h.DisableAutopipeline}, rules, caller.Timeout)
+	h.limiter = NewLimiterOn(store, rules, caller.Timeout)
 	h.limiter.Pending = caller.Pending
 	h.refuse = h.Writer(time.Duration(h.RetryJitter))
 	byName := map[string]*Zone{}
@@ -128,8 +144,29 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 		h.zones = append(h.zones, byName[r.Name])
 		names = append(names, r.Name)
 	}
-	app.AddStatus("throttle:"+strings.Join(names, ","), func(context.Context) any { return h.limiter.Status() })
-	return nil
+	h.matchSet = make([]int, len(h.zones))
+	for i, z := range h.zones {
+		h.matchSet[i] = -1
+		if len(z.matchers) == 0 {
+			continue
+		}
+		h.matchSet[i] = i
+		for j := range i {
+			if h.zones[j].matchJSON == z.matchJSON && len(h.zones[j].matchers) > 0 {
+				h.matchSet[i] = h.matchSet[j]
+				break
+			}
+		}
+	}
+	h.policy = nil
+	if len(names) <= maxPolicyZones {
+		h.policy = make([]atomic.Pointer[string], 1<<len(names))
+	}
+	h.counters = make([]zoneCounters, len(names))
+	for i, n := range names {
+		h.counters[i].zone = n
+	}
+	return names
 }
 
 // Validate checks the configuration; it reads nothing outside it.
@@ -177,7 +214,7 @@ func (h *Handler) Validate() error {
 // ServeHTTP decides and either refuses or hands the request on.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler) error {
 	if h.allowed(r) {
-		decisions.WithLabelValues("", "allowlisted").Inc()
+		allowlisted.incAllowlisted()
 		return next.ServeHTTP(w, r)
 	}
 	d := h.decide(r)
@@ -217,29 +254,52 @@ func (h *Handler) decide(r *http.Request) Decision {
 	if repl == nil {
 		repl = caddy.NewReplacer()
 	}
-	keys := make([]string, len(h.zones))
+	// Zones with the same matchers (the demo's three /seckill/* zones) share one evaluation:
+	// matched[m] is 0 not yet, 1 true, 2 false for the zones whose matchSet is m.
+	var matched [maxPolicyZones]uint8
+	var buf [maxPolicyZones]string
+	keys := buf[:0]
+	if len(h.zones) > len(buf) {
+		keys = make([]string, 0, len(h.zones))
+	}
 	for i, z := range h.zones {
-		keys[i] = z.key(r, repl)
+		ok := true
+		if m := h.matchSet[i]; m >= 0 && m < len(matched) {
+			if matched[m] == 0 {
+				matched[m] = 2
+				if z.matches(r) {
+					matched[m] = 1
+				}
+			}
+			ok = matched[m] == 1
+		} else if m >= 0 {
+			ok = z.matches(r)
+		}
+		k := ""
+		if ok {
+			k = z.key(r, repl)
+		}
+		keys = append(keys, k)
 	}
 	return h.limiter.Decide(r.Context(), keys)
 }
 
 func (h *Handler) record(d *Decision) {
 	if d.RedisCalled {
-		result := "ok"
+		result := redisOK
 		if errors.Is(d.RedisErr, ErrShed) {
-			result = "shed"
+			result = redisShed
 		} else if d.RedisErr != nil {
-			result = "error"
+			result = redisError
 		}
-		redisSeconds.WithLabelValues(result).Observe(d.RedisTime.Seconds())
+		result.Observe(d.RedisTime.Seconds())
 	}
 	if d.RedisErr != nil {
 		h.logger.Warn("redis did not answer; zones applied their failure policy", zap.Error(d.RedisErr))
 	}
-	for _, res := range d.Results {
-		if res.Outcome != Skipped {
-			decisions.WithLabelValues(res.Rule.Name, string(res.Outcome)).Inc()
+	for i := range d.Results {
+		if o := d.Results[i].Outcome; o != Skipped {
+			h.counters[i].inc(o)
 		}
 	}
 }

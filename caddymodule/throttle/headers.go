@@ -15,13 +15,13 @@ func (h *Handler) writeHeaders(w http.ResponseWriter, d *Decision) {
 		return
 	}
 	var bind *ZoneResult
-	var policies []string
+	var mask uint64 // the zones named in RateLimit-Policy
 	for i := range d.Results {
 		res := &d.Results[i]
 		if res.Outcome == Skipped || res.Outcome == FailedOpen || res.Outcome == FailedClosed || res.Rule.Shadow {
 			continue
 		}
-		policies = append(policies, policyOf(res.Rule))
+		mask |= 1 << i
 		switch {
 		case res.Outcome != Allowed:
 			if bind == nil || bind.Outcome == Allowed {
@@ -38,15 +38,46 @@ func (h *Handler) writeHeaders(w http.ResponseWriter, d *Decision) {
 	if bind.Outcome != Allowed {
 		remaining, reset = 0, ceilSeconds(bind.RetryAfter)
 	}
+	// The keys in canonical form (Header.Set would canonicalise them, allocating each time)
+	// and the values in one backing array, each capped to its own element.
 	hdr := w.Header()
 	if h.Headers == "legacy" {
-		hdr.Set("X-RateLimit-Limit", strconv.Itoa(bind.Rule.Limit))
-		hdr.Set("X-RateLimit-Remaining", strconv.Itoa(remaining))
-		hdr.Set("X-RateLimit-Reset", strconv.FormatInt(reset, 10))
+		v := make([]string, 3)
+		v[0], v[1], v[2] = strconv.Itoa(bind.Rule.Limit), strconv.Itoa(remaining), strconv.FormatInt(reset, 10)
+		hdr["X-Ratelimit-Limit"], hdr["X-Ratelimit-Remaining"], hdr["X-Ratelimit-Reset"] = v[0:1:1], v[1:2:2], v[2:3:3]
 		return
 	}
-	hdr.Set("RateLimit-Policy", strings.Join(policies, ", "))
-	hdr.Set("RateLimit", `"`+bind.Rule.Name+`";r=`+strconv.Itoa(remaining)+";t="+strconv.FormatInt(reset, 10))
+	v := make([]string, 2)
+	v[0] = h.policies(d, mask)
+	v[1] = `"` + bind.Rule.Name + `";r=` + strconv.Itoa(remaining) + ";t=" + strconv.FormatInt(reset, 10)
+	hdr["Ratelimit-Policy"], hdr["Ratelimit"] = v[0:1:1], v[1:2:2]
+}
+
+// policies is the RateLimit-Policy value of the zones in mask (bit i: d.Results[i]), joined
+// once per combination of zones when there are at most maxPolicyZones.
+func (h *Handler) policies(d *Decision, mask uint64) string {
+	if len(d.Results) > maxPolicyZones || len(h.policy) == 0 {
+		return joinPolicies(d, mask)
+	}
+	if p := h.policy[mask].Load(); p != nil {
+		return *p
+	}
+	s := joinPolicies(d, mask)
+	h.policy[mask].Store(&s)
+	return s
+}
+
+// maxPolicyZones bounds the zones whose RateLimit-Policy combinations are kept (2^n of them).
+const maxPolicyZones = 8
+
+func joinPolicies(d *Decision, mask uint64) string {
+	var policies []string
+	for i := range d.Results {
+		if mask&(1<<i) != 0 {
+			policies = append(policies, policyOf(d.Results[i].Rule))
+		}
+	}
+	return strings.Join(policies, ", ")
 }
 
 // policyOf is the zone's RateLimit-Policy item (formatted once, by NewLimiter).

@@ -190,26 +190,28 @@ var ErrShed = edge.ErrShed
 // Decide decides for one request. keys[i] is the request's key in zone i (Rules order);
 // "" means the zone does not apply.
 func (l *Limiter) Decide(ctx context.Context, keys []string) Decision {
-	p := l.plan(keys, l.Now())
+	var room [3 * inlineZones]int
+	d, pl := l.plan(&room, keys, l.Now())
+	p := &pl
 	if p.done || len(p.pending) == 0 {
-		return p.d
+		return d
 	}
 	calls := make([]Call, len(p.pending))
 	for n, i := range p.pending {
 		calls[n] = Call{Key: l.zones[i].counterKey(keys[i]), Args: l.zones[i].args}
 	}
-	p.d.RedisCalled = true
+	d.RedisCalled = true
 	start := time.Now()
 	replies, err := edge.Call(ctx, edge.Caller{Timeout: l.timeout, Pending: l.Pending},
 		func(ctx context.Context) ([]Reply, error) { return l.Store.Eval(ctx, calls) })
-	p.d.RedisTime = time.Since(start)
+	d.RedisTime = time.Since(start)
 	if err == nil && len(replies) != len(calls) {
 		err = errReply
 	}
 	if err != nil {
-		return l.failed(p, keys, err)
+		return l.failed(d, p, keys, err)
 	}
-	d, undo := l.merge(p, keys, replies, l.Now())
+	d, undo := l.merge(d, p, keys, replies, l.Now())
 	if len(undo) > 0 {
 		// The client has its answer already: give the admissions back in the background.
 		go func() {

@@ -1,6 +1,8 @@
 package throttle
 
 import (
+	"sync/atomic"
+
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/seckilledge/seckill/caddymodule/internal/metric"
@@ -22,4 +24,61 @@ const throttleMetric = metric.Subsystem("throttle")
 
 func registerMetrics(reg prometheus.Registerer) {
 	metric.Register(reg, decisions, redisSeconds)
+}
+
+// The Redis round trip's histogram per result, resolved once: WithLabelValues hashes its
+// labels and takes the vector's lock on every call.
+var (
+	redisOK    = redisSeconds.WithLabelValues("ok")
+	redisShed  = redisSeconds.WithLabelValues("shed")
+	redisError = redisSeconds.WithLabelValues("error")
+)
+
+// outcomes are the outcomes a zone counts, in zoneCounters order.
+var outcomes = [...]Outcome{Allowed, Limited, Banned, ShadowLimited, LocalHit, FailedOpen, FailedClosed}
+
+// zoneCounters are one zone's decision counters, one per outcome, each looked up in the
+// vector the first time it counts and kept (a series appears when it first counts, as with
+// WithLabelValues per decision, but a decision no longer hashes labels).
+type zoneCounters struct {
+	zone string
+	c    [len(outcomes)]atomic.Pointer[prometheus.Counter]
+}
+
+// inc counts one decision with outcome o (not Skipped).
+func (z *zoneCounters) inc(o Outcome) {
+	i := outcomeIndex(o)
+	if i < 0 {
+		decisions.WithLabelValues(z.zone, string(o)).Inc()
+		return
+	}
+	p := z.c[i].Load()
+	if p == nil {
+		c := decisions.WithLabelValues(z.zone, string(o))
+		p = &c
+		z.c[i].Store(p)
+	}
+	(*p).Inc()
+}
+
+func outcomeIndex(o Outcome) int {
+	for i, x := range outcomes {
+		if x == o {
+			return i
+		}
+	}
+	return -1
+}
+
+// allowlisted counts the requests the allow list let through (zone "").
+var allowlisted = &zoneCounters{}
+
+func (z *zoneCounters) incAllowlisted() {
+	p := z.c[0].Load()
+	if p == nil {
+		c := decisions.WithLabelValues("", "allowlisted")
+		p = &c
+		z.c[0].Store(p)
+	}
+	(*p).Inc()
 }

@@ -9,24 +9,35 @@ import (
 	"github.com/seckilledge/seckill/contract"
 )
 
-// plan is a decision before the exact tier: what the local tiers decided and which zones still
-// need Redis.
+// plan is what the local tiers decided besides the decision itself (kept apart from it, so
+// that the lists can live on the caller's stack): which zones still need Redis.
 type plan struct {
-	d       Decision
 	done    bool  // a local tier refused: no Redis call
 	pending []int // zones that need Redis
 	taken   []int // zones whose shield counted this request
 	probes  []int // zones whose shield refused: their provisional blocklist entry awaits Redis
 }
 
+// inlineZones is how many zones a plan on the caller's stack holds without allocating.
+const inlineZones = 8
+
+// newPlan is an empty plan whose lists use room (the caller's stack) up to inlineZones each.
+func newPlan(room *[3 * inlineZones]int) plan {
+	return plan{pending: room[0:0:inlineZones], taken: room[inlineZones : inlineZones : 2*inlineZones],
+		probes: room[2*inlineZones : 2*inlineZones : 3*inlineZones]}
+}
+
 func (z *zoneState) counterKey(key string) string { return contract.ThrottleKey(z.rule.Name, key) }
 
-// plan runs the local tiers (blocklist, then flood shield) of every zone at time now.
-func (l *Limiter) plan(keys []string, now time.Time) *plan {
-	p := &plan{d: Decision{Results: make([]ZoneResult, len(l.zones))}}
+// plan runs the local tiers (blocklist, then flood shield) of every zone at time now. Its
+// lists use room up to inlineZones zones each (the plan is built here and returned by value:
+// storing room's slices through a pointer would move room to the heap).
+func (l *Limiter) plan(room *[3 * inlineZones]int, keys []string, now time.Time) (Decision, plan) {
+	p := newPlan(room)
+	d := Decision{Results: make([]ZoneResult, len(l.zones))}
 	for i, z := range l.zones {
 		key := keys[i]
-		p.d.Results[i].Rule = &z.rule
+		d.Results[i].Rule = &z.rule
 		if key == "" {
 			continue
 		}
@@ -34,10 +45,11 @@ func (l *Limiter) plan(keys []string, now time.Time) *plan {
 			res := ZoneResult{Rule: &z.rule, Outcome: LocalHit, RetryAfter: b.Until.Sub(now), Reset: b.Until.Sub(now), Banned: b.Banned}
 			if z.rule.Shadow {
 				res.Outcome = ShadowLimited
-				p.d.Results[i] = res
+				d.Results[i] = res
 				continue
 			}
-			return l.refuseLocally(p, keys, i, res)
+			l.refuseLocally(&d, &p, keys, i, res)
+			return d, p
 		}
 		if z.shield != nil {
 			ok, reset := z.shield.Take(key, now)
@@ -46,7 +58,7 @@ func (l *Limiter) plan(keys []string, now time.Time) *plan {
 				res := ZoneResult{Rule: &z.rule, Outcome: LocalHit, RetryAfter: retry, Reset: retry}
 				if z.rule.Shadow {
 					res.Outcome = ShadowLimited
-					p.d.Results[i] = res
+					d.Results[i] = res
 					continue
 				}
 				// The first refusal of an episode still goes to Redis, as a probe: so that
@@ -54,7 +66,8 @@ func (l *Limiter) plan(keys []string, now time.Time) *plan {
 				// gets Redis's exact retry time. Concurrent requests find the blocklist
 				// entry and are refused here.
 				if !z.blocklist.TryAdd(key, Block{Until: now.Add(retry)}, now) {
-					return l.refuseLocally(p, keys, i, res)
+					l.refuseLocally(&d, &p, keys, i, res)
+					return d, p
 				}
 				p.probes = append(p.probes, i)
 				p.pending = append(p.pending, i)
@@ -64,20 +77,18 @@ func (l *Limiter) plan(keys []string, now time.Time) *plan {
 		}
 		p.pending = append(p.pending, i)
 	}
-	return p
+	return d, p
 }
 
-func (l *Limiter) refuseLocally(p *plan, keys []string, i int, res ZoneResult) *plan {
+func (l *Limiter) refuseLocally(d *Decision, p *plan, keys []string, i int, res ZoneResult) {
 	l.refundShields(p.taken, keys)
-	p.d.Results[i] = res
-	p.d.Status, p.d.RetryAfter, p.d.Banned = 429, res.RetryAfter, res.Banned
+	d.Results[i] = res
+	d.Status, d.RetryAfter, d.Banned = 429, res.RetryAfter, res.Banned
 	p.done = true
-	return p
 }
 
 // failed applies the zones' failure policies when the exact tier did not answer.
-func (l *Limiter) failed(p *plan, keys []string, err error) Decision {
-	d := p.d
+func (l *Limiter) failed(d Decision, p *plan, keys []string, err error) Decision {
 	d.RedisErr = err
 	for _, i := range p.pending {
 		z := l.zones[i]
@@ -108,10 +119,10 @@ func (l *Limiter) failed(p *plan, keys []string, err error) Decision {
 
 // merge folds the exact tier's replies (one per pending zone) into the decision at time now,
 // feeding the blocklists. undo lists the admissions to take back when another zone refused.
-func (l *Limiter) merge(p *plan, keys []string, replies []Reply, now time.Time) (d Decision, undo []Refund) {
-	d = p.d
-	taken := slices.Clone(p.taken)
-	var admitted []int // positions in pending whose Redis counter recorded this request
+func (l *Limiter) merge(d Decision, p *plan, keys []string, replies []Reply, now time.Time) (_ Decision, undo []Refund) {
+	var room [2 * inlineZones]int
+	taken := append(room[0:0:inlineZones], p.taken...)
+	admitted := room[inlineZones:inlineZones] // positions in pending whose Redis counter recorded this request
 	for n, i := range p.pending {
 		z := l.zones[i]
 		rep := replies[n]

@@ -37,8 +37,8 @@ const MaxShieldEntries = 100_000
 
 type shieldShard struct {
 	mu   sync.Mutex
-	m    map[string]*shieldWindow
-	ring []string // the keys of m in insertion order, oldest at next once full
+	m    map[string]shieldWindow // by value: a new key costs no allocation of its own
+	ring []string                // the keys of m in insertion order, oldest at next once full
 	next int
 }
 
@@ -55,7 +55,7 @@ func NewShield(limit int, window time.Duration, maxEntries int) *Shield {
 	}
 	s := &Shield{seed: maphash.MakeSeed(), limit: int64(limit), window: window, max: max(1, maxEntries/shieldShards)}
 	for i := range s.shards {
-		s.shards[i].m = make(map[string]*shieldWindow)
+		s.shards[i].m = make(map[string]shieldWindow)
 	}
 	return s
 }
@@ -70,18 +70,18 @@ func (s *Shield) Take(key string, now time.Time) (ok bool, reset time.Time) {
 	sh := s.shard(key)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	w := sh.m[key]
-	if w == nil || !now.Before(w.end) {
-		if w == nil {
-			w = new(shieldWindow)
-			sh.insert(key, w, s.max)
+	w, found := sh.m[key]
+	if !found || !now.Before(w.end) {
+		if !found {
+			sh.admit(key, s.max)
 		}
 		w.end, w.n = now.Add(s.window), 0
 	}
 	if w.n >= s.limit {
-		return false, w.end
+		return false, w.end // a full window: not new, not reset, unchanged
 	}
 	w.n++
+	sh.m[key] = w
 	return true, time.Time{}
 }
 
@@ -89,8 +89,9 @@ func (s *Shield) Take(key string, now time.Time) (ok bool, reset time.Time) {
 func (s *Shield) Refund(key string) {
 	sh := s.shard(key)
 	sh.mu.Lock()
-	if w := sh.m[key]; w != nil && w.n > 0 {
+	if w, ok := sh.m[key]; ok && w.n > 0 {
 		w.n--
+		sh.m[key] = w
 	}
 	sh.mu.Unlock()
 }
@@ -107,8 +108,9 @@ func (s *Shield) Len() int {
 	return n
 }
 
-// insert adds a key, evicting the oldest one when the part holds limit keys.
-func (sh *shieldShard) insert(key string, w *shieldWindow, limit int) {
+// admit makes room for a new key (which the caller then stores), evicting the oldest one when
+// the part holds limit keys.
+func (sh *shieldShard) admit(key string, limit int) {
 	if len(sh.ring) < limit {
 		sh.ring = append(sh.ring, key)
 	} else {
@@ -116,5 +118,4 @@ func (sh *shieldShard) insert(key string, w *shieldWindow, limit int) {
 		sh.ring[sh.next] = key
 		sh.next = (sh.next + 1) % limit
 	}
-	sh.m[key] = w
 }

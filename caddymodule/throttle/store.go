@@ -108,33 +108,70 @@ func (s *RedisStore) units(calls []Call) [][]int {
 	return out
 }
 
+// The command names, the script's digest (SHA-1 of its text, computed in Go by
+// redis.NewScript) and its text, boxed once: go-redis's EvalSha boxes them into the command's
+// arguments on every call.
+var (
+	evalShaName any = "evalsha"
+	evalName    any = "eval"
+	throttleSHA any = lua.Throttle.Hash()
+	throttleSrc any = lua.Source("throttle")
+)
+
+// scriptCall is the command of one script call over the calls at idx: EVALSHA sha (EVAL
+// source with load) numkeys key key:ban ... args ..., in one slice.
+func scriptCall(ctx context.Context, calls []Call, idx []int, load bool) *redis.Cmd {
+	nargs := len(calls[idx[0]].Args)
+	a := make([]any, 3, 3+len(idx)*(2+nargs))
+	a[0], a[1], a[2] = evalShaName, throttleSHA, 2*len(idx)
+	if load {
+		a[0], a[1] = evalName, throttleSrc
+	}
+	for _, n := range idx {
+		a = append(a, calls[n].Key, calls[n].Key+":ban")
+	}
+	for _, n := range idx {
+		a = append(a, calls[n].Args...)
+	}
+	return redis.NewCmd(ctx, a...)
+}
+
+// doer is what the pipeline and the autopipeliner both offer: send a built command.
+type doer interface {
+	Process(ctx context.Context, cmd redis.Cmder) error
+}
+
 // pipeline sends the calls' scripts in one pipeline. Without load (EVALSHA), the positions of
 // the calls answered NOSCRIPT come back in missing, their replies left empty.
 func (s *RedisStore) pipeline(ctx context.Context, calls []Call, load bool) (out []Reply, missing []int, err error) {
-	units := s.units(calls)
-	cmds := make([]*redis.Cmd, len(units))
-	queue := func(p redis.Scripter) {
-		for u, idx := range units {
-			ks := make([]string, 0, 2*len(idx))
-			args := make([]any, 0, len(idx)*len(calls[idx[0]].Args))
-			for _, n := range idx {
-				ks = append(ks, calls[n].Key, calls[n].Key+":ban")
-				args = append(args, calls[n].Args...)
-			}
-			if load {
-				cmds[u] = lua.Throttle.Eval(ctx, p, ks, args...)
-			} else {
-				cmds[u] = lua.Throttle.EvalSha(ctx, p, ks, args...)
-			}
+	// One unit of every call (a single Redis): no unit lists to build.
+	var all [inlineZones]int
+	var units [][]int
+	var one [1][]int
+	if _, single := s.R.(*redis.Client); single && len(calls) > 1 && len(calls) <= len(all) {
+		for n := range calls {
+			all[n] = n
 		}
+		one[0] = all[:len(calls)]
+		units = one[:]
+	} else {
+		units = s.units(calls)
+	}
+	var cmdRoom [inlineZones]*redis.Cmd
+	cmds := cmdRoom[:0]
+	if len(units) > len(cmdRoom) {
+		cmds = make([]*redis.Cmd, 0, len(units))
+	}
+	for _, idx := range units {
+		cmds = append(cmds, scriptCall(ctx, calls, idx, load))
 	}
 	if ap := s.autopipeliner(); ap != nil {
 		// The calls return at once; reading a result waits for the batch that carried it.
-		queue(ap)
+		queue(ctx, ap, cmds)
 	} else {
 		// Each command carries its own error, read below: a NOSCRIPT of one is not a
 		// failure of the others.
-		_, _ = s.R.Pipelined(ctx, func(p redis.Pipeliner) error { queue(p); return nil })
+		_, _ = s.R.Pipelined(ctx, func(p redis.Pipeliner) error { queue(ctx, p, cmds); return nil })
 	}
 	out = make([]Reply, len(calls))
 	for u, c := range cmds {
@@ -156,6 +193,12 @@ func (s *RedisStore) pipeline(ctx context.Context, calls []Call, load bool) (out
 		}
 	}
 	return out, missing, nil
+}
+
+func queue(ctx context.Context, p doer, cmds []*redis.Cmd) {
+	for _, c := range cmds {
+		_ = p.Process(ctx, c)
+	}
 }
 
 // parseReply reads {status, remaining, reset_us, retry_us, member}.

@@ -1,6 +1,7 @@
 package throttle
 
 import (
+	"encoding/json"
 	"fmt"
 	"net"
 	"net/http"
@@ -62,9 +63,11 @@ type Zone struct {
 	OnFailure string `json:"on_failure,omitempty"`
 
 	template   string
+	single     string // the placeholder the template consists of, if it is one (not an IP)
 	usesClient bool
 	usesPeer   bool
 	matchers   caddyhttp.MatcherSets
+	matchJSON  string // the matchers as configured ("" for none)
 }
 
 // Ban escalates a key that keeps exceeding its zone to a ban, stored in Redis (so every
@@ -115,7 +118,13 @@ func (z *Zone) provision(ctx caddy.Context) error {
 		}
 	}
 	z.template, z.usesClient, z.usesPeer = rewriteTemplate(z.Key)
+	if !z.usesClient && !z.usesPeer {
+		z.single = singlePlaceholder(z.template)
+	}
 	if z.MatcherSetsRaw != nil {
+		// Kept to find the zones that share their matchers (LoadModule clears the raw field).
+		raw, _ := json.Marshal(z.MatcherSetsRaw)
+		z.matchJSON = string(raw)
 		mod, err := ctx.LoadModule(z, "MatcherSetsRaw")
 		if err != nil {
 			return fmt.Errorf("seckill_throttle: zone %s: loading matchers: %w", z.Name, err)
@@ -136,29 +145,64 @@ func (z *Zone) rule() Rule {
 	return r
 }
 
-// key is the request's key in zone z, "" when the zone does not apply.
+// matches reports whether zone z applies to r by its matchers.
+func (z *Zone) matches(r *http.Request) bool {
+	if len(z.matchers) == 0 {
+		return true
+	}
+	ok, err := z.matchers.AnyMatchWithError(r)
+	return err == nil && ok
+}
+
+// key is the request's key in zone z, "" when it is empty (the zone then does not apply).
+// A key that is one placeholder (the usual case) is read directly, as ReplaceAll would read
+// it, without building a string of the template.
 func (z *Zone) key(r *http.Request, repl *caddy.Replacer) string {
-	if len(z.matchers) > 0 {
-		ok, err := z.matchers.AnyMatchWithError(r)
-		if err != nil || !ok {
-			return ""
+	var k string
+	switch {
+	case z.template == clientNetPlaceholder:
+		k = MaskIP(clientIP(r), z.IPv4Prefix, z.IPv6Prefix)
+	case z.template == peerNetPlaceholder:
+		k = MaskIP(peerHost(r), z.IPv4Prefix, z.IPv6Prefix)
+	case z.single != "":
+		if v, ok := repl.Get(z.single); ok {
+			k = caddy.ToString(v)
 		}
-	}
-	if z.usesClient {
-		ip, _ := caddyhttp.GetVar(r.Context(), caddyhttp.ClientIPVarKey).(string)
-		if ip == "" {
-			ip = peerHost(r)
+	default:
+		if z.usesClient {
+			repl.Set(clientNetPlaceholder[1:len(clientNetPlaceholder)-1], MaskIP(clientIP(r), z.IPv4Prefix, z.IPv6Prefix))
 		}
-		repl.Set(clientNetPlaceholder[1:len(clientNetPlaceholder)-1], MaskIP(ip, z.IPv4Prefix, z.IPv6Prefix))
+		if z.usesPeer {
+			repl.Set(peerNetPlaceholder[1:len(peerNetPlaceholder)-1], MaskIP(peerHost(r), z.IPv4Prefix, z.IPv6Prefix))
+		}
+		k = repl.ReplaceAll(z.template, "")
 	}
-	if z.usesPeer {
-		repl.Set(peerNetPlaceholder[1:len(peerNetPlaceholder)-1], MaskIP(peerHost(r), z.IPv4Prefix, z.IPv6Prefix))
-	}
-	k := repl.ReplaceAll(z.template, "")
 	if k == "" {
 		return ""
 	}
 	return SafeKey(k)
+}
+
+// clientIP is the client's IP as Caddy resolved it (trusted_proxies honoured), else the peer.
+func clientIP(r *http.Request) string {
+	ip, _ := caddyhttp.GetVar(r.Context(), caddyhttp.ClientIPVarKey).(string)
+	if ip == "" {
+		ip = peerHost(r)
+	}
+	return ip
+}
+
+// singlePlaceholder is the name of the one placeholder tpl consists of ("" if it is anything
+// else, or a {file.*} one, which ReplaceAll reads its own way).
+func singlePlaceholder(tpl string) string {
+	if len(tpl) < 3 || tpl[0] != '{' || tpl[len(tpl)-1] != '}' {
+		return ""
+	}
+	name := tpl[1 : len(tpl)-1]
+	if strings.ContainsAny(name, "{}\\") || strings.HasPrefix(name, "file.") {
+		return ""
+	}
+	return name
 }
 
 func peerHost(r *http.Request) string {
@@ -174,11 +218,7 @@ func (h *Handler) allowed(r *http.Request) bool {
 		return false
 	}
 	if len(h.allow.prefixes) > 0 {
-		ip, _ := caddyhttp.GetVar(r.Context(), caddyhttp.ClientIPVarKey).(string)
-		if ip == "" {
-			ip = peerHost(r)
-		}
-		if addr, err := netip.ParseAddr(ip); err == nil {
+		if addr, err := netip.ParseAddr(clientIP(r)); err == nil {
 			addr = addr.Unmap().WithZone("")
 			for _, p := range h.allow.prefixes {
 				if p.Contains(addr) {

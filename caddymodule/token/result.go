@@ -142,13 +142,13 @@ func parseReply(reply []any) (Reply, error) {
 
 // writeIssued writes a 200 with the token.
 func writeIssued(w http.ResponseWriter, res Result) {
-	h := w.Header()
-	h["Content-Type"] = []string{"application/json"}
-	// A token is a credential of one user: no cache may keep it.
-	h["Cache-Control"] = []string{"no-store"}
+	// A token is a credential of one user: no cache may keep it (Cache-Control no-store).
 	// Token and timestamp are URL-safe ASCII: no JSON escaping needed.
-	body := []byte(`{"token":"` + res.Token + `","expires_at":"` + res.Claims.Expires.UTC().Format(time.RFC3339) + `"}`)
-	h["Content-Length"] = []string{fmt.Sprint(len(body))}
-	w.WriteHeader(http.StatusOK)
-	_, _ = w.Write(body)
+	_ = refusal.Answer(w, http.StatusOK, func(body []byte) []byte {
+		body = append(body, `{"token":"`...)
+		body = append(body, res.Token...)
+		body = append(body, `","expires_at":"`...)
+		body = res.Claims.Expires.UTC().AppendFormat(body, time.RFC3339)
+		return append(body, `"}`...)
+	})
 }

@@ -1,0 +1,228 @@
+package seckill_test
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/caddyserver/caddy/v2"
+	"github.com/caddyserver/caddy/v2/caddyconfig"
+	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/seckilledge/seckill/bench"
+	"github.com/seckilledge/seckill/internal/testenv"
+	"github.com/seckilledge/seckill/lua"
+
+	_ "github.com/caddyserver/caddy/v2/caddyconfig/httpcaddyfile"
+	_ "github.com/caddyserver/caddy/v2/modules/standard"
+	_ "github.com/seckilledge/seckill"
+)
+
+// BenchmarkGatewayChainAllocs is the cost per request of the demo Caddyfile's chains, in
+// allocations: the shipped file runs in this process (as seckill-bench moves it: its own ports,
+// the ceiling site answering a bare `respond`, clients behind a trusted loopback proxy) on a
+// private Redis, and each request goes straight to the server's ServeHTTP, so what is counted
+// is Caddy's request handling and ours, not the connection's reading and writing (the same for
+// every route). The cases are the seckill-bench ones: the ceiling (`respond`), a purchase
+// token, and a purchase with a valid token (accepted: throttle, gate, the 202); each with the
+// Caddyfile as shipped, without the global `metrics` option, and with the site's routes wrapped
+// in one `handle` (one instrumented top-level route per request instead of two, but Caddy then
+// compiles the subroute's chain on every request: it costs more than it saves).
+//
+//	go test -run '^$' -bench GatewayChainAllocs -benchmem -benchtime 2000x .
+//
+// Allocations (allocs/op, B/op) are the figures to read: they do not depend on the machine's
+// load. Background work (the relay's polls, go-redis) is counted too, so they wobble by a few
+// allocations per thousand requests.
+func BenchmarkGatewayChainAllocs(b *testing.B) {
+	if testing.Short() {
+		b.Skip("integration: needs a private redis-server")
+	}
+	src, err := os.ReadFile("Caddyfile")
+	if err != nil {
+		b.Fatal(err)
+	}
+	rdb := testenv.StartRedis(b)
+	b.Setenv("SECKILL_REDIS_ADDR", rdb.Addr())
+	key := make([]byte, 32)
+	_, _ = rand.Read(key)
+	b.Setenv("SECKILL_TOKEN_KEY", hex.EncodeToString(key))
+	b.Setenv("SECKILL_NAMESPACE", testenv.ID("bench-"))
+	for _, v := range []struct {
+		name string
+		edit func(string) string
+	}{
+		{"shipped", func(s string) string { return s }},
+		{"no_metrics", func(s string) string { return globalMetrics.ReplaceAllString(s, "") }},
+		{"one_route", oneRoute},
+	} {
+		gw, ceil := startChain(b, v.edit(string(src)))
+		sale := testenv.ID("bench")
+		if _, _, err := lua.RunPreheat(context.Background(), redisClient(b, rdb.Addr()), lua.PreheatArgs{
+			Sale: sale, Stock: 1 << 30, Starts: time.Now().Add(-time.Minute), Ends: time.Now().Add(time.Hour),
+			Retention: time.Hour}); err != nil {
+			b.Fatal(err)
+		}
+		b.Run(v.name+"/respond", func(b *testing.B) {
+			serve(b, ceil, func(int) *http.Request { return clientRequest(http.MethodGet, "/", 0) }, http.StatusOK)
+		})
+		user := 0
+		b.Run(v.name+"/token", func(b *testing.B) {
+			serve(b, gw, func(int) *http.Request {
+				user++
+				return clientRequest(http.MethodPost, "/seckill/"+sale+"/token", user)
+			}, http.StatusOK)
+		})
+		b.Run(v.name+"/buy", func(b *testing.B) {
+			// The tokens first, off the clock: the page load before the click.
+			tokens := make([]string, b.N)
+			first := user + 1
+			for i := range tokens {
+				user++
+				w := newWriter()
+				gw.ServeHTTP(w, clientRequest(http.MethodPost, "/seckill/"+sale+"/token", user))
+				var t struct{ Token string }
+				if w.status != http.StatusOK || json.Unmarshal(w.body, &t) != nil {
+					b.Fatalf("token: %d %s", w.status, w.body)
+				}
+				tokens[i] = t.Token
+			}
+			serve(b, gw, func(i int) *http.Request {
+				r := clientRequest(http.MethodPost, "/seckill/"+sale+"/buy", first+i)
+				r.Header.Set("X-Seckill-Token", tokens[i])
+				return r
+			}, http.StatusAccepted)
+		})
+		stopChain()
+	}
+}
+
+// oneRoute wraps the :8080 site's routes (handle_errors apart) in one handle block.
+func oneRoute(s string) string {
+	s = strings.Replace(s, "\n:8080 {\n", "\n:8080 {\nhandle {\n", 1)
+	return strings.Replace(s, "\n\thandle_errors {", "\n}\n\thandle_errors {", 1)
+}
+
+// globalMetrics is the `metrics` line of the global options.
+var globalMetrics = regexp.MustCompile(`(?m)^\tmetrics\n`)
+
+// serve sends b.N requests made by req to h (made before the clock starts) and checks each
+// answer's status.
+func serve(b *testing.B, h http.Handler, req func(i int) *http.Request, want int) {
+	reqs := make([]*http.Request, b.N)
+	for i := range reqs {
+		reqs[i] = req(i)
+	}
+	w := newWriter()
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := range b.N {
+		w.reset()
+		h.ServeHTTP(w, reqs[i])
+		if w.status != want {
+			b.Fatalf("request %d: %d %s", i, w.status, w.body)
+		}
+	}
+}
+
+// clientRequest is a request of simulated client n (0: the same one every time), from a load
+// balancer on loopback that names the client in X-Forwarded-For, as in seckill-bench.
+func clientRequest(method, path string, n int) *http.Request {
+	r := httptest.NewRequest(method, path, nil)
+	r.RemoteAddr = "127.0.0.1:40000"
+	r.Header.Set("X-Forwarded-For", fmt.Sprintf("10.%d.%d.%d", n>>16&255, n>>8&255, n&255))
+	r.Header.Set("X-User-ID", "u"+strconv.Itoa(n))
+	return r
+}
+
+// writer is a response writer that keeps the status and the body, reused between requests.
+type writer struct {
+	h      http.Header
+	status int
+	body   []byte
+}
+
+func newWriter() *writer { return &writer{h: http.Header{}} }
+
+func (w *writer) reset() {
+	clear(w.h)
+	w.status, w.body = 0, w.body[:0]
+}
+
+func (w *writer) Header() http.Header { return w.h }
+
+func (w *writer) WriteHeader(code int) {
+	if w.status == 0 {
+		w.status = code
+	}
+}
+
+func (w *writer) Write(p []byte) (int, error) {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	w.body = append(w.body, p...)
+	return len(p), nil
+}
+
+// startChain runs the Caddyfile src in this process, moved as seckill-bench moves it, and
+// returns the gateway's server and the ceiling's.
+func startChain(b *testing.B, src string) (gw, ceil http.Handler) {
+	b.Helper()
+	gport, admin, cport := testenv.FreePort(b), testenv.FreePort(b), testenv.FreePort(b)
+	moved, err := bench.GatewayConfig(src, gport, admin, cport, bench.TrustLoopbackProxy)
+	if err != nil {
+		b.Fatal(err)
+	}
+	cfg, _, err := caddyconfig.GetAdapter("caddyfile").Adapt([]byte(moved), map[string]any{"filename": "Caddyfile"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(cfg, &m); err != nil {
+		b.Fatal(err)
+	}
+	m["admin"] = map[string]any{"disabled": true}
+	m["logging"] = map[string]any{"logs": map[string]any{"default": map[string]any{"level": "ERROR"}}}
+	cfg, _ = json.Marshal(m)
+	if err := caddy.Load(cfg, true); err != nil {
+		b.Fatal(err)
+	}
+	app, err := caddy.ActiveContext().App("http")
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, s := range app.(*caddyhttp.App).Servers {
+		for _, l := range s.Listen {
+			switch {
+			case strings.HasSuffix(l, ":"+strconv.Itoa(gport)):
+				gw = s
+			case strings.HasSuffix(l, ":"+strconv.Itoa(cport)):
+				ceil = s
+			}
+		}
+	}
+	if gw == nil || ceil == nil {
+		b.Fatal("the gateway's or the ceiling's server is missing")
+	}
+	return gw, ceil
+}
+
+func stopChain() { _ = caddy.Stop() }
+
+func redisClient(b *testing.B, addr string) *redis.Client {
+	c := redis.NewClient(&redis.Options{Addr: addr})
+	b.Cleanup(func() { _ = c.Close() })
+	return c
+}
