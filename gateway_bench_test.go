@@ -69,9 +69,9 @@ func BenchmarkGatewayChainAllocs(b *testing.B) {
 	} {
 		gw, ceil := startChain(b, v.edit(string(src)))
 		sale := testenv.ID("bench")
-		if _, _, err := lua.RunPreheat(context.Background(), redisClient(b, rdb.Addr()), lua.PreheatArgs{
+		if _, _, err := (lua.PreheatCall{
 			Sale: sale, Stock: 1 << 30, Starts: time.Now().Add(-time.Minute), Ends: time.Now().Add(time.Hour),
-			Retention: time.Hour}); err != nil {
+			Retention: time.Hour}).Run(context.Background(), redisClient(b, rdb.Addr())); err != nil {
 			b.Fatal(err)
 		}
 		b.Run(v.name+"/respond", func(b *testing.B) {
