@@ -26,12 +26,7 @@ type lruEntry[V any] struct {
 	value V
 }
 
-func newLRU[V any](max int) *lru[V] {
-	c := &lru[V]{}
-	c.init(max)
-	return c
-}
-
+// init readies c for at most max entries.
 func (c *lru[V]) init(max int) {
 	c.max, c.entries, c.order = max, make(map[sessionKey]*list.Element, min(max, 1024)), list.New()
 }
