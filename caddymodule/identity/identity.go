@@ -47,7 +47,7 @@ const UserHeader = "X-User-ID"
 // honours handle_errors the way every seckill handler does.
 type Identity struct {
 	// cookie, jwks_url, keys, issuer, audience, user_claim, leeway, jwks_refresh,
-	// jwks_min_interval.
+	// jwks_min_interval, verified_cache.
 	JWT
 
 	// Hand refusals to the server's `handle_errors` routes as caddyhttp errors instead of
