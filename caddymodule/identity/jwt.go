@@ -78,7 +78,7 @@ type JWT struct {
 	// signature check, and is accepted in exactly the time window and only with the very key
 	// a fresh check would use (a key dropped from the JWKS or replaced ends its sessions at the
 	// refresh that sees it). Only successful verifications are remembered; the least recently
-	// used is forgotten first. Default 100000 (about 25 MB); 0 turns the cache off.
+	// used is forgotten first. Default 100000 (about 22 MB); 0 turns the cache off.
 	VerifiedCache *int `json:"verified_cache,omitempty"`
 
 	verifier *Verifier
