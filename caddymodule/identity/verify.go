@@ -84,8 +84,9 @@ type Verifier struct {
 	// Now is the clock (time.Now when nil).
 	Now func() time.Time
 
-	// cache remembers verified sessions (nil: every token is verified in full). With a cache,
-	// the settings above must not change once Verify has been called.
+	// cache remembers verified sessions (nil: every token is verified in full). A hit applies
+	// Leeway and Now as a fresh check does, but Issuer, Audience and UserClaim were checked
+	// when the session was cached: with a cache they must not change once Verify is called.
 	cache *verifiedCache
 	// signatures counts signature checks (tests: a cache hit makes none).
 	signatures atomic.Int64
