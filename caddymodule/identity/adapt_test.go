@@ -43,6 +43,18 @@ func TestIdentityRunsBeforeTheThrottleAndTheTokenWhereverItIsWritten(t *testing.
 	}
 }
 
+// verified_cache 0 turns the cache off: the adapted JSON must say 0, not leave the field out
+// (which would mean the default).
+func TestVerifiedCacheZeroIsKeptByTheAdapter(t *testing.T) {
+	got, _, err := handlertest.Adapt([]byte(":8080 {\n\tseckill_identity {\n\t\tkey k1 HS256 {env.S}\n\t\tverified_cache 0\n\t}\n}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Contains(got, []byte(`"verified_cache":0`)) && !bytes.Contains(got, []byte(`"verified_cache": 0`)) {
+		t.Fatalf("verified_cache 0 lost in:\n%s", got)
+	}
+}
+
 func TestCaddyfileRefusesMistakes(t *testing.T) {
 	for _, body := range []string{
 		"seckill_identity { nonsense 1 }",
@@ -51,6 +63,9 @@ func TestCaddyfileRefusesMistakes(t *testing.T) {
 		"seckill_identity { key k1 HS256 }",
 		"seckill_identity { key k1 HS256 v extra }",
 		"seckill_identity { leeway soon }",
+		"seckill_identity { verified_cache }",
+		"seckill_identity { verified_cache many }",
+		"seckill_identity { verified_cache 1 2 }",
 		"seckill_identity /x extra",
 		"seckill_session { nonsense 1 }",
 		"seckill_session { ttl }",

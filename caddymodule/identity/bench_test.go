@@ -2,6 +2,7 @@ package identity
 
 import (
 	"context"
+	"encoding/base64"
 	"net/http"
 	"net/http/httptest"
 	"testing"
@@ -13,16 +14,32 @@ import (
 
 // What one admitted request costs the gateway: the lead's benchmark compares it with the old
 // forward_auth round trip. go test -run '^$' -bench Identity -benchmem ./caddymodule/identity
+// With the default verified_cache the session is checked once and then answered from the
+// cache; BenchmarkIdentityVerifiesEverySessionWithoutTheCache is the cost of a full check.
 func BenchmarkIdentityVerifiesASignedSession(b *testing.B) {
+	benchIdentity(b, nil)
+}
+
+// verified_cache 0: every request's signature is checked (the cost of a cache miss).
+func BenchmarkIdentityVerifiesEverySessionWithoutTheCache(b *testing.B) {
+	off := 0
+	benchIdentity(b, &off)
+}
+
+func benchIdentity(b *testing.B, verifiedCache *int) {
 	for _, alg := range []jose.SignatureAlgorithm{jose.ES256, jose.EdDSA, jose.RS256, jose.HS256} {
 		b.Run(string(alg), func(b *testing.B) {
 			k := newKey(b, "k1", alg)
+			// The configured value goes through Caddy's replacer: random bytes with a '{' and
+			// a '}' would lose a "placeholder" and fail every request. Printable, as shops
+			// keep it.
+			k.hmac = []byte(base64.RawURLEncoding.EncodeToString(k.hmac))
 			value := string(k.hmac)
 			if k.priv != nil {
 				value = pemOf(b, k)
 			}
 			h := &Identity{JWT: JWT{Cookie: "session", Issuer: testIssuer, Audience: testAudience,
-				Keys: []StaticKey{{ID: "k1", Algorithm: string(alg), Value: value}}}}
+				Keys: []StaticKey{{ID: "k1", Algorithm: string(alg), Value: value}}, VerifiedCache: verifiedCache}}
 			if err := h.setup(nil); err != nil {
 				b.Fatal(err)
 			}

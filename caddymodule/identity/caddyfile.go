@@ -32,6 +32,7 @@ func init() {
 //		leeway            <duration>             # default 30s
 //		jwks_refresh      <duration>             # default 5m
 //		jwks_min_interval <duration>             # default 15s
+//		verified_cache    <n>                    # sessions remembered once verified; default 100000, 0 off
 //		handle_errors                            # refusals go to handle_errors routes
 //	}
 func (h *Identity) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
@@ -72,6 +73,10 @@ func (p *JWT) unmarshalOption(d *caddyfile.Dispenser, name string) (bool, error)
 		err = directive.Duration(d, &p.JWKSRefresh)
 	case "jwks_min_interval":
 		err = directive.Duration(d, &p.JWKSMinInterval)
+	case "verified_cache":
+		var n int
+		err = directive.Int(d, &n)
+		p.VerifiedCache = &n
 	default:
 		return false, nil
 	}

@@ -38,6 +38,10 @@ func init() {
 // client's own is removed, so nothing behind the gateway can mistake it for the identity.
 const UserHeader = "X-User-ID"
 
+// userHeaderKey is UserHeader as net/http keys it: Header.Del would canonicalize "X-User-ID"
+// (allocating) on every admitted request.
+var userHeaderKey = http.CanonicalHeaderKey(UserHeader)
+
 // Identity is the `seckill_identity` handler: a verified session sets {http.auth.user.id} and
 // the request goes on; anything else is answered here.
 //
@@ -47,7 +51,7 @@ const UserHeader = "X-User-ID"
 // honours handle_errors the way every seckill handler does.
 type Identity struct {
 	// cookie, jwks_url, keys, issuer, audience, user_claim, leeway, jwks_refresh,
-	// jwks_min_interval.
+	// jwks_min_interval, verified_cache.
 	JWT
 
 	// Hand refusals to the server's `handle_errors` routes as caddyhttp errors instead of
@@ -106,7 +110,7 @@ func admit(r *http.Request, user string) {
 	if repl, ok := r.Context().Value(caddy.ReplacerCtxKey).(*caddy.Replacer); ok {
 		repl.Set("http.auth.user.id", user)
 	}
-	r.Header.Del(UserHeader)
+	delete(r.Header, userHeaderKey)
 }
 
 // Interface guards

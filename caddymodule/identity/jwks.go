@@ -231,6 +231,9 @@ func (j *JWKS) fetch(ctx context.Context) {
 		logger.Warn("JWKS key skipped", zap.String("jwks_url", j.url), zap.String("why", s))
 	}
 	jwksFetches.WithLabelValues("ok").Inc()
+	if prev := j.keys.Load(); prev != nil {
+		ks = keepUnchanged(*prev, ks)
+	}
 	j.keys.Store(&ks)
 	logger.Debug("JWKS loaded", zap.String("jwks_url", j.url), zap.Int("keys", len(ks)))
 }

@@ -73,6 +73,14 @@ type JWT struct {
 	// flood of forged kids costs the shop one fetch per interval. Default 15s.
 	JWKSMinInterval caddy.Duration `json:"jwks_min_interval,omitempty"`
 
+	// The most verified sessions remembered, so a session sent many times a second has its
+	// signature checked once: a hit costs a SHA-256 of the token and a map lookup instead of a
+	// signature check, and is accepted in exactly the time window and only with the very key
+	// a fresh check would use (a key dropped from the JWKS or replaced ends its sessions at the
+	// refresh that sees it). Only successful verifications are remembered; the least recently
+	// used is forgotten first. Default 100000 (about 22 MB); 0 turns the cache off.
+	VerifiedCache *int `json:"verified_cache,omitempty"`
+
 	verifier *Verifier
 	jwks     *JWKS
 	logger   *zap.Logger
@@ -128,6 +136,10 @@ func (p *JWT) setup(jwks func(url string) (*JWKS, error)) error {
 		d := caddy.Duration(DefaultLeeway)
 		p.Leeway = &d
 	}
+	if p.VerifiedCache == nil {
+		n := DefaultVerifiedCache
+		p.VerifiedCache = &n
+	}
 	if p.JWKSRefresh <= 0 {
 		p.JWKSRefresh = caddy.Duration(DefaultJWKSRefresh)
 	}
@@ -164,6 +176,7 @@ func (p *JWT) setup(jwks func(url string) (*JWKS, error)) error {
 		Audience:  repl.ReplaceAll(p.Audience, ""),
 		UserClaim: p.UserClaim,
 		Leeway:    time.Duration(*p.Leeway),
+		cache:     newVerifiedCache(*p.VerifiedCache),
 	}
 	return nil
 }
@@ -175,6 +188,9 @@ func (p *JWT) Validate() error {
 	}
 	if l := time.Duration(*p.Leeway); l < 0 || l > maxLeeway {
 		return fmt.Errorf("seckill_jwt: leeway %v: between 0 and %v", l, maxLeeway)
+	}
+	if *p.VerifiedCache < 0 {
+		return fmt.Errorf("seckill_jwt: verified_cache %d: 0 (off) or more", *p.VerifiedCache)
 	}
 	return nil
 }

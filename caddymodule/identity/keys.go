@@ -1,6 +1,8 @@
 package identity
 
 import (
+	"bytes"
+	"crypto"
 	"crypto/ecdsa"
 	"crypto/ed25519"
 	"crypto/elliptic"
@@ -41,6 +43,32 @@ type Key struct {
 // keySet is a set of keys by kid. It is never modified once built: a refresh builds a new one
 // and swaps it in, so requests read it without a lock.
 type keySet map[string]*Key
+
+// keepUnchanged returns next with each key that old holds unchanged (same kid, algorithm and
+// material) replaced by old's *Key. A JWKS refresh that changes nothing then changes no *Key,
+// and the sessions cached with a key (verified.go) stay usable until that key is dropped or
+// replaced.
+func keepUnchanged(old, next keySet) keySet {
+	for kid, k := range next {
+		if o := old[kid]; o != nil && o.Alg == k.Alg && sameMaterial(o.Verifier, k.Verifier) {
+			next[kid] = o
+		}
+	}
+	return next
+}
+
+// sameMaterial tells whether two verification keys are the same key.
+func sameMaterial(a, b any) bool {
+	if a, ok := a.([]byte); ok {
+		b, ok := b.([]byte)
+		return ok && bytes.Equal(a, b)
+	}
+	// *rsa.PublicKey, *ecdsa.PublicKey and ed25519.PublicKey all have Equal.
+	if a, ok := a.(interface{ Equal(crypto.PublicKey) bool }); ok {
+		return a.Equal(b)
+	}
+	return false
+}
 
 // StaticKey is a key written in the configuration.
 type StaticKey struct {

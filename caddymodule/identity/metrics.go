@@ -13,6 +13,9 @@ var (
 	jwtRequests = identityMetric.CounterVec("jwt_requests_total",
 		"Requests whose signed session was checked, by outcome: verified, or why it was refused (missing, ambiguous, too_large, malformed, unknown_kid, wrong_alg, bad_signature, expired, not_yet_valid, wrong_issuer, wrong_audience, bad_user, no_keys).",
 		"outcome")
+	jwtCache = identityMetric.CounterVec("jwt_cache_total",
+		"Lookups in seckill_identity's cache of verified sessions, by result: hit (answered without a signature check) or miss (verified in full).",
+		"result")
 	jwksFetches = identityMetric.CounterVec("jwks_fetches_total",
 		"Fetches of the JWKS document (background refreshes and early fetches for an unknown kid), by result: ok or error (the last good keys stay in use).",
 		"result")
@@ -32,6 +35,12 @@ const identityMetric = metric.Subsystem("identity")
 // jwtCounted holds the series of each outcome, looked up once: counting a request is then one
 // map read and an atomic add.
 var jwtCounted = map[Outcome]prometheus.Counter{}
+
+// The series of the verified-session cache, looked up once.
+var (
+	jwtCacheHits   = jwtCache.WithLabelValues("hit")
+	jwtCacheMisses = jwtCache.WithLabelValues("miss")
+)
 
 func init() {
 	// Every series is visible from the start, at zero.
@@ -53,5 +62,5 @@ func init() {
 }
 
 func registerMetrics(reg prometheus.Registerer) {
-	metric.Register(reg, jwtRequests, jwksFetches, sessionRequests, sessionLookups, sessionCacheResults)
+	metric.Register(reg, jwtRequests, jwtCache, jwksFetches, sessionRequests, sessionLookups, sessionCacheResults)
 }

@@ -3,6 +3,7 @@ package identity
 import (
 	"context"
 	"errors"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-jose/go-jose/v4"
@@ -82,28 +83,79 @@ type Verifier struct {
 	Leeway time.Duration
 	// Now is the clock (time.Now when nil).
 	Now func() time.Time
+
+	// cache remembers verified sessions (nil: every token is verified in full). A hit applies
+	// Leeway and Now as a fresh check does, but Issuer, Audience and UserClaim were checked
+	// when the session was cached: with a cache they must not change once Verify is called.
+	cache *verifiedCache
+	// signatures counts signature checks (tests: a cache hit makes none).
+	signatures atomic.Int64
 }
 
-// Verify checks token and returns the user it names, or why not.
+// Verify checks token and returns the user it names, or why not. A token verified before is
+// answered from the cache while the time and its key still allow it, with the same answer a
+// fresh verification would give (docs/identity.md, "The cache of verified sessions").
 func (v *Verifier) Verify(ctx context.Context, token string) (string, Outcome) {
 	if len(token) > MaxToken {
 		return "", TooLarge
 	}
+	if v.cache == nil {
+		user, o, _ := v.verify(ctx, token)
+		return user, o
+	}
+	k := tokenKey(token)
+	if s, ok := v.cache.get(k); ok {
+		now := v.now()
+		if s.acceptedAt(now, v.Leeway) {
+			// The key that verified it must still be the one its kid names: dropped from the
+			// JWKS, or replaced under the same kid, and the token is verified afresh (and
+			// refused).
+			if key, err := v.Keys.Key(ctx, s.key.ID); err == nil && key == s.key {
+				jwtCacheHits.Inc()
+				return s.user, Verified
+			}
+			v.cache.remove(k)
+		} else if s.expiredAt(now, v.Leeway) {
+			v.cache.remove(k)
+		}
+	}
+	jwtCacheMisses.Inc()
+	user, o, s := v.verify(ctx, token)
+	// Only a success is remembered: a forged or garbage token never takes a place, so a flood
+	// of them evicts nothing.
+	if o == Verified {
+		v.cache.put(k, s)
+	}
+	return user, o
+}
+
+func (v *Verifier) now() time.Time {
+	if v.Now != nil {
+		return v.Now()
+	}
+	return time.Now()
+}
+
+// verify checks token in full: parse, key, signature, claims. On success it also returns what
+// the cache keeps.
+func (v *Verifier) verify(ctx context.Context, token string) (string, Outcome, verifiedSession) {
+	var none verifiedSession
 	tok, err := jwt.ParseSigned(token, algorithms)
 	if err != nil || len(tok.Headers) != 1 {
-		return "", Malformed
+		return "", Malformed, none
 	}
 	h := tok.Headers[0]
 	key, err := v.Keys.Key(ctx, h.KeyID)
 	switch {
 	case errors.Is(err, errNoKeys):
-		return "", NoKeys
+		return "", NoKeys, none
 	case err != nil:
-		return "", UnknownKey
+		return "", UnknownKey, none
 	case h.Algorithm != string(key.Alg):
-		return "", WrongAlgorithm
+		return "", WrongAlgorithm, none
 	}
 
+	v.signatures.Add(1)
 	var claims jwt.Claims
 	var user string
 	if v.UserClaim == "" || v.UserClaim == "sub" {
@@ -117,36 +169,32 @@ func (v *Verifier) Verify(ctx context.Context, token string) (string, Outcome) {
 	}
 	if err != nil {
 		if errors.Is(err, jose.ErrCryptoFailure) {
-			return "", BadSignature
+			return "", BadSignature, none
 		}
-		return "", Malformed
+		return "", Malformed, none
 	}
 	if claims.Expiry == nil {
-		return "", Expired
+		return "", Expired, none
 	}
-	now := time.Now
-	if v.Now != nil {
-		now = v.Now
-	}
-	want := jwt.Expected{Issuer: v.Issuer, Time: now()}
+	want := jwt.Expected{Issuer: v.Issuer, Time: v.now()}
 	if v.Audience != "" {
 		want.AnyAudience = jwt.Audience{v.Audience}
 	}
 	switch err := claims.ValidateWithLeeway(want, v.Leeway); {
 	case err == nil:
 	case errors.Is(err, jwt.ErrExpired):
-		return "", Expired
+		return "", Expired, none
 	case errors.Is(err, jwt.ErrNotValidYet), errors.Is(err, jwt.ErrIssuedInTheFuture):
-		return "", NotYetValid
+		return "", NotYetValid, none
 	case errors.Is(err, jwt.ErrInvalidIssuer):
-		return "", WrongIssuer
+		return "", WrongIssuer, none
 	case errors.Is(err, jwt.ErrInvalidAudience):
-		return "", WrongAudience
+		return "", WrongAudience, none
 	default:
-		return "", Malformed
+		return "", Malformed, none
 	}
 	if !contract.ValidID(user) {
-		return "", BadUser
+		return "", BadUser, none
 	}
-	return user, Verified
+	return user, Verified, sessionOf(user, key, &claims)
 }
