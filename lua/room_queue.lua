@@ -1,6 +1,7 @@
 -- room_queue.lua: one buyer's visit to a sale's waiting room, in one round trip: enter (once
--- per user; again returns the same place) or poll. Either way the script first lets the room
--- admit the next in line, so admission needs no background job and is exact across gateways.
+-- per user; again returns the same place), poll, or leave (give the place up). Enter and poll
+-- first let the room admit the next in line, so admission needs no background job and is
+-- exact across gateways.
 -- Time is Redis TIME.
 --
 -- KEYS[1]  seckill:{sale:<id>}:meta        hash: stock, starts_ms, ends_ms, state (preheat)
@@ -17,7 +18,7 @@
 -- KEYS[4]  seckill:{sale:<id>}:room:live   zset: user -> admitted_until_ms (live admissions)
 -- KEYS[5]  seckill:{sale:<id>}:room:spent  zset: proof-of-work nonce -> its expiry (ms)
 -- KEYS[6]  seckill:{sale:<id>}:buyers      hash written by the gate (users who bought)
--- ARGV[1]  "enter" or "poll"
+-- ARGV[1]  "enter", "poll" or "leave"
 -- ARGV[2]  the user's member (computed by the gateway from the seed and the entry key)
 -- ARGV[3]  rate (admissions per second, > 0)
 -- ARGV[4]  oversubscribe (live admissions per remaining unit, >= 1)
@@ -35,10 +36,13 @@
 -- KEYS[7]  optional seckill:{sale:<id>}:room:log   list: the room's history, for the verifier
 --                                          (bench/verify, docs/room.md): one element
 --                                          "a:<now_ms>:<stock>:<user>" per admission, in
---                                          admission order (token_issue.lua appends "t:" ones)
+--                                          admission order, "l:<now_ms>:<position>:<user>" per
+--                                          place given up (leave; position as it stood, 1-based
+--                                          among those not yet admitted); token_issue.lua
+--                                          appends "t:" ones
 --
 -- Returns  {outcome, position, ahead, admitted_until_ms, now_ms, stock, depth, starts_ms,
---           admitted_now, lapsed_now, entry_rate}
+--           admitted_now, lapsed_now, entry_rate, admitted}
 --          outcome "waiting" | "admitted" | "sold_out" | "ended" | "paused": the user's state;
 --                  "lapsed": admitted once, the admission ran out unused (the place is gone);
 --                  "used": admitted once, and bought;
@@ -48,18 +52,24 @@
 --                  "too_easy" (enter): the entry rate is above ARGV[10], nothing written;
 --                  "queue_full" (enter): no place and the queue holds ARGV[9] places (the
 --                  nonce is spent and the entry counted: every try costs a proof);
+--                  "left" (leave): the user holds no waiting place any more (given up now, or
+--                  held none: leaving twice is leaving once);
+--                  "not_waiting" (leave): admitted once (live, lapsed or used): the place was
+--                  passed and stays in the admission history, nothing written;
 --                  "unknown_sale" / "no_room": no meta / no room hash.
 --          position is 1-based among those not yet admitted (before the start: the pre-queue's
 --          size, since the order is only drawn then), ahead = position - 1, depth = places not
 --          yet admitted, admitted_now / lapsed_now = admissions this call made / saw lapse,
 --          entry_rate = entries per second across every gateway (the higher of this second's
 --          and the last one's, Redis time) as an enter saw it before counting itself; -1 when
---          the call did not read it (polls, refusals before the proof).
+--          the call did not read it (polls, refusals before the proof), admitted = the room's
+--          admissions so far (the counter, after this call): the gateways measure the
+--          admission rate from it for the estimate's range.
 local meta, room, q, live, spent, buyers = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
 local op, member = ARGV[1], ARGV[2]
 local rate, over = tonumber(ARGV[3]), tonumber(ARGV[4])
 local session, pre = tonumber(ARGV[5]), tonumber(ARGV[6])
-if (op ~= "enter" and op ~= "poll") or #member < 49 or rate == nil or rate <= 0 or over == nil
+if (op ~= "enter" and op ~= "poll" and op ~= "leave") or #member < 49 or rate == nil or rate <= 0 or over == nil
   or over < 1 or session == nil or session <= 0 or pre == nil or pre < 0 then
   return redis.error_reply("ERR room_queue: bad arguments")
 end
@@ -69,7 +79,8 @@ local t = redis.call("TIME")
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local erate = -1
 local function reply(outcome, pos, ahead, untl, stock, depth, starts, adm, lap)
-  return {outcome, pos or 0, ahead or 0, untl or 0, now, stock or 0, depth or 0, starts or 0, adm or 0, lap or 0, erate}
+  return {outcome, pos or 0, ahead or 0, untl or 0, now, stock or 0, depth or 0, starts or 0, adm or 0, lap or 0, erate,
+    tonumber(redis.call("HGET", room, "admitted")) or 0}
 end
 
 local m = redis.call("HMGET", meta, "stock", "starts_ms", "ends_ms", "state")
@@ -82,6 +93,33 @@ if redis.call("HEXISTS", room, "seed") == 0 then
 end
 if now >= ends then
   return reply("ended", 0, 0, 0, stock, 0, starts)
+end
+if op == "leave" then
+  -- Giving a place up needs no open sale (paused, sold out): it only shortens the queue.
+  local rank = redis.call("ZRANK", q, member)
+  local cursor = tonumber(redis.call("HGET", room, "cursor")) or 0
+  local total = redis.call("ZCARD", q)
+  if not rank then
+    return reply("left", 0, 0, 0, stock, total - cursor, starts)
+  end
+  if rank < cursor then
+    -- The cursor passed it: removing it would shift every admitted place and break the
+    -- published order's evidence (invariants 6 and 9). An unused admission lapses by itself.
+    return reply("not_waiting", 0, 0, 0, stock, total - cursor, starts)
+  end
+  -- Everyone behind moves up by one: the cursor counts places before it, and this one is
+  -- after it. Entering again later is a new arrival (after the start: the back of the queue).
+  redis.call("ZREM", q, member)
+  redis.call("HINCRBY", room, "left", 1)
+  if KEYS[7] then
+    -- The verifier accounts for a place that left the queue without being admitted.
+    redis.call("RPUSH", KEYS[7], string.format("l:%d:%d:%s", now, rank - cursor + 1, user))
+    local until_ms = redis.call("PEXPIRETIME", meta)
+    if until_ms > 0 then
+      redis.call("PEXPIREAT", KEYS[7], until_ms)
+    end
+  end
+  return reply("left", 0, 0, 0, stock, total - cursor - 1, starts)
 end
 if m[4] == "paused" then
   return reply("paused", 0, 0, 0, stock, 0, starts)

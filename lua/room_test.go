@@ -153,3 +153,63 @@ func TestRoomAdmissionCheckSeesOnlyLiveAdmissions(t *testing.T) {
 		t.Fatalf("sale without a room: %v %v", res, err)
 	}
 }
+
+// Leaving gives a waiting place up: the waiters behind move up by one, the log records it for
+// the verifier, leaving again is a no-op, an admitted place cannot leave (the cursor passed
+// it), and entering again after the start is a new arrival at the back.
+func TestRoomLeaveMovesTheWaitersBehindUpAndReentryIsANewPlace(t *testing.T) {
+	f := newRoom(t, 1, -time.Second, time.Hour)
+	ctx := context.Background()
+	logKey := contract.RoomLogKey(f.sale)
+	t.Cleanup(func() { f.rdb.Del(context.Background(), logKey) })
+	call := func(op, u string) []any {
+		t.Helper()
+		res, err := Script("room_queue").Run(ctx, f.rdb, append(roomKeys(f.sale), logKey), op, member(rankOf(u), u),
+			f.rate, f.over, f.session, f.pre, "", 0).Slice()
+		if err != nil {
+			t.Fatalf("room_queue %s %s: %v", op, u, err)
+		}
+		return res
+	}
+	// One unit, oversubscribe 1: a is admitted, b, c, d wait.
+	for _, u := range []string{"a", "b", "c", "d"} {
+		call("enter", u)
+	}
+	if got := call("poll", "d"); got[0] != "waiting" || got[1].(int64) != 3 {
+		t.Fatalf("d before anyone leaves: %v, want waiting at 3", got)
+	}
+	if got := call("leave", "b"); got[0] != "left" || got[6].(int64) != 2 {
+		t.Fatalf("b leaves: %v, want left with 2 waiting", got)
+	}
+	if got := call("poll", "d"); got[0] != "waiting" || got[1].(int64) != 2 {
+		t.Fatalf("d after b left: %v, want waiting at 2", got)
+	}
+	if got := call("leave", "b"); got[0] != "left" {
+		t.Fatalf("b leaves twice: %v, want left", got)
+	}
+	if got := call("poll", "b"); got[0] != "not_entered" {
+		t.Fatalf("b polls after leaving: %v, want not_entered", got)
+	}
+	if got := call("leave", "a"); got[0] != "not_waiting" {
+		t.Fatalf("the admitted a leaves: %v, want not_waiting", got)
+	}
+	if got := call("enter", "b"); got[0] != "waiting" || got[1].(int64) != 3 {
+		t.Fatalf("b enters again: %v, want waiting at the back (3)", got)
+	}
+	lg, err := f.rdb.LRange(ctx, logKey, 0, -1).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var leaves []string
+	for _, e := range lg {
+		if e[0] == 'l' {
+			leaves = append(leaves, e)
+		}
+	}
+	if len(leaves) != 1 || !bytes.HasSuffix([]byte(leaves[0]), []byte(":1:b")) {
+		t.Fatalf("the log's leaves: %q, want one l:<ms>:1:b", leaves)
+	}
+	if n, _ := f.rdb.HGet(ctx, roomKeys(f.sale)[1], "left").Int(); n != 1 {
+		t.Fatalf("left counter %d, want 1", n)
+	}
+}

@@ -24,8 +24,9 @@ import (
 //   - room:q          zset: one member per place, rank (32 bytes) || entry id (16) || user;
 //     score 0 for the pre-queue, 1, 2, ... for arrivals after the start
 //   - room:log        list: the room's history, in Redis order. "a:<ms>:<stock>:<user>" per
-//     admission (room_queue.lua), "t:<ms>:<admitted_until>:<user>:<nonce>" per token issued on
-//     a live admission (token_issue.lua with require_admission)
+//     admission (room_queue.lua), "l:<ms>:<position>:<user>" per waiting place given up
+//     (room_queue.lua, DELETE /queue), "t:<ms>:<admitted_until>:<user>:<nonce>" per token
+//     issued on a live admission (token_issue.lua with require_admission)
 //   - tokens          hash: user -> "<nonce>:<exp>", the unused tokens
 //
 // and the users holding an order in Postgres. The log is the evidence the scripts leave
@@ -43,9 +44,9 @@ type RoomOptions struct {
 
 // roomEvent is one element of the room's log.
 type roomEvent struct {
-	kind  byte // 'a' admission, 't' token
+	kind  byte // 'a' admission, 'l' place given up, 't' token
 	ms    int64
-	n     int64 // a: the stock the script saw; t: the admission's end (ms)
+	n     int64 // a: the stock the script saw; l: the place's position; t: the admission's end (ms)
 	user  string
 	nonce string // t only
 }
@@ -64,7 +65,7 @@ func parseRoomEvent(s string) (roomEvent, bool) {
 		return e, false
 	}
 	switch {
-	case e.kind == 'a' && len(parts) == 4:
+	case (e.kind == 'a' || e.kind == 'l') && len(parts) == 4:
 		e.user = parts[3]
 	case e.kind == 't' && len(parts) == 5:
 		e.user, e.nonce = parts[3], parts[4]
@@ -321,7 +322,9 @@ func (st *roomState) checkSoldOut() Check {
 }
 
 // 9. One place per user, a place never given twice: no user holds two places, nobody is
-// admitted twice, and the admissions logged are exactly the places the cursor passed.
+// admitted twice, the admissions logged are exactly the places the cursor passed, and a place
+// given up (DELETE /queue) was a waiting one: nobody leaves after being admitted, since
+// removing a place the cursor passed would shift the admitted history.
 func (st *roomState) checkPlaces() Check {
 	c := Check{N: 9, Name: "one place per user, never given twice", Verdict: Pass}
 	placeOf := map[string]int{}
@@ -336,26 +339,36 @@ func (st *roomState) checkPlaces() Check {
 	}
 	adm := st.admissions()
 	seen := map[string]bool{}
-	twice := 0
-	for _, e := range adm {
-		if seen[e.user] {
-			twice++
-			addProblem(&c, fmt.Sprintf("user %s admitted twice", e.user))
+	twice, left, leftAdmitted := 0, 0, 0
+	for _, e := range st.events {
+		switch e.kind {
+		case 'a':
+			if seen[e.user] {
+				twice++
+				addProblem(&c, fmt.Sprintf("user %s admitted twice", e.user))
+			}
+			seen[e.user] = true
+		case 'l':
+			left++
+			if seen[e.user] {
+				leftAdmitted++
+				addProblem(&c, fmt.Sprintf("user %s gave up a place at %d after being admitted", e.user, e.ms))
+			}
 		}
-		seen[e.user] = true
 	}
 	for _, s := range st.badEvents {
 		addProblem(&c, fmt.Sprintf("unreadable log element %q", s))
 	}
 	c.Numbers = map[string]int{"places": len(st.places), "users_with_two_places": twoPlaces, "admitted_twice": twice,
-		"cursor": int(st.cursor), "admitted_counter": int(st.admitted), "admissions_logged": len(adm)}
-	note(&c, "%d places, %d users with two, %d admitted twice; cursor %d, admitted counter %d, %d admissions logged",
-		len(st.places), twoPlaces, twice, st.cursor, st.admitted, len(adm))
+		"cursor": int(st.cursor), "admitted_counter": int(st.admitted), "admissions_logged": len(adm),
+		"left": left, "left_after_admission": leftAdmitted}
+	note(&c, "%d places, %d users with two, %d admitted twice; cursor %d, admitted counter %d, %d admissions logged; %d places given up, %d after admission",
+		len(st.places), twoPlaces, twice, st.cursor, st.admitted, len(adm), left, leftAdmitted)
 	if int64(len(adm)) != st.cursor || st.cursor != st.admitted {
 		fail(&c, "the cursor, the admitted counter and the log disagree")
 		addProblem(&c, fmt.Sprintf("the cursor passed %d places, the counter says %d admissions, the log shows %d", st.cursor, st.admitted, len(adm)))
 	}
-	if twoPlaces+twice+len(st.badEvents) > 0 {
+	if twoPlaces+twice+leftAdmitted+len(st.badEvents) > 0 {
 		c.Verdict = Fail
 	}
 	return c

@@ -100,6 +100,12 @@ func newRoomWorld(t *testing.T) *roomWorld {
 	late := "late0"
 	members[late] = w.member(seed, ekey, late)
 	w.visit("enter", members[late])
+	// Someone enters after the start and gives the place up (DELETE /queue): the log shows it.
+	leaver := w.member(seed, ekey, "late1")
+	w.visit("enter", leaver)
+	if res := w.visit("leave", leaver); res[0] != "left" {
+		t.Fatalf("leave: %v", res)
+	}
 	for _, u := range append(w.users, late) {
 		if res := w.visit("poll", members[u]); res[0] == "admitted" {
 			w.admitted = append(w.admitted, u)
@@ -198,6 +204,9 @@ func TestVerifierCatchesEachBrokenRoomInvariant(t *testing.T) {
 		}},
 		{"a user holding two places", 9, func(w *roomWorld) {
 			w.rdb.ZAdd(ctx, contract.RoomKey(w.sale)+":q", redisZ(99, strings.Repeat("\x01", 48)+w.users[0]))
+		}},
+		{"a place given up after its admission", 9, func(w *roomWorld) {
+			w.rdb.RPush(ctx, logKey(w), "l:1:1:"+w.admitted[0])
 		}},
 		{"an admission the log does not show", 9, func(w *roomWorld) {
 			w.rdb.HIncrBy(ctx, contract.RoomKey(w.sale), "cursor", 1)

@@ -106,8 +106,10 @@ func (h *Room) serveQueue(ctx context.Context, w http.ResponseWriter, r *http.Re
 			return nil
 		}
 		return h.poll(ctx, w, r, repl, sale)
+	case http.MethodDelete:
+		return h.leave(ctx, w, r, repl, sale)
 	default:
-		return h.methodNotAllowed(w, "queue", "GET, POST")
+		return h.methodNotAllowed(w, "queue", "GET, POST, DELETE")
 	}
 }
 
@@ -151,7 +153,7 @@ func (h *Room) enter(ctx context.Context, w http.ResponseWriter, r *http.Request
 			challenges.WithLabelValues("solved").Inc()
 		}
 	}
-	verdict := Decide(rep, true, c.room.Rate, h.refresh)
+	verdict := Decide(rep, true, c.paceOf(rep), h.refresh)
 	if verdict.Status == http.StatusOK {
 		entries.Inc()
 		verdict.Answer.Ticket = h.sealer.Ticket(sale, user, c.room.Ends.Add(ticketGrace))
@@ -188,7 +190,35 @@ func (h *Room) poll(ctx context.Context, w http.ResponseWriter, r *http.Request,
 	if rep.Outcome == SoldOut {
 		h.events.MarkSoldOut(sale, gen)
 	}
-	return h.finish(w, "poll", sale, rep, Decide(rep, false, c.room.Rate, h.refresh))
+	return h.finish(w, "poll", sale, rep, Decide(rep, false, c.paceOf(rep), h.refresh))
+}
+
+// leave gives the ticket's place up (DELETE /queue): 200 {"state":"left"}, also when the user
+// holds no place any more, so a retried DELETE answers the same.
+func (h *Room) leave(ctx context.Context, w http.ResponseWriter, r *http.Request, repl *caddy.Replacer, sale string) error {
+	user, ref, ok := h.user(repl)
+	if !ok {
+		return h.refuse(w, "leave", ref)
+	}
+	if h.sealer.VerifyTicket(r.Header.Get(HeaderTicket), sale, user, h.now()) != nil {
+		return h.refuse(w, "leave", badTicket)
+	}
+	c, ok, err := h.roomOf(ctx, sale)
+	if err != nil {
+		return h.unavailable(w, "leave", err)
+	}
+	if !ok {
+		return h.refuse(w, "leave", noRoom)
+	}
+	place := PlaceOf(c.room.EntryKey, c.room.Seed, sale, user)
+	rep, err := h.store.Visit(ctx, sale, Visit{Leave: true, Member: place.Member(user), Settings: c.room.Settings})
+	if err != nil {
+		return h.unavailable(w, "leave", err)
+	}
+	if rep.Outcome == Left {
+		leaves.Inc()
+	}
+	return h.finish(w, "leave", sale, rep, Decide(rep, false, c.paceOf(rep), h.refresh))
 }
 
 func (h *Room) finish(w http.ResponseWriter, endpoint, sale string, rep Reply, v Verdict) error {

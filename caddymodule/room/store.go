@@ -81,8 +81,11 @@ func (s RedisStore) Room(ctx context.Context, sale string) (SaleRoom, bool, erro
 // Visit runs room_queue.lua.
 func (s RedisStore) Visit(ctx context.Context, sale string, v Visit) (Reply, error) {
 	op := "poll"
-	if v.Enter {
+	switch {
+	case v.Enter:
 		op = "enter"
+	case v.Leave:
+		op = "leave"
 	}
 	var nonceExp int64
 	maxRate := int64(-1)
@@ -104,14 +107,14 @@ func (s RedisStore) Visit(ctx context.Context, sale string, v Visit) (Reply, err
 
 func parseReply(res []any) (Reply, error) {
 	var r Reply
-	if len(res) != 11 {
-		return r, fmt.Errorf("room_queue: %d values, want 11", len(res))
+	if len(res) != 12 {
+		return r, fmt.Errorf("room_queue: %d values, want 12", len(res))
 	}
 	o, ok := res[0].(string)
 	if !ok {
 		return r, fmt.Errorf("room_queue: outcome %v", res[0])
 	}
-	n := make([]int64, 10)
+	n := make([]int64, 11)
 	for i := range n {
 		v, ok := res[i+1].(int64)
 		if !ok {
@@ -129,6 +132,7 @@ func parseReply(res []any) (Reply, error) {
 	r.Starts = time.UnixMilli(n[6])
 	r.AdmittedNow, r.LapsedNow = n[7], n[8]
 	r.EntryRate = n[9]
+	r.Admitted = n[10]
 	return r, nil
 }
 
