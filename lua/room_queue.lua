@@ -1,5 +1,7 @@
 -- room_queue.lua: one buyer's visit to a sale's waiting room, in one round trip: enter (once
--- per user; again returns the same place), poll, or leave (give the place up). Enter and poll
+-- per user; again returns the same place), poll, leave (give the place up), or tick (a
+-- gateway's periodic look at the room, issue 28: it admits and returns the room's summary,
+-- so waiters far from the front are answered from the gateway's memory). Enter, poll and tick
 -- first let the room admit the next in line, so admission needs no background job and is
 -- exact across gateways.
 -- Time is Redis TIME.
@@ -18,8 +20,9 @@
 -- KEYS[4]  seckill:{sale:<id>}:room:live   zset: user -> admitted_until_ms (live admissions)
 -- KEYS[5]  seckill:{sale:<id>}:room:spent  zset: proof-of-work nonce -> its expiry (ms)
 -- KEYS[6]  seckill:{sale:<id>}:buyers      hash written by the gate (users who bought)
--- ARGV[1]  "enter", "poll" or "leave"
--- ARGV[2]  the user's member (computed by the gateway from the seed and the entry key)
+-- ARGV[1]  "enter", "poll", "leave" or "tick"
+-- ARGV[2]  the user's member (computed by the gateway from the seed and the entry key); tick:
+--          ignored ("")
 -- ARGV[3]  rate (admissions per second, > 0)
 -- ARGV[4]  oversubscribe (live admissions per remaining unit, >= 1)
 -- ARGV[5]  session_ms
@@ -33,6 +36,11 @@
 --          which the proof's difficulty is still the one in force; above it the entry is
 --          refused "too_easy". Absent, "" or negative: any rate (no proof, or the maximum
 --          difficulty)
+-- ARGV[11...] tick: users the gateway answered from memory since its last tick (present)
+-- KEYS[8]  optional seckill:{sale:<id>}:room:seen  zset: user -> last seen (ms, Redis time):
+--                                          polls and enters record their user, ticks the
+--                                          users of ARGV[11...]. Presence, for admission to
+--                                          go to waiters who are there (issue 28)
 -- KEYS[7]  optional seckill:{sale:<id>}:room:log   list: the room's history, for the verifier
 --                                          (bench/verify, docs/room.md): one element
 --                                          "a:<now_ms>:<stock>:<user>" per admission, in
@@ -56,6 +64,8 @@
 --                  held none: leaving twice is leaving once);
 --                  "not_waiting" (leave): admitted once (live, lapsed or used): the place was
 --                  passed and stays in the admission history, nothing written;
+--                  "prequeue" / "open" (tick): the room takes entries before / after the
+--                  start (depth: the pre-queue's size / the places not yet admitted);
 --                  "unknown_sale" / "no_room": no meta / no room hash.
 --          position is 1-based among those not yet admitted (before the start: the pre-queue's
 --          size, since the order is only drawn then), ahead = position - 1, depth = places not
@@ -69,7 +79,7 @@ local meta, room, q, live, spent, buyers = KEYS[1], KEYS[2], KEYS[3], KEYS[4], K
 local op, member = ARGV[1], ARGV[2]
 local rate, over = tonumber(ARGV[3]), tonumber(ARGV[4])
 local session, pre = tonumber(ARGV[5]), tonumber(ARGV[6])
-if (op ~= "enter" and op ~= "poll" and op ~= "leave") or #member < 49 or rate == nil or rate <= 0 or over == nil
+if (op ~= "enter" and op ~= "poll" and op ~= "leave" and op ~= "tick") or (op ~= "tick" and #member < 49) or rate == nil or rate <= 0 or over == nil
   or over < 1 or session == nil or session <= 0 or pre == nil or pre < 0 then
   return redis.error_reply("ERR room_queue: bad arguments")
 end
@@ -181,9 +191,36 @@ if op == "enter" then
   end
 end
 
-local rank = redis.call("ZRANK", q, member)
+local seen = KEYS[8]
+if seen and op == "tick" and #ARGV > 10 then
+  for i = 11, #ARGV, 1000 do
+    local zs = {}
+    for j = i, math.min(i + 999, #ARGV) do
+      zs[#zs + 1] = now
+      zs[#zs + 1] = ARGV[j]
+    end
+    redis.call("ZADD", seen, unpack(zs))
+  end
+  local until_ms = redis.call("PEXPIRETIME", meta)
+  if until_ms > 0 then
+    redis.call("PEXPIREAT", seen, until_ms)
+  end
+end
+local rank = false
+if op ~= "tick" then
+  rank = redis.call("ZRANK", q, member)
+  if seen and rank and redis.call("ZADD", seen, now, user) == 1 then
+    local until_ms = redis.call("PEXPIRETIME", meta)
+    if until_ms > 0 then
+      redis.call("PEXPIREAT", seen, until_ms)
+    end
+  end
+end
 if now < starts then
   local n = redis.call("ZCOUNT", q, 0, 0)
+  if op == "tick" then
+    return reply("prequeue", n, 0, 0, stock, n, starts)
+  end
   if not rank then
     return reply("not_entered", 0, 0, 0, stock, n, starts)
   end
@@ -253,6 +290,9 @@ else
   n = 0
 end
 redis.call("HSET", room, "cursor", cursor, "allow", string.format("%.6f", allow), "last_ms", last)
+if op == "tick" then
+  return reply("open", 0, 0, 0, stock, total - cursor, starts, n, lapsed)
+end
 
 if not rank then
   return reply("not_entered", 0, 0, 0, stock, total - cursor, starts, n, lapsed)

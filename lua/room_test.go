@@ -213,3 +213,47 @@ func TestRoomLeaveMovesTheWaitersBehindUpAndReentryIsANewPlace(t *testing.T) {
 		t.Fatalf("left counter %d, want 1", n)
 	}
 }
+
+// A tick (a gateway's periodic look at the room) admits like a poll and returns the room's
+// counters; it records the users the gateway answered from memory as present, and a poll
+// records its own user.
+func TestRoomTickAdmitsReturnsTheSummaryAndRecordsPresence(t *testing.T) {
+	f := newRoom(t, 2, -time.Second, time.Hour)
+	ctx := context.Background()
+	seen := roomKeys(f.sale)[1] + ":seen"
+	logKey := contract.RoomLogKey(f.sale)
+	t.Cleanup(func() { f.rdb.Del(context.Background(), seen, logKey) })
+	keys := append(roomKeys(f.sale), logKey, seen)
+	run := func(op, m string, present ...any) []any {
+		t.Helper()
+		args := append([]any{op, m, f.rate, f.over, f.session, f.pre, "", 0, "", ""}, present...)
+		res, err := Script("room_queue").Run(ctx, f.rdb, keys, args...).Slice()
+		if err != nil {
+			t.Fatalf("room_queue %s: %v", op, err)
+		}
+		return res
+	}
+	for _, u := range []string{"a", "b", "c", "d"} {
+		// Entries through the 6-key form: no presence recorded.
+		f.call("enter", member(rankOf(u), u), "", 0)
+	}
+	got := run("tick", "", "c", "d")
+	// Stock 2 x oversubscribe 1: a and b admitted by the enters, c and d wait.
+	if got[0] != "open" || got[6].(int64) != 2 || got[11].(int64) != 2 {
+		t.Fatalf("tick: %v, want open, depth 2, admitted 2", got)
+	}
+	if n := f.rdb.ZCard(ctx, seen).Val(); n != 2 {
+		t.Fatalf("%d present after the tick, want c and d", n)
+	}
+	run("poll", member(rankOf("a"), "a"))
+	if _, err := f.rdb.ZScore(ctx, seen, "a").Result(); err != nil {
+		t.Fatalf("a poll did not record its user: %v", err)
+	}
+	if ttl := f.rdb.PTTL(ctx, seen).Val(); ttl <= 0 {
+		t.Fatalf("the presence set has no expiry (%v)", ttl)
+	}
+	f.rdb.HSet(ctx, contract.MetaKey(f.sale), "stock", 0)
+	if got := run("tick", ""); got[0] != "sold_out" {
+		t.Fatalf("tick at stock 0: %v, want sold_out", got)
+	}
+}

@@ -2,6 +2,9 @@ package room
 
 import (
 	"testing"
+	"time"
+
+	"github.com/caddyserver/caddy/v2"
 
 	_ "github.com/seckilledge/seckill/caddymodule" // the seckill global option
 	"github.com/seckilledge/seckill/internal/handlertest"
@@ -25,6 +28,8 @@ func TestCaddyfileRefusesBadOptions(t *testing.T) {
 		":80 {\n seckill_room {\n max_waiters 0\n }\n}",
 		":80 {\n seckill_room {\n max_waiters lots\n }\n}",
 		":80 {\n seckill_room {\n frame_ancestors\n }\n}",
+		":80 {\n seckill_room {\n summary_interval soon\n }\n}",
+		":80 {\n seckill_room {\n front_window\n }\n}",
 	)
 }
 
@@ -35,6 +40,8 @@ func TestValidateRefusesImpossibleSettings(t *testing.T) {
 		"difficulty too high": {Difficulty: []int{0, 41}},
 		"short session":       {Session: 1},
 		"negative rate":       {Rate: -1},
+		"slow summary":        {SummaryInterval: caddy.Duration(2 * time.Second), FrontWindow: caddy.Duration(time.Minute)},
+		"narrow front":        {SummaryInterval: caddy.Duration(500 * time.Millisecond), FrontWindow: caddy.Duration(time.Second)},
 	} {
 		h.setDefaults()
 		if err := h.Validate(); err == nil {

@@ -35,6 +35,8 @@ func init() {
 //		refresh         <min> <max>     # default 1s 30s
 //		retry_after     <duration>      # default 1s
 //		cache_ttl       <duration>      # default 2s
+//		summary_interval <duration>     # default 500ms
+//		front_window    <duration>      # default 10s
 //		timeout         <duration>      # default 1s (each Redis call)
 //		max_pending     <n>             # default 4096, -1 unbounded
 //		handle_errors                   # refusals go to handle_errors routes
@@ -70,6 +72,10 @@ func (h *Room) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			err = directive.Duration(d, &h.RetryAfter)
 		case "cache_ttl":
 			err = directive.Duration(d, &h.CacheTTL)
+		case "summary_interval":
+			err = directive.Duration(d, &h.SummaryInterval)
+		case "front_window":
+			err = directive.Duration(d, &h.FrontWindow)
 		default:
 			return false, nil
 		}

@@ -72,28 +72,35 @@ type Outcome string
 
 // Outcomes of room_queue.lua.
 const (
-	Waiting     Outcome = "waiting"
-	Admitted    Outcome = "admitted"
-	SoldOut     Outcome = "sold_out"
-	Ended       Outcome = "ended"
-	Paused      Outcome = "paused"
-	Lapsed      Outcome = "lapsed"
-	Used        Outcome = "used"
-	NotEntered  Outcome = "not_entered"
-	NotStarted  Outcome = "not_started"
-	Replayed    Outcome = "replayed"
-	TooEasy     Outcome = "too_easy"
-	QueueFull   Outcome = "queue_full"
-	Left        Outcome = "left"
-	NotWaiting  Outcome = "not_waiting"
+	Waiting    Outcome = "waiting"
+	Admitted   Outcome = "admitted"
+	SoldOut    Outcome = "sold_out"
+	Ended      Outcome = "ended"
+	Paused     Outcome = "paused"
+	Lapsed     Outcome = "lapsed"
+	Used       Outcome = "used"
+	NotEntered Outcome = "not_entered"
+	NotStarted Outcome = "not_started"
+	Replayed   Outcome = "replayed"
+	TooEasy    Outcome = "too_easy"
+	QueueFull  Outcome = "queue_full"
+	Left       Outcome = "left"
+	NotWaiting Outcome = "not_waiting"
+	// Outcomes of a tick: the room before / after the start.
+	Prequeue    Outcome = "prequeue"
+	Open        Outcome = "open"
 	UnknownSale Outcome = "unknown_sale"
 	NoRoom      Outcome = "no_room"
 )
 
 // Visit is one call of room_queue.lua: a poll, unless Enter or Leave.
 type Visit struct {
-	Enter    bool
-	Leave    bool // give the place up (DELETE /queue)
+	Enter bool
+	Leave bool // give the place up (DELETE /queue)
+	// Tick is a gateway's periodic look at the room (admit, then the summary); Present are
+	// the users it answered from memory since its last tick.
+	Tick     bool
+	Present  []string
 	Member   string
 	Nonce    string // enter with proof of work: the nonce to spend
 	NonceExp time.Time

@@ -156,7 +156,10 @@ func (h *Room) enter(ctx context.Context, w http.ResponseWriter, r *http.Request
 	verdict := Decide(rep, true, c.paceOf(rep), h.refresh)
 	if verdict.Status == http.StatusOK {
 		entries.Inc()
-		verdict.Answer.Ticket = h.sealer.Ticket(sale, user, c.room.Ends.Add(ticketGrace))
+		verdict.Answer.Ticket = h.placedTicket(sale, user, c, rep)
+		if verdict.Answer.Ticket == "" {
+			verdict.Answer.Ticket = h.sealer.Ticket(sale, user, c.room.Ends.Add(ticketGrace))
+		}
 		verdict.Answer.EntryID = place.EntryID
 	}
 	return h.finish(w, "enter", sale, rep, verdict)
@@ -167,7 +170,8 @@ func (h *Room) poll(ctx context.Context, w http.ResponseWriter, r *http.Request,
 	if !ok {
 		return h.refuse(w, "poll", ref)
 	}
-	if h.sealer.VerifyTicket(r.Header.Get(HeaderTicket), sale, user, h.now()) != nil {
+	index, err := h.sealer.VerifyTicketPlace(r.Header.Get(HeaderTicket), sale, user, h.now())
+	if err != nil {
 		return h.refuse(w, "poll", badTicket)
 	}
 	if h.events.SoldOut(sale) {
@@ -181,6 +185,9 @@ func (h *Room) poll(ctx context.Context, w http.ResponseWriter, r *http.Request,
 	if !ok {
 		return h.refuse(w, "poll", noRoom)
 	}
+	if v, rep, ok := h.fromMemory(ctx, sale, user, c, index); ok {
+		return h.finish(w, "poll", sale, rep, v)
+	}
 	gen := h.events.Generation(sale)
 	place := PlaceOf(c.room.EntryKey, c.room.Seed, sale, user)
 	rep, err := h.store.Visit(ctx, sale, Visit{Member: place.Member(user), Settings: c.room.Settings})
@@ -190,7 +197,22 @@ func (h *Room) poll(ctx context.Context, w http.ResponseWriter, r *http.Request,
 	if rep.Outcome == SoldOut {
 		h.events.MarkSoldOut(sale, gen)
 	}
-	return h.finish(w, "poll", sale, rep, Decide(rep, false, c.paceOf(rep), h.refresh))
+	v := Decide(rep, false, c.paceOf(rep), h.refresh)
+	if index < 0 {
+		v.Answer.Ticket = h.placedTicket(sale, user, c, rep)
+	}
+	return h.finish(w, "poll", sale, rep, v)
+}
+
+// placedTicket is a ticket carrying the place's queue index (r2), for a waiter after the
+// start: his later polls far from the front are answered from memory. "" when the order is
+// not drawn yet (before the start) or the user is not waiting. The client keeps the newest
+// ticket it is given (a poll's answer carries one when it has a better one).
+func (h *Room) placedTicket(sale, user string, c *cachedRoom, rep Reply) string {
+	if rep.Outcome != Waiting || rep.Now.Before(rep.Starts) {
+		return ""
+	}
+	return h.sealer.TicketAt(sale, user, c.room.Ends.Add(ticketGrace), rep.Admitted+rep.Position-1)
 }
 
 // leave gives the ticket's place up (DELETE /queue): 200 {"state":"left"}, also when the user

@@ -86,6 +86,8 @@ func (s RedisStore) Visit(ctx context.Context, sale string, v Visit) (Reply, err
 		op = "enter"
 	case v.Leave:
 		op = "leave"
+	case v.Tick:
+		op = "tick"
 	}
 	var nonceExp int64
 	maxRate := int64(-1)
@@ -94,11 +96,15 @@ func (s RedisStore) Visit(ctx context.Context, sale string, v Visit) (Reply, err
 		maxRate = v.MaxRate
 	}
 	keys := []string{contract.MetaKey(sale), roomKey(sale), queueKey(sale), liveKey(sale), spentKey(sale), contract.BuyersKey(sale),
-		contract.RoomLogKey(sale)}
-	res, err := lua.RoomQueue.Run(ctx, s.Client, keys, op, v.Member,
+		contract.RoomLogKey(sale), seenKey(sale)}
+	args := []any{op, v.Member,
 		strconv.FormatFloat(v.Settings.Rate, 'f', -1, 64), strconv.FormatFloat(v.Settings.Oversubscribe, 'f', -1, 64),
 		v.Settings.Session.Milliseconds(), v.Settings.Prequeue.Milliseconds(), v.Nonce, nonceExp,
-		v.Settings.MaxWaiters, maxRate).Slice()
+		v.Settings.MaxWaiters, maxRate}
+	for _, u := range v.Present {
+		args = append(args, u)
+	}
+	res, err := lua.RoomQueue.Run(ctx, s.Client, keys, args...).Slice()
 	if err != nil {
 		return Reply{}, err
 	}
