@@ -36,7 +36,11 @@
 --          which the proof's difficulty is still the one in force; above it the entry is
 --          refused "too_easy". Absent, "" or negative: any rate (no proof, or the maximum
 --          difficulty)
--- ARGV[11...] tick: users the gateway answered from memory since its last tick (present)
+-- ARGV[11] optional: "0" skips the admission step (lapses, the buyers' check, new admissions):
+--          a gateway runs it at most once per sale per interval, not on every poll (issue 28);
+--          anything else, or absent: admit. The answer is exact either way: a live admission
+--          whose time is up is answered "lapsed" even before the step removes it
+-- ARGV[12...] tick: users the gateway answered from memory since its last tick (present)
 -- KEYS[8]  optional seckill:{sale:<id>}:room:seen  zset: user -> last seen (ms, Redis time):
 --                                          polls and enters record their user, ticks the
 --                                          users of ARGV[11...]. Presence, for admission to
@@ -192,8 +196,9 @@ if op == "enter" then
 end
 
 local seen = KEYS[8]
-if seen and op == "tick" and #ARGV > 10 then
-  for i = 11, #ARGV, 1000 do
+local admit = ARGV[11] ~= "0"
+if seen and op == "tick" and #ARGV > 11 then
+  for i = 12, #ARGV, 1000 do
     local zs = {}
     for j = i, math.min(i + 999, #ARGV) do
       zs[#zs + 1] = now
@@ -235,8 +240,10 @@ if stock <= 0 then
   return reply("sold_out", 0, 0, 0, 0, total - cursor, starts)
 end
 
+local lapsed, n = 0, 0
+if admit then
 -- Admissions lapse after `session` unused and free their place for the next in line.
-local lapsed = redis.call("ZREMRANGEBYSCORE", live, "-inf", now)
+lapsed = redis.call("ZREMRANGEBYSCORE", live, "-inf", now)
 if lapsed > 0 then
   redis.call("HINCRBY", room, "lapsed", lapsed)
 end
@@ -260,7 +267,7 @@ if now > last then
   last = now
 end
 local cap = math.floor(stock * over + 1e-9) - redis.call("ZCARD", live)
-local n = math.min(math.floor(allow), cap, total - cursor)
+n = math.min(math.floor(allow), cap, total - cursor)
 if n > 0 then
   local next = redis.call("ZRANGE", q, cursor, cursor + n - 1)
   local untl = now + session
@@ -290,6 +297,7 @@ else
   n = 0
 end
 redis.call("HSET", room, "cursor", cursor, "allow", string.format("%.6f", allow), "last_ms", last)
+end
 if op == "tick" then
   return reply("open", 0, 0, 0, stock, total - cursor, starts, n, lapsed)
 end
@@ -301,7 +309,7 @@ if rank >= cursor then
   return reply("waiting", rank - cursor + 1, rank - cursor, 0, stock, total - cursor, starts, n, lapsed)
 end
 local untl = tonumber(redis.call("ZSCORE", live, user))
-if untl then
+if untl and untl > now then
   return reply("admitted", 0, 0, untl, stock, total - cursor, starts, n, lapsed)
 end
 if redis.call("HEXISTS", buyers, user) == 1 then

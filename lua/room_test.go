@@ -226,7 +226,7 @@ func TestRoomTickAdmitsReturnsTheSummaryAndRecordsPresence(t *testing.T) {
 	keys := append(roomKeys(f.sale), logKey, seen)
 	run := func(op, m string, present ...any) []any {
 		t.Helper()
-		args := append([]any{op, m, f.rate, f.over, f.session, f.pre, "", 0, "", ""}, present...)
+		args := append([]any{op, m, f.rate, f.over, f.session, f.pre, "", 0, "", "", "1"}, present...)
 		res, err := Script("room_queue").Run(ctx, f.rdb, keys, args...).Slice()
 		if err != nil {
 			t.Fatalf("room_queue %s: %v", op, err)
@@ -255,5 +255,41 @@ func TestRoomTickAdmitsReturnsTheSummaryAndRecordsPresence(t *testing.T) {
 	f.rdb.HSet(ctx, contract.MetaKey(f.sale), "stock", 0)
 	if got := run("tick", ""); got[0] != "sold_out" {
 		t.Fatalf("tick at stock 0: %v, want sold_out", got)
+	}
+}
+
+// ARGV[11] "0" skips the admission step (issue 28: a gateway runs it at most once per
+// interval): nobody is admitted by such a call, and an admission whose time is up is
+// answered lapsed even before a step removes it.
+func TestRoomCallWithoutTheAdmissionStepAdmitsNobodyAndStillSeesALapse(t *testing.T) {
+	f := newRoom(t, 10, -time.Second, time.Hour)
+	ctx := context.Background()
+	run := func(op, u, admit string) []any {
+		t.Helper()
+		res, err := Script("room_queue").Run(ctx, f.rdb, roomKeys(f.sale), op, member(rankOf(u), u),
+			f.rate, f.over, f.session, f.pre, "", 0, "", "", admit).Slice()
+		if err != nil {
+			t.Fatalf("room_queue %s %s: %v", op, u, err)
+		}
+		return res
+	}
+	if got := run("enter", "a", "1"); got[0] != "admitted" {
+		t.Fatalf("a enters with the step: %v", got)
+	}
+	if got := run("enter", "b", "0"); got[0] != "waiting" || got[8].(int64) != 0 {
+		t.Fatalf("b enters without the step: %v, want waiting, nobody admitted", got)
+	}
+	if got := run("poll", "b", "0"); got[0] != "waiting" {
+		t.Fatalf("b polls without the step: %v, want waiting", got)
+	}
+	if got := run("poll", "b", "1"); got[0] != "admitted" {
+		t.Fatalf("b polls with the step: %v, want admitted", got)
+	}
+	f.rdb.ZAdd(ctx, roomKeys(f.sale)[3], redis.Z{Score: 1, Member: "a"})
+	if got := run("poll", "a", "0"); got[0] != "lapsed" {
+		t.Fatalf("a's admission ran out, polled without the step: %v, want lapsed", got)
+	}
+	if n := f.rdb.ZCard(ctx, roomKeys(f.sale)[3]).Val(); n != 2 {
+		t.Fatalf("%d live admissions after a call without the step, want 2 (nothing removed)", n)
 	}
 }

@@ -41,6 +41,7 @@ func TestValidateRefusesImpossibleSettings(t *testing.T) {
 		"short session":       {Session: 1},
 		"negative rate":       {Rate: -1},
 		"slow summary":        {SummaryInterval: caddy.Duration(2 * time.Second), FrontWindow: caddy.Duration(time.Minute)},
+		"slow admission":      {AdmitInterval: caddy.Duration(time.Second)},
 		"narrow front":        {SummaryInterval: caddy.Duration(500 * time.Millisecond), FrontWindow: caddy.Duration(time.Second)},
 	} {
 		h.setDefaults()

@@ -37,6 +37,7 @@ func init() {
 //		cache_ttl       <duration>      # default 2s
 //		summary_interval <duration>     # default 500ms
 //		front_window    <duration>      # default 10s
+//		admit_interval  <duration>      # default 100ms
 //		timeout         <duration>      # default 1s (each Redis call)
 //		max_pending     <n>             # default 4096, -1 unbounded
 //		handle_errors                   # refusals go to handle_errors routes
@@ -76,6 +77,8 @@ func (h *Room) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			err = directive.Duration(d, &h.SummaryInterval)
 		case "front_window":
 			err = directive.Duration(d, &h.FrontWindow)
+		case "admit_interval":
+			err = directive.Duration(d, &h.AdmitInterval)
 		default:
 			return false, nil
 		}

@@ -99,8 +99,11 @@ type Visit struct {
 	Leave bool // give the place up (DELETE /queue)
 	// Tick is a gateway's periodic look at the room (admit, then the summary); Present are
 	// the users it answered from memory since its last tick.
-	Tick     bool
-	Present  []string
+	Tick    bool
+	Present []string
+	// Admit runs the admission step (lapses, new admissions): a gateway asks for it at most
+	// once per sale per admit_interval (roomView.claimAdmission), not on every poll.
+	Admit    bool
 	Member   string
 	Nonce    string // enter with proof of work: the nonce to spend
 	NonceExp time.Time

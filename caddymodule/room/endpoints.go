@@ -126,7 +126,7 @@ func (h *Room) enter(ctx context.Context, w http.ResponseWriter, r *http.Request
 		return h.refuse(w, "enter", noRoom)
 	}
 	now := h.now()
-	v := Visit{Enter: true, Settings: c.room.Settings}
+	v := Visit{Enter: true, Settings: c.room.Settings, Admit: c.view.claimAdmission(now, time.Duration(h.AdmitInterval))}
 	if c.room.PowRequired() {
 		ch, err := h.sealer.VerifyChallenge(r.Header.Get(HeaderChallenge), r.Header.Get(HeaderSolution), sale, user, c.room.DifficultyMin, now)
 		if err != nil {
@@ -190,7 +190,8 @@ func (h *Room) poll(ctx context.Context, w http.ResponseWriter, r *http.Request,
 	}
 	gen := h.events.Generation(sale)
 	place := PlaceOf(c.room.EntryKey, c.room.Seed, sale, user)
-	rep, err := h.store.Visit(ctx, sale, Visit{Member: place.Member(user), Settings: c.room.Settings})
+	rep, err := h.store.Visit(ctx, sale, Visit{Member: place.Member(user), Settings: c.room.Settings,
+		Admit: c.view.claimAdmission(h.now(), time.Duration(h.AdmitInterval))})
 	if err != nil {
 		return h.unavailable(w, "poll", err)
 	}

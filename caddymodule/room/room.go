@@ -47,6 +47,9 @@ const (
 	// answered from memory.
 	DefaultSummaryInterval = 500 * time.Millisecond
 	DefaultFrontWindow     = 10 * time.Second
+	// DefaultAdmitInterval: ten admission steps a second per sale per gateway, whatever the
+	// number of polls; admissions come in batches of at most rate / 10 (issue 28).
+	DefaultAdmitInterval = 100 * time.Millisecond
 	// MaxWaitersLimit bounds max_waiters (here and in a sale's "room"): 10 000 000 places are
 	// about 1.5 GB of Redis.
 	MaxWaitersLimit = 10_000_000
@@ -97,6 +100,11 @@ type Room struct {
 	// on every poll; those behind are answered from memory. Default 10s; at least
 	// summary_interval + 1s (the admissions one tick can miss).
 	FrontWindow caddy.Duration `json:"front_window,omitempty"`
+	// How often, at most, a gateway lets a sale's room admit (the admission step of
+	// room_queue.lua: lapses, new admissions), whatever the number of polls; the script
+	// decides, so admission stays exact across gateways. Default 100ms; at most
+	// summary_interval.
+	AdmitInterval caddy.Duration `json:"admit_interval,omitempty"`
 
 	// timeout (default 1s, per Redis call), max_pending, handle_errors.
 	refusal.Limits
@@ -192,6 +200,9 @@ func (h *Room) setDefaults() {
 	if h.FrontWindow == 0 {
 		h.FrontWindow = caddy.Duration(DefaultFrontWindow)
 	}
+	if h.AdmitInterval == 0 {
+		h.AdmitInterval = caddy.Duration(DefaultAdmitInterval)
+	}
 	h.caller = h.Caller(DefaultTimeout)
 	h.refuser = h.Writer(0)
 	h.refresh = Refresh{Min: time.Duration(h.RefreshMin), Max: time.Duration(h.RefreshMax)}
@@ -225,6 +236,8 @@ func (h *Room) Validate() error {
 		return fmt.Errorf("seckill_room: need 0 < refresh_min <= refresh_max")
 	case h.SummaryInterval < 0 || time.Duration(h.SummaryInterval) > time.Second:
 		return fmt.Errorf("seckill_room: summary_interval must be at most 1s")
+	case h.AdmitInterval < 0 || h.AdmitInterval > h.SummaryInterval:
+		return fmt.Errorf("seckill_room: admit_interval must be at most summary_interval")
 	case time.Duration(h.FrontWindow) < time.Duration(h.SummaryInterval)+time.Second:
 		return fmt.Errorf("seckill_room: front_window must be at least summary_interval + 1s")
 	case h.MaxWaiters < 0 || h.MaxWaiters > MaxWaitersLimit:

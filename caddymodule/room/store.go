@@ -100,7 +100,7 @@ func (s RedisStore) Visit(ctx context.Context, sale string, v Visit) (Reply, err
 	args := []any{op, v.Member,
 		strconv.FormatFloat(v.Settings.Rate, 'f', -1, 64), strconv.FormatFloat(v.Settings.Oversubscribe, 'f', -1, 64),
 		v.Settings.Session.Milliseconds(), v.Settings.Prequeue.Milliseconds(), v.Nonce, nonceExp,
-		v.Settings.MaxWaiters, maxRate}
+		v.Settings.MaxWaiters, maxRate, admitFlag(v.Admit)}
 	for _, u := range v.Present {
 		args = append(args, u)
 	}
@@ -109,6 +109,13 @@ func (s RedisStore) Visit(ctx context.Context, sale string, v Visit) (Reply, err
 		return Reply{}, err
 	}
 	return parseReply(res)
+}
+
+func admitFlag(admit bool) string {
+	if admit {
+		return "1"
+	}
+	return "0"
 }
 
 func parseReply(res []any) (Reply, error) {

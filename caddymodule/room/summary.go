@@ -38,6 +38,7 @@ type roomView struct {
 	pace admissionPace
 
 	mu      sync.Mutex
+	admit   time.Time // when this gateway last ran the admission step for the room
 	sum     summary
 	has     bool
 	ticking bool
@@ -45,6 +46,19 @@ type roomView struct {
 }
 
 func newRoomView() *roomView { return &roomView{present: make(map[string]struct{})} }
+
+// claimAdmission reports whether the call about to be made should run the admission step:
+// true at most once per every (issue 28: admission does not ride on every poll; the script
+// still decides, so it stays exact across gateways).
+func (v *roomView) claimAdmission(now time.Time, every time.Duration) bool {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if !v.admit.IsZero() && now.Sub(v.admit) < every && !now.Before(v.admit) {
+		return false
+	}
+	v.admit = now
+	return true
+}
 
 // seen records a user answered from memory, for the next tick.
 func (v *roomView) seen(user string) {
@@ -134,7 +148,8 @@ func (h *Room) fromMemory(ctx context.Context, sale, user string, c *cachedRoom,
 		return Verdict{}, Reply{}, false
 	}
 	s, ok := c.view.current(ctx, now, time.Duration(h.SummaryInterval), func(ctx context.Context, present []string) (Reply, error) {
-		rep, err := h.store.Visit(ctx, sale, Visit{Tick: true, Present: present, Settings: c.room.Settings})
+		rep, err := h.store.Visit(ctx, sale, Visit{Tick: true, Present: present, Settings: c.room.Settings,
+			Admit: c.view.claimAdmission(h.now(), time.Duration(h.AdmitInterval))})
 		admissions.Add(float64(rep.AdmittedNow))
 		lapsed.Add(float64(rep.LapsedNow))
 		return rep, err

@@ -1,10 +1,14 @@
 package room
 
 import (
+	"bufio"
 	"context"
 	"fmt"
 	"math"
+	"net"
 	"runtime"
+	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -200,4 +204,91 @@ func TestARoomViewStaysWithinItsBound(t *testing.T) {
 		t.Fatalf("a full room view takes %d bytes, want at most 512 KiB", per)
 	}
 	runtime.KeepAlive(views)
+}
+
+// The admission step is claimed at most once per interval per room on a gateway.
+func TestTheAdmissionStepIsClaimedAtMostOncePerInterval(t *testing.T) {
+	v := newRoomView()
+	t0 := time.Unix(1000, 0)
+	if !v.claimAdmission(t0, 100*time.Millisecond) {
+		t.Fatal("the first call does not admit")
+	}
+	for _, d := range []time.Duration{0, time.Millisecond, 99 * time.Millisecond} {
+		if v.claimAdmission(t0.Add(d), 100*time.Millisecond) {
+			t.Fatalf("a second admission step %v after the first", d)
+		}
+	}
+	if !v.claimAdmission(t0.Add(100*time.Millisecond), 100*time.Millisecond) {
+		t.Fatal("no admission step after the interval")
+	}
+	// A clock that steps back does not stop admission.
+	if !v.claimAdmission(t0, 100*time.Millisecond) {
+		t.Fatal("no admission step after the clock stepped back")
+	}
+}
+
+// Through a gateway: however many polls, the script runs the admission step (its HSET of the
+// room's cursor) at most once per admit_interval.
+func TestAdmissionDoesNotRideOnEveryPoll(t *testing.T) {
+	cfg := newGatewayConfig(t, testenv.RabbitVhost(t))
+	cfg.Room = map[string]any{"cache_ttl": "10m", "admit_interval": "500ms"}
+	gw := startCaddy(t, cfg)
+	r, tickets := farRoom(t, gw, 3)
+	near := tickets["u02"]
+	poll(t, gw, r.Sale, "u02", near)
+	steps := startScriptMonitor(t, "HSET", RoomKey(r.Sale))
+	const polls = 40
+	began := time.Now()
+	for range polls {
+		if p := poll(t, gw, r.Sale, "u02", near); p.Status != 200 {
+			t.Fatalf("poll: %s", p.Raw)
+		}
+		time.Sleep(15 * time.Millisecond) // past one admit_interval in all
+	}
+	elapsed := time.Since(began)
+	time.Sleep(200 * time.Millisecond) // MONITOR's lines trail the answers
+	if got, most := steps.Load(), int64(elapsed/(500*time.Millisecond))+1; got > most || got == 0 {
+		t.Fatalf("%d polls in %v ran the admission step %d times, want 1 to %d", polls, elapsed, got, most)
+	}
+}
+
+// startScriptMonitor counts, through MONITOR, the commands scripts run (MONITOR marks them
+// "lua") of the given name on key.
+func startScriptMonitor(t *testing.T, cmd, key string) *atomic.Int64 {
+	t.Helper()
+	conn, err := net.DialTimeout("tcp", testenv.RedisAddr(), 5*time.Second)
+	if err != nil {
+		t.Fatalf("redis: %v", err)
+	}
+	if _, err := conn.Write([]byte("MONITOR\r\n")); err != nil {
+		t.Fatal(err)
+	}
+	var n atomic.Int64
+	ready, done := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		r := bufio.NewReaderSize(conn, 1<<20)
+		first := true
+		for {
+			line, err := r.ReadString('\n')
+			if err != nil {
+				return
+			}
+			if first {
+				first = false
+				close(ready)
+				continue
+			}
+			if strings.Contains(line, " lua]") && strings.Contains(strings.ToUpper(line), `"`+cmd+`"`) && strings.Contains(line, `"`+key+`"`) {
+				n.Add(1)
+			}
+		}
+	}()
+	select {
+	case <-ready:
+	case <-time.After(5 * time.Second):
+		t.Fatal("MONITOR did not start")
+	}
+	t.Cleanup(func() { conn.Close(); <-done })
+	return &n
 }
