@@ -40,21 +40,33 @@
 --          a gateway runs it at most once per sale per interval, not on every poll (issue 28);
 --          anything else, or absent: admit. The answer is exact either way: a live admission
 --          whose time is up is answered "lapsed" even before the step removes it
--- ARGV[12...] tick: users the gateway answered from memory since its last tick (present)
+-- ARGV[12] optional presence window (ms): with KEYS[8..10], the admission step admits only
+--          waiters seen within it (docs/DESIGN.md, "Admission goes to waiters who are there");
+--          an absent waiter's place is passed and kept (room:away), and when he is seen again
+--          he is admitted before anyone behind. Absent, "" or 0: every waiter is admitted in
+--          turn, present or not
+-- ARGV[13...] tick: users the gateway answered from memory since its last tick (present)
 -- KEYS[8]  optional seckill:{sale:<id>}:room:seen  zset: user -> last seen (ms, Redis time):
 --                                          polls and enters record their user, ticks the
---                                          users of ARGV[11...]. Presence, for admission to
+--                                          users of ARGV[13...]. Presence, for admission to
 --                                          go to waiters who are there (issue 28)
+-- KEYS[9]  optional seckill:{sale:<id>}:room:away  zset: user -> queue index: waiters whose
+--                                          place the cursor passed while they were absent
+-- KEYS[10] optional seckill:{sale:<id>}:room:back  zset: user -> queue index: the away ones
+--                                          seen again, admitted first, best-ranked first
 -- KEYS[7]  optional seckill:{sale:<id>}:room:log   list: the room's history, for the verifier
 --                                          (bench/verify, docs/room.md): one element
 --                                          "a:<now_ms>:<stock>:<user>" per admission, in
+--                                          admission order, "s:<now_ms>:<last_seen_ms>:<user>"
+--                                          per absent waiter whose place was passed (0: never
+--                                          seen), in
 --                                          admission order, "l:<now_ms>:<position>:<user>" per
 --                                          place given up (leave; position as it stood, 1-based
 --                                          among those not yet admitted); token_issue.lua
 --                                          appends "t:" ones
 --
 -- Returns  {outcome, position, ahead, admitted_until_ms, now_ms, stock, depth, starts_ms,
---           admitted_now, lapsed_now, entry_rate, admitted}
+--           admitted_now, lapsed_now, entry_rate, admitted, cursor}
 --          outcome "waiting" | "admitted" | "sold_out" | "ended" | "paused": the user's state;
 --                  "lapsed": admitted once, the admission ran out unused (the place is gone);
 --                  "used": admitted once, and bought;
@@ -78,7 +90,9 @@
 --          and the last one's, Redis time) as an enter saw it before counting itself; -1 when
 --          the call did not read it (polls, refusals before the proof), admitted = the room's
 --          admissions so far (the counter, after this call): the gateways measure the
---          admission rate from it for the estimate's range.
+--          admission rate from it for the estimate's range; cursor = the places the admission
+--          step walked past (admitted, or passed while absent): a waiting place's index in the
+--          queue is cursor + position - 1.
 local meta, room, q, live, spent, buyers = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
 local op, member = ARGV[1], ARGV[2]
 local rate, over = tonumber(ARGV[3]), tonumber(ARGV[4])
@@ -93,8 +107,9 @@ local t = redis.call("TIME")
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local erate = -1
 local function reply(outcome, pos, ahead, untl, stock, depth, starts, adm, lap)
+  local c = redis.call("HMGET", room, "admitted", "cursor")
   return {outcome, pos or 0, ahead or 0, untl or 0, now, stock or 0, depth or 0, starts or 0, adm or 0, lap or 0, erate,
-    tonumber(redis.call("HGET", room, "admitted")) or 0}
+    tonumber(c[1]) or 0, tonumber(c[2]) or 0}
 end
 
 local m = redis.call("HMGET", meta, "stock", "starts_ms", "ends_ms", "state")
@@ -195,16 +210,30 @@ if op == "enter" then
   end
 end
 
-local seen = KEYS[8]
+local seen, away, back = KEYS[8], KEYS[9], KEYS[10]
 local admit = ARGV[11] ~= "0"
-if seen and op == "tick" and #ARGV > 11 then
-  for i = 12, #ARGV, 1000 do
+local presence = tonumber(ARGV[12] or "") or 0
+local gated = presence > 0 and seen and away and back
+-- An away waiter seen again goes to the back set: the next admission step takes him first.
+local function returned(u)
+  if gated then
+    local idx = redis.call("ZSCORE", away, u)
+    if idx then
+      redis.call("ZADD", back, idx, u)
+    end
+  end
+end
+if seen and op == "tick" and #ARGV > 12 then
+  for i = 13, #ARGV, 1000 do
     local zs = {}
     for j = i, math.min(i + 999, #ARGV) do
       zs[#zs + 1] = now
       zs[#zs + 1] = ARGV[j]
     end
     redis.call("ZADD", seen, unpack(zs))
+  end
+  for i = 13, #ARGV do
+    returned(ARGV[i])
   end
   local until_ms = redis.call("PEXPIRETIME", meta)
   if until_ms > 0 then
@@ -219,6 +248,9 @@ if op ~= "tick" then
     if until_ms > 0 then
       redis.call("PEXPIREAT", seen, until_ms)
     end
+  end
+  if rank then
+    returned(user)
   end
 end
 if now < starts then
@@ -267,34 +299,108 @@ if now > last then
   last = now
 end
 local cap = math.floor(stock * over + 1e-9) - redis.call("ZCARD", live)
-n = math.min(math.floor(allow), cap, total - cursor)
-if n > 0 then
-  local next = redis.call("ZRANGE", q, cursor, cursor + n - 1)
-  local untl = now + session
-  for i = 1, #next do
-    redis.call("ZADD", live, untl, string.sub(next[i], 49))
-  end
-  if KEYS[7] then
-    -- The evidence of invariants 6, 8 and 9 (docs/DESIGN.md): who was admitted, when, in
-    -- which order, and what stock the script saw. It grows with admissions, not the queue.
-    local prefix = string.format("a:%d:%d:", now, stock)
-    for i = 1, #next, 1000 do
-      local ev = {}
-      for j = i, math.min(i + 999, #next) do
-        ev[#ev + 1] = prefix .. string.sub(next[j], 49)
+if not gated then
+  n = math.min(math.floor(allow), cap, total - cursor)
+  if n > 0 then
+    local next = redis.call("ZRANGE", q, cursor, cursor + n - 1)
+    local untl = now + session
+    for i = 1, #next do
+      redis.call("ZADD", live, untl, string.sub(next[i], 49))
+    end
+    if KEYS[7] then
+      -- The evidence of invariants 6, 8 and 9 (docs/DESIGN.md): who was admitted, when, in
+      -- which order, and what stock the script saw. It grows with admissions, not the queue.
+      local prefix = string.format("a:%d:%d:", now, stock)
+      for i = 1, #next, 1000 do
+        local ev = {}
+        for j = i, math.min(i + 999, #next) do
+          ev[#ev + 1] = prefix .. string.sub(next[j], 49)
+        end
+        redis.call("RPUSH", KEYS[7], unpack(ev))
       end
-      redis.call("RPUSH", KEYS[7], unpack(ev))
+      local until_ms = redis.call("PEXPIRETIME", meta)
+      if until_ms > 0 then
+        redis.call("PEXPIREAT", KEYS[7], until_ms)
+      end
     end
-    local until_ms = redis.call("PEXPIRETIME", meta)
-    if until_ms > 0 then
-      redis.call("PEXPIREAT", KEYS[7], until_ms)
+    cursor = cursor + n
+    allow = allow - n
+    redis.call("HINCRBY", room, "admitted", n)
+  else
+    n = 0
+  end
+else
+  -- Admission goes to waiters who are there (issue 28): first those who came back after
+  -- their place was passed (best-ranked first: their places stand before the cursor), then
+  -- from the cursor, in order, the present ones; an absent one's place is passed and kept in
+  -- room:away. At most `budget` admissions and a bounded walk per step.
+  local budget = math.min(math.floor(allow), cap)
+  -- admits: the users admitted, in order; ev: the log's elements, in the walk's order (the
+  -- verifier replays the walk: invariant 6).
+  local admits, skips, ev = {}, 0, {}
+  local prefix = string.format("a:%d:%d:", now, stock)
+  if budget > 0 then
+    local first = redis.call("ZRANGE", back, 0, budget - 1)
+    for i = 1, #first do
+      admits[#admits + 1] = first[i]
+      ev[#ev + 1] = prefix .. first[i]
+      redis.call("ZREM", back, first[i])
+      redis.call("ZREM", away, first[i])
+    end
+    local walked, limit = 0, math.max(budget * 4, 100)
+    while #admits < budget and cursor < total and walked < limit do
+      local batch = redis.call("ZRANGE", q, cursor, cursor + math.min(limit - walked, 100) - 1)
+      if #batch == 0 then
+        break
+      end
+      for i = 1, #batch do
+        if #admits >= budget then
+          break
+        end
+        local u = string.sub(batch[i], 49)
+        local last_seen = tonumber(redis.call("ZSCORE", seen, u))
+        if last_seen and last_seen >= now - presence then
+          admits[#admits + 1] = u
+          ev[#ev + 1] = prefix .. u
+        else
+          redis.call("ZADD", away, cursor, u)
+          skips = skips + 1
+          ev[#ev + 1] = string.format("s:%d:%d:%s", now, last_seen or 0, u)
+        end
+        cursor = cursor + 1
+        walked = walked + 1
+      end
     end
   end
-  cursor = cursor + n
+  n = #admits
+  local untl = now + session
+  for i = 1, n do
+    redis.call("ZADD", live, untl, admits[i])
+  end
+  if #ev > 0 then
+    local until_ms = redis.call("PEXPIRETIME", meta)
+    if skips > 0 then
+      -- The window the skips were judged by, for the verifier.
+      redis.call("HINCRBY", room, "skipped", skips)
+      redis.call("HSET", room, "presence_ms", presence)
+      if until_ms > 0 then
+        redis.call("PEXPIREAT", away, until_ms)
+        redis.call("PEXPIREAT", back, until_ms)
+      end
+    end
+    if KEYS[7] then
+      -- The evidence of invariant 6 with presence: the returns first, then the walk in cursor
+      -- order, each skip with the last time its waiter was seen.
+      for i = 1, #ev, 1000 do
+        redis.call("RPUSH", KEYS[7], unpack(ev, i, math.min(i + 999, #ev)))
+      end
+      if until_ms > 0 then
+        redis.call("PEXPIREAT", KEYS[7], until_ms)
+      end
+    end
+  end
   allow = allow - n
   redis.call("HINCRBY", room, "admitted", n)
-else
-  n = 0
 end
 redis.call("HSET", room, "cursor", cursor, "allow", string.format("%.6f", allow), "last_ms", last)
 end
@@ -309,6 +415,10 @@ if rank >= cursor then
   return reply("waiting", rank - cursor + 1, rank - cursor, 0, stock, total - cursor, starts, n, lapsed)
 end
 local untl = tonumber(redis.call("ZSCORE", live, user))
+if gated and not untl and redis.call("ZSCORE", away, user) then
+  -- Passed while away, seen again now: first in line at the next admission step.
+  return reply("waiting", 1, 0, 0, stock, total - cursor + redis.call("ZCARD", away), starts, n, lapsed)
+end
 if untl and untl > now then
   return reply("admitted", 0, 0, untl, stock, total - cursor, starts, n, lapsed)
 end

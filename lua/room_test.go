@@ -226,7 +226,7 @@ func TestRoomTickAdmitsReturnsTheSummaryAndRecordsPresence(t *testing.T) {
 	keys := append(roomKeys(f.sale), logKey, seen)
 	run := func(op, m string, present ...any) []any {
 		t.Helper()
-		args := append([]any{op, m, f.rate, f.over, f.session, f.pre, "", 0, "", "", "1"}, present...)
+		args := append([]any{op, m, f.rate, f.over, f.session, f.pre, "", 0, "", "", "1", ""}, present...)
 		res, err := Script("room_queue").Run(ctx, f.rdb, keys, args...).Slice()
 		if err != nil {
 			t.Fatalf("room_queue %s: %v", op, err)
@@ -291,5 +291,62 @@ func TestRoomCallWithoutTheAdmissionStepAdmitsNobodyAndStillSeesALapse(t *testin
 	}
 	if n := f.rdb.ZCard(ctx, roomKeys(f.sale)[3]).Val(); n != 2 {
 		t.Fatalf("%d live admissions after a call without the step, want 2 (nothing removed)", n)
+	}
+}
+
+// With a presence window (ARGV[12]) the admission step admits only waiters seen within it:
+// an absent one's place is passed (logged s:<ms>:<last seen>:<user>) and kept, and when he is
+// seen again he is first in line, admitted before anyone behind.
+func TestRoomAdmitsWaitersWhoAreThereAndAnAbsentOneKeepsHisPlace(t *testing.T) {
+	f := newRoom(t, 3, -time.Second, time.Hour)
+	ctx := context.Background()
+	room := roomKeys(f.sale)[1]
+	seen, away, back, logKey := room+":seen", room+":away", room+":back", contract.RoomLogKey(f.sale)
+	t.Cleanup(func() { f.rdb.Del(context.Background(), seen, away, back, logKey) })
+	keys := append(roomKeys(f.sale), logKey, seen, away, back)
+	run := func(op, u, admit string) []any {
+		t.Helper()
+		res, err := Script("room_queue").Run(ctx, f.rdb, keys, op, member(rankOf(u), u),
+			f.rate, f.over, f.session, f.pre, "", 0, "", "", admit, 60000).Slice()
+		if err != nil {
+			t.Fatalf("room_queue %s %s: %v", op, u, err)
+		}
+		return res
+	}
+	for _, u := range []string{"a", "b", "c", "d"} {
+		run("enter", u, "0") // entered, seen, nobody admitted yet
+	}
+	// b was last seen two minutes ago: absent.
+	f.rdb.ZAdd(ctx, seen, redis.Z{Score: float64(time.Now().Add(-2 * time.Minute).UnixMilli()), Member: "b"})
+	// Stock 3 x 1: three admissions; a, c and d are there, b's place is passed.
+	if got := run("poll", "a", "1"); got[0] != "admitted" || got[8].(int64) != 3 {
+		t.Fatalf("the step: %v, want a admitted among 3", got)
+	}
+	if got := run("poll", "d", "0"); got[0] != "admitted" {
+		t.Fatalf("d: %v, want admitted (b was absent)", got)
+	}
+	lg, _ := f.rdb.LRange(ctx, logKey, 0, -1).Result()
+	var kinds []string
+	for _, e := range lg {
+		kinds = append(kinds, e[:1]+":"+e[len(e)-1:])
+	}
+	if fmt.Sprint(kinds) != "[a:a s:b a:c a:d]" {
+		t.Fatalf("the log: %q, want a, then b skipped, then c and d", lg)
+	}
+	// b comes back: first in line.
+	if got := run("poll", "b", "0"); got[0] != "waiting" || got[1].(int64) != 1 {
+		t.Fatalf("b back: %v, want waiting at 1", got)
+	}
+	run("enter", "e", "0")
+	// a buys nothing; its admission lapses: one unit of capacity for the next in line.
+	f.rdb.ZAdd(ctx, roomKeys(f.sale)[3], redis.Z{Score: 1, Member: "a"})
+	if got := run("poll", "e", "1"); got[0] != "waiting" {
+		t.Fatalf("e: %v, want waiting (b first)", got)
+	}
+	if got := run("poll", "b", "0"); got[0] != "admitted" {
+		t.Fatalf("b: %v, want admitted before e", got)
+	}
+	if n := f.rdb.ZCard(ctx, away).Val() + f.rdb.ZCard(ctx, back).Val(); n != 0 {
+		t.Fatalf("%d left in away/back after b's admission", n)
 	}
 }

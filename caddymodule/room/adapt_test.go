@@ -30,6 +30,7 @@ func TestCaddyfileRefusesBadOptions(t *testing.T) {
 		":80 {\n seckill_room {\n frame_ancestors\n }\n}",
 		":80 {\n seckill_room {\n summary_interval soon\n }\n}",
 		":80 {\n seckill_room {\n front_window\n }\n}",
+		":80 {\n seckill_room {\n presence_window soon\n }\n}",
 	)
 }
 
@@ -41,6 +42,7 @@ func TestValidateRefusesImpossibleSettings(t *testing.T) {
 		"short session":       {Session: 1},
 		"negative rate":       {Rate: -1},
 		"slow summary":        {SummaryInterval: caddy.Duration(2 * time.Second), FrontWindow: caddy.Duration(time.Minute)},
+		"short presence":      {PresenceWindow: caddy.Duration(5 * time.Second)},
 		"slow admission":      {AdmitInterval: caddy.Duration(time.Second)},
 		"narrow front":        {SummaryInterval: caddy.Duration(500 * time.Millisecond), FrontWindow: caddy.Duration(time.Second)},
 	} {
@@ -53,5 +55,18 @@ func TestValidateRefusesImpossibleSettings(t *testing.T) {
 	ok.setDefaults()
 	if err := ok.Validate(); err != nil {
 		t.Fatalf("defaults refused: %v", err)
+	}
+}
+
+func TestPresenceWindowOffAdmitsEveryoneInTurn(t *testing.T) {
+	h := &Room{PresenceWindow: -1}
+	h.setDefaults()
+	if err := h.Validate(); err != nil || h.presence() != 0 {
+		t.Fatalf("presence_window off: %v, window %v", err, h.presence())
+	}
+	d := new(Room)
+	d.setDefaults()
+	if d.presence() != 3*DefaultRefreshMax {
+		t.Fatalf("default presence window %v, want 3 x refresh_max", d.presence())
 	}
 }

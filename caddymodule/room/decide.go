@@ -103,7 +103,10 @@ type Visit struct {
 	Present []string
 	// Admit runs the admission step (lapses, new admissions): a gateway asks for it at most
 	// once per sale per admit_interval (roomView.claimAdmission), not on every poll.
-	Admit    bool
+	Admit bool
+	// Presence is the window within which a waiter must have been seen to be admitted (his
+	// place is passed and kept otherwise); 0: everyone in turn.
+	Presence time.Duration
 	Member   string
 	Nonce    string // enter with proof of work: the nonce to spend
 	NonceExp time.Time
@@ -126,6 +129,7 @@ type Reply struct {
 	LapsedNow       int64
 	EntryRate       int64 // entries per second across gateways; -1 when not read
 	Admitted        int64 // the room's admissions so far, across gateways
+	Cursor          int64 // places the admission step walked past (admitted or passed while absent)
 }
 
 // Public is what GET /seckill/{sale}/room shows.

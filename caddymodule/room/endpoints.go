@@ -126,7 +126,8 @@ func (h *Room) enter(ctx context.Context, w http.ResponseWriter, r *http.Request
 		return h.refuse(w, "enter", noRoom)
 	}
 	now := h.now()
-	v := Visit{Enter: true, Settings: c.room.Settings, Admit: c.view.claimAdmission(now, time.Duration(h.AdmitInterval))}
+	v := Visit{Enter: true, Settings: c.room.Settings, Admit: c.view.claimAdmission(now, time.Duration(h.AdmitInterval)),
+		Presence: h.presence()}
 	if c.room.PowRequired() {
 		ch, err := h.sealer.VerifyChallenge(r.Header.Get(HeaderChallenge), r.Header.Get(HeaderSolution), sale, user, c.room.DifficultyMin, now)
 		if err != nil {
@@ -191,7 +192,7 @@ func (h *Room) poll(ctx context.Context, w http.ResponseWriter, r *http.Request,
 	gen := h.events.Generation(sale)
 	place := PlaceOf(c.room.EntryKey, c.room.Seed, sale, user)
 	rep, err := h.store.Visit(ctx, sale, Visit{Member: place.Member(user), Settings: c.room.Settings,
-		Admit: c.view.claimAdmission(h.now(), time.Duration(h.AdmitInterval))})
+		Admit: c.view.claimAdmission(h.now(), time.Duration(h.AdmitInterval)), Presence: h.presence()})
 	if err != nil {
 		return h.unavailable(w, "poll", err)
 	}
@@ -213,7 +214,7 @@ func (h *Room) placedTicket(sale, user string, c *cachedRoom, rep Reply) string 
 	if rep.Outcome != Waiting || rep.Now.Before(rep.Starts) {
 		return ""
 	}
-	return h.sealer.TicketAt(sale, user, c.room.Ends.Add(ticketGrace), rep.Admitted+rep.Position-1)
+	return h.sealer.TicketAt(sale, user, c.room.Ends.Add(ticketGrace), rep.Cursor+rep.Position-1)
 }
 
 // leave gives the ticket's place up (DELETE /queue): 200 {"state":"left"}, also when the user

@@ -105,6 +105,12 @@ type Room struct {
 	// decides, so admission stays exact across gateways. Default 100ms; at most
 	// summary_interval.
 	AdmitInterval caddy.Duration `json:"admit_interval,omitempty"`
+	// Admission goes to waiters seen within this window (a poll, an entry, or an answer from
+	// a gateway's memory); an absent waiter's place is passed and kept, and he is admitted
+	// first when he is seen again. Default 3 x refresh_max (90s); at least refresh_max +
+	// summary_interval + 1s, since a waiter there polls at least every refresh_max. -1: admit
+	// everyone in turn, present or not.
+	PresenceWindow caddy.Duration `json:"presence_window,omitempty"`
 
 	// timeout (default 1s, per Redis call), max_pending, handle_errors.
 	refusal.Limits
@@ -203,6 +209,9 @@ func (h *Room) setDefaults() {
 	if h.AdmitInterval == 0 {
 		h.AdmitInterval = caddy.Duration(DefaultAdmitInterval)
 	}
+	if h.PresenceWindow == 0 {
+		h.PresenceWindow = 3 * h.RefreshMax
+	}
 	h.caller = h.Caller(DefaultTimeout)
 	h.refuser = h.Writer(0)
 	h.refresh = Refresh{Min: time.Duration(h.RefreshMin), Max: time.Duration(h.RefreshMax)}
@@ -238,6 +247,8 @@ func (h *Room) Validate() error {
 		return fmt.Errorf("seckill_room: summary_interval must be at most 1s")
 	case h.AdmitInterval < 0 || h.AdmitInterval > h.SummaryInterval:
 		return fmt.Errorf("seckill_room: admit_interval must be at most summary_interval")
+	case h.PresenceWindow >= 0 && time.Duration(h.PresenceWindow) < time.Duration(h.RefreshMax+h.SummaryInterval)+time.Second:
+		return fmt.Errorf("seckill_room: presence_window must be at least refresh_max + summary_interval + 1s (or -1: none)")
 	case time.Duration(h.FrontWindow) < time.Duration(h.SummaryInterval)+time.Second:
 		return fmt.Errorf("seckill_room: front_window must be at least summary_interval + 1s")
 	case h.MaxWaiters < 0 || h.MaxWaiters > MaxWaitersLimit:

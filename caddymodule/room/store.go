@@ -96,11 +96,11 @@ func (s RedisStore) Visit(ctx context.Context, sale string, v Visit) (Reply, err
 		maxRate = v.MaxRate
 	}
 	keys := []string{contract.MetaKey(sale), roomKey(sale), queueKey(sale), liveKey(sale), spentKey(sale), contract.BuyersKey(sale),
-		contract.RoomLogKey(sale), seenKey(sale)}
+		contract.RoomLogKey(sale), seenKey(sale), awayKey(sale), backKey(sale)}
 	args := []any{op, v.Member,
 		strconv.FormatFloat(v.Settings.Rate, 'f', -1, 64), strconv.FormatFloat(v.Settings.Oversubscribe, 'f', -1, 64),
 		v.Settings.Session.Milliseconds(), v.Settings.Prequeue.Milliseconds(), v.Nonce, nonceExp,
-		v.Settings.MaxWaiters, maxRate, admitFlag(v.Admit)}
+		v.Settings.MaxWaiters, maxRate, admitFlag(v.Admit), v.Presence.Milliseconds()}
 	for _, u := range v.Present {
 		args = append(args, u)
 	}
@@ -120,14 +120,14 @@ func admitFlag(admit bool) string {
 
 func parseReply(res []any) (Reply, error) {
 	var r Reply
-	if len(res) != 12 {
-		return r, fmt.Errorf("room_queue: %d values, want 12", len(res))
+	if len(res) != 13 {
+		return r, fmt.Errorf("room_queue: %d values, want 13", len(res))
 	}
 	o, ok := res[0].(string)
 	if !ok {
 		return r, fmt.Errorf("room_queue: outcome %v", res[0])
 	}
-	n := make([]int64, 11)
+	n := make([]int64, 12)
 	for i := range n {
 		v, ok := res[i+1].(int64)
 		if !ok {
@@ -146,6 +146,7 @@ func parseReply(res []any) (Reply, error) {
 	r.AdmittedNow, r.LapsedNow = n[7], n[8]
 	r.EntryRate = n[9]
 	r.Admitted = n[10]
+	r.Cursor = n[11]
 	return r, nil
 }
 

@@ -22,7 +22,8 @@ type summary struct {
 	read     time.Time // this gateway's time of the tick
 	stock    int64
 	depth    int64 // places not yet admitted (before the start: the pre-queue's size)
-	admitted int64 // the cursor: places admitted so far
+	admitted int64 // the room's admissions so far (the pace)
+	cursor   int64 // places the admission step walked past
 	starts   time.Time
 }
 
@@ -120,10 +121,15 @@ func (v *roomView) current(ctx context.Context, now time.Time, interval time.Dur
 		return summary{}, false
 	}
 	v.sum = summary{outcome: rep.Outcome, now: rep.Now, read: now, stock: rep.Stock, depth: rep.Depth,
-		admitted: rep.Admitted, starts: rep.Starts}
+		admitted: rep.Admitted, cursor: rep.Cursor, starts: rep.Starts}
 	v.has = true
 	v.pace.observe(rep.Admitted, rep.Now)
 	return v.sum, true
+}
+
+// presence is the window of the presence rule passed to the script (0: none).
+func (h *Room) presence() time.Duration {
+	return max(time.Duration(h.PresenceWindow), 0)
 }
 
 // frontPlaces is how many places from the cursor count as near the front: front_window's worth
@@ -142,14 +148,14 @@ func (h *Room) fromMemory(ctx context.Context, sale, user string, c *cachedRoom,
 		return Verdict{}, Reply{}, false
 	}
 	front := frontPlaces(c.room.Rate, time.Duration(h.FrontWindow))
-	if s, ok := c.view.last(); ok && s.outcome == Open && index >= 0 && index-s.admitted <= front {
+	if s, ok := c.view.last(); ok && s.outcome == Open && index >= 0 && index-s.cursor <= front {
 		// Near the front: the cursor only moves forward and the index only back, so a
 		// summary of any age that says near is still right. No tick for these polls.
 		return Verdict{}, Reply{}, false
 	}
 	s, ok := c.view.current(ctx, now, time.Duration(h.SummaryInterval), func(ctx context.Context, present []string) (Reply, error) {
 		rep, err := h.store.Visit(ctx, sale, Visit{Tick: true, Present: present, Settings: c.room.Settings,
-			Admit: c.view.claimAdmission(h.now(), time.Duration(h.AdmitInterval))})
+			Admit: c.view.claimAdmission(h.now(), time.Duration(h.AdmitInterval)), Presence: h.presence()})
 		admissions.Add(float64(rep.AdmittedNow))
 		lapsed.Add(float64(rep.LapsedNow))
 		return rep, err
@@ -167,9 +173,9 @@ func (h *Room) fromMemory(ctx context.Context, sale, user string, c *cachedRoom,
 	case s.outcome == Prequeue && rnow.Before(c.room.Starts):
 		// Before the start the order is not drawn: everyone is told the pre-queue's size.
 		rep.Outcome, rep.Position, rep.Ahead = Waiting, s.depth, max(s.depth-1, 0)
-	case s.outcome == Open && index >= 0 && index-s.admitted > front:
+	case s.outcome == Open && index >= 0 && index-s.cursor > front:
 		rep.Outcome = Waiting
-		rep.Position = index - s.admitted + 1
+		rep.Position = index - s.cursor + 1
 		rep.Ahead = rep.Position - 1
 	default:
 		return Verdict{}, Reply{}, false

@@ -69,8 +69,10 @@ func TestAPollFarFromTheFrontMakesNoRedisCommand(t *testing.T) {
 	}
 	// The answer agrees with Redis: the place's rank less the cursor, within what one tick
 	// can lag (a second and a half of admissions at 1/s).
-	cursor, _ := rdb.HGet(context.Background(), RoomKey(r.Sale), "cursor").Int64()
+	// The cursor read after the poll: the summary's is the same or older (a smaller cursor, a
+	// position further back).
 	p := poll(t, gw, r.Sale, "u39", far)
+	cursor, _ := rdb.HGet(context.Background(), RoomKey(r.Sale), "cursor").Int64()
 	if exact := 39 - cursor + 1; p.Position < exact || p.Position > exact+2 {
 		t.Fatalf("from memory: position %d, Redis says %d", p.Position, exact)
 	}
@@ -291,4 +293,42 @@ func startScriptMonitor(t *testing.T, cmd, key string) *atomic.Int64 {
 	}
 	t.Cleanup(func() { conn.Close(); <-done })
 	return &n
+}
+
+// Admission goes to waiters who are there (issue 28): a waiter who stops polling keeps his
+// place but is passed; the next present waiter is admitted; when he comes back he is first.
+func TestAnAbsentWaiterIsPassedKeepsHisPlaceAndIsAdmittedWhenHeComesBack(t *testing.T) {
+	rdb := testenv.Redis(t)
+	ctx := context.Background()
+	cfg := newGatewayConfig(t, testenv.RabbitVhost(t))
+	cfg.Room = map[string]any{"refresh_min": "1s", "refresh_max": "1s", "summary_interval": "500ms", "presence_window": "3s"}
+	gw := startCaddy(t, cfg)
+	r := newRoom(t, rdb, 1, -time.Second, time.Hour, roomArgs{Rate: "100", Oversubscribe: "1", SessionMS: "60000"})
+	first := enter(t, gw, r.Sale, "first", nil)
+	alice := enter(t, gw, r.Sale, "alice", nil)
+	bob := enter(t, gw, r.Sale, "bob", nil)
+	if first.State != "admitted" || alice.Position != 1 || bob.Position != 2 {
+		t.Fatalf("entries: %s / %s / %s", first.Raw, alice.Raw, bob.Raw)
+	}
+	// Alice closes her tab; bob keeps polling past the presence window.
+	for deadline := time.Now().Add(3500 * time.Millisecond); time.Now().Before(deadline); time.Sleep(500 * time.Millisecond) {
+		poll(t, gw, r.Sale, "bob", bob.Ticket)
+	}
+	rdb.ZAdd(ctx, LiveKey(r.Sale), redisZ("first", time.UnixMilli(1))) // first's admission runs out
+	testenv.WaitFor(t, 5*time.Second, "bob's admission", func() bool {
+		return poll(t, gw, r.Sale, "bob", bob.Ticket).State == "admitted"
+	})
+	// Alice comes back: her place was kept, she is first in line.
+	if p := poll(t, gw, r.Sale, "alice", alice.Ticket); p.State != "waiting" || p.Position != 1 {
+		t.Fatalf("alice back: %s, want waiting at 1", p.Raw)
+	}
+	carol := enter(t, gw, r.Sale, "carol", nil)
+	rdb.ZAdd(ctx, LiveKey(r.Sale), redisZ("bob", time.UnixMilli(1)))
+	testenv.WaitFor(t, 5*time.Second, "alice's admission", func() bool {
+		poll(t, gw, r.Sale, "carol", carol.Ticket)
+		return poll(t, gw, r.Sale, "alice", alice.Ticket).State == "admitted"
+	})
+	if p := poll(t, gw, r.Sale, "carol", carol.Ticket); p.State != "waiting" {
+		t.Fatalf("carol: %s, want waiting behind alice", p.Raw)
+	}
 }
