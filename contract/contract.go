@@ -50,8 +50,9 @@ func RoomKey(sale string) string { return "seckill:" + SaleTag(sale) + ":room" }
 func RoomLiveKey(sale string) string { return RoomKey(sale) + ":live" }
 
 // RoomLogKey is the list of a sale's room history, the verifier's evidence (docs/room.md):
-// "a:<ms>:<stock>:<user>" per admission (room_queue.lua) and
-// "t:<ms>:<admitted_until_ms>:<user>:<nonce>" per token issued on an admission (token_issue.lua).
+// "a:<ms>:<stock>:<user>" per admission, "l:<ms>:<position>:<user>" per waiting place given
+// up and "s:<ms>:<last_seen_ms>:<user>" per place passed while its waiter was absent
+// (room_queue.lua), and "t:<ms>:<admitted_until_ms>:<user>:<nonce>" per token issued on an admission (token_issue.lua).
 func RoomLogKey(sale string) string { return RoomKey(sale) + ":log" }
 
 // TokensKey holds the sale's single-use purchase token nonces.

@@ -41,7 +41,7 @@ var (
 	ShardGive  = mustLoad("shard_give")  // give units to a shard
 
 	RoomSetup          = mustLoad("room_setup")           // a sale's waiting room (room_setup.lua, preheat)
-	RoomQueue          = mustLoad("room_queue")           // enter or poll the room (room_queue.lua)
+	RoomQueue          = mustLoad("room_queue")           // enter, poll, leave or tick the room (room_queue.lua)
 	RoomAdmissionCheck = mustLoad("room_admission_check") // is a user admitted (room_admission_check.lua)
 )
 

@@ -1,6 +1,9 @@
 -- room_queue.lua: one buyer's visit to a sale's waiting room, in one round trip: enter (once
--- per user; again returns the same place) or poll. Either way the script first lets the room
--- admit the next in line, so admission needs no background job and is exact across gateways.
+-- per user; again returns the same place), poll, leave (give the place up), or tick (a
+-- gateway's periodic look at the room, issue 28: it admits and returns the room's summary,
+-- so waiters far from the front are answered from the gateway's memory). Enter, poll and tick
+-- first let the room admit the next in line, so admission needs no background job and is
+-- exact across gateways.
 -- Time is Redis TIME.
 --
 -- KEYS[1]  seckill:{sale:<id>}:meta        hash: stock, starts_ms, ends_ms, state (preheat)
@@ -17,8 +20,9 @@
 -- KEYS[4]  seckill:{sale:<id>}:room:live   zset: user -> admitted_until_ms (live admissions)
 -- KEYS[5]  seckill:{sale:<id>}:room:spent  zset: proof-of-work nonce -> its expiry (ms)
 -- KEYS[6]  seckill:{sale:<id>}:buyers      hash written by the gate (users who bought)
--- ARGV[1]  "enter" or "poll"
--- ARGV[2]  the user's member (computed by the gateway from the seed and the entry key)
+-- ARGV[1]  "enter", "poll", "leave" or "tick"
+-- ARGV[2]  the user's member (computed by the gateway from the seed and the entry key); tick:
+--          ignored ("")
 -- ARGV[3]  rate (admissions per second, > 0)
 -- ARGV[4]  oversubscribe (live admissions per remaining unit, >= 1)
 -- ARGV[5]  session_ms
@@ -32,13 +36,37 @@
 --          which the proof's difficulty is still the one in force; above it the entry is
 --          refused "too_easy". Absent, "" or negative: any rate (no proof, or the maximum
 --          difficulty)
+-- ARGV[11] optional: "0" skips the admission step (lapses, the buyers' check, new admissions):
+--          a gateway runs it at most once per sale per interval, not on every poll (issue 28);
+--          anything else, or absent: admit. The answer is exact either way: a live admission
+--          whose time is up is answered "lapsed" even before the step removes it
+-- ARGV[12] optional presence window (ms): with KEYS[8..10], the admission step admits only
+--          waiters seen within it (docs/DESIGN.md, "Admission goes to waiters who are there");
+--          an absent waiter's place is passed and kept (room:away), and when he is seen again
+--          he is admitted before anyone behind. Absent, "" or 0: every waiter is admitted in
+--          turn, present or not
+-- ARGV[13...] tick: users the gateway answered from memory since its last tick (present)
+-- KEYS[8]  optional seckill:{sale:<id>}:room:seen  zset: user -> last seen (ms, Redis time):
+--                                          polls and enters record their user, ticks the
+--                                          users of ARGV[13...]. Presence, for admission to
+--                                          go to waiters who are there (issue 28)
+-- KEYS[9]  optional seckill:{sale:<id>}:room:away  zset: user -> queue index: waiters whose
+--                                          place the cursor passed while they were absent
+-- KEYS[10] optional seckill:{sale:<id>}:room:back  zset: user -> queue index: the away ones
+--                                          seen again, admitted first, best-ranked first
 -- KEYS[7]  optional seckill:{sale:<id>}:room:log   list: the room's history, for the verifier
 --                                          (bench/verify, docs/room.md): one element
 --                                          "a:<now_ms>:<stock>:<user>" per admission, in
---                                          admission order (token_issue.lua appends "t:" ones)
+--                                          admission order, "s:<now_ms>:<last_seen_ms>:<user>"
+--                                          per absent waiter whose place was passed (0: never
+--                                          seen), in
+--                                          admission order, "l:<now_ms>:<position>:<user>" per
+--                                          place given up (leave; position as it stood, 1-based
+--                                          among those not yet admitted); token_issue.lua
+--                                          appends "t:" ones
 --
 -- Returns  {outcome, position, ahead, admitted_until_ms, now_ms, stock, depth, starts_ms,
---           admitted_now, lapsed_now, entry_rate}
+--           admitted_now, lapsed_now, entry_rate, admitted, cursor}
 --          outcome "waiting" | "admitted" | "sold_out" | "ended" | "paused": the user's state;
 --                  "lapsed": admitted once, the admission ran out unused (the place is gone);
 --                  "used": admitted once, and bought;
@@ -48,18 +76,28 @@
 --                  "too_easy" (enter): the entry rate is above ARGV[10], nothing written;
 --                  "queue_full" (enter): no place and the queue holds ARGV[9] places (the
 --                  nonce is spent and the entry counted: every try costs a proof);
+--                  "left" (leave): the user holds no waiting place any more (given up now, or
+--                  held none: leaving twice is leaving once);
+--                  "not_waiting" (leave): admitted once (live, lapsed or used): the place was
+--                  passed and stays in the admission history, nothing written;
+--                  "prequeue" / "open" (tick): the room takes entries before / after the
+--                  start (depth: the pre-queue's size / the places not yet admitted);
 --                  "unknown_sale" / "no_room": no meta / no room hash.
 --          position is 1-based among those not yet admitted (before the start: the pre-queue's
 --          size, since the order is only drawn then), ahead = position - 1, depth = places not
 --          yet admitted, admitted_now / lapsed_now = admissions this call made / saw lapse,
 --          entry_rate = entries per second across every gateway (the higher of this second's
 --          and the last one's, Redis time) as an enter saw it before counting itself; -1 when
---          the call did not read it (polls, refusals before the proof).
+--          the call did not read it (polls, refusals before the proof), admitted = the room's
+--          admissions so far (the counter, after this call): the gateways measure the
+--          admission rate from it for the estimate's range; cursor = the places the admission
+--          step walked past (admitted, or passed while absent): a waiting place's index in the
+--          queue is cursor + position - 1.
 local meta, room, q, live, spent, buyers = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
 local op, member = ARGV[1], ARGV[2]
 local rate, over = tonumber(ARGV[3]), tonumber(ARGV[4])
 local session, pre = tonumber(ARGV[5]), tonumber(ARGV[6])
-if (op ~= "enter" and op ~= "poll") or #member < 49 or rate == nil or rate <= 0 or over == nil
+if (op ~= "enter" and op ~= "poll" and op ~= "leave" and op ~= "tick") or (op ~= "tick" and #member < 49) or rate == nil or rate <= 0 or over == nil
   or over < 1 or session == nil or session <= 0 or pre == nil or pre < 0 then
   return redis.error_reply("ERR room_queue: bad arguments")
 end
@@ -69,7 +107,9 @@ local t = redis.call("TIME")
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local erate = -1
 local function reply(outcome, pos, ahead, untl, stock, depth, starts, adm, lap)
-  return {outcome, pos or 0, ahead or 0, untl or 0, now, stock or 0, depth or 0, starts or 0, adm or 0, lap or 0, erate}
+  local c = redis.call("HMGET", room, "admitted", "cursor")
+  return {outcome, pos or 0, ahead or 0, untl or 0, now, stock or 0, depth or 0, starts or 0, adm or 0, lap or 0, erate,
+    tonumber(c[1]) or 0, tonumber(c[2]) or 0}
 end
 
 local m = redis.call("HMGET", meta, "stock", "starts_ms", "ends_ms", "state")
@@ -82,6 +122,33 @@ if redis.call("HEXISTS", room, "seed") == 0 then
 end
 if now >= ends then
   return reply("ended", 0, 0, 0, stock, 0, starts)
+end
+if op == "leave" then
+  -- Giving a place up needs no open sale (paused, sold out): it only shortens the queue.
+  local rank = redis.call("ZRANK", q, member)
+  local cursor = tonumber(redis.call("HGET", room, "cursor")) or 0
+  local total = redis.call("ZCARD", q)
+  if not rank then
+    return reply("left", 0, 0, 0, stock, total - cursor, starts)
+  end
+  if rank < cursor then
+    -- The cursor passed it: removing it would shift every admitted place and break the
+    -- published order's evidence (invariants 6 and 9). An unused admission lapses by itself.
+    return reply("not_waiting", 0, 0, 0, stock, total - cursor, starts)
+  end
+  -- Everyone behind moves up by one: the cursor counts places before it, and this one is
+  -- after it. Entering again later is a new arrival (after the start: the back of the queue).
+  redis.call("ZREM", q, member)
+  redis.call("HINCRBY", room, "left", 1)
+  if KEYS[7] then
+    -- The verifier accounts for a place that left the queue without being admitted.
+    redis.call("RPUSH", KEYS[7], string.format("l:%d:%d:%s", now, rank - cursor + 1, user))
+    local until_ms = redis.call("PEXPIRETIME", meta)
+    if until_ms > 0 then
+      redis.call("PEXPIREAT", KEYS[7], until_ms)
+    end
+  end
+  return reply("left", 0, 0, 0, stock, total - cursor - 1, starts)
 end
 if m[4] == "paused" then
   return reply("paused", 0, 0, 0, stock, 0, starts)
@@ -143,9 +210,54 @@ if op == "enter" then
   end
 end
 
-local rank = redis.call("ZRANK", q, member)
+local seen, away, back = KEYS[8], KEYS[9], KEYS[10]
+local admit = ARGV[11] ~= "0"
+local presence = tonumber(ARGV[12] or "") or 0
+local gated = presence > 0 and seen and away and back
+-- An away waiter seen again goes to the back set: the next admission step takes him first.
+local function returned(u)
+  if gated then
+    local idx = redis.call("ZSCORE", away, u)
+    if idx then
+      redis.call("ZADD", back, idx, u)
+    end
+  end
+end
+if seen and op == "tick" and #ARGV > 12 then
+  for i = 13, #ARGV, 1000 do
+    local zs = {}
+    for j = i, math.min(i + 999, #ARGV) do
+      zs[#zs + 1] = now
+      zs[#zs + 1] = ARGV[j]
+    end
+    redis.call("ZADD", seen, unpack(zs))
+  end
+  for i = 13, #ARGV do
+    returned(ARGV[i])
+  end
+  local until_ms = redis.call("PEXPIRETIME", meta)
+  if until_ms > 0 then
+    redis.call("PEXPIREAT", seen, until_ms)
+  end
+end
+local rank = false
+if op ~= "tick" then
+  rank = redis.call("ZRANK", q, member)
+  if seen and rank and redis.call("ZADD", seen, now, user) == 1 then
+    local until_ms = redis.call("PEXPIRETIME", meta)
+    if until_ms > 0 then
+      redis.call("PEXPIREAT", seen, until_ms)
+    end
+  end
+  if rank then
+    returned(user)
+  end
+end
 if now < starts then
   local n = redis.call("ZCOUNT", q, 0, 0)
+  if op == "tick" then
+    return reply("prequeue", n, 0, 0, stock, n, starts)
+  end
   if not rank then
     return reply("not_entered", 0, 0, 0, stock, n, starts)
   end
@@ -160,8 +272,10 @@ if stock <= 0 then
   return reply("sold_out", 0, 0, 0, 0, total - cursor, starts)
 end
 
+local lapsed, n = 0, 0
+if admit then
 -- Admissions lapse after `session` unused and free their place for the next in line.
-local lapsed = redis.call("ZREMRANGEBYSCORE", live, "-inf", now)
+lapsed = redis.call("ZREMRANGEBYSCORE", live, "-inf", now)
 if lapsed > 0 then
   redis.call("HINCRBY", room, "lapsed", lapsed)
 end
@@ -185,36 +299,114 @@ if now > last then
   last = now
 end
 local cap = math.floor(stock * over + 1e-9) - redis.call("ZCARD", live)
-local n = math.min(math.floor(allow), cap, total - cursor)
-if n > 0 then
-  local next = redis.call("ZRANGE", q, cursor, cursor + n - 1)
-  local untl = now + session
-  for i = 1, #next do
-    redis.call("ZADD", live, untl, string.sub(next[i], 49))
-  end
-  if KEYS[7] then
-    -- The evidence of invariants 6, 8 and 9 (docs/DESIGN.md): who was admitted, when, in
-    -- which order, and what stock the script saw. It grows with admissions, not the queue.
-    local prefix = string.format("a:%d:%d:", now, stock)
-    for i = 1, #next, 1000 do
-      local ev = {}
-      for j = i, math.min(i + 999, #next) do
-        ev[#ev + 1] = prefix .. string.sub(next[j], 49)
+if not gated then
+  n = math.min(math.floor(allow), cap, total - cursor)
+  if n > 0 then
+    local next = redis.call("ZRANGE", q, cursor, cursor + n - 1)
+    local untl = now + session
+    for i = 1, #next do
+      redis.call("ZADD", live, untl, string.sub(next[i], 49))
+    end
+    if KEYS[7] then
+      -- The evidence of invariants 6, 8 and 9 (docs/DESIGN.md): who was admitted, when, in
+      -- which order, and what stock the script saw. It grows with admissions, not the queue.
+      local prefix = string.format("a:%d:%d:", now, stock)
+      for i = 1, #next, 1000 do
+        local ev = {}
+        for j = i, math.min(i + 999, #next) do
+          ev[#ev + 1] = prefix .. string.sub(next[j], 49)
+        end
+        redis.call("RPUSH", KEYS[7], unpack(ev))
       end
-      redis.call("RPUSH", KEYS[7], unpack(ev))
+      local until_ms = redis.call("PEXPIRETIME", meta)
+      if until_ms > 0 then
+        redis.call("PEXPIREAT", KEYS[7], until_ms)
+      end
     end
-    local until_ms = redis.call("PEXPIRETIME", meta)
-    if until_ms > 0 then
-      redis.call("PEXPIREAT", KEYS[7], until_ms)
+    cursor = cursor + n
+    allow = allow - n
+    redis.call("HINCRBY", room, "admitted", n)
+  else
+    n = 0
+  end
+else
+  -- Admission goes to waiters who are there (issue 28): first those who came back after
+  -- their place was passed (best-ranked first: their places stand before the cursor), then
+  -- from the cursor, in order, the present ones; an absent one's place is passed and kept in
+  -- room:away. At most `budget` admissions and a bounded walk per step.
+  local budget = math.min(math.floor(allow), cap)
+  -- admits: the users admitted, in order; ev: the log's elements, in the walk's order (the
+  -- verifier replays the walk: invariant 6).
+  local admits, skips, ev = {}, 0, {}
+  local prefix = string.format("a:%d:%d:", now, stock)
+  if budget > 0 then
+    local first = redis.call("ZRANGE", back, 0, budget - 1)
+    for i = 1, #first do
+      admits[#admits + 1] = first[i]
+      ev[#ev + 1] = prefix .. first[i]
+      redis.call("ZREM", back, first[i])
+      redis.call("ZREM", away, first[i])
+    end
+    local walked, limit = 0, math.max(budget * 4, 100)
+    while #admits < budget and cursor < total and walked < limit do
+      local batch = redis.call("ZRANGE", q, cursor, cursor + math.min(limit - walked, 100) - 1)
+      if #batch == 0 then
+        break
+      end
+      for i = 1, #batch do
+        if #admits >= budget then
+          break
+        end
+        local u = string.sub(batch[i], 49)
+        local last_seen = tonumber(redis.call("ZSCORE", seen, u))
+        if last_seen and last_seen >= now - presence then
+          admits[#admits + 1] = u
+          ev[#ev + 1] = prefix .. u
+        else
+          redis.call("ZADD", away, cursor, u)
+          skips = skips + 1
+          ev[#ev + 1] = string.format("s:%d:%d:%s", now, last_seen or 0, u)
+        end
+        cursor = cursor + 1
+        walked = walked + 1
+      end
     end
   end
-  cursor = cursor + n
+  n = #admits
+  local untl = now + session
+  for i = 1, n do
+    redis.call("ZADD", live, untl, admits[i])
+  end
+  if #ev > 0 then
+    local until_ms = redis.call("PEXPIRETIME", meta)
+    if skips > 0 then
+      -- The window the skips were judged by, for the verifier.
+      redis.call("HINCRBY", room, "skipped", skips)
+      redis.call("HSET", room, "presence_ms", presence)
+      if until_ms > 0 then
+        redis.call("PEXPIREAT", away, until_ms)
+        redis.call("PEXPIREAT", back, until_ms)
+      end
+    end
+    if KEYS[7] then
+      -- The evidence of invariant 6 with presence: the returns first, then the walk in cursor
+      -- order, each skip with the last time its waiter was seen.
+      for i = 1, #ev, 1000 do
+        redis.call("RPUSH", KEYS[7], unpack(ev, i, math.min(i + 999, #ev)))
+      end
+      if until_ms > 0 then
+        redis.call("PEXPIREAT", KEYS[7], until_ms)
+      end
+    end
+  end
   allow = allow - n
   redis.call("HINCRBY", room, "admitted", n)
-else
-  n = 0
 end
 redis.call("HSET", room, "cursor", cursor, "allow", string.format("%.6f", allow), "last_ms", last)
+end
+if op == "tick" then
+  return reply("open", 0, 0, 0, stock, total - cursor, starts, n, lapsed)
+end
 
 if not rank then
   return reply("not_entered", 0, 0, 0, stock, total - cursor, starts, n, lapsed)
@@ -223,7 +415,11 @@ if rank >= cursor then
   return reply("waiting", rank - cursor + 1, rank - cursor, 0, stock, total - cursor, starts, n, lapsed)
 end
 local untl = tonumber(redis.call("ZSCORE", live, user))
-if untl then
+if gated and not untl and redis.call("ZSCORE", away, user) then
+  -- Passed while away, seen again now: first in line at the next admission step.
+  return reply("waiting", 1, 0, 0, stock, total - cursor + redis.call("ZCARD", away), starts, n, lapsed)
+end
+if untl and untl > now then
   return reply("admitted", 0, 0, untl, stock, total - cursor, starts, n, lapsed)
 end
 if redis.call("HEXISTS", buyers, user) == 1 then

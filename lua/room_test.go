@@ -153,3 +153,200 @@ func TestRoomAdmissionCheckSeesOnlyLiveAdmissions(t *testing.T) {
 		t.Fatalf("sale without a room: %v %v", res, err)
 	}
 }
+
+// Leaving gives a waiting place up: the waiters behind move up by one, the log records it for
+// the verifier, leaving again is a no-op, an admitted place cannot leave (the cursor passed
+// it), and entering again after the start is a new arrival at the back.
+func TestRoomLeaveMovesTheWaitersBehindUpAndReentryIsANewPlace(t *testing.T) {
+	f := newRoom(t, 1, -time.Second, time.Hour)
+	ctx := context.Background()
+	logKey := contract.RoomLogKey(f.sale)
+	t.Cleanup(func() { f.rdb.Del(context.Background(), logKey) })
+	call := func(op, u string) []any {
+		t.Helper()
+		res, err := RoomQueue.Run(ctx, f.rdb, append(roomKeys(f.sale), logKey), op, member(rankOf(u), u),
+			f.rate, f.over, f.session, f.pre, "", 0).Slice()
+		if err != nil {
+			t.Fatalf("room_queue %s %s: %v", op, u, err)
+		}
+		return res
+	}
+	// One unit, oversubscribe 1: a is admitted, b, c, d wait.
+	for _, u := range []string{"a", "b", "c", "d"} {
+		call("enter", u)
+	}
+	if got := call("poll", "d"); got[0] != "waiting" || got[1].(int64) != 3 {
+		t.Fatalf("d before anyone leaves: %v, want waiting at 3", got)
+	}
+	if got := call("leave", "b"); got[0] != "left" || got[6].(int64) != 2 {
+		t.Fatalf("b leaves: %v, want left with 2 waiting", got)
+	}
+	if got := call("poll", "d"); got[0] != "waiting" || got[1].(int64) != 2 {
+		t.Fatalf("d after b left: %v, want waiting at 2", got)
+	}
+	if got := call("leave", "b"); got[0] != "left" {
+		t.Fatalf("b leaves twice: %v, want left", got)
+	}
+	if got := call("poll", "b"); got[0] != "not_entered" {
+		t.Fatalf("b polls after leaving: %v, want not_entered", got)
+	}
+	if got := call("leave", "a"); got[0] != "not_waiting" {
+		t.Fatalf("the admitted a leaves: %v, want not_waiting", got)
+	}
+	if got := call("enter", "b"); got[0] != "waiting" || got[1].(int64) != 3 {
+		t.Fatalf("b enters again: %v, want waiting at the back (3)", got)
+	}
+	lg, err := f.rdb.LRange(ctx, logKey, 0, -1).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var leaves []string
+	for _, e := range lg {
+		if e[0] == 'l' {
+			leaves = append(leaves, e)
+		}
+	}
+	if len(leaves) != 1 || !bytes.HasSuffix([]byte(leaves[0]), []byte(":1:b")) {
+		t.Fatalf("the log's leaves: %q, want one l:<ms>:1:b", leaves)
+	}
+	if n, _ := f.rdb.HGet(ctx, roomKeys(f.sale)[1], "left").Int(); n != 1 {
+		t.Fatalf("left counter %d, want 1", n)
+	}
+}
+
+// A tick (a gateway's periodic look at the room) admits like a poll and returns the room's
+// counters; it records the users the gateway answered from memory as present, and a poll
+// records its own user.
+func TestRoomTickAdmitsReturnsTheSummaryAndRecordsPresence(t *testing.T) {
+	f := newRoom(t, 2, -time.Second, time.Hour)
+	ctx := context.Background()
+	seen := roomKeys(f.sale)[1] + ":seen"
+	logKey := contract.RoomLogKey(f.sale)
+	t.Cleanup(func() { f.rdb.Del(context.Background(), seen, logKey) })
+	keys := append(roomKeys(f.sale), logKey, seen)
+	run := func(op, m string, present ...any) []any {
+		t.Helper()
+		args := append([]any{op, m, f.rate, f.over, f.session, f.pre, "", 0, "", "", "1", ""}, present...)
+		res, err := RoomQueue.Run(ctx, f.rdb, keys, args...).Slice()
+		if err != nil {
+			t.Fatalf("room_queue %s: %v", op, err)
+		}
+		return res
+	}
+	for _, u := range []string{"a", "b", "c", "d"} {
+		// Entries through the 6-key form: no presence recorded.
+		f.call("enter", member(rankOf(u), u), "", 0)
+	}
+	got := run("tick", "", "c", "d")
+	// Stock 2 x oversubscribe 1: a and b admitted by the enters, c and d wait.
+	if got[0] != "open" || got[6].(int64) != 2 || got[11].(int64) != 2 {
+		t.Fatalf("tick: %v, want open, depth 2, admitted 2", got)
+	}
+	if n := f.rdb.ZCard(ctx, seen).Val(); n != 2 {
+		t.Fatalf("%d present after the tick, want c and d", n)
+	}
+	run("poll", member(rankOf("a"), "a"))
+	if _, err := f.rdb.ZScore(ctx, seen, "a").Result(); err != nil {
+		t.Fatalf("a poll did not record its user: %v", err)
+	}
+	if ttl := f.rdb.PTTL(ctx, seen).Val(); ttl <= 0 {
+		t.Fatalf("the presence set has no expiry (%v)", ttl)
+	}
+	f.rdb.HSet(ctx, contract.MetaKey(f.sale), "stock", 0)
+	if got := run("tick", ""); got[0] != "sold_out" {
+		t.Fatalf("tick at stock 0: %v, want sold_out", got)
+	}
+}
+
+// ARGV[11] "0" skips the admission step (issue 28: a gateway runs it at most once per
+// interval): nobody is admitted by such a call, and an admission whose time is up is
+// answered lapsed even before a step removes it.
+func TestRoomCallWithoutTheAdmissionStepAdmitsNobodyAndStillSeesALapse(t *testing.T) {
+	f := newRoom(t, 10, -time.Second, time.Hour)
+	ctx := context.Background()
+	run := func(op, u, admit string) []any {
+		t.Helper()
+		res, err := RoomQueue.Run(ctx, f.rdb, roomKeys(f.sale), op, member(rankOf(u), u),
+			f.rate, f.over, f.session, f.pre, "", 0, "", "", admit).Slice()
+		if err != nil {
+			t.Fatalf("room_queue %s %s: %v", op, u, err)
+		}
+		return res
+	}
+	if got := run("enter", "a", "1"); got[0] != "admitted" {
+		t.Fatalf("a enters with the step: %v", got)
+	}
+	if got := run("enter", "b", "0"); got[0] != "waiting" || got[8].(int64) != 0 {
+		t.Fatalf("b enters without the step: %v, want waiting, nobody admitted", got)
+	}
+	if got := run("poll", "b", "0"); got[0] != "waiting" {
+		t.Fatalf("b polls without the step: %v, want waiting", got)
+	}
+	if got := run("poll", "b", "1"); got[0] != "admitted" {
+		t.Fatalf("b polls with the step: %v, want admitted", got)
+	}
+	f.rdb.ZAdd(ctx, roomKeys(f.sale)[3], redis.Z{Score: 1, Member: "a"})
+	if got := run("poll", "a", "0"); got[0] != "lapsed" {
+		t.Fatalf("a's admission ran out, polled without the step: %v, want lapsed", got)
+	}
+	if n := f.rdb.ZCard(ctx, roomKeys(f.sale)[3]).Val(); n != 2 {
+		t.Fatalf("%d live admissions after a call without the step, want 2 (nothing removed)", n)
+	}
+}
+
+// With a presence window (ARGV[12]) the admission step admits only waiters seen within it:
+// an absent one's place is passed (logged s:<ms>:<last seen>:<user>) and kept, and when he is
+// seen again he is first in line, admitted before anyone behind.
+func TestRoomAdmitsWaitersWhoAreThereAndAnAbsentOneKeepsHisPlace(t *testing.T) {
+	f := newRoom(t, 3, -time.Second, time.Hour)
+	ctx := context.Background()
+	room := roomKeys(f.sale)[1]
+	seen, away, back, logKey := room+":seen", room+":away", room+":back", contract.RoomLogKey(f.sale)
+	t.Cleanup(func() { f.rdb.Del(context.Background(), seen, away, back, logKey) })
+	keys := append(roomKeys(f.sale), logKey, seen, away, back)
+	run := func(op, u, admit string) []any {
+		t.Helper()
+		res, err := RoomQueue.Run(ctx, f.rdb, keys, op, member(rankOf(u), u),
+			f.rate, f.over, f.session, f.pre, "", 0, "", "", admit, 60000).Slice()
+		if err != nil {
+			t.Fatalf("room_queue %s %s: %v", op, u, err)
+		}
+		return res
+	}
+	for _, u := range []string{"a", "b", "c", "d"} {
+		run("enter", u, "0") // entered, seen, nobody admitted yet
+	}
+	// b was last seen two minutes ago: absent.
+	f.rdb.ZAdd(ctx, seen, redis.Z{Score: float64(time.Now().Add(-2 * time.Minute).UnixMilli()), Member: "b"})
+	// Stock 3 x 1: three admissions; a, c and d are there, b's place is passed.
+	if got := run("poll", "a", "1"); got[0] != "admitted" || got[8].(int64) != 3 {
+		t.Fatalf("the step: %v, want a admitted among 3", got)
+	}
+	if got := run("poll", "d", "0"); got[0] != "admitted" {
+		t.Fatalf("d: %v, want admitted (b was absent)", got)
+	}
+	lg, _ := f.rdb.LRange(ctx, logKey, 0, -1).Result()
+	var kinds []string
+	for _, e := range lg {
+		kinds = append(kinds, e[:1]+":"+e[len(e)-1:])
+	}
+	if fmt.Sprint(kinds) != "[a:a s:b a:c a:d]" {
+		t.Fatalf("the log: %q, want a, then b skipped, then c and d", lg)
+	}
+	// b comes back: first in line.
+	if got := run("poll", "b", "0"); got[0] != "waiting" || got[1].(int64) != 1 {
+		t.Fatalf("b back: %v, want waiting at 1", got)
+	}
+	run("enter", "e", "0")
+	// a buys nothing; its admission lapses: one unit of capacity for the next in line.
+	f.rdb.ZAdd(ctx, roomKeys(f.sale)[3], redis.Z{Score: 1, Member: "a"})
+	if got := run("poll", "e", "1"); got[0] != "waiting" {
+		t.Fatalf("e: %v, want waiting (b first)", got)
+	}
+	if got := run("poll", "b", "0"); got[0] != "admitted" {
+		t.Fatalf("b: %v, want admitted before e", got)
+	}
+	if n := f.rdb.ZCard(ctx, away).Val() + f.rdb.ZCard(ctx, back).Val(); n != 0 {
+		t.Fatalf("%d left in away/back after b's admission", n)
+	}
+}

@@ -24,8 +24,10 @@ import (
 //   - room:q          zset: one member per place, rank (32 bytes) || entry id (16) || user;
 //     score 0 for the pre-queue, 1, 2, ... for arrivals after the start
 //   - room:log        list: the room's history, in Redis order. "a:<ms>:<stock>:<user>" per
-//     admission (room_queue.lua), "t:<ms>:<admitted_until>:<user>:<nonce>" per token issued on
-//     a live admission (token_issue.lua with require_admission)
+//     admission (room_queue.lua), "l:<ms>:<position>:<user>" per waiting place given up
+//     (room_queue.lua, DELETE /queue), "s:<ms>:<last_seen>:<user>" per absent waiter whose place
+//     the admission step passed (room_queue.lua with a presence window), "t:<ms>:<admitted_until>:<user>:<nonce>" per token
+//     issued on a live admission (token_issue.lua with require_admission)
 //   - tokens          hash: user -> "<nonce>:<exp>", the unused tokens
 //
 // and the users holding an order in Postgres. The log is the evidence the scripts leave
@@ -43,9 +45,9 @@ type RoomOptions struct {
 
 // roomEvent is one element of the room's log.
 type roomEvent struct {
-	kind  byte // 'a' admission, 't' token
+	kind  byte // 'a' admission, 'l' place given up, 's' place passed (absent), 't' token
 	ms    int64
-	n     int64 // a: the stock the script saw; t: the admission's end (ms)
+	n     int64 // a: the stock the script saw; l: the place's position; s: last seen (ms, 0: never); t: the admission's end (ms)
 	user  string
 	nonce string // t only
 }
@@ -64,7 +66,7 @@ func parseRoomEvent(s string) (roomEvent, bool) {
 		return e, false
 	}
 	switch {
-	case e.kind == 'a' && len(parts) == 4:
+	case (e.kind == 'a' || e.kind == 'l' || e.kind == 's') && len(parts) == 4:
 		e.user = parts[3]
 	case e.kind == 't' && len(parts) == 5:
 		e.user, e.nonce = parts[3], parts[4]
@@ -88,6 +90,7 @@ type roomPlace struct {
 type roomState struct {
 	seedHex, commitment string
 	cursor, admitted    int64
+	presenceMS          int64 // the window absent waiters were judged by (0: no presence rule)
 	over                float64
 	places              []roomPlace
 	bad                 []string // members that do not parse
@@ -115,6 +118,7 @@ func readRoom(ctx context.Context, rdb redis.UniversalClient, sale string, o Roo
 	st := &roomState{seedHex: room["seed"], commitment: room["commitment"], tokens: map[string]string{}}
 	st.cursor, _ = strconv.ParseInt(room["cursor"], 10, 64)
 	st.admitted, _ = strconv.ParseInt(room["admitted"], 10, 64)
+	st.presenceMS, _ = strconv.ParseInt(room["presence_ms"], 10, 64)
 	st.over = o.Oversubscribe
 	if v, err := strconv.ParseFloat(room["oversubscribe"], 64); err == nil && v >= 1 {
 		st.over = v
@@ -208,30 +212,76 @@ func (st *roomState) checkOrder() Check {
 		}
 	}
 	adm := st.admissions()
-	outOfOrder, preAdmitted := 0, 0
-	for k, e := range adm {
+	walk := st.walk()
+	outOfOrder, preAdmitted, present := 0, 0, 0
+	for k, e := range walk.inOrder {
+		what := "admission"
+		if e.kind == 's' {
+			what = "passed place"
+		}
 		switch {
 		case k >= len(st.places):
 			outOfOrder++
-			addProblem(&c, fmt.Sprintf("admission %d (user %s) has no place in the queue", k+1, e.user))
+			addProblem(&c, fmt.Sprintf("%s %d (user %s) has no place in the queue", what, k+1, e.user))
 		case st.places[k].user != e.user:
 			outOfOrder++
-			addProblem(&c, fmt.Sprintf("admission %d went to user %s, but place %d is user %s's", k+1, e.user, k+1, st.places[k].user))
-		case st.places[k].pre:
+			addProblem(&c, fmt.Sprintf("%s %d went to user %s, but place %d is user %s's", what, k+1, e.user, k+1, st.places[k].user))
+		case e.kind == 'a' && st.places[k].pre:
 			preAdmitted++
 		}
+		// The presence rule: a place is passed only when its waiter was not seen within the
+		// window before (docs/DESIGN.md).
+		if e.kind == 's' && (st.presenceMS <= 0 || e.n > e.ms-st.presenceMS) {
+			present++
+			addProblem(&c, fmt.Sprintf("user %s's place was passed at %d, but the user was seen at %d (window %d ms)", e.user, e.ms, e.n, st.presenceMS))
+		}
+	}
+	for _, u := range walk.strays {
+		outOfOrder++
+		addProblem(&c, fmt.Sprintf("user %s was admitted out of turn: not at the cursor, and not a waiter whose place was passed", u))
 	}
 	for _, s := range st.bad {
 		addProblem(&c, "unreadable queue member "+s)
 	}
 	c.Numbers = map[string]int{"prequeue": len(pre), "places": len(st.places), "admissions": len(adm),
-		"prequeue_admitted": preAdmitted, "wrong_rank": wrongRank, "out_of_order": outOfOrder}
-	note(&c, "%d pre-queue places of %d ordered by HMAC-SHA256(seed, entry id) (%d out of place); %d admissions, %d of the pre-queue, %d not in queue order",
-		len(pre), len(st.places), wrongRank, len(adm), preAdmitted, outOfOrder)
-	if wrongRank+outOfOrder+len(st.bad) > 0 {
+		"prequeue_admitted": preAdmitted, "wrong_rank": wrongRank, "out_of_order": outOfOrder,
+		"passed_absent": walk.passed, "returned": walk.returned, "passed_while_present": present}
+	note(&c, "%d pre-queue places of %d ordered by HMAC-SHA256(seed, entry id) (%d out of place); %d admissions, %d of the pre-queue, %d not in queue order; %d places passed (absent), %d came back, %d passed while present",
+		len(pre), len(st.places), wrongRank, len(adm), preAdmitted, outOfOrder, walk.passed, walk.returned, present)
+	if wrongRank+outOfOrder+present+len(st.bad) > 0 {
 		c.Verdict = Fail
 	}
 	return c
+}
+
+// roomWalk is the cursor's walk replayed from the log: the admissions and passed places in
+// cursor order (each the next place of the queue), the admissions of waiters who came back
+// after their place was passed (returned), and admissions that are neither (strays).
+type roomWalk struct {
+	inOrder          []roomEvent
+	passed, returned int
+	strays           []string
+}
+
+func (st *roomState) walk() roomWalk {
+	var w roomWalk
+	away := map[string]bool{}
+	for _, e := range st.events {
+		switch e.kind {
+		case 's':
+			w.inOrder = append(w.inOrder, e)
+			w.passed++
+			away[e.user] = true
+		case 'a':
+			if away[e.user] {
+				delete(away, e.user)
+				w.returned++
+				continue
+			}
+			w.inOrder = append(w.inOrder, e)
+		}
+	}
+	return w
 }
 
 // 7. No token without a live admission: every token issued on an admission is logged after
@@ -321,7 +371,9 @@ func (st *roomState) checkSoldOut() Check {
 }
 
 // 9. One place per user, a place never given twice: no user holds two places, nobody is
-// admitted twice, and the admissions logged are exactly the places the cursor passed.
+// admitted twice, the admissions logged are exactly the places the cursor passed, and a place
+// given up (DELETE /queue) was a waiting one: nobody leaves after being admitted, since
+// removing a place the cursor passed would shift the admitted history.
 func (st *roomState) checkPlaces() Check {
 	c := Check{N: 9, Name: "one place per user, never given twice", Verdict: Pass}
 	placeOf := map[string]int{}
@@ -336,26 +388,39 @@ func (st *roomState) checkPlaces() Check {
 	}
 	adm := st.admissions()
 	seen := map[string]bool{}
-	twice := 0
-	for _, e := range adm {
-		if seen[e.user] {
-			twice++
-			addProblem(&c, fmt.Sprintf("user %s admitted twice", e.user))
+	twice, left, leftAdmitted := 0, 0, 0
+	for _, e := range st.events {
+		switch e.kind {
+		case 'a':
+			if seen[e.user] {
+				twice++
+				addProblem(&c, fmt.Sprintf("user %s admitted twice", e.user))
+			}
+			seen[e.user] = true
+		case 'l':
+			left++
+			if seen[e.user] {
+				leftAdmitted++
+				addProblem(&c, fmt.Sprintf("user %s gave up a place at %d after being admitted", e.user, e.ms))
+			}
 		}
-		seen[e.user] = true
 	}
 	for _, s := range st.badEvents {
 		addProblem(&c, fmt.Sprintf("unreadable log element %q", s))
 	}
 	c.Numbers = map[string]int{"places": len(st.places), "users_with_two_places": twoPlaces, "admitted_twice": twice,
-		"cursor": int(st.cursor), "admitted_counter": int(st.admitted), "admissions_logged": len(adm)}
-	note(&c, "%d places, %d users with two, %d admitted twice; cursor %d, admitted counter %d, %d admissions logged",
-		len(st.places), twoPlaces, twice, st.cursor, st.admitted, len(adm))
-	if int64(len(adm)) != st.cursor || st.cursor != st.admitted {
+		"cursor": int(st.cursor), "admitted_counter": int(st.admitted), "admissions_logged": len(adm),
+		"left": left, "left_after_admission": leftAdmitted}
+	note(&c, "%d places, %d users with two, %d admitted twice; cursor %d, admitted counter %d, %d admissions logged; %d places given up, %d after admission",
+		len(st.places), twoPlaces, twice, st.cursor, st.admitted, len(adm), left, leftAdmitted)
+	// The cursor passes a place by admitting it or, absent, by passing it (s:); a waiter who
+	// comes back is admitted behind the cursor.
+	walked := int64(len(st.walk().inOrder))
+	if walked != st.cursor || int64(len(adm)) != st.admitted {
 		fail(&c, "the cursor, the admitted counter and the log disagree")
-		addProblem(&c, fmt.Sprintf("the cursor passed %d places, the counter says %d admissions, the log shows %d", st.cursor, st.admitted, len(adm)))
+		addProblem(&c, fmt.Sprintf("the cursor passed %d places, the log walks %d; the counter says %d admissions, the log shows %d", st.cursor, walked, st.admitted, len(adm)))
 	}
-	if twoPlaces+twice+len(st.badEvents) > 0 {
+	if twoPlaces+twice+leftAdmitted+len(st.badEvents) > 0 {
 		c.Verdict = Fail
 	}
 	return c

@@ -100,6 +100,12 @@ func newRoomWorld(t *testing.T) *roomWorld {
 	late := "late0"
 	members[late] = w.member(seed, ekey, late)
 	w.visit("enter", members[late])
+	// Someone enters after the start and gives the place up (DELETE /queue): the log shows it.
+	leaver := w.member(seed, ekey, "late1")
+	w.visit("enter", leaver)
+	if res := w.visit("leave", leaver); res[0] != "left" {
+		t.Fatalf("leave: %v", res)
+	}
 	for _, u := range append(w.users, late) {
 		if res := w.visit("poll", members[u]); res[0] == "admitted" {
 			w.admitted = append(w.admitted, u)
@@ -199,6 +205,9 @@ func TestVerifierCatchesEachBrokenRoomInvariant(t *testing.T) {
 		{"a user holding two places", 9, func(w *roomWorld) {
 			w.rdb.ZAdd(ctx, contract.RoomKey(w.sale)+":q", redisZ(99, strings.Repeat("\x01", 48)+w.users[0]))
 		}},
+		{"a place given up after its admission", 9, func(w *roomWorld) {
+			w.rdb.RPush(ctx, logKey(w), "l:1:1:"+w.admitted[0])
+		}},
 		{"an admission the log does not show", 9, func(w *roomWorld) {
 			w.rdb.HIncrBy(ctx, contract.RoomKey(w.sale), "cursor", 1)
 		}},
@@ -213,6 +222,108 @@ func TestVerifierCatchesEachBrokenRoomInvariant(t *testing.T) {
 			}
 			if len(got[tc.n].Problems) == 0 {
 				t.Errorf("invariant %d failed without naming what is wrong", tc.n)
+			}
+		})
+	}
+}
+
+// presenceWorld is a room whose admission step follows the presence rule (issue 28): six
+// pre-queued users, one of them absent at the start; four are admitted, the absent one's
+// place is passed; he comes back and is admitted first when a unit of capacity frees.
+func newPresenceWorld(t *testing.T) (*roomWorld, string) {
+	t.Helper()
+	ctx := context.Background()
+	w := &roomWorld{world: newWorld(t, 3)}
+	rdb := w.rdb
+	tm, err := rdb.Time(ctx).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	meta := contract.MetaKey(w.sale)
+	rdb.HSet(ctx, meta, "starts_ms", tm.Add(time.Hour).UnixMilli(), "ends_ms", tm.Add(2*time.Hour).UnixMilli())
+	rdb.PExpire(ctx, meta, 3*time.Hour)
+	seed, ekey := make([]byte, 32), make([]byte, 32)
+	_, _ = rand.Read(seed)
+	_, _ = rand.Read(ekey)
+	sum := sha256.Sum256(seed)
+	if err := lua.RoomSetup.Run(ctx, rdb, []string{meta, contract.RoomKey(w.sale)}, hex.EncodeToString(seed), hex.EncodeToString(ekey),
+		"1000", "1.5", "600000", "3600000", "0", "0", hex.EncodeToString(sum[:])).Err(); err != nil {
+		t.Fatal(err)
+	}
+	room := contract.RoomKey(w.sale)
+	keys := append(w.roomKeys(), room+":seen", room+":away", room+":back")
+	t.Cleanup(func() {
+		rdb.Del(context.Background(), room, room+":q", room+":live", room+":spent", room+":seen", room+":away", room+":back",
+			contract.RoomLogKey(w.sale), contract.TokensKey(w.sale))
+	})
+	visit := func(op, m, admit string) []any {
+		t.Helper()
+		res, err := lua.RoomQueue.Run(ctx, rdb, keys, op, m, "1000", "1.5", 600000, 3600000, "", 0, "", "", admit, 60000).Slice()
+		if err != nil {
+			t.Fatalf("room_queue %s: %v", op, err)
+		}
+		return res
+	}
+	members := map[string]string{}
+	for i := range 6 {
+		u := fmt.Sprintf("pre%d", i)
+		w.users = append(w.users, u)
+		members[u] = w.member(seed, ekey, u)
+		visit("enter", members[u], "0")
+	}
+	// The second place's waiter is absent: last seen two minutes before the start.
+	places, _ := rdb.ZRange(ctx, room+":q", 0, -1).Result()
+	absent := places[1][48:]
+	rdb.ZAdd(ctx, room+":seen", redisZ(float64(tm.Add(-2*time.Minute).UnixMilli()), absent))
+	rdb.HSet(ctx, meta, "starts_ms", tm.Add(-10*time.Second).UnixMilli())
+	// The step, run by a present waiter's poll: 4 admitted (3 x 1.5), the absent one passed.
+	present := places[0][48:]
+	visit("poll", members[present], "1")
+	if res := visit("poll", members[absent], "0"); res[0] != "waiting" || res[1].(int64) != 1 {
+		t.Fatalf("the absent one comes back: %v, want waiting at 1", res)
+	}
+	// One admission lapses: the one who came back is admitted before the sixth place.
+	live, _ := rdb.ZRange(ctx, contract.RoomLiveKey(w.sale), 0, 0).Result()
+	rdb.ZAdd(ctx, contract.RoomLiveKey(w.sale), redisZ(1, live[0]))
+	// Another millisecond: invariant 8 groups one call's admissions by their time.
+	time.Sleep(5 * time.Millisecond)
+	if res := visit("poll", members[absent], "1"); res[0] != "admitted" {
+		t.Fatalf("after a lapse: %v, want the one who came back admitted", res)
+	}
+	return w, absent
+}
+
+func TestVerifierChecksThePresenceRule(t *testing.T) {
+	ctx := context.Background()
+	w, _ := newPresenceWorld(t)
+	got := w.roomVerdicts()
+	for _, n := range []int{6, 7, 8, 9} { // nothing is sold here: 1 reports the undersell
+		if got[n].Verdict != verify.Pass {
+			t.Fatalf("invariant %d on a room that follows the presence rule: %s %v", n, got[n].Detail, got[n].Problems)
+		}
+	}
+	if got[6].Numbers["passed_absent"] != 1 || got[6].Numbers["returned"] != 1 {
+		t.Fatalf("invariant 6 numbers: %v, want one place passed and one return", got[6].Numbers)
+	}
+	for name, corrupt := range map[string]func(w *roomWorld, absent string){
+		"a place passed while its waiter was there": func(w *roomWorld, absent string) {
+			lg, _ := w.rdb.LRange(ctx, contract.RoomLogKey(w.sale), 0, -1).Result()
+			for i, e := range lg {
+				if strings.HasPrefix(e, "s:") {
+					p := strings.SplitN(e, ":", 4)
+					w.rdb.LSet(ctx, contract.RoomLogKey(w.sale), int64(i), p[0]+":"+p[1]+":"+p[1]+":"+p[3])
+				}
+			}
+		},
+		"an admission out of turn": func(w *roomWorld, absent string) {
+			w.rdb.RPush(ctx, contract.RoomLogKey(w.sale), "a:1:3:"+w.users[5]+"x")
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			w, absent := newPresenceWorld(t)
+			corrupt(w, absent)
+			if got := w.roomVerdicts(); got[6].Verdict != verify.Fail {
+				t.Fatalf("invariant 6 passed: %s", got[6].Detail)
 			}
 		})
 	}

@@ -2,6 +2,9 @@ package room
 
 import (
 	"testing"
+	"time"
+
+	"github.com/caddyserver/caddy/v2"
 
 	_ "github.com/seckilledge/seckill/caddymodule" // the seckill global option
 	"github.com/seckilledge/seckill/internal/handlertest"
@@ -25,6 +28,9 @@ func TestCaddyfileRefusesBadOptions(t *testing.T) {
 		":80 {\n seckill_room {\n max_waiters 0\n }\n}",
 		":80 {\n seckill_room {\n max_waiters lots\n }\n}",
 		":80 {\n seckill_room {\n frame_ancestors\n }\n}",
+		":80 {\n seckill_room {\n summary_interval soon\n }\n}",
+		":80 {\n seckill_room {\n front_window\n }\n}",
+		":80 {\n seckill_room {\n presence_window soon\n }\n}",
 	)
 }
 
@@ -35,6 +41,10 @@ func TestValidateRefusesImpossibleSettings(t *testing.T) {
 		"difficulty too high": {Difficulty: []int{0, 41}},
 		"short session":       {Session: 1},
 		"negative rate":       {Rate: -1},
+		"slow summary":        {SummaryInterval: caddy.Duration(2 * time.Second), FrontWindow: caddy.Duration(time.Minute)},
+		"short presence":      {PresenceWindow: caddy.Duration(5 * time.Second)},
+		"slow admission":      {AdmitInterval: caddy.Duration(time.Second)},
+		"narrow front":        {SummaryInterval: caddy.Duration(500 * time.Millisecond), FrontWindow: caddy.Duration(time.Second)},
 	} {
 		h.setDefaults()
 		if err := h.Validate(); err == nil {
@@ -45,5 +55,18 @@ func TestValidateRefusesImpossibleSettings(t *testing.T) {
 	ok.setDefaults()
 	if err := ok.Validate(); err != nil {
 		t.Fatalf("defaults refused: %v", err)
+	}
+}
+
+func TestPresenceWindowOffAdmitsEveryoneInTurn(t *testing.T) {
+	h := &Room{PresenceWindow: -1}
+	h.setDefaults()
+	if err := h.Validate(); err != nil || h.presence() != 0 {
+		t.Fatalf("presence_window off: %v, window %v", err, h.presence())
+	}
+	d := new(Room)
+	d.setDefaults()
+	if d.presence() != 3*DefaultRefreshMax {
+		t.Fatalf("default presence window %v, want 3 x refresh_max", d.presence())
 	}
 }

@@ -15,10 +15,26 @@ type roomCache struct {
 
 // cachedRoom is a sale's room as this gateway last read it.
 type cachedRoom struct {
-	room  SaleRoom
-	read  time.Time
-	rate  entryRate
+	room SaleRoom
+	read time.Time
+	rate entryRate
+	// view is carried from one reading of the room to the next: the pace measures over
+	// seconds, the summary lives across reads (summary.go).
+	view  *roomView
 	label bool
+}
+
+// paceOf is the pace of a reply's room, after counting the reply's admitted counter.
+func (c *cachedRoom) paceOf(rep Reply) Pace {
+	c.view.pace.observe(rep.Admitted, rep.Now)
+	return c.paceFrom(rep)
+}
+
+// paceFrom is the pace of a reply's room as measured so far.
+func (c *cachedRoom) paceFrom(rep Reply) Pace {
+	p := Pace{Rate: c.room.Rate, Floor: FloorRate(c.room.Rate, rep.Stock, c.room.Settings)}
+	p.Observed, p.Measured = c.view.pace.rate(rep.Admitted, rep.Now, c.room.Starts)
+	return p
 }
 
 // maxCachedRooms bounds the cache; only sales that have a room are cached, so it is reached
@@ -42,6 +58,7 @@ func (h *Room) roomOf(ctx context.Context, sale string) (*cachedRoom, bool, erro
 	c.rate.observe(r.EntryRate, now)
 	if v, loaded := h.cache.rooms.Load(sale); loaded {
 		c.label = v.(*cachedRoom).label
+		c.view = v.(*cachedRoom).view
 	} else {
 		h.cache.mu.Lock()
 		h.cache.n++
@@ -54,6 +71,9 @@ func (h *Room) roomOf(ctx context.Context, sale string) (*cachedRoom, bool, erro
 	if !c.label {
 		rateGauge.WithLabelValues(sale).Set(r.Rate)
 		c.label = true
+	}
+	if c.view == nil {
+		c.view = newRoomView()
 	}
 	h.cache.rooms.Store(sale, c)
 	return c, true, nil

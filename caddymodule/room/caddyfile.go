@@ -35,6 +35,10 @@ func init() {
 //		refresh         <min> <max>     # default 1s 30s
 //		retry_after     <duration>      # default 1s
 //		cache_ttl       <duration>      # default 2s
+//		summary_interval <duration>     # default 500ms
+//		front_window    <duration>      # default 10s
+//		admit_interval  <duration>      # default 100ms
+//		presence_window <duration>|off  # default 3 x refresh max
 //		timeout         <duration>      # default 1s (each Redis call)
 //		max_pending     <n>             # default 4096, -1 unbounded
 //		handle_errors                   # refusals go to handle_errors routes
@@ -70,6 +74,23 @@ func (h *Room) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			err = directive.Duration(d, &h.RetryAfter)
 		case "cache_ttl":
 			err = directive.Duration(d, &h.CacheTTL)
+		case "summary_interval":
+			err = directive.Duration(d, &h.SummaryInterval)
+		case "front_window":
+			err = directive.Duration(d, &h.FrontWindow)
+		case "admit_interval":
+			err = directive.Duration(d, &h.AdmitInterval)
+		case "presence_window":
+			var v string
+			if err = directive.String(d, &v); err == nil {
+				if v == "off" {
+					h.PresenceWindow = -1
+				} else if p, perr := caddy.ParseDuration(v); perr != nil {
+					err = d.Errf("presence_window: %q is not a duration or off", v)
+				} else {
+					h.PresenceWindow = caddy.Duration(p)
+				}
+			}
 		default:
 			return false, nil
 		}

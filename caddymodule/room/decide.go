@@ -20,6 +20,8 @@ const (
 	// CodeQueueFull (503, Retry-After) refuses a new entry when the room holds max_waiters
 	// places.
 	CodeQueueFull = contract.CodeQueueFull
+	// CodeNotWaiting (409) refuses leaving a place the room admitted already.
+	CodeNotWaiting = "not_waiting"
 )
 
 // Settings are one sale's room settings: the Caddyfile's defaults, overridden field by field
@@ -70,25 +72,41 @@ type Outcome string
 
 // Outcomes of room_queue.lua.
 const (
-	Waiting     Outcome = "waiting"
-	Admitted    Outcome = "admitted"
-	SoldOut     Outcome = "sold_out"
-	Ended       Outcome = "ended"
-	Paused      Outcome = "paused"
-	Lapsed      Outcome = "lapsed"
-	Used        Outcome = "used"
-	NotEntered  Outcome = "not_entered"
-	NotStarted  Outcome = "not_started"
-	Replayed    Outcome = "replayed"
-	TooEasy     Outcome = "too_easy"
-	QueueFull   Outcome = "queue_full"
+	Waiting    Outcome = "waiting"
+	Admitted   Outcome = "admitted"
+	SoldOut    Outcome = "sold_out"
+	Ended      Outcome = "ended"
+	Paused     Outcome = "paused"
+	Lapsed     Outcome = "lapsed"
+	Used       Outcome = "used"
+	NotEntered Outcome = "not_entered"
+	NotStarted Outcome = "not_started"
+	Replayed   Outcome = "replayed"
+	TooEasy    Outcome = "too_easy"
+	QueueFull  Outcome = "queue_full"
+	Left       Outcome = "left"
+	NotWaiting Outcome = "not_waiting"
+	// Outcomes of a tick: the room before / after the start.
+	Prequeue    Outcome = "prequeue"
+	Open        Outcome = "open"
 	UnknownSale Outcome = "unknown_sale"
 	NoRoom      Outcome = "no_room"
 )
 
-// Visit is one call of room_queue.lua.
+// Visit is one call of room_queue.lua: a poll, unless Enter or Leave.
 type Visit struct {
-	Enter    bool
+	Enter bool
+	Leave bool // give the place up (DELETE /queue)
+	// Tick is a gateway's periodic look at the room (admit, then the summary); Present are
+	// the users it answered from memory since its last tick.
+	Tick    bool
+	Present []string
+	// Admit runs the admission step (lapses, new admissions): a gateway asks for it at most
+	// once per sale per admit_interval (roomView.claimAdmission), not on every poll.
+	Admit bool
+	// Presence is the window within which a waiter must have been seen to be admitted (his
+	// place is passed and kept otherwise); 0: everyone in turn.
+	Presence time.Duration
 	Member   string
 	Nonce    string // enter with proof of work: the nonce to spend
 	NonceExp time.Time
@@ -110,6 +128,8 @@ type Reply struct {
 	AdmittedNow     int64
 	LapsedNow       int64
 	EntryRate       int64 // entries per second across gateways; -1 when not read
+	Admitted        int64 // the room's admissions so far, across gateways
+	Cursor          int64 // places the admission step walked past (admitted or passed while absent)
 }
 
 // Public is what GET /seckill/{sale}/room shows.
@@ -162,8 +182,11 @@ type QueueAnswer struct {
 	Position       int64  `json:"position"`
 	Ahead          int64  `json:"ahead"`
 	EstimatedWaitS int64  `json:"estimated_wait_s"`
-	RefreshS       int64  `json:"refresh_s"`
-	AdmittedUntil  string `json:"admitted_until,omitempty"`
+	// EstimatedWaitRangeS is [lo, hi] around estimated_wait_s (waiting only): lo at the
+	// room's rate, hi at the slowest pace the room has shown or can fall to (docs/room.md).
+	EstimatedWaitRangeS []int64 `json:"estimated_wait_range_s,omitempty"`
+	RefreshS            int64   `json:"refresh_s"`
+	AdmittedUntil       string  `json:"admitted_until,omitempty"`
 	// Reason tells an `ended` place why: "lapsed" (admitted, unused) or "used" (bought).
 	Reason    string `json:"reason,omitempty"`
 	UnitsLeft int64  `json:"units_left"`
@@ -178,8 +201,9 @@ type Verdict struct {
 }
 
 // Decide turns a reply of room_queue.lua into the buyer's answer. enter tells POST from GET:
-// entering a paused or ended room is refused, polling one is a state.
-func Decide(r Reply, enter bool, rate float64, refresh Refresh) Verdict {
+// entering a paused or ended room is refused, polling one is a state. pace makes a waiter's
+// estimate.
+func Decide(r Reply, enter bool, pace Pace, refresh Refresh) Verdict {
 	ok := func(state string) Verdict {
 		return Verdict{Status: http.StatusOK, Answer: QueueAnswer{State: state, UnitsLeft: max(r.Stock, 0), RefreshS: refresh.After(0)}}
 	}
@@ -190,16 +214,18 @@ func Decide(r Reply, enter bool, rate float64, refresh Refresh) Verdict {
 	case Waiting:
 		v := ok(string(Waiting))
 		v.Answer.Position, v.Answer.Ahead = r.Position, r.Ahead
-		wait := EstimatedWait(r.Ahead, rate)
+		est := pace.Wait(r.Ahead)
 		if r.Now.Before(r.Starts) {
-			// Before the start the order is not drawn yet: wait for the start, at most.
-			wait = r.Starts.Sub(r.Now)
-			v.Answer.EstimatedWaitS = int64(math.Ceil(wait.Seconds()))
-			v.Answer.RefreshS = refresh.After(wait)
-			return v
+			// Before the start the order is not drawn yet: the place is anywhere in the
+			// pre-queue (ahead is its size less one), so the wait runs from the start (the
+			// first place) to the start plus the whole pre-queue's wait (the last).
+			toStart := r.Starts.Sub(r.Now)
+			est = Estimate{Lo: toStart, Point: toStart, Hi: toStart + est.Hi}
 		}
-		v.Answer.EstimatedWaitS = int64(math.Ceil(wait.Seconds()))
-		v.Answer.RefreshS = refresh.After(wait)
+		lo, point, hi := est.Seconds()
+		v.Answer.EstimatedWaitS = point
+		v.Answer.EstimatedWaitRangeS = []int64{lo, hi}
+		v.Answer.RefreshS = refresh.After(est.Point)
 		return v
 	case Admitted:
 		v := ok(string(Admitted))
@@ -230,6 +256,10 @@ func Decide(r Reply, enter bool, rate float64, refresh Refresh) Verdict {
 		return refuse(http.StatusForbidden, CodeInvalidChallenge, "this challenge was used already")
 	case TooEasy:
 		return refuse(http.StatusForbidden, CodeInvalidChallenge, "the difficulty rose since this challenge was issued; get a new challenge")
+	case Left:
+		return ok(string(Left))
+	case NotWaiting:
+		return refuse(http.StatusConflict, CodeNotWaiting, "this place was admitted already; an unused admission lapses by itself")
 	case QueueFull:
 		return refuse(http.StatusServiceUnavailable, CodeQueueFull, "the waiting room is full; try again later")
 	case UnknownSale, NoRoom:

@@ -106,8 +106,10 @@ func (h *Room) serveQueue(ctx context.Context, w http.ResponseWriter, r *http.Re
 			return nil
 		}
 		return h.poll(ctx, w, r, repl, sale)
+	case http.MethodDelete:
+		return h.leave(ctx, w, r, repl, sale)
 	default:
-		return h.methodNotAllowed(w, "queue", "GET, POST")
+		return h.methodNotAllowed(w, "queue", "GET, POST, DELETE")
 	}
 }
 
@@ -124,7 +126,8 @@ func (h *Room) enter(ctx context.Context, w http.ResponseWriter, r *http.Request
 		return h.refuse(w, "enter", noRoom)
 	}
 	now := h.now()
-	v := Visit{Enter: true, Settings: c.room.Settings}
+	v := Visit{Enter: true, Settings: c.room.Settings, Admit: c.view.claimAdmission(now, time.Duration(h.AdmitInterval)),
+		Presence: h.presence()}
 	if c.room.PowRequired() {
 		ch, err := h.sealer.VerifyChallenge(r.Header.Get(HeaderChallenge), r.Header.Get(HeaderSolution), sale, user, c.room.DifficultyMin, now)
 		if err != nil {
@@ -151,10 +154,13 @@ func (h *Room) enter(ctx context.Context, w http.ResponseWriter, r *http.Request
 			challenges.WithLabelValues("solved").Inc()
 		}
 	}
-	verdict := Decide(rep, true, c.room.Rate, h.refresh)
+	verdict := Decide(rep, true, c.paceOf(rep), h.refresh)
 	if verdict.Status == http.StatusOK {
 		entries.Inc()
-		verdict.Answer.Ticket = h.sealer.Ticket(sale, user, c.room.Ends.Add(ticketGrace))
+		verdict.Answer.Ticket = h.placedTicket(sale, user, c, rep)
+		if verdict.Answer.Ticket == "" {
+			verdict.Answer.Ticket = h.sealer.Ticket(sale, user, c.room.Ends.Add(ticketGrace))
+		}
 		verdict.Answer.EntryID = place.EntryID
 	}
 	return h.finish(w, "enter", sale, rep, verdict)
@@ -165,7 +171,8 @@ func (h *Room) poll(ctx context.Context, w http.ResponseWriter, r *http.Request,
 	if !ok {
 		return h.refuse(w, "poll", ref)
 	}
-	if h.sealer.VerifyTicket(r.Header.Get(HeaderTicket), sale, user, h.now()) != nil {
+	index, err := h.sealer.VerifyTicketPlace(r.Header.Get(HeaderTicket), sale, user, h.now())
+	if err != nil {
 		return h.refuse(w, "poll", badTicket)
 	}
 	if h.events.SoldOut(sale) {
@@ -179,16 +186,63 @@ func (h *Room) poll(ctx context.Context, w http.ResponseWriter, r *http.Request,
 	if !ok {
 		return h.refuse(w, "poll", noRoom)
 	}
+	if v, rep, ok := h.fromMemory(ctx, sale, user, c, index); ok {
+		return h.finish(w, "poll", sale, rep, v)
+	}
 	gen := h.events.Generation(sale)
 	place := PlaceOf(c.room.EntryKey, c.room.Seed, sale, user)
-	rep, err := h.store.Visit(ctx, sale, Visit{Member: place.Member(user), Settings: c.room.Settings})
+	rep, err := h.store.Visit(ctx, sale, Visit{Member: place.Member(user), Settings: c.room.Settings,
+		Admit: c.view.claimAdmission(h.now(), time.Duration(h.AdmitInterval)), Presence: h.presence()})
 	if err != nil {
 		return h.unavailable(w, "poll", err)
 	}
 	if rep.Outcome == SoldOut {
 		h.events.MarkSoldOut(sale, gen)
 	}
-	return h.finish(w, "poll", sale, rep, Decide(rep, false, c.room.Rate, h.refresh))
+	v := Decide(rep, false, c.paceOf(rep), h.refresh)
+	if index < 0 {
+		v.Answer.Ticket = h.placedTicket(sale, user, c, rep)
+	}
+	return h.finish(w, "poll", sale, rep, v)
+}
+
+// placedTicket is a ticket carrying the place's queue index (r2), for a waiter after the
+// start: his later polls far from the front are answered from memory. "" when the order is
+// not drawn yet (before the start) or the user is not waiting. The client keeps the newest
+// ticket it is given (a poll's answer carries one when it has a better one).
+func (h *Room) placedTicket(sale, user string, c *cachedRoom, rep Reply) string {
+	if rep.Outcome != Waiting || rep.Now.Before(rep.Starts) {
+		return ""
+	}
+	return h.sealer.TicketAt(sale, user, c.room.Ends.Add(ticketGrace), rep.Cursor+rep.Position-1)
+}
+
+// leave gives the ticket's place up (DELETE /queue): 200 {"state":"left"}, also when the user
+// holds no place any more, so a retried DELETE answers the same.
+func (h *Room) leave(ctx context.Context, w http.ResponseWriter, r *http.Request, repl *caddy.Replacer, sale string) error {
+	user, ref, ok := h.user(repl)
+	if !ok {
+		return h.refuse(w, "leave", ref)
+	}
+	if h.sealer.VerifyTicket(r.Header.Get(HeaderTicket), sale, user, h.now()) != nil {
+		return h.refuse(w, "leave", badTicket)
+	}
+	c, ok, err := h.roomOf(ctx, sale)
+	if err != nil {
+		return h.unavailable(w, "leave", err)
+	}
+	if !ok {
+		return h.refuse(w, "leave", noRoom)
+	}
+	place := PlaceOf(c.room.EntryKey, c.room.Seed, sale, user)
+	rep, err := h.store.Visit(ctx, sale, Visit{Leave: true, Member: place.Member(user), Settings: c.room.Settings})
+	if err != nil {
+		return h.unavailable(w, "leave", err)
+	}
+	if rep.Outcome == Left {
+		leaves.Inc()
+	}
+	return h.finish(w, "leave", sale, rep, Decide(rep, false, c.paceOf(rep), h.refresh))
 }
 
 func (h *Room) finish(w http.ResponseWriter, endpoint, sale string, rep Reply, v Verdict) error {

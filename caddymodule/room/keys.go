@@ -14,6 +14,12 @@ func roomKey(sale string) string  { return contract.RoomKey(sale) }
 func queueKey(sale string) string { return roomKey(sale) + ":q" }
 func liveKey(sale string) string  { return contract.RoomLiveKey(sale) }
 func spentKey(sale string) string { return roomKey(sale) + ":spent" }
+func seenKey(sale string) string  { return roomKey(sale) + ":seen" }
+func awayKey(sale string) string  { return roomKey(sale) + ":away" }
+func backKey(sale string) string  { return roomKey(sale) + ":back" }
+
+// SeenKey is the sorted set of a sale's waiters seen lately: user -> last seen (unix ms).
+func SeenKey(sale string) string { return seenKey(sale) }
 
 // RoomKey is the hash holding a sale's room settings, secrets and counters.
 func RoomKey(sale string) string { return roomKey(sale) }

@@ -28,7 +28,9 @@ func TestAdmissionsNeverOutrunTheRateNorStockTimesOversubscribeAndLapsesFreeThei
 		}
 		tickets[u] = a.Ticket
 	}
-	starts := redisNow(t, rdb).Add(200 * time.Millisecond)
+	// Whole milliseconds, as Redis keeps it: a start with microseconds would make the bound
+	// below up to 1 ms later than the script's, and fail a correct room by one admission.
+	starts := time.UnixMilli(redisNow(t, rdb).Add(200 * time.Millisecond).UnixMilli())
 	rdb.HSet(ctx, contract.MetaKey(r.Sale), "starts_ms", starts.UnixMilli())
 	testenv.WaitFor(t, 5*time.Second, "the start", func() bool { return !redisNow(t, rdb).Before(starts) })
 
@@ -220,14 +222,16 @@ func TestPausedSaleAnswersPausedAndBadInputGetsContractCodes(t *testing.T) {
 		status int
 		code   string
 	}{
-		"no user":        {enter(t, gw, r.Sale, "", nil), 401, "unauthenticated"},
-		"bad user":       {enter(t, gw, r.Sale, "a b", nil), 400, "bad_request"},
-		"bad sale":       {enter(t, gw, "bad.sale", "alice", nil), 400, "bad_request"},
-		"unknown sale":   {enter(t, gw, testenv.ID("nosale"), "alice", nil), 404, "unknown_sale"},
-		"foreign ticket": {poll(t, gw, r.Sale, "bob", a.Ticket), 403, "invalid_ticket"},
-		"no ticket":      {poll(t, gw, r.Sale, "alice", ""), 403, "invalid_ticket"},
-		"early list":     {do(t, http.MethodGet, gw+"/seckill/"+r.Sale+"/room/prequeue", "", nil), 403, CodeNotEnded},
-		"bad method":     {do(t, http.MethodDelete, gw+"/seckill/"+r.Sale+"/queue", "alice", nil), 405, "bad_request"},
+		"no user":          {enter(t, gw, r.Sale, "", nil), 401, "unauthenticated"},
+		"bad user":         {enter(t, gw, r.Sale, "a b", nil), 400, "bad_request"},
+		"bad sale":         {enter(t, gw, "bad.sale", "alice", nil), 400, "bad_request"},
+		"unknown sale":     {enter(t, gw, testenv.ID("nosale"), "alice", nil), 404, "unknown_sale"},
+		"foreign ticket":   {poll(t, gw, r.Sale, "bob", a.Ticket), 403, "invalid_ticket"},
+		"no ticket":        {poll(t, gw, r.Sale, "alice", ""), 403, "invalid_ticket"},
+		"early list":       {do(t, http.MethodGet, gw+"/seckill/"+r.Sale+"/room/prequeue", "", nil), 403, CodeNotEnded},
+		"bad method":       {do(t, http.MethodPut, gw+"/seckill/"+r.Sale+"/queue", "alice", nil), 405, "bad_request"},
+		"leave, no ticket": {do(t, http.MethodDelete, gw+"/seckill/"+r.Sale+"/queue", "alice", nil), 403, "invalid_ticket"},
+		"leave, no user":   {leave(t, gw, r.Sale, "", a.Ticket), 401, "unauthenticated"},
 	} {
 		if c.got.Status != c.status || c.got.Code != c.code {
 			t.Errorf("%s: %d %s, want %d %s", what, c.got.Status, c.got.Raw, c.status, c.code)

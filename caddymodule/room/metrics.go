@@ -12,13 +12,16 @@ import (
 // series stay as few as the rooms.
 var (
 	requests = roomMetric.CounterVec("requests_total",
-		"Waiting-room requests by endpoint (room, challenge, enter, poll, prequeue, page) and answer (the state, or the refusal code).",
+		"Waiting-room requests by endpoint (room, challenge, enter, poll, leave, prequeue, page) and answer (the state, or the refusal code).",
 		"endpoint", "answer")
 	entries = roomMetric.Counter("entries_total",
 		"Entries into a waiting room answered with a place (entering again counts again).")
 	challenges = roomMetric.CounterVec("challenges_total",
 		"Proof-of-work challenges: issued, solved (accepted at entry) and refused (wrong, replayed, foreign, expired or too easy).",
 		"outcome")
+	leaves          = roomMetric.Counter("leaves_total", "Places given up by their waiters (DELETE /queue).")
+	fromMemoryPolls = roomMetric.Counter("polls_from_memory_total",
+		"Polls this gateway answered from its summary of the room, without Redis (far from the front, or before the start).")
 	admissions = roomMetric.Counter("admissions_total", "Places admitted by the scripts this gateway ran.")
 	lapsed     = roomMetric.Counter("lapsed_total", "Admissions that ran out unused, seen by the scripts this gateway ran.")
 	depth      = roomMetric.GaugeVec("queue_depth", "Places not yet admitted, as last seen by this gateway.", "sale")
@@ -40,5 +43,5 @@ func init() {
 }
 
 func registerMetrics(reg prometheus.Registerer) {
-	metric.Register(reg, requests, entries, challenges, admissions, lapsed, depth, rateGauge, wait, shed)
+	metric.Register(reg, requests, entries, challenges, leaves, fromMemoryPolls, admissions, lapsed, depth, rateGauge, wait, shed)
 }

@@ -43,6 +43,13 @@ const (
 	DefaultTimeout        = time.Second
 	DefaultRetryAfter     = time.Second
 	DefaultCacheTTL       = 2 * time.Second
+	// DefaultSummaryInterval keeps sold-out, pause and end within a second of every waiter
+	// answered from memory.
+	DefaultSummaryInterval = 500 * time.Millisecond
+	DefaultFrontWindow     = 10 * time.Second
+	// DefaultAdmitInterval: ten admission steps a second per sale per gateway, whatever the
+	// number of polls; admissions come in batches of at most rate / 10 (issue 28).
+	DefaultAdmitInterval = 100 * time.Millisecond
 	// MaxWaitersLimit bounds max_waiters (here and in a sale's "room"): 10 000 000 places are
 	// about 1.5 GB of Redis.
 	MaxWaitersLimit = 10_000_000
@@ -84,6 +91,26 @@ type Room struct {
 	RetryAfter caddy.Duration `json:"retry_after,omitempty"`
 	// How long a gateway keeps a sale's room settings before reading them again. Default 2s.
 	CacheTTL caddy.Duration `json:"cache_ttl,omitempty"`
+	// How often, at most, a gateway looks at a sale's room (one Redis call per sale per
+	// gateway: it admits and reads the room's counters) to answer waiters far from the front
+	// and pre-queue waiters from memory. Default 500ms; at most 1s, so sold-out, pause and end
+	// reach every waiter within a second.
+	SummaryInterval caddy.Duration `json:"summary_interval,omitempty"`
+	// Waiters within this much of admissions (at the room's rate) from the front poll Redis
+	// on every poll; those behind are answered from memory. Default 10s; at least
+	// summary_interval + 1s (the admissions one tick can miss).
+	FrontWindow caddy.Duration `json:"front_window,omitempty"`
+	// How often, at most, a gateway lets a sale's room admit (the admission step of
+	// room_queue.lua: lapses, new admissions), whatever the number of polls; the script
+	// decides, so admission stays exact across gateways. Default 100ms; at most
+	// summary_interval.
+	AdmitInterval caddy.Duration `json:"admit_interval,omitempty"`
+	// Admission goes to waiters seen within this window (a poll, an entry, or an answer from
+	// a gateway's memory); an absent waiter's place is passed and kept, and he is admitted
+	// first when he is seen again. Default 3 x refresh_max (90s); at least refresh_max +
+	// summary_interval + 1s, since a waiter there polls at least every refresh_max. -1: admit
+	// everyone in turn, present or not.
+	PresenceWindow caddy.Duration `json:"presence_window,omitempty"`
 
 	// timeout (default 1s, per Redis call), max_pending, handle_errors.
 	refusal.Limits
@@ -173,6 +200,18 @@ func (h *Room) setDefaults() {
 	if h.CacheTTL == 0 {
 		h.CacheTTL = caddy.Duration(DefaultCacheTTL)
 	}
+	if h.SummaryInterval == 0 {
+		h.SummaryInterval = caddy.Duration(DefaultSummaryInterval)
+	}
+	if h.FrontWindow == 0 {
+		h.FrontWindow = caddy.Duration(DefaultFrontWindow)
+	}
+	if h.AdmitInterval == 0 {
+		h.AdmitInterval = caddy.Duration(DefaultAdmitInterval)
+	}
+	if h.PresenceWindow == 0 {
+		h.PresenceWindow = 3 * h.RefreshMax
+	}
 	h.caller = h.Caller(DefaultTimeout)
 	h.refuser = h.Writer(0)
 	h.refresh = Refresh{Min: time.Duration(h.RefreshMin), Max: time.Duration(h.RefreshMax)}
@@ -204,6 +243,14 @@ func (h *Room) Validate() error {
 		return fmt.Errorf("seckill_room: difficulty is [min, max] with 0 <= min <= max <= %d", MaxDifficulty)
 	case h.RefreshMin <= 0 || h.RefreshMax < h.RefreshMin:
 		return fmt.Errorf("seckill_room: need 0 < refresh_min <= refresh_max")
+	case h.SummaryInterval < 0 || time.Duration(h.SummaryInterval) > time.Second:
+		return fmt.Errorf("seckill_room: summary_interval must be at most 1s")
+	case h.AdmitInterval < 0 || h.AdmitInterval > h.SummaryInterval:
+		return fmt.Errorf("seckill_room: admit_interval must be at most summary_interval")
+	case h.PresenceWindow >= 0 && time.Duration(h.PresenceWindow) < time.Duration(h.RefreshMax+h.SummaryInterval)+time.Second:
+		return fmt.Errorf("seckill_room: presence_window must be at least refresh_max + summary_interval + 1s (or -1: none)")
+	case time.Duration(h.FrontWindow) < time.Duration(h.SummaryInterval)+time.Second:
+		return fmt.Errorf("seckill_room: front_window must be at least summary_interval + 1s")
 	case h.MaxWaiters < 0 || h.MaxWaiters > MaxWaitersLimit:
 		return fmt.Errorf("seckill_room: max_waiters must be between 1 and %d (0: the built-in default)", MaxWaitersLimit)
 	}

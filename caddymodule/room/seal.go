@@ -49,6 +49,8 @@ const macLen = 43 // 32 bytes in unpadded base64url
 const (
 	domainTicket    = "seckill-room-ticket\x00"
 	domainChallenge = "seckill-room-challenge\x00"
+	// A placed ticket (r2) carries one more part, under its own domain.
+	domainPlacedTicket = "seckill-room-ticket-placed\x00"
 )
 
 // mac is base64url(HMAC-SHA256(secret, domain || kid || 0 || part0 || 0 || part1 ...)). Parts

@@ -81,8 +81,13 @@ func (s RedisStore) Room(ctx context.Context, sale string) (SaleRoom, bool, erro
 // Visit runs room_queue.lua.
 func (s RedisStore) Visit(ctx context.Context, sale string, v Visit) (Reply, error) {
 	op := "poll"
-	if v.Enter {
+	switch {
+	case v.Enter:
 		op = "enter"
+	case v.Leave:
+		op = "leave"
+	case v.Tick:
+		op = "tick"
 	}
 	var nonceExp int64
 	maxRate := int64(-1)
@@ -91,27 +96,38 @@ func (s RedisStore) Visit(ctx context.Context, sale string, v Visit) (Reply, err
 		maxRate = v.MaxRate
 	}
 	keys := []string{contract.MetaKey(sale), roomKey(sale), queueKey(sale), liveKey(sale), spentKey(sale), contract.BuyersKey(sale),
-		contract.RoomLogKey(sale)}
-	res, err := lua.RoomQueue.Run(ctx, s.Client, keys, op, v.Member,
+		contract.RoomLogKey(sale), seenKey(sale), awayKey(sale), backKey(sale)}
+	args := []any{op, v.Member,
 		strconv.FormatFloat(v.Settings.Rate, 'f', -1, 64), strconv.FormatFloat(v.Settings.Oversubscribe, 'f', -1, 64),
 		v.Settings.Session.Milliseconds(), v.Settings.Prequeue.Milliseconds(), v.Nonce, nonceExp,
-		v.Settings.MaxWaiters, maxRate).Slice()
+		v.Settings.MaxWaiters, maxRate, admitFlag(v.Admit), v.Presence.Milliseconds()}
+	for _, u := range v.Present {
+		args = append(args, u)
+	}
+	res, err := lua.RoomQueue.Run(ctx, s.Client, keys, args...).Slice()
 	if err != nil {
 		return Reply{}, err
 	}
 	return parseReply(res)
 }
 
+func admitFlag(admit bool) string {
+	if admit {
+		return "1"
+	}
+	return "0"
+}
+
 func parseReply(res []any) (Reply, error) {
 	var r Reply
-	if len(res) != 11 {
-		return r, fmt.Errorf("room_queue: %d values, want 11", len(res))
+	if len(res) != 13 {
+		return r, fmt.Errorf("room_queue: %d values, want 13", len(res))
 	}
 	o, ok := res[0].(string)
 	if !ok {
 		return r, fmt.Errorf("room_queue: outcome %v", res[0])
 	}
-	n := make([]int64, 10)
+	n := make([]int64, 12)
 	for i := range n {
 		v, ok := res[i+1].(int64)
 		if !ok {
@@ -129,6 +145,8 @@ func parseReply(res []any) (Reply, error) {
 	r.Starts = time.UnixMilli(n[6])
 	r.AdmittedNow, r.LapsedNow = n[7], n[8]
 	r.EntryRate = n[9]
+	r.Admitted = n[10]
+	r.Cursor = n[11]
 	return r, nil
 }
 

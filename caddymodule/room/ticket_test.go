@@ -155,3 +155,34 @@ func BenchmarkProofOfWorkHash(b *testing.B) {
 		_ = LeadingZeroBits(ch, strconv.Itoa(i))
 	}
 }
+
+// A placed ticket (r2) carries the place's index under its MAC: a client cannot move itself
+// further back or forward, nor pass an r1 MAC off as an r2 one.
+func TestAPlacedTicketCarriesItsIndexUnderItsSeal(t *testing.T) {
+	s := testSealer(t, "k1")
+	now := time.Unix(1_800_000_000, 0)
+	tk := s.TicketAt("sale1", "alice", now.Add(time.Hour), 1234)
+	if idx, err := s.VerifyTicketPlace(tk, "sale1", "alice", now); err != nil || idx != 1234 {
+		t.Fatalf("own placed ticket: %d %v, want 1234", idx, err)
+	}
+	if idx, err := s.VerifyTicketPlace(s.Ticket("sale1", "alice", now.Add(time.Hour)), "sale1", "alice", now); err != nil || idx != -1 {
+		t.Fatalf("an r1 ticket: %d %v, want -1 and valid", idx, err)
+	}
+	p := strings.Split(tk, ".")
+	moved := strings.Join([]string{p[0], p[1], p[2], strconv.FormatInt(5000, 36), p[4]}, ".")
+	r1mac := strings.Split(s.Ticket("sale1", "alice", now.Add(time.Hour)), ".")[3]
+	for name, bad := range map[string]string{
+		"moved index":    moved,
+		"r1 mac as r2":   strings.Join([]string{p[0], p[1], p[2], p[3], r1mac}, "."),
+		"leading zero":   strings.Join([]string{p[0], p[1], p[2], "0" + p[3], p[4]}, "."),
+		"negative index": strings.Join([]string{p[0], p[1], p[2], "-1", p[4]}, "."),
+		"r2 without idx": strings.Join([]string{p[0], p[1], p[2], p[4]}, "."),
+	} {
+		if _, err := s.VerifyTicketPlace(bad, "sale1", "alice", now); err == nil {
+			t.Errorf("%s: accepted", name)
+		}
+	}
+	if _, err := s.VerifyTicketPlace(tk, "sale1", "bob", now); err == nil {
+		t.Error("another user's placed ticket accepted")
+	}
+}
