@@ -8,6 +8,7 @@ import (
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/redis/go-redis/v9"
+	"github.com/seckilledge/seckill/caddymodule/decision"
 	"github.com/seckilledge/seckill/contract"
 	"github.com/seckilledge/seckill/internal/saleevents"
 	"go.uber.org/zap"
@@ -130,15 +131,16 @@ func (e *SaleEvents) SoldOut(sale string) bool {
 }
 
 // Generation is a token to take before asking Redis; pass it to MarkSoldOut with the answer so
-// that a restock (or a resubscription) that arrived meanwhile wins over the older answer.
-type Generation struct{ epoch, restocks uint64 }
+// that a restock (or a resubscription) that arrived meanwhile wins over the older answer
+// (decision.Generation: the cores hold it without linking Caddy).
+type Generation = decision.Generation
 
 // Generation returns the current generation of sale (a variant's is its sale's).
 func (e *SaleEvents) Generation(sale string) Generation {
 	sale, _ = splitTarget(sale)
-	g := Generation{epoch: e.epoch.Load()}
+	g := Generation{Epoch: e.epoch.Load()}
 	if f, ok := e.sales.Load(sale); ok {
-		g.restocks = f.(*saleFlag).gen.Load()
+		g.Restocks = f.(*saleFlag).gen.Load()
 	}
 	return g
 }
@@ -156,7 +158,7 @@ func (e *SaleEvents) MarkSoldOut(sale string, gen Generation) {
 	if variant != "" {
 		flag = f.variant(variant)
 	}
-	same := func() bool { return f.gen.Load() == gen.restocks && e.epoch.Load() == gen.epoch }
+	same := func() bool { return f.gen.Load() == gen.Restocks && e.epoch.Load() == gen.Epoch }
 	if !same() {
 		return
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/seckilledge/seckill/caddymodule/gate/core"
 	"github.com/seckilledge/seckill/caddymodule/tokenformat"
 	"github.com/seckilledge/seckill/contract"
 	"github.com/seckilledge/seckill/internal/testenv"
@@ -23,8 +24,8 @@ func newOrderID(t testing.TB) string {
 
 func TestGateScriptAnswersUnknownSaleWithoutError(t *testing.T) {
 	rdb := testenv.Redis(t)
-	v, err := Decide(context.Background(), rdb, Purchase{Sale: testenv.ID("nosale"), User: "u1", OrderID: newOrderID(t)})
-	if err != nil || v.Outcome != UnknownSale {
+	v, err := core.Decide(context.Background(), rdb, core.Purchase{Sale: testenv.ID("nosale"), User: "u1", OrderID: newOrderID(t)})
+	if err != nil || v.Outcome != core.UnknownSale {
 		t.Fatalf("Decide on a missing sale = %+v, %v; want unknown_sale and no error", v, err)
 	}
 }
@@ -36,9 +37,9 @@ func TestGateDecidesTheSaleWindowByRedisTime(t *testing.T) {
 	past := newSale(t, rdb, 10, -2*time.Hour, -time.Hour)
 	for _, c := range []struct {
 		sale string
-		want Outcome
-	}{{future, NotStarted}, {past, Ended}} {
-		v, err := Decide(ctx, rdb, Purchase{Sale: c.sale, User: "u1", OrderID: newOrderID(t)})
+		want core.Outcome
+	}{{future, core.NotStarted}, {past, core.Ended}} {
+		v, err := core.Decide(ctx, rdb, core.Purchase{Sale: c.sale, User: "u1", OrderID: newOrderID(t)})
 		if err != nil || v.Outcome != c.want {
 			t.Errorf("sale %s: %+v, %v; want %s", c.sale, v, err, c.want)
 		}
@@ -56,8 +57,8 @@ func TestGateAcceptWritesStockBuyerOutboxAndExpiries(t *testing.T) {
 	ctx := context.Background()
 	sale := newSale(t, rdb, 2, -time.Minute, time.Hour)
 	order := newOrderID(t)
-	v, err := Decide(ctx, rdb, Purchase{Sale: sale, User: "alice", OrderID: order})
-	if err != nil || v.Outcome != Accepted || v.OrderID != order || v.StockLeft != 1 {
+	v, err := core.Decide(ctx, rdb, core.Purchase{Sale: sale, User: "alice", OrderID: order})
+	if err != nil || v.Outcome != core.Accepted || v.OrderID != order || v.StockLeft != 1 {
 		t.Fatalf("first purchase = %+v, %v", v, err)
 	}
 	if got := rdb.HGet(ctx, contract.BuyersKey(sale), "alice").Val(); got != order {
@@ -75,13 +76,13 @@ func TestGateAcceptWritesStockBuyerOutboxAndExpiries(t *testing.T) {
 		t.Errorf("an outbox with entries has TTL %v; it must not expire before it is drained", got)
 	}
 	groups := rdb.XInfoGroups(ctx, contract.OutboxKey(sale)).Val()
-	if len(groups) != 1 || groups[0].Name != RelayGroup {
+	if len(groups) != 1 || groups[0].Name != core.RelayGroup {
 		t.Errorf("outbox groups = %+v, want the relay group created with the stream", groups)
 	}
 
 	// The same purchase retried (a lost reply, go-redis retrying): accepted again, nothing written twice.
-	v, err = Decide(ctx, rdb, Purchase{Sale: sale, User: "alice", OrderID: order})
-	if err != nil || v.Outcome != Accepted || v.OrderID != order {
+	v, err = core.Decide(ctx, rdb, core.Purchase{Sale: sale, User: "alice", OrderID: order})
+	if err != nil || v.Outcome != core.Accepted || v.OrderID != order {
 		t.Fatalf("retried purchase = %+v, %v; want accepted with the same order", v, err)
 	}
 	if got := stockOf(t, rdb, sale); got != 1 {
@@ -92,16 +93,16 @@ func TestGateAcceptWritesStockBuyerOutboxAndExpiries(t *testing.T) {
 	}
 
 	// Another order of the same user: already bought, with the first order id.
-	v, _ = Decide(ctx, rdb, Purchase{Sale: sale, User: "alice", OrderID: newOrderID(t)})
-	if v.Outcome != AlreadyBought || v.OrderID != order {
+	v, _ = core.Decide(ctx, rdb, core.Purchase{Sale: sale, User: "alice", OrderID: newOrderID(t)})
+	if v.Outcome != core.AlreadyBought || v.OrderID != order {
 		t.Errorf("second purchase = %+v; want already_bought with %s", v, order)
 	}
 
 	// The last unit, then sold out.
-	if v, _ = Decide(ctx, rdb, Purchase{Sale: sale, User: "bob", OrderID: newOrderID(t)}); v.Outcome != Accepted || v.StockLeft != 0 {
+	if v, _ = core.Decide(ctx, rdb, core.Purchase{Sale: sale, User: "bob", OrderID: newOrderID(t)}); v.Outcome != core.Accepted || v.StockLeft != 0 {
 		t.Fatalf("last unit = %+v", v)
 	}
-	if v, _ = Decide(ctx, rdb, Purchase{Sale: sale, User: "carol", OrderID: newOrderID(t)}); v.Outcome != SoldOut {
+	if v, _ = core.Decide(ctx, rdb, core.Purchase{Sale: sale, User: "carol", OrderID: newOrderID(t)}); v.Outcome != core.SoldOut {
 		t.Fatalf("after the last unit = %+v, want sold_out", v)
 	}
 	if got := stockOf(t, rdb, sale); got != 0 {
@@ -125,11 +126,11 @@ func TestGateScriptConsumesATokenOnlyWithAPurchase(t *testing.T) {
 	}
 	// Not issued (or another nonce): token_used, nothing written.
 	issue("u1")
-	if v, _ := Decide(ctx, rdb, Purchase{Sale: sale, User: "u1", OrderID: newOrderID(t), TokenValue: "bogus:1"}); v.Outcome != TokenUsed {
+	if v, _ := core.Decide(ctx, rdb, core.Purchase{Sale: sale, User: "u1", OrderID: newOrderID(t), TokenValue: "bogus:1"}); v.Outcome != core.TokenUsed {
 		t.Fatalf("unknown nonce = %+v, want token_used", v)
 	}
 	tv := issue("u1")
-	if v, _ := Decide(ctx, rdb, Purchase{Sale: sale, User: "u1", OrderID: newOrderID(t), TokenValue: tv}); v.Outcome != Accepted {
+	if v, _ := core.Decide(ctx, rdb, core.Purchase{Sale: sale, User: "u1", OrderID: newOrderID(t), TokenValue: tv}); v.Outcome != core.Accepted {
 		t.Fatalf("valid token = %+v, want accepted", v)
 	}
 	if rdb.HExists(ctx, contract.TokensKey(sale), "u1").Val() {
@@ -137,7 +138,7 @@ func TestGateScriptConsumesATokenOnlyWithAPurchase(t *testing.T) {
 	}
 	// Refused for sold out: u2's token stays usable.
 	tv2 := issue("u2")
-	if v, _ := Decide(ctx, rdb, Purchase{Sale: sale, User: "u2", OrderID: newOrderID(t), TokenValue: tv2}); v.Outcome != SoldOut {
+	if v, _ := core.Decide(ctx, rdb, core.Purchase{Sale: sale, User: "u2", OrderID: newOrderID(t), TokenValue: tv2}); v.Outcome != core.SoldOut {
 		t.Fatalf("u2 = %+v, want sold_out", v)
 	}
 	if got := rdb.HGet(ctx, contract.TokensKey(sale), "u2").Val(); got != tv2 {
@@ -148,28 +149,28 @@ func TestGateScriptConsumesATokenOnlyWithAPurchase(t *testing.T) {
 func TestCheckRequestRefusesBadIdentitiesBeforeRedis(t *testing.T) {
 	cases := []struct {
 		sale, user string
-		want       Outcome
+		want       core.Outcome
 	}{
-		{"s1", "", Unauthenticated},
-		{"s1", "u 1", BadRequest},
-		{"", "u1", BadRequest},
-		{"s/1", "u1", BadRequest},
-		{"s1", string(make([]byte, 65)), BadRequest},
+		{"s1", "", core.Unauthenticated},
+		{"s1", "u 1", core.BadRequest},
+		{"", "u1", core.BadRequest},
+		{"s/1", "u1", core.BadRequest},
+		{"s1", string(make([]byte, 65)), core.BadRequest},
 		{"s1", "u_1-A", ""},
 	}
 	for _, c := range cases {
-		if got := CheckRequest(c.sale, c.user); got != c.want {
+		if got := core.CheckRequest(c.sale, c.user); got != c.want {
 			t.Errorf("CheckRequest(%q, %q) = %q, want %q", c.sale, c.user, got, c.want)
 		}
 	}
 }
 
 func TestEveryOutcomeHasTheContractStatus(t *testing.T) {
-	want := map[Outcome]int{
-		Accepted: 202, Unauthenticated: 401, BadRequest: 400, UnknownSale: 404, NotStarted: 403, Ended: 403,
-		InvalidToken: 403, TokenExpired: 403, TokenUsed: 403, SoldOut: 409, AlreadyBought: 409, Unavailable: http.StatusServiceUnavailable,
-		Paused: http.StatusServiceUnavailable, NotAdmitted: 403,
-		Misconfigured: http.StatusServiceUnavailable, RoomMissing: http.StatusServiceUnavailable,
+	want := map[core.Outcome]int{
+		core.Accepted: 202, core.Unauthenticated: 401, core.BadRequest: 400, core.UnknownSale: 404, core.NotStarted: 403, core.Ended: 403,
+		core.InvalidToken: 403, core.TokenExpired: 403, core.TokenUsed: 403, core.SoldOut: 409, core.AlreadyBought: 409, core.Unavailable: http.StatusServiceUnavailable,
+		core.Paused: http.StatusServiceUnavailable, core.NotAdmitted: 403,
+		core.Misconfigured: http.StatusServiceUnavailable, core.RoomMissing: http.StatusServiceUnavailable,
 	}
 	for o, s := range want {
 		if o.Status() != s {

@@ -16,6 +16,7 @@ import (
 
 	"github.com/seckilledge/seckill/caddymodule"
 	"github.com/seckilledge/seckill/caddymodule/edge"
+	"github.com/seckilledge/seckill/caddymodule/gate/core"
 	"github.com/seckilledge/seckill/caddymodule/refusal"
 	"github.com/seckilledge/seckill/contract"
 	"github.com/seckilledge/seckill/internal/testenv"
@@ -38,7 +39,7 @@ func FuzzGateRequest(f *testing.F) {
 	}
 	for _, g := range gates {
 		g.logger, g.RetryAfter = zap.NewNop(), caddy.Duration(time.Second)
-		g.decider = &Decider{Store: RedisStore{R: rdb}, Caller: edge.Caller{Timeout: 2 * time.Second},
+		g.decider = &core.Decider{Store: core.RedisStore{R: rdb}, Caller: edge.Caller{Timeout: 2 * time.Second},
 			Shards: new(caddymodule.ShardCounts), SoldOut: events, Now: time.Now, NewOrderID: uuidV7}
 		if g.RequireToken {
 			g.decider.Keyring = kr

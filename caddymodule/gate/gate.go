@@ -5,6 +5,10 @@
 //
 // A winner is answered 202 only after the script wrote its outbox entry, so an instance
 // killed right after answering loses nobody: another instance's relay claims the entry.
+//
+// The decision itself (Decider, Verdict, the Store port and its script reply, the buy body) is
+// the package gate/core, which imports no Caddy; this package turns requests into purchases
+// and verdicts into answers, metrics and spans.
 package gate
 
 import (
@@ -21,6 +25,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/seckilledge/seckill/caddymodule"
 	"github.com/seckilledge/seckill/caddymodule/edge"
+	"github.com/seckilledge/seckill/caddymodule/gate/core"
 	"github.com/seckilledge/seckill/caddymodule/refusal"
 	"go.uber.org/zap"
 )
@@ -66,7 +71,7 @@ type Gate struct {
 	Relay *RelayConfig `json:"relay,omitempty"`
 
 	app       *caddymodule.App
-	decider   *Decider
+	decider   *core.Decider
 	eventsApp *caddyevents.App
 	ctx       caddy.Context
 	logger    *zap.Logger
@@ -110,7 +115,7 @@ func (g *Gate) Provision(ctx caddy.Context) error {
 		return fmt.Errorf("seckill_gate: the seckill app: %w", err)
 	}
 	g.app = appIface.(*caddymodule.App)
-	d := &Decider{
+	d := &core.Decider{
 		Caller:     g.Caller(time.Second),
 		Shards:     new(caddymodule.ShardCounts),
 		SoldOut:    g.app.SaleEvents(),
@@ -137,7 +142,7 @@ func (g *Gate) Provision(ctx caddy.Context) error {
 			store = ap
 		}
 	}
-	d.Store = RedisStore{R: store}
+	d.Store = core.RedisStore{R: store}
 	g.decider = d
 	if ev, err := ctx.App("events"); err == nil {
 		g.eventsApp, _ = ev.(*caddyevents.App)
@@ -169,8 +174,8 @@ func (g *Gate) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.Han
 	if ref, ok := refusal.CheckPath(r); !ok {
 		// The sale placeholder reads the raw path, the routes matched the cleaned one: a
 		// per-sale rule must not be bypassed with /seckill/a/../b/buy.
-		countDecision("", BadRequest)
-		repl.Set("http.seckill.outcome", string(BadRequest))
+		countDecision("", core.BadRequest)
+		repl.Set("http.seckill.outcome", string(core.BadRequest))
 		return g.refuse.Write(w, ref)
 	}
 	sale := repl.ReplaceAll(g.Sale, "")
@@ -180,17 +185,18 @@ func (g *Gate) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.Han
 		token = repl.ReplaceAll(g.Token, "")
 	}
 	var (
-		v     Verdict
+		v     core.Verdict
 		known bool
 		err   error
 	)
-	if item, berr := ReadItem(r); berr != nil {
+	if item, berr := core.ReadItem(r); berr != nil {
 		// Who asks comes first (401 before 400), then what is asked.
-		v.Outcome, v.Reason = CheckRequest(sale, user), ReasonBody
+		v.Outcome, v.Reason = core.CheckRequest(sale, user), core.ReasonBody
 		if v.Outcome == "" {
-			v.Outcome = BadRequest
+			v.Outcome = core.BadRequest
 		}
 	} else {
+		lendTracerProvider(r.Context())
 		v, known, err = g.decider.DecideItem(r.Context(), sale, user, token, item)
 	}
 	if err != nil {
@@ -202,14 +208,14 @@ func (g *Gate) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.Han
 		}
 	}
 	switch v.Outcome {
-	case Accepted:
+	case core.Accepted:
 		g.app.NotifyRelay(v.Target) // the outbox the entry is in: the shard's for a sharded sale
-	case Misconfigured:
+	case core.Misconfigured:
 		// The operator must hear of it: the sale is closed on this gateway until its config
 		// checks admissions. (Sampled logger: a rush of buyers writes a few lines a second.)
 		g.logger.Error("a sale with a waiting room reached seckill_gate without require_admission; refusing its purchases (503 unavailable)",
 			zap.String("sale", sale))
-	case RoomMissing:
+	case core.RoomMissing:
 		g.logger.Error("a sale with a waiting room has no room state in Redis (preheat it again); refusing its purchases (503 unavailable)",
 			zap.String("sale", sale))
 	}
@@ -227,7 +233,7 @@ func (g *Gate) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.Han
 		ctx.Context = r.Context()
 		g.eventsApp.Emit(ctx, EventName, map[string]any{"sale": sale, "user": user, "outcome": string(v.Outcome), "order_id": v.OrderID})
 	}
-	if v.Outcome == Accepted {
+	if v.Outcome == core.Accepted {
 		writeAccepted(w, v)
 		return nil
 	}
@@ -240,7 +246,7 @@ func (g *Gate) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.Han
 // and order_id.
 const EventName = "seckill_decision"
 
-func writeAccepted(w http.ResponseWriter, v Verdict) {
+func writeAccepted(w http.ResponseWriter, v core.Verdict) {
 	// The order id is a UUID and a variant id is [A-Za-z0-9_-]: no JSON escaping needed.
 	_ = refusal.Answer(w, http.StatusAccepted, func(body []byte) []byte {
 		body = append(body, `{"order_id":"`...)

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/seckilledge/seckill/caddymodule/gate/core"
 	"github.com/seckilledge/seckill/internal/testenv"
 
 	"go.uber.org/zap"
@@ -20,8 +21,8 @@ import (
 
 // The gate script creates the outbox group the relay reads: both must name the same one.
 func TestTheRelayReadsTheGroupTheGateWrites(t *testing.T) {
-	if RelayGroup != relay.Group {
-		t.Fatalf("gate writes group %q, relay reads %q", RelayGroup, relay.Group)
+	if core.RelayGroup != relay.Group {
+		t.Fatalf("gate writes group %q, relay reads %q", core.RelayGroup, relay.Group)
 	}
 }
 

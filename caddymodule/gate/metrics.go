@@ -5,6 +5,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/seckilledge/seckill/caddymodule/gate/core"
 	"github.com/seckilledge/seckill/caddymodule/internal/metric"
 )
 
@@ -29,7 +30,7 @@ var decisionCounters sync.Map // decisionKey -> prometheus.Counter
 
 type decisionKey struct{ sale, outcome string }
 
-func countDecision(sale string, o Outcome) {
+func countDecision(sale string, o core.Outcome) {
 	k := decisionKey{sale, string(o)}
 	c, ok := decisionCounters.Load(k)
 	if !ok {

@@ -12,6 +12,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/seckilledge/seckill/caddymodule"
+	"github.com/seckilledge/seckill/caddymodule/gate/core"
 	"github.com/seckilledge/seckill/caddymodule/relay"
 	"github.com/seckilledge/seckill/contract"
 	"github.com/seckilledge/seckill/internal/testenv"
@@ -46,7 +47,7 @@ func benchRelay(b *testing.B, corked bool) {
 		sale := newSale(b, rdb, entries, -time.Minute, time.Hour)
 		ctx := context.Background()
 		key := contract.OutboxKey(sale)
-		if err := rdb.XGroupCreateMkStream(ctx, key, RelayGroup, "0").Err(); err != nil {
+		if err := rdb.XGroupCreateMkStream(ctx, key, core.RelayGroup, "0").Err(); err != nil {
 			b.Fatal(err)
 		}
 		now := strconv.FormatInt(time.Now().UnixMilli(), 10)

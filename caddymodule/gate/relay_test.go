@@ -18,6 +18,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/seckilledge/seckill/caddymodule"
+	"github.com/seckilledge/seckill/caddymodule/gate/core"
 	"github.com/seckilledge/seckill/contract"
 	"github.com/seckilledge/seckill/internal/testenv"
 )
@@ -114,7 +115,7 @@ func restrictPublishing(t testing.TB, amqpURL string) {
 }
 
 func pendingOf(rdb redis.UniversalClient, sale string) int64 {
-	p, err := rdb.XPending(context.Background(), contract.OutboxKey(sale), RelayGroup).Result()
+	p, err := rdb.XPending(context.Background(), contract.OutboxKey(sale), core.RelayGroup).Result()
 	if err != nil {
 		return -1
 	}

@@ -14,6 +14,7 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest/observer"
 
+	"github.com/seckilledge/seckill/caddymodule/gate/core"
 	"github.com/seckilledge/seckill/contract"
 	"github.com/seckilledge/seckill/internal/testenv"
 	"github.com/seckilledge/seckill/lua"
@@ -49,10 +50,10 @@ func roomSale(t testing.TB, rdb *redis.Client, stock int) string {
 func TestAGatewayWithoutAdmissionRefusesARoomSaleLoudly(t *testing.T) {
 	rdb := testenv.Redis(t)
 	g, _ := inProcessGate(t, rdb)
-	core, logs := observer.New(zap.WarnLevel)
-	g.logger = zap.New(core)
+	obs, logs := observer.New(zap.WarnLevel)
+	g.logger = zap.New(obs)
 	sale := roomSale(t, rdb, 3)
-	counter := decisions.WithLabelValues(sale, string(Misconfigured))
+	counter := decisions.WithLabelValues(sale, string(core.Misconfigured))
 	before := testutil.ToFloat64(counter)
 
 	a := buyBody(t, g, sale, "eve", "")

@@ -10,6 +10,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/seckilledge/seckill/caddymodule/gate/core"
 	"github.com/seckilledge/seckill/contract"
 	"github.com/seckilledge/seckill/internal/testenv"
 )
@@ -55,9 +56,9 @@ func BenchmarkHotSaleOnACluster(b *testing.B) {
 			b.RunParallel(func(pb *testing.PB) {
 				for pb.Next() {
 					user := "b" + strconv.FormatInt(n.Add(1), 10)
-					p := Purchase{Sale: contract.UserShardID(sale, user, k), User: user, OrderID: uuid.Must(uuid.NewV7()).String()}
-					v, err := Decide(ctx, rdb, p)
-					if err != nil || v.Outcome != Accepted {
+					p := core.Purchase{Sale: contract.UserShardID(sale, user, k), User: user, OrderID: uuid.Must(uuid.NewV7()).String()}
+					v, err := core.Decide(ctx, rdb, p)
+					if err != nil || v.Outcome != core.Accepted {
 						b.Errorf("decision: %+v %v", v, err)
 						return
 					}

@@ -4,9 +4,9 @@ import (
 	"context"
 
 	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/seckilledge/seckill/caddymodule/gate/core"
 	"github.com/seckilledge/seckill/caddymodule/relay"
 )
 
@@ -15,28 +15,20 @@ import (
 // and the backend continue the same trace. Without the directive the request carries no
 // span and none of this costs more than one context lookup.
 
-// traceparent is the W3C traceparent of ctx's span when that span is sampled, else "": an
-// unsampled trace is not worth a byte in the outbox, nor a header on the broker.
-//
-// It also lends the span's tracer provider (the tracing directive's, configured from OTEL_*)
-// to this process's relay, which runs outside any request and so has no other way to find it.
-// Here, before the script writes the entry, so the relay has it for the very first traced order.
-func traceparent(ctx context.Context) string {
+// lendTracerProvider lends the tracer provider of ctx's sampled, recording span (the tracing
+// directive's, configured from OTEL_*) to this process's relay, which runs outside any request
+// and so has no other way to find it. The handler calls it before deciding, so before the
+// script writes the entry (with core.TraceParent): the relay has it for the very first traced
+// order.
+func lendTracerProvider(ctx context.Context) {
 	span := trace.SpanFromContext(ctx)
-	sc := span.SpanContext()
-	if !sc.IsValid() || !sc.IsSampled() {
-		return ""
-	}
-	if span.IsRecording() {
+	if sc := span.SpanContext(); sc.IsValid() && sc.IsSampled() && span.IsRecording() {
 		relay.UseTracerProvider(span.TracerProvider())
 	}
-	c := propagation.MapCarrier{}
-	propagation.TraceContext{}.Inject(ctx, c)
-	return c["traceparent"]
 }
 
 // traceDecision records the decision on the request's span.
-func traceDecision(ctx context.Context, sale string, v Verdict) {
+func traceDecision(ctx context.Context, sale string, v core.Verdict) {
 	span := trace.SpanFromContext(ctx)
 	if !span.IsRecording() {
 		return

@@ -7,6 +7,7 @@ import (
 
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/seckilledge/seckill/caddymodule/gate/core"
 	"github.com/seckilledge/seckill/contract"
 	"github.com/seckilledge/seckill/internal/testenv"
 )
@@ -40,8 +41,8 @@ func TestTheOutboxEntryCarriesTheTraceparentOfASampledSpanOnly(t *testing.T) {
 	}
 	for i, c := range cases {
 		order := "0190b7a6-0000-7000-8000-00000000000" + string(rune('1'+i))
-		v, err := Decide(c.ctx, rdb, Purchase{Sale: sale, User: "u" + string(rune('1'+i)), OrderID: order})
-		if err != nil || v.Outcome != Accepted {
+		v, err := core.Decide(c.ctx, rdb, core.Purchase{Sale: sale, User: "u" + string(rune('1'+i)), OrderID: order})
+		if err != nil || v.Outcome != core.Accepted {
 			t.Fatalf("%s: %+v %v", c.name, v, err)
 		}
 		entries, err := rdb.XRange(context.Background(), contract.OutboxKey(sale), "-", "+").Result()
@@ -78,10 +79,10 @@ func BenchmarkTracingOffPerDecision(b *testing.B) {
 	for i := range 12 {
 		ctx = context.WithValue(ctx, key(i), i)
 	}
-	v := Verdict{Outcome: Accepted, OrderID: "0190b7a6-0000-7000-8000-000000000001"}
+	v := core.Verdict{Outcome: core.Accepted, OrderID: "0190b7a6-0000-7000-8000-000000000001"}
 	b.ReportAllocs()
 	for b.Loop() {
-		if traceparent(ctx) != "" {
+		if core.TraceParent(ctx) != "" {
 			b.Fatal("a traceparent without a span")
 		}
 		traceDecision(ctx, "s1", v)

@@ -13,6 +13,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/seckilledge/seckill/caddymodule/gate/core"
 	"github.com/seckilledge/seckill/internal/testenv"
 	"github.com/seckilledge/seckill/lua"
 )
@@ -75,11 +76,11 @@ func BenchmarkDecisionVariantsVsSingleStock(b *testing.B) {
 					defer wg.Done()
 					for next.Add(1) <= block {
 						u := users.Add(1)
-						p := Purchase{Sale: c.sale, User: "b" + strconv.FormatInt(u, 10), OrderID: uuid.Must(uuid.NewV7()).String()}
+						p := core.Purchase{Sale: c.sale, User: "b" + strconv.FormatInt(u, 10), OrderID: uuid.Must(uuid.NewV7()).String()}
 						if c.variants != nil {
-							p.Item = Item{Variant: c.variants[u%int64(len(c.variants))].ID, Quantity: c.q}
+							p.Item = core.Item{Variant: c.variants[u%int64(len(c.variants))].ID, Quantity: c.q}
 						}
-						if v, err := Decide(ctx, rdb, p); err != nil || v.Outcome != Accepted {
+						if v, err := core.Decide(ctx, rdb, p); err != nil || v.Outcome != core.Accepted {
 							b.Errorf("decision: %+v %v", v, err)
 							return
 						}

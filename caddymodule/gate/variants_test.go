@@ -20,6 +20,7 @@ import (
 
 	"github.com/seckilledge/seckill/caddymodule"
 	"github.com/seckilledge/seckill/caddymodule/edge"
+	"github.com/seckilledge/seckill/caddymodule/gate/core"
 	"github.com/seckilledge/seckill/caddymodule/refusal"
 	"github.com/seckilledge/seckill/contract"
 	"github.com/seckilledge/seckill/internal/testenv"
@@ -35,7 +36,7 @@ func inProcessGate(t testing.TB, rdb *redis.Client) (*Gate, *caddymodule.SaleEve
 	testenv.WaitFor(t, 5*time.Second, "the events subscription", events.Connected)
 	g := &Gate{Subject: refusal.Subject{Sale: "{http.request.uri.path.1}", User: "{http.request.header.X-User-ID}"}}
 	g.logger, g.RetryAfter = zap.NewNop(), caddy.Duration(time.Second)
-	g.decider = &Decider{Store: RedisStore{R: rdb}, Caller: edge.Caller{Timeout: 5 * time.Second},
+	g.decider = &core.Decider{Store: core.RedisStore{R: rdb}, Caller: edge.Caller{Timeout: 5 * time.Second},
 		Shards: new(caddymodule.ShardCounts), SoldOut: events, Now: time.Now, NewOrderID: uuidV7}
 	return g, events
 }
@@ -170,7 +171,7 @@ func TestGateHTTPSingleStockSaleIsUnchanged(t *testing.T) {
 		t.Fatalf("accepted: %d %s, want %s", a.Status, a.Raw, want)
 	}
 	b := buyBody(t, g, sale, "u1", "{}")
-	if want := `{"code":"already_bought","message":"` + AlreadyBought.Message() + `","order_id":"` + a.OrderID + `"}`; b.Status != 409 || b.Raw != want {
+	if want := `{"code":"already_bought","message":"` + core.AlreadyBought.Message() + `","order_id":"` + a.OrderID + `"}`; b.Status != 409 || b.Raw != want {
 		t.Fatalf("second purchase: %d %s, want %s", b.Status, b.Raw, want)
 	}
 	if c := buyBody(t, g, sale, "u2", `{"variant":"red"}`); c.Status != 400 || c.Code != "bad_request" {

@@ -18,31 +18,12 @@ import (
 
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 
+	"github.com/seckilledge/seckill/caddymodule/decision"
 	"github.com/seckilledge/seckill/contract"
 )
 
-// Refusal is one refusal: its HTTP status, the contract code clients switch on, a message
-// for people, and for some the order it concerns.
-type Refusal struct {
-	Status  int
-	Code    string // a contract code (contract.Code*)
-	Message string
-	OrderID string // already_bought: the user's existing order
-	Variant string // sold_out of a sale with variants: the variant
-	Held    int    // limit_reached: the units the user holds
-	// RetryAfter is when a client may try again; sent (rounded up to whole seconds, at least
-	// 1) with 429 and 503 only.
-	RetryAfter time.Duration
-}
-
-// Error makes a Refusal the error of a caddyhttp.HandlerError: "<code>: <message>", which is
-// {http.error.message} in handle_errors routes.
-func (r Refusal) Error() string { return r.Code + ": " + r.Message }
-
-// Retryable reports whether the status tells the client to come back (429, 503).
-func (r Refusal) Retryable() bool {
-	return r.Status == http.StatusTooManyRequests || r.Status == http.StatusServiceUnavailable
-}
+// Refusal is one refusal (decision.Refusal: the cores build them without linking Caddy).
+type Refusal = decision.Refusal
 
 // Writer writes a handler's refusals. The zero value writes JSON bodies.
 type Writer struct {
@@ -137,26 +118,20 @@ func As(err error) (Refusal, bool) {
 	return r, ok
 }
 
-// The refusals every handler shares.
+// The refusals every handler shares (decision's).
 var (
-	Unauthenticated = Refusal{Status: http.StatusUnauthorized, Code: contract.CodeUnauthenticated,
-		Message: "no user identity on this request"}
-	BadRequest = Refusal{Status: http.StatusBadRequest, Code: contract.CodeBadRequest,
-		Message: "sale and user ids are 1 to 64 characters of [A-Za-z0-9_-]"}
-	UnknownSale = Refusal{Status: http.StatusNotFound, Code: contract.CodeUnknownSale, Message: "no such sale"}
-	NotStarted  = Refusal{Status: http.StatusForbidden, Code: contract.CodeNotStarted, Message: "the sale has not started"}
-	Ended       = Refusal{Status: http.StatusForbidden, Code: contract.CodeEnded, Message: "the sale has ended"}
-	SoldOut     = Refusal{Status: http.StatusConflict, Code: contract.CodeSoldOut, Message: "sold out"}
-	Paused      = Refusal{Status: http.StatusServiceUnavailable, Code: contract.CodePaused,
-		Message: "the sale is paused by the operator; retry later"}
-	AlreadyBought = Refusal{Status: http.StatusConflict, Code: contract.CodeAlreadyBought,
-		Message: "this user already bought in this sale"}
-	Unavailable = Refusal{Status: http.StatusServiceUnavailable, Code: contract.CodeUnavailable,
-		Message: "the service is temporarily unavailable; retry later"}
+	Unauthenticated = decision.Unauthenticated
+	BadRequest      = decision.BadRequest
+	UnknownSale     = decision.UnknownSale
+	NotStarted      = decision.NotStarted
+	Ended           = decision.Ended
+	SoldOut         = decision.SoldOut
+	Paused          = decision.Paused
+	AlreadyBought   = decision.AlreadyBought
+	Unavailable     = decision.Unavailable
 	// PathMismatch answers a request whose raw path names another sale than the cleaned path
 	// the routes matched (/seckill/a/../b/buy).
-	PathMismatch = Refusal{Status: http.StatusBadRequest, Code: contract.CodeBadRequest,
-		Message: "the request path is not in canonical form"}
+	PathMismatch = decision.PathMismatch
 )
 
 // Answer writes a handler's JSON answer (a 202 accepted, a 200 token): build appends the body

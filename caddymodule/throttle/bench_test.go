@@ -13,24 +13,26 @@ import (
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 	"go.uber.org/zap"
+
+	"github.com/seckilledge/seckill/caddymodule/throttle/core"
 )
 
 // replyStore is an exact tier that answers every call at once with the same reply.
-type replyStore struct{ reply Reply }
+type replyStore struct{ reply core.Reply }
 
-func (s replyStore) Eval(_ context.Context, calls []Call) ([]Reply, error) {
-	out := make([]Reply, len(calls))
+func (s replyStore) Eval(_ context.Context, calls []core.Call) ([]core.Reply, error) {
+	out := make([]core.Reply, len(calls))
 	for i := range out {
 		out[i] = s.reply
 	}
 	return out, nil
 }
 
-func (replyStore) Undo(context.Context, []Refund) error { return nil }
+func (replyStore) Undo(context.Context, []core.Refund) error { return nil }
 
 // demoHandler is the demo Caddyfile's seckill_throttle (five zones: ip, device and user on
 // /seckill/*, orders_ip and orders_user on /orders/*) on store, provisioned without the app.
-func demoHandler(tb testing.TB, store Store) *Handler {
+func demoHandler(tb testing.TB, store core.Store) *Handler {
 	tb.Helper()
 	ctx, cancel := caddy.NewContext(caddy.Context{Context: context.Background()})
 	tb.Cleanup(cancel)
@@ -91,11 +93,11 @@ func BenchmarkThrottleDecisionAllocs(b *testing.B) {
 		}
 	}
 	b.Run("admitted", func(b *testing.B) {
-		h := demoHandler(b, replyStore{Reply{Remaining: 4, Reset: time.Second, Member: "1700000000000000-0"}})
+		h := demoHandler(b, replyStore{core.Reply{Remaining: 4, Reset: time.Second, Member: "1700000000000000-0"}})
 		run(b, h, click, 0) // next writes nothing
 	})
 	b.Run("flood", func(b *testing.B) {
-		h := demoHandler(b, replyStore{Reply{Status: 1, Retry: time.Minute, Reset: time.Minute}})
+		h := demoHandler(b, replyStore{core.Reply{Status: 1, Retry: time.Minute, Reset: time.Minute}})
 		_ = h.ServeHTTP(httptest.NewRecorder(), click(1), next) // the refusal that fills the blocklist
 		run(b, h, func(int) *http.Request { return click(1) }, http.StatusTooManyRequests)
 	})
@@ -112,7 +114,7 @@ func (w *benchWriter) WriteHeader(code int)        { w.code = code }
 func (w *benchWriter) Write(p []byte) (int, error) { return len(p), nil }
 
 func TestZonesSharingMatchersAreCountedOnlyWhereTheyApply(t *testing.T) {
-	store := &fakeStore{replies: map[string]Reply{}}
+	store := &fakeStore{replies: map[string]core.Reply{}}
 	h := demoHandler(t, store)
 	next := caddyhttp.HandlerFunc(func(http.ResponseWriter, *http.Request) error { return nil })
 	for _, c := range []struct {

@@ -3,9 +3,10 @@
 // request for all zones), with per-instance local tiers so that floods cost Redis almost
 // nothing, ban escalation, shadow mode and a failure policy per zone.
 //
-// The deciding code (Limiter with its plan -> one Store round trip -> merge, Blocklist, Shield,
-// MaskIP, SafeKey) imports nothing of HTTP or Caddy; the handler (handler.go, zone.go,
-// headers.go) only turns requests into keys and decisions into responses.
+// The deciding code (Limiter with its plan -> one Store round trip -> merge, Blocklist, Shield)
+// is the package throttle/core, which imports nothing of HTTP or Caddy, so its tests link no
+// Caddy; this package (handler.go, zone.go, key.go, headers.go) only turns requests into keys
+// (MaskIP, SafeKey) and decisions into responses.
 package throttle
 
 import (
@@ -25,6 +26,7 @@ import (
 	"github.com/seckilledge/seckill/caddymodule"
 	"github.com/seckilledge/seckill/caddymodule/edge"
 	"github.com/seckilledge/seckill/caddymodule/refusal"
+	"github.com/seckilledge/seckill/caddymodule/throttle/core"
 	"github.com/seckilledge/seckill/contract"
 )
 
@@ -61,7 +63,7 @@ type Handler struct {
 	// handle_errors (refusals, 429 and 503, go to the handle_errors routes).
 	refusal.Limits
 
-	limiter *Limiter
+	limiter *core.Limiter
 	zones   []*Zone // in limiter order
 	allow   *allowList
 	logger  *zap.Logger
@@ -118,20 +120,20 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 		return fmt.Errorf("seckill_throttle: loading the seckill app: %w", err)
 	}
 	app := a.(*caddymodule.App)
-	names := h.build(&RedisStore{R: app.RedisClient(), AutoPipeline: !h.DisableAutopipeline})
+	names := h.build(&core.RedisStore{R: app.RedisClient(), AutoPipeline: !h.DisableAutopipeline})
 	app.AddStatus("throttle:"+strings.Join(names, ","), func(context.Context) any { return h.limiter.Status() })
 	return nil
 }
 
 // build makes the limiter of the provisioned zones on store, and the refusal writer; it
 // returns the zone names in decision order.
-func (h *Handler) build(store Store) []string {
-	rules := make([]Rule, len(h.Zones))
+func (h *Handler) build(store core.Store) []string {
+	rules := make([]core.Rule, len(h.Zones))
 	for i, z := range h.Zones {
 		rules[i] = z.rule()
 	}
 	caller := h.Caller(100 * time.Millisecond)
-	h.limiter = NewLimiterOn(store, rules, caller.Timeout)
+	h.limiter = core.NewLimiterOn(store, rules, caller.Timeout)
 	h.limiter.Pending = caller.Pending
 	h.refuse = h.Writer(time.Duration(h.RetryJitter))
 	byName := map[string]*Zone{}
@@ -238,7 +240,7 @@ var (
 		Message: "the rate limiter is unavailable, try again shortly"}
 )
 
-func refusalOf(d *Decision) refusal.Refusal {
+func refusalOf(d *core.Decision) refusal.Refusal {
 	switch {
 	case d.Status == http.StatusServiceUnavailable:
 		return unavailable
@@ -249,7 +251,7 @@ func refusalOf(d *Decision) refusal.Refusal {
 	}
 }
 
-func (h *Handler) decide(r *http.Request) Decision {
+func (h *Handler) decide(r *http.Request) core.Decision {
 	repl, _ := r.Context().Value(caddy.ReplacerCtxKey).(*caddy.Replacer)
 	if repl == nil {
 		repl = caddy.NewReplacer()
@@ -284,10 +286,10 @@ func (h *Handler) decide(r *http.Request) Decision {
 	return h.limiter.Decide(r.Context(), keys)
 }
 
-func (h *Handler) record(d *Decision) {
+func (h *Handler) record(d *core.Decision) {
 	if d.RedisCalled {
 		result := redisOK
-		if errors.Is(d.RedisErr, ErrShed) {
+		if errors.Is(d.RedisErr, core.ErrShed) {
 			result = redisShed
 		} else if d.RedisErr != nil {
 			result = redisError
@@ -298,7 +300,7 @@ func (h *Handler) record(d *Decision) {
 		h.logger.Warn("redis did not answer; zones applied their failure policy", zap.Error(d.RedisErr))
 	}
 	for i := range d.Results {
-		if o := d.Results[i].Outcome; o != Skipped {
+		if o := d.Results[i].Outcome; o != core.Skipped {
 			h.counters[i].inc(o)
 		}
 	}
@@ -308,7 +310,7 @@ func (h *Handler) record(d *Decision) {
 func (h *Handler) Cleanup() error { return nil }
 
 // Limiter exposes the handler's deciding core (tests use it).
-func (h *Handler) Limiter() *Limiter { return h.limiter }
+func (h *Handler) Limiter() *core.Limiter { return h.limiter }
 
 // Interface guards
 var (

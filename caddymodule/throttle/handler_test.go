@@ -16,6 +16,7 @@ import (
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"github.com/seckilledge/seckill/caddymodule/throttle/core"
 	"github.com/seckilledge/seckill/contract"
 	"github.com/seckilledge/seckill/internal/testenv"
 
@@ -274,7 +275,7 @@ func TestRedisDownFailOpenAdmitsAndCountsFailClosedAnswers503(t *testing.T) {
 		}
 	}
 	srv.Kill()
-	failedOpen := decisions.WithLabelValues(open, string(FailedOpen))
+	failedOpen := decisions.WithLabelValues(open, string(core.FailedOpen))
 	before := testutil.ToFloat64(failedOpen)
 	if resp, body := get(t, base+"/r0", "X-User-ID", user); resp.StatusCode != 200 || body != "ok" {
 		t.Fatalf("fail_open zone with Redis down: %d %q", resp.StatusCode, body)
@@ -287,7 +288,7 @@ func TestRedisDownFailOpenAdmitsAndCountsFailClosedAnswers503(t *testing.T) {
 	if resp.StatusCode != 503 || json.Unmarshal([]byte(body), &ref) != nil || ref.Code != contract.CodeUnavailable || resp.Header.Get("Retry-After") == "" {
 		t.Fatalf("fail_closed zone with Redis down: %d %q Retry-After %q", resp.StatusCode, body, resp.Header.Get("Retry-After"))
 	}
-	if got := testutil.ToFloat64(decisions.WithLabelValues(closed, string(FailedClosed))); got < 1 {
+	if got := testutil.ToFloat64(decisions.WithLabelValues(closed, string(core.FailedClosed))); got < 1 {
 		t.Fatal("failed_closed not counted")
 	}
 	if testutil.CollectAndCount(redisSeconds) == 0 {

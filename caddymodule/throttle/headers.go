@@ -1,33 +1,34 @@
 package throttle
 
 import (
-	"fmt"
 	"net/http"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/seckilledge/seckill/caddymodule/throttle/core"
 )
 
 // writeHeaders sets the rate-limit headers from the binding zone: the refusing zone, else
 // the zone with the fewest admissions left.
-func (h *Handler) writeHeaders(w http.ResponseWriter, d *Decision) {
+func (h *Handler) writeHeaders(w http.ResponseWriter, d *core.Decision) {
 	if h.Headers == "none" {
 		return
 	}
-	var bind *ZoneResult
+	var bind *core.ZoneResult
 	var mask uint64 // the zones named in RateLimit-Policy
 	for i := range d.Results {
 		res := &d.Results[i]
-		if res.Outcome == Skipped || res.Outcome == FailedOpen || res.Outcome == FailedClosed || res.Rule.Shadow {
+		if res.Outcome == core.Skipped || res.Outcome == core.FailedOpen || res.Outcome == core.FailedClosed || res.Rule.Shadow {
 			continue
 		}
 		mask |= 1 << i
 		switch {
-		case res.Outcome != Allowed:
-			if bind == nil || bind.Outcome == Allowed {
+		case res.Outcome != core.Allowed:
+			if bind == nil || bind.Outcome == core.Allowed {
 				bind = res // the (first, tightest) refusing zone
 			}
-		case bind == nil || (bind.Outcome == Allowed && res.Remaining < bind.Remaining):
+		case bind == nil || (bind.Outcome == core.Allowed && res.Remaining < bind.Remaining):
 			bind = res
 		}
 	}
@@ -35,7 +36,7 @@ func (h *Handler) writeHeaders(w http.ResponseWriter, d *Decision) {
 		return
 	}
 	remaining, reset := bind.Remaining, ceilSeconds(bind.Reset)
-	if bind.Outcome != Allowed {
+	if bind.Outcome != core.Allowed {
 		remaining, reset = 0, ceilSeconds(bind.RetryAfter)
 	}
 	// The keys in canonical form (Header.Set would canonicalise them, allocating each time)
@@ -55,7 +56,7 @@ func (h *Handler) writeHeaders(w http.ResponseWriter, d *Decision) {
 
 // policies is the RateLimit-Policy value of the zones in mask (bit i: d.Results[i]), joined
 // once per combination of zones when there are at most maxPolicyZones.
-func (h *Handler) policies(d *Decision, mask uint64) string {
+func (h *Handler) policies(d *core.Decision, mask uint64) string {
 	if len(d.Results) > maxPolicyZones || len(h.policy) == 0 {
 		return joinPolicies(d, mask)
 	}
@@ -70,7 +71,7 @@ func (h *Handler) policies(d *Decision, mask uint64) string {
 // maxPolicyZones bounds the zones whose RateLimit-Policy combinations are kept (2^n of them).
 const maxPolicyZones = 8
 
-func joinPolicies(d *Decision, mask uint64) string {
+func joinPolicies(d *core.Decision, mask uint64) string {
 	var policies []string
 	for i := range d.Results {
 		if mask&(1<<i) != 0 {
@@ -80,13 +81,8 @@ func joinPolicies(d *Decision, mask uint64) string {
 	return strings.Join(policies, ", ")
 }
 
-// policyOf is the zone's RateLimit-Policy item (formatted once, by NewLimiter).
-func policyOf(r *Rule) string {
-	if r.policy == "" {
-		return fmt.Sprintf("%q;q=%d;w=%d", r.Name, r.Limit, ceilSeconds(r.Window))
-	}
-	return r.policy
-}
+// policyOf is the zone's RateLimit-Policy item.
+func policyOf(r *core.Rule) string { return r.Policy() }
 
 func ceilSeconds(d time.Duration) int64 {
 	if d <= 0 {

@@ -6,6 +6,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/seckilledge/seckill/caddymodule/internal/metric"
+	"github.com/seckilledge/seckill/caddymodule/throttle/core"
 )
 
 // Package-level collectors, registered into each config's registry: counters survive config
@@ -35,7 +36,7 @@ var (
 )
 
 // outcomes are the outcomes a zone counts, in zoneCounters order.
-var outcomes = [...]Outcome{Allowed, Limited, Banned, ShadowLimited, LocalHit, FailedOpen, FailedClosed}
+var outcomes = [...]core.Outcome{core.Allowed, core.Limited, core.Banned, core.ShadowLimited, core.LocalHit, core.FailedOpen, core.FailedClosed}
 
 // zoneCounters are one zone's decision counters, one per outcome, each looked up in the
 // vector the first time it counts and kept (a series appears when it first counts, as with
@@ -46,7 +47,7 @@ type zoneCounters struct {
 }
 
 // inc counts one decision with outcome o (not Skipped).
-func (z *zoneCounters) inc(o Outcome) {
+func (z *zoneCounters) inc(o core.Outcome) {
 	i := outcomeIndex(o)
 	if i < 0 {
 		decisions.WithLabelValues(z.zone, string(o)).Inc()
@@ -61,7 +62,7 @@ func (z *zoneCounters) inc(o Outcome) {
 	(*p).Inc()
 }
 
-func outcomeIndex(o Outcome) int {
+func outcomeIndex(o core.Outcome) int {
 	for i, x := range outcomes {
 		if x == o {
 			return i

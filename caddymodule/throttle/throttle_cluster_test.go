@@ -14,6 +14,7 @@ import (
 	"github.com/caddyserver/caddy/v2"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/seckilledge/seckill/caddymodule/throttle/core"
 	"github.com/seckilledge/seckill/contract"
 	"github.com/seckilledge/seckill/internal/testenv"
 )
@@ -107,7 +108,7 @@ func TestThrottleIsExactOnARedisClusterWithOnePipelinePerRequest(t *testing.T) {
 	const limit = 10
 	user := testenv.ID("u")
 	za, zb := twoMasterZones(t, rdb, user)
-	l := NewLimiter(rdb, []Rule{
+	l := core.NewLimiter(rdb, []core.Rule{
 		{Name: za, Limit: limit, Window: time.Minute, LocalLimit: -1},
 		{Name: zb, Limit: 1000, Window: time.Minute, LocalLimit: -1},
 	}, 5*time.Second)

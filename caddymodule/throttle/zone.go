@@ -11,6 +11,8 @@ import (
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
+
+	"github.com/seckilledge/seckill/caddymodule/throttle/core"
 )
 
 // Zone is one rate limit.
@@ -136,11 +138,11 @@ func (z *Zone) provision(ctx caddy.Context) error {
 	return nil
 }
 
-func (z *Zone) rule() Rule {
-	r := Rule{Name: z.Name, Limit: z.Limit, Window: time.Duration(z.Window), LocalLimit: z.LocalLimit,
+func (z *Zone) rule() core.Rule {
+	r := core.Rule{Name: z.Name, Limit: z.Limit, Window: time.Duration(z.Window), LocalLimit: z.LocalLimit,
 		Shadow: z.Shadow, FailClosed: z.OnFailure == "fail_closed"}
 	if z.Ban != nil {
-		r.Ban = BanRule{Strikes: z.Ban.After, Within: time.Duration(z.Ban.Within), Duration: time.Duration(z.Ban.For)}
+		r.Ban = core.BanRule{Strikes: z.Ban.After, Within: time.Duration(z.Ban.Within), Duration: time.Duration(z.Ban.For)}
 	}
 	return r
 }

@@ -6,6 +6,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/seckilledge/seckill/caddymodule/internal/metric"
+	"github.com/seckilledge/seckill/caddymodule/token/core"
 )
 
 // Package-level collectors, registered into each config's registry, so counts survive config
@@ -26,7 +27,7 @@ const tokenMetric = metric.Subsystem("token")
 
 func init() {
 	// Every outcome is visible from the start, at zero.
-	for _, o := range outcomes {
+	for _, o := range core.Outcomes() {
 		requests.WithLabelValues(string(o))
 	}
 }
@@ -35,7 +36,7 @@ func registerMetrics(reg prometheus.Registerer) {
 	metric.Register(reg, requests, duration, shed)
 }
 
-func observe(o Outcome, d time.Duration) {
+func observe(o core.Outcome, d time.Duration) {
 	requests.WithLabelValues(string(o)).Inc()
 	duration.Observe(d.Seconds())
 }

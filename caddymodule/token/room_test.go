@@ -13,6 +13,7 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest/observer"
 
+	"github.com/seckilledge/seckill/caddymodule/token/core"
 	"github.com/seckilledge/seckill/contract"
 	"github.com/seckilledge/seckill/internal/testenv"
 	"github.com/seckilledge/seckill/lua"
@@ -49,16 +50,16 @@ func roomSale(t testing.TB, rdb *redis.Client) string {
 func TestATokenIssuerWithoutAdmissionRefusesARoomSaleLoudly(t *testing.T) {
 	rdb := testenv.Redis(t)
 	sale := roomSale(t, rdb)
-	core, logs := observer.New(zap.WarnLevel)
+	obs, logs := observer.New(zap.WarnLevel)
 	h := newIssuer(t, rdb, testRing(t), time.Minute, time.Minute)
-	h.logger = zap.New(core)
-	before := count(string(Misconfigured))
+	h.logger = zap.New(obs)
+	before := count(string(core.Misconfigured))
 
 	a := ask(t, h, "POST", tokenPath(sale), "eve")
 	if a.status != 503 || a.body["code"] != contract.CodeUnavailable || !strings.Contains(a.body["message"], "require_admission") {
 		t.Fatalf("a room sale without require_admission: %d %s", a.status, a.raw)
 	}
-	if d := count(string(Misconfigured)) - before; d != 1 {
+	if d := count(string(core.Misconfigured)) - before; d != 1 {
 		t.Fatalf("misconfigured counted %v times", d)
 	}
 	found := false

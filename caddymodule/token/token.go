@@ -11,6 +11,10 @@
 // window with Redis TIME, computes the expiry, and records the nonce in the sale's tokens
 // hash (field = user id, value = tokenformat.StoreValue). The format of the token itself is in
 // caddymodule/tokenformat. docs/token.md has the whole story.
+//
+// The issuing decision (core.Decider, its Outcomes and the Store port) is the package
+// token/core, which imports no Caddy; this package turns requests into it and its Results
+// into answers and metrics.
 package token
 
 import (
@@ -27,6 +31,7 @@ import (
 	"github.com/seckilledge/seckill/caddymodule"
 	"github.com/seckilledge/seckill/caddymodule/edge"
 	"github.com/seckilledge/seckill/caddymodule/refusal"
+	"github.com/seckilledge/seckill/caddymodule/token/core"
 	"github.com/seckilledge/seckill/caddymodule/tokenformat"
 )
 
@@ -68,7 +73,7 @@ type Issuer struct {
 	// timeout (default 1s), max_pending, handle_errors.
 	refusal.Limits
 
-	core   *Core
+	core   *core.Decider
 	logger *zap.Logger
 	refuse refusal.Writer
 }
@@ -112,8 +117,8 @@ func (h *Issuer) setup(rdb redis.Scripter, kr *tokenformat.Keyring) {
 		h.logger = zap.NewNop()
 	}
 	h.refuse = h.Writer(0)
-	h.core = &Core{
-		Store:    RedisStore{R: rdb},
+	h.core = &core.Decider{
+		Store:    core.RedisStore{R: rdb},
 		Caller:   h.Caller(DefaultTimeout),
 		Shards:   new(caddymodule.ShardCounts),
 		Keyring:  kr,
@@ -143,15 +148,15 @@ func (h *Issuer) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.H
 		repl = caddy.NewReplacer()
 	}
 	start := time.Now()
-	var res Result
+	var res core.Result
 	var ref refusal.Refusal
 	switch pathRef, canonical := refusal.CheckPath(r); {
 	case r.Method != http.MethodPost:
-		res = Result{Outcome: MethodNotAllowed}
+		res = core.Result{Outcome: core.MethodNotAllowed}
 		w.Header()["Allow"] = []string{http.MethodPost}
 	case !canonical:
 		// The sale placeholder reads the raw path, the routes matched the cleaned one.
-		res, ref = Result{Outcome: BadRequest}, pathRef
+		res, ref = core.Result{Outcome: core.BadRequest}, pathRef
 	default:
 		var err error
 		res, err = h.core.Issue(r.Context(), repl.ReplaceAll(h.Sale, ""), repl.ReplaceAll(h.User, ""))
@@ -165,18 +170,18 @@ func (h *Issuer) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.H
 		}
 	}
 	switch res.Outcome {
-	case Misconfigured:
+	case core.Misconfigured:
 		// The operator must hear of it: the sale is closed on this gateway until its config
 		// checks admissions. (Sampled logger: a rush of buyers writes a few lines a second.)
 		h.logger.Error("a sale with a waiting room reached seckill_token without require_admission; refusing its tokens (503 unavailable)",
 			zap.String("sale", repl.ReplaceAll(h.Sale, "")))
-	case RoomMissing:
+	case core.RoomMissing:
 		h.logger.Error("a sale with a waiting room has no room state in Redis (preheat it again); refusing its tokens (503 unavailable)",
 			zap.String("sale", repl.ReplaceAll(h.Sale, "")))
 	}
 	observe(res.Outcome, time.Since(start))
 	repl.Set("http.seckill.token.outcome", string(res.Outcome))
-	if res.Outcome == Issued {
+	if res.Outcome == core.Issued {
 		repl.Set("http.seckill.token.expires_at", res.Expires.UTC().Format(time.RFC3339))
 		writeIssued(w, res)
 		return nil
@@ -195,3 +200,16 @@ var (
 	_ caddy.Validator             = (*Issuer)(nil)
 	_ caddyhttp.MiddlewareHandler = (*Issuer)(nil)
 )
+
+// writeIssued writes a 200 with the token.
+func writeIssued(w http.ResponseWriter, res core.Result) {
+	// A token is a credential of one user: no cache may keep it (Cache-Control no-store).
+	// Token and timestamp are URL-safe ASCII: no JSON escaping needed.
+	_ = refusal.Answer(w, http.StatusOK, func(body []byte) []byte {
+		body = append(body, `{"token":"`...)
+		body = append(body, res.Token...)
+		body = append(body, `","expires_at":"`...)
+		body = res.Claims.Expires.UTC().AppendFormat(body, time.RFC3339)
+		return append(body, `"}`...)
+	})
+}

@@ -1,4 +1,4 @@
-package gate
+package core
 
 import (
 	"context"
@@ -7,10 +7,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/seckilledge/seckill/caddymodule"
+	"github.com/seckilledge/seckill/caddymodule/decision"
 	"github.com/seckilledge/seckill/caddymodule/edge"
 	"github.com/seckilledge/seckill/caddymodule/tokenformat"
 	"github.com/seckilledge/seckill/contract"
+	"github.com/seckilledge/seckill/internal/shardcache"
 )
 
 // fakeStore answers the decision script from a table per target and records the calls.
@@ -53,9 +54,9 @@ func (s *fakeStore) Buyer(_ context.Context, target, user string) (string, error
 // fakeSoldOut is the sold-out memory.
 type fakeSoldOut struct{ m map[string]bool }
 
-func (f *fakeSoldOut) SoldOut(t string) bool                          { return f.m[t] }
-func (f *fakeSoldOut) Generation(string) caddymodule.Generation       { return caddymodule.Generation{} }
-func (f *fakeSoldOut) MarkSoldOut(t string, _ caddymodule.Generation) { f.m[t] = true }
+func (f *fakeSoldOut) SoldOut(t string) bool                       { return f.m[t] }
+func (f *fakeSoldOut) Generation(string) decision.Generation       { return decision.Generation{} }
+func (f *fakeSoldOut) MarkSoldOut(t string, _ decision.Generation) { f.m[t] = true }
 
 var clock = time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
 
@@ -63,7 +64,7 @@ func newDecider(store *fakeStore, kr *tokenformat.Keyring) (*Decider, *fakeSoldO
 	so := &fakeSoldOut{m: map[string]bool{}}
 	n := 0
 	return &Decider{
-		Store: store, Caller: edge.Caller{Timeout: time.Second}, Shards: new(caddymodule.ShardCounts),
+		Store: store, Caller: edge.Caller{Timeout: time.Second}, Shards: new(shardcache.Counts),
 		SoldOut: so, Keyring: kr, Now: func() time.Time { return clock },
 		NewOrderID: func() (string, error) { n++; return "order-" + string(rune('0'+n)), nil },
 	}, so
@@ -213,4 +214,20 @@ func TestGateParsesEveryScriptAnswer(t *testing.T) {
 			t.Errorf("parseReply(%v) = %+v, %v; want %s ok=%v", c.reply, v, err, c.want, c.ok)
 		}
 	}
+}
+
+// testSecret is a token key used only by these tests.
+const testSecret = "test-secret-test-secret-test-secret-0123"
+
+func testKeyring(t testing.TB, ids ...string) *tokenformat.Keyring {
+	t.Helper()
+	var keys []tokenformat.Key
+	for _, id := range ids {
+		keys = append(keys, tokenformat.Key{ID: id, Secret: []byte(testSecret + id)})
+	}
+	kr, err := tokenformat.NewKeyring(keys...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return kr
 }

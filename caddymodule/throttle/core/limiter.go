@@ -1,4 +1,9 @@
-package throttle
+// Package core is the throttle's decision without transport: the Limiter of the zones' Rules,
+// its per-instance local tiers (Blocklist, flood Shield), one round trip to a Store (RedisStore:
+// lua/throttle.lua) for the zones the local tiers left, and the merge of the answers into a
+// Decision. It knows nothing of HTTP or Caddy (caddymodule/throttle is the handler that feeds
+// it keys and answers its decisions), so its tests link neither.
+package core
 
 import (
 	"context"
@@ -22,6 +27,14 @@ type Rule struct {
 	Ban        BanRule
 
 	policy string // the RateLimit-Policy item
+}
+
+// Policy is the zone's RateLimit-Policy item (formatted once, by NewLimiterOn).
+func (r *Rule) Policy() string {
+	if r.policy == "" {
+		return fmt.Sprintf("%q;q=%d;w=%d", r.Name, r.Limit, (r.Window+time.Second-1)/time.Second)
+	}
+	return r.policy
 }
 
 // BanRule escalates repeated violations to a ban. Strikes == 0 disables it.

@@ -1,4 +1,9 @@
-package token
+// Package core is the token issuer's decision without transport: the Decider checks the
+// identities, runs lua/token_issue.lua through a Store (RedisStore) on the user's shard within
+// the deadline and max_pending of an edge.Caller, and signs the token with a
+// tokenformat.Keyring. An Outcome carries the decision.Refusal it answers. It imports no Caddy
+// (caddymodule/token is the handler), so its tests link no Caddy either.
+package core
 
 import (
 	"context"
@@ -10,10 +15,10 @@ import (
 	"github.com/seckilledge/seckill/contract"
 )
 
-// Core is the issuing decision without transport: identities, the script on the user's shard
+// Decider is the issuing decision without transport: identities, the script on the user's shard
 // within the deadline and max_pending, and the signature, over a Store and a nonce source. The
 // handler gives it Redis; the unit tests a fake Store.
-type Core struct {
+type Decider struct {
 	Store    Store
 	Caller   edge.Caller
 	Shards   edge.ShardCache
@@ -27,7 +32,7 @@ type Core struct {
 }
 
 // Issue decides for (sale, user). err, with an Unavailable result, says what went wrong.
-func (c *Core) Issue(ctx context.Context, sale, user string) (Result, error) {
+func (c *Decider) Issue(ctx context.Context, sale, user string) (Result, error) {
 	if user == "" {
 		return Result{Outcome: Unauthenticated}, nil
 	}

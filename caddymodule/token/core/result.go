@@ -1,11 +1,12 @@
-package token
+package core
 
 import (
 	"fmt"
 	"net/http"
+	"slices"
 	"time"
 
-	"github.com/seckilledge/seckill/caddymodule/refusal"
+	"github.com/seckilledge/seckill/caddymodule/decision"
 	"github.com/seckilledge/seckill/caddymodule/tokenformat"
 	"github.com/seckilledge/seckill/contract"
 )
@@ -37,23 +38,26 @@ const (
 	RoomMissing Outcome = "room_missing"
 )
 
+// Outcomes returns every outcome a request can get (the metric labels to show from the start).
+func Outcomes() []Outcome { return slices.Clone(outcomes) }
+
 var outcomes = []Outcome{Issued, Unauthenticated, BadRequest, MethodNotAllowed, UnknownSale, NotStarted, Ended, Paused, AlreadyBought, SoldOut, Unavailable, NotAdmitted, Misconfigured, RoomMissing}
 
 // sharded is the script's answer on a sharded sale's own keys; it never reaches a client.
 const sharded Outcome = "sharded"
 
-var refusals = map[Outcome]refusal.Refusal{
-	Unauthenticated: refusal.Unauthenticated,
-	BadRequest:      refusal.BadRequest,
+var refusals = map[Outcome]decision.Refusal{
+	Unauthenticated: decision.Unauthenticated,
+	BadRequest:      decision.BadRequest,
 	MethodNotAllowed: {Status: http.StatusMethodNotAllowed, Code: contract.CodeBadRequest,
 		Message: "use POST to ask for a purchase token"},
-	UnknownSale: refusal.UnknownSale,
+	UnknownSale: decision.UnknownSale,
 	NotStarted: {Status: http.StatusForbidden, Code: contract.CodeNotStarted,
 		Message: "tokens are not issued yet: the sale has not started"},
-	Ended:         refusal.Ended,
-	Paused:        refusal.Paused,
-	AlreadyBought: refusal.AlreadyBought,
-	SoldOut:       refusal.SoldOut,
+	Ended:         decision.Ended,
+	Paused:        decision.Paused,
+	AlreadyBought: decision.AlreadyBought,
+	SoldOut:       decision.SoldOut,
 	NotAdmitted: {Status: http.StatusForbidden, Code: contract.CodeNotAdmitted,
 		Message: "this sale has a waiting room: wait for your admission (GET /seckill/<sale>/queue), then ask again"},
 	Unavailable: {Status: http.StatusServiceUnavailable, Code: contract.CodeUnavailable,
@@ -65,7 +69,7 @@ var refusals = map[Outcome]refusal.Refusal{
 }
 
 // Refusal is the answer of a refusing outcome; anything unknown answers unavailable.
-func (o Outcome) Refusal() refusal.Refusal {
+func (o Outcome) Refusal() decision.Refusal {
 	if r, ok := refusals[o]; ok {
 		return r
 	}
@@ -138,17 +142,4 @@ func parseReply(reply []any) (Reply, error) {
 	default:
 		return Reply{}, fmt.Errorf("unknown outcome %q", s)
 	}
-}
-
-// writeIssued writes a 200 with the token.
-func writeIssued(w http.ResponseWriter, res Result) {
-	// A token is a credential of one user: no cache may keep it (Cache-Control no-store).
-	// Token and timestamp are URL-safe ASCII: no JSON escaping needed.
-	_ = refusal.Answer(w, http.StatusOK, func(body []byte) []byte {
-		body = append(body, `{"token":"`...)
-		body = append(body, res.Token...)
-		body = append(body, `","expires_at":"`...)
-		body = res.Claims.Expires.UTC().AppendFormat(body, time.RFC3339)
-		return append(body, `"}`...)
-	})
 }

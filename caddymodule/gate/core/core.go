@@ -1,11 +1,17 @@
-package gate
+// Package core is the gate's purchase decision without transport: the Decider checks a
+// purchase's identities, item and token, answers from this instance's sold-out memory when it
+// can, and otherwise runs lua/gate.lua through a Store (RedisStore) on the user's shard, within
+// the deadline and max_pending of an edge.Caller. A Verdict carries its Outcome and the
+// decision.Refusal it answers. It imports no Caddy (caddymodule/gate is the handler), so its
+// tests link no Caddy either.
+package core
 
 import (
 	"context"
 	"errors"
 	"time"
 
-	"github.com/seckilledge/seckill/caddymodule"
+	"github.com/seckilledge/seckill/caddymodule/decision"
 	"github.com/seckilledge/seckill/caddymodule/edge"
 	"github.com/seckilledge/seckill/caddymodule/tokenformat"
 	"github.com/seckilledge/seckill/contract"
@@ -16,8 +22,8 @@ import (
 // generation is its target's.
 type SoldOutCache interface {
 	SoldOut(target string) bool
-	Generation(target string) caddymodule.Generation
-	MarkSoldOut(target string, gen caddymodule.Generation)
+	Generation(target string) decision.Generation
+	MarkSoldOut(target string, gen decision.Generation)
 }
 
 // Decider is the gate's decision without transport: the rules around the script (identities,
@@ -43,7 +49,7 @@ type Decider struct {
 	RequireAdmission bool
 
 	// late remembers the answers given after a sell-out, until the next restock (late.go).
-	late lateAnswers[caddymodule.Generation]
+	late lateAnswers[decision.Generation]
 }
 
 // CheckRequest validates the identities of a purchase before anything else: no user is 401,

@@ -1,4 +1,4 @@
-package gate
+package core
 
 import (
 	"context"
@@ -40,7 +40,7 @@ func (s RedisStore) Buyer(ctx context.Context, target, user string) (string, err
 // Decide runs the decision script for p: one round trip.
 func Decide(ctx context.Context, rdb redis.Scripter, p Purchase) (Verdict, error) {
 	res, err := lua.GateCall{Sale: p.Sale, User: p.User, OrderID: p.OrderID, TokenValue: p.TokenValue, Group: RelayGroup,
-		TraceParent: traceparent(ctx), Variant: p.Variant, Quantity: p.Quantity, Admission: p.Admission}.Run(ctx, rdb)
+		TraceParent: TraceParent(ctx), Variant: p.Variant, Quantity: p.Quantity, Admission: p.Admission}.Run(ctx, rdb)
 	if err != nil {
 		return Verdict{}, err
 	}

@@ -1,11 +1,11 @@
-package gate
+package core
 
 import (
 	"errors"
 	"fmt"
 	"net/http"
 
-	"github.com/seckilledge/seckill/caddymodule/refusal"
+	"github.com/seckilledge/seckill/caddymodule/decision"
 	"github.com/seckilledge/seckill/contract"
 )
 
@@ -39,19 +39,19 @@ const (
 )
 
 // refusals holds the answer of every refusing outcome.
-var refusals = map[Outcome]refusal.Refusal{
-	Unauthenticated: refusal.Unauthenticated,
-	BadRequest:      refusal.BadRequest,
-	UnknownSale:     refusal.UnknownSale,
-	NotStarted:      refusal.NotStarted,
-	Ended:           refusal.Ended,
-	Paused:          refusal.Paused,
+var refusals = map[Outcome]decision.Refusal{
+	Unauthenticated: decision.Unauthenticated,
+	BadRequest:      decision.BadRequest,
+	UnknownSale:     decision.UnknownSale,
+	NotStarted:      decision.NotStarted,
+	Ended:           decision.Ended,
+	Paused:          decision.Paused,
 	InvalidToken: {Status: http.StatusForbidden, Code: contract.CodeInvalidToken,
 		Message: "the purchase token is missing or not valid for this user and sale"},
 	TokenExpired:  {Status: http.StatusForbidden, Code: contract.CodeTokenExpired, Message: "the purchase token has expired"},
 	TokenUsed:     {Status: http.StatusForbidden, Code: contract.CodeTokenUsed, Message: "the purchase token was already used"},
-	AlreadyBought: refusal.AlreadyBought,
-	SoldOut:       refusal.SoldOut,
+	AlreadyBought: decision.AlreadyBought,
+	SoldOut:       decision.SoldOut,
 	LimitReached: {Status: http.StatusConflict, Code: contract.CodeLimitReached,
 		Message: "this purchase would take you above the per-user limit of the sale"},
 	Unavailable: {Status: http.StatusServiceUnavailable, Code: contract.CodeUnavailable,
@@ -65,7 +65,7 @@ var refusals = map[Outcome]refusal.Refusal{
 }
 
 // Refusal is the answer of a refusing outcome; anything unknown answers unavailable.
-func (o Outcome) Refusal() refusal.Refusal {
+func (o Outcome) Refusal() decision.Refusal {
 	if r, ok := refusals[o]; ok {
 		return r
 	}
@@ -105,7 +105,7 @@ const (
 // Refusal is the answer of a refusing verdict: its outcome's, with what the verdict adds (the
 // order of already_bought, the units held of limit_reached, the variant of sold_out, the
 // reason of a bad_request about the item).
-func (v Verdict) Refusal() refusal.Refusal {
+func (v Verdict) Refusal() decision.Refusal {
 	r := v.Outcome.Refusal()
 	r.OrderID = v.OrderID
 	switch v.Outcome {

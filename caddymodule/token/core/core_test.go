@@ -1,4 +1,4 @@
-package token
+package core
 
 import (
 	"context"
@@ -6,9 +6,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/seckilledge/seckill/caddymodule"
 	"github.com/seckilledge/seckill/caddymodule/edge"
+	"github.com/seckilledge/seckill/caddymodule/tokenformat"
 	"github.com/seckilledge/seckill/contract"
+	"github.com/seckilledge/seckill/internal/shardcache"
 )
 
 // fakeStore answers token_issue from a table per target and records the targets. rooms are
@@ -90,7 +91,7 @@ func TestTokenIssuingRules(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			store := &fakeStore{reply: c.reply, err: c.err, rooms: c.rooms, admitted: c.admitted}
-			core := &Core{Store: store, Caller: edge.Caller{Timeout: time.Second}, Shards: new(caddymodule.ShardCounts),
+			core := &Decider{Store: store, Caller: edge.Caller{Timeout: time.Second}, Shards: new(shardcache.Counts),
 				Keyring: testRing(t), TTL: time.Minute, LeadTime: time.Minute,
 				NewNonce:         func() (string, error) { return "0123456789012345678901", c.nonceErr },
 				RequireAdmission: c.admission}
@@ -164,4 +165,16 @@ func TestEveryTokenOutcomeHasItsStatusAndCode(t *testing.T) {
 			t.Errorf("%s: %d %s, want %v", o, o.Status(), o.Code(), w)
 		}
 	}
+}
+
+// testKey signs the tokens of these tests (the handler's tests use the same one).
+var testKey = tokenformat.Key{ID: "k1", Secret: []byte("test-key-0123456789-0123456789-0123456789")}
+
+func testRing(t testing.TB) *tokenformat.Keyring {
+	t.Helper()
+	kr, err := tokenformat.NewKeyring(testKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return kr
 }

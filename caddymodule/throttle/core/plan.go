@@ -1,4 +1,4 @@
-package throttle
+package core
 
 import (
 	"slices"
