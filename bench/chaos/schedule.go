@@ -328,7 +328,7 @@ func waitPending(ctx context.Context, rdb *redis.Client, sale, consumer string, 
 	return 0
 }
 
-// relayGroup is the outbox consumer group (caddymodule/gate.RelayGroup; not imported, to keep
+// relayGroup is the outbox consumer group (caddymodule/gate/core.RelayGroup; not imported, to keep
 // Caddy out of this package's dependencies).
 const relayGroup = "relay"
 
