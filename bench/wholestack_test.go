@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/seckilledge/seckill/bench"
+	"github.com/seckilledge/seckill/internal/harness"
 	"github.com/seckilledge/seckill/internal/testenv"
 )
 
@@ -17,13 +18,13 @@ func startWholeStack(ctx context.Context, t *testing.T, gateways int) *bench.Sta
 	_ = testenv.Postgres(t) // fails clearly when the stack is down
 	redisSrv := testenv.StartRedis(t)
 	bin := t.TempDir()
-	if err := bench.Build(ctx, "..", bin); err != nil {
+	if err := harness.Build(ctx, "..", bin); err != nil {
 		t.Fatal(err)
 	}
 	stack, err := bench.Start(ctx, bench.StartOptions{Root: "..", BinDir: bin, RedisAddr: redisSrv.Addr(),
 		AMQPURL: testenv.AMQPURL(), MgmtURL: testenv.AMQPMgmtURL(), PGAdminURL: testenv.PGAdminURL(),
 		AdminToken: "e2e-admin-token-0123456789-abcdefgh", TokenKey: "e2e-token-key-0123456789abcdef-0123456789", LogDir: t.TempDir(),
-		ExtraGlobal: bench.TrustLoopbackProxy, Gateways: gateways})
+		ExtraGlobal: harness.TrustLoopbackProxy, Gateways: gateways})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -27,7 +27,7 @@ import (
 	"github.com/go-jose/go-jose/v4"
 	"github.com/go-jose/go-jose/v4/jwt"
 	"github.com/seckilledge/seckill/backend"
-	"github.com/seckilledge/seckill/bench"
+	"github.com/seckilledge/seckill/internal/harness"
 	"github.com/seckilledge/seckill/internal/testenv"
 
 	// The Caddyfile adapter, Caddy's standard modules and ours: what cmd/caddy links.
@@ -257,7 +257,7 @@ func startStack(t *testing.T, caddyfile string) *gateway {
 	if caddyfile == demoCaddyfile {
 		// The demo file has fixed ports (:8080, admin 2019): move them as the bench does. The
 		// clients are on loopback and say who they are with X-Forwarded-For.
-		s, err := bench.GatewayConfig(string(src), gport, cadmin, testenv.FreePort(t), bench.TrustLoopbackProxy)
+		s, err := harness.GatewayConfig(string(src), gport, cadmin, testenv.FreePort(t), harness.TrustLoopbackProxy)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -19,9 +19,9 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/seckilledge/seckill/backend"
-	"github.com/seckilledge/seckill/bench"
 	"github.com/seckilledge/seckill/contract"
 	sampleshop "github.com/seckilledge/seckill/examples/shop"
+	"github.com/seckilledge/seckill/internal/harness"
 	"github.com/seckilledge/seckill/internal/testenv"
 )
 
@@ -123,7 +123,7 @@ func startShopStack(t *testing.T, sales ...string) *shopStack {
 	if err != nil {
 		t.Fatal(err)
 	}
-	conf, err := bench.ShopGatewayConfig(string(src), gport, cadmin)
+	conf, err := harness.ShopGatewayConfig(string(src), gport, cadmin)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/seckilledge/seckill/bench"
 	"github.com/seckilledge/seckill/bench/chaos"
+	"github.com/seckilledge/seckill/internal/harness"
 	"github.com/seckilledge/seckill/internal/testenv"
 )
 
@@ -85,7 +85,7 @@ func binaries(t *testing.T) string {
 		if built.dir, built.err = os.MkdirTemp("", "seckill-chaos-bin-"); built.err == nil {
 			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 			defer cancel()
-			built.err = bench.Build(ctx, "../..", built.dir)
+			built.err = harness.Build(ctx, "../..", built.dir)
 		}
 	})
 	if built.err != nil {

@@ -13,8 +13,8 @@ import (
 	"github.com/jackc/pgx/v5"
 	amqp "github.com/rabbitmq/amqp091-go"
 
-	"github.com/seckilledge/seckill/bench"
 	"github.com/seckilledge/seckill/contract"
+	"github.com/seckilledge/seckill/internal/harness"
 	"github.com/seckilledge/seckill/internal/proc"
 )
 
@@ -26,7 +26,7 @@ type ClusterOptions struct {
 	BinDir string
 	// Dir receives every process's data and logs.
 	Dir string
-	// Caddyfile is the gateway template (default Root/Caddyfile). bench.GatewayConfig moves
+	// Caddyfile is the gateway template (default Root/Caddyfile). harness.GatewayConfig moves
 	// its :8080 site and admin endpoint to free ports.
 	Caddyfile string
 	// GateRelay, when set, is inserted into the seckill_gate block as a `relay { … }` body
@@ -75,7 +75,7 @@ func StartCluster(ctx context.Context, o ClusterOptions) (_ *Cluster, err error)
 	bin := o.BinDir
 	if bin == "" {
 		bin = filepath.Join(o.Dir, "bin")
-		if err := bench.Build(ctx, o.Root, bin); err != nil {
+		if err := harness.Build(ctx, o.Root, bin); err != nil {
 			return nil, err
 		}
 	}
@@ -162,7 +162,7 @@ func StartCluster(ctx context.Context, o ClusterOptions) (_ *Cluster, err error)
 	}
 	for i := 0; i < o.Gateways; i++ {
 		gw, admin, ceil := ports[o.Backends+3*i], ports[o.Backends+3*i+1], ports[o.Backends+3*i+2]
-		conf, err := bench.GatewayConfig(tmpl, gw, admin, ceil, bench.TrustLoopbackProxy)
+		conf, err := harness.GatewayConfig(tmpl, gw, admin, ceil, harness.TrustLoopbackProxy)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", cf, err)
 		}
