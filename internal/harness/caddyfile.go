@@ -9,7 +9,9 @@ import (
 )
 
 var (
-	siteRe     = regexp.MustCompile(`(?m)^:8080\s*\{`)
+	siteRe = regexp.MustCompile(`(?m)^:8080\s*\{`)
+	// envSiteRe is the production Caddyfiles' site, which SECKILL_SITE places (default :8080).
+	envSiteRe  = regexp.MustCompile(`(?m)^\{\$SECKILL_SITE(:[^}]*)?\}\s*\{`)
 	shopSiteRe = regexp.MustCompile(`(?m)^:8088\s*\{`)
 	adminRe    = regexp.MustCompile(`(?m)^(\s*)admin\s+\S+`)
 )
@@ -32,16 +34,20 @@ func dropSite(src string, re *regexp.Regexp) string {
 	return src[:loc[0]] + rest
 }
 
-// GatewayConfig rewrites a Caddyfile for private ports: the :8080 site moves to gw, the admin
+// GatewayConfig rewrites a Caddyfile for private ports: the :8080 site (or the production
+// files' {$SECKILL_SITE} one) moves to gw, the admin
 // endpoint to admin, and a ceiling site answering with a bare `respond` is added on ceil. The
 // root Caddyfile's :8088 site (the sample shop behind the gateway, make run) is dropped: it
 // needs the shop, and the benchmarks and tests of :8080 must not bind a fixed port.
 func GatewayConfig(src string, gw, admin, ceil int, extraGlobal string) (string, error) {
-	if !siteRe.MatchString(src) {
-		return "", errors.New("the Caddyfile has no `:8080 {` site to move")
+	site := siteRe
+	if !site.MatchString(src) {
+		if site = envSiteRe; !site.MatchString(src) {
+			return "", errors.New("the Caddyfile has no `:8080 {` or `{$SECKILL_SITE} {` site to move")
+		}
 	}
 	src = dropSite(src, shopSiteRe)
-	out := siteRe.ReplaceAllString(src, ":"+strconv.Itoa(gw)+" {")
+	out := site.ReplaceAllString(src, ":"+strconv.Itoa(gw)+" {")
 	global := "\tadmin 127.0.0.1:" + strconv.Itoa(admin)
 	if adminRe.MatchString(out) {
 		out = adminRe.ReplaceAllString(out, "${1}admin 127.0.0.1:"+strconv.Itoa(admin))

@@ -92,3 +92,28 @@ func TestWithGateRelayTunesTheGateBlockNotAComment(t *testing.T) {
 		t.Fatal("a Caddyfile without seckill_gate was accepted")
 	}
 }
+
+// The production files place their site and admin endpoint with SECKILL_SITE and
+// SECKILL_CADDY_ADMIN: the rewrite moves them all the same.
+func TestGatewayConfigMovesTheProductionFilesSite(t *testing.T) {
+	for _, f := range []string{"../../deploy/Caddyfile.production", "../../deploy/Caddyfile.production-session"} {
+		src, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out, err := GatewayConfig(string(src), 1001, 1002, 1003, "")
+		if err != nil {
+			t.Fatalf("%s: %v", f, err)
+		}
+		for _, want := range []string{"\n:1001 {", "admin 127.0.0.1:1002", ":1003 {"} {
+			if !strings.Contains(out, want) {
+				t.Errorf("%s: config lacks %q", f, want)
+			}
+		}
+		for _, line := range strings.Split(out, "\n") {
+			if !strings.HasPrefix(strings.TrimSpace(line), "#") && strings.Contains(line, "SECKILL_SITE") || strings.Contains(line, "{$SECKILL_CADDY_ADMIN") {
+				t.Errorf("%s: left to the environment: %s", f, line)
+			}
+		}
+	}
+}
