@@ -2,6 +2,7 @@ package bench_test
 
 import (
 	"context"
+	"os"
 	"testing"
 
 	"github.com/seckilledge/seckill/bench"
@@ -17,8 +18,8 @@ func startWholeStack(ctx context.Context, t *testing.T, gateways int) *bench.Sta
 	t.Helper()
 	_ = testenv.Postgres(t) // fails clearly when the stack is down
 	redisSrv := testenv.StartRedis(t)
-	bin := t.TempDir()
-	if err := harness.Build(ctx, "..", bin); err != nil {
+	bin, err := binaries.Dir("..")
+	if err != nil {
 		t.Fatal(err)
 	}
 	stack, err := bench.Start(ctx, bench.StartOptions{Root: "..", BinDir: bin, RedisAddr: redisSrv.Addr(),
@@ -30,4 +31,13 @@ func startWholeStack(ctx context.Context, t *testing.T, gateways int) *bench.Sta
 	}
 	t.Cleanup(stack.Close)
 	return stack
+}
+
+// binaries are the gateway and backend, built once for the package's whole-stack tests.
+var binaries harness.Binaries
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	binaries.Remove()
+	os.Exit(code)
 }

@@ -203,7 +203,11 @@ func startStack(t *testing.T, caddyfile string) *gateway {
 func startHarness(t *testing.T, o harness.Options) *harness.Stack {
 	t.Helper()
 	testenv.NeedsServices(t, "Redis, RabbitMQ and Postgres")
-	o.Name, o.Root, o.BinDir, o.LogDir = "deploy", "..", binaries(t), t.TempDir()
+	bin, err := binaries.Dir("..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	o.Name, o.Root, o.BinDir, o.LogDir = "deploy", "..", bin, t.TempDir()
 	o.AdminToken, o.TokenKey, o.PrivateRedis = adminToken, randomKey(t), true
 	o.AMQPURL, o.MgmtURL, o.PGAdminURL = testenv.AMQPURL(), testenv.AMQPMgmtURL(), testenv.PGAdminURL()
 	s, err := harness.Start(context.Background(), o)
@@ -221,33 +225,12 @@ func startHarness(t *testing.T, o harness.Options) *harness.Stack {
 	return s
 }
 
-// built holds the gateway and backend binaries, built once for the package's tests.
-var built struct {
-	once sync.Once
-	dir  string
-	err  error
-}
-
-func binaries(t *testing.T) string {
-	t.Helper()
-	built.once.Do(func() {
-		if built.dir, built.err = os.MkdirTemp("", "seckill-deploy-bin-"); built.err == nil {
-			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-			defer cancel()
-			built.err = harness.Build(ctx, "..", built.dir)
-		}
-	})
-	if built.err != nil {
-		t.Fatal(built.err)
-	}
-	return built.dir
-}
+// binaries are the gateway and backend, built once for the package's tests.
+var binaries harness.Binaries
 
 func TestMain(m *testing.M) {
 	code := m.Run()
-	if built.dir != "" {
-		_ = os.RemoveAll(built.dir)
-	}
+	binaries.Remove()
 	os.Exit(code)
 }
 

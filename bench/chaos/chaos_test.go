@@ -5,7 +5,6 @@ import (
 	"context"
 	"os"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -53,7 +52,10 @@ func runShort(t *testing.T, o chaos.Options) *chaos.Report {
 	testenv.NeedsServices(t, "private Redis, RabbitMQ and Postgres servers")
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
-	bin := binaries(t)
+	bin, err := binaries.Dir("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
 	var log bytes.Buffer
 	o.Schedule, o.Log = chaos.ShortSchedule(), &log
 	o.Cluster = chaos.ClusterOptions{Root: "../..", BinDir: bin, Dir: t.TempDir(), GateRelay: "claim_min_idle 5s",
@@ -72,33 +74,12 @@ func runShort(t *testing.T, o chaos.Options) *chaos.Report {
 	return rep
 }
 
-// built holds the gateway and backend binaries, built once for every run of the package.
-var built struct {
-	once sync.Once
-	dir  string
-	err  error
-}
-
-func binaries(t *testing.T) string {
-	t.Helper()
-	built.once.Do(func() {
-		if built.dir, built.err = os.MkdirTemp("", "seckill-chaos-bin-"); built.err == nil {
-			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-			defer cancel()
-			built.err = harness.Build(ctx, "../..", built.dir)
-		}
-	})
-	if built.err != nil {
-		t.Fatal(built.err)
-	}
-	return built.dir
-}
+// binaries are the gateway and backend, built once for every run of the package.
+var binaries harness.Binaries
 
 func TestMain(m *testing.M) {
 	code := m.Run()
-	if built.dir != "" {
-		_ = os.RemoveAll(built.dir)
-	}
+	binaries.Remove()
 	os.Exit(code)
 }
 
