@@ -67,9 +67,14 @@ func GatewayConfig(src string, gw, admin, ceil int, extraGlobal string) (string,
 			out = "{\n" + global + "\n}\n\n" + out
 		}
 	}
-	// The ceiling: the same Caddy process and listener setup, no seckill handler, no Redis.
-	out += fmt.Sprintf("\n# seckill-bench: the ceiling, Caddy's plain respond.\n:%d {\n\trespond \"ok\" 200\n}\n", ceil)
-	return out, nil
+	return out + ceilingSite(ceil), nil
+}
+
+// ceilingSite is a site on port that only does `respond`: the same Caddy process and listener
+// setup as the gateway, no seckill handler, no Redis (the benchmarks' ceiling; the harness
+// waits for it).
+func ceilingSite(port int) string {
+	return fmt.Sprintf("\n# seckill-bench: the ceiling, Caddy's plain respond.\n:%d {\n\trespond \"ok\" 200\n}\n", port)
 }
 
 // ShopGatewayConfig rewrites the root Caddyfile to serve only its :8088 site (the sample shop

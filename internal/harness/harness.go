@@ -44,6 +44,11 @@ type Options struct {
 	Caddyfile string
 	// ExtraGlobal is inserted into the Caddyfile's global options (e.g. TrustLoopbackProxy).
 	ExtraGlobal string
+	// ShopSite makes the gateways serve the Caddyfile's :8088 site instead of its :8080 one:
+	// the sample shop behind the gateway, as make run serves it (ShopGatewayConfig; ExtraGlobal
+	// is not added), each with SECKILL_SHOP_PUBLIC_URL its own URL. The shop is the caller's
+	// (SECKILL_SHOP in Env).
+	ShopSite bool
 	// GateRelay, when set, is inserted into the seckill_gate block as a `relay { … }` body
 	// (e.g. "claim_min_idle 5s"). Empty: the Caddyfile's own settings.
 	GateRelay string
@@ -230,7 +235,16 @@ func Start(ctx context.Context, o Options) (_ *Stack, err error) {
 	}
 	for i := 0; i < o.Gateways; i++ {
 		site, admin, ceil := gwPorts[3*i], gwPorts[3*i+1], gwPorts[3*i+2]
-		conf, err := GatewayConfig(tmpl, site, admin, ceil, o.ExtraGlobal)
+		base := "http://127.0.0.1:" + strconv.Itoa(site)
+		genv := env
+		var conf string
+		if o.ShopSite {
+			conf, err = ShopGatewayConfig(tmpl, site, admin)
+			conf += ceilingSite(ceil)
+			genv = append(append([]string{}, env...), "SECKILL_SHOP_PUBLIC_URL="+base)
+		} else {
+			conf, err = GatewayConfig(tmpl, site, admin, ceil, o.ExtraGlobal)
+		}
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", cf, err)
 		}
@@ -239,11 +253,11 @@ func Start(ctx context.Context, o Options) (_ *Stack, err error) {
 		if err := os.WriteFile(path, []byte(conf), 0o644); err != nil {
 			return nil, err
 		}
-		g := &Gateway{URL: "http://127.0.0.1:" + strconv.Itoa(site), Admin: "http://127.0.0.1:" + strconv.Itoa(admin),
+		g := &Gateway{URL: base, Admin: "http://127.0.0.1:" + strconv.Itoa(admin),
 			Ceiling: "http://127.0.0.1:" + strconv.Itoa(ceil)}
 		// Ready when the ceiling answers: the Caddyfile's own site may have no route for "/".
 		g.Server = s.program(name, "127.0.0.1:"+strconv.Itoa(site), filepath.Join(bin, "caddy"),
-			[]string{"run", "--config", path, "--adapter", "caddyfile"}, env, g.Ceiling+"/")
+			[]string{"run", "--config", path, "--adapter", "caddyfile"}, genv, g.Ceiling+"/")
 		s.Gateways = append(s.Gateways, g)
 		if err := g.Start(ctx); err != nil {
 			return nil, err
