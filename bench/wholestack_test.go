@@ -36,8 +36,4 @@ func startWholeStack(ctx context.Context, t *testing.T, gateways int) *bench.Sta
 // binaries are the gateway and backend, built once for the package's whole-stack tests.
 var binaries harness.Binaries
 
-func TestMain(m *testing.M) {
-	code := m.Run()
-	binaries.Remove()
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { os.Exit(binaries.Run(m)) }

@@ -228,11 +228,7 @@ func startHarness(t *testing.T, o harness.Options) *harness.Stack {
 // binaries are the gateway and backend, built once for the package's tests.
 var binaries harness.Binaries
 
-func TestMain(m *testing.M) {
-	code := m.Run()
-	binaries.Remove()
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { os.Exit(binaries.Run(m)) }
 
 // waitGateway waits until the gateway answers /healthz.
 func (g *gateway) waitGateway(t *testing.T) {
@@ -257,11 +253,19 @@ func (g *gateway) newSale(t *testing.T, stock int) string {
 func (g *gateway) newSaleWith(t *testing.T, stock int, extra string) string {
 	t.Helper()
 	sale := testenv.ID("s")
+	openSale(t, g.Admin, sale, stock, extra)
+	return sale
+}
+
+// openSale creates sale on the backend's admin API at admin, open from a minute ago for an
+// hour, with more fields of its JSON (extra), and preheats it into Redis.
+func openSale(t *testing.T, admin, sale string, stock int, extra string) {
+	t.Helper()
 	now := time.Now().UTC()
 	body := fmt.Sprintf(`{"id":%q,"stock":%d,"starts_at":%q,"ends_at":%q,"pay_within":"15m"%s}`, sale, stock,
 		now.Add(-time.Minute).Format(time.RFC3339), now.Add(time.Hour).Format(time.RFC3339), extra)
 	for _, step := range []struct{ path, body string }{{"/admin/sales", body}, {"/admin/sales/" + sale + "/preheat", ""}} {
-		req, _ := http.NewRequest(http.MethodPost, g.Admin+step.path, strings.NewReader(step.body))
+		req, _ := http.NewRequest(http.MethodPost, admin+step.path, strings.NewReader(step.body))
 		req.Header.Set("Authorization", "Bearer "+adminToken)
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
@@ -273,7 +277,6 @@ func (g *gateway) newSaleWith(t *testing.T, stock int, extra string) string {
 			t.Fatalf("POST %s: %d %s", step.path, resp.StatusCode, b)
 		}
 	}
-	return sale
 }
 
 // client is one simulated browser: a session (cookie or bearer), an IP (X-Forwarded-For from

@@ -88,23 +88,7 @@ func startShopStack(t *testing.T, sales ...string) *shopStack {
 // preheats it.
 func (st *shopStack) roomSale(t *testing.T, sale string, stock int) {
 	t.Helper()
-	now := time.Now().UTC()
-	body := fmt.Sprintf(`{"id":%q,"stock":%d,"starts_at":%q,"ends_at":%q,"pay_within":"15m",`+
-		`"room":{"rate":50,"oversubscribe":1.5,"session":"2m","prequeue":"15m","difficulty":[8,8]}}`,
-		sale, stock, now.Add(-time.Minute).Format(time.RFC3339), now.Add(time.Hour).Format(time.RFC3339))
-	for _, step := range []struct{ path, body string }{{"/admin/sales", body}, {"/admin/sales/" + sale + "/preheat", ""}} {
-		req, _ := http.NewRequest(http.MethodPost, st.Admin+step.path, strings.NewReader(step.body))
-		req.Header.Set("Authorization", "Bearer "+adminToken)
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		b, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		if resp.StatusCode >= 300 {
-			t.Fatalf("POST %s: %d %s", step.path, resp.StatusCode, b)
-		}
-	}
+	openSale(t, st.Admin, sale, stock, `,"room":{"rate":50,"oversubscribe":1.5,"session":"2m","prequeue":"15m","difficulty":[8,8]}`)
 }
 
 // get sends a GET with extra headers and decodes the JSON answer.

@@ -77,11 +77,7 @@ func runShort(t *testing.T, o chaos.Options) *chaos.Report {
 // binaries are the gateway and backend, built once for every run of the package.
 var binaries harness.Binaries
 
-func TestMain(m *testing.M) {
-	code := m.Run()
-	binaries.Remove()
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { os.Exit(binaries.Run(m)) }
 
 func TestParseScheduleReadsKindTimeDowntimeAndInstance(t *testing.T) {
 	s, err := chaos.ParseSchedule("gateway-kill@4s+3s#2, redis-kill@30s+1500ms, gateway-kill@1s+2s#1^redis-kill")

@@ -9,7 +9,7 @@ import (
 
 // Binaries is one build of the gateway and the backend shared by every stack a test binary
 // starts (building takes most of a minute on two cores; each Start would pay it again). The
-// zero value is ready; Remove it from TestMain.
+// zero value is ready; TestMain runs the tests with Run, which removes it at the end.
 type Binaries struct {
 	once sync.Once
 	dir  string
@@ -27,6 +27,13 @@ func (b *Binaries) Dir(root string) (string, error) {
 		}
 	})
 	return b.dir, b.err
+}
+
+// Run runs a test binary's tests (m is its *testing.M) and then removes the build; it returns
+// the exit code: func TestMain(m *testing.M) { os.Exit(binaries.Run(m)) }.
+func (b *Binaries) Run(m interface{ Run() int }) int {
+	defer b.Remove()
+	return m.Run()
 }
 
 // Remove deletes the build.
