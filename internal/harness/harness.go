@@ -3,7 +3,9 @@
 // own, or private servers of the run's own), N backends (cmd/seckill-backend) and N gateways
 // (cmd/caddy running a Caddyfile moved to free ports). Every part is a proc.Server, so a fault
 // run may stop, kill and start it again. seckill-bench (bench.Start), seckill-chaos
-// (chaos.StartCluster) and the whole-stack tests start their stacks here, once.
+// (chaos.StartCluster) and the whole-stack tests (bench's, deploy's shipped Caddyfiles) start
+// their stacks here, once. Tests that need a gateway inside the test process (a tracer of
+// their own, a fake store) use internal/handlertest instead.
 package harness
 
 import (
