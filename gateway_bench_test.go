@@ -20,7 +20,7 @@ import (
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 	"github.com/redis/go-redis/v9"
 
-	"github.com/seckilledge/seckill/bench"
+	"github.com/seckilledge/seckill/internal/harness"
 	"github.com/seckilledge/seckill/internal/testenv"
 	"github.com/seckilledge/seckill/lua"
 
@@ -183,7 +183,7 @@ func (w *writer) Write(p []byte) (int, error) {
 func startChain(b *testing.B, src string) (gw, ceil http.Handler) {
 	b.Helper()
 	gport, admin, cport := testenv.FreePort(b), testenv.FreePort(b), testenv.FreePort(b)
-	moved, err := bench.GatewayConfig(src, gport, admin, cport, bench.TrustLoopbackProxy)
+	moved, err := harness.GatewayConfig(src, gport, admin, cport, harness.TrustLoopbackProxy)
 	if err != nil {
 		b.Fatal(err)
 	}

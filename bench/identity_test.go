@@ -20,6 +20,7 @@ import (
 	_ "github.com/seckilledge/seckill/caddymodule/token"
 
 	"github.com/seckilledge/seckill/internal/handlertest"
+	"github.com/seckilledge/seckill/internal/harness"
 )
 
 func startTestStandin(t *testing.T) *StandinProcess {
@@ -139,7 +140,7 @@ func TestIdentityCaddyfileAdaptsWithOneSitePerCase(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		conf, err := GatewayConfig(src, 9000, 9010, 9011, "")
+		conf, err := harness.GatewayConfig(src, 9000, 9010, 9011, "")
 		if err != nil {
 			t.Fatal(err)
 		}

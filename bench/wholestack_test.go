@@ -2,9 +2,11 @@ package bench_test
 
 import (
 	"context"
+	"os"
 	"testing"
 
 	"github.com/seckilledge/seckill/bench"
+	"github.com/seckilledge/seckill/internal/harness"
 	"github.com/seckilledge/seckill/internal/testenv"
 )
 
@@ -16,17 +18,22 @@ func startWholeStack(ctx context.Context, t *testing.T, gateways int) *bench.Sta
 	t.Helper()
 	_ = testenv.Postgres(t) // fails clearly when the stack is down
 	redisSrv := testenv.StartRedis(t)
-	bin := t.TempDir()
-	if err := bench.Build(ctx, "..", bin); err != nil {
+	bin, err := binaries.Dir("..")
+	if err != nil {
 		t.Fatal(err)
 	}
 	stack, err := bench.Start(ctx, bench.StartOptions{Root: "..", BinDir: bin, RedisAddr: redisSrv.Addr(),
 		AMQPURL: testenv.AMQPURL(), MgmtURL: testenv.AMQPMgmtURL(), PGAdminURL: testenv.PGAdminURL(),
 		AdminToken: "e2e-admin-token-0123456789-abcdefgh", TokenKey: "e2e-token-key-0123456789abcdef-0123456789", LogDir: t.TempDir(),
-		ExtraGlobal: bench.TrustLoopbackProxy, Gateways: gateways})
+		ExtraGlobal: harness.TrustLoopbackProxy, Gateways: gateways})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(stack.Close)
 	return stack
 }
+
+// binaries are the gateway and backend, built once for the package's whole-stack tests.
+var binaries harness.Binaries
+
+func TestMain(m *testing.M) { os.Exit(binaries.Run(m)) }

@@ -8,26 +8,22 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/caddyserver/caddy/v2"
-	"github.com/caddyserver/caddy/v2/caddyconfig"
 	"github.com/go-jose/go-jose/v4"
 	"github.com/go-jose/go-jose/v4/jwt"
-	"github.com/seckilledge/seckill/backend"
-	"github.com/seckilledge/seckill/bench"
+	"github.com/seckilledge/seckill/internal/harness"
+	"github.com/seckilledge/seckill/internal/proc"
 	"github.com/seckilledge/seckill/internal/testenv"
 
 	// The Caddyfile adapter, Caddy's standard modules and ours: what cmd/caddy links.
@@ -154,8 +150,9 @@ func (s *shop) sign(c jwt.Claims, key *ecdsa.PrivateKey) string {
 	return tok
 }
 
-// gateway is a running stack: the backend, the fake shop, and Caddy running one of the
-// shipped Caddyfiles in this process.
+// gateway is a running stack (internal/harness): the backend and Caddy running one of the
+// shipped Caddyfiles, as processes, on a private Redis (a relay on the shared one would
+// publish other tests' sales), a RabbitMQ vhost and a Postgres database; and the fake shop.
 type gateway struct {
 	Base      string // the gateway
 	Backend   string // the backend's order API
@@ -165,9 +162,6 @@ type gateway struct {
 	stopBack  func()
 }
 
-// caddyMu serialises the tests: Caddy is a process-wide singleton.
-var caddyMu sync.Mutex
-
 func randomKey(t *testing.T) string {
 	b := make([]byte, 32)
 	if _, err := rand.Read(b); err != nil {
@@ -176,142 +170,65 @@ func randomKey(t *testing.T) string {
 	return hex.EncodeToString(b)
 }
 
-// startStack starts a private Redis (a relay on the shared one would publish other tests'
-// sales), a RabbitMQ vhost, a Postgres database, the backend, the fake shop and the gateway
-// with the given shipped Caddyfile.
+// startStack starts the fake shop and the stack with the given shipped Caddyfile.
 func startStack(t *testing.T, caddyfile string) *gateway {
 	t.Helper()
-	redisSrv := testenv.StartRedis(t)
-	amqpURL := testenv.RabbitVhost(t)
-	pgURL := testenv.Postgres(t)
-	g := &gateway{Shop: startShop(t, caddyfile == productionCaddyfile), RedisAddr: redisSrv.Addr()}
-
-	// The backend, in this process. SECKILL_BACKEND_ADMIN_LISTEN is the backend's separate
-	// admin listener; a backend without one serves the admin API on the order port.
-	bport, aport := testenv.FreePort(t), testenv.FreePort(t)
-	t.Setenv("SECKILL_ADMIN_TOKEN", adminToken)
-	t.Setenv("SECKILL_BACKEND_ADMIN_LISTEN", fmt.Sprintf("127.0.0.1:%d", aport))
-	cfg, err := backend.ConfigFromFlags(flag.NewFlagSet("backend", flag.ContinueOnError), []string{
-		"-listen", fmt.Sprintf("127.0.0.1:%d", bport), "-pg", pgURL, "-redis", g.RedisAddr, "-amqp", amqpURL,
-		"-sweep-interval", "200ms",
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- backend.Run(ctx, cfg) }()
-	g.stopBack = sync.OnceFunc(func() {
-		cancel()
-		select {
-		case <-done:
-		case <-time.After(15 * time.Second):
-			t.Error("the backend did not stop within 15 s")
-		}
-	})
-	t.Cleanup(g.stopBack)
-	g.Backend = fmt.Sprintf("http://127.0.0.1:%d", bport)
-	testenv.WaitFor(t, 60*time.Second, "the backend to answer", func() bool {
-		select {
-		case err := <-done:
-			t.Fatalf("the backend exited: %v", err)
-		default:
-		}
-		resp, err := http.Get(g.Backend + "/healthz")
-		if err != nil {
-			return false
-		}
-		resp.Body.Close()
-		return resp.StatusCode == http.StatusOK
-	})
-	g.Admin = g.Backend
-	if c, err := net.DialTimeout("tcp", fmt.Sprintf("127.0.0.1:%d", aport), time.Second); err == nil {
-		c.Close()
-		g.Admin = fmt.Sprintf("http://127.0.0.1:%d", aport)
-	}
-
-	gport, cadmin := testenv.FreePort(t), testenv.FreePort(t)
-	g.Base = fmt.Sprintf("http://127.0.0.1:%d", gport)
-	shopAddr := strings.TrimPrefix(g.Shop.srv.URL, "http://")
-	for k, v := range map[string]string{
-		"SECKILL_SITE":                fmt.Sprintf(":%d", gport),
-		"SECKILL_CADDY_ADMIN":         fmt.Sprintf("127.0.0.1:%d", cadmin),
-		"SECKILL_JWKS_URL":            g.Shop.srv.URL + "/.well-known/jwks.json",
-		"SECKILL_JWT_ISSUER":          g.Shop.srv.URL,
-		"SECKILL_JWT_AUDIENCE":        shopAudience,
-		"SECKILL_SESSION_URL":         g.Shop.srv.URL + "/session",
-		"SECKILL_SESSION_USER_HEADER": userHeader,
-		"SECKILL_SESSION_COOKIE":      "session",
-		"SECKILL_SHOP":                shopAddr,
-		"SECKILL_BACKEND":             fmt.Sprintf("127.0.0.1:%d", bport),
-		"SECKILL_REDIS_ADDR":          g.RedisAddr,
-		"SECKILL_AMQP_URL":            amqpURL,
-		"SECKILL_TOKEN_KEY":           randomKey(t),
-	} {
-		t.Setenv(k, v)
-	}
-	src, err := os.ReadFile(caddyfile)
-	if err != nil {
-		t.Fatal(err)
-	}
+	g := &gateway{Shop: startShop(t, caddyfile == productionCaddyfile)}
+	shop := g.Shop.srv.URL
+	extra := ""
 	if caddyfile == demoCaddyfile {
-		// The demo file has fixed ports (:8080, admin 2019): move them as the bench does. The
-		// clients are on loopback and say who they are with X-Forwarded-For.
-		s, err := bench.GatewayConfig(string(src), gport, cadmin, testenv.FreePort(t), bench.TrustLoopbackProxy)
-		if err != nil {
-			t.Fatal(err)
-		}
-		src = []byte(s)
+		// The clients are on loopback and say who they are with X-Forwarded-For.
+		extra = harness.TrustLoopbackProxy
 	}
-	startCaddy(t, src, filepath.Base(caddyfile))
+	s := startHarness(t, harness.Options{Caddyfile: caddyfile, ExtraGlobal: extra, Env: []string{
+		"SECKILL_SWEEP_INTERVAL=200ms",
+		"SECKILL_JWKS_URL=" + shop + "/.well-known/jwks.json",
+		"SECKILL_JWT_ISSUER=" + shop,
+		"SECKILL_JWT_AUDIENCE=" + shopAudience,
+		"SECKILL_SESSION_URL=" + shop + "/session",
+		"SECKILL_SESSION_USER_HEADER=" + userHeader,
+		"SECKILL_SESSION_COOKIE=session",
+		"SECKILL_SHOP=" + strings.TrimPrefix(shop, "http://"),
+	}})
+	b := s.Backends[0]
+	g.Base, g.Backend, g.Admin, g.RedisAddr = s.Gateways[0].URL, "http://"+b.Upstream, b.URL, s.RedisAddr
+	g.stopBack = func() { _ = b.Stop(context.Background()) }
 	g.waitGateway(t)
 	return g
 }
 
-// adaptCaddyfile turns a Caddyfile into Caddy's JSON, with {$VAR} taken from the environment
-// now, exactly as `caddy run --adapter caddyfile` does.
-func adaptCaddyfile(t *testing.T, src []byte, name string) []byte {
+// startHarness starts a backend and a gateway (o says which Caddyfile and what more
+// environment) on a private Redis and the shared RabbitMQ and Postgres, until the test ends.
+// A failed test logs the end of each process's log.
+func startHarness(t *testing.T, o harness.Options) *harness.Stack {
 	t.Helper()
-	adapter := caddyconfig.GetAdapter("caddyfile")
-	out, warnings, err := adapter.Adapt(src, map[string]any{"filename": name})
+	testenv.NeedsServices(t, "Redis, RabbitMQ and Postgres")
+	bin, err := binaries.Dir("..")
 	if err != nil {
-		t.Fatalf("adapt %s: %v", name, err)
-	}
-	for _, w := range warnings {
-		t.Logf("adapt %s: %s", name, w.String())
-	}
-	return out
-}
-
-// quiet sets Caddy's log level to ERROR (or SECKILL_TEST_LOG, e.g. DEBUG, to investigate).
-func quiet(t *testing.T, cfg []byte) []byte {
-	t.Helper()
-	var m map[string]any
-	if err := json.Unmarshal(cfg, &m); err != nil {
 		t.Fatal(err)
 	}
-	level := os.Getenv("SECKILL_TEST_LOG")
-	if level == "" {
-		level = "ERROR"
-	}
-	m["logging"] = map[string]any{"logs": map[string]any{"default": map[string]any{"level": level}}}
-	out, _ := json.Marshal(m)
-	return out
-}
-
-func startCaddy(t *testing.T, src []byte, name string) {
-	t.Helper()
-	cfg := quiet(t, adaptCaddyfile(t, src, name))
-	caddyMu.Lock()
-	if err := caddy.Load(cfg, true); err != nil {
-		caddyMu.Unlock()
-		t.Fatalf("load %s: %v", name, err)
+	o.Name, o.Root, o.BinDir, o.LogDir = "deploy", "..", bin, t.TempDir()
+	o.AdminToken, o.TokenKey, o.PrivateRedis = adminToken, randomKey(t), true
+	o.AMQPURL, o.MgmtURL, o.PGAdminURL = testenv.AMQPURL(), testenv.AMQPMgmtURL(), testenv.PGAdminURL()
+	s, err := harness.Start(context.Background(), o)
+	if err != nil {
+		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		_ = caddy.Stop()
-		caddyMu.Unlock()
+		if t.Failed() {
+			for _, p := range []*proc.Server{s.Gateways[0].Server, s.Backends[0].Server} {
+				t.Logf("%s's log:\n%s", p.Name, proc.LogTail(p.Log))
+			}
+		}
+		s.Close()
 	})
+	return s
 }
+
+// binaries are the gateway and backend, built once for the package's tests.
+var binaries harness.Binaries
+
+func TestMain(m *testing.M) { os.Exit(binaries.Run(m)) }
 
 // waitGateway waits until the gateway answers /healthz.
 func (g *gateway) waitGateway(t *testing.T) {
@@ -336,11 +253,19 @@ func (g *gateway) newSale(t *testing.T, stock int) string {
 func (g *gateway) newSaleWith(t *testing.T, stock int, extra string) string {
 	t.Helper()
 	sale := testenv.ID("s")
+	openSale(t, g.Admin, sale, stock, extra)
+	return sale
+}
+
+// openSale creates sale on the backend's admin API at admin, open from a minute ago for an
+// hour, with more fields of its JSON (extra), and preheats it into Redis.
+func openSale(t *testing.T, admin, sale string, stock int, extra string) {
+	t.Helper()
 	now := time.Now().UTC()
 	body := fmt.Sprintf(`{"id":%q,"stock":%d,"starts_at":%q,"ends_at":%q,"pay_within":"15m"%s}`, sale, stock,
 		now.Add(-time.Minute).Format(time.RFC3339), now.Add(time.Hour).Format(time.RFC3339), extra)
 	for _, step := range []struct{ path, body string }{{"/admin/sales", body}, {"/admin/sales/" + sale + "/preheat", ""}} {
-		req, _ := http.NewRequest(http.MethodPost, g.Admin+step.path, strings.NewReader(step.body))
+		req, _ := http.NewRequest(http.MethodPost, admin+step.path, strings.NewReader(step.body))
 		req.Header.Set("Authorization", "Bearer "+adminToken)
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
@@ -352,7 +277,6 @@ func (g *gateway) newSaleWith(t *testing.T, stock int, extra string) string {
 			t.Fatalf("POST %s: %d %s", step.path, resp.StatusCode, b)
 		}
 	}
-	return sale
 }
 
 // client is one simulated browser: a session (cookie or bearer), an IP (X-Forwarded-For from

@@ -8,6 +8,8 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/caddyserver/caddy/v2/caddyconfig"
 )
 
 // runScript runs scripts/run.sh with its run directory in dir.
@@ -222,4 +224,19 @@ func TestShippedFilesHoldNoSecrets(t *testing.T) {
 			}
 		}
 	}
+}
+
+// adaptCaddyfile turns a Caddyfile into Caddy's JSON, with {$VAR} taken from the environment
+// now, exactly as `caddy run --adapter caddyfile` does.
+func adaptCaddyfile(t *testing.T, src []byte, name string) []byte {
+	t.Helper()
+	adapter := caddyconfig.GetAdapter("caddyfile")
+	out, warnings, err := adapter.Adapt(src, map[string]any{"filename": name})
+	if err != nil {
+		t.Fatalf("adapt %s: %v", name, err)
+	}
+	for _, w := range warnings {
+		t.Logf("adapt %s: %s", name, w.String())
+	}
+	return out
 }

@@ -3,25 +3,21 @@ package deploy
 import (
 	"context"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/chromedp/chromedp"
 
-	"github.com/seckilledge/seckill/backend"
-	"github.com/seckilledge/seckill/bench"
 	"github.com/seckilledge/seckill/contract"
 	sampleshop "github.com/seckilledge/seckill/examples/shop"
+	"github.com/seckilledge/seckill/internal/harness"
 	"github.com/seckilledge/seckill/internal/testenv"
 )
 
@@ -29,9 +25,9 @@ import (
 // fails: the flow must be proven in a real browser.
 const chromiumPath = "/usr/bin/chromium"
 
-// shopStack is make run's production shape in this process: the root Caddyfile's :8088 site
-// (moved to a free port), the sample shop, the backend with the shop's token and webhooks,
-// on a private Redis, a RabbitMQ vhost and a Postgres database.
+// shopStack is make run's production shape (internal/harness): the root Caddyfile's :8088
+// site (moved to a free port), the sample shop (in this process), the backend with the shop's
+// token and webhooks, on a private Redis, a RabbitMQ vhost and a Postgres database.
 type shopStack struct {
 	Base  string // the gateway's shop site: the one origin a buyer sees
 	Shop  string // the sample shop itself (its webhook list is not served through the gateway)
@@ -45,11 +41,30 @@ const (
 
 func startShopStack(t *testing.T, sales ...string) *shopStack {
 	t.Helper()
-	redisSrv := testenv.StartRedis(t)
-	amqpURL := testenv.RabbitVhost(t)
-	pgURL := testenv.Postgres(t)
-	bport, aport, gport, cadmin := testenv.FreePort(t), testenv.FreePort(t), testenv.FreePort(t), testenv.FreePort(t)
-	st := &shopStack{Base: fmt.Sprintf("http://127.0.0.1:%d", gport), Admin: fmt.Sprintf("http://127.0.0.1:%d", aport)}
+	// The sample shop must know the gateway's and the backend's URLs, the gateway and the
+	// backend the shop's: its listener comes first, and answers once the shop is built.
+	var shopHandler http.Handler
+	shopReady := make(chan struct{})
+	shopSrv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-shopReady:
+			shopHandler.ServeHTTP(w, r)
+		case <-r.Context().Done():
+		}
+	}))
+	t.Cleanup(shopSrv.Close)
+
+	// The gateway serves the root Caddyfile's :8088 site, as make run does; the backend has
+	// the environment scripts/run.sh gives it.
+	s := startHarness(t, harness.Options{Caddyfile: demoCaddyfile, ShopSite: true, Env: []string{
+		"SECKILL_ADMIN_TOKENS=shop:" + shopTestToken + ":shop",
+		"SECKILL_WEBHOOK_SECRETS=" + shopWebhookSecret,
+		"SECKILL_WEBHOOK_ALLOW_PRIVATE=1",
+		"SECKILL_WEBHOOK_URL=" + shopSrv.URL + "/webhooks",
+		"SECKILL_WEBHOOK_RETRY_MIN=200ms",
+		"SECKILL_SHOP=" + strings.TrimPrefix(shopSrv.URL, "http://"),
+	}})
+	st := &shopStack{Base: s.Gateways[0].URL, Admin: s.Backends[0].URL, Shop: shopSrv.URL}
 
 	// The sample shop, as cmd/seckill-shop runs it: its sessions' issuer is the site buyers
 	// open, it confirms payments on the backend's admin listener with its shop token.
@@ -57,77 +72,14 @@ func startShopStack(t *testing.T, sales ...string) *shopStack {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := sampleshop.New(sampleshop.Config{PublicURL: st.Base, BackendAdmin: st.Admin, ShopToken: shopTestToken,
+	sample, err := sampleshop.New(sampleshop.Config{PublicURL: st.Base, BackendAdmin: st.Admin, ShopToken: shopTestToken,
 		WebhookSecret: shopWebhookSecret, Sales: sales, SessionTTL: time.Hour, Events: 100},
 		key, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	if err != nil {
 		t.Fatal(err)
 	}
-	shopSrv := httptest.NewServer(s.Handler())
-	t.Cleanup(shopSrv.Close)
-	st.Shop = shopSrv.URL
-
-	// The backend, with the environment scripts/run.sh gives it.
-	for k, v := range map[string]string{
-		"SECKILL_ADMIN_TOKEN":           adminToken,
-		"SECKILL_ADMIN_TOKENS":          "shop:" + shopTestToken + ":shop",
-		"SECKILL_WEBHOOK_SECRETS":       shopWebhookSecret,
-		"SECKILL_WEBHOOK_ALLOW_PRIVATE": "1",
-		"SECKILL_BACKEND_ADMIN_LISTEN":  fmt.Sprintf("127.0.0.1:%d", aport),
-	} {
-		t.Setenv(k, v)
-	}
-	cfg, err := backend.ConfigFromFlags(flag.NewFlagSet("backend", flag.ContinueOnError), []string{
-		"-listen", fmt.Sprintf("127.0.0.1:%d", bport), "-pg", pgURL, "-redis", redisSrv.Addr(), "-amqp", amqpURL,
-		"-webhook-url", shopSrv.URL + "/webhooks", "-webhook-retry-min", "200ms",
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- backend.Run(ctx, cfg) }()
-	t.Cleanup(sync.OnceFunc(func() {
-		cancel()
-		select {
-		case <-done:
-		case <-time.After(15 * time.Second):
-			t.Error("the backend did not stop within 15 s")
-		}
-	}))
-	testenv.WaitFor(t, 60*time.Second, "the backend's admin listener", func() bool {
-		select {
-		case err := <-done:
-			t.Fatalf("the backend exited: %v", err)
-		default:
-		}
-		c, err := net.DialTimeout("tcp", fmt.Sprintf("127.0.0.1:%d", aport), time.Second)
-		if err == nil {
-			c.Close()
-		}
-		return err == nil
-	})
-
-	// The gateway: the root Caddyfile's :8088 site, as make run serves it.
-	for k, v := range map[string]string{
-		"SECKILL_SHOP":            strings.TrimPrefix(shopSrv.URL, "http://"),
-		"SECKILL_SHOP_PUBLIC_URL": st.Base,
-		"SECKILL_BACKEND":         fmt.Sprintf("127.0.0.1:%d", bport),
-		"SECKILL_REDIS_ADDR":      redisSrv.Addr(),
-		"SECKILL_AMQP_URL":        amqpURL,
-		"SECKILL_TOKEN_KEY":       randomKey(t),
-	} {
-		t.Setenv(k, v)
-	}
-	src, err := os.ReadFile(demoCaddyfile)
-	if err != nil {
-		t.Fatal(err)
-	}
-	conf, err := bench.ShopGatewayConfig(string(src), gport, cadmin)
-	if err != nil {
-		t.Fatal(err)
-	}
-	startCaddy(t, []byte(conf), "Caddyfile")
+	shopHandler = sample.Handler()
+	close(shopReady)
 	(&gateway{Base: st.Base}).waitGateway(t)
 	return st
 }
@@ -136,23 +88,7 @@ func startShopStack(t *testing.T, sales ...string) *shopStack {
 // preheats it.
 func (st *shopStack) roomSale(t *testing.T, sale string, stock int) {
 	t.Helper()
-	now := time.Now().UTC()
-	body := fmt.Sprintf(`{"id":%q,"stock":%d,"starts_at":%q,"ends_at":%q,"pay_within":"15m",`+
-		`"room":{"rate":50,"oversubscribe":1.5,"session":"2m","prequeue":"15m","difficulty":[8,8]}}`,
-		sale, stock, now.Add(-time.Minute).Format(time.RFC3339), now.Add(time.Hour).Format(time.RFC3339))
-	for _, step := range []struct{ path, body string }{{"/admin/sales", body}, {"/admin/sales/" + sale + "/preheat", ""}} {
-		req, _ := http.NewRequest(http.MethodPost, st.Admin+step.path, strings.NewReader(step.body))
-		req.Header.Set("Authorization", "Bearer "+adminToken)
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		b, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		if resp.StatusCode >= 300 {
-			t.Fatalf("POST %s: %d %s", step.path, resp.StatusCode, b)
-		}
-	}
+	openSale(t, st.Admin, sale, stock, `,"room":{"rate":50,"oversubscribe":1.5,"session":"2m","prequeue":"15m","difficulty":[8,8]}`)
 }
 
 // get sends a GET with extra headers and decodes the JSON answer.

@@ -5,12 +5,11 @@ import (
 	"context"
 	"os"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
-	"github.com/seckilledge/seckill/bench"
 	"github.com/seckilledge/seckill/bench/chaos"
+	"github.com/seckilledge/seckill/internal/harness"
 	"github.com/seckilledge/seckill/internal/testenv"
 )
 
@@ -53,7 +52,10 @@ func runShort(t *testing.T, o chaos.Options) *chaos.Report {
 	testenv.NeedsServices(t, "private Redis, RabbitMQ and Postgres servers")
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
-	bin := binaries(t)
+	bin, err := binaries.Dir("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
 	var log bytes.Buffer
 	o.Schedule, o.Log = chaos.ShortSchedule(), &log
 	o.Cluster = chaos.ClusterOptions{Root: "../..", BinDir: bin, Dir: t.TempDir(), GateRelay: "claim_min_idle 5s",
@@ -72,35 +74,10 @@ func runShort(t *testing.T, o chaos.Options) *chaos.Report {
 	return rep
 }
 
-// built holds the gateway and backend binaries, built once for every run of the package.
-var built struct {
-	once sync.Once
-	dir  string
-	err  error
-}
+// binaries are the gateway and backend, built once for every run of the package.
+var binaries harness.Binaries
 
-func binaries(t *testing.T) string {
-	t.Helper()
-	built.once.Do(func() {
-		if built.dir, built.err = os.MkdirTemp("", "seckill-chaos-bin-"); built.err == nil {
-			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-			defer cancel()
-			built.err = bench.Build(ctx, "../..", built.dir)
-		}
-	})
-	if built.err != nil {
-		t.Fatal(built.err)
-	}
-	return built.dir
-}
-
-func TestMain(m *testing.M) {
-	code := m.Run()
-	if built.dir != "" {
-		_ = os.RemoveAll(built.dir)
-	}
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { os.Exit(binaries.Run(m)) }
 
 func TestParseScheduleReadsKindTimeDowntimeAndInstance(t *testing.T) {
 	s, err := chaos.ParseSchedule("gateway-kill@4s+3s#2, redis-kill@30s+1500ms, gateway-kill@1s+2s#1^redis-kill")

@@ -3,19 +3,12 @@ package chaos
 import (
 	"context"
 	"fmt"
-	"os"
-	"path/filepath"
-	"regexp"
-	"strconv"
-	"strings"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	amqp "github.com/rabbitmq/amqp091-go"
 
-	"github.com/seckilledge/seckill/bench"
 	"github.com/seckilledge/seckill/contract"
-	"github.com/seckilledge/seckill/internal/proc"
+	"github.com/seckilledge/seckill/internal/harness"
 )
 
 // ClusterOptions say how to start the run's private deployment.
@@ -26,7 +19,7 @@ type ClusterOptions struct {
 	BinDir string
 	// Dir receives every process's data and logs.
 	Dir string
-	// Caddyfile is the gateway template (default Root/Caddyfile). bench.GatewayConfig moves
+	// Caddyfile is the gateway template (default Root/Caddyfile). harness.GatewayConfig moves
 	// its :8080 site and admin endpoint to free ports.
 	Caddyfile string
 	// GateRelay, when set, is inserted into the seckill_gate block as a `relay { … }` body
@@ -38,9 +31,10 @@ type ClusterOptions struct {
 	TokenKey           string
 }
 
-// Cluster is a whole private deployment: Redis, RabbitMQ and Postgres servers of the run's
-// own, N gateways (Caddy, this repository's build, the default Caddyfile) sharing them, and
-// N backends consuming the one queue.
+// Cluster is a whole private deployment (internal/harness): Redis, RabbitMQ and Postgres
+// servers of the run's own, N gateways (Caddy, this repository's build, the default Caddyfile)
+// sharing them, and N backends consuming the one queue. Each part is a Proc the schedule may
+// stop, kill and start again.
 type Cluster struct {
 	Redis, Rabbit, Postgres *Proc
 	Gateways                []*Proc
@@ -51,173 +45,41 @@ type Cluster struct {
 	AdminToken               string
 	Dir                      string
 
-	pgDir string
+	stack *harness.Stack
 }
 
 // StartCluster starts the servers, then the backends one after the other (the first applies
 // the migrations), then the gateways.
-func StartCluster(ctx context.Context, o ClusterOptions) (_ *Cluster, err error) {
+func StartCluster(ctx context.Context, o ClusterOptions) (*Cluster, error) {
 	if o.Gateways <= 0 {
 		o.Gateways = 2
 	}
 	if o.Backends <= 0 {
 		o.Backends = 2
 	}
-	c := &Cluster{AdminToken: o.AdminToken, Dir: o.Dir}
-	defer func() {
-		if err != nil {
-			c.Close()
-		}
-	}()
-	if err := os.MkdirAll(o.Dir, 0o755); err != nil {
-		return nil, err
-	}
-	bin := o.BinDir
-	if bin == "" {
-		bin = filepath.Join(o.Dir, "bin")
-		if err := bench.Build(ctx, o.Root, bin); err != nil {
-			return nil, err
-		}
-	}
-	if c.Redis, err = newRedis(filepath.Join(o.Dir, "redis")); err != nil {
-		return nil, err
-	}
-	// Postgres runs as the postgres user, who must reach its directory: a fresh one under the
-	// system temp dir, not inside Dir (which may sit under an unreadable home).
-	pgDir, err := os.MkdirTemp("", "seckill-chaos-pg-")
+	s, err := harness.Start(ctx, harness.Options{Name: "chaos", Root: o.Root, BinDir: o.BinDir, Dir: o.Dir,
+		Caddyfile: o.Caddyfile, ExtraGlobal: harness.TrustLoopbackProxy, GateRelay: o.GateRelay,
+		Gateways: o.Gateways, Backends: o.Backends, AdminToken: o.AdminToken, TokenKey: o.TokenKey,
+		PrivateRedis: true, PrivateServices: true})
 	if err != nil {
 		return nil, err
 	}
-	c.pgDir = pgDir
-	if c.Postgres, err = newPostgres(pgDir); err != nil {
-		return nil, err
+	c := &Cluster{Redis: &Proc{Server: s.Redis}, Rabbit: &Proc{Server: s.Rabbit.Server, ctl: s.Rabbit.Ctl},
+		Postgres: &Proc{Server: s.Postgres}, PGURL: s.PGURL, AMQPURL: s.AMQPURL, AdminToken: o.AdminToken, Dir: o.Dir,
+		GatewayURLs: s.URLs(), stack: s}
+	for _, g := range s.Gateways {
+		c.Gateways = append(c.Gateways, &Proc{Server: g.Server})
 	}
-	if c.Rabbit, err = newRabbit(filepath.Join(o.Dir, "rabbitmq"), fmt.Sprintf("chaos%d", time.Now().UnixNano()%1e9)); err != nil {
-		return nil, err
-	}
-	// RabbitMQ is the slow one (several seconds): start it while the others come up.
-	rabbitUp := make(chan error, 1)
-	go func() { rabbitUp <- c.Rabbit.Start(ctx) }()
-	if err := c.Redis.Start(ctx); err != nil {
-		<-rabbitUp
-		return nil, err
-	}
-	if err := c.Postgres.Start(ctx); err != nil {
-		<-rabbitUp
-		return nil, err
-	}
-	if err := createDB(ctx, pgURL(c.Postgres, "postgres"), "seckill"); err != nil {
-		<-rabbitUp
-		return nil, err
-	}
-	if err := <-rabbitUp; err != nil {
-		return nil, err
-	}
-	c.PGURL, c.AMQPURL = pgURL(c.Postgres, "seckill"), amqpURL(c.Rabbit)
-
-	// Each backend has two listeners: the order API (the gateways' upstream) and the admin API
-	// (BackendURLs: admin calls, readiness), at the end of the list.
-	ports, err := proc.FreePorts(o.Backends + 3*o.Gateways + o.Backends)
-	if err != nil {
-		return nil, err
-	}
-	var upstreams []string
-	for i := 0; i < o.Backends; i++ {
-		addr := "127.0.0.1:" + strconv.Itoa(ports[i])
-		upstreams = append(upstreams, addr)
-		c.BackendURLs = append(c.BackendURLs, "http://127.0.0.1:"+strconv.Itoa(ports[o.Backends+3*o.Gateways+i]))
-	}
-	base := append(os.Environ(),
-		"SECKILL_REDIS_ADDR="+c.Redis.Addr, "SECKILL_AMQP_URL="+c.AMQPURL, "SECKILL_PG_URL="+c.PGURL,
-		"SECKILL_ADMIN_TOKEN="+o.AdminToken, "SECKILL_TOKEN_KEY="+o.TokenKey,
-		// Both backends behind every gateway's /orders/ proxy ({$…} expands before parsing).
-		"SECKILL_BACKEND="+strings.Join(upstreams, " "),
-		// The namespace of this cluster's backends and gateways (the Caddyfile reads it): the
-		// relays take only the outboxes of the sales these backends preheated.
-		"SECKILL_NAMESPACE=chaos-"+strconv.Itoa(ports[0]))
-	for i := 0; i < o.Backends; i++ {
-		env := append(append([]string{}, base...), "SECKILL_BACKEND_LISTEN="+upstreams[i],
-			"SECKILL_BACKEND_ADMIN_LISTEN="+strings.TrimPrefix(c.BackendURLs[i], "http://"))
-		p := newProgram(fmt.Sprintf("backend-%d", i+1), upstreams[i], filepath.Join(o.Dir, fmt.Sprintf("backend-%d.log", i+1)),
-			filepath.Join(bin, "seckill-backend"), nil, env, c.BackendURLs[i]+"/healthz")
-		c.Backends = append(c.Backends, p)
-		if err := p.Start(ctx); err != nil {
-			return nil, err
-		}
-	}
-
-	cf := o.Caddyfile
-	if cf == "" {
-		cf = filepath.Join(o.Root, "Caddyfile")
-	}
-	src, err := os.ReadFile(cf)
-	if err != nil {
-		return nil, err
-	}
-	tmpl := string(src)
-	if o.GateRelay != "" {
-		if tmpl, err = withGateRelay(tmpl, o.GateRelay); err != nil {
-			return nil, fmt.Errorf("%s: %w", cf, err)
-		}
-	}
-	for i := 0; i < o.Gateways; i++ {
-		gw, admin, ceil := ports[o.Backends+3*i], ports[o.Backends+3*i+1], ports[o.Backends+3*i+2]
-		conf, err := bench.GatewayConfig(tmpl, gw, admin, ceil, bench.TrustLoopbackProxy)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", cf, err)
-		}
-		path := filepath.Join(o.Dir, fmt.Sprintf("Caddyfile.gateway-%d", i+1))
-		if err := os.WriteFile(path, []byte(conf), 0o644); err != nil {
-			return nil, err
-		}
-		url := "http://127.0.0.1:" + strconv.Itoa(gw)
-		p := newProgram(fmt.Sprintf("gateway-%d", i+1), "127.0.0.1:"+strconv.Itoa(gw), filepath.Join(o.Dir, fmt.Sprintf("gateway-%d.log", i+1)),
-			filepath.Join(bin, "caddy"), []string{"run", "--config", path, "--adapter", "caddyfile"}, base, url+"/healthz")
-		c.Gateways = append(c.Gateways, p)
-		c.GatewayURLs = append(c.GatewayURLs, url)
-		if err := p.Start(ctx); err != nil {
-			return nil, err
-		}
+	for _, b := range s.Backends {
+		c.Backends = append(c.Backends, &Proc{Server: b.Server})
+		c.BackendURLs = append(c.BackendURLs, b.URL)
 	}
 	return c, nil
 }
 
-// withGateRelay inserts a relay block into the (first) seckill_gate block of a Caddyfile.
-func withGateRelay(src, body string) (string, error) {
-	loc := gateBlockRe.FindStringIndex(src)
-	if loc == nil {
-		return "", fmt.Errorf("no `seckill_gate {` block to add relay settings to")
-	}
-	at := loc[1]
-	return src[:at] + "\t\t\trelay {\n\t\t\t\t" + body + "\n\t\t\t}\n" + src[at:], nil
-}
-
-var gateBlockRe = regexp.MustCompile(`(?m)^[ \t]*seckill_gate\b[^\n#]*\{[ \t]*\n`)
-
 // Close stops everything the cluster started: gateways and backends first (they would only
 // log reconnection attempts), then the servers.
-func (c *Cluster) Close() {
-	for _, p := range append(append([]*Proc{}, c.Gateways...), c.Backends...) {
-		if p != nil {
-			_ = p.Stop(context.Background())
-		}
-	}
-	if c.Rabbit != nil {
-		_ = c.Rabbit.Stop(context.Background())
-	}
-	if c.Postgres != nil {
-		_ = c.Postgres.Kill() // immediate: the data is thrown away
-		if b, err := os.ReadFile(c.Postgres.Log); err == nil {
-			_ = os.WriteFile(filepath.Join(c.Dir, "postgres.log"), b, 0o644)
-		}
-	}
-	if c.pgDir != "" {
-		_ = os.RemoveAll(c.pgDir)
-	}
-	if c.Redis != nil {
-		_ = c.Redis.Kill()
-	}
-}
+func (c *Cluster) Close() { c.stack.Close() }
 
 // amqpDeadLetters reads the dead-letter queue over AMQP (the private broker runs without the
 // management plugin): it gets every message without acknowledging it and closes the channel,
@@ -250,16 +112,4 @@ func (d amqpDeadLetters) DeadLetters(ctx context.Context) ([][]byte, error) {
 		bodies = append(bodies, m.Body)
 	}
 	return bodies, ctx.Err()
-}
-
-func createDB(ctx context.Context, adminURL, name string) error {
-	c, err := pgx.Connect(ctx, adminURL)
-	if err != nil {
-		return fmt.Errorf("postgres: %w", err)
-	}
-	defer c.Close(ctx)
-	if _, err := c.Exec(ctx, "CREATE DATABASE "+name); err != nil {
-		return fmt.Errorf("create database: %w", err)
-	}
-	return nil
 }

@@ -53,17 +53,3 @@ func TestRedisRowFailsOnAnAcceptanceWithoutRedis(t *testing.T) {
 		t.Errorf("a lost order passed: %+v", r)
 	}
 }
-
-func TestWithGateRelayTunesTheGateBlockNotAComment(t *testing.T) {
-	src := "# seckill_gate { is mentioned here\n:8080 {\n\thandle @buy {\n\t\tseckill_gate {\n\t\t\trequire_token\n\t\t}\n\t}\n}\n"
-	out, err := withGateRelay(src, "claim_min_idle 5s")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !strings.Contains(out, "seckill_gate {\n\t\t\trelay {\n\t\t\t\tclaim_min_idle 5s\n\t\t\t}\n\t\t\trequire_token") {
-		t.Fatalf("relay block not in the gate block:\n%s", out)
-	}
-	if _, err := withGateRelay(":8080 {\n}\n", "x"); err == nil {
-		t.Fatal("a Caddyfile without seckill_gate was accepted")
-	}
-}

@@ -15,6 +15,7 @@ import (
 	"github.com/seckilledge/seckill/bench"
 	"github.com/seckilledge/seckill/bench/load"
 	"github.com/seckilledge/seckill/bench/report"
+	"github.com/seckilledge/seckill/internal/harness"
 	"github.com/seckilledge/seckill/internal/stackenv"
 
 	"github.com/seckilledge/seckill/internal/proc"
@@ -114,7 +115,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		var err error
 		stack, err = bench.Start(ctx, bench.StartOptions{Root: *root, BinDir: *bin, Caddyfile: *caddyfile, RedisAddr: *redisAddr, PrivateRedis: *privateRedis,
 			AMQPURL: *amqpURL, MgmtURL: *mgmt, PGAdminURL: *pgAdmin, AdminToken: *adminToken, TokenKey: tokenKey, LogDir: *logDir,
-			ExtraGlobal: bench.TrustLoopbackProxy, Gateways: *gateways, PrivateServices: *pinning.private})
+			ExtraGlobal: harness.TrustLoopbackProxy, Gateways: *gateways, PrivateServices: *pinning.private})
 		if err != nil {
 			return errorf(stderr, "%v", err)
 		}

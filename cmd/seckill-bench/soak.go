@@ -13,6 +13,7 @@ import (
 
 	"github.com/seckilledge/seckill/bench"
 	"github.com/seckilledge/seckill/bench/load"
+	"github.com/seckilledge/seckill/internal/harness"
 	"github.com/seckilledge/seckill/internal/stackenv"
 )
 
@@ -43,7 +44,7 @@ func runSoak(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	stack, err := bench.Start(ctx, bench.StartOptions{Root: *root, BinDir: *bin, RedisAddr: *redisAddr, PrivateRedis: true,
 		AMQPURL: *amqpURL, MgmtURL: *mgmt, PGAdminURL: *pgAdmin, AdminToken: *adminToken,
 		TokenKey: stackenv.Secret("SECKILL_TOKEN_KEY"), LogDir: logDir,
-		ExtraGlobal: bench.TrustLoopbackProxy})
+		ExtraGlobal: harness.TrustLoopbackProxy})
 	if err != nil {
 		return errorf(stderr, "%v", err)
 	}

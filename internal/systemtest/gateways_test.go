@@ -2,11 +2,8 @@ package systemtest
 
 import (
 	"bufio"
-	"context"
 	"fmt"
 	"net/http"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -15,7 +12,6 @@ import (
 
 	"github.com/seckilledge/seckill/caddymodule/refusal"
 	"github.com/seckilledge/seckill/internal/handlertest"
-	"github.com/seckilledge/seckill/internal/proc"
 	"github.com/seckilledge/seckill/internal/testenv"
 )
 
@@ -24,32 +20,13 @@ type gateway struct {
 	Name, Base, Admin string
 }
 
-// startGateway runs one gateway of the system as its own process until the test ends.
+// startGateway runs one gateway of the system as its own process until the test ends
+// (handlertest.StartGateway: the gate and room tests start theirs the same way).
 func (s *system) startGateway(t *testing.T, name string) gateway {
 	t.Helper()
-	bin := handlertest.Binary(t)
 	port, adminPort := testenv.FreePort(t), testenv.FreePort(t)
-	dir := t.TempDir()
-	cfg := filepath.Join(dir, "caddy.json")
-	if err := os.WriteFile(cfg, s.gatewayJSON(port, adminPort, true), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	logPath := filepath.Join(dir, "caddy.log")
-	p, err := proc.Start(proc.Spec{Path: bin, Args: []string{"run", "--config", cfg}, Log: logPath,
-		Env: append(os.Environ(), "HOME="+dir, "XDG_DATA_HOME="+dir, "XDG_CONFIG_HOME="+dir)})
-	if err != nil {
-		t.Fatal(err)
-	}
 	g := gateway{Name: name, Base: fmt.Sprintf("http://127.0.0.1:%d", port), Admin: fmt.Sprintf("http://127.0.0.1:%d", adminPort)}
-	t.Cleanup(func() {
-		p.Stop(5 * time.Second)
-		if t.Failed() {
-			t.Logf("%s's log:\n%s", name, proc.LogTail(logPath))
-		}
-	})
-	if err := proc.WaitReady(context.Background(), name, p, logPath, 30*time.Second, proc.HTTPReady(g.Base+"/healthz")); err != nil {
-		t.Fatal(err)
-	}
+	handlertest.StartGateway(t, s.gatewayJSON(port, adminPort, true), g.Base)
 	return g
 }
 

@@ -1,4 +1,4 @@
-package bench
+package harness
 
 import (
 	"os"
@@ -64,7 +64,7 @@ func TestTheBenchmarksDropTheShopSiteAndTheShopTestKeepsOnlyIt(t *testing.T) {
 
 	// The shipped file: the benchmarks' gateway has no session check, the shop's no header
 	// identity.
-	root, err := os.ReadFile("../Caddyfile")
+	root, err := os.ReadFile("../../Caddyfile")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -79,24 +79,41 @@ func TestTheBenchmarksDropTheShopSiteAndTheShopTestKeepsOnlyIt(t *testing.T) {
 	}
 }
 
-func TestCrowdIsReproducibleAndHasEveryKindOfClick(t *testing.T) {
-	c := Crowd{Users: 100, Repeaters: 0.5, Bots: 2, BotHits: 10, Replays: 5, Forged: 5, Late: 3, Seed: 1}
-	p := c.Cast("r-")
-	a, b := c.Rush(p), c.Rush(p)
-	kinds := map[string]int{}
-	for i := range a {
-		if a[i] != b[i] {
-			t.Fatal("the same seed gave two different rushes")
-		}
-		kinds[a[i].Kind]++
-		if a[i].Kind == KindReplay && a[i].TokenOf == a[i].User {
-			t.Fatal("a replay presents the user's own token")
-		}
+func TestWithGateRelayTunesTheGateBlockNotAComment(t *testing.T) {
+	src := "# seckill_gate { is mentioned here\n:8080 {\n\thandle @buy {\n\t\tseckill_gate {\n\t\t\trequire_token\n\t\t}\n\t}\n}\n"
+	out, err := withGateRelay(src, "claim_min_idle 5s")
+	if err != nil {
+		t.Fatal(err)
 	}
-	if kinds[KindCrowd] != 100 || kinds[KindBot] != 20 || kinds[KindReplay] != 5 || kinds[KindForged] != 5 || kinds[KindRepeat] < 50 {
-		t.Fatalf("kinds %v", kinds)
+	if !strings.Contains(out, "seckill_gate {\n\t\t\trelay {\n\t\t\t\tclaim_min_idle 5s\n\t\t\t}\n\t\t\trequire_token") {
+		t.Fatalf("relay block not in the gate block:\n%s", out)
 	}
-	if len(p.Late) != 3 || p.IPs[p.Users[0]] == p.IPs[p.Users[1]] {
-		t.Fatalf("cast %v", p.Late)
+	if _, err := withGateRelay(":8080 {\n}\n", "x"); err == nil {
+		t.Fatal("a Caddyfile without seckill_gate was accepted")
+	}
+}
+
+// The production files place their site and admin endpoint with SECKILL_SITE and
+// SECKILL_CADDY_ADMIN: the rewrite moves them all the same.
+func TestGatewayConfigMovesTheProductionFilesSite(t *testing.T) {
+	for _, f := range []string{"../../deploy/Caddyfile.production", "../../deploy/Caddyfile.production-session"} {
+		src, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out, err := GatewayConfig(string(src), 1001, 1002, 1003, "")
+		if err != nil {
+			t.Fatalf("%s: %v", f, err)
+		}
+		for _, want := range []string{"\n:1001 {", "admin 127.0.0.1:1002", ":1003 {"} {
+			if !strings.Contains(out, want) {
+				t.Errorf("%s: config lacks %q", f, want)
+			}
+		}
+		for _, line := range strings.Split(out, "\n") {
+			if !strings.HasPrefix(strings.TrimSpace(line), "#") && strings.Contains(line, "SECKILL_SITE") || strings.Contains(line, "{$SECKILL_CADDY_ADMIN") {
+				t.Errorf("%s: left to the environment: %s", f, line)
+			}
+		}
 	}
 }
