@@ -172,8 +172,9 @@ The flash-sale edge is running.
     webhook secret in SECKILL_WEBHOOK_SECRETS (the backend signs, the shop checks)
 
 The :8080 site believes the X-User-ID header (demo, scripts). :8088 is the production shape
-with a shop that signs its sessions (JWT); deploy/Caddyfile.production is the same shape for a
-shop with a session service (README.md, "Production").
+with a shop that signs its sessions (JWT), as deploy/Caddyfile.production is for your shop;
+deploy/Caddyfile.production-session is for a shop with an opaque session service (README.md,
+"Production").
 
 Try it with curl on :8080:
   # 1. get a one-time purchase token
