@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/seckilledge/seckill/contract"
+	adminapi "github.com/seckilledge/seckill/contract/admin"
 	"github.com/seckilledge/seckill/internal/testenv"
 )
 
@@ -173,7 +174,7 @@ func TestAdminAPICreatesPreheatsAndReportsASaleBehindItsToken(t *testing.T) {
 	if code := doJSON(t, "POST", srv.URL+"/admin/sales", auth, `{"id":"x y","stock":1}`, &ref); code != 400 {
 		t.Fatalf("bad body: %d", code)
 	}
-	var st SaleStatus
+	var st adminapi.SaleStatus
 	if code := doJSON(t, "POST", srv.URL+"/admin/sales", auth, body, &st); code != 201 || st.StockDB != 7 || st.PayWithin != "15m0s" {
 		t.Fatalf("create: %d %+v", code, st)
 	}

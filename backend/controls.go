@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/seckilledge/seckill/contract"
+	"github.com/seckilledge/seckill/contract/admin"
 	"github.com/seckilledge/seckill/internal/strictjson"
 )
 
@@ -57,9 +58,9 @@ var (
 // ControlResult is the answer of every control: what was done, under which request id, and
 // the sale afterwards.
 type ControlResult struct {
-	Action    string      `json:"action"`
-	RequestID string      `json:"request_id"`
-	Sale      SaleSummary `json:"sale"`
+	Action    string            `json:"action"`
+	RequestID string            `json:"request_id"`
+	Sale      admin.SaleSummary `json:"sale"`
 	// Replayed: the request id had been applied before; nothing was changed this time.
 	Replayed bool `json:"replayed,omitempty"`
 	// Reconcile is set when an interrupted stock change was completed: Redis was then
@@ -67,7 +68,7 @@ type ControlResult struct {
 	Reconcile *ReconcileReport `json:"reconcile,omitempty"`
 	// Variant is the variant a stock change named, after the change (the sale's totals are
 	// in Sale).
-	Variant *VariantStatus `json:"variant,omitempty"`
+	Variant *admin.VariantStatus `json:"variant,omitempty"`
 }
 
 var requestIDPattern = regexp.MustCompile(`^[A-Za-z0-9._:-]{1,128}$`)
@@ -92,7 +93,7 @@ func who(ctx context.Context) Principal {
 // control runs fn under the sale's lock with the sale as it is now; fn writes Redis and
 // returns the Postgres side (run fenced, with the audit row) or nil when nothing changes.
 func (s *Service) control(ctx context.Context, sale, action, reqID string,
-	fn func(before SaleSummary) (any, func(pgx.Tx) error, error)) (ControlResult, error) {
+	fn func(before admin.SaleSummary) (any, func(pgx.Tx) error, error)) (ControlResult, error) {
 	res := ControlResult{Action: action, RequestID: reqID}
 	key := saleLockKey(sale)
 	err := s.withSaleLock(ctx, sale, 5*time.Second, func(held Held) error {
@@ -126,7 +127,7 @@ func (s *Service) control(ctx context.Context, sale, action, reqID string,
 }
 
 // auditView is the part of a sale an action changes, as the audit trail shows it.
-func auditView(action string, sum SaleSummary) map[string]any {
+func auditView(action string, sum admin.SaleSummary) map[string]any {
 	switch action {
 	case "pause", "resume":
 		return map[string]any{"state": sum.State, "paused": sum.Paused}
@@ -144,8 +145,8 @@ func (s *Service) SetPaused(ctx context.Context, sale string, paused bool, reqID
 	if paused {
 		action, state, event = "pause", statePaused, eventPaused
 	}
-	return s.control(ctx, sale, action, reqID, func(before SaleSummary) (any, func(pgx.Tx) error, error) {
-		if before.State == SaleEnded {
+	return s.control(ctx, sale, action, reqID, func(before admin.SaleSummary) (any, func(pgx.Tx) error, error) {
+		if before.State == admin.SaleEnded {
 			return nil, nil, errSaleEnded
 		}
 		states, err := s.redisStates(ctx, sale, before.Shards)
@@ -186,8 +187,8 @@ func (s *Service) MoveEnd(ctx context.Context, sale string, endsAt time.Time, no
 	if now {
 		action = "end"
 	}
-	return s.control(ctx, sale, action, reqID, func(before SaleSummary) (any, func(pgx.Tx) error, error) {
-		if before.State == SaleEnded {
+	return s.control(ctx, sale, action, reqID, func(before admin.SaleSummary) (any, func(pgx.Tx) error, error) {
+		if before.State == admin.SaleEnded {
 			return nil, nil, errSaleEnded
 		}
 		t := s.now()

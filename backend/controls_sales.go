@@ -10,73 +10,47 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/redis/go-redis/v9"
 	"github.com/seckilledge/seckill/contract"
+	"github.com/seckilledge/seckill/contract/admin"
 )
-
-// Sale states as the operator sees them (GET /admin/sales, the live page, seckillctl).
-const (
-	SaleScheduled = "scheduled" // before starts_at
-	SaleOpen      = "open"      // selling
-	SalePaused    = "paused"    // the operator paused it: the gateways refuse with 503 paused
-	SaleSoldOut   = "sold_out"  // no unit left (adding stock reopens it)
-	SaleEnded     = "ended"     // at or after ends_at: final, no control applies
-)
-
-// SaleSummary is one sale in GET /admin/sales and the before/after of the audit trail.
-type SaleSummary struct {
-	ID    string `json:"id"`
-	State string `json:"state"`
-	// Paused is the operator's pause, kept in Postgres (a paused sale may also be ended or
-	// scheduled; State says which one wins).
-	Paused bool `json:"paused"`
-	// Preheated: the sale's meta hash is in Redis (the gateways know it).
-	Preheated    bool      `json:"preheated"`
-	InitialStock int       `json:"initial_stock"`
-	StockDB      int       `json:"stock_db"`
-	StockRedis   *int64    `json:"stock_redis"`
-	Buyers       int64     `json:"buyers"`
-	StartsAt     time.Time `json:"starts_at"`
-	EndsAt       time.Time `json:"ends_at"`
-	Shards       int       `json:"shards"`
-}
 
 // stateOf decides a sale's state: ended wins over paused (an ended sale is final), paused over
 // scheduled (the operator's word is shown), then the window and the stock.
-func stateOf(now time.Time, sum SaleSummary) string {
+func stateOf(now time.Time, sum admin.SaleSummary) string {
 	switch {
 	case !now.Before(sum.EndsAt):
-		return SaleEnded
+		return admin.SaleEnded
 	case sum.Paused:
-		return SalePaused
+		return admin.SalePaused
 	case now.Before(sum.StartsAt):
-		return SaleScheduled
+		return admin.SaleScheduled
 	case sum.StockRedis != nil && *sum.StockRedis <= 0, sum.StockRedis == nil && sum.StockDB <= 0:
-		return SaleSoldOut
+		return admin.SaleSoldOut
 	}
-	return SaleOpen
+	return admin.SaleOpen
 }
 
 const saleColumns = `id, initial_stock, stock, starts_at, ends_at, shards, paused`
 
-func scanSale(row pgx.Row) (SaleSummary, error) {
-	var s SaleSummary
+func scanSale(row pgx.Row) (admin.SaleSummary, error) {
+	var s admin.SaleSummary
 	err := row.Scan(&s.ID, &s.InitialStock, &s.StockDB, &s.StartsAt, &s.EndsAt, &s.Shards, &s.Paused)
 	return s, err
 }
 
 // Sales lists every sale with its state, newest start first. Redis is read in one pipelined
 // round trip for all of them.
-func (s *Service) Sales(ctx context.Context) ([]SaleSummary, error) {
+func (s *Service) Sales(ctx context.Context) ([]admin.SaleSummary, error) {
 	return s.salesEndingAfter(ctx, time.Time{}, 0)
 }
 
 // salesEndingAfter lists the sales that end after t, newest start first, at most limit (0: all).
-func (s *Service) salesEndingAfter(ctx context.Context, t time.Time, limit int) ([]SaleSummary, error) {
+func (s *Service) salesEndingAfter(ctx context.Context, t time.Time, limit int) ([]admin.SaleSummary, error) {
 	rows, err := s.Pool.Query(ctx, `SELECT `+saleColumns+` FROM sales WHERE ends_at > $1
 		ORDER BY starts_at DESC, id LIMIT NULLIF($2, 0)`, t, limit)
 	if err != nil {
 		return nil, err
 	}
-	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (SaleSummary, error) { return scanSale(r) })
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (admin.SaleSummary, error) { return scanSale(r) })
 	if err != nil {
 		return nil, err
 	}
@@ -86,7 +60,7 @@ func (s *Service) salesEndingAfter(ctx context.Context, t time.Time, limit int) 
 // saleSummary reads one sale (errUnknownSale when Postgres does not know it).
 func (s *Service) saleSummary(ctx context.Context, q interface {
 	QueryRow(context.Context, string, ...any) pgx.Row
-}, sale string) (SaleSummary, error) {
+}, sale string) (admin.SaleSummary, error) {
 	sum, err := scanSale(q.QueryRow(ctx, `SELECT `+saleColumns+` FROM sales WHERE id = $1`, sale))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return sum, errUnknownSale
@@ -94,13 +68,13 @@ func (s *Service) saleSummary(ctx context.Context, q interface {
 	if err != nil {
 		return sum, err
 	}
-	one := []SaleSummary{sum}
+	one := []admin.SaleSummary{sum}
 	err = s.fillRedis(ctx, one)
 	return one[0], err
 }
 
 // fillRedis adds the Redis side (presence, stock summed over shards, buyers) and the state.
-func (s *Service) fillRedis(ctx context.Context, sales []SaleSummary) error {
+func (s *Service) fillRedis(ctx context.Context, sales []admin.SaleSummary) error {
 	type reads struct {
 		base   *redis.IntCmd
 		stock  []*redis.StringCmd

@@ -10,6 +10,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/seckilledge/seckill/contract"
+	"github.com/seckilledge/seckill/contract/admin"
 	"github.com/seckilledge/seckill/internal/strictjson"
 )
 
@@ -96,7 +97,7 @@ func (s *Service) ChangeStock(ctx context.Context, sale string, req StockRequest
 			}
 			resumed = true
 		} else {
-			if before.State == SaleEnded {
+			if before.State == admin.SaleEnded {
 				return errSaleEnded
 			}
 			// The sale's initial stock is the largest number the change moves (its stock and a
@@ -119,7 +120,7 @@ func (s *Service) ChangeStock(ctx context.Context, sale string, req StockRequest
 			after.StockRedis = &n
 		}
 		after.State = stateOf(s.now(), after)
-		var vafter *VariantStatus
+		var vafter *admin.VariantStatus
 		if vbefore != nil {
 			v := *vbefore
 			v.InitialStock += req.Add
@@ -290,7 +291,7 @@ func short(db int, redis *int64, add int) bool {
 
 // stockVariant checks a stock change's variant against the sale's variants and reads that
 // variant in both stores; nil for a change of a sale without variants.
-func (s *Service) stockVariant(ctx context.Context, sale string, shards int, variant string) (*VariantStatus, error) {
+func (s *Service) stockVariant(ctx context.Context, sale string, shards int, variant string) (*admin.VariantStatus, error) {
 	vs, err := saleVariants(ctx, s.Pool, sale)
 	switch {
 	case err != nil:
@@ -304,7 +305,7 @@ func (s *Service) stockVariant(ctx context.Context, sale string, shards int, var
 	}
 	for _, v := range vs {
 		if v.ID == variant {
-			one := []VariantStatus{v}
+			one := []admin.VariantStatus{v}
 			if err := fillVariantsRedis(ctx, s.Redis, sale, shards, one); err != nil {
 				return nil, err
 			}
@@ -343,7 +344,7 @@ func applyStockDB(ctx context.Context, tx pgx.Tx, sale, variant string, add int)
 
 // stockAuditView is a stock change's side of the audit trail: the sale's numbers, or for a
 // change of one variant the variant's, with the sale's totals beside them (sale_*).
-func stockAuditView(sum SaleSummary, v *VariantStatus) map[string]any {
+func stockAuditView(sum admin.SaleSummary, v *admin.VariantStatus) map[string]any {
 	m := auditView("stock", sum)
 	if v != nil {
 		m["sale_initial_stock"], m["sale_stock_db"], m["sale_stock_redis"] = m["initial_stock"], m["stock_db"], m["stock_redis"]

@@ -12,6 +12,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"github.com/seckilledge/seckill/contract"
+	"github.com/seckilledge/seckill/contract/admin"
 	"github.com/seckilledge/seckill/internal/testenv"
 )
 
@@ -83,7 +84,7 @@ func TestPauseReachesEveryShardsMetaIsBroadcastAndAuditedWithWho(t *testing.T) {
 	events := subscribe(t, e.rdb)
 
 	var res ControlResult
-	if code := call(t, srv, "POST", "/admin/sales/"+sale+"/pause", aliceToken, "", &res); code != 200 || res.Sale.State != SalePaused {
+	if code := call(t, srv, "POST", "/admin/sales/"+sale+"/pause", aliceToken, "", &res); code != 200 || res.Sale.State != admin.SalePaused {
 		t.Fatalf("pause: %d %+v", code, res)
 	}
 	await(t, events, "paused:"+sale)
@@ -102,7 +103,7 @@ func TestPauseReachesEveryShardsMetaIsBroadcastAndAuditedWithWho(t *testing.T) {
 	if code := call(t, srv, "POST", "/admin/sales/nosuch-"+sale+"/pause", aliceToken, "", &ref); code != 404 || ref.Code != contract.CodeUnknownSale {
 		t.Fatalf("unknown sale: %d %+v", code, ref)
 	}
-	if code := call(t, srv, "POST", "/admin/sales/"+sale+"/resume", aliceToken, "", &res); code != 200 || res.Sale.State != SaleOpen {
+	if code := call(t, srv, "POST", "/admin/sales/"+sale+"/resume", aliceToken, "", &res); code != 200 || res.Sale.State != admin.SaleOpen {
 		t.Fatalf("resume: %d %+v", code, res)
 	}
 	await(t, events, "resumed:"+sale)
@@ -152,7 +153,7 @@ func TestEndingNowEndsTheSaleInBothStoresAndAnEndedSaleRefusesEveryControl(t *te
 	srv := e.controlServer()
 	sale := e.shardedSale(6, 2)
 	var res ControlResult
-	if code := call(t, srv, "POST", "/admin/sales/"+sale+"/end", aliceToken, "", &res); code != 200 || res.Sale.State != SaleEnded {
+	if code := call(t, srv, "POST", "/admin/sales/"+sale+"/end", aliceToken, "", &res); code != 200 || res.Sale.State != admin.SaleEnded {
 		t.Fatalf("end: %d %+v", code, res)
 	}
 	var ends time.Time
@@ -194,7 +195,7 @@ func TestEndingASaleBeforeItStartsMeansItNeverOpens(t *testing.T) {
 		t.Fatal(err)
 	}
 	res, err := e.svc.MoveEnd(withWho(ctx), sale, time.Time{}, true, "r")
-	if err != nil || res.Sale.State != SaleEnded || !res.Sale.StartsAt.Before(res.Sale.EndsAt) || res.Sale.EndsAt.After(time.Now()) {
+	if err != nil || res.Sale.State != admin.SaleEnded || !res.Sale.StartsAt.Before(res.Sale.EndsAt) || res.Sale.EndsAt.After(time.Now()) {
 		t.Fatalf("end of a scheduled sale: %v %+v", err, res.Sale)
 	}
 }
@@ -288,7 +289,7 @@ func TestRemovingStockStopsAtZeroInBothStores(t *testing.T) {
 		t.Fatalf("a refused removal changed stock: Redis %d Postgres %d", r, db)
 	}
 	res, err := e.svc.ChangeStock(ctx, sale, StockRequest{Add: -2, RequestID: "cut-2"})
-	if err != nil || res.Sale.State != SaleSoldOut {
+	if err != nil || res.Sale.State != admin.SaleSoldOut {
 		t.Fatalf("removing 2 of 2: %v %+v", err, res.Sale)
 	}
 	if r, db, init := e.redisStock(sale), e.dbInt(`SELECT stock FROM sales WHERE id = $1`, sale), e.dbInt(`SELECT initial_stock FROM sales WHERE id = $1`, sale); r != 0 || db != 3 || init != 3 {
@@ -357,7 +358,7 @@ func TestSalesListShowsEachSalesState(t *testing.T) {
 	if _, err := e.svc.SetPaused(ctx, paused, true, "p"); err != nil {
 		t.Fatal(err)
 	}
-	var list struct{ Sales []SaleSummary }
+	var list struct{ Sales []admin.SaleSummary }
 	if code := call(t, srv, "GET", "/admin/sales", viewerToken, "", &list); code != 200 {
 		t.Fatalf("list: %d", code)
 	}
@@ -365,7 +366,7 @@ func TestSalesListShowsEachSalesState(t *testing.T) {
 	for _, s := range list.Sales {
 		got[s.ID] = s.State
 	}
-	if got[open] != SaleOpen || got[paused] != SalePaused || got[sold] != SaleSoldOut {
+	if got[open] != admin.SaleOpen || got[paused] != admin.SalePaused || got[sold] != admin.SaleSoldOut {
 		t.Fatalf("states %v", got)
 	}
 	if code := call(t, srv, "GET", "/admin/sales", "", "", nil); code != 401 {

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/seckilledge/seckill/contract"
+	"github.com/seckilledge/seckill/contract/admin"
 )
 
 // Stock changes of one variant (POST /admin/sales/{id}/stock with "variant"). The crowd test
@@ -55,7 +56,7 @@ func TestUnitsAddedToASoldOutVariantAreSoldAgainOnceAndAudited(t *testing.T) {
 	if v := res.Variant; v == nil || v.ID != "red" || v.InitialStock != 3 || v.StockDB != 3 || v.StockRedis == nil || *v.StockRedis != 2 {
 		t.Fatalf("the answer's variant %+v, want red initial 3, Postgres 3, Redis 2", res.Variant)
 	}
-	if res.Sale.InitialStock != 6 || res.Sale.StockDB != 6 || *res.Sale.StockRedis != 5 || res.Sale.State != SaleOpen {
+	if res.Sale.InitialStock != 6 || res.Sale.StockDB != 6 || *res.Sale.StockRedis != 5 || res.Sale.State != admin.SaleOpen {
 		t.Fatalf("the answer's sale %+v, want totals 6 / 6 / Redis 5", res.Sale)
 	}
 	await(t, events, "restock:"+sale)
@@ -169,7 +170,7 @@ func TestRemovingAVariantsUnsoldUnitsStopsAtZeroInBothStores(t *testing.T) {
 		t.Fatal("a refused removal changed Postgres")
 	}
 	res, err := e.svc.ChangeStock(ctx, sale, StockRequest{Add: -3, RequestID: "a-3", Variant: "a"})
-	if err != nil || res.Variant == nil || *res.Variant.StockRedis != 0 || res.Variant.StockDB != 2 || res.Sale.State != SaleOpen {
+	if err != nil || res.Variant == nil || *res.Variant.StockRedis != 0 || res.Variant.StockDB != 2 || res.Sale.State != admin.SaleOpen {
 		t.Fatalf("removing the 3 unsold of a: %v %+v", err, res)
 	}
 	if mm := e.meta(sale); mm["v:a"] != "0" || mm["v:b"] != "5" || mm["stock"] != "5" {
@@ -193,7 +194,7 @@ func TestRemovingAVariantsUnsoldUnitsStopsAtZeroInBothStores(t *testing.T) {
 		t.Fatalf("Postgres a stock %d, want 0", st)
 	}
 	// The whole of b goes: the sale is sold out.
-	if res, err := e.svc.ChangeStock(ctx, sale, StockRequest{Add: -5, RequestID: "b-5", Variant: "b"}); err != nil || res.Sale.State != SaleSoldOut {
+	if res, err := e.svc.ChangeStock(ctx, sale, StockRequest{Add: -5, RequestID: "b-5", Variant: "b"}); err != nil || res.Sale.State != admin.SaleSoldOut {
 		t.Fatalf("removing all of b: %v %+v", err, res.Sale)
 	}
 	if _, reply, ok := e.buy(sale, "u9", "b", 1); ok || reply[0].(int64) != 6 {

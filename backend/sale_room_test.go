@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/seckilledge/seckill/contract"
+	"github.com/seckilledge/seckill/contract/admin"
 	"github.com/seckilledge/seckill/internal/testenv"
 )
 
@@ -39,7 +40,7 @@ func TestAdminAPISaleWithARoomIsPreheatedWithItsSeedCommitmentOnce(t *testing.T)
 			t.Fatalf("%s: %d %+v", name, code, ref)
 		}
 	}
-	var st SaleStatus
+	var st admin.SaleStatus
 	if code := doJSON(t, "POST", srv.URL+"/admin/sales", adminAuth, body(sale, `,"room":{"rate":5,"session":"90s","difficulty":[0,0]}`), &st); code != 201 || st.Room == nil || *st.Room.Rate != 5 || st.SeedCommitment != "" {
 		t.Fatalf("create: %d %+v", code, st)
 	}
@@ -66,7 +67,7 @@ func TestAdminAPISaleWithARoomIsPreheatedWithItsSeedCommitmentOnce(t *testing.T)
 	}
 
 	plain := e.sale(2) // no room: no room hash, nothing in the status
-	st = SaleStatus{}
+	st = admin.SaleStatus{}
 	if code := doJSON(t, "GET", srv.URL+"/admin/sales/"+plain, adminAuth, "", &st); code != 200 || st.Room != nil || st.SeedCommitment != "" {
 		t.Fatalf("status without a room: %d %+v", code, st)
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/redis/go-redis/v9"
 	"github.com/seckilledge/seckill/contract"
+	"github.com/seckilledge/seckill/contract/admin"
 	"github.com/seckilledge/seckill/internal/strictjson"
 	"github.com/seckilledge/seckill/lua"
 )
@@ -39,7 +40,7 @@ type SaleSpec struct {
 	WebhookURL string `json:"webhook_url,omitempty"`
 	// Room gives the sale a waiting room (seckill_room, docs/room.md); nil: none. Rooms are
 	// for unsharded sales: the token script must reach the room's hash slot.
-	Room *RoomSpec `json:"room,omitempty"`
+	Room *admin.RoomSpec `json:"room,omitempty"`
 	// Variants gives the stock per variant instead of Stock (sales_variants.go): 1 to 256,
 	// ids like sale ids. A sharded sale splits each variant over its shards.
 	Variants []VariantSpec `json:"variants,omitempty"`
@@ -260,7 +261,7 @@ func (s *Service) Preheat(ctx context.Context, sale string) (PreheatResult, erro
 				// the room is there, and marks it as a room sale, so a room that cannot be set
 				// up leaves the sale closed rather than on sale without its room. room_setup.lua
 				// keeps the first seed, so a second preheat publishes the same commitment.
-				var spec RoomSpec
+				var spec admin.RoomSpec
 				if err := json.Unmarshal(room, &spec); err != nil {
 					return fmt.Errorf("sale %s: stored room: %w", sale, err)
 				}
@@ -311,37 +312,10 @@ func (s *Service) answerLocked(w http.ResponseWriter, what string, err error, re
 	}
 }
 
-// SaleStatus is the body of GET /admin/sales/{id}.
-type SaleStatus struct {
-	ID           string         `json:"id"`
-	InitialStock int            `json:"initial_stock"`
-	StockDB      int            `json:"stock_db"`
-	StockRedis   *int64         `json:"stock_redis"`
-	State        string         `json:"state,omitempty"`
-	Buyers       int64          `json:"buyers"`
-	Queued       int            `json:"queued"`
-	Orders       map[string]int `json:"orders"`
-	StartsAt     time.Time      `json:"starts_at"`
-	EndsAt       time.Time      `json:"ends_at"`
-	PayWithin    string         `json:"pay_within"`
-	// Shards is the sale's shard count (1: unsharded). For a sharded sale, StockRedis and
-	// Buyers sum over the shards and ShardStock lists each shard's stock (-1: not in Redis).
-	Shards     int     `json:"shards"`
-	ShardStock []int64 `json:"shard_stock,omitempty"`
-	// Room is the sale's waiting room as created (nil: none) and SeedCommitment the hex SHA-256
-	// of its seed once preheated (docs/room.md): published before the start, checked after the end.
-	Room           *RoomSpec `json:"room,omitempty"`
-	SeedCommitment string    `json:"seed_commitment,omitempty"`
-	// PerUserLimit is the most units a user may hold in the sale; Variants each variant's
-	// stock in Postgres and Redis (absent for a sale without variants).
-	PerUserLimit int             `json:"per_user_limit"`
-	Variants     []VariantStatus `json:"variants,omitempty"`
-}
-
 // SaleStatus reads a sale from Postgres and Redis. queued counts buyers in Redis whose order
 // is not in Postgres yet.
-func (s *Service) SaleStatus(ctx context.Context, sale string) (SaleStatus, error) {
-	st := SaleStatus{ID: sale, Orders: map[string]int{"created": 0, "paid": 0, "cancelled": 0, "failed": 0}}
+func (s *Service) SaleStatus(ctx context.Context, sale string) (admin.SaleStatus, error) {
+	st := admin.SaleStatus{ID: sale, Orders: map[string]int{"created": 0, "paid": 0, "cancelled": 0, "failed": 0}}
 	var paySecs float64
 	var room []byte
 	err := s.Pool.QueryRow(ctx, `SELECT initial_stock, stock, starts_at, ends_at, EXTRACT(EPOCH FROM pay_within)::float8, shards, room, per_user_limit FROM sales WHERE id = $1`, sale).
@@ -354,7 +328,7 @@ func (s *Service) SaleStatus(ctx context.Context, sale string) (SaleStatus, erro
 	}
 	st.PayWithin = (time.Duration(paySecs * float64(time.Second))).String()
 	if room != nil {
-		st.Room = new(RoomSpec)
+		st.Room = new(admin.RoomSpec)
 		if err := json.Unmarshal(room, st.Room); err != nil {
 			return st, fmt.Errorf("sale %s: stored room: %w", sale, err)
 		}

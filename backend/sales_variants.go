@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/redis/go-redis/v9"
 	"github.com/seckilledge/seckill/contract"
+	"github.com/seckilledge/seckill/contract/admin"
 	"github.com/seckilledge/seckill/lua"
 )
 
@@ -84,34 +85,25 @@ func insertVariants(ctx context.Context, tx pgx.Tx, sale string, vs []VariantSpe
 	return err
 }
 
-// VariantStatus is one variant in GET /admin/sales/{id}: its stock in Postgres and in Redis
-// (nil: not in Redis).
-type VariantStatus struct {
-	ID           string `json:"id"`
-	InitialStock int    `json:"initial_stock"`
-	StockDB      int    `json:"stock_db"`
-	StockRedis   *int64 `json:"stock_redis"`
-}
-
 type pgQuerier interface {
 	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
 }
 
 // saleVariants reads a sale's variants from Postgres, by id.
-func saleVariants(ctx context.Context, q pgQuerier, sale string) ([]VariantStatus, error) {
+func saleVariants(ctx context.Context, q pgQuerier, sale string) ([]admin.VariantStatus, error) {
 	rows, err := q.Query(ctx, `SELECT variant_id, initial_stock, stock FROM sale_variants WHERE sale_id = $1 ORDER BY variant_id`, sale)
 	if err != nil {
 		return nil, err
 	}
-	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (VariantStatus, error) {
-		var v VariantStatus
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (admin.VariantStatus, error) {
+		var v admin.VariantStatus
 		return v, r.Scan(&v.ID, &v.InitialStock, &v.StockDB)
 	})
 }
 
 // fillVariantsRedis reads each variant's stock in Redis: summed over the shards of a sharded
 // sale (k > 1), each holding its part of every variant.
-func fillVariantsRedis(ctx context.Context, rdb redis.UniversalClient, sale string, k int, vs []VariantStatus) error {
+func fillVariantsRedis(ctx context.Context, rdb redis.UniversalClient, sale string, k int, vs []admin.VariantStatus) error {
 	if len(vs) == 0 {
 		return nil
 	}
@@ -152,7 +144,7 @@ func shardVariants(vs []lua.Variant, i, k int) []lua.Variant {
 }
 
 // preheatVariants are a sale's variants with their current stock in Postgres, for preheat.lua.
-func preheatVariants(vs []VariantStatus) []lua.Variant {
+func preheatVariants(vs []admin.VariantStatus) []lua.Variant {
 	if len(vs) == 0 {
 		return nil
 	}

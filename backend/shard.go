@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/redis/go-redis/v9"
 	"github.com/seckilledge/seckill/contract"
+	"github.com/seckilledge/seckill/contract/admin"
 	"github.com/seckilledge/seckill/internal/shardcache"
 	"github.com/seckilledge/seckill/lua"
 )
@@ -107,7 +108,7 @@ func (s *Service) preheatShards(ctx context.Context, sale string, stock, k, limi
 
 // shardStatus fills the per-shard part of a sharded sale's status and returns its buyers over
 // every shard.
-func (s *Service) shardStatus(ctx context.Context, st *SaleStatus) (map[string]string, error) {
+func (s *Service) shardStatus(ctx context.Context, st *admin.SaleStatus) (map[string]string, error) {
 	ids := contract.ShardIDs(st.ID, st.Shards)
 	stocks, err := shardStocks(ctx, s.Redis, ids)
 	if err != nil {

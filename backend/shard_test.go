@@ -12,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/redis/go-redis/v9"
 	"github.com/seckilledge/seckill/contract"
+	"github.com/seckilledge/seckill/contract/admin"
 	"github.com/seckilledge/seckill/internal/testenv"
 	"github.com/seckilledge/seckill/lua"
 )
@@ -477,7 +478,7 @@ func TestAdminAPICreatesPreheatsAndRebalancesShardedSales(t *testing.T) {
 	now := time.Now().UTC()
 	body := `{"id":"` + id + `","stock":9,"starts_at":"` + now.Add(-time.Minute).Format(time.RFC3339) +
 		`","ends_at":"` + now.Add(time.Hour).Format(time.RFC3339) + `","shards":3}`
-	var st SaleStatus
+	var st admin.SaleStatus
 	if code := doJSON(t, "POST", srv.URL+"/admin/sales", auth, body, &st); code != 201 || st.Shards != 3 {
 		t.Fatalf("create: %d %+v", code, st)
 	}

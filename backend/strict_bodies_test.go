@@ -1,6 +1,7 @@
 package backend
 
 import (
+	"github.com/seckilledge/seckill/contract/admin"
 	"strings"
 	"testing"
 )
@@ -63,7 +64,7 @@ func TestADifficultyWithThreeNumbersIsRefused(t *testing.T) {
 		}
 	}
 	spec, err := ParseSaleSpec(strings.NewReader(`{"id":"s1","stock":1,"starts_at":"2030-01-01T00:00:00Z","ends_at":"2030-01-02T00:00:00Z","room":{"difficulty":[4,8]}}`))
-	if err != nil || spec.Room.Difficulty == nil || *spec.Room.Difficulty != (Difficulty{4, 8}) {
+	if err != nil || spec.Room.Difficulty == nil || *spec.Room.Difficulty != (admin.Difficulty{4, 8}) {
 		t.Fatalf("difficulty [4,8]: %+v %v", spec.Room, err)
 	}
 }

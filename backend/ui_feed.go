@@ -6,6 +6,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"github.com/seckilledge/seckill/contract"
+	"github.com/seckilledge/seckill/contract/admin"
 )
 
 // CockpitFrame is one second of the live page (one Server-Sent Event).
@@ -28,7 +29,7 @@ type CockpitFrame struct {
 
 // SaleFrame is one sale in a frame.
 type SaleFrame struct {
-	SaleSummary
+	admin.SaleSummary
 	Orders map[string]int `json:"orders"`
 	// Queued: buyers in Redis without a live order in Postgres yet (approximate: buyers minus
 	// created and paid orders).

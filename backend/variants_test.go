@@ -13,6 +13,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/seckilledge/seckill/contract"
+	adminapi "github.com/seckilledge/seckill/contract/admin"
 	"github.com/seckilledge/seckill/internal/testenv"
 	"github.com/seckilledge/seckill/lua"
 )
@@ -144,7 +145,7 @@ func TestAdminCreatesAVariantSaleAndShowsEachVariantInBothStores(t *testing.T) {
 	now := time.Now().UTC()
 	body := fmt.Sprintf(`{"id":%q,"starts_at":%q,"ends_at":%q,"per_user_limit":2,"variants":[{"id":"s42","stock":3},{"id":"s43","stock":5}]}`,
 		id, now.Add(-time.Minute).Format(time.RFC3339), now.Add(time.Hour).Format(time.RFC3339))
-	var st SaleStatus
+	var st adminapi.SaleStatus
 	if code := doJSON(t, "POST", admin.URL+"/admin/sales", adminAuth, body, &st); code != 201 {
 		t.Fatalf("create: %d", code)
 	}

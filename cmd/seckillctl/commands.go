@@ -12,15 +12,16 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/seckilledge/seckill/backend"
+	"github.com/seckilledge/seckill/contract/admin"
 )
 
 // The API's answers, as far as the tables show them.
 
-// The admin API's bodies are the backend's own types: the CLI decodes exactly what it serves.
+// The admin API's bodies are contract/admin's types, which the backend serves: the CLI decodes
+// exactly what it serves without linking the backend.
 type (
-	saleSummary = backend.SaleSummary
-	saleStatus  = backend.SaleStatus
+	saleSummary = admin.SaleSummary
+	saleStatus  = admin.SaleStatus
 )
 
 type controlResult struct {
