@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/seckilledge/seckill/backend/internal/httpapi"
 	"github.com/seckilledge/seckill/contract"
 	adminapi "github.com/seckilledge/seckill/contract/admin"
 	"github.com/seckilledge/seckill/internal/testenv"
@@ -222,7 +223,7 @@ func TestBaselinesNeedTheAdminTokenRefuseALiveSaleAndSellEachUnitOnce(t *testing
 				t.Fatalf("%s without the admin token: %d %+v", kind, code, ref)
 			}
 		}
-		if code := doJSON(t, "POST", orders.URL+"/baseline/"+kind+"/"+sale, buyer("a"), "", &ref); code != 404 || ref.Code != codeNotFound {
+		if code := doJSON(t, "POST", orders.URL+"/baseline/"+kind+"/"+sale, buyer("a"), "", &ref); code != 404 || ref.Code != httpapi.CodeNotFound {
 			t.Fatalf("%s served on the order listener: %d %+v", kind, code, ref)
 		}
 		if n := e.accounted(sale); n != 0 {
@@ -242,7 +243,7 @@ func TestBaselinesNeedTheAdminTokenRefuseALiveSaleAndSellEachUnitOnce(t *testing
 		}
 		// A sale preheated into Redis belongs to the gate: the baselines refuse it.
 		live := e.sale(5)
-		if code := doJSON(t, "POST", admin.URL+"/baseline/"+kind+"/"+live, buyer("d"), "", &ref); code != 409 || ref.Code != codeSalePreheated {
+		if code := doJSON(t, "POST", admin.URL+"/baseline/"+kind+"/"+live, buyer("d"), "", &ref); code != 409 || ref.Code != httpapi.CodeSalePreheated {
 			t.Fatalf("%s on a preheated sale: %d %+v", kind, code, ref)
 		}
 		if n := e.accounted(live); n != 0 {

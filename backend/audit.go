@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/seckilledge/seckill/backend/internal/httpapi"
 	"github.com/seckilledge/seckill/contract"
 )
 
@@ -27,7 +28,7 @@ type AuditEntry struct {
 
 // writeAudit records a control in tx, the transaction that makes its Postgres side, so a
 // change is never without its row nor a row without its change.
-func writeAudit(ctx context.Context, tx pgx.Tx, who Principal, action, sale, requestID string, before, after any) error {
+func writeAudit(ctx context.Context, tx pgx.Tx, who httpapi.Principal, action, sale, requestID string, before, after any) error {
 	b, err := json.Marshal(before)
 	if err != nil {
 		return err
@@ -59,14 +60,14 @@ func (s *Service) Audit(ctx context.Context, sale string, limit int) ([]AuditEnt
 func (s *Service) handleAudit(w http.ResponseWriter, r *http.Request) {
 	sale := r.URL.Query().Get("sale")
 	if sale != "" && !contract.ValidID(sale) {
-		refuse(w, http.StatusBadRequest, contract.CodeBadRequest, "sale must match ^[A-Za-z0-9_-]{1,64}$")
+		httpapi.Refuse(w, http.StatusBadRequest, contract.CodeBadRequest, "sale must match ^[A-Za-z0-9_-]{1,64}$")
 		return
 	}
 	limit := 100
 	if v := r.URL.Query().Get("limit"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 1 || n > 1000 {
-			refuse(w, http.StatusBadRequest, contract.CodeBadRequest, "limit must be 1..1000")
+			httpapi.Refuse(w, http.StatusBadRequest, contract.CodeBadRequest, "limit must be 1..1000")
 			return
 		}
 		limit = n
@@ -74,8 +75,8 @@ func (s *Service) handleAudit(w http.ResponseWriter, r *http.Request) {
 	entries, err := s.Audit(r.Context(), sale, limit)
 	if err != nil {
 		s.Log.Warn("audit read failed", "err", err)
-		unavailable(w)
+		httpapi.Unavailable(w)
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"entries": entries})
+	httpapi.WriteJSON(w, http.StatusOK, map[string]any{"entries": entries})
 }

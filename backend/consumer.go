@@ -10,6 +10,7 @@ import (
 	"time"
 
 	amqp "github.com/rabbitmq/amqp091-go"
+	"github.com/seckilledge/seckill/backend/internal/backoff"
 	"github.com/seckilledge/seckill/contract"
 	"go.opentelemetry.io/otel/trace"
 )
@@ -63,7 +64,7 @@ func (c *Consumer) Run(ctx context.Context) error {
 	if c.Writers <= 0 {
 		c.Writers = 3
 	}
-	backoff := newBackoff(100*time.Millisecond, 2*time.Second)
+	bo := backoff.New(100*time.Millisecond, 2*time.Second)
 	for ctx.Err() == nil {
 		started := time.Now()
 		err := c.session(ctx)
@@ -71,9 +72,9 @@ func (c *Consumer) Run(ctx context.Context) error {
 			return nil
 		}
 		if time.Since(started) > 10*time.Second {
-			backoff.reset()
+			bo.Reset()
 		}
-		d := backoff.next()
+		d := bo.Next()
 		c.Log.Warn("consumer disconnected; reconnecting", "err", err, "in", d.String())
 		select {
 		case <-ctx.Done():
@@ -376,7 +377,7 @@ func (c *Consumer) compensate(res BatchResult) {
 }
 
 func (c *Consumer) writeRetrying(ctx context.Context, closed <-chan *amqp.Error, msgs []contract.OrderMessage) (BatchResult, error) {
-	backoff := newBackoff(50*time.Millisecond, 3*time.Second)
+	bo := backoff.New(50*time.Millisecond, 3*time.Second)
 	for {
 		start := time.Now()
 		res, err := c.Writer.WriteBatch(ctx, msgs)
@@ -389,7 +390,7 @@ func (c *Consumer) writeRetrying(ctx context.Context, closed <-chan *amqp.Error,
 			return res, err
 		}
 		metricWriteErrors.Inc()
-		d := backoff.next()
+		d := bo.Next()
 		c.Log.Warn("batch write failed; retrying", "size", len(msgs), "err", err, "in", d.String())
 		select {
 		case <-ctx.Done():
@@ -423,23 +424,3 @@ func graceContext(parent context.Context, grace time.Duration) (context.Context,
 	})
 	return ctx, func() { stop(); cancel() }
 }
-
-// backoff is a capped exponential backoff with jitter-free doubling (the jitter is irrelevant
-// with a handful of backend instances).
-type backoff struct{ cur, min, max time.Duration }
-
-func newBackoff(min, max time.Duration) *backoff { return &backoff{min: min, max: max} }
-
-func (b *backoff) next() time.Duration {
-	if b.cur == 0 {
-		b.cur = b.min
-	} else {
-		b.cur *= 2
-		if b.cur > b.max {
-			b.cur = b.max
-		}
-	}
-	return b.cur
-}
-
-func (b *backoff) reset() { b.cur = 0 }

@@ -12,6 +12,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/seckilledge/seckill/backend/internal/httpapi"
 	"github.com/seckilledge/seckill/contract"
 	"github.com/seckilledge/seckill/contract/admin"
 	"github.com/seckilledge/seckill/internal/strictjson"
@@ -82,10 +83,10 @@ func requestID(r *http.Request) string {
 }
 
 // who is the authenticated caller (the admin middleware put it in the context).
-func who(ctx context.Context) Principal {
-	p, ok := PrincipalFrom(ctx)
+func who(ctx context.Context) httpapi.Principal {
+	p, ok := httpapi.PrincipalFrom(ctx)
 	if !ok {
-		return Principal{Name: "unknown", Role: RoleAdmin}
+		return httpapi.Principal{Name: "unknown", Role: httpapi.RoleAdmin}
 	}
 	return p
 }
@@ -264,11 +265,11 @@ func parseEndsAt(r io.Reader) (time.Time, error) {
 func (s *Service) handlePatchSale(w http.ResponseWriter, r *http.Request) {
 	endsAt, err := parseEndsAt(http.MaxBytesReader(w, r.Body, 1<<12))
 	if err != nil {
-		refuse(w, http.StatusBadRequest, contract.CodeBadRequest, err.Error())
+		httpapi.Refuse(w, http.StatusBadRequest, contract.CodeBadRequest, err.Error())
 		return
 	}
 	res, err := s.MoveEnd(r.Context(), r.PathValue("id"), endsAt, false, requestID(r))
-	if refuseBadValue(w, err, "ends_at") {
+	if httpapi.RefuseBadValue(w, err, "ends_at") {
 		s.Log.Warn("move end: Postgres refused a value of the request", "err", err)
 		return
 	}
@@ -279,7 +280,7 @@ func (s *Service) handlePatchSale(w http.ResponseWriter, r *http.Request) {
 func (s *Service) answerControl(w http.ResponseWriter, what string, err error, res any) {
 	var ce *controlError
 	if errors.As(err, &ce) {
-		refuse(w, ce.status, ce.code, ce.msg)
+		httpapi.Refuse(w, ce.status, ce.code, ce.msg)
 		return
 	}
 	s.answerLocked(w, what, err, res)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/redis/go-redis/v9"
+	"github.com/seckilledge/seckill/backend/internal/httpapi"
 	"github.com/seckilledge/seckill/contract"
 	"github.com/seckilledge/seckill/contract/admin"
 )
@@ -121,8 +122,8 @@ func (s *Service) handleListSales(w http.ResponseWriter, r *http.Request) {
 	sales, err := s.Sales(r.Context())
 	if err != nil {
 		s.Log.Warn("list sales failed", "err", err)
-		unavailable(w)
+		httpapi.Unavailable(w)
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"sales": sales})
+	httpapi.WriteJSON(w, http.StatusOK, map[string]any{"sales": sales})
 }

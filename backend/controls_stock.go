@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/seckilledge/seckill/backend/internal/httpapi"
 	"github.com/seckilledge/seckill/contract"
 	"github.com/seckilledge/seckill/contract/admin"
 	"github.com/seckilledge/seckill/internal/strictjson"
@@ -381,11 +382,11 @@ func ParseStockRequest(r io.Reader) (StockRequest, error) {
 func (s *Service) handleStock(w http.ResponseWriter, r *http.Request) {
 	req, err := ParseStockRequest(http.MaxBytesReader(w, r.Body, 1<<12))
 	if err != nil {
-		refuse(w, http.StatusBadRequest, contract.CodeBadRequest, err.Error())
+		httpapi.Refuse(w, http.StatusBadRequest, contract.CodeBadRequest, err.Error())
 		return
 	}
 	res, err := s.ChangeStock(r.Context(), r.PathValue("id"), req)
-	if refuseBadValue(w, err, "add") {
+	if httpapi.RefuseBadValue(w, err, "add") {
 		s.Log.Warn("stock change: Postgres refused a value of the request", "err", err)
 		return
 	}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/seckilledge/seckill/backend/internal/httpapi"
 	"github.com/seckilledge/seckill/contract"
 	"github.com/seckilledge/seckill/contract/admin"
 	"github.com/seckilledge/seckill/internal/testenv"
@@ -97,7 +98,7 @@ func TestPauseReachesEveryShardsMetaIsBroadcastAndAuditedWithWho(t *testing.T) {
 	if code := call(t, srv, "POST", "/admin/sales/"+sale+"/pause", aliceToken, "", &ref); code != 409 || ref.Code != "already_paused" {
 		t.Fatalf("second pause: %d %+v", code, ref)
 	}
-	if code := call(t, srv, "POST", "/admin/sales/"+sale+"/resume", viewerToken, "", &ref); code != 403 || ref.Code != codeForbidden {
+	if code := call(t, srv, "POST", "/admin/sales/"+sale+"/resume", viewerToken, "", &ref); code != 403 || ref.Code != httpapi.CodeForbidden {
 		t.Fatalf("viewer resumes: %d %+v", code, ref)
 	}
 	if code := call(t, srv, "POST", "/admin/sales/nosuch-"+sale+"/pause", aliceToken, "", &ref); code != 404 || ref.Code != contract.CodeUnknownSale {
@@ -144,7 +145,7 @@ func TestAPausedSaleIsPausedAgainWhenRedisLosesItAndPreheatReloadsIt(t *testing.
 }
 
 func withWho(ctx context.Context) context.Context {
-	return context.WithValue(ctx, principalKey{}, Principal{Name: "test", Role: RoleAdmin})
+	return httpapi.WithPrincipal(ctx, httpapi.Principal{Name: "test", Role: httpapi.RoleAdmin})
 }
 
 func TestEndingNowEndsTheSaleInBothStoresAndAnEndedSaleRefusesEveryControl(t *testing.T) {

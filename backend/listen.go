@@ -2,6 +2,7 @@ package backend
 
 import (
 	"fmt"
+	"github.com/seckilledge/seckill/backend/internal/httpapi"
 	"io"
 	"net"
 	"net/http"
@@ -138,7 +139,7 @@ func hostGuard(names []string, next http.Handler) http.Handler {
 			}
 		}
 		if !exact[h] && !exact[name] {
-			refuse(w, http.StatusMisdirectedRequest, codeUnknownHost, "this listener does not answer for that host name (SECKILL_ADMIN_HOSTS)")
+			httpapi.Refuse(w, http.StatusMisdirectedRequest, codeUnknownHost, "this listener does not answer for that host name (SECKILL_ADMIN_HOSTS)")
 			return
 		}
 		next.ServeHTTP(w, r)

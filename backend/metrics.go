@@ -3,6 +3,7 @@ package backend
 import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/seckilledge/seckill/backend/webhook"
 )
 
 // Metrics of the backend, served on GET /metrics. Labels are bounded: a reason or an outcome
@@ -51,34 +52,14 @@ var (
 		Name: "seckill_backend_rebalanced_units_total",
 		Help: "Units moved between the shards of sharded sales by rebalance.",
 	})
-	metricWebhookDelivered = prometheus.NewCounter(prometheus.CounterOpts{
-		Name: "seckill_backend_webhooks_delivered_total",
-		Help: "Webhook events the shop's receiver acknowledged (2xx).",
-	})
-	metricWebhookFailed = prometheus.NewCounter(prometheus.CounterOpts{
-		Name: "seckill_backend_webhook_attempts_failed_total",
-		Help: "Webhook attempts that failed (error, timeout, non-2xx answer) and will be retried or parked.",
-	})
-	metricWebhookDead = prometheus.NewCounter(prometheus.CounterOpts{
-		Name: "seckill_backend_webhooks_dead_total",
-		Help: "Webhook events parked dead after their last attempt (replay: POST /admin/webhooks/{id}/replay).",
-	})
-	metricWebhookLag = prometheus.NewHistogram(prometheus.HistogramOpts{
-		Name:    "seckill_backend_webhook_lag_seconds",
-		Help:    "Time from an order change to the shop's acknowledgement of its event.",
-		Buckets: prometheus.ExponentialBuckets(0.005, 2, 18),
-	})
-	metricWebhookOldest = prometheus.NewGauge(prometheus.GaugeOpts{
-		Name: "seckill_backend_webhook_oldest_pending_seconds",
-		Help: "Age of the oldest webhook event not delivered yet (0: none pending).",
-	})
 )
 
 func newRegistry() *prometheus.Registry {
 	r := prometheus.NewRegistry()
 	r.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		metricConsumed, metricBatchSize, metricCommit, metricFailed, metricWriteErrors,
-		metricCompensations, metricReleased, metricLag, metricReconciled, metricRebalanced,
-		metricWebhookDelivered, metricWebhookFailed, metricWebhookDead, metricWebhookLag, metricWebhookOldest)
+		metricCompensations, metricReleased, metricLag, metricReconciled, metricRebalanced)
+	// The webhook worker's metrics are its own package's (backend/webhook).
+	r.MustRegister(webhook.Collectors()...)
 	return r
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/redis/go-redis/v9"
+	"github.com/seckilledge/seckill/backend/webhook"
 	"github.com/seckilledge/seckill/contract"
 	"github.com/seckilledge/seckill/lua"
 )
@@ -129,7 +130,7 @@ func (s *Service) Reconcile(ctx context.Context, sale string) (ReconcileReport, 
 				for i, l := range inserted {
 					ids[i] = l.OrderID
 				}
-				return enqueueEvents(ctx, tx, contract.EventOrderFailed, ids, s.hasDefaultWebhook())
+				return webhook.Enqueue(ctx, tx, contract.EventOrderFailed, ids, s.Webhooks.HasDefaultURL())
 			})
 			if err != nil {
 				return err

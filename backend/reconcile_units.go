@@ -8,6 +8,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/redis/go-redis/v9"
+	"github.com/seckilledge/seckill/backend/webhook"
 	"github.com/seckilledge/seckill/contract"
 	"github.com/seckilledge/seckill/lua"
 )
@@ -219,7 +220,7 @@ func (s *Service) recordLostUnits(ctx context.Context, sale, key string, held He
 		for i, l := range inserted {
 			ids[i] = l.OrderID
 		}
-		return enqueueEvents(ctx, tx, contract.EventOrderFailed, ids, s.hasDefaultWebhook())
+		return webhook.Enqueue(ctx, tx, contract.EventOrderFailed, ids, s.Webhooks.HasDefaultURL())
 	})
 	if err != nil {
 		return 0, err

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/seckilledge/seckill/backend/internal/httpapi"
 	"github.com/seckilledge/seckill/contract"
 )
 
@@ -55,11 +56,11 @@ func TestEachListenerServesOnlyItsOwnRoutes(t *testing.T) {
 		{"POST", "/baseline/optimistic/" + sale},
 	} {
 		h := map[string]string{"Authorization": "Bearer " + testAdminToken}
-		if code := doJSON(t, r.method, orders.URL+r.path, h, "", &ref); code != 404 || ref.Code != codeNotFound {
+		if code := doJSON(t, r.method, orders.URL+r.path, h, "", &ref); code != 404 || ref.Code != httpapi.CodeNotFound {
 			t.Errorf("order listener serves %s %s: %d %+v", r.method, r.path, code, ref)
 		}
 	}
-	if code := doJSON(t, "GET", admin.URL+"/orders/"+m.OrderID, user, "", &ref); code != 404 || ref.Code != codeNotFound {
+	if code := doJSON(t, "GET", admin.URL+"/orders/"+m.OrderID, user, "", &ref); code != 404 || ref.Code != httpapi.CodeNotFound {
 		t.Errorf("admin listener serves the order API: %d %+v", code, ref)
 	}
 	var v OrderView

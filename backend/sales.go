@@ -11,6 +11,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/redis/go-redis/v9"
+	"github.com/seckilledge/seckill/backend/internal/httpapi"
+	"github.com/seckilledge/seckill/backend/webhook"
 	"github.com/seckilledge/seckill/contract"
 	"github.com/seckilledge/seckill/contract/admin"
 	"github.com/seckilledge/seckill/internal/strictjson"
@@ -75,7 +77,7 @@ func (s SaleSpec) Validate() (time.Duration, error) {
 		}
 	}
 	if s.WebhookURL != "" {
-		if err := validWebhookURL(s.WebhookURL); err != nil {
+		if err := webhook.ValidURL(s.WebhookURL); err != nil {
 			return 0, fmt.Errorf("webhook_url: %w", err)
 		}
 	}
@@ -136,38 +138,38 @@ func (s *Service) CreateSale(ctx context.Context, spec SaleSpec) (created bool, 
 func (s *Service) handleCreateSale(w http.ResponseWriter, r *http.Request) {
 	spec, err := ParseSaleSpec(http.MaxBytesReader(w, r.Body, 1<<16))
 	if err != nil {
-		refuse(w, http.StatusBadRequest, contract.CodeBadRequest, err.Error())
+		httpapi.Refuse(w, http.StatusBadRequest, contract.CodeBadRequest, err.Error())
 		return
 	}
 	if spec.WebhookURL != "" && s.Webhooks == nil {
-		refuse(w, http.StatusBadRequest, contract.CodeBadRequest, "webhook_url needs SECKILL_WEBHOOK_SECRETS on the backend: webhooks are signed")
+		httpapi.Refuse(w, http.StatusBadRequest, contract.CodeBadRequest, "webhook_url needs SECKILL_WEBHOOK_SECRETS on the backend: webhooks are signed")
 		return
 	}
 	if spec.WebhookURL != "" {
 		// Not in Validate: the check may look the name up, and depends on the backend's policy.
 		if err := s.Webhooks.CheckURL(r.Context(), spec.WebhookURL); err != nil {
-			refuse(w, http.StatusBadRequest, contract.CodeBadRequest, "webhook_url: "+err.Error())
+			httpapi.Refuse(w, http.StatusBadRequest, contract.CodeBadRequest, "webhook_url: "+err.Error())
 			return
 		}
 	}
 	created, err := s.CreateSale(r.Context(), spec)
-	if refuseBadValue(w, err, "stock, variants, per_user_limit, starts_at, ends_at, pay_within") {
+	if httpapi.RefuseBadValue(w, err, "stock, variants, per_user_limit, starts_at, ends_at, pay_within") {
 		s.Log.Warn("create sale: Postgres refused a value of the request", "err", err)
 		return
 	}
 	if err != nil {
 		s.Log.Warn("create sale failed", "err", err)
-		unavailable(w)
+		httpapi.Unavailable(w)
 		return
 	}
 	if !created {
-		refuse(w, http.StatusConflict, codeSaleExists, "a sale with this id exists")
+		httpapi.Refuse(w, http.StatusConflict, httpapi.CodeSaleExists, "a sale with this id exists")
 		return
 	}
 	s.Log.Info("sale created", "sale_id", spec.ID, "stock", spec.totalStock(), "shards", max(spec.Shards, 1),
 		"variants", len(spec.Variants), "per_user_limit", spec.limit())
 	st, _ := s.SaleStatus(r.Context(), spec.ID)
-	writeJSON(w, http.StatusCreated, st)
+	httpapi.WriteJSON(w, http.StatusCreated, st)
 }
 
 // errUnknownSale is returned for a sale id Postgres does not know.
@@ -301,14 +303,14 @@ func (s *Service) handlePreheat(w http.ResponseWriter, r *http.Request) {
 func (s *Service) answerLocked(w http.ResponseWriter, what string, err error, res any) {
 	switch {
 	case err == nil:
-		writeJSON(w, http.StatusOK, res)
+		httpapi.WriteJSON(w, http.StatusOK, res)
 	case errors.Is(err, errUnknownSale):
-		refuse(w, http.StatusNotFound, contract.CodeUnknownSale, "no such sale")
+		httpapi.Refuse(w, http.StatusNotFound, contract.CodeUnknownSale, "no such sale")
 	case errors.Is(err, ErrLockBusy), errors.Is(err, ErrFenced):
-		refuse(w, http.StatusConflict, "busy", what+" is running on another instance; retry")
+		httpapi.Refuse(w, http.StatusConflict, "busy", what+" is running on another instance; retry")
 	default:
 		s.Log.Warn(what+" failed", "err", err)
-		unavailable(w)
+		httpapi.Unavailable(w)
 	}
 }
 
@@ -404,11 +406,11 @@ func (s *Service) handleSaleStatus(w http.ResponseWriter, r *http.Request) {
 	st, err := s.SaleStatus(r.Context(), r.PathValue("id"))
 	switch {
 	case errors.Is(err, errUnknownSale):
-		refuse(w, http.StatusNotFound, contract.CodeUnknownSale, "no such sale")
+		httpapi.Refuse(w, http.StatusNotFound, contract.CodeUnknownSale, "no such sale")
 	case err != nil:
 		s.Log.Warn("sale status failed", "err", err)
-		unavailable(w)
+		httpapi.Unavailable(w)
 	default:
-		writeJSON(w, http.StatusOK, st)
+		httpapi.WriteJSON(w, http.StatusOK, st)
 	}
 }

@@ -11,6 +11,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/redis/go-redis/v9"
+	"github.com/seckilledge/seckill/backend/internal/httpapi"
+	"github.com/seckilledge/seckill/backend/webhook"
 )
 
 // Service holds what the HTTP API, the sweeper and reconcile share.
@@ -25,7 +27,7 @@ type Service struct {
 	AdminToken string
 	Tokens     *Tokens
 	// Webhooks delivers order events to the shop (nil: no signing secret, no delivery).
-	Webhooks *Webhooks
+	Webhooks *webhook.Worker
 	// Retention keeps a sale's Redis keys this long after it ends.
 	Retention time.Duration
 	// Namespace is the deployment recorded in the meta of the sales it preheats: a gateway's
@@ -68,10 +70,11 @@ func (s *Service) Handler(reg *prometheus.Registry, baselines bool) http.Handler
 	mux.HandleFunc("POST /admin/sales/{id}/reconcile", s.admin(s.handleReconcile))
 	mux.HandleFunc("POST /admin/sales/{id}/rebalance", s.admin(s.handleRebalance))
 	// The shop hand-over: payment is the shop's word (role shop only, shop.go); webhook
-	// deliveries are listed by viewers and replayed by admins (webhook_admin.go).
-	mux.HandleFunc("POST /shop/orders/{id}/paid", s.allow(s.handleShopPaid, RoleShop))
-	mux.HandleFunc("GET /admin/webhooks", s.viewer(s.handleListDeliveries))
-	mux.HandleFunc("POST /admin/webhooks/{id}/replay", s.admin(s.handleReplayDelivery))
+	// deliveries are listed by viewers and replayed by admins (backend/webhook).
+	mux.HandleFunc("POST /shop/orders/{id}/paid", s.allow(s.handleShopPaid, httpapi.RoleShop))
+	hooks := &webhook.Admin{Pool: s.Pool, Worker: s.Webhooks, Log: s.Log}
+	mux.HandleFunc("GET /admin/webhooks", s.viewer(hooks.HandleList))
+	mux.HandleFunc("POST /admin/webhooks/{id}/replay", s.admin(hooks.HandleReplay))
 	// Operator controls, audit trail and the live page (controls.go, audit.go, ui.go).
 	s.mountControls(mux, reg)
 	if baselines {
@@ -102,7 +105,7 @@ func recoverer(log *slog.Logger, next http.Handler) http.Handler {
 					panic(v)
 				}
 				log.Error("handler panic", "panic", v, "path", r.URL.Path)
-				unavailable(w)
+				httpapi.Unavailable(w)
 			}
 		}()
 		next.ServeHTTP(w, r)

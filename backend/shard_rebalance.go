@@ -13,6 +13,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/redis/go-redis/v9"
+	"github.com/seckilledge/seckill/backend/internal/httpapi"
 	"github.com/seckilledge/seckill/contract"
 	"github.com/seckilledge/seckill/internal/saleevents"
 	"github.com/seckilledge/seckill/lua"
@@ -273,7 +274,7 @@ func finishMoves(ctx context.Context, rdb redis.UniversalClient, ids []string) (
 func (s *Service) handleRebalance(w http.ResponseWriter, r *http.Request) {
 	rep, err := s.Rebalance(r.Context(), r.PathValue("id"))
 	if errors.Is(err, errNotSharded) {
-		refuse(w, http.StatusConflict, "not_sharded", "the sale is not sharded: nothing to rebalance")
+		httpapi.Refuse(w, http.StatusConflict, "not_sharded", "the sale is not sharded: nothing to rebalance")
 		return
 	}
 	s.answerLocked(w, "rebalance", err, rep)

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/seckilledge/seckill/backend/webhook"
 	"github.com/seckilledge/seckill/contract"
 )
 
@@ -61,7 +62,7 @@ func (s *Service) SweepOnce(ctx context.Context) (int, error) {
 					WHERE sv.sale_id = x.sale_id AND sv.variant_id = x.variant_id`, ids); err != nil {
 					return err
 				}
-				return enqueueEvents(ctx, tx, contract.EventOrderCancelled, ids, s.hasDefaultWebhook())
+				return webhook.Enqueue(ctx, tx, contract.EventOrderCancelled, ids, s.Webhooks.HasDefaultURL())
 			})
 			if err != nil {
 				return err

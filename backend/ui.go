@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/seckilledge/seckill/backend/internal/httpapi"
 	"github.com/seckilledge/seckill/contract"
 )
 
@@ -59,11 +60,11 @@ func (s *Service) mountUI(mux *http.ServeMux, reg *prometheus.Registry) {
 	mux.Handle("/admin/ui/api/", s.fromSession(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodGet && r.Method != http.MethodHead {
 			if r.Header.Get("X-Seckill-UI") == "" {
-				refuse(w, http.StatusForbidden, codeForbidden, "page calls must carry X-Seckill-UI")
+				httpapi.Refuse(w, http.StatusForbidden, httpapi.CodeForbidden, "page calls must carry X-Seckill-UI")
 				return
 			}
 			if !sameOrigin(r) {
-				refuse(w, http.StatusForbidden, codeCrossSite, "a control of the page from another site")
+				httpapi.Refuse(w, http.StatusForbidden, codeCrossSite, "a control of the page from another site")
 				return
 			}
 		}
@@ -80,7 +81,7 @@ type sessionKey struct{}
 // pageSession is the session a request of the page runs in.
 type pageSession struct {
 	id  string
-	who Principal
+	who httpapi.Principal
 }
 
 // fromSession lets the page's session stand for the Bearer header: the admin routes behind it
@@ -110,9 +111,9 @@ func (s *Service) cookie(r *http.Request, id string, maxAge int) *http.Cookie {
 }
 
 // pageRole is the role of a token that may see the page (admin or viewer).
-func (s *Service) pageRole(token string) (Principal, bool) {
+func (s *Service) pageRole(token string) (httpapi.Principal, bool) {
 	who, ok := s.tokens().Lookup(token)
-	return who, ok && (who.Role == RoleAdmin || who.Role == RoleViewer)
+	return who, ok && (who.Role == httpapi.RoleAdmin || who.Role == httpapi.RoleViewer)
 }
 
 // pageHeaders are the headers of every HTML answer of the page. The CSP lets the page run its
@@ -161,7 +162,7 @@ func (s *Service) handleUI(w http.ResponseWriter, r *http.Request) {
 
 func (s *Service) handleUILogin(w http.ResponseWriter, r *http.Request) {
 	if !sameOrigin(r) {
-		refuse(w, http.StatusForbidden, codeCrossSite, "sign-in from another site's page")
+		httpapi.Refuse(w, http.StatusForbidden, codeCrossSite, "sign-in from another site's page")
 		return
 	}
 	auth, now, client := s.cockpit(), s.now(), loginClient(r)
@@ -171,7 +172,7 @@ func (s *Service) handleUILogin(w http.ResponseWriter, r *http.Request) {
 		}
 		secs := int((retry + time.Second - 1) / time.Second)
 		w.Header().Set("Retry-After", strconv.Itoa(max(secs, 1)))
-		writeJSON(w, http.StatusTooManyRequests, contract.Refusal{Code: contract.CodeRateLimited,
+		httpapi.WriteJSON(w, http.StatusTooManyRequests, contract.Refusal{Code: contract.CodeRateLimited,
 			Message: fmt.Sprintf("too many failed sign-ins from this address; retry in %d s", max(secs, 1))})
 		return
 	}
@@ -199,7 +200,7 @@ func (s *Service) handleUILogin(w http.ResponseWriter, r *http.Request) {
 // handleUILogout ends the session (the id is void at once, not only the cookie deleted).
 func (s *Service) handleUILogout(w http.ResponseWriter, r *http.Request) {
 	if !sameOrigin(r) {
-		refuse(w, http.StatusForbidden, codeCrossSite, "sign-out from another site's page")
+		httpapi.Refuse(w, http.StatusForbidden, codeCrossSite, "sign-out from another site's page")
 		return
 	}
 	if c, err := r.Cookie(uiCookie); err == nil {
@@ -220,7 +221,7 @@ func (s *Service) loginPage(w http.ResponseWriter, status int, msg string) {
 func (s *Service) streamFrames(w http.ResponseWriter, r *http.Request, src *cockpitSources) {
 	flusher, ok := w.(http.Flusher)
 	if !ok {
-		refuse(w, http.StatusInternalServerError, contract.CodeUnavailable, "streaming unsupported")
+		httpapi.Refuse(w, http.StatusInternalServerError, contract.CodeUnavailable, "streaming unsupported")
 		return
 	}
 	w.Header().Set("Content-Type", "text/event-stream")

@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/seckilledge/seckill/backend/internal/httpapi"
 	"github.com/seckilledge/seckill/contract"
 )
 
@@ -348,15 +349,15 @@ func TestTheCockpitPagesForbidFramingAndRunOnlyTheirOwnScript(t *testing.T) {
 func TestCockpitSessionsStayBoundedAndDropTheLeastRecentlySeen(t *testing.T) {
 	ss := newSessions()
 	now := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
-	first := ss.open(Principal{Name: "a", Role: RoleAdmin}, now)
-	second := ss.open(Principal{Name: "b", Role: RoleAdmin}, now.Add(time.Second))
+	first := ss.open(httpapi.Principal{Name: "a", Role: httpapi.RoleAdmin}, now)
+	second := ss.open(httpapi.Principal{Name: "b", Role: httpapi.RoleAdmin}, now.Add(time.Second))
 	for i := 2; i < maxSessions; i++ {
-		ss.open(Principal{Name: "x", Role: RoleViewer}, now.Add(2*time.Second))
+		ss.open(httpapi.Principal{Name: "x", Role: httpapi.RoleViewer}, now.Add(2*time.Second))
 	}
 	if _, ok := ss.get(first, now.Add(3*time.Second)); !ok { // first is now the most recently seen
 		t.Fatal("first session lost before the map was full")
 	}
-	ss.open(Principal{Name: "c", Role: RoleAdmin}, now.Add(4*time.Second))
+	ss.open(httpapi.Principal{Name: "c", Role: httpapi.RoleAdmin}, now.Add(4*time.Second))
 	if n := ss.len(); n != maxSessions {
 		t.Fatalf("%d sessions, want the bound %d", n, maxSessions)
 	}

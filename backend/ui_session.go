@@ -4,6 +4,7 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
+	"github.com/seckilledge/seckill/backend/internal/httpapi"
 	"sync"
 	"time"
 )
@@ -29,7 +30,7 @@ const (
 )
 
 type session struct {
-	who     Principal
+	who     httpapi.Principal
 	created time.Time
 	seen    time.Time
 }
@@ -44,7 +45,7 @@ type sessions struct {
 func newSessions() *sessions { return &sessions{m: map[[sha256.Size]byte]*session{}} }
 
 // open starts a session for who and returns its id: 32 random bytes, base64url.
-func (ss *sessions) open(who Principal, now time.Time) string {
+func (ss *sessions) open(who httpapi.Principal, now time.Time) string {
 	var raw [32]byte
 	_, _ = rand.Read(raw[:]) // crypto/rand.Read never fails (Go 1.24)
 	id := base64.RawURLEncoding.EncodeToString(raw[:])
@@ -68,20 +69,20 @@ func (ss *sessions) open(who Principal, now time.Time) string {
 }
 
 // get returns the session's principal and marks it seen; an expired session is removed.
-func (ss *sessions) get(id string, now time.Time) (Principal, bool) {
+func (ss *sessions) get(id string, now time.Time) (httpapi.Principal, bool) {
 	if id == "" {
-		return Principal{}, false
+		return httpapi.Principal{}, false
 	}
 	k := sha256.Sum256([]byte(id))
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
 	s, ok := ss.m[k]
 	if !ok {
-		return Principal{}, false
+		return httpapi.Principal{}, false
 	}
 	if expired(s, now) {
 		delete(ss.m, k)
-		return Principal{}, false
+		return httpapi.Principal{}, false
 	}
 	s.seen = now
 	return s.who, true

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/seckilledge/seckill/backend/webhook"
 	"github.com/seckilledge/seckill/contract"
 	"github.com/seckilledge/seckill/internal/testenv"
 )
@@ -119,15 +120,15 @@ func (r *receiver) unique() int {
 // startHooks runs a delivery worker for the env's service until the test ends (called twice:
 // two workers, as in two backend instances; the service wakes the last). Its receivers are
 // httptest servers on 127.0.0.1, so it allows private receivers (SECKILL_WEBHOOK_ALLOW_PRIVATE).
-func (e *env) startHooks(url string, timeout time.Duration, attempts int) *Webhooks {
-	return e.startHooksWith(&Webhooks{DefaultURL: url, Timeout: timeout, MaxAttempts: attempts, AllowPrivate: true})
+func (e *env) startHooks(url string, timeout time.Duration, attempts int) *webhook.Worker {
+	return e.startHooksWith(&webhook.Worker{DefaultURL: url, Timeout: timeout, MaxAttempts: attempts, AllowPrivate: true})
 }
 
 // startHooksWith runs h as startHooks does; its zero fields take the tests' values (fast
 // retries, 32 in flight, both secrets). AllowPrivate is h's own: false keeps the egress guard.
-func (e *env) startHooksWith(h *Webhooks) *Webhooks {
+func (e *env) startHooksWith(h *webhook.Worker) *webhook.Worker {
 	e.t.Helper()
-	pool, err := NewWebhookPool(context.Background(), e.pg, 10)
+	pool, err := webhook.NewPool(context.Background(), e.pg, 10)
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -295,7 +296,7 @@ func TestADeadWebhookHoldsItsOrdersLaterEventsUntilAnAdminReplaysIt(t *testing.T
 		return e.dbInt(`SELECT count(*) FROM webhook_deliveries WHERE order_id = $1 AND state = 'dead'`, m.OrderID) == 1
 	})
 	_, admin := e.servers(false)
-	var list struct{ Deliveries []DeliveryView }
+	var list struct{ Deliveries []webhook.DeliveryView }
 	viewer := map[string]string{"Authorization": "Bearer " + testViewerToken}
 	if code := doJSON(t, "GET", admin.URL+"/admin/webhooks?state=dead&sale="+sale, viewer, "", &list); code != 200 || len(list.Deliveries) != 1 {
 		t.Fatalf("dead list: %d %+v", code, list)
@@ -315,7 +316,7 @@ func TestADeadWebhookHoldsItsOrdersLaterEventsUntilAnAdminReplaysIt(t *testing.T
 	r.mu.Lock()
 	r.Fail = 0
 	r.mu.Unlock()
-	var replayed DeliveryView
+	var replayed webhook.DeliveryView
 	if code := doJSON(t, "POST", admin.URL+"/admin/webhooks/"+dead.ID+"/replay", adminAuth, "", &replayed); code != 200 || replayed.State != "pending" {
 		t.Fatalf("replay: %d %+v", code, replayed)
 	}

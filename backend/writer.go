@@ -22,7 +22,7 @@ const ReasonSoldOutInDB = "sold_out_in_db"
 type Writer struct {
 	Pool *pgxpool.Pool
 	// DefaultWebhook is true when the backend has a default webhook URL: every order's
-	// order.created / order.failed event is then written with it (webhook_outbox.go). Without
+	// order.created / order.failed event is then written with it (webhook.Enqueue). Without
 	// it, only sales with their own webhook_url get events.
 	DefaultWebhook bool
 }

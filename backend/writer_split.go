@@ -5,6 +5,7 @@ import (
 	"errors"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/seckilledge/seckill/backend/webhook"
 	"github.com/seckilledge/seckill/contract"
 )
 
@@ -128,10 +129,10 @@ func splitSale(ctx context.Context, tx pgx.Tx, sale string, group []contract.Ord
 	if err := rows.Err(); err != nil {
 		return 0, nil, 0, err
 	}
-	if err := enqueueEvents(ctx, tx, contract.EventOrderCreated, createdIDs, defaultWebhook); err != nil {
+	if err := webhook.Enqueue(ctx, tx, contract.EventOrderCreated, createdIDs, defaultWebhook); err != nil {
 		return 0, nil, 0, err
 	}
-	if err := enqueueEvents(ctx, tx, contract.EventOrderFailed, failedIDs, defaultWebhook); err != nil {
+	if err := webhook.Enqueue(ctx, tx, contract.EventOrderFailed, failedIDs, defaultWebhook); err != nil {
 		return 0, nil, 0, err
 	}
 	if units > 0 {

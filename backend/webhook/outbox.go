@@ -1,4 +1,4 @@
-package backend
+package webhook
 
 import (
 	"context"
@@ -14,15 +14,15 @@ import (
 // written and the change costs nothing more.
 
 // blockedUntil is the next_at of an event that waits for an earlier event of its order: the
-// delivery of that one releases it (Webhooks.record), and the worker's periodic unblock
+// delivery of that one releases it (Worker.record), and the worker's periodic unblock
 // catches any release that raced with the insert.
 const blockedUntil = `timestamptz '3000-01-01 00:00:00+00'`
 
-// enqueueEvents records one event of type typ for each of the given orders, inside tx. Orders
+// Enqueue records one event of type typ for each of the given orders, inside tx. Orders
 // are taken in id order so that concurrent transactions insert in one order. An order that
 // still has an undelivered event gets the new one blocked behind it, so the worker's scan of
 // due events never walks over events that must wait.
-func enqueueEvents(ctx context.Context, tx pgx.Tx, typ string, orderIDs []string, defaultURL bool) error {
+func Enqueue(ctx context.Context, tx pgx.Tx, typ string, orderIDs []string, defaultURL bool) error {
 	if len(orderIDs) == 0 {
 		return nil
 	}
@@ -36,11 +36,12 @@ func enqueueEvents(ctx context.Context, tx pgx.Tx, typ string, orderIDs []string
 	return err
 }
 
-// hasDefaultWebhook reports whether every sale's events are recorded (a default URL is set).
-func (s *Service) hasDefaultWebhook() bool { return s.Webhooks != nil && s.Webhooks.DefaultURL != "" }
+// HasDefaultURL reports whether every sale's events are recorded (a default URL is set); a nil
+// worker (no signing secret) has none.
+func (w *Worker) HasDefaultURL() bool { return w != nil && w.DefaultURL != "" }
 
-// validWebhookURL accepts an absolute http or https URL with a host.
-func validWebhookURL(raw string) error {
+// ValidURL accepts an absolute http or https URL with a host.
+func ValidURL(raw string) error {
 	if len(raw) > 2048 {
 		return errors.New("longer than 2048 characters")
 	}

@@ -1,8 +1,9 @@
-package backend
+package webhook
 
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"net"
 	"net/url"
 	"os"
@@ -10,7 +11,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/seckilledge/seckill/backend/internal/schema"
 	"github.com/seckilledge/seckill/contract"
+	"github.com/seckilledge/seckill/internal/testenv"
 )
 
 // One batch of outcomes settles each event as its own write would have: a delivery marks its
@@ -18,12 +22,12 @@ import (
 // a retry or parks the event dead at MaxAttempts, and the outcome of an event whose lease ran
 // out (claimed again since: its attempts count moved on) changes nothing.
 func TestABatchOfOutcomesSettlesEachEventAndSkipsLostLeases(t *testing.T) {
-	e := newEnv(t)
 	ctx := context.Background()
+	pool := testDB(t)
 	// o1: a (attempt 1, delivered) then b (blocked behind a); o2: c (attempt 2, fails);
 	// o3: d (attempt 3 = MaxAttempts, fails: dead); o4: f (claimed again: attempts is 2 in
 	// Postgres, the outcome is of attempt 1), then g blocked behind f.
-	if _, err := e.pool.Exec(ctx, `INSERT INTO webhook_deliveries (id, type, order_id, sale_id, user_id, attempts, next_at) VALUES
+	if _, err := pool.Exec(ctx, `INSERT INTO webhook_deliveries (id, type, order_id, sale_id, user_id, attempts, next_at) VALUES
 		('a', 'order.created', 'o1', 's', 'u1', 1, now() + interval '1 minute'),
 		('b', 'order.paid', 'o1', 's', 'u1', 0, `+blockedUntil+`),
 		('c', 'order.created', 'o2', 's', 'u2', 2, now() + interval '1 minute'),
@@ -32,7 +36,7 @@ func TestABatchOfOutcomesSettlesEachEventAndSkipsLostLeases(t *testing.T) {
 		('g', 'order.paid', 'o4', 's', 'u4', 0, `+blockedUntil+`)`); err != nil {
 		t.Fatal(err)
 	}
-	w := &Webhooks{Pool: e.pool, Log: quietLog(), RetryMin: time.Hour, RetryMax: 4 * time.Hour, MaxAttempts: 3}
+	w := &Worker{Pool: pool, Log: slog.New(slog.DiscardHandler), RetryMin: time.Hour, RetryMax: 4 * time.Hour, MaxAttempts: 3}
 	w.init()
 	ev := func(id string, attempts int) delivery {
 		return delivery{event: contract.WebhookEvent{ID: id, At: time.Now()}, attempts: attempts}
@@ -54,7 +58,7 @@ func TestABatchOfOutcomesSettlesEachEventAndSkipsLostLeases(t *testing.T) {
 	get := func(id string) row {
 		t.Helper()
 		var r row
-		if err := e.pool.QueryRow(ctx, `SELECT state, last_status, last_error,
+		if err := pool.QueryRow(ctx, `SELECT state, last_status, last_error,
 			LEAST(EXTRACT(EPOCH FROM next_at - now()), 1e9)::float8 FROM webhook_deliveries WHERE id = $1`, id).
 			Scan(&r.state, &r.status, &r.lastErr, &r.dueInSec); err != nil {
 			t.Fatal(err)
@@ -82,4 +86,19 @@ func TestABatchOfOutcomesSettlesEachEventAndSkipsLostLeases(t *testing.T) {
 	if r := get("g"); r.dueInSec < 1e8 {
 		t.Errorf("g: %+v, want still blocked behind f", r)
 	}
+}
+
+// testDB gives a test a database of its own, migrated, and a pool on it.
+func testDB(t *testing.T) *pgxpool.Pool {
+	t.Helper()
+	url := testenv.Postgres(t)
+	if err := schema.Migrate(context.Background(), url); err != nil {
+		t.Fatal(err)
+	}
+	pool, err := pgxpool.New(context.Background(), url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	return pool
 }

@@ -1,4 +1,11 @@
-package backend
+// Package webhook tells the shop about order changes: the outbox that every order change writes
+// its event into, in the change's own transaction (Enqueue); the worker that delivers the events,
+// signed, at least once and in order per order (Worker); the guard on where it may connect
+// (CheckURL, the dialer); and the operator's list and replay (Admin).
+//
+// It knows nothing of sales, orders or the consumer: they call Enqueue and Wake. Its tables are
+// in backend/internal/schema (004_webhooks.sql).
+package webhook
 
 import (
 	"bytes"
@@ -16,11 +23,12 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/seckilledge/seckill/backend/internal/backoff"
 	"github.com/seckilledge/seckill/contract"
 	"github.com/seckilledge/seckill/internal/egress"
 )
 
-// Webhooks delivers the events of the webhook outbox (webhook_outbox.go) to the shop: at least
+// Worker delivers the events of the webhook outbox (outbox.go) to the shop: at least
 // once, in order per order, signed (contract.SignWebhook), with exponential backoff and jitter,
 // parking an event as dead after MaxAttempts.
 //
@@ -31,8 +39,8 @@ import (
 // due only when every earlier event of its order is delivered: a later event never overtakes
 // an earlier one, even across instances (the earlier one, leased or waiting for its retry, is
 // still pending and holds the later ones back).
-type Webhooks struct {
-	// Pool is the worker's own pool (NewWebhookPool): its commits skip the WAL flush.
+type Worker struct {
+	// Pool is the worker's own pool (NewPool): its commits skip the WAL flush.
 	Pool *pgxpool.Pool
 	Log  *slog.Logger
 	// DefaultURL receives the events of sales without their own webhook_url ("" : those sales
@@ -60,7 +68,7 @@ type Webhooks struct {
 	// Resolver looks up the names of webhook URLs when they are set (CheckURL; nil:
 	// net.DefaultResolver). The dial resolves on its own and is checked on its own.
 	Resolver egress.Resolver
-	// Client sends the requests (default: webhookClient, keep-alive, no redirects, every dial
+	// Client sends the requests (default: newClient, keep-alive, no redirects, every dial
 	// checked unless AllowPrivate). A Client given here replaces the check too.
 	Client *http.Client
 
@@ -68,7 +76,7 @@ type Webhooks struct {
 	wake chan struct{}
 }
 
-func (w *Webhooks) init() {
+func (w *Worker) init() {
 	w.once.Do(func() {
 		w.wake = make(chan struct{}, 1)
 		if w.Timeout <= 0 {
@@ -90,18 +98,18 @@ func (w *Webhooks) init() {
 			w.Poll = 200 * time.Millisecond
 		}
 		if w.Client == nil {
-			w.Client = webhookClient(w.Timeout, w.Concurrency, w.AllowPrivate)
+			w.Client = newClient(w.Timeout, w.Concurrency, w.AllowPrivate)
 		}
 	})
 }
 
-// NewWebhookPool opens the worker's pool: conns connections with synchronous_commit off. The
+// NewPool opens the worker's pool: conns connections with synchronous_commit off. The
 // worker's writes are bookkeeping that a crash may lose safely: a lost claim is claimed again
 // when its lease ends, a lost failure is retried sooner, a lost "delivered" sends the event once
 // more (the receiver dedupes by id). Skipping the flush makes each of them about ten times
 // cheaper on a busy disk (6.8 ms against 0.6 ms per commit here). The events themselves are
 // written by the order changes, on the main pool, with full durability.
-func NewWebhookPool(ctx context.Context, url string, conns int) (*pgxpool.Pool, error) {
+func NewPool(ctx context.Context, url string, conns int) (*pgxpool.Pool, error) {
 	cfg, err := pgxpool.ParseConfig(url)
 	if err != nil {
 		return nil, err
@@ -119,7 +127,7 @@ func NewWebhookPool(ctx context.Context, url string, conns int) (*pgxpool.Pool, 
 }
 
 // Wake tells the worker that events were written (it looks at once instead of at its next poll).
-func (w *Webhooks) Wake() {
+func (w *Worker) Wake() {
 	if w == nil {
 		return
 	}
@@ -130,7 +138,7 @@ func (w *Webhooks) Wake() {
 	}
 }
 
-func (w *Webhooks) lease() time.Duration { return w.Timeout + 5*time.Second }
+func (w *Worker) lease() time.Duration { return w.Timeout + 5*time.Second }
 
 // delivery is one claimed event.
 type delivery struct {
@@ -140,7 +148,7 @@ type delivery struct {
 }
 
 // claim leases up to n due events.
-func (w *Webhooks) claim(ctx context.Context, n int) ([]delivery, error) {
+func (w *Worker) claim(ctx context.Context, n int) ([]delivery, error) {
 	rows, err := w.Pool.Query(ctx, `UPDATE webhook_deliveries d SET next_at = now() + $2::interval, attempts = d.attempts + 1
 		FROM (SELECT c.id FROM webhook_deliveries c
 			WHERE c.state = 'pending' AND c.next_at <= now()
@@ -171,7 +179,7 @@ func (w *Webhooks) claim(ctx context.Context, n int) ([]delivery, error) {
 //
 // Concurrency bounds the requests in flight; the outcomes of finished requests are written in
 // batches by recordOutcomes, alongside the next requests.
-func (w *Webhooks) Run(ctx context.Context) {
+func (w *Worker) Run(ctx context.Context) {
 	w.init()
 	if len(w.Secrets) == 0 {
 		w.Log.Warn("webhooks: no signing secret (SECKILL_WEBHOOK_SECRETS); no event will be delivered")
@@ -205,7 +213,7 @@ func (w *Webhooks) Run(ctx context.Context) {
 		close(outcomes)
 		<-recorded
 	}()
-	backoff := newBackoff(100*time.Millisecond, 5*time.Second)
+	bo := backoff.New(100*time.Millisecond, 5*time.Second)
 	lagTick := time.NewTicker(5 * time.Second)
 	defer lagTick.Stop()
 	w.observeLag(ctx)
@@ -218,11 +226,11 @@ func (w *Webhooks) Run(ctx context.Context) {
 				if ctx.Err() != nil {
 					return
 				}
-				d := backoff.next()
+				d := bo.Next()
 				w.Log.Warn("webhooks: claim failed; retrying", "err", err, "in", d.String())
 				wait = time.After(d)
 			} else {
-				backoff.reset()
+				bo.Reset()
 				for _, d := range ds {
 					slots <- struct{}{}
 					inflight.Add(1)
@@ -260,7 +268,7 @@ func (w *Webhooks) Run(ctx context.Context) {
 
 // retryAfter is the wait after the n-th failed attempt: exponential, with jitter so that the
 // events of a receiver that was down do not all come back in the same instant.
-func (w *Webhooks) retryAfter(n int) time.Duration {
+func (w *Worker) retryAfter(n int) time.Duration {
 	d := w.RetryMax
 	if n < 40 {
 		if e := w.RetryMin << (n - 1); e > 0 && e < d {
@@ -271,7 +279,7 @@ func (w *Webhooks) retryAfter(n int) time.Duration {
 }
 
 // post sends one attempt: the status and nil for a 2xx answer, an error otherwise.
-func (w *Webhooks) post(d delivery) (int, error) {
+func (w *Worker) post(d delivery) (int, error) {
 	if d.url == "" {
 		return 0, errNoWebhookURL
 	}
@@ -305,7 +313,7 @@ func (w *Webhooks) post(d delivery) (int, error) {
 // unblock makes due the blocked events whose order has nothing undelivered before them: a
 // release that raced with the insert of the event it should release (the inserting
 // transaction saw the earlier event undelivered; the delivery did not see the new event yet).
-func (w *Webhooks) unblock(ctx context.Context) {
+func (w *Worker) unblock(ctx context.Context) {
 	_, err := w.Pool.Exec(ctx, `UPDATE webhook_deliveries d SET next_at = now()
 		WHERE d.state = 'pending' AND d.next_at = `+blockedUntil+` AND NOT EXISTS (SELECT 1 FROM webhook_deliveries e
 			WHERE e.order_id = d.order_id AND e.seq < d.seq AND e.state <> 'delivered')`)
@@ -315,17 +323,21 @@ func (w *Webhooks) unblock(ctx context.Context) {
 }
 
 // observeLag sets the gauge of the oldest pending event's age.
-func (w *Webhooks) observeLag(ctx context.Context) {
+func (w *Worker) observeLag(ctx context.Context) {
 	var age float64
 	err := w.Pool.QueryRow(ctx, `SELECT COALESCE(EXTRACT(EPOCH FROM now() - min(at)), 0)::float8
 		FROM webhook_deliveries WHERE state = 'pending'`).Scan(&age)
 	if err == nil {
-		metricWebhookOldest.Set(age)
+		metricOldest.Set(age)
 	}
 }
 
+// MinSecretLength is the shortest webhook signing secret the backend accepts: a short secret is
+// guessable.
+const MinSecretLength = 16
+
 // ParseSecrets reads SECKILL_WEBHOOK_SECRETS ("new,old"): at least one when webhooks are used,
-// each at least MinTokenLength characters.
+// each at least MinSecretLength characters.
 func ParseSecrets(list string) ([]string, error) {
 	var out []string
 	for _, s := range bytes.Split([]byte(list), []byte(",")) {
@@ -333,8 +345,8 @@ func ParseSecrets(list string) ([]string, error) {
 		if len(s) == 0 {
 			continue
 		}
-		if len(s) < MinTokenLength {
-			return nil, fmt.Errorf("SECKILL_WEBHOOK_SECRETS entry %d is shorter than %d characters", len(out)+1, MinTokenLength)
+		if len(s) < MinSecretLength {
+			return nil, fmt.Errorf("SECKILL_WEBHOOK_SECRETS entry %d is shorter than %d characters", len(out)+1, MinSecretLength)
 		}
 		out = append(out, string(s))
 	}

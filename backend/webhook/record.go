@@ -1,4 +1,4 @@
-package backend
+package webhook
 
 import (
 	"context"
@@ -22,7 +22,7 @@ const maxRecordBatch = 512
 // drained. It writes whatever has piled up while the previous write was in flight, so a busy
 // worker pays one round trip per batch instead of one per event, and an idle one writes each
 // outcome at once (no timer adds latency). done(n) is called after each write with its size.
-func (w *Webhooks) recordOutcomes(outcomes <-chan outcome, done func(n int)) {
+func (w *Worker) recordOutcomes(outcomes <-chan outcome, done func(n int)) {
 	batch := make([]outcome, 0, maxRecordBatch)
 	for o := range outcomes {
 		batch = append(batch[:0], o)
@@ -51,7 +51,7 @@ func (w *Webhooks) recordOutcomes(outcomes <-chan outcome, done func(n int)) {
 // worker has claimed the event again (it will deliver it: at least once). A batch never holds
 // two events of one order: an order's next event is due only once this one's "delivered" is
 // committed, so it cannot have been claimed, let alone attempted, before this write.
-func (w *Webhooks) record(batch []outcome) {
+func (w *Worker) record(batch []outcome) {
 	var okIDs []string
 	var okAttempts, okStatus []int32
 	var failIDs, failErr []string
@@ -62,17 +62,17 @@ func (w *Webhooks) record(batch []outcome) {
 	for _, o := range batch {
 		d := o.d
 		if o.err == nil {
-			metricWebhookDelivered.Inc()
-			metricWebhookLag.Observe(o.at.Sub(d.event.At).Seconds())
+			metricDelivered.Inc()
+			metricLag.Observe(o.at.Sub(d.event.At).Seconds())
 			okIDs = append(okIDs, d.event.ID)
 			okAttempts = append(okAttempts, int32(d.attempts))
 			okStatus = append(okStatus, int32(o.status))
 			continue
 		}
-		metricWebhookFailed.Inc()
+		metricFailed.Inc()
 		dead := d.attempts >= w.MaxAttempts
 		if dead {
-			metricWebhookDead.Inc()
+			metricDead.Inc()
 			w.Log.Error("webhooks: event parked dead", "id", d.event.ID, "type", d.event.Type, "order_id", d.event.OrderID,
 				"attempts", d.attempts, "err", o.err)
 		}

@@ -1,4 +1,4 @@
-package backend
+package webhook
 
 import (
 	"context"
@@ -23,7 +23,7 @@ import (
 // Postgres and the admin API on loopback, the cloud's metadata service, the private network)
 // and read the outcome back from the delivery list. The policy is internal/egress; it is
 // applied when a URL is accepted (CheckURL: 400 at create, a refusal to start) and to every
-// address the worker dials (webhookClient), so a name that resolves inside later (DNS
+// address the worker dials (newClient), so a name that resolves inside later (DNS
 // rebinding) is refused as well. Redirects are not followed at all. AllowPrivate
 // (SECKILL_WEBHOOK_ALLOW_PRIVATE=1) lifts the policy, for a shop on the same private network
 // and for the demo and the tests, whose receivers listen on 127.0.0.1.
@@ -35,8 +35,8 @@ const lookupTimeout = 2 * time.Second
 // CheckURL refuses a webhook URL the worker must not call: not an absolute http(s) URL without
 // credentials, or (unless AllowPrivate) one whose host is, or resolves through Resolver to, an
 // address inside. A name that does not resolve is accepted: the dial is checked every time.
-func (w *Webhooks) CheckURL(ctx context.Context, raw string) error {
-	if err := validWebhookURL(raw); err != nil {
+func (w *Worker) CheckURL(ctx context.Context, raw string) error {
+	if err := ValidURL(raw); err != nil {
 		return err
 	}
 	if w.AllowPrivate {
@@ -48,7 +48,7 @@ func (w *Webhooks) CheckURL(ctx context.Context, raw string) error {
 	if err := egress.CheckURL(ctx, w.Resolver, raw); !errors.As(err, &be) {
 		return nil
 	}
-	u, _ := url.Parse(raw) // parsed by validWebhookURL
+	u, _ := url.Parse(raw) // parsed by ValidURL
 	host := u.Hostname()
 	kind := be.Kind
 	if kind == "metadata" {
@@ -67,9 +67,9 @@ func (w *Webhooks) CheckURL(ctx context.Context, raw string) error {
 	return errors.New(what + ": webhooks go to the shop on the public internet (SECKILL_WEBHOOK_ALLOW_PRIVATE=1 on the backend allows a receiver inside)")
 }
 
-// webhookClient is the worker's default client: kept-alive connections, each dialled through
+// newClient is the worker's default client: kept-alive connections, each dialled through
 // the egress check unless allowPrivate, no proxy and no redirects.
-func webhookClient(timeout time.Duration, conns int, allowPrivate bool) *http.Client {
+func newClient(timeout time.Duration, conns int, allowPrivate bool) *http.Client {
 	dialer := &net.Dialer{Timeout: timeout, KeepAlive: 30 * time.Second}
 	if !allowPrivate {
 		// Runs after resolution, on the address about to be connected: what is checked is what
