@@ -98,7 +98,7 @@ func (s *Service) Reconcile(ctx context.Context, sale string) (ReconcileReport, 
 			return err
 		}
 		cutoff := s.now().Add(-s.grace())
-		var lost []OrderRef
+		var lost []lostOrder
 		for user, oid := range buyers {
 			if _, ok := known[oid]; ok {
 				continue
@@ -106,41 +106,15 @@ func (s *Service) Reconcile(ctx context.Context, sale string) (ReconcileReport, 
 			if at, ok := acceptedAt(oid); ok && at.After(cutoff) {
 				continue
 			}
-			lost = append(lost, OrderRef{OrderID: oid, SaleID: sale, UserID: user})
+			// A sale without units: one unit, the user's first purchase, no variant.
+			lost = append(lost, lostOrder{user: user, order: oid, units: 1, seq: 1})
 		}
 		if len(lost) > 0 {
-			var inserted []OrderRef
-			err := s.fenced(ctx, key, held, func(tx pgx.Tx) error {
-				inserted = inserted[:0]
-				for _, l := range lost {
-					at, ok := acceptedAt(l.OrderID)
-					if !ok {
-						at = s.now()
-					}
-					tag, err := tx.Exec(ctx, `INSERT INTO orders (order_id, sale_id, user_id, status, reason, accepted_at)
-						VALUES ($1, $2, $3, 'failed', $4, $5) ON CONFLICT DO NOTHING`, l.OrderID, sale, l.UserID, ReasonLost, at)
-					if err != nil {
-						return err
-					}
-					if tag.RowsAffected() == 1 {
-						inserted = append(inserted, l)
-					}
-				}
-				ids := make([]string, len(inserted))
-				for i, l := range inserted {
-					ids[i] = l.OrderID
-				}
-				return webhook.Enqueue(ctx, tx, contract.EventOrderFailed, ids, s.Webhooks.HasDefaultURL())
-			})
+			inserted, err := s.recordLost(ctx, sale, key, held, lost, &rep)
 			if err != nil {
 				return err
 			}
-			s.Compensator.Compensate(ctx, inserted)
-			for _, l := range inserted {
-				rep.LostFailed = append(rep.LostFailed, l.OrderID)
-			}
 			if len(inserted) > 0 {
-				metricReconciled.WithLabelValues("lost").Add(float64(len(inserted)))
 				rep.Actions = append(rep.Actions, fmt.Sprintf("%d buyers had no order after %s: recorded failed (%s) and their units returned", len(inserted), s.grace(), ReasonLost))
 			}
 		}
@@ -318,6 +292,49 @@ func (s *Service) ordersByID(ctx context.Context, buyers map[string]string) (map
 		out[id] = st
 	}
 	return out, rows.Err()
+}
+
+// recordLost records each lost order failed (lost_in_transit), under the sale's fence, with its
+// units and the user's purchase number and no variant (reconcile cannot know it: see
+// reconcile_units.go), enqueues its order.failed event, and compensates the ones it inserted: a
+// late message for them then changes nothing (ON CONFLICT DO NOTHING). It reports them in rep's
+// LostFailed and returns them; the caller says in words what was repaired. Both reconciles (a
+// sale's buyers, a sale's units) record their lost orders here.
+func (s *Service) recordLost(ctx context.Context, sale, key string, held Held, lost []lostOrder, rep *ReconcileReport) ([]OrderRef, error) {
+	var inserted []OrderRef
+	err := s.fenced(ctx, key, held, func(tx pgx.Tx) error {
+		inserted = inserted[:0]
+		for _, l := range lost {
+			at, ok := acceptedAt(l.order)
+			if !ok {
+				at = s.now()
+			}
+			tag, err := tx.Exec(ctx, `INSERT INTO orders (order_id, sale_id, user_id, status, reason, accepted_at, variant_id, quantity, seq)
+				VALUES ($1, $2, $3, 'failed', $4, $5, '', $6, $7) ON CONFLICT DO NOTHING`, l.order, sale, l.user, ReasonLost, at, l.units, l.seq)
+			if err != nil {
+				return err
+			}
+			if tag.RowsAffected() == 1 {
+				inserted = append(inserted, OrderRef{OrderID: l.order, SaleID: sale, UserID: l.user, Quantity: l.units})
+			}
+		}
+		ids := make([]string, len(inserted))
+		for i, l := range inserted {
+			ids[i] = l.OrderID
+		}
+		return webhook.Enqueue(ctx, tx, contract.EventOrderFailed, ids, s.Webhooks.HasDefaultURL())
+	})
+	if err != nil {
+		return nil, err
+	}
+	s.Compensator.Compensate(ctx, inserted)
+	for _, l := range inserted {
+		rep.LostFailed = append(rep.LostFailed, l.OrderID)
+	}
+	if len(inserted) > 0 {
+		metricReconciled.WithLabelValues("lost").Add(float64(len(inserted)))
+	}
+	return inserted, nil
 }
 
 // compensatePending returns to Redis what the sale's failed or cancelled orders still hold

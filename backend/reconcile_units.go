@@ -8,7 +8,6 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/redis/go-redis/v9"
-	"github.com/seckilledge/seckill/backend/webhook"
 	"github.com/seckilledge/seckill/contract"
 	"github.com/seckilledge/seckill/lua"
 )
@@ -60,11 +59,17 @@ func (s *Service) reconcileUnits(ctx context.Context, sale, key string, held Hel
 	}
 	plan := planUnits(pg, shards, cutoff)
 	if len(plan.lost) > 0 {
-		n, err := s.recordLostUnits(ctx, sale, key, held, plan.lost, rep)
+		inserted, err := s.recordLost(ctx, sale, key, held, plan.lost, rep)
 		if err != nil {
 			return err
 		}
-		if n > 0 {
+		if len(inserted) > 0 {
+			units := 0
+			for _, l := range inserted {
+				units += l.Quantity
+			}
+			rep.Actions = append(rep.Actions, fmt.Sprintf("%d buyers had units but no order after %s: their latest orders recorded failed (%s) with their %d units, returned",
+				len(inserted), s.grace(), ReasonLost, units))
 			// Their units are back (or their compensation is pending and counted so): look
 			// again rather than guess what compensation changed.
 			if pg, shards, err = s.unitSnapshots(ctx, sale, ids); err != nil {
@@ -193,48 +198,4 @@ func (s *Service) unitSnapshots(ctx context.Context, sale string, ids []string) 
 		shards[i] = sh
 	}
 	return pg, shards, nil
-}
-
-// recordLostUnits records each lost order failed (lost_in_transit) with the user's units in
-// flight, no variant (unknown: see the top of this file) and the user's purchase number, and
-// compensates the ones it inserted. It returns how many it inserted.
-func (s *Service) recordLostUnits(ctx context.Context, sale, key string, held Held, lost []lostOrder, rep *ReconcileReport) (int, error) {
-	var inserted []OrderRef
-	err := s.fenced(ctx, key, held, func(tx pgx.Tx) error {
-		inserted = inserted[:0]
-		for _, l := range lost {
-			at, ok := acceptedAt(l.order)
-			if !ok {
-				at = s.now()
-			}
-			tag, err := tx.Exec(ctx, `INSERT INTO orders (order_id, sale_id, user_id, status, reason, accepted_at, variant_id, quantity, seq)
-				VALUES ($1, $2, $3, 'failed', $4, $5, '', $6, $7) ON CONFLICT DO NOTHING`, l.order, sale, l.user, ReasonLost, at, l.units, l.seq)
-			if err != nil {
-				return err
-			}
-			if tag.RowsAffected() == 1 {
-				inserted = append(inserted, OrderRef{OrderID: l.order, SaleID: sale, UserID: l.user, Quantity: l.units})
-			}
-		}
-		ids := make([]string, len(inserted))
-		for i, l := range inserted {
-			ids[i] = l.OrderID
-		}
-		return webhook.Enqueue(ctx, tx, contract.EventOrderFailed, ids, s.Webhooks.HasDefaultURL())
-	})
-	if err != nil {
-		return 0, err
-	}
-	s.Compensator.Compensate(ctx, inserted)
-	units := 0
-	for _, l := range inserted {
-		rep.LostFailed = append(rep.LostFailed, l.OrderID)
-		units += l.Quantity
-	}
-	if len(inserted) > 0 {
-		metricReconciled.WithLabelValues("lost").Add(float64(len(inserted)))
-		rep.Actions = append(rep.Actions, fmt.Sprintf("%d buyers had units but no order after %s: their latest orders recorded failed (%s) with their %d units, returned",
-			len(inserted), s.grace(), ReasonLost, units))
-	}
-	return len(inserted), nil
 }
