@@ -2,12 +2,13 @@ package backend
 
 import (
 	"context"
-	"github.com/seckilledge/seckill/backend/internal/httpapi"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/seckilledge/seckill/backend/internal/httpapi"
 )
 
 func TestParseTokensReadsNamedTokensAndTheSingleOne(t *testing.T) {

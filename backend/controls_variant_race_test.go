@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/seckilledge/seckill/backend/orders"
 	"github.com/seckilledge/seckill/bench/verify"
 	"github.com/seckilledge/seckill/contract"
 	"github.com/seckilledge/seckill/internal/testenv"
@@ -75,7 +76,7 @@ func TestAVariantStockChangeStoppedBetweenTheStoresIsCompletedByItsRetry(t *test
 
 	// 2. The same, but a reconcile ran between the stop and the retry (nothing in flight on
 	// b's side either way: the write of the early order lets reconcile repair variants).
-	if _, err := (&Writer{Pool: e.pool}).WriteBatch(context.Background(), []contract.OrderMessage{inFlight}); err != nil {
+	if _, err := (&orders.Writer{Pool: e.pool}).WriteBatch(context.Background(), []contract.OrderMessage{inFlight}); err != nil {
 		t.Fatal(err)
 	}
 	stopAtStep(t, "add:postgres")

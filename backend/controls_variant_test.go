@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/seckilledge/seckill/backend/orders"
 	"github.com/seckilledge/seckill/contract"
 	"github.com/seckilledge/seckill/contract/admin"
 )
@@ -134,7 +135,7 @@ func TestUnitsAddedToASoldOutVariantAreSoldAgainOnceAndAudited(t *testing.T) {
 	}
 
 	// The orders written, Postgres and Redis agree per variant.
-	if _, err := (&Writer{Pool: e.pool}).WriteBatch(context.Background(), []contract.OrderMessage{m1, m2}); err != nil {
+	if _, err := (&orders.Writer{Pool: e.pool}).WriteBatch(context.Background(), []contract.OrderMessage{m1, m2}); err != nil {
 		t.Fatal(err)
 	}
 	if held := e.variantUnits(sale); held["red"] != 2 {
@@ -184,7 +185,7 @@ func TestRemovingAVariantsUnsoldUnitsStopsAtZeroInBothStores(t *testing.T) {
 		t.Fatalf("removing from an empty variant: %v", err)
 	}
 	// The order in flight lands: it takes the last 2 of a in Postgres, nothing is short.
-	if _, err := (&Writer{Pool: e.pool}).WriteBatch(context.Background(), []contract.OrderMessage{m}); err != nil {
+	if _, err := (&orders.Writer{Pool: e.pool}).WriteBatch(context.Background(), []contract.OrderMessage{m}); err != nil {
 		t.Fatal(err)
 	}
 	if held := e.variantUnits(sale); held["a"] != 2 {

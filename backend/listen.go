@@ -2,13 +2,14 @@ package backend
 
 import (
 	"fmt"
-	"github.com/seckilledge/seckill/backend/internal/httpapi"
 	"io"
 	"net"
 	"net/http"
 	"net/netip"
 	"strings"
 	"time"
+
+	"github.com/seckilledge/seckill/backend/internal/httpapi"
 )
 
 // serverLimits are the timeouts and header bound of one listener.

@@ -3,46 +3,16 @@ package backend
 import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/seckilledge/seckill/backend/orders"
 	"github.com/seckilledge/seckill/backend/webhook"
 )
 
 // Metrics of the backend, served on GET /metrics. Labels are bounded: a reason or an outcome
 // from a fixed set, never a sale, order or user id.
 var (
-	metricConsumed = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "seckill_backend_messages_consumed_total",
-		Help: "Order messages taken from RabbitMQ, by outcome (created, duplicate, failed, dead_lettered).",
-	}, []string{"outcome"})
-	metricBatchSize = prometheus.NewHistogram(prometheus.HistogramOpts{
-		Name:    "seckill_backend_batch_size",
-		Help:    "Messages per database transaction of the order writer.",
-		Buckets: []float64{1, 5, 10, 25, 50, 100, 250, 500, 1000, 2000},
-	})
-	metricCommit = prometheus.NewHistogram(prometheus.HistogramOpts{
-		Name:    "seckill_backend_commit_seconds",
-		Help:    "Latency of one batch transaction (begin to commit).",
-		Buckets: prometheus.ExponentialBuckets(0.0005, 2, 14),
-	})
-	metricFailed = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "seckill_backend_orders_failed_total",
-		Help: "Orders recorded failed or refused, by reason.",
-	}, []string{"reason"})
-	metricWriteErrors = prometheus.NewCounter(prometheus.CounterOpts{
-		Name: "seckill_backend_write_retries_total",
-		Help: "Batch transactions that failed transiently (database unreachable, deadlock) and were retried.",
-	})
-	metricCompensations = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "seckill_backend_compensations_total",
-		Help: "Units returned to Redis, by outcome (returned, already, error).",
-	}, []string{"outcome"})
 	metricReleased = prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "seckill_backend_unpaid_released_total",
 		Help: "Orders cancelled by the sweeper because they were not paid in time.",
-	})
-	metricLag = prometheus.NewHistogram(prometheus.HistogramOpts{
-		Name:    "seckill_backend_order_lag_seconds",
-		Help:    "Time from the gate's acceptance of an order to its commit in Postgres.",
-		Buckets: prometheus.ExponentialBuckets(0.005, 2, 14),
 	})
 	metricReconciled = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "seckill_backend_reconcile_repairs_total",
@@ -57,9 +27,9 @@ var (
 func newRegistry() *prometheus.Registry {
 	r := prometheus.NewRegistry()
 	r.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-		metricConsumed, metricBatchSize, metricCommit, metricFailed, metricWriteErrors,
-		metricCompensations, metricReleased, metricLag, metricReconciled, metricRebalanced)
-	// The webhook worker's metrics are its own package's (backend/webhook).
+		metricReleased, metricReconciled, metricRebalanced)
+	// The order writer's and the webhook worker's metrics are their own packages'.
+	r.MustRegister(orders.Collectors()...)
 	r.MustRegister(webhook.Collectors()...)
 	return r
 }

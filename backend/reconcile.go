@@ -10,6 +10,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/redis/go-redis/v9"
+	"github.com/seckilledge/seckill/backend/orders"
 	"github.com/seckilledge/seckill/backend/webhook"
 	"github.com/seckilledge/seckill/contract"
 	"github.com/seckilledge/seckill/lua"
@@ -236,7 +237,7 @@ func (s *Service) Reconcile(ctx context.Context, sale string) (ReconcileReport, 
 // itself when unsharded), after delivering the units a rebalance left journaled between two
 // shards, so that the shards' stocks (and variants) hold every unit.
 func (s *Service) reconcileShardIDs(ctx context.Context, sale string, rep *ReconcileReport) (int, []string, error) {
-	k, err := s.shards.of(ctx, s.Pool, sale)
+	k, err := s.shards.Of(ctx, s.Pool, sale)
 	if err != nil {
 		return 0, nil, err
 	}
@@ -300,8 +301,8 @@ func (s *Service) ordersByID(ctx context.Context, buyers map[string]string) (map
 // late message for them then changes nothing (ON CONFLICT DO NOTHING). It reports them in rep's
 // LostFailed and returns them; the caller says in words what was repaired. Both reconciles (a
 // sale's buyers, a sale's units) record their lost orders here.
-func (s *Service) recordLost(ctx context.Context, sale, key string, held Held, lost []lostOrder, rep *ReconcileReport) ([]OrderRef, error) {
-	var inserted []OrderRef
+func (s *Service) recordLost(ctx context.Context, sale, key string, held Held, lost []lostOrder, rep *ReconcileReport) ([]orders.OrderRef, error) {
+	var inserted []orders.OrderRef
 	err := s.fenced(ctx, key, held, func(tx pgx.Tx) error {
 		inserted = inserted[:0]
 		for _, l := range lost {
@@ -315,7 +316,7 @@ func (s *Service) recordLost(ctx context.Context, sale, key string, held Held, l
 				return err
 			}
 			if tag.RowsAffected() == 1 {
-				inserted = append(inserted, OrderRef{OrderID: l.order, SaleID: sale, UserID: l.user, Quantity: l.units})
+				inserted = append(inserted, orders.OrderRef{OrderID: l.order, SaleID: sale, UserID: l.user, Quantity: l.units})
 			}
 		}
 		ids := make([]string, len(inserted))
@@ -351,13 +352,13 @@ func (s *Service) compensatePending(ctx context.Context, sale string, rep *Recon
 	return nil
 }
 
-func (s *Service) pendingCompensations(ctx context.Context, sale string) ([]OrderRef, error) {
-	rows, err := s.Pool.Query(ctx, `SELECT `+orderRefColumns+` FROM orders
+func (s *Service) pendingCompensations(ctx context.Context, sale string) ([]orders.OrderRef, error) {
+	rows, err := s.Pool.Query(ctx, `SELECT `+orders.OrderRefColumns+` FROM orders
 		WHERE sale_id = $1 AND status IN ('failed', 'cancelled') AND compensated_at IS NULL`, sale)
 	if err != nil {
 		return nil, err
 	}
-	return pgx.CollectRows(rows, scanOrderRef)
+	return pgx.CollectRows(rows, orders.ScanOrderRef)
 }
 
 func (s *Service) handleReconcile(w http.ResponseWriter, r *http.Request) {

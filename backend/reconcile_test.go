@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/seckilledge/seckill/backend/orders"
 	"github.com/seckilledge/seckill/contract"
 )
 
@@ -15,7 +16,7 @@ func TestReconcileRepairsABrokenRedisAndReportsWhatItDid(t *testing.T) {
 	ctx := context.Background()
 	sale := e.sale(20)
 	msgs := e.accept(sale, 5)
-	if _, err := (&Writer{Pool: e.pool}).WriteBatch(ctx, msgs); err != nil {
+	if _, err := (&orders.Writer{Pool: e.pool}).WriteBatch(ctx, msgs); err != nil {
 		t.Fatal(err)
 	}
 	// One purchase in flight (accepted a moment ago, not written yet): it must be left alone.
@@ -64,7 +65,7 @@ func TestReconcileRepairsABrokenRedisAndReportsWhatItDid(t *testing.T) {
 		t.Errorf("lost order is %s/%s, want failed/%s", status, reason, ReasonLost)
 	}
 	// The message in flight arrives: it is written, and everything agrees.
-	if _, err := (&Writer{Pool: e.pool}).WriteBatch(ctx, []contract.OrderMessage{inflight}); err != nil {
+	if _, err := (&orders.Writer{Pool: e.pool}).WriteBatch(ctx, []contract.OrderMessage{inflight}); err != nil {
 		t.Fatal(err)
 	}
 	rep2, err := e.svc.Reconcile(ctx, sale)

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/seckilledge/seckill/backend/orders"
 	"github.com/seckilledge/seckill/bench/verify"
 	"github.com/seckilledge/seckill/contract"
 	"github.com/seckilledge/seckill/lua"
@@ -116,7 +117,7 @@ func reconcileUnderCrowd(t *testing.T, k int) {
 	writerDone := make(chan error, 1)
 	go func() {
 		rng := rand.New(rand.NewPCG(7, uint64(k)))
-		wr := &Writer{Pool: e.pool}
+		wr := &orders.Writer{Pool: e.pool}
 		var batch []contract.OrderMessage
 		flush := func() error {
 			if len(batch) == 0 {

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/seckilledge/seckill/backend/orders"
 	"github.com/seckilledge/seckill/bench/verify"
 	"github.com/seckilledge/seckill/contract"
 	"github.com/seckilledge/seckill/lua"
@@ -55,7 +56,7 @@ func (w *unitWorld) mustBuy(user, variant string, q int) contract.OrderMessage {
 
 func (w *unitWorld) write(msgs ...contract.OrderMessage) {
 	w.e.t.Helper()
-	if _, err := (&Writer{Pool: w.e.pool}).WriteBatch(context.Background(), msgs); err != nil {
+	if _, err := (&orders.Writer{Pool: w.e.pool}).WriteBatch(context.Background(), msgs); err != nil {
 		w.e.t.Fatal(err)
 	}
 }

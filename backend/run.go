@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/seckilledge/seckill/backend/orders"
 	"github.com/seckilledge/seckill/backend/webhook"
 )
 
@@ -87,18 +88,18 @@ func Run(ctx context.Context, cfg Config) error {
 		hooks.Pool = hpool
 	}
 
-	comp := &Compensator{Pool: pool, Redis: rdb, Log: log}
+	comp := &orders.Compensator{Pool: pool, Redis: rdb, Log: log}
 	svc := &Service{Pool: pool, Redis: rdb, Locker: NewLocker(rdb, cfg.LockTTL), Compensator: comp, Log: log,
 		Tokens: tokens, Retention: cfg.Retention, Grace: cfg.ReconcileGrace, Webhooks: hooks, Namespace: cfg.Namespace}
-	cons := &Consumer{URL: cfg.AMQPURL, Writer: &Writer{Pool: pool, DefaultWebhook: svc.Webhooks.HasDefaultURL()}, Compensator: comp,
+	cons := &orders.Consumer{URL: cfg.AMQPURL, Writer: &orders.Writer{Pool: pool, DefaultWebhook: svc.Webhooks.HasDefaultURL()}, Compensator: comp,
 		BatchSize: cfg.BatchSize, BatchWait: cfg.BatchWait, Writers: cfg.BatchWriters, Log: log, Written: hooks.Wake}
 
-	tp, err := NewTracerProvider(ctx)
+	tp, err := orders.NewTracerProvider(ctx)
 	if err != nil {
 		return fmt.Errorf("OpenTelemetry (OTEL_* variables): %w", err)
 	}
 	if tp != nil {
-		cons.Tracer = tp.Tracer(TracerName)
+		cons.Tracer = tp.Tracer(orders.TracerName)
 		defer func() {
 			// Flushes the spans still batched; bounded, an unreachable collector must not hold
 			// the exit.

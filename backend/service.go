@@ -12,6 +12,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/redis/go-redis/v9"
 	"github.com/seckilledge/seckill/backend/internal/httpapi"
+	"github.com/seckilledge/seckill/backend/internal/shards"
+	"github.com/seckilledge/seckill/backend/orders"
 	"github.com/seckilledge/seckill/backend/webhook"
 )
 
@@ -20,7 +22,7 @@ type Service struct {
 	Pool        *pgxpool.Pool
 	Redis       redis.UniversalClient
 	Locker      Locker
-	Compensator *Compensator
+	Compensator *orders.Compensator
 	Log         *slog.Logger
 	// AdminToken is the single admin token of older setups (SECKILL_ADMIN_TOKEN); Tokens, when
 	// set, holds every named token instead (SECKILL_ADMIN_TOKENS, see auth.go).
@@ -42,7 +44,7 @@ type Service struct {
 	// Now is the clock (tests inject one).
 	Now func() time.Time
 
-	shards shardCounts
+	shards shards.Counts
 	// cockpitState holds the live page's sessions and failed-login counts (ui.go), made once.
 	cockpitOnce  sync.Once
 	cockpitState *cockpitAuth

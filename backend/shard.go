@@ -9,35 +9,15 @@ import (
 	"strings"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/redis/go-redis/v9"
 	"github.com/seckilledge/seckill/contract"
 	"github.com/seckilledge/seckill/contract/admin"
-	"github.com/seckilledge/seckill/internal/shardcache"
 	"github.com/seckilledge/seckill/lua"
 )
 
 // Hot-sale stock sharding (docs/scaling.md, "Hot-sale stock sharding"): what the backend does
 // for a sale created with "shards": K > 1. Its units live in K shards (contract/shard.go);
 // a buyer's purchase, token, buyers entry and outbox entry are all in the user's shard.
-
-// shardCounts caches the shard count of sales read from Postgres (the cache shared with the
-// gateway, internal/shardcache). It never changes for a sale, so a cached value never goes
-// stale.
-type shardCounts struct{ shardcache.Counts }
-
-// of returns the shard count of sale (1 for an unsharded or unknown sale).
-func (c *shardCounts) of(ctx context.Context, pool *pgxpool.Pool, sale string) (int, error) {
-	return c.Load(ctx, sale, func(ctx context.Context, sale string) (int, error) {
-		var k int
-		err := pool.QueryRow(ctx, `SELECT shards FROM sales WHERE id = $1`, sale).Scan(&k)
-		if errors.Is(err, pgx.ErrNoRows) {
-			return 0, nil // not stored: a sale created later may be sharded
-		}
-		return k, err
-	})
-}
 
 // shardStocks reads the Redis stock of every shard (one pipelined round trip; on a cluster
 // go-redis splits it per master). A missing shard reads -1.

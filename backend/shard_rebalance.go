@@ -125,7 +125,7 @@ func (s *Service) Rebalance(ctx context.Context, sale string) (RebalanceReport, 
 // nil hunger evens out everything.
 func (s *Service) rebalance(ctx context.Context, sale string, hungry *hunger) (RebalanceReport, error) {
 	rep := RebalanceReport{SaleID: sale, Moves: []Move{}}
-	k, err := s.shards.of(ctx, s.Pool, sale)
+	k, err := s.shards.Of(ctx, s.Pool, sale)
 	if err != nil {
 		return rep, err
 	}

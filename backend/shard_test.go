@@ -11,6 +11,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/redis/go-redis/v9"
+	"github.com/seckilledge/seckill/backend/orders"
 	"github.com/seckilledge/seckill/contract"
 	"github.com/seckilledge/seckill/contract/admin"
 	"github.com/seckilledge/seckill/internal/testenv"
@@ -155,7 +156,7 @@ func TestCompensationReturnsTheUnitToTheUsersShard(t *testing.T) {
 	if _, err := sub.Receive(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if n := e.svc.Compensator.Compensate(ctx, []OrderRef{{OrderID: order, SaleID: sale, UserID: user}}); n != 1 {
+	if n := e.svc.Compensator.Compensate(ctx, []orders.OrderRef{{OrderID: order, SaleID: sale, UserID: user}}); n != 1 {
 		t.Fatalf("compensated %d units, want 1", n)
 	}
 	after, _ := stocksOf(t, e.rdb, sale, k)
@@ -176,7 +177,7 @@ func TestCompensationReturnsTheUnitToTheUsersShard(t *testing.T) {
 		t.Fatalf("event %v %v, want restock of the user's shard %s", msg, err, mine)
 	}
 	// Idempotent per order.
-	if n := e.svc.Compensator.Compensate(ctx, []OrderRef{{OrderID: order, SaleID: sale, UserID: user}}); n != 0 {
+	if n := e.svc.Compensator.Compensate(ctx, []orders.OrderRef{{OrderID: order, SaleID: sale, UserID: user}}); n != 0 {
 		t.Fatalf("second compensation returned %d units", n)
 	}
 }
@@ -537,7 +538,7 @@ func TestShardedSaleOnARedisClusterCompensatesAndRebalances(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(pool.Close)
-	comp := &Compensator{Pool: pool, Redis: rdb, Log: quietLog()}
+	comp := &orders.Compensator{Pool: pool, Redis: rdb, Log: quietLog()}
 	svc := &Service{Pool: pool, Redis: rdb, Locker: NewLocker(rdb, 5*time.Second), Compensator: comp,
 		Log: quietLog(), AdminToken: "t", Retention: time.Hour, Grace: time.Minute}
 
@@ -569,7 +570,7 @@ func TestShardedSaleOnARedisClusterCompensatesAndRebalances(t *testing.T) {
 		one = u
 		break
 	}
-	if n := comp.Compensate(ctx, []OrderRef{{OrderID: won[one], SaleID: sale, UserID: one}}); n != 1 {
+	if n := comp.Compensate(ctx, []orders.OrderRef{{OrderID: won[one], SaleID: sale, UserID: one}}); n != 1 {
 		t.Fatalf("compensated %d, want 1", n)
 	}
 	delete(won, one)

@@ -1,9 +1,10 @@
 package backend
 
 import (
-	"github.com/seckilledge/seckill/contract/admin"
 	"strings"
 	"testing"
+
+	"github.com/seckilledge/seckill/contract/admin"
 )
 
 // The admin API's bodies name each field once, spelled as documented: encoding/json alone keeps

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/seckilledge/seckill/backend/orders"
 	"github.com/seckilledge/seckill/backend/webhook"
 	"github.com/seckilledge/seckill/contract"
 )
@@ -29,7 +30,7 @@ func (s *Service) SweepOnce(ctx context.Context) (int, error) {
 	}
 	err := s.withLock(ctx, key, 0, func(held Held) error {
 		for {
-			var refs []OrderRef
+			var refs []orders.OrderRef
 			err := s.fenced(ctx, key, held, func(tx pgx.Tx) error {
 				rows, err := tx.Query(ctx, `SELECT o.order_id, o.sale_id, o.user_id, o.variant_id, o.quantity FROM orders o JOIN sales s ON s.id = o.sale_id
 					WHERE o.status = 'created' AND o.created_at + s.pay_within <= now()
@@ -37,7 +38,7 @@ func (s *Service) SweepOnce(ctx context.Context) (int, error) {
 				if err != nil {
 					return err
 				}
-				refs, err = pgx.CollectRows(rows, scanOrderRef)
+				refs, err = pgx.CollectRows(rows, orders.ScanOrderRef)
 				if err != nil || len(refs) == 0 {
 					return err
 				}

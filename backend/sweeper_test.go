@@ -9,6 +9,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/redis/go-redis/v9"
+	"github.com/seckilledge/seckill/backend/orders"
 	"github.com/seckilledge/seckill/contract"
 	"github.com/seckilledge/seckill/internal/testenv"
 )
@@ -18,7 +19,7 @@ func TestUnpaidOrdersAreCancelledAndTheirUnitsReturnToRedisForANewBuyer(t *testi
 	ctx := context.Background()
 	sale := e.sale(10)
 	msgs := e.accept(sale, 3)
-	if _, err := (&Writer{Pool: e.pool}).WriteBatch(ctx, msgs); err != nil {
+	if _, err := (&orders.Writer{Pool: e.pool}).WriteBatch(ctx, msgs); err != nil {
 		t.Fatal(err)
 	}
 	_, srv := e.servers(false)
@@ -65,7 +66,7 @@ func TestOnlyTheSweeperLockHolderSweeps(t *testing.T) {
 	ctx := context.Background()
 	sale := e.sale(5)
 	msgs := e.accept(sale, 2)
-	if _, err := (&Writer{Pool: e.pool}).WriteBatch(ctx, msgs); err != nil {
+	if _, err := (&orders.Writer{Pool: e.pool}).WriteBatch(ctx, msgs); err != nil {
 		t.Fatal(err)
 	}
 	_, _ = e.pool.Exec(ctx, `UPDATE orders SET created_at = now() - interval '1 hour' WHERE sale_id = $1`, sale)
@@ -110,7 +111,7 @@ func TestABuyerWhoseOrderWasCancelledCanBuyAgainThroughTheGate(t *testing.T) {
 	ctx := context.Background()
 	sale := e.sale(3)
 	first := e.accept(sale, 1)[0]
-	w := &Writer{Pool: e.pool}
+	w := &orders.Writer{Pool: e.pool}
 	if _, err := w.WriteBatch(ctx, []contract.OrderMessage{first}); err != nil {
 		t.Fatal(err)
 	}
@@ -160,7 +161,7 @@ func TestCompensationPostponedWhileRedisIsDownIsDoneOnceItIsBack(t *testing.T) {
 	msgs := e.accept(sale, 3)
 
 	r.Stop()
-	res, err := (&Writer{Pool: e.pool}).WriteBatch(ctx, msgs)
+	res, err := (&orders.Writer{Pool: e.pool}).WriteBatch(ctx, msgs)
 	if err != nil || len(res.Failed) != 2 {
 		t.Fatalf("write: %+v %v", res, err)
 	}

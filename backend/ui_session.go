@@ -4,9 +4,10 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
-	"github.com/seckilledge/seckill/backend/internal/httpapi"
 	"sync"
 	"time"
+
+	"github.com/seckilledge/seckill/backend/internal/httpapi"
 )
 
 // Cockpit sessions (issue 24, item 8). The page's cookie holds a session id, never the admin

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/seckilledge/seckill/backend/orders"
 	"github.com/seckilledge/seckill/contract"
 	adminapi "github.com/seckilledge/seckill/contract/admin"
 	"github.com/seckilledge/seckill/internal/testenv"
@@ -199,10 +200,10 @@ func TestConcurrentWritersGuardEveryVariantInUnits(t *testing.T) {
 	// One message names a variant the sale does not have.
 	msgs = append(msgs, contract.OrderMessage{OrderID: uuid.Must(uuid.NewV7()).String(), SaleID: sale, UserID: "stray",
 		AcceptedAt: time.Now().UTC(), Variant: "zz", Quantity: 1, SeqNo: 1})
-	w := &Writer{Pool: e.pool}
+	w := &orders.Writer{Pool: e.pool}
 	var wg sync.WaitGroup
 	var mu sync.Mutex
-	failed := map[string]OrderRef{}
+	failed := map[string]orders.OrderRef{}
 	for g := 0; g < 4; g++ {
 		wg.Add(1)
 		go func() {
@@ -222,7 +223,7 @@ func TestConcurrentWritersGuardEveryVariantInUnits(t *testing.T) {
 						mu.Unlock()
 						break
 					}
-					if !transient(err) {
+					if !orders.Transient(err) {
 						t.Error(err)
 						return
 					}
@@ -251,7 +252,7 @@ func TestConcurrentWritersGuardEveryVariantInUnits(t *testing.T) {
 	}
 	var st, reason string
 	_ = e.pool.QueryRow(context.Background(), `SELECT status, reason FROM orders WHERE user_id = 'stray' AND sale_id = $1`, sale).Scan(&st, &reason)
-	if st != contract.StatusFailed || reason != ReasonUnknownVariant {
+	if st != contract.StatusFailed || reason != orders.ReasonUnknownVariant {
 		t.Fatalf("the order for an unknown variant is %s (%s)", st, reason)
 	}
 	for _, f := range failed {
@@ -285,9 +286,9 @@ func TestUnpaidVariantOrdersGiveTheirUnitsBackToTheirVariantAndTheUsersLimit(t *
 	if held := e.variantUnits(sale); held["red"] != 3 || held["blue"] != 1 {
 		t.Fatalf("units held %v, want red 3 blue 1", held)
 	}
-	orders, _ := e.servers(false)
+	orderSrv, _ := e.servers(false)
 	var view OrderView
-	if code := doJSON(t, "GET", orders.URL+"/orders/"+m1.OrderID, map[string]string{"X-User-ID": "alice"}, "", &view); code != 200 ||
+	if code := doJSON(t, "GET", orderSrv.URL+"/orders/"+m1.OrderID, map[string]string{"X-User-ID": "alice"}, "", &view); code != 200 ||
 		view.Variant != "red" || view.Quantity != 2 || view.Status != contract.StatusCreated {
 		t.Fatalf("GET /orders: %d %+v", code, view)
 	}
@@ -312,7 +313,7 @@ func TestUnpaidVariantOrdersGiveTheirUnitsBackToTheirVariantAndTheUsersLimit(t *
 		t.Fatalf("alice holds %q units in redis after her order was released", h)
 	}
 	// Compensation is idempotent: again, nothing moves.
-	if n := e.svc.Compensator.Compensate(ctx, []OrderRef{{OrderID: m1.OrderID, SaleID: sale, UserID: "alice", Variant: "red", Quantity: 2}}); n != 0 {
+	if n := e.svc.Compensator.Compensate(ctx, []orders.OrderRef{{OrderID: m1.OrderID, SaleID: sale, UserID: "alice", Variant: "red", Quantity: 2}}); n != 0 {
 		t.Fatalf("a second compensation returned %d", n)
 	}
 	// Alice may buy two units again: her second purchase in the sale.
@@ -371,7 +372,7 @@ func TestReconcileRepairsEachVariantInUnits(t *testing.T) {
 	if !ok1 || !ok2 {
 		t.Fatal("the gate refused")
 	}
-	w := &Writer{Pool: e.pool}
+	w := &orders.Writer{Pool: e.pool}
 	if _, err := w.WriteBatch(ctx, []contract.OrderMessage{m1, m2}); err != nil {
 		t.Fatal(err)
 	}
@@ -432,7 +433,7 @@ func TestWebhooksOfAVariantOrderCarryItsVariantAndQuantity(t *testing.T) {
 	if !ok {
 		t.Fatal("the gate refused")
 	}
-	w := &Writer{Pool: e.pool, DefaultWebhook: true}
+	w := &orders.Writer{Pool: e.pool, DefaultWebhook: true}
 	if _, err := w.WriteBatch(context.Background(), []contract.OrderMessage{m}); err != nil {
 		t.Fatal(err)
 	}

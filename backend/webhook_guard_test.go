@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/seckilledge/seckill/backend/orders"
 	"github.com/seckilledge/seckill/backend/webhook"
 	"github.com/seckilledge/seckill/contract"
 	"github.com/seckilledge/seckill/internal/testenv"
@@ -100,7 +101,7 @@ func TestAWebhookDialToLoopbackIsBlockedEvenAfterDNSChanges(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { e.rdb.Del(context.Background(), contract.MetaKey(sale), contract.BuyersKey(sale)) })
-	if _, err := (&Writer{Pool: e.pool}).WriteBatch(ctx, e.accept(sale, 1)); err != nil {
+	if _, err := (&orders.Writer{Pool: e.pool}).WriteBatch(ctx, e.accept(sale, 1)); err != nil {
 		t.Fatal(err)
 	}
 	h.Wake()

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/seckilledge/seckill/backend/orders"
 	"github.com/seckilledge/seckill/backend/webhook"
 	"github.com/seckilledge/seckill/contract"
 	"github.com/seckilledge/seckill/internal/testenv"
@@ -241,7 +242,7 @@ func TestOrderEventsAreRecordedWithTheirChangeAndDeliveredSignedInOrder(t *testi
 	}
 	t.Cleanup(func() { e.rdb.Del(context.Background(), contract.MetaKey(sale), contract.BuyersKey(sale)) })
 	msgs := e.accept(sale, 5) // 3 fit, 2 fail in Postgres: the split path writes both kinds
-	if _, err := (&Writer{Pool: e.pool}).WriteBatch(ctx, msgs); err != nil {
+	if _, err := (&orders.Writer{Pool: e.pool}).WriteBatch(ctx, msgs); err != nil {
 		t.Fatal(err)
 	}
 	if n := e.dbInt(`SELECT count(*) FROM webhook_deliveries WHERE sale_id = $1 AND type = 'order.created'`, sale); n != 3 {
@@ -269,7 +270,7 @@ func TestOrderEventsAreRecordedWithTheirChangeAndDeliveredSignedInOrder(t *testi
 	}
 	// A sale without a webhook_url, with no default: nothing is recorded.
 	quiet := e.sale(2)
-	if _, err := (&Writer{Pool: e.pool}).WriteBatch(ctx, e.accept(quiet, 2)); err != nil {
+	if _, err := (&orders.Writer{Pool: e.pool}).WriteBatch(ctx, e.accept(quiet, 2)); err != nil {
 		t.Fatal(err)
 	}
 	if n := e.dbInt(`SELECT count(*) FROM webhook_deliveries WHERE sale_id = $1`, quiet); n != 0 {
@@ -283,7 +284,7 @@ func TestADeadWebhookHoldsItsOrdersLaterEventsUntilAnAdminReplaysIt(t *testing.T
 	r := newReceiver(t)
 	r.Fail = 1
 	e.startHooks(r.srv.URL, time.Second, 3)
-	w := &Writer{Pool: e.pool, DefaultWebhook: true}
+	w := &orders.Writer{Pool: e.pool, DefaultWebhook: true}
 	sale := e.sale(5)
 	m := e.accept(sale, 1)[0]
 	if _, err := w.WriteBatch(ctx, []contract.OrderMessage{m}); err != nil {
@@ -349,7 +350,7 @@ func TestEveryEventReachesAFlakyReceiverExactlyOnceAfterDedupInOrderPerOrder(t *
 	// Postgres alone.
 	e.startHooks(r.srv.URL, 250*time.Millisecond, 1000)
 	e.startHooks(r.srv.URL, 250*time.Millisecond, 1000)
-	w := &Writer{Pool: e.pool, DefaultWebhook: true}
+	w := &orders.Writer{Pool: e.pool, DefaultWebhook: true}
 	sale := e.sale(n)
 	_, _ = e.pool.Exec(ctx, `UPDATE sales SET stock = stock - $2, initial_stock = initial_stock - $2 WHERE id = $1`, sale, soldOutInDB)
 	msgs := e.accept(sale, n)
@@ -417,26 +418,26 @@ func TestEveryEventReachesAFlakyReceiverExactlyOnceAfterDedupInOrderPerOrder(t *
 //
 //	go test -run '^$' -bench WebhookDelivery -benchtime 3x ./backend/
 func BenchmarkWebhookDelivery(b *testing.B) {
-	const orders = 5000
+	const nOrders = 5000
 	e := newEnv(b)
 	ctx := context.Background()
 	r := newReceiver(b)
 	e.startHooks(r.srv.URL, 5*time.Second, 15)
-	w := &Writer{Pool: e.pool, DefaultWebhook: true}
+	w := &orders.Writer{Pool: e.pool, DefaultWebhook: true}
 	var elapsed time.Duration
 	var lags []time.Duration
 	for i := 0; i < b.N; i++ {
-		sale := e.sale(orders)
-		msgs := e.accept(sale, orders)
+		sale := e.sale(nOrders)
+		msgs := e.accept(sale, nOrders)
 		start := time.Now()
-		for j := 0; j < orders; j += 500 {
+		for j := 0; j < nOrders; j += 500 {
 			if _, err := w.WriteBatch(ctx, msgs[j:j+500]); err != nil {
 				b.Fatal(err)
 			}
 			e.svc.Webhooks.Wake()
 		}
 		testenv.WaitFor(b, 5*time.Minute, "every event delivered", func() bool {
-			return e.dbInt(`SELECT count(*) FROM webhook_deliveries WHERE sale_id = $1 AND state = 'delivered'`, sale) == orders
+			return e.dbInt(`SELECT count(*) FROM webhook_deliveries WHERE sale_id = $1 AND state = 'delivered'`, sale) == nOrders
 		})
 		elapsed += time.Since(start)
 		r.mu.Lock()
@@ -448,7 +449,7 @@ func BenchmarkWebhookDelivery(b *testing.B) {
 		r.mu.Unlock()
 	}
 	sort.Slice(lags, func(i, j int) bool { return lags[i] < lags[j] })
-	b.ReportMetric(float64(orders*b.N)/elapsed.Seconds(), "events/s")
+	b.ReportMetric(float64(nOrders*b.N)/elapsed.Seconds(), "events/s")
 	b.ReportMetric(float64(lags[len(lags)/2].Milliseconds()), "lag-p50-ms")
 	b.ReportMetric(float64(lags[len(lags)*99/100].Milliseconds()), "lag-p99-ms")
 	b.ReportMetric(0, "ns/op")

@@ -1,4 +1,4 @@
-package backend
+package orders
 
 import (
 	"context"
@@ -294,7 +294,7 @@ func (c *Consumer) process(ctx context.Context, closed <-chan *amqp.Error, j bat
 	tctx, endSpan := c.traceBatch(wctx, good, msgs)
 	res, err := c.writeRetrying(tctx, closed, msgs)
 	endSpan(res, err)
-	if err != nil && !transient(err) {
+	if err != nil && !Transient(err) {
 		// Something in the batch's content is refused by the database: write the messages one
 		// by one so that only the culprit is dead-lettered. Each is acknowledged alone (a
 		// multiple ack could cover another writer's batch).
@@ -309,7 +309,7 @@ func (c *Consumer) process(ctx context.Context, closed <-chan *amqp.Error, j bat
 					}
 				}
 				c.compensate(r)
-			case transient(err):
+			case Transient(err):
 				acks.unsettled(j.seq) // not acknowledged: redelivered
 				return
 			default:
@@ -386,7 +386,7 @@ func (c *Consumer) writeRetrying(ctx context.Context, closed <-chan *amqp.Error,
 			metricCommit.Observe(time.Since(start).Seconds())
 			return res, nil
 		}
-		if !transient(err) || ctx.Err() != nil {
+		if !Transient(err) || ctx.Err() != nil {
 			return res, err
 		}
 		metricWriteErrors.Inc()

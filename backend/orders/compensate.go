@@ -1,4 +1,4 @@
-package backend
+package orders
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/redis/go-redis/v9"
+	"github.com/seckilledge/seckill/backend/internal/shards"
 	"github.com/seckilledge/seckill/contract"
 	"github.com/seckilledge/seckill/lua"
 )
@@ -21,7 +22,7 @@ type Compensator struct {
 	Redis redis.UniversalClient
 	Log   *slog.Logger
 
-	shards shardCounts
+	shards shards.Counts
 }
 
 // Compensate returns the units of refs and reports how many were returned now.
@@ -39,7 +40,7 @@ func (c *Compensator) Compensate(ctx context.Context, refs []OrderRef) int {
 	cmds := make([]*redis.Cmd, len(refs))
 	for i, r := range refs {
 		// A sharded sale's unit goes back to the user's shard, where its buyers entry is.
-		k, err := c.shards.of(ctx, c.Pool, r.SaleID)
+		k, err := c.shards.Of(ctx, c.Pool, r.SaleID)
 		if err != nil {
 			metricCompensations.WithLabelValues("error").Add(float64(len(refs)))
 			c.Log.Warn("compensation postponed: shard count", "sale_id", r.SaleID, "err", err)
@@ -79,24 +80,24 @@ func (c *Compensator) Compensate(ctx context.Context, refs []OrderRef) int {
 // (Redis was down, or the process died between commit and compensation). Returns how many
 // units were returned.
 func (c *Compensator) RetryPending(ctx context.Context, limit int) (int, error) {
-	rows, err := c.Pool.Query(ctx, `SELECT `+orderRefColumns+` FROM orders
+	rows, err := c.Pool.Query(ctx, `SELECT `+OrderRefColumns+` FROM orders
 		WHERE status IN ('failed', 'cancelled') AND compensated_at IS NULL
 		ORDER BY updated_at LIMIT $1`, limit)
 	if err != nil {
 		return 0, err
 	}
-	refs, err := pgx.CollectRows(rows, scanOrderRef)
+	refs, err := pgx.CollectRows(rows, ScanOrderRef)
 	if err != nil {
 		return 0, err
 	}
 	return c.Compensate(ctx, refs), nil
 }
 
-// orderRefColumns are the columns scanOrderRef reads, for a query on orders (unqualified).
-const orderRefColumns = `order_id, sale_id, user_id, variant_id, quantity`
+// OrderRefColumns are the columns ScanOrderRef reads, for a query on orders (unqualified).
+const OrderRefColumns = `order_id, sale_id, user_id, variant_id, quantity`
 
-// scanOrderRef reads the orderRefColumns of one row.
-func scanOrderRef(r pgx.CollectableRow) (OrderRef, error) {
+// ScanOrderRef reads the OrderRefColumns of one row.
+func ScanOrderRef(r pgx.CollectableRow) (OrderRef, error) {
 	var o OrderRef
 	return o, r.Scan(&o.OrderID, &o.SaleID, &o.UserID, &o.Variant, &o.Quantity)
 }

@@ -1,4 +1,4 @@
-package backend
+package orders
 
 import (
 	"context"
@@ -190,10 +190,10 @@ func insertArgs(sale string, ms []contract.OrderMessage, status func(i int) (str
 	return []any{sale, ids, users, sts, reasons, at}
 }
 
-// transient reports whether a write error may succeed when retried: the database is
+// Transient reports whether a write error may succeed when retried: the database is
 // unreachable or restarting, or the transaction lost a serialization race or a deadlock. Any
 // other database error (a constraint or data error) is about the batch's content.
-func transient(err error) bool {
+func Transient(err error) bool {
 	if err == nil {
 		return false
 	}
