@@ -5,26 +5,12 @@ import (
 	"encoding/json"
 	"net/http"
 	"strconv"
-	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/seckilledge/seckill/backend/internal/httpapi"
 	"github.com/seckilledge/seckill/contract"
+	"github.com/seckilledge/seckill/contract/admin"
 )
-
-// AuditEntry is one row of the audit trail: who ran which control on which sale, when, with
-// the sale before and after it (JSON) and the request id that names the step.
-type AuditEntry struct {
-	ID        int64           `json:"id"`
-	At        time.Time       `json:"at"`
-	Who       string          `json:"who"`
-	Role      string          `json:"role"`
-	Action    string          `json:"action"`
-	SaleID    string          `json:"sale_id"`
-	Before    json.RawMessage `json:"before"`
-	After     json.RawMessage `json:"after"`
-	RequestID string          `json:"request_id"`
-}
 
 // writeAudit records a control in tx, the transaction that makes its Postgres side, so a
 // change is never without its row nor a row without its change.
@@ -43,14 +29,14 @@ func writeAudit(ctx context.Context, tx pgx.Tx, who httpapi.Principal, action, s
 }
 
 // Audit lists the newest entries first, of one sale or (sale "") of all, at most limit.
-func (s *Service) Audit(ctx context.Context, sale string, limit int) ([]AuditEntry, error) {
+func (s *Service) Audit(ctx context.Context, sale string, limit int) ([]admin.AuditEntry, error) {
 	rows, err := s.Pool.Query(ctx, `SELECT id, at, who, role, action, sale_id, before, after, request_id
 		FROM audit_log WHERE $1 = '' OR sale_id = $1 ORDER BY id DESC LIMIT $2`, sale, limit)
 	if err != nil {
 		return nil, err
 	}
-	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (AuditEntry, error) {
-		var e AuditEntry
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (admin.AuditEntry, error) {
+		var e admin.AuditEntry
 		err := r.Scan(&e.ID, &e.At, &e.Who, &e.Role, &e.Action, &e.SaleID, &e.Before, &e.After, &e.RequestID)
 		return e, err
 	})

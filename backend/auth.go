@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/seckilledge/seckill/backend/internal/httpapi"
+	"github.com/seckilledge/seckill/backend/ui"
 	"github.com/seckilledge/seckill/contract"
 	"github.com/seckilledge/seckill/internal/weaksecret"
 )
@@ -96,16 +97,6 @@ func (t *Tokens) Lookup(secret string) (httpapi.Principal, bool) {
 	return who, found
 }
 
-// bearer returns the credentials of "Authorization: Bearer <token>", the scheme matched
-// case-insensitively (RFC 9110 section 11.1).
-func bearer(r *http.Request) string {
-	scheme, cred, ok := strings.Cut(r.Header.Get("Authorization"), " ")
-	if !ok || !strings.EqualFold(scheme, "Bearer") {
-		return ""
-	}
-	return strings.TrimSpace(cred)
-}
-
 // tokens returns the service's token set: Tokens, or the single AdminToken of older setups.
 func (s *Service) tokens() *Tokens {
 	if !s.Tokens.Empty() || s.AdminToken == "" {
@@ -118,11 +109,11 @@ func (s *Service) tokens() *Tokens {
 // for a known token of another role. The principal is in the request's context.
 func (s *Service) allow(next http.HandlerFunc, roles ...httpapi.Role) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		// The live page's session (fromSession) stands for a token; otherwise the Bearer header.
-		ps, ok := sessionFrom(r.Context())
-		who := ps.who
+		// The live page's session (ui.Cockpit.FromSession) stands for a token; otherwise the
+		// Bearer header.
+		who, ok := ui.SessionPrincipal(r.Context())
 		if !ok {
-			who, ok = s.tokens().Lookup(bearer(r))
+			who, ok = s.tokens().Lookup(httpapi.Bearer(r))
 		}
 		if !ok {
 			httpapi.Refuse(w, http.StatusUnauthorized, contract.CodeUnauthenticated, "admin token required")

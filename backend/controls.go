@@ -287,7 +287,7 @@ func (s *Service) answerControl(w http.ResponseWriter, what string, err error, r
 }
 
 // mountControls adds the operator routes to mux: the controls (admin tokens), the sales list
-// and the audit trail (viewer tokens too) and the live page (controls_ui.go). Everything is
+// and the audit trail (viewer tokens too) and the live page (backend/ui). Everything is
 // under /admin/, so it follows the admin API to whichever listener serves it.
 func (s *Service) mountControls(mux *http.ServeMux, reg *prometheus.Registry) {
 	mux.HandleFunc("GET /admin/sales", s.viewer(s.handleListSales))
@@ -297,5 +297,5 @@ func (s *Service) mountControls(mux *http.ServeMux, reg *prometheus.Registry) {
 	mux.HandleFunc("PATCH /admin/sales/{id}", s.admin(s.handlePatchSale))
 	mux.HandleFunc("POST /admin/sales/{id}/stock", s.admin(s.handleStock))
 	mux.HandleFunc("GET /admin/audit", s.viewer(s.handleAudit))
-	s.mountUI(mux, reg)
+	s.cockpit().Mount(mux, reg)
 }

@@ -68,7 +68,7 @@ func await(t testing.TB, ch <-chan *redis.Message, payload string) {
 	}
 }
 
-func (e *env) audit(sale string) []AuditEntry {
+func (e *env) audit(sale string) []admin.AuditEntry {
 	e.t.Helper()
 	entries, err := e.svc.Audit(context.Background(), sale, 100)
 	if err != nil {
@@ -116,7 +116,7 @@ func TestPauseReachesEveryShardsMetaIsBroadcastAndAuditedWithWho(t *testing.T) {
 	if code := call(t, srv, "POST", "/admin/sales/"+sale+"/resume", aliceToken, "", &ref); code != 409 || ref.Code != "not_paused" {
 		t.Fatalf("second resume: %d %+v", code, ref)
 	}
-	var trail struct{ Entries []AuditEntry }
+	var trail struct{ Entries []admin.AuditEntry }
 	if code := call(t, srv, "GET", "/admin/audit?sale="+sale, viewerToken, "", &trail); code != 200 || len(trail.Entries) != 2 {
 		t.Fatalf("audit: %d %+v", code, trail)
 	}

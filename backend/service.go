@@ -1,6 +1,7 @@
 package backend
 
 import (
+	"context"
 	"errors"
 	"log/slog"
 	"net/http"
@@ -14,7 +15,9 @@ import (
 	"github.com/seckilledge/seckill/backend/internal/httpapi"
 	"github.com/seckilledge/seckill/backend/internal/shards"
 	"github.com/seckilledge/seckill/backend/orders"
+	"github.com/seckilledge/seckill/backend/ui"
 	"github.com/seckilledge/seckill/backend/webhook"
+	"github.com/seckilledge/seckill/contract/admin"
 )
 
 // Service holds what the HTTP API, the sweeper and reconcile share.
@@ -45,11 +48,26 @@ type Service struct {
 	Now func() time.Time
 
 	shards shards.Counts
-	// cockpitState holds the live page's sessions and failed-login counts (ui.go), made once.
-	cockpitOnce  sync.Once
-	cockpitState *cockpitAuth
+	// page is the live page (backend/ui) with its sessions and failed-login counts, made once.
+	pageOnce sync.Once
+	page     *ui.Cockpit
 	// rebalancerSubscribed is called when RunRebalancer's subscription is confirmed.
 	rebalancerSubscribed func()
+}
+
+// cockpit returns the live page, made on first use (a Service is built as a struct literal, in
+// tests too). It reads through the few functions given here and nothing else of the Service.
+func (s *Service) cockpit() *ui.Cockpit {
+	s.pageOnce.Do(func() {
+		s.page = ui.New(ui.Cockpit{Pool: s.Pool, Redis: s.Redis, Log: s.Log, Now: s.now,
+			Lookup: func(token string) (httpapi.Principal, bool) { return s.tokens().Lookup(token) },
+			Viewer: s.viewer,
+			Sales:  s.salesEndingAfter,
+			Audit: func(ctx context.Context, limit int) ([]admin.AuditEntry, error) {
+				return s.Audit(ctx, "", limit)
+			}})
+	})
+	return s.page
 }
 
 func (s *Service) now() time.Time {

@@ -1,5 +1,5 @@
 // Package admin holds the admin API's wire types: the JSON bodies the backend's admin listener
-// serves (GET /admin/sales, GET /admin/sales/{id}) and the room a sale is created with. The
+// serves (GET /admin/sales, GET /admin/sales/{id}, GET /admin/audit) and the room a sale is created with. The
 // backend serves them and seckillctl decodes them, so both import this package and neither
 // imports the other: the CLI links no Postgres, RabbitMQ or tracing code.
 //
@@ -146,4 +146,18 @@ func (r RoomSpec) Validate() error {
 		}
 	}
 	return nil
+}
+
+// AuditEntry is one row of the audit trail (GET /admin/audit, the live page): who ran which control on which sale, when, with
+// the sale before and after it (JSON) and the request id that names the step.
+type AuditEntry struct {
+	ID        int64           `json:"id"`
+	At        time.Time       `json:"at"`
+	Who       string          `json:"who"`
+	Role      string          `json:"role"`
+	Action    string          `json:"action"`
+	SaleID    string          `json:"sale_id"`
+	Before    json.RawMessage `json:"before"`
+	After     json.RawMessage `json:"after"`
+	RequestID string          `json:"request_id"`
 }

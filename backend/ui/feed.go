@@ -1,7 +1,8 @@
-package backend
+package ui
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -22,9 +23,9 @@ type CockpitFrame struct {
 	LagMS float64 `json:"lag_ms"`
 	// Gateways: whether accepted/refused rates come from the gateways' metrics ("metrics") or
 	// are derived from Redis ("derived"); GatewaysDown lists unreachable ones.
-	Gateways     string       `json:"gateways"`
-	GatewaysDown []string     `json:"gateways_down,omitempty"`
-	Audit        []AuditEntry `json:"audit"`
+	Gateways     string             `json:"gateways"`
+	GatewaysDown []string           `json:"gateways_down,omitempty"`
+	Audit        []admin.AuditEntry `json:"audit"`
 }
 
 // SaleFrame is one sale in a frame.
@@ -43,7 +44,7 @@ type SaleFrame struct {
 
 // feed builds frames for one page; it keeps the previous counters to turn them into rates.
 type feed struct {
-	s       *Service
+	c       *Cockpit
 	src     *cockpitSources
 	prevAt  time.Time
 	prevBk  backendCounters
@@ -55,10 +56,10 @@ type feed struct {
 const cockpitSaleCap = 20
 
 func (f *feed) frame(ctx context.Context) (CockpitFrame, error) {
-	now := f.s.now()
+	now := f.c.Now()
 	fr := CockpitFrame{At: now, Sales: []SaleFrame{}, Gateways: "derived"}
 	// The live and recent sales: those ended over an hour ago are history.
-	shown, err := f.s.salesEndingAfter(ctx, now.Add(-time.Hour), cockpitSaleCap)
+	shown, err := f.c.Sales(ctx, now.Add(-time.Hour), cockpitSaleCap)
 	if err != nil {
 		return fr, err
 	}
@@ -67,7 +68,7 @@ func (f *feed) frame(ctx context.Context) (CockpitFrame, error) {
 		ids[i] = s.ID
 	}
 	orders := map[string]map[string]int{}
-	rows, err := f.s.Pool.Query(ctx, `SELECT sale_id, status, count(*) FROM orders WHERE sale_id = ANY($1) GROUP BY 1, 2`, ids)
+	rows, err := f.c.Pool.Query(ctx, `SELECT sale_id, status, count(*) FROM orders WHERE sale_id = ANY($1) GROUP BY 1, 2`, ids)
 	if err != nil {
 		return fr, err
 	}
@@ -86,7 +87,7 @@ func (f *feed) frame(ctx context.Context) (CockpitFrame, error) {
 	if err := rows.Err(); err != nil {
 		return fr, err
 	}
-	pipe := f.s.Redis.Pipeline()
+	pipe := f.c.Redis.Pipeline()
 	xlens := make([][]*redis.IntCmd, len(shown))
 	for i, s := range shown {
 		for _, id := range contract.ShardIDs(s.ID, s.Shards) {
@@ -94,7 +95,7 @@ func (f *feed) frame(ctx context.Context) (CockpitFrame, error) {
 		}
 	}
 	if len(shown) > 0 {
-		if _, err := pipe.Exec(ctx); err != nil && !isRedisNil(err) {
+		if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
 			return fr, err
 		}
 	}
@@ -139,7 +140,7 @@ func (f *feed) frame(ctx context.Context) (CockpitFrame, error) {
 		}
 	}
 	fr.Queue = f.src.queues(ctx)
-	if fr.Audit, err = f.s.Audit(ctx, "", 20); err != nil {
+	if fr.Audit, err = f.c.Audit(ctx, 20); err != nil {
 		return fr, err
 	}
 	f.prevAt, f.prevBk, f.prevGw, f.prevBuy = now, bk, gw, buyers

@@ -1,4 +1,4 @@
-package backend
+package ui
 
 import (
 	"context"
@@ -191,7 +191,3 @@ func (c *cockpitSources) backend() backendCounters {
 	}
 	return b
 }
-
-// NewMetricsRegistry is the backend's Prometheus registry, as GET /metrics serves it (the
-// Grafana dashboard's test checks its metric names against it).
-func NewMetricsRegistry() *prometheus.Registry { return newRegistry() }
