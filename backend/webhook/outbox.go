@@ -9,9 +9,9 @@ import (
 )
 
 // The webhook outbox: every order change the shop must hear of writes its event in the same
-// transaction as the change (migrations/004_webhooks.sql). An event is recorded when its sale has
-// a webhook_url or the backend has a default URL (SECKILL_WEBHOOK_URL); with neither, nothing is
-// written and the change costs nothing more.
+// transaction as the change (the table: backend/internal/schema/migrations/004_webhooks.sql).
+// An event is recorded when its sale has a webhook_url or the backend has a default URL
+// (SECKILL_WEBHOOK_URL); with neither, nothing is written and the change costs nothing more.
 
 // blockedUntil is the next_at of an event that waits for an earlier event of its order: the
 // delivery of that one releases it (Worker.record), and the worker's periodic unblock
