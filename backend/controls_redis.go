@@ -7,6 +7,7 @@ import (
 	"fmt"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/seckilledge/seckill/backend/reconcile"
 	"github.com/seckilledge/seckill/contract"
 )
 
@@ -161,7 +162,7 @@ func (s *Service) applyStockRedis(ctx context.Context, sale string, shards int, 
 			stocks = make([]int64, len(ids))
 		}
 	}
-	deltas := ShardDeltas(stocks, int64(delta))
+	deltas := reconcile.ShardDeltas(stocks, int64(delta))
 	var done []int
 	for i, id := range ids {
 		if deltas[i] == 0 {

@@ -7,10 +7,10 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/redis/go-redis/v9"
 	"github.com/seckilledge/seckill/backend/orders"
+	"github.com/seckilledge/seckill/backend/reconcile"
 	"github.com/seckilledge/seckill/backend/webhook"
 	"github.com/seckilledge/seckill/contract"
 	"github.com/seckilledge/seckill/lua"
@@ -99,16 +99,16 @@ func (s *Service) Reconcile(ctx context.Context, sale string) (ReconcileReport, 
 			return err
 		}
 		cutoff := s.now().Add(-s.grace())
-		var lost []lostOrder
+		var lost []reconcile.Lost
 		for user, oid := range buyers {
 			if _, ok := known[oid]; ok {
 				continue
 			}
-			if at, ok := acceptedAt(oid); ok && at.After(cutoff) {
+			if at, ok := reconcile.AcceptedAt(oid); ok && at.After(cutoff) {
 				continue
 			}
 			// A sale without units: one unit, the user's first purchase, no variant.
-			lost = append(lost, lostOrder{user: user, order: oid, units: 1, seq: 1})
+			lost = append(lost, reconcile.Lost{User: user, Order: oid, Units: 1, Seq: 1})
 		}
 		if len(lost) > 0 {
 			inserted, err := s.recordLost(ctx, sale, key, held, lost, &rep)
@@ -261,16 +261,6 @@ func (s *Service) grace() time.Duration {
 	return time.Minute
 }
 
-// acceptedAt reads the acceptance time out of a UUIDv7 order id.
-func acceptedAt(orderID string) (time.Time, bool) {
-	u, err := uuid.Parse(orderID)
-	if err != nil || u.Version() != 7 {
-		return time.Time{}, false
-	}
-	sec, nsec := u.Time().UnixTime()
-	return time.Unix(sec, nsec), true
-}
-
 func (s *Service) ordersByID(ctx context.Context, buyers map[string]string) (map[string]string, error) {
 	ids := make([]string, 0, len(buyers))
 	for _, o := range buyers {
@@ -301,22 +291,22 @@ func (s *Service) ordersByID(ctx context.Context, buyers map[string]string) (map
 // late message for them then changes nothing (ON CONFLICT DO NOTHING). It reports them in rep's
 // LostFailed and returns them; the caller says in words what was repaired. Both reconciles (a
 // sale's buyers, a sale's units) record their lost orders here.
-func (s *Service) recordLost(ctx context.Context, sale, key string, held Held, lost []lostOrder, rep *ReconcileReport) ([]orders.OrderRef, error) {
+func (s *Service) recordLost(ctx context.Context, sale, key string, held Held, lost []reconcile.Lost, rep *ReconcileReport) ([]orders.OrderRef, error) {
 	var inserted []orders.OrderRef
 	err := s.fenced(ctx, key, held, func(tx pgx.Tx) error {
 		inserted = inserted[:0]
 		for _, l := range lost {
-			at, ok := acceptedAt(l.order)
+			at, ok := reconcile.AcceptedAt(l.Order)
 			if !ok {
 				at = s.now()
 			}
 			tag, err := tx.Exec(ctx, `INSERT INTO orders (order_id, sale_id, user_id, status, reason, accepted_at, variant_id, quantity, seq)
-				VALUES ($1, $2, $3, 'failed', $4, $5, '', $6, $7) ON CONFLICT DO NOTHING`, l.order, sale, l.user, ReasonLost, at, l.units, l.seq)
+				VALUES ($1, $2, $3, 'failed', $4, $5, '', $6, $7) ON CONFLICT DO NOTHING`, l.Order, sale, l.User, ReasonLost, at, l.Units, l.Seq)
 			if err != nil {
 				return err
 			}
 			if tag.RowsAffected() == 1 {
-				inserted = append(inserted, orders.OrderRef{OrderID: l.order, SaleID: sale, UserID: l.user, Quantity: l.units})
+				inserted = append(inserted, orders.OrderRef{OrderID: l.Order, SaleID: sale, UserID: l.User, Quantity: l.Units})
 			}
 		}
 		ids := make([]string, len(inserted))

@@ -3,11 +3,14 @@ package backend
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/redis/go-redis/v9"
+	"github.com/seckilledge/seckill/backend/reconcile"
 	"github.com/seckilledge/seckill/contract"
 	"github.com/seckilledge/seckill/lua"
 )
@@ -15,8 +18,8 @@ import (
 // Reconciling a sale with variants or a per-user limit above 1 (a "unit sale"), sharded or
 // not. Its buyers hash keeps only each user's latest order, so units, not buyers, are
 // counted, per user: what Redis says the user holds (the held hash when the limit is above 1,
-// else 1 per buyers entry) against the units of their orders in Postgres (planUnits,
-// reconcile_units_plan.go). From that:
+// else 1 per buyers entry) against the units of their orders in Postgres (reconcile.PlanUnits in
+// backend/reconcile). From that:
 //
 //  1. a user whose latest order never reached Postgres after the grace period has it
 //     recorded failed (lost_in_transit) with all their units in flight, and compensated;
@@ -57,9 +60,9 @@ func (s *Service) reconcileUnits(ctx context.Context, sale, key string, held Hel
 	if err != nil {
 		return err
 	}
-	plan := planUnits(pg, shards, cutoff)
-	if len(plan.lost) > 0 {
-		inserted, err := s.recordLost(ctx, sale, key, held, plan.lost, rep)
+	plan := reconcile.PlanUnits(pg, shards, cutoff)
+	if len(plan.Lost) > 0 {
+		inserted, err := s.recordLost(ctx, sale, key, held, plan.Lost, rep)
 		if err != nil {
 			return err
 		}
@@ -75,22 +78,22 @@ func (s *Service) reconcileUnits(ctx context.Context, sale, key string, held Hel
 			if pg, shards, err = s.unitSnapshots(ctx, sale, ids); err != nil {
 				return err
 			}
-			plan = planUnits(pg, shards, cutoff)
+			plan = reconcile.PlanUnits(pg, shards, cutoff)
 		}
 	}
 
-	rep.StockDB, rep.InFlight, rep.StockRedisBefore = int(plan.pgStock), int(plan.inFlight), plan.redisStock
-	rep.StockDelta = plan.stockDelta
-	deltas, pairs := plan.shardArgs(shards)
+	rep.StockDB, rep.InFlight, rep.StockRedisBefore = int(plan.PGStock), int(plan.InFlight), plan.RedisStock
+	rep.StockDelta = plan.StockDelta
+	deltas, pairs := plan.ShardArgs(shards)
 	work := false
 	for i := range shards {
 		work = work || deltas[i] != 0 || len(pairs[i]) > 0
 	}
-	if plan.variantsHeld {
-		rep.Actions = append(rep.Actions, fmt.Sprintf("%d units in flight: the repairs that would add units to the stock or a variant wait; run reconcile again once they are written", plan.inFlight))
+	if plan.VariantsHeld {
+		rep.Actions = append(rep.Actions, fmt.Sprintf("%d units in flight: the repairs that would add units to the stock or a variant wait; run reconcile again once they are written", plan.InFlight))
 	}
 	if !work {
-		rep.StockRedisAfter = plan.redisStock
+		rep.StockRedisAfter = plan.RedisStock
 		return s.rebalanceAfterReconcile(ctx, sale, k, rep)
 	}
 	// Postgres is not written here, but the fence still orders this repair after any newer
@@ -101,31 +104,31 @@ func (s *Service) reconcileUnits(ctx context.Context, sale, key string, held Hel
 	raised := int64(0)
 	for i, sh := range shards {
 		if deltas[i] == 0 && len(pairs[i]) == 0 {
-			rep.StockRedisAfter += sh.stock
+			rep.StockRedisAfter += sh.Stock
 			continue
 		}
-		stock, _, n, err := lua.ReconcileCall{Sale: sh.id, Delta: deltas[i], Pairs: pairs[i], Held: true}.Run(ctx, s.Redis)
+		stock, _, n, err := lua.ReconcileCall{Sale: sh.ID, Delta: deltas[i], Pairs: pairs[i], Held: true}.Run(ctx, s.Redis)
 		if err != nil {
-			return fmt.Errorf("reconcile.lua on %s: %w", sh.id, err)
+			return fmt.Errorf("reconcile.lua on %s: %w", sh.ID, err)
 		}
 		rep.StockRedisAfter += stock
 		raised += n
 	}
-	for _, u := range sortedIDs(plan.restore) {
+	for _, u := range slices.Sorted(maps.Keys(plan.Restore)) {
 		rep.BuyersRestored = append(rep.BuyersRestored, u)
 	}
 	if rep.StockDelta != 0 {
 		metricReconciled.WithLabelValues("stock").Inc()
 		rep.Actions = append(rep.Actions, fmt.Sprintf("Redis stock was %d units, Postgres says %d with %d in flight and %d not returned yet: adjusted by %+d",
-			plan.redisStock, plan.pgStock, plan.inFlight, plan.unreturned, rep.StockDelta))
+			plan.RedisStock, plan.PGStock, plan.InFlight, plan.Unreturned, rep.StockDelta))
 	}
-	if len(plan.variantDelta) > 0 {
+	if len(plan.VariantDelta) > 0 {
 		metricReconciled.WithLabelValues("stock").Inc()
 		var b strings.Builder
-		for _, v := range sortedIDs(plan.variantDelta) {
-			fmt.Fprintf(&b, " %s %+d", v, plan.variantDelta[v])
+		for _, v := range slices.Sorted(maps.Keys(plan.VariantDelta)) {
+			fmt.Fprintf(&b, " %s %+d", v, plan.VariantDelta[v])
 		}
-		rep.Actions = append(rep.Actions, fmt.Sprintf("the stock of %d variants differed from Postgres: adjusted%s", len(plan.variantDelta), b.String()))
+		rep.Actions = append(rep.Actions, fmt.Sprintf("the stock of %d variants differed from Postgres: adjusted%s", len(plan.VariantDelta), b.String()))
 	}
 	if len(rep.BuyersRestored) > 0 {
 		metricReconciled.WithLabelValues("buyer").Add(float64(len(rep.BuyersRestored)))
@@ -133,7 +136,7 @@ func (s *Service) reconcileUnits(ctx context.Context, sale, key string, held Hel
 	}
 	if raised > 0 {
 		metricReconciled.WithLabelValues("held").Add(float64(raised))
-		rep.Actions = append(rep.Actions, fmt.Sprintf("%d users' held units or purchase counters were below their orders in Postgres (%d units short): raised", len(plan.raise), plan.raisedShort))
+		rep.Actions = append(rep.Actions, fmt.Sprintf("%d users' held units or purchase counters were below their orders in Postgres (%d units short): raised", len(plan.Raise), plan.RaisedShort))
 	}
 	return s.rebalanceAfterReconcile(ctx, sale, k, rep)
 }
@@ -142,10 +145,10 @@ func (s *Service) reconcileUnits(ctx context.Context, sale, key string, held Hel
 // shard: a purchase, a compensation and a buyer's held units all live in the user's shard, so
 // the shards' snapshots together count each of them once; moves between shards happen under
 // the sale's lock, which reconcile holds).
-func (s *Service) unitSnapshots(ctx context.Context, sale string, ids []string) (unitPG, []unitShard, error) {
-	pg := unitPG{variants: map[string]int{}, orders: map[string]unitOrder{}}
+func (s *Service) unitSnapshots(ctx context.Context, sale string, ids []string) (reconcile.Postgres, []reconcile.Shard, error) {
+	pg := reconcile.Postgres{Variants: map[string]int{}, Orders: map[string]reconcile.Order{}}
 	err := pgx.BeginTxFunc(ctx, s.Pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
-		if err := tx.QueryRow(ctx, `SELECT stock, per_user_limit FROM sales WHERE id = $1`, sale).Scan(&pg.stock, &pg.limit); err != nil {
+		if err := tx.QueryRow(ctx, `SELECT stock, per_user_limit FROM sales WHERE id = $1`, sale).Scan(&pg.Stock, &pg.Limit); err != nil {
 			return err
 		}
 		vs, err := saleVariants(ctx, tx, sale)
@@ -153,7 +156,7 @@ func (s *Service) unitSnapshots(ctx context.Context, sale string, ids []string) 
 			return err
 		}
 		for _, v := range vs {
-			pg.variants[v.ID] = v.StockDB
+			pg.Variants[v.ID] = v.StockDB
 		}
 		rows, err := tx.Query(ctx, `SELECT order_id, user_id, status, variant_id, quantity, seq FROM orders WHERE sale_id = $1`, sale)
 		if err != nil {
@@ -161,19 +164,19 @@ func (s *Service) unitSnapshots(ctx context.Context, sale string, ids []string) 
 		}
 		for rows.Next() {
 			var id string
-			var o unitOrder
-			if err := rows.Scan(&id, &o.user, &o.status, &o.variant, &o.quantity, &o.seq); err != nil {
+			var o reconcile.Order
+			if err := rows.Scan(&id, &o.User, &o.Status, &o.Variant, &o.Quantity, &o.Seq); err != nil {
 				rows.Close()
 				return err
 			}
-			pg.orders[id] = o
+			pg.Orders[id] = o
 		}
 		return rows.Err()
 	})
 	if err != nil {
 		return pg, nil, err
 	}
-	shards := make([]unitShard, len(ids))
+	shards := make([]reconcile.Shard, len(ids))
 	for i, id := range ids {
 		var metaCmd, heldCmd, buyersCmd *redis.MapStringStringCmd
 		var doneCmd *redis.StringSliceCmd
@@ -186,14 +189,14 @@ func (s *Service) unitSnapshots(ctx context.Context, sale string, ids []string) 
 		}); err != nil {
 			return pg, nil, err
 		}
-		sh := unitShard{id: id, meta: metaCmd.Val(), held: heldCmd.Val(), buyers: buyersCmd.Val(), compensated: map[string]bool{}}
-		n, err := strconv.ParseInt(sh.meta[contract.FieldStock], 10, 64)
+		sh := reconcile.Shard{ID: id, Meta: metaCmd.Val(), Held: heldCmd.Val(), Buyers: buyersCmd.Val(), Compensated: map[string]bool{}}
+		n, err := strconv.ParseInt(sh.Meta[contract.FieldStock], 10, 64)
 		if err != nil {
-			return pg, nil, fmt.Errorf("redis stock of %s %q: %w", id, sh.meta[contract.FieldStock], err)
+			return pg, nil, fmt.Errorf("redis stock of %s %q: %w", id, sh.Meta[contract.FieldStock], err)
 		}
-		sh.stock = n
+		sh.Stock = n
 		for _, o := range doneCmd.Val() {
-			sh.compensated[o] = true
+			sh.Compensated[o] = true
 		}
 		shards[i] = sh
 	}

@@ -4,12 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/seckilledge/seckill/backend/reconcile"
 	"github.com/seckilledge/seckill/contract"
 	"github.com/seckilledge/seckill/contract/admin"
 	"github.com/seckilledge/seckill/lua"
@@ -129,46 +129,11 @@ func shardBuyers(ctx context.Context, rdb redis.UniversalClient, ids []string) (
 	return out, nil
 }
 
-// ShardDeltas spreads reconcile's stock delta over a sharded sale's shards given their
-// snapshot stocks: a positive delta evenly (contract.SplitStock); a negative one from the
-// shards that hold the most, never below 0 as far as the snapshot knows (the remainder, when
-// the shards hold less than the delta asks, goes to the first shard: Redis then refuses there
-// until compensations bring it back to 0).
-func ShardDeltas(stocks []int64, delta int64) []int64 {
-	k := len(stocks)
-	out := make([]int64, k)
-	if delta >= 0 {
-		for i, n := range contract.SplitStock(int(delta), k) {
-			out[i] = int64(n)
-		}
-		return out
-	}
-	order := make([]int, k)
-	for i := range order {
-		order[i] = i
-	}
-	sort.SliceStable(order, func(a, b int) bool { return stocks[order[a]] > stocks[order[b]] })
-	left := -delta
-	for _, i := range order {
-		if left == 0 {
-			break
-		}
-		if take := min(max(stocks[i], 0), left); take > 0 {
-			out[i] = -take
-			left -= take
-		}
-	}
-	if left > 0 {
-		out[0] -= left
-	}
-	return out
-}
-
 // reconcileShards applies reconcile's stock delta and buyer restores (pairs user, order id) to
 // the shards of a sharded sale, each with reconcile.lua on its own keys, and returns the sum of
 // the shards' stocks after it.
 func reconcileShards(ctx context.Context, rdb redis.UniversalClient, sale string, k int, stocks []int64, delta int64, restore []any) (int64, error) {
-	deltas := ShardDeltas(stocks, delta)
+	deltas := reconcile.ShardDeltas(stocks, delta)
 	restores := make([][]any, k)
 	for i := 0; i+1 < len(restore); i += 2 {
 		sh := contract.ShardOf(restore[i].(string), k)
