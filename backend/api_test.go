@@ -9,6 +9,7 @@ import (
 	"github.com/seckilledge/seckill/backend/internal/httpapi"
 	"github.com/seckilledge/seckill/backend/orders"
 	"github.com/seckilledge/seckill/contract"
+	"github.com/seckilledge/seckill/contract/admin"
 	adminapi "github.com/seckilledge/seckill/contract/admin"
 	"github.com/seckilledge/seckill/internal/testenv"
 )
@@ -183,7 +184,7 @@ func TestAdminAPICreatesPreheatsAndReportsASaleBehindItsToken(t *testing.T) {
 	if code := doJSON(t, "POST", srv.URL+"/admin/sales", auth, body, &ref); code != 409 {
 		t.Fatalf("create twice: %d", code)
 	}
-	var pre PreheatResult
+	var pre admin.PreheatResult
 	if code := doJSON(t, "POST", srv.URL+"/admin/sales/"+sale+"/preheat", auth, "", &pre); code != 200 || !pre.Created || pre.StockRedis != 7 {
 		t.Fatalf("preheat: %d %+v", code, pre)
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/seckilledge/seckill/backend/internal/httpapi"
 	"github.com/seckilledge/seckill/contract"
+	"github.com/seckilledge/seckill/contract/admin"
 	"github.com/seckilledge/seckill/internal/testenv"
 )
 
@@ -41,7 +42,7 @@ func TestAStockAddPastInt32IsABadRequest(t *testing.T) {
 		t.Fatalf("%d journal rows for refused adds", n)
 	}
 	// Up to 1e9 is fine, and removing stays possible.
-	var res ControlResult
+	var res admin.ControlResult
 	if code := call(t, srv, "POST", "/admin/sales/"+sale+"/stock", aliceToken, `{"add":-5,"request_id":"cut-1"}`, &res); code != 200 {
 		t.Fatalf("removing 5: %d", code)
 	}

@@ -56,22 +56,6 @@ var (
 	errUnknownVariant = &controlError{http.StatusBadRequest, contract.CodeBadRequest, "the sale has no such variant (GET /admin/sales/{id} lists its variants)"}
 )
 
-// ControlResult is the answer of every control: what was done, under which request id, and
-// the sale afterwards.
-type ControlResult struct {
-	Action    string            `json:"action"`
-	RequestID string            `json:"request_id"`
-	Sale      admin.SaleSummary `json:"sale"`
-	// Replayed: the request id had been applied before; nothing was changed this time.
-	Replayed bool `json:"replayed,omitempty"`
-	// Reconcile is set when an interrupted stock change was completed: Redis was then
-	// reconciled with Postgres (the source of truth), whatever happened in between.
-	Reconcile *ReconcileReport `json:"reconcile,omitempty"`
-	// Variant is the variant a stock change named, after the change (the sale's totals are
-	// in Sale).
-	Variant *admin.VariantStatus `json:"variant,omitempty"`
-}
-
 var requestIDPattern = regexp.MustCompile(`^[A-Za-z0-9._:-]{1,128}$`)
 
 // requestID is the caller's X-Request-ID when it is well formed, a new UUIDv7 otherwise.
@@ -94,8 +78,8 @@ func who(ctx context.Context) httpapi.Principal {
 // control runs fn under the sale's lock with the sale as it is now; fn writes Redis and
 // returns the Postgres side (run fenced, with the audit row) or nil when nothing changes.
 func (s *Service) control(ctx context.Context, sale, action, reqID string,
-	fn func(before admin.SaleSummary) (any, func(pgx.Tx) error, error)) (ControlResult, error) {
-	res := ControlResult{Action: action, RequestID: reqID}
+	fn func(before admin.SaleSummary) (any, func(pgx.Tx) error, error)) (admin.ControlResult, error) {
+	res := admin.ControlResult{Action: action, RequestID: reqID}
 	key := saleLockKey(sale)
 	err := s.withSaleLock(ctx, sale, 5*time.Second, func(held Held) error {
 		before, err := s.saleSummary(ctx, s.Pool, sale)
@@ -141,7 +125,7 @@ func auditView(action string, sum admin.SaleSummary) map[string]any {
 // SetPaused pauses (paused true) or resumes a sale: the state field of every meta hash of the
 // sale (a sharded sale's own and its shards'), a "paused:"/"resumed:" event, and Postgres's
 // paused flag, which preheat writes back to Redis should Redis have lost the sale.
-func (s *Service) SetPaused(ctx context.Context, sale string, paused bool, reqID string) (ControlResult, error) {
+func (s *Service) SetPaused(ctx context.Context, sale string, paused bool, reqID string) (admin.ControlResult, error) {
 	action, state, event := "resume", stateOpen, eventResumed
 	if paused {
 		action, state, event = "pause", statePaused, eventPaused
@@ -183,7 +167,7 @@ func (s *Service) SetPaused(ctx context.Context, sale string, paused bool, reqID
 // gate compares it with Redis TIME on every purchase, so every gateway obeys at once). With
 // now true the sale ends now; a sale that has not started yet then gets its start moved to
 // just before, so that it never opens.
-func (s *Service) MoveEnd(ctx context.Context, sale string, endsAt time.Time, now bool, reqID string) (ControlResult, error) {
+func (s *Service) MoveEnd(ctx context.Context, sale string, endsAt time.Time, now bool, reqID string) (admin.ControlResult, error) {
 	action := "move_end"
 	if now {
 		action = "end"

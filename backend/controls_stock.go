@@ -56,8 +56,8 @@ type StockRequest struct {
 // the batched writer locks them in), and stock.lua moves the variant's field and the total
 // "stock" in one call, so neither store ever shows a total that is not the sum of its
 // variants. The journal row records the variant: a request id names one change of one variant.
-func (s *Service) ChangeStock(ctx context.Context, sale string, req StockRequest) (ControlResult, error) {
-	res := ControlResult{Action: "stock", RequestID: req.RequestID}
+func (s *Service) ChangeStock(ctx context.Context, sale string, req StockRequest) (admin.ControlResult, error) {
+	res := admin.ControlResult{Action: "stock", RequestID: req.RequestID}
 	key := saleLockKey(sale)
 	var resumed, reconcileAfter bool
 	var refusal error

@@ -84,7 +84,7 @@ func TestPauseReachesEveryShardsMetaIsBroadcastAndAuditedWithWho(t *testing.T) {
 	sale := e.shardedSale(12, 3)
 	events := subscribe(t, e.rdb)
 
-	var res ControlResult
+	var res admin.ControlResult
 	if code := call(t, srv, "POST", "/admin/sales/"+sale+"/pause", aliceToken, "", &res); code != 200 || res.Sale.State != admin.SalePaused {
 		t.Fatalf("pause: %d %+v", code, res)
 	}
@@ -153,7 +153,7 @@ func TestEndingNowEndsTheSaleInBothStoresAndAnEndedSaleRefusesEveryControl(t *te
 	ctx := context.Background()
 	srv := e.controlServer()
 	sale := e.shardedSale(6, 2)
-	var res ControlResult
+	var res admin.ControlResult
 	if code := call(t, srv, "POST", "/admin/sales/"+sale+"/end", aliceToken, "", &res); code != 200 || res.Sale.State != admin.SaleEnded {
 		t.Fatalf("end: %d %+v", code, res)
 	}
@@ -213,7 +213,7 @@ func TestMovingTheEndChecksItAndWritesBothStores(t *testing.T) {
 		}
 	}
 	want := time.Now().Add(3 * time.Hour).Truncate(time.Second).UTC()
-	var res ControlResult
+	var res admin.ControlResult
 	if code := call(t, srv, "PATCH", "/admin/sales/"+sale, aliceToken, `{"ends_at":"`+want.Format(time.RFC3339)+`"}`, &res); code != 200 || !res.Sale.EndsAt.Equal(want) {
 		t.Fatalf("PATCH: %d %+v", code, res)
 	}
@@ -256,7 +256,7 @@ func TestAStockChangeIsAppliedOncePerRequestIDAndReopensASoldOutSale(t *testing.
 	if db, init := e.dbInt(`SELECT stock FROM sales WHERE id = $1`, sale), e.dbInt(`SELECT initial_stock FROM sales WHERE id = $1`, sale); db != 5 || init != 5 {
 		t.Fatalf("Postgres stock %d initial %d, want 5 and 5 (no order written yet)", db, init)
 	}
-	var res ControlResult
+	var res admin.ControlResult
 	if code := call(t, srv, "POST", "/admin/sales/"+sale+"/stock", aliceToken, `{"add":3,"request_id":"more-1"}`, &res); code != 200 || !res.Replayed {
 		t.Fatalf("replay: %d %+v", code, res)
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/seckilledge/seckill/backend/orders"
 	"github.com/seckilledge/seckill/bench/verify"
 	"github.com/seckilledge/seckill/contract"
+	"github.com/seckilledge/seckill/contract/admin"
 	"github.com/seckilledge/seckill/internal/testenv"
 	"github.com/seckilledge/seckill/lua"
 )
@@ -45,7 +46,7 @@ func TestAVariantStockChangeStoppedBetweenTheStoresIsCompletedByItsRetry(t *test
 	if !ok {
 		t.Fatal("the gate refused")
 	}
-	retry := func(r StockRequest) ControlResult {
+	retry := func(r StockRequest) admin.ControlResult {
 		t.Helper()
 		res, err := e.svc.ChangeStock(ctx, sale, r)
 		if err != nil {

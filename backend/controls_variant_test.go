@@ -50,7 +50,7 @@ func TestUnitsAddedToASoldOutVariantAreSoldAgainOnceAndAudited(t *testing.T) {
 	events := subscribe(t, e.rdb)
 	path := "/admin/sales/" + sale + "/stock"
 	body := `{"add":2,"request_id":"red-more","variant":"red"}`
-	var res ControlResult
+	var res admin.ControlResult
 	if code := call(t, srv, "POST", path, aliceToken, body, &res); code != 200 {
 		t.Fatalf("add 2 red: %d", code)
 	}

@@ -13,39 +13,13 @@ import (
 	"github.com/seckilledge/seckill/backend/reconcile"
 	"github.com/seckilledge/seckill/backend/webhook"
 	"github.com/seckilledge/seckill/contract"
+	"github.com/seckilledge/seckill/contract/admin"
 	"github.com/seckilledge/seckill/lua"
 )
 
 // ReasonLost is the failure reason reconcile gives an order the gate accepted (a buyer in
 // Redis) whose message never reached Postgres within the grace period.
 const ReasonLost = "lost_in_transit"
-
-// ReconcileReport is the body of POST /admin/sales/{id}/reconcile: what was found and done.
-type ReconcileReport struct {
-	SaleID string `json:"sale_id"`
-	// StockDB is the Postgres stock at the snapshot.
-	StockDB int `json:"stock_db"`
-	// StockRedisBefore / After: the Redis stock at the snapshot and after the repair.
-	StockRedisBefore int64 `json:"stock_redis_before"`
-	StockRedisAfter  int64 `json:"stock_redis_after"`
-	// InFlight counts buyers whose order is not in Postgres yet but still within the grace
-	// period (their message may be in the outbox or the queue).
-	InFlight int `json:"in_flight"`
-	// LostFailed are buyers past the grace period with no order: recorded failed
-	// (lost_in_transit) and their units returned to Redis.
-	LostFailed []string `json:"lost_failed"`
-	// Compensated counts failed or cancelled orders whose unit Redis still counted as sold.
-	Compensated int `json:"compensated"`
-	// BuyersRestored are users with a created or paid order that Redis had forgotten (they
-	// could have bought again).
-	BuyersRestored []string `json:"buyers_restored"`
-	// StockDelta is what was added to the Redis stock to make it agree with Postgres.
-	StockDelta int64 `json:"stock_delta"`
-	// Actions lists, in words, what was repaired; empty when everything agreed.
-	Actions []string `json:"actions"`
-	// Rebalance is what the rebalance that follows the repair of a sharded sale did.
-	Rebalance *RebalanceReport `json:"rebalance,omitempty"`
-}
 
 // Reconcile compares a sale's Redis state with Postgres and repairs Redis, under the sale's
 // lock with its fencing token checked on every Postgres write.
@@ -59,8 +33,8 @@ type ReconcileReport struct {
 //     orders not compensated yet. The difference is applied as a delta (reconcile.lua), so
 //     purchases accepted meanwhile are kept. Buyers of created/paid orders missing from Redis
 //     are restored.
-func (s *Service) Reconcile(ctx context.Context, sale string) (ReconcileReport, error) {
-	rep := ReconcileReport{SaleID: sale, LostFailed: []string{}, BuyersRestored: []string{}, Actions: []string{}}
+func (s *Service) Reconcile(ctx context.Context, sale string) (admin.ReconcileReport, error) {
+	rep := admin.ReconcileReport{SaleID: sale, LostFailed: []string{}, BuyersRestored: []string{}, Actions: []string{}}
 	key := saleLockKey(sale)
 	err := s.withSaleLock(ctx, sale, 5*time.Second, func(held Held) error {
 		var exists bool
@@ -236,7 +210,7 @@ func (s *Service) Reconcile(ctx context.Context, sale string) (ReconcileReport, 
 // reconcileShardIDs returns a sale's shard count and the ids reconcile sums over (the sale
 // itself when unsharded), after delivering the units a rebalance left journaled between two
 // shards, so that the shards' stocks (and variants) hold every unit.
-func (s *Service) reconcileShardIDs(ctx context.Context, sale string, rep *ReconcileReport) (int, []string, error) {
+func (s *Service) reconcileShardIDs(ctx context.Context, sale string, rep *admin.ReconcileReport) (int, []string, error) {
 	k, err := s.shards.Of(ctx, s.Pool, sale)
 	if err != nil {
 		return 0, nil, err
@@ -291,7 +265,7 @@ func (s *Service) ordersByID(ctx context.Context, buyers map[string]string) (map
 // late message for them then changes nothing (ON CONFLICT DO NOTHING). It reports them in rep's
 // LostFailed and returns them; the caller says in words what was repaired. Both reconciles (a
 // sale's buyers, a sale's units) record their lost orders here.
-func (s *Service) recordLost(ctx context.Context, sale, key string, held Held, lost []reconcile.Lost, rep *ReconcileReport) ([]orders.OrderRef, error) {
+func (s *Service) recordLost(ctx context.Context, sale, key string, held Held, lost []reconcile.Lost, rep *admin.ReconcileReport) ([]orders.OrderRef, error) {
 	var inserted []orders.OrderRef
 	err := s.fenced(ctx, key, held, func(tx pgx.Tx) error {
 		inserted = inserted[:0]
@@ -331,7 +305,7 @@ func (s *Service) recordLost(ctx context.Context, sale, key string, held Held, l
 // compensatePending returns to Redis what the sale's failed or cancelled orders still hold
 // there (their compensation did not run, or did not finish) and reports it; what says what
 // each held ("a unit", "units").
-func (s *Service) compensatePending(ctx context.Context, sale string, rep *ReconcileReport, what string) error {
+func (s *Service) compensatePending(ctx context.Context, sale string, rep *admin.ReconcileReport, what string) error {
 	pending, err := s.pendingCompensations(ctx, sale)
 	if err != nil || len(pending) == 0 {
 		return err

@@ -9,6 +9,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/seckilledge/seckill/backend/orders"
 	"github.com/seckilledge/seckill/contract"
+	"github.com/seckilledge/seckill/contract/admin"
 )
 
 func TestReconcileRepairsABrokenRedisAndReportsWhatItDid(t *testing.T) {
@@ -32,7 +33,7 @@ func TestReconcileRepairsABrokenRedisAndReportsWhatItDid(t *testing.T) {
 	srv := httptest.NewServer(e.svc.Handler(newRegistry(), false))
 	defer srv.Close()
 	auth := adminAuth
-	var rep ReconcileReport
+	var rep admin.ReconcileReport
 	if code := doJSON(t, "POST", srv.URL+"/admin/sales/"+sale+"/reconcile", auth, "", &rep); code != 200 {
 		t.Fatalf("reconcile: %d", code)
 	}

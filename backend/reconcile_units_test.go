@@ -9,6 +9,7 @@ import (
 	"github.com/seckilledge/seckill/backend/orders"
 	"github.com/seckilledge/seckill/bench/verify"
 	"github.com/seckilledge/seckill/contract"
+	"github.com/seckilledge/seckill/contract/admin"
 	"github.com/seckilledge/seckill/lua"
 )
 
@@ -79,7 +80,7 @@ func (w *unitWorld) mustPass(when string) {
 	}
 }
 
-func (w *unitWorld) reconcile() ReconcileReport {
+func (w *unitWorld) reconcile() admin.ReconcileReport {
 	w.e.t.Helper()
 	rep, err := w.e.svc.Reconcile(context.Background(), w.sale)
 	if err != nil {

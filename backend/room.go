@@ -45,14 +45,6 @@ func roomArgs(r admin.RoomSpec) (args []any, maxWaiters string, err error) {
 	return args, maxWaiters, nil
 }
 
-// RoomPreheat is what preheating a room did.
-type RoomPreheat struct {
-	// Created is true when this call drew the seed (a later preheat keeps it).
-	Created bool `json:"created"`
-	// SeedCommitment is the hex SHA-256 of the seed: published now, checked at the end.
-	SeedCommitment string `json:"seed_commitment"`
-}
-
 // PreheatRoom gives a sale its waiting room: it draws the secret seed and entry key
 // (crypto/rand, 32 bytes each) and runs room_setup.lua, which keeps the first seed if the room
 // exists. until is when the room expires (the sale's end plus retention); zero copies the
@@ -60,8 +52,8 @@ type RoomPreheat struct {
 // room's built-in bound on places scales with; 0 reads it from the meta key. The backend's preheat calls it under
 // the sale's lock BEFORE preheat.lua, which writes the sale only when the room is there. The
 // seed never leaves Redis before the end of the sale; the commitment is public from now on.
-func PreheatRoom(ctx context.Context, rdb redis.Scripter, sale string, spec admin.RoomSpec, until time.Time, units int64) (RoomPreheat, error) {
-	var res RoomPreheat
+func PreheatRoom(ctx context.Context, rdb redis.Scripter, sale string, spec admin.RoomSpec, until time.Time, units int64) (admin.RoomPreheat, error) {
+	var res admin.RoomPreheat
 	args, maxWaiters, err := roomArgs(spec)
 	if err != nil {
 		return res, err

@@ -44,7 +44,7 @@ func TestAdminAPISaleWithARoomIsPreheatedWithItsSeedCommitmentOnce(t *testing.T)
 	if code := doJSON(t, "POST", srv.URL+"/admin/sales", adminAuth, body(sale, `,"room":{"rate":5,"session":"90s","difficulty":[0,0]}`), &st); code != 201 || st.Room == nil || *st.Room.Rate != 5 || st.SeedCommitment != "" {
 		t.Fatalf("create: %d %+v", code, st)
 	}
-	var pre PreheatResult
+	var pre admin.PreheatResult
 	if code := doJSON(t, "POST", srv.URL+"/admin/sales/"+sale+"/preheat", adminAuth, "", &pre); code != 200 || pre.Room == nil || !pre.Room.Created {
 		t.Fatalf("preheat: %d %+v", code, pre)
 	}
@@ -130,7 +130,7 @@ func TestARoomThatCannotBeSetUpLeavesTheSaleClosed(t *testing.T) {
 	if _, err := e.pool.Exec(ctx, `UPDATE sales SET room = '{"rate":5}'::jsonb WHERE id = $1`, sale); err != nil {
 		t.Fatal(err)
 	}
-	var pre PreheatResult
+	var pre admin.PreheatResult
 	if code := doJSON(t, "POST", srv.URL+"/admin/sales/"+sale+"/preheat", adminAuth, "", &pre); code != 200 || pre.Room == nil {
 		t.Fatalf("preheat once the room is good: %d %+v", code, pre)
 	}

@@ -219,21 +219,12 @@ func (s *Service) fenced(ctx context.Context, key string, held Held, fn func(pgx
 	})
 }
 
-// PreheatResult is the body of POST /admin/sales/{id}/preheat.
-type PreheatResult struct {
-	SaleID     string `json:"sale_id"`
-	Created    bool   `json:"created"`
-	StockRedis int64  `json:"stock_redis"`
-	// Room is set for a sale with a waiting room: its seed commitment (kept by later preheats).
-	Room *RoomPreheat `json:"room,omitempty"`
-}
-
 // Preheat loads a sale into Redis under the sale's lock: preheat.lua in "init" mode (a sale
 // already selling keeps its stock; only its window is refreshed), adds it to the sales index
 // (the relays discover outboxes from it) and broadcasts restock when it has stock. A sale the
 // operator paused is written back paused (controls.go).
-func (s *Service) Preheat(ctx context.Context, sale string) (PreheatResult, error) {
-	res := PreheatResult{SaleID: sale}
+func (s *Service) Preheat(ctx context.Context, sale string) (admin.PreheatResult, error) {
+	res := admin.PreheatResult{SaleID: sale}
 	key := saleLockKey(sale)
 	err := s.withSaleLock(ctx, sale, 5*time.Second, func(held Held) error {
 		return s.fenced(ctx, key, held, func(tx pgx.Tx) error {

@@ -54,7 +54,7 @@ func readShardStocks(ctx context.Context, rdb redis.UniversalClient, ids []strin
 // a stock of 0 and the shard count, last, so that a gateway told "sharded" finds every shard
 // in place. Every step is preheat.lua in "init" mode: a shard already selling keeps its stock.
 // The shard ids join the sales index so the relays drain each shard's outbox.
-func (s *Service) preheatShards(ctx context.Context, sale string, stock, k, limit int, variants []lua.Variant, starts, ends time.Time, res *PreheatResult) error {
+func (s *Service) preheatShards(ctx context.Context, sale string, stock, k, limit int, variants []lua.Variant, starts, ends time.Time, res *admin.PreheatResult) error {
 	ids := contract.ShardIDs(sale, k)
 	portions := contract.SplitStock(stock, k)
 	for i, id := range ids {

@@ -15,22 +15,13 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/seckilledge/seckill/backend/internal/httpapi"
 	"github.com/seckilledge/seckill/contract"
+	"github.com/seckilledge/seckill/contract/admin"
 	"github.com/seckilledge/seckill/internal/saleevents"
 	"github.com/seckilledge/seckill/lua"
 )
 
 // Rebalancing a sharded sale's stock over its shards (docs/scaling.md): on demand, after
 // reconcile, and as soon as a shard runs dry (RunRebalancer).
-
-// Move is one transfer of units between two shards of a sale.
-type Move struct {
-	From  int `json:"from"`
-	To    int `json:"to"`
-	Units int `json:"units"`
-	// Variant is the variant whose units moved, on a sale with variants (which moves units
-	// one variant at a time); absent on a single-stock sale.
-	Variant string `json:"variant,omitempty"`
-}
 
 // PlanRebalance returns the moves that even out stocks over the shards: the units there are
 // (negative stocks count 0) are split as contract.SplitStock does, the larger portions going
@@ -39,7 +30,7 @@ type Move struct {
 // With fewer units than shards, some shards must stay empty: the hungry ones are served first,
 // the others keep what they hold. A plan never has a move of 0 units; an even distribution
 // yields no moves.
-func PlanRebalance(stocks []int64, hungry []bool) []Move {
+func PlanRebalance(stocks []int64, hungry []bool) []admin.Move {
 	k := len(stocks)
 	if k < 2 {
 		return nil
@@ -75,11 +66,11 @@ func PlanRebalance(stocks []int64, hungry []bool) []Move {
 			receivers = append(receivers, side{i, target[i] - have})
 		}
 	}
-	var moves []Move
+	var moves []admin.Move
 	for len(donors) > 0 && len(receivers) > 0 {
 		d, r := &donors[0], &receivers[0]
 		n := min(d.units, r.units)
-		moves = append(moves, Move{From: d.shard, To: r.shard, Units: n})
+		moves = append(moves, admin.Move{From: d.shard, To: r.shard, Units: n})
 		d.units -= n
 		r.units -= n
 		if d.units == 0 {
@@ -92,23 +83,6 @@ func PlanRebalance(stocks []int64, hungry []bool) []Move {
 	return moves
 }
 
-// RebalanceReport is the body of POST /admin/sales/{id}/rebalance.
-type RebalanceReport struct {
-	SaleID string `json:"sale_id"`
-	Shards int    `json:"shards"`
-	// StocksBefore / After: each shard's Redis stock before the moves and after them.
-	StocksBefore []int64 `json:"stocks_before"`
-	StocksAfter  []int64 `json:"stocks_after"`
-	// Moves are the transfers made (units actually taken: buyers may have taken some first).
-	Moves []Move `json:"moves"`
-	// Finished counts moves an earlier, interrupted rebalance had journaled and this one
-	// completed.
-	Finished int `json:"finished"`
-	// Variants, on a sale with variants, are each variant's units per shard before and after
-	// (StocksBefore / After stay the shards' totals).
-	Variants []VariantRebalance `json:"variants,omitempty"`
-}
-
 var errNotSharded = errors.New("the sale is not sharded")
 
 // Rebalance moves a sharded sale's remaining units from shards that have more than their even
@@ -117,14 +91,14 @@ var errNotSharded = errors.New("the sale is not sharded")
 // move in the donor's own slot), then shard_give.lua on the receiver (once per move id), then
 // the journal entry is deleted. So a unit is never created; one interrupted between the halves
 // stays journaled and the next rebalance (or reconcile) delivers it.
-func (s *Service) Rebalance(ctx context.Context, sale string) (RebalanceReport, error) {
+func (s *Service) Rebalance(ctx context.Context, sale string) (admin.RebalanceReport, error) {
 	return s.rebalance(ctx, sale, nil)
 }
 
 // rebalance is Rebalance serving the hungry shards first (see PlanRebalance and hunger); a
 // nil hunger evens out everything.
-func (s *Service) rebalance(ctx context.Context, sale string, hungry *hunger) (RebalanceReport, error) {
-	rep := RebalanceReport{SaleID: sale, Moves: []Move{}}
+func (s *Service) rebalance(ctx context.Context, sale string, hungry *hunger) (admin.RebalanceReport, error) {
+	rep := admin.RebalanceReport{SaleID: sale, Moves: []admin.Move{}}
 	k, err := s.shards.Of(ctx, s.Pool, sale)
 	if err != nil {
 		return rep, err
@@ -149,7 +123,7 @@ func (s *Service) rebalance(ctx context.Context, sale string, hungry *hunger) (R
 	return rep, err
 }
 
-func (s *Service) rebalanceLocked(ctx context.Context, sale string, k int, hungry *hunger, rep *RebalanceReport) error {
+func (s *Service) rebalanceLocked(ctx context.Context, sale string, k int, hungry *hunger, rep *admin.RebalanceReport) error {
 	ids := contract.ShardIDs(sale, k)
 	n, err := finishMoves(ctx, s.Redis, ids)
 	rep.Finished = n
@@ -190,7 +164,7 @@ func (s *Service) rebalanceLocked(ctx context.Context, sale string, k int, hungr
 				return err
 			}
 			if got > 0 {
-				rep.Moves = append(rep.Moves, Move{From: m.From, To: m.To, Units: got, Variant: v})
+				rep.Moves = append(rep.Moves, admin.Move{From: m.From, To: m.To, Units: got, Variant: v})
 				metricRebalanced.Add(float64(got))
 			}
 		}
@@ -347,11 +321,11 @@ func (s *Service) RunRebalancer(ctx context.Context) {
 
 // rebalanceAfterReconcile evens out a sharded sale's shards once reconcile has repaired them
 // (it holds the sale's lock already).
-func (s *Service) rebalanceAfterReconcile(ctx context.Context, sale string, k int, rep *ReconcileReport) error {
+func (s *Service) rebalanceAfterReconcile(ctx context.Context, sale string, k int, rep *admin.ReconcileReport) error {
 	if k < 2 {
 		return nil
 	}
-	rb := RebalanceReport{SaleID: sale, Shards: k, Moves: []Move{}}
+	rb := admin.RebalanceReport{SaleID: sale, Shards: k, Moves: []admin.Move{}}
 	if err := s.rebalanceLocked(ctx, sale, k, nil, &rb); err != nil {
 		return err
 	}

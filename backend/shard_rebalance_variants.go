@@ -8,6 +8,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"github.com/seckilledge/seckill/contract"
+	"github.com/seckilledge/seckill/contract/admin"
 )
 
 // The rebalance of a sharded sale with variants (issue 18): every shard holds its part of
@@ -16,13 +17,6 @@ import (
 // variant is planned on its own (PlanRebalance over that variant's units per shard) and moved
 // with a move id that names it (contract.VariantMoveID), which makes shard_take.lua and
 // shard_give.lua move the variant's field and the shard's total together.
-
-// VariantRebalance is one variant's units in each shard before and after a rebalance.
-type VariantRebalance struct {
-	ID           string  `json:"id"`
-	StocksBefore []int64 `json:"stocks_before"`
-	StocksAfter  []int64 `json:"stocks_after"`
-}
 
 // hunger is what buyers wait for, per shard of one sale: the shards whose total ran out (they
 // want anything) and, per variant, the shards that ran out of it (or refused a buyer of it).
@@ -145,13 +139,13 @@ func readShardMetas(ctx context.Context, rdb redis.UniversalClient, ids []string
 
 // variantReport lists each variant's units per shard before and after a rebalance (nil for a
 // single-stock sale, so its report is what it always was).
-func variantReport(before, after shardMetas) []VariantRebalance {
+func variantReport(before, after shardMetas) []admin.VariantRebalance {
 	if len(before.variants) == 0 {
 		return nil
 	}
-	out := make([]VariantRebalance, len(before.variants))
+	out := make([]admin.VariantRebalance, len(before.variants))
 	for i, v := range before.variants {
-		out[i] = VariantRebalance{ID: v, StocksBefore: before.vstocks[v], StocksAfter: after.vstocks[v]}
+		out[i] = admin.VariantRebalance{ID: v, StocksBefore: before.vstocks[v], StocksAfter: after.vstocks[v]}
 		if out[i].StocksAfter == nil {
 			out[i].StocksAfter = make([]int64, len(before.stocks))
 		}

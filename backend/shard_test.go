@@ -267,7 +267,7 @@ func TestRebalanceConservesUnitsUnderConcurrentBuying(t *testing.T) {
 					return
 				default:
 				}
-				rep := RebalanceReport{}
+				rep := admin.RebalanceReport{}
 				if err := e.svc.rebalanceLocked(ctx, sale, k, hungryShards([]bool{true, w == 0}), &rep); err != nil {
 					t.Errorf("rebalancer %d: %v", w, err)
 					return
@@ -483,7 +483,7 @@ func TestAdminAPICreatesPreheatsAndRebalancesShardedSales(t *testing.T) {
 	if code := doJSON(t, "POST", srv.URL+"/admin/sales/"+id+"/preheat", auth, "", nil); code != 200 {
 		t.Fatalf("preheat: %d", code)
 	}
-	var rep RebalanceReport
+	var rep admin.RebalanceReport
 	if code := doJSON(t, "POST", srv.URL+"/admin/sales/"+id+"/rebalance", auth, "", &rep); code != 200 || rep.Shards != 3 || len(rep.StocksAfter) != 3 {
 		t.Fatalf("rebalance: %d %+v", code, rep)
 	}

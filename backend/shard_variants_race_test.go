@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/seckilledge/seckill/contract"
+	"github.com/seckilledge/seckill/contract/admin"
 )
 
 // (c) Buyers of every variant on every shard of a 3-shard sale (limit 2, quantities 1 and 2)
@@ -47,7 +48,7 @@ func TestRebalancingWhileBuyersBuyVariantsOnEveryShardSellsEachVariantExactly(t 
 				return
 			default:
 			}
-			var rep RebalanceReport
+			var rep admin.RebalanceReport
 			if err := e.svc.rebalanceLocked(ctx, sale, k, nil, &rep); err != nil {
 				t.Errorf("racing rebalancer: %v", err)
 				return

@@ -10,6 +10,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/seckilledge/seckill/contract"
+	"github.com/seckilledge/seckill/contract/admin"
 	"github.com/seckilledge/seckill/internal/testenv"
 	"github.com/seckilledge/seckill/lua"
 )
@@ -314,7 +315,7 @@ func TestAnInterruptedVariantMoveIsFinishedIntoItsVariantExactlyOnce(t *testing.
 
 	// The same through reconcile's rebalance (what Reconcile calls under the sale's lock).
 	take("b", 3)
-	var rrep ReconcileReport
+	var rrep admin.ReconcileReport
 	if err := e.svc.withSaleLock(ctx, sale, 5*time.Second, func(Held) error {
 		return e.svc.rebalanceAfterReconcile(ctx, sale, k, &rrep)
 	}); err != nil {

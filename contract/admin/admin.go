@@ -1,7 +1,8 @@
 // Package admin holds the admin API's wire types: the JSON bodies the backend's admin listener
-// serves (GET /admin/sales, GET /admin/sales/{id}, GET /admin/audit) and the room a sale is created with. The
-// backend serves them and seckillctl decodes them, so both import this package and neither
-// imports the other: the CLI links no Postgres, RabbitMQ or tracing code.
+// serves (the sales list and status, the answers of preheat, reconcile, rebalance and every
+// control, the audit trail) and the room a sale is created with. The backend serves them and
+// seckillctl decodes them, so both import this package and neither imports the other: the CLI
+// links no Postgres, RabbitMQ or tracing code.
 //
 // Everything here is pure data, its JSON decoding and the room's bounds; how the backend reads a
 // sale, and what it hands the Lua scripts, stay in backend/.
@@ -160,4 +161,98 @@ type AuditEntry struct {
 	Before    json.RawMessage `json:"before"`
 	After     json.RawMessage `json:"after"`
 	RequestID string          `json:"request_id"`
+}
+
+// ControlResult is the answer of every control: what was done, under which request id, and
+// the sale afterwards.
+type ControlResult struct {
+	Action    string      `json:"action"`
+	RequestID string      `json:"request_id"`
+	Sale      SaleSummary `json:"sale"`
+	// Replayed: the request id had been applied before; nothing was changed this time.
+	Replayed bool `json:"replayed,omitempty"`
+	// Reconcile is set when an interrupted stock change was completed: Redis was then
+	// reconciled with Postgres (the source of truth), whatever happened in between.
+	Reconcile *ReconcileReport `json:"reconcile,omitempty"`
+	// Variant is the variant a stock change named, after the change (the sale's totals are
+	// in Sale).
+	Variant *VariantStatus `json:"variant,omitempty"`
+}
+
+// ReconcileReport is the body of POST /admin/sales/{id}/reconcile: what was found and done.
+type ReconcileReport struct {
+	SaleID string `json:"sale_id"`
+	// StockDB is the Postgres stock at the snapshot.
+	StockDB int `json:"stock_db"`
+	// StockRedisBefore / After: the Redis stock at the snapshot and after the repair.
+	StockRedisBefore int64 `json:"stock_redis_before"`
+	StockRedisAfter  int64 `json:"stock_redis_after"`
+	// InFlight counts buyers whose order is not in Postgres yet but still within the grace
+	// period (their message may be in the outbox or the queue).
+	InFlight int `json:"in_flight"`
+	// LostFailed are buyers past the grace period with no order: recorded failed
+	// (lost_in_transit) and their units returned to Redis.
+	LostFailed []string `json:"lost_failed"`
+	// Compensated counts failed or cancelled orders whose unit Redis still counted as sold.
+	Compensated int `json:"compensated"`
+	// BuyersRestored are users with a created or paid order that Redis had forgotten (they
+	// could have bought again).
+	BuyersRestored []string `json:"buyers_restored"`
+	// StockDelta is what was added to the Redis stock to make it agree with Postgres.
+	StockDelta int64 `json:"stock_delta"`
+	// Actions lists, in words, what was repaired; empty when everything agreed.
+	Actions []string `json:"actions"`
+	// Rebalance is what the rebalance that follows the repair of a sharded sale did.
+	Rebalance *RebalanceReport `json:"rebalance,omitempty"`
+}
+
+// PreheatResult is the body of POST /admin/sales/{id}/preheat.
+type PreheatResult struct {
+	SaleID     string `json:"sale_id"`
+	Created    bool   `json:"created"`
+	StockRedis int64  `json:"stock_redis"`
+	// Room is set for a sale with a waiting room: its seed commitment (kept by later preheats).
+	Room *RoomPreheat `json:"room,omitempty"`
+}
+
+// RoomPreheat is what preheating a room did.
+type RoomPreheat struct {
+	// Created is true when this call drew the seed (a later preheat keeps it).
+	Created bool `json:"created"`
+	// SeedCommitment is the hex SHA-256 of the seed: published now, checked at the end.
+	SeedCommitment string `json:"seed_commitment"`
+}
+
+// RebalanceReport is the body of POST /admin/sales/{id}/rebalance.
+type RebalanceReport struct {
+	SaleID string `json:"sale_id"`
+	Shards int    `json:"shards"`
+	// StocksBefore / After: each shard's Redis stock before the moves and after them.
+	StocksBefore []int64 `json:"stocks_before"`
+	StocksAfter  []int64 `json:"stocks_after"`
+	// Moves are the transfers made (units actually taken: buyers may have taken some first).
+	Moves []Move `json:"moves"`
+	// Finished counts moves an earlier, interrupted rebalance had journaled and this one
+	// completed.
+	Finished int `json:"finished"`
+	// Variants, on a sale with variants, are each variant's units per shard before and after
+	// (StocksBefore / After stay the shards' totals).
+	Variants []VariantRebalance `json:"variants,omitempty"`
+}
+
+// Move is one transfer of units between two shards of a sale.
+type Move struct {
+	From  int `json:"from"`
+	To    int `json:"to"`
+	Units int `json:"units"`
+	// Variant is the variant whose units moved, on a sale with variants (which moves units
+	// one variant at a time); absent on a single-stock sale.
+	Variant string `json:"variant,omitempty"`
+}
+
+// VariantRebalance is one variant's units in each shard before and after a rebalance.
+type VariantRebalance struct {
+	ID           string  `json:"id"`
+	StocksBefore []int64 `json:"stocks_before"`
+	StocksAfter  []int64 `json:"stocks_after"`
 }
