@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/seckilledge/seckill/backend/internal/httpapi"
+	"github.com/seckilledge/seckill/backend/lock"
 	"github.com/seckilledge/seckill/contract"
 	"github.com/seckilledge/seckill/contract/admin"
 	"github.com/seckilledge/seckill/internal/strictjson"
@@ -80,8 +81,8 @@ func who(ctx context.Context) httpapi.Principal {
 func (s *Service) control(ctx context.Context, sale, action, reqID string,
 	fn func(before admin.SaleSummary) (any, func(pgx.Tx) error, error)) (admin.ControlResult, error) {
 	res := admin.ControlResult{Action: action, RequestID: reqID}
-	key := saleLockKey(sale)
-	err := s.withSaleLock(ctx, sale, 5*time.Second, func(held Held) error {
+	key := lock.SaleKey(sale)
+	err := s.withSaleLock(ctx, sale, 5*time.Second, func(held lock.Held) error {
 		before, err := s.saleSummary(ctx, s.Pool, sale)
 		if err != nil {
 			return err

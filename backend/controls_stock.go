@@ -10,6 +10,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/seckilledge/seckill/backend/internal/httpapi"
+	"github.com/seckilledge/seckill/backend/lock"
 	"github.com/seckilledge/seckill/contract"
 	"github.com/seckilledge/seckill/contract/admin"
 	"github.com/seckilledge/seckill/internal/strictjson"
@@ -58,10 +59,10 @@ type StockRequest struct {
 // variants. The journal row records the variant: a request id names one change of one variant.
 func (s *Service) ChangeStock(ctx context.Context, sale string, req StockRequest) (admin.ControlResult, error) {
 	res := admin.ControlResult{Action: "stock", RequestID: req.RequestID}
-	key := saleLockKey(sale)
+	key := lock.SaleKey(sale)
 	var resumed, reconcileAfter bool
 	var refusal error
-	err := s.withSaleLock(ctx, sale, 5*time.Second, func(held Held) error {
+	err := s.withSaleLock(ctx, sale, 5*time.Second, func(held lock.Held) error {
 		before, err := s.saleSummary(ctx, s.Pool, sale)
 		if err != nil {
 			return err
@@ -264,7 +265,7 @@ func (s *Service) finishAdd(ctx context.Context, sale string, shards int, req St
 		return false, nil
 	}
 	var seen int64
-	if err := s.Pool.QueryRow(ctx, `SELECT token FROM fences WHERE lock_key = $1`, saleLockKey(sale)).Scan(&seen); err != nil {
+	if err := s.Pool.QueryRow(ctx, `SELECT token FROM fences WHERE lock_key = $1`, lock.SaleKey(sale)).Scan(&seen); err != nil {
 		return false, err
 	}
 	if seen != *fence {

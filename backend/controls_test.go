@@ -12,6 +12,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"github.com/seckilledge/seckill/backend/internal/httpapi"
+	"github.com/seckilledge/seckill/backend/lock"
 	"github.com/seckilledge/seckill/contract"
 	"github.com/seckilledge/seckill/contract/admin"
 	"github.com/seckilledge/seckill/internal/testenv"
@@ -388,7 +389,7 @@ func TestStockChangesInterleavedWithReconcilesAndBuyersKeepTheStoresInAgreement(
 			if err == nil {
 				return
 			}
-			if !errors.Is(err, ErrLockBusy) {
+			if !errors.Is(err, lock.ErrBusy) {
 				t.Errorf("%s: %v", what, err)
 				return
 			}

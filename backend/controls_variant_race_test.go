@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/seckilledge/seckill/backend/lock"
 	"github.com/seckilledge/seckill/backend/orders"
 	"github.com/seckilledge/seckill/bench/verify"
 	"github.com/seckilledge/seckill/contract"
@@ -227,7 +228,7 @@ func TestVariantRemovalsRacingACrowdKeepBothStoresAtOrAboveZeroAndTheVerifierPas
 			}
 			for {
 				_, err := e.svc.ChangeStock(ctx, sale, StockRequest{Add: -3, RequestID: fmt.Sprintf("race-%s-%d", sale, i), Variant: "a"})
-				if errors.Is(err, ErrLockBusy) {
+				if errors.Is(err, lock.ErrBusy) {
 					continue
 				}
 				if err == nil {

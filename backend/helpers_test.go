@@ -17,6 +17,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	amqp "github.com/rabbitmq/amqp091-go"
 	"github.com/redis/go-redis/v9"
+	"github.com/seckilledge/seckill/backend/lock"
 	"github.com/seckilledge/seckill/backend/orders"
 	"github.com/seckilledge/seckill/contract"
 	"github.com/seckilledge/seckill/internal/testenv"
@@ -89,7 +90,7 @@ func newEnvOn(t testing.TB, pgURL, amqpURL string) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	svc := &Service{Pool: pool, Redis: rdb, Locker: NewLocker(rdb, 5*time.Second), Compensator: comp,
+	svc := &Service{Pool: pool, Redis: rdb, Locker: lock.NewLocker(rdb, 5*time.Second), Compensator: comp,
 		Log: quietLog(), Tokens: tokens, Retention: time.Hour, Grace: time.Minute,
 		SweeperLock: testenv.ID("sweeper-")}
 	t.Cleanup(func() { rdb.Del(context.Background(), lockRedisKeys(svc.SweeperLock)...) })
@@ -111,7 +112,7 @@ func (e *env) sale(stock int) string {
 	e.t.Cleanup(func() {
 		ctx := context.Background()
 		e.rdb.Del(ctx, contract.MetaKey(id), contract.BuyersKey(id), contract.CompensatedKey(id))
-		e.rdb.Del(ctx, lockRedisKeys(saleLockKey(id))...)
+		e.rdb.Del(ctx, lockRedisKeys(lock.SaleKey(id))...)
 		e.rdb.SRem(ctx, contract.SalesIndexKey, id)
 	})
 	return id

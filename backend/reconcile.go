@@ -9,6 +9,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/redis/go-redis/v9"
+	"github.com/seckilledge/seckill/backend/lock"
 	"github.com/seckilledge/seckill/backend/orders"
 	"github.com/seckilledge/seckill/backend/reconcile"
 	"github.com/seckilledge/seckill/backend/webhook"
@@ -35,8 +36,8 @@ const ReasonLost = "lost_in_transit"
 //     are restored.
 func (s *Service) Reconcile(ctx context.Context, sale string) (admin.ReconcileReport, error) {
 	rep := admin.ReconcileReport{SaleID: sale, LostFailed: []string{}, BuyersRestored: []string{}, Actions: []string{}}
-	key := saleLockKey(sale)
-	err := s.withSaleLock(ctx, sale, 5*time.Second, func(held Held) error {
+	key := lock.SaleKey(sale)
+	err := s.withSaleLock(ctx, sale, 5*time.Second, func(held lock.Held) error {
 		var exists bool
 		if err := s.Pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM sales WHERE id = $1)`, sale).Scan(&exists); err != nil {
 			return err
@@ -265,7 +266,7 @@ func (s *Service) ordersByID(ctx context.Context, buyers map[string]string) (map
 // late message for them then changes nothing (ON CONFLICT DO NOTHING). It reports them in rep's
 // LostFailed and returns them; the caller says in words what was repaired. Both reconciles (a
 // sale's buyers, a sale's units) record their lost orders here.
-func (s *Service) recordLost(ctx context.Context, sale, key string, held Held, lost []reconcile.Lost, rep *admin.ReconcileReport) ([]orders.OrderRef, error) {
+func (s *Service) recordLost(ctx context.Context, sale, key string, held lock.Held, lost []reconcile.Lost, rep *admin.ReconcileReport) ([]orders.OrderRef, error) {
 	var inserted []orders.OrderRef
 	err := s.fenced(ctx, key, held, func(tx pgx.Tx) error {
 		inserted = inserted[:0]

@@ -10,6 +10,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/redis/go-redis/v9"
+	"github.com/seckilledge/seckill/backend/lock"
 	"github.com/seckilledge/seckill/backend/reconcile"
 	"github.com/seckilledge/seckill/contract"
 	"github.com/seckilledge/seckill/contract/admin"
@@ -47,7 +48,7 @@ func (s *Service) unitSale(ctx context.Context, sale string) (bool, error) {
 }
 
 // reconcileUnits is Reconcile for a unit sale.
-func (s *Service) reconcileUnits(ctx context.Context, sale, key string, held Held, rep *admin.ReconcileReport) error {
+func (s *Service) reconcileUnits(ctx context.Context, sale, key string, held lock.Held, rep *admin.ReconcileReport) error {
 	k, ids, err := s.reconcileShardIDs(ctx, sale, rep)
 	if err != nil {
 		return err

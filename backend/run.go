@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/seckilledge/seckill/backend/lock"
 	"github.com/seckilledge/seckill/backend/orders"
 	"github.com/seckilledge/seckill/backend/webhook"
 )
@@ -89,7 +90,7 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 
 	comp := &orders.Compensator{Pool: pool, Redis: rdb, Log: log}
-	svc := &Service{Pool: pool, Redis: rdb, Locker: NewLocker(rdb, cfg.LockTTL), Compensator: comp, Log: log,
+	svc := &Service{Pool: pool, Redis: rdb, Locker: lock.NewLocker(rdb, cfg.LockTTL), Compensator: comp, Log: log,
 		Tokens: tokens, Retention: cfg.Retention, Grace: cfg.ReconcileGrace, Webhooks: hooks, Namespace: cfg.Namespace}
 	cons := &orders.Consumer{URL: cfg.AMQPURL, Writer: &orders.Writer{Pool: pool, DefaultWebhook: svc.Webhooks.HasDefaultURL()}, Compensator: comp,
 		BatchSize: cfg.BatchSize, BatchWait: cfg.BatchWait, Writers: cfg.BatchWriters, Log: log, Written: hooks.Wake}

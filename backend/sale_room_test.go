@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/seckilledge/seckill/backend/lock"
 	"github.com/seckilledge/seckill/contract"
 	"github.com/seckilledge/seckill/contract/admin"
 	"github.com/seckilledge/seckill/internal/testenv"
@@ -21,7 +22,7 @@ func TestAdminAPISaleWithARoomIsPreheatedWithItsSeedCommitmentOnce(t *testing.T)
 	sale := testenv.ID("room")
 	t.Cleanup(func() {
 		e.rdb.Del(context.Background(), contract.MetaKey(sale), roomKey(sale))
-		e.rdb.Del(context.Background(), lockRedisKeys(saleLockKey(sale))...)
+		e.rdb.Del(context.Background(), lockRedisKeys(lock.SaleKey(sale))...)
 		e.rdb.SRem(context.Background(), contract.SalesIndexKey, sale)
 	})
 	starts := time.Now().Add(-time.Minute).UTC().Format(time.RFC3339)
@@ -106,7 +107,7 @@ func TestARoomThatCannotBeSetUpLeavesTheSaleClosed(t *testing.T) {
 	sale := testenv.ID("room")
 	t.Cleanup(func() {
 		e.rdb.Del(context.Background(), contract.MetaKey(sale), roomKey(sale))
-		e.rdb.Del(context.Background(), lockRedisKeys(saleLockKey(sale))...)
+		e.rdb.Del(context.Background(), lockRedisKeys(lock.SaleKey(sale))...)
 		e.rdb.SRem(context.Background(), contract.SalesIndexKey, sale)
 	})
 	if code := doJSON(t, "POST", srv.URL+"/admin/sales", adminAuth, body(sale, `{"rate":5}`), nil); code != 201 {

@@ -12,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/redis/go-redis/v9"
 	"github.com/seckilledge/seckill/backend/internal/httpapi"
+	"github.com/seckilledge/seckill/backend/lock"
 	"github.com/seckilledge/seckill/backend/webhook"
 	"github.com/seckilledge/seckill/contract"
 	"github.com/seckilledge/seckill/contract/admin"
@@ -176,47 +177,18 @@ func (s *Service) handleCreateSale(w http.ResponseWriter, r *http.Request) {
 var errUnknownSale = errors.New("unknown sale")
 
 // withSaleLock runs fn holding the sale's distributed lock, waiting up to wait for it.
-func (s *Service) withSaleLock(ctx context.Context, sale string, wait time.Duration, fn func(Held) error) error {
-	return s.withLock(ctx, saleLockKey(sale), wait, fn)
+func (s *Service) withSaleLock(ctx context.Context, sale string, wait time.Duration, fn func(lock.Held) error) error {
+	return s.withLock(ctx, lock.SaleKey(sale), wait, fn)
 }
 
-func (s *Service) withLock(ctx context.Context, key string, wait time.Duration, fn func(Held) error) error {
-	deadline := time.Now().Add(wait)
-	for {
-		held, err := s.Locker.TryObtain(ctx, key)
-		if err == nil {
-			defer func() {
-				rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
-				defer cancel()
-				_ = held.Release(rctx)
-			}()
-			return fn(held)
-		}
-		if !errors.Is(err, ErrLockBusy) || time.Now().After(deadline) {
-			return err
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(50 * time.Millisecond):
-		}
-	}
+func (s *Service) withLock(ctx context.Context, key string, wait time.Duration, fn func(lock.Held) error) error {
+	return lock.With(ctx, s.Locker, key, wait, fn)
 }
 
 // fenced runs fn in a transaction that first records held's fencing token for key; fn's writes
 // commit only if no newer holder of the lock has written.
-func (s *Service) fenced(ctx context.Context, key string, held Held, fn func(pgx.Tx) error) error {
-	select {
-	case <-held.Lost():
-		return errors.New("lock lost")
-	default:
-	}
-	return pgx.BeginFunc(ctx, s.Pool, func(tx pgx.Tx) error {
-		if err := CheckFence(ctx, tx, key, held.Token()); err != nil {
-			return err
-		}
-		return fn(tx)
-	})
+func (s *Service) fenced(ctx context.Context, key string, held lock.Held, fn func(pgx.Tx) error) error {
+	return lock.Fenced(ctx, s.Pool, key, held, fn)
 }
 
 // Preheat loads a sale into Redis under the sale's lock: preheat.lua in "init" mode (a sale
@@ -225,8 +197,8 @@ func (s *Service) fenced(ctx context.Context, key string, held Held, fn func(pgx
 // operator paused is written back paused (controls.go).
 func (s *Service) Preheat(ctx context.Context, sale string) (admin.PreheatResult, error) {
 	res := admin.PreheatResult{SaleID: sale}
-	key := saleLockKey(sale)
-	err := s.withSaleLock(ctx, sale, 5*time.Second, func(held Held) error {
+	key := lock.SaleKey(sale)
+	err := s.withSaleLock(ctx, sale, 5*time.Second, func(held lock.Held) error {
 		return s.fenced(ctx, key, held, func(tx pgx.Tx) error {
 			var stock, k, limit int
 			var starts, ends time.Time
@@ -297,7 +269,7 @@ func (s *Service) answerLocked(w http.ResponseWriter, what string, err error, re
 		httpapi.WriteJSON(w, http.StatusOK, res)
 	case errors.Is(err, errUnknownSale):
 		httpapi.Refuse(w, http.StatusNotFound, contract.CodeUnknownSale, "no such sale")
-	case errors.Is(err, ErrLockBusy), errors.Is(err, ErrFenced):
+	case errors.Is(err, lock.ErrBusy), errors.Is(err, lock.ErrFenced):
 		httpapi.Refuse(w, http.StatusConflict, "busy", what+" is running on another instance; retry")
 	default:
 		s.Log.Warn(what+" failed", "err", err)

@@ -14,6 +14,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/seckilledge/seckill/backend/internal/httpapi"
 	"github.com/seckilledge/seckill/backend/internal/shards"
+	"github.com/seckilledge/seckill/backend/lock"
 	"github.com/seckilledge/seckill/backend/orders"
 	"github.com/seckilledge/seckill/backend/ui"
 	"github.com/seckilledge/seckill/backend/webhook"
@@ -24,7 +25,7 @@ import (
 type Service struct {
 	Pool        *pgxpool.Pool
 	Redis       redis.UniversalClient
-	Locker      Locker
+	Locker      lock.Locker
 	Compensator *orders.Compensator
 	Log         *slog.Logger
 	// AdminToken is the single admin token of older setups (SECKILL_ADMIN_TOKEN); Tokens, when

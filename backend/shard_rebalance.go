@@ -14,6 +14,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/redis/go-redis/v9"
 	"github.com/seckilledge/seckill/backend/internal/httpapi"
+	"github.com/seckilledge/seckill/backend/lock"
 	"github.com/seckilledge/seckill/contract"
 	"github.com/seckilledge/seckill/contract/admin"
 	"github.com/seckilledge/seckill/internal/saleevents"
@@ -114,7 +115,7 @@ func (s *Service) rebalance(ctx context.Context, sale string, hungry *hunger) (a
 	if k < 2 {
 		return rep, errNotSharded
 	}
-	err = s.withSaleLock(ctx, sale, 5*time.Second, func(Held) error {
+	err = s.withSaleLock(ctx, sale, 5*time.Second, func(lock.Held) error {
 		return s.rebalanceLocked(ctx, sale, k, hungry, &rep)
 	})
 	if err == nil && len(rep.Moves)+rep.Finished > 0 {

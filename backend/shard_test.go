@@ -11,6 +11,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/redis/go-redis/v9"
+	"github.com/seckilledge/seckill/backend/lock"
 	"github.com/seckilledge/seckill/backend/orders"
 	"github.com/seckilledge/seckill/contract"
 	"github.com/seckilledge/seckill/contract/admin"
@@ -45,7 +46,7 @@ func shardedSaleOn(t testing.TB, svc *Service, rdb redis.UniversalClient, stock,
 			rdb.SRem(ctx, contract.SalesIndexKey, s)
 		}
 		rdb.Del(ctx, contract.MetaKey(id))
-		rdb.Del(ctx, lockRedisKeys(saleLockKey(id))...)
+		rdb.Del(ctx, lockRedisKeys(lock.SaleKey(id))...)
 		rdb.SRem(ctx, contract.SalesIndexKey, id)
 	})
 	return id
@@ -527,7 +528,7 @@ func TestShardedSaleOnARedisClusterCompensatesAndRebalances(t *testing.T) {
 	}
 	t.Cleanup(pool.Close)
 	comp := &orders.Compensator{Pool: pool, Redis: rdb, Log: quietLog()}
-	svc := &Service{Pool: pool, Redis: rdb, Locker: NewLocker(rdb, 5*time.Second), Compensator: comp,
+	svc := &Service{Pool: pool, Redis: rdb, Locker: lock.NewLocker(rdb, 5*time.Second), Compensator: comp,
 		Log: quietLog(), AdminToken: "t", Retention: time.Hour, Grace: time.Minute}
 
 	const k, stock = 6, 60

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/seckilledge/seckill/backend/lock"
 	"github.com/seckilledge/seckill/contract"
 	"github.com/seckilledge/seckill/contract/admin"
 	"github.com/seckilledge/seckill/internal/testenv"
@@ -33,7 +34,7 @@ func (e *env) shardedVariantSale(k, limit int, variants ...VariantSpec) string {
 			e.rdb.SRem(ctx, contract.SalesIndexKey, s)
 		}
 		e.rdb.Del(ctx, contract.MetaKey(id))
-		e.rdb.Del(ctx, lockRedisKeys(saleLockKey(id))...)
+		e.rdb.Del(ctx, lockRedisKeys(lock.SaleKey(id))...)
 		e.rdb.SRem(ctx, contract.SalesIndexKey, id)
 	})
 	if _, err := e.svc.Preheat(ctx, id); err != nil {
@@ -316,7 +317,7 @@ func TestAnInterruptedVariantMoveIsFinishedIntoItsVariantExactlyOnce(t *testing.
 	// The same through reconcile's rebalance (what Reconcile calls under the sale's lock).
 	take("b", 3)
 	var rrep admin.ReconcileReport
-	if err := e.svc.withSaleLock(ctx, sale, 5*time.Second, func(Held) error {
+	if err := e.svc.withSaleLock(ctx, sale, 5*time.Second, func(lock.Held) error {
 		return e.svc.rebalanceAfterReconcile(ctx, sale, k, &rrep)
 	}); err != nil {
 		t.Fatal(err)

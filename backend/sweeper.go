@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/seckilledge/seckill/backend/lock"
 	"github.com/seckilledge/seckill/backend/orders"
 	"github.com/seckilledge/seckill/backend/webhook"
 	"github.com/seckilledge/seckill/contract"
@@ -26,9 +27,9 @@ func (s *Service) SweepOnce(ctx context.Context) (int, error) {
 	released := 0
 	key := s.SweeperLock
 	if key == "" {
-		key = sweeperLockKey
+		key = lock.SweeperKey
 	}
-	err := s.withLock(ctx, key, 0, func(held Held) error {
+	err := s.withLock(ctx, key, 0, func(held lock.Held) error {
 		for {
 			var refs []orders.OrderRef
 			err := s.fenced(ctx, key, held, func(tx pgx.Tx) error {
@@ -82,7 +83,7 @@ func (s *Service) SweepOnce(ctx context.Context) (int, error) {
 		_, err := s.Compensator.RetryPending(ctx, sweepBatch)
 		return err
 	})
-	if errors.Is(err, ErrLockBusy) {
+	if errors.Is(err, lock.ErrBusy) {
 		return 0, nil
 	}
 	return released, err

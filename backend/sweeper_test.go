@@ -9,6 +9,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/redis/go-redis/v9"
+	"github.com/seckilledge/seckill/backend/lock"
 	"github.com/seckilledge/seckill/backend/orders"
 	"github.com/seckilledge/seckill/contract"
 	"github.com/seckilledge/seckill/internal/testenv"
@@ -70,7 +71,7 @@ func TestOnlyTheSweeperLockHolderSweeps(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, _ = e.pool.Exec(ctx, `UPDATE orders SET created_at = now() - interval '1 hour' WHERE sale_id = $1`, sale)
-	other, err := NewLocker(e.rdb, 5e9).TryObtain(ctx, e.svc.SweeperLock)
+	other, err := lock.NewLocker(e.rdb, 5e9).TryObtain(ctx, e.svc.SweeperLock)
 	if err != nil {
 		t.Fatalf("could not take the sweeper lock for the test: %v", err)
 	}
@@ -90,7 +91,7 @@ func TestAStaleFencingTokenCannotWrite(t *testing.T) {
 	e := newEnv(t)
 	ctx := context.Background()
 	write := func(token int64) error {
-		return pgx.BeginFunc(ctx, e.pool, func(tx pgx.Tx) error { return CheckFence(ctx, tx, "k", token) })
+		return pgx.BeginFunc(ctx, e.pool, func(tx pgx.Tx) error { return lock.CheckFence(ctx, tx, "k", token) })
 	}
 	if err := write(5); err != nil {
 		t.Fatal(err)
@@ -101,8 +102,8 @@ func TestAStaleFencingTokenCannotWrite(t *testing.T) {
 	if err := write(7); err != nil {
 		t.Fatal(err)
 	}
-	if err := write(6); !errors.Is(err, ErrFenced) {
-		t.Fatalf("token 6 after 7: %v, want ErrFenced", err)
+	if err := write(6); !errors.Is(err, lock.ErrFenced) {
+		t.Fatalf("token 6 after 7: %v, want lock.ErrFenced", err)
 	}
 }
 
@@ -154,7 +155,7 @@ func TestCompensationPostponedWhileRedisIsDownIsDoneOnceItIsBack(t *testing.T) {
 	rdb := redis.NewClient(&redis.Options{Addr: r.Addr(), MaxRetries: -1, DialTimeout: 300 * time.Millisecond})
 	t.Cleanup(func() { _ = rdb.Close() })
 	e.rdb, e.svc.Redis, e.svc.Compensator.Redis = rdb, rdb, rdb
-	e.svc.Locker = NewLocker(rdb, 5*time.Second)
+	e.svc.Locker = lock.NewLocker(rdb, 5*time.Second)
 	ctx := context.Background()
 	sale := e.sale(1)
 	rdb.HSet(ctx, contract.MetaKey(sale), contract.FieldStock, 3) // Redis was wrong

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/seckilledge/seckill/backend/lock"
 	"github.com/seckilledge/seckill/backend/orders"
 	"github.com/seckilledge/seckill/contract"
 	adminapi "github.com/seckilledge/seckill/contract/admin"
@@ -35,7 +36,7 @@ func (e *env) variantSale(limit int, variants ...VariantSpec) string {
 		ctx := context.Background()
 		e.rdb.Del(ctx, contract.MetaKey(id), contract.BuyersKey(id), contract.CompensatedKey(id), contract.HeldKey(id),
 			contract.OutboxKey(id), contract.TokensKey(id))
-		e.rdb.Del(ctx, lockRedisKeys(saleLockKey(id))...)
+		e.rdb.Del(ctx, lockRedisKeys(lock.SaleKey(id))...)
 		e.rdb.SRem(ctx, contract.SalesIndexKey, id)
 	})
 	return id

@@ -19,6 +19,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/seckilledge/seckill/backend"
+	"github.com/seckilledge/seckill/backend/lock"
 	"github.com/seckilledge/seckill/backend/orders"
 	"github.com/seckilledge/seckill/contract"
 	"github.com/seckilledge/seckill/internal/handlertest"
@@ -69,7 +70,7 @@ func newSystem(t testing.TB) *system {
 		t.Fatal(err)
 	}
 	ns := testenv.ID("sys-")
-	svc := &backend.Service{Pool: pool, Redis: rdb, Locker: backend.NewLocker(rdb, 5*time.Second),
+	svc := &backend.Service{Pool: pool, Redis: rdb, Locker: lock.NewLocker(rdb, 5*time.Second),
 		Compensator: &orders.Compensator{Pool: pool, Redis: rdb, Log: quietLog()}, Log: quietLog(),
 		Tokens: tokens, Retention: time.Hour, Grace: time.Minute, Namespace: ns, SweeperLock: testenv.ID("sweeper-")}
 	return &system{t: t, ns: ns, rdb: rdb, pool: pool, amqp: amqpURL, svc: svc}

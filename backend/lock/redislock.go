@@ -1,4 +1,4 @@
-package backend
+package lock
 
 // The Locker over package redislock: lease renewed by its watchdog while held, fencing token
 // per acquisition, released on return.
@@ -31,7 +31,7 @@ func NewLocker(rdb redis.UniversalClient, ttl time.Duration) Locker {
 func (l *redisLocker) TryObtain(ctx context.Context, name string) (Held, error) {
 	lk, err := l.locks.TryObtain(ctx, name, &redislock.Options{TTL: l.ttl, Watchdog: true})
 	if errors.Is(err, redislock.ErrNotObtained) {
-		return nil, ErrLockBusy
+		return nil, ErrBusy
 	}
 	if err != nil {
 		return nil, err
