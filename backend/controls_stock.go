@@ -10,6 +10,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/seckilledge/seckill/backend/internal/httpapi"
+	"github.com/seckilledge/seckill/backend/internal/shards"
 	"github.com/seckilledge/seckill/backend/lock"
 	"github.com/seckilledge/seckill/contract"
 	"github.com/seckilledge/seckill/contract/admin"
@@ -293,8 +294,8 @@ func short(db int, redis *int64, add int) bool {
 
 // stockVariant checks a stock change's variant against the sale's variants and reads that
 // variant in both stores; nil for a change of a sale without variants.
-func (s *Service) stockVariant(ctx context.Context, sale string, shards int, variant string) (*admin.VariantStatus, error) {
-	vs, err := saleVariants(ctx, s.Pool, sale)
+func (s *Service) stockVariant(ctx context.Context, sale string, k int, variant string) (*admin.VariantStatus, error) {
+	vs, err := shards.Variants(ctx, s.Pool, sale)
 	switch {
 	case err != nil:
 		return nil, err
@@ -308,7 +309,7 @@ func (s *Service) stockVariant(ctx context.Context, sale string, shards int, var
 	for _, v := range vs {
 		if v.ID == variant {
 			one := []admin.VariantStatus{v}
-			if err := fillVariantsRedis(ctx, s.Redis, sale, shards, one); err != nil {
+			if err := fillVariantsRedis(ctx, s.Redis, sale, k, one); err != nil {
 				return nil, err
 			}
 			return &one[0], nil

@@ -4,6 +4,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/seckilledge/seckill/backend/orders"
+	"github.com/seckilledge/seckill/backend/reconcile"
 	"github.com/seckilledge/seckill/backend/webhook"
 )
 
@@ -14,10 +15,6 @@ var (
 		Name: "seckill_backend_unpaid_released_total",
 		Help: "Orders cancelled by the sweeper because they were not paid in time.",
 	})
-	metricReconciled = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "seckill_backend_reconcile_repairs_total",
-		Help: "Repairs made by reconcile, by kind.",
-	}, []string{"kind"})
 	metricRebalanced = prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "seckill_backend_rebalanced_units_total",
 		Help: "Units moved between the shards of sharded sales by rebalance.",
@@ -27,9 +24,10 @@ var (
 func newRegistry() *prometheus.Registry {
 	r := prometheus.NewRegistry()
 	r.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-		metricReleased, metricReconciled, metricRebalanced)
-	// The order writer's and the webhook worker's metrics are their own packages'.
+		metricReleased, metricRebalanced)
+	// The order writer's, reconcile's and the webhook worker's metrics are their own packages'.
 	r.MustRegister(orders.Collectors()...)
+	r.MustRegister(reconcile.Collectors()...)
 	r.MustRegister(webhook.Collectors()...)
 	return r
 }

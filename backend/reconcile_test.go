@@ -8,6 +8,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/seckilledge/seckill/backend/orders"
+	"github.com/seckilledge/seckill/backend/reconcile"
 	"github.com/seckilledge/seckill/contract"
 	"github.com/seckilledge/seckill/contract/admin"
 )
@@ -62,8 +63,8 @@ func TestReconcileRepairsABrokenRedisAndReportsWhatItDid(t *testing.T) {
 	}
 	var status, reason string
 	_ = e.pool.QueryRow(ctx, `SELECT status, reason FROM orders WHERE order_id = $1`, ghostID).Scan(&status, &reason)
-	if status != "failed" || reason != ReasonLost {
-		t.Errorf("lost order is %s/%s, want failed/%s", status, reason, ReasonLost)
+	if status != "failed" || reason != reconcile.ReasonLost {
+		t.Errorf("lost order is %s/%s, want failed/%s", status, reason, reconcile.ReasonLost)
 	}
 	// The message in flight arrives: it is written, and everything agrees.
 	if _, err := (&orders.Writer{Pool: e.pool}).WriteBatch(ctx, []contract.OrderMessage{inflight}); err != nil {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/seckilledge/seckill/backend/orders"
+	"github.com/seckilledge/seckill/backend/reconcile"
 	"github.com/seckilledge/seckill/bench/verify"
 	"github.com/seckilledge/seckill/contract"
 	"github.com/seckilledge/seckill/lua"
@@ -188,10 +189,10 @@ func reconcileUnderCrowd(t *testing.T, k int) {
 	for i := 0; i < 2; i++ {
 		w.reconcile()
 	}
-	if got := e.dbInt(`SELECT count(*) FROM orders WHERE sale_id = $1 AND status = 'failed' AND reason = $2`, sale, ReasonLost); got != len(lost) {
+	if got := e.dbInt(`SELECT count(*) FROM orders WHERE sale_id = $1 AND status = 'failed' AND reason = $2`, sale, reconcile.ReasonLost); got != len(lost) {
 		t.Errorf("%d lost orders recorded failed, want %d", got, len(lost))
 	}
-	if got := e.dbInt(`SELECT count(*) FROM orders WHERE sale_id = $1 AND (status <> 'failed' AND status <> 'created' OR status = 'failed' AND reason <> $2)`, sale, ReasonLost); got != 0 {
+	if got := e.dbInt(`SELECT count(*) FROM orders WHERE sale_id = $1 AND (status <> 'failed' AND status <> 'created' OR status = 'failed' AND reason <> $2)`, sale, reconcile.ReasonLost); got != 0 {
 		t.Errorf("%d orders ended otherwise than created or lost", got)
 	}
 	w.mustPass("after the crowd")

@@ -7,6 +7,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/seckilledge/seckill/backend/orders"
+	"github.com/seckilledge/seckill/backend/reconcile"
 	"github.com/seckilledge/seckill/bench/verify"
 	"github.com/seckilledge/seckill/contract"
 	"github.com/seckilledge/seckill/contract/admin"
@@ -128,8 +129,8 @@ func TestReconcileRecordsALostOrderOfAVariantSaleFailedAndReturnsItsUnits(t *tes
 		Scan(&status, &reason, &variant, &q, &seq); err != nil {
 		t.Fatal(err)
 	}
-	if status != "failed" || reason != ReasonLost || variant != "" || q != 1 || seq != 2 {
-		t.Fatalf("lost order %s/%s variant %q quantity %d seq %d, want failed/%s '' 1 2", status, reason, variant, q, seq, ReasonLost)
+	if status != "failed" || reason != reconcile.ReasonLost || variant != "" || q != 1 || seq != 2 {
+		t.Fatalf("lost order %s/%s variant %q quantity %d seq %d, want failed/%s '' 1 2", status, reason, variant, q, seq, reconcile.ReasonLost)
 	}
 	if n := e.dbInt(`SELECT count(*) FROM webhook_deliveries WHERE order_id = $1 AND type = $2`, lostID, contract.EventOrderFailed); n != 1 {
 		t.Errorf("%d order.failed events for the lost order, want 1", n)

@@ -12,7 +12,9 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/redis/go-redis/v9"
 	"github.com/seckilledge/seckill/backend/internal/httpapi"
+	"github.com/seckilledge/seckill/backend/internal/shards"
 	"github.com/seckilledge/seckill/backend/lock"
+	"github.com/seckilledge/seckill/backend/reconcile"
 	"github.com/seckilledge/seckill/backend/webhook"
 	"github.com/seckilledge/seckill/contract"
 	"github.com/seckilledge/seckill/contract/admin"
@@ -211,7 +213,7 @@ func (s *Service) Preheat(ctx context.Context, sale string) (admin.PreheatResult
 			if err != nil {
 				return err
 			}
-			variants, err := saleVariants(ctx, tx, sale)
+			variants, err := shards.Variants(ctx, tx, sale)
 			if err != nil {
 				return err
 			}
@@ -267,7 +269,7 @@ func (s *Service) answerLocked(w http.ResponseWriter, what string, err error, re
 	switch {
 	case err == nil:
 		httpapi.WriteJSON(w, http.StatusOK, res)
-	case errors.Is(err, errUnknownSale):
+	case errors.Is(err, errUnknownSale), errors.Is(err, reconcile.ErrUnknownSale):
 		httpapi.Refuse(w, http.StatusNotFound, contract.CodeUnknownSale, "no such sale")
 	case errors.Is(err, lock.ErrBusy), errors.Is(err, lock.ErrFenced):
 		httpapi.Refuse(w, http.StatusConflict, "busy", what+" is running on another instance; retry")
@@ -332,7 +334,7 @@ func (s *Service) SaleStatus(ctx context.Context, sale string) (admin.SaleStatus
 	if v, ok := meta[1].(string); ok {
 		st.State = v
 	}
-	if st.Variants, err = saleVariants(ctx, s.Pool, sale); err != nil {
+	if st.Variants, err = shards.Variants(ctx, s.Pool, sale); err != nil {
 		return st, err
 	}
 	if err := fillVariantsRedis(ctx, s.Redis, sale, st.Shards, st.Variants); err != nil {

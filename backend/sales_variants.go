@@ -85,22 +85,6 @@ func insertVariants(ctx context.Context, tx pgx.Tx, sale string, vs []VariantSpe
 	return err
 }
 
-type pgQuerier interface {
-	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
-}
-
-// saleVariants reads a sale's variants from Postgres, by id.
-func saleVariants(ctx context.Context, q pgQuerier, sale string) ([]admin.VariantStatus, error) {
-	rows, err := q.Query(ctx, `SELECT variant_id, initial_stock, stock FROM sale_variants WHERE sale_id = $1 ORDER BY variant_id`, sale)
-	if err != nil {
-		return nil, err
-	}
-	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (admin.VariantStatus, error) {
-		var v admin.VariantStatus
-		return v, r.Scan(&v.ID, &v.InitialStock, &v.StockDB)
-	})
-}
-
 // fillVariantsRedis reads each variant's stock in Redis: summed over the shards of a sharded
 // sale (k > 1), each holding its part of every variant.
 func fillVariantsRedis(ctx context.Context, rdb redis.UniversalClient, sale string, k int, vs []admin.VariantStatus) error {

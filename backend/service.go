@@ -16,6 +16,7 @@ import (
 	"github.com/seckilledge/seckill/backend/internal/shards"
 	"github.com/seckilledge/seckill/backend/lock"
 	"github.com/seckilledge/seckill/backend/orders"
+	"github.com/seckilledge/seckill/backend/reconcile"
 	"github.com/seckilledge/seckill/backend/ui"
 	"github.com/seckilledge/seckill/backend/webhook"
 	"github.com/seckilledge/seckill/contract/admin"
@@ -69,6 +70,20 @@ func (s *Service) cockpit() *ui.Cockpit {
 			}})
 	})
 	return s.page
+}
+
+// Reconcile compares a sale's Redis state with Postgres and repairs Redis, under the sale's
+// lock (backend/reconcile): the Service gives it its stores, lock, clock and rebalance.
+func (s *Service) Reconcile(ctx context.Context, sale string) (admin.ReconcileReport, error) {
+	rc := &reconcile.Reconciler{Pool: s.Pool, Redis: s.Redis, Log: s.Log, Now: s.now, Grace: s.Grace,
+		Locker: s.Locker, Compensator: s.Compensator, Webhooks: s.Webhooks, Shards: &s.shards,
+		Rebalance: s.rebalanceAfterReconcile}
+	return rc.Reconcile(ctx, sale)
+}
+
+func (s *Service) handleReconcile(w http.ResponseWriter, r *http.Request) {
+	rep, err := s.Reconcile(r.Context(), r.PathValue("id"))
+	s.answerLocked(w, "reconcile", err, rep)
 }
 
 func (s *Service) now() time.Time {

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
-	"github.com/seckilledge/seckill/backend/reconcile"
+	"github.com/seckilledge/seckill/backend/internal/shards"
 	"github.com/seckilledge/seckill/contract"
 	"github.com/seckilledge/seckill/contract/admin"
 	"github.com/seckilledge/seckill/lua"
@@ -107,51 +107,7 @@ func (s *Service) shardStatus(ctx context.Context, st *admin.SaleStatus) (map[st
 	if present {
 		st.StockRedis = &sum
 	}
-	return shardBuyers(ctx, s.Redis, ids)
-}
-
-// shardBuyers reads the buyers of every shard (user -> order id; a user is in one shard only).
-func shardBuyers(ctx context.Context, rdb redis.UniversalClient, ids []string) (map[string]string, error) {
-	pipe := rdb.Pipeline()
-	cmds := make([]*redis.MapStringStringCmd, len(ids))
-	for i, id := range ids {
-		cmds[i] = pipe.HGetAll(ctx, contract.BuyersKey(id))
-	}
-	if _, err := pipe.Exec(ctx); err != nil {
-		return nil, err
-	}
-	out := map[string]string{}
-	for _, c := range cmds {
-		for u, o := range c.Val() {
-			out[u] = o
-		}
-	}
-	return out, nil
-}
-
-// reconcileShards applies reconcile's stock delta and buyer restores (pairs user, order id) to
-// the shards of a sharded sale, each with reconcile.lua on its own keys, and returns the sum of
-// the shards' stocks after it.
-func reconcileShards(ctx context.Context, rdb redis.UniversalClient, sale string, k int, stocks []int64, delta int64, restore []any) (int64, error) {
-	deltas := reconcile.ShardDeltas(stocks, delta)
-	restores := make([][]any, k)
-	for i := 0; i+1 < len(restore); i += 2 {
-		sh := contract.ShardOf(restore[i].(string), k)
-		restores[sh] = append(restores[sh], restore[i], restore[i+1])
-	}
-	var after int64
-	for i, id := range contract.ShardIDs(sale, k) {
-		if deltas[i] == 0 && len(restores[i]) == 0 {
-			after += stocks[i]
-			continue
-		}
-		stock, _, _, err := lua.ReconcileCall{Sale: id, Delta: deltas[i], Pairs: restores[i]}.Run(ctx, rdb)
-		if err != nil {
-			return 0, fmt.Errorf("reconcile.lua on shard %s: %w", id, err)
-		}
-		after += stock
-	}
-	return after, nil
+	return shards.Buyers(ctx, s.Redis, ids)
 }
 
 // newRedisClient connects to one Redis at addr, or to a Redis Cluster when addr is a

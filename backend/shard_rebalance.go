@@ -6,14 +6,13 @@ import (
 	"fmt"
 	"net/http"
 	"sort"
-	"strconv"
-	"strings"
 	"sync"
 	"time"
 
 	"github.com/google/uuid"
 	"github.com/redis/go-redis/v9"
 	"github.com/seckilledge/seckill/backend/internal/httpapi"
+	"github.com/seckilledge/seckill/backend/internal/shards"
 	"github.com/seckilledge/seckill/backend/lock"
 	"github.com/seckilledge/seckill/contract"
 	"github.com/seckilledge/seckill/contract/admin"
@@ -126,7 +125,7 @@ func (s *Service) rebalance(ctx context.Context, sale string, hungry *hunger) (a
 
 func (s *Service) rebalanceLocked(ctx context.Context, sale string, k int, hungry *hunger, rep *admin.RebalanceReport) error {
 	ids := contract.ShardIDs(sale, k)
-	n, err := finishMoves(ctx, s.Redis, ids)
+	n, err := shards.FinishMoves(ctx, s.Redis, ids)
 	rep.Finished = n
 	if err != nil {
 		return err
@@ -202,48 +201,10 @@ func moveUnits(ctx context.Context, rdb redis.UniversalClient, from, to, variant
 	// the halves does not leave units unsellable until the next rebalance.
 	gctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 3*time.Second)
 	defer cancel()
-	if err := giveUnits(gctx, rdb, from, to, id, taken); err != nil {
+	if err := shards.GiveUnits(gctx, rdb, from, to, id, taken); err != nil {
 		return 0, err
 	}
 	return taken, nil
-}
-
-// giveUnits applies journaled move id (n units) to shard to, then drops the journal entry.
-func giveUnits(ctx context.Context, rdb redis.UniversalClient, from, to, id string, n int) error {
-	if _, _, err := (lua.ShardGiveCall{To: to, Move: id, Units: n}).Run(ctx, rdb); err != nil {
-		return err
-	}
-	return rdb.HDel(ctx, contract.MovesKey(from), id).Err()
-}
-
-// finishMoves completes the moves journaled in the shards ids (a rebalance interrupted
-// between taking and giving) and returns how many it completed. shard_give.lua applies a move
-// once, so a move that was in fact given already is only removed from the journal. A variant
-// move's id names its variant (contract.VariantMoveID): it is given back to that variant.
-func finishMoves(ctx context.Context, rdb redis.UniversalClient, ids []string) (int, error) {
-	pipe := rdb.Pipeline()
-	cmds := make([]*redis.MapStringStringCmd, len(ids))
-	for i, id := range ids {
-		cmds[i] = pipe.HGetAll(ctx, contract.MovesKey(id))
-	}
-	if _, err := pipe.Exec(ctx); err != nil {
-		return 0, err
-	}
-	done := 0
-	for i, c := range cmds {
-		for id, v := range c.Val() {
-			to, units, ok := strings.Cut(v, "|")
-			n, err := strconv.Atoi(units)
-			if !ok || err != nil || n <= 0 || contract.BaseSale(to) != contract.BaseSale(ids[i]) {
-				return done, fmt.Errorf("move journal of %s: bad entry %q", ids[i], v)
-			}
-			if err := giveUnits(ctx, rdb, ids[i], to, id, n); err != nil {
-				return done, err
-			}
-			done++
-		}
-	}
-	return done, nil
 }
 
 func (s *Service) handleRebalance(w http.ResponseWriter, r *http.Request) {

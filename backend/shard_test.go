@@ -11,6 +11,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/redis/go-redis/v9"
+	"github.com/seckilledge/seckill/backend/internal/shards"
 	"github.com/seckilledge/seckill/backend/lock"
 	"github.com/seckilledge/seckill/backend/orders"
 	"github.com/seckilledge/seckill/contract"
@@ -240,7 +241,7 @@ func TestRebalanceLetsBuyersOfEmptiedShardsBuyEveryUnit(t *testing.T) {
 	if _, sum := stocksOf(t, e.rdb, sale, k); sum != 0 {
 		t.Fatalf("%d units left in Redis after every unit was sold", sum)
 	}
-	buyers, err := shardBuyers(ctx, e.rdb, contract.ShardIDs(sale, k))
+	buyers, err := shards.Buyers(ctx, e.rdb, contract.ShardIDs(sale, k))
 	if err != nil || len(buyers) != stock {
 		t.Fatalf("%d buyers in the shards, want %d (%v)", len(buyers), stock, err)
 	}
@@ -291,7 +292,7 @@ func TestRebalanceConservesUnitsUnderConcurrentBuying(t *testing.T) {
 	buyers.Wait()
 	close(done)
 	wg.Wait()
-	if _, err := finishMoves(ctx, e.rdb, contract.ShardIDs(sale, k)); err != nil {
+	if _, err := shards.FinishMoves(ctx, e.rdb, contract.ShardIDs(sale, k)); err != nil {
 		t.Fatal(err)
 	}
 	n := 0

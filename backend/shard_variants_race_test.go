@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/seckilledge/seckill/backend/internal/shards"
 	"github.com/seckilledge/seckill/contract"
 	"github.com/seckilledge/seckill/contract/admin"
 )
@@ -91,7 +92,7 @@ func TestRebalancingWhileBuyersBuyVariantsOnEveryShardSellsEachVariantExactly(t 
 	buyers.Wait()
 	close(stop)
 	racers.Wait()
-	if _, err := finishMoves(ctx, e.rdb, contract.ShardIDs(sale, k)); err != nil {
+	if _, err := shards.FinishMoves(ctx, e.rdb, contract.ShardIDs(sale, k)); err != nil {
 		t.Fatal(err)
 	}
 

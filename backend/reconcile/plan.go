@@ -1,8 +1,3 @@
-// Package reconcile is the arithmetic of reconciling a sale's Redis state with Postgres, apart
-// from any I/O so that it can be read, and tested, on its own: the repair plan of a unit sale
-// (PlanUnits), the spread of a stock delta over a sharded sale's shards (ShardDeltas) and the
-// acceptance time inside an order id (AcceptedAt). The backend takes the snapshots, holds the
-// sale's lock and applies the plan (backend/reconcile.go, backend/reconcile_units.go).
 package reconcile
 
 import (
@@ -15,7 +10,8 @@ import (
 )
 
 // The arithmetic of reconciling a unit sale (a sale with variants or a per-user limit above
-// 1). backend/reconcile_units.go takes the snapshots and applies the plan.
+// 1), apart from any I/O so that it can be read, and tested, on its own. units.go takes the
+// snapshots and applies the plan.
 
 type Order struct {
 	User, Status, Variant string

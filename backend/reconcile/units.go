@@ -1,4 +1,4 @@
-package backend
+package reconcile
 
 import (
 	"context"
@@ -10,8 +10,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/redis/go-redis/v9"
+	"github.com/seckilledge/seckill/backend/internal/shards"
 	"github.com/seckilledge/seckill/backend/lock"
-	"github.com/seckilledge/seckill/backend/reconcile"
 	"github.com/seckilledge/seckill/contract"
 	"github.com/seckilledge/seckill/contract/admin"
 	"github.com/seckilledge/seckill/lua"
@@ -20,8 +20,8 @@ import (
 // Reconciling a sale with variants or a per-user limit above 1 (a "unit sale"), sharded or
 // not. Its buyers hash keeps only each user's latest order, so units, not buyers, are
 // counted, per user: what Redis says the user holds (the held hash when the limit is above 1,
-// else 1 per buyers entry) against the units of their orders in Postgres (reconcile.PlanUnits in
-// backend/reconcile). From that:
+// else 1 per buyers entry) against the units of their orders in Postgres (PlanUnits,
+// plan.go). From that:
 //
 //  1. a user whose latest order never reached Postgres after the grace period has it
 //     recorded failed (lost_in_transit) with all their units in flight, and compensated;
@@ -40,31 +40,31 @@ import (
 // the variant refuses units that exist (never the reverse).
 
 // unitSale reports whether sale has variants or a per-user limit above 1.
-func (s *Service) unitSale(ctx context.Context, sale string) (bool, error) {
+func (rc *Reconciler) unitSale(ctx context.Context, sale string) (bool, error) {
 	var unit bool
-	err := s.Pool.QueryRow(ctx, `SELECT per_user_limit > 1 OR EXISTS (SELECT 1 FROM sale_variants WHERE sale_id = $1)
+	err := rc.Pool.QueryRow(ctx, `SELECT per_user_limit > 1 OR EXISTS (SELECT 1 FROM sale_variants WHERE sale_id = $1)
 		FROM sales WHERE id = $1`, sale).Scan(&unit)
 	return unit, err
 }
 
 // reconcileUnits is Reconcile for a unit sale.
-func (s *Service) reconcileUnits(ctx context.Context, sale, key string, held lock.Held, rep *admin.ReconcileReport) error {
-	k, ids, err := s.reconcileShardIDs(ctx, sale, rep)
+func (rc *Reconciler) reconcileUnits(ctx context.Context, sale, key string, held lock.Held, rep *admin.ReconcileReport) error {
+	k, ids, err := rc.reconcileShardIDs(ctx, sale, rep)
 	if err != nil {
 		return err
 	}
-	if err := s.compensatePending(ctx, sale, rep, "units"); err != nil {
+	if err := rc.compensatePending(ctx, sale, rep, "units"); err != nil {
 		return err
 	}
 
-	cutoff := s.now().Add(-s.grace())
-	pg, shards, err := s.unitSnapshots(ctx, sale, ids)
+	cutoff := rc.Now().Add(-rc.grace())
+	pg, shards, err := rc.unitSnapshots(ctx, sale, ids)
 	if err != nil {
 		return err
 	}
-	plan := reconcile.PlanUnits(pg, shards, cutoff)
+	plan := PlanUnits(pg, shards, cutoff)
 	if len(plan.Lost) > 0 {
-		inserted, err := s.recordLost(ctx, sale, key, held, plan.Lost, rep)
+		inserted, err := rc.recordLost(ctx, sale, key, held, plan.Lost, rep)
 		if err != nil {
 			return err
 		}
@@ -74,13 +74,13 @@ func (s *Service) reconcileUnits(ctx context.Context, sale, key string, held loc
 				units += l.Quantity
 			}
 			rep.Actions = append(rep.Actions, fmt.Sprintf("%d buyers had units but no order after %s: their latest orders recorded failed (%s) with their %d units, returned",
-				len(inserted), s.grace(), ReasonLost, units))
+				len(inserted), rc.grace(), ReasonLost, units))
 			// Their units are back (or their compensation is pending and counted so): look
 			// again rather than guess what compensation changed.
-			if pg, shards, err = s.unitSnapshots(ctx, sale, ids); err != nil {
+			if pg, shards, err = rc.unitSnapshots(ctx, sale, ids); err != nil {
 				return err
 			}
-			plan = reconcile.PlanUnits(pg, shards, cutoff)
+			plan = PlanUnits(pg, shards, cutoff)
 		}
 	}
 
@@ -96,11 +96,11 @@ func (s *Service) reconcileUnits(ctx context.Context, sale, key string, held loc
 	}
 	if !work {
 		rep.StockRedisAfter = plan.RedisStock
-		return s.rebalanceAfterReconcile(ctx, sale, k, rep)
+		return rc.Rebalance(ctx, sale, k, rep)
 	}
 	// Postgres is not written here, but the fence still orders this repair after any newer
 	// holder's: refuse to touch Redis if one exists.
-	if err := s.fenced(ctx, key, held, func(pgx.Tx) error { return nil }); err != nil {
+	if err := lock.Fenced(ctx, rc.Pool, key, held, func(pgx.Tx) error { return nil }); err != nil {
 		return err
 	}
 	raised := int64(0)
@@ -109,7 +109,7 @@ func (s *Service) reconcileUnits(ctx context.Context, sale, key string, held loc
 			rep.StockRedisAfter += sh.Stock
 			continue
 		}
-		stock, _, n, err := lua.ReconcileCall{Sale: sh.ID, Delta: deltas[i], Pairs: pairs[i], Held: true}.Run(ctx, s.Redis)
+		stock, _, n, err := lua.ReconcileCall{Sale: sh.ID, Delta: deltas[i], Pairs: pairs[i], Held: true}.Run(ctx, rc.Redis)
 		if err != nil {
 			return fmt.Errorf("reconcile.lua on %s: %w", sh.ID, err)
 		}
@@ -140,20 +140,20 @@ func (s *Service) reconcileUnits(ctx context.Context, sale, key string, held loc
 		metricReconciled.WithLabelValues("held").Add(float64(raised))
 		rep.Actions = append(rep.Actions, fmt.Sprintf("%d users' held units or purchase counters were below their orders in Postgres (%d units short): raised", len(plan.Raise), plan.RaisedShort))
 	}
-	return s.rebalanceAfterReconcile(ctx, sale, k, rep)
+	return rc.Rebalance(ctx, sale, k, rep)
 }
 
 // unitSnapshots reads Postgres (repeatable read) and then each shard of Redis (one MULTI per
 // shard: a purchase, a compensation and a buyer's held units all live in the user's shard, so
 // the shards' snapshots together count each of them once; moves between shards happen under
 // the sale's lock, which reconcile holds).
-func (s *Service) unitSnapshots(ctx context.Context, sale string, ids []string) (reconcile.Postgres, []reconcile.Shard, error) {
-	pg := reconcile.Postgres{Variants: map[string]int{}, Orders: map[string]reconcile.Order{}}
-	err := pgx.BeginTxFunc(ctx, s.Pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
+func (rc *Reconciler) unitSnapshots(ctx context.Context, sale string, ids []string) (Postgres, []Shard, error) {
+	pg := Postgres{Variants: map[string]int{}, Orders: map[string]Order{}}
+	err := pgx.BeginTxFunc(ctx, rc.Pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
 		if err := tx.QueryRow(ctx, `SELECT stock, per_user_limit FROM sales WHERE id = $1`, sale).Scan(&pg.Stock, &pg.Limit); err != nil {
 			return err
 		}
-		vs, err := saleVariants(ctx, tx, sale)
+		vs, err := shards.Variants(ctx, tx, sale)
 		if err != nil {
 			return err
 		}
@@ -166,7 +166,7 @@ func (s *Service) unitSnapshots(ctx context.Context, sale string, ids []string) 
 		}
 		for rows.Next() {
 			var id string
-			var o reconcile.Order
+			var o Order
 			if err := rows.Scan(&id, &o.User, &o.Status, &o.Variant, &o.Quantity, &o.Seq); err != nil {
 				rows.Close()
 				return err
@@ -178,11 +178,11 @@ func (s *Service) unitSnapshots(ctx context.Context, sale string, ids []string) 
 	if err != nil {
 		return pg, nil, err
 	}
-	shards := make([]reconcile.Shard, len(ids))
+	shards := make([]Shard, len(ids))
 	for i, id := range ids {
 		var metaCmd, heldCmd, buyersCmd *redis.MapStringStringCmd
 		var doneCmd *redis.StringSliceCmd
-		if _, err := s.Redis.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		if _, err := rc.Redis.TxPipelined(ctx, func(p redis.Pipeliner) error {
 			metaCmd = p.HGetAll(ctx, contract.MetaKey(id))
 			heldCmd = p.HGetAll(ctx, contract.HeldKey(id))
 			buyersCmd = p.HGetAll(ctx, contract.BuyersKey(id))
@@ -191,7 +191,7 @@ func (s *Service) unitSnapshots(ctx context.Context, sale string, ids []string) 
 		}); err != nil {
 			return pg, nil, err
 		}
-		sh := reconcile.Shard{ID: id, Meta: metaCmd.Val(), Held: heldCmd.Val(), Buyers: buyersCmd.Val(), Compensated: map[string]bool{}}
+		sh := Shard{ID: id, Meta: metaCmd.Val(), Held: heldCmd.Val(), Buyers: buyersCmd.Val(), Compensated: map[string]bool{}}
 		n, err := strconv.ParseInt(sh.Meta[contract.FieldStock], 10, 64)
 		if err != nil {
 			return pg, nil, fmt.Errorf("redis stock of %s %q: %w", id, sh.Meta[contract.FieldStock], err)
