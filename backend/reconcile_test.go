@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/google/uuid"
+	"github.com/seckilledge/seckill/backend/internal/backendtest"
 	"github.com/seckilledge/seckill/backend/orders"
 	"github.com/seckilledge/seckill/backend/reconcile"
 	"github.com/seckilledge/seckill/contract"
@@ -24,7 +24,7 @@ func TestReconcileRepairsABrokenRedisAndReportsWhatItDid(t *testing.T) {
 	// One purchase in flight (accepted a moment ago, not written yet): it must be left alone.
 	inflight := e.accept(sale, 1)[0]
 	// A buyer accepted two hours ago whose message never arrived.
-	ghostID := uuidAt(t, time.Now().Add(-2*time.Hour))
+	ghostID := backendtest.OrderIDAt(t, time.Now().Add(-2*time.Hour))
 	e.rdb.HIncrBy(ctx, contract.MetaKey(sale), contract.FieldStock, -1)
 	e.rdb.HSet(ctx, contract.BuyersKey(sale), "ghost", ghostID)
 	// Break it: a buyer with an order forgotten, and a wrong stock.
@@ -77,15 +77,4 @@ func TestReconcileRepairsABrokenRedisAndReportsWhatItDid(t *testing.T) {
 	if len(rep2.Actions) != 0 || rep2.StockRedisAfter != 14 {
 		t.Fatalf("a second reconcile found more to do: %+v", rep2)
 	}
-}
-
-// uuidAt makes a UUIDv7 whose timestamp is at.
-func uuidAt(t *testing.T, at time.Time) string {
-	t.Helper()
-	u := uuid.Must(uuid.NewV7())
-	ms := uint64(at.UnixMilli())
-	for i := 0; i < 6; i++ {
-		u[i] = byte(ms >> (40 - 8*i))
-	}
-	return u.String()
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/seckilledge/seckill/backend/internal/backendtest"
 	"github.com/seckilledge/seckill/backend/orders"
 	"github.com/seckilledge/seckill/backend/reconcile"
 	"github.com/seckilledge/seckill/bench/verify"
@@ -80,7 +81,7 @@ func reconcileUnderCrowd(t *testing.T, k int) {
 					order := uuid.Must(uuid.NewV7()).String()
 					drop := u%17 == 0 // this user's message is lost: they stop buying
 					if drop {
-						order = uuidAt(t, time.Now().Add(-2*time.Hour))
+						order = backendtest.OrderIDAt(t, time.Now().Add(-2*time.Hour))
 					}
 					v := variants[rng.IntN(len(variants))].ID
 					q := 1 + rng.IntN(2)

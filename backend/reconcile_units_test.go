@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/seckilledge/seckill/backend/internal/backendtest"
 	"github.com/seckilledge/seckill/backend/orders"
 	"github.com/seckilledge/seckill/backend/reconcile"
 	"github.com/seckilledge/seckill/bench/verify"
@@ -105,7 +106,7 @@ func TestReconcileRecordsALostOrderOfAVariantSaleFailedAndReturnsItsUnits(t *tes
 	}
 	w.write(w.mustBuy("ann", "red", 2), w.mustBuy("bob", "blue", 1))
 	// bob's second purchase, accepted two hours ago, never reached Postgres.
-	lostID := uuidAt(t, time.Now().Add(-2*time.Hour))
+	lostID := backendtest.OrderIDAt(t, time.Now().Add(-2*time.Hour))
 	lostMsg, ok := w.buyAs("bob", lostID, "red", 1)
 	if !ok {
 		t.Fatal("the gate refused the lost purchase")
@@ -285,7 +286,7 @@ func TestReconcileOfALimitOneVariantSaleCountsBuyersNotHeld(t *testing.T) {
 	w := &unitWorld{e: e, sale: e.variantSale(1, VariantSpec{"s", 4}, VariantSpec{"m", 4}), k: 1}
 	ann, bob := w.mustBuy("ann", "s", 1), w.mustBuy("bob", "m", 1)
 	w.write(ann, bob)
-	lostID := uuidAt(t, time.Now().Add(-2*time.Hour))
+	lostID := backendtest.OrderIDAt(t, time.Now().Add(-2*time.Hour))
 	if _, ok := w.buyAs("cat", lostID, "m", 1); !ok {
 		t.Fatal("the gate refused cat")
 	}

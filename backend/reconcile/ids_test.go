@@ -40,14 +40,3 @@ func FuzzAcceptedAt(f *testing.F) {
 		}
 	})
 }
-
-// uuidAt makes a UUIDv7 whose timestamp is at.
-func uuidAt(t *testing.T, at time.Time) string {
-	t.Helper()
-	u := uuid.Must(uuid.NewV7())
-	ms := uint64(at.UnixMilli())
-	for i := 0; i < 6; i++ {
-		u[i] = byte(ms >> (40 - 8*i))
-	}
-	return u.String()
-}

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/seckilledge/seckill/backend/internal/backendtest"
 	"github.com/seckilledge/seckill/contract"
 )
 
@@ -12,7 +13,7 @@ import (
 func TestPlanUnitsCountsEachUsersUnits(t *testing.T) {
 	now := time.Now()
 	cutoff := now.Add(-time.Minute)
-	old := uuidAt(t, now.Add(-time.Hour))
+	old := backendtest.OrderIDAt(t, now.Add(-time.Hour))
 	recent := uuid.Must(uuid.NewV7()).String()
 	pg := Postgres{Limit: 3, Stock: 14, Variants: map[string]int{"r": 7, "b": 7}, Orders: map[string]Order{
 		"a1": {User: "ann", Status: "created", Variant: "r", Quantity: 2, Seq: 1},
@@ -61,7 +62,7 @@ func TestPlanUnitsCountsEachUsersUnits(t *testing.T) {
 // A limit-1 sale reads buyers, never held; a user missing from buyers is restored.
 func TestPlanUnitsOfALimitOneSaleReadsBuyers(t *testing.T) {
 	cutoff := time.Now().Add(-time.Minute)
-	lost := uuidAt(t, time.Now().Add(-time.Hour))
+	lost := backendtest.OrderIDAt(t, time.Now().Add(-time.Hour))
 	pg := Postgres{Limit: 1, Stock: 8, Variants: map[string]int{"s": 4, "m": 4}, Orders: map[string]Order{
 		"a1": {User: "ann", Status: "created", Variant: "s", Quantity: 1, Seq: 1},
 	}}

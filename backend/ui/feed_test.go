@@ -10,9 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/seckilledge/seckill/backend/internal/schema"
+	"github.com/seckilledge/seckill/backend/internal/backendtest"
 	"github.com/seckilledge/seckill/contract/admin"
 	"github.com/seckilledge/seckill/internal/testenv"
 )
@@ -22,15 +21,7 @@ import (
 func TestCockpitFramesTakeRatesFromTheGatewaysMetrics(t *testing.T) {
 	// The page reads the sale through Sales; Postgres (its orders) and Redis (its outbox) are
 	// real and empty.
-	url := testenv.Postgres(t)
-	if err := schema.Migrate(context.Background(), url); err != nil {
-		t.Fatal(err)
-	}
-	pool, err := pgxpool.New(context.Background(), url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pool.Close()
+	pool := backendtest.DB(t)
 	sale := testenv.ID("s")
 	ten := int64(10)
 	start := time.Now()

@@ -11,10 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgxpool"
-	"github.com/seckilledge/seckill/backend/internal/schema"
+	"github.com/seckilledge/seckill/backend/internal/backendtest"
 	"github.com/seckilledge/seckill/contract"
-	"github.com/seckilledge/seckill/internal/testenv"
 )
 
 // One batch of outcomes settles each event as its own write would have: a delivery marks its
@@ -23,7 +21,7 @@ import (
 // out (claimed again since: its attempts count moved on) changes nothing.
 func TestABatchOfOutcomesSettlesEachEventAndSkipsLostLeases(t *testing.T) {
 	ctx := context.Background()
-	pool := testDB(t)
+	pool := backendtest.DB(t)
 	// o1: a (attempt 1, delivered) then b (blocked behind a); o2: c (attempt 2, fails);
 	// o3: d (attempt 3 = MaxAttempts, fails: dead); o4: f (claimed again: attempts is 2 in
 	// Postgres, the outcome is of attempt 1), then g blocked behind f.
@@ -86,19 +84,4 @@ func TestABatchOfOutcomesSettlesEachEventAndSkipsLostLeases(t *testing.T) {
 	if r := get("g"); r.dueInSec < 1e8 {
 		t.Errorf("g: %+v, want still blocked behind f", r)
 	}
-}
-
-// testDB gives a test a database of its own, migrated, and a pool on it.
-func testDB(t *testing.T) *pgxpool.Pool {
-	t.Helper()
-	url := testenv.Postgres(t)
-	if err := schema.Migrate(context.Background(), url); err != nil {
-		t.Fatal(err)
-	}
-	pool, err := pgxpool.New(context.Background(), url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pool.Close)
-	return pool
 }
