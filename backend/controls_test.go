@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/seckilledge/seckill/backend/controls"
 	"github.com/seckilledge/seckill/backend/internal/httpapi"
 	"github.com/seckilledge/seckill/backend/lock"
 	"github.com/seckilledge/seckill/contract"
@@ -71,7 +72,7 @@ func await(t testing.TB, ch <-chan *redis.Message, payload string) {
 
 func (e *env) audit(sale string) []admin.AuditEntry {
 	e.t.Helper()
-	entries, err := e.svc.Audit(context.Background(), sale, 100)
+	entries, err := e.svc.controls().Audit(context.Background(), sale, 100)
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -90,7 +91,7 @@ func TestPauseReachesEveryShardsMetaIsBroadcastAndAuditedWithWho(t *testing.T) {
 		t.Fatalf("pause: %d %+v", code, res)
 	}
 	await(t, events, "paused:"+sale)
-	for _, id := range metaIDs(sale, 3) {
+	for _, id := range append([]string{sale}, contract.ShardIDs(sale, 3)...) {
 		if st := e.rdb.HGet(ctx, contract.MetaKey(id), contract.FieldState).Val(); st != "paused" {
 			t.Fatalf("meta of %s: state %q, want paused", id, st)
 		}
@@ -109,7 +110,7 @@ func TestPauseReachesEveryShardsMetaIsBroadcastAndAuditedWithWho(t *testing.T) {
 		t.Fatalf("resume: %d %+v", code, res)
 	}
 	await(t, events, "resumed:"+sale)
-	for _, id := range metaIDs(sale, 3) {
+	for _, id := range append([]string{sale}, contract.ShardIDs(sale, 3)...) {
 		if st := e.rdb.HGet(ctx, contract.MetaKey(id), contract.FieldState).Val(); st != "open" {
 			t.Fatalf("meta of %s after resume: state %q", id, st)
 		}
@@ -132,7 +133,7 @@ func TestAPausedSaleIsPausedAgainWhenRedisLosesItAndPreheatReloadsIt(t *testing.
 	e := newEnv(t)
 	ctx := context.Background()
 	sale := e.sale(5)
-	if _, err := e.svc.SetPaused(withWho(ctx), sale, true, "r1"); err != nil {
+	if _, err := e.svc.controls().SetPaused(withWho(ctx), sale, true, "r1"); err != nil {
 		t.Fatal(err)
 	}
 	e.rdb.Del(ctx, contract.MetaKey(sale))
@@ -165,7 +166,7 @@ func TestEndingNowEndsTheSaleInBothStoresAndAnEndedSaleRefusesEveryControl(t *te
 	if time.Since(ends) > 5*time.Second || time.Since(ends) < 0 {
 		t.Fatalf("ends_at %v is not now", ends)
 	}
-	for _, id := range metaIDs(sale, 2) {
+	for _, id := range append([]string{sale}, contract.ShardIDs(sale, 2)...) {
 		ms, _ := e.rdb.HGet(ctx, contract.MetaKey(id), contract.FieldEndsMS).Int64()
 		if ms != ends.UnixMilli() {
 			t.Fatalf("%s ends_ms %d, Postgres %d", id, ms, ends.UnixMilli())
@@ -196,7 +197,7 @@ func TestEndingASaleBeforeItStartsMeansItNeverOpens(t *testing.T) {
 	if _, err := e.svc.CreateSale(ctx, SaleSpec{ID: sale, Stock: 3, StartsAt: now.Add(time.Hour), EndsAt: now.Add(2 * time.Hour)}); err != nil {
 		t.Fatal(err)
 	}
-	res, err := e.svc.MoveEnd(withWho(ctx), sale, time.Time{}, true, "r")
+	res, err := e.svc.controls().MoveEnd(withWho(ctx), sale, time.Time{}, true, "r")
 	if err != nil || res.Sale.State != admin.SaleEnded || !res.Sale.StartsAt.Before(res.Sale.EndsAt) || res.Sale.EndsAt.After(time.Now()) {
 		t.Fatalf("end of a scheduled sale: %v %+v", err, res.Sale)
 	}
@@ -284,13 +285,13 @@ func TestRemovingStockStopsAtZeroInBothStores(t *testing.T) {
 	ctx := withWho(context.Background())
 	sale := e.sale(5)
 	e.accept(sale, 3) // 2 unsold in Redis; Postgres still counts 5 (orders in flight)
-	if _, err := e.svc.ChangeStock(ctx, sale, StockRequest{Add: -3, RequestID: "cut-1"}); err != errInsufficient {
+	if _, err := e.svc.controls().ChangeStock(ctx, sale, controls.StockRequest{Add: -3, RequestID: "cut-1"}); err != controls.ErrInsufficient {
 		t.Fatalf("removing 3 of 2 unsold: %v", err)
 	}
 	if r, db := e.redisStock(sale), e.dbInt(`SELECT stock FROM sales WHERE id = $1`, sale); r != 2 || db != 5 {
 		t.Fatalf("a refused removal changed stock: Redis %d Postgres %d", r, db)
 	}
-	res, err := e.svc.ChangeStock(ctx, sale, StockRequest{Add: -2, RequestID: "cut-2"})
+	res, err := e.svc.controls().ChangeStock(ctx, sale, controls.StockRequest{Add: -2, RequestID: "cut-2"})
 	if err != nil || res.Sale.State != admin.SaleSoldOut {
 		t.Fatalf("removing 2 of 2: %v %+v", err, res.Sale)
 	}
@@ -315,7 +316,7 @@ func TestAnInterruptedStockAddIsCompletedByItsRetryWithoutCountingTwice(t *testi
 	if _, err := e.svc.Reconcile(ctx, sale); err != nil {
 		t.Fatal(err)
 	}
-	res, err := e.svc.ChangeStock(ctx, sale, StockRequest{Add: 6, RequestID: "half"})
+	res, err := e.svc.controls().ChangeStock(ctx, sale, controls.StockRequest{Add: 6, RequestID: "half"})
 	if err != nil || res.Reconcile == nil {
 		t.Fatalf("retry: %v %+v", err, res)
 	}
@@ -332,7 +333,7 @@ func TestStockAddedToAShardedSaleIsSpreadOverItsShards(t *testing.T) {
 	ctx := withWho(context.Background())
 	sale := e.shardedSale(4, 4)
 	events := subscribe(t, e.rdb)
-	if _, err := e.svc.ChangeStock(ctx, sale, StockRequest{Add: 8, RequestID: "s8"}); err != nil {
+	if _, err := e.svc.controls().ChangeStock(ctx, sale, controls.StockRequest{Add: 8, RequestID: "s8"}); err != nil {
 		t.Fatal(err)
 	}
 	await(t, events, "restock:"+sale)
@@ -340,10 +341,10 @@ func TestStockAddedToAShardedSaleIsSpreadOverItsShards(t *testing.T) {
 	if err != nil || fmt.Sprint(stocks) != "[3 3 3 3]" {
 		t.Fatalf("shard stocks %v %v, want 3 each", stocks, err)
 	}
-	if _, err := e.svc.ChangeStock(ctx, sale, StockRequest{Add: -13, RequestID: "s-13"}); err != errInsufficient {
+	if _, err := e.svc.controls().ChangeStock(ctx, sale, controls.StockRequest{Add: -13, RequestID: "s-13"}); err != controls.ErrInsufficient {
 		t.Fatalf("removing 13 of 12: %v", err)
 	}
-	if _, err := e.svc.ChangeStock(ctx, sale, StockRequest{Add: -12, RequestID: "s-12"}); err != nil {
+	if _, err := e.svc.controls().ChangeStock(ctx, sale, controls.StockRequest{Add: -12, RequestID: "s-12"}); err != nil {
 		t.Fatal(err)
 	}
 	if stocks, _ := shardStocks(ctx, e.rdb, contract.ShardIDs(sale, 4)); fmt.Sprint(stocks) != "[0 0 0 0]" {
@@ -357,7 +358,7 @@ func TestSalesListShowsEachSalesState(t *testing.T) {
 	srv := e.controlServer()
 	open, paused, sold := e.sale(3), e.sale(3), e.sale(1)
 	e.accept(sold, 1)
-	if _, err := e.svc.SetPaused(ctx, paused, true, "p"); err != nil {
+	if _, err := e.svc.controls().SetPaused(ctx, paused, true, "p"); err != nil {
 		t.Fatal(err)
 	}
 	var list struct{ Sales []admin.SaleSummary }
@@ -401,7 +402,7 @@ func TestStockChangesInterleavedWithReconcilesAndBuyersKeepTheStoresInAgreement(
 		defer wg.Done()
 		for i := 0; i < 10; i++ {
 			retry("stock", func() error {
-				_, err := e.svc.ChangeStock(ctx, sale, StockRequest{Add: 2, RequestID: fmt.Sprintf("mix-%d", i)})
+				_, err := e.svc.controls().ChangeStock(ctx, sale, controls.StockRequest{Add: 2, RequestID: fmt.Sprintf("mix-%d", i)})
 				return err
 			})
 		}

@@ -22,12 +22,6 @@ import (
 	"github.com/seckilledge/seckill/lua"
 )
 
-// maxStock is the most units a sale holds, all variants together, and so the most a variant
-// holds or one stock change adds. The stock columns are Postgres integers (up to 2^31 - 1): a
-// bound well inside them, checked at the API, refuses a creation or a stock change that would
-// not fit as the client's 400 instead of the database's error (issue 24).
-const maxStock = 1_000_000_000
-
 // SaleSpec is the body of POST /admin/sales.
 type SaleSpec struct {
 	ID       string    `json:"id"`
@@ -59,7 +53,7 @@ func (s SaleSpec) Validate() (time.Duration, error) {
 	switch {
 	case !contract.ValidID(s.ID):
 		return 0, errors.New("id must match ^[A-Za-z0-9_-]{1,64}$")
-	case s.Stock < 0 || s.Stock > maxStock:
+	case s.Stock < 0 || s.Stock > admin.MaxStock:
 		return 0, errors.New("stock must be between 0 and 1e9")
 	case s.StartsAt.IsZero() || s.EndsAt.IsZero():
 		return 0, errors.New("starts_at and ends_at (RFC 3339) are required")
@@ -196,7 +190,7 @@ func (s *Service) fenced(ctx context.Context, key string, held lock.Held, fn fun
 // Preheat loads a sale into Redis under the sale's lock: preheat.lua in "init" mode (a sale
 // already selling keeps its stock; only its window is refreshed), adds it to the sales index
 // (the relays discover outboxes from it) and broadcasts restock when it has stock. A sale the
-// operator paused is written back paused (controls.go).
+// operator paused is written back paused (controls.Controls.RestorePaused).
 func (s *Service) Preheat(ctx context.Context, sale string) (admin.PreheatResult, error) {
 	res := admin.PreheatResult{SaleID: sale}
 	key := lock.SaleKey(sale)
@@ -221,7 +215,7 @@ func (s *Service) Preheat(ctx context.Context, sale string) (admin.PreheatResult
 				if err := s.preheatShards(ctx, sale, stock, k, limit, preheatVariants(variants), starts, ends, &res); err != nil {
 					return err
 				}
-				return s.restorePaused(ctx, tx, sale, k)
+				return s.controls().RestorePaused(ctx, tx, sale, k)
 			}
 			if room != nil {
 				// The room first, the sale's meta last: preheat.lua writes the sale only when
@@ -247,7 +241,7 @@ func (s *Service) Preheat(ctx context.Context, sale string) (admin.PreheatResult
 			if err := s.Redis.SAdd(ctx, contract.SalesIndexKey, sale).Err(); err != nil {
 				return err
 			}
-			return s.restorePaused(ctx, tx, sale, k)
+			return s.controls().RestorePaused(ctx, tx, sale, k)
 		})
 	})
 	return res, err
@@ -337,7 +331,7 @@ func (s *Service) SaleStatus(ctx context.Context, sale string) (admin.SaleStatus
 	if st.Variants, err = shards.Variants(ctx, s.Pool, sale); err != nil {
 		return st, err
 	}
-	if err := fillVariantsRedis(ctx, s.Redis, sale, st.Shards, st.Variants); err != nil {
+	if err := shards.FillVariants(ctx, s.Redis, sale, st.Shards, st.Variants); err != nil {
 		return st, err
 	}
 	if len(st.Variants) == 0 {

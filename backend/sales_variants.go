@@ -4,10 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/redis/go-redis/v9"
 	"github.com/seckilledge/seckill/contract"
 	"github.com/seckilledge/seckill/contract/admin"
 	"github.com/seckilledge/seckill/lua"
@@ -41,13 +39,13 @@ func (s SaleSpec) validateVariants() error {
 			return fmt.Errorf("variant id %q must match ^[A-Za-z0-9_-]{1,64}$", v.ID)
 		case seen[v.ID]:
 			return fmt.Errorf("variant %q is listed twice", v.ID)
-		case v.Stock < 0 || v.Stock > maxStock:
+		case v.Stock < 0 || v.Stock > admin.MaxStock:
 			return fmt.Errorf("variant %q: stock must be between 0 and 1e9", v.ID)
 		}
 		seen[v.ID] = true
 		sum += v.Stock
 	}
-	if sum > maxStock {
+	if sum > admin.MaxStock {
 		return errors.New("the variants' stocks must add up to at most 1e9")
 	}
 	if s.Stock != 0 && s.Stock != sum {
@@ -83,35 +81,6 @@ func insertVariants(ctx context.Context, tx pgx.Tx, sale string, vs []VariantSpe
 	_, err := tx.Exec(ctx, `INSERT INTO sale_variants (sale_id, variant_id, initial_stock, stock)
 		SELECT $1, v, n, n FROM unnest($2::text[], $3::int[]) AS t(v, n)`, sale, ids, stocks)
 	return err
-}
-
-// fillVariantsRedis reads each variant's stock in Redis: summed over the shards of a sharded
-// sale (k > 1), each holding its part of every variant.
-func fillVariantsRedis(ctx context.Context, rdb redis.UniversalClient, sale string, k int, vs []admin.VariantStatus) error {
-	if len(vs) == 0 {
-		return nil
-	}
-	fields := make([]string, len(vs))
-	for i, v := range vs {
-		fields[i] = contract.VariantField(v.ID)
-	}
-	for _, id := range contract.ShardIDs(sale, k) {
-		vals, err := rdb.HMGet(ctx, contract.MetaKey(id), fields...).Result()
-		if err != nil {
-			return err
-		}
-		for i, x := range vals {
-			if str, ok := x.(string); ok {
-				if n, err := strconv.ParseInt(str, 10, 64); err == nil {
-					if vs[i].StockRedis == nil {
-						vs[i].StockRedis = new(int64)
-					}
-					*vs[i].StockRedis += n
-				}
-			}
-		}
-	}
-	return nil
 }
 
 // shardVariants is shard i's part (of k) of each variant: every variant split as the sale's

@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/redis/go-redis/v9"
+	"github.com/seckilledge/seckill/backend/controls"
 	"github.com/seckilledge/seckill/backend/internal/httpapi"
 	"github.com/seckilledge/seckill/backend/internal/shards"
 	"github.com/seckilledge/seckill/backend/lock"
@@ -53,6 +54,8 @@ type Service struct {
 	// page is the live page (backend/ui) with its sessions and failed-login counts, made once.
 	pageOnce sync.Once
 	page     *ui.Cockpit
+	// stockStop stops a stock change between its two stores (tests: controls.Controls.Stop).
+	stockStop func(step string) error
 	// rebalancerSubscribed is called when RunRebalancer's subscription is confirmed.
 	rebalancerSubscribed func()
 }
@@ -64,12 +67,42 @@ func (s *Service) cockpit() *ui.Cockpit {
 		s.page = ui.New(ui.Cockpit{Pool: s.Pool, Redis: s.Redis, Log: s.Log, Now: s.now,
 			Lookup: func(token string) (httpapi.Principal, bool) { return s.tokens().Lookup(token) },
 			Viewer: s.viewer,
-			Sales:  s.salesEndingAfter,
+			Sales: func(ctx context.Context, t time.Time, limit int) ([]admin.SaleSummary, error) {
+				return s.controls().SalesEndingAfter(ctx, t, limit)
+			},
 			Audit: func(ctx context.Context, limit int) ([]admin.AuditEntry, error) {
-				return s.Audit(ctx, "", limit)
+				return s.controls().Audit(ctx, "", limit)
 			}})
 	})
 	return s.page
+}
+
+// controls are the operator's controls over the Service's stores, lock and clock
+// (backend/controls); a stock change that was interrupted ends with the Service's Reconcile.
+func (s *Service) controls() *controls.Controls {
+	return &controls.Controls{Pool: s.Pool, Redis: s.Redis, Log: s.Log, Now: s.now, Locker: s.Locker,
+		Retention: s.retention(), Reconcile: s.Reconcile,
+		Stop: func(step string) error {
+			if s.stockStop == nil {
+				return nil
+			}
+			return s.stockStop(step)
+		}}
+}
+
+// mountControls adds the operator routes to mux: the controls (admin tokens), the sales list
+// and the audit trail (viewer tokens too) and the live page (backend/ui). Everything is
+// under /admin/, so it follows the admin API to whichever listener serves it.
+func (s *Service) mountControls(mux *http.ServeMux, reg *prometheus.Registry) {
+	ct := s.controls()
+	mux.HandleFunc("GET /admin/sales", s.viewer(ct.HandleListSales))
+	mux.HandleFunc("POST /admin/sales/{id}/pause", s.admin(ct.HandlePause))
+	mux.HandleFunc("POST /admin/sales/{id}/resume", s.admin(ct.HandleResume))
+	mux.HandleFunc("POST /admin/sales/{id}/end", s.admin(ct.HandleEnd))
+	mux.HandleFunc("PATCH /admin/sales/{id}", s.admin(ct.HandlePatchSale))
+	mux.HandleFunc("POST /admin/sales/{id}/stock", s.admin(ct.HandleStock))
+	mux.HandleFunc("GET /admin/audit", s.viewer(ct.HandleAudit))
+	s.cockpit().Mount(mux, reg)
 }
 
 // Reconcile compares a sale's Redis state with Postgres and repairs Redis, under the sale's
@@ -111,7 +144,7 @@ func (s *Service) Handler(reg *prometheus.Registry, baselines bool) http.Handler
 	hooks := &webhook.Admin{Pool: s.Pool, Worker: s.Webhooks, Log: s.Log}
 	mux.HandleFunc("GET /admin/webhooks", s.viewer(hooks.HandleList))
 	mux.HandleFunc("POST /admin/webhooks/{id}/replay", s.admin(hooks.HandleReplay))
-	// Operator controls, audit trail and the live page (controls.go, audit.go, ui.go).
+	// Operator controls, audit trail and the live page (backend/controls, backend/ui).
 	s.mountControls(mux, reg)
 	if baselines {
 		// Benchmark-only, and they write orders past every guard of the gate: admin token

@@ -130,23 +130,23 @@ func (s *Service) rebalanceLocked(ctx context.Context, sale string, k int, hungr
 	if err != nil {
 		return err
 	}
-	before, err := readShardMetas(ctx, s.Redis, ids)
+	before, err := shards.ReadMetas(ctx, s.Redis, ids)
 	if err != nil {
 		return err
 	}
-	for i, ok := range before.present {
+	for i, ok := range before.Present {
 		// Units given to a shard that is not in Redis would be lost: move nothing.
 		if !ok {
 			return fmt.Errorf("shard %s is not in Redis: preheat the sale first", ids[i])
 		}
 	}
-	rep.StocksBefore = before.stocks
+	rep.StocksBefore = before.Stocks
 	// A single-stock sale moves its stock; a sale with variants moves each variant on its
 	// own (shard_take.lua takes nothing from it without one), its stock following.
 	plans := []string{""}
-	if len(before.variants) > 0 {
+	if len(before.Variants) > 0 {
 		plans = plans[:0]
-		for _, v := range before.variants {
+		for _, v := range before.Variants {
 			// Buyers wait for some variants only: the others stay where they are.
 			if hungry.wants(v) {
 				plans = append(plans, v)
@@ -154,9 +154,9 @@ func (s *Service) rebalanceLocked(ctx context.Context, sale string, k int, hungr
 		}
 	}
 	for _, v := range plans {
-		stocks := before.stocks
+		stocks := before.Stocks
 		if v != "" {
-			stocks = before.vstocks[v]
+			stocks = before.VStocks[v]
 		}
 		for _, m := range PlanRebalance(stocks, hungry.of(v)) {
 			got, err := moveUnits(ctx, s.Redis, ids[m.From], ids[m.To], v, m.Units)
@@ -169,12 +169,12 @@ func (s *Service) rebalanceLocked(ctx context.Context, sale string, k int, hungr
 			}
 		}
 	}
-	after, err := readShardMetas(ctx, s.Redis, ids)
+	after, err := shards.ReadMetas(ctx, s.Redis, ids)
 	if err != nil {
 		return err
 	}
-	rep.StocksAfter = after.stocks
-	for i, ok := range after.present {
+	rep.StocksAfter = after.Stocks
+	for i, ok := range after.Present {
 		if !ok {
 			rep.StocksAfter[i] = -1
 		}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/seckilledge/seckill/backend/controls"
 	"github.com/seckilledge/seckill/backend/lock"
 	"github.com/seckilledge/seckill/contract"
 	"github.com/seckilledge/seckill/contract/admin"
@@ -30,7 +31,7 @@ func (e *env) shardedVariantSale(k, limit int, variants ...VariantSpec) string {
 	e.t.Cleanup(func() {
 		for _, s := range contract.ShardIDs(id, k) {
 			e.rdb.Del(ctx, contract.MetaKey(s), contract.BuyersKey(s), contract.CompensatedKey(s), contract.HeldKey(s),
-				contract.OutboxKey(s), contract.TokensKey(s), contract.MovesKey(s), contract.MovedInKey(s), stockRequestsKey(s))
+				contract.OutboxKey(s), contract.TokensKey(s), contract.MovesKey(s), contract.MovedInKey(s), controls.StockRequestsKey(s))
 			e.rdb.SRem(ctx, contract.SalesIndexKey, s)
 		}
 		e.rdb.Del(ctx, contract.MetaKey(id))

@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/seckilledge/seckill/backend/controls"
 	"github.com/seckilledge/seckill/contract/admin"
 )
 
@@ -16,10 +17,10 @@ func TestJSONBodiesRefuseDuplicateKeys(t *testing.T) {
 	parsers := map[string]func(string) error{
 		"sale": func(b string) error { _, err := ParseSaleSpec(strings.NewReader(b)); return err },
 		"stock": func(b string) error {
-			_, err := ParseStockRequest(strings.NewReader(b))
+			_, err := controls.ParseStockRequest(strings.NewReader(b))
 			return err
 		},
-		"ends_at": func(b string) error { _, err := parseEndsAt(strings.NewReader(b)); return err },
+		"ends_at": func(b string) error { _, err := controls.ParseEndsAt(strings.NewReader(b)); return err },
 	}
 	for _, c := range []struct{ parser, body string }{
 		{"stock", `{"add":1,"add":1000,"request_id":"r1"}`},

@@ -24,6 +24,12 @@ const (
 	SaleEnded     = "ended"     // at or after ends_at: final, no control applies
 )
 
+// MaxStock is the most units a sale holds, all variants together, and so the most a variant
+// holds or one stock change adds. The stock columns are Postgres integers (up to 2^31 - 1): a
+// bound well inside them, checked at the API, refuses a creation or a stock change that would
+// not fit as the client's 400 instead of the database's error (issue 24).
+const MaxStock = 1_000_000_000
+
 // SaleSummary is one sale in GET /admin/sales and the before/after of the audit trail.
 type SaleSummary struct {
 	ID    string `json:"id"`

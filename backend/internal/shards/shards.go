@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sort"
 	"strconv"
 	"strings"
 
@@ -109,4 +110,75 @@ func FinishMoves(ctx context.Context, rdb redis.UniversalClient, ids []string) (
 		}
 	}
 	return done, nil
+}
+
+// Metas is what a rebalance (and a stock change) reads of a sale's shards (their meta hashes).
+type Metas struct {
+	Stocks  []int64 // each shard's total
+	Present []bool  // false: the shard is not in Redis (its stock reads 0)
+	// Variants are the sale's variant ids, sorted (none: a single-stock sale), and VStocks
+	// each one's units per shard (a shard without the field holds none of it).
+	Variants []string
+	VStocks  map[string][]int64
+}
+
+// ReadMetas reads every shard's meta hash in one pipelined round trip. The hashes are
+// small (a few fields, plus one per variant, at most contract.MaxVariants).
+func ReadMetas(ctx context.Context, rdb redis.UniversalClient, ids []string) (Metas, error) {
+	pipe := rdb.Pipeline()
+	cmds := make([]*redis.MapStringStringCmd, len(ids))
+	for i, id := range ids {
+		cmds[i] = pipe.HGetAll(ctx, contract.MetaKey(id))
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		return Metas{}, err
+	}
+	sm := Metas{Stocks: make([]int64, len(ids)), Present: make([]bool, len(ids)), VStocks: map[string][]int64{}}
+	for i, c := range cmds {
+		meta := c.Val()
+		n, err := strconv.ParseInt(meta[contract.FieldStock], 10, 64)
+		sm.Stocks[i], sm.Present[i] = n, err == nil
+		for f, val := range meta {
+			v, ok := strings.CutPrefix(f, contract.VariantFieldPrefix)
+			if !ok || !contract.ValidVariantID(v) {
+				continue
+			}
+			if sm.VStocks[v] == nil {
+				sm.VStocks[v] = make([]int64, len(ids))
+				sm.Variants = append(sm.Variants, v)
+			}
+			sm.VStocks[v][i], _ = strconv.ParseInt(val, 10, 64)
+		}
+	}
+	sort.Strings(sm.Variants)
+	return sm, nil
+}
+
+// FillVariants reads each variant's stock in Redis: summed over the shards of a sharded
+// sale (k > 1), each holding its part of every variant.
+func FillVariants(ctx context.Context, rdb redis.UniversalClient, sale string, k int, vs []admin.VariantStatus) error {
+	if len(vs) == 0 {
+		return nil
+	}
+	fields := make([]string, len(vs))
+	for i, v := range vs {
+		fields[i] = contract.VariantField(v.ID)
+	}
+	for _, id := range contract.ShardIDs(sale, k) {
+		vals, err := rdb.HMGet(ctx, contract.MetaKey(id), fields...).Result()
+		if err != nil {
+			return err
+		}
+		for i, x := range vals {
+			if str, ok := x.(string); ok {
+				if n, err := strconv.ParseInt(str, 10, 64); err == nil {
+					if vs[i].StockRedis == nil {
+						vs[i].StockRedis = new(int64)
+					}
+					*vs[i].StockRedis += n
+				}
+			}
+		}
+	}
+	return nil
 }

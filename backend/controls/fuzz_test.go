@@ -1,4 +1,4 @@
-package backend
+package controls
 
 import (
 	"strings"
@@ -35,7 +35,7 @@ func FuzzParseEndsAt(f *testing.F) {
 	f.Add(`{"ends_at":null}`)
 	f.Add(`{}`)
 	f.Fuzz(func(t *testing.T, body string) {
-		if at, err := parseEndsAt(strings.NewReader(body)); err == nil && at.IsZero() {
+		if at, err := ParseEndsAt(strings.NewReader(body)); err == nil && at.IsZero() {
 			t.Fatal("accepted a zero ends_at")
 		}
 	})

@@ -1,4 +1,4 @@
-package backend
+package controls
 
 import (
 	"context"
@@ -33,20 +33,20 @@ func stateOf(now time.Time, sum admin.SaleSummary) string {
 const saleColumns = `id, initial_stock, stock, starts_at, ends_at, shards, paused`
 
 func scanSale(row pgx.Row) (admin.SaleSummary, error) {
-	var s admin.SaleSummary
-	err := row.Scan(&s.ID, &s.InitialStock, &s.StockDB, &s.StartsAt, &s.EndsAt, &s.Shards, &s.Paused)
-	return s, err
+	var sum admin.SaleSummary
+	err := row.Scan(&sum.ID, &sum.InitialStock, &sum.StockDB, &sum.StartsAt, &sum.EndsAt, &sum.Shards, &sum.Paused)
+	return sum, err
 }
 
 // Sales lists every sale with its state, newest start first. Redis is read in one pipelined
 // round trip for all of them.
-func (s *Service) Sales(ctx context.Context) ([]admin.SaleSummary, error) {
-	return s.salesEndingAfter(ctx, time.Time{}, 0)
+func (ct *Controls) Sales(ctx context.Context) ([]admin.SaleSummary, error) {
+	return ct.SalesEndingAfter(ctx, time.Time{}, 0)
 }
 
-// salesEndingAfter lists the sales that end after t, newest start first, at most limit (0: all).
-func (s *Service) salesEndingAfter(ctx context.Context, t time.Time, limit int) ([]admin.SaleSummary, error) {
-	rows, err := s.Pool.Query(ctx, `SELECT `+saleColumns+` FROM sales WHERE ends_at > $1
+// SalesEndingAfter lists the sales that end after t, newest start first, at most limit (0: all).
+func (ct *Controls) SalesEndingAfter(ctx context.Context, t time.Time, limit int) ([]admin.SaleSummary, error) {
+	rows, err := ct.Pool.Query(ctx, `SELECT `+saleColumns+` FROM sales WHERE ends_at > $1
 		ORDER BY starts_at DESC, id LIMIT NULLIF($2, 0)`, t, limit)
 	if err != nil {
 		return nil, err
@@ -55,33 +55,33 @@ func (s *Service) salesEndingAfter(ctx context.Context, t time.Time, limit int) 
 	if err != nil {
 		return nil, err
 	}
-	return out, s.fillRedis(ctx, out)
+	return out, ct.fillRedis(ctx, out)
 }
 
-// saleSummary reads one sale (errUnknownSale when Postgres does not know it).
-func (s *Service) saleSummary(ctx context.Context, q interface {
+// saleSummary reads one sale (ErrUnknownSale when Postgres does not know it).
+func (ct *Controls) saleSummary(ctx context.Context, q interface {
 	QueryRow(context.Context, string, ...any) pgx.Row
 }, sale string) (admin.SaleSummary, error) {
 	sum, err := scanSale(q.QueryRow(ctx, `SELECT `+saleColumns+` FROM sales WHERE id = $1`, sale))
 	if errors.Is(err, pgx.ErrNoRows) {
-		return sum, errUnknownSale
+		return sum, ErrUnknownSale
 	}
 	if err != nil {
 		return sum, err
 	}
 	one := []admin.SaleSummary{sum}
-	err = s.fillRedis(ctx, one)
+	err = ct.fillRedis(ctx, one)
 	return one[0], err
 }
 
 // fillRedis adds the Redis side (presence, stock summed over shards, buyers) and the state.
-func (s *Service) fillRedis(ctx context.Context, sales []admin.SaleSummary) error {
+func (ct *Controls) fillRedis(ctx context.Context, sales []admin.SaleSummary) error {
 	type reads struct {
 		base   *redis.IntCmd
 		stock  []*redis.StringCmd
 		buyers []*redis.IntCmd
 	}
-	pipe := s.Redis.Pipeline()
+	pipe := ct.Redis.Pipeline()
 	all := make([]reads, len(sales))
 	for i, sum := range sales {
 		all[i].base = pipe.Exists(ctx, contract.MetaKey(sum.ID))
@@ -95,7 +95,7 @@ func (s *Service) fillRedis(ctx context.Context, sales []admin.SaleSummary) erro
 			return err
 		}
 	}
-	now := s.now()
+	now := ct.Now()
 	for i := range sales {
 		r, sum := all[i], &sales[i]
 		sum.Preheated = r.base.Val() == 1
@@ -118,10 +118,10 @@ func (s *Service) fillRedis(ctx context.Context, sales []admin.SaleSummary) erro
 	return nil
 }
 
-func (s *Service) handleListSales(w http.ResponseWriter, r *http.Request) {
-	sales, err := s.Sales(r.Context())
+func (ct *Controls) HandleListSales(w http.ResponseWriter, r *http.Request) {
+	sales, err := ct.Sales(r.Context())
 	if err != nil {
-		s.Log.Warn("list sales failed", "err", err)
+		ct.Log.Warn("list sales failed", "err", err)
 		httpapi.Unavailable(w)
 		return
 	}

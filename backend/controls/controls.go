@@ -1,23 +1,49 @@
-package backend
+package controls
 
 import (
 	"context"
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"regexp"
 	"time"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
-	"github.com/prometheus/client_golang/prometheus"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/redis/go-redis/v9"
 	"github.com/seckilledge/seckill/backend/internal/httpapi"
 	"github.com/seckilledge/seckill/backend/lock"
+	"github.com/seckilledge/seckill/backend/reconcile"
 	"github.com/seckilledge/seckill/contract"
 	"github.com/seckilledge/seckill/contract/admin"
 	"github.com/seckilledge/seckill/internal/strictjson"
 )
+
+// Controls are the operator's controls of a sale and what they read and record: pause and
+// resume, move the end, add or remove stock (journaled, idempotent per request id), the sales
+// list and the audit trail. Each runs under the sale's lock with its Postgres side fenced.
+type Controls struct {
+	Pool  *pgxpool.Pool
+	Redis redis.UniversalClient
+	Log   *slog.Logger
+	// Now is the clock.
+	Now func() time.Time
+	// Locker takes the sale's lock (lock.SaleKey).
+	Locker lock.Locker
+	// Retention keeps a sale's Redis keys this long after its end (a moved end moves it too).
+	Retention time.Duration
+	// Reconcile repairs a sale after an interrupted stock change (backend/reconcile).
+	Reconcile func(ctx context.Context, sale string) (admin.ReconcileReport, error)
+	// Stop, set by tests only, is asked at each point of a stock change between its two
+	// stores; an error stops the change there, as a backend that stopped would.
+	Stop func(step string) error
+}
+
+// ErrUnknownSale is returned for a sale Postgres does not know.
+var ErrUnknownSale = errors.New("unknown sale")
 
 // Operator controls (DESIGN.md "Operator controls", docs/operator.md): pause, resume, end,
 // move the end, add or remove stock. Each runs under the sale's distributed lock (so controls,
@@ -36,10 +62,11 @@ type controlError struct {
 func (e *controlError) Error() string { return e.code + ": " + e.msg }
 
 var (
-	errSaleEnded      = &controlError{http.StatusConflict, "sale_ended", "the sale has ended: no control applies to it"}
-	errAlreadyPaused  = &controlError{http.StatusConflict, "already_paused", "the sale is paused already"}
-	errNotPaused      = &controlError{http.StatusConflict, "not_paused", "the sale is not paused"}
-	errInsufficient   = &controlError{http.StatusConflict, "insufficient_stock", "fewer unsold units than the removal asks for (stock stops at zero in Redis and in Postgres)"}
+	errSaleEnded     = &controlError{http.StatusConflict, "sale_ended", "the sale has ended: no control applies to it"}
+	errAlreadyPaused = &controlError{http.StatusConflict, "already_paused", "the sale is paused already"}
+	errNotPaused     = &controlError{http.StatusConflict, "not_paused", "the sale is not paused"}
+	// ErrInsufficient refuses a removal of more units than are unsold (409 insufficient_stock).
+	ErrInsufficient   = &controlError{http.StatusConflict, "insufficient_stock", "fewer unsold units than the removal asks for (stock stops at zero in Redis and in Postgres)"}
 	errRequestReused  = &controlError{http.StatusConflict, "request_id_reused", "this request_id was used for another change"}
 	errChangeRefused  = &controlError{http.StatusConflict, "insufficient_stock", "this request was refused before: fewer unsold units than it asked for"}
 	errEndsAtInPast   = &controlError{http.StatusBadRequest, contract.CodeBadRequest, "ends_at must be in the future (POST /end ends a sale now)"}
@@ -78,12 +105,12 @@ func who(ctx context.Context) httpapi.Principal {
 
 // control runs fn under the sale's lock with the sale as it is now; fn writes Redis and
 // returns the Postgres side (run fenced, with the audit row) or nil when nothing changes.
-func (s *Service) control(ctx context.Context, sale, action, reqID string,
+func (ct *Controls) control(ctx context.Context, sale, action, reqID string,
 	fn func(before admin.SaleSummary) (any, func(pgx.Tx) error, error)) (admin.ControlResult, error) {
 	res := admin.ControlResult{Action: action, RequestID: reqID}
 	key := lock.SaleKey(sale)
-	err := s.withSaleLock(ctx, sale, 5*time.Second, func(held lock.Held) error {
-		before, err := s.saleSummary(ctx, s.Pool, sale)
+	err := lock.With(ctx, ct.Locker, lock.SaleKey(sale), 5*time.Second, func(held lock.Held) error {
+		before, err := ct.saleSummary(ctx, ct.Pool, sale)
 		if err != nil {
 			return err
 		}
@@ -91,11 +118,11 @@ func (s *Service) control(ctx context.Context, sale, action, reqID string,
 		if err != nil {
 			return err
 		}
-		if err := s.fenced(ctx, key, held, func(tx pgx.Tx) error {
+		if err := lock.Fenced(ctx, ct.Pool, key, held, func(tx pgx.Tx) error {
 			if err := write(tx); err != nil {
 				return err
 			}
-			after, err := s.saleSummary(ctx, tx, sale)
+			after, err := ct.saleSummary(ctx, tx, sale)
 			if err != nil {
 				return err
 			}
@@ -107,7 +134,7 @@ func (s *Service) control(ctx context.Context, sale, action, reqID string,
 		return nil
 	})
 	if err == nil {
-		s.Log.Info("sale control", "sale_id", sale, "action", action, "who", who(ctx).Name, "request_id", reqID)
+		ct.Log.Info("sale control", "sale_id", sale, "action", action, "who", who(ctx).Name, "request_id", reqID)
 	}
 	return res, err
 }
@@ -126,16 +153,16 @@ func auditView(action string, sum admin.SaleSummary) map[string]any {
 // SetPaused pauses (paused true) or resumes a sale: the state field of every meta hash of the
 // sale (a sharded sale's own and its shards'), a "paused:"/"resumed:" event, and Postgres's
 // paused flag, which preheat writes back to Redis should Redis have lost the sale.
-func (s *Service) SetPaused(ctx context.Context, sale string, paused bool, reqID string) (admin.ControlResult, error) {
+func (ct *Controls) SetPaused(ctx context.Context, sale string, paused bool, reqID string) (admin.ControlResult, error) {
 	action, state, event := "resume", stateOpen, eventResumed
 	if paused {
 		action, state, event = "pause", statePaused, eventPaused
 	}
-	return s.control(ctx, sale, action, reqID, func(before admin.SaleSummary) (any, func(pgx.Tx) error, error) {
+	return ct.control(ctx, sale, action, reqID, func(before admin.SaleSummary) (any, func(pgx.Tx) error, error) {
 		if before.State == admin.SaleEnded {
 			return nil, nil, errSaleEnded
 		}
-		states, err := s.redisStates(ctx, sale, before.Shards)
+		states, err := ct.redisStates(ctx, sale, before.Shards)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -151,12 +178,12 @@ func (s *Service) SetPaused(ctx context.Context, sale string, paused bool, reqID
 		case !paused && !before.Paused && inRedis == 0:
 			return nil, nil, errNotPaused
 		}
-		if _, err := s.setState(ctx, sale, before.Shards, state, event); err != nil {
+		if _, err := ct.setState(ctx, sale, before.Shards, state, event); err != nil {
 			return nil, nil, err
 		}
 		after := before
 		after.Paused = paused
-		after.State = stateOf(s.now(), after)
+		after.State = stateOf(ct.Now(), after)
 		return auditView(action, after), func(tx pgx.Tx) error {
 			_, err := tx.Exec(ctx, `UPDATE sales SET paused = $2 WHERE id = $1`, sale, paused)
 			return err
@@ -168,16 +195,16 @@ func (s *Service) SetPaused(ctx context.Context, sale string, paused bool, reqID
 // gate compares it with Redis TIME on every purchase, so every gateway obeys at once). With
 // now true the sale ends now; a sale that has not started yet then gets its start moved to
 // just before, so that it never opens.
-func (s *Service) MoveEnd(ctx context.Context, sale string, endsAt time.Time, now bool, reqID string) (admin.ControlResult, error) {
+func (ct *Controls) MoveEnd(ctx context.Context, sale string, endsAt time.Time, now bool, reqID string) (admin.ControlResult, error) {
 	action := "move_end"
 	if now {
 		action = "end"
 	}
-	return s.control(ctx, sale, action, reqID, func(before admin.SaleSummary) (any, func(pgx.Tx) error, error) {
+	return ct.control(ctx, sale, action, reqID, func(before admin.SaleSummary) (any, func(pgx.Tx) error, error) {
 		if before.State == admin.SaleEnded {
 			return nil, nil, errSaleEnded
 		}
-		t := s.now()
+		t := ct.Now()
 		starts := before.StartsAt
 		ends := endsAt.Truncate(time.Millisecond)
 		if now {
@@ -193,7 +220,7 @@ func (s *Service) MoveEnd(ctx context.Context, sale string, endsAt time.Time, no
 				return nil, nil, errEndsAtInPast
 			}
 		}
-		if err := s.setWindow(ctx, sale, before.Shards, starts.UnixMilli(), ends.UnixMilli()); err != nil {
+		if err := ct.setWindow(ctx, sale, before.Shards, starts.UnixMilli(), ends.UnixMilli()); err != nil {
 			return nil, nil, err
 		}
 		after := before
@@ -206,34 +233,34 @@ func (s *Service) MoveEnd(ctx context.Context, sale string, endsAt time.Time, no
 	})
 }
 
-// restorePaused writes a paused sale's state into Redis after preheat loaded it (preheat.lua
+// RestorePaused writes a paused sale's state into Redis after preheat loaded it (preheat.lua
 // writes "open"), in the same lock and fenced transaction as the preheat.
-func (s *Service) restorePaused(ctx context.Context, tx pgx.Tx, sale string, shards int) error {
+func (ct *Controls) RestorePaused(ctx context.Context, tx pgx.Tx, sale string, shards int) error {
 	var paused bool
 	if err := tx.QueryRow(ctx, `SELECT paused FROM sales WHERE id = $1`, sale).Scan(&paused); err != nil || !paused {
 		return err
 	}
-	_, err := s.setState(ctx, sale, shards, statePaused, eventPaused)
+	_, err := ct.setState(ctx, sale, shards, statePaused, eventPaused)
 	return err
 }
 
-func (s *Service) handlePause(w http.ResponseWriter, r *http.Request) {
-	res, err := s.SetPaused(r.Context(), r.PathValue("id"), true, requestID(r))
-	s.answerControl(w, "pause", err, res)
+func (ct *Controls) HandlePause(w http.ResponseWriter, r *http.Request) {
+	res, err := ct.SetPaused(r.Context(), r.PathValue("id"), true, requestID(r))
+	ct.answerControl(w, "pause", err, res)
 }
 
-func (s *Service) handleResume(w http.ResponseWriter, r *http.Request) {
-	res, err := s.SetPaused(r.Context(), r.PathValue("id"), false, requestID(r))
-	s.answerControl(w, "resume", err, res)
+func (ct *Controls) HandleResume(w http.ResponseWriter, r *http.Request) {
+	res, err := ct.SetPaused(r.Context(), r.PathValue("id"), false, requestID(r))
+	ct.answerControl(w, "resume", err, res)
 }
 
-func (s *Service) handleEnd(w http.ResponseWriter, r *http.Request) {
-	res, err := s.MoveEnd(r.Context(), r.PathValue("id"), time.Time{}, true, requestID(r))
-	s.answerControl(w, "end", err, res)
+func (ct *Controls) HandleEnd(w http.ResponseWriter, r *http.Request) {
+	res, err := ct.MoveEnd(r.Context(), r.PathValue("id"), time.Time{}, true, requestID(r))
+	ct.answerControl(w, "end", err, res)
 }
 
-// parseEndsAt decodes the body of PATCH /admin/sales/{id}: {"ends_at": RFC 3339}.
-func parseEndsAt(r io.Reader) (time.Time, error) {
+// ParseEndsAt decodes the body of PATCH /admin/sales/{id}: {"ends_at": RFC 3339}.
+func ParseEndsAt(r io.Reader) (time.Time, error) {
 	var body struct {
 		EndsAt *time.Time `json:"ends_at"`
 	}
@@ -247,40 +274,35 @@ func parseEndsAt(r io.Reader) (time.Time, error) {
 }
 
 // handlePatchSale serves PATCH /admin/sales/{id} {"ends_at": RFC 3339}.
-func (s *Service) handlePatchSale(w http.ResponseWriter, r *http.Request) {
-	endsAt, err := parseEndsAt(http.MaxBytesReader(w, r.Body, 1<<12))
+func (ct *Controls) HandlePatchSale(w http.ResponseWriter, r *http.Request) {
+	endsAt, err := ParseEndsAt(http.MaxBytesReader(w, r.Body, 1<<12))
 	if err != nil {
 		httpapi.Refuse(w, http.StatusBadRequest, contract.CodeBadRequest, err.Error())
 		return
 	}
-	res, err := s.MoveEnd(r.Context(), r.PathValue("id"), endsAt, false, requestID(r))
+	res, err := ct.MoveEnd(r.Context(), r.PathValue("id"), endsAt, false, requestID(r))
 	if httpapi.RefuseBadValue(w, err, "ends_at") {
-		s.Log.Warn("move end: Postgres refused a value of the request", "err", err)
+		ct.Log.Warn("move end: Postgres refused a value of the request", "err", err)
 		return
 	}
-	s.answerControl(w, "move end", err, res)
+	ct.answerControl(w, "move end", err, res)
 }
 
-// answerControl answers a control: its refusal, or as answerLocked does.
-func (s *Service) answerControl(w http.ResponseWriter, what string, err error, res any) {
+// answerControl answers a control: its refusal; 404 for an unknown sale; 409 busy while another
+// instance holds the sale's lock (or fenced this one out); 503 otherwise.
+func (ct *Controls) answerControl(w http.ResponseWriter, what string, err error, res any) {
 	var ce *controlError
-	if errors.As(err, &ce) {
+	switch {
+	case errors.As(err, &ce):
 		httpapi.Refuse(w, ce.status, ce.code, ce.msg)
-		return
+	case err == nil:
+		httpapi.WriteJSON(w, http.StatusOK, res)
+	case errors.Is(err, ErrUnknownSale), errors.Is(err, reconcile.ErrUnknownSale):
+		httpapi.Refuse(w, http.StatusNotFound, contract.CodeUnknownSale, "no such sale")
+	case errors.Is(err, lock.ErrBusy), errors.Is(err, lock.ErrFenced):
+		httpapi.Refuse(w, http.StatusConflict, "busy", what+" is running on another instance; retry")
+	default:
+		ct.Log.Warn(what+" failed", "err", err)
+		httpapi.Unavailable(w)
 	}
-	s.answerLocked(w, what, err, res)
-}
-
-// mountControls adds the operator routes to mux: the controls (admin tokens), the sales list
-// and the audit trail (viewer tokens too) and the live page (backend/ui). Everything is
-// under /admin/, so it follows the admin API to whichever listener serves it.
-func (s *Service) mountControls(mux *http.ServeMux, reg *prometheus.Registry) {
-	mux.HandleFunc("GET /admin/sales", s.viewer(s.handleListSales))
-	mux.HandleFunc("POST /admin/sales/{id}/pause", s.admin(s.handlePause))
-	mux.HandleFunc("POST /admin/sales/{id}/resume", s.admin(s.handleResume))
-	mux.HandleFunc("POST /admin/sales/{id}/end", s.admin(s.handleEnd))
-	mux.HandleFunc("PATCH /admin/sales/{id}", s.admin(s.handlePatchSale))
-	mux.HandleFunc("POST /admin/sales/{id}/stock", s.admin(s.handleStock))
-	mux.HandleFunc("GET /admin/audit", s.viewer(s.handleAudit))
-	s.cockpit().Mount(mux, reg)
 }

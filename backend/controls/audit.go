@@ -1,4 +1,4 @@
-package backend
+package controls
 
 import (
 	"context"
@@ -29,8 +29,8 @@ func writeAudit(ctx context.Context, tx pgx.Tx, who httpapi.Principal, action, s
 }
 
 // Audit lists the newest entries first, of one sale or (sale "") of all, at most limit.
-func (s *Service) Audit(ctx context.Context, sale string, limit int) ([]admin.AuditEntry, error) {
-	rows, err := s.Pool.Query(ctx, `SELECT id, at, who, role, action, sale_id, before, after, request_id
+func (ct *Controls) Audit(ctx context.Context, sale string, limit int) ([]admin.AuditEntry, error) {
+	rows, err := ct.Pool.Query(ctx, `SELECT id, at, who, role, action, sale_id, before, after, request_id
 		FROM audit_log WHERE $1 = '' OR sale_id = $1 ORDER BY id DESC LIMIT $2`, sale, limit)
 	if err != nil {
 		return nil, err
@@ -43,7 +43,7 @@ func (s *Service) Audit(ctx context.Context, sale string, limit int) ([]admin.Au
 }
 
 // handleAudit serves GET /admin/audit?sale=<id>&limit=<n> (default 100, at most 1000).
-func (s *Service) handleAudit(w http.ResponseWriter, r *http.Request) {
+func (ct *Controls) HandleAudit(w http.ResponseWriter, r *http.Request) {
 	sale := r.URL.Query().Get("sale")
 	if sale != "" && !contract.ValidID(sale) {
 		httpapi.Refuse(w, http.StatusBadRequest, contract.CodeBadRequest, "sale must match ^[A-Za-z0-9_-]{1,64}$")
@@ -58,9 +58,9 @@ func (s *Service) handleAudit(w http.ResponseWriter, r *http.Request) {
 		}
 		limit = n
 	}
-	entries, err := s.Audit(r.Context(), sale, limit)
+	entries, err := ct.Audit(r.Context(), sale, limit)
 	if err != nil {
-		s.Log.Warn("audit read failed", "err", err)
+		ct.Log.Warn("audit read failed", "err", err)
 		httpapi.Unavailable(w)
 		return
 	}

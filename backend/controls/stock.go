@@ -1,4 +1,4 @@
-package backend
+package controls
 
 import (
 	"context"
@@ -58,31 +58,31 @@ type StockRequest struct {
 // the batched writer locks them in), and stock.lua moves the variant's field and the total
 // "stock" in one call, so neither store ever shows a total that is not the sum of its
 // variants. The journal row records the variant: a request id names one change of one variant.
-func (s *Service) ChangeStock(ctx context.Context, sale string, req StockRequest) (admin.ControlResult, error) {
+func (ct *Controls) ChangeStock(ctx context.Context, sale string, req StockRequest) (admin.ControlResult, error) {
 	res := admin.ControlResult{Action: "stock", RequestID: req.RequestID}
 	key := lock.SaleKey(sale)
 	var resumed, reconcileAfter bool
 	var refusal error
-	err := s.withSaleLock(ctx, sale, 5*time.Second, func(held lock.Held) error {
-		before, err := s.saleSummary(ctx, s.Pool, sale)
+	err := lock.With(ctx, ct.Locker, lock.SaleKey(sale), 5*time.Second, func(held lock.Held) error {
+		before, err := ct.saleSummary(ctx, ct.Pool, sale)
 		if err != nil {
 			return err
 		}
-		vbefore, err := s.stockVariant(ctx, sale, before.Shards, req.Variant)
+		vbefore, err := ct.stockVariant(ctx, sale, before.Shards, req.Variant)
 		if err != nil {
 			return err
 		}
 		var rowSale, rowVariant, status string
 		var rowDelta int
 		var rowFence *int64
-		err = s.Pool.QueryRow(ctx, `SELECT sale_id, delta, status, variant_id, fence FROM stock_changes WHERE request_id = $1`, req.RequestID).
+		err = ct.Pool.QueryRow(ctx, `SELECT sale_id, delta, status, variant_id, fence FROM stock_changes WHERE request_id = $1`, req.RequestID).
 			Scan(&rowSale, &rowDelta, &status, &rowVariant, &rowFence)
 		found := err == nil
 		if err != nil && !errors.Is(err, pgx.ErrNoRows) {
 			return err
 		}
 		mark := func(status string) error {
-			return s.fenced(ctx, key, held, func(tx pgx.Tx) error {
+			return lock.Fenced(ctx, ct.Pool, key, held, func(tx pgx.Tx) error {
 				_, err := tx.Exec(ctx, `UPDATE stock_changes SET status = $2, updated_at = now() WHERE request_id = $1`, req.RequestID, status)
 				return err
 			})
@@ -104,15 +104,15 @@ func (s *Service) ChangeStock(ctx context.Context, sale string, req StockRequest
 				return errSaleEnded
 			}
 			// The sale's initial stock is the largest number the change moves (its stock and a
-			// variant's stay at or below it): past maxStock, refuse before any store changes.
-			if req.Add > 0 && before.InitialStock+req.Add > maxStock {
+			// variant's stay at or below it): past admin.MaxStock, refuse before any store changes.
+			if req.Add > 0 && before.InitialStock+req.Add > admin.MaxStock {
 				return &controlError{http.StatusBadRequest, contract.CodeBadRequest,
 					fmt.Sprintf("add %d would take the sale to %d units; a sale holds at most 1e9 (its initial stock is %d)",
 						req.Add, before.InitialStock+req.Add, before.InitialStock)}
 			}
 			if req.Add < 0 && (short(before.StockDB, before.StockRedis, req.Add) ||
 				vbefore != nil && short(vbefore.StockDB, vbefore.StockRedis, req.Add)) {
-				return errInsufficient
+				return ErrInsufficient
 			}
 		}
 		after := before
@@ -122,7 +122,7 @@ func (s *Service) ChangeStock(ctx context.Context, sale string, req StockRequest
 			n := *before.StockRedis + int64(req.Add)
 			after.StockRedis = &n
 		}
-		after.State = stateOf(s.now(), after)
+		after.State = stateOf(ct.Now(), after)
 		var vafter *admin.VariantStatus
 		if vbefore != nil {
 			v := *vbefore
@@ -150,7 +150,7 @@ func (s *Service) ChangeStock(ctx context.Context, sale string, req StockRequest
 
 		if req.Add > 0 {
 			if resumed {
-				done, err := s.finishAdd(ctx, sale, before.Shards, req, rowFence)
+				done, err := ct.finishAdd(ctx, sale, before.Shards, req, rowFence)
 				if err != nil {
 					return err
 				}
@@ -161,7 +161,7 @@ func (s *Service) ChangeStock(ctx context.Context, sale string, req StockRequest
 				reconcileAfter = true
 				return nil
 			}
-			if err := s.fenced(ctx, key, held, func(tx pgx.Tx) error {
+			if err := lock.Fenced(ctx, ct.Pool, key, held, func(tx pgx.Tx) error {
 				if err := journal(tx, "db"); err != nil {
 					return err
 				}
@@ -169,45 +169,45 @@ func (s *Service) ChangeStock(ctx context.Context, sale string, req StockRequest
 			}); err != nil {
 				return err
 			}
-			if err := stopAt("add:postgres"); err != nil {
+			if err := ct.stopAt("add:postgres"); err != nil {
 				return err
 			}
-			if err := s.applyStockRedis(ctx, sale, before.Shards, req.RequestID, req.Add, req.Variant); err != nil {
+			if err := ct.applyStockRedis(ctx, sale, before.Shards, req.RequestID, req.Add, req.Variant); err != nil {
 				return err
 			}
 			return mark("applied")
 		}
 
 		if !found {
-			if err := s.fenced(ctx, key, held, func(tx pgx.Tx) error { return journal(tx, "pending") }); err != nil {
+			if err := lock.Fenced(ctx, ct.Pool, key, held, func(tx pgx.Tx) error { return journal(tx, "pending") }); err != nil {
 				return err
 			}
-			if err := stopAt("remove:journal"); err != nil {
+			if err := ct.stopAt("remove:journal"); err != nil {
 				return err
 			}
 		}
-		err = s.applyStockRedis(ctx, sale, before.Shards, req.RequestID, req.Add, req.Variant)
+		err = ct.applyStockRedis(ctx, sale, before.Shards, req.RequestID, req.Add, req.Variant)
 		if errors.Is(err, errStockShort) {
-			refusal = errInsufficient
+			refusal = ErrInsufficient
 			return mark("refused")
 		}
 		if err != nil {
 			return err
 		}
-		if err := stopAt("remove:redis"); err != nil {
+		if err := ct.stopAt("remove:redis"); err != nil {
 			return err
 		}
-		err = s.fenced(ctx, key, held, func(tx pgx.Tx) error {
+		err = lock.Fenced(ctx, ct.Pool, key, held, func(tx pgx.Tx) error {
 			if err := applyDB(tx); err != nil {
 				return err
 			}
 			_, err := tx.Exec(ctx, `UPDATE stock_changes SET status = 'applied', updated_at = now() WHERE request_id = $1`, req.RequestID)
 			return err
 		})
-		if errors.Is(err, errInsufficient) {
+		if errors.Is(err, ErrInsufficient) {
 			// Postgres disagrees with Redis (orders in flight took the units): Redis was cut
 			// already, so reconcile gives them back from Postgres's count.
-			refusal, reconcileAfter = errInsufficient, true
+			refusal, reconcileAfter = ErrInsufficient, true
 			return mark("refused")
 		}
 		reconcileAfter = reconcileAfter || resumed
@@ -217,13 +217,13 @@ func (s *Service) ChangeStock(ctx context.Context, sale string, req StockRequest
 		return res, err
 	}
 	if reconcileAfter {
-		rep, err := s.Reconcile(ctx, sale)
+		rep, err := ct.Reconcile(ctx, sale)
 		if err != nil {
 			return res, fmt.Errorf("reconcile after an interrupted stock change: %w", err)
 		}
 		res.Reconcile = &rep
 		if refusal == nil && req.Add > 0 {
-			if err := s.markStockChange(ctx, req.RequestID, "applied"); err != nil {
+			if err := ct.markStockChange(ctx, req.RequestID, "applied"); err != nil {
 				return res, err
 			}
 		}
@@ -232,9 +232,9 @@ func (s *Service) ChangeStock(ctx context.Context, sale string, req StockRequest
 		return res, refusal
 	}
 	if !res.Replayed {
-		s.Log.Info("sale control", "sale_id", sale, "action", "stock", "add", req.Add, "variant", req.Variant, "who", who(ctx).Name, "request_id", req.RequestID)
-		if res.Sale, err = s.saleSummary(ctx, s.Pool, sale); err == nil && req.Variant != "" {
-			res.Variant, err = s.stockVariant(ctx, sale, res.Sale.Shards, req.Variant)
+		ct.Log.Info("sale control", "sale_id", sale, "action", "stock", "add", req.Add, "variant", req.Variant, "who", who(ctx).Name, "request_id", req.RequestID)
+		if res.Sale, err = ct.saleSummary(ctx, ct.Pool, sale); err == nil && req.Variant != "" {
+			res.Variant, err = ct.stockVariant(ctx, sale, res.Sale.Shards, req.Variant)
 		}
 	}
 	return res, err
@@ -247,11 +247,11 @@ func (s *Service) ChangeStock(ctx context.Context, sale string, req StockRequest
 // step since (a reconcile or a preheat, which set Redis from Postgres and so may have given
 // Redis the units already). Otherwise only reconcile can tell, and it reports false; when
 // every meta hash recorded the request, the change was complete and it reports true.
-func (s *Service) finishAdd(ctx context.Context, sale string, shards int, req StockRequest, fence *int64) (bool, error) {
+func (ct *Controls) finishAdd(ctx context.Context, sale string, shards int, req StockRequest, fence *int64) (bool, error) {
 	ids := contract.ShardIDs(sale, shards)
 	recorded := 0
 	for _, id := range ids {
-		in, err := s.Redis.SIsMember(ctx, stockRequestsKey(id), req.RequestID).Result()
+		in, err := ct.Redis.SIsMember(ctx, StockRequestsKey(id), req.RequestID).Result()
 		if err != nil {
 			return false, err
 		}
@@ -266,24 +266,22 @@ func (s *Service) finishAdd(ctx context.Context, sale string, shards int, req St
 		return false, nil
 	}
 	var seen int64
-	if err := s.Pool.QueryRow(ctx, `SELECT token FROM fences WHERE lock_key = $1`, lock.SaleKey(sale)).Scan(&seen); err != nil {
+	if err := ct.Pool.QueryRow(ctx, `SELECT token FROM fences WHERE lock_key = $1`, lock.SaleKey(sale)).Scan(&seen); err != nil {
 		return false, err
 	}
 	if seen != *fence {
 		return false, nil
 	}
-	return true, s.applyStockRedis(ctx, sale, shards, req.RequestID, req.Add, req.Variant)
+	return true, ct.applyStockRedis(ctx, sale, shards, req.RequestID, req.Add, req.Variant)
 }
 
-// stockStop, set by tests only, is asked at each point of a stock change between its two
-// stores (stopAt); an error stops the change there, as a backend that stopped would.
-var stockStop func(step string) error
-
-func stopAt(step string) error {
-	if stockStop == nil {
+// stopAt asks Stop (tests only) at each point of a stock change between its two stores; an
+// error stops the change there, as a backend that stopped would.
+func (ct *Controls) stopAt(step string) error {
+	if ct.Stop == nil {
 		return nil
 	}
-	return stockStop(step)
+	return ct.Stop(step)
 }
 
 // short reports whether removing -add units would take a stock below zero (in Postgres, or in
@@ -294,8 +292,8 @@ func short(db int, redis *int64, add int) bool {
 
 // stockVariant checks a stock change's variant against the sale's variants and reads that
 // variant in both stores; nil for a change of a sale without variants.
-func (s *Service) stockVariant(ctx context.Context, sale string, k int, variant string) (*admin.VariantStatus, error) {
-	vs, err := shards.Variants(ctx, s.Pool, sale)
+func (ct *Controls) stockVariant(ctx context.Context, sale string, k int, variant string) (*admin.VariantStatus, error) {
+	vs, err := shards.Variants(ctx, ct.Pool, sale)
 	switch {
 	case err != nil:
 		return nil, err
@@ -309,7 +307,7 @@ func (s *Service) stockVariant(ctx context.Context, sale string, k int, variant 
 	for _, v := range vs {
 		if v.ID == variant {
 			one := []admin.VariantStatus{v}
-			if err := fillVariantsRedis(ctx, s.Redis, sale, k, one); err != nil {
+			if err := shards.FillVariants(ctx, ct.Redis, sale, k, one); err != nil {
 				return nil, err
 			}
 			return &one[0], nil
@@ -319,7 +317,7 @@ func (s *Service) stockVariant(ctx context.Context, sale string, k int, variant 
 }
 
 // applyStockDB is a stock change's Postgres side: the sale's stock and initial stock, and with
-// a variant the variant's too, each guarded by stock >= 0 (errInsufficient otherwise; the
+// a variant the variant's too, each guarded by stock >= 0 (ErrInsufficient otherwise; the
 // caller's transaction then rolls back). The sale's row is updated first: the batched writer
 // locks a sale's row before its variants' rows, so the two never deadlock.
 func applyStockDB(ctx context.Context, tx pgx.Tx, sale, variant string, add int) error {
@@ -329,7 +327,7 @@ func applyStockDB(ctx context.Context, tx pgx.Tx, sale, variant string, add int)
 		return err
 	}
 	if tag.RowsAffected() == 0 {
-		return errInsufficient
+		return ErrInsufficient
 	}
 	if variant == "" {
 		return nil
@@ -340,7 +338,7 @@ func applyStockDB(ctx context.Context, tx pgx.Tx, sale, variant string, add int)
 		return err
 	}
 	if tag.RowsAffected() == 0 {
-		return errInsufficient
+		return ErrInsufficient
 	}
 	return nil
 }
@@ -357,8 +355,8 @@ func stockAuditView(sum admin.SaleSummary, v *admin.VariantStatus) map[string]an
 }
 
 // markStockChange sets a journal row's status outside the sale's lock (after reconcile).
-func (s *Service) markStockChange(ctx context.Context, req, status string) error {
-	_, err := s.Pool.Exec(ctx, `UPDATE stock_changes SET status = $2, updated_at = now() WHERE request_id = $1`, req, status)
+func (ct *Controls) markStockChange(ctx context.Context, req, status string) error {
+	_, err := ct.Pool.Exec(ctx, `UPDATE stock_changes SET status = $2, updated_at = now() WHERE request_id = $1`, req, status)
 	return err
 }
 
@@ -370,7 +368,7 @@ func ParseStockRequest(r io.Reader) (StockRequest, error) {
 		return req, fmt.Errorf("body must be JSON {\"add\": N, \"request_id\": \"...\", \"variant\": \"<id>\" (optional)}: %w", err)
 	}
 	switch {
-	case req.Add == 0 || req.Add > maxStock || req.Add < -maxStock:
+	case req.Add == 0 || req.Add > admin.MaxStock || req.Add < -admin.MaxStock:
 		return req, errors.New("add must be a non-zero integer within ±1e9")
 	case !requestIDPattern.MatchString(req.RequestID):
 		return req, errors.New("request_id is required: 1..128 of [A-Za-z0-9._:-]")
@@ -381,16 +379,16 @@ func ParseStockRequest(r io.Reader) (StockRequest, error) {
 }
 
 // handleStock serves POST /admin/sales/{id}/stock {"add": N, "request_id": "...", "variant": "<id>"}.
-func (s *Service) handleStock(w http.ResponseWriter, r *http.Request) {
+func (ct *Controls) HandleStock(w http.ResponseWriter, r *http.Request) {
 	req, err := ParseStockRequest(http.MaxBytesReader(w, r.Body, 1<<12))
 	if err != nil {
 		httpapi.Refuse(w, http.StatusBadRequest, contract.CodeBadRequest, err.Error())
 		return
 	}
-	res, err := s.ChangeStock(r.Context(), r.PathValue("id"), req)
+	res, err := ct.ChangeStock(r.Context(), r.PathValue("id"), req)
 	if httpapi.RefuseBadValue(w, err, "add") {
-		s.Log.Warn("stock change: Postgres refused a value of the request", "err", err)
+		ct.Log.Warn("stock change: Postgres refused a value of the request", "err", err)
 		return
 	}
-	s.answerControl(w, "stock change", err, res)
+	ct.answerControl(w, "stock change", err, res)
 }

@@ -1,4 +1,4 @@
-package backend
+package controls
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 	"fmt"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/seckilledge/seckill/backend/internal/shards"
 	"github.com/seckilledge/seckill/backend/reconcile"
 	"github.com/seckilledge/seckill/contract"
 )
@@ -16,11 +17,11 @@ import (
 // on Redis Cluster. They live next to the controls rather than in lua/ because only the
 // backend's controls run them.
 
-//go:embed controls/*.lua
+//go:embed *.lua
 var controlScripts embed.FS
 
 func controlScript(name string) *redis.Script {
-	src, err := controlScripts.ReadFile("controls/" + name + ".lua")
+	src, err := controlScripts.ReadFile(name + ".lua")
 	if err != nil {
 		panic(err)
 	}
@@ -48,8 +49,8 @@ const (
 	eventResumed = "resumed"
 )
 
-// stockRequestsKey is a sale's (or shard's) set of stock-change request ids applied in Redis.
-func stockRequestsKey(id string) string { return "seckill:" + contract.SaleTag(id) + ":stock_requests" }
+// StockRequestsKey is a sale's (or shard's) set of stock-change request ids applied in Redis.
+func StockRequestsKey(id string) string { return "seckill:" + contract.SaleTag(id) + ":stock_requests" }
 
 // metaIDs lists the ids whose meta hash a control writes: the sale's own and, for a sharded
 // sale, every shard's (the gate reads the shard's meta when it decides).
@@ -62,10 +63,10 @@ func metaIDs(sale string, shards int) []string {
 
 // setState writes state into every meta hash of the sale that exists in Redis and publishes
 // event. It reports whether the sale is in Redis at all.
-func (s *Service) setState(ctx context.Context, sale string, shards int, state, event string) (bool, error) {
+func (ct *Controls) setState(ctx context.Context, sale string, shards int, state, event string) (bool, error) {
 	inRedis := false
 	for _, id := range metaIDs(sale, shards) {
-		err := scriptState.Run(ctx, s.Redis, []string{contract.MetaKey(id)}, state).Err()
+		err := scriptState.Run(ctx, ct.Redis, []string{contract.MetaKey(id)}, state).Err()
 		switch {
 		case err == nil:
 			inRedis = true
@@ -74,13 +75,13 @@ func (s *Service) setState(ctx context.Context, sale string, shards int, state, 
 			return inRedis, fmt.Errorf("state.lua on %s: %w", id, err)
 		}
 	}
-	return inRedis, s.Redis.Publish(ctx, contract.EventsChannel, event+":"+sale).Err()
+	return inRedis, ct.Redis.Publish(ctx, contract.EventsChannel, event+":"+sale).Err()
 }
 
 // redisStates reads the state field of every meta hash of the sale that exists.
-func (s *Service) redisStates(ctx context.Context, sale string, shards int) ([]string, error) {
+func (ct *Controls) redisStates(ctx context.Context, sale string, shards int) ([]string, error) {
 	ids := metaIDs(sale, shards)
-	pipe := s.Redis.Pipeline()
+	pipe := ct.Redis.Pipeline()
 	cmds := make([]*redis.SliceCmd, len(ids))
 	for i, id := range ids {
 		cmds[i] = pipe.HMGet(ctx, contract.MetaKey(id), contract.FieldStock, contract.FieldState)
@@ -100,10 +101,10 @@ func (s *Service) redisStates(ctx context.Context, sale string, shards int) ([]s
 }
 
 // setWindow writes a new window into every meta hash of the sale that exists in Redis.
-func (s *Service) setWindow(ctx context.Context, sale string, shards int, startsMS, endsMS int64) error {
+func (ct *Controls) setWindow(ctx context.Context, sale string, shards int, startsMS, endsMS int64) error {
 	for _, id := range metaIDs(sale, shards) {
-		err := scriptWindow.Run(ctx, s.Redis, []string{contract.MetaKey(id), contract.BuyersKey(id), contract.HeldKey(id)},
-			startsMS, endsMS, s.retention().Milliseconds()).Err()
+		err := scriptWindow.Run(ctx, ct.Redis, []string{contract.MetaKey(id), contract.BuyersKey(id), contract.HeldKey(id)},
+			startsMS, endsMS, ct.Retention.Milliseconds()).Err()
 		if err != nil {
 			return fmt.Errorf("window.lua on %s: %w", id, err)
 		}
@@ -129,11 +130,11 @@ var errStockShort = errors.New("not enough unsold units")
 // their units back (under req+"#undo") and errStockShort is returned. With a variant ("" for
 // none), the variant's units move together with the total in each script call, and a sharded
 // sale's shares are judged by each shard's units of that variant.
-func (s *Service) applyStockRedis(ctx context.Context, sale string, shards int, req string, delta int, variant string) error {
+func (ct *Controls) applyStockRedis(ctx context.Context, sale string, k int, req string, delta int, variant string) error {
 	run := func(id string, req string, delta int64) ([]int64, error) {
-		return scriptStock.Run(ctx, s.Redis, []string{contract.MetaKey(id), stockRequestsKey(id)}, id, req, delta, variant).Int64Slice()
+		return scriptStock.Run(ctx, ct.Redis, []string{contract.MetaKey(id), StockRequestsKey(id)}, id, req, delta, variant).Int64Slice()
 	}
-	if shards <= 1 {
+	if k <= 1 {
 		out, err := run(sale, req, int64(delta))
 		if err != nil {
 			return fmt.Errorf("stock.lua: %w", err)
@@ -143,21 +144,21 @@ func (s *Service) applyStockRedis(ctx context.Context, sale string, shards int, 
 		}
 		return nil
 	}
-	ids := contract.ShardIDs(sale, shards)
+	ids := contract.ShardIDs(sale, k)
 	// One round trip reads each shard's total and its units of every variant.
-	metas, err := readShardMetas(ctx, s.Redis, ids)
+	metas, err := shards.ReadMetas(ctx, ct.Redis, ids)
 	if err != nil {
 		return err
 	}
-	for _, ok := range metas.present {
+	for _, ok := range metas.Present {
 		if !ok {
 			return nil // not (fully) in Redis: preheat loads the Postgres stock
 		}
 	}
-	stocks := metas.stocks
+	stocks := metas.Stocks
 	if variant != "" {
 		// A shard without the variant's field holds none of it.
-		stocks = metas.vstocks[variant]
+		stocks = metas.VStocks[variant]
 		if stocks == nil {
 			stocks = make([]int64, len(ids))
 		}
@@ -184,7 +185,7 @@ func (s *Service) applyStockRedis(ctx context.Context, sale string, shards int, 
 	if delta > 0 {
 		// The gateways' sold-out flags of a sharded sale are per shard (published above);
 		// the sale's own is cleared too, for gateways that keep one.
-		return s.Redis.Publish(ctx, contract.EventsChannel, contract.EventRestock+":"+sale).Err()
+		return ct.Redis.Publish(ctx, contract.EventsChannel, contract.EventRestock+":"+sale).Err()
 	}
 	return nil
 }
