@@ -6,7 +6,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/seckilledge/seckill/backend/internal/httpapi"
+	"github.com/seckilledge/seckill/backend/orders"
 	"github.com/seckilledge/seckill/contract"
+	"github.com/seckilledge/seckill/contract/admin"
+	adminapi "github.com/seckilledge/seckill/contract/admin"
 	"github.com/seckilledge/seckill/internal/testenv"
 )
 
@@ -31,7 +35,7 @@ func TestOrderStatusIsQueuedThenCreatedAndOnlyTheOwnerSeesIt(t *testing.T) {
 	if code, _, ref := get("someone-else", m.OrderID); code != 404 || ref.Code != contract.CodeUnknownOrder {
 		t.Fatalf("another user sees a queued order: %d %+v", code, ref)
 	}
-	if _, err := (&Writer{Pool: e.pool}).WriteBatch(ctx, []contract.OrderMessage{m}); err != nil {
+	if _, err := (&orders.Writer{Pool: e.pool}).WriteBatch(ctx, []contract.OrderMessage{m}); err != nil {
 		t.Fatal(err)
 	}
 	if code, v, _ := get(m.UserID, m.OrderID); code != 200 || v.Status != contract.StatusCreated {
@@ -59,7 +63,7 @@ func TestOnlyTheShopConfirmsPaymentOnceAndFailedOrdersAreNotPayable(t *testing.T
 	ctx := context.Background()
 	sale := e.sale(1)
 	msgs := e.accept(sale, 3) // the third is over the stock of Postgres: it fails
-	if _, err := (&Writer{Pool: e.pool}).WriteBatch(ctx, msgs); err != nil {
+	if _, err := (&orders.Writer{Pool: e.pool}).WriteBatch(ctx, msgs); err != nil {
 		t.Fatal(err)
 	}
 	var created, failed contract.OrderMessage
@@ -72,10 +76,10 @@ func TestOnlyTheShopConfirmsPaymentOnceAndFailedOrdersAreNotPayable(t *testing.T
 			failed = m
 		}
 	}
-	orders, admin := e.servers(false)
+	orderSrv, admin := e.servers(false)
 	status := func(m contract.OrderMessage) string {
 		var v OrderView
-		doJSON(t, "GET", orders.URL+"/orders/"+m.OrderID, map[string]string{"X-User-ID": m.UserID}, "", &v)
+		doJSON(t, "GET", orderSrv.URL+"/orders/"+m.OrderID, map[string]string{"X-User-ID": m.UserID}, "", &v)
 		return v.Status
 	}
 	// The buyer cannot pay through the order API, whatever the method or path.
@@ -90,7 +94,7 @@ func TestOnlyTheShopConfirmsPaymentOnceAndFailedOrdersAreNotPayable(t *testing.T
 		{"PATCH", "/orders/" + created.OrderID, 405},
 		{"POST", "/shop/orders/" + created.OrderID + "/paid", 404},
 	} {
-		if code := doJSON(t, tc.method, orders.URL+tc.path, map[string]string{"X-User-ID": created.UserID}, `{"status":"paid"}`, &ref); code != tc.want || ref.Code == "" {
+		if code := doJSON(t, tc.method, orderSrv.URL+tc.path, map[string]string{"X-User-ID": created.UserID}, `{"status":"paid"}`, &ref); code != tc.want || ref.Code == "" {
 			t.Fatalf("%s %s on the order API: %d %+v, want %d with a JSON code", tc.method, tc.path, code, ref, tc.want)
 		}
 	}
@@ -128,8 +132,8 @@ func TestOnlyTheShopConfirmsPaymentOnceAndFailedOrdersAreNotPayable(t *testing.T
 		t.Fatalf("paid of a queued order: %d %+v", code, ref)
 	}
 	var v OrderView
-	doJSON(t, "GET", orders.URL+"/orders/"+failed.OrderID, map[string]string{"X-User-ID": failed.UserID}, "", &v)
-	if v.Status != contract.StatusFailed || v.Reason != ReasonSoldOutInDB {
+	doJSON(t, "GET", orderSrv.URL+"/orders/"+failed.OrderID, map[string]string{"X-User-ID": failed.UserID}, "", &v)
+	if v.Status != contract.StatusFailed || v.Reason != orders.ReasonSoldOutInDB {
 		t.Fatalf("failed order shows %+v", v)
 	}
 }
@@ -139,7 +143,7 @@ func TestPaymentPastPayWithinIsRefusedEvenBeforeTheSweeper(t *testing.T) {
 	ctx := context.Background()
 	sale := e.sale(2)
 	m := e.accept(sale, 1)[0]
-	if _, err := (&Writer{Pool: e.pool}).WriteBatch(ctx, []contract.OrderMessage{m}); err != nil {
+	if _, err := (&orders.Writer{Pool: e.pool}).WriteBatch(ctx, []contract.OrderMessage{m}); err != nil {
 		t.Fatal(err)
 	}
 	_, _ = e.pool.Exec(ctx, `UPDATE orders SET created_at = now() - interval '1 hour' WHERE order_id = $1`, m.OrderID)
@@ -173,14 +177,14 @@ func TestAdminAPICreatesPreheatsAndReportsASaleBehindItsToken(t *testing.T) {
 	if code := doJSON(t, "POST", srv.URL+"/admin/sales", auth, `{"id":"x y","stock":1}`, &ref); code != 400 {
 		t.Fatalf("bad body: %d", code)
 	}
-	var st SaleStatus
+	var st adminapi.SaleStatus
 	if code := doJSON(t, "POST", srv.URL+"/admin/sales", auth, body, &st); code != 201 || st.StockDB != 7 || st.PayWithin != "15m0s" {
 		t.Fatalf("create: %d %+v", code, st)
 	}
 	if code := doJSON(t, "POST", srv.URL+"/admin/sales", auth, body, &ref); code != 409 {
 		t.Fatalf("create twice: %d", code)
 	}
-	var pre PreheatResult
+	var pre admin.PreheatResult
 	if code := doJSON(t, "POST", srv.URL+"/admin/sales/"+sale+"/preheat", auth, "", &pre); code != 200 || !pre.Created || pre.StockRedis != 7 {
 		t.Fatalf("preheat: %d %+v", code, pre)
 	}
@@ -204,7 +208,7 @@ func TestAdminAPICreatesPreheatsAndReportsASaleBehindItsToken(t *testing.T) {
 
 func TestBaselinesNeedTheAdminTokenRefuseALiveSaleAndSellEachUnitOnce(t *testing.T) {
 	e := newEnv(t)
-	orders, admin := e.servers(true)
+	orderSrv, admin := e.servers(true)
 	buyer := func(user string) map[string]string {
 		return map[string]string{"X-User-ID": user, "Authorization": "Bearer " + testAdminToken}
 	}
@@ -221,7 +225,7 @@ func TestBaselinesNeedTheAdminTokenRefuseALiveSaleAndSellEachUnitOnce(t *testing
 				t.Fatalf("%s without the admin token: %d %+v", kind, code, ref)
 			}
 		}
-		if code := doJSON(t, "POST", orders.URL+"/baseline/"+kind+"/"+sale, buyer("a"), "", &ref); code != 404 || ref.Code != codeNotFound {
+		if code := doJSON(t, "POST", orderSrv.URL+"/baseline/"+kind+"/"+sale, buyer("a"), "", &ref); code != 404 || ref.Code != httpapi.CodeNotFound {
 			t.Fatalf("%s served on the order listener: %d %+v", kind, code, ref)
 		}
 		if n := e.accounted(sale); n != 0 {
@@ -241,7 +245,7 @@ func TestBaselinesNeedTheAdminTokenRefuseALiveSaleAndSellEachUnitOnce(t *testing
 		}
 		// A sale preheated into Redis belongs to the gate: the baselines refuse it.
 		live := e.sale(5)
-		if code := doJSON(t, "POST", admin.URL+"/baseline/"+kind+"/"+live, buyer("d"), "", &ref); code != 409 || ref.Code != codeSalePreheated {
+		if code := doJSON(t, "POST", admin.URL+"/baseline/"+kind+"/"+live, buyer("d"), "", &ref); code != 409 || ref.Code != httpapi.CodeSalePreheated {
 			t.Fatalf("%s on a preheated sale: %d %+v", kind, code, ref)
 		}
 		if n := e.accounted(live); n != 0 {

@@ -1,42 +1,36 @@
 package backend
 
 import (
-	"context"
 	"crypto/subtle"
 	"fmt"
 	"net/http"
 	"strings"
 
+	"github.com/seckilledge/seckill/backend/internal/httpapi"
+	"github.com/seckilledge/seckill/backend/ui"
 	"github.com/seckilledge/seckill/contract"
 	"github.com/seckilledge/seckill/internal/weaksecret"
 )
 
-// Role is what a named admin token may do.
-type Role string
-
-const (
-	// RoleAdmin may read everything and run every control.
-	RoleAdmin Role = "admin"
-	// RoleViewer may read (sale status, sales list, audit trail, the live page) and nothing else.
-	RoleViewer Role = "viewer"
-	// RoleShop may confirm payments: the shop's server, never a buyer.
-	RoleShop Role = "shop"
-)
-
-// MinTokenLength is the shortest webhook signing secret the backend accepts: a short secret is
-// guessable. Admin tokens must pass the stricter weaksecret.Check (at least 32 bytes, and more).
-const MinTokenLength = 16
-
-// Principal is who called the admin API: the token's name (written to the audit trail) and role.
-type Principal struct {
-	Name string `json:"name"`
-	Role Role   `json:"role"`
-}
-
 type namedToken struct {
 	secret []byte
-	who    Principal
+	who    httpapi.Principal
 }
+
+// Principal is who a named token is and what it may do; Role is that "what"
+// (SECKILL_ADMIN_TOKENS=name:token:role). Aliases of the admin API's own types, so callers
+// outside the backend (tests, tools) can read what Tokens.Lookup answers.
+type (
+	Principal = httpapi.Principal
+	Role      = httpapi.Role
+)
+
+// The roles of SECKILL_ADMIN_TOKENS.
+const (
+	RoleAdmin  = httpapi.RoleAdmin
+	RoleViewer = httpapi.RoleViewer
+	RoleShop   = httpapi.RoleShop
+)
 
 // Tokens holds the named admin tokens. The zero value accepts nothing.
 type Tokens struct{ list []namedToken }
@@ -48,7 +42,7 @@ type Tokens struct{ list []namedToken }
 func ParseTokens(named, single string) (*Tokens, error) {
 	t := &Tokens{}
 	seenName := map[string]bool{}
-	add := func(name, secret string, role Role) error {
+	add := func(name, secret string, role httpapi.Role) error {
 		if !contract.ValidID(name) {
 			return fmt.Errorf("admin token name %q: want %s", name, "1-64 of [A-Za-z0-9_-]")
 		}
@@ -60,7 +54,7 @@ func ParseTokens(named, single string) (*Tokens, error) {
 			return fmt.Errorf("admin token %q is refused: %w (make one with `openssl rand -hex 24`)", name, err)
 		}
 		switch role {
-		case RoleAdmin, RoleViewer, RoleShop:
+		case httpapi.RoleAdmin, httpapi.RoleViewer, httpapi.RoleShop:
 		default:
 			return fmt.Errorf("admin token %q: unknown role %q (admin, viewer, shop)", name, role)
 		}
@@ -70,7 +64,7 @@ func ParseTokens(named, single string) (*Tokens, error) {
 			}
 		}
 		seenName[name] = true
-		t.list = append(t.list, namedToken{secret: []byte(secret), who: Principal{Name: name, Role: role}})
+		t.list = append(t.list, namedToken{secret: []byte(secret), who: httpapi.Principal{Name: name, Role: role}})
 		return nil
 	}
 	for _, item := range strings.Split(named, ",") {
@@ -79,11 +73,11 @@ func ParseTokens(named, single string) (*Tokens, error) {
 			continue
 		}
 		parts := strings.Split(item, ":")
-		role := RoleAdmin
+		role := httpapi.RoleAdmin
 		switch len(parts) {
 		case 2:
 		case 3:
-			role = Role(parts[2])
+			role = httpapi.Role(parts[2])
 		default:
 			return nil, fmt.Errorf("SECKILL_ADMIN_TOKENS entry %d: want name:token:role", len(t.list)+1)
 		}
@@ -92,7 +86,7 @@ func ParseTokens(named, single string) (*Tokens, error) {
 		}
 	}
 	if single != "" {
-		if err := add("admin", single, RoleAdmin); err != nil {
+		if err := add("admin", single, httpapi.RoleAdmin); err != nil {
 			return nil, fmt.Errorf("SECKILL_ADMIN_TOKEN: %w", err)
 		}
 	}
@@ -104,8 +98,8 @@ func (t *Tokens) Empty() bool { return t == nil || len(t.list) == 0 }
 
 // Lookup finds the principal of a presented secret. Every configured token is compared, in
 // constant time, so the answer's timing says nothing about which one matched.
-func (t *Tokens) Lookup(secret string) (Principal, bool) {
-	var who Principal
+func (t *Tokens) Lookup(secret string) (httpapi.Principal, bool) {
+	var who httpapi.Principal
 	found := false
 	if t == nil || secret == "" {
 		return who, false
@@ -118,44 +112,26 @@ func (t *Tokens) Lookup(secret string) (Principal, bool) {
 	return who, found
 }
 
-type principalKey struct{}
-
-// PrincipalFrom returns the caller that the admin middleware authenticated.
-func PrincipalFrom(ctx context.Context) (Principal, bool) {
-	p, ok := ctx.Value(principalKey{}).(Principal)
-	return p, ok
-}
-
-// bearer returns the credentials of "Authorization: Bearer <token>", the scheme matched
-// case-insensitively (RFC 9110 section 11.1).
-func bearer(r *http.Request) string {
-	scheme, cred, ok := strings.Cut(r.Header.Get("Authorization"), " ")
-	if !ok || !strings.EqualFold(scheme, "Bearer") {
-		return ""
-	}
-	return strings.TrimSpace(cred)
-}
-
 // tokens returns the service's token set: Tokens, or the single AdminToken of older setups.
 func (s *Service) tokens() *Tokens {
 	if !s.Tokens.Empty() || s.AdminToken == "" {
 		return s.Tokens
 	}
-	return &Tokens{list: []namedToken{{secret: []byte(s.AdminToken), who: Principal{Name: "admin", Role: RoleAdmin}}}}
+	return &Tokens{list: []namedToken{{secret: []byte(s.AdminToken), who: httpapi.Principal{Name: "admin", Role: httpapi.RoleAdmin}}}}
 }
 
 // allow wraps a handler so that only the given roles reach it: 401 without a known token, 403
 // for a known token of another role. The principal is in the request's context.
-func (s *Service) allow(next http.HandlerFunc, roles ...Role) http.HandlerFunc {
+func (s *Service) allow(next http.HandlerFunc, roles ...httpapi.Role) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		// The live page's session (fromSession) stands for a token; otherwise the Bearer header.
-		ps, ok := sessionFrom(r.Context())
-		who := ps.who
+		// The live page's session (ui.Cockpit.FromSession) stands for a token; otherwise the
+		// Bearer header.
+		who, ok := ui.SessionPrincipal(r.Context())
 		if !ok {
-			who, ok = s.tokens().Lookup(bearer(r))
+			who, ok = s.tokens().Lookup(httpapi.Bearer(r))
 		}
 		if !ok {
-			refuse(w, http.StatusUnauthorized, contract.CodeUnauthenticated, "admin token required")
+			httpapi.Refuse(w, http.StatusUnauthorized, contract.CodeUnauthenticated, "admin token required")
 			return
 		}
 		permitted := false
@@ -163,21 +139,23 @@ func (s *Service) allow(next http.HandlerFunc, roles ...Role) http.HandlerFunc {
 			permitted = permitted || who.Role == role
 		}
 		if !permitted {
-			refuse(w, http.StatusForbidden, codeForbidden, fmt.Sprintf("token %q (role %s) may not do this", who.Name, who.Role))
+			httpapi.Refuse(w, http.StatusForbidden, httpapi.CodeForbidden, fmt.Sprintf("token %q (role %s) may not do this", who.Name, who.Role))
 			return
 		}
 		if id := r.PathValue("id"); id != "" && !contract.ValidID(id) {
-			refuse(w, http.StatusBadRequest, contract.CodeBadRequest, "invalid id")
+			httpapi.Refuse(w, http.StatusBadRequest, contract.CodeBadRequest, "invalid id")
 			return
 		}
-		next(w, r.WithContext(context.WithValue(r.Context(), principalKey{}, who)))
+		next(w, r.WithContext(httpapi.WithPrincipal(r.Context(), who)))
 	}
 }
 
 // admin lets only admin tokens through (every control and write).
-func (s *Service) admin(next http.HandlerFunc) http.HandlerFunc { return s.allow(next, RoleAdmin) }
+func (s *Service) admin(next http.HandlerFunc) http.HandlerFunc {
+	return s.allow(next, httpapi.RoleAdmin)
+}
 
 // viewer lets admin and viewer tokens through (read-only admin routes).
 func (s *Service) viewer(next http.HandlerFunc) http.HandlerFunc {
-	return s.allow(next, RoleAdmin, RoleViewer)
+	return s.allow(next, httpapi.RoleAdmin, httpapi.RoleViewer)
 }

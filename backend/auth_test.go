@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/seckilledge/seckill/backend/internal/httpapi"
 )
 
 func TestParseTokensReadsNamedTokensAndTheSingleOne(t *testing.T) {
@@ -14,12 +16,12 @@ func TestParseTokensReadsNamedTokensAndTheSingleOne(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cases := map[string]Principal{
-		"alice-secret-0123456789-abcdefghijklm":  {"alice", RoleAdmin},
-		"eve-secret-0123456789-abcdefghijklm":    {"eve", RoleViewer},
-		"shop-secret-0123456789-abcdefghijklm":   {"shop1", RoleShop},
-		"bob-secret-0123456789-abcdefghijklm":    {"bob", RoleAdmin},
-		"legacy-secret-0123456789-abcdefghijklm": {"admin", RoleAdmin},
+	cases := map[string]httpapi.Principal{
+		"alice-secret-0123456789-abcdefghijklm":  {Name: "alice", Role: httpapi.RoleAdmin},
+		"eve-secret-0123456789-abcdefghijklm":    {Name: "eve", Role: httpapi.RoleViewer},
+		"shop-secret-0123456789-abcdefghijklm":   {Name: "shop1", Role: httpapi.RoleShop},
+		"bob-secret-0123456789-abcdefghijklm":    {Name: "bob", Role: httpapi.RoleAdmin},
+		"legacy-secret-0123456789-abcdefghijklm": {Name: "admin", Role: httpapi.RoleAdmin},
 	}
 	for secret, want := range cases {
 		got, ok := tk.Lookup(secret)
@@ -62,8 +64,11 @@ func TestAdminRoutesCheckRoleAndSchemeCaseInsensitively(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := &Service{Tokens: tk}
-	var seen Principal
-	ok := func(w http.ResponseWriter, r *http.Request) { seen, _ = PrincipalFrom(r.Context()); w.WriteHeader(204) }
+	var seen httpapi.Principal
+	ok := func(w http.ResponseWriter, r *http.Request) {
+		seen, _ = httpapi.PrincipalFrom(r.Context())
+		w.WriteHeader(204)
+	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /control/{id}", s.admin(ok))
 	mux.HandleFunc("GET /view/{id}", s.viewer(ok))
@@ -85,7 +90,7 @@ func TestAdminRoutesCheckRoleAndSchemeCaseInsensitively(t *testing.T) {
 		{"GET", "/view/s1", "Bearer root-secret-0123456789-abcdefghijklm", 204, "root"},
 		{"GET", "/view/s1", "Bearer shop-secret-0123456789-abcdefghijklm", 403, ""},
 	} {
-		seen = Principal{}
+		seen = httpapi.Principal{}
 		req := httptest.NewRequest(tc.method, tc.path, nil)
 		if tc.auth != "" {
 			req.Header.Set("Authorization", tc.auth)

@@ -10,7 +10,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/seckilledge/seckill/backend/internal/httpapi"
 	"github.com/seckilledge/seckill/contract"
+	"github.com/seckilledge/seckill/contract/admin"
 	"github.com/seckilledge/seckill/internal/testenv"
 )
 
@@ -40,7 +42,7 @@ func TestAStockAddPastInt32IsABadRequest(t *testing.T) {
 		t.Fatalf("%d journal rows for refused adds", n)
 	}
 	// Up to 1e9 is fine, and removing stays possible.
-	var res ControlResult
+	var res admin.ControlResult
 	if code := call(t, srv, "POST", "/admin/sales/"+sale+"/stock", aliceToken, `{"add":-5,"request_id":"cut-1"}`, &res); code != 200 {
 		t.Fatalf("removing 5: %d", code)
 	}
@@ -84,7 +86,7 @@ func TestAValuePostgresRefusesIsABadRequestNotAnOutage(t *testing.T) {
 	_, check := e.pool.Exec(ctx, `INSERT INTO sales (id, initial_stock, stock, starts_at, ends_at) VALUES ('neg', -1, -1, now(), now() + interval '1h')`)
 	for name, err := range map[string]error{"22003 out of range": overflow, "23514 check": check} {
 		rec := httptest.NewRecorder()
-		if !refuseBadValue(rec, fmt.Errorf("wrapped: %w", err), "add") {
+		if !httpapi.RefuseBadValue(rec, fmt.Errorf("wrapped: %w", err), "add") {
 			t.Fatalf("%s (%v): not answered as a bad value", name, err)
 		}
 		if rec.Code != 400 || !strings.Contains(rec.Body.String(), `"code":"bad_request"`) || !strings.Contains(rec.Body.String(), "add") {
@@ -95,7 +97,7 @@ func TestAValuePostgresRefusesIsABadRequestNotAnOutage(t *testing.T) {
 	cancel()
 	_, down := e.pool.Exec(ctx2, `SELECT 1`)
 	for _, err := range []error{down, errors.New("dial tcp: connection refused")} {
-		if refuseBadValue(httptest.NewRecorder(), err, "add") {
+		if httpapi.RefuseBadValue(httptest.NewRecorder(), err, "add") {
 			t.Fatalf("%v answered as the client's bad value", err)
 		}
 	}

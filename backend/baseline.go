@@ -8,6 +8,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/seckilledge/seckill/backend/internal/httpapi"
 	"github.com/seckilledge/seckill/contract"
 )
 
@@ -74,33 +75,33 @@ func (s *Service) baseline(w http.ResponseWriter, r *http.Request, buy func(ctx 
 	}
 	sale := r.PathValue("sale")
 	if !contract.ValidID(sale) {
-		refuse(w, http.StatusBadRequest, contract.CodeBadRequest, "invalid sale id")
+		httpapi.Refuse(w, http.StatusBadRequest, contract.CodeBadRequest, "invalid sale id")
 		return
 	}
 	live, err := s.preheated(r.Context(), sale)
 	if err != nil {
 		s.Log.Warn("baseline: redis check failed", "err", err)
-		unavailable(w)
+		httpapi.Unavailable(w)
 		return
 	}
 	if live {
-		refuse(w, http.StatusConflict, codeSalePreheated, "the sale is preheated in Redis: the gate sells it, the baselines may not")
+		httpapi.Refuse(w, http.StatusConflict, httpapi.CodeSalePreheated, "the sale is preheated in Redis: the gate sells it, the baselines may not")
 		return
 	}
 	id := uuid.Must(uuid.NewV7()).String()
 	err = pgx.BeginFunc(r.Context(), s.Pool, func(tx pgx.Tx) error { return buy(r.Context(), tx, sale, user, id) })
 	switch {
 	case err == nil:
-		writeJSON(w, http.StatusAccepted, map[string]string{"order_id": id, "status": contract.StatusCreated})
+		httpapi.WriteJSON(w, http.StatusAccepted, map[string]string{"order_id": id, "status": contract.StatusCreated})
 	case errors.Is(err, errSoldOut):
-		refuse(w, http.StatusConflict, contract.CodeSoldOut, "sold out")
+		httpapi.Refuse(w, http.StatusConflict, contract.CodeSoldOut, "sold out")
 	case errors.Is(err, errAlreadyBought):
-		refuse(w, http.StatusConflict, contract.CodeAlreadyBought, "one per user")
+		httpapi.Refuse(w, http.StatusConflict, contract.CodeAlreadyBought, "one per user")
 	case errors.Is(err, pgx.ErrNoRows):
-		refuse(w, http.StatusNotFound, contract.CodeUnknownSale, "no such sale")
+		httpapi.Refuse(w, http.StatusNotFound, contract.CodeUnknownSale, "no such sale")
 	default:
 		s.Log.Warn("baseline purchase failed", "err", err)
-		unavailable(w)
+		httpapi.Unavailable(w)
 	}
 }
 

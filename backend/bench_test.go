@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/seckilledge/seckill/backend/orders"
 	"github.com/seckilledge/seckill/contract"
 )
 
@@ -29,7 +30,7 @@ func BenchmarkWriter(b *testing.B) {
 	}{{"batched-500", 500, 20000}, {"one-per-tx", 1, 1000}} {
 		b.Run(c.name, func(b *testing.B) {
 			e := newEnv(b)
-			w := &Writer{Pool: e.pool}
+			w := &orders.Writer{Pool: e.pool}
 			ctx := context.Background()
 			var total int
 			var elapsed time.Duration
@@ -67,7 +68,7 @@ func BenchmarkConsumer(b *testing.B) {
 				publish(b, e.amqp, sale, bodies(msgs))
 				ctx, cancel := context.WithCancel(context.Background())
 				done := make(chan struct{})
-				cons := &Consumer{URL: e.amqp, Writer: &Writer{Pool: e.pool}, Compensator: e.svc.Compensator,
+				cons := &orders.Consumer{URL: e.amqp, Writer: &orders.Writer{Pool: e.pool}, Compensator: e.svc.Compensator,
 					BatchSize: c.batch, BatchWait: 20 * time.Millisecond, Writers: c.writers, Log: quietLog()}
 				go func() { defer close(done); _ = cons.Run(ctx) }()
 				// Steady state: the clock starts at the first commit seen (connecting and the

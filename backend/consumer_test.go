@@ -7,6 +7,7 @@ import (
 	"time"
 
 	amqp "github.com/rabbitmq/amqp091-go"
+	"github.com/seckilledge/seckill/backend/orders"
 	"github.com/seckilledge/seckill/contract"
 	"github.com/seckilledge/seckill/internal/testenv"
 )
@@ -69,7 +70,7 @@ func TestStockGuardCreatesWhatFitsFailsTheRestAndReturnsTheirUnitsToRedis(t *tes
 	if n := e.dbInt(`SELECT count(*) FROM orders WHERE sale_id = $1 AND status = 'created'`, sale); n != 100 {
 		t.Fatalf("%d created, want 100", n)
 	}
-	if n := e.dbInt(`SELECT count(*) FROM orders WHERE sale_id = $1 AND status = 'failed' AND reason = $2`, sale, ReasonSoldOutInDB); n != 50 {
+	if n := e.dbInt(`SELECT count(*) FROM orders WHERE sale_id = $1 AND status = 'failed' AND reason = $2`, sale, orders.ReasonSoldOutInDB); n != 50 {
 		t.Fatalf("%d failed sold_out_in_db, want 50", n)
 	}
 	testenv.WaitFor(t, 10*time.Second, "50 compensations recorded", func() bool {
@@ -83,9 +84,9 @@ func TestStockGuardCreatesWhatFitsFailsTheRestAndReturnsTheirUnitsToRedis(t *tes
 	}
 	// Compensation is idempotent per order id: running it again returns nothing.
 	rows, _ := e.pool.Query(ctx, `SELECT order_id, sale_id, user_id FROM orders WHERE sale_id = $1 AND status = 'failed'`, sale)
-	var refs []OrderRef
+	var refs []orders.OrderRef
 	for rows.Next() {
-		var r OrderRef
+		var r orders.OrderRef
 		_ = rows.Scan(&r.OrderID, &r.SaleID, &r.UserID)
 		refs = append(refs, r)
 	}
@@ -115,7 +116,7 @@ func TestConcurrentBatchWritersNeverOversellNorDuplicate(t *testing.T) {
 	e := newEnv(t)
 	sale := e.sale(100)
 	msgs := e.accept(sale, 300)
-	w := &Writer{Pool: e.pool}
+	w := &orders.Writer{Pool: e.pool}
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	failed := map[string]bool{}
@@ -138,7 +139,7 @@ func TestConcurrentBatchWritersNeverOversellNorDuplicate(t *testing.T) {
 						mu.Unlock()
 						break
 					}
-					if !transient(err) {
+					if !orders.Transient(err) {
 						t.Error(err)
 						return
 					}
@@ -164,7 +165,7 @@ func TestShutdownWritesAndAcknowledgesTheBatchInHand(t *testing.T) {
 	// A batch that would wait a minute to fill: the ten messages sit in the consumer's hand.
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
-	c := &Consumer{URL: e.amqp, Writer: &Writer{Pool: e.pool}, BatchSize: 1000, BatchWait: time.Minute, Log: quietLog()}
+	c := &orders.Consumer{URL: e.amqp, Writer: &orders.Writer{Pool: e.pool}, BatchSize: 1000, BatchWait: time.Minute, Log: quietLog()}
 	go func() { defer close(done); _ = c.Run(ctx) }()
 	testenv.WaitFor(t, 10*time.Second, "the messages delivered to the consumer", func() bool {
 		return queueDepth(t, e.amqp, contract.Queue) == 0

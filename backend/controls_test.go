@@ -11,7 +11,11 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/seckilledge/seckill/backend/controls"
+	"github.com/seckilledge/seckill/backend/internal/httpapi"
+	"github.com/seckilledge/seckill/backend/lock"
 	"github.com/seckilledge/seckill/contract"
+	"github.com/seckilledge/seckill/contract/admin"
 	"github.com/seckilledge/seckill/internal/testenv"
 )
 
@@ -66,9 +70,9 @@ func await(t testing.TB, ch <-chan *redis.Message, payload string) {
 	}
 }
 
-func (e *env) audit(sale string) []AuditEntry {
+func (e *env) audit(sale string) []admin.AuditEntry {
 	e.t.Helper()
-	entries, err := e.svc.Audit(context.Background(), sale, 100)
+	entries, err := e.svc.controls().Audit(context.Background(), sale, 100)
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -82,12 +86,12 @@ func TestPauseReachesEveryShardsMetaIsBroadcastAndAuditedWithWho(t *testing.T) {
 	sale := e.shardedSale(12, 3)
 	events := subscribe(t, e.rdb)
 
-	var res ControlResult
-	if code := call(t, srv, "POST", "/admin/sales/"+sale+"/pause", aliceToken, "", &res); code != 200 || res.Sale.State != SalePaused {
+	var res admin.ControlResult
+	if code := call(t, srv, "POST", "/admin/sales/"+sale+"/pause", aliceToken, "", &res); code != 200 || res.Sale.State != admin.SalePaused {
 		t.Fatalf("pause: %d %+v", code, res)
 	}
 	await(t, events, "paused:"+sale)
-	for _, id := range metaIDs(sale, 3) {
+	for _, id := range append([]string{sale}, contract.ShardIDs(sale, 3)...) {
 		if st := e.rdb.HGet(ctx, contract.MetaKey(id), contract.FieldState).Val(); st != "paused" {
 			t.Fatalf("meta of %s: state %q, want paused", id, st)
 		}
@@ -96,17 +100,17 @@ func TestPauseReachesEveryShardsMetaIsBroadcastAndAuditedWithWho(t *testing.T) {
 	if code := call(t, srv, "POST", "/admin/sales/"+sale+"/pause", aliceToken, "", &ref); code != 409 || ref.Code != "already_paused" {
 		t.Fatalf("second pause: %d %+v", code, ref)
 	}
-	if code := call(t, srv, "POST", "/admin/sales/"+sale+"/resume", viewerToken, "", &ref); code != 403 || ref.Code != codeForbidden {
+	if code := call(t, srv, "POST", "/admin/sales/"+sale+"/resume", viewerToken, "", &ref); code != 403 || ref.Code != httpapi.CodeForbidden {
 		t.Fatalf("viewer resumes: %d %+v", code, ref)
 	}
 	if code := call(t, srv, "POST", "/admin/sales/nosuch-"+sale+"/pause", aliceToken, "", &ref); code != 404 || ref.Code != contract.CodeUnknownSale {
 		t.Fatalf("unknown sale: %d %+v", code, ref)
 	}
-	if code := call(t, srv, "POST", "/admin/sales/"+sale+"/resume", aliceToken, "", &res); code != 200 || res.Sale.State != SaleOpen {
+	if code := call(t, srv, "POST", "/admin/sales/"+sale+"/resume", aliceToken, "", &res); code != 200 || res.Sale.State != admin.SaleOpen {
 		t.Fatalf("resume: %d %+v", code, res)
 	}
 	await(t, events, "resumed:"+sale)
-	for _, id := range metaIDs(sale, 3) {
+	for _, id := range append([]string{sale}, contract.ShardIDs(sale, 3)...) {
 		if st := e.rdb.HGet(ctx, contract.MetaKey(id), contract.FieldState).Val(); st != "open" {
 			t.Fatalf("meta of %s after resume: state %q", id, st)
 		}
@@ -114,7 +118,7 @@ func TestPauseReachesEveryShardsMetaIsBroadcastAndAuditedWithWho(t *testing.T) {
 	if code := call(t, srv, "POST", "/admin/sales/"+sale+"/resume", aliceToken, "", &ref); code != 409 || ref.Code != "not_paused" {
 		t.Fatalf("second resume: %d %+v", code, ref)
 	}
-	var trail struct{ Entries []AuditEntry }
+	var trail struct{ Entries []admin.AuditEntry }
 	if code := call(t, srv, "GET", "/admin/audit?sale="+sale, viewerToken, "", &trail); code != 200 || len(trail.Entries) != 2 {
 		t.Fatalf("audit: %d %+v", code, trail)
 	}
@@ -129,7 +133,7 @@ func TestAPausedSaleIsPausedAgainWhenRedisLosesItAndPreheatReloadsIt(t *testing.
 	e := newEnv(t)
 	ctx := context.Background()
 	sale := e.sale(5)
-	if _, err := e.svc.SetPaused(withWho(ctx), sale, true, "r1"); err != nil {
+	if _, err := e.svc.controls().SetPaused(withWho(ctx), sale, true, "r1"); err != nil {
 		t.Fatal(err)
 	}
 	e.rdb.Del(ctx, contract.MetaKey(sale))
@@ -143,7 +147,7 @@ func TestAPausedSaleIsPausedAgainWhenRedisLosesItAndPreheatReloadsIt(t *testing.
 }
 
 func withWho(ctx context.Context) context.Context {
-	return context.WithValue(ctx, principalKey{}, Principal{Name: "test", Role: RoleAdmin})
+	return httpapi.WithPrincipal(ctx, httpapi.Principal{Name: "test", Role: httpapi.RoleAdmin})
 }
 
 func TestEndingNowEndsTheSaleInBothStoresAndAnEndedSaleRefusesEveryControl(t *testing.T) {
@@ -151,8 +155,8 @@ func TestEndingNowEndsTheSaleInBothStoresAndAnEndedSaleRefusesEveryControl(t *te
 	ctx := context.Background()
 	srv := e.controlServer()
 	sale := e.shardedSale(6, 2)
-	var res ControlResult
-	if code := call(t, srv, "POST", "/admin/sales/"+sale+"/end", aliceToken, "", &res); code != 200 || res.Sale.State != SaleEnded {
+	var res admin.ControlResult
+	if code := call(t, srv, "POST", "/admin/sales/"+sale+"/end", aliceToken, "", &res); code != 200 || res.Sale.State != admin.SaleEnded {
 		t.Fatalf("end: %d %+v", code, res)
 	}
 	var ends time.Time
@@ -162,7 +166,7 @@ func TestEndingNowEndsTheSaleInBothStoresAndAnEndedSaleRefusesEveryControl(t *te
 	if time.Since(ends) > 5*time.Second || time.Since(ends) < 0 {
 		t.Fatalf("ends_at %v is not now", ends)
 	}
-	for _, id := range metaIDs(sale, 2) {
+	for _, id := range append([]string{sale}, contract.ShardIDs(sale, 2)...) {
 		ms, _ := e.rdb.HGet(ctx, contract.MetaKey(id), contract.FieldEndsMS).Int64()
 		if ms != ends.UnixMilli() {
 			t.Fatalf("%s ends_ms %d, Postgres %d", id, ms, ends.UnixMilli())
@@ -193,8 +197,8 @@ func TestEndingASaleBeforeItStartsMeansItNeverOpens(t *testing.T) {
 	if _, err := e.svc.CreateSale(ctx, SaleSpec{ID: sale, Stock: 3, StartsAt: now.Add(time.Hour), EndsAt: now.Add(2 * time.Hour)}); err != nil {
 		t.Fatal(err)
 	}
-	res, err := e.svc.MoveEnd(withWho(ctx), sale, time.Time{}, true, "r")
-	if err != nil || res.Sale.State != SaleEnded || !res.Sale.StartsAt.Before(res.Sale.EndsAt) || res.Sale.EndsAt.After(time.Now()) {
+	res, err := e.svc.controls().MoveEnd(withWho(ctx), sale, time.Time{}, true, "r")
+	if err != nil || res.Sale.State != admin.SaleEnded || !res.Sale.StartsAt.Before(res.Sale.EndsAt) || res.Sale.EndsAt.After(time.Now()) {
 		t.Fatalf("end of a scheduled sale: %v %+v", err, res.Sale)
 	}
 }
@@ -211,7 +215,7 @@ func TestMovingTheEndChecksItAndWritesBothStores(t *testing.T) {
 		}
 	}
 	want := time.Now().Add(3 * time.Hour).Truncate(time.Second).UTC()
-	var res ControlResult
+	var res admin.ControlResult
 	if code := call(t, srv, "PATCH", "/admin/sales/"+sale, aliceToken, `{"ends_at":"`+want.Format(time.RFC3339)+`"}`, &res); code != 200 || !res.Sale.EndsAt.Equal(want) {
 		t.Fatalf("PATCH: %d %+v", code, res)
 	}
@@ -254,7 +258,7 @@ func TestAStockChangeIsAppliedOncePerRequestIDAndReopensASoldOutSale(t *testing.
 	if db, init := e.dbInt(`SELECT stock FROM sales WHERE id = $1`, sale), e.dbInt(`SELECT initial_stock FROM sales WHERE id = $1`, sale); db != 5 || init != 5 {
 		t.Fatalf("Postgres stock %d initial %d, want 5 and 5 (no order written yet)", db, init)
 	}
-	var res ControlResult
+	var res admin.ControlResult
 	if code := call(t, srv, "POST", "/admin/sales/"+sale+"/stock", aliceToken, `{"add":3,"request_id":"more-1"}`, &res); code != 200 || !res.Replayed {
 		t.Fatalf("replay: %d %+v", code, res)
 	}
@@ -281,14 +285,14 @@ func TestRemovingStockStopsAtZeroInBothStores(t *testing.T) {
 	ctx := withWho(context.Background())
 	sale := e.sale(5)
 	e.accept(sale, 3) // 2 unsold in Redis; Postgres still counts 5 (orders in flight)
-	if _, err := e.svc.ChangeStock(ctx, sale, StockRequest{Add: -3, RequestID: "cut-1"}); err != errInsufficient {
+	if _, err := e.svc.controls().ChangeStock(ctx, sale, controls.StockRequest{Add: -3, RequestID: "cut-1"}); err != controls.ErrInsufficient {
 		t.Fatalf("removing 3 of 2 unsold: %v", err)
 	}
 	if r, db := e.redisStock(sale), e.dbInt(`SELECT stock FROM sales WHERE id = $1`, sale); r != 2 || db != 5 {
 		t.Fatalf("a refused removal changed stock: Redis %d Postgres %d", r, db)
 	}
-	res, err := e.svc.ChangeStock(ctx, sale, StockRequest{Add: -2, RequestID: "cut-2"})
-	if err != nil || res.Sale.State != SaleSoldOut {
+	res, err := e.svc.controls().ChangeStock(ctx, sale, controls.StockRequest{Add: -2, RequestID: "cut-2"})
+	if err != nil || res.Sale.State != admin.SaleSoldOut {
 		t.Fatalf("removing 2 of 2: %v %+v", err, res.Sale)
 	}
 	if r, db, init := e.redisStock(sale), e.dbInt(`SELECT stock FROM sales WHERE id = $1`, sale), e.dbInt(`SELECT initial_stock FROM sales WHERE id = $1`, sale); r != 0 || db != 3 || init != 3 {
@@ -312,7 +316,7 @@ func TestAnInterruptedStockAddIsCompletedByItsRetryWithoutCountingTwice(t *testi
 	if _, err := e.svc.Reconcile(ctx, sale); err != nil {
 		t.Fatal(err)
 	}
-	res, err := e.svc.ChangeStock(ctx, sale, StockRequest{Add: 6, RequestID: "half"})
+	res, err := e.svc.controls().ChangeStock(ctx, sale, controls.StockRequest{Add: 6, RequestID: "half"})
 	if err != nil || res.Reconcile == nil {
 		t.Fatalf("retry: %v %+v", err, res)
 	}
@@ -329,7 +333,7 @@ func TestStockAddedToAShardedSaleIsSpreadOverItsShards(t *testing.T) {
 	ctx := withWho(context.Background())
 	sale := e.shardedSale(4, 4)
 	events := subscribe(t, e.rdb)
-	if _, err := e.svc.ChangeStock(ctx, sale, StockRequest{Add: 8, RequestID: "s8"}); err != nil {
+	if _, err := e.svc.controls().ChangeStock(ctx, sale, controls.StockRequest{Add: 8, RequestID: "s8"}); err != nil {
 		t.Fatal(err)
 	}
 	await(t, events, "restock:"+sale)
@@ -337,10 +341,10 @@ func TestStockAddedToAShardedSaleIsSpreadOverItsShards(t *testing.T) {
 	if err != nil || fmt.Sprint(stocks) != "[3 3 3 3]" {
 		t.Fatalf("shard stocks %v %v, want 3 each", stocks, err)
 	}
-	if _, err := e.svc.ChangeStock(ctx, sale, StockRequest{Add: -13, RequestID: "s-13"}); err != errInsufficient {
+	if _, err := e.svc.controls().ChangeStock(ctx, sale, controls.StockRequest{Add: -13, RequestID: "s-13"}); err != controls.ErrInsufficient {
 		t.Fatalf("removing 13 of 12: %v", err)
 	}
-	if _, err := e.svc.ChangeStock(ctx, sale, StockRequest{Add: -12, RequestID: "s-12"}); err != nil {
+	if _, err := e.svc.controls().ChangeStock(ctx, sale, controls.StockRequest{Add: -12, RequestID: "s-12"}); err != nil {
 		t.Fatal(err)
 	}
 	if stocks, _ := shardStocks(ctx, e.rdb, contract.ShardIDs(sale, 4)); fmt.Sprint(stocks) != "[0 0 0 0]" {
@@ -354,10 +358,10 @@ func TestSalesListShowsEachSalesState(t *testing.T) {
 	srv := e.controlServer()
 	open, paused, sold := e.sale(3), e.sale(3), e.sale(1)
 	e.accept(sold, 1)
-	if _, err := e.svc.SetPaused(ctx, paused, true, "p"); err != nil {
+	if _, err := e.svc.controls().SetPaused(ctx, paused, true, "p"); err != nil {
 		t.Fatal(err)
 	}
-	var list struct{ Sales []SaleSummary }
+	var list struct{ Sales []admin.SaleSummary }
 	if code := call(t, srv, "GET", "/admin/sales", viewerToken, "", &list); code != 200 {
 		t.Fatalf("list: %d", code)
 	}
@@ -365,7 +369,7 @@ func TestSalesListShowsEachSalesState(t *testing.T) {
 	for _, s := range list.Sales {
 		got[s.ID] = s.State
 	}
-	if got[open] != SaleOpen || got[paused] != SalePaused || got[sold] != SaleSoldOut {
+	if got[open] != admin.SaleOpen || got[paused] != admin.SalePaused || got[sold] != admin.SaleSoldOut {
 		t.Fatalf("states %v", got)
 	}
 	if code := call(t, srv, "GET", "/admin/sales", "", "", nil); code != 401 {
@@ -386,7 +390,7 @@ func TestStockChangesInterleavedWithReconcilesAndBuyersKeepTheStoresInAgreement(
 			if err == nil {
 				return
 			}
-			if !errors.Is(err, ErrLockBusy) {
+			if !errors.Is(err, lock.ErrBusy) {
 				t.Errorf("%s: %v", what, err)
 				return
 			}
@@ -398,7 +402,7 @@ func TestStockChangesInterleavedWithReconcilesAndBuyersKeepTheStoresInAgreement(
 		defer wg.Done()
 		for i := 0; i < 10; i++ {
 			retry("stock", func() error {
-				_, err := e.svc.ChangeStock(ctx, sale, StockRequest{Add: 2, RequestID: fmt.Sprintf("mix-%d", i)})
+				_, err := e.svc.controls().ChangeStock(ctx, sale, controls.StockRequest{Add: 2, RequestID: fmt.Sprintf("mix-%d", i)})
 				return err
 			})
 		}

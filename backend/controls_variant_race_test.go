@@ -12,8 +12,12 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/seckilledge/seckill/backend/controls"
+	"github.com/seckilledge/seckill/backend/lock"
+	"github.com/seckilledge/seckill/backend/orders"
 	"github.com/seckilledge/seckill/bench/verify"
 	"github.com/seckilledge/seckill/contract"
+	"github.com/seckilledge/seckill/contract/admin"
 	"github.com/seckilledge/seckill/internal/testenv"
 	"github.com/seckilledge/seckill/lua"
 )
@@ -21,15 +25,15 @@ import (
 var errStopped = errors.New("stopped here (test)")
 
 // stopAtStep makes the next stock change stop at step, as a backend that stopped there would.
-func stopAtStep(t *testing.T, step string) {
+func stopAtStep(t *testing.T, e *env, step string) {
 	t.Helper()
-	stockStop = func(s string) error {
+	e.svc.stockStop = func(s string) error {
 		if s == step {
 			return errStopped
 		}
 		return nil
 	}
-	t.Cleanup(func() { stockStop = nil })
+	t.Cleanup(func() { e.svc.stockStop = nil })
 }
 
 // The backend stops between the two stores of a variant's stock change, at each point; the
@@ -44,9 +48,9 @@ func TestAVariantStockChangeStoppedBetweenTheStoresIsCompletedByItsRetry(t *test
 	if !ok {
 		t.Fatal("the gate refused")
 	}
-	retry := func(r StockRequest) ControlResult {
+	retry := func(r controls.StockRequest) admin.ControlResult {
 		t.Helper()
-		res, err := e.svc.ChangeStock(ctx, sale, r)
+		res, err := e.svc.controls().ChangeStock(ctx, sale, r)
 		if err != nil {
 			t.Fatalf("retry of %+v: %v", r, err)
 		}
@@ -57,12 +61,12 @@ func TestAVariantStockChangeStoppedBetweenTheStoresIsCompletedByItsRetry(t *test
 	}
 
 	// 1. An addition stopped after Postgres: Redis lacks the units until the retry.
-	stopAtStep(t, "add:postgres")
-	addA := StockRequest{Add: 3, RequestID: "stop-add-a", Variant: "a"}
-	if _, err := e.svc.ChangeStock(ctx, sale, addA); !errors.Is(err, errStopped) {
+	stopAtStep(t, e, "add:postgres")
+	addA := controls.StockRequest{Add: 3, RequestID: "stop-add-a", Variant: "a"}
+	if _, err := e.svc.controls().ChangeStock(ctx, sale, addA); !errors.Is(err, errStopped) {
 		t.Fatalf("stopped add: %v", err)
 	}
-	stockStop = nil
+	e.svc.stockStop = nil
 	if init, st := e.variantRow(sale, "a"); init != 7 || st != 7 || e.meta(sale)["v:a"] != "3" {
 		t.Fatalf("after the stop: Postgres a %d/%d, Redis a %s; want Postgres 7/7, Redis 3 (unchanged)", init, st, e.meta(sale)["v:a"])
 	}
@@ -75,15 +79,15 @@ func TestAVariantStockChangeStoppedBetweenTheStoresIsCompletedByItsRetry(t *test
 
 	// 2. The same, but a reconcile ran between the stop and the retry (nothing in flight on
 	// b's side either way: the write of the early order lets reconcile repair variants).
-	if _, err := (&Writer{Pool: e.pool}).WriteBatch(context.Background(), []contract.OrderMessage{inFlight}); err != nil {
+	if _, err := (&orders.Writer{Pool: e.pool}).WriteBatch(context.Background(), []contract.OrderMessage{inFlight}); err != nil {
 		t.Fatal(err)
 	}
-	stopAtStep(t, "add:postgres")
-	addB := StockRequest{Add: 2, RequestID: "stop-add-b", Variant: "b"}
-	if _, err := e.svc.ChangeStock(ctx, sale, addB); !errors.Is(err, errStopped) {
+	stopAtStep(t, e, "add:postgres")
+	addB := controls.StockRequest{Add: 2, RequestID: "stop-add-b", Variant: "b"}
+	if _, err := e.svc.controls().ChangeStock(ctx, sale, addB); !errors.Is(err, errStopped) {
 		t.Fatalf("stopped add: %v", err)
 	}
-	stockStop = nil
+	e.svc.stockStop = nil
 	if rep, err := e.svc.Reconcile(ctx, sale); err != nil || e.meta(sale)["v:b"] != "6" {
 		t.Fatalf("reconcile between the stop and the retry: %v %+v, Redis b %s", err, rep, e.meta(sale)["v:b"])
 	}
@@ -92,12 +96,12 @@ func TestAVariantStockChangeStoppedBetweenTheStoresIsCompletedByItsRetry(t *test
 	}
 
 	// 3. A removal stopped after its journal row: nothing applied yet.
-	stopAtStep(t, "remove:journal")
-	cutC := StockRequest{Add: -3, RequestID: "stop-cut-c", Variant: "c"}
-	if _, err := e.svc.ChangeStock(ctx, sale, cutC); !errors.Is(err, errStopped) {
+	stopAtStep(t, e, "remove:journal")
+	cutC := controls.StockRequest{Add: -3, RequestID: "stop-cut-c", Variant: "c"}
+	if _, err := e.svc.controls().ChangeStock(ctx, sale, cutC); !errors.Is(err, errStopped) {
 		t.Fatalf("stopped removal: %v", err)
 	}
-	stockStop = nil
+	e.svc.stockStop = nil
 	if e.meta(sale)["v:c"] != "4" {
 		t.Fatal("a removal stopped before Redis changed Redis")
 	}
@@ -108,12 +112,12 @@ func TestAVariantStockChangeStoppedBetweenTheStoresIsCompletedByItsRetry(t *test
 
 	// 4. A removal stopped after Redis: Redis has fewer units than Postgres (safe) until the
 	// retry cuts Postgres, once.
-	stopAtStep(t, "remove:redis")
-	cutA := StockRequest{Add: -2, RequestID: "stop-cut-a", Variant: "a"}
-	if _, err := e.svc.ChangeStock(ctx, sale, cutA); !errors.Is(err, errStopped) {
+	stopAtStep(t, e, "remove:redis")
+	cutA := controls.StockRequest{Add: -2, RequestID: "stop-cut-a", Variant: "a"}
+	if _, err := e.svc.controls().ChangeStock(ctx, sale, cutA); !errors.Is(err, errStopped) {
 		t.Fatalf("stopped removal: %v", err)
 	}
-	stockStop = nil
+	e.svc.stockStop = nil
 	if _, st := e.variantRow(sale, "a"); st != 6 || e.meta(sale)["v:a"] != "4" {
 		t.Fatalf("after the stop: Postgres a %d, Redis a %s; want 6 and 4", st, e.meta(sale)["v:a"])
 	}
@@ -137,13 +141,13 @@ func TestAStoppedVariantAddOfAShardedSaleIsSpreadByItsRetry(t *testing.T) {
 	e := newEnv(t)
 	ctx := withWho(context.Background())
 	sale := e.shardedVariantSale(2, 2, VariantSpec{"a", 2}, VariantSpec{"b", 2})
-	stopAtStep(t, "add:postgres")
-	add := StockRequest{Add: 4, RequestID: "stop-shard-add", Variant: "a"}
-	if _, err := e.svc.ChangeStock(ctx, sale, add); !errors.Is(err, errStopped) {
+	stopAtStep(t, e, "add:postgres")
+	add := controls.StockRequest{Add: 4, RequestID: "stop-shard-add", Variant: "a"}
+	if _, err := e.svc.controls().ChangeStock(ctx, sale, add); !errors.Is(err, errStopped) {
 		t.Fatal(err)
 	}
-	stockStop = nil
-	res, err := e.svc.ChangeStock(ctx, sale, add)
+	e.svc.stockStop = nil
+	res, err := e.svc.controls().ChangeStock(ctx, sale, add)
 	if err != nil || res.Variant == nil || *res.Variant.StockRedis != 6 || res.Variant.StockDB != 6 {
 		t.Fatalf("retry: %v %+v", err, res.Variant)
 	}
@@ -224,8 +228,8 @@ func TestVariantRemovalsRacingACrowdKeepBothStoresAtOrAboveZeroAndTheVerifierPas
 				once.Do(func() { close(first) })
 			}
 			for {
-				_, err := e.svc.ChangeStock(ctx, sale, StockRequest{Add: -3, RequestID: fmt.Sprintf("race-%s-%d", sale, i), Variant: "a"})
-				if errors.Is(err, ErrLockBusy) {
+				_, err := e.svc.controls().ChangeStock(ctx, sale, controls.StockRequest{Add: -3, RequestID: fmt.Sprintf("race-%s-%d", sale, i), Variant: "a"})
+				if errors.Is(err, lock.ErrBusy) {
 					continue
 				}
 				if err == nil {
@@ -233,7 +237,7 @@ func TestVariantRemovalsRacingACrowdKeepBothStoresAtOrAboveZeroAndTheVerifierPas
 					if !bought.Load() {
 						overlap.Add(1)
 					}
-				} else if err != errInsufficient {
+				} else if err != controls.ErrInsufficient {
 					errs <- err
 				}
 				break

@@ -7,7 +7,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/seckilledge/seckill/backend/controls"
+	"github.com/seckilledge/seckill/backend/orders"
 	"github.com/seckilledge/seckill/contract"
+	"github.com/seckilledge/seckill/contract/admin"
 )
 
 // Stock changes of one variant (POST /admin/sales/{id}/stock with "variant"). The crowd test
@@ -48,14 +51,14 @@ func TestUnitsAddedToASoldOutVariantAreSoldAgainOnceAndAudited(t *testing.T) {
 	events := subscribe(t, e.rdb)
 	path := "/admin/sales/" + sale + "/stock"
 	body := `{"add":2,"request_id":"red-more","variant":"red"}`
-	var res ControlResult
+	var res admin.ControlResult
 	if code := call(t, srv, "POST", path, aliceToken, body, &res); code != 200 {
 		t.Fatalf("add 2 red: %d", code)
 	}
 	if v := res.Variant; v == nil || v.ID != "red" || v.InitialStock != 3 || v.StockDB != 3 || v.StockRedis == nil || *v.StockRedis != 2 {
 		t.Fatalf("the answer's variant %+v, want red initial 3, Postgres 3, Redis 2", res.Variant)
 	}
-	if res.Sale.InitialStock != 6 || res.Sale.StockDB != 6 || *res.Sale.StockRedis != 5 || res.Sale.State != SaleOpen {
+	if res.Sale.InitialStock != 6 || res.Sale.StockDB != 6 || *res.Sale.StockRedis != 5 || res.Sale.State != admin.SaleOpen {
 		t.Fatalf("the answer's sale %+v, want totals 6 / 6 / Redis 5", res.Sale)
 	}
 	await(t, events, "restock:"+sale)
@@ -133,7 +136,7 @@ func TestUnitsAddedToASoldOutVariantAreSoldAgainOnceAndAudited(t *testing.T) {
 	}
 
 	// The orders written, Postgres and Redis agree per variant.
-	if _, err := (&Writer{Pool: e.pool}).WriteBatch(context.Background(), []contract.OrderMessage{m1, m2}); err != nil {
+	if _, err := (&orders.Writer{Pool: e.pool}).WriteBatch(context.Background(), []contract.OrderMessage{m1, m2}); err != nil {
 		t.Fatal(err)
 	}
 	if held := e.variantUnits(sale); held["red"] != 2 {
@@ -157,8 +160,8 @@ func TestRemovingAVariantsUnsoldUnitsStopsAtZeroInBothStores(t *testing.T) {
 	if !ok {
 		t.Fatal("the gate refused")
 	}
-	for _, r := range []StockRequest{{Add: -4, RequestID: "a-4", Variant: "a"}, {Add: -6, RequestID: "b-6", Variant: "b"}} {
-		if _, err := e.svc.ChangeStock(ctx, sale, r); err != errInsufficient {
+	for _, r := range []controls.StockRequest{{Add: -4, RequestID: "a-4", Variant: "a"}, {Add: -6, RequestID: "b-6", Variant: "b"}} {
+		if _, err := e.svc.controls().ChangeStock(ctx, sale, r); err != controls.ErrInsufficient {
 			t.Fatalf("%+v: %v, want insufficient_stock", r, err)
 		}
 	}
@@ -168,8 +171,8 @@ func TestRemovingAVariantsUnsoldUnitsStopsAtZeroInBothStores(t *testing.T) {
 	if _, st := e.variantRow(sale, "a"); st != 5 || e.dbInt(`SELECT stock FROM sales WHERE id = $1`, sale) != 10 {
 		t.Fatal("a refused removal changed Postgres")
 	}
-	res, err := e.svc.ChangeStock(ctx, sale, StockRequest{Add: -3, RequestID: "a-3", Variant: "a"})
-	if err != nil || res.Variant == nil || *res.Variant.StockRedis != 0 || res.Variant.StockDB != 2 || res.Sale.State != SaleOpen {
+	res, err := e.svc.controls().ChangeStock(ctx, sale, controls.StockRequest{Add: -3, RequestID: "a-3", Variant: "a"})
+	if err != nil || res.Variant == nil || *res.Variant.StockRedis != 0 || res.Variant.StockDB != 2 || res.Sale.State != admin.SaleOpen {
 		t.Fatalf("removing the 3 unsold of a: %v %+v", err, res)
 	}
 	if mm := e.meta(sale); mm["v:a"] != "0" || mm["v:b"] != "5" || mm["stock"] != "5" {
@@ -179,11 +182,11 @@ func TestRemovingAVariantsUnsoldUnitsStopsAtZeroInBothStores(t *testing.T) {
 		e.dbInt(`SELECT stock FROM sales WHERE id = $1`, sale) != 7 || e.dbInt(`SELECT initial_stock FROM sales WHERE id = $1`, sale) != 7 {
 		t.Fatalf("Postgres after removing 3 of a: a %d/%d", init, st)
 	}
-	if _, err := e.svc.ChangeStock(ctx, sale, StockRequest{Add: -1, RequestID: "a-1", Variant: "a"}); err != errInsufficient {
+	if _, err := e.svc.controls().ChangeStock(ctx, sale, controls.StockRequest{Add: -1, RequestID: "a-1", Variant: "a"}); err != controls.ErrInsufficient {
 		t.Fatalf("removing from an empty variant: %v", err)
 	}
 	// The order in flight lands: it takes the last 2 of a in Postgres, nothing is short.
-	if _, err := (&Writer{Pool: e.pool}).WriteBatch(context.Background(), []contract.OrderMessage{m}); err != nil {
+	if _, err := (&orders.Writer{Pool: e.pool}).WriteBatch(context.Background(), []contract.OrderMessage{m}); err != nil {
 		t.Fatal(err)
 	}
 	if held := e.variantUnits(sale); held["a"] != 2 {
@@ -193,7 +196,7 @@ func TestRemovingAVariantsUnsoldUnitsStopsAtZeroInBothStores(t *testing.T) {
 		t.Fatalf("Postgres a stock %d, want 0", st)
 	}
 	// The whole of b goes: the sale is sold out.
-	if res, err := e.svc.ChangeStock(ctx, sale, StockRequest{Add: -5, RequestID: "b-5", Variant: "b"}); err != nil || res.Sale.State != SaleSoldOut {
+	if res, err := e.svc.controls().ChangeStock(ctx, sale, controls.StockRequest{Add: -5, RequestID: "b-5", Variant: "b"}); err != nil || res.Sale.State != admin.SaleSoldOut {
 		t.Fatalf("removing all of b: %v %+v", err, res.Sale)
 	}
 	if _, reply, ok := e.buy(sale, "u9", "b", 1); ok || reply[0].(int64) != 6 {
@@ -211,7 +214,7 @@ func TestStockOfAVariantOfAShardedSaleIsSpreadOverItsShards(t *testing.T) {
 	sale := e.shardedVariantSale(3, 2, VariantSpec{"a", 7}, VariantSpec{"b", 2})
 	ids := contract.ShardIDs(sale, 3)
 	events := subscribe(t, e.rdb)
-	if _, err := e.svc.ChangeStock(ctx, sale, StockRequest{Add: 5, RequestID: "sb5", Variant: "b"}); err != nil {
+	if _, err := e.svc.controls().ChangeStock(ctx, sale, controls.StockRequest{Add: 5, RequestID: "sb5", Variant: "b"}); err != nil {
 		t.Fatal(err)
 	}
 	await(t, events, "restock:"+sale)
@@ -229,10 +232,10 @@ func TestStockOfAVariantOfAShardedSaleIsSpreadOverItsShards(t *testing.T) {
 	if init, st := e.variantRow(sale, "b"); init != 7 || st != 7 || e.dbInt(`SELECT initial_stock FROM sales WHERE id = $1`, sale) != 14 {
 		t.Fatalf("Postgres b %d/%d", init, st)
 	}
-	if _, err := e.svc.ChangeStock(ctx, sale, StockRequest{Add: -8, RequestID: "sb-8", Variant: "b"}); err != errInsufficient {
+	if _, err := e.svc.controls().ChangeStock(ctx, sale, controls.StockRequest{Add: -8, RequestID: "sb-8", Variant: "b"}); err != controls.ErrInsufficient {
 		t.Fatalf("removing 8 of 7: %v", err)
 	}
-	if _, err := e.svc.ChangeStock(ctx, sale, StockRequest{Add: -6, RequestID: "sb-6", Variant: "b"}); err != nil {
+	if _, err := e.svc.controls().ChangeStock(ctx, sale, controls.StockRequest{Add: -6, RequestID: "sb-6", Variant: "b"}); err != nil {
 		t.Fatal(err)
 	}
 	if b, a, st := shard("v:b"), shard("v:a"), shard("stock"); b != "[0 0 1]" || a != "[3 2 2]" || st != "[3 2 3]" {

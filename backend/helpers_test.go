@@ -17,6 +17,8 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	amqp "github.com/rabbitmq/amqp091-go"
 	"github.com/redis/go-redis/v9"
+	"github.com/seckilledge/seckill/backend/lock"
+	"github.com/seckilledge/seckill/backend/orders"
 	"github.com/seckilledge/seckill/contract"
 	"github.com/seckilledge/seckill/internal/testenv"
 )
@@ -83,12 +85,12 @@ func newEnvOn(t testing.TB, pgURL, amqpURL string) *env {
 	}
 	t.Cleanup(pool.Close)
 	rdb := testenv.Redis(t)
-	comp := &Compensator{Pool: pool, Redis: rdb, Log: quietLog()}
+	comp := &orders.Compensator{Pool: pool, Redis: rdb, Log: quietLog()}
 	tokens, err := ParseTokens("admin:"+testAdminToken+":admin,shop:"+testShopToken+":shop,look:"+testViewerToken+":viewer", "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	svc := &Service{Pool: pool, Redis: rdb, Locker: NewLocker(rdb, 5*time.Second), Compensator: comp,
+	svc := &Service{Pool: pool, Redis: rdb, Locker: lock.NewLocker(rdb, 5*time.Second), Compensator: comp,
 		Log: quietLog(), Tokens: tokens, Retention: time.Hour, Grace: time.Minute,
 		SweeperLock: testenv.ID("sweeper-")}
 	t.Cleanup(func() { rdb.Del(context.Background(), lockRedisKeys(svc.SweeperLock)...) })
@@ -110,7 +112,7 @@ func (e *env) sale(stock int) string {
 	e.t.Cleanup(func() {
 		ctx := context.Background()
 		e.rdb.Del(ctx, contract.MetaKey(id), contract.BuyersKey(id), contract.CompensatedKey(id))
-		e.rdb.Del(ctx, lockRedisKeys(saleLockKey(id))...)
+		e.rdb.Del(ctx, lockRedisKeys(lock.SaleKey(id))...)
 		e.rdb.SRem(ctx, contract.SalesIndexKey, id)
 	})
 	return id
@@ -214,7 +216,7 @@ func (e *env) startConsumer(batch int) {
 	e.t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
-	c := &Consumer{URL: e.amqp, Writer: &Writer{Pool: e.pool}, Compensator: e.svc.Compensator, BatchSize: batch,
+	c := &orders.Consumer{URL: e.amqp, Writer: &orders.Writer{Pool: e.pool}, Compensator: e.svc.Compensator, BatchSize: batch,
 		BatchWait: 10 * time.Millisecond, Log: quietLog()}
 	go func() { defer close(done); _ = c.Run(ctx) }()
 	e.t.Cleanup(func() { cancel(); <-done })

@@ -8,6 +8,8 @@ import (
 	"net/netip"
 	"strings"
 	"time"
+
+	"github.com/seckilledge/seckill/backend/internal/httpapi"
 )
 
 // serverLimits are the timeouts and header bound of one listener.
@@ -138,7 +140,7 @@ func hostGuard(names []string, next http.Handler) http.Handler {
 			}
 		}
 		if !exact[h] && !exact[name] {
-			refuse(w, http.StatusMisdirectedRequest, codeUnknownHost, "this listener does not answer for that host name (SECKILL_ADMIN_HOSTS)")
+			httpapi.Refuse(w, http.StatusMisdirectedRequest, codeUnknownHost, "this listener does not answer for that host name (SECKILL_ADMIN_HOSTS)")
 			return
 		}
 		next.ServeHTTP(w, r)

@@ -1,46 +1,11 @@
-// Package backend is the order service behind the gateway: the only part that talks to
-// Postgres. It consumes winners from RabbitMQ, writes orders in batches with a stock guard,
-// answers order-status polls, administers and preheats sales, releases unpaid orders,
-// compensates Redis and reconciles it with Postgres.
 package backend
 
 import (
 	"context"
-	"embed"
-	"fmt"
-	"io/fs"
 
-	"github.com/jackc/pgx/v5"
-	"github.com/jackc/tern/v2/migrate"
+	"github.com/seckilledge/seckill/backend/internal/schema"
 )
 
-//go:embed migrations/*.sql
-var migrationFiles embed.FS
-
-// Migrate brings the database at url to the newest schema. It is safe to run from several
-// backend instances at once: tern takes a Postgres advisory lock around the migration.
-//
-// tern (by pgx's author) was chosen over golang-migrate and goose because it speaks pgx v5
-// natively (no database/sql layer), reads migrations from an embed.FS, and does nothing else.
-func Migrate(ctx context.Context, url string) error {
-	conn, err := pgx.Connect(ctx, url)
-	if err != nil {
-		return fmt.Errorf("migrate: connect: %w", err)
-	}
-	defer conn.Close(context.Background())
-	m, err := migrate.NewMigrator(ctx, conn, "schema_version")
-	if err != nil {
-		return fmt.Errorf("migrate: %w", err)
-	}
-	sub, err := fs.Sub(migrationFiles, "migrations")
-	if err != nil {
-		return err
-	}
-	if err := m.LoadMigrations(sub); err != nil {
-		return fmt.Errorf("migrate: load: %w", err)
-	}
-	if err := m.Migrate(ctx); err != nil {
-		return fmt.Errorf("migrate: %w", err)
-	}
-	return nil
-}
+// Migrate brings the database at url to the newest schema (backend/internal/schema). It is safe
+// to run from several backend instances at once.
+func Migrate(ctx context.Context, url string) error { return schema.Migrate(ctx, url) }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
+	"github.com/seckilledge/seckill/backend/internal/httpapi"
 	"github.com/seckilledge/seckill/contract"
 )
 
@@ -103,12 +104,12 @@ func (s *Service) handleGetOrder(w http.ResponseWriter, r *http.Request) {
 	v, found, err := s.lookupOrder(r.Context(), user, r.PathValue("id"))
 	if err != nil {
 		s.Log.Warn("order lookup failed", "err", err)
-		unavailable(w)
+		httpapi.Unavailable(w)
 		return
 	}
 	if !found {
-		refuse(w, http.StatusNotFound, contract.CodeUnknownOrder, "no such order for this user")
+		httpapi.Refuse(w, http.StatusNotFound, contract.CodeUnknownOrder, "no such order for this user")
 		return
 	}
-	writeJSON(w, http.StatusOK, v)
+	httpapi.WriteJSON(w, http.StatusOK, v)
 }

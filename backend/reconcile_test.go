@@ -6,8 +6,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/google/uuid"
+	"github.com/seckilledge/seckill/backend/internal/backendtest"
+	"github.com/seckilledge/seckill/backend/orders"
+	"github.com/seckilledge/seckill/backend/reconcile"
 	"github.com/seckilledge/seckill/contract"
+	"github.com/seckilledge/seckill/contract/admin"
 )
 
 func TestReconcileRepairsABrokenRedisAndReportsWhatItDid(t *testing.T) {
@@ -15,13 +18,13 @@ func TestReconcileRepairsABrokenRedisAndReportsWhatItDid(t *testing.T) {
 	ctx := context.Background()
 	sale := e.sale(20)
 	msgs := e.accept(sale, 5)
-	if _, err := (&Writer{Pool: e.pool}).WriteBatch(ctx, msgs); err != nil {
+	if _, err := (&orders.Writer{Pool: e.pool}).WriteBatch(ctx, msgs); err != nil {
 		t.Fatal(err)
 	}
 	// One purchase in flight (accepted a moment ago, not written yet): it must be left alone.
 	inflight := e.accept(sale, 1)[0]
 	// A buyer accepted two hours ago whose message never arrived.
-	ghostID := uuidAt(t, time.Now().Add(-2*time.Hour))
+	ghostID := backendtest.OrderIDAt(t, time.Now().Add(-2*time.Hour))
 	e.rdb.HIncrBy(ctx, contract.MetaKey(sale), contract.FieldStock, -1)
 	e.rdb.HSet(ctx, contract.BuyersKey(sale), "ghost", ghostID)
 	// Break it: a buyer with an order forgotten, and a wrong stock.
@@ -31,7 +34,7 @@ func TestReconcileRepairsABrokenRedisAndReportsWhatItDid(t *testing.T) {
 	srv := httptest.NewServer(e.svc.Handler(newRegistry(), false))
 	defer srv.Close()
 	auth := adminAuth
-	var rep ReconcileReport
+	var rep admin.ReconcileReport
 	if code := doJSON(t, "POST", srv.URL+"/admin/sales/"+sale+"/reconcile", auth, "", &rep); code != 200 {
 		t.Fatalf("reconcile: %d", code)
 	}
@@ -60,11 +63,11 @@ func TestReconcileRepairsABrokenRedisAndReportsWhatItDid(t *testing.T) {
 	}
 	var status, reason string
 	_ = e.pool.QueryRow(ctx, `SELECT status, reason FROM orders WHERE order_id = $1`, ghostID).Scan(&status, &reason)
-	if status != "failed" || reason != ReasonLost {
-		t.Errorf("lost order is %s/%s, want failed/%s", status, reason, ReasonLost)
+	if status != "failed" || reason != reconcile.ReasonLost {
+		t.Errorf("lost order is %s/%s, want failed/%s", status, reason, reconcile.ReasonLost)
 	}
 	// The message in flight arrives: it is written, and everything agrees.
-	if _, err := (&Writer{Pool: e.pool}).WriteBatch(ctx, []contract.OrderMessage{inflight}); err != nil {
+	if _, err := (&orders.Writer{Pool: e.pool}).WriteBatch(ctx, []contract.OrderMessage{inflight}); err != nil {
 		t.Fatal(err)
 	}
 	rep2, err := e.svc.Reconcile(ctx, sale)
@@ -74,15 +77,4 @@ func TestReconcileRepairsABrokenRedisAndReportsWhatItDid(t *testing.T) {
 	if len(rep2.Actions) != 0 || rep2.StockRedisAfter != 14 {
 		t.Fatalf("a second reconcile found more to do: %+v", rep2)
 	}
-}
-
-// uuidAt makes a UUIDv7 whose timestamp is at.
-func uuidAt(t *testing.T, at time.Time) string {
-	t.Helper()
-	u := uuid.Must(uuid.NewV7())
-	ms := uint64(at.UnixMilli())
-	for i := 0; i < 6; i++ {
-		u[i] = byte(ms >> (40 - 8*i))
-	}
-	return u.String()
 }

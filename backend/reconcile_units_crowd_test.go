@@ -9,6 +9,9 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/seckilledge/seckill/backend/internal/backendtest"
+	"github.com/seckilledge/seckill/backend/orders"
+	"github.com/seckilledge/seckill/backend/reconcile"
 	"github.com/seckilledge/seckill/bench/verify"
 	"github.com/seckilledge/seckill/contract"
 	"github.com/seckilledge/seckill/lua"
@@ -78,7 +81,7 @@ func reconcileUnderCrowd(t *testing.T, k int) {
 					order := uuid.Must(uuid.NewV7()).String()
 					drop := u%17 == 0 // this user's message is lost: they stop buying
 					if drop {
-						order = uuidAt(t, time.Now().Add(-2*time.Hour))
+						order = backendtest.OrderIDAt(t, time.Now().Add(-2*time.Hour))
 					}
 					v := variants[rng.IntN(len(variants))].ID
 					q := 1 + rng.IntN(2)
@@ -116,7 +119,7 @@ func reconcileUnderCrowd(t *testing.T, k int) {
 	writerDone := make(chan error, 1)
 	go func() {
 		rng := rand.New(rand.NewPCG(7, uint64(k)))
-		wr := &Writer{Pool: e.pool}
+		wr := &orders.Writer{Pool: e.pool}
 		var batch []contract.OrderMessage
 		flush := func() error {
 			if len(batch) == 0 {
@@ -187,10 +190,10 @@ func reconcileUnderCrowd(t *testing.T, k int) {
 	for i := 0; i < 2; i++ {
 		w.reconcile()
 	}
-	if got := e.dbInt(`SELECT count(*) FROM orders WHERE sale_id = $1 AND status = 'failed' AND reason = $2`, sale, ReasonLost); got != len(lost) {
+	if got := e.dbInt(`SELECT count(*) FROM orders WHERE sale_id = $1 AND status = 'failed' AND reason = $2`, sale, reconcile.ReasonLost); got != len(lost) {
 		t.Errorf("%d lost orders recorded failed, want %d", got, len(lost))
 	}
-	if got := e.dbInt(`SELECT count(*) FROM orders WHERE sale_id = $1 AND (status <> 'failed' AND status <> 'created' OR status = 'failed' AND reason <> $2)`, sale, ReasonLost); got != 0 {
+	if got := e.dbInt(`SELECT count(*) FROM orders WHERE sale_id = $1 AND (status <> 'failed' AND status <> 'created' OR status = 'failed' AND reason <> $2)`, sale, reconcile.ReasonLost); got != 0 {
 		t.Errorf("%d orders ended otherwise than created or lost", got)
 	}
 	w.mustPass("after the crowd")

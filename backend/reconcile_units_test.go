@@ -6,8 +6,12 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/seckilledge/seckill/backend/internal/backendtest"
+	"github.com/seckilledge/seckill/backend/orders"
+	"github.com/seckilledge/seckill/backend/reconcile"
 	"github.com/seckilledge/seckill/bench/verify"
 	"github.com/seckilledge/seckill/contract"
+	"github.com/seckilledge/seckill/contract/admin"
 	"github.com/seckilledge/seckill/lua"
 )
 
@@ -55,7 +59,7 @@ func (w *unitWorld) mustBuy(user, variant string, q int) contract.OrderMessage {
 
 func (w *unitWorld) write(msgs ...contract.OrderMessage) {
 	w.e.t.Helper()
-	if _, err := (&Writer{Pool: w.e.pool}).WriteBatch(context.Background(), msgs); err != nil {
+	if _, err := (&orders.Writer{Pool: w.e.pool}).WriteBatch(context.Background(), msgs); err != nil {
 		w.e.t.Fatal(err)
 	}
 }
@@ -78,7 +82,7 @@ func (w *unitWorld) mustPass(when string) {
 	}
 }
 
-func (w *unitWorld) reconcile() ReconcileReport {
+func (w *unitWorld) reconcile() admin.ReconcileReport {
 	w.e.t.Helper()
 	rep, err := w.e.svc.Reconcile(context.Background(), w.sale)
 	if err != nil {
@@ -102,7 +106,7 @@ func TestReconcileRecordsALostOrderOfAVariantSaleFailedAndReturnsItsUnits(t *tes
 	}
 	w.write(w.mustBuy("ann", "red", 2), w.mustBuy("bob", "blue", 1))
 	// bob's second purchase, accepted two hours ago, never reached Postgres.
-	lostID := uuidAt(t, time.Now().Add(-2*time.Hour))
+	lostID := backendtest.OrderIDAt(t, time.Now().Add(-2*time.Hour))
 	lostMsg, ok := w.buyAs("bob", lostID, "red", 1)
 	if !ok {
 		t.Fatal("the gate refused the lost purchase")
@@ -126,8 +130,8 @@ func TestReconcileRecordsALostOrderOfAVariantSaleFailedAndReturnsItsUnits(t *tes
 		Scan(&status, &reason, &variant, &q, &seq); err != nil {
 		t.Fatal(err)
 	}
-	if status != "failed" || reason != ReasonLost || variant != "" || q != 1 || seq != 2 {
-		t.Fatalf("lost order %s/%s variant %q quantity %d seq %d, want failed/%s '' 1 2", status, reason, variant, q, seq, ReasonLost)
+	if status != "failed" || reason != reconcile.ReasonLost || variant != "" || q != 1 || seq != 2 {
+		t.Fatalf("lost order %s/%s variant %q quantity %d seq %d, want failed/%s '' 1 2", status, reason, variant, q, seq, reconcile.ReasonLost)
 	}
 	if n := e.dbInt(`SELECT count(*) FROM webhook_deliveries WHERE order_id = $1 AND type = $2`, lostID, contract.EventOrderFailed); n != 1 {
 		t.Errorf("%d order.failed events for the lost order, want 1", n)
@@ -282,7 +286,7 @@ func TestReconcileOfALimitOneVariantSaleCountsBuyersNotHeld(t *testing.T) {
 	w := &unitWorld{e: e, sale: e.variantSale(1, VariantSpec{"s", 4}, VariantSpec{"m", 4}), k: 1}
 	ann, bob := w.mustBuy("ann", "s", 1), w.mustBuy("bob", "m", 1)
 	w.write(ann, bob)
-	lostID := uuidAt(t, time.Now().Add(-2*time.Hour))
+	lostID := backendtest.OrderIDAt(t, time.Now().Add(-2*time.Hour))
 	if _, ok := w.buyAs("cat", lostID, "m", 1); !ok {
 		t.Fatal("the gate refused cat")
 	}

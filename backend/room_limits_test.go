@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/seckilledge/seckill/contract"
+	"github.com/seckilledge/seckill/contract/admin"
 	"github.com/seckilledge/seckill/internal/testenv"
 	"github.com/seckilledge/seckill/lua"
 )
@@ -16,7 +17,7 @@ import (
 func TestASaleRoomsMaxWaitersIsCheckedAndReachesRedis(t *testing.T) {
 	n := func(v int64) *int64 { return &v }
 	for _, bad := range []int64{0, -5, 10_000_001} {
-		if err := (RoomSpec{MaxWaiters: n(bad)}).Validate(); err == nil {
+		if err := (admin.RoomSpec{MaxWaiters: n(bad)}).Validate(); err == nil {
 			t.Errorf("max_waiters %d accepted", bad)
 		}
 	}
@@ -29,14 +30,14 @@ func TestASaleRoomsMaxWaitersIsCheckedAndReachesRedis(t *testing.T) {
 		now.Add(time.Hour).UnixMilli(), now.Add(2*time.Hour).UnixMilli(), "init", 60_000).Err(); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := PreheatRoom(ctx, rdb, sale, RoomSpec{MaxWaiters: n(500)}, time.Time{}, 0); err != nil {
+	if _, err := PreheatRoom(ctx, rdb, sale, admin.RoomSpec{MaxWaiters: n(500)}, time.Time{}, 0); err != nil {
 		t.Fatal(err)
 	}
 	h := rdb.HGetAll(ctx, roomKey(sale)).Val()
 	if h["max_waiters"] != "500" || h["units"] != "10" {
 		t.Fatalf("room hash: max_waiters %q units %q, want 500 and 10", h["max_waiters"], h["units"])
 	}
-	if _, err := PreheatRoom(ctx, rdb, sale, RoomSpec{}, time.Time{}, 0); err != nil {
+	if _, err := PreheatRoom(ctx, rdb, sale, admin.RoomSpec{}, time.Time{}, 0); err != nil {
 		t.Fatal(err)
 	}
 	if rdb.HExists(ctx, roomKey(sale), "max_waiters").Val() {

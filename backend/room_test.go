@@ -8,26 +8,27 @@ import (
 	"time"
 
 	"github.com/seckilledge/seckill/contract"
+	"github.com/seckilledge/seckill/contract/admin"
 	"github.com/seckilledge/seckill/internal/testenv"
 	"github.com/seckilledge/seckill/lua"
 )
 
 func TestRoomSpecRefusesImpossibleSettings(t *testing.T) {
 	f := func(v float64) *float64 { return &v }
-	for name, spec := range map[string]RoomSpec{
+	for name, spec := range map[string]admin.RoomSpec{
 		"zero rate":           {Rate: f(0)},
 		"oversubscribe below": {Oversubscribe: f(0.9)},
 		"short session":       {Session: "500ms"},
 		"negative prequeue":   {Prequeue: "-1m"},
 		"bad duration":        {Session: "soon"},
-		"inverted difficulty": {Difficulty: &Difficulty{10, 4}},
-		"difficulty too high": {Difficulty: &Difficulty{0, 41}},
+		"inverted difficulty": {Difficulty: &admin.Difficulty{10, 4}},
+		"difficulty too high": {Difficulty: &admin.Difficulty{0, 41}},
 	} {
 		if err := spec.Validate(); err == nil {
 			t.Errorf("%s: accepted", name)
 		}
 	}
-	if err := (RoomSpec{Rate: f(50), Oversubscribe: f(1.5), Session: "2m", Prequeue: "15m", Difficulty: &Difficulty{0, 0}}).Validate(); err != nil {
+	if err := (admin.RoomSpec{Rate: f(50), Oversubscribe: f(1.5), Session: "2m", Prequeue: "15m", Difficulty: &admin.Difficulty{0, 0}}).Validate(); err != nil {
 		t.Fatalf("a good spec refused: %v", err)
 	}
 }
@@ -38,7 +39,7 @@ func TestPreheatRoomDrawsTheSeedOnceAndPublishesOnlyItsCommitment(t *testing.T) 
 	sale := testenv.ID("s")
 	now := time.Now()
 	t.Cleanup(func() { rdb.Del(context.Background(), contract.MetaKey(sale), roomKey(sale)) })
-	if _, err := PreheatRoom(ctx, rdb, sale, RoomSpec{}, time.Time{}, 0); err == nil {
+	if _, err := PreheatRoom(ctx, rdb, sale, admin.RoomSpec{}, time.Time{}, 0); err == nil {
 		t.Fatal("a room for a sale that is not preheated")
 	}
 	if err := lua.Preheat.Run(ctx, rdb, []string{contract.MetaKey(sale)}, sale, 10,
@@ -46,7 +47,7 @@ func TestPreheatRoomDrawsTheSeedOnceAndPublishesOnlyItsCommitment(t *testing.T) 
 		t.Fatal(err)
 	}
 	rate := 20.0
-	first, err := PreheatRoom(ctx, rdb, sale, RoomSpec{Rate: &rate, Difficulty: &Difficulty{8, 12}}, time.Time{}, 0)
+	first, err := PreheatRoom(ctx, rdb, sale, admin.RoomSpec{Rate: &rate, Difficulty: &admin.Difficulty{8, 12}}, time.Time{}, 0)
 	if err != nil || !first.Created {
 		t.Fatalf("first room preheat: %+v %v", first, err)
 	}
@@ -54,7 +55,7 @@ func TestPreheatRoomDrawsTheSeedOnceAndPublishesOnlyItsCommitment(t *testing.T) 
 	if sum := sha256.Sum256(seed); hex.EncodeToString(sum[:]) != first.SeedCommitment || len(seed) != 32 {
 		t.Fatal("the commitment is not the SHA-256 of the 32-byte seed")
 	}
-	again, err := PreheatRoom(ctx, rdb, sale, RoomSpec{}, time.Time{}, 0)
+	again, err := PreheatRoom(ctx, rdb, sale, admin.RoomSpec{}, time.Time{}, 0)
 	if err != nil || again.Created || again.SeedCommitment != first.SeedCommitment {
 		t.Fatalf("a second preheat changed the seed: %+v %v", again, err)
 	}

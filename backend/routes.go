@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/seckilledge/seckill/backend/internal/httpapi"
 	"github.com/seckilledge/seckill/contract"
 )
 
@@ -26,10 +27,10 @@ func jsonFallback(mux *http.ServeMux) http.Handler {
 		}
 		if len(allow) > 0 {
 			w.Header().Set("Allow", strings.Join(allow, ", "))
-			refuse(w, http.StatusMethodNotAllowed, codeMethodNotAllowed, r.Method+" is not allowed here")
+			httpapi.Refuse(w, http.StatusMethodNotAllowed, httpapi.CodeMethodNotAllowed, r.Method+" is not allowed here")
 			return
 		}
-		refuse(w, http.StatusNotFound, codeNotFound, "no such route")
+		httpapi.Refuse(w, http.StatusNotFound, httpapi.CodeNotFound, "no such route")
 	})
 }
 
@@ -40,12 +41,12 @@ func healthz(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok
 func (s *Service) userFrom(w http.ResponseWriter, r *http.Request) (string, bool) {
 	vals := r.Header.Values("X-User-ID")
 	if len(vals) > 1 {
-		refuse(w, http.StatusBadRequest, contract.CodeBadRequest, "X-User-ID given more than once")
+		httpapi.Refuse(w, http.StatusBadRequest, contract.CodeBadRequest, "X-User-ID given more than once")
 		return "", false
 	}
 	user := r.Header.Get("X-User-ID")
 	if !contract.ValidID(user) {
-		refuse(w, http.StatusUnauthorized, contract.CodeUnauthenticated, "a valid X-User-ID is required")
+		httpapi.Refuse(w, http.StatusUnauthorized, contract.CodeUnauthenticated, "a valid X-User-ID is required")
 		return "", false
 	}
 	return user, true

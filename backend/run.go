@@ -12,6 +12,9 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/seckilledge/seckill/backend/lock"
+	"github.com/seckilledge/seckill/backend/orders"
+	"github.com/seckilledge/seckill/backend/webhook"
 )
 
 // Run migrates the database, then consumes winners, sweeps unpaid orders and serves the HTTP
@@ -28,14 +31,14 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 	// Webhook settings are checked before anything starts: a default receiver inside the
 	// backend's network is a refusal to start, said at once.
-	secrets, err := ParseSecrets(cfg.WebhookSecrets)
+	secrets, err := webhook.ParseSecrets(cfg.WebhookSecrets)
 	if err != nil {
 		return err
 	}
-	var hooks *Webhooks
+	var hooks *webhook.Worker
 	switch {
 	case len(secrets) > 0:
-		hooks = &Webhooks{Log: log, DefaultURL: cfg.WebhookURL, Secrets: secrets, Timeout: cfg.WebhookTimeout,
+		hooks = &webhook.Worker{Log: log, DefaultURL: cfg.WebhookURL, Secrets: secrets, Timeout: cfg.WebhookTimeout,
 			RetryMin: cfg.WebhookRetryMin, RetryMax: cfg.WebhookRetryMax, MaxAttempts: cfg.WebhookAttempts,
 			Concurrency: cfg.WebhookConcurrency, AllowPrivate: cfg.WebhookAllowPrivate}
 		if cfg.WebhookURL != "" {
@@ -78,7 +81,7 @@ func Run(ctx context.Context, cfg Config) error {
 	defer rdb.Close()
 
 	if hooks != nil {
-		hpool, err := NewWebhookPool(ctx, cfg.PGURL, min(cfg.WebhookConcurrency, 8)+2)
+		hpool, err := webhook.NewPool(ctx, cfg.PGURL, min(cfg.WebhookConcurrency, 8)+2)
 		if err != nil {
 			return err
 		}
@@ -86,18 +89,18 @@ func Run(ctx context.Context, cfg Config) error {
 		hooks.Pool = hpool
 	}
 
-	comp := &Compensator{Pool: pool, Redis: rdb, Log: log}
-	svc := &Service{Pool: pool, Redis: rdb, Locker: NewLocker(rdb, cfg.LockTTL), Compensator: comp, Log: log,
+	comp := &orders.Compensator{Pool: pool, Redis: rdb, Log: log}
+	svc := &Service{Pool: pool, Redis: rdb, Locker: lock.NewLocker(rdb, cfg.LockTTL), Compensator: comp, Log: log,
 		Tokens: tokens, Retention: cfg.Retention, Grace: cfg.ReconcileGrace, Webhooks: hooks, Namespace: cfg.Namespace}
-	cons := &Consumer{URL: cfg.AMQPURL, Writer: &Writer{Pool: pool, DefaultWebhook: svc.hasDefaultWebhook()}, Compensator: comp,
+	cons := &orders.Consumer{URL: cfg.AMQPURL, Writer: &orders.Writer{Pool: pool, DefaultWebhook: svc.Webhooks.HasDefaultURL()}, Compensator: comp,
 		BatchSize: cfg.BatchSize, BatchWait: cfg.BatchWait, Writers: cfg.BatchWriters, Log: log, Written: hooks.Wake}
 
-	tp, err := NewTracerProvider(ctx)
+	tp, err := orders.NewTracerProvider(ctx)
 	if err != nil {
 		return fmt.Errorf("OpenTelemetry (OTEL_* variables): %w", err)
 	}
 	if tp != nil {
-		cons.Tracer = tp.Tracer(TracerName)
+		cons.Tracer = tp.Tracer(orders.TracerName)
 		defer func() {
 			// Flushes the spans still batched; bounded, an unreachable collector must not hold
 			// the exit.

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/seckilledge/seckill/backend/internal/httpapi"
 	"github.com/seckilledge/seckill/contract"
 )
 
@@ -19,8 +20,8 @@ func TestTwoUserIDsAreRefusedNotResolvedToTheFirst(t *testing.T) {
 	e := newEnv(t)
 	sale := e.sale(2)
 	m := e.accept(sale, 1)[0]
-	orders, _ := e.servers(false)
-	req, _ := http.NewRequest("GET", orders.URL+"/orders/"+m.OrderID, nil)
+	orderSrv, _ := e.servers(false)
+	req, _ := http.NewRequest("GET", orderSrv.URL+"/orders/"+m.OrderID, nil)
 	req.Header.Add("X-User-ID", m.UserID)
 	req.Header.Add("X-User-ID", "someone-else")
 	resp, err := http.DefaultClient.Do(req)
@@ -38,9 +39,9 @@ func TestEachListenerServesOnlyItsOwnRoutes(t *testing.T) {
 	e := newEnv(t)
 	sale := e.sale(2)
 	m := e.accept(sale, 1)[0]
-	orders, admin := e.servers(true)
+	orderSrv, admin := e.servers(true)
 	user := map[string]string{"X-User-ID": m.UserID}
-	for _, srv := range []*httptest.Server{orders, admin} {
+	for _, srv := range []*httptest.Server{orderSrv, admin} {
 		resp, err := http.Get(srv.URL + "/healthz")
 		if err != nil || resp.StatusCode != 200 {
 			t.Fatalf("/healthz: %v %v", resp, err)
@@ -55,22 +56,22 @@ func TestEachListenerServesOnlyItsOwnRoutes(t *testing.T) {
 		{"POST", "/baseline/optimistic/" + sale},
 	} {
 		h := map[string]string{"Authorization": "Bearer " + testAdminToken}
-		if code := doJSON(t, r.method, orders.URL+r.path, h, "", &ref); code != 404 || ref.Code != codeNotFound {
+		if code := doJSON(t, r.method, orderSrv.URL+r.path, h, "", &ref); code != 404 || ref.Code != httpapi.CodeNotFound {
 			t.Errorf("order listener serves %s %s: %d %+v", r.method, r.path, code, ref)
 		}
 	}
-	if code := doJSON(t, "GET", admin.URL+"/orders/"+m.OrderID, user, "", &ref); code != 404 || ref.Code != codeNotFound {
+	if code := doJSON(t, "GET", admin.URL+"/orders/"+m.OrderID, user, "", &ref); code != 404 || ref.Code != httpapi.CodeNotFound {
 		t.Errorf("admin listener serves the order API: %d %+v", code, ref)
 	}
 	var v OrderView
-	if code := doJSON(t, "GET", orders.URL+"/orders/"+m.OrderID, user, "", &v); code != 200 || v.Status != contract.StatusQueued {
+	if code := doJSON(t, "GET", orderSrv.URL+"/orders/"+m.OrderID, user, "", &v); code != 200 || v.Status != contract.StatusQueued {
 		t.Errorf("order listener: %d %+v", code, v)
 	}
 	if code := doJSON(t, "GET", admin.URL+"/admin/sales/"+sale, adminAuth, "", nil); code != 200 {
 		t.Errorf("admin listener: %d", code)
 	}
 	// 405 names the methods that exist.
-	req, _ := http.NewRequest("DELETE", orders.URL+"/orders/"+m.OrderID, nil)
+	req, _ := http.NewRequest("DELETE", orderSrv.URL+"/orders/"+m.OrderID, nil)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
@@ -112,8 +113,8 @@ func TestEveryBackendRouteAnswersGarbageWithJSONAndNo5xx(t *testing.T) {
 	e := newEnv(t)
 	sale := e.sale(3)
 	m := e.accept(sale, 1)[0]
-	orders, admin := e.servers(true)
-	oa, aa := strings.TrimPrefix(orders.URL, "http://"), strings.TrimPrefix(admin.URL, "http://")
+	orderSrv, admin := e.servers(true)
+	oa, aa := strings.TrimPrefix(orderSrv.URL, "http://"), strings.TrimPrefix(admin.URL, "http://")
 	type route struct{ addr, method, path string }
 	routes := []route{
 		{oa, "GET", "/orders/" + m.OrderID}, {oa, "GET", "/healthz"}, {oa, "GET", "/nope"},

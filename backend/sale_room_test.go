@@ -7,7 +7,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/seckilledge/seckill/backend/lock"
 	"github.com/seckilledge/seckill/contract"
+	"github.com/seckilledge/seckill/contract/admin"
 	"github.com/seckilledge/seckill/internal/testenv"
 )
 
@@ -20,7 +22,7 @@ func TestAdminAPISaleWithARoomIsPreheatedWithItsSeedCommitmentOnce(t *testing.T)
 	sale := testenv.ID("room")
 	t.Cleanup(func() {
 		e.rdb.Del(context.Background(), contract.MetaKey(sale), roomKey(sale))
-		e.rdb.Del(context.Background(), lockRedisKeys(saleLockKey(sale))...)
+		e.rdb.Del(context.Background(), lockRedisKeys(lock.SaleKey(sale))...)
 		e.rdb.SRem(context.Background(), contract.SalesIndexKey, sale)
 	})
 	starts := time.Now().Add(-time.Minute).UTC().Format(time.RFC3339)
@@ -39,11 +41,11 @@ func TestAdminAPISaleWithARoomIsPreheatedWithItsSeedCommitmentOnce(t *testing.T)
 			t.Fatalf("%s: %d %+v", name, code, ref)
 		}
 	}
-	var st SaleStatus
+	var st admin.SaleStatus
 	if code := doJSON(t, "POST", srv.URL+"/admin/sales", adminAuth, body(sale, `,"room":{"rate":5,"session":"90s","difficulty":[0,0]}`), &st); code != 201 || st.Room == nil || *st.Room.Rate != 5 || st.SeedCommitment != "" {
 		t.Fatalf("create: %d %+v", code, st)
 	}
-	var pre PreheatResult
+	var pre admin.PreheatResult
 	if code := doJSON(t, "POST", srv.URL+"/admin/sales/"+sale+"/preheat", adminAuth, "", &pre); code != 200 || pre.Room == nil || !pre.Room.Created {
 		t.Fatalf("preheat: %d %+v", code, pre)
 	}
@@ -66,7 +68,7 @@ func TestAdminAPISaleWithARoomIsPreheatedWithItsSeedCommitmentOnce(t *testing.T)
 	}
 
 	plain := e.sale(2) // no room: no room hash, nothing in the status
-	st = SaleStatus{}
+	st = admin.SaleStatus{}
 	if code := doJSON(t, "GET", srv.URL+"/admin/sales/"+plain, adminAuth, "", &st); code != 200 || st.Room != nil || st.SeedCommitment != "" {
 		t.Fatalf("status without a room: %d %+v", code, st)
 	}
@@ -105,7 +107,7 @@ func TestARoomThatCannotBeSetUpLeavesTheSaleClosed(t *testing.T) {
 	sale := testenv.ID("room")
 	t.Cleanup(func() {
 		e.rdb.Del(context.Background(), contract.MetaKey(sale), roomKey(sale))
-		e.rdb.Del(context.Background(), lockRedisKeys(saleLockKey(sale))...)
+		e.rdb.Del(context.Background(), lockRedisKeys(lock.SaleKey(sale))...)
 		e.rdb.SRem(context.Background(), contract.SalesIndexKey, sale)
 	})
 	if code := doJSON(t, "POST", srv.URL+"/admin/sales", adminAuth, body(sale, `{"rate":5}`), nil); code != 201 {
@@ -129,7 +131,7 @@ func TestARoomThatCannotBeSetUpLeavesTheSaleClosed(t *testing.T) {
 	if _, err := e.pool.Exec(ctx, `UPDATE sales SET room = '{"rate":5}'::jsonb WHERE id = $1`, sale); err != nil {
 		t.Fatal(err)
 	}
-	var pre PreheatResult
+	var pre admin.PreheatResult
 	if code := doJSON(t, "POST", srv.URL+"/admin/sales/"+sale+"/preheat", adminAuth, "", &pre); code != 200 || pre.Room == nil {
 		t.Fatalf("preheat once the room is good: %d %+v", code, pre)
 	}

@@ -11,16 +11,16 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/redis/go-redis/v9"
+	"github.com/seckilledge/seckill/backend/internal/httpapi"
+	"github.com/seckilledge/seckill/backend/internal/shards"
+	"github.com/seckilledge/seckill/backend/lock"
+	"github.com/seckilledge/seckill/backend/reconcile"
+	"github.com/seckilledge/seckill/backend/webhook"
 	"github.com/seckilledge/seckill/contract"
+	"github.com/seckilledge/seckill/contract/admin"
 	"github.com/seckilledge/seckill/internal/strictjson"
 	"github.com/seckilledge/seckill/lua"
 )
-
-// maxStock is the most units a sale holds, all variants together, and so the most a variant
-// holds or one stock change adds. The stock columns are Postgres integers (up to 2^31 - 1): a
-// bound well inside them, checked at the API, refuses a creation or a stock change that would
-// not fit as the client's 400 instead of the database's error (issue 24).
-const maxStock = 1_000_000_000
 
 // SaleSpec is the body of POST /admin/sales.
 type SaleSpec struct {
@@ -39,7 +39,7 @@ type SaleSpec struct {
 	WebhookURL string `json:"webhook_url,omitempty"`
 	// Room gives the sale a waiting room (seckill_room, docs/room.md); nil: none. Rooms are
 	// for unsharded sales: the token script must reach the room's hash slot.
-	Room *RoomSpec `json:"room,omitempty"`
+	Room *admin.RoomSpec `json:"room,omitempty"`
 	// Variants gives the stock per variant instead of Stock (sales_variants.go): 1 to 256,
 	// ids like sale ids. A sharded sale splits each variant over its shards.
 	Variants []VariantSpec `json:"variants,omitempty"`
@@ -53,7 +53,7 @@ func (s SaleSpec) Validate() (time.Duration, error) {
 	switch {
 	case !contract.ValidID(s.ID):
 		return 0, errors.New("id must match ^[A-Za-z0-9_-]{1,64}$")
-	case s.Stock < 0 || s.Stock > maxStock:
+	case s.Stock < 0 || s.Stock > admin.MaxStock:
 		return 0, errors.New("stock must be between 0 and 1e9")
 	case s.StartsAt.IsZero() || s.EndsAt.IsZero():
 		return 0, errors.New("starts_at and ends_at (RFC 3339) are required")
@@ -74,7 +74,7 @@ func (s SaleSpec) Validate() (time.Duration, error) {
 		}
 	}
 	if s.WebhookURL != "" {
-		if err := validWebhookURL(s.WebhookURL); err != nil {
+		if err := webhook.ValidURL(s.WebhookURL); err != nil {
 			return 0, fmt.Errorf("webhook_url: %w", err)
 		}
 	}
@@ -135,104 +135,66 @@ func (s *Service) CreateSale(ctx context.Context, spec SaleSpec) (created bool, 
 func (s *Service) handleCreateSale(w http.ResponseWriter, r *http.Request) {
 	spec, err := ParseSaleSpec(http.MaxBytesReader(w, r.Body, 1<<16))
 	if err != nil {
-		refuse(w, http.StatusBadRequest, contract.CodeBadRequest, err.Error())
+		httpapi.Refuse(w, http.StatusBadRequest, contract.CodeBadRequest, err.Error())
 		return
 	}
 	if spec.WebhookURL != "" && s.Webhooks == nil {
-		refuse(w, http.StatusBadRequest, contract.CodeBadRequest, "webhook_url needs SECKILL_WEBHOOK_SECRETS on the backend: webhooks are signed")
+		httpapi.Refuse(w, http.StatusBadRequest, contract.CodeBadRequest, "webhook_url needs SECKILL_WEBHOOK_SECRETS on the backend: webhooks are signed")
 		return
 	}
 	if spec.WebhookURL != "" {
 		// Not in Validate: the check may look the name up, and depends on the backend's policy.
 		if err := s.Webhooks.CheckURL(r.Context(), spec.WebhookURL); err != nil {
-			refuse(w, http.StatusBadRequest, contract.CodeBadRequest, "webhook_url: "+err.Error())
+			httpapi.Refuse(w, http.StatusBadRequest, contract.CodeBadRequest, "webhook_url: "+err.Error())
 			return
 		}
 	}
 	created, err := s.CreateSale(r.Context(), spec)
-	if refuseBadValue(w, err, "stock, variants, per_user_limit, starts_at, ends_at, pay_within") {
+	if httpapi.RefuseBadValue(w, err, "stock, variants, per_user_limit, starts_at, ends_at, pay_within") {
 		s.Log.Warn("create sale: Postgres refused a value of the request", "err", err)
 		return
 	}
 	if err != nil {
 		s.Log.Warn("create sale failed", "err", err)
-		unavailable(w)
+		httpapi.Unavailable(w)
 		return
 	}
 	if !created {
-		refuse(w, http.StatusConflict, codeSaleExists, "a sale with this id exists")
+		httpapi.Refuse(w, http.StatusConflict, httpapi.CodeSaleExists, "a sale with this id exists")
 		return
 	}
 	s.Log.Info("sale created", "sale_id", spec.ID, "stock", spec.totalStock(), "shards", max(spec.Shards, 1),
 		"variants", len(spec.Variants), "per_user_limit", spec.limit())
 	st, _ := s.SaleStatus(r.Context(), spec.ID)
-	writeJSON(w, http.StatusCreated, st)
+	httpapi.WriteJSON(w, http.StatusCreated, st)
 }
 
 // errUnknownSale is returned for a sale id Postgres does not know.
 var errUnknownSale = errors.New("unknown sale")
 
 // withSaleLock runs fn holding the sale's distributed lock, waiting up to wait for it.
-func (s *Service) withSaleLock(ctx context.Context, sale string, wait time.Duration, fn func(Held) error) error {
-	return s.withLock(ctx, saleLockKey(sale), wait, fn)
+func (s *Service) withSaleLock(ctx context.Context, sale string, wait time.Duration, fn func(lock.Held) error) error {
+	return s.withLock(ctx, lock.SaleKey(sale), wait, fn)
 }
 
-func (s *Service) withLock(ctx context.Context, key string, wait time.Duration, fn func(Held) error) error {
-	deadline := time.Now().Add(wait)
-	for {
-		held, err := s.Locker.TryObtain(ctx, key)
-		if err == nil {
-			defer func() {
-				rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
-				defer cancel()
-				_ = held.Release(rctx)
-			}()
-			return fn(held)
-		}
-		if !errors.Is(err, ErrLockBusy) || time.Now().After(deadline) {
-			return err
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(50 * time.Millisecond):
-		}
-	}
+func (s *Service) withLock(ctx context.Context, key string, wait time.Duration, fn func(lock.Held) error) error {
+	return lock.With(ctx, s.Locker, key, wait, fn)
 }
 
 // fenced runs fn in a transaction that first records held's fencing token for key; fn's writes
 // commit only if no newer holder of the lock has written.
-func (s *Service) fenced(ctx context.Context, key string, held Held, fn func(pgx.Tx) error) error {
-	select {
-	case <-held.Lost():
-		return errors.New("lock lost")
-	default:
-	}
-	return pgx.BeginFunc(ctx, s.Pool, func(tx pgx.Tx) error {
-		if err := CheckFence(ctx, tx, key, held.Token()); err != nil {
-			return err
-		}
-		return fn(tx)
-	})
-}
-
-// PreheatResult is the body of POST /admin/sales/{id}/preheat.
-type PreheatResult struct {
-	SaleID     string `json:"sale_id"`
-	Created    bool   `json:"created"`
-	StockRedis int64  `json:"stock_redis"`
-	// Room is set for a sale with a waiting room: its seed commitment (kept by later preheats).
-	Room *RoomPreheat `json:"room,omitempty"`
+func (s *Service) fenced(ctx context.Context, key string, held lock.Held, fn func(pgx.Tx) error) error {
+	return lock.Fenced(ctx, s.Pool, key, held, fn)
 }
 
 // Preheat loads a sale into Redis under the sale's lock: preheat.lua in "init" mode (a sale
 // already selling keeps its stock; only its window is refreshed), adds it to the sales index
 // (the relays discover outboxes from it) and broadcasts restock when it has stock. A sale the
-// operator paused is written back paused (controls.go).
-func (s *Service) Preheat(ctx context.Context, sale string) (PreheatResult, error) {
-	res := PreheatResult{SaleID: sale}
-	key := saleLockKey(sale)
-	err := s.withSaleLock(ctx, sale, 5*time.Second, func(held Held) error {
+// operator paused is written back paused (controls.Controls.RestorePaused).
+func (s *Service) Preheat(ctx context.Context, sale string) (admin.PreheatResult, error) {
+	res := admin.PreheatResult{SaleID: sale}
+	key := lock.SaleKey(sale)
+	err := s.withSaleLock(ctx, sale, 5*time.Second, func(held lock.Held) error {
 		return s.fenced(ctx, key, held, func(tx pgx.Tx) error {
 			var stock, k, limit int
 			var starts, ends time.Time
@@ -245,7 +207,7 @@ func (s *Service) Preheat(ctx context.Context, sale string) (PreheatResult, erro
 			if err != nil {
 				return err
 			}
-			variants, err := saleVariants(ctx, tx, sale)
+			variants, err := shards.Variants(ctx, tx, sale)
 			if err != nil {
 				return err
 			}
@@ -253,14 +215,14 @@ func (s *Service) Preheat(ctx context.Context, sale string) (PreheatResult, erro
 				if err := s.preheatShards(ctx, sale, stock, k, limit, preheatVariants(variants), starts, ends, &res); err != nil {
 					return err
 				}
-				return s.restorePaused(ctx, tx, sale, k)
+				return s.controls().RestorePaused(ctx, tx, sale, k)
 			}
 			if room != nil {
 				// The room first, the sale's meta last: preheat.lua writes the sale only when
 				// the room is there, and marks it as a room sale, so a room that cannot be set
 				// up leaves the sale closed rather than on sale without its room. room_setup.lua
 				// keeps the first seed, so a second preheat publishes the same commitment.
-				var spec RoomSpec
+				var spec admin.RoomSpec
 				if err := json.Unmarshal(room, &spec); err != nil {
 					return fmt.Errorf("sale %s: stored room: %w", sale, err)
 				}
@@ -279,7 +241,7 @@ func (s *Service) Preheat(ctx context.Context, sale string) (PreheatResult, erro
 			if err := s.Redis.SAdd(ctx, contract.SalesIndexKey, sale).Err(); err != nil {
 				return err
 			}
-			return s.restorePaused(ctx, tx, sale, k)
+			return s.controls().RestorePaused(ctx, tx, sale, k)
 		})
 	})
 	return res, err
@@ -300,48 +262,21 @@ func (s *Service) handlePreheat(w http.ResponseWriter, r *http.Request) {
 func (s *Service) answerLocked(w http.ResponseWriter, what string, err error, res any) {
 	switch {
 	case err == nil:
-		writeJSON(w, http.StatusOK, res)
-	case errors.Is(err, errUnknownSale):
-		refuse(w, http.StatusNotFound, contract.CodeUnknownSale, "no such sale")
-	case errors.Is(err, ErrLockBusy), errors.Is(err, ErrFenced):
-		refuse(w, http.StatusConflict, "busy", what+" is running on another instance; retry")
+		httpapi.WriteJSON(w, http.StatusOK, res)
+	case errors.Is(err, errUnknownSale), errors.Is(err, reconcile.ErrUnknownSale):
+		httpapi.Refuse(w, http.StatusNotFound, contract.CodeUnknownSale, "no such sale")
+	case errors.Is(err, lock.ErrBusy), errors.Is(err, lock.ErrFenced):
+		httpapi.Refuse(w, http.StatusConflict, "busy", what+" is running on another instance; retry")
 	default:
 		s.Log.Warn(what+" failed", "err", err)
-		unavailable(w)
+		httpapi.Unavailable(w)
 	}
-}
-
-// SaleStatus is the body of GET /admin/sales/{id}.
-type SaleStatus struct {
-	ID           string         `json:"id"`
-	InitialStock int            `json:"initial_stock"`
-	StockDB      int            `json:"stock_db"`
-	StockRedis   *int64         `json:"stock_redis"`
-	State        string         `json:"state,omitempty"`
-	Buyers       int64          `json:"buyers"`
-	Queued       int            `json:"queued"`
-	Orders       map[string]int `json:"orders"`
-	StartsAt     time.Time      `json:"starts_at"`
-	EndsAt       time.Time      `json:"ends_at"`
-	PayWithin    string         `json:"pay_within"`
-	// Shards is the sale's shard count (1: unsharded). For a sharded sale, StockRedis and
-	// Buyers sum over the shards and ShardStock lists each shard's stock (-1: not in Redis).
-	Shards     int     `json:"shards"`
-	ShardStock []int64 `json:"shard_stock,omitempty"`
-	// Room is the sale's waiting room as created (nil: none) and SeedCommitment the hex SHA-256
-	// of its seed once preheated (docs/room.md): published before the start, checked after the end.
-	Room           *RoomSpec `json:"room,omitempty"`
-	SeedCommitment string    `json:"seed_commitment,omitempty"`
-	// PerUserLimit is the most units a user may hold in the sale; Variants each variant's
-	// stock in Postgres and Redis (absent for a sale without variants).
-	PerUserLimit int             `json:"per_user_limit"`
-	Variants     []VariantStatus `json:"variants,omitempty"`
 }
 
 // SaleStatus reads a sale from Postgres and Redis. queued counts buyers in Redis whose order
 // is not in Postgres yet.
-func (s *Service) SaleStatus(ctx context.Context, sale string) (SaleStatus, error) {
-	st := SaleStatus{ID: sale, Orders: map[string]int{"created": 0, "paid": 0, "cancelled": 0, "failed": 0}}
+func (s *Service) SaleStatus(ctx context.Context, sale string) (admin.SaleStatus, error) {
+	st := admin.SaleStatus{ID: sale, Orders: map[string]int{"created": 0, "paid": 0, "cancelled": 0, "failed": 0}}
 	var paySecs float64
 	var room []byte
 	err := s.Pool.QueryRow(ctx, `SELECT initial_stock, stock, starts_at, ends_at, EXTRACT(EPOCH FROM pay_within)::float8, shards, room, per_user_limit FROM sales WHERE id = $1`, sale).
@@ -354,7 +289,7 @@ func (s *Service) SaleStatus(ctx context.Context, sale string) (SaleStatus, erro
 	}
 	st.PayWithin = (time.Duration(paySecs * float64(time.Second))).String()
 	if room != nil {
-		st.Room = new(RoomSpec)
+		st.Room = new(admin.RoomSpec)
 		if err := json.Unmarshal(room, st.Room); err != nil {
 			return st, fmt.Errorf("sale %s: stored room: %w", sale, err)
 		}
@@ -393,10 +328,10 @@ func (s *Service) SaleStatus(ctx context.Context, sale string) (SaleStatus, erro
 	if v, ok := meta[1].(string); ok {
 		st.State = v
 	}
-	if st.Variants, err = saleVariants(ctx, s.Pool, sale); err != nil {
+	if st.Variants, err = shards.Variants(ctx, s.Pool, sale); err != nil {
 		return st, err
 	}
-	if err := fillVariantsRedis(ctx, s.Redis, sale, st.Shards, st.Variants); err != nil {
+	if err := shards.FillVariants(ctx, s.Redis, sale, st.Shards, st.Variants); err != nil {
 		return st, err
 	}
 	if len(st.Variants) == 0 {
@@ -430,11 +365,11 @@ func (s *Service) handleSaleStatus(w http.ResponseWriter, r *http.Request) {
 	st, err := s.SaleStatus(r.Context(), r.PathValue("id"))
 	switch {
 	case errors.Is(err, errUnknownSale):
-		refuse(w, http.StatusNotFound, contract.CodeUnknownSale, "no such sale")
+		httpapi.Refuse(w, http.StatusNotFound, contract.CodeUnknownSale, "no such sale")
 	case err != nil:
 		s.Log.Warn("sale status failed", "err", err)
-		unavailable(w)
+		httpapi.Unavailable(w)
 	default:
-		writeJSON(w, http.StatusOK, st)
+		httpapi.WriteJSON(w, http.StatusOK, st)
 	}
 }

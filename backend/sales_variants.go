@@ -4,11 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/redis/go-redis/v9"
 	"github.com/seckilledge/seckill/contract"
+	"github.com/seckilledge/seckill/contract/admin"
 	"github.com/seckilledge/seckill/lua"
 )
 
@@ -40,13 +39,13 @@ func (s SaleSpec) validateVariants() error {
 			return fmt.Errorf("variant id %q must match ^[A-Za-z0-9_-]{1,64}$", v.ID)
 		case seen[v.ID]:
 			return fmt.Errorf("variant %q is listed twice", v.ID)
-		case v.Stock < 0 || v.Stock > maxStock:
+		case v.Stock < 0 || v.Stock > admin.MaxStock:
 			return fmt.Errorf("variant %q: stock must be between 0 and 1e9", v.ID)
 		}
 		seen[v.ID] = true
 		sum += v.Stock
 	}
-	if sum > maxStock {
+	if sum > admin.MaxStock {
 		return errors.New("the variants' stocks must add up to at most 1e9")
 	}
 	if s.Stock != 0 && s.Stock != sum {
@@ -84,60 +83,6 @@ func insertVariants(ctx context.Context, tx pgx.Tx, sale string, vs []VariantSpe
 	return err
 }
 
-// VariantStatus is one variant in GET /admin/sales/{id}: its stock in Postgres and in Redis
-// (nil: not in Redis).
-type VariantStatus struct {
-	ID           string `json:"id"`
-	InitialStock int    `json:"initial_stock"`
-	StockDB      int    `json:"stock_db"`
-	StockRedis   *int64 `json:"stock_redis"`
-}
-
-type pgQuerier interface {
-	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
-}
-
-// saleVariants reads a sale's variants from Postgres, by id.
-func saleVariants(ctx context.Context, q pgQuerier, sale string) ([]VariantStatus, error) {
-	rows, err := q.Query(ctx, `SELECT variant_id, initial_stock, stock FROM sale_variants WHERE sale_id = $1 ORDER BY variant_id`, sale)
-	if err != nil {
-		return nil, err
-	}
-	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (VariantStatus, error) {
-		var v VariantStatus
-		return v, r.Scan(&v.ID, &v.InitialStock, &v.StockDB)
-	})
-}
-
-// fillVariantsRedis reads each variant's stock in Redis: summed over the shards of a sharded
-// sale (k > 1), each holding its part of every variant.
-func fillVariantsRedis(ctx context.Context, rdb redis.UniversalClient, sale string, k int, vs []VariantStatus) error {
-	if len(vs) == 0 {
-		return nil
-	}
-	fields := make([]string, len(vs))
-	for i, v := range vs {
-		fields[i] = contract.VariantField(v.ID)
-	}
-	for _, id := range contract.ShardIDs(sale, k) {
-		vals, err := rdb.HMGet(ctx, contract.MetaKey(id), fields...).Result()
-		if err != nil {
-			return err
-		}
-		for i, x := range vals {
-			if str, ok := x.(string); ok {
-				if n, err := strconv.ParseInt(str, 10, 64); err == nil {
-					if vs[i].StockRedis == nil {
-						vs[i].StockRedis = new(int64)
-					}
-					*vs[i].StockRedis += n
-				}
-			}
-		}
-	}
-	return nil
-}
-
 // shardVariants is shard i's part (of k) of each variant: every variant split as the sale's
 // stock is (contract.SplitStock), so each shard sells some of every variant.
 func shardVariants(vs []lua.Variant, i, k int) []lua.Variant {
@@ -152,7 +97,7 @@ func shardVariants(vs []lua.Variant, i, k int) []lua.Variant {
 }
 
 // preheatVariants are a sale's variants with their current stock in Postgres, for preheat.lua.
-func preheatVariants(vs []VariantStatus) []lua.Variant {
+func preheatVariants(vs []admin.VariantStatus) []lua.Variant {
 	if len(vs) == 0 {
 		return nil
 	}

@@ -1,6 +1,7 @@
 package backend
 
 import (
+	"context"
 	"errors"
 	"log/slog"
 	"net/http"
@@ -11,21 +12,30 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/redis/go-redis/v9"
+	"github.com/seckilledge/seckill/backend/controls"
+	"github.com/seckilledge/seckill/backend/internal/httpapi"
+	"github.com/seckilledge/seckill/backend/internal/shards"
+	"github.com/seckilledge/seckill/backend/lock"
+	"github.com/seckilledge/seckill/backend/orders"
+	"github.com/seckilledge/seckill/backend/reconcile"
+	"github.com/seckilledge/seckill/backend/ui"
+	"github.com/seckilledge/seckill/backend/webhook"
+	"github.com/seckilledge/seckill/contract/admin"
 )
 
 // Service holds what the HTTP API, the sweeper and reconcile share.
 type Service struct {
 	Pool        *pgxpool.Pool
 	Redis       redis.UniversalClient
-	Locker      Locker
-	Compensator *Compensator
+	Locker      lock.Locker
+	Compensator *orders.Compensator
 	Log         *slog.Logger
 	// AdminToken is the single admin token of older setups (SECKILL_ADMIN_TOKEN); Tokens, when
 	// set, holds every named token instead (SECKILL_ADMIN_TOKENS, see auth.go).
 	AdminToken string
 	Tokens     *Tokens
 	// Webhooks delivers order events to the shop (nil: no signing secret, no delivery).
-	Webhooks *Webhooks
+	Webhooks *webhook.Worker
 	// Retention keeps a sale's Redis keys this long after it ends.
 	Retention time.Duration
 	// Namespace is the deployment recorded in the meta of the sales it preheats: a gateway's
@@ -40,12 +50,73 @@ type Service struct {
 	// Now is the clock (tests inject one).
 	Now func() time.Time
 
-	shards shardCounts
-	// cockpitState holds the live page's sessions and failed-login counts (ui.go), made once.
-	cockpitOnce  sync.Once
-	cockpitState *cockpitAuth
+	shards shards.Counts
+	// page is the live page (backend/ui) with its sessions and failed-login counts, made once.
+	pageOnce sync.Once
+	page     *ui.Cockpit
+	// stockStop stops a stock change between its two stores (tests: controls.Controls.Stop).
+	stockStop func(step string) error
 	// rebalancerSubscribed is called when RunRebalancer's subscription is confirmed.
 	rebalancerSubscribed func()
+}
+
+// cockpit returns the live page, made on first use (a Service is built as a struct literal, in
+// tests too). It reads through the few functions given here and nothing else of the Service.
+func (s *Service) cockpit() *ui.Cockpit {
+	s.pageOnce.Do(func() {
+		s.page = ui.New(ui.Cockpit{Pool: s.Pool, Redis: s.Redis, Log: s.Log, Now: s.now,
+			Lookup: func(token string) (httpapi.Principal, bool) { return s.tokens().Lookup(token) },
+			Viewer: s.viewer,
+			Sales: func(ctx context.Context, t time.Time, limit int) ([]admin.SaleSummary, error) {
+				return s.controls().SalesEndingAfter(ctx, t, limit)
+			},
+			Audit: func(ctx context.Context, limit int) ([]admin.AuditEntry, error) {
+				return s.controls().Audit(ctx, "", limit)
+			}})
+	})
+	return s.page
+}
+
+// controls are the operator's controls over the Service's stores, lock and clock
+// (backend/controls); a stock change that was interrupted ends with the Service's Reconcile.
+func (s *Service) controls() *controls.Controls {
+	return &controls.Controls{Pool: s.Pool, Redis: s.Redis, Log: s.Log, Now: s.now, Locker: s.Locker,
+		Retention: s.retention(), Reconcile: s.Reconcile,
+		Stop: func(step string) error {
+			if s.stockStop == nil {
+				return nil
+			}
+			return s.stockStop(step)
+		}}
+}
+
+// mountControls adds the operator routes to mux: the controls (admin tokens), the sales list
+// and the audit trail (viewer tokens too) and the live page (backend/ui). Everything is
+// under /admin/, so it follows the admin API to whichever listener serves it.
+func (s *Service) mountControls(mux *http.ServeMux, reg *prometheus.Registry) {
+	ct := s.controls()
+	mux.HandleFunc("GET /admin/sales", s.viewer(ct.HandleListSales))
+	mux.HandleFunc("POST /admin/sales/{id}/pause", s.admin(ct.HandlePause))
+	mux.HandleFunc("POST /admin/sales/{id}/resume", s.admin(ct.HandleResume))
+	mux.HandleFunc("POST /admin/sales/{id}/end", s.admin(ct.HandleEnd))
+	mux.HandleFunc("PATCH /admin/sales/{id}", s.admin(ct.HandlePatchSale))
+	mux.HandleFunc("POST /admin/sales/{id}/stock", s.admin(ct.HandleStock))
+	mux.HandleFunc("GET /admin/audit", s.viewer(ct.HandleAudit))
+	s.cockpit().Mount(mux, reg)
+}
+
+// Reconcile compares a sale's Redis state with Postgres and repairs Redis, under the sale's
+// lock (backend/reconcile): the Service gives it its stores, lock, clock and rebalance.
+func (s *Service) Reconcile(ctx context.Context, sale string) (admin.ReconcileReport, error) {
+	rc := &reconcile.Reconciler{Pool: s.Pool, Redis: s.Redis, Log: s.Log, Now: s.now, Grace: s.Grace,
+		Locker: s.Locker, Compensator: s.Compensator, Webhooks: s.Webhooks, Shards: &s.shards,
+		Rebalance: s.rebalanceAfterReconcile}
+	return rc.Reconcile(ctx, sale)
+}
+
+func (s *Service) handleReconcile(w http.ResponseWriter, r *http.Request) {
+	rep, err := s.Reconcile(r.Context(), r.PathValue("id"))
+	s.answerLocked(w, "reconcile", err, rep)
 }
 
 func (s *Service) now() time.Time {
@@ -68,11 +139,12 @@ func (s *Service) Handler(reg *prometheus.Registry, baselines bool) http.Handler
 	mux.HandleFunc("POST /admin/sales/{id}/reconcile", s.admin(s.handleReconcile))
 	mux.HandleFunc("POST /admin/sales/{id}/rebalance", s.admin(s.handleRebalance))
 	// The shop hand-over: payment is the shop's word (role shop only, shop.go); webhook
-	// deliveries are listed by viewers and replayed by admins (webhook_admin.go).
-	mux.HandleFunc("POST /shop/orders/{id}/paid", s.allow(s.handleShopPaid, RoleShop))
-	mux.HandleFunc("GET /admin/webhooks", s.viewer(s.handleListDeliveries))
-	mux.HandleFunc("POST /admin/webhooks/{id}/replay", s.admin(s.handleReplayDelivery))
-	// Operator controls, audit trail and the live page (controls.go, audit.go, ui.go).
+	// deliveries are listed by viewers and replayed by admins (backend/webhook).
+	mux.HandleFunc("POST /shop/orders/{id}/paid", s.allow(s.handleShopPaid, httpapi.RoleShop))
+	hooks := &webhook.Admin{Pool: s.Pool, Worker: s.Webhooks, Log: s.Log}
+	mux.HandleFunc("GET /admin/webhooks", s.viewer(hooks.HandleList))
+	mux.HandleFunc("POST /admin/webhooks/{id}/replay", s.admin(hooks.HandleReplay))
+	// Operator controls, audit trail and the live page (backend/controls, backend/ui).
 	s.mountControls(mux, reg)
 	if baselines {
 		// Benchmark-only, and they write orders past every guard of the gate: admin token
@@ -102,7 +174,7 @@ func recoverer(log *slog.Logger, next http.Handler) http.Handler {
 					panic(v)
 				}
 				log.Error("handler panic", "panic", v, "path", r.URL.Path)
-				unavailable(w)
+				httpapi.Unavailable(w)
 			}
 		}()
 		next.ServeHTTP(w, r)

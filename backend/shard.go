@@ -4,39 +4,20 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/redis/go-redis/v9"
+	"github.com/seckilledge/seckill/backend/internal/shards"
 	"github.com/seckilledge/seckill/contract"
-	"github.com/seckilledge/seckill/internal/shardcache"
+	"github.com/seckilledge/seckill/contract/admin"
 	"github.com/seckilledge/seckill/lua"
 )
 
 // Hot-sale stock sharding (docs/scaling.md, "Hot-sale stock sharding"): what the backend does
 // for a sale created with "shards": K > 1. Its units live in K shards (contract/shard.go);
 // a buyer's purchase, token, buyers entry and outbox entry are all in the user's shard.
-
-// shardCounts caches the shard count of sales read from Postgres (the cache shared with the
-// gateway, internal/shardcache). It never changes for a sale, so a cached value never goes
-// stale.
-type shardCounts struct{ shardcache.Counts }
-
-// of returns the shard count of sale (1 for an unsharded or unknown sale).
-func (c *shardCounts) of(ctx context.Context, pool *pgxpool.Pool, sale string) (int, error) {
-	return c.Load(ctx, sale, func(ctx context.Context, sale string) (int, error) {
-		var k int
-		err := pool.QueryRow(ctx, `SELECT shards FROM sales WHERE id = $1`, sale).Scan(&k)
-		if errors.Is(err, pgx.ErrNoRows) {
-			return 0, nil // not stored: a sale created later may be sharded
-		}
-		return k, err
-	})
-}
 
 // shardStocks reads the Redis stock of every shard (one pipelined round trip; on a cluster
 // go-redis splits it per master). A missing shard reads -1.
@@ -73,7 +54,7 @@ func readShardStocks(ctx context.Context, rdb redis.UniversalClient, ids []strin
 // a stock of 0 and the shard count, last, so that a gateway told "sharded" finds every shard
 // in place. Every step is preheat.lua in "init" mode: a shard already selling keeps its stock.
 // The shard ids join the sales index so the relays drain each shard's outbox.
-func (s *Service) preheatShards(ctx context.Context, sale string, stock, k, limit int, variants []lua.Variant, starts, ends time.Time, res *PreheatResult) error {
+func (s *Service) preheatShards(ctx context.Context, sale string, stock, k, limit int, variants []lua.Variant, starts, ends time.Time, res *admin.PreheatResult) error {
 	ids := contract.ShardIDs(sale, k)
 	portions := contract.SplitStock(stock, k)
 	for i, id := range ids {
@@ -107,7 +88,7 @@ func (s *Service) preheatShards(ctx context.Context, sale string, stock, k, limi
 
 // shardStatus fills the per-shard part of a sharded sale's status and returns its buyers over
 // every shard.
-func (s *Service) shardStatus(ctx context.Context, st *SaleStatus) (map[string]string, error) {
+func (s *Service) shardStatus(ctx context.Context, st *admin.SaleStatus) (map[string]string, error) {
 	ids := contract.ShardIDs(st.ID, st.Shards)
 	stocks, err := shardStocks(ctx, s.Redis, ids)
 	if err != nil {
@@ -126,86 +107,7 @@ func (s *Service) shardStatus(ctx context.Context, st *SaleStatus) (map[string]s
 	if present {
 		st.StockRedis = &sum
 	}
-	return shardBuyers(ctx, s.Redis, ids)
-}
-
-// shardBuyers reads the buyers of every shard (user -> order id; a user is in one shard only).
-func shardBuyers(ctx context.Context, rdb redis.UniversalClient, ids []string) (map[string]string, error) {
-	pipe := rdb.Pipeline()
-	cmds := make([]*redis.MapStringStringCmd, len(ids))
-	for i, id := range ids {
-		cmds[i] = pipe.HGetAll(ctx, contract.BuyersKey(id))
-	}
-	if _, err := pipe.Exec(ctx); err != nil {
-		return nil, err
-	}
-	out := map[string]string{}
-	for _, c := range cmds {
-		for u, o := range c.Val() {
-			out[u] = o
-		}
-	}
-	return out, nil
-}
-
-// ShardDeltas spreads reconcile's stock delta over a sharded sale's shards given their
-// snapshot stocks: a positive delta evenly (contract.SplitStock); a negative one from the
-// shards that hold the most, never below 0 as far as the snapshot knows (the remainder, when
-// the shards hold less than the delta asks, goes to the first shard: Redis then refuses there
-// until compensations bring it back to 0).
-func ShardDeltas(stocks []int64, delta int64) []int64 {
-	k := len(stocks)
-	out := make([]int64, k)
-	if delta >= 0 {
-		for i, n := range contract.SplitStock(int(delta), k) {
-			out[i] = int64(n)
-		}
-		return out
-	}
-	order := make([]int, k)
-	for i := range order {
-		order[i] = i
-	}
-	sort.SliceStable(order, func(a, b int) bool { return stocks[order[a]] > stocks[order[b]] })
-	left := -delta
-	for _, i := range order {
-		if left == 0 {
-			break
-		}
-		if take := min(max(stocks[i], 0), left); take > 0 {
-			out[i] = -take
-			left -= take
-		}
-	}
-	if left > 0 {
-		out[0] -= left
-	}
-	return out
-}
-
-// reconcileShards applies reconcile's stock delta and buyer restores (pairs user, order id) to
-// the shards of a sharded sale, each with reconcile.lua on its own keys, and returns the sum of
-// the shards' stocks after it.
-func reconcileShards(ctx context.Context, rdb redis.UniversalClient, sale string, k int, stocks []int64, delta int64, restore []any) (int64, error) {
-	deltas := ShardDeltas(stocks, delta)
-	restores := make([][]any, k)
-	for i := 0; i+1 < len(restore); i += 2 {
-		sh := contract.ShardOf(restore[i].(string), k)
-		restores[sh] = append(restores[sh], restore[i], restore[i+1])
-	}
-	var after int64
-	for i, id := range contract.ShardIDs(sale, k) {
-		if deltas[i] == 0 && len(restores[i]) == 0 {
-			after += stocks[i]
-			continue
-		}
-		stock, _, _, err := lua.ReconcileCall{Sale: id, Delta: deltas[i], Pairs: restores[i]}.Run(ctx, rdb)
-		if err != nil {
-			return 0, fmt.Errorf("reconcile.lua on shard %s: %w", id, err)
-		}
-		after += stock
-	}
-	return after, nil
+	return shards.Buyers(ctx, s.Redis, ids)
 }
 
 // newRedisClient connects to one Redis at addr, or to a Redis Cluster when addr is a

@@ -6,30 +6,22 @@ import (
 	"fmt"
 	"net/http"
 	"sort"
-	"strconv"
-	"strings"
 	"sync"
 	"time"
 
 	"github.com/google/uuid"
 	"github.com/redis/go-redis/v9"
+	"github.com/seckilledge/seckill/backend/internal/httpapi"
+	"github.com/seckilledge/seckill/backend/internal/shards"
+	"github.com/seckilledge/seckill/backend/lock"
 	"github.com/seckilledge/seckill/contract"
+	"github.com/seckilledge/seckill/contract/admin"
 	"github.com/seckilledge/seckill/internal/saleevents"
 	"github.com/seckilledge/seckill/lua"
 )
 
 // Rebalancing a sharded sale's stock over its shards (docs/scaling.md): on demand, after
 // reconcile, and as soon as a shard runs dry (RunRebalancer).
-
-// Move is one transfer of units between two shards of a sale.
-type Move struct {
-	From  int `json:"from"`
-	To    int `json:"to"`
-	Units int `json:"units"`
-	// Variant is the variant whose units moved, on a sale with variants (which moves units
-	// one variant at a time); absent on a single-stock sale.
-	Variant string `json:"variant,omitempty"`
-}
 
 // PlanRebalance returns the moves that even out stocks over the shards: the units there are
 // (negative stocks count 0) are split as contract.SplitStock does, the larger portions going
@@ -38,7 +30,7 @@ type Move struct {
 // With fewer units than shards, some shards must stay empty: the hungry ones are served first,
 // the others keep what they hold. A plan never has a move of 0 units; an even distribution
 // yields no moves.
-func PlanRebalance(stocks []int64, hungry []bool) []Move {
+func PlanRebalance(stocks []int64, hungry []bool) []admin.Move {
 	k := len(stocks)
 	if k < 2 {
 		return nil
@@ -74,11 +66,11 @@ func PlanRebalance(stocks []int64, hungry []bool) []Move {
 			receivers = append(receivers, side{i, target[i] - have})
 		}
 	}
-	var moves []Move
+	var moves []admin.Move
 	for len(donors) > 0 && len(receivers) > 0 {
 		d, r := &donors[0], &receivers[0]
 		n := min(d.units, r.units)
-		moves = append(moves, Move{From: d.shard, To: r.shard, Units: n})
+		moves = append(moves, admin.Move{From: d.shard, To: r.shard, Units: n})
 		d.units -= n
 		r.units -= n
 		if d.units == 0 {
@@ -91,23 +83,6 @@ func PlanRebalance(stocks []int64, hungry []bool) []Move {
 	return moves
 }
 
-// RebalanceReport is the body of POST /admin/sales/{id}/rebalance.
-type RebalanceReport struct {
-	SaleID string `json:"sale_id"`
-	Shards int    `json:"shards"`
-	// StocksBefore / After: each shard's Redis stock before the moves and after them.
-	StocksBefore []int64 `json:"stocks_before"`
-	StocksAfter  []int64 `json:"stocks_after"`
-	// Moves are the transfers made (units actually taken: buyers may have taken some first).
-	Moves []Move `json:"moves"`
-	// Finished counts moves an earlier, interrupted rebalance had journaled and this one
-	// completed.
-	Finished int `json:"finished"`
-	// Variants, on a sale with variants, are each variant's units per shard before and after
-	// (StocksBefore / After stay the shards' totals).
-	Variants []VariantRebalance `json:"variants,omitempty"`
-}
-
 var errNotSharded = errors.New("the sale is not sharded")
 
 // Rebalance moves a sharded sale's remaining units from shards that have more than their even
@@ -116,15 +91,15 @@ var errNotSharded = errors.New("the sale is not sharded")
 // move in the donor's own slot), then shard_give.lua on the receiver (once per move id), then
 // the journal entry is deleted. So a unit is never created; one interrupted between the halves
 // stays journaled and the next rebalance (or reconcile) delivers it.
-func (s *Service) Rebalance(ctx context.Context, sale string) (RebalanceReport, error) {
+func (s *Service) Rebalance(ctx context.Context, sale string) (admin.RebalanceReport, error) {
 	return s.rebalance(ctx, sale, nil)
 }
 
 // rebalance is Rebalance serving the hungry shards first (see PlanRebalance and hunger); a
 // nil hunger evens out everything.
-func (s *Service) rebalance(ctx context.Context, sale string, hungry *hunger) (RebalanceReport, error) {
-	rep := RebalanceReport{SaleID: sale, Moves: []Move{}}
-	k, err := s.shards.of(ctx, s.Pool, sale)
+func (s *Service) rebalance(ctx context.Context, sale string, hungry *hunger) (admin.RebalanceReport, error) {
+	rep := admin.RebalanceReport{SaleID: sale, Moves: []admin.Move{}}
+	k, err := s.shards.Of(ctx, s.Pool, sale)
 	if err != nil {
 		return rep, err
 	}
@@ -139,7 +114,7 @@ func (s *Service) rebalance(ctx context.Context, sale string, hungry *hunger) (R
 	if k < 2 {
 		return rep, errNotSharded
 	}
-	err = s.withSaleLock(ctx, sale, 5*time.Second, func(Held) error {
+	err = s.withSaleLock(ctx, sale, 5*time.Second, func(lock.Held) error {
 		return s.rebalanceLocked(ctx, sale, k, hungry, &rep)
 	})
 	if err == nil && len(rep.Moves)+rep.Finished > 0 {
@@ -148,30 +123,30 @@ func (s *Service) rebalance(ctx context.Context, sale string, hungry *hunger) (R
 	return rep, err
 }
 
-func (s *Service) rebalanceLocked(ctx context.Context, sale string, k int, hungry *hunger, rep *RebalanceReport) error {
+func (s *Service) rebalanceLocked(ctx context.Context, sale string, k int, hungry *hunger, rep *admin.RebalanceReport) error {
 	ids := contract.ShardIDs(sale, k)
-	n, err := finishMoves(ctx, s.Redis, ids)
+	n, err := shards.FinishMoves(ctx, s.Redis, ids)
 	rep.Finished = n
 	if err != nil {
 		return err
 	}
-	before, err := readShardMetas(ctx, s.Redis, ids)
+	before, err := shards.ReadMetas(ctx, s.Redis, ids)
 	if err != nil {
 		return err
 	}
-	for i, ok := range before.present {
+	for i, ok := range before.Present {
 		// Units given to a shard that is not in Redis would be lost: move nothing.
 		if !ok {
 			return fmt.Errorf("shard %s is not in Redis: preheat the sale first", ids[i])
 		}
 	}
-	rep.StocksBefore = before.stocks
+	rep.StocksBefore = before.Stocks
 	// A single-stock sale moves its stock; a sale with variants moves each variant on its
 	// own (shard_take.lua takes nothing from it without one), its stock following.
 	plans := []string{""}
-	if len(before.variants) > 0 {
+	if len(before.Variants) > 0 {
 		plans = plans[:0]
-		for _, v := range before.variants {
+		for _, v := range before.Variants {
 			// Buyers wait for some variants only: the others stay where they are.
 			if hungry.wants(v) {
 				plans = append(plans, v)
@@ -179,9 +154,9 @@ func (s *Service) rebalanceLocked(ctx context.Context, sale string, k int, hungr
 		}
 	}
 	for _, v := range plans {
-		stocks := before.stocks
+		stocks := before.Stocks
 		if v != "" {
-			stocks = before.vstocks[v]
+			stocks = before.VStocks[v]
 		}
 		for _, m := range PlanRebalance(stocks, hungry.of(v)) {
 			got, err := moveUnits(ctx, s.Redis, ids[m.From], ids[m.To], v, m.Units)
@@ -189,17 +164,17 @@ func (s *Service) rebalanceLocked(ctx context.Context, sale string, k int, hungr
 				return err
 			}
 			if got > 0 {
-				rep.Moves = append(rep.Moves, Move{From: m.From, To: m.To, Units: got, Variant: v})
+				rep.Moves = append(rep.Moves, admin.Move{From: m.From, To: m.To, Units: got, Variant: v})
 				metricRebalanced.Add(float64(got))
 			}
 		}
 	}
-	after, err := readShardMetas(ctx, s.Redis, ids)
+	after, err := shards.ReadMetas(ctx, s.Redis, ids)
 	if err != nil {
 		return err
 	}
-	rep.StocksAfter = after.stocks
-	for i, ok := range after.present {
+	rep.StocksAfter = after.Stocks
+	for i, ok := range after.Present {
 		if !ok {
 			rep.StocksAfter[i] = -1
 		}
@@ -226,54 +201,16 @@ func moveUnits(ctx context.Context, rdb redis.UniversalClient, from, to, variant
 	// the halves does not leave units unsellable until the next rebalance.
 	gctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 3*time.Second)
 	defer cancel()
-	if err := giveUnits(gctx, rdb, from, to, id, taken); err != nil {
+	if err := shards.GiveUnits(gctx, rdb, from, to, id, taken); err != nil {
 		return 0, err
 	}
 	return taken, nil
 }
 
-// giveUnits applies journaled move id (n units) to shard to, then drops the journal entry.
-func giveUnits(ctx context.Context, rdb redis.UniversalClient, from, to, id string, n int) error {
-	if _, _, err := (lua.ShardGiveCall{To: to, Move: id, Units: n}).Run(ctx, rdb); err != nil {
-		return err
-	}
-	return rdb.HDel(ctx, contract.MovesKey(from), id).Err()
-}
-
-// finishMoves completes the moves journaled in the shards ids (a rebalance interrupted
-// between taking and giving) and returns how many it completed. shard_give.lua applies a move
-// once, so a move that was in fact given already is only removed from the journal. A variant
-// move's id names its variant (contract.VariantMoveID): it is given back to that variant.
-func finishMoves(ctx context.Context, rdb redis.UniversalClient, ids []string) (int, error) {
-	pipe := rdb.Pipeline()
-	cmds := make([]*redis.MapStringStringCmd, len(ids))
-	for i, id := range ids {
-		cmds[i] = pipe.HGetAll(ctx, contract.MovesKey(id))
-	}
-	if _, err := pipe.Exec(ctx); err != nil {
-		return 0, err
-	}
-	done := 0
-	for i, c := range cmds {
-		for id, v := range c.Val() {
-			to, units, ok := strings.Cut(v, "|")
-			n, err := strconv.Atoi(units)
-			if !ok || err != nil || n <= 0 || contract.BaseSale(to) != contract.BaseSale(ids[i]) {
-				return done, fmt.Errorf("move journal of %s: bad entry %q", ids[i], v)
-			}
-			if err := giveUnits(ctx, rdb, ids[i], to, id, n); err != nil {
-				return done, err
-			}
-			done++
-		}
-	}
-	return done, nil
-}
-
 func (s *Service) handleRebalance(w http.ResponseWriter, r *http.Request) {
 	rep, err := s.Rebalance(r.Context(), r.PathValue("id"))
 	if errors.Is(err, errNotSharded) {
-		refuse(w, http.StatusConflict, "not_sharded", "the sale is not sharded: nothing to rebalance")
+		httpapi.Refuse(w, http.StatusConflict, "not_sharded", "the sale is not sharded: nothing to rebalance")
 		return
 	}
 	s.answerLocked(w, "rebalance", err, rep)
@@ -346,11 +283,11 @@ func (s *Service) RunRebalancer(ctx context.Context) {
 
 // rebalanceAfterReconcile evens out a sharded sale's shards once reconcile has repaired them
 // (it holds the sale's lock already).
-func (s *Service) rebalanceAfterReconcile(ctx context.Context, sale string, k int, rep *ReconcileReport) error {
+func (s *Service) rebalanceAfterReconcile(ctx context.Context, sale string, k int, rep *admin.ReconcileReport) error {
 	if k < 2 {
 		return nil
 	}
-	rb := RebalanceReport{SaleID: sale, Shards: k, Moves: []Move{}}
+	rb := admin.RebalanceReport{SaleID: sale, Shards: k, Moves: []admin.Move{}}
 	if err := s.rebalanceLocked(ctx, sale, k, nil, &rb); err != nil {
 		return err
 	}

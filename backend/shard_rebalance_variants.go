@@ -1,13 +1,9 @@
 package backend
 
 import (
-	"context"
-	"sort"
-	"strconv"
-	"strings"
-
-	"github.com/redis/go-redis/v9"
+	"github.com/seckilledge/seckill/backend/internal/shards"
 	"github.com/seckilledge/seckill/contract"
+	"github.com/seckilledge/seckill/contract/admin"
 )
 
 // The rebalance of a sharded sale with variants (issue 18): every shard holds its part of
@@ -16,13 +12,6 @@ import (
 // variant is planned on its own (PlanRebalance over that variant's units per shard) and moved
 // with a move id that names it (contract.VariantMoveID), which makes shard_take.lua and
 // shard_give.lua move the variant's field and the shard's total together.
-
-// VariantRebalance is one variant's units in each shard before and after a rebalance.
-type VariantRebalance struct {
-	ID           string  `json:"id"`
-	StocksBefore []int64 `json:"stocks_before"`
-	StocksAfter  []int64 `json:"stocks_after"`
-}
 
 // hunger is what buyers wait for, per shard of one sale: the shards whose total ran out (they
 // want anything) and, per variant, the shards that ran out of it (or refused a buyer of it).
@@ -101,59 +90,17 @@ func (h *hunger) of(variant string) []bool {
 	return out
 }
 
-// shardMetas is what a rebalance reads of a sale's shards (their meta hashes).
-type shardMetas struct {
-	stocks  []int64 // each shard's total
-	present []bool  // false: the shard is not in Redis (its stock reads 0)
-	// variants are the sale's variant ids, sorted (none: a single-stock sale), and vstocks
-	// each one's units per shard (a shard without the field holds none of it).
-	variants []string
-	vstocks  map[string][]int64
-}
-
-// readShardMetas reads every shard's meta hash in one pipelined round trip. The hashes are
-// small (a few fields, plus one per variant, at most contract.MaxVariants).
-func readShardMetas(ctx context.Context, rdb redis.UniversalClient, ids []string) (shardMetas, error) {
-	pipe := rdb.Pipeline()
-	cmds := make([]*redis.MapStringStringCmd, len(ids))
-	for i, id := range ids {
-		cmds[i] = pipe.HGetAll(ctx, contract.MetaKey(id))
-	}
-	if _, err := pipe.Exec(ctx); err != nil {
-		return shardMetas{}, err
-	}
-	sm := shardMetas{stocks: make([]int64, len(ids)), present: make([]bool, len(ids)), vstocks: map[string][]int64{}}
-	for i, c := range cmds {
-		meta := c.Val()
-		n, err := strconv.ParseInt(meta[contract.FieldStock], 10, 64)
-		sm.stocks[i], sm.present[i] = n, err == nil
-		for f, val := range meta {
-			v, ok := strings.CutPrefix(f, contract.VariantFieldPrefix)
-			if !ok || !contract.ValidVariantID(v) {
-				continue
-			}
-			if sm.vstocks[v] == nil {
-				sm.vstocks[v] = make([]int64, len(ids))
-				sm.variants = append(sm.variants, v)
-			}
-			sm.vstocks[v][i], _ = strconv.ParseInt(val, 10, 64)
-		}
-	}
-	sort.Strings(sm.variants)
-	return sm, nil
-}
-
 // variantReport lists each variant's units per shard before and after a rebalance (nil for a
 // single-stock sale, so its report is what it always was).
-func variantReport(before, after shardMetas) []VariantRebalance {
-	if len(before.variants) == 0 {
+func variantReport(before, after shards.Metas) []admin.VariantRebalance {
+	if len(before.Variants) == 0 {
 		return nil
 	}
-	out := make([]VariantRebalance, len(before.variants))
-	for i, v := range before.variants {
-		out[i] = VariantRebalance{ID: v, StocksBefore: before.vstocks[v], StocksAfter: after.vstocks[v]}
+	out := make([]admin.VariantRebalance, len(before.Variants))
+	for i, v := range before.Variants {
+		out[i] = admin.VariantRebalance{ID: v, StocksBefore: before.VStocks[v], StocksAfter: after.VStocks[v]}
 		if out[i].StocksAfter == nil {
-			out[i].StocksAfter = make([]int64, len(before.stocks))
+			out[i].StocksAfter = make([]int64, len(before.Stocks))
 		}
 	}
 	return out

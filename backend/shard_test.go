@@ -11,7 +11,11 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/redis/go-redis/v9"
+	"github.com/seckilledge/seckill/backend/internal/shards"
+	"github.com/seckilledge/seckill/backend/lock"
+	"github.com/seckilledge/seckill/backend/orders"
 	"github.com/seckilledge/seckill/contract"
+	"github.com/seckilledge/seckill/contract/admin"
 	"github.com/seckilledge/seckill/internal/testenv"
 	"github.com/seckilledge/seckill/lua"
 )
@@ -43,7 +47,7 @@ func shardedSaleOn(t testing.TB, svc *Service, rdb redis.UniversalClient, stock,
 			rdb.SRem(ctx, contract.SalesIndexKey, s)
 		}
 		rdb.Del(ctx, contract.MetaKey(id))
-		rdb.Del(ctx, lockRedisKeys(saleLockKey(id))...)
+		rdb.Del(ctx, lockRedisKeys(lock.SaleKey(id))...)
 		rdb.SRem(ctx, contract.SalesIndexKey, id)
 	})
 	return id
@@ -154,7 +158,7 @@ func TestCompensationReturnsTheUnitToTheUsersShard(t *testing.T) {
 	if _, err := sub.Receive(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if n := e.svc.Compensator.Compensate(ctx, []OrderRef{{OrderID: order, SaleID: sale, UserID: user}}); n != 1 {
+	if n := e.svc.Compensator.Compensate(ctx, []orders.OrderRef{{OrderID: order, SaleID: sale, UserID: user}}); n != 1 {
 		t.Fatalf("compensated %d units, want 1", n)
 	}
 	after, _ := stocksOf(t, e.rdb, sale, k)
@@ -175,7 +179,7 @@ func TestCompensationReturnsTheUnitToTheUsersShard(t *testing.T) {
 		t.Fatalf("event %v %v, want restock of the user's shard %s", msg, err, mine)
 	}
 	// Idempotent per order.
-	if n := e.svc.Compensator.Compensate(ctx, []OrderRef{{OrderID: order, SaleID: sale, UserID: user}}); n != 0 {
+	if n := e.svc.Compensator.Compensate(ctx, []orders.OrderRef{{OrderID: order, SaleID: sale, UserID: user}}); n != 0 {
 		t.Fatalf("second compensation returned %d units", n)
 	}
 }
@@ -237,7 +241,7 @@ func TestRebalanceLetsBuyersOfEmptiedShardsBuyEveryUnit(t *testing.T) {
 	if _, sum := stocksOf(t, e.rdb, sale, k); sum != 0 {
 		t.Fatalf("%d units left in Redis after every unit was sold", sum)
 	}
-	buyers, err := shardBuyers(ctx, e.rdb, contract.ShardIDs(sale, k))
+	buyers, err := shards.Buyers(ctx, e.rdb, contract.ShardIDs(sale, k))
 	if err != nil || len(buyers) != stock {
 		t.Fatalf("%d buyers in the shards, want %d (%v)", len(buyers), stock, err)
 	}
@@ -265,7 +269,7 @@ func TestRebalanceConservesUnitsUnderConcurrentBuying(t *testing.T) {
 					return
 				default:
 				}
-				rep := RebalanceReport{}
+				rep := admin.RebalanceReport{}
 				if err := e.svc.rebalanceLocked(ctx, sale, k, hungryShards([]bool{true, w == 0}), &rep); err != nil {
 					t.Errorf("rebalancer %d: %v", w, err)
 					return
@@ -288,7 +292,7 @@ func TestRebalanceConservesUnitsUnderConcurrentBuying(t *testing.T) {
 	buyers.Wait()
 	close(done)
 	wg.Wait()
-	if _, err := finishMoves(ctx, e.rdb, contract.ShardIDs(sale, k)); err != nil {
+	if _, err := shards.FinishMoves(ctx, e.rdb, contract.ShardIDs(sale, k)); err != nil {
 		t.Fatal(err)
 	}
 	n := 0
@@ -388,18 +392,6 @@ func TestPlanRebalanceEvensOutAndMovesAsLittleAsPossible(t *testing.T) {
 	}
 }
 
-func TestShardDeltasSpreadReconcileRepairsWithoutGoingNegative(t *testing.T) {
-	if d := ShardDeltas([]int64{1, 1, 1}, 5); d[0] != 2 || d[1] != 2 || d[2] != 1 {
-		t.Fatalf("+5 over 3 shards = %v", d)
-	}
-	if d := ShardDeltas([]int64{1, 6, 2}, -7); d[0] != 0 || d[1] != -6 || d[2] != -1 {
-		t.Fatalf("-7 over [1 6 2] = %v", d)
-	}
-	if d := ShardDeltas([]int64{1, 1}, -3); d[0]+d[1] != -3 {
-		t.Fatalf("-3 over [1 1] = %v: the whole delta must be applied", d)
-	}
-}
-
 func TestReconcileRepairsAShardedSaleAsTheSumOfItsShards(t *testing.T) {
 	e := newEnv(t)
 	ctx := context.Background()
@@ -477,7 +469,7 @@ func TestAdminAPICreatesPreheatsAndRebalancesShardedSales(t *testing.T) {
 	now := time.Now().UTC()
 	body := `{"id":"` + id + `","stock":9,"starts_at":"` + now.Add(-time.Minute).Format(time.RFC3339) +
 		`","ends_at":"` + now.Add(time.Hour).Format(time.RFC3339) + `","shards":3}`
-	var st SaleStatus
+	var st admin.SaleStatus
 	if code := doJSON(t, "POST", srv.URL+"/admin/sales", auth, body, &st); code != 201 || st.Shards != 3 {
 		t.Fatalf("create: %d %+v", code, st)
 	}
@@ -493,7 +485,7 @@ func TestAdminAPICreatesPreheatsAndRebalancesShardedSales(t *testing.T) {
 	if code := doJSON(t, "POST", srv.URL+"/admin/sales/"+id+"/preheat", auth, "", nil); code != 200 {
 		t.Fatalf("preheat: %d", code)
 	}
-	var rep RebalanceReport
+	var rep admin.RebalanceReport
 	if code := doJSON(t, "POST", srv.URL+"/admin/sales/"+id+"/rebalance", auth, "", &rep); code != 200 || rep.Shards != 3 || len(rep.StocksAfter) != 3 {
 		t.Fatalf("rebalance: %d %+v", code, rep)
 	}
@@ -536,8 +528,8 @@ func TestShardedSaleOnARedisClusterCompensatesAndRebalances(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(pool.Close)
-	comp := &Compensator{Pool: pool, Redis: rdb, Log: quietLog()}
-	svc := &Service{Pool: pool, Redis: rdb, Locker: NewLocker(rdb, 5*time.Second), Compensator: comp,
+	comp := &orders.Compensator{Pool: pool, Redis: rdb, Log: quietLog()}
+	svc := &Service{Pool: pool, Redis: rdb, Locker: lock.NewLocker(rdb, 5*time.Second), Compensator: comp,
 		Log: quietLog(), AdminToken: "t", Retention: time.Hour, Grace: time.Minute}
 
 	const k, stock = 6, 60
@@ -568,7 +560,7 @@ func TestShardedSaleOnARedisClusterCompensatesAndRebalances(t *testing.T) {
 		one = u
 		break
 	}
-	if n := comp.Compensate(ctx, []OrderRef{{OrderID: won[one], SaleID: sale, UserID: one}}); n != 1 {
+	if n := comp.Compensate(ctx, []orders.OrderRef{{OrderID: won[one], SaleID: sale, UserID: one}}); n != 1 {
 		t.Fatalf("compensated %d, want 1", n)
 	}
 	delete(won, one)

@@ -11,7 +11,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/seckilledge/seckill/backend/internal/shards"
 	"github.com/seckilledge/seckill/contract"
+	"github.com/seckilledge/seckill/contract/admin"
 )
 
 // (c) Buyers of every variant on every shard of a 3-shard sale (limit 2, quantities 1 and 2)
@@ -47,7 +49,7 @@ func TestRebalancingWhileBuyersBuyVariantsOnEveryShardSellsEachVariantExactly(t 
 				return
 			default:
 			}
-			var rep RebalanceReport
+			var rep admin.RebalanceReport
 			if err := e.svc.rebalanceLocked(ctx, sale, k, nil, &rep); err != nil {
 				t.Errorf("racing rebalancer: %v", err)
 				return
@@ -90,7 +92,7 @@ func TestRebalancingWhileBuyersBuyVariantsOnEveryShardSellsEachVariantExactly(t 
 	buyers.Wait()
 	close(stop)
 	racers.Wait()
-	if _, err := finishMoves(ctx, e.rdb, contract.ShardIDs(sale, k)); err != nil {
+	if _, err := shards.FinishMoves(ctx, e.rdb, contract.ShardIDs(sale, k)); err != nil {
 		t.Fatal(err)
 	}
 

@@ -9,7 +9,10 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/seckilledge/seckill/backend/controls"
+	"github.com/seckilledge/seckill/backend/lock"
 	"github.com/seckilledge/seckill/contract"
+	"github.com/seckilledge/seckill/contract/admin"
 	"github.com/seckilledge/seckill/internal/testenv"
 	"github.com/seckilledge/seckill/lua"
 )
@@ -28,11 +31,11 @@ func (e *env) shardedVariantSale(k, limit int, variants ...VariantSpec) string {
 	e.t.Cleanup(func() {
 		for _, s := range contract.ShardIDs(id, k) {
 			e.rdb.Del(ctx, contract.MetaKey(s), contract.BuyersKey(s), contract.CompensatedKey(s), contract.HeldKey(s),
-				contract.OutboxKey(s), contract.TokensKey(s), contract.MovesKey(s), contract.MovedInKey(s), stockRequestsKey(s))
+				contract.OutboxKey(s), contract.TokensKey(s), contract.MovesKey(s), contract.MovedInKey(s), controls.StockRequestsKey(s))
 			e.rdb.SRem(ctx, contract.SalesIndexKey, s)
 		}
 		e.rdb.Del(ctx, contract.MetaKey(id))
-		e.rdb.Del(ctx, lockRedisKeys(saleLockKey(id))...)
+		e.rdb.Del(ctx, lockRedisKeys(lock.SaleKey(id))...)
 		e.rdb.SRem(ctx, contract.SalesIndexKey, id)
 	})
 	if _, err := e.svc.Preheat(ctx, id); err != nil {
@@ -314,8 +317,8 @@ func TestAnInterruptedVariantMoveIsFinishedIntoItsVariantExactlyOnce(t *testing.
 
 	// The same through reconcile's rebalance (what Reconcile calls under the sale's lock).
 	take("b", 3)
-	var rrep ReconcileReport
-	if err := e.svc.withSaleLock(ctx, sale, 5*time.Second, func(Held) error {
+	var rrep admin.ReconcileReport
+	if err := e.svc.withSaleLock(ctx, sale, 5*time.Second, func(lock.Held) error {
 		return e.svc.rebalanceAfterReconcile(ctx, sale, k, &rrep)
 	}); err != nil {
 		t.Fatal(err)

@@ -8,6 +8,8 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
+	"github.com/seckilledge/seckill/backend/internal/httpapi"
+	"github.com/seckilledge/seckill/backend/webhook"
 	"github.com/seckilledge/seckill/contract"
 )
 
@@ -52,7 +54,7 @@ func (s *Service) MarkPaid(ctx context.Context, id string) (PaidResult, error) {
 			return err
 		}
 		paid = true
-		return enqueueEvents(ctx, tx, contract.EventOrderPaid, []string{id}, s.hasDefaultWebhook())
+		return webhook.Enqueue(ctx, tx, contract.EventOrderPaid, []string{id}, s.Webhooks.HasDefaultURL())
 	})
 	if err != nil {
 		return res, err
@@ -104,15 +106,15 @@ func (s *Service) handleShopPaid(w http.ResponseWriter, r *http.Request) {
 	res, err := s.MarkPaid(r.Context(), r.PathValue("id"))
 	switch {
 	case err == nil:
-		who, _ := PrincipalFrom(r.Context())
+		who, _ := httpapi.PrincipalFrom(r.Context())
 		s.Log.Info("order paid", "order_id", res.OrderID, "sale_id", res.SaleID, "by", who.Name)
-		writeJSON(w, http.StatusOK, res)
+		httpapi.WriteJSON(w, http.StatusOK, res)
 	case errors.Is(err, errUnknownOrder):
-		refuse(w, http.StatusNotFound, contract.CodeUnknownOrder, "no such order")
+		httpapi.Refuse(w, http.StatusNotFound, contract.CodeUnknownOrder, "no such order")
 	case errors.Is(err, errNotPayable):
-		refuse(w, http.StatusConflict, contract.CodeNotPayable, res.why)
+		httpapi.Refuse(w, http.StatusConflict, contract.CodeNotPayable, res.why)
 	default:
 		s.Log.Warn("mark paid failed", "err", err)
-		unavailable(w)
+		httpapi.Unavailable(w)
 	}
 }

@@ -3,6 +3,9 @@ package backend
 import (
 	"strings"
 	"testing"
+
+	"github.com/seckilledge/seckill/backend/controls"
+	"github.com/seckilledge/seckill/contract/admin"
 )
 
 // The admin API's bodies name each field once, spelled as documented: encoding/json alone keeps
@@ -14,10 +17,10 @@ func TestJSONBodiesRefuseDuplicateKeys(t *testing.T) {
 	parsers := map[string]func(string) error{
 		"sale": func(b string) error { _, err := ParseSaleSpec(strings.NewReader(b)); return err },
 		"stock": func(b string) error {
-			_, err := ParseStockRequest(strings.NewReader(b))
+			_, err := controls.ParseStockRequest(strings.NewReader(b))
 			return err
 		},
-		"ends_at": func(b string) error { _, err := parseEndsAt(strings.NewReader(b)); return err },
+		"ends_at": func(b string) error { _, err := controls.ParseEndsAt(strings.NewReader(b)); return err },
 	}
 	for _, c := range []struct{ parser, body string }{
 		{"stock", `{"add":1,"add":1000,"request_id":"r1"}`},
@@ -63,7 +66,7 @@ func TestADifficultyWithThreeNumbersIsRefused(t *testing.T) {
 		}
 	}
 	spec, err := ParseSaleSpec(strings.NewReader(`{"id":"s1","stock":1,"starts_at":"2030-01-01T00:00:00Z","ends_at":"2030-01-02T00:00:00Z","room":{"difficulty":[4,8]}}`))
-	if err != nil || spec.Room.Difficulty == nil || *spec.Room.Difficulty != (Difficulty{4, 8}) {
+	if err != nil || spec.Room.Difficulty == nil || *spec.Room.Difficulty != (admin.Difficulty{4, 8}) {
 		t.Fatalf("difficulty [4,8]: %+v %v", spec.Room, err)
 	}
 }

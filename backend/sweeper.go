@@ -6,6 +6,9 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/seckilledge/seckill/backend/lock"
+	"github.com/seckilledge/seckill/backend/orders"
+	"github.com/seckilledge/seckill/backend/webhook"
 	"github.com/seckilledge/seckill/contract"
 )
 
@@ -24,11 +27,11 @@ func (s *Service) SweepOnce(ctx context.Context) (int, error) {
 	released := 0
 	key := s.SweeperLock
 	if key == "" {
-		key = sweeperLockKey
+		key = lock.SweeperKey
 	}
-	err := s.withLock(ctx, key, 0, func(held Held) error {
+	err := s.withLock(ctx, key, 0, func(held lock.Held) error {
 		for {
-			var refs []OrderRef
+			var refs []orders.OrderRef
 			err := s.fenced(ctx, key, held, func(tx pgx.Tx) error {
 				rows, err := tx.Query(ctx, `SELECT o.order_id, o.sale_id, o.user_id, o.variant_id, o.quantity FROM orders o JOIN sales s ON s.id = o.sale_id
 					WHERE o.status = 'created' AND o.created_at + s.pay_within <= now()
@@ -36,7 +39,7 @@ func (s *Service) SweepOnce(ctx context.Context) (int, error) {
 				if err != nil {
 					return err
 				}
-				refs, err = pgx.CollectRows(rows, scanOrderRef)
+				refs, err = pgx.CollectRows(rows, orders.ScanOrderRef)
 				if err != nil || len(refs) == 0 {
 					return err
 				}
@@ -61,7 +64,7 @@ func (s *Service) SweepOnce(ctx context.Context) (int, error) {
 					WHERE sv.sale_id = x.sale_id AND sv.variant_id = x.variant_id`, ids); err != nil {
 					return err
 				}
-				return enqueueEvents(ctx, tx, contract.EventOrderCancelled, ids, s.hasDefaultWebhook())
+				return webhook.Enqueue(ctx, tx, contract.EventOrderCancelled, ids, s.Webhooks.HasDefaultURL())
 			})
 			if err != nil {
 				return err
@@ -80,7 +83,7 @@ func (s *Service) SweepOnce(ctx context.Context) (int, error) {
 		_, err := s.Compensator.RetryPending(ctx, sweepBatch)
 		return err
 	})
-	if errors.Is(err, ErrLockBusy) {
+	if errors.Is(err, lock.ErrBusy) {
 		return 0, nil
 	}
 	return released, err

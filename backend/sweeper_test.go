@@ -9,6 +9,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/redis/go-redis/v9"
+	"github.com/seckilledge/seckill/backend/lock"
+	"github.com/seckilledge/seckill/backend/orders"
 	"github.com/seckilledge/seckill/contract"
 	"github.com/seckilledge/seckill/internal/testenv"
 )
@@ -18,7 +20,7 @@ func TestUnpaidOrdersAreCancelledAndTheirUnitsReturnToRedisForANewBuyer(t *testi
 	ctx := context.Background()
 	sale := e.sale(10)
 	msgs := e.accept(sale, 3)
-	if _, err := (&Writer{Pool: e.pool}).WriteBatch(ctx, msgs); err != nil {
+	if _, err := (&orders.Writer{Pool: e.pool}).WriteBatch(ctx, msgs); err != nil {
 		t.Fatal(err)
 	}
 	_, srv := e.servers(false)
@@ -65,11 +67,11 @@ func TestOnlyTheSweeperLockHolderSweeps(t *testing.T) {
 	ctx := context.Background()
 	sale := e.sale(5)
 	msgs := e.accept(sale, 2)
-	if _, err := (&Writer{Pool: e.pool}).WriteBatch(ctx, msgs); err != nil {
+	if _, err := (&orders.Writer{Pool: e.pool}).WriteBatch(ctx, msgs); err != nil {
 		t.Fatal(err)
 	}
 	_, _ = e.pool.Exec(ctx, `UPDATE orders SET created_at = now() - interval '1 hour' WHERE sale_id = $1`, sale)
-	other, err := NewLocker(e.rdb, 5e9).TryObtain(ctx, e.svc.SweeperLock)
+	other, err := lock.NewLocker(e.rdb, 5e9).TryObtain(ctx, e.svc.SweeperLock)
 	if err != nil {
 		t.Fatalf("could not take the sweeper lock for the test: %v", err)
 	}
@@ -89,7 +91,7 @@ func TestAStaleFencingTokenCannotWrite(t *testing.T) {
 	e := newEnv(t)
 	ctx := context.Background()
 	write := func(token int64) error {
-		return pgx.BeginFunc(ctx, e.pool, func(tx pgx.Tx) error { return CheckFence(ctx, tx, "k", token) })
+		return pgx.BeginFunc(ctx, e.pool, func(tx pgx.Tx) error { return lock.CheckFence(ctx, tx, "k", token) })
 	}
 	if err := write(5); err != nil {
 		t.Fatal(err)
@@ -100,8 +102,8 @@ func TestAStaleFencingTokenCannotWrite(t *testing.T) {
 	if err := write(7); err != nil {
 		t.Fatal(err)
 	}
-	if err := write(6); !errors.Is(err, ErrFenced) {
-		t.Fatalf("token 6 after 7: %v, want ErrFenced", err)
+	if err := write(6); !errors.Is(err, lock.ErrFenced) {
+		t.Fatalf("token 6 after 7: %v, want lock.ErrFenced", err)
 	}
 }
 
@@ -110,7 +112,7 @@ func TestABuyerWhoseOrderWasCancelledCanBuyAgainThroughTheGate(t *testing.T) {
 	ctx := context.Background()
 	sale := e.sale(3)
 	first := e.accept(sale, 1)[0]
-	w := &Writer{Pool: e.pool}
+	w := &orders.Writer{Pool: e.pool}
 	if _, err := w.WriteBatch(ctx, []contract.OrderMessage{first}); err != nil {
 		t.Fatal(err)
 	}
@@ -153,14 +155,14 @@ func TestCompensationPostponedWhileRedisIsDownIsDoneOnceItIsBack(t *testing.T) {
 	rdb := redis.NewClient(&redis.Options{Addr: r.Addr(), MaxRetries: -1, DialTimeout: 300 * time.Millisecond})
 	t.Cleanup(func() { _ = rdb.Close() })
 	e.rdb, e.svc.Redis, e.svc.Compensator.Redis = rdb, rdb, rdb
-	e.svc.Locker = NewLocker(rdb, 5*time.Second)
+	e.svc.Locker = lock.NewLocker(rdb, 5*time.Second)
 	ctx := context.Background()
 	sale := e.sale(1)
 	rdb.HSet(ctx, contract.MetaKey(sale), contract.FieldStock, 3) // Redis was wrong
 	msgs := e.accept(sale, 3)
 
 	r.Stop()
-	res, err := (&Writer{Pool: e.pool}).WriteBatch(ctx, msgs)
+	res, err := (&orders.Writer{Pool: e.pool}).WriteBatch(ctx, msgs)
 	if err != nil || len(res.Failed) != 2 {
 		t.Fatalf("write: %+v %v", res, err)
 	}

@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/seckilledge/seckill/backend/ui"
 	"github.com/seckilledge/seckill/contract"
 )
 
@@ -124,7 +125,7 @@ func TestTheCockpitCookieIsASessionNotTheToken(t *testing.T) {
 		t.Fatalf("signing in again (%d) left the old session alive", rec.Code)
 	}
 	// The token itself in the cookie (what the page used to keep) opens nothing.
-	if rec := serve(h, "GET", "/admin/ui", "", nil, nil, &http.Cookie{Name: uiCookie, Value: aliceToken}); rec.Code != 401 {
+	if rec := serve(h, "GET", "/admin/ui", "", nil, nil, &http.Cookie{Name: ui.CookieName, Value: aliceToken}); rec.Code != 401 {
 		t.Fatalf("a cookie holding the raw token: %d, want 401", rec.Code)
 	}
 	// No sign-in by URL: ?token= is ignored, no cookie is set.
@@ -165,7 +166,7 @@ func TestSigningOutEndsTheSessionOnTheServer(t *testing.T) {
 	if rec := serve(h, "GET", "/admin/ui/events", "", nil, nil, c); rec.Code != 401 {
 		t.Fatalf("the stream after sign-out: %d", rec.Code)
 	}
-	if n := s.cockpit().sessions.len(); n != 0 {
+	if n := s.cockpit().Sessions(); n != 0 {
 		t.Fatalf("%d sessions left after sign-out", n)
 	}
 }
@@ -221,7 +222,7 @@ func TestACrossSiteLoginIsRefused(t *testing.T) {
 	if rec := serve(h, "POST", "/admin/ui/logout", "", nil, map[string]string{"Sec-Fetch-Site": "cross-site"}, c); rec.Code != 403 {
 		t.Errorf("cross-site sign-out: %d", rec.Code)
 	}
-	if _, ok := s.cockpit().sessions.get(c.Value, s.now()); !ok {
+	if _, ok := s.cockpit().Session(c.Value); !ok {
 		t.Error("a refused cross-site sign-out ended the session")
 	}
 	rec := serve(h, "POST", "/admin/ui/api/sales/s1/pause", "", nil, map[string]string{"X-Seckill-UI": "1", "Origin": "http://evil.example"}, c)
@@ -341,29 +342,5 @@ func TestTheCockpitPagesForbidFramingAndRunOnlyTheirOwnScript(t *testing.T) {
 	}
 	if again := check("the cockpit again", serve(h, "GET", "/admin/ui", "", nil, nil, c)); again == csp {
 		t.Error("two answers share a nonce")
-	}
-}
-
-// The sessions are a bounded map: when full, the session seen least recently makes room.
-func TestCockpitSessionsStayBoundedAndDropTheLeastRecentlySeen(t *testing.T) {
-	ss := newSessions()
-	now := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
-	first := ss.open(Principal{Name: "a", Role: RoleAdmin}, now)
-	second := ss.open(Principal{Name: "b", Role: RoleAdmin}, now.Add(time.Second))
-	for i := 2; i < maxSessions; i++ {
-		ss.open(Principal{Name: "x", Role: RoleViewer}, now.Add(2*time.Second))
-	}
-	if _, ok := ss.get(first, now.Add(3*time.Second)); !ok { // first is now the most recently seen
-		t.Fatal("first session lost before the map was full")
-	}
-	ss.open(Principal{Name: "c", Role: RoleAdmin}, now.Add(4*time.Second))
-	if n := ss.len(); n != maxSessions {
-		t.Fatalf("%d sessions, want the bound %d", n, maxSessions)
-	}
-	if _, ok := ss.get(second, now.Add(5*time.Second)); ok {
-		t.Fatal("the least recently seen session survived a full map")
-	}
-	if who, ok := ss.get(first, now.Add(5*time.Second)); !ok || who.Name != "a" {
-		t.Fatal("a recently seen session was dropped")
 	}
 }

@@ -3,8 +3,6 @@ package backend
 import (
 	"bufio"
 	"context"
-	"encoding/json"
-	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -99,48 +97,5 @@ func TestCockpitSignInKeepsASessionInAStrictCookieAndGuardsTheControls(t *testin
 	// The event stream needs the cookie too.
 	if code, _ := pageDo(t, "GET", srv.URL+"/admin/ui/events", nil, nil); code != 401 {
 		t.Fatalf("events without a cookie: %d", code)
-	}
-}
-
-// The event stream sends a frame a second; with SECKILL_GATEWAY_METRICS its accepted and
-// refused rates come from the gateways' counters, summed over gateways and a sale's shards.
-func TestCockpitFramesTakeRatesFromTheGatewaysMetrics(t *testing.T) {
-	e := newEnv(t)
-	sale := e.sale(10)
-	var accepted float64
-	gw := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		accepted += 4
-		fmt.Fprintf(w, "# TYPE seckill_gate_decisions_total counter\n"+
-			"seckill_gate_decisions_total{sale=%q,outcome=\"accepted\"} %g\n"+
-			"seckill_gate_decisions_total{sale=%q,outcome=\"sold_out\"} %g\n", sale, accepted, sale, accepted*2)
-	}))
-	defer gw.Close()
-	t.Setenv("SECKILL_GATEWAY_METRICS", gw.URL+", http://127.0.0.1:1/metrics")
-	t.Setenv("SECKILL_AMQP_MGMT_URL", "")
-	f := &feed{s: e.svc, src: cockpitSourcesFromEnv(NewMetricsRegistry())}
-	start := time.Now()
-	clock := start
-	e.svc.Now = func() time.Time { return clock }
-	ctx := context.Background()
-	if _, err := f.frame(ctx); err != nil {
-		t.Fatal(err)
-	}
-	clock = start.Add(2 * time.Second)
-	fr, err := f.frame(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var sf *SaleFrame
-	for i := range fr.Sales {
-		if fr.Sales[i].ID == sale {
-			sf = &fr.Sales[i]
-		}
-	}
-	if sf == nil || fr.Gateways != "metrics" || len(fr.GatewaysDown) != 1 {
-		t.Fatalf("frame %+v", fr)
-	}
-	if sf.AcceptedPerSec != 2 || sf.RefusedPerSec["sold_out"] != 4 || sf.StockDB != 10 || *sf.StockRedis != 10 {
-		b, _ := json.Marshal(sf)
-		t.Fatalf("sale frame %s: want 2 accepted/s and 4 sold_out/s", b)
 	}
 }

@@ -2,25 +2,16 @@ package backend
 
 import (
 	"context"
-	"crypto/tls"
-	"crypto/x509"
 	"encoding/json"
-	"errors"
-	"fmt"
-	"net"
-	"net/http"
-	"net/http/httptest"
 	"net/netip"
 	"net/url"
-	"os"
 	"strings"
-	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
+	"github.com/seckilledge/seckill/backend/orders"
+	"github.com/seckilledge/seckill/backend/webhook"
 	"github.com/seckilledge/seckill/contract"
-	"github.com/seckilledge/seckill/internal/egress"
 	"github.com/seckilledge/seckill/internal/testenv"
 )
 
@@ -37,7 +28,7 @@ func (publicDNS) LookupNetIP(context.Context, string, string) ([]netip.Addr, err
 // refusal is a 400 bad_request naming the field; SECKILL_WEBHOOK_ALLOW_PRIVATE lifts it.
 func TestAWebhookURLPointingInsideIsRefusedAtCreate(t *testing.T) {
 	e := newEnv(t)
-	hooks := &Webhooks{Pool: e.pool, Log: quietLog(), Secrets: []string{hookSecretNew}}
+	hooks := &webhook.Worker{Pool: e.pool, Log: quietLog(), Secrets: []string{hookSecretNew}}
 	e.svc.Webhooks = hooks
 	_, admin := e.servers(false)
 	now := time.Now()
@@ -94,7 +85,7 @@ func TestAWebhookDialToLoopbackIsBlockedEvenAfterDNSChanges(t *testing.T) {
 	r := newReceiver(t)
 	u, _ := url.Parse(r.srv.URL)
 	hook := "http://localhost:" + u.Port() + "/hooks"
-	h := e.startHooksWith(&Webhooks{Timeout: time.Second, MaxAttempts: 2, Resolver: publicDNS{}})
+	h := e.startHooksWith(&webhook.Worker{Timeout: time.Second, MaxAttempts: 2, Resolver: publicDNS{}})
 	if h.AllowPrivate {
 		t.Fatal("the worker allows private receivers")
 	}
@@ -110,7 +101,7 @@ func TestAWebhookDialToLoopbackIsBlockedEvenAfterDNSChanges(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { e.rdb.Del(context.Background(), contract.MetaKey(sale), contract.BuyersKey(sale)) })
-	if _, err := (&Writer{Pool: e.pool}).WriteBatch(ctx, e.accept(sale, 1)); err != nil {
+	if _, err := (&orders.Writer{Pool: e.pool}).WriteBatch(ctx, e.accept(sale, 1)); err != nil {
 		t.Fatal(err)
 	}
 	h.Wake()
@@ -123,7 +114,7 @@ func TestAWebhookDialToLoopbackIsBlockedEvenAfterDNSChanges(t *testing.T) {
 	if requests != 0 {
 		t.Fatalf("the receiver on loopback got %d requests", requests)
 	}
-	var list struct{ Deliveries []DeliveryView }
+	var list struct{ Deliveries []webhook.DeliveryView }
 	viewer := map[string]string{"Authorization": "Bearer " + testViewerToken}
 	if code := doJSON(t, "GET", admin.URL+"/admin/webhooks?sale="+sale, viewer, "", &list); code != 200 || len(list.Deliveries) != 1 {
 		t.Fatalf("list: %d %+v", code, list)
@@ -140,43 +131,6 @@ func deref(s *string) string {
 	}
 	return *s
 }
-
-// A failed attempt is recorded as a coarse outcome: the status, or the kind of failure. Never
-// the receiver's body or reason phrase, never a dial error naming addresses and ports.
-func TestAFailedAttemptIsRecordedAsACoarseOutcome(t *testing.T) {
-	dial := func(err error) error {
-		return &url.Error{Op: "Post", URL: "http://10.1.2.3:6379/hooks",
-			Err: &net.OpError{Op: "dial", Net: "tcp", Addr: &net.TCPAddr{IP: net.IPv4(10, 1, 2, 3), Port: 6379}, Err: err}}
-	}
-	for _, tc := range []struct {
-		status int
-		err    error
-		want   string
-	}{
-		{500, errors.New("receiver answered 500 Internal Server Error: redis version 7.2"), "status 500"},
-		{302, errors.New("receiver answered 302 Found"), "status 302"},
-		{0, dial(&egress.BlockedError{Addr: netip.MustParseAddr("10.1.2.3"), Kind: "private"}), "blocked"},
-		{0, dial(os.NewSyscallError("connect", syscall.ECONNREFUSED)), "refused"},
-		{0, dial(os.NewSyscallError("read", syscall.ECONNRESET)), "reset"},
-		{0, fmt.Errorf("post: %w", context.DeadlineExceeded), "timeout"},
-		{0, dial(&timeoutErr{}), "timeout"},
-		{0, &url.Error{Op: "Post", URL: "http://shop.internal/", Err: &net.DNSError{Err: "no such host", Name: "shop.internal", IsNotFound: true}}, "dns"},
-		{0, errNoWebhookURL, "no url"},
-		{0, &url.Error{Op: "Post", URL: "https://10.0.0.1/", Err: &tls.CertificateVerificationError{Err: x509.HostnameError{Host: "10.0.0.1"}}}, "tls"},
-		{0, errors.New("something else at 10.0.0.1:6379"), "error"},
-	} {
-		got := attemptOutcome(tc.status, tc.err)
-		if got != tc.want {
-			t.Errorf("%d %v: %q, want %q", tc.status, tc.err, got, tc.want)
-		}
-	}
-}
-
-type timeoutErr struct{}
-
-func (*timeoutErr) Error() string   { return "i/o timeout" }
-func (*timeoutErr) Timeout() bool   { return true }
-func (*timeoutErr) Temporary() bool { return true }
 
 // The default receiver is read at start-up: one inside refuses to start, clearly, before the
 // backend touches anything.
@@ -207,34 +161,5 @@ func TestADefaultWebhookURLPointingInsideFailsStartUp(t *testing.T) {
 	t.Setenv("SECKILL_WEBHOOK_ALLOW_PRIVATE", "1")
 	if err := start(); err != nil && strings.Contains(err.Error(), "SECKILL_WEBHOOK_URL") {
 		t.Errorf("with SECKILL_WEBHOOK_ALLOW_PRIVATE=1: %v", err)
-	}
-}
-
-// The worker's own client, without a database: with the policy on, a receiver on 127.0.0.1 is
-// never connected to; with it off, a redirect is not followed (not even to a loopback address:
-// the worker goes only where the URL says) and counts as a failed attempt.
-func TestTheWebhookClientDialsNothingInsideAndFollowsNoRedirect(t *testing.T) {
-	var hits, redirected atomic.Int64
-	target := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { redirected.Add(1) }))
-	defer target.Close()
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		hits.Add(1)
-		http.Redirect(w, r, target.URL+"/admin", http.StatusFound)
-	}))
-	defer srv.Close()
-	d := delivery{event: contract.WebhookEvent{ID: "e1", Type: contract.EventOrderCreated}, url: srv.URL + "/hooks"}
-
-	guarded := &Webhooks{Secrets: []string{hookSecretNew}, Timeout: time.Second}
-	guarded.init()
-	status, err := guarded.post(d)
-	if status != 0 || !errors.Is(err, egress.ErrBlocked) || attemptOutcome(status, err) != "blocked" || hits.Load() != 0 {
-		t.Fatalf("guarded: status %d, err %v, %d requests reached the receiver", status, err, hits.Load())
-	}
-
-	open := &Webhooks{Secrets: []string{hookSecretNew}, Timeout: time.Second, AllowPrivate: true}
-	open.init()
-	status, err = open.post(d)
-	if status != http.StatusFound || err == nil || attemptOutcome(status, err) != "status 302" || hits.Load() != 1 || redirected.Load() != 0 {
-		t.Fatalf("allow-private: status %d, err %v, %d hits, %d redirected", status, err, hits.Load(), redirected.Load())
 	}
 }

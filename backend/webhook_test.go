@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/seckilledge/seckill/backend/orders"
+	"github.com/seckilledge/seckill/backend/webhook"
 	"github.com/seckilledge/seckill/contract"
 	"github.com/seckilledge/seckill/internal/testenv"
 )
@@ -119,15 +121,15 @@ func (r *receiver) unique() int {
 // startHooks runs a delivery worker for the env's service until the test ends (called twice:
 // two workers, as in two backend instances; the service wakes the last). Its receivers are
 // httptest servers on 127.0.0.1, so it allows private receivers (SECKILL_WEBHOOK_ALLOW_PRIVATE).
-func (e *env) startHooks(url string, timeout time.Duration, attempts int) *Webhooks {
-	return e.startHooksWith(&Webhooks{DefaultURL: url, Timeout: timeout, MaxAttempts: attempts, AllowPrivate: true})
+func (e *env) startHooks(url string, timeout time.Duration, attempts int) *webhook.Worker {
+	return e.startHooksWith(&webhook.Worker{DefaultURL: url, Timeout: timeout, MaxAttempts: attempts, AllowPrivate: true})
 }
 
 // startHooksWith runs h as startHooks does; its zero fields take the tests' values (fast
 // retries, 32 in flight, both secrets). AllowPrivate is h's own: false keeps the egress guard.
-func (e *env) startHooksWith(h *Webhooks) *Webhooks {
+func (e *env) startHooksWith(h *webhook.Worker) *webhook.Worker {
 	e.t.Helper()
-	pool, err := NewWebhookPool(context.Background(), e.pg, 10)
+	pool, err := webhook.NewPool(context.Background(), e.pg, 10)
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -240,7 +242,7 @@ func TestOrderEventsAreRecordedWithTheirChangeAndDeliveredSignedInOrder(t *testi
 	}
 	t.Cleanup(func() { e.rdb.Del(context.Background(), contract.MetaKey(sale), contract.BuyersKey(sale)) })
 	msgs := e.accept(sale, 5) // 3 fit, 2 fail in Postgres: the split path writes both kinds
-	if _, err := (&Writer{Pool: e.pool}).WriteBatch(ctx, msgs); err != nil {
+	if _, err := (&orders.Writer{Pool: e.pool}).WriteBatch(ctx, msgs); err != nil {
 		t.Fatal(err)
 	}
 	if n := e.dbInt(`SELECT count(*) FROM webhook_deliveries WHERE sale_id = $1 AND type = 'order.created'`, sale); n != 3 {
@@ -268,7 +270,7 @@ func TestOrderEventsAreRecordedWithTheirChangeAndDeliveredSignedInOrder(t *testi
 	}
 	// A sale without a webhook_url, with no default: nothing is recorded.
 	quiet := e.sale(2)
-	if _, err := (&Writer{Pool: e.pool}).WriteBatch(ctx, e.accept(quiet, 2)); err != nil {
+	if _, err := (&orders.Writer{Pool: e.pool}).WriteBatch(ctx, e.accept(quiet, 2)); err != nil {
 		t.Fatal(err)
 	}
 	if n := e.dbInt(`SELECT count(*) FROM webhook_deliveries WHERE sale_id = $1`, quiet); n != 0 {
@@ -282,7 +284,7 @@ func TestADeadWebhookHoldsItsOrdersLaterEventsUntilAnAdminReplaysIt(t *testing.T
 	r := newReceiver(t)
 	r.Fail = 1
 	e.startHooks(r.srv.URL, time.Second, 3)
-	w := &Writer{Pool: e.pool, DefaultWebhook: true}
+	w := &orders.Writer{Pool: e.pool, DefaultWebhook: true}
 	sale := e.sale(5)
 	m := e.accept(sale, 1)[0]
 	if _, err := w.WriteBatch(ctx, []contract.OrderMessage{m}); err != nil {
@@ -295,7 +297,7 @@ func TestADeadWebhookHoldsItsOrdersLaterEventsUntilAnAdminReplaysIt(t *testing.T
 		return e.dbInt(`SELECT count(*) FROM webhook_deliveries WHERE order_id = $1 AND state = 'dead'`, m.OrderID) == 1
 	})
 	_, admin := e.servers(false)
-	var list struct{ Deliveries []DeliveryView }
+	var list struct{ Deliveries []webhook.DeliveryView }
 	viewer := map[string]string{"Authorization": "Bearer " + testViewerToken}
 	if code := doJSON(t, "GET", admin.URL+"/admin/webhooks?state=dead&sale="+sale, viewer, "", &list); code != 200 || len(list.Deliveries) != 1 {
 		t.Fatalf("dead list: %d %+v", code, list)
@@ -315,7 +317,7 @@ func TestADeadWebhookHoldsItsOrdersLaterEventsUntilAnAdminReplaysIt(t *testing.T
 	r.mu.Lock()
 	r.Fail = 0
 	r.mu.Unlock()
-	var replayed DeliveryView
+	var replayed webhook.DeliveryView
 	if code := doJSON(t, "POST", admin.URL+"/admin/webhooks/"+dead.ID+"/replay", adminAuth, "", &replayed); code != 200 || replayed.State != "pending" {
 		t.Fatalf("replay: %d %+v", code, replayed)
 	}
@@ -348,7 +350,7 @@ func TestEveryEventReachesAFlakyReceiverExactlyOnceAfterDedupInOrderPerOrder(t *
 	// Postgres alone.
 	e.startHooks(r.srv.URL, 250*time.Millisecond, 1000)
 	e.startHooks(r.srv.URL, 250*time.Millisecond, 1000)
-	w := &Writer{Pool: e.pool, DefaultWebhook: true}
+	w := &orders.Writer{Pool: e.pool, DefaultWebhook: true}
 	sale := e.sale(n)
 	_, _ = e.pool.Exec(ctx, `UPDATE sales SET stock = stock - $2, initial_stock = initial_stock - $2 WHERE id = $1`, sale, soldOutInDB)
 	msgs := e.accept(sale, n)
@@ -416,26 +418,26 @@ func TestEveryEventReachesAFlakyReceiverExactlyOnceAfterDedupInOrderPerOrder(t *
 //
 //	go test -run '^$' -bench WebhookDelivery -benchtime 3x ./backend/
 func BenchmarkWebhookDelivery(b *testing.B) {
-	const orders = 5000
+	const nOrders = 5000
 	e := newEnv(b)
 	ctx := context.Background()
 	r := newReceiver(b)
 	e.startHooks(r.srv.URL, 5*time.Second, 15)
-	w := &Writer{Pool: e.pool, DefaultWebhook: true}
+	w := &orders.Writer{Pool: e.pool, DefaultWebhook: true}
 	var elapsed time.Duration
 	var lags []time.Duration
 	for i := 0; i < b.N; i++ {
-		sale := e.sale(orders)
-		msgs := e.accept(sale, orders)
+		sale := e.sale(nOrders)
+		msgs := e.accept(sale, nOrders)
 		start := time.Now()
-		for j := 0; j < orders; j += 500 {
+		for j := 0; j < nOrders; j += 500 {
 			if _, err := w.WriteBatch(ctx, msgs[j:j+500]); err != nil {
 				b.Fatal(err)
 			}
 			e.svc.Webhooks.Wake()
 		}
 		testenv.WaitFor(b, 5*time.Minute, "every event delivered", func() bool {
-			return e.dbInt(`SELECT count(*) FROM webhook_deliveries WHERE sale_id = $1 AND state = 'delivered'`, sale) == orders
+			return e.dbInt(`SELECT count(*) FROM webhook_deliveries WHERE sale_id = $1 AND state = 'delivered'`, sale) == nOrders
 		})
 		elapsed += time.Since(start)
 		r.mu.Lock()
@@ -447,7 +449,7 @@ func BenchmarkWebhookDelivery(b *testing.B) {
 		r.mu.Unlock()
 	}
 	sort.Slice(lags, func(i, j int) bool { return lags[i] < lags[j] })
-	b.ReportMetric(float64(orders*b.N)/elapsed.Seconds(), "events/s")
+	b.ReportMetric(float64(nOrders*b.N)/elapsed.Seconds(), "events/s")
 	b.ReportMetric(float64(lags[len(lags)/2].Milliseconds()), "lag-p50-ms")
 	b.ReportMetric(float64(lags[len(lags)*99/100].Milliseconds()), "lag-p99-ms")
 	b.ReportMetric(0, "ns/op")

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/seckilledge/seckill/contract"
+	"github.com/seckilledge/seckill/contract/admin"
 )
 
 // Moving a sale's end moves the expiry of its users' held units with it: otherwise a sale with
@@ -20,7 +21,7 @@ func TestMovingTheEndMovesTheHeldUnitsExpiryToo(t *testing.T) {
 		t.Fatalf("purchase refused: %v", reply)
 	}
 	want := time.Now().Add(48 * time.Hour).Truncate(time.Second).UTC()
-	var res ControlResult
+	var res admin.ControlResult
 	if code := call(t, srv, "PATCH", "/admin/sales/"+sale, aliceToken, `{"ends_at":"`+want.Format(time.RFC3339)+`"}`, &res); code != 200 {
 		t.Fatalf("PATCH: %d %+v", code, res)
 	}

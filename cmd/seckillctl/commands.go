@@ -12,34 +12,21 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/seckilledge/seckill/backend"
+	"github.com/seckilledge/seckill/contract/admin"
 )
 
 // The API's answers, as far as the tables show them.
 
-// The admin API's bodies are the backend's own types: the CLI decodes exactly what it serves.
+// The admin API's bodies are contract/admin's types, which the backend serves: the CLI decodes
+// exactly what it serves without linking the backend.
 type (
-	saleSummary = backend.SaleSummary
-	saleStatus  = backend.SaleStatus
+	saleSummary   = admin.SaleSummary
+	saleStatus    = admin.SaleStatus
+	controlResult = admin.ControlResult
 )
 
-type controlResult struct {
-	Action    string      `json:"action"`
-	RequestID string      `json:"request_id"`
-	Sale      saleSummary `json:"sale"`
-	Replayed  bool        `json:"replayed"`
-	// Variant is set when a stock change named a variant.
-	Variant *variantStatus `json:"variant"`
-}
-
-// variantStatus is one variant of a sale as the backend reports it.
-type variantStatus struct {
-	ID           string `json:"id"`
-	InitialStock int    `json:"initial_stock"`
-	StockDB      int    `json:"stock_db"`
-	StockRedis   *int64 `json:"stock_redis"`
-}
-
+// auditEntry is the CLI's own reading of an audit row: before and after decoded as values (not
+// admin.AuditEntry's raw JSON), which compact prints as k=v pairs.
 type auditEntry struct {
 	At        time.Time `json:"at"`
 	Who       string    `json:"who"`

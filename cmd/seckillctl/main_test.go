@@ -14,6 +14,8 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/seckilledge/seckill/backend"
+	"github.com/seckilledge/seckill/backend/lock"
+	"github.com/seckilledge/seckill/backend/orders"
 	"github.com/seckilledge/seckill/contract"
 	"github.com/seckilledge/seckill/internal/testenv"
 )
@@ -43,8 +45,8 @@ func backendServer(t *testing.T) (*httptest.Server, *backend.Service) {
 		t.Fatal(err)
 	}
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	svc := &backend.Service{Pool: pool, Redis: rdb, Locker: backend.NewLocker(rdb, 5*time.Second),
-		Compensator: &backend.Compensator{Pool: pool, Redis: rdb, Log: log}, Log: log, Tokens: toks, Retention: time.Hour}
+	svc := &backend.Service{Pool: pool, Redis: rdb, Locker: lock.NewLocker(rdb, 5*time.Second),
+		Compensator: &orders.Compensator{Pool: pool, Redis: rdb, Log: log}, Log: log, Tokens: toks, Retention: time.Hour}
 	srv := httptest.NewServer(svc.Handler(backend.NewMetricsRegistry(), false))
 	t.Cleanup(srv.Close)
 	return srv, svc

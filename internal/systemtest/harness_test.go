@@ -19,6 +19,8 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/seckilledge/seckill/backend"
+	"github.com/seckilledge/seckill/backend/lock"
+	"github.com/seckilledge/seckill/backend/orders"
 	"github.com/seckilledge/seckill/contract"
 	"github.com/seckilledge/seckill/internal/handlertest"
 	"github.com/seckilledge/seckill/internal/testenv"
@@ -68,8 +70,8 @@ func newSystem(t testing.TB) *system {
 		t.Fatal(err)
 	}
 	ns := testenv.ID("sys-")
-	svc := &backend.Service{Pool: pool, Redis: rdb, Locker: backend.NewLocker(rdb, 5*time.Second),
-		Compensator: &backend.Compensator{Pool: pool, Redis: rdb, Log: quietLog()}, Log: quietLog(),
+	svc := &backend.Service{Pool: pool, Redis: rdb, Locker: lock.NewLocker(rdb, 5*time.Second),
+		Compensator: &orders.Compensator{Pool: pool, Redis: rdb, Log: quietLog()}, Log: quietLog(),
 		Tokens: tokens, Retention: time.Hour, Grace: time.Minute, Namespace: ns, SweeperLock: testenv.ID("sweeper-")}
 	return &system{t: t, ns: ns, rdb: rdb, pool: pool, amqp: amqpURL, svc: svc}
 }
@@ -101,7 +103,7 @@ func (s *system) sale(stock int) string {
 func (s *system) consume(tracer trace.Tracer) {
 	s.t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	c := &backend.Consumer{URL: s.amqp, Writer: &backend.Writer{Pool: s.pool}, Compensator: s.svc.Compensator,
+	c := &orders.Consumer{URL: s.amqp, Writer: &orders.Writer{Pool: s.pool}, Compensator: s.svc.Compensator,
 		BatchSize: 50, BatchWait: 10 * time.Millisecond, Log: quietLog()}
 	if tracer != nil {
 		c.Tracer = tracer

@@ -15,7 +15,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/seckilledge/seckill/backend"
+	"github.com/seckilledge/seckill/backend/orders"
 	"github.com/seckilledge/seckill/caddymodule/relay"
 	"github.com/seckilledge/seckill/contract"
 	"github.com/seckilledge/seckill/internal/testenv"
@@ -78,7 +78,7 @@ func TestOneOrdersTraceRunsFromTheGatewayThroughTheRelayToTheBatchWrite(t *testi
 	// The backend's provider: its own, like a separate process, on the same exporter.
 	btp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(keptExporter{spans}))
 	t.Cleanup(func() { _ = btp.Shutdown(context.Background()) })
-	s.consume(btp.Tracer(backend.TracerName))
+	s.consume(btp.Tracer(orders.TracerName))
 	sale := s.sale(5)
 	port := testenv.FreePort(t)
 	base := startCaddy(t, port, s.gatewayJSON(port, testenv.FreePort(t), true,

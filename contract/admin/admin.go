@@ -1,0 +1,264 @@
+// Package admin holds the admin API's wire types: the JSON bodies the backend's admin listener
+// serves (the sales list and status, the answers of preheat, reconcile, rebalance and every
+// control, the audit trail) and the room a sale is created with. The backend serves them and
+// seckillctl decodes them, so both import this package and neither imports the other: the CLI
+// links no Postgres, RabbitMQ or tracing code.
+//
+// Everything here is pure data, its JSON decoding and the room's bounds; how the backend reads a
+// sale, and what it hands the Lua scripts, stay in backend/.
+package admin
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Sale states as the operator sees them (GET /admin/sales, the live page, seckillctl).
+const (
+	SaleScheduled = "scheduled" // before starts_at
+	SaleOpen      = "open"      // selling
+	SalePaused    = "paused"    // the operator paused it: the gateways refuse with 503 paused
+	SaleSoldOut   = "sold_out"  // no unit left (adding stock reopens it)
+	SaleEnded     = "ended"     // at or after ends_at: final, no control applies
+)
+
+// MaxStock is the most units a sale holds, all variants together, and so the most a variant
+// holds or one stock change adds. The stock columns are Postgres integers (up to 2^31 - 1): a
+// bound well inside them, checked at the API, refuses a creation or a stock change that would
+// not fit as the client's 400 instead of the database's error (issue 24).
+const MaxStock = 1_000_000_000
+
+// SaleSummary is one sale in GET /admin/sales and the before/after of the audit trail.
+type SaleSummary struct {
+	ID    string `json:"id"`
+	State string `json:"state"`
+	// Paused is the operator's pause, kept in Postgres (a paused sale may also be ended or
+	// scheduled; State says which one wins).
+	Paused bool `json:"paused"`
+	// Preheated: the sale's meta hash is in Redis (the gateways know it).
+	Preheated    bool      `json:"preheated"`
+	InitialStock int       `json:"initial_stock"`
+	StockDB      int       `json:"stock_db"`
+	StockRedis   *int64    `json:"stock_redis"`
+	Buyers       int64     `json:"buyers"`
+	StartsAt     time.Time `json:"starts_at"`
+	EndsAt       time.Time `json:"ends_at"`
+	Shards       int       `json:"shards"`
+}
+
+// SaleStatus is the body of GET /admin/sales/{id}.
+type SaleStatus struct {
+	ID           string         `json:"id"`
+	InitialStock int            `json:"initial_stock"`
+	StockDB      int            `json:"stock_db"`
+	StockRedis   *int64         `json:"stock_redis"`
+	State        string         `json:"state,omitempty"`
+	Buyers       int64          `json:"buyers"`
+	Queued       int            `json:"queued"`
+	Orders       map[string]int `json:"orders"`
+	StartsAt     time.Time      `json:"starts_at"`
+	EndsAt       time.Time      `json:"ends_at"`
+	PayWithin    string         `json:"pay_within"`
+	// Shards is the sale's shard count (1: unsharded). For a sharded sale, StockRedis and
+	// Buyers sum over the shards and ShardStock lists each shard's stock (-1: not in Redis).
+	Shards     int     `json:"shards"`
+	ShardStock []int64 `json:"shard_stock,omitempty"`
+	// Room is the sale's waiting room as created (nil: none) and SeedCommitment the hex SHA-256
+	// of its seed once preheated (docs/room.md): published before the start, checked after the end.
+	Room           *RoomSpec `json:"room,omitempty"`
+	SeedCommitment string    `json:"seed_commitment,omitempty"`
+	// PerUserLimit is the most units a user may hold in the sale; Variants each variant's
+	// stock in Postgres and Redis (absent for a sale without variants).
+	PerUserLimit int             `json:"per_user_limit"`
+	Variants     []VariantStatus `json:"variants,omitempty"`
+}
+
+// VariantStatus is one variant in GET /admin/sales/{id}: its stock in Postgres and in Redis
+// (nil: not in Redis).
+type VariantStatus struct {
+	ID           string `json:"id"`
+	InitialStock int    `json:"initial_stock"`
+	StockDB      int    `json:"stock_db"`
+	StockRedis   *int64 `json:"stock_redis"`
+}
+
+// RoomSpec is a sale's waiting room, `"room": {...}` in POST /admin/sales (docs/room.md).
+// Every field is optional: an absent one leaves the gateways' seckill_room default.
+type RoomSpec struct {
+	// Rate is admissions per second (0.001 to 1e6: room_setup.lua's bounds).
+	Rate *float64 `json:"rate,omitempty"`
+	// Oversubscribe is live admissions per remaining unit (>= 1).
+	Oversubscribe *float64 `json:"oversubscribe,omitempty"`
+	// Session is how long an admission lives unused (Go duration, >= 1s).
+	Session string `json:"session,omitempty"`
+	// Prequeue is how long before the start entries are taken (Go duration, >= 0).
+	Prequeue string `json:"prequeue,omitempty"`
+	// Difficulty is the proof-of-work [min, max] in bits; [0, 0] asks for none.
+	Difficulty *Difficulty `json:"difficulty,omitempty"`
+	// MaxWaiters is the most places the room holds (1..10 000 000); beyond it a new entry gets
+	// 503 queue_full (issue 24).
+	MaxWaiters *int64 `json:"max_waiters,omitempty"`
+}
+
+// Difficulty is a room's proof-of-work [min, max] in bits: exactly two numbers. A Go array
+// alone would take [1, 2, 3] as [1, 2] and [5] as [5, 0] without a word (issue 24).
+type Difficulty [2]int
+
+// UnmarshalJSON takes exactly two integers.
+func (d *Difficulty) UnmarshalJSON(b []byte) error {
+	var v []int
+	if err := json.Unmarshal(b, &v); err != nil {
+		return err
+	}
+	if len(v) != 2 {
+		return fmt.Errorf("room.difficulty is [min, max]: two numbers, not %d", len(v))
+	}
+	*d = Difficulty{v[0], v[1]}
+	return nil
+}
+
+// MinRoomRate is room_setup.lua's lowest rate: a sale accepted by the API must be one preheat
+// can give its room (a refused room keeps the whole sale out of Redis).
+const MinRoomRate = 0.001
+
+// Validate checks a room spec with the bounds room_setup.lua enforces; the error names the
+// field (room.<field>). The backend turns a valid spec into the script's arguments.
+func (r RoomSpec) Validate() error {
+	if r.MaxWaiters != nil && (*r.MaxWaiters < 1 || *r.MaxWaiters > 10_000_000) {
+		return errors.New("room.max_waiters must be between 1 and 10000000 places")
+	}
+	if r.Rate != nil && !(*r.Rate >= MinRoomRate && *r.Rate <= 1e6) {
+		return errors.New("room.rate must be between 0.001 and 1e6 admissions per second")
+	}
+	if r.Oversubscribe != nil && (*r.Oversubscribe < 1 || *r.Oversubscribe > 100) {
+		return errors.New("room.oversubscribe must be between 1 and 100")
+	}
+	for _, d := range []struct {
+		name, v string
+		min     time.Duration
+	}{{"session", r.Session, time.Second}, {"prequeue", r.Prequeue, 0}} {
+		if d.v == "" {
+			continue
+		}
+		if v, err := time.ParseDuration(d.v); err != nil || v < d.min {
+			return fmt.Errorf("room.%s must be a duration of at least %v", d.name, d.min)
+		}
+	}
+	if r.Difficulty != nil {
+		lo, hi := r.Difficulty[0], r.Difficulty[1]
+		if lo < 0 || hi < lo || hi > 40 {
+			return errors.New("room.difficulty is [min, max] bits with 0 <= min <= max <= 40")
+		}
+	}
+	return nil
+}
+
+// AuditEntry is one row of the audit trail (GET /admin/audit, the live page): who ran which control on which sale, when, with
+// the sale before and after it (JSON) and the request id that names the step.
+type AuditEntry struct {
+	ID        int64           `json:"id"`
+	At        time.Time       `json:"at"`
+	Who       string          `json:"who"`
+	Role      string          `json:"role"`
+	Action    string          `json:"action"`
+	SaleID    string          `json:"sale_id"`
+	Before    json.RawMessage `json:"before"`
+	After     json.RawMessage `json:"after"`
+	RequestID string          `json:"request_id"`
+}
+
+// ControlResult is the answer of every control: what was done, under which request id, and
+// the sale afterwards.
+type ControlResult struct {
+	Action    string      `json:"action"`
+	RequestID string      `json:"request_id"`
+	Sale      SaleSummary `json:"sale"`
+	// Replayed: the request id had been applied before; nothing was changed this time.
+	Replayed bool `json:"replayed,omitempty"`
+	// Reconcile is set when an interrupted stock change was completed: Redis was then
+	// reconciled with Postgres (the source of truth), whatever happened in between.
+	Reconcile *ReconcileReport `json:"reconcile,omitempty"`
+	// Variant is the variant a stock change named, after the change (the sale's totals are
+	// in Sale).
+	Variant *VariantStatus `json:"variant,omitempty"`
+}
+
+// ReconcileReport is the body of POST /admin/sales/{id}/reconcile: what was found and done.
+type ReconcileReport struct {
+	SaleID string `json:"sale_id"`
+	// StockDB is the Postgres stock at the snapshot.
+	StockDB int `json:"stock_db"`
+	// StockRedisBefore / After: the Redis stock at the snapshot and after the repair.
+	StockRedisBefore int64 `json:"stock_redis_before"`
+	StockRedisAfter  int64 `json:"stock_redis_after"`
+	// InFlight counts buyers whose order is not in Postgres yet but still within the grace
+	// period (their message may be in the outbox or the queue).
+	InFlight int `json:"in_flight"`
+	// LostFailed are buyers past the grace period with no order: recorded failed
+	// (lost_in_transit) and their units returned to Redis.
+	LostFailed []string `json:"lost_failed"`
+	// Compensated counts failed or cancelled orders whose unit Redis still counted as sold.
+	Compensated int `json:"compensated"`
+	// BuyersRestored are users with a created or paid order that Redis had forgotten (they
+	// could have bought again).
+	BuyersRestored []string `json:"buyers_restored"`
+	// StockDelta is what was added to the Redis stock to make it agree with Postgres.
+	StockDelta int64 `json:"stock_delta"`
+	// Actions lists, in words, what was repaired; empty when everything agreed.
+	Actions []string `json:"actions"`
+	// Rebalance is what the rebalance that follows the repair of a sharded sale did.
+	Rebalance *RebalanceReport `json:"rebalance,omitempty"`
+}
+
+// PreheatResult is the body of POST /admin/sales/{id}/preheat.
+type PreheatResult struct {
+	SaleID     string `json:"sale_id"`
+	Created    bool   `json:"created"`
+	StockRedis int64  `json:"stock_redis"`
+	// Room is set for a sale with a waiting room: its seed commitment (kept by later preheats).
+	Room *RoomPreheat `json:"room,omitempty"`
+}
+
+// RoomPreheat is what preheating a room did.
+type RoomPreheat struct {
+	// Created is true when this call drew the seed (a later preheat keeps it).
+	Created bool `json:"created"`
+	// SeedCommitment is the hex SHA-256 of the seed: published now, checked at the end.
+	SeedCommitment string `json:"seed_commitment"`
+}
+
+// RebalanceReport is the body of POST /admin/sales/{id}/rebalance.
+type RebalanceReport struct {
+	SaleID string `json:"sale_id"`
+	Shards int    `json:"shards"`
+	// StocksBefore / After: each shard's Redis stock before the moves and after them.
+	StocksBefore []int64 `json:"stocks_before"`
+	StocksAfter  []int64 `json:"stocks_after"`
+	// Moves are the transfers made (units actually taken: buyers may have taken some first).
+	Moves []Move `json:"moves"`
+	// Finished counts moves an earlier, interrupted rebalance had journaled and this one
+	// completed.
+	Finished int `json:"finished"`
+	// Variants, on a sale with variants, are each variant's units per shard before and after
+	// (StocksBefore / After stay the shards' totals).
+	Variants []VariantRebalance `json:"variants,omitempty"`
+}
+
+// Move is one transfer of units between two shards of a sale.
+type Move struct {
+	From  int `json:"from"`
+	To    int `json:"to"`
+	Units int `json:"units"`
+	// Variant is the variant whose units moved, on a sale with variants (which moves units
+	// one variant at a time); absent on a single-stock sale.
+	Variant string `json:"variant,omitempty"`
+}
+
+// VariantRebalance is one variant's units in each shard before and after a rebalance.
+type VariantRebalance struct {
+	ID           string  `json:"id"`
+	StocksBefore []int64 `json:"stocks_before"`
+	StocksAfter  []int64 `json:"stocks_after"`
+}
