@@ -5,7 +5,8 @@
 //	admin.api.seckill                admin routes (/seckill/status)
 //	http.handlers.seckill_throttle   sliding-window rate limits, exact across instances
 //	http.handlers.seckill_token      one-time purchase tokens
-//	http.handlers.seckill_gate       the atomic purchase decision and the outbox relay
+//	http.handlers.seckill_gate       the atomic purchase decision (its outbox entries reach
+//	                                 RabbitMQ through the app's relay, caddymodule/relay)
 //	http.handlers.seckill_room       the waiting room: pre-queue, fair shuffle, admission
 //	http.handlers.seckill_identity   a signed session (JWT) verified at the edge
 //	http.authentication.providers.seckill_jwt   the same verifier, for Caddy's authentication handler
@@ -19,7 +20,7 @@ import (
 	_ "github.com/seckilledge/seckill/caddymodule/throttle"
 	// seckill_token: one-time purchase tokens.
 	_ "github.com/seckilledge/seckill/caddymodule/token"
-	// seckill_gate: the purchase decision and the outbox relay.
+	// seckill_gate: the purchase decision (the app runs the relay that carries its outbox).
 	_ "github.com/seckilledge/seckill/caddymodule/gate"
 	// seckill_room: the waiting room (fair admission before the purchase).
 	_ "github.com/seckilledge/seckill/caddymodule/room"

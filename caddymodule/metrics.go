@@ -15,9 +15,5 @@ var (
 
 // registerMetrics registers collectors into reg, ignoring those already there.
 func registerMetrics(reg prometheus.Registerer) {
-	Register(reg, redisConnsOpened, brokerUp)
+	metric.Register(reg, redisConnsOpened, brokerUp)
 }
-
-// Register registers collectors into reg, ignoring those already registered (metric.Register,
-// for the handlers that do not import the internal package).
-func Register(reg prometheus.Registerer, cs ...prometheus.Collector) { metric.Register(reg, cs...) }

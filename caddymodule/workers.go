@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 
 	"github.com/caddyserver/caddy/v2"
+	"github.com/seckilledge/seckill/caddymodule/internal/metric"
 	"github.com/seckilledge/seckill/caddymodule/relay"
 )
 
@@ -84,7 +85,7 @@ func (a *App) newRelay(cfg relay.Config) *relay.Relay {
 	if cfg.Disabled {
 		return nil
 	}
-	Register(a.ctx.GetMetricsRegistry(), relay.Collectors()...)
+	metric.Register(a.ctx.GetMetricsRegistry(), relay.Collectors()...)
 	return relay.New(relay.Options{
 		Redis:     a.redis.client,
 		Connect:   a.broker.WaitConnection,

@@ -26,6 +26,7 @@ import (
 	"github.com/seckilledge/seckill/caddymodule"
 	"github.com/seckilledge/seckill/caddymodule/edge"
 	"github.com/seckilledge/seckill/caddymodule/gate/core"
+	"github.com/seckilledge/seckill/caddymodule/internal/metric"
 	"github.com/seckilledge/seckill/caddymodule/refusal"
 	"go.uber.org/zap"
 )
@@ -148,7 +149,7 @@ func (g *Gate) Provision(ctx caddy.Context) error {
 		g.eventsApp, _ = ev.(*caddyevents.App)
 	}
 	g.app.UseRelay(g.Relay) // this config accepts orders: the app runs its relay
-	caddymodule.Register(ctx.GetMetricsRegistry(), collectors()...)
+	metric.Register(ctx.GetMetricsRegistry(), collectors()...)
 	return nil
 }
 

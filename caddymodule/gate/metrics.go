@@ -9,7 +9,7 @@ import (
 	"github.com/seckilledge/seckill/caddymodule/internal/metric"
 )
 
-// Package-level collectors, registered into each config's registry with caddymodule.Register,
+// Package-level collectors, registered into each config's registry with metric.Register,
 // so counters keep counting across config reloads. Labels are bounded: a sale label is only
 // ever a sale that exists in Redis (refusals decided before Redis carry sale=""), never a user.
 var (
