@@ -41,7 +41,7 @@ func stopAtStep(t *testing.T, e *env, step string) {
 func TestAVariantStockChangeStoppedBetweenTheStoresIsCompletedByItsRetry(t *testing.T) {
 	e := newEnv(t)
 	ctx := withWho(context.Background())
-	sale := e.variantSale(2, VariantSpec{"a", 4}, VariantSpec{"b", 4}, VariantSpec{"c", 4})
+	sale := e.variantSale(2, VariantSpec{ID: "a", Stock: 4}, VariantSpec{ID: "b", Stock: 4}, VariantSpec{ID: "c", Stock: 4})
 	// A purchase of a in flight (accepted, not written): reconcile cannot give a variant its
 	// units back while it lasts, so the retry must finish by itself.
 	inFlight, _, ok := e.buy(sale, "early", "a", 1)
@@ -140,7 +140,7 @@ func TestAVariantStockChangeStoppedBetweenTheStoresIsCompletedByItsRetry(t *test
 func TestAStoppedVariantAddOfAShardedSaleIsSpreadByItsRetry(t *testing.T) {
 	e := newEnv(t)
 	ctx := withWho(context.Background())
-	sale := e.shardedVariantSale(2, 2, VariantSpec{"a", 2}, VariantSpec{"b", 2})
+	sale := e.shardedVariantSale(2, 2, VariantSpec{ID: "a", Stock: 2}, VariantSpec{ID: "b", Stock: 2})
 	stopAtStep(t, e, "add:postgres")
 	add := controls.StockRequest{Add: 4, RequestID: "stop-shard-add", Variant: "a"}
 	if _, err := e.svc.controls().ChangeStock(ctx, sale, add); !errors.Is(err, errStopped) {
@@ -166,7 +166,7 @@ func TestVariantRemovalsRacingACrowdKeepBothStoresAtOrAboveZeroAndTheVerifierPas
 	e := newEnv(t)
 	ctx := withWho(context.Background())
 	const initialA, crowd = 1000, 2000
-	sale := e.variantSale(2, VariantSpec{"a", initialA}, VariantSpec{"b", 10})
+	sale := e.variantSale(2, VariantSpec{ID: "a", Stock: initialA}, VariantSpec{ID: "b", Stock: 10})
 
 	var (
 		mu       sync.Mutex

@@ -40,7 +40,7 @@ func (e *env) variantRow(sale, v string) (initial, stock int) {
 func TestUnitsAddedToASoldOutVariantAreSoldAgainOnceAndAudited(t *testing.T) {
 	e := newEnv(t)
 	srv := e.controlServer()
-	sale := e.variantSale(1, VariantSpec{"red", 1}, VariantSpec{"blue", 3})
+	sale := e.variantSale(1, VariantSpec{ID: "red", Stock: 1}, VariantSpec{ID: "blue", Stock: 3})
 	m1, _, ok := e.buy(sale, "u1", "red", 1)
 	if !ok {
 		t.Fatal("the gate refused the first red unit")
@@ -155,7 +155,7 @@ func TestUnitsAddedToASoldOutVariantAreSoldAgainOnceAndAudited(t *testing.T) {
 func TestRemovingAVariantsUnsoldUnitsStopsAtZeroInBothStores(t *testing.T) {
 	e := newEnv(t)
 	ctx := withWho(context.Background())
-	sale := e.variantSale(2, VariantSpec{"a", 5}, VariantSpec{"b", 5})
+	sale := e.variantSale(2, VariantSpec{ID: "a", Stock: 5}, VariantSpec{ID: "b", Stock: 5})
 	m, _, ok := e.buy(sale, "u1", "a", 2) // Redis: a 3 unsold; Postgres still counts 5
 	if !ok {
 		t.Fatal("the gate refused")
@@ -211,7 +211,7 @@ func TestRemovingAVariantsUnsoldUnitsStopsAtZeroInBothStores(t *testing.T) {
 func TestStockOfAVariantOfAShardedSaleIsSpreadOverItsShards(t *testing.T) {
 	e := newEnv(t)
 	ctx := withWho(context.Background())
-	sale := e.shardedVariantSale(3, 2, VariantSpec{"a", 7}, VariantSpec{"b", 2})
+	sale := e.shardedVariantSale(3, 2, VariantSpec{ID: "a", Stock: 7}, VariantSpec{ID: "b", Stock: 2})
 	ids := contract.ShardIDs(sale, 3)
 	events := subscribe(t, e.rdb)
 	if _, err := e.svc.controls().ChangeStock(ctx, sale, controls.StockRequest{Add: 5, RequestID: "sb5", Variant: "b"}); err != nil {

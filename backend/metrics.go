@@ -5,6 +5,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/seckilledge/seckill/backend/orders"
 	"github.com/seckilledge/seckill/backend/reconcile"
+	"github.com/seckilledge/seckill/backend/sales"
 	"github.com/seckilledge/seckill/backend/webhook"
 )
 
@@ -15,20 +16,17 @@ var (
 		Name: "seckill_backend_unpaid_released_total",
 		Help: "Orders cancelled by the sweeper because they were not paid in time.",
 	})
-	metricRebalanced = prometheus.NewCounter(prometheus.CounterOpts{
-		Name: "seckill_backend_rebalanced_units_total",
-		Help: "Units moved between the shards of sharded sales by rebalance.",
-	})
 )
 
 func newRegistry() *prometheus.Registry {
 	r := prometheus.NewRegistry()
 	r.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-		metricReleased, metricRebalanced)
-	// The order writer's, reconcile's and the webhook worker's metrics are their own packages'.
+		metricReleased)
+	// The order writer's, reconcile's, the webhook worker's and rebalance's metrics are their own packages'.
 	r.MustRegister(orders.Collectors()...)
 	r.MustRegister(reconcile.Collectors()...)
 	r.MustRegister(webhook.Collectors()...)
+	r.MustRegister(sales.Collectors()...)
 	return r
 }
 

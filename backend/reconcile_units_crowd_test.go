@@ -33,7 +33,7 @@ func TestReconcileWhileACrowdBuysNeverOversellsAndEndsInAgreement(t *testing.T) 
 func reconcileUnderCrowd(t *testing.T, k int) {
 	e := newEnv(t)
 	ctx := context.Background()
-	variants := []VariantSpec{{"red", 150}, {"blue", 150}}
+	variants := []VariantSpec{{ID: "red", Stock: 150}, {ID: "blue", Stock: 150}}
 	var sale string
 	if k > 1 {
 		sale = e.shardedVariantSale(k, 3, variants...)

@@ -99,7 +99,7 @@ func (w *unitWorld) reconcile() admin.ReconcileReport {
 func TestReconcileRecordsALostOrderOfAVariantSaleFailedAndReturnsItsUnits(t *testing.T) {
 	e := newEnv(t)
 	ctx := context.Background()
-	w := &unitWorld{e: e, sale: e.variantSale(2, VariantSpec{"red", 5}, VariantSpec{"blue", 5}), k: 1}
+	w := &unitWorld{e: e, sale: e.variantSale(2, VariantSpec{ID: "red", Stock: 5}, VariantSpec{ID: "blue", Stock: 5}), k: 1}
 	// The shop has a receiver: the lost order's order.failed event must be enqueued for it.
 	if _, err := e.pool.Exec(ctx, `UPDATE sales SET webhook_url = 'http://127.0.0.1:9/hook' WHERE id = $1`, w.sale); err != nil {
 		t.Fatal(err)
@@ -177,7 +177,7 @@ func TestReconcileRecordsALostOrderOfAVariantSaleFailedAndReturnsItsUnits(t *tes
 func TestReconcileRebuildsHeldUnitsAndPurchaseCountersRedisLost(t *testing.T) {
 	e := newEnv(t)
 	ctx := context.Background()
-	w := &unitWorld{e: e, sale: e.variantSale(3, VariantSpec{"red", 10}), k: 1}
+	w := &unitWorld{e: e, sale: e.variantSale(3, VariantSpec{ID: "red", Stock: 10}), k: 1}
 	w.write(w.mustBuy("ann", "red", 1), w.mustBuy("ann", "red", 1), w.mustBuy("bob", "red", 2))
 	e.rdb.Del(ctx, contract.HeldKey(w.sale))
 	if rep := w.verify(); rep.OK() {
@@ -211,7 +211,7 @@ func TestReconcileRebuildsHeldUnitsAndPurchaseCountersRedisLost(t *testing.T) {
 func TestReconcileRepairsAShardedVariantSale(t *testing.T) {
 	e := newEnv(t)
 	ctx := context.Background()
-	w := &unitWorld{e: e, sale: e.shardedVariantSale(3, 2, VariantSpec{"a", 30}, VariantSpec{"b", 30}), k: 3}
+	w := &unitWorld{e: e, sale: e.shardedVariantSale(3, 2, VariantSpec{ID: "a", Stock: 30}, VariantSpec{ID: "b", Stock: 30}), k: 3}
 	var msgs []contract.OrderMessage
 	for i := 0; i < 6; i++ {
 		u := "user" + string(rune('a'+i))
@@ -283,7 +283,7 @@ func atoi(s string) int {
 func TestReconcileOfALimitOneVariantSaleCountsBuyersNotHeld(t *testing.T) {
 	e := newEnv(t)
 	ctx := context.Background()
-	w := &unitWorld{e: e, sale: e.variantSale(1, VariantSpec{"s", 4}, VariantSpec{"m", 4}), k: 1}
+	w := &unitWorld{e: e, sale: e.variantSale(1, VariantSpec{ID: "s", Stock: 4}, VariantSpec{ID: "m", Stock: 4}), k: 1}
 	ann, bob := w.mustBuy("ann", "s", 1), w.mustBuy("bob", "m", 1)
 	w.write(ann, bob)
 	lostID := backendtest.OrderIDAt(t, time.Now().Add(-2*time.Hour))

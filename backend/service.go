@@ -3,11 +3,14 @@ package backend
 import (
 	"context"
 	"errors"
+	"io"
 	"log/slog"
 	"net/http"
+	"strings"
 	"sync"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -18,6 +21,7 @@ import (
 	"github.com/seckilledge/seckill/backend/lock"
 	"github.com/seckilledge/seckill/backend/orders"
 	"github.com/seckilledge/seckill/backend/reconcile"
+	"github.com/seckilledge/seckill/backend/sales"
 	"github.com/seckilledge/seckill/backend/ui"
 	"github.com/seckilledge/seckill/backend/webhook"
 	"github.com/seckilledge/seckill/contract/admin"
@@ -105,18 +109,78 @@ func (s *Service) mountControls(mux *http.ServeMux, reg *prometheus.Registry) {
 	s.cockpit().Mount(mux, reg)
 }
 
+// sales creates, preheats, reports and rebalances sales (backend/sales) over the Service's
+// stores, lock and settings; a preheat restores a paused sale through the controls.
+func (s *Service) sales() *sales.Sales {
+	var check func(context.Context, string) error
+	if s.Webhooks != nil {
+		check = s.Webhooks.CheckURL
+	}
+	return &sales.Sales{Pool: s.Pool, Redis: s.Redis, Locker: s.Locker, Log: s.Log,
+		Retention: s.Retention, Namespace: s.Namespace, Shards: &s.shards, CheckURL: check,
+		RestorePaused: func(ctx context.Context, tx pgx.Tx, sale string, k int) error {
+			return s.controls().RestorePaused(ctx, tx, sale, k)
+		},
+		Subscribed: s.rebalancerSubscribed}
+}
+
+// SaleSpec is the body of POST /admin/sales (backend/sales).
+type SaleSpec = sales.SaleSpec
+
+// VariantSpec is one entry of a SaleSpec's variants.
+type VariantSpec = sales.VariantSpec
+
+// ParseSaleSpec decodes and validates the body of POST /admin/sales.
+func ParseSaleSpec(r io.Reader) (SaleSpec, error) { return sales.ParseSaleSpec(r) }
+
+// CreateSale inserts a sale; created is false when a sale with that id exists.
+func (s *Service) CreateSale(ctx context.Context, spec SaleSpec) (bool, error) {
+	return s.sales().CreateSale(ctx, spec)
+}
+
+// Preheat loads a sale into Redis under the sale's lock (sales.Sales.Preheat).
+func (s *Service) Preheat(ctx context.Context, sale string) (admin.PreheatResult, error) {
+	return s.sales().Preheat(ctx, sale)
+}
+
+// SaleStatus reads a sale from Postgres and Redis (sales.Sales.SaleStatus).
+func (s *Service) SaleStatus(ctx context.Context, sale string) (admin.SaleStatus, error) {
+	return s.sales().SaleStatus(ctx, sale)
+}
+
+// Rebalance evens out a sharded sale's stock over its shards (sales.Sales.Rebalance).
+func (s *Service) Rebalance(ctx context.Context, sale string) (admin.RebalanceReport, error) {
+	return s.sales().Rebalance(ctx, sale)
+}
+
+// RunRebalancer rebalances a sharded sale as soon as one of its shards runs dry, until ctx
+// ends (sales.Sales.RunRebalancer).
+func (s *Service) RunRebalancer(ctx context.Context) { s.sales().RunRebalancer(ctx) }
+
+func (s *Service) retention() time.Duration { return s.sales().RetentionOrDefault() }
+
+func (s *Service) withLock(ctx context.Context, key string, wait time.Duration, fn func(lock.Held) error) error {
+	return lock.With(ctx, s.Locker, key, wait, fn)
+}
+
+// fenced runs fn in a transaction that first records held's fencing token for key; fn's writes
+// commit only if no newer holder of the lock has written.
+func (s *Service) fenced(ctx context.Context, key string, held lock.Held, fn func(pgx.Tx) error) error {
+	return lock.Fenced(ctx, s.Pool, key, held, fn)
+}
+
 // Reconcile compares a sale's Redis state with Postgres and repairs Redis, under the sale's
 // lock (backend/reconcile): the Service gives it its stores, lock, clock and rebalance.
 func (s *Service) Reconcile(ctx context.Context, sale string) (admin.ReconcileReport, error) {
 	rc := &reconcile.Reconciler{Pool: s.Pool, Redis: s.Redis, Log: s.Log, Now: s.now, Grace: s.Grace,
 		Locker: s.Locker, Compensator: s.Compensator, Webhooks: s.Webhooks, Shards: &s.shards,
-		Rebalance: s.rebalanceAfterReconcile}
+		Rebalance: s.sales().AfterReconcile}
 	return rc.Reconcile(ctx, sale)
 }
 
 func (s *Service) handleReconcile(w http.ResponseWriter, r *http.Request) {
 	rep, err := s.Reconcile(r.Context(), r.PathValue("id"))
-	s.answerLocked(w, "reconcile", err, rep)
+	s.sales().AnswerLocked(w, "reconcile", err, rep)
 }
 
 func (s *Service) now() time.Time {
@@ -133,11 +197,12 @@ func (s *Service) Handler(reg *prometheus.Registry, baselines bool) http.Handler
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", healthz)
 	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
-	mux.HandleFunc("POST /admin/sales", s.admin(s.handleCreateSale))
-	mux.HandleFunc("GET /admin/sales/{id}", s.viewer(s.handleSaleStatus))
-	mux.HandleFunc("POST /admin/sales/{id}/preheat", s.admin(s.handlePreheat))
+	sl := s.sales() // create, status, preheat, rebalance: backend/sales
+	mux.HandleFunc("POST /admin/sales", s.admin(sl.HandleCreateSale))
+	mux.HandleFunc("GET /admin/sales/{id}", s.viewer(sl.HandleSaleStatus))
+	mux.HandleFunc("POST /admin/sales/{id}/preheat", s.admin(sl.HandlePreheat))
 	mux.HandleFunc("POST /admin/sales/{id}/reconcile", s.admin(s.handleReconcile))
-	mux.HandleFunc("POST /admin/sales/{id}/rebalance", s.admin(s.handleRebalance))
+	mux.HandleFunc("POST /admin/sales/{id}/rebalance", s.admin(sl.HandleRebalance))
 	// The shop hand-over: payment is the shop's word (role shop only, shop.go); webhook
 	// deliveries are listed by viewers and replayed by admins (backend/webhook).
 	mux.HandleFunc("POST /shop/orders/{id}/paid", s.allow(s.handleShopPaid, httpapi.RoleShop))
@@ -182,3 +247,13 @@ func recoverer(log *slog.Logger, next http.Handler) http.Handler {
 }
 
 func isRedisNil(err error) bool { return errors.Is(err, redis.Nil) }
+
+// newRedisClient connects to one Redis at addr, or to a Redis Cluster when addr is a
+// comma-separated list of seeds (a sharded sale spreads over the cluster's masters; every
+// script of the backend touches one hash slot, so all of it runs there unchanged).
+func newRedisClient(addr, password string) redis.UniversalClient {
+	if seeds := strings.Split(addr, ","); len(seeds) > 1 {
+		return redis.NewClusterClient(&redis.ClusterOptions{Addrs: seeds, Password: password})
+	}
+	return redis.NewClient(&redis.Options{Addr: addr, Password: password})
+}

@@ -30,7 +30,7 @@ func TestRebalancingWhileBuyersBuyVariantsOnEveryShardSellsEachVariantExactly(t 
 	var specs []VariantSpec
 	total := 0
 	for _, v := range []string{"a", "b", "c", "d"} {
-		specs = append(specs, VariantSpec{v, initial[v]})
+		specs = append(specs, VariantSpec{ID: v, Stock: initial[v]})
 		total += initial[v]
 	}
 	sale := e.shardedVariantSale(k, limit, specs...)

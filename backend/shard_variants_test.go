@@ -127,31 +127,6 @@ func (e *env) startRebalancer() {
 	}
 }
 
-func TestHungerServesTheShardsThatWantAVariantOrAnything(t *testing.T) {
-	var nobody *hunger
-	if !nobody.wants("x") || nobody.of("x") != nil {
-		t.Fatal("no hunger must even out every variant, no shard first")
-	}
-	h := &hunger{}
-	h.add(1, "x")
-	h.add(2, "")
-	h.add(contract.MaxShards, "x") // out of range: ignored
-	if !h.wants("x") || !h.wants("y") {
-		t.Fatal("a shard hungry for anything wants every variant")
-	}
-	if x, y := h.of("x"), h.of("y"); !x[1] || !x[2] || x[0] || y[1] || !y[2] {
-		t.Fatalf("of(x) = %v, of(y) = %v", x[:3], y[:3])
-	}
-	only := &hunger{}
-	only.add(0, "x")
-	if only.wants("y") || !only.wants("x") || !only.of("")[0] {
-		t.Fatal("a shard hungry for x only wants x (and, for a single-stock sale, units)")
-	}
-	if hungryShards(nil) != nil || !hungryShards([]bool{true}).of("")[0] {
-		t.Fatal("hungryShards")
-	}
-}
-
 // (a) The admin rebalance of a sharded variant sale evens out every variant on its own: the
 // moves name their variant, each shard's stock stays the sum of its variants', no unit is
 // created or lost, and a variant with fewer units than shards stays where it is.
@@ -159,7 +134,7 @@ func TestRebalanceOfAShardedVariantSaleEvensOutEachVariant(t *testing.T) {
 	e := newEnv(t)
 	ctx := context.Background()
 	const k = 3
-	sale := e.shardedVariantSale(k, 2, VariantSpec{"a", 9}, VariantSpec{"b", 6}, VariantSpec{"c", 1})
+	sale := e.shardedVariantSale(k, 2, VariantSpec{ID: "a", Stock: 9}, VariantSpec{ID: "b", Stock: 6}, VariantSpec{ID: "c", Stock: 1})
 	e.placeVariants(sale, []map[string]int{{"a": 9, "b": 0, "c": 1}, {"a": 0, "b": 6, "c": 0}, {"a": 0, "b": 0, "c": 0}})
 
 	rep, err := e.svc.Rebalance(ctx, sale)
@@ -214,10 +189,10 @@ func TestAHungryRebalanceMovesOnlyTheVariantsBuyersWaitFor(t *testing.T) {
 	e := newEnv(t)
 	ctx := context.Background()
 	const k = 2
-	sale := e.shardedVariantSale(k, 1, VariantSpec{"a", 4}, VariantSpec{"x", 4})
+	sale := e.shardedVariantSale(k, 1, VariantSpec{ID: "a", Stock: 4}, VariantSpec{ID: "x", Stock: 4})
 	e.placeVariants(sale, []map[string]int{{"a": 4, "x": 4}, {"a": 0, "x": 0}})
 	h := &hunger{}
-	h.add(1, "x")
+	h.Add(1, "x")
 	rep, err := e.svc.rebalance(ctx, sale, h)
 	if err != nil {
 		t.Fatal(err)
@@ -235,7 +210,7 @@ func TestABuyerRefusedAVariantOnHisShardPullsThatVariantToIt(t *testing.T) {
 	e := newEnv(t)
 	const k = 2
 	// "a" sorts before "x": had the rebalance planned it, it would have moved before x did.
-	sale := e.shardedVariantSale(k, 1, VariantSpec{"a", 4}, VariantSpec{"x", 4})
+	sale := e.shardedVariantSale(k, 1, VariantSpec{ID: "a", Stock: 4}, VariantSpec{ID: "x", Stock: 4})
 	e.placeVariants(sale, []map[string]int{{"a": 3, "x": 4}, {"a": 1, "x": 0}})
 	e.startRebalancer()
 
@@ -264,7 +239,7 @@ func TestABuyerRefusedAVariantOnHisShardPullsThatVariantToIt(t *testing.T) {
 func TestABuyerRefusedOnAnEmptyShardOfAVariantSalePullsEveryVariant(t *testing.T) {
 	e := newEnv(t)
 	const k = 3
-	sale := e.shardedVariantSale(k, 1, VariantSpec{"x", 3}, VariantSpec{"y", 3})
+	sale := e.shardedVariantSale(k, 1, VariantSpec{ID: "x", Stock: 3}, VariantSpec{ID: "y", Stock: 3})
 	e.placeVariants(sale, []map[string]int{{"x": 3, "y": 3}, {"x": 0, "y": 0}, {"x": 0, "y": 0}})
 	e.startRebalancer()
 
@@ -287,7 +262,7 @@ func TestAnInterruptedVariantMoveIsFinishedIntoItsVariantExactlyOnce(t *testing.
 	e := newEnv(t)
 	ctx := context.Background()
 	const k = 2
-	sale := e.shardedVariantSale(k, 1, VariantSpec{"a", 6}, VariantSpec{"b", 6})
+	sale := e.shardedVariantSale(k, 1, VariantSpec{ID: "a", Stock: 6}, VariantSpec{ID: "b", Stock: 6})
 	e.placeVariants(sale, []map[string]int{{"a": 6, "b": 3}, {"a": 0, "b": 3}})
 	from, to := contract.ShardID(sale, 0), contract.ShardID(sale, 1)
 	take := func(variant string, n int) {

@@ -15,7 +15,7 @@ func TestCockpitAddsStockToOneVariant(t *testing.T) {
 	e := newEnv(t)
 	t.Setenv("SECKILL_GATEWAY_METRICS", "")
 	srv := e.controlServer()
-	sale := e.variantSale(1, VariantSpec{"red", 1}, VariantSpec{"blue", 2})
+	sale := e.variantSale(1, VariantSpec{ID: "red", Stock: 1}, VariantSpec{ID: "blue", Stock: 2})
 	ctx := browser(t)
 	signIn(t, ctx, srv.URL, sale)
 	add := func(input string) {

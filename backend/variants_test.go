@@ -101,7 +101,7 @@ func (e *env) variantUnits(sale string) map[string]int {
 func TestSaleSpecWithVariantsIsValidatedWithAStableCode(t *testing.T) {
 	now := time.Now()
 	base := func() SaleSpec {
-		return SaleSpec{ID: "s1", StartsAt: now, EndsAt: now.Add(time.Hour), Variants: []VariantSpec{{"a", 1}, {"b", 0}}, PerUserLimit: 2}
+		return SaleSpec{ID: "s1", StartsAt: now, EndsAt: now.Add(time.Hour), Variants: []VariantSpec{{ID: "a", Stock: 1}, {ID: "b", Stock: 0}}, PerUserLimit: 2}
 	}
 	if _, err := base().Validate(); err != nil {
 		t.Fatalf("a good spec: %v", err)
@@ -186,7 +186,7 @@ func TestAdminCreatesAVariantSaleAndShowsEachVariantInBothStores(t *testing.T) {
 // variants, and every message is exactly one order.
 func TestConcurrentWritersGuardEveryVariantInUnits(t *testing.T) {
 	e := newEnv(t)
-	variants := []VariantSpec{{"a", 20}, {"b", 7}, {"c", 1}, {"d", 0}}
+	variants := []VariantSpec{{ID: "a", Stock: 20}, {ID: "b", Stock: 7}, {ID: "c", Stock: 1}, {ID: "d", Stock: 0}}
 	sale := e.variantSale(3, variants...)
 	r := rand.New(rand.NewPCG(1, 2))
 	var msgs []contract.OrderMessage
@@ -269,7 +269,7 @@ func TestConcurrentWritersGuardEveryVariantInUnits(t *testing.T) {
 func TestUnpaidVariantOrdersGiveTheirUnitsBackToTheirVariantAndTheUsersLimit(t *testing.T) {
 	e := newEnv(t)
 	ctx := context.Background()
-	sale := e.variantSale(2, VariantSpec{"red", 4}, VariantSpec{"blue", 2})
+	sale := e.variantSale(2, VariantSpec{ID: "red", Stock: 4}, VariantSpec{ID: "blue", Stock: 2})
 	var msgs []contract.OrderMessage
 	m1, _, ok1 := e.buy(sale, "alice", "red", 2)
 	m2, _, ok2 := e.buy(sale, "bob", "blue", 1)
@@ -335,7 +335,7 @@ func TestUnpaidVariantOrdersGiveTheirUnitsBackToTheirVariantAndTheUsersLimit(t *
 func TestVariantOrdersRefusedByThePostgresGuardAreCompensatedToTheirVariant(t *testing.T) {
 	e := newEnv(t)
 	ctx := context.Background()
-	sale := e.variantSale(5, VariantSpec{"x", 3}, VariantSpec{"y", 10})
+	sale := e.variantSale(5, VariantSpec{ID: "x", Stock: 3}, VariantSpec{ID: "y", Stock: 10})
 	// Redis is wrong about x: it has 10 units there.
 	e.rdb.HSet(ctx, contract.MetaKey(sale), "v:x", 10, "stock", 20)
 	var msgs []contract.OrderMessage
@@ -367,7 +367,7 @@ func TestVariantOrdersRefusedByThePostgresGuardAreCompensatedToTheirVariant(t *t
 func TestReconcileRepairsEachVariantInUnits(t *testing.T) {
 	e := newEnv(t)
 	ctx := context.Background()
-	sale := e.variantSale(3, VariantSpec{"red", 5}, VariantSpec{"blue", 5})
+	sale := e.variantSale(3, VariantSpec{ID: "red", Stock: 5}, VariantSpec{ID: "blue", Stock: 5})
 	m1, _, ok1 := e.buy(sale, "u1", "red", 3)
 	m2, _, ok2 := e.buy(sale, "u2", "blue", 2)
 	if !ok1 || !ok2 {
@@ -413,7 +413,7 @@ func TestReconcileRepairsEachVariantInUnits(t *testing.T) {
 
 func TestAStockChangeOfAVariantSaleIsRefusedWithItsCode(t *testing.T) {
 	e := newEnv(t)
-	sale := e.variantSale(1, VariantSpec{"a", 2})
+	sale := e.variantSale(1, VariantSpec{ID: "a", Stock: 2})
 	_, err := e.svc.controls().ChangeStock(withWho(context.Background()), sale, controls.StockRequest{Add: 3, RequestID: "r-" + sale})
 	// The error reads "<code>: <message>" (the 409 over HTTP:
 	// TestUnitsAddedToASoldOutVariantAreSoldAgainOnceAndAudited).
@@ -430,7 +430,7 @@ func TestWebhooksOfAVariantOrderCarryItsVariantAndQuantity(t *testing.T) {
 	e := newEnv(t)
 	r := newReceiver(t)
 	e.startHooks(r.srv.URL, 2*time.Second, 5)
-	sale := e.variantSale(3, VariantSpec{"eu42", 5})
+	sale := e.variantSale(3, VariantSpec{ID: "eu42", Stock: 5})
 	m, _, ok := e.buy(sale, "carol", "eu42", 3)
 	if !ok {
 		t.Fatal("the gate refused")
@@ -461,7 +461,7 @@ func TestAShardedVariantSaleSplitsEveryVariantOverItsShards(t *testing.T) {
 	ctx := context.Background()
 	id := testenv.ID("svs")
 	now := time.Now()
-	if _, err := e.svc.CreateSale(ctx, SaleSpec{ID: id, Shards: 3, PerUserLimit: 2, Variants: []VariantSpec{{"a", 7}, {"b", 2}},
+	if _, err := e.svc.CreateSale(ctx, SaleSpec{ID: id, Shards: 3, PerUserLimit: 2, Variants: []VariantSpec{{ID: "a", Stock: 7}, {ID: "b", Stock: 2}},
 		StartsAt: now.Add(-time.Minute), EndsAt: now.Add(time.Hour)}); err != nil {
 		t.Fatal(err)
 	}

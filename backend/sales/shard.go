@@ -1,11 +1,10 @@
-package backend
+package sales
 
 import (
 	"context"
 	"errors"
 	"fmt"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -19,9 +18,9 @@ import (
 // for a sale created with "shards": K > 1. Its units live in K shards (contract/shard.go);
 // a buyer's purchase, token, buyers entry and outbox entry are all in the user's shard.
 
-// shardStocks reads the Redis stock of every shard (one pipelined round trip; on a cluster
+// ShardStocks reads the Redis stock of every shard (one pipelined round trip; on a cluster
 // go-redis splits it per master). A missing shard reads -1.
-func shardStocks(ctx context.Context, rdb redis.UniversalClient, ids []string) ([]int64, error) {
+func ShardStocks(ctx context.Context, rdb redis.UniversalClient, ids []string) ([]int64, error) {
 	stocks, present, err := readShardStocks(ctx, rdb, ids)
 	for i := range stocks {
 		if !present[i] {
@@ -31,7 +30,7 @@ func shardStocks(ctx context.Context, rdb redis.UniversalClient, ids []string) (
 	return stocks, err
 }
 
-// readShardStocks is shardStocks telling a missing shard (present false) from a stock.
+// readShardStocks is ShardStocks telling a missing shard (present false) from a stock.
 func readShardStocks(ctx context.Context, rdb redis.UniversalClient, ids []string) (stocks []int64, present []bool, err error) {
 	pipe := rdb.Pipeline()
 	cmds := make([]*redis.StringCmd, len(ids))
@@ -54,14 +53,14 @@ func readShardStocks(ctx context.Context, rdb redis.UniversalClient, ids []strin
 // a stock of 0 and the shard count, last, so that a gateway told "sharded" finds every shard
 // in place. Every step is preheat.lua in "init" mode: a shard already selling keeps its stock.
 // The shard ids join the sales index so the relays drain each shard's outbox.
-func (s *Service) preheatShards(ctx context.Context, sale string, stock, k, limit int, variants []lua.Variant, starts, ends time.Time, res *admin.PreheatResult) error {
+func (s *Sales) preheatShards(ctx context.Context, sale string, stock, k, limit int, variants []lua.Variant, starts, ends time.Time, res *admin.PreheatResult) error {
 	ids := contract.ShardIDs(sale, k)
 	portions := contract.SplitStock(stock, k)
 	for i, id := range ids {
 		// Each shard holds the limit (a user buys on their own shard only, so the shard's
 		// held hash is the user's whole holding) and its part of every variant.
 		_, n, err := lua.PreheatCall{Sale: id, Stock: int64(portions[i]), Starts: starts, Ends: ends,
-			Retention: s.retention(), Namespace: s.Namespace, Limit: limit, Variants: shardVariants(variants, i, k)}.Run(ctx, s.Redis)
+			Retention: s.RetentionOrDefault(), Namespace: s.Namespace, Limit: limit, Variants: shardVariants(variants, i, k)}.Run(ctx, s.Redis)
 		if err != nil {
 			return fmt.Errorf("preheat.lua on shard %s: %w", id, err)
 		}
@@ -77,7 +76,7 @@ func (s *Service) preheatShards(ctx context.Context, sale string, stock, k, limi
 	}
 	// The base hash: the window and the shard count, no stock, no limit, no variants (the
 	// shards carry them).
-	created, _, err := lua.PreheatCall{Sale: sale, Starts: starts, Ends: ends, Retention: s.retention(),
+	created, _, err := lua.PreheatCall{Sale: sale, Starts: starts, Ends: ends, Retention: s.RetentionOrDefault(),
 		Shards: k, Namespace: s.Namespace}.Run(ctx, s.Redis)
 	if err != nil {
 		return fmt.Errorf("preheat.lua: %w", err)
@@ -88,9 +87,9 @@ func (s *Service) preheatShards(ctx context.Context, sale string, stock, k, limi
 
 // shardStatus fills the per-shard part of a sharded sale's status and returns its buyers over
 // every shard.
-func (s *Service) shardStatus(ctx context.Context, st *admin.SaleStatus) (map[string]string, error) {
+func (s *Sales) shardStatus(ctx context.Context, st *admin.SaleStatus) (map[string]string, error) {
 	ids := contract.ShardIDs(st.ID, st.Shards)
-	stocks, err := shardStocks(ctx, s.Redis, ids)
+	stocks, err := ShardStocks(ctx, s.Redis, ids)
 	if err != nil {
 		return nil, err
 	}
@@ -108,14 +107,4 @@ func (s *Service) shardStatus(ctx context.Context, st *admin.SaleStatus) (map[st
 		st.StockRedis = &sum
 	}
 	return shards.Buyers(ctx, s.Redis, ids)
-}
-
-// newRedisClient connects to one Redis at addr, or to a Redis Cluster when addr is a
-// comma-separated list of seeds (a sharded sale spreads over the cluster's masters; every
-// script of the backend touches one hash slot, so all of it runs there unchanged).
-func newRedisClient(addr, password string) redis.UniversalClient {
-	if seeds := strings.Split(addr, ","); len(seeds) > 1 {
-		return redis.NewClusterClient(&redis.ClusterOptions{Addrs: seeds, Password: password})
-	}
-	return redis.NewClient(&redis.Options{Addr: addr, Password: password})
 }

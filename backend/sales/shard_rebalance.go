@@ -1,4 +1,4 @@
-package backend
+package sales
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 	"github.com/seckilledge/seckill/backend/internal/httpapi"
 	"github.com/seckilledge/seckill/backend/internal/shards"
@@ -83,7 +84,17 @@ func PlanRebalance(stocks []int64, hungry []bool) []admin.Move {
 	return moves
 }
 
-var errNotSharded = errors.New("the sale is not sharded")
+// metricRebalanced counts the units rebalance moved (registered by the backend: Collectors).
+var metricRebalanced = prometheus.NewCounter(prometheus.CounterOpts{
+	Name: "seckill_backend_rebalanced_units_total",
+	Help: "Units moved between the shards of sharded sales by rebalance.",
+})
+
+// Collectors are the package's metrics, for the backend's registry.
+func Collectors() []prometheus.Collector { return []prometheus.Collector{metricRebalanced} }
+
+// ErrNotSharded is Rebalance's answer for a sale of one shard.
+var ErrNotSharded = errors.New("the sale is not sharded")
 
 // Rebalance moves a sharded sale's remaining units from shards that have more than their even
 // share to shards that have less, under the sale's lock (see PlanRebalance). Each move is
@@ -91,15 +102,15 @@ var errNotSharded = errors.New("the sale is not sharded")
 // move in the donor's own slot), then shard_give.lua on the receiver (once per move id), then
 // the journal entry is deleted. So a unit is never created; one interrupted between the halves
 // stays journaled and the next rebalance (or reconcile) delivers it.
-func (s *Service) Rebalance(ctx context.Context, sale string) (admin.RebalanceReport, error) {
-	return s.rebalance(ctx, sale, nil)
+func (s *Sales) Rebalance(ctx context.Context, sale string) (admin.RebalanceReport, error) {
+	return s.RebalanceHungry(ctx, sale, nil)
 }
 
-// rebalance is Rebalance serving the hungry shards first (see PlanRebalance and hunger); a
-// nil hunger evens out everything.
-func (s *Service) rebalance(ctx context.Context, sale string, hungry *hunger) (admin.RebalanceReport, error) {
+// RebalanceHungry is Rebalance serving the hungry shards first (see PlanRebalance and Hunger); a
+// nil Hunger evens out everything.
+func (s *Sales) RebalanceHungry(ctx context.Context, sale string, hungry *Hunger) (admin.RebalanceReport, error) {
 	rep := admin.RebalanceReport{SaleID: sale, Moves: []admin.Move{}}
-	k, err := s.shards.Of(ctx, s.Pool, sale)
+	k, err := s.Shards.Of(ctx, s.Pool, sale)
 	if err != nil {
 		return rep, err
 	}
@@ -108,14 +119,14 @@ func (s *Service) rebalance(ctx context.Context, sale string, hungry *hunger) (a
 		return rep, err
 	}
 	if !exists {
-		return rep, errUnknownSale
+		return rep, ErrUnknownSale
 	}
 	rep.Shards = k
 	if k < 2 {
-		return rep, errNotSharded
+		return rep, ErrNotSharded
 	}
-	err = s.withSaleLock(ctx, sale, 5*time.Second, func(lock.Held) error {
-		return s.rebalanceLocked(ctx, sale, k, hungry, &rep)
+	err = s.WithSaleLock(ctx, sale, 5*time.Second, func(lock.Held) error {
+		return s.RebalanceLocked(ctx, sale, k, hungry, &rep)
 	})
 	if err == nil && len(rep.Moves)+rep.Finished > 0 {
 		s.Log.Info("sale rebalanced", "sale_id", sale, "moves", len(rep.Moves), "finished", rep.Finished)
@@ -123,7 +134,8 @@ func (s *Service) rebalance(ctx context.Context, sale string, hungry *hunger) (a
 	return rep, err
 }
 
-func (s *Service) rebalanceLocked(ctx context.Context, sale string, k int, hungry *hunger, rep *admin.RebalanceReport) error {
+// RebalanceLocked is the rebalance of a sale of k shards, its lock held by the caller.
+func (s *Sales) RebalanceLocked(ctx context.Context, sale string, k int, hungry *Hunger, rep *admin.RebalanceReport) error {
 	ids := contract.ShardIDs(sale, k)
 	n, err := shards.FinishMoves(ctx, s.Redis, ids)
 	rep.Finished = n
@@ -207,13 +219,14 @@ func moveUnits(ctx context.Context, rdb redis.UniversalClient, from, to, variant
 	return taken, nil
 }
 
-func (s *Service) handleRebalance(w http.ResponseWriter, r *http.Request) {
+// HandleRebalance is POST /admin/sales/{id}/rebalance.
+func (s *Sales) HandleRebalance(w http.ResponseWriter, r *http.Request) {
 	rep, err := s.Rebalance(r.Context(), r.PathValue("id"))
-	if errors.Is(err, errNotSharded) {
+	if errors.Is(err, ErrNotSharded) {
 		httpapi.Refuse(w, http.StatusConflict, "not_sharded", "the sale is not sharded: nothing to rebalance")
 		return
 	}
-	s.answerLocked(w, "rebalance", err, rep)
+	s.AnswerLocked(w, "rebalance", err, rep)
 }
 
 // RunRebalancer rebalances a sharded sale as soon as one of its shards runs dry: it listens
@@ -229,9 +242,9 @@ func (s *Service) handleRebalance(w http.ResponseWriter, r *http.Request) {
 //
 // Only buyers trigger it; a donor emptied by a rebalance publishes nothing, so units never
 // bounce between shards on their own: they follow the buyers.
-func (s *Service) RunRebalancer(ctx context.Context) {
+func (s *Sales) RunRebalancer(ctx context.Context) {
 	var mu sync.Mutex
-	pending := map[string]*hunger{} // sale -> shards that sold out, and of what
+	pending := map[string]*Hunger{} // sale -> shards that sold out, and of what
 	wake := make(chan struct{}, 1)
 	go func() {
 		for {
@@ -242,11 +255,11 @@ func (s *Service) RunRebalancer(ctx context.Context) {
 			}
 			mu.Lock()
 			work := pending
-			pending = map[string]*hunger{}
+			pending = map[string]*Hunger{}
 			mu.Unlock()
 			for sale, hungry := range work {
 				rctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-				if _, err := s.rebalance(rctx, sale, hungry); err != nil && ctx.Err() == nil && !errors.Is(err, errNotSharded) {
+				if _, err := s.RebalanceHungry(rctx, sale, hungry); err != nil && ctx.Err() == nil && !errors.Is(err, ErrNotSharded) {
 					s.Log.Warn("rebalance failed", "sale_id", sale, "err", err)
 				}
 				cancel()
@@ -254,7 +267,7 @@ func (s *Service) RunRebalancer(ctx context.Context) {
 		}
 	}()
 	saleevents.Run(ctx, s.Redis, saleevents.Handler{
-		Subscribed: s.rebalancerSubscribed, // tests wait for it
+		Subscribed: s.Subscribed, // tests wait for it
 		Event: func(ev saleevents.Event) {
 			if ev.Kind != contract.EventSoldOut {
 				return
@@ -269,9 +282,9 @@ func (s *Service) RunRebalancer(ctx context.Context) {
 			}
 			mu.Lock()
 			if pending[sale] == nil {
-				pending[sale] = &hunger{}
+				pending[sale] = &Hunger{}
 			}
-			pending[sale].add(shard, variant)
+			pending[sale].Add(shard, variant)
 			mu.Unlock()
 			select {
 			case wake <- struct{}{}:
@@ -281,14 +294,14 @@ func (s *Service) RunRebalancer(ctx context.Context) {
 	})
 }
 
-// rebalanceAfterReconcile evens out a sharded sale's shards once reconcile has repaired them
+// AfterReconcile evens out a sharded sale's shards once reconcile has repaired them
 // (it holds the sale's lock already).
-func (s *Service) rebalanceAfterReconcile(ctx context.Context, sale string, k int, rep *admin.ReconcileReport) error {
+func (s *Sales) AfterReconcile(ctx context.Context, sale string, k int, rep *admin.ReconcileReport) error {
 	if k < 2 {
 		return nil
 	}
 	rb := admin.RebalanceReport{SaleID: sale, Shards: k, Moves: []admin.Move{}}
-	if err := s.rebalanceLocked(ctx, sale, k, nil, &rb); err != nil {
+	if err := s.RebalanceLocked(ctx, sale, k, nil, &rb); err != nil {
 		return err
 	}
 	rep.Rebalance = &rb

@@ -1,4 +1,4 @@
-package backend
+package sales
 
 import (
 	"github.com/seckilledge/seckill/backend/internal/shards"
@@ -13,24 +13,24 @@ import (
 // with a move id that names it (contract.VariantMoveID), which makes shard_take.lua and
 // shard_give.lua move the variant's field and the shard's total together.
 
-// hunger is what buyers wait for, per shard of one sale: the shards whose total ran out (they
+// Hunger is what buyers wait for, per shard of one sale: the shards whose total ran out (they
 // want anything) and, per variant, the shards that ran out of it (or refused a buyer of it).
-// A nil *hunger is "no one in particular": the rebalance evens out everything.
-type hunger struct {
+// A nil *Hunger is "no one in particular": the rebalance evens out everything.
+type Hunger struct {
 	all      []bool            // all[i]: shard i has no unit left at all
 	variants map[string][]bool // variants[v][i]: shard i wants variant v
 }
 
-// hungryShards is the hunger of shards that want anything (nil: none in particular).
-func hungryShards(shards []bool) *hunger {
+// HungryShards is the Hunger of shards that want anything (nil: none in particular).
+func HungryShards(shards []bool) *Hunger {
 	if shards == nil {
 		return nil
 	}
-	return &hunger{all: shards}
+	return &Hunger{all: shards}
 }
 
 // add records that shard wants variant ("" for anything: its total ran out).
-func (h *hunger) add(shard int, variant string) {
+func (h *Hunger) Add(shard int, variant string) {
 	if shard < 0 || shard >= contract.MaxShards {
 		return
 	}
@@ -51,9 +51,9 @@ func (h *hunger) add(shard int, variant string) {
 	h.variants[variant] = mark(h.variants[variant])
 }
 
-// wants reports whether variant is worth a plan: always for a nil hunger (even everything
+// wants reports whether variant is worth a plan: always for a nil Hunger (even everything
 // out), otherwise when some shard wants it, or wants anything.
-func (h *hunger) wants(variant string) bool {
+func (h *Hunger) wants(variant string) bool {
 	if h == nil {
 		return true
 	}
@@ -69,7 +69,7 @@ func (h *hunger) wants(variant string) bool {
 
 // of is PlanRebalance's hungry argument for variant: the shards that want it or anything.
 // For "" (a single-stock sale, which has only its stock to move) every wish counts.
-func (h *hunger) of(variant string) []bool {
+func (h *Hunger) of(variant string) []bool {
 	if h == nil {
 		return nil
 	}

@@ -1,4 +1,11 @@
-package backend
+// Package sales is the backend's side of a sale's life before and around its orders: creating
+// it (POST /admin/sales: the spec, its variants and per-user limit, its room), preheating it into
+// Redis (one meta hash, or K shards and a base hash; the waiting room's set-up), its status (GET
+// /admin/sales/{id}), and the rebalance of a sharded sale's stock over its shards (on demand,
+// after reconcile, and as soon as a shard runs dry: RunRebalancer). A Sales is given the few
+// things it uses (the stores, the lock, retention, namespace, the webhook URL check, the
+// controls' restore of a paused sale), not the backend's Service.
+package sales
 
 import (
 	"context"
@@ -6,10 +13,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/redis/go-redis/v9"
 	"github.com/seckilledge/seckill/backend/internal/httpapi"
 	"github.com/seckilledge/seckill/backend/internal/shards"
@@ -21,6 +30,29 @@ import (
 	"github.com/seckilledge/seckill/internal/strictjson"
 	"github.com/seckilledge/seckill/lua"
 )
+
+// Sales creates, preheats, reports and rebalances sales. A zero field means its default
+// (Retention 24h); the Service builds one per use from its own fields.
+type Sales struct {
+	Pool   *pgxpool.Pool
+	Redis  redis.UniversalClient
+	Locker lock.Locker
+	Log    *slog.Logger
+	// Retention keeps a sale's Redis keys this long after it ends (0: 24h).
+	Retention time.Duration
+	// Namespace is the deployment recorded in the meta of the sales it preheats.
+	Namespace string
+	// Shards is the cached shard count of each sale, shared with the order side.
+	Shards *shards.Counts
+	// CheckURL checks a sale's webhook_url against the delivery policy (backend/webhook's
+	// Worker.CheckURL); nil: no webhook delivery, and a sale may not name a URL.
+	CheckURL func(ctx context.Context, url string) error
+	// RestorePaused writes back, in the preheat's fenced transaction, the pause the operator
+	// set on a sale (controls.Controls.RestorePaused).
+	RestorePaused func(ctx context.Context, tx pgx.Tx, sale string, shards int) error
+	// Subscribed is called when RunRebalancer's subscription is confirmed (tests wait for it).
+	Subscribed func()
+}
 
 // SaleSpec is the body of POST /admin/sales.
 type SaleSpec struct {
@@ -104,7 +136,7 @@ func ParseSaleSpec(r io.Reader) (SaleSpec, error) {
 }
 
 // CreateSale inserts a sale; created is false when a sale with that id exists.
-func (s *Service) CreateSale(ctx context.Context, spec SaleSpec) (created bool, err error) {
+func (s *Sales) CreateSale(ctx context.Context, spec SaleSpec) (created bool, err error) {
 	pay, err := spec.Validate()
 	if err != nil {
 		return false, err
@@ -132,19 +164,20 @@ func (s *Service) CreateSale(ctx context.Context, spec SaleSpec) (created bool, 
 	return created, err
 }
 
-func (s *Service) handleCreateSale(w http.ResponseWriter, r *http.Request) {
+// HandleCreateSale is POST /admin/sales.
+func (s *Sales) HandleCreateSale(w http.ResponseWriter, r *http.Request) {
 	spec, err := ParseSaleSpec(http.MaxBytesReader(w, r.Body, 1<<16))
 	if err != nil {
 		httpapi.Refuse(w, http.StatusBadRequest, contract.CodeBadRequest, err.Error())
 		return
 	}
-	if spec.WebhookURL != "" && s.Webhooks == nil {
+	if spec.WebhookURL != "" && s.CheckURL == nil {
 		httpapi.Refuse(w, http.StatusBadRequest, contract.CodeBadRequest, "webhook_url needs SECKILL_WEBHOOK_SECRETS on the backend: webhooks are signed")
 		return
 	}
 	if spec.WebhookURL != "" {
 		// Not in Validate: the check may look the name up, and depends on the backend's policy.
-		if err := s.Webhooks.CheckURL(r.Context(), spec.WebhookURL); err != nil {
+		if err := s.CheckURL(r.Context(), spec.WebhookURL); err != nil {
 			httpapi.Refuse(w, http.StatusBadRequest, contract.CodeBadRequest, "webhook_url: "+err.Error())
 			return
 		}
@@ -169,40 +202,37 @@ func (s *Service) handleCreateSale(w http.ResponseWriter, r *http.Request) {
 	httpapi.WriteJSON(w, http.StatusCreated, st)
 }
 
-// errUnknownSale is returned for a sale id Postgres does not know.
-var errUnknownSale = errors.New("unknown sale")
+// ErrUnknownSale is returned for a sale id Postgres does not know.
+var ErrUnknownSale = errors.New("unknown sale")
 
-// withSaleLock runs fn holding the sale's distributed lock, waiting up to wait for it.
-func (s *Service) withSaleLock(ctx context.Context, sale string, wait time.Duration, fn func(lock.Held) error) error {
-	return s.withLock(ctx, lock.SaleKey(sale), wait, fn)
+// WithSaleLock runs fn holding the sale's distributed lock, waiting up to wait for it.
+func (s *Sales) WithSaleLock(ctx context.Context, sale string, wait time.Duration, fn func(lock.Held) error) error {
+	return lock.With(ctx, s.Locker, lock.SaleKey(sale), wait, fn)
 }
 
-func (s *Service) withLock(ctx context.Context, key string, wait time.Duration, fn func(lock.Held) error) error {
-	return lock.With(ctx, s.Locker, key, wait, fn)
-}
-
-// fenced runs fn in a transaction that first records held's fencing token for key; fn's writes
-// commit only if no newer holder of the lock has written.
-func (s *Service) fenced(ctx context.Context, key string, held lock.Held, fn func(pgx.Tx) error) error {
-	return lock.Fenced(ctx, s.Pool, key, held, fn)
+func (s *Sales) restorePaused(ctx context.Context, tx pgx.Tx, sale string, k int) error {
+	if s.RestorePaused == nil {
+		return nil
+	}
+	return s.RestorePaused(ctx, tx, sale, k)
 }
 
 // Preheat loads a sale into Redis under the sale's lock: preheat.lua in "init" mode (a sale
 // already selling keeps its stock; only its window is refreshed), adds it to the sales index
 // (the relays discover outboxes from it) and broadcasts restock when it has stock. A sale the
 // operator paused is written back paused (controls.Controls.RestorePaused).
-func (s *Service) Preheat(ctx context.Context, sale string) (admin.PreheatResult, error) {
+func (s *Sales) Preheat(ctx context.Context, sale string) (admin.PreheatResult, error) {
 	res := admin.PreheatResult{SaleID: sale}
 	key := lock.SaleKey(sale)
-	err := s.withSaleLock(ctx, sale, 5*time.Second, func(held lock.Held) error {
-		return s.fenced(ctx, key, held, func(tx pgx.Tx) error {
+	err := s.WithSaleLock(ctx, sale, 5*time.Second, func(held lock.Held) error {
+		return lock.Fenced(ctx, s.Pool, key, held, func(tx pgx.Tx) error {
 			var stock, k, limit int
 			var starts, ends time.Time
 			var room []byte
 			err := tx.QueryRow(ctx, `SELECT stock, starts_at, ends_at, shards, room, per_user_limit FROM sales WHERE id = $1`, sale).
 				Scan(&stock, &starts, &ends, &k, &room, &limit)
 			if errors.Is(err, pgx.ErrNoRows) {
-				return errUnknownSale
+				return ErrUnknownSale
 			}
 			if err != nil {
 				return err
@@ -215,7 +245,7 @@ func (s *Service) Preheat(ctx context.Context, sale string) (admin.PreheatResult
 				if err := s.preheatShards(ctx, sale, stock, k, limit, preheatVariants(variants), starts, ends, &res); err != nil {
 					return err
 				}
-				return s.controls().RestorePaused(ctx, tx, sale, k)
+				return s.restorePaused(ctx, tx, sale, k)
 			}
 			if room != nil {
 				// The room first, the sale's meta last: preheat.lua writes the sale only when
@@ -226,14 +256,14 @@ func (s *Service) Preheat(ctx context.Context, sale string) (admin.PreheatResult
 				if err := json.Unmarshal(room, &spec); err != nil {
 					return fmt.Errorf("sale %s: stored room: %w", sale, err)
 				}
-				rp, err := PreheatRoom(ctx, s.Redis, sale, spec, ends.Add(s.retention()), int64(stock))
+				rp, err := PreheatRoom(ctx, s.Redis, sale, spec, ends.Add(s.RetentionOrDefault()), int64(stock))
 				if err != nil {
 					return err
 				}
 				res.Room = &rp
 			}
 			res.Created, res.StockRedis, err = lua.PreheatCall{Sale: sale, Stock: int64(stock),
-				Starts: starts, Ends: ends, Retention: s.retention(), Namespace: s.Namespace, Limit: limit, Variants: preheatVariants(variants),
+				Starts: starts, Ends: ends, Retention: s.RetentionOrDefault(), Namespace: s.Namespace, Limit: limit, Variants: preheatVariants(variants),
 				Room: room != nil}.Run(ctx, s.Redis)
 			if err != nil {
 				return fmt.Errorf("preheat.lua: %w", err)
@@ -241,29 +271,33 @@ func (s *Service) Preheat(ctx context.Context, sale string) (admin.PreheatResult
 			if err := s.Redis.SAdd(ctx, contract.SalesIndexKey, sale).Err(); err != nil {
 				return err
 			}
-			return s.controls().RestorePaused(ctx, tx, sale, k)
+			return s.restorePaused(ctx, tx, sale, k)
 		})
 	})
 	return res, err
 }
 
-func (s *Service) retention() time.Duration {
+// RetentionOrDefault is how long a sale's Redis keys outlive its end: Retention, or 24h.
+func (s *Sales) RetentionOrDefault() time.Duration {
 	if s.Retention > 0 {
 		return s.Retention
 	}
 	return 24 * time.Hour
 }
 
-func (s *Service) handlePreheat(w http.ResponseWriter, r *http.Request) {
+// HandlePreheat is POST /admin/sales/{id}/preheat.
+func (s *Sales) HandlePreheat(w http.ResponseWriter, r *http.Request) {
 	res, err := s.Preheat(r.Context(), r.PathValue("id"))
-	s.answerLocked(w, "preheat", err, res)
+	s.AnswerLocked(w, "preheat", err, res)
 }
 
-func (s *Service) answerLocked(w http.ResponseWriter, what string, err error, res any) {
+// AnswerLocked answers a job run under a sale's lock (preheat, reconcile, rebalance): its
+// result, 404 for an unknown sale, 409 busy when another instance holds the lock.
+func (s *Sales) AnswerLocked(w http.ResponseWriter, what string, err error, res any) {
 	switch {
 	case err == nil:
 		httpapi.WriteJSON(w, http.StatusOK, res)
-	case errors.Is(err, errUnknownSale), errors.Is(err, reconcile.ErrUnknownSale):
+	case errors.Is(err, ErrUnknownSale), errors.Is(err, reconcile.ErrUnknownSale):
 		httpapi.Refuse(w, http.StatusNotFound, contract.CodeUnknownSale, "no such sale")
 	case errors.Is(err, lock.ErrBusy), errors.Is(err, lock.ErrFenced):
 		httpapi.Refuse(w, http.StatusConflict, "busy", what+" is running on another instance; retry")
@@ -275,14 +309,14 @@ func (s *Service) answerLocked(w http.ResponseWriter, what string, err error, re
 
 // SaleStatus reads a sale from Postgres and Redis. queued counts buyers in Redis whose order
 // is not in Postgres yet.
-func (s *Service) SaleStatus(ctx context.Context, sale string) (admin.SaleStatus, error) {
+func (s *Sales) SaleStatus(ctx context.Context, sale string) (admin.SaleStatus, error) {
 	st := admin.SaleStatus{ID: sale, Orders: map[string]int{"created": 0, "paid": 0, "cancelled": 0, "failed": 0}}
 	var paySecs float64
 	var room []byte
 	err := s.Pool.QueryRow(ctx, `SELECT initial_stock, stock, starts_at, ends_at, EXTRACT(EPOCH FROM pay_within)::float8, shards, room, per_user_limit FROM sales WHERE id = $1`, sale).
 		Scan(&st.InitialStock, &st.StockDB, &st.StartsAt, &st.EndsAt, &paySecs, &st.Shards, &room, &st.PerUserLimit)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return st, errUnknownSale
+		return st, ErrUnknownSale
 	}
 	if err != nil {
 		return st, err
@@ -361,10 +395,11 @@ func (s *Service) SaleStatus(ctx context.Context, sale string) (admin.SaleStatus
 	return st, nil
 }
 
-func (s *Service) handleSaleStatus(w http.ResponseWriter, r *http.Request) {
+// HandleSaleStatus is GET /admin/sales/{id}.
+func (s *Sales) HandleSaleStatus(w http.ResponseWriter, r *http.Request) {
 	st, err := s.SaleStatus(r.Context(), r.PathValue("id"))
 	switch {
-	case errors.Is(err, errUnknownSale):
+	case errors.Is(err, ErrUnknownSale):
 		httpapi.Refuse(w, http.StatusNotFound, contract.CodeUnknownSale, "no such sale")
 	case err != nil:
 		s.Log.Warn("sale status failed", "err", err)
