@@ -3,6 +3,7 @@ package proc
 import (
 	"context"
 	"fmt"
+	"net"
 	"sync"
 	"syscall"
 	"time"
@@ -116,4 +117,28 @@ func (s *Server) forget(p *Process) {
 		s.p = nil
 	}
 	s.mu.Unlock()
+	s.waitPortFree(15 * time.Second)
+}
+
+// waitPortFree waits until nothing listens on the server's address any more, so that a Start
+// right after a Stop or a Kill can bind it. The process waited on may not be the last one
+// holding the socket: RabbitMQ's start script exits before the Erlang VM it started has closed
+// its listener, and a restart in that gap failed with eaddrinuse (TestPrivateRabbitRestarts,
+// under a loaded make test). Bounded: a port that stays taken is the next Start's error to report.
+func (s *Server) waitPortFree(timeout time.Duration) {
+	if s.Addr == "" {
+		return
+	}
+	deadline := time.Now().Add(timeout)
+	for {
+		l, err := net.Listen("tcp", s.Addr)
+		if err == nil {
+			_ = l.Close()
+			return
+		}
+		if time.Now().After(deadline) {
+			return
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }
