@@ -53,6 +53,10 @@ var (
 		Message: "this user already bought in this sale"}
 	Unavailable = Refusal{Status: http.StatusServiceUnavailable, Code: contract.CodeUnavailable,
 		Message: "the service is temporarily unavailable; retry later"}
+	// RoomMissing answers a purchase step of a room sale whose room state is gone from Redis:
+	// refused, never sold around the room (the token issuer and the gate alike).
+	RoomMissing = Refusal{Status: http.StatusServiceUnavailable, Code: contract.CodeUnavailable,
+		Message: "this sale's waiting room is not available: retry shortly"}
 	// PathMismatch answers a request whose raw path names another sale than the cleaned path
 	// the routes matched (/seckill/a/../b/buy).
 	PathMismatch = Refusal{Status: http.StatusBadRequest, Code: contract.CodeBadRequest,

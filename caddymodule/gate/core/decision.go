@@ -60,8 +60,7 @@ var refusals = map[Outcome]decision.Refusal{
 		Message: "this sale has a waiting room and you hold no live admission: wait for one (GET /seckill/<sale>/queue)"},
 	Misconfigured: {Status: http.StatusServiceUnavailable, Code: contract.CodeUnavailable,
 		Message: "this sale has a waiting room and this gateway does not check admissions (seckill_gate require_admission): it is not sold here"},
-	RoomMissing: {Status: http.StatusServiceUnavailable, Code: contract.CodeUnavailable,
-		Message: "this sale's waiting room is not available: retry shortly"},
+	RoomMissing: decision.RoomMissing,
 }
 
 // Refusal is the answer of a refusing outcome; anything unknown answers unavailable.

@@ -64,8 +64,7 @@ var refusals = map[Outcome]decision.Refusal{
 		Message: "the token service is unavailable: retry shortly"},
 	Misconfigured: {Status: http.StatusServiceUnavailable, Code: contract.CodeUnavailable,
 		Message: "this sale has a waiting room and this gateway does not check admissions (seckill_token require_admission): no token is issued for it"},
-	RoomMissing: {Status: http.StatusServiceUnavailable, Code: contract.CodeUnavailable,
-		Message: "this sale's waiting room is not available: retry shortly"},
+	RoomMissing: decision.RoomMissing,
 }
 
 // Refusal is the answer of a refusing outcome; anything unknown answers unavailable.
