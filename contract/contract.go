@@ -55,6 +55,23 @@ func RoomLiveKey(sale string) string { return RoomKey(sale) + ":live" }
 // (room_queue.lua), and "t:<ms>:<admitted_until_ms>:<user>:<nonce>" per token issued on an admission (token_issue.lua).
 func RoomLogKey(sale string) string { return RoomKey(sale) + ":log" }
 
+// DrawKey is the hash of a sale in draw mode (docs/draw.md): seed, commitment, window, entry
+// counter, state, entries per variant, and the root once closed. Its field "seed" exists exactly
+// when the sale is a draw.
+func DrawKey(sale string) string { return "seckill:" + SaleTag(sale) + ":draw" }
+
+// DrawEntriesKey is the hash of a draw's entries: user -> "<entry_id>:<variant>" (entered),
+// "<entry_id>:<variant>:w" (withdrawn) or "<entry_id>:<variant>:<pos>" (drawn; pos is the
+// entry's 0-based position in its variant's ranking).
+func DrawEntriesKey(sale string) string { return DrawKey(sale) + ":entries" }
+
+// Draw webhook event types (DESIGN.md, "Draws").
+const (
+	EventDrawWon     = "draw.won"
+	EventDrawLost    = "draw.lost"
+	EventDrawExpired = "draw.expired"
+)
+
 // TokensKey holds the sale's single-use purchase token nonces.
 func TokensKey(sale string) string { return "seckill:" + SaleTag(sale) + ":tokens" }
 
