@@ -22,18 +22,21 @@ CREATE TABLE draws (
     CHECK (closes_at > opens_at)
 );
 
--- The entries fixed at the close, in entry-id order (the leaves of the tree). pos is the entry's
--- 0-based position in its variant's ranking, set by the draw (NULL until then).
+-- The entries fixed at the close, in entry-id order (the leaves of the tree): idx is the entry's
+-- leaf index (0-based, in entry-id order). pos is its 0-based position in its variant's ranking,
+-- set by the draw (NULL until then).
 CREATE TABLE draw_entries (
     sale_id   text NOT NULL REFERENCES draws (sale_id),
     entry_id  text NOT NULL,
     user_id   text NOT NULL,
     variant   text NOT NULL,
+    idx       integer NOT NULL,
     leaf      bytea NOT NULL,
     pos       integer,
     PRIMARY KEY (sale_id, entry_id)
 );
 CREATE UNIQUE INDEX draw_entries_user ON draw_entries (sale_id, user_id);
+CREATE UNIQUE INDEX draw_entries_idx ON draw_entries (sale_id, idx);
 CREATE INDEX draw_entries_rank ON draw_entries (sale_id, variant, pos);
 
 -- The tree's levels above the leaves (level 1 = the parents of the leaves); a proof reads at
