@@ -44,6 +44,9 @@ type Options struct {
 	// CatchUp is how long after a part recovers every order accepted around its fault may
 	// take to reach Postgres (default 60 s).
 	CatchUp time.Duration
+	// DrawEntrants, when above 0, adds the draw row (draw.go): that many entrants enter a draw
+	// sale while a gateway is killed and Redis restarted, after the purchase sale has drained.
+	DrawEntrants int
 	// Log receives progress lines (nil: none).
 	Log io.Writer
 }
@@ -225,6 +228,13 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	rep.Verify = vr
 	for _, ch := range vr.Checks {
 		rep.Rows = append(rep.Rows, Row{Fault: fmt.Sprintf("invariant %d: %s", ch.N, ch.Name), When: "after drain", Outcome: ch.Detail, Verdict: ch.Verdict})
+	}
+	if o.DrawEntrants > 0 {
+		rows, err := c.drawScenario(ctx, drv, rdb, pg, o.DrawEntrants, logf)
+		if err != nil {
+			return nil, fmt.Errorf("draw row: %w", err)
+		}
+		rep.Rows = append(rep.Rows, rows...)
 	}
 	rep.Elapsed = time.Since(began)
 	return rep, nil

@@ -8,6 +8,8 @@
 //	seckill-bench verify -sale S  only the invariants of an existing sale
 //	seckill-bench verify-room -sale S  the waiting room's order against its revealed seed
 //	seckill-bench room            the waiting room's fairness scenario and poll benchmark
+//	seckill-bench draw            draws: entry cost against a room entry, a draw of a million
+//	                              entries, and fast against slow entrants through two gateways
 //	seckill-bench identity        identity at the edge: demo path, local JWT, cached and plain
 //	                              forward_auth side by side (CPU per request, session calls)
 //
@@ -43,6 +45,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	if len(args) > 0 && args[0] == "room" {
 		return runRoom(ctx, args[1:], stdout, stderr)
+	}
+	if len(args) > 0 && args[0] == "draw" {
+		return runDraw(ctx, args[1:], stdout, stderr)
 	}
 	if len(args) > 0 && args[0] == "identity" {
 		return runIdentity(ctx, args[1:], stdout, stderr)

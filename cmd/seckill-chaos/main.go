@@ -54,10 +54,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	relay := fs.String("gate-relay", "", "relay settings added to seckill_gate, e.g. 'claim_min_idle 5s' (default: the Caddyfile's)")
 	dir := fs.String("dir", "", "where the private servers keep data and every process logs (default: a temp dir, removed after a PASS)")
 	out := fs.String("out", "", "also write the report as JSON here")
+	drawEntrants := fs.Int("draw-entrants", 600, "entrants of the draw row (a draw sale entered while a gateway is killed and Redis restarted; 0: no draw row)")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
-	o := chaos.Options{Buyers: *buyers, Rate: *rate, Stock: *stock, CatchUp: *catchUp, Log: stderr, Schedule: chaos.DefaultSchedule(),
+	o := chaos.Options{Buyers: *buyers, Rate: *rate, Stock: *stock, CatchUp: *catchUp, Log: stderr, Schedule: chaos.DefaultSchedule(), DrawEntrants: *drawEntrants,
 		Cluster: chaos.ClusterOptions{Root: *root, BinDir: *bin, Caddyfile: *caddyfile, GateRelay: *relay, Dir: *dir,
 			AdminToken: stackenv.Secret("SECKILL_ADMIN_TOKEN"), TokenKey: stackenv.Secret("SECKILL_TOKEN_KEY")}}
 	if *short {
