@@ -112,8 +112,8 @@ func drawSpec(sale string, variants, stock int, opens, closes time.Time, claim s
 // SizeName is the id of size i (s36, s37, ...: shoe sizes).
 func SizeName(i int) string { return "s" + strconv.Itoa(36+i) }
 
-// adminJSON calls the backend's admin API and decodes the answer into out (when not nil).
-func (d *Driver) adminJSON(ctx context.Context, method, path string, body, out any) error {
+// AdminJSON calls the backend's admin API and decodes the answer into out (when not nil).
+func (d *Driver) AdminJSON(ctx context.Context, method, path string, body, out any) error {
 	var rd io.Reader
 	if body != nil {
 		b, _ := json.Marshal(body)
@@ -171,12 +171,12 @@ type DrawStatus struct {
 // RunDraw runs the draw now and waits until it is drawn; it returns how long that took.
 func (d *Driver) RunDraw(ctx context.Context, sale string) (time.Duration, *DrawStatus, error) {
 	began := time.Now()
-	if err := d.adminJSON(ctx, http.MethodPost, "/admin/sales/"+sale+"/draw", nil, nil); err != nil {
+	if err := d.AdminJSON(ctx, http.MethodPost, "/admin/sales/"+sale+"/draw", nil, nil); err != nil {
 		return 0, nil, err
 	}
 	for {
 		var st DrawStatus
-		if err := d.adminJSON(ctx, http.MethodGet, "/admin/sales/"+sale+"/draw", nil, &st); err != nil {
+		if err := d.AdminJSON(ctx, http.MethodGet, "/admin/sales/"+sale+"/draw", nil, &st); err != nil {
 			return 0, nil, err
 		}
 		if st.State == "drawn" || st.State == "done" {
