@@ -29,10 +29,13 @@ type GateCall struct {
 	Admission bool
 }
 
-// Keys are the call's KEYS: meta, buyers, tokens, outbox, held, room, room:live.
+// Keys are the call's KEYS: meta, buyers, tokens, outbox, held, room, room:live,
+// draw:entries. The script reads the last three only on a sale that has a room or is a draw;
+// they share the sale's (or shard's) hash tag, so passing them costs nothing elsewhere.
 func (c GateCall) Keys() []string {
 	return []string{contract.MetaKey(c.Sale), contract.BuyersKey(c.Sale), contract.TokensKey(c.Sale),
-		contract.OutboxKey(c.Sale), contract.HeldKey(c.Sale), contract.RoomKey(c.Sale), contract.RoomLiveKey(c.Sale)}
+		contract.OutboxKey(c.Sale), contract.HeldKey(c.Sale), contract.RoomKey(c.Sale), contract.RoomLiveKey(c.Sale),
+		contract.DrawEntriesKey(c.Sale)}
 }
 
 // Args are the call's ARGV.

@@ -18,6 +18,10 @@
 --                                       KEYS[7] are read only on a sale whose meta field
 --                                       "room" is 1 (preheat.lua): callers that never buy
 --                                       those may pass fewer keys
+-- KEYS[8]  seckill:{sale:<id>}:draw:entries  hash: user -> "<entry_id>:<variant>[:w|:<pos>]"
+--                                       (docs/draw.md). Read only on a sale whose meta field
+--                                       "draw" is 1: callers that never buy those may pass
+--                                       fewer keys
 -- ARGV[1]  sale id
 -- ARGV[2]  user id
 -- ARGV[3]  order id (UUIDv7, made by the gateway)
@@ -41,6 +45,12 @@
 -- of them. With a limit above 1 the held hash is the truth for the per-user limit; with a limit
 -- of 1 the buyers hash is, as on a simple sale (a buyer holds one unit and buys once), so a
 -- variant purchase does the writes of a simple one plus the variant's field.
+--
+-- A sale in draw mode (meta "draw" = 1, docs/draw.md) sells only to a user holding a live win:
+-- his entry in KEYS[8] is drawn ("<entry_id>:<variant>:<pos>"), for the variant bought, and the
+-- variant's current wave, meta "w:<variant>" = "<wave>:<lo>:<hi>:<claim_until_ms>", has
+-- lo <= pos < hi and Redis TIME < claim_until. A purchase naming no variant there buys the
+-- variant the user won. The per-user limit of a draw sale is 1, so nobody buys twice.
 --
 -- Returns  {0, order_id, stock_left}  accepted (also when this very order id is already the
 --                                      user's: a retried call after a lost reply)
@@ -76,6 +86,10 @@
 --          {15}                        not_admitted: the sale has a room, the user holds no
 --                                      live admission (13..15 are checked after
 --                                      already_bought and limit_reached, before the token)
+--          {15, "draw"}                not_admitted: the sale is a draw, the user holds no
+--                                      live win of the variant bought (checked after the room,
+--                                      before the token)
+--          {16}                        draw_missing: the sale is a draw, KEYS[8] was not passed
 --          (10 is not used.)
 -- Publishes "sold_out:<sale>" on seckill:events when it sells the last unit (ARGV[1] is the
 -- shard id "<sale>:<i>" on a shard, so the event names the shard). A shard also publishes it
@@ -85,7 +99,7 @@
 -- its last unit publishes "sold_out:<sale>/<variant>" instead (unless the whole sale sold out
 -- with it); a shard publishes it also when it refuses a buyer for want of that variant.
 local vid, qarg = ARGV[7] or "", ARGV[8] or ""
-local m = redis.call("HMGET", KEYS[1], "stock", "starts_ms", "ends_ms", "shards", "state", "limit", "variants", "v:" .. vid, "room")
+local m = redis.call("HMGET", KEYS[1], "stock", "starts_ms", "ends_ms", "shards", "state", "limit", "variants", "v:" .. vid, "room", "draw", "w:" .. vid)
 local state = m[5]
 if state == "paused" then
   return {8}
@@ -107,11 +121,26 @@ if now >= ends or state == "ended" then
   return {3}
 end
 
+-- A draw sale: the user's entry, and his variant and position once drawn (nil otherwise: not
+-- entered, withdrawn, or not drawn yet). The entry names the variant bought when none is named.
+local draw, won, pos, wave = m[10] == "1", nil, nil, m[11]
+if draw and KEYS[8] then
+  won, pos = string.match(redis.call("HGET", KEYS[8], ARGV[2]) or "", "^[^:]+:([^:]*):(%d+)$")
+  if vid == "" and won ~= nil and won ~= "" then
+    vid = won
+    local f = redis.call("HMGET", KEYS[1], "v:" .. vid, "w:" .. vid)
+    m[8], wave = f[1], f[2]
+  end
+end
+
 -- What is bought: a variant of this sale, in a quantity within the limit.
 local nv = tonumber(m[7]) or 0
 local limit = tonumber(m[6]) or 1
 local vstock
-if nv > 0 then
+if nv > 0 and vid == "" and draw then
+  -- Nothing won to name (or no entries key): the draw check below refuses, after
+  -- already_bought, rather than a bad_request the user can do nothing about.
+elseif nv > 0 then
   if vid == "" then
     if nv ~= 1 then
       return {11, "variant"}
@@ -170,6 +199,19 @@ if m[9] == "1" then
   local admitted = tonumber(redis.call("ZSCORE", KEYS[7], user))
   if admitted == nil or admitted <= now then
     return {15}
+  end
+end
+if draw then
+  -- A draw decides who may buy what, up to the purchase itself: a win whose claim window
+  -- closed since the token was issued has given its unit to the next wave.
+  if not KEYS[8] then
+    return {16}
+  end
+  local lo, hi, claim_until = string.match(wave or "", "^%d+:(%d+):(%d+):(%d+)$")
+  pos = tonumber(pos)
+  if won ~= vid or pos == nil or lo == nil or pos < tonumber(lo) or pos >= tonumber(hi)
+      or now >= tonumber(claim_until) then
+    return {15, "draw"}
   end
 end
 if ARGV[4] ~= "" then

@@ -24,6 +24,15 @@
 --                                                  a token issued on a live admission appends
 --                                                  "t:<now_ms>:<admitted_until_ms>:<user>:<nonce>",
 --                                                  the evidence of invariant 7 (docs/DESIGN.md)
+-- KEYS[7]  optional seckill:{sale:<id>}:draw:entries  hash: user -> "<entry_id>:<variant>[:w|
+--                                                  :<pos>]" (docs/draw.md); read only on a
+--                                                  sale whose meta field "draw" is 1, where
+--                                                  it is required
+--
+-- A sale in draw mode (meta "draw" = 1) issues tokens only to a user holding a live win: his
+-- entry is drawn ("<entry_id>:<variant>:<pos>") and his variant's current wave, meta
+-- "w:<variant>" = "<wave>:<lo>:<hi>:<claim_until_ms>", has lo <= pos < hi and Redis TIME <
+-- claim_until. The gate checks the same again, for the variant bought, when he buys.
 --
 -- Returns  {outcome, exp_ms, now_ms}
 --          outcome "issued": the field of the user now holds "<nonce>:<exp_ms>" (any earlier
@@ -34,8 +43,12 @@
 --                  "not_admitted" (ARGV[6] = "1", the sale has a room, the user no live
 --                  admission, by Redis TIME) | "misconfigured" (the sale has a room, ARGV[6]
 --                  is not "1": this gateway cannot enforce it) | "room_missing" (meta says
---                  the sale has a room, the room hash has no seed: its state is lost): nothing
---                  written, exp_ms = 0 ("paused": meta field state = "paused")
+--                  the sale has a room, the room hash has no seed: its state is lost) |
+--                  "draw_missing" (meta says the sale is a draw, KEYS[7] was not passed):
+--                  nothing written, exp_ms = 0 ("paused": meta field state = "paused")
+--          outcome "not_admitted" on a draw sale: {outcome, 0, now_ms, "draw"}, the user holds
+--                  no live win (not entered, withdrawn, not drawn yet, waiting, lost, or his
+--                  claim window is over)
 --          outcome "already_bought": {outcome, 0, now_ms, order_id}: the user has an order in
 --                  this sale; no token is minted. Not on a sale whose per-user limit (meta
 --                  field "limit") is above 1: a buyer may buy again there, and the gate checks
@@ -53,7 +66,7 @@ end
 local t = redis.call("TIME")
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 
-local w = redis.call("HMGET", meta, "starts_ms", "ends_ms", "shards", "state", "stock", "limit", "room")
+local w = redis.call("HMGET", meta, "starts_ms", "ends_ms", "shards", "state", "stock", "limit", "room", "draw")
 local starts, ends, k, state = tonumber(w[1]), tonumber(w[2]), tonumber(w[3]), w[4]
 if state == "paused" then
   return {"paused", 0, now}
@@ -96,6 +109,23 @@ if w[7] == "1" or seeded then
   admitted_until = tonumber(redis.call("ZSCORE", KEYS[5], user))
   if admitted_until == nil or admitted_until <= now then
     return {"not_admitted", 0, now}
+  end
+end
+
+-- A draw decides who may buy: no live win, no token (the variant is checked at the gate, where
+-- it is named).
+if w[8] == "1" then
+  if not KEYS[7] then
+    return {"draw_missing", 0, now}
+  end
+  local won, pos = string.match(redis.call("HGET", KEYS[7], user) or "", "^[^:]+:([^:]*):(%d+)$")
+  local lo, hi, claim_until
+  if won then
+    lo, hi, claim_until = string.match(redis.call("HGET", meta, "w:" .. won) or "", "^%d+:(%d+):(%d+):(%d+)$")
+  end
+  pos = tonumber(pos)
+  if lo == nil or pos < tonumber(lo) or pos >= tonumber(hi) or now >= tonumber(claim_until) then
+    return {"not_admitted", 0, now, "draw"}
   end
 end
 

@@ -57,6 +57,15 @@ var (
 	// refused, never sold around the room (the token issuer and the gate alike).
 	RoomMissing = Refusal{Status: http.StatusServiceUnavailable, Code: contract.CodeUnavailable,
 		Message: "this sale's waiting room is not available: retry shortly"}
+	// DrawMissing answers a purchase step of a draw sale that reached a script without the
+	// draw's entries key: refused, never sold around the draw (the token issuer and the gate
+	// alike). Only a caller that is out of date with the scripts can get it.
+	DrawMissing = Refusal{Status: http.StatusServiceUnavailable, Code: contract.CodeUnavailable,
+		Message: "this sale is a draw and this gateway cannot check its winners: retry shortly"}
+	// NotWon answers a token or a purchase of a draw sale by a user who holds no live win of
+	// what he asks for (DESIGN.md, "Draws"): the same code as the room's not_admitted.
+	NotWon = Refusal{Status: http.StatusForbidden, Code: contract.CodeNotAdmitted,
+		Message: "this sale is a draw: only a winner buys, the size he won, within his claim window (GET /seckill/<sale>/draw)"}
 	// PathMismatch answers a request whose raw path names another sale than the cleaned path
 	// the routes matched (/seckill/a/../b/buy).
 	PathMismatch = Refusal{Status: http.StatusBadRequest, Code: contract.CodeBadRequest,

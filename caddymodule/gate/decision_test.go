@@ -171,6 +171,7 @@ func TestEveryOutcomeHasTheContractStatus(t *testing.T) {
 		core.InvalidToken: 403, core.TokenExpired: 403, core.TokenUsed: 403, core.SoldOut: 409, core.AlreadyBought: 409, core.Unavailable: http.StatusServiceUnavailable,
 		core.Paused: http.StatusServiceUnavailable, core.NotAdmitted: 403,
 		core.Misconfigured: http.StatusServiceUnavailable, core.RoomMissing: http.StatusServiceUnavailable,
+		core.DrawMissing: http.StatusServiceUnavailable,
 	}
 	for o, s := range want {
 		if o.Status() != s {

@@ -219,6 +219,9 @@ func (g *Gate) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.Han
 	case core.RoomMissing:
 		g.logger.Error("a sale with a waiting room has no room state in Redis (preheat it again); refusing its purchases (503 unavailable)",
 			zap.String("sale", sale))
+	case core.DrawMissing:
+		g.logger.Error("a draw sale reached the gate script without the draw's entries key (a gateway out of date with lua/gate.lua); refusing its purchases (503 unavailable)",
+			zap.String("sale", sale))
 	}
 
 	label := ""

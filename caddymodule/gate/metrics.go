@@ -14,7 +14,7 @@ import (
 // ever a sale that exists in Redis (refusals decided before Redis carry sale=""), never a user.
 var (
 	decisions = gateMetric.CounterVec("decisions_total",
-		"Purchase decisions by sale and outcome (accepted or a refusal code; misconfigured: a waiting-room sale reached a gate without require_admission; room_missing: its room state is gone).", "sale", "outcome")
+		"Purchase decisions by sale and outcome (accepted or a refusal code; misconfigured: a waiting-room sale reached a gate without require_admission; room_missing: its room state is gone; draw_missing: a draw sale reached the script without its entries key).", "sale", "outcome")
 	scriptSeconds = gateMetric.Histogram("script_seconds",
 		"Latency of the decision script round trip, including queueing in the pipeline.",
 		.0002, .0005, .001, .002, .005, .01, .02, .05, .1, .25, .5, 1)

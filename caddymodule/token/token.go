@@ -178,6 +178,9 @@ func (h *Issuer) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.H
 	case core.RoomMissing:
 		h.logger.Error("a sale with a waiting room has no room state in Redis (preheat it again); refusing its tokens (503 unavailable)",
 			zap.String("sale", repl.ReplaceAll(h.Sale, "")))
+	case core.DrawMissing:
+		h.logger.Error("a draw sale reached the token script without the draw's entries key (a gateway out of date with lua/token_issue.lua); refusing its tokens (503 unavailable)",
+			zap.String("sale", repl.ReplaceAll(h.Sale, "")))
 	}
 	observe(res.Outcome, time.Since(start))
 	repl.Set("http.seckill.token.outcome", string(res.Outcome))
@@ -187,7 +190,7 @@ func (h *Issuer) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.H
 		return nil
 	}
 	if ref.Code == "" {
-		ref = res.Outcome.Refusal()
+		ref = res.Refusal()
 	}
 	ref.OrderID = res.OrderID
 	ref.RetryAfter = time.Duration(h.RetryAfter)

@@ -36,6 +36,9 @@ const (
 	// about either; the operator gets the label and a log line.
 	Misconfigured Outcome = "misconfigured"
 	RoomMissing   Outcome = "room_missing"
+	// DrawMissing answers 503 unavailable too: the sale is a draw and the script was not given
+	// the draw's entries (a gateway out of date with the scripts); nobody buys around the draw.
+	DrawMissing Outcome = "draw_missing"
 )
 
 // refusals holds the answer of every refusing outcome.
@@ -61,6 +64,7 @@ var refusals = map[Outcome]decision.Refusal{
 	Misconfigured: {Status: http.StatusServiceUnavailable, Code: contract.CodeUnavailable,
 		Message: "this sale has a waiting room and this gateway does not check admissions (seckill_gate require_admission): it is not sold here"},
 	RoomMissing: decision.RoomMissing,
+	DrawMissing: decision.DrawMissing,
 }
 
 // Refusal is the answer of a refusing outcome; anything unknown answers unavailable.
@@ -99,6 +103,9 @@ const (
 	ReasonBody     = "body"
 	ReasonVariant  = "variant"
 	ReasonQuantity = "quantity"
+	// ReasonDraw is the Reason of a NotAdmitted on a draw sale: the user holds no live win of
+	// the variant bought (not the room's admission).
+	ReasonDraw = "draw"
 )
 
 // Refusal is the answer of a refusing verdict: its outcome's, with what the verdict adds (the
@@ -115,6 +122,10 @@ func (v Verdict) Refusal() decision.Refusal {
 	case BadRequest:
 		if m, ok := badItem[v.Reason]; ok {
 			r.Message = m
+		}
+	case NotAdmitted:
+		if v.Reason == ReasonDraw {
+			r.Message = decision.NotWon.Message
 		}
 	}
 	return r
@@ -145,7 +156,8 @@ type Verdict struct {
 	// or the quantity. Left is then the units left of the variant (or of the sale).
 	Short bool
 	Left  int64
-	// Reason says what a BadRequest about the item is about (ReasonVariant, ...).
+	// Reason says what a BadRequest about the item is about (ReasonVariant, ...), or that a
+	// NotAdmitted is a draw's (ReasonDraw).
 	Reason string
 }
 
@@ -187,7 +199,7 @@ var errReply = errors.New("gate: unexpected script reply")
 var replyOutcomes = map[int64]Outcome{
 	0: Accepted, 1: UnknownSale, 2: NotStarted, 3: Ended, 4: TokenUsed, 5: AlreadyBought,
 	6: SoldOut, 7: Sharded, 8: Paused, 9: TokenExpired, 11: BadRequest, 12: LimitReached,
-	13: Misconfigured, 14: RoomMissing, 15: NotAdmitted,
+	13: Misconfigured, 14: RoomMissing, 15: NotAdmitted, 16: DrawMissing,
 }
 
 // parseReply reads the gate script's reply.
@@ -226,7 +238,7 @@ func parseReply(res []any) (Verdict, error) {
 			v.Variant, _ = res[1].(string)
 			v.Left, _ = res[2].(int64)
 		}
-	case BadRequest:
+	case BadRequest, NotAdmitted:
 		v.Reason, _ = at(res, 1).(string)
 	case LimitReached:
 		held, ok := at(res, 1).(int64)

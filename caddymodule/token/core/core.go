@@ -54,7 +54,7 @@ func (c *Decider) Issue(ctx context.Context, sale, user string) (Result, error) 
 		return Result{Outcome: Unavailable}, err
 	}
 	if rep.Outcome != Issued {
-		return Result{Outcome: rep.Outcome, OrderID: rep.OrderID}, nil
+		return Result{Outcome: rep.Outcome, OrderID: rep.OrderID, Draw: rep.Draw}, nil
 	}
 	res := Result{Outcome: Issued, Expires: rep.Expires}
 	res.Token, res.Claims, err = c.Keyring.Sign(sale, user, nonce, rep.Expires)

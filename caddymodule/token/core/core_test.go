@@ -130,6 +130,8 @@ func TestTokenParsesEveryScriptAnswer(t *testing.T) {
 		{[]any{"not_admitted", int64(0), int64(1)}, NotAdmitted, true},
 		{[]any{"misconfigured", int64(0), int64(1)}, Misconfigured, true},
 		{[]any{"room_missing", int64(0), int64(1)}, RoomMissing, true},
+		{[]any{"draw_missing", int64(0), int64(1)}, DrawMissing, true},
+		{[]any{"not_admitted", int64(0), int64(1), "draw"}, NotAdmitted, true},
 		{[]any{"sharded", int64(4), int64(1)}, sharded, true},
 		{[]any{"sharded", int64(1), int64(1)}, "", false},
 		{[]any{"what", int64(0), int64(1)}, "", false},
@@ -154,6 +156,8 @@ func TestEveryTokenOutcomeHasItsStatusAndCode(t *testing.T) {
 		// A room sale the gateway cannot enforce, or whose room is gone: the client's answer
 		// is the contract's 503; the outcome label is the operator's.
 		Misconfigured: {503, contract.CodeUnavailable}, RoomMissing: {503, contract.CodeUnavailable},
+		// A draw sale reached without its entries: 503 too, never a token around the draw.
+		DrawMissing: {503, contract.CodeUnavailable},
 	}
 	for _, o := range outcomes {
 		w, ok := want[o]

@@ -36,12 +36,15 @@ const (
 	// RoomMissing: the sale says it has a room (its meta field "room") but the room's state is
 	// gone from Redis. Answered 503 unavailable: nobody is let through without the room.
 	RoomMissing Outcome = "room_missing"
+	// DrawMissing: the sale is a draw (its meta field "draw") and the script was not given the
+	// draw's entries. Answered 503 unavailable: nobody gets a token around the draw.
+	DrawMissing Outcome = "draw_missing"
 )
 
 // Outcomes returns every outcome a request can get (the metric labels to show from the start).
 func Outcomes() []Outcome { return slices.Clone(outcomes) }
 
-var outcomes = []Outcome{Issued, Unauthenticated, BadRequest, MethodNotAllowed, UnknownSale, NotStarted, Ended, Paused, AlreadyBought, SoldOut, Unavailable, NotAdmitted, Misconfigured, RoomMissing}
+var outcomes = []Outcome{Issued, Unauthenticated, BadRequest, MethodNotAllowed, UnknownSale, NotStarted, Ended, Paused, AlreadyBought, SoldOut, Unavailable, NotAdmitted, Misconfigured, RoomMissing, DrawMissing}
 
 // sharded is the script's answer on a sharded sale's own keys; it never reaches a client.
 const sharded Outcome = "sharded"
@@ -65,6 +68,7 @@ var refusals = map[Outcome]decision.Refusal{
 	Misconfigured: {Status: http.StatusServiceUnavailable, Code: contract.CodeUnavailable,
 		Message: "this sale has a waiting room and this gateway does not check admissions (seckill_token require_admission): no token is issued for it"},
 	RoomMissing: decision.RoomMissing,
+	DrawMissing: decision.DrawMissing,
 }
 
 // Refusal is the answer of a refusing outcome; anything unknown answers unavailable.
@@ -96,6 +100,18 @@ type Result struct {
 	OrderID string    // when AlreadyBought: the user's order
 	Token   string
 	Claims  tokenformat.Claims
+	// Draw is set on NotAdmitted when the sale is a draw: the user holds no live win (rather
+	// than no admission to a waiting room), which the refusal's message says.
+	Draw bool
+}
+
+// Refusal is the answer of a refusing result: its outcome's, with a draw's message on a draw
+// sale's not_admitted.
+func (r Result) Refusal() decision.Refusal {
+	if r.Outcome == NotAdmitted && r.Draw {
+		return decision.NotWon
+	}
+	return r.Outcome.Refusal()
 }
 
 // Reply is the token_issue script's answer.
@@ -104,6 +120,7 @@ type Reply struct {
 	Expires time.Time // Issued
 	OrderID string    // AlreadyBought
 	Shards  int       // sharded: the shard count
+	Draw    bool      // NotAdmitted: on a draw sale (reply[3] = "draw")
 }
 
 // parseReply reads the token_issue script's reply {outcome, exp_ms, now_ms[, order_id]}.
@@ -136,7 +153,9 @@ func parseReply(reply []any) (Reply, error) {
 			return Reply{}, fmt.Errorf("sharded with shard count %d", exp)
 		}
 		return Reply{Outcome: o, Shards: int(exp)}, nil
-	case UnknownSale, NotStarted, Ended, Paused, SoldOut, NotAdmitted, Misconfigured, RoomMissing:
+	case NotAdmitted:
+		return Reply{Outcome: o, Draw: len(reply) > 3 && reply[3] == "draw"}, nil
+	case UnknownSale, NotStarted, Ended, Paused, SoldOut, Misconfigured, RoomMissing, DrawMissing:
 		return Reply{Outcome: o}, nil
 	default:
 		return Reply{}, fmt.Errorf("unknown outcome %q", s)

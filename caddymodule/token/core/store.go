@@ -31,7 +31,10 @@ func (s RedisStore) Issue(ctx context.Context, target, user, nonce string, ttl, 
 		// for unsharded sales (the backend refuses a room with shards), so a shard skips it.
 		// They are passed without admission too: the script then refuses a sale that has a
 		// room (misconfigured) instead of giving its tokens to anyone.
-		keys = append(keys, contract.RoomKey(target), contract.RoomLiveKey(target), contract.RoomLogKey(target))
+		// The draw's entries likewise: draws are never sharded, and a draw sale reached
+		// without them is refused (draw_missing), never given tokens.
+		keys = append(keys, contract.RoomKey(target), contract.RoomLiveKey(target), contract.RoomLogKey(target),
+			contract.DrawEntriesKey(target))
 		flag := ""
 		if admission {
 			flag = "1"
