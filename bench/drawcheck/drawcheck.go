@@ -212,7 +212,7 @@ type Line struct {
 
 // VariantStat is what the report says of one variant.
 type VariantStat struct {
-	Variant                string
+	Variant                 string
 	Entries, Winners, Waves int
 }
 
