@@ -192,20 +192,35 @@ func readDraw(ctx context.Context, pg *pgxpool.Pool, rdb redis.UniversalClient, 
 		d.stock[""] = n
 	}
 	if checkRedis {
-		pipe := rdb.Pipeline()
-		dh := pipe.HGetAll(ctx, contract.DrawKey(sale))
-		eh := pipe.HGetAll(ctx, contract.DrawEntriesKey(sale))
-		if _, err := pipe.Exec(ctx); err != nil && err != redis.Nil {
-			d.redisErr = err
-		} else {
-			d.redisDraw, d.redisEntries = dh.Val(), eh.Val()
-			// The draw's keys expire with the sale's meta key: long after a sale, Postgres
-			// alone remains, and there is nothing in Redis to disagree with.
-			d.redisGone = len(d.redisDraw) == 0 && len(d.redisEntries) == 0
+		d.redisDraw, d.redisErr = rdb.HGetAll(ctx, contract.DrawKey(sale)).Result()
+		if d.redisErr == nil {
+			d.redisEntries, d.redisErr = scanHash(ctx, rdb, contract.DrawEntriesKey(sale))
 		}
+		// The draw's keys expire with the sale's meta key: long after a sale, Postgres alone
+		// remains, and there is nothing in Redis to disagree with.
+		d.redisGone = d.redisErr == nil && len(d.redisDraw) == 0 && len(d.redisEntries) == 0
 	}
 	d.recompute()
 	return d, true, nil
+}
+
+// scanHash reads a hash in chunks: the entries hash of a big draw holds a million fields, and
+// one HGETALL of them would block Redis for the whole sale's gateways.
+func scanHash(ctx context.Context, rdb redis.UniversalClient, key string) (map[string]string, error) {
+	out := map[string]string{}
+	var cursor uint64
+	for {
+		kv, next, err := rdb.HScan(ctx, key, cursor, "*", 1000).Result()
+		if err != nil {
+			return nil, err
+		}
+		for i := 0; i+1 < len(kv); i += 2 {
+			out[kv[i]] = kv[i+1]
+		}
+		if cursor = next; cursor == 0 {
+			return out, nil
+		}
+	}
 }
 
 func deref(s *string) string {

@@ -14,6 +14,7 @@ import (
 	"github.com/seckilledge/seckill/bench/verify"
 	"github.com/seckilledge/seckill/contract"
 	"github.com/seckilledge/seckill/contract/draw"
+	"github.com/seckilledge/seckill/internal/testenv"
 )
 
 // drawWorld is a drawn sale built by hand in real Postgres and Redis the way the backend's draw
@@ -40,10 +41,29 @@ func (w *drawWorld) winner(v string, pos int) string { return w.user[w.ranked[v]
 
 func newDrawWorld(t *testing.T) *drawWorld {
 	t.Helper()
+	w := &drawWorld{world: newUnitWorld(t, 1, map[string]int{"a": 2, "b": 1})}
+	w.fix([]string{"a", "b", "a", "a", "b", "a", "a"})
+	// Wave 1 of each variant: [0, stock); wave 2 of a: the unit position 1 left unclaimed.
+	w.wave("a", 1, 0, 2, 0, 10)
+	w.wave("b", 1, 0, 1, 0, 10)
+	w.wave("a", 2, 2, 3, 10.1, 20)
+	w.buy(w.winner("a", 0), "o-a0", "a", 1)
+	w.buy(w.winner("b", 0), "o-b0", "b", 2)
+	w.buy(w.winner("a", 2), "o-a2", "a", 11)
+	return w
+}
+
+// fix stores a drawn draw of entries of the given variants (entry i+1 for variants[i], user
+// d<i>) as the close and the draw leave it: the draw row with the revealed seed, the entries
+// with their leaves and positions, the tree's nodes, and the Redis draw and entries hashes, with
+// a withdrawn entrant in Redis only.
+func (w *drawWorld) fix(variants []string) {
+	t := w.t
+	t.Helper()
 	ctx := context.Background()
-	w := &drawWorld{world: newUnitWorld(t, 1, map[string]int{"a": 2, "b": 1}), user: map[string]string{},
-		seed: bytes.Repeat([]byte{0x5e}, 32), base: time.Now().Add(-time.Hour).Truncate(time.Millisecond)}
-	for i, v := range []string{"a", "b", "a", "a", "b", "a", "a"} {
+	w.user, w.seed = map[string]string{}, bytes.Repeat([]byte{0x5e}, 32)
+	w.base = time.Now().Add(-time.Hour).Truncate(time.Millisecond)
+	for i, v := range variants {
 		e := draw.Entry{ID: fmt.Sprintf(draw.EntryIDFormat, i+1), Variant: v}
 		w.entries = append(w.entries, e)
 		w.user[e.ID] = fmt.Sprintf("d%d", i)
@@ -80,23 +100,15 @@ func newDrawWorld(t *testing.T) *drawWorld {
 			w.sale, e.ID, w.user[e.ID], e.Variant, i, leaves[i][:], posOf[e.ID])
 		redisEntries[w.user[e.ID]] = fmt.Sprintf("%s:%s:%d", e.ID, e.Variant, posOf[e.ID])
 	}
-	redisEntries["gone"] = fmt.Sprintf(draw.EntryIDFormat, 8) + ":a:w"
+	redisEntries["gone"] = fmt.Sprintf(draw.EntryIDFormat, len(variants)+1) + ":" + variants[0] + ":w"
 	for level := 1; level < len(tree.Levels); level++ {
 		for idx, h := range tree.Levels[level] {
 			w.exec(`INSERT INTO draw_nodes (sale_id, level, idx, hash) VALUES ($1, $2, $3, $4)`, w.sale, level, idx, h[:])
 		}
 	}
 	w.rdb.HSet(ctx, contract.DrawKey(w.sale), "seed", seedHex, "commitment", commitment, "state", "drawn", "root", root,
-		"entries", len(w.entries), "seq", 8)
+		"entries", len(w.entries), "seq", len(variants)+1)
 	w.rdb.HSet(ctx, contract.DrawEntriesKey(w.sale), redisEntries)
-	// Wave 1 of each variant: [0, stock); wave 2 of a: the unit position 1 left unclaimed.
-	w.wave("a", 1, 0, 2, 0, 10)
-	w.wave("b", 1, 0, 1, 0, 10)
-	w.wave("a", 2, 2, 3, 10.1, 20)
-	w.buy(w.winner("a", 0), "o-a0", "a", 1)
-	w.buy(w.winner("b", 0), "o-b0", "b", 2)
-	w.buy(w.winner("a", 2), "o-a2", "a", 11)
-	return w
 }
 
 func (w *drawWorld) wave(v string, n, lo, hi int, from, until float64) {
@@ -109,7 +121,11 @@ func (w *drawWorld) wave(v string, n, lo, hi int, from, until float64) {
 // minute of the sale.
 func (w *drawWorld) buy(user, order, v string, minute float64) {
 	w.t.Helper()
-	w.sellUnits(user, order, v, 1)
+	if v == "" {
+		w.sell(user, order) // a sale without variants
+	} else {
+		w.sellUnits(user, order, v, 1)
+	}
 	w.exec(`UPDATE orders SET accepted_at = $2, updated_at = $2 WHERE order_id = $1`, order, w.at(minute))
 }
 
@@ -142,6 +158,48 @@ func TestVerifierPassesADrawComputedWithTheContract(t *testing.T) {
 	}
 	if n := checks[14].Numbers["orders"]; n != 3 {
 		t.Fatalf("check 14 saw %d orders, want 3", n)
+	}
+}
+
+// A sale with a stock and no variants draws one ranking, of the empty variant, and is verified
+// by the five invariants of a plain sale plus the draw's.
+func TestVerifierPassesADrawWithoutVariants(t *testing.T) {
+	w := &drawWorld{world: newWorld(t, 2)}
+	w.fix([]string{"", "", "", "", ""})
+	w.wave("", 1, 0, 2, 0, 10)
+	w.wave("", 2, 2, 3, 10.1, 20)
+	w.buy(w.winner("", 1), "o-1", "", 5)
+	w.buy(w.winner("", 2), "o-2", "", 12)
+	failing, checks := w.drawVerdicts()
+	if len(failing) != 0 {
+		t.Fatalf("invariants %v fail on a correct draw without variants", failing)
+	}
+	if n := checks[12].Numbers["winners"]; n != 3 {
+		t.Fatalf("check 12 counts %d winners, want 3", n)
+	}
+	// The same draw, its second wave one place too long: the unit count still decides.
+	w.exec(`UPDATE draw_waves SET hi = 4 WHERE sale_id = $1 AND wave = 2`, w.sale)
+	if failing, _ := w.drawVerdicts(); !slices.Equal(failing, []int{12}) {
+		t.Fatalf("a wave too long: failing %v, want [12]", failing)
+	}
+}
+
+// Without Redis (the database baselines), the draw is checked in Postgres alone, and still
+// passes.
+func TestVerifierChecksADrawInPostgresAloneWithoutRedis(t *testing.T) {
+	w := newDrawWorld(t)
+	w.rdb.HSet(context.Background(), contract.DrawEntriesKey(w.sale), "intruder", w.ranked["b"][0].ID+":b:0")
+	src := verify.Sources{Redis: w.rdb, PG: w.pg, Dead: verify.RabbitMgmt{URL: testenv.AMQPMgmtURL(), Vhost: w.vhost}}
+	rep, err := verify.Verify(context.Background(), src, verify.Run{Sale: w.sale, Accepted: w.accept})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Checks) != 11 || !rep.OK() {
+		t.Fatalf("without Redis: %d checks, OK %v\n%s", len(rep.Checks), rep.OK(), rep)
+	}
+	checks, err := verify.Draw(context.Background(), src, w.sale, true)
+	if err != nil || len(checks) != 6 || checks[3].Verdict != verify.Fail {
+		t.Fatalf("verify.Draw with Redis does not see the intruder: %v %+v", err, checks)
 	}
 }
 
