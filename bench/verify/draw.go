@@ -315,7 +315,9 @@ func drawChecks(ctx context.Context, src Sources, run Run) []Check {
 	return cs
 }
 
-// redisNote says why Redis was not compared, or "" when it was.
+// redisSkipped reports whether a check must leave Redis out, and says why in the check: not
+// asked for (a database baseline), unreadable (a FAIL: a draw whose Redis cannot be read cannot
+// be vouched for), or expired long after the sale.
 func (d *drawState) redisSkipped(c *Check) bool {
 	switch {
 	case !d.checkRedis:
