@@ -204,6 +204,31 @@ func (c Client) FetchProof(ctx context.Context, sale, user string) (Proof, error
 	return p, err
 }
 
+// Verify is the whole check in one call, for a test of the whole system: it fetches the draw of
+// sale from base (a gateway), recomputes it, and checks the proof of each user given. An error
+// means the data could not be fetched; a draw that does not check out is a report that is not
+// OK.
+func Verify(ctx context.Context, base, sale string, proofUsers ...string) (*Report, error) {
+	c := Client{Base: base}
+	f, err := c.Fetch(ctx, sale)
+	if err != nil {
+		return nil, err
+	}
+	res, err := f.ParsedResult()
+	if err != nil {
+		return nil, err
+	}
+	r := Check(sale, res, f.Entries)
+	for _, u := range proofUsers {
+		p, err := c.FetchProof(ctx, sale, u)
+		if err != nil {
+			return nil, fmt.Errorf("drawcheck: the proof of %s: %w", u, err)
+		}
+		CheckProof(r, u, p, res, f.Entries)
+	}
+	return r, nil
+}
+
 // Line is one line of a report: a verdict ("PASS", "FAIL", or "" for a detail) and its text.
 type Line struct {
 	Verdict string

@@ -15,6 +15,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/seckilledge/seckill/bench/drawcheck"
 	"github.com/seckilledge/seckill/contract/draw"
 )
 
@@ -130,6 +131,23 @@ func TestVerifyDrawPassesATrueDrawAndAProof(t *testing.T) {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q", want)
 		}
+	}
+}
+
+// The one-call form the whole-system tests use sees the same draw and the same proofs.
+func TestDrawcheckVerifyIsTheCommandInOneCall(t *testing.T) {
+	d := newDrawServer()
+	url := d.start(t)
+	r, err := drawcheck.Verify(context.Background(), url, "s1", "u5", "u30")
+	if err != nil || !r.OK() {
+		t.Fatalf("a true draw: %v\n%s", err, r)
+	}
+	d.result["seed"] = hex.EncodeToString(bytes.Repeat([]byte{0x43}, 32))
+	if r, err := drawcheck.Verify(context.Background(), url, "s1"); err != nil || r.OK() {
+		t.Fatalf("a wrong seed: %v\n%s", err, r)
+	}
+	if _, err := drawcheck.Verify(context.Background(), url, "s1", "nobody"); err == nil {
+		t.Fatal("a proof the server refuses is not an error")
 	}
 }
 
