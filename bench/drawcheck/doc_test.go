@@ -21,6 +21,9 @@ func docExample(t *testing.T) (keys []string, vals map[string]string) {
 		t.Fatal(err)
 	}
 	doc := string(b)
+	if empty := draw.EmptyRoot(); !strings.Contains(doc, hex.EncodeToString(empty[:])) {
+		t.Error("docs/draw.md does not give the root of a draw without entries")
+	}
 	_, after, ok := strings.Cut(doc, "<!-- worked example: bench/drawcheck/doc_test.go -->\n```text\n")
 	block, _, ok2 := strings.Cut(after, "\n```")
 	if !ok || !ok2 {

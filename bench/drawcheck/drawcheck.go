@@ -299,6 +299,8 @@ func Check(sale string, res Result, entries []draw.Entry) *Report {
 	// 1. The seed opens the commitment (once revealed).
 	drawn := res.Seed != ""
 	switch {
+	case !drawn && (res.State == "drawn" || res.State == "done"):
+		r.fail("state %s, but no seed is revealed: the winners cannot be checked", res.State)
 	case !drawn:
 		r.detail("the seed is not revealed yet (state %s): the entries are checked, not the ranking", res.State)
 	case draw.Opens(res.Seed, res.SeedCommitment):

@@ -32,6 +32,10 @@ func TestCheckOfAClosedDrawChecksTheEntriesAlone(t *testing.T) {
 	if r := Check("s", res, es); r.OK() {
 		t.Fatalf("a changed entry passed:\n%s", r)
 	}
+	res.State = "drawn"
+	if r := Check("s", res, entries("M", "L", "M")); r.OK() {
+		t.Fatalf("a drawn draw without its seed passed:\n%s", r)
+	}
 	if r := Check("s", Result{State: "open"}, nil); r.OK() {
 		t.Fatal("an open draw has nothing published: it cannot PASS")
 	}
