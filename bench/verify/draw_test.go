@@ -299,3 +299,24 @@ func TestVerifierCatchesEachBrokenDrawInvariant(t *testing.T) {
 		})
 	}
 }
+
+// Between the close and the draw (entries fixed, seed secret), the draw passes, and a seed
+// already in Postgres is caught: before the draw it must live in Redis alone.
+func TestVerifierChecksADrawBetweenTheCloseAndTheDraw(t *testing.T) {
+	ctx := context.Background()
+	w := &drawWorld{world: newUnitWorld(t, 1, map[string]int{"a": 2, "b": 1})}
+	w.fix([]string{"a", "b", "a"})
+	w.exec(`UPDATE draws SET state = 'closed', seed = NULL, drawn_at = NULL WHERE sale_id = $1`, w.sale)
+	w.exec(`UPDATE draw_entries SET pos = NULL WHERE sale_id = $1`, w.sale)
+	w.rdb.HSet(ctx, contract.DrawKey(w.sale), "state", "closed")
+	for _, e := range w.entries {
+		w.rdb.HSet(ctx, contract.DrawEntriesKey(w.sale), w.user[e.ID], e.ID+":"+e.Variant)
+	}
+	if failing, _ := w.drawVerdicts(); len(failing) != 0 {
+		t.Fatalf("a closed draw: invariants %v fail", failing)
+	}
+	w.exec(`UPDATE draws SET seed = $2 WHERE sale_id = $1`, w.sale, hex.EncodeToString(w.seed))
+	if failing, _ := w.drawVerdicts(); !slices.Equal(failing, []int{10}) {
+		t.Fatalf("a seed in Postgres before the draw: failing %v, want [10]", failing)
+	}
+}
