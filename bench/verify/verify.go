@@ -205,7 +205,8 @@ func load(ctx context.Context, src Sources, run Run) (*state, error) {
 	return st, nil
 }
 
-// Verify reads every source once and checks the five invariants. An error means a source could
+// Verify reads every source once and checks the five invariants, plus the room's (6-9) on a
+// sale with a waiting room and the draw's (10-15, draw.go) on a sale in draw mode. An error means a source could
 // not be read at all; a broken invariant is a FAIL in the report, not an error.
 func Verify(ctx context.Context, src Sources, run Run) (Report, error) {
 	st, err := load(ctx, src, run)
@@ -221,6 +222,7 @@ func Verify(ctx context.Context, src Sources, run Run) (Report, error) {
 			checkConservationUnits(st, run),
 			checkDeadLetters(ctx, st, run, src.Dead),
 		)
+		rep.Checks = append(rep.Checks, drawChecks(ctx, src, run)...)
 		return rep, nil
 	}
 	rep.Checks = append(rep.Checks,
@@ -233,6 +235,7 @@ func Verify(ctx context.Context, src Sources, run Run) (Report, error) {
 	if run.CheckRedis {
 		rep.Checks = append(rep.Checks, roomChecks(ctx, src, st, run)...)
 	}
+	rep.Checks = append(rep.Checks, drawChecks(ctx, src, run)...)
 	return rep, nil
 }
 

@@ -7,6 +7,8 @@
 //	seckill-bench -only edge      one contestant
 //	seckill-bench verify -sale S  only the invariants of an existing sale
 //	seckill-bench verify-room -sale S  the waiting room's order against its revealed seed
+//	seckill-bench verify-draw -sale S  a draw recomputed from its published result and entries
+//	                              (-proof-user U: also U's inclusion proof; -save/-file: offline)
 //	seckill-bench room            the waiting room's fairness scenario and poll benchmark
 //	seckill-bench draw            draws: entry cost against a room entry, a draw of a million
 //	                              entries, and fast against slow entrants through two gateways
@@ -42,6 +44,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	if len(args) > 0 && args[0] == "verify-room" {
 		return runVerifyRoom(ctx, args[1:], stdout, stderr)
+	}
+	if len(args) > 0 && args[0] == "verify-draw" {
+		return runVerifyDraw(ctx, args[1:], stdout, stderr)
 	}
 	if len(args) > 0 && args[0] == "room" {
 		return runRoom(ctx, args[1:], stdout, stderr)

@@ -1,0 +1,482 @@
+// Package drawcheck is anyone's check of a draw (docs/draw.md, "Checking a draw"): from the
+// published data alone (the result, the entries, an entrant's proof) it recomputes what the
+// backend drew and says PASS or FAIL. It trusts nothing the server says about the outcome: the
+// seed must open the commitment published before the entries opened, the entries must open the
+// root published before the seed was revealed, and each wave's winners must be the next
+// best-ranked entries of its variant by HMAC-SHA256(seed, entry id). `seckill-bench verify-draw`
+// is its command; the arithmetic is contract/draw's, the backend's own.
+package drawcheck
+
+import (
+	"bytes"
+	"context"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/seckilledge/seckill/contract/draw"
+)
+
+// Result is the body of GET /seckill/{sale}/draw/result (DESIGN.md, "Draws"; docs/draw.md,
+// "Shapes shared by the parts").
+type Result struct {
+	State          string `json:"state"`
+	SeedCommitment string `json:"seed_commitment"`
+	Entries        int    `json:"entries"`
+	EntriesRoot    string `json:"entries_root"`
+	Seed           string `json:"seed"`
+	Waves          []Wave `json:"waves"`
+}
+
+// Wave is one published wave of one variant: the positions [From, To) of the variant's ranking
+// it made winners, and the winners' entry ids in rank order.
+type Wave struct {
+	Wave    int    `json:"wave"`
+	Variant string `json:"variant"`
+	From    int    `json:"from"`
+	To      int    `json:"to"`
+	// The times are shown, not checked: nothing published lets an outsider check a clock.
+	At         json.RawMessage `json:"at,omitempty"`
+	ClaimUntil json.RawMessage `json:"claim_until,omitempty"`
+	Winners    []string        `json:"winners"`
+}
+
+// Proof is the body of GET /seckill/{sale}/draw/proof: an entrant's leaf and its Merkle path.
+type Proof struct {
+	EntryID string   `json:"entry_id"`
+	Variant string   `json:"variant"`
+	Leaf    string   `json:"leaf"`
+	Path    []string `json:"path"`
+	Root    string   `json:"root"`
+}
+
+// FileFormat names the layout of a saved draw (File), so that a later layout can be told apart.
+const FileFormat = "seckill-draw/1"
+
+// File is a draw saved for checking offline (`verify-draw -save`, read back with `-file`): the
+// result exactly as the server published it, and every entry in entry-id order as the entries
+// endpoint listed them:
+//
+//	{"format": "seckill-draw/1", "sale": "<sale id>", "source": "<base URL>",
+//	 "result": <the body of GET /seckill/{sale}/draw/result, verbatim>,
+//	 "entries": [{"entry_id": "...", "variant": "..."}, ...]}
+//
+// The result is kept byte for byte (not re-encoded), so that what is checked is what was
+// published.
+type File struct {
+	Format  string          `json:"format"`
+	Sale    string          `json:"sale"`
+	Source  string          `json:"source,omitempty"`
+	Result  json.RawMessage `json:"result"`
+	Entries []draw.Entry    `json:"entries"`
+}
+
+// ParsedResult decodes the file's result.
+func (f *File) ParsedResult() (Result, error) {
+	var r Result
+	if len(f.Result) == 0 {
+		return r, errors.New("drawcheck: the file holds no result")
+	}
+	if err := json.Unmarshal(f.Result, &r); err != nil {
+		return r, fmt.Errorf("drawcheck: the result: %w", err)
+	}
+	return r, nil
+}
+
+// ReadFile reads a saved draw.
+func ReadFile(path string) (*File, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var f File
+	if err := json.Unmarshal(b, &f); err != nil {
+		return nil, fmt.Errorf("drawcheck: %s: %w", path, err)
+	}
+	if f.Format != FileFormat {
+		return nil, fmt.Errorf("drawcheck: %s: format %q, want %q", path, f.Format, FileFormat)
+	}
+	return &f, nil
+}
+
+// WriteFile saves a draw (indented: a shop may want to read it).
+func WriteFile(path string, f *File) error {
+	b, err := json.MarshalIndent(f, "", " ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, append(b, '\n'), 0o644)
+}
+
+// Client fetches a draw's published data from a gateway (or the backend's order API).
+type Client struct {
+	Base string // e.g. http://127.0.0.1:8080
+	HTTP *http.Client
+	// PageSize is the limit asked of each page of entries (0: 1000).
+	PageSize int
+}
+
+func (c Client) get(ctx context.Context, path string, header http.Header, v any) error {
+	hc := c.HTTP
+	if hc == nil {
+		hc = &http.Client{Timeout: 30 * time.Second}
+	}
+	u := strings.TrimRight(c.Base, "/") + path
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	if err != nil {
+		return err
+	}
+	for k, vs := range header {
+		req.Header[k] = vs
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return fmt.Errorf("GET %s: %w", u, err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("GET %s: %d %s", u, resp.StatusCode, bytes.TrimSpace(body[:min(len(body), 512)]))
+	}
+	if raw, ok := v.(*json.RawMessage); ok {
+		*raw = bytes.TrimSpace(body)
+		return nil
+	}
+	if err := json.Unmarshal(body, v); err != nil {
+		return fmt.Errorf("GET %s: %w", u, err)
+	}
+	return nil
+}
+
+// Fetch reads the result and every entry of a sale's draw, page by page: each page names the
+// `after` of the next one in "next", and the last page names none.
+func (c Client) Fetch(ctx context.Context, sale string) (*File, error) {
+	f := &File{Format: FileFormat, Sale: sale, Source: c.Base, Entries: []draw.Entry{}}
+	esc := url.PathEscape(sale)
+	if err := c.get(ctx, "/seckill/"+esc+"/draw/result", nil, &f.Result); err != nil {
+		return nil, err
+	}
+	limit := c.PageSize
+	if limit <= 0 {
+		limit = 1000
+	}
+	for after := ""; ; {
+		var page struct {
+			Entries []draw.Entry `json:"entries"`
+			Next    string       `json:"next"`
+		}
+		q := url.Values{"limit": {strconv.Itoa(limit)}}
+		if after != "" {
+			q.Set("after", after)
+		}
+		if err := c.get(ctx, "/seckill/"+esc+"/draw/entries?"+q.Encode(), nil, &page); err != nil {
+			return nil, fmt.Errorf("%w (the entries are published once the entries have closed)", err)
+		}
+		f.Entries = append(f.Entries, page.Entries...)
+		if page.Next == "" {
+			return f, nil
+		}
+		// A "next" that does not move forward would page for ever.
+		if page.Next <= after {
+			return nil, fmt.Errorf("drawcheck: the entries page after %q names %q as the next one", after, page.Next)
+		}
+		after = page.Next
+	}
+}
+
+// FetchProof reads a user's proof (the gateway verifies who the user is and passes his id to the
+// backend in X-User-ID; against the backend directly, the header is the user).
+func (c Client) FetchProof(ctx context.Context, sale, user string) (Proof, error) {
+	var p Proof
+	err := c.get(ctx, "/seckill/"+url.PathEscape(sale)+"/draw/proof", http.Header{"X-User-Id": {user}}, &p)
+	return p, err
+}
+
+// Verify is the whole check in one call, for a test of the whole system: it fetches the draw of
+// sale from base (a gateway), recomputes it, and checks the proof of each user given. An error
+// means the data could not be fetched; a draw that does not check out is a report that is not
+// OK.
+func Verify(ctx context.Context, base, sale string, proofUsers ...string) (*Report, error) {
+	c := Client{Base: base}
+	f, err := c.Fetch(ctx, sale)
+	if err != nil {
+		return nil, err
+	}
+	res, err := f.ParsedResult()
+	if err != nil {
+		return nil, err
+	}
+	r := Check(sale, res, f.Entries)
+	for _, u := range proofUsers {
+		p, err := c.FetchProof(ctx, sale, u)
+		if err != nil {
+			return nil, fmt.Errorf("drawcheck: the proof of %s: %w", u, err)
+		}
+		CheckProof(r, u, p, res, f.Entries)
+	}
+	return r, nil
+}
+
+// Line is one line of a report: a verdict ("PASS", "FAIL", or "" for a detail) and its text.
+type Line struct {
+	Verdict string
+	Text    string
+}
+
+// VariantStat is what the report says of one variant.
+type VariantStat struct {
+	Variant                 string
+	Entries, Winners, Waves int
+}
+
+// Report is the answer of a check.
+type Report struct {
+	Sale     string
+	State    string
+	Lines    []Line
+	Variants []VariantStat
+	fails    int
+}
+
+func (r *Report) pass(format string, args ...any) {
+	r.Lines = append(r.Lines, Line{"PASS", fmt.Sprintf(format, args...)})
+}
+
+func (r *Report) fail(format string, args ...any) {
+	r.fails++
+	r.Lines = append(r.Lines, Line{"FAIL", fmt.Sprintf(format, args...)})
+}
+
+func (r *Report) detail(format string, args ...any) {
+	r.Lines = append(r.Lines, Line{"", fmt.Sprintf(format, args...)})
+}
+
+// maxProblems is how many failures of one kind are listed: the first say enough to debug, a
+// million would drown them.
+const maxProblems = 20
+
+// OK reports whether nothing failed.
+func (r *Report) OK() bool { return r.fails == 0 && len(r.Lines) > 0 }
+
+// String renders the report as PASS/FAIL lines, as `seckill-bench verify-room` does.
+func (r *Report) String() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "draw of sale %s (state %s)\n", r.Sale, r.State)
+	for _, l := range r.Lines {
+		v := l.Verdict
+		if v == "" {
+			v = "    "
+		}
+		fmt.Fprintf(&b, "%s  %s\n", v, l.Text)
+	}
+	if r.OK() {
+		b.WriteString("PASS\n")
+	} else {
+		b.WriteString("FAIL\n")
+	}
+	return b.String()
+}
+
+// Check recomputes a draw from its published result and entries.
+func Check(sale string, res Result, entries []draw.Entry) *Report {
+	r := &Report{Sale: sale, State: res.State}
+	if res.State == "open" || res.State == "" {
+		r.fail("the entries are not closed yet (state %q): there is nothing to check", res.State)
+		return r
+	}
+	// 1. The seed opens the commitment (once revealed).
+	drawn := res.Seed != ""
+	switch {
+	case !drawn && (res.State == "drawn" || res.State == "done"):
+		r.fail("state %s, but no seed is revealed: the winners cannot be checked", res.State)
+	case !drawn:
+		r.detail("the seed is not revealed yet (state %s): the entries are checked, not the ranking", res.State)
+	case draw.Opens(res.Seed, res.SeedCommitment):
+		r.pass("the seed opens the commitment %s (SHA-256 of the seed)", res.SeedCommitment)
+	default:
+		r.fail("the seed %s does not open the commitment %s", res.Seed, res.SeedCommitment)
+	}
+	// 2. The entries, in strictly increasing entry-id order, open the root.
+	sorted := true
+	for i := 1; i < len(entries); i++ {
+		if entries[i-1].ID >= entries[i].ID {
+			sorted = false
+			r.fail("entries %d and %d (%q, %q) are not in increasing entry-id order (or an entry is listed twice)", i, i+1, entries[i-1].ID, entries[i].ID)
+			break
+		}
+	}
+	if len(entries) != res.Entries {
+		r.fail("the result says %d entries, the list holds %d", res.Entries, len(entries))
+	}
+	root := draw.RootOf(entries)
+	if root == strings.ToLower(res.EntriesRoot) {
+		r.pass("the %d entries open the root %s", len(entries), res.EntriesRoot)
+	} else {
+		r.fail("the %d entries' root is %s, the published root is %s", len(entries), root, res.EntriesRoot)
+	}
+	if !drawn {
+		return r
+	}
+	// A seed that is not the committed one could have been chosen after the entries were
+	// known: ranking with it would prove nothing, so the ranking is not compared at all.
+	seed, err := hex.DecodeString(res.Seed)
+	if err != nil || !sorted || !draw.Opens(res.Seed, res.SeedCommitment) {
+		r.fail("the ranking is not checked: the seed is not the committed one, or the entries are out of order")
+		return r
+	}
+	// 3. Each wave's winners are the next best-ranked entries of its variant.
+	ranked := draw.RankVariants(seed, entries)
+	byVariant := map[string][]Wave{}
+	for _, w := range res.Waves {
+		byVariant[w.Variant] = append(byVariant[w.Variant], w)
+	}
+	variants := map[string]bool{}
+	for v := range ranked {
+		variants[v] = true
+	}
+	for v := range byVariant {
+		variants[v] = true
+	}
+	names := make([]string, 0, len(variants))
+	for v := range variants {
+		names = append(names, v)
+	}
+	sort.Strings(names)
+	before := r.fails
+	listed := 0
+	bad := func(format string, args ...any) {
+		if listed < maxProblems {
+			r.fail(format, args...)
+		} else {
+			r.fails++
+		}
+		listed++
+	}
+	for _, v := range names {
+		rs, ws := ranked[v], byVariant[v]
+		sort.SliceStable(ws, func(i, j int) bool { return ws[i].Wave < ws[j].Wave })
+		st := VariantStat{Variant: v, Entries: len(rs), Waves: len(ws)}
+		next := 0 // where the next wave must start: waves follow each other from position 0
+		for i, w := range ws {
+			if w.Wave != i+1 {
+				bad("variant %s: wave %d is listed where wave %d belongs", v, w.Wave, i+1)
+			}
+			if w.From != next {
+				bad("variant %s wave %d starts at position %d, the wave before ended at %d", v, w.Wave, w.From, next)
+			}
+			if w.From < 0 || w.To < w.From || w.To > len(rs) {
+				bad("variant %s wave %d: positions [%d, %d) outside the %d entries of the variant", v, w.Wave, w.From, w.To, len(rs))
+				next = max(next, w.To)
+				continue
+			}
+			next = w.To
+			want := make([]string, 0, w.To-w.From)
+			for _, e := range rs[w.From:w.To] {
+				want = append(want, e.ID)
+			}
+			st.Winners += len(w.Winners)
+			if !equal(w.Winners, want) {
+				bad("variant %s wave %d: winners %s, the seed ranks %s at positions [%d, %d)",
+					v, w.Wave, short(w.Winners), short(want), w.From, w.To)
+			}
+		}
+		r.Variants = append(r.Variants, st)
+	}
+	if r.fails == before {
+		r.pass("%d waves: each wave's winners are the next best-ranked entries of its variant by HMAC-SHA256(seed, entry id)", len(res.Waves))
+	} else if listed > maxProblems {
+		r.detail("(%d more wave problems not listed)", listed-maxProblems)
+	}
+	for _, st := range r.Variants {
+		r.detail("variant %s: %d entries, %d winners over %d %s", display(st.Variant), st.Entries, st.Winners, st.Waves, plural(st.Waves, "wave"))
+	}
+	return r
+}
+
+// CheckProof checks an entrant's proof against the published root (and, when the entries and
+// seed are at hand, says where the entry ranks and whether a wave reached it).
+func CheckProof(r *Report, user string, p Proof, res Result, entries []draw.Entry) {
+	leaf := draw.Leaf(draw.Entry{ID: p.EntryID, Variant: p.Variant})
+	leafHex := hex.EncodeToString(leaf[:])
+	who := fmt.Sprintf("user %s's entry %s (variant %s)", user, p.EntryID, display(p.Variant))
+	switch {
+	case !strings.EqualFold(p.Leaf, leafHex):
+		r.fail("%s: the proof's leaf %s is not SHA-256(entry id \\n variant) = %s", who, p.Leaf, leafHex)
+	case !strings.EqualFold(p.Root, res.EntriesRoot):
+		r.fail("%s: the proof leads to root %s, the published root is %s", who, p.Root, res.EntriesRoot)
+	default:
+		if err := draw.VerifyProof(leafHex, p.Path, res.EntriesRoot); err != nil {
+			r.fail("%s: %v", who, err)
+		} else {
+			r.pass("%s: its Merkle path of %d hashes leads to the published root", who, len(p.Path))
+		}
+	}
+	i := sort.Search(len(entries), func(i int) bool { return entries[i].ID >= p.EntryID })
+	if len(entries) > 0 && (i == len(entries) || entries[i] != (draw.Entry{ID: p.EntryID, Variant: p.Variant})) {
+		r.fail("%s is not in the published entries list", who)
+		return
+	}
+	seed, err := hex.DecodeString(res.Seed)
+	if err != nil || res.Seed == "" || len(entries) == 0 {
+		return
+	}
+	rs := draw.RankVariants(seed, entries)[p.Variant]
+	for pos, e := range rs {
+		if e.ID != p.EntryID {
+			continue
+		}
+		won := "no wave has reached it"
+		for _, w := range res.Waves {
+			if w.Variant == p.Variant && w.From <= pos && pos < w.To {
+				won = fmt.Sprintf("a winner of wave %d", w.Wave)
+			}
+		}
+		r.detail("%s: position %d of %d in its variant's ranking (0 is the best), %s", who, pos, len(rs), won)
+	}
+}
+
+func equal(a, b []string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// short lists ids, at most 6 of them: a wave of 10 000 winners would fill the screen.
+func short(ids []string) string {
+	if len(ids) <= 6 {
+		return "[" + strings.Join(ids, " ") + "]"
+	}
+	return fmt.Sprintf("[%s ... %s] (%d)", strings.Join(ids[:3], " "), strings.Join(ids[len(ids)-2:], " "), len(ids))
+}
+
+func plural(n int, word string) string {
+	if n == 1 {
+		return word
+	}
+	return word + "s"
+}
+
+func display(v string) string {
+	if v == "" {
+		return "(none)"
+	}
+	return v
+}

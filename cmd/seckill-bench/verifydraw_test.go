@@ -1,0 +1,242 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/seckilledge/seckill/bench/drawcheck"
+	"github.com/seckilledge/seckill/contract/draw"
+)
+
+// drawServer serves the public draw endpoints of one sale (s1) the way the backend publishes
+// them (DESIGN.md "Draws", docs/draw.md "Shapes shared by the parts"), from a draw computed with
+// contract/draw: 40 entries over three variants (a 18, b 8, c 14); a has 3 units and a second
+// wave of 2, b 2 units, c more units than entries. Its fields are what a test corrupts before starting it.
+type drawServer struct {
+	result  map[string]any
+	entries []draw.Entry
+	users   map[string]int // user -> index of his entry
+	tree    *draw.Tree
+	ranked  map[string][]draw.Ranked
+	proofs  map[string]map[string]any
+}
+
+func newDrawServer() *drawServer {
+	seed := bytes.Repeat([]byte{0x42}, 32)
+	d := &drawServer{users: map[string]int{}, proofs: map[string]map[string]any{}}
+	for i := range 40 {
+		v := []string{"a", "b", "c", "a"}[i%4]
+		if i%10 == 9 {
+			v = "c"
+		}
+		d.entries = append(d.entries, draw.Entry{ID: fmt.Sprintf(draw.EntryIDFormat, i+1), Variant: v})
+	}
+	leaves := make([]draw.Hash, len(d.entries))
+	for i, e := range d.entries {
+		leaves[i] = draw.Leaf(e)
+		d.users[fmt.Sprintf("u%d", i)] = i
+	}
+	d.tree = draw.Build(leaves)
+	d.ranked = draw.RankVariants(seed, d.entries)
+	wave := func(n int, v string, from, to int) map[string]any {
+		var winners []string
+		for _, r := range d.ranked[v][from:to] {
+			winners = append(winners, r.ID)
+		}
+		return map[string]any{"wave": n, "variant": v, "at": "2026-12-01T10:00:00Z", "claim_until": "2026-12-01T10:10:00Z",
+			"from": from, "to": to, "winners": winners}
+	}
+	_, cTo := draw.FirstWave(len(d.ranked["c"]), 100)
+	d.result = map[string]any{"state": "drawn", "entries": len(d.entries), "entries_root": draw.RootOf(d.entries),
+		"seed_commitment": draw.Commitment(seed), "seed": hex.EncodeToString(seed),
+		"waves": []any{wave(1, "a", 0, 3), wave(1, "b", 0, 2), wave(1, "c", 0, cTo), wave(2, "a", 3, 5)}}
+	return d
+}
+
+func (d *drawServer) proof(user string) map[string]any {
+	if p, ok := d.proofs[user]; ok {
+		return p
+	}
+	i, ok := d.users[user]
+	if !ok {
+		return nil
+	}
+	leaf := draw.Leaf(d.entries[i])
+	return map[string]any{"entry_id": d.entries[i].ID, "variant": d.entries[i].Variant, "leaf": hex.EncodeToString(leaf[:]),
+		"path": d.tree.Proof(i), "root": d.result["entries_root"]}
+}
+
+func (d *drawServer) start(t *testing.T) string {
+	t.Helper()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/seckill/s1/draw/result":
+			_ = json.NewEncoder(w).Encode(d.result)
+		case "/seckill/s1/draw/entries":
+			// Pages in entry-id order, each starting after the entry id it is given.
+			limit, _ := strconv.Atoi(r.URL.Query().Get("limit"))
+			after := r.URL.Query().Get("after")
+			i := sort.Search(len(d.entries), func(i int) bool { return d.entries[i].ID > after })
+			end := min(i+limit, len(d.entries))
+			page := map[string]any{"entries": d.entries[i:end]}
+			if end < len(d.entries) {
+				page["next"] = d.entries[end-1].ID
+			}
+			_ = json.NewEncoder(w).Encode(page)
+		case "/seckill/s1/draw/proof":
+			p := d.proof(r.Header.Get("X-User-ID"))
+			if p == nil {
+				http.Error(w, `{"code":"not_found"}`, http.StatusNotFound)
+				return
+			}
+			_ = json.NewEncoder(w).Encode(p)
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+	t.Cleanup(srv.Close)
+	return srv.URL
+}
+
+func verifyDraw(t *testing.T, args ...string) (int, string) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	code := run(context.Background(), append([]string{"verify-draw"}, args...), &out, &errOut)
+	t.Logf("exit %d\n%s%s", code, out.String(), errOut.String())
+	return code, out.String() + errOut.String()
+}
+
+func TestVerifyDrawPassesATrueDrawAndAProof(t *testing.T) {
+	d := newDrawServer()
+	url := d.start(t)
+	// Pages of 7: the entries come in six requests, the last one short.
+	code, out := verifyDraw(t, "-url", url, "-sale", "s1", "-page", "7", "-proof-user", "u5")
+	if code != 0 {
+		t.Fatalf("a true draw: exit %d", code)
+	}
+	for _, want := range []string{"PASS  the seed opens the commitment", "PASS  the 40 entries open the root",
+		"variant a: 18 entries, 5 winners over 2 waves", "variant b: 8 entries, 2 winners over 1 wave",
+		"user u5's entry 00000006 (variant b): its Merkle path of 6 hashes leads to the published root"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q", want)
+		}
+	}
+}
+
+// The one-call form the whole-system tests use sees the same draw and the same proofs.
+func TestDrawcheckVerifyIsTheCommandInOneCall(t *testing.T) {
+	d := newDrawServer()
+	url := d.start(t)
+	r, err := drawcheck.Verify(context.Background(), url, "s1", "u5", "u30")
+	if err != nil || !r.OK() {
+		t.Fatalf("a true draw: %v\n%s", err, r)
+	}
+	d.result["seed"] = hex.EncodeToString(bytes.Repeat([]byte{0x43}, 32))
+	if r, err := drawcheck.Verify(context.Background(), url, "s1"); err != nil || r.OK() {
+		t.Fatalf("a wrong seed: %v\n%s", err, r)
+	}
+	if _, err := drawcheck.Verify(context.Background(), url, "s1", "nobody"); err == nil {
+		t.Fatal("a proof the server refuses is not an error")
+	}
+}
+
+// Each corruption is what a rigged draw would publish; verify-draw must FAIL (exit 1) and say
+// which check failed.
+func TestVerifyDrawCatchesARiggedDraw(t *testing.T) {
+	cases := []struct {
+		name, want string
+		args       []string
+		corrupt    func(d *drawServer)
+	}{
+		{"an entry changed after the close", "the published root is", nil, func(d *drawServer) {
+			d.entries[17].Variant = "a"
+		}},
+		{"an entry dropped from the list", "the result says 40 entries, the list holds 39", nil, func(d *drawServer) {
+			d.entries = append(d.entries[:3:3], d.entries[4:]...)
+		}},
+		{"a winner swapped with a loser", "variant a wave 1: winners", nil, func(d *drawServer) {
+			w := d.result["waves"].([]any)[0].(map[string]any)
+			w["winners"].([]string)[1] = d.ranked["a"][9].ID
+		}},
+		{"a seed that is not the committed one", "does not open the commitment", nil, func(d *drawServer) {
+			d.result["seed"] = hex.EncodeToString(bytes.Repeat([]byte{0x43}, 32))
+		}},
+		{"a second wave that skips a rank", "variant a wave 2 starts at position 4", nil, func(d *drawServer) {
+			w := d.result["waves"].([]any)[3].(map[string]any)
+			w["from"], w["to"] = 4, 6
+			w["winners"] = []string{d.ranked["a"][4].ID, d.ranked["a"][5].ID}
+		}},
+		{"a proof whose path does not lead to the root", "does not lead to the root", []string{"-proof-user", "u5"}, func(d *drawServer) {
+			p := d.proof("u5")
+			path := append([]string(nil), p["path"].([]string)...)
+			path[2] = "R:" + strings.Repeat("0", 64)
+			p["path"] = path
+			d.proofs["u5"] = p
+		}},
+		{"a proof for another variant than the entry's", "is not SHA-256", []string{"-proof-user", "u5"}, func(d *drawServer) {
+			p := d.proof("u5")
+			p["variant"] = "a"
+			d.proofs["u5"] = p
+		}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			d := newDrawServer()
+			tc.corrupt(d)
+			code, out := verifyDraw(t, append([]string{"-url", d.start(t), "-sale", "s1", "-page", "10"}, tc.args...)...)
+			if code != 1 {
+				t.Fatalf("exit %d, want 1 (FAIL)", code)
+			}
+			if !strings.Contains(out, "FAIL  ") || !strings.Contains(out, tc.want) {
+				t.Fatalf("output does not name the failure %q", tc.want)
+			}
+		})
+	}
+}
+
+// A shop saves the draw once and checks it offline: the file passes as the server did, and a
+// file edited afterwards fails.
+func TestVerifyDrawChecksASavedFileOffline(t *testing.T) {
+	d := newDrawServer()
+	path := filepath.Join(t.TempDir(), "draw.json")
+	if code, _ := verifyDraw(t, "-url", d.start(t), "-sale", "s1", "-save", path); code != 0 {
+		t.Fatalf("fetch and save: exit %d", code)
+	}
+	// Offline: the URL points nowhere.
+	if code, out := verifyDraw(t, "-file", path, "-url", "http://127.0.0.1:1"); code != 0 || !strings.Contains(out, "PASS  the 40 entries open the root") {
+		t.Fatalf("the saved file: exit %d", code)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var f map[string]any
+	if err := json.Unmarshal(b, &f); err != nil {
+		t.Fatal(err)
+	}
+	if f["format"] != "seckill-draw/1" || f["sale"] != "s1" || len(f["entries"].([]any)) != 40 {
+		t.Fatalf("the file is not the documented format: format %v sale %v", f["format"], f["sale"])
+	}
+	f["entries"].([]any)[0].(map[string]any)["variant"] = "c"
+	b, _ = json.Marshal(f)
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if code, _ := verifyDraw(t, "-file", path); code != 1 {
+		t.Fatalf("an edited file: exit %d, want 1", code)
+	}
+	if code, _ := verifyDraw(t); code != 2 {
+		t.Fatalf("no sale, no file: exit %d, want 2", code)
+	}
+}
