@@ -10,7 +10,7 @@ export SECKILL_REQUIRE_SERVICES := 1
 # Where the stack keeps its data and env file (scripts/stack.sh honours the same variable).
 RUN_DIR := $(or $(SECKILL_RUN_DIR),.run)
 
-.PHONY: run test unit stop stack build xcaddy xcaddy-check bench bench-pin bench-identity chaos compose-check fuzz clean
+.PHONY: bench-draw run test unit stop stack build xcaddy xcaddy-check bench bench-pin bench-identity chaos compose-check fuzz clean
 
 build:
 	$(GO) build -o bin/caddy ./cmd/caddy
@@ -85,6 +85,11 @@ bench-pin: stack build
 # bench-results/identity.
 bench-identity: stack build
 	@bash scripts/bench-identity.sh
+
+# Draws (issue 29): entry cost against a room entry (pinned), a million-entry draw, and fast
+# against slow entrants through two gateways (scripts/bench-draw.sh). Results: bench-results/draw.
+bench-draw: stack build
+	@bash scripts/bench-draw.sh
 
 # Every part killed and restarted mid-sale on private servers, then every invariant checked
 # (docs/chaos.md). CHAOS_RUNS=3 make chaos runs it three times in a row. Depends on stack for

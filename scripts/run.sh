@@ -147,6 +147,18 @@ curl -fsS "${auth[@]}" -X POST "$ADMIN/admin/sales" \
 	echo "[run] sale $ROOM_SALE exists already; preheating it again (its room keeps its seed)"
 curl -fsS "${auth[@]}" -X POST "$ADMIN/admin/sales/$ROOM_SALE/preheat" >/dev/null
 
+# A third sale in draw mode (docs/draw.md): four sizes of 3 units, entries open now and close
+# 10 minutes after the first run; the backend draws at the close by itself (or now:
+# seckillctl draw run demo-draw), winners buy their size within 5 minutes, and units nobody
+# claimed go to the next ranks in a new wave.
+DRAW_SALE=${DRAW_SALE:-demo-draw}
+draw_opens=$(date -u -d '-1 minute' +%Y-%m-%dT%H:%M:%SZ)
+draw_closes=$(date -u -d '+10 minutes' +%Y-%m-%dT%H:%M:%SZ)
+curl -fsS "${auth[@]}" -X POST "$ADMIN/admin/sales" \
+	-d "{\"id\":\"$DRAW_SALE\",\"variants\":[{\"id\":\"s38\",\"stock\":3},{\"id\":\"s40\",\"stock\":3},{\"id\":\"s42\",\"stock\":3},{\"id\":\"s44\",\"stock\":3}],\"starts_at\":\"$draw_closes\",\"ends_at\":\"$ends\",\"pay_within\":\"15m\",\"draw\":{\"opens_at\":\"$draw_opens\",\"closes_at\":\"$draw_closes\",\"claim_within\":\"5m\",\"difficulty\":[0,0]}}" >/dev/null 2>&1 ||
+	echo "[run] sale $DRAW_SALE exists already; preheating it again (its draw keeps its seed)"
+curl -fsS "${auth[@]}" -X POST "$ADMIN/admin/sales/$DRAW_SALE/preheat" >/dev/null
+
 cat <<EOF
 
 The flash-sale edge is running.
@@ -165,6 +177,8 @@ The flash-sale edge is running.
             the first run; its pre-queue is open now. Waiting page (a browser; the demo
             identity is ?user=<id>, sent as X-User-ID):
             http://127.0.0.1:8080/seckill/$ROOM_SALE/queue?user=alice
+  draw sale "$DRAW_SALE": four sizes (s38 s40 s42 s44) of 3 units, drawn at the close, 10 minutes
+            after the first run. Entry page: http://127.0.0.1:8080/seckill/$DRAW_SALE/draw?user=alice
   secrets   $RUN/secrets.env (made once, kept across runs; .run/env exports them)
     admin token   $SECKILL_ADMIN_TOKEN
     token key     $SECKILL_TOKEN_KEY
@@ -189,6 +203,11 @@ Try it with curl on :8080:
   curl -s http://127.0.0.1:8080/seckill/$ROOM_SALE/room
   # a token without an admission is refused (403 not_admitted)
   curl -s -X POST -H 'X-User-ID: alice' http://127.0.0.1:8080/seckill/$ROOM_SALE/token
+  # 6. the draw sale: enter (size s40), see your entry, run the draw now, check it
+  curl -s -X POST -H 'X-User-ID: alice' -d '{"variant":"s40"}' http://127.0.0.1:8080/seckill/$DRAW_SALE/draw
+  curl -s -H 'X-User-ID: alice' http://127.0.0.1:8080/seckill/$DRAW_SALE/draw
+  bin/seckillctl draw run $DRAW_SALE
+  bin/seckill-bench verify-draw -url http://127.0.0.1:8080 -sale $DRAW_SALE -proof-user alice
   # a whole crowd, with every invariant checked afterwards
   bin/seckill-bench -only edge -users 2000 -stock 100 -conns 64 -gateway http://127.0.0.1:8080 -backend $ADMIN -admin-token $SECKILL_ADMIN_TOKEN
 
