@@ -68,9 +68,13 @@ func TestCockpitDrawPanelShowsTheDrawAndRunsItWithThePagesProtections(t *testing
 	plain := e.sale(3) // not a draw: no panel
 	stub := &drawAdminStub{sale: sale}
 	mux := http.NewServeMux()
+	e.svc.mountControls(mux, newRegistry())
+	probe := httptest.NewRequest(http.MethodGet, "/admin/sales/"+sale+"/draw", nil)
+	if _, pattern := mux.Handler(probe); pattern != "" {
+		t.Fatalf("the controls now mount %q themselves: run this test against them instead of the stand-in", pattern)
+	}
 	mux.HandleFunc("GET /admin/sales/{id}/draw", e.svc.viewer(stub.handle))
 	mux.HandleFunc("POST /admin/sales/{id}/draw", e.svc.admin(stub.handle))
-	e.svc.mountControls(mux, newRegistry())
 	srv := httptest.NewServer(recoverer(e.svc.Log, jsonFallback(mux)))
 	t.Cleanup(srv.Close)
 
