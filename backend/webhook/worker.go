@@ -3,8 +3,10 @@
 // signed, at least once and in order per order (Worker); the guard on where it may connect
 // (CheckURL, the dialer); and the operator's list and replay (Admin).
 //
-// It knows nothing of sales, orders or the consumer: they call Enqueue and Wake. Its tables are
-// in backend/internal/schema (004_webhooks.sql).
+// It knows nothing of sales, orders or the consumer: they call Enqueue and Wake. A draw's
+// events (draw.won, draw.lost, draw.expired) go the same way: the draw calls EnqueueDraw, and
+// the worker sends them as contract.DrawEvent (draw.go). Its tables are in
+// backend/internal/schema (004_webhooks.sql, 009_draws.sql).
 package webhook
 
 import (
