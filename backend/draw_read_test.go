@@ -54,3 +54,22 @@ func TestDrawReadsAreOnTheOrderListenerWithItsUserCheck(t *testing.T) {
 		t.Fatalf("result on the admin listener: %d", st)
 	}
 }
+
+// drawReadSale makes a sale whose draw is closed with one entry (the user "u1"), straight in
+// Postgres, for the listeners' safety tests.
+func drawReadSale(t *testing.T, e *env) string {
+	t.Helper()
+	sale := testenv.ID("d")
+	now := time.Now()
+	exec := func(q string, args ...any) {
+		t.Helper()
+		if _, err := e.pool.Exec(context.Background(), q, args...); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	exec(`INSERT INTO sales (id, initial_stock, stock, starts_at, ends_at) VALUES ($1, 1, 1, $2, $3)`, sale, now, now.Add(time.Hour))
+	exec(`INSERT INTO draws (sale_id, opens_at, closes_at, claim_within_ms, seed_commitment, state, entries, entries_root)
+		VALUES ($1, $2, $3, 60000, 'c0', 'closed', 1, 'ab')`, sale, now.Add(-3*time.Hour), now.Add(-2*time.Hour))
+	exec(`INSERT INTO draw_entries (sale_id, entry_id, user_id, variant, idx, leaf) VALUES ($1, '00000001', 'u1', '', 0, '\xab')`, sale)
+	return sale
+}
