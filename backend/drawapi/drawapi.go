@@ -66,6 +66,27 @@ func (a *API) Mount(mux *http.ServeMux) {
 	mux.HandleFunc("GET /seckill/{sale}/draw/proof", a.HandleProof)
 }
 
+// The queries, each by index (plan_test.go holds them to it on a large draw): a wave's
+// winners by (sale_id, variant, pos), a page by the primary key (sale_id, entry_id), the
+// caller's entry by (sale_id, user_id), and a proof's siblings by (sale_id, idx) for the leaf
+// level and draw_nodes' primary key (sale_id, level, idx) above it.
+const (
+	qWaves = `SELECT w.wave, w.variant, w.at, w.claim_until, w.lo, w.hi,
+			ARRAY(SELECT e.entry_id FROM draw_entries e
+				WHERE e.sale_id = w.sale_id AND e.variant = w.variant AND e.pos >= w.lo AND e.pos < w.hi
+				ORDER BY e.pos)
+		FROM draw_waves w WHERE w.sale_id = $1 ORDER BY w.wave, w.variant`
+	qPage = `SELECT entry_id, variant FROM draw_entries
+		WHERE sale_id = $1 AND entry_id > $2 ORDER BY entry_id LIMIT $3`
+	qEntry = `SELECT entry_id, variant, idx, leaf, pos FROM draw_entries
+		WHERE sale_id = $1 AND user_id = $2`
+	qSiblings = `SELECT 0::smallint, idx, leaf FROM draw_entries WHERE sale_id = $1 AND idx = $2
+		UNION ALL
+		SELECT n.level, n.idx, n.hash FROM draw_nodes n
+			JOIN unnest($3::smallint[], $4::int[]) AS k(level, idx) ON n.level = k.level AND n.idx = k.idx
+		WHERE n.sale_id = $1`
+)
+
 // Result is the body of GET /seckill/{sale}/draw/result. Before the close it holds the state,
 // the commitment and the window; after the close the count and root of the entries; after the
 // draw the seed and the waves as well.
@@ -201,11 +222,7 @@ func (a *API) HandleResult(w http.ResponseWriter, r *http.Request) {
 // waves reads every wave of the sale with its winners in rank order: one query, each wave's
 // winners by the (sale_id, variant, pos) index.
 func (a *API) waves(ctx context.Context, sale string) ([]Wave, error) {
-	rows, err := a.Pool.Query(ctx, `SELECT w.wave, w.variant, w.at, w.claim_until, w.lo, w.hi,
-			ARRAY(SELECT e.entry_id FROM draw_entries e
-				WHERE e.sale_id = w.sale_id AND e.variant = w.variant AND e.pos >= w.lo AND e.pos < w.hi
-				ORDER BY e.pos)
-		FROM draw_waves w WHERE w.sale_id = $1 ORDER BY w.wave, w.variant`, sale)
+	rows, err := a.Pool.Query(ctx, qWaves, sale)
 	if err != nil {
 		return nil, err
 	}
@@ -289,8 +306,7 @@ func (a *API) HandleEntries(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	// One more than the page: whether it exists says whether a next page does.
-	rows, err := a.Pool.Query(r.Context(), `SELECT entry_id, variant FROM draw_entries
-		WHERE sale_id = $1 AND entry_id > $2 ORDER BY entry_id LIMIT $3`, r.PathValue("sale"), q.After, q.Limit+1)
+	rows, err := a.Pool.Query(r.Context(), qPage, r.PathValue("sale"), q.After, q.Limit+1)
 	if err != nil {
 		a.fail(w, "draw entries read failed", err)
 		return
@@ -348,8 +364,7 @@ func (a *API) proof(ctx context.Context, sale, user string, d drawRow) (Proof, b
 	var idx int
 	var leaf []byte
 	var pos *int
-	err := a.Pool.QueryRow(ctx, `SELECT entry_id, variant, idx, leaf, pos FROM draw_entries
-		WHERE sale_id = $1 AND user_id = $2`, sale, user).Scan(&p.EntryID, &p.Variant, &idx, &leaf, &pos)
+	err := a.Pool.QueryRow(ctx, qEntry, sale, user).Scan(&p.EntryID, &p.Variant, &idx, &leaf, &pos)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return p, false, nil
 	}
@@ -380,11 +395,7 @@ func (a *API) proof(ctx context.Context, sale, user string, d drawRow) (Proof, b
 			levels, idxs = append(levels, int16(l)), append(idxs, int32(s))
 		}
 	}
-	rows, err := a.Pool.Query(ctx, `SELECT 0::smallint, idx, leaf FROM draw_entries WHERE sale_id = $1 AND idx = $2
-		UNION ALL
-		SELECT n.level, n.idx, n.hash FROM draw_nodes n
-			JOIN unnest($3::smallint[], $4::int[]) AS k(level, idx) ON n.level = k.level AND n.idx = k.idx
-		WHERE n.sale_id = $1`, sale, leafSib, levels, idxs)
+	rows, err := a.Pool.Query(ctx, qSiblings, sale, leafSib, levels, idxs)
 	if err != nil {
 		return p, false, err
 	}
