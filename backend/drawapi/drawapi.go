@@ -44,10 +44,10 @@ const (
 // few seconds only; the entries are fixed at the close and never change after it. A proof is
 // the caller's own (private), and gains its rank at the draw.
 const (
-	cacheShort         = "public, max-age=5"
-	cacheImmutable     = "public, max-age=31536000, immutable"
-	cachePrivateShort  = "private, max-age=5"
-	cachePrivateForver = "private, max-age=31536000, immutable"
+	cacheShort          = "public, max-age=5"
+	cacheImmutable      = "public, max-age=31536000, immutable"
+	cachePrivateShort   = "private, max-age=5"
+	cachePrivateForever = "private, max-age=31536000, immutable"
 )
 
 // API answers the three public reads of a draw.
@@ -352,7 +352,7 @@ func (a *API) HandleProof(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	w.Header().Set("Vary", "X-User-ID")
-	w.Header().Set("Cache-Control", cacheFor(d.state, cachePrivateShort, cachePrivateForver))
+	w.Header().Set("Cache-Control", cacheFor(d.state, cachePrivateShort, cachePrivateForever))
 	httpapi.WriteJSON(w, http.StatusOK, p)
 }
 
