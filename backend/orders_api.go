@@ -8,6 +8,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
+	"github.com/seckilledge/seckill/backend/drawapi"
 	"github.com/seckilledge/seckill/backend/internal/httpapi"
 	"github.com/seckilledge/seckill/contract"
 )
@@ -112,4 +113,11 @@ func (s *Service) handleGetOrder(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	httpapi.WriteJSON(w, http.StatusOK, v)
+}
+
+// mountDraws adds the public reads of a draw (backend/drawapi) to the order listener: the
+// gateway proxies them like /orders/, with the verified user in X-User-ID for the proof, which
+// is read exactly as GET /orders/{id} reads it.
+func (s *Service) mountDraws(mux *http.ServeMux) {
+	(&drawapi.API{Pool: s.Pool, Log: s.Log, User: s.userFrom}).Mount(mux)
 }

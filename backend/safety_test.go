@@ -126,6 +126,10 @@ func TestEveryBackendRouteAnswersGarbageWithJSONAndNo5xx(t *testing.T) {
 		{aa, "POST", "/admin/webhooks/" + m.OrderID + "/replay"}, {aa, "POST", "/baseline/optimistic/" + sale},
 		{aa, "POST", "/baseline/pessimistic/x%20y"}, {aa, "GET", "/healthz"}, {aa, "GET", "/admin/sales/..%2f..%2f"},
 	}
+	// The public reads of a draw (backend/drawapi), on a closed draw of its own.
+	draw := drawReadSale(t, e)
+	routes = append(routes, route{oa, "GET", "/seckill/" + draw + "/draw/result"}, route{oa, "GET", "/seckill/" + draw + "/draw/proof"},
+		route{oa, "GET", "/seckill/" + draw + "/draw/entries?after=%ff&limit=1e9"}, route{oa, "GET", "/seckill/..%2f/draw/entries?limit=2"})
 	bodies := []struct {
 		name, headers, body string
 		halfClose           bool

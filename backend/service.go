@@ -221,12 +221,13 @@ func (s *Service) Handler(reg *prometheus.Registry, baselines bool) http.Handler
 }
 
 // OrderHandler is the order listener's API (SECKILL_BACKEND_LISTEN), which the gateway proxies
-// under /orders/: read-only order status for the buyer, and /healthz. Nothing of the admin
-// listener is served here.
+// under /orders/: read-only order status for the buyer, the public reads of a draw
+// (backend/drawapi) and /healthz. Nothing of the admin listener is served here.
 func (s *Service) OrderHandler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", healthz)
 	mux.HandleFunc("GET /orders/{id}", s.handleGetOrder)
+	s.mountDraws(mux)
 	return recoverer(s.Log, jsonFallback(mux))
 }
 

@@ -11,9 +11,10 @@ import (
 )
 
 // Webhooks to the shop (DESIGN.md, "Shop hand-over"). The backend POSTs one WebhookEvent per
-// order change to the shop, signed with the header SignatureHeader. A shop written in Go checks
-// a request with VerifyWebhook (or VerifyWebhookWith) before it trusts the body, then dedupes by
-// the event's ID: the backend delivers at least once.
+// order change (and one DrawEvent per turn of a draw entrant's fate) to the shop, signed with
+// the header SignatureHeader. A shop written in Go checks a request with VerifyWebhook (or
+// VerifyWebhookWith) before it trusts the body, then dedupes by the event's ID: the backend
+// delivers at least once.
 //
 // The signature is HMAC-SHA256(secret, "<t>.<raw body>"). The event's ID, its idempotency key,
 // is a field of that body, so it is signed: an event replayed under a fresh ID to slip past the
@@ -28,6 +29,10 @@ const (
 	EventOrderCancelled = "order.cancelled"
 	EventOrderFailed    = "order.failed"
 )
+
+// IsDrawEvent reports whether typ is a draw event's type (EventDrawWon, EventDrawLost,
+// EventDrawExpired): its body is a DrawEvent, not a WebhookEvent.
+func IsDrawEvent(typ string) bool { return strings.HasPrefix(typ, "draw.") }
 
 // SignatureHeader carries the webhook's signature: "t=<unix seconds>,v1=<hex HMAC-SHA256>"
 // with one v1 per signing secret (two while a secret is being rotated).
@@ -46,6 +51,26 @@ type WebhookEvent struct {
 	Quantity int    `json:"quantity"`
 	UserID   string `json:"user_id"`
 	// At is when the order changed (the database's clock).
+	At time.Time `json:"at"`
+}
+
+// DrawEvent is the JSON body of a draw's webhook (types EventDraw*). It is sent, signed and
+// deduplicated exactly like a WebhookEvent; a receiver tells the two apart by Type. One
+// entrant's events are delivered in order (won, then expired), like one order's.
+type DrawEvent struct {
+	// ID is the event's idempotency key, as WebhookEvent.ID.
+	ID      string `json:"id"`
+	Type    string `json:"type"`
+	SaleID  string `json:"sale_id"`
+	UserID  string `json:"user_id"`
+	EntryID string `json:"entry_id"`
+	// Variant is the variant (size) the entry was for.
+	Variant string `json:"variant"`
+	// Wave is the wave that made the entry a winner (won, expired; absent for lost).
+	Wave int `json:"wave,omitempty"`
+	// ClaimUntil is when the winner's claim window ends (won, expired; absent for lost).
+	ClaimUntil *time.Time `json:"claim_until,omitempty"`
+	// At is when the event happened (the database's clock).
 	At time.Time `json:"at"`
 }
 

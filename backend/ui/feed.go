@@ -5,6 +5,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/redis/go-redis/v9"
 	"github.com/seckilledge/seckill/contract"
 	"github.com/seckilledge/seckill/contract/admin"
@@ -40,6 +41,9 @@ type SaleFrame struct {
 	// AcceptedPerSec and RefusedPerSec (by refusal code) since the previous frame.
 	AcceptedPerSec float64            `json:"accepted_per_sec"`
 	RefusedPerSec  map[string]float64 `json:"refused_per_sec"`
+	// Draw: the sale is a draw (docs/draw.md); the page then shows its draw panel, which it
+	// reads from GET /admin/sales/{id}/draw on its own, less often than once a frame.
+	Draw bool `json:"draw,omitempty"`
 }
 
 // feed builds frames for one page; it keeps the previous counters to turn them into rates.
@@ -87,6 +91,10 @@ func (f *feed) frame(ctx context.Context) (CockpitFrame, error) {
 	if err := rows.Err(); err != nil {
 		return fr, err
 	}
+	draws, err := drawSales(ctx, f, ids)
+	if err != nil {
+		return fr, err
+	}
 	pipe := f.c.Redis.Pipeline()
 	xlens := make([][]*redis.IntCmd, len(shown))
 	for i, s := range shown {
@@ -116,6 +124,7 @@ func (f *feed) frame(ctx context.Context) (CockpitFrame, error) {
 			sf.Outbox += c.Val()
 		}
 		buyers[s.ID] = s.Buyers
+		sf.Draw = draws[s.ID]
 		if !first {
 			if fromGateways {
 				for outcome, n := range sumShards(gw, s.ID) {
@@ -159,4 +168,16 @@ func sumShards(counts map[string]map[string]float64, sale string) map[string]flo
 		}
 	}
 	return out
+}
+
+// drawSales says which of the sales are draws (a draws row, 009_draws.sql).
+func drawSales(ctx context.Context, f *feed, ids []string) (map[string]bool, error) {
+	rows, err := f.c.Pool.Query(ctx, `SELECT sale_id FROM draws WHERE sale_id = ANY($1)`, ids)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]bool{}
+	var id string
+	_, err = pgx.ForEachRow(rows, []any{&id}, func() error { out[id] = true; return nil })
+	return out, err
 }

@@ -3,8 +3,10 @@
 // signed, at least once and in order per order (Worker); the guard on where it may connect
 // (CheckURL, the dialer); and the operator's list and replay (Admin).
 //
-// It knows nothing of sales, orders or the consumer: they call Enqueue and Wake. Its tables are
-// in backend/internal/schema (004_webhooks.sql).
+// It knows nothing of sales, orders or the consumer: they call Enqueue and Wake. A draw's
+// events (draw.won, draw.lost, draw.expired) go the same way: the draw calls EnqueueDraw, and
+// the worker sends them as contract.DrawEvent (draw.go). Its tables are in
+// backend/internal/schema (004_webhooks.sql, 009_draws.sql).
 package webhook
 
 import (
@@ -142,10 +144,39 @@ func (w *Worker) lease() time.Duration { return w.Timeout + 5*time.Second }
 
 // delivery is one claimed event.
 type delivery struct {
-	event    contract.WebhookEvent
+	// event holds the fields every event has; an order event is sent as it is.
+	event contract.WebhookEvent
+	// draw holds what a draw event adds (its variant is the entry's); nil for an order event.
+	draw     *drawFields
 	url      string
 	attempts int
 }
+
+// drawFields are the columns of a draw event (009_draws.sql).
+type drawFields struct {
+	entryID, variant string
+	wave             *int
+	claimUntil       *time.Time
+}
+
+// body is the JSON the receiver gets: a contract.DrawEvent for a draw event, else the
+// contract.WebhookEvent (unchanged by draws, byte for byte).
+func (d delivery) body() ([]byte, error) {
+	if d.draw == nil {
+		return json.Marshal(d.event)
+	}
+	ev := contract.DrawEvent{ID: d.event.ID, Type: d.event.Type, SaleID: d.event.SaleID, UserID: d.event.UserID,
+		EntryID: d.draw.entryID, Variant: d.draw.variant, At: d.event.At}
+	if d.draw.wave != nil {
+		ev.Wave = *d.draw.wave
+	}
+	if d.draw.claimUntil != nil {
+		ev.ClaimUntil = ptrTime(d.draw.claimUntil.UTC())
+	}
+	return json.Marshal(ev)
+}
+
+func ptrTime(t time.Time) *time.Time { return &t }
 
 // claim leases up to n due events.
 func (w *Worker) claim(ctx context.Context, n int) ([]delivery, error) {
@@ -158,15 +189,20 @@ func (w *Worker) claim(ctx context.Context, n int) ([]delivery, error) {
 		WHERE d.id = due.id
 		RETURNING d.id, d.type, d.order_id, d.sale_id, d.user_id, d.at, COALESCE(d.url, ''), d.attempts,
 			COALESCE((SELECT o.variant_id FROM orders o WHERE o.order_id = d.order_id), ''),
-			COALESCE((SELECT o.quantity FROM orders o WHERE o.order_id = d.order_id), 1)`, n, w.lease())
+			COALESCE((SELECT o.quantity FROM orders o WHERE o.order_id = d.order_id), 1),
+			COALESCE(d.entry_id, ''), COALESCE(d.variant, ''), d.wave, d.claim_until`, n, w.lease())
 	if err != nil {
 		return nil, err
 	}
 	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (delivery, error) {
 		var d delivery
+		var df drawFields
 		err := r.Scan(&d.event.ID, &d.event.Type, &d.event.OrderID, &d.event.SaleID, &d.event.UserID, &d.event.At, &d.url, &d.attempts,
-			&d.event.Variant, &d.event.Quantity)
+			&d.event.Variant, &d.event.Quantity, &df.entryID, &df.variant, &df.wave, &df.claimUntil)
 		d.event.At = d.event.At.UTC()
+		if contract.IsDrawEvent(d.event.Type) {
+			d.draw = &df
+		}
 		if d.url == "" {
 			d.url = w.DefaultURL
 		}
@@ -283,7 +319,7 @@ func (w *Worker) post(d delivery) (int, error) {
 	if d.url == "" {
 		return 0, errNoWebhookURL
 	}
-	body, err := json.Marshal(d.event)
+	body, err := d.body()
 	if err != nil {
 		return 0, err
 	}

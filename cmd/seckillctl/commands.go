@@ -60,6 +60,8 @@ func (c *cli) dispatch(ctx context.Context, cmd string, args []string) error {
 		return c.watch(ctx, args)
 	case "pay":
 		return c.pay(ctx, args)
+	case "draw":
+		return c.draw(ctx, args)
 	case "help", "-h", "--help":
 		fmt.Fprint(c.out, usage)
 		return nil

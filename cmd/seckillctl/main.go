@@ -1,6 +1,7 @@
 // Command seckillctl is the operator's command line for the backend's admin API: list and
 // inspect sales, create and preheat them, pause, resume, end, change stock, reconcile,
-// rebalance, read the audit trail, watch a sale live, and confirm a payment as the shop.
+// rebalance, read the audit trail, watch a sale live, show and run a draw, and confirm a payment
+// as the shop.
 //
 //	seckillctl [-url URL] [-token TOKEN] [-o table|json] COMMAND [ARGS]
 //
@@ -44,6 +45,8 @@ commands:
   audit [-sale SALE] [-limit N]      who did what, when
   watch SALE [-interval 1s]          a live view, refreshed every second (Ctrl-C ends it)
   pay ORDER                          confirm a payment (POST /shop/orders/ORDER/paid; a shop token)
+  draw show SALE                     a draw sale's draw: entries per size, waves, claims
+  draw run SALE                      close the entries (if still open) and draw now
 
 environment: SECKILL_ADMIN_URL, SECKILL_ADMIN_TOKEN
 `
