@@ -43,6 +43,9 @@ var (
 	RoomSetup          = mustLoad("room_setup")           // a sale's waiting room (room_setup.lua, preheat)
 	RoomQueue          = mustLoad("room_queue")           // enter, poll, leave or tick the room (room_queue.lua)
 	RoomAdmissionCheck = mustLoad("room_admission_check") // is a user admitted (room_admission_check.lua)
+
+	DrawEnter  = mustLoad("draw_enter")  // enter a draw, change the variant or withdraw (draw_enter.lua)
+	DrawStatus = mustLoad("draw_status") // a user's entry and its state (draw_status.lua, read only)
 )
 
 func mustLoad(name string) *redis.Script {
