@@ -209,6 +209,7 @@ func TestStatusAfterTheDraw(t *testing.T) {
 func TestRedisDownIsUnavailableWithRetryAfter(t *testing.T) {
 	testenv.Redis(t) // the services are required; this gateway points elsewhere
 	c := newGatewayConfig(t)
+	c.Draw = map[string]any{"timeout": "300ms"}
 	cfg := c.JSON()
 	dead := fmt.Sprintf("127.0.0.1:%d", testenv.FreePort(t))
 	cfg = []byte(strings.ReplaceAll(string(cfg), testenv.RedisAddr(), dead))
