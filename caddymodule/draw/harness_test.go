@@ -208,3 +208,5 @@ func counters(t testing.TB, rdb redis.UniversalClient, sale string) (stored, rec
 	}
 	return stored, recounted
 }
+
+func itoa(n int64) string { return fmt.Sprint(n) }
