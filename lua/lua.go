@@ -6,9 +6,9 @@
 // Most scripts are called through a typed call (args.go): a struct per script whose named
 // fields are its arguments, with Keys, Args and Run (GateCall, PreheatCall, ReconcileCall,
 // CompensateCall, ShardTakeCall, ShardGiveCall, OutboxAckCall, DrawEnterCall, DrawStatusCall),
-// so the ARGV order is written once, beside the script, and not at every call site. The scripts of the gateway's own stores
-// (token_issue, throttle, throttle_refund, room_*) are still called with their ARGV in order
-// by those stores.
+// so the ARGV order is written once, beside the script, and not at every call site. The
+// scripts of the gateway's own stores (token_issue, throttle, throttle_refund, room_*) are
+// still called with their ARGV in order by those stores.
 //
 // Every script starts with a header comment that lists its KEYS, ARGV and return values; a
 // test holds every file to that. All keys a script touches share one hash tag, so each script
