@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
 	"github.com/seckilledge/seckill/caddymodule/room"
 	"github.com/seckilledge/seckill/contract"
 	"github.com/seckilledge/seckill/internal/handlertest"
@@ -21,6 +23,7 @@ func TestEnterChangeWithdrawEnterAgainKeepsTheEntryIDAndExactCounters(t *testing
 	gw := startCaddy(t, newGatewayConfig(t))
 	sale := newDraw(t, rdb, drawArgs{Variants: map[string]int{"42": 2, "43": 1}, OpensIn: -time.Minute, ClosesIn: time.Hour})
 
+	entered := testutil.ToFloat64(requests.WithLabelValues("enter", "entered"))
 	first := enter(t, gw, sale, "alice", "42", nil)
 	if first.Status != 200 || first.State != "entered" || first.Variant != "42" || len(first.EntryID) != 8 {
 		t.Fatalf("entry: %d %s", first.Status, first.Raw)
@@ -58,6 +61,11 @@ func TestEnterChangeWithdrawEnterAgainKeepsTheEntryIDAndExactCounters(t *testing
 		if stored["42"] != s.n42 || stored["43"] != s.n43 || fmt.Sprint(stored) != fmt.Sprint(re) {
 			t.Fatalf("%s: counters %v (entries say %v), want 42=%d 43=%d", s.name, stored, re, s.n42, s.n43)
 		}
+	}
+	// Five answers "entered": alice's and bob's entries, the change, the same size again and
+	// alice's new entry.
+	if n := testutil.ToFloat64(requests.WithLabelValues("enter", "entered")) - entered; n != 5 {
+		t.Fatalf("seckill_draw_requests_total{endpoint=enter,outcome=entered} grew by %v, want 5", n)
 	}
 	if seq := rdb.HGet(context.Background(), contract.DrawKey(sale), "seq").Val(); seq != "2" {
 		t.Fatalf("seq %s after two entrants, want 2", seq)
