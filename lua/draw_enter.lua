@@ -93,12 +93,13 @@ local dmin = tonumber(d[5]) or 0
 if dmin > 0 and (nonce == "" or (tonumber(ARGV[6]) or -1) < dmin) then
   return {7}
 end
+if nonce ~= "" and redis.call("ZSCORE", spent, nonce) then
+  return {6}
+end
 if nonce ~= "" then
-  -- A nonce is remembered only while its challenge lives.
+  -- A nonce is remembered only while its challenge lives (the gateway refuses an expired
+  -- challenge before it gets here).
   redis.call("ZREMRANGEBYSCORE", spent, "-inf", now)
-  if redis.call("ZSCORE", spent, nonce) then
-    return {6}
-  end
   redis.call("ZADD", spent, tonumber(ARGV[5]), nonce)
   redis.call("PEXPIREAT", spent, closes + 120000)
 end
