@@ -8,6 +8,7 @@
 //	http.handlers.seckill_gate       the atomic purchase decision (its outbox entries reach
 //	                                 RabbitMQ through the app's relay, caddymodule/relay)
 //	http.handlers.seckill_room       the waiting room: pre-queue, fair shuffle, admission
+//	http.handlers.seckill_draw       a draw sale's entries, sizes, withdrawals and entry page
 //	http.handlers.seckill_identity   a signed session (JWT) verified at the edge
 //	http.authentication.providers.seckill_jwt   the same verifier, for Caddy's authentication handler
 //	http.handlers.seckill_session    an opaque session asked of the shop, cached
@@ -24,6 +25,8 @@ import (
 	_ "github.com/seckilledge/seckill/caddymodule/gate"
 	// seckill_room: the waiting room (fair admission before the purchase).
 	_ "github.com/seckilledge/seckill/caddymodule/room"
+	// seckill_draw: a sale in draw mode, at the edge (entries and their state).
+	_ "github.com/seckilledge/seckill/caddymodule/draw"
 	// seckill_identity, seckill_session, seckill_jwt: who the buyer is, from the shop's session.
 	_ "github.com/seckilledge/seckill/caddymodule/identity"
 )

@@ -292,3 +292,90 @@ func (c OutboxAckCall) Args() []any {
 func (c OutboxAckCall) Run(ctx context.Context, rdb redis.Scripter) (acked int64, err error) {
 	return OutboxAck.Run(ctx, rdb, c.Keys(), c.Args()...).Int64()
 }
+
+// DrawEnterCall is one call of draw_enter.lua: an entry into a draw, a change of its variant,
+// or its withdrawal (docs/draw.md).
+type DrawEnterCall struct {
+	Sale     string
+	User     string
+	Withdraw bool   // withdraw the entry; otherwise enter (or change the variant)
+	Variant  string // "" for the sale's only variant (or a sale without variants)
+	// The proof of work presented with an entry: its nonce ("" for none), the challenge's
+	// expiry and the difficulty it was sealed with.
+	Nonce      string
+	NonceExp   time.Time
+	Difficulty int
+}
+
+// DrawSpentKey is the sorted set of a draw's spent proof-of-work nonces (nonce -> expiry ms),
+// beside the draw hash under the sale's hash tag.
+func DrawSpentKey(sale string) string { return contract.DrawKey(sale) + ":spent" }
+
+// Keys are the call's KEYS: meta, draw, draw:entries, draw:spent.
+func (c DrawEnterCall) Keys() []string {
+	return []string{contract.MetaKey(c.Sale), contract.DrawKey(c.Sale), contract.DrawEntriesKey(c.Sale), DrawSpentKey(c.Sale)}
+}
+
+// Args are the call's ARGV.
+func (c DrawEnterCall) Args() []any {
+	op, exp, d := "enter", int64(0), ""
+	if c.Withdraw {
+		op = "withdraw"
+	}
+	if c.Nonce != "" {
+		exp, d = c.NonceExp.UnixMilli(), strconv.Itoa(c.Difficulty)
+	}
+	return []any{op, c.User, c.Variant, c.Nonce, exp, d}
+}
+
+// DrawReply is the decoded reply of draw_enter.lua or draw_status.lua: Code 0 with the entry,
+// else the refusal's number (see the scripts' headers).
+type DrawReply struct {
+	Code    int64
+	EntryID string
+	Variant string
+	State   string
+	// draw_status.lua only: the entry's 0-based position once drawn (-1 before), and the wave
+	// and claim deadline (unix ms) of its variant's current wave when the entry is in it.
+	Pos, Wave, ClaimUntilMS int64
+}
+
+// Run runs draw_enter.lua.
+func (c DrawEnterCall) Run(ctx context.Context, rdb redis.Scripter) (DrawReply, error) {
+	res, err := DrawEnter.Run(ctx, rdb, c.Keys(), c.Args()...).Slice()
+	if err != nil {
+		return DrawReply{}, err
+	}
+	r := DrawReply{Code: res[0].(int64)}
+	if r.Code == 0 && len(res) == 4 {
+		r.EntryID, r.Variant, r.State = fmt.Sprint(res[1]), fmt.Sprint(res[2]), fmt.Sprint(res[3])
+	}
+	return r, nil
+}
+
+// DrawStatusCall is one call of draw_status.lua: a user's entry in a draw and its state.
+type DrawStatusCall struct {
+	Sale string
+	User string
+}
+
+// Keys are the call's KEYS: meta, draw, draw:entries, buyers.
+func (c DrawStatusCall) Keys() []string {
+	return []string{contract.MetaKey(c.Sale), contract.DrawKey(c.Sale), contract.DrawEntriesKey(c.Sale), contract.BuyersKey(c.Sale)}
+}
+
+// Run runs draw_status.lua (read only).
+func (c DrawStatusCall) Run(ctx context.Context, rdb redis.Scripter) (DrawReply, error) {
+	res, err := DrawStatus.Run(ctx, rdb, c.Keys(), c.User).Slice()
+	if err != nil {
+		return DrawReply{}, err
+	}
+	r := DrawReply{Code: res[0].(int64)}
+	if r.Code == 0 && len(res) == 7 {
+		r.EntryID, r.State, r.Variant = fmt.Sprint(res[1]), fmt.Sprint(res[2]), fmt.Sprint(res[3])
+		r.Pos, _ = res[4].(int64)
+		r.Wave, _ = res[5].(int64)
+		r.ClaimUntilMS, _ = res[6].(int64)
+	}
+	return r, nil
+}

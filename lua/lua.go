@@ -5,10 +5,10 @@
 //
 // Most scripts are called through a typed call (args.go): a struct per script whose named
 // fields are its arguments, with Keys, Args and Run (GateCall, PreheatCall, ReconcileCall,
-// CompensateCall, ShardTakeCall, ShardGiveCall, OutboxAckCall), so the ARGV order is written
-// once, beside the script, and not at every call site. The scripts of the gateway's own stores
-// (token_issue, throttle, throttle_refund, room_*) are still called with their ARGV in order
-// by those stores.
+// CompensateCall, ShardTakeCall, ShardGiveCall, OutboxAckCall, DrawEnterCall, DrawStatusCall),
+// so the ARGV order is written once, beside the script, and not at every call site. The
+// scripts of the gateway's own stores (token_issue, throttle, throttle_refund, room_*) are
+// still called with their ARGV in order by those stores.
 //
 // Every script starts with a header comment that lists its KEYS, ARGV and return values; a
 // test holds every file to that. All keys a script touches share one hash tag, so each script
@@ -43,6 +43,9 @@ var (
 	RoomSetup          = mustLoad("room_setup")           // a sale's waiting room (room_setup.lua, preheat)
 	RoomQueue          = mustLoad("room_queue")           // enter, poll, leave or tick the room (room_queue.lua)
 	RoomAdmissionCheck = mustLoad("room_admission_check") // is a user admitted (room_admission_check.lua)
+
+	DrawEnter  = mustLoad("draw_enter")  // enter a draw, change the variant or withdraw (draw_enter.lua)
+	DrawStatus = mustLoad("draw_status") // a user's entry and its state (draw_status.lua, read only)
 )
 
 func mustLoad(name string) *redis.Script {

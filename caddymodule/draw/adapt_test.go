@@ -1,0 +1,45 @@
+package draw
+
+import (
+	"testing"
+
+	_ "github.com/seckilledge/seckill/caddymodule" // the seckill global option
+	"github.com/seckilledge/seckill/internal/handlertest"
+)
+
+// TestCaddyfileAdaptsToTheDocumentedJSON adapts every testdata/adapt/*.caddyfile and compares
+// it with the .json next to it (-update or UPDATE_GOLDEN=1 rewrites them). full.caddyfile
+// writes seckill_room before seckill_draw in one handle: the directive order must put the draw
+// first all the same.
+func TestCaddyfileAdaptsToTheDocumentedJSON(t *testing.T) {
+	handlertest.Golden(t, "testdata/adapt", false)
+}
+
+func TestCaddyfileRefusesBadOptions(t *testing.T) {
+	handlertest.AdaptFails(t,
+		":80 {\n seckill_draw {\n bogus 1\n }\n}",
+		":80 {\n seckill_draw {\n difficulty_rate fast\n }\n}",
+		":80 {\n seckill_draw {\n cache_ttl\n }\n}",
+		":80 {\n seckill_draw {\n frame_ancestors\n }\n}",
+		":80 {\n seckill_draw {\n handle_errors please\n }\n}",
+		":80 {\n seckill_draw extra\n}",
+	)
+}
+
+func TestValidateRefusesImpossibleSettings(t *testing.T) {
+	for name, h := range map[string]*Draw{
+		"negative rate": {DifficultyRate: -1},
+		"negative ttl":  {CacheTTL: -1},
+		"bad frame":     {FrameAncestors: []string{"a; script-src *"}},
+	} {
+		h.setDefaults()
+		if err := h.Validate(); err == nil {
+			t.Errorf("%s: accepted", name)
+		}
+	}
+	ok := new(Draw)
+	ok.setDefaults()
+	if err := ok.Validate(); err != nil {
+		t.Fatalf("defaults refused: %v", err)
+	}
+}

@@ -1,0 +1,58 @@
+package draw
+
+import (
+	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
+	"github.com/caddyserver/caddy/v2/caddyconfig/httpcaddyfile"
+
+	"github.com/seckilledge/seckill/caddymodule/internal/directive"
+	"github.com/seckilledge/seckill/caddymodule/refusal"
+)
+
+func init() {
+	httpcaddyfile.RegisterHandlerDirective("seckill_draw", refusal.Directive[Draw])
+	// On /seckill/{sale}/challenge the draw answers for draw sales and hands the rest to the
+	// next handler, the waiting room's, so in a handle that holds both it must come first.
+	// seckill_room sits just before respond; the order takes only standard directives as
+	// anchors, and copy_response is the last one before respond (it exists only inside
+	// reverse_proxy's handle_response, where neither handler goes). The shipped Caddyfiles
+	// write both inside a route all the same, which keeps the order as written.
+	httpcaddyfile.RegisterDirectiveOrder("seckill_draw", httpcaddyfile.Before, "copy_response")
+}
+
+// UnmarshalCaddyfile sets up the handler from Caddyfile tokens:
+//
+//	seckill_draw [<matcher>] {
+//		sale            <placeholder>   # default {http.request.uri.path.1}
+//		user            <placeholder>   # default {http.auth.user.id}
+//		difficulty_rate <per second>    # default 100
+//		frame_ancestors <source...>     # default none: the page is never framed
+//		retry_after     <duration>      # default 1s
+//		cache_ttl       <duration>      # default 2s
+//		timeout         <duration>      # default 1s (each Redis call)
+//		max_pending     <n>             # default 4096, -1 unbounded
+//		handle_errors                   # refusals go to handle_errors routes
+//	}
+func (h *Draw) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
+	return h.UnmarshalBlock(d, "seckill_draw", func(name string) (bool, error) {
+		var err error
+		switch name {
+		case "difficulty_rate":
+			err = directive.Float(d, &h.DifficultyRate)
+		case "frame_ancestors":
+			h.FrameAncestors = d.RemainingArgs()
+			if len(h.FrameAncestors) == 0 {
+				err = d.Errf("frame_ancestors takes one or more sources")
+			}
+		case "retry_after":
+			err = directive.Duration(d, &h.RetryAfter)
+		case "cache_ttl":
+			err = directive.Duration(d, &h.CacheTTL)
+		default:
+			return false, nil
+		}
+		return true, err
+	}, &h.Subject)
+}
+
+// Interface guard
+var _ caddyfile.Unmarshaler = (*Draw)(nil)

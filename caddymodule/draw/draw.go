@@ -1,0 +1,267 @@
+// Package draw is the `seckill_draw` handler: the edge of a sale in draw mode (DESIGN.md,
+// "Draws"; docs/draw.md). It takes entries, changes of size and withdrawals in the draw's window
+// with one atomic script call each (lua/draw_enter.lua), answers an entrant where his entry
+// stands (lua/draw_status.lua), serves the entry page, and issues the proof-of-work challenges
+// of draw sales in the waiting room's format (caddymodule/room's Sealer). The draw itself, its
+// result, the entries and the proofs are the backend's.
+package draw
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/caddyserver/caddy/v2"
+	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
+	"github.com/redis/go-redis/v9"
+	"go.uber.org/zap"
+
+	"github.com/seckilledge/seckill/caddymodule"
+	"github.com/seckilledge/seckill/caddymodule/edge"
+	"github.com/seckilledge/seckill/caddymodule/refusal"
+	"github.com/seckilledge/seckill/caddymodule/room"
+	"github.com/seckilledge/seckill/contract"
+)
+
+func init() {
+	caddy.RegisterModule(Draw{})
+}
+
+// Defaults of the optional fields.
+const (
+	DefaultDifficultyRate = 100.0
+	DefaultTimeout        = time.Second
+	DefaultRetryAfter     = time.Second
+	DefaultCacheTTL       = 2 * time.Second
+)
+
+// Draw is the `seckill_draw` handler. It answers /seckill/{sale}/draw (POST enters or changes
+// the size, DELETE withdraws, GET tells the state, or serves the entry page to a browser) and
+// /seckill/{sale}/draw/challenge itself. On /seckill/{sale}/challenge it answers for draw sales
+// only and hands any other sale to the next handler, and any other path too: placed just
+// before seckill_room in one route, one Caddyfile route serves the challenges of both kinds of
+// sale (a sale is a draw or has a room, never both).
+type Draw struct {
+	// sale, user.
+	refusal.Subject
+	// Entries per second (first entries, counted in Redis across every gateway) up to which the
+	// difficulty of a draw's proof of work stays at its dmin; it grows by one bit each time the
+	// rate doubles beyond, up to dmax, as the waiting room's does. Default 100.
+	DifficultyRate float64 `json:"difficulty_rate,omitempty"`
+	// The origins allowed to frame the entry page (CSP frame-ancestors). Default: none may.
+	FrameAncestors []string `json:"frame_ancestors,omitempty"`
+	// Retry-After sent with 503. Default 1s.
+	RetryAfter caddy.Duration `json:"retry_after,omitempty"`
+	// How long a gateway keeps a sale's draw settings (window, difficulty, variants) before
+	// reading them again. The window and the difficulty are checked again by the entry script
+	// in Redis, so a stale copy never lets an entry through. Default 2s.
+	CacheTTL caddy.Duration `json:"cache_ttl,omitempty"`
+
+	// timeout (default 1s, per Redis call), max_pending, handle_errors.
+	refusal.Limits
+
+	rdb     redis.UniversalClient
+	sealer  *room.Sealer
+	logger  *zap.Logger
+	refuser refusal.Writer
+	caller  edge.Caller
+	cache   *saleCache
+	csp     string
+	now     func() time.Time
+}
+
+// CaddyModule returns the Caddy module information.
+func (Draw) CaddyModule() caddy.ModuleInfo {
+	return refusal.Module[Draw]("http.handlers.seckill_draw")
+}
+
+// Provision sets defaults and takes the app's Redis client and token keys (the waiting room's
+// keys: the draw's challenges are the room's). No network I/O.
+func (h *Draw) Provision(ctx caddy.Context) error {
+	h.logger = edge.SampledLogger(ctx.Logger())
+	h.setDefaults()
+	appIface, err := ctx.App("seckill")
+	if err != nil {
+		return fmt.Errorf("seckill_draw: the seckill app: %w", err)
+	}
+	app := appIface.(*caddymodule.App)
+	repl := caddy.NewReplacer()
+	var keys []room.Key
+	for _, k := range app.TokenKeys {
+		keys = append(keys, room.Key{ID: k.ID, Secret: []byte(repl.ReplaceAll(k.Secret, ""))})
+	}
+	if h.sealer, err = room.NewSealer(keys...); err != nil {
+		return fmt.Errorf("seckill_draw: %w", err)
+	}
+	h.rdb = app.RedisClient()
+	registerMetrics(ctx.GetMetricsRegistry())
+	return nil
+}
+
+func (h *Draw) setDefaults() {
+	h.SetDefaults()
+	if h.DifficultyRate == 0 {
+		h.DifficultyRate = DefaultDifficultyRate
+	}
+	if h.RetryAfter <= 0 {
+		h.RetryAfter = caddy.Duration(DefaultRetryAfter)
+	}
+	if h.CacheTTL == 0 {
+		h.CacheTTL = caddy.Duration(DefaultCacheTTL)
+	}
+	h.caller = h.Caller(DefaultTimeout)
+	h.refuser = h.Writer(0)
+	h.cache = new(saleCache)
+	h.csp = pageCSP(h.FrameAncestors)
+	if h.now == nil {
+		h.now = time.Now
+	}
+}
+
+// Validate checks the configuration.
+func (h *Draw) Validate() error {
+	switch {
+	case h.DifficultyRate <= 0:
+		return fmt.Errorf("seckill_draw: difficulty_rate must be positive")
+	case h.CacheTTL < 0:
+		return fmt.Errorf("seckill_draw: cache_ttl must not be negative")
+	}
+	for _, a := range h.FrameAncestors {
+		if !validSource(a) {
+			return fmt.Errorf("seckill_draw: frame_ancestors: %q is not a CSP source", a)
+		}
+	}
+	return nil
+}
+
+// ServeHTTP routes by the path's end. Refusals go through the shared refusal writer: the
+// contract's JSON body, or a caddyhttp error with handle_errors.
+func (h *Draw) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler) error {
+	repl, _ := r.Context().Value(caddy.ReplacerCtxKey).(*caddy.Replacer)
+	if repl == nil {
+		repl = caddy.NewReplacer()
+	}
+	sale := repl.ReplaceAll(h.Sale, "")
+	path := strings.TrimSuffix(r.URL.Path, "/")
+	var endpoint string
+	switch {
+	case strings.HasSuffix(path, "/draw/challenge"):
+		endpoint = "challenge"
+	case strings.HasSuffix(path, "/draw"):
+		endpoint = "draw"
+	case strings.HasSuffix(path, "/challenge"):
+		// The shared challenge path: ours only for a draw sale.
+		return h.sharedChallenge(w, r, next, repl, sale)
+	default:
+		// Not a draw path: the handler shares a route with the waiting room's (see
+		// caddyfile.go), which answers the rest.
+		return next.ServeHTTP(w, r)
+	}
+	if ref, canonical := refusal.CheckPath(r); !canonical {
+		// The sale placeholder reads the raw path, the routes matched the cleaned one.
+		return h.refuse(w, endpoint, ref)
+	}
+	if !contract.ValidID(sale) {
+		return h.refuse(w, endpoint, refusal.BadRequest)
+	}
+	ctx := r.Context()
+	if endpoint == "challenge" {
+		return h.serveChallenge(ctx, w, r, repl, sale)
+	}
+	switch r.Method {
+	case http.MethodPost:
+		return h.enter(ctx, w, r, repl, sale)
+	case http.MethodDelete:
+		return h.withdraw(ctx, w, repl, sale)
+	case http.MethodGet, http.MethodHead:
+		if wantsHTML(r) {
+			return h.servePage(ctx, w, sale)
+		}
+		return h.status(ctx, w, repl, sale)
+	default:
+		return h.methodNotAllowed(w, "draw", "GET, POST, DELETE")
+	}
+}
+
+// sharedChallenge answers GET /seckill/{sale}/challenge for a draw sale and passes any other
+// request of that path to the next handler: the waiting room answers for its sales (and
+// refuses the rest), as it did before draws existed.
+func (h *Draw) sharedChallenge(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler, repl *caddy.Replacer, sale string) error {
+	if _, canonical := refusal.CheckPath(r); !canonical || !contract.ValidID(sale) {
+		return next.ServeHTTP(w, r)
+	}
+	c, err := h.saleOf(r.Context(), sale)
+	if err != nil {
+		return h.unavailable(w, "challenge", err)
+	}
+	if !c.draw {
+		return next.ServeHTTP(w, r)
+	}
+	return h.serveChallenge(r.Context(), w, r, repl, sale)
+}
+
+// user reads and checks the user id; ok is false with the refusal to answer.
+func (h *Draw) user(repl *caddy.Replacer) (string, refusal.Refusal, bool) {
+	user := repl.ReplaceAll(h.User, "")
+	if user == "" {
+		return "", refusal.Unauthenticated, false
+	}
+	if !contract.ValidID(user) {
+		return "", refusal.BadRequest, false
+	}
+	return user, refusal.Refusal{}, true
+}
+
+// refuse answers ref (Retry-After on 503) and counts it under endpoint.
+func (h *Draw) refuse(w http.ResponseWriter, endpoint string, ref refusal.Refusal) error {
+	requests.WithLabelValues(endpoint, ref.Code).Inc()
+	ref.RetryAfter = time.Duration(h.RetryAfter)
+	return h.refuser.Write(w, ref)
+}
+
+// unavailable answers 503 for a Redis call that failed, timed out or was shed.
+func (h *Draw) unavailable(w http.ResponseWriter, endpoint string, err error) error {
+	if errors.Is(err, edge.ErrShed) {
+		shed.Inc()
+	} else if err != nil {
+		h.logger.Warn("draw: Redis call failed", zap.String("endpoint", endpoint), zap.Error(err))
+	}
+	return h.refuse(w, endpoint, refusal.Unavailable)
+}
+
+func (h *Draw) methodNotAllowed(w http.ResponseWriter, endpoint, allow string) error {
+	w.Header().Set("Allow", allow)
+	return h.refuse(w, endpoint, refusal.Refusal{Status: http.StatusMethodNotAllowed, Code: contract.CodeBadRequest,
+		Message: "method not allowed; use " + allow})
+}
+
+// Codes of the draw (DESIGN.md, "Draws"), and not_entered, which this handler adds: GET or
+// DELETE /draw by a user who never entered.
+const (
+	CodeNotOpen    = "not_open"
+	CodeClosed     = "closed"
+	CodeNotEntered = "not_entered"
+)
+
+// The draw's refusals (the shared ones are in package refusal).
+var (
+	noDraw     = refusal.Refusal{Status: http.StatusNotFound, Code: contract.CodeUnknownSale, Message: "no draw for this sale"}
+	notOpen    = refusal.Refusal{Status: http.StatusForbidden, Code: CodeNotOpen, Message: "the draw does not take entries yet"}
+	closed     = refusal.Refusal{Status: http.StatusForbidden, Code: CodeClosed, Message: "the draw's entries are closed"}
+	notEntered = refusal.Refusal{Status: http.StatusNotFound, Code: CodeNotEntered, Message: "you have not entered this draw"}
+	badVariant = refusal.Refusal{Status: http.StatusBadRequest, Code: contract.CodeBadRequest,
+		Message: "no such variant in this sale (a sale with several variants needs one named)"}
+	badBody = refusal.Refusal{Status: http.StatusBadRequest, Code: contract.CodeBadRequest,
+		Message: `the body must be one JSON object {"variant":"<id>"}`}
+	badProof = refusal.Refusal{Status: http.StatusForbidden, Code: room.CodeInvalidChallenge,
+		Message: "the proof of work is missing, wrong, replayed, foreign, expired or too easy; get a new challenge"}
+)
+
+// Interface guards
+var (
+	_ caddy.Provisioner           = (*Draw)(nil)
+	_ caddy.Validator             = (*Draw)(nil)
+	_ caddyhttp.MiddlewareHandler = (*Draw)(nil)
+)

@@ -1,0 +1,237 @@
+package draw
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/caddyserver/caddy/v2"
+
+	"github.com/seckilledge/seckill/caddymodule/refusal"
+	"github.com/seckilledge/seckill/caddymodule/room"
+	"github.com/seckilledge/seckill/contract"
+	"github.com/seckilledge/seckill/internal/strictjson"
+	"github.com/seckilledge/seckill/lua"
+)
+
+// MaxBody bounds the entry's body: {"variant":"<64 characters>"} and some whitespace.
+const MaxBody = 1024
+
+// EntryBody is the body of POST /seckill/{sale}/draw.
+type EntryBody struct {
+	Variant string `json:"variant"`
+}
+
+// ParseEntry decodes an entry's body strictly (internal/strictjson: no unknown, repeated or
+// miscased key, nothing after the object) and checks the variant's syntax; "" (or absent)
+// names the sale's only variant. Anything else is a bad request, before Redis is asked.
+func ParseEntry(body []byte) (string, bool) {
+	var b EntryBody
+	if len(body) > MaxBody || strictjson.Unmarshal(body, &b) != nil {
+		return "", false
+	}
+	if b.Variant != "" && !contract.ValidVariantID(b.Variant) {
+		return "", false
+	}
+	return b.Variant, true
+}
+
+// EntryAnswer is the body of POST /seckill/{sale}/draw.
+type EntryAnswer struct {
+	EntryID string `json:"entry_id"`
+	State   string `json:"state"`
+	Variant string `json:"variant"`
+}
+
+// WithdrawAnswer is the body of DELETE /seckill/{sale}/draw.
+type WithdrawAnswer struct {
+	State string `json:"state"`
+}
+
+// StatusAnswer is the body of GET /seckill/{sale}/draw. Variants (the sale's variants, sorted)
+// is added to DESIGN's fields so that a page can offer the sizes.
+type StatusAnswer struct {
+	EntryID    string   `json:"entry_id"`
+	State      string   `json:"state"`
+	Variant    string   `json:"variant"`
+	Rank       int64    `json:"rank,omitempty"`
+	Wave       int64    `json:"wave,omitempty"`
+	ClaimUntil string   `json:"claim_until,omitempty"`
+	Variants   []string `json:"variants"`
+}
+
+func (h *Draw) enter(ctx context.Context, w http.ResponseWriter, r *http.Request, repl *caddy.Replacer, sale string) error {
+	user, ref, ok := h.user(repl)
+	if !ok {
+		return h.refuse(w, "enter", ref)
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBody))
+	if err != nil {
+		return h.refuse(w, "enter", badBody)
+	}
+	variant, ok := ParseEntry(body)
+	if !ok {
+		return h.refuse(w, "enter", badBody)
+	}
+	c, err := h.saleOf(ctx, sale)
+	if err != nil {
+		return h.unavailable(w, "enter", err)
+	}
+	if !c.draw {
+		return h.refuse(w, "enter", noDraw)
+	}
+	call := lua.DrawEnterCall{Sale: sale, User: user, Variant: variant}
+	if ch := r.Header.Get(room.HeaderChallenge); c.dmin > 0 || ch != "" {
+		// A challenge presented to a draw without proof of work is checked and spent all the
+		// same: a client that solved one gets what it paid for, not a silent pass.
+		pc, err := h.sealer.VerifyChallenge(ch, r.Header.Get(room.HeaderSolution), sale, user, c.dmin, h.now())
+		if err != nil {
+			challenges.WithLabelValues("refused").Inc()
+			return h.refuse(w, "enter", badProof)
+		}
+		call.Nonce, call.NonceExp, call.Difficulty = pc.Nonce, pc.Expires, pc.Difficulty
+	}
+	rep, err := h.enterCall(ctx, call)
+	if err != nil {
+		return h.unavailable(w, "enter", err)
+	}
+	if call.Nonce != "" {
+		switch rep.Code {
+		case 0:
+			challenges.WithLabelValues("solved").Inc()
+		case codeReplayed, codePowRequired:
+			challenges.WithLabelValues("refused").Inc()
+		}
+	}
+	if rep.Code != 0 {
+		return h.refuse(w, "enter", refusalOf(rep.Code))
+	}
+	return h.answer(w, "enter", rep.State, EntryAnswer{EntryID: rep.EntryID, State: rep.State, Variant: rep.Variant})
+}
+
+func (h *Draw) withdraw(ctx context.Context, w http.ResponseWriter, repl *caddy.Replacer, sale string) error {
+	user, ref, ok := h.user(repl)
+	if !ok {
+		return h.refuse(w, "withdraw", ref)
+	}
+	rep, err := h.enterCall(ctx, lua.DrawEnterCall{Sale: sale, User: user, Withdraw: true})
+	if err != nil {
+		return h.unavailable(w, "withdraw", err)
+	}
+	if rep.Code != 0 {
+		return h.refuse(w, "withdraw", refusalOf(rep.Code))
+	}
+	return h.answer(w, "withdraw", rep.State, WithdrawAnswer{State: rep.State})
+}
+
+func (h *Draw) status(ctx context.Context, w http.ResponseWriter, repl *caddy.Replacer, sale string) error {
+	user, ref, ok := h.user(repl)
+	if !ok {
+		return h.refuse(w, "status", ref)
+	}
+	c, err := h.saleOf(ctx, sale)
+	if err != nil {
+		return h.unavailable(w, "status", err)
+	}
+	if !c.draw {
+		return h.refuse(w, "status", noDraw)
+	}
+	rep, err := h.statusCall(ctx, lua.DrawStatusCall{Sale: sale, User: user})
+	if err != nil {
+		return h.unavailable(w, "status", err)
+	}
+	if rep.Code != 0 {
+		return h.refuse(w, "status", refusalOf(rep.Code))
+	}
+	a := StatusAnswer{EntryID: rep.EntryID, State: rep.State, Variant: rep.Variant, Variants: c.variants}
+	if a.Variants == nil {
+		a.Variants = []string{}
+	}
+	if rep.Pos >= 0 && rep.State != "entered" && rep.State != "withdrawn" {
+		a.Rank = rep.Pos + 1
+	}
+	if rep.Wave > 0 {
+		a.Wave = rep.Wave
+		a.ClaimUntil = time.UnixMilli(rep.ClaimUntilMS).UTC().Format(time.RFC3339Nano)
+	}
+	return h.answer(w, "status", rep.State, a)
+}
+
+// ChallengeAnswer is the body of GET /seckill/{sale}/challenge: the waiting room's.
+type ChallengeAnswer = room.ChallengeAnswer
+
+func (h *Draw) serveChallenge(ctx context.Context, w http.ResponseWriter, r *http.Request, repl *caddy.Replacer, sale string) error {
+	if r.Method != http.MethodGet {
+		return h.methodNotAllowed(w, "challenge", "GET")
+	}
+	user, ref, ok := h.user(repl)
+	if !ok {
+		return h.refuse(w, "challenge", ref)
+	}
+	c, err := h.saleOf(ctx, sale)
+	if err != nil {
+		return h.unavailable(w, "challenge", err)
+	}
+	if !c.draw {
+		return h.refuse(w, "challenge", noDraw)
+	}
+	now := h.now()
+	d := h.difficulty(c)
+	exp := now.Add(room.ChallengeLife)
+	ch, err := h.sealer.NewChallenge(sale, user, d, exp)
+	if err != nil {
+		return h.unavailable(w, "challenge", err)
+	}
+	challenges.WithLabelValues("issued").Inc()
+	return h.answer(w, "challenge", "issued", ChallengeAnswer{Challenge: ch, Difficulty: d,
+		ExpiresAt: time.Unix(exp.Unix(), 0).UTC().Format(time.RFC3339)})
+}
+
+// The refusals of draw_enter.lua and draw_status.lua (their headers).
+const (
+	codeUnknownSale = 1
+	codeNotOpen     = 2
+	codeClosed      = 3
+	codeBadVariant  = 4
+	codeNotEntered  = 5
+	codeReplayed    = 6
+	codePowRequired = 7
+)
+
+func refusalOf(code int64) refusal.Refusal {
+	switch code {
+	case codeUnknownSale:
+		return noDraw
+	case codeNotOpen:
+		return notOpen
+	case codeClosed:
+		return closed
+	case codeBadVariant:
+		return badVariant
+	case codeNotEntered:
+		return notEntered
+	case codeReplayed, codePowRequired:
+		return badProof
+	}
+	return refusal.Unavailable
+}
+
+func (h *Draw) answer(w http.ResponseWriter, endpoint, label string, body any) error {
+	b, err := json.Marshal(body)
+	if err != nil {
+		return h.unavailable(w, endpoint, err)
+	}
+	requests.WithLabelValues(endpoint, label).Inc()
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(http.StatusOK)
+	_, err = w.Write(b)
+	return err
+}
+
+func wantsHTML(r *http.Request) bool {
+	return strings.Contains(r.Header.Get("Accept"), "text/html")
+}

@@ -1,0 +1,32 @@
+package draw
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/seckilledge/seckill/caddymodule/internal/metric"
+)
+
+// Package-level collectors registered into each config's registry, so counts survive reloads.
+// Labelled by endpoint and outcome only: anyone can send any sale id.
+var (
+	requests = drawMetric.CounterVec("requests_total",
+		"Draw requests by endpoint (enter, withdraw, status, challenge, page) and outcome (the state answered, or the refusal code).",
+		"endpoint", "outcome")
+	challenges = drawMetric.CounterVec("challenges_total",
+		"Proof-of-work challenges of draws: issued, solved (accepted at entry) and refused (missing, wrong, replayed, foreign, expired or too easy).",
+		"outcome")
+	shed = drawMetric.Counter("shed_total",
+		"Draw requests answered 503 without touching Redis because max_pending calls were already waiting on it.")
+)
+
+const drawMetric = metric.Subsystem("draw")
+
+func init() {
+	for _, o := range []string{"issued", "solved", "refused"} {
+		challenges.WithLabelValues(o)
+	}
+}
+
+func registerMetrics(reg prometheus.Registerer) {
+	metric.Register(reg, requests, challenges, shed)
+}
