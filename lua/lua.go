@@ -45,6 +45,13 @@ var (
 	RoomAdmissionCheck = mustLoad("room_admission_check") // is a user admitted (room_admission_check.lua)
 )
 
+// The draw's scripts run by the backend (docs/draw.md).
+var (
+	DrawSetup = mustLoad("draw_setup") // a draw sale's draw hash (draw_setup.lua, preheat)
+	DrawClose = mustLoad("draw_close") // close the entries (draw_close.lua)
+	DrawWave  = mustLoad("draw_wave")  // open a variant's next wave (draw_wave.lua)
+)
+
 func mustLoad(name string) *redis.Script {
 	src, err := files.ReadFile(name + ".lua")
 	if err != nil {
