@@ -82,22 +82,22 @@ func (r *Runner) draw(ctx context.Context, sale string, held lock.Held, fixed *f
 			pos[index[e.ID]] = int32(p)
 		}
 	}
-	if err := r.writePositions(ctx, sale, fixed, pos); err != nil {
-		return err
+	// The positions go to Redis and to Postgres at once: the two stores work in parallel.
+	redisDone := make(chan error, 1)
+	go func() { redisDone <- r.writePositions(ctx, sale, fixed, pos) }()
+	idx := make([]int32, len(pos))
+	for i := range idx {
+		idx[i] = int32(i)
 	}
 	key := lock.SaleKey(sale)
 	err = lock.Fenced(ctx, r.Pool, key, held, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, `CREATE TEMP TABLE draw_pos (idx int, pos int) ON COMMIT DROP`); err != nil {
-			return err
-		}
-		if _, err := tx.CopyFrom(ctx, pgx.Identifier{"draw_pos"}, []string{"idx", "pos"},
-			pgx.CopyFromSlice(len(pos), func(i int) ([]any, error) { return []any{int32(i), pos[i]}, nil })); err != nil {
-			return err
-		}
-		_, err := tx.Exec(ctx, `UPDATE draw_entries e SET pos = p.pos FROM draw_pos p
-			WHERE e.sale_id = $1 AND e.idx = p.idx AND e.pos IS DISTINCT FROM p.pos`, sale)
+		_, err := tx.Exec(ctx, `UPDATE draw_entries e SET pos = p.pos FROM unnest($2::int[], $3::int[]) AS p(idx, pos)
+			WHERE e.sale_id = $1 AND e.idx = p.idx AND e.pos IS DISTINCT FROM p.pos`, sale, idx, pos)
 		return err
 	})
+	if rerr := <-redisDone; err == nil && rerr != nil {
+		err = rerr
+	}
 	if err != nil {
 		return fmt.Errorf("draw %s: positions: %w", sale, err)
 	}
