@@ -46,7 +46,6 @@ func (s *slowest) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Proc
 	}
 }
 
-
 // TestDrawTimeAtScale measures the draw job (close to wave 1) at SECKILL_DRAW_PERF entries over
 // 8 variants (docs/draw.md, "The draw job", gives the number measured). Not a timed test: it
 // runs only when asked, and reports.
