@@ -321,5 +321,14 @@ func (r *Runner) publish(ctx context.Context, sale string) error {
 	if err != nil {
 		return err
 	}
-	return r.Redis.HSet(ctx, contract.DrawKey(sale), fields...).Err()
+	if err := r.Redis.HSet(ctx, contract.DrawKey(sale), fields...).Err(); err != nil {
+		return err
+	}
+	// The entries hash lives as long as the draw: the positions written into it must not
+	// outlive the sale's keys (the edge gives it the same expiry; this makes sure of it).
+	until, err := r.Redis.PExpireTime(ctx, contract.DrawKey(sale)).Result()
+	if err != nil || until <= 0 {
+		return err
+	}
+	return r.Redis.PExpireAt(ctx, contract.DrawEntriesKey(sale), time.UnixMilli(int64(until/time.Millisecond))).Err()
 }

@@ -60,6 +60,10 @@ func newFixture(t *testing.T, stocks map[string]int, closes, starts time.Time, c
 	spec := sales.SaleSpec{ID: f.sale, StartsAt: starts, EndsAt: starts.Add(time.Hour), Variants: vs,
 		WebhookURL: "https://shop.example/hooks",
 		Draw:       &admin.DrawSpec{OpensAt: closes.Add(-time.Hour), ClosesAt: closes, ClaimWithin: claim}}
+	t.Cleanup(func() {
+		rdb.Del(context.Background(), contract.MetaKey(f.sale), contract.DrawKey(f.sale), contract.DrawEntriesKey(f.sale))
+		rdb.SRem(context.Background(), contract.SalesIndexKey, f.sale)
+	})
 	if created, err := sl.CreateSale(ctx, spec); err != nil || !created {
 		t.Fatalf("create: %v %v", created, err)
 	}
@@ -186,6 +190,9 @@ func (f *fixture) checkDrawn(stocks map[string]int) {
 	}
 	if got := f.count(`SELECT count(*) FROM draw_nodes WHERE sale_id = $1`, f.sale); got != nodes {
 		f.t.Fatalf("%d tree nodes stored, want %d", got, nodes)
+	}
+	if ttl := f.rdb.PTTL(f.ctx, contract.DrawEntriesKey(f.sale)).Val(); ttl <= 0 {
+		f.t.Fatalf("the entries hash has no expiry (PTTL %v)", ttl)
 	}
 	entriesHash := f.rdb.HGetAll(f.ctx, contract.DrawEntriesKey(f.sale)).Val()
 	for v, rs := range f.ranking() {
