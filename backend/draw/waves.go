@@ -23,8 +23,9 @@ const blockedUntil = `timestamptz '3000-01-01 00:00:00+00'`
 // [lo, hi), in tx, in one INSERT ... SELECT (a million losers are one statement), under the
 // outbox's rule: only when the sale has a webhook_url or the backend a default URL. wave and
 // until are the event's wave and claim end (nil for draw.lost). unbought keeps only the entrants
-// without a live order of the sale (draw.expired). It returns the rows written.
-func enqueueDraw(ctx context.Context, tx pgx.Tx, typ, sale, variant string, lo, hi int, wave *int, until *time.Time, unbought, defaultURL bool) (int64, error) {
+// without a live order of the sale and not in skip (draw.expired: skip are the buyers whose
+// order is still on its way to Postgres). It returns the rows written.
+func enqueueDraw(ctx context.Context, tx pgx.Tx, typ, sale, variant string, lo, hi int, wave *int, until *time.Time, unbought bool, skip []string, defaultURL bool) (int64, error) {
 	if hi <= lo {
 		return 0, nil
 	}
@@ -35,8 +36,9 @@ func enqueueDraw(ctx context.Context, tx pgx.Tx, typ, sale, variant string, lo, 
 			e.entry_id, e.variant, $6::int, $7::timestamptz
 		FROM draw_entries e JOIN sales s ON s.id = e.sale_id
 		WHERE e.sale_id = $2 AND e.variant = $3 AND e.pos >= $4 AND e.pos < $5 AND ($8 OR s.webhook_url IS NOT NULL)
-			AND (NOT $9 OR NOT EXISTS (SELECT 1 FROM orders o WHERE o.sale_id = e.sale_id AND o.user_id = e.user_id AND o.status IN ('created', 'paid')))
-		ORDER BY e.pos`, typ, sale, variant, lo, hi, wave, until, defaultURL, unbought)
+			AND (NOT $9 OR (NOT EXISTS (SELECT 1 FROM orders o WHERE o.sale_id = e.sale_id AND o.user_id = e.user_id AND o.status IN ('created', 'paid'))
+				AND NOT e.user_id = ANY(coalesce($10::text[], '{}'))))
+		ORDER BY e.pos`, typ, sale, variant, lo, hi, wave, until, defaultURL, unbought, skip)
 	if err != nil {
 		return 0, fmt.Errorf("enqueue %s: %w", typ, err)
 	}
@@ -66,8 +68,12 @@ func (r *Runner) advance(ctx context.Context, sale string, held lock.Held) (bool
 		if res.Action == lua.DrawWaveOpened {
 			metricWaves.Inc()
 		}
+		inflight, err := r.inflight(ctx, sale, v, res)
+		if err != nil {
+			return false, err
+		}
 		err = lock.Fenced(ctx, r.Pool, key, held, func(tx pgx.Tx) error {
-			n, err := r.sync(ctx, tx, sale, v, res)
+			n, err := r.sync(ctx, tx, sale, v, res, inflight)
 			events += n
 			return err
 		})
@@ -96,7 +102,7 @@ func (r *Runner) advance(ctx context.Context, sale string, held lock.Held) (bool
 // the draw.expired events of its winners who did not buy, and, once the variant is done, the
 // end of its last wave and a draw.lost event for every position never reached. It is driven by
 // Redis's state, not by what this call did, so a sync lost to a crash is made by the next one.
-func (r *Runner) sync(ctx context.Context, tx pgx.Tx, sale, variant string, res lua.DrawWaveResult) (int64, error) {
+func (r *Runner) sync(ctx context.Context, tx pgx.Tx, sale, variant string, res lua.DrawWaveResult, inflight []string) (int64, error) {
 	var events int64
 	if res.Wave >= 1 {
 		tag, err := tx.Exec(ctx, `INSERT INTO draw_waves (sale_id, variant, wave, lo, hi, at, claim_until) VALUES ($1, $2, $3, $4, $5, now(), $6)
@@ -106,7 +112,7 @@ func (r *Runner) sync(ctx context.Context, tx pgx.Tx, sale, variant string, res 
 		}
 		if tag.RowsAffected() == 1 {
 			wave, until := res.Wave, res.ClaimUntil
-			n, err := enqueueDraw(ctx, tx, contract.EventDrawWon, sale, variant, res.Lo, res.Hi, &wave, &until, false, r.DefaultWebhook)
+			n, err := enqueueDraw(ctx, tx, contract.EventDrawWon, sale, variant, res.Lo, res.Hi, &wave, &until, false, nil, r.DefaultWebhook)
 			if err != nil {
 				return 0, err
 			}
@@ -131,7 +137,7 @@ func (r *Runner) sync(ctx context.Context, tx pgx.Tx, sale, variant string, res 
 		return 0, err
 	}
 	for _, e := range endedWaves {
-		n, err := enqueueDraw(ctx, tx, contract.EventDrawExpired, sale, variant, e.lo, e.hi, &e.wave, &e.until, true, r.DefaultWebhook)
+		n, err := enqueueDraw(ctx, tx, contract.EventDrawExpired, sale, variant, e.lo, e.hi, &e.wave, &e.until, true, inflight, r.DefaultWebhook)
 		if err != nil {
 			return 0, err
 		}
@@ -143,7 +149,7 @@ func (r *Runner) sync(ctx context.Context, tx pgx.Tx, sale, variant string, res 
 			return 0, err
 		}
 		if tag.RowsAffected() == 1 {
-			n, err := enqueueDraw(ctx, tx, contract.EventDrawLost, sale, variant, res.Hi, math.MaxInt32, nil, nil, false, r.DefaultWebhook)
+			n, err := enqueueDraw(ctx, tx, contract.EventDrawLost, sale, variant, res.Hi, math.MaxInt32, nil, nil, false, nil, r.DefaultWebhook)
 			if err != nil {
 				return 0, err
 			}
@@ -216,4 +222,39 @@ func (r *Runner) RunLoop(ctx context.Context, interval time.Duration) {
 			metricTick.Observe(time.Since(start).Seconds())
 		}
 	}
+}
+
+// inflight are the winners of the waves that sync is about to end who have no order in
+// Postgres yet but are buyers in Redis: the gate accepted their purchase before the window
+// ended and the order is on its way (outbox, queue, writer). They bought; they must not hear
+// that their win expired. Read before sync's transaction, in HMGET chunks of writeChunk users.
+func (r *Runner) inflight(ctx context.Context, sale, variant string, res lua.DrawWaveResult) ([]string, error) {
+	done := res.Action == lua.DrawWaveDone || res.Action == lua.DrawWaveWasDone
+	rows, err := r.Pool.Query(ctx, `SELECT e.user_id FROM draw_waves w JOIN draw_entries e
+			ON e.sale_id = w.sale_id AND e.variant = w.variant AND e.pos >= w.lo AND e.pos < w.hi
+		WHERE w.sale_id = $1 AND w.variant = $2 AND w.ended_at IS NULL AND (w.wave < $3 OR $4)
+			AND NOT EXISTS (SELECT 1 FROM orders o WHERE o.sale_id = e.sale_id AND o.user_id = e.user_id AND o.status IN ('created', 'paid'))`,
+		sale, variant, res.Wave, done)
+	if err != nil {
+		return nil, err
+	}
+	users, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for len(users) > 0 {
+		chunk := users[:min(len(users), writeChunk)]
+		users = users[len(chunk):]
+		vals, err := r.Redis.HMGet(ctx, contract.BuyersKey(sale), chunk...).Result()
+		if err != nil {
+			return nil, err
+		}
+		for i, v := range vals {
+			if v != nil {
+				out = append(out, chunk[i])
+			}
+		}
+	}
+	return out, nil
 }
