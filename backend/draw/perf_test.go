@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -77,6 +78,23 @@ func TestDrawTimeAtScale(t *testing.T) {
 	}
 	total := time.Since(start)
 	steps = append(steps, fmt.Sprintf("waves+reveal %v", time.Since(last).Round(time.Millisecond)))
+	// The server's own account: SLOWLOG holds every call over slowlog-log-slower-than (10 ms
+	// by default); the draw's calls name the sale's keys.
+	var serverMax time.Duration
+	logs, err := f.rdb.SlowLogGet(f.ctx, 1000).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range logs {
+		if l.Time.Before(start.Add(-time.Second)) || !strings.Contains(strings.Join(l.Args, " "), f.sale) {
+			continue
+		}
+		serverMax = max(serverMax, l.Duration)
+	}
+	t.Logf("slowest call of the draw in Redis's SLOWLOG: %v (0: none over the log's threshold)", serverMax)
+	if serverMax > 50*time.Millisecond {
+		t.Errorf("a Redis call of the draw took %v", serverMax)
+	}
 	t.Logf("draw of %d entries (%d live) over 8 variants: %v (%v); slowest Redis call %v (%s)",
 		n, len(f.live), total.Round(time.Millisecond), steps, slow.max.Round(time.Microsecond), slow.name)
 	f.checkDrawn(stocks)
