@@ -122,7 +122,9 @@ var requestIDPattern = regexp.MustCompile(`^[A-Za-z0-9._:-]{1,128}$`)
 // they are still open), audited like the operator's controls: the audit row (the draw before
 // and after) is written under the sale's lock, fenced, once the draw has run.
 func (r *Runner) HandleRun(w http.ResponseWriter, req *http.Request) {
-	ctx, sale := req.Context(), req.PathValue("id")
+	// The job is not tied to the request: an operator's client that gives up must not stop a
+	// draw half-way (it would resume at the loop's next tick, but the answer is the draw).
+	ctx, sale := context.WithoutCancel(req.Context()), req.PathValue("id")
 	reqID := req.Header.Get("X-Request-ID")
 	if !requestIDPattern.MatchString(reqID) {
 		reqID = uuid.Must(uuid.NewV7()).String()

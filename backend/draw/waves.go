@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -62,6 +63,11 @@ func (r *Runner) advance(ctx context.Context, sale string, held lock.Held) (bool
 	events := int64(0)
 	for _, v := range variants {
 		res, err := lua.DrawWaveCall{Sale: sale, Variant: v}.Run(ctx, r.Redis)
+		if err != nil && strings.Contains(err.Error(), "not in Redis") {
+			// The sale's keys are gone (never preheated, or expired long after its end):
+			// nothing to advance; the loop must not fail on it every tick.
+			return false, ErrNotPreheated
+		}
 		if err != nil {
 			return false, fmt.Errorf("draw_wave.lua %s/%s: %w", sale, v, err)
 		}
