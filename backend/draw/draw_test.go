@@ -430,3 +430,38 @@ func TestTheLoopDrawsAtClosesAtAndAdvancesWavesToTheNextRanks(t *testing.T) {
 		t.Fatalf("%d draw.expired, want 6", got)
 	}
 }
+
+func TestDrawEventsFollowTheOutboxRule(t *testing.T) {
+	now := time.Now()
+	stocks := map[string]int{"a": 2, "b": 0}
+	for _, defaultURL := range []bool{false, true} {
+		f := newFixture(t, stocks, now.Add(time.Hour), now.Add(time.Hour), "10m")
+		f.enter(20, []string{"a", "b"}, 0)
+		// No webhook_url of its own: its events are written only when the backend has a
+		// default URL.
+		if _, err := f.pool.Exec(f.ctx, `UPDATE sales SET webhook_url = NULL WHERE id = $1`, f.sale); err != nil {
+			t.Fatal(err)
+		}
+		f.runner.DefaultWebhook = defaultURL
+		woke := 0
+		f.runner.Wake = func() { woke++ }
+		if err := f.runner.Run(f.ctx, f.sale, time.Second); err != nil {
+			t.Fatal(err)
+		}
+		f.checkDrawn(stocks)
+		won, lost := f.events(contract.EventDrawWon), f.events(contract.EventDrawLost)
+		if !defaultURL && (won != 0 || lost != 0 || woke != 0) {
+			t.Fatalf("no URL anywhere: %d won, %d lost written, %d wakes", won, lost, woke)
+		}
+		if defaultURL && (won != 2 || lost != 10 || woke == 0) {
+			t.Fatalf("default URL: %d won, %d lost, %d wakes; want 2, 10 and a wake", won, lost, woke)
+		}
+		if defaultURL {
+			var orderID, url string
+			if err := f.pool.QueryRow(f.ctx, `SELECT order_id, coalesce(url, '') FROM webhook_deliveries WHERE sale_id = $1 AND type = 'draw.won' LIMIT 1`, f.sale).
+				Scan(&orderID, &url); err != nil || !strings.HasPrefix(orderID, "draw:"+f.sale+":u") || url != "" {
+				t.Fatalf("a draw event: order_id %q url %q (%v)", orderID, url, err)
+			}
+		}
+	}
+}
