@@ -3,6 +3,7 @@ package backend
 import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/seckilledge/seckill/backend/draw"
 	"github.com/seckilledge/seckill/backend/orders"
 	"github.com/seckilledge/seckill/backend/reconcile"
 	"github.com/seckilledge/seckill/backend/sales"
@@ -27,6 +28,7 @@ func newRegistry() *prometheus.Registry {
 	r.MustRegister(reconcile.Collectors()...)
 	r.MustRegister(webhook.Collectors()...)
 	r.MustRegister(sales.Collectors()...)
+	r.MustRegister(draw.Collectors()...)
 	return r
 }
 

@@ -3,6 +3,9 @@ package backend
 import (
 	"net/http"
 	"strings"
+	"time"
+
+	"github.com/seckilledge/seckill/backend/draw"
 
 	"github.com/seckilledge/seckill/backend/internal/httpapi"
 	"github.com/seckilledge/seckill/contract"
@@ -50,4 +53,27 @@ func (s *Service) userFrom(w http.ResponseWriter, r *http.Request) (string, bool
 		return "", false
 	}
 	return user, true
+}
+
+// drawInterval is the draw loop's period: a draw starts within it of closes_at, and a wave
+// within it of the previous wave's claim_until.
+const drawInterval = time.Second
+
+// draws runs the sales in draw mode (backend/draw) over the Service's stores and lock; its
+// events wake the webhook worker.
+func (s *Service) draws() *draw.Runner {
+	var wake func()
+	if s.Webhooks != nil {
+		wake = s.Webhooks.Wake
+	}
+	return &draw.Runner{Pool: s.Pool, Redis: s.Redis, Locker: s.Locker, Log: s.Log,
+		DefaultWebhook: s.Webhooks.HasDefaultURL(), Wake: wake}
+}
+
+// mountDraw adds the draw's admin routes (docs/draw.md): run the draw now (admin, audited) and
+// its status (viewers too).
+func (s *Service) mountDraw(mux *http.ServeMux) {
+	d := s.draws()
+	mux.HandleFunc("POST /admin/sales/{id}/draw", s.admin(d.HandleRun))
+	mux.HandleFunc("GET /admin/sales/{id}/draw", s.viewer(d.HandleStatus))
 }

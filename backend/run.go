@@ -144,6 +144,9 @@ func Run(ctx context.Context, cfg Config) error {
 	go func() { defer wg.Done(); _ = cons.Run(ctx) }()
 	go func() { defer wg.Done(); svc.RunSweeper(ctx, cfg.SweepInterval) }()
 	go func() { defer wg.Done(); svc.RunRebalancer(ctx) }()
+	// The draws: each at its close, then its waves as their claim windows end.
+	wg.Add(1)
+	go func() { defer wg.Done(); svc.draws().RunLoop(ctx, drawInterval) }()
 
 	select {
 	case err = <-errc:

@@ -211,6 +211,7 @@ func (s *Service) Handler(reg *prometheus.Registry, baselines bool) http.Handler
 	mux.HandleFunc("POST /admin/webhooks/{id}/replay", s.admin(hooks.HandleReplay))
 	// Operator controls, audit trail and the live page (backend/controls, backend/ui).
 	s.mountControls(mux, reg)
+	s.mountDraw(mux) // the draws: run now, status (routes.go, backend/draw)
 	if baselines {
 		// Benchmark-only, and they write orders past every guard of the gate: admin token
 		// required, and never for a sale the gate is selling (baseline.go).

@@ -88,10 +88,18 @@ type PreheatCall struct {
 	// script refuses to write the sale when the room hash has no seed, and marks the meta
 	// hash "room" = 1, which the token and gate scripts enforce. Unsharded sales only.
 	Room bool
+	// Draw: the sale is in draw mode, its draw hash set up already (draw_setup.lua runs first).
+	// The script refuses to write the sale when the draw hash has no seed, and marks the meta
+	// hash "draw" = 1. Never with Room (Room wins here; the script refuses a mix across calls).
+	Draw bool
 }
 
-// Keys are the call's KEYS: the meta hash, and the room hash when the sale has a room.
+// Keys are the call's KEYS: the meta hash, and the room hash when the sale has a room or the
+// draw hash when it is a draw.
 func (a PreheatCall) Keys() []string {
+	if a.Draw && !a.Room {
+		return []string{contract.MetaKey(a.Sale), contract.DrawKey(a.Sale)}
+	}
 	if a.Room {
 		return []string{contract.MetaKey(a.Sale), contract.RoomKey(a.Sale)}
 	}
@@ -378,4 +386,106 @@ func (c DrawStatusCall) Run(ctx context.Context, rdb redis.Scripter) (DrawReply,
 		r.ClaimUntilMS, _ = res[6].(int64)
 	}
 	return r, nil
+// DrawSetupCall is one call of draw_setup.lua: a draw sale's draw hash at preheat.
+type DrawSetupCall struct {
+	Sale string
+	// Seed is 64 hex digits (32 random bytes); Commitment its hex SHA-256.
+	Seed, Commitment string
+	// Opens and Closes are the entry window; Claim the winners' claim window.
+	Opens, Closes time.Time
+	Claim         time.Duration
+	// DMin and DMax are the entry's proof-of-work bits.
+	DMin, DMax int
+	// Until is when the draw hash expires (the sale's end plus retention).
+	Until time.Time
+}
+
+// Keys are the call's KEYS: the draw hash.
+func (c DrawSetupCall) Keys() []string { return []string{contract.DrawKey(c.Sale)} }
+
+// Args are the call's ARGV.
+func (c DrawSetupCall) Args() []any {
+	return []any{c.Seed, c.Commitment, c.Opens.UnixMilli(), c.Closes.UnixMilli(), c.Claim.Milliseconds(), c.DMin, c.DMax, c.Until.UnixMilli()}
+}
+
+// Run runs draw_setup.lua: created is true when this call drew the seed; commitment is the
+// stored one (the first seed's).
+func (c DrawSetupCall) Run(ctx context.Context, rdb redis.Scripter) (created bool, commitment string, err error) {
+	out, err := DrawSetup.Run(ctx, rdb, c.Keys(), c.Args()...).Slice()
+	if err != nil {
+		return false, "", err
+	}
+	if len(out) != 2 {
+		return false, "", fmt.Errorf("draw_setup.lua: unexpected reply %v", out)
+	}
+	n, _ := out[0].(int64)
+	commitment, _ = out[1].(string)
+	return n == 1, commitment, nil
+}
+
+// DrawCloseCall is one call of draw_close.lua: close a draw's entries (idempotent).
+type DrawCloseCall struct{ Sale string }
+
+// Keys are the call's KEYS: the draw hash.
+func (c DrawCloseCall) Keys() []string { return []string{contract.DrawKey(c.Sale)} }
+
+// Run runs draw_close.lua: the draw's state after the call (closed or drawn) and the close's
+// time.
+func (c DrawCloseCall) Run(ctx context.Context, rdb redis.Scripter) (state string, closed time.Time, err error) {
+	out, err := DrawClose.Run(ctx, rdb, c.Keys()).Slice()
+	if err != nil {
+		return "", time.Time{}, err
+	}
+	if len(out) != 2 {
+		return "", time.Time{}, fmt.Errorf("draw_close.lua: unexpected reply %v", out)
+	}
+	state, _ = out[0].(string)
+	ms, _ := out[1].(int64)
+	return state, time.UnixMilli(ms), nil
+}
+
+// DrawWaveCall is one call of draw_wave.lua for one variant of a drawn sale.
+type DrawWaveCall struct {
+	Sale    string
+	Variant string // "" for a sale without variants
+}
+
+// Keys are the call's KEYS: meta, draw.
+func (c DrawWaveCall) Keys() []string {
+	return []string{contract.MetaKey(c.Sale), contract.DrawKey(c.Sale)}
+}
+
+// What draw_wave.lua did (DrawWaveResult.Action).
+const (
+	DrawWaveRunning = 0 // the current wave still runs
+	DrawWaveOpened  = 1 // a wave was opened
+	DrawWaveDone    = 2 // the variant is done now
+	DrawWaveWasDone = 3 // the variant was done already
+)
+
+// DrawWaveResult is draw_wave.lua's answer: what it did, the variant's current (or last) wave, and
+// the wave whose claim window it found over (EndedWave 0: none).
+type DrawWaveResult struct {
+	Action           int
+	Wave, Lo, Hi     int
+	ClaimUntil       time.Time // zero when no wave was ever opened
+	EndedWave        int
+	EndedLo, EndedHi int
+}
+
+// Run runs draw_wave.lua.
+func (c DrawWaveCall) Run(ctx context.Context, rdb redis.Scripter) (DrawWaveResult, error) {
+	out, err := DrawWave.Run(ctx, rdb, c.Keys(), c.Variant).Int64Slice()
+	if err != nil {
+		return DrawWaveResult{}, err
+	}
+	if len(out) != 8 {
+		return DrawWaveResult{}, fmt.Errorf("draw_wave.lua: unexpected reply %v", out)
+	}
+	w := DrawWaveResult{Action: int(out[0]), Wave: int(out[1]), Lo: int(out[2]), Hi: int(out[3]),
+		EndedWave: int(out[5]), EndedLo: int(out[6]), EndedHi: int(out[7])}
+	if out[4] > 0 {
+		w.ClaimUntil = time.UnixMilli(out[4])
+	}
+	return w, nil
 }

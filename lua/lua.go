@@ -48,6 +48,13 @@ var (
 	DrawStatus = mustLoad("draw_status") // a user's entry and its state (draw_status.lua, read only)
 )
 
+// The draw's scripts run by the backend (docs/draw.md).
+var (
+	DrawSetup = mustLoad("draw_setup") // a draw sale's draw hash (draw_setup.lua, preheat)
+	DrawClose = mustLoad("draw_close") // close the entries (draw_close.lua)
+	DrawWave  = mustLoad("draw_wave")  // open a variant's next wave (draw_wave.lua)
+)
+
 func mustLoad(name string) *redis.Script {
 	src, err := files.ReadFile(name + ".lua")
 	if err != nil {

@@ -8,6 +8,12 @@
 --          not check admissions, instead of selling to anyone. The field is never removed (a
 --          sale's room never goes away; a call without KEYS[2] leaves it). The room hash gets
 --          the meta key's expiry. Not for a sharded sale (ARGV[7] > 1).
+--          Or, for a sale in draw mode, seckill:{sale:<id>}:draw (told apart by the key's
+--          ":draw" suffix): the hash must hold a seed (draw_setup.lua runs first), else nothing
+--          is written; the meta field "draw" = 1 then says so on every call (the gate and the
+--          token script admit only the draw's winners), and the draw hash gets the meta key's
+--          expiry. A sale is never both: the draw key is refused when the meta says "room" and
+--          the room key when it says "draw". Not sharded, and no limit above 1 (ARGV[9]).
 -- ARGV[1]  sale id (for the restock broadcast)
 -- ARGV[2]  stock to set (integer >= 0)
 -- ARGV[3]  starts_ms (unix ms)
@@ -46,7 +52,23 @@ local retention = tonumber(ARGV[6])
 if stock == nil or stock < 0 or starts == nil or ends == nil or ends <= starts or retention == nil then
   return redis.error_reply("ERR preheat: bad arguments")
 end
-local room = KEYS[2]
+local room, draw = KEYS[2], nil
+if room and string.sub(room, -5) == ":draw" then
+  room, draw = nil, KEYS[2]
+  local k = tonumber(ARGV[7])
+  if (k ~= nil and k > 1) or (ARGV[9] ~= nil and ARGV[9] ~= "" and ARGV[9] ~= "1") then
+    return redis.error_reply("ERR preheat: a draw sale is unsharded with a limit of 1")
+  end
+  if redis.call("HEXISTS", draw, "seed") == 0 then
+    return redis.error_reply("ERR preheat: the sale's draw is not set up (draw_setup.lua first)")
+  end
+  if redis.call("HEXISTS", meta, "room") == 1 then
+    return redis.error_reply("ERR preheat: a sale with a room cannot be a draw")
+  end
+end
+if room and redis.call("HEXISTS", meta, "draw") == 1 then
+  return redis.error_reply("ERR preheat: a draw sale takes no room")
+end
 if room then
   local k = tonumber(ARGV[7])
   if k ~= nil and k > 1 then
@@ -134,10 +156,16 @@ end
 if room then
   redis.call("HSET", meta, "room", 1)
 end
+if draw then
+  redis.call("HSET", meta, "draw", 1)
+end
 local current = tonumber(redis.call("HGET", meta, "stock"))
 redis.call("PEXPIREAT", meta, ends + retention)
 if room then
   redis.call("PEXPIREAT", room, ends + retention)
+end
+if draw then
+  redis.call("PEXPIREAT", draw, ends + retention)
 end
 if current > 0 then
   redis.call("PUBLISH", "seckill:events", "restock:" .. ARGV[1])

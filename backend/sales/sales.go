@@ -78,6 +78,8 @@ type SaleSpec struct {
 	// PerUserLimit is the most units one user may hold in the sale, all variants together:
 	// 1 (default) to 1000.
 	PerUserLimit int `json:"per_user_limit,omitempty"`
+	// Draw puts the sale in draw mode (docs/draw.md); nil: first come, first served.
+	Draw *admin.DrawSpec `json:"draw,omitempty"`
 }
 
 // Validate checks a sale spec and returns its payment window.
@@ -105,6 +107,9 @@ func (s SaleSpec) Validate() (time.Duration, error) {
 			return 0, err
 		}
 	}
+	if err := s.validateDraw(); err != nil {
+		return 0, err
+	}
 	if s.WebhookURL != "" {
 		if err := webhook.ValidURL(s.WebhookURL); err != nil {
 			return 0, fmt.Errorf("webhook_url: %w", err)
@@ -127,7 +132,7 @@ func ParseSaleSpec(r io.Reader) (SaleSpec, error) {
 	// Strict: each key once and spelled as documented (encoding/json keeps the last of two
 	// keys and matches any case), so what an audit or a proxy reads is what is created.
 	if err := strictjson.Decode(r, &spec); err != nil {
-		return spec, fmt.Errorf("body must be JSON {id, stock, starts_at, ends_at, pay_within, shards, webhook_url, room, variants, per_user_limit}: %w", err)
+		return spec, fmt.Errorf("body must be JSON {id, stock, starts_at, ends_at, pay_within, shards, webhook_url, room, variants, per_user_limit, draw}: %w", err)
 	}
 	if _, err := spec.Validate(); err != nil {
 		return spec, err
@@ -159,7 +164,10 @@ func (s *Sales) CreateSale(ctx context.Context, spec SaleSpec) (created bool, er
 		if !created {
 			return nil
 		}
-		return insertVariants(ctx, tx, spec.ID, spec.Variants)
+		if err := insertVariants(ctx, tx, spec.ID, spec.Variants); err != nil {
+			return err
+		}
+		return insertDraw(ctx, tx, spec.ID, spec.Draw)
 	})
 	return created, err
 }
@@ -262,9 +270,26 @@ func (s *Sales) Preheat(ctx context.Context, sale string) (admin.PreheatResult, 
 				}
 				res.Room = &rp
 			}
+			dr, err := readDraw(ctx, tx, sale)
+			if err != nil {
+				return err
+			}
+			if dr != nil {
+				// The draw first, the sale's meta last, as the room: preheat.lua writes a draw
+				// sale only when its draw hash holds a seed. The commitment is kept in Postgres
+				// in this fenced transaction (the public result reads it there).
+				dp, err := PreheatDraw(ctx, s.Redis, sale, dr.spec, ends.Add(s.RetentionOrDefault()))
+				if err != nil {
+					return err
+				}
+				res.Draw = &dp
+				if _, err := tx.Exec(ctx, `UPDATE draws SET seed_commitment = $2 WHERE sale_id = $1`, sale, dp.SeedCommitment); err != nil {
+					return err
+				}
+			}
 			res.Created, res.StockRedis, err = lua.PreheatCall{Sale: sale, Stock: int64(stock),
 				Starts: starts, Ends: ends, Retention: s.RetentionOrDefault(), Namespace: s.Namespace, Limit: limit, Variants: preheatVariants(variants),
-				Room: room != nil}.Run(ctx, s.Redis)
+				Room: room != nil, Draw: dr != nil}.Run(ctx, s.Redis)
 			if err != nil {
 				return fmt.Errorf("preheat.lua: %w", err)
 			}
@@ -332,6 +357,16 @@ func (s *Sales) SaleStatus(ctx context.Context, sale string) (admin.SaleStatus, 
 			return st, err
 		}
 		st.SeedCommitment = c
+	}
+	dr, err := readDraw(ctx, s.Pool, sale)
+	if err != nil {
+		return st, err
+	}
+	if dr != nil {
+		st.Draw = &dr.spec
+		if dr.commitment != nil {
+			st.SeedCommitment = *dr.commitment
+		}
 	}
 	rows, err := s.Pool.Query(ctx, `SELECT status, count(*) FROM orders WHERE sale_id = $1 GROUP BY status`, sale)
 	if err != nil {

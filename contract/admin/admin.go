@@ -73,6 +73,9 @@ type SaleStatus struct {
 	// stock in Postgres and Redis (absent for a sale without variants).
 	PerUserLimit int             `json:"per_user_limit"`
 	Variants     []VariantStatus `json:"variants,omitempty"`
+	// Draw is the sale's draw as created (nil: not a draw sale); SeedCommitment is then the
+	// draw's commitment once preheated (docs/draw.md).
+	Draw *DrawSpec `json:"draw,omitempty"`
 }
 
 // VariantStatus is one variant in GET /admin/sales/{id}: its stock in Postgres and in Redis
@@ -219,6 +222,8 @@ type PreheatResult struct {
 	StockRedis int64  `json:"stock_redis"`
 	// Room is set for a sale with a waiting room: its seed commitment (kept by later preheats).
 	Room *RoomPreheat `json:"room,omitempty"`
+	// Draw is set for a draw sale: its seed commitment (kept by later preheats).
+	Draw *RoomPreheat `json:"draw,omitempty"`
 }
 
 // RoomPreheat is what preheating a room did.
@@ -261,4 +266,78 @@ type VariantRebalance struct {
 	ID           string  `json:"id"`
 	StocksBefore []int64 `json:"stocks_before"`
 	StocksAfter  []int64 `json:"stocks_after"`
+}
+
+// DrawSpec puts a sale in draw mode, `"draw": {...}` in POST /admin/sales (DESIGN.md, "Draws";
+// docs/draw.md): entries are taken in [OpensAt, ClosesAt), the winners of each variant are drawn
+// at the close and each buys within ClaimWithin of his wave's start.
+type DrawSpec struct {
+	OpensAt  time.Time `json:"opens_at"`
+	ClosesAt time.Time `json:"closes_at"`
+	// ClaimWithin is how long a winner has to buy (Go duration, >= 1s).
+	ClaimWithin string `json:"claim_within"`
+	// Difficulty is the entry's proof-of-work [min, max] in bits, as a room's; absent or
+	// [0, 0]: none.
+	Difficulty *Difficulty `json:"difficulty,omitempty"`
+}
+
+// Validate checks a draw spec on its own; the error names the field (draw.<field>). What
+// depends on the rest of the sale (closes_at <= starts_at, no room, unsharded, a per-user
+// limit of 1) is checked with the sale (backend/sales).
+func (d DrawSpec) Validate() error {
+	switch {
+	case d.OpensAt.IsZero():
+		return errors.New("draw.opens_at (RFC 3339) is required")
+	case d.ClosesAt.IsZero():
+		return errors.New("draw.closes_at (RFC 3339) is required")
+	case !d.ClosesAt.After(d.OpensAt):
+		return errors.New("draw.closes_at must be after draw.opens_at")
+	}
+	if _, err := d.Claim(); err != nil {
+		return err
+	}
+	if d.Difficulty != nil {
+		lo, hi := d.Difficulty[0], d.Difficulty[1]
+		if lo < 0 || hi < lo || hi > 40 {
+			return errors.New("draw.difficulty is [min, max] bits with 0 <= min <= max <= 40")
+		}
+	}
+	return nil
+}
+
+// Claim is ClaimWithin parsed: a duration of at least a second (the draw's claim window).
+func (d DrawSpec) Claim() (time.Duration, error) {
+	v, err := time.ParseDuration(d.ClaimWithin)
+	if err != nil || v < time.Second {
+		return 0, errors.New("draw.claim_within must be a duration of at least 1s")
+	}
+	return v, nil
+}
+
+// DrawStatus is the body of GET /admin/sales/{id}/draw and of POST /admin/sales/{id}/draw
+// once the draw has run (docs/draw.md, "Shapes shared by the parts").
+type DrawStatus struct {
+	SaleID string `json:"sale_id"`
+	// State is open, closed, drawn or done (docs/draw.md, "Postgres").
+	State string `json:"state"`
+	// Entries are the live entries: Redis's counters before the close, the fixed set after.
+	Entries          int64            `json:"entries"`
+	EntriesByVariant map[string]int64 `json:"entries_by_variant"`
+	// Root is the Merkle root of the entries, from the close on.
+	Root           string `json:"root,omitempty"`
+	SeedCommitment string `json:"seed_commitment"`
+	// Waves lists every wave of every variant, by variant then wave.
+	Waves []DrawWaveStatus `json:"waves"`
+}
+
+// DrawWaveStatus is one wave of one variant: positions [Lo, Hi) of the variant's ranking won,
+// to buy before ClaimUntil; Claimed counts the orders of that variant by the wave's winners.
+type DrawWaveStatus struct {
+	Variant    string    `json:"variant"`
+	Wave       int       `json:"wave"`
+	Lo         int       `json:"lo"`
+	Hi         int       `json:"hi"`
+	At         time.Time `json:"at"`
+	ClaimUntil time.Time `json:"claim_until"`
+	Claimed    int       `json:"claimed"`
 }

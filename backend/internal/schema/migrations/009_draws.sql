@@ -64,6 +64,16 @@ CREATE TABLE draw_waves (
     PRIMARY KEY (sale_id, variant, wave)
 );
 
+-- Each variant of a drawn sale: its entries as fixed at the close (the waves' bound, read without
+-- counting draw_entries) and when it was done (no wave will follow: its losers were told then).
+CREATE TABLE draw_variants (
+    sale_id  text NOT NULL REFERENCES draws (sale_id),
+    variant  text NOT NULL,
+    entries  integer NOT NULL,
+    done_at  timestamptz,
+    PRIMARY KEY (sale_id, variant)
+);
+
 -- The draw's webhook events share the order events' outbox. A draw event's order_id is
 -- "draw:<sale>:<user>", so one entrant's events are delivered in order like an order's.
 ALTER TABLE webhook_deliveries DROP CONSTRAINT IF EXISTS webhook_deliveries_type_check;
