@@ -386,6 +386,8 @@ func (c DrawStatusCall) Run(ctx context.Context, rdb redis.Scripter) (DrawReply,
 		r.ClaimUntilMS, _ = res[6].(int64)
 	}
 	return r, nil
+}
+
 // DrawSetupCall is one call of draw_setup.lua: a draw sale's draw hash at preheat.
 type DrawSetupCall struct {
 	Sale string

@@ -97,7 +97,6 @@ func TestDrawCloseClosesOnceAndEarly(t *testing.T) {
 	}
 }
 
-
 func TestDrawWaveOpensNextWavesFromTheUnsoldUnitsAndStopsAtTheEnd(t *testing.T) {
 	rdb := testenv.Redis(t)
 	ctx := context.Background()
