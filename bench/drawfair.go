@@ -140,14 +140,15 @@ func (d *Driver) DrawFairness(ctx context.Context, o DrawFairOptions) (*DrawFair
 	return res, nil
 }
 
-// VerifySale checks every invariant of a sale the run drove without purchases (a draw's
-// entries and its draw): the whole-system ones and, for a draw sale, the draw's.
-func (d *Driver) VerifySale(ctx context.Context, sale string) verify.Report {
+// VerifySale checks every invariant of a sale once it has settled: the whole-system ones and,
+// for a draw sale, the draw's. accepted are the 202s the run was answered (none for a run that
+// only entered a draw).
+func (d *Driver) VerifySale(ctx context.Context, sale string, accepted ...verify.Accepted) verify.Report {
 	if _, err := verify.WaitSettled(ctx, d.PG, d.Redis, sale, 60*time.Second); err != nil {
 		return verify.Report{Sale: sale, Checks: []verify.Check{{Name: "settle", Verdict: verify.Fail, Detail: err.Error()}}}
 	}
 	rep, err := verify.Verify(ctx, verify.Sources{Redis: d.Redis, PG: d.PG,
-		Dead: verify.RabbitMgmt{URL: d.Stack.MgmtURL, Vhost: d.Stack.Vhost}}, verify.Run{Sale: sale, CheckRedis: true})
+		Dead: verify.RabbitMgmt{URL: d.Stack.MgmtURL, Vhost: d.Stack.Vhost}}, verify.Run{Sale: sale, Accepted: accepted, CheckRedis: true})
 	if err != nil {
 		return verify.Report{Sale: sale, Checks: []verify.Check{{Name: "verify", Verdict: verify.Fail, Detail: err.Error()}}}
 	}
