@@ -49,6 +49,8 @@ func (c *Cluster) drawScenario(ctx context.Context, drv *bench.Driver, rdb *redi
 	client := &http.Client{Timeout: 5 * time.Second}
 	people := make([]*drawEntrant, entrants)
 	var answered sync.WaitGroup
+	var failMu sync.Mutex
+	var failures []time.Time // requests answered 5xx or not at all
 	start := time.Now()
 	// The faults, while the entrants arrive over about 8 s.
 	faultsDone := make(chan []Happened, 1)
@@ -136,6 +138,9 @@ func (c *Cluster) drawScenario(ctx context.Context, drv *bench.Driver, rdb *redi
 					}
 					if status == 0 || status >= 500 {
 						p.unsure = p.unsure || status == 0 || status == 503
+						failMu.Lock()
+						failures = append(failures, time.Now())
+						failMu.Unlock()
 					}
 					p.mu.Unlock()
 					if try >= 40 || ctx.Err() != nil || (status >= 400 && status < 500 && status != http.StatusTooManyRequests) {
@@ -151,7 +156,14 @@ func (c *Cluster) drawScenario(ctx context.Context, drv *bench.Driver, rdb *redi
 	logf("draw: the entrants finished after %.1fs", time.Since(start).Seconds())
 	var rows []Row
 	for _, h := range happened {
-		r := Row{Fault: h.Fault.String() + " (draw entries)", When: fmt.Sprintf("t=%.1fs", h.Start.Sub(start).Seconds()), Verdict: verify.Pass, Outcome: "recovered"}
+		affected := 0
+		for _, at := range failures {
+			if !at.Before(h.Start) && at.Before(h.Recovered.Add(2*time.Second)) {
+				affected++
+			}
+		}
+		r := Row{Fault: h.Fault.String() + " (draw entries)", When: fmt.Sprintf("t=%.1fs, back at t=%.1fs", h.Start.Sub(start).Seconds(), h.Recovered.Sub(start).Seconds()),
+			Affected: affected, Verdict: verify.Pass, Outcome: fmt.Sprintf("%d requests refused or unanswered, each tried again until answered", affected)}
 		if h.Err != nil {
 			r.Verdict, r.Outcome = verify.Fail, h.Err.Error()
 		}
