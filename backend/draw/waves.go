@@ -25,13 +25,15 @@ const blockedUntil = `timestamptz '3000-01-01 00:00:00+00'`
 // outbox's rule: only when the sale has a webhook_url or the backend a default URL. wave and
 // until are the event's wave and claim end (nil for draw.lost). unbought keeps only the entrants
 // without a live order of the sale and not in skip (draw.expired: skip are the buyers whose
-// order is still on its way to Postgres). It returns the rows written.
+// order is still on its way to Postgres). Each event's id, the shop's idempotency key, is
+// "<type>:<sale>:<entry id>:<wave>" ("-" for draw.lost): the same event is never recorded twice,
+// even by a step that ran again. It returns the rows written.
 func enqueueDraw(ctx context.Context, tx pgx.Tx, typ, sale, variant string, lo, hi int, wave *int, until *time.Time, unbought bool, skip []string, defaultURL bool) (int64, error) {
 	if hi <= lo {
 		return 0, nil
 	}
 	tag, err := tx.Exec(ctx, `INSERT INTO webhook_deliveries (id, type, order_id, sale_id, user_id, url, next_at, entry_id, variant, wave, claim_until)
-		SELECT gen_random_uuid()::text, $1, 'draw:' || e.sale_id || ':' || e.user_id, e.sale_id, e.user_id, s.webhook_url,
+		SELECT $1 || ':' || e.sale_id || ':' || e.entry_id || ':' || coalesce($6::int::text, '-'), $1, 'draw:' || e.sale_id || ':' || e.user_id, e.sale_id, e.user_id, s.webhook_url,
 			CASE WHEN EXISTS (SELECT 1 FROM webhook_deliveries d WHERE d.order_id = 'draw:' || e.sale_id || ':' || e.user_id AND d.state <> 'delivered')
 			THEN `+blockedUntil+` ELSE now() END,
 			e.entry_id, e.variant, $6::int, $7::timestamptz
@@ -39,7 +41,8 @@ func enqueueDraw(ctx context.Context, tx pgx.Tx, typ, sale, variant string, lo, 
 		WHERE e.sale_id = $2 AND e.variant = $3 AND e.pos >= $4 AND e.pos < $5 AND ($8 OR s.webhook_url IS NOT NULL)
 			AND (NOT $9 OR (NOT EXISTS (SELECT 1 FROM orders o WHERE o.sale_id = e.sale_id AND o.user_id = e.user_id AND o.status IN ('created', 'paid'))
 				AND NOT e.user_id = ANY(coalesce($10::text[], '{}'))))
-		ORDER BY e.pos`, typ, sale, variant, lo, hi, wave, until, defaultURL, unbought, skip)
+		ORDER BY e.pos
+		ON CONFLICT (id) DO NOTHING`, typ, sale, variant, lo, hi, wave, until, defaultURL, unbought, skip)
 	if err != nil {
 		return 0, fmt.Errorf("enqueue %s: %w", typ, err)
 	}
