@@ -206,7 +206,7 @@ Try it with curl on :8080:
   # 6. the draw sale: enter (size s40), see your entry, run the draw now, check it
   curl -s -X POST -H 'X-User-ID: alice' -d '{"variant":"s40"}' http://127.0.0.1:8080/seckill/$DRAW_SALE/draw
   curl -s -H 'X-User-ID: alice' http://127.0.0.1:8080/seckill/$DRAW_SALE/draw
-  bin/seckillctl draw run $DRAW_SALE
+  SECKILL_ADMIN_URL=$ADMIN SECKILL_ADMIN_TOKEN=$SECKILL_ADMIN_TOKEN bin/seckillctl draw run $DRAW_SALE
   bin/seckill-bench verify-draw -url http://127.0.0.1:8080 -sale $DRAW_SALE -proof-user alice
   # a whole crowd, with every invariant checked afterwards
   bin/seckill-bench -only edge -users 2000 -stock 100 -conns 64 -gateway http://127.0.0.1:8080 -backend $ADMIN -admin-token $SECKILL_ADMIN_TOKEN
