@@ -10,7 +10,7 @@ export SECKILL_REQUIRE_SERVICES := 1
 # Where the stack keeps its data and env file (scripts/stack.sh honours the same variable).
 RUN_DIR := $(or $(SECKILL_RUN_DIR),.run)
 
-.PHONY: bench-draw run test unit stop stack build xcaddy xcaddy-check bench bench-pin bench-identity chaos compose-check fuzz clean
+.PHONY: demo-draw bench-draw run test unit stop stack build xcaddy xcaddy-check bench bench-pin bench-identity chaos compose-check fuzz clean
 
 build:
 	$(GO) build -o bin/caddy ./cmd/caddy
@@ -85,6 +85,11 @@ bench-pin: stack build
 # bench-results/identity.
 bench-identity: stack build
 	@bash scripts/bench-identity.sh
+
+# A whole draw sale on make run's stack (run `make run` first): entries through the gateway,
+# the backend's draw at the close, two waves of claims, every invariant and verify-draw.
+demo-draw: build
+	@source $(RUN_DIR)/env && bin/seckill-bench draw-sale
 
 # Draws (issue 29): entry cost against a room entry (pinned), a million-entry draw, and fast
 # against slow entrants through two gateways (scripts/bench-draw.sh). Results: bench-results/draw.

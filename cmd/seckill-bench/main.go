@@ -12,6 +12,8 @@
 //	seckill-bench room            the waiting room's fairness scenario and poll benchmark
 //	seckill-bench draw            draws: entry cost against a room entry, a draw of a million
 //	                              entries, and fast against slow entrants through two gateways
+//	seckill-bench draw-sale       a whole draw sale on a running stack (make run's): entries,
+//	                              the draw, two waves of claims, every invariant, verify-draw
 //	seckill-bench identity        identity at the edge: demo path, local JWT, cached and plain
 //	                              forward_auth side by side (CPU per request, session calls)
 //
@@ -50,6 +52,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	if len(args) > 0 && args[0] == "room" {
 		return runRoom(ctx, args[1:], stdout, stderr)
+	}
+	if len(args) > 0 && args[0] == "draw-sale" {
+		return runDrawSale(ctx, args[1:], stdout, stderr)
 	}
 	if len(args) > 0 && args[0] == "draw" {
 		return runDraw(ctx, args[1:], stdout, stderr)
