@@ -298,6 +298,9 @@ func (r *scaleRun) step(ctx context.Context, w *scaleWaiter, now time.Time) time
 func (r *scaleRun) buy(ctx context.Context, w *scaleWaiter) bool {
 	r.tokens.Add(1)
 	st, a, err := r.call(ctx, w, http.MethodPost, "/token", nil)
+	if ctx.Err() != nil {
+		return true // the phase is over, not the sale
+	}
 	if err != nil || st != http.StatusOK || a.Token == "" {
 		r.count(r.outcomes, fmt.Sprintf("token:%d %s", st, a.Code))
 		return false
