@@ -131,10 +131,17 @@ type ScaleResult struct {
 	Answers map[string]int64 `json:"answers"`
 	// Outcomes counts the token, buy and leave answers.
 	Outcomes map[string]int64 `json:"outcomes"`
-	// Room is the room hash's counters at the end (cursor, admitted, lapsed, left, skipped).
+	// RoomBefore and Room are the room hash's counters when the polling phase began and at its
+	// end (cursor, admitted, lapsed, left, skipped, ...): the front moved by their difference.
+	RoomBefore map[string]int64 `json:"room_before"`
 	Room       map[string]int64 `json:"room"`
-	GatewayMem []GatewayMemory  `json:"gateway_memory"`
-	Verify     *verify.Report   `json:"verify,omitempty"`
+	// LateMeanMs and LateMaxMs are how late the clients' requests left against their schedule
+	// (refresh_s after the last answer): a client that cannot keep up sends fewer polls than
+	// the waiters would, and the figures per poll are then of a lighter load.
+	LateMeanMs float64         `json:"late_mean_ms"`
+	LateMaxMs  float64         `json:"late_max_ms"`
+	GatewayMem []GatewayMemory `json:"gateway_memory"`
+	Verify     *verify.Report  `json:"verify,omitempty"`
 	// RoomChecks is PASS when invariants 6-9 passed, FAIL otherwise; AllChecks the same over
 	// every invariant the verifier ran.
 	RoomChecks string `json:"room_checks"`
@@ -380,6 +387,7 @@ func (d *Driver) RoomScale(ctx context.Context, o ScaleOptions) (*ScaleResult, e
 		}
 		heap.Push(&h, w)
 	}
+	res.RoomBefore = d.roomCounters(ctx, sale)
 	memBefore := d.pollsFromMemory(ctx)
 	before := d.redisCalls(ctx)
 	pctx, cancel := context.WithDeadline(ctx, start.Add(o.Duration))
@@ -409,6 +417,8 @@ func (d *Driver) RoomScale(ctx context.Context, o ScaleOptions) (*ScaleResult, e
 	// The dispatcher hands each waiter to a worker when his time comes.
 	tick := time.NewTicker(2 * time.Millisecond)
 	lastLog := start
+	var lateSum, lateMax time.Duration
+	var lateN int64
 dispatch:
 	for pctx.Err() == nil {
 		hmu.Lock()
@@ -429,10 +439,18 @@ dispatch:
 			}
 			continue
 		}
+		late := time.Since(w.next)
+		lateSum += late
+		lateMax = max(lateMax, late)
+		lateN++
 		select {
 		case due <- w:
 		case <-pctx.Done():
 		}
+	}
+	if lateN > 0 {
+		res.LateMeanMs = float64(lateSum.Microseconds()) / 1000 / float64(lateN)
+		res.LateMaxMs = float64(lateMax.Microseconds()) / 1000
 	}
 	tick.Stop()
 	close(due)

@@ -343,7 +343,8 @@ func scaleMarkdown(w io.Writer, r *bench.ScaleResult) {
 	fmt.Fprintf(w, "| %d | %.0f | %.4f | %.4f | %.1f %% | %s | %d / %d / %d | %s | %s | %s |\n", r.Polls, r.PollsPS, r.CommandsPerPoll, r.ScriptsPerPoll,
 		100*r.FromMemoryShare, perRedisPoll, r.Tokens, r.Buys, r.Leaves, r.RoomChecks, r.AllChecks, target)
 	fmt.Fprintf(w, "\nAnswers: %s. Other requests: %s.\n", countsLine(r.Answers), countsLine(r.Outcomes))
-	fmt.Fprintf(w, "Room at the end: %s.\n", countsLine(r.Room))
+	fmt.Fprintf(w, "Room when the polling began: %s; at the end: %s.\n", countsLine(r.RoomBefore), countsLine(r.Room))
+	fmt.Fprintf(w, "The clients' requests left %.1f ms late on average against their schedule (at most %.0f ms).\n", r.LateMeanMs, r.LateMaxMs)
 	fmt.Fprintf(w, "Redis commands in the phase (%d, %d scripts): %s.\n\n", r.RedisCommands, r.RedisScripts, countsLine(r.Commands))
 	fmt.Fprintln(w, "| gateway | pid | RSS | peak RSS | polls from memory |")
 	fmt.Fprintln(w, "|---|---|---|---|---|")
@@ -367,8 +368,11 @@ func lastUnitsMarkdown(w io.Writer, runs []*bench.LastUnitsResult) {
 			setting = "(none)"
 		}
 		last := fmt.Sprintf("%.1f s", r.LastS)
-		if !r.AllSold {
-			last = ">= " + last
+		switch {
+		case r.Sold <= r.Units-max(r.Units/10, 1):
+			last = "not reached" // the last 10 % never began to sell
+		case !r.AllSold:
+			last = ">= " + last // unsold at the cap: a lower bound
 		}
 		target := "met"
 		if !r.AllSold || r.Ratio > 2 {

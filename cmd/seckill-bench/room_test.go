@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"context"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -41,5 +43,52 @@ func TestRoomRefusesUnknownFlags(t *testing.T) {
 	var out, errOut bytes.Buffer
 	if code := run(context.Background(), []string{"room", "-no-such-flag"}, &out, &errOut); code != 2 {
 		t.Fatalf("exit %d, want 2", code)
+	}
+}
+
+func TestLastUnitsPresenceVariants(t *testing.T) {
+	v, err := presenceVariants("off, default,7s,2m")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []presenceVariant{{"off", "presence_window off"}, {"default", ""},
+		{"7s", "refresh 1s 5.5s\npresence_window 7s"}, {"2m0s", "presence_window 2m0s"}}
+	if len(v) != len(want) {
+		t.Fatalf("%d variants, want %d: %+v", len(v), len(want), v)
+	}
+	for i := range want {
+		if v[i] != want[i] {
+			t.Errorf("variant %d: %+v, want %+v", i, v[i], want[i])
+		}
+	}
+	// The room refuses a window shorter than refresh_max + summary_interval + 1s, and
+	// refresh_max cannot go below refresh_min's 1s.
+	if _, err := presenceVariants("2s"); err == nil {
+		t.Error("a 2s window was taken: it leaves refresh_max below 1s")
+	}
+	if _, err := presenceVariants("soon"); err == nil {
+		t.Error("a window that is no duration was taken")
+	}
+}
+
+func TestTheLastUnitsCaddyfileGetsTheLinesInsideTheRoomBlock(t *testing.T) {
+	dst := filepath.Join(t.TempDir(), "Caddyfile")
+	if _, err := caddyfileWithRoomLines(filepath.Join("..", "..", "bench", "fairness.Caddyfile"), "refresh 1s 5.5s\npresence_window 7s", dst); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(dst)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "\t\tseckill_room {\n\t\t\trefresh 1s 5.5s\n\t\t\tpresence_window 7s\n\t\t\tuser {http.request.header.X-User-ID}\n"; !strings.Contains(string(b), want) {
+		t.Fatalf("the room block does not start with the lines:\n%s", b)
+	}
+	if _, err := caddyfileWithRoomLines(dst+".none", "", dst); err == nil {
+		t.Error("a missing Caddyfile was taken")
+	}
+	noRoom := filepath.Join(t.TempDir(), "plain")
+	os.WriteFile(noRoom, []byte(":8080 {\n\trespond ok\n}\n"), 0o644)
+	if _, err := caddyfileWithRoomLines(noRoom, "presence_window off", dst); err == nil {
+		t.Error("a Caddyfile without a room block was taken: the run would measure nothing it names")
 	}
 }
