@@ -48,7 +48,10 @@ type ScaleOptions struct {
 	// schedule, not goroutines, so 100 000 of them cost a heap entry each.
 	Workers int
 	// EnterConns is the connections of the entry phase (default 200).
-	EnterConns   int
+	EnterConns int
+	// RoomLines are the seckill_room settings the caller added to the gateways' Caddyfile, for
+	// the report ("": none).
+	RoomLines    string
 	DrainTimeout time.Duration // the wait for the buyers' orders to reach Postgres (default 60 s)
 	Seed         uint64
 	Logf         func(format string, a ...any)
@@ -112,10 +115,12 @@ type ScaleResult struct {
 	Rate     float64   `json:"rate"`
 	SessionS float64   `json:"session_s"`
 	Stock    int       `json:"stock"`
-	EnterS   float64   `json:"enter_s"`   // how long the entry phase took
-	PollingS float64   `json:"polling_s"` // the measured phase
-	Polls    int64     `json:"polls"`
-	PollsPS  float64   `json:"polls_per_s"`
+	// RoomLines are the seckill_room settings added to the Caddyfile ("": none).
+	RoomLines string  `json:"room_settings,omitempty"`
+	EnterS    float64 `json:"enter_s"`   // how long the entry phase took
+	PollingS  float64 `json:"polling_s"` // the measured phase
+	Polls     int64   `json:"polls"`
+	PollsPS   float64 `json:"polls_per_s"`
 	// Other requests sent in the phase: tokens, buys, leaves (their Redis work is in the
 	// commandstats too: the per-poll figures charge them to the polls).
 	Tokens, Buys, Leaves int64
@@ -338,7 +343,7 @@ func (d *Driver) RoomScale(ctx context.Context, o ScaleOptions) (*ScaleResult, e
 	o.defaults()
 	gws := d.Stack.gateways()
 	res := &ScaleResult{Date: time.Now().UTC(), Machine: ThisMachine(), LoadAvg: LoadAvg(), Waiters: o.Waiters, Gateways: len(gws),
-		Rate: o.Rate, SessionS: o.Session.Seconds(), Stock: o.Stock}
+		Rate: o.Rate, SessionS: o.Session.Seconds(), Stock: o.Stock, RoomLines: o.RoomLines}
 	sale := saleID("room-scale")
 	res.Sale = sale
 	now := time.Now().UTC()

@@ -47,6 +47,7 @@ func runRoom(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.Float64Var(&so.LeaveShare, "scale-leave", 0.05, "scale: share of waiters who leave the queue during the run")
 	fs.IntVar(&so.Workers, "scale-workers", 256, "scale: requests in flight at most")
 	scaleGateways := fs.Int("scale-gateways", 2, "scale: gateways (each its own Caddy process)")
+	scaleRoom := fs.String("scale-room", "", `scale: more seckill_room settings for the gateways, ";"-separated (e.g. "front_window 2s; summary_interval 1s"); none: the Caddyfile's`)
 	var lo bench.LastUnitsOptions
 	fs.IntVar(&lo.Waiters, "lastunits-waiters", 1200, "lastunits: pre-queued waiters")
 	fs.IntVar(&lo.Units, "lastunits-units", 120, "lastunits: units")
@@ -142,7 +143,14 @@ func runRoom(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	if strings.Contains(*only, "scale") {
-		stack, drv, err := start(*caddyfile, *scaleGateways, "logs-scale")
+		cf := *caddyfile
+		if lines := strings.TrimSpace(strings.ReplaceAll(*scaleRoom, ";", "\n")); lines != "" {
+			if cf, err = caddyfileWithRoomLines(cf, lines, filepath.Join(*out, "scale.Caddyfile")); err != nil {
+				return errorf(stderr, "%v", err)
+			}
+			so.RoomLines = strings.ReplaceAll(lines, "\n", "; ")
+		}
+		stack, drv, err := start(cf, *scaleGateways, "logs-scale")
 		if err != nil {
 			return errorf(stderr, "%v", err)
 		}
@@ -329,8 +337,12 @@ func pollMarkdown(w io.Writer, r *bench.PollResult) {
 }
 
 func scaleMarkdown(w io.Writer, r *bench.ScaleResult) {
-	fmt.Fprintf(w, "\nScale: %d waiters through %d gateways, room rate %g/s, session %g s, %d units; polling %.0f s (entry took %.0f s); load average %s.\n\n",
-		r.Waiters, r.Gateways, r.Rate, r.SessionS, r.Stock, r.PollingS, r.EnterS, r.LoadAvg)
+	setting := "the Caddyfile's seckill_room settings"
+	if r.RoomLines != "" {
+		setting = "seckill_room with `" + r.RoomLines + "`"
+	}
+	fmt.Fprintf(w, "\nScale: %d waiters through %d gateways (%s), room rate %g/s, session %g s, %d units; polling %.0f s (entry took %.0f s); load average %s.\n\n",
+		r.Waiters, r.Gateways, setting, r.Rate, r.SessionS, r.Stock, r.PollingS, r.EnterS, r.LoadAvg)
 	fmt.Fprintln(w, "| polls | polls/s | Redis commands/poll | scripts/poll | from memory | Redis commands per poll that reached Redis | tokens / buys / leaves | room 6-9 | all checks | target (<= 0.05, 6-9 PASS) |")
 	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|---|")
 	target := "missed"
