@@ -38,8 +38,9 @@ type ScaleOptions struct {
 	// Stock is the sale's units (default: Waiters, so that admissions flow for the whole run:
 	// the room admits at most stock x oversubscribe live places).
 	Stock int
-	// BuyShare is the share of admitted waiters who take a token and buy (default 0.5); the
-	// others keep polling and let their admission lapse.
+	// BuyShare is the share of admitted waiters who buy (default 0.5). Every admitted waiter
+	// does what the waiting page does on admission: takes a token and stops polling; the
+	// others never click Buy, and their admission lapses after the session.
 	BuyShare float64
 	// LeaveShare is the share of waiters who leave the queue (DELETE) at a random moment of
 	// the phase (default 0.05).
@@ -161,7 +162,6 @@ type scaleWaiter struct {
 	ticket  string
 	next    time.Time
 	leaveAt time.Time // zero: stays
-	fate    int       // 0: not admitted yet, 1: buys, 2: lets the admission lapse
 	index   int       // in the heap
 }
 
@@ -239,8 +239,9 @@ func (r *scaleRun) call(ctx context.Context, w *scaleWaiter, method, path string
 	return resp.StatusCode, a, nil
 }
 
-// step is one visit of a waiter: a leave when its time has come, else a poll, and a token and
-// a buy when the poll admits a buyer. It returns when the waiter polls next (zero: never).
+// step is one visit of a waiter: a leave when its time has come, else a poll, and what the
+// page does on admission when the poll admits him. It returns when the waiter polls next
+// (zero: never).
 func (r *scaleRun) step(ctx context.Context, w *scaleWaiter, now time.Time) time.Time {
 	if !w.leaveAt.IsZero() && !now.Before(w.leaveAt) {
 		r.leaves.Add(1)
@@ -289,13 +290,7 @@ func (r *scaleRun) step(ctx context.Context, w *scaleWaiter, now time.Time) time
 	switch a.State {
 	case "waiting", "paused":
 	case "admitted":
-		if w.fate == 0 {
-			w.fate = 2
-			if r.float() < r.o.BuyShare {
-				w.fate = 1
-			}
-		}
-		if w.fate == 1 && r.buy(ctx, w) {
+		if r.admitted(ctx, w) {
 			return time.Time{}
 		}
 	default: // sold_out, ended (lapsed, used)
@@ -306,8 +301,11 @@ func (r *scaleRun) step(ctx context.Context, w *scaleWaiter, now time.Time) time
 	return now.Add(wait + time.Duration(r.float()*0.1*float64(wait)))
 }
 
-// buy takes a token and buys once; true when the waiter is done (bought, or a final refusal).
-func (r *scaleRun) buy(ctx context.Context, w *scaleWaiter) bool {
+// admitted is what the waiting page does on admission: it takes a token and shows Buy, and
+// polls no more; a share of the people click it. It returns true when the waiter is done (he
+// bought, left his admission to lapse, or met a final refusal), false when he should poll
+// again (no token: the page would go back to the room).
+func (r *scaleRun) admitted(ctx context.Context, w *scaleWaiter) bool {
 	r.tokens.Add(1)
 	st, a, err := r.call(ctx, w, http.MethodPost, "/token", nil)
 	if ctx.Err() != nil {
@@ -315,7 +313,11 @@ func (r *scaleRun) buy(ctx context.Context, w *scaleWaiter) bool {
 	}
 	if err != nil || st != http.StatusOK || a.Token == "" {
 		r.count(r.outcomes, fmt.Sprintf("token:%d %s", st, a.Code))
-		return false
+		return final(a.Code)
+	}
+	if r.float() >= r.o.BuyShare {
+		r.count(r.outcomes, "admission left to lapse")
+		return true
 	}
 	r.mu.Lock()
 	r.buyers[w.user] = true
@@ -326,14 +328,14 @@ func (r *scaleRun) buy(ctx context.Context, w *scaleWaiter) bool {
 	case err != nil || st == http.StatusServiceUnavailable:
 		r.count(r.outcomes, "buy:unavailable")
 		r.acc.collect(load.Request{User: w.user}, load.Response{Outcome: "unavailable", At: time.Now()})
-		return false
+		return true
 	case st == http.StatusAccepted:
 		r.count(r.outcomes, "buy:accepted")
 		r.acc.collect(load.Request{User: w.user}, load.Response{Outcome: "accepted", OrderID: a.OrderID, At: time.Now()})
 		return true
 	default:
 		r.count(r.outcomes, fmt.Sprintf("buy:%d %s", st, a.Code))
-		return final(a.Code)
+		return true
 	}
 }
 
