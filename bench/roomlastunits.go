@@ -29,7 +29,9 @@ type LastUnitsOptions struct {
 	Rate        float64       // the room's admissions per second (default 10)
 	AbsentShare float64       // waiters who never poll after entering (default 0.5)
 	Lead        time.Duration // the sale starts this long after its creation (default 10 s)
-	Cap         time.Duration // the run stops this long after the start at the latest (default 3 min)
+	// Cap is how long after the start the run stops at the latest (default 5 min: without the
+	// presence rule the last units wait for one lapse after another, a session each).
+	Cap time.Duration
 	// ThinkMin and ThinkMax bound a present waiter's pause before buying (default 200-800 ms).
 	ThinkMin, ThinkMax time.Duration
 	DrainTimeout       time.Duration // default 30 s
@@ -57,7 +59,7 @@ func (o *LastUnitsOptions) defaults() {
 		o.Lead = 10 * time.Second
 	}
 	if o.Cap <= 0 {
-		o.Cap = 3 * time.Minute
+		o.Cap = 5 * time.Minute
 	}
 	if o.ThinkMin <= 0 {
 		o.ThinkMin = 200 * time.Millisecond

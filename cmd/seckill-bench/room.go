@@ -55,7 +55,7 @@ func runRoom(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.Float64Var(&lo.Rate, "lastunits-rate", 10, "lastunits: the room's admissions per second")
 	fs.Float64Var(&lo.AbsentShare, "lastunits-absent", 0.5, "lastunits: share of waiters who never poll after entering")
 	fs.DurationVar(&lo.Lead, "lastunits-lead", 10*time.Second, "lastunits: everyone enters this long before the start (the absent are last seen then)")
-	fs.DurationVar(&lo.Cap, "lastunits-cap", 3*time.Minute, "lastunits: the longest a run goes on after the start")
+	fs.DurationVar(&lo.Cap, "lastunits-cap", 5*time.Minute, "lastunits: the longest a run goes on after the start")
 	presence := fs.String("lastunits-presence", "off,default,7s",
 		"lastunits: the gateway's presence settings, one run (and stack) each: off (before issue 28's rule), default (presence_window 3 x refresh max), or a window (refresh_max is lowered to fit it)")
 	out := fs.String("out", "bench-results/room", "directory for room.json and room.md")
