@@ -92,3 +92,40 @@ func TestTheLastUnitsCaddyfileGetsTheLinesInsideTheRoomBlock(t *testing.T) {
 		t.Error("a Caddyfile without a room block was taken: the run would measure nothing it names")
 	}
 }
+
+func TestLastUnitsTableSaysWhetherTheTargetWasMet(t *testing.T) {
+	var b bytes.Buffer
+	lastUnitsMarkdown(&b, []*bench.LastUnitsResult{
+		{Variant: "off", Caddy: "presence_window off", Waiters: 1200, Absent: 600, Units: 120, Sold: 117, FirstS: 2, LastS: 90, Ratio: 45},
+		{Variant: "7s", Caddy: "refresh 1s 5.5s\npresence_window 7s", Units: 120, Sold: 120, AllSold: true, FirstS: 2, LastS: 3, Ratio: 1.5},
+		{Variant: "default", Units: 120, Sold: 100, FirstS: 2},
+	})
+	out := b.String()
+	for _, want := range []string{
+		"| off | `presence_window off` | 117 / 120 | 2.0 s | >= 90.0 s | 45.00 | missed |",
+		"| 7s | `refresh 1s 5.5s; presence_window 7s` | 120 / 120 | 2.0 s | 3.0 s | 1.50 | met |",
+		"| default | `(none)` | 100 / 120 | 2.0 s | not reached |",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("missing %q in:\n%s", want, out)
+		}
+	}
+}
+
+func TestScaleTableReportsCommandsPerPollAndTheGateways(t *testing.T) {
+	var b bytes.Buffer
+	scaleMarkdown(&b, &bench.ScaleResult{Waiters: 100000, Gateways: 2, Polls: 1000, PollsPS: 50, RedisCommands: 400, CommandsPerPoll: 0.4,
+		FromMemory: 900, FromMemoryShare: 0.9, RoomChecks: "PASS", AllChecks: "PASS", Answers: map[string]int64{"waiting": 990, "admitted": 10},
+		GatewayMem: []bench.GatewayMemory{{URL: "http://a", PID: 7, RSSKiB: 2048, HWMKiB: 4096, PollsFromMemory: 450}}})
+	out := b.String()
+	for _, want := range []string{
+		"| 1000 | 50 | 0.4000 | 0.0000 | 90.0 % | 4.0 |", // 400 commands over the 100 polls that reached Redis
+		"| PASS | PASS | missed |",
+		"Answers: admitted 10, waiting 990.",
+		"| http://a | 7 | 2.0 MiB | 4.0 MiB | 450 |",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("missing %q in:\n%s", want, out)
+		}
+	}
+}
