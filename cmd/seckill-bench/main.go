@@ -7,7 +7,10 @@
 //	seckill-bench -only edge      one contestant
 //	seckill-bench verify -sale S  only the invariants of an existing sale
 //	seckill-bench verify-room -sale S  the waiting room's order against its revealed seed
-//	seckill-bench room            the waiting room's fairness scenario and poll benchmark
+//	seckill-bench room            the waiting room's fairness scenario and poll benchmark; with
+//	                              -only scale, lastunits: waiters at scale through two gateways
+//	                              (Redis commands per poll) and the last units with half the
+//	                              waiters absent, with and without the presence rule
 //	seckill-bench draw            draws: entry cost against a room entry, a draw of a million
 //	                              entries, and fast against slow entrants through two gateways
 //	seckill-bench identity        identity at the edge: demo path, local JWT, cached and plain
