@@ -23,6 +23,10 @@ type fairClient struct {
 	rng    *rand.Rand
 	http   *http.Client
 	ticket string
+	// keepTicket: the client keeps the newest ticket a poll hands it, as the waiting page does
+	// (a placed ticket: its polls far from the front are then answered from the gateway's
+	// memory, and its presence recorded by the gateway's ticks).
+	keepTicket bool
 }
 
 // fairRun is the shared state of one sale's crowd.
@@ -199,6 +203,9 @@ func (r *fairRun) withRoom(ctx context.Context, c *fairClient) {
 	for ctx.Err() == nil {
 		st, m := r.call(ctx, c, http.MethodGet, "/queue", map[string]string{"X-Seckill-Ticket": c.ticket})
 		state := str(m, "state")
+		if t := str(m, "ticket"); c.keepTicket && st == http.StatusOK && t != "" {
+			c.ticket = t
+		}
 		if st != http.StatusOK {
 			r.count("poll:" + str(m, "code"))
 			state = ""

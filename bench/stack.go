@@ -29,6 +29,11 @@ type Stack struct {
 	Vhost      string // RabbitMQ vhost of the topology
 	// Process ids for peak memory and CPU per request (0 when unknown).
 	GatewayPID, BackendPID, RedisPID int
+	// GatewayPIDs and GatewayAdmins are every gateway's process id and Caddy admin URL, in the
+	// order of Gateways, when Start ran them (the room's scale run reads each one's memory and
+	// metrics).
+	GatewayPIDs   []int
+	GatewayAdmins []string
 	// RabbitPID and PostgresPID are the roots of the broker's and the database's process trees
 	// (beam.smp or its start script; the postmaster, whose children are the backends): private
 	// ones with PrivateServices, else the shared servers found by their listening ports.
@@ -105,6 +110,10 @@ func Start(ctx context.Context, o StartOptions) (*Stack, error) {
 	s := &Stack{Gateway: gw.URL, Gateways: h.URLs(), Backend: be.URL, Ceiling: gw.Ceiling, Admin: gw.Admin,
 		AdminToken: o.AdminToken, RedisAddr: h.RedisAddr, PGURL: h.PGURL, MgmtURL: h.MgmtURL, Vhost: h.Vhost,
 		GatewayPID: gw.PID(), BackendPID: be.PID(), LogDir: h.LogDir, h: h}
+	for _, g := range h.Gateways {
+		s.GatewayPIDs = append(s.GatewayPIDs, g.PID())
+		s.GatewayAdmins = append(s.GatewayAdmins, g.Admin)
+	}
 	if h.Redis != nil {
 		s.RedisPID = h.Redis.PID()
 	}

@@ -20,7 +20,19 @@ import (
 // (MEMORY USAGE of every room key, all samples). Run it alone:
 //
 //	go test -run '^$' -bench RoomMemoryPerWaiter -benchtime 1x ./caddymodule/room/
-func BenchmarkRoomMemoryPerWaiter(b *testing.B) {
+func BenchmarkRoomMemoryPerWaiter(b *testing.B) { roomMemoryPerWaiter(b, false) }
+
+// BenchmarkRoomMemoryPerWaiterWithPresence is the same room once every waiter has been seen
+// (issue 28's presence rule): the gateways' ticks carry the users they answered from memory,
+// as they do every summary_interval, so the room's seen set holds every waiter too. This is
+// what a room whose waiters all poll costs Redis.
+//
+//	go test -run '^$' -bench RoomMemoryPerWaiterWithPresence -benchtime 1x ./caddymodule/room/
+func BenchmarkRoomMemoryPerWaiterWithPresence(b *testing.B) { roomMemoryPerWaiter(b, true) }
+
+// roomMemoryPerWaiter is both benchmarks: with presence, the ticks record every waiter in the
+// seen set, and the seen, away and back sets are measured with the others.
+func roomMemoryPerWaiter(b *testing.B, presence bool) {
 	n := 1_000_000
 	if v, err := strconv.Atoi(os.Getenv("SECKILL_ROOM_WAITERS")); err == nil && v > 0 {
 		n = v
@@ -56,8 +68,27 @@ func BenchmarkRoomMemoryPerWaiter(b *testing.B) {
 		if got := rdb.ZCard(ctx, QueueKey(r.Sale)).Val(); got != int64(n) {
 			b.Fatalf("%d places, want %d", got, n)
 		}
+		measured := keys[1:5]
+		if presence {
+			// The ticks, as a gateway sends them: at most maxPresent users each, no
+			// admission step (the stock is 0 anyway), the default window.
+			pkeys := append(append([]string{}, keys...), contract.RoomLogKey(r.Sale), seenKey(r.Sale), awayKey(r.Sale), backKey(r.Sale))
+			for i := 0; i < n; i += maxPresent {
+				args := []any{"tick", "", "50", "1.5", "60000", "900000", "", 0, "", "", "0", "90000"}
+				for j := i; j < min(i+maxPresent, n); j++ {
+					args = append(args, fmt.Sprintf("user%07d", j))
+				}
+				if err := script.EvalSha(ctx, rdb, pkeys, args...).Err(); err != nil && err != redis.Nil {
+					b.Fatal(err)
+				}
+			}
+			if got := rdb.ZCard(ctx, seenKey(r.Sale)).Val(); got != int64(n) {
+				b.Fatalf("%d users seen, want %d", got, n)
+			}
+			measured = append(append([]string{}, measured...), seenKey(r.Sale), awayKey(r.Sale), backKey(r.Sale))
+		}
 		var total int64
-		for _, k := range keys[1:5] {
+		for _, k := range measured {
 			v, _ := rdb.MemoryUsage(ctx, k, 0).Result()
 			total += v
 		}
@@ -65,6 +96,6 @@ func BenchmarkRoomMemoryPerWaiter(b *testing.B) {
 		b.ReportMetric(float64(total)/float64(n), "B/waiter")
 		b.ReportMetric(float64(n)/took.Seconds(), "entries/s")
 		b.Logf("%d waiters: %.1f MB in Redis (%.0f B each); entered at %.0f/s", n, float64(total)/(1<<20), float64(total)/float64(n), float64(n)/took.Seconds())
-		rdb.Unlink(ctx, QueueKey(r.Sale))
+		rdb.Unlink(ctx, QueueKey(r.Sale), seenKey(r.Sale))
 	}
 }

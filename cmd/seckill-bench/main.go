@@ -9,7 +9,10 @@
 //	seckill-bench verify-room -sale S  the waiting room's order against its revealed seed
 //	seckill-bench verify-draw -sale S  a draw recomputed from its published result and entries
 //	                              (-proof-user U: also U's inclusion proof; -save/-file: offline)
-//	seckill-bench room            the waiting room's fairness scenario and poll benchmark
+//	seckill-bench room            the waiting room's fairness scenario and poll benchmark; with
+//	                              -only scale, lastunits: waiters at scale through two gateways
+//	                              (Redis commands per poll) and the last units with half the
+//	                              waiters absent, with and without the presence rule
 //	seckill-bench draw            draws: entry cost against a room entry, a draw of a million
 //	                              entries, and fast against slow entrants through two gateways
 //	seckill-bench draw-sale       a whole draw sale on a running stack (make run's): entries,
