@@ -18,19 +18,26 @@ import (
 )
 
 // drawSaleThroughTheAPI creates a draw sale through POST /admin/sales as alice (its entries
-// open an hour ago and close in an hour, its purchase window follows), preheats it (which draws
+// open an hour ago and close in an hour, its purchase window follows; stocks per variant, or
+// {"": n} for a sale without variants), preheats it (which draws
 // its seed into Redis) and returns its id and the start of its purchase window. Every Redis key
 // of the sale is removed at the end.
 func (e *env) drawSaleThroughTheAPI(srv string, stocks map[string]int) (string, time.Time) {
 	e.t.Helper()
 	id := testenv.ID("d")
 	now := time.Now().UTC().Truncate(time.Second)
-	variants := make([]map[string]any, 0, len(stocks))
-	for v, n := range stocks {
-		variants = append(variants, map[string]any{"id": v, "stock": n})
+	spec := map[string]any{"id": id, "starts_at": now.Add(time.Hour), "ends_at": now.Add(2 * time.Hour),
+		"draw": map[string]any{"opens_at": now.Add(-time.Hour), "closes_at": now.Add(time.Hour), "claim_within": "10m"}}
+	if n, ok := stocks[""]; ok {
+		spec["stock"] = n
+	} else {
+		variants := make([]map[string]any, 0, len(stocks))
+		for v, n := range stocks {
+			variants = append(variants, map[string]any{"id": v, "stock": n})
+		}
+		spec["variants"] = variants
 	}
-	body, _ := json.Marshal(map[string]any{"id": id, "starts_at": now.Add(time.Hour), "ends_at": now.Add(2 * time.Hour),
-		"variants": variants, "draw": map[string]any{"opens_at": now.Add(-time.Hour), "closes_at": now.Add(time.Hour), "claim_within": "10m"}})
+	body, _ := json.Marshal(spec)
 	e.t.Cleanup(func() {
 		// The sale's keys all share its hash tag; the draw adds some (entries, spent nonces,
 		// waves) beside the meta, so they are found by it rather than listed.
@@ -82,6 +89,10 @@ func TestCockpitDrawPanelShowsARealDrawAndRunsItWithThePagesProtections(t *testi
 	}
 	e.enterDraw(sale, "quitter", "41", false)
 	e.enterDraw(sale, "quitter", "", true)
+	// A draw without variants enters everyone under the empty variant.
+	single, _ := e.drawSaleThroughTheAPI(srv.URL, map[string]int{"": 1})
+	e.enterDraw(single, "solo1", "", false)
+	e.enterDraw(single, "solo2", "", false)
 	plain := e.sale(3) // not a draw: no panel
 
 	b := browser(t)
@@ -95,6 +106,7 @@ func TestCockpitDrawPanelShowsARealDrawAndRunsItWithThePagesProtections(t *testi
 	waitJS(t, b, "the entry count and commitment", fmt.Sprintf(`document.querySelector('%s [data-d="summary"]').textContent.startsWith("10 entries · commitment ")`, card))
 	waitJS(t, b, "no waves yet", fmt.Sprintf(`document.querySelectorAll('%s [data-d="waves"] tr').length === 0`, card))
 	waitJS(t, b, "the run button", fmt.Sprintf(`!document.querySelector('%s button[data-act="draw"]').hidden`, card))
+	waitJS(t, b, "the size of a draw without variants", fmt.Sprintf(`[...document.querySelectorAll('#sale-%s [data-d="sizes"] tr')].map(r => r.textContent).join("|") === "–200"`, single))
 	waitJS(t, b, "no panel on a plain sale", fmt.Sprintf(`document.querySelector('#sale-%s') && document.querySelector('#sale-%s [data-d="panel"]').hidden && document.querySelector('#sale-%s button[data-act="draw"]').hidden`, plain, plain, plain))
 
 	// The page's protections: a POST without X-Seckill-UI, from the page itself and with its

@@ -89,6 +89,29 @@ func TestSeckillctlShowsAndRunsADraw(t *testing.T) {
 		t.Fatalf("the audit trail lacks carol's draw:\n%s", out)
 	}
 
+	// A draw without variants enters everyone under the empty variant, which the tables name
+	// "-" rather than leave blank.
+	single := testenv.ID("ctls")
+	t.Cleanup(func() {
+		keys, _ := svc.Redis.Keys(ctx, "seckill:"+contract.SaleTag(single)+"*").Result()
+		if len(keys) > 0 {
+			svc.Redis.Del(ctx, keys...)
+		}
+		svc.Redis.SRem(ctx, contract.SalesIndexKey, single)
+	})
+	if _, err := svc.CreateSale(ctx, backend.SaleSpec{ID: single, Stock: 1, StartsAt: now.Add(time.Hour), EndsAt: now.Add(2 * time.Hour),
+		Draw: &admin.DrawSpec{OpensAt: now.Add(-time.Hour), ClosesAt: now.Add(time.Hour), ClaimWithin: "5m"}}); err != nil {
+		t.Fatal(err)
+	}
+	mustCtl(t, srv, "preheat", single)
+	if rep, err := (lua.DrawEnterCall{Sale: single, User: "solo"}).Run(ctx, svc.Redis); err != nil || rep.Code != 0 {
+		t.Fatalf("draw_enter.lua without a variant: code %d, %v", rep.Code, err)
+	}
+	if out := strings.Join(strings.Fields(mustCtl(t, srv, "draw", "run", single)), " "); !strings.Contains(out, "VARIANT ENTRIES - 1") ||
+		!strings.Contains(out, "CLAIM UNTIL - 1 1-1 1 0") {
+		t.Fatalf("the draw of a sale without variants:\n%s", out)
+	}
+
 	plain := testenv.ID("ctlp")
 	t.Cleanup(func() {
 		svc.Redis.Del(ctx, contract.MetaKey(plain))
