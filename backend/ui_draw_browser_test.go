@@ -75,7 +75,8 @@ func (e *env) enterDraw(sale, user, variant string, withdraw bool) {
 // /admin/sales/{id}/draw; "Run the draw", confirmed, POSTs it as the signed-in admin through the
 // page's bridge, and the panel then shows the waves the draw really made, with a winner's
 // order counted as a claim. The run is in the audit trail under alice's name. A POST without the
-// page's header does not reach the route: the draw stays open and nothing is audited.
+// page's header does not reach the route: the draw stays open and nothing is audited. A draw
+// without variants names its one size "–" rather than leave the cell blank.
 func TestCockpitDrawPanelShowsARealDrawAndRunsItWithThePagesProtections(t *testing.T) {
 	e := newEnv(t)
 	t.Setenv("SECKILL_GATEWAY_METRICS", "")
