@@ -2,119 +2,187 @@ package backend
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
-	"net/http/httptest"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/chromedp/chromedp"
-	"github.com/seckilledge/seckill/backend/internal/httpapi"
+	"github.com/seckilledge/seckill/backend/internal/backendtest"
+	"github.com/seckilledge/seckill/backend/lock"
+	"github.com/seckilledge/seckill/contract"
+	"github.com/seckilledge/seckill/contract/admin"
+	"github.com/seckilledge/seckill/internal/testenv"
+	"github.com/seckilledge/seckill/lua"
 )
 
-// drawAdminStub stands in for GET and POST /admin/sales/{id}/draw, which another part of issue
-// 29 builds (backend/draw), answering the shape docs/draw.md fixes for them. It is mounted
-// behind the service's own role checks, on the mux the cockpit's bridge runs, so the page
-// reaches it exactly as it will reach the real routes.
-type drawAdminStub struct {
-	sale string
-	mu   sync.Mutex
-	runs []string // the principals who ran the draw
-}
-
-func (d *drawAdminStub) status(drawn bool) map[string]any {
-	st := map[string]any{"sale_id": d.sale, "state": "closed", "entries": 37,
-		"entries_by_variant": map[string]int{"40": 13, "41": 12, "42": 12}, "root": "ab12cd34ef56ab12cd34ef56", "seed_commitment": "c0ffee00c0ffee00c0ffee00"}
-	if drawn {
-		at := time.Now().UTC()
-		st["state"] = "drawn"
-		st["waves"] = []map[string]any{
-			{"variant": "40", "wave": 1, "lo": 0, "hi": 3, "at": at, "claim_until": at.Add(10 * time.Minute), "claimed": 2},
-			{"variant": "41", "wave": 1, "lo": 0, "hi": 3, "at": at, "claim_until": at.Add(10 * time.Minute), "claimed": 0},
-			{"variant": "42", "wave": 1, "lo": 0, "hi": 3, "at": at, "claim_until": at.Add(10 * time.Minute), "claimed": 1},
+// drawSaleThroughTheAPI creates a draw sale through POST /admin/sales as alice (its entries
+// open an hour ago and close in an hour, its purchase window follows; stocks per variant, or
+// {"": n} for a sale without variants), preheats it (which draws
+// its seed into Redis) and returns its id and the start of its purchase window. Every Redis key
+// of the sale is removed at the end.
+func (e *env) drawSaleThroughTheAPI(srv string, stocks map[string]int) (string, time.Time) {
+	e.t.Helper()
+	id := testenv.ID("d")
+	now := time.Now().UTC().Truncate(time.Second)
+	spec := map[string]any{"id": id, "starts_at": now.Add(time.Hour), "ends_at": now.Add(2 * time.Hour),
+		"draw": map[string]any{"opens_at": now.Add(-time.Hour), "closes_at": now.Add(time.Hour), "claim_within": "10m"}}
+	if n, ok := stocks[""]; ok {
+		spec["stock"] = n
+	} else {
+		variants := make([]map[string]any, 0, len(stocks))
+		for v, n := range stocks {
+			variants = append(variants, map[string]any{"id": v, "stock": n})
 		}
+		spec["variants"] = variants
 	}
-	return st
+	body, _ := json.Marshal(spec)
+	e.t.Cleanup(func() {
+		// The sale's keys all share its hash tag; the draw adds some (entries, spent nonces,
+		// waves) beside the meta, so they are found by it rather than listed.
+		ctx := context.Background()
+		keys, _ := e.rdb.Keys(ctx, "seckill:"+contract.SaleTag(id)+"*").Result()
+		if len(keys) > 0 {
+			e.rdb.Del(ctx, keys...)
+		}
+		e.rdb.Del(ctx, lockRedisKeys(lock.SaleKey(id))...)
+		e.rdb.SRem(ctx, contract.SalesIndexKey, id)
+	})
+	alice := map[string]string{"Authorization": "Bearer " + aliceToken}
+	var st admin.SaleStatus
+	if code := doJSON(e.t, "POST", srv+"/admin/sales", alice, string(body), &st); code != http.StatusCreated || st.Draw == nil {
+		e.t.Fatalf("create the draw sale: %d %+v", code, st)
+	}
+	if code := doJSON(e.t, "POST", srv+"/admin/sales/"+id+"/preheat", alice, "", nil); code != http.StatusOK {
+		e.t.Fatalf("preheat the draw sale: %d", code)
+	}
+	return id, now.Add(time.Hour)
 }
 
-func (d *drawAdminStub) handle(w http.ResponseWriter, r *http.Request) {
-	if r.PathValue("id") != d.sale {
-		httpapi.Refuse(w, http.StatusNotFound, "unknown_sale", "no such draw")
-		return
+// enterDraw enters user into sale's draw for variant with draw_enter.lua, the very call the
+// gateway's draw handler makes (caddymodule/draw), or withdraws the entry.
+func (e *env) enterDraw(sale, user, variant string, withdraw bool) {
+	e.t.Helper()
+	rep, err := lua.DrawEnterCall{Sale: sale, User: user, Variant: variant, Withdraw: withdraw}.Run(context.Background(), e.rdb)
+	if err != nil || rep.Code != 0 {
+		e.t.Fatalf("draw_enter.lua for %s (%q, withdraw %v): code %d, %v", user, variant, withdraw, rep.Code, err)
 	}
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if r.Method == http.MethodPost {
-		who, _ := httpapi.PrincipalFrom(r.Context())
-		d.runs = append(d.runs, who.Name)
-	}
-	httpapi.WriteJSON(w, http.StatusOK, d.status(len(d.runs) > 0))
 }
 
-// The cockpit shows a draw sale's panel (state, entries per size) from GET
-// /admin/sales/{id}/draw, and its "Run the draw" button, confirmed, POSTs it as the signed-in
-// admin through the page's bridge; the answer's waves and claims appear and the button goes.
-// A POST without the page's header does not reach the route.
-func TestCockpitDrawPanelShowsTheDrawAndRunsItWithThePagesProtections(t *testing.T) {
+// The cockpit's draw panel against the real routes: a draw sale created, preheated and
+// entered the way the gateway enters it shows its live state and entries per size from GET
+// /admin/sales/{id}/draw; "Run the draw", confirmed, POSTs it as the signed-in admin through the
+// page's bridge, and the panel then shows the waves the draw really made, with a winner's
+// order counted as a claim. The run is in the audit trail under alice's name. A POST without the
+// page's header does not reach the route: the draw stays open and nothing is audited. A draw
+// without variants names its one size "–" rather than leave the cell blank.
+func TestCockpitDrawPanelShowsARealDrawAndRunsItWithThePagesProtections(t *testing.T) {
 	e := newEnv(t)
 	t.Setenv("SECKILL_GATEWAY_METRICS", "")
-	e.controlServer() // the tokens of alice and vera
-	sale := e.sale(3)
-	if _, err := e.pool.Exec(context.Background(), `INSERT INTO draws (sale_id, opens_at, closes_at, claim_within_ms, seed_commitment)
-		VALUES ($1, now() - interval '1 hour', now() - interval '1 minute', 600000, 'c0ffee00')`, sale); err != nil {
-		t.Fatal(err)
+	srv := e.controlServer() // the tokens of alice and vera; the draw routes are mounted
+	ctx := context.Background()
+	sale, starts := e.drawSaleThroughTheAPI(srv.URL, map[string]int{"40": 2, "41": 3, "42": 1})
+	// Ten live entries: five for 40, two for 41, three for 42. One more entrant of 41
+	// withdraws, so 41 counts only the entries still standing (n:41 of the draw hash).
+	for i, v := range []string{"40", "40", "40", "40", "40", "41", "41", "42", "42", "42"} {
+		e.enterDraw(sale, fmt.Sprintf("u%d", i), v, false)
 	}
+	e.enterDraw(sale, "quitter", "41", false)
+	e.enterDraw(sale, "quitter", "", true)
+	// A draw without variants enters everyone under the empty variant.
+	single, _ := e.drawSaleThroughTheAPI(srv.URL, map[string]int{"": 1})
+	e.enterDraw(single, "solo1", "", false)
+	e.enterDraw(single, "solo2", "", false)
 	plain := e.sale(3) // not a draw: no panel
-	stub := &drawAdminStub{sale: sale}
-	mux := http.NewServeMux()
-	e.svc.mountControls(mux, newRegistry())
-	probe := httptest.NewRequest(http.MethodGet, "/admin/sales/"+sale+"/draw", nil)
-	if _, pattern := mux.Handler(probe); pattern != "" {
-		t.Fatalf("the controls now mount %q themselves: run this test against them instead of the stand-in", pattern)
-	}
-	mux.HandleFunc("GET /admin/sales/{id}/draw", e.svc.viewer(stub.handle))
-	mux.HandleFunc("POST /admin/sales/{id}/draw", e.svc.admin(stub.handle))
-	srv := httptest.NewServer(recoverer(e.svc.Log, jsonFallback(mux)))
-	t.Cleanup(srv.Close)
 
-	ctx := browser(t)
-	signIn(t, ctx, srv.URL, sale)
-	panel := `#sale-` + sale + ` [data-d="panel"]`
-	waitJS(t, ctx, "the draw panel", fmt.Sprintf(`!document.querySelector(%q).hidden`, panel))
-	waitJS(t, ctx, "the draw's state", textIs(`#sale-`+sale+` [data-d="state"]`, "closed"))
-	waitJS(t, ctx, "entries per size", fmt.Sprintf(`[...document.querySelectorAll('#sale-%s [data-d="sizes"] tr')].map(r => r.textContent).join("|") === "401300|411200|421200"`, sale))
-	waitJS(t, ctx, "the run button", fmt.Sprintf(`!document.querySelector('#sale-%s button[data-act="draw"]').hidden`, sale))
-	waitJS(t, ctx, "no panel on a plain sale", fmt.Sprintf(`document.querySelector('#sale-%s') && document.querySelector('#sale-%s [data-d="panel"]').hidden && document.querySelector('#sale-%s button[data-act="draw"]').hidden`, plain, plain, plain))
+	b := browser(t)
+	signIn(t, b, srv.URL, sale)
+	card := `#sale-` + sale
+	sizes := fmt.Sprintf(`[...document.querySelectorAll('%s [data-d="sizes"] tr')].map(r => r.textContent).join("|")`, card)
+	waitJS(t, b, "the draw panel", fmt.Sprintf(`!document.querySelector(%q).hidden`, card+` [data-d="panel"]`))
+	waitJS(t, b, "the draw's state", textIs(card+` [data-d="state"]`, "open"))
+	// size, entries, won, claimed: nothing is won before the draw.
+	waitJS(t, b, "entries per size", sizes+` === "40500|41200|42300"`)
+	waitJS(t, b, "the entry count and commitment", fmt.Sprintf(`document.querySelector('%s [data-d="summary"]').textContent.startsWith("10 entries · commitment ")`, card))
+	waitJS(t, b, "no waves yet", fmt.Sprintf(`document.querySelectorAll('%s [data-d="waves"] tr').length === 0`, card))
+	waitJS(t, b, "the run button", fmt.Sprintf(`!document.querySelector('%s button[data-act="draw"]').hidden`, card))
+	waitJS(t, b, "the size of a draw without variants", fmt.Sprintf(`[...document.querySelectorAll('#sale-%s [data-d="sizes"] tr')].map(r => r.textContent).join("|") === "–200"`, single))
+	waitJS(t, b, "no panel on a plain sale", fmt.Sprintf(`document.querySelector('#sale-%s') && document.querySelector('#sale-%s [data-d="panel"]').hidden && document.querySelector('#sale-%s button[data-act="draw"]').hidden`, plain, plain, plain))
 
 	// The page's protections: a POST without X-Seckill-UI, from the page itself and with its
 	// session, is refused before the route (the Origin check is the cockpit's own tests').
-	st, err := chromedp.Run(ctx, chromedp.Evaluate[int](`fetch("/admin/ui/api/sales/`+sale+`/draw", {method: "POST", credentials: "same-origin"}).then(r => r.status)`,
+	st, err := chromedp.Run(b, chromedp.Evaluate[int](`fetch("/admin/ui/api/sales/`+sale+`/draw", {method: "POST", credentials: "same-origin"}).then(r => r.status)`,
 		chromedp.EvalAwaitPromise))
 	if err != nil || st != http.StatusForbidden {
 		t.Fatalf("a POST without X-Seckill-UI: %d %v", st, err)
 	}
-	stub.mu.Lock()
-	if len(stub.runs) != 0 {
-		t.Fatalf("the draw ran without the page's protections: %v", stub.runs)
+	vera := map[string]string{"Authorization": "Bearer " + viewerToken}
+	var ds admin.DrawStatus
+	if code := doJSON(t, "GET", srv.URL+"/admin/sales/"+sale+"/draw", vera, "", &ds); code != http.StatusOK || ds.State != "open" {
+		t.Fatalf("the draw ran without the page's protections: %d %+v", code, ds)
 	}
-	stub.mu.Unlock()
+	if n := e.dbInt(`SELECT count(*) FROM audit_log WHERE sale_id = $1`, sale); n != 0 {
+		t.Fatalf("%d audit rows before the draw ran", n)
+	}
 
-	if err := chromedp.Do(ctx,
-		chromedp.Click(chromedp.CSS(`#sale-`+sale+` button[data-act="draw"]`)),
+	if err := chromedp.Do(b,
+		chromedp.Click(chromedp.CSS(card+` button[data-act="draw"]`)),
 		chromedp.WaitVisible(chromedp.CSS(`#confirm-ok`)),
 		chromedp.Click(chromedp.CSS(`#confirm-ok`)),
 	); err != nil {
 		t.Fatal(err)
 	}
-	waitJS(t, ctx, "the drawn state", textIs(`#sale-`+sale+` [data-d="state"]`, "drawn"))
-	waitJS(t, ctx, "the waves", fmt.Sprintf(`document.querySelectorAll('#sale-%s [data-d="waves"] tr').length === 3`, sale))
-	waitJS(t, ctx, "wave 1 of 40", fmt.Sprintf(`(document.querySelector('#sale-%s [data-wave="40:1"]')||{}).textContent.startsWith("4011–332")`, sale))
-	waitJS(t, ctx, "won and claimed per size", fmt.Sprintf(`[...document.querySelectorAll('#sale-%s [data-d="sizes"] tr')].map(r => r.textContent).join("|") === "401332|411230|421231"`, sale))
-	waitJS(t, ctx, "the run button gone", fmt.Sprintf(`document.querySelector('#sale-%s button[data-act="draw"]').hidden`, sale))
-	stub.mu.Lock()
-	defer stub.mu.Unlock()
-	if len(stub.runs) != 1 || stub.runs[0] != "alice" {
-		t.Fatalf("the draw ran as %v, want once as alice", stub.runs)
+	waitJS(t, b, "the drawn state", textIs(card+` [data-d="state"]`, "drawn"))
+	waitJS(t, b, "the run button gone", fmt.Sprintf(`document.querySelector('%s button[data-act="draw"]').hidden`, card))
+
+	// The draw as the backend holds it: wave 1 of each size gives min(entries, stock) places,
+	// to buy within the claim window from the start of the purchase window.
+	if code := doJSON(t, "GET", srv.URL+"/admin/sales/"+sale+"/draw", vera, "", &ds); code != http.StatusOK || ds.State != "drawn" ||
+		ds.Entries != 10 || len(ds.Root) != 64 || len(ds.Waves) != 3 {
+		t.Fatalf("the draw after the button: %d %+v", code, ds)
 	}
+	for i, want := range []admin.DrawWaveStatus{{Variant: "40", Wave: 1, Hi: 2}, {Variant: "41", Wave: 1, Hi: 2}, {Variant: "42", Wave: 1, Hi: 1}} {
+		if w := ds.Waves[i]; w.Variant != want.Variant || w.Wave != want.Wave || w.Lo != 0 || w.Hi != want.Hi || !w.ClaimUntil.Equal(starts.Add(10*time.Minute)) {
+			t.Fatalf("wave %d: %+v, want %+v", i, w, want)
+		}
+	}
+	waitJS(t, b, "the root", fmt.Sprintf(`document.querySelector('%s [data-d="summary"]').textContent.includes("root %s…")`, card, ds.Root[:12]))
+	waitJS(t, b, "a row per wave", fmt.Sprintf(`document.querySelectorAll('%s [data-d="waves"] tr').length === 3`, card))
+	// size, wave, ranks, winners, claimed, then the times.
+	for _, w := range ds.Waves {
+		want := fmt.Sprintf("%s%d1–%d%d0", w.Variant, w.Wave, w.Hi, w.Hi)
+		waitJS(t, b, "wave "+w.Variant, fmt.Sprintf(`((document.querySelector('%s [data-wave="%s:%d"]')||{}).textContent||"").startsWith(%q)`, card, w.Variant, w.Wave, want))
+	}
+	waitJS(t, b, "won per size", sizes+` === "40520|41220|42310"`)
+
+	// The first of 40 buys: his order reaches Postgres (written here as the consumer would),
+	// and the panel, which reads the draw every few seconds, counts it as a claim.
+	var winner string
+	if err := e.pool.QueryRow(ctx, `SELECT user_id FROM draw_entries WHERE sale_id = $1 AND variant = '40' AND pos = 0`, sale).Scan(&winner); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.pool.Exec(ctx, `INSERT INTO orders (order_id, sale_id, user_id, status, accepted_at, variant_id) VALUES ($1, $2, $3, 'created', now(), '40')`,
+		backendtest.OrderIDAt(t, time.Now()), sale, winner); err != nil {
+		t.Fatal(err)
+	}
+	waitJS(t, b, "the claim per size", sizes+` === "40521|41220|42310"`)
+	waitJS(t, b, "the claim in wave 1 of 40", fmt.Sprintf(`((document.querySelector('%s [data-wave="40:1"]')||{}).textContent||"").startsWith("4011–221")`, card))
+
+	// The audit trail: GET /admin/audit?sale= and the page's own list both name alice.
+	var trail struct{ Entries []admin.AuditEntry }
+	if code := doJSON(t, "GET", srv.URL+"/admin/audit?sale="+sale, vera, "", &trail); code != http.StatusOK || len(trail.Entries) != 1 {
+		t.Fatalf("audit of the draw: %d %+v", code, trail)
+	}
+	var before, after struct {
+		State   string
+		Entries int
+		Waves   int
+	}
+	a := trail.Entries[0]
+	if json.Unmarshal(a.Before, &before) != nil || json.Unmarshal(a.After, &after) != nil || a.Action != "draw" || a.Who != "alice" ||
+		a.Role != "admin" || before.State != "open" || before.Entries != 10 || after.State != "drawn" || after.Waves != 3 || a.RequestID == "" {
+		t.Fatalf("audit entry of the draw: %+v (before %s, after %s)", a, a.Before, a.After)
+	}
+	waitJS(t, b, "the draw in the page's audit trail", fmt.Sprintf(`[...document.querySelectorAll('#audit tr')].some(r => r.textContent.includes('alice') && r.textContent.includes('draw') && r.textContent.includes(%q))`, sale))
 }

@@ -73,7 +73,7 @@ func drawTables(w io.Writer, st drawStatus) {
 	sort.Strings(variants)
 	rows := [][]string{{"VARIANT", "ENTRIES"}}
 	for _, v := range variants {
-		rows = append(rows, []string{v, strconv.Itoa(st.EntriesByVariant[v])})
+		rows = append(rows, []string{sizeName(v), strconv.Itoa(st.EntriesByVariant[v])})
 	}
 	table(w, rows)
 	if len(st.Waves) == 0 {
@@ -87,8 +87,17 @@ func drawTables(w io.Writer, st drawStatus) {
 		if x.Hi > x.Lo {
 			ranks = fmt.Sprintf("%d-%d", x.Lo+1, x.Hi)
 		}
-		rows = append(rows, []string{x.Variant, strconv.Itoa(x.Wave), ranks, strconv.Itoa(x.Hi - x.Lo),
+		rows = append(rows, []string{sizeName(x.Variant), strconv.Itoa(x.Wave), ranks, strconv.Itoa(x.Hi - x.Lo),
 			strconv.Itoa(x.Claimed), when(x.At), when(x.ClaimUntil)})
 	}
 	table(w, rows)
+}
+
+// sizeName is a variant as the tables show it: a sale without variants draws under the empty
+// variant, which would otherwise be a blank cell that shifts the row's columns to the eye.
+func sizeName(v string) string {
+	if v == "" {
+		return "-"
+	}
+	return v
 }

@@ -1,76 +1,133 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
-	"net/http"
-	"net/http/httptest"
+	"fmt"
 	"strings"
-	"sync"
 	"testing"
+	"time"
+
+	"github.com/seckilledge/seckill/backend"
+	"github.com/seckilledge/seckill/contract"
+	"github.com/seckilledge/seckill/contract/admin"
+	"github.com/seckilledge/seckill/internal/testenv"
+	"github.com/seckilledge/seckill/lua"
 )
 
-// drawAdmin stands in for the backend's GET and POST /admin/sales/{id}/draw (another part of
-// issue 29 builds them) with the shape docs/draw.md fixes; it records what the CLI asked.
-type drawAdmin struct {
-	mu    sync.Mutex
-	calls []string
-}
-
-const drawBody = `{"sale_id":"sneaker","state":"drawn","entries":37,"entries_by_variant":{"42":12,"40":13,"41":12},
-	"root":"ab12","seed_commitment":"cd34","waves":[
-	{"variant":"40","wave":1,"lo":0,"hi":3,"at":"2026-12-01T14:00:00Z","claim_until":"2026-12-01T14:10:00Z","claimed":1},
-	{"variant":"40","wave":2,"lo":3,"hi":5,"at":"2026-12-01T14:10:00Z","claim_until":"2026-12-01T14:20:00Z","claimed":0}]}`
-
-func (d *drawAdmin) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	d.mu.Lock()
-	d.calls = append(d.calls, r.Method+" "+r.URL.Path+" "+r.Header.Get("Authorization"))
-	d.mu.Unlock()
-	w.Header().Set("Content-Type", "application/json")
-	if r.URL.Path != "/admin/sales/sneaker/draw" {
-		w.WriteHeader(404)
-		_ = json.NewEncoder(w).Encode(map[string]string{"code": "unknown_sale", "message": "no such sale"})
-		return
-	}
-	_, _ = w.Write([]byte(drawBody))
-}
-
+// An operator's draw, through the real backend: a draw sale preheated with seckillctl, entered
+// with draw_enter.lua (the gateway's own call), shown while open (live entries per size, the
+// commitment, no root yet), refused to a viewer's run, run by an admin (the waves the draw
+// made: wave 1 of each size gives min(entries, stock) places), shown again as JSON in the
+// backend's own shape, and found in the audit trail.
 func TestSeckillctlShowsAndRunsADraw(t *testing.T) {
-	d := &drawAdmin{}
-	srv := httptest.NewServer(d)
-	t.Cleanup(srv.Close)
-	out := mustCtl(t, srv, "draw", "show", "sneaker")
-	flat := strings.Join(strings.Fields(out), " ")
-	for _, want := range []string{"state drawn", "entries 37", "entries root ab12", "seed commitment cd34",
-		"40 13 41 12 42 12", "40 1 1-3 3 1", "40 2 4-5 2 0"} {
-		if !strings.Contains(flat, want) {
-			t.Fatalf("draw show: no %q in\n%s", want, out)
+	srv, svc := backendServer(t)
+	ctx := context.Background()
+	sale := testenv.ID("ctld")
+	t.Cleanup(func() {
+		// The sale's keys all share its hash tag; the draw adds some (entries, spent nonces)
+		// beside the meta, so they are found by it rather than listed.
+		keys, _ := svc.Redis.Keys(ctx, "seckill:"+contract.SaleTag(sale)+"*").Result()
+		if len(keys) > 0 {
+			svc.Redis.Del(ctx, keys...)
+		}
+		svc.Redis.SRem(ctx, contract.SalesIndexKey, sale)
+	})
+	now := time.Now()
+	if _, err := svc.CreateSale(ctx, backend.SaleSpec{ID: sale, StartsAt: now.Add(time.Hour), EndsAt: now.Add(2 * time.Hour),
+		Variants: []backend.VariantSpec{{ID: "a", Stock: 2}, {ID: "b", Stock: 1}},
+		Draw:     &admin.DrawSpec{OpensAt: now.Add(-time.Hour), ClosesAt: now.Add(time.Hour), ClaimWithin: "5m"}}); err != nil {
+		t.Fatal(err)
+	}
+	mustCtl(t, srv, "preheat", sale)
+	for i, v := range []string{"a", "a", "a", "b", "b"} {
+		rep, err := lua.DrawEnterCall{Sale: sale, User: fmt.Sprintf("u%d", i), Variant: v}.Run(ctx, svc.Redis)
+		if err != nil || rep.Code != 0 {
+			t.Fatalf("draw_enter.lua for u%d: code %d, %v", i, rep.Code, err)
 		}
 	}
-	if out := mustCtl(t, srv, "draw", "run", "sneaker"); !strings.Contains(out, "draw run sneaker: done") {
-		t.Fatalf("draw run: %s", out)
+
+	// Showing is a viewer's right; the root is published only at the close.
+	code, out, errs := ctl(t, srv, viewerToken, "draw", "show", sale)
+	flat := strings.Join(strings.Fields(out), " ")
+	if code != 0 {
+		t.Fatalf("draw show as a viewer: exit %d %s", code, errs)
 	}
-	out = mustCtl(t, srv, "draw", "show", "sneaker", "-o", "json")
-	var back map[string]any
-	if err := json.Unmarshal([]byte(out), &back); err != nil || back["state"] != "drawn" {
-		t.Fatalf("draw show -o json: %v %s", err, out)
+	for _, want := range []string{"sale " + sale, "state open", "entries 5", "entries root - (published at the close)", "VARIANT ENTRIES a 3 b 2"} {
+		if !strings.Contains(flat, want) {
+			t.Fatalf("draw show while open: no %q in\n%s", want, out)
+		}
 	}
-	if code, _, errs := ctl(t, srv, adminToken, "draw", "show", "nosuch"); code != 1 || !strings.Contains(errs, "404 unknown_sale") {
-		t.Fatalf("an unknown sale: exit %d %s", code, errs)
+	if strings.Contains(out, "WAVE") {
+		t.Fatalf("draw show while open lists waves:\n%s", out)
 	}
-	for _, args := range [][]string{{"draw"}, {"draw", "delete", "sneaker"}, {"draw", "run"}, {"draw", "show", "a", "b"}} {
+	if code, _, errs := ctl(t, srv, viewerToken, "draw", "run", sale); code != 1 || !strings.Contains(errs, "403 forbidden") {
+		t.Fatalf("a viewer's draw run: exit %d %s", code, errs)
+	}
+
+	out = mustCtl(t, srv, "draw", "run", sale)
+	flat = strings.Join(strings.Fields(out), " ")
+	for _, want := range []string{"draw run " + sale + ": done", "state drawn", "entries 5",
+		"VARIANT WAVE RANKS WINNERS CLAIMED", "a 1 1-2 2 0", "b 1 1-1 1 0"} {
+		if !strings.Contains(flat, want) {
+			t.Fatalf("draw run: no %q in\n%s", want, out)
+		}
+	}
+	var st admin.DrawStatus
+	if err := json.Unmarshal([]byte(mustCtl(t, srv, "draw", "show", sale, "-o", "json")), &st); err != nil || st.SaleID != sale ||
+		st.State != "drawn" || st.Entries != 5 || st.EntriesByVariant["a"] != 3 || len(st.Root) != 64 || len(st.SeedCommitment) != 64 || len(st.Waves) != 2 {
+		t.Fatalf("draw show -o json: %+v %v", st, err)
+	}
+	out = mustCtl(t, srv, "draw", "show", sale)
+	for _, want := range []string{st.Root, st.SeedCommitment} {
+		if !strings.Contains(out, want) {
+			t.Fatalf("draw show after the draw: no %q in\n%s", want, out)
+		}
+	}
+	out = mustCtl(t, srv, "audit", "-sale", sale)
+	if !strings.Contains(out, "carol") || !strings.Contains(out, "draw") {
+		t.Fatalf("the audit trail lacks carol's draw:\n%s", out)
+	}
+
+	// A draw without variants enters everyone under the empty variant, which the tables name
+	// "-" rather than leave blank.
+	single := testenv.ID("ctls")
+	t.Cleanup(func() {
+		keys, _ := svc.Redis.Keys(ctx, "seckill:"+contract.SaleTag(single)+"*").Result()
+		if len(keys) > 0 {
+			svc.Redis.Del(ctx, keys...)
+		}
+		svc.Redis.SRem(ctx, contract.SalesIndexKey, single)
+	})
+	if _, err := svc.CreateSale(ctx, backend.SaleSpec{ID: single, Stock: 1, StartsAt: now.Add(time.Hour), EndsAt: now.Add(2 * time.Hour),
+		Draw: &admin.DrawSpec{OpensAt: now.Add(-time.Hour), ClosesAt: now.Add(time.Hour), ClaimWithin: "5m"}}); err != nil {
+		t.Fatal(err)
+	}
+	mustCtl(t, srv, "preheat", single)
+	if rep, err := (lua.DrawEnterCall{Sale: single, User: "solo"}).Run(ctx, svc.Redis); err != nil || rep.Code != 0 {
+		t.Fatalf("draw_enter.lua without a variant: code %d, %v", rep.Code, err)
+	}
+	if out := strings.Join(strings.Fields(mustCtl(t, srv, "draw", "run", single)), " "); !strings.Contains(out, "VARIANT ENTRIES - 1") ||
+		!strings.Contains(out, "CLAIM UNTIL - 1 1-1 1 0") {
+		t.Fatalf("the draw of a sale without variants:\n%s", out)
+	}
+
+	plain := testenv.ID("ctlp")
+	t.Cleanup(func() {
+		svc.Redis.Del(ctx, contract.MetaKey(plain))
+		svc.Redis.SRem(ctx, contract.SalesIndexKey, plain)
+	})
+	if _, err := svc.CreateSale(ctx, backend.SaleSpec{ID: plain, Stock: 1, StartsAt: now, EndsAt: now.Add(time.Hour)}); err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{"nosuch", plain} {
+		if code, _, errs := ctl(t, srv, adminToken, "draw", "show", id); code != 1 || !strings.Contains(errs, "404 unknown_sale") {
+			t.Fatalf("draw show of %s (no draw): exit %d %s", id, code, errs)
+		}
+	}
+	for _, args := range [][]string{{"draw"}, {"draw", "delete", sale}, {"draw", "run"}, {"draw", "show", "a", "b"}} {
 		if code, _, _ := ctl(t, srv, adminToken, args...); code != 2 {
 			t.Fatalf("%v: exit %d, want 2 (usage)", args, code)
 		}
-	}
-	want := []string{
-		"GET /admin/sales/sneaker/draw Bearer " + adminToken,
-		"POST /admin/sales/sneaker/draw Bearer " + adminToken,
-		"GET /admin/sales/sneaker/draw Bearer " + adminToken,
-		"GET /admin/sales/nosuch/draw Bearer " + adminToken,
-	}
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if strings.Join(d.calls, "\n") != strings.Join(want, "\n") {
-		t.Fatalf("the CLI asked:\n%s\nwant:\n%s", strings.Join(d.calls, "\n"), strings.Join(want, "\n"))
 	}
 }
