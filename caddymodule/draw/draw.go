@@ -143,7 +143,6 @@ func (h *Draw) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.
 	if repl == nil {
 		repl = caddy.NewReplacer()
 	}
-	sale := repl.ReplaceAll(h.Sale, "")
 	path := strings.TrimSuffix(r.URL.Path, "/")
 	var endpoint string
 	switch {
@@ -153,12 +152,13 @@ func (h *Draw) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.
 		endpoint = "draw"
 	case strings.HasSuffix(path, "/challenge"):
 		// The shared challenge path: ours only for a draw sale.
-		return h.sharedChallenge(w, r, next, repl, sale)
+		return h.sharedChallenge(w, r, next, repl, repl.ReplaceAll(h.Sale, ""))
 	default:
 		// Not a draw path: the handler shares a route with the waiting room's (see
-		// caddyfile.go), which answers the rest.
+		// caddyfile.go), which answers the rest; a room's poll pays no more than this switch.
 		return next.ServeHTTP(w, r)
 	}
+	sale := repl.ReplaceAll(h.Sale, "")
 	if ref, canonical := refusal.CheckPath(r); !canonical {
 		// The sale placeholder reads the raw path, the routes matched the cleaned one.
 		return h.refuse(w, endpoint, ref)
