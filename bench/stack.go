@@ -76,11 +76,14 @@ type StartOptions struct {
 	// fsync every second, like the stack's), so that no other gateway's outbox relay on a shared
 	// Redis can pick up this run's orders, and this run's relay none of theirs.
 	PrivateRedis bool
-	AMQPURL      string // broker URL (any vhost: Start puts its own vhost in it)
-	MgmtURL      string
-	PGAdminURL   string // maintenance database URL, to create the bench database
-	AdminToken   string
-	TokenKey     string
+	// RedisNoAOF runs the private Redis without its append-only file (the tail breakdown's
+	// control run, -redis-aof=false).
+	RedisNoAOF bool
+	AMQPURL    string // broker URL (any vhost: Start puts its own vhost in it)
+	MgmtURL    string
+	PGAdminURL string // maintenance database URL, to create the bench database
+	AdminToken string
+	TokenKey   string
 	// Env is extra environment for both processes (KEY=value).
 	Env []string
 	// LogDir receives gateway.log and backend.log (gateway-1.log… with several gateways;
@@ -101,7 +104,7 @@ func Start(ctx context.Context, o StartOptions) (*Stack, error) {
 	h, err := harness.Start(ctx, harness.Options{Name: "bench", Root: o.Root, BinDir: o.BinDir, LogDir: o.LogDir,
 		Caddyfile: o.Caddyfile, ExtraGlobal: o.ExtraGlobal, Gateways: o.Gateways,
 		AdminToken: o.AdminToken, TokenKey: o.TokenKey, Env: append([]string{"SECKILL_BASELINES=1"}, o.Env...),
-		RedisAddr: o.RedisAddr, PrivateRedis: o.PrivateRedis, AMQPURL: o.AMQPURL, MgmtURL: o.MgmtURL, PGAdminURL: o.PGAdminURL,
+		RedisAddr: o.RedisAddr, PrivateRedis: o.PrivateRedis, RedisNoAOF: o.RedisNoAOF, AMQPURL: o.AMQPURL, MgmtURL: o.MgmtURL, PGAdminURL: o.PGAdminURL,
 		PrivateServices: o.PrivateServices, Management: true})
 	if err != nil {
 		return nil, err

@@ -59,6 +59,8 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	bin := fs.String("bin", "", "directory with caddy and seckill-backend (default: build them)")
 	caddyfile := fs.String("caddyfile", "", "gateway Caddyfile template (default: <root>/Caddyfile)")
 	logDir := fs.String("logs", "", "where started processes log (default: <out>/logs)")
+	redisAOF := fs.Bool("redis-aof", true, "the private Redis keeps its append-only file (fsync every second), as production does; false: the tail breakdown's control run")
+	serverEnv := fs.String("server-env", "", "extra environment of the gateway and backend this run starts, comma-separated KEY=value (e.g. GOGC=400: the tail breakdown's GC run)")
 	privateRedis := fs.Bool("private-redis", true, "start a Redis of the run's own (isolated from other gateways' relays); false: use -redis")
 	redisAddr := fs.String("redis", stackenv.RedisAddr(), "Redis host:port")
 	amqpURL := fs.String("amqp", stackenv.AMQPURL(), "RabbitMQ URL (a vhost of its own is created)")
@@ -115,7 +117,8 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		var err error
 		stack, err = bench.Start(ctx, bench.StartOptions{Root: *root, BinDir: *bin, Caddyfile: *caddyfile, RedisAddr: *redisAddr, PrivateRedis: *privateRedis,
 			AMQPURL: *amqpURL, MgmtURL: *mgmt, PGAdminURL: *pgAdmin, AdminToken: *adminToken, TokenKey: tokenKey, LogDir: *logDir,
-			ExtraGlobal: harness.TrustLoopbackProxy, Gateways: *gateways, PrivateServices: *pinning.private})
+			ExtraGlobal: harness.TrustLoopbackProxy, Gateways: *gateways, PrivateServices: *pinning.private,
+			RedisNoAOF: !*redisAOF, Env: splitEnv(*serverEnv)})
 		if err != nil {
 			return errorf(stderr, "%v", err)
 		}
@@ -243,4 +246,15 @@ func writeFiles(dir string, res *bench.Result) error {
 		}
 	}
 	return nil
+}
+
+// splitEnv splits -server-env's "K=v,K2=v2" (empty: none).
+func splitEnv(s string) []string {
+	var out []string
+	for _, kv := range strings.Split(s, ",") {
+		if kv = strings.TrimSpace(kv); kv != "" {
+			out = append(out, kv)
+		}
+	}
+	return out
 }

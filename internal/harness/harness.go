@@ -68,6 +68,9 @@ type Options struct {
 	// second, like the stack's): no other gateway's outbox relay on a shared Redis can pick up
 	// this run's orders, and this run's relay none of theirs.
 	PrivateRedis bool
+	// RedisNoAOF starts the private Redis without its append-only file (a benchmark's control
+	// run: what the fsync and the AOF rewrite cost the tail). Never for a test of durability.
+	RedisNoAOF bool
 	// AMQPURL, MgmtURL and PGAdminURL are the shared RabbitMQ (any vhost), its management API
 	// and Postgres's maintenance database, unless PrivateServices.
 	AMQPURL, MgmtURL, PGAdminURL string

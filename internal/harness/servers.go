@@ -21,7 +21,11 @@ func (s *Stack) startServers(ctx context.Context, o Options, id string) error {
 			return err
 		}
 		// maxclients: a chaos run's buyers reconnect in waves after a fault.
-		rs, err := proc.NewRedis(filepath.Join(o.Dir, "redis"), port, append(proc.AOFEverySec, "--maxclients", "10000")...)
+		durability := proc.AOFEverySec
+		if o.RedisNoAOF {
+			durability = []string{"--appendonly", "no"}
+		}
+		rs, err := proc.NewRedis(filepath.Join(o.Dir, "redis"), port, append(append([]string{}, durability...), "--maxclients", "10000")...)
 		if err != nil {
 			return err
 		}
