@@ -71,7 +71,9 @@ func TestADrawSaleRunsFromEntryToTheLastClaim(t *testing.T) {
 
 	const sizes, units, entrants = 3, 5, 240
 	res, err := drv.DrawSale(ctx, bench.DrawSaleOptions{Entrants: entrants, Sizes: sizes, Units: units, Logf: t.Logf,
-		Forward: func(user string) string { return "10.9." + fmt.Sprint(len(user)%200) + "." + fmt.Sprint(int(user[len(user)-1])) }})
+		Forward: func(user string) string {
+			return "10.9." + fmt.Sprint(len(user)%200) + "." + fmt.Sprint(int(user[len(user)-1]))
+		}})
 	if err != nil {
 		t.Fatal(err)
 	}
