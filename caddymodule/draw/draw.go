@@ -20,6 +20,7 @@ import (
 
 	"github.com/seckilledge/seckill/caddymodule"
 	"github.com/seckilledge/seckill/caddymodule/edge"
+	"github.com/seckilledge/seckill/caddymodule/internal/pagecsp"
 	"github.com/seckilledge/seckill/caddymodule/refusal"
 	"github.com/seckilledge/seckill/caddymodule/room"
 	"github.com/seckilledge/seckill/contract"
@@ -114,7 +115,7 @@ func (h *Draw) setDefaults() {
 	h.caller = h.Caller(DefaultTimeout)
 	h.refuser = h.Writer(0)
 	h.cache = new(saleCache)
-	h.csp = pageCSP(h.FrameAncestors)
+	h.csp = pagecsp.Policy(page, h.FrameAncestors)
 	if h.now == nil {
 		h.now = time.Now
 	}
@@ -129,7 +130,7 @@ func (h *Draw) Validate() error {
 		return fmt.Errorf("seckill_draw: cache_ttl must not be negative")
 	}
 	for _, a := range h.FrameAncestors {
-		if !validSource(a) {
+		if !pagecsp.ValidSource(a) {
 			return fmt.Errorf("seckill_draw: frame_ancestors: %q is not a CSP source", a)
 		}
 	}
@@ -204,14 +205,7 @@ func (h *Draw) sharedChallenge(w http.ResponseWriter, r *http.Request, next cadd
 
 // user reads and checks the user id; ok is false with the refusal to answer.
 func (h *Draw) user(repl *caddy.Replacer) (string, refusal.Refusal, bool) {
-	user := repl.ReplaceAll(h.User, "")
-	if user == "" {
-		return "", refusal.Unauthenticated, false
-	}
-	if !contract.ValidID(user) {
-		return "", refusal.BadRequest, false
-	}
-	return user, refusal.Refusal{}, true
+	return refusal.User(repl, h.User)
 }
 
 // refuse answers ref (Retry-After on 503) and counts it under endpoint.

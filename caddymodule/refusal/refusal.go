@@ -16,6 +16,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 
 	"github.com/seckilledge/seckill/caddymodule/decision"
@@ -161,3 +162,17 @@ var answerBuffers = sync.Pool{New: func() any {
 	b := make([]byte, 0, 256)
 	return &b
 }}
+
+// User reads the user id a handler's placeholder template names (its `user` option) and checks
+// it against the id pattern: no user is 401 unauthenticated, a malformed one 400 bad_request;
+// ok is false with the refusal to answer.
+func User(repl *caddy.Replacer, template string) (string, Refusal, bool) {
+	user := repl.ReplaceAll(template, "")
+	if user == "" {
+		return "", Unauthenticated, false
+	}
+	if !contract.ValidID(user) {
+		return "", BadRequest, false
+	}
+	return user, Refusal{}, true
+}

@@ -23,6 +23,7 @@ import (
 
 	"github.com/seckilledge/seckill/caddymodule"
 	"github.com/seckilledge/seckill/caddymodule/edge"
+	"github.com/seckilledge/seckill/caddymodule/internal/pagecsp"
 	"github.com/seckilledge/seckill/caddymodule/refusal"
 	"github.com/seckilledge/seckill/contract"
 )
@@ -222,7 +223,7 @@ func (h *Room) setDefaults() {
 	}
 	h.cache = new(roomCache)
 	h.prequeues = newPrequeueCache(maxSnapshotEntries)
-	h.csp = pageCSP(h.FrameAncestors)
+	h.csp = pagecsp.Policy(page, h.FrameAncestors)
 	if h.now == nil {
 		h.now = time.Now
 	}
@@ -255,7 +256,7 @@ func (h *Room) Validate() error {
 		return fmt.Errorf("seckill_room: max_waiters must be between 1 and %d (0: the built-in default)", MaxWaitersLimit)
 	}
 	for _, a := range h.FrameAncestors {
-		if !validSource(a) {
+		if !pagecsp.ValidSource(a) {
 			return fmt.Errorf("seckill_room: frame_ancestors: %q is not a CSP source", a)
 		}
 	}
@@ -308,14 +309,7 @@ func (h *Room) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.Han
 
 // user reads and checks the user id; ok is false with the refusal to answer.
 func (h *Room) user(repl *caddy.Replacer) (string, refusal.Refusal, bool) {
-	user := repl.ReplaceAll(h.User, "")
-	if user == "" {
-		return "", refusal.Unauthenticated, false
-	}
-	if !contract.ValidID(user) {
-		return "", refusal.BadRequest, false
-	}
-	return user, refusal.Refusal{}, true
+	return refusal.User(repl, h.User)
 }
 
 // refuse answers ref (Retry-After on 503) and counts it under endpoint.
