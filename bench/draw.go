@@ -112,7 +112,8 @@ func drawSpec(sale string, variants, stock int, opens, closes time.Time, claim s
 // SizeName is the id of size i (s36, s37, ...: shoe sizes).
 func SizeName(i int) string { return "s" + strconv.Itoa(36+i) }
 
-// AdminJSON calls the backend's admin API and decodes the answer into out (when not nil).
+// AdminJSON calls the backend's admin API and decodes the answer into out (when not nil). The
+// client waits up to 10 minutes: running a million-entry draw answers when the draw is done.
 func (d *Driver) AdminJSON(ctx context.Context, method, path string, body, out any) error {
 	var rd io.Reader
 	if body != nil {
@@ -125,8 +126,7 @@ func (d *Driver) AdminJSON(ctx context.Context, method, path string, body, out a
 	}
 	req.Header.Set("Authorization", "Bearer "+d.Stack.AdminToken)
 	req.Header.Set("Content-Type", "application/json")
-	cl := &http.Client{Timeout: 10 * time.Minute}
-	resp, err := cl.Do(req)
+	resp, err := d.admin.Do(req)
 	if err != nil {
 		return err
 	}

@@ -1,7 +1,6 @@
 package bench
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -177,7 +176,7 @@ func NewDriver(ctx context.Context, s *Stack) (*Driver, error) {
 		pg.Close()
 		return nil, fmt.Errorf("redis %s: %w", s.RedisAddr, err)
 	}
-	return &Driver{Stack: s, Redis: rdb, PG: pg, admin: &http.Client{Timeout: 30 * time.Second}}, nil
+	return &Driver{Stack: s, Redis: rdb, PG: pg, admin: &http.Client{Timeout: 10 * time.Minute}}, nil
 }
 
 // Close releases the connections.
@@ -187,27 +186,7 @@ func (d *Driver) Close() {
 }
 
 func (d *Driver) adminCall(ctx context.Context, method, path string, body any) error {
-	var rd io.Reader
-	if body != nil {
-		b, _ := json.Marshal(body)
-		rd = bytes.NewReader(b)
-	}
-	req, err := http.NewRequestWithContext(ctx, method, d.Stack.Backend+path, rd)
-	if err != nil {
-		return err
-	}
-	req.Header.Set("Authorization", "Bearer "+d.Stack.AdminToken)
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := d.admin.Do(req)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode >= 300 {
-		return fmt.Errorf("%s %s: %s: %s", method, path, resp.Status, bytes.TrimSpace(b))
-	}
-	return nil
+	return d.AdminJSON(ctx, method, path, body, nil)
 }
 
 // CreateSale creates a sale open from a minute ago for an hour (unpaid orders are kept an hour,

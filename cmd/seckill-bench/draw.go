@@ -75,7 +75,7 @@ func runDraw(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	var md strings.Builder
 	m := bench.ThisMachine()
 	fmt.Fprintf(&md, "Command: `seckill-bench draw %s`\nMachine: %d CPUs, %d MiB, %s, %s; date %s; load average %s\n\n",
-		strings.Join(args, " "), m.CPUs, m.MemMiB, m.CPU, m.Go, time.Now().UTC().Format("2006-01-02 15:04 MST"), loadAvg())
+		strings.Join(args, " "), m.CPUs, m.MemMiB, m.CPU, m.Go, time.Now().UTC().Format("2006-01-02 15:04 MST"), bench.LoadAvg())
 	result := map[string]any{}
 	ok := true
 	r := &bench.DrawResult{}
@@ -145,17 +145,4 @@ func runDraw(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	return 0
-}
-
-// loadAvg is /proc/loadavg's first three fields.
-func loadAvg() string {
-	b, err := os.ReadFile("/proc/loadavg")
-	if err != nil {
-		return "?"
-	}
-	f := strings.Fields(string(b))
-	if len(f) < 3 {
-		return "?"
-	}
-	return strings.Join(f[:3], " ")
 }
