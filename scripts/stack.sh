@@ -64,6 +64,10 @@ install_missing() {
 	command -v psql >/dev/null || need+=(postgresql-client)
 	command -v curl >/dev/null || need+=(curl)
 	[ -x /usr/bin/chromium ] || need+=(chromium)
+	# seckill-bench's peer, the nginx + Lua gate (bench/nginxgate; its test is in make test).
+	# Debian starts no nginx service where policy-rc.d forbids it; the peer runs its own nginx.
+	command -v nginx >/dev/null || need+=(nginx)
+	[ -f /usr/lib/nginx/modules/ngx_http_lua_module.so ] || need+=(libnginx-mod-http-lua)
 	[ ${#need[@]} -eq 0 ] && return 0
 	[ "$(id -u)" = 0 ] || die "missing packages ${need[*]}; run as root or install them with apt-get"
 	log "installing ${need[*]} from Debian's packages"
