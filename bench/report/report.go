@@ -58,7 +58,7 @@ func Table(w io.Writer, r *bench.Result) {
 	for _, c := range rows {
 		p := c.Latency
 		won := "-"
-		if c.Kind != bench.Ceiling {
+		if c.Kind != bench.Ceiling && c.Kind != bench.PeerReturn {
 			won = fmt.Sprint(c.Accepted)
 		}
 		fmt.Fprintf(w, "| %s | %s | %d | %.0f | %s | %s | %.2f | %.2f | %.2f | %.2f | %s |\n", c.Name, c.Rush.Model, c.Rush.Completed,
@@ -108,6 +108,12 @@ func Text(w io.Writer, r *bench.Result) {
 			}
 			fmt.Fprintf(tw, "\tRedis per request:\t%s\n", strings.Join(parts, ", "))
 		}
+		if ev := evalsha(c); ev != "" {
+			fmt.Fprintf(tw, "\tEVALSHA:\t%s\n", ev)
+		}
+		if b := c.Breakdown; b != nil {
+			fmt.Fprintf(tw, "\tbreakdown of the rush:\t%s\n", BreakdownLine(c))
+		}
 		if len(c.CPUPerPurchase) > 0 {
 			fmt.Fprintf(tw, "\tCPU per purchase:\t%s\n", CPUList(c.CPUPerPurchase))
 		}
@@ -116,6 +122,8 @@ func Text(w io.Writer, r *bench.Result) {
 		}
 	}
 	tw.Flush()
+	SideBySide(w, r)
+	SLO(w, r)
 	if len(r.PeakRSS) > 0 {
 		fmt.Fprintf(w, "\npeak memory (VmHWM over the whole run):")
 		for _, k := range []string{"gateway", "backend"} {
@@ -171,4 +179,104 @@ func CPUList(m map[string]float64) string {
 		}
 	}
 	return strings.Join(parts, ", ") + fmt.Sprintf(" (all %.0f µs)", sum)
+}
+
+// evalsha is the EVALSHA line of a run's Redis commandstats: calls and µs per call, per rush
+// request and per purchase accepted in the rush ("" when it ran none).
+func evalsha(c *bench.Outcome) string {
+	for _, cc := range c.RedisCommands {
+		if cc.Command != "evalsha" {
+			continue
+		}
+		s := fmt.Sprintf("%.2f calls per request x %.1f µs", cc.CallsPerReq, cc.UsecPerCall)
+		if won := c.Rush.Outcomes["accepted"]; won > 0 {
+			calls := cc.CallsPerReq * float64(c.Rush.Completed)
+			s += fmt.Sprintf("; %.2f calls (%.1f µs) per purchase accepted in the rush", calls/float64(won), calls*cc.UsecPerCall/float64(won))
+		}
+		return s
+	}
+	return ""
+}
+
+// BreakdownLine is a run's Breakdown for one line: allocations and collections, Redis's
+// persistence work, queueing (open model: how far latency from the due time exceeds the
+// service time) and how busy the server CPUs were.
+func BreakdownLine(c *bench.Outcome) string {
+	b := c.Breakdown
+	known := func(v float64, f string) string {
+		if v < 0 {
+			return "?"
+		}
+		return fmt.Sprintf(f, v)
+	}
+	parts := []string{
+		"gateway " + known(b.GatewayMallocsPerRequest, "%.0f") + " allocs/req, " + known(b.GatewayGCs, "%.0f") + " GCs (" + known(b.GatewayGCPause, "%.1f") + " ms paused)",
+		"backend " + known(b.BackendGCs, "%.0f") + " GCs (" + known(b.BackendGCPause, "%.1f") + " ms)",
+		"Redis " + known(b.RedisAOFDelayedFsyncs, "%.0f") + " delayed AOF fsyncs, " + known(b.RedisForks, "%.0f") + " forks",
+	}
+	if c.Rush.Late > 0 || c.Latency.P99 > c.Service.P99 {
+		parts = append(parts, fmt.Sprintf("queueing: p99 %.1f ms from due vs %.1f ms from send, %d sent late", c.Latency.P99, c.Service.P99, c.Rush.Late))
+	}
+	sum := 0.0
+	for _, v := range c.CPU {
+		sum += v
+	}
+	if sum > 0 && c.Rush.Throughput > 0 {
+		parts = append(parts, fmt.Sprintf("servers busy %.2f CPU-s/s", sum*c.Rush.Throughput/1e6))
+	}
+	if c.Kind == bench.Edge {
+		poll := "drain poll ON during the rush"
+		if c.DrainAfterRush {
+			poll = "drain poll off during the rush"
+		}
+		parts = append(parts, poll)
+	}
+	return strings.Join(parts, "; ")
+}
+
+// SideBySide prints issue 34's closed-model ratios when the edge ran with `respond` or the
+// peer.
+func SideBySide(w io.Writer, r *bench.Result) {
+	s := r.SideBySide()
+	if s.GatewayVsRespond == 0 && s.GatewayVsPeer == 0 {
+		return
+	}
+	f := func(x float64) string {
+		if x == 0 {
+			return "-"
+		}
+		return fmt.Sprintf("%.2fx", x)
+	}
+	fmt.Fprintf(w, "\nside by side (closed model, CPU per request): gateway edge / respond %s, edge / peer %s; gateway + Redis edge / peer %s\n",
+		f(s.GatewayVsRespond), f(s.GatewayVsPeer), f(s.GatewayRedisVsPeer))
+}
+
+// SLO prints each capacity search: its probes, and the servers' spend at the rate found.
+func SLO(w io.Writer, r *bench.Result) {
+	for _, s := range r.SLO {
+		fmt.Fprintf(w, "\ncapacity at p99 <= %.0f ms, %s: %.0f/s", s.P99ms, s.Name, s.Rate)
+		switch {
+		case s.Capped:
+			fmt.Fprintf(w, " (the search's maximum: it may go higher)")
+		case s.Bound > 0:
+			fmt.Fprintf(w, " (%.0f/s failed)", s.Bound)
+		}
+		fmt.Fprintln(w)
+		for _, p := range s.Probes {
+			verdict := "pass"
+			if !p.Pass {
+				verdict = "FAIL: " + p.Why
+			}
+			fmt.Fprintf(w, "  %7.0f/s  p99 %7.2f ms  %s\n", p.Rate, p.P99ms, verdict)
+		}
+		if at := s.At(); at != nil && at.Outcome != nil {
+			fmt.Fprintf(w, "  at %.0f/s, CPU per request: %s\n", s.Rate, CPUList(at.Outcome.CPU))
+			if at.Outcome.Breakdown != nil {
+				fmt.Fprintf(w, "  at %.0f/s: %s\n", s.Rate, BreakdownLine(at.Outcome))
+			}
+		}
+	}
+	if e, c := r.SLOOf(bench.Edge), r.SLOOf(bench.Ceiling); e != nil && c != nil && c.Rate > 0 {
+		fmt.Fprintf(w, "capacity at the objective, edge / respond: %.2fx\n", e.Rate/c.Rate)
+	}
 }

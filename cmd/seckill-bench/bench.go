@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime/pprof"
+	"slices"
 	"strings"
 	"time"
 
@@ -39,7 +40,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	openConns := fs.Int("open-conns", 2000, "most requests in flight in the open model")
 	duration := fs.Duration("duration", 10*time.Second, "cap of each rush")
 	drain := fs.Duration("drain-timeout", 30*time.Second, "longest wait for the winners to reach Postgres")
-	only := fs.String("only", "pessimistic,optimistic,edge,ceiling,open,ceiling-open", "contestants to run, in order: pessimistic, optimistic, edge, ceiling, open (the full edge at -rate), ceiling-open (respond at -rate), variants (the variants crowd: a sale with variants and a per-user limit; not in the default list)")
+	only := fs.String("only", "pessimistic,optimistic,edge,ceiling,open,ceiling-open", "contestants to run, in order: pessimistic, optimistic, edge, ceiling, open (the full edge at -rate), ceiling-open (respond at -rate), variants (the variants crowd: a sale with variants and a per-user limit; not in the default list); issue 34's, not in the default list either: peer (the nginx + lua gate, bench/nginxgate), nginx-return (nginx's return 200), open-quiet (the full edge at -rate with the drain poll of Postgres off during the rush), slo (the highest open-model rate with p99 <= -slo-p99, for the edge and respond)")
 	vcrowd := bench.DefaultVariantCrowd()
 	fs.IntVar(&vcrowd.Users, "variant-users", vcrowd.Users, "users of the variants crowd (-only variants)")
 	fs.IntVar(&vcrowd.Limit, "variant-limit", vcrowd.Limit, "per_user_limit of the variants crowd's sale")
@@ -72,6 +73,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	cpuProfile := fs.String("cpuprofile", "", "write the load generator's CPU profile here")
 	pinning := addPinFlags(fs)
 	gwProfile := addGatewayProfileFlags(fs)
+	onepass := addOnePassFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -88,7 +90,8 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	kinds := strings.Split(*only, ",")
 	for _, k := range kinds {
 		switch k {
-		case bench.Pessimistic, bench.Optimistic, bench.Edge, bench.Ceiling, "open", "ceiling-open", "variants":
+		case bench.Pessimistic, bench.Optimistic, bench.Edge, bench.Ceiling, "open", "ceiling-open", "variants",
+			bench.Peer, bench.PeerReturn, "open-quiet", "slo":
 		default:
 			return errorf(stderr, "-only: unknown contestant %q", k)
 		}
@@ -124,6 +127,16 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		}
 		defer stack.Close()
 		logf("gateway %s, backend %s, ceiling %s, redis %s, vhost %s", stack.Gateway, stack.Backend, stack.Ceiling, stack.RedisAddr, stack.Vhost)
+	}
+	var peer bench.PeerTarget
+	if slices.Contains(kinds, bench.Peer) || slices.Contains(kinds, bench.PeerReturn) {
+		p, err := startPeer(ctx, onepass, *out, stack)
+		if err != nil {
+			return errorf(stderr, "%v", err)
+		}
+		defer p.Close()
+		peer.URL = p.URL
+		logf("peer (nginx + lua gate) %s, pid %d, prefix %s", p.URL, p.PID(), p.Dir)
 	}
 	drv, err := bench.NewDriver(ctx, stack)
 	if err != nil {
@@ -165,13 +178,34 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 			if vo, err = drv.RunVariants(ctx, vcrowd, closed); vo != nil {
 				o = vo.Outcome
 			}
-		case "open", "ceiling-open":
+		case bench.Peer:
+			o, err = bench.RunPeer(ctx, drv, peer, closed)
+		case bench.PeerReturn:
+			o, err = bench.RunPeerReturn(ctx, drv, peer, closed)
+		case "slo":
+			for _, kind := range []string{bench.Edge, bench.Ceiling} {
+				s, serr := bench.RunSLO(ctx, drv, kind, closed, onepass.slo(), *onepass.sloConns, *onepass.sloProbe, logf)
+				if s != nil {
+					res.SLO = append(res.SLO, s)
+				}
+				if serr != nil {
+					return errorf(stderr, "slo %s: %v", kind, serr)
+				}
+				logf("capacity at p99 <= %v, %s: %.0f/s after %d probes", *onepass.sloP99, s.Name, s.Rate, len(s.Probes))
+			}
+			continue
+		case "open", "ceiling-open", "open-quiet":
 			op := closed
 			op.Model = load.Model{Rate: *rate, Connections: *openConns}
 			op.Label = fmt.Sprintf("open %.0f/s", *rate)
-			if k == "open" {
+			switch k {
+			case "open":
 				o, err = drv.RunEdge(ctx, op)
-			} else {
+			case "open-quiet":
+				op.DrainAfterRush = true
+				op.Label += ", no drain poll in the rush"
+				o, err = drv.RunEdge(ctx, op)
+			default:
 				o, err = drv.RunCeiling(ctx, op)
 			}
 		}
@@ -179,7 +213,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 			return errorf(stderr, "%s: %v", k, err)
 		}
 		logf("%-26s %7d requests  %8.0f req/s  p99 %7.2f ms  %s", o.Name, o.Rush.Completed, o.Rush.Throughput, o.Latency.P99, okWord(o))
-		if k == "open" || k == "ceiling-open" {
+		if k == "open" || k == "ceiling-open" || k == "open-quiet" {
 			res.Open = append(res.Open, o)
 		} else {
 			res.Contestants = append(res.Contestants, o)
