@@ -10,7 +10,7 @@ export SECKILL_REQUIRE_SERVICES := 1
 # Where the stack keeps its data and env file (scripts/stack.sh honours the same variable).
 RUN_DIR := $(or $(SECKILL_RUN_DIR),.run)
 
-.PHONY: demo-draw bench-draw run test unit stop stack build xcaddy xcaddy-check bench bench-pin bench-identity chaos compose-check fuzz clean
+.PHONY: demo-draw bench-draw run test unit stop stack build xcaddy xcaddy-check bench bench-pin bench-onepass bench-identity chaos compose-check fuzz clean
 
 build:
 	$(GO) build -o bin/caddy ./cmd/caddy
@@ -79,6 +79,13 @@ bench-pin: stack build
 	@bash scripts/bench-pin.sh
 	@PIN=1 bash scripts/bench-throttle.sh
 	@PIN=1 bash scripts/bench-gate.sh
+
+# Issue 34's figures: respond, the nginx + lua gate and the full edge side by side, the open
+# model at 600/s with and without the benchmark's drain poll, the capacity at p99 <= 20 ms of
+# the edge and respond; pinned, ROUNDS=3, about 12 minutes (docs/bench.md). Results:
+# bench-results/onepass/summary.md.
+bench-onepass: stack build
+	@bash scripts/bench-onepass.sh
 
 # Identity at the edge (issue 26): the demo path, local JWT, cached forward_auth and forward_auth
 # side by side, pinned, ROUNDS=3 (scripts/bench-identity.sh; PIN=0 unpinned). Results:

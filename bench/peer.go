@@ -49,10 +49,10 @@ func RunPeer(ctx context.Context, d *Driver, p PeerTarget, o Options) (*Outcome,
 	}
 	out := &Outcome{Name: name, Kind: Peer, Sale: sale, Stock: o.Stock}
 	acc := &acceptedSet{}
-	win := openWindow(ctx, d)
+	var win window // opened once the connections are warm
 	done := o.around(Peer)
 	out.Rush = load.Execute(ctx, load.Run{Name: "peer rush", Model: o.Model, Requests: reqs, Duration: o.Duration,
-		Client: load.NewClient(o.Client, o.Model.Connections), OnResponse: acc.collect, Progress: o.Progress, WarmURL: p.URL + "/healthz"})
+		Client: load.NewClient(o.Client, o.Model.Connections), OnResponse: acc.collect, Progress: o.Progress, WarmURL: p.URL + "/healthz", Warmed: func() { win = openWindow(ctx, d) }})
 	done()
 	win.close(ctx, d, out)
 	peerCPU(out.CPU)
@@ -146,10 +146,10 @@ func RunPeerReturn(ctx context.Context, d *Driver, p PeerTarget, o Options) (*Ou
 		reqs[i] = load.Request{Method: http.MethodPost, URL: p.URL + nginxgate.ReturnPath, Header: header(c.User, c.IP), Kind: c.Kind, User: c.User}
 	}
 	out := &Outcome{Name: "nginx return 200", Kind: PeerReturn}
-	win := openWindow(ctx, d)
+	var win window // opened once the connections are warm
 	done := o.around(PeerReturn)
 	out.Rush = load.Execute(ctx, load.Run{Name: "nginx return rush", Model: o.Model, Requests: reqs, Duration: o.Duration,
-		Client: load.NewClient(o.Client, o.Model.Connections), Progress: o.Progress, WarmURL: p.URL + "/healthz"})
+		Client: load.NewClient(o.Client, o.Model.Connections), Progress: o.Progress, WarmURL: p.URL + "/healthz", Warmed: func() { win = openWindow(ctx, d) }})
 	done()
 	win.close(ctx, d, out)
 	peerCPU(out.CPU)

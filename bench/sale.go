@@ -319,10 +319,10 @@ func (d *Driver) RunEdge(ctx context.Context, o Options) (*Outcome, error) {
 	if out.DrainAfterRush = o.DrainAfterRush; !o.DrainAfterRush {
 		acc.drain = verify.NewDrainWatcher(ctx, d.PG)
 	}
-	win := openWindow(ctx, d)
+	var win window // opened once the connections are warm
 	done := o.around(Edge)
 	out.Rush = load.Execute(ctx, load.Run{Name: name + " rush", Model: o.Model, Requests: reqs, Duration: o.Duration,
-		Client: load.NewClient(o.Client, o.Model.Connections), OnResponse: acc.collect, Progress: o.Progress, WarmURL: gw + "/healthz"})
+		Client: load.NewClient(o.Client, o.Model.Connections), OnResponse: acc.collect, Progress: o.Progress, WarmURL: gw + "/healthz", Warmed: func() { win = openWindow(ctx, d) }})
 	done()
 	win.close(ctx, d, out)
 
@@ -538,10 +538,10 @@ func (d *Driver) RunCeiling(ctx context.Context, o Options) (*Outcome, error) {
 		name += " (" + o.Label + ")"
 	}
 	out := &Outcome{Name: name, Kind: Ceiling}
-	win := openWindow(ctx, d)
+	var win window // opened once the connections are warm
 	done := o.around(Ceiling)
 	out.Rush = load.Execute(ctx, load.Run{Name: "ceiling rush", Model: o.Model, Requests: reqs, Duration: o.Duration,
-		Client: load.NewClient(o.Client, o.Model.Connections), Progress: o.Progress, WarmURL: d.Stack.Ceiling + "/"})
+		Client: load.NewClient(o.Client, o.Model.Connections), Progress: o.Progress, WarmURL: d.Stack.Ceiling + "/", Warmed: func() { win = openWindow(ctx, d) }})
 	done()
 	win.close(ctx, d, out)
 	out.Latency, out.Service = load.PercentilesOf(out.Rush.Latency), load.PercentilesOf(out.Rush.Service)

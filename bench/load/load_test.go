@@ -132,3 +132,30 @@ func TestClassifyReadsTheContractBodies(t *testing.T) {
 		}
 	}
 }
+
+// Warmed runs once, after every warm-up request and before the first measured one: the CPU a
+// run charges to its requests starts there.
+func TestWarmedIsCalledBetweenTheWarmUpAndTheFirstRequest(t *testing.T) {
+	var gets, posts, getsAtWarmed, postsAtWarmed atomic.Int64
+	calls := 0
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodGet {
+			gets.Add(1)
+		} else {
+			posts.Add(1)
+		}
+		w.WriteHeader(http.StatusOK)
+	}))
+	defer srv.Close()
+	for _, m := range []Model{{Connections: 8}, {Rate: 2000, Connections: 8}} {
+		gets.Store(0)
+		posts.Store(0)
+		calls = 0
+		Execute(context.Background(), Run{Name: "t", Model: m, Requests: requests(srv.URL, 50), WarmURL: srv.URL + "/healthz",
+			Warmed: func() { calls++; getsAtWarmed.Store(gets.Load()); postsAtWarmed.Store(posts.Load()) }})
+		if calls != 1 || getsAtWarmed.Load() != 8 || postsAtWarmed.Load() != 0 || posts.Load() != 50 {
+			t.Errorf("%v: Warmed called %d times, with %d warm-ups and %d requests done (want 1, 8, 0; %d requests in all)",
+				m, calls, getsAtWarmed.Load(), postsAtWarmed.Load(), posts.Load())
+		}
+	}
+}
