@@ -82,7 +82,7 @@ bench-pin: stack build
 
 # Issue 34's figures: respond, the nginx + lua gate and the full edge side by side, the open
 # model at 600/s with and without the benchmark's drain poll, the capacity at p99 <= 20 ms of
-# the edge and respond; pinned, ROUNDS=3, about 12 minutes (docs/bench.md). Results:
+# the edge and respond; pinned, ROUNDS=3, about 10-12 minutes (docs/bench.md). Results:
 # bench-results/onepass/summary.md.
 bench-onepass: stack build
 	@bash scripts/bench-onepass.sh

@@ -14,7 +14,7 @@
 #      request at that rate.
 # Then a table of medians (summary.md). Results in bench-results/onepass (git-ignored).
 #
-#   scripts/bench-onepass.sh                     # ROUNDS=3, bin/ (make build); about 12 minutes
+#   scripts/bench-onepass.sh                     # ROUNDS=3, bin/ (make build); about 10-12 minutes
 #   make bench-onepass                           # the same, after make stack build
 #   ROUNDS=1 SMOKE=1 scripts/bench-onepass.sh    # a tiny run that only checks the tool works
 #

@@ -65,7 +65,8 @@ install_missing() {
 	command -v curl >/dev/null || need+=(curl)
 	[ -x /usr/bin/chromium ] || need+=(chromium)
 	# seckill-bench's peer, the nginx + Lua gate (bench/nginxgate; its test is in make test).
-	# Debian starts no nginx service where policy-rc.d forbids it; the peer runs its own nginx.
+	# The peer starts an nginx of its own; on a machine with systemd Debian also enables its
+	# nginx service on :80, which nothing here uses (systemctl disable --now nginx).
 	command -v nginx >/dev/null || need+=(nginx)
 	[ -f /usr/lib/nginx/modules/ngx_http_lua_module.so ] || need+=(libnginx-mod-http-lua)
 	[ ${#need[@]} -eq 0 ] && return 0
