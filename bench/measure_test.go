@@ -133,3 +133,14 @@ func TestSideBySideRatiosAndIssue34Targets(t *testing.T) {
 		}
 	}
 }
+
+func TestAFailedInvariantInAnSLOProbeFailsTheRun(t *testing.T) {
+	r := &Result{SLO: []*SLOResult{{Kind: Edge, Probes: []SLOProbe{{Rate: 100, Pass: true, Outcome: &Outcome{}}}}}}
+	if !r.OK() {
+		t.Fatal("a clean probe failed the run")
+	}
+	r.SLO[0].Probes = append(r.SLO[0].Probes, SLOProbe{Rate: 200, Outcome: &Outcome{Checks: []verify.Check{{Verdict: verify.Fail}}}})
+	if r.OK() {
+		t.Error("a probe with a FAILed invariant left the run OK")
+	}
+}

@@ -78,6 +78,13 @@ func (r *Result) OK() bool {
 			return false
 		}
 	}
+	for _, s := range r.SLO {
+		for _, p := range s.Probes {
+			if p.Outcome != nil && !p.Outcome.OK() {
+				return false
+			}
+		}
+	}
 	return true
 }
 

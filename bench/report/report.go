@@ -268,6 +268,17 @@ func SLO(w io.Writer, r *bench.Result) {
 				verdict = "FAIL: " + p.Why
 			}
 			fmt.Fprintf(w, "  %7.0f/s  p99 %7.2f ms  %s\n", p.Rate, p.P99ms, verdict)
+			if o := p.Outcome; o != nil && !o.OK() {
+				var cs []verify.Check
+				if o.Verify != nil {
+					cs = o.Verify.Checks
+				}
+				for _, ch := range append(cs, o.Checks...) {
+					if ch.Verdict != verify.Pass {
+						fmt.Fprintf(w, "           %s  %d. %s: %s (sale %s)\n", ch.Verdict, ch.N, ch.Name, ch.Detail, o.Sale)
+					}
+				}
+			}
 		}
 		if at := s.At(); at != nil && at.Outcome != nil {
 			fmt.Fprintf(w, "  at %.0f/s, CPU per request: %s\n", s.Rate, CPUList(at.Outcome.CPU))
