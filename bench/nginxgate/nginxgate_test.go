@@ -208,3 +208,12 @@ func TestThePeerReloadsItsScriptAndRefusesAnonymousBuyers(t *testing.T) {
 		t.Errorf("the script is not loaded again (%v)", err)
 	}
 }
+
+func TestAvailableSaysWhatToInstall(t *testing.T) {
+	for _, o := range []Options{{Nginx: "/nonexistent/nginx"}, {Nginx: "/bin/sh", Modules: t.TempDir()}} {
+		err := Available(o)
+		if err == nil || !strings.Contains(err.Error(), Install) {
+			t.Errorf("Available(%+v) = %v, want an error naming %q", o, err, Install)
+		}
+	}
+}
