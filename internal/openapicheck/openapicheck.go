@@ -13,6 +13,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -157,6 +158,10 @@ func (d *Document) Check(req *http.Request, reqBody []byte, resp *http.Response,
 	probe := req.Clone(context.Background())
 	probe.Body = io.NopCloser(bytes.NewReader(reqBody))
 	route, params, err := d.router.FindRoute(probe)
+	if errors.Is(err, routers.ErrMethodNotAllowed) && resp.StatusCode == http.StatusMethodNotAllowed {
+		// A method the path does not take: the answer is the path's documented 405.
+		route, params, err = d.otherMethod(probe)
+	}
 	if err != nil {
 		// No such route in the document: fine only if the server has none either.
 		if refusedAsUnknown(resp.StatusCode, respBody) {
@@ -167,8 +172,14 @@ func (d *Document) Check(req *http.Request, reqBody []byte, resp *http.Response,
 	opts := &openapi3filter.Options{
 		AuthenticationFunc:    openapi3filter.NoopAuthenticationFunc,
 		IncludeResponseStatus: true,
-		MultiError:            false,
 	}
+	// The reason and where, not kin-openapi's dump of the whole schema and value.
+	opts.WithCustomSchemaErrorFunc(func(err *openapi3.SchemaError) string {
+		if p := err.JSONPointer(); len(p) > 0 {
+			return "/" + strings.Join(p, "/") + ": " + err.Reason
+		}
+		return err.Reason
+	})
 	in := &openapi3filter.RequestValidationInput{Request: probe, PathParams: params, Route: route, Options: opts}
 	reqErr := openapi3filter.ValidateRequest(context.Background(), in)
 	if reqErr != nil && resp.StatusCode < 400 {
@@ -185,14 +196,30 @@ func (d *Document) Check(req *http.Request, reqBody []byte, resp *http.Response,
 	return nil
 }
 
+// otherMethod routes req's path under the first method the document has for it, so that a
+// 405 is checked against the path's own documented 405 answer.
+func (d *Document) otherMethod(req *http.Request) (*routers.Route, map[string]string, error) {
+	for _, m := range []string{http.MethodGet, http.MethodPost, http.MethodDelete, http.MethodPatch, http.MethodPut} {
+		probe := req.Clone(context.Background())
+		probe.Method = m
+		if route, params, err := d.router.FindRoute(probe); err == nil {
+			route.Method = req.Method
+			return route, params, nil
+		}
+	}
+	return nil, nil, routers.ErrPathNotFound
+}
+
 // refusedAsUnknown reports whether an answer is the server saying it has no such route (or
-// not under this method): 404 not_found or 405 method_not_allowed.
+// not under this method): 404 not_found, 405 method_not_allowed, or 400 bad_request for a path
+// it refuses to route at all (one not in canonical form: /orders/a/../b).
 func refusedAsUnknown(status int, body []byte) bool {
 	var r struct {
 		Code string `json:"code"`
 	}
 	_ = json.Unmarshal(body, &r)
 	return status == http.StatusNotFound && r.Code == "not_found" ||
+		status == http.StatusBadRequest && r.Code == "bad_request" ||
 		status == http.StatusMethodNotAllowed && r.Code == "method_not_allowed"
 }
 
