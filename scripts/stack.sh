@@ -64,6 +64,7 @@ install_missing() {
 	command -v psql >/dev/null || need+=(postgresql-client)
 	command -v curl >/dev/null || need+=(curl)
 	[ -x /usr/bin/chromium ] || need+=(chromium)
+	command -v node >/dev/null || need+=(nodejs) # clients/js: go test ./clients/js/ runs node --test
 	[ ${#need[@]} -eq 0 ] && return 0
 	[ "$(id -u)" = 0 ] || die "missing packages ${need[*]}; run as root or install them with apt-get"
 	log "installing ${need[*]} from Debian's packages"
