@@ -69,6 +69,7 @@ install_missing() {
 	# nginx service on :80, which nothing here uses (systemctl disable --now nginx).
 	command -v nginx >/dev/null || need+=(nginx)
 	[ -f /usr/lib/nginx/modules/ngx_http_lua_module.so ] || need+=(libnginx-mod-http-lua)
+	command -v node >/dev/null || need+=(nodejs) # clients/js: go test ./clients/js/ runs node --test
 	[ ${#need[@]} -eq 0 ] && return 0
 	[ "$(id -u)" = 0 ] || die "missing packages ${need[*]}; run as root or install them with apt-get"
 	log "installing ${need[*]} from Debian's packages"

@@ -130,7 +130,7 @@ func (s *system) control(token, method, path, body string) (int, map[string]any)
 	if body != "" {
 		req.Header.Set("Content-Type", "application/json")
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := checked(s.t).Do(req)
 	if err != nil {
 		s.t.Fatalf("%s %s: %v", method, path, err)
 	}
@@ -215,7 +215,7 @@ func buy(t testing.TB, base, sale, user string, headers map[string]string) answe
 	for k, v := range headers {
 		req.Header.Set(k, v)
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := checked(t).Do(req)
 	if err != nil {
 		t.Fatalf("buy: %v", err)
 	}

@@ -20,7 +20,7 @@ func buyVariant(t testing.TB, base, sale, user, variant string) answer {
 	req, _ := http.NewRequest(http.MethodPost, base+"/seckill/"+sale+"/buy", strings.NewReader(`{"variant":"`+variant+`"}`))
 	req.Header.Set("X-User-ID", user)
 	req.Header.Set("Content-Type", "application/json")
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := checked(t).Do(req)
 	if err != nil {
 		t.Fatalf("buy: %v", err)
 	}

@@ -1,0 +1,609 @@
+// @ts-check
+/**
+ * seckill: a client for the flash-sale edge's buyer protocol (docs/client.md; the wire format
+ * is docs/openapi.yaml). One ES module, no dependencies, no build step: it runs in browsers
+ * (the proof of work in a Web Worker) and in Node 18+ (in a worker_threads thread).
+ *
+ *   import { Client } from "@seckill/client";
+ *   const c = new Client({ baseURL: "https://shop.example" });
+ *   const place = await c.enter("drop-1", { onProgress: (p) => bar(p.tried / p.expected) });
+ *   const admitted = await c.waitForAdmission("drop-1", place, { onUpdate: show });
+ *   const { token } = await c.token("drop-1");
+ *   const { order_id } = await c.buy("drop-1", { token });
+ *   const order = await c.waitOrder(order_id);
+ *
+ * @module seckill
+ */
+
+/**
+ * @typedef {object} ClientOptions
+ * @property {string} [baseURL] The gateway's origin ("" or absent: the page's own origin).
+ * @property {Record<string, string>} [headers] Headers sent with every request (e.g. X-User-ID
+ *   where the gateway believes it; production gateways read the shop's session cookie instead).
+ * @property {RequestCredentials} [credentials] fetch's credentials (default "same-origin", so
+ *   the shop's session cookie goes along).
+ * @property {typeof fetch} [fetch] The fetch to use (default globalThis.fetch).
+ * @property {(ms: number, signal?: AbortSignal) => Promise<void>} [sleep] How to wait between
+ *   polls (default a timer; tests pass their own).
+ * @property {number} [maxBackoffMs] The longest wait after repeated 429 / 503 (default 30000).
+ */
+
+/**
+ * @typedef {object} Refusal
+ * @property {string} code A stable code (docs/openapi.yaml lists them by status).
+ * @property {string} message
+ * @property {string} [order_id] The existing order (already_bought).
+ * @property {string} [variant] The variant a sold_out is about.
+ * @property {number} [held] The units held already (limit_reached).
+ */
+
+/**
+ * @typedef {object} QueueAnswer
+ * @property {string} [ticket] Send it back with each poll (an answer may hand out a new one).
+ * @property {string} [entry_id]
+ * @property {"waiting"|"admitted"|"sold_out"|"ended"|"paused"|"left"} state
+ * @property {number} [position]
+ * @property {number} [ahead]
+ * @property {number} [estimated_wait_s]
+ * @property {number[]} [estimated_wait_range_s]
+ * @property {number} refresh_s Poll again after this many seconds.
+ * @property {string} [admitted_until]
+ * @property {number} [units_left]
+ */
+
+/**
+ * @typedef {object} Progress
+ * @property {number} tried Hashes tried so far.
+ * @property {number} expected Hashes expected on average (2^difficulty).
+ * @property {number} difficulty
+ */
+
+/**
+ * @typedef {object} Order
+ * @property {string} order_id
+ * @property {string} sale_id
+ * @property {"queued"|"created"|"failed"|"paid"|"cancelled"} status
+ * @property {string} [reason]
+ * @property {string} [variant]
+ * @property {number} [quantity]
+ */
+
+/** A refusal of the edge: its HTTP status, its stable code, and Retry-After when given. */
+export class SeckillError extends Error {
+  /**
+   * @param {number} status
+   * @param {Refusal} body
+   * @param {number | undefined} retryAfter seconds
+   */
+  constructor(status, body, retryAfter) {
+    super(`${status} ${body.code}: ${body.message}`);
+    this.name = "SeckillError";
+    /** @type {number} */
+    this.status = status;
+    /** @type {string} */
+    this.code = body.code;
+    /** @type {Refusal} */
+    this.body = body;
+    /** @type {number | undefined} */
+    this.retryAfter = retryAfter;
+  }
+}
+
+// ---------------------------------------------------------------------------- proof of work
+
+/**
+ * The solver, as one self-contained function: it runs as is in this thread, and its source
+ * is what a Web Worker or a worker_threads thread evaluates (so it may use nothing outside).
+ * SHA-256 is written out because crypto.subtle is asynchronous (a promise per hash costs more
+ * than the hash of a short string), and node:crypto is not in browsers.
+ * @param {string} challenge
+ * @param {number} difficulty
+ * @param {number} from the first counter to try
+ * @param {number} count how many to try
+ * @returns {number} the counter that solves it, or -1 when none of these does
+ */
+function searchCounters(challenge, difficulty, from, count) {
+  const K = new Uint32Array([
+    0x428a2f98, 0x71374491, 0xb5c0fbcf, 0xe9b5dba5, 0x3956c25b, 0x59f111f1, 0x923f82a4, 0xab1c5ed5,
+    0xd807aa98, 0x12835b01, 0x243185be, 0x550c7dc3, 0x72be5d74, 0x80deb1fe, 0x9bdc06a7, 0xc19bf174,
+    0xe49b69c1, 0xefbe4786, 0x0fc19dc6, 0x240ca1cc, 0x2de92c6f, 0x4a7484aa, 0x5cb0a9dc, 0x76f988da,
+    0x983e5152, 0xa831c66d, 0xb00327c8, 0xbf597fc7, 0xc6e00bf3, 0xd5a79147, 0x06ca6351, 0x14292967,
+    0x27b70a85, 0x2e1b2138, 0x4d2c6dfc, 0x53380d13, 0x650a7354, 0x766a0abb, 0x81c2c92e, 0x92722c85,
+    0xa2bfe8a1, 0xa81a664b, 0xc24b8b70, 0xc76c51a3, 0xd192e819, 0xd6990624, 0xf40e3585, 0x106aa070,
+    0x19a4c116, 0x1e376c08, 0x2748774c, 0x34b0bcb5, 0x391c0cb3, 0x4ed8aa4a, 0x5b9cca4f, 0x682e6ff3,
+    0x748f82ee, 0x78a5636f, 0x84c87814, 0x8cc70208, 0x90befffa, 0xa4506ceb, 0xbef9a3f7, 0xc67178f2,
+  ]);
+  const prefix = new TextEncoder().encode(challenge + ":");
+  const W = new Uint32Array(64);
+  const buf = new Uint8Array(prefix.length + 32 + 72);
+  buf.set(prefix);
+  const view = new DataView(buf.buffer);
+  /** @param {number} n @returns {boolean} */
+  const solves = (n) => {
+    // The message: prefix, the counter's decimal digits, SHA-256's padding.
+    const digits = String(n);
+    let len = prefix.length;
+    for (let i = 0; i < digits.length; i++) buf[len++] = digits.charCodeAt(i);
+    const total = Math.ceil((len + 9) / 64) * 64;
+    buf[len] = 0x80;
+    buf.fill(0, len + 1, total);
+    view.setUint32(total - 4, len * 8);
+    let h0 = 0x6a09e667, h1 = 0xbb67ae85, h2 = 0x3c6ef372, h3 = 0xa54ff53a;
+    let h4 = 0x510e527f, h5 = 0x9b05688c, h6 = 0x1f83d9ab, h7 = 0x5be0cd19;
+    for (let off = 0; off < total; off += 64) {
+      for (let i = 0; i < 16; i++) W[i] = view.getUint32(off + i * 4);
+      for (let i = 16; i < 64; i++) {
+        const a = W[i - 15], b = W[i - 2];
+        const s0 = ((a >>> 7) | (a << 25)) ^ ((a >>> 18) | (a << 14)) ^ (a >>> 3);
+        const s1 = ((b >>> 17) | (b << 15)) ^ ((b >>> 19) | (b << 13)) ^ (b >>> 10);
+        W[i] = (W[i - 16] + s0 + W[i - 7] + s1) | 0;
+      }
+      let a = h0, b = h1, c = h2, d = h3, e = h4, f = h5, g = h6, h = h7;
+      for (let i = 0; i < 64; i++) {
+        const S1 = ((e >>> 6) | (e << 26)) ^ ((e >>> 11) | (e << 21)) ^ ((e >>> 25) | (e << 7));
+        const t1 = (h + S1 + ((e & f) ^ (~e & g)) + K[i] + W[i]) | 0;
+        const S0 = ((a >>> 2) | (a << 30)) ^ ((a >>> 13) | (a << 19)) ^ ((a >>> 22) | (a << 10));
+        const t2 = (S0 + ((a & b) ^ (a & c) ^ (b & c))) | 0;
+        h = g; g = f; f = e; e = (d + t1) | 0; d = c; c = b; b = a; a = (t1 + t2) | 0;
+      }
+      h0 = (h0 + a) | 0; h1 = (h1 + b) | 0; h2 = (h2 + c) | 0; h3 = (h3 + d) | 0;
+      h4 = (h4 + e) | 0; h5 = (h5 + f) | 0; h6 = (h6 + g) | 0; h7 = (h7 + h) | 0;
+    }
+    // Leading zero bits of the digest, word by word.
+    const words = [h0, h1, h2, h3, h4, h5, h6, h7];
+    let zeros = 0;
+    for (const w of words) {
+      const z = Math.clz32(w);
+      zeros += z;
+      if (z < 32 || zeros >= difficulty) break;
+    }
+    return zeros >= difficulty;
+  };
+  for (let n = from; n < from + count; n++) if (solves(n)) return n;
+  return -1;
+}
+
+/** How many counters a slice tries before reporting progress (a few milliseconds' work). */
+const SLICE = 1 << 14;
+
+/** The worker's program: slices of the search, a progress message after each. */
+const workerMain = `
+const search = ${searchCounters.toString()};
+const SLICE = ${SLICE};
+function run(msg, post) {
+  const { challenge, difficulty } = msg;
+  for (let from = 0; ; from += SLICE) {
+    const n = search(challenge, difficulty, from, SLICE);
+    if (n >= 0) { post({ done: String(n), tried: n + 1 }); return; }
+    post({ tried: from + SLICE });
+  }
+}
+`;
+
+/**
+ * Solves a proof-of-work challenge: the decimal counter such that SHA-256 of
+ * `<challenge>:<counter>` has at least `difficulty` leading zero bits. It runs in a Web Worker
+ * (browsers) or a worker_threads thread (Node), else in this thread in slices that yield.
+ * @param {string} challenge
+ * @param {number} difficulty bits
+ * @param {{ onProgress?: (p: Progress) => void, signal?: AbortSignal, inline?: boolean }} [opts]
+ *   inline: run in this thread even where a worker is available.
+ * @returns {Promise<string>}
+ */
+export async function solve(challenge, difficulty, opts = {}) {
+  const { onProgress, signal, inline } = opts;
+  const expected = 2 ** difficulty;
+  /** @param {number} tried */
+  const progress = (tried) => onProgress && onProgress({ tried, expected, difficulty });
+  if (difficulty <= 0) return "0";
+  signal?.throwIfAborted();
+  if (!inline && typeof Worker === "function" && typeof Blob === "function" && typeof URL?.createObjectURL === "function") {
+    return inBrowserWorker(challenge, difficulty, progress, signal);
+  }
+  if (!inline && typeof process === "object" && process.versions?.node) {
+    try {
+      return await inNodeWorker(challenge, difficulty, progress, signal);
+    } catch (e) {
+      if (signal?.aborted) throw e;
+      // No worker_threads (a sandbox): fall through to this thread.
+    }
+  }
+  for (let from = 0; ; from += SLICE) {
+    signal?.throwIfAborted();
+    const n = searchCounters(challenge, difficulty, from, SLICE);
+    if (n >= 0) {
+      progress(n + 1);
+      return String(n);
+    }
+    progress(from + SLICE);
+    await new Promise((r) => setTimeout(r, 0));
+  }
+}
+
+/**
+ * @param {string} challenge @param {number} difficulty
+ * @param {(tried: number) => void} progress @param {AbortSignal | undefined} signal
+ * @returns {Promise<string>}
+ */
+function inBrowserWorker(challenge, difficulty, progress, signal) {
+  const src = workerMain + "onmessage = (e) => run(e.data, (m) => postMessage(m));";
+  const url = URL.createObjectURL(new Blob([src], { type: "text/javascript" }));
+  const w = new Worker(url);
+  return new Promise((resolve, reject) => {
+    const end = () => { w.terminate(); URL.revokeObjectURL(url); };
+    signal?.addEventListener("abort", () => { end(); reject(signal.reason); }, { once: true });
+    w.onmessage = (e) => {
+      progress(e.data.tried);
+      if (e.data.done !== undefined) { end(); resolve(e.data.done); }
+    };
+    w.onerror = (e) => { end(); reject(new Error("proof of work: " + e.message)); };
+    w.postMessage({ challenge, difficulty });
+  });
+}
+
+/**
+ * @param {string} challenge @param {number} difficulty
+ * @param {(tried: number) => void} progress @param {AbortSignal | undefined} signal
+ * @returns {Promise<string>}
+ */
+async function inNodeWorker(challenge, difficulty, progress, signal) {
+  const { Worker: NodeWorker } = await import("node:worker_threads");
+  const src = workerMain + `
+const { parentPort, workerData } = require("node:worker_threads");
+run(workerData, (m) => parentPort.postMessage(m));`;
+  const w = new NodeWorker(src, { eval: true, workerData: { challenge, difficulty } });
+  return new Promise((resolve, reject) => {
+    signal?.addEventListener("abort", () => { void w.terminate(); reject(signal.reason); }, { once: true });
+    w.on("message", (m) => {
+      progress(m.tried);
+      if (m.done !== undefined) { void w.terminate(); resolve(m.done); }
+    });
+    w.on("error", reject);
+  });
+}
+
+// ---------------------------------------------------------------------------------- client
+
+/** @param {number} ms @param {AbortSignal} [signal] */
+function timer(ms, signal) {
+  return new Promise((resolve, reject) => {
+    signal?.throwIfAborted();
+    const id = setTimeout(resolve, ms);
+    signal?.addEventListener("abort", () => { clearTimeout(id); reject(signal.reason); }, { once: true });
+  });
+}
+
+/** Path segments the edge takes as ids: ^[A-Za-z0-9_-]{1,64}$. */
+const ID = /^[A-Za-z0-9_-]{1,64}$/;
+
+/** @param {string} sale */
+function saleSegment(sale) {
+  if (!ID.test(sale)) throw new TypeError(`sale id ${JSON.stringify(sale)}: want 1-64 of [A-Za-z0-9_-]`);
+  return sale;
+}
+
+/**
+ * A buyer's client of one gateway. It is an EventTarget: "progress" (detail: Progress) while
+ * a proof of work runs, "update" (detail: QueueAnswer) at each poll of the waiting room.
+ */
+export class Client extends EventTarget {
+  /** Sales whose last challenge had difficulty 0. */
+  #noWork = new Set();
+
+  /** @param {ClientOptions} [opts] */
+  constructor(opts = {}) {
+    super();
+    this.baseURL = (opts.baseURL ?? "").replace(/\/+$/, "");
+    this.headers = { ...(opts.headers ?? {}) };
+    this.credentials = opts.credentials ?? "same-origin";
+    this.fetch = opts.fetch ?? globalThis.fetch.bind(globalThis);
+    this.sleep = opts.sleep ?? timer;
+    this.maxBackoffMs = opts.maxBackoffMs ?? 30000;
+  }
+
+  /**
+   * One request: the decoded JSON answer, or a SeckillError for a refusal.
+   * @param {string} method @param {string} path
+   * @param {{ headers?: Record<string, string>, body?: any, signal?: AbortSignal }} [o]
+   * @returns {Promise<any>}
+   */
+  async request(method, path, o = {}) {
+    /** @type {Record<string, string>} */
+    const headers = { Accept: "application/json", ...this.headers, ...(o.headers ?? {}) };
+    /** @type {RequestInit} */
+    const init = { method, headers, credentials: this.credentials, signal: o.signal };
+    if (o.body !== undefined) {
+      headers["Content-Type"] = "application/json";
+      init.body = JSON.stringify(o.body);
+    }
+    const resp = await this.fetch(this.baseURL + path, init);
+    const text = await resp.text();
+    let body;
+    try {
+      body = text ? JSON.parse(text) : {};
+    } catch {
+      body = { code: "bad_answer", message: text.slice(0, 200) };
+    }
+    if (!resp.ok) {
+      const ra = Number.parseInt(resp.headers.get("Retry-After") ?? "", 10);
+      throw new SeckillError(resp.status, body, Number.isFinite(ra) ? ra : undefined);
+    }
+    return body;
+  }
+
+  // -- purchase
+
+  /**
+   * A one-time purchase token (POST /seckill/{sale}/token).
+   * @param {string} sale @param {{ signal?: AbortSignal }} [o]
+   * @returns {Promise<{ token: string, expires_at: string }>}
+   */
+  token(sale, o = {}) {
+    return this.request("POST", `/seckill/${saleSegment(sale)}/token`, o);
+  }
+
+  /**
+   * Buys (POST /seckill/{sale}/buy): 202 with the order id, or a SeckillError (sold_out,
+   * already_bought with its order_id, limit_reached with held, ...).
+   * @param {string} sale
+   * @param {{ token?: string, variant?: string, quantity?: number, signal?: AbortSignal }} [o]
+   * @returns {Promise<{ order_id: string, status: "queued", variant?: string, quantity?: number }>}
+   */
+  buy(sale, o = {}) {
+    /** @type {Record<string, string>} */
+    const headers = {};
+    if (o.token) headers["X-Seckill-Token"] = o.token;
+    /** @type {{ variant?: string, quantity?: number } | undefined} */
+    let body;
+    if (o.variant !== undefined || o.quantity !== undefined) {
+      body = {};
+      if (o.variant !== undefined) body.variant = o.variant;
+      if (o.quantity !== undefined) body.quantity = o.quantity;
+    }
+    return this.request("POST", `/seckill/${saleSegment(sale)}/buy`, { headers, body, signal: o.signal });
+  }
+
+  /**
+   * The buyer's order (GET /orders/{id}).
+   * @param {string} orderId @param {{ signal?: AbortSignal }} [o]
+   * @returns {Promise<Order>}
+   */
+  order(orderId, o = {}) {
+    return this.request("GET", `/orders/${encodeURIComponent(orderId)}`, o);
+  }
+
+  /**
+   * Polls the order until it leaves "queued" (written by the backend, or failed), backing off
+   * on 429 / 503 as the gateway asks.
+   * @param {string} orderId
+   * @param {{ intervalMs?: number, signal?: AbortSignal }} [o] intervalMs: between polls (default 1000)
+   * @returns {Promise<Order>}
+   */
+  async waitOrder(orderId, o = {}) {
+    const interval = o.intervalMs ?? 1000;
+    return this.#loop(async () => {
+      const ord = await this.order(orderId, o);
+      return ord.status === "queued" ? { again: interval } : { done: ord };
+    }, o.signal);
+  }
+
+  // -- waiting room
+
+  /**
+   * The room's public state (GET /seckill/{sale}/room).
+   * @param {string} sale @param {{ signal?: AbortSignal }} [o]
+   * @returns {Promise<{ sale: string, state: string, starts_at: string, prequeue_from: string, seed_commitment: string, seed?: string, units_left?: number }>}
+   */
+  room(sale, o = {}) {
+    return this.request("GET", `/seckill/${saleSegment(sale)}/room`, o);
+  }
+
+  /**
+   * A proof-of-work challenge (GET /seckill/{sale}/challenge; a draw sale's is the draw's).
+   * @param {string} sale @param {{ signal?: AbortSignal }} [o]
+   * @returns {Promise<{ challenge: string, difficulty: number, expires_at: string }>}
+   */
+  challenge(sale, o = {}) {
+    return this.request("GET", `/seckill/${saleSegment(sale)}/challenge`, o);
+  }
+
+  /**
+   * Solves the sale's current challenge; the headers that carry the solution ({} when the
+   * sale asks for no work).
+   * @param {string} sale
+   * @param {{ onProgress?: (p: Progress) => void, signal?: AbortSignal, inline?: boolean }} o
+   * @returns {Promise<Record<string, string>>}
+   */
+  async #proof(sale, o) {
+    const ch = await this.challenge(sale, o);
+    if (!ch.difficulty) {
+      this.#noWork.add(sale);
+      return {};
+    }
+    this.#noWork.delete(sale);
+    const onProgress = (/** @type {Progress} */ p) => {
+      o.onProgress?.(p);
+      this.dispatchEvent(new CustomEvent("progress", { detail: p }));
+    };
+    const counter = await solve(ch.challenge, ch.difficulty, { ...o, onProgress });
+    return { "X-Seckill-Challenge": ch.challenge, "X-Seckill-Solution": counter };
+  }
+
+  /**
+   * Runs a request that may need a proof of work: solved first, and solved again once when the
+   * answer is invalid_challenge (the difficulty rose while it ran, the challenge expired, or
+   * a sale that asked for none now asks for some).
+   * @param {string} sale @param {(h: Record<string, string>) => Promise<any>} send
+   * @param {{ onProgress?: (p: Progress) => void, signal?: AbortSignal, inline?: boolean }} o
+   */
+  async #withProof(sale, send, o) {
+    for (let attempt = 0; ; attempt++) {
+      // A sale whose last challenge asked for no work is asked without one (half the
+      // requests); if it asks for work now, the answer is invalid_challenge and we solve.
+      const headers = attempt === 0 && this.#noWork.has(sale) ? {} : await this.#proof(sale, o);
+      try {
+        return await send(headers);
+      } catch (e) {
+        if (attempt > 0 || !(e instanceof SeckillError) || e.code !== "invalid_challenge") throw e;
+      }
+    }
+  }
+
+  /**
+   * Takes a place in the waiting room (POST /seckill/{sale}/queue), with the proof of work
+   * the room asks for. Entering again returns the same place.
+   * @param {string} sale
+   * @param {{ onProgress?: (p: Progress) => void, signal?: AbortSignal, inline?: boolean }} [o]
+   * @returns {Promise<QueueAnswer>}
+   */
+  enter(sale, o = {}) {
+    return this.#withProof(sale, (headers) =>
+      this.request("POST", `/seckill/${saleSegment(sale)}/queue`, { headers, signal: o.signal }), o);
+  }
+
+  /**
+   * One poll of the place (GET /seckill/{sale}/queue with the ticket).
+   * @param {string} sale @param {string} ticket @param {{ signal?: AbortSignal }} [o]
+   * @returns {Promise<QueueAnswer>}
+   */
+  poll(sale, ticket, o = {}) {
+    return this.request("GET", `/seckill/${saleSegment(sale)}/queue`, { headers: { "X-Seckill-Ticket": ticket }, signal: o.signal });
+  }
+
+  /**
+   * Gives the place up (DELETE /seckill/{sale}/queue).
+   * @param {string} sale @param {string} ticket @param {{ signal?: AbortSignal }} [o]
+   * @returns {Promise<QueueAnswer>}
+   */
+  leave(sale, ticket, o = {}) {
+    return this.request("DELETE", `/seckill/${saleSegment(sale)}/queue`, { headers: { "X-Seckill-Ticket": ticket }, signal: o.signal });
+  }
+
+  /**
+   * Polls the place at the room's refresh_s until the state is no longer waiting or paused,
+   * and returns that answer (admitted: buy now; sold_out or ended: the sale is over for this
+   * user). A 429 or 503 waits Retry-After, doubled at each repeat up to maxBackoffMs, with
+   * jitter, so that refused clients do not all come back in the same second.
+   * @param {string} sale
+   * @param {QueueAnswer | string} place the entry's answer, or its ticket
+   * @param {{ onUpdate?: (a: QueueAnswer) => void, signal?: AbortSignal }} [o]
+   * @returns {Promise<QueueAnswer>}
+   */
+  async waitForAdmission(sale, place, o = {}) {
+    let ticket = typeof place === "string" ? place : place.ticket ?? "";
+    if (typeof place !== "string" && !["waiting", "paused"].includes(place.state)) return place;
+    let refresh = typeof place === "string" ? 0 : place.refresh_s;
+    return this.#loop(async (first) => {
+      if (first && refresh > 0) return { again: refresh * 1000 };
+      const a = await this.poll(sale, ticket, o);
+      if (a.ticket) ticket = a.ticket;
+      o.onUpdate?.(a);
+      this.dispatchEvent(new CustomEvent("update", { detail: a }));
+      if (a.state === "waiting" || a.state === "paused") return { again: Math.max(a.refresh_s, 1) * 1000 };
+      return { done: { ...a, ticket } };
+    }, o.signal);
+  }
+
+  /**
+   * The polling loop: step says when to ask again or what it found; a 429 / 503 refusal waits
+   * (Retry-After, then doubling, at most maxBackoffMs, with up to 25% jitter) and asks again;
+   * any other refusal ends the loop.
+   * @template T
+   * @param {(first: boolean) => Promise<{ again?: number, done?: T }>} step
+   * @param {AbortSignal} [signal]
+   * @returns {Promise<T>}
+   */
+  async #loop(step, signal) {
+    let backoff = 0;
+    for (let first = true; ; first = false) {
+      signal?.throwIfAborted();
+      let wait;
+      try {
+        const r = await step(first);
+        if (r.done !== undefined) return r.done;
+        wait = r.again ?? 1000;
+        backoff = 0;
+      } catch (e) {
+        if (!(e instanceof SeckillError) || (e.status !== 429 && e.status !== 503)) throw e;
+        const asked = (e.retryAfter ?? 1) * 1000;
+        backoff = Math.min(this.maxBackoffMs, backoff ? backoff * 2 : asked);
+        wait = Math.max(asked, backoff) * (1 + Math.random() * 0.25);
+      }
+      await this.sleep(wait, signal);
+    }
+  }
+
+  // -- draw
+
+  /**
+   * Enters the draw for a variant (POST /seckill/{sale}/draw), with the proof of work it asks
+   * for; entering again before the close changes the variant and keeps the entry id.
+   * @param {string} sale @param {string} [variant] (absent: the sale's only variant)
+   * @param {{ onProgress?: (p: Progress) => void, signal?: AbortSignal, inline?: boolean }} [o]
+   * @returns {Promise<{ entry_id: string, state: "entered", variant: string }>}
+   */
+  enterDraw(sale, variant, o = {}) {
+    const body = variant === undefined ? {} : { variant };
+    return this.#withProof(sale, (headers) =>
+      this.request("POST", `/seckill/${saleSegment(sale)}/draw`, { headers, body, signal: o.signal }), o);
+  }
+
+  /**
+   * Changes the entry's variant before the close (the same request as enterDraw).
+   * @param {string} sale @param {string} variant
+   * @param {{ onProgress?: (p: Progress) => void, signal?: AbortSignal, inline?: boolean }} [o]
+   */
+  changeDraw(sale, variant, o = {}) {
+    return this.enterDraw(sale, variant, o);
+  }
+
+  /**
+   * Withdraws the entry before the close (DELETE /seckill/{sale}/draw).
+   * @param {string} sale @param {{ signal?: AbortSignal }} [o]
+   * @returns {Promise<{ state: "withdrawn" }>}
+   */
+  withdrawDraw(sale, o = {}) {
+    return this.request("DELETE", `/seckill/${saleSegment(sale)}/draw`, o);
+  }
+
+  /**
+   * The user's entry and its fate (GET /seckill/{sale}/draw): entered, withdrawn, won (with
+   * claim_until: buy before it), lost, waiting, claimed, expired.
+   * @param {string} sale @param {{ signal?: AbortSignal }} [o]
+   * @returns {Promise<{ entry_id: string, state: string, variant: string, rank?: number, wave?: number, claim_until?: string, variants: string[] }>}
+   */
+  drawStatus(sale, o = {}) {
+    return this.request("GET", `/seckill/${saleSegment(sale)}/draw`, o);
+  }
+
+  /**
+   * The draw's public result (GET /seckill/{sale}/draw/result).
+   * @param {string} sale @param {{ signal?: AbortSignal }} [o]
+   * @returns {Promise<{ state: "open"|"closed"|"drawn"|"done", seed_commitment: string, opens_at?: string, closes_at?: string, entries?: number, entries_root?: string, seed?: string, waves?: Array<{ wave: number, variant: string, at: string, claim_until: string, from: number, to: number, winners: string[] }> }>}
+   */
+  drawResult(sale, o = {}) {
+    return this.request("GET", `/seckill/${saleSegment(sale)}/draw/result`, o);
+  }
+
+  /**
+   * One page of the fixed entries (GET /seckill/{sale}/draw/entries), after the close.
+   * @param {string} sale @param {{ after?: string, limit?: number, signal?: AbortSignal }} [o]
+   * @returns {Promise<{ entries: Array<{ entry_id: string, variant: string }>, next?: string }>}
+   */
+  drawEntries(sale, o = {}) {
+    const q = new URLSearchParams();
+    if (o.after) q.set("after", o.after);
+    if (o.limit) q.set("limit", String(o.limit));
+    const qs = q.toString();
+    return this.request("GET", `/seckill/${saleSegment(sale)}/draw/entries${qs ? "?" + qs : ""}`, o);
+  }
+
+  /**
+   * The user's inclusion proof (GET /seckill/{sale}/draw/proof), after the close.
+   * @param {string} sale @param {{ signal?: AbortSignal }} [o]
+   * @returns {Promise<{ entry_id: string, variant: string, leaf: string, path: string[], root: string, rank?: number }>}
+   */
+  drawProof(sale, o = {}) {
+    return this.request("GET", `/seckill/${saleSegment(sale)}/draw/proof`, o);
+  }
+}
