@@ -28,16 +28,7 @@ func TestWaitingPageShowsTheWorkAsProgressAndIsAdmittedAfterADifficultyRise(t *t
 	// 12 bits while quiet (4 096 attempts expected), up to 20 in a rush.
 	r := newRoom(t, rdb, 1, -time.Second, time.Hour, roomArgs{Rate: "100", Oversubscribe: "1", SessionMS: "60000", DifficultyMin: "12", DifficultyMax: "20"})
 
-	opts := append(chromedp.DefaultExecAllocatorOptions[:],
-		chromedp.ExecPath(bin), chromedp.NoSandbox, chromedp.DisableGPU,
-		chromedp.Flag("disable-background-networking", true), chromedp.Flag("disable-component-update", true),
-		chromedp.Flag("disable-sync", true), chromedp.NoFirstRun, chromedp.UserDataDir(t.TempDir()))
-	actx, cancelA := chromedp.NewExecAllocator(context.Background(), opts...)
-	defer cancelA()
-	bctx, cancelB := chromedp.NewContext(actx)
-	defer cancelB()
-	ctx, cancel := context.WithTimeout(bctx, 60*time.Second)
-	defer cancel()
+	ctx := browser(t, bin)
 
 	// Hold the page's entry (POST /queue); let everything else through.
 	entries := make(chan *fetch.EventRequestPaused, 4)

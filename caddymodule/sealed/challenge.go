@@ -1,9 +1,7 @@
 package sealed
 
 import (
-	"crypto/rand"
 	"crypto/sha256"
-	"encoding/base64"
 	"errors"
 	"math/bits"
 	"net/http"
@@ -73,18 +71,9 @@ type Challenge struct {
 	Expires    time.Time
 }
 
-// NewNonce draws a challenge's nonce: 128 random bits in base64url.
-func NewNonce() (string, error) {
-	var raw [16]byte
-	if _, err := rand.Read(raw[:]); err != nil {
-		return "", err
-	}
-	return base64.RawURLEncoding.EncodeToString(raw[:]), nil
-}
-
 // NewChallenge seals a fresh challenge for (sale, user) expiring at exp.
 func (s *Sealer) NewChallenge(sale, user string, difficulty int, exp time.Time) (string, error) {
-	nonce, err := NewNonce()
+	nonce, err := tokenformat.NewNonce() // 128 random bits, as a purchase token's
 	if err != nil {
 		return "", err
 	}

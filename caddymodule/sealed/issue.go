@@ -10,6 +10,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/seckilledge/seckill/caddymodule/decision"
+	"github.com/seckilledge/seckill/caddymodule/tokenformat"
 	"github.com/seckilledge/seckill/contract"
 	"github.com/seckilledge/seckill/lua"
 )
@@ -67,7 +68,7 @@ var TooManyChallenges = decision.Refusal{Status: http.StatusTooManyRequests, Cod
 // issued; else ref is the refusal to answer (TooManyChallenges with its Retry-After). An
 // error means Redis did not answer: refuse with 503, never issue unbounded.
 func (i Issuer) Issue(ctx context.Context, sale, user, net string, difficulty int, b Bounds) (a ChallengeAnswer, ref decision.Refusal, err error) {
-	nonce, err := NewNonce()
+	nonce, err := tokenformat.NewNonce()
 	if err != nil {
 		return a, ref, err
 	}
