@@ -55,6 +55,18 @@ func RoomLiveKey(sale string) string { return RoomKey(sale) + ":live" }
 // (room_queue.lua), and "t:<ms>:<admitted_until_ms>:<user>:<nonce>" per token issued on an admission (token_issue.lua).
 func RoomLogKey(sale string) string { return RoomKey(sale) + ":log" }
 
+// ChallengesUserKey is the sorted set of a user's open proof-of-work challenges in a sale
+// (room or draw): nonce -> expiry (unix ms), kept by challenge_issue.lua to bound them.
+func ChallengesUserKey(sale, user string) string {
+	return "seckill:" + SaleTag(sale) + ":challenges:user:" + user
+}
+
+// ChallengesNetKey is the sorted set of the open challenges of one client network (an IP
+// prefix, "203.0.113.0/24") in a sale: nonce -> expiry (unix ms), as ChallengesUserKey.
+func ChallengesNetKey(sale, net string) string {
+	return "seckill:" + SaleTag(sale) + ":challenges:net:" + net
+}
+
 // DrawKey is the hash of a sale in draw mode (docs/draw.md): seed, commitment, window, entry
 // counter, state, entries per variant, and the root once closed. Its field "seed" exists exactly
 // when the sale is a draw.
@@ -220,6 +232,16 @@ const (
 	// CodeQueueFull (503, with Retry-After): the sale's waiting room holds its maximum number
 	// of places (max_waiters); a user who has a place keeps it.
 	CodeQueueFull = "queue_full"
+	// CodeInvalidChallenge (403): a proof of work missing, wrong, replayed, foreign, forged,
+	// or sealed below the sale's minimum difficulty (room and draw entries).
+	CodeInvalidChallenge = "invalid_challenge"
+	// CodeChallengeExpired (403): a genuine challenge presented after its life (expires_at);
+	// get a new one. Issue 35: a challenge lives seconds, so a stock fetched before a rush is
+	// worthless in it.
+	CodeChallengeExpired = "challenge_expired"
+	// CodeTooManyChallenges (429, with Retry-After: until the oldest open one expires): the
+	// user, or his network (an IP prefix), holds the most open challenges a sale allows.
+	CodeTooManyChallenges = "too_many_challenges"
 )
 
 // Values of the meta hash field "state" that the gate and token scripts act on.

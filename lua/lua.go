@@ -44,6 +44,9 @@ var (
 	RoomQueue          = mustLoad("room_queue")           // enter, poll, leave or tick the room (room_queue.lua)
 	RoomAdmissionCheck = mustLoad("room_admission_check") // is a user admitted (room_admission_check.lua)
 
+	// The issue step of a proof-of-work challenge, room's and draw's (challenge_issue.lua).
+	ChallengeIssue = mustLoad("challenge_issue")
+
 	DrawEnter  = mustLoad("draw_enter")  // enter a draw, change the variant or withdraw (draw_enter.lua)
 	DrawStatus = mustLoad("draw_status") // a user's entry and its state (draw_status.lua, read only)
 )

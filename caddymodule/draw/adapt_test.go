@@ -3,7 +3,8 @@ package draw
 import (
 	"testing"
 
-	_ "github.com/seckilledge/seckill/caddymodule" // the seckill global option
+	_ "github.com/seckilledge/seckill/caddymodule"      // the seckill global option
+	_ "github.com/seckilledge/seckill/caddymodule/room" // full.caddyfile's seckill_room (a test dependency only)
 	"github.com/seckilledge/seckill/internal/handlertest"
 )
 

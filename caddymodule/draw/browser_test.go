@@ -3,6 +3,7 @@ package draw
 import (
 	"context"
 	"os/exec"
+	"strings"
 	"testing"
 	"time"
 
@@ -84,6 +85,10 @@ func TestEntryPageInARealBrowserEntersChangesWithdrawsEntersAgainAndSeesTheWin(t
 	id := text("entry")
 	if len(id) != 8 || text("variant") != "43" {
 		t.Fatalf("after entering: entry %q size %q", id, text("variant"))
+	}
+	// The proof of work is shown as progress: attempts against the expected 2^8.
+	if work := text("attempts"); !strings.HasPrefix(work, "done: ") || !strings.Contains(work, "(about 256 expected)") {
+		t.Fatalf("the page shows its proof of work as %q, want done: <n> attempts (about 256 expected)", work)
 	}
 
 	pick("44")

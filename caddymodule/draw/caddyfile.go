@@ -25,6 +25,10 @@ func init() {
 //		sale            <placeholder>   # default {http.request.uri.path.1}
 //		user            <placeholder>   # default {http.auth.user.id}
 //		difficulty_rate <per second>    # default 100
+//		challenge_life  <duration>      # default 30s
+//		challenges_per_user <n>         # default 3, -1 unbounded
+//		challenges_per_net  <n>         # default 500, -1 unbounded
+//		challenge_prefix <ipv4> <ipv6>  # default 24 48
 //		frame_ancestors <source...>     # default none: the page is never framed
 //		retry_after     <duration>      # default 1s
 //		cache_ttl       <duration>      # default 2s
@@ -51,7 +55,7 @@ func (h *Draw) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			return false, nil
 		}
 		return true, err
-	}, &h.Subject)
+	}, &h.Subject, &h.Challenges)
 }
 
 // Interface guard

@@ -2,12 +2,11 @@
 // "Draws"; docs/draw.md). It takes entries, changes of size and withdrawals in the draw's window
 // with one atomic script call each (lua/draw_enter.lua), answers an entrant where his entry
 // stands (lua/draw_status.lua), serves the entry page, and issues the proof-of-work challenges
-// of draw sales in the waiting room's format (caddymodule/room's Sealer). The draw itself, its
+// of draw sales as the waiting room does (caddymodule/sealed). The draw itself, its
 // result, the entries and the proofs are the backend's.
 package draw
 
 import (
-	"errors"
 	"fmt"
 	"net/http"
 	"strings"
@@ -18,11 +17,11 @@ import (
 	"github.com/redis/go-redis/v9"
 	"go.uber.org/zap"
 
-	"github.com/seckilledge/seckill/caddymodule"
 	"github.com/seckilledge/seckill/caddymodule/edge"
 	"github.com/seckilledge/seckill/caddymodule/internal/pagecsp"
 	"github.com/seckilledge/seckill/caddymodule/refusal"
-	"github.com/seckilledge/seckill/caddymodule/room"
+	"github.com/seckilledge/seckill/caddymodule/sealed"
+	"github.com/seckilledge/seckill/caddymodule/sealed/sealedhttp"
 	"github.com/seckilledge/seckill/contract"
 )
 
@@ -51,6 +50,10 @@ type Draw struct {
 	// difficulty of a draw's proof of work stays at its dmin; it grows by one bit each time the
 	// rate doubles beyond, up to dmax, as the waiting room's does. Default 100.
 	DifficultyRate float64 `json:"difficulty_rate,omitempty"`
+	// challenge_life (default 30s), challenges_per_user (3), challenges_per_net (500),
+	// challenge_prefix ([24, 48]), as the waiting room's: a challenge is accepted at the
+	// difficulty it was issued with for its whole life, and these stop a stockpile.
+	sealedhttp.Challenges
 	// The origins allowed to frame the entry page (CSP frame-ancestors). Default: none may.
 	FrameAncestors []string `json:"frame_ancestors,omitempty"`
 	// Retry-After sent with 503. Default 1s.
@@ -63,14 +66,15 @@ type Draw struct {
 	// timeout (default 1s, per Redis call), max_pending, handle_errors.
 	refusal.Limits
 
-	rdb     redis.UniversalClient
-	sealer  *room.Sealer
-	logger  *zap.Logger
-	refuser refusal.Writer
-	caller  edge.Caller
-	cache   *saleCache
-	csp     string
-	now     func() time.Time
+	rdb    redis.UniversalClient
+	sealer *sealed.Sealer
+	issuer sealed.Issuer
+	logger *zap.Logger
+	ep     refusal.Endpoints
+	caller edge.Caller
+	cache  *saleCache
+	csp    string
+	now    func() time.Time
 }
 
 // CaddyModule returns the Caddy module information.
@@ -78,31 +82,23 @@ func (Draw) CaddyModule() caddy.ModuleInfo {
 	return refusal.Module[Draw]("http.handlers.seckill_draw")
 }
 
-// Provision sets defaults and takes the app's Redis client and token keys (the waiting room's
-// keys: the draw's challenges are the room's). No network I/O.
+// Provision sets defaults and takes the app's Redis client and token keys (the draw's
+// challenges are sealed as the waiting room's). No network I/O.
 func (h *Draw) Provision(ctx caddy.Context) error {
 	h.logger = edge.SampledLogger(ctx.Logger())
 	h.setDefaults()
-	appIface, err := ctx.App("seckill")
+	app, issuer, err := sealedhttp.Provision(ctx, "seckill_draw")
 	if err != nil {
-		return fmt.Errorf("seckill_draw: the seckill app: %w", err)
+		return err
 	}
-	app := appIface.(*caddymodule.App)
-	repl := caddy.NewReplacer()
-	var keys []room.Key
-	for _, k := range app.TokenKeys {
-		keys = append(keys, room.Key{ID: k.ID, Secret: []byte(repl.ReplaceAll(k.Secret, ""))})
-	}
-	if h.sealer, err = room.NewSealer(keys...); err != nil {
-		return fmt.Errorf("seckill_draw: %w", err)
-	}
-	h.rdb = app.RedisClient()
+	h.issuer, h.sealer, h.rdb = issuer, issuer.Sealer, app.RedisClient()
 	registerMetrics(ctx.GetMetricsRegistry())
 	return nil
 }
 
 func (h *Draw) setDefaults() {
-	h.SetDefaults()
+	h.Subject.SetDefaults()
+	h.Challenges.SetDefaults()
 	if h.DifficultyRate == 0 {
 		h.DifficultyRate = DefaultDifficultyRate
 	}
@@ -113,7 +109,8 @@ func (h *Draw) setDefaults() {
 		h.CacheTTL = caddy.Duration(DefaultCacheTTL)
 	}
 	h.caller = h.Caller(DefaultTimeout)
-	h.refuser = h.Writer(0)
+	h.ep = refusal.Endpoints{Writer: h.Writer(0), RetryAfter: time.Duration(h.RetryAfter), Requests: requests, Shed: shed,
+		Logger: h.logger, Name: "draw"}
 	h.cache = new(saleCache)
 	h.csp = pagecsp.Policy(page, h.FrameAncestors)
 	if h.now == nil {
@@ -129,12 +126,10 @@ func (h *Draw) Validate() error {
 	case h.CacheTTL < 0:
 		return fmt.Errorf("seckill_draw: cache_ttl must not be negative")
 	}
-	for _, a := range h.FrameAncestors {
-		if !pagecsp.ValidSource(a) {
-			return fmt.Errorf("seckill_draw: frame_ancestors: %q is not a CSP source", a)
-		}
+	if err := pagecsp.CheckAncestors("seckill_draw", h.FrameAncestors); err != nil {
+		return err
 	}
-	return nil
+	return h.Challenges.Validate("seckill_draw")
 }
 
 // ServeHTTP routes by the path's end. Refusals go through the shared refusal writer: the
@@ -162,10 +157,10 @@ func (h *Draw) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.
 	sale := repl.ReplaceAll(h.Sale, "")
 	if ref, canonical := refusal.CheckPath(r); !canonical {
 		// The sale placeholder reads the raw path, the routes matched the cleaned one.
-		return h.refuse(w, endpoint, ref)
+		return h.ep.Refuse(w, endpoint, ref)
 	}
 	if !contract.ValidID(sale) {
-		return h.refuse(w, endpoint, refusal.BadRequest)
+		return h.ep.Refuse(w, endpoint, refusal.BadRequest)
 	}
 	ctx := r.Context()
 	if endpoint == "challenge" {
@@ -177,12 +172,12 @@ func (h *Draw) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.
 	case http.MethodDelete:
 		return h.withdraw(ctx, w, repl, sale)
 	case http.MethodGet, http.MethodHead:
-		if wantsHTML(r) {
+		if refusal.WantsHTML(r) {
 			return h.servePage(ctx, w, sale)
 		}
 		return h.status(ctx, w, repl, sale)
 	default:
-		return h.methodNotAllowed(w, "draw", "GET, POST, DELETE")
+		return h.ep.MethodNotAllowed(w, "draw", "GET, POST, DELETE")
 	}
 }
 
@@ -195,40 +190,12 @@ func (h *Draw) sharedChallenge(w http.ResponseWriter, r *http.Request, next cadd
 	}
 	c, err := h.saleOf(r.Context(), sale)
 	if err != nil {
-		return h.unavailable(w, "challenge", err)
+		return h.ep.Unavailable(w, "challenge", err)
 	}
 	if !c.draw {
 		return next.ServeHTTP(w, r)
 	}
 	return h.serveChallenge(r.Context(), w, r, repl, sale)
-}
-
-// user reads and checks the user id; ok is false with the refusal to answer.
-func (h *Draw) user(repl *caddy.Replacer) (string, refusal.Refusal, bool) {
-	return refusal.User(repl, h.User)
-}
-
-// refuse answers ref (Retry-After on 503) and counts it under endpoint.
-func (h *Draw) refuse(w http.ResponseWriter, endpoint string, ref refusal.Refusal) error {
-	requests.WithLabelValues(endpoint, ref.Code).Inc()
-	ref.RetryAfter = time.Duration(h.RetryAfter)
-	return h.refuser.Write(w, ref)
-}
-
-// unavailable answers 503 for a Redis call that failed, timed out or was shed.
-func (h *Draw) unavailable(w http.ResponseWriter, endpoint string, err error) error {
-	if errors.Is(err, edge.ErrShed) {
-		shed.Inc()
-	} else if err != nil {
-		h.logger.Warn("draw: Redis call failed", zap.String("endpoint", endpoint), zap.Error(err))
-	}
-	return h.refuse(w, endpoint, refusal.Unavailable)
-}
-
-func (h *Draw) methodNotAllowed(w http.ResponseWriter, endpoint, allow string) error {
-	w.Header().Set("Allow", allow)
-	return h.refuse(w, endpoint, refusal.Refusal{Status: http.StatusMethodNotAllowed, Code: contract.CodeBadRequest,
-		Message: "method not allowed; use " + allow})
 }
 
 // Codes of the draw (DESIGN.md, "Draws"), and not_entered, which this handler adds: GET or
@@ -249,8 +216,6 @@ var (
 		Message: "no such variant in this sale (a sale with several variants needs one named)"}
 	badBody = refusal.Refusal{Status: http.StatusBadRequest, Code: contract.CodeBadRequest,
 		Message: `the body must be one JSON object {"variant":"<id>"}`}
-	badProof = refusal.Refusal{Status: http.StatusForbidden, Code: room.CodeInvalidChallenge,
-		Message: "the proof of work is missing, wrong, replayed, foreign, expired or too easy; get a new challenge"}
 )
 
 // Interface guards

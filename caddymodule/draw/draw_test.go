@@ -11,7 +11,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
-	"github.com/seckilledge/seckill/caddymodule/room"
+	"github.com/seckilledge/seckill/caddymodule/sealed"
 	"github.com/seckilledge/seckill/contract"
 	"github.com/seckilledge/seckill/internal/handlertest"
 	"github.com/seckilledge/seckill/internal/testenv"
@@ -236,7 +236,7 @@ func TestProofOfWorkIsRequiredAndSingleUse(t *testing.T) {
 	gw := startCaddy(t, newGatewayConfig(t))
 	sale := newDraw(t, rdb, drawArgs{Variants: map[string]int{"a": 1}, OpensIn: -time.Minute, ClosesIn: time.Hour, DMin: 6, DMax: 10})
 
-	if r := enter(t, gw, sale, "alice", "a", nil); r.Status != 403 || r.Code != room.CodeInvalidChallenge {
+	if r := enter(t, gw, sale, "alice", "a", nil); r.Status != 403 || r.Code != contract.CodeInvalidChallenge {
 		t.Fatalf("entry without a proof: %s", r.Raw)
 	}
 	// Both challenge paths serve a draw sale; the shared one passes other sales on (to the
@@ -255,19 +255,34 @@ func TestProofOfWorkIsRequiredAndSingleUse(t *testing.T) {
 	}
 
 	c := do(t, "GET", gw+"/seckill/"+sale+"/challenge", "alice", "", nil)
-	sol := room.Solve(c.Challenge, c.Difficulty)
-	h := map[string]string{room.HeaderChallenge: c.Challenge, room.HeaderSolution: sol}
-	bad := map[string]string{room.HeaderChallenge: c.Challenge, room.HeaderSolution: wrongSolution(c.Challenge, c.Difficulty)}
-	if r := enter(t, gw, sale, "alice", "a", bad); r.Status != 403 || r.Code != room.CodeInvalidChallenge {
+	// That is alice's third open challenge: the room's bound (challenges_per_user 3) holds for
+	// the draw too.
+	if r := do(t, "GET", gw+"/seckill/"+sale+"/draw/challenge", "alice", "", nil); r.Status != 429 || r.Code != contract.CodeTooManyChallenges || r.Retry == "" {
+		t.Fatalf("a fourth open challenge: %d %s (Retry-After %q), want 429 %s", r.Status, r.Raw, r.Retry, contract.CodeTooManyChallenges)
+	}
+	// An expired challenge, sealed with the gateway's own key, is refused as such.
+	s, err := sealed.NewSealer(sealed.Key{ID: "k1", Secret: []byte(testSecret)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	old, _ := s.NewChallenge(sale, "carol", 6, time.Now().Add(-time.Second))
+	oldH := map[string]string{sealed.HeaderChallenge: old, sealed.HeaderSolution: sealed.Solve(old, 6)}
+	if r := enter(t, gw, sale, "carol", "a", oldH); r.Status != 403 || r.Code != contract.CodeChallengeExpired {
+		t.Fatalf("an expired challenge: %d %s, want 403 %s", r.Status, r.Raw, contract.CodeChallengeExpired)
+	}
+	sol := sealed.Solve(c.Challenge, c.Difficulty)
+	h := map[string]string{sealed.HeaderChallenge: c.Challenge, sealed.HeaderSolution: sol}
+	bad := map[string]string{sealed.HeaderChallenge: c.Challenge, sealed.HeaderSolution: wrongSolution(c.Challenge, c.Difficulty)}
+	if r := enter(t, gw, sale, "alice", "a", bad); r.Status != 403 || r.Code != contract.CodeInvalidChallenge {
 		t.Fatalf("a wrong solution: %s", r.Raw)
 	}
-	if r := enter(t, gw, sale, "bob", "a", h); r.Status != 403 || r.Code != room.CodeInvalidChallenge {
+	if r := enter(t, gw, sale, "bob", "a", h); r.Status != 403 || r.Code != contract.CodeInvalidChallenge {
 		t.Fatalf("alice's challenge presented by bob: %s", r.Raw)
 	}
 	if r := enter(t, gw, sale, "alice", "a", h); r.Status != 200 || r.State != "entered" {
 		t.Fatalf("a solved challenge: %s", r.Raw)
 	}
-	if r := enter(t, gw, sale, "alice", "a", h); r.Status != 403 || r.Code != room.CodeInvalidChallenge {
+	if r := enter(t, gw, sale, "alice", "a", h); r.Status != 403 || r.Code != contract.CodeInvalidChallenge {
 		t.Fatalf("a replayed solution: %s", r.Raw)
 	}
 	// Withdrawing asks for no proof.
@@ -311,7 +326,7 @@ func TestEntryScriptChecksTheProofAgainstRedis(t *testing.T) {
 // wrongSolution is a counter that does not meet difficulty.
 func wrongSolution(challenge string, difficulty int) string {
 	for i := 0; ; i++ {
-		if s := strconv.Itoa(i); room.LeadingZeroBits(challenge, s) < difficulty {
+		if s := strconv.Itoa(i); sealed.LeadingZeroBits(challenge, s) < difficulty {
 			return s
 		}
 	}

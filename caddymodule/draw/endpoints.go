@@ -2,16 +2,14 @@ package draw
 
 import (
 	"context"
-	"encoding/json"
 	"io"
 	"net/http"
-	"strings"
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
 
 	"github.com/seckilledge/seckill/caddymodule/refusal"
-	"github.com/seckilledge/seckill/caddymodule/room"
+	"github.com/seckilledge/seckill/caddymodule/sealed"
 	"github.com/seckilledge/seckill/contract"
 	"github.com/seckilledge/seckill/internal/strictjson"
 	"github.com/seckilledge/seckill/lua"
@@ -64,39 +62,40 @@ type StatusAnswer struct {
 }
 
 func (h *Draw) enter(ctx context.Context, w http.ResponseWriter, r *http.Request, repl *caddy.Replacer, sale string) error {
-	user, ref, ok := h.user(repl)
+	user, ref, ok := refusal.User(repl, h.User)
 	if !ok {
-		return h.refuse(w, "enter", ref)
+		return h.ep.Refuse(w, "enter", ref)
 	}
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBody))
 	if err != nil {
-		return h.refuse(w, "enter", badBody)
+		return h.ep.Refuse(w, "enter", badBody)
 	}
 	variant, ok := ParseEntry(body)
 	if !ok {
-		return h.refuse(w, "enter", badBody)
+		return h.ep.Refuse(w, "enter", badBody)
 	}
 	c, err := h.saleOf(ctx, sale)
 	if err != nil {
-		return h.unavailable(w, "enter", err)
+		return h.ep.Unavailable(w, "enter", err)
 	}
 	if !c.draw {
-		return h.refuse(w, "enter", noDraw)
+		return h.ep.Refuse(w, "enter", noDraw)
 	}
 	call := lua.DrawEnterCall{Sale: sale, User: user, Variant: variant}
-	if ch := r.Header.Get(room.HeaderChallenge); c.dmin > 0 || ch != "" {
+	if ch := r.Header.Get(sealed.HeaderChallenge); c.dmin > 0 || ch != "" {
 		// A challenge presented to a draw without proof of work is checked and spent all the
-		// same: a client that solved one gets what it paid for, not a silent pass.
-		pc, err := h.sealer.VerifyChallenge(ch, r.Header.Get(room.HeaderSolution), sale, user, c.dmin, h.now())
+		// same: a client that solved one gets what it paid for, not a silent pass. A live one
+		// is enough at the difficulty it was sealed with (issue 35).
+		pc, err := h.sealer.VerifyChallenge(ch, r.Header.Get(sealed.HeaderSolution), sale, user, c.dmin, h.now())
 		if err != nil {
 			challenges.WithLabelValues("refused").Inc()
-			return h.refuse(w, "enter", badProof)
+			return h.ep.Refuse(w, "enter", sealed.RefusalOf(err))
 		}
 		call.Nonce, call.NonceExp, call.Difficulty = pc.Nonce, pc.Expires, pc.Difficulty
 	}
 	rep, err := h.enterCall(ctx, call)
 	if err != nil {
-		return h.unavailable(w, "enter", err)
+		return h.ep.Unavailable(w, "enter", err)
 	}
 	if call.Nonce != "" {
 		switch rep.Code {
@@ -107,44 +106,44 @@ func (h *Draw) enter(ctx context.Context, w http.ResponseWriter, r *http.Request
 		}
 	}
 	if rep.Code != 0 {
-		return h.refuse(w, "enter", refusalOf(rep.Code))
+		return h.ep.Refuse(w, "enter", refusalOf(rep.Code))
 	}
 	return h.answer(w, "enter", rep.State, EntryAnswer{EntryID: rep.EntryID, State: rep.State, Variant: rep.Variant})
 }
 
 func (h *Draw) withdraw(ctx context.Context, w http.ResponseWriter, repl *caddy.Replacer, sale string) error {
-	user, ref, ok := h.user(repl)
+	user, ref, ok := refusal.User(repl, h.User)
 	if !ok {
-		return h.refuse(w, "withdraw", ref)
+		return h.ep.Refuse(w, "withdraw", ref)
 	}
 	rep, err := h.enterCall(ctx, lua.DrawEnterCall{Sale: sale, User: user, Withdraw: true})
 	if err != nil {
-		return h.unavailable(w, "withdraw", err)
+		return h.ep.Unavailable(w, "withdraw", err)
 	}
 	if rep.Code != 0 {
-		return h.refuse(w, "withdraw", refusalOf(rep.Code))
+		return h.ep.Refuse(w, "withdraw", refusalOf(rep.Code))
 	}
 	return h.answer(w, "withdraw", rep.State, WithdrawAnswer{State: rep.State})
 }
 
 func (h *Draw) status(ctx context.Context, w http.ResponseWriter, repl *caddy.Replacer, sale string) error {
-	user, ref, ok := h.user(repl)
+	user, ref, ok := refusal.User(repl, h.User)
 	if !ok {
-		return h.refuse(w, "status", ref)
+		return h.ep.Refuse(w, "status", ref)
 	}
 	c, err := h.saleOf(ctx, sale)
 	if err != nil {
-		return h.unavailable(w, "status", err)
+		return h.ep.Unavailable(w, "status", err)
 	}
 	if !c.draw {
-		return h.refuse(w, "status", noDraw)
+		return h.ep.Refuse(w, "status", noDraw)
 	}
 	rep, err := h.statusCall(ctx, lua.DrawStatusCall{Sale: sale, User: user})
 	if err != nil {
-		return h.unavailable(w, "status", err)
+		return h.ep.Unavailable(w, "status", err)
 	}
 	if rep.Code != 0 {
-		return h.refuse(w, "status", refusalOf(rep.Code))
+		return h.ep.Refuse(w, "status", refusalOf(rep.Code))
 	}
 	a := StatusAnswer{EntryID: rep.EntryID, State: rep.State, Variant: rep.Variant, Variants: c.variants}
 	if a.Variants == nil {
@@ -161,33 +160,33 @@ func (h *Draw) status(ctx context.Context, w http.ResponseWriter, repl *caddy.Re
 }
 
 // ChallengeAnswer is the body of GET /seckill/{sale}/challenge: the waiting room's.
-type ChallengeAnswer = room.ChallengeAnswer
+type ChallengeAnswer = sealed.ChallengeAnswer
 
 func (h *Draw) serveChallenge(ctx context.Context, w http.ResponseWriter, r *http.Request, repl *caddy.Replacer, sale string) error {
 	if r.Method != http.MethodGet {
-		return h.methodNotAllowed(w, "challenge", "GET")
+		return h.ep.MethodNotAllowed(w, "challenge", "GET")
 	}
-	user, ref, ok := h.user(repl)
+	user, ref, ok := refusal.User(repl, h.User)
 	if !ok {
-		return h.refuse(w, "challenge", ref)
+		return h.ep.Refuse(w, "challenge", ref)
 	}
 	c, err := h.saleOf(ctx, sale)
 	if err != nil {
-		return h.unavailable(w, "challenge", err)
+		return h.ep.Unavailable(w, "challenge", err)
 	}
 	if !c.draw {
-		return h.refuse(w, "challenge", noDraw)
+		return h.ep.Refuse(w, "challenge", noDraw)
 	}
-	now := h.now()
-	d := h.difficulty(c)
-	exp := now.Add(room.ChallengeLife)
-	ch, err := h.sealer.NewChallenge(sale, user, d, exp)
+	a, ref, err := h.Issue(ctx, h.caller, h.issuer, r, sale, user, h.difficulty(c))
 	if err != nil {
-		return h.unavailable(w, "challenge", err)
+		return h.ep.Unavailable(w, "challenge", err)
+	}
+	if ref.Status != 0 {
+		challenges.WithLabelValues("bounded").Inc()
+		return h.ep.Refuse(w, "challenge", ref)
 	}
 	challenges.WithLabelValues("issued").Inc()
-	return h.answer(w, "challenge", "issued", ChallengeAnswer{Challenge: ch, Difficulty: d,
-		ExpiresAt: time.Unix(exp.Unix(), 0).UTC().Format(time.RFC3339)})
+	return h.answer(w, "challenge", "issued", a)
 }
 
 // The refusals of draw_enter.lua and draw_status.lua (their headers).
@@ -214,24 +213,11 @@ func refusalOf(code int64) refusal.Refusal {
 	case codeNotEntered:
 		return notEntered
 	case codeReplayed, codePowRequired:
-		return badProof
+		return sealed.BadProof
 	}
 	return refusal.Unavailable
 }
 
 func (h *Draw) answer(w http.ResponseWriter, endpoint, label string, body any) error {
-	b, err := json.Marshal(body)
-	if err != nil {
-		return h.unavailable(w, endpoint, err)
-	}
-	requests.WithLabelValues(endpoint, label).Inc()
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Cache-Control", "no-store")
-	w.WriteHeader(http.StatusOK)
-	_, err = w.Write(b)
-	return err
-}
-
-func wantsHTML(r *http.Request) bool {
-	return strings.Contains(r.Header.Get("Accept"), "text/html")
+	return h.ep.Answer(w, endpoint, label, http.StatusOK, body)
 }

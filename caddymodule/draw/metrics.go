@@ -13,7 +13,7 @@ var (
 		"Draw requests by endpoint (enter, withdraw, status, challenge, page) and outcome (the state answered, or the refusal code).",
 		"endpoint", "outcome")
 	challenges = drawMetric.CounterVec("challenges_total",
-		"Proof-of-work challenges of draws: issued, solved (accepted at entry) and refused (missing, wrong, replayed, foreign, expired or too easy).",
+		"Proof-of-work challenges of draws: issued, bounded (not issued: the user or his network holds too many open ones), solved (accepted at entry) and refused (missing, wrong, replayed, foreign, expired or below the minimum).",
 		"outcome")
 	shed = drawMetric.Counter("shed_total",
 		"Draw requests answered 503 without touching Redis because max_pending calls were already waiting on it.")
@@ -22,7 +22,7 @@ var (
 const drawMetric = metric.Subsystem("draw")
 
 func init() {
-	for _, o := range []string{"issued", "solved", "refused"} {
+	for _, o := range []string{"issued", "bounded", "solved", "refused"} {
 		challenges.WithLabelValues(o)
 	}
 }

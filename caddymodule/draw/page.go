@@ -20,10 +20,10 @@ var page string
 func (h *Draw) servePage(ctx context.Context, w http.ResponseWriter, sale string) error {
 	c, err := h.saleOf(ctx, sale)
 	if err != nil {
-		return h.unavailable(w, "page", err)
+		return h.ep.Unavailable(w, "page", err)
 	}
 	if !c.draw {
-		return h.refuse(w, "page", noDraw)
+		return h.ep.Refuse(w, "page", noDraw)
 	}
 	requests.WithLabelValues("page", "ok").Inc()
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")

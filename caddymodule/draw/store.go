@@ -11,7 +11,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/seckilledge/seckill/caddymodule/edge"
-	"github.com/seckilledge/seckill/caddymodule/room"
+	"github.com/seckilledge/seckill/caddymodule/sealed"
 	"github.com/seckilledge/seckill/contract"
 	"github.com/seckilledge/seckill/lua"
 )
@@ -76,12 +76,12 @@ func (h *Draw) saleOf(ctx context.Context, sale string) (*saleDraw, error) {
 }
 
 // difficulty is the proof of work asked of a new challenge: dmin, one more bit each time the
-// entry rate doubles beyond difficulty_rate, at most dmax (room.Difficulty).
+// entry rate doubles beyond difficulty_rate, at most dmax (sealed.Difficulty).
 func (h *Draw) difficulty(c *saleDraw) int {
 	if c.dmax < c.dmin {
 		return c.dmin
 	}
-	return room.Difficulty(c.dmin, c.dmax, c.rate, h.DifficultyRate)
+	return sealed.Difficulty(c.dmin, c.dmax, c.rate, h.DifficultyRate)
 }
 
 // readSale reads the draw hash's settings and the sale's variants in one pipeline. The seed

@@ -7,6 +7,7 @@ import (
 	"github.com/caddyserver/caddy/v2"
 
 	_ "github.com/seckilledge/seckill/caddymodule" // the seckill global option
+	"github.com/seckilledge/seckill/caddymodule/sealed/sealedhttp"
 	"github.com/seckilledge/seckill/internal/handlertest"
 )
 
@@ -31,6 +32,10 @@ func TestCaddyfileRefusesBadOptions(t *testing.T) {
 		":80 {\n seckill_room {\n summary_interval soon\n }\n}",
 		":80 {\n seckill_room {\n front_window\n }\n}",
 		":80 {\n seckill_room {\n presence_window soon\n }\n}",
+		":80 {\n seckill_room {\n challenge_life soon\n }\n}",
+		":80 {\n seckill_room {\n challenges_per_user many\n }\n}",
+		":80 {\n seckill_room {\n challenge_prefix 24\n }\n}",
+		":80 {\n seckill_room {\n challenge_prefix 24 x\n }\n}",
 	)
 }
 
@@ -45,6 +50,10 @@ func TestValidateRefusesImpossibleSettings(t *testing.T) {
 		"short presence":      {PresenceWindow: caddy.Duration(5 * time.Second)},
 		"slow admission":      {AdmitInterval: caddy.Duration(time.Second)},
 		"narrow front":        {SummaryInterval: caddy.Duration(500 * time.Millisecond), FrontWindow: caddy.Duration(time.Second)},
+		"instant challenges":  {Challenges: sealedhttp.Challenges{ChallengeLife: caddy.Duration(time.Millisecond)}},
+		"eternal challenges":  {Challenges: sealedhttp.Challenges{ChallengeLife: caddy.Duration(time.Hour)}},
+		"bound below -1":      {Challenges: sealedhttp.Challenges{ChallengesPerUser: -2}},
+		"prefix too long":     {Challenges: sealedhttp.Challenges{ChallengePrefix: []int{33, 48}}},
 	} {
 		h.setDefaults()
 		if err := h.Validate(); err == nil {

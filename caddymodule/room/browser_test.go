@@ -13,6 +13,19 @@ import (
 	"github.com/seckilledge/seckill/internal/testenv"
 )
 
+// browser is a headless chromium tab for one test (60 s at most), closed when it ends.
+func browser(t *testing.T, bin string) context.Context {
+	opts := append(chromedp.DefaultExecAllocatorOptions[:],
+		chromedp.ExecPath(bin), chromedp.NoSandbox, chromedp.DisableGPU,
+		chromedp.Flag("disable-background-networking", true), chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true), chromedp.NoFirstRun, chromedp.UserDataDir(t.TempDir()))
+	actx, cancelA := chromedp.NewExecAllocator(context.Background(), opts...)
+	bctx, cancelB := chromedp.NewContext(actx)
+	ctx, cancel := context.WithTimeout(bctx, 60*time.Second)
+	t.Cleanup(func() { cancel(); cancelB(); cancelA() })
+	return ctx
+}
+
 // chromium finds Debian's headless browser. Missing, the test fails: scripts/stack.sh
 // install_missing installs it.
 func chromium(t *testing.T) string {
@@ -41,16 +54,7 @@ func TestWaitingPageInARealBrowserEntersWaitsLeavesEntersAgainIsAdmittedAndBuys(
 		t.Fatalf("first in line: %s", first.Raw)
 	}
 
-	opts := append(chromedp.DefaultExecAllocatorOptions[:],
-		chromedp.ExecPath(bin), chromedp.NoSandbox, chromedp.DisableGPU,
-		chromedp.Flag("disable-background-networking", true), chromedp.Flag("disable-component-update", true),
-		chromedp.Flag("disable-sync", true), chromedp.NoFirstRun, chromedp.UserDataDir(t.TempDir()))
-	actx, cancelA := chromedp.NewExecAllocator(context.Background(), opts...)
-	defer cancelA()
-	bctx, cancelB := chromedp.NewContext(actx)
-	defer cancelB()
-	ctx, cancel := context.WithTimeout(bctx, 60*time.Second)
-	defer cancel()
+	ctx := browser(t, bin)
 
 	var states []string
 	var position string

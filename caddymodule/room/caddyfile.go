@@ -30,6 +30,10 @@ func init() {
 //		prequeue        <duration>      # default 15m
 //		difficulty      <min> <max>     # default 0 0 (no proof of work)
 //		difficulty_rate <per second>    # default 100
+//		challenge_life  <duration>      # default 30s
+//		challenges_per_user <n>         # default 3, -1 unbounded
+//		challenges_per_net  <n>         # default 500, -1 unbounded
+//		challenge_prefix <ipv4> <ipv6>  # default 24 48
 //		max_waiters     <n>             # default 50 per unit, within [10 000, 2 000 000]
 //		frame_ancestors <source...>     # default none: the page is never framed
 //		refresh         <min> <max>     # default 1s 30s
@@ -95,7 +99,7 @@ func (h *Room) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			return false, nil
 		}
 		return true, err
-	}, &h.Subject)
+	}, &h.Subject, &h.Challenges)
 }
 
 func (h *Room) unmarshalDifficulty(d *caddyfile.Dispenser) error {

@@ -3,22 +3,14 @@ package room
 import (
 	"context"
 	"encoding/hex"
-	"encoding/json"
 	"net/http"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
 
 	"github.com/seckilledge/seckill/caddymodule/refusal"
-)
-
-// Request headers of the buyer protocol.
-const (
-	HeaderChallenge = "X-Seckill-Challenge"
-	HeaderSolution  = "X-Seckill-Solution"
-	HeaderTicket    = "X-Seckill-Ticket"
+	"github.com/seckilledge/seckill/caddymodule/sealed"
 )
 
 // ticketGrace keeps a ticket valid a while after the end, so a waiter learns `ended`.
@@ -64,11 +56,7 @@ func (h *Room) serveRoom(ctx context.Context, w http.ResponseWriter, r *http.Req
 }
 
 // ChallengeAnswer is the body of GET /seckill/{sale}/challenge.
-type ChallengeAnswer struct {
-	Challenge  string `json:"challenge"`
-	Difficulty int    `json:"difficulty"`
-	ExpiresAt  string `json:"expires_at"`
-}
+type ChallengeAnswer = sealed.ChallengeAnswer
 
 func (h *Room) serveChallenge(ctx context.Context, w http.ResponseWriter, r *http.Request, repl *caddy.Replacer, sale string) error {
 	if r.Method != http.MethodGet {
@@ -85,15 +73,18 @@ func (h *Room) serveChallenge(ctx context.Context, w http.ResponseWriter, r *htt
 	if !ok {
 		return h.refuse(w, "challenge", noRoom)
 	}
-	now := h.now()
-	d := Difficulty(c.room.DifficultyMin, c.room.DifficultyMax, c.rate.get(now), h.DifficultyRate)
-	exp := now.Add(ChallengeLife)
-	ch, err := h.sealer.NewChallenge(sale, user, d, exp)
+	// The difficulty in force now: the challenge keeps it for its whole (short) life.
+	d := sealed.Difficulty(c.room.DifficultyMin, c.room.DifficultyMax, c.rate.get(h.now()), h.DifficultyRate)
+	a, ref, err := h.Issue(ctx, h.caller, h.issuer, r, sale, user, d)
 	if err != nil {
 		return h.unavailable(w, "challenge", err)
 	}
+	if ref.Status != 0 {
+		challenges.WithLabelValues("bounded").Inc()
+		return h.refuse(w, "challenge", ref)
+	}
 	challenges.WithLabelValues("issued").Inc()
-	return h.answer(w, "challenge", "issued", http.StatusOK, ChallengeAnswer{Challenge: ch, Difficulty: d, ExpiresAt: time.Unix(exp.Unix(), 0).UTC().Format(time.RFC3339)})
+	return h.answer(w, "challenge", "issued", http.StatusOK, a)
 }
 
 func (h *Room) serveQueue(ctx context.Context, w http.ResponseWriter, r *http.Request, repl *caddy.Replacer, sale string) error {
@@ -101,7 +92,7 @@ func (h *Room) serveQueue(ctx context.Context, w http.ResponseWriter, r *http.Re
 	case http.MethodPost:
 		return h.enter(ctx, w, r, repl, sale)
 	case http.MethodGet:
-		if r.Header.Get(HeaderTicket) == "" && wantsHTML(r) {
+		if r.Header.Get(HeaderTicket) == "" && refusal.WantsHTML(r) {
 			h.servePage(w, sale)
 			return nil
 		}
@@ -132,13 +123,14 @@ func (h *Room) enter(ctx context.Context, w http.ResponseWriter, r *http.Request
 		ch, err := h.sealer.VerifyChallenge(r.Header.Get(HeaderChallenge), r.Header.Get(HeaderSolution), sale, user, c.room.DifficultyMin, now)
 		if err != nil {
 			challenges.WithLabelValues("refused").Inc()
-			return h.refuse(w, "enter", badProof)
+			return h.refuse(w, "enter", sealed.RefusalOf(err))
 		}
 		v.Nonce, v.NonceExp = ch.Nonce, ch.Expires
-		// The sealed difficulty must be the one in force now, not when the challenge was
-		// issued: Redis refuses the entry (too_easy) when the rate counted across gateways
-		// asks for more (issue 24, item 4).
-		v.MaxRate = MaxEntryRate(ch.Difficulty, c.room.DifficultyMin, c.room.DifficultyMax, h.DifficultyRate)
+		// A live challenge is enough at the difficulty it was sealed with, whatever the rate
+		// did since (issue 35: honest work is never thrown away; its short life, the bounds of
+		// the issue step and the difficulty in force at the issue stop a stockpile). So no
+		// bound on the entry rate: room_queue.lua's too_easy check stays off.
+		v.MaxRate = -1
 	}
 	place := PlaceOf(c.room.EntryKey, c.room.Seed, sale, user)
 	v.Member = place.Member(user)
@@ -148,7 +140,7 @@ func (h *Room) enter(ctx context.Context, w http.ResponseWriter, r *http.Request
 	}
 	c.rate.observe(rep.EntryRate, now)
 	if v.Nonce != "" {
-		if rep.Outcome == Replayed || rep.Outcome == TooEasy {
+		if rep.Outcome == Replayed {
 			challenges.WithLabelValues("refused").Inc()
 		} else {
 			challenges.WithLabelValues("solved").Inc()
@@ -264,18 +256,5 @@ func (h *Room) finish(w http.ResponseWriter, endpoint, sale string, rep Reply, v
 }
 
 func (h *Room) answer(w http.ResponseWriter, endpoint, label string, status int, body any) error {
-	requests.WithLabelValues(endpoint, label).Inc()
-	b, err := json.Marshal(body)
-	if err != nil {
-		return h.unavailable(w, endpoint, err)
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Cache-Control", "no-store")
-	w.WriteHeader(status)
-	_, err = w.Write(b)
-	return err
-}
-
-func wantsHTML(r *http.Request) bool {
-	return strings.Contains(r.Header.Get("Accept"), "text/html")
+	return h.ep.Answer(w, endpoint, label, status, body)
 }

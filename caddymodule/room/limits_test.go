@@ -198,7 +198,9 @@ func TestChallengesReplayedForeignExpiredAndTooEasyAreRefused(t *testing.T) {
 	// An expired challenge, sealed with the gateway's own key.
 	s := testSealer(t)
 	old, _ := s.NewChallenge(r.Sale, "carol", 6, time.Now().Add(-time.Second))
-	refused("expired", enter(t, gw, r.Sale, "carol", pow(old, Solve(old, 6))))
+	if a := enter(t, gw, r.Sale, "carol", pow(old, Solve(old, 6))); a.Status != http.StatusForbidden || a.Code != contract.CodeChallengeExpired {
+		t.Errorf("expired: %d %s, want 403 %s", a.Status, a.Raw, contract.CodeChallengeExpired)
+	}
 	lowered, _ := s.NewChallenge(r.Sale, "carol", 2, time.Now().Add(time.Minute))
 	refused("below the room's minimum", enter(t, gw, r.Sale, "carol", pow(lowered, Solve(lowered, 2))))
 	forged := strings.Replace(c.Challenge, "."+fmt.Sprint(c.Difficulty)+".", ".0.", 1)

@@ -17,7 +17,7 @@ var (
 	entries = roomMetric.Counter("entries_total",
 		"Entries into a waiting room answered with a place (entering again counts again).")
 	challenges = roomMetric.CounterVec("challenges_total",
-		"Proof-of-work challenges: issued, solved (accepted at entry) and refused (wrong, replayed, foreign, expired or too easy).",
+		"Proof-of-work challenges: issued, bounded (not issued: the user or his network holds too many open ones), solved (accepted at entry) and refused (wrong, replayed, foreign, expired or below the minimum).",
 		"outcome")
 	leaves          = roomMetric.Counter("leaves_total", "Places given up by their waiters (DELETE /queue).")
 	fromMemoryPolls = roomMetric.Counter("polls_from_memory_total",
@@ -37,7 +37,7 @@ var (
 const roomMetric = metric.Subsystem("room")
 
 func init() {
-	for _, o := range []string{"issued", "solved", "refused"} {
+	for _, o := range []string{"issued", "bounded", "solved", "refused"} {
 		challenges.WithLabelValues(o)
 	}
 }

@@ -25,82 +25,8 @@ import (
 
 // The security review's findings on the room (issue 24, items 4, 6, 7 and the page's CSP).
 
-// A challenge sealed while the room was quiet must not outlive a rise of the difficulty, and
-// the rise counts entries on every gateway: the rush here goes through the second gateway,
-// the late solution through the first.
-func TestAChallengeFetchedBeforeTheDifficultyRoseIsRefused(t *testing.T) {
-	rdb := testenv.Redis(t)
-	cfg := newGatewayConfig(t, testenv.AMQPURL())
-	cfg.Port2 = testenv.FreePort(t)
-	cfg.Room = map[string]any{"difficulty_rate": 1}
-	gwA := startCaddy(t, cfg)
-	gwB := fmt.Sprintf("http://127.0.0.1:%d", cfg.Port2)
-	// 1 bit while at most one entry a second, then one more per doubling, up to 8.
-	r := newRoom(t, rdb, 10, -time.Second, time.Hour, roomArgs{DifficultyMin: "1", DifficultyMax: "8"})
-	challenge := func(gw, user string) reply {
-		t.Helper()
-		c := do(t, http.MethodGet, gw+"/seckill/"+r.Sale+"/challenge", user, nil)
-		if c.Status != 200 {
-			t.Fatalf("challenge: %d %s", c.Status, c.Raw)
-		}
-		return c
-	}
-	pow := func(c reply) map[string]string {
-		return map[string]string{HeaderChallenge: c.Challenge, HeaderSolution: Solve(c.Challenge, c.Difficulty)}
-	}
-	old := challenge(gwA, "late")
-	if old.Difficulty != 1 {
-		t.Fatalf("a quiet room asks for %d bits, want its minimum 1", old.Difficulty)
-	}
-
-	// A rush through gateway B, kept up until the late entry is done.
-	stop := make(chan struct{})
-	var flood sync.WaitGroup
-	var entered atomic.Int64
-	for w := range 4 {
-		flood.Add(1)
-		go func() {
-			defer flood.Done()
-			for i := 0; ; i++ {
-				select {
-				case <-stop:
-					return
-				default:
-				}
-				u := fmt.Sprintf("rush%d_%d", w, i)
-				// Not challenge(): t.Fatalf belongs to the test's goroutine.
-				c := do(t, http.MethodGet, gwB+"/seckill/"+r.Sale+"/challenge", u, nil)
-				if c.Status != 200 {
-					continue
-				}
-				if a := enter(t, gwB, r.Sale, u, pow(c)); a.Status == 200 {
-					entered.Add(1)
-				}
-			}
-		}()
-	}
-	rate := func() int64 {
-		h := rdb.HMGet(context.Background(), RoomKey(r.Sale), "rate_s", "rate_cur", "rate_prev").Val()
-		n := func(v any) int64 { s, _ := v.(string); return atoi(s) }
-		return EntryRateAt(redisNow(t, rdb).Unix(), n(h[0]), n(h[1]), n(h[2]))
-	}
-	testenv.WaitFor(t, 20*time.Second, "8 entries a second counted in Redis", func() bool { return rate() >= 8 })
-	late := enter(t, gwA, r.Sale, "late", pow(old))
-	close(stop)
-	flood.Wait()
-	if late.Status != http.StatusForbidden || late.Code != CodeInvalidChallenge {
-		t.Fatalf("a 1-bit solution after the rush (%d entries): %d %s, want 403 %s", entered.Load(), late.Status, late.Raw, CodeInvalidChallenge)
-	}
-	// A fresh challenge asks for the difficulty in force, and enters.
-	for i := 0; ; i++ {
-		c := challenge(gwA, "late")
-		if a := enter(t, gwA, r.Sale, "late", pow(c)); a.Status == 200 {
-			break
-		} else if i == 20 {
-			t.Fatalf("a fresh challenge (%d bits) never enters: %d %s", c.Difficulty, a.Status, a.Raw)
-		}
-	}
-}
+// The old finding of item 4 (a challenge fetched while quiet, used in the rush) is
+// TestAChallengeFetchedInTheQuietHoursIsRefusedInTheRushAsExpired (challenge_test.go).
 
 // The queue holds at most max_waiters places, exactly, across gateways; beyond it a new entry
 // is 503 queue_full with Retry-After, and whoever holds a place gets it again.

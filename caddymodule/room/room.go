@@ -11,7 +11,6 @@ package room
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net/http"
 	"strings"
@@ -25,6 +24,8 @@ import (
 	"github.com/seckilledge/seckill/caddymodule/edge"
 	"github.com/seckilledge/seckill/caddymodule/internal/pagecsp"
 	"github.com/seckilledge/seckill/caddymodule/refusal"
+	"github.com/seckilledge/seckill/caddymodule/sealed"
+	"github.com/seckilledge/seckill/caddymodule/sealed/sealedhttp"
 	"github.com/seckilledge/seckill/contract"
 )
 
@@ -78,6 +79,10 @@ type Room struct {
 	// Entries per second (per sale, counted in Redis across every gateway) up to which the
 	// difficulty stays at its minimum. Default 100.
 	DifficultyRate float64 `json:"difficulty_rate,omitempty"`
+	// challenge_life (default 30s), challenges_per_user (3), challenges_per_net (500),
+	// challenge_prefix ([24, 48]): a challenge is accepted at the difficulty it was issued with
+	// for its whole life, and these stop a stockpile (docs/room.md, "Proof of work").
+	sealedhttp.Challenges
 	// The most places a sale's queue holds (admitted ones included); beyond it a new entry gets
 	// 503 queue_full, someone who has a place keeps it. Default 0: 50 per unit of the sale's
 	// stock, at least 10 000, at most 2 000 000. A sale's own max_waiters overrides it.
@@ -116,13 +121,14 @@ type Room struct {
 	// timeout (default 1s, per Redis call), max_pending, handle_errors.
 	refusal.Limits
 
-	store   Store
-	sealer  *Sealer
-	events  soldOutFlags
-	logger  *zap.Logger
-	refuser refusal.Writer
-	caller  edge.Caller
-	cache   *roomCache
+	store  Store
+	sealer *Sealer
+	issuer sealed.Issuer
+	events soldOutFlags
+	logger *zap.Logger
+	ep     refusal.Endpoints
+	caller edge.Caller
+	cache  *roomCache
 	// prequeues holds the published pre-queues this gateway has read (prequeue.go).
 	prequeues *prequeueCache
 	csp       string // the waiting page's Content-Security-Policy
@@ -149,19 +155,11 @@ func (Room) CaddyModule() caddy.ModuleInfo {
 func (h *Room) Provision(ctx caddy.Context) error {
 	h.logger = edge.SampledLogger(ctx.Logger())
 	h.setDefaults()
-	appIface, err := ctx.App("seckill")
+	app, issuer, err := sealedhttp.Provision(ctx, "seckill_room")
 	if err != nil {
-		return fmt.Errorf("seckill_room: the seckill app: %w", err)
+		return err
 	}
-	app := appIface.(*caddymodule.App)
-	repl := caddy.NewReplacer()
-	var keys []Key
-	for _, k := range app.TokenKeys {
-		keys = append(keys, Key{ID: k.ID, Secret: []byte(repl.ReplaceAll(k.Secret, ""))})
-	}
-	if h.sealer, err = NewSealer(keys...); err != nil {
-		return fmt.Errorf("seckill_room: %w", err)
-	}
+	h.issuer, h.sealer = issuer, issuer.Sealer
 	h.store = boundStore{Store: RedisStore{Client: app.RedisClient(), Defaults: h.defaults}, caller: h.caller}
 	h.events = app.SaleEvents()
 	registerMetrics(ctx.GetMetricsRegistry())
@@ -169,7 +167,8 @@ func (h *Room) Provision(ctx caddy.Context) error {
 }
 
 func (h *Room) setDefaults() {
-	h.SetDefaults()
+	h.Subject.SetDefaults()
+	h.Challenges.SetDefaults()
 	if h.Rate == 0 {
 		h.Rate = DefaultRate
 	}
@@ -214,7 +213,8 @@ func (h *Room) setDefaults() {
 		h.PresenceWindow = 3 * h.RefreshMax
 	}
 	h.caller = h.Caller(DefaultTimeout)
-	h.refuser = h.Writer(0)
+	h.ep = refusal.Endpoints{Writer: h.Writer(0), RetryAfter: time.Duration(h.RetryAfter), Requests: requests, Shed: shed,
+		Logger: h.logger, Name: "room"}
 	h.refresh = Refresh{Min: time.Duration(h.RefreshMin), Max: time.Duration(h.RefreshMax)}
 	h.defaults = Settings{Rate: h.Rate, Oversubscribe: h.Oversubscribe, Session: time.Duration(h.Session), Prequeue: time.Duration(*h.Prequeue),
 		MaxWaiters: h.MaxWaiters}
@@ -240,8 +240,8 @@ func (h *Room) Validate() error {
 		return fmt.Errorf("seckill_room: session must be at least 1s")
 	case *h.Prequeue < 0:
 		return fmt.Errorf("seckill_room: prequeue must not be negative")
-	case len(h.Difficulty) != 2 || h.Difficulty[0] < 0 || h.Difficulty[1] < h.Difficulty[0] || h.Difficulty[1] > MaxDifficulty:
-		return fmt.Errorf("seckill_room: difficulty is [min, max] with 0 <= min <= max <= %d", MaxDifficulty)
+	case len(h.Difficulty) != 2 || h.Difficulty[0] < 0 || h.Difficulty[1] < h.Difficulty[0] || h.Difficulty[1] > sealed.MaxDifficulty:
+		return fmt.Errorf("seckill_room: difficulty is [min, max] with 0 <= min <= max <= %d", sealed.MaxDifficulty)
 	case h.RefreshMin <= 0 || h.RefreshMax < h.RefreshMin:
 		return fmt.Errorf("seckill_room: need 0 < refresh_min <= refresh_max")
 	case h.SummaryInterval < 0 || time.Duration(h.SummaryInterval) > time.Second:
@@ -255,12 +255,10 @@ func (h *Room) Validate() error {
 	case h.MaxWaiters < 0 || h.MaxWaiters > MaxWaitersLimit:
 		return fmt.Errorf("seckill_room: max_waiters must be between 1 and %d (0: the built-in default)", MaxWaitersLimit)
 	}
-	for _, a := range h.FrameAncestors {
-		if !pagecsp.ValidSource(a) {
-			return fmt.Errorf("seckill_room: frame_ancestors: %q is not a CSP source", a)
-		}
+	if err := pagecsp.CheckAncestors("seckill_room", h.FrameAncestors); err != nil {
+		return err
 	}
-	return nil
+	return h.Challenges.Validate("seckill_room")
 }
 
 // ServeHTTP routes the room's endpoints by the path's end. Refusals go through the shared
@@ -312,27 +310,18 @@ func (h *Room) user(repl *caddy.Replacer) (string, refusal.Refusal, bool) {
 	return refusal.User(repl, h.User)
 }
 
-// refuse answers ref (Retry-After on 503) and counts it under endpoint.
+// refuse, unavailable and methodNotAllowed answer as every handler with endpoints does
+// (refusal.Endpoints), counted under endpoint.
 func (h *Room) refuse(w http.ResponseWriter, endpoint string, ref refusal.Refusal) error {
-	requests.WithLabelValues(endpoint, ref.Code).Inc()
-	ref.RetryAfter = time.Duration(h.RetryAfter)
-	return h.refuser.Write(w, ref)
+	return h.ep.Refuse(w, endpoint, ref)
 }
 
-// unavailable answers 503 for a Redis call that failed, timed out or was shed.
 func (h *Room) unavailable(w http.ResponseWriter, endpoint string, err error) error {
-	if errors.Is(err, edge.ErrShed) {
-		shed.Inc()
-	} else if err != nil {
-		h.logger.Warn("room: Redis call failed", zap.String("endpoint", endpoint), zap.Error(err))
-	}
-	return h.refuse(w, endpoint, refusal.Unavailable)
+	return h.ep.Unavailable(w, endpoint, err)
 }
 
 func (h *Room) methodNotAllowed(w http.ResponseWriter, endpoint, allow string) error {
-	w.Header().Set("Allow", allow)
-	return h.refuse(w, endpoint, refusal.Refusal{Status: http.StatusMethodNotAllowed, Code: contract.CodeBadRequest,
-		Message: "method not allowed; use " + allow})
+	return h.ep.MethodNotAllowed(w, endpoint, allow)
 }
 
 // The room's own refusals (the shared ones are in package refusal).
@@ -341,8 +330,6 @@ var (
 	noRoom     = refusal.Refusal{Status: http.StatusNotFound, Code: contract.CodeUnknownSale, Message: "no waiting room for this sale"}
 	notEnded   = refusal.Refusal{Status: http.StatusForbidden, Code: CodeNotEnded,
 		Message: "the pre-queue is published when the sale has ended"}
-	badProof = refusal.Refusal{Status: http.StatusForbidden, Code: CodeInvalidChallenge,
-		Message: "the proof of work is wrong, foreign, expired or too easy; get a new challenge"}
 	badTicket = refusal.Refusal{Status: http.StatusForbidden, Code: CodeInvalidTicket,
 		Message: "the ticket is forged, foreign, expired or malformed; enter again"}
 )

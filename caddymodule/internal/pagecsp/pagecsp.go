@@ -9,6 +9,7 @@ package pagecsp
 import (
 	"crypto/sha256"
 	"encoding/base64"
+	"fmt"
 	"strings"
 )
 
@@ -52,4 +53,14 @@ func ValidSource(s string) bool {
 		}
 	}
 	return true
+}
+
+// CheckAncestors checks a handler's frame_ancestors option (handler names it in the error).
+func CheckAncestors(handler string, ancestors []string) error {
+	for _, a := range ancestors {
+		if !ValidSource(a) {
+			return fmt.Errorf("%s: frame_ancestors: %q is not a CSP source", handler, a)
+		}
+	}
+	return nil
 }

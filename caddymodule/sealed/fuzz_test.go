@@ -1,4 +1,4 @@
-package room
+package sealed
 
 import (
 	"testing"
@@ -27,7 +27,7 @@ func FuzzVerifyChallengeNeverAcceptsForgeries(f *testing.F) {
 	s := testSealer(f, "k1")
 	now := time.Unix(1_800_000_000, 0)
 	// A fixed nonce: the fuzzing workers must all seal the same challenge.
-	good := s.sealChallenge("sale1", "alice", 4, "AAAAAAAAAAAAAAAAAAAAAA", now.Add(time.Minute))
+	good := s.SealChallenge("sale1", "alice", 4, "AAAAAAAAAAAAAAAAAAAAAA", now.Add(time.Minute))
 	sol := Solve(good, 4)
 	for _, seed := range [][2]string{{good, sol}, {good, "0"}, {"", ""}, {"c1.k1.1.1.aaaaaaaaaaaaaaaaaaaaaa.x", "1"}, {good, "-1"}, {good, "+1"}, {good, "99999999999999999999"}} {
 		f.Add(seed[0], seed[1])

@@ -1,6 +1,7 @@
-package room
+package sealed
 
 import (
+	"errors"
 	"strconv"
 	"strings"
 	"testing"
@@ -8,13 +9,6 @@ import (
 )
 
 func testSealer(t testing.TB, ids ...string) *Sealer {
-	if len(ids) == 0 {
-		s, err := NewSealer(Key{ID: "k1", Secret: []byte(testSecret)})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return s
-	}
 	t.Helper()
 	var keys []Key
 	for _, id := range ids {
@@ -58,7 +52,7 @@ func TestTicketIsBoundToUserSaleAndTime(t *testing.T) {
 func TestChallengeRefusesForeignExpiredTooEasyAndWrongSolutions(t *testing.T) {
 	s := testSealer(t, "k1")
 	now := time.Unix(1_800_000_000, 0)
-	ch, err := s.NewChallenge("sale1", "alice", 8, now.Add(ChallengeLife))
+	ch, err := s.NewChallenge("sale1", "alice", 8, now.Add(DefaultChallengeLife))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -74,7 +68,7 @@ func TestChallengeRefusesForeignExpiredTooEasyAndWrongSolutions(t *testing.T) {
 	for name, err := range map[string]error{
 		"foreign user": second(s.VerifyChallenge(ch, sol, "sale1", "bob", 0, now)),
 		"foreign sale": second(s.VerifyChallenge(ch, sol, "sale2", "alice", 0, now)),
-		"expired":      second(s.VerifyChallenge(ch, sol, "sale1", "alice", 0, now.Add(ChallengeLife))),
+		"expired":      second(s.VerifyChallenge(ch, sol, "sale1", "alice", 0, now.Add(DefaultChallengeLife))),
 		"wrong":        second(s.VerifyChallenge(ch, wrong, "sale1", "alice", 0, now)),
 		"below min":    second(s.VerifyChallenge(ch, sol, "sale1", "alice", 9, now)),
 		"lowered":      second(s.VerifyChallenge(strings.Replace(ch, ".8.", ".0.", 1), "0", "sale1", "alice", 0, now)),
@@ -100,50 +94,6 @@ func TestDifficultyGrowsOneBitPerDoublingWithinBounds(t *testing.T) {
 	}
 	if got := Difficulty(0, 0, 1e9, 100); got != 0 {
 		t.Errorf("a room without proof of work asks for %d bits", got)
-	}
-}
-
-func TestEntryRateCountsTheLastWholeSecondAsRedisKeepsIt(t *testing.T) {
-	// rate_s, rate_cur, rate_prev as room_queue.lua writes them, read at later seconds.
-	cases := []struct{ sec, s, cur, prev, want int64 }{
-		{100, 100, 30, 10, 30}, {100, 100, 5, 40, 40}, {101, 100, 30, 10, 30}, {102, 100, 30, 10, 0}, {99, 100, 30, 10, 0},
-	}
-	for _, c := range cases {
-		if got := EntryRateAt(c.sec, c.s, c.cur, c.prev); got != c.want {
-			t.Errorf("at %d of {%d %d %d}: %d, want %d", c.sec, c.s, c.cur, c.prev, got, c.want)
-		}
-	}
-	var e entryRate
-	t0 := time.Unix(100, 0)
-	e.observe(30, t0)
-	if got := e.get(t0.Add(time.Second)); got != 30 {
-		t.Fatalf("rate = %v, want 30", got)
-	}
-	if got := e.get(t0.Add(3 * time.Second)); got != 0 {
-		t.Fatalf("a view 3 s old = %v, want 0", got)
-	}
-}
-
-func TestMaxEntryRateIsTheHighestRateAtWhichADifficultyIsStillInForce(t *testing.T) {
-	for _, c := range []struct {
-		min, max int
-		baseline float64
-	}{{10, 16, 100}, {0, 8, 1}, {4, 4, 100}, {2, 20, 0.5}, {0, 40, 37.5}} {
-		for d := c.min; d <= c.max; d++ {
-			limit := MaxEntryRate(d, c.min, c.max, c.baseline)
-			if d == c.max {
-				if limit != -1 {
-					t.Errorf("%+v d=%d: %d, want -1 (the maximum holds at any rate)", c, d, limit)
-				}
-				continue
-			}
-			if Difficulty(c.min, c.max, float64(limit), c.baseline) > d || Difficulty(c.min, c.max, float64(limit+1), c.baseline) <= d {
-				t.Errorf("%+v d=%d: limit %d is not where the difficulty passes d", c, d, limit)
-			}
-		}
-	}
-	if got := MaxEntryRate(0, 0, 0, 100); got != -1 {
-		t.Errorf("no proof of work: %d, want -1", got)
 	}
 }
 
@@ -184,5 +134,47 @@ func TestAPlacedTicketCarriesItsIndexUnderItsSeal(t *testing.T) {
 	}
 	if _, err := s.VerifyTicketPlace(tk, "sale1", "bob", now); err == nil {
 		t.Error("another user's placed ticket accepted")
+	}
+}
+
+// A challenge is accepted at the difficulty it was sealed with for as long as it lives, and
+// refused as expired (not as invalid: the client was slow, not wrong) from its expiry on,
+// whatever its age beyond. Its expiry is rounded down to the second, so it never lives
+// longer than its life.
+func TestALiveChallengeIsAcceptedAndAnOlderOneIsAlwaysRefusedAsExpired(t *testing.T) {
+	s := testSealer(t, "k1")
+	issued := time.Unix(1_800_000_000, 400_000_000)
+	exp := time.Unix(issued.Add(DefaultChallengeLife).Unix(), 0)
+	ch, err := s.NewChallenge("sale1", "alice", 6, exp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sol := Solve(ch, 6)
+	for age := time.Duration(0); age < 2*DefaultChallengeLife; age += 100 * time.Millisecond {
+		_, err := s.VerifyChallenge(ch, sol, "sale1", "alice", 2, issued.Add(age))
+		switch {
+		case age >= DefaultChallengeLife && !errors.Is(err, ErrChallengeExpired):
+			t.Fatalf("a challenge %v old (life %v): %v, want ErrChallengeExpired", age, DefaultChallengeLife, err)
+		case issued.Add(age).Before(exp) && err != nil:
+			t.Fatalf("a live challenge %v old: %v", age, err)
+		}
+	}
+	// Expired is told only for a right, genuine one: a wrong solution is invalid at any age.
+	if _, err := s.VerifyChallenge(ch, "1"+sol, "sale1", "alice", 2, exp.Add(time.Hour)); !errors.Is(err, ErrInvalidChallenge) {
+		t.Fatalf("a wrong solution of an expired challenge: %v, want ErrInvalidChallenge", err)
+	}
+	if RefusalOf(ErrChallengeExpired).Code != "challenge_expired" || RefusalOf(ErrInvalidChallenge).Code != "invalid_challenge" {
+		t.Fatal("the refusals of a challenge do not carry their codes")
+	}
+}
+
+func TestNetworkIsTheClientsPrefix(t *testing.T) {
+	for _, c := range []struct{ ip, want string }{
+		{"203.0.113.77", "203.0.113.0/24"}, {"::ffff:198.51.100.9", "198.51.100.0/24"},
+		{"2001:db8:1:2:3:4:5:6", "2001:db8:1::/48"}, {"fe80::1%eth0", "fe80::/48"}, {"not-an-ip", ""}, {"", ""},
+	} {
+		if got := Network(c.ip, 24, 48); got != c.want {
+			t.Errorf("Network(%q) = %q, want %q", c.ip, got, c.want)
+		}
 	}
 }

@@ -1,0 +1,31 @@
+package draw
+
+import (
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+// The draw shares the sealed values with the waiting room through caddymodule/sealed, not by
+// importing the room (issue 35, item 4): the draw's build must not link the room, and the
+// sealed values must not link Caddy. `go list -deps` is the build's own view of it.
+func TestTheDrawDoesNotLinkTheRoomAndTheSealedValuesLinkNoCaddy(t *testing.T) {
+	deps := func(pkg string) []string {
+		out, err := exec.Command("go", "list", "-deps", pkg).CombinedOutput()
+		if err != nil {
+			t.Fatalf("go list -deps %s: %v\n%s", pkg, err, out)
+		}
+		return strings.Fields(string(out))
+	}
+	const mod = "github.com/seckilledge/seckill/caddymodule/"
+	for _, d := range deps(mod + "draw") {
+		if d == mod+"room" || strings.HasPrefix(d, mod+"room/") {
+			t.Errorf("caddymodule/draw links %s", d)
+		}
+	}
+	for _, d := range deps(mod + "sealed") {
+		if strings.HasPrefix(d, "github.com/caddyserver/") {
+			t.Errorf("caddymodule/sealed links %s", d)
+		}
+	}
+}

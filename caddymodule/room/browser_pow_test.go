@@ -1,0 +1,105 @@
+package room
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/cdproto/fetch"
+	"github.com/chromedp/chromedp"
+
+	"github.com/seckilledge/seckill/internal/testenv"
+)
+
+// The waiting page shows its proof of work as progress (attempts against the expected
+// 2^difficulty), and the work it did is accepted although the difficulty rose between the
+// challenge and the entry (issue 35, item 2). The browser's POST /queue is held (the Fetch
+// domain) while the test makes the room look rushed in Redis and waits for the gateway to
+// issue harder challenges; then the entry goes on and is admitted.
+func TestWaitingPageShowsTheWorkAsProgressAndIsAdmittedAfterADifficultyRise(t *testing.T) {
+	bin := chromium(t)
+	rdb := testenv.Redis(t)
+	cfg := newGatewayConfig(t, testenv.RabbitVhost(t))
+	cfg.Room = map[string]any{"difficulty_rate": 1}
+	gw := startCaddy(t, cfg)
+	// 12 bits while quiet (4 096 attempts expected), up to 20 in a rush.
+	r := newRoom(t, rdb, 1, -time.Second, time.Hour, roomArgs{Rate: "100", Oversubscribe: "1", SessionMS: "60000", DifficultyMin: "12", DifficultyMax: "20"})
+
+	ctx := browser(t, bin)
+
+	// Hold the page's entry (POST /queue); let everything else through.
+	entries := make(chan *fetch.EventRequestPaused, 4)
+	if err := chromedp.Listen(ctx, func(ev any) {
+		e, ok := ev.(*fetch.EventRequestPaused)
+		if !ok {
+			return
+		}
+		if e.Request.Method == http.MethodPost && strings.Contains(e.Request.URL, "/queue") {
+			entries <- e
+			return
+		}
+		go func() {
+			_, _ = chromedp.Call(ctx, fetch.ContinueRequest, fetch.ContinueRequestParams{RequestID: e.RequestID})
+		}()
+	}); err != nil {
+		t.Fatalf("listen: %v", err)
+	}
+	if _, err := chromedp.Call(ctx, fetch.Enable, fetch.EnableParams{Patterns: []*fetch.RequestPattern{{URLPattern: "*", RequestStage: fetch.RequestStageRequest}}}); err != nil {
+		t.Fatalf("fetch.Enable: %v", err)
+	}
+	if _, err := chromedp.Run(ctx, chromedp.Navigate(gw+"/seckill/"+r.Sale+"/queue?user=alice")); err != nil {
+		t.Fatalf("navigate: %v", err)
+	}
+	text := func(id string) string {
+		v, err := chromedp.Run(ctx, chromedp.Text(chromedp.ID(id)))
+		if err != nil {
+			t.Fatalf("reading #%s: %v", id, err)
+		}
+		return v
+	}
+
+	var held *fetch.EventRequestPaused
+	select {
+	case held = <-entries:
+	case <-ctx.Done():
+		t.Fatalf("the page never entered; proof of work shows %q, note %q", text("attempts"), text("note"))
+	}
+	// The work is done and shown as such: its attempts against the expected 2^12.
+	if work := text("attempts"); !strings.HasPrefix(work, "done: ") || !strings.Contains(work, "about 4,096 expected") {
+		t.Fatalf("the page shows its proof of work as %q, want done: <n> attempts (about 4,096 expected)", work)
+	}
+	value, err := chromedp.Run(ctx, chromedp.Evaluate[float64](`document.getElementById("work").value`))
+	if err != nil || value != 1 {
+		t.Fatalf("the progress bar stands at %v (%v), want 1 once the work is done", value, err)
+	}
+	ch := held.Request.Headers[HeaderChallenge]
+	if ch == nil {
+		ch = held.Request.Headers[strings.ToLower(HeaderChallenge)]
+	}
+	if s, _ := ch.(string); !strings.Contains(s, ".12.") {
+		t.Fatalf("the page's challenge %v is not the quiet room's 12 bits", ch)
+	}
+
+	// A rush, as room_queue.lua counts it: 1 000 entries this second and the last.
+	sec := redisNow(t, rdb).Unix()
+	rdb.HSet(context.Background(), RoomKey(r.Sale), "rate_s", sec, "rate_cur", 1000, "rate_prev", 1000)
+	testenv.WaitFor(t, 10*time.Second, "the gateway to issue harder challenges", func() bool {
+		c := do(t, http.MethodGet, gw+"/seckill/"+r.Sale+"/challenge", fmt.Sprintf("probe%d", time.Now().UnixNano()), nil)
+		return c.Status == 200 && c.Difficulty > 12
+	})
+	if _, err := chromedp.Call(ctx, fetch.ContinueRequest, fetch.ContinueRequestParams{RequestID: held.RequestID}); err != nil {
+		t.Fatalf("letting the entry go: %v", err)
+	}
+	// Admitted at once: no refusal shown, no second proof of work.
+	for deadline := time.Now().Add(20 * time.Second); text("state") != "admitted"; time.Sleep(50 * time.Millisecond) {
+		if note := text("note"); note != "" {
+			t.Fatalf("the page showed a refusal %q after its work, want an admission", note)
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the page is in state %q, message %q, want admitted", text("state"), text("message"))
+		}
+	}
+}

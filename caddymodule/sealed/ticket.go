@@ -1,0 +1,106 @@
+package sealed
+
+import (
+	"errors"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/seckilledge/seckill/contract"
+)
+
+// ErrInvalidTicket refuses a ticket: a client learns nothing finer than "invalid".
+var ErrInvalidTicket = errors.New("invalid ticket")
+
+// maxSealed bounds what the parsers look at: anything longer is refused unread.
+const maxSealed = 160
+
+// A ticket is
+//
+//	r1.<kid>.<exp>.<mac>
+//
+// exp in unix seconds, base 36; mac over (sale, user, exp) under the ticket domain. Sale and
+// user come from the request: a ticket of another user or another sale fails its MAC. The
+// place itself is not in the ticket: the gateway derives it from (sale, user).
+const ticketVersion = "r1"
+
+// Ticket seals a ticket for (sale, user) valid until exp.
+func (s *Sealer) Ticket(sale, user string, exp time.Time) string {
+	e := strconv.FormatInt(exp.Unix(), 36)
+	kid, sum := s.sign(domainTicket, sale, user, e)
+	return ticketVersion + "." + kid + "." + e + "." + sum
+}
+
+// VerifyTicket checks a ticket presented by user for sale at now.
+func (s *Sealer) VerifyTicket(ticket, sale, user string, now time.Time) error {
+	_, err := s.VerifyTicketPlace(ticket, sale, user, now)
+	return err
+}
+
+// A placed ticket (issue 28) also carries the place's index in the queue once the order is
+// drawn:
+//
+//	r2.<kid>.<exp>.<index>.<mac>
+//
+// index in base 36, mac over (sale, user, exp, index) under its own domain. The index is the
+// place's rank in the queue's sorted set when sealed; it only falls afterwards (places ahead
+// leave, none is ever inserted ahead once the order is drawn), so index - the room's cursor
+// bounds how far the waiter stands from the front, and a gateway answers a far waiter from
+// memory.
+const placedTicketVersion = "r2"
+
+// TicketAt seals a placed ticket for (sale, user) valid until exp, at queue index index.
+func (s *Sealer) TicketAt(sale, user string, exp time.Time, index int64) string {
+	e := strconv.FormatInt(exp.Unix(), 36)
+	i := strconv.FormatInt(index, 36)
+	kid, sum := s.sign(domainPlacedTicket, sale, user, e, i)
+	return placedTicketVersion + "." + kid + "." + e + "." + i + "." + sum
+}
+
+// VerifyTicketPlace checks a ticket like VerifyTicket and returns the place's index it
+// carries, -1 for a ticket without one (r1).
+func (s *Sealer) VerifyTicketPlace(ticket, sale, user string, now time.Time) (int64, error) {
+	if len(ticket) > maxSealed || !contract.ValidID(sale) || !contract.ValidID(user) {
+		return -1, ErrInvalidTicket
+	}
+	p := strings.Split(ticket, ".")
+	switch {
+	case len(p) == 4 && p[0] == ticketVersion:
+		exp, ok := parseExp(p[2])
+		if !ok || !s.check(domainTicket, p[1], p[3], sale, user, p[2]) || !now.Before(exp) {
+			return -1, ErrInvalidTicket
+		}
+		return -1, nil
+	case len(p) == 5 && p[0] == placedTicketVersion:
+		exp, ok := parseExp(p[2])
+		idx, okI := parseIndex(p[3])
+		if !ok || !okI || !s.check(domainPlacedTicket, p[1], p[4], sale, user, p[2], p[3]) || !now.Before(exp) {
+			return -1, ErrInvalidTicket
+		}
+		return idx, nil
+	}
+	return -1, ErrInvalidTicket
+}
+
+// parseIndex reads a place's index: base 36, canonical (no sign, no leading zero), below 2^40.
+func parseIndex(s string) (int64, bool) {
+	if len(s) == 0 || len(s) > 8 || (len(s) > 1 && s[0] == '0') || s[0] == '-' || s[0] == '+' {
+		return 0, false
+	}
+	v, err := strconv.ParseInt(s, 36, 64)
+	if err != nil || v < 0 || v >= 1<<40 {
+		return 0, false
+	}
+	return v, true
+}
+
+func parseExp(s string) (time.Time, bool) {
+	if len(s) == 0 || len(s) > 13 || s[0] == '-' || s[0] == '+' {
+		return time.Time{}, false
+	}
+	v, err := strconv.ParseInt(s, 36, 64)
+	if err != nil || v <= 0 {
+		return time.Time{}, false
+	}
+	return time.Unix(v, 0), true
+}
