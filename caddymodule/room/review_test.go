@@ -390,3 +390,7 @@ func TestPrequeueListsAreReadOnceAndKeptWithinABound(t *testing.T) {
 		t.Fatalf("%d entry ids held, above the bound", held)
 	}
 }
+
+func (s *listStore) Banned(context.Context, []string, []string) (map[string]time.Time, error) {
+	return nil, nil
+}

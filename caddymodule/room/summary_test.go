@@ -190,7 +190,7 @@ func TestARoomViewStaysWithinItsBound(t *testing.T) {
 	for i := range views {
 		views[i] = newRoomView()
 		for u := range 3 * maxPresent {
-			views[i].seen(fmt.Sprintf("user-%08d-%d", u, i))
+			views[i].seen(fmt.Sprintf("user-%08d-%d", u, i), time.Second)
 		}
 	}
 	runtime.GC()
