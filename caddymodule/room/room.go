@@ -47,7 +47,6 @@ const (
 	// DefaultSummaryInterval keeps sold-out, pause and end within a second of every waiter
 	// answered from memory.
 	DefaultSummaryInterval = 500 * time.Millisecond
-	DefaultFrontWindow     = 10 * time.Second
 	// DefaultAdmitInterval: ten admission steps a second per sale per gateway, whatever the
 	// number of polls; admissions come in batches of at most rate / 10 (issue 28).
 	DefaultAdmitInterval = 100 * time.Millisecond
@@ -97,9 +96,11 @@ type Room struct {
 	// and pre-queue waiters from memory. Default 500ms; at most 1s, so sold-out, pause and end
 	// reach every waiter within a second.
 	SummaryInterval caddy.Duration `json:"summary_interval,omitempty"`
-	// Waiters within this much of admissions (at the room's rate) from the front poll Redis
-	// on every poll; those behind are answered from memory. Default 10s; at least
-	// summary_interval + 1s (the admissions one tick can miss).
+	// By default (0) every waiter whose place the room's cursor has not reached is answered
+	// from the gateway's memory, the front included: only the poll that finds its place
+	// inside the cursor (admitted, or passed) asks Redis, about once per waiter (issue 35). A
+	// duration keeps issue 28's rule: waiters within that much of admissions (at the room's
+	// rate) from the front ask Redis on every poll (at least summary_interval + 1s).
 	FrontWindow caddy.Duration `json:"front_window,omitempty"`
 	// How often, at most, a gateway lets a sale's room admit (the admission step of
 	// room_queue.lua: lapses, new admissions), whatever the number of polls; the script
@@ -214,9 +215,6 @@ func (h *Room) setDefaults() {
 	if h.SummaryInterval == 0 {
 		h.SummaryInterval = caddy.Duration(DefaultSummaryInterval)
 	}
-	if h.FrontWindow == 0 {
-		h.FrontWindow = caddy.Duration(DefaultFrontWindow)
-	}
 	if h.AdmitInterval == 0 {
 		h.AdmitInterval = caddy.Duration(DefaultAdmitInterval)
 	}
@@ -257,7 +255,7 @@ func (h *Room) Validate() error {
 		return fmt.Errorf("seckill_room: admit_interval must be at most summary_interval")
 	case h.PresenceWindow > 0 && time.Duration(h.PresenceWindow) < time.Duration(h.RefreshMax+h.SummaryInterval)+time.Second:
 		return fmt.Errorf("seckill_room: presence_window must be at least refresh_max + summary_interval + 1s (or -1: none)")
-	case time.Duration(h.FrontWindow) < time.Duration(h.SummaryInterval)+time.Second:
+	case h.FrontWindow != 0 && time.Duration(h.FrontWindow) < time.Duration(h.SummaryInterval)+time.Second:
 		return fmt.Errorf("seckill_room: front_window must be at least summary_interval + 1s")
 	case h.MaxWaiters < 0 || h.MaxWaiters > MaxWaitersLimit:
 		return fmt.Errorf("seckill_room: max_waiters must be between 1 and %d (0: the built-in default)", MaxWaitersLimit)

@@ -197,9 +197,20 @@ func (h *Room) fromMemory(ctx context.Context, sale, user string, c *cachedRoom,
 		return Verdict{}, Reply{}, false
 	}
 	front := frontPlaces(c.room.Rate, time.Duration(h.FrontWindow))
-	if s, ok := c.view.last(); ok && s.outcome == Open && index >= 0 && index-s.cursor <= front {
-		// Near the front: the cursor only moves forward and the index only back, so a
-		// summary of any age that says near is still right. No tick for these polls.
+	// asks tells a place that must ask Redis. By default (issue 35) only a place the
+	// summary's cursor has reached: one beyond it is still waiting (the cursor only moves
+	// forward, so at most one summary interval late it hears otherwise), and only the poll that
+	// finds its place inside the cursor (admitted, passed, lapsed) needs Redis, about once per
+	// waiter. With front_window set, the older rule: every poll within it asks Redis.
+	asks := func(s summary) bool {
+		if h.FrontWindow > 0 {
+			return index-s.cursor <= front
+		}
+		return index < s.cursor
+	}
+	if s, ok := c.view.last(); ok && s.outcome == Open && index >= 0 && asks(s) {
+		// The cursor only moves forward and the index only back, so a summary of any age
+		// that says so is still right. No tick for these polls.
 		return Verdict{}, Reply{}, false
 	}
 	s, ok := c.view.current(ctx, now, time.Duration(h.SummaryInterval), func(ctx context.Context, present []Seen) (Reply, error) {
@@ -225,7 +236,7 @@ func (h *Room) fromMemory(ctx context.Context, sale, user string, c *cachedRoom,
 	case s.outcome == Prequeue && rnow.Before(c.room.Starts):
 		// Before the start the order is not drawn: everyone is told the pre-queue's size.
 		rep.Outcome, rep.Position, rep.Ahead = Waiting, s.depth, max(s.depth-1, 0)
-	case s.outcome == Open && index >= 0 && index-s.cursor > front:
+	case s.outcome == Open && index >= 0 && !asks(s):
 		rep.Outcome = Waiting
 		rep.Position = index - s.cursor + 1
 		rep.Ahead = rep.Position - 1
