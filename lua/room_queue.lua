@@ -20,7 +20,9 @@
 -- KEYS[4]  seckill:{sale:<id>}:room:live   zset: user -> admitted_until_ms (live admissions)
 -- KEYS[5]  seckill:{sale:<id>}:room:spent  zset: proof-of-work nonce -> its expiry (ms)
 -- KEYS[6]  seckill:{sale:<id>}:buyers      hash written by the gate (users who bought)
--- ARGV[1]  "enter", "poll", "leave" or "tick"
+-- ARGV[1]  "enter", "poll", "leave", "tick" or "revoke" (issue 35: ARGV[13...] are pairs
+--          (queue member, banned until ms) of users the throttle bans; each live admission
+--          among them ends now and is logged "r:<now_ms>:<banned_until_ms>:<user>")
 -- ARGV[2]  the user's member (computed by the gateway from the seed and the entry key); tick:
 --          ignored ("")
 -- ARGV[3]  rate (admissions per second, > 0)
@@ -40,16 +42,20 @@
 --          a gateway runs it at most once per sale per interval, not on every poll (issue 28);
 --          anything else, or absent: admit. The answer is exact either way: a live admission
 --          whose time is up is answered "lapsed" even before the step removes it
--- ARGV[12] optional presence window (ms): with KEYS[8..10], the admission step admits only
---          waiters seen within it (docs/DESIGN.md, "Admission goes to waiters who are there");
---          an absent waiter's place is passed and kept (room:away), and when he is seen again
---          he is admitted before anyone behind. Absent, "" or 0: every waiter is admitted in
---          turn, present or not
--- ARGV[13...] tick: users the gateway answered from memory since its last tick (present)
--- KEYS[8]  optional seckill:{sale:<id>}:room:seen  zset: user -> last seen (ms, Redis time):
---                                          polls and enters record their user, ticks the
---                                          users of ARGV[13...]. Presence, for admission to
---                                          go to waiters who are there (issue 28)
+-- ARGV[12] optional presence (ms): with KEYS[8..10], the admission step admits only waiters
+--          present now (docs/DESIGN.md, "Admission goes to waiters who are there"); an absent
+--          waiter's place is passed and kept (room:away), and when he is seen again he is
+--          admitted before anyone behind. The value is how long this visit's user counts as
+--          present from now (issue 35: the refresh_s he is told plus a grace, or the
+--          presence_window); on a tick any positive value (the users of ARGV[13...] carry
+--          their own). Absent, "" or 0: every waiter is admitted in turn, present or not
+-- ARGV[13...] tick: pairs (user, ms) of the users the gateway answered from memory since its
+--          last tick, each present for ms from now
+-- KEYS[8]  optional seckill:{sale:<id>}:room:seen  zset: user -> present until (ms, Redis
+--                                          time; never shortened): polls and enters record
+--                                          their user, ticks the users of ARGV[13...].
+--                                          Presence, for admission to go to waiters who are
+--                                          there (issues 28, 35)
 -- KEYS[9]  optional seckill:{sale:<id>}:room:away  zset: user -> queue index: waiters whose
 --                                          place the cursor passed while they were absent
 -- KEYS[10] optional seckill:{sale:<id>}:room:back  zset: user -> queue index: the away ones
@@ -57,16 +63,17 @@
 -- KEYS[7]  optional seckill:{sale:<id>}:room:log   list: the room's history, for the verifier
 --                                          (bench/verify, docs/room.md): one element
 --                                          "a:<now_ms>:<stock>:<user>" per admission, in
---                                          admission order, "s:<now_ms>:<last_seen_ms>:<user>"
+--                                          admission order, "s:<now_ms>:<present_until_ms>:<user>"
 --                                          per absent waiter whose place was passed (0: never
---                                          seen), in
+--                                          seen; the room hash's presence = "until" says the
+--                                          field is a deadline), in
 --                                          admission order, "l:<now_ms>:<position>:<user>" per
 --                                          place given up (leave; position as it stood, 1-based
 --                                          among those not yet admitted); token_issue.lua
 --                                          appends "t:" ones
 --
 -- Returns  {outcome, position, ahead, admitted_until_ms, now_ms, stock, depth, starts_ms,
---           admitted_now, lapsed_now, entry_rate, admitted, cursor}
+--           admitted_now, lapsed_now, entry_rate, admitted, cursor, checks, revoked}
 --          outcome "waiting" | "admitted" | "sold_out" | "ended" | "paused": the user's state;
 --                  "lapsed": admitted once, the admission ran out unused (the place is gone);
 --                  "used": admitted once, and bought;
@@ -92,12 +99,16 @@
 --          admissions so far (the counter, after this call): the gateways measure the
 --          admission rate from it for the estimate's range; cursor = the places the admission
 --          step walked past (admitted, or passed while absent): a waiting place's index in the
---          queue is cursor + position - 1.
+--          queue is cursor + position - 1; checks = when the admission step ran: the users it
+--          admitted and up to 16 random live admissions, for the gateway to check against the
+--          throttle's bans (issue 35; empty otherwise); revoked = the admissions a revoke
+--          ended. Outcome "revoked": a revoke's answer.
 local meta, room, q, live, spent, buyers = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
 local op, member = ARGV[1], ARGV[2]
 local rate, over = tonumber(ARGV[3]), tonumber(ARGV[4])
 local session, pre = tonumber(ARGV[5]), tonumber(ARGV[6])
-if (op ~= "enter" and op ~= "poll" and op ~= "leave" and op ~= "tick") or (op ~= "tick" and #member < 49) or rate == nil or rate <= 0 or over == nil
+if (op ~= "enter" and op ~= "poll" and op ~= "leave" and op ~= "tick" and op ~= "revoke")
+  or (op ~= "tick" and op ~= "revoke" and #member < 49) or rate == nil or rate <= 0 or over == nil
   or over < 1 or session == nil or session <= 0 or pre == nil or pre < 0 then
   return redis.error_reply("ERR room_queue: bad arguments")
 end
@@ -106,10 +117,11 @@ local user = string.sub(member, 49)
 local t = redis.call("TIME")
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local erate = -1
+local checks, revoked = {}, 0
 local function reply(outcome, pos, ahead, untl, stock, depth, starts, adm, lap)
   local c = redis.call("HMGET", room, "admitted", "cursor")
   return {outcome, pos or 0, ahead or 0, untl or 0, now, stock or 0, depth or 0, starts or 0, adm or 0, lap or 0, erate,
-    tonumber(c[1]) or 0, tonumber(c[2]) or 0}
+    tonumber(c[1]) or 0, tonumber(c[2]) or 0, checks, revoked}
 end
 
 local m = redis.call("HMGET", meta, "stock", "starts_ms", "ends_ms", "state")
@@ -149,6 +161,27 @@ if op == "leave" then
     end
   end
   return reply("left", 0, 0, 0, stock, total - cursor - 1, starts)
+end
+if op == "revoke" then
+  -- The throttle bans these users (the gateway read its ban keys, which live in other slots):
+  -- a ban makes an admission useless, so it ends now and its capacity goes to the next
+  -- present waiter at the next step (issue 35). The place is spent, as by a lapse: the
+  -- waiter is not admitted again.
+  for i = 13, #ARGV - 1, 2 do
+    local u, banned = string.sub(ARGV[i], 49), tonumber(ARGV[i + 1]) or 0
+    local untl = tonumber(redis.call("ZSCORE", live, u))
+    if untl and untl > now and redis.call("HEXISTS", buyers, u) == 0 then
+      redis.call("ZREM", live, u)
+      revoked = revoked + 1
+      if KEYS[7] then
+        redis.call("RPUSH", KEYS[7], string.format("r:%d:%d:%s", now, banned, u))
+      end
+    end
+  end
+  if revoked > 0 then
+    redis.call("HINCRBY", room, "revoked", revoked)
+  end
+  return reply("revoked", 0, 0, 0, stock, 0, starts)
 end
 if m[4] == "paused" then
   return reply("paused", 0, 0, 0, stock, 0, starts)
@@ -223,16 +256,17 @@ local function returned(u)
     end
   end
 end
-if seen and op == "tick" and #ARGV > 12 then
-  for i = 13, #ARGV, 1000 do
+if seen and op == "tick" and #ARGV > 13 then
+  -- GT: a deadline is never shortened (a waiter told 30 s who polls early is still told 30 s).
+  for i = 13, #ARGV - 1, 1000 do
     local zs = {}
-    for j = i, math.min(i + 999, #ARGV) do
-      zs[#zs + 1] = now
+    for j = i, math.min(i + 998, #ARGV - 1), 2 do
+      zs[#zs + 1] = now + (tonumber(ARGV[j + 1]) or 0)
       zs[#zs + 1] = ARGV[j]
     end
-    redis.call("ZADD", seen, unpack(zs))
+    redis.call("ZADD", seen, "GT", unpack(zs))
   end
-  for i = 13, #ARGV do
+  for i = 13, #ARGV - 1, 2 do
     returned(ARGV[i])
   end
   local until_ms = redis.call("PEXPIRETIME", meta)
@@ -243,7 +277,7 @@ end
 local rank = false
 if op ~= "tick" then
   rank = redis.call("ZRANK", q, member)
-  if seen and rank and redis.call("ZADD", seen, now, user) == 1 then
+  if seen and rank and redis.call("ZADD", seen, "GT", now + math.max(presence, 0), user) == 1 then
     local until_ms = redis.call("PEXPIRETIME", meta)
     if until_ms > 0 then
       redis.call("PEXPIREAT", seen, until_ms)
@@ -326,6 +360,9 @@ if not gated then
     cursor = cursor + n
     allow = allow - n
     redis.call("HINCRBY", room, "admitted", n)
+    for i = 1, #next do
+      checks[#checks + 1] = string.sub(next[i], 49)
+    end
   else
     n = 0
   end
@@ -358,14 +395,14 @@ else
           break
         end
         local u = string.sub(batch[i], 49)
-        local last_seen = tonumber(redis.call("ZSCORE", seen, u))
-        if last_seen and last_seen >= now - presence then
+        local here = tonumber(redis.call("ZSCORE", seen, u))
+        if here and here >= now then
           admits[#admits + 1] = u
           ev[#ev + 1] = prefix .. u
         else
           redis.call("ZADD", away, cursor, u)
           skips = skips + 1
-          ev[#ev + 1] = string.format("s:%d:%d:%s", now, last_seen or 0, u)
+          ev[#ev + 1] = string.format("s:%d:%d:%s", now, here or 0, u)
         end
         cursor = cursor + 1
         walked = walked + 1
@@ -376,13 +413,15 @@ else
   local untl = now + session
   for i = 1, n do
     redis.call("ZADD", live, untl, admits[i])
+    checks[#checks + 1] = admits[i]
   end
   if #ev > 0 then
     local until_ms = redis.call("PEXPIRETIME", meta)
     if skips > 0 then
-      -- The window the skips were judged by, for the verifier.
+      -- How the skips were judged, for the verifier: each s: entry carries its waiter's own
+      -- deadline (issue 35), no longer a window shared by all.
       redis.call("HINCRBY", room, "skipped", skips)
-      redis.call("HSET", room, "presence_ms", presence)
+      redis.call("HSET", room, "presence", "until")
       if until_ms > 0 then
         redis.call("PEXPIREAT", away, until_ms)
         redis.call("PEXPIREAT", back, until_ms)
@@ -403,6 +442,12 @@ else
   redis.call("HINCRBY", room, "admitted", n)
 end
 redis.call("HSET", room, "cursor", cursor, "allow", string.format("%.6f", allow), "last_ms", last)
+-- A few live admissions for the gateway to check against the throttle's bans: a user banned
+-- after his admission loses it within a few steps however many are live.
+local sampled = redis.call("ZRANDMEMBER", live, 16)
+for i = 1, #sampled do
+  checks[#checks + 1] = sampled[i]
+end
 end
 if op == "tick" then
   return reply("open", 0, 0, 0, stock, total - cursor, starts, n, lapsed)

@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"sort"
+	"strings"
 	"testing"
 	"time"
 
@@ -237,13 +238,23 @@ func TestRoomTickAdmitsReturnsTheSummaryAndRecordsPresence(t *testing.T) {
 		// Entries through the 6-key form: no presence recorded.
 		f.call("enter", member(rankOf(u), u), "", 0)
 	}
-	got := run("tick", "", "c", "d")
+	got := run("tick", "", "c", 30000, "d", 2000)
 	// Stock 2 x oversubscribe 1: a and b admitted by the enters, c and d wait.
 	if got[0] != "open" || got[6].(int64) != 2 || got[11].(int64) != 2 {
 		t.Fatalf("tick: %v, want open, depth 2, admitted 2", got)
 	}
 	if n := f.rdb.ZCard(ctx, seen).Val(); n != 2 {
 		t.Fatalf("%d present after the tick, want c and d", n)
+	}
+	// Each is present until the tick's time plus his own duration (issue 35).
+	c, d := f.rdb.ZScore(ctx, seen, "c").Val(), f.rdb.ZScore(ctx, seen, "d").Val()
+	if c-d != 28000 {
+		t.Fatalf("c present until %v, d until %v: want 28 s apart (30 s and 2 s from the same tick)", c, d)
+	}
+	// A shorter promise never shortens a longer one.
+	run("tick", "", "c", 1000)
+	if c2 := f.rdb.ZScore(ctx, seen, "c").Val(); c2 < c {
+		t.Fatalf("c's deadline went from %v back to %v", c, c2)
 	}
 	run("poll", member(rankOf("a"), "a"))
 	if _, err := f.rdb.ZScore(ctx, seen, "a").Result(); err != nil {
@@ -348,5 +359,97 @@ func TestRoomAdmitsWaitersWhoAreThereAndAnAbsentOneKeepsHisPlace(t *testing.T) {
 	}
 	if n := f.rdb.ZCard(ctx, away).Val() + f.rdb.ZCard(ctx, back).Val(); n != 0 {
 		t.Fatalf("%d left in away/back after b's admission", n)
+	}
+}
+
+// Presence is per waiter (issue 35): a waiter counts as present until the deadline his last
+// visit carried (ARGV[12]: what he was told plus a grace), not for a window shared by all. One
+// whose short deadline passed is passed and keeps his place (s:<ms>:<deadline>:<user>, the
+// deadline before ms); one with a long deadline is admitted.
+func TestRoomPresenceIsEachWaitersOwnDeadline(t *testing.T) {
+	f := newRoom(t, 1, -time.Second, time.Hour)
+	ctx := context.Background()
+	room := roomKeys(f.sale)[1]
+	seen, away, back, logKey := room+":seen", room+":away", room+":back", contract.RoomLogKey(f.sale)
+	t.Cleanup(func() { f.rdb.Del(context.Background(), seen, away, back, logKey) })
+	keys := append(roomKeys(f.sale), logKey, seen, away, back)
+	run := func(op, u, admit string, presentMS int64) []any {
+		t.Helper()
+		res, err := RoomQueue.Run(ctx, f.rdb, keys, op, member(rankOf(u), u),
+			f.rate, f.over, f.session, f.pre, "", 0, "", "", admit, presentMS).Slice()
+		if err != nil {
+			t.Fatalf("room_queue %s %s: %v", op, u, err)
+		}
+		return res
+	}
+	run("enter", "short", "0", 1)     // told almost nothing: gone a millisecond later
+	run("enter", "long", "0", 600000) // told to come back within ten minutes
+	until := f.rdb.ZScore(ctx, seen, "short").Val()
+	testenv.WaitFor(t, 5*time.Second, "Redis time past short's deadline", func() bool {
+		tm := f.rdb.Time(ctx).Val()
+		return float64(tm.UnixMilli()) > until
+	})
+	// The step (a tick: it records nobody) passes short and admits long, the stock's one unit.
+	res, err := RoomQueue.Run(ctx, f.rdb, keys, "tick", "", f.rate, f.over, f.session, f.pre, "", 0, "", "", "1", 1).Slice()
+	if err != nil || res[8].(int64) != 1 {
+		t.Fatalf("the step: %v %v, want one admission", res, err)
+	}
+	lg := f.rdb.LRange(ctx, logKey, 0, -1).Val()
+	if len(lg) != 2 || !strings.HasPrefix(lg[0], "s:") || !strings.HasSuffix(lg[0], ":short") || !strings.HasPrefix(lg[1], "a:") || !strings.HasSuffix(lg[1], ":long") {
+		t.Fatalf("the log %q: want short passed, then long admitted", lg)
+	}
+	var ms, dl int64
+	if _, err := fmt.Sscanf(lg[0], "s:%d:%d:", &ms, &dl); err != nil || dl >= ms || float64(dl) != until {
+		t.Fatalf("%q: want the deadline %v, before the step's time (%v)", lg[0], until, err)
+	}
+	if p := f.rdb.HGet(ctx, room, "presence").Val(); p != "until" {
+		t.Fatalf("the room's presence field %q, want until (the s: entries carry deadlines)", p)
+	}
+	if f.rdb.ZScore(ctx, away, "short").Err() != nil {
+		t.Fatal("short's place was not kept in room:away")
+	}
+}
+
+// A revoke (issue 35) ends the live admissions of the users the gateway found banned by the
+// throttle, logs r:<ms>:<banned_until>:<user> for each, and leaves a buyer's and a waiter's
+// state alone. An admission step reports the users it admitted and a sample of live ones.
+func TestRoomRevokeEndsTheAdmissionsOfBannedUsers(t *testing.T) {
+	f := newRoom(t, 2, -time.Second, time.Hour)
+	ctx := context.Background()
+	logKey := contract.RoomLogKey(f.sale)
+	t.Cleanup(func() { f.rdb.Del(context.Background(), logKey) })
+	keys := append(roomKeys(f.sale), logKey)
+	run := func(args ...any) []any {
+		t.Helper()
+		res, err := RoomQueue.Run(ctx, f.rdb, keys, args...).Slice()
+		if err != nil {
+			t.Fatalf("room_queue %v: %v", args[0], err)
+		}
+		return res
+	}
+	enter := func(u string) []any {
+		return run("enter", member(rankOf(u), u), f.rate, f.over, f.session, f.pre, "", 0, "", "", "1", "")
+	}
+	got := enter("a")
+	if got[0] != "admitted" || fmt.Sprint(got[13]) != "[a a]" { // admitted now, and sampled live
+		t.Fatalf("a: %v, want admitted, reported as admitted and live", got)
+	}
+	enter("b")
+	enter("c")                                         // waits: stock 2 x 1
+	f.rdb.HSet(ctx, roomKeys(f.sale)[5], "b", "order") // b bought
+	got = run("revoke", "", f.rate, f.over, f.session, f.pre, "", 0, "", "", "0", "",
+		member(rankOf("a"), "a"), 4102444800000, member(rankOf("b"), "b"), 4102444800000, member(rankOf("c"), "c"), 4102444800000)
+	if got[0] != "revoked" || got[14].(int64) != 1 {
+		t.Fatalf("revoke: %v, want one admission ended (a's: b bought, c waits)", got)
+	}
+	if f.rdb.ZScore(ctx, roomKeys(f.sale)[3], "a").Err() == nil {
+		t.Fatal("a still holds a live admission")
+	}
+	lg := f.rdb.LRange(ctx, logKey, 0, -1).Val()
+	if last := lg[len(lg)-1]; !strings.HasPrefix(last, "r:") || !strings.HasSuffix(last, ":4102444800000:a") {
+		t.Fatalf("the log ends %q, want r:<ms>:4102444800000:a", last)
+	}
+	if got := enter("c"); got[0] != "admitted" {
+		t.Fatalf("c: %v, want admitted with a's capacity", got)
 	}
 }

@@ -247,7 +247,8 @@ type EntriesQuery struct {
 	Limit int
 }
 
-// ParseEntriesQuery reads "after" (an entry id: 1 to 16 lowercase hex digits) and "limit" (1 to
+// ParseEntriesQuery reads "after" (an entry id: 1 to 16 lowercase hex digits; empty: the first
+// page) and "limit" (1 to
 // MaxLimit, DefaultLimit when absent). Each at most once; other parameters are refused too, so a
 // misspelt "limit" is not silently the default.
 func ParseEntriesQuery(raw string) (EntriesQuery, error) {
@@ -262,6 +263,11 @@ func ParseEntriesQuery(raw string) (EntriesQuery, error) {
 		}
 		switch k {
 		case "after":
+			if v[0] == "" {
+				// The natural client loop starts with after= and sets it to each page's next:
+				// an empty after is the first page (issue 35), as on every paginated route.
+				continue
+			}
 			if !validEntryID(v[0]) {
 				return q, errors.New("after: want an entry id (1 to 16 lowercase hex digits)")
 			}

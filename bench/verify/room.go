@@ -66,7 +66,7 @@ func parseRoomEvent(s string) (roomEvent, bool) {
 		return e, false
 	}
 	switch {
-	case (e.kind == 'a' || e.kind == 'l' || e.kind == 's') && len(parts) == 4:
+	case (e.kind == 'a' || e.kind == 'l' || e.kind == 's' || e.kind == 'r') && len(parts) == 4:
 		e.user = parts[3]
 	case e.kind == 't' && len(parts) == 5:
 		e.user, e.nonce = parts[3], parts[4]
@@ -91,12 +91,15 @@ type roomState struct {
 	seedHex, commitment string
 	cursor, admitted    int64
 	presenceMS          int64 // the window absent waiters were judged by (0: no presence rule)
-	over                float64
-	places              []roomPlace
-	bad                 []string // members that do not parse
-	events              []roomEvent
-	badEvents           []string
-	tokens              map[string]string // user -> nonce of the unused token
+	// presenceUntil: the s: entries carry each waiter's own deadline (room hash presence =
+	// "until", issue 35): the time until which his last answer made him present.
+	presenceUntil bool
+	over          float64
+	places        []roomPlace
+	bad           []string // members that do not parse
+	events        []roomEvent
+	badEvents     []string
+	tokens        map[string]string // user -> nonce of the unused token
 }
 
 func readRoom(ctx context.Context, rdb redis.UniversalClient, sale string, o RoomOptions) (*roomState, bool, error) {
@@ -119,6 +122,7 @@ func readRoom(ctx context.Context, rdb redis.UniversalClient, sale string, o Roo
 	st.cursor, _ = strconv.ParseInt(room["cursor"], 10, 64)
 	st.admitted, _ = strconv.ParseInt(room["admitted"], 10, 64)
 	st.presenceMS, _ = strconv.ParseInt(room["presence_ms"], 10, 64)
+	st.presenceUntil = room["presence"] == "until"
 	st.over = o.Oversubscribe
 	if v, err := strconv.ParseFloat(room["oversubscribe"], 64); err == nil && v >= 1 {
 		st.over = v
@@ -231,7 +235,15 @@ func (st *roomState) checkOrder() Check {
 		}
 		// The presence rule: a place is passed only when its waiter was not seen within the
 		// window before (docs/DESIGN.md).
-		if e.kind == 's' && (st.presenceMS <= 0 || e.n > e.ms-st.presenceMS) {
+		switch {
+		case e.kind != 's':
+		case st.presenceUntil:
+			// Each waiter's own deadline: the refresh_s he was last told plus the grace.
+			if e.n >= e.ms {
+				present++
+				addProblem(&c, fmt.Sprintf("user %s's place was passed at %d, but the user was present until %d", e.user, e.ms, e.n))
+			}
+		case st.presenceMS <= 0 || e.n > e.ms-st.presenceMS:
 			present++
 			addProblem(&c, fmt.Sprintf("user %s's place was passed at %d, but the user was seen at %d (window %d ms)", e.user, e.ms, e.n, st.presenceMS))
 		}
@@ -294,6 +306,7 @@ func (st *roomState) checkTokens(orderUsers []string, required bool) Check {
 		return c
 	}
 	admittedAt := map[string]int64{}
+	revokedAt := map[string]int64{}        // r: the admission ended early: the throttle bans the user
 	issued := map[string]map[string]bool{} // user -> nonces issued on an admission
 	bad := 0
 	for _, e := range st.events {
@@ -302,12 +315,20 @@ func (st *roomState) checkTokens(orderUsers []string, required bool) Check {
 			if _, ok := admittedAt[e.user]; !ok {
 				admittedAt[e.user] = e.ms
 			}
+		case 'r':
+			if _, ok := revokedAt[e.user]; !ok {
+				revokedAt[e.user] = e.ms
+			}
 		case 't':
 			at, ok := admittedAt[e.user]
+			rv, revoked := revokedAt[e.user]
 			switch {
 			case !ok:
 				bad++
 				addProblem(&c, fmt.Sprintf("token %s of user %s issued before any admission of the user", e.nonce, e.user))
+			case revoked && e.ms >= rv:
+				bad++
+				addProblem(&c, fmt.Sprintf("token %s of user %s issued at %d, after the admission ended at %d (the throttle bans the user)", e.nonce, e.user, e.ms, rv))
 			case e.ms < at || e.ms >= e.n:
 				bad++
 				addProblem(&c, fmt.Sprintf("token %s of user %s issued at %d outside the admission [%d, %d)", e.nonce, e.user, e.ms, at, e.n))

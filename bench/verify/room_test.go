@@ -193,6 +193,13 @@ func TestVerifierCatchesEachBrokenRoomInvariant(t *testing.T) {
 		{"a token issued before the user's admission", 7, func(w *roomWorld) {
 			w.rdb.LPush(ctx, logKey(w), "t:1:9999999999999:"+w.admitted[0]+":BBBBBBBBBBBBBBBBBBBBBB")
 		}},
+		{"a token issued after the admission was revoked (the throttle bans the user)", 7, func(w *roomWorld) {
+			// The revocation at time 1 ends the admission: every token of the user, logged
+			// later, is outside it.
+			e, _ := w.rdb.LIndex(ctx, logKey(w), 0).Result()
+			p := strings.SplitN(e, ":", 4)
+			w.rdb.LInsertAfter(ctx, logKey(w), e, "r:"+p[1]+":9999999999999:"+p[3])
+		}},
 		{"an admission while the stock was 0", 8, func(w *roomWorld) {
 			e, _ := w.rdb.LIndex(ctx, logKey(w), 0).Result()
 			p := strings.SplitN(e, ":", 4)

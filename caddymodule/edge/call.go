@@ -50,8 +50,14 @@ func Call[T any](ctx context.Context, c Caller, fn func(context.Context) (T, err
 	done := make(chan result, 1)
 	rctx := context.WithoutCancel(ctx)
 	go func() {
-		defer c.Pending.Release()
-		v, err := fn(rctx)
+		// The slot is given back before the answer is handed over, not after: a request that
+		// makes its next call as soon as this one answers (the room reads its settings, then
+		// its state) must find the slot free, or with max_pending 1 it would shed itself on a
+		// loaded machine, where the answering goroutine is descheduled between the two.
+		v, err := func() (T, error) {
+			defer c.Pending.Release()
+			return fn(rctx)
+		}()
 		done <- result{v, err}
 	}()
 	if c.Timeout <= 0 {

@@ -110,3 +110,18 @@ func BenchmarkCall(b *testing.B) {
 		}
 	}
 }
+
+// A call that answered holds no slot any more: the request's next call, made at once, is never
+// shed by its own previous one (with max_pending 1 the room's GET shed itself on a loaded
+// machine: the slot was given back only after the answer, by a goroutine not yet scheduled).
+func TestACallThatAnsweredHoldsNoSlot(t *testing.T) {
+	c := Caller{Timeout: time.Minute, Pending: NewPending(1)}
+	for i := range 2000 {
+		if _, err := Call(context.Background(), c, func(context.Context) (int, error) { return i, nil }); err != nil {
+			t.Fatalf("call %d: %v, want its answer (the previous call had answered)", i, err)
+		}
+		if n := c.Pending.Len(); n != 0 {
+			t.Fatalf("after call %d answered, %d slots are still held, want 0", i, n)
+		}
+	}
+}

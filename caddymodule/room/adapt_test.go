@@ -36,6 +36,7 @@ func TestCaddyfileRefusesBadOptions(t *testing.T) {
 		":80 {\n seckill_room {\n challenges_per_user many\n }\n}",
 		":80 {\n seckill_room {\n challenge_prefix 24\n }\n}",
 		":80 {\n seckill_room {\n challenge_prefix 24 x\n }\n}",
+		":80 {\n seckill_room {\n ban_zones\n }\n}",
 	)
 }
 
@@ -70,12 +71,28 @@ func TestValidateRefusesImpossibleSettings(t *testing.T) {
 func TestPresenceWindowOffAdmitsEveryoneInTurn(t *testing.T) {
 	h := &Room{PresenceWindow: -1}
 	h.setDefaults()
-	if err := h.Validate(); err != nil || h.presence() != 0 {
-		t.Fatalf("presence_window off: %v, window %v", err, h.presence())
+	if err := h.Validate(); err != nil || h.presenceFor(time.Second) != 0 {
+		t.Fatalf("presence_window off: %v, presence %v", err, h.presenceFor(time.Second))
 	}
+	w := &Room{PresenceWindow: caddy.Duration(40 * time.Second)}
+	w.setDefaults()
+	if err := w.Validate(); err != nil || w.presenceFor(time.Second) != 40*time.Second {
+		t.Fatalf("presence_window 40s: %v, presence %v, want the window whatever the refresh", err, w.presenceFor(time.Second))
+	}
+}
+
+// By default a waiter is present for the refresh_s of his last answer plus a grace, not for a
+// window shared by all (issue 35): told one second, absent a few seconds after he stops.
+func TestByDefaultAWaiterIsPresentForWhatHeWasToldPlusAGrace(t *testing.T) {
 	d := new(Room)
 	d.setDefaults()
-	if d.presence() != 3*DefaultRefreshMax {
-		t.Fatalf("default presence window %v, want 3 x refresh_max", d.presence())
+	if err := d.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	grace := 2*DefaultSummaryInterval + time.Second
+	for _, told := range []time.Duration{time.Second, 5 * time.Second, DefaultRefreshMax} {
+		if got := d.presenceFor(told); got != told+grace {
+			t.Errorf("told %v: present for %v, want %v", told, got, told+grace)
+		}
 	}
 }

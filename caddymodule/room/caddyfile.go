@@ -42,7 +42,8 @@ func init() {
 //		summary_interval <duration>     # default 500ms
 //		front_window    <duration>      # default 10s
 //		admit_interval  <duration>      # default 100ms
-//		presence_window <duration>|off  # default 3 x refresh max
+//		presence_window <duration>|off  # default: each waiter's last refresh_s plus a grace
+//		ban_zones       <zone...>       # throttle zones keyed on the user: bans end admissions
 //		timeout         <duration>      # default 1s (each Redis call)
 //		max_pending     <n>             # default 4096, -1 unbounded
 //		handle_errors                   # refusals go to handle_errors routes
@@ -84,6 +85,11 @@ func (h *Room) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			err = directive.Duration(d, &h.FrontWindow)
 		case "admit_interval":
 			err = directive.Duration(d, &h.AdmitInterval)
+		case "ban_zones":
+			h.BanZones = d.RemainingArgs()
+			if len(h.BanZones) == 0 {
+				err = d.Errf("ban_zones takes one or more throttle zone names")
+			}
 		case "presence_window":
 			var v string
 			if err = directive.String(d, &v); err == nil {

@@ -86,6 +86,8 @@ const (
 	QueueFull  Outcome = "queue_full"
 	Left       Outcome = "left"
 	NotWaiting Outcome = "not_waiting"
+	// Revoked is the answer of a revoke (Visit.Revoke).
+	Revoked Outcome = "revoked"
 	// Outcomes of a tick: the room before / after the start.
 	Prequeue    Outcome = "prequeue"
 	Open        Outcome = "open"
@@ -98,22 +100,40 @@ type Visit struct {
 	Enter bool
 	Leave bool // give the place up (DELETE /queue)
 	// Tick is a gateway's periodic look at the room (admit, then the summary); Present are
-	// the users it answered from memory since its last tick.
+	// the users it answered from memory since its last tick, each with how long he counts as
+	// present from the tick.
 	Tick    bool
-	Present []string
+	Present []Seen
 	// Admit runs the admission step (lapses, new admissions): a gateway asks for it at most
 	// once per sale per admit_interval (roomView.claimAdmission), not on every poll.
 	Admit bool
-	// Presence is the window within which a waiter must have been seen to be admitted (his
-	// place is passed and kept otherwise); 0: everyone in turn.
+	// Presence is how long this visit's user counts as present from now (the refresh_s he is
+	// told plus a grace, or the presence_window): the admission step admits only waiters
+	// present when it runs, and passes (and keeps) the places of the others. 0: no presence
+	// rule, everyone in turn. On a tick any positive value turns the rule on.
 	Presence time.Duration
 	Member   string
+	// Revoke ends the live admissions of users the throttle bans (issue 35): nothing else is
+	// done in the call.
+	Revoke   []Ban
 	Nonce    string // enter with proof of work: the nonce to spend
 	NonceExp time.Time
 	// MaxRate is the highest entry rate at which the proof's difficulty is still the one in
 	// force (MaxEntryRate); -1: any rate.
 	MaxRate  int64
 	Settings Settings
+}
+
+// Ban is a user the throttle bans, until Until, with his queue member.
+type Ban struct {
+	User, Member string
+	Until        time.Time
+}
+
+// Seen is a user answered from a gateway's memory, present for For from the next tick.
+type Seen struct {
+	User string
+	For  time.Duration
 }
 
 // Reply is room_queue.lua's answer.
@@ -130,6 +150,10 @@ type Reply struct {
 	EntryRate       int64 // entries per second across gateways; -1 when not read
 	Admitted        int64 // the room's admissions so far, across gateways
 	Cursor          int64 // places the admission step walked past (admitted or passed while absent)
+	// Checks are, when the call ran the admission step, the users it admitted and a few
+	// random live admissions: the gateway checks them against the throttle's bans.
+	Checks  []string
+	Revoked int64 // the admissions a revoke ended
 }
 
 // Public is what GET /seckill/{sale}/room shows.
@@ -150,6 +174,9 @@ type Store interface {
 	// Prequeue reads the pre-queue's size and count of its members in admission order from
 	// index from (none when count is 0).
 	Prequeue(ctx context.Context, sale string, from, count int64) (members []string, total int64, err error)
+	// Banned reads the throttle's bans of users in zones (ban_zones): each banned user, until
+	// when. Empty zones or users: none, without a call.
+	Banned(ctx context.Context, zones, users []string) (map[string]time.Time, error)
 }
 
 // Refresh bounds refresh_s.

@@ -117,8 +117,9 @@ func (h *Room) enter(ctx context.Context, w http.ResponseWriter, r *http.Request
 		return h.refuse(w, "enter", noRoom)
 	}
 	now := h.now()
+	told := h.toldFor(c, -1, now)
 	v := Visit{Enter: true, Settings: c.room.Settings, Admit: c.view.claimAdmission(now, time.Duration(h.AdmitInterval)),
-		Presence: h.presence()}
+		Presence: h.presenceFor(told)}
 	if c.room.PowRequired() {
 		ch, err := h.sealer.VerifyChallenge(r.Header.Get(HeaderChallenge), r.Header.Get(HeaderSolution), sale, user, c.room.DifficultyMin, now)
 		if err != nil {
@@ -139,6 +140,7 @@ func (h *Room) enter(ctx context.Context, w http.ResponseWriter, r *http.Request
 		return h.unavailable(w, "enter", err)
 	}
 	c.rate.observe(rep.EntryRate, now)
+	h.passOnBanned(ctx, sale, c, rep)
 	if v.Nonce != "" {
 		if rep.Outcome == Replayed {
 			challenges.WithLabelValues("refused").Inc()
@@ -147,6 +149,7 @@ func (h *Room) enter(ctx context.Context, w http.ResponseWriter, r *http.Request
 		}
 	}
 	verdict := Decide(rep, true, c.paceOf(rep), h.refresh)
+	h.capRefresh(&verdict, told)
 	if verdict.Status == http.StatusOK {
 		entries.Inc()
 		verdict.Answer.Ticket = h.placedTicket(sale, user, c, rep)
@@ -183,15 +186,18 @@ func (h *Room) poll(ctx context.Context, w http.ResponseWriter, r *http.Request,
 	}
 	gen := h.events.Generation(sale)
 	place := PlaceOf(c.room.EntryKey, c.room.Seed, sale, user)
+	told := h.toldFor(c, index, h.now())
 	rep, err := h.store.Visit(ctx, sale, Visit{Member: place.Member(user), Settings: c.room.Settings,
-		Admit: c.view.claimAdmission(h.now(), time.Duration(h.AdmitInterval)), Presence: h.presence()})
+		Admit: c.view.claimAdmission(h.now(), time.Duration(h.AdmitInterval)), Presence: h.presenceFor(told)})
 	if err != nil {
 		return h.unavailable(w, "poll", err)
 	}
 	if rep.Outcome == SoldOut {
 		h.events.MarkSoldOut(sale, gen)
 	}
+	h.passOnBanned(ctx, sale, c, rep)
 	v := Decide(rep, false, c.paceOf(rep), h.refresh)
+	h.capRefresh(&v, told)
 	if index < 0 {
 		v.Answer.Ticket = h.placedTicket(sale, user, c, rep)
 	}

@@ -215,3 +215,7 @@ func gatewayRoomMemory(b *testing.B, n int64) (live, published, fromMemory int64
 	runtime.KeepAlive(h)
 	return live, published, fromMemory
 }
+
+func (s *synthStore) Banned(context.Context, []string, []string) (map[string]time.Time, error) {
+	return nil, nil
+}

@@ -80,6 +80,9 @@ type gatewayConfig struct {
 	AMQPURL   string
 	Room      map[string]any // extra fields of the seckill_room handler
 	Token     map[string]any // extra fields of the seckill_token handler
+	// Throttle, when set, is a seckill_throttle handler in front of the room on every server,
+	// as in the shipped Caddyfiles.
+	Throttle map[string]any
 }
 
 func newGatewayConfig(t testing.TB, amqpURL string) gatewayConfig {
@@ -104,7 +107,11 @@ func (c gatewayConfig) JSON() []byte {
 		token[k] = v
 	}
 	route := func(paths []string, h map[string]any) map[string]any {
-		return map[string]any{"match": []any{map[string]any{"path": paths}}, "handle": []any{h}}
+		handle := []any{h}
+		if c.Throttle != nil && h["handler"] == "seckill_room" {
+			handle = []any{c.Throttle, h}
+		}
+		return map[string]any{"match": []any{map[string]any{"path": paths}}, "handle": handle}
 	}
 	roomPaths := []string{"/seckill/*/room", "/seckill/*/room/prequeue", "/seckill/*/challenge", "/seckill/*/queue"}
 	server := func(port int) map[string]any {

@@ -18,7 +18,7 @@ func seenKey(sale string) string  { return roomKey(sale) + ":seen" }
 func awayKey(sale string) string  { return roomKey(sale) + ":away" }
 func backKey(sale string) string  { return roomKey(sale) + ":back" }
 
-// SeenKey is the sorted set of a sale's waiters seen lately: user -> last seen (unix ms).
+// SeenKey is the sorted set of a sale's waiters present: user -> present until (unix ms).
 func SeenKey(sale string) string { return seenKey(sale) }
 
 // RoomKey is the hash holding a sale's room settings, secrets and counters.

@@ -71,12 +71,12 @@ func roomMemoryPerWaiter(b *testing.B, presence bool) {
 		measured := keys[1:5]
 		if presence {
 			// The ticks, as a gateway sends them: at most maxPresent users each, no
-			// admission step (the stock is 0 anyway), the default window.
+			// admission step (the stock is 0 anyway), each user told the longest refresh.
 			pkeys := append(append([]string{}, keys...), contract.RoomLogKey(r.Sale), seenKey(r.Sale), awayKey(r.Sale), backKey(r.Sale))
 			for i := 0; i < n; i += maxPresent {
 				args := []any{"tick", "", "50", "1.5", "60000", "900000", "", 0, "", "", "0", "90000"}
 				for j := i; j < min(i+maxPresent, n); j++ {
-					args = append(args, fmt.Sprintf("user%07d", j))
+					args = append(args, fmt.Sprintf("user%07d", j), 32000) // told 30 s, plus the grace
 				}
 				if err := script.EvalSha(ctx, rdb, pkeys, args...).Err(); err != nil && err != redis.Nil {
 					b.Fatal(err)

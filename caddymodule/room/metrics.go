@@ -28,6 +28,8 @@ var (
 	rateGauge  = roomMetric.GaugeVec("admission_rate",
 		"The room's admission rate setting (admissions per second); rate(seckill_room_admissions_total) is the rate achieved.",
 		"sale")
+	revokedTotal = roomMetric.Counter("revoked_total",
+		"Live admissions ended because the throttle bans their user (ban_zones), by this gateway.")
 	shed = roomMetric.Counter("shed_total",
 		"Room requests answered 503 without touching Redis because max_pending calls were already waiting on it.")
 	wait = roomMetric.Histogram("estimated_wait_seconds", "Estimated waits answered to waiters.",
@@ -43,5 +45,5 @@ func init() {
 }
 
 func registerMetrics(reg prometheus.Registerer) {
-	metric.Register(reg, requests, entries, challenges, leaves, fromMemoryPolls, admissions, lapsed, depth, rateGauge, wait, shed)
+	metric.Register(reg, requests, entries, challenges, leaves, fromMemoryPolls, admissions, lapsed, depth, rateGauge, wait, shed, revokedTotal)
 }

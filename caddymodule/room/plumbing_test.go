@@ -156,3 +156,7 @@ func TestRoomReadsTheSaleRoomAgainAfterCacheTTL(t *testing.T) {
 		t.Fatalf("%d reads after cache_ttl, want 2", n)
 	}
 }
+
+func (s *fakeStore) Banned(context.Context, []string, []string) (map[string]time.Time, error) {
+	return nil, nil
+}

@@ -167,8 +167,9 @@ func TestThePublishedPrequeueIsReadOnce(t *testing.T) {
 	}
 	// Pages of 10, chained by next, give the same list.
 	var paged []string
-	after := "0"
-	for pages := 0; after != ""; pages++ {
+	// The natural client loop: an empty after is the first page (issue 35).
+	after := ""
+	for pages := 0; pages == 0 || after != ""; pages++ {
 		_, p := get("?limit=10&after="+after, nil)
 		if pages > 3 || len(p.Entries) > 10 || p.Seed != whole.Seed {
 			t.Fatalf("page after %s: %+v", after, p)
@@ -314,4 +315,8 @@ func TestPrequeueListsAreReadOnceAndKeptWithinABound(t *testing.T) {
 	if held := h.prequeues.held; held > 40_000 {
 		t.Fatalf("%d entry ids held, above the bound", held)
 	}
+}
+
+func (s *listStore) Banned(context.Context, []string, []string) (map[string]time.Time, error) {
+	return nil, nil
 }

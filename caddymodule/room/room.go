@@ -48,7 +48,6 @@ const (
 	// DefaultSummaryInterval keeps sold-out, pause and end within a second of every waiter
 	// answered from memory.
 	DefaultSummaryInterval = 500 * time.Millisecond
-	DefaultFrontWindow     = 10 * time.Second
 	// DefaultAdmitInterval: ten admission steps a second per sale per gateway, whatever the
 	// number of polls; admissions come in batches of at most rate / 10 (issue 28).
 	DefaultAdmitInterval = 100 * time.Millisecond
@@ -102,21 +101,33 @@ type Room struct {
 	// and pre-queue waiters from memory. Default 500ms; at most 1s, so sold-out, pause and end
 	// reach every waiter within a second.
 	SummaryInterval caddy.Duration `json:"summary_interval,omitempty"`
-	// Waiters within this much of admissions (at the room's rate) from the front poll Redis
-	// on every poll; those behind are answered from memory. Default 10s; at least
-	// summary_interval + 1s (the admissions one tick can miss).
+	// By default (0) every waiter whose place the room's cursor has not reached is answered
+	// from the gateway's memory, the front included: only the poll that finds its place
+	// inside the cursor (admitted, or passed) asks Redis, about once per waiter (issue 35). A
+	// duration keeps issue 28's rule: waiters within that much of admissions (at the room's
+	// rate) from the front ask Redis on every poll (at least summary_interval + 1s).
 	FrontWindow caddy.Duration `json:"front_window,omitempty"`
 	// How often, at most, a gateway lets a sale's room admit (the admission step of
 	// room_queue.lua: lapses, new admissions), whatever the number of polls; the script
 	// decides, so admission stays exact across gateways. Default 100ms; at most
 	// summary_interval.
 	AdmitInterval caddy.Duration `json:"admit_interval,omitempty"`
-	// Admission goes to waiters seen within this window (a poll, an entry, or an answer from
-	// a gateway's memory); an absent waiter's place is passed and kept, and he is admitted
-	// first when he is seen again. Default 3 x refresh_max (90s); at least refresh_max +
-	// summary_interval + 1s, since a waiter there polls at least every refresh_max. -1: admit
-	// everyone in turn, present or not.
+	// Admission goes to waiters who are there: an absent waiter's place is passed and kept,
+	// and he is admitted first when he is seen again. By default (0) each waiter is present
+	// until the refresh_s of his last answer plus a grace (2 x summary_interval + 1s), so a
+	// waiter told to come back in a second is absent three seconds after he stops, one told
+	// 30s only after 32s (issue 35: no window to tune). A positive presence_window overrides
+	// it with one window for everyone (seen within it: present; at least refresh_max +
+	// summary_interval + 1s, since a waiter there polls at least every refresh_max). -1:
+	// admit everyone in turn, present or not.
 	PresenceWindow caddy.Duration `json:"presence_window,omitempty"`
+	// The seckill_throttle zones keyed on the room's user id (e.g. "user" for a zone whose key
+	// is {http.auth.user.id}). A user one of them bans is not given an admission he cannot
+	// use: the gateway that runs an admission step reads these zones' ban keys for the users
+	// it admitted and a few random live admissions, and ends the banned ones' admissions at
+	// once, passing their capacity on (bans.go). Default: none (a banned user whose polls the
+	// throttle refuses is still passed as absent once his last answer's refresh_s is over).
+	BanZones []string `json:"ban_zones,omitempty"`
 
 	// timeout (default 1s, per Redis call), max_pending, handle_errors.
 	refusal.Limits
@@ -203,14 +214,8 @@ func (h *Room) setDefaults() {
 	if h.SummaryInterval == 0 {
 		h.SummaryInterval = caddy.Duration(DefaultSummaryInterval)
 	}
-	if h.FrontWindow == 0 {
-		h.FrontWindow = caddy.Duration(DefaultFrontWindow)
-	}
 	if h.AdmitInterval == 0 {
 		h.AdmitInterval = caddy.Duration(DefaultAdmitInterval)
-	}
-	if h.PresenceWindow == 0 {
-		h.PresenceWindow = 3 * h.RefreshMax
 	}
 	h.caller = h.Caller(DefaultTimeout)
 	h.ep = refusal.Endpoints{Writer: h.Writer(0), RetryAfter: time.Duration(h.RetryAfter), Requests: requests, Shed: shed,
@@ -248,12 +253,17 @@ func (h *Room) Validate() error {
 		return fmt.Errorf("seckill_room: summary_interval must be at most 1s")
 	case h.AdmitInterval < 0 || h.AdmitInterval > h.SummaryInterval:
 		return fmt.Errorf("seckill_room: admit_interval must be at most summary_interval")
-	case h.PresenceWindow >= 0 && time.Duration(h.PresenceWindow) < time.Duration(h.RefreshMax+h.SummaryInterval)+time.Second:
+	case h.PresenceWindow > 0 && time.Duration(h.PresenceWindow) < time.Duration(h.RefreshMax+h.SummaryInterval)+time.Second:
 		return fmt.Errorf("seckill_room: presence_window must be at least refresh_max + summary_interval + 1s (or -1: none)")
-	case time.Duration(h.FrontWindow) < time.Duration(h.SummaryInterval)+time.Second:
+	case h.FrontWindow != 0 && time.Duration(h.FrontWindow) < time.Duration(h.SummaryInterval)+time.Second:
 		return fmt.Errorf("seckill_room: front_window must be at least summary_interval + 1s")
 	case h.MaxWaiters < 0 || h.MaxWaiters > MaxWaitersLimit:
 		return fmt.Errorf("seckill_room: max_waiters must be between 1 and %d (0: the built-in default)", MaxWaitersLimit)
+	}
+	for _, z := range h.BanZones {
+		if z == "" || strings.ContainsAny(z, "{}") {
+			return fmt.Errorf("seckill_room: ban_zones: %q is not a zone name", z)
+		}
 	}
 	if err := pagecsp.CheckAncestors("seckill_room", h.FrameAncestors); err != nil {
 		return err
@@ -372,6 +382,10 @@ func (s boundStore) Prequeue(ctx context.Context, sale string, from, count int64
 		return page{m, n}, err
 	})
 	return p.members, p.total, err
+}
+
+func (s boundStore) Banned(ctx context.Context, zones, users []string) (map[string]time.Time, error) {
+	return edge.Call(ctx, s.caller, func(ctx context.Context) (map[string]time.Time, error) { return s.Store.Banned(ctx, zones, users) })
 }
 
 // Interface guards

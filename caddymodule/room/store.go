@@ -102,7 +102,13 @@ func (s RedisStore) Visit(ctx context.Context, sale string, v Visit) (Reply, err
 		v.Settings.Session.Milliseconds(), v.Settings.Prequeue.Milliseconds(), v.Nonce, nonceExp,
 		v.Settings.MaxWaiters, maxRate, admitFlag(v.Admit), v.Presence.Milliseconds()}
 	for _, u := range v.Present {
-		args = append(args, u)
+		args = append(args, u.User, u.For.Milliseconds())
+	}
+	if len(v.Revoke) > 0 {
+		args[0] = "revoke"
+		for _, b := range v.Revoke {
+			args = append(args, b.Member, b.Until.UnixMilli())
+		}
 	}
 	res, err := lua.RoomQueue.Run(ctx, s.Client, keys, args...).Slice()
 	if err != nil {
@@ -120,8 +126,8 @@ func admitFlag(admit bool) string {
 
 func parseReply(res []any) (Reply, error) {
 	var r Reply
-	if len(res) != 13 {
-		return r, fmt.Errorf("room_queue: %d values, want 13", len(res))
+	if len(res) != 15 {
+		return r, fmt.Errorf("room_queue: %d values, want 15", len(res))
 	}
 	o, ok := res[0].(string)
 	if !ok {
@@ -147,7 +153,55 @@ func parseReply(res []any) (Reply, error) {
 	r.EntryRate = n[9]
 	r.Admitted = n[10]
 	r.Cursor = n[11]
+	checks, _ := res[13].([]any)
+	for _, c := range checks {
+		if u, ok := c.(string); ok {
+			r.Checks = append(r.Checks, u)
+		}
+	}
+	r.Revoked, _ = res[14].(int64)
 	return r, nil
+}
+
+// Banned reads the throttle's ban hashes (seckill:rl:{<zone>:<user>}:ban, field banned_until
+// in Redis µs, lua/throttle.lua) of users in zones, in one pipeline: each key lives in its own
+// slot, which room_queue.lua could not read on a Cluster. A user is banned while banned_until
+// is after Redis TIME, read in the same pipeline.
+func (s RedisStore) Banned(ctx context.Context, zones, users []string) (map[string]time.Time, error) {
+	if len(zones) == 0 || len(users) == 0 {
+		return nil, nil
+	}
+	pipe := s.Client.Pipeline()
+	tm := pipe.Time(ctx)
+	cmds := make([]*redis.StringCmd, 0, len(zones)*len(users))
+	for _, u := range users {
+		for _, z := range zones {
+			cmds = append(cmds, pipe.HGet(ctx, BanKey(z, u), "banned_until"))
+		}
+	}
+	if _, err := pipe.Exec(ctx); err != nil && err != redis.Nil {
+		return nil, err
+	}
+	now := tm.Val()
+	var out map[string]time.Time
+	for i, c := range cmds {
+		us, err := strconv.ParseInt(c.Val(), 10, 64)
+		if err != nil {
+			continue
+		}
+		until := time.UnixMicro(us)
+		if !until.After(now) {
+			continue
+		}
+		u := users[i/len(zones)]
+		if out == nil {
+			out = map[string]time.Time{}
+		}
+		if until.After(out[u]) {
+			out[u] = until
+		}
+	}
+	return out, nil
 }
 
 // Public reads the sale's stock and state, and Redis's clock.

@@ -43,10 +43,10 @@ type roomView struct {
 	sum     summary
 	has     bool
 	ticking bool
-	present map[string]struct{}
+	present map[string]time.Duration // user -> how long he counts as present from the tick
 }
 
-func newRoomView() *roomView { return &roomView{present: make(map[string]struct{})} }
+func newRoomView() *roomView { return &roomView{present: make(map[string]time.Duration)} }
 
 // claimAdmission reports whether the call about to be made should run the admission step:
 // true at most once per every (issue 28: admission does not ride on every poll; the script
@@ -61,11 +61,12 @@ func (v *roomView) claimAdmission(now time.Time, every time.Duration) bool {
 	return true
 }
 
-// seen records a user answered from memory, for the next tick.
-func (v *roomView) seen(user string) {
+// seen records a user answered from memory, present for d from the next tick (the longest
+// of his answers since the last tick).
+func (v *roomView) seen(user string, d time.Duration) {
 	v.mu.Lock()
-	if len(v.present) < maxPresent {
-		v.present[user] = struct{}{}
+	if old, ok := v.present[user]; ok || len(v.present) < maxPresent {
+		v.present[user] = max(old, d)
 	}
 	v.mu.Unlock()
 }
@@ -80,7 +81,7 @@ func (v *roomView) last() (summary, bool) {
 // current returns a summary at most interval old, ticking when it is older: one caller ticks,
 // the others meanwhile keep the last one while it is at most twice the interval old, else they
 // go to Redis themselves (ok false).
-func (v *roomView) current(ctx context.Context, now time.Time, interval time.Duration, tick func(ctx context.Context, present []string) (Reply, error)) (summary, bool) {
+func (v *roomView) current(ctx context.Context, now time.Time, interval time.Duration, tick func(ctx context.Context, present []Seen) (Reply, error)) (summary, bool) {
 	v.mu.Lock()
 	if v.has && now.Sub(v.sum.read) < interval {
 		s := v.sum
@@ -93,9 +94,9 @@ func (v *roomView) current(ctx context.Context, now time.Time, interval time.Dur
 		return s, ok
 	}
 	v.ticking = true
-	present := make([]string, 0, len(v.present))
-	for u := range v.present {
-		present = append(present, u)
+	present := make([]Seen, 0, len(v.present))
+	for u, d := range v.present {
+		present = append(present, Seen{User: u, For: d})
 	}
 	clear(v.present)
 	v.mu.Unlock()
@@ -108,8 +109,8 @@ func (v *roomView) current(ctx context.Context, now time.Time, interval time.Dur
 	if err != nil {
 		// The users are put back (within the bound) for the next tick.
 		for _, u := range present {
-			if len(v.present) < maxPresent {
-				v.present[u] = struct{}{}
+			if old, ok := v.present[u.User]; ok || len(v.present) < maxPresent {
+				v.present[u.User] = max(old, u.For)
 			}
 		}
 		return v.sum, false
@@ -127,9 +128,57 @@ func (v *roomView) current(ctx context.Context, now time.Time, interval time.Dur
 	return v.sum, true
 }
 
-// presence is the window of the presence rule passed to the script (0: none).
-func (h *Room) presence() time.Duration {
-	return max(time.Duration(h.PresenceWindow), 0)
+// presenceGrace is how long past the refresh_s of his last answer a waiter still counts as
+// present (issue 35): his poll's way to the gateway, and the wait for the tick that records an
+// answer given from memory (up to two summary intervals: one to age the summary, one for a
+// tick in flight). A second of slack for the network and a busy phone.
+func (h *Room) presenceGrace() time.Duration {
+	return 2*time.Duration(h.SummaryInterval) + time.Second
+}
+
+// presenceFor is how long a waiter told to come back in told counts as present (the script's
+// ARGV[12]): told plus the grace by default; the presence_window when one is set; 0 with
+// presence_window off (everyone admitted in turn).
+func (h *Room) presenceFor(told time.Duration) time.Duration {
+	switch {
+	case h.PresenceWindow < 0:
+		return 0
+	case h.PresenceWindow > 0:
+		return time.Duration(h.PresenceWindow)
+	}
+	return told + h.presenceGrace()
+}
+
+// toldFor is the refresh_s this gateway expects to tell a waiter whose poll (index: his
+// placed ticket's queue index, -1 without one) or entry goes to Redis: from the summary (the
+// cursor only moves forward, so the summary's ahead is at least the real one), else the
+// shortest refresh. Redis records him present for toldFor plus the grace, and the answer's
+// refresh_s is capped at it (capRefresh): a waiter who does as he is told is never passed
+// as absent.
+func (h *Room) toldFor(c *cachedRoom, index int64, now time.Time) time.Duration {
+	if now.Before(c.room.Starts) {
+		return time.Duration(h.refresh.After(c.room.Starts.Sub(now))) * time.Second
+	}
+	s, ok := c.view.last()
+	if !ok || s.outcome != Open {
+		return h.refresh.Min
+	}
+	ahead := s.depth
+	if index >= 0 {
+		ahead = max(index-s.cursor, 0)
+	}
+	rep := Reply{Stock: s.stock, Admitted: s.admitted, Now: s.now.Add(now.Sub(s.read))}
+	return time.Duration(h.refresh.After(c.paceFrom(rep).Wait(ahead).Point)) * time.Second
+}
+
+// capRefresh keeps a waiting answer's refresh_s within what Redis recorded his presence for.
+func (h *Room) capRefresh(v *Verdict, told time.Duration) {
+	if h.PresenceWindow != 0 || v.Answer.State != string(Waiting) {
+		return
+	}
+	if s := int64(told / time.Second); s >= 1 && v.Answer.RefreshS > s {
+		v.Answer.RefreshS = s
+	}
 }
 
 // frontPlaces is how many places from the cursor count as near the front: front_window's worth
@@ -148,16 +197,30 @@ func (h *Room) fromMemory(ctx context.Context, sale, user string, c *cachedRoom,
 		return Verdict{}, Reply{}, false
 	}
 	front := frontPlaces(c.room.Rate, time.Duration(h.FrontWindow))
-	if s, ok := c.view.last(); ok && s.outcome == Open && index >= 0 && index-s.cursor <= front {
-		// Near the front: the cursor only moves forward and the index only back, so a
-		// summary of any age that says near is still right. No tick for these polls.
+	// asks tells a place that must ask Redis. By default (issue 35) only a place the
+	// summary's cursor has reached: one beyond it is still waiting (the cursor only moves
+	// forward, so at most one summary interval late it hears otherwise), and only the poll that
+	// finds its place inside the cursor (admitted, passed, lapsed) needs Redis, about once per
+	// waiter. With front_window set, the older rule: every poll within it asks Redis.
+	asks := func(s summary) bool {
+		if h.FrontWindow > 0 {
+			return index-s.cursor <= front
+		}
+		return index < s.cursor
+	}
+	if s, ok := c.view.last(); ok && s.outcome == Open && index >= 0 && asks(s) {
+		// The cursor only moves forward and the index only back, so a summary of any age
+		// that says so is still right. No tick for these polls.
 		return Verdict{}, Reply{}, false
 	}
-	s, ok := c.view.current(ctx, now, time.Duration(h.SummaryInterval), func(ctx context.Context, present []string) (Reply, error) {
+	s, ok := c.view.current(ctx, now, time.Duration(h.SummaryInterval), func(ctx context.Context, present []Seen) (Reply, error) {
 		rep, err := h.store.Visit(ctx, sale, Visit{Tick: true, Present: present, Settings: c.room.Settings,
-			Admit: c.view.claimAdmission(h.now(), time.Duration(h.AdmitInterval)), Presence: h.presence()})
+			Admit: c.view.claimAdmission(h.now(), time.Duration(h.AdmitInterval)), Presence: h.presenceFor(0)})
 		admissions.Add(float64(rep.AdmittedNow))
 		lapsed.Add(float64(rep.LapsedNow))
+		if err == nil {
+			h.passOnBanned(ctx, sale, c, rep)
+		}
 		return rep, err
 	})
 	if !ok {
@@ -173,16 +236,17 @@ func (h *Room) fromMemory(ctx context.Context, sale, user string, c *cachedRoom,
 	case s.outcome == Prequeue && rnow.Before(c.room.Starts):
 		// Before the start the order is not drawn: everyone is told the pre-queue's size.
 		rep.Outcome, rep.Position, rep.Ahead = Waiting, s.depth, max(s.depth-1, 0)
-	case s.outcome == Open && index >= 0 && index-s.cursor > front:
+	case s.outcome == Open && index >= 0 && !asks(s):
 		rep.Outcome = Waiting
 		rep.Position = index - s.cursor + 1
 		rep.Ahead = rep.Position - 1
 	default:
 		return Verdict{}, Reply{}, false
 	}
-	if rep.Outcome == Waiting {
-		c.view.seen(user)
-	}
 	fromMemoryPolls.Inc()
-	return Decide(rep, false, c.paceFrom(rep), h.refresh), rep, true
+	v := Decide(rep, false, c.paceFrom(rep), h.refresh)
+	if rep.Outcome == Waiting {
+		c.view.seen(user, h.presenceFor(time.Duration(v.Answer.RefreshS)*time.Second))
+	}
+	return v, rep, true
 }

@@ -82,7 +82,9 @@ func TestAPollFarFromTheFrontMakesNoRedisCommand(t *testing.T) {
 func TestAPollNearTheFrontStillAsksRedis(t *testing.T) {
 	rdb := testenv.Redis(t)
 	cfg := newGatewayConfig(t, testenv.RabbitVhost(t))
-	cfg.Room = map[string]any{"cache_ttl": "10m", "summary_interval": "1s"}
+	// front_window set: issue 28's rule, kept as an override (the default answers the front
+	// from memory: TestTheFrontIsAnsweredFromMemoryAndAsksRedisAboutOncePerWaiter).
+	cfg.Room = map[string]any{"cache_ttl": "10m", "summary_interval": "1s", "front_window": "10s"}
 	gw := startCaddy(t, cfg)
 	r, tickets := farRoom(t, gw, 5)
 	near := tickets["u03"]
@@ -190,7 +192,7 @@ func TestARoomViewStaysWithinItsBound(t *testing.T) {
 	for i := range views {
 		views[i] = newRoomView()
 		for u := range 3 * maxPresent {
-			views[i].seen(fmt.Sprintf("user-%08d-%d", u, i))
+			views[i].seen(fmt.Sprintf("user-%08d-%d", u, i), time.Second)
 		}
 	}
 	runtime.GC()
@@ -330,5 +332,70 @@ func TestAnAbsentWaiterIsPassedKeepsHisPlaceAndIsAdmittedWhenHeComesBack(t *test
 	})
 	if p := poll(t, gw, r.Sale, "carol", carol.Ticket); p.State != "waiting" {
 		t.Fatalf("carol: %s, want waiting behind alice", p.Raw)
+	}
+}
+
+// The front from memory (issue 35): with the default settings a waiter whose place the
+// summary's cursor has not reached is answered from the gateway's memory, the front
+// included, while the front moves; only the poll that finds its place inside the cursor (his
+// admission) asks Redis, once per waiter here since an admitted waiter stops polling, as the
+// page does. So the commands naming the room are at most the gateway's ticks (one per
+// summary_interval) plus one per admitted waiter, however many polls; the run logs the
+// commands per poll (the benchmark's target is 0.05).
+func TestTheFrontIsAnsweredFromMemoryAndAsksRedisAboutOncePerWaiter(t *testing.T) {
+	rdb := testenv.Redis(t)
+	cfg := newGatewayConfig(t, testenv.RabbitVhost(t))
+	cfg.Room = map[string]any{"cache_ttl": "10m", "summary_interval": "1s"}
+	gw := startCaddy(t, cfg)
+	r := newRoom(t, rdb, 100, -time.Second, time.Hour, roomArgs{Rate: "2", Oversubscribe: "1", SessionMS: "60000"})
+	const waiters = 12
+	tickets := map[string]string{}
+	for i := range waiters {
+		u := fmt.Sprintf("f%02d", i)
+		a := enter(t, gw, r.Sale, u, nil)
+		if a.Status != 200 || a.Ticket == "" {
+			t.Fatalf("enter %s: %s", u, a.Raw)
+		}
+		tickets[u] = a.Ticket
+	}
+	before, _ := rdb.HGet(context.Background(), RoomKey(r.Sale), "admitted").Int64()
+	marker := "seckill:{sale:" + r.Sale + "}:room:marker"
+	m := startMonitor(t, RoomKey(r.Sale), marker)
+	began := time.Now()
+	polls, admitted := 0, map[string]bool{}
+	for len(admitted) < 4 && time.Since(began) < 30*time.Second {
+		time.Sleep(10 * time.Millisecond)
+		for u, tk := range tickets {
+			if admitted[u] {
+				continue
+			}
+			p := poll(t, gw, r.Sale, u, tk)
+			polls++
+			switch {
+			case p.State == "admitted":
+				admitted[u] = true
+			case p.Status != 200 || p.State != "waiting" || p.Position < 1:
+				t.Fatalf("poll of %s: %d %s", u, p.Status, p.Raw)
+			}
+			if p.Ticket != "" {
+				tickets[u] = p.Ticket // the client keeps the newest ticket, as the page does
+			}
+		}
+	}
+	elapsed := time.Since(began)
+	testenv.WaitFor(t, 10*time.Second, "the monitor to see a marker sent after the polls", func() bool {
+		rdb.Exists(context.Background(), marker)
+		return m.marked.Load()
+	})
+	after, _ := rdb.HGet(context.Background(), RoomKey(r.Sale), "admitted").Int64()
+	if after-before < 2 || len(admitted) < 4 {
+		t.Fatalf("the front did not move: %d admissions during the run, %d waiters heard theirs", after-before, len(admitted))
+	}
+	ticks := int64(math.Ceil(elapsed.Seconds())) + 1
+	got := m.count.Load()
+	t.Logf("%d polls in %v, %d waiters admitted: %d commands naming the room, %.3f per poll (ticks at most %d)",
+		polls, elapsed, len(admitted), got, float64(got)/float64(polls), ticks)
+	if want := ticks + int64(len(admitted)); got > want {
+		t.Fatalf("%d commands naming the room, want at most %d (the ticks, and one poll per admitted waiter)", got, want)
 	}
 }

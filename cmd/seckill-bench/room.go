@@ -57,7 +57,7 @@ func runRoom(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.DurationVar(&lo.Lead, "lastunits-lead", 10*time.Second, "lastunits: everyone enters this long before the start (the absent are last seen then)")
 	fs.DurationVar(&lo.Cap, "lastunits-cap", 5*time.Minute, "lastunits: the longest a run goes on after the start")
 	presence := fs.String("lastunits-presence", "off,default,7s",
-		"lastunits: the gateway's presence settings, one run (and stack) each: off (before issue 28's rule), default (presence_window 3 x refresh max), or a window (refresh_max is lowered to fit it)")
+		"lastunits: the gateway's presence settings, one run (and stack) each: off (before issue 28's rule), default (each waiter present until the refresh_s of his last answer plus a grace, issue 35), or a window (refresh_max is lowered to fit it)")
 	out := fs.String("out", "bench-results/room", "directory for room.json and room.md")
 	root := fs.String("root", ".", "repository root")
 	bin := fs.String("bin", "", "directory with caddy and seckill-backend (default: build them)")
