@@ -203,22 +203,120 @@ var ErrShed = edge.ErrShed
 // Decide decides for one request. keys[i] is the request's key in zone i (Rules order);
 // "" means the zone does not apply.
 func (l *Limiter) Decide(ctx context.Context, keys []string) Decision {
-	var room [3 * inlineZones]int
-	d, pl := l.plan(&room, keys, l.Now())
-	p := &pl
-	if p.done || len(p.pending) == 0 {
-		return d
+	var j Joint
+	if l.start(&j, keys) {
+		return j.d
 	}
-	calls := make([]Call, len(p.pending))
-	for n, i := range p.pending {
-		calls[n] = Call{Key: l.zones[i].counterKey(keys[i]), Args: l.zones[i].args}
-	}
-	d.RedisCalled = true
+	calls := j.calls()
+	j.d.RedisCalled = true
 	start := time.Now()
 	replies, err := edge.Call(ctx, edge.Caller{Timeout: l.timeout, Pending: l.Pending},
 		func(ctx context.Context) ([]Reply, error) { return l.Store.Eval(ctx, calls) })
-	d.RedisTime = time.Since(start)
-	if err == nil && len(replies) != len(calls) {
+	j.d.RedisTime = time.Since(start)
+	return j.finish(replies, err)
+}
+
+// Joint is a decision whose exact tier runs inside another script's call: the zones that need
+// Redis go, as lua/throttle.lua's KEYS and ARGV, into the next handler's script
+// (lua.GateThrottled, lua.TokenIssueThrottled), whose reply brings their answers back. So a
+// purchase behind a throttle costs one round trip on a single Redis. The merge of the answers
+// is Decide's: the same refusals, the same blocklist and shield bookkeeping, the same refunds.
+type Joint struct {
+	l    *Limiter
+	d    Decision
+	p    plan
+	keys []string
+	room [3 * inlineZones]int
+	// keep holds the keys of a deferred decision (the caller's slice may live on its stack).
+	keep [inlineZones]string
+}
+
+// Defer runs the local tiers for one request (keys as Decide's) and returns the decision when
+// they settle it (a local refusal, or no zone that needs Redis); otherwise nil and a Joint,
+// whose Keys and Args go into the other script and whose Answer takes its reply.
+func (l *Limiter) Defer(keys []string) (*Decision, *Joint) {
+	j := &Joint{}
+	if l.start(j, append(j.keep[:0], keys...)) {
+		return &j.d, nil
+	}
+	return nil, j
+}
+
+// start plans the request into j; it reports whether the plan settles the decision.
+func (l *Limiter) start(j *Joint, keys []string) bool {
+	j.l, j.keys = l, keys
+	j.d, j.p = l.plan(&j.room, keys, l.Now())
+	return j.p.done || len(j.p.pending) == 0
+}
+
+func (j *Joint) calls() []Call {
+	calls := make([]Call, len(j.p.pending))
+	for n, i := range j.p.pending {
+		calls[n] = Call{Key: j.l.zones[i].counterKey(j.keys[i]), Args: j.l.zones[i].args}
+	}
+	return calls
+}
+
+// Keys are the zones' KEYS for lua/throttle.lua (two per zone that needs Redis).
+func (j *Joint) Keys() []string {
+	out := make([]string, 0, 2*len(j.p.pending))
+	for _, i := range j.p.pending {
+		k := j.l.zones[i].counterKey(j.keys[i])
+		out = append(out, k, k+":ban")
+	}
+	return out
+}
+
+// Args are the zones' ARGV for lua/throttle.lua (five per zone), then the zone count and the
+// mask of the zones that may refuse ("1"; "0" for a shadow zone), as lua.Throttled takes them.
+func (j *Joint) Args() []any {
+	out := make([]any, 0, 5*len(j.p.pending)+2)
+	mask := make([]byte, len(j.p.pending))
+	for n, i := range j.p.pending {
+		z := j.l.zones[i]
+		out = append(out, z.args...)
+		mask[n] = '1'
+		if z.rule.Shadow {
+			mask[n] = '0'
+		}
+	}
+	return append(out, len(j.p.pending), string(mask))
+}
+
+// Answer merges the zones' part of the combined reply (lua/throttle.lua's flat reply, five
+// items per zone), or applies the zones' failure policies when err says the call did not
+// answer, and returns the decision.
+func (j *Joint) Answer(reply []any, err error) Decision {
+	if err != nil {
+		return j.finish(nil, err)
+	}
+	if len(reply) != 5*len(j.p.pending) {
+		return j.finish(nil, errReply)
+	}
+	replies := make([]Reply, len(j.p.pending))
+	for n := range replies {
+		if replies[n], err = parseReply(reply[5*n : 5*n+5]); err != nil {
+			return j.finish(nil, err)
+		}
+	}
+	return j.finish(replies, nil)
+}
+
+// Alone runs the zones' exact tier in a round trip of their own: the next handler answered
+// without a script of its own (a request it refused before Redis).
+func (j *Joint) Alone(ctx context.Context) Decision {
+	calls := j.calls()
+	j.d.RedisCalled = true
+	start := time.Now()
+	replies, err := edge.Call(ctx, edge.Caller{Timeout: j.l.timeout, Pending: j.l.Pending},
+		func(ctx context.Context) ([]Reply, error) { return j.l.Store.Eval(ctx, calls) })
+	j.d.RedisTime = time.Since(start)
+	return j.finish(replies, err)
+}
+
+func (j *Joint) finish(replies []Reply, err error) Decision {
+	l, d, p, keys := j.l, j.d, &j.p, j.keys
+	if err == nil && len(replies) != len(p.pending) {
 		err = errReply
 	}
 	if err != nil {
