@@ -12,11 +12,11 @@ import (
 // Joint is a check that a handler (seckill_throttle) leaves to the next handler of its route
 // (seckill_gate), to run inside that handler's own script call: one Redis round trip for both
 // (docs/throttle.md, "One round trip"). The next handler must settle it on every request, by
-// Answer when its script carried Keys and Args, else by Alone, and answer Refuse when either
+// Answer when its script carried the check's keys and arguments, else by Alone, and answer Refuse when either
 // reports a refusal: the check then refused the request before the next handler decided it.
 type Joint interface {
-	// Keys, Args and Answer: what the check adds to the next handler's script call
-	// (lua.Throttled), and its part of the reply.
+	// AppendKeys, AppendArgs and Answer: what the check adds to the next handler's script
+	// call (lua.Throttled), and its part of the reply.
 	edge.Joint
 	// Alone makes the check in a round trip of its own, unless Answer already settled it, and
 	// reports whether it refused the request.

@@ -228,14 +228,14 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 	h.keys(r, &keys)
 	if h.joined != nil && h.joined.Load() {
 		// The next handler runs the zones in its own script call (joint.go).
-		d, j := h.limiter.Defer(keys.list)
-		if j == nil {
-			return h.answer(w, r, next, d)
+		x := &joint{h: h, w: w}
+		if h.limiter.DeferTo(&x.j, keys.list) {
+			return h.answer(w, r, next, x.j.Decision())
 		}
-		if refusal.LeaveJoint(r, &joint{h: h, w: w, j: j}) {
+		if refusal.LeaveJoint(r, x) {
 			return next.ServeHTTP(w, r)
 		}
-		alone := j.Alone(r.Context())
+		alone := x.j.Alone(r.Context())
 		return h.answer(w, r, next, &alone)
 	}
 	d := h.limiter.Decide(r.Context(), keys.list)

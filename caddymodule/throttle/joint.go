@@ -19,13 +19,13 @@ import (
 type joint struct {
 	h        *Handler
 	w        http.ResponseWriter
-	j        *core.Joint
+	j        core.Joint
 	d        core.Decision
 	answered bool
 }
 
-func (x *joint) Keys() []string { return x.j.Keys() }
-func (x *joint) Args() []any    { return x.j.Args() }
+func (x *joint) AppendKeys(dst []string) []string { return x.j.AppendKeys(dst) }
+func (x *joint) AppendArgs(dst []any) []any       { return x.j.AppendArgs(dst) }
 
 func (x *joint) Answer(reply []any, err error) bool {
 	if !x.answered {

@@ -48,8 +48,8 @@ type JointStore interface {
 // DecideJoint runs lua.GateThrottled for p and joint.
 func (s RedisStore) DecideJoint(ctx context.Context, p Purchase, joint Joint) (Verdict, []any, error) {
 	c := gateCall(ctx, p)
-	keys := append(c.Keys(), joint.Keys()...)
-	args := append(c.Args(), joint.Args()...)
+	keys := joint.AppendKeys(c.AppendKeys(make([]string, 0, 16)))
+	args := joint.AppendArgs(c.AppendArgs(make([]any, 0, 32)))
 	res, err := lua.GateThrottled.Run(ctx, s.R, keys, args...).Slice()
 	if err != nil {
 		return Verdict{}, nil, err

@@ -102,10 +102,31 @@ type Limiter struct {
 	// Now is the local clock of the blocklist and the shield; tests replace it.
 	Now func() time.Time
 
+	// masks[set] is the enforce mask of the zones in the bit set (mask), for inlineZones zones
+	// or fewer.
+	masks []string
+
 	// Pending bounds the decisions waiting on the Store (nil: unbounded). A decision that
 	// finds it full does not go to Redis: it fails with ErrShed and the zones' failure
 	// policies apply, as when Redis does not answer. Set it before the first Decide.
 	Pending *edge.Pending
+}
+
+// mask is the enforce mask of the pending zones (lua.Throttled's last argument): "1" for a
+// zone that may refuse, "0" for a shadow zone, in pending order. set is the bit set of the
+// pending zones; with at most inlineZones zones the string comes from a table made once.
+func (l *Limiter) mask(pending []int, set int) string {
+	if set < len(l.masks) && len(l.zones) <= inlineZones {
+		return l.masks[set]
+	}
+	b := make([]byte, len(pending))
+	for n, i := range pending {
+		b[n] = '1'
+		if l.zones[i].rule.Shadow {
+			b[n] = '0'
+		}
+	}
+	return string(b)
 }
 
 type zoneState struct {
@@ -142,6 +163,23 @@ func NewLimiterOn(store Store, rules []Rule, timeout time.Duration) *Limiter {
 		}
 		z.args = []any{r.Limit, r.Window.Microseconds(), r.Ban.Strikes, max(r.Ban.Within.Milliseconds(), 1), r.Ban.Duration.Microseconds()}
 		l.zones = append(l.zones, z)
+	}
+	if len(l.zones) <= inlineZones {
+		l.masks = make([]string, 1<<len(l.zones))
+		for set := range l.masks {
+			var b []byte
+			for i, z := range l.zones {
+				if set&(1<<i) == 0 {
+					continue
+				}
+				if z.rule.Shadow {
+					b = append(b, '0')
+				} else {
+					b = append(b, '1')
+				}
+			}
+			l.masks[set] = string(b)
+		}
 	}
 	return l
 }
@@ -231,16 +269,18 @@ type Joint struct {
 	keep [inlineZones]string
 }
 
-// Defer runs the local tiers for one request (keys as Decide's) and returns the decision when
-// they settle it (a local refusal, or no zone that needs Redis); otherwise nil and a Joint,
-// whose Keys and Args go into the other script and whose Answer takes its reply.
-func (l *Limiter) Defer(keys []string) (*Decision, *Joint) {
-	j := &Joint{}
-	if l.start(j, append(j.keep[:0], keys...)) {
-		return &j.d, nil
-	}
-	return nil, j
+// DeferTo runs the local tiers for one request (keys as Decide's) into j. It reports true
+// when they settle the decision (a local refusal, or no zone that needs Redis: j.Decision);
+// otherwise j's AppendKeys and AppendArgs go into the other script and its Answer takes the
+// reply.
+func (l *Limiter) DeferTo(j *Joint, keys []string) (settled bool) {
+	*j = Joint{}
+	return l.start(j, append(j.keep[:0], keys...))
 }
+
+// Decision is the joint's decision: settled by the local tiers (DeferTo), or as Answer or
+// Alone last returned it.
+func (j *Joint) Decision() *Decision { return &j.d }
 
 // start plans the request into j; it reports whether the plan settles the decision.
 func (l *Limiter) start(j *Joint, keys []string) bool {
@@ -257,30 +297,27 @@ func (j *Joint) calls() []Call {
 	return calls
 }
 
-// Keys are the zones' KEYS for lua/throttle.lua (two per zone that needs Redis).
-func (j *Joint) Keys() []string {
-	out := make([]string, 0, 2*len(j.p.pending))
+// AppendKeys appends the zones' KEYS for lua/throttle.lua (two per zone that needs Redis).
+func (j *Joint) AppendKeys(dst []string) []string {
 	for _, i := range j.p.pending {
 		k := j.l.zones[i].counterKey(j.keys[i])
-		out = append(out, k, k+":ban")
+		dst = append(dst, k, k+":ban")
 	}
-	return out
+	return dst
 }
 
-// Args are the zones' ARGV for lua/throttle.lua (five per zone), then the zone count and the
-// mask of the zones that may refuse ("1"; "0" for a shadow zone), as lua.Throttled takes them.
-func (j *Joint) Args() []any {
-	out := make([]any, 0, 5*len(j.p.pending)+2)
-	mask := make([]byte, len(j.p.pending))
+// AppendArgs appends the zones' ARGV for lua/throttle.lua (five per zone), then the zone count
+// and the mask of the zones that may refuse ("1"; "0" for a shadow zone), as lua.Throttled
+// takes them.
+func (j *Joint) AppendArgs(dst []any) []any {
+	var set int
 	for n, i := range j.p.pending {
-		z := j.l.zones[i]
-		out = append(out, z.args...)
-		mask[n] = '1'
-		if z.rule.Shadow {
-			mask[n] = '0'
+		dst = append(dst, j.l.zones[i].args...)
+		if n < inlineZones {
+			set |= 1 << i
 		}
 	}
-	return append(out, len(j.p.pending), string(mask))
+	return append(dst, len(j.p.pending), j.l.mask(j.p.pending, set))
 }
 
 // Answer merges the zones' part of the combined reply (lua/throttle.lua's flat reply, five

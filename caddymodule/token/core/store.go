@@ -65,8 +65,8 @@ func (s RedisStore) IssueJoint(ctx context.Context, target, user, nonce string, 
 		}
 		return parseReply(reply)
 	}
-	keys = append(keys, joint.Keys()...)
-	args = append(args, joint.Args()...)
+	keys = joint.AppendKeys(keys)
+	args = joint.AppendArgs(args)
 	res, err := lua.TokenIssueThrottled.Run(ctx, s.R, keys, args...).Slice()
 	if err != nil {
 		return Reply{}, err
