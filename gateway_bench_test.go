@@ -180,7 +180,7 @@ func (w *writer) Write(p []byte) (int, error) {
 
 // startChain runs the Caddyfile src in this process, moved as seckill-bench moves it, and
 // returns the gateway's server and the ceiling's.
-func startChain(b *testing.B, src string) (gw, ceil http.Handler) {
+func startChain(b testing.TB, src string) (gw, ceil http.Handler) {
 	b.Helper()
 	gport, admin, cport := testenv.FreePort(b), testenv.FreePort(b), testenv.FreePort(b)
 	moved, err := harness.GatewayConfig(src, gport, admin, cport, harness.TrustLoopbackProxy)
@@ -223,8 +223,79 @@ func startChain(b *testing.B, src string) (gw, ceil http.Handler) {
 
 func stopChain() { _ = caddy.Stop() }
 
-func redisClient(b *testing.B, addr string) *redis.Client {
+func redisClient(b testing.TB, addr string) *redis.Client {
 	c := redis.NewClient(&redis.Options{Addr: addr})
 	b.Cleanup(func() { _ = c.Close() })
 	return c
+}
+
+// The demo site as shipped decides a purchase token and a purchase in one script call each:
+// its token and purchase routes have the throttle right before the issuer and the gate
+// (docs/throttle.md, "One round trip with the gate"). Counted by the private Redis's
+// commandstats; the relay is off, so that its acknowledgements (a script too) stay out.
+func TestTheShippedDemoSiteDecidesATokenAndAPurchaseInOneScriptCallEach(t *testing.T) {
+	src, err := os.ReadFile("Caddyfile")
+	if err != nil {
+		t.Fatal(err)
+	}
+	relay := regexp.MustCompile(`(?m)^\t\trelay \{\n\t\t\tpoll_interval 100ms\n\t\t\}`)
+	if !relay.Match(src) {
+		t.Fatal("the Caddyfile's relay block is not where this test turns it off")
+	}
+	rdb := testenv.StartRedis(t)
+	t.Setenv("SECKILL_REDIS_ADDR", rdb.Addr())
+	key := make([]byte, 32)
+	_, _ = rand.Read(key)
+	t.Setenv("SECKILL_TOKEN_KEY", hex.EncodeToString(key))
+	t.Setenv("SECKILL_NAMESPACE", testenv.ID("onecall-"))
+	gw, _ := startChain(t, relay.ReplaceAllString(string(src), "\t\trelay {\n\t\t\tdisabled\n\t\t}"))
+	t.Cleanup(stopChain)
+	c := redisClient(t, rdb.Addr())
+	ctx := context.Background()
+	sale := testenv.ID("one")
+	if _, _, err := (lua.PreheatCall{Sale: sale, Stock: 100, Starts: time.Now().Add(-time.Minute),
+		Ends: time.Now().Add(time.Hour), Retention: time.Hour}).Run(ctx, c); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []*redis.Script{lua.GateThrottled, lua.TokenIssueThrottled, lua.Gate, lua.TokenIssue, lua.Throttle} {
+		if err := s.Load(ctx, c).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	scripts := func() int {
+		info := c.Info(ctx, "commandstats").Val()
+		n := 0
+		for _, line := range strings.Split(info, "\n") {
+			if strings.HasPrefix(line, "cmdstat_evalsha:") || strings.HasPrefix(line, "cmdstat_eval:") {
+				_, rest, _ := strings.Cut(line, "calls=")
+				v, _, _ := strings.Cut(rest, ",")
+				k, _ := strconv.Atoi(v)
+				n += k
+			}
+		}
+		return n
+	}
+	const buyers = 5
+	before := scripts()
+	for u := 1; u <= buyers; u++ {
+		w := newWriter()
+		gw.ServeHTTP(w, clientRequest(http.MethodPost, "/seckill/"+sale+"/token", u))
+		var tok struct{ Token string }
+		if w.status != http.StatusOK || json.Unmarshal(w.body, &tok) != nil {
+			t.Fatalf("token: %d %s", w.status, w.body)
+		}
+		if w.h.Get("RateLimit-Policy") == "" {
+			t.Fatalf("the token's answer has no RateLimit-Policy: the throttle did not run (%v)", w.h)
+		}
+		w = newWriter()
+		r := clientRequest(http.MethodPost, "/seckill/"+sale+"/buy", u)
+		r.Header.Set("X-Seckill-Token", tok.Token)
+		gw.ServeHTTP(w, r)
+		if w.status != http.StatusAccepted || w.h.Get("RateLimit-Policy") == "" {
+			t.Fatalf("buy: %d %s %v", w.status, w.body, w.h)
+		}
+	}
+	if n := scripts() - before; n != 2*buyers {
+		t.Fatalf("%d script calls for %d tokens and %d purchases, want %d (one each)", n, buyers, buyers, 2*buyers)
+	}
 }

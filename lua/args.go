@@ -32,14 +32,20 @@ type GateCall struct {
 // Keys are the call's KEYS: meta, buyers, tokens, outbox, held, room, room:live,
 // draw:entries. The script reads the last three only on a sale that has a room or is a draw;
 // they share the sale's (or shard's) hash tag, so passing them costs nothing elsewhere.
-func (c GateCall) Keys() []string {
-	return []string{contract.MetaKey(c.Sale), contract.BuyersKey(c.Sale), contract.TokensKey(c.Sale),
+func (c GateCall) Keys() []string { return c.AppendKeys(make([]string, 0, 8)) }
+
+// AppendKeys appends the call's KEYS to dst (a combined call's slice: lua.GateThrottled).
+func (c GateCall) AppendKeys(dst []string) []string {
+	return append(dst, contract.MetaKey(c.Sale), contract.BuyersKey(c.Sale), contract.TokensKey(c.Sale),
 		contract.OutboxKey(c.Sale), contract.HeldKey(c.Sale), contract.RoomKey(c.Sale), contract.RoomLiveKey(c.Sale),
-		contract.DrawEntriesKey(c.Sale)}
+		contract.DrawEntriesKey(c.Sale))
 }
 
 // Args are the call's ARGV.
-func (c GateCall) Args() []any {
+func (c GateCall) Args() []any { return c.AppendArgs(make([]any, 0, 9)) }
+
+// AppendArgs appends the call's ARGV to dst.
+func (c GateCall) AppendArgs(dst []any) []any {
 	q := ""
 	if c.Quantity != 0 {
 		q = strconv.Itoa(c.Quantity)
@@ -48,7 +54,7 @@ func (c GateCall) Args() []any {
 	if c.Admission {
 		admission = "1"
 	}
-	return []any{c.Sale, c.User, c.OrderID, c.TokenValue, c.Group, c.TraceParent, c.Variant, q, admission}
+	return append(dst, c.Sale, c.User, c.OrderID, c.TokenValue, c.Group, c.TraceParent, c.Variant, q, admission)
 }
 
 // Run runs gate.lua (EVALSHA, EVAL on NOSCRIPT) and returns its raw reply.

@@ -172,7 +172,13 @@ func (g *Gate) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.Han
 	if repl == nil {
 		repl = caddy.NewReplacer()
 	}
+	// The throttle right before this handler may have left its zones to this script call
+	// (refusal.Joint): settled on every path, before anything of the gate's is counted.
+	joint := refusal.TakeJoint(r)
 	if ref, ok := refusal.CheckPath(r); !ok {
+		if joint != nil && joint.Alone(r.Context()) {
+			return joint.Refuse()
+		}
 		// The sale placeholder reads the raw path, the routes matched the cleaned one: a
 		// per-sale rule must not be bypassed with /seckill/a/../b/buy.
 		countDecision("", core.BadRequest)
@@ -198,7 +204,15 @@ func (g *Gate) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.Han
 		}
 	} else {
 		lendTracerProvider(r.Context())
-		v, known, err = g.decider.DecideItem(r.Context(), sale, user, token, item)
+		var cj core.Joint
+		if joint != nil {
+			cj = joint
+		}
+		v, known, err = g.decider.DecideJoint(r.Context(), sale, user, token, item, cj)
+	}
+	if joint != nil && joint.Alone(r.Context()) {
+		// The zones refused (in the script call, or alone when the gate answered before Redis).
+		return joint.Refuse()
 	}
 	if err != nil {
 		if errors.Is(err, edge.ErrShed) {
@@ -245,6 +259,10 @@ func (g *Gate) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.Han
 	ref.RetryAfter = time.Duration(g.RetryAfter)
 	return g.refuse.Write(w, ref)
 }
+
+// TakesJoint says that the gate runs the zones of a seckill_throttle right before it in its
+// route inside its own script call (refusal.Joint; the seckill app links them at start).
+func (g *Gate) TakesJoint() bool { return true }
 
 // EventName is the Caddy event emitted for every decision; its data has sale, user, outcome
 // and order_id.

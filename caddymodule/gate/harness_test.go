@@ -93,6 +93,11 @@ type gatewayConfig struct {
 	ClaimMinIdle    string
 	Timeout         string
 	MaxPending      int
+	// Throttle, when set, is a seckill_throttle handler (JSON) right before the gate in the
+	// purchase's route: the two decide in one script call (refusal.Joint).
+	Throttle string
+	// RelayOff runs no relay in this gateway (its Redis calls stay out of a count).
+	RelayOff bool
 }
 
 func (c gatewayConfig) JSON() []byte {
@@ -121,6 +126,13 @@ func (c gatewayConfig) JSON() []byte {
 	if c.ClaimMinIdle != "" {
 		relay["claim_min_idle"] = c.ClaimMinIdle
 	}
+	if c.RelayOff {
+		relay["disabled"] = true
+	}
+	buyRoute := []any{gate}
+	if c.Throttle != "" {
+		buyRoute = []any{json.RawMessage(c.Throttle), gate}
+	}
 	cfg := map[string]any{
 		"admin":   map[string]any{"listen": fmt.Sprintf("127.0.0.1:%d", c.AdminPort)},
 		"logging": map[string]any{"logs": map[string]any{"default": map[string]any{"level": handlertest.LogLevel()}}},
@@ -137,7 +149,7 @@ func (c gatewayConfig) JSON() []byte {
 				"routes": []any{
 					map[string]any{
 						"match":  []any{map[string]any{"path": []string{"/seckill/*/buy"}}},
-						"handle": []any{gate},
+						"handle": buyRoute,
 					},
 					map[string]any{"handle": []any{map[string]any{"handler": "static_response", "body": "ok"}}},
 				},

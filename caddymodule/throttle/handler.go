@@ -75,6 +75,10 @@ type Handler struct {
 	matchSet []int
 	// policy holds the RateLimit-Policy value of each combination of zones (headers.go).
 	policy []atomic.Pointer[string]
+	// joined is set when the next handler of this handler's route runs the zones' exact tier
+	// inside its own script call (joint.go).
+	// (A pointer: the module value is copied by CaddyModule.)
+	joined *atomic.Bool
 }
 
 // CaddyModule returns the Caddy module information.
@@ -136,6 +140,7 @@ func (h *Handler) build(store core.Store) []string {
 	h.limiter = core.NewLimiterOn(store, rules, caller.Timeout)
 	h.limiter.Pending = caller.Pending
 	h.refuse = h.Writer(time.Duration(h.RetryJitter))
+	h.joined = new(atomic.Bool)
 	byName := map[string]*Zone{}
 	for _, z := range h.Zones {
 		byName[z.Name] = z
@@ -219,13 +224,36 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 		allowlisted.incAllowlisted()
 		return next.ServeHTTP(w, r)
 	}
-	d := h.decide(r)
-	h.record(&d)
-	h.writeHeaders(w, &d)
+	var keys requestKeys
+	h.keys(r, &keys)
+	if h.joined != nil && h.joined.Load() {
+		// The next handler runs the zones in its own script call (joint.go).
+		x := &joint{h: h, w: w}
+		if h.limiter.DeferTo(&x.j, keys.list) {
+			return h.answer(w, r, next, x.j.Decision())
+		}
+		if refusal.LeaveJoint(r, x) {
+			return next.ServeHTTP(w, r)
+		}
+		alone := x.j.Alone(r.Context())
+		return h.answer(w, r, next, &alone)
+	}
+	d := h.limiter.Decide(r.Context(), keys.list)
+	return h.answer(w, r, next, &d)
+}
+
+// answer records a decision, writes its headers, and refuses or hands the request on.
+func (h *Handler) answer(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler, d *core.Decision) error {
+	h.record(d)
+	h.writeHeaders(w, d)
 	if d.Status == 0 {
 		return next.ServeHTTP(w, r)
 	}
-	ref := refusalOf(&d)
+	return h.refuseWith(w, d)
+}
+
+func (h *Handler) refuseWith(w http.ResponseWriter, d *core.Decision) error {
+	ref := refusalOf(d)
 	ref.RetryAfter = d.RetryAfter
 	return h.refuse.Write(w, ref)
 }
@@ -251,7 +279,14 @@ func refusalOf(d *core.Decision) refusal.Refusal {
 	}
 }
 
-func (h *Handler) decide(r *http.Request) core.Decision {
+// requestKeys holds a request's key in each zone, inline up to maxPolicyZones zones.
+type requestKeys struct {
+	buf  [maxPolicyZones]string
+	list []string
+}
+
+// keys are the request's key in each zone (limiter order), "" where the zone does not apply.
+func (h *Handler) keys(r *http.Request, out *requestKeys) {
 	repl, _ := r.Context().Value(caddy.ReplacerCtxKey).(*caddy.Replacer)
 	if repl == nil {
 		repl = caddy.NewReplacer()
@@ -259,9 +294,8 @@ func (h *Handler) decide(r *http.Request) core.Decision {
 	// Zones with the same matchers (the demo's three /seckill/* zones) share one evaluation:
 	// matched[m] is 0 not yet, 1 true, 2 false for the zones whose matchSet is m.
 	var matched [maxPolicyZones]uint8
-	var buf [maxPolicyZones]string
-	keys := buf[:0]
-	if len(h.zones) > len(buf) {
+	keys := out.buf[:0]
+	if len(h.zones) > len(out.buf) {
 		keys = make([]string, 0, len(h.zones))
 	}
 	for i, z := range h.zones {
@@ -283,7 +317,7 @@ func (h *Handler) decide(r *http.Request) core.Decision {
 		}
 		keys = append(keys, k)
 	}
-	return h.limiter.Decide(r.Context(), keys)
+	out.list = keys
 }
 
 func (h *Handler) record(d *core.Decision) {

@@ -148,6 +148,9 @@ func (h *Issuer) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.H
 		repl = caddy.NewReplacer()
 	}
 	start := time.Now()
+	// The throttle right before this handler may have left its zones to this script call
+	// (refusal.Joint): settled on every path, before anything of the issuer's is counted.
+	joint := refusal.TakeJoint(r)
 	var res core.Result
 	var ref refusal.Refusal
 	switch pathRef, canonical := refusal.CheckPath(r); {
@@ -159,7 +162,11 @@ func (h *Issuer) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.H
 		res, ref = core.Result{Outcome: core.BadRequest}, pathRef
 	default:
 		var err error
-		res, err = h.core.Issue(r.Context(), repl.ReplaceAll(h.Sale, ""), repl.ReplaceAll(h.User, ""))
+		var cj edge.Joint
+		if joint != nil {
+			cj = joint
+		}
+		res, err = h.core.IssueJoint(r.Context(), repl.ReplaceAll(h.Sale, ""), repl.ReplaceAll(h.User, ""), cj)
 		if err != nil {
 			if errors.Is(err, edge.ErrShed) {
 				shed.Inc()
@@ -168,6 +175,10 @@ func (h *Issuer) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.H
 				h.logger.Warn("no token issued; answering unavailable", zap.Error(err))
 			}
 		}
+	}
+	if joint != nil && joint.Alone(r.Context()) {
+		// The zones refused (in the script call, or alone when no script ran).
+		return joint.Refuse()
 	}
 	switch res.Outcome {
 	case core.Misconfigured:
@@ -196,6 +207,10 @@ func (h *Issuer) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.H
 	ref.RetryAfter = time.Duration(h.RetryAfter)
 	return h.refuse.Write(w, ref)
 }
+
+// TakesJoint says that the issuer runs the zones of a seckill_throttle right before it in its
+// route inside its own script call (refusal.Joint; the seckill app links them at start).
+func (h *Issuer) TakesJoint() bool { return true }
 
 // Interface guards
 var (

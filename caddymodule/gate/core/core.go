@@ -87,6 +87,15 @@ func (d *Decider) Decide(ctx context.Context, sale, user, token string) (v Verdi
 
 // DecideItem makes the decision for one request that asks for item.
 func (d *Decider) DecideItem(ctx context.Context, sale, user, token string, item Item) (v Verdict, known bool, err error) {
+	return d.DecideJoint(ctx, sale, user, token, item, nil)
+}
+
+// DecideJoint is DecideItem whose script call also carries joint (nil for none), on a single
+// Redis: the first script call of the decision takes it, and hands its part of the reply to
+// joint.Answer; a refusal of the joint is the verdict Throttled. A decision settled without a
+// script (a refusal before Redis, an answer from the sold-out memory) leaves joint unanswered:
+// the caller settles it on its own.
+func (d *Decider) DecideJoint(ctx context.Context, sale, user, token string, item Item, joint Joint) (v Verdict, known bool, err error) {
 	if o := CheckRequest(sale, user); o != "" {
 		return Verdict{Outcome: o}, false, nil
 	}
@@ -100,6 +109,9 @@ func (d *Decider) DecideItem(ctx context.Context, sale, user, token string, item
 		return v, true, nil
 	}
 	p := Purchase{User: user, Item: item, Admission: d.RequireAdmission}
+	if _, ok := d.Store.(JointStore); !ok {
+		joint = nil // the caller settles it on its own
+	}
 	if d.Keyring != nil {
 		if token == "" {
 			return Verdict{Outcome: InvalidToken}, false, nil
@@ -120,7 +132,7 @@ func (d *Decider) DecideItem(ctx context.Context, sale, user, token string, item
 	p.OrderID = id
 
 	v, _, err = edge.OnUserShard(d.Shards, sale, user, func(target string) (Verdict, edge.ShardAnswer, error) {
-		v, err := d.decideOn(ctx, target, p)
+		v, err := d.decideOn(ctx, target, p, &joint)
 		if err != nil {
 			return v, edge.ShardAnswer{}, err
 		}
@@ -167,8 +179,15 @@ func (d *Decider) fromMemory(ctx context.Context, target, user, variant string) 
 	return Verdict{}, false
 }
 
-// decideOn decides on one sale's or shard's keys.
-func (d *Decider) decideOn(ctx context.Context, target string, p Purchase) (Verdict, error) {
+// jointAnswer is a combined call's answer: the verdict and the joint's part of the reply.
+type jointAnswer struct {
+	v     Verdict
+	zones []any
+}
+
+// decideOn decides on one sale's or shard's keys. The first script call takes *joint and
+// clears it (a retry on the user's shard runs without it: the zones were checked once).
+func (d *Decider) decideOn(ctx context.Context, target string, p Purchase, joint *Joint) (Verdict, error) {
 	// A shard learnt just now may be flagged sold out already. For a sharded sale the flag is
 	// the user's shard's: another shard may still have units.
 	if v, ok := d.fromMemory(ctx, target, p.User, p.Variant); ok {
@@ -177,7 +196,31 @@ func (d *Decider) decideOn(ctx context.Context, target string, p Purchase) (Verd
 	p.Sale = target
 	gen := d.SoldOut.Generation(target)
 	start := time.Now()
-	v, err := edge.Call(ctx, d.Caller, func(ctx context.Context) (Verdict, error) { return d.Store.Decide(ctx, p) })
+	var v Verdict
+	var err error
+	if j := *joint; j != nil {
+		*joint = nil
+		var a jointAnswer
+		js := d.Store.(JointStore)
+		a, err = edge.Call(ctx, d.Caller, func(ctx context.Context) (jointAnswer, error) {
+			v, zones, err := js.DecideJoint(ctx, p, j)
+			return jointAnswer{v, zones}, err
+		})
+		v = a.v
+		// The zones' answer first: a request they refused was never the gate's to decide.
+		zerr := err
+		if zerr == nil && a.zones == nil {
+			zerr = errReply
+		}
+		if j.Answer(a.zones, zerr) {
+			if d.Observe != nil {
+				d.Observe(time.Since(start))
+			}
+			return Verdict{Outcome: Throttled, Target: target}, nil
+		}
+	} else {
+		v, err = edge.Call(ctx, d.Caller, func(ctx context.Context) (Verdict, error) { return d.Store.Decide(ctx, p) })
+	}
 	if d.Observe != nil {
 		d.Observe(time.Since(start))
 	}

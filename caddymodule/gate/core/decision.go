@@ -6,6 +6,7 @@ import (
 	"net/http"
 
 	"github.com/seckilledge/seckill/caddymodule/decision"
+	"github.com/seckilledge/seckill/caddymodule/edge"
 	"github.com/seckilledge/seckill/contract"
 )
 
@@ -168,6 +169,14 @@ func (v Verdict) Items() bool { return v.Variant != "" || v.Quantity > 1 }
 // Sharded is the script's answer on a sharded sale's own meta hash: nothing was decided, the
 // decision is to be made on the user's shard (contract/shard.go). It never reaches a client.
 const Sharded Outcome = "sharded"
+
+// Throttled is the verdict of a purchase that the throttle's zones refused inside the gate's
+// script call (Purchase.Joint): the gate decided nothing, the joint answers the client.
+const Throttled Outcome = "throttled"
+
+// Joint is a check of another handler (the throttle's zones) that the gate's script call
+// carries (lua.GateThrottled).
+type Joint = edge.Joint
 
 // Purchase is the input of one decision.
 type Purchase struct {

@@ -37,10 +37,49 @@ func (s RedisStore) Buyer(ctx context.Context, target, user string) (string, err
 	return id, err
 }
 
+// JointStore is a Store that can carry a joint (the throttle's zones) in the decision's call:
+// lua.GateThrottled, on a single Redis.
+type JointStore interface {
+	// DecideJoint runs the joint's zones, then the decision unless they refused (the verdict
+	// is then Throttled), in one round trip; zones is the joint's part of the reply.
+	DecideJoint(ctx context.Context, p Purchase, joint Joint) (v Verdict, zones []any, err error)
+}
+
+// DecideJoint runs lua.GateThrottled for p and joint.
+func (s RedisStore) DecideJoint(ctx context.Context, p Purchase, joint Joint) (Verdict, []any, error) {
+	c := gateCall(ctx, p)
+	keys := joint.AppendKeys(c.AppendKeys(make([]string, 0, 16)))
+	args := joint.AppendArgs(c.AppendArgs(make([]any, 0, 32)))
+	res, err := lua.GateThrottled.Run(ctx, s.R, keys, args...).Slice()
+	if err != nil {
+		return Verdict{}, nil, err
+	}
+	if len(res) == 0 || len(res) > 2 {
+		return Verdict{}, nil, errReply
+	}
+	zones, ok := res[0].([]any)
+	if !ok {
+		return Verdict{}, nil, errReply
+	}
+	if len(res) == 1 {
+		return Verdict{Outcome: Throttled}, zones, nil
+	}
+	gate, ok := res[1].([]any)
+	if !ok {
+		return Verdict{}, zones, errReply
+	}
+	v, err := parseReply(gate)
+	return v, zones, err
+}
+
+func gateCall(ctx context.Context, p Purchase) lua.GateCall {
+	return lua.GateCall{Sale: p.Sale, User: p.User, OrderID: p.OrderID, TokenValue: p.TokenValue, Group: RelayGroup,
+		TraceParent: TraceParent(ctx), Variant: p.Variant, Quantity: p.Quantity, Admission: p.Admission}
+}
+
 // Decide runs the decision script for p: one round trip.
 func Decide(ctx context.Context, rdb redis.Scripter, p Purchase) (Verdict, error) {
-	res, err := lua.GateCall{Sale: p.Sale, User: p.User, OrderID: p.OrderID, TokenValue: p.TokenValue, Group: RelayGroup,
-		TraceParent: TraceParent(ctx), Variant: p.Variant, Quantity: p.Quantity, Admission: p.Admission}.Run(ctx, rdb)
+	res, err := gateCall(ctx, p).Run(ctx, rdb)
 	if err != nil {
 		return Verdict{}, err
 	}

@@ -102,10 +102,31 @@ type Limiter struct {
 	// Now is the local clock of the blocklist and the shield; tests replace it.
 	Now func() time.Time
 
+	// masks[set] is the enforce mask of the zones in the bit set (mask), for inlineZones zones
+	// or fewer.
+	masks []string
+
 	// Pending bounds the decisions waiting on the Store (nil: unbounded). A decision that
 	// finds it full does not go to Redis: it fails with ErrShed and the zones' failure
 	// policies apply, as when Redis does not answer. Set it before the first Decide.
 	Pending *edge.Pending
+}
+
+// mask is the enforce mask of the pending zones (lua.Throttled's last argument): "1" for a
+// zone that may refuse, "0" for a shadow zone, in pending order. set is the bit set of the
+// pending zones; with at most inlineZones zones the string comes from a table made once.
+func (l *Limiter) mask(pending []int, set int) string {
+	if set < len(l.masks) && len(l.zones) <= inlineZones {
+		return l.masks[set]
+	}
+	b := make([]byte, len(pending))
+	for n, i := range pending {
+		b[n] = '1'
+		if l.zones[i].rule.Shadow {
+			b[n] = '0'
+		}
+	}
+	return string(b)
 }
 
 type zoneState struct {
@@ -142,6 +163,23 @@ func NewLimiterOn(store Store, rules []Rule, timeout time.Duration) *Limiter {
 		}
 		z.args = []any{r.Limit, r.Window.Microseconds(), r.Ban.Strikes, max(r.Ban.Within.Milliseconds(), 1), r.Ban.Duration.Microseconds()}
 		l.zones = append(l.zones, z)
+	}
+	if len(l.zones) <= inlineZones {
+		l.masks = make([]string, 1<<len(l.zones))
+		for set := range l.masks {
+			var b []byte
+			for i, z := range l.zones {
+				if set&(1<<i) == 0 {
+					continue
+				}
+				if z.rule.Shadow {
+					b = append(b, '0')
+				} else {
+					b = append(b, '1')
+				}
+			}
+			l.masks[set] = string(b)
+		}
 	}
 	return l
 }
@@ -203,22 +241,119 @@ var ErrShed = edge.ErrShed
 // Decide decides for one request. keys[i] is the request's key in zone i (Rules order);
 // "" means the zone does not apply.
 func (l *Limiter) Decide(ctx context.Context, keys []string) Decision {
-	var room [3 * inlineZones]int
-	d, pl := l.plan(&room, keys, l.Now())
-	p := &pl
-	if p.done || len(p.pending) == 0 {
-		return d
+	var j Joint
+	if l.start(&j, keys) {
+		return j.d
 	}
-	calls := make([]Call, len(p.pending))
-	for n, i := range p.pending {
-		calls[n] = Call{Key: l.zones[i].counterKey(keys[i]), Args: l.zones[i].args}
-	}
-	d.RedisCalled = true
+	calls := j.calls()
+	j.d.RedisCalled = true
 	start := time.Now()
 	replies, err := edge.Call(ctx, edge.Caller{Timeout: l.timeout, Pending: l.Pending},
 		func(ctx context.Context) ([]Reply, error) { return l.Store.Eval(ctx, calls) })
-	d.RedisTime = time.Since(start)
-	if err == nil && len(replies) != len(calls) {
+	j.d.RedisTime = time.Since(start)
+	return j.finish(replies, err)
+}
+
+// Joint is a decision whose exact tier runs inside another script's call: the zones that need
+// Redis go, as lua/throttle.lua's KEYS and ARGV, into the next handler's script
+// (lua.GateThrottled, lua.TokenIssueThrottled), whose reply brings their answers back. So a
+// purchase behind a throttle costs one round trip on a single Redis. The merge of the answers
+// is Decide's: the same refusals, the same blocklist and shield bookkeeping, the same refunds.
+type Joint struct {
+	l    *Limiter
+	d    Decision
+	p    plan
+	keys []string
+	room [3 * inlineZones]int
+	// keep holds the keys of a deferred decision (the caller's slice may live on its stack).
+	keep [inlineZones]string
+}
+
+// DeferTo runs the local tiers for one request (keys as Decide's) into j. It reports true
+// when they settle the decision (a local refusal, or no zone that needs Redis: j.Decision);
+// otherwise j's AppendKeys and AppendArgs go into the other script and its Answer takes the
+// reply.
+func (l *Limiter) DeferTo(j *Joint, keys []string) (settled bool) {
+	*j = Joint{}
+	return l.start(j, append(j.keep[:0], keys...))
+}
+
+// Decision is the joint's decision: settled by the local tiers (DeferTo), or as Answer or
+// Alone last returned it.
+func (j *Joint) Decision() *Decision { return &j.d }
+
+// start plans the request into j; it reports whether the plan settles the decision.
+func (l *Limiter) start(j *Joint, keys []string) bool {
+	j.l, j.keys = l, keys
+	j.d, j.p = l.plan(&j.room, keys, l.Now())
+	return j.p.done || len(j.p.pending) == 0
+}
+
+func (j *Joint) calls() []Call {
+	calls := make([]Call, len(j.p.pending))
+	for n, i := range j.p.pending {
+		calls[n] = Call{Key: j.l.zones[i].counterKey(j.keys[i]), Args: j.l.zones[i].args}
+	}
+	return calls
+}
+
+// AppendKeys appends the zones' KEYS for lua/throttle.lua (two per zone that needs Redis).
+func (j *Joint) AppendKeys(dst []string) []string {
+	for _, i := range j.p.pending {
+		k := j.l.zones[i].counterKey(j.keys[i])
+		dst = append(dst, k, k+":ban")
+	}
+	return dst
+}
+
+// AppendArgs appends the zones' ARGV for lua/throttle.lua (five per zone), then the zone count
+// and the mask of the zones that may refuse ("1"; "0" for a shadow zone), as lua.Throttled
+// takes them.
+func (j *Joint) AppendArgs(dst []any) []any {
+	var set int
+	for n, i := range j.p.pending {
+		dst = append(dst, j.l.zones[i].args...)
+		if n < inlineZones {
+			set |= 1 << i
+		}
+	}
+	return append(dst, len(j.p.pending), j.l.mask(j.p.pending, set))
+}
+
+// Answer merges the zones' part of the combined reply (lua/throttle.lua's flat reply, five
+// items per zone), or applies the zones' failure policies when err says the call did not
+// answer, and returns the decision.
+func (j *Joint) Answer(reply []any, err error) Decision {
+	if err != nil {
+		return j.finish(nil, err)
+	}
+	if len(reply) != 5*len(j.p.pending) {
+		return j.finish(nil, errReply)
+	}
+	replies := make([]Reply, len(j.p.pending))
+	for n := range replies {
+		if replies[n], err = parseReply(reply[5*n : 5*n+5]); err != nil {
+			return j.finish(nil, err)
+		}
+	}
+	return j.finish(replies, nil)
+}
+
+// Alone runs the zones' exact tier in a round trip of their own: the next handler answered
+// without a script of its own (a request it refused before Redis).
+func (j *Joint) Alone(ctx context.Context) Decision {
+	calls := j.calls()
+	j.d.RedisCalled = true
+	start := time.Now()
+	replies, err := edge.Call(ctx, edge.Caller{Timeout: j.l.timeout, Pending: j.l.Pending},
+		func(ctx context.Context) ([]Reply, error) { return j.l.Store.Eval(ctx, calls) })
+	j.d.RedisTime = time.Since(start)
+	return j.finish(replies, err)
+}
+
+func (j *Joint) finish(replies []Reply, err error) Decision {
+	l, d, p, keys := j.l, j.d, &j.p, j.keys
+	if err == nil && len(replies) != len(p.pending) {
 		err = errReply
 	}
 	if err != nil {

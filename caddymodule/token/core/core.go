@@ -33,6 +33,14 @@ type Decider struct {
 
 // Issue decides for (sale, user). err, with an Unavailable result, says what went wrong.
 func (c *Decider) Issue(ctx context.Context, sale, user string) (Result, error) {
+	return c.IssueJoint(ctx, sale, user, nil)
+}
+
+// IssueJoint is Issue whose script call also carries joint (nil for none), when the Store is a
+// JointStore (a single Redis): the first script call takes it and hands its part of the reply
+// to joint.Answer; a refusal of the joint is the outcome Throttled. A request refused before
+// any script leaves joint unanswered: the caller settles it on its own.
+func (c *Decider) IssueJoint(ctx context.Context, sale, user string, joint edge.Joint) (Result, error) {
 	if user == "" {
 		return Result{Outcome: Unauthenticated}, nil
 	}
@@ -44,10 +52,29 @@ func (c *Decider) Issue(ctx context.Context, sale, user string) (Result, error) 
 		return Result{Outcome: Unavailable}, fmt.Errorf("no randomness for a token nonce: %w", err)
 	}
 	// A sharded sale's token lives in the user's shard, where the gate looks for it.
+	js, _ := c.Store.(JointStore)
+	if js == nil {
+		joint = nil // the caller settles it on its own
+	}
 	rep, _, err := edge.OnUserShard(c.Shards, sale, user, func(target string) (Reply, edge.ShardAnswer, error) {
+		j := joint
+		joint = nil // the first call only: a retry on the user's shard does not count the zones again
+		if j == nil {
+			rep, err := edge.Call(ctx, c.Caller, func(ctx context.Context) (Reply, error) {
+				return c.Store.Issue(ctx, target, user, nonce, c.TTL, c.LeadTime, c.RequireAdmission)
+			})
+			return rep, edge.ShardAnswer{Sharded: rep.Shards, Gone: rep.Outcome == UnknownSale}, err
+		}
 		rep, err := edge.Call(ctx, c.Caller, func(ctx context.Context) (Reply, error) {
-			return c.Store.Issue(ctx, target, user, nonce, c.TTL, c.LeadTime, c.RequireAdmission)
+			return js.IssueJoint(ctx, target, user, nonce, c.TTL, c.LeadTime, c.RequireAdmission, j)
 		})
+		zerr := err
+		if zerr == nil && rep.Zones == nil {
+			zerr = errReply
+		}
+		if j.Answer(rep.Zones, zerr) {
+			return Reply{Outcome: Throttled}, edge.ShardAnswer{}, nil
+		}
 		return rep, edge.ShardAnswer{Sharded: rep.Shards, Gone: rep.Outcome == UnknownSale}, err
 	})
 	if err != nil {

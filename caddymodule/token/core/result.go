@@ -49,6 +49,10 @@ var outcomes = []Outcome{Issued, Unauthenticated, BadRequest, MethodNotAllowed, 
 // sharded is the script's answer on a sharded sale's own keys; it never reaches a client.
 const sharded Outcome = "sharded"
 
+// Throttled is the outcome of a request that the throttle's zones refused inside the token
+// script's call (Decider.IssueJoint): nothing was issued, the joint answers the client.
+const Throttled Outcome = "throttled"
+
 var refusals = map[Outcome]decision.Refusal{
 	Unauthenticated: decision.Unauthenticated,
 	BadRequest:      decision.BadRequest,
@@ -121,6 +125,8 @@ type Reply struct {
 	OrderID string    // AlreadyBought
 	Shards  int       // sharded: the shard count
 	Draw    bool      // NotAdmitted: on a draw sale (reply[3] = "draw")
+	// Zones is the joint's part of a combined reply (JointStore), for its Answer.
+	Zones []any
 }
 
 // parseReply reads the token_issue script's reply {outcome, exp_ms, now_ms[, order_id]}.

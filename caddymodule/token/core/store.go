@@ -2,10 +2,12 @@ package core
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/seckilledge/seckill/caddymodule/edge"
 	"github.com/seckilledge/seckill/contract"
 	"github.com/seckilledge/seckill/lua"
 )
@@ -20,8 +22,23 @@ type Store interface {
 // RedisStore is the Store of a Redis client.
 type RedisStore struct{ R redis.Scripter }
 
+// JointStore is a Store that can carry a joint (the throttle's zones) in the script call:
+// lua.TokenIssueThrottled. The zones' part of the reply comes back in Reply.Zones; when they
+// refused, the Reply's Outcome is Throttled and nothing was issued.
+type JointStore interface {
+	IssueJoint(ctx context.Context, target, user, nonce string, ttl, lead time.Duration, admission bool, joint edge.Joint) (Reply, error)
+}
+
+var errReply = errors.New("token: unexpected script reply")
+
 // Issue runs lua/token_issue.lua on target (a sale id or a shard id).
 func (s RedisStore) Issue(ctx context.Context, target, user, nonce string, ttl, lead time.Duration, admission bool) (Reply, error) {
+	return s.IssueJoint(ctx, target, user, nonce, ttl, lead, admission, nil)
+}
+
+// IssueJoint runs lua/token_issue.lua on target, with joint's zones first in the same call
+// (lua.TokenIssueThrottled) when joint is not nil.
+func (s RedisStore) IssueJoint(ctx context.Context, target, user, nonce string, ttl, lead time.Duration, admission bool, joint edge.Joint) (Reply, error) {
 	keys := []string{contract.MetaKey(target), contract.TokensKey(target), contract.BuyersKey(target)}
 	args := []any{user, nonce, ttl.Milliseconds(), lead.Milliseconds(), ""}
 	if _, _, ok := contract.SplitShardID(target); ok {
@@ -41,9 +58,34 @@ func (s RedisStore) Issue(ctx context.Context, target, user, nonce string, ttl, 
 		}
 		args = append(args, flag)
 	}
-	reply, err := lua.TokenIssue.Run(ctx, s.R, keys, args...).Slice()
+	if joint == nil {
+		reply, err := lua.TokenIssue.Run(ctx, s.R, keys, args...).Slice()
+		if err != nil {
+			return Reply{}, err
+		}
+		return parseReply(reply)
+	}
+	keys = joint.AppendKeys(keys)
+	args = joint.AppendArgs(args)
+	res, err := lua.TokenIssueThrottled.Run(ctx, s.R, keys, args...).Slice()
 	if err != nil {
 		return Reply{}, err
 	}
-	return parseReply(reply)
+	if len(res) == 0 || len(res) > 2 {
+		return Reply{}, errReply
+	}
+	zones, ok := res[0].([]any)
+	if !ok {
+		return Reply{}, errReply
+	}
+	if len(res) == 1 {
+		return Reply{Outcome: Throttled, Zones: zones}, nil
+	}
+	issue, ok := res[1].([]any)
+	if !ok {
+		return Reply{Zones: zones}, errReply
+	}
+	rep, err := parseReply(issue)
+	rep.Zones = zones
+	return rep, err
 }

@@ -1,0 +1,60 @@
+package throttle
+
+import (
+	"context"
+	"net/http"
+
+	"github.com/seckilledge/seckill/caddymodule/refusal"
+	"github.com/seckilledge/seckill/caddymodule/throttle/core"
+)
+
+// joint is the throttle's check of one request left to the next handler of the route
+// (refusal.Joint): seckill_gate runs the zones' exact tier in its own script call, and hands
+// the zones' reply back here, where it is merged, counted and answered exactly as when the
+// throttle calls Redis itself.
+//
+// The seckill app links a throttle to the next handler at start (caddymodule.App, joint.go
+// there) only when that handler is in the same route, right after it, takes joints, and the
+// Redis is a single server (on a Cluster the zones' keys and the sale's are on other slots).
+type joint struct {
+	h        *Handler
+	w        http.ResponseWriter
+	j        core.Joint
+	d        core.Decision
+	answered bool
+}
+
+func (x *joint) AppendKeys(dst []string) []string { return x.j.AppendKeys(dst) }
+func (x *joint) AppendArgs(dst []any) []any       { return x.j.AppendArgs(dst) }
+
+func (x *joint) Answer(reply []any, err error) bool {
+	if !x.answered {
+		x.settle(x.j.Answer(reply, err))
+	}
+	return x.d.Status != 0
+}
+
+func (x *joint) Alone(ctx context.Context) bool {
+	if !x.answered {
+		x.settle(x.j.Alone(ctx))
+	}
+	return x.d.Status != 0
+}
+
+func (x *joint) settle(d core.Decision) {
+	x.d, x.answered = d, true
+	x.h.record(&x.d)
+	x.h.writeHeaders(x.w, &x.d)
+}
+
+func (x *joint) Refuse() error { return x.h.refuseWith(x.w, &x.d) }
+
+// JoinNext tells the handler whether the next handler of its route runs its exact tier
+// (caddymodule.App links them at start).
+func (h *Handler) JoinNext(joined bool) {
+	if h.joined != nil {
+		h.joined.Store(joined)
+	}
+}
+
+var _ refusal.Joint = (*joint)(nil)
