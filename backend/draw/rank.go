@@ -71,11 +71,17 @@ func (r *Runner) draw(ctx context.Context, sale string, held lock.Held, fixed *f
 	if err != nil {
 		return fmt.Errorf("draw %s: seed: %w", sale, err)
 	}
+	// With a beacon, the ranking's seed waits for its round (ErrBeaconPending: the draw stays
+	// closed and is tried again); without one it is the committed seed.
+	rankSeed, beacon, err := r.rankingSeed(ctx, sale, held, seed)
+	if err != nil {
+		return err
+	}
 	index := make(map[string]int32, len(fixed.entries))
 	for i, e := range fixed.entries {
 		index[e.ID] = int32(i)
 	}
-	ranked := drawmath.RankVariants(seed, fixed.entries)
+	ranked := drawmath.RankVariants(rankSeed, fixed.entries)
 	pos := make([]int32, len(fixed.entries))
 	for _, rs := range ranked {
 		for p, e := range rs {
@@ -137,7 +143,11 @@ func (r *Runner) draw(ctx context.Context, sale string, held lock.Held, fixed *f
 	if err != nil {
 		return err
 	}
-	r.log().Info("draw drawn", "sale_id", sale, "entries", len(fixed.entries), "variants", len(ranked))
+	randomness := drawmath.RandomnessCommitReveal
+	if beacon != nil {
+		randomness = drawmath.RandomnessDrand + " round " + strconv.FormatUint(beacon.Round, 10)
+	}
+	r.log().Info("draw drawn", "sale_id", sale, "entries", len(fixed.entries), "variants", len(ranked), "randomness", randomness)
 	return nil
 }
 
