@@ -40,6 +40,8 @@ type Beacon struct {
 	mu   sync.Mutex
 	held map[uint64]bool
 	down bool
+	// until: every round is refused before this wall time (HoldUntil).
+	until time.Time
 	// Requests counts the round requests answered (any status).
 	Requests atomic.Int64
 	// Now is the clock (default time.Now).
@@ -88,6 +90,14 @@ func (b *Beacon) Release(round uint64) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	delete(b.held, round)
+}
+
+// HoldUntil makes the server refuse every round (503) until the wall clock reaches t: a
+// beacon late for whatever round a test's draw will ask.
+func (b *Beacon) HoldUntil(t time.Time) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.until = t
 }
 
 // SetDown makes every request fail with 502 (an endpoint that is down), or serve again.
@@ -143,7 +153,7 @@ func (b *Beacon) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			round = n
 		}
 		b.mu.Lock()
-		held := b.held[round]
+		held := b.held[round] || time.Now().Before(b.until)
 		b.mu.Unlock()
 		switch {
 		case round == 0 || round > current:
