@@ -141,61 +141,53 @@ func readBeacon(ctx context.Context, q querier, sale string) (beaconRow, error) 
 	return b, nil
 }
 
-// rankingSeed is the seed the draw ranks with (docs/draw.md, "A public beacon"): the committed
-// seed when the draw names no beacon; else EffectiveSeed of it and the named round, fetched
-// once (then kept in draws, published with the result) and checked under the chain's key.
-// ErrBeaconPending while the round is not out or no endpoint gives a round that verifies; the
-// reason is kept in draws.beacon_error for the cockpit.
-func (r *Runner) rankingSeed(ctx context.Context, sale string, held lock.Held, seed []byte) ([]byte, *drawmath.Beacon, error) {
+// beaconRound is the draw's beacon with its round (docs/draw.md, "A public beacon"): nil when
+// the draw names none; else the round, fetched once (then kept in draws, published with the
+// result) and checked under the chain's key. ErrBeaconPending while the round is not out or no
+// endpoint gives a round that verifies; the reason is kept in draws.beacon_error for the
+// cockpit. It runs first in the draw, so a draw that waits reads nothing else each tick.
+func (r *Runner) beaconRound(ctx context.Context, sale string, held lock.Held) (*drawmath.Beacon, error) {
 	row, err := readBeacon(ctx, r.Pool, sale)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	b := row.beacon
-	if b == nil {
-		return seed, nil, nil
+	if b == nil || b.Signature != "" {
+		return b, nil
 	}
-	if b.Signature == "" {
-		now := r.now()
-		if due := b.RoundTime(b.Round); now.Before(due) {
-			return nil, b, fmt.Errorf("%w %d: published at %s", ErrBeaconPending, b.Round, due.Format(time.RFC3339))
+	if due := b.RoundTime(b.Round); r.now().Before(due) {
+		return nil, fmt.Errorf("%w %d: published at %s", ErrBeaconPending, b.Round, due.Format(time.RFC3339))
+	}
+	sig, rnd, ferr := r.Drand.Round(ctx, *b, b.Round)
+	key := lock.SaleKey(sale)
+	if ferr != nil {
+		msg := ferr.Error()
+		if len(msg) > 1000 {
+			msg = msg[:1000]
 		}
-		sig, rnd, ferr := r.Drand.Round(ctx, *b, b.Round)
-		key := lock.SaleKey(sale)
-		if ferr != nil {
-			msg := ferr.Error()
-			if len(msg) > 1000 {
-				msg = msg[:1000]
-			}
-			err := lock.Fenced(ctx, r.Pool, key, held, func(tx pgx.Tx) error {
-				_, err := tx.Exec(ctx, `UPDATE draws SET beacon_error = $2 WHERE sale_id = $1`, sale, msg)
-				return err
-			})
-			if err != nil {
-				return nil, b, err
-			}
-			r.log().Warn("draw waits for its beacon round", "sale_id", sale, "round", b.Round, "err", msg)
-			return nil, b, fmt.Errorf("%w %d: %s", ErrBeaconPending, b.Round, msg)
-		}
-		b.Signature, b.Randomness = sig, hex.EncodeToString(rnd[:])
-		// Kept before the ranking: a draw resumed later ranks with the same round, whatever
-		// the endpoints answer then.
 		err := lock.Fenced(ctx, r.Pool, key, held, func(tx pgx.Tx) error {
-			_, err := tx.Exec(ctx, `UPDATE draws SET beacon_signature = $2, beacon_randomness = $3, beacon_error = NULL
-				WHERE sale_id = $1 AND beacon_signature IS NULL`, sale, b.Signature, b.Randomness)
+			_, err := tx.Exec(ctx, `UPDATE draws SET beacon_error = $2 WHERE sale_id = $1`, sale, msg)
 			return err
 		})
 		if err != nil {
-			return nil, b, err
+			return nil, err
 		}
-		r.log().Info("draw beacon round fetched", "sale_id", sale, "round", b.Round, "randomness", b.Randomness)
+		r.log().Warn("draw waits for its beacon round", "sale_id", sale, "round", b.Round, "err", msg)
+		return nil, fmt.Errorf("%w %d: %s", ErrBeaconPending, b.Round, msg)
 	}
-	eff, err := drawmath.RankingSeed(seed, b)
+	b.Signature, b.Randomness = sig, hex.EncodeToString(rnd[:])
+	// Kept before the ranking: a draw resumed later ranks with the same round, whatever the
+	// endpoints answer then.
+	err = lock.Fenced(ctx, r.Pool, key, held, func(tx pgx.Tx) error {
+		_, err := tx.Exec(ctx, `UPDATE draws SET beacon_signature = $2, beacon_randomness = $3, beacon_error = NULL
+			WHERE sale_id = $1 AND beacon_signature IS NULL`, sale, b.Signature, b.Randomness)
+		return err
+	})
 	if err != nil {
-		// A stored round that no longer verifies: stop for the operator, never rank without it.
-		return nil, b, fmt.Errorf("draw %s: beacon: %w", sale, err)
+		return nil, err
 	}
-	return eff, b, nil
+	r.log().Info("draw beacon round fetched", "sale_id", sale, "round", b.Round, "randomness", b.Randomness)
+	return b, nil
 }
 
 func (r *Runner) now() time.Time {
