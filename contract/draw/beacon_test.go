@@ -159,3 +159,26 @@ func TestTheEffectiveSeedIsTheDocumentedHMAC(t *testing.T) {
 		t.Fatalf("a beacon naming another round: %v", err)
 	}
 }
+
+// A round's answer comes from the network (a drand endpoint, a published result): whatever its
+// round and signature, the check never panics, and only quicknet's own signature of round 123
+// verifies as round 123.
+func FuzzVerifyRoundAcceptsOnlyTheChainsSignature(f *testing.F) {
+	raw, _ := hex.DecodeString(quicknetSignature)
+	f.Add(uint64(quicknetRound), raw)
+	f.Add(uint64(quicknetRound+1), raw)
+	f.Add(uint64(0), []byte{})
+	f.Add(uint64(1), make([]byte, 48))
+	inf := make([]byte, 48)
+	inf[0] = 0xc0 // the point at infinity, compressed
+	f.Add(uint64(quicknetRound), inf)
+	f.Fuzz(func(t *testing.T, round uint64, sig []byte) {
+		rnd, err := draw.Quicknet.VerifyRound(round, hex.EncodeToString(sig))
+		if err != nil {
+			return
+		}
+		if round != quicknetRound || hex.EncodeToString(sig) != quicknetSignature || rnd != sha256.Sum256(sig) {
+			t.Fatalf("round %d, signature %x verified", round, sig)
+		}
+	})
+}
