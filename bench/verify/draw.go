@@ -589,8 +589,12 @@ func (d *drawState) checkRanking() Check {
 	}
 	c.Numbers = map[string]int{"entries": len(d.entries), "variants": len(d.ranking), "winners": winners,
 		"wrong_positions": wrongPos, "wrong_redis_entries": wrongRedis, "wrong_waves": badWaves}
-	note(&c, "%d entries over %d variants ranked by HMAC-SHA256(seed, entry id): %d winners; %d positions differ in Postgres, %d in Redis; %d waves wrong",
-		len(d.entries), len(d.ranking), winners, wrongPos, wrongRedis, badWaves)
+	seedName := "seed"
+	if d.beacon != nil {
+		seedName = "effective seed" // docs/draw.md, "A public beacon"
+	}
+	note(&c, "%d entries over %d variants ranked by HMAC-SHA256(%s, entry id): %d winners; %d positions differ in Postgres, %d in Redis; %d waves wrong",
+		len(d.entries), len(d.ranking), seedName, winners, wrongPos, wrongRedis, badWaves)
 	if !redisCompared && d.checkRedis {
 		note(&c, "Redis positions not compared")
 	}
