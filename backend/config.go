@@ -40,6 +40,19 @@ type Config struct {
 	// SECKILL_WEBHOOK_ALLOW_PRIVATE=1, -webhook-allow-private: webhook URLs may point inside
 	// (loopback, private, link-local...): off, they are refused at create, at start-up and at dial.
 	WebhookAllowPrivate bool
+	// The draws' public beacon (docs/draw.md, "A public beacon"). DrandURLs (SECKILL_DRAND_URLS,
+	// -drand-urls): comma-separated drand HTTP endpoints, tried in order; empty: no beacon, new
+	// draws are commit-reveal only. The chain every new draw names unless its spec names
+	// another: DrandChainHash (SECKILL_DRAND_CHAIN_HASH, -drand-chain-hash; default quicknet's
+	// when URLs are given), and for a chain other than quicknet its DrandPublicKey
+	// (SECKILL_DRAND_PUBLIC_KEY, hex G2), DrandPeriod (SECKILL_DRAND_PERIOD, seconds) and
+	// DrandGenesis (SECKILL_DRAND_GENESIS, Unix seconds). The key is configured, never read
+	// from an endpoint: the endpoints are trusted for nothing.
+	DrandURLs      string
+	DrandChainHash string
+	DrandPublicKey string
+	DrandPeriod    string
+	DrandGenesis   string
 }
 
 func getenv(name, def string) string {
@@ -91,6 +104,11 @@ func ConfigFromFlags(fs *flag.FlagSet, args []string) (Config, error) {
 	num(&c.WebhookConcurrency, "webhook-concurrency", "SECKILL_WEBHOOK_CONCURRENCY", 16, "webhook requests in flight per instance")
 	fs.BoolVar(&c.WebhookAllowPrivate, "webhook-allow-private", os.Getenv("SECKILL_WEBHOOK_ALLOW_PRIVATE") == "1",
 		"let webhook URLs point at loopback, private and link-local addresses; off, they are refused (SECKILL_WEBHOOK_ALLOW_PRIVATE=1)")
+	fs.StringVar(&c.DrandURLs, "drand-urls", os.Getenv("SECKILL_DRAND_URLS"), "comma-separated drand HTTP endpoints for the draws' public beacon; empty: draws are commit-reveal only (SECKILL_DRAND_URLS)")
+	fs.StringVar(&c.DrandChainHash, "drand-chain-hash", os.Getenv("SECKILL_DRAND_CHAIN_HASH"), "drand chain new draws name (default quicknet's when -drand-urls is set) (SECKILL_DRAND_CHAIN_HASH)")
+	fs.StringVar(&c.DrandPublicKey, "drand-public-key", os.Getenv("SECKILL_DRAND_PUBLIC_KEY"), "that chain's public key, hex (built in for quicknet) (SECKILL_DRAND_PUBLIC_KEY)")
+	fs.StringVar(&c.DrandPeriod, "drand-period", os.Getenv("SECKILL_DRAND_PERIOD"), "that chain's period in seconds (built in for quicknet) (SECKILL_DRAND_PERIOD)")
+	fs.StringVar(&c.DrandGenesis, "drand-genesis", os.Getenv("SECKILL_DRAND_GENESIS"), "that chain's genesis, Unix seconds (built in for quicknet) (SECKILL_DRAND_GENESIS)")
 	c.WebhookSecrets = os.Getenv("SECKILL_WEBHOOK_SECRETS")
 	c.AdminToken = os.Getenv("SECKILL_ADMIN_TOKEN")
 	c.AdminTokens = os.Getenv("SECKILL_ADMIN_TOKENS")

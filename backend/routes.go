@@ -67,7 +67,7 @@ func (s *Service) draws() *draw.Runner {
 		wake = s.Webhooks.Wake
 	}
 	return &draw.Runner{Pool: s.Pool, Redis: s.Redis, Locker: s.Locker, Log: s.Log,
-		DefaultWebhook: s.Webhooks.HasDefaultURL(), Wake: wake}
+		DefaultWebhook: s.Webhooks.HasDefaultURL(), Wake: wake, Drand: s.Drand}
 }
 
 // mountDraw adds the draw's admin routes (docs/draw.md): run the draw now (admin, audited) and

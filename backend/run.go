@@ -49,6 +49,10 @@ func Run(ctx context.Context, cfg Config) error {
 	case cfg.WebhookURL != "":
 		return errors.New("SECKILL_WEBHOOK_URL is set but SECKILL_WEBHOOK_SECRETS is not: webhooks must be signed")
 	}
+	drand, beacon, err := cfg.DrandConfig()
+	if err != nil {
+		return err
+	}
 	// Postgres may come up after the backend (compose, a restart of both): wait for it.
 	for attempt := 1; ; attempt++ {
 		err := Migrate(ctx, cfg.PGURL)
@@ -91,7 +95,8 @@ func Run(ctx context.Context, cfg Config) error {
 
 	comp := &orders.Compensator{Pool: pool, Redis: rdb, Log: log}
 	svc := &Service{Pool: pool, Redis: rdb, Locker: lock.NewLocker(rdb, cfg.LockTTL), Compensator: comp, Log: log,
-		Tokens: tokens, Retention: cfg.Retention, Grace: cfg.ReconcileGrace, Webhooks: hooks, Namespace: cfg.Namespace}
+		Tokens: tokens, Retention: cfg.Retention, Grace: cfg.ReconcileGrace, Webhooks: hooks, Namespace: cfg.Namespace,
+		Drand: drand, Beacon: beacon}
 	cons := &orders.Consumer{URL: cfg.AMQPURL, Writer: &orders.Writer{Pool: pool, DefaultWebhook: svc.Webhooks.HasDefaultURL()}, Compensator: comp,
 		BatchSize: cfg.BatchSize, BatchWait: cfg.BatchWait, Writers: cfg.BatchWriters, Log: log, Written: hooks.Wake}
 

@@ -16,6 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/redis/go-redis/v9"
 	"github.com/seckilledge/seckill/backend/controls"
+	"github.com/seckilledge/seckill/backend/draw"
 	"github.com/seckilledge/seckill/backend/internal/httpapi"
 	"github.com/seckilledge/seckill/backend/internal/shards"
 	"github.com/seckilledge/seckill/backend/lock"
@@ -25,6 +26,7 @@ import (
 	"github.com/seckilledge/seckill/backend/ui"
 	"github.com/seckilledge/seckill/backend/webhook"
 	"github.com/seckilledge/seckill/contract/admin"
+	drawmath "github.com/seckilledge/seckill/contract/draw"
 )
 
 // Service holds what the HTTP API, the sweeper and reconcile share.
@@ -53,6 +55,10 @@ type Service struct {
 	SweeperLock string
 	// Now is the clock (tests inject one).
 	Now func() time.Time
+	// Drand fetches the draws' beacon rounds and Beacon is the chain new draws name
+	// (Config.DrandConfig; both nil: draws are commit-reveal only).
+	Drand  *draw.Drand
+	Beacon *drawmath.Beacon
 
 	shards shards.Counts
 	// page is the live page (backend/ui) with its sessions and failed-login counts, made once.
@@ -121,7 +127,7 @@ func (s *Service) sales() *sales.Sales {
 		RestorePaused: func(ctx context.Context, tx pgx.Tx, sale string, k int) error {
 			return s.controls().RestorePaused(ctx, tx, sale, k)
 		},
-		Subscribed: s.rebalancerSubscribed}
+		Subscribed: s.rebalancerSubscribed, Beacon: s.Beacon, DrandEndpoints: s.Drand != nil}
 }
 
 // SaleSpec is the body of POST /admin/sales (backend/sales).

@@ -105,6 +105,7 @@ func TestCockpitDrawPanelShowsARealDrawAndRunsItWithThePagesProtections(t *testi
 	// size, entries, won, claimed: nothing is won before the draw.
 	waitJS(t, b, "entries per size", sizes+` === "40500|41200|42300"`)
 	waitJS(t, b, "the entry count and commitment", fmt.Sprintf(`document.querySelector('%s [data-d="summary"]').textContent.startsWith("10 entries · commitment ")`, card))
+	waitJS(t, b, "the randomness of a draw without a beacon", textIs(card+` [data-d="beacon"]`, "randomness: commit-reveal only (no public beacon)"))
 	waitJS(t, b, "no waves yet", fmt.Sprintf(`document.querySelectorAll('%s [data-d="waves"] tr').length === 0`, card))
 	waitJS(t, b, "the run button", fmt.Sprintf(`!document.querySelector('%s button[data-act="draw"]').hidden`, card))
 	waitJS(t, b, "the size of a draw without variants", fmt.Sprintf(`[...document.querySelectorAll('#sale-%s [data-d="sizes"] tr')].map(r => r.textContent).join("|") === "–200"`, single))

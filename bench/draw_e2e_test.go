@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -14,6 +15,7 @@ import (
 	"github.com/seckilledge/seckill/bench"
 	"github.com/seckilledge/seckill/bench/drawcheck"
 	"github.com/seckilledge/seckill/contract"
+	"github.com/seckilledge/seckill/internal/drandtest"
 	"github.com/seckilledge/seckill/internal/harness"
 	"github.com/seckilledge/seckill/internal/testenv"
 )
@@ -54,11 +56,20 @@ func TestADrawSaleRunsFromEntryToTheLastClaim(t *testing.T) {
 		w.WriteHeader(http.StatusOK)
 	}))
 	defer shop.Close()
+	// The public beacon: a stand-in drand chain with a round a second, served after one dead
+	// endpoint (the backend falls back to the next), and late: no round before the close plus
+	// 4 s, so the draw waits for its round (visibly, in the draw's status), then draws with it.
+	beacon := drandtest.New("e2e", time.Second, time.Now().Add(-time.Hour))
+	defer beacon.Close()
+	dead := httptest.NewServer(http.NotFoundHandler())
+	dead.Close()
+	const closeIn = 12 * time.Second
 	stack, err := bench.Start(ctx, bench.StartOptions{Root: "..", BinDir: bin, RedisAddr: redisSrv.Addr(),
 		AMQPURL: testenv.AMQPURL(), MgmtURL: testenv.AMQPMgmtURL(), PGAdminURL: testenv.PGAdminURL(),
 		AdminToken: "e2e-admin-token-0123456789-abcdefgh", TokenKey: "e2e-token-key-0123456789abcdef-0123456789", LogDir: t.TempDir(),
 		ExtraGlobal: harness.TrustLoopbackProxy, Gateways: 2,
-		Env: []string{"SECKILL_WEBHOOK_ALLOW_PRIVATE=1", "SECKILL_WEBHOOK_SECRETS=e2e-webhook-secret-0123456789abcdef", "SECKILL_WEBHOOK_URL=" + shop.URL}})
+		Env: append([]string{"SECKILL_WEBHOOK_ALLOW_PRIVATE=1", "SECKILL_WEBHOOK_SECRETS=e2e-webhook-secret-0123456789abcdef", "SECKILL_WEBHOOK_URL=" + shop.URL},
+			beacon.Env(dead.URL)...)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -70,7 +81,23 @@ func TestADrawSaleRunsFromEntryToTheLastClaim(t *testing.T) {
 	defer drv.Close()
 
 	const sizes, units, entrants = 3, 5, 240
-	res, err := drv.DrawSale(ctx, bench.DrawSaleOptions{Entrants: entrants, Sizes: sizes, Units: units, Logf: t.Logf,
+	// The draw's status, read every 200 ms: it must show the wait for the beacon round.
+	saleID := fmt.Sprintf("draw-e2e-%d", time.Now().UnixNano()%1e9)
+	waited := make(chan string, 1)
+	watchCtx, stopWatch := context.WithCancel(ctx)
+	defer stopWatch()
+	go func() {
+		for watchCtx.Err() == nil {
+			var st struct{ Waiting string }
+			if drv.AdminJSON(watchCtx, http.MethodGet, "/admin/sales/"+saleID+"/draw", nil, &st) == nil && strings.Contains(st.Waiting, "waiting for beacon round") {
+				waited <- st.Waiting
+				return
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+	}()
+	beacon.HoldUntil(time.Now().Add(closeIn + 4*time.Second))
+	res, err := drv.DrawSale(ctx, bench.DrawSaleOptions{Sale: saleID, Close: closeIn, Entrants: entrants, Sizes: sizes, Units: units, Logf: t.Logf,
 		Forward: func(user string) string {
 			return "10.9." + fmt.Sprint(len(user)%200) + "." + fmt.Sprint(int(user[len(user)-1]))
 		}})
@@ -82,6 +109,15 @@ func TestADrawSaleRunsFromEntryToTheLastClaim(t *testing.T) {
 	}
 	if t.Failed() {
 		t.FailNow()
+	}
+	select {
+	case w := <-waited:
+		t.Logf("the draw's status said: %s", w)
+	default:
+		t.Fatal("the draw never showed that it waited for its beacon round")
+	}
+	if beacon.Requests.Load() == 0 {
+		t.Fatal("the stand-in beacon was never asked for a round")
 	}
 	sale, withdrawn := res.Sale, res.Withdrawn
 	user := func(i int) string { return fmt.Sprintf("%s-u%03d", sale, i) }
@@ -116,5 +152,9 @@ func TestADrawSaleRunsFromEntryToTheLastClaim(t *testing.T) {
 	t.Log(dc.String())
 	if !dc.OK() {
 		t.Fatal("verify-draw FAILs on the published draw")
+	}
+	if !strings.Contains(dc.String(), "its BLS signature verifies under the chain's public key") ||
+		!strings.Contains(dc.String(), "HMAC-SHA256(effective seed, entry id)") {
+		t.Fatal("verify-draw did not check the beacon round and the effective seed")
 	}
 }

@@ -44,6 +44,11 @@ type Runner struct {
 	// Stop, when set, is called between the job's steps ("closed": the root is published,
 	// "ranked": the positions are written); an error stops the job there (tests: a crash).
 	Stop func(step string) error
+	// Drand fetches the beacon rounds of the draws that name one (nil: no endpoint; such a
+	// draw waits, visibly, until the backend is given one).
+	Drand *Drand
+	// Now is the clock the beacon round's time is compared with (nil: time.Now).
+	Now func() time.Time
 }
 
 // ErrNotDraw is returned for a sale that is not in draw mode (or does not exist).

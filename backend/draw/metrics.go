@@ -20,6 +20,10 @@ var (
 		Name: "seckill_backend_draw_errors_total",
 		Help: "Draw loop passes that failed on a sale (retried next tick).",
 	})
+	metricBeacon = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "seckill_backend_draw_beacon_fetches_total",
+		Help: "Beacon round fetches from one drand endpoint: fetched (the signature verified) or failed (down, late, or a round that does not verify).",
+	}, []string{"outcome"})
 	metricTick = prometheus.NewHistogram(prometheus.HistogramOpts{
 		Name:    "seckill_backend_draw_tick_seconds",
 		Help:    "Duration of a draw loop pass (a draw run in it included).",
@@ -29,5 +33,5 @@ var (
 
 // Collectors are the draws' metrics, for the backend's registry.
 func Collectors() []prometheus.Collector {
-	return []prometheus.Collector{metricSteps, metricWaves, metricEvents, metricErrors, metricTick}
+	return []prometheus.Collector{metricSteps, metricWaves, metricEvents, metricErrors, metricBeacon, metricTick}
 }

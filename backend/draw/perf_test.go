@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/seckilledge/seckill/internal/drandtest"
 )
 
 // slowest records the longest Redis command (and pipeline) as the client saw it: an upper
@@ -49,7 +51,9 @@ func (s *slowest) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Proc
 
 // TestDrawTimeAtScale measures the draw job (close to wave 1) at SECKILL_DRAW_PERF entries over
 // 8 variants (docs/draw.md, "The draw job", gives the number measured). Not a timed test: it
-// runs only when asked, and reports.
+// runs only when asked, and reports. With SECKILL_DRAW_PERF_BEACON=1 the draw names a
+// stand-in drand beacon (internal/drandtest, over HTTP on loopback) whose round is out: the
+// difference with a run without is the beacon's cost (fetch, two BLS checks, its row).
 func TestDrawTimeAtScale(t *testing.T) {
 	n, _ := strconv.Atoi(os.Getenv("SECKILL_DRAW_PERF"))
 	if n <= 0 {
@@ -61,7 +65,18 @@ func TestDrawTimeAtScale(t *testing.T) {
 	for _, v := range variants {
 		stocks[v] = 500
 	}
-	f := newFixture(t, stocks, now.Add(time.Hour), now.Add(time.Hour), "10m")
+	var f *fixture
+	withBeacon := os.Getenv("SECKILL_DRAW_PERF_BEACON") == "1"
+	if withBeacon {
+		b := drandtest.New("perf", 3*time.Second, now.Add(-time.Hour))
+		defer b.Close()
+		// The clock stands just past the round after the close: the round is out at once.
+		c := newClock(now.Add(time.Hour + 4*time.Second))
+		b.Now = c.Now
+		f = beaconFixture(t, stocks, now.Add(time.Hour), b, c)
+	} else {
+		f = newFixture(t, stocks, now.Add(time.Hour), now.Add(time.Hour), "10m")
+	}
 	f.enter(n, variants, 50)
 	slow := &slowest{}
 	f.rdb.AddHook(slow)
@@ -95,7 +110,13 @@ func TestDrawTimeAtScale(t *testing.T) {
 	if serverMax > 50*time.Millisecond {
 		t.Errorf("a Redis call of the draw took %v", serverMax)
 	}
-	t.Logf("draw of %d entries (%d live) over 8 variants: %v (%v); slowest Redis call %v (%s)",
-		n, len(f.live), total.Round(time.Millisecond), steps, slow.max.Round(time.Microsecond), slow.name)
+	t.Logf("draw of %d entries (%d live) over 8 variants, beacon %v: %v (%v); slowest Redis call %v (%s)",
+		n, len(f.live), withBeacon, total.Round(time.Millisecond), steps, slow.max.Round(time.Microsecond), slow.name)
+	if withBeacon {
+		var sig *string
+		if err := f.pool.QueryRow(f.ctx, `SELECT beacon_signature FROM draws WHERE sale_id = $1`, f.sale).Scan(&sig); err != nil || sig == nil {
+			t.Fatalf("the draw did not use its beacon: %v", err)
+		}
+	}
 	f.checkDrawn(stocks)
 }

@@ -42,12 +42,17 @@ func (r *Runner) loadEntries(ctx context.Context, sale string) (*fixedEntries, e
 // write each entry's position to Redis and Postgres, open wave 1 of every variant, reveal the
 // seed. Each part is idempotent, so a draw stopped anywhere is finished by the next run.
 func (r *Runner) draw(ctx context.Context, sale string, held lock.Held, fixed *fixedEntries) error {
+	// With a beacon, the ranking waits for its round (ErrBeaconPending: the draw stays closed
+	// and is tried again); asked first, so a draw that waits reads no entries each tick.
+	beacon, err := r.beaconRound(ctx, sale, held)
+	if err != nil {
+		return err
+	}
 	if fixed == nil {
 		// Resumed: the root may not have reached Redis before the stop.
 		if err := r.publish(ctx, sale); err != nil {
 			return err
 		}
-		var err error
 		if fixed, err = r.loadEntries(ctx, sale); err != nil {
 			return err
 		}
@@ -71,11 +76,18 @@ func (r *Runner) draw(ctx context.Context, sale string, held lock.Held, fixed *f
 	if err != nil {
 		return fmt.Errorf("draw %s: seed: %w", sale, err)
 	}
+	// The ranking's seed: the committed seed, or with a beacon the effective seed of its round
+	// (whose signature RankingSeed checks again: a stored round that no longer verifies stops
+	// the draw for the operator, it never ranks without it).
+	rankSeed, err := drawmath.RankingSeed(seed, beacon)
+	if err != nil {
+		return fmt.Errorf("draw %s: beacon: %w", sale, err)
+	}
 	index := make(map[string]int32, len(fixed.entries))
 	for i, e := range fixed.entries {
 		index[e.ID] = int32(i)
 	}
-	ranked := drawmath.RankVariants(seed, fixed.entries)
+	ranked := drawmath.RankVariants(rankSeed, fixed.entries)
 	pos := make([]int32, len(fixed.entries))
 	for _, rs := range ranked {
 		for p, e := range rs {
@@ -137,7 +149,11 @@ func (r *Runner) draw(ctx context.Context, sale string, held lock.Held, fixed *f
 	if err != nil {
 		return err
 	}
-	r.log().Info("draw drawn", "sale_id", sale, "entries", len(fixed.entries), "variants", len(ranked))
+	randomness := drawmath.RandomnessCommitReveal
+	if beacon != nil {
+		randomness = drawmath.RandomnessDrand + " round " + strconv.FormatUint(beacon.Round, 10)
+	}
+	r.log().Info("draw drawn", "sale_id", sale, "entries", len(fixed.entries), "variants", len(ranked), "randomness", randomness)
 	return nil
 }
 

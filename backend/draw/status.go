@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"regexp"
 	"strconv"
@@ -15,8 +16,10 @@ import (
 
 	"github.com/seckilledge/seckill/backend/internal/httpapi"
 	"github.com/seckilledge/seckill/backend/lock"
+	"github.com/seckilledge/seckill/backend/sales"
 	"github.com/seckilledge/seckill/contract"
 	"github.com/seckilledge/seckill/contract/admin"
+	drawmath "github.com/seckilledge/seckill/contract/draw"
 )
 
 // querier is what Status reads with: the pool, or a transaction.
@@ -43,6 +46,9 @@ func (r *Runner) Status(ctx context.Context, q querier, sale string) (admin.Draw
 	}
 	if commitment != nil {
 		st.SeedCommitment = *commitment
+	}
+	if err := r.beaconStatus(ctx, q, sale, &st); err != nil {
+		return st, err
 	}
 	if st.State == StateOpen {
 		h, err := r.Redis.HGetAll(ctx, contract.DrawKey(sale)).Result()
@@ -86,6 +92,33 @@ func (r *Runner) Status(ctx context.Context, q querier, sale string) (admin.Draw
 		return w, row.Scan(&w.Variant, &w.Wave, &w.Lo, &w.Hi, &w.At, &w.ClaimUntil, &w.Claimed)
 	})
 	return st, err
+}
+
+// beaconStatus fills the randomness, the beacon and, for a closed draw still without its
+// round, what it waits for.
+func (r *Runner) beaconStatus(ctx context.Context, q querier, sale string, st *admin.DrawStatus) error {
+	row, err := readBeacon(ctx, q, sale)
+	if err != nil {
+		return err
+	}
+	st.Randomness = drawmath.RandomnessCommitReveal
+	if row.beacon == nil {
+		return nil
+	}
+	b := row.beacon
+	st.Randomness = drawmath.RandomnessDrand
+	st.Beacon = sales.AdminBeacon(b)
+	if st.State != StateClosed || b.Signature != "" {
+		return nil
+	}
+	due := b.RoundTime(b.Round)
+	switch {
+	case row.errorMsg != nil:
+		st.Waiting = fmt.Sprintf("waiting for beacon round %d (due %s): %s", b.Round, due.Format(time.RFC3339), *row.errorMsg)
+	default:
+		st.Waiting = fmt.Sprintf("waiting for beacon round %d (due %s)", b.Round, due.Format(time.RFC3339))
+	}
+	return nil
 }
 
 // HandleStatus is GET /admin/sales/{id}/draw.
@@ -140,7 +173,7 @@ func (r *Runner) HandleRun(w http.ResponseWriter, req *http.Request) {
 		if err != nil {
 			return err
 		}
-		if err := r.runLocked(ctx, sale, held); err != nil {
+		if err := r.runLocked(ctx, sale, held); err != nil && !errors.Is(err, ErrBeaconPending) {
 			return err
 		}
 		return lock.Fenced(ctx, r.Pool, key, held, func(tx pgx.Tx) error {
@@ -158,6 +191,11 @@ func (r *Runner) HandleRun(w http.ResponseWriter, req *http.Request) {
 		return
 	}
 	r.log().Info("sale control", "sale_id", sale, "action", "draw", "who", who.Name, "request_id", reqID)
+	if after.Waiting != "" {
+		// Closed, the ranking waits for its beacon round: the draw loop finishes it.
+		httpapi.WriteJSON(w, http.StatusAccepted, after)
+		return
+	}
 	httpapi.WriteJSON(w, http.StatusOK, after)
 }
 

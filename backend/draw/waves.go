@@ -207,6 +207,8 @@ func (r *Runner) Tick(ctx context.Context) (int, error) {
 		case err == nil:
 			worked++
 		case errors.Is(err, lock.ErrBusy), errors.Is(err, ErrNotPreheated):
+		case errors.Is(err, ErrBeaconPending):
+			// Closed, waiting for its round: tried again next tick, shown by Status.
 		default:
 			metricErrors.Inc()
 			errs = append(errs, fmt.Errorf("draw %s: %w", sale, err))

@@ -99,6 +99,14 @@ type Result struct {
 	EntriesRoot    string     `json:"entries_root,omitempty"`
 	Seed           string     `json:"seed,omitempty"`
 	Waves          []Wave     `json:"waves,omitempty"`
+	// Randomness is "commit-reveal" (the seed alone ranks: Beacon is null) or
+	// "commit-reveal+drand" (docs/draw.md, "A public beacon": the ranking's seed is derived from
+	// the seed and Beacon's round). Beacon is named at the sale's creation, so it is public
+	// with the commitment before any entry; its signature and randomness appear once the draw
+	// has fetched the round, and EffectiveSeed (the ranking's seed) once the seed is revealed.
+	Randomness    string       `json:"randomness"`
+	Beacon        *draw.Beacon `json:"beacon"`
+	EffectiveSeed string       `json:"effective_seed,omitempty"`
 }
 
 // Wave is one wave of one variant in a Result: positions [From, To) of the variant's ranking
@@ -130,6 +138,9 @@ type Proof struct {
 	Path    []string `json:"path"`
 	Root    string   `json:"root"`
 	Rank    *int     `json:"rank,omitempty"`
+	// Randomness and Beacon as in the result: what the rank was drawn with.
+	Randomness string       `json:"randomness"`
+	Beacon     *draw.Beacon `json:"beacon"`
 }
 
 // drawRow is the draws row of a sale.
@@ -137,6 +148,15 @@ type drawRow struct {
 	state, commitment, root, seed string
 	opens, closes                 time.Time
 	entries                       int
+	beacon                        *draw.Beacon
+}
+
+// randomness is the row's "randomness" and beacon (with its round's values once fetched).
+func (d drawRow) randomness() string {
+	if d.beacon == nil {
+		return draw.RandomnessCommitReveal
+	}
+	return draw.RandomnessDrand
 }
 
 var errUnknownSale = errors.New("unknown sale")
@@ -146,12 +166,19 @@ func (a *API) readDraw(ctx context.Context, sale string) (drawRow, error) {
 	if !contract.ValidID(sale) {
 		return d, errUnknownSale // no sale has such an id; spare the database the question
 	}
+	var sig, rnd *string
 	err := a.Pool.QueryRow(ctx, `SELECT state, COALESCE(seed_commitment, ''), COALESCE(entries_root, ''),
-			COALESCE(seed, ''), opens_at, closes_at, COALESCE(entries, 0)
+			COALESCE(seed, ''), opens_at, closes_at, COALESCE(entries, 0), beacon, beacon_signature, beacon_randomness
 		FROM draws WHERE sale_id = $1`, sale).
-		Scan(&d.state, &d.commitment, &d.root, &d.seed, &d.opens, &d.closes, &d.entries)
+		Scan(&d.state, &d.commitment, &d.root, &d.seed, &d.opens, &d.closes, &d.entries, &d.beacon, &sig, &rnd)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return d, errUnknownSale
+	}
+	if d.beacon != nil && sig != nil {
+		d.beacon.Signature = *sig
+		if rnd != nil {
+			d.beacon.Randomness = *rnd
+		}
 	}
 	return d, err
 }
@@ -198,9 +225,11 @@ func (a *API) HandleResult(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	res := Result{State: d.state, SeedCommitment: d.commitment}
+	// The window is shown in every state: a beacon's round must come after closes_at, and a
+	// checker of a saved result checks that too.
+	res := Result{State: d.state, SeedCommitment: d.commitment, Randomness: d.randomness(), Beacon: d.beacon,
+		OpensAt: ptr(d.opens.UTC()), ClosesAt: ptr(d.closes.UTC())}
 	if d.state == "open" {
-		res.OpensAt, res.ClosesAt = ptr(d.opens.UTC()), ptr(d.closes.UTC())
 		w.Header().Set("Cache-Control", cacheShort)
 		httpapi.WriteJSON(w, http.StatusOK, res)
 		return
@@ -208,6 +237,11 @@ func (a *API) HandleResult(w http.ResponseWriter, r *http.Request) {
 	res.Entries, res.EntriesRoot = ptr(d.entries), d.root
 	if d.state == "drawn" || d.state == "done" {
 		res.Seed = d.seed
+		if seed, err := hex.DecodeString(d.seed); err == nil && d.beacon != nil {
+			if eff, err := draw.RankingSeed(seed, d.beacon); err == nil {
+				res.EffectiveSeed = hex.EncodeToString(eff)
+			}
+		}
 		waves, err := a.waves(r.Context(), r.PathValue("sale"))
 		if err != nil {
 			a.fail(w, "draw waves read failed", err)
@@ -378,6 +412,7 @@ func (a *API) proof(ctx context.Context, sale, user string, d drawRow) (Proof, b
 		return p, false, err
 	}
 	p.Leaf, p.Root = hex.EncodeToString(leaf), d.root
+	p.Randomness, p.Beacon = d.randomness(), d.beacon
 	if pos != nil {
 		p.Rank = ptr(*pos + 1)
 	}

@@ -269,7 +269,7 @@ func TestResultShowsOnlyWhatEachStateHasPublished(t *testing.T) {
 	var raw map[string]any
 	st, cc := get(t, srv, "/seckill/"+open.sale+"/draw/result", "", &raw)
 	if st != 200 || cc != "public, max-age=5" || raw["state"] != "open" || raw["seed_commitment"] != draw.Commitment(open.seed) ||
-		raw["opens_at"] == nil || raw["closes_at"] == nil || len(raw) != 4 {
+		raw["opens_at"] == nil || raw["closes_at"] == nil || raw["randomness"] != "commit-reveal" || !hasNull(raw, "beacon") || len(raw) != 6 {
 		t.Fatalf("open: %d %q %v", st, cc, raw)
 	}
 	refusal(t, srv, "/seckill/"+open.sale+"/draw/entries", "", 409, drawapi.CodeNotClosed)
@@ -279,7 +279,8 @@ func TestResultShowsOnlyWhatEachStateHasPublished(t *testing.T) {
 	raw = nil
 	st, cc = get(t, srv, "/seckill/"+closed.sale+"/draw/result", "", &raw)
 	if st != 200 || cc != "public, max-age=5" || raw["state"] != "closed" || raw["entries"] != 37.0 ||
-		raw["entries_root"] != closed.rootHex() || raw["seed"] != nil || raw["waves"] != nil || len(raw) != 4 {
+		raw["entries_root"] != closed.rootHex() || raw["seed"] != nil || raw["waves"] != nil ||
+		raw["randomness"] != "commit-reveal" || !hasNull(raw, "beacon") || raw["closes_at"] == nil || len(raw) != 8 {
 		t.Fatalf("closed: %d %q %v", st, cc, raw)
 	}
 	var p drawapi.Proof
@@ -364,4 +365,10 @@ func FuzzParseEntriesQuery(f *testing.F) {
 			t.Fatalf("%q: %+v does not read back (%+v, %v)", raw, q, again, err)
 		}
 	})
+}
+
+// hasNull reports whether the answer has key, null (a draw without a beacon says so).
+func hasNull(raw map[string]any, key string) bool {
+	v, ok := raw[key]
+	return ok && v == nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -25,6 +26,11 @@ func (s SaleSpec) validateDraw() error {
 	if err := s.Draw.Validate(); err != nil {
 		return err
 	}
+	if b := s.Draw.Beacon; b != nil && !b.Off {
+		if err := BeaconOf(b).ValidateChain(); err != nil {
+			return fmt.Errorf("draw.beacon: %w", err)
+		}
+	}
 	switch {
 	case s.Draw.ClosesAt.After(s.StartsAt):
 		return errors.New("draw.closes_at must not be after starts_at: the purchase window starts after the draw")
@@ -38,9 +44,54 @@ func (s SaleSpec) validateDraw() error {
 	return nil
 }
 
+// BeaconOf is the chain an admin DrawBeacon names (the scheme defaults to drand's unchained
+// G1, quicknet's, the only one a draw takes).
+func BeaconOf(b *admin.DrawBeacon) draw.Beacon {
+	out := draw.Beacon{ChainHash: b.ChainHash, PublicKey: b.PublicKey, Scheme: b.Scheme, Period: b.Period,
+		GenesisTime: b.GenesisTime, Round: b.Round, Signature: b.Signature, Randomness: b.Randomness}
+	if out.Scheme == "" {
+		out.Scheme = draw.SchemeUnchainedG1
+	}
+	return out
+}
+
+// AdminBeacon is the admin views' form of a draw's beacon (nil: none).
+func AdminBeacon(b *draw.Beacon) *admin.DrawBeacon {
+	if b == nil {
+		return nil
+	}
+	return &admin.DrawBeacon{ChainHash: b.ChainHash, PublicKey: b.PublicKey, Scheme: b.Scheme, Period: b.Period,
+		GenesisTime: b.GenesisTime, Round: b.Round, Signature: b.Signature, Randomness: b.Randomness}
+}
+
+// ErrNoDrandEndpoint: a draw names a beacon the backend could never fetch.
+var ErrNoDrandEndpoint = errors.New("draw.beacon: the backend has no drand endpoint (SECKILL_DRAND_URLS), so it could never draw this sale")
+
+// beaconFor is the beacon a new draw names (docs/draw.md, "A public beacon"): the spec's chain,
+// none when the spec says off, else the backend's default chain (none without one), with the
+// first round published after closes_at. Nil: commit-reveal only.
+func (s *Sales) beaconFor(d *admin.DrawSpec) (*draw.Beacon, error) {
+	var b draw.Beacon
+	switch {
+	case d.Beacon != nil && d.Beacon.Off:
+		return nil, nil
+	case d.Beacon != nil:
+		if !s.DrandEndpoints {
+			return nil, ErrNoDrandEndpoint
+		}
+		b = BeaconOf(d.Beacon).Chain()
+	case s.Beacon != nil:
+		b = s.Beacon.Chain()
+	default:
+		return nil, nil
+	}
+	b.Round = b.RoundAfter(d.ClosesAt)
+	return &b, nil
+}
+
 // insertDraw writes the draws row of a new draw sale, in the sale's creation transaction, so a
-// draw sale never exists without it.
-func insertDraw(ctx context.Context, tx pgx.Tx, sale string, d *admin.DrawSpec) error {
+// draw sale never exists without it; beacon is the one it names (nil: none).
+func insertDraw(ctx context.Context, tx pgx.Tx, sale string, d *admin.DrawSpec, beacon *draw.Beacon) error {
 	if d == nil {
 		return nil
 	}
@@ -49,8 +100,15 @@ func insertDraw(ctx context.Context, tx pgx.Tx, sale string, d *admin.DrawSpec) 
 	if d.Difficulty != nil {
 		dmin, dmax = d.Difficulty[0], d.Difficulty[1]
 	}
-	_, err := tx.Exec(ctx, `INSERT INTO draws (sale_id, opens_at, closes_at, claim_within_ms, dmin, dmax) VALUES ($1, $2, $3, $4, $5, $6)`,
-		sale, d.OpensAt, d.ClosesAt, claim.Milliseconds(), dmin, dmax)
+	var b []byte // NULL: commit-reveal only
+	if beacon != nil {
+		var err error
+		if b, err = json.Marshal(beacon); err != nil {
+			return err
+		}
+	}
+	_, err := tx.Exec(ctx, `INSERT INTO draws (sale_id, opens_at, closes_at, claim_within_ms, dmin, dmax, beacon) VALUES ($1, $2, $3, $4, $5, $6, $7::jsonb)`,
+		sale, d.OpensAt, d.ClosesAt, claim.Milliseconds(), dmin, dmax, b)
 	return err
 }
 
@@ -67,8 +125,9 @@ func readDraw(ctx context.Context, q interface {
 	var d drawRow
 	var claimMs int64
 	var dmin, dmax int
-	err := q.QueryRow(ctx, `SELECT opens_at, closes_at, claim_within_ms, dmin, dmax, seed_commitment FROM draws WHERE sale_id = $1`, sale).
-		Scan(&d.spec.OpensAt, &d.spec.ClosesAt, &claimMs, &dmin, &dmax, &d.commitment)
+	var beacon *draw.Beacon
+	err := q.QueryRow(ctx, `SELECT opens_at, closes_at, claim_within_ms, dmin, dmax, seed_commitment, beacon FROM draws WHERE sale_id = $1`, sale).
+		Scan(&d.spec.OpensAt, &d.spec.ClosesAt, &claimMs, &dmin, &dmax, &d.commitment, &beacon)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, nil
 	}
@@ -79,6 +138,7 @@ func readDraw(ctx context.Context, q interface {
 	if dmin != 0 || dmax != 0 {
 		d.spec.Difficulty = &admin.Difficulty{dmin, dmax}
 	}
+	d.spec.Beacon = AdminBeacon(beacon)
 	return &d, nil
 }
 

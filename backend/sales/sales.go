@@ -27,6 +27,7 @@ import (
 	"github.com/seckilledge/seckill/backend/webhook"
 	"github.com/seckilledge/seckill/contract"
 	"github.com/seckilledge/seckill/contract/admin"
+	"github.com/seckilledge/seckill/contract/draw"
 	"github.com/seckilledge/seckill/internal/strictjson"
 	"github.com/seckilledge/seckill/lua"
 )
@@ -52,6 +53,12 @@ type Sales struct {
 	RestorePaused func(ctx context.Context, tx pgx.Tx, sale string, shards int) error
 	// Subscribed is called when RunRebalancer's subscription is confirmed (tests wait for it).
 	Subscribed func()
+	// Beacon is the drand chain a new draw names when its spec names none (SECKILL_DRAND_*;
+	// nil: draws are commit-reveal only unless their spec names a chain). DrandEndpoints says
+	// the backend has drand endpoints to fetch rounds from: without, a spec naming a chain is
+	// refused (nothing could ever draw it).
+	Beacon         *draw.Beacon
+	DrandEndpoints bool
 }
 
 // SaleSpec is the body of POST /admin/sales.
@@ -146,6 +153,12 @@ func (s *Sales) CreateSale(ctx context.Context, spec SaleSpec) (created bool, er
 	if err != nil {
 		return false, err
 	}
+	var beacon *draw.Beacon
+	if spec.Draw != nil {
+		if beacon, err = s.beaconFor(spec.Draw); err != nil {
+			return false, err
+		}
+	}
 	var room []byte // NULL: no room
 	if spec.Room != nil {
 		if room, err = json.Marshal(spec.Room); err != nil {
@@ -167,7 +180,7 @@ func (s *Sales) CreateSale(ctx context.Context, spec SaleSpec) (created bool, er
 		if err := insertVariants(ctx, tx, spec.ID, spec.Variants); err != nil {
 			return err
 		}
-		return insertDraw(ctx, tx, spec.ID, spec.Draw)
+		return insertDraw(ctx, tx, spec.ID, spec.Draw, beacon)
 	})
 	return created, err
 }
@@ -177,6 +190,10 @@ func (s *Sales) HandleCreateSale(w http.ResponseWriter, r *http.Request) {
 	spec, err := ParseSaleSpec(http.MaxBytesReader(w, r.Body, 1<<16))
 	if err != nil {
 		httpapi.Refuse(w, http.StatusBadRequest, contract.CodeBadRequest, err.Error())
+		return
+	}
+	if spec.Draw != nil && spec.Draw.Beacon != nil && !spec.Draw.Beacon.Off && !s.DrandEndpoints {
+		httpapi.Refuse(w, http.StatusBadRequest, contract.CodeBadRequest, ErrNoDrandEndpoint.Error())
 		return
 	}
 	if spec.WebhookURL != "" && s.CheckURL == nil {

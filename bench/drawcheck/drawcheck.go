@@ -35,6 +35,13 @@ type Result struct {
 	EntriesRoot    string `json:"entries_root"`
 	Seed           string `json:"seed"`
 	Waves          []Wave `json:"waves"`
+	// ClosesAt is when the entries closed (a beacon's round must come after it).
+	ClosesAt *time.Time `json:"closes_at"`
+	// Randomness is "commit-reveal" (Beacon null) or "commit-reveal+drand" (docs/draw.md, "A
+	// public beacon"); EffectiveSeed is the ranking's seed as published, recomputed here.
+	Randomness    string       `json:"randomness"`
+	Beacon        *draw.Beacon `json:"beacon"`
+	EffectiveSeed string       `json:"effective_seed"`
 }
 
 // Wave is one published wave of one variant: the positions [From, To) of the variant's ranking
@@ -327,6 +334,11 @@ func Check(sale string, res Result, entries []draw.Entry) *Report {
 		r.fail("the %d entries' root is %s, the published root is %s", len(entries), root, res.EntriesRoot)
 	}
 	if !drawn {
+		if b := res.Beacon; b != nil {
+			r.detail("the ranking will use beacon round %d of chain %s (published %s), not fetched yet", b.Round, short64(b.ChainHash), b.RoundTime(b.Round).Format(time.RFC3339))
+		} else {
+			r.detail("commit-reveal only: no public beacon is named")
+		}
 		return r
 	}
 	// A seed that is not the committed one could have been chosen after the entries were
@@ -336,8 +348,14 @@ func Check(sale string, res Result, entries []draw.Entry) *Report {
 		r.fail("the ranking is not checked: the seed is not the committed one, or the entries are out of order")
 		return r
 	}
-	// 3. Each wave's winners are the next best-ranked entries of its variant.
-	ranked := draw.RankVariants(seed, entries)
+	// 3. The beacon: its round's signature and the ranking's seed derived from it.
+	rankSeed, ok := checkBeacon(r, res, seed)
+	if !ok {
+		r.fail("the ranking is not checked: its seed cannot be derived from the published beacon")
+		return r
+	}
+	// 4. Each wave's winners are the next best-ranked entries of its variant.
+	ranked := draw.RankVariants(rankSeed, entries)
 	byVariant := map[string][]Wave{}
 	for _, w := range res.Waves {
 		byVariant[w.Variant] = append(byVariant[w.Variant], w)
@@ -395,7 +413,7 @@ func Check(sale string, res Result, entries []draw.Entry) *Report {
 		r.Variants = append(r.Variants, st)
 	}
 	if r.fails == before {
-		r.pass("%d waves: each wave's winners are the next best-ranked entries of its variant by HMAC-SHA256(seed, entry id)", len(res.Waves))
+		r.pass("%d waves: each wave's winners are the next best-ranked entries of its variant by HMAC-SHA256(%s, entry id)", len(res.Waves), seedName(res))
 	} else if listed > maxProblems {
 		r.detail("(%d more wave problems not listed)", listed-maxProblems)
 	}
@@ -432,7 +450,11 @@ func CheckProof(r *Report, user string, p Proof, res Result, entries []draw.Entr
 	if err != nil || res.Seed == "" || len(entries) == 0 {
 		return
 	}
-	rs := draw.RankVariants(seed, entries)[p.Variant]
+	rankSeed, err := draw.RankingSeed(seed, res.Beacon)
+	if err != nil {
+		return // Check has said why
+	}
+	rs := draw.RankVariants(rankSeed, entries)[p.Variant]
 	for pos, e := range rs {
 		if e.ID != p.EntryID {
 			continue
@@ -445,6 +467,97 @@ func CheckProof(r *Report, user string, p Proof, res Result, entries []draw.Entr
 		}
 		r.detail("%s: position %d of %d in its variant's ranking (0 is the best), %s", who, pos, len(rs), won)
 	}
+}
+
+// seedName is what the ranking's key is an HMAC of, for the report.
+func seedName(res Result) string {
+	if res.Beacon != nil {
+		return "effective seed"
+	}
+	return "seed"
+}
+
+// checkBeacon checks the draw's randomness (docs/draw.md, "A public beacon") and returns the
+// ranking's seed: the committed seed for a commit-reveal draw, else EffectiveSeed of it and
+// the named round, once the round's BLS signature verifies under the chain's public key and
+// the round comes after the close. ok is false when the seed cannot be derived.
+func checkBeacon(r *Report, res Result, seed []byte) ([]byte, bool) {
+	b := res.Beacon
+	if b == nil {
+		if res.Randomness != "" && res.Randomness != draw.RandomnessCommitReveal {
+			r.fail("the result says randomness %q but names no beacon", res.Randomness)
+			return nil, false
+		}
+		r.detail("commit-reveal only: no public beacon was named, so the ranking is the seed's alone; whoever could read the seed before the close could have predicted it")
+		return seed, true
+	}
+	ok := true
+	if res.Randomness != draw.RandomnessDrand {
+		r.fail("the result names a beacon but says randomness %q, want %q", res.Randomness, draw.RandomnessDrand)
+		ok = false
+	}
+	if err := b.ValidateChain(); err != nil {
+		r.fail("the beacon's chain: %v", err)
+		return nil, false
+	}
+	switch {
+	case b.ChainHash == draw.Quicknet.ChainHash && !strings.EqualFold(b.PublicKey, draw.Quicknet.PublicKey):
+		r.fail("the beacon names quicknet's chain hash with another public key")
+		ok = false
+	case b.ChainHash == draw.Quicknet.ChainHash:
+		r.pass("the beacon is drand's quicknet (chain %s), its public key the League of Entropy's", short64(b.ChainHash))
+	default:
+		r.detail("the beacon's chain %s is not quicknet: compare its public key with the chain's /info at a drand endpoint you trust", short64(b.ChainHash))
+	}
+	due := b.RoundTime(b.Round)
+	switch {
+	case b.Round == 0:
+		r.fail("the beacon names no round")
+		return nil, false
+	case res.ClosesAt == nil:
+		r.detail("the result does not say when the entries closed: round %d (published %s) is not compared with the close", b.Round, due.Format(time.RFC3339))
+	case due.After(*res.ClosesAt):
+		r.pass("beacon round %d is published at %s, after the entries closed at %s", b.Round, due.Format(time.RFC3339), res.ClosesAt.UTC().Format(time.RFC3339))
+	default:
+		r.fail("beacon round %d is published at %s, not after the entries closed at %s: it was known during the entries", b.Round, due.Format(time.RFC3339), res.ClosesAt.UTC().Format(time.RFC3339))
+		ok = false
+	}
+	if b.Signature == "" {
+		r.fail("the draw is revealed but its beacon round %d is not published", b.Round)
+		return nil, false
+	}
+	rnd, err := b.VerifyRound(b.Round, b.Signature)
+	if err != nil {
+		r.fail("beacon round %d: %v", b.Round, err)
+		return nil, false
+	}
+	r.pass("beacon round %d: its BLS signature verifies under the chain's public key; randomness SHA-256(signature) = %s", b.Round, hex.EncodeToString(rnd[:]))
+	if b.Randomness != "" && !strings.EqualFold(b.Randomness, hex.EncodeToString(rnd[:])) {
+		r.fail("the published randomness %s is not SHA-256 of the round's signature", b.Randomness)
+		ok = false
+	}
+	eff, err := draw.EffectiveSeed(seed, b.ChainHash, b.Round, rnd)
+	if err != nil {
+		r.fail("the effective seed: %v", err)
+		return nil, false
+	}
+	effHex := hex.EncodeToString(eff)
+	switch {
+	case res.EffectiveSeed != "" && !strings.EqualFold(res.EffectiveSeed, effHex):
+		r.fail("the published effective seed %s is not HMAC-SHA256(seed, %q || chain || round || randomness) = %s", res.EffectiveSeed, draw.SeedLabel, effHex)
+		ok = false
+	default:
+		r.pass("the ranking's seed is HMAC-SHA256(seed, %q || chain hash || round || randomness) = %s", draw.SeedLabel, effHex)
+	}
+	return eff, ok
+}
+
+// short64 abbreviates a 64-digit hash.
+func short64(h string) string {
+	if len(h) < 16 {
+		return h
+	}
+	return h[:8] + "..." + h[len(h)-8:]
 }
 
 func equal(a, b []string) bool {

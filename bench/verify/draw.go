@@ -74,7 +74,13 @@ type drawState struct {
 	redisErr                         error
 	redisGone                        bool // the sale's draw keys expired: nothing to compare
 
-	// Recomputed from the stored entries and seed (nil when the seed is not revealed).
+	// beacon is the draw's public beacon with its fetched round (nil: commit-reveal only);
+	// beaconErr why the ranking's seed could not be derived from it.
+	beacon    *draw.Beacon
+	beaconErr error
+
+	// Recomputed from the stored entries and seed (nil when the seed is not revealed); the
+	// ranking uses the effective seed when the draw has a beacon.
 	seed    []byte
 	ranking map[string][]draw.Ranked
 	posOf   map[string]int // entry id -> recomputed position in its variant
@@ -92,8 +98,9 @@ func readDraw(ctx context.Context, pg *pgxpool.Pool, rdb redis.UniversalClient, 
 	d := &drawState{nodes: map[[2]int][]byte{}, waves: map[string][]drawWave{}, stock: map[string]int{}, checkRedis: checkRedis}
 	var commitment, seed, root *string
 	var entries *int
-	err := pg.QueryRow(ctx, `SELECT state, seed_commitment, seed, entries_root, entries FROM draws WHERE sale_id = $1`, sale).
-		Scan(&d.state, &commitment, &seed, &root, &entries)
+	var beaconSig, beaconRnd *string
+	err := pg.QueryRow(ctx, `SELECT state, seed_commitment, seed, entries_root, entries, beacon, beacon_signature, beacon_randomness FROM draws WHERE sale_id = $1`, sale).
+		Scan(&d.state, &commitment, &seed, &root, &entries, &d.beacon, &beaconSig, &beaconRnd)
 	var pgErr *pgconn.PgError
 	switch {
 	case errors.Is(err, pgx.ErrNoRows), errors.As(err, &pgErr) && pgErr.Code == "42P01":
@@ -102,6 +109,9 @@ func readDraw(ctx context.Context, pg *pgxpool.Pool, rdb redis.UniversalClient, 
 		return nil, false, fmt.Errorf("verify: read the draw of %s: %w", sale, err)
 	}
 	d.commitment, d.seedHex, d.root, d.entryCount = deref(commitment), deref(seed), deref(root), -1
+	if d.beacon != nil {
+		d.beacon.Signature, d.beacon.Randomness = deref(beaconSig), deref(beaconRnd)
+	}
 	if entries != nil {
 		d.entryCount = *entries
 	}
@@ -238,7 +248,12 @@ func (d *drawState) recompute() {
 		return
 	}
 	d.seed, _ = hex.DecodeString(d.seedHex)
-	d.ranking = draw.RankVariants(d.seed, d.publicEntries())
+	rankSeed, err := draw.RankingSeed(d.seed, d.beacon)
+	if err != nil {
+		d.beaconErr = err // check 10 says it; nothing can be ranked without the round
+		return
+	}
+	d.ranking = draw.RankVariants(rankSeed, d.publicEntries())
 	d.posOf = map[string]int{}
 	for _, rs := range d.ranking {
 		for i, r := range rs {
@@ -349,6 +364,14 @@ func (d *drawState) checkSeed() Check {
 		fail(&c, "state %s: the seed is in Postgres before the draw", d.state)
 	default:
 		note(&c, "state %s: the seed is not revealed yet", d.state)
+	}
+	switch {
+	case d.beaconErr != nil:
+		fail(&c, "the ranking's seed cannot be derived from beacon round %d: %v", d.beacon.Round, d.beaconErr)
+	case d.beacon != nil && d.drawn():
+		note(&c, "ranked with the effective seed of beacon round %d (its signature verifies under chain %s's key)", d.beacon.Round, d.beacon.ChainHash)
+	case d.beacon == nil:
+		note(&c, "commit-reveal only: no public beacon")
 	}
 	if d.redisSkipped(&c) {
 		return c
@@ -566,8 +589,12 @@ func (d *drawState) checkRanking() Check {
 	}
 	c.Numbers = map[string]int{"entries": len(d.entries), "variants": len(d.ranking), "winners": winners,
 		"wrong_positions": wrongPos, "wrong_redis_entries": wrongRedis, "wrong_waves": badWaves}
-	note(&c, "%d entries over %d variants ranked by HMAC-SHA256(seed, entry id): %d winners; %d positions differ in Postgres, %d in Redis; %d waves wrong",
-		len(d.entries), len(d.ranking), winners, wrongPos, wrongRedis, badWaves)
+	seedName := "seed"
+	if d.beacon != nil {
+		seedName = "effective seed" // docs/draw.md, "A public beacon"
+	}
+	note(&c, "%d entries over %d variants ranked by HMAC-SHA256(%s, entry id): %d winners; %d positions differ in Postgres, %d in Redis; %d waves wrong",
+		len(d.entries), len(d.ranking), seedName, winners, wrongPos, wrongRedis, badWaves)
 	if !redisCompared && d.checkRedis {
 		note(&c, "Redis positions not compared")
 	}

@@ -31,7 +31,11 @@ func chromium(t *testing.T) string {
 func TestEntryPageInARealBrowserEntersChangesWithdrawsEntersAgainAndSeesTheWin(t *testing.T) {
 	bin := chromium(t)
 	rdb := testenv.Redis(t)
-	gw := startCaddy(t, newGatewayConfig(t))
+	gcfg := newGatewayConfig(t)
+	// The draw's public result names a beacon (docs/draw.md, "A public beacon"): the page says so.
+	gcfg.Result = `{"state":"open","seed_commitment":"` + strings.Repeat("ab", 32) + `","randomness":"commit-reveal+drand",` +
+		`"beacon":{"chain_hash":"52db9ba70e0cc0f6eaf7803dd07447a1f5477735fd3f661792ba94600c84e971","public_key":"00","scheme":"bls-unchained-g1-rfc9380","period":3,"genesis_time":1692803367,"round":123}}`
+	gw := startCaddy(t, gcfg)
 	sale := newDraw(t, rdb, drawArgs{Variants: map[string]int{"42": 1, "43": 1, "44": 1}, OpensIn: -time.Minute, ClosesIn: time.Hour, DMin: 8, DMax: 8})
 
 	opts := append(chromedp.DefaultExecAllocatorOptions[:],
@@ -79,6 +83,12 @@ func TestEntryPageInARealBrowserEntersChangesWithdrawsEntersAgainAndSeesTheWin(t
 		t.Fatalf("navigate: %v", err)
 	}
 	waitFor("state", "none")
+	for s := text("randomness"); !strings.Contains(s, "drand round 123 of chain 52db9ba70e0c…"); s = text("randomness") {
+		if ctx.Err() != nil {
+			t.Fatalf("#randomness is %q, want the beacon's round", s)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 	pick("43")
 	click("enter")
 	waitFor("state", "entered")

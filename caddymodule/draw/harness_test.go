@@ -79,6 +79,9 @@ type gatewayConfig struct {
 	// as a second gateway's would be.
 	Port2 int
 	Draw  map[string]any // extra fields of the seckill_draw handler
+	// Result, when set, is the body answered on /seckill/*/draw/result (the backend's, which
+	// the shipped gateways proxy): the entry page reads how the draw is made from it.
+	Result string
 }
 
 func newGatewayConfig(t testing.TB) gatewayConfig {
@@ -91,16 +94,23 @@ func (c gatewayConfig) JSON() []byte {
 		h[k] = v
 	}
 	server := func(port int) map[string]any {
+		var result []any
+		if c.Result != "" {
+			result = append(result, map[string]any{
+				"match":  []any{map[string]any{"path": []string{"/seckill/*/draw/result"}}},
+				"handle": []any{map[string]any{"handler": "static_response", "headers": map[string][]string{"Content-Type": {"application/json"}}, "body": c.Result}},
+			})
+		}
 		return map[string]any{
 			"listen":          []string{fmt.Sprintf("127.0.0.1:%d", port)},
 			"automatic_https": map[string]any{"disable": true},
-			"routes": []any{
+			"routes": append(result,
 				map[string]any{
 					"match":  []any{map[string]any{"path": []string{"/seckill/*/draw", "/seckill/*/draw/challenge", "/seckill/*/challenge"}}},
 					"handle": []any{h, map[string]any{"handler": "static_response", "status_code": 299, "body": "room"}},
 				},
 				map[string]any{"handle": []any{map[string]any{"handler": "static_response", "body": "ok"}}},
-			},
+			),
 		}
 	}
 	servers := map[string]any{"gw": server(c.Port)}

@@ -14,9 +14,11 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/seckilledge/seckill/bench/drawcheck"
 	"github.com/seckilledge/seckill/contract/draw"
+	"github.com/seckilledge/seckill/internal/drandtest"
 )
 
 // drawServer serves the public draw endpoints of one sale (s1) the way the backend publishes
@@ -32,8 +34,15 @@ type drawServer struct {
 	proofs  map[string]map[string]any
 }
 
-func newDrawServer() *drawServer {
+func newDrawServer() *drawServer { return newDrawServerWith(nil) }
+
+// newDrawServerWith is the same draw ranked with beacon b's round (nil: commit-reveal only).
+func newDrawServerWith(b *draw.Beacon) *drawServer {
 	seed := bytes.Repeat([]byte{0x42}, 32)
+	rankSeed, err := draw.RankingSeed(seed, b)
+	if err != nil {
+		panic(err)
+	}
 	d := &drawServer{users: map[string]int{}, proofs: map[string]map[string]any{}}
 	for i := range 40 {
 		v := []string{"a", "b", "c", "a"}[i%4]
@@ -48,7 +57,7 @@ func newDrawServer() *drawServer {
 		d.users[fmt.Sprintf("u%d", i)] = i
 	}
 	d.tree = draw.Build(leaves)
-	d.ranked = draw.RankVariants(seed, d.entries)
+	d.ranked = draw.RankVariants(rankSeed, d.entries)
 	wave := func(n int, v string, from, to int) map[string]any {
 		var winners []string
 		for _, r := range d.ranked[v][from:to] {
@@ -60,7 +69,14 @@ func newDrawServer() *drawServer {
 	_, cTo := draw.FirstWave(len(d.ranked["c"]), 100)
 	d.result = map[string]any{"state": "drawn", "entries": len(d.entries), "entries_root": draw.RootOf(d.entries),
 		"seed_commitment": draw.Commitment(seed), "seed": hex.EncodeToString(seed),
-		"waves": []any{wave(1, "a", 0, 3), wave(1, "b", 0, 2), wave(1, "c", 0, cTo), wave(2, "a", 3, 5)}}
+		"waves":      []any{wave(1, "a", 0, 3), wave(1, "b", 0, 2), wave(1, "c", 0, cTo), wave(2, "a", 3, 5)},
+		"randomness": draw.RandomnessCommitReveal, "beacon": nil}
+	if b != nil {
+		d.result["randomness"], d.result["beacon"] = draw.RandomnessDrand, b
+		d.result["effective_seed"] = hex.EncodeToString(rankSeed)
+		// Closed one second before the round was published.
+		d.result["closes_at"] = b.RoundTime(b.Round).Add(-time.Second).Format(time.RFC3339)
+	}
 	return d
 }
 
@@ -238,5 +254,114 @@ func TestVerifyDrawChecksASavedFileOffline(t *testing.T) {
 	}
 	if code, _ := verifyDraw(t); code != 2 {
 		t.Fatalf("no sale, no file: exit %d, want 2", code)
+	}
+}
+
+// quicknetRound123 is a real round of drand's quicknet (round 123, as
+// https://api.drand.sh/52db9ba70e0cc0f6eaf7803dd07447a1f5477735fd3f661792ba94600c84e971/public/123
+// publishes it): the test draws with it as its beacon.
+func quicknetRound123() *draw.Beacon {
+	b := draw.Quicknet
+	b.Round = 123
+	b.Signature = "b75c69d0b72a5d906e854e808ba7e2accb1542ac355ae486d591aa9d43765482e26cd02df835d3546d23c4b13e0dfc92"
+	rnd, err := b.VerifyRound(b.Round, b.Signature)
+	if err != nil {
+		panic(err)
+	}
+	b.Randomness = hex.EncodeToString(rnd[:])
+	return &b
+}
+
+func TestVerifyDrawChecksTheBeaconRoundAndTheDerivedSeed(t *testing.T) {
+	d := newDrawServerWith(quicknetRound123())
+	code, out := verifyDraw(t, "-url", d.start(t), "-sale", "s1", "-proof-user", "u5")
+	if code != 0 {
+		t.Fatalf("a true draw with a beacon: exit %d", code)
+	}
+	for _, want := range []string{"PASS  the beacon is drand's quicknet", "PASS  beacon round 123 is published at 2023-08-23T15:15:33Z, after the entries closed",
+		"PASS  beacon round 123: its BLS signature verifies", "PASS  the ranking's seed is HMAC-SHA256(seed, \"seckill-draw-seed-v1\"",
+		"by HMAC-SHA256(effective seed, entry id)"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q", want)
+		}
+	}
+	// The same draw without a beacon says what it is.
+	if _, out := verifyDraw(t, "-url", newDrawServer().start(t), "-sale", "s1"); !strings.Contains(out, "commit-reveal only") {
+		t.Error("a draw without a beacon does not say it is commit-reveal only")
+	}
+}
+
+// What a rigged draw with a beacon would publish: verify-draw must FAIL and say why.
+func TestVerifyDrawCatchesARiggedBeacon(t *testing.T) {
+	// Another chain's key (a valid G2 point: the stand-in beacon's).
+	stand := drandtest.New("verify-draw forger", 3*time.Second, time.Now())
+	defer stand.Close()
+	cases := []struct {
+		name, want string
+		corrupt    func(d *drawServer)
+	}{
+		{"a forged signature", "does not verify", func(d *drawServer) {
+			b := *d.result["beacon"].(*draw.Beacon)
+			b.Signature = "a" + b.Signature[1:]
+			d.result["beacon"] = &b
+		}},
+		{"another round's signature", "does not verify", func(d *drawServer) {
+			b := *d.result["beacon"].(*draw.Beacon)
+			b.Round = 124
+			d.result["beacon"] = &b
+		}},
+		{"quicknet's hash with another key", "quicknet's chain hash with another public key", func(d *drawServer) {
+			b := *d.result["beacon"].(*draw.Beacon)
+			b.PublicKey = stand.Chain.PublicKey
+			d.result["beacon"] = &b
+		}},
+		{"a round published before the close", "not after the entries closed", func(d *drawServer) {
+			d.result["closes_at"] = "2023-08-23T15:16:00Z"
+		}},
+		{"a ranking by the bare seed", "variant a wave 1: winners", func(d *drawServer) {
+			bare := newDrawServer()
+			d.result["waves"] = bare.result["waves"]
+		}},
+		{"an effective seed that is not the derivation", "is not HMAC-SHA256", func(d *drawServer) {
+			d.result["effective_seed"] = strings.Repeat("00", 32)
+		}},
+		{"a beacon named, randomness said commit-reveal", "want \"commit-reveal+drand\"", func(d *drawServer) {
+			d.result["randomness"] = draw.RandomnessCommitReveal
+		}},
+		{"randomness not SHA-256 of the signature", "is not SHA-256 of the round's signature", func(d *drawServer) {
+			b := *d.result["beacon"].(*draw.Beacon)
+			b.Randomness = strings.Repeat("11", 32)
+			d.result["beacon"] = &b
+		}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			d := newDrawServerWith(quicknetRound123())
+			tc.corrupt(d)
+			code, out := verifyDraw(t, "-url", d.start(t), "-sale", "s1")
+			if code != 1 || !strings.Contains(out, "FAIL  ") || !strings.Contains(out, tc.want) {
+				t.Fatalf("exit %d, want 1 naming %q", code, tc.want)
+			}
+		})
+	}
+}
+
+// Offline, the saved file checks the beacon's signature too: nothing is fetched from drand.
+func TestVerifyDrawChecksASavedBeaconDrawOffline(t *testing.T) {
+	d := newDrawServerWith(quicknetRound123())
+	path := filepath.Join(t.TempDir(), "draw.json")
+	if code, _ := verifyDraw(t, "-url", d.start(t), "-sale", "s1", "-save", path); code != 0 {
+		t.Fatalf("fetch and save: exit %d", code)
+	}
+	if code, out := verifyDraw(t, "-file", path); code != 0 || !strings.Contains(out, "PASS  beacon round 123: its BLS signature verifies") {
+		t.Fatalf("the saved file: exit %d", code)
+	}
+	b, _ := os.ReadFile(path)
+	b = bytes.Replace(bytes.Replace(b, []byte(`"round":123`), []byte(`"round":122`), 1), []byte(`"round": 123`), []byte(`"round": 122`), 1)
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if code, _ := verifyDraw(t, "-file", path); code != 1 {
+		t.Fatalf("a file naming another round: exit %d, want 1", code)
 	}
 }

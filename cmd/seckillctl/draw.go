@@ -19,7 +19,14 @@ type drawStatus struct {
 	EntriesByVariant map[string]int `json:"entries_by_variant"`
 	Root             string         `json:"root"`
 	SeedCommitment   string         `json:"seed_commitment"`
-	Waves            []struct {
+	// Randomness, Beacon and Waiting: how the ranking is made (docs/draw.md, "A public beacon").
+	Randomness string `json:"randomness"`
+	Beacon     *struct {
+		ChainHash string `json:"chain_hash"`
+		Round     uint64 `json:"round"`
+	} `json:"beacon"`
+	Waiting string `json:"waiting"`
+	Waves   []struct {
 		Variant    string    `json:"variant"`
 		Wave       int       `json:"wave"`
 		Lo         int       `json:"lo"`
@@ -50,7 +57,10 @@ func (c *cli) draw(ctx context.Context, args []string) error {
 		return err
 	}
 	c.show(raw, func(w io.Writer) {
-		if args[0] == "run" {
+		switch {
+		case args[0] == "run" && st.Waiting != "":
+			fmt.Fprintf(w, "draw run %s: closed, %s (the backend draws as soon as it has the round)\n", pos[0], st.Waiting)
+		case args[0] == "run":
 			fmt.Fprintf(w, "draw run %s: done\n", pos[0])
 		}
 		drawTables(w, st)
@@ -63,15 +73,23 @@ func drawTables(w io.Writer, st drawStatus) {
 	if root == "" {
 		root = "- (published at the close)"
 	}
-	table(w, [][]string{{"sale", st.SaleID}, {"state", st.State}, {"entries", strconv.Itoa(st.Entries)},
-		{"seed commitment", st.SeedCommitment}, {"entries root", root}})
+	randomness := "commit-reveal only (no public beacon)"
+	if b := st.Beacon; b != nil {
+		randomness = fmt.Sprintf("commit-reveal + drand round %d of chain %s", b.Round, b.ChainHash)
+	}
+	rows := [][]string{{"sale", st.SaleID}, {"state", st.State}, {"entries", strconv.Itoa(st.Entries)},
+		{"seed commitment", st.SeedCommitment}, {"entries root", root}, {"randomness", randomness}}
+	if st.Waiting != "" {
+		rows = append(rows, []string{"waiting", st.Waiting})
+	}
+	table(w, rows)
 	fmt.Fprintln(w)
 	variants := make([]string, 0, len(st.EntriesByVariant))
 	for v := range st.EntriesByVariant {
 		variants = append(variants, v)
 	}
 	sort.Strings(variants)
-	rows := [][]string{{"VARIANT", "ENTRIES"}}
+	rows = [][]string{{"VARIANT", "ENTRIES"}}
 	for _, v := range variants {
 		rows = append(rows, []string{sizeName(v), strconv.Itoa(st.EntriesByVariant[v])})
 	}

@@ -53,7 +53,7 @@ func TestSeckillctlShowsAndRunsADraw(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("draw show as a viewer: exit %d %s", code, errs)
 	}
-	for _, want := range []string{"sale " + sale, "state open", "entries 5", "entries root - (published at the close)", "VARIANT ENTRIES a 3 b 2"} {
+	for _, want := range []string{"sale " + sale, "state open", "entries 5", "entries root - (published at the close)", "randomness commit-reveal only (no public beacon)", "VARIANT ENTRIES a 3 b 2"} {
 		if !strings.Contains(flat, want) {
 			t.Fatalf("draw show while open: no %q in\n%s", want, out)
 		}

@@ -279,6 +279,27 @@ type DrawSpec struct {
 	// Difficulty is the entry's proof-of-work [min, max] in bits, as a room's; absent or
 	// [0, 0]: none.
 	Difficulty *Difficulty `json:"difficulty,omitempty"`
+	// Beacon is the draw's public beacon (docs/draw.md, "A public beacon"). Absent: the
+	// backend's chain (SECKILL_DRAND_*), if it has one; {"off": true}: none, the draw is
+	// commit-reveal only; a chain (chain_hash, public_key, period, genesis_time, scheme
+	// optional): that one. The round is never given: it is computed, the first after closes_at,
+	// and shown here once the sale exists.
+	Beacon *DrawBeacon `json:"beacon,omitempty"`
+}
+
+// DrawBeacon is a draw's drand beacon as POST /admin/sales names it and the admin views show
+// it (contract/draw.Beacon, plus Off). Round, Signature and Randomness are outputs.
+type DrawBeacon struct {
+	// Off: no beacon for this draw even when the backend has a default chain.
+	Off         bool   `json:"off,omitempty"`
+	ChainHash   string `json:"chain_hash,omitempty"`
+	PublicKey   string `json:"public_key,omitempty"`
+	Scheme      string `json:"scheme,omitempty"`
+	Period      int    `json:"period,omitempty"`
+	GenesisTime int64  `json:"genesis_time,omitempty"`
+	Round       uint64 `json:"round,omitempty"`
+	Signature   string `json:"signature,omitempty"`
+	Randomness  string `json:"randomness,omitempty"`
 }
 
 // Validate checks a draw spec on its own; the error names the field (draw.<field>). What
@@ -300,6 +321,17 @@ func (d DrawSpec) Validate() error {
 		lo, hi := d.Difficulty[0], d.Difficulty[1]
 		if lo < 0 || hi < lo || hi > 40 {
 			return errors.New("draw.difficulty is [min, max] bits with 0 <= min <= max <= 40")
+		}
+	}
+	if b := d.Beacon; b != nil {
+		chain := b.ChainHash != "" || b.PublicKey != "" || b.Scheme != "" || b.Period != 0 || b.GenesisTime != 0
+		switch {
+		case b.Round != 0 || b.Signature != "" || b.Randomness != "":
+			return errors.New("draw.beacon: round, signature and randomness are not given: the round is the first after closes_at")
+		case b.Off && chain:
+			return errors.New("draw.beacon: either {\"off\": true} or a chain, not both")
+		case !b.Off && (b.ChainHash == "" || b.PublicKey == "" || b.Period == 0 || b.GenesisTime == 0):
+			return errors.New("draw.beacon: a chain needs chain_hash, public_key, period and genesis_time (or {\"off\": true})")
 		}
 	}
 	return nil
@@ -328,6 +360,13 @@ type DrawStatus struct {
 	SeedCommitment string `json:"seed_commitment"`
 	// Waves lists every wave of every variant, by variant then wave.
 	Waves []DrawWaveStatus `json:"waves"`
+	// Randomness is "commit-reveal" (no beacon: the seed alone ranks) or
+	// "commit-reveal+drand" (the seed and Beacon's round); Beacon is null for the first.
+	Randomness string      `json:"randomness"`
+	Beacon     *DrawBeacon `json:"beacon"`
+	// Waiting says why a closed draw has not drawn yet: "waiting for beacon round N ..." with
+	// the round's time or the last failure to fetch it (absent otherwise).
+	Waiting string `json:"waiting,omitempty"`
 }
 
 // DrawWaveStatus is one wave of one variant: positions [Lo, Hi) of the variant's ranking won,
