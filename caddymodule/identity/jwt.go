@@ -232,6 +232,9 @@ func challenge(o Outcome) string {
 // refused session is that handler's 401 (handle_errors gives it a body) and a verified one sets
 // {http.auth.user.id}. No keys loaded yet is reported as an error (logged, then 401).
 func (p *JWT) Authenticate(w http.ResponseWriter, r *http.Request) (caddyauth.User, bool, error) {
+	// Whatever the outcome: the client's own X-User-ID must not reach the next handler, here
+	// as in seckill_identity (issue 33: Caddy's authentication handler leaves headers alone).
+	StripClaimedIdentity(r.Header, "")
 	user, o := p.identify(r)
 	switch o {
 	case Verified:
