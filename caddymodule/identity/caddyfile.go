@@ -32,6 +32,8 @@ func init() {
 //		leeway            <duration>             # default 30s
 //		jwks_refresh      <duration>             # default 5m
 //		jwks_min_interval <duration>             # default 15s
+//		jwks_max_stale    <duration>             # last good keys kept while the JWKS fails; default 6h
+//		jwks_allow_http                          # accept a plain-http jwks_url off loopback (warned)
 //		verified_cache    <n>                    # sessions remembered once verified; default 100000, 0 off
 //		handle_errors                            # refusals go to handle_errors routes
 //	}
@@ -73,6 +75,10 @@ func (p *JWT) unmarshalOption(d *caddyfile.Dispenser, name string) (bool, error)
 		err = directive.Duration(d, &p.JWKSRefresh)
 	case "jwks_min_interval":
 		err = directive.Duration(d, &p.JWKSMinInterval)
+	case "jwks_max_stale":
+		err = directive.Duration(d, &p.JWKSMaxStale)
+	case "jwks_allow_http":
+		err = directive.Flag(d, &p.JWKSAllowHTTP)
 	case "verified_cache":
 		var n int
 		err = directive.Int(d, &n)
