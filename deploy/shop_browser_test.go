@@ -59,7 +59,7 @@ func startShopStack(t *testing.T, sales ...string) *shopStack {
 	s := startHarness(t, harness.Options{Caddyfile: demoCaddyfile, ShopSite: true, Env: []string{
 		"SECKILL_ADMIN_TOKENS=shop:" + shopTestToken + ":shop",
 		"SECKILL_WEBHOOK_SECRETS=" + shopWebhookSecret,
-		"SECKILL_WEBHOOK_ALLOW_PRIVATE=1",
+		"SECKILL_WEBHOOK_ALLOW_CIDRS=127.0.0.1/32",
 		"SECKILL_WEBHOOK_URL=" + shopSrv.URL + "/webhooks",
 		"SECKILL_WEBHOOK_RETRY_MIN=200ms",
 		"SECKILL_SHOP=" + strings.TrimPrefix(shopSrv.URL, "http://"),
