@@ -97,8 +97,11 @@ type Result struct {
 	ClosesAt       *time.Time `json:"closes_at,omitempty"`
 	Entries        *int       `json:"entries,omitempty"`
 	EntriesRoot    string     `json:"entries_root,omitempty"`
-	Seed           string     `json:"seed,omitempty"`
-	Waves          []Wave     `json:"waves,omitempty"`
+	// ProofVersion is the format of the tree behind entries_root and the proofs
+	// (contract/draw.ProofVersion: 2 since issue 33; 1 for draws closed before), once closed.
+	ProofVersion int    `json:"proof_version,omitempty"`
+	Seed         string `json:"seed,omitempty"`
+	Waves        []Wave `json:"waves,omitempty"`
 }
 
 // Wave is one wave of one variant in a Result: positions [From, To) of the variant's ranking
@@ -124,12 +127,17 @@ type Page struct {
 // to the root (draw.VerifyProof(Leaf, Path, Root) checks it). Rank (position + 1 in the
 // variant's ranking) appears once the draw has run.
 type Proof struct {
-	EntryID string   `json:"entry_id"`
-	Variant string   `json:"variant"`
-	Leaf    string   `json:"leaf"`
-	Path    []string `json:"path"`
-	Root    string   `json:"root"`
-	Rank    *int     `json:"rank,omitempty"`
+	EntryID string `json:"entry_id"`
+	Variant string `json:"variant"`
+	// Index is the entry's leaf index (entry-id order, 0-based): with the result's entries it
+	// fixes the path's length and the side of each step (draw.VerifyInclusion).
+	Index int      `json:"index"`
+	Leaf  string   `json:"leaf"`
+	Path  []string `json:"path"`
+	Root  string   `json:"root"`
+	// ProofVersion is the tree's format (see Result).
+	ProofVersion int  `json:"proof_version"`
+	Rank         *int `json:"rank,omitempty"`
 }
 
 // drawRow is the draws row of a sale.
@@ -137,6 +145,7 @@ type drawRow struct {
 	state, commitment, root, seed string
 	opens, closes                 time.Time
 	entries                       int
+	proofVersion                  int
 }
 
 var errUnknownSale = errors.New("unknown sale")
@@ -147,9 +156,9 @@ func (a *API) readDraw(ctx context.Context, sale string) (drawRow, error) {
 		return d, errUnknownSale // no sale has such an id; spare the database the question
 	}
 	err := a.Pool.QueryRow(ctx, `SELECT state, COALESCE(seed_commitment, ''), COALESCE(entries_root, ''),
-			COALESCE(seed, ''), opens_at, closes_at, COALESCE(entries, 0)
+			COALESCE(seed, ''), opens_at, closes_at, COALESCE(entries, 0), proof_version
 		FROM draws WHERE sale_id = $1`, sale).
-		Scan(&d.state, &d.commitment, &d.root, &d.seed, &d.opens, &d.closes, &d.entries)
+		Scan(&d.state, &d.commitment, &d.root, &d.seed, &d.opens, &d.closes, &d.entries, &d.proofVersion)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return d, errUnknownSale
 	}
@@ -205,7 +214,7 @@ func (a *API) HandleResult(w http.ResponseWriter, r *http.Request) {
 		httpapi.WriteJSON(w, http.StatusOK, res)
 		return
 	}
-	res.Entries, res.EntriesRoot = ptr(d.entries), d.root
+	res.Entries, res.EntriesRoot, res.ProofVersion = ptr(d.entries), d.root, d.proofVersion
 	if d.state == "drawn" || d.state == "done" {
 		res.Seed = d.seed
 		waves, err := a.waves(r.Context(), r.PathValue("sale"))
@@ -371,7 +380,7 @@ func (a *API) proof(ctx context.Context, sale, user string, d drawRow) (Proof, b
 	if err != nil {
 		return p, false, err
 	}
-	p.Leaf, p.Root = hex.EncodeToString(leaf), d.root
+	p.Leaf, p.Root, p.Index, p.ProofVersion = hex.EncodeToString(leaf), d.root, idx, d.proofVersion
 	if pos != nil {
 		p.Rank = ptr(*pos + 1)
 	}

@@ -79,8 +79,8 @@ func seedDraw(t *testing.T, pool *pgxpool.Pool, n int, variants []string, state 
 		}
 	}
 	root := s.tree.Root()
-	exec(`UPDATE draws SET state = 'closed', entries = $2, entries_root = $3, closed_at = now() WHERE sale_id = $1`,
-		s.sale, n, hex.EncodeToString(root[:]))
+	exec(`UPDATE draws SET state = 'closed', entries = $2, entries_root = $3, closed_at = now(), proof_version = $4 WHERE sale_id = $1`,
+		s.sale, n, hex.EncodeToString(root[:]), draw.ProofVersion)
 	if state == "closed" {
 		return s
 	}
@@ -281,13 +281,19 @@ func TestResultShowsOnlyWhatEachStateHasPublished(t *testing.T) {
 	raw = nil
 	st, cc = get(t, srv, "/seckill/"+closed.sale+"/draw/result", "", &raw)
 	if st != 200 || cc != "public, max-age=5" || raw["state"] != "closed" || raw["entries"] != 37.0 ||
-		raw["entries_root"] != closed.rootHex() || raw["seed"] != nil || raw["waves"] != nil || len(raw) != 4 {
+		raw["entries_root"] != closed.rootHex() || raw["seed"] != nil || raw["waves"] != nil || raw["proof_version"] != 2.0 || len(raw) != 5 {
 		t.Fatalf("closed: %d %q %v", st, cc, raw)
 	}
 	var p drawapi.Proof
 	get(t, srv, "/seckill/"+closed.sale+"/draw/proof", closed.users[closed.entries[3].ID], &p)
 	if p.Rank != nil || draw.VerifyProof(p.Leaf, p.Path, p.Root) != nil {
 		t.Fatalf("closed: proof %+v (a rank before the draw, or no valid path)", p)
+	}
+	// Issue 33, item 4: the proof names its version and its leaf index, so a verifier checks
+	// the path's shape and recomputes the leaf from the entry it was given at entry.
+	if p.ProofVersion != draw.ProofVersion || p.Index != 3 || p.EntryID != closed.entries[3].ID ||
+		draw.VerifyInclusion(p.ProofVersion, closed.entries[3], p.Index, 37, p.Path, closed.rootHex()) != nil {
+		t.Fatalf("closed: proof %+v does not verify as entry 3 of 37 in version %d", p, draw.ProofVersion)
 	}
 
 	for _, state := range []string{"drawn", "done"} {
