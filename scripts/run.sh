@@ -107,7 +107,8 @@ export SECKILL_WEBHOOK_URL=http://$SECKILL_SHOP/webhooks
 
 stop_procs
 nohup bin/seckill-backend >"$RUN/backend.log" 2>&1 & echo $! >"$RUN/backend.pid"
-nohup bin/seckill-shop -listen "$SECKILL_SHOP" -public-url "$SECKILL_SHOP_PUBLIC_URL" -backend-admin "$ADMIN" \
+# -demo: its sign-in takes no password (it says so in .run/shop.log); it will not start without.
+nohup bin/seckill-shop -demo -listen "$SECKILL_SHOP" -public-url "$SECKILL_SHOP_PUBLIC_URL" -backend-admin "$ADMIN" \
 	-key-file "$RUN/shop-key.pem" -sales "${SALE:-demo},${ROOM_SALE:-demo-room}" >"$RUN/shop.log" 2>&1 & echo $! >"$RUN/shop.pid"
 nohup bin/caddy run --config Caddyfile --adapter caddyfile >"$RUN/gateway.log" 2>&1 & echo $! >"$RUN/gateway.pid"
 
@@ -163,7 +164,7 @@ The flash-sale edge is running.
             in a browser and sign in (any user name: a demo). Shop pages, the waiting room and the
             purchase are one origin; the gateway knows you by the shop's signed session cookie.
             The shop itself: http://$SECKILL_SHOP (logs .run/shop.log; webhooks it received:
-            http://$SECKILL_SHOP/webhooks)
+            curl -H "Authorization: Bearer \$SECKILL_SHOP_TOKEN" http://$SECKILL_SHOP/webhooks)
   gateway   http://127.0.0.1:8080   header identity (X-User-ID) for scripts and benchmarks
             (logs .run/gateway.log; metrics http://127.0.0.1:2019/metrics)
   backend   http://127.0.0.1:8081   order API (logs .run/backend.log)
