@@ -220,6 +220,11 @@ const (
 	// CodeQueueFull (503, with Retry-After): the sale's waiting room holds its maximum number
 	// of places (max_waiters); a user who has a place keeps it.
 	CodeQueueFull = "queue_full"
+	// CodeCrossSite (403): a state-changing request of the edge (entering a room or a draw, a
+	// token, a purchase) that a browser sent from another site: Sec-Fetch-Site cross-site, or an
+	// Origin that is not the request's own (issue 33). Requests without those headers (curl,
+	// apps) are not affected.
+	CodeCrossSite = "cross_site"
 )
 
 // Values of the meta hash field "state" that the gate and token scripts act on.

@@ -172,7 +172,7 @@ func (g *Gate) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.Han
 	if repl == nil {
 		repl = caddy.NewReplacer()
 	}
-	if ref, ok := refusal.CheckPath(r); !ok {
+	if ref, ok := refusal.CheckRequest(r); !ok {
 		// The sale placeholder reads the raw path, the routes matched the cleaned one: a
 		// per-sale rule must not be bypassed with /seckill/a/../b/buy.
 		countDecision("", core.BadRequest)

@@ -150,7 +150,7 @@ func (h *Issuer) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.H
 	start := time.Now()
 	var res core.Result
 	var ref refusal.Refusal
-	switch pathRef, canonical := refusal.CheckPath(r); {
+	switch pathRef, canonical := refusal.CheckRequest(r); {
 	case r.Method != http.MethodPost:
 		res = core.Result{Outcome: core.MethodNotAllowed}
 		w.Header()["Allow"] = []string{http.MethodPost}
