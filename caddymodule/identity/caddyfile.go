@@ -30,6 +30,7 @@ func init() {
 //		audience          <aud>                  # required member of aud
 //		user_claim        <claim>                # default sub
 //		leeway            <duration>             # default 30s
+//		max_age           <duration>             # longest session accepted (exp - iat); default 24h
 //		jwks_refresh      <duration>             # default 5m
 //		jwks_min_interval <duration>             # default 15s
 //		jwks_max_stale    <duration>             # last good keys kept while the JWKS fails; default 6h
@@ -71,6 +72,8 @@ func (p *JWT) unmarshalOption(d *caddyfile.Dispenser, name string) (bool, error)
 		var l caddy.Duration
 		err = directive.Duration(d, &l)
 		p.Leeway = &l
+	case "max_age":
+		err = directive.Duration(d, &p.MaxAge)
 	case "jwks_refresh":
 		err = directive.Duration(d, &p.JWKSRefresh)
 	case "jwks_min_interval":

@@ -22,6 +22,9 @@ func init() {
 const (
 	DefaultUserClaim = "sub"
 	DefaultLeeway    = 30 * time.Second
+	// DefaultMaxAge is the longest session accepted by default: a day covers a sale and the
+	// sessions shops usually sign (the sample shop's last an hour).
+	DefaultMaxAge = 24 * time.Hour
 	// maxLeeway: beyond a few minutes a "leeway" is an extension of every session.
 	maxLeeway = 5 * time.Minute
 	// keyWait bounds how long a request waits for keys (the first fetch after start, or an
@@ -75,6 +78,12 @@ type JWT struct {
 
 	// Clock skew forgiven when checking exp, nbf and iat. Default 30s; at most 5m.
 	Leeway *caddy.Duration `json:"leeway,omitempty"`
+
+	// The longest session accepted: a token whose exp is more than this after its iat (after
+	// now, without iat) is refused, whatever its signature. A session signed to last for
+	// years (or a shop's bug) must not be a key to the account for ever (issue 33). Default
+	// 24h; 0 is the default, there is no "unlimited".
+	MaxAge caddy.Duration `json:"max_age,omitempty"`
 
 	// How often the JWKS is fetched in the background. Default 5m.
 	JWKSRefresh caddy.Duration `json:"jwks_refresh,omitempty"`
@@ -200,6 +209,9 @@ func (p *JWT) setup(jwks func(url string) (*JWKS, error)) error {
 	if p.JWKSMinInterval <= 0 {
 		p.JWKSMinInterval = caddy.Duration(DefaultJWKSMinInterval)
 	}
+	if p.MaxAge <= 0 {
+		p.MaxAge = caddy.Duration(DefaultMaxAge)
+	}
 	if p.JWKSMaxStale <= 0 {
 		p.JWKSMaxStale = caddy.Duration(DefaultJWKSMaxStale)
 	}
@@ -241,6 +253,7 @@ func (p *JWT) setup(jwks func(url string) (*JWKS, error)) error {
 		Audience:  repl.ReplaceAll(p.Audience, ""),
 		UserClaim: p.UserClaim,
 		Leeway:    time.Duration(*p.Leeway),
+		MaxAge:    time.Duration(p.MaxAge),
 		cache:     newVerifiedCache(*p.VerifiedCache),
 	}
 	return nil
