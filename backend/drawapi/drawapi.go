@@ -256,8 +256,9 @@ type EntriesQuery struct {
 	Limit int
 }
 
-// ParseEntriesQuery reads "after" (an entry id: 1 to 16 lowercase hex digits) and "limit" (1 to
-// MaxLimit, DefaultLimit when absent). Each at most once; other parameters are refused too, so a
+// ParseEntriesQuery reads "after" (an entry id: 1 to 16 lowercase hex digits; empty or absent:
+// the first page) and "limit" (1 to MaxLimit in canonical form, httpapi.ParseLimit;
+// DefaultLimit when absent). Each at most once; other parameters are refused too, so a
 // misspelt "limit" is not silently the default.
 func ParseEntriesQuery(raw string) (EntriesQuery, error) {
 	q := EntriesQuery{Limit: DefaultLimit}
@@ -271,14 +272,17 @@ func ParseEntriesQuery(raw string) (EntriesQuery, error) {
 		}
 		switch k {
 		case "after":
+			if v[0] == "" {
+				continue // after= is the first page, as no after at all (issue 33)
+			}
 			if !validEntryID(v[0]) {
 				return q, errors.New("after: want an entry id (1 to 16 lowercase hex digits)")
 			}
 			q.After = v[0]
 		case "limit":
-			n, err := strconv.Atoi(v[0])
-			if err != nil || n < 1 || n > MaxLimit || len(v[0]) > 5 {
-				return q, errors.New("limit: want an integer from 1 to " + strconv.Itoa(MaxLimit))
+			n, ok := httpapi.ParseLimit(v[0], MaxLimit)
+			if !ok {
+				return q, errors.New("limit: want an integer from 1 to " + strconv.Itoa(MaxLimit) + ", written plainly (no sign, no leading zero)")
 			}
 			q.Limit = n
 		default:
