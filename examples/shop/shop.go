@@ -65,6 +65,7 @@ func (s *Shop) Handler() http.Handler {
 	mux.HandleFunc("POST /signin", sameOrigin(s.signIn))
 	mux.HandleFunc("POST /signout", sameOrigin(s.signOut))
 	mux.HandleFunc("GET /.well-known/jwks.json", s.jwks)
+	mux.HandleFunc("GET /session", s.session)
 	mux.Handle("POST /webhooks", s.inbox)
 	mux.HandleFunc("GET /webhooks", s.webhooks)
 	mux.HandleFunc("POST /account/orders/{id}/pay", sameOrigin(s.pay))
@@ -130,6 +131,24 @@ func (s *Shop) signOut(w http.ResponseWriter, r *http.Request) {
 func (s *Shop) jwks(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Cache-Control", "public, max-age=300")
 	writeJSON(w, http.StatusOK, s.sessions.JWKS())
+}
+
+// session is the session endpoint of deploy/Caddyfile.production-session's seckill_session
+// (its default SECKILL_SESSION_URL is this shop's /session): 204 with X-User-ID for a valid
+// session (the cookie, or a bearer token), 401 without. A shop whose sessions are opaque
+// answers the same way; this one can also be checked at the edge with its JWKS.
+func (s *Shop) session(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Cache-Control", "no-store")
+	user := s.user(r)
+	if tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer "); ok && user == "" {
+		user, _ = s.sessions.User(tok, s.now())
+	}
+	if user == "" {
+		writeError(w, http.StatusUnauthorized, "unauthenticated", "not signed in")
+		return
+	}
+	w.Header().Set("X-User-ID", user)
+	w.WriteHeader(http.StatusNoContent)
 }
 
 // cookieName is the session cookie's name: __Host- prefixed over https.

@@ -472,3 +472,44 @@ func TestTheShopStartsOnlyWithDemo(t *testing.T) {
 		t.Fatalf("the notice does not say what -demo means: %q", DemoNotice)
 	}
 }
+
+// Issue 33 (informational): deploy/Caddyfile.production-session's default session endpoint is
+// this shop's GET /session (204 with X-User-ID for a session, 401 without); the file's comment
+// names this shop's cookie, which differs from the file's default cookie name.
+func TestTheSessionEndpointOfTheSessionCaddyfileIsTheShops(t *testing.T) {
+	s, srv := newShop(t, "")
+	tok, _ := s.Sessions().Issue("alice", time.Now())
+	for name, c := range map[string]struct {
+		hdr  map[string]string
+		code int
+		user string
+	}{
+		"the cookie":   {map[string]string{"Cookie": CookieName + "=" + tok}, http.StatusNoContent, "alice"},
+		"bearer":       {map[string]string{"Authorization": "Bearer " + tok}, http.StatusNoContent, "alice"},
+		"nothing":      {nil, http.StatusUnauthorized, ""},
+		"a bad cookie": {map[string]string{"Cookie": CookieName + "=x.y.z"}, http.StatusUnauthorized, ""},
+	} {
+		req, _ := http.NewRequest(http.MethodGet, srv.URL+"/session", nil)
+		for k, v := range c.hdr {
+			req.Header.Set(k, v)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != c.code || resp.Header.Get("X-User-ID") != c.user {
+			t.Errorf("%s: %d %q, want %d %q", name, resp.StatusCode, resp.Header.Get("X-User-ID"), c.code, c.user)
+		}
+	}
+	caddyfile, err := os.ReadFile("../../deploy/Caddyfile.production-session")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"{$SECKILL_SESSION_URL:http://127.0.0.1:3000/session}", "{$SECKILL_SESSION_USER_HEADER:X-User-ID}",
+		"its cookie is\n#                              seckill_session"} {
+		if !strings.Contains(string(caddyfile), want) {
+			t.Errorf("deploy/Caddyfile.production-session does not default to the sample shop: no %s", want)
+		}
+	}
+}
