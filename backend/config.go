@@ -3,9 +3,12 @@ package backend
 import (
 	"flag"
 	"fmt"
+	"net/netip"
 	"os"
 	"strconv"
 	"time"
+
+	"github.com/seckilledge/seckill/internal/egress"
 )
 
 // Config is the backend's configuration. Every field has a flag and an environment variable;
@@ -37,8 +40,14 @@ type Config struct {
 	WebhookAttempts    int           // SECKILL_WEBHOOK_MAX_ATTEMPTS, -webhook-max-attempts: then dead
 	WebhookConcurrency int           // SECKILL_WEBHOOK_CONCURRENCY, -webhook-concurrency: requests in flight
 	Namespace          string        // SECKILL_NAMESPACE, -namespace: deployment recorded in preheated sales (gateways relay their own)
-	// SECKILL_WEBHOOK_ALLOW_PRIVATE=1, -webhook-allow-private: webhook URLs may point inside
-	// (loopback, private, link-local...): off, they are refused at create, at start-up and at dial.
+	// SECKILL_WEBHOOK_ALLOW_CIDRS, -webhook-allow-cidrs: the prefixes inside (loopback,
+	// private...) webhook URLs may point at, comma-separated (make run: 127.0.0.1/32); any
+	// other address inside is refused at create, at start-up and at dial. Link-local and cloud
+	// metadata addresses are refused whatever it lists.
+	WebhookAllowCIDRs string
+	// SECKILL_WEBHOOK_ALLOW_PRIVATE=1, -webhook-allow-private: deprecated, the allow list
+	// 0.0.0.0/0,::/0 (every address inside but link-local and metadata); use
+	// SECKILL_WEBHOOK_ALLOW_CIDRS.
 	WebhookAllowPrivate bool
 	// The draws' public beacon (docs/draw.md, "A public beacon"). DrandURLs (SECKILL_DRAND_URLS,
 	// -drand-urls): comma-separated drand HTTP endpoints, tried in order; empty: no beacon, new
@@ -53,6 +62,8 @@ type Config struct {
 	DrandPublicKey string
 	DrandPeriod    string
 	DrandGenesis   string
+	// WebhookAllow is WebhookAllowCIDRs (and the deprecated switch) parsed by ConfigFromFlags.
+	WebhookAllow []netip.Prefix
 }
 
 func getenv(name, def string) string {
@@ -102,8 +113,10 @@ func ConfigFromFlags(fs *flag.FlagSet, args []string) (Config, error) {
 	dur(&c.WebhookRetryMax, "webhook-retry-max", "SECKILL_WEBHOOK_RETRY_MAX", "10m", "longest backoff between webhook attempts")
 	num(&c.WebhookAttempts, "webhook-max-attempts", "SECKILL_WEBHOOK_MAX_ATTEMPTS", 15, "webhook attempts before the event is parked dead")
 	num(&c.WebhookConcurrency, "webhook-concurrency", "SECKILL_WEBHOOK_CONCURRENCY", 16, "webhook requests in flight per instance")
+	fs.StringVar(&c.WebhookAllowCIDRs, "webhook-allow-cidrs", os.Getenv("SECKILL_WEBHOOK_ALLOW_CIDRS"),
+		"prefixes inside (loopback, private) webhook URLs may point at, e.g. 127.0.0.1/32; never link-local or metadata (SECKILL_WEBHOOK_ALLOW_CIDRS)")
 	fs.BoolVar(&c.WebhookAllowPrivate, "webhook-allow-private", os.Getenv("SECKILL_WEBHOOK_ALLOW_PRIVATE") == "1",
-		"let webhook URLs point at loopback, private and link-local addresses; off, they are refused (SECKILL_WEBHOOK_ALLOW_PRIVATE=1)")
+		"deprecated: -webhook-allow-cidrs 0.0.0.0/0,::/0 (link-local and metadata stay refused) (SECKILL_WEBHOOK_ALLOW_PRIVATE=1)")
 	fs.StringVar(&c.DrandURLs, "drand-urls", os.Getenv("SECKILL_DRAND_URLS"), "comma-separated drand HTTP endpoints for the draws' public beacon; empty: draws are commit-reveal only (SECKILL_DRAND_URLS)")
 	fs.StringVar(&c.DrandChainHash, "drand-chain-hash", os.Getenv("SECKILL_DRAND_CHAIN_HASH"), "drand chain new draws name (default quicknet's when -drand-urls is set) (SECKILL_DRAND_CHAIN_HASH)")
 	fs.StringVar(&c.DrandPublicKey, "drand-public-key", os.Getenv("SECKILL_DRAND_PUBLIC_KEY"), "that chain's public key, hex (built in for quicknet) (SECKILL_DRAND_PUBLIC_KEY)")
@@ -130,5 +143,13 @@ func ConfigFromFlags(fs *flag.FlagSet, args []string) (Config, error) {
 	if c.BatchWriters < 1 || c.BatchWriters > 16 {
 		return c, fmt.Errorf("batch writers %d: want 1..16", c.BatchWriters)
 	}
+	allow, err := egress.ParseAllow(c.WebhookAllowCIDRs)
+	if err != nil {
+		return c, fmt.Errorf("SECKILL_WEBHOOK_ALLOW_CIDRS: %w", err)
+	}
+	if c.WebhookAllowPrivate {
+		allow = append(allow, egress.AllowInside...)
+	}
+	c.WebhookAllow = allow
 	return c, nil
 }

@@ -155,7 +155,7 @@ func TestKillNineMidDeliveryLosesNoWebhook(t *testing.T) {
 	hooks := []string{"SECKILL_WEBHOOK_URL=" + r.srv.URL, "SECKILL_WEBHOOK_SECRETS=" + hookSecretNew + "," + hookSecretOld,
 		"SECKILL_WEBHOOK_TIMEOUT=300ms", "SECKILL_WEBHOOK_RETRY_MIN=10ms", "SECKILL_WEBHOOK_RETRY_MAX=200ms",
 		// The receiver is an httptest server on 127.0.0.1.
-		"SECKILL_WEBHOOK_ALLOW_PRIVATE=1"}
+		"SECKILL_WEBHOOK_ALLOW_CIDRS=127.0.0.1/32"}
 
 	first := e.child(50, hooks...)
 	testenv.WaitFor(t, 60*time.Second, "the first deliveries", func() bool { return r.unique() >= orders/5 })

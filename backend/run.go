@@ -35,12 +35,15 @@ func Run(ctx context.Context, cfg Config) error {
 	if err != nil {
 		return err
 	}
+	if cfg.WebhookAllowPrivate {
+		log.Warn("SECKILL_WEBHOOK_ALLOW_PRIVATE=1 is deprecated: it allows every address inside but link-local and metadata; list the receiver's prefixes in SECKILL_WEBHOOK_ALLOW_CIDRS instead")
+	}
 	var hooks *webhook.Worker
 	switch {
 	case len(secrets) > 0:
 		hooks = &webhook.Worker{Log: log, DefaultURL: cfg.WebhookURL, Secrets: secrets, Timeout: cfg.WebhookTimeout,
 			RetryMin: cfg.WebhookRetryMin, RetryMax: cfg.WebhookRetryMax, MaxAttempts: cfg.WebhookAttempts,
-			Concurrency: cfg.WebhookConcurrency, AllowPrivate: cfg.WebhookAllowPrivate}
+			Concurrency: cfg.WebhookConcurrency, Allow: cfg.WebhookAllow}
 		if cfg.WebhookURL != "" {
 			if err := hooks.CheckURL(ctx, cfg.WebhookURL); err != nil {
 				return fmt.Errorf("SECKILL_WEBHOOK_URL: %w", err)

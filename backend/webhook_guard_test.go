@@ -12,11 +12,16 @@ import (
 	"github.com/seckilledge/seckill/backend/orders"
 	"github.com/seckilledge/seckill/backend/webhook"
 	"github.com/seckilledge/seckill/contract"
+	"github.com/seckilledge/seckill/internal/egress"
 	"github.com/seckilledge/seckill/internal/testenv"
 )
 
 // publicDNS answers every name with a public address: the world as the create-time check saw
 // it, before the name was pointed inside.
+// allowLoopback is SECKILL_WEBHOOK_ALLOW_CIDRS=127.0.0.1/32, make run's: the tests' receivers
+// are httptest servers there.
+var allowLoopback = []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")}
+
 type publicDNS struct{}
 
 func (publicDNS) LookupNetIP(context.Context, string, string) ([]netip.Addr, error) {
@@ -25,7 +30,8 @@ func (publicDNS) LookupNetIP(context.Context, string, string) ([]netip.Addr, err
 
 // A sale's webhook_url is where the delivery worker connects on an admin's word: it must not be
 // the backend's own network (loopback services, the cloud's metadata, private ranges). The
-// refusal is a 400 bad_request naming the field; SECKILL_WEBHOOK_ALLOW_PRIVATE lifts it.
+// refusal is a 400 bad_request naming the field; SECKILL_WEBHOOK_ALLOW_CIDRS lifts it for the
+// prefixes it lists, never for metadata and link-local addresses (issue 33, item 6).
 func TestAWebhookURLPointingInsideIsRefusedAtCreate(t *testing.T) {
 	e := newEnv(t)
 	hooks := &webhook.Worker{Pool: e.pool, Log: quietLog(), Secrets: []string{hookSecretNew}}
@@ -58,7 +64,7 @@ func TestAWebhookURLPointingInsideIsRefusedAtCreate(t *testing.T) {
 	} {
 		code, ref := create(hook)
 		if code != 400 || ref.Code != contract.CodeBadRequest || !strings.HasPrefix(ref.Message, "webhook_url: ") ||
-			!strings.Contains(ref.Message, "SECKILL_WEBHOOK_ALLOW_PRIVATE") {
+			!strings.Contains(ref.Message, "webhooks go to the shop") {
 			t.Errorf("%s: %d %+v, want 400 bad_request naming webhook_url", hook, code, ref)
 		}
 	}
@@ -69,9 +75,29 @@ func TestAWebhookURLPointingInsideIsRefusedAtCreate(t *testing.T) {
 	if code, ref := create("https://93.184.215.14/hooks"); code != 201 {
 		t.Fatalf("a public receiver: %d %+v", code, ref)
 	}
-	hooks.AllowPrivate = true
-	if code, ref := create("http://localhost:8082/hooks"); code != 201 {
-		t.Fatalf("with SECKILL_WEBHOOK_ALLOW_PRIVATE, a receiver on loopback: %d %+v", code, ref)
+	hooks.Allow = allowLoopback
+	for _, hook := range []string{"http://localhost:8082/hooks", "http://127.0.0.1:3000/webhooks", "http://[::ffff:127.0.0.1]:3000/webhooks"} {
+		if code, ref := create(hook); code != 201 {
+			t.Fatalf("with SECKILL_WEBHOOK_ALLOW_CIDRS=127.0.0.1/32, %s: %d %+v", hook, code, ref)
+		}
+	}
+	// The list admits what it lists, and no allow list admits metadata or link-local.
+	hooks.Allow = egress.AllowInside
+	for _, hook := range []string{"http://127.0.0.2/", "http://[::1]:5432/", "http://10.0.0.7/hooks"} {
+		if code, ref := create(hook); code != 201 {
+			t.Errorf("allowing 0.0.0.0/0 and ::/0, %s: %d %+v", hook, code, ref)
+		}
+	}
+	for _, hook := range []string{"http://169.254.169.254/latest/meta-data/", "http://[::ffff:169.254.169.254]/latest/meta-data/",
+		"http://[fd00:ec2::254]/latest/meta-data/", "http://100.100.100.200/latest/meta-data/", "http://169.254.10.1/",
+		"http://[fe80::1%25eth0]/hooks"} {
+		if code, ref := create(hook); code != 400 || !strings.HasPrefix(ref.Message, "webhook_url: ") {
+			t.Errorf("allowing 0.0.0.0/0 and ::/0, %s: %d %+v, want 400", hook, code, ref)
+		}
+	}
+	hooks.Allow = allowLoopback
+	if code, ref := create("http://[::ffff:127.0.0.2]:8082/"); code != 400 {
+		t.Errorf("127.0.0.1/32 allowed, ::ffff:127.0.0.2: %d %+v, want 400", code, ref)
 	}
 }
 
@@ -86,7 +112,7 @@ func TestAWebhookDialToLoopbackIsBlockedEvenAfterDNSChanges(t *testing.T) {
 	u, _ := url.Parse(r.srv.URL)
 	hook := "http://localhost:" + u.Port() + "/hooks"
 	h := e.startHooksWith(&webhook.Worker{Timeout: time.Second, MaxAttempts: 2, Resolver: publicDNS{}})
-	if h.AllowPrivate {
+	if len(h.Allow) != 0 {
 		t.Fatal("the worker allows private receivers")
 	}
 	_, admin := e.servers(false)
@@ -154,12 +180,31 @@ func TestADefaultWebhookURLPointingInsideFailsStartUp(t *testing.T) {
 	for _, hook := range []string{"http://127.0.0.1:8082/admin", "http://169.254.169.254/latest/meta-data/", "http://localhost:9/"} {
 		t.Setenv("SECKILL_WEBHOOK_URL", hook)
 		if err := start(); err == nil || !strings.Contains(err.Error(), "SECKILL_WEBHOOK_URL: ") ||
-			!strings.Contains(err.Error(), "SECKILL_WEBHOOK_ALLOW_PRIVATE") {
+			!strings.Contains(err.Error(), "webhooks go to the shop") {
 			t.Errorf("%s: start-up said %v, want a refusal of SECKILL_WEBHOOK_URL", hook, err)
 		}
 	}
+	t.Setenv("SECKILL_WEBHOOK_ALLOW_CIDRS", "127.0.0.1/32")
+	for _, hook := range []string{"http://127.0.0.1:8082/admin", "http://localhost:9/"} {
+		t.Setenv("SECKILL_WEBHOOK_URL", hook)
+		if err := start(); err != nil && strings.Contains(err.Error(), "SECKILL_WEBHOOK_URL") {
+			t.Errorf("%s with SECKILL_WEBHOOK_ALLOW_CIDRS=127.0.0.1/32: %v", hook, err)
+		}
+	}
+	// Metadata stays refused whatever is allowed, the deprecated switch included.
+	t.Setenv("SECKILL_WEBHOOK_ALLOW_CIDRS", "0.0.0.0/0")
 	t.Setenv("SECKILL_WEBHOOK_ALLOW_PRIVATE", "1")
+	t.Setenv("SECKILL_WEBHOOK_URL", "http://169.254.169.254/latest/meta-data/")
+	if err := start(); err == nil || !strings.Contains(err.Error(), "SECKILL_WEBHOOK_URL: ") {
+		t.Errorf("a metadata URL with everything allowed: start-up said %v", err)
+	}
+	t.Setenv("SECKILL_WEBHOOK_ALLOW_CIDRS", "")
+	t.Setenv("SECKILL_WEBHOOK_URL", "http://10.0.0.7/hooks")
 	if err := start(); err != nil && strings.Contains(err.Error(), "SECKILL_WEBHOOK_URL") {
-		t.Errorf("with SECKILL_WEBHOOK_ALLOW_PRIVATE=1: %v", err)
+		t.Errorf("the deprecated SECKILL_WEBHOOK_ALLOW_PRIVATE=1 no longer allows a private receiver: %v", err)
+	}
+	t.Setenv("SECKILL_WEBHOOK_ALLOW_CIDRS", "10.0.0.1/8")
+	if _, err := ConfigFromFlags(flagSet(), nil); err == nil || !strings.Contains(err.Error(), "SECKILL_WEBHOOK_ALLOW_CIDRS") {
+		t.Errorf("a malformed allow list: %v", err)
 	}
 }

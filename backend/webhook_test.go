@@ -120,13 +120,13 @@ func (r *receiver) unique() int {
 
 // startHooks runs a delivery worker for the env's service until the test ends (called twice:
 // two workers, as in two backend instances; the service wakes the last). Its receivers are
-// httptest servers on 127.0.0.1, so it allows private receivers (SECKILL_WEBHOOK_ALLOW_PRIVATE).
+// httptest servers on 127.0.0.1, so it allows receivers there (SECKILL_WEBHOOK_ALLOW_CIDRS=127.0.0.1/32).
 func (e *env) startHooks(url string, timeout time.Duration, attempts int) *webhook.Worker {
-	return e.startHooksWith(&webhook.Worker{DefaultURL: url, Timeout: timeout, MaxAttempts: attempts, AllowPrivate: true})
+	return e.startHooksWith(&webhook.Worker{DefaultURL: url, Timeout: timeout, MaxAttempts: attempts, Allow: allowLoopback})
 }
 
 // startHooksWith runs h as startHooks does; its zero fields take the tests' values (fast
-// retries, 32 in flight, both secrets). AllowPrivate is h's own: false keeps the egress guard.
+// retries, 32 in flight, both secrets). Allow is h's own: none keeps the whole egress guard.
 func (e *env) startHooksWith(h *webhook.Worker) *webhook.Worker {
 	e.t.Helper()
 	pool, err := webhook.NewPool(context.Background(), e.pg, 10)

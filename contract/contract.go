@@ -242,6 +242,11 @@ const (
 	// CodeTooManyChallenges (429, with Retry-After: until the oldest open one expires): the
 	// user, or his network (an IP prefix), holds the most open challenges a sale allows.
 	CodeTooManyChallenges = "too_many_challenges"
+	// CodeCrossSite (403): a state-changing request of the edge (entering a room or a draw, a
+	// token, a purchase) that a browser sent from another site: Sec-Fetch-Site cross-site, or an
+	// Origin that is not the request's own (issue 33). Requests without those headers (curl,
+	// apps) are not affected.
+	CodeCrossSite = "cross_site"
 )
 
 // Values of the meta hash field "state" that the gate and token scripts act on.

@@ -89,10 +89,10 @@ ADMIN=http://$SECKILL_BACKEND_ADMIN_LISTEN
 # The demo's own deployment namespace (backend and gateway): its relay leaves alone the sales
 # of test runs sharing this Redis, and theirs leave the demo's alone.
 export SECKILL_NAMESPACE=${SECKILL_NAMESPACE:-demo}
-# The demo's shop, if you give it one (SECKILL_WEBHOOK_URL / a sale's webhook_url), listens on
-# this machine: let webhooks reach loopback and private addresses, which a real deployment
-# refuses (docs/backend.md, "Webhooks"). Set it to 0 to try the refusal.
-export SECKILL_WEBHOOK_ALLOW_PRIVATE=${SECKILL_WEBHOOK_ALLOW_PRIVATE:-1}
+# The demo's shop listens on this machine: let webhooks reach 127.0.0.1 (only), which a real
+# deployment refuses (docs/backend.md, "Webhooks"). Set it to "" to try the refusal; metadata
+# and link-local addresses are refused whatever it lists.
+export SECKILL_WEBHOOK_ALLOW_CIDRS=${SECKILL_WEBHOOK_ALLOW_CIDRS-127.0.0.1/32}
 # The cockpit's accepted and refused per second come from the gateway's metrics, which Caddy
 # serves on its admin endpoint (the Caddyfile's `admin`); without this it shows no refusals.
 export SECKILL_GATEWAY_METRICS=${SECKILL_GATEWAY_METRICS:-http://127.0.0.1:2019/metrics}
@@ -104,13 +104,11 @@ export SECKILL_GATEWAY_METRICS=${SECKILL_GATEWAY_METRICS:-http://127.0.0.1:2019/
 export SECKILL_SHOP=127.0.0.1:3000
 export SECKILL_SHOP_PUBLIC_URL=${SECKILL_SHOP_PUBLIC_URL:-http://localhost:8088}
 export SECKILL_WEBHOOK_URL=http://$SECKILL_SHOP/webhooks
-# The shop is on loopback: a backend that refuses private webhook addresses allows them here
-# (set it to 0 to see the refusal).
-export SECKILL_WEBHOOK_ALLOW_PRIVATE=${SECKILL_WEBHOOK_ALLOW_PRIVATE:-1}
 
 stop_procs
 nohup bin/seckill-backend >"$RUN/backend.log" 2>&1 & echo $! >"$RUN/backend.pid"
-nohup bin/seckill-shop -listen "$SECKILL_SHOP" -public-url "$SECKILL_SHOP_PUBLIC_URL" -backend-admin "$ADMIN" \
+# -demo: its sign-in takes no password (it says so in .run/shop.log); it will not start without.
+nohup bin/seckill-shop -demo -listen "$SECKILL_SHOP" -public-url "$SECKILL_SHOP_PUBLIC_URL" -backend-admin "$ADMIN" \
 	-key-file "$RUN/shop-key.pem" -sales "${SALE:-demo},${ROOM_SALE:-demo-room}" >"$RUN/shop.log" 2>&1 & echo $! >"$RUN/shop.pid"
 nohup bin/caddy run --config Caddyfile --adapter caddyfile >"$RUN/gateway.log" 2>&1 & echo $! >"$RUN/gateway.pid"
 
@@ -166,7 +164,7 @@ The flash-sale edge is running.
             in a browser and sign in (any user name: a demo). Shop pages, the waiting room and the
             purchase are one origin; the gateway knows you by the shop's signed session cookie.
             The shop itself: http://$SECKILL_SHOP (logs .run/shop.log; webhooks it received:
-            http://$SECKILL_SHOP/webhooks)
+            curl -H "Authorization: Bearer \$SECKILL_SHOP_TOKEN" http://$SECKILL_SHOP/webhooks)
   gateway   http://127.0.0.1:8080   header identity (X-User-ID) for scripts and benchmarks
             (logs .run/gateway.log; metrics http://127.0.0.1:2019/metrics)
   backend   http://127.0.0.1:8081   order API (logs .run/backend.log)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
-	"strconv"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/seckilledge/seckill/backend/internal/httpapi"
@@ -51,8 +50,8 @@ func (ct *Controls) HandleAudit(w http.ResponseWriter, r *http.Request) {
 	}
 	limit := 100
 	if v := r.URL.Query().Get("limit"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 || n > 1000 {
+		n, ok := httpapi.ParseLimit(v, 1000)
+		if !ok {
 			httpapi.Refuse(w, http.StatusBadRequest, contract.CodeBadRequest, "limit must be 1..1000")
 			return
 		}

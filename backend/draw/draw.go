@@ -283,8 +283,9 @@ func (r *Runner) close(ctx context.Context, sale string, held lock.Held) (*fixed
 			sale, names, ns); err != nil {
 			return err
 		}
-		tag, err := tx.Exec(ctx, `UPDATE draws SET state = 'closed', entries = $2, entries_root = $3, closed_at = $4 WHERE sale_id = $1 AND state = 'open'`,
-			sale, len(fixed.entries), rootHex, closedAt)
+		// proof_version: the tree was built by this contract/draw (its ProofVersion).
+		tag, err := tx.Exec(ctx, `UPDATE draws SET state = 'closed', entries = $2, entries_root = $3, closed_at = $4, proof_version = $5 WHERE sale_id = $1 AND state = 'open'`,
+			sale, len(fixed.entries), rootHex, closedAt, drawmath.ProofVersion)
 		if err != nil {
 			return err
 		}

@@ -97,8 +97,11 @@ type Result struct {
 	ClosesAt       *time.Time `json:"closes_at,omitempty"`
 	Entries        *int       `json:"entries,omitempty"`
 	EntriesRoot    string     `json:"entries_root,omitempty"`
-	Seed           string     `json:"seed,omitempty"`
-	Waves          []Wave     `json:"waves,omitempty"`
+	// ProofVersion is the format of the tree behind entries_root and the proofs
+	// (contract/draw.ProofVersion: 2 since issue 33; 1 for draws closed before), once closed.
+	ProofVersion int    `json:"proof_version,omitempty"`
+	Seed         string `json:"seed,omitempty"`
+	Waves        []Wave `json:"waves,omitempty"`
 	// Randomness is "commit-reveal" (the seed alone ranks: Beacon is null) or
 	// "commit-reveal+drand" (docs/draw.md, "A public beacon": the ranking's seed is derived from
 	// the seed and Beacon's round). Beacon is named at the sale's creation, so it is public
@@ -132,12 +135,17 @@ type Page struct {
 // to the root (draw.VerifyProof(Leaf, Path, Root) checks it). Rank (position + 1 in the
 // variant's ranking) appears once the draw has run.
 type Proof struct {
-	EntryID string   `json:"entry_id"`
-	Variant string   `json:"variant"`
-	Leaf    string   `json:"leaf"`
-	Path    []string `json:"path"`
-	Root    string   `json:"root"`
-	Rank    *int     `json:"rank,omitempty"`
+	EntryID string `json:"entry_id"`
+	Variant string `json:"variant"`
+	// Index is the entry's leaf index (entry-id order, 0-based): with the result's entries it
+	// fixes the path's length and the side of each step (draw.VerifyInclusion).
+	Index int      `json:"index"`
+	Leaf  string   `json:"leaf"`
+	Path  []string `json:"path"`
+	Root  string   `json:"root"`
+	// ProofVersion is the tree's format (see Result).
+	ProofVersion int  `json:"proof_version"`
+	Rank         *int `json:"rank,omitempty"`
 	// Randomness and Beacon as in the result: what the rank was drawn with.
 	Randomness string       `json:"randomness"`
 	Beacon     *draw.Beacon `json:"beacon"`
@@ -149,6 +157,7 @@ type drawRow struct {
 	opens, closes                 time.Time
 	entries                       int
 	beacon                        *draw.Beacon
+	proofVersion                  int
 }
 
 // randomness is the row's "randomness" and beacon (with its round's values once fetched).
@@ -168,9 +177,9 @@ func (a *API) readDraw(ctx context.Context, sale string) (drawRow, error) {
 	}
 	var sig, rnd *string
 	err := a.Pool.QueryRow(ctx, `SELECT state, COALESCE(seed_commitment, ''), COALESCE(entries_root, ''),
-			COALESCE(seed, ''), opens_at, closes_at, COALESCE(entries, 0), beacon, beacon_signature, beacon_randomness
+			COALESCE(seed, ''), opens_at, closes_at, COALESCE(entries, 0), proof_version, beacon, beacon_signature, beacon_randomness
 		FROM draws WHERE sale_id = $1`, sale).
-		Scan(&d.state, &d.commitment, &d.root, &d.seed, &d.opens, &d.closes, &d.entries, &d.beacon, &sig, &rnd)
+		Scan(&d.state, &d.commitment, &d.root, &d.seed, &d.opens, &d.closes, &d.entries, &d.proofVersion, &d.beacon, &sig, &rnd)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return d, errUnknownSale
 	}
@@ -234,7 +243,7 @@ func (a *API) HandleResult(w http.ResponseWriter, r *http.Request) {
 		httpapi.WriteJSON(w, http.StatusOK, res)
 		return
 	}
-	res.Entries, res.EntriesRoot = ptr(d.entries), d.root
+	res.Entries, res.EntriesRoot, res.ProofVersion = ptr(d.entries), d.root, d.proofVersion
 	if d.state == "drawn" || d.state == "done" {
 		res.Seed = d.seed
 		if seed, err := hex.DecodeString(d.seed); err == nil && d.beacon != nil {
@@ -281,9 +290,9 @@ type EntriesQuery struct {
 	Limit int
 }
 
-// ParseEntriesQuery reads "after" (an entry id: 1 to 16 lowercase hex digits; empty: the first
-// page) and "limit" (1 to
-// MaxLimit, DefaultLimit when absent). Each at most once; other parameters are refused too, so a
+// ParseEntriesQuery reads "after" (an entry id: 1 to 16 lowercase hex digits; empty or absent:
+// the first page) and "limit" (1 to MaxLimit in canonical form, httpapi.ParseLimit;
+// DefaultLimit when absent). Each at most once; other parameters are refused too, so a
 // misspelt "limit" is not silently the default.
 func ParseEntriesQuery(raw string) (EntriesQuery, error) {
 	q := EntriesQuery{Limit: DefaultLimit}
@@ -298,18 +307,16 @@ func ParseEntriesQuery(raw string) (EntriesQuery, error) {
 		switch k {
 		case "after":
 			if v[0] == "" {
-				// The natural client loop starts with after= and sets it to each page's next:
-				// an empty after is the first page (issue 35), as on every paginated route.
-				continue
+				continue // after= is the first page, as no after at all (issue 33)
 			}
 			if !validEntryID(v[0]) {
 				return q, errors.New("after: want an entry id (1 to 16 lowercase hex digits)")
 			}
 			q.After = v[0]
 		case "limit":
-			n, err := strconv.Atoi(v[0])
-			if err != nil || n < 1 || n > MaxLimit || len(v[0]) > 5 {
-				return q, errors.New("limit: want an integer from 1 to " + strconv.Itoa(MaxLimit))
+			n, ok := httpapi.ParseLimit(v[0], MaxLimit)
+			if !ok {
+				return q, errors.New("limit: want an integer from 1 to " + strconv.Itoa(MaxLimit) + ", written plainly (no sign, no leading zero)")
 			}
 			q.Limit = n
 		default:
@@ -411,7 +418,7 @@ func (a *API) proof(ctx context.Context, sale, user string, d drawRow) (Proof, b
 	if err != nil {
 		return p, false, err
 	}
-	p.Leaf, p.Root = hex.EncodeToString(leaf), d.root
+	p.Leaf, p.Root, p.Index, p.ProofVersion = hex.EncodeToString(leaf), d.root, idx, d.proofVersion
 	p.Randomness, p.Beacon = d.randomness(), d.beacon
 	if pos != nil {
 		p.Rank = ptr(*pos + 1)

@@ -79,8 +79,8 @@ func seedDraw(t *testing.T, pool *pgxpool.Pool, n int, variants []string, state 
 		}
 	}
 	root := s.tree.Root()
-	exec(`UPDATE draws SET state = 'closed', entries = $2, entries_root = $3, closed_at = now() WHERE sale_id = $1`,
-		s.sale, n, hex.EncodeToString(root[:]))
+	exec(`UPDATE draws SET state = 'closed', entries = $2, entries_root = $3, closed_at = now(), proof_version = $4 WHERE sale_id = $1`,
+		s.sale, n, hex.EncodeToString(root[:]), draw.ProofVersion)
 	if state == "closed" {
 		return s
 	}
@@ -280,13 +280,19 @@ func TestResultShowsOnlyWhatEachStateHasPublished(t *testing.T) {
 	st, cc = get(t, srv, "/seckill/"+closed.sale+"/draw/result", "", &raw)
 	if st != 200 || cc != "public, max-age=5" || raw["state"] != "closed" || raw["entries"] != 37.0 ||
 		raw["entries_root"] != closed.rootHex() || raw["seed"] != nil || raw["waves"] != nil ||
-		raw["randomness"] != "commit-reveal" || !hasNull(raw, "beacon") || raw["closes_at"] == nil || len(raw) != 8 {
+		raw["randomness"] != "commit-reveal" || !hasNull(raw, "beacon") || raw["closes_at"] == nil || raw["proof_version"] != 2.0 || len(raw) != 9 {
 		t.Fatalf("closed: %d %q %v", st, cc, raw)
 	}
 	var p drawapi.Proof
 	get(t, srv, "/seckill/"+closed.sale+"/draw/proof", closed.users[closed.entries[3].ID], &p)
 	if p.Rank != nil || draw.VerifyProof(p.Leaf, p.Path, p.Root) != nil {
 		t.Fatalf("closed: proof %+v (a rank before the draw, or no valid path)", p)
+	}
+	// Issue 33, item 4: the proof names its version and its leaf index, so a verifier checks
+	// the path's shape and recomputes the leaf from the entry it was given at entry.
+	if p.ProofVersion != draw.ProofVersion || p.Index != 3 || p.EntryID != closed.entries[3].ID ||
+		draw.VerifyInclusion(p.ProofVersion, closed.entries[3], p.Index, 37, p.Path, closed.rootHex()) != nil {
+		t.Fatalf("closed: proof %+v does not verify as entry 3 of 37 in version %d", p, draw.ProofVersion)
 	}
 
 	for _, state := range []string{"drawn", "done"} {
@@ -333,8 +339,38 @@ func TestDrawReadsRefuseWithStableCodes(t *testing.T) {
 	refusal(t, srv, "/seckill/"+s.sale+"/draw/proof", "", 401, contract.CodeUnauthenticated)
 	refusal(t, srv, "/seckill/"+s.sale+"/draw/proof", "someone-else", 404, drawapi.CodeNotEntered)
 	for _, q := range []string{"limit=0", "limit=10001", "limit=-1", "limit=x", "limit=1&limit=2", "after=ABC",
-		"after=00000000000000001", "after=%zz", "lmit=5", "after=0%00"} {
+		"after=00000000000000001", "after=%zz", "lmit=5", "after=0%00", "limit=+5", "limit=00005", "limit=05", "limit=%205"} {
 		refusal(t, srv, "/seckill/"+s.sale+"/draw/entries?"+q, "", 400, contract.CodeBadRequest)
+	}
+}
+
+// Issue 33 (informational): an immutable, cached page has one URL: limit only in its canonical
+// form; and after= (empty) is the first page, as no after at all.
+func TestTheEntriesQueryIsCanonical(t *testing.T) {
+	for raw, want := range map[string]*drawapi.EntriesQuery{
+		"":                     {Limit: drawapi.DefaultLimit},
+		"after=":               {Limit: drawapi.DefaultLimit},
+		"after=&limit=5":       {Limit: 5},
+		"limit=5":              {Limit: 5},
+		"limit=10000":          {Limit: 10000},
+		"after=0000000a":       {After: "0000000a", Limit: drawapi.DefaultLimit},
+		"limit=+5":             nil,
+		"limit=00005":          nil,
+		"limit=05":             nil,
+		"limit=0":              nil,
+		"limit=5.0":            nil,
+		"limit=%2B5":           nil,
+		"limit=1e3":            nil,
+		"limit=010000":         nil,
+		"limit=99999999999999": nil,
+	} {
+		q, err := drawapi.ParseEntriesQuery(raw)
+		switch {
+		case want == nil && err == nil:
+			t.Errorf("%q accepted as %+v", raw, q)
+		case want != nil && (err != nil || q != *want):
+			t.Errorf("%q: %+v %v, want %+v", raw, q, err, *want)
+		}
 	}
 }
 

@@ -74,7 +74,8 @@ type SaleSpec struct {
 	Shards int `json:"shards,omitempty"`
 	// WebhookURL receives this sale's order events (http or https); empty: the backend's
 	// default, SECKILL_WEBHOOK_URL. POST /admin/sales refuses one that is or resolves inside
-	// (loopback, private, link-local, metadata...) unless SECKILL_WEBHOOK_ALLOW_PRIVATE=1.
+	// (loopback, private, link-local, metadata...) unless SECKILL_WEBHOOK_ALLOW_CIDRS lists it
+	// (never link-local or metadata).
 	WebhookURL string `json:"webhook_url,omitempty"`
 	// Room gives the sale a waiting room (seckill_room, docs/room.md); nil: none. Rooms are
 	// for unsharded sales: the token script must reach the room's hash slot.

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
-	"strconv"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -101,8 +100,8 @@ func (a *Admin) HandleList(w http.ResponseWriter, r *http.Request) {
 	}
 	limit := 100
 	if v := q.Get("limit"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 || n > 1000 {
+		n, ok := httpapi.ParseLimit(v, 1000)
+		if !ok {
 			httpapi.Refuse(w, http.StatusBadRequest, contract.CodeBadRequest, "limit must be 1..1000")
 			return
 		}

@@ -24,28 +24,26 @@ import (
 // and read the outcome back from the delivery list. The policy is internal/egress; it is
 // applied when a URL is accepted (CheckURL: 400 at create, a refusal to start) and to every
 // address the worker dials (newClient), so a name that resolves inside later (DNS
-// rebinding) is refused as well. Redirects are not followed at all. AllowPrivate
-// (SECKILL_WEBHOOK_ALLOW_PRIVATE=1) lifts the policy, for a shop on the same private network
-// and for the demo and the tests, whose receivers listen on 127.0.0.1.
+// rebinding) is refused as well. Redirects are not followed at all. Allow
+// (SECKILL_WEBHOOK_ALLOW_CIDRS) admits listed prefixes, for a shop on the same private network
+// and for the demo and the tests, whose receivers listen on 127.0.0.1; never link-local or
+// metadata addresses (issue 33: the old SECKILL_WEBHOOK_ALLOW_PRIVATE=1 lifted those too).
 
 // lookupTimeout bounds the name lookup of CheckURL: a slow resolver must not hold an admin
 // request (or start-up) for long, and the dial-time check holds anyway.
 const lookupTimeout = 2 * time.Second
 
 // CheckURL refuses a webhook URL the worker must not call: not an absolute http(s) URL without
-// credentials, or (unless AllowPrivate) one whose host is, or resolves through Resolver to, an
-// address inside. A name that does not resolve is accepted: the dial is checked every time.
+// credentials, or one whose host is, or resolves through Resolver to, an address inside that
+// Allow does not list. A name that does not resolve is accepted: the dial is checked every time.
 func (w *Worker) CheckURL(ctx context.Context, raw string) error {
 	if err := ValidURL(raw); err != nil {
 		return err
 	}
-	if w.AllowPrivate {
-		return nil
-	}
 	ctx, cancel := context.WithTimeout(ctx, lookupTimeout)
 	defer cancel()
 	var be *egress.BlockedError
-	if err := egress.CheckURL(ctx, w.Resolver, raw); !errors.As(err, &be) {
+	if err := (egress.Policy{Allow: w.Allow}).CheckURL(ctx, w.Resolver, raw); !errors.As(err, &be) {
 		return nil
 	}
 	u, _ := url.Parse(raw) // parsed by ValidURL
@@ -64,18 +62,18 @@ func (w *Worker) CheckURL(ctx context.Context, raw string) error {
 	} else {
 		what = host + " resolves to " + what
 	}
-	return errors.New(what + ": webhooks go to the shop on the public internet (SECKILL_WEBHOOK_ALLOW_PRIVATE=1 on the backend allows a receiver inside)")
+	if kind == "cloud metadata" || kind == "link-local" {
+		return errors.New(what + ": webhooks go to the shop, never to a link-local or metadata address")
+	}
+	return errors.New(what + ": webhooks go to the shop on the public internet (SECKILL_WEBHOOK_ALLOW_CIDRS on the backend lists the prefixes inside a receiver may use)")
 }
 
 // newClient is the worker's default client: kept-alive connections, each dialled through
-// the egress check unless allowPrivate, no proxy and no redirects.
-func newClient(timeout time.Duration, conns int, allowPrivate bool) *http.Client {
-	dialer := &net.Dialer{Timeout: timeout, KeepAlive: 30 * time.Second}
-	if !allowPrivate {
-		// Runs after resolution, on the address about to be connected: what is checked is what
-		// is dialled.
-		dialer.ControlContext = egress.Control
-	}
+// the egress policy, no proxy and no redirects.
+func newClient(timeout time.Duration, conns int, policy egress.Policy) *http.Client {
+	// Runs after resolution, on the address about to be connected: what is checked is what is
+	// dialled.
+	dialer := &net.Dialer{Timeout: timeout, KeepAlive: 30 * time.Second, ControlContext: policy.Control}
 	return &http.Client{
 		Transport: &http.Transport{
 			// No Proxy: through a proxy the dialled address would be the proxy's, and the

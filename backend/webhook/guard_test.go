@@ -82,10 +82,10 @@ func TestTheWebhookClientDialsNothingInsideAndFollowsNoRedirect(t *testing.T) {
 		t.Fatalf("guarded: status %d, err %v, %d requests reached the receiver", status, err, hits.Load())
 	}
 
-	open := &Worker{Secrets: []string{hookSecretNew}, Timeout: time.Second, AllowPrivate: true}
+	open := &Worker{Secrets: []string{hookSecretNew}, Timeout: time.Second, Allow: []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")}}
 	open.init()
 	status, err = open.post(d)
 	if status != http.StatusFound || err == nil || attemptOutcome(status, err) != "status 302" || hits.Load() != 1 || redirected.Load() != 0 {
-		t.Fatalf("allow-private: status %d, err %v, %d hits, %d redirected", status, err, hits.Load(), redirected.Load())
+		t.Fatalf("allow 127.0.0.1/32: status %d, err %v, %d hits, %d redirected", status, err, hits.Load(), redirected.Load())
 	}
 }

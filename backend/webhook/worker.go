@@ -19,6 +19,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"net/http"
+	"net/netip"
 	"strconv"
 	"sync"
 	"time"
@@ -63,15 +64,17 @@ type Worker struct {
 	// Poll is how often the worker looks for due events when it has nothing to do (default
 	// 200ms); a change made by this instance wakes it at once.
 	Poll time.Duration
-	// AllowPrivate lets webhook URLs point inside: loopback, private, link-local and the other
-	// ranges internal/egress refuses (SECKILL_WEBHOOK_ALLOW_PRIVATE=1). Off, such a URL is
-	// refused when it is set (CheckURL) and every dial to such an address fails as "blocked".
-	AllowPrivate bool
+	// Allow lists the prefixes inside that webhook URLs may point at anyway
+	// (SECKILL_WEBHOOK_ALLOW_CIDRS, e.g. 127.0.0.1/32 for the demo's receiver): an address
+	// internal/egress refuses and no prefix here holds is refused when a URL is set (CheckURL)
+	// and every dial to it fails as "blocked". Link-local and metadata addresses are refused
+	// whatever it lists (issue 33, item 6).
+	Allow []netip.Prefix
 	// Resolver looks up the names of webhook URLs when they are set (CheckURL; nil:
 	// net.DefaultResolver). The dial resolves on its own and is checked on its own.
 	Resolver egress.Resolver
 	// Client sends the requests (default: newClient, keep-alive, no redirects, every dial
-	// checked unless AllowPrivate). A Client given here replaces the check too.
+	// checked against Allow). A Client given here replaces the check too.
 	Client *http.Client
 
 	once sync.Once
@@ -100,7 +103,7 @@ func (w *Worker) init() {
 			w.Poll = 200 * time.Millisecond
 		}
 		if w.Client == nil {
-			w.Client = newClient(w.Timeout, w.Concurrency, w.AllowPrivate)
+			w.Client = newClient(w.Timeout, w.Concurrency, egress.Policy{Allow: w.Allow})
 		}
 	})
 }

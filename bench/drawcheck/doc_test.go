@@ -130,13 +130,13 @@ func TestTheWorkedExampleOfTheDocIsTheArithmetic(t *testing.T) {
 	}
 	// A proof from the example's paths checks, as a reader following step 7 would find.
 	for i := range es {
-		if err := verifyExamplePath(leaves[i], doc[fmt.Sprintf("path %d", i)], doc["root"]); err != nil {
+		if err := verifyExamplePath(es[i], i, len(es), doc[fmt.Sprintf("path %d", i)], doc["root"]); err != nil {
 			t.Errorf("path %d of the example: %v", i, err)
 		}
 	}
 }
 
 // verifyExamplePath is step 7 of the doc on one example path.
-func verifyExamplePath(leaf draw.Hash, path, root string) error {
-	return draw.VerifyProof(hex.EncodeToString(leaf[:]), strings.Fields(path), root)
+func verifyExamplePath(e draw.Entry, index, n int, path, root string) error {
+	return draw.VerifyInclusion(draw.ProofVersion, e, index, n, strings.Fields(path), root)
 }

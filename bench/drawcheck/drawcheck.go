@@ -33,8 +33,10 @@ type Result struct {
 	SeedCommitment string `json:"seed_commitment"`
 	Entries        int    `json:"entries"`
 	EntriesRoot    string `json:"entries_root"`
-	Seed           string `json:"seed"`
-	Waves          []Wave `json:"waves"`
+	// ProofVersion is the tree's format (contract/draw.ProofVersion); absent (0) is version 1.
+	ProofVersion int    `json:"proof_version"`
+	Seed         string `json:"seed"`
+	Waves        []Wave `json:"waves"`
 	// ClosesAt is when the entries closed (a beacon's round must come after it).
 	ClosesAt *time.Time `json:"closes_at"`
 	// Randomness is "commit-reveal" (Beacon null) or "commit-reveal+drand" (docs/draw.md, "A
@@ -43,6 +45,9 @@ type Result struct {
 	Beacon        *draw.Beacon `json:"beacon"`
 	EffectiveSeed string       `json:"effective_seed"`
 }
+
+// Version is the result's proof version: 1 when it names none (published before issue 33).
+func (res Result) Version() int { return max(res.ProofVersion, 1) }
 
 // Wave is one published wave of one variant: the positions [From, To) of the variant's ranking
 // it made winners, and the winners' entry ids in rank order.
@@ -59,11 +64,14 @@ type Wave struct {
 
 // Proof is the body of GET /seckill/{sale}/draw/proof: an entrant's leaf and its Merkle path.
 type Proof struct {
-	EntryID string   `json:"entry_id"`
-	Variant string   `json:"variant"`
-	Leaf    string   `json:"leaf"`
-	Path    []string `json:"path"`
-	Root    string   `json:"root"`
+	EntryID string `json:"entry_id"`
+	Variant string `json:"variant"`
+	// Index is the leaf index (version 2; nil in version 1, where the entries list gives it).
+	Index        *int     `json:"index"`
+	Leaf         string   `json:"leaf"`
+	Path         []string `json:"path"`
+	Root         string   `json:"root"`
+	ProofVersion int      `json:"proof_version"`
 }
 
 // FileFormat names the layout of a saved draw (File), so that a later layout can be told apart.
@@ -231,7 +239,7 @@ func Verify(ctx context.Context, base, sale string, proofUsers ...string) (*Repo
 		if err != nil {
 			return nil, fmt.Errorf("drawcheck: the proof of %s: %w", u, err)
 		}
-		CheckProof(r, u, p, res, f.Entries)
+		CheckProof(r, u, "", p, res, f.Entries)
 	}
 	return r, nil
 }
@@ -327,7 +335,7 @@ func Check(sale string, res Result, entries []draw.Entry) *Report {
 	if len(entries) != res.Entries {
 		r.fail("the result says %d entries, the list holds %d", res.Entries, len(entries))
 	}
-	root := draw.RootOf(entries)
+	root := draw.RootOfVersion(res.Version(), entries)
 	if root == strings.ToLower(res.EntriesRoot) {
 		r.pass("the %d entries open the root %s", len(entries), res.EntriesRoot)
 	} else {
@@ -424,24 +432,52 @@ func Check(sale string, res Result, entries []draw.Entry) *Report {
 }
 
 // CheckProof checks an entrant's proof against the published root (and, when the entries and
-// seed are at hand, says where the entry ranks and whether a wave reached it).
-func CheckProof(r *Report, user string, p Proof, res Result, entries []draw.Entry) {
-	leaf := draw.Leaf(draw.Entry{ID: p.EntryID, Variant: p.Variant})
+// seed are at hand, says where the entry ranks and whether a wave reached it). entryID is the
+// id the user received when entering: a proof of another entrant's entry leads to the root as
+// well, so only this comparison tells that the server answered with the user's own (issue 33,
+// item 4). Empty: not compared, and the report says so.
+func CheckProof(r *Report, user, entryID string, p Proof, res Result, entries []draw.Entry) {
+	version := res.Version()
+	e := draw.Entry{ID: p.EntryID, Variant: p.Variant}
+	leaf := draw.LeafOf(version, e)
 	leafHex := hex.EncodeToString(leaf[:])
 	who := fmt.Sprintf("user %s's entry %s (variant %s)", user, p.EntryID, display(p.Variant))
 	switch {
+	case entryID == "":
+		r.detail("%s: not compared with the entry id received at entry (give it with -entry-id): a server could answer with another entrant's proof", who)
+	case entryID != p.EntryID:
+		r.fail("%s: the proof is of entry %s, but the user entered as %s", who, p.EntryID, entryID)
+	default:
+		r.pass("%s: the proof is of the entry id the user received at entry", who)
+	}
+	// The leaf index: the proof's (version 2), or the entry's place in the published list.
+	i := sort.Search(len(entries), func(i int) bool { return entries[i].ID >= p.EntryID })
+	index := -1
+	if i < len(entries) && entries[i] == e {
+		index = i
+	}
+	if p.Index != nil {
+		if index >= 0 && *p.Index != index {
+			r.fail("%s: the proof says leaf index %d, the published entries put it at %d", who, *p.Index, index)
+		}
+		index = *p.Index
+	}
+	switch {
+	case p.ProofVersion != 0 && p.ProofVersion != version:
+		r.fail("%s: the proof is of version %d, the result of version %d", who, p.ProofVersion, version)
 	case !strings.EqualFold(p.Leaf, leafHex):
-		r.fail("%s: the proof's leaf %s is not SHA-256(entry id \\n variant) = %s", who, p.Leaf, leafHex)
+		r.fail("%s: the proof's leaf %s is not SHA-256(%sentry id \\n variant) = %s", who, p.Leaf, map[bool]string{true: "0x00 ", false: ""}[version >= 2], leafHex)
 	case !strings.EqualFold(p.Root, res.EntriesRoot):
 		r.fail("%s: the proof leads to root %s, the published root is %s", who, p.Root, res.EntriesRoot)
+	case index < 0:
+		r.fail("%s: no leaf index (the proof names none and the entry is not in the list)", who)
 	default:
-		if err := draw.VerifyProof(leafHex, p.Path, res.EntriesRoot); err != nil {
+		if err := draw.VerifyInclusion(version, e, index, res.Entries, p.Path, res.EntriesRoot); err != nil {
 			r.fail("%s: %v", who, err)
 		} else {
-			r.pass("%s: its Merkle path of %d hashes leads to the published root", who, len(p.Path))
+			r.pass("%s: its Merkle path of %d hashes, of leaf %d of %d, leads to the published root (proof version %d)", who, len(p.Path), index, res.Entries, version)
 		}
 	}
-	i := sort.Search(len(entries), func(i int) bool { return entries[i].ID >= p.EntryID })
 	if len(entries) > 0 && (i == len(entries) || entries[i] != (draw.Entry{ID: p.EntryID, Variant: p.Variant})) {
 		r.fail("%s is not in the published entries list", who)
 		return

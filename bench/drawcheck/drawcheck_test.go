@@ -24,7 +24,7 @@ func entries(vs ...string) []draw.Entry {
 // ranking is not judged, and a changed entry already fails.
 func TestCheckOfAClosedDrawChecksTheEntriesAlone(t *testing.T) {
 	es := entries("M", "L", "M")
-	res := Result{State: "closed", Entries: 3, EntriesRoot: draw.RootOf(es), SeedCommitment: strings.Repeat("ab", 32)}
+	res := Result{ProofVersion: draw.ProofVersion, State: "closed", Entries: 3, EntriesRoot: draw.RootOf(es), SeedCommitment: strings.Repeat("ab", 32)}
 	if r := Check("s", res, es); !r.OK() || !strings.Contains(r.String(), "the seed is not revealed yet") {
 		t.Fatalf("a closed draw:\n%s", r)
 	}
@@ -36,7 +36,7 @@ func TestCheckOfAClosedDrawChecksTheEntriesAlone(t *testing.T) {
 	if r := Check("s", res, entries("M", "L", "M")); r.OK() {
 		t.Fatalf("a drawn draw without its seed passed:\n%s", r)
 	}
-	if r := Check("s", Result{State: "open"}, nil); r.OK() {
+	if r := Check("s", Result{ProofVersion: draw.ProofVersion, State: "open"}, nil); r.OK() {
 		t.Fatal("an open draw has nothing published: it cannot PASS")
 	}
 }
@@ -45,7 +45,7 @@ func TestCheckOfAClosedDrawChecksTheEntriesAlone(t *testing.T) {
 func TestCheckOfADrawWithoutEntries(t *testing.T) {
 	seed := make([]byte, 32)
 	root := draw.EmptyRoot()
-	res := Result{State: "drawn", EntriesRoot: hex.EncodeToString(root[:]), Seed: hex.EncodeToString(seed), SeedCommitment: draw.Commitment(seed)}
+	res := Result{ProofVersion: draw.ProofVersion, State: "drawn", EntriesRoot: hex.EncodeToString(root[:]), Seed: hex.EncodeToString(seed), SeedCommitment: draw.Commitment(seed)}
 	if r := Check("s", res, nil); !r.OK() {
 		t.Fatalf("an empty draw:\n%s", r)
 	}
@@ -59,7 +59,7 @@ func TestCheckOfADrawWithoutEntries(t *testing.T) {
 func TestCheckRefusesEntriesOutOfOrder(t *testing.T) {
 	es := entries("M", "L", "M")
 	es[0], es[1] = es[1], es[0]
-	res := Result{State: "closed", Entries: 3, EntriesRoot: draw.RootOf(es)}
+	res := Result{ProofVersion: draw.ProofVersion, State: "closed", Entries: 3, EntriesRoot: draw.RootOf(es)}
 	if r := Check("s", res, es); r.OK() || !strings.Contains(r.String(), "not in increasing entry-id order") {
 		t.Fatalf("entries out of order:\n%s", r)
 	}

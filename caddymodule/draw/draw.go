@@ -155,7 +155,7 @@ func (h *Draw) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.
 		return next.ServeHTTP(w, r)
 	}
 	sale := repl.ReplaceAll(h.Sale, "")
-	if ref, canonical := refusal.CheckPath(r); !canonical {
+	if ref, canonical := refusal.CheckRequest(r); !canonical {
 		// The sale placeholder reads the raw path, the routes matched the cleaned one.
 		return h.ep.Refuse(w, endpoint, ref)
 	}

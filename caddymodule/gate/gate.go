@@ -175,7 +175,7 @@ func (g *Gate) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.Han
 	// The throttle right before this handler may have left its zones to this script call
 	// (refusal.Joint): settled on every path, before anything of the gate's is counted.
 	joint := refusal.TakeJoint(r)
-	if ref, ok := refusal.CheckPath(r); !ok {
+	if ref, ok := refusal.CheckRequest(r); !ok {
 		if joint != nil && joint.Alone(r.Context()) {
 			return joint.Refuse()
 		}

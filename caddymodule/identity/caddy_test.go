@@ -6,11 +6,13 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
+	_ "github.com/caddyserver/caddy/v2/modules/caddyhttp/reverseproxy" // the backend behind the provider
 	"github.com/go-jose/go-jose/v4"
 
 	"github.com/seckilledge/seckill/internal/handlertest"
@@ -244,5 +246,44 @@ PLAIN {
 	swapped := sign(t, testKey{kid: "ed-1", alg: jose.HS256, hmac: hs.hmac}, claims{Claims: sessionClaims("alice")})
 	if r := get(t, base, "/x", http.Header{"Authorization": {"Bearer " + swapped}}, ""); r.Status != http.StatusUnauthorized {
 		t.Errorf("HS256 under an EdDSA kid: %d %s", r.Status, r.Body)
+	}
+}
+
+// Issue 33, item 1, the way the review found it: Caddy's own authentication handler with the
+// seckill_jwt provider in front of a reverse_proxy to a backend that reads the user header. A
+// signed-in mallory who claims to be the victim reaches the backend with no claim left in any
+// spelling.
+func TestBehindCaddysAuthenticationHandlerAClaimedUserHeaderIsGone(t *testing.T) {
+	shop := newTestShop(t)
+	key := shop.publish(newKey(t, "k1", jose.ES256))
+	backend := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = fmt.Fprintf(w, "claims=%v", claimsLeft(r.Header, ""))
+	}))
+	t.Cleanup(backend.Close)
+	port := testenv.FreePort(t)
+	base := fmt.Sprintf("http://127.0.0.1:%d", port)
+	cfg := fmt.Sprintf(`{"admin": {"disabled": true}, "logging": {"logs": {"default": {"level": "ERROR"}}},
+ "apps": {"http": {"servers": {"s": {"listen": ["127.0.0.1:%d"], "automatic_https": {"disable": true},
+  "routes": [
+   {"match": [{"path": ["/healthz"]}], "handle": [{"handler": "static_response", "body": "ok"}], "terminal": true},
+   {"handle": [
+    {"handler": "authentication", "providers": {"seckill_jwt": {"cookie": "seckill_session", "jwks_url": %q, "issuer": %q, "audience": %q}}},
+    {"handler": "reverse_proxy", "upstreams": [{"dial": %q}]}
+   ]}
+  ]}}}}}`, port, shop.url(), testIssuer, testAudience, strings.TrimPrefix(backend.URL, "http://"))
+	handlertest.StartCaddy(t, []byte(cfg), base)
+	for _, name := range claimedUserHeaders {
+		req, _ := http.NewRequest(http.MethodGet, base+"/orders", nil)
+		req.Header[name] = []string{"victim"}
+		req.AddCookie(&http.Cookie{Name: "seckill_session", Value: session(t, key, "mallory")})
+		resp, err := plainClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK || string(b) != "claims=[]" {
+			t.Errorf("%s: victim: %d %q", name, resp.StatusCode, b)
+		}
 	}
 }

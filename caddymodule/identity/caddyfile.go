@@ -30,8 +30,11 @@ func init() {
 //		audience          <aud>                  # required member of aud
 //		user_claim        <claim>                # default sub
 //		leeway            <duration>             # default 30s
+//		max_age           <duration>             # longest session accepted (exp - iat); default 24h
 //		jwks_refresh      <duration>             # default 5m
 //		jwks_min_interval <duration>             # default 15s
+//		jwks_max_stale    <duration>             # last good keys kept while the JWKS fails; default 6h
+//		jwks_allow_http                          # accept a plain-http jwks_url off loopback (warned)
 //		verified_cache    <n>                    # sessions remembered once verified; default 100000, 0 off
 //		handle_errors                            # refusals go to handle_errors routes
 //	}
@@ -69,10 +72,16 @@ func (p *JWT) unmarshalOption(d *caddyfile.Dispenser, name string) (bool, error)
 		var l caddy.Duration
 		err = directive.Duration(d, &l)
 		p.Leeway = &l
+	case "max_age":
+		err = directive.Duration(d, &p.MaxAge)
 	case "jwks_refresh":
 		err = directive.Duration(d, &p.JWKSRefresh)
 	case "jwks_min_interval":
 		err = directive.Duration(d, &p.JWKSMinInterval)
+	case "jwks_max_stale":
+		err = directive.Duration(d, &p.JWKSMaxStale)
+	case "jwks_allow_http":
+		err = directive.Flag(d, &p.JWKSAllowHTTP)
 	case "verified_cache":
 		var n int
 		err = directive.Int(d, &n)

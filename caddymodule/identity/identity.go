@@ -14,8 +14,9 @@
 //
 // Both set {http.auth.user.id} (as Caddy's authentication handler does), refuse with the
 // contract's JSON (401 unauthenticated, with WWW-Authenticate; 503 unavailable when the keys
-// or the session service are missing), and remove the client's own X-User-ID from the
-// request: the identity comes from the session only. docs/identity.md has the why of each
+// or the session service are missing), and remove the client's own X-User-ID (in every
+// spelling, X_User_ID included: StripClaimedIdentity) from the request: the identity comes
+// from the session only. docs/identity.md has the why of each
 // choice (issue 26).
 package identity
 
@@ -38,9 +39,43 @@ func init() {
 // client's own is removed, so nothing behind the gateway can mistake it for the identity.
 const UserHeader = "X-User-ID"
 
-// userHeaderKey is UserHeader as net/http keys it: Header.Del would canonicalize "X-User-ID"
-// (allocating) on every admitted request.
-var userHeaderKey = http.CanonicalHeaderKey(UserHeader)
+// StripClaimedIdentity removes from h every header a client could use to claim who it is:
+// UserHeader and extra (seckill_session's user_header, when set) in any letter case and with
+// '_' for '-'. The underscore form counts because CGI-style backends (PHP, Python's WSGI,
+// nginx's underscores_in_headers) read X_User_ID and X-User-ID as the same HTTP_X_USER_ID
+// (issue 33). Both seckill_identity (and seckill_session) and the seckill_jwt provider call
+// it, so no path into the site leaves the client's claim on the request.
+func StripClaimedIdentity(h http.Header, extra string) {
+	for k := range h {
+		if sameHeaderName(k, UserHeader) || (extra != "" && sameHeaderName(k, extra)) {
+			delete(h, k)
+		}
+	}
+}
+
+// sameHeaderName compares two header names ignoring ASCII case and taking '_' for '-',
+// without allocating (it runs on every admitted request).
+func sameHeaderName(a, b string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := 0; i < len(a); i++ {
+		if foldHeaderByte(a[i]) != foldHeaderByte(b[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+func foldHeaderByte(c byte) byte {
+	switch {
+	case c == '_':
+		return '-'
+	case 'A' <= c && c <= 'Z':
+		return c + ('a' - 'A')
+	}
+	return c
+}
 
 // Identity is the `seckill_identity` handler: a verified session sets {http.auth.user.id} and
 // the request goes on; anything else is answered here.
@@ -89,7 +124,7 @@ func (h *Identity) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyh
 	user, o := h.identify(r)
 	switch o {
 	case Verified:
-		admit(r, user)
+		admit(r, user, "")
 		return next.ServeHTTP(w, r)
 	case NoKeys:
 		return h.refuse.Write(w, refusedNoKeys)
@@ -105,12 +140,12 @@ func (h *Identity) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyh
 }
 
 // admit makes user the request's identity the way Caddy's authentication handler does, and
-// drops the client's own claim.
-func admit(r *http.Request, user string) {
+// drops the client's own claim (X-User-ID in every spelling, and extra).
+func admit(r *http.Request, user, extra string) {
 	if repl, ok := r.Context().Value(caddy.ReplacerCtxKey).(*caddy.Replacer); ok {
 		repl.Set("http.auth.user.id", user)
 	}
-	delete(r.Header, userHeaderKey)
+	StripClaimedIdentity(r.Header, extra)
 }
 
 // Interface guards

@@ -175,3 +175,49 @@ func TestTheProviderAuthenticatesForCaddysAuthenticationHandler(t *testing.T) {
 		t.Fatalf("forged: %v %v %v %v", user, ok, err, w.Header())
 	}
 }
+
+// The spellings of a claimed user a backend behind the gateway might read as X-User-ID: any
+// letter case, and underscores (CGI-style servers map both to HTTP_X_USER_ID).
+var claimedUserHeaders = []string{"X-User-ID", "x-user-id", "X-USER-ID", "X_User_ID", "x_user_id", "X_USER-ID"}
+
+// claimsLeft lists the request's headers that still name a user (or extra).
+func claimsLeft(h http.Header, extra string) []string {
+	var left []string
+	for k := range h {
+		n := strings.ToLower(strings.ReplaceAll(k, "_", "-"))
+		if n == "x-user-id" || (extra != "" && n == strings.ToLower(extra)) {
+			left = append(left, k)
+		}
+	}
+	return left
+}
+
+// Issue 33, item 1: no spelling of a client's X-User-ID survives seckill_identity, nor the
+// seckill_jwt provider of Caddy's authentication handler (which left it on the request).
+func TestNoSpellingOfAClaimedUserHeaderSurvivesEitherPath(t *testing.T) {
+	k := newKey(t, "k1", jose.ES256)
+	h := handlerWith(t, "session", k)
+	for _, name := range claimedUserHeaders {
+		// seckill_identity: what the next handler sees.
+		r := request(nil, session(t, k, "mallory"))
+		r.Header[name] = []string{"victim"} // as the wire has it, not canonicalized
+		var left []string
+		err := h.ServeHTTP(httptest.NewRecorder(), r, caddyhttp.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) error {
+			left = claimsLeft(r.Header, "")
+			return nil
+		}))
+		if err != nil || len(left) != 0 {
+			t.Errorf("seckill_identity, %s: %v, left %v", name, err, left)
+		}
+
+		// seckill_jwt: the request Caddy's authentication handler passes on.
+		for _, tok := range []string{session(t, k, "mallory"), "forged"} {
+			r := request(nil, tok)
+			r.Header[name] = []string{"victim"}
+			_, _, _ = h.JWT.Authenticate(httptest.NewRecorder(), r)
+			if left := claimsLeft(r.Header, ""); len(left) != 0 {
+				t.Errorf("seckill_jwt, %s, token %.8s: left %v", name, tok, left)
+			}
+		}
+	}
+}

@@ -17,13 +17,25 @@ import (
 const (
 	DefaultJWKSRefresh     = 5 * time.Minute
 	DefaultJWKSMinInterval = 15 * time.Second
+	// DefaultJWKSMaxStale is how long the last good keys stay in use while every refresh
+	// fails: long enough to ride out an outage of the shop's JWKS endpoint through a sale,
+	// short enough that a key the shop dropped stops being trusted the same day (issue 33).
+	DefaultJWKSMaxStale = 6 * time.Hour
 	// jwksTimeout bounds one fetch of the document.
 	jwksTimeout = 5 * time.Second
-	// firstRetry is the wait after a failed fetch when no key was ever loaded; it doubles up to
-	// the refresh interval, so a gateway that started while the shop was down recovers within
-	// seconds of the shop coming back without hammering it meanwhile.
-	firstRetry = time.Second
 )
+
+// The background retry while no usable key is loaded (at start, or once the keys went stale):
+// after coldRetry.first, doubling up to coldRetry.most (or the refresh interval when
+// shorter). Issue 33: doubling up to jwks_refresh (5 min) kept buyers at 503 for minutes after
+// the shop was back. A variable so a test can take the background loop out of the way.
+var coldRetry = struct{ first, most time.Duration }{time.Second, 4 * time.Second}
+
+// nextColdRetry is the wait before the next background fetch while no usable key is loaded,
+// and the one after it.
+func nextColdRetry(retry, refresh, most time.Duration) (wait, after time.Duration) {
+	return min(retry, refresh, most), min(2*retry, refresh, most)
+}
 
 // jwksPool keeps one JWKS source per URL across config reloads: a reload neither refetches
 // the keys nor forgets the last good ones (the JWKS endpoint may be down during the reload).
@@ -39,13 +51,19 @@ type JWKS struct {
 	now    func() time.Time
 
 	keys atomic.Pointer[keySet]
+	// loadedAt is when keys was last fetched successfully (unix ns, j.now's clock): keys older
+	// than maxStale are not used.
+	loadedAt atomic.Int64
 	// ready is closed once the first fetch has finished, well or badly: a request arriving
 	// right after start waits for it instead of being refused for lack of keys.
 	ready chan struct{}
 
 	refresh     atomic.Int64 // time.Duration
 	minInterval atomic.Int64 // time.Duration
-	logger      atomic.Pointer[zap.Logger]
+	maxStale    atomic.Int64 // time.Duration; 0: no limit
+	// retryFirst, retryMost: coldRetry when the source was made.
+	retryFirst, retryMost time.Duration
+	logger                atomic.Pointer[zap.Logger]
 
 	mu        sync.Mutex
 	lastFetch time.Time     // start of the last fetch, background or early
@@ -65,17 +83,31 @@ func newJWKS(url string, client *http.Client, refresh, minInterval time.Duration
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	j := &JWKS{url: url, client: client, now: now, ready: make(chan struct{}), kick: make(chan struct{}, 1),
-		ctx: ctx, stop: cancel, done: make(chan struct{})}
-	j.configure(refresh, minInterval, logger)
+		ctx: ctx, stop: cancel, done: make(chan struct{}), retryFirst: coldRetry.first, retryMost: coldRetry.most}
+	j.configure(refresh, minInterval, DefaultJWKSMaxStale, logger)
 	go j.run(ctx)
 	return j
 }
 
 // configure applies the settings of the newest config that uses this URL.
-func (j *JWKS) configure(refresh, minInterval time.Duration, logger *zap.Logger) {
+func (j *JWKS) configure(refresh, minInterval, maxStale time.Duration, logger *zap.Logger) {
 	j.refresh.Store(int64(refresh))
 	j.minInterval.Store(int64(minInterval))
+	j.maxStale.Store(int64(maxStale))
 	j.logger.Store(logger)
+}
+
+// usable is the key set requests may use: nil before the first successful fetch, and once
+// the last one is older than max_stale (the shop may have dropped a key since: issue 33).
+func (j *JWKS) usable() *keySet {
+	ks := j.keys.Load()
+	if ks == nil {
+		return nil
+	}
+	if ms := time.Duration(j.maxStale.Load()); ms > 0 && j.now().Sub(time.Unix(0, j.loadedAt.Load())) > ms {
+		return nil
+	}
+	return ks
 }
 
 // Destruct stops the background refresh when the last config using the URL is unloaded.
@@ -88,13 +120,20 @@ func (j *JWKS) Destruct() error {
 // Key implements KeySource. It waits (for the first fetch after start, or for an early fetch)
 // at most keyWait.
 func (j *JWKS) Key(ctx context.Context, kid string) (*Key, error) {
-	ks := j.keys.Load()
+	ks := j.usable()
 	if ks == nil {
 		if !wait(ctx, j.ready) {
 			return nil, errNoKeys
 		}
-		if ks = j.keys.Load(); ks == nil {
-			return nil, errNoKeys
+		if ks = j.usable(); ks == nil {
+			// Nothing usable (the endpoint was down at start, or long enough for the keys to
+			// go stale): this request may fetch, at most once per jwks_min_interval, so buyers
+			// are served as soon as the shop answers again and not at the next background
+			// retry (issue 33).
+			j.fetchEarly(ctx)
+			if ks = j.usable(); ks == nil {
+				return nil, errNoKeys
+			}
 		}
 	}
 	if k := (*ks)[kid]; k != nil {
@@ -104,8 +143,8 @@ func (j *JWKS) Key(ctx context.Context, kid string) (*Key, error) {
 	if !j.fetchEarly(ctx) {
 		return nil, errUnknownKey
 	}
-	if k := (*j.keys.Load())[kid]; k != nil {
-		return k, nil
+	if ks := j.usable(); ks != nil && (*ks)[kid] != nil {
+		return (*ks)[kid], nil
 	}
 	return nil, errUnknownKey
 }
@@ -161,17 +200,19 @@ func (j *JWKS) begin() chan struct{} {
 	return j.inflight
 }
 
-// run is the background refresh: a fetch at once, then one every Refresh (a fetch that failed
-// before any key was loaded is retried sooner, see firstRetry).
+// run is the background refresh: a fetch at once, then one every Refresh (while no usable key
+// is loaded, sooner: see coldRetry).
 func (j *JWKS) run(ctx context.Context) {
 	defer close(j.done)
 	j.fetchNow(ctx)
 	close(j.ready)
-	retry := firstRetry
+	retry := j.retryFirst
 	for {
 		next := time.Duration(j.refresh.Load())
-		if j.keys.Load() == nil {
-			next, retry = min(retry, next), min(2*retry, next)
+		if j.usable() == nil {
+			next, retry = nextColdRetry(retry, next, j.retryMost)
+		} else {
+			retry = j.retryFirst
 		}
 		t := time.NewTimer(next)
 		select {
@@ -218,8 +259,8 @@ func (j *JWKS) fetch(ctx context.Context) {
 			return // shutting down
 		}
 		jwksFetches.WithLabelValues("error").Inc()
-		if j.keys.Load() == nil {
-			logger.Error("no JWKS loaded: every session is refused with 503 until the JWKS endpoint answers",
+		if j.usable() == nil {
+			logger.Error("no usable JWKS (none loaded yet, or the last is older than jwks_max_stale): every session is refused with 503 until the JWKS endpoint answers",
 				zap.String("jwks_url", j.url), zap.Error(err))
 		} else {
 			logger.Warn("JWKS refresh failed; the last good keys stay in use",
@@ -234,6 +275,7 @@ func (j *JWKS) fetch(ctx context.Context) {
 	if prev := j.keys.Load(); prev != nil {
 		ks = keepUnchanged(*prev, ks)
 	}
+	j.loadedAt.Store(j.now().UnixNano())
 	j.keys.Store(&ks)
 	logger.Debug("JWKS loaded", zap.String("jwks_url", j.url), zap.Int("keys", len(ks)))
 }

@@ -2,6 +2,8 @@ package identity
 
 import (
 	"context"
+	"net/http"
+	"net/http/httptest"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -198,5 +200,180 @@ func TestAReloadKeepsTheJWKSFetcherAndItsKeys(t *testing.T) {
 	case <-second.jwks.done:
 	default:
 		t.Fatal("the fetcher still runs after the last config using it was cleaned up")
+	}
+}
+
+// noBackgroundRetry takes the background retry out of the way while no key is usable, so the
+// only fetches the test sees are those its requests cause.
+func noBackgroundRetry(t *testing.T) {
+	saved := coldRetry
+	coldRetry.first, coldRetry.most = time.Hour, time.Hour
+	t.Cleanup(func() { coldRetry = saved })
+}
+
+// Issue 33, item 2: a gateway that started with the JWKS down served nobody until its
+// background retry, which had doubled up to jwks_refresh (5 min). Now a request may fetch
+// while no key is loaded, still at most once per jwks_min_interval: buyers are served within
+// an interval of the shop coming back, and a flood while it is down costs it one fetch per
+// interval.
+func TestAfterAColdStartBuyersAreServedWithinTheMinIntervalOfTheJWKSComingBack(t *testing.T) {
+	noBackgroundRetry(t)
+	shop := newTestShop(t)
+	k1 := shop.publish(newKey(t, "k1", jose.ES256))
+	shop.down.Store(true)
+	clock := newFakeClock()
+	v, _ := jwksVerifier(t, shop, time.Hour, 15*time.Second, clock)
+	tok := session(t, k1, "alice")
+	if got := verifyConcurrently(v, tok, 50); got[NoKeys] != 50 {
+		t.Fatalf("JWKS down: outcomes %v", got)
+	}
+	if n := shop.hits.Load(); n != 1 {
+		t.Fatalf("%d fetches within the first interval, want 1 (the start)", n)
+	}
+	// Down, an interval later: 50 buyers cost the shop one fetch.
+	clock.advance(15 * time.Second)
+	if got := verifyConcurrently(v, tok, 50); got[NoKeys] != 50 {
+		t.Fatalf("JWKS still down: outcomes %v", got)
+	}
+	if n := shop.hits.Load(); n != 2 {
+		t.Fatalf("%d fetches after two intervals, want 2", n)
+	}
+
+	shop.down.Store(false)
+	expect(t, v, "back, within the interval of the last fetch", tok, NoKeys)
+	clock.advance(15 * time.Second)
+	if got := verifyConcurrently(v, tok, 50); got[Verified] != 50 {
+		t.Fatalf("JWKS back an interval later: outcomes %v", got)
+	}
+	if n := shop.hits.Load(); n != 3 {
+		t.Fatalf("%d fetches, want 3", n)
+	}
+}
+
+// The background retry while nothing is loaded doubles from 1s but never past a few seconds,
+// however long jwks_refresh is.
+func TestTheColdStartRetryIsCappedAtAFewSeconds(t *testing.T) {
+	for _, c := range []struct {
+		refresh time.Duration
+		want    []time.Duration
+	}{
+		{5 * time.Minute, []time.Duration{1, 2, 4, 4, 4}},
+		{time.Hour, []time.Duration{1, 2, 4, 4}},
+		{2 * time.Second, []time.Duration{1, 2, 2, 2}},
+	} {
+		retry := time.Second
+		for i, w := range c.want {
+			var wait time.Duration
+			wait, retry = nextColdRetry(retry, c.refresh, 4*time.Second)
+			if wait != w*time.Second {
+				t.Errorf("refresh %v, retry %d: wait %v, want %v", c.refresh, i+1, wait, w*time.Second)
+			}
+		}
+	}
+	if coldRetry.first != time.Second || coldRetry.most != 4*time.Second {
+		t.Errorf("cold retry %v", coldRetry)
+	}
+}
+
+// Issue 33, item 7: while every refresh fails, the last good keys are used for at most
+// jwks_max_stale; then sessions are 503 until the shop answers again (a key the shop dropped
+// must not stay trusted forever because its JWKS is unreachable).
+func TestKeysOlderThanMaxStaleAreDroppedUntilTheJWKSAnswers(t *testing.T) {
+	noBackgroundRetry(t)
+	shop := newTestShop(t)
+	k1 := shop.publish(newKey(t, "k1", jose.ES256))
+	clock := newFakeClock()
+	v, j := jwksVerifier(t, shop, time.Hour, 15*time.Second, clock)
+	tok := session(t, k1, "alice")
+	expect(t, v, "fresh keys", tok, Verified)
+
+	shop.down.Store(true)
+	clock.advance(DefaultJWKSMaxStale - time.Second)
+	expect(t, v, "down, just under max_stale", tok, Verified)
+	clock.advance(2 * time.Second)
+	expect(t, v, "down, past max_stale", tok, NoKeys)
+	shop.down.Store(false)
+	expect(t, v, "back, within the interval of the last fetch", tok, NoKeys)
+	clock.advance(15 * time.Second)
+	expect(t, v, "back", tok, Verified)
+
+	// A shorter max_stale from a newer config applies at once.
+	j.configure(time.Hour, 15*time.Second, time.Minute, nopLogger)
+	shop.down.Store(true)
+	clock.advance(61 * time.Second)
+	expect(t, v, "max_stale 1m, down for 61s", tok, NoKeys)
+}
+
+// Issue 33, item 7: plain http to anything but this machine is refused unless
+// jwks_allow_http says otherwise.
+func TestAPlainHTTPJWKSOffLoopbackIsRefusedUnlessAllowed(t *testing.T) {
+	for _, c := range []struct {
+		url   string
+		allow bool
+		ok    bool
+	}{
+		{"https://shop.example/.well-known/jwks.json", false, true},
+		{"http://127.0.0.1:3000/.well-known/jwks.json", false, true},
+		{"http://127.9.9.9:3000/jwks.json", false, true},
+		{"http://localhost:3000/jwks.json", false, true},
+		{"http://[::1]:3000/jwks.json", false, true},
+		{"http://[::ffff:127.0.0.1]:3000/jwks.json", false, true},
+		{"http://shop.example/.well-known/jwks.json", false, false},
+		{"http://10.0.0.5/jwks.json", false, false},
+		{"http://127.0.0.1.nip.io/jwks.json", false, false},
+		{"http://localhost.evil.example/jwks.json", false, false},
+		{"http://shop.example/.well-known/jwks.json", true, true},
+	} {
+		p := &JWT{JWKSURL: c.url, JWKSAllowHTTP: c.allow}
+		err := p.setup(func(string) (*JWKS, error) { return nil, nil })
+		if (err == nil) != c.ok {
+			t.Errorf("%s (allow %v): %v", c.url, c.allow, err)
+		}
+	}
+}
+
+// Issue 33, item 7: a redirect of the JWKS fetch from https to plain http is not followed
+// (the keys would travel unauthenticated); one that stays on https is.
+func TestAJWKSRedirectIsFollowedOnlyIfItStaysOnHTTPS(t *testing.T) {
+	shop := newTestShop(t) // plain http
+	k1 := shop.publish(newKey(t, "k1", jose.ES256))
+	tls := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/down":
+			http.Redirect(w, r, shop.url(), http.StatusFound)
+		case "/moved":
+			http.Redirect(w, r, "/jwks.json", http.StatusMovedPermanently)
+		case "/jwks.json":
+			_, _ = w.Write(shop.jwks())
+		}
+	}))
+	t.Cleanup(tls.Close)
+	client := &http.Client{Transport: tls.Client().Transport, CheckRedirect: jwksClient.CheckRedirect}
+	tok := session(t, k1, "alice")
+	for path, want := range map[string]Outcome{"/down": NoKeys, "/moved": Verified} {
+		j := newJWKS(tls.URL+path, client, time.Hour, time.Hour, nopLogger, nil)
+		v := &Verifier{Keys: j, Issuer: testIssuer, Audience: testAudience}
+		expect(t, v, path, tok, want)
+		_ = j.Destruct()
+	}
+	if n := shop.hits.Load(); n != 0 {
+		t.Errorf("the plain-http JWKS was fetched %d times through a redirect from https", n)
+	}
+	// And the rule itself: never from https to http, to http only on loopback.
+	for _, c := range []struct {
+		from, to string
+		ok       bool
+	}{
+		{"https://shop.example/a", "https://cdn.example/b", true},
+		{"https://shop.example/a", "http://cdn.example/b", false},
+		{"https://127.0.0.1/a", "http://127.0.0.1/b", false},
+		{"http://127.0.0.1/a", "http://127.0.0.1:3000/b", true},
+		{"http://127.0.0.1/a", "http://shop.example/b", false},
+	} {
+		from, _ := http.NewRequest(http.MethodGet, c.from, nil)
+		to, _ := http.NewRequest(http.MethodGet, c.to, nil)
+		if err := noDowngrade(to, []*http.Request{from}); (err == nil) != c.ok {
+			t.Errorf("%s -> %s: %v", c.from, c.to, err)
+		}
 	}
 }

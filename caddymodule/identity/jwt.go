@@ -4,7 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/netip"
 	"net/url"
+	"strings"
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
@@ -20,6 +22,9 @@ func init() {
 const (
 	DefaultUserClaim = "sub"
 	DefaultLeeway    = 30 * time.Second
+	// DefaultMaxAge is the longest session accepted by default: a day covers a sale and the
+	// sessions shops usually sign (the sample shop's last an hour).
+	DefaultMaxAge = 24 * time.Hour
 	// maxLeeway: beyond a few minutes a "leeway" is an extension of every session.
 	maxLeeway = 5 * time.Minute
 	// keyWait bounds how long a request waits for keys (the first fetch after start, or an
@@ -44,10 +49,18 @@ type JWT struct {
 	// Where the shop publishes its public keys (a JWKS document, RFC 7517), e.g.
 	// https://shop.example/.well-known/jwks.json. Fetched at start and every jwks_refresh in the
 	// background; a token with an unknown kid causes one early fetch (at most one per
-	// jwks_min_interval); when the endpoint fails, the last good keys stay in use. One fetcher
-	// per URL is shared by every config that uses it and survives config reloads. Until the
-	// first successful fetch every session is refused with 503 unavailable (fail closed).
+	// jwks_min_interval); when the endpoint fails, the last good keys stay in use for at most
+	// jwks_max_stale. One fetcher per URL is shared by every config that uses it and survives
+	// config reloads. While no usable keys are loaded every session is refused with 503
+	// unavailable (fail closed), and a request may fetch (at most once per
+	// jwks_min_interval). Plain http is accepted only to a loopback host (the shop on the same
+	// machine) unless jwks_allow_http is set: anyone on the path could otherwise publish keys.
+	// A redirect is followed only if it keeps https (and to http only on loopback).
 	JWKSURL string `json:"jwks_url,omitempty"`
+
+	// Accept a plain-http jwks_url to a host that is not loopback (a warning is logged at
+	// provision). Only for a network where nobody can tamper with the fetch.
+	JWKSAllowHTTP bool `json:"jwks_allow_http,omitempty"`
 
 	// Keys written in the configuration, in addition to or instead of jwks_url: each pins its
 	// algorithm to a kid. Values are usually {env.VAR}.
@@ -66,12 +79,24 @@ type JWT struct {
 	// Clock skew forgiven when checking exp, nbf and iat. Default 30s; at most 5m.
 	Leeway *caddy.Duration `json:"leeway,omitempty"`
 
+	// The longest session accepted: a token whose exp is more than this after its iat (after
+	// now, without iat) is refused, whatever its signature. A session signed to last for
+	// years (or a shop's bug) must not be a key to the account for ever (issue 33). Default
+	// 24h; 0 is the default, there is no "unlimited".
+	MaxAge caddy.Duration `json:"max_age,omitempty"`
+
 	// How often the JWKS is fetched in the background. Default 5m.
 	JWKSRefresh caddy.Duration `json:"jwks_refresh,omitempty"`
 
 	// The least time between two fetches of the JWKS caused by tokens with an unknown kid: a
 	// flood of forged kids costs the shop one fetch per interval. Default 15s.
 	JWKSMinInterval caddy.Duration `json:"jwks_min_interval,omitempty"`
+
+	// How long the last good keys stay in use while every fetch of the JWKS fails. After it,
+	// the keys are dropped and sessions are refused with 503 unavailable until the endpoint
+	// answers: a key the shop dropped (perhaps because it leaked) must not stay trusted
+	// forever because its JWKS is unreachable. Default 6h.
+	JWKSMaxStale caddy.Duration `json:"jwks_max_stale,omitempty"`
 
 	// The most verified sessions remembered, so a session sent many times a second has its
 	// signature checked once: a hit costs a SHA-256 of the token and a map lookup instead of a
@@ -106,22 +131,60 @@ func (p *JWT) Provision(ctx caddy.Context) error {
 // pooledJWKS joins the fetcher of url, starting it when no loaded config uses that URL yet.
 func (p *JWT) pooledJWKS(url string) (*JWKS, error) {
 	refresh, minInterval := time.Duration(p.JWKSRefresh), time.Duration(p.JWKSMinInterval)
+	maxStale := time.Duration(p.JWKSMaxStale)
 	v, _, err := jwksPool.LoadOrNew(url, func() (caddy.Destructor, error) {
-		return newJWKS(url, jwksClient, refresh, minInterval, p.logger, nil), nil
+		j := newJWKS(url, jwksClient, refresh, minInterval, p.logger, nil)
+		j.configure(refresh, minInterval, maxStale, p.logger)
+		return j, nil
 	})
 	if err != nil {
 		return nil, err
 	}
 	j := v.(*JWKS)
 	// The newest config's settings and logger win.
-	j.configure(refresh, minInterval, p.logger)
+	j.configure(refresh, minInterval, maxStale, p.logger)
 	return j, nil
 }
 
 // jwksClient fetches every JWKS: its own connections, no proxy from the environment.
 var jwksClient = &http.Client{
 	Transport: &http.Transport{MaxIdleConnsPerHost: 2, IdleConnTimeout: 10 * time.Minute, ForceAttemptHTTP2: true},
-	// A JWKS behind a redirect is followed (CDNs do that), within the client's default limit.
+	// A JWKS behind a redirect is followed (CDNs do that), within the client's default limit,
+	// but never down to plain http (issue 33).
+	CheckRedirect: noDowngrade,
+}
+
+// maxJWKSRedirects is net/http's default limit, kept.
+const maxJWKSRedirects = 10
+
+// noDowngrade refuses a redirect of the JWKS fetch that leaves https, or that goes to plain
+// http on a host that is not loopback: the keys decide who is signed in, so they travel
+// authenticated or not at all.
+func noDowngrade(req *http.Request, via []*http.Request) error {
+	if len(via) >= maxJWKSRedirects {
+		return fmt.Errorf("stopped after %d redirects", maxJWKSRedirects)
+	}
+	if req.URL.Scheme == "https" {
+		return nil
+	}
+	for _, prev := range via {
+		if prev.URL.Scheme == "https" {
+			return fmt.Errorf("refused a redirect from https to %s", req.URL.Redacted())
+		}
+	}
+	if !loopbackHost(req.URL.Hostname()) {
+		return fmt.Errorf("refused a redirect to plain http on a host that is not loopback: %s", req.URL.Redacted())
+	}
+	return nil
+}
+
+// loopbackHost reports whether host (no port) is this machine: localhost or a loopback IP.
+func loopbackHost(host string) bool {
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip, err := netip.ParseAddr(host)
+	return err == nil && ip.Unmap().IsLoopback()
 }
 
 // setup applies the defaults and builds the verifier; jwks gives the fetcher of a URL.
@@ -146,6 +209,12 @@ func (p *JWT) setup(jwks func(url string) (*JWKS, error)) error {
 	if p.JWKSMinInterval <= 0 {
 		p.JWKSMinInterval = caddy.Duration(DefaultJWKSMinInterval)
 	}
+	if p.MaxAge <= 0 {
+		p.MaxAge = caddy.Duration(DefaultMaxAge)
+	}
+	if p.JWKSMaxStale <= 0 {
+		p.JWKSMaxStale = caddy.Duration(DefaultJWKSMaxStale)
+	}
 	// {env.*} only: these are read once, at load, and must not depend on a request.
 	repl := caddy.NewReplacer()
 	sources := keySources{static: staticKeys{}}
@@ -161,8 +230,16 @@ func (p *JWT) setup(jwks func(url string) (*JWKS, error)) error {
 	}
 	if p.JWKSURL != "" {
 		u := repl.ReplaceAll(p.JWKSURL, "")
-		if pu, err := url.Parse(u); err != nil || (pu.Scheme != "http" && pu.Scheme != "https") || pu.Host == "" {
+		pu, err := url.Parse(u)
+		if err != nil || (pu.Scheme != "http" && pu.Scheme != "https") || pu.Host == "" {
 			return fmt.Errorf("seckill_jwt: jwks_url %q: want an http(s) URL", u)
+		}
+		if pu.Scheme == "http" && !loopbackHost(pu.Hostname()) {
+			if !p.JWKSAllowHTTP {
+				return fmt.Errorf("seckill_jwt: jwks_url %q: plain http to a host that is not loopback lets anyone on the path publish keys; use https (or set jwks_allow_http on a network nobody can tamper with)", u)
+			}
+			p.logger.Warn("jwks_url is plain http to a host that is not loopback (jwks_allow_http): anyone on the path can publish keys",
+				zap.String("jwks_url", u))
 		}
 		j, err := jwks(u)
 		if err != nil {
@@ -176,6 +253,7 @@ func (p *JWT) setup(jwks func(url string) (*JWKS, error)) error {
 		Audience:  repl.ReplaceAll(p.Audience, ""),
 		UserClaim: p.UserClaim,
 		Leeway:    time.Duration(*p.Leeway),
+		MaxAge:    time.Duration(p.MaxAge),
 		cache:     newVerifiedCache(*p.VerifiedCache),
 	}
 	return nil
@@ -232,6 +310,9 @@ func challenge(o Outcome) string {
 // refused session is that handler's 401 (handle_errors gives it a body) and a verified one sets
 // {http.auth.user.id}. No keys loaded yet is reported as an error (logged, then 401).
 func (p *JWT) Authenticate(w http.ResponseWriter, r *http.Request) (caddyauth.User, bool, error) {
+	// Whatever the outcome: the client's own X-User-ID must not reach the next handler, here
+	// as in seckill_identity (issue 33: Caddy's authentication handler leaves headers alone).
+	StripClaimedIdentity(r.Header, "")
 	user, o := p.identify(r)
 	switch o {
 	case Verified:

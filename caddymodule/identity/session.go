@@ -260,7 +260,7 @@ func (h *Session) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 			outcome = sessionSignedOut
 		default:
 			sessionRequests.WithLabelValues(sessionSignedIn).Inc()
-			admit(r, user)
+			admit(r, user, h.UserHeader)
 			return next.ServeHTTP(w, r)
 		}
 	}

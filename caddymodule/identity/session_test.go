@@ -9,6 +9,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 )
 
 // sessionShop is a shop with opaque sessions: GET /session answers 204 with X-Shop-User when
@@ -286,5 +288,25 @@ func TestAReloadKeepsTheSessionCache(t *testing.T) {
 	defer other.Cleanup()
 	if other.cache == reloaded.cache {
 		t.Fatal("two cookie names share one cache")
+	}
+}
+
+// seckill_session drops the client's claim too: X-User-ID in every spelling, and its own
+// user_header (the shop's answer header, which a backend may read as the user as well).
+func TestSeckillSessionDropsEverySpellingOfAClaimedUser(t *testing.T) {
+	shop := newSessionShop(t)
+	shop.signIn("s-mallory", "mallory")
+	h := sessionHandler(t, shop, newFakeClock(), Session{})
+	for _, name := range append(claimedUserHeaders, "X-Shop-User", "x_shop_user") {
+		r := request(nil, "s-mallory")
+		r.Header[name] = []string{"victim"}
+		var left []string
+		err := h.ServeHTTP(httptest.NewRecorder(), r, caddyhttp.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) error {
+			left = claimsLeft(r.Header, "X-Shop-User")
+			return nil
+		}))
+		if err != nil || len(left) != 0 {
+			t.Errorf("%s: %v, left %v", name, err, left)
+		}
 	}
 }

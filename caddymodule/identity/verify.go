@@ -39,6 +39,9 @@ const (
 	Expired Outcome = "expired"
 	// NotYetValid: nbf or iat is in the future beyond the leeway.
 	NotYetValid Outcome = "not_yet_valid"
+	// TooLong: the session lasts longer than max_age (exp more than max_age after its iat, or
+	// after now without iat): a token "valid until 5138" is a key to the account for ever.
+	TooLong Outcome = "too_long"
 	// WrongIssuer, WrongAudience: iss or aud is not the configured one.
 	WrongIssuer   Outcome = "wrong_issuer"
 	WrongAudience Outcome = "wrong_audience"
@@ -51,7 +54,7 @@ const (
 
 // outcomes lists every outcome, so each metric series exists from the start.
 var outcomes = []Outcome{Verified, Missing, Ambiguous, TooLarge, Malformed, UnknownKey, WrongAlgorithm,
-	BadSignature, Expired, NotYetValid, WrongIssuer, WrongAudience, BadUser, NoKeys}
+	BadSignature, Expired, NotYetValid, TooLong, WrongIssuer, WrongAudience, BadUser, NoKeys}
 
 // MaxToken is the longest token read. A session token is a few hundred bytes; an 8 KiB one is
 // an attempt to make the gateway decode and hash a lot for nothing.
@@ -81,6 +84,9 @@ type Verifier struct {
 	UserClaim string
 	// Leeway is the clock skew forgiven on exp, nbf and iat.
 	Leeway time.Duration
+	// MaxAge, when positive, is the longest session accepted: exp at most MaxAge (plus Leeway)
+	// after iat, or after now when the token has no iat.
+	MaxAge time.Duration
 	// Now is the clock (time.Now when nil).
 	Now func() time.Time
 
@@ -192,6 +198,15 @@ func (v *Verifier) verify(ctx context.Context, token string) (string, Outcome, v
 		return "", WrongAudience, none
 	default:
 		return "", Malformed, none
+	}
+	if v.MaxAge > 0 {
+		start := v.now()
+		if claims.IssuedAt != nil {
+			start = claims.IssuedAt.Time()
+		}
+		if claims.Expiry.Time().Sub(start) > v.MaxAge+v.Leeway {
+			return "", TooLong, none
+		}
 	}
 	if !contract.ValidID(user) {
 		return "", BadUser, none

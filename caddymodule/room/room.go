@@ -293,7 +293,7 @@ func (h *Room) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.Han
 	default:
 		return h.refuse(w, "unknown", noEndpoint)
 	}
-	if ref, canonical := refusal.CheckPath(r); !canonical {
+	if ref, canonical := refusal.CheckRequest(r); !canonical {
 		// The sale placeholder reads the raw path, the routes matched the cleaned one.
 		return h.refuse(w, endpoint, ref)
 	}

@@ -153,7 +153,7 @@ func (h *Issuer) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.H
 	joint := refusal.TakeJoint(r)
 	var res core.Result
 	var ref refusal.Refusal
-	switch pathRef, canonical := refusal.CheckPath(r); {
+	switch pathRef, canonical := refusal.CheckRequest(r); {
 	case r.Method != http.MethodPost:
 		res = core.Result{Outcome: core.MethodNotAllowed}
 		w.Header()["Allow"] = []string{http.MethodPost}

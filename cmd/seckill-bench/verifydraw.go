@@ -16,7 +16,7 @@ import (
 // root and each wave's winners against the ranking recomputed from the seed, and with
 // -proof-user checks that user's Merkle inclusion proof.
 //
-//	seckill-bench verify-draw -url http://127.0.0.1:8080 -sale S [-proof-user U] [-save draw.json]
+//	seckill-bench verify-draw -url http://127.0.0.1:8080 -sale S [-proof-user U -entry-id E] [-save draw.json]
 //	seckill-bench verify-draw -file draw.json
 func runVerifyDraw(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("verify-draw", flag.ContinueOnError)
@@ -24,6 +24,7 @@ func runVerifyDraw(ctx context.Context, args []string, stdout, stderr io.Writer)
 	base := fs.String("url", stackenv.Get("SECKILL_GATEWAY", "http://127.0.0.1:8080"), "gateway (or order API) base URL")
 	sale := fs.String("sale", "", "sale id (required unless -file)")
 	user := fs.String("proof-user", "", "also fetch and check this user's inclusion proof (sent as X-User-ID)")
+	entryID := fs.String("entry-id", "", "with -proof-user: the entry id the user received when entering; the proof must be of it")
 	file := fs.String("file", "", "check a draw saved with -save instead of fetching it (offline)")
 	save := fs.String("save", "", "save the fetched result and entries to this file (format: docs/draw.md)")
 	page := fs.Int("page", 1000, "entries asked per page")
@@ -64,7 +65,7 @@ func runVerifyDraw(ctx context.Context, args []string, stdout, stderr io.Writer)
 		if err != nil {
 			return errorf(stderr, "verify-draw: the proof: %v", err)
 		}
-		drawcheck.CheckProof(rep, *user, p, res, f.Entries)
+		drawcheck.CheckProof(rep, *user, *entryID, p, res, f.Entries)
 	}
 	fmt.Fprint(stdout, rep.String())
 	if !rep.OK() {

@@ -67,7 +67,7 @@ func newDrawServerWith(b *draw.Beacon) *drawServer {
 			"from": from, "to": to, "winners": winners}
 	}
 	_, cTo := draw.FirstWave(len(d.ranked["c"]), 100)
-	d.result = map[string]any{"state": "drawn", "entries": len(d.entries), "entries_root": draw.RootOf(d.entries),
+	d.result = map[string]any{"state": "drawn", "entries": len(d.entries), "entries_root": draw.RootOf(d.entries), "proof_version": draw.ProofVersion,
 		"seed_commitment": draw.Commitment(seed), "seed": hex.EncodeToString(seed),
 		"waves":      []any{wave(1, "a", 0, 3), wave(1, "b", 0, 2), wave(1, "c", 0, cTo), wave(2, "a", 3, 5)},
 		"randomness": draw.RandomnessCommitReveal, "beacon": nil}
@@ -90,7 +90,7 @@ func (d *drawServer) proof(user string) map[string]any {
 	}
 	leaf := draw.Leaf(d.entries[i])
 	return map[string]any{"entry_id": d.entries[i].ID, "variant": d.entries[i].Variant, "leaf": hex.EncodeToString(leaf[:]),
-		"path": d.tree.Proof(i), "root": d.result["entries_root"]}
+		"path": d.tree.Proof(i), "root": d.result["entries_root"], "index": i, "proof_version": draw.ProofVersion}
 }
 
 func (d *drawServer) start(t *testing.T) string {
@@ -137,13 +137,14 @@ func TestVerifyDrawPassesATrueDrawAndAProof(t *testing.T) {
 	d := newDrawServer()
 	url := d.start(t)
 	// Pages of 7: the entries come in six requests, the last one short.
-	code, out := verifyDraw(t, "-url", url, "-sale", "s1", "-page", "7", "-proof-user", "u5")
+	code, out := verifyDraw(t, "-url", url, "-sale", "s1", "-page", "7", "-proof-user", "u5", "-entry-id", "00000006")
 	if code != 0 {
 		t.Fatalf("a true draw: exit %d", code)
 	}
 	for _, want := range []string{"PASS  the seed opens the commitment", "PASS  the 40 entries open the root",
 		"variant a: 18 entries, 5 winners over 2 waves", "variant b: 8 entries, 2 winners over 1 wave",
-		"user u5's entry 00000006 (variant b): its Merkle path of 6 hashes leads to the published root"} {
+		"user u5's entry 00000006 (variant b): the proof is of the entry id the user received at entry",
+		"user u5's entry 00000006 (variant b): its Merkle path of 6 hashes, of leaf 5 of 40, leads to the published root (proof version 2)"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q", want)
 		}
@@ -196,13 +197,33 @@ func TestVerifyDrawCatchesARiggedDraw(t *testing.T) {
 		{"a proof whose path does not lead to the root", "does not lead to the root", []string{"-proof-user", "u5"}, func(d *drawServer) {
 			p := d.proof("u5")
 			path := append([]string(nil), p["path"].([]string)...)
-			path[2] = "R:" + strings.Repeat("0", 64)
+			path[2] = path[2][:2] + strings.Repeat("0", 64) // same side, wrong hash
 			p["path"] = path
 			d.proofs["u5"] = p
 		}},
 		{"a proof for another variant than the entry's", "is not SHA-256", []string{"-proof-user", "u5"}, func(d *drawServer) {
 			p := d.proof("u5")
 			p["variant"] = "a"
+			d.proofs["u5"] = p
+		}},
+		// Issue 33, item 4: what a dishonest server could do with the old format.
+		{"another entrant's proof (true, but not the user's)", "the proof is of entry 00000008, but the user entered as 00000006",
+			[]string{"-proof-user", "u5", "-entry-id", "00000006"}, func(d *drawServer) {
+				d.proofs["u5"] = d.proof("u7")
+			}},
+		{"a proof whose sides are not its index's", "is not the one of this leaf index", []string{"-proof-user", "u5"}, func(d *drawServer) {
+			p := d.proof("u5")
+			p["index"] = 4 // leaf 5's path claimed for leaf 4: the first step is on the wrong side
+			d.proofs["u5"] = p
+		}},
+		{"a proof one step short", "is not the one of this leaf index", []string{"-proof-user", "u5"}, func(d *drawServer) {
+			p := d.proof("u5")
+			p["path"] = p["path"].([]string)[1:]
+			d.proofs["u5"] = p
+		}},
+		{"a proof of another version than the result", "the proof is of version 1, the result of version 2", []string{"-proof-user", "u5"}, func(d *drawServer) {
+			p := d.proof("u5")
+			p["proof_version"] = 1
 			d.proofs["u5"] = p
 		}},
 	}

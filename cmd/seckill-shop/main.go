@@ -43,6 +43,9 @@ func run(cfg shop.Config) error {
 	if err != nil {
 		return err
 	}
+	// -demo was given (New refuses otherwise): say what it means, on the terminal and in the log.
+	fmt.Fprintln(os.Stderr, "seckill-shop:", shop.DemoNotice)
+	log.Warn(shop.DemoNotice)
 	if cfg.KeyFile == "" {
 		log.Warn("session key made in memory: every session ends with this process (set -key-file to keep it)")
 	}

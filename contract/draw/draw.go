@@ -41,9 +41,35 @@ func Opens(seedHex, commitment string) bool {
 	return Commitment(seed) == strings.ToLower(commitment)
 }
 
-// Leaf is SHA-256 of "<entry id>\n<variant>" (UTF-8).
-func Leaf(e Entry) Hash {
+// ProofVersion is the format of the Merkle tree this package builds, published with every
+// draw result and proof as "proof_version" (DESIGN.md, "Draws"):
+//
+//   - 1 (a result or proof without the field): leaf SHA-256(id "\n" variant), node
+//     SHA-256(left || right). An inner node could be presented as a leaf (issue 33, item 4).
+//   - 2: domain-separated as in RFC 6962 (2.1): leaf SHA-256(0x00 || id "\n" variant), node
+//     SHA-256(0x01 || left || right); a proof names its leaf index, which fixes its length and
+//     the side of each step.
+//
+// The shape (entry-id order, the odd last node carried up) is the same in both; it is RFC
+// 6962's (split at the largest power of two below n) for every n.
+const ProofVersion = 2
+
+// Domain-separation prefixes of version 2 (RFC 6962, 2.1).
+const (
+	leafPrefix = 0x00
+	nodePrefix = 0x01
+)
+
+// Leaf is the leaf of e in the current ProofVersion.
+func Leaf(e Entry) Hash { return LeafOf(ProofVersion, e) }
+
+// LeafOf is the leaf of e in the given proof version: SHA-256(0x00 || "<entry id>\n<variant>")
+// from version 2, SHA-256("<entry id>\n<variant>") in version 1 (UTF-8).
+func LeafOf(version int, e Entry) Hash {
 	h := sha256.New()
+	if version >= 2 {
+		h.Write([]byte{leafPrefix})
+	}
 	h.Write([]byte(e.ID))
 	h.Write([]byte{'\n'})
 	h.Write([]byte(e.Variant))
@@ -52,11 +78,17 @@ func Leaf(e Entry) Hash {
 	return out
 }
 
-// node is SHA-256 of the left child's bytes then the right child's.
-func node(l, r Hash) Hash {
-	var b [64]byte
-	copy(b[:32], l[:])
-	copy(b[32:], r[:])
+// nodeOf is SHA-256 of 0x01 (from version 2), the left child's bytes, then the right child's.
+func nodeOf(version int, l, r Hash) Hash {
+	var b [65]byte
+	if version < 2 {
+		copy(b[:32], l[:])
+		copy(b[32:64], r[:])
+		return sha256.Sum256(b[:64])
+	}
+	b[0] = nodePrefix
+	copy(b[1:33], l[:])
+	copy(b[33:], r[:])
 	return sha256.Sum256(b[:])
 }
 
@@ -66,20 +98,23 @@ func SortEntries(es []Entry) {
 }
 
 // Tree is the Merkle tree over leaves in entry-id order: Levels[0] are the leaves, the last
-// level holds the root alone. A node is SHA-256(left || right); an odd node at the end of a level
-// is carried up unchanged.
+// level holds the root alone. A node is SHA-256(0x01 || left || right) (ProofVersion); an odd
+// node at the end of a level is carried up unchanged.
 type Tree struct {
 	Levels [][]Hash
 }
 
-// Build makes the tree of the given leaves (already in entry-id order). No leaves: an empty tree
-// whose Root is EmptyRoot.
-func Build(leaves []Hash) *Tree {
+// Build makes the tree of the given leaves (already in entry-id order) in the current
+// ProofVersion. No leaves: an empty tree whose Root is EmptyRoot.
+func Build(leaves []Hash) *Tree { return BuildOf(ProofVersion, leaves) }
+
+// BuildOf is Build in the given proof version (leaves made with LeafOf of the same version).
+func BuildOf(version int, leaves []Hash) *Tree {
 	t := &Tree{Levels: [][]Hash{leaves}}
 	for cur := leaves; len(cur) > 1; {
 		next := make([]Hash, (len(cur)+1)/2)
 		for i := 0; i+1 < len(cur); i += 2 {
-			next[i/2] = node(cur[i], cur[i+1])
+			next[i/2] = nodeOf(version, cur[i], cur[i+1])
 		}
 		if len(cur)%2 == 1 {
 			next[len(next)-1] = cur[len(cur)-1]
@@ -103,12 +138,15 @@ func (t *Tree) Root() Hash {
 }
 
 // RootOf builds the tree of sorted entries and returns its root (hex).
-func RootOf(sorted []Entry) string {
+func RootOf(sorted []Entry) string { return RootOfVersion(ProofVersion, sorted) }
+
+// RootOfVersion is RootOf in the given proof version.
+func RootOfVersion(version int, sorted []Entry) string {
 	leaves := make([]Hash, len(sorted))
 	for i, e := range sorted {
-		leaves[i] = Leaf(e)
+		leaves[i] = LeafOf(version, e)
 	}
-	r := Build(leaves).Root()
+	r := BuildOf(version, leaves).Root()
 	return hex.EncodeToString(r[:])
 }
 
@@ -155,12 +193,54 @@ func LevelSizes(n int) []int {
 // ErrProof is returned by VerifyProof for a path that does not lead to the root.
 var ErrProof = errors.New("draw: the proof does not lead to the root")
 
-// VerifyProof checks that leaf (hex) with path leads to root (hex).
+// ErrProofShape is returned by VerifyInclusion for a path whose length or sides are not those
+// of the leaf's index in a tree of that many entries.
+var ErrProofShape = errors.New("draw: the path is not the one of this leaf index in a tree of this size")
+
+// VerifyInclusion checks that entry e, leaf index of a tree of n entries, is in the tree of
+// root (hex) in the given proof version: its leaf is recomputed from e (never taken from the
+// proof), the path must have exactly one step per level where the node has a sibling, each on
+// the side the index says (L when the node is a right child), and the hashes must lead to the
+// root. The caller compares e.ID with the entry id it received when it entered: a proof of
+// another entrant's entry verifies too.
+func VerifyInclusion(version int, e Entry, index, n int, path []string, rootHex string) error {
+	if n < 1 || index < 0 || index >= n {
+		return fmt.Errorf("draw: leaf index %d of %d entries", index, n)
+	}
+	var sides []byte
+	for l, i, sizes := 0, index, LevelSizes(n); l < len(sizes)-1; l, i = l+1, i/2 {
+		if s, ok := Sibling(i, sizes[l]); ok {
+			if s < i {
+				sides = append(sides, 'L')
+			} else {
+				sides = append(sides, 'R')
+			}
+		}
+	}
+	if len(path) != len(sides) {
+		return fmt.Errorf("%w: %d steps, want %d", ErrProofShape, len(path), len(sides))
+	}
+	for k, p := range path {
+		if len(p) == 0 || p[0] != sides[k] {
+			return fmt.Errorf("%w: step %d is %q, want side %c", ErrProofShape, k, p, sides[k])
+		}
+	}
+	leaf := LeafOf(version, e)
+	return verifyPath(version, leaf, path, rootHex)
+}
+
+// VerifyProof checks that leaf (hex) with path leads to root (hex) in the current
+// ProofVersion. It does not check the path's shape against a leaf index: VerifyInclusion
+// does, and recomputes the leaf from the entry.
 func VerifyProof(leafHex string, path []string, rootHex string) error {
 	cur, err := parseHash(leafHex)
 	if err != nil {
 		return fmt.Errorf("draw: leaf: %w", err)
 	}
+	return verifyPath(ProofVersion, cur, path, rootHex)
+}
+
+func verifyPath(version int, cur Hash, path []string, rootHex string) error {
 	for _, p := range path {
 		side, h, ok := strings.Cut(p, ":")
 		sib, err := parseHash(h)
@@ -169,9 +249,9 @@ func VerifyProof(leafHex string, path []string, rootHex string) error {
 		}
 		switch side {
 		case "L":
-			cur = node(sib, cur)
+			cur = nodeOf(version, sib, cur)
 		case "R":
-			cur = node(cur, sib)
+			cur = nodeOf(version, cur, sib)
 		default:
 			return fmt.Errorf("draw: path element %q", p)
 		}

@@ -39,9 +39,17 @@ type Config struct {
 	Sales []string
 	// SessionTTL is how long a session lasts (default 1 hour).
 	SessionTTL time.Duration
-	// Events is how many webhook deliveries GET /webhooks keeps (default 100).
+	// Events is how many webhook deliveries GET /webhooks keeps (default 100). The list
+	// names buyers: GET /webhooks answers only with the shop token (ShopToken) as bearer.
 	Events int
+	// Demo acknowledges that this shop signs anyone in by name alone, without a password
+	// (-demo). Required: a sample that anyone could copy into production must not start
+	// without saying so (issue 33).
+	Demo bool
 }
+
+// DemoNotice is what -demo means, printed at start.
+const DemoNotice = "DEMO: this shop signs in anyone who types a user name, with no password; it keeps orders in memory. Never expose it to buyers as it is."
 
 func getenv(name, def string) string {
 	if v := os.Getenv(name); v != "" {
@@ -61,6 +69,7 @@ func ConfigFromFlags(fs *flag.FlagSet, args []string) (Config, error) {
 	fs.StringVar(&sales, "sales", getenv("SECKILL_SHOP_SALES", "demo,demo-room"), "sale ids the page offers, comma separated (SECKILL_SHOP_SALES)")
 	fs.DurationVar(&c.SessionTTL, "session-ttl", c.SessionTTL, "how long a session lasts")
 	fs.IntVar(&c.Events, "events", c.Events, "webhook deliveries kept for GET /webhooks")
+	fs.BoolVar(&c.Demo, "demo", false, "required: acknowledge that sign-in takes no password (a demo shop)")
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}
@@ -77,6 +86,9 @@ func ConfigFromFlags(fs *flag.FlagSet, args []string) (Config, error) {
 
 // Validate checks what New relies on.
 func (c Config) Validate() error {
+	if !c.Demo {
+		return errors.New("the sample shop signs anyone in without a password: start it with -demo to say that is what you want")
+	}
 	u, err := url.Parse(c.PublicURL)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return fmt.Errorf("public URL %q: want http(s)://host[:port]", c.PublicURL)

@@ -4,17 +4,19 @@
 //
 // It does four things a shop does in front of seckill (DESIGN.md, "Shop hand-over"):
 //
-//   - Sessions. POST /signin sets the cookie seckill_session: a JWT signed with ES256 (iss: the
+//   - Sessions. POST /signin sets the cookie seckill_session (__Host-seckill_session when the
+//     public URL is https: Secure, Path=/, no Domain): a JWT signed with ES256 (iss: the
 //     shop's public URL, aud: seckill, sub: the user, 1 hour). GET /.well-known/jwks.json
 //     publishes the public key, so the gateway's seckill_identity checks a session locally,
 //     without asking the shop per request. DEMO: the sign-in takes any user name and no
-//     password; a real shop checks credentials there.
+//     password (it starts only with -demo, which says so); a real shop checks credentials there.
 //   - Pages. GET / shows the sign-in form, then the sales (links to the gateway's waiting page
 //     and a buy button that asks the gateway for a token and buys with it, same origin), and
 //     the user's orders as the webhooks told them, with a pay button for created ones.
 //   - Webhooks. POST /webhooks checks the backend's Seckill-Signature with
 //     contract.VerifyWebhook before it believes a byte, dedupes by event id, and keeps the
-//     last events in memory; GET /webhooks lists them (JSON) with whether each one verified.
+//     last events in memory; GET /webhooks lists them (JSON) with whether each one verified,
+//     to the holder of the shop token only (they name buyers).
 //   - Payment. POST /account/orders/{id}/pay (the signed-in owner only) confirms the payment
 //     to the backend: POST /shop/orders/{id}/paid on its admin listener with a token of role
 //     shop. The buyer never talks to that API.

@@ -19,8 +19,16 @@ import (
 	"github.com/seckilledge/seckill/contract"
 )
 
-// CookieName is the session cookie; the gateway's seckill_identity reads the same name.
+// CookieName is the session cookie on a plain-http shop (make run's http://localhost:8088);
+// the gateway's seckill_identity reads the same name.
 const CookieName = "seckill_session"
+
+// SecureCookieName is the session cookie of a shop whose public URL is https. The __Host-
+// prefix makes the browser refuse the cookie unless it is Secure, has Path=/ and no Domain, so
+// neither a sibling subdomain nor a plain-http page can set or shadow the session (issue 33).
+// Browsers honour the prefix only on secure origins, hence the plain name on http. A gateway in
+// front of such a shop reads this name (seckill_identity's cookie).
+const SecureCookieName = "__Host-" + CookieName
 
 // Audience is the session's aud: the flash-sale edge.
 const Audience = "seckill"

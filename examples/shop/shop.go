@@ -3,6 +3,7 @@ package shop
 import (
 	"context"
 	"crypto/ecdsa"
+	"crypto/subtle"
 	_ "embed"
 	"encoding/json"
 	"errors"
@@ -23,7 +24,7 @@ type Shop struct {
 	inbox    *Inbox
 	payments *Payments
 	log      *slog.Logger
-	secure   bool // the public URL is https: the cookie is Secure
+	secure   bool // the public URL is https: the cookie is Secure and __Host- (SecureCookieName)
 	// now is the clock (tests move it).
 	now func() time.Time
 }
@@ -64,6 +65,7 @@ func (s *Shop) Handler() http.Handler {
 	mux.HandleFunc("POST /signin", sameOrigin(s.signIn))
 	mux.HandleFunc("POST /signout", sameOrigin(s.signOut))
 	mux.HandleFunc("GET /.well-known/jwks.json", s.jwks)
+	mux.HandleFunc("GET /session", s.session)
 	mux.Handle("POST /webhooks", s.inbox)
 	mux.HandleFunc("GET /webhooks", s.webhooks)
 	mux.HandleFunc("POST /account/orders/{id}/pay", sameOrigin(s.pay))
@@ -90,7 +92,7 @@ func sameOrigin(next http.HandlerFunc) http.HandlerFunc {
 
 // user is the signed-in user of r, or "".
 func (s *Shop) user(r *http.Request) string {
-	c, err := r.Cookie(CookieName)
+	c, err := r.Cookie(s.cookieName())
 	if err != nil {
 		return ""
 	}
@@ -115,13 +117,13 @@ func (s *Shop) signIn(w http.ResponseWriter, r *http.Request) {
 		s.render(w, r, http.StatusInternalServerError, "", "could not sign in")
 		return
 	}
-	http.SetCookie(w, &http.Cookie{Name: CookieName, Value: tok, Path: "/", MaxAge: int(s.cfg.SessionTTL / time.Second),
+	http.SetCookie(w, &http.Cookie{Name: s.cookieName(), Value: tok, Path: "/", MaxAge: int(s.cfg.SessionTTL / time.Second),
 		HttpOnly: true, Secure: s.secure, SameSite: http.SameSiteLaxMode})
 	http.Redirect(w, r, "/", http.StatusSeeOther)
 }
 
 func (s *Shop) signOut(w http.ResponseWriter, r *http.Request) {
-	http.SetCookie(w, &http.Cookie{Name: CookieName, Value: "", Path: "/", MaxAge: -1,
+	http.SetCookie(w, &http.Cookie{Name: s.cookieName(), Value: "", Path: "/", MaxAge: -1,
 		HttpOnly: true, Secure: s.secure, SameSite: http.SameSiteLaxMode})
 	http.Redirect(w, r, "/", http.StatusSeeOther)
 }
@@ -131,7 +133,45 @@ func (s *Shop) jwks(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, s.sessions.JWKS())
 }
 
+// session is the session endpoint of deploy/Caddyfile.production-session's seckill_session
+// (its default SECKILL_SESSION_URL is this shop's /session): 204 with X-User-ID for a valid
+// session (the cookie, or a bearer token), 401 without. A shop whose sessions are opaque
+// answers the same way; this one can also be checked at the edge with its JWKS.
+func (s *Shop) session(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Cache-Control", "no-store")
+	user := s.user(r)
+	if tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer "); ok && user == "" {
+		user, _ = s.sessions.User(tok, s.now())
+	}
+	if user == "" {
+		writeError(w, http.StatusUnauthorized, "unauthenticated", "not signed in")
+		return
+	}
+	w.Header().Set("X-User-ID", user)
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// cookieName is the session cookie's name: __Host- prefixed over https.
+func (s *Shop) cookieName() string {
+	if s.secure {
+		return SecureCookieName
+	}
+	return CookieName
+}
+
+// CookieName is the session cookie this shop sets and reads (SecureCookieName over https).
+func (s *Shop) CookieName() string { return s.cookieName() }
+
+// webhooks lists the deliveries received. They name buyers and their orders and draw results,
+// so the list needs the shop token as a bearer token (issue 33: it was open to anyone who could
+// reach the shop); without a shop token configured it is never served.
 func (s *Shop) webhooks(w http.ResponseWriter, r *http.Request) {
+	got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	if s.cfg.ShopToken == "" || !ok || subtle.ConstantTimeCompare([]byte(got), []byte(s.cfg.ShopToken)) != 1 {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="seckill-shop"`)
+		writeError(w, http.StatusUnauthorized, "unauthenticated", "the webhook list needs the shop token (Authorization: Bearer $SECKILL_SHOP_TOKEN)")
+		return
+	}
 	writeJSON(w, http.StatusOK, map[string]any{"secret_configured": s.cfg.WebhookSecret != "", "deliveries": s.inbox.Deliveries()})
 }
 

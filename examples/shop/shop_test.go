@@ -5,6 +5,7 @@ import (
 	"crypto/elliptic"
 	"crypto/rand"
 	"encoding/json"
+	"flag"
 	"io"
 	"net/http"
 	"net/http/cookiejar"
@@ -25,14 +26,20 @@ import (
 
 const testSecret = "webhook-secret-for-the-shop-tests"
 
+const testShopToken = "shop-token-0123456789"
+
 func newShop(t *testing.T, backendAdmin string) (*Shop, *httptest.Server) {
+	return newShopAt(t, "http://shop.test", backendAdmin)
+}
+
+func newShopAt(t *testing.T, publicURL, backendAdmin string) (*Shop, *httptest.Server) {
 	t.Helper()
 	key, err := LoadOrCreateKey("")
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := New(Config{PublicURL: "http://shop.test", BackendAdmin: backendAdmin, ShopToken: "shop-token-0123456789",
-		WebhookSecret: testSecret, Sales: []string{"demo"}, SessionTTL: time.Hour, Events: 10}, key, nil)
+	s, err := New(Config{PublicURL: publicURL, BackendAdmin: backendAdmin, ShopToken: testShopToken,
+		WebhookSecret: testSecret, Sales: []string{"demo"}, SessionTTL: time.Hour, Events: 10, Demo: true}, key, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -207,7 +214,9 @@ func TestAWebhookWithABadSignatureIsRefusedAndNotBelieved(t *testing.T) {
 	if o, ok := s.Inbox().Order("o1"); !ok || o.Status != contract.StatusCreated || o.UserID != "alice" {
 		t.Fatalf("order after order.created: %+v %v", o, ok)
 	}
-	resp, err := http.Get(srv.URL + "/webhooks")
+	req, _ := http.NewRequest(http.MethodGet, srv.URL+"/webhooks", nil)
+	req.Header.Set("Authorization", "Bearer "+testShopToken)
+	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -366,5 +375,141 @@ func TestAFormPostFromAnotherSiteIsRefused(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusSeeOther {
 		t.Fatalf("same-origin sign-in: %d", resp.StatusCode)
+	}
+}
+
+// Issue 33, item 5: the webhook list names buyers, their orders and their draw results: only
+// the shop token opens it.
+func TestTheWebhookListNeedsTheShopToken(t *testing.T) {
+	s, srv := newShop(t, "")
+	body := []byte(`{"id":"e1","type":"draw.won","sale_id":"d1","user_id":"alice","entry_id":"00000001"}`)
+	deliver(t, srv.URL, body, contract.SignWebhook([]string{testSecret}, time.Now(), body))
+	for name, auth := range map[string]string{"none": "", "wrong token": "Bearer nope", "basic": "Basic c2hvcDpzaG9w",
+		"token without scheme": testShopToken, "token with a suffix": "Bearer " + testShopToken + "x"} {
+		req, _ := http.NewRequest(http.MethodGet, srv.URL+"/webhooks", nil)
+		if auth != "" {
+			req.Header.Set("Authorization", auth)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusUnauthorized || strings.Contains(string(b), "alice") {
+			t.Errorf("%s: %d %s, want 401 without the list", name, resp.StatusCode, b)
+		}
+	}
+	req, _ := http.NewRequest(http.MethodGet, srv.URL+"/webhooks", nil)
+	req.Header.Set("Authorization", "Bearer "+testShopToken)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || !strings.Contains(string(b), "alice") {
+		t.Fatalf("with the shop token: %d %s", resp.StatusCode, b)
+	}
+	// A shop without a token serves the list to nobody.
+	s.cfg.ShopToken = ""
+	req, _ = http.NewRequest(http.MethodGet, srv.URL+"/webhooks", nil)
+	req.Header.Set("Authorization", "Bearer ")
+	if resp, err := http.DefaultClient.Do(req); err != nil || resp.StatusCode != http.StatusUnauthorized {
+		t.Fatalf("no shop token configured: %v %v", resp, err)
+	}
+}
+
+// Issue 33, item 5: over https the session cookie is __Host-seckill_session (Secure, Path=/,
+// no Domain), and the shop reads only that name; on http://localhost it keeps the plain name.
+func TestOverHTTPSTheSessionCookieHasTheHostPrefix(t *testing.T) {
+	s, srv := newShopAt(t, "https://shop.example", "")
+	if s.CookieName() != "__Host-seckill_session" {
+		t.Fatalf("cookie name %q", s.CookieName())
+	}
+	resp := signIn(t, browser(t), srv.URL, "alice")
+	var cookie *http.Cookie
+	for _, c := range resp.Cookies() {
+		if c.Name == SecureCookieName {
+			cookie = c
+		}
+		if c.Name == CookieName {
+			t.Errorf("the plain-name cookie is set over https: %v", c)
+		}
+	}
+	if cookie == nil || !cookie.Secure || cookie.Path != "/" || cookie.Domain != "" || !cookie.HttpOnly {
+		t.Fatalf("cookie %+v in %v: want __Host-, Secure, Path=/, no Domain, HttpOnly", cookie, resp.Header["Set-Cookie"])
+	}
+	// The shop reads the prefixed cookie, and not the plain one (which any http page of a
+	// sibling could set).
+	tok, _ := s.Sessions().Issue("alice", time.Now())
+	for name, want := range map[string]string{SecureCookieName: "alice", CookieName: ""} {
+		r := httptest.NewRequest(http.MethodGet, "/", nil)
+		r.AddCookie(&http.Cookie{Name: name, Value: tok})
+		if got := s.user(r); got != want {
+			t.Errorf("cookie %s: user %q, want %q", name, got, want)
+		}
+	}
+	if plain, _ := newShopAt(t, "http://localhost:8088", ""); plain.CookieName() != CookieName {
+		t.Errorf("on http://localhost the cookie is %q, want %q", plain.CookieName(), CookieName)
+	}
+}
+
+// Issue 33, item 5: the password-less sign-in needs -demo, and says what it means.
+func TestTheShopStartsOnlyWithDemo(t *testing.T) {
+	if _, err := ConfigFromFlags(flag.NewFlagSet("shop", flag.ContinueOnError), nil); err == nil || !strings.Contains(err.Error(), "-demo") {
+		t.Fatalf("without -demo: %v", err)
+	}
+	c, err := ConfigFromFlags(flag.NewFlagSet("shop", flag.ContinueOnError), []string{"-demo"})
+	if err != nil || !c.Demo {
+		t.Fatalf("with -demo: %+v %v", c, err)
+	}
+	key, _ := LoadOrCreateKey("")
+	if _, err := New(Config{PublicURL: "http://localhost:8088", SessionTTL: time.Hour}, key, nil); err == nil {
+		t.Fatal("New without Demo")
+	}
+	if !strings.Contains(DemoNotice, "no password") {
+		t.Fatalf("the notice does not say what -demo means: %q", DemoNotice)
+	}
+}
+
+// Issue 33 (informational): deploy/Caddyfile.production-session's default session endpoint is
+// this shop's GET /session (204 with X-User-ID for a session, 401 without); the file's comment
+// names this shop's cookie, which differs from the file's default cookie name.
+func TestTheSessionEndpointOfTheSessionCaddyfileIsTheShops(t *testing.T) {
+	s, srv := newShop(t, "")
+	tok, _ := s.Sessions().Issue("alice", time.Now())
+	for name, c := range map[string]struct {
+		hdr  map[string]string
+		code int
+		user string
+	}{
+		"the cookie":   {map[string]string{"Cookie": CookieName + "=" + tok}, http.StatusNoContent, "alice"},
+		"bearer":       {map[string]string{"Authorization": "Bearer " + tok}, http.StatusNoContent, "alice"},
+		"nothing":      {nil, http.StatusUnauthorized, ""},
+		"a bad cookie": {map[string]string{"Cookie": CookieName + "=x.y.z"}, http.StatusUnauthorized, ""},
+	} {
+		req, _ := http.NewRequest(http.MethodGet, srv.URL+"/session", nil)
+		for k, v := range c.hdr {
+			req.Header.Set(k, v)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != c.code || resp.Header.Get("X-User-ID") != c.user {
+			t.Errorf("%s: %d %q, want %d %q", name, resp.StatusCode, resp.Header.Get("X-User-ID"), c.code, c.user)
+		}
+	}
+	caddyfile, err := os.ReadFile("../../deploy/Caddyfile.production-session")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"{$SECKILL_SESSION_URL:http://127.0.0.1:3000/session}", "{$SECKILL_SESSION_USER_HEADER:X-User-ID}",
+		"its cookie is\n#                              seckill_session"} {
+		if !strings.Contains(string(caddyfile), want) {
+			t.Errorf("deploy/Caddyfile.production-session does not default to the sample shop: no %s", want)
+		}
 	}
 }

@@ -129,3 +129,92 @@ func TestADialerWithControlCannotConnectInside(t *testing.T) {
 		}
 	}
 }
+
+// Issue 33, item 6: an allow list admits what it lists, judged on the address reached
+// (IPv4-mapped, NAT64 and 6to4 forms included), and never link-local or metadata addresses,
+// whatever it lists.
+func TestAnAllowListAdmitsItsPrefixesButNeverMetadataOrLinkLocal(t *testing.T) {
+	demo, err := ParseAllow("127.0.0.1/32")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		allow []netip.Prefix
+		addr  string
+		ok    bool
+	}{
+		{demo, "127.0.0.1", true},
+		{demo, "::ffff:127.0.0.1", true}, // the same address
+		{demo, "64:ff9b::7f00:1", true},  // NAT64 of it
+		{demo, "127.0.0.2", false},
+		{demo, "::1", false},
+		{demo, "10.0.0.1", false},
+		{demo, "93.184.215.14", true}, // public: allowed anyway
+		{AllowInside, "10.0.0.1", true},
+		{AllowInside, "::1", true},
+		{AllowInside, "169.254.169.254", false},
+		{AllowInside, "::ffff:169.254.169.254", false},
+		{AllowInside, "fd00:ec2::254", false},
+		{AllowInside, "100.100.100.200", false},
+		{AllowInside, "169.254.10.1", false},
+		{AllowInside, "fe80::1", false},
+		{AllowInside, "fe80::1%eth0", false},
+		{mustAllow(t, "169.254.0.0/16, fe80::/10"), "169.254.169.254", false},
+		{mustAllow(t, "169.254.0.0/16, fe80::/10"), "169.254.1.1", false},
+		{mustAllow(t, "::ffff:10.0.0.0/104"), "10.1.2.3", true},
+		{mustAllow(t, "10.0.0.0/8 fd12::/64"), "fd12::7", true},
+	} {
+		err := Policy{Allow: tc.allow}.Check(netip.MustParseAddr(tc.addr))
+		if (err == nil) != tc.ok {
+			t.Errorf("allow %v, %s: %v", tc.allow, tc.addr, err)
+		}
+		if !tc.ok && !errors.Is(err, ErrBlocked) {
+			t.Errorf("allow %v, %s: %v is not ErrBlocked", tc.allow, tc.addr, err)
+		}
+	}
+	// The URL check and the dial check use the same list.
+	p := Policy{Allow: demo}
+	if err := p.CheckURL(context.Background(), nil, "http://[::ffff:127.0.0.1]:8088/webhooks"); err != nil {
+		t.Errorf("a mapped loopback URL with 127.0.0.1/32 allowed: %v", err)
+	}
+	if err := p.CheckURL(context.Background(), nil, "http://169.254.169.254/latest/meta-data/"); !errors.Is(err, ErrBlocked) {
+		t.Errorf("metadata URL with an allow list: %v", err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	d := &net.Dialer{Timeout: 2 * time.Second, ControlContext: p.Control}
+	c, err := d.DialContext(context.Background(), "tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatalf("dial an allowed receiver: %v", err)
+	}
+	c.Close()
+}
+
+func mustAllow(t *testing.T, s string) []netip.Prefix {
+	t.Helper()
+	p, err := ParseAllow(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func TestAnAllowListIsCIDRsOrAddresses(t *testing.T) {
+	for s, n := range map[string]int{"": 0, "127.0.0.1/32": 1, "127.0.0.1": 1, "10.0.0.0/8,192.168.0.0/16": 2,
+		" fd00::/8 , ::1 ": 2, "::ffff:127.0.0.1/128": 1} {
+		if p, err := ParseAllow(s); err != nil || len(p) != n {
+			t.Errorf("%q: %v %v", s, p, err)
+		}
+	}
+	if p, _ := ParseAllow("::ffff:127.0.0.1/128"); p[0] != netip.MustParsePrefix("127.0.0.1/32") {
+		t.Errorf("a mapped prefix is %v, want its IPv4 form", p[0])
+	}
+	for _, bad := range []string{"10.0.0.1/8", "localhost", "10.0.0.0/33", "fe80::1%eth0", "::ffff:0.0.0.0/64", "0/0"} {
+		if p, err := ParseAllow(bad); err == nil {
+			t.Errorf("%q accepted as %v", bad, p)
+		}
+	}
+}

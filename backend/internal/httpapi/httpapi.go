@@ -108,3 +108,25 @@ func Bearer(r *http.Request) string {
 	}
 	return strings.TrimSpace(cred)
 }
+
+// ParseLimit reads a page size: a decimal integer from 1 to most in its one canonical form (no
+// sign, no leading zero, no space). "+5" and "00005" are refused, not read as 5: a page of an
+// immutable, cached answer must have one URL, or every spelling of it is a cache entry of its
+// own (and a cache-busting flood looks like distinct pages; issue 33).
+func ParseLimit(v string, most int) (int, bool) {
+	if v == "" || len(v) > len(strconv.Itoa(most)) || v[0] == '0' {
+		return 0, false
+	}
+	n := 0
+	for i := 0; i < len(v); i++ {
+		c := v[i]
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		n = n*10 + int(c-'0')
+	}
+	if n < 1 || n > most {
+		return 0, false
+	}
+	return n, true
+}

@@ -1,0 +1,90 @@
+package refusal
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strings"
+	"testing"
+
+	"github.com/seckilledge/seckill/contract"
+)
+
+// Issue 33, item 3: the same-origin rule of every state-changing route of the edge.
+func TestAStateChangingRequestFromAnotherSiteIsRefused(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		method string
+		hdr    map[string]string
+		ok     bool
+	}{
+		{"curl or an app: no browser headers", "POST", nil, true},
+		{"the shop's own page", "POST", map[string]string{"Sec-Fetch-Site": "same-origin", "Origin": "https://shop.example"}, true},
+		{"own origin, other case", "POST", map[string]string{"Origin": "https://SHOP.example"}, true},
+		{"own origin over http (TLS ended before Caddy)", "DELETE", map[string]string{"Origin": "http://shop.example"}, true},
+		{"typed in the address bar", "POST", map[string]string{"Sec-Fetch-Site": "none"}, true},
+		{"a form on another site", "POST", map[string]string{"Sec-Fetch-Site": "cross-site", "Origin": "https://evil.example"}, false},
+		{"cross-site without Origin", "POST", map[string]string{"Sec-Fetch-Site": "cross-site"}, false},
+		{"a sibling subdomain (same-site)", "POST", map[string]string{"Sec-Fetch-Site": "same-site", "Origin": "https://evil.shop.example"}, false},
+		{"another origin, old browser", "DELETE", map[string]string{"Origin": "https://evil.example"}, false},
+		{"another port", "POST", map[string]string{"Origin": "https://shop.example:8443"}, false},
+		{"Origin null", "POST", map[string]string{"Origin": "null"}, false},
+		{"Origin with a path", "POST", map[string]string{"Origin": "https://shop.example/x"}, false},
+		{"Origin not http", "POST", map[string]string{"Origin": "file://shop.example"}, false},
+		{"Origin empty", "POST", map[string]string{"Origin": ""}, false},
+		{"PUT", "PUT", map[string]string{"Origin": "https://evil.example"}, false},
+		{"PATCH", "PATCH", map[string]string{"Sec-Fetch-Site": "cross-site"}, false},
+		{"a cross-site GET (reads change nothing)", "GET", map[string]string{"Sec-Fetch-Site": "cross-site", "Origin": "https://evil.example"}, true},
+		{"HEAD", "HEAD", map[string]string{"Sec-Fetch-Site": "cross-site"}, true},
+	} {
+		r := httptest.NewRequest(c.method, "https://shop.example/seckill/s1/draw", nil)
+		for k, v := range c.hdr {
+			r.Header.Set(k, v)
+		}
+		ref, ok := CheckRequest(r)
+		if ok != c.ok {
+			t.Errorf("%s: ok %v, want %v", c.name, ok, c.ok)
+		}
+		if !ok && (ref.Status != http.StatusForbidden || ref.Code != contract.CodeCrossSite) {
+			t.Errorf("%s: refusal %+v, want 403 cross_site", c.name, ref)
+		}
+	}
+	// Two Origin headers: refused.
+	r := httptest.NewRequest("POST", "https://shop.example/seckill/s1/buy", nil)
+	r.Header["Origin"] = []string{"https://shop.example", "https://evil.example"}
+	if _, ok := CheckRequest(r); ok {
+		t.Error("two Origin headers passed")
+	}
+	// The path rule still comes first.
+	r = httptest.NewRequest("POST", "https://shop.example/seckill/a/../b/buy", nil)
+	r.URL.Path = "/seckill/a/../b/buy"
+	if ref, ok := CheckRequest(r); ok || ref.Code != contract.CodeBadRequest {
+		t.Errorf("a non-canonical path: %v %+v", ok, ref)
+	}
+}
+
+// FuzzSameOrigin: whatever Origin and Sec-Fetch-Site a client sends, the rule answers without
+// panicking, and what it accepts names the request's own host.
+func FuzzSameOrigin(f *testing.F) {
+	for _, s := range [][2]string{{"https://shop.example", ""}, {"null", ""}, {"https://shop.example:443", "same-origin"},
+		{"https://evil.example", "cross-site"}, {"", "none"}, {"https://shop.example/", ""}, {"https://user@shop.example", ""},
+		{"HTTPS://SHOP.EXAMPLE", ""}, {"https://shop.example\x00", ""}} {
+		f.Add(s[0], s[1])
+	}
+	f.Fuzz(func(t *testing.T, origin, site string) {
+		r := httptest.NewRequest("POST", "https://shop.example/seckill/s1/buy", nil)
+		r.Header["Origin"] = []string{origin}
+		if site != "" {
+			r.Header["Sec-Fetch-Site"] = []string{site}
+		}
+		if !SameOrigin(r) {
+			return
+		}
+		if site == "cross-site" {
+			t.Fatalf("cross-site accepted with Origin %q", origin)
+		}
+		if u, err := url.Parse(origin); err != nil || !strings.EqualFold(u.Host, "shop.example") {
+			t.Fatalf("Origin %q accepted for host shop.example", origin)
+		}
+	})
+}
