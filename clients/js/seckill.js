@@ -601,7 +601,7 @@ export class Client extends EventTarget {
   /**
    * The user's inclusion proof (GET /seckill/{sale}/draw/proof), after the close.
    * @param {string} sale @param {{ signal?: AbortSignal }} [o]
-   * @returns {Promise<{ entry_id: string, variant: string, leaf: string, path: string[], root: string, rank?: number }>}
+   * @returns {Promise<{ entry_id: string, variant: string, index: number, leaf: string, path: string[], root: string, proof_version: number, randomness: string, beacon: object|null, rank?: number }>}
    */
   drawProof(sale, o = {}) {
     return this.request("GET", `/seckill/${saleSegment(sale)}/draw/proof`, o);

@@ -74,13 +74,15 @@ test("the waiting room: proof of work with progress, admission, leave, buy, sold
   assert.equal(end.state, "sold_out");
 });
 
-/** The Merkle path of a proof, recomputed with node:crypto (docs/draw.md). */
+/** The Merkle path of a proof, recomputed with node:crypto (docs/draw.md; proof version 2:
+ * a node is SHA-256(0x01 || left || right)). */
+const LEAF = Buffer.from([0]), NODE = Buffer.from([1]);
 function rootOf(leafHex, path) {
   let cur = Buffer.from(leafHex, "hex");
   for (const step of path) {
     const [side, hex] = step.split(":");
     const sib = Buffer.from(hex, "hex");
-    cur = createHash("sha256").update(side === "L" ? Buffer.concat([sib, cur]) : Buffer.concat([cur, sib])).digest();
+    cur = createHash("sha256").update(Buffer.concat(side === "L" ? [NODE, sib, cur] : [NODE, cur, sib])).digest();
   }
   return cur.toString("hex");
 }
@@ -120,7 +122,8 @@ test("a draw: enter, change, withdraw, enter again, the result, the proof, the f
   await pace();
   const proof = await d.drawProof(sale);
   assert.equal(proof.entry_id, e1.entry_id);
-  assert.equal(createHash("sha256").update(`${proof.entry_id}\n${proof.variant}`).digest("hex"), proof.leaf);
+  assert.equal(proof.proof_version, 2);
+  assert.equal(createHash("sha256").update(Buffer.concat([LEAF, Buffer.from(`${proof.entry_id}\n${proof.variant}`)])).digest("hex"), proof.leaf);
   assert.equal(rootOf(proof.leaf, proof.path), result.entries_root, "the proof leads to the published root");
   await pace();
   // One entry for one unit of "m": a win, to buy before claim_until.
