@@ -9,6 +9,7 @@ import (
 
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 
+	"github.com/seckilledge/seckill/caddymodule/refusal"
 	"github.com/seckilledge/seckill/contract"
 )
 
@@ -17,7 +18,8 @@ import (
 // handler does anything (this handler was built without a store: reaching it would panic);
 // the shared rule is refusal.CheckRequest (its own test has the whole table).
 func TestACrossSiteRequestIsRefusedBeforeAnythingElse(t *testing.T) {
-	var h caddyhttp.MiddlewareHandler = new(Draw)
+	// Only the refusal writer's counters are set, as Provision sets them.
+	var h caddyhttp.MiddlewareHandler = &Draw{ep: refusal.Endpoints{Requests: requests, Shed: shed, Name: "draw"}}
 	for name, hdr := range map[string]map[string]string{
 		"a form on another site": {"Sec-Fetch-Site": "cross-site", "Content-Type": "text/plain"},
 		"a sibling subdomain":    {"Sec-Fetch-Site": "same-site", "Origin": "https://evil.shop.example"},

@@ -4,9 +4,6 @@ import (
 	"context"
 
 	"go.uber.org/zap"
-
-	"github.com/seckilledge/seckill/caddymodule/throttle"
-	"github.com/seckilledge/seckill/contract"
 )
 
 // An admission goes only to a waiter who can use it now (issue 35). A user the throttle bans
@@ -18,12 +15,6 @@ import (
 // to the next present waiter at the next step. The ban keys live in their own Cluster slots,
 // so the script cannot read them; the gateway reads them in one pipeline with Redis TIME,
 // which keeps the rule exact across gateways (the bans are the throttle's, in Redis).
-
-// BanKey is the throttle's ban hash of user in zone (a zone keyed on the room's user id), as
-// caddymodule/throttle writes it: the zone's counter key for the user's key, plus ":ban".
-func BanKey(zone, user string) string {
-	return contract.ThrottleKey(zone, throttle.SafeKey(user)) + ":ban"
-}
 
 // passOnBanned ends the live admissions of rep's checked users whom the throttle bans. It runs
 // after a call that ran the admission step; a failure only postpones the check to the next

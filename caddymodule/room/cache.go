@@ -4,6 +4,8 @@ import (
 	"context"
 	"sync"
 	"time"
+
+	"github.com/seckilledge/seckill/caddymodule/room/core"
 )
 
 // roomCache holds the rooms this gateway has read, by sale.
@@ -17,23 +19,23 @@ type roomCache struct {
 type cachedRoom struct {
 	room SaleRoom
 	read time.Time
-	rate entryRate
+	rate core.EntryRate
 	// view is carried from one reading of the room to the next: the pace measures over
 	// seconds, the summary lives across reads (summary.go).
-	view  *roomView
+	view  *core.View
 	label bool
 }
 
 // paceOf is the pace of a reply's room, after counting the reply's admitted counter.
 func (c *cachedRoom) paceOf(rep Reply) Pace {
-	c.view.pace.observe(rep.Admitted, rep.Now)
+	c.view.Pace.Observe(rep.Admitted, rep.Now)
 	return c.paceFrom(rep)
 }
 
 // paceFrom is the pace of a reply's room as measured so far.
 func (c *cachedRoom) paceFrom(rep Reply) Pace {
 	p := Pace{Rate: c.room.Rate, Floor: FloorRate(c.room.Rate, rep.Stock, c.room.Settings)}
-	p.Observed, p.Measured = c.view.pace.rate(rep.Admitted, rep.Now, c.room.Starts)
+	p.Observed, p.Measured = c.view.Pace.Rate(rep.Admitted, rep.Now, c.room.Starts)
 	return p
 }
 
@@ -55,7 +57,7 @@ func (h *Room) roomOf(ctx context.Context, sale string) (*cachedRoom, bool, erro
 	}
 	c := &cachedRoom{room: r, read: now}
 	// The entry rate read with the room is Redis's count across gateways: the freshest view.
-	c.rate.observe(r.EntryRate, now)
+	c.rate.Observe(r.EntryRate, now)
 	if v, loaded := h.cache.rooms.Load(sale); loaded {
 		c.label = v.(*cachedRoom).label
 		c.view = v.(*cachedRoom).view
@@ -73,7 +75,7 @@ func (h *Room) roomOf(ctx context.Context, sale string) (*cachedRoom, bool, erro
 		c.label = true
 	}
 	if c.view == nil {
-		c.view = newRoomView()
+		c.view = core.NewView()
 	}
 	h.cache.rooms.Store(sale, c)
 	return c, true, nil

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -113,7 +114,7 @@ func TestAChallengeFetchedInTheQuietHoursIsRefusedInTheRushAsExpired(t *testing.
 	}
 	rate := func() int64 {
 		h := rdb.HMGet(context.Background(), RoomKey(r.Sale), "rate_s", "rate_cur", "rate_prev").Val()
-		n := func(v any) int64 { s, _ := v.(string); return atoi(s) }
+		n := func(v any) int64 { s, _ := v.(string); i, _ := strconv.ParseInt(s, 10, 64); return i }
 		return EntryRateAt(redisNow(t, rdb).Unix(), n(h[0]), n(h[1]), n(h[2]))
 	}
 	testenv.WaitFor(t, 20*time.Second, "8 entries a second counted in Redis", func() bool { return rate() >= 8 })

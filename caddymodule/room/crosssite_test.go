@@ -9,15 +9,17 @@ import (
 
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 
+	"github.com/seckilledge/seckill/caddymodule/refusal"
 	"github.com/seckilledge/seckill/contract"
 )
 
 // Issue 33, item 3: a state-changing request a browser sends from another site (a simple
 // text/plain form post, or a sibling subdomain's fetch) is refused 403 cross_site before the
 // handler does anything (this handler was built without a store: reaching it would panic);
-// the shared rule is refusal.CheckRequest (its own test has the whole table).
+// the shared rule is refusal.CheckRequest (its own test has the whole table). Only the
+// refusal writer and its counters are set, as Provision sets them.
 func TestACrossSiteRequestIsRefusedBeforeAnythingElse(t *testing.T) {
-	var h caddyhttp.MiddlewareHandler = new(Room)
+	var h caddyhttp.MiddlewareHandler = &Room{ep: refusal.Endpoints{Requests: requests, Shed: shed, Name: "room"}}
 	for name, hdr := range map[string]map[string]string{
 		"a form on another site": {"Sec-Fetch-Site": "cross-site", "Content-Type": "text/plain"},
 		"a sibling subdomain":    {"Sec-Fetch-Site": "same-site", "Origin": "https://evil.shop.example"},

@@ -74,7 +74,7 @@ func (h *Room) serveChallenge(ctx context.Context, w http.ResponseWriter, r *htt
 		return h.refuse(w, "challenge", noRoom)
 	}
 	// The difficulty in force now: the challenge keeps it for its whole (short) life.
-	d := sealed.Difficulty(c.room.DifficultyMin, c.room.DifficultyMax, c.rate.get(h.now()), h.DifficultyRate)
+	d := sealed.Difficulty(c.room.DifficultyMin, c.room.DifficultyMax, c.rate.Get(h.now()), h.DifficultyRate)
 	a, ref, err := h.Issue(ctx, h.caller, h.issuer, r, sale, user, d)
 	if err != nil {
 		return h.unavailable(w, "challenge", err)
@@ -118,7 +118,7 @@ func (h *Room) enter(ctx context.Context, w http.ResponseWriter, r *http.Request
 	}
 	now := h.now()
 	told := h.toldFor(c, -1, now)
-	v := Visit{Enter: true, Settings: c.room.Settings, Admit: c.view.claimAdmission(now, time.Duration(h.AdmitInterval)),
+	v := Visit{Enter: true, Settings: c.room.Settings, Admit: c.view.ClaimAdmission(now, time.Duration(h.AdmitInterval)),
 		Presence: h.presenceFor(told)}
 	if c.room.PowRequired() {
 		ch, err := h.sealer.VerifyChallenge(r.Header.Get(HeaderChallenge), r.Header.Get(HeaderSolution), sale, user, c.room.DifficultyMin, now)
@@ -139,7 +139,7 @@ func (h *Room) enter(ctx context.Context, w http.ResponseWriter, r *http.Request
 	if err != nil {
 		return h.unavailable(w, "enter", err)
 	}
-	c.rate.observe(rep.EntryRate, now)
+	c.rate.Observe(rep.EntryRate, now)
 	h.passOnBanned(ctx, sale, c, rep)
 	if v.Nonce != "" {
 		if rep.Outcome == Replayed {
@@ -188,7 +188,7 @@ func (h *Room) poll(ctx context.Context, w http.ResponseWriter, r *http.Request,
 	place := PlaceOf(c.room.EntryKey, c.room.Seed, sale, user)
 	told := h.toldFor(c, index, h.now())
 	rep, err := h.store.Visit(ctx, sale, Visit{Member: place.Member(user), Settings: c.room.Settings,
-		Admit: c.view.claimAdmission(h.now(), time.Duration(h.AdmitInterval)), Presence: h.presenceFor(told)})
+		Admit: c.view.ClaimAdmission(h.now(), time.Duration(h.AdmitInterval)), Presence: h.presenceFor(told)})
 	if err != nil {
 		return h.unavailable(w, "poll", err)
 	}

@@ -24,7 +24,7 @@ import (
 // What a gateway keeps for a room of N waiters (issue 28, "Targets": each gateway's memory for
 // the room's summaries and caches stays bounded; measured at 100 000 and 1 000 000 waiters, the
 // second from a synthetic queue). The gateway is the real handler (ServeHTTP, its room cache,
-// its roomView with the summary, the pace and the presence set, its published pre-queue cache)
+// its core.View with the summary, the pace and the presence set, its published pre-queue cache)
 // over a synthetic Store that answers as room_queue.lua would for a started room of N waiters:
 // every waiter polls once with his placed ticket, the few near the front reach the store, the
 // others are answered from the summary. The heap retained afterwards (HeapAlloc after GC, less

@@ -21,6 +21,7 @@ import (
 
 	_ "github.com/caddyserver/caddy/v2/modules/standard"
 	_ "github.com/seckilledge/seckill/caddymodule/gate"
+	_ "github.com/seckilledge/seckill/caddymodule/throttle" // the throttle the room reads bans of (ban_zones)
 	_ "github.com/seckilledge/seckill/caddymodule/token"
 )
 

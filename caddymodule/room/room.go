@@ -5,8 +5,8 @@
 // made before the start are ordered at the start by a keyed permutation whose seed is
 // committed at preheat and revealed at the end. docs/room.md has the whole story.
 //
-// The decisions are plain functions over a Store (decide.go, ticket.go, difficulty.go); this
-// file is the HTTP glue.
+// The decisions are plain functions over a Store, in caddymodule/room/core (no Caddy there);
+// this package is the HTTP glue.
 package room
 
 import (

@@ -1,10 +1,10 @@
 package throttle
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"net/netip"
 	"strings"
+
+	"github.com/seckilledge/seckill/caddymodule/throttle/core"
 )
 
 // MaskIP returns the network of ip at the zone's prefix length ("203.0.113.0/24",
@@ -31,34 +31,9 @@ func MaskIP(ip string, v4Prefix, v6Prefix int) string {
 	return p.String()
 }
 
-// maxPlainKey is the longest client key stored as is. Longer keys (and keys with bytes that
-// could confuse a hash tag or a log line) are stored as a digest: a header value is attacker
-// input, and Redis memory per key must not depend on it.
-const maxPlainKey = 64
-
-// SafeKey returns key as it goes into a Redis key name: unchanged when short and made of
-// [A-Za-z0-9._:/@-], else "h:" and 32 hex digits of its SHA-256. Never "{" or "}", which
-// would change the Cluster hash tag.
-func SafeKey(key string) string {
-	if len(key) <= maxPlainKey && plain(key) {
-		return key
-	}
-	sum := sha256.Sum256([]byte(key))
-	return "h:" + hex.EncodeToString(sum[:16])
-}
-
-func plain(s string) bool {
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch {
-		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9':
-		case c == '.', c == ':', c == '/', c == '@', c == '-', c == '_':
-		default:
-			return false
-		}
-	}
-	return true
-}
+// SafeKey returns key as it goes into a Redis key name (core.SafeKey): unchanged when short and
+// plain, else a digest. The room's ban check names the same keys without importing this package.
+func SafeKey(key string) string { return core.SafeKey(key) }
 
 // The placeholders whose value is an IP address and therefore gets prefix bucketing. The
 // Caddyfile shorthand {client_ip} becomes {http.vars.client_ip}, which honours the server's

@@ -3,6 +3,8 @@ package throttle
 import (
 	"strings"
 	"testing"
+
+	"github.com/seckilledge/seckill/caddymodule/throttle/core"
 )
 
 func TestIPKeysAreBucketedByPrefix(t *testing.T) {
@@ -72,7 +74,7 @@ func FuzzClientKey(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, raw string, v4, v6 int) {
 		k := SafeKey(MaskIP(raw, v4%40, v6%140))
-		if strings.ContainsAny(k, "{} \n") || len(k) > maxPlainKey {
+		if strings.ContainsAny(k, "{} \n") || len(k) > core.MaxPlainKey {
 			t.Fatalf("unsafe key %q from %q", k, raw)
 		}
 	})

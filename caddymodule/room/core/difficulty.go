@@ -1,4 +1,4 @@
-package room
+package core
 
 import (
 	"sync"
@@ -17,11 +17,11 @@ func EntryRateAt(sec, s, cur, prev int64) int64 {
 	return 0
 }
 
-// entryRate is this gateway's latest view of a sale's entry rate across gateways: read with the
+// EntryRate is this gateway's latest view of a sale's entry rate across gateways: read with the
 // room (every cache_ttl) and from every entry's reply. Counts are per second, so a view older
 // than two seconds says nothing and reads as 0. A new challenge is sealed at the difficulty
 // this view asks for (sealed.Difficulty), and keeps it for its short life (issue 35).
-type entryRate struct {
+type EntryRate struct {
 	mu   sync.Mutex
 	rate int64
 	at   time.Time
@@ -30,7 +30,8 @@ type entryRate struct {
 // staleRate is how long a view of the entry rate holds.
 const staleRate = 2 * time.Second
 
-func (e *entryRate) observe(rate int64, now time.Time) {
+// Observe records rate, read at now (a negative rate: not read, ignored).
+func (e *EntryRate) Observe(rate int64, now time.Time) {
 	if rate < 0 {
 		return
 	}
@@ -39,7 +40,8 @@ func (e *entryRate) observe(rate int64, now time.Time) {
 	e.mu.Unlock()
 }
 
-func (e *entryRate) get(now time.Time) float64 {
+// Get is the entry rate at now, 0 once the view is staleRate old.
+func (e *EntryRate) Get(now time.Time) float64 {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if now.Sub(e.at) >= staleRate {

@@ -1,4 +1,4 @@
-package room
+package core
 
 import (
 	"math"
@@ -76,10 +76,10 @@ func (e Estimate) Seconds() (lo, point, hi int64) {
 	return lo, min(max(point, lo), hi), hi
 }
 
-// admissionPace measures a room's admission rate on this gateway from the admitted counter
+// AdmissionPace measures a room's admission rate on this gateway from the admitted counter
 // room_queue.lua returns (Redis's, across every gateway) at Redis's time: samples at least
 // paceStep apart, the rate over the oldest and newest kept. Memory is a fixed array per room.
-type admissionPace struct {
+type AdmissionPace struct {
 	mu      sync.Mutex
 	samples [paceSamples]paceSample
 	n, next int
@@ -97,7 +97,8 @@ const (
 	paceStep    = 2 * time.Second
 )
 
-func (a *admissionPace) observe(admitted int64, at time.Time) {
+// Observe counts the admitted counter at Redis time at.
+func (a *AdmissionPace) Observe(admitted int64, at time.Time) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.n > 0 {
@@ -114,9 +115,9 @@ func (a *admissionPace) observe(admitted int64, at time.Time) {
 	a.n = min(a.n+1, paceSamples)
 }
 
-// rate is the measured rate, or, before two samples span a step, the average since the start
+// Rate is the measured rate, or, before two samples span a step, the average since the start
 // (admitted at now); ok is false when neither is known.
-func (a *admissionPace) rate(admitted int64, now, starts time.Time) (r float64, ok bool) {
+func (a *AdmissionPace) Rate(admitted int64, now, starts time.Time) (r float64, ok bool) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.n >= 2 {

@@ -1,4 +1,4 @@
-package room
+package core
 
 import (
 	"net/http"
@@ -157,23 +157,23 @@ func TestTheEstimatedWaitIsARangeFromTheObservedAdmissionRate(t *testing.T) {
 // The admission pace is measured over samples of the admitted counter at least 2 s apart, and
 // falls back to the average since the start.
 func TestTheAdmissionPaceIsMeasuredFromTheAdmittedCounter(t *testing.T) {
-	var a admissionPace
+	var a AdmissionPace
 	start := time.Unix(1000, 0)
-	if _, ok := a.rate(0, start.Add(time.Second), start); ok {
+	if _, ok := a.Rate(0, start.Add(time.Second), start); ok {
 		t.Fatal("a pace one second after the start, with no samples")
 	}
-	if r, ok := a.rate(30, start.Add(10*time.Second), start); !ok || r != 3 {
+	if r, ok := a.Rate(30, start.Add(10*time.Second), start); !ok || r != 3 {
 		t.Fatalf("since the start: %v %v, want 3", r, ok)
 	}
 	for i := range 20 {
-		a.observe(int64(100+5*i), start.Add(time.Duration(i)*time.Second))
+		a.Observe(int64(100+5*i), start.Add(time.Duration(i)*time.Second))
 	}
 	// Kept: every other second, the last 8: 5 admissions a second.
-	if r, ok := a.rate(0, start, start); !ok || r != 5 {
+	if r, ok := a.Rate(0, start, start); !ok || r != 5 {
 		t.Fatalf("measured: %v %v, want 5", r, ok)
 	}
-	a.observe(0, start.Add(time.Hour)) // the room was set up again
-	if r, ok := a.rate(0, start.Add(time.Hour), start.Add(time.Hour)); ok {
+	a.Observe(0, start.Add(time.Hour)) // the room was set up again
+	if r, ok := a.Rate(0, start.Add(time.Hour), start.Add(time.Hour)); ok {
 		t.Fatalf("after a reset: %v, want unknown", r)
 	}
 }

@@ -1,4 +1,4 @@
-package room
+package core
 
 import (
 	"crypto/hmac"
@@ -33,17 +33,24 @@ func LiveKey(sale string) string { return liveKey(sale) }
 // SpentKey is the sorted set of a sale's spent proof-of-work nonces.
 func SpentKey(sale string) string { return spentKey(sale) }
 
-// entryIDLen is the raw length of an entry id; its public form is base64url (22 characters).
-const entryIDLen = 16
+// AwayKey is the sorted set of a sale's waiters whose place the cursor passed while they were
+// absent (user -> queue index).
+func AwayKey(sale string) string { return awayKey(sale) }
 
-// rankLen is the length of a rank, HMAC-SHA256(seed, entry id).
-const rankLen = sha256.Size
+// BackKey is the sorted set of the away waiters seen again, admitted first.
+func BackKey(sale string) string { return backKey(sale) }
+
+// EntryIDLen is the raw length of an entry id; its public form is base64url (22 characters).
+const EntryIDLen = 16
+
+// RankLen is the length of a rank, HMAC-SHA256(seed, entry id).
+const RankLen = sha256.Size
 
 // Place is where a user stands: their public entry id and its rank.
 type Place struct {
 	EntryID string // 22 base64url characters
-	Rank    [rankLen]byte
-	raw     [entryIDLen]byte
+	Rank    [RankLen]byte
+	raw     [EntryIDLen]byte
 }
 
 // PlaceOf derives a user's place. The entry id is a keyed hash of (sale, user) under the
@@ -74,7 +81,7 @@ func Rank(seed []byte, entryID string) []byte {
 // Member is the place's member in the queue's sorted set: rank, raw entry id, user. Pre-queue
 // places all have score 0, and Redis orders equal scores by the member's bytes: by rank.
 func (p Place) Member(user string) string {
-	b := make([]byte, 0, rankLen+entryIDLen+len(user))
+	b := make([]byte, 0, RankLen+EntryIDLen+len(user))
 	b = append(b, p.Rank[:]...)
 	b = append(b, p.raw[:]...)
 	b = append(b, user...)
@@ -83,8 +90,8 @@ func (p Place) Member(user string) string {
 
 // EntryIDOfMember is the public entry id inside a queue member ("" when malformed).
 func EntryIDOfMember(member string) string {
-	if len(member) <= rankLen+entryIDLen {
+	if len(member) <= RankLen+EntryIDLen {
 		return ""
 	}
-	return base64.RawURLEncoding.EncodeToString([]byte(member[rankLen : rankLen+entryIDLen]))
+	return base64.RawURLEncoding.EncodeToString([]byte(member[RankLen : RankLen+EntryIDLen]))
 }

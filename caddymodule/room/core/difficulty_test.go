@@ -1,4 +1,4 @@
-package room
+package core
 
 import (
 	"testing"
@@ -15,13 +15,13 @@ func TestEntryRateCountsTheLastWholeSecondAsRedisKeepsIt(t *testing.T) {
 			t.Errorf("at %d of {%d %d %d}: %d, want %d", c.sec, c.s, c.cur, c.prev, got, c.want)
 		}
 	}
-	var e entryRate
+	var e EntryRate
 	t0 := time.Unix(100, 0)
-	e.observe(30, t0)
-	if got := e.get(t0.Add(time.Second)); got != 30 {
+	e.Observe(30, t0)
+	if got := e.Get(t0.Add(time.Second)); got != 30 {
 		t.Fatalf("rate = %v, want 30", got)
 	}
-	if got := e.get(t0.Add(3 * time.Second)); got != 0 {
+	if got := e.Get(t0.Add(3 * time.Second)); got != 0 {
 		t.Fatalf("a view 3 s old = %v, want 0", got)
 	}
 }

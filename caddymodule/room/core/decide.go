@@ -1,4 +1,4 @@
-package room
+package core
 
 import (
 	"context"
@@ -105,7 +105,7 @@ type Visit struct {
 	Tick    bool
 	Present []Seen
 	// Admit runs the admission step (lapses, new admissions): a gateway asks for it at most
-	// once per sale per admit_interval (roomView.claimAdmission), not on every poll.
+	// once per sale per admit_interval (View.ClaimAdmission), not on every poll.
 	Admit bool
 	// Presence is how long this visit's user counts as present from now (the refresh_s he is
 	// told plus a grace, or the presence_window): the admission step admits only waiters
