@@ -100,16 +100,23 @@ type PreheatCall struct {
 	Draw bool
 }
 
-// Keys are the call's KEYS: the meta hash, and the room hash when the sale has a room or the
-// draw hash when it is a draw.
+// Keys are the call's KEYS: the meta hash, the room hash when the sale has a room or the
+// draw hash when it is a draw, then (not on a sharded sale's base hash) the outbox, buyers
+// and held keys.
 func (a PreheatCall) Keys() []string {
-	if a.Draw && !a.Room {
-		return []string{contract.MetaKey(a.Sale), contract.DrawKey(a.Sale)}
-	}
+	keys := make([]string, 0, 5)
+	keys = append(keys, contract.MetaKey(a.Sale))
 	if a.Room {
-		return []string{contract.MetaKey(a.Sale), contract.RoomKey(a.Sale)}
+		keys = append(keys, contract.RoomKey(a.Sale))
+	} else if a.Draw {
+		keys = append(keys, contract.DrawKey(a.Sale))
 	}
-	return []string{contract.MetaKey(a.Sale)}
+	if a.Shards <= 1 {
+		// The outbox and its group made once here, not by the gate script on every purchase;
+		// the buyers' and held expiries moved with the sale's end.
+		keys = append(keys, contract.OutboxKey(a.Sale), contract.BuyersKey(a.Sale), contract.HeldKey(a.Sale))
+	}
+	return keys
 }
 
 // Args are the ARGV of the call.

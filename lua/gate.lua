@@ -27,7 +27,8 @@
 -- ARGV[3]  order id (UUIDv7, made by the gateway)
 -- ARGV[4]  token store value "<nonce>:<exp_ms>" of the presented token, or "" when the route
 --          does not require tokens (the signature and expiry were checked by the gateway)
--- ARGV[5]  the relay's consumer group name (created with the stream, from its first entry)
+-- ARGV[5]  the relay's consumer group name: no longer read (preheat.lua creates the group, the
+--          relay creates it on a stream without one); kept so the arguments after it stand
 -- ARGV[6]  W3C traceparent of the request's sampled span, or "" (absent counts as ""): when
 --          set, the outbox entry carries it as field tp, for the relay and the backend
 -- ARGV[7]  variant id, "" (or absent) for none: a sale with exactly one variant takes that one
@@ -249,9 +250,15 @@ else
   redis.call("HSET", KEYS[1], "stock", stock, "v:" .. vid, vleft)
 end
 redis.call("HSET", KEYS[2], user, order)
-local expires = redis.call("PEXPIRETIME", KEYS[1])
-if expires > 0 then
-  redis.call("PEXPIREAT", KEYS[2], expires)
+-- The buyers hash expires with the sale, set once rather than on every purchase: when this
+-- purchase made the hash, or found it without an expiry (a reconcile after a Redis loss writes
+-- it without one). preheat.lua and the backend's window control move it with the sale's end.
+local expires
+if redis.call("PTTL", KEYS[2]) == -1 then
+  expires = redis.call("PEXPIRETIME", KEYS[1])
+  if expires > 0 then
+    redis.call("PEXPIREAT", KEYS[2], expires)
+  end
 end
 local seq = 1
 if limit > 1 then
@@ -261,6 +268,7 @@ if limit > 1 then
   else
     -- The user's first purchase: the only one that may create the hash, so it sets its expiry.
     redis.call("HSET", KEYS[5], user, q)
+    expires = expires or redis.call("PEXPIRETIME", KEYS[1])
     if expires > 0 then
       redis.call("PEXPIREAT", KEYS[5], expires)
     end
@@ -269,9 +277,10 @@ end
 if ARGV[4] ~= "" then
   redis.call("HDEL", KEYS[3], user)
 end
-if redis.call("EXISTS", KEYS[4]) == 0 then
-  redis.call("XGROUP", "CREATE", KEYS[4], ARGV[5], "0", "MKSTREAM")
-end
+-- XADD makes the stream when it is missing. Its consumer group is not this script's business:
+-- preheat.lua creates the stream with the group, and the relay creates the group from id 0 on
+-- a stream that has none (a sale preheated by an older backend, an outbox that expired after
+-- it drained), so every entry is relayed either way.
 local tp = ARGV[6]
 if simple then
   if tp == nil or tp == "" then

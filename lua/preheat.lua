@@ -14,6 +14,17 @@
 --          token script admit only the draw's winners), and the draw hash gets the meta key's
 --          expiry. A sale is never both: the draw key is refused when the meta says "room" and
 --          the room key when it says "draw". Not sharded, and no limit above 1 (ARGV[9]).
+-- KEYS[2..] optional, each told apart by its suffix, in any order after the room or draw key:
+--          seckill:{sale:<id>}:outbox  the sale's outbox stream: created (empty) with the
+--          relay's consumer group "relay" from id 0 when either is missing, so the gate script
+--          never has to; an outbox holding no entry gets the meta key's expiry (the gate
+--          script removes it with the first entry). An outbox preheated without this key (an
+--          older backend) is still relayed: the relay creates the group from id 0 on a stream
+--          that has none.
+--          seckill:{sale:<id>}:buyers, seckill:{sale:<id>}:held  when they exist, they get the
+--          meta key's expiry (the gate sets it only once, when it makes the hash).
+--          None of these on a sharded sale's base hash (ARGV[7] > 1): each shard's own call
+--          passes its own.
 -- ARGV[1]  sale id (for the restock broadcast)
 -- ARGV[2]  stock to set (integer >= 0)
 -- ARGV[3]  starts_ms (unix ms)
@@ -52,9 +63,21 @@ local retention = tonumber(ARGV[6])
 if stock == nil or stock < 0 or starts == nil or ends == nil or ends <= starts or retention == nil then
   return redis.error_reply("ERR preheat: bad arguments")
 end
-local room, draw = KEYS[2], nil
-if room and string.sub(room, -5) == ":draw" then
-  room, draw = nil, KEYS[2]
+local room, draw, outbox, follow = nil, nil, nil, {}
+for i = 2, #KEYS do
+  local key = KEYS[i]
+  if string.sub(key, -5) == ":draw" then
+    draw = key
+  elseif string.sub(key, -7) == ":outbox" then
+    outbox = key
+  elseif string.sub(key, -7) == ":buyers" or string.sub(key, -5) == ":held" then
+    follow[#follow + 1] = key
+  else
+    room = key
+  end
+end
+if draw then
+  room = nil
   local k = tonumber(ARGV[7])
   if (k ~= nil and k > 1) or (ARGV[9] ~= nil and ARGV[9] ~= "" and ARGV[9] ~= "1") then
     return redis.error_reply("ERR preheat: a draw sale is unsharded with a limit of 1")
@@ -166,6 +189,21 @@ if room then
 end
 if draw then
   redis.call("PEXPIREAT", draw, ends + retention)
+end
+local k = tonumber(ARGV[7])
+if k == nil or k <= 1 then
+  if outbox then
+    -- BUSYGROUP (the group is there) is the answer of every preheat after the first.
+    redis.pcall("XGROUP", "CREATE", outbox, "relay", "0", "MKSTREAM")
+    if redis.call("XLEN", outbox) == 0 then
+      redis.call("PEXPIREAT", outbox, ends + retention)
+    end
+  end
+  for _, key in ipairs(follow) do
+    if redis.call("EXISTS", key) == 1 then
+      redis.call("PEXPIREAT", key, ends + retention)
+    end
+  end
 end
 if current > 0 then
   redis.call("PUBLISH", "seckill:events", "restock:" .. ARGV[1])

@@ -12,6 +12,7 @@ import (
 	"github.com/seckilledge/seckill/caddymodule/tokenformat"
 	"github.com/seckilledge/seckill/contract"
 	"github.com/seckilledge/seckill/internal/testenv"
+	"github.com/seckilledge/seckill/lua"
 )
 
 func newOrderID(t testing.TB) string {
@@ -46,8 +47,11 @@ func TestGateDecidesTheSaleWindowByRedisTime(t *testing.T) {
 		if got := stockOf(t, rdb, c.sale); got != 10 {
 			t.Errorf("a refusal changed the stock to %d", got)
 		}
-		if n := rdb.Exists(ctx, contract.BuyersKey(c.sale), contract.OutboxKey(c.sale)).Val(); n != 0 {
-			t.Errorf("a refusal wrote %d keys", n)
+		if n := rdb.Exists(ctx, contract.BuyersKey(c.sale)).Val(); n != 0 {
+			t.Errorf("a refusal wrote the buyers hash")
+		}
+		if n := rdb.XLen(ctx, contract.OutboxKey(c.sale)).Val(); n != 0 {
+			t.Errorf("a refusal wrote %d outbox entries", n)
 		}
 	}
 }
@@ -56,6 +60,18 @@ func TestGateAcceptWritesStockBuyerOutboxAndExpiries(t *testing.T) {
 	rdb := testenv.Redis(t)
 	ctx := context.Background()
 	sale := newSale(t, rdb, 2, -time.Minute, time.Hour)
+	// Preheat made the outbox, empty, with the relay's group from id 0 and the sale's expiry.
+	metaExp := rdb.PExpireTime(ctx, contract.MetaKey(sale)).Val()
+	if n, err := rdb.XLen(ctx, contract.OutboxKey(sale)).Result(); err != nil || n != 0 {
+		t.Fatalf("outbox after preheat: %d entries, %v; want an empty stream", n, err)
+	}
+	if got := rdb.PExpireTime(ctx, contract.OutboxKey(sale)).Val(); got != metaExp {
+		t.Errorf("an empty preheated outbox expires at %v, the meta at %v", got, metaExp)
+	}
+	groups := rdb.XInfoGroups(ctx, contract.OutboxKey(sale)).Val()
+	if len(groups) != 1 || groups[0].Name != core.RelayGroup || groups[0].LastDeliveredID != "0-0" {
+		t.Fatalf("outbox groups after preheat = %+v, want the relay group from id 0", groups)
+	}
 	order := newOrderID(t)
 	v, err := core.Decide(ctx, rdb, core.Purchase{Sale: sale, User: "alice", OrderID: order})
 	if err != nil || v.Outcome != core.Accepted || v.OrderID != order || v.StockLeft != 1 {
@@ -68,16 +84,16 @@ func TestGateAcceptWritesStockBuyerOutboxAndExpiries(t *testing.T) {
 	if len(entries) != 1 || entries[0].Values["o"] != order || entries[0].Values["u"] != "alice" {
 		t.Fatalf("outbox = %+v", entries)
 	}
-	metaExp := rdb.PExpireTime(ctx, contract.MetaKey(sale)).Val()
 	if got := rdb.PExpireTime(ctx, contract.BuyersKey(sale)).Val(); got != metaExp || got <= 0 {
 		t.Errorf("buyers expire at %v, meta at %v: they must expire together", got, metaExp)
 	}
 	if got := rdb.PTTL(ctx, contract.OutboxKey(sale)).Val(); got != -1 {
 		t.Errorf("an outbox with entries has TTL %v; it must not expire before it is drained", got)
 	}
-	groups := rdb.XInfoGroups(ctx, contract.OutboxKey(sale)).Val()
-	if len(groups) != 1 || groups[0].Name != core.RelayGroup {
-		t.Errorf("outbox groups = %+v, want the relay group created with the stream", groups)
+	// The entry sits after the group's last delivered id: the relay reads it.
+	groups = rdb.XInfoGroups(ctx, contract.OutboxKey(sale)).Val()
+	if len(groups) != 1 || groups[0].Name != core.RelayGroup || groups[0].LastDeliveredID != "0-0" || groups[0].Lag != 1 {
+		t.Errorf("outbox groups after the purchase = %+v, want the relay group with the entry to read", groups)
 	}
 
 	// The same purchase retried (a lost reply, go-redis retrying): accepted again, nothing written twice.
@@ -177,5 +193,68 @@ func TestEveryOutcomeHasTheContractStatus(t *testing.T) {
 		if o.Status() != s {
 			t.Errorf("%s: status %d, want %d", o, o.Status(), s)
 		}
+	}
+}
+
+// The buyers hash gets the sale's expiry once, when a purchase makes it (or finds it without
+// one, as a reconcile after a Redis loss leaves it), not on every purchase: an expiry moved
+// since (the window control, preheat) stays where it was put.
+func TestGateSetsTheBuyersExpiryOnlyWhenTheHashHasNone(t *testing.T) {
+	rdb := testenv.Redis(t)
+	ctx := context.Background()
+	sale := newSale(t, rdb, 10, -time.Minute, time.Hour)
+	metaExp := rdb.PExpireTime(ctx, contract.MetaKey(sale)).Val()
+	if v, err := core.Decide(ctx, rdb, core.Purchase{Sale: sale, User: "u1", OrderID: newOrderID(t)}); err != nil || v.Outcome != core.Accepted {
+		t.Fatalf("first purchase = %+v, %v", v, err)
+	}
+	if got := rdb.PExpireTime(ctx, contract.BuyersKey(sale)).Val(); got != metaExp {
+		t.Fatalf("buyers made by the first purchase expire at %v, want the meta's %v", got, metaExp)
+	}
+	moved := time.UnixMilli(metaExp.Milliseconds()).Add(time.Hour)
+	rdb.PExpireAt(ctx, contract.BuyersKey(sale), moved)
+	if v, err := core.Decide(ctx, rdb, core.Purchase{Sale: sale, User: "u2", OrderID: newOrderID(t)}); err != nil || v.Outcome != core.Accepted {
+		t.Fatalf("second purchase = %+v, %v", v, err)
+	}
+	if got := rdb.PExpireTime(ctx, contract.BuyersKey(sale)).Val(); got.Milliseconds() != moved.UnixMilli() {
+		t.Errorf("a purchase reset the buyers' expiry to %v (it was %v)", got.Milliseconds(), moved.UnixMilli())
+	}
+	// A buyers hash without an expiry gets the sale's from the next purchase.
+	rdb.Persist(ctx, contract.BuyersKey(sale))
+	if v, err := core.Decide(ctx, rdb, core.Purchase{Sale: sale, User: "u3", OrderID: newOrderID(t)}); err != nil || v.Outcome != core.Accepted {
+		t.Fatalf("third purchase = %+v, %v", v, err)
+	}
+	if got := rdb.PExpireTime(ctx, contract.BuyersKey(sale)).Val(); got != metaExp {
+		t.Errorf("buyers found without an expiry now expire at %v, want the meta's %v", got, metaExp)
+	}
+}
+
+// A sale preheated by an older backend (the meta key only): the purchase still writes its
+// entry, to a stream the gate makes without a group; the relay creates the group from id 0
+// (caddymodule/relay: TestARelayDeliversAnOutboxPreheatedWithoutItsGroup).
+func TestGateAcceptsASalePreheatedWithoutItsOutbox(t *testing.T) {
+	rdb := testenv.Redis(t)
+	ctx := context.Background()
+	sale := testenv.ID("s")
+	now := time.Now()
+	if err := lua.Preheat.Run(ctx, rdb, []string{contract.MetaKey(sale)}, sale, 3, now.Add(-time.Minute).UnixMilli(),
+		now.Add(time.Hour).UnixMilli(), "init", time.Hour.Milliseconds(), "", testNamespace).Err(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		rdb.Del(context.Background(), contract.MetaKey(sale), contract.BuyersKey(sale), contract.OutboxKey(sale))
+	})
+	if n := rdb.Exists(ctx, contract.OutboxKey(sale)).Val(); n != 0 {
+		t.Fatal("a preheat without the outbox key made the outbox")
+	}
+	order := newOrderID(t)
+	if v, err := core.Decide(ctx, rdb, core.Purchase{Sale: sale, User: "u1", OrderID: order}); err != nil || v.Outcome != core.Accepted {
+		t.Fatalf("purchase = %+v, %v", v, err)
+	}
+	entries := rdb.XRange(ctx, contract.OutboxKey(sale), "-", "+").Val()
+	if len(entries) != 1 || entries[0].Values["o"] != order {
+		t.Fatalf("outbox = %+v, want the purchase's entry", entries)
+	}
+	if got := rdb.PTTL(ctx, contract.OutboxKey(sale)).Val(); got != -1 {
+		t.Errorf("an outbox with entries has TTL %v", got)
 	}
 }

@@ -64,7 +64,8 @@ func preheat(t testing.TB, rdb redis.UniversalClient, sale string, stock int, st
 	t.Helper()
 	ctx := context.Background()
 	now := time.Now()
-	err := lua.Preheat.Run(ctx, rdb, []string{contract.MetaKey(sale)}, sale, stock,
+	// The keys the backend passes (lua.PreheatCall): the outbox is made with its group here.
+	err := lua.Preheat.Run(ctx, rdb, lua.PreheatCall{Sale: sale}.Keys(), sale, stock,
 		now.Add(startsIn).UnixMilli(), now.Add(endsIn).UnixMilli(), "init", (24 * time.Hour).Milliseconds(), "", testNamespace).Err()
 	if err != nil {
 		t.Fatalf("preheat: %v", err)

@@ -19,7 +19,8 @@ import (
 	"github.com/seckilledge/seckill/internal/handlertest"
 )
 
-// The gate script creates the outbox group the relay reads: both must name the same one.
+// preheat.lua creates the outbox group the relay reads (TestGateAcceptWritesStockBuyerOutboxAndExpiries
+// checks it is core.RelayGroup): both must name the same one.
 func TestTheRelayReadsTheGroupTheGateWrites(t *testing.T) {
 	if core.RelayGroup != relay.Group {
 		t.Fatalf("gate writes group %q, relay reads %q", core.RelayGroup, relay.Group)

@@ -6,7 +6,6 @@
 package refusal
 
 import (
-	"encoding/json"
 	"errors"
 	"maps"
 	"math/rand/v2"
@@ -15,6 +14,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
@@ -58,25 +58,39 @@ func (wr Writer) Write(w http.ResponseWriter, r Refusal) error {
 	if wr.HandleErrors {
 		return caddyhttp.Error(r.Status, r)
 	}
-	body := Body(r)
+	var body []byte
+	var bp *[]byte
+	if cached(r) {
+		body = Body(r)
+	} else {
+		// An order id, variant or held count: a body of its own, built in a pooled buffer.
+		bp = answerBuffers.Get().(*[]byte)
+		body = AppendBody((*bp)[:0], r)
+	}
 	v[0], v[1], v[2] = "application/json", "no-store", strconv.Itoa(len(body))
 	h["Content-Type"], h["Cache-Control"], h["Content-Length"] = v[0:1:1], v[1:2:2], v[2:3:3]
 	w.WriteHeader(r.Status)
 	_, err := w.Write(body)
+	if bp != nil && cap(body) <= maxAnswerBuffer {
+		*bp = body
+		answerBuffers.Put(bp)
+	}
 	return err
 }
+
+// cached tells the refusals whose body is kept: a code and a message, nothing per user.
+func cached(r Refusal) bool { return r.OrderID == "" && r.Variant == "" && r.Held == 0 }
 
 // Seconds is d rounded up to whole seconds, at least 1: the Retry-After value of d.
 func Seconds(d time.Duration) int64 {
 	return max(int64((d+time.Second-1)/time.Second), 1)
 }
 
-// Body is the JSON body of r. Bodies without an order id, variant or held units are
-// marshalled once: a flood is answered with the same few thousands of times a second.
+// Body is the JSON body of r. Bodies without an order id, variant or held units are built
+// once: a flood is answered with the same few thousands of times a second.
 func Body(r Refusal) []byte {
-	if r.OrderID != "" || r.Variant != "" || r.Held != 0 {
-		b, _ := json.Marshal(contract.Refusal{Code: r.Code, Message: r.Message, OrderID: r.OrderID, Variant: r.Variant, Held: r.Held})
-		return b
+	if !cached(r) {
+		return AppendBody(nil, r)
 	}
 	k := bodyKey{r.Code, r.Message}
 	// A plain map read: a sync.Map would box the key into an interface, one allocation per
@@ -84,7 +98,7 @@ func Body(r Refusal) []byte {
 	if b, ok := (*bodies.Load())[k]; ok {
 		return b
 	}
-	b, _ := json.Marshal(contract.Refusal{Code: r.Code, Message: r.Message})
+	b := AppendBody(nil, r)
 	bodiesMu.Lock()
 	defer bodiesMu.Unlock()
 	old := *bodies.Load()
@@ -96,6 +110,85 @@ func Body(r Refusal) []byte {
 	m[k] = b
 	bodies.Store(&m)
 	return b
+}
+
+// AppendBody appends the JSON body of r to dst: byte for byte what encoding/json writes for
+// the contract.Refusal of r (FuzzAppendBodyIsEncodingJSONs holds them equal), without its
+// reflection and allocations.
+func AppendBody(dst []byte, r Refusal) []byte {
+	dst = append(dst, `{"code":`...)
+	dst = appendString(dst, r.Code)
+	dst = append(dst, `,"message":`...)
+	dst = appendString(dst, r.Message)
+	if r.OrderID != "" {
+		dst = append(dst, `,"order_id":`...)
+		dst = appendString(dst, r.OrderID)
+	}
+	if r.Variant != "" {
+		dst = append(dst, `,"variant":`...)
+		dst = appendString(dst, r.Variant)
+	}
+	if r.Held != 0 {
+		dst = append(dst, `,"held":`...)
+		dst = strconv.AppendInt(dst, int64(r.Held), 10)
+	}
+	return append(dst, '}')
+}
+
+const hexDigits = "0123456789abcdef"
+
+// appendString appends s as a JSON string the way encoding/json.Marshal does: HTML-safe (<, >
+// and & as \u00XX), \b \f \n \r \t by name, other control bytes as \u00XX, invalid UTF-8
+// as \ufffd, and U+2028 and U+2029 escaped (JavaScript reads them as line ends).
+func appendString(dst []byte, s string) []byte {
+	dst = append(dst, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		if b := s[i]; b < utf8.RuneSelf {
+			if b >= 0x20 && b != '"' && b != '\\' && b != '<' && b != '>' && b != '&' {
+				i++
+				continue
+			}
+			dst = append(dst, s[start:i]...)
+			switch b {
+			case '\\', '"':
+				dst = append(dst, '\\', b)
+			case '\b':
+				dst = append(dst, '\\', 'b')
+			case '\f':
+				dst = append(dst, '\\', 'f')
+			case '\n':
+				dst = append(dst, '\\', 'n')
+			case '\r':
+				dst = append(dst, '\\', 'r')
+			case '\t':
+				dst = append(dst, '\\', 't')
+			default:
+				dst = append(dst, '\\', 'u', '0', '0', hexDigits[b>>4], hexDigits[b&0xf])
+			}
+			i++
+			start = i
+			continue
+		}
+		c, size := utf8.DecodeRuneInString(s[i:])
+		if c == utf8.RuneError && size == 1 {
+			dst = append(dst, s[start:i]...)
+			dst = append(dst, `\ufffd`...)
+			i += size
+			start = i
+			continue
+		}
+		if c == '\u2028' || c == '\u2029' {
+			dst = append(dst, s[start:i]...)
+			dst = append(dst, '\\', 'u', '2', '0', '2', hexDigits[c&0xf])
+			i += size
+			start = i
+			continue
+		}
+		i += size
+	}
+	dst = append(dst, s[start:]...)
+	return append(dst, '"')
 }
 
 type bodyKey struct{ code, msg string }

@@ -31,8 +31,9 @@ func preheatIn(t *testing.T, rdb redis.UniversalClient, ns string, n int) (sale 
 		rdb.SRem(context.Background(), contract.SalesIndexKey, sale)
 		rdb.Del(context.Background(), contract.MetaKey(sale), contract.OutboxKey(sale))
 	})
-	if err := rdb.XGroupCreateMkStream(ctx, contract.OutboxKey(sale), Group, "0").Err(); err != nil {
-		t.Fatal(err)
+	// preheat.lua made the outbox with the relay's group, as the backend's preheat does.
+	if g, err := rdb.XInfoGroups(ctx, contract.OutboxKey(sale)).Result(); err != nil || len(g) != 1 || g[0].Name != Group {
+		t.Fatalf("outbox groups after preheat = %+v, %v; want %q", g, err, Group)
 	}
 	orders = addEntries(t, rdb, sale, n)
 	return sale, orders
@@ -174,4 +175,41 @@ func TestARelayNeverTakesAnotherNamespacesOutbox(t *testing.T) {
 	if n := gotB.of(saleA); n != 0 {
 		t.Errorf("B's broker received %d orders of A's sale", n)
 	}
+}
+
+// A sale preheated by an older backend has an outbox without the relay's group (preheat.lua
+// did not make it, and the gate script no longer does): the relay creates the group from id 0
+// and delivers every entry written before it did.
+func TestARelayDeliversAnOutboxPreheatedWithoutItsGroup(t *testing.T) {
+	rdb := testenv.Redis(t)
+	ctx := context.Background()
+	ns := testenv.ID("nsold-")
+	sale := testenv.ID("s")
+	now := time.Now()
+	if err := lua.Preheat.Run(ctx, rdb, []string{contract.MetaKey(sale)}, sale, 10, now.Add(-time.Minute).UnixMilli(),
+		now.Add(time.Hour).UnixMilli(), "init", time.Minute.Milliseconds(), "", ns).Err(); err != nil {
+		t.Fatal(err)
+	}
+	rdb.SAdd(ctx, contract.SalesIndexKey, sale)
+	t.Cleanup(func() {
+		rdb.SRem(context.Background(), contract.SalesIndexKey, sale)
+		rdb.Del(context.Background(), contract.MetaKey(sale), contract.BuyersKey(sale), contract.OutboxKey(sale))
+	})
+	var orders []string
+	for i := range 4 {
+		order := testenv.ID("o")
+		res, err := lua.GateCall{Sale: sale, User: "u" + strconv.Itoa(i), OrderID: order, Group: Group}.Run(ctx, rdb)
+		if err != nil || len(res) < 2 || res[0] != int64(0) {
+			t.Fatalf("gate: %v, %v", res, err)
+		}
+		orders = append(orders, order)
+	}
+	if g, err := rdb.XInfoGroups(ctx, contract.OutboxKey(sale)).Result(); err != nil || len(g) != 0 {
+		t.Fatalf("the outbox has groups %+v (%v) before any relay ran; the test needs none", g, err)
+	}
+	vhost := testenv.RabbitVhost(t)
+	got := consume(t, vhost)
+	r := startRelay(t, rdb, vhost, ns)
+	r.Notify(sale)
+	testenv.WaitFor(t, 20*time.Second, "the orders of a sale preheated without the group", func() bool { return got.has(orders) })
 }

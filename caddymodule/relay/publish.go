@@ -66,9 +66,9 @@ func (r *Relay) drain(ctx context.Context, ch *amqp.Channel, returns chan amqp.R
 
 func isNoGroup(err error) bool { return err != nil && strings.HasPrefix(err.Error(), "NOGROUP") }
 
-// ensureGroup creates the consumer group of a stream that has none (the gate script creates
-// it with the stream; this covers a stream made some other way). From id 0: every entry is
-// relayed.
+// ensureGroup creates the consumer group of a stream that has none (preheat.lua creates it
+// with the stream; this covers a sale preheated by an older backend, or an outbox that expired
+// after it drained and was made again by a purchase). From id 0: every entry is relayed.
 func (r *Relay) ensureGroup(ctx context.Context, key string) {
 	err := r.rdb.XGroupCreate(ctx, key, Group, "0").Err()
 	if err != nil && !strings.Contains(err.Error(), "BUSYGROUP") && !strings.Contains(err.Error(), "requires the key to exist") {

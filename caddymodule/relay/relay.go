@@ -26,8 +26,8 @@ import (
 	"go.uber.org/zap"
 )
 
-// Group is the consumer group of the outbox streams. The gate script creates it with the
-// stream; it must equal the group the gate passes to it.
+// Group is the consumer group of the outbox streams. preheat.lua creates it with the stream
+// (ensureGroup when a stream has none); it must equal the name written there.
 const Group = "relay"
 
 // Options are what a relay works with.

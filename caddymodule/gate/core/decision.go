@@ -198,8 +198,9 @@ type Item struct {
 	Quantity int // 0 means the default, 1
 }
 
-// RelayGroup is the consumer group of the outbox streams. The gate script creates it with the
-// stream, so no entry can be written before the group exists.
+// RelayGroup is the consumer group of the outbox streams. preheat.lua creates it with the
+// stream (its name is written there too), and the relay creates it from id 0 on a stream that
+// has none, so no entry is ever skipped.
 const RelayGroup = "relay"
 
 var errReply = errors.New("gate: unexpected script reply")
