@@ -5,6 +5,8 @@ import (
 	_ "embed"
 	"net/http"
 	"strings"
+
+	clientjs "github.com/seckilledge/seckill/clients/js"
 )
 
 // page is the entry page: self-contained HTML and JavaScript (no CDN), served on a GET of the
@@ -13,7 +15,12 @@ import (
 // script, so the script's hash is fixed.
 //
 //go:embed page.html
-var page string
+var pageHTML string
+
+// page is pageHTML with the JavaScript client (clients/js/seckill.js, the very bytes published
+// to npm) inlined at the head of the page's one module script: the page drives the protocol
+// through it, and the script's hash, in the Content-Security-Policy, covers both.
+var page = strings.Replace(pageHTML, "/*{{CLIENT}}*/", clientjs.Source, 1)
 
 // servePage answers the entry page of a draw sale, with the sale's variants for the size
 // picker; a sale that is not a draw gets the JSON refusal, as the API would answer.

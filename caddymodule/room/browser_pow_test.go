@@ -75,6 +75,11 @@ func TestWaitingPageShowsTheWorkAsProgressAndIsAdmittedAfterADifficultyRise(t *t
 	if err != nil || value != 1 {
 		t.Fatalf("the progress bar stands at %v (%v), want 1 once the work is done", value, err)
 	}
+	// The entry is the JavaScript client's (clients/js/seckill.js, inlined in the page): it
+	// asks for JSON on every request, which the page's own code never did.
+	if accept, _ := held.Request.Headers["Accept"].(string); accept != "application/json" {
+		t.Fatalf("the page's entry asks for %q, want the client's application/json", accept)
+	}
 	ch := held.Request.Headers[HeaderChallenge]
 	if ch == nil {
 		ch = held.Request.Headers[strings.ToLower(HeaderChallenge)]

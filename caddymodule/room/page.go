@@ -4,6 +4,8 @@ import (
 	_ "embed"
 	"net/http"
 	"strings"
+
+	clientjs "github.com/seckilledge/seckill/clients/js"
 )
 
 // page is the waiting page: self-contained HTML and JavaScript (no CDN), served on a GET of
@@ -12,7 +14,12 @@ import (
 // the script's hash is fixed.
 //
 //go:embed page.html
-var page string
+var pageHTML string
+
+// page is pageHTML with the JavaScript client (clients/js/seckill.js, the very bytes published
+// to npm) inlined at the head of the page's one module script: the page drives the protocol
+// through it, and the script's hash, in the Content-Security-Policy, covers both.
+var page = strings.Replace(pageHTML, "/*{{CLIENT}}*/", clientjs.Source, 1)
 
 func (h *Room) servePage(w http.ResponseWriter, sale string) {
 	requests.WithLabelValues("page", "ok").Inc()

@@ -208,7 +208,8 @@ func TestTheWaitingPageMayNotBeFramed(t *testing.T) {
 			t.Fatalf("page: %d %v", w.status, err)
 		}
 		body := w.body.String()
-		script := body[strings.Index(body, "<script>")+len("<script>") : strings.Index(body, "</script>")]
+		open := `<script type="module">`
+		script := body[strings.Index(body, open)+len(open) : strings.Index(body, "</script>")]
 		sum := sha256.Sum256([]byte(script))
 		csp := w.header.Get("Content-Security-Policy")
 		if !strings.Contains(csp, "script-src 'sha256-"+base64.StdEncoding.EncodeToString(sum[:])+"'") || strings.Contains(csp, "unsafe-inline") {

@@ -56,6 +56,8 @@
  * @property {number} tried Hashes tried so far.
  * @property {number} expected Hashes expected on average (2^difficulty).
  * @property {number} difficulty
+ * @property {boolean} done The work is finished: the last event of a solve (tried is then
+ *   the counter found plus one).
  */
 
 /**
@@ -193,8 +195,8 @@ function run(msg, post) {
 export async function solve(challenge, difficulty, opts = {}) {
   const { onProgress, signal, inline } = opts;
   const expected = 2 ** difficulty;
-  /** @param {number} tried */
-  const progress = (tried) => onProgress && onProgress({ tried, expected, difficulty });
+  /** @param {number} tried @param {boolean} [done] */
+  const progress = (tried, done = false) => onProgress && onProgress({ tried, expected, difficulty, done });
   if (difficulty <= 0) return "0";
   signal?.throwIfAborted();
   if (!inline && typeof Worker === "function" && typeof Blob === "function" && typeof URL?.createObjectURL === "function") {
@@ -212,7 +214,7 @@ export async function solve(challenge, difficulty, opts = {}) {
     signal?.throwIfAborted();
     const n = searchCounters(challenge, difficulty, from, SLICE);
     if (n >= 0) {
-      progress(n + 1);
+      progress(n + 1, true);
       return String(n);
     }
     progress(from + SLICE);
@@ -222,7 +224,7 @@ export async function solve(challenge, difficulty, opts = {}) {
 
 /**
  * @param {string} challenge @param {number} difficulty
- * @param {(tried: number) => void} progress @param {AbortSignal | undefined} signal
+ * @param {(tried: number, done?: boolean) => void} progress @param {AbortSignal | undefined} signal
  * @returns {Promise<string>}
  */
 function inBrowserWorker(challenge, difficulty, progress, signal) {
@@ -233,7 +235,7 @@ function inBrowserWorker(challenge, difficulty, progress, signal) {
     const end = () => { w.terminate(); URL.revokeObjectURL(url); };
     signal?.addEventListener("abort", () => { end(); reject(signal.reason); }, { once: true });
     w.onmessage = (e) => {
-      progress(e.data.tried);
+      progress(e.data.tried, e.data.done !== undefined);
       if (e.data.done !== undefined) { end(); resolve(e.data.done); }
     };
     w.onerror = (e) => { end(); reject(new Error("proof of work: " + e.message)); };
@@ -243,7 +245,7 @@ function inBrowserWorker(challenge, difficulty, progress, signal) {
 
 /**
  * @param {string} challenge @param {number} difficulty
- * @param {(tried: number) => void} progress @param {AbortSignal | undefined} signal
+ * @param {(tried: number, done?: boolean) => void} progress @param {AbortSignal | undefined} signal
  * @returns {Promise<string>}
  */
 async function inNodeWorker(challenge, difficulty, progress, signal) {
@@ -255,7 +257,7 @@ run(workerData, (m) => parentPort.postMessage(m));`;
   return new Promise((resolve, reject) => {
     signal?.addEventListener("abort", () => { void w.terminate(); reject(signal.reason); }, { once: true });
     w.on("message", (m) => {
-      progress(m.tried);
+      progress(m.tried, m.done !== undefined);
       if (m.done !== undefined) { void w.terminate(); resolve(m.done); }
     });
     w.on("error", reject);

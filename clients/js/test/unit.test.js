@@ -26,6 +26,7 @@ test("solve finds a counter node:crypto agrees on, in a worker and inline, with 
       // And it is the first such counter: the search misses none.
       for (let i = 0; i < Number(n); i++) assert.ok(zeroBits(`${challenge}:${i}`) < bits, `counter ${i} already solved it`);
       assert.ok(seen.length > 0 && seen.at(-1).tried === Number(n) + 1, "progress ends at the counter found");
+      assert.ok(seen.at(-1).done && seen.slice(0, -1).every((p) => !p.done), "only the last progress event says done");
       assert.equal(seen[0].expected, 2 ** bits);
     }
   }
