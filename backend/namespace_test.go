@@ -15,7 +15,7 @@ func TestPreheatRecordsTheNamespaceInEverySaleAndShardMeta(t *testing.T) {
 	e := newEnv(t)
 	ctx := context.Background()
 	ns := testenv.ID("ns-")
-	e.svc.Namespace = ns
+	e.rebuild(func(o *Options) { o.Namespace = ns })
 	plain := e.sale(3)
 	const k = 3
 	sharded := e.shardedSale(9, k)
@@ -25,7 +25,7 @@ func TestPreheatRecordsTheNamespaceInEverySaleAndShardMeta(t *testing.T) {
 		}
 	}
 
-	e.svc.Namespace = ""
+	e.rebuild(func(o *Options) { o.Namespace = "" })
 	unnamed := e.sale(3)
 	if n := e.rdb.HExists(ctx, contract.MetaKey(unnamed), contract.FieldNamespace).Val(); n {
 		t.Errorf("a sale preheated without a namespace has a namespace field")

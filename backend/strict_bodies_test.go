@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/seckilledge/seckill/backend/controls"
+	"github.com/seckilledge/seckill/backend/sales"
 	"github.com/seckilledge/seckill/contract/admin"
 )
 
@@ -15,7 +16,7 @@ import (
 func TestJSONBodiesRefuseDuplicateKeys(t *testing.T) {
 	sale := `"id":"s1","starts_at":"2030-01-01T00:00:00Z","ends_at":"2030-01-02T00:00:00Z"`
 	parsers := map[string]func(string) error{
-		"sale": func(b string) error { _, err := ParseSaleSpec(strings.NewReader(b)); return err },
+		"sale": func(b string) error { _, err := sales.ParseSaleSpec(strings.NewReader(b)); return err },
 		"stock": func(b string) error {
 			_, err := controls.ParseStockRequest(strings.NewReader(b))
 			return err
@@ -61,11 +62,11 @@ func TestJSONBodiesRefuseDuplicateKeys(t *testing.T) {
 func TestADifficultyWithThreeNumbersIsRefused(t *testing.T) {
 	for _, d := range []string{`[1,2,3]`, `[0,0,0]`, `[5]`, `[]`, `[1,2,3,4]`, `"1,2"`} {
 		body := `{"id":"s1","stock":1,"starts_at":"2030-01-01T00:00:00Z","ends_at":"2030-01-02T00:00:00Z","room":{"difficulty":` + d + `}}`
-		if spec, err := ParseSaleSpec(strings.NewReader(body)); err == nil {
+		if spec, err := sales.ParseSaleSpec(strings.NewReader(body)); err == nil {
 			t.Errorf("difficulty %s accepted as %v", d, *spec.Room.Difficulty)
 		}
 	}
-	spec, err := ParseSaleSpec(strings.NewReader(`{"id":"s1","stock":1,"starts_at":"2030-01-01T00:00:00Z","ends_at":"2030-01-02T00:00:00Z","room":{"difficulty":[4,8]}}`))
+	spec, err := sales.ParseSaleSpec(strings.NewReader(`{"id":"s1","stock":1,"starts_at":"2030-01-01T00:00:00Z","ends_at":"2030-01-02T00:00:00Z","room":{"difficulty":[4,8]}}`))
 	if err != nil || spec.Room.Difficulty == nil || *spec.Room.Difficulty != (admin.Difficulty{4, 8}) {
 		t.Fatalf("difficulty [4,8]: %+v %v", spec.Room, err)
 	}
