@@ -22,7 +22,7 @@ const (
 	CodeSaleExists = "sale_exists"
 	CodeInternal   = "unavailable"
 	CodeForbidden  = "forbidden"
-	// CodeNotFound and CodeMethodNotAllowed answer a route that does not exist (routes.go).
+	// CodeNotFound and CodeMethodNotAllowed answer a route that does not exist (backend's routes.go).
 	CodeNotFound         = "not_found"
 	CodeMethodNotAllowed = "method_not_allowed"
 	// CodeSalePreheated refuses a baseline purchase in a sale the gate is selling.
