@@ -20,8 +20,8 @@ func TestOrderStatusIsQueuedThenCreatedAndOnlyTheOwnerSeesIt(t *testing.T) {
 	sale := e.sale(5)
 	m := e.accept(sale, 1)[0]
 	srv, _ := e.servers(false)
-	get := func(user, id string) (int, OrderView, contract.Refusal) {
-		var v OrderView
+	get := func(user, id string) (int, orders.OrderView, contract.Refusal) {
+		var v orders.OrderView
 		var ref contract.Refusal
 		code := doJSON(t, "GET", srv.URL+"/orders/"+id, map[string]string{"X-User-ID": user}, "", &v)
 		if code != 200 {
@@ -78,7 +78,7 @@ func TestOnlyTheShopConfirmsPaymentOnceAndFailedOrdersAreNotPayable(t *testing.T
 	}
 	orderSrv, admin := e.servers(false)
 	status := func(m contract.OrderMessage) string {
-		var v OrderView
+		var v orders.OrderView
 		doJSON(t, "GET", orderSrv.URL+"/orders/"+m.OrderID, map[string]string{"X-User-ID": m.UserID}, "", &v)
 		return v.Status
 	}
@@ -109,7 +109,7 @@ func TestOnlyTheShopConfirmsPaymentOnceAndFailedOrdersAreNotPayable(t *testing.T
 		t.Fatalf("after the refused attempts the order is %s", st)
 	}
 	for i := 0; i < 2; i++ {
-		var res PaidResult
+		var res orders.PaidResult
 		if code := doJSON(t, "POST", paid, shopAuth, "", &res); code != 200 || res.Status != contract.StatusPaid || res.SaleID != sale || res.OrderID != created.OrderID {
 			t.Fatalf("paid #%d: %d %+v", i+1, code, res)
 		}
@@ -131,7 +131,7 @@ func TestOnlyTheShopConfirmsPaymentOnceAndFailedOrdersAreNotPayable(t *testing.T
 	if code := doJSON(t, "POST", admin.URL+"/shop/orders/"+queued.OrderID+"/paid", shopAuth, "", &ref); code != 409 || ref.Code != contract.CodeNotPayable {
 		t.Fatalf("paid of a queued order: %d %+v", code, ref)
 	}
-	var v OrderView
+	var v orders.OrderView
 	doJSON(t, "GET", orderSrv.URL+"/orders/"+failed.OrderID, map[string]string{"X-User-ID": failed.UserID}, "", &v)
 	if v.Status != contract.StatusFailed || v.Reason != orders.ReasonSoldOutInDB {
 		t.Fatalf("failed order shows %+v", v)
@@ -215,7 +215,7 @@ func TestBaselinesNeedTheAdminTokenRefuseALiveSaleAndSellEachUnitOnce(t *testing
 	for _, kind := range []string{"pessimistic", "optimistic"} {
 		sale := testenv.ID("base")
 		now := time.Now()
-		if _, err := e.svc.CreateSale(context.Background(), SaleSpec{ID: sale, Stock: 2, StartsAt: now.Add(-time.Minute), EndsAt: now.Add(time.Hour)}); err != nil {
+		if _, err := e.svc.Sales.CreateSale(context.Background(), SaleSpec{ID: sale, Stock: 2, StartsAt: now.Add(-time.Minute), EndsAt: now.Add(time.Hour)}); err != nil {
 			t.Fatal(err)
 		}
 		url := admin.URL + "/baseline/" + kind + "/" + sale
@@ -264,7 +264,7 @@ func TestConcurrentPreheatsLoadTheSaleOnce(t *testing.T) {
 	ctx := context.Background()
 	sale := testenv.ID("pre")
 	now := time.Now()
-	if _, err := e.svc.CreateSale(ctx, SaleSpec{ID: sale, Stock: 9, StartsAt: now, EndsAt: now.Add(time.Hour)}); err != nil {
+	if _, err := e.svc.Sales.CreateSale(ctx, SaleSpec{ID: sale, Stock: 9, StartsAt: now, EndsAt: now.Add(time.Hour)}); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
@@ -278,7 +278,7 @@ func TestConcurrentPreheatsLoadTheSaleOnce(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			res, err := e.svc.Preheat(ctx, sale)
+			res, err := e.svc.Sales.Preheat(ctx, sale)
 			if err != nil {
 				t.Error(err)
 				return

@@ -31,8 +31,8 @@ func (e *env) controlServer() *httptest.Server {
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	e.svc.Tokens = toks
-	srv := httptest.NewServer(e.svc.Handler(newRegistry(), false))
+	e.rebuild(func(o *Options) { o.Tokens = toks })
+	srv := httptest.NewServer(e.svc.Handler(NewMetricsRegistry(), false))
 	e.t.Cleanup(srv.Close)
 	return srv
 }
@@ -72,7 +72,7 @@ func await(t testing.TB, ch <-chan *redis.Message, payload string) {
 
 func (e *env) audit(sale string) []admin.AuditEntry {
 	e.t.Helper()
-	entries, err := e.svc.controls().Audit(context.Background(), sale, 100)
+	entries, err := e.svc.Controls.Audit(context.Background(), sale, 100)
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -133,11 +133,11 @@ func TestAPausedSaleIsPausedAgainWhenRedisLosesItAndPreheatReloadsIt(t *testing.
 	e := newEnv(t)
 	ctx := context.Background()
 	sale := e.sale(5)
-	if _, err := e.svc.controls().SetPaused(withWho(ctx), sale, true, "r1"); err != nil {
+	if _, err := e.svc.Controls.SetPaused(withWho(ctx), sale, true, "r1"); err != nil {
 		t.Fatal(err)
 	}
 	e.rdb.Del(ctx, contract.MetaKey(sale))
-	if _, err := e.svc.Preheat(ctx, sale); err != nil {
+	if _, err := e.svc.Sales.Preheat(ctx, sale); err != nil {
 		t.Fatal(err)
 	}
 	meta := e.rdb.HGetAll(ctx, contract.MetaKey(sale)).Val()
@@ -171,7 +171,7 @@ func TestEndingNowEndsTheSaleInBothStoresAndAnEndedSaleRefusesEveryControl(t *te
 		if ms != ends.UnixMilli() {
 			t.Fatalf("%s ends_ms %d, Postgres %d", id, ms, ends.UnixMilli())
 		}
-		if exp := e.rdb.PExpireTime(ctx, contract.MetaKey(id)).Val(); exp.Milliseconds() != ends.UnixMilli()+e.svc.retention().Milliseconds() {
+		if exp := e.rdb.PExpireTime(ctx, contract.MetaKey(id)).Val(); exp.Milliseconds() != ends.UnixMilli()+e.svc.Sales.RetentionOrDefault().Milliseconds() {
 			t.Fatalf("%s expires at %v, want end + retention", id, exp)
 		}
 	}
@@ -194,10 +194,10 @@ func TestEndingASaleBeforeItStartsMeansItNeverOpens(t *testing.T) {
 	ctx := context.Background()
 	sale := testenv.ID("s")
 	now := time.Now()
-	if _, err := e.svc.CreateSale(ctx, SaleSpec{ID: sale, Stock: 3, StartsAt: now.Add(time.Hour), EndsAt: now.Add(2 * time.Hour)}); err != nil {
+	if _, err := e.svc.Sales.CreateSale(ctx, SaleSpec{ID: sale, Stock: 3, StartsAt: now.Add(time.Hour), EndsAt: now.Add(2 * time.Hour)}); err != nil {
 		t.Fatal(err)
 	}
-	res, err := e.svc.controls().MoveEnd(withWho(ctx), sale, time.Time{}, true, "r")
+	res, err := e.svc.Controls.MoveEnd(withWho(ctx), sale, time.Time{}, true, "r")
 	if err != nil || res.Sale.State != admin.SaleEnded || !res.Sale.StartsAt.Before(res.Sale.EndsAt) || res.Sale.EndsAt.After(time.Now()) {
 		t.Fatalf("end of a scheduled sale: %v %+v", err, res.Sale)
 	}
@@ -274,7 +274,7 @@ func TestAStockChangeIsAppliedOncePerRequestIDAndReopensASoldOutSale(t *testing.
 	if n := len(e.audit(sale)); n != 1 {
 		t.Fatalf("%d audit rows, want 1", n)
 	}
-	rep, err := e.svc.Reconcile(ctx, sale)
+	rep, err := e.svc.Reconciler.Reconcile(ctx, sale)
 	if err != nil || rep.StockDelta != 0 {
 		t.Fatalf("reconcile after the change: %v %+v (Redis and Postgres must agree)", err, rep)
 	}
@@ -285,13 +285,13 @@ func TestRemovingStockStopsAtZeroInBothStores(t *testing.T) {
 	ctx := withWho(context.Background())
 	sale := e.sale(5)
 	e.accept(sale, 3) // 2 unsold in Redis; Postgres still counts 5 (orders in flight)
-	if _, err := e.svc.controls().ChangeStock(ctx, sale, controls.StockRequest{Add: -3, RequestID: "cut-1"}); err != controls.ErrInsufficient {
+	if _, err := e.svc.Controls.ChangeStock(ctx, sale, controls.StockRequest{Add: -3, RequestID: "cut-1"}); err != controls.ErrInsufficient {
 		t.Fatalf("removing 3 of 2 unsold: %v", err)
 	}
 	if r, db := e.redisStock(sale), e.dbInt(`SELECT stock FROM sales WHERE id = $1`, sale); r != 2 || db != 5 {
 		t.Fatalf("a refused removal changed stock: Redis %d Postgres %d", r, db)
 	}
-	res, err := e.svc.controls().ChangeStock(ctx, sale, controls.StockRequest{Add: -2, RequestID: "cut-2"})
+	res, err := e.svc.Controls.ChangeStock(ctx, sale, controls.StockRequest{Add: -2, RequestID: "cut-2"})
 	if err != nil || res.Sale.State != admin.SaleSoldOut {
 		t.Fatalf("removing 2 of 2: %v %+v", err, res.Sale)
 	}
@@ -313,10 +313,10 @@ func TestAnInterruptedStockAddIsCompletedByItsRetryWithoutCountingTwice(t *testi
 			t.Fatal(err)
 		}
 	}
-	if _, err := e.svc.Reconcile(ctx, sale); err != nil {
+	if _, err := e.svc.Reconciler.Reconcile(ctx, sale); err != nil {
 		t.Fatal(err)
 	}
-	res, err := e.svc.controls().ChangeStock(ctx, sale, controls.StockRequest{Add: 6, RequestID: "half"})
+	res, err := e.svc.Controls.ChangeStock(ctx, sale, controls.StockRequest{Add: 6, RequestID: "half"})
 	if err != nil || res.Reconcile == nil {
 		t.Fatalf("retry: %v %+v", err, res)
 	}
@@ -333,7 +333,7 @@ func TestStockAddedToAShardedSaleIsSpreadOverItsShards(t *testing.T) {
 	ctx := withWho(context.Background())
 	sale := e.shardedSale(4, 4)
 	events := subscribe(t, e.rdb)
-	if _, err := e.svc.controls().ChangeStock(ctx, sale, controls.StockRequest{Add: 8, RequestID: "s8"}); err != nil {
+	if _, err := e.svc.Controls.ChangeStock(ctx, sale, controls.StockRequest{Add: 8, RequestID: "s8"}); err != nil {
 		t.Fatal(err)
 	}
 	await(t, events, "restock:"+sale)
@@ -341,10 +341,10 @@ func TestStockAddedToAShardedSaleIsSpreadOverItsShards(t *testing.T) {
 	if err != nil || fmt.Sprint(stocks) != "[3 3 3 3]" {
 		t.Fatalf("shard stocks %v %v, want 3 each", stocks, err)
 	}
-	if _, err := e.svc.controls().ChangeStock(ctx, sale, controls.StockRequest{Add: -13, RequestID: "s-13"}); err != controls.ErrInsufficient {
+	if _, err := e.svc.Controls.ChangeStock(ctx, sale, controls.StockRequest{Add: -13, RequestID: "s-13"}); err != controls.ErrInsufficient {
 		t.Fatalf("removing 13 of 12: %v", err)
 	}
-	if _, err := e.svc.controls().ChangeStock(ctx, sale, controls.StockRequest{Add: -12, RequestID: "s-12"}); err != nil {
+	if _, err := e.svc.Controls.ChangeStock(ctx, sale, controls.StockRequest{Add: -12, RequestID: "s-12"}); err != nil {
 		t.Fatal(err)
 	}
 	if stocks, _ := shardStocks(ctx, e.rdb, contract.ShardIDs(sale, 4)); fmt.Sprint(stocks) != "[0 0 0 0]" {
@@ -358,7 +358,7 @@ func TestSalesListShowsEachSalesState(t *testing.T) {
 	srv := e.controlServer()
 	open, paused, sold := e.sale(3), e.sale(3), e.sale(1)
 	e.accept(sold, 1)
-	if _, err := e.svc.controls().SetPaused(ctx, paused, true, "p"); err != nil {
+	if _, err := e.svc.Controls.SetPaused(ctx, paused, true, "p"); err != nil {
 		t.Fatal(err)
 	}
 	var list struct{ Sales []admin.SaleSummary }
@@ -402,7 +402,7 @@ func TestStockChangesInterleavedWithReconcilesAndBuyersKeepTheStoresInAgreement(
 		defer wg.Done()
 		for i := 0; i < 10; i++ {
 			retry("stock", func() error {
-				_, err := e.svc.controls().ChangeStock(ctx, sale, controls.StockRequest{Add: 2, RequestID: fmt.Sprintf("mix-%d", i)})
+				_, err := e.svc.Controls.ChangeStock(ctx, sale, controls.StockRequest{Add: 2, RequestID: fmt.Sprintf("mix-%d", i)})
 				return err
 			})
 		}
@@ -410,7 +410,7 @@ func TestStockChangesInterleavedWithReconcilesAndBuyersKeepTheStoresInAgreement(
 	go func() {
 		defer wg.Done()
 		for i := 0; i < 5; i++ {
-			retry("reconcile", func() error { _, err := e.svc.Reconcile(ctx, sale); return err })
+			retry("reconcile", func() error { _, err := e.svc.Reconciler.Reconcile(ctx, sale); return err })
 		}
 	}()
 	go func() {
@@ -426,7 +426,7 @@ func TestStockChangesInterleavedWithReconcilesAndBuyersKeepTheStoresInAgreement(
 	if r := e.redisStock(sale); r != 40 {
 		t.Fatalf("Redis stock %d, want 70 - 30 buyers = 40", r)
 	}
-	if rep, err := e.svc.Reconcile(ctx, sale); err != nil || rep.StockDelta != 0 {
+	if rep, err := e.svc.Reconciler.Reconcile(ctx, sale); err != nil || rep.StockDelta != 0 {
 		t.Fatalf("final reconcile: %v %+v", err, rep)
 	}
 }

@@ -142,7 +142,7 @@ func TestUnitsAddedToASoldOutVariantAreSoldAgainOnceAndAudited(t *testing.T) {
 	if held := e.variantUnits(sale); held["red"] != 2 {
 		t.Fatalf("units held %v", held)
 	}
-	if rep, err := e.svc.Reconcile(context.Background(), sale); err != nil || rep.StockDelta != 0 {
+	if rep, err := e.svc.Reconciler.Reconcile(context.Background(), sale); err != nil || rep.StockDelta != 0 {
 		t.Fatalf("reconcile after the change: %v %+v (the stores must agree)", err, rep)
 	}
 	if m := e.meta(sale); m["v:red"] != "1" || m["stock"] != "4" {
@@ -161,7 +161,7 @@ func TestRemovingAVariantsUnsoldUnitsStopsAtZeroInBothStores(t *testing.T) {
 		t.Fatal("the gate refused")
 	}
 	for _, r := range []controls.StockRequest{{Add: -4, RequestID: "a-4", Variant: "a"}, {Add: -6, RequestID: "b-6", Variant: "b"}} {
-		if _, err := e.svc.controls().ChangeStock(ctx, sale, r); err != controls.ErrInsufficient {
+		if _, err := e.svc.Controls.ChangeStock(ctx, sale, r); err != controls.ErrInsufficient {
 			t.Fatalf("%+v: %v, want insufficient_stock", r, err)
 		}
 	}
@@ -171,7 +171,7 @@ func TestRemovingAVariantsUnsoldUnitsStopsAtZeroInBothStores(t *testing.T) {
 	if _, st := e.variantRow(sale, "a"); st != 5 || e.dbInt(`SELECT stock FROM sales WHERE id = $1`, sale) != 10 {
 		t.Fatal("a refused removal changed Postgres")
 	}
-	res, err := e.svc.controls().ChangeStock(ctx, sale, controls.StockRequest{Add: -3, RequestID: "a-3", Variant: "a"})
+	res, err := e.svc.Controls.ChangeStock(ctx, sale, controls.StockRequest{Add: -3, RequestID: "a-3", Variant: "a"})
 	if err != nil || res.Variant == nil || *res.Variant.StockRedis != 0 || res.Variant.StockDB != 2 || res.Sale.State != admin.SaleOpen {
 		t.Fatalf("removing the 3 unsold of a: %v %+v", err, res)
 	}
@@ -182,7 +182,7 @@ func TestRemovingAVariantsUnsoldUnitsStopsAtZeroInBothStores(t *testing.T) {
 		e.dbInt(`SELECT stock FROM sales WHERE id = $1`, sale) != 7 || e.dbInt(`SELECT initial_stock FROM sales WHERE id = $1`, sale) != 7 {
 		t.Fatalf("Postgres after removing 3 of a: a %d/%d", init, st)
 	}
-	if _, err := e.svc.controls().ChangeStock(ctx, sale, controls.StockRequest{Add: -1, RequestID: "a-1", Variant: "a"}); err != controls.ErrInsufficient {
+	if _, err := e.svc.Controls.ChangeStock(ctx, sale, controls.StockRequest{Add: -1, RequestID: "a-1", Variant: "a"}); err != controls.ErrInsufficient {
 		t.Fatalf("removing from an empty variant: %v", err)
 	}
 	// The order in flight lands: it takes the last 2 of a in Postgres, nothing is short.
@@ -196,7 +196,7 @@ func TestRemovingAVariantsUnsoldUnitsStopsAtZeroInBothStores(t *testing.T) {
 		t.Fatalf("Postgres a stock %d, want 0", st)
 	}
 	// The whole of b goes: the sale is sold out.
-	if res, err := e.svc.controls().ChangeStock(ctx, sale, controls.StockRequest{Add: -5, RequestID: "b-5", Variant: "b"}); err != nil || res.Sale.State != admin.SaleSoldOut {
+	if res, err := e.svc.Controls.ChangeStock(ctx, sale, controls.StockRequest{Add: -5, RequestID: "b-5", Variant: "b"}); err != nil || res.Sale.State != admin.SaleSoldOut {
 		t.Fatalf("removing all of b: %v %+v", err, res.Sale)
 	}
 	if _, reply, ok := e.buy(sale, "u9", "b", 1); ok || reply[0].(int64) != 6 {
@@ -214,7 +214,7 @@ func TestStockOfAVariantOfAShardedSaleIsSpreadOverItsShards(t *testing.T) {
 	sale := e.shardedVariantSale(3, 2, VariantSpec{ID: "a", Stock: 7}, VariantSpec{ID: "b", Stock: 2})
 	ids := contract.ShardIDs(sale, 3)
 	events := subscribe(t, e.rdb)
-	if _, err := e.svc.controls().ChangeStock(ctx, sale, controls.StockRequest{Add: 5, RequestID: "sb5", Variant: "b"}); err != nil {
+	if _, err := e.svc.Controls.ChangeStock(ctx, sale, controls.StockRequest{Add: 5, RequestID: "sb5", Variant: "b"}); err != nil {
 		t.Fatal(err)
 	}
 	await(t, events, "restock:"+sale)
@@ -232,16 +232,16 @@ func TestStockOfAVariantOfAShardedSaleIsSpreadOverItsShards(t *testing.T) {
 	if init, st := e.variantRow(sale, "b"); init != 7 || st != 7 || e.dbInt(`SELECT initial_stock FROM sales WHERE id = $1`, sale) != 14 {
 		t.Fatalf("Postgres b %d/%d", init, st)
 	}
-	if _, err := e.svc.controls().ChangeStock(ctx, sale, controls.StockRequest{Add: -8, RequestID: "sb-8", Variant: "b"}); err != controls.ErrInsufficient {
+	if _, err := e.svc.Controls.ChangeStock(ctx, sale, controls.StockRequest{Add: -8, RequestID: "sb-8", Variant: "b"}); err != controls.ErrInsufficient {
 		t.Fatalf("removing 8 of 7: %v", err)
 	}
-	if _, err := e.svc.controls().ChangeStock(ctx, sale, controls.StockRequest{Add: -6, RequestID: "sb-6", Variant: "b"}); err != nil {
+	if _, err := e.svc.Controls.ChangeStock(ctx, sale, controls.StockRequest{Add: -6, RequestID: "sb-6", Variant: "b"}); err != nil {
 		t.Fatal(err)
 	}
 	if b, a, st := shard("v:b"), shard("v:a"), shard("stock"); b != "[0 0 1]" || a != "[3 2 2]" || st != "[3 2 3]" {
 		t.Fatalf("after removing 6 of b: b %s a %s stock %s", b, a, st)
 	}
-	stat, err := e.svc.SaleStatus(context.Background(), sale)
+	stat, err := e.svc.Sales.SaleStatus(context.Background(), sale)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -59,7 +59,17 @@ type env struct {
 	pool *pgxpool.Pool
 	rdb  *redis.Client
 	amqp string
+	// opts are what svc was built from (rebuild changes them and builds it again).
+	opts Options
 	svc  *Service
+}
+
+// rebuild changes the env's options and builds its service again (New builds every part once:
+// a setting changed on the parts afterwards would reach only some of them). Servers started
+// before keep the service they were given.
+func (e *env) rebuild(change func(o *Options)) {
+	change(&e.opts)
+	e.svc = New(e.opts)
 }
 
 func quietLog() *slog.Logger {
@@ -90,11 +100,11 @@ func newEnvOn(t testing.TB, pgURL, amqpURL string) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	svc := &Service{Pool: pool, Redis: rdb, Locker: lock.NewLocker(rdb, 5*time.Second), Compensator: comp,
+	opts := Options{Pool: pool, Redis: rdb, Locker: lock.NewLocker(rdb, 5*time.Second), Compensator: comp,
 		Log: quietLog(), Tokens: tokens, Retention: time.Hour, Grace: time.Minute,
 		SweeperLock: testenv.ID("sweeper-")}
-	t.Cleanup(func() { rdb.Del(context.Background(), lockRedisKeys(svc.SweeperLock)...) })
-	return &env{t: t, pg: pgURL, pool: pool, rdb: rdb, amqp: amqpURL, svc: svc}
+	t.Cleanup(func() { rdb.Del(context.Background(), lockRedisKeys(opts.SweeperLock)...) })
+	return &env{t: t, pg: pgURL, pool: pool, rdb: rdb, amqp: amqpURL, opts: opts, svc: New(opts)}
 }
 
 // sale creates an open sale with stock units in Postgres and preheats it into Redis.
@@ -102,11 +112,11 @@ func (e *env) sale(stock int) string {
 	e.t.Helper()
 	id := testenv.ID("s")
 	now := time.Now()
-	if _, err := e.svc.CreateSale(context.Background(), SaleSpec{ID: id, Stock: stock, StartsAt: now.Add(-time.Minute),
+	if _, err := e.svc.Sales.CreateSale(context.Background(), SaleSpec{ID: id, Stock: stock, StartsAt: now.Add(-time.Minute),
 		EndsAt: now.Add(time.Hour), PayWithin: "15m"}); err != nil {
 		e.t.Fatal(err)
 	}
-	if _, err := e.svc.Preheat(context.Background(), id); err != nil {
+	if _, err := e.svc.Sales.Preheat(context.Background(), id); err != nil {
 		e.t.Fatal(err)
 	}
 	e.t.Cleanup(func() {
@@ -316,7 +326,7 @@ func lockRedisKeys(name string) []string {
 func (e *env) servers(baselines bool) (orders, admin *httptest.Server) {
 	e.t.Helper()
 	orders = httptest.NewServer(e.svc.OrderHandler())
-	admin = httptest.NewServer(e.svc.Handler(newRegistry(), baselines))
+	admin = httptest.NewServer(e.svc.Handler(NewMetricsRegistry(), baselines))
 	e.t.Cleanup(orders.Close)
 	e.t.Cleanup(admin.Close)
 	return orders, admin

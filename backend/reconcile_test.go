@@ -31,7 +31,7 @@ func TestReconcileRepairsABrokenRedisAndReportsWhatItDid(t *testing.T) {
 	e.rdb.HDel(ctx, contract.BuyersKey(sale), msgs[0].UserID)
 	e.rdb.HSet(ctx, contract.MetaKey(sale), contract.FieldStock, 18)
 
-	srv := httptest.NewServer(e.svc.Handler(newRegistry(), false))
+	srv := httptest.NewServer(e.svc.Handler(NewMetricsRegistry(), false))
 	defer srv.Close()
 	auth := adminAuth
 	var rep admin.ReconcileReport
@@ -70,7 +70,7 @@ func TestReconcileRepairsABrokenRedisAndReportsWhatItDid(t *testing.T) {
 	if _, err := (&orders.Writer{Pool: e.pool}).WriteBatch(ctx, []contract.OrderMessage{inflight}); err != nil {
 		t.Fatal(err)
 	}
-	rep2, err := e.svc.Reconcile(ctx, sale)
+	rep2, err := e.svc.Reconciler.Reconcile(ctx, sale)
 	if err != nil {
 		t.Fatal(err)
 	}

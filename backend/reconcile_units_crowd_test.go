@@ -163,7 +163,7 @@ func reconcileUnderCrowd(t *testing.T, k int) {
 				return
 			default:
 			}
-			if _, err := e.svc.Reconcile(ctx, sale); err != nil {
+			if _, err := e.svc.Reconciler.Reconcile(ctx, sale); err != nil {
 				t.Errorf("reconcile under load: %v", err)
 				return
 			}

@@ -84,7 +84,7 @@ func (w *unitWorld) mustPass(when string) {
 
 func (w *unitWorld) reconcile() admin.ReconcileReport {
 	w.e.t.Helper()
-	rep, err := w.e.svc.Reconcile(context.Background(), w.sale)
+	rep, err := w.e.svc.Reconciler.Reconcile(context.Background(), w.sale)
 	if err != nil {
 		w.e.t.Fatal(err)
 	}

@@ -8,10 +8,13 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/redis/go-redis/v9"
+	"github.com/seckilledge/seckill/backend/internal/schema"
 	"github.com/seckilledge/seckill/backend/lock"
 	"github.com/seckilledge/seckill/backend/orders"
 	"github.com/seckilledge/seckill/backend/webhook"
@@ -97,10 +100,11 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 
 	comp := &orders.Compensator{Pool: pool, Redis: rdb, Log: log}
-	svc := &Service{Pool: pool, Redis: rdb, Locker: lock.NewLocker(rdb, cfg.LockTTL), Compensator: comp, Log: log,
+	// Every part is built here, once (New), and wired there.
+	svc := New(Options{Pool: pool, Redis: rdb, Locker: lock.NewLocker(rdb, cfg.LockTTL), Compensator: comp, Log: log,
 		Tokens: tokens, Retention: cfg.Retention, Grace: cfg.ReconcileGrace, Webhooks: hooks, Namespace: cfg.Namespace,
-		Drand: drand, Beacon: beacon}
-	cons := &orders.Consumer{URL: cfg.AMQPURL, Writer: &orders.Writer{Pool: pool, DefaultWebhook: svc.Webhooks.HasDefaultURL()}, Compensator: comp,
+		Drand: drand, Beacon: beacon})
+	cons := &orders.Consumer{URL: cfg.AMQPURL, Writer: &orders.Writer{Pool: pool, DefaultWebhook: hooks.HasDefaultURL()}, Compensator: comp,
 		BatchSize: cfg.BatchSize, BatchWait: cfg.BatchWait, Writers: cfg.BatchWriters, Log: log, Written: hooks.Wake}
 
 	tp, err := orders.NewTracerProvider(ctx)
@@ -133,10 +137,10 @@ func Run(ctx context.Context, cfg Config) error {
 		aln.Close()
 		return err
 	}
-	orders := newServer(svc.OrderHandler(), orderLimits)
-	admin := newServer(hostGuard(hosts, svc.Handler(newRegistry(), cfg.Baselines)), adminLimits)
+	orderSrv := newServer(svc.OrderHandler(), orderLimits)
+	admin := newServer(hostGuard(hosts, svc.Handler(NewMetricsRegistry(), cfg.Baselines)), adminLimits)
 	errc := make(chan error, 2)
-	go func() { errc <- orders.Serve(ln) }()
+	go func() { errc <- orderSrv.Serve(ln) }()
 	go func() { errc <- admin.Serve(aln) }()
 	log.Info("backend listening", "orders", ln.Addr().String(), "admin", aln.Addr().String(), "admin_hosts", hosts, "baselines", cfg.Baselines,
 		"batch_size", cfg.BatchSize, "webhooks", hooks != nil, "default_webhook", cfg.WebhookURL != "", "tracing", tp != nil)
@@ -150,11 +154,11 @@ func Run(ctx context.Context, cfg Config) error {
 		go func() { defer wg.Done(); hooks.Run(ctx) }()
 	}
 	go func() { defer wg.Done(); _ = cons.Run(ctx) }()
-	go func() { defer wg.Done(); svc.RunSweeper(ctx, cfg.SweepInterval) }()
-	go func() { defer wg.Done(); svc.RunRebalancer(ctx) }()
+	go func() { defer wg.Done(); svc.Sweeper.Run(ctx, cfg.SweepInterval) }()
+	go func() { defer wg.Done(); svc.Sales.RunRebalancer(ctx) }()
 	// The draws: each at its close, then its waves as their claim windows end.
 	wg.Add(1)
-	go func() { defer wg.Done(); svc.draws().RunLoop(ctx, drawInterval) }()
+	go func() { defer wg.Done(); svc.Draws.RunLoop(ctx, drawInterval) }()
 
 	select {
 	case err = <-errc:
@@ -163,7 +167,7 @@ func Run(ctx context.Context, cfg Config) error {
 	stop()
 	shutdown, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
-	if serr := orders.Shutdown(shutdown); err == nil {
+	if serr := orderSrv.Shutdown(shutdown); err == nil {
 		err = serr
 	}
 	if serr := admin.Shutdown(shutdown); err == nil {
@@ -175,4 +179,22 @@ func Run(ctx context.Context, cfg Config) error {
 		return nil
 	}
 	return err
+}
+
+// drawInterval is the draw loop's period: a draw starts within it of closes_at, and a wave
+// within it of the previous wave's claim_until.
+const drawInterval = time.Second
+
+// Migrate brings the database at url to the newest schema (backend/internal/schema). It is safe
+// to run from several backend instances at once.
+func Migrate(ctx context.Context, url string) error { return schema.Migrate(ctx, url) }
+
+// newRedisClient connects to one Redis at addr, or to a Redis Cluster when addr is a
+// comma-separated list of seeds (a sharded sale spreads over the cluster's masters; every
+// script of the backend touches one hash slot, so all of it runs there unchanged).
+func newRedisClient(addr, password string) redis.UniversalClient {
+	if seeds := strings.Split(addr, ","); len(seeds) > 1 {
+		return redis.NewClusterClient(&redis.ClusterOptions{Addrs: seeds, Password: password})
+	}
+	return redis.NewClient(&redis.Options{Addr: addr, Password: password})
 }

@@ -3,6 +3,7 @@ package backend
 import (
 	"bufio"
 	"encoding/json"
+	"github.com/seckilledge/seckill/backend/orders"
 	"io"
 	"net"
 	"net/http"
@@ -63,7 +64,7 @@ func TestEachListenerServesOnlyItsOwnRoutes(t *testing.T) {
 	if code := doJSON(t, "GET", admin.URL+"/orders/"+m.OrderID, user, "", &ref); code != 404 || ref.Code != httpapi.CodeNotFound {
 		t.Errorf("admin listener serves the order API: %d %+v", code, ref)
 	}
-	var v OrderView
+	var v orders.OrderView
 	if code := doJSON(t, "GET", orderSrv.URL+"/orders/"+m.OrderID, user, "", &v); code != 200 || v.Status != contract.StatusQueued {
 		t.Errorf("order listener: %d %+v", code, v)
 	}

@@ -21,7 +21,7 @@ func TestAdminAPISaleWithARoomIsPreheatedWithItsSeedCommitmentOnce(t *testing.T)
 	_, srv := e.servers(false)
 	sale := testenv.ID("room")
 	t.Cleanup(func() {
-		e.rdb.Del(context.Background(), contract.MetaKey(sale), roomKey(sale))
+		e.rdb.Del(context.Background(), contract.MetaKey(sale), contract.RoomKey(sale))
 		e.rdb.Del(context.Background(), lockRedisKeys(lock.SaleKey(sale))...)
 		e.rdb.SRem(context.Background(), contract.SalesIndexKey, sale)
 	})
@@ -53,14 +53,14 @@ func TestAdminAPISaleWithARoomIsPreheatedWithItsSeedCommitmentOnce(t *testing.T)
 	if !regexp.MustCompile(`^[0-9a-f]{64}$`).MatchString(commitment) {
 		t.Fatalf("commitment %q", commitment)
 	}
-	seed := e.rdb.HGet(ctx, roomKey(sale), "seed").Val()
-	if seed == "" || e.rdb.HGet(ctx, roomKey(sale), "rate").Val() != "5" {
-		t.Fatalf("room hash: %v", e.rdb.HGetAll(ctx, roomKey(sale)).Val())
+	seed := e.rdb.HGet(ctx, contract.RoomKey(sale), "seed").Val()
+	if seed == "" || e.rdb.HGet(ctx, contract.RoomKey(sale), "rate").Val() != "5" {
+		t.Fatalf("room hash: %v", e.rdb.HGetAll(ctx, contract.RoomKey(sale)).Val())
 	}
 	if code := doJSON(t, "POST", srv.URL+"/admin/sales/"+sale+"/preheat", adminAuth, "", &pre); code != 200 || pre.Room == nil || pre.Room.Created || pre.Room.SeedCommitment != commitment {
 		t.Fatalf("second preheat: %d %+v", code, pre)
 	}
-	if got := e.rdb.HGet(ctx, roomKey(sale), "seed").Val(); got != seed {
+	if got := e.rdb.HGet(ctx, contract.RoomKey(sale), "seed").Val(); got != seed {
 		t.Fatal("a second preheat drew a new seed")
 	}
 	if code := doJSON(t, "GET", srv.URL+"/admin/sales/"+sale, adminAuth, "", &st); code != 200 || st.SeedCommitment != commitment || st.Room == nil {
@@ -72,7 +72,7 @@ func TestAdminAPISaleWithARoomIsPreheatedWithItsSeedCommitmentOnce(t *testing.T)
 	if code := doJSON(t, "GET", srv.URL+"/admin/sales/"+plain, adminAuth, "", &st); code != 200 || st.Room != nil || st.SeedCommitment != "" {
 		t.Fatalf("status without a room: %d %+v", code, st)
 	}
-	if n := e.rdb.Exists(ctx, roomKey(plain)).Val(); n != 0 {
+	if n := e.rdb.Exists(ctx, contract.RoomKey(plain)).Val(); n != 0 {
 		t.Fatal("preheat gave a sale without a room a room")
 	}
 }
@@ -106,7 +106,7 @@ func TestARoomThatCannotBeSetUpLeavesTheSaleClosed(t *testing.T) {
 
 	sale := testenv.ID("room")
 	t.Cleanup(func() {
-		e.rdb.Del(context.Background(), contract.MetaKey(sale), roomKey(sale))
+		e.rdb.Del(context.Background(), contract.MetaKey(sale), contract.RoomKey(sale))
 		e.rdb.Del(context.Background(), lockRedisKeys(lock.SaleKey(sale))...)
 		e.rdb.SRem(context.Background(), contract.SalesIndexKey, sale)
 	})
@@ -121,7 +121,7 @@ func TestARoomThatCannotBeSetUpLeavesTheSaleClosed(t *testing.T) {
 	if code := doJSON(t, "POST", srv.URL+"/admin/sales/"+sale+"/preheat", adminAuth, "", &ref); code != 503 {
 		t.Fatalf("preheat of a room that cannot be set up: %d %+v", code, ref)
 	}
-	if n := e.rdb.Exists(ctx, contract.MetaKey(sale), roomKey(sale)).Val(); n != 0 {
+	if n := e.rdb.Exists(ctx, contract.MetaKey(sale), contract.RoomKey(sale)).Val(); n != 0 {
 		t.Fatalf("a failed preheat left %d of the sale's keys in Redis: the sale is on sale without its room", n)
 	}
 	if e.rdb.SIsMember(ctx, contract.SalesIndexKey, sale).Val() {
@@ -138,7 +138,7 @@ func TestARoomThatCannotBeSetUpLeavesTheSaleClosed(t *testing.T) {
 	if got := e.rdb.HGet(ctx, contract.MetaKey(sale), "room").Val(); got != "1" {
 		t.Fatalf("the sale's meta does not say it has a room: %q", got)
 	}
-	if m, r := e.rdb.PExpireTime(ctx, contract.MetaKey(sale)).Val(), e.rdb.PExpireTime(ctx, roomKey(sale)).Val(); m <= 0 || r != m {
+	if m, r := e.rdb.PExpireTime(ctx, contract.MetaKey(sale)).Val(), e.rdb.PExpireTime(ctx, contract.RoomKey(sale)).Val(); m <= 0 || r != m {
 		t.Fatalf("room expires at %v, the sale at %v", r, m)
 	}
 }

@@ -2,21 +2,16 @@ package backend
 
 import (
 	"context"
-	"errors"
-	"io"
 	"log/slog"
-	"net/http"
-	"strings"
-	"sync"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/redis/go-redis/v9"
 	"github.com/seckilledge/seckill/backend/controls"
 	"github.com/seckilledge/seckill/backend/draw"
+	"github.com/seckilledge/seckill/backend/drawapi"
+	"github.com/seckilledge/seckill/backend/internal/auth"
+	"github.com/seckilledge/seckill/backend/internal/baseline"
 	"github.com/seckilledge/seckill/backend/internal/httpapi"
 	"github.com/seckilledge/seckill/backend/internal/shards"
 	"github.com/seckilledge/seckill/backend/lock"
@@ -29,20 +24,21 @@ import (
 	drawmath "github.com/seckilledge/seckill/contract/draw"
 )
 
-// Service holds what the HTTP API, the sweeper and reconcile share.
-type Service struct {
+// Options are what the backend's parts are built from: its stores, lock, tokens and settings.
+// Run fills them from Config; tests and tools fill them in themselves and call New.
+type Options struct {
 	Pool        *pgxpool.Pool
 	Redis       redis.UniversalClient
 	Locker      lock.Locker
 	Compensator *orders.Compensator
 	Log         *slog.Logger
 	// AdminToken is the single admin token of older setups (SECKILL_ADMIN_TOKEN); Tokens, when
-	// set, holds every named token instead (SECKILL_ADMIN_TOKENS, see auth.go).
+	// not empty, holds every named token instead (SECKILL_ADMIN_TOKENS, ParseTokens).
 	AdminToken string
 	Tokens     *Tokens
 	// Webhooks delivers order events to the shop (nil: no signing secret, no delivery).
 	Webhooks *webhook.Worker
-	// Retention keeps a sale's Redis keys this long after it ends.
+	// Retention keeps a sale's Redis keys this long after it ends (0: 24h).
 	Retention time.Duration
 	// Namespace is the deployment recorded in the meta of the sales it preheats: a gateway's
 	// relay takes only the outboxes of its own namespace's sales ("" is the unnamed one).
@@ -53,215 +49,119 @@ type Service struct {
 	// SweeperLock is the key of the sweeper's distributed lock (default seckill:lock:sweeper):
 	// instances that share it sweep one at a time.
 	SweeperLock string
-	// Now is the clock (tests inject one).
+	// Now is the clock (tests inject one; nil: time.Now).
 	Now func() time.Time
 	// Drand fetches the draws' beacon rounds and Beacon is the chain new draws name
 	// (Config.DrandConfig; both nil: draws are commit-reveal only).
 	Drand  *draw.Drand
 	Beacon *drawmath.Beacon
-
-	shards shards.Counts
-	// page is the live page (backend/ui) with its sessions and failed-login counts, made once.
-	pageOnce sync.Once
-	page     *ui.Cockpit
-	// stockStop stops a stock change between its two stores (tests: controls.Controls.Stop).
-	stockStop func(step string) error
-	// rebalancerSubscribed is called when RunRebalancer's subscription is confirmed.
-	rebalancerSubscribed func()
 }
 
-// cockpit returns the live page, made on first use (a Service is built as a struct literal, in
-// tests too). It reads through the few functions given here and nothing else of the Service.
-func (s *Service) cockpit() *ui.Cockpit {
-	s.pageOnce.Do(func() {
-		s.page = ui.New(ui.Cockpit{Pool: s.Pool, Redis: s.Redis, Log: s.Log, Now: s.now,
-			Lookup: func(token string) (httpapi.Principal, bool) { return s.tokens().Lookup(token) },
-			Viewer: s.viewer,
-			Sales: func(ctx context.Context, t time.Time, limit int) ([]admin.SaleSummary, error) {
-				return s.controls().SalesEndingAfter(ctx, t, limit)
-			},
-			Audit: func(ctx context.Context, limit int) ([]admin.AuditEntry, error) {
-				return s.controls().Audit(ctx, "", limit)
-			}})
-	})
-	return s.page
+// Service is the backend's parts, each built once by New, which also wires the calls they make
+// to one another. Handler and OrderHandler mount their routes; Run runs their loops. Tests
+// reach a part through its field.
+type Service struct {
+	Log *slog.Logger
+	// Guard is the admin listener's role check over the tokens (backend/internal/auth).
+	Guard auth.Guard
+	// Sales creates, preheats, reports and rebalances sales (backend/sales).
+	Sales *sales.Sales
+	// Controls are the operator's controls and the audit trail (backend/controls).
+	Controls *controls.Controls
+	// Reconciler compares a sale's Redis state with Postgres and repairs Redis (backend/reconcile).
+	Reconciler *reconcile.Reconciler
+	// Draws runs the sales in draw mode (backend/draw); DrawAPI is their public reads
+	// (backend/drawapi).
+	Draws   *draw.Runner
+	DrawAPI *drawapi.API
+	// Orders is the buyers' order status, Shop the shop's payment call and Sweeper the release
+	// of unpaid orders (backend/orders); Compensator gives Redis back the units of orders that
+	// ended failed or cancelled.
+	Orders      *orders.API
+	Shop        *orders.Shop
+	Sweeper     *orders.Sweeper
+	Compensator *orders.Compensator
+	// Webhooks is the delivery worker (nil: none) and Hooks its admin routes (backend/webhook).
+	Webhooks *webhook.Worker
+	Hooks    *webhook.Admin
+	// Cockpit is the live page (backend/ui) with its sessions and failed-login counts.
+	Cockpit *ui.Cockpit
+	// Baselines are the naive benchmark endpoints, mounted only when asked
+	// (backend/internal/baseline).
+	Baselines *baseline.Baselines
 }
 
-// controls are the operator's controls over the Service's stores, lock and clock
-// (backend/controls); a stock change that was interrupted ends with the Service's Reconcile.
-func (s *Service) controls() *controls.Controls {
-	return &controls.Controls{Pool: s.Pool, Redis: s.Redis, Log: s.Log, Now: s.now, Locker: s.Locker,
-		Retention: s.retention(), Reconcile: s.Reconcile,
-		Stop: func(step string) error {
-			if s.stockStop == nil {
-				return nil
-			}
-			return s.stockStop(step)
-		}}
-}
-
-// mountControls adds the operator routes to mux: the controls (admin tokens), the sales list
-// and the audit trail (viewer tokens too) and the live page (backend/ui). Everything is
-// under /admin/, so it follows the admin API to whichever listener serves it.
-func (s *Service) mountControls(mux *http.ServeMux, reg *prometheus.Registry) {
-	ct := s.controls()
-	mux.HandleFunc("GET /admin/sales", s.viewer(ct.HandleListSales))
-	mux.HandleFunc("POST /admin/sales/{id}/pause", s.admin(ct.HandlePause))
-	mux.HandleFunc("POST /admin/sales/{id}/resume", s.admin(ct.HandleResume))
-	mux.HandleFunc("POST /admin/sales/{id}/end", s.admin(ct.HandleEnd))
-	mux.HandleFunc("PATCH /admin/sales/{id}", s.admin(ct.HandlePatchSale))
-	mux.HandleFunc("POST /admin/sales/{id}/stock", s.admin(ct.HandleStock))
-	mux.HandleFunc("GET /admin/audit", s.viewer(ct.HandleAudit))
-	s.cockpit().Mount(mux, reg)
-}
-
-// sales creates, preheats, reports and rebalances sales (backend/sales) over the Service's
-// stores, lock and settings; a preheat restores a paused sale through the controls.
-func (s *Service) sales() *sales.Sales {
-	var check func(context.Context, string) error
-	if s.Webhooks != nil {
-		check = s.Webhooks.CheckURL
+// New builds every part of the backend once from o and wires them together here, in one
+// place: a preheat restores a paused sale through the controls; a stock change that was
+// interrupted ends with reconcile; reconcile rebalances a sharded sale through the sales; the
+// sales, the draws, the shop and the sweeper tell the webhook worker of the events they wrote.
+func New(o Options) *Service {
+	now := o.Now
+	if now == nil {
+		now = time.Now
 	}
-	return &sales.Sales{Pool: s.Pool, Redis: s.Redis, Locker: s.Locker, Log: s.Log,
-		Retention: s.Retention, Namespace: s.Namespace, Shards: &s.shards, CheckURL: check,
-		RestorePaused: func(ctx context.Context, tx pgx.Tx, sale string, k int) error {
-			return s.controls().RestorePaused(ctx, tx, sale, k)
-		},
-		Subscribed: s.rebalancerSubscribed, Beacon: s.Beacon, DrandEndpoints: s.Drand != nil}
-}
-
-// SaleSpec is the body of POST /admin/sales (backend/sales).
-type SaleSpec = sales.SaleSpec
-
-// VariantSpec is one entry of a SaleSpec's variants.
-type VariantSpec = sales.VariantSpec
-
-// ParseSaleSpec decodes and validates the body of POST /admin/sales.
-func ParseSaleSpec(r io.Reader) (SaleSpec, error) { return sales.ParseSaleSpec(r) }
-
-// CreateSale inserts a sale; created is false when a sale with that id exists.
-func (s *Service) CreateSale(ctx context.Context, spec SaleSpec) (bool, error) {
-	return s.sales().CreateSale(ctx, spec)
-}
-
-// Preheat loads a sale into Redis under the sale's lock (sales.Sales.Preheat).
-func (s *Service) Preheat(ctx context.Context, sale string) (admin.PreheatResult, error) {
-	return s.sales().Preheat(ctx, sale)
-}
-
-// SaleStatus reads a sale from Postgres and Redis (sales.Sales.SaleStatus).
-func (s *Service) SaleStatus(ctx context.Context, sale string) (admin.SaleStatus, error) {
-	return s.sales().SaleStatus(ctx, sale)
-}
-
-// Rebalance evens out a sharded sale's stock over its shards (sales.Sales.Rebalance).
-func (s *Service) Rebalance(ctx context.Context, sale string) (admin.RebalanceReport, error) {
-	return s.sales().Rebalance(ctx, sale)
-}
-
-// RunRebalancer rebalances a sharded sale as soon as one of its shards runs dry, until ctx
-// ends (sales.Sales.RunRebalancer).
-func (s *Service) RunRebalancer(ctx context.Context) { s.sales().RunRebalancer(ctx) }
-
-func (s *Service) retention() time.Duration { return s.sales().RetentionOrDefault() }
-
-func (s *Service) withLock(ctx context.Context, key string, wait time.Duration, fn func(lock.Held) error) error {
-	return lock.With(ctx, s.Locker, key, wait, fn)
-}
-
-// fenced runs fn in a transaction that first records held's fencing token for key; fn's writes
-// commit only if no newer holder of the lock has written.
-func (s *Service) fenced(ctx context.Context, key string, held lock.Held, fn func(pgx.Tx) error) error {
-	return lock.Fenced(ctx, s.Pool, key, held, fn)
-}
-
-// Reconcile compares a sale's Redis state with Postgres and repairs Redis, under the sale's
-// lock (backend/reconcile): the Service gives it its stores, lock, clock and rebalance.
-func (s *Service) Reconcile(ctx context.Context, sale string) (admin.ReconcileReport, error) {
-	rc := &reconcile.Reconciler{Pool: s.Pool, Redis: s.Redis, Log: s.Log, Now: s.now, Grace: s.Grace,
-		Locker: s.Locker, Compensator: s.Compensator, Webhooks: s.Webhooks, Shards: &s.shards,
-		Rebalance: s.sales().AfterReconcile}
-	return rc.Reconcile(ctx, sale)
-}
-
-func (s *Service) handleReconcile(w http.ResponseWriter, r *http.Request) {
-	rep, err := s.Reconcile(r.Context(), r.PathValue("id"))
-	s.sales().AnswerLocked(w, "reconcile", err, rep)
-}
-
-func (s *Service) now() time.Time {
-	if s.Now != nil {
-		return s.Now()
+	tokens := o.Tokens
+	if tokens.Empty() && o.AdminToken != "" {
+		tokens = auth.Single(o.AdminToken)
 	}
-	return time.Now()
-}
-
-// Handler is the admin listener's API (SECKILL_BACKEND_ADMIN_LISTEN, loopback by default): the
-// admin API, the shop's payment confirmations, /metrics and /healthz, and the naive baselines
-// when baselines is true. The gateway never proxies it. OrderHandler is the buyers' side.
-func (s *Service) Handler(reg *prometheus.Registry, baselines bool) http.Handler {
-	mux := http.NewServeMux()
-	mux.HandleFunc("GET /healthz", healthz)
-	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
-	sl := s.sales() // create, status, preheat, rebalance: backend/sales
-	mux.HandleFunc("POST /admin/sales", s.admin(sl.HandleCreateSale))
-	mux.HandleFunc("GET /admin/sales/{id}", s.viewer(sl.HandleSaleStatus))
-	mux.HandleFunc("POST /admin/sales/{id}/preheat", s.admin(sl.HandlePreheat))
-	mux.HandleFunc("POST /admin/sales/{id}/reconcile", s.admin(s.handleReconcile))
-	mux.HandleFunc("POST /admin/sales/{id}/rebalance", s.admin(sl.HandleRebalance))
-	// The shop hand-over: payment is the shop's word (role shop only, shop.go); webhook
-	// deliveries are listed by viewers and replayed by admins (backend/webhook).
-	mux.HandleFunc("POST /shop/orders/{id}/paid", s.allow(s.handleShopPaid, httpapi.RoleShop))
-	hooks := &webhook.Admin{Pool: s.Pool, Worker: s.Webhooks, Log: s.Log}
-	mux.HandleFunc("GET /admin/webhooks", s.viewer(hooks.HandleList))
-	mux.HandleFunc("POST /admin/webhooks/{id}/replay", s.admin(hooks.HandleReplay))
-	// Operator controls, audit trail and the live page (backend/controls, backend/ui).
-	s.mountControls(mux, reg)
-	s.mountDraw(mux) // the draws: run now, status (routes.go, backend/draw)
-	if baselines {
-		// Benchmark-only, and they write orders past every guard of the gate: admin token
-		// required, and never for a sale the gate is selling (baseline.go).
-		mux.HandleFunc("POST /baseline/pessimistic/{sale}", s.admin(s.handlePessimistic))
-		mux.HandleFunc("POST /baseline/optimistic/{sale}", s.admin(s.handleOptimistic))
+	// The shard count of each sale, cached once for the sales and reconcile alike.
+	counts := &shards.Counts{}
+	var checkURL func(context.Context, string) error
+	var wake func()
+	if o.Webhooks != nil {
+		checkURL, wake = o.Webhooks.CheckURL, o.Webhooks.Wake
 	}
-	return recoverer(s.Log, jsonFallback(mux))
+	s := &Service{Log: o.Log, Guard: auth.Guard{Tokens: tokens}, Webhooks: o.Webhooks, Compensator: o.Compensator}
+	s.Sales = &sales.Sales{Pool: o.Pool, Redis: o.Redis, Locker: o.Locker, Log: o.Log,
+		Retention: o.Retention, Namespace: o.Namespace, Shards: counts, CheckURL: checkURL,
+		Beacon: o.Beacon, DrandEndpoints: o.Drand != nil}
+	s.Reconciler = &reconcile.Reconciler{Pool: o.Pool, Redis: o.Redis, Log: o.Log, Now: now, Grace: o.Grace,
+		Locker: o.Locker, Compensator: o.Compensator, Webhooks: o.Webhooks, Shards: counts,
+		Rebalance: s.Sales.AfterReconcile}
+	s.Controls = &controls.Controls{Pool: o.Pool, Redis: o.Redis, Log: o.Log, Now: now, Locker: o.Locker,
+		Retention: s.Sales.RetentionOrDefault(), Reconcile: s.Reconciler.Reconcile}
+	s.Sales.RestorePaused = s.Controls.RestorePaused
+	s.Draws = &draw.Runner{Pool: o.Pool, Redis: o.Redis, Locker: o.Locker, Log: o.Log,
+		DefaultWebhook: o.Webhooks.HasDefaultURL(), Wake: wake, Drand: o.Drand}
+	s.DrawAPI = &drawapi.API{Pool: o.Pool, Log: o.Log, User: httpapi.UserFrom}
+	s.Orders = &orders.API{Pool: o.Pool, Redis: o.Redis, Log: o.Log}
+	s.Shop = &orders.Shop{Pool: o.Pool, Log: o.Log, Webhooks: o.Webhooks}
+	s.Sweeper = &orders.Sweeper{Pool: o.Pool, Locker: o.Locker, Compensator: o.Compensator, Log: o.Log,
+		Webhooks: o.Webhooks, Lock: o.SweeperLock}
+	s.Hooks = &webhook.Admin{Pool: o.Pool, Worker: o.Webhooks, Log: o.Log}
+	s.Cockpit = ui.New(ui.Cockpit{Pool: o.Pool, Redis: o.Redis, Log: o.Log, Now: now,
+		Lookup: tokens.Lookup, Viewer: s.Guard.Viewer, Sales: s.Controls.SalesEndingAfter,
+		Audit: func(ctx context.Context, limit int) ([]admin.AuditEntry, error) {
+			return s.Controls.Audit(ctx, "", limit)
+		}})
+	s.Baselines = &baseline.Baselines{Pool: o.Pool, Redis: o.Redis, Log: o.Log}
+	return s
 }
 
-// OrderHandler is the order listener's API (SECKILL_BACKEND_LISTEN), which the gateway proxies
-// under /orders/: read-only order status for the buyer, the public reads of a draw
-// (backend/drawapi) and /healthz. Nothing of the admin listener is served here.
-func (s *Service) OrderHandler() http.Handler {
-	mux := http.NewServeMux()
-	mux.HandleFunc("GET /healthz", healthz)
-	mux.HandleFunc("GET /orders/{id}", s.handleGetOrder)
-	s.mountDraws(mux)
-	return recoverer(s.Log, jsonFallback(mux))
-}
+// The admin tokens (backend/internal/auth), named here for callers outside the backend
+// (seckill-backend's start-up, deploy's checks of the shipped secrets).
+type (
+	// Tokens holds the named admin tokens; the zero value accepts nothing.
+	Tokens = auth.Tokens
+	// Principal is who a named token is and what it may do; Role is that "what"
+	// (SECKILL_ADMIN_TOKENS=name:token:role).
+	Principal = httpapi.Principal
+	Role      = httpapi.Role
+)
 
-// recoverer turns a panic into 503 unavailable: no request may crash the process.
-func recoverer(log *slog.Logger, next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		defer func() {
-			if v := recover(); v != nil {
-				if err, ok := v.(error); ok && errors.Is(err, http.ErrAbortHandler) {
-					panic(v)
-				}
-				log.Error("handler panic", "panic", v, "path", r.URL.Path)
-				httpapi.Unavailable(w)
-			}
-		}()
-		next.ServeHTTP(w, r)
-	})
-}
+// The roles of SECKILL_ADMIN_TOKENS.
+const (
+	RoleAdmin  = httpapi.RoleAdmin
+	RoleViewer = httpapi.RoleViewer
+	RoleShop   = httpapi.RoleShop
+)
 
-func isRedisNil(err error) bool { return errors.Is(err, redis.Nil) }
+// ParseTokens reads SECKILL_ADMIN_TOKENS and SECKILL_ADMIN_TOKEN (auth.ParseTokens).
+func ParseTokens(named, single string) (*Tokens, error) { return auth.ParseTokens(named, single) }
 
-// newRedisClient connects to one Redis at addr, or to a Redis Cluster when addr is a
-// comma-separated list of seeds (a sharded sale spreads over the cluster's masters; every
-// script of the backend touches one hash slot, so all of it runs there unchanged).
-func newRedisClient(addr, password string) redis.UniversalClient {
-	if seeds := strings.Split(addr, ","); len(seeds) > 1 {
-		return redis.NewClusterClient(&redis.ClusterOptions{Addrs: seeds, Password: password})
-	}
-	return redis.NewClient(&redis.Options{Addr: addr, Password: password})
-}
+// SaleSpec is the body of POST /admin/sales and VariantSpec one entry of its variants
+// (backend/sales).
+type (
+	SaleSpec    = sales.SaleSpec
+	VariantSpec = sales.VariantSpec
+)

@@ -31,11 +31,11 @@ func shardedSaleOn(t testing.TB, svc *Service, rdb redis.UniversalClient, stock,
 	ctx := context.Background()
 	id := testenv.ID("s")
 	now := time.Now()
-	if _, err := svc.CreateSale(ctx, SaleSpec{ID: id, Stock: stock, StartsAt: now.Add(-time.Minute),
+	if _, err := svc.Sales.CreateSale(ctx, SaleSpec{ID: id, Stock: stock, StartsAt: now.Add(-time.Minute),
 		EndsAt: now.Add(time.Hour), PayWithin: "15m", Shards: k}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := svc.Preheat(ctx, id); err != nil {
+	if _, err := svc.Sales.Preheat(ctx, id); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
@@ -119,11 +119,11 @@ func TestPreheatSplitsAShardedSaleAndLeavesUnshardedSalesAsTheyWere(t *testing.T
 	if buyOnShard(t, e.rdb, sale, 4, "someone") == "" {
 		t.Fatal("purchase refused")
 	}
-	res, err := e.svc.Preheat(ctx, sale)
+	res, err := e.svc.Sales.Preheat(ctx, sale)
 	if err != nil || res.Created || res.StockRedis != 9 {
 		t.Fatalf("second preheat = %+v, %v; want not created, 9 units", res, err)
 	}
-	st, err := e.svc.SaleStatus(ctx, sale)
+	st, err := e.svc.Sales.SaleStatus(ctx, sale)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -135,7 +135,7 @@ func TestPreheatSplitsAShardedSaleAndLeavesUnshardedSalesAsTheyWere(t *testing.T
 	if _, ok := e.rdb.HGetAll(ctx, contract.MetaKey(plain)).Val()[contract.FieldShards]; ok {
 		t.Fatal("an unsharded sale's meta got a shards field")
 	}
-	if st, _ := e.svc.SaleStatus(ctx, plain); st.Shards != 1 || st.ShardStock != nil || *st.StockRedis != 5 {
+	if st, _ := e.svc.Sales.SaleStatus(ctx, plain); st.Shards != 1 || st.ShardStock != nil || *st.StockRedis != 5 {
 		t.Fatalf("unsharded status %+v", st)
 	}
 }
@@ -220,7 +220,7 @@ func TestRebalanceLetsBuyersOfEmptiedShardsBuyEveryUnit(t *testing.T) {
 	// What the automatic rebalancer does when shards 0 to 3 report their sell-out.
 	hungry := []bool{true, true, true, true, false, false, false, false}
 	for round := 0; round < 10 && len(won) < stock; round++ {
-		rep, err := e.svc.rebalance(ctx, sale, hungryShards(hungry))
+		rep, err := e.svc.Sales.RebalanceHungry(ctx, sale, hungryShards(hungry))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -270,7 +270,7 @@ func TestRebalanceConservesUnitsUnderConcurrentBuying(t *testing.T) {
 				default:
 				}
 				rep := admin.RebalanceReport{}
-				if err := e.svc.rebalanceLocked(ctx, sale, k, hungryShards([]bool{true, w == 0}), &rep); err != nil {
+				if err := e.svc.Sales.RebalanceLocked(ctx, sale, k, hungryShards([]bool{true, w == 0}), &rep); err != nil {
 					t.Errorf("rebalancer %d: %v", w, err)
 					return
 				}
@@ -334,7 +334,7 @@ func TestAMoveInterruptedBetweenShardsIsFinishedExactlyOnce(t *testing.T) {
 	if _, _, err := (lua.ShardGiveCall{To: to, Move: "m1", Units: 3}).Run(ctx, e.rdb); err != nil {
 		t.Fatal(err)
 	}
-	rep, err := e.svc.Rebalance(ctx, sale)
+	rep, err := e.svc.Sales.Rebalance(ctx, sale)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -360,7 +360,7 @@ func TestReconcileRepairsAShardedSaleAsTheSumOfItsShards(t *testing.T) {
 		}
 	}
 	e.rdb.HIncrBy(ctx, contract.MetaKey(contract.ShardID(sale, 1)), contract.FieldStock, 5) // 5 units appear
-	rep, err := e.svc.Reconcile(ctx, sale)
+	rep, err := e.svc.Reconciler.Reconcile(ctx, sale)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -390,9 +390,9 @@ func TestAShardSellingOutIsRebalancedAutomatically(t *testing.T) {
 	const k = 2
 	sale := e.shardedSale(6, k) // 3 + 3
 	subscribed := make(chan struct{}, 1)
-	e.svc.rebalancerSubscribed = func() { subscribed <- struct{}{} }
+	e.svc.Sales.Subscribed = func() { subscribed <- struct{}{} }
 	stopped := make(chan struct{})
-	go func() { e.svc.RunRebalancer(ctx); close(stopped) }()
+	go func() { e.svc.Sales.RunRebalancer(ctx); close(stopped) }()
 	// Wait for the subscription: a shard selling out before it would be missed.
 	select {
 	case <-subscribed:
@@ -419,7 +419,7 @@ func TestAShardSellingOutIsRebalancedAutomatically(t *testing.T) {
 
 func TestAdminAPICreatesPreheatsAndRebalancesShardedSales(t *testing.T) {
 	e := newEnv(t)
-	srv := httptest.NewServer(e.svc.Handler(newRegistry(), false))
+	srv := httptest.NewServer(e.svc.Handler(NewMetricsRegistry(), false))
 	defer srv.Close()
 	auth := adminAuth
 	id := testenv.ID("s")
@@ -462,7 +462,7 @@ func TestAQueuedOrderOfAShardedSaleIsFoundInTheUsersShard(t *testing.T) {
 	e := newEnv(t)
 	sale := e.shardedSale(10, 4)
 	order := buyOnShard(t, e.rdb, sale, 4, "queued-user")
-	v, found, err := e.svc.lookupOrder(context.Background(), "queued-user", order)
+	v, found, err := e.svc.Orders.Lookup(context.Background(), "queued-user", order)
 	if err != nil || !found || v.Status != contract.StatusQueued || v.SaleID != sale {
 		t.Fatalf("lookup = %+v %v %v; want queued in %s", v, found, err, sale)
 	}
@@ -486,8 +486,8 @@ func TestShardedSaleOnARedisClusterCompensatesAndRebalances(t *testing.T) {
 	}
 	t.Cleanup(pool.Close)
 	comp := &orders.Compensator{Pool: pool, Redis: rdb, Log: quietLog()}
-	svc := &Service{Pool: pool, Redis: rdb, Locker: lock.NewLocker(rdb, 5*time.Second), Compensator: comp,
-		Log: quietLog(), AdminToken: "t", Retention: time.Hour, Grace: time.Minute}
+	svc := New(Options{Pool: pool, Redis: rdb, Locker: lock.NewLocker(rdb, 5*time.Second), Compensator: comp,
+		Log: quietLog(), AdminToken: "t", Retention: time.Hour, Grace: time.Minute})
 
 	const k, stock = 6, 60
 	sale := shardedSaleOn(t, svc, rdb, stock, k)
@@ -524,7 +524,7 @@ func TestShardedSaleOnARedisClusterCompensatesAndRebalances(t *testing.T) {
 	if _, sum := stocksOf(t, rdb, sale, k); sum != stock-int64(len(won)) {
 		t.Fatalf("shards hold %d, want %d", sum, stock-len(won))
 	}
-	rep, err := svc.Rebalance(ctx, sale)
+	rep, err := svc.Sales.Rebalance(ctx, sale)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -542,7 +542,7 @@ func TestRebalanceMovesNothingWhenAShardIsMissing(t *testing.T) {
 	ctx := context.Background()
 	sale := e.shardedSale(9, 3)
 	e.rdb.Del(ctx, contract.MetaKey(contract.ShardID(sale, 2)))
-	if _, err := e.svc.Rebalance(ctx, sale); err == nil {
+	if _, err := e.svc.Sales.Rebalance(ctx, sale); err == nil {
 		t.Fatal("rebalance with a shard missing from Redis succeeded: units given to it would be lost")
 	}
 	if each, _ := stocksOf(t, e.rdb, sale, 3); each[0] != 3 || each[1] != 3 {
@@ -559,8 +559,8 @@ func TestABuyerRefusedOnAnEmptyShardPullsAUnitToIt(t *testing.T) {
 	const k = 4
 	sale := e.shardedSale(1, k) // 1, 0, 0, 0: three shards start empty and never sell out
 	subscribed := make(chan struct{}, 1)
-	e.svc.rebalancerSubscribed = func() { subscribed <- struct{}{} }
-	go e.svc.RunRebalancer(ctx)
+	e.svc.Sales.Subscribed = func() { subscribed <- struct{}{} }
+	go e.svc.Sales.RunRebalancer(ctx)
 	select {
 	case <-subscribed:
 	case <-time.After(5 * time.Second):

@@ -50,7 +50,7 @@ func TestRebalancingWhileBuyersBuyVariantsOnEveryShardSellsEachVariantExactly(t 
 			default:
 			}
 			var rep admin.RebalanceReport
-			if err := e.svc.rebalanceLocked(ctx, sale, k, nil, &rep); err != nil {
+			if err := e.svc.Sales.RebalanceLocked(ctx, sale, k, nil, &rep); err != nil {
 				t.Errorf("racing rebalancer: %v", err)
 				return
 			}

@@ -24,7 +24,7 @@ func (e *env) shardedVariantSale(k, limit int, variants ...VariantSpec) string {
 	ctx := context.Background()
 	id := testenv.ID("svr")
 	now := time.Now()
-	if _, err := e.svc.CreateSale(ctx, SaleSpec{ID: id, Shards: k, PerUserLimit: limit, Variants: variants,
+	if _, err := e.svc.Sales.CreateSale(ctx, SaleSpec{ID: id, Shards: k, PerUserLimit: limit, Variants: variants,
 		StartsAt: now.Add(-time.Minute), EndsAt: now.Add(time.Hour), PayWithin: "15m"}); err != nil {
 		e.t.Fatal(err)
 	}
@@ -38,7 +38,7 @@ func (e *env) shardedVariantSale(k, limit int, variants ...VariantSpec) string {
 		e.rdb.Del(ctx, lockRedisKeys(lock.SaleKey(id))...)
 		e.rdb.SRem(ctx, contract.SalesIndexKey, id)
 	})
-	if _, err := e.svc.Preheat(ctx, id); err != nil {
+	if _, err := e.svc.Sales.Preheat(ctx, id); err != nil {
 		e.t.Fatal(err)
 	}
 	return id
@@ -111,14 +111,14 @@ func (e *env) startRebalancer() {
 	e.t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	subscribed := make(chan struct{}, 1)
-	e.svc.rebalancerSubscribed = func() {
+	e.svc.Sales.Subscribed = func() {
 		select {
 		case subscribed <- struct{}{}:
 		default:
 		}
 	}
 	stopped := make(chan struct{})
-	go func() { e.svc.RunRebalancer(ctx); close(stopped) }()
+	go func() { e.svc.Sales.RunRebalancer(ctx); close(stopped) }()
 	e.t.Cleanup(func() { cancel(); <-stopped })
 	select {
 	case <-subscribed:
@@ -137,7 +137,7 @@ func TestRebalanceOfAShardedVariantSaleEvensOutEachVariant(t *testing.T) {
 	sale := e.shardedVariantSale(k, 2, VariantSpec{ID: "a", Stock: 9}, VariantSpec{ID: "b", Stock: 6}, VariantSpec{ID: "c", Stock: 1})
 	e.placeVariants(sale, []map[string]int{{"a": 9, "b": 0, "c": 1}, {"a": 0, "b": 6, "c": 0}, {"a": 0, "b": 0, "c": 0}})
 
-	rep, err := e.svc.Rebalance(ctx, sale)
+	rep, err := e.svc.Sales.Rebalance(ctx, sale)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -168,12 +168,12 @@ func TestRebalanceOfAShardedVariantSaleEvensOutEachVariant(t *testing.T) {
 	}
 	journalsEmpty(t, e, sale, k)
 	// An even sale moves nothing.
-	if again, err := e.svc.Rebalance(ctx, sale); err != nil || len(again.Moves) != 0 {
+	if again, err := e.svc.Sales.Rebalance(ctx, sale); err != nil || len(again.Moves) != 0 {
 		t.Fatalf("second rebalance: %+v %v", again, err)
 	}
 	// A single-stock sale's report has no variant anywhere (its JSON is what it was).
 	plain := e.shardedSale(6, 2)
-	prep, err := e.svc.Rebalance(ctx, plain)
+	prep, err := e.svc.Sales.Rebalance(ctx, plain)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -193,7 +193,7 @@ func TestAHungryRebalanceMovesOnlyTheVariantsBuyersWaitFor(t *testing.T) {
 	e.placeVariants(sale, []map[string]int{{"a": 4, "x": 4}, {"a": 0, "x": 0}})
 	h := &hunger{}
 	h.Add(1, "x")
-	rep, err := e.svc.rebalance(ctx, sale, h)
+	rep, err := e.svc.Sales.RebalanceHungry(ctx, sale, h)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -277,7 +277,7 @@ func TestAnInterruptedVariantMoveIsFinishedIntoItsVariantExactlyOnce(t *testing.
 	if got := variantsOnShards(t, e, sale, k); got[0]["a"]+got[1]["a"] != 4 {
 		t.Fatalf("2 units of a in transit: shards hold %v", got)
 	}
-	rep, err := e.svc.Rebalance(ctx, sale)
+	rep, err := e.svc.Sales.Rebalance(ctx, sale)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -293,8 +293,8 @@ func TestAnInterruptedVariantMoveIsFinishedIntoItsVariantExactlyOnce(t *testing.
 	// The same through reconcile's rebalance (what Reconcile calls under the sale's lock).
 	take("b", 3)
 	var rrep admin.ReconcileReport
-	if err := e.svc.withSaleLock(ctx, sale, 5*time.Second, func(lock.Held) error {
-		return e.svc.rebalanceAfterReconcile(ctx, sale, k, &rrep)
+	if err := e.svc.Sales.WithSaleLock(ctx, sale, 5*time.Second, func(lock.Held) error {
+		return e.svc.Sales.AfterReconcile(ctx, sale, k, &rrep)
 	}); err != nil {
 		t.Fatal(err)
 	}

@@ -24,7 +24,7 @@ func TestUnpaidOrdersAreCancelledAndTheirUnitsReturnToRedisForANewBuyer(t *testi
 		t.Fatal(err)
 	}
 	_, srv := e.servers(false)
-	var paid PaidResult
+	var paid orders.PaidResult
 	if code := doJSON(t, "POST", srv.URL+"/shop/orders/"+msgs[2].OrderID+"/paid", shopAuth, "", &paid); code != 200 || paid.Status != "paid" {
 		t.Fatalf("pay: %d %+v", code, paid)
 	}
@@ -32,11 +32,11 @@ func TestUnpaidOrdersAreCancelledAndTheirUnitsReturnToRedisForANewBuyer(t *testi
 	if _, err := e.pool.Exec(ctx, `UPDATE orders SET created_at = now() - interval '1 hour' WHERE sale_id = $1`, sale); err != nil {
 		t.Fatal(err)
 	}
-	n, err := e.svc.SweepOnce(ctx)
+	n, err := e.svc.Sweeper.SweepOnce(ctx)
 	if err != nil || n != 2 {
 		t.Fatalf("SweepOnce = %d, %v; want 2 released", n, err)
 	}
-	if got := e.dbInt(`SELECT count(*) FROM orders WHERE sale_id = $1 AND status = 'cancelled' AND reason = $2 AND compensated_at IS NOT NULL`, sale, ReasonPaymentTimeout); got != 2 {
+	if got := e.dbInt(`SELECT count(*) FROM orders WHERE sale_id = $1 AND status = 'cancelled' AND reason = $2 AND compensated_at IS NOT NULL`, sale, orders.ReasonPaymentTimeout); got != 2 {
 		t.Fatalf("%d compensated cancelled orders, want 2", got)
 	}
 	if s := e.dbInt(`SELECT stock FROM sales WHERE id = $1`, sale); s != 9 {
@@ -57,7 +57,7 @@ func TestUnpaidOrdersAreCancelledAndTheirUnitsReturnToRedisForANewBuyer(t *testi
 		t.Fatalf("pay of a cancelled order: %d %+v", code, ref)
 	}
 	// Sweeping again changes nothing.
-	if n, err := e.svc.SweepOnce(ctx); err != nil || n != 0 || e.redisStock(sale) != 9 {
+	if n, err := e.svc.Sweeper.SweepOnce(ctx); err != nil || n != 0 || e.redisStock(sale) != 9 {
 		t.Fatalf("second sweep: %d, %v, redis stock %d", n, err, e.redisStock(sale))
 	}
 }
@@ -71,18 +71,18 @@ func TestOnlyTheSweeperLockHolderSweeps(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, _ = e.pool.Exec(ctx, `UPDATE orders SET created_at = now() - interval '1 hour' WHERE sale_id = $1`, sale)
-	other, err := lock.NewLocker(e.rdb, 5e9).TryObtain(ctx, e.svc.SweeperLock)
+	other, err := lock.NewLocker(e.rdb, 5e9).TryObtain(ctx, e.svc.Sweeper.Lock)
 	if err != nil {
 		t.Fatalf("could not take the sweeper lock for the test: %v", err)
 	}
-	if n, err := e.svc.SweepOnce(ctx); err != nil || n != 0 {
+	if n, err := e.svc.Sweeper.SweepOnce(ctx); err != nil || n != 0 {
 		t.Fatalf("a sweeper without the lock released %d (%v)", n, err)
 	}
 	if got := e.dbInt(`SELECT count(*) FROM orders WHERE sale_id = $1 AND status = 'created'`, sale); got != 2 {
 		t.Fatalf("%d created orders left, want 2", got)
 	}
 	_ = other.Release(ctx)
-	if n, err := e.svc.SweepOnce(ctx); err != nil || n < 2 {
+	if n, err := e.svc.Sweeper.SweepOnce(ctx); err != nil || n < 2 {
 		t.Fatalf("the lock holder released %d (%v), want 2", n, err)
 	}
 }
@@ -117,7 +117,7 @@ func TestABuyerWhoseOrderWasCancelledCanBuyAgainThroughTheGate(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, _ = e.pool.Exec(ctx, `UPDATE orders SET created_at = now() - interval '1 hour' WHERE sale_id = $1`, sale)
-	if n, err := e.svc.SweepOnce(ctx); err != nil || n != 1 {
+	if n, err := e.svc.Sweeper.SweepOnce(ctx); err != nil || n != 1 {
 		t.Fatalf("sweep: %d %v", n, err)
 	}
 	if e.rdb.HExists(ctx, contract.BuyersKey(sale), first.UserID).Val() || e.redisStock(sale) != 3 {
@@ -154,8 +154,8 @@ func TestCompensationPostponedWhileRedisIsDownIsDoneOnceItIsBack(t *testing.T) {
 	r := testenv.StartRedis(t)
 	rdb := redis.NewClient(&redis.Options{Addr: r.Addr(), MaxRetries: -1, DialTimeout: 300 * time.Millisecond})
 	t.Cleanup(func() { _ = rdb.Close() })
-	e.rdb, e.svc.Redis, e.svc.Compensator.Redis = rdb, rdb, rdb
-	e.svc.Locker = lock.NewLocker(rdb, 5*time.Second)
+	e.rdb, e.svc.Compensator.Redis = rdb, rdb
+	e.rebuild(func(o *Options) { o.Redis, o.Locker = rdb, lock.NewLocker(rdb, 5*time.Second) })
 	ctx := context.Background()
 	sale := e.sale(1)
 	rdb.HSet(ctx, contract.MetaKey(sale), contract.FieldStock, 3) // Redis was wrong
@@ -176,7 +176,7 @@ func TestCompensationPostponedWhileRedisIsDownIsDoneOnceItIsBack(t *testing.T) {
 	}
 
 	r.Start()
-	if _, err := e.svc.SweepOnce(ctx); err != nil {
+	if _, err := e.svc.Sweeper.SweepOnce(ctx); err != nil {
 		t.Fatal(err)
 	}
 	if n := e.dbInt(`SELECT count(*) FROM orders WHERE sale_id = $1 AND compensated_at IS NULL AND status = 'failed'`, sale); n != 0 {

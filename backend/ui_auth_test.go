@@ -51,8 +51,8 @@ func cockpitService(t *testing.T) (*Service, http.Handler, *syncBuffer, *time.Ti
 	}
 	logs := &syncBuffer{}
 	clock := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
-	s := &Service{Tokens: toks, Log: slog.New(slog.NewJSONHandler(logs, nil)), Now: func() time.Time { return clock }}
-	return s, s.Handler(newRegistry(), false), logs, &clock
+	s := New(Options{Tokens: toks, Log: slog.New(slog.NewJSONHandler(logs, nil)), Now: func() time.Time { return clock }})
+	return s, s.Handler(NewMetricsRegistry(), false), logs, &clock
 }
 
 // serve runs one request through h from the client address remote.
@@ -135,7 +135,7 @@ func TestTheCockpitCookieIsASessionNotTheToken(t *testing.T) {
 	}
 	// Behind TLS the cookie is Secure.
 	s, _, _, _ := cockpitService(t)
-	srv := httptest.NewTLSServer(s.Handler(newRegistry(), false))
+	srv := httptest.NewTLSServer(s.Handler(NewMetricsRegistry(), false))
 	defer srv.Close()
 	client := srv.Client()
 	client.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
@@ -166,7 +166,7 @@ func TestSigningOutEndsTheSessionOnTheServer(t *testing.T) {
 	if rec := serve(h, "GET", "/admin/ui/events", "", nil, nil, c); rec.Code != 401 {
 		t.Fatalf("the stream after sign-out: %d", rec.Code)
 	}
-	if n := s.cockpit().Sessions(); n != 0 {
+	if n := s.Cockpit.Sessions(); n != 0 {
 		t.Fatalf("%d sessions left after sign-out", n)
 	}
 }
@@ -222,7 +222,7 @@ func TestACrossSiteLoginIsRefused(t *testing.T) {
 	if rec := serve(h, "POST", "/admin/ui/logout", "", nil, map[string]string{"Sec-Fetch-Site": "cross-site"}, c); rec.Code != 403 {
 		t.Errorf("cross-site sign-out: %d", rec.Code)
 	}
-	if _, ok := s.cockpit().Session(c.Value); !ok {
+	if _, ok := s.Cockpit.Session(c.Value); !ok {
 		t.Error("a refused cross-site sign-out ended the session")
 	}
 	rec := serve(h, "POST", "/admin/ui/api/sales/s1/pause", "", nil, map[string]string{"X-Seckill-UI": "1", "Origin": "http://evil.example"}, c)

@@ -3,6 +3,7 @@ package backend
 import (
 	"context"
 	"fmt"
+	"github.com/seckilledge/seckill/backend/sales"
 	"math/rand/v2"
 	"strconv"
 	"strings"
@@ -25,11 +26,11 @@ func (e *env) variantSale(limit int, variants ...VariantSpec) string {
 	e.t.Helper()
 	id := testenv.ID("sv")
 	now := time.Now()
-	if _, err := e.svc.CreateSale(context.Background(), SaleSpec{ID: id, Variants: variants, PerUserLimit: limit,
+	if _, err := e.svc.Sales.CreateSale(context.Background(), SaleSpec{ID: id, Variants: variants, PerUserLimit: limit,
 		StartsAt: now.Add(-time.Minute), EndsAt: now.Add(time.Hour), PayWithin: "15m"}); err != nil {
 		e.t.Fatal(err)
 	}
-	if _, err := e.svc.Preheat(context.Background(), id); err != nil {
+	if _, err := e.svc.Sales.Preheat(context.Background(), id); err != nil {
 		e.t.Fatal(err)
 	}
 	e.t.Cleanup(func() {
@@ -126,7 +127,7 @@ func TestSaleSpecWithVariantsIsValidatedWithAStableCode(t *testing.T) {
 			t.Errorf("%s: accepted", name)
 		}
 	}
-	if _, err := ParseSaleSpec(strings.NewReader(`{"id":"s1","starts_at":"2026-01-01T00:00:00Z","ends_at":"2026-01-02T00:00:00Z","variants":[{"id":"a","stock":1,"colour":"red"}]}`)); err == nil {
+	if _, err := sales.ParseSaleSpec(strings.NewReader(`{"id":"s1","starts_at":"2026-01-01T00:00:00Z","ends_at":"2026-01-02T00:00:00Z","variants":[{"id":"a","stock":1,"colour":"red"}]}`)); err == nil {
 		t.Error("an unknown field in a variant was accepted")
 	}
 	s := base()
@@ -288,7 +289,7 @@ func TestUnpaidVariantOrdersGiveTheirUnitsBackToTheirVariantAndTheUsersLimit(t *
 		t.Fatalf("units held %v, want red 3 blue 1", held)
 	}
 	orderSrv, _ := e.servers(false)
-	var view OrderView
+	var view orders.OrderView
 	if code := doJSON(t, "GET", orderSrv.URL+"/orders/"+m1.OrderID, map[string]string{"X-User-ID": "alice"}, "", &view); code != 200 ||
 		view.Variant != "red" || view.Quantity != 2 || view.Status != contract.StatusCreated {
 		t.Fatalf("GET /orders: %d %+v", code, view)
@@ -297,7 +298,7 @@ func TestUnpaidVariantOrdersGiveTheirUnitsBackToTheirVariantAndTheUsersLimit(t *
 	if _, err := e.pool.Exec(ctx, `UPDATE orders SET created_at = now() - interval '1 hour' WHERE order_id = $1`, m1.OrderID); err != nil {
 		t.Fatal(err)
 	}
-	if n, err := e.svc.SweepOnce(ctx); err != nil || n != 1 {
+	if n, err := e.svc.Sweeper.SweepOnce(ctx); err != nil || n != 1 {
 		t.Fatalf("sweep: %d %v", n, err)
 	}
 	if held := e.variantUnits(sale); held["red"] != 1 {
@@ -386,7 +387,7 @@ func TestReconcileRepairsEachVariantInUnits(t *testing.T) {
 	if !ok3 {
 		t.Fatal("the gate refused")
 	}
-	rep, err := e.svc.Reconcile(ctx, sale)
+	rep, err := e.svc.Reconciler.Reconcile(ctx, sale)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -397,7 +398,7 @@ func TestReconcileRepairsEachVariantInUnits(t *testing.T) {
 	if _, err := w.WriteBatch(ctx, []contract.OrderMessage{m3}); err != nil {
 		t.Fatal(err)
 	}
-	rep, err = e.svc.Reconcile(ctx, sale)
+	rep, err = e.svc.Reconciler.Reconcile(ctx, sale)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -406,7 +407,7 @@ func TestReconcileRepairsEachVariantInUnits(t *testing.T) {
 		t.Fatalf("after the write: %+v, meta %v, want red 2 blue 2 stock 4", rep, meta)
 	}
 	// Everything agrees now: a second run changes nothing.
-	if rep, err = e.svc.Reconcile(ctx, sale); err != nil || rep.StockDelta != 0 || len(rep.BuyersRestored) != 0 {
+	if rep, err = e.svc.Reconciler.Reconcile(ctx, sale); err != nil || rep.StockDelta != 0 || len(rep.BuyersRestored) != 0 {
 		t.Fatalf("a second reconcile: %+v %v", rep, err)
 	}
 }
@@ -414,7 +415,7 @@ func TestReconcileRepairsEachVariantInUnits(t *testing.T) {
 func TestAStockChangeOfAVariantSaleIsRefusedWithItsCode(t *testing.T) {
 	e := newEnv(t)
 	sale := e.variantSale(1, VariantSpec{ID: "a", Stock: 2})
-	_, err := e.svc.controls().ChangeStock(withWho(context.Background()), sale, controls.StockRequest{Add: 3, RequestID: "r-" + sale})
+	_, err := e.svc.Controls.ChangeStock(withWho(context.Background()), sale, controls.StockRequest{Add: 3, RequestID: "r-" + sale})
 	// The error reads "<code>: <message>" (the 409 over HTTP:
 	// TestUnitsAddedToASoldOutVariantAreSoldAgainOnceAndAudited).
 	if err == nil || !strings.HasPrefix(err.Error(), "variant_sale: ") {
@@ -461,7 +462,7 @@ func TestAShardedVariantSaleSplitsEveryVariantOverItsShards(t *testing.T) {
 	ctx := context.Background()
 	id := testenv.ID("svs")
 	now := time.Now()
-	if _, err := e.svc.CreateSale(ctx, SaleSpec{ID: id, Shards: 3, PerUserLimit: 2, Variants: []VariantSpec{{ID: "a", Stock: 7}, {ID: "b", Stock: 2}},
+	if _, err := e.svc.Sales.CreateSale(ctx, SaleSpec{ID: id, Shards: 3, PerUserLimit: 2, Variants: []VariantSpec{{ID: "a", Stock: 7}, {ID: "b", Stock: 2}},
 		StartsAt: now.Add(-time.Minute), EndsAt: now.Add(time.Hour)}); err != nil {
 		t.Fatal(err)
 	}
@@ -472,7 +473,7 @@ func TestAShardedVariantSaleSplitsEveryVariantOverItsShards(t *testing.T) {
 			e.rdb.SRem(context.Background(), contract.SalesIndexKey, x)
 		}
 	})
-	if _, err := e.svc.Preheat(ctx, id); err != nil {
+	if _, err := e.svc.Sales.Preheat(ctx, id); err != nil {
 		t.Fatal(err)
 	}
 	want := []map[string]string{{"v:a": "3", "v:b": "1", "stock": "4", "limit": "2"}, {"v:a": "2", "v:b": "1", "stock": "3"}, {"v:a": "2", "v:b": "0", "stock": "2"}}
@@ -484,7 +485,7 @@ func TestAShardedVariantSaleSplitsEveryVariantOverItsShards(t *testing.T) {
 			}
 		}
 	}
-	st, err := e.svc.SaleStatus(ctx, id)
+	st, err := e.svc.Sales.SaleStatus(ctx, id)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -35,7 +35,7 @@ func (publicDNS) LookupNetIP(context.Context, string, string) ([]netip.Addr, err
 func TestAWebhookURLPointingInsideIsRefusedAtCreate(t *testing.T) {
 	e := newEnv(t)
 	hooks := &webhook.Worker{Pool: e.pool, Log: quietLog(), Secrets: []string{hookSecretNew}}
-	e.svc.Webhooks = hooks
+	e.rebuild(func(o *Options) { o.Webhooks = hooks })
 	_, admin := e.servers(false)
 	now := time.Now()
 	create := func(hook string) (int, contract.Refusal) {
@@ -123,7 +123,7 @@ func TestAWebhookDialToLoopbackIsBlockedEvenAfterDNSChanges(t *testing.T) {
 	if code := doJSON(t, "POST", admin.URL+"/admin/sales", adminAuth, string(b), &ref); code != 201 {
 		t.Fatalf("create (the name resolved outside): %d %+v", code, ref)
 	}
-	if _, err := e.svc.Preheat(ctx, sale); err != nil {
+	if _, err := e.svc.Sales.Preheat(ctx, sale); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { e.rdb.Del(context.Background(), contract.MetaKey(sale), contract.BuyersKey(sale)) })

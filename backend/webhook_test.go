@@ -3,6 +3,7 @@ package backend
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"math/rand/v2"
 	"net/http"
@@ -147,7 +148,7 @@ func (e *env) startHooksWith(h *webhook.Worker) *webhook.Worker {
 	if h.Poll == 0 {
 		h.Poll = 20 * time.Millisecond
 	}
-	e.svc.Webhooks = h
+	e.rebuild(func(o *Options) { o.Webhooks = h })
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { defer close(done); h.Run(ctx) }()
@@ -237,7 +238,7 @@ func TestOrderEventsAreRecordedWithTheirChangeAndDeliveredSignedInOrder(t *testi
 	if code := doJSON(t, "POST", admin.URL+"/admin/sales", adminAuth, string(b), nil); code != 201 {
 		t.Fatalf("create: %d", code)
 	}
-	if _, err := e.svc.Preheat(ctx, sale); err != nil {
+	if _, err := e.svc.Sales.Preheat(ctx, sale); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { e.rdb.Del(context.Background(), contract.MetaKey(sale), contract.BuyersKey(sale)) })
@@ -251,14 +252,14 @@ func TestOrderEventsAreRecordedWithTheirChangeAndDeliveredSignedInOrder(t *testi
 	var created []string
 	rows, _ := e.pool.Query(ctx, `SELECT order_id FROM orders WHERE sale_id = $1 AND status = 'created' ORDER BY order_id`, sale)
 	created, _ = pgx.CollectRows(rows, pgx.RowTo[string])
-	if _, err := e.svc.MarkPaid(ctx, created[0]); err != nil {
+	if _, err := e.svc.Shop.MarkPaid(ctx, created[0]); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.svc.MarkPaid(ctx, created[0]); err != nil {
+	if _, err := e.svc.Shop.MarkPaid(ctx, created[0]); err != nil {
 		t.Fatal(err)
 	}
 	_, _ = e.pool.Exec(ctx, `UPDATE orders SET created_at = now() - interval '1 hour' WHERE order_id = $1`, created[1])
-	if n, err := e.svc.SweepOnce(ctx); err != nil || n != 1 {
+	if n, err := e.svc.Sweeper.SweepOnce(ctx); err != nil || n != 1 {
 		t.Fatalf("sweep: %d %v", n, err)
 	}
 	testenv.WaitFor(t, 20*time.Second, "every event delivered", func() bool {
@@ -290,7 +291,7 @@ func TestADeadWebhookHoldsItsOrdersLaterEventsUntilAnAdminReplaysIt(t *testing.T
 	if _, err := w.WriteBatch(ctx, []contract.OrderMessage{m}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.svc.MarkPaid(ctx, m.OrderID); err != nil {
+	if _, err := e.svc.Shop.MarkPaid(ctx, m.OrderID); err != nil {
 		t.Fatal(err)
 	}
 	testenv.WaitFor(t, 20*time.Second, "order.created parked dead", func() bool {
@@ -370,7 +371,7 @@ func TestEveryEventReachesAFlakyReceiverExactlyOnceAfterDedupInOrderPerOrder(t *
 		go func() {
 			defer wg.Done()
 			for id := range ids {
-				if _, err := e.svc.MarkPaid(ctx, id); err != nil && err != errNotPayable {
+				if _, err := e.svc.Shop.MarkPaid(ctx, id); err != nil && !errors.Is(err, orders.ErrNotPayable) {
 					t.Error(err)
 				}
 			}
@@ -388,7 +389,7 @@ func TestEveryEventReachesAFlakyReceiverExactlyOnceAfterDedupInOrderPerOrder(t *
 	close(ids)
 	wg.Wait()
 	_, _ = e.pool.Exec(ctx, `UPDATE orders SET created_at = now() - interval '1 hour' WHERE order_id = ANY($1)`, unpaid)
-	if _, err := e.svc.SweepOnce(ctx); err != nil {
+	if _, err := e.svc.Sweeper.SweepOnce(ctx); err != nil {
 		t.Fatal(err)
 	}
 	total := e.dbInt(`SELECT count(*) FROM webhook_deliveries WHERE sale_id = $1`, sale)

@@ -25,7 +25,7 @@ func TestMovingTheEndMovesTheHeldUnitsExpiryToo(t *testing.T) {
 	if code := call(t, srv, "PATCH", "/admin/sales/"+sale, aliceToken, `{"ends_at":"`+want.Format(time.RFC3339)+`"}`, &res); code != 200 {
 		t.Fatalf("PATCH: %d %+v", code, res)
 	}
-	wantMS := want.UnixMilli() + e.svc.retention().Milliseconds()
+	wantMS := want.UnixMilli() + e.svc.Sales.RetentionOrDefault().Milliseconds()
 	for _, key := range []string{contract.MetaKey(sale), contract.BuyersKey(sale), contract.HeldKey(sale)} {
 		if exp := e.rdb.PExpireTime(ctx, key).Val(); exp.Milliseconds() != wantMS {
 			t.Errorf("%s expires at %d, want the new end + retention %d", key, exp.Milliseconds(), wantMS)

@@ -2,7 +2,7 @@ package orders
 
 import "github.com/prometheus/client_golang/prometheus"
 
-// The consumer's, the writer's and the compensator's metrics (names as before the backend was
+// The consumer's, the writer's, the compensator's and the sweeper's metrics (names as before the backend was
 // split: dashboards and alerts use them). Labels are bounded: an outcome or a reason from a
 // fixed set, never a sale, order or user id. The backend registers them through Collectors.
 var (
@@ -37,9 +37,13 @@ var (
 		Help:    "Time from the gate's acceptance of an order to its commit in Postgres.",
 		Buckets: prometheus.ExponentialBuckets(0.005, 2, 14),
 	})
+	metricReleased = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "seckill_backend_unpaid_released_total",
+		Help: "Orders cancelled by the sweeper because they were not paid in time.",
+	})
 )
 
 // Collectors are the package's metrics, for the backend's registry.
 func Collectors() []prometheus.Collector {
-	return []prometheus.Collector{metricConsumed, metricBatchSize, metricCommit, metricFailed, metricWriteErrors, metricCompensations, metricLag}
+	return []prometheus.Collector{metricConsumed, metricBatchSize, metricCommit, metricFailed, metricWriteErrors, metricCompensations, metricLag, metricReleased}
 }

@@ -22,7 +22,7 @@ import (
 
 // Reconciler repairs a sale's Redis state from Postgres (the source of truth). It is given the
 // stores, the lock and the few things of the rest of the backend it uses; the backend builds
-// one for each call (see Service.Reconcile).
+// one, once (backend.New).
 type Reconciler struct {
 	Pool  *pgxpool.Pool
 	Redis redis.UniversalClient

@@ -4,7 +4,7 @@
 // /admin/sales/{id}), and the rebalance of a sharded sale's stock over its shards (on demand,
 // after reconcile, and as soon as a shard runs dry: RunRebalancer). A Sales is given the few
 // things it uses (the stores, the lock, retention, namespace, the webhook URL check, the
-// controls' restore of a paused sale), not the backend's Service.
+// controls' restore of a paused sale), wired by the backend (backend.New).
 package sales
 
 import (
@@ -33,7 +33,7 @@ import (
 )
 
 // Sales creates, preheats, reports and rebalances sales. A zero field means its default
-// (Retention 24h); the Service builds one per use from its own fields.
+// (Retention 24h); the backend builds one, once (backend.New).
 type Sales struct {
 	Pool   *pgxpool.Pool
 	Redis  redis.UniversalClient

@@ -27,21 +27,21 @@ func TestSeckillctlShowsAndRunsADraw(t *testing.T) {
 	t.Cleanup(func() {
 		// The sale's keys all share its hash tag; the draw adds some (entries, spent nonces)
 		// beside the meta, so they are found by it rather than listed.
-		keys, _ := svc.Redis.Keys(ctx, "seckill:"+contract.SaleTag(sale)+"*").Result()
+		keys, _ := svc.Sales.Redis.Keys(ctx, "seckill:"+contract.SaleTag(sale)+"*").Result()
 		if len(keys) > 0 {
-			svc.Redis.Del(ctx, keys...)
+			svc.Sales.Redis.Del(ctx, keys...)
 		}
-		svc.Redis.SRem(ctx, contract.SalesIndexKey, sale)
+		svc.Sales.Redis.SRem(ctx, contract.SalesIndexKey, sale)
 	})
 	now := time.Now()
-	if _, err := svc.CreateSale(ctx, backend.SaleSpec{ID: sale, StartsAt: now.Add(time.Hour), EndsAt: now.Add(2 * time.Hour),
+	if _, err := svc.Sales.CreateSale(ctx, backend.SaleSpec{ID: sale, StartsAt: now.Add(time.Hour), EndsAt: now.Add(2 * time.Hour),
 		Variants: []backend.VariantSpec{{ID: "a", Stock: 2}, {ID: "b", Stock: 1}},
 		Draw:     &admin.DrawSpec{OpensAt: now.Add(-time.Hour), ClosesAt: now.Add(time.Hour), ClaimWithin: "5m"}}); err != nil {
 		t.Fatal(err)
 	}
 	mustCtl(t, srv, "preheat", sale)
 	for i, v := range []string{"a", "a", "a", "b", "b"} {
-		rep, err := lua.DrawEnterCall{Sale: sale, User: fmt.Sprintf("u%d", i), Variant: v}.Run(ctx, svc.Redis)
+		rep, err := lua.DrawEnterCall{Sale: sale, User: fmt.Sprintf("u%d", i), Variant: v}.Run(ctx, svc.Sales.Redis)
 		if err != nil || rep.Code != 0 {
 			t.Fatalf("draw_enter.lua for u%d: code %d, %v", i, rep.Code, err)
 		}
@@ -93,18 +93,18 @@ func TestSeckillctlShowsAndRunsADraw(t *testing.T) {
 	// "-" rather than leave blank.
 	single := testenv.ID("ctls")
 	t.Cleanup(func() {
-		keys, _ := svc.Redis.Keys(ctx, "seckill:"+contract.SaleTag(single)+"*").Result()
+		keys, _ := svc.Sales.Redis.Keys(ctx, "seckill:"+contract.SaleTag(single)+"*").Result()
 		if len(keys) > 0 {
-			svc.Redis.Del(ctx, keys...)
+			svc.Sales.Redis.Del(ctx, keys...)
 		}
-		svc.Redis.SRem(ctx, contract.SalesIndexKey, single)
+		svc.Sales.Redis.SRem(ctx, contract.SalesIndexKey, single)
 	})
-	if _, err := svc.CreateSale(ctx, backend.SaleSpec{ID: single, Stock: 1, StartsAt: now.Add(time.Hour), EndsAt: now.Add(2 * time.Hour),
+	if _, err := svc.Sales.CreateSale(ctx, backend.SaleSpec{ID: single, Stock: 1, StartsAt: now.Add(time.Hour), EndsAt: now.Add(2 * time.Hour),
 		Draw: &admin.DrawSpec{OpensAt: now.Add(-time.Hour), ClosesAt: now.Add(time.Hour), ClaimWithin: "5m"}}); err != nil {
 		t.Fatal(err)
 	}
 	mustCtl(t, srv, "preheat", single)
-	if rep, err := (lua.DrawEnterCall{Sale: single, User: "solo"}).Run(ctx, svc.Redis); err != nil || rep.Code != 0 {
+	if rep, err := (lua.DrawEnterCall{Sale: single, User: "solo"}).Run(ctx, svc.Sales.Redis); err != nil || rep.Code != 0 {
 		t.Fatalf("draw_enter.lua without a variant: code %d, %v", rep.Code, err)
 	}
 	if out := strings.Join(strings.Fields(mustCtl(t, srv, "draw", "run", single)), " "); !strings.Contains(out, "VARIANT ENTRIES - 1") ||
@@ -114,10 +114,10 @@ func TestSeckillctlShowsAndRunsADraw(t *testing.T) {
 
 	plain := testenv.ID("ctlp")
 	t.Cleanup(func() {
-		svc.Redis.Del(ctx, contract.MetaKey(plain))
-		svc.Redis.SRem(ctx, contract.SalesIndexKey, plain)
+		svc.Sales.Redis.Del(ctx, contract.MetaKey(plain))
+		svc.Sales.Redis.SRem(ctx, contract.SalesIndexKey, plain)
 	})
-	if _, err := svc.CreateSale(ctx, backend.SaleSpec{ID: plain, Stock: 1, StartsAt: now, EndsAt: now.Add(time.Hour)}); err != nil {
+	if _, err := svc.Sales.CreateSale(ctx, backend.SaleSpec{ID: plain, Stock: 1, StartsAt: now, EndsAt: now.Add(time.Hour)}); err != nil {
 		t.Fatal(err)
 	}
 	for _, id := range []string{"nosuch", plain} {

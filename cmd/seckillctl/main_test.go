@@ -45,8 +45,8 @@ func backendServer(t *testing.T) (*httptest.Server, *backend.Service) {
 		t.Fatal(err)
 	}
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	svc := &backend.Service{Pool: pool, Redis: rdb, Locker: lock.NewLocker(rdb, 5*time.Second),
-		Compensator: &orders.Compensator{Pool: pool, Redis: rdb, Log: log}, Log: log, Tokens: toks, Retention: time.Hour}
+	svc := backend.New(backend.Options{Pool: pool, Redis: rdb, Locker: lock.NewLocker(rdb, 5*time.Second),
+		Compensator: &orders.Compensator{Pool: pool, Redis: rdb, Log: log}, Log: log, Tokens: toks, Retention: time.Hour})
 	srv := httptest.NewServer(svc.Handler(backend.NewMetricsRegistry(), false))
 	t.Cleanup(srv.Close)
 	return srv, svc
@@ -76,8 +76,8 @@ func TestSeckillctlRunsASaleAgainstTheRealBackend(t *testing.T) {
 	sale := testenv.ID("ctl")
 	t.Cleanup(func() {
 		ctx := context.Background()
-		svc.Redis.Del(ctx, contract.MetaKey(sale), contract.BuyersKey(sale), "seckill:"+contract.SaleTag(sale)+":stock_requests")
-		svc.Redis.SRem(ctx, contract.SalesIndexKey, sale)
+		svc.Sales.Redis.Del(ctx, contract.MetaKey(sale), contract.BuyersKey(sale), "seckill:"+contract.SaleTag(sale)+":stock_requests")
+		svc.Sales.Redis.SRem(ctx, contract.SalesIndexKey, sale)
 	})
 	if out := mustCtl(t, srv, "create", "-id", sale, "-stock", "10", "-in", "-1m", "-for", "1h"); !strings.Contains(out, "created sale "+sale) {
 		t.Fatalf("create: %s", out)
@@ -97,7 +97,7 @@ func TestSeckillctlRunsASaleAgainstTheRealBackend(t *testing.T) {
 	if out := mustCtl(t, srv, "pause", sale); !strings.Contains(out, "paused") {
 		t.Fatalf("pause: %s", out)
 	}
-	if got := svc.Redis.HGet(context.Background(), contract.MetaKey(sale), contract.FieldState).Val(); got != "paused" {
+	if got := svc.Sales.Redis.HGet(context.Background(), contract.MetaKey(sale), contract.FieldState).Val(); got != "paused" {
 		t.Fatalf("meta state %q after seckillctl pause", got)
 	}
 	if code, _, errs := ctl(t, srv, adminToken, "pause", sale); code != 1 || !strings.Contains(errs, "already_paused") {
@@ -111,7 +111,7 @@ func TestSeckillctlRunsASaleAgainstTheRealBackend(t *testing.T) {
 	if out := mustCtl(t, srv, "stock", "add", sale, "5", "-request-id", "ctl-more"); !strings.Contains(out, "already applied") {
 		t.Fatalf("retried stock add: %s", out)
 	}
-	if n, _ := svc.Redis.HGet(context.Background(), contract.MetaKey(sale), contract.FieldStock).Int(); n != 15 {
+	if n, _ := svc.Sales.Redis.HGet(context.Background(), contract.MetaKey(sale), contract.FieldStock).Int(); n != 15 {
 		t.Fatalf("Redis stock %d after adding 5 twice under one request id", n)
 	}
 	mustCtl(t, srv, "stock", "remove", sale, "2")

@@ -18,11 +18,11 @@ func TestSeckillctlChangesTheStockOfOneVariant(t *testing.T) {
 	ctx := context.Background()
 	sale := testenv.ID("ctlv")
 	t.Cleanup(func() {
-		svc.Redis.Del(ctx, contract.MetaKey(sale), contract.BuyersKey(sale), contract.HeldKey(sale), "seckill:"+contract.SaleTag(sale)+":stock_requests")
-		svc.Redis.SRem(ctx, contract.SalesIndexKey, sale)
+		svc.Sales.Redis.Del(ctx, contract.MetaKey(sale), contract.BuyersKey(sale), contract.HeldKey(sale), "seckill:"+contract.SaleTag(sale)+":stock_requests")
+		svc.Sales.Redis.SRem(ctx, contract.SalesIndexKey, sale)
 	})
 	now := time.Now()
-	if _, err := svc.CreateSale(ctx, backend.SaleSpec{ID: sale, StartsAt: now.Add(-time.Minute), EndsAt: now.Add(time.Hour),
+	if _, err := svc.Sales.CreateSale(ctx, backend.SaleSpec{ID: sale, StartsAt: now.Add(-time.Minute), EndsAt: now.Add(time.Hour),
 		Variants: []backend.VariantSpec{{ID: "red", Stock: 2}, {ID: "blue", Stock: 4}}}); err != nil {
 		t.Fatal(err)
 	}
@@ -40,7 +40,7 @@ func TestSeckillctlChangesTheStockOfOneVariant(t *testing.T) {
 		t.Fatalf("the request id again for blue: exit %d %s", code, errs)
 	}
 	mustCtl(t, srv, "stock", "remove", sale, "4", "-variant", "blue")
-	if m := svc.Redis.HGetAll(ctx, contract.MetaKey(sale)).Val(); m["v:red"] != "5" || m["v:blue"] != "0" || m["stock"] != "5" {
+	if m := svc.Sales.Redis.HGetAll(ctx, contract.MetaKey(sale)).Val(); m["v:red"] != "5" || m["v:blue"] != "0" || m["stock"] != "5" {
 		t.Fatalf("Redis after the changes: %v", m)
 	}
 	if code, _, errs := ctl(t, srv, adminToken, "stock", "add", sale, "1"); code != 1 || !strings.Contains(errs, "variant_sale") {

@@ -70,9 +70,9 @@ func newSystem(t testing.TB) *system {
 		t.Fatal(err)
 	}
 	ns := testenv.ID("sys-")
-	svc := &backend.Service{Pool: pool, Redis: rdb, Locker: lock.NewLocker(rdb, 5*time.Second),
+	svc := backend.New(backend.Options{Pool: pool, Redis: rdb, Locker: lock.NewLocker(rdb, 5*time.Second),
 		Compensator: &orders.Compensator{Pool: pool, Redis: rdb, Log: quietLog()}, Log: quietLog(),
-		Tokens: tokens, Retention: time.Hour, Grace: time.Minute, Namespace: ns, SweeperLock: testenv.ID("sweeper-")}
+		Tokens: tokens, Retention: time.Hour, Grace: time.Minute, Namespace: ns, SweeperLock: testenv.ID("sweeper-")})
 	return &system{t: t, ns: ns, rdb: rdb, pool: pool, amqp: amqpURL, svc: svc}
 }
 
@@ -83,11 +83,11 @@ func (s *system) sale(stock int) string {
 	id := testenv.ID("s")
 	now := time.Now()
 	ctx := context.Background()
-	if _, err := s.svc.CreateSale(ctx, backend.SaleSpec{ID: id, Stock: stock, StartsAt: now.Add(-time.Minute),
+	if _, err := s.svc.Sales.CreateSale(ctx, backend.SaleSpec{ID: id, Stock: stock, StartsAt: now.Add(-time.Minute),
 		EndsAt: now.Add(time.Hour), PayWithin: "15m"}); err != nil {
 		s.t.Fatal(err)
 	}
-	if _, err := s.svc.Preheat(ctx, id); err != nil {
+	if _, err := s.svc.Sales.Preheat(ctx, id); err != nil {
 		s.t.Fatal(err)
 	}
 	s.t.Cleanup(func() {

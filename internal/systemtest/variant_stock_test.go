@@ -41,7 +41,7 @@ func TestAGatewaySellsASoldOutVariantAgainOnceTheOperatorAddsUnitsOfIt(t *testin
 	ctx := context.Background()
 	sale := testenv.ID("sv")
 	now := time.Now()
-	if _, err := s.svc.CreateSale(ctx, backend.SaleSpec{ID: sale, StartsAt: now.Add(-time.Minute), EndsAt: now.Add(time.Hour),
+	if _, err := s.svc.Sales.CreateSale(ctx, backend.SaleSpec{ID: sale, StartsAt: now.Add(-time.Minute), EndsAt: now.Add(time.Hour),
 		Variants: []backend.VariantSpec{{ID: "red", Stock: 1}, {ID: "blue", Stock: 50}}}); err != nil {
 		t.Fatal(err)
 	}
@@ -50,7 +50,7 @@ func TestAGatewaySellsASoldOutVariantAgainOnceTheOperatorAddsUnitsOfIt(t *testin
 		s.rdb.Del(ctx, contract.MetaKey(sale), contract.BuyersKey(sale), contract.HeldKey(sale), contract.OutboxKey(sale),
 			contract.TokensKey(sale), "seckill:"+contract.SaleTag(sale)+":stock_requests")
 	})
-	if _, err := s.svc.Preheat(ctx, sale); err != nil {
+	if _, err := s.svc.Sales.Preheat(ctx, sale); err != nil {
 		t.Fatal(err)
 	}
 	port, adminPort := testenv.FreePort(t), testenv.FreePort(t)

@@ -22,7 +22,7 @@ const (
 	CodeSaleExists = "sale_exists"
 	CodeInternal   = "unavailable"
 	CodeForbidden  = "forbidden"
-	// CodeNotFound and CodeMethodNotAllowed answer a route that does not exist (routes.go).
+	// CodeNotFound and CodeMethodNotAllowed answer a route that does not exist (backend's routes.go).
 	CodeNotFound         = "not_found"
 	CodeMethodNotAllowed = "method_not_allowed"
 	// CodeSalePreheated refuses a baseline purchase in a sale the gate is selling.
@@ -107,6 +107,24 @@ func Bearer(r *http.Request) string {
 		return ""
 	}
 	return strings.TrimSpace(cred)
+}
+
+// UserFrom reads the buyer's id: exactly one valid X-User-ID (the gateway sets it from the
+// verified token). Two values are refused (400): the gateway refuses them too, and taking the
+// first would let a client choose which one counts. When it answers false it has written the
+// refusal.
+func UserFrom(w http.ResponseWriter, r *http.Request) (string, bool) {
+	vals := r.Header.Values("X-User-ID")
+	if len(vals) > 1 {
+		Refuse(w, http.StatusBadRequest, contract.CodeBadRequest, "X-User-ID given more than once")
+		return "", false
+	}
+	user := r.Header.Get("X-User-ID")
+	if !contract.ValidID(user) {
+		Refuse(w, http.StatusUnauthorized, contract.CodeUnauthenticated, "a valid X-User-ID is required")
+		return "", false
+	}
+	return user, true
 }
 
 // ParseLimit reads a page size: a decimal integer from 1 to most in its one canonical form (no

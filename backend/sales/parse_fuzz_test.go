@@ -1,4 +1,4 @@
-package backend
+package sales
 
 import (
 	"strings"

@@ -1,13 +1,14 @@
-package backend
+package orders
 
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/seckilledge/seckill/backend/lock"
-	"github.com/seckilledge/seckill/backend/orders"
 	"github.com/seckilledge/seckill/backend/webhook"
 	"github.com/seckilledge/seckill/contract"
 )
@@ -17,29 +18,43 @@ const ReasonPaymentTimeout = "payment_timeout"
 
 const sweepBatch = 500
 
+// Sweeper cancels the orders not paid in time and gives their units back (SweepOnce), one
+// instance at a time under its distributed lock.
+type Sweeper struct {
+	Pool        *pgxpool.Pool
+	Locker      lock.Locker
+	Compensator *Compensator
+	Log         *slog.Logger
+	// Webhooks delivers the order.cancelled events (nil: no delivery).
+	Webhooks *webhook.Worker
+	// Lock is the key of the sweeper's distributed lock (default lock.SweeperKey): instances
+	// that share it sweep one at a time.
+	Lock string
+}
+
 // SweepOnce cancels created orders not paid within their sale's pay_within, returns their
 // units (their quantity, to their variant too) to Postgres stock (same transaction) and to Redis (compensation), then retries pending
 // compensations. Only the holder of the sweeper lock sweeps; its fencing token is checked in
 // each transaction, so a sweeper that lost its lock (paused, partitioned) cannot write after a
 // newer one. Rows are taken FOR UPDATE SKIP LOCKED, so a payment in progress is never waited
 // for (it wins or the next sweep sees it). It returns how many orders it cancelled.
-func (s *Service) SweepOnce(ctx context.Context) (int, error) {
+func (s *Sweeper) SweepOnce(ctx context.Context) (int, error) {
 	released := 0
-	key := s.SweeperLock
+	key := s.Lock
 	if key == "" {
 		key = lock.SweeperKey
 	}
-	err := s.withLock(ctx, key, 0, func(held lock.Held) error {
+	err := lock.With(ctx, s.Locker, key, 0, func(held lock.Held) error {
 		for {
-			var refs []orders.OrderRef
-			err := s.fenced(ctx, key, held, func(tx pgx.Tx) error {
+			var refs []OrderRef
+			err := lock.Fenced(ctx, s.Pool, key, held, func(tx pgx.Tx) error {
 				rows, err := tx.Query(ctx, `SELECT o.order_id, o.sale_id, o.user_id, o.variant_id, o.quantity FROM orders o JOIN sales s ON s.id = o.sale_id
 					WHERE o.status = 'created' AND o.created_at + s.pay_within <= now()
 					ORDER BY o.created_at LIMIT $1 FOR UPDATE OF o SKIP LOCKED`, sweepBatch)
 				if err != nil {
 					return err
 				}
-				refs, err = pgx.CollectRows(rows, orders.ScanOrderRef)
+				refs, err = pgx.CollectRows(rows, ScanOrderRef)
 				if err != nil || len(refs) == 0 {
 					return err
 				}
@@ -89,8 +104,8 @@ func (s *Service) SweepOnce(ctx context.Context) (int, error) {
 	return released, err
 }
 
-// RunSweeper sweeps every interval until ctx ends.
-func (s *Service) RunSweeper(ctx context.Context, interval time.Duration) {
+// Run sweeps every interval until ctx ends.
+func (s *Sweeper) Run(ctx context.Context, interval time.Duration) {
 	t := time.NewTicker(interval)
 	defer t.Stop()
 	for {

@@ -1,30 +1,49 @@
-package backend
+// Package baseline is the naive baselines: how flash sales are classically written, one order
+// per request straight into Postgres. They exist only so the benchmark can compare them with the gate; they are off
+// unless -baselines / SECKILL_BASELINES=1, served on the admin listener behind an admin token
+// (they write orders past the gate's tokens, throttle and one-per-user), and they refuse a sale
+// that is preheated in Redis: an order written behind the gate's back would break the
+// invariants of a live sale (Redis stock and buyers no longer agree with Postgres).
+//
+// They sit apart from the product's packages so nothing of the backend depends on them; the
+// backend mounts their two routes only when asked (Baselines.Mount).
+package baseline
 
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"net/http"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/redis/go-redis/v9"
 	"github.com/seckilledge/seckill/backend/internal/httpapi"
 	"github.com/seckilledge/seckill/contract"
 )
 
-// The naive baselines: how flash sales are classically written, one order per request straight
-// into Postgres. They exist only so the benchmark can compare them with the gate; they are off
-// unless -baselines / SECKILL_BASELINES=1, served on the admin listener behind an admin token
-// (they write orders past the gate's tokens, throttle and one-per-user), and they refuse a sale
-// that is preheated in Redis: an order written behind the gate's back would break the
-// invariants of a live sale (Redis stock and buyers no longer agree with Postgres).
+// Baselines buy straight in Postgres, past the gate.
+type Baselines struct {
+	Pool  *pgxpool.Pool
+	Redis redis.UniversalClient
+	Log   *slog.Logger
+}
+
+// Mount adds POST /baseline/pessimistic/{sale} and /baseline/optimistic/{sale} to mux, each
+// behind guard (the backend passes its admin-only check).
+func (s *Baselines) Mount(mux *http.ServeMux, guard func(http.HandlerFunc) http.HandlerFunc) {
+	mux.HandleFunc("POST /baseline/pessimistic/{sale}", guard(s.handlePessimistic))
+	mux.HandleFunc("POST /baseline/optimistic/{sale}", guard(s.handleOptimistic))
+}
 
 var errSoldOut = errors.New("sold out")
 var errAlreadyBought = errors.New("already bought")
 
 // handlePessimistic: SELECT ... FOR UPDATE on the sale row, then update and insert. Every buyer
 // of a sale queues on one row lock.
-func (s *Service) handlePessimistic(w http.ResponseWriter, r *http.Request) {
+func (s *Baselines) handlePessimistic(w http.ResponseWriter, r *http.Request) {
 	s.baseline(w, r, func(ctx context.Context, tx pgx.Tx, sale, user, id string) error {
 		var stock int
 		if err := tx.QueryRow(ctx, `SELECT stock FROM sales WHERE id = $1 FOR UPDATE`, sale).Scan(&stock); err != nil {
@@ -50,7 +69,7 @@ func (s *Service) handlePessimistic(w http.ResponseWriter, r *http.Request) {
 
 // handleOptimistic: a conditional UPDATE ... WHERE stock > 0, then insert; the unique index
 // refuses a second order of the same user (and rolls the unit back with the transaction).
-func (s *Service) handleOptimistic(w http.ResponseWriter, r *http.Request) {
+func (s *Baselines) handleOptimistic(w http.ResponseWriter, r *http.Request) {
 	s.baseline(w, r, func(ctx context.Context, tx pgx.Tx, sale, user, id string) error {
 		tag, err := tx.Exec(ctx, `UPDATE sales SET stock = stock - 1 WHERE id = $1 AND stock > 0`, sale)
 		if err != nil {
@@ -68,8 +87,8 @@ func (s *Service) handleOptimistic(w http.ResponseWriter, r *http.Request) {
 	})
 }
 
-func (s *Service) baseline(w http.ResponseWriter, r *http.Request, buy func(ctx context.Context, tx pgx.Tx, sale, user, id string) error) {
-	user, ok := s.userFrom(w, r)
+func (s *Baselines) baseline(w http.ResponseWriter, r *http.Request, buy func(ctx context.Context, tx pgx.Tx, sale, user, id string) error) {
+	user, ok := httpapi.UserFrom(w, r)
 	if !ok {
 		return
 	}
@@ -107,7 +126,7 @@ func (s *Service) baseline(w http.ResponseWriter, r *http.Request, buy func(ctx 
 
 // preheated reports whether the sale is loaded in Redis (its meta hash exists, or it is in the
 // sales index that the relays read).
-func (s *Service) preheated(ctx context.Context, sale string) (bool, error) {
+func (s *Baselines) preheated(ctx context.Context, sale string) (bool, error) {
 	pipe := s.Redis.Pipeline()
 	meta := pipe.Exists(ctx, contract.MetaKey(sale))
 	idx := pipe.SIsMember(ctx, contract.SalesIndexKey, sale)

@@ -1,4 +1,7 @@
-package backend
+// Package auth is the admin listener's tokens and role check: the named tokens of
+// SECKILL_ADMIN_TOKENS (and the single SECKILL_ADMIN_TOKEN of older setups), and the Guard that
+// lets only the given roles through to a route.
+package auth
 
 import (
 	"crypto/subtle"
@@ -16,21 +19,6 @@ type namedToken struct {
 	secret []byte
 	who    httpapi.Principal
 }
-
-// Principal is who a named token is and what it may do; Role is that "what"
-// (SECKILL_ADMIN_TOKENS=name:token:role). Aliases of the admin API's own types, so callers
-// outside the backend (tests, tools) can read what Tokens.Lookup answers.
-type (
-	Principal = httpapi.Principal
-	Role      = httpapi.Role
-)
-
-// The roles of SECKILL_ADMIN_TOKENS.
-const (
-	RoleAdmin  = httpapi.RoleAdmin
-	RoleViewer = httpapi.RoleViewer
-	RoleShop   = httpapi.RoleShop
-)
 
 // Tokens holds the named admin tokens. The zero value accepts nothing.
 type Tokens struct{ list []namedToken }
@@ -112,23 +100,32 @@ func (t *Tokens) Lookup(secret string) (httpapi.Principal, bool) {
 	return who, found
 }
 
-// tokens returns the service's token set: Tokens, or the single AdminToken of older setups.
-func (s *Service) tokens() *Tokens {
-	if !s.Tokens.Empty() || s.AdminToken == "" {
-		return s.Tokens
+// Single is the token set of older setups: one admin token (SECKILL_ADMIN_TOKEN), named
+// "admin", taken as given (ParseTokens checks its strength at start-up; tests and tools pass
+// their own).
+func Single(secret string) *Tokens {
+	if secret == "" {
+		return &Tokens{}
 	}
-	return &Tokens{list: []namedToken{{secret: []byte(s.AdminToken), who: httpapi.Principal{Name: "admin", Role: httpapi.RoleAdmin}}}}
+	return &Tokens{list: []namedToken{{secret: []byte(secret), who: httpapi.Principal{Name: "admin", Role: httpapi.RoleAdmin}}}}
 }
 
-// allow wraps a handler so that only the given roles reach it: 401 without a known token, 403
-// for a known token of another role. The principal is in the request's context.
-func (s *Service) allow(next http.HandlerFunc, roles ...httpapi.Role) http.HandlerFunc {
+// Guard lets only the given roles through to a route: 401 without a known token, 403 for a
+// known token of another role, 400 for an invalid {id}. The principal is in the request's
+// context (httpapi.PrincipalFrom).
+type Guard struct {
+	// Tokens are the tokens it knows (nil: none).
+	Tokens *Tokens
+}
+
+// Allow wraps next so that only the given roles reach it.
+func (g Guard) Allow(next http.HandlerFunc, roles ...httpapi.Role) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		// The live page's session (ui.Cockpit.FromSession) stands for a token; otherwise the
 		// Bearer header.
 		who, ok := ui.SessionPrincipal(r.Context())
 		if !ok {
-			who, ok = s.tokens().Lookup(httpapi.Bearer(r))
+			who, ok = g.Tokens.Lookup(httpapi.Bearer(r))
 		}
 		if !ok {
 			httpapi.Refuse(w, http.StatusUnauthorized, contract.CodeUnauthenticated, "admin token required")
@@ -150,12 +147,14 @@ func (s *Service) allow(next http.HandlerFunc, roles ...httpapi.Role) http.Handl
 	}
 }
 
-// admin lets only admin tokens through (every control and write).
-func (s *Service) admin(next http.HandlerFunc) http.HandlerFunc {
-	return s.allow(next, httpapi.RoleAdmin)
+// Admin lets only admin tokens through (every control and write).
+func (g Guard) Admin(next http.HandlerFunc) http.HandlerFunc { return g.Allow(next, httpapi.RoleAdmin) }
+
+// Viewer lets admin and viewer tokens through (read-only admin routes).
+func (g Guard) Viewer(next http.HandlerFunc) http.HandlerFunc {
+	return g.Allow(next, httpapi.RoleAdmin, httpapi.RoleViewer)
 }
 
-// viewer lets admin and viewer tokens through (read-only admin routes).
-func (s *Service) viewer(next http.HandlerFunc) http.HandlerFunc {
-	return s.allow(next, httpapi.RoleAdmin, httpapi.RoleViewer)
-}
+// Shop lets only shop tokens through: payment is the shop's word (an operator's token may not
+// mark orders paid).
+func (g Guard) Shop(next http.HandlerFunc) http.HandlerFunc { return g.Allow(next, httpapi.RoleShop) }

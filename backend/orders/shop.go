@@ -1,13 +1,15 @@
-package backend
+package orders
 
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"net/http"
 	"time"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/seckilledge/seckill/backend/internal/httpapi"
 	"github.com/seckilledge/seckill/backend/webhook"
 	"github.com/seckilledge/seckill/contract"
@@ -18,9 +20,21 @@ import (
 // operators who run sales are not the ones who take money, and a leaked operator token must not
 // be able to mark orders paid.
 
+// Shop is the shop's side of an order: POST /shop/orders/{id}/paid (MarkPaid). Its route is
+// mounted behind a shop-only token (backend/internal/auth.Guard.Shop).
+type Shop struct {
+	Pool *pgxpool.Pool
+	Log  *slog.Logger
+	// Webhooks delivers the order.paid event (nil: no delivery; the event is still recorded
+	// for a sale with its own webhook_url).
+	Webhooks *webhook.Worker
+}
+
+// MarkPaid's refusals: ErrNotPayable, the order may not be paid (409 not_payable);
+// ErrUnknownOrder, no such order (404 unknown_order).
 var (
-	errNotPayable   = errors.New("not payable")
-	errUnknownOrder = errors.New("unknown order")
+	ErrNotPayable   = errors.New("not payable")
+	ErrUnknownOrder = errors.New("unknown order")
 )
 
 // PaidResult is the body of POST /shop/orders/{id}/paid.
@@ -33,13 +47,13 @@ type PaidResult struct {
 }
 
 // MarkPaid marks a created order paid and records its order.paid event in the same
-// transaction. It is idempotent: an order already paid answers paid again. errNotPayable: the
+// transaction. It is idempotent: an order already paid answers paid again. ErrNotPayable: the
 // order is cancelled, failed, past its sale's pay_within, or not written yet (still queued);
-// errUnknownOrder: no such order.
-func (s *Service) MarkPaid(ctx context.Context, id string) (PaidResult, error) {
+// ErrUnknownOrder: no such order.
+func (s *Shop) MarkPaid(ctx context.Context, id string) (PaidResult, error) {
 	var res PaidResult
 	if !contract.ValidID(id) {
-		return res, errUnknownOrder
+		return res, ErrUnknownOrder
 	}
 	paid := false
 	err := pgx.BeginFunc(ctx, s.Pool, func(tx pgx.Tx) error {
@@ -71,9 +85,9 @@ func (s *Service) MarkPaid(ctx context.Context, id string) (PaidResult, error) {
 			return res, err
 		}
 		if queued {
-			return PaidResult{OrderID: id, Status: contract.StatusQueued, why: "the order is not written yet (still queued); pay once order.created arrives"}, errNotPayable
+			return PaidResult{OrderID: id, Status: contract.StatusQueued, why: "the order is not written yet (still queued); pay once order.created arrives"}, ErrNotPayable
 		}
-		return PaidResult{}, errUnknownOrder
+		return PaidResult{}, ErrUnknownOrder
 	case err != nil:
 		return res, err
 	case res.Status == contract.StatusPaid:
@@ -83,13 +97,13 @@ func (s *Service) MarkPaid(ctx context.Context, id string) (PaidResult, error) {
 	default:
 		res.why = "the order is " + res.Status
 	}
-	return res, errNotPayable
+	return res, ErrNotPayable
 }
 
 // mayBeQueued reports whether id could be an order the gate accepted that is not in Postgres
 // yet: a UUIDv7 whose time falls within some sale's window. The shop does not know the buyer,
 // so Redis cannot be asked; such an id answers 409 not_payable rather than 404.
-func (s *Service) mayBeQueued(ctx context.Context, id string) (bool, error) {
+func (s *Shop) mayBeQueued(ctx context.Context, id string) (bool, error) {
 	u, err := uuid.Parse(id)
 	if err != nil || u.Version() != 7 {
 		return false, nil
@@ -102,16 +116,17 @@ func (s *Service) mayBeQueued(ctx context.Context, id string) (bool, error) {
 	return n > 0, err
 }
 
-func (s *Service) handleShopPaid(w http.ResponseWriter, r *http.Request) {
+// HandlePaid answers POST /shop/orders/{id}/paid.
+func (s *Shop) HandlePaid(w http.ResponseWriter, r *http.Request) {
 	res, err := s.MarkPaid(r.Context(), r.PathValue("id"))
 	switch {
 	case err == nil:
 		who, _ := httpapi.PrincipalFrom(r.Context())
 		s.Log.Info("order paid", "order_id", res.OrderID, "sale_id", res.SaleID, "by", who.Name)
 		httpapi.WriteJSON(w, http.StatusOK, res)
-	case errors.Is(err, errUnknownOrder):
+	case errors.Is(err, ErrUnknownOrder):
 		httpapi.Refuse(w, http.StatusNotFound, contract.CodeUnknownOrder, "no such order")
-	case errors.Is(err, errNotPayable):
+	case errors.Is(err, ErrNotPayable):
 		httpapi.Refuse(w, http.StatusConflict, contract.CodeNotPayable, res.why)
 	default:
 		s.Log.Warn("mark paid failed", "err", err)

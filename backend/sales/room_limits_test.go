@@ -1,4 +1,4 @@
-package backend
+package sales
 
 import (
 	"context"
@@ -25,7 +25,7 @@ func TestASaleRoomsMaxWaitersIsCheckedAndReachesRedis(t *testing.T) {
 	ctx := context.Background()
 	sale := testenv.ID("s")
 	now := time.Now()
-	t.Cleanup(func() { rdb.Del(context.Background(), contract.MetaKey(sale), roomKey(sale)) })
+	t.Cleanup(func() { rdb.Del(context.Background(), contract.MetaKey(sale), contract.RoomKey(sale)) })
 	if err := lua.Preheat.Run(ctx, rdb, []string{contract.MetaKey(sale)}, sale, 10,
 		now.Add(time.Hour).UnixMilli(), now.Add(2*time.Hour).UnixMilli(), "init", 60_000).Err(); err != nil {
 		t.Fatal(err)
@@ -33,14 +33,14 @@ func TestASaleRoomsMaxWaitersIsCheckedAndReachesRedis(t *testing.T) {
 	if _, err := PreheatRoom(ctx, rdb, sale, admin.RoomSpec{MaxWaiters: n(500)}, time.Time{}, 0); err != nil {
 		t.Fatal(err)
 	}
-	h := rdb.HGetAll(ctx, roomKey(sale)).Val()
+	h := rdb.HGetAll(ctx, contract.RoomKey(sale)).Val()
 	if h["max_waiters"] != "500" || h["units"] != "10" {
 		t.Fatalf("room hash: max_waiters %q units %q, want 500 and 10", h["max_waiters"], h["units"])
 	}
 	if _, err := PreheatRoom(ctx, rdb, sale, admin.RoomSpec{}, time.Time{}, 0); err != nil {
 		t.Fatal(err)
 	}
-	if rdb.HExists(ctx, roomKey(sale), "max_waiters").Val() {
+	if rdb.HExists(ctx, contract.RoomKey(sale), "max_waiters").Val() {
 		t.Fatal("max_waiters stays after the sale stopped setting it")
 	}
 }

@@ -1,14 +1,16 @@
-package backend
+package orders
 
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"net/http"
 	"time"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
-	"github.com/seckilledge/seckill/backend/drawapi"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/redis/go-redis/v9"
 	"github.com/seckilledge/seckill/backend/internal/httpapi"
 	"github.com/seckilledge/seckill/contract"
 )
@@ -25,18 +27,26 @@ type OrderView struct {
 	Quantity int    `json:"quantity,omitempty"`
 }
 
+// API is the buyers' read of their orders, GET /orders/{id} on the order listener (the gateway
+// proxies /orders/ there): in Postgres, or still queued in Redis.
+type API struct {
+	Pool  *pgxpool.Pool
+	Redis redis.UniversalClient
+	Log   *slog.Logger
+}
+
 // queuedWindow widens the search for the sale of a queued order around its acceptance time
 // (clock skew between the gate's Redis TIME and Postgres).
 const queuedWindow = 5 * time.Minute
 
-// lookupOrder finds the user's order: in Postgres, or else still queued (accepted by the gate,
+// Lookup finds the user's order: in Postgres, or else still queued (accepted by the gate,
 // not written yet). An order of another user is reported as not found.
 //
 // A queued order is not in Postgres, and the request names only the order id and the user.
 // Order ids are UUIDv7: their first 48 bits are the acceptance time. The sales whose window
 // contains that time (give or take queuedWindow) are the only ones the order can belong to; for
 // each, HGET buyers <user> == order id decides. Usually that is one or two sales.
-func (s *Service) lookupOrder(ctx context.Context, user, id string) (OrderView, bool, error) {
+func (s *API) Lookup(ctx context.Context, user, id string) (OrderView, bool, error) {
 	var v OrderView
 	if !contract.ValidID(id) {
 		return v, false, nil // no order id has other characters (UUIDs are hex and dashes)
@@ -86,7 +96,7 @@ func (s *Service) lookupOrder(ctx context.Context, user, id string) (OrderView, 
 		// A sharded sale's buyer is in the user's shard.
 		cmds[i] = pipe.HGet(ctx, contract.BuyersKey(contract.UserShardID(sale.id, user, sale.shards)), user)
 	}
-	if _, err := pipe.Exec(ctx); err != nil && !isRedisNil(err) {
+	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
 		return OrderView{}, false, err
 	}
 	for i, c := range cmds {
@@ -97,12 +107,13 @@ func (s *Service) lookupOrder(ctx context.Context, user, id string) (OrderView, 
 	return OrderView{}, false, nil
 }
 
-func (s *Service) handleGetOrder(w http.ResponseWriter, r *http.Request) {
-	user, ok := s.userFrom(w, r)
+// HandleGet answers GET /orders/{id} for the user of X-User-ID.
+func (s *API) HandleGet(w http.ResponseWriter, r *http.Request) {
+	user, ok := httpapi.UserFrom(w, r)
 	if !ok {
 		return
 	}
-	v, found, err := s.lookupOrder(r.Context(), user, r.PathValue("id"))
+	v, found, err := s.Lookup(r.Context(), user, r.PathValue("id"))
 	if err != nil {
 		s.Log.Warn("order lookup failed", "err", err)
 		httpapi.Unavailable(w)
@@ -113,11 +124,4 @@ func (s *Service) handleGetOrder(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	httpapi.WriteJSON(w, http.StatusOK, v)
-}
-
-// mountDraws adds the public reads of a draw (backend/drawapi) to the order listener: the
-// gateway proxies them like /orders/, with the verified user in X-User-ID for the proof, which
-// is read exactly as GET /orders/{id} reads it.
-func (s *Service) mountDraws(mux *http.ServeMux) {
-	(&drawapi.API{Pool: s.Pool, Log: s.Log, User: s.userFrom}).Mount(mux)
 }

@@ -1,4 +1,4 @@
-package backend
+package sales
 
 import (
 	"context"
@@ -38,7 +38,7 @@ func TestPreheatRoomDrawsTheSeedOnceAndPublishesOnlyItsCommitment(t *testing.T) 
 	ctx := context.Background()
 	sale := testenv.ID("s")
 	now := time.Now()
-	t.Cleanup(func() { rdb.Del(context.Background(), contract.MetaKey(sale), roomKey(sale)) })
+	t.Cleanup(func() { rdb.Del(context.Background(), contract.MetaKey(sale), contract.RoomKey(sale)) })
 	if _, err := PreheatRoom(ctx, rdb, sale, admin.RoomSpec{}, time.Time{}, 0); err == nil {
 		t.Fatal("a room for a sale that is not preheated")
 	}
@@ -51,7 +51,7 @@ func TestPreheatRoomDrawsTheSeedOnceAndPublishesOnlyItsCommitment(t *testing.T) 
 	if err != nil || !first.Created {
 		t.Fatalf("first room preheat: %+v %v", first, err)
 	}
-	seed, _ := hex.DecodeString(rdb.HGet(ctx, roomKey(sale), "seed").Val())
+	seed, _ := hex.DecodeString(rdb.HGet(ctx, contract.RoomKey(sale), "seed").Val())
 	if sum := sha256.Sum256(seed); hex.EncodeToString(sum[:]) != first.SeedCommitment || len(seed) != 32 {
 		t.Fatal("the commitment is not the SHA-256 of the 32-byte seed")
 	}
@@ -59,10 +59,10 @@ func TestPreheatRoomDrawsTheSeedOnceAndPublishesOnlyItsCommitment(t *testing.T) 
 	if err != nil || again.Created || again.SeedCommitment != first.SeedCommitment {
 		t.Fatalf("a second preheat changed the seed: %+v %v", again, err)
 	}
-	if rdb.HExists(ctx, roomKey(sale), "rate").Val() {
+	if rdb.HExists(ctx, contract.RoomKey(sale), "rate").Val() {
 		t.Fatal("a setting the sale no longer sets stays in Redis")
 	}
-	if ttl := rdb.PTTL(ctx, roomKey(sale)).Val(); ttl <= 0 {
+	if ttl := rdb.PTTL(ctx, contract.RoomKey(sale)).Val(); ttl <= 0 {
 		t.Fatal("the room hash has no TTL")
 	}
 }
