@@ -1,4 +1,4 @@
-package bench
+package driver
 
 import (
 	"context"
@@ -11,6 +11,8 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 	"github.com/redis/go-redis/v9"
+
+	"github.com/seckilledge/seckill/bench/load"
 )
 
 // Breakdown is what a run's window (the rush) cost beyond CPU time, the figures a tail is
@@ -175,22 +177,22 @@ func parseInfo(info string) map[string]float64 {
 	return out
 }
 
-// window is what a contestant reads before its measured window and compares after it: CPU of
+// Window is what a contestant reads before its measured window and compares after it: CPU of
 // every server process tree, Redis commandstats, and the Breakdown's counters.
-type window struct {
-	cpu  cpuSnap
+type Window struct {
+	cpu  CPUReading
 	cmds map[string]cmdStat
 	bd   probeSnap
 }
 
-func openWindow(ctx context.Context, d *Driver) window {
-	return window{cpu: d.cpuSnap(), cmds: commandStats(ctx, d.Redis), bd: d.breakdownSnap(ctx)}
+// OpenWindow reads the counters a Window compares.
+func OpenWindow(ctx context.Context, d *Driver) Window {
+	return Window{cpu: d.ReadCPU(), cmds: commandStats(ctx, d.Redis), bd: d.breakdownSnap(ctx)}
 }
 
-// close fills the outcome's CPU per request, Redis commands per request and Breakdown from the
+// Close is the CPU per request, the Redis commands per request and the Breakdown from the
 // window's start to now, over the rush's completed requests.
-func (w window) close(ctx context.Context, d *Driver, out *Outcome) {
-	out.CPU = d.perRequest(w.cpu, out.Rush)
-	out.RedisCommands = commandCosts(w.cmds, commandStats(ctx, d.Redis), out.Rush.Completed)
-	out.Breakdown = breakdownSince(w.bd, d.breakdownSnap(ctx), out.Rush.Completed)
+func (w Window) Close(ctx context.Context, d *Driver, rush *load.Result) (cpu map[string]float64, cmds []CommandCost, bd *Breakdown) {
+	return d.PerRequest(w.cpu, rush), commandCosts(w.cmds, commandStats(ctx, d.Redis), rush.Completed),
+		breakdownSince(w.bd, d.breakdownSnap(ctx), rush.Completed)
 }

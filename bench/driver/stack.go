@@ -1,4 +1,4 @@
-package bench
+package driver
 
 import (
 	"context"
@@ -131,8 +131,8 @@ func Start(ctx context.Context, o StartOptions) (*Stack, error) {
 	return s, nil
 }
 
-// gateways are the gateways' base URLs (the one Gateway when only it is known).
-func (s *Stack) gateways() []string {
+// AllGateways are the gateways' base URLs (the one Gateway when only it is known).
+func (s *Stack) AllGateways() []string {
 	if len(s.Gateways) > 0 {
 		return s.Gateways
 	}
@@ -151,14 +151,14 @@ func urlPort(u string, def int) int {
 	return def
 }
 
-// startProc starts a server of the stack; it gets SIGTERM, not SIGKILL, when the bench dies,
+// StartProc starts a server of the stack; it gets SIGTERM, not SIGKILL, when the bench dies,
 // so it still shuts down cleanly.
-func startProc(path string, args, env []string, logPath string) (*proc.Process, error) {
+func StartProc(path string, args, env []string, logPath string) (*proc.Process, error) {
 	_ = os.Remove(logPath) // a fresh log per run
 	return proc.Start(proc.Spec{Path: path, Args: args, Env: env, Log: logPath, DeathSignal: syscall.SIGTERM})
 }
 
-// waitHTTP waits until u answers with a status below 500.
-func waitHTTP(ctx context.Context, name string, p *proc.Process, u string) error {
+// WaitHTTP waits until u answers with a status below 500.
+func WaitHTTP(ctx context.Context, name string, p *proc.Process, u string) error {
 	return proc.WaitReady(ctx, name+" at "+u, p, p.Log, 60*time.Second, proc.HTTPReady(u))
 }

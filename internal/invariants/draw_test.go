@@ -1,4 +1,4 @@
-package verify_test
+package invariants_test
 
 import (
 	"bytes"
@@ -11,9 +11,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/seckilledge/seckill/bench/verify"
 	"github.com/seckilledge/seckill/contract"
 	"github.com/seckilledge/seckill/contract/draw"
+	"github.com/seckilledge/seckill/internal/invariants"
 	"github.com/seckilledge/seckill/internal/testenv"
 )
 
@@ -130,13 +130,13 @@ func (w *drawWorld) buy(user, order, v string, minute float64) {
 }
 
 // drawVerdicts runs the whole verifier and returns the numbers of the checks that failed.
-func (w *drawWorld) drawVerdicts() (failing []int, checks map[int]verify.Check) {
+func (w *drawWorld) drawVerdicts() (failing []int, checks map[int]invariants.Check) {
 	w.t.Helper()
 	rep := w.verify(0)
-	checks = map[int]verify.Check{}
+	checks = map[int]invariants.Check{}
 	for _, c := range rep.Checks {
 		checks[c.N] = c
-		if c.Verdict != verify.Pass {
+		if c.Verdict != invariants.Pass {
 			failing = append(failing, c.N)
 		}
 	}
@@ -189,17 +189,17 @@ func TestVerifierPassesADrawWithoutVariants(t *testing.T) {
 func TestVerifierChecksADrawInPostgresAloneWithoutRedis(t *testing.T) {
 	w := newDrawWorld(t)
 	w.rdb.HSet(context.Background(), contract.DrawEntriesKey(w.sale), "intruder", w.ranked["b"][0].ID+":b:0")
-	src := verify.Sources{Redis: w.rdb, PG: w.pg, Dead: verify.RabbitMgmt{URL: testenv.AMQPMgmtURL(), Vhost: w.vhost}}
-	rep, err := verify.Verify(context.Background(), src, verify.Run{Sale: w.sale, Accepted: w.accept})
+	src := invariants.Sources{Redis: w.rdb, PG: w.pg, Dead: invariants.RabbitMgmt{URL: testenv.AMQPMgmtURL(), Vhost: w.vhost}}
+	rep, err := invariants.Verify(context.Background(), src, invariants.Run{Sale: w.sale, Accepted: w.accept})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(rep.Checks) != 11 || !rep.OK() {
 		t.Fatalf("without Redis: %d checks, OK %v\n%s", len(rep.Checks), rep.OK(), rep)
 	}
-	checks, err := verify.Draw(context.Background(), src, w.sale, true)
-	if err != nil || len(checks) != 6 || checks[3].Verdict != verify.Fail {
-		t.Fatalf("verify.Draw with Redis does not see the intruder: %v %+v", err, checks)
+	checks, err := invariants.Draw(context.Background(), src, w.sale, true)
+	if err != nil || len(checks) != 6 || checks[3].Verdict != invariants.Fail {
+		t.Fatalf("invariants.Draw with Redis does not see the intruder: %v %+v", err, checks)
 	}
 }
 
@@ -269,7 +269,7 @@ func TestVerifierCatchesEachBrokenDrawInvariant(t *testing.T) {
 			loser := w.winner("a", 4)
 			w.exec(`INSERT INTO orders (order_id, sale_id, user_id, status, reason, accepted_at, variant_id) VALUES ('o-x', $1, $2, 'failed', 'refused', $3, 'a')`,
 				w.sale, loser, w.at(12))
-			w.accept = append(w.accept, verify.Accepted{OrderID: "o-x", UserID: loser, At: time.Now()})
+			w.accept = append(w.accept, invariants.Accepted{OrderID: "o-x", UserID: loser, At: time.Now()})
 		}},
 		{"an order accepted after the winner's claim window", []int{14}, func(w *drawWorld) {
 			w.exec(`UPDATE orders SET accepted_at = $1 WHERE order_id = 'o-b0'`, w.at(10).Add(time.Second))
@@ -280,7 +280,7 @@ func TestVerifierCatchesEachBrokenDrawInvariant(t *testing.T) {
 			u := w.winner("b", 1)
 			w.exec(`INSERT INTO orders (order_id, sale_id, user_id, status, accepted_at, variant_id) VALUES ('o-b1', $1, $2, 'created', $3, 'b')`,
 				w.sale, u, w.at(12))
-			w.accept = append(w.accept, verify.Accepted{OrderID: "o-b1", UserID: u, At: time.Now()})
+			w.accept = append(w.accept, invariants.Accepted{OrderID: "o-b1", UserID: u, At: time.Now()})
 		}},
 	}
 	for _, tc := range cases {

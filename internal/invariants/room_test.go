@@ -1,4 +1,4 @@
-package verify_test
+package invariants_test
 
 import (
 	"context"
@@ -15,8 +15,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/seckilledge/seckill/bench/verify"
 	"github.com/seckilledge/seckill/contract"
+	"github.com/seckilledge/seckill/internal/invariants"
 	"github.com/seckilledge/seckill/lua"
 )
 
@@ -34,7 +34,7 @@ func (w *roomWorld) member(seed, ekey []byte, user string) string {
 	m := hmac.New(sha256.New, ekey)
 	m.Write([]byte("seckill-room-entry\x00" + w.sale + "\x00" + user))
 	raw := m.Sum(nil)[:16]
-	return string(verify.RoomRank(seed, b64(raw))) + string(raw) + user
+	return string(invariants.RoomRank(seed, b64(raw))) + string(raw) + user
 }
 
 func (w *roomWorld) visit(op, member string) []any {
@@ -143,10 +143,10 @@ func b64(raw []byte) string { return base64.RawURLEncoding.EncodeToString(raw) }
 func redisZ(score float64, member string) redis.Z { return redis.Z{Score: score, Member: member} }
 
 // roomVerdicts runs the whole verifier and returns the verdict of each check by number.
-func (w *roomWorld) roomVerdicts() map[int]verify.Check {
+func (w *roomWorld) roomVerdicts() map[int]invariants.Check {
 	w.t.Helper()
 	rep := w.verify(10)
-	out := map[int]verify.Check{}
+	out := map[int]invariants.Check{}
 	for _, c := range rep.Checks {
 		out[c.N] = c
 	}
@@ -159,7 +159,7 @@ func (w *roomWorld) roomVerdicts() map[int]verify.Check {
 func TestVerifierPassesAWaitingRoomSaleDrivenByTheRealScripts(t *testing.T) {
 	w := newRoomWorld(t)
 	for n, c := range w.roomVerdicts() {
-		if c.Verdict != verify.Pass {
+		if c.Verdict != invariants.Pass {
 			t.Errorf("invariant %d (%s): %s", n, c.Name, c.Detail)
 		}
 	}
@@ -224,7 +224,7 @@ func TestVerifierCatchesEachBrokenRoomInvariant(t *testing.T) {
 			w := newRoomWorld(t)
 			tc.corrupt(w)
 			got := w.roomVerdicts()
-			if got[tc.n].Verdict != verify.Fail {
+			if got[tc.n].Verdict != invariants.Fail {
 				t.Fatalf("invariant %d passed a corrupted room: %s", tc.n, got[tc.n].Detail)
 			}
 			if len(got[tc.n].Problems) == 0 {
@@ -305,7 +305,7 @@ func TestVerifierChecksThePresenceRule(t *testing.T) {
 	w, _ := newPresenceWorld(t)
 	got := w.roomVerdicts()
 	for _, n := range []int{6, 7, 8, 9} { // nothing is sold here: 1 reports the undersell
-		if got[n].Verdict != verify.Pass {
+		if got[n].Verdict != invariants.Pass {
 			t.Fatalf("invariant %d on a room that follows the presence rule: %s %v", n, got[n].Detail, got[n].Problems)
 		}
 	}
@@ -329,7 +329,7 @@ func TestVerifierChecksThePresenceRule(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			w, absent := newPresenceWorld(t)
 			corrupt(w, absent)
-			if got := w.roomVerdicts(); got[6].Verdict != verify.Fail {
+			if got := w.roomVerdicts(); got[6].Verdict != invariants.Fail {
 				t.Fatalf("invariant 6 passed: %s", got[6].Detail)
 			}
 		})

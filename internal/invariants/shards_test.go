@@ -1,11 +1,11 @@
-package verify_test
+package invariants_test
 
 import (
 	"context"
 	"testing"
 
-	"github.com/seckilledge/seckill/bench/verify"
 	"github.com/seckilledge/seckill/contract"
+	"github.com/seckilledge/seckill/internal/invariants"
 	"github.com/seckilledge/seckill/internal/testenv"
 )
 
@@ -28,7 +28,7 @@ func TestVerifierSumsAShardedSaleOverItsShards(t *testing.T) {
 			rdb.Del(ctx, k)
 		}
 	})
-	meta, buyers, err := verify.RedisSale(ctx, rdb, sale)
+	meta, buyers, err := invariants.RedisSale(ctx, rdb, sale)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -40,7 +40,7 @@ func TestVerifierSumsAShardedSaleOverItsShards(t *testing.T) {
 	rdb.HSet(ctx, contract.MetaKey(plain), contract.FieldStock, 4)
 	rdb.HSet(ctx, contract.BuyersKey(plain), "u1", "o1")
 	t.Cleanup(func() { rdb.Del(ctx, contract.MetaKey(plain), contract.BuyersKey(plain)) })
-	meta, buyers, err = verify.RedisSale(ctx, rdb, plain)
+	meta, buyers, err = invariants.RedisSale(ctx, rdb, plain)
 	if err != nil || meta[contract.FieldStock] != "4" || len(buyers) != 1 {
 		t.Fatalf("unsharded sale read as %v %v %v", meta, buyers, err)
 	}

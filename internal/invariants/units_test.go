@@ -1,4 +1,4 @@
-package verify_test
+package invariants_test
 
 import (
 	"context"
@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/seckilledge/seckill/bench/verify"
 	"github.com/seckilledge/seckill/contract"
+	"github.com/seckilledge/seckill/internal/invariants"
 	"github.com/seckilledge/seckill/internal/testenv"
 )
 
@@ -44,7 +44,7 @@ func (w *world) sellUnits(user, order, v string, q int) {
 		order, w.sale, user, v, q, seq)
 	w.exec(`UPDATE sales SET stock = stock - $2 WHERE id = $1`, w.sale, q)
 	w.exec(`UPDATE sale_variants SET stock = stock - $3 WHERE sale_id = $1 AND variant_id = $2`, w.sale, v, q)
-	w.accept = append(w.accept, verify.Accepted{OrderID: order, UserID: user, At: time.Now()})
+	w.accept = append(w.accept, invariants.Accepted{OrderID: order, UserID: user, At: time.Now()})
 }
 
 func (w *world) cleanUnitSale() {
@@ -73,7 +73,7 @@ func TestVerifierReportsAnOversoldVariant(t *testing.T) {
 	w.exec(`UPDATE sales SET stock = stock - 1 WHERE id = $1`, w.sale)
 	w.rdb.HIncrBy(context.Background(), contract.HeldKey(w.sale), "u9", 1)
 	w.rdb.HIncrBy(context.Background(), contract.MetaKey(w.sale), contract.FieldStock, -1)
-	w.accept = append(w.accept, verify.Accepted{OrderID: "o9", UserID: "u9", At: time.Now()})
+	w.accept = append(w.accept, invariants.Accepted{OrderID: "o9", UserID: "u9", At: time.Now()})
 	rep := w.verify(4)
 	expect(t, rep, 1, 4)
 	if !strings.Contains(rep.Checks[0].Detail, "variant a OVERSOLD") {
@@ -137,8 +137,8 @@ func TestVerifierReportsAnUndersoldVariantOfALimitOneSale(t *testing.T) {
 			w.sellUnits("u2", "o2", "b", 1)
 			// A limit-1 sale keeps no held hash (contract.UsesHeld): the verifier reads buyers.
 			w.rdb.Del(context.Background(), contract.HeldKey(w.sale))
-			src := verify.Sources{Redis: w.rdb, PG: w.pg, Dead: verify.RabbitMgmt{URL: testenv.AMQPMgmtURL(), Vhost: w.vhost}}
-			rep, err := verify.Verify(context.Background(), src, verify.Run{Sale: w.sale, Accepted: w.accept, Demand: 6,
+			src := invariants.Sources{Redis: w.rdb, PG: w.pg, Dead: invariants.RabbitMgmt{URL: testenv.AMQPMgmtURL(), Vhost: w.vhost}}
+			rep, err := invariants.Verify(context.Background(), src, invariants.Run{Sale: w.sale, Accepted: w.accept, Demand: 6,
 				VariantDemand: c.demand, CheckRedis: true})
 			if err != nil {
 				t.Fatal(err)

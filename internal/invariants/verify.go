@@ -1,11 +1,11 @@
-// Package verify checks, after a flash sale has drained, the five invariants of DESIGN.md
+// Package invariants checks, after a flash sale has drained, the five invariants of DESIGN.md
 // ("Invariants every test of the whole system checks") against Redis, RabbitMQ and Postgres.
 //
 // It reads; it never repairs. Each invariant yields a Check with PASS or FAIL and the numbers
 // behind the verdict, so a failed run says what went wrong, not only that something did.
 // The verifier is used by the seckill-bench command after every run, by the end-to-end test of
 // `make test`, and can be used by any test that drives a whole sale.
-package verify
+package invariants
 
 import (
 	"context"

@@ -1,4 +1,4 @@
-package verify_test
+package invariants_test
 
 import (
 	"context"
@@ -13,8 +13,8 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/seckilledge/seckill/backend"
-	"github.com/seckilledge/seckill/bench/verify"
 	"github.com/seckilledge/seckill/contract"
+	"github.com/seckilledge/seckill/internal/invariants"
 	"github.com/seckilledge/seckill/internal/testenv"
 )
 
@@ -27,7 +27,7 @@ type world struct {
 	rdb    *redis.Client
 	amqp   string
 	vhost  string
-	accept []verify.Accepted
+	accept []invariants.Accepted
 	dead   int
 }
 
@@ -70,7 +70,7 @@ func (w *world) sell(user, order string) {
 	w.rdb.HSet(ctx, contract.BuyersKey(w.sale), user, order)
 	w.exec(`INSERT INTO orders (order_id, sale_id, user_id, status, accepted_at) VALUES ($1, $2, $3, 'created', now())`, order, w.sale, user)
 	w.exec(`UPDATE sales SET stock = stock - 1 WHERE id = $1`, w.sale)
-	w.accept = append(w.accept, verify.Accepted{OrderID: order, UserID: user, At: time.Now()})
+	w.accept = append(w.accept, invariants.Accepted{OrderID: order, UserID: user, At: time.Now()})
 }
 
 func (w *world) deadLetter(sale, order string) {
@@ -90,17 +90,17 @@ func (w *world) deadLetter(sale, order string) {
 		w.t.Fatal(err)
 	}
 	w.dead++
-	mgmt := verify.RabbitMgmt{URL: testenv.AMQPMgmtURL(), Vhost: w.vhost}
+	mgmt := invariants.RabbitMgmt{URL: testenv.AMQPMgmtURL(), Vhost: w.vhost}
 	testenv.WaitFor(w.t, 10*time.Second, "the dead letter to be in the queue", func() bool {
 		b, err := mgmt.DeadLetters(context.Background())
 		return err == nil && len(b) == w.dead
 	})
 }
 
-func (w *world) verify(demand int) verify.Report {
+func (w *world) verify(demand int) invariants.Report {
 	w.t.Helper()
-	src := verify.Sources{Redis: w.rdb, PG: w.pg, Dead: verify.RabbitMgmt{URL: testenv.AMQPMgmtURL(), Vhost: w.vhost}}
-	rep, err := verify.Verify(context.Background(), src, verify.Run{Sale: w.sale, Accepted: w.accept, Demand: demand, CheckRedis: true})
+	src := invariants.Sources{Redis: w.rdb, PG: w.pg, Dead: invariants.RabbitMgmt{URL: testenv.AMQPMgmtURL(), Vhost: w.vhost}}
+	rep, err := invariants.Verify(context.Background(), src, invariants.Run{Sale: w.sale, Accepted: w.accept, Demand: demand, CheckRedis: true})
 	if err != nil {
 		w.t.Fatal(err)
 	}
@@ -109,7 +109,7 @@ func (w *world) verify(demand int) verify.Report {
 }
 
 // expect asserts exactly the listed invariants fail.
-func expect(t *testing.T, rep verify.Report, failing ...int) {
+func expect(t *testing.T, rep invariants.Report, failing ...int) {
 	t.Helper()
 	want := map[int]bool{}
 	for _, n := range failing {
@@ -119,7 +119,7 @@ func expect(t *testing.T, rep verify.Report, failing ...int) {
 		t.Fatalf("%d checks, want 5", len(rep.Checks))
 	}
 	for _, c := range rep.Checks {
-		if got := c.Verdict == verify.Fail; got != want[c.N] {
+		if got := c.Verdict == invariants.Fail; got != want[c.N] {
 			t.Errorf("invariant %d (%s): %s, want fail=%v: %s", c.N, c.Name, c.Verdict, want[c.N], c.Detail)
 		}
 	}
@@ -143,7 +143,7 @@ func TestVerifierReportsOversell(t *testing.T) {
 	// A third winner the stock guard did not stop: the row exists, the stock could not go lower.
 	w.exec(`INSERT INTO orders (order_id, sale_id, user_id, status, accepted_at) VALUES ('o2', $1, 'u2', 'created', now())`, w.sale)
 	w.rdb.HSet(context.Background(), contract.BuyersKey(w.sale), "u2", "o2")
-	w.accept = append(w.accept, verify.Accepted{OrderID: "o2", UserID: "u2", At: time.Now()})
+	w.accept = append(w.accept, invariants.Accepted{OrderID: "o2", UserID: "u2", At: time.Now()})
 	rep := w.verify(10)
 	expect(t, rep, 1, 4)
 	if !strings.Contains(rep.Checks[0].Detail, "OVERSELL by 1") {
@@ -177,7 +177,7 @@ func TestVerifierAcceptsANewOrderAfterTheUsersFailedOne(t *testing.T) {
 	w := newWorld(t, 3)
 	w.exec(`DROP INDEX IF EXISTS orders_sale_user`) // the schema of migration 001 forbade it
 	w.exec(`INSERT INTO orders (order_id, sale_id, user_id, status, reason, accepted_at) VALUES ('o0', $1, 'u0', 'failed', 'refused', now())`, w.sale)
-	w.accept = append(w.accept, verify.Accepted{OrderID: "o0", UserID: "u0", At: time.Now()})
+	w.accept = append(w.accept, invariants.Accepted{OrderID: "o0", UserID: "u0", At: time.Now()})
 	w.sell("u0", "o1")
 	expect(t, w.verify(1))
 }
@@ -186,7 +186,7 @@ func TestVerifierReportsAUserToldTwoOrderIDs(t *testing.T) {
 	w := newWorld(t, 5)
 	w.sell("u0", "o0")
 	// The gate said 202 twice with different ids, though only one became an order.
-	w.accept = append(w.accept, verify.Accepted{OrderID: "o-ghost", UserID: "u0", At: time.Now()})
+	w.accept = append(w.accept, invariants.Accepted{OrderID: "o-ghost", UserID: "u0", At: time.Now()})
 	rep := w.verify(1)
 	expect(t, rep, 2, 3)
 }
@@ -195,7 +195,7 @@ func TestVerifierReportsALostWinner(t *testing.T) {
 	w := newWorld(t, 3)
 	w.sell("u0", "o0")
 	w.sell("u1", "o1")
-	w.accept = append(w.accept, verify.Accepted{OrderID: "o-lost", UserID: "u2", At: time.Now()})
+	w.accept = append(w.accept, invariants.Accepted{OrderID: "o-lost", UserID: "u2", At: time.Now()})
 	rep := w.verify(3)
 	expect(t, rep, 3)
 	if rep.Checks[2].Numbers["missing"] != 1 {
@@ -208,17 +208,17 @@ func TestVerifierAcceptsAFailedOrderOnlyWithAVisibleReason(t *testing.T) {
 	w.sell("u0", "o0")
 	// u1 won at the gate but the database refused; compensation gave the unit back.
 	w.exec(`INSERT INTO orders (order_id, sale_id, user_id, status, accepted_at) VALUES ('o1', $1, 'u1', 'failed', now())`, w.sale)
-	w.accept = append(w.accept, verify.Accepted{OrderID: "o1", UserID: "u1", At: time.Now()})
+	w.accept = append(w.accept, invariants.Accepted{OrderID: "o1", UserID: "u1", At: time.Now()})
 	expect(t, w.verify(2), 3)
 	w.exec(`UPDATE orders SET reason = 'stock guard refused' WHERE order_id = 'o1'`)
 	expect(t, w.verify(2))
 
 	// The order API must tell the buyer too, when the verifier is given one.
-	src := verify.Sources{Redis: w.rdb, PG: w.pg, Dead: verify.RabbitMgmt{URL: testenv.AMQPMgmtURL(), Vhost: w.vhost},
-		Orders: func(_ context.Context, id, user string) (verify.OrderStatus, error) {
-			return verify.OrderStatus{Status: "failed"}, nil // the reason is not shown
+	src := invariants.Sources{Redis: w.rdb, PG: w.pg, Dead: invariants.RabbitMgmt{URL: testenv.AMQPMgmtURL(), Vhost: w.vhost},
+		Orders: func(_ context.Context, id, user string) (invariants.OrderStatus, error) {
+			return invariants.OrderStatus{Status: "failed"}, nil // the reason is not shown
 		}}
-	rep, err := verify.Verify(context.Background(), src, verify.Run{Sale: w.sale, Accepted: w.accept, Demand: 2, CheckRedis: true})
+	rep, err := invariants.Verify(context.Background(), src, invariants.Run{Sale: w.sale, Accepted: w.accept, Demand: 2, CheckRedis: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -234,14 +234,14 @@ func TestVerifierReportsAnOrderNoClientWasToldAbout(t *testing.T) {
 
 	// u1 was answered 503 (the gate gave up waiting, its script had run): the order is
 	// accounted for, u1 learns of it at the next click.
-	src := verify.Sources{Redis: w.rdb, PG: w.pg, Dead: verify.RabbitMgmt{URL: testenv.AMQPMgmtURL(), Vhost: w.vhost}}
-	rep, err := verify.Verify(context.Background(), src, verify.Run{Sale: w.sale, Accepted: w.accept, Demand: 2, CheckRedis: true,
+	src := invariants.Sources{Redis: w.rdb, PG: w.pg, Dead: invariants.RabbitMgmt{URL: testenv.AMQPMgmtURL(), Vhost: w.vhost}}
+	rep, err := invariants.Verify(context.Background(), src, invariants.Run{Sale: w.sale, Accepted: w.accept, Demand: 2, CheckRedis: true,
 		Uncertain: map[string]bool{"u1": true}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	expect(t, rep)
-	rep, _ = verify.Verify(context.Background(), src, verify.Run{Sale: w.sale, Accepted: w.accept, Demand: 2, CheckRedis: true,
+	rep, _ = invariants.Verify(context.Background(), src, invariants.Run{Sale: w.sale, Accepted: w.accept, Demand: 2, CheckRedis: true,
 		Uncertain: map[string]bool{"u7": true}})
 	expect(t, rep, 3)
 }
@@ -283,15 +283,15 @@ func TestWaitDrainedMeasuresTheDelayFromAcceptToRow(t *testing.T) {
 	w := newWorld(t, 3)
 	w.sell("u0", "o0")
 	w.sell("u1", "o1")
-	d, err := verify.WaitDrained(context.Background(), w.pg, w.accept, time.Second)
+	d, err := invariants.WaitDrained(context.Background(), w.pg, w.accept, time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !d.Settled || d.InPG != 2 || d.Accepted != 2 {
 		t.Fatalf("drain %+v, want both settled", d)
 	}
-	w.accept = append(w.accept, verify.Accepted{OrderID: "o-never", UserID: "u2", At: time.Now()})
-	d, err = verify.WaitDrained(context.Background(), w.pg, w.accept, 100*time.Millisecond)
+	w.accept = append(w.accept, invariants.Accepted{OrderID: "o-never", UserID: "u2", At: time.Now()})
+	d, err = invariants.WaitDrained(context.Background(), w.pg, w.accept, 100*time.Millisecond)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -304,19 +304,19 @@ func TestWaitSettledWaitsForRedisAndPostgresToAgree(t *testing.T) {
 	w := newWorld(t, 3)
 	w.sell("u0", "o0")
 	ctx := context.Background()
-	ok, err := verify.WaitSettled(ctx, w.pg, w.rdb, w.sale, time.Second)
+	ok, err := invariants.WaitSettled(ctx, w.pg, w.rdb, w.sale, time.Second)
 	if err != nil || !ok {
 		t.Fatalf("settled %v, %v: Redis and Postgres agree", ok, err)
 	}
 	w.rdb.HIncrBy(ctx, contract.MetaKey(w.sale), contract.FieldStock, -1) // sold in Redis, not yet in Postgres
-	if ok, _ := verify.WaitSettled(ctx, w.pg, w.rdb, w.sale, 100*time.Millisecond); ok {
+	if ok, _ := invariants.WaitSettled(ctx, w.pg, w.rdb, w.sale, 100*time.Millisecond); ok {
 		t.Fatal("settled while a unit sold in Redis has no order in Postgres")
 	}
 	go func() {
 		time.Sleep(200 * time.Millisecond)
 		w.pg.Exec(context.Background(), `UPDATE sales SET stock = stock - 1 WHERE id = $1`, w.sale)
 	}()
-	if ok, err := verify.WaitSettled(ctx, w.pg, w.rdb, w.sale, 10*time.Second); !ok || err != nil {
+	if ok, err := invariants.WaitSettled(ctx, w.pg, w.rdb, w.sale, 10*time.Second); !ok || err != nil {
 		t.Fatalf("not settled after the consumer caught up: %v", err)
 	}
 }

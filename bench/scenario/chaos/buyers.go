@@ -13,11 +13,12 @@ import (
 	"sync"
 	"time"
 
+	"github.com/seckilledge/seckill/bench/driver"
+
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/seckilledge/seckill/bench"
 	"github.com/seckilledge/seckill/bench/load"
-	"github.com/seckilledge/seckill/bench/verify"
+	"github.com/seckilledge/seckill/internal/invariants"
 )
 
 // Attempt is one HTTP request of a buyer, with when it was sent and answered.
@@ -57,7 +58,7 @@ type Buyers struct {
 	attempts []Attempt
 	// accepted is every 202 (one per response); told maps a user to the order id they were
 	// told (202, or already_bought after an answer they never saw).
-	accepted  []verify.Accepted
+	accepted  []invariants.Accepted
 	told      map[string]string
 	uncertain map[string]bool
 	final     map[string]string // user -> last outcome
@@ -107,7 +108,7 @@ func (b *Buyers) VariantOf(user string) string {
 	if b.Variants <= 0 || err != nil {
 		return ""
 	}
-	return bench.Variant(i % b.Variants)
+	return driver.Variant(i % b.Variants)
 }
 
 // QuantityOf is the number of units user asks for.
@@ -160,7 +161,7 @@ func (b *Buyers) buyer(ctx context.Context, i int) {
 		switch a.Outcome {
 		case "accepted":
 			b.mu.Lock()
-			acc := verify.Accepted{OrderID: a.OrderID, UserID: user, At: a.Done}
+			acc := invariants.Accepted{OrderID: a.OrderID, UserID: user, At: a.Done}
 			b.accepted = append(b.accepted, acc)
 			b.told[user] = a.OrderID
 			b.mu.Unlock()

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/seckilledge/seckill/bench/chaos"
+	"github.com/seckilledge/seckill/bench/scenario/chaos"
 	"github.com/seckilledge/seckill/internal/harness"
 	"github.com/seckilledge/seckill/internal/testenv"
 )
@@ -60,13 +60,13 @@ func runShort(t *testing.T, o chaos.Options) *chaos.Report {
 	testenv.NeedsServices(t, "private Redis, RabbitMQ and Postgres servers")
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
-	bin, err := binaries.Dir("../..")
+	bin, err := binaries.Dir("../../..")
 	if err != nil {
 		t.Fatal(err)
 	}
 	var log bytes.Buffer
 	o.Schedule, o.Log = chaos.ShortSchedule(), &log
-	o.Cluster = chaos.ClusterOptions{Root: "../..", BinDir: bin, Dir: t.TempDir(), GateRelay: "claim_min_idle 5s",
+	o.Cluster = chaos.ClusterOptions{Root: "../../..", BinDir: bin, Dir: t.TempDir(), GateRelay: "claim_min_idle 5s",
 		AdminToken: "chaos-test-admin-token-0123456789-abc", TokenKey: "chaos-test-token-key-0123456789abcdef-0123"}
 	rep, err := chaos.Run(ctx, o)
 	t.Log(log.String())

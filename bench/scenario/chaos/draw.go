@@ -11,11 +11,13 @@ import (
 	"sync"
 	"time"
 
+	"github.com/seckilledge/seckill/bench/driver"
+	"github.com/seckilledge/seckill/bench/scenario/draw"
+
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/redis/go-redis/v9"
 
-	"github.com/seckilledge/seckill/bench"
-	"github.com/seckilledge/seckill/bench/verify"
+	"github.com/seckilledge/seckill/internal/invariants"
 )
 
 // The draw row of the chaos table (issue 29, item 1): entrants enter a draw sale through both
@@ -36,13 +38,13 @@ type drawEntrant struct {
 }
 
 // drawScenario runs the draw row on the cluster and returns its rows.
-func (c *Cluster) drawScenario(ctx context.Context, drv *bench.Driver, rdb *redis.Client, pg *pgxpool.Pool, entrants int, logf func(string, ...any)) ([]Row, error) {
+func (c *Cluster) drawScenario(ctx context.Context, drv *driver.Driver, rdb *redis.Client, pg *pgxpool.Pool, entrants int, logf func(string, ...any)) ([]Row, error) {
 	if entrants <= 0 {
 		entrants = 600
 	}
 	sale := fmt.Sprintf("chaos-draw-%d", time.Now().UnixNano()%1e12)
 	const sizes = 3
-	if err := drv.CreateDrawSale(ctx, sale, sizes, 20, "30s"); err != nil {
+	if err := draw.CreateDrawSale(ctx, drv, sale, sizes, 20, "30s"); err != nil {
 		return nil, err
 	}
 	logf("draw sale %s: %d entrants through %d gateways; kill -9 gateway-1 and stop Redis during the entries", sale, entrants, len(c.GatewayURLs))
@@ -108,11 +110,11 @@ func (c *Cluster) drawScenario(ctx context.Context, drv *bench.Driver, rdb *redi
 			}
 			v := rng.IntN(sizes)
 			for _, step := range steps {
-				method, variant := http.MethodPost, bench.SizeName(v)
+				method, variant := http.MethodPost, draw.SizeName(v)
 				switch step {
 				case "change":
 					v = (v + 1) % sizes
-					variant = bench.SizeName(v)
+					variant = draw.SizeName(v)
 				case "withdraw":
 					method, variant = http.MethodDelete, ""
 				}
@@ -163,13 +165,13 @@ func (c *Cluster) drawScenario(ctx context.Context, drv *bench.Driver, rdb *redi
 			}
 		}
 		r := Row{Fault: h.Fault.String() + " (draw entries)", When: fmt.Sprintf("t=%.1fs, back at t=%.1fs", h.Start.Sub(start).Seconds(), h.Recovered.Sub(start).Seconds()),
-			Affected: affected, Verdict: verify.Pass, Outcome: fmt.Sprintf("%d requests refused or unanswered, each tried again until answered", affected)}
+			Affected: affected, Verdict: invariants.Pass, Outcome: fmt.Sprintf("%d requests refused or unanswered, each tried again until answered", affected)}
 		if h.Err != nil {
-			r.Verdict, r.Outcome = verify.Fail, h.Err.Error()
+			r.Verdict, r.Outcome = invariants.Fail, h.Err.Error()
 		}
 		rows = append(rows, r)
 	}
-	if _, _, err := drv.RunDraw(ctx, sale); err != nil {
+	if _, _, err := draw.RunDraw(ctx, drv, sale); err != nil {
 		return nil, fmt.Errorf("run the draw: %w", err)
 	}
 	fixed := map[string][2]string{}
@@ -213,14 +215,14 @@ func (c *Cluster) drawScenario(ctx context.Context, drv *bench.Driver, rdb *redi
 			}
 		}
 	}
-	r := Row{Fault: "every entry answered 200 is in the draw", When: "after the draw", Verdict: verify.Pass,
+	r := Row{Fault: "every entry answered 200 is in the draw", When: "after the draw", Verdict: invariants.Pass,
 		Outcome: fmt.Sprintf("%d entrants with a certain last answer (%d entered), %d fixed at the close", sure, entered, len(fixed))}
 	if len(lost)+len(ghost)+len(clash) > 0 || sure == 0 {
-		r.Verdict = verify.Fail
+		r.Verdict = invariants.Fail
 		r.Outcome += fmt.Sprintf("; lost %d %v; withdrawn but drawn %d %v; id changes %d %v", len(lost), first(lost), len(ghost), first(ghost), len(clash), first(clash))
 	}
 	rows = append(rows, r)
-	vr, err := verify.Verify(ctx, verify.Sources{Redis: rdb, PG: pg, Dead: amqpDeadLetters{url: c.AMQPURL}}, verify.Run{Sale: sale, CheckRedis: true})
+	vr, err := invariants.Verify(ctx, invariants.Sources{Redis: rdb, PG: pg, Dead: amqpDeadLetters{url: c.AMQPURL}}, invariants.Run{Sale: sale, CheckRedis: true})
 	if err != nil {
 		return nil, fmt.Errorf("verify the draw sale: %w", err)
 	}

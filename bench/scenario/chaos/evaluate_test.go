@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/seckilledge/seckill/bench/verify"
+	"github.com/seckilledge/seckill/internal/invariants"
 )
 
 // The rows must be able to fail: a gate that accepts while Redis is down, answers 503 without
@@ -22,8 +22,8 @@ func TestRedisRowFailsOnAnAcceptanceWithoutRedis(t *testing.T) {
 		{User: "a", Step: "buy", Sent: at(11), Done: at(11.1), Status: 503, Outcome: "unavailable", RetryAfter: true},
 		{User: "b", Step: "buy", Sent: at(9.9), Done: at(9.95), Status: 202, Outcome: "accepted", OrderID: "o1"},
 	}
-	ev := evaluator{start: t0, attempts: good, accepted: []verify.Accepted{{OrderID: "o1", UserID: "b", At: at(9.95)}}, watch: watch, catchUp: time.Minute}
-	if r := ev.row(h); r.Verdict != verify.Pass {
+	ev := evaluator{start: t0, attempts: good, accepted: []invariants.Accepted{{OrderID: "o1", UserID: "b", At: at(9.95)}}, watch: watch, catchUp: time.Minute}
+	if r := ev.row(h); r.Verdict != invariants.Pass {
 		t.Fatalf("a clean outage failed: %+v", r)
 	}
 	cases := map[string][]Attempt{
@@ -34,22 +34,22 @@ func TestRedisRowFailsOnAnAcceptanceWithoutRedis(t *testing.T) {
 	}
 	for name, attempts := range cases {
 		ev.attempts = attempts
-		if r := ev.row(h); r.Verdict != verify.Fail || !strings.Contains(r.Outcome, "FAIL") {
+		if r := ev.row(h); r.Verdict != invariants.Fail || !strings.Contains(r.Outcome, "FAIL") {
 			t.Errorf("%s: %+v", name, r)
 		}
 	}
 	// A decision acknowledged before the stop that the restarted Redis forgot.
 	ev.attempts = good
 	h.BuyersAfter = map[string]string{}
-	if r := ev.row(h); r.Verdict != verify.Fail || !strings.Contains(r.Outcome, "lost with Redis") {
+	if r := ev.row(h); r.Verdict != invariants.Fail || !strings.Contains(r.Outcome, "lost with Redis") {
 		t.Errorf("a forgotten decision passed: %+v", r)
 	}
 	h.BuyersAfter = map[string]string{"b": "o1"}
 	// An order accepted just before the stop that never reaches Postgres.
 	ev.attempts = good
-	ev.accepted = append(ev.accepted, verify.Accepted{OrderID: "lost", UserID: "f", At: at(9.99)})
+	ev.accepted = append(ev.accepted, invariants.Accepted{OrderID: "lost", UserID: "f", At: at(9.99)})
 	watch.Add("lost")
-	if r := ev.row(h); r.Verdict != verify.Fail {
+	if r := ev.row(h); r.Verdict != invariants.Fail {
 		t.Errorf("a lost order passed: %+v", r)
 	}
 }

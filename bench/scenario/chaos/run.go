@@ -17,11 +17,13 @@ import (
 	"sync"
 	"time"
 
+	"github.com/seckilledge/seckill/bench/driver"
+	"github.com/seckilledge/seckill/bench/scenario/crowd"
+
 	"github.com/redis/go-redis/v9"
 
-	"github.com/seckilledge/seckill/bench"
-	"github.com/seckilledge/seckill/bench/verify"
 	"github.com/seckilledge/seckill/contract"
+	"github.com/seckilledge/seckill/internal/invariants"
 )
 
 // Options of a chaos run.
@@ -53,27 +55,27 @@ type Options struct {
 
 // Row is one line of the chaos table.
 type Row struct {
-	Fault    string         `json:"fault"`
-	When     string         `json:"when"`
-	Affected int            `json:"requests_affected"`
-	Outcome  string         `json:"outcome"`
-	Verdict  verify.Verdict `json:"verdict"`
+	Fault    string             `json:"fault"`
+	When     string             `json:"when"`
+	Affected int                `json:"requests_affected"`
+	Outcome  string             `json:"outcome"`
+	Verdict  invariants.Verdict `json:"verdict"`
 }
 
 // Report is a run's answer.
 type Report struct {
-	Sale      string         `json:"sale"`
-	Buyers    int            `json:"buyers"`
-	Rate      float64        `json:"rate"`
-	Stock     int            `json:"stock"`
-	Accepted  int            `json:"accepted"`
-	Requests  int            `json:"requests"`
-	Outcomes  map[string]int `json:"outcomes"`
-	SoldOutAt float64        `json:"sold_out_at_s"` // first sold_out answer, seconds after the first arrival (0: never)
-	Rows      []Row          `json:"rows"`
-	Verify    verify.Report  `json:"verify"`
-	LogDir    string         `json:"log_dir"`
-	Elapsed   time.Duration  `json:"elapsed_ns"`
+	Sale      string            `json:"sale"`
+	Buyers    int               `json:"buyers"`
+	Rate      float64           `json:"rate"`
+	Stock     int               `json:"stock"`
+	Accepted  int               `json:"accepted"`
+	Requests  int               `json:"requests"`
+	Outcomes  map[string]int    `json:"outcomes"`
+	SoldOutAt float64           `json:"sold_out_at_s"` // first sold_out answer, seconds after the first arrival (0: never)
+	Rows      []Row             `json:"rows"`
+	Verify    invariants.Report `json:"verify"`
+	LogDir    string            `json:"log_dir"`
+	Elapsed   time.Duration     `json:"elapsed_ns"`
 }
 
 // OK reports whether every row passed.
@@ -82,7 +84,7 @@ func (r *Report) OK() bool {
 		return false
 	}
 	for _, row := range r.Rows {
-		if row.Verdict != verify.Pass {
+		if row.Verdict != invariants.Pass {
 			return false
 		}
 	}
@@ -121,8 +123,8 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	}
 	defer c.Close()
 
-	stack := &bench.Stack{Gateway: c.GatewayURLs[0], Backend: c.BackendURLs[0], AdminToken: c.AdminToken, RedisAddr: c.Redis.Addr, PGURL: c.PGURL}
-	drv, err := bench.NewDriver(ctx, stack)
+	stack := &driver.Stack{Gateway: c.GatewayURLs[0], Backend: c.BackendURLs[0], AdminToken: c.AdminToken, RedisAddr: c.Redis.Addr, PGURL: c.PGURL}
+	drv, err := driver.NewDriver(ctx, stack)
 	if err != nil {
 		return nil, err
 	}
@@ -136,7 +138,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		for _, n := range o.Variants {
 			o.Stock += n
 		}
-		if err := drv.CreateVariantSale(ctx, sale, o.Variants, max(o.Limit, 1)); err != nil {
+		if err := crowd.CreateVariantSale(ctx, drv, sale, o.Variants, max(o.Limit, 1)); err != nil {
 			return nil, err
 		}
 	} else if err := drv.CreateSale(ctx, sale, o.Stock, true); err != nil {
@@ -183,7 +185,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		time.Sleep(100 * time.Millisecond)
 	}
 	logf("drained: %d orders not in Postgres", watch.Pending())
-	if _, err := verify.WaitSettled(ctx, pg, rdb, sale, 30*time.Second); err != nil {
+	if _, err := invariants.WaitSettled(ctx, pg, rdb, sale, 30*time.Second); err != nil {
 		return nil, fmt.Errorf("settle: %w", err)
 	}
 	stopWatch()
@@ -219,9 +221,9 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		rep.Rows = append(rep.Rows, ev.row(h))
 	}
 
-	vr, err := verify.Verify(ctx, verify.Sources{Redis: rdb, PG: pg, Dead: amqpDeadLetters{url: c.AMQPURL},
-		Orders: verify.HTTPOrders(c.GatewayURLs[len(c.GatewayURLs)-1], nil)},
-		verify.Run{Sale: sale, Accepted: buyers.accepted, Demand: len(demandUsers), VariantDemand: variantDemand, CheckRedis: true, Uncertain: buyers.uncertain})
+	vr, err := invariants.Verify(ctx, invariants.Sources{Redis: rdb, PG: pg, Dead: amqpDeadLetters{url: c.AMQPURL},
+		Orders: invariants.HTTPOrders(c.GatewayURLs[len(c.GatewayURLs)-1], nil)},
+		invariants.Run{Sale: sale, Accepted: buyers.accepted, Demand: len(demandUsers), VariantDemand: variantDemand, CheckRedis: true, Uncertain: buyers.uncertain})
 	if err != nil {
 		return nil, err
 	}
@@ -245,7 +247,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 type evaluator struct {
 	start    time.Time
 	attempts []Attempt
-	accepted []verify.Accepted
+	accepted []invariants.Accepted
 	watch    *orderWatch
 	catchUp  time.Duration
 	soldOut  time.Time
@@ -303,9 +305,9 @@ func (e evaluator) acceptedBetween(from, to time.Time) []string {
 }
 
 func (e evaluator) row(h Happened) Row {
-	r := Row{Fault: h.Fault.String(), Verdict: verify.Pass}
+	r := Row{Fault: h.Fault.String(), Verdict: invariants.Pass}
 	if h.Start.IsZero() {
-		r.When, r.Outcome, r.Verdict = "-", fmt.Sprintf("not run: %v", h.Err), verify.Fail
+		r.When, r.Outcome, r.Verdict = "-", fmt.Sprintf("not run: %v", h.Err), invariants.Fail
 		return r
 	}
 	r.When = fmt.Sprintf("t=%.1fs, back at t=%.1fs", e.secs(h.Start), e.secs(h.Recovered))
@@ -313,7 +315,7 @@ func (e evaluator) row(h Happened) Row {
 	r.Affected, by = e.affected(h)
 	var notes []string
 	failf := func(format string, args ...any) {
-		r.Verdict = verify.Fail
+		r.Verdict = invariants.Fail
 		notes = append(notes, "FAIL: "+fmt.Sprintf(format, args...))
 	}
 	if h.Err != nil {

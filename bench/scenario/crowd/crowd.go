@@ -2,13 +2,12 @@
 // crowd (scenarios), the contestants (the full edge, the database baselines, the ceiling), the
 // private stack it can start, and the result that the report renders. The seckill-bench
 // command is a thin layer of flags over it, and the end-to-end test of `make test` uses it too.
-package bench
+package crowd
 
 import (
 	"encoding/base64"
 	"fmt"
 	"math/rand/v2"
-	"net/http"
 )
 
 // Crowd describes who shows up at the sale.
@@ -135,11 +134,4 @@ func forgedToken(i int) string {
 		mac[k] = byte(i*31 + k)
 	}
 	return fmt.Sprintf("1.k1.zzzzzz.%s.%s", base64.RawURLEncoding.EncodeToString(mac[:16]), base64.RawURLEncoding.EncodeToString(mac))
-}
-
-func header(user, ip string) http.Header {
-	h := http.Header{}
-	h.Set("X-User-ID", user)
-	h.Set("X-Forwarded-For", ip)
-	return h
 }

@@ -1,4 +1,4 @@
-package bench_test
+package crowd_test
 
 import (
 	"bytes"
@@ -7,7 +7,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/seckilledge/seckill/bench"
+	"github.com/seckilledge/seckill/bench/driver"
+	"github.com/seckilledge/seckill/bench/scenario/crowd"
+
 	"github.com/seckilledge/seckill/bench/load"
 	"github.com/seckilledge/seckill/bench/report"
 	"github.com/seckilledge/seckill/contract"
@@ -21,24 +23,24 @@ func TestACrowdThroughTheWholeStackKeepsEveryInvariant(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	stack := startWholeStack(ctx, t, 1)
-	drv, err := bench.NewDriver(ctx, stack)
+	drv, err := driver.NewDriver(ctx, stack)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer drv.Close()
 
-	crowd := bench.Crowd{Users: 400, Repeaters: 0.3, Bots: 3, BotHits: 40, Replays: 40, Forged: 40, Late: 20, Seed: 7}
-	opts := bench.Options{Crowd: crowd, Stock: 100, Model: load.Model{Connections: 32}, TokenConns: 16, DrainTimeout: 30 * time.Second}
-	edge, err := drv.RunEdge(ctx, opts)
+	people := crowd.Crowd{Users: 400, Repeaters: 0.3, Bots: 3, BotHits: 40, Replays: 40, Forged: 40, Late: 20, Seed: 7}
+	opts := crowd.Options{Crowd: people, Stock: 100, Model: load.Model{Connections: 32}, TokenConns: 16, DrainTimeout: 30 * time.Second}
+	edge, err := crowd.RunEdge(ctx, drv, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
 	opts.Model = load.Model{Connections: 16}
-	optimistic, err := drv.RunBaseline(ctx, bench.Optimistic, opts)
+	optimistic, err := crowd.RunBaseline(ctx, drv, crowd.Optimistic, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
-	res := &bench.Result{Date: time.Now(), Machine: bench.ThisMachine(), Crowd: crowd, Stock: 100, Contestants: []*bench.Outcome{optimistic, edge}}
+	res := &crowd.Result{Date: time.Now(), Machine: driver.ThisMachine(), Crowd: people, Stock: 100, Contestants: []*crowd.Outcome{optimistic, edge}}
 	var out bytes.Buffer
 	report.Text(&out, res)
 	t.Log(out.String())
@@ -53,12 +55,12 @@ func TestACrowdThroughTheWholeStackKeepsEveryInvariant(t *testing.T) {
 	// unit per user, no oversell, no undersell once settled), the stock summed over the shards.
 	opts.Model = load.Model{Connections: 32}
 	opts.Shards = 4
-	sharded, err := drv.RunEdge(ctx, opts)
+	sharded, err := crowd.RunEdge(ctx, drv, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
 	out.Reset()
-	report.Text(&out, &bench.Result{Date: time.Now(), Machine: bench.ThisMachine(), Crowd: crowd, Stock: 100, Contestants: []*bench.Outcome{sharded}})
+	report.Text(&out, &crowd.Result{Date: time.Now(), Machine: driver.ThisMachine(), Crowd: people, Stock: 100, Contestants: []*crowd.Outcome{sharded}})
 	if !sharded.OK() || sharded.Accepted != 100 || !sharded.Drain.Settled {
 		t.Fatalf("the sharded sale failed (accepted %d of 100):\n%s", sharded.Accepted, out.String())
 	}
@@ -70,14 +72,14 @@ func TestACrowdThroughTheWholeStackKeepsEveryInvariant(t *testing.T) {
 	// The sabotage check: the same stack, but the gate believes in 20 units Postgres does not
 	// have (as it would with its stock check disabled). The verifier must catch it.
 	opts.Model = load.Model{Connections: 32}
-	opts.Sabotage = bench.InflateRedisStock(20)
+	opts.Sabotage = crowd.InflateRedisStock(20)
 	opts.DrainTimeout = 5 * time.Second // Redis and Postgres will never agree: do not wait long
-	bad, err := drv.RunEdge(ctx, opts)
+	bad, err := crowd.RunEdge(ctx, drv, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
 	out.Reset()
-	report.Text(&out, &bench.Result{Date: time.Now(), Machine: bench.ThisMachine(), Crowd: crowd, Stock: 100, Contestants: []*bench.Outcome{bad}})
+	report.Text(&out, &crowd.Result{Date: time.Now(), Machine: driver.ThisMachine(), Crowd: people, Stock: 100, Contestants: []*crowd.Outcome{bad}})
 	if bad.OK() {
 		t.Fatalf("a gate that sold %d units of a 100-unit sale passed verification:\n%s", bad.Accepted, out.String())
 	}

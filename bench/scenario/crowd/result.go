@@ -1,26 +1,11 @@
-package bench
+package crowd
 
 import (
 	"fmt"
-	"runtime"
 	"time"
 
-	"github.com/seckilledge/seckill/internal/proc"
+	"github.com/seckilledge/seckill/bench/driver"
 )
-
-// Machine is where a result was measured.
-type Machine struct {
-	CPUs   int    `json:"cpus"`
-	MemMiB int    `json:"mem_mib"`
-	CPU    string `json:"cpu,omitempty"`
-	Go     string `json:"go"`
-}
-
-// ThisMachine reads nproc, memory and the CPU model.
-func ThisMachine() Machine {
-	mem, cpu := proc.Machine()
-	return Machine{CPUs: runtime.NumCPU(), Go: runtime.Version(), MemMiB: int(mem >> 20), CPU: cpu}
-}
 
 // Target is one goal of the benchmark, measured in the same run.
 type Target struct {
@@ -33,13 +18,13 @@ type Target struct {
 
 // Result is everything one seckill-bench invocation measured.
 type Result struct {
-	Date    time.Time `json:"date"`
-	Command string    `json:"command"`
-	Machine Machine   `json:"machine"`
-	Crowd   Crowd     `json:"crowd"`
-	Stock   int       `json:"stock"`
-	Conns   int       `json:"connections"`
-	Rate    float64   `json:"open_rate"`
+	Date    time.Time      `json:"date"`
+	Command string         `json:"command"`
+	Machine driver.Machine `json:"machine"`
+	Crowd   Crowd          `json:"crowd"`
+	Stock   int            `json:"stock"`
+	Conns   int            `json:"connections"`
+	Rate    float64        `json:"open_rate"`
 	// Pinned is set when the load generator ran on its own CPU, apart from the servers (-pin).
 	Pinned bool `json:"pinned,omitempty"`
 	// Contestants of the comparison (closed model, same crowd, same client).

@@ -1,4 +1,4 @@
-package bench
+package crowd
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/seckilledge/seckill/bench/driver"
 	"github.com/seckilledge/seckill/bench/load"
 )
 
@@ -195,8 +196,8 @@ func SLOProbeOptions(o Options, rate float64, conns int, d time.Duration) Option
 
 // RunSLO searches the capacity of one contestant (Edge or Ceiling) under the objective, each
 // probe an open-model run of probe length.
-func RunSLO(ctx context.Context, d *Driver, kind string, o Options, s SLOOptions, conns int, probe time.Duration, logf func(string, ...any)) (*SLOResult, error) {
-	run := map[string]func(context.Context, Options) (*Outcome, error){Edge: d.RunEdge, Ceiling: d.RunCeiling}[kind]
+func RunSLO(ctx context.Context, d *driver.Driver, kind string, o Options, s SLOOptions, conns int, probe time.Duration, logf func(string, ...any)) (*SLOResult, error) {
+	run := map[string]func(context.Context, *driver.Driver, Options) (*Outcome, error){Edge: RunEdge, Ceiling: RunCeiling}[kind]
 	if run == nil {
 		return nil, fmt.Errorf("slo: no search for %q (edge or ceiling)", kind)
 	}
@@ -204,7 +205,7 @@ func RunSLO(ctx context.Context, d *Driver, kind string, o Options, s SLOOptions
 		if ctx.Err() != nil {
 			return SLOProbe{}, ctx.Err()
 		}
-		out, err := run(ctx, SLOProbeOptions(o, rate, conns, probe))
+		out, err := run(ctx, d, SLOProbeOptions(o, rate, conns, probe))
 		if err != nil {
 			return SLOProbe{Outcome: out}, err
 		}

@@ -1,4 +1,4 @@
-package bench
+package crowd
 
 import (
 	"errors"
@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/seckilledge/seckill/bench/load"
-	"github.com/seckilledge/seckill/bench/verify"
+	"github.com/seckilledge/seckill/internal/invariants"
 )
 
 // fakeServer passes every rate up to its capacity and fails above it.
@@ -95,7 +95,7 @@ func TestJudgeFailsATailAnErrorShareOrAFailedInvariant(t *testing.T) {
 		t.Error("10% 5xx passed")
 	}
 	wrong := *ok
-	wrong.Checks = []verify.Check{{Verdict: verify.Fail}}
+	wrong.Checks = []invariants.Check{{Verdict: invariants.Fail}}
 	if pass, _ := o.Judge(&wrong); pass {
 		t.Error("a failed invariant passed")
 	}

@@ -1,4 +1,4 @@
-package bench
+package crowd
 
 import (
 	"context"
@@ -11,8 +11,9 @@ import (
 	"sync"
 	"time"
 
+	"github.com/seckilledge/seckill/bench/driver"
 	"github.com/seckilledge/seckill/bench/load"
-	"github.com/seckilledge/seckill/bench/verify"
+	"github.com/seckilledge/seckill/internal/invariants"
 )
 
 // VariantCrowd is the crowd of a sale with variants and a per-user limit (DESIGN.md, "Variants
@@ -43,9 +44,6 @@ func DefaultVariantCrowd() VariantCrowd {
 
 func (vc VariantCrowd) limit() int { return max(vc.Limit, 1) }
 
-// Variant is the id of the i-th variant of a variant crowd's sale.
-func Variant(i int) string { return fmt.Sprintf("v%d", i) }
-
 // VariantPurchase is what a variant click asks for (the buy request's JSON body).
 type VariantPurchase struct {
 	Variant  string `json:"variant"`
@@ -64,26 +62,26 @@ type VariantOutcome struct {
 
 // CreateVariantSale creates and preheats a sale whose variants v0, v1, ... (Variant) have the
 // given stocks, with a per-user limit (0: 1).
-func (d *Driver) CreateVariantSale(ctx context.Context, sale string, stocks []int, limit int) error {
-	return d.createVariantSale(ctx, sale, VariantCrowd{Stocks: stocks, Limit: limit})
+func CreateVariantSale(ctx context.Context, d *driver.Driver, sale string, stocks []int, limit int) error {
+	return createVariantSale(ctx, d, sale, VariantCrowd{Stocks: stocks, Limit: limit})
 }
 
 // createVariantSale creates and preheats a sale with vc's variants and limit.
-func (d *Driver) createVariantSale(ctx context.Context, sale string, vc VariantCrowd) error {
+func createVariantSale(ctx context.Context, d *driver.Driver, sale string, vc VariantCrowd) error {
 	now := time.Now().UTC()
 	vs := make([]map[string]any, len(vc.Stocks))
 	for i, n := range vc.Stocks {
-		vs[i] = map[string]any{"id": Variant(i), "stock": n}
+		vs[i] = map[string]any{"id": driver.Variant(i), "stock": n}
 	}
 	spec := map[string]any{"id": sale, "variants": vs, "per_user_limit": vc.limit(),
 		"starts_at": now.Add(-time.Minute).Format(time.RFC3339), "ends_at": now.Add(time.Hour).Format(time.RFC3339), "pay_within": "1h"}
 	if vc.Shards > 1 {
 		spec["shards"] = vc.Shards
 	}
-	if err := d.adminCall(ctx, http.MethodPost, "/admin/sales", spec); err != nil {
+	if err := d.Admin(ctx, http.MethodPost, "/admin/sales", spec); err != nil {
 		return fmt.Errorf("create sale: %w", err)
 	}
-	if err := d.adminCall(ctx, http.MethodPost, "/admin/sales/"+sale+"/preheat", nil); err != nil {
+	if err := d.Admin(ctx, http.MethodPost, "/admin/sales/"+sale+"/preheat", nil); err != nil {
 		return fmt.Errorf("preheat: %w", err)
 	}
 	return nil
@@ -93,30 +91,30 @@ func (d *Driver) createVariantSale(ctx context.Context, sale string, vc VariantC
 // (users alternate), in rounds: every user of a round fetches a token and clicks (with repeats);
 // the next round is the returners, up to the limit. Then it waits for the winners to drain and
 // checks every invariant, per variant and in units. o gives the load model and the drain timeout.
-func (d *Driver) RunVariants(ctx context.Context, vc VariantCrowd, o Options) (*VariantOutcome, error) {
-	sale := saleID("variants")
-	if err := d.createVariantSale(ctx, sale, vc); err != nil {
+func RunVariants(ctx context.Context, d *driver.Driver, vc VariantCrowd, o Options) (*VariantOutcome, error) {
+	sale := driver.SaleID("variants")
+	if err := createVariantSale(ctx, d, sale, vc); err != nil {
 		return nil, err
 	}
 	total := 0
 	for _, n := range vc.Stocks {
 		total += n
 	}
-	name := fmt.Sprintf("variants (%d variants, limit %d, %d gateways)", len(vc.Stocks), vc.limit(), len(d.Stack.gateways()))
+	name := fmt.Sprintf("variants (%d variants, limit %d, %d gateways)", len(vc.Stocks), vc.limit(), len(d.Stack.AllGateways()))
 	if vc.Shards > 1 {
-		name = fmt.Sprintf("variants (%d variants, limit %d, %d gateways, %d shards)", len(vc.Stocks), vc.limit(), len(d.Stack.gateways()), vc.Shards)
+		name = fmt.Sprintf("variants (%d variants, limit %d, %d gateways, %d shards)", len(vc.Stocks), vc.limit(), len(d.Stack.AllGateways()), vc.Shards)
 	}
 	out := &VariantOutcome{Outcome: &Outcome{Name: name, Kind: Edge, Sale: sale, Stock: total},
 		FirstSoldOut: map[string]time.Time{}, AcceptedAfter: map[string]int{}}
 	people := Crowd{Users: vc.Users}.Cast(sale + "-")
-	gws := d.Stack.gateways()
+	gws := d.Stack.AllGateways()
 	gwOf := func(i int) string { return gws[i%len(gws)] }
 	index := make(map[string]int, len(people.Users))
 	for i, u := range people.Users {
 		index[u] = i
 	}
 	r := rand.New(rand.NewPCG(vc.Seed, 0x18))
-	acc := &acceptedSet{drain: verify.NewDrainWatcher(ctx, d.PG)}
+	acc := &driver.Winners{Drain: invariants.NewDrainWatcher(ctx, d.PG)}
 	type answer struct {
 		at       time.Time
 		variant  string
@@ -125,7 +123,7 @@ func (d *Driver) RunVariants(ctx context.Context, vc VariantCrowd, o Options) (*
 	var mu sync.Mutex
 	var answers []answer
 	collect := func(req load.Request, resp load.Response) {
-		acc.collect(req, resp)
+		acc.Collect(req, resp)
 		var p VariantPurchase
 		_ = json.Unmarshal(req.Body, &p)
 		if resp.Outcome == "accepted" || resp.Outcome == "sold_out" {
@@ -136,7 +134,7 @@ func (d *Driver) RunVariants(ctx context.Context, vc VariantCrowd, o Options) (*
 	}
 	round := people.Users
 	var rush *load.Result
-	cpu := d.cpuSnap()
+	cpu := d.ReadCPU()
 	for k := 0; k < vc.limit() && len(round) > 0; k++ {
 		// Tokens for this round's users, from the gateway each one uses.
 		tokens := map[string]string{}
@@ -147,7 +145,7 @@ func (d *Driver) RunVariants(ctx context.Context, vc VariantCrowd, o Options) (*
 					mine = append(mine, u)
 				}
 			}
-			ts := d.fetchTokensAt(ctx, o, gws[g], name, sale, mine, people)
+			ts := fetchTokensAt(ctx, d, o, gws[g], name, sale, mine, people)
 			for u, t := range ts.of {
 				tokens[u] = t
 			}
@@ -158,8 +156,8 @@ func (d *Driver) RunVariants(ctx context.Context, vc VariantCrowd, o Options) (*
 			kind = "return"
 		}
 		for _, u := range round {
-			body, _ := json.Marshal(VariantPurchase{Variant: Variant(r.IntN(len(vc.Stocks))), Quantity: 1 + r.IntN(vc.limit())})
-			h := header(u, people.IPs[u])
+			body, _ := json.Marshal(VariantPurchase{Variant: driver.Variant(r.IntN(len(vc.Stocks))), Quantity: 1 + r.IntN(vc.limit())})
+			h := driver.Header(u, people.IPs[u])
 			h.Set("Content-Type", "application/json")
 			if t := tokens[u]; t != "" {
 				h.Set("X-Seckill-Token", t)
@@ -187,8 +185,8 @@ func (d *Driver) RunVariants(ctx context.Context, vc VariantCrowd, o Options) (*
 		round = next
 	}
 	out.Rush = rush
-	out.CPU = d.perRequest(cpu, rush)
-	out.Accepted, out.Winners = len(acc.list), acc.list
+	out.CPU = d.PerRequest(cpu, rush)
+	out.Accepted, out.Winners = len(acc.Accepted), acc.Accepted
 	out.Latency, out.Service = load.PercentilesOf(out.Rush.Latency), load.PercentilesOf(out.Rush.Service)
 
 	// A variant's sell-out must not stop the others.
@@ -211,20 +209,20 @@ func (d *Driver) RunVariants(ctx context.Context, vc VariantCrowd, o Options) (*
 	if timeout == 0 {
 		timeout = 60 * time.Second
 	}
-	dr, err := acc.drain.Wait(ctx, timeout)
+	dr, err := acc.Drain.Wait(ctx, timeout)
 	if err != nil {
 		return out, fmt.Errorf("drain: %w", err)
 	}
 	out.Drain = &dr
-	settled, err := verify.WaitSettled(ctx, d.PG, d.Redis, sale, timeout)
+	settled, err := invariants.WaitSettled(ctx, d.PG, d.Redis, sale, timeout)
 	if err != nil {
 		return out, fmt.Errorf("settle: %w", err)
 	}
 	out.Drain.StockSettled = settled
-	rep, err := verify.Verify(ctx, verify.Sources{Redis: d.Redis, PG: d.PG,
-		Dead:   verify.RabbitMgmt{URL: d.Stack.MgmtURL, Vhost: d.Stack.Vhost},
-		Orders: verify.HTTPOrders(gws[0], nil)},
-		verify.Run{Sale: sale, Accepted: acc.list, Demand: vc.Users, CheckRedis: true, Uncertain: acc.uncertain})
+	rep, err := invariants.Verify(ctx, invariants.Sources{Redis: d.Redis, PG: d.PG,
+		Dead:   invariants.RabbitMgmt{URL: d.Stack.MgmtURL, Vhost: d.Stack.Vhost},
+		Orders: invariants.HTTPOrders(gws[0], nil)},
+		invariants.Run{Sale: sale, Accepted: acc.Accepted, Demand: vc.Users, CheckRedis: true, Uncertain: acc.Uncertain})
 	if err != nil {
 		return out, err
 	}
@@ -237,18 +235,18 @@ func (d *Driver) RunVariants(ctx context.Context, vc VariantCrowd, o Options) (*
 // variant's sell-out does not stop the others: after the first variant was refused sold_out,
 // other variants still sold; of all the variants that sold out, only the last may have had
 // nothing sold after it.
-func variantChecks(o *VariantOutcome) []verify.Check {
+func variantChecks(o *VariantOutcome) []invariants.Check {
 	fivexx := 0
 	for k, n := range o.Rush.Outcomes {
 		if strings.HasPrefix(k, "http_5") {
 			fivexx += n
 		}
 	}
-	cs := []verify.Check{{N: 8, Name: "no 5xx but 503 unavailable", Verdict: verify.Pass, Detail: fmt.Sprintf("%d other 5xx answers", fivexx)}}
+	cs := []invariants.Check{{N: 8, Name: "no 5xx but 503 unavailable", Verdict: invariants.Pass, Detail: fmt.Sprintf("%d other 5xx answers", fivexx)}}
 	if fivexx > 0 {
-		cs[0].Verdict = verify.Fail
+		cs[0].Verdict = invariants.Fail
 	}
-	c := verify.Check{N: 9, Name: "a variant's sell-out does not stop the others", Verdict: verify.Pass}
+	c := invariants.Check{N: 9, Name: "a variant's sell-out does not stop the others", Verdict: invariants.Pass}
 	first, stopped := "", 0
 	for v, at := range o.FirstSoldOut {
 		if first == "" || at.Before(o.FirstSoldOut[first]) {
@@ -262,10 +260,10 @@ func variantChecks(o *VariantOutcome) []verify.Check {
 		len(o.FirstSoldOut), first, o.AcceptedAfter[first])
 	switch {
 	case first == "":
-		c.Verdict = verify.Fail
+		c.Verdict = invariants.Fail
 		c.Detail = "no variant sold out: the crowd did not test it"
 	case o.AcceptedAfter[first] == 0 || stopped > 1:
-		c.Verdict = verify.Fail
+		c.Verdict = invariants.Fail
 	}
 	return append(cs, c)
 }

@@ -1,4 +1,4 @@
-package bench_test
+package crowd_test
 
 import (
 	"bytes"
@@ -7,7 +7,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/seckilledge/seckill/bench"
+	"github.com/seckilledge/seckill/bench/driver"
+	"github.com/seckilledge/seckill/bench/scenario/crowd"
+
 	"github.com/seckilledge/seckill/bench/load"
 	"github.com/seckilledge/seckill/bench/report"
 	"github.com/seckilledge/seckill/contract"
@@ -25,19 +27,19 @@ func TestAVariantCrowdThroughTwoGatewaysKeepsEveryInvariantPerVariant(t *testing
 	if len(stack.Gateways) != 2 {
 		t.Fatalf("%d gateways started, want 2", len(stack.Gateways))
 	}
-	drv, err := bench.NewDriver(ctx, stack)
+	drv, err := driver.NewDriver(ctx, stack)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer drv.Close()
 
-	vc := bench.DefaultVariantCrowd()
-	o, err := drv.RunVariants(ctx, vc, bench.Options{Model: load.Model{Connections: 32}, TokenConns: 32, DrainTimeout: 60 * time.Second})
+	vc := crowd.DefaultVariantCrowd()
+	o, err := crowd.RunVariants(ctx, drv, vc, crowd.Options{Model: load.Model{Connections: 32}, TokenConns: 32, DrainTimeout: 60 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
 	var out bytes.Buffer
-	report.Text(&out, &bench.Result{Date: time.Now(), Machine: bench.ThisMachine(), Stock: o.Stock, Contestants: []*bench.Outcome{o.Outcome}})
+	report.Text(&out, &crowd.Result{Date: time.Now(), Machine: driver.ThisMachine(), Stock: o.Stock, Contestants: []*crowd.Outcome{o.Outcome}})
 	t.Log(out.String())
 	for _, c := range o.Checks {
 		t.Logf("%s %d. %s: %s", c.Verdict, c.N, c.Name, c.Detail)
@@ -68,7 +70,7 @@ func TestAVariantCrowdThroughTwoGatewaysKeepsEveryInvariantPerVariant(t *testing
 	sharded := vc
 	sharded.Users, sharded.Shards, sharded.Seed = 2000, 4, 19
 	sharded.Stocks = []int{20, 40, 80, 120, 160, 200, 240, 280}
-	so, err := drv.RunVariants(ctx, sharded, bench.Options{Model: load.Model{Connections: 32}, TokenConns: 32, DrainTimeout: 60 * time.Second})
+	so, err := crowd.RunVariants(ctx, drv, sharded, crowd.Options{Model: load.Model{Connections: 32}, TokenConns: 32, DrainTimeout: 60 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}

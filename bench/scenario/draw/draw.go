@@ -1,4 +1,4 @@
-package bench
+package draw
 
 import (
 	"bytes"
@@ -16,7 +16,9 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/seckilledge/seckill/bench/driver"
 	"github.com/seckilledge/seckill/bench/load"
+	"github.com/seckilledge/seckill/bench/scenario/room"
 	"github.com/seckilledge/seckill/contract"
 	"github.com/seckilledge/seckill/contract/draw"
 )
@@ -63,9 +65,9 @@ func (o *DrawOptions) defaults() {
 
 // EntryRound is one alternation of the entry-cost comparison.
 type EntryRound struct {
-	Draw  PollSide `json:"draw"`
-	Room  PollSide `json:"room"`
-	Ratio float64  `json:"cpu_ratio"` // (gateway + Redis µs per draw entry) / (same per room entry)
+	Draw  room.PollSide `json:"draw"`
+	Room  room.PollSide `json:"room"`
+	Ratio float64       `json:"cpu_ratio"` // (gateway + Redis µs per draw entry) / (same per room entry)
 }
 
 // SlowCall is a Redis command the slow log kept during the draw.
@@ -76,9 +78,9 @@ type SlowCall struct {
 
 // DrawResult is the benchmark's answer.
 type DrawResult struct {
-	Date    time.Time    `json:"date"`
-	Machine Machine      `json:"machine"`
-	Rounds  []EntryRound `json:"entry_rounds"`
+	Date    time.Time      `json:"date"`
+	Machine driver.Machine `json:"machine"`
+	Rounds  []EntryRound   `json:"entry_rounds"`
 	// EntryRatio is the median of the rounds' ratios; DrawUs and RoomUs the medians of the
 	// gateway + Redis CPU per entry on each side.
 	EntryRatio, DrawUs, RoomUs float64
@@ -112,43 +114,14 @@ func drawSpec(sale string, variants, stock int, opens, closes time.Time, claim s
 // SizeName is the id of size i (s36, s37, ...: shoe sizes).
 func SizeName(i int) string { return "s" + strconv.Itoa(36+i) }
 
-// AdminJSON calls the backend's admin API and decodes the answer into out (when not nil). The
-// client waits up to 10 minutes: running a million-entry draw answers when the draw is done.
-func (d *Driver) AdminJSON(ctx context.Context, method, path string, body, out any) error {
-	var rd io.Reader
-	if body != nil {
-		b, _ := json.Marshal(body)
-		rd = bytes.NewReader(b)
-	}
-	req, err := http.NewRequestWithContext(ctx, method, d.Stack.Backend+path, rd)
-	if err != nil {
-		return err
-	}
-	req.Header.Set("Authorization", "Bearer "+d.Stack.AdminToken)
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := d.admin.Do(req)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode >= 300 {
-		return fmt.Errorf("%s %s: %s: %s", method, path, resp.Status, bytes.TrimSpace(b))
-	}
-	if out != nil {
-		return json.Unmarshal(b, out)
-	}
-	return nil
-}
-
 // CreateDrawSale creates and preheats a draw sale open for entries from a minute ago for an
 // hour (the benchmark closes it early with the admin API).
-func (d *Driver) CreateDrawSale(ctx context.Context, sale string, variants, stock int, claim string) error {
+func CreateDrawSale(ctx context.Context, d *driver.Driver, sale string, variants, stock int, claim string) error {
 	now := time.Now().UTC()
-	if err := d.adminCall(ctx, http.MethodPost, "/admin/sales", drawSpec(sale, variants, stock, now.Add(-time.Minute), now.Add(time.Hour), claim)); err != nil {
+	if err := d.Admin(ctx, http.MethodPost, "/admin/sales", drawSpec(sale, variants, stock, now.Add(-time.Minute), now.Add(time.Hour), claim)); err != nil {
 		return fmt.Errorf("create draw sale: %w", err)
 	}
-	if err := d.adminCall(ctx, http.MethodPost, "/admin/sales/"+sale+"/preheat", nil); err != nil {
+	if err := d.Admin(ctx, http.MethodPost, "/admin/sales/"+sale+"/preheat", nil); err != nil {
 		return fmt.Errorf("preheat: %w", err)
 	}
 	return nil
@@ -169,7 +142,7 @@ type DrawStatus struct {
 }
 
 // RunDraw runs the draw now and waits until it is drawn; it returns how long that took.
-func (d *Driver) RunDraw(ctx context.Context, sale string) (time.Duration, *DrawStatus, error) {
+func RunDraw(ctx context.Context, d *driver.Driver, sale string) (time.Duration, *DrawStatus, error) {
 	began := time.Now()
 	if err := d.AdminJSON(ctx, http.MethodPost, "/admin/sales/"+sale+"/draw", nil, nil); err != nil {
 		return 0, nil, err
@@ -191,13 +164,13 @@ func (d *Driver) RunDraw(ctx context.Context, sale string) (time.Duration, *Draw
 }
 
 // Draw runs the benchmark.
-func (d *Driver) Draw(ctx context.Context, o DrawOptions) (*DrawResult, error) {
+func Draw(ctx context.Context, d *driver.Driver, o DrawOptions) (*DrawResult, error) {
 	o.defaults()
-	res := &DrawResult{Date: time.Now().UTC(), Machine: ThisMachine()}
-	if err := d.EntryCost(ctx, o, res); err != nil {
+	res := &DrawResult{Date: time.Now().UTC(), Machine: driver.ThisMachine()}
+	if err := EntryCost(ctx, d, o, res); err != nil {
 		return res, fmt.Errorf("entry cost: %w", err)
 	}
-	if err := d.BigDraw(ctx, o, res); err != nil {
+	if err := BigDraw(ctx, d, o, res); err != nil {
 		return res, fmt.Errorf("big draw: %w", err)
 	}
 	return res, nil
@@ -205,19 +178,19 @@ func (d *Driver) Draw(ctx context.Context, o DrawOptions) (*DrawResult, error) {
 
 // EntryCost sends fresh entrants, as fast as answers come, to a draw sale's entry and a room
 // sale's entry in turn, and compares the gateway's and Redis's CPU per entry.
-func (d *Driver) EntryCost(ctx context.Context, o DrawOptions, res *DrawResult) error {
+func EntryCost(ctx context.Context, d *driver.Driver, o DrawOptions, res *DrawResult) error {
 	o.defaults()
-	dsale, rsale := saleID("draw-cost"), saleID("room-cost")
-	if err := d.CreateDrawSale(ctx, dsale, o.Variants, o.Stock, "10m"); err != nil {
+	dsale, rsale := driver.SaleID("draw-cost"), driver.SaleID("room-cost")
+	if err := CreateDrawSale(ctx, d, dsale, o.Variants, o.Stock, "10m"); err != nil {
 		return err
 	}
 	now := time.Now().UTC()
-	if err := d.adminCall(ctx, http.MethodPost, "/admin/sales", map[string]any{"id": rsale, "stock": 1000,
+	if err := d.Admin(ctx, http.MethodPost, "/admin/sales", map[string]any{"id": rsale, "stock": 1000,
 		"starts_at": now.Add(-time.Minute).Format(time.RFC3339), "ends_at": now.Add(time.Hour).Format(time.RFC3339),
 		"pay_within": "1h", "room": map[string]any{"rate": 0.001, "difficulty": [2]int{0, 0}, "max_waiters": 10_000_000}}); err != nil {
 		return fmt.Errorf("create room sale: %w", err)
 	}
-	if err := d.adminCall(ctx, http.MethodPost, "/admin/sales/"+rsale+"/preheat", nil); err != nil {
+	if err := d.Admin(ctx, http.MethodPost, "/admin/sales/"+rsale+"/preheat", nil); err != nil {
 		return fmt.Errorf("preheat room sale: %w", err)
 	}
 	n := int(o.Duration.Seconds()*20000) + 1
@@ -233,12 +206,12 @@ func (d *Driver) EntryCost(ctx context.Context, o DrawOptions, res *DrawResult) 
 			rreqs[i] = load.Request{Method: http.MethodPost, URL: d.Stack.Gateway + "/seckill/" + rsale + "/queue",
 				Header: http.Header{"X-User-Id": {ru}}, Kind: "enter", User: ru}
 		}
-		side := func(name string, reqs []load.Request) PollSide {
-			cpu := d.cpuSnap()
+		side := func(name string, reqs []load.Request) room.PollSide {
+			cpu := d.ReadCPU()
 			r := load.Execute(ctx, load.Run{Name: name, Model: load.Model{Connections: o.Conns}, Requests: reqs, Duration: o.Duration,
 				Client: load.NewClient("raw", o.Conns), WarmURL: d.Stack.Gateway + "/healthz"})
 			p := load.PercentilesOf(r.Latency)
-			return PollSide{Completed: r.Completed, Throughput: r.Throughput, P50ms: p.P50, P99ms: p.P99, CPU: d.perRequest(cpu, r), Outcomes: r.Outcomes}
+			return room.PollSide{Completed: r.Completed, Throughput: r.Throughput, P50ms: p.P50, P99ms: p.P99, CPU: d.PerRequest(cpu, r), Outcomes: r.Outcomes}
 		}
 		var er EntryRound
 		er.Draw = side("draw-entry", dreqs)
@@ -252,18 +225,18 @@ func (d *Driver) EntryCost(ctx context.Context, o DrawOptions, res *DrawResult) 
 		res.Rounds = append(res.Rounds, er)
 		ratios, dus, rus = append(ratios, er.Ratio), append(dus, dc), append(rus, rc)
 	}
-	res.EntryRatio, res.DrawUs, res.RoomUs = Median(ratios), Median(dus), Median(rus)
+	res.EntryRatio, res.DrawUs, res.RoomUs = driver.Median(ratios), driver.Median(dus), driver.Median(rus)
 	return nil
 }
 
 // BigDraw fills a draw sale with o.Entries entries written as the entry script writes them
 // (pipelined: a million HTTP entries would measure the client), runs the draw with Redis's
 // slow log catching every call over 10 ms, and times proofs and entry pages at that size.
-func (d *Driver) BigDraw(ctx context.Context, o DrawOptions, res *DrawResult) error {
+func BigDraw(ctx context.Context, d *driver.Driver, o DrawOptions, res *DrawResult) error {
 	o.defaults()
-	sale := saleID("draw-big")
+	sale := driver.SaleID("draw-big")
 	res.Sale, res.Entries = sale, o.Entries
-	if err := d.CreateDrawSale(ctx, sale, o.Variants, o.Stock, "10m"); err != nil {
+	if err := CreateDrawSale(ctx, d, sale, o.Variants, o.Stock, "10m"); err != nil {
 		return err
 	}
 	rdb := d.Redis
@@ -288,7 +261,7 @@ func (d *Driver) BigDraw(ctx context.Context, o DrawOptions, res *DrawResult) er
 	_ = rdb.ConfigSet(ctx, "slowlog-log-slower-than", "10000").Err()
 	_ = rdb.ConfigSet(ctx, "slowlog-max-len", "1024").Err()
 	_ = rdb.SlowLogReset(ctx).Err()
-	took, st, err := d.RunDraw(ctx, sale)
+	took, st, err := RunDraw(ctx, d, sale)
 	if err != nil {
 		return err
 	}

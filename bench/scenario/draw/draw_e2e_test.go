@@ -1,4 +1,4 @@
-package bench_test
+package draw_test
 
 import (
 	"context"
@@ -7,12 +7,15 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/seckilledge/seckill/bench"
+	"github.com/seckilledge/seckill/bench/driver"
+	"github.com/seckilledge/seckill/bench/scenario/draw"
+
 	"github.com/seckilledge/seckill/bench/drawcheck"
 	"github.com/seckilledge/seckill/contract"
 	"github.com/seckilledge/seckill/internal/drandtest"
@@ -32,7 +35,7 @@ func TestADrawSaleRunsFromEntryToTheLastClaim(t *testing.T) {
 	defer cancel()
 	_ = testenv.Postgres(t)
 	redisSrv := testenv.StartRedis(t)
-	bin, err := binaries.Dir("..")
+	bin, err := binaries.Dir("../../..")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -64,7 +67,7 @@ func TestADrawSaleRunsFromEntryToTheLastClaim(t *testing.T) {
 	dead := httptest.NewServer(http.NotFoundHandler())
 	dead.Close()
 	const closeIn = 12 * time.Second
-	stack, err := bench.Start(ctx, bench.StartOptions{Root: "..", BinDir: bin, RedisAddr: redisSrv.Addr(),
+	stack, err := driver.Start(ctx, driver.StartOptions{Root: "../../..", BinDir: bin, RedisAddr: redisSrv.Addr(),
 		AMQPURL: testenv.AMQPURL(), MgmtURL: testenv.AMQPMgmtURL(), PGAdminURL: testenv.PGAdminURL(),
 		AdminToken: "e2e-admin-token-0123456789-abcdefgh", TokenKey: "e2e-token-key-0123456789abcdef-0123456789", LogDir: t.TempDir(),
 		ExtraGlobal: harness.TrustLoopbackProxy, Gateways: 2,
@@ -74,7 +77,7 @@ func TestADrawSaleRunsFromEntryToTheLastClaim(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(stack.Close)
-	drv, err := bench.NewDriver(ctx, stack)
+	drv, err := driver.NewDriver(ctx, stack)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -97,7 +100,7 @@ func TestADrawSaleRunsFromEntryToTheLastClaim(t *testing.T) {
 		}
 	}()
 	beacon.HoldUntil(time.Now().Add(closeIn + 4*time.Second))
-	res, err := drv.DrawSale(ctx, bench.DrawSaleOptions{Sale: saleID, Close: closeIn, Entrants: entrants, Sizes: sizes, Units: units, Logf: t.Logf,
+	res, err := draw.DrawSale(ctx, drv, draw.DrawSaleOptions{Sale: saleID, Close: closeIn, Entrants: entrants, Sizes: sizes, Units: units, Logf: t.Logf,
 		Forward: func(user string) string {
 			return "10.9." + fmt.Sprint(len(user)%200) + "." + fmt.Sprint(int(user[len(user)-1]))
 		}})
@@ -136,7 +139,7 @@ func TestADrawSaleRunsFromEntryToTheLastClaim(t *testing.T) {
 		}
 		time.Sleep(250 * time.Millisecond)
 	}
-	rep := drv.VerifySale(ctx, sale, res.Accepted...)
+	rep := draw.VerifySale(ctx, drv, sale, res.Accepted...)
 	for _, c := range rep.Checks {
 		t.Logf("%s %d. %s: %s", c.Verdict, c.N, c.Name, c.Detail)
 	}
@@ -158,3 +161,8 @@ func TestADrawSaleRunsFromEntryToTheLastClaim(t *testing.T) {
 		t.Fatal("verify-draw did not check the beacon round and the effective seed")
 	}
 }
+
+// binaries are the gateway and backend, built once for the package's whole-stack tests.
+var binaries harness.Binaries
+
+func TestMain(m *testing.M) { os.Exit(binaries.Run(m)) }

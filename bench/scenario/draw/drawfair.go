@@ -1,4 +1,4 @@
-package bench
+package draw
 
 import (
 	"context"
@@ -8,8 +8,9 @@ import (
 	"sync"
 	"time"
 
+	"github.com/seckilledge/seckill/bench/driver"
 	"github.com/seckilledge/seckill/bench/load"
-	"github.com/seckilledge/seckill/bench/verify"
+	"github.com/seckilledge/seckill/internal/invariants"
 )
 
 // Fairness of a draw (issue 29, "Targets"): a crowd enters through two gateways, a fast half
@@ -40,7 +41,7 @@ type DrawFairResult struct {
 }
 
 // DrawFairness runs one fairness draw.
-func (d *Driver) DrawFairness(ctx context.Context, o DrawFairOptions) (*DrawFairResult, error) {
+func DrawFairness(ctx context.Context, d *driver.Driver, o DrawFairOptions) (*DrawFairResult, error) {
 	if o.Entrants <= 0 {
 		o.Entrants = 100_000
 	}
@@ -53,12 +54,12 @@ func (d *Driver) DrawFairness(ctx context.Context, o DrawFairOptions) (*DrawFair
 	if o.Logf == nil {
 		o.Logf = func(string, ...any) {}
 	}
-	sale := saleID("draw-fair")
+	sale := driver.SaleID("draw-fair")
 	res := &DrawFairResult{Sale: sale, Entrants: o.Entrants, Outcomes: map[string]int{}}
-	if err := d.CreateDrawSale(ctx, sale, o.Variants, o.Stock, "10m"); err != nil {
+	if err := CreateDrawSale(ctx, d, sale, o.Variants, o.Stock, "10m"); err != nil {
 		return nil, err
 	}
-	gws := d.Stack.gateways()
+	gws := d.Stack.AllGateways()
 	half := o.Entrants / 2
 	var mu sync.Mutex
 	fast := map[string]bool{}
@@ -102,7 +103,7 @@ func (d *Driver) DrawFairness(ctx context.Context, o DrawFairOptions) (*DrawFair
 		}
 	}
 	o.Logf("draw fairness: %d fast and %d slow entrants entered in %.1fs (%v)", res.Entered[0], res.Entered[1], res.EntrySeconds, res.Outcomes)
-	took, _, err := d.RunDraw(ctx, sale)
+	took, _, err := RunDraw(ctx, d, sale)
 	if err != nil {
 		return nil, err
 	}
@@ -143,14 +144,14 @@ func (d *Driver) DrawFairness(ctx context.Context, o DrawFairOptions) (*DrawFair
 // VerifySale checks every invariant of a sale once it has settled: the whole-system ones and,
 // for a draw sale, the draw's. accepted are the 202s the run was answered (none for a run that
 // only entered a draw).
-func (d *Driver) VerifySale(ctx context.Context, sale string, accepted ...verify.Accepted) verify.Report {
-	if _, err := verify.WaitSettled(ctx, d.PG, d.Redis, sale, 60*time.Second); err != nil {
-		return verify.Report{Sale: sale, Checks: []verify.Check{{Name: "settle", Verdict: verify.Fail, Detail: err.Error()}}}
+func VerifySale(ctx context.Context, d *driver.Driver, sale string, accepted ...invariants.Accepted) invariants.Report {
+	if _, err := invariants.WaitSettled(ctx, d.PG, d.Redis, sale, 60*time.Second); err != nil {
+		return invariants.Report{Sale: sale, Checks: []invariants.Check{{Name: "settle", Verdict: invariants.Fail, Detail: err.Error()}}}
 	}
-	rep, err := verify.Verify(ctx, verify.Sources{Redis: d.Redis, PG: d.PG,
-		Dead: verify.RabbitMgmt{URL: d.Stack.MgmtURL, Vhost: d.Stack.Vhost}}, verify.Run{Sale: sale, Accepted: accepted, CheckRedis: true})
+	rep, err := invariants.Verify(ctx, invariants.Sources{Redis: d.Redis, PG: d.PG,
+		Dead: invariants.RabbitMgmt{URL: d.Stack.MgmtURL, Vhost: d.Stack.Vhost}}, invariants.Run{Sale: sale, Accepted: accepted, CheckRedis: true})
 	if err != nil {
-		return verify.Report{Sale: sale, Checks: []verify.Check{{Name: "verify", Verdict: verify.Fail, Detail: err.Error()}}}
+		return invariants.Report{Sale: sale, Checks: []invariants.Check{{Name: "verify", Verdict: invariants.Fail, Detail: err.Error()}}}
 	}
 	return rep
 }

@@ -1,4 +1,4 @@
-package bench
+package draw
 
 import (
 	"context"
@@ -10,7 +10,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/seckilledge/seckill/bench/verify"
+	"github.com/seckilledge/seckill/bench/driver"
+	"github.com/seckilledge/seckill/internal/invariants"
 )
 
 // A whole draw sale, from the first entry to the last claim (issue 29, "Done when"): the
@@ -42,14 +43,14 @@ type DrawSaleResult struct {
 	Withdrawn         int
 	WinnersByWave     map[int]int
 	Bought            int
-	Accepted          []verify.Accepted
+	Accepted          []invariants.Accepted
 	SizeOf            map[string]string // the size each entrant ended with ("" withdrawn)
 	Problems          []string
 	DrawnAfterCloseMs int64
 }
 
 // DrawSale runs the sale through the driver's gateways.
-func (d *Driver) DrawSale(ctx context.Context, o DrawSaleOptions) (*DrawSaleResult, error) {
+func DrawSale(ctx context.Context, d *driver.Driver, o DrawSaleOptions) (*DrawSaleResult, error) {
 	if o.Sale == "" {
 		o.Sale = fmt.Sprintf("draw-sale-%d", time.Now().UnixNano()%1e9)
 	}
@@ -87,7 +88,7 @@ func (d *Driver) DrawSale(ctx context.Context, o DrawSaleOptions) (*DrawSaleResu
 	if err := d.AdminJSON(ctx, http.MethodPost, "/admin/sales/"+sale+"/preheat", nil, nil); err != nil {
 		return nil, err
 	}
-	gws := d.Stack.gateways()
+	gws := d.Stack.AllGateways()
 	cl := &http.Client{Timeout: 10 * time.Second}
 	call := func(gw int, method, path, user, body string, hdr ...string) (int, map[string]any) {
 		var rd io.Reader
@@ -212,7 +213,7 @@ func (d *Driver) DrawSale(ctx context.Context, o DrawSaleOptions) (*DrawSaleResu
 			} else {
 				res.Bought++
 				id, _ := out["order_id"].(string)
-				res.Accepted = append(res.Accepted, verify.Accepted{OrderID: id, UserID: user(i), At: time.Now()})
+				res.Accepted = append(res.Accepted, invariants.Accepted{OrderID: id, UserID: user(i), At: time.Now()})
 			}
 		}
 		return n

@@ -1,4 +1,4 @@
-package bench
+package identity
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/seckilledge/seckill/bench/driver"
 	"github.com/seckilledge/seckill/bench/load"
 )
 
@@ -273,7 +274,7 @@ type IdentityTarget struct {
 // IdentityResult is the benchmark's answer.
 type IdentityResult struct {
 	Date     time.Time             `json:"date"`
-	Machine  Machine               `json:"machine"`
+	Machine  driver.Machine        `json:"machine"`
 	Sale     string                `json:"sale"`
 	Sessions int                   `json:"sessions_per_case_round"`
 	Conns    int                   `json:"conns"`
@@ -311,7 +312,7 @@ func RoundOrder(cases []string, r int) []string {
 }
 
 // Identity runs the benchmark: a preheated sale, then o.Rounds rounds of every case.
-func (d *Driver) Identity(ctx context.Context, o IdentityOptions) (*IdentityResult, error) {
+func Identity(ctx context.Context, d *driver.Driver, o IdentityOptions) (*IdentityResult, error) {
 	if len(o.Cases) == 0 {
 		o.Cases = IdentityCases
 	}
@@ -347,7 +348,7 @@ func (d *Driver) Identity(ctx context.Context, o IdentityOptions) (*IdentityResu
 		}
 		sites[c] = fmt.Sprintf("http://127.0.0.1:%d", p)
 	}
-	sale := saleID("identity")
+	sale := driver.SaleID("identity")
 	if err := d.CreateSale(ctx, sale, 1000, true); err != nil {
 		return nil, fmt.Errorf("create sale: %w", err)
 	}
@@ -368,14 +369,14 @@ func (d *Driver) Identity(ctx context.Context, o IdentityOptions) (*IdentityResu
 	}
 	o.Logf("identity: sale %s, %d cases x %d rounds, %d fresh sessions per case and round (%d signed), %d connections, %s per rush",
 		sale, len(o.Cases), o.Rounds, o.Sessions, o.Rounds*len(o.Cases)*o.Sessions, o.Conns, o.Duration)
-	res := &IdentityResult{Date: time.Now().UTC(), Machine: ThisMachine(), Sale: sale, Sessions: o.Sessions, Conns: o.Conns,
+	res := &IdentityResult{Date: time.Now().UTC(), Machine: driver.ThisMachine(), Sale: sale, Sessions: o.Sessions, Conns: o.Conns,
 		Duration: o.Duration, TTL: o.TTL, Throttle: o.Throttle}
 	for r := range o.Rounds {
 		for _, c := range RoundOrder(o.Cases, r) {
 			if ctx.Err() != nil {
 				return res, ctx.Err()
 			}
-			rush, err := d.identitySide(ctx, o, c, r+1, sites[c], sale, signed[side{r, c}])
+			rush, err := identitySide(ctx, d, o, c, r+1, sites[c], sale, signed[side{r, c}])
 			if err != nil {
 				return res, err
 			}
@@ -389,7 +390,7 @@ func (d *Driver) Identity(ctx context.Context, o IdentityOptions) (*IdentityResu
 }
 
 // identitySide runs one case's rush: the buyers of sessions click in turn until the duration ends.
-func (d *Driver) identitySide(ctx context.Context, o IdentityOptions, c string, round int, site, sale string, s StandinSessions) (IdentitySide, error) {
+func identitySide(ctx context.Context, d *driver.Driver, o IdentityOptions, c string, round int, site, sale string, s StandinSessions) (IdentitySide, error) {
 	// More requests than the rush can send (50 000/s: more than one gateway CPU answers on the
 	// cheapest route): the duration ends it.
 	n := int(o.Duration.Seconds()*50000) + 1
@@ -419,9 +420,9 @@ func (d *Driver) identitySide(ctx context.Context, o IdentityOptions, c string, 
 	if o.AroundRush != nil {
 		done = o.AroundRush(fmt.Sprintf("%s-r%d", c, round))
 	}
-	cpu := d.cpuSnap()
+	cpu := d.ReadCPU()
 	r := load.Execute(ctx, load.Run{Name: c, Model: load.Model{Connections: o.Conns}, Requests: reqs, Duration: o.Duration, Client: client})
-	per := d.perRequest(cpu, r)
+	per := d.PerRequest(cpu, r)
 	done()
 	after, err := o.Standin.Calls(ctx)
 	if err != nil {
@@ -492,10 +493,10 @@ func SummarizeIdentity(sides []IdentitySide, cases []string, ttl time.Duration) 
 		if sum.Rounds == 0 {
 			continue
 		}
-		sum.Throughput, sum.P99ms = Median(thr), Median(p99)
-		sum.GatewayUs, sum.StandinUs, sum.TotalUs, sum.RedisUs = Median(gw), Median(st), Median(tot), Median(rd)
-		sum.GatewayRatio, sum.TotalRatio = Median(gwr), Median(totr)
-		sum.SessionCalls, sum.CallsPerSession = Median(calls), Median(cps)
+		sum.Throughput, sum.P99ms = driver.Median(thr), driver.Median(p99)
+		sum.GatewayUs, sum.StandinUs, sum.TotalUs, sum.RedisUs = driver.Median(gw), driver.Median(st), driver.Median(tot), driver.Median(rd)
+		sum.GatewayRatio, sum.TotalRatio = driver.Median(gwr), driver.Median(totr)
+		sum.SessionCalls, sum.CallsPerSession = driver.Median(calls), driver.Median(cps)
 		if completed > 0 {
 			sum.OKShare = float64(ok) / float64(completed)
 		}

@@ -1,4 +1,4 @@
-package bench
+package identity
 
 import (
 	"context"
@@ -284,13 +284,5 @@ func TestARunOfRefusalsIsNotAResult(t *testing.T) {
 	r.Cases, r.Targets = SummarizeIdentity([]IdentitySide{s}, []string{IdentityJWT}, time.Second)
 	if r.OK() {
 		t.Error("a case answering 90 % of its requests with a token passed")
-	}
-}
-
-// The stand-in's CPU is counted because it is one of the stack's other process trees.
-func TestOtherProcessTreesAreCountedWithTheStacksOwn(t *testing.T) {
-	d := &Driver{Stack: &Stack{GatewayPID: 10, Others: map[string]int{"standin": 11}}}
-	if s := d.servers(); s["gateway"] != 10 || s["standin"] != 11 {
-		t.Errorf("servers %v", s)
 	}
 }

@@ -1,4 +1,4 @@
-package bench
+package identity
 
 import (
 	"context"
@@ -18,6 +18,7 @@ import (
 	"github.com/go-jose/go-jose/v4"
 	"github.com/go-jose/go-jose/v4/jwt"
 
+	"github.com/seckilledge/seckill/bench/driver"
 	"github.com/seckilledge/seckill/contract"
 	"github.com/seckilledge/seckill/internal/proc"
 )
@@ -210,12 +211,12 @@ func StartStandin(ctx context.Context, exe, logDir string) (*StandinProcess, err
 		return nil, err
 	}
 	addr := fmt.Sprintf("127.0.0.1:%d", port)
-	p, err := startProc(exe, []string{"session-standin", "-listen", addr}, nil, filepath.Join(logDir, "standin.log"))
+	p, err := driver.StartProc(exe, []string{"session-standin", "-listen", addr}, nil, filepath.Join(logDir, "standin.log"))
 	if err != nil {
 		return nil, err
 	}
 	sp := &StandinProcess{URL: "http://" + addr, PID: p.PID(), p: p, c: &http.Client{Timeout: time.Minute}}
-	if err := waitHTTP(ctx, "session stand-in", p, sp.URL+"/healthz"); err != nil {
+	if err := driver.WaitHTTP(ctx, "session stand-in", p, sp.URL+"/healthz"); err != nil {
 		sp.Close()
 		return nil, err
 	}

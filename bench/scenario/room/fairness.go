@@ -1,4 +1,4 @@
-package bench
+package room
 
 import (
 	"context"
@@ -8,7 +8,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/seckilledge/seckill/bench/verify"
+	"github.com/seckilledge/seckill/bench/driver"
+	"github.com/seckilledge/seckill/internal/invariants"
 )
 
 // The fairness scenario of the waiting room (issue 15, docs/room.md): two populations of
@@ -103,9 +104,9 @@ type FairnessSale struct {
 	// and slow nothing either).
 	Ratio float64 `json:"slow_fast_ratio"`
 	// SoldOutS is the time from the start to the last unit.
-	SoldOutS float64        `json:"sold_out_s"`
-	Outcomes map[string]int `json:"outcomes"`
-	Verify   *verify.Report `json:"verify,omitempty"`
+	SoldOutS float64            `json:"sold_out_s"`
+	Outcomes map[string]int     `json:"outcomes"`
+	Verify   *invariants.Report `json:"verify,omitempty"`
 	// Prequeued is how many entered the room before the start (invariant 6's count).
 	Prequeued int `json:"prequeued,omitempty"`
 }
@@ -113,7 +114,7 @@ type FairnessSale struct {
 // FairnessResult is the scenario's answer.
 type FairnessResult struct {
 	Date      time.Time       `json:"date"`
-	Machine   Machine         `json:"machine"`
+	Machine   driver.Machine  `json:"machine"`
 	Options   FairnessOptions `json:"-"`
 	Buyers    int             `json:"buyers_per_population"`
 	RoomRate  float64         `json:"room_rate"`
@@ -134,27 +135,27 @@ func (r *FairnessResult) OK() bool {
 }
 
 // Fairness runs the scenario: the sale without a room, then the sale with one.
-func (d *Driver) Fairness(ctx context.Context, o FairnessOptions) (*FairnessResult, error) {
+func Fairness(ctx context.Context, d *driver.Driver, o FairnessOptions) (*FairnessResult, error) {
 	o.defaults()
-	res := &FairnessResult{Date: time.Now().UTC(), Machine: ThisMachine(), Options: o, Buyers: o.Buyers, RoomRate: o.RoomRate}
+	res := &FairnessResult{Date: time.Now().UTC(), Machine: driver.ThisMachine(), Options: o, Buyers: o.Buyers, RoomRate: o.RoomRate}
 	var err error
-	if res.Without, err = d.fairSale(ctx, o, false); err != nil {
+	if res.Without, err = fairSale(ctx, d, o, false); err != nil {
 		return res, err
 	}
-	if res.With, err = d.fairSale(ctx, o, true); err != nil {
+	if res.With, err = fairSale(ctx, d, o, true); err != nil {
 		return res, err
 	}
 	res.TargetMet = res.With.Ratio >= 0.9
 	return res, nil
 }
 
-func (d *Driver) fairSale(ctx context.Context, o FairnessOptions, room bool) (*FairnessSale, error) {
+func fairSale(ctx context.Context, d *driver.Driver, o FairnessOptions, room bool) (*FairnessSale, error) {
 	kind := "fair-plain"
 	name := "without the room (token + buy)"
 	if room {
 		kind, name = "fair-room", fmt.Sprintf("with the room (rate %g/s)", o.RoomRate)
 	}
-	sale := saleID(kind)
+	sale := driver.SaleID(kind)
 	stock := int(float64(2*o.Buyers)*o.StockShare + 0.5)
 	start := time.Now().Add(o.Lead).Truncate(time.Second).Add(time.Second)
 	spec := map[string]any{"id": sale, "stock": stock, "starts_at": start.UTC().Format(time.RFC3339),
@@ -162,14 +163,14 @@ func (d *Driver) fairSale(ctx context.Context, o FairnessOptions, room bool) (*F
 	if room {
 		spec["room"] = map[string]any{"rate": o.RoomRate, "difficulty": [2]int{0, 0}}
 	}
-	if err := d.adminCall(ctx, http.MethodPost, "/admin/sales", spec); err != nil {
+	if err := d.Admin(ctx, http.MethodPost, "/admin/sales", spec); err != nil {
 		return nil, fmt.Errorf("create sale: %w", err)
 	}
-	if err := d.adminCall(ctx, http.MethodPost, "/admin/sales/"+sale+"/preheat", nil); err != nil {
+	if err := d.Admin(ctx, http.MethodPost, "/admin/sales/"+sale+"/preheat", nil); err != nil {
 		return nil, fmt.Errorf("preheat: %w", err)
 	}
 	run := &fairRun{d: d, o: o, sale: sale, start: start, outcomes: map[string]int{}, won: map[string]bool{}, admitted: map[string]bool{},
-		acc: &acceptedSet{drain: verify.NewDrainWatcher(ctx, d.PG)}}
+		acc: &driver.Winners{Drain: invariants.NewDrainWatcher(ctx, d.PG)}}
 	fastHTTP := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: o.FastConns, MaxConnsPerHost: o.FastConns}}
 	slowHTTP := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 64}}
 	defer fastHTTP.CloseIdleConnections()
@@ -229,16 +230,16 @@ func (d *Driver) fairSale(ctx context.Context, o FairnessOptions, room bool) (*F
 	}
 	o.Logf("%s: fast %d, slow %d of %d units (slow/fast %.2f), sold out %.1f s after the start", name, out.Fast.Won, out.Slow.Won, stock, out.Ratio, out.SoldOutS)
 
-	if _, err := run.acc.drain.Wait(ctx, o.DrainTimeout); err != nil {
+	if _, err := run.acc.Drain.Wait(ctx, o.DrainTimeout); err != nil {
 		return out, fmt.Errorf("drain: %w", err)
 	}
-	if _, err := verify.WaitSettled(ctx, d.PG, d.Redis, sale, o.DrainTimeout); err != nil {
+	if _, err := invariants.WaitSettled(ctx, d.PG, d.Redis, sale, o.DrainTimeout); err != nil {
 		return out, fmt.Errorf("settle: %w", err)
 	}
-	rep, err := verify.Verify(ctx, verify.Sources{Redis: d.Redis, PG: d.PG,
-		Dead:   verify.RabbitMgmt{URL: d.Stack.MgmtURL, Vhost: d.Stack.Vhost},
-		Orders: verify.HTTPOrders(d.Stack.Gateway, nil)},
-		verify.Run{Sale: sale, Accepted: run.acc.list, Demand: 2 * o.Buyers, CheckRedis: true, Uncertain: run.acc.uncertain})
+	rep, err := invariants.Verify(ctx, invariants.Sources{Redis: d.Redis, PG: d.PG,
+		Dead:   invariants.RabbitMgmt{URL: d.Stack.MgmtURL, Vhost: d.Stack.Vhost},
+		Orders: invariants.HTTPOrders(d.Stack.Gateway, nil)},
+		invariants.Run{Sale: sale, Accepted: run.acc.Accepted, Demand: 2 * o.Buyers, CheckRedis: true, Uncertain: run.acc.Uncertain})
 	if err != nil {
 		return out, err
 	}

@@ -1,4 +1,4 @@
-package bench
+package room
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/seckilledge/seckill/bench/driver"
 	"github.com/seckilledge/seckill/bench/load"
 )
 
@@ -31,11 +32,11 @@ type fairClient struct {
 
 // fairRun is the shared state of one sale's crowd.
 type fairRun struct {
-	d        *Driver
+	d        *driver.Driver
 	o        FairnessOptions
 	sale     string
 	start    time.Time
-	acc      *acceptedSet
+	acc      *driver.Winners
 	mu       sync.Mutex
 	outcomes map[string]int
 	won      map[string]bool // winner -> in the fast population
@@ -142,7 +143,7 @@ func (r *fairRun) buy(ctx context.Context, c *fairClient, token string) (stop bo
 		case st == http.StatusAccepted:
 			r.count("accepted")
 			now := time.Now()
-			r.acc.collect(load.Request{User: c.user}, load.Response{Outcome: "accepted", OrderID: str(m, "order_id"), At: now})
+			r.acc.Collect(load.Request{User: c.user}, load.Response{Outcome: "accepted", OrderID: str(m, "order_id"), At: now})
 			r.mu.Lock()
 			r.won[c.user] = c.fast
 			if now.After(r.lastWin) {
@@ -152,7 +153,7 @@ func (r *fairRun) buy(ctx context.Context, c *fairClient, token string) (stop bo
 			return true
 		case st == 0 || st == http.StatusServiceUnavailable:
 			r.count("buy:unavailable")
-			r.acc.collect(load.Request{User: c.user}, load.Response{Outcome: "unavailable", At: time.Now()})
+			r.acc.Collect(load.Request{User: c.user}, load.Response{Outcome: "unavailable", At: time.Now()})
 		default:
 			r.count("buy:" + code)
 			if final(code) {

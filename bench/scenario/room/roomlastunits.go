@@ -1,4 +1,4 @@
-package bench
+package room
 
 import (
 	"context"
@@ -9,7 +9,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/seckilledge/seckill/bench/verify"
+	"github.com/seckilledge/seckill/bench/driver"
+	"github.com/seckilledge/seckill/internal/invariants"
 )
 
 // The last units of a sale with half its waiters absent (issue 28, "Admissions go to people
@@ -77,18 +78,18 @@ func (o *LastUnitsOptions) defaults() {
 
 // LastUnitsResult is one run, under one presence setting.
 type LastUnitsResult struct {
-	Date     time.Time `json:"date"`
-	Machine  Machine   `json:"machine"`
-	LoadAvg  string    `json:"loadavg"`
-	Variant  string    `json:"variant"` // the presence setting, as the caller names it
-	Caddy    string    `json:"caddy"`   // the lines the gateway's seckill_room block got
-	Sale     string    `json:"sale"`
-	Waiters  int       `json:"waiters"`
-	Absent   int       `json:"absent"`
-	Units    int       `json:"units"`
-	Rate     float64   `json:"rate"`
-	SessionS float64   `json:"session_s"`
-	Sold     int       `json:"sold"`
+	Date     time.Time      `json:"date"`
+	Machine  driver.Machine `json:"machine"`
+	LoadAvg  string         `json:"loadavg"`
+	Variant  string         `json:"variant"` // the presence setting, as the caller names it
+	Caddy    string         `json:"caddy"`   // the lines the gateway's seckill_room block got
+	Sale     string         `json:"sale"`
+	Waiters  int            `json:"waiters"`
+	Absent   int            `json:"absent"`
+	Units    int            `json:"units"`
+	Rate     float64        `json:"rate"`
+	SessionS float64        `json:"session_s"`
+	Sold     int            `json:"sold"`
 	// SoldAtS is when each unit sold (the 202), in seconds from the start, in order.
 	SoldAtS []float64 `json:"sold_at_s"`
 	// FirstS is the time from the start to the sale of the first 10 % of the units; LastS the
@@ -99,30 +100,30 @@ type LastUnitsResult struct {
 	Ratio   float64 `json:"ratio"`
 	AllSold bool    `json:"all_sold"`
 	// Room is the room hash's counters at the end (admitted, lapsed, skipped, ...).
-	Room       map[string]int64 `json:"room"`
-	Outcomes   map[string]int   `json:"outcomes"`
-	Verify     *verify.Report   `json:"verify,omitempty"`
-	RoomChecks string           `json:"room_checks"`
-	AllChecks  string           `json:"all_checks"`
+	Room       map[string]int64   `json:"room"`
+	Outcomes   map[string]int     `json:"outcomes"`
+	Verify     *invariants.Report `json:"verify,omitempty"`
+	RoomChecks string             `json:"room_checks"`
+	AllChecks  string             `json:"all_checks"`
 }
 
 // RoomLastUnits runs the scenario once on the driver's stack.
-func (d *Driver) RoomLastUnits(ctx context.Context, o LastUnitsOptions, variant, caddyLines string) (*LastUnitsResult, error) {
+func RoomLastUnits(ctx context.Context, d *driver.Driver, o LastUnitsOptions, variant, caddyLines string) (*LastUnitsResult, error) {
 	o.defaults()
-	sale := saleID("room-last")
+	sale := driver.SaleID("room-last")
 	start := time.Now().Add(o.Lead).Truncate(time.Second).Add(time.Second)
-	res := &LastUnitsResult{Date: time.Now().UTC(), Machine: ThisMachine(), LoadAvg: LoadAvg(), Variant: variant, Caddy: caddyLines,
+	res := &LastUnitsResult{Date: time.Now().UTC(), Machine: driver.ThisMachine(), LoadAvg: driver.LoadAvg(), Variant: variant, Caddy: caddyLines,
 		Sale: sale, Waiters: o.Waiters, Units: o.Units, Rate: o.Rate, SessionS: o.Session.Seconds()}
-	if err := d.adminCall(ctx, http.MethodPost, "/admin/sales", map[string]any{"id": sale, "stock": o.Units,
+	if err := d.Admin(ctx, http.MethodPost, "/admin/sales", map[string]any{"id": sale, "stock": o.Units,
 		"starts_at": start.UTC().Format(time.RFC3339), "ends_at": start.Add(time.Hour).UTC().Format(time.RFC3339), "pay_within": "1h",
 		"room": map[string]any{"rate": o.Rate, "session": o.Session.String(), "difficulty": [2]int{0, 0}}}); err != nil {
 		return nil, fmt.Errorf("create sale: %w", err)
 	}
-	if err := d.adminCall(ctx, http.MethodPost, "/admin/sales/"+sale+"/preheat", nil); err != nil {
+	if err := d.Admin(ctx, http.MethodPost, "/admin/sales/"+sale+"/preheat", nil); err != nil {
 		return nil, fmt.Errorf("preheat: %w", err)
 	}
 	// Everyone enters the pre-queue at once, well before the start.
-	tickets, err := d.enterAll(ctx, sale, o.Waiters, min(o.Waiters, 100))
+	tickets, err := enterAll(ctx, d, sale, o.Waiters, min(o.Waiters, 100))
 	if err != nil {
 		return res, err
 	}
@@ -136,7 +137,7 @@ func (d *Driver) RoomLastUnits(ctx context.Context, o LastUnitsOptions, variant,
 	fo := FairnessOptions{ThinkMin: o.ThinkMin, ThinkMax: o.ThinkMax, Seed: o.Seed}
 	fo.defaults()
 	run := &fairRun{d: d, o: fo, sale: sale, start: start, outcomes: map[string]int{}, won: map[string]bool{}, admitted: map[string]bool{},
-		acc: &acceptedSet{drain: verify.NewDrainWatcher(ctx, d.PG)}}
+		acc: &driver.Winners{Drain: invariants.NewDrainWatcher(ctx, d.PG)}}
 	hc := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 128}}
 	defer hc.CloseIdleConnections()
 	rctx, cancel := context.WithDeadline(ctx, start.Add(o.Cap))
@@ -165,9 +166,7 @@ func (d *Driver) RoomLastUnits(ctx context.Context, o LastUnitsOptions, variant,
 				return
 			case <-tk.C:
 			}
-			run.acc.mu.Lock()
-			n := len(run.acc.list)
-			run.acc.mu.Unlock()
+			n := run.acc.Len()
 			if n >= o.Units {
 				cancel()
 				return
@@ -177,11 +176,9 @@ func (d *Driver) RoomLastUnits(ctx context.Context, o LastUnitsOptions, variant,
 	wg.Wait()
 	cancel()
 	var soldAt []time.Time
-	run.acc.mu.Lock()
-	for _, a := range run.acc.list {
+	for _, a := range run.acc.Snapshot() {
 		soldAt = append(soldAt, a.At)
 	}
-	run.acc.mu.Unlock()
 	sort.Slice(soldAt, func(i, j int) bool { return soldAt[i].Before(soldAt[j]) })
 	for _, t := range soldAt {
 		res.SoldAtS = append(res.SoldAtS, t.Sub(start).Seconds())
@@ -190,7 +187,7 @@ func (d *Driver) RoomLastUnits(ctx context.Context, o LastUnitsOptions, variant,
 	res.AllSold = res.Sold >= o.Units
 	res.FirstS, res.LastS, res.Ratio = tenPercents(res.SoldAtS, o.Units, o.Cap.Seconds())
 	res.Outcomes = run.outcomes
-	res.Room = d.roomCounters(ctx, sale)
+	res.Room = roomCounters(ctx, d, sale)
 	o.Logf("last units (%s): %d of %d sold; first 10 %% in %.1f s, last 10 %% in %.1f s (%.2fx); room %v",
 		variant, res.Sold, o.Units, res.FirstS, res.LastS, res.Ratio, res.Room)
 
@@ -201,22 +198,22 @@ func (d *Driver) RoomLastUnits(ctx context.Context, o LastUnitsOptions, variant,
 	if !res.AllSold {
 		demand = res.Sold
 	}
-	if _, err := run.acc.drain.Wait(ctx, o.DrainTimeout); err != nil {
+	if _, err := run.acc.Drain.Wait(ctx, o.DrainTimeout); err != nil {
 		return res, fmt.Errorf("drain: %w", err)
 	}
-	if _, err := verify.WaitSettled(ctx, d.PG, d.Redis, sale, o.DrainTimeout); err != nil {
+	if _, err := invariants.WaitSettled(ctx, d.PG, d.Redis, sale, o.DrainTimeout); err != nil {
 		return res, fmt.Errorf("settle: %w", err)
 	}
-	rep, err := verify.Verify(ctx, verify.Sources{Redis: d.Redis, PG: d.PG,
-		Dead:   verify.RabbitMgmt{URL: d.Stack.MgmtURL, Vhost: d.Stack.Vhost},
-		Orders: verify.HTTPOrders(d.Stack.Gateway, nil)},
-		verify.Run{Sale: sale, Accepted: run.acc.list, Demand: demand, CheckRedis: true, Uncertain: run.acc.uncertain})
+	rep, err := invariants.Verify(ctx, invariants.Sources{Redis: d.Redis, PG: d.PG,
+		Dead:   invariants.RabbitMgmt{URL: d.Stack.MgmtURL, Vhost: d.Stack.Vhost},
+		Orders: invariants.HTTPOrders(d.Stack.Gateway, nil)},
+		invariants.Run{Sale: sale, Accepted: run.acc.Accepted, Demand: demand, CheckRedis: true, Uncertain: run.acc.Uncertain})
 	if err != nil {
 		return res, err
 	}
 	res.Verify = &rep
 	res.RoomChecks, res.AllChecks = checksVerdict(rep, 6, 9), checksVerdict(rep, 0, 1<<30)
-	res.LoadAvg += " / " + LoadAvg()
+	res.LoadAvg += " / " + driver.LoadAvg()
 	return res, nil
 }
 

@@ -1,16 +1,16 @@
-package bench
+package room
 
 import (
 	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"sort"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/seckilledge/seckill/bench/driver"
 	"github.com/seckilledge/seckill/bench/load"
 )
 
@@ -55,11 +55,11 @@ type PollRound struct {
 
 // PollResult is the benchmark's answer: the rounds and their medians.
 type PollResult struct {
-	Date    time.Time   `json:"date"`
-	Machine Machine     `json:"machine"`
-	Users   int         `json:"users"`
-	Conns   int         `json:"conns"`
-	Rounds  []PollRound `json:"rounds"`
+	Date    time.Time      `json:"date"`
+	Machine driver.Machine `json:"machine"`
+	Users   int            `json:"users"`
+	Conns   int            `json:"conns"`
+	Rounds  []PollRound    `json:"rounds"`
 	// Medians over the rounds.
 	Ratio, RoomThroughput, RespondThroughput, RoomGatewayUs, RoomRedisUs, RespondGatewayUs, ScriptsPerPoll, RedisPerPoll float64
 	// Waiting is how many polls answered `waiting` (all should: nobody is admitted).
@@ -67,7 +67,7 @@ type PollResult struct {
 }
 
 // RoomPoll runs the poll benchmark.
-func (d *Driver) RoomPoll(ctx context.Context, o PollOptions) (*PollResult, error) {
+func RoomPoll(ctx context.Context, d *driver.Driver, o PollOptions) (*PollResult, error) {
 	if o.Users <= 0 {
 		o.Users = 2000
 	}
@@ -88,17 +88,17 @@ func (d *Driver) RoomPoll(ctx context.Context, o PollOptions) (*PollResult, erro
 	// entries after the start gave them placed tickets) are answered from the gateway's
 	// memory, so this measures mostly the memory path; scripts and Redis commands per poll
 	// show what still reaches Redis (the front's polls and one tick per sale per interval).
-	sale := saleID("room-poll")
+	sale := driver.SaleID("room-poll")
 	now := time.Now().UTC()
-	if err := d.adminCall(ctx, http.MethodPost, "/admin/sales", map[string]any{"id": sale, "stock": 1000,
+	if err := d.Admin(ctx, http.MethodPost, "/admin/sales", map[string]any{"id": sale, "stock": 1000,
 		"starts_at": now.Add(-time.Minute).Format(time.RFC3339), "ends_at": now.Add(time.Hour).Format(time.RFC3339),
 		"pay_within": "1h", "room": map[string]any{"rate": 0.001, "difficulty": [2]int{0, 0}}}); err != nil {
 		return nil, fmt.Errorf("create sale: %w", err)
 	}
-	if err := d.adminCall(ctx, http.MethodPost, "/admin/sales/"+sale+"/preheat", nil); err != nil {
+	if err := d.Admin(ctx, http.MethodPost, "/admin/sales/"+sale+"/preheat", nil); err != nil {
 		return nil, fmt.Errorf("preheat: %w", err)
 	}
-	tickets, err := d.enterAll(ctx, sale, o.Users, o.Conns)
+	tickets, err := enterAll(ctx, d, sale, o.Users, o.Conns)
 	if err != nil {
 		return nil, err
 	}
@@ -116,10 +116,10 @@ func (d *Driver) RoomPoll(ctx context.Context, o PollOptions) (*PollResult, erro
 		room[i] = load.Request{Method: http.MethodGet, URL: d.Stack.Gateway + "/seckill/" + sale + "/queue", Header: h, Kind: "poll", User: tickets[u][0]}
 		respond[i] = load.Request{Method: http.MethodGet, URL: d.Stack.Ceiling + "/", Header: h, Kind: "poll", User: tickets[u][0]}
 	}
-	res := &PollResult{Date: time.Now().UTC(), Machine: ThisMachine(), Users: len(tickets), Conns: o.Conns}
+	res := &PollResult{Date: time.Now().UTC(), Machine: driver.ThisMachine(), Users: len(tickets), Conns: o.Conns}
 	var mu sync.Mutex
 	side := func(name string, reqs []load.Request, warm string) PollSide {
-		cpu := d.cpuSnap()
+		cpu := d.ReadCPU()
 		r := load.Execute(ctx, load.Run{Name: name, Model: load.Model{Connections: o.Conns}, Requests: reqs, Duration: o.Duration,
 			Client: load.NewClient(o.Client, o.Conns), WarmURL: warm,
 			OnResponse: func(_ load.Request, resp load.Response) {
@@ -130,16 +130,16 @@ func (d *Driver) RoomPoll(ctx context.Context, o PollOptions) (*PollResult, erro
 				}
 			}})
 		p := load.PercentilesOf(r.Latency)
-		return PollSide{Completed: r.Completed, Throughput: r.Throughput, P50ms: p.P50, P99ms: p.P99, CPU: d.perRequest(cpu, r), Outcomes: r.Outcomes}
+		return PollSide{Completed: r.Completed, Throughput: r.Throughput, P50ms: p.P50, P99ms: p.P99, CPU: d.PerRequest(cpu, r), Outcomes: r.Outcomes}
 	}
 	for i := range o.Rounds {
 		if ctx.Err() != nil {
 			return res, ctx.Err()
 		}
-		before := d.redisCalls(ctx)
+		before := redisCalls(ctx, d)
 		var rd PollRound
 		rd.Room = side("room", room, d.Stack.Gateway+"/healthz")
-		rd.ScriptsPerPoll, rd.RedisCommandsPerPoll = perPoll(before, d.redisCalls(ctx), rd.Room.Completed)
+		rd.ScriptsPerPoll, rd.RedisCommandsPerPoll = perPoll(before, redisCalls(ctx, d), rd.Room.Completed)
 		rd.Respond = side("respond", respond, d.Stack.Ceiling+"/")
 		if rd.Respond.Throughput > 0 {
 			rd.Ratio = rd.Room.Throughput / rd.Respond.Throughput
@@ -154,7 +154,7 @@ func (d *Driver) RoomPoll(ctx context.Context, o PollOptions) (*PollResult, erro
 		for i, r := range res.Rounds {
 			v[i] = f(r)
 		}
-		return Median(v)
+		return driver.Median(v)
 	}
 	res.Ratio = med(func(r PollRound) float64 { return r.Ratio })
 	res.RoomThroughput = med(func(r PollRound) float64 { return r.Room.Throughput })
@@ -168,7 +168,7 @@ func (d *Driver) RoomPoll(ctx context.Context, o PollOptions) (*PollResult, erro
 }
 
 // enterAll puts n users in the sale's room and returns (user, ticket) pairs.
-func (d *Driver) enterAll(ctx context.Context, sale string, n, conns int) ([][2]string, error) {
+func enterAll(ctx context.Context, d *driver.Driver, sale string, n, conns int) ([][2]string, error) {
 	reqs := make([]load.Request, n)
 	for i := range n {
 		u := fmt.Sprintf("%s-w%06d", sale, i)
@@ -196,7 +196,7 @@ func (d *Driver) enterAll(ctx context.Context, sale string, n, conns int) ([][2]
 
 // redisCalls reads INFO commandstats: the calls of every command, scripts' inner commands
 // included (nil when unreadable).
-func (d *Driver) redisCalls(ctx context.Context) map[string]int64 {
+func redisCalls(ctx context.Context, d *driver.Driver) map[string]int64 {
 	s, err := d.Redis.Info(ctx, "commandstats").Result()
 	if err != nil {
 		return nil
@@ -227,18 +227,4 @@ func perPoll(before, after map[string]int64, polls int) (scripts, commands float
 		}
 	}
 	return float64(s) / float64(polls), float64(c) / float64(polls)
-}
-
-// Median is the middle of v (the mean of the two middle values when len(v) is even; 0 when
-// v is empty). v is not changed.
-func Median(v []float64) float64 {
-	if len(v) == 0 {
-		return 0
-	}
-	s := append([]float64(nil), v...)
-	sort.Float64s(s)
-	if len(s)%2 == 1 {
-		return s[len(s)/2]
-	}
-	return (s[len(s)/2-1] + s[len(s)/2]) / 2
 }

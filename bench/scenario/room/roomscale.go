@@ -1,4 +1,4 @@
-package bench
+package room
 
 import (
 	"bufio"
@@ -17,8 +17,9 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/seckilledge/seckill/bench/driver"
 	"github.com/seckilledge/seckill/bench/load"
-	"github.com/seckilledge/seckill/bench/verify"
+	"github.com/seckilledge/seckill/internal/invariants"
 )
 
 // The waiting room at scale (issue 28, "Targets"): N waiters spread over two gateways poll a
@@ -107,15 +108,15 @@ type GatewayMemory struct {
 
 // ScaleResult is the scale run's answer.
 type ScaleResult struct {
-	Date     time.Time `json:"date"`
-	Machine  Machine   `json:"machine"`
-	LoadAvg  string    `json:"loadavg"` // /proc/loadavg at the start and at the end
-	Sale     string    `json:"sale"`
-	Waiters  int       `json:"waiters"`
-	Gateways int       `json:"gateways"`
-	Rate     float64   `json:"rate"`
-	SessionS float64   `json:"session_s"`
-	Stock    int       `json:"stock"`
+	Date     time.Time      `json:"date"`
+	Machine  driver.Machine `json:"machine"`
+	LoadAvg  string         `json:"loadavg"` // /proc/loadavg at the start and at the end
+	Sale     string         `json:"sale"`
+	Waiters  int            `json:"waiters"`
+	Gateways int            `json:"gateways"`
+	Rate     float64        `json:"rate"`
+	SessionS float64        `json:"session_s"`
+	Stock    int            `json:"stock"`
 	// RoomLines are the seckill_room settings added to the Caddyfile ("": none).
 	RoomLines string  `json:"room_settings,omitempty"`
 	EnterS    float64 `json:"enter_s"`   // how long the entry phase took
@@ -144,10 +145,10 @@ type ScaleResult struct {
 	// LateMeanMs and LateMaxMs are how late the clients' requests left against their schedule
 	// (refresh_s after the last answer): a client that cannot keep up sends fewer polls than
 	// the waiters would, and the figures per poll are then of a lighter load.
-	LateMeanMs float64         `json:"late_mean_ms"`
-	LateMaxMs  float64         `json:"late_max_ms"`
-	GatewayMem []GatewayMemory `json:"gateway_memory"`
-	Verify     *verify.Report  `json:"verify,omitempty"`
+	LateMeanMs float64            `json:"late_mean_ms"`
+	LateMaxMs  float64            `json:"late_max_ms"`
+	GatewayMem []GatewayMemory    `json:"gateway_memory"`
+	Verify     *invariants.Report `json:"verify,omitempty"`
 	// RoomChecks is PASS when invariants 6-9 passed, FAIL otherwise; AllChecks the same over
 	// every invariant the verifier ran.
 	RoomChecks string `json:"room_checks"`
@@ -192,11 +193,11 @@ type roomAnswer struct {
 
 // scaleRun is the shared state of the polling phase.
 type scaleRun struct {
-	d       *Driver
+	d       *driver.Driver
 	o       ScaleOptions
 	sale    string
 	clients []*http.Client
-	acc     *acceptedSet
+	acc     *driver.Winners
 	rng     *rand.Rand
 	rngMu   sync.Mutex
 
@@ -221,7 +222,7 @@ func (r *scaleRun) float() float64 {
 // call sends one request to the waiter's gateway and decodes the answer.
 func (r *scaleRun) call(ctx context.Context, w *scaleWaiter, method, path string, h map[string]string) (int, roomAnswer, error) {
 	var a roomAnswer
-	req, err := http.NewRequestWithContext(ctx, method, r.d.Stack.gateways()[w.gw]+"/seckill/"+r.sale+path, nil)
+	req, err := http.NewRequestWithContext(ctx, method, r.d.Stack.AllGateways()[w.gw]+"/seckill/"+r.sale+path, nil)
 	if err != nil {
 		return 0, a, err
 	}
@@ -327,11 +328,11 @@ func (r *scaleRun) admitted(ctx context.Context, w *scaleWaiter) bool {
 	switch {
 	case err != nil || st == http.StatusServiceUnavailable:
 		r.count(r.outcomes, "buy:unavailable")
-		r.acc.collect(load.Request{User: w.user}, load.Response{Outcome: "unavailable", At: time.Now()})
+		r.acc.Collect(load.Request{User: w.user}, load.Response{Outcome: "unavailable", At: time.Now()})
 		return true
 	case st == http.StatusAccepted:
 		r.count(r.outcomes, "buy:accepted")
-		r.acc.collect(load.Request{User: w.user}, load.Response{Outcome: "accepted", OrderID: a.OrderID, At: time.Now()})
+		r.acc.Collect(load.Request{User: w.user}, load.Response{Outcome: "accepted", OrderID: a.OrderID, At: time.Now()})
 		return true
 	default:
 		r.count(r.outcomes, fmt.Sprintf("buy:%d %s", st, a.Code))
@@ -341,29 +342,29 @@ func (r *scaleRun) admitted(ctx context.Context, w *scaleWaiter) bool {
 
 // RoomScale runs the scale measurement on a stack with at least one gateway (two for the
 // issue's target: Start with Gateways 2).
-func (d *Driver) RoomScale(ctx context.Context, o ScaleOptions) (*ScaleResult, error) {
+func RoomScale(ctx context.Context, d *driver.Driver, o ScaleOptions) (*ScaleResult, error) {
 	o.defaults()
-	gws := d.Stack.gateways()
-	res := &ScaleResult{Date: time.Now().UTC(), Machine: ThisMachine(), LoadAvg: LoadAvg(), Waiters: o.Waiters, Gateways: len(gws),
+	gws := d.Stack.AllGateways()
+	res := &ScaleResult{Date: time.Now().UTC(), Machine: driver.ThisMachine(), LoadAvg: driver.LoadAvg(), Waiters: o.Waiters, Gateways: len(gws),
 		Rate: o.Rate, SessionS: o.Session.Seconds(), Stock: o.Stock, RoomLines: o.RoomLines}
-	sale := saleID("room-scale")
+	sale := driver.SaleID("room-scale")
 	res.Sale = sale
 	now := time.Now().UTC()
 	// Started a moment ago, so every entry gets a placed ticket (its later polls far from the
 	// front are answered from memory); the end is far beyond the run.
-	if err := d.adminCall(ctx, http.MethodPost, "/admin/sales", map[string]any{"id": sale, "stock": o.Stock,
+	if err := d.Admin(ctx, http.MethodPost, "/admin/sales", map[string]any{"id": sale, "stock": o.Stock,
 		"starts_at": now.Add(-time.Second).Format(time.RFC3339), "ends_at": now.Add(2 * time.Hour).Format(time.RFC3339),
 		"pay_within": "1h", "room": map[string]any{"rate": o.Rate, "session": o.Session.String(), "difficulty": [2]int{0, 0},
 			"max_waiters": 2 * o.Waiters}}); err != nil {
 		return nil, fmt.Errorf("create sale: %w", err)
 	}
-	if err := d.adminCall(ctx, http.MethodPost, "/admin/sales/"+sale+"/preheat", nil); err != nil {
+	if err := d.Admin(ctx, http.MethodPost, "/admin/sales/"+sale+"/preheat", nil); err != nil {
 		return nil, fmt.Errorf("preheat: %w", err)
 	}
 
 	// 1. Entry, spread over the gateways (waiter i enters and polls through gateway i mod n).
 	began := time.Now()
-	waiters, err := d.enterSpread(ctx, sale, o.Waiters, o.EnterConns)
+	waiters, err := enterSpread(ctx, d, sale, o.Waiters, o.EnterConns)
 	if err != nil {
 		return res, err
 	}
@@ -371,7 +372,7 @@ func (d *Driver) RoomScale(ctx context.Context, o ScaleOptions) (*ScaleResult, e
 	o.Logf("room scale: %d waiters entered sale %s through %d gateways in %.1f s", len(waiters), sale, len(gws), res.EnterS)
 
 	// 2. Polling, as the clients would: each at its refresh_s.
-	run := &scaleRun{d: d, o: o, sale: sale, acc: &acceptedSet{drain: verify.NewDrainWatcher(ctx, d.PG)},
+	run := &scaleRun{d: d, o: o, sale: sale, acc: &driver.Winners{Drain: invariants.NewDrainWatcher(ctx, d.PG)},
 		rng: rand.New(rand.NewPCG(o.Seed, 28)), answers: map[string]int64{}, outcomes: map[string]int64{}, buyers: map[string]bool{}}
 	perGW := max(o.Workers/len(gws), 1) + 16
 	for range gws {
@@ -394,9 +395,9 @@ func (d *Driver) RoomScale(ctx context.Context, o ScaleOptions) (*ScaleResult, e
 		}
 		heap.Push(&h, w)
 	}
-	res.RoomBefore = d.roomCounters(ctx, sale)
-	memBefore := d.pollsFromMemory(ctx)
-	before := d.redisCalls(ctx)
+	res.RoomBefore = roomCounters(ctx, d, sale)
+	memBefore := pollsFromMemory(ctx, d)
+	before := redisCalls(ctx, d)
 	pctx, cancel := context.WithDeadline(ctx, start.Add(o.Duration))
 	defer cancel()
 	var hmu sync.Mutex
@@ -463,8 +464,8 @@ dispatch:
 	close(due)
 	wg.Wait()
 	res.PollingS = time.Since(start).Seconds()
-	after := d.redisCalls(ctx)
-	memAfter := d.pollsFromMemory(ctx)
+	after := redisCalls(ctx, d)
+	memAfter := pollsFromMemory(ctx, d)
 
 	res.Polls, res.Tokens, res.Buys, res.Leaves = run.polls.Load(), run.tokens.Load(), run.buys.Load(), run.leaves.Load()
 	res.PollsPS = float64(res.Polls) / res.PollingS
@@ -497,41 +498,41 @@ dispatch:
 	if res.Polls > 0 {
 		res.FromMemoryShare = float64(res.FromMemory) / float64(res.Polls)
 	}
-	res.Room = d.roomCounters(ctx, sale)
+	res.Room = roomCounters(ctx, d, sale)
 	o.Logf("room scale: %d polls in %.1f s (%.0f/s), %.4f Redis commands and %.4f scripts per poll; %.1f %% from memory; room %v",
 		res.Polls, res.PollingS, res.PollsPS, res.CommandsPerPoll, res.ScriptsPerPoll, 100*res.FromMemoryShare, res.Room)
 
 	// 3. The room's invariants on the sale as the run left it.
-	if _, err := run.acc.drain.Wait(ctx, o.DrainTimeout); err != nil {
+	if _, err := run.acc.Drain.Wait(ctx, o.DrainTimeout); err != nil {
 		return res, fmt.Errorf("drain: %w", err)
 	}
-	if _, err := verify.WaitSettled(ctx, d.PG, d.Redis, sale, o.DrainTimeout); err != nil {
+	if _, err := invariants.WaitSettled(ctx, d.PG, d.Redis, sale, o.DrainTimeout); err != nil {
 		return res, fmt.Errorf("settle: %w", err)
 	}
-	rep, err := verify.Verify(ctx, verify.Sources{Redis: d.Redis, PG: d.PG,
-		Dead:   verify.RabbitMgmt{URL: d.Stack.MgmtURL, Vhost: d.Stack.Vhost},
-		Orders: verify.HTTPOrders(d.Stack.Gateway, nil)},
-		verify.Run{Sale: sale, Accepted: run.acc.list, Demand: len(run.buyers), CheckRedis: true, Uncertain: run.acc.uncertain})
+	rep, err := invariants.Verify(ctx, invariants.Sources{Redis: d.Redis, PG: d.PG,
+		Dead:   invariants.RabbitMgmt{URL: d.Stack.MgmtURL, Vhost: d.Stack.Vhost},
+		Orders: invariants.HTTPOrders(d.Stack.Gateway, nil)},
+		invariants.Run{Sale: sale, Accepted: run.acc.Accepted, Demand: len(run.buyers), CheckRedis: true, Uncertain: run.acc.Uncertain})
 	if err != nil {
 		return res, err
 	}
 	res.Verify = &rep
 	res.RoomChecks, res.AllChecks = checksVerdict(rep, 6, 9), checksVerdict(rep, 0, 1<<30)
 	res.TargetMet = res.CommandsPerPoll <= 0.05 && res.RoomChecks == "PASS"
-	res.LoadAvg += " / " + LoadAvg()
+	res.LoadAvg += " / " + driver.LoadAvg()
 	return res, nil
 }
 
 // checksVerdict is PASS when every check numbered within [lo, hi] passed (FAIL also when
 // there is none).
-func checksVerdict(rep verify.Report, lo, hi int) string {
+func checksVerdict(rep invariants.Report, lo, hi int) string {
 	n := 0
 	for _, c := range rep.Checks {
 		if c.N < lo || c.N > hi {
 			continue
 		}
 		n++
-		if c.Verdict != verify.Pass {
+		if c.Verdict != invariants.Pass {
 			return "FAIL"
 		}
 	}
@@ -544,8 +545,8 @@ func checksVerdict(rep verify.Report, lo, hi int) string {
 // enterSpread puts n users in the sale's room, user i through gateway i mod the gateways, and
 // returns them with their tickets; a waiter's next holds, as an offset from the zero time, the
 // refresh_s his entry told him.
-func (d *Driver) enterSpread(ctx context.Context, sale string, n, conns int) ([]*scaleWaiter, error) {
-	gws := d.Stack.gateways()
+func enterSpread(ctx context.Context, d *driver.Driver, sale string, n, conns int) ([]*scaleWaiter, error) {
+	gws := d.Stack.AllGateways()
 	reqs := make([]load.Request, n)
 	byUser := make(map[string]int, n)
 	for i := range n {
@@ -581,7 +582,7 @@ func (d *Driver) enterSpread(ctx context.Context, sale string, n, conns int) ([]
 
 // pollsFromMemory reads seckill_room_polls_from_memory_total from each gateway's metrics (-1
 // for a gateway whose metrics were unreadable; nil when no admin URL is known).
-func (d *Driver) pollsFromMemory(ctx context.Context) []int64 {
+func pollsFromMemory(ctx context.Context, d *driver.Driver) []int64 {
 	admins := d.Stack.GatewayAdmins
 	if len(admins) == 0 && d.Stack.Admin != "" {
 		admins = []string{d.Stack.Admin}
@@ -632,7 +633,7 @@ func metricSum(ctx context.Context, url, name string) int64 {
 }
 
 // roomCounters reads the room hash's counters.
-func (d *Driver) roomCounters(ctx context.Context, sale string) map[string]int64 {
+func roomCounters(ctx context.Context, d *driver.Driver, sale string) map[string]int64 {
 	out := map[string]int64{}
 	vals, err := d.Redis.HMGet(ctx, "seckill:{sale:"+sale+"}:room", "cursor", "admitted", "lapsed", "left", "skipped", "entries").Result()
 	if err != nil {
@@ -676,18 +677,4 @@ func ProcMemory(pid int) (rss, hwm int64) {
 		}
 	}
 	return rss, hwm
-}
-
-// LoadAvg is the first three fields of /proc/loadavg ("" when unreadable): the machine's load,
-// printed with every room result, since the runs share it.
-func LoadAvg() string {
-	b, err := os.ReadFile("/proc/loadavg")
-	if err != nil {
-		return ""
-	}
-	f := strings.Fields(string(b))
-	if len(f) < 3 {
-		return ""
-	}
-	return strings.Join(f[:3], " ")
 }

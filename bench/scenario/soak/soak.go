@@ -1,4 +1,4 @@
-package bench
+package soak
 
 import (
 	"context"
@@ -11,10 +11,13 @@ import (
 	"sync"
 	"time"
 
+	"github.com/seckilledge/seckill/bench/driver"
+
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
-	"github.com/seckilledge/seckill/bench/verify"
+	"github.com/seckilledge/seckill/bench/scenario/crowd"
+	"github.com/seckilledge/seckill/internal/invariants"
 	"github.com/seckilledge/seckill/internal/proc"
 )
 
@@ -23,7 +26,7 @@ import (
 type SoakOptions struct {
 	Duration time.Duration // how long to keep starting rounds
 	Interval time.Duration // how often to sample the processes (default 10 s)
-	Round    Options       // one sale; use open models (Round.Model.Rate, Round.TokenRate) for a steady load
+	Round    crowd.Options // one sale; use open models (Round.Model.Rate, Round.TokenRate) for a steady load
 	// Logf reports progress (nil: quiet).
 	Logf func(format string, a ...any)
 }
@@ -86,7 +89,7 @@ func (r *SoakResult) OK() bool {
 
 // Soak runs sale after sale for o.Duration while sampling the gateway's and the backend's
 // memory and goroutines, then judges whether they stayed flat.
-func (d *Driver) Soak(ctx context.Context, o SoakOptions) (*SoakResult, error) {
+func Soak(ctx context.Context, d *driver.Driver, o SoakOptions) (*SoakResult, error) {
 	if o.Interval <= 0 {
 		o.Interval = 10 * time.Second
 	}
@@ -109,7 +112,7 @@ func (d *Driver) Soak(ctx context.Context, o SoakOptions) (*SoakResult, error) {
 			mu.Lock()
 			n := rounds
 			mu.Unlock()
-			s := d.sample(sampleCtx)
+			s := sample(sampleCtx, d)
 			s.At, s.Rounds = time.Since(start), n
 			mu.Lock()
 			res.Samples = append(res.Samples, s)
@@ -126,7 +129,7 @@ func (d *Driver) Soak(ctx context.Context, o SoakOptions) (*SoakResult, error) {
 
 	var runErr error
 	for time.Since(start) < o.Duration && ctx.Err() == nil {
-		out, err := d.RunEdge(ctx, o.Round)
+		out, err := crowd.RunEdge(ctx, d, o.Round)
 		if err != nil {
 			runErr = err
 			break
@@ -137,13 +140,13 @@ func (d *Driver) Soak(ctx context.Context, o SoakOptions) (*SoakResult, error) {
 			var failed []string
 			if out.Verify != nil {
 				for _, c := range out.Verify.Checks {
-					if c.Verdict != verify.Pass {
+					if c.Verdict != invariants.Pass {
 						failed = append(failed, c.Name)
 					}
 				}
 			}
 			for _, c := range out.Checks {
-				if c.Verdict != verify.Pass {
+				if c.Verdict != invariants.Pass {
 					failed = append(failed, c.Name)
 				}
 			}
@@ -159,7 +162,7 @@ func (d *Driver) Soak(ctx context.Context, o SoakOptions) (*SoakResult, error) {
 	stopSampling()
 	wg.Wait()
 	// One last look once the stack is idle again.
-	final := d.sample(ctx)
+	final := sample(ctx, d)
 	final.At, final.Rounds = time.Since(start), rounds
 	res.Samples = append(res.Samples, final)
 	res.Duration = time.Since(start)
@@ -222,7 +225,7 @@ func medianOf(s []SoakSample, get func(SoakSample) float64) float64 {
 	return v[len(v)/2]
 }
 
-func (d *Driver) sample(ctx context.Context) SoakSample {
+func sample(ctx context.Context, d *driver.Driver) SoakSample {
 	s := SoakSample{GatewayRSS: rssBytes(d.Stack.GatewayPID), BackendRSS: rssBytes(d.Stack.BackendPID)}
 	if d.Stack.Admin != "" {
 		s.GatewayGoroutines = int(promGauge(ctx, d.Stack.Admin+"/metrics", "go_goroutines"))
