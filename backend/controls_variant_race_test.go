@@ -160,7 +160,7 @@ func TestAStoppedVariantAddOfAShardedSaleIsSpreadByItsRetry(t *testing.T) {
 
 // Removals of a variant's units race with a crowd buying that variant through the real gate
 // script: neither store goes below zero at any moment seen, every unit is sold, removed or
-// left exactly once, and the verifier (bench/verify, per variant, in units) passes once the
+// left exactly once, and the verifier (internal/invariants, per variant, in units) passes once the
 // orders are written by the consumer.
 func TestVariantRemovalsRacingACrowdKeepBothStoresAtOrAboveZeroAndTheVerifierPasses(t *testing.T) {
 	e := newEnv(t)

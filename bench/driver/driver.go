@@ -1,3 +1,8 @@
+// Package driver is what every scenario of seckill-bench shares: the stack under test (Start, or
+// a Stack describing running processes), a Driver holding its Redis and Postgres clients and
+// the admin API, and the measurements of a run (CPU per server process tree, Redis
+// commandstats, allocations and GCs, pinning). The scenarios live in bench/scenario/<name>,
+// each a function of a *Driver (docs/bench.md, "The code").
 package driver
 
 import (
@@ -13,11 +18,12 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/redis/go-redis/v9"
+
 	"github.com/seckilledge/seckill/bench/load"
 	"github.com/seckilledge/seckill/internal/invariants"
 )
 
-// Driver runs contestants against one stack.
+// Driver runs scenarios against one stack.
 type Driver struct {
 	Stack *Stack
 	Redis redis.UniversalClient
@@ -74,6 +80,7 @@ func (d *Driver) AdminJSON(ctx context.Context, method, path string, body, out a
 	return nil
 }
 
+// Admin is AdminJSON without an answer to decode.
 func (d *Driver) Admin(ctx context.Context, method, path string, body any) error {
 	return d.AdminJSON(ctx, method, path, body, nil)
 }
@@ -84,7 +91,7 @@ func (d *Driver) CreateSale(ctx context.Context, sale string, stock int, preheat
 	return d.CreateShardedSale(ctx, sale, stock, preheat, 0)
 }
 
-// createSale is CreateSale with a shard count (0 or 1: unsharded).
+// CreateShardedSale is CreateSale with a shard count (0 or 1: unsharded).
 func (d *Driver) CreateShardedSale(ctx context.Context, sale string, stock int, preheat bool, shards int) error {
 	now := time.Now().UTC()
 	spec := map[string]any{
@@ -106,10 +113,12 @@ func (d *Driver) CreateShardedSale(ctx context.Context, sale string, stock int, 
 	return nil
 }
 
+// SaleID is a fresh sale id for a run of kind (bench-<kind>-<time of day to the µs>).
 func SaleID(kind string) string {
 	return fmt.Sprintf("bench-%s-%s", kind, strings.ReplaceAll(time.Now().UTC().Format("150405.000000"), ".", ""))
 }
 
+// Header is a buyer's request header: who (X-User-ID) and from where (X-Forwarded-For).
 func Header(user, ip string) http.Header {
 	h := http.Header{}
 	h.Set("X-User-ID", user)
@@ -169,7 +178,7 @@ func (a *Winners) Snapshot() []invariants.Accepted {
 // CPUReading is the CPU time of each server process tree at one moment, by name (Servers).
 type CPUReading map[string]time.Duration
 
-// servers are the processes whose CPU a run counts, by name: each is the root of a process
+// Servers are the processes whose CPU a run counts, by name: each is the root of a process
 // tree (a Postgres backend is the postmaster's child, beam.smp the rabbitmq-server script's).
 func (d *Driver) Servers() map[string]int {
 	s := map[string]int{"gateway": d.Stack.GatewayPID, "backend": d.Stack.BackendPID, "redis": d.Stack.RedisPID,
@@ -180,6 +189,7 @@ func (d *Driver) Servers() map[string]int {
 	return s
 }
 
+// ReadCPU reads the CPU time of every server process tree now.
 func (d *Driver) ReadCPU() CPUReading {
 	s := CPUReading{}
 	t := scanProcs()
@@ -191,7 +201,7 @@ func (d *Driver) ReadCPU() CPUReading {
 	return s
 }
 
-// perRequest turns the CPU used since before into microseconds per completed request.
+// PerRequest turns the CPU used since before into microseconds per completed request.
 func (d *Driver) PerRequest(before CPUReading, res *load.Result) map[string]float64 {
 	if res == nil {
 		return nil
@@ -199,7 +209,7 @@ func (d *Driver) PerRequest(before CPUReading, res *load.Result) map[string]floa
 	return d.PerUnit(before, res.Completed)
 }
 
-// perUnit is the CPU used since before, in microseconds per one of n.
+// PerUnit is the CPU used since before, in microseconds per one of n.
 func (d *Driver) PerUnit(before CPUReading, n int) map[string]float64 {
 	if n == 0 {
 		return nil

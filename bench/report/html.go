@@ -8,9 +8,8 @@ import (
 	"math"
 	"strings"
 
-	"github.com/seckilledge/seckill/bench/scenario/crowd"
-
 	"github.com/seckilledge/seckill/bench/load"
+	"github.com/seckilledge/seckill/bench/scenario/crowd"
 	"github.com/seckilledge/seckill/internal/invariants"
 )
 

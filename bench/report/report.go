@@ -11,9 +11,8 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	"github.com/seckilledge/seckill/bench/scenario/crowd"
-
 	"github.com/seckilledge/seckill/bench/load"
+	"github.com/seckilledge/seckill/bench/scenario/crowd"
 	"github.com/seckilledge/seckill/internal/invariants"
 )
 

@@ -15,9 +15,8 @@ import (
 	"time"
 
 	"github.com/seckilledge/seckill/bench/driver"
-	"github.com/seckilledge/seckill/bench/scenario/crowd"
-
 	"github.com/seckilledge/seckill/bench/load"
+	"github.com/seckilledge/seckill/bench/scenario/crowd"
 	"github.com/seckilledge/seckill/internal/invariants"
 )
 

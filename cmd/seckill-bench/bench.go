@@ -14,14 +14,12 @@ import (
 	"time"
 
 	"github.com/seckilledge/seckill/bench/driver"
-	"github.com/seckilledge/seckill/bench/scenario/crowd"
-
 	"github.com/seckilledge/seckill/bench/load"
 	"github.com/seckilledge/seckill/bench/report"
+	"github.com/seckilledge/seckill/bench/scenario/crowd"
 	"github.com/seckilledge/seckill/internal/harness"
-	"github.com/seckilledge/seckill/internal/stackenv"
-
 	"github.com/seckilledge/seckill/internal/proc"
+	"github.com/seckilledge/seckill/internal/stackenv"
 )
 
 func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) int {

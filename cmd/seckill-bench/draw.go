@@ -14,7 +14,6 @@ import (
 	"github.com/seckilledge/seckill/bench/driver"
 	"github.com/seckilledge/seckill/bench/scenario/crowd"
 	"github.com/seckilledge/seckill/bench/scenario/draw"
-
 	"github.com/seckilledge/seckill/internal/stackenv"
 )
 

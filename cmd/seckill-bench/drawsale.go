@@ -7,10 +7,9 @@ import (
 	"io"
 	"time"
 
+	"github.com/seckilledge/seckill/bench/drawcheck"
 	"github.com/seckilledge/seckill/bench/driver"
 	"github.com/seckilledge/seckill/bench/scenario/draw"
-
-	"github.com/seckilledge/seckill/bench/drawcheck"
 	"github.com/seckilledge/seckill/internal/stackenv"
 )
 

@@ -13,10 +13,9 @@ import (
 	"time"
 
 	"github.com/seckilledge/seckill/bench/driver"
+	"github.com/seckilledge/seckill/bench/load"
 	"github.com/seckilledge/seckill/bench/scenario/crowd"
 	"github.com/seckilledge/seckill/bench/scenario/identity"
-
-	"github.com/seckilledge/seckill/bench/load"
 	"github.com/seckilledge/seckill/internal/proc"
 	"github.com/seckilledge/seckill/internal/stackenv"
 )

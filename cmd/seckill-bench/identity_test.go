@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/seckilledge/seckill/bench/scenario/identity"
-
 	"github.com/seckilledge/seckill/internal/testenv"
 )
 

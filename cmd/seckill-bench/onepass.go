@@ -7,12 +7,11 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/seckilledge/seckill/bench/driver"
-	"github.com/seckilledge/seckill/bench/scenario/crowd"
-
 	"golang.org/x/sys/unix"
 
+	"github.com/seckilledge/seckill/bench/driver"
 	"github.com/seckilledge/seckill/bench/nginxgate"
+	"github.com/seckilledge/seckill/bench/scenario/crowd"
 )
 
 // onePassFlags are issue 34's instruments: the peer (nginx + lua gate) and the capacity search

@@ -14,7 +14,6 @@ import (
 
 	"github.com/seckilledge/seckill/bench/driver"
 	"github.com/seckilledge/seckill/bench/scenario/room"
-
 	"github.com/seckilledge/seckill/internal/stackenv"
 )
 

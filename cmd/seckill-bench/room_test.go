@@ -9,7 +9,6 @@ import (
 	"testing"
 
 	"github.com/seckilledge/seckill/bench/scenario/room"
-
 	"github.com/seckilledge/seckill/internal/invariants"
 )
 

@@ -12,10 +12,9 @@ import (
 	"time"
 
 	"github.com/seckilledge/seckill/bench/driver"
+	"github.com/seckilledge/seckill/bench/load"
 	"github.com/seckilledge/seckill/bench/scenario/crowd"
 	"github.com/seckilledge/seckill/bench/scenario/soak"
-
-	"github.com/seckilledge/seckill/bench/load"
 	"github.com/seckilledge/seckill/internal/harness"
 	"github.com/seckilledge/seckill/internal/stackenv"
 )

@@ -94,7 +94,7 @@ func runVerifyRoom(ctx context.Context, args []string, stdout, stderr io.Writer)
 	return 0
 }
 
-// verifyRoomOrder lists what is wrong with a revealed room (bench/verify holds the rule, which
+// verifyRoomOrder lists what is wrong with a revealed room (internal/invariants holds the rule, which
 // the whole-system verifier shares).
 func verifyRoomOrder(commitment, seedHex string, entries []string) []string {
 	return invariants.RoomOrderProblems(commitment, seedHex, entries)

@@ -13,10 +13,9 @@ import (
 	"sync"
 	"time"
 
-	"github.com/seckilledge/seckill/bench/driver"
-
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/seckilledge/seckill/bench/driver"
 	"github.com/seckilledge/seckill/bench/load"
 	"github.com/seckilledge/seckill/internal/invariants"
 )

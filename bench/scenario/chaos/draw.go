@@ -11,12 +11,11 @@ import (
 	"sync"
 	"time"
 
-	"github.com/seckilledge/seckill/bench/driver"
-	"github.com/seckilledge/seckill/bench/scenario/draw"
-
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/seckilledge/seckill/bench/driver"
+	"github.com/seckilledge/seckill/bench/scenario/draw"
 	"github.com/seckilledge/seckill/internal/invariants"
 )
 
@@ -25,7 +24,7 @@ import (
 // Redis is stopped and started again. An entry answered 200 is never lost: after the draw, the
 // entries fixed at the close are exactly the last state each entrant was answered (entered with
 // that size and entry id, or withdrawn); an entrant whose last request got no answer may be
-// either. Then the draw's invariants (bench/verify) run on the sale.
+// either. Then the draw's invariants (internal/invariants) run on the sale.
 
 // drawEntrant is what one entrant was last told.
 type drawEntrant struct {

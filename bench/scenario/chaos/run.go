@@ -1,6 +1,6 @@
 // Package chaos runs a flash sale through two gateways and two consumers while a schedule
 // kills and restarts every part of the deployment (a gateway, RabbitMQ, Postgres, a consumer,
-// Redis), then drains and checks the five invariants of DESIGN.md (bench/verify) and what
+// Redis), then drains and checks the five invariants of DESIGN.md (internal/invariants) and what
 // buyers must see during each fault. `make chaos` runs it with the seckill-chaos command;
 // `make test` runs a short form. See docs/chaos.md.
 package chaos
@@ -17,11 +17,10 @@ import (
 	"sync"
 	"time"
 
-	"github.com/seckilledge/seckill/bench/driver"
-	"github.com/seckilledge/seckill/bench/scenario/crowd"
-
 	"github.com/redis/go-redis/v9"
 
+	"github.com/seckilledge/seckill/bench/driver"
+	"github.com/seckilledge/seckill/bench/scenario/crowd"
 	"github.com/seckilledge/seckill/contract"
 	"github.com/seckilledge/seckill/internal/invariants"
 )

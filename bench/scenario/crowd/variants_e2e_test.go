@@ -8,10 +8,9 @@ import (
 	"time"
 
 	"github.com/seckilledge/seckill/bench/driver"
-	"github.com/seckilledge/seckill/bench/scenario/crowd"
-
 	"github.com/seckilledge/seckill/bench/load"
 	"github.com/seckilledge/seckill/bench/report"
+	"github.com/seckilledge/seckill/bench/scenario/crowd"
 	"github.com/seckilledge/seckill/contract"
 )
 

@@ -6,7 +6,6 @@ import (
 	"testing"
 
 	"github.com/seckilledge/seckill/bench/driver"
-
 	"github.com/seckilledge/seckill/internal/harness"
 	"github.com/seckilledge/seckill/internal/testenv"
 )

@@ -13,10 +13,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/seckilledge/seckill/bench/drawcheck"
 	"github.com/seckilledge/seckill/bench/driver"
 	"github.com/seckilledge/seckill/bench/scenario/draw"
-
-	"github.com/seckilledge/seckill/bench/drawcheck"
 	"github.com/seckilledge/seckill/contract"
 	"github.com/seckilledge/seckill/internal/drandtest"
 	"github.com/seckilledge/seckill/internal/harness"

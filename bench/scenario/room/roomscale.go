@@ -27,7 +27,7 @@ import (
 // some letting their admission lapse, some leaving the queue), each at the refresh_s the
 // server last told it, as the waiting page does. The run counts the polls and reads INFO
 // commandstats of the stack's private Redis around the polling phase: Redis commands per poll
-// (target <= 0.05 on average) and scripts per poll. The room's invariants (6-9 of bench/verify)
+// (target <= 0.05 on average) and scripts per poll. The room's invariants (6-9 of internal/invariants)
 // are checked on the sale afterwards, and each gateway's resident memory is read at the end.
 
 // ScaleOptions shape the scale run.

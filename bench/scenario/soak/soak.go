@@ -11,11 +11,10 @@ import (
 	"sync"
 	"time"
 
-	"github.com/seckilledge/seckill/bench/driver"
-
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
+	"github.com/seckilledge/seckill/bench/driver"
 	"github.com/seckilledge/seckill/bench/scenario/crowd"
 	"github.com/seckilledge/seckill/internal/invariants"
 	"github.com/seckilledge/seckill/internal/proc"
