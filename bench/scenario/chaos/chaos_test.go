@@ -58,12 +58,14 @@ func TestAVariantSaleSurvivesEveryPartBeingKilledAndRestarted(t *testing.T) {
 func runShort(t *testing.T, o chaos.Options) *chaos.Report {
 	t.Helper()
 	testenv.NeedsServices(t, "private Redis, RabbitMQ and Postgres servers")
-	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
-	defer cancel()
+	// The binaries first: the first test of the binary builds them (most of a minute on two idle
+	// cores, several on a loaded machine), and the run's four minutes are the run's only.
 	bin, err := binaries.Dir("../../..")
 	if err != nil {
 		t.Fatal(err)
 	}
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
 	var log bytes.Buffer
 	o.Schedule, o.Log = chaos.ShortSchedule(), &log
 	o.Cluster = chaos.ClusterOptions{Root: "../../..", BinDir: bin, Dir: t.TempDir(), GateRelay: "claim_min_idle 5s",

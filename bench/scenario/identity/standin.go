@@ -15,17 +15,15 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/go-jose/go-jose/v4"
-	"github.com/go-jose/go-jose/v4/jwt"
-
 	"github.com/seckilledge/seckill/bench/driver"
 	"github.com/seckilledge/seckill/contract"
+	"github.com/seckilledge/seckill/examples/shop"
 	"github.com/seckilledge/seckill/internal/proc"
 )
 
 // The shop's side of issue 26's benchmark: one stand-in plays the shop for every identity
 // case, so the cases differ only in what the gateway does. It signs sessions (ES256 JWTs, the
-// key made at start), publishes its public key as a JWKS, answers forward_auth's and
+// key made at start, signed by examples/shop's Sessions: the one fake shop), publishes its public key as a JWKS, answers forward_auth's and
 // seckill_session's lookups at /session from its own table of the sessions it signed (what a
 // shop's session store does, in memory), and counts every lookup and every JWKS fetch. It runs
 // as its own process (`seckill-bench session-standin`) so its CPU is measured apart from the
@@ -34,9 +32,8 @@ import (
 // Stand-in defaults: what the benchmark's Caddyfile expects.
 const (
 	StandinIssuer   = "http://seckill-bench.standin"
-	StandinAudience = "seckill"
+	StandinAudience = shop.Audience
 	StandinCookie   = "seckill_session"
-	standinKID      = "standin-es256"
 )
 
 // StandinCalls are the stand-in's counters: lookups of /session (signed in or not) and fetches
@@ -50,12 +47,12 @@ type StandinCalls struct {
 
 // Standin is the stand-in shop's HTTP side.
 type Standin struct {
-	key    *ecdsa.PrivateKey
-	signer jose.Signer
-	jwks   []byte
+	key  *ecdsa.PrivateKey
+	jwks []byte
 
 	mu       sync.RWMutex
-	sessions map[string]string // token -> user
+	signers  map[time.Duration]*shop.Sessions // by session lifetime (a Sessions has one)
+	sessions map[string]string                // token -> user
 
 	session, jwksHits atomic.Int64
 }
@@ -66,28 +63,34 @@ func NewStandin() (*Standin, error) {
 	if err != nil {
 		return nil, err
 	}
-	signer, err := jose.NewSigner(jose.SigningKey{Algorithm: jose.ES256, Key: key},
-		(&jose.SignerOptions{}).WithType("JWT").WithHeader(jose.HeaderKey("kid"), standinKID))
+	ss, err := shop.NewSessions(key, StandinIssuer, time.Hour)
 	if err != nil {
 		return nil, err
 	}
-	set := jose.JSONWebKeySet{Keys: []jose.JSONWebKey{{Key: key.Public(), KeyID: standinKID, Algorithm: string(jose.ES256), Use: "sig"}}}
-	b, err := json.Marshal(set)
+	b, err := json.Marshal(ss.JWKS())
 	if err != nil {
 		return nil, err
 	}
-	return &Standin{key: key, signer: signer, jwks: b, sessions: map[string]string{}}, nil
+	return &Standin{key: key, jwks: b, signers: map[time.Duration]*shop.Sessions{time.Hour: ss}, sessions: map[string]string{}}, nil
 }
 
 // Sign signs a session of user, valid for ttl, and remembers it for /session.
 func (s *Standin) Sign(user string, ttl time.Duration) (string, error) {
-	now := time.Now()
-	tok, err := jwt.Signed(s.signer).Claims(jwt.Claims{Issuer: StandinIssuer, Audience: jwt.Audience{StandinAudience},
-		Subject: user, IssuedAt: jwt.NewNumericDate(now), Expiry: jwt.NewNumericDate(now.Add(ttl))}).Serialize()
+	s.mu.Lock()
+	ss := s.signers[ttl]
+	s.mu.Unlock()
+	if ss == nil {
+		var err error
+		if ss, err = shop.NewSessions(s.key, StandinIssuer, ttl); err != nil {
+			return "", err
+		}
+	}
+	tok, err := ss.Issue(user, time.Now())
 	if err != nil {
 		return "", err
 	}
 	s.mu.Lock()
+	s.signers[ttl] = ss
 	s.sessions[tok] = user
 	s.mu.Unlock()
 	return tok, nil
