@@ -61,7 +61,7 @@
 -- KEYS[10] optional seckill:{sale:<id>}:room:back  zset: user -> queue index: the away ones
 --                                          seen again, admitted first, best-ranked first
 -- KEYS[7]  optional seckill:{sale:<id>}:room:log   list: the room's history, for the verifier
---                                          (internal/invariants, docs/room.md): one element
+--                                          (bench/verify, docs/room.md): one element
 --                                          "a:<now_ms>:<stock>:<user>" per admission, in
 --                                          admission order, "s:<now_ms>:<present_until_ms>:<user>"
 --                                          per absent waiter whose place was passed (0: never
