@@ -15,9 +15,9 @@ import (
 	"github.com/seckilledge/seckill/backend/controls"
 	"github.com/seckilledge/seckill/backend/lock"
 	"github.com/seckilledge/seckill/backend/orders"
-	"github.com/seckilledge/seckill/bench/verify"
 	"github.com/seckilledge/seckill/contract"
 	"github.com/seckilledge/seckill/contract/admin"
+	"github.com/seckilledge/seckill/internal/invariants"
 	"github.com/seckilledge/seckill/internal/testenv"
 	"github.com/seckilledge/seckill/lua"
 )
@@ -160,7 +160,7 @@ func TestAStoppedVariantAddOfAShardedSaleIsSpreadByItsRetry(t *testing.T) {
 
 // Removals of a variant's units race with a crowd buying that variant through the real gate
 // script: neither store goes below zero at any moment seen, every unit is sold, removed or
-// left exactly once, and the verifier (bench/verify, per variant, in units) passes once the
+// left exactly once, and the verifier (internal/invariants, per variant, in units) passes once the
 // orders are written by the consumer.
 func TestVariantRemovalsRacingACrowdKeepBothStoresAtOrAboveZeroAndTheVerifierPasses(t *testing.T) {
 	e := newEnv(t)
@@ -304,13 +304,13 @@ func TestVariantRemovalsRacingACrowdKeepBothStoresAtOrAboveZeroAndTheVerifierPas
 		t.Fatalf("%d orders were not created: the removals took units Redis had sold", n)
 	}
 	e.variantUnits(sale)
-	acc := make([]verify.Accepted, len(accepted))
+	acc := make([]invariants.Accepted, len(accepted))
 	for i, m := range accepted {
-		acc[i] = verify.Accepted{OrderID: m.OrderID, UserID: m.UserID, At: m.AcceptedAt}
+		acc[i] = invariants.Accepted{OrderID: m.OrderID, UserID: m.UserID, At: m.AcceptedAt}
 	}
 	vhost := e.amqp[strings.LastIndex(e.amqp, "/")+1:]
-	rep, err := verify.Verify(context.Background(), verify.Sources{Redis: e.rdb, PG: e.pool,
-		Dead: verify.RabbitMgmt{URL: testenv.AMQPMgmtURL(), Vhost: vhost}}, verify.Run{Sale: sale, Accepted: acc, Demand: crowd, CheckRedis: true})
+	rep, err := invariants.Verify(context.Background(), invariants.Sources{Redis: e.rdb, PG: e.pool,
+		Dead: invariants.RabbitMgmt{URL: testenv.AMQPMgmtURL(), Vhost: vhost}}, invariants.Run{Sale: sale, Accepted: acc, Demand: crowd, CheckRedis: true})
 	if err != nil {
 		t.Fatal(err)
 	}

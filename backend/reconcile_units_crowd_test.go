@@ -12,8 +12,8 @@ import (
 	"github.com/seckilledge/seckill/backend/internal/backendtest"
 	"github.com/seckilledge/seckill/backend/orders"
 	"github.com/seckilledge/seckill/backend/reconcile"
-	"github.com/seckilledge/seckill/bench/verify"
 	"github.com/seckilledge/seckill/contract"
+	"github.com/seckilledge/seckill/internal/invariants"
 	"github.com/seckilledge/seckill/lua"
 )
 
@@ -202,6 +202,6 @@ func reconcileUnderCrowd(t *testing.T, k int) {
 	}
 }
 
-func acceptedOf(m contract.OrderMessage) verify.Accepted {
-	return verify.Accepted{OrderID: m.OrderID, UserID: m.UserID, At: time.Now()}
+func acceptedOf(m contract.OrderMessage) invariants.Accepted {
+	return invariants.Accepted{OrderID: m.OrderID, UserID: m.UserID, At: time.Now()}
 }

@@ -9,9 +9,9 @@ import (
 	"github.com/seckilledge/seckill/backend/internal/backendtest"
 	"github.com/seckilledge/seckill/backend/orders"
 	"github.com/seckilledge/seckill/backend/reconcile"
-	"github.com/seckilledge/seckill/bench/verify"
 	"github.com/seckilledge/seckill/contract"
 	"github.com/seckilledge/seckill/contract/admin"
+	"github.com/seckilledge/seckill/internal/invariants"
 	"github.com/seckilledge/seckill/lua"
 )
 
@@ -25,7 +25,7 @@ type unitWorld struct {
 	e        *env
 	sale     string
 	k        int
-	accepted []verify.Accepted
+	accepted []invariants.Accepted
 }
 
 // buyAs runs the real gate script for one purchase with the given order id, on the user's
@@ -44,7 +44,7 @@ func (w *unitWorld) buyAs(user, order, variant string, q int) (contract.OrderMes
 	if len(reply) > 3 {
 		m.Variant, m.Quantity, m.SeqNo = reply[3].(string), int(reply[4].(int64)), int(reply[5].(int64))
 	}
-	w.accepted = append(w.accepted, verify.Accepted{OrderID: order, UserID: user, At: time.Now()})
+	w.accepted = append(w.accepted, invariants.Accepted{OrderID: order, UserID: user, At: time.Now()})
 	return m, true
 }
 
@@ -65,10 +65,10 @@ func (w *unitWorld) write(msgs ...contract.OrderMessage) {
 }
 
 // verify runs the whole-system verifier on the sale (Redis compared with Postgres).
-func (w *unitWorld) verify() verify.Report {
+func (w *unitWorld) verify() invariants.Report {
 	w.e.t.Helper()
-	rep, err := verify.Verify(context.Background(), verify.Sources{Redis: w.e.rdb, PG: w.e.pool, Dead: noDeadLetters{}},
-		verify.Run{Sale: w.sale, Accepted: w.accepted, CheckRedis: true})
+	rep, err := invariants.Verify(context.Background(), invariants.Sources{Redis: w.e.rdb, PG: w.e.pool, Dead: noDeadLetters{}},
+		invariants.Run{Sale: w.sale, Accepted: w.accepted, CheckRedis: true})
 	if err != nil {
 		w.e.t.Fatal(err)
 	}

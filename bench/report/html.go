@@ -8,9 +8,9 @@ import (
 	"math"
 	"strings"
 
-	"github.com/seckilledge/seckill/bench"
 	"github.com/seckilledge/seckill/bench/load"
-	"github.com/seckilledge/seckill/bench/verify"
+	"github.com/seckilledge/seckill/bench/scenario/crowd"
+	"github.com/seckilledge/seckill/internal/invariants"
 )
 
 var palette = []string{"#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf"}
@@ -37,7 +37,7 @@ const (
 
 // latencyChart draws the latency distribution of every run: percentile on a "nines" axis
 // (50, 90, 99, 99.9, 99.99) against milliseconds on a log axis, the usual HDR plot.
-func latencyChart(runs []*bench.Outcome) template.HTML {
+func latencyChart(runs []*crowd.Outcome) template.HTML {
 	var b strings.Builder
 	plotW, plotH := float64(chartW-padL-padR), float64(chartH-padT-padB)
 	nines := func(q float64) float64 {
@@ -154,9 +154,9 @@ func timelineChart(r *load.Result) template.HTML {
 }
 
 type htmlRun struct {
-	O        *bench.Outcome
+	O        *crowd.Outcome
 	Timeline template.HTML
-	Checks   []verify.Check
+	Checks   []invariants.Check
 	Outcomes string
 }
 
@@ -192,12 +192,12 @@ pre{background:#f6f6f6;padding:8px;overflow-x:auto;font-size:12px}
 `))
 
 // HTML writes the self-contained report.
-func HTML(w io.Writer, r *bench.Result) error {
+func HTML(w io.Writer, r *crowd.Result) error {
 	var tbl bytes.Buffer
 	Table(&tbl, r)
 	runs := r.All()
 	data := struct {
-		R       *bench.Result
+		R       *crowd.Result
 		Table   string
 		Latency template.HTML
 		Runs    []htmlRun

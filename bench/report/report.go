@@ -11,13 +11,13 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	"github.com/seckilledge/seckill/bench"
 	"github.com/seckilledge/seckill/bench/load"
-	"github.com/seckilledge/seckill/bench/verify"
+	"github.com/seckilledge/seckill/bench/scenario/crowd"
+	"github.com/seckilledge/seckill/internal/invariants"
 )
 
 // WriteJSON writes the result to path.
-func WriteJSON(path string, r *bench.Result) error {
+func WriteJSON(path string, r *crowd.Result) error {
 	b, err := json.MarshalIndent(r, "", "  ")
 	if err != nil {
 		return err
@@ -43,8 +43,8 @@ func outcomeSummary(m map[string]int) string {
 
 // Table prints the comparison the way BENCHMARKS.md records it (Markdown, readable in a
 // terminal too).
-func Table(w io.Writer, r *bench.Result) {
-	opt, ceil := r.Find(bench.Optimistic), r.Find(bench.Ceiling)
+func Table(w io.Writer, r *crowd.Result) {
+	opt, ceil := r.Find(crowd.Optimistic), r.Find(crowd.Ceiling)
 	var optT, ceilT float64
 	if opt != nil {
 		optT = opt.Rush.Throughput
@@ -58,7 +58,7 @@ func Table(w io.Writer, r *bench.Result) {
 	for _, c := range rows {
 		p := c.Latency
 		won := "-"
-		if c.Kind != bench.Ceiling && c.Kind != bench.PeerReturn {
+		if c.Kind != crowd.Ceiling && c.Kind != crowd.PeerReturn {
 			won = fmt.Sprint(c.Accepted)
 		}
 		fmt.Fprintf(w, "| %s | %s | %d | %.0f | %s | %s | %.2f | %.2f | %.2f | %.2f | %s |\n", c.Name, c.Rush.Model, c.Rush.Completed,
@@ -68,7 +68,7 @@ func Table(w io.Writer, r *bench.Result) {
 
 // Text prints the whole result for a terminal: the table, outcomes, drain, memory, invariants
 // and targets.
-func Text(w io.Writer, r *bench.Result) {
+func Text(w io.Writer, r *crowd.Result) {
 	fmt.Fprintf(w, "\nseckill-bench  %s  %d CPUs, %d MiB  %s\n", r.Date.Format("2006-01-02 15:04 MST"), r.Machine.CPUs, r.Machine.MemMiB, r.Machine.CPU)
 	fmt.Fprintf(w, "crowd: %d users (%.0f%% click 2-5 times), %d bots x %d clicks, %d replayed and %d forged tokens, %d late; stock %d\n\n",
 		r.Crowd.Users, r.Crowd.Repeaters*100, r.Crowd.Bots, r.Crowd.BotHits, r.Crowd.Replays, r.Crowd.Forged, r.Crowd.Late, r.Stock)
@@ -138,7 +138,7 @@ func Text(w io.Writer, r *bench.Result) {
 			continue
 		}
 		fmt.Fprintf(w, "\n%s, sale %s:\n", c.Name, c.Sale)
-		for _, ch := range append(append([]verify.Check{}, c.Verify.Checks...), c.Checks...) {
+		for _, ch := range append(append([]invariants.Check{}, c.Verify.Checks...), c.Checks...) {
 			fmt.Fprintf(w, "  %s  %d. %s: %s\n", ch.Verdict, ch.N, ch.Name, ch.Detail)
 			for _, p := range ch.Problems {
 				fmt.Fprintf(w, "          %s\n", p)
@@ -183,7 +183,7 @@ func CPUList(m map[string]float64) string {
 
 // evalsha is the EVALSHA line of a run's Redis commandstats: calls and µs per call, per rush
 // request and per purchase accepted in the rush ("" when it ran none).
-func evalsha(c *bench.Outcome) string {
+func evalsha(c *crowd.Outcome) string {
 	for _, cc := range c.RedisCommands {
 		if cc.Command != "evalsha" {
 			continue
@@ -201,7 +201,7 @@ func evalsha(c *bench.Outcome) string {
 // BreakdownLine is a run's Breakdown for one line: allocations and collections, Redis's
 // persistence work, queueing (open model: how far latency from the due time exceeds the
 // service time) and how busy the server CPUs were.
-func BreakdownLine(c *bench.Outcome) string {
+func BreakdownLine(c *crowd.Outcome) string {
 	b := c.Breakdown
 	known := func(v float64, f string) string {
 		if v < 0 {
@@ -224,7 +224,7 @@ func BreakdownLine(c *bench.Outcome) string {
 	if sum > 0 && c.Rush.Throughput > 0 {
 		parts = append(parts, fmt.Sprintf("servers busy %.2f CPU-s/s", sum*c.Rush.Throughput/1e6))
 	}
-	if c.Kind == bench.Edge {
+	if c.Kind == crowd.Edge {
 		poll := "drain poll ON during the rush"
 		if c.DrainAfterRush {
 			poll = "drain poll off during the rush"
@@ -236,7 +236,7 @@ func BreakdownLine(c *bench.Outcome) string {
 
 // SideBySide prints issue 34's closed-model ratios when the edge ran with `respond` or the
 // peer.
-func SideBySide(w io.Writer, r *bench.Result) {
+func SideBySide(w io.Writer, r *crowd.Result) {
 	s := r.SideBySide()
 	if s.GatewayVsRespond == 0 && s.GatewayVsPeer == 0 {
 		return
@@ -252,7 +252,7 @@ func SideBySide(w io.Writer, r *bench.Result) {
 }
 
 // SLO prints each capacity search: its probes, and the servers' spend at the rate found.
-func SLO(w io.Writer, r *bench.Result) {
+func SLO(w io.Writer, r *crowd.Result) {
 	for _, s := range r.SLO {
 		fmt.Fprintf(w, "\ncapacity at p99 <= %.0f ms, %s: %.0f/s", s.P99ms, s.Name, s.Rate)
 		switch {
@@ -269,12 +269,12 @@ func SLO(w io.Writer, r *bench.Result) {
 			}
 			fmt.Fprintf(w, "  %7.0f/s  p99 %7.2f ms  %s\n", p.Rate, p.P99ms, verdict)
 			if o := p.Outcome; o != nil && !o.OK() {
-				var cs []verify.Check
+				var cs []invariants.Check
 				if o.Verify != nil {
 					cs = o.Verify.Checks
 				}
 				for _, ch := range append(cs, o.Checks...) {
-					if ch.Verdict != verify.Pass {
+					if ch.Verdict != invariants.Pass {
 						fmt.Fprintf(w, "           %s  %d. %s: %s (sale %s)\n", ch.Verdict, ch.N, ch.Name, ch.Detail, o.Sale)
 					}
 				}
@@ -287,7 +287,7 @@ func SLO(w io.Writer, r *bench.Result) {
 			}
 		}
 	}
-	if e, c := r.SLOOf(bench.Edge), r.SLOOf(bench.Ceiling); e != nil && c != nil && c.Rate > 0 {
+	if e, c := r.SLOOf(crowd.Edge), r.SLOOf(crowd.Ceiling); e != nil && c != nil && c.Rate > 0 {
 		fmt.Fprintf(w, "capacity at the objective, edge / respond: %.2fx\n", e.Rate/c.Rate)
 	}
 }

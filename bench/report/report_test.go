@@ -14,12 +14,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/seckilledge/seckill/bench"
+	"github.com/seckilledge/seckill/bench/driver"
 	"github.com/seckilledge/seckill/bench/load"
-	"github.com/seckilledge/seckill/bench/verify"
+	"github.com/seckilledge/seckill/bench/scenario/crowd"
+	"github.com/seckilledge/seckill/internal/invariants"
 )
 
-func fakeRun(t *testing.T, name, kind string, won int64) *bench.Outcome {
+func fakeRun(t *testing.T, name, kind string, won int64) *crowd.Outcome {
 	t.Helper()
 	var n atomic.Int64
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -34,19 +35,19 @@ func fakeRun(t *testing.T, name, kind string, won int64) *bench.Outcome {
 	defer srv.Close()
 	reqs := make([]load.Request, 300)
 	for i := range reqs {
-		reqs[i] = load.Request{Method: "POST", URL: srv.URL, Kind: bench.KindCrowd}
+		reqs[i] = load.Request{Method: "POST", URL: srv.URL, Kind: crowd.KindCrowd}
 	}
 	res := load.Execute(context.Background(), load.Run{Name: name, Model: load.Model{Connections: 4}, Requests: reqs})
-	o := &bench.Outcome{Name: name, Kind: kind, Rush: res, Latency: load.PercentilesOf(res.Latency), Accepted: int(won)}
-	if kind != bench.Ceiling {
-		o.Verify = &verify.Report{Checks: []verify.Check{{N: 1, Name: "no oversell", Verdict: verify.Pass, Detail: "fine"}}}
+	o := &crowd.Outcome{Name: name, Kind: kind, Rush: res, Latency: load.PercentilesOf(res.Latency), Accepted: int(won)}
+	if kind != crowd.Ceiling {
+		o.Verify = &invariants.Report{Checks: []invariants.Check{{N: 1, Name: "no oversell", Verdict: invariants.Pass, Detail: "fine"}}}
 	}
 	return o
 }
 
 func TestReportRendersTableJSONAndSelfContainedHTML(t *testing.T) {
-	r := &bench.Result{Date: time.Now(), Command: "seckill-bench", Machine: bench.ThisMachine(), Crowd: bench.DefaultCrowd(), Stock: 10}
-	r.Contestants = []*bench.Outcome{fakeRun(t, "optimistic lock (DB)", bench.Optimistic, 10), fakeRun(t, "full edge", bench.Edge, 10), fakeRun(t, "ceiling", bench.Ceiling, 0)}
+	r := &crowd.Result{Date: time.Now(), Command: "seckill-bench", Machine: driver.ThisMachine(), Crowd: crowd.DefaultCrowd(), Stock: 10}
+	r.Contestants = []*crowd.Outcome{fakeRun(t, "optimistic lock (DB)", crowd.Optimistic, 10), fakeRun(t, "full edge", crowd.Edge, 10), fakeRun(t, "ceiling", crowd.Ceiling, 0)}
 	r.Evaluate()
 	var txt bytes.Buffer
 	Text(&txt, r)
@@ -71,11 +72,11 @@ func TestReportRendersTableJSONAndSelfContainedHTML(t *testing.T) {
 		t.Fatal(err)
 	}
 	b, _ := os.ReadFile(path)
-	var back bench.Result
+	var back crowd.Result
 	if err := json.Unmarshal(b, &back); err != nil || len(back.Contestants) != 3 || back.Contestants[1].Rush.Completed != 300 {
 		t.Fatalf("JSON round trip: %v %+v", err, back.Contestants)
 	}
-	r.Contestants[1].Verify.Checks[0].Verdict = verify.Fail
+	r.Contestants[1].Verify.Checks[0].Verdict = invariants.Fail
 	txt.Reset()
 	Text(&txt, r)
 	if !strings.Contains(txt.String(), "FAIL: an invariant") {

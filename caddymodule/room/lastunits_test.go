@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/seckilledge/seckill/bench/verify"
 	"github.com/seckilledge/seckill/contract"
+	"github.com/seckilledge/seckill/internal/invariants"
 	"github.com/seckilledge/seckill/internal/testenv"
 )
 
@@ -95,12 +95,12 @@ func TestTheLastUnitGoesToAPresentWaiterNotToAnAbsentOrBannedOne(t *testing.T) {
 	if got := strings.Join(kinds, " "); got != "a:fast r:fast s:gone a:present" {
 		t.Fatalf("the room's log: %s, want a:fast r:fast s:gone a:present", got)
 	}
-	checks, err := verify.Room(ctx, rdb, r.Sale, nil, verify.RoomOptions{RequireAdmission: true})
+	checks, err := invariants.Room(ctx, rdb, r.Sale, nil, invariants.RoomOptions{RequireAdmission: true})
 	if err != nil || len(checks) != 4 {
-		t.Fatalf("verify.Room: %d checks, %v", len(checks), err)
+		t.Fatalf("invariants.Room: %d checks, %v", len(checks), err)
 	}
 	for _, c := range checks {
-		if c.Verdict != verify.Pass {
+		if c.Verdict != invariants.Pass {
 			t.Errorf("invariant %d: %s %v", c.N, c.Detail, c.Problems)
 		}
 	}

@@ -14,8 +14,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/seckilledge/seckill/bench/verify"
 	"github.com/seckilledge/seckill/contract"
+	"github.com/seckilledge/seckill/internal/invariants"
 	"github.com/seckilledge/seckill/internal/testenv"
 )
 
@@ -176,12 +176,12 @@ func TestPrequeuedUsersAreAdmittedInThePermutationOfTheRevealedSeedAcrossTwoGate
 	}
 	// The whole-system verifier reads the same from Redis, exactly: the room's log shows the
 	// k-th admission went to the k-th place, and no place was given twice.
-	checks, err := verify.Room(context.Background(), rdb, r.Sale, nil, verify.RoomOptions{})
+	checks, err := invariants.Room(context.Background(), rdb, r.Sale, nil, invariants.RoomOptions{})
 	if err != nil || len(checks) != 4 {
-		t.Fatalf("verify.Room: %d checks, %v", len(checks), err)
+		t.Fatalf("invariants.Room: %d checks, %v", len(checks), err)
 	}
 	for _, c := range checks {
-		if c.Verdict != verify.Pass {
+		if c.Verdict != invariants.Pass {
 			t.Errorf("invariant %d (%s): %s %v", c.N, c.Name, c.Detail, c.Problems)
 		}
 	}

@@ -13,27 +13,27 @@ import (
 	"strings"
 	"time"
 
-	"github.com/seckilledge/seckill/bench"
+	"github.com/seckilledge/seckill/bench/driver"
 	"github.com/seckilledge/seckill/bench/load"
 	"github.com/seckilledge/seckill/bench/report"
+	"github.com/seckilledge/seckill/bench/scenario/crowd"
 	"github.com/seckilledge/seckill/internal/harness"
-	"github.com/seckilledge/seckill/internal/stackenv"
-
 	"github.com/seckilledge/seckill/internal/proc"
+	"github.com/seckilledge/seckill/internal/stackenv"
 )
 
 func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("seckill-bench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	crowd := bench.DefaultCrowd()
-	fs.IntVar(&crowd.Users, "users", crowd.Users, "distinct users in the crowd (each gets a token and clicks)")
-	fs.Float64Var(&crowd.Repeaters, "repeaters", crowd.Repeaters, "share of users who click 2-5 times")
-	fs.IntVar(&crowd.Bots, "bots", crowd.Bots, "scripted users hammering the buy endpoint")
-	fs.IntVar(&crowd.BotHits, "bot-hits", crowd.BotHits, "clicks per bot")
-	fs.IntVar(&crowd.Replays, "replays", crowd.Replays, "clicks presenting another user's token")
-	fs.IntVar(&crowd.Forged, "forged", crowd.Forged, "clicks presenting a forged token")
-	fs.IntVar(&crowd.Late, "late", crowd.Late, "users arriving after the rush")
-	fs.Uint64Var(&crowd.Seed, "seed", crowd.Seed, "seed of the crowd's shuffle")
+	people := crowd.DefaultCrowd()
+	fs.IntVar(&people.Users, "users", people.Users, "distinct users in the crowd (each gets a token and clicks)")
+	fs.Float64Var(&people.Repeaters, "repeaters", people.Repeaters, "share of users who click 2-5 times")
+	fs.IntVar(&people.Bots, "bots", people.Bots, "scripted users hammering the buy endpoint")
+	fs.IntVar(&people.BotHits, "bot-hits", people.BotHits, "clicks per bot")
+	fs.IntVar(&people.Replays, "replays", people.Replays, "clicks presenting another user's token")
+	fs.IntVar(&people.Forged, "forged", people.Forged, "clicks presenting a forged token")
+	fs.IntVar(&people.Late, "late", people.Late, "users arriving after the rush")
+	fs.Uint64Var(&people.Seed, "seed", people.Seed, "seed of the crowd's shuffle")
 	stock := fs.Int("stock", 10000, "units on sale")
 	conns := fs.Int("conns", 500, "connections of the closed model")
 	rate := fs.Float64("rate", 10000, "arrival rate (purchases/s) of the open-model run of the full edge")
@@ -41,7 +41,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	duration := fs.Duration("duration", 10*time.Second, "cap of each rush")
 	drain := fs.Duration("drain-timeout", 30*time.Second, "longest wait for the winners to reach Postgres")
 	only := fs.String("only", "pessimistic,optimistic,edge,ceiling,open,ceiling-open", "contestants to run, in order: pessimistic, optimistic, edge, ceiling, open (the full edge at -rate), ceiling-open (respond at -rate), variants (the variants crowd: a sale with variants and a per-user limit; not in the default list); issue 34's, not in the default list either: peer (the nginx + lua gate, bench/nginxgate), nginx-return (nginx's return 200), open-quiet (the full edge at -rate with the drain poll of Postgres off during the rush), slo (the highest open-model rate with p99 <= -slo-p99, for the edge and respond)")
-	vcrowd := bench.DefaultVariantCrowd()
+	vcrowd := crowd.DefaultVariantCrowd()
 	fs.IntVar(&vcrowd.Users, "variant-users", vcrowd.Users, "users of the variants crowd (-only variants)")
 	fs.IntVar(&vcrowd.Limit, "variant-limit", vcrowd.Limit, "per_user_limit of the variants crowd's sale")
 	gateways := fs.Int("gateways", 1, "gateways to start (the variants crowd spreads its users over them)")
@@ -90,8 +90,8 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	kinds := strings.Split(*only, ",")
 	for _, k := range kinds {
 		switch k {
-		case bench.Pessimistic, bench.Optimistic, bench.Edge, bench.Ceiling, "open", "ceiling-open", "variants",
-			bench.Peer, bench.PeerReturn, "open-quiet", "slo":
+		case crowd.Pessimistic, crowd.Optimistic, crowd.Edge, crowd.Ceiling, "open", "ceiling-open", "variants",
+			crowd.Peer, crowd.PeerReturn, "open-quiet", "slo":
 		default:
 			return errorf(stderr, "-only: unknown contestant %q", k)
 		}
@@ -102,9 +102,9 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	}
 	logf := func(format string, a ...any) { fmt.Fprintf(stderr, "[bench] "+format+"\n", a...) }
 
-	var stack *bench.Stack
+	var stack *driver.Stack
 	if *gateway != "" {
-		stack = &bench.Stack{Gateway: *gateway, Backend: *backendURL, Ceiling: *ceiling, AdminToken: *adminToken,
+		stack = &driver.Stack{Gateway: *gateway, Backend: *backendURL, Ceiling: *ceiling, AdminToken: *adminToken,
 			RedisAddr: *redisAddr, PGURL: *pgURL, MgmtURL: *mgmt, Vhost: *vhost, GatewayPID: *gatewayPID, BackendPID: *backendPID}
 		if stack.Backend == "" {
 			stack.Backend = "http://127.0.0.1:8082"
@@ -118,7 +118,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 			return errorf(stderr, "-pin: %v", err)
 		}
 		var err error
-		stack, err = bench.Start(ctx, bench.StartOptions{Root: *root, BinDir: *bin, Caddyfile: *caddyfile, RedisAddr: *redisAddr, PrivateRedis: *privateRedis,
+		stack, err = driver.Start(ctx, driver.StartOptions{Root: *root, BinDir: *bin, Caddyfile: *caddyfile, RedisAddr: *redisAddr, PrivateRedis: *privateRedis,
 			AMQPURL: *amqpURL, MgmtURL: *mgmt, PGAdminURL: *pgAdmin, AdminToken: *adminToken, TokenKey: tokenKey, LogDir: *logDir,
 			ExtraGlobal: harness.TrustLoopbackProxy, Gateways: *gateways, PrivateServices: *pinning.private,
 			RedisNoAOF: !*redisAOF, Env: splitEnv(*serverEnv)})
@@ -128,8 +128,8 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		defer stack.Close()
 		logf("gateway %s, backend %s, ceiling %s, redis %s, vhost %s", stack.Gateway, stack.Backend, stack.Ceiling, stack.RedisAddr, stack.Vhost)
 	}
-	var peer bench.PeerTarget
-	if slices.Contains(kinds, bench.Peer) || slices.Contains(kinds, bench.PeerReturn) {
+	var peer crowd.PeerTarget
+	if slices.Contains(kinds, crowd.Peer) || slices.Contains(kinds, crowd.PeerReturn) {
 		p, err := startPeer(ctx, onepass, *out, stack)
 		if err != nil {
 			return errorf(stderr, "%v", err)
@@ -138,14 +138,14 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		peer.URL = p.URL
 		logf("peer (nginx + lua gate) %s, pid %d, prefix %s", p.URL, p.PID(), p.Dir)
 	}
-	drv, err := bench.NewDriver(ctx, stack)
+	drv, err := driver.NewDriver(ctx, stack)
 	if err != nil {
 		return errorf(stderr, "%v", err)
 	}
 	defer drv.Close()
 
-	res := &bench.Result{Date: time.Now().UTC(), Command: "seckill-bench " + strings.Join(args, " "), Machine: bench.ThisMachine(),
-		Crowd: crowd, Stock: *stock, Conns: *conns, Rate: *rate}
+	res := &crowd.Result{Date: time.Now().UTC(), Command: "seckill-bench " + strings.Join(args, " "), Machine: driver.ThisMachine(),
+		Crowd: people, Stock: *stock, Conns: *conns, Rate: *rate}
 	if !*pinning.pin {
 		res.Notes = append(res.Notes, fmt.Sprintf("the load generator (%s client, %d connections) runs on the same %d CPUs as the servers and competes with them: every contestant pays the same tax",
 			*client, *conns, res.Machine.CPUs))
@@ -154,37 +154,37 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	if err != nil {
 		return errorf(stderr, "%v", err)
 	}
-	closed := bench.Options{Crowd: crowd, Stock: *stock, Model: load.Model{Connections: *conns}, Duration: *duration, DrainTimeout: *drain, Progress: progress, Client: *client,
+	closed := crowd.Options{Crowd: people, Stock: *stock, Model: load.Model{Connections: *conns}, Duration: *duration, DrainTimeout: *drain, Progress: progress, Client: *client,
 		AroundRush: gwProfile.around(ctx, stack, logf)}
 	if *sabotage > 0 {
-		closed.Sabotage = bench.InflateRedisStock(*sabotage)
+		closed.Sabotage = crowd.InflateRedisStock(*sabotage)
 		res.Notes = append(res.Notes, fmt.Sprintf("SABOTAGED: the gate was given %d units Postgres does not have", *sabotage))
 	}
 	for _, k := range kinds {
 		if ctx.Err() != nil {
 			break
 		}
-		var o *bench.Outcome
+		var o *crowd.Outcome
 		var err error
 		switch k {
-		case bench.Pessimistic, bench.Optimistic:
-			o, err = drv.RunBaseline(ctx, k, closed)
-		case bench.Edge:
-			o, err = drv.RunEdge(ctx, closed)
-		case bench.Ceiling:
-			o, err = drv.RunCeiling(ctx, closed)
+		case crowd.Pessimistic, crowd.Optimistic:
+			o, err = crowd.RunBaseline(ctx, drv, k, closed)
+		case crowd.Edge:
+			o, err = crowd.RunEdge(ctx, drv, closed)
+		case crowd.Ceiling:
+			o, err = crowd.RunCeiling(ctx, drv, closed)
 		case "variants":
-			var vo *bench.VariantOutcome
-			if vo, err = drv.RunVariants(ctx, vcrowd, closed); vo != nil {
+			var vo *crowd.VariantOutcome
+			if vo, err = crowd.RunVariants(ctx, drv, vcrowd, closed); vo != nil {
 				o = vo.Outcome
 			}
-		case bench.Peer:
-			o, err = bench.RunPeer(ctx, drv, peer, closed)
-		case bench.PeerReturn:
-			o, err = bench.RunPeerReturn(ctx, drv, peer, closed)
+		case crowd.Peer:
+			o, err = crowd.RunPeer(ctx, drv, peer, closed)
+		case crowd.PeerReturn:
+			o, err = crowd.RunPeerReturn(ctx, drv, peer, closed)
 		case "slo":
-			for _, kind := range []string{bench.Edge, bench.Ceiling} {
-				s, serr := bench.RunSLO(ctx, drv, kind, closed, onepass.slo(), *onepass.sloConns, *onepass.sloProbe, logf)
+			for _, kind := range []string{crowd.Edge, crowd.Ceiling} {
+				s, serr := crowd.RunSLO(ctx, drv, kind, closed, onepass.slo(), *onepass.sloConns, *onepass.sloProbe, logf)
 				if s != nil {
 					res.SLO = append(res.SLO, s)
 				}
@@ -200,13 +200,13 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 			op.Label = fmt.Sprintf("open %.0f/s", *rate)
 			switch k {
 			case "open":
-				o, err = drv.RunEdge(ctx, op)
+				o, err = crowd.RunEdge(ctx, drv, op)
 			case "open-quiet":
 				op.DrainAfterRush = true
 				op.Label += ", no drain poll in the rush"
-				o, err = drv.RunEdge(ctx, op)
+				o, err = crowd.RunEdge(ctx, drv, op)
 			default:
-				o, err = drv.RunCeiling(ctx, op)
+				o, err = crowd.RunCeiling(ctx, drv, op)
 			}
 		}
 		if err != nil {
@@ -242,7 +242,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	return 0
 }
 
-func okWord(o *bench.Outcome) string {
+func okWord(o *crowd.Outcome) string {
 	if o.Verify == nil {
 		return ""
 	}
@@ -252,7 +252,7 @@ func okWord(o *bench.Outcome) string {
 	return "invariants FAIL"
 }
 
-func writeFiles(dir string, res *bench.Result) error {
+func writeFiles(dir string, res *crowd.Result) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}

@@ -11,7 +11,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/seckilledge/seckill/bench"
+	"github.com/seckilledge/seckill/bench/driver"
+	"github.com/seckilledge/seckill/bench/scenario/crowd"
+	"github.com/seckilledge/seckill/bench/scenario/draw"
 	"github.com/seckilledge/seckill/internal/stackenv"
 )
 
@@ -22,14 +24,14 @@ func runDraw(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("seckill-bench draw", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	only := fs.String("only", "cost,big,fair", "what to run: cost (entry cost), big (the million-entry draw), fair (fast against slow)")
-	var o bench.DrawOptions
+	var o draw.DrawOptions
 	fs.IntVar(&o.Entries, "entries", 1_000_000, "entries of the big draw")
 	fs.IntVar(&o.Variants, "variants", 8, "sizes")
 	fs.IntVar(&o.Stock, "stock", 500, "units per size in the big draw")
 	fs.IntVar(&o.Rounds, "rounds", 3, "entry-cost rounds (draw, then room)")
 	fs.DurationVar(&o.Duration, "duration", 5*time.Second, "each side of each entry-cost round")
 	fs.IntVar(&o.Conns, "conns", 100, "connections of the entry-cost rounds")
-	var fo bench.DrawFairOptions
+	var fo draw.DrawFairOptions
 	fs.IntVar(&fo.Entrants, "entrants", 100_000, "entrants of each fairness run")
 	fs.IntVar(&fo.Stock, "fair-stock", 1000, "units per size in the fairness runs")
 	runs := fs.Int("runs", 5, "fairness runs")
@@ -54,33 +56,33 @@ func runDraw(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if err := pf.beforeStack(); err != nil {
 		return errorf(stderr, "%v", err)
 	}
-	stack, err := bench.Start(ctx, bench.StartOptions{Root: *root, BinDir: *bin, Caddyfile: *caddyfile, PrivateRedis: true,
+	stack, err := driver.Start(ctx, driver.StartOptions{Root: *root, BinDir: *bin, Caddyfile: *caddyfile, PrivateRedis: true,
 		PrivateServices: *pf.private, AMQPURL: stackenv.AMQPURL(), MgmtURL: stackenv.AMQPMgmtURL(), PGAdminURL: stackenv.PGAdminURL(), Gateways: gateways, AdminToken: stackenv.Secret("SECKILL_ADMIN_TOKEN"),
 		TokenKey: stackenv.Secret("SECKILL_TOKEN_KEY"), LogDir: filepath.Join(*out, "logs")})
 	if err != nil {
 		return errorf(stderr, "%v", err)
 	}
 	defer stack.Close()
-	drv, err := bench.NewDriver(ctx, stack)
+	drv, err := driver.NewDriver(ctx, stack)
 	if err != nil {
 		return errorf(stderr, "%v", err)
 	}
 	defer drv.Close()
-	var pinned bench.Result
+	var pinned crowd.Result
 	unpin, err := pf.start(stack, &pinned, logf)
 	if err != nil {
 		return errorf(stderr, "%v", err)
 	}
 
 	var md strings.Builder
-	m := bench.ThisMachine()
+	m := driver.ThisMachine()
 	fmt.Fprintf(&md, "Command: `seckill-bench draw %s`\nMachine: %d CPUs, %d MiB, %s, %s; date %s; load average %s\n\n",
-		strings.Join(args, " "), m.CPUs, m.MemMiB, m.CPU, m.Go, time.Now().UTC().Format("2006-01-02 15:04 MST"), bench.LoadAvg())
+		strings.Join(args, " "), m.CPUs, m.MemMiB, m.CPU, m.Go, time.Now().UTC().Format("2006-01-02 15:04 MST"), driver.LoadAvg())
 	result := map[string]any{}
 	ok := true
-	r := &bench.DrawResult{}
+	r := &draw.DrawResult{}
 	if strings.Contains(*only, "cost") {
-		if err := drv.EntryCost(ctx, o, r); err != nil {
+		if err := draw.EntryCost(ctx, drv, o, r); err != nil {
 			return errorf(stderr, "entry cost: %v", err)
 		}
 		fmt.Fprintf(&md, "| entry cost round | draw entries/s | draw µs (gateway+Redis) | room entries/s | room µs | draw/room |\n|---|---|---|---|---|---|\n")
@@ -91,7 +93,7 @@ func runDraw(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(&md, "| **median** | | %.0f | | %.0f | **%.2fx** (target <= 1.2x) |\n\n", r.DrawUs, r.RoomUs, r.EntryRatio)
 	}
 	if strings.Contains(*only, "big") {
-		if err := drv.BigDraw(ctx, o, r); err != nil {
+		if err := draw.BigDraw(ctx, drv, o, r); err != nil {
 			return errorf(stderr, "big draw: %v", err)
 		}
 		fmt.Fprintf(&md, "| million-entry draw | measured | target |\n|---|---|---|\n")
@@ -107,16 +109,16 @@ func runDraw(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	result["draw"] = r
 	if strings.Contains(*only, "fair") {
-		var all []*bench.DrawFairResult
+		var all []*draw.DrawFairResult
 		fmt.Fprintf(&md, "| fairness run | entered fast / slow | won fast / slow | rate fast / slow | slow/fast | verify |\n|---|---|---|---|---|---|\n")
 		var ratios []float64
 		for i := range *runs {
 			fo.Seed = uint64(i + 1)
-			fr, err := drv.DrawFairness(ctx, fo)
+			fr, err := draw.DrawFairness(ctx, drv, fo)
 			if err != nil {
 				return errorf(stderr, "fairness run %d: %v", i+1, err)
 			}
-			rep := drv.VerifySale(ctx, fr.Sale)
+			rep := draw.VerifySale(ctx, drv, fr.Sale)
 			verdict := "PASS"
 			if !rep.OK() {
 				ok, verdict = false, "FAIL"
@@ -126,7 +128,7 @@ func runDraw(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			ratios = append(ratios, fr.Ratio)
 			all = append(all, fr)
 		}
-		fmt.Fprintf(&md, "| **median** | | | | **%.3f** (target 0.9-1.1) | |\n\n", bench.Median(ratios))
+		fmt.Fprintf(&md, "| **median** | | | | **%.3f** (target 0.9-1.1) | |\n\n", driver.Median(ratios))
 		result["fairness"] = all
 	}
 	unpin()

@@ -7,13 +7,14 @@ import (
 	"io"
 	"time"
 
-	"github.com/seckilledge/seckill/bench"
 	"github.com/seckilledge/seckill/bench/drawcheck"
+	"github.com/seckilledge/seckill/bench/driver"
+	"github.com/seckilledge/seckill/bench/scenario/draw"
 	"github.com/seckilledge/seckill/internal/stackenv"
 )
 
 // runDrawSale is `seckill-bench draw-sale` (make demo-draw): a whole draw sale on a running
-// stack (make run's by default), from the first entry to the last claim (bench.DrawSale), then
+// stack (make run's by default), from the first entry to the last claim (draw.DrawSale), then
 // every invariant of the sale (the draw's included) and verify-draw on what it published.
 func runDrawSale(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("seckill-bench draw-sale", flag.ContinueOnError)
@@ -24,7 +25,7 @@ func runDrawSale(ctx context.Context, args []string, stdout, stderr io.Writer) i
 	pgURL := fs.String("pg", stackenv.PGURL(), "Postgres URL of the backend's database")
 	redisAddr := fs.String("redis", stackenv.RedisAddr(), "Redis host:port")
 	mgmt := fs.String("amqp-mgmt", stackenv.AMQPMgmtURL(), "RabbitMQ management API URL")
-	var o bench.DrawSaleOptions
+	var o draw.DrawSaleOptions
 	fs.IntVar(&o.Entrants, "entrants", 240, "entrants")
 	fs.IntVar(&o.Sizes, "sizes", 3, "sizes")
 	fs.IntVar(&o.Units, "units", 5, "units per size")
@@ -37,13 +38,13 @@ func runDrawSale(ctx context.Context, args []string, stdout, stderr io.Writer) i
 	// Each entrant gets an address of his own, so a gateway that trusts a loopback proxy
 	// throttles them apart (make run's :8080 only reports its IP zones anyway).
 	o.Forward = func(user string) string { return fmt.Sprintf("10.77.%d.%d", len(user)%200, user[len(user)-1]) }
-	stack := &bench.Stack{Gateway: *gateway, Backend: *backend, AdminToken: *adminToken, RedisAddr: *redisAddr, PGURL: *pgURL, MgmtURL: *mgmt, Vhost: "/"}
-	drv, err := bench.NewDriver(ctx, stack)
+	stack := &driver.Stack{Gateway: *gateway, Backend: *backend, AdminToken: *adminToken, RedisAddr: *redisAddr, PGURL: *pgURL, MgmtURL: *mgmt, Vhost: "/"}
+	drv, err := driver.NewDriver(ctx, stack)
 	if err != nil {
 		return errorf(stderr, "draw-sale: %v", err)
 	}
 	defer drv.Close()
-	res, err := drv.DrawSale(ctx, o)
+	res, err := draw.DrawSale(ctx, drv, o)
 	if err != nil {
 		return errorf(stderr, "draw-sale: %v", err)
 	}
@@ -52,7 +53,7 @@ func runDrawSale(ctx context.Context, args []string, stdout, stderr io.Writer) i
 		fmt.Fprintf(stdout, "FAIL  %s\n", p)
 	}
 	fmt.Fprintf(stdout, "draw sale %s: %d entries, winners by wave %v, %d units bought\n\n", res.Sale, res.Entries, res.WinnersByWave, res.Bought)
-	rep := drv.VerifySale(ctx, res.Sale, res.Accepted...)
+	rep := draw.VerifySale(ctx, drv, res.Sale, res.Accepted...)
 	fmt.Fprint(stdout, rep.String())
 	ok = ok && rep.OK()
 	users := []string{}

@@ -12,8 +12,10 @@ import (
 	"strings"
 	"time"
 
-	"github.com/seckilledge/seckill/bench"
+	"github.com/seckilledge/seckill/bench/driver"
 	"github.com/seckilledge/seckill/bench/load"
+	"github.com/seckilledge/seckill/bench/scenario/crowd"
+	"github.com/seckilledge/seckill/bench/scenario/identity"
 	"github.com/seckilledge/seckill/internal/proc"
 	"github.com/seckilledge/seckill/internal/stackenv"
 )
@@ -25,8 +27,8 @@ import (
 func runIdentity(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("seckill-bench identity", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	var o bench.IdentityOptions
-	cases := fs.String("cases", strings.Join(bench.IdentityCases, ","), "cases to run, in this order in the first round (rotated by one each round): "+strings.Join(bench.IdentityCases, ", "))
+	var o identity.IdentityOptions
+	cases := fs.String("cases", strings.Join(identity.IdentityCases, ","), "cases to run, in this order in the first round (rotated by one each round): "+strings.Join(identity.IdentityCases, ", "))
 	fs.IntVar(&o.Rounds, "rounds", 3, "rounds of every case (the table reports medians)")
 	fs.IntVar(&o.Sessions, "sessions", 2000, "fresh sessions (buyers) per case and round; they click in turn until the rush ends")
 	fs.IntVar(&o.Conns, "conns", 64, "connections of the closed model")
@@ -48,7 +50,7 @@ func runIdentity(ctx context.Context, args []string, stdout, stderr io.Writer) i
 	}
 	o.Cases = strings.Split(*cases, ",")
 	for _, c := range o.Cases {
-		if !slices.Contains(bench.IdentityCases, c) {
+		if !slices.Contains(identity.IdentityCases, c) {
 			return errorf(stderr, "-cases: unknown case %q", c)
 		}
 	}
@@ -66,18 +68,18 @@ func runIdentity(ctx context.Context, args []string, stdout, stderr io.Writer) i
 	if err := pinning.beforeStack(); err != nil {
 		return errorf(stderr, "-pin: %v", err)
 	}
-	standin, err := bench.StartStandin(ctx, exe, logDir)
+	standin, err := identity.StartStandin(ctx, exe, logDir)
 	if err != nil {
 		return errorf(stderr, "session stand-in: %v", err)
 	}
 	defer standin.Close()
 	o.Standin = standin
-	caddyfile, ports, err := bench.WriteIdentityCaddyfile(logDir, standin.URL, o.TTL, o.Throttle, proc.FreePorts)
+	caddyfile, ports, err := identity.WriteIdentityCaddyfile(logDir, standin.URL, o.TTL, o.Throttle, proc.FreePorts)
 	if err != nil {
 		return errorf(stderr, "%v", err)
 	}
 	o.Ports = ports
-	stack, err := bench.Start(ctx, bench.StartOptions{Root: *root, BinDir: *bin, Caddyfile: caddyfile, PrivateRedis: true,
+	stack, err := driver.Start(ctx, driver.StartOptions{Root: *root, BinDir: *bin, Caddyfile: caddyfile, PrivateRedis: true,
 		AMQPURL: *amqpURL, MgmtURL: *mgmt, PGAdminURL: *pgAdmin, AdminToken: *adminToken,
 		TokenKey: stackenv.Secret("SECKILL_TOKEN_KEY"), LogDir: logDir,
 		PrivateServices: *pinning.private})
@@ -87,18 +89,18 @@ func runIdentity(ctx context.Context, args []string, stdout, stderr io.Writer) i
 	defer stack.Close()
 	stack.Others = map[string]int{"standin": standin.PID}
 	logf("gateway %s (demo), stand-in %s, redis %s; other sites on ports %v", stack.Gateway, standin.URL, stack.RedisAddr, ports)
-	drv, err := bench.NewDriver(ctx, stack)
+	drv, err := driver.NewDriver(ctx, stack)
 	if err != nil {
 		return errorf(stderr, "%v", err)
 	}
 	defer drv.Close()
-	var notes bench.Result // pinFlags.start reports there
+	var notes crowd.Result // pinFlags.start reports there
 	unpin, err := pinning.start(stack, &notes, logf)
 	if err != nil {
 		return errorf(stderr, "%v", err)
 	}
 	o.AroundRush = gwProfile.around(ctx, stack, logf)
-	res, err := drv.Identity(ctx, o)
+	res, err := identity.Identity(ctx, drv, o)
 	gwProfile.finish(ctx, stack, logf)
 	unpin()
 	if err != nil {
@@ -126,14 +128,14 @@ func runIdentity(ctx context.Context, args []string, stdout, stderr io.Writer) i
 	}
 	fmt.Fprintf(stdout, "\nwrote %s/identity.json and %s/identity.md\n", *out, *out)
 	if !res.OK() {
-		fmt.Fprintf(stdout, "identity: a case answered fewer than %.0f %% of its requests with a token: its numbers measure refusals (see the outcomes above and %s)\n", 100*bench.MinOKShare, logDir)
+		fmt.Fprintf(stdout, "identity: a case answered fewer than %.0f %% of its requests with a token: its numbers measure refusals (see the outcomes above and %s)\n", 100*identity.MinOKShare, logDir)
 		return 1
 	}
 	return 0
 }
 
 // identityMarkdown writes the medians, the targets and every rush.
-func identityMarkdown(w io.Writer, r *bench.IdentityResult, rounds int) {
+func identityMarkdown(w io.Writer, r *identity.IdentityResult, rounds int) {
 	route := "the identity step, then seckill_token (no throttle)"
 	if r.Throttle {
 		route = "the identity step, the demo's per-IP and per-user throttle zones (shadow), then seckill_token"
@@ -176,7 +178,7 @@ func outcomeCounts(m map[string]int) string {
 }
 
 // runStandin is the hidden `seckill-bench session-standin -listen ADDR`: the stand-in shop of
-// the identity benchmark (bench.Standin), as its own process so its CPU is measured apart.
+// the identity benchmark (identity.Standin), as its own process so its CPU is measured apart.
 func runStandin(ctx context.Context, args []string, stderr io.Writer) int {
 	fs := flag.NewFlagSet("seckill-bench session-standin", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -184,7 +186,7 @@ func runStandin(ctx context.Context, args []string, stderr io.Writer) int {
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
-	if err := bench.ServeStandin(ctx, *listen); err != nil {
+	if err := identity.ServeStandin(ctx, *listen); err != nil {
 		return errorf(stderr, "session-standin: %v", err)
 	}
 	return 0

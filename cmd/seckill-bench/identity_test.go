@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/seckilledge/seckill/bench"
+	"github.com/seckilledge/seckill/bench/scenario/identity"
 	"github.com/seckilledge/seckill/internal/testenv"
 )
 
@@ -58,12 +58,12 @@ func TestIdentityBenchmarkCountsTheSessionServiceCallsOfEachCase(t *testing.T) {
 		t.Fatal(err)
 	}
 	var res struct {
-		Identity bench.IdentityResult `json:"identity"`
+		Identity identity.IdentityResult `json:"identity"`
 	}
 	if err := json.Unmarshal(b, &res); err != nil {
 		t.Fatal(err)
 	}
-	if len(res.Identity.Sides) != len(bench.IdentityCases) {
+	if len(res.Identity.Sides) != len(identity.IdentityCases) {
 		t.Fatalf("%d rushes, want one per case:\n%s", len(res.Identity.Sides), stdout.String())
 	}
 	for _, s := range res.Identity.Sides {
@@ -72,9 +72,9 @@ func TestIdentityBenchmarkCountsTheSessionServiceCallsOfEachCase(t *testing.T) {
 		}
 		var want int64
 		switch s.Case {
-		case bench.IdentitySession:
+		case identity.IdentitySession:
 			want = int64(s.Sessions)
-		case bench.IdentityForwardAuth, bench.IdentityForwardAuthClose:
+		case identity.IdentityForwardAuth, identity.IdentityForwardAuthClose:
 			want = int64(s.Completed)
 		}
 		if s.SessionCalls != want {

@@ -45,37 +45,36 @@ func main() {
 	os.Exit(code)
 }
 
+// command is one subcommand: the first argument that names it, then its own flags.
+type command func(ctx context.Context, args []string, stdout, stderr io.Writer) int
+
+// subcommands is the one table of seckill-bench's subcommands, one per scenario or check
+// (the scenarios themselves live in bench/scenario/<name>); any other first argument is a
+// flag of the comparison, runBench.
+var subcommands = map[string]command{
+	"verify":      runVerify,     // the invariants of an existing sale (internal/invariants)
+	"verify-room": runVerifyRoom, // a room's order against its revealed seed
+	"verify-draw": runVerifyDraw, // a draw recomputed from its result and entries (bench/drawcheck)
+	"room":        runRoom,       // bench/scenario/room
+	"draw":        runDraw,       // bench/scenario/draw
+	"draw-sale":   runDrawSale,   // bench/scenario/draw, on a running stack
+	"identity":    runIdentity,   // bench/scenario/identity
+	"soak":        runSoak,       // bench/scenario/soak
+	// the identity benchmark's stand-in shop, a process of its own (bench/scenario/identity)
+	"session-standin": func(ctx context.Context, args []string, _, stderr io.Writer) int {
+		return runStandin(ctx, args, stderr)
+	},
+}
+
 // run is the command without the process around it, so tests can call it and read its exit
 // code: 0 when every check passed, 1 when an invariant FAILed, 2 on bad usage or a broken setup.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	if len(args) > 0 && args[0] == "verify" {
-		return runVerify(ctx, args[1:], stdout, stderr)
+	if len(args) > 0 {
+		if cmd, ok := subcommands[args[0]]; ok {
+			return cmd(ctx, args[1:], stdout, stderr)
+		}
 	}
-	if len(args) > 0 && args[0] == "verify-room" {
-		return runVerifyRoom(ctx, args[1:], stdout, stderr)
-	}
-	if len(args) > 0 && args[0] == "verify-draw" {
-		return runVerifyDraw(ctx, args[1:], stdout, stderr)
-	}
-	if len(args) > 0 && args[0] == "room" {
-		return runRoom(ctx, args[1:], stdout, stderr)
-	}
-	if len(args) > 0 && args[0] == "draw-sale" {
-		return runDrawSale(ctx, args[1:], stdout, stderr)
-	}
-	if len(args) > 0 && args[0] == "draw" {
-		return runDraw(ctx, args[1:], stdout, stderr)
-	}
-	if len(args) > 0 && args[0] == "identity" {
-		return runIdentity(ctx, args[1:], stdout, stderr)
-	}
-	if len(args) > 0 && args[0] == "session-standin" { // the identity benchmark's stand-in shop
-		return runStandin(ctx, args[1:], stderr)
-	}
-	if len(args) > 0 && args[0] == "soak" {
-		return runSoak(ctx, args[1:], stdout, stderr)
-	}
-	return runBench(ctx, args, stdout, stderr)
+	return runBench(ctx, args, stdout, stderr) // the comparison: bench/scenario/crowd
 }
 
 func isTTY(w io.Writer) bool {

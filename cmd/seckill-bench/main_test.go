@@ -14,8 +14,8 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/seckilledge/seckill/backend"
-	"github.com/seckilledge/seckill/bench/verify"
 	"github.com/seckilledge/seckill/contract"
+	"github.com/seckilledge/seckill/internal/invariants"
 	"github.com/seckilledge/seckill/internal/testenv"
 )
 
@@ -43,14 +43,14 @@ func soldSale(t *testing.T, stock, sold int) (args []string) {
 		t.Fatal(err)
 	}
 	rdb.HSet(ctx, contract.MetaKey(sale), contract.FieldStock, max(stock-sold, 0))
-	var acc []verify.Accepted
+	var acc []invariants.Accepted
 	for i := 0; i < sold; i++ {
 		u, o := fmt.Sprintf("u%d", i), fmt.Sprintf("o%d", i)
 		if _, err := conn.Exec(ctx, `INSERT INTO orders (order_id, sale_id, user_id, status, accepted_at) VALUES ($1, $2, $3, 'created', now())`, o, sale, u); err != nil {
 			t.Fatal(err)
 		}
 		rdb.HSet(ctx, contract.BuyersKey(sale), u, o)
-		acc = append(acc, verify.Accepted{OrderID: o, UserID: u, At: time.Now()})
+		acc = append(acc, invariants.Accepted{OrderID: o, UserID: u, At: time.Now()})
 	}
 	file := filepath.Join(t.TempDir(), "accepted.json")
 	b, _ := json.Marshal(acc)

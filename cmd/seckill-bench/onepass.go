@@ -9,8 +9,9 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/seckilledge/seckill/bench"
+	"github.com/seckilledge/seckill/bench/driver"
 	"github.com/seckilledge/seckill/bench/nginxgate"
+	"github.com/seckilledge/seckill/bench/scenario/crowd"
 )
 
 // onePassFlags are issue 34's instruments: the peer (nginx + lua gate) and the capacity search
@@ -24,7 +25,7 @@ type onePassFlags struct {
 }
 
 func addOnePassFlags(fs *flag.FlagSet) onePassFlags {
-	d := bench.DefaultSLO()
+	d := crowd.DefaultSLO()
 	return onePassFlags{
 		peerDir:      fs.String("peer-dir", "", "nginx prefix directory of the peer (-only peer, nginx-return; default: <out>/peer)"),
 		sloP99:       fs.Duration("slo-p99", d.P99, "the latency objective of -only slo: the p99 a rate must keep"),
@@ -38,8 +39,8 @@ func addOnePassFlags(fs *flag.FlagSet) onePassFlags {
 	}
 }
 
-func (f onePassFlags) slo() bench.SLOOptions {
-	o := bench.DefaultSLO()
+func (f onePassFlags) slo() crowd.SLOOptions {
+	o := crowd.DefaultSLO()
 	o.P99, o.Start, o.Min, o.Max, o.Tolerance, o.MaxProbes = *f.sloP99, *f.sloStart, *f.sloMin, *f.sloMax, *f.sloTolerance, *f.sloProbes
 	return o
 }
@@ -47,7 +48,7 @@ func (f onePassFlags) slo() bench.SLOOptions {
 // startPeer starts the peer's nginx on the stack's Redis, with as many workers as this process
 // has CPUs now (under -pin, before the pinning starts: the server CPUs, where nginx is then
 // born), and adds it to the process trees the run counts and pins.
-func startPeer(ctx context.Context, f onePassFlags, out string, stack *bench.Stack) (*nginxgate.Server, error) {
+func startPeer(ctx context.Context, f onePassFlags, out string, stack *driver.Stack) (*nginxgate.Server, error) {
 	dir := *f.peerDir
 	if dir == "" {
 		dir = filepath.Join(out, "peer")
@@ -64,6 +65,6 @@ func startPeer(ctx context.Context, f onePassFlags, out string, stack *bench.Sta
 	if stack.Others == nil {
 		stack.Others = map[string]int{}
 	}
-	stack.Others[bench.PeerProcess] = s.PID()
+	stack.Others[crowd.PeerProcess] = s.PID()
 	return s, nil
 }

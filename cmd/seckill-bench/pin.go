@@ -6,7 +6,8 @@ import (
 	"runtime"
 	"time"
 
-	"github.com/seckilledge/seckill/bench"
+	"github.com/seckilledge/seckill/bench/driver"
+	"github.com/seckilledge/seckill/bench/scenario/crowd"
 )
 
 // pinFlags are -pin and -private-services: measure the servers apart from the load.
@@ -22,18 +23,18 @@ func addPinFlags(fs *flag.FlagSet) pinFlags {
 }
 
 // beforeStack runs before the stack starts: with -pin, the servers the run starts are born on
-// the server CPUs (bench.PinSelfToServers).
+// the server CPUs (driver.PinSelfToServers).
 func (f pinFlags) beforeStack() error {
 	if !*f.pin {
 		return nil
 	}
-	return bench.PinSelfToServers()
+	return driver.PinSelfToServers()
 }
 
 // startPinning pins the run when -pin is set and returns what undoes it. Shared RabbitMQ and
 // Postgres servers are left where they are (other users' work runs there): their CPU is still
 // counted, and a note says they were not pinned.
-func (f pinFlags) start(stack *bench.Stack, res *bench.Result, logf func(string, ...any)) (func(), error) {
+func (f pinFlags) start(stack *driver.Stack, res *crowd.Result, logf func(string, ...any)) (func(), error) {
 	if !*f.pin {
 		return func() {}, nil
 	}
@@ -47,7 +48,7 @@ func (f pinFlags) start(stack *bench.Stack, res *bench.Result, logf func(string,
 		}
 		return r
 	}
-	p, err := bench.StartPinning(roots, 250*time.Millisecond)
+	p, err := driver.StartPinning(roots, 250*time.Millisecond)
 	if err != nil {
 		return nil, fmt.Errorf("-pin: %w", err)
 	}

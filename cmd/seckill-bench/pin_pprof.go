@@ -11,7 +11,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/seckilledge/seckill/bench"
+	"github.com/seckilledge/seckill/bench/driver"
 )
 
 // gatewayProfile is -gateway-pprof: the gateway's own CPU profile over each contestant's rush
@@ -30,8 +30,8 @@ func addGatewayProfileFlags(fs *flag.FlagSet) *gatewayProfile {
 	}
 }
 
-// around is the bench.Options.AroundRush of -gateway-pprof (nil without it).
-func (g *gatewayProfile) around(ctx context.Context, stack *bench.Stack, logf func(string, ...any)) func(string) func() {
+// around is the crowd.Options.AroundRush of -gateway-pprof (nil without it).
+func (g *gatewayProfile) around(ctx context.Context, stack *driver.Stack, logf func(string, ...any)) func(string) func() {
 	if *g.dir == "" || stack.Admin == "" {
 		return nil
 	}
@@ -53,7 +53,7 @@ func (g *gatewayProfile) around(ctx context.Context, stack *bench.Stack, logf fu
 }
 
 // finish waits for the CPU profiles and takes the allocation profile.
-func (g *gatewayProfile) finish(ctx context.Context, stack *bench.Stack, logf func(string, ...any)) {
+func (g *gatewayProfile) finish(ctx context.Context, stack *driver.Stack, logf func(string, ...any)) {
 	if *g.dir == "" || stack.Admin == "" {
 		return
 	}

@@ -12,7 +12,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/seckilledge/seckill/bench"
+	"github.com/seckilledge/seckill/bench/driver"
+	"github.com/seckilledge/seckill/bench/scenario/room"
 	"github.com/seckilledge/seckill/internal/stackenv"
 )
 
@@ -28,16 +29,16 @@ func runRoom(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	only := fs.String("only", "fairness,poll", "what to run: fairness, poll, scale, lastunits")
 	runs := fs.Int("runs", 3, "fairness runs (the table reports each and the medians)")
-	var fo bench.FairnessOptions
+	var fo room.FairnessOptions
 	fs.IntVar(&fo.Buyers, "buyers", 500, "buyers per population")
 	fs.Float64Var(&fo.RoomRate, "room-rate", 5, "the room's admissions per second in the fairness sale")
 	fs.Float64Var(&fo.StockShare, "stock-share", 0.1, "stock as a share of all buyers")
-	var po bench.PollOptions
+	var po room.PollOptions
 	fs.IntVar(&po.Users, "poll-users", 2000, "waiters polling in the poll benchmark")
 	fs.IntVar(&po.Conns, "poll-conns", 200, "connections of the poll benchmark")
 	fs.DurationVar(&po.Duration, "poll-duration", 5*time.Second, "each side of each poll round")
 	fs.IntVar(&po.Rounds, "poll-rounds", 3, "poll rounds (room, then respond)")
-	var so bench.ScaleOptions
+	var so room.ScaleOptions
 	fs.IntVar(&so.Waiters, "scale-waiters", 100_000, "scale: waiters, spread over the gateways")
 	fs.DurationVar(&so.Duration, "scale-duration", 60*time.Second, "scale: the polling phase")
 	fs.Float64Var(&so.Rate, "scale-rate", 200, "scale: the room's admissions per second")
@@ -48,7 +49,7 @@ func runRoom(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.IntVar(&so.Workers, "scale-workers", 256, "scale: requests in flight at most")
 	scaleGateways := fs.Int("scale-gateways", 2, "scale: gateways (each its own Caddy process)")
 	scaleRoom := fs.String("scale-room", "", `scale: more seckill_room settings for the gateways, ";"-separated (e.g. "front_window 2s; summary_interval 1s"); none: the Caddyfile's`)
-	var lo bench.LastUnitsOptions
+	var lo room.LastUnitsOptions
 	fs.IntVar(&lo.Waiters, "lastunits-waiters", 1200, "lastunits: pre-queued waiters")
 	fs.IntVar(&lo.Units, "lastunits-units", 120, "lastunits: units")
 	fs.DurationVar(&lo.Session, "lastunits-session", 20*time.Second, "lastunits: how long an admission lives unused")
@@ -80,14 +81,14 @@ func runRoom(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fo.Logf, po.Logf, so.Logf, lo.Logf = logf, logf, logf, logf
 	// start starts a private stack of n gateways on the Caddyfile cf (each part that needs
 	// another shape of stack starts its own).
-	start := func(cf string, n int, logs string) (*bench.Stack, *bench.Driver, error) {
-		stack, err := bench.Start(ctx, bench.StartOptions{Root: *root, BinDir: *bin, Caddyfile: cf, PrivateRedis: true, Gateways: n,
+	start := func(cf string, n int, logs string) (*driver.Stack, *driver.Driver, error) {
+		stack, err := driver.Start(ctx, driver.StartOptions{Root: *root, BinDir: *bin, Caddyfile: cf, PrivateRedis: true, Gateways: n,
 			AMQPURL: *amqpURL, MgmtURL: *mgmt, PGAdminURL: *pgAdmin, AdminToken: *adminToken,
 			TokenKey: stackenv.Secret("SECKILL_TOKEN_KEY"), LogDir: filepath.Join(*out, logs)})
 		if err != nil {
 			return nil, nil, err
 		}
-		drv, err := bench.NewDriver(ctx, stack)
+		drv, err := driver.NewDriver(ctx, stack)
 		if err != nil {
 			stack.Close()
 			return nil, nil, err
@@ -96,9 +97,9 @@ func runRoom(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 
 	var md strings.Builder
-	m := bench.ThisMachine()
+	m := driver.ThisMachine()
 	fmt.Fprintf(&md, "Command: `seckill-bench room %s`\nMachine: %d CPUs, %d MiB, %s, %s; date %s; load average %s\n",
-		strings.Join(args, " "), m.CPUs, m.MemMiB, m.CPU, m.Go, time.Now().UTC().Format("2006-01-02 15:04 MST"), bench.LoadAvg())
+		strings.Join(args, " "), m.CPUs, m.MemMiB, m.CPU, m.Go, time.Now().UTC().Format("2006-01-02 15:04 MST"), driver.LoadAvg())
 	result := map[string]any{}
 	ok := true
 	if strings.Contains(*only, "fairness") || strings.Contains(*only, "poll") {
@@ -110,14 +111,14 @@ func runRoom(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			defer stack.Close()
 			defer drv.Close()
 			if strings.Contains(*only, "fairness") {
-				var all []*bench.FairnessResult
+				var all []*room.FairnessResult
 				for i := range *runs {
 					fo.Seed = uint64(i + 1)
-					r, err := drv.Fairness(ctx, fo)
+					r, err := room.Fairness(ctx, drv, fo)
 					if err != nil {
 						return errorf(stderr, "fairness run %d: %v", i+1, err)
 					}
-					for _, s := range []*bench.FairnessSale{r.Without, r.With} {
+					for _, s := range []*room.FairnessSale{r.Without, r.With} {
 						if !s.Verify.OK() {
 							ok = false
 							fmt.Fprintf(stdout, "%s\n", s.Verify.String())
@@ -129,7 +130,7 @@ func runRoom(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 				result["fairness"] = all
 			}
 			if strings.Contains(*only, "poll") {
-				r, err := drv.RoomPoll(ctx, po)
+				r, err := room.RoomPoll(ctx, drv, po)
 				if err != nil {
 					return errorf(stderr, "poll: %v", err)
 				}
@@ -154,7 +155,7 @@ func runRoom(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		if err != nil {
 			return errorf(stderr, "%v", err)
 		}
-		r, err := drv.RoomScale(ctx, so)
+		r, err := room.RoomScale(ctx, drv, so)
 		drv.Close()
 		stack.Close()
 		if err != nil {
@@ -168,7 +169,7 @@ func runRoom(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		result["scale"] = r
 	}
 	if strings.Contains(*only, "lastunits") {
-		var all []*bench.LastUnitsResult
+		var all []*room.LastUnitsResult
 		for i, v := range variants {
 			cf, err := caddyfileWithRoomLines(*caddyfile, v.lines, filepath.Join(*out, "lastunits-"+v.name+".Caddyfile"))
 			if err != nil {
@@ -179,7 +180,7 @@ func runRoom(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 				return errorf(stderr, "%v", err)
 			}
 			lo.Seed = uint64(i + 1)
-			r, err := drv.RoomLastUnits(ctx, lo, v.name, v.lines)
+			r, err := room.RoomLastUnits(ctx, drv, lo, v.name, v.lines)
 			drv.Close()
 			stack.Close()
 			if err != nil {
@@ -277,7 +278,7 @@ func caddyfileWithRoomLines(src, lines, dst string) (string, error) {
 	return dst, os.WriteFile(dst, []byte(out.String()), 0o644)
 }
 
-func fairnessMarkdown(w io.Writer, runs []*bench.FairnessResult) {
+func fairnessMarkdown(w io.Writer, runs []*room.FairnessResult) {
 	if len(runs) == 0 {
 		return
 	}
@@ -288,7 +289,7 @@ func fairnessMarkdown(w io.Writer, runs []*bench.FairnessResult) {
 	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|---|---|")
 	med := map[bool][]float64{}
 	for i, r := range runs {
-		for _, s := range []*bench.FairnessSale{r.Without, r.With} {
+		for _, s := range []*room.FairnessSale{r.Without, r.With} {
 			verdict := "PASS"
 			if !s.Verify.OK() {
 				verdict = "FAIL"
@@ -303,7 +304,7 @@ func fairnessMarkdown(w io.Writer, runs []*bench.FairnessResult) {
 		}
 	}
 	fmt.Fprintf(w, "\nMedian slow/fast win-rate ratio: without the room %.2f, with the room %.2f (target >= 0.9).\n",
-		bench.Median(med[false]), bench.Median(med[true]))
+		driver.Median(med[false]), driver.Median(med[true]))
 	// Pooled over the runs: the permutation is a lottery, and one run's 100 units leave a
 	// binomial spread of about +-0.2 on the ratio; the pooled figure spreads less.
 	var won [2][2]int // [room][fast]
@@ -323,7 +324,7 @@ func fairnessMarkdown(w io.Writer, runs []*bench.FairnessResult) {
 		len(runs), won[0][0], won[0][1], pooled(0), won[1][0], won[1][1], pooled(1), pre, len(runs)*2*o.Buyers)
 }
 
-func pollMarkdown(w io.Writer, r *bench.PollResult) {
+func pollMarkdown(w io.Writer, r *room.PollResult) {
 	fmt.Fprintf(w, "\nPoll: %d waiters with tickets, %d connections, %d rounds (room then respond); medians.\n\n", r.Users, r.Conns, len(r.Rounds))
 	fmt.Fprintln(w, "| round | room polls/s | respond req/s | ratio | room p99 | gateway µs/poll | redis µs/poll | respond gateway µs/req | scripts/poll | Redis commands/poll |")
 	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|---|")
@@ -336,7 +337,7 @@ func pollMarkdown(w io.Writer, r *bench.PollResult) {
 	fmt.Fprintf(w, "\n%d of %d polls answered `waiting`.\n", r.Waiting, r.Polls)
 }
 
-func scaleMarkdown(w io.Writer, r *bench.ScaleResult) {
+func scaleMarkdown(w io.Writer, r *room.ScaleResult) {
 	setting := "the Caddyfile's seckill_room settings"
 	if r.RoomLines != "" {
 		setting = "seckill_room with `" + r.RoomLines + "`"
@@ -366,7 +367,7 @@ func scaleMarkdown(w io.Writer, r *bench.ScaleResult) {
 	}
 }
 
-func lastUnitsMarkdown(w io.Writer, runs []*bench.LastUnitsResult) {
+func lastUnitsMarkdown(w io.Writer, runs []*room.LastUnitsResult) {
 	if len(runs) == 0 {
 		return
 	}

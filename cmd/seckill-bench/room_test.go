@@ -8,26 +8,26 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/seckilledge/seckill/bench"
-	"github.com/seckilledge/seckill/bench/verify"
+	"github.com/seckilledge/seckill/bench/scenario/room"
+	"github.com/seckilledge/seckill/internal/invariants"
 )
 
-func fairRun(fastPlain, slowPlain, fastRoom, slowRoom int) *bench.FairnessResult {
-	ok := &verify.Report{Checks: []verify.Check{{N: 1, Verdict: verify.Pass}}}
-	sale := func(room bool, fast, slow int) *bench.FairnessSale {
-		s := &bench.FairnessSale{Room: room, Stock: fast + slow, Verify: ok,
-			Fast: bench.Population{Buyers: 500, Won: fast}, Slow: bench.Population{Buyers: 500, Won: slow}}
+func fairRun(fastPlain, slowPlain, fastRoom, slowRoom int) *room.FairnessResult {
+	ok := &invariants.Report{Checks: []invariants.Check{{N: 1, Verdict: invariants.Pass}}}
+	sale := func(inRoom bool, fast, slow int) *room.FairnessSale {
+		s := &room.FairnessSale{Room: inRoom, Stock: fast + slow, Verify: ok,
+			Fast: room.Population{Buyers: 500, Won: fast}, Slow: room.Population{Buyers: 500, Won: slow}}
 		if fast > 0 {
 			s.Ratio = float64(slow) / float64(fast)
 		}
 		return s
 	}
-	return &bench.FairnessResult{Buyers: 500, RoomRate: 5, Without: sale(false, fastPlain, slowPlain), With: sale(true, fastRoom, slowRoom)}
+	return &room.FairnessResult{Buyers: 500, RoomRate: 5, Without: sale(false, fastPlain, slowPlain), With: sale(true, fastRoom, slowRoom)}
 }
 
 func TestFairnessTableReportsMedianAndPooledRatios(t *testing.T) {
 	var b bytes.Buffer
-	fairnessMarkdown(&b, []*bench.FairnessResult{fairRun(100, 0, 50, 50), fairRun(90, 10, 60, 40), fairRun(100, 0, 40, 60)})
+	fairnessMarkdown(&b, []*room.FairnessResult{fairRun(100, 0, 50, 50), fairRun(90, 10, 60, 40), fairRun(100, 0, 40, 60)})
 	out := b.String()
 	for _, want := range []string{
 		"without the room 0.00, with the room 1.00", // medians of 0, 0.11, 0 and 1, 0.67, 1.5
@@ -95,7 +95,7 @@ func TestTheLastUnitsCaddyfileGetsTheLinesInsideTheRoomBlock(t *testing.T) {
 
 func TestLastUnitsTableSaysWhetherTheTargetWasMet(t *testing.T) {
 	var b bytes.Buffer
-	lastUnitsMarkdown(&b, []*bench.LastUnitsResult{
+	lastUnitsMarkdown(&b, []*room.LastUnitsResult{
 		{Variant: "off", Caddy: "presence_window off", Waiters: 1200, Absent: 600, Units: 120, Sold: 117, FirstS: 2, LastS: 90, Ratio: 45},
 		{Variant: "7s", Caddy: "refresh 1s 5.5s\npresence_window 7s", Units: 120, Sold: 120, AllSold: true, FirstS: 2, LastS: 3, Ratio: 1.5},
 		{Variant: "default", Units: 120, Sold: 100, FirstS: 2},
@@ -114,9 +114,9 @@ func TestLastUnitsTableSaysWhetherTheTargetWasMet(t *testing.T) {
 
 func TestScaleTableReportsCommandsPerPollAndTheGateways(t *testing.T) {
 	var b bytes.Buffer
-	scaleMarkdown(&b, &bench.ScaleResult{Waiters: 100000, Gateways: 2, Polls: 1000, PollsPS: 50, RedisCommands: 400, CommandsPerPoll: 0.4,
+	scaleMarkdown(&b, &room.ScaleResult{Waiters: 100000, Gateways: 2, Polls: 1000, PollsPS: 50, RedisCommands: 400, CommandsPerPoll: 0.4,
 		FromMemory: 900, FromMemoryShare: 0.9, RoomChecks: "PASS", AllChecks: "PASS", Answers: map[string]int64{"waiting": 990, "admitted": 10},
-		GatewayMem: []bench.GatewayMemory{{URL: "http://a", PID: 7, RSSKiB: 2048, HWMKiB: 4096, PollsFromMemory: 450}}})
+		GatewayMem: []room.GatewayMemory{{URL: "http://a", PID: 7, RSSKiB: 2048, HWMKiB: 4096, PollsFromMemory: 450}}})
 	out := b.String()
 	for _, want := range []string{
 		"| 1000 | 50 | 0.4000 | 0.0000 | 90.0 % | 4.0 |", // 400 commands over the 100 polls that reached Redis

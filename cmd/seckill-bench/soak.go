@@ -11,8 +11,10 @@ import (
 	"strings"
 	"time"
 
-	"github.com/seckilledge/seckill/bench"
+	"github.com/seckilledge/seckill/bench/driver"
 	"github.com/seckilledge/seckill/bench/load"
+	"github.com/seckilledge/seckill/bench/scenario/crowd"
+	"github.com/seckilledge/seckill/bench/scenario/soak"
 	"github.com/seckilledge/seckill/internal/harness"
 	"github.com/seckilledge/seckill/internal/stackenv"
 )
@@ -41,7 +43,7 @@ func runSoak(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	logf := func(format string, a ...any) { fmt.Fprintf(stderr, "[soak] "+format+"\n", a...) }
 	logDir := filepath.Join(*out, "logs")
-	stack, err := bench.Start(ctx, bench.StartOptions{Root: *root, BinDir: *bin, RedisAddr: *redisAddr, PrivateRedis: true,
+	stack, err := driver.Start(ctx, driver.StartOptions{Root: *root, BinDir: *bin, RedisAddr: *redisAddr, PrivateRedis: true,
 		AMQPURL: *amqpURL, MgmtURL: *mgmt, PGAdminURL: *pgAdmin, AdminToken: *adminToken,
 		TokenKey: stackenv.Secret("SECKILL_TOKEN_KEY"), LogDir: logDir,
 		ExtraGlobal: harness.TrustLoopbackProxy})
@@ -49,26 +51,26 @@ func runSoak(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return errorf(stderr, "%v", err)
 	}
 	defer stack.Close()
-	drv, err := bench.NewDriver(ctx, stack)
+	drv, err := driver.NewDriver(ctx, stack)
 	if err != nil {
 		return errorf(stderr, "%v", err)
 	}
 	defer drv.Close()
 
-	crowd := bench.DefaultCrowd()
-	crowd.Users = *users
-	round := bench.Options{Crowd: crowd, Stock: *stock, Model: load.Model{Rate: *rate, Connections: *openConns},
+	people := crowd.DefaultCrowd()
+	people.Users = *users
+	round := crowd.Options{Crowd: people, Stock: *stock, Model: load.Model{Rate: *rate, Connections: *openConns},
 		TokenRate: *rate, TokenConns: *openConns, DrainTimeout: time.Minute, Label: fmt.Sprintf("soak %.0f/s", *rate)}
 	logf("gateway %s (pid %d), backend %s (pid %d); %s at %.0f requests/s, %d users and %d units per sale",
 		stack.Gateway, stack.GatewayPID, stack.Backend, stack.BackendPID, *duration, *rate, *users, *stock)
-	res, err := drv.Soak(ctx, bench.SoakOptions{Duration: *duration, Interval: *interval, Round: round, Logf: logf})
+	res, err := soak.Soak(ctx, drv, soak.SoakOptions{Duration: *duration, Interval: *interval, Round: round, Logf: logf})
 	if err != nil {
 		return errorf(stderr, "%v", err)
 	}
 	var md strings.Builder
 	fmt.Fprintf(&md, "Command: `seckill-bench soak %s`\nMachine: %d CPUs; date %s\n\n", strings.Join(args, " "),
-		bench.ThisMachine().CPUs, time.Now().UTC().Format("2006-01-02 15:04 MST"))
-	bench.SoakMarkdown(&md, res)
+		driver.ThisMachine().CPUs, time.Now().UTC().Format("2006-01-02 15:04 MST"))
+	soak.SoakMarkdown(&md, res)
 	fmt.Fprint(stdout, md.String())
 	if err := os.MkdirAll(*out, 0o755); err != nil {
 		return errorf(stderr, "%v", err)

@@ -11,7 +11,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/redis/go-redis/v9"
 
-	"github.com/seckilledge/seckill/bench/verify"
+	"github.com/seckilledge/seckill/internal/invariants"
 	"github.com/seckilledge/seckill/internal/stackenv"
 )
 
@@ -35,7 +35,7 @@ func runVerify(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	if *sale == "" {
 		return errorf(stderr, "verify: -sale is required")
 	}
-	var acc []verify.Accepted
+	var acc []invariants.Accepted
 	if *accepted != "" {
 		b, err := os.ReadFile(*accepted)
 		if err != nil {
@@ -52,11 +52,11 @@ func runVerify(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	defer pg.Close()
 	rdb := redis.NewClient(&redis.Options{Addr: *redisAddr})
 	defer rdb.Close()
-	src := verify.Sources{Redis: rdb, PG: pg, Dead: verify.RabbitMgmt{URL: *mgmt, Vhost: *vhost}}
+	src := invariants.Sources{Redis: rdb, PG: pg, Dead: invariants.RabbitMgmt{URL: *mgmt, Vhost: *vhost}}
 	if *orders != "" {
-		src.Orders = verify.HTTPOrders(*orders, nil)
+		src.Orders = invariants.HTTPOrders(*orders, nil)
 	}
-	rep, err := verify.Verify(ctx, src, verify.Run{Sale: *sale, Accepted: acc, Demand: *demand, CheckRedis: !*noRedis})
+	rep, err := invariants.Verify(ctx, src, invariants.Run{Sale: *sale, Accepted: acc, Demand: *demand, CheckRedis: !*noRedis})
 	if err != nil {
 		return errorf(stderr, "verify: %v", err)
 	}

@@ -10,7 +10,7 @@ import (
 	"net/url"
 	"time"
 
-	"github.com/seckilledge/seckill/bench/verify"
+	"github.com/seckilledge/seckill/internal/invariants"
 	"github.com/seckilledge/seckill/internal/stackenv"
 )
 
@@ -94,10 +94,10 @@ func runVerifyRoom(ctx context.Context, args []string, stdout, stderr io.Writer)
 	return 0
 }
 
-// verifyRoomOrder lists what is wrong with a revealed room (bench/verify holds the rule, which
+// verifyRoomOrder lists what is wrong with a revealed room (internal/invariants holds the rule, which
 // the whole-system verifier shares).
 func verifyRoomOrder(commitment, seedHex string, entries []string) []string {
-	return verify.RoomOrderProblems(commitment, seedHex, entries)
+	return invariants.RoomOrderProblems(commitment, seedHex, entries)
 }
 
 func getJSON(ctx context.Context, url string, v any) error {

@@ -25,7 +25,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/seckilledge/seckill/bench/chaos"
+	"github.com/seckilledge/seckill/bench/scenario/chaos"
 	"github.com/seckilledge/seckill/internal/stackenv"
 )
 

@@ -1,7 +1,7 @@
 // Package draw is the pure arithmetic of a draw sale (DESIGN.md, "Draws"; docs/draw.md): the
 // seed's commitment, the leaves and the Merkle tree of the entries fixed at the close, the
 // inclusion proofs, the ranking by HMAC-SHA256(seed, entry id) and the waves. The backend runs
-// the draw with it, the verifier (seckill-bench verify-draw, bench/verify) re-runs it from the
+// the draw with it, the verifier (seckill-bench verify-draw, internal/invariants) re-runs it from the
 // published data, and a shop or an entrant can do the same with nothing but this file: it
 // imports only the standard library and never touches Redis, Postgres or the network.
 package draw

@@ -1,0 +1,464 @@
+package invariants
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/seckilledge/seckill/contract"
+)
+
+// The four invariants of a sale with a waiting room (docs/DESIGN.md, 6-9), checked from what
+// Redis keeps under the sale's hash tag:
+//
+//   - room            hash: seed, commitment, cursor (places admitted so far), admitted, the
+//     sale's oversubscribe
+//   - room:q          zset: one member per place, rank (32 bytes) || entry id (16) || user;
+//     score 0 for the pre-queue, 1, 2, ... for arrivals after the start
+//   - room:log        list: the room's history, in Redis order. "a:<ms>:<stock>:<user>" per
+//     admission (room_queue.lua), "l:<ms>:<position>:<user>" per waiting place given up
+//     (room_queue.lua, DELETE /queue), "s:<ms>:<last_seen>:<user>" per absent waiter whose place
+//     the admission step passed (room_queue.lua with a presence window), "t:<ms>:<admitted_until>:<user>:<nonce>" per token
+//     issued on a live admission (token_issue.lua with require_admission)
+//   - tokens          hash: user -> "<nonce>:<exp>", the unused tokens
+//
+// and the users holding an order in Postgres. The log is the evidence the scripts leave
+// expressly for this check: without it no afterwards check could tell the order of admissions
+// nor whether a token was issued on a live one.
+
+// RoomOptions say what the verifier assumes of the gateways.
+type RoomOptions struct {
+	// RequireAdmission: the gateways' seckill_token has require_admission (every shipped
+	// Caddyfile with a room does), so every token and order needs a live admission.
+	RequireAdmission bool
+	// Oversubscribe is the gateways' default, used when the sale sets none (0: 1.5).
+	Oversubscribe float64
+}
+
+// roomEvent is one element of the room's log.
+type roomEvent struct {
+	kind  byte // 'a' admission, 'l' place given up, 's' place passed (absent), 't' token
+	ms    int64
+	n     int64 // a: the stock the script saw; l: the place's position; s: last seen (ms, 0: never); t: the admission's end (ms)
+	user  string
+	nonce string // t only
+}
+
+func parseRoomEvent(s string) (roomEvent, bool) {
+	var e roomEvent
+	parts := strings.SplitN(s, ":", 5)
+	if len(parts) < 4 || len(parts[0]) != 1 {
+		return e, false
+	}
+	e.kind = parts[0][0]
+	var err1, err2 error
+	e.ms, err1 = strconv.ParseInt(parts[1], 10, 64)
+	e.n, err2 = strconv.ParseInt(parts[2], 10, 64)
+	if err1 != nil || err2 != nil {
+		return e, false
+	}
+	switch {
+	case (e.kind == 'a' || e.kind == 'l' || e.kind == 's' || e.kind == 'r') && len(parts) == 4:
+		e.user = parts[3]
+	case e.kind == 't' && len(parts) == 5:
+		e.user, e.nonce = parts[3], parts[4]
+	case e.kind == 'a': // a user id has no colon (contract.ValidID); a 5th part is not ours
+		return e, false
+	default:
+		return e, false
+	}
+	return e, e.user != ""
+}
+
+// roomPlace is one member of the queue.
+type roomPlace struct {
+	rank    []byte
+	entryID string
+	user    string
+	pre     bool // score 0: entered before the start
+}
+
+// roomState is what the room checks read, in one snapshot.
+type roomState struct {
+	seedHex, commitment string
+	cursor, admitted    int64
+	presenceMS          int64 // the window absent waiters were judged by (0: no presence rule)
+	// presenceUntil: the s: entries carry each waiter's own deadline (room hash presence =
+	// "until", issue 35): the time until which his last answer made him present.
+	presenceUntil bool
+	over          float64
+	places        []roomPlace
+	bad           []string // members that do not parse
+	events        []roomEvent
+	badEvents     []string
+	tokens        map[string]string // user -> nonce of the unused token
+}
+
+func readRoom(ctx context.Context, rdb redis.UniversalClient, sale string, o RoomOptions) (*roomState, bool, error) {
+	// The room hash first: most sales have none, and their tokens need not be read.
+	room, err := rdb.HGetAll(ctx, contract.RoomKey(sale)).Result()
+	if err != nil && err != redis.Nil {
+		return nil, false, fmt.Errorf("verify: read the room of %s: %w", sale, err)
+	}
+	if room["seed"] == "" {
+		return nil, false, nil
+	}
+	pipe := rdb.Pipeline()
+	q := pipe.ZRangeWithScores(ctx, contract.RoomKey(sale)+":q", 0, -1)
+	lg := pipe.LRange(ctx, contract.RoomLogKey(sale), 0, -1)
+	tk := pipe.HGetAll(ctx, contract.TokensKey(sale))
+	if _, err := pipe.Exec(ctx); err != nil && err != redis.Nil {
+		return nil, false, fmt.Errorf("verify: read the room of %s: %w", sale, err)
+	}
+	st := &roomState{seedHex: room["seed"], commitment: room["commitment"], tokens: map[string]string{}}
+	st.cursor, _ = strconv.ParseInt(room["cursor"], 10, 64)
+	st.admitted, _ = strconv.ParseInt(room["admitted"], 10, 64)
+	st.presenceMS, _ = strconv.ParseInt(room["presence_ms"], 10, 64)
+	st.presenceUntil = room["presence"] == "until"
+	st.over = o.Oversubscribe
+	if v, err := strconv.ParseFloat(room["oversubscribe"], 64); err == nil && v >= 1 {
+		st.over = v
+	}
+	if st.over < 1 {
+		st.over = 1.5
+	}
+	for _, z := range q.Val() {
+		m, _ := z.Member.(string)
+		if len(m) <= 48 {
+			st.bad = append(st.bad, fmt.Sprintf("%q", m))
+			continue
+		}
+		st.places = append(st.places, roomPlace{rank: []byte(m[:32]), entryID: base64.RawURLEncoding.EncodeToString([]byte(m[32:48])),
+			user: m[48:], pre: z.Score == 0})
+	}
+	for _, s := range lg.Val() {
+		e, ok := parseRoomEvent(s)
+		if !ok {
+			st.badEvents = append(st.badEvents, s)
+			continue
+		}
+		st.events = append(st.events, e)
+	}
+	for u, v := range tk.Val() {
+		nonce, _, _ := strings.Cut(v, ":")
+		st.tokens[u] = nonce
+	}
+	return st, true, nil
+}
+
+// Room checks invariants 6-9 of a sale with a waiting room. orderUsers are the users holding
+// an order of the sale in Postgres (any status). It returns no check for a sale without a
+// room; an error only when Redis could not be read.
+func Room(ctx context.Context, rdb redis.UniversalClient, sale string, orderUsers []string, o RoomOptions) ([]Check, error) {
+	st, ok, err := readRoom(ctx, rdb, sale, o)
+	if err != nil || !ok {
+		return nil, err
+	}
+	return []Check{
+		st.checkOrder(),
+		st.checkTokens(orderUsers, o.RequireAdmission),
+		st.checkSoldOut(),
+		st.checkPlaces(),
+	}, nil
+}
+
+func (st *roomState) admissions() []roomEvent {
+	var out []roomEvent
+	for _, e := range st.events {
+		if e.kind == 'a' {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// 6. The admission order of the pre-queued users equals the permutation of the seed: every
+// place carries the rank HMAC-SHA256(seed, entry id), the pre-queue is sorted by it, and the
+// k-th admission of the log is the k-th place of the queue (the cursor walks it; arrivals after
+// the start stand behind the pre-queue).
+func (st *roomState) checkOrder() Check {
+	c := Check{N: 6, Name: "pre-queue admitted in the seed's permutation", Verdict: Pass}
+	seed, err := hex.DecodeString(st.seedHex)
+	if err != nil || len(seed) == 0 {
+		fail(&c, "the room's seed is not hex")
+		return c
+	}
+	if sum := sha256.Sum256(seed); hex.EncodeToString(sum[:]) != st.commitment {
+		fail(&c, "SHA-256 of the seed is not the commitment published at preheat")
+	}
+	var pre []string
+	wrongRank := 0
+	for i, p := range st.places {
+		if !bytes.Equal(p.rank, RoomRank(seed, p.entryID)) {
+			wrongRank++
+			addProblem(&c, fmt.Sprintf("place %d (entry %s) carries a rank that is not HMAC-SHA256(seed, entry id)", i+1, p.entryID))
+		}
+		if p.pre {
+			if i != len(pre) {
+				addProblem(&c, fmt.Sprintf("pre-queue entry %s stands behind an arrival after the start", p.entryID))
+				wrongRank++
+			}
+			pre = append(pre, p.entryID)
+		}
+	}
+	for _, p := range RoomOrderProblems(st.commitment, st.seedHex, pre) {
+		if !strings.HasPrefix(p, "SHA-256") { // reported above
+			addProblem(&c, p)
+			wrongRank++
+		}
+	}
+	adm := st.admissions()
+	walk := st.walk()
+	outOfOrder, preAdmitted, present := 0, 0, 0
+	for k, e := range walk.inOrder {
+		what := "admission"
+		if e.kind == 's' {
+			what = "passed place"
+		}
+		switch {
+		case k >= len(st.places):
+			outOfOrder++
+			addProblem(&c, fmt.Sprintf("%s %d (user %s) has no place in the queue", what, k+1, e.user))
+		case st.places[k].user != e.user:
+			outOfOrder++
+			addProblem(&c, fmt.Sprintf("%s %d went to user %s, but place %d is user %s's", what, k+1, e.user, k+1, st.places[k].user))
+		case e.kind == 'a' && st.places[k].pre:
+			preAdmitted++
+		}
+		// The presence rule: a place is passed only when its waiter was not seen within the
+		// window before (docs/DESIGN.md).
+		switch {
+		case e.kind != 's':
+		case st.presenceUntil:
+			// Each waiter's own deadline: the refresh_s he was last told plus the grace.
+			if e.n >= e.ms {
+				present++
+				addProblem(&c, fmt.Sprintf("user %s's place was passed at %d, but the user was present until %d", e.user, e.ms, e.n))
+			}
+		case st.presenceMS <= 0 || e.n > e.ms-st.presenceMS:
+			present++
+			addProblem(&c, fmt.Sprintf("user %s's place was passed at %d, but the user was seen at %d (window %d ms)", e.user, e.ms, e.n, st.presenceMS))
+		}
+	}
+	for _, u := range walk.strays {
+		outOfOrder++
+		addProblem(&c, fmt.Sprintf("user %s was admitted out of turn: not at the cursor, and not a waiter whose place was passed", u))
+	}
+	for _, s := range st.bad {
+		addProblem(&c, "unreadable queue member "+s)
+	}
+	c.Numbers = map[string]int{"prequeue": len(pre), "places": len(st.places), "admissions": len(adm),
+		"prequeue_admitted": preAdmitted, "wrong_rank": wrongRank, "out_of_order": outOfOrder,
+		"passed_absent": walk.passed, "returned": walk.returned, "passed_while_present": present}
+	note(&c, "%d pre-queue places of %d ordered by HMAC-SHA256(seed, entry id) (%d out of place); %d admissions, %d of the pre-queue, %d not in queue order; %d places passed (absent), %d came back, %d passed while present",
+		len(pre), len(st.places), wrongRank, len(adm), preAdmitted, outOfOrder, walk.passed, walk.returned, present)
+	if wrongRank+outOfOrder+present+len(st.bad) > 0 {
+		c.Verdict = Fail
+	}
+	return c
+}
+
+// roomWalk is the cursor's walk replayed from the log: the admissions and passed places in
+// cursor order (each the next place of the queue), the admissions of waiters who came back
+// after their place was passed (returned), and admissions that are neither (strays).
+type roomWalk struct {
+	inOrder          []roomEvent
+	passed, returned int
+	strays           []string
+}
+
+func (st *roomState) walk() roomWalk {
+	var w roomWalk
+	away := map[string]bool{}
+	for _, e := range st.events {
+		switch e.kind {
+		case 's':
+			w.inOrder = append(w.inOrder, e)
+			w.passed++
+			away[e.user] = true
+		case 'a':
+			if away[e.user] {
+				delete(away, e.user)
+				w.returned++
+				continue
+			}
+			w.inOrder = append(w.inOrder, e)
+		}
+	}
+	return w
+}
+
+// 7. No token without a live admission: every token issued on an admission is logged after
+// the user's admission and before its end; every unused token in Redis is one of those; every
+// user holding an order got such a token.
+func (st *roomState) checkTokens(orderUsers []string, required bool) Check {
+	c := Check{N: 7, Name: "no token without a live admission", Verdict: Pass}
+	if !required {
+		note(&c, "the gateways do not require admission (not checked)")
+		return c
+	}
+	admittedAt := map[string]int64{}
+	revokedAt := map[string]int64{}        // r: the admission ended early: the throttle bans the user
+	issued := map[string]map[string]bool{} // user -> nonces issued on an admission
+	bad := 0
+	for _, e := range st.events {
+		switch e.kind {
+		case 'a':
+			if _, ok := admittedAt[e.user]; !ok {
+				admittedAt[e.user] = e.ms
+			}
+		case 'r':
+			if _, ok := revokedAt[e.user]; !ok {
+				revokedAt[e.user] = e.ms
+			}
+		case 't':
+			at, ok := admittedAt[e.user]
+			rv, revoked := revokedAt[e.user]
+			switch {
+			case !ok:
+				bad++
+				addProblem(&c, fmt.Sprintf("token %s of user %s issued before any admission of the user", e.nonce, e.user))
+			case revoked && e.ms >= rv:
+				bad++
+				addProblem(&c, fmt.Sprintf("token %s of user %s issued at %d, after the admission ended at %d (the throttle bans the user)", e.nonce, e.user, e.ms, rv))
+			case e.ms < at || e.ms >= e.n:
+				bad++
+				addProblem(&c, fmt.Sprintf("token %s of user %s issued at %d outside the admission [%d, %d)", e.nonce, e.user, e.ms, at, e.n))
+			}
+			if issued[e.user] == nil {
+				issued[e.user] = map[string]bool{}
+			}
+			issued[e.user][e.nonce] = true
+		}
+	}
+	unlogged := 0
+	for _, u := range sortedKeys(st.tokens) {
+		if !issued[u][st.tokens[u]] {
+			unlogged++
+			addProblem(&c, fmt.Sprintf("user %s holds token %s that no admission check issued", u, st.tokens[u]))
+		}
+	}
+	orphans := 0
+	for _, u := range orderUsers {
+		if len(issued[u]) == 0 {
+			orphans++
+			addProblem(&c, fmt.Sprintf("user %s holds an order but was never issued a token on an admission", u))
+		}
+	}
+	c.Numbers = map[string]int{"tokens_on_admission": len(issued), "bad_tokens": bad, "unlogged_tokens": unlogged,
+		"orders_without_admission": orphans, "order_users": len(orderUsers)}
+	note(&c, "%d users issued tokens on a live admission; %d issued outside one, %d unused tokens not issued on one, %d of %d buyers without one",
+		len(issued), bad, unlogged, orphans, len(orderUsers))
+	if bad+unlogged+orphans > 0 {
+		c.Verdict = Fail
+	}
+	return c
+}
+
+// 8. Once sold out, nobody is admitted until units come back: every admission saw stock > 0,
+// and one script call (same time, same stock) admitted at most stock x oversubscribe.
+func (st *roomState) checkSoldOut() Check {
+	c := Check{N: 8, Name: "nobody admitted while sold out", Verdict: Pass}
+	adm := st.admissions()
+	zero, over := 0, 0
+	for i := 0; i < len(adm); {
+		j := i
+		for j < len(adm) && adm[j].ms == adm[i].ms && adm[j].n == adm[i].n {
+			j++
+		}
+		if adm[i].n <= 0 {
+			zero += j - i
+			addProblem(&c, fmt.Sprintf("%d admitted at %d with stock %d (first: user %s)", j-i, adm[i].ms, adm[i].n, adm[i].user))
+		} else if limit := int(math.Floor(float64(adm[i].n)*st.over + 1e-9)); j-i > limit {
+			over++
+			addProblem(&c, fmt.Sprintf("%d admitted at once at %d with stock %d (at most %d)", j-i, adm[i].ms, adm[i].n, limit))
+		}
+		i = j
+	}
+	c.Numbers = map[string]int{"admissions": len(adm), "while_sold_out": zero, "batches_over_limit": over}
+	note(&c, "%d admissions, %d while the stock was 0, %d batches beyond stock x %.2f", len(adm), zero, over, st.over)
+	if zero+over > 0 {
+		c.Verdict = Fail
+	}
+	return c
+}
+
+// 9. One place per user, a place never given twice: no user holds two places, nobody is
+// admitted twice, the admissions logged are exactly the places the cursor passed, and a place
+// given up (DELETE /queue) was a waiting one: nobody leaves after being admitted, since
+// removing a place the cursor passed would shift the admitted history.
+func (st *roomState) checkPlaces() Check {
+	c := Check{N: 9, Name: "one place per user, never given twice", Verdict: Pass}
+	placeOf := map[string]int{}
+	twoPlaces := 0
+	for i, p := range st.places {
+		if _, ok := placeOf[p.user]; ok {
+			twoPlaces++
+			addProblem(&c, fmt.Sprintf("user %s holds places %d and %d", p.user, placeOf[p.user]+1, i+1))
+			continue
+		}
+		placeOf[p.user] = i
+	}
+	adm := st.admissions()
+	seen := map[string]bool{}
+	twice, left, leftAdmitted := 0, 0, 0
+	for _, e := range st.events {
+		switch e.kind {
+		case 'a':
+			if seen[e.user] {
+				twice++
+				addProblem(&c, fmt.Sprintf("user %s admitted twice", e.user))
+			}
+			seen[e.user] = true
+		case 'l':
+			left++
+			if seen[e.user] {
+				leftAdmitted++
+				addProblem(&c, fmt.Sprintf("user %s gave up a place at %d after being admitted", e.user, e.ms))
+			}
+		}
+	}
+	for _, s := range st.badEvents {
+		addProblem(&c, fmt.Sprintf("unreadable log element %q", s))
+	}
+	c.Numbers = map[string]int{"places": len(st.places), "users_with_two_places": twoPlaces, "admitted_twice": twice,
+		"cursor": int(st.cursor), "admitted_counter": int(st.admitted), "admissions_logged": len(adm),
+		"left": left, "left_after_admission": leftAdmitted}
+	note(&c, "%d places, %d users with two, %d admitted twice; cursor %d, admitted counter %d, %d admissions logged; %d places given up, %d after admission",
+		len(st.places), twoPlaces, twice, st.cursor, st.admitted, len(adm), left, leftAdmitted)
+	// The cursor passes a place by admitting it or, absent, by passing it (s:); a waiter who
+	// comes back is admitted behind the cursor.
+	walked := int64(len(st.walk().inOrder))
+	if walked != st.cursor || int64(len(adm)) != st.admitted {
+		fail(&c, "the cursor, the admitted counter and the log disagree")
+		addProblem(&c, fmt.Sprintf("the cursor passed %d places, the log walks %d; the counter says %d admissions, the log shows %d", st.cursor, walked, st.admitted, len(adm)))
+	}
+	if twoPlaces+twice+leftAdmitted+len(st.badEvents) > 0 {
+		c.Verdict = Fail
+	}
+	return c
+}
+
+// roomChecks are Verify's invariants 6-9 when the sale has a waiting room (none otherwise).
+// The shipped gateways pair the room with seckill_token's require_admission.
+func roomChecks(ctx context.Context, src Sources, st *state, run Run) []Check {
+	users := map[string]bool{}
+	for _, o := range st.orders {
+		users[o.user] = true
+	}
+	cs, err := Room(ctx, src.Redis, run.Sale, sortedKeys(users), RoomOptions{RequireAdmission: true})
+	if err != nil {
+		c := Check{N: 6, Name: "waiting room", Verdict: Fail}
+		fail(&c, "%v", err)
+		return []Check{c}
+	}
+	return cs
+}
