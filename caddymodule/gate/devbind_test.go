@@ -64,7 +64,7 @@ func startBound(t testing.TB, binding string) string {
 
 // bound is one request to a device-bound route: its answer.
 type bound struct {
-	Status int `json:"-"`
+	Status int    `json:"-"`
 	Code   string `json:"code"`
 	Token  string `json:"token"`
 	Order  string `json:"order_id"`
