@@ -461,9 +461,9 @@ export class Client extends EventTarget {
    * @param {string} sale @param {{ signal?: AbortSignal }} [o]
    * @returns {Promise<{ token: string, expires_at: string }>}
    */
-  async token(sale, o = {}) {
-    const path = `/seckill/${saleSegment(sale)}/token`;
-    return this.request("POST", path, { ...o, headers: await this.#dpop("POST", path) });
+  token(sale, o = {}) {
+    const path = `/seckill/${saleSegment(sale)}/token`; // a bad sale id throws here, at once
+    return this.#dpop("POST", path).then((headers) => this.request("POST", path, { ...o, headers }));
   }
 
   /**
@@ -473,10 +473,10 @@ export class Client extends EventTarget {
    * @param {{ token?: string, variant?: string, quantity?: number, signal?: AbortSignal }} [o]
    * @returns {Promise<{ order_id: string, status: "queued", variant?: string, quantity?: number }>}
    */
-  async buy(sale, o = {}) {
-    const path = `/seckill/${saleSegment(sale)}/buy`;
+  buy(sale, o = {}) {
+    const path = `/seckill/${saleSegment(sale)}/buy`; // a bad sale id throws here, at once
     /** @type {Record<string, string>} */
-    const headers = o.token ? await this.#dpop("POST", path, o.token) : {};
+    const headers = {};
     if (o.token) headers["X-Seckill-Token"] = o.token;
     /** @type {{ variant?: string, quantity?: number } | undefined} */
     let body;
@@ -485,7 +485,8 @@ export class Client extends EventTarget {
       if (o.variant !== undefined) body.variant = o.variant;
       if (o.quantity !== undefined) body.quantity = o.quantity;
     }
-    return this.request("POST", path, { headers, body, signal: o.signal });
+    return (o.token ? this.#dpop("POST", path, o.token) : Promise.resolve({})).then((proof) =>
+      this.request("POST", path, { headers: { ...headers, ...proof }, body, signal: o.signal }));
   }
 
   /**
@@ -582,8 +583,9 @@ export class Client extends EventTarget {
    * @returns {Promise<QueueAnswer>}
    */
   enter(sale, o = {}) {
-    return this.#withProof(sale, (headers) =>
-      this.request("POST", `/seckill/${saleSegment(sale)}/queue`, { headers, signal: o.signal }), o);
+    const path = `/seckill/${saleSegment(sale)}/queue`;
+    return this.#withProof(sale, async (headers) =>
+      this.request("POST", path, { headers: { ...headers, ...(await this.#dpop("POST", path)) }, signal: o.signal }), o);
   }
 
   /**
@@ -592,7 +594,9 @@ export class Client extends EventTarget {
    * @returns {Promise<QueueAnswer>}
    */
   poll(sale, ticket, o = {}) {
-    return this.request("GET", `/seckill/${saleSegment(sale)}/queue`, { headers: { "X-Seckill-Ticket": ticket }, signal: o.signal });
+    const path = `/seckill/${saleSegment(sale)}/queue`;
+    return this.#dpop("GET", path, ticket).then((proof) =>
+      this.request("GET", path, { headers: { "X-Seckill-Ticket": ticket, ...proof }, signal: o.signal }));
   }
 
   /**
@@ -601,7 +605,9 @@ export class Client extends EventTarget {
    * @returns {Promise<QueueAnswer>}
    */
   leave(sale, ticket, o = {}) {
-    return this.request("DELETE", `/seckill/${saleSegment(sale)}/queue`, { headers: { "X-Seckill-Ticket": ticket }, signal: o.signal });
+    const path = `/seckill/${saleSegment(sale)}/queue`;
+    return this.#dpop("DELETE", path, ticket).then((proof) =>
+      this.request("DELETE", path, { headers: { "X-Seckill-Ticket": ticket, ...proof }, signal: o.signal }));
   }
 
   /**
