@@ -96,28 +96,7 @@ const devicePage = `<!doctype html><meta charset="utf-8"><title>device</title>
 func TestTheRoomAndThePurchaseWithRequiredBindingInARealBrowser(t *testing.T) {
 	bin := chromium(t)
 	rdb := testenv.Redis(t)
-	c := newGatewayConfig(t, testenv.RabbitVhost(t))
-	c.Room = map[string]any{"device_binding": "required"}
-	c.Token = map[string]any{"device_binding": "required"}
-	var cfg map[string]any
-	_ = json.Unmarshal(c.JSON(), &cfg)
-	srv := cfg["apps"].(map[string]any)["http"].(map[string]any)["servers"].(map[string]any)["gw"].(map[string]any)
-	routes := srv["routes"].([]any)
-	for _, rt := range routes {
-		for _, h := range rt.(map[string]any)["handle"].([]any) {
-			if m := h.(map[string]any); m["handler"] == "seckill_gate" {
-				m["device_binding"] = "required"
-			}
-		}
-	}
-	static := func(path, ctype, body string) any {
-		return map[string]any{"match": []any{map[string]any{"path": []string{path}}},
-			"handle": []any{map[string]any{"handler": "static_response", "body": body, "headers": map[string]any{"Content-Type": []string{ctype}}}}}
-	}
-	srv["routes"] = append([]any{static("/device.html", "text/html; charset=utf-8", devicePage), static("/seckill.js", "text/javascript", clientjs.Source)}, routes...)
-	b, _ := json.Marshal(cfg)
-	base := "http://127.0.0.1:" + strconv.Itoa(c.Port)
-	handlertest.StartCaddy(t, b, base)
+	base := startRequired(t)
 	r := newRoom(t, rdb, 5, -time.Second, time.Hour, roomArgs{Rate: "100", Oversubscribe: "1", SessionMS: "60000", DifficultyMin: "0", DifficultyMax: "0"})
 
 	profile := func() context.Context {
@@ -186,4 +165,67 @@ func TestTheRoomAndThePurchaseWithRequiredBindingInARealBrowser(t *testing.T) {
 func jsQuote(s string) string {
 	b, _ := json.Marshal(s)
 	return string(b)
+}
+
+// startRequired runs a gateway whose room, token and gate all have device_binding required,
+// and which also serves devicePage and the client.
+func startRequired(t *testing.T) string {
+	t.Helper()
+	c := newGatewayConfig(t, testenv.RabbitVhost(t))
+	c.Room = map[string]any{"device_binding": "required"}
+	c.Token = map[string]any{"device_binding": "required"}
+	var cfg map[string]any
+	_ = json.Unmarshal(c.JSON(), &cfg)
+	srv := cfg["apps"].(map[string]any)["http"].(map[string]any)["servers"].(map[string]any)["gw"].(map[string]any)
+	routes := srv["routes"].([]any)
+	for _, rt := range routes {
+		for _, h := range rt.(map[string]any)["handle"].([]any) {
+			if m := h.(map[string]any); m["handler"] == "seckill_gate" {
+				m["device_binding"] = "required"
+			}
+		}
+	}
+	static := func(path, ctype, body string) any {
+		return map[string]any{"match": []any{map[string]any{"path": []string{path}}},
+			"handle": []any{map[string]any{"handler": "static_response", "body": body, "headers": map[string]any{"Content-Type": []string{ctype}}}}}
+	}
+	srv["routes"] = append([]any{static("/device.html", "text/html; charset=utf-8", devicePage), static("/seckill.js", "text/javascript", clientjs.Source)}, routes...)
+	b, _ := json.Marshal(cfg)
+	base := "http://127.0.0.1:" + strconv.Itoa(c.Port)
+	handlertest.StartCaddy(t, b, base)
+	return base
+}
+
+// TestTheWaitingPageEntersAndBuysUnderRequiredBinding: the waiting page as shipped, unchanged,
+// in Chromium against a room, a token issuer and a gate that all require device binding: its
+// client is refused proof_required at the entry, opens the device's key and enters with a
+// proof, polls with proofs until admitted, and the Buy button takes a bound token and buys.
+func TestTheWaitingPageEntersAndBuysUnderRequiredBinding(t *testing.T) {
+	bin := chromium(t)
+	rdb := testenv.Redis(t)
+	base := startRequired(t)
+	r := newRoom(t, rdb, 1, -time.Second, time.Hour, roomArgs{Rate: "100", Oversubscribe: "1", SessionMS: "60000", DifficultyMin: "0", DifficultyMax: "0"})
+	ctx := browser(t, bin)
+	if _, err := chromedp.Run(ctx, chromedp.Navigate(base+"/seckill/"+r.Sale+"/queue?user=alice")); err != nil {
+		t.Fatalf("navigate: %v", err)
+	}
+	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](`!document.getElementById("buy").hidden`)); err != nil {
+		t.Fatalf("the Buy button never showed: %v", err)
+	}
+	if _, err := chromedp.Run(ctx, chromedp.Click(chromedp.ID("buy"))); err != nil {
+		t.Fatalf("click Buy: %v", err)
+	}
+	order, err := chromedp.Run(ctx, chromedp.Poll[string](`(document.getElementById("order").textContent.length >= 6) && document.getElementById("order").textContent`))
+	if err != nil {
+		note, _ := chromedp.Run(ctx, chromedp.Text(chromedp.ID("note")))
+		t.Fatalf("no order after Buy: %v (note %q)", err, note)
+	}
+	if got, _ := rdb.HGet(context.Background(), contract.BuyersKey(r.Sale), "alice").Result(); got == "" || got != order {
+		t.Fatalf("the buyers hash says %q, the page %q", got, order)
+	}
+	// Every step was bound: the page's key is in its IndexedDB and the place's ticket is a bound one.
+	ticketBound, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`new Promise((ok) => { const r = indexedDB.open("seckill"); r.onsuccess = () => { const g = r.result.transaction("device-keys").objectStore("device-keys").get("default"); g.onsuccess = () => ok(!!g.result && g.result.privateKey.extractable === false); }; r.onerror = () => ok(false); })`, chromedp.EvalAwaitPromise))
+	if err != nil || !ticketBound {
+		t.Fatalf("the page holds no non-extractable device key in IndexedDB (%v)", err)
+	}
 }

@@ -26,9 +26,12 @@
  * @property {(ms: number, signal?: AbortSignal) => Promise<void>} [sleep] How to wait between
  *   polls (default a timer; tests pass their own).
  * @property {number} [maxBackoffMs] The longest wait after repeated 429 / 503 (default 30000).
- * @property {DeviceKey} [deviceKey] The device's key (DeviceKey.open()): the token issue and
- *   the purchase then carry a DPoP proof of it, so the token is bound to this device
- *   (device_binding, docs/DESIGN.md "Device-bound tokens and tickets"). Absent: bearer tokens.
+ * @property {DeviceKey} [deviceKey] The device's key (DeviceKey.open()): the token issue, the
+ *   room's entry, polls and leave, and the purchase then carry a DPoP proof of it, so the token
+ *   and the ticket are bound to this device (device_binding, docs/DESIGN.md "Device-bound tokens
+ *   and tickets"). Absent: bearer tokens, until a gateway answers proof_required: the client
+ *   then opens the device's key (DeviceKey.open()) and asks again once, so a page works with
+ *   any device_binding unchanged.
  */
 
 /**
@@ -421,6 +424,24 @@ export class Client extends EventTarget {
   }
 
   /**
+   * send(headers) with the DPoP headers of method and path over token; on proof_required
+   * without a device key, opens the device's key and sends once more.
+   * @template T
+   * @param {string} method @param {string} path @param {string} token
+   * @param {(headers: Record<string, string>) => Promise<T>} send
+   * @returns {Promise<T>}
+   */
+  async #bound(method, path, token, send) {
+    try {
+      return await send(await this.#dpop(method, path, token));
+    } catch (e) {
+      if (this.deviceKey || !(e instanceof SeckillError) || e.code !== "proof_required") throw e;
+      this.deviceKey = await DeviceKey.open();
+      return send(await this.#dpop(method, path, token));
+    }
+  }
+
+  /**
    * One request: the decoded JSON answer, or a SeckillError for a refusal.
    * @param {string} method @param {string} path
    * @param {{ headers?: Record<string, string>, body?: any, signal?: AbortSignal }} [o]
@@ -463,7 +484,7 @@ export class Client extends EventTarget {
    */
   token(sale, o = {}) {
     const path = `/seckill/${saleSegment(sale)}/token`; // a bad sale id throws here, at once
-    return this.#dpop("POST", path).then((headers) => this.request("POST", path, { ...o, headers }));
+    return this.#bound("POST", path, "", (headers) => this.request("POST", path, { ...o, headers }));
   }
 
   /**
@@ -485,8 +506,9 @@ export class Client extends EventTarget {
       if (o.variant !== undefined) body.variant = o.variant;
       if (o.quantity !== undefined) body.quantity = o.quantity;
     }
-    return (o.token ? this.#dpop("POST", path, o.token) : Promise.resolve({})).then((proof) =>
-      this.request("POST", path, { headers: { ...headers, ...proof }, body, signal: o.signal }));
+    const send = (/** @type {Record<string, string>} */ proof) =>
+      this.request("POST", path, { headers: { ...headers, ...proof }, body, signal: o.signal });
+    return o.token ? this.#bound("POST", path, o.token, send) : send({});
   }
 
   /**
@@ -584,8 +606,8 @@ export class Client extends EventTarget {
    */
   enter(sale, o = {}) {
     const path = `/seckill/${saleSegment(sale)}/queue`;
-    return this.#withProof(sale, async (headers) =>
-      this.request("POST", path, { headers: { ...headers, ...(await this.#dpop("POST", path)) }, signal: o.signal }), o);
+    return this.#withProof(sale, (headers) => this.#bound("POST", path, "", (proof) =>
+      this.request("POST", path, { headers: { ...headers, ...proof }, signal: o.signal })), o);
   }
 
   /**
@@ -595,7 +617,7 @@ export class Client extends EventTarget {
    */
   poll(sale, ticket, o = {}) {
     const path = `/seckill/${saleSegment(sale)}/queue`;
-    return this.#dpop("GET", path, ticket).then((proof) =>
+    return this.#bound("GET", path, ticket, (proof) =>
       this.request("GET", path, { headers: { "X-Seckill-Ticket": ticket, ...proof }, signal: o.signal }));
   }
 
@@ -606,7 +628,7 @@ export class Client extends EventTarget {
    */
   leave(sale, ticket, o = {}) {
     const path = `/seckill/${saleSegment(sale)}/queue`;
-    return this.#dpop("DELETE", path, ticket).then((proof) =>
+    return this.#bound("DELETE", path, ticket, (proof) =>
       this.request("DELETE", path, { headers: { "X-Seckill-Ticket": ticket, ...proof }, signal: o.signal }));
   }
 
