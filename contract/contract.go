@@ -87,6 +87,11 @@ const (
 // TokensKey holds the sale's single-use purchase token nonces.
 func TokensKey(sale string) string { return "seckill:" + SaleTag(sale) + ":tokens" }
 
+// ProofKey records a spent proof of possession (its jti) of a device-bound purchase, for as
+// long as the proof could be accepted (lua/gate.lua, SET NX PX): a replay is refused on every
+// gateway. On the sale's (or shard's) hash tag, so it goes in the purchase's script call.
+func ProofKey(sale, jti string) string { return "seckill:" + SaleTag(sale) + ":proof:" + jti }
+
 // OutboxKey is the stream of accepted orders of a sale, drained by the relay.
 func OutboxKey(sale string) string { return "seckill:" + SaleTag(sale) + ":outbox" }
 
@@ -247,6 +252,33 @@ const (
 	// Origin that is not the request's own (issue 33). Requests without those headers (curl,
 	// apps) are not affected.
 	CodeCrossSite = "cross_site"
+
+	// Device binding (issue 38, DESIGN.md "Device-bound tokens and tickets"): a purchase
+	// token or room ticket sealed with the thumbprint of a key the page cannot export, spent
+	// only with a fresh proof of that key in the DPoP header (RFC 9449 style).
+
+	// CodeProofRequired (401): the sale requires device binding (device_binding required),
+	// or the token or ticket is bound, and the request carries no DPoP proof.
+	CodeProofRequired = "proof_required"
+	// CodeInvalidProof (401): the DPoP header is not a well-formed proof (compact JWS, typ
+	// dpop+jwt, ES256, a public P-256 jwk, htm, htu, iat, a jti of 16 to 64 base64url
+	// characters), its signature does not verify with its own key, or its ath is not the
+	// hash of the token or ticket presented with it.
+	CodeInvalidProof = "invalid_proof"
+	// CodeProofWrongTarget (401): a genuine proof made for another method or URL.
+	CodeProofWrongTarget = "proof_wrong_target"
+	// CodeProofExpired (401): a proof whose iat is older than the window (proof_max_age,
+	// default 60s) or more than 5s in the future: make a new one.
+	CodeProofExpired = "proof_expired"
+	// CodeProofReplayed (401): a proof whose jti was already presented to this sale (across
+	// every gateway: recorded in the purchase's script call); a client makes one per request.
+	CodeProofReplayed = "proof_replayed"
+	// CodeProofKeyMismatch (403): the token or ticket was sealed with another key than the
+	// proof's: a copy used on another device.
+	CodeProofKeyMismatch = "proof_key_mismatch"
+	// CodeUnboundToken (403): the sale requires device binding and the token or ticket was
+	// issued without a key: take a new one with a proof.
+	CodeUnboundToken = "unbound_token"
 )
 
 // Values of the meta hash field "state" that the gate and token scripts act on.

@@ -27,18 +27,26 @@ type GateCall struct {
 	// sale with a room then sells only to a user with a live admission; without it such a
 	// sale is refused (misconfigured), never sold around its room.
 	Admission bool
+	// ProofJTI is the jti of the DPoP proof of a device-bound purchase ("" for none), spent
+	// in the call for ProofWindow (KEYS[9], ARGV[10]).
+	ProofJTI    string
+	ProofWindow time.Duration
 }
 
 // Keys are the call's KEYS: meta, buyers, tokens, outbox, held, room, room:live,
-// draw:entries. The script reads the last three only on a sale that has a room or is a draw;
+// draw:entries, and a device-bound purchase's proof key. The script reads the last three only on a sale that has a room or is a draw;
 // they share the sale's (or shard's) hash tag, so passing them costs nothing elsewhere.
 func (c GateCall) Keys() []string { return c.AppendKeys(make([]string, 0, 8)) }
 
 // AppendKeys appends the call's KEYS to dst (a combined call's slice: lua.GateThrottled).
 func (c GateCall) AppendKeys(dst []string) []string {
-	return append(dst, contract.MetaKey(c.Sale), contract.BuyersKey(c.Sale), contract.TokensKey(c.Sale),
+	dst = append(dst, contract.MetaKey(c.Sale), contract.BuyersKey(c.Sale), contract.TokensKey(c.Sale),
 		contract.OutboxKey(c.Sale), contract.HeldKey(c.Sale), contract.RoomKey(c.Sale), contract.RoomLiveKey(c.Sale),
 		contract.DrawEntriesKey(c.Sale))
+	if c.ProofJTI != "" {
+		dst = append(dst, contract.ProofKey(c.Sale, c.ProofJTI))
+	}
+	return dst
 }
 
 // Args are the call's ARGV.
@@ -54,7 +62,11 @@ func (c GateCall) AppendArgs(dst []any) []any {
 	if c.Admission {
 		admission = "1"
 	}
-	return append(dst, c.Sale, c.User, c.OrderID, c.TokenValue, c.Group, c.TraceParent, c.Variant, q, admission)
+	dst = append(dst, c.Sale, c.User, c.OrderID, c.TokenValue, c.Group, c.TraceParent, c.Variant, q, admission)
+	if c.ProofJTI != "" {
+		dst = append(dst, c.ProofWindow.Milliseconds())
+	}
+	return dst
 }
 
 // Run runs gate.lua (EVALSHA, EVAL on NOSCRIPT) and returns its raw reply.

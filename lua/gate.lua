@@ -22,6 +22,9 @@
 --                                       (docs/draw.md). Read only on a sale whose meta field
 --                                       "draw" is 1: callers that never buy those may pass
 --                                       fewer keys
+-- KEYS[9]  seckill:{sale:<id>}:proof:<jti>  the DPoP proof of a device-bound purchase
+--                                       (docs/DESIGN.md, "Device-bound tokens and tickets"):
+--                                       passed only with ARGV[10]
 -- ARGV[1]  sale id
 -- ARGV[2]  user id
 -- ARGV[3]  order id (UUIDv7, made by the gateway)
@@ -39,6 +42,10 @@
 --          call: a token taken just before the admission lapsed buys nothing after it. A
 --          gateway that does not enforce it refuses such a sale (13) instead of selling around
 --          the room.
+-- ARGV[10] the proof's replay window in ms, with KEYS[9]: the proof is spent (SET NX PX, the
+--          value the order id) by the first call that reaches the sale's window, whatever the
+--          purchase then answers, so a replay is refused (17) on every gateway. The same order
+--          id again (a retried call after a lost reply) is not a replay. "" or absent: none.
 --
 -- A sale is "simple" when its meta hash has no "variants" field and no "limit" above 1: it is
 -- decided exactly as it always was (same replies, same writes, same outbox fields). Otherwise
@@ -91,6 +98,8 @@
 --                                      live win of the variant bought (checked after the room,
 --                                      before the token)
 --          {16}                        draw_missing: the sale is a draw, KEYS[8] was not passed
+--          {17}                        proof_replayed: KEYS[9] holds another order id (checked
+--                                      right after the window: the one write of a refusal)
 --          (10 is not used.)
 -- Publishes "sold_out:<sale>" on seckill:events when it sells the last unit (ARGV[1] is the
 -- shard id "<sale>:<i>" on a shard, so the event names the shard). A shard also publishes it
@@ -120,6 +129,12 @@ if now < starts then
 end
 if now >= ends or state == "ended" then
   return {3}
+end
+if KEYS[9] and (ARGV[10] or "") ~= "" then
+  local spent = redis.call("SET", KEYS[9], ARGV[3], "NX", "GET", "PX", ARGV[10])
+  if spent and spent ~= ARGV[3] then
+    return {17}
+  end
 end
 
 -- A draw sale: the user's entry, and his variant and position once drawn (nil otherwise: not

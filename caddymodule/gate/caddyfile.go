@@ -29,6 +29,8 @@ func init() {
 //		handle_errors                        # refusals go to handle_errors routes
 //		redis         pipelined|pooled       # default pipelined
 //		relay { ... }                        # deprecated: `seckill { relay { ... } }`
+//		device_binding off|optional|required # default off: tokens bound to the page's key (DPoP)
+//		proof_max_age  <duration>            # default 60s: how old a DPoP proof may be
 //	}
 func (g *Gate) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 	return g.UnmarshalBlock(d, "seckill_gate", func(name string) (bool, error) {
@@ -52,7 +54,7 @@ func (g *Gate) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			g.Relay = new(RelayConfig)
 			err = g.Relay.UnmarshalBlock(d)
 		default:
-			return false, nil
+			return g.Settings.Option(d, name)
 		}
 		return true, err
 	}, &g.Subject)

@@ -24,6 +24,8 @@ import (
 	"github.com/google/uuid"
 	"github.com/redis/go-redis/v9"
 	"github.com/seckilledge/seckill/caddymodule"
+	"github.com/seckilledge/seckill/caddymodule/dpop"
+	"github.com/seckilledge/seckill/caddymodule/dpop/dpophttp"
 	"github.com/seckilledge/seckill/caddymodule/edge"
 	"github.com/seckilledge/seckill/caddymodule/gate/core"
 	"github.com/seckilledge/seckill/caddymodule/internal/metric"
@@ -60,6 +62,13 @@ type Gate struct {
 
 	// timeout (default 1s), max_pending, handle_errors.
 	refusal.Limits
+
+	// device_binding (off, optional, required) and proof_max_age (caddymodule/dpop): a token
+	// bound to a device's key (seckill_token with device_binding) is spent only with a fresh
+	// DPoP proof of that key, for this method and URL, over the token's hash, whose jti is
+	// spent in the purchase's script call; required refuses bearer tokens and requests
+	// without a proof. Needs require_token.
+	dpophttp.Settings
 
 	// How decisions reach Redis: "pipelined" (default) batches the scripts of concurrent
 	// requests into one round trip (go-redis automatic pipelining); "pooled" sends each on its
@@ -125,6 +134,9 @@ func (g *Gate) Provision(ctx caddy.Context) error {
 		Observe:    func(d time.Duration) { scriptSeconds.Observe(d.Seconds()) },
 
 		RequireAdmission: g.RequireAdmission,
+
+		Binding:     g.DeviceBinding,
+		ProofWindow: dpop.ReplayWindow(time.Duration(g.ProofMaxAge)),
 	}
 	if g.RequireToken {
 		d.Keyring = g.app.Keyring()
@@ -163,6 +175,12 @@ func (g *Gate) Validate() error {
 	if g.Redis != RedisPipelined && g.Redis != RedisPooled {
 		return fmt.Errorf("seckill_gate: redis must be %q or %q, not %q", RedisPipelined, RedisPooled, g.Redis)
 	}
+	if err := g.Settings.Validate(); err != nil {
+		return fmt.Errorf("seckill_gate: %w", err)
+	}
+	if g.Enabled() && !g.RequireToken {
+		return errors.New("seckill_gate: device_binding needs require_token (a proof is over the token's hash)")
+	}
 	return nil
 }
 
@@ -192,9 +210,10 @@ func (g *Gate) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.Han
 		token = repl.ReplaceAll(g.Token, "")
 	}
 	var (
-		v     core.Verdict
-		known bool
-		err   error
+		v        core.Verdict
+		known    bool
+		err      error
+		proofRef error // the proof's error when the outcome is ProofRefused
 	)
 	if item, berr := core.ReadItem(r); berr != nil {
 		// Who asks comes first (401 before 400), then what is asked.
@@ -208,7 +227,16 @@ func (g *Gate) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.Han
 		if joint != nil {
 			cj = joint
 		}
-		v, known, err = g.decider.DecideJoint(r.Context(), sale, user, token, item, cj)
+		var proof dpop.Proof
+		if g.Enabled() && (g.DeviceBinding == dpop.Required || dpophttp.HasProof(r)) {
+			proof, err = g.Check(r, token, time.Now())
+		}
+		if err != nil {
+			// Refused before anything is decided: the zones settle alone below.
+			v.Outcome, proofRef, err = ProofRefused, err, nil
+		} else {
+			v, known, err = g.decider.DecideBound(r.Context(), sale, user, token, proof, item, cj)
+		}
 	}
 	if joint != nil && joint.Alone(r.Context()) {
 		// The zones refused (in the script call, or alone when the gate answered before Redis).
@@ -256,9 +284,17 @@ func (g *Gate) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.Han
 		return nil
 	}
 	ref := v.Refusal()
+	if v.Outcome == ProofRefused {
+		ref, _ = dpop.Refusal(proofRef)
+	}
 	ref.RetryAfter = time.Duration(g.RetryAfter)
 	return g.refuse.Write(w, ref)
 }
+
+// ProofRefused is the outcome (metric label, {http.seckill.outcome}) of a purchase whose DPoP
+// proof was refused before anything was decided: missing under device_binding required,
+// malformed, for another method or URL, too old (the answer's code says which).
+const ProofRefused core.Outcome = "proof_refused"
 
 // TakesJoint says that the gate runs the zones of a seckill_throttle right before it in its
 // route inside its own script call (refusal.Joint; the seckill app links them at start).

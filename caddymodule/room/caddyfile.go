@@ -47,6 +47,8 @@ func init() {
 //		timeout         <duration>      # default 1s (each Redis call)
 //		max_pending     <n>             # default 4096, -1 unbounded
 //		handle_errors                   # refusals go to handle_errors routes
+//		device_binding  off|optional|required  # default off: tickets bound to the page's key (DPoP)
+//		proof_max_age   <duration>      # default 60s: how old a DPoP proof may be
 //	}
 func (h *Room) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 	return h.UnmarshalBlock(d, "seckill_room", func(name string) (bool, error) {
@@ -102,7 +104,7 @@ func (h *Room) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 				}
 			}
 		default:
-			return false, nil
+			return h.Settings.Option(d, name)
 		}
 		return true, err
 	}, &h.Subject, &h.Challenges)

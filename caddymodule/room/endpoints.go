@@ -116,6 +116,10 @@ func (h *Room) enter(ctx context.Context, w http.ResponseWriter, r *http.Request
 	if !ok {
 		return h.refuse(w, "enter", noRoom)
 	}
+	jkt, bref, ok := h.entryBinding(r)
+	if !ok {
+		return h.refuse(w, "enter", bref)
+	}
 	now := h.now()
 	told := h.toldFor(c, -1, now)
 	v := Visit{Enter: true, Settings: c.room.Settings, Admit: c.view.ClaimAdmission(now, time.Duration(h.AdmitInterval)),
@@ -156,6 +160,7 @@ func (h *Room) enter(ctx context.Context, w http.ResponseWriter, r *http.Request
 		if verdict.Answer.Ticket == "" {
 			verdict.Answer.Ticket = h.sealer.Ticket(sale, user, c.room.Ends.Add(ticketGrace))
 		}
+		verdict.Answer.Ticket = h.sealer.BindTicket(verdict.Answer.Ticket, sale, user, jkt)
 		verdict.Answer.EntryID = place.EntryID
 	}
 	return h.finish(w, "enter", sale, rep, verdict)
@@ -166,7 +171,11 @@ func (h *Room) poll(ctx context.Context, w http.ResponseWriter, r *http.Request,
 	if !ok {
 		return h.refuse(w, "poll", ref)
 	}
-	index, err := h.sealer.VerifyTicketPlace(r.Header.Get(HeaderTicket), sale, user, h.now())
+	ticket, jkt, bref, ok := h.presentedTicket(r, sale, user)
+	if !ok {
+		return h.refuse(w, "poll", bref)
+	}
+	index, err := h.sealer.VerifyTicketPlace(ticket, sale, user, h.now())
 	if err != nil {
 		return h.refuse(w, "poll", badTicket)
 	}
@@ -199,7 +208,9 @@ func (h *Room) poll(ctx context.Context, w http.ResponseWriter, r *http.Request,
 	v := Decide(rep, false, c.paceOf(rep), h.refresh)
 	h.capRefresh(&v, told)
 	if index < 0 {
-		v.Answer.Ticket = h.placedTicket(sale, user, c, rep)
+		if t := h.placedTicket(sale, user, c, rep); t != "" {
+			v.Answer.Ticket = h.sealer.BindTicket(t, sale, user, jkt)
+		}
 	}
 	return h.finish(w, "poll", sale, rep, v)
 }
@@ -222,7 +233,11 @@ func (h *Room) leave(ctx context.Context, w http.ResponseWriter, r *http.Request
 	if !ok {
 		return h.refuse(w, "leave", ref)
 	}
-	if h.sealer.VerifyTicket(r.Header.Get(HeaderTicket), sale, user, h.now()) != nil {
+	ticket, _, bref, ok := h.presentedTicket(r, sale, user)
+	if !ok {
+		return h.refuse(w, "leave", bref)
+	}
+	if h.sealer.VerifyTicket(ticket, sale, user, h.now()) != nil {
 		return h.refuse(w, "leave", badTicket)
 	}
 	c, ok, err := h.roomOf(ctx, sale)

@@ -21,6 +21,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/seckilledge/seckill/caddymodule"
+	"github.com/seckilledge/seckill/caddymodule/dpop/dpophttp"
 	"github.com/seckilledge/seckill/caddymodule/edge"
 	"github.com/seckilledge/seckill/caddymodule/internal/pagecsp"
 	"github.com/seckilledge/seckill/caddymodule/refusal"
@@ -131,6 +132,11 @@ type Room struct {
 
 	// timeout (default 1s, per Redis call), max_pending, handle_errors.
 	refusal.Limits
+
+	// device_binding (off, optional, required) and proof_max_age: an entry with a DPoP proof
+	// gets a ticket bound to the proof's key, polled and left only with fresh proofs of that
+	// key; required lets nobody in or poll without one (devbind.go).
+	dpophttp.Settings
 
 	store  Store
 	sealer *Sealer
@@ -245,6 +251,8 @@ func (h *Room) Validate() error {
 		return fmt.Errorf("seckill_room: session must be at least 1s")
 	case *h.Prequeue < 0:
 		return fmt.Errorf("seckill_room: prequeue must not be negative")
+	case h.Settings.Validate() != nil:
+		return fmt.Errorf("seckill_room: %w", h.Settings.Validate())
 	case len(h.Difficulty) != 2 || h.Difficulty[0] < 0 || h.Difficulty[1] < h.Difficulty[0] || h.Difficulty[1] > sealed.MaxDifficulty:
 		return fmt.Errorf("seckill_room: difficulty is [min, max] with 0 <= min <= max <= %d", sealed.MaxDifficulty)
 	case h.RefreshMin <= 0 || h.RefreshMax < h.RefreshMin:

@@ -23,6 +23,29 @@ func FuzzVerifyTicketNeverAcceptsForgeries(f *testing.F) {
 	})
 }
 
+// FuzzUnbindTicketNeverAcceptsForgeries: a bound ticket (device_binding) unwraps only with the
+// thumbprint it was sealed with, for its sale and user, and only into the ticket it wraps.
+func FuzzUnbindTicketNeverAcceptsForgeries(f *testing.F) {
+	s := testSealer(f, "k1")
+	now := time.Unix(1_800_000_000, 0)
+	const jkt = "cn-I_WNMClehiVp51i_0VpOENW1upEerA8sEam5hn-s"
+	inner := s.Ticket("sale1", "alice", now.Add(time.Hour))
+	good := s.BindTicket(inner, "sale1", "alice", jkt)
+	for _, seed := range []string{good, "b.", "b.k1..", "b.k1." + good[5:48] + ".", good + "x", "b.k2" + good[4:]} {
+		f.Add(seed, "sale1", "alice", jkt)
+	}
+	f.Add(good, "sale1", "alice", "NzbLsXh8uDCcd-6MNwXF4W_7noWXFZAfHkxZsRGC9Xs")
+	f.Fuzz(func(t *testing.T, ticket, sale, user, key string) {
+		got, err := s.UnbindTicket(ticket, sale, user, key)
+		if err != nil || !TicketBound(ticket) {
+			return
+		}
+		if ticket != good || sale != "sale1" || user != "alice" || key != jkt || got != inner {
+			t.Fatalf("unwrapped %q for %q/%q with key %q into %q", ticket, sale, user, key, got)
+		}
+	})
+}
+
 func FuzzVerifyChallengeNeverAcceptsForgeries(f *testing.F) {
 	s := testSealer(f, "k1")
 	now := time.Unix(1_800_000_000, 0)

@@ -56,6 +56,8 @@ const (
 	domainChallenge = "seckill-room-challenge\x00"
 	// A placed ticket (r2) carries one more part, under its own domain.
 	domainPlacedTicket = "seckill-room-ticket-placed\x00"
+	// A ticket bound to a device's key (BindTicket) is sealed again under its own domain.
+	domainBoundTicket = "seckill-room-ticket-bound\x00"
 )
 
 // mac is base64url(HMAC-SHA256(secret, domain || kid || 0 || part0 || 0 || part1 ...)). Parts

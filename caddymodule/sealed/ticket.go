@@ -12,7 +12,8 @@ import (
 // ErrInvalidTicket refuses a ticket: a client learns nothing finer than "invalid".
 var ErrInvalidTicket = errors.New("invalid ticket")
 
-// maxSealed bounds what the parsers look at: anything longer is refused unread.
+// maxSealed bounds what the parsers look at: anything longer is refused unread (a bound
+// placed ticket is about 130 characters).
 const maxSealed = 160
 
 // A ticket is
@@ -103,4 +104,46 @@ func parseExp(s string) (time.Time, bool) {
 		return time.Time{}, false
 	}
 	return time.Unix(v, 0), true
+}
+
+// A ticket bound to a device's key (device_binding, caddymodule/dpop) wraps a ticket:
+//
+//	b.<kid>.<mac>.<ticket>
+//
+// mac over (sale, user, ticket, jkt) under the bound domain, jkt the RFC 7638 thumbprint of the
+// key the page holds. The thumbprint is not in the ticket: it comes from the DPoP proof of each
+// poll, so a copy polled with another key (or none) fails here.
+const boundTicketPrefix = "b."
+
+// BindTicket seals ticket (of Ticket or TicketAt) to the key of thumbprint jkt; jkt "" returns
+// ticket as it is.
+func (s *Sealer) BindTicket(ticket, sale, user, jkt string) string {
+	if jkt == "" {
+		return ticket
+	}
+	kid, sum := s.sign(domainBoundTicket, sale, user, ticket, jkt)
+	return boundTicketPrefix + kid + "." + sum + "." + ticket
+}
+
+// TicketBound reports whether ticket claims to be bound to a device's key: it is then
+// presented with a proof of that key, whose thumbprint UnbindTicket takes.
+func TicketBound(ticket string) bool { return strings.HasPrefix(ticket, boundTicketPrefix) }
+
+// UnbindTicket returns the ticket inside a bound one, checked against the thumbprint jkt of
+// the proof presented with it (ErrInvalidTicket when it was bound to another key, or forged).
+// A ticket that is not bound is returned as it is.
+func (s *Sealer) UnbindTicket(ticket, sale, user, jkt string) (string, error) {
+	rest, ok := strings.CutPrefix(ticket, boundTicketPrefix)
+	if !ok {
+		return ticket, nil
+	}
+	if len(ticket) > maxSealed || jkt == "" {
+		return "", ErrInvalidTicket
+	}
+	kid, rest, _ := strings.Cut(rest, ".")
+	sum, inner, _ := strings.Cut(rest, ".")
+	if inner == "" || !s.check(domainBoundTicket, kid, sum, sale, user, inner, jkt) {
+		return "", ErrInvalidTicket
+	}
+	return inner, nil
 }

@@ -31,6 +31,8 @@ func init() {
 //		require_admission           # sales with a waiting room: a live admission is needed
 //		max_pending <n>             # default 4096, -1 unbounded
 //		handle_errors               # refusals go to handle_errors routes
+//		device_binding off|optional|required  # default off: bind tokens to the page's key (DPoP)
+//		proof_max_age <duration>    # default 60s: how old a DPoP proof may be
 //	}
 func (h *Issuer) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 	return h.UnmarshalBlock(d, "seckill_token", func(name string) (bool, error) {
@@ -47,7 +49,7 @@ func (h *Issuer) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 		case "require_admission":
 			err = directive.Flag(d, &h.RequireAdmission)
 		default:
-			return false, nil
+			return h.Settings.Option(d, name)
 		}
 		return true, err
 	}, &h.Subject)

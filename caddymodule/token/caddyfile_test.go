@@ -33,6 +33,9 @@ func TestCaddyfileRefusesMistakes(t *testing.T) {
 		"seckill_token { ttl soon }",
 		"seckill_token { sale a b }",
 		"seckill_token /x extra",
+		"seckill_token { device_binding on }",
+		"seckill_token { device_binding }",
+		"seckill_token { proof_max_age soon }",
 	} {
 		handlertest.AdaptFails(t, ":8080 {\n"+body+"\n}\n")
 	}

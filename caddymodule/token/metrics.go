@@ -14,7 +14,7 @@ import (
 // and unknown ones must not mint series.
 var (
 	requests = tokenMetric.CounterVec("requests_total",
-		"Purchase-token requests by outcome: issued, or the refusal (unauthenticated, bad_request, method_not_allowed, unknown_sale, not_started, ended, paused, already_bought, sold_out, not_admitted, unavailable; misconfigured: a room sale reached a handler without require_admission; room_missing: a room sale whose room state is gone; draw_missing: a draw sale reached the script without its entries key).",
+		"Purchase-token requests by outcome: issued, or the refusal (unauthenticated, bad_request, method_not_allowed, unknown_sale, not_started, ended, paused, already_bought, sold_out, not_admitted, unavailable; misconfigured: a room sale reached a handler without require_admission; room_missing: a room sale whose room state is gone; draw_missing: a draw sale reached the script without its entries key; proof_refused: a DPoP proof missing under device_binding required, or not valid).",
 		"outcome")
 	shed = tokenMetric.Counter("shed_total",
 		"Token requests answered 503 without touching Redis because max_pending scripts were already waiting on it.")
@@ -30,6 +30,7 @@ func init() {
 	for _, o := range core.Outcomes() {
 		requests.WithLabelValues(string(o))
 	}
+	requests.WithLabelValues(string(ProofRefused))
 }
 
 func registerMetrics(reg prometheus.Registerer) {

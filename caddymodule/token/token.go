@@ -29,6 +29,8 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/seckilledge/seckill/caddymodule"
+	"github.com/seckilledge/seckill/caddymodule/dpop"
+	"github.com/seckilledge/seckill/caddymodule/dpop/dpophttp"
 	"github.com/seckilledge/seckill/caddymodule/edge"
 	"github.com/seckilledge/seckill/caddymodule/refusal"
 	"github.com/seckilledge/seckill/caddymodule/token/core"
@@ -72,6 +74,12 @@ type Issuer struct {
 
 	// timeout (default 1s), max_pending, handle_errors.
 	refusal.Limits
+
+	// device_binding (off, optional, required) and proof_max_age: with a DPoP proof in the
+	// request (caddymodule/dpop), the token is bound to the proof's key (format version 2)
+	// and seckill_gate spends it only with a fresh proof of that key; required issues none
+	// without a proof.
+	dpophttp.Settings
 
 	core   *core.Decider
 	logger *zap.Logger
@@ -138,6 +146,9 @@ func (h *Issuer) Validate() error {
 	if *h.LeadTime < 0 {
 		return fmt.Errorf("seckill_token: lead_time must not be negative")
 	}
+	if err := h.Settings.Validate(); err != nil {
+		return fmt.Errorf("seckill_token: %w", err)
+	}
 	return nil
 }
 
@@ -161,12 +172,17 @@ func (h *Issuer) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.H
 		// The sale placeholder reads the raw path, the routes matched the cleaned one.
 		res, ref = core.Result{Outcome: core.BadRequest}, pathRef
 	default:
+		jkt, pref, ok := h.bindTo(r)
+		if !ok {
+			res, ref = core.Result{Outcome: ProofRefused}, pref
+			break
+		}
 		var err error
 		var cj edge.Joint
 		if joint != nil {
 			cj = joint
 		}
-		res, err = h.core.IssueJoint(r.Context(), repl.ReplaceAll(h.Sale, ""), repl.ReplaceAll(h.User, ""), cj)
+		res, err = h.core.IssueBound(r.Context(), repl.ReplaceAll(h.Sale, ""), repl.ReplaceAll(h.User, ""), jkt, cj)
 		if err != nil {
 			if errors.Is(err, edge.ErrShed) {
 				shed.Inc()
@@ -206,6 +222,26 @@ func (h *Issuer) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.H
 	ref.OrderID = res.OrderID
 	ref.RetryAfter = time.Duration(h.RetryAfter)
 	return h.refuse.Write(w, ref)
+}
+
+// ProofRefused is the outcome (metric label, {http.seckill.token.outcome}) of a request whose
+// DPoP proof was refused before anything was decided: missing under device_binding required,
+// malformed, for another URL, too old (the answer's code says which).
+const ProofRefused core.Outcome = "proof_refused"
+
+// bindTo returns the thumbprint the token is to be bound to: the key of the request's proof
+// ("" for a bearer token when binding is off, or optional and no proof came), or the refusal
+// of a proof that does not verify (ok false).
+func (h *Issuer) bindTo(r *http.Request) (jkt string, ref refusal.Refusal, ok bool) {
+	if !h.Enabled() || (h.DeviceBinding == dpop.Optional && !dpophttp.HasProof(r)) {
+		return "", ref, true
+	}
+	p, err := h.Check(r, "", time.Now())
+	if err != nil {
+		ref, _ = dpop.Refusal(err)
+		return "", ref, false
+	}
+	return p.JKT, ref, true
 }
 
 // TakesJoint says that the issuer runs the zones of a seckill_throttle right before it in its

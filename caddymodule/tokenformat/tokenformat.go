@@ -13,6 +13,15 @@
 // token sent by another user or to another sale fails verification, and the token leaks no id.
 // Every part is URL-safe, so the token also fits in a path segment.
 //
+// A token bound to a device (device_binding, caddymodule/dpop) is
+//
+//	2.<kid>.<exp>.<nonce>.<mac>
+//
+// of the same lengths, whose MAC also covers the RFC 7638 thumbprint of the key the page holds
+// (a domain of its own, "2"). The thumbprint is not in the token either: it comes from the
+// proof presented with it, so a copy spent with another key fails verification as a forgery
+// would, and VerifyBound tells the two apart only by the proof's key (ErrKey is the caller's).
+//
 // Single use is not decided here: the issuer records the nonce in the sale's `tokens` hash
 // (field user id, value StoreValue(claims)) and the gate's Lua script deletes it atomically
 // with the purchase.
@@ -32,8 +41,12 @@ import (
 	"github.com/seckilledge/seckill/contract"
 )
 
-// Version is the token format version this package issues.
-const Version = "1"
+// Version is the token format version this package issues for a bearer token;
+// BoundVersion the one of a token bound to a device's key.
+const (
+	Version      = "1"
+	BoundVersion = "2"
+)
 
 // Verification errors. ErrInvalid covers every forged, malformed, foreign or unknown-key token:
 // a client learns nothing from finer distinctions.
@@ -60,9 +73,12 @@ const (
 	macLen    = 43 // 32 bytes, unpadded base64url
 	blockSize = 64 // SHA-256 block size
 	// macDomain separates these MACs from any other use of the same secret.
-	macDomain = "seckill-token\x00" + Version + "\x00"
-	// maxMsg is the longest MAC input: domain, kid, sale, user, nonce, exp and their separators.
-	maxMsg = len(macDomain) + maxKIDLen + 1 + 64 + 1 + 64 + 1 + NonceLen + 1 + 13
+	macDomain      = "seckill-token\x00" + Version + "\x00"
+	boundMacDomain = "seckill-token\x00" + BoundVersion + "\x00"
+	jktLen         = 43 // a SHA-256 thumbprint, unpadded base64url
+	// maxMsg is the longest MAC input: domain, kid, sale, user, nonce, exp, the thumbprint of
+	// a bound token and their separators.
+	maxMsg = len(boundMacDomain) + maxKIDLen + 1 + 64 + 1 + 64 + 1 + NonceLen + 1 + 13 + 1 + jktLen
 )
 
 // Key is one HMAC key with its id.
@@ -171,6 +187,15 @@ func (k *Keyring) Issue(sale, user string, exp time.Time) (token string, c Claim
 // rounded down to whole seconds; StoreValue of the returned claims is what the gate expects
 // in the sale's tokens hash.
 func (k *Keyring) Sign(sale, user, nonce string, exp time.Time) (token string, c Claims, err error) {
+	return k.SignBound(sale, user, nonce, exp, "")
+}
+
+// SignBound is Sign for a token bound to the key of thumbprint jkt (43 base64url characters,
+// dpop.Proof.JKT): version 2, spent only with a proof of that key. jkt "" is Sign.
+func (k *Keyring) SignBound(sale, user, nonce string, exp time.Time, jkt string) (token string, c Claims, err error) {
+	if jkt != "" && (len(jkt) != jktLen || !contract.ValidID(jkt)) {
+		return "", c, errors.New("tokens: the thumbprint must be 43 base64url characters")
+	}
 	if !contract.ValidID(sale) || !contract.ValidID(user) {
 		return "", c, errors.New("tokens: sale and user must be valid ids")
 	}
@@ -185,8 +210,12 @@ func (k *Keyring) Sign(sale, user, nonce string, exp time.Time) (token string, c
 	var expBuf [13]byte
 	expStr := strconv.AppendInt(expBuf[:0], exp.Unix(), 36)
 	var mac [macLen]byte
-	key.mac(&mac, sale, user, nonce, string(expStr))
-	return Version + "." + key.id + "." + string(expStr) + "." + nonce + "." + string(mac[:]), c, nil
+	key.mac(&mac, sale, user, nonce, string(expStr), jkt)
+	version := Version
+	if jkt != "" {
+		version = BoundVersion
+	}
+	return version + "." + key.id + "." + string(expStr) + "." + nonce + "." + string(mac[:]), c, nil
 }
 
 // Verify checks a token presented by user for sale at time now: format, version, key id,
@@ -198,12 +227,28 @@ func (k *Keyring) Sign(sale, user, nonce string, exp time.Time) (token string, c
 // running behind accepts them that much late; the exp in StoreValue lets the gate's script
 // check expiry against Redis time as well.
 func (k *Keyring) Verify(token, sale, user string, now time.Time) (Claims, error) {
+	return k.VerifyBound(token, sale, user, "", now)
+}
+
+// Bound reports whether token claims to be bound to a device's key (version 2): it is then
+// spent only with a proof, whose key's thumbprint VerifyBound is given.
+func Bound(token string) bool { return strings.HasPrefix(token, BoundVersion+".") }
+
+// VerifyBound is Verify for a token presented with a proof of the key of thumbprint jkt: a
+// bound token verifies only with the thumbprint it was signed with, a bearer token (version
+// 1) only with jkt "". A copy of a bound token spent with another key is ErrInvalid here.
+func (k *Keyring) VerifyBound(token, sale, user, jkt string, now time.Time) (Claims, error) {
 	var c Claims
-	if len(token) > MaxLen || !contract.ValidID(sale) || !contract.ValidID(user) {
+	if len(token) > MaxLen || !contract.ValidID(sale) || !contract.ValidID(user) || len(jkt) > jktLen {
 		return c, ErrInvalid
 	}
-	// 1.<kid>.<exp>.<nonce>.<mac>, cut by hand: strings.Split would allocate on every purchase.
-	rest, ok := strings.CutPrefix(token, Version+".")
+	// <version>.<kid>.<exp>.<nonce>.<mac>, cut by hand: strings.Split would allocate on every
+	// purchase.
+	version := Version
+	if jkt != "" {
+		version = BoundVersion
+	}
+	rest, ok := strings.CutPrefix(token, version+".")
 	if !ok {
 		return c, ErrInvalid
 	}
@@ -215,7 +260,7 @@ func (k *Keyring) Verify(token, sale, user string, now time.Time) (Claims, error
 		return c, ErrInvalid
 	}
 	var want [macLen]byte
-	key.mac(&want, sale, user, nonce, expStr)
+	key.mac(&want, sale, user, nonce, expStr, jkt)
 	if subtle.ConstantTimeCompare(want[:], []byte(mac)) != 1 {
 		return c, ErrInvalid
 	}
@@ -250,10 +295,15 @@ func ValidNonce(s string) bool {
 // HMAC as RFC 2104 defines it, H(K^opad || H(K^ipad || m)), computed with the precomputed pads
 // in stack buffers; a test checks it against crypto/hmac. NUL separators: ids, nonces and exps
 // cannot contain NUL, so no two tuples share a MAC input. Callers bound every part's length.
-func (key *ringKey) mac(dst *[macLen]byte, sale, user, nonce, exp string) {
+// A bound token's thumbprint jkt comes last, under a domain of its own.
+func (key *ringKey) mac(dst *[macLen]byte, sale, user, nonce, exp, jkt string) {
 	var in [blockSize + maxMsg]byte
 	n := copy(in[:], key.ipad[:])
-	n += copy(in[n:], macDomain)
+	if jkt == "" {
+		n += copy(in[n:], macDomain)
+	} else {
+		n += copy(in[n:], boundMacDomain)
+	}
 	n += copy(in[n:], key.id)
 	in[n] = 0
 	n++
@@ -267,6 +317,11 @@ func (key *ringKey) mac(dst *[macLen]byte, sale, user, nonce, exp string) {
 	in[n] = 0
 	n++
 	n += copy(in[n:], exp)
+	if jkt != "" {
+		in[n] = 0
+		n++
+		n += copy(in[n:], jkt)
+	}
 	inner := sha256.Sum256(in[:n])
 
 	var out [blockSize + sha256.Size]byte

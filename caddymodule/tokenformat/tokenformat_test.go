@@ -341,3 +341,55 @@ func FuzzSignedTokensVerifyOnlyForTheirOwnClaims(f *testing.F) {
 		}
 	})
 }
+
+func TestABoundTokenVerifiesOnlyWithItsThumbprint(t *testing.T) {
+	kr, err := NewKeyring(Key{ID: "k1", Secret: []byte("0123456789abcdef0123456789abcdef")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const jkt = "cn-I_WNMClehiVp51i_0VpOENW1upEerA8sEam5hn-s"
+	const other = "NzbLsXh8uDCcd-6MNwXF4W_7noWXFZAfHkxZsRGC9Xs"
+	now := time.Now()
+	tok, c, err := kr.SignBound("s1", "u1", mustNonce(t), now.Add(time.Minute), jkt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !Bound(tok) || !strings.HasPrefix(tok, BoundVersion+".") || len(tok) > MaxLen {
+		t.Fatalf("bound token %q", tok)
+	}
+	if got, err := kr.VerifyBound(tok, "s1", "u1", jkt, now); err != nil || got != c {
+		t.Fatalf("with its key: %+v, %v", got, err)
+	}
+	for name, j := range map[string]string{"another key": other, "no key (a bearer token)": ""} {
+		if _, err := kr.VerifyBound(tok, "s1", "u1", j, now); !errors.Is(err, ErrInvalid) {
+			t.Errorf("%s: %v, want ErrInvalid", name, err)
+		}
+	}
+	if _, err := kr.Verify(tok, "s1", "u1", now); !errors.Is(err, ErrInvalid) {
+		t.Errorf("Verify of a bound token: %v, want ErrInvalid", err)
+	}
+	// Changing the version alone makes a bearer token of the same MAC: refused, the domains
+	// differ.
+	if _, err := kr.Verify(Version+tok[1:], "s1", "u1", now); !errors.Is(err, ErrInvalid) {
+		t.Errorf("a bound token relabelled as a bearer one: %v, want ErrInvalid", err)
+	}
+	bearer, _, _ := kr.Sign("s1", "u1", mustNonce(t), now.Add(time.Minute))
+	if Bound(bearer) {
+		t.Fatal("a bearer token claims to be bound")
+	}
+	if _, err := kr.VerifyBound(bearer, "s1", "u1", jkt, now); !errors.Is(err, ErrInvalid) {
+		t.Errorf("a bearer token with a key: %v, want ErrInvalid", err)
+	}
+	if _, _, err := kr.SignBound("s1", "u1", mustNonce(t), now.Add(time.Minute), "short"); err == nil {
+		t.Error("SignBound accepted a thumbprint that is not 43 base64url characters")
+	}
+}
+
+func mustNonce(t *testing.T) string {
+	t.Helper()
+	n, err := NewNonce()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}

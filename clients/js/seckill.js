@@ -26,6 +26,12 @@
  * @property {(ms: number, signal?: AbortSignal) => Promise<void>} [sleep] How to wait between
  *   polls (default a timer; tests pass their own).
  * @property {number} [maxBackoffMs] The longest wait after repeated 429 / 503 (default 30000).
+ * @property {DeviceKey} [deviceKey] The device's key (DeviceKey.open()): the token issue, the
+ *   room's entry, polls and leave, and the purchase then carry a DPoP proof of it, so the token
+ *   and the ticket are bound to this device (device_binding, docs/DESIGN.md "Device-bound tokens
+ *   and tickets"). Absent: bearer tokens, until a gateway answers proof_required: the client
+ *   then opens the device's key (DeviceKey.open()) and asks again once, so a page works with
+ *   any device_binding unchanged.
  */
 
 /**
@@ -88,6 +94,107 @@ export class SeckillError extends Error {
     this.body = body;
     /** @type {number | undefined} */
     this.retryAfter = retryAfter;
+  }
+}
+
+// ---------------------------------------------------------------------------- device key
+
+/** @param {Uint8Array} bytes */
+function b64url(bytes) {
+  let bin = "";
+  for (const b of bytes) bin += String.fromCharCode(b);
+  return btoa(bin).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
+}
+
+/** @param {string} s */
+const utf8 = (s) => new TextEncoder().encode(s);
+
+/** @param {string} s */
+async function sha256b64(s) {
+  return b64url(new Uint8Array(await crypto.subtle.digest("SHA-256", utf8(s))));
+}
+
+const IDB_NAME = "seckill";
+const IDB_STORE = "device-keys";
+
+/** @param {string} mode @returns {Promise<IDBObjectStore>} */
+function idbStore(mode) {
+  return new Promise((resolve, reject) => {
+    const open = indexedDB.open(IDB_NAME, 1);
+    open.onupgradeneeded = () => open.result.createObjectStore(IDB_STORE);
+    open.onerror = () => reject(open.error);
+    open.onsuccess = () => resolve(open.result.transaction(IDB_STORE, /** @type {IDBTransactionMode} */ (mode)).objectStore(IDB_STORE));
+  });
+}
+
+/** @param {IDBRequest} req */
+const idbDone = (req) => new Promise((resolve, reject) => {
+  req.onsuccess = () => resolve(req.result);
+  req.onerror = () => reject(req.error);
+});
+
+/**
+ * The device's P-256 key for proofs of possession (RFC 9449 style). Its private half is a
+ * WebCrypto key created with extractable false: the page signs with it but cannot read it,
+ * nor can any script of the page, so a token or ticket bound to it is worth nothing copied
+ * elsewhere. In a browser it is kept in IndexedDB (the CryptoKey itself, structured-cloned,
+ * still not extractable) and found again on the next visit; in Node, in memory.
+ */
+export class DeviceKey {
+  /** @type {CryptoKeyPair} */ #pair;
+  /** @type {{ crv: string, kty: string, x: string, y: string }} */ #jwk;
+  /** The gateway's clock minus ours (ms), learnt from answers' Date header. */
+  skewMs = 0;
+
+  /** @param {CryptoKeyPair} pair @param {JsonWebKey} jwk */
+  constructor(pair, jwk) {
+    this.#pair = pair;
+    this.#jwk = { crv: String(jwk.crv), kty: String(jwk.kty), x: String(jwk.x), y: String(jwk.y) };
+  }
+
+  /**
+   * The device's key named name: the one kept in IndexedDB, or a new one (kept there).
+   * @param {string} [name]
+   * @returns {Promise<DeviceKey>}
+   */
+  static async open(name = "default") {
+    const hasIDB = typeof indexedDB !== "undefined";
+    /** @type {CryptoKeyPair | undefined} */
+    let pair = hasIDB ? await idbDone((await idbStore("readonly")).get(name)) : undefined;
+    if (!pair) {
+      pair = /** @type {CryptoKeyPair} */ (await crypto.subtle.generateKey({ name: "ECDSA", namedCurve: "P-256" }, false, ["sign", "verify"]));
+      if (hasIDB) await idbDone((await idbStore("readwrite")).put(pair, name));
+    }
+    return new DeviceKey(pair, await crypto.subtle.exportKey("jwk", pair.publicKey));
+  }
+
+  /** The key's RFC 7638 thumbprint (what tokens are sealed with). @returns {Promise<string>} */
+  thumbprint() {
+    const j = this.#jwk;
+    return sha256b64(`{"crv":"${j.crv}","kty":"${j.kty}","x":"${j.x}","y":"${j.y}"}`);
+  }
+
+  /**
+   * A fresh DPoP proof for one request: a compact JWS (typ dpop+jwt, ES256, the public jwk)
+   * over htm, htu (the URL without query or fragment), iat (the gateway's clock, as far as
+   * its Date header told), a random jti, and ath, the token's or ticket's hash ("" for none).
+   * @param {string} method @param {string} url an absolute URL @param {string} [token]
+   * @returns {Promise<string>}
+   */
+  async proof(method, url, token = "") {
+    const u = new URL(url);
+    const claims = {
+      htm: method,
+      htu: u.origin + u.pathname,
+      iat: Math.floor((Date.now() + this.skewMs) / 1000),
+      jti: b64url(crypto.getRandomValues(new Uint8Array(16))),
+    };
+    if (token) claims.ath = await sha256b64(token);
+    const head = b64url(utf8(JSON.stringify({ typ: "dpop+jwt", alg: "ES256", jwk: this.#jwk })));
+    const input = head + "." + b64url(utf8(JSON.stringify(claims)));
+    // WebCrypto's ECDSA signature is r || s, 64 bytes: JWS's ES256 form (RFC 7518, 3.4).
+    const sig = await crypto.subtle.sign({ name: "ECDSA", hash: "SHA-256" }, this.#pair.privateKey, utf8(input));
+    return input + "." + b64url(new Uint8Array(sig));
   }
 }
 
@@ -301,6 +408,37 @@ export class Client extends EventTarget {
     this.fetch = opts.fetch ?? globalThis.fetch.bind(globalThis);
     this.sleep = opts.sleep ?? timer;
     this.maxBackoffMs = opts.maxBackoffMs ?? 30000;
+    this.deviceKey = opts.deviceKey;
+  }
+
+  /**
+   * The headers of a device-bound request: a DPoP proof of the device key for method and
+   * path over token ({} without a device key).
+   * @param {string} method @param {string} path @param {string} [token]
+   * @returns {Promise<Record<string, string>>}
+   */
+  async #dpop(method, path, token) {
+    if (!this.deviceKey) return {};
+    const base = this.baseURL || globalThis.location?.origin || "";
+    return { DPoP: await this.deviceKey.proof(method, new URL(base + path).href, token) };
+  }
+
+  /**
+   * send(headers) with the DPoP headers of method and path over token; on proof_required
+   * without a device key, opens the device's key and sends once more.
+   * @template T
+   * @param {string} method @param {string} path @param {string} token
+   * @param {(headers: Record<string, string>) => Promise<T>} send
+   * @returns {Promise<T>}
+   */
+  async #bound(method, path, token, send) {
+    try {
+      return await send(await this.#dpop(method, path, token));
+    } catch (e) {
+      if (this.deviceKey || !(e instanceof SeckillError) || e.code !== "proof_required") throw e;
+      this.deviceKey = await DeviceKey.open();
+      return send(await this.#dpop(method, path, token));
+    }
   }
 
   /**
@@ -319,6 +457,10 @@ export class Client extends EventTarget {
       init.body = JSON.stringify(o.body);
     }
     const resp = await this.fetch(this.baseURL + path, init);
+    const date = Date.parse(resp.headers.get("Date") ?? "");
+    // A proof's iat must be the gateway's time give or take a minute: a device whose clock is
+    // off follows the gateway's (Date has whole seconds: good enough for that window).
+    if (this.deviceKey && Number.isFinite(date)) this.deviceKey.skewMs = date - Date.now();
     const text = await resp.text();
     let body;
     try {
@@ -341,7 +483,8 @@ export class Client extends EventTarget {
    * @returns {Promise<{ token: string, expires_at: string }>}
    */
   token(sale, o = {}) {
-    return this.request("POST", `/seckill/${saleSegment(sale)}/token`, o);
+    const path = `/seckill/${saleSegment(sale)}/token`; // a bad sale id throws here, at once
+    return this.#bound("POST", path, "", (headers) => this.request("POST", path, { ...o, headers }));
   }
 
   /**
@@ -352,6 +495,7 @@ export class Client extends EventTarget {
    * @returns {Promise<{ order_id: string, status: "queued", variant?: string, quantity?: number }>}
    */
   buy(sale, o = {}) {
+    const path = `/seckill/${saleSegment(sale)}/buy`; // a bad sale id throws here, at once
     /** @type {Record<string, string>} */
     const headers = {};
     if (o.token) headers["X-Seckill-Token"] = o.token;
@@ -362,7 +506,9 @@ export class Client extends EventTarget {
       if (o.variant !== undefined) body.variant = o.variant;
       if (o.quantity !== undefined) body.quantity = o.quantity;
     }
-    return this.request("POST", `/seckill/${saleSegment(sale)}/buy`, { headers, body, signal: o.signal });
+    const send = (/** @type {Record<string, string>} */ proof) =>
+      this.request("POST", path, { headers: { ...headers, ...proof }, body, signal: o.signal });
+    return o.token ? this.#bound("POST", path, o.token, send) : send({});
   }
 
   /**
@@ -459,8 +605,9 @@ export class Client extends EventTarget {
    * @returns {Promise<QueueAnswer>}
    */
   enter(sale, o = {}) {
-    return this.#withProof(sale, (headers) =>
-      this.request("POST", `/seckill/${saleSegment(sale)}/queue`, { headers, signal: o.signal }), o);
+    const path = `/seckill/${saleSegment(sale)}/queue`;
+    return this.#withProof(sale, (headers) => this.#bound("POST", path, "", (proof) =>
+      this.request("POST", path, { headers: { ...headers, ...proof }, signal: o.signal })), o);
   }
 
   /**
@@ -469,7 +616,9 @@ export class Client extends EventTarget {
    * @returns {Promise<QueueAnswer>}
    */
   poll(sale, ticket, o = {}) {
-    return this.request("GET", `/seckill/${saleSegment(sale)}/queue`, { headers: { "X-Seckill-Ticket": ticket }, signal: o.signal });
+    const path = `/seckill/${saleSegment(sale)}/queue`;
+    return this.#bound("GET", path, ticket, (proof) =>
+      this.request("GET", path, { headers: { "X-Seckill-Ticket": ticket, ...proof }, signal: o.signal }));
   }
 
   /**
@@ -478,7 +627,9 @@ export class Client extends EventTarget {
    * @returns {Promise<QueueAnswer>}
    */
   leave(sale, ticket, o = {}) {
-    return this.request("DELETE", `/seckill/${saleSegment(sale)}/queue`, { headers: { "X-Seckill-Ticket": ticket }, signal: o.signal });
+    const path = `/seckill/${saleSegment(sale)}/queue`;
+    return this.#bound("DELETE", path, ticket, (proof) =>
+      this.request("DELETE", path, { headers: { "X-Seckill-Ticket": ticket, ...proof }, signal: o.signal }));
   }
 
   /**

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/seckilledge/seckill/caddymodule/decision"
+	"github.com/seckilledge/seckill/caddymodule/dpop"
 	"github.com/seckilledge/seckill/caddymodule/edge"
 	"github.com/seckilledge/seckill/caddymodule/tokenformat"
 	"github.com/seckilledge/seckill/contract"
@@ -47,6 +48,11 @@ type Decider struct {
 	// the script checks the user's live admission on a sale that has a room, and refuses
 	// such a sale as misconfigured when this is off.
 	RequireAdmission bool
+	// Binding is the route's device_binding (caddymodule/dpop; "" is off): with optional a
+	// bound token (format version 2) needs a proof of its key, with required every token
+	// does. ProofWindow is how long a proof's jti stays spent (dpop.ReplayWindow).
+	Binding     dpop.Binding
+	ProofWindow time.Duration
 
 	// late remembers the answers given after a sell-out, until the next restock (late.go).
 	late lateAnswers[decision.Generation]
@@ -96,6 +102,14 @@ func (d *Decider) DecideItem(ctx context.Context, sale, user, token string, item
 // script (a refusal before Redis, an answer from the sold-out memory) leaves joint unanswered:
 // the caller settles it on its own.
 func (d *Decider) DecideJoint(ctx context.Context, sale, user, token string, item Item, joint Joint) (v Verdict, known bool, err error) {
+	return d.DecideBound(ctx, sale, user, token, dpop.Proof{}, item, joint)
+}
+
+// DecideBound is DecideJoint for a purchase that came with proof, a DPoP proof the caller
+// checked against the request and the token (dpop.Check; the zero Proof for none). Under a
+// Binding other than off, a bound token verifies only with its key's proof, and the proof's
+// jti is spent in the script call: a replay is refused on every gateway.
+func (d *Decider) DecideBound(ctx context.Context, sale, user, token string, proof dpop.Proof, item Item, joint Joint) (v Verdict, known bool, err error) {
 	if o := CheckRequest(sale, user); o != "" {
 		return Verdict{Outcome: o}, false, nil
 	}
@@ -116,14 +130,28 @@ func (d *Decider) DecideJoint(ctx context.Context, sale, user, token string, ite
 		if token == "" {
 			return Verdict{Outcome: InvalidToken}, false, nil
 		}
-		c, err := d.Keyring.Verify(token, sale, user, d.Now())
+		jkt, o := d.bindingOf(token, proof)
+		if o != "" {
+			return Verdict{Outcome: o}, false, nil
+		}
+		c, err := d.Keyring.VerifyBound(token, sale, user, jkt, d.Now())
 		switch {
 		case errors.Is(err, tokenformat.ErrExpired):
 			return Verdict{Outcome: TokenExpired}, false, nil
+		case err != nil && jkt != "":
+			// A bound token that this key does not verify: a copy spent on another device
+			// (or no token at all; the MAC cannot tell the two apart, and neither buys).
+			return Verdict{Outcome: ProofKeyMismatch}, false, nil
 		case err != nil:
 			return Verdict{Outcome: InvalidToken}, false, nil
 		}
 		p.TokenValue = tokenformat.StoreValue(c)
+		if jkt != "" || proof.JTI != "" {
+			p.ProofJTI, p.ProofWindow = proof.JTI, d.ProofWindow
+			if p.ProofWindow <= 0 {
+				p.ProofWindow = dpop.ReplayWindow(0)
+			}
+		}
 	}
 	id, err := d.NewOrderID()
 	if err != nil {
@@ -142,6 +170,25 @@ func (d *Decider) DecideJoint(ctx context.Context, sale, user, token string, ite
 		return Verdict{Outcome: Unavailable}, false, err
 	}
 	return v, v.Outcome != UnknownSale, nil
+}
+
+// bindingOf returns the thumbprint token must verify with ("" for a bearer token), or the
+// outcome refusing it: a bound token without a proof, a bearer token where binding is
+// required. With binding off no proof is read, and a bound token is verified as a bearer one
+// (and fails: a gateway that cannot check proofs never sells to a copy).
+func (d *Decider) bindingOf(token string, proof dpop.Proof) (jkt string, o Outcome) {
+	if d.Binding == "" || d.Binding == dpop.Off {
+		return "", ""
+	}
+	switch {
+	case tokenformat.Bound(token) && proof.JKT == "":
+		return "", ProofRequired
+	case tokenformat.Bound(token):
+		return proof.JKT, ""
+	case d.Binding == dpop.Required:
+		return "", UnboundToken
+	}
+	return "", ""
 }
 
 // soldOut answers a purchase on a sold-out sale or shard: a buyer is told his order, not

@@ -4,8 +4,10 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"time"
 
 	"github.com/seckilledge/seckill/caddymodule/decision"
+	"github.com/seckilledge/seckill/caddymodule/dpop"
 	"github.com/seckilledge/seckill/caddymodule/edge"
 	"github.com/seckilledge/seckill/contract"
 )
@@ -40,6 +42,12 @@ const (
 	// DrawMissing answers 503 unavailable too: the sale is a draw and the script was not given
 	// the draw's entries (a gateway out of date with the scripts); nobody buys around the draw.
 	DrawMissing Outcome = "draw_missing"
+	// Device binding (caddymodule/dpop): a bound token without a proof, or with a proof of
+	// another key (a copy), an unbound token where binding is required, a proof spent before.
+	ProofRequired    Outcome = contract.CodeProofRequired
+	ProofKeyMismatch Outcome = contract.CodeProofKeyMismatch
+	UnboundToken     Outcome = contract.CodeUnboundToken
+	ProofReplayed    Outcome = contract.CodeProofReplayed
 )
 
 // refusals holds the answer of every refusing outcome.
@@ -66,6 +74,16 @@ var refusals = map[Outcome]decision.Refusal{
 		Message: "this sale has a waiting room and this gateway does not check admissions (seckill_gate require_admission): it is not sold here"},
 	RoomMissing: decision.RoomMissing,
 	DrawMissing: decision.DrawMissing,
+
+	ProofRequired:    proofRefusal(dpop.ErrMissing),
+	ProofKeyMismatch: proofRefusal(dpop.ErrKey),
+	UnboundToken:     proofRefusal(dpop.ErrUnbound),
+	ProofReplayed:    proofRefusal(dpop.ErrReplayed),
+}
+
+func proofRefusal(err error) decision.Refusal {
+	r, _ := dpop.Refusal(err)
+	return r
 }
 
 // Refusal is the answer of a refusing outcome; anything unknown answers unavailable.
@@ -190,6 +208,10 @@ type Purchase struct {
 	Item
 	// Admission: the gateway enforces waiting rooms (Decider.RequireAdmission).
 	Admission bool
+	// ProofJTI is the jti of the checked DPoP proof of a device-bound purchase, spent in the
+	// script call for ProofWindow; "" for none.
+	ProofJTI    string
+	ProofWindow time.Duration
 }
 
 // Item is what a purchase asks for (the buy body {"variant","quantity"}).
@@ -209,7 +231,7 @@ var errReply = errors.New("gate: unexpected script reply")
 var replyOutcomes = map[int64]Outcome{
 	0: Accepted, 1: UnknownSale, 2: NotStarted, 3: Ended, 4: TokenUsed, 5: AlreadyBought,
 	6: SoldOut, 7: Sharded, 8: Paused, 9: TokenExpired, 11: BadRequest, 12: LimitReached,
-	13: Misconfigured, 14: RoomMissing, 15: NotAdmitted, 16: DrawMissing,
+	13: Misconfigured, 14: RoomMissing, 15: NotAdmitted, 16: DrawMissing, 17: ProofReplayed,
 }
 
 // parseReply reads the gate script's reply.

@@ -74,7 +74,8 @@ func (s RedisStore) DecideJoint(ctx context.Context, p Purchase, joint Joint) (V
 
 func gateCall(ctx context.Context, p Purchase) lua.GateCall {
 	return lua.GateCall{Sale: p.Sale, User: p.User, OrderID: p.OrderID, TokenValue: p.TokenValue, Group: RelayGroup,
-		TraceParent: TraceParent(ctx), Variant: p.Variant, Quantity: p.Quantity, Admission: p.Admission}
+		TraceParent: TraceParent(ctx), Variant: p.Variant, Quantity: p.Quantity, Admission: p.Admission,
+		ProofJTI: p.ProofJTI, ProofWindow: p.ProofWindow}
 }
 
 // Decide runs the decision script for p: one round trip.

@@ -41,6 +41,12 @@ func (c *Decider) Issue(ctx context.Context, sale, user string) (Result, error) 
 // to joint.Answer; a refusal of the joint is the outcome Throttled. A request refused before
 // any script leaves joint unanswered: the caller settles it on its own.
 func (c *Decider) IssueJoint(ctx context.Context, sale, user string, joint edge.Joint) (Result, error) {
+	return c.IssueBound(ctx, sale, user, "", joint)
+}
+
+// IssueBound is IssueJoint for a token bound to the device key of thumbprint jkt (checked by
+// the caller's dpop.Check; "" for a bearer token): tokenformat.SignBound.
+func (c *Decider) IssueBound(ctx context.Context, sale, user, jkt string, joint edge.Joint) (Result, error) {
 	if user == "" {
 		return Result{Outcome: Unauthenticated}, nil
 	}
@@ -84,7 +90,7 @@ func (c *Decider) IssueJoint(ctx context.Context, sale, user string, joint edge.
 		return Result{Outcome: rep.Outcome, OrderID: rep.OrderID, Draw: rep.Draw}, nil
 	}
 	res := Result{Outcome: Issued, Expires: rep.Expires}
-	res.Token, res.Claims, err = c.Keyring.Sign(sale, user, nonce, rep.Expires)
+	res.Token, res.Claims, err = c.Keyring.SignBound(sale, user, nonce, rep.Expires, jkt)
 	if err != nil {
 		return Result{Outcome: Unavailable}, fmt.Errorf("signing a token: %w", err)
 	}

@@ -1,0 +1,58 @@
+package room
+
+import (
+	"net/http"
+
+	"github.com/seckilledge/seckill/caddymodule/dpop"
+	"github.com/seckilledge/seckill/caddymodule/dpop/dpophttp"
+	"github.com/seckilledge/seckill/caddymodule/refusal"
+	"github.com/seckilledge/seckill/caddymodule/sealed"
+)
+
+// Device binding of the room's tickets (device_binding, caddymodule/dpop; docs/room.md,
+// "Tickets bound to the device"): an entry with a DPoP proof gets a ticket sealed with the
+// proof key's thumbprint (sealed.BindTicket), and every poll or leave of that ticket needs a
+// fresh proof of the same key over the ticket's hash. A copy of the ticket polled from another
+// device is refused (proof_key_mismatch), and one without a proof (proof_required).
+
+// entryBinding returns the thumbprint an entry's ticket is to be bound to ("" for a bearer
+// ticket: binding off, or optional and no proof came), or the refusal of its proof.
+func (h *Room) entryBinding(r *http.Request) (jkt string, ref refusal.Refusal, ok bool) {
+	if !h.Settings.Enabled() || (h.Settings.DeviceBinding == dpop.Optional && !dpophttp.HasProof(r)) {
+		return "", ref, true
+	}
+	p, err := h.Settings.Check(r, "", h.now())
+	if err != nil {
+		ref, _ = dpop.Refusal(err)
+		return "", ref, false
+	}
+	return p.JKT, ref, true
+}
+
+// presentedTicket returns the ticket a poll or a leave presents, unwrapped from its binding
+// once the request's proof was checked against it, and the proof key's thumbprint (to bind the
+// newer tickets the answer may hand out). With binding off a bound ticket is returned as it is
+// (and is then refused as invalid: a gateway that cannot check proofs never serves a copy).
+func (h *Room) presentedTicket(r *http.Request, sale, user string) (ticket, jkt string, ref refusal.Refusal, ok bool) {
+	raw := r.Header.Get(HeaderTicket)
+	if !h.Settings.Enabled() {
+		return raw, "", ref, true
+	}
+	bound := sealed.TicketBound(raw)
+	if !bound && h.Settings.DeviceBinding != dpop.Required && !dpophttp.HasProof(r) {
+		return raw, "", ref, true
+	}
+	p, err := h.Settings.Check(r, raw, h.now())
+	if err == nil && bound {
+		if raw, err = h.sealer.UnbindTicket(raw, sale, user, p.JKT); err != nil {
+			err = dpop.ErrKey
+		}
+	} else if err == nil && h.Settings.DeviceBinding == dpop.Required {
+		err = dpop.ErrUnbound
+	}
+	if err != nil {
+		ref, _ = dpop.Refusal(err)
+		return "", "", ref, false
+	}
+	return raw, p.JKT, ref, true
+}
