@@ -13,6 +13,10 @@ import (
 	"testing"
 	"time"
 
+	cdpbrowser "github.com/chromedp/cdproto/browser"
+	"github.com/chromedp/cdproto/emulation"
+	"github.com/chromedp/chromedp"
+
 	"github.com/seckilledge/seckill/caddymodule/internal/pagekit"
 	"github.com/seckilledge/seckill/caddymodule/internal/pagekit/pagetest"
 	"github.com/seckilledge/seckill/caddymodule/sealed"
@@ -363,5 +367,100 @@ func TestScreenshotsOfTheWaitingPage(t *testing.T) {
 			time.Sleep(50 * time.Millisecond)
 		}
 		tab.Screenshot(filepath.Join(dir, fmt.Sprintf("room-admitted-%s.png", s.name)))
+	}
+}
+
+// notificationSpy counts the page's permission requests and the notifications it shows.
+const notificationSpy = `window.__asked = 0; window.__notes = [];
+if (window.Notification) {
+  const N = window.Notification, ask = N.requestPermission.bind(N);
+  class Spy extends N { constructor(title, o) { super(title, o); window.__notes.push(title); } }
+  Spy.requestPermission = (...a) => { window.__asked++; return ask(...a); };
+  window.Notification = Spy;
+}`
+
+// Your turn in a tab whose timers are throttled: the page keeps polling (its waits are timed
+// in a worker as well), it never asks for notifications on load, only on the button's press,
+// and it shows one when the turn comes; the Buy button, which has the focus, works from the
+// keyboard. Without JavaScript the page explains why it needs it.
+func TestTheWaitingPageKeepsPollingInAThrottledTabAndNotifiesYourTurn(t *testing.T) {
+	if testing.Short() {
+		t.Skip("chromium: not in -short")
+	}
+	b := pagetest.NewBrowser(t)
+	p := newProtocolRoom(t, nil)
+	srv := httptest.NewServer(p)
+	t.Cleanup(srv.Close)
+	msg := func(key string, kv ...string) string { return say(p.h.page, "en", key, kv...) }
+	p.enter, p.answer = func() (int, string, any) { return 200, "", waiting(9) }, waiting(9)
+
+	tab := b.Tab(t, "en", 1280, 900, false)
+	tab.AddScript(notificationSpy)
+	tab.Go(srv.URL + "/seckill/s1/queue")
+	tab.WaitState("waiting")
+	if asked := pagetest.JS[int](tab, `window.__asked`); asked != 0 {
+		t.Fatalf("the page asked for notifications %d times on load", asked)
+	}
+	if !tab.Visible("notify") {
+		t.Fatalf("no button to ask for a notification")
+	}
+	tab.Click("notify")
+	for pagetest.JS[int](tab, `window.__asked`) != 1 {
+		tab.WaitState("waiting")
+	}
+	tab.WaitText("notify-note", ".")
+	// The buyer said yes (headless chromium has no prompt: the test grants it).
+	if _, err := chromedp.Call(tab.Ctx, cdpbrowser.SetPermission, cdpbrowser.SetPermissionParams{
+		Permission: &cdpbrowser.PermissionDescriptor{Name: "notifications"}, Setting: cdpbrowser.PermissionSettingGranted, Origin: srv.URL}); err != nil {
+		t.Fatalf("granting notifications: %v", err)
+	}
+
+	// The tab's own timers stop firing, as in a throttled background tab.
+	pagetest.JS[bool](tab, `(() => { window.setTimeout = () => 0; return true; })()`)
+	p.mu.Lock()
+	before := p.polls
+	p.mu.Unlock()
+	for {
+		p.mu.Lock()
+		n := p.polls
+		p.mu.Unlock()
+		if n >= before+3 {
+			break
+		}
+		if tab.Ctx.Err() != nil {
+			t.Fatalf("%d polls since the tab's timers stopped, want the page to keep polling", n-before)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	p.set(map[string]any{"ticket": "t1", "entry_id": "e-abc", "state": "admitted", "refresh_s": 5,
+		"admitted_until": time.Now().Add(90 * time.Second).UTC().Format(time.RFC3339)})
+	tab.WaitState("admitted")
+	for !tab.Visible("buy") {
+		tab.WaitState("admitted")
+	}
+	if notes := pagetest.JS[[]string](tab, `window.__notes`); len(notes) != 1 || notes[0] != msg("room.notify_title") {
+		t.Errorf("notifications shown: %q, want one %q", notes, msg("room.notify_title"))
+	}
+	// The keyboard: Enter on the focused Buy button buys.
+	if focused := pagetest.JS[string](tab, `document.activeElement.id`); focused != "sk-buy" {
+		t.Fatalf("the focus is on %q, want the Buy button", focused)
+	}
+	if err := chromedp.Do(tab.Ctx, chromedp.KeyEvent("\r")); err != nil {
+		t.Fatalf("pressing Enter: %v", err)
+	}
+	tab.WaitState("bought")
+
+	// Without JavaScript: the explanation, not a blank page.
+	off := b.Tab(t, "de", 390, 844, true)
+	if _, err := chromedp.Call(off.Ctx, emulation.SetScriptExecutionDisabled, emulation.SetScriptExecutionDisabledParams{Value: true}); err != nil {
+		t.Fatalf("disabling JavaScript: %v", err)
+	}
+	off.Go(srv.URL + "/seckill/s1/queue")
+	html, err := chromedp.Run(off.Ctx, chromedp.OuterHTML(chromedp.Search("body")))
+	if err != nil {
+		t.Fatalf("reading the page: %v", err)
+	}
+	if want := say(p.h.page, "de", "common.noscript"); !strings.Contains(html, "<noscript>") || !strings.Contains(html, want) {
+		t.Errorf("without JavaScript the page lacks its explanation %q", want)
 	}
 }

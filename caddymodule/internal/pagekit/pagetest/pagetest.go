@@ -133,6 +133,15 @@ type Tab struct {
 	axe string
 }
 
+// AddScript runs src in every document the tab opens from now on, before the page's own
+// script (a spy of the test's).
+func (p *Tab) AddScript(src string) {
+	p.t.Helper()
+	if _, err := chromedp.Call(p.Ctx, page.AddScriptToEvaluateOnNewDocument, page.AddScriptToEvaluateOnNewDocumentParams{Source: src}); err != nil {
+		p.t.Fatalf("adding a script: %v", err)
+	}
+}
+
 // Go navigates to url.
 func (p *Tab) Go(url string) {
 	p.t.Helper()
