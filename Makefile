@@ -10,7 +10,7 @@ export SECKILL_REQUIRE_SERVICES := 1
 # Where the stack keeps its data and env file (scripts/stack.sh honours the same variable).
 RUN_DIR := $(or $(SECKILL_RUN_DIR),.run)
 
-.PHONY: demo-draw bench-draw run test unit stop stack build xcaddy xcaddy-check bench bench-pin bench-onepass bench-identity chaos compose-check fuzz clean
+.PHONY: demo-draw bench-draw run test unit stop stack build screenshots xcaddy xcaddy-check bench bench-pin bench-onepass bench-identity chaos compose-check fuzz clean
 
 build:
 	$(GO) build -o bin/caddy ./cmd/caddy
@@ -33,6 +33,12 @@ stop:
 test: stack
 	source $(RUN_DIR)/env && $(GO) vet ./... && \
 	$(GO) test -race -count=1 -p 2 -timeout 25m ./...
+
+# The pictures of the waiting page and the draw page in README.md and docs/room.md (desktop and
+# a 390x844 phone), written by the pages' Chromium tests into docs/img: run it after changing a
+# page and commit the PNGs.
+screenshots:
+	SECKILL_SCREENSHOTS=$(CURDIR)/docs/img $(GO) test -count=1 -p 1 -run 'TestScreenshotsOf' ./caddymodule/room/ ./caddymodule/draw/
 
 # The fast tier: -short skips every test that needs a server (internal/testenv), so this needs
 # no stack and no SECKILL_* variables.

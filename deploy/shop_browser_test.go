@@ -175,16 +175,17 @@ func TestABuyerSignedInAtTheShopBuysThroughTheRoomAndTheShopGetsPaid(t *testing.
 	if err := chromedp.Do(ctx, chromedp.Click(chromedp.ID("room-"+sale))); err != nil {
 		t.Fatalf("following the waiting room link: %v", err)
 	}
-	waitPage(t, ctx, "admitted: the Buy button", `!!document.getElementById("buy") && !document.getElementById("buy").hidden`, 60*time.Second)
+	waitPage(t, ctx, "admitted: the Buy button", `!!document.getElementById("sk-buy") && !document.getElementById("sk-buy").hidden`, 60*time.Second)
 	// A person reads "It is your turn" before clicking. The user's throttle window (5 calls a
 	// second under /seckill/, as on :8080) has just counted the shop page's room check, the
 	// waiting page, its challenge, its entry and its token: a sixth call in that second is 429.
 	time.Sleep(1100 * time.Millisecond)
-	if err := chromedp.Do(ctx, chromedp.Click(chromedp.ID("buy"))); err != nil {
+	if err := chromedp.Do(ctx, chromedp.Click(chromedp.ID("sk-buy"))); err != nil {
 		t.Fatalf("click Buy: %v", err)
 	}
-	waitPage(t, ctx, "the order written (created)", `document.getElementById("status").textContent === "created"`, 60*time.Second)
-	order, err := chromedp.Run(ctx, chromedp.Text(chromedp.ID("order")))
+	// The page says so once the order is written (created): "Your order is confirmed."
+	waitPage(t, ctx, "the order written (created)", `document.body.dataset.state === "bought" && document.getElementById("sk-detail").textContent === "Your order is confirmed."`, 60*time.Second)
+	order, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.getElementById("sk-order").textContent`))
 	if err != nil || !contract.ValidID(order) {
 		t.Fatalf("order id on the waiting page: %q %v", order, err)
 	}

@@ -7,6 +7,8 @@
 #   scripts/stack.sh status   print what answers
 #   scripts/stack.sh env      print the environment the tests and binaries read
 #   scripts/stack.sh env-file only (re)write .run/env, as start does
+#   scripts/stack.sh test-tools  install the test tools from the npm registry (axe-core, for
+#                            the pages' Chromium tests) under .run/npm, as start does
 #
 # Idempotent: start twice is harmless. Ports are not the packages' defaults, so the stack never
 # collides with system services a Debian install may have started (override with the env vars).
@@ -70,12 +72,25 @@ install_missing() {
 	command -v nginx >/dev/null || need+=(nginx)
 	[ -f /usr/lib/nginx/modules/ngx_http_lua_module.so ] || need+=(libnginx-mod-http-lua)
 	command -v node >/dev/null || need+=(nodejs) # clients/js: go test ./clients/js/ runs node --test
+	command -v npm >/dev/null || need+=(npm)     # axe-core for the pages' tests (install_test_tools)
 	[ ${#need[@]} -eq 0 ] && return 0
 	[ "$(id -u)" = 0 ] || die "missing packages ${need[*]}; run as root or install them with apt-get"
 	log "installing ${need[*]} from Debian's packages"
 	export DEBIAN_FRONTEND=noninteractive
 	apt-get update -q >/dev/null
 	apt-get install -y -q "${need[@]}" >/dev/null
+}
+
+# The pages' accessibility check (caddymodule/internal/pagekit/pagetest) runs axe-core, from
+# the npm registry, inside Chromium: installed under .run/npm (git-ignored), pinned to a minor
+# version so a new rule does not fail a build unannounced.
+AXE_VERSION="${SECKILL_AXE_VERSION:-4.11}"
+install_test_tools() {
+	if [ -f "$RUN/npm/node_modules/axe-core/axe.min.js" ]; then return 0; fi
+	command -v npm >/dev/null || die "npm is missing: apt-get install -y npm (Debian's package)"
+	mkdir -p "$RUN/npm"
+	log "installing axe-core@$AXE_VERSION from the npm registry under $RUN/npm"
+	npm install --prefix "$RUN/npm" --no-save --no-package-lock --no-audit --no-fund "axe-core@$AXE_VERSION" >/dev/null
 }
 
 wait_for() { # name, tries, command...
@@ -228,11 +243,13 @@ start)
 	start_redis
 	start_rabbit
 	start_pg
+	install_test_tools
 	write_env
 	;;
 env-file) mkdir -p "$RUN"; write_env ;;
+test-tools) mkdir -p "$RUN"; install_test_tools ;;
 stop) stop_all ;;
 status) status ;;
 env) print_env ;;
-*) echo "usage: $0 start|stop|status|env" >&2; exit 2 ;;
+*) echo "usage: $0 start|stop|status|env|env-file|test-tools" >&2; exit 2 ;;
 esac

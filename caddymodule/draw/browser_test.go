@@ -51,30 +51,47 @@ func TestEntryPageInARealBrowserEntersChangesWithdrawsEntersAgainAndSeesTheWin(t
 
 	text := func(id string) string {
 		t.Helper()
-		v, err := chromedp.Run(ctx, chromedp.Text(chromedp.ID(id)))
+		v, err := chromedp.Run(ctx, chromedp.Evaluate[string](`(document.getElementById("sk-`+id+`") || {}).textContent || ""`))
 		if err != nil {
-			t.Fatalf("reading #%s: %v", id, err)
+			t.Fatalf("reading #sk-%s: %v", id, err)
 		}
 		return v
 	}
-	waitFor := func(id, want string) {
+	state := func() string {
 		t.Helper()
-		for s := text(id); s != want; s = text(id) {
+		v, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.body ? document.body.dataset.state || "" : ""`))
+		if err != nil {
+			t.Fatalf("reading the state: %v", err)
+		}
+		return v
+	}
+	waitFor := func(want string) {
+		t.Helper()
+		for s := state(); s != want; s = state() {
 			if ctx.Err() != nil {
-				t.Fatalf("#%s is %q, want %q (note: %q)", id, s, want, text("note"))
+				t.Fatalf("the page is %q, want %q (problem: %q)", s, want, text("problem"))
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	waitText := func(id, want string) {
+		t.Helper()
+		for s := text(id); !strings.Contains(s, want); s = text(id) {
+			if ctx.Err() != nil {
+				t.Fatalf("#sk-%s is %q, want %q (problem: %q)", id, s, want, text("problem"))
 			}
 			time.Sleep(50 * time.Millisecond)
 		}
 	}
 	click := func(id string) {
 		t.Helper()
-		if _, err := chromedp.Run(ctx, chromedp.Click(chromedp.ID(id))); err != nil {
-			t.Fatalf("click #%s: %v", id, err)
+		if _, err := chromedp.Run(ctx, chromedp.Click(chromedp.ID("sk-"+id))); err != nil {
+			t.Fatalf("click #sk-%s: %v", id, err)
 		}
 	}
 	pick := func(v string) {
 		t.Helper()
-		if _, err := chromedp.Run(ctx, chromedp.SetValue(chromedp.ID("size"), v)); err != nil {
+		if _, err := chromedp.Run(ctx, chromedp.SetValue(chromedp.ID("sk-size"), v)); err != nil {
 			t.Fatalf("pick %s: %v", v, err)
 		}
 	}
@@ -82,40 +99,35 @@ func TestEntryPageInARealBrowserEntersChangesWithdrawsEntersAgainAndSeesTheWin(t
 	if _, err := chromedp.Run(ctx, chromedp.Navigate(gw+"/seckill/"+sale+"/draw?user=alice")); err != nil {
 		t.Fatalf("navigate: %v", err)
 	}
-	waitFor("state", "none")
-	for s := text("randomness"); !strings.Contains(s, "drand round 123 of chain 52db9ba70e0c…"); s = text("randomness") {
-		if ctx.Err() != nil {
-			t.Fatalf("#randomness is %q, want the beacon's round", s)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	waitFor("none")
+	waitText("randomness", "drand round 123")
 	pick("43")
 	click("enter")
-	waitFor("state", "entered")
+	waitFor("entered")
 	id := text("entry")
-	if len(id) != 8 || text("variant") != "43" {
-		t.Fatalf("after entering: entry %q size %q", id, text("variant"))
+	if len(id) != 8 || !strings.Contains(text("status"), "size 43.") {
+		t.Fatalf("after entering: entry %q, the page says %q", id, text("status"))
 	}
-	// The proof of work is shown as progress: attempts against the expected 2^8.
-	if work := text("attempts"); !strings.HasPrefix(work, "done: ") || !strings.Contains(work, "(about 256 expected)") {
-		t.Fatalf("the page shows its proof of work as %q, want done: <n> attempts (about 256 expected)", work)
+	// The proof of work was shown as progress, to the end.
+	if work, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`document.getElementById("sk-work").getAttribute("aria-valuenow")`)); work != "100" {
+		t.Fatalf("the proof of work's bar stands at %q, want 100", work)
 	}
 
 	pick("44")
 	click("change")
-	waitFor("variant", "44")
-	if text("entry") != id || text("state") != "entered" {
-		t.Fatalf("after changing size: entry %q (was %q), state %q", text("entry"), id, text("state"))
+	waitText("status", "Your size is now 44.")
+	if text("entry") != id || state() != "entered" {
+		t.Fatalf("after changing size: entry %q (was %q), state %q", text("entry"), id, state())
 	}
 
 	click("withdraw")
-	waitFor("state", "withdrawn")
+	waitFor("withdrawn")
 
 	pick("42")
 	click("enter")
-	waitFor("state", "entered")
-	if text("entry") != id || text("variant") != "42" {
-		t.Fatalf("after entering again: entry %q (was %q), size %q", text("entry"), id, text("variant"))
+	waitFor("entered")
+	if text("entry") != id || !strings.Contains(text("status"), "size 42.") {
+		t.Fatalf("after entering again: entry %q (was %q), the page says %q", text("entry"), id, text("status"))
 	}
 	if v := rdb.HGet(context.Background(), contract.DrawEntriesKey(sale), "alice").Val(); v != id+":42" {
 		t.Fatalf("Redis has alice's entry as %q, want %s:42", v, id)
@@ -128,11 +140,12 @@ func TestEntryPageInARealBrowserEntersChangesWithdrawsEntersAgainAndSeesTheWin(t
 	if _, err := chromedp.Run(ctx, chromedp.Reload()); err != nil {
 		t.Fatalf("reload: %v", err)
 	}
-	waitFor("state", "won")
-	if text("rank") != "1" || text("wave") != "1" || text("until") == "–" {
-		t.Fatalf("the win shows rank %q wave %q deadline %q", text("rank"), text("wave"), text("until"))
+	waitFor("won")
+	waitText("timer", "Time left to buy: ")
+	if text("rank") != "1" || text("wave") != "1" || !strings.HasPrefix(text("status"), "You won size 42! Buy it before ") {
+		t.Fatalf("the win shows rank %q wave %q, says %q", text("rank"), text("wave"), text("status"))
 	}
-	hidden, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`document.getElementById("enter").hidden && document.getElementById("withdraw").hidden`))
+	hidden, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`document.getElementById("sk-enter").hidden && document.getElementById("sk-withdraw").hidden`))
 	if err != nil || !hidden {
 		t.Fatalf("after the draw the page must offer neither entering nor withdrawing (%v)", err)
 	}

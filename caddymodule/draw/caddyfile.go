@@ -5,6 +5,8 @@ import (
 	"github.com/caddyserver/caddy/v2/caddyconfig/httpcaddyfile"
 
 	"github.com/seckilledge/seckill/caddymodule/internal/directive"
+	"github.com/seckilledge/seckill/caddymodule/internal/pagekit"
+	"github.com/seckilledge/seckill/caddymodule/internal/pagekit/pagecaddy"
 	"github.com/seckilledge/seckill/caddymodule/refusal"
 )
 
@@ -30,6 +32,13 @@ func init() {
 //		challenges_per_net  <n>         # default 500, -1 unbounded
 //		challenge_prefix <ipv4> <ipv6>  # default 24 48
 //		frame_ancestors <source...>     # default none: the page is never framed
+//		page {                          # the page buyers see (docs/room.md, "The shop's own page")
+//			template      <file>        # the shop's html/template file (default: ours)
+//			messages      <file|dir...> # the shop's catalogues, <language>.json
+//			lang          <tag>         # one language (default: from Accept-Language)
+//			image_sources <source...>   # img-src of the page's CSP (default none)
+//			sale <id> { template <file>; lang <tag> } # per sale
+//		}
 //		retry_after     <duration>      # default 1s
 //		cache_ttl       <duration>      # default 2s
 //		timeout         <duration>      # default 1s (each Redis call)
@@ -42,6 +51,11 @@ func (h *Draw) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 		switch name {
 		case "difficulty_rate":
 			err = directive.Float(d, &h.DifficultyRate)
+		case "page":
+			if h.Page == nil {
+				h.Page = new(pagekit.Config)
+			}
+			err = pagecaddy.Unmarshal(d, h.Page)
 		case "frame_ancestors":
 			h.FrameAncestors = d.RemainingArgs()
 			if len(h.FrameAncestors) == 0 {

@@ -19,6 +19,7 @@ import (
 
 	"github.com/seckilledge/seckill/caddymodule/edge"
 	"github.com/seckilledge/seckill/caddymodule/internal/pagecsp"
+	"github.com/seckilledge/seckill/caddymodule/internal/pagekit"
 	"github.com/seckilledge/seckill/caddymodule/refusal"
 	"github.com/seckilledge/seckill/caddymodule/sealed"
 	"github.com/seckilledge/seckill/caddymodule/sealed/sealedhttp"
@@ -56,6 +57,10 @@ type Draw struct {
 	sealedhttp.Challenges
 	// The origins allowed to frame the entry page (CSP frame-ancestors). Default: none may.
 	FrameAncestors []string `json:"frame_ancestors,omitempty"`
+	// The draw's page: the shop's html/template file, its message catalogues, the language
+	// (instead of Accept-Language), each per site or per sale (docs/room.md, "The shop's own
+	// page"; the draw's template fields are the room's plus .Variants). Default: our page.
+	Page *pagekit.Config `json:"page,omitempty"`
 	// Retry-After sent with 503. Default 1s.
 	RetryAfter caddy.Duration `json:"retry_after,omitempty"`
 	// How long a gateway keeps a sale's draw settings (window, difficulty, variants) before
@@ -73,7 +78,7 @@ type Draw struct {
 	ep     refusal.Endpoints
 	caller edge.Caller
 	cache  *saleCache
-	csp    string
+	page   *pagekit.Kit // the draw's page, compiled at provision
 	now    func() time.Time
 }
 
@@ -87,6 +92,9 @@ func (Draw) CaddyModule() caddy.ModuleInfo {
 func (h *Draw) Provision(ctx caddy.Context) error {
 	h.logger = edge.SampledLogger(ctx.Logger())
 	h.setDefaults()
+	if err := h.setupPage(); err != nil {
+		return fmt.Errorf("seckill_draw: %w", err)
+	}
 	app, issuer, err := sealedhttp.Provision(ctx, "seckill_draw")
 	if err != nil {
 		return err
@@ -112,7 +120,6 @@ func (h *Draw) setDefaults() {
 	h.ep = refusal.Endpoints{Writer: h.Writer(0), RetryAfter: time.Duration(h.RetryAfter), Requests: requests, Shed: shed,
 		Logger: h.logger, Name: "draw"}
 	h.cache = new(saleCache)
-	h.csp = pagecsp.Policy(page, h.FrameAncestors)
 	if h.now == nil {
 		h.now = time.Now
 	}
@@ -173,7 +180,7 @@ func (h *Draw) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.
 		return h.withdraw(ctx, w, repl, sale)
 	case http.MethodGet, http.MethodHead:
 		if refusal.WantsHTML(r) {
-			return h.servePage(ctx, w, sale)
+			return h.servePage(ctx, w, r, sale)
 		}
 		return h.status(ctx, w, repl, sale)
 	default:

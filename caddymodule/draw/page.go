@@ -4,27 +4,47 @@ import (
 	"context"
 	_ "embed"
 	"net/http"
-	"strings"
 
+	"github.com/seckilledge/seckill/caddymodule/internal/pagekit"
 	clientjs "github.com/seckilledge/seckill/clients/js"
 )
 
-// page is the entry page: self-contained HTML and JavaScript (no CDN), served on a GET of the
-// draw path with Accept: text/html. Its variables, the sale id and the sale's variants (ids
-// checked against the id pattern, so they need no escaping), sit in attributes, not in the
-// script, so the script's hash is fixed.
+// pageTemplate is our draw page (html/template): it defines "page", and the parts a shop's
+// own template may call, "style" and "main". Its data are the sale id, the sale's sizes and
+// the words in the page's language; the entry's state comes from the protocol's JSON answers,
+// filled in by the script.
 //
 //go:embed page.html
-var pageHTML string
+var pageTemplate string
 
-// page is pageHTML with the JavaScript client (clients/js/seckill.js, the very bytes published
-// to npm) inlined at the head of the page's one module script: the page drives the protocol
-// through it, and the script's hash, in the Content-Security-Policy, covers both.
-var page = strings.Replace(pageHTML, "/*{{CLIENT}}*/", clientjs.Source, 1)
+// pageJS is the page's own code, after the JavaScript client (clients/js/seckill.js, the very
+// bytes published to npm) and the kit's in the page's one module script, whose hash the
+// Content-Security-Policy names.
+//
+//go:embed page.js
+var pageJS string
+
+var pageKind = pagekit.Kind{Name: "draw", Template: pageTemplate, Script: pagekit.Script(clientjs.Source, pageJS)}
+
+// setupPage compiles the page options (our page, or the shop's template), checked here so
+// that a bad template fails at provision.
+func (h *Draw) setupPage() error {
+	var cfg pagekit.Config
+	if h.Page != nil {
+		cfg = *h.Page
+	}
+	kit, err := pagekit.New(pageKind, cfg)
+	if err != nil {
+		return err
+	}
+	h.page = kit
+	return nil
+}
 
 // servePage answers the entry page of a draw sale, with the sale's variants for the size
-// picker; a sale that is not a draw gets the JSON refusal, as the API would answer.
-func (h *Draw) servePage(ctx context.Context, w http.ResponseWriter, sale string) error {
+// picker (read with the sale's settings, as before); a sale that is not a draw gets the JSON
+// refusal, as the API would answer.
+func (h *Draw) servePage(ctx context.Context, w http.ResponseWriter, r *http.Request, sale string) error {
 	c, err := h.saleOf(ctx, sale)
 	if err != nil {
 		return h.ep.Unavailable(w, "page", err)
@@ -33,12 +53,5 @@ func (h *Draw) servePage(ctx context.Context, w http.ResponseWriter, sale string
 		return h.ep.Refuse(w, "page", noDraw)
 	}
 	requests.WithLabelValues("page", "ok").Inc()
-	w.Header().Set("Content-Type", "text/html; charset=utf-8")
-	w.Header().Set("Cache-Control", "no-store")
-	w.Header().Set("Content-Security-Policy", h.csp)
-	w.WriteHeader(http.StatusOK)
-	html := strings.Replace(page, "{{SALE}}", sale, 1)
-	html = strings.Replace(html, "{{VARIANTS}}", strings.Join(c.variants, ","), 1)
-	_, err = w.Write([]byte(html))
-	return err
+	return h.page.Serve(w, r, sale, c.variants, h.FrameAncestors)
 }

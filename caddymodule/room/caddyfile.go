@@ -8,6 +8,8 @@ import (
 	"github.com/caddyserver/caddy/v2/caddyconfig/httpcaddyfile"
 
 	"github.com/seckilledge/seckill/caddymodule/internal/directive"
+	"github.com/seckilledge/seckill/caddymodule/internal/pagekit"
+	"github.com/seckilledge/seckill/caddymodule/internal/pagekit/pagecaddy"
 	"github.com/seckilledge/seckill/caddymodule/refusal"
 )
 
@@ -36,6 +38,13 @@ func init() {
 //		challenge_prefix <ipv4> <ipv6>  # default 24 48
 //		max_waiters     <n>             # default 50 per unit, within [10 000, 2 000 000]
 //		frame_ancestors <source...>     # default none: the page is never framed
+//		page {                          # the page buyers see (docs/room.md, "The shop's own page")
+//			template      <file>        # the shop's html/template file (default: ours)
+//			messages      <file|dir...> # the shop's catalogues, <language>.json
+//			lang          <tag>         # one language (default: from Accept-Language)
+//			image_sources <source...>   # img-src of the page's CSP (default none)
+//			sale <id> { template <file>; lang <tag> } # per sale
+//		}
 //		refresh         <min> <max>     # default 1s 30s
 //		retry_after     <duration>      # default 1s
 //		cache_ttl       <duration>      # default 2s
@@ -70,6 +79,11 @@ func (h *Room) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			err = directive.Float(d, &h.DifficultyRate)
 		case "max_waiters":
 			err = h.unmarshalMaxWaiters(d)
+		case "page":
+			if h.Page == nil {
+				h.Page = new(pagekit.Config)
+			}
+			err = pagecaddy.Unmarshal(d, h.Page)
 		case "frame_ancestors":
 			h.FrameAncestors = d.RemainingArgs()
 			if len(h.FrameAncestors) == 0 {

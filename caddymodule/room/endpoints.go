@@ -93,7 +93,7 @@ func (h *Room) serveQueue(ctx context.Context, w http.ResponseWriter, r *http.Re
 		return h.enter(ctx, w, r, repl, sale)
 	case http.MethodGet:
 		if r.Header.Get(HeaderTicket) == "" && refusal.WantsHTML(r) {
-			h.servePage(w, sale)
+			h.servePage(w, r, sale)
 			return nil
 		}
 		return h.poll(ctx, w, r, repl, sale)

@@ -3,29 +3,45 @@ package room
 import (
 	_ "embed"
 	"net/http"
-	"strings"
 
+	"github.com/seckilledge/seckill/caddymodule/internal/pagekit"
 	clientjs "github.com/seckilledge/seckill/clients/js"
 )
 
-// page is the waiting page: self-contained HTML and JavaScript (no CDN), served on a GET of
-// the queue path with Accept: text/html. The sale id (checked against the id pattern, so it
-// needs no escaping) is its only variable, and it sits in an attribute, not in the script, so
-// the script's hash is fixed.
+// pageTemplate is our waiting page (html/template): it defines "page", and the parts a
+// shop's own template may call, "style" and "main". Everything it shows comes from the
+// protocol's JSON answers, filled in by the script; the template only gives the words in the
+// page's language, so serving it asks Redis nothing.
 //
 //go:embed page.html
-var pageHTML string
+var pageTemplate string
 
-// page is pageHTML with the JavaScript client (clients/js/seckill.js, the very bytes published
-// to npm) inlined at the head of the page's one module script: the page drives the protocol
-// through it, and the script's hash, in the Content-Security-Policy, covers both.
-var page = strings.Replace(pageHTML, "/*{{CLIENT}}*/", clientjs.Source, 1)
+// pageJS is the page's own code, after the JavaScript client (clients/js/seckill.js, the very
+// bytes published to npm) and the kit's in the page's one module script, whose hash the
+// Content-Security-Policy names.
+//
+//go:embed page.js
+var pageJS string
 
-func (h *Room) servePage(w http.ResponseWriter, sale string) {
+// pageKind is the waiting page for pagekit.
+var pageKind = pagekit.Kind{Name: "room", Template: pageTemplate, Script: pagekit.Script(clientjs.Source, pageJS)}
+
+// setupPage compiles the page options (our page, or the shop's template), checked here so
+// that a bad template fails at provision.
+func (h *Room) setupPage() error {
+	var cfg pagekit.Config
+	if h.Page != nil {
+		cfg = *h.Page
+	}
+	kit, err := pagekit.New(pageKind, cfg)
+	if err != nil {
+		return err
+	}
+	h.page = kit
+	return nil
+}
+
+func (h *Room) servePage(w http.ResponseWriter, r *http.Request, sale string) {
 	requests.WithLabelValues("page", "ok").Inc()
-	w.Header().Set("Content-Type", "text/html; charset=utf-8")
-	w.Header().Set("Cache-Control", "no-store")
-	w.Header().Set("Content-Security-Policy", h.csp)
-	w.WriteHeader(http.StatusOK)
-	_, _ = w.Write([]byte(strings.Replace(page, "{{SALE}}", sale, 1)))
+	_ = h.page.Serve(w, r, sale, nil, h.FrameAncestors)
 }

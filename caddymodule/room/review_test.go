@@ -199,6 +199,9 @@ func TestTheWaitingPageMayNotBeFramed(t *testing.T) {
 	get := func(h *Room) http.Header {
 		t.Helper()
 		h.setDefaults()
+		if err := h.setupPage(); err != nil {
+			t.Fatal(err)
+		}
 		sealer, _ := NewSealer(Key{ID: "k1", Secret: []byte(testSecret)})
 		h.sealer = sealer
 		req, _ := http.NewRequest(http.MethodGet, "/seckill/s1/queue", nil)

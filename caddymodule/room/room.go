@@ -24,6 +24,7 @@ import (
 	"github.com/seckilledge/seckill/caddymodule/dpop/dpophttp"
 	"github.com/seckilledge/seckill/caddymodule/edge"
 	"github.com/seckilledge/seckill/caddymodule/internal/pagecsp"
+	"github.com/seckilledge/seckill/caddymodule/internal/pagekit"
 	"github.com/seckilledge/seckill/caddymodule/refusal"
 	"github.com/seckilledge/seckill/caddymodule/sealed"
 	"github.com/seckilledge/seckill/caddymodule/sealed/sealedhttp"
@@ -90,6 +91,10 @@ type Room struct {
 	// The origins allowed to frame the waiting page (the Content-Security-Policy's
 	// frame-ancestors sources, e.g. "https://shop.example"). Default: none may.
 	FrameAncestors []string `json:"frame_ancestors,omitempty"`
+	// The waiting page: the shop's html/template file, its message catalogues, the language
+	// (instead of Accept-Language), each per site or per sale (docs/room.md, "The shop's own
+	// page"). Default: our page, in the buyer's language.
+	Page *pagekit.Config `json:"page,omitempty"`
 	// Bounds of refresh_s, the poll interval told to waiters. Defaults 1s and 30s.
 	RefreshMin caddy.Duration `json:"refresh_min,omitempty"`
 	RefreshMax caddy.Duration `json:"refresh_max,omitempty"`
@@ -148,7 +153,7 @@ type Room struct {
 	cache  *roomCache
 	// prequeues holds the published pre-queues this gateway has read (prequeue.go).
 	prequeues *prequeueCache
-	csp       string // the waiting page's Content-Security-Policy
+	page      *pagekit.Kit // the waiting page, compiled at provision
 	refresh   Refresh
 	defaults  Settings
 	now       func() time.Time
@@ -172,6 +177,9 @@ func (Room) CaddyModule() caddy.ModuleInfo {
 func (h *Room) Provision(ctx caddy.Context) error {
 	h.logger = edge.SampledLogger(ctx.Logger())
 	h.setDefaults()
+	if err := h.setupPage(); err != nil {
+		return fmt.Errorf("seckill_room: %w", err)
+	}
 	app, issuer, err := sealedhttp.Provision(ctx, "seckill_room")
 	if err != nil {
 		return err
@@ -234,7 +242,6 @@ func (h *Room) setDefaults() {
 	}
 	h.cache = new(roomCache)
 	h.prequeues = newPrequeueCache(maxSnapshotEntries)
-	h.csp = pagecsp.Policy(page, h.FrameAncestors)
 	if h.now == nil {
 		h.now = time.Now
 	}

@@ -1,0 +1,367 @@
+// Package pagekit is what the pages the gateway serves itself (the waiting room's and the
+// draw's, issue 37) share: the operator's html/template files, checked at provision (a bad
+// template fails there, with its file and line, never at request time); message catalogues
+// as plain JSON files (English, Simplified Chinese, German and Spanish built in, a shop's own
+// files laid over them); the language chosen from Accept-Language or fixed per site or per
+// sale; and the Content-Security-Policy that keeps a shop's template from running any script
+// but ours. It imports no Caddy: the handlers' Caddyfile glue fills a Config.
+package pagekit
+
+import (
+	"bytes"
+	"crypto/sha256"
+	_ "embed"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"html"
+	"html/template"
+	"net/http"
+	"os"
+	"sort"
+	"strings"
+
+	"golang.org/x/text/language"
+	"golang.org/x/text/message"
+
+	"github.com/seckilledge/seckill/caddymodule/internal/pagecsp"
+)
+
+// Config is the page options of a handler (seckill_room's and seckill_draw's `page` block).
+type Config struct {
+	// An html/template file for the page instead of ours (docs/room.md, "The shop's own
+	// page", lists its fields). It must write {{.Script}} once and may call our parts
+	// ({{template "style" .}}, {{template "main" .}}); it may hold no script of its own
+	// (no <script>, no on* attribute, no javascript: URL): provision refuses it.
+	Template string `json:"template,omitempty"`
+	// Message catalogues of the shop: files named <language>.json (a BCP 47 tag: de.json,
+	// zh-Hans.json, fr.json), or directories of such files. Their keys override ours for that
+	// language; a new language gets English for the keys it lacks.
+	Messages []string `json:"messages,omitempty"`
+	// The page's language for every buyer (a BCP 47 tag), instead of the best match of the
+	// browser's Accept-Language among the catalogues. Default: Accept-Language decides.
+	Lang string `json:"lang,omitempty"`
+	// Per sale (by sale id): a template and a language of its own.
+	Sales map[string]SaleConfig `json:"sales,omitempty"`
+	// Image sources the page may load (the CSP's img-src, e.g. "'self'" or
+	// "https://cdn.shop.example" for the shop's logo). Default: none.
+	ImageSources []string `json:"image_sources,omitempty"`
+}
+
+// SaleConfig is one sale's own page options.
+type SaleConfig struct {
+	Template string `json:"template,omitempty"`
+	Lang     string `json:"lang,omitempty"`
+}
+
+// Kind is one page of ours: the room's or the draw's.
+type Kind struct {
+	Name string // "room" or "draw": the first part of its message keys
+	// Template is our page (html/template); it defines "page" (the whole document) and the
+	// parts a shop's template may call: "style" and "main".
+	Template string
+	// Script is the page's one module script (the JavaScript client then the page's code).
+	Script string
+}
+
+// Kit serves one handler's page.
+type Kit struct {
+	kind       Kind
+	cats       map[string]map[string]string // language -> key -> text
+	tags       []language.Tag
+	matcher    language.Matcher
+	site       *compiled
+	sales      map[string]*compiled
+	siteLang   string
+	saleLang   map[string]string
+	scriptHash string
+	imgSrc     string
+}
+
+type compiled struct {
+	t    *template.Template
+	name string // the template to execute
+}
+
+// Data is what a template sees.
+type Data struct {
+	Kind     string   // "room" or "draw"
+	Sale     string   // the sale id
+	Lang     string   // the page's language (BCP 47), for <html lang>
+	Variants []string // a draw's sizes
+	// Script is our noscript explanation, the page's data and its one module script: write
+	// it once, at the end of <body>.
+	Script template.HTML
+	// Style is our stylesheet (for a <style> element: {{template "style" .}} writes it).
+	Style template.CSS
+	msgs  map[string]string
+	p     *message.Printer
+}
+
+// T is the message key in the page's language; args are name, value pairs for its {name}
+// placeholders (numbers formatted for the language). A missing key is an error, which the
+// check at provision finds.
+func (d Data) T(key string, args ...any) (string, error) {
+	s, ok := d.msgs[key]
+	if !ok {
+		return "", fmt.Errorf("no message %q", key)
+	}
+	for i := 0; i+1 < len(args); i += 2 {
+		name, _ := args[i].(string)
+		var v string
+		switch n := args[i+1].(type) {
+		case int, int64, float64:
+			v = d.p.Sprint(n)
+		default:
+			v = fmt.Sprint(n)
+		}
+		s = strings.ReplaceAll(s, "{"+name+"}", v)
+	}
+	return s, nil
+}
+
+// Number is n formatted for the page's language (1,234.5; 1.234,5; ...).
+func (d Data) Number(n any) string { return d.p.Sprint(n) }
+
+// New checks and compiles a handler's page options: every template parsed and executed once
+// per language (so a field or message it names that does not exist fails here), none with a
+// script of its own; every catalogue read. Errors name the file and the line.
+func New(kind Kind, cfg Config) (*Kit, error) {
+	k := &Kit{kind: kind, sales: map[string]*compiled{}, saleLang: map[string]string{}}
+	if err := k.loadCatalogues(cfg.Messages); err != nil {
+		return nil, err
+	}
+	sum := sha256.Sum256([]byte(kind.Script))
+	k.scriptHash = "'sha256-" + base64.StdEncoding.EncodeToString(sum[:]) + "'"
+	k.imgSrc = "'none'"
+	if len(cfg.ImageSources) > 0 {
+		for _, s := range cfg.ImageSources {
+			if !validSource(s) {
+				return nil, fmt.Errorf("page: image_sources: %q is not a CSP source", s)
+			}
+		}
+		k.imgSrc = strings.Join(cfg.ImageSources, " ")
+	}
+	var err error
+	if k.siteLang, err = k.checkLang(cfg.Lang); err != nil {
+		return nil, err
+	}
+	if k.site, err = k.compile(cfg.Template); err != nil {
+		return nil, err
+	}
+	for sale, sc := range cfg.Sales {
+		c := k.site
+		if sc.Template != "" {
+			if c, err = k.compile(sc.Template); err != nil {
+				return nil, err
+			}
+		}
+		k.sales[sale] = c
+		if sc.Lang != "" {
+			if k.saleLang[sale], err = k.checkLang(sc.Lang); err != nil {
+				return nil, fmt.Errorf("page: sale %s: %w", sale, err)
+			}
+		}
+	}
+	return k, nil
+}
+
+// checkLang is tag as one of the catalogues' languages ("" stays "").
+func (k *Kit) checkLang(tag string) (string, error) {
+	if tag == "" {
+		return "", nil
+	}
+	t, err := language.Parse(tag)
+	if err != nil {
+		return "", fmt.Errorf("page: lang %q: %v", tag, err)
+	}
+	if _, ok := k.cats[t.String()]; !ok {
+		return "", fmt.Errorf("page: lang %q: no message catalogue (have %s)", tag, strings.Join(k.Languages(), ", "))
+	}
+	return t.String(), nil
+}
+
+// Languages are the catalogues' languages, sorted.
+func (k *Kit) Languages() []string {
+	out := make([]string, 0, len(k.cats))
+	for l := range k.cats {
+		out = append(out, l)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// compile parses our page, then the shop's file over it (so it may call our parts), and
+// checks it by running it once per language.
+func (k *Kit) compile(file string) (*compiled, error) {
+	base, err := template.New("page").Parse(k.kind.Template)
+	if err != nil {
+		return nil, fmt.Errorf("page: our %s template: %w", k.kind.Name, err)
+	}
+	c := &compiled{t: base, name: "page"}
+	if file != "" {
+		src, err := os.ReadFile(file)
+		if err != nil {
+			return nil, fmt.Errorf("page: template: %w", err)
+		}
+		if err := refuseScript(file, string(src)); err != nil {
+			return nil, err
+		}
+		t, err := base.New(file).Parse(string(src))
+		if err != nil {
+			return nil, fmt.Errorf("page: %w", err) // "template: <file>:<line>: ..."
+		}
+		c = &compiled{t: t, name: file}
+	}
+	for _, lang := range k.Languages() {
+		var buf bytes.Buffer
+		d := k.data(lang, "sale-1", []string{"S", "M"})
+		if err := c.t.ExecuteTemplate(&buf, c.name, d); err != nil {
+			return nil, fmt.Errorf("page: %w", err) // "template: <file>:<line>:<col>: executing ..."
+		}
+		if n := strings.Count(buf.String(), string(d.Script)); n != 1 {
+			return nil, fmt.Errorf("page: template %s writes {{.Script}} %d times, want once", nameOf(file), n)
+		}
+		if err := refuseScript(nameOf(file)+" (as written for "+lang+")", strings.Replace(buf.String(), string(d.Script), "", 1)); err != nil {
+			return nil, err
+		}
+	}
+	return c, nil
+}
+
+func nameOf(file string) string {
+	if file == "" {
+		return "(ours)"
+	}
+	return file
+}
+
+// data is what a template sees for one page.
+func (k *Kit) data(lang, sale string, variants []string) Data {
+	d := Data{Kind: k.kind.Name, Sale: sale, Lang: lang, Variants: variants, msgs: k.cats[lang], Style: template.CSS(Style),
+		p: message.NewPrinter(language.Make(lang))}
+	msgs, _ := json.Marshal(k.cats[lang])
+	var b strings.Builder
+	b.WriteString("<noscript><p class=\"sk-noscript\">")
+	b.WriteString(html.EscapeString(k.cats[lang]["common.noscript"]))
+	b.WriteString("</p></noscript>\n<div id=\"seckill-page\" hidden data-kind=\"")
+	b.WriteString(html.EscapeString(k.kind.Name))
+	b.WriteString("\" data-sale=\"")
+	b.WriteString(html.EscapeString(sale))
+	b.WriteString("\" data-lang=\"")
+	b.WriteString(html.EscapeString(lang))
+	b.WriteString("\" data-variants=\"")
+	b.WriteString(html.EscapeString(strings.Join(variants, ",")))
+	b.WriteString("\" data-messages=\"")
+	b.WriteString(html.EscapeString(string(msgs)))
+	b.WriteString("\"></div>\n<script type=\"module\">")
+	b.WriteString(k.kind.Script)
+	b.WriteString("</script>")
+	d.Script = template.HTML(b.String()) //nolint:gosec // our script, fixed at build; the values are escaped above
+	return d
+}
+
+// Lang is the page's language for a request: the sale's, the site's, else the best match of
+// Accept-Language among the catalogues (English when nothing matches).
+func (k *Kit) Lang(r *http.Request, sale string) string {
+	if l := k.saleLang[sale]; l != "" {
+		return l
+	}
+	if k.siteLang != "" {
+		return k.siteLang
+	}
+	tags, _, _ := language.ParseAcceptLanguage(r.Header.Get("Accept-Language"))
+	_, i, _ := k.matcher.Match(tags...)
+	return k.tags[i].String()
+}
+
+// Serve writes the page of sale for r, with its Content-Security-Policy: our one script by
+// its hash, the page's <style> elements by theirs, and frameAncestors (none when empty).
+func (k *Kit) Serve(w http.ResponseWriter, r *http.Request, sale string, variants []string, frameAncestors []string) error {
+	c := k.site
+	if sc, ok := k.sales[sale]; ok {
+		c = sc
+	}
+	lang := k.Lang(r, sale)
+	var buf bytes.Buffer
+	if err := c.t.ExecuteTemplate(&buf, c.name, k.data(lang, sale, variants)); err != nil {
+		// Checked at provision for every language: only a failing writer gets here.
+		return err
+	}
+	h := w.Header()
+	h.Set("Content-Type", "text/html; charset=utf-8")
+	h.Set("Content-Language", lang)
+	h.Set("Vary", "Accept-Language")
+	h.Set("Cache-Control", "no-store")
+	h.Set("Content-Security-Policy", k.policy(buf.String(), frameAncestors))
+	w.WriteHeader(http.StatusOK)
+	_, err := w.Write(buf.Bytes())
+	return err
+}
+
+// policy: nothing loads but the page itself; its one script (ours: a module holding the
+// JavaScript client, then the page's code) and its <style> elements are allowed by their
+// SHA-256, never by 'unsafe-inline', so markup injected into a template, or a template's own
+// inline script, runs nothing; the proof of work's Web Worker comes from a blob: URL; fetch
+// goes to the gateway only; no other site frames the page (clickjacking a Buy button)
+// unless the shop lists its origins.
+func (k *Kit) policy(page string, ancestors []string) string {
+	fa := "'none'"
+	if len(ancestors) > 0 {
+		fa = strings.Join(ancestors, " ")
+	}
+	styles := styleHashes(page)
+	if styles == "" {
+		styles = "'none'"
+	}
+	return "default-src 'none'; script-src " + k.scriptHash + "; style-src " + styles + "; img-src " + k.imgSrc +
+		"; worker-src blob:; connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors " + fa
+}
+
+// ScriptHash is the CSP source of our script ('sha256-...').
+func (k *Kit) ScriptHash() string { return k.scriptHash }
+
+// styleHashes are the CSP sources of every <style> element of page.
+func styleHashes(page string) string {
+	var out []string
+	for rest := page; ; {
+		i := strings.Index(rest, "<style")
+		if i < 0 {
+			break
+		}
+		gt := strings.IndexByte(rest[i:], '>')
+		j := strings.Index(rest[i:], "</style>")
+		if gt < 0 || j < gt {
+			break
+		}
+		sum := sha256.Sum256([]byte(rest[i+gt+1 : i+j]))
+		out = append(out, "'sha256-"+base64.StdEncoding.EncodeToString(sum[:])+"'")
+		rest = rest[i+j+len("</style>"):]
+	}
+	return strings.Join(out, " ")
+}
+
+// validSource is a CSP source a shop may list for images: data:, or what frame-ancestors
+// takes ('self', a scheme, a host).
+func validSource(s string) bool {
+	return s == "data:" || (s != "'none'" && pagecsp.ValidSource(s))
+}
+
+// JS is the kit's script (kit.js): the pages' shared code, between the client and the page's
+// own.
+//
+//go:embed kit.js
+var JS string
+
+// Script is a page's one module script: the JavaScript client (first, byte for byte), the
+// kit, then the page's own code.
+func Script(client, page string) string { return client + "\n" + JS + "\n" + page }
+
+// Style is the kit's stylesheet (kit.css), for our pages' "style" part.
+//
+//go:embed kit.css
+var Style string
+
+// Message is key's text in lang, placeholders unfilled ("" when there is none): for tests
+// and tools that check what a page says.
+func (k *Kit) Message(lang, key string) string { return k.cats[lang][key] }

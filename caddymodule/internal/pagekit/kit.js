@@ -1,0 +1,105 @@
+// ------------------------------------------------------------------------- the page kit
+// What the room's page and the draw's share (caddymodule/internal/pagekit): the page's data
+// (written by the gateway in #seckill-page's attributes, not in this script, so the script's
+// hash is fixed), its messages in the page's language, numbers, durations and dates
+// formatted for that language with Intl, a sleep that survives a background tab, and the
+// "tell me when it is my turn" notification.
+const kit = (() => {
+  const el = document.getElementById("seckill-page");
+  const data = el ? el.dataset : {};
+  const lang = data.lang || document.documentElement.lang || "en";
+  /** @type {Record<string, string>} */
+  const msgs = JSON.parse(data.messages || "{}");
+  const num = new Intl.NumberFormat(lang);
+  const pct = new Intl.NumberFormat(lang, { style: "percent", maximumFractionDigits: 0 });
+  const unit = (u) => new Intl.NumberFormat(lang, { style: "unit", unit: u, unitDisplay: "long", maximumFractionDigits: 0 });
+  const secs = unit("second"), mins = unit("minute"), hours = unit("hour");
+  const two = new Intl.NumberFormat(lang, { minimumIntegerDigits: 2 });
+  const dates = new Intl.DateTimeFormat(lang, { dateStyle: "medium", timeStyle: "short" });
+
+  /** A message with its {name} placeholders filled (numbers formatted for the language). */
+  const t = (key, vars = {}) =>
+    (msgs[key] ?? key).replace(/\{(\w+)\}/g, (m, k) => (k in vars ? (typeof vars[k] === "number" ? num.format(vars[k]) : String(vars[k])) : m));
+
+  /** A duration in words: seconds under two minutes, then minutes, then hours. */
+  const duration = (s) => {
+    s = Math.max(0, Math.round(s));
+    if (s < 120) return secs.format(s);
+    if (s < 7200) return mins.format(Math.round(s / 60));
+    return hours.format(Math.round(s / 3600));
+  };
+  /** A range of durations in one unit ("30–45 seconds", "2–4 minutes"). */
+  const range = (lo, hi) => {
+    if (Math.round(lo) === Math.round(hi)) return duration(hi);
+    const [f, d] = hi < 120 ? [secs, 1] : hi < 7200 ? [mins, 60] : [hours, 3600];
+    const a = Math.round(lo / d), b = Math.max(Math.round(hi / d), a);
+    if (a === b) return f.format(a);
+    return typeof f.formatRange === "function" ? f.formatRange(a, b) : num.format(a) + "–" + f.format(b);
+  };
+  /** A countdown: m:ss (h:mm:ss past an hour). */
+  const clock = (s) => {
+    s = Math.max(0, Math.floor(s));
+    const h = Math.floor(s / 3600), m = Math.floor((s % 3600) / 60), r = s % 60;
+    return (h ? num.format(h) + ":" + two.format(m) : num.format(m)) + ":" + two.format(r);
+  };
+
+  // A background tab's timers are throttled (Chrome: once a minute after five minutes
+  // hidden); a dedicated worker's are not, so the page's waits are timed there as well, and
+  // whichever fires first ends the wait. Back in view, a wait already due ends at once. No
+  // wait ever ends early: the page polls no more often than the room's refresh_s says.
+  let seq = 0;
+  const pending = new Map();
+  let ticker = null;
+  try {
+    const src = "onmessage = (e) => setTimeout(() => postMessage(e.data.id), e.data.ms);";
+    ticker = new Worker(URL.createObjectURL(new Blob([src], { type: "text/javascript" })));
+    ticker.onmessage = (e) => pending.get(e.data)?.();
+  } catch {
+    ticker = null; // no worker: the page's own timers only
+  }
+  document.addEventListener("visibilitychange", () => {
+    if (document.hidden) return;
+    for (const [, wake] of pending) wake(true);
+  });
+  /** @param {number} ms @param {AbortSignal} [signal] */
+  const sleep = (ms, signal) =>
+    new Promise((resolve, reject) => {
+      signal?.throwIfAborted();
+      const id = ++seq, due = Date.now() + ms;
+      const done = () => { pending.delete(id); clearTimeout(timer); resolve(undefined); };
+      pending.set(id, (visible) => { if (!visible || Date.now() >= due) done(); });
+      const timer = setTimeout(done, ms);
+      ticker?.postMessage({ id, ms });
+      signal?.addEventListener("abort", () => { pending.delete(id); clearTimeout(timer); reject(signal.reason); }, { once: true });
+    });
+
+  // "Tell me when it is my turn": the Notification API, asked for only when the buyer
+  // presses the button (never on load), and a short tone (the press also lets the page play
+  // sound). No push service: the page itself shows it.
+  let audio = null;
+  const notifyButton = (button, note) => {
+    if (!button) return;
+    if (typeof Notification !== "function") { button.hidden = true; return; }
+    button.hidden = Notification.permission !== "default";
+    if (Notification.permission === "granted") note.textContent = t("common.notify_on");
+    button.addEventListener("click", async () => {
+      try { audio = audio || new AudioContext(); } catch { audio = null; }
+      const p = await Notification.requestPermission();
+      button.hidden = true;
+      note.textContent = t(p === "granted" ? "common.notify_on" : "common.notify_blocked");
+    });
+  };
+  const notify = (title, body) => {
+    if (typeof Notification === "function" && Notification.permission === "granted") {
+      try { new Notification(title, { body, tag: "seckill-" + (data.sale || "") }); } catch { /* some browsers allow it from a worker only */ }
+    }
+    if (audio) {
+      const o = audio.createOscillator(), g = audio.createGain();
+      o.frequency.value = 880; g.gain.value = 0.1;
+      o.connect(g).connect(audio.destination);
+      o.start(); o.stop(audio.currentTime + 0.3);
+    }
+  };
+
+  return { data, lang, t, num, pct, duration, range, clock, date: (iso) => dates.format(new Date(iso)), sleep, notifyButton, notify };
+})();
