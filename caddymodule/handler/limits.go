@@ -1,4 +1,4 @@
-package refusal
+package handler
 
 import (
 	"time"
@@ -9,7 +9,6 @@ import (
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 
 	"github.com/seckilledge/seckill/caddymodule/edge"
-	"github.com/seckilledge/seckill/caddymodule/internal/directive"
 )
 
 // Limits are the settings every seckill handler shares. Each handler embeds them, so they
@@ -57,11 +56,11 @@ func (l *Limits) Writer(jitter time.Duration) Writer {
 func (l *Limits) UnmarshalOption(d *caddyfile.Dispenser) (ok bool, err error) {
 	switch d.Val() {
 	case "timeout":
-		return true, directive.Duration(d, &l.Timeout)
+		return true, Duration(d, &l.Timeout)
 	case "max_pending":
-		return true, directive.Int(d, &l.MaxPending)
+		return true, Int(d, &l.MaxPending)
 	case "handle_errors":
-		return true, directive.Flag(d, &l.HandleErrors)
+		return true, Flag(d, &l.HandleErrors)
 	}
 	return false, nil
 }
@@ -76,7 +75,7 @@ type OptionParser interface {
 // handler's own, which option parses with d at the option's name. An option nobody knows is an
 // error naming directive.
 func (l *Limits) UnmarshalBlock(d *caddyfile.Dispenser, directiveName string, option func(name string) (known bool, err error), shared ...OptionParser) error {
-	return directive.Top(d, directiveName, func(name string) (bool, error) {
+	return Top(d, directiveName, func(name string) (bool, error) {
 		for _, p := range append([]OptionParser{l}, shared...) {
 			if ok, err := p.UnmarshalOption(d); ok {
 				return true, err
@@ -134,9 +133,9 @@ func (s *Subject) SetDefaults() {
 func (s *Subject) UnmarshalOption(d *caddyfile.Dispenser) (ok bool, err error) {
 	switch d.Val() {
 	case "sale":
-		return true, directive.String(d, &s.Sale)
+		return true, String(d, &s.Sale)
 	case "user":
-		return true, directive.String(d, &s.User)
+		return true, String(d, &s.User)
 	}
 	return false, nil
 }

@@ -5,7 +5,7 @@
 //
 // caddymodule/refusal writes a Refusal to the client (JSON body or handle_errors) and
 // caddymodule.SaleEvents hands out Generations; both keep aliases of these types.
-package decision
+package core
 
 import (
 	"net/http"

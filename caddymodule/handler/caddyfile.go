@@ -2,7 +2,7 @@
 // an option takes exactly its arguments, a flag none, and an option nobody knows is an error
 // that names the block it stands in. The app, the relay settings and every handler use it, so
 // a typo reads the same wherever it is made.
-package directive
+package handler
 
 import (
 	"strconv"

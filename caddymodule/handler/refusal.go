@@ -3,7 +3,7 @@
 // contract's JSON {"code","message"} (plus "order_id" for already_bought), 429 and 503 carry
 // Retry-After, and with handle_errors the refusal leaves the handler as a caddyhttp error for
 // the site's handle_errors routes instead.
-package refusal
+package handler
 
 import (
 	"errors"
@@ -19,12 +19,12 @@ import (
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 
-	"github.com/seckilledge/seckill/caddymodule/decision"
+	"github.com/seckilledge/seckill/caddymodule/handler/core"
 	"github.com/seckilledge/seckill/contract"
 )
 
-// Refusal is one refusal (decision.Refusal: the cores build them without linking Caddy).
-type Refusal = decision.Refusal
+// Refusal is one refusal (core.Refusal: the cores build them without linking Caddy).
+type Refusal = core.Refusal
 
 // Writer writes a handler's refusals. The zero value writes JSON bodies.
 type Writer struct {
@@ -214,18 +214,18 @@ func As(err error) (Refusal, bool) {
 
 // The refusals every handler shares (decision's).
 var (
-	Unauthenticated = decision.Unauthenticated
-	BadRequest      = decision.BadRequest
-	UnknownSale     = decision.UnknownSale
-	NotStarted      = decision.NotStarted
-	Ended           = decision.Ended
-	SoldOut         = decision.SoldOut
-	Paused          = decision.Paused
-	AlreadyBought   = decision.AlreadyBought
-	Unavailable     = decision.Unavailable
+	Unauthenticated = core.Unauthenticated
+	BadRequest      = core.BadRequest
+	UnknownSale     = core.UnknownSale
+	NotStarted      = core.NotStarted
+	Ended           = core.Ended
+	SoldOut         = core.SoldOut
+	Paused          = core.Paused
+	AlreadyBought   = core.AlreadyBought
+	Unavailable     = core.Unavailable
 	// PathMismatch answers a request whose raw path names another sale than the cleaned path
 	// the routes matched (/seckill/a/../b/buy).
-	PathMismatch = decision.PathMismatch
+	PathMismatch = core.PathMismatch
 )
 
 // Answer writes a handler's JSON answer (a 202 accepted, a 200 token): build appends the body
