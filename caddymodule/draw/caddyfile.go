@@ -4,12 +4,11 @@ import (
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 	"github.com/caddyserver/caddy/v2/caddyconfig/httpcaddyfile"
 
-	"github.com/seckilledge/seckill/caddymodule/internal/directive"
-	"github.com/seckilledge/seckill/caddymodule/refusal"
+	"github.com/seckilledge/seckill/caddymodule/handler"
 )
 
 func init() {
-	httpcaddyfile.RegisterHandlerDirective("seckill_draw", refusal.Directive[Draw])
+	httpcaddyfile.RegisterHandlerDirective("seckill_draw", handler.Directive[Draw])
 	// On /seckill/{sale}/challenge the draw answers for draw sales and hands the rest to the
 	// next handler, the waiting room's, so in a handle that holds both it must come first.
 	// seckill_room sits just before respond; the order takes only standard directives as
@@ -41,16 +40,16 @@ func (h *Draw) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 		var err error
 		switch name {
 		case "difficulty_rate":
-			err = directive.Float(d, &h.DifficultyRate)
+			err = handler.FloatArg(d, &h.DifficultyRate)
 		case "frame_ancestors":
 			h.FrameAncestors = d.RemainingArgs()
 			if len(h.FrameAncestors) == 0 {
 				err = d.Errf("frame_ancestors takes one or more sources")
 			}
 		case "retry_after":
-			err = directive.Duration(d, &h.RetryAfter)
+			err = handler.DurationArg(d, &h.RetryAfter)
 		case "cache_ttl":
-			err = directive.Duration(d, &h.CacheTTL)
+			err = handler.DurationArg(d, &h.CacheTTL)
 		default:
 			return false, nil
 		}

@@ -3,12 +3,11 @@ package gate
 import (
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 	"github.com/caddyserver/caddy/v2/caddyconfig/httpcaddyfile"
-	"github.com/seckilledge/seckill/caddymodule/internal/directive"
-	"github.com/seckilledge/seckill/caddymodule/refusal"
+	"github.com/seckilledge/seckill/caddymodule/handler"
 )
 
 func init() {
-	httpcaddyfile.RegisterHandlerDirective("seckill_gate", refusal.Directive[Gate])
+	httpcaddyfile.RegisterHandlerDirective("seckill_gate", handler.Directive[Gate])
 	// The gate answers the request, so it runs late: after seckill_throttle (after
 	// forward_auth) and seckill_token (before respond), just before reverse_proxy, so the same
 	// site block can proxy everything else.
@@ -35,15 +34,15 @@ func (g *Gate) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 		var err error
 		switch name {
 		case "token":
-			err = directive.String(d, &g.Token)
+			err = handler.StringArg(d, &g.Token)
 		case "require_token":
-			err = directive.Flag(d, &g.RequireToken)
+			err = handler.Flag(d, &g.RequireToken)
 		case "require_admission":
-			err = directive.Flag(d, &g.RequireAdmission)
+			err = handler.Flag(d, &g.RequireAdmission)
 		case "retry_after":
-			err = directive.Duration(d, &g.RetryAfter)
+			err = handler.DurationArg(d, &g.RetryAfter)
 		case "redis":
-			err = directive.String(d, &g.Redis)
+			err = handler.StringArg(d, &g.Redis)
 			if err == nil && g.Redis != RedisPipelined && g.Redis != RedisPooled {
 				return true, d.Errf("redis must be %s or %s", RedisPipelined, RedisPooled)
 			}

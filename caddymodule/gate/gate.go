@@ -26,8 +26,8 @@ import (
 	"github.com/seckilledge/seckill/caddymodule"
 	"github.com/seckilledge/seckill/caddymodule/edge"
 	"github.com/seckilledge/seckill/caddymodule/gate/core"
+	"github.com/seckilledge/seckill/caddymodule/handler"
 	"github.com/seckilledge/seckill/caddymodule/internal/metric"
-	"github.com/seckilledge/seckill/caddymodule/refusal"
 	"go.uber.org/zap"
 )
 
@@ -39,7 +39,7 @@ func init() {
 // handler): 202 with the order id, or a JSON refusal with the contract's code.
 type Gate struct {
 	// sale, user.
-	refusal.Subject
+	handler.Subject
 
 	// Require a one-time purchase token (issued by seckill_token). Its signature and expiry
 	// are checked here with the app's token_keys; its single use inside the decision script.
@@ -59,7 +59,7 @@ type Gate struct {
 	RetryAfter caddy.Duration `json:"retry_after,omitempty"`
 
 	// timeout (default 1s), max_pending, handle_errors.
-	refusal.Limits
+	handler.Limits
 
 	// How decisions reach Redis: "pipelined" (default) batches the scripts of concurrent
 	// requests into one round trip (go-redis automatic pipelining); "pooled" sends each on its
@@ -76,12 +76,12 @@ type Gate struct {
 	eventsApp *caddyevents.App
 	ctx       caddy.Context
 	logger    *zap.Logger
-	refuse    refusal.Writer
+	refuse    handler.Writer
 }
 
 // CaddyModule returns the Caddy module information.
 func (Gate) CaddyModule() caddy.ModuleInfo {
-	return refusal.Module[Gate]("http.handlers.seckill_gate")
+	return handler.Module[Gate]("http.handlers.seckill_gate")
 }
 
 // Redis modes.
@@ -173,9 +173,9 @@ func (g *Gate) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.Han
 		repl = caddy.NewReplacer()
 	}
 	// The throttle right before this handler may have left its zones to this script call
-	// (refusal.Joint): settled on every path, before anything of the gate's is counted.
-	joint := refusal.TakeJoint(r)
-	if ref, ok := refusal.CheckRequest(r); !ok {
+	// (handler.Joint): settled on every path, before anything of the gate's is counted.
+	joint := handler.TakeJoint(r)
+	if ref, ok := handler.CheckRequest(r); !ok {
 		if joint != nil && joint.Alone(r.Context()) {
 			return joint.Refuse()
 		}
@@ -261,7 +261,7 @@ func (g *Gate) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.Han
 }
 
 // TakesJoint says that the gate runs the zones of a seckill_throttle right before it in its
-// route inside its own script call (refusal.Joint; the seckill app links them at start).
+// route inside its own script call (handler.Joint; the seckill app links them at start).
 func (g *Gate) TakesJoint() bool { return true }
 
 // EventName is the Caddy event emitted for every decision; its data has sale, user, outcome
@@ -270,7 +270,7 @@ const EventName = "seckill_decision"
 
 func writeAccepted(w http.ResponseWriter, v core.Verdict) {
 	// The order id is a UUID and a variant id is [A-Za-z0-9_-]: no JSON escaping needed.
-	_ = refusal.Answer(w, http.StatusAccepted, func(body []byte) []byte {
+	_ = handler.Answer(w, http.StatusAccepted, func(body []byte) []byte {
 		body = append(body, `{"order_id":"`...)
 		body = append(body, v.OrderID...)
 		body = append(body, `","status":"queued"`...)

@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"net/http"
 
-	"github.com/seckilledge/seckill/caddymodule/decision"
 	"github.com/seckilledge/seckill/caddymodule/edge"
+	hcore "github.com/seckilledge/seckill/caddymodule/handler/core"
 	"github.com/seckilledge/seckill/contract"
 )
 
@@ -43,19 +43,19 @@ const (
 )
 
 // refusals holds the answer of every refusing outcome.
-var refusals = map[Outcome]decision.Refusal{
-	Unauthenticated: decision.Unauthenticated,
-	BadRequest:      decision.BadRequest,
-	UnknownSale:     decision.UnknownSale,
-	NotStarted:      decision.NotStarted,
-	Ended:           decision.Ended,
-	Paused:          decision.Paused,
+var refusals = map[Outcome]hcore.Refusal{
+	Unauthenticated: hcore.Unauthenticated,
+	BadRequest:      hcore.BadRequest,
+	UnknownSale:     hcore.UnknownSale,
+	NotStarted:      hcore.NotStarted,
+	Ended:           hcore.Ended,
+	Paused:          hcore.Paused,
 	InvalidToken: {Status: http.StatusForbidden, Code: contract.CodeInvalidToken,
 		Message: "the purchase token is missing or not valid for this user and sale"},
 	TokenExpired:  {Status: http.StatusForbidden, Code: contract.CodeTokenExpired, Message: "the purchase token has expired"},
 	TokenUsed:     {Status: http.StatusForbidden, Code: contract.CodeTokenUsed, Message: "the purchase token was already used"},
-	AlreadyBought: decision.AlreadyBought,
-	SoldOut:       decision.SoldOut,
+	AlreadyBought: hcore.AlreadyBought,
+	SoldOut:       hcore.SoldOut,
 	LimitReached: {Status: http.StatusConflict, Code: contract.CodeLimitReached,
 		Message: "this purchase would take you above the per-user limit of the sale"},
 	Unavailable: {Status: http.StatusServiceUnavailable, Code: contract.CodeUnavailable,
@@ -64,12 +64,12 @@ var refusals = map[Outcome]decision.Refusal{
 		Message: "this sale has a waiting room and you hold no live admission: wait for one (GET /seckill/<sale>/queue)"},
 	Misconfigured: {Status: http.StatusServiceUnavailable, Code: contract.CodeUnavailable,
 		Message: "this sale has a waiting room and this gateway does not check admissions (seckill_gate require_admission): it is not sold here"},
-	RoomMissing: decision.RoomMissing,
-	DrawMissing: decision.DrawMissing,
+	RoomMissing: hcore.RoomMissing,
+	DrawMissing: hcore.DrawMissing,
 }
 
 // Refusal is the answer of a refusing outcome; anything unknown answers unavailable.
-func (o Outcome) Refusal() decision.Refusal {
+func (o Outcome) Refusal() hcore.Refusal {
 	if r, ok := refusals[o]; ok {
 		return r
 	}
@@ -112,7 +112,7 @@ const (
 // Refusal is the answer of a refusing verdict: its outcome's, with what the verdict adds (the
 // order of already_bought, the units held of limit_reached, the variant of sold_out, the
 // reason of a bad_request about the item).
-func (v Verdict) Refusal() decision.Refusal {
+func (v Verdict) Refusal() hcore.Refusal {
 	r := v.Outcome.Refusal()
 	r.OrderID = v.OrderID
 	switch v.Outcome {
@@ -126,7 +126,7 @@ func (v Verdict) Refusal() decision.Refusal {
 		}
 	case NotAdmitted:
 		if v.Reason == ReasonDraw {
-			r.Message = decision.NotWon.Message
+			r.Message = hcore.NotWon.Message
 		}
 	}
 	return r

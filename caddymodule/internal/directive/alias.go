@@ -11,11 +11,11 @@ type Option = handler.Option
 
 // Deprecated: moved to caddymodule/handler; removed after the merge.
 var (
-	Top      = handler.Top
-	Block    = handler.Block
+	Top      = handler.ParseDirective
+	Block    = handler.ParseBlock
 	Flag     = handler.Flag
-	String   = handler.String
-	Int      = handler.Int
-	Float    = handler.Float
-	Duration = handler.Duration
+	String   = handler.StringArg
+	Int      = handler.IntArg
+	Float    = handler.FloatArg
+	Duration = handler.DurationArg
 )
