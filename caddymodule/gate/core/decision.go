@@ -68,29 +68,19 @@ var refusals = map[Outcome]hcore.Refusal{
 	DrawMissing: hcore.DrawMissing,
 }
 
+// table is the gate's outcome table: 202 queued for Accepted, the answer of every refusing
+// outcome, unavailable for anything else.
+var table = hcore.NewTable(hcore.Table[Outcome]{Success: Accepted, SuccessStatus: http.StatusAccepted, SuccessMessage: "queued",
+	Fallback: Unavailable, Refusals: refusals})
+
 // Refusal is the answer of a refusing outcome; anything unknown answers unavailable.
-func (o Outcome) Refusal() hcore.Refusal {
-	if r, ok := refusals[o]; ok {
-		return r
-	}
-	return refusals[Unavailable]
-}
+func (o Outcome) Refusal() hcore.Refusal { return table.Refusal(o) }
 
 // Status is the HTTP status of an outcome.
-func (o Outcome) Status() int {
-	if o == Accepted {
-		return http.StatusAccepted
-	}
-	return o.Refusal().Status
-}
+func (o Outcome) Status() int { return table.Status(o) }
 
-// Message is the human-readable message of a refusal.
-func (o Outcome) Message() string {
-	if o == Accepted {
-		return "queued"
-	}
-	return o.Refusal().Message
-}
+// Message is the human-readable message of a refusal ("queued" for Accepted).
+func (o Outcome) Message() string { return table.Message(o) }
 
 // Messages of the bad_request refusals about what is bought (Verdict.Reason).
 var badItem = map[string]string{

@@ -53,6 +53,7 @@ const sharded Outcome = "sharded"
 // script's call (Decider.IssueJoint): nothing was issued, the joint answers the client.
 const Throttled Outcome = "throttled"
 
+// refusals holds the answer of every refusing outcome.
 var refusals = map[Outcome]hcore.Refusal{
 	Unauthenticated: hcore.Unauthenticated,
 	BadRequest:      hcore.BadRequest,
@@ -75,27 +76,22 @@ var refusals = map[Outcome]hcore.Refusal{
 	DrawMissing: hcore.DrawMissing,
 }
 
+// table is the token issuer's outcome table: 200 for Issued, the answer of every refusing
+// outcome, unavailable for anything else.
+var table = hcore.NewTable(hcore.Table[Outcome]{Success: Issued, SuccessStatus: http.StatusOK, SuccessMessage: "issued",
+	Fallback: Unavailable, Refusals: refusals})
+
 // Refusal is the answer of a refusing outcome; anything unknown answers unavailable.
-func (o Outcome) Refusal() hcore.Refusal {
-	if r, ok := refusals[o]; ok {
-		return r
-	}
-	return refusals[Unavailable]
-}
+func (o Outcome) Refusal() hcore.Refusal { return table.Refusal(o) }
 
 // Status is the HTTP status of the outcome.
-func (o Outcome) Status() int {
-	if o == Issued {
-		return http.StatusOK
-	}
-	return o.Refusal().Status
-}
+func (o Outcome) Status() int { return table.Status(o) }
 
-// Code is the refusal code of the body.
-func (o Outcome) Code() string { return o.Refusal().Code }
+// Code is the refusal code of the body ("" for Issued).
+func (o Outcome) Code() string { return table.Code(o) }
 
-// Message is the human-readable refusal message.
-func (o Outcome) Message() string { return o.Refusal().Message }
+// Message is the human-readable refusal message ("issued" for Issued).
+func (o Outcome) Message() string { return table.Message(o) }
 
 // Result is the decision on one request.
 type Result struct {
