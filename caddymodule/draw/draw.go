@@ -9,7 +9,6 @@ package draw
 import (
 	"fmt"
 	"net/http"
-	"strings"
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
@@ -132,27 +131,33 @@ func (h *Draw) Validate() error {
 	return h.Challenges.Validate("seckill_draw")
 }
 
-// ServeHTTP routes by the path's end. Refusals go through the shared refusal writer: the
+// drawRoutes are the draw's endpoints, by the path's end: /challenge is the waiting room's
+// too (sharedChallenge).
+var drawRoutes = handler.NewRoutes(
+	handler.Route{Suffix: "/draw/challenge", Endpoint: "challenge"},
+	handler.Route{Suffix: "/draw", Endpoint: "draw"},
+	handler.Route{Suffix: "/challenge", Endpoint: endpointShared},
+)
+
+// endpointShared is the route of the path the draw shares with the waiting room.
+const endpointShared = "shared_challenge"
+
+// ServeHTTP routes by the path's end (drawRoutes). Refusals go through the shared refusal writer: the
 // contract's JSON body, or a caddyhttp error with handle_errors.
 func (h *Draw) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler) error {
 	repl, _ := r.Context().Value(caddy.ReplacerCtxKey).(*caddy.Replacer)
 	if repl == nil {
 		repl = caddy.NewReplacer()
 	}
-	path := strings.TrimSuffix(r.URL.Path, "/")
-	var endpoint string
+	endpoint, ok := drawRoutes.Match(r.URL.Path)
 	switch {
-	case strings.HasSuffix(path, "/draw/challenge"):
-		endpoint = "challenge"
-	case strings.HasSuffix(path, "/draw"):
-		endpoint = "draw"
-	case strings.HasSuffix(path, "/challenge"):
+	case !ok:
+		// Not a draw path: the handler shares a route with the waiting room's (see
+		// caddyfile.go), which answers the rest; a room's poll pays no more than this match.
+		return next.ServeHTTP(w, r)
+	case endpoint == endpointShared:
 		// The shared challenge path: ours only for a draw sale.
 		return h.sharedChallenge(w, r, next, repl, repl.ReplaceAll(h.Sale, ""))
-	default:
-		// Not a draw path: the handler shares a route with the waiting room's (see
-		// caddyfile.go), which answers the rest; a room's poll pays no more than this switch.
-		return next.ServeHTTP(w, r)
 	}
 	sale := repl.ReplaceAll(h.Sale, "")
 	if ref, canonical := handler.CheckRequest(r); !canonical {

@@ -271,7 +271,15 @@ func (h *Room) Validate() error {
 	return h.Challenges.Validate("seckill_room")
 }
 
-// ServeHTTP routes the room's endpoints by the path's end. Refusals go through the shared
+// roomRoutes are the room's endpoints, by the path's end.
+var roomRoutes = handler.NewRoutes(
+	handler.Route{Suffix: "/room/prequeue", Endpoint: "prequeue"},
+	handler.Route{Suffix: "/room", Endpoint: "room"},
+	handler.Route{Suffix: "/challenge", Endpoint: "challenge"},
+	handler.Route{Suffix: "/queue", Endpoint: "queue"},
+)
+
+// ServeHTTP routes the room's endpoints by the path's end (roomRoutes). Refusals go through the shared
 // refusal writer: the contract's JSON body, or a caddyhttp error with handle_errors.
 func (h *Room) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.Handler) error {
 	repl, _ := r.Context().Value(caddy.ReplacerCtxKey).(*caddy.Replacer)
@@ -279,18 +287,8 @@ func (h *Room) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.Han
 		repl = caddy.NewReplacer()
 	}
 	sale := repl.ReplaceAll(h.Sale, "")
-	path := strings.TrimSuffix(r.URL.Path, "/")
-	var endpoint string
-	switch {
-	case strings.HasSuffix(path, "/room/prequeue"):
-		endpoint = "prequeue"
-	case strings.HasSuffix(path, "/room"):
-		endpoint = "room"
-	case strings.HasSuffix(path, "/challenge"):
-		endpoint = "challenge"
-	case strings.HasSuffix(path, "/queue"):
-		endpoint = "queue"
-	default:
+	endpoint, ok := roomRoutes.Match(r.URL.Path)
+	if !ok {
 		return h.refuse(w, "unknown", noEndpoint)
 	}
 	if ref, canonical := handler.CheckRequest(r); !canonical {
