@@ -1,7 +1,6 @@
 package caddymodule
 
 import (
-	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/caddyconfig"
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 	"github.com/caddyserver/caddy/v2/caddyconfig/httpcaddyfile"
@@ -142,16 +141,6 @@ func (c *AMQPConfig) unmarshal(d *caddyfile.Dispenser) error {
 		}
 		return false, nil
 	})
-}
-
-// OneString, OneInt and OneDuration read exactly one argument of an option.
-//
-// Deprecated: use the handlers' shared parser, caddymodule/internal/directive (String, Int,
-// Duration, Flag, Block); these stay for code written against them.
-func OneString(d *caddyfile.Dispenser, dst *string) error { return handler.StringArg(d, dst) }
-func OneInt(d *caddyfile.Dispenser, dst *int) error       { return handler.IntArg(d, dst) }
-func OneDuration(d *caddyfile.Dispenser, dst *caddy.Duration) error {
-	return handler.DurationArg(d, dst)
 }
 
 // Interface guard

@@ -27,7 +27,6 @@ func init() {
 //		max_pending   <n>                    # default 4096, -1 unbounded
 //		handle_errors                        # refusals go to handle_errors routes
 //		redis         pipelined|pooled       # default pipelined
-//		relay { ... }                        # deprecated: `seckill { relay { ... } }`
 //	}
 func (g *Gate) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 	return g.UnmarshalBlock(d, "seckill_gate", func(name string) (bool, error) {
@@ -47,9 +46,8 @@ func (g *Gate) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 				return true, d.Errf("redis must be %s or %s", RedisPipelined, RedisPooled)
 			}
 		case "relay":
-			deprecatedRelayBlock(d)
-			g.Relay = new(RelayConfig)
-			err = g.Relay.UnmarshalBlock(d)
+			// Removed (issue 36) after a release of warnings: the relay belongs to the app.
+			return true, d.Err(errRelayMoved.Error())
 		default:
 			return false, nil
 		}

@@ -12,6 +12,7 @@
 package gate
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -66,10 +67,10 @@ type Gate struct {
 	// own pooled connection. See BENCHMARKS.md for what each costs.
 	Redis string `json:"redis,omitempty"`
 
-	// Deprecated: configure the relay in the seckill app (`seckill { relay { ... } }`, JSON
-	// apps.seckill.relay). Still honoured, with a warning, when the app has no relay settings
-	// (the first seckill_gate's apply).
-	Relay *RelayConfig `json:"relay,omitempty"`
+	// Removed: the relay is configured in the seckill app (`seckill { relay { ... } }`, JSON
+	// apps.seckill.relay). A config that still sets it here fails to provision with an error
+	// that says so, rather than run with settings it no longer applies (docs/gate.md).
+	Relay json.RawMessage `json:"relay,omitempty"`
 
 	app       *caddymodule.App
 	decider   *core.Decider
@@ -92,6 +93,9 @@ const (
 
 // Provision sets defaults and takes the app's shared clients. No network I/O.
 func (g *Gate) Provision(ctx caddy.Context) error {
+	if g.Relay != nil {
+		return errRelayMoved
+	}
 	g.ctx = ctx
 	g.logger = edge.SampledLogger(ctx.Logger())
 	if g.Sale == "" {
@@ -148,10 +152,15 @@ func (g *Gate) Provision(ctx caddy.Context) error {
 	if ev, err := ctx.App("events"); err == nil {
 		g.eventsApp, _ = ev.(*caddyevents.App)
 	}
-	g.app.UseRelay(g.Relay) // this config accepts orders: the app runs its relay
+	g.app.UseRelay() // this config accepts orders: the app runs its relay
 	metric.Register(ctx.GetMetricsRegistry(), collectors()...)
 	return nil
 }
+
+// errRelayMoved refuses the handler's former relay settings (Caddyfile and JSON alike).
+var errRelayMoved = errors.New("seckill_gate: the relay block moved to the seckill app: " +
+	"write it in the seckill global option, `seckill { relay { ... } }` (JSON apps.seckill.relay), " +
+	"and remove it from seckill_gate")
 
 func uuidV7() (string, error) {
 	id, err := uuid.NewV7()
