@@ -1,11 +1,10 @@
 package caddymodule
 
 import (
-	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/caddyconfig"
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 	"github.com/caddyserver/caddy/v2/caddyconfig/httpcaddyfile"
-	"github.com/seckilledge/seckill/caddymodule/internal/directive"
+	"github.com/seckilledge/seckill/caddymodule/handler"
 	"github.com/seckilledge/seckill/caddymodule/relay"
 )
 
@@ -61,7 +60,7 @@ func parseGlobalOption(d *caddyfile.Dispenser, _ any) (any, error) {
 
 // UnmarshalCaddyfile sets up the app from Caddyfile tokens.
 func (a *App) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
-	return directive.Top(d, "seckill", func(name string) (bool, error) {
+	return handler.ParseDirective(d, "seckill", func(name string) (bool, error) {
 		switch name {
 		case "redis":
 			a.Redis = new(RedisConfig)
@@ -75,9 +74,9 @@ func (a *App) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			a.Relay = new(relay.Config)
 			return true, a.Relay.UnmarshalBlock(d)
 		case "namespace":
-			return true, directive.String(d, &a.Namespace)
+			return true, handler.StringArg(d, &a.Namespace)
 		case "demo":
-			return true, directive.Flag(d, &a.Demo)
+			return true, handler.Flag(d, &a.Demo)
 		}
 		return false, nil
 	})
@@ -90,7 +89,7 @@ func (a *App) unmarshalTokenKeys(d *caddyfile.Dispenser) error {
 	}
 	for nesting := d.Nesting(); d.NextBlock(nesting); {
 		k := TokenKey{ID: d.Val()}
-		if err := directive.String(d, &k.Secret); err != nil {
+		if err := handler.StringArg(d, &k.Secret); err != nil {
 			return err
 		}
 		a.TokenKeys = append(a.TokenKeys, k)
@@ -99,7 +98,7 @@ func (a *App) unmarshalTokenKeys(d *caddyfile.Dispenser) error {
 }
 
 func (c *RedisConfig) unmarshal(d *caddyfile.Dispenser) error {
-	return directive.Block(d, "redis", func(name string) (bool, error) {
+	return handler.ParseBlock(d, "redis", func(name string) (bool, error) {
 		switch name {
 		case "addrs":
 			c.Addrs = d.RemainingArgs()
@@ -108,50 +107,40 @@ func (c *RedisConfig) unmarshal(d *caddyfile.Dispenser) error {
 			}
 			return true, nil
 		case "cluster":
-			return true, directive.Flag(d, &c.Cluster)
+			return true, handler.Flag(d, &c.Cluster)
 		case "master_name":
-			return true, directive.String(d, &c.MasterName)
+			return true, handler.StringArg(d, &c.MasterName)
 		case "username":
-			return true, directive.String(d, &c.Username)
+			return true, handler.StringArg(d, &c.Username)
 		case "password":
-			return true, directive.String(d, &c.Password)
+			return true, handler.StringArg(d, &c.Password)
 		case "db":
-			return true, directive.Int(d, &c.DB)
+			return true, handler.IntArg(d, &c.DB)
 		case "pool_size":
-			return true, directive.Int(d, &c.PoolSize)
+			return true, handler.IntArg(d, &c.PoolSize)
 		case "min_idle_conns":
-			return true, directive.Int(d, &c.MinIdleConns)
+			return true, handler.IntArg(d, &c.MinIdleConns)
 		case "dial_timeout":
-			return true, directive.Duration(d, &c.DialTimeout)
+			return true, handler.DurationArg(d, &c.DialTimeout)
 		case "read_timeout":
-			return true, directive.Duration(d, &c.ReadTimeout)
+			return true, handler.DurationArg(d, &c.ReadTimeout)
 		case "write_timeout":
-			return true, directive.Duration(d, &c.WriteTimeout)
+			return true, handler.DurationArg(d, &c.WriteTimeout)
 		}
 		return false, nil
 	})
 }
 
 func (c *AMQPConfig) unmarshal(d *caddyfile.Dispenser) error {
-	return directive.Block(d, "amqp", func(name string) (bool, error) {
+	return handler.ParseBlock(d, "amqp", func(name string) (bool, error) {
 		switch name {
 		case "url":
-			return true, directive.String(d, &c.URL)
+			return true, handler.StringArg(d, &c.URL)
 		case "reconnect_interval":
-			return true, directive.Duration(d, &c.ReconnectInterval)
+			return true, handler.DurationArg(d, &c.ReconnectInterval)
 		}
 		return false, nil
 	})
-}
-
-// OneString, OneInt and OneDuration read exactly one argument of an option.
-//
-// Deprecated: use the handlers' shared parser, caddymodule/internal/directive (String, Int,
-// Duration, Flag, Block); these stay for code written against them.
-func OneString(d *caddyfile.Dispenser, dst *string) error { return directive.String(d, dst) }
-func OneInt(d *caddyfile.Dispenser, dst *int) error       { return directive.Int(d, dst) }
-func OneDuration(d *caddyfile.Dispenser, dst *caddy.Duration) error {
-	return directive.Duration(d, dst)
 }
 
 // Interface guard

@@ -8,7 +8,7 @@ import (
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/redis/go-redis/v9"
-	"github.com/seckilledge/seckill/caddymodule/decision"
+	"github.com/seckilledge/seckill/caddymodule/handler"
 	"github.com/seckilledge/seckill/contract"
 	"github.com/seckilledge/seckill/internal/saleevents"
 	"go.uber.org/zap"
@@ -132,8 +132,8 @@ func (e *SaleEvents) SoldOut(sale string) bool {
 
 // Generation is a token to take before asking Redis; pass it to MarkSoldOut with the answer so
 // that a restock (or a resubscription) that arrived meanwhile wins over the older answer
-// (decision.Generation: the cores hold it without linking Caddy).
-type Generation = decision.Generation
+// (handler.Generation: the cores hold it without linking Caddy).
+type Generation = handler.Generation
 
 // Generation returns the current generation of sale (a variant's is its sale's).
 func (e *SaleEvents) Generation(sale string) Generation {

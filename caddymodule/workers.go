@@ -18,7 +18,7 @@ type workers struct {
 	mu          sync.Mutex
 	events      *SaleEvents
 	eventsKey   string
-	relayChosen bool // the relay's settings are decided (the app's own, or a gate's deprecated ones)
+	relayChosen bool // the relay's settings are decided (the app's own, or the defaults)
 	relay       atomic.Pointer[relay.Relay]
 	started     bool
 }
@@ -43,29 +43,17 @@ func (a *App) SaleEvents() *SaleEvents {
 }
 
 // UseRelay is called by seckill_gate's Provision: a config that accepts orders runs a relay,
-// unless the app's relay is disabled. deprecated is the handler's own `relay` block from
-// before the relay moved to the app: when the app has no relay settings, the first handler's
-// are used (as they always were), with a warning.
-func (a *App) UseRelay(deprecated *relay.Config) {
+// unless the app's relay is disabled. The app's relay settings apply (Provision already made
+// the relay when it has some); without them, the defaults.
+func (a *App) UseRelay() {
 	w := a.workers
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if deprecated != nil {
-		if a.Relay != nil {
-			a.logger.Warn("seckill_gate: ignoring the handler's deprecated relay settings: the seckill app's relay settings apply")
-		} else {
-			a.logger.Warn("seckill_gate: relay settings in the handler are deprecated; move them to the seckill global option (`seckill { relay { ... } }`, JSON apps.seckill.relay)")
-		}
-	}
 	if w.relayChosen {
 		return
 	}
 	w.relayChosen = true
-	var cfg relay.Config
-	if deprecated != nil {
-		cfg = *deprecated
-	}
-	w.relay.Store(a.newRelay(cfg))
+	w.relay.Store(a.newRelay(relay.Config{}))
 }
 
 // NotifyRelay wakes the relay: sale's outbox has a new entry. It never blocks; without a relay

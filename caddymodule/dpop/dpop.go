@@ -32,8 +32,7 @@ import (
 	"time"
 
 	jose "github.com/go-jose/go-jose/v4"
-
-	"github.com/seckilledge/seckill/caddymodule/decision"
+	hcore "github.com/seckilledge/seckill/caddymodule/handler/core"
 	"github.com/seckilledge/seckill/contract"
 )
 
@@ -245,29 +244,29 @@ func ReplayWindow(maxAge time.Duration) time.Duration {
 // Refusal is the answer to a Check error (and ErrKey, ErrUnbound): 401 for a proof missing,
 // malformed, for another request, stale or replayed (the client can make a good one), 403 for
 // a token or ticket that this key cannot spend. Any other error is not the proof's: ok false.
-func Refusal(err error) (r decision.Refusal, ok bool) {
+func Refusal(err error) (r hcore.Refusal, ok bool) {
 	switch {
 	case errors.Is(err, ErrMissing):
-		return decision.Refusal{Status: http.StatusUnauthorized, Code: contract.CodeProofRequired,
+		return hcore.Refusal{Status: http.StatusUnauthorized, Code: contract.CodeProofRequired,
 			Message: "this needs a proof of possession of your device's key in the DPoP header"}, true
 	case errors.Is(err, ErrInvalid):
-		return decision.Refusal{Status: http.StatusUnauthorized, Code: contract.CodeInvalidProof,
+		return hcore.Refusal{Status: http.StatusUnauthorized, Code: contract.CodeInvalidProof,
 			Message: "the DPoP proof is not valid (a compact JWS, typ dpop+jwt, ES256, with its public key, htm, htu, iat, jti and ath)"}, true
 	case errors.Is(err, ErrTarget):
-		return decision.Refusal{Status: http.StatusUnauthorized, Code: contract.CodeProofWrongTarget,
+		return hcore.Refusal{Status: http.StatusUnauthorized, Code: contract.CodeProofWrongTarget,
 			Message: "the DPoP proof was made for another method or URL"}, true
 	case errors.Is(err, ErrStale):
-		return decision.Refusal{Status: http.StatusUnauthorized, Code: contract.CodeProofExpired,
+		return hcore.Refusal{Status: http.StatusUnauthorized, Code: contract.CodeProofExpired,
 			Message: "the DPoP proof is too old (or from the future): make a new one"}, true
 	case errors.Is(err, ErrReplayed):
-		return decision.Refusal{Status: http.StatusUnauthorized, Code: contract.CodeProofReplayed,
+		return hcore.Refusal{Status: http.StatusUnauthorized, Code: contract.CodeProofReplayed,
 			Message: "this DPoP proof was already used: make a new one for every request"}, true
 	case errors.Is(err, ErrKey):
-		return decision.Refusal{Status: http.StatusForbidden, Code: contract.CodeProofKeyMismatch,
+		return hcore.Refusal{Status: http.StatusForbidden, Code: contract.CodeProofKeyMismatch,
 			Message: "this token or ticket is bound to another device's key"}, true
 	case errors.Is(err, ErrUnbound):
-		return decision.Refusal{Status: http.StatusForbidden, Code: contract.CodeUnboundToken,
+		return hcore.Refusal{Status: http.StatusForbidden, Code: contract.CodeUnboundToken,
 			Message: "this sale binds tokens and tickets to the device: take a new one with a DPoP proof"}, true
 	}
-	return decision.Refusal{}, false
+	return hcore.Refusal{}, false
 }

@@ -4,14 +4,13 @@ import (
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 	"github.com/caddyserver/caddy/v2/caddyconfig/httpcaddyfile"
 
-	"github.com/seckilledge/seckill/caddymodule/internal/directive"
+	"github.com/seckilledge/seckill/caddymodule/handler"
 	"github.com/seckilledge/seckill/caddymodule/internal/pagekit"
 	"github.com/seckilledge/seckill/caddymodule/internal/pagekit/pagecaddy"
-	"github.com/seckilledge/seckill/caddymodule/refusal"
 )
 
 func init() {
-	httpcaddyfile.RegisterHandlerDirective("seckill_draw", refusal.Directive[Draw])
+	httpcaddyfile.RegisterHandlerDirective("seckill_draw", handler.Directive[Draw])
 	// On /seckill/{sale}/challenge the draw answers for draw sales and hands the rest to the
 	// next handler, the waiting room's, so in a handle that holds both it must come first.
 	// seckill_room sits just before respond; the order takes only standard directives as
@@ -50,7 +49,7 @@ func (h *Draw) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 		var err error
 		switch name {
 		case "difficulty_rate":
-			err = directive.Float(d, &h.DifficultyRate)
+			err = handler.FloatArg(d, &h.DifficultyRate)
 		case "page":
 			if h.Page == nil {
 				h.Page = new(pagekit.Config)
@@ -62,9 +61,9 @@ func (h *Draw) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 				err = d.Errf("frame_ancestors takes one or more sources")
 			}
 		case "retry_after":
-			err = directive.Duration(d, &h.RetryAfter)
+			err = handler.DurationArg(d, &h.RetryAfter)
 		case "cache_ttl":
-			err = directive.Duration(d, &h.CacheTTL)
+			err = handler.DurationArg(d, &h.CacheTTL)
 		default:
 			return false, nil
 		}

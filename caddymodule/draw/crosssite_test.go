@@ -4,15 +4,15 @@ import (
 	"net/http"
 	"testing"
 
-	"github.com/seckilledge/seckill/caddymodule/refusal"
+	"github.com/seckilledge/seckill/caddymodule/handler"
 	"github.com/seckilledge/seckill/internal/handlertest"
 )
 
 // Issue 33, item 3: a state-changing request a browser sends from another site (a simple
 // text/plain form post, or a sibling subdomain's fetch) is refused 403 cross_site before the
 // handler does anything (this handler was built without a store: reaching it would panic);
-// the shared rule is refusal.CheckRequest (its own test has the whole table).
+// the shared rule is handler.CheckRequest (its own test has the whole table).
 func TestACrossSiteRequestIsRefusedBeforeAnythingElse(t *testing.T) {
 	// Only the refusal writer's counters are set, as Provision sets them.
-	handlertest.RefusesCrossSite(t, &Draw{ep: refusal.Endpoints{Requests: requests, Shed: shed, Name: "draw"}}, "https://shop.example/seckill/s1/draw", `{"variant":"42"}`, http.MethodPost, http.MethodDelete)
+	handlertest.RefusesCrossSite(t, &Draw{ep: handler.Endpoints{Requests: requests, Shed: shed, Name: "draw"}}, "https://shop.example/seckill/s1/draw", `{"variant":"42"}`, http.MethodPost, http.MethodDelete)
 }

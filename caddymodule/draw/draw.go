@@ -9,7 +9,6 @@ package draw
 import (
 	"fmt"
 	"net/http"
-	"strings"
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
@@ -18,9 +17,9 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/seckilledge/seckill/caddymodule/edge"
+	"github.com/seckilledge/seckill/caddymodule/handler"
 	"github.com/seckilledge/seckill/caddymodule/internal/pagecsp"
 	"github.com/seckilledge/seckill/caddymodule/internal/pagekit"
-	"github.com/seckilledge/seckill/caddymodule/refusal"
 	"github.com/seckilledge/seckill/caddymodule/sealed"
 	"github.com/seckilledge/seckill/caddymodule/sealed/sealedhttp"
 	"github.com/seckilledge/seckill/contract"
@@ -46,7 +45,7 @@ const (
 // sale (a sale is a draw or has a room, never both).
 type Draw struct {
 	// sale, user.
-	refusal.Subject
+	handler.Subject
 	// Entries per second (first entries, counted in Redis across every gateway) up to which the
 	// difficulty of a draw's proof of work stays at its dmin; it grows by one bit each time the
 	// rate doubles beyond, up to dmax, as the waiting room's does. Default 100.
@@ -69,13 +68,13 @@ type Draw struct {
 	CacheTTL caddy.Duration `json:"cache_ttl,omitempty"`
 
 	// timeout (default 1s, per Redis call), max_pending, handle_errors.
-	refusal.Limits
+	handler.Limits
 
 	rdb    redis.UniversalClient
 	sealer *sealed.Sealer
 	issuer sealed.Issuer
 	logger *zap.Logger
-	ep     refusal.Endpoints
+	ep     handler.Endpoints
 	caller edge.Caller
 	cache  *saleCache
 	page   *pagekit.Kit // the draw's page, compiled at provision
@@ -84,7 +83,7 @@ type Draw struct {
 
 // CaddyModule returns the Caddy module information.
 func (Draw) CaddyModule() caddy.ModuleInfo {
-	return refusal.Module[Draw]("http.handlers.seckill_draw")
+	return handler.Module[Draw]("http.handlers.seckill_draw")
 }
 
 // Provision sets defaults and takes the app's Redis client and token keys (the draw's
@@ -117,7 +116,7 @@ func (h *Draw) setDefaults() {
 		h.CacheTTL = caddy.Duration(DefaultCacheTTL)
 	}
 	h.caller = h.Caller(DefaultTimeout)
-	h.ep = refusal.Endpoints{Writer: h.Writer(0), RetryAfter: time.Duration(h.RetryAfter), Requests: requests, Shed: shed,
+	h.ep = handler.Endpoints{Writer: h.Writer(0), RetryAfter: time.Duration(h.RetryAfter), Requests: requests, Shed: shed,
 		Logger: h.logger, Name: "draw"}
 	h.cache = new(saleCache)
 	if h.now == nil {
@@ -139,35 +138,41 @@ func (h *Draw) Validate() error {
 	return h.Challenges.Validate("seckill_draw")
 }
 
-// ServeHTTP routes by the path's end. Refusals go through the shared refusal writer: the
+// drawRoutes are the draw's endpoints, by the path's end: /challenge is the waiting room's
+// too (sharedChallenge).
+var drawRoutes = handler.NewRoutes(
+	handler.Route{Suffix: "/draw/challenge", Endpoint: "challenge"},
+	handler.Route{Suffix: "/draw", Endpoint: "draw"},
+	handler.Route{Suffix: "/challenge", Endpoint: endpointShared},
+)
+
+// endpointShared is the route of the path the draw shares with the waiting room.
+const endpointShared = "shared_challenge"
+
+// ServeHTTP routes by the path's end (drawRoutes). Refusals go through the shared refusal writer: the
 // contract's JSON body, or a caddyhttp error with handle_errors.
 func (h *Draw) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler) error {
 	repl, _ := r.Context().Value(caddy.ReplacerCtxKey).(*caddy.Replacer)
 	if repl == nil {
 		repl = caddy.NewReplacer()
 	}
-	path := strings.TrimSuffix(r.URL.Path, "/")
-	var endpoint string
+	endpoint, ok := drawRoutes.Match(r.URL.Path)
 	switch {
-	case strings.HasSuffix(path, "/draw/challenge"):
-		endpoint = "challenge"
-	case strings.HasSuffix(path, "/draw"):
-		endpoint = "draw"
-	case strings.HasSuffix(path, "/challenge"):
+	case !ok:
+		// Not a draw path: the handler shares a route with the waiting room's (see
+		// caddyfile.go), which answers the rest; a room's poll pays no more than this match.
+		return next.ServeHTTP(w, r)
+	case endpoint == endpointShared:
 		// The shared challenge path: ours only for a draw sale.
 		return h.sharedChallenge(w, r, next, repl, repl.ReplaceAll(h.Sale, ""))
-	default:
-		// Not a draw path: the handler shares a route with the waiting room's (see
-		// caddyfile.go), which answers the rest; a room's poll pays no more than this switch.
-		return next.ServeHTTP(w, r)
 	}
 	sale := repl.ReplaceAll(h.Sale, "")
-	if ref, canonical := refusal.CheckRequest(r); !canonical {
+	if ref, canonical := handler.CheckRequest(r); !canonical {
 		// The sale placeholder reads the raw path, the routes matched the cleaned one.
 		return h.ep.Refuse(w, endpoint, ref)
 	}
 	if !contract.ValidID(sale) {
-		return h.ep.Refuse(w, endpoint, refusal.BadRequest)
+		return h.ep.Refuse(w, endpoint, handler.BadRequest)
 	}
 	ctx := r.Context()
 	if endpoint == "challenge" {
@@ -179,7 +184,7 @@ func (h *Draw) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.
 	case http.MethodDelete:
 		return h.withdraw(ctx, w, repl, sale)
 	case http.MethodGet, http.MethodHead:
-		if refusal.WantsHTML(r) {
+		if handler.WantsHTML(r) {
 			return h.servePage(ctx, w, r, sale)
 		}
 		return h.status(ctx, w, repl, sale)
@@ -192,7 +197,7 @@ func (h *Draw) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.
 // request of that path to the next handler: the waiting room answers for its sales (and
 // refuses the rest), as it did before draws existed.
 func (h *Draw) sharedChallenge(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler, repl *caddy.Replacer, sale string) error {
-	if _, canonical := refusal.CheckPath(r); !canonical || !contract.ValidID(sale) {
+	if _, canonical := handler.CheckPath(r); !canonical || !contract.ValidID(sale) {
 		return next.ServeHTTP(w, r)
 	}
 	c, err := h.saleOf(r.Context(), sale)
@@ -215,13 +220,13 @@ const (
 
 // The draw's refusals (the shared ones are in package refusal).
 var (
-	noDraw     = refusal.Refusal{Status: http.StatusNotFound, Code: contract.CodeUnknownSale, Message: "no draw for this sale"}
-	notOpen    = refusal.Refusal{Status: http.StatusForbidden, Code: CodeNotOpen, Message: "the draw does not take entries yet"}
-	closed     = refusal.Refusal{Status: http.StatusForbidden, Code: CodeClosed, Message: "the draw's entries are closed"}
-	notEntered = refusal.Refusal{Status: http.StatusNotFound, Code: CodeNotEntered, Message: "you have not entered this draw"}
-	badVariant = refusal.Refusal{Status: http.StatusBadRequest, Code: contract.CodeBadRequest,
+	noDraw     = handler.Refusal{Status: http.StatusNotFound, Code: contract.CodeUnknownSale, Message: "no draw for this sale"}
+	notOpen    = handler.Refusal{Status: http.StatusForbidden, Code: CodeNotOpen, Message: "the draw does not take entries yet"}
+	closed     = handler.Refusal{Status: http.StatusForbidden, Code: CodeClosed, Message: "the draw's entries are closed"}
+	notEntered = handler.Refusal{Status: http.StatusNotFound, Code: CodeNotEntered, Message: "you have not entered this draw"}
+	badVariant = handler.Refusal{Status: http.StatusBadRequest, Code: contract.CodeBadRequest,
 		Message: "no such variant in this sale (a sale with several variants needs one named)"}
-	badBody = refusal.Refusal{Status: http.StatusBadRequest, Code: contract.CodeBadRequest,
+	badBody = handler.Refusal{Status: http.StatusBadRequest, Code: contract.CodeBadRequest,
 		Message: `the body must be one JSON object {"variant":"<id>"}`}
 )
 

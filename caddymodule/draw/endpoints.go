@@ -8,7 +8,7 @@ import (
 
 	"github.com/caddyserver/caddy/v2"
 
-	"github.com/seckilledge/seckill/caddymodule/refusal"
+	"github.com/seckilledge/seckill/caddymodule/handler"
 	"github.com/seckilledge/seckill/caddymodule/sealed"
 	"github.com/seckilledge/seckill/contract"
 	"github.com/seckilledge/seckill/internal/strictjson"
@@ -62,7 +62,7 @@ type StatusAnswer struct {
 }
 
 func (h *Draw) enter(ctx context.Context, w http.ResponseWriter, r *http.Request, repl *caddy.Replacer, sale string) error {
-	user, ref, ok := refusal.User(repl, h.User)
+	user, ref, ok := handler.User(repl, h.User)
 	if !ok {
 		return h.ep.Refuse(w, "enter", ref)
 	}
@@ -112,7 +112,7 @@ func (h *Draw) enter(ctx context.Context, w http.ResponseWriter, r *http.Request
 }
 
 func (h *Draw) withdraw(ctx context.Context, w http.ResponseWriter, repl *caddy.Replacer, sale string) error {
-	user, ref, ok := refusal.User(repl, h.User)
+	user, ref, ok := handler.User(repl, h.User)
 	if !ok {
 		return h.ep.Refuse(w, "withdraw", ref)
 	}
@@ -127,7 +127,7 @@ func (h *Draw) withdraw(ctx context.Context, w http.ResponseWriter, repl *caddy.
 }
 
 func (h *Draw) status(ctx context.Context, w http.ResponseWriter, repl *caddy.Replacer, sale string) error {
-	user, ref, ok := refusal.User(repl, h.User)
+	user, ref, ok := handler.User(repl, h.User)
 	if !ok {
 		return h.ep.Refuse(w, "status", ref)
 	}
@@ -166,7 +166,7 @@ func (h *Draw) serveChallenge(ctx context.Context, w http.ResponseWriter, r *htt
 	if r.Method != http.MethodGet {
 		return h.ep.MethodNotAllowed(w, "challenge", "GET")
 	}
-	user, ref, ok := refusal.User(repl, h.User)
+	user, ref, ok := handler.User(repl, h.User)
 	if !ok {
 		return h.ep.Refuse(w, "challenge", ref)
 	}
@@ -200,7 +200,7 @@ const (
 	codePowRequired = 7
 )
 
-func refusalOf(code int64) refusal.Refusal {
+func refusalOf(code int64) handler.Refusal {
 	switch code {
 	case codeUnknownSale:
 		return noDraw
@@ -215,7 +215,7 @@ func refusalOf(code int64) refusal.Refusal {
 	case codeReplayed, codePowRequired:
 		return sealed.BadProof
 	}
-	return refusal.Unavailable
+	return handler.Unavailable
 }
 
 func (h *Draw) answer(w http.ResponseWriter, endpoint, label string, body any) error {

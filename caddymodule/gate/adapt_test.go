@@ -16,7 +16,7 @@ func TestCaddyfileRefusesUnknownOptions(t *testing.T) {
 	handlertest.AdaptFails(t,
 		":80 {\n seckill_gate {\n bogus 1\n }\n}",
 		":80 {\n seckill_gate {\n redis sometimes\n }\n}",
-		":80 {\n seckill_gate {\n relay {\n batch_size -1\n }\n }\n}",
+		"{\n seckill {\n relay {\n batch_size -1\n }\n }\n}\n:80 {\n seckill_gate\n}",
 		":80 {\n seckill_gate extra\n}",
 	)
 }

@@ -3,12 +3,11 @@ package gate
 import (
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 	"github.com/caddyserver/caddy/v2/caddyconfig/httpcaddyfile"
-	"github.com/seckilledge/seckill/caddymodule/internal/directive"
-	"github.com/seckilledge/seckill/caddymodule/refusal"
+	"github.com/seckilledge/seckill/caddymodule/handler"
 )
 
 func init() {
-	httpcaddyfile.RegisterHandlerDirective("seckill_gate", refusal.Directive[Gate])
+	httpcaddyfile.RegisterHandlerDirective("seckill_gate", handler.Directive[Gate])
 	// The gate answers the request, so it runs late: after seckill_throttle (after
 	// forward_auth) and seckill_token (before respond), just before reverse_proxy, so the same
 	// site block can proxy everything else.
@@ -28,7 +27,6 @@ func init() {
 //		max_pending   <n>                    # default 4096, -1 unbounded
 //		handle_errors                        # refusals go to handle_errors routes
 //		redis         pipelined|pooled       # default pipelined
-//		relay { ... }                        # deprecated: `seckill { relay { ... } }`
 //		device_binding off|optional|required # default off: tokens bound to the page's key (DPoP)
 //		proof_max_age  <duration>            # default 60s: how old a DPoP proof may be
 //	}
@@ -37,22 +35,21 @@ func (g *Gate) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 		var err error
 		switch name {
 		case "token":
-			err = directive.String(d, &g.Token)
+			err = handler.StringArg(d, &g.Token)
 		case "require_token":
-			err = directive.Flag(d, &g.RequireToken)
+			err = handler.Flag(d, &g.RequireToken)
 		case "require_admission":
-			err = directive.Flag(d, &g.RequireAdmission)
+			err = handler.Flag(d, &g.RequireAdmission)
 		case "retry_after":
-			err = directive.Duration(d, &g.RetryAfter)
+			err = handler.DurationArg(d, &g.RetryAfter)
 		case "redis":
-			err = directive.String(d, &g.Redis)
+			err = handler.StringArg(d, &g.Redis)
 			if err == nil && g.Redis != RedisPipelined && g.Redis != RedisPooled {
 				return true, d.Errf("redis must be %s or %s", RedisPipelined, RedisPooled)
 			}
 		case "relay":
-			deprecatedRelayBlock(d)
-			g.Relay = new(RelayConfig)
-			err = g.Relay.UnmarshalBlock(d)
+			// Removed (issue 36) after a release of warnings: the relay belongs to the app.
+			return true, d.Err(errRelayMoved.Error())
 		default:
 			return g.Settings.Option(d, name)
 		}

@@ -17,7 +17,7 @@ import (
 	"github.com/seckilledge/seckill/caddymodule"
 	"github.com/seckilledge/seckill/caddymodule/edge"
 	"github.com/seckilledge/seckill/caddymodule/gate/core"
-	"github.com/seckilledge/seckill/caddymodule/refusal"
+	"github.com/seckilledge/seckill/caddymodule/handler"
 	"github.com/seckilledge/seckill/contract"
 	"github.com/seckilledge/seckill/internal/testenv"
 )
@@ -33,8 +33,8 @@ func FuzzGateRequest(f *testing.F) {
 	kr := testKeyring(f, "k1")
 	tok, _, _ := kr.Issue(sale, "u1", time.Now().Add(time.Minute))
 	gates := []*Gate{
-		{Subject: refusal.Subject{Sale: "{http.request.uri.path.1}", User: "{http.request.header.X-User-ID}"}},
-		{Subject: refusal.Subject{Sale: "{http.request.uri.path.1}", User: "{http.request.header.X-User-ID}"}, RequireToken: true,
+		{Subject: handler.Subject{Sale: "{http.request.uri.path.1}", User: "{http.request.header.X-User-ID}"}},
+		{Subject: handler.Subject{Sale: "{http.request.uri.path.1}", User: "{http.request.header.X-User-ID}"}, RequireToken: true,
 			Token: "{http.request.header.X-Seckill-Token}"},
 	}
 	for _, g := range gates {

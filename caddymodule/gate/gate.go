@@ -12,6 +12,7 @@
 package gate
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -28,8 +29,8 @@ import (
 	"github.com/seckilledge/seckill/caddymodule/dpop/dpophttp"
 	"github.com/seckilledge/seckill/caddymodule/edge"
 	"github.com/seckilledge/seckill/caddymodule/gate/core"
+	"github.com/seckilledge/seckill/caddymodule/handler"
 	"github.com/seckilledge/seckill/caddymodule/internal/metric"
-	"github.com/seckilledge/seckill/caddymodule/refusal"
 	"go.uber.org/zap"
 )
 
@@ -41,7 +42,7 @@ func init() {
 // handler): 202 with the order id, or a JSON refusal with the contract's code.
 type Gate struct {
 	// sale, user.
-	refusal.Subject
+	handler.Subject
 
 	// Require a one-time purchase token (issued by seckill_token). Its signature and expiry
 	// are checked here with the app's token_keys; its single use inside the decision script.
@@ -61,7 +62,7 @@ type Gate struct {
 	RetryAfter caddy.Duration `json:"retry_after,omitempty"`
 
 	// timeout (default 1s), max_pending, handle_errors.
-	refusal.Limits
+	handler.Limits
 
 	// device_binding (off, optional, required) and proof_max_age (caddymodule/dpop): a token
 	// bound to a device's key (seckill_token with device_binding) is spent only with a fresh
@@ -75,22 +76,22 @@ type Gate struct {
 	// own pooled connection. See BENCHMARKS.md for what each costs.
 	Redis string `json:"redis,omitempty"`
 
-	// Deprecated: configure the relay in the seckill app (`seckill { relay { ... } }`, JSON
-	// apps.seckill.relay). Still honoured, with a warning, when the app has no relay settings
-	// (the first seckill_gate's apply).
-	Relay *RelayConfig `json:"relay,omitempty"`
+	// Removed: the relay is configured in the seckill app (`seckill { relay { ... } }`, JSON
+	// apps.seckill.relay). A config that still sets it here fails to provision with an error
+	// that says so, rather than run with settings it no longer applies (docs/gate.md).
+	Relay json.RawMessage `json:"relay,omitempty"`
 
 	app       *caddymodule.App
 	decider   *core.Decider
 	eventsApp *caddyevents.App
 	ctx       caddy.Context
 	logger    *zap.Logger
-	refuse    refusal.Writer
+	refuse    handler.Writer
 }
 
 // CaddyModule returns the Caddy module information.
 func (Gate) CaddyModule() caddy.ModuleInfo {
-	return refusal.Module[Gate]("http.handlers.seckill_gate")
+	return handler.Module[Gate]("http.handlers.seckill_gate")
 }
 
 // Redis modes.
@@ -101,6 +102,9 @@ const (
 
 // Provision sets defaults and takes the app's shared clients. No network I/O.
 func (g *Gate) Provision(ctx caddy.Context) error {
+	if g.Relay != nil {
+		return errRelayMoved
+	}
 	g.ctx = ctx
 	g.logger = edge.SampledLogger(ctx.Logger())
 	if g.Sale == "" {
@@ -160,10 +164,15 @@ func (g *Gate) Provision(ctx caddy.Context) error {
 	if ev, err := ctx.App("events"); err == nil {
 		g.eventsApp, _ = ev.(*caddyevents.App)
 	}
-	g.app.UseRelay(g.Relay) // this config accepts orders: the app runs its relay
+	g.app.UseRelay() // this config accepts orders: the app runs its relay
 	metric.Register(ctx.GetMetricsRegistry(), collectors()...)
 	return nil
 }
+
+// errRelayMoved refuses the handler's former relay settings (Caddyfile and JSON alike).
+var errRelayMoved = errors.New("seckill_gate: the relay block moved to the seckill app: " +
+	"write it in the seckill global option, `seckill { relay { ... } }` (JSON apps.seckill.relay), " +
+	"and remove it from seckill_gate")
 
 func uuidV7() (string, error) {
 	id, err := uuid.NewV7()
@@ -191,9 +200,9 @@ func (g *Gate) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.Han
 		repl = caddy.NewReplacer()
 	}
 	// The throttle right before this handler may have left its zones to this script call
-	// (refusal.Joint): settled on every path, before anything of the gate's is counted.
-	joint := refusal.TakeJoint(r)
-	if ref, ok := refusal.CheckRequest(r); !ok {
+	// (handler.Joint): settled on every path, before anything of the gate's is counted.
+	joint := handler.TakeJoint(r)
+	if ref, ok := handler.CheckRequest(r); !ok {
 		if joint != nil && joint.Alone(r.Context()) {
 			return joint.Refuse()
 		}
@@ -297,7 +306,7 @@ func (g *Gate) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.Han
 const ProofRefused core.Outcome = "proof_refused"
 
 // TakesJoint says that the gate runs the zones of a seckill_throttle right before it in its
-// route inside its own script call (refusal.Joint; the seckill app links them at start).
+// route inside its own script call (handler.Joint; the seckill app links them at start).
 func (g *Gate) TakesJoint() bool { return true }
 
 // EventName is the Caddy event emitted for every decision; its data has sale, user, outcome
@@ -306,7 +315,7 @@ const EventName = "seckill_decision"
 
 func writeAccepted(w http.ResponseWriter, v core.Verdict) {
 	// The order id is a UUID and a variant id is [A-Za-z0-9_-]: no JSON escaping needed.
-	_ = refusal.Answer(w, http.StatusAccepted, func(body []byte) []byte {
+	_ = handler.Answer(w, http.StatusAccepted, func(body []byte) []byte {
 		body = append(body, `{"order_id":"`...)
 		body = append(body, v.OrderID...)
 		body = append(body, `","status":"queued"`...)

@@ -21,7 +21,7 @@ import (
 	"github.com/seckilledge/seckill/caddymodule"
 	"github.com/seckilledge/seckill/caddymodule/edge"
 	"github.com/seckilledge/seckill/caddymodule/gate/core"
-	"github.com/seckilledge/seckill/caddymodule/refusal"
+	"github.com/seckilledge/seckill/caddymodule/handler"
 	"github.com/seckilledge/seckill/contract"
 	"github.com/seckilledge/seckill/internal/testenv"
 	"github.com/seckilledge/seckill/lua"
@@ -34,7 +34,7 @@ func inProcessGate(t testing.TB, rdb *redis.Client) (*Gate, *caddymodule.SaleEve
 	events := caddymodule.NewSaleEvents(rdb, zap.NewNop())
 	t.Cleanup(func() { _ = events.Destruct() })
 	testenv.WaitFor(t, 5*time.Second, "the events subscription", events.Connected)
-	g := &Gate{Subject: refusal.Subject{Sale: "{http.request.uri.path.1}", User: "{http.request.header.X-User-ID}"}}
+	g := &Gate{Subject: handler.Subject{Sale: "{http.request.uri.path.1}", User: "{http.request.header.X-User-ID}"}}
 	g.logger, g.RetryAfter = zap.NewNop(), caddy.Duration(time.Second)
 	g.decider = &core.Decider{Store: core.RedisStore{R: rdb}, Caller: edge.Caller{Timeout: 5 * time.Second},
 		Shards: new(caddymodule.ShardCounts), SoldOut: events, Now: time.Now, NewOrderID: uuidV7}

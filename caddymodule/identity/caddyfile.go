@@ -5,13 +5,12 @@ import (
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 	"github.com/caddyserver/caddy/v2/caddyconfig/httpcaddyfile"
 
-	"github.com/seckilledge/seckill/caddymodule/internal/directive"
-	"github.com/seckilledge/seckill/caddymodule/refusal"
+	"github.com/seckilledge/seckill/caddymodule/handler"
 )
 
 func init() {
-	httpcaddyfile.RegisterHandlerDirective("seckill_identity", refusal.Directive[Identity])
-	httpcaddyfile.RegisterHandlerDirective("seckill_session", refusal.Directive[Session])
+	httpcaddyfile.RegisterHandlerDirective("seckill_identity", handler.Directive[Identity])
+	httpcaddyfile.RegisterHandlerDirective("seckill_session", handler.Directive[Session])
 	// Identity comes before everything that needs it. seckill_throttle is ordered after
 	// forward_auth; these two sit between basic_auth and forward_auth (identity first), so in a
 	// plain site block the order basic_auth, seckill_identity, seckill_session, forward_auth,
@@ -39,10 +38,10 @@ func init() {
 //		handle_errors                            # refusals go to handle_errors routes
 //	}
 func (h *Identity) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
-	return directive.Top(d, "seckill_identity", func(name string) (bool, error) {
+	return handler.ParseDirective(d, "seckill_identity", func(name string) (bool, error) {
 		switch name {
 		case "handle_errors":
-			return true, directive.Flag(d, &h.HandleErrors)
+			return true, handler.Flag(d, &h.HandleErrors)
 		}
 		return h.JWT.unmarshalOption(d, name)
 	})
@@ -53,9 +52,9 @@ func (p *JWT) unmarshalOption(d *caddyfile.Dispenser, name string) (bool, error)
 	var err error
 	switch name {
 	case "cookie":
-		err = directive.String(d, &p.Cookie)
+		err = handler.StringArg(d, &p.Cookie)
 	case "jwks_url":
-		err = directive.String(d, &p.JWKSURL)
+		err = handler.StringArg(d, &p.JWKSURL)
 	case "key":
 		var k StaticKey
 		if !d.Args(&k.ID, &k.Algorithm, &k.Value) || d.NextArg() {
@@ -63,28 +62,28 @@ func (p *JWT) unmarshalOption(d *caddyfile.Dispenser, name string) (bool, error)
 		}
 		p.Keys = append(p.Keys, k)
 	case "issuer":
-		err = directive.String(d, &p.Issuer)
+		err = handler.StringArg(d, &p.Issuer)
 	case "audience":
-		err = directive.String(d, &p.Audience)
+		err = handler.StringArg(d, &p.Audience)
 	case "user_claim":
-		err = directive.String(d, &p.UserClaim)
+		err = handler.StringArg(d, &p.UserClaim)
 	case "leeway":
 		var l caddy.Duration
-		err = directive.Duration(d, &l)
+		err = handler.DurationArg(d, &l)
 		p.Leeway = &l
 	case "max_age":
-		err = directive.Duration(d, &p.MaxAge)
+		err = handler.DurationArg(d, &p.MaxAge)
 	case "jwks_refresh":
-		err = directive.Duration(d, &p.JWKSRefresh)
+		err = handler.DurationArg(d, &p.JWKSRefresh)
 	case "jwks_min_interval":
-		err = directive.Duration(d, &p.JWKSMinInterval)
+		err = handler.DurationArg(d, &p.JWKSMinInterval)
 	case "jwks_max_stale":
-		err = directive.Duration(d, &p.JWKSMaxStale)
+		err = handler.DurationArg(d, &p.JWKSMaxStale)
 	case "jwks_allow_http":
-		err = directive.Flag(d, &p.JWKSAllowHTTP)
+		err = handler.Flag(d, &p.JWKSAllowHTTP)
 	case "verified_cache":
 		var n int
-		err = directive.Int(d, &n)
+		err = handler.IntArg(d, &n)
 		p.VerifiedCache = &n
 	default:
 		return false, nil
@@ -106,27 +105,27 @@ func (p *JWT) unmarshalOption(d *caddyfile.Dispenser, name string) (bool, error)
 //		handle_errors                # refusals go to handle_errors routes
 //	}
 func (h *Session) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
-	return directive.Top(d, "seckill_session", func(name string) (bool, error) {
+	return handler.ParseDirective(d, "seckill_session", func(name string) (bool, error) {
 		var err error
 		switch name {
 		case "upstream":
-			err = directive.String(d, &h.Upstream)
+			err = handler.StringArg(d, &h.Upstream)
 		case "cookie":
-			err = directive.String(d, &h.Cookie)
+			err = handler.StringArg(d, &h.Cookie)
 		case "user_header":
-			err = directive.String(d, &h.UserHeader)
+			err = handler.StringArg(d, &h.UserHeader)
 		case "ttl":
-			err = directive.Duration(d, &h.TTL)
+			err = handler.DurationArg(d, &h.TTL)
 		case "signed_out_ttl":
-			err = directive.Duration(d, &h.SignedOutTTL)
+			err = handler.DurationArg(d, &h.SignedOutTTL)
 		case "max_entries":
-			err = directive.Int(d, &h.MaxEntries)
+			err = handler.IntArg(d, &h.MaxEntries)
 		case "timeout":
-			err = directive.Duration(d, &h.Timeout)
+			err = handler.DurationArg(d, &h.Timeout)
 		case "max_idle_conns":
-			err = directive.Int(d, &h.MaxIdleConns)
+			err = handler.IntArg(d, &h.MaxIdleConns)
 		case "handle_errors":
-			err = directive.Flag(d, &h.HandleErrors)
+			err = handler.Flag(d, &h.HandleErrors)
 		default:
 			return false, nil
 		}

@@ -27,7 +27,7 @@ import (
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 
-	"github.com/seckilledge/seckill/caddymodule/refusal"
+	"github.com/seckilledge/seckill/caddymodule/handler"
 	"github.com/seckilledge/seckill/contract"
 )
 
@@ -93,29 +93,29 @@ type Identity struct {
 	// writing the JSON refusal body. WWW-Authenticate and Retry-After are set either way.
 	HandleErrors bool `json:"handle_errors,omitempty"`
 
-	refuse refusal.Writer
+	refuse handler.Writer
 }
 
 // CaddyModule returns the Caddy module information.
 func (Identity) CaddyModule() caddy.ModuleInfo {
-	return refusal.Module[Identity]("http.handlers.seckill_identity")
+	return handler.Module[Identity]("http.handlers.seckill_identity")
 }
 
 // Provision sets up the verifier (see JWT.Provision).
 func (h *Identity) Provision(ctx caddy.Context) error {
-	h.refuse = refusal.Writer{HandleErrors: h.HandleErrors}
+	h.refuse = handler.Writer{HandleErrors: h.HandleErrors}
 	return h.JWT.Provision(ctx)
 }
 
 // The refusals of a session, by outcome.
 var (
-	refusedMissing = refusal.Refusal{Status: http.StatusUnauthorized, Code: contract.CodeUnauthenticated,
+	refusedMissing = handler.Refusal{Status: http.StatusUnauthorized, Code: contract.CodeUnauthenticated,
 		Message: "sign in first"}
-	refusedInvalid = refusal.Refusal{Status: http.StatusUnauthorized, Code: contract.CodeUnauthenticated,
+	refusedInvalid = handler.Refusal{Status: http.StatusUnauthorized, Code: contract.CodeUnauthenticated,
 		Message: "the session is not valid; sign in again"}
-	refusedAmbiguous = refusal.Refusal{Status: http.StatusUnauthorized, Code: contract.CodeUnauthenticated,
+	refusedAmbiguous = handler.Refusal{Status: http.StatusUnauthorized, Code: contract.CodeUnauthenticated,
 		Message: "more than one session credential on the request"}
-	refusedNoKeys = refusal.Refusal{Status: http.StatusServiceUnavailable, Code: contract.CodeUnavailable,
+	refusedNoKeys = handler.Refusal{Status: http.StatusServiceUnavailable, Code: contract.CodeUnavailable,
 		Message: "sessions cannot be checked right now; retry shortly", RetryAfter: time.Second}
 )
 

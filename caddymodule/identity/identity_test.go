@@ -14,7 +14,7 @@ import (
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 	"github.com/go-jose/go-jose/v4"
 
-	"github.com/seckilledge/seckill/caddymodule/refusal"
+	"github.com/seckilledge/seckill/caddymodule/handler"
 )
 
 // handlerWith is a seckill_identity handler over static keys, without Caddy.
@@ -30,7 +30,7 @@ func handlerWith(t *testing.T, cookie string, keys ...testKey) *Identity {
 	if err := h.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	h.refuse = refusal.Writer{HandleErrors: h.HandleErrors}
+	h.refuse = handler.Writer{HandleErrors: h.HandleErrors}
 	return h
 }
 
@@ -149,7 +149,7 @@ func TestWithoutKeysTheAnswerIs503NotA401(t *testing.T) {
 func TestWithHandleErrorsARefusalIsACaddyError(t *testing.T) {
 	k := newKey(t, "k1", jose.ES256)
 	h := handlerWith(t, "session", k)
-	h.refuse = refusal.Writer{HandleErrors: true}
+	h.refuse = handler.Writer{HandleErrors: true}
 	s := serve(h, request(nil, session(t, newKey(t, "k1", jose.ES256), "alice")))
 	var he caddyhttp.HandlerError
 	if !errors.As(s.err, &he) || he.StatusCode != http.StatusUnauthorized {

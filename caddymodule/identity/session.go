@@ -18,7 +18,7 @@ import (
 	"golang.org/x/sync/singleflight"
 
 	"github.com/seckilledge/seckill/caddymodule/edge"
-	"github.com/seckilledge/seckill/caddymodule/refusal"
+	"github.com/seckilledge/seckill/caddymodule/handler"
 	"github.com/seckilledge/seckill/contract"
 )
 
@@ -105,13 +105,13 @@ type Session struct {
 	cache     *sessionCache
 	calls     *singleflight.Group
 	logger    *zap.Logger
-	refuse    refusal.Writer
+	refuse    handler.Writer
 	now       func() time.Time
 }
 
 // CaddyModule returns the Caddy module information.
 func (Session) CaddyModule() caddy.ModuleInfo {
-	return refusal.Module[Session]("http.handlers.seckill_session")
+	return handler.Module[Session]("http.handlers.seckill_session")
 }
 
 // Provision sets the defaults and builds the client and the cache. No network I/O.
@@ -196,7 +196,7 @@ func (h *Session) setup(pool func() (*sessionStore, error)) error {
 	if h.MaxIdleConns <= 0 {
 		h.MaxIdleConns = DefaultSessionIdleConns
 	}
-	h.refuse = refusal.Writer{HandleErrors: h.HandleErrors}
+	h.refuse = handler.Writer{HandleErrors: h.HandleErrors}
 	var store *sessionStore
 	if pool == nil {
 		store = newSessionStore(h.MaxEntries, h.MaxIdleConns)
@@ -242,9 +242,9 @@ func (h *Session) Cleanup() error {
 
 // The refusals of seckill_session.
 var (
-	refusedSignedOut = refusal.Refusal{Status: http.StatusUnauthorized, Code: contract.CodeUnauthenticated,
+	refusedSignedOut = handler.Refusal{Status: http.StatusUnauthorized, Code: contract.CodeUnauthenticated,
 		Message: "sign in first"}
-	refusedSessionDown = refusal.Refusal{Status: http.StatusServiceUnavailable, Code: contract.CodeUnavailable,
+	refusedSessionDown = handler.Refusal{Status: http.StatusServiceUnavailable, Code: contract.CodeUnavailable,
 		Message: "the session service is not answering; retry shortly", RetryAfter: time.Second}
 )
 

@@ -6,7 +6,7 @@ import (
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 
-	"github.com/seckilledge/seckill/caddymodule/internal/directive"
+	"github.com/seckilledge/seckill/caddymodule/handler"
 )
 
 // Config tunes the outbox relay. It is app-wide: the `seckill` app runs one relay per config
@@ -81,27 +81,27 @@ func (c *Config) setDefaults() {
 //		served_only
 //	}
 func (c *Config) UnmarshalBlock(d *caddyfile.Dispenser) error {
-	return directive.Block(d, "relay", func(name string) (bool, error) {
+	return handler.ParseBlock(d, "relay", func(name string) (bool, error) {
 		switch name {
 		case "disabled":
-			return true, directive.Flag(d, &c.Disabled)
+			return true, handler.Flag(d, &c.Disabled)
 		case "served_only":
-			return true, directive.Flag(d, &c.ServedOnly)
+			return true, handler.Flag(d, &c.ServedOnly)
 		case "batch_size":
-			if err := directive.Int(d, &c.BatchSize); err != nil || c.BatchSize <= 0 {
+			if err := handler.IntArg(d, &c.BatchSize); err != nil || c.BatchSize <= 0 {
 				return true, d.Errf("batch_size must be a positive integer")
 			}
 			return true, nil
 		case "poll_interval":
-			return true, directive.Duration(d, &c.PollInterval)
+			return true, handler.DurationArg(d, &c.PollInterval)
 		case "discover_interval":
-			return true, directive.Duration(d, &c.DiscoverInterval)
+			return true, handler.DurationArg(d, &c.DiscoverInterval)
 		case "claim_min_idle":
-			return true, directive.Duration(d, &c.ClaimMinIdle)
+			return true, handler.DurationArg(d, &c.ClaimMinIdle)
 		case "confirm_timeout":
-			return true, directive.Duration(d, &c.ConfirmTimeout)
+			return true, handler.DurationArg(d, &c.ConfirmTimeout)
 		case "retention":
-			return true, directive.Duration(d, &c.Retention)
+			return true, handler.DurationArg(d, &c.Retention)
 		}
 		return false, nil
 	})

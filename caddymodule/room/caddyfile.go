@@ -7,14 +7,13 @@ import (
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 	"github.com/caddyserver/caddy/v2/caddyconfig/httpcaddyfile"
 
-	"github.com/seckilledge/seckill/caddymodule/internal/directive"
+	"github.com/seckilledge/seckill/caddymodule/handler"
 	"github.com/seckilledge/seckill/caddymodule/internal/pagekit"
 	"github.com/seckilledge/seckill/caddymodule/internal/pagekit/pagecaddy"
-	"github.com/seckilledge/seckill/caddymodule/refusal"
 )
 
 func init() {
-	httpcaddyfile.RegisterHandlerDirective("seckill_room", refusal.Directive[Room])
+	httpcaddyfile.RegisterHandlerDirective("seckill_room", handler.Directive[Room])
 	// The room answers its own paths (/seckill/{sale}/room, /challenge, /queue) and is meant
 	// for a path matcher of its own, so its place among the other seckill directives does not
 	// matter; before respond keeps it ahead of catch-all responses.
@@ -64,19 +63,19 @@ func (h *Room) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 		var err error
 		switch name {
 		case "rate":
-			err = directive.Float(d, &h.Rate)
+			err = handler.FloatArg(d, &h.Rate)
 		case "oversubscribe":
-			err = directive.Float(d, &h.Oversubscribe)
+			err = handler.FloatArg(d, &h.Oversubscribe)
 		case "session":
-			err = directive.Duration(d, &h.Session)
+			err = handler.DurationArg(d, &h.Session)
 		case "prequeue":
 			var p caddy.Duration
-			err = directive.Duration(d, &p)
+			err = handler.DurationArg(d, &p)
 			h.Prequeue = &p
 		case "difficulty":
 			err = h.unmarshalDifficulty(d)
 		case "difficulty_rate":
-			err = directive.Float(d, &h.DifficultyRate)
+			err = handler.FloatArg(d, &h.DifficultyRate)
 		case "max_waiters":
 			err = h.unmarshalMaxWaiters(d)
 		case "page":
@@ -92,15 +91,15 @@ func (h *Room) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 		case "refresh":
 			err = h.unmarshalRefresh(d)
 		case "retry_after":
-			err = directive.Duration(d, &h.RetryAfter)
+			err = handler.DurationArg(d, &h.RetryAfter)
 		case "cache_ttl":
-			err = directive.Duration(d, &h.CacheTTL)
+			err = handler.DurationArg(d, &h.CacheTTL)
 		case "summary_interval":
-			err = directive.Duration(d, &h.SummaryInterval)
+			err = handler.DurationArg(d, &h.SummaryInterval)
 		case "front_window":
-			err = directive.Duration(d, &h.FrontWindow)
+			err = handler.DurationArg(d, &h.FrontWindow)
 		case "admit_interval":
-			err = directive.Duration(d, &h.AdmitInterval)
+			err = handler.DurationArg(d, &h.AdmitInterval)
 		case "ban_zones":
 			h.BanZones = d.RemainingArgs()
 			if len(h.BanZones) == 0 {
@@ -108,7 +107,7 @@ func (h *Room) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			}
 		case "presence_window":
 			var v string
-			if err = directive.String(d, &v); err == nil {
+			if err = handler.StringArg(d, &v); err == nil {
 				if v == "off" {
 					h.PresenceWindow = -1
 				} else if p, perr := caddy.ParseDuration(v); perr != nil {
@@ -142,7 +141,7 @@ func (h *Room) unmarshalDifficulty(d *caddyfile.Dispenser) error {
 
 func (h *Room) unmarshalMaxWaiters(d *caddyfile.Dispenser) error {
 	var n int
-	if err := directive.Int(d, &n); err != nil {
+	if err := handler.IntArg(d, &n); err != nil {
 		return err
 	}
 	if n < 1 {

@@ -5,7 +5,7 @@ import (
 
 	"github.com/seckilledge/seckill/caddymodule/dpop"
 	"github.com/seckilledge/seckill/caddymodule/dpop/dpophttp"
-	"github.com/seckilledge/seckill/caddymodule/refusal"
+	"github.com/seckilledge/seckill/caddymodule/handler"
 	"github.com/seckilledge/seckill/caddymodule/sealed"
 )
 
@@ -17,7 +17,7 @@ import (
 
 // entryBinding returns the thumbprint an entry's ticket is to be bound to ("" for a bearer
 // ticket: binding off, or optional and no proof came), or the refusal of its proof.
-func (h *Room) entryBinding(r *http.Request) (jkt string, ref refusal.Refusal, ok bool) {
+func (h *Room) entryBinding(r *http.Request) (jkt string, ref handler.Refusal, ok bool) {
 	if !h.Settings.Enabled() || (h.Settings.DeviceBinding == dpop.Optional && !dpophttp.HasProof(r)) {
 		return "", ref, true
 	}
@@ -33,7 +33,7 @@ func (h *Room) entryBinding(r *http.Request) (jkt string, ref refusal.Refusal, o
 // once the request's proof was checked against it, and the proof key's thumbprint (to bind the
 // newer tickets the answer may hand out). With binding off a bound ticket is returned as it is
 // (and is then refused as invalid: a gateway that cannot check proofs never serves a copy).
-func (h *Room) presentedTicket(r *http.Request, sale, user string) (ticket, jkt string, ref refusal.Refusal, ok bool) {
+func (h *Room) presentedTicket(r *http.Request, sale, user string) (ticket, jkt string, ref handler.Refusal, ok bool) {
 	raw := r.Header.Get(HeaderTicket)
 	if !h.Settings.Enabled() {
 		return raw, "", ref, true

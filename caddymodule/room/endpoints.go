@@ -9,7 +9,7 @@ import (
 
 	"github.com/caddyserver/caddy/v2"
 
-	"github.com/seckilledge/seckill/caddymodule/refusal"
+	"github.com/seckilledge/seckill/caddymodule/handler"
 	"github.com/seckilledge/seckill/caddymodule/sealed"
 )
 
@@ -92,7 +92,7 @@ func (h *Room) serveQueue(ctx context.Context, w http.ResponseWriter, r *http.Re
 	case http.MethodPost:
 		return h.enter(ctx, w, r, repl, sale)
 	case http.MethodGet:
-		if r.Header.Get(HeaderTicket) == "" && refusal.WantsHTML(r) {
+		if r.Header.Get(HeaderTicket) == "" && handler.WantsHTML(r) {
 			h.servePage(w, r, sale)
 			return nil
 		}
@@ -265,13 +265,13 @@ func (h *Room) finish(w http.ResponseWriter, endpoint, sale string, rep Reply, v
 		depth.WithLabelValues(sale).Set(float64(rep.Depth))
 	}
 	if v.Status != http.StatusOK {
-		return h.refuse(w, endpoint, refusal.Refusal{Status: v.Status, Code: v.Code, Message: v.Message})
+		return h.refuse(w, endpoint, handler.Refusal{Status: v.Status, Code: v.Code, Message: v.Message})
 	}
 	if v.Answer.State == string(Waiting) {
 		wait.Observe(float64(v.Answer.EstimatedWaitS))
 	}
 	if v.Answer.State == string(Paused) {
-		w.Header().Set("Retry-After", strconv.FormatInt(refusal.Seconds(time.Duration(h.RetryAfter)), 10))
+		w.Header().Set("Retry-After", strconv.FormatInt(handler.Seconds(time.Duration(h.RetryAfter)), 10))
 	}
 	return h.answer(w, endpoint, v.Answer.State, http.StatusOK, v.Answer)
 }

@@ -18,7 +18,7 @@ import (
 	"github.com/caddyserver/caddy/v2"
 
 	"github.com/seckilledge/seckill/caddymodule"
-	"github.com/seckilledge/seckill/caddymodule/refusal"
+	"github.com/seckilledge/seckill/caddymodule/handler"
 )
 
 // What a gateway keeps for a room of N waiters (issue 28, "Targets": each gateway's memory for
@@ -161,7 +161,7 @@ func BenchmarkGatewayRoomMemory(b *testing.B) {
 // with its published pre-queue read, and how many polls were answered from memory.
 func gatewayRoomMemory(b *testing.B, n int64) (live, published, fromMemory int64) {
 	store := newSynthStore(n)
-	h := &Room{Subject: refusal.Subject{Sale: "s1", User: "{http.request.header.X-User-ID}"}}
+	h := &Room{Subject: handler.Subject{Sale: "s1", User: "{http.request.header.X-User-ID}"}}
 	h.setDefaults()
 	sealer, err := NewSealer(Key{ID: "k1", Secret: []byte(testSecret)})
 	if err != nil {

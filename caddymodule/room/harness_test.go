@@ -123,8 +123,7 @@ func (c gatewayConfig) JSON() []byte {
 				route(roomPaths, room),
 				route([]string{"/seckill/*/token"}, token),
 				route([]string{"/seckill/*/buy"}, map[string]any{"handler": "seckill_gate", "user": "{http.request.header.X-User-ID}",
-					"require_token": true, "require_admission": true, "timeout": "10s",
-					"relay": map[string]any{"poll_interval": "50ms", "discover_interval": "300ms", "served_only": true}}),
+					"require_token": true, "require_admission": true, "timeout": "10s"}),
 				map[string]any{"handle": []any{map[string]any{"handler": "static_response", "body": "ok"}}},
 			},
 		}
@@ -145,6 +144,7 @@ func (c gatewayConfig) JSON() []byte {
 				"redis":      map[string]any{"addrs": []string{c.RedisAddr}, "read_timeout": "5s", "dial_timeout": "500ms"},
 				"amqp":       map[string]any{"url": c.AMQPURL, "reconnect_interval": "200ms"},
 				"token_keys": []map[string]any{{"id": "k1", "secret": testSecret}},
+				"relay":      map[string]any{"poll_interval": "50ms", "discover_interval": "300ms", "served_only": true},
 			},
 			"http": map[string]any{"servers": servers},
 		},

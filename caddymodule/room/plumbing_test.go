@@ -14,7 +14,7 @@ import (
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
-	"github.com/seckilledge/seckill/caddymodule/refusal"
+	"github.com/seckilledge/seckill/caddymodule/handler"
 	"github.com/seckilledge/seckill/contract"
 )
 
@@ -51,9 +51,9 @@ func (s *fakeStore) Prequeue(context.Context, string, int64, int64) ([]string, i
 }
 
 // unitRoom is a provisioned Room over store, without Caddy or Redis.
-func unitRoom(t *testing.T, store Store, limits refusal.Limits) *Room {
+func unitRoom(t *testing.T, store Store, limits handler.Limits) *Room {
 	t.Helper()
-	h := &Room{Subject: refusal.Subject{Sale: "s1", User: "{http.request.header.X-User-ID}"}, Limits: limits}
+	h := &Room{Subject: handler.Subject{Sale: "s1", User: "{http.request.header.X-User-ID}"}, Limits: limits}
 	h.setDefaults()
 	sealer, err := NewSealer(Key{ID: "k1", Secret: []byte(testSecret)})
 	if err != nil {
@@ -77,20 +77,20 @@ func serve(h *Room, method, path string) (*httptest.ResponseRecorder, error) {
 // contract code in the message, Retry-After still set), like the other seckill handlers';
 // without it they are the contract's JSON body.
 func TestRoomRefusalsGoToHandleErrorsWhenAsked(t *testing.T) {
-	h := unitRoom(t, &fakeStore{}, refusal.Limits{HandleErrors: true})
+	h := unitRoom(t, &fakeStore{}, handler.Limits{HandleErrors: true})
 	w, err := serve(h, http.MethodDelete, "/seckill/s1/room")
 	var he caddyhttp.HandlerError
 	if !errors.As(err, &he) || he.StatusCode != http.StatusMethodNotAllowed {
 		t.Fatalf("DELETE: %v, want a caddyhttp error 405", err)
 	}
-	if ref, ok := refusal.As(err); !ok || ref.Code != contract.CodeBadRequest {
+	if ref, ok := handler.As(err); !ok || ref.Code != contract.CodeBadRequest {
 		t.Fatalf("DELETE: the refusal %+v is not in the error", ref)
 	}
 	if w.Body.Len() != 0 || w.Header().Get("Allow") != "GET" {
 		t.Fatalf("DELETE: wrote %q, Allow %q; want no body and Allow GET", w.Body, w.Header().Get("Allow"))
 	}
 
-	h = unitRoom(t, &fakeStore{}, refusal.Limits{})
+	h = unitRoom(t, &fakeStore{}, handler.Limits{})
 	w, err = serve(h, http.MethodPost, "/seckill/s1/queue")
 	if err != nil {
 		t.Fatal(err)
@@ -108,7 +108,7 @@ func TestRoomRefusalsGoToHandleErrorsWhenAsked(t *testing.T) {
 // Retry-After at once, without calling the store, and serves again once the call returns.
 func TestRoomShedsBeyondMaxPending(t *testing.T) {
 	store := &fakeStore{entered: make(chan struct{}, 1), hold: make(chan struct{})}
-	h := unitRoom(t, store, refusal.Limits{MaxPending: 1, Timeout: caddy.Duration(time.Minute)})
+	h := unitRoom(t, store, handler.Limits{MaxPending: 1, Timeout: caddy.Duration(time.Minute)})
 	first := make(chan int)
 	go func() {
 		w, _ := serve(h, http.MethodGet, "/seckill/s1/room")
@@ -136,7 +136,7 @@ func TestRoomShedsBeyondMaxPending(t *testing.T) {
 // The room's settings are read again only once cache_ttl has passed on the handler's clock.
 func TestRoomReadsTheSaleRoomAgainAfterCacheTTL(t *testing.T) {
 	store := &fakeStore{}
-	h := unitRoom(t, store, refusal.Limits{})
+	h := unitRoom(t, store, handler.Limits{})
 	clock := time.Unix(1000, 0)
 	h.now = func() time.Time { return clock }
 	ctx := context.Background()

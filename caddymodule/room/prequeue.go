@@ -12,7 +12,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/seckilledge/seckill/caddymodule/refusal"
+	"github.com/seckilledge/seckill/caddymodule/handler"
 )
 
 // The published pre-queue (GET /seckill/{sale}/room/prequeue, after the end) never changes
@@ -188,7 +188,7 @@ func (h *Room) servePrequeue(ctx context.Context, w http.ResponseWriter, r *http
 	}
 	after, limit, ok := prequeuePage(r)
 	if !ok {
-		return h.refuse(w, "prequeue", refusal.Refusal{Status: http.StatusBadRequest, Code: refusal.BadRequest.Code,
+		return h.refuse(w, "prequeue", handler.Refusal{Status: http.StatusBadRequest, Code: handler.BadRequest.Code,
 			Message: "after is a count of entries (>= 0), limit 1 to " + strconv.Itoa(PrequeuePageMax)})
 	}
 	c, ok, err := h.roomOf(ctx, sale)

@@ -18,7 +18,7 @@ import (
 
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 
-	"github.com/seckilledge/seckill/caddymodule/refusal"
+	"github.com/seckilledge/seckill/caddymodule/handler"
 	"github.com/seckilledge/seckill/contract"
 	"github.com/seckilledge/seckill/internal/testenv"
 )
@@ -220,7 +220,7 @@ func TestTheWaitingPageMayNotBeFramed(t *testing.T) {
 		}
 		return w.header
 	}
-	subject := refusal.Subject{Sale: "s1", User: "u1"}
+	subject := handler.Subject{Sale: "s1", User: "u1"}
 	if csp := get(&Room{Subject: subject}).Get("Content-Security-Policy"); !strings.Contains(csp, "frame-ancestors 'none'") || !strings.Contains(csp, "default-src 'none'") {
 		t.Fatalf("default CSP %q: want frame-ancestors 'none'", csp)
 	}
@@ -283,7 +283,7 @@ func (s *listStore) Prequeue(_ context.Context, sale string, from, count int64) 
 // the least recently used list dropped first, and a list beyond the bound is never kept.
 func TestPrequeueListsAreReadOnceAndKeptWithinABound(t *testing.T) {
 	store := &listStore{n: map[string]int64{"a": 25_000, "b": 10, "c": 30_000, "huge": 50_000}, slow: make(chan struct{})}
-	h := unitRoom(t, store, refusal.Limits{})
+	h := unitRoom(t, store, handler.Limits{})
 	h.prequeues = newPrequeueCache(40_000)
 	ctx := context.Background()
 	var wg sync.WaitGroup

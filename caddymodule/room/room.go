@@ -23,9 +23,9 @@ import (
 	"github.com/seckilledge/seckill/caddymodule"
 	"github.com/seckilledge/seckill/caddymodule/dpop/dpophttp"
 	"github.com/seckilledge/seckill/caddymodule/edge"
+	"github.com/seckilledge/seckill/caddymodule/handler"
 	"github.com/seckilledge/seckill/caddymodule/internal/pagecsp"
 	"github.com/seckilledge/seckill/caddymodule/internal/pagekit"
-	"github.com/seckilledge/seckill/caddymodule/refusal"
 	"github.com/seckilledge/seckill/caddymodule/sealed"
 	"github.com/seckilledge/seckill/caddymodule/sealed/sealedhttp"
 	"github.com/seckilledge/seckill/contract"
@@ -64,7 +64,7 @@ const (
 // field.
 type Room struct {
 	// sale, user.
-	refusal.Subject
+	handler.Subject
 	// Admissions per second. Default 50.
 	Rate float64 `json:"rate,omitempty"`
 	// Live admissions per remaining unit (covers no-shows). Default 1.5; at least 1.
@@ -136,7 +136,7 @@ type Room struct {
 	BanZones []string `json:"ban_zones,omitempty"`
 
 	// timeout (default 1s, per Redis call), max_pending, handle_errors.
-	refusal.Limits
+	handler.Limits
 
 	// device_binding (off, optional, required) and proof_max_age: an entry with a DPoP proof
 	// gets a ticket bound to the proof's key, polled and left only with fresh proofs of that
@@ -148,7 +148,7 @@ type Room struct {
 	issuer sealed.Issuer
 	events soldOutFlags
 	logger *zap.Logger
-	ep     refusal.Endpoints
+	ep     handler.Endpoints
 	caller edge.Caller
 	cache  *roomCache
 	// prequeues holds the published pre-queues this gateway has read (prequeue.go).
@@ -169,7 +169,7 @@ type soldOutFlags interface {
 
 // CaddyModule returns the Caddy module information.
 func (Room) CaddyModule() caddy.ModuleInfo {
-	return refusal.Module[Room]("http.handlers.seckill_room")
+	return handler.Module[Room]("http.handlers.seckill_room")
 }
 
 // Provision sets defaults and takes the app's Redis client, token keys and sale events. No
@@ -232,7 +232,7 @@ func (h *Room) setDefaults() {
 		h.AdmitInterval = caddy.Duration(DefaultAdmitInterval)
 	}
 	h.caller = h.Caller(DefaultTimeout)
-	h.ep = refusal.Endpoints{Writer: h.Writer(0), RetryAfter: time.Duration(h.RetryAfter), Requests: requests, Shed: shed,
+	h.ep = handler.Endpoints{Writer: h.Writer(0), RetryAfter: time.Duration(h.RetryAfter), Requests: requests, Shed: shed,
 		Logger: h.logger, Name: "room"}
 	h.refresh = Refresh{Min: time.Duration(h.RefreshMin), Max: time.Duration(h.RefreshMax)}
 	h.defaults = Settings{Rate: h.Rate, Oversubscribe: h.Oversubscribe, Session: time.Duration(h.Session), Prequeue: time.Duration(*h.Prequeue),
@@ -286,7 +286,15 @@ func (h *Room) Validate() error {
 	return h.Challenges.Validate("seckill_room")
 }
 
-// ServeHTTP routes the room's endpoints by the path's end. Refusals go through the shared
+// roomRoutes are the room's endpoints, by the path's end.
+var roomRoutes = handler.NewRoutes(
+	handler.Route{Suffix: "/room/prequeue", Endpoint: "prequeue"},
+	handler.Route{Suffix: "/room", Endpoint: "room"},
+	handler.Route{Suffix: "/challenge", Endpoint: "challenge"},
+	handler.Route{Suffix: "/queue", Endpoint: "queue"},
+)
+
+// ServeHTTP routes the room's endpoints by the path's end (roomRoutes). Refusals go through the shared
 // refusal writer: the contract's JSON body, or a caddyhttp error with handle_errors.
 func (h *Room) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.Handler) error {
 	repl, _ := r.Context().Value(caddy.ReplacerCtxKey).(*caddy.Replacer)
@@ -294,26 +302,16 @@ func (h *Room) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.Han
 		repl = caddy.NewReplacer()
 	}
 	sale := repl.ReplaceAll(h.Sale, "")
-	path := strings.TrimSuffix(r.URL.Path, "/")
-	var endpoint string
-	switch {
-	case strings.HasSuffix(path, "/room/prequeue"):
-		endpoint = "prequeue"
-	case strings.HasSuffix(path, "/room"):
-		endpoint = "room"
-	case strings.HasSuffix(path, "/challenge"):
-		endpoint = "challenge"
-	case strings.HasSuffix(path, "/queue"):
-		endpoint = "queue"
-	default:
+	endpoint, ok := roomRoutes.Match(r.URL.Path)
+	if !ok {
 		return h.refuse(w, "unknown", noEndpoint)
 	}
-	if ref, canonical := refusal.CheckRequest(r); !canonical {
+	if ref, canonical := handler.CheckRequest(r); !canonical {
 		// The sale placeholder reads the raw path, the routes matched the cleaned one.
 		return h.refuse(w, endpoint, ref)
 	}
 	if !contract.ValidID(sale) {
-		return h.refuse(w, endpoint, refusal.BadRequest)
+		return h.refuse(w, endpoint, handler.BadRequest)
 	}
 	// Each Redis call of the request is bounded by the handler's caller (timeout and
 	// max_pending): see boundStore.
@@ -331,13 +329,13 @@ func (h *Room) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.Han
 }
 
 // user reads and checks the user id; ok is false with the refusal to answer.
-func (h *Room) user(repl *caddy.Replacer) (string, refusal.Refusal, bool) {
-	return refusal.User(repl, h.User)
+func (h *Room) user(repl *caddy.Replacer) (string, handler.Refusal, bool) {
+	return handler.User(repl, h.User)
 }
 
 // refuse, unavailable and methodNotAllowed answer as every handler with endpoints does
-// (refusal.Endpoints), counted under endpoint.
-func (h *Room) refuse(w http.ResponseWriter, endpoint string, ref refusal.Refusal) error {
+// (handler.Endpoints), counted under endpoint.
+func (h *Room) refuse(w http.ResponseWriter, endpoint string, ref handler.Refusal) error {
 	return h.ep.Refuse(w, endpoint, ref)
 }
 
@@ -351,11 +349,11 @@ func (h *Room) methodNotAllowed(w http.ResponseWriter, endpoint, allow string) e
 
 // The room's own refusals (the shared ones are in package refusal).
 var (
-	noEndpoint = refusal.Refusal{Status: http.StatusNotFound, Code: "not_found", Message: "no such room endpoint"}
-	noRoom     = refusal.Refusal{Status: http.StatusNotFound, Code: contract.CodeUnknownSale, Message: "no waiting room for this sale"}
-	notEnded   = refusal.Refusal{Status: http.StatusForbidden, Code: CodeNotEnded,
+	noEndpoint = handler.Refusal{Status: http.StatusNotFound, Code: "not_found", Message: "no such room endpoint"}
+	noRoom     = handler.Refusal{Status: http.StatusNotFound, Code: contract.CodeUnknownSale, Message: "no waiting room for this sale"}
+	notEnded   = handler.Refusal{Status: http.StatusForbidden, Code: CodeNotEnded,
 		Message: "the pre-queue is published when the sale has ended"}
-	badTicket = refusal.Refusal{Status: http.StatusForbidden, Code: CodeInvalidTicket,
+	badTicket = handler.Refusal{Status: http.StatusForbidden, Code: CodeInvalidTicket,
 		Message: "the ticket is forged, foreign, expired or malformed; enter again"}
 )
 

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/seckilledge/seckill/caddymodule/decision"
+	hcore "github.com/seckilledge/seckill/caddymodule/handler/core"
 	"github.com/seckilledge/seckill/caddymodule/tokenformat"
 	"github.com/seckilledge/seckill/contract"
 )
@@ -31,14 +31,14 @@ var (
 
 // The refusals of a proof of work, as the room and the draw answer them.
 var (
-	BadProof = decision.Refusal{Status: http.StatusForbidden, Code: contract.CodeInvalidChallenge,
+	BadProof = hcore.Refusal{Status: http.StatusForbidden, Code: contract.CodeInvalidChallenge,
 		Message: "the proof of work is missing, wrong, replayed, foreign or below the minimum difficulty; get a new challenge"}
-	ExpiredProof = decision.Refusal{Status: http.StatusForbidden, Code: contract.CodeChallengeExpired,
+	ExpiredProof = hcore.Refusal{Status: http.StatusForbidden, Code: contract.CodeChallengeExpired,
 		Message: "the challenge expired before it was used (it lives until its expires_at); get a new challenge"}
 )
 
 // RefusalOf is the refusal of a VerifyChallenge error.
-func RefusalOf(err error) decision.Refusal {
+func RefusalOf(err error) hcore.Refusal {
 	if errors.Is(err, ErrChallengeExpired) {
 		return ExpiredProof
 	}

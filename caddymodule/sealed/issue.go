@@ -9,7 +9,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/seckilledge/seckill/caddymodule/decision"
+	hcore "github.com/seckilledge/seckill/caddymodule/handler/core"
 	"github.com/seckilledge/seckill/caddymodule/tokenformat"
 	"github.com/seckilledge/seckill/contract"
 	"github.com/seckilledge/seckill/lua"
@@ -60,14 +60,14 @@ type ChallengeAnswer struct {
 
 // TooManyChallenges refuses a challenge beyond a bound; RetryAfter is set to when the oldest
 // open one expires.
-var TooManyChallenges = decision.Refusal{Status: http.StatusTooManyRequests, Code: contract.CodeTooManyChallenges,
+var TooManyChallenges = hcore.Refusal{Status: http.StatusTooManyRequests, Code: contract.CodeTooManyChallenges,
 	Message: "too many open challenges for this user or network; solve the one you have, or wait for it to expire"}
 
 // Issue seals a challenge of difficulty for (sale, user), counted among the open challenges
 // of user and of net (a client network, Network's; "" for none). ref.Status is 0 when it is
 // issued; else ref is the refusal to answer (TooManyChallenges with its Retry-After). An
 // error means Redis did not answer: refuse with 503, never issue unbounded.
-func (i Issuer) Issue(ctx context.Context, sale, user, net string, difficulty int, b Bounds) (a ChallengeAnswer, ref decision.Refusal, err error) {
+func (i Issuer) Issue(ctx context.Context, sale, user, net string, difficulty int, b Bounds) (a ChallengeAnswer, ref hcore.Refusal, err error) {
 	nonce, err := tokenformat.NewNonce()
 	if err != nil {
 		return a, ref, err

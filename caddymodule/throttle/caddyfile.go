@@ -8,12 +8,11 @@ import (
 	"github.com/caddyserver/caddy/v2/caddyconfig/httpcaddyfile"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 
-	"github.com/seckilledge/seckill/caddymodule/internal/directive"
-	"github.com/seckilledge/seckill/caddymodule/refusal"
+	"github.com/seckilledge/seckill/caddymodule/handler"
 )
 
 func init() {
-	httpcaddyfile.RegisterHandlerDirective("seckill_throttle", refusal.Directive[Handler])
+	httpcaddyfile.RegisterHandlerDirective("seckill_throttle", handler.Directive[Handler])
 	// After forward_auth, so a user zone can key on {http.auth.user.id} set by basic_auth or
 	// forward_auth; before request_header, handle/route, respond and reverse_proxy, so a
 	// refused request costs nothing downstream. seckill_token (before respond) and
@@ -71,11 +70,11 @@ func (h *Handler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			}
 			err = h.Allow.unmarshal(d)
 		case "headers":
-			err = directive.String(d, &h.Headers)
+			err = handler.StringArg(d, &h.Headers)
 		case "retry_jitter":
-			err = directive.Duration(d, &h.RetryJitter)
+			err = handler.DurationArg(d, &h.RetryJitter)
 		case "disable_autopipeline":
-			err = directive.Flag(d, &h.DisableAutopipeline)
+			err = handler.Flag(d, &h.DisableAutopipeline)
 		default:
 			return false, nil
 		}
@@ -104,20 +103,20 @@ func (z *Zone) unmarshal(d *caddyfile.Dispenser) error {
 		}
 		z.Window = caddy.Duration(w)
 	}
-	return directive.Block(d, "zone", func(name string) (bool, error) {
+	return handler.ParseBlock(d, "zone", func(name string) (bool, error) {
 		switch name {
 		case "key":
-			return true, directive.String(d, &z.Key)
+			return true, handler.StringArg(d, &z.Key)
 		case "limit":
-			return true, directive.Int(d, &z.Limit)
+			return true, handler.IntArg(d, &z.Limit)
 		case "window":
-			return true, directive.Duration(d, &z.Window)
+			return true, handler.DurationArg(d, &z.Window)
 		case "ipv4_prefix":
-			return true, directive.Int(d, &z.IPv4Prefix)
+			return true, handler.IntArg(d, &z.IPv4Prefix)
 		case "ipv6_prefix":
-			return true, directive.Int(d, &z.IPv6Prefix)
+			return true, handler.IntArg(d, &z.IPv6Prefix)
 		case "local_limit":
-			return true, directive.Int(d, &z.LocalLimit)
+			return true, handler.IntArg(d, &z.LocalLimit)
 		case "match":
 			set, err := caddyhttp.ParseCaddyfileNestedMatcherSet(d)
 			z.MatcherSetsRaw = append(z.MatcherSetsRaw, set)
@@ -126,30 +125,30 @@ func (z *Zone) unmarshal(d *caddyfile.Dispenser) error {
 			z.Ban = new(Ban)
 			return true, z.Ban.unmarshal(d)
 		case "shadow":
-			return true, directive.Flag(d, &z.Shadow)
+			return true, handler.Flag(d, &z.Shadow)
 		case "on_failure":
-			return true, directive.String(d, &z.OnFailure)
+			return true, handler.StringArg(d, &z.OnFailure)
 		}
 		return false, nil
 	})
 }
 
 func (b *Ban) unmarshal(d *caddyfile.Dispenser) error {
-	return directive.Block(d, "ban", func(name string) (bool, error) {
+	return handler.ParseBlock(d, "ban", func(name string) (bool, error) {
 		switch name {
 		case "after":
-			return true, directive.Int(d, &b.After)
+			return true, handler.IntArg(d, &b.After)
 		case "within":
-			return true, directive.Duration(d, &b.Within)
+			return true, handler.DurationArg(d, &b.Within)
 		case "for":
-			return true, directive.Duration(d, &b.For)
+			return true, handler.DurationArg(d, &b.For)
 		}
 		return false, nil
 	})
 }
 
 func (a *Allow) unmarshal(d *caddyfile.Dispenser) error {
-	return directive.Block(d, "allow", func(name string) (bool, error) {
+	return handler.ParseBlock(d, "allow", func(name string) (bool, error) {
 		switch name {
 		case "cidrs":
 			cidrs := d.RemainingArgs()

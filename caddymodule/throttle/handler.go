@@ -25,7 +25,7 @@ import (
 
 	"github.com/seckilledge/seckill/caddymodule"
 	"github.com/seckilledge/seckill/caddymodule/edge"
-	"github.com/seckilledge/seckill/caddymodule/refusal"
+	"github.com/seckilledge/seckill/caddymodule/handler"
 	"github.com/seckilledge/seckill/caddymodule/throttle/core"
 	"github.com/seckilledge/seckill/contract"
 )
@@ -61,13 +61,13 @@ type Handler struct {
 
 	// timeout (default 100ms: past it the zones' on_failure policies apply), max_pending,
 	// handle_errors (refusals, 429 and 503, go to the handle_errors routes).
-	refusal.Limits
+	handler.Limits
 
 	limiter *core.Limiter
 	zones   []*Zone // in limiter order
 	allow   *allowList
 	logger  *zap.Logger
-	refuse  refusal.Writer
+	refuse  handler.Writer
 	// counters are the decision counters of zones, in limiter order.
 	counters []zoneCounters
 	// matchSet[i] is the first zone (in limiter order) with the same matchers as zone i, -1
@@ -83,7 +83,7 @@ type Handler struct {
 
 // CaddyModule returns the Caddy module information.
 func (Handler) CaddyModule() caddy.ModuleInfo {
-	return refusal.Module[Handler]("http.handlers.seckill_throttle")
+	return handler.Module[Handler]("http.handlers.seckill_throttle")
 }
 
 var zoneName = regexp.MustCompile(`^[A-Za-z0-9_-]{1,32}$`)
@@ -232,7 +232,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 		if h.limiter.DeferTo(&x.j, keys.list) {
 			return h.answer(w, r, next, x.j.Decision())
 		}
-		if refusal.LeaveJoint(r, x) {
+		if handler.LeaveJoint(r, x) {
 			return next.ServeHTTP(w, r)
 		}
 		alone := x.j.Alone(r.Context())
@@ -260,15 +260,15 @@ func (h *Handler) refuseWith(w http.ResponseWriter, d *core.Decision) error {
 
 // The throttle's refusals.
 var (
-	rateLimited = refusal.Refusal{Status: http.StatusTooManyRequests, Code: contract.CodeRateLimited,
+	rateLimited = handler.Refusal{Status: http.StatusTooManyRequests, Code: contract.CodeRateLimited,
 		Message: "too many requests, slow down"}
-	banned = refusal.Refusal{Status: http.StatusTooManyRequests, Code: contract.CodeRateLimited,
+	banned = handler.Refusal{Status: http.StatusTooManyRequests, Code: contract.CodeRateLimited,
 		Message: "too many requests: temporarily blocked"}
-	unavailable = refusal.Refusal{Status: http.StatusServiceUnavailable, Code: contract.CodeUnavailable,
+	unavailable = handler.Refusal{Status: http.StatusServiceUnavailable, Code: contract.CodeUnavailable,
 		Message: "the rate limiter is unavailable, try again shortly"}
 )
 
-func refusalOf(d *core.Decision) refusal.Refusal {
+func refusalOf(d *core.Decision) handler.Refusal {
 	switch {
 	case d.Status == http.StatusServiceUnavailable:
 		return unavailable

@@ -4,12 +4,12 @@ import (
 	"context"
 	"net/http"
 
-	"github.com/seckilledge/seckill/caddymodule/refusal"
+	"github.com/seckilledge/seckill/caddymodule/handler"
 	"github.com/seckilledge/seckill/caddymodule/throttle/core"
 )
 
 // joint is the throttle's check of one request left to the next handler of the route
-// (refusal.Joint): seckill_gate runs the zones' exact tier in its own script call, and hands
+// (handler.Joint): seckill_gate runs the zones' exact tier in its own script call, and hands
 // the zones' reply back here, where it is merged, counted and answered exactly as when the
 // throttle calls Redis itself.
 //
@@ -57,4 +57,4 @@ func (h *Handler) JoinNext(joined bool) {
 	}
 }
 
-var _ refusal.Joint = (*joint)(nil)
+var _ handler.Joint = (*joint)(nil)

@@ -5,12 +5,11 @@ import (
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 	"github.com/caddyserver/caddy/v2/caddyconfig/httpcaddyfile"
 
-	"github.com/seckilledge/seckill/caddymodule/internal/directive"
-	"github.com/seckilledge/seckill/caddymodule/refusal"
+	"github.com/seckilledge/seckill/caddymodule/handler"
 )
 
 func init() {
-	httpcaddyfile.RegisterHandlerDirective("seckill_token", refusal.Directive[Issuer])
+	httpcaddyfile.RegisterHandlerDirective("seckill_token", handler.Directive[Issuer])
 	// Before respond: after every request-shaping and authentication directive and after
 	// seckill_throttle (registered after forward_auth), before seckill_gate (registered before
 	// reverse_proxy, which comes after respond). Each of the three plugins is anchored to a
@@ -39,15 +38,15 @@ func (h *Issuer) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 		var err error
 		switch name {
 		case "ttl":
-			err = directive.Duration(d, &h.TTL)
+			err = handler.DurationArg(d, &h.TTL)
 		case "lead_time":
 			var lead caddy.Duration
-			err = directive.Duration(d, &lead)
+			err = handler.DurationArg(d, &lead)
 			h.LeadTime = &lead
 		case "retry_after":
-			err = directive.Duration(d, &h.RetryAfter)
+			err = handler.DurationArg(d, &h.RetryAfter)
 		case "require_admission":
-			err = directive.Flag(d, &h.RequireAdmission)
+			err = handler.Flag(d, &h.RequireAdmission)
 		default:
 			return h.Settings.Option(d, name)
 		}

@@ -17,7 +17,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"go.uber.org/zap"
 
-	"github.com/seckilledge/seckill/caddymodule/refusal"
+	"github.com/seckilledge/seckill/caddymodule/handler"
 	"github.com/seckilledge/seckill/caddymodule/tokenformat"
 	"github.com/seckilledge/seckill/contract"
 	"github.com/seckilledge/seckill/internal/testenv"
@@ -43,7 +43,7 @@ func testRing(t testing.TB, keys ...tokenformat.Key) *tokenformat.Keyring {
 func newIssuer(t testing.TB, rdb redis.Scripter, kr *tokenformat.Keyring, ttl, lead time.Duration) *Issuer {
 	t.Helper()
 	l := caddy.Duration(lead)
-	h := &Issuer{Subject: refusal.Subject{User: "{http.request.header.X-User-ID}"}, TTL: caddy.Duration(ttl), LeadTime: &l, logger: zap.NewNop()}
+	h := &Issuer{Subject: handler.Subject{User: "{http.request.header.X-User-ID}"}, TTL: caddy.Duration(ttl), LeadTime: &l, logger: zap.NewNop()}
 	h.setup(rdb, kr)
 	if err := h.Validate(); err != nil {
 		t.Fatal(err)

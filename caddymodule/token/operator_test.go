@@ -14,7 +14,7 @@ import (
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 
-	"github.com/seckilledge/seckill/caddymodule/refusal"
+	"github.com/seckilledge/seckill/caddymodule/handler"
 	"github.com/seckilledge/seckill/contract"
 	"github.com/seckilledge/seckill/internal/testenv"
 )
@@ -77,7 +77,7 @@ func TestHandleErrorsHandsTheRefusalToCaddy(t *testing.T) {
 	if !errors.As(err, &he) || he.StatusCode != 503 {
 		t.Fatalf("ServeHTTP = %v, want a caddyhttp 503 error", err)
 	}
-	if r, ok := refusal.As(err); !ok || r.Code != contract.CodePaused {
+	if r, ok := handler.As(err); !ok || r.Code != contract.CodePaused {
 		t.Fatalf("the error carries %+v, want the paused refusal", r)
 	}
 	if rec.Body.Len() != 0 || rec.Header().Get("Retry-After") != "1" {

@@ -32,7 +32,7 @@ import (
 	"github.com/seckilledge/seckill/caddymodule/dpop"
 	"github.com/seckilledge/seckill/caddymodule/dpop/dpophttp"
 	"github.com/seckilledge/seckill/caddymodule/edge"
-	"github.com/seckilledge/seckill/caddymodule/refusal"
+	"github.com/seckilledge/seckill/caddymodule/handler"
 	"github.com/seckilledge/seckill/caddymodule/token/core"
 	"github.com/seckilledge/seckill/caddymodule/tokenformat"
 )
@@ -53,7 +53,7 @@ const (
 // next handler): 200 `{"token","expires_at"}` or a JSON refusal with the contract's code.
 type Issuer struct {
 	// sale, user.
-	refusal.Subject
+	handler.Subject
 
 	// How long a token lives: from the start of the sale for a token taken before it, from
 	// the moment of issue once the sale has started; never past the end of the sale.
@@ -73,7 +73,7 @@ type Issuer struct {
 	RetryAfter caddy.Duration `json:"retry_after,omitempty"`
 
 	// timeout (default 1s), max_pending, handle_errors.
-	refusal.Limits
+	handler.Limits
 
 	// device_binding (off, optional, required) and proof_max_age: with a DPoP proof in the
 	// request (caddymodule/dpop), the token is bound to the proof's key (format version 2)
@@ -83,12 +83,12 @@ type Issuer struct {
 
 	core   *core.Decider
 	logger *zap.Logger
-	refuse refusal.Writer
+	refuse handler.Writer
 }
 
 // CaddyModule returns the Caddy module information.
 func (Issuer) CaddyModule() caddy.ModuleInfo {
-	return refusal.Module[Issuer]("http.handlers.seckill_token")
+	return handler.Module[Issuer]("http.handlers.seckill_token")
 }
 
 // Provision sets defaults and takes the app's Redis client and keyring. No network I/O.
@@ -160,11 +160,11 @@ func (h *Issuer) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.H
 	}
 	start := time.Now()
 	// The throttle right before this handler may have left its zones to this script call
-	// (refusal.Joint): settled on every path, before anything of the issuer's is counted.
-	joint := refusal.TakeJoint(r)
+	// (handler.Joint): settled on every path, before anything of the issuer's is counted.
+	joint := handler.TakeJoint(r)
 	var res core.Result
-	var ref refusal.Refusal
-	switch pathRef, canonical := refusal.CheckRequest(r); {
+	var ref handler.Refusal
+	switch pathRef, canonical := handler.CheckRequest(r); {
 	case r.Method != http.MethodPost:
 		res = core.Result{Outcome: core.MethodNotAllowed}
 		w.Header()["Allow"] = []string{http.MethodPost}
@@ -232,7 +232,7 @@ const ProofRefused core.Outcome = "proof_refused"
 // bindTo returns the thumbprint the token is to be bound to: the key of the request's proof
 // ("" for a bearer token when binding is off, or optional and no proof came), or the refusal
 // of a proof that does not verify (ok false).
-func (h *Issuer) bindTo(r *http.Request) (jkt string, ref refusal.Refusal, ok bool) {
+func (h *Issuer) bindTo(r *http.Request) (jkt string, ref handler.Refusal, ok bool) {
 	if !h.Enabled() || (h.DeviceBinding == dpop.Optional && !dpophttp.HasProof(r)) {
 		return "", ref, true
 	}
@@ -245,7 +245,7 @@ func (h *Issuer) bindTo(r *http.Request) (jkt string, ref refusal.Refusal, ok bo
 }
 
 // TakesJoint says that the issuer runs the zones of a seckill_throttle right before it in its
-// route inside its own script call (refusal.Joint; the seckill app links them at start).
+// route inside its own script call (handler.Joint; the seckill app links them at start).
 func (h *Issuer) TakesJoint() bool { return true }
 
 // Interface guards
@@ -259,7 +259,7 @@ var (
 func writeIssued(w http.ResponseWriter, res core.Result) {
 	// A token is a credential of one user: no cache may keep it (Cache-Control no-store).
 	// Token and timestamp are URL-safe ASCII: no JSON escaping needed.
-	_ = refusal.Answer(w, http.StatusOK, func(body []byte) []byte {
+	_ = handler.Answer(w, http.StatusOK, func(body []byte) []byte {
 		body = append(body, `{"token":"`...)
 		body = append(body, res.Token...)
 		body = append(body, `","expires_at":"`...)

@@ -67,14 +67,14 @@ func gatewayFamilies(t *testing.T) map[string][]string {
 		"admin": {"listen": "127.0.0.1:%d"},
 		"logging": {"logs": {"default": {"level": "ERROR"}}},
 		"apps": {
-			"seckill": {"redis": {"addrs": [%q]}, "amqp": {"url": %q}, "token_keys": [{"id": "k1", "secret": "dashboard-test-secret-0123456789"}]},
+			"seckill": {"redis": {"addrs": [%q]}, "amqp": {"url": %q}, "token_keys": [{"id": "k1", "secret": "dashboard-test-secret-0123456789"}], "relay": {"served_only": true}},
 			"http": {"servers": {"gw": {
 				"listen": ["127.0.0.1:%d"],
 				"automatic_https": {"disable": true},
 				"routes": [
 					{"handle": [{"handler": "seckill_throttle", "zones": [{"name": %q, "key": "{http.request.header.X-User-ID}", "limit": 5, "window": 1000000000}]}]},
 					{"match": [{"path": ["/seckill/*/token"]}], "handle": [{"handler": "seckill_token", "user": "{http.request.header.X-User-ID}"}]},
-					{"match": [{"path": ["/seckill/*/buy"]}], "handle": [{"handler": "seckill_gate", "user": "{http.request.header.X-User-ID}", "relay": {"served_only": true}}]}
+					{"match": [{"path": ["/seckill/*/buy"]}], "handle": [{"handler": "seckill_gate", "user": "{http.request.header.X-User-ID}"}]}
 				]
 			}}}
 		}

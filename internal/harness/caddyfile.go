@@ -129,14 +129,50 @@ func globalBlock(src string) int {
 	return -1
 }
 
-// withGateRelay inserts a relay block into the (first) seckill_gate block of a Caddyfile.
-func withGateRelay(src, body string) (string, error) {
-	loc := gateBlockRe.FindStringIndex(src)
-	if loc == nil {
-		return "", fmt.Errorf("no `seckill_gate {` block to add relay settings to")
+// withAppRelay adds relay settings (body, e.g. "claim_min_idle 5s") to the seckill global
+// option of a Caddyfile: at the end of its `relay { ... }` block, so they win over the
+// Caddyfile's own, or in a new one. seckill_gate's own relay block is gone (issue 36): the
+// relay is the app's.
+func withAppRelay(src, body string) (string, error) {
+	g := globalBlock(src)
+	if g < 0 {
+		return "", fmt.Errorf("no global options block to add relay settings to")
 	}
-	at := loc[1]
-	return src[:at] + "\t\t\trelay {\n\t\t\t\t" + body + "\n\t\t\t}\n" + src[at:], nil
+	loc := seckillOptionRe.FindStringIndex(src[g:])
+	if loc == nil {
+		return "", fmt.Errorf("no `seckill {` global option to add relay settings to")
+	}
+	open := g + loc[1]
+	end := blockEnd(src, open)
+	if end < 0 {
+		return "", fmt.Errorf("the `seckill {` global option is not closed")
+	}
+	if r := relayBlockRe.FindStringIndex(src[open:end]); r != nil {
+		if rend := blockEnd(src, open+r[1]); rend >= 0 {
+			return src[:rend] + "\t\t\t" + body + "\n" + src[rend:], nil
+		}
+	}
+	return src[:open] + "\t\trelay {\n\t\t\t" + body + "\n\t\t}\n" + src[open:], nil
 }
 
-var gateBlockRe = regexp.MustCompile(`(?m)^[ \t]*seckill_gate\b[^\n#]*\{[ \t]*\n`)
+// blockEnd is the offset of the start of the line holding the `}` that closes the block whose
+// body starts at from, or -1. Braces inside the block (placeholders, nested blocks) balance.
+func blockEnd(src string, from int) int {
+	depth := 1
+	for i := from; i < len(src); i++ {
+		switch src[i] {
+		case '{':
+			depth++
+		case '}':
+			if depth--; depth == 0 {
+				return strings.LastIndexByte(src[:i], '\n') + 1
+			}
+		}
+	}
+	return -1
+}
+
+var (
+	seckillOptionRe = regexp.MustCompile(`(?m)^[ \t]*seckill[ \t]*\{[ \t]*\n`)
+	relayBlockRe    = regexp.MustCompile(`(?m)^[ \t]*relay[ \t]*\{[ \t]*\n`)
+)

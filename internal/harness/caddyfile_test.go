@@ -2,6 +2,7 @@ package harness
 
 import (
 	"os"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -79,17 +80,34 @@ func TestTheBenchmarksDropTheShopSiteAndTheShopTestKeepsOnlyIt(t *testing.T) {
 	}
 }
 
-func TestWithGateRelayTunesTheGateBlockNotAComment(t *testing.T) {
-	src := "# seckill_gate { is mentioned here\n:8080 {\n\thandle @buy {\n\t\tseckill_gate {\n\t\t\trequire_token\n\t\t}\n\t}\n}\n"
-	out, err := withGateRelay(src, "claim_min_idle 5s")
+// The harness's relay settings go into the seckill global option's relay block, after the
+// Caddyfile's own (so they win), or into a new one; never into a comment or a site.
+func TestWithAppRelayTunesTheSeckillOptionsRelayBlock(t *testing.T) {
+	own := "# seckill { relay { is mentioned here\n{\n\tseckill {\n\t\tredis {\n\t\t\taddrs {env.R}\n\t\t}\n\t\trelay {\n\t\t\tpoll_interval 100ms\n\t\t}\n\t}\n}\n:8080 {\n\tseckill_gate {\n\t\trequire_token\n\t}\n}\n"
+	out, err := withAppRelay(own, "claim_min_idle 5s")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(out, "seckill_gate {\n\t\t\trelay {\n\t\t\t\tclaim_min_idle 5s\n\t\t\t}\n\t\t\trequire_token") {
-		t.Fatalf("relay block not in the gate block:\n%s", out)
+	if !strings.Contains(out, "\t\trelay {\n\t\t\tpoll_interval 100ms\n\t\t\tclaim_min_idle 5s\n\t\t}\n\t}\n}\n:8080") {
+		t.Fatalf("relay settings not at the end of the app's relay block:\n%s", out)
 	}
-	if _, err := withGateRelay(":8080 {\n}\n", "x"); err == nil {
-		t.Fatal("a Caddyfile without seckill_gate was accepted")
+	none := "{\n\tseckill {\n\t\tdemo\n\t}\n}\n:8080 {\n\tseckill_gate\n}\n"
+	if out, err = withAppRelay(none, "claim_min_idle 5s"); err != nil || !strings.Contains(out, "\tseckill {\n\t\trelay {\n\t\t\tclaim_min_idle 5s\n\t\t}\n\t\tdemo\n") {
+		t.Fatalf("no relay block added to the seckill option (%v):\n%s", err, out)
+	}
+	// The shipped Caddyfile: its one relay block gets the setting.
+	root, err := os.ReadFile("../../Caddyfile")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out, err = withAppRelay(string(root), "claim_min_idle 5s"); err != nil || strings.Count(out, "relay {") != strings.Count(string(root), "relay {") ||
+		!regexp.MustCompile(`\n\t\trelay \{\n(\t\t\t[^\n]*\n)*\t\t\tclaim_min_idle 5s\n\t\t\}\n`).MatchString(out) {
+		t.Fatalf("the root Caddyfile's relay block did not get the setting (%v):\n%s", err, out)
+	}
+	for _, bad := range []string{":8080 {\n}\n", "{\n\tservers {\n\t}\n}\n:8080 {\n}\n", "{\n\tseckill {\n\t\tdemo\n"} {
+		if _, err := withAppRelay(bad, "x"); err == nil {
+			t.Errorf("%q: accepted without a seckill global option", bad)
+		}
 	}
 }
 

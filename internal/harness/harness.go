@@ -51,8 +51,10 @@ type Options struct {
 	// is not added), each with SECKILL_SHOP_PUBLIC_URL its own URL. The shop is the caller's
 	// (SECKILL_SHOP in Env).
 	ShopSite bool
-	// GateRelay, when set, is inserted into the seckill_gate block as a `relay { … }` body
-	// (e.g. "claim_min_idle 5s"). Empty: the Caddyfile's own settings.
+	// GateRelay, when set, is added to the relay settings of the seckill global option (e.g.
+	// "claim_min_idle 5s"), after the Caddyfile's own, so it wins. Empty: the Caddyfile's own
+	// settings. (The name is from when it went into seckill_gate's relay block, removed in
+	// issue 36, where the app's settings silently overrode it.)
 	GateRelay string
 	// Gateways and Backends are the instance counts (default 1 each). Every gateway proxies
 	// /orders/ to every backend; the first backend applies the migrations.
@@ -234,7 +236,7 @@ func Start(ctx context.Context, o Options) (_ *Stack, err error) {
 	}
 	tmpl := string(src)
 	if o.GateRelay != "" {
-		if tmpl, err = withGateRelay(tmpl, o.GateRelay); err != nil {
+		if tmpl, err = withAppRelay(tmpl, o.GateRelay); err != nil {
 			return nil, fmt.Errorf("%s: %w", cf, err)
 		}
 	}

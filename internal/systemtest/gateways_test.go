@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/seckilledge/seckill/caddymodule/refusal"
+	"github.com/seckilledge/seckill/caddymodule/handler"
 	"github.com/seckilledge/seckill/internal/handlertest"
 	"github.com/seckilledge/seckill/internal/testenv"
 )
@@ -184,7 +184,7 @@ func TestTwoGatewaysObeyEveryControlWithinASecondAndEachIsAudited(t *testing.T) 
 			t.Fatalf("%s: before the moved end: %+v", g.Name, a)
 		}
 	}
-	within(t, "ended at the moved end", gws, endsAt, limit, askProbe, is(refusal.Ended.Status, "ended"))
+	within(t, "ended at the moved end", gws, endsAt, limit, askProbe, is(handler.Ended.Status, "ended"))
 	// An ended sale refuses every control.
 	if code, body := s.control(aliceToken, http.MethodPost, "/admin/sales/"+sale+"/end", ""); code != http.StatusConflict || body["code"] != "sale_ended" {
 		t.Fatalf("end of an ended sale: %d %v", code, body)
@@ -202,7 +202,7 @@ func TestTwoGatewaysObeyEveryControlWithinASecondAndEachIsAudited(t *testing.T) 
 		t.Fatalf("end: %d %v", code, body)
 	}
 	within(t, "ended", gws, start, limit, func(g gateway, _ int) answer { return buy(t, g.Base, sale2, probe[g.Name], nil) },
-		is(refusal.Ended.Status, "ended"))
+		is(handler.Ended.Status, "ended"))
 	for _, g := range gws {
 		if a := buy(t, g.Base, sale2, "after-end-"+g.Name, nil); a.Code != "ended" {
 			t.Fatalf("%s: a fresh buyer after end: %+v", g.Name, a)

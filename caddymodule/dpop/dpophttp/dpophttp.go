@@ -13,7 +13,7 @@ import (
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 
 	"github.com/seckilledge/seckill/caddymodule/dpop"
-	"github.com/seckilledge/seckill/caddymodule/internal/directive"
+	"github.com/seckilledge/seckill/caddymodule/handler"
 )
 
 // Settings are a handler's device binding options, the same on seckill_token, seckill_gate
@@ -59,7 +59,7 @@ func (s *Settings) Option(d *caddyfile.Dispenser, name string) (ok bool, err err
 	switch name {
 	case "device_binding":
 		var v string
-		if err := directive.String(d, &v); err != nil {
+		if err := handler.StringArg(d, &v); err != nil {
 			return true, err
 		}
 		b, err := dpop.ParseBinding(v)
@@ -69,7 +69,7 @@ func (s *Settings) Option(d *caddyfile.Dispenser, name string) (ok bool, err err
 		s.DeviceBinding = b
 		return true, nil
 	case "proof_max_age":
-		return true, directive.Duration(d, &s.ProofMaxAge)
+		return true, handler.DurationArg(d, &s.ProofMaxAge)
 	}
 	return false, nil
 }

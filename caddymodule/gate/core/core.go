@@ -2,7 +2,7 @@
 // purchase's identities, item and token, answers from this instance's sold-out memory when it
 // can, and otherwise runs lua/gate.lua through a Store (RedisStore) on the user's shard, within
 // the deadline and max_pending of an edge.Caller. A Verdict carries its Outcome and the
-// decision.Refusal it answers. It imports no Caddy (caddymodule/gate is the handler), so its
+// hcore.Refusal it answers. It imports no Caddy (caddymodule/gate is the handler), so its
 // tests link no Caddy either.
 package core
 
@@ -11,9 +11,9 @@ import (
 	"errors"
 	"time"
 
-	"github.com/seckilledge/seckill/caddymodule/decision"
 	"github.com/seckilledge/seckill/caddymodule/dpop"
 	"github.com/seckilledge/seckill/caddymodule/edge"
+	hcore "github.com/seckilledge/seckill/caddymodule/handler/core"
 	"github.com/seckilledge/seckill/caddymodule/tokenformat"
 	"github.com/seckilledge/seckill/contract"
 )
@@ -23,8 +23,8 @@ import (
 // generation is its target's.
 type SoldOutCache interface {
 	SoldOut(target string) bool
-	Generation(target string) decision.Generation
-	MarkSoldOut(target string, gen decision.Generation)
+	Generation(target string) hcore.Generation
+	MarkSoldOut(target string, gen hcore.Generation)
 }
 
 // Decider is the gate's decision without transport: the rules around the script (identities,
@@ -55,7 +55,7 @@ type Decider struct {
 	ProofWindow time.Duration
 
 	// late remembers the answers given after a sell-out, until the next restock (late.go).
-	late lateAnswers[decision.Generation]
+	late lateAnswers[hcore.Generation]
 }
 
 // CheckRequest validates the identities of a purchase before anything else: no user is 401,

@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/seckilledge/seckill/caddymodule/decision"
 	"github.com/seckilledge/seckill/caddymodule/edge"
+	hcore "github.com/seckilledge/seckill/caddymodule/handler/core"
 	"github.com/seckilledge/seckill/caddymodule/tokenformat"
 	"github.com/seckilledge/seckill/contract"
 	"github.com/seckilledge/seckill/internal/shardcache"
@@ -54,9 +54,9 @@ func (s *fakeStore) Buyer(_ context.Context, target, user string) (string, error
 // fakeSoldOut is the sold-out memory.
 type fakeSoldOut struct{ m map[string]bool }
 
-func (f *fakeSoldOut) SoldOut(t string) bool                       { return f.m[t] }
-func (f *fakeSoldOut) Generation(string) decision.Generation       { return decision.Generation{} }
-func (f *fakeSoldOut) MarkSoldOut(t string, _ decision.Generation) { f.m[t] = true }
+func (f *fakeSoldOut) SoldOut(t string) bool                    { return f.m[t] }
+func (f *fakeSoldOut) Generation(string) hcore.Generation       { return hcore.Generation{} }
+func (f *fakeSoldOut) MarkSoldOut(t string, _ hcore.Generation) { f.m[t] = true }
 
 var clock = time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
 

@@ -6,9 +6,9 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/seckilledge/seckill/caddymodule/decision"
 	"github.com/seckilledge/seckill/caddymodule/dpop"
 	"github.com/seckilledge/seckill/caddymodule/edge"
+	hcore "github.com/seckilledge/seckill/caddymodule/handler/core"
 	"github.com/seckilledge/seckill/contract"
 )
 
@@ -51,19 +51,19 @@ const (
 )
 
 // refusals holds the answer of every refusing outcome.
-var refusals = map[Outcome]decision.Refusal{
-	Unauthenticated: decision.Unauthenticated,
-	BadRequest:      decision.BadRequest,
-	UnknownSale:     decision.UnknownSale,
-	NotStarted:      decision.NotStarted,
-	Ended:           decision.Ended,
-	Paused:          decision.Paused,
+var refusals = map[Outcome]hcore.Refusal{
+	Unauthenticated: hcore.Unauthenticated,
+	BadRequest:      hcore.BadRequest,
+	UnknownSale:     hcore.UnknownSale,
+	NotStarted:      hcore.NotStarted,
+	Ended:           hcore.Ended,
+	Paused:          hcore.Paused,
 	InvalidToken: {Status: http.StatusForbidden, Code: contract.CodeInvalidToken,
 		Message: "the purchase token is missing or not valid for this user and sale"},
 	TokenExpired:  {Status: http.StatusForbidden, Code: contract.CodeTokenExpired, Message: "the purchase token has expired"},
 	TokenUsed:     {Status: http.StatusForbidden, Code: contract.CodeTokenUsed, Message: "the purchase token was already used"},
-	AlreadyBought: decision.AlreadyBought,
-	SoldOut:       decision.SoldOut,
+	AlreadyBought: hcore.AlreadyBought,
+	SoldOut:       hcore.SoldOut,
 	LimitReached: {Status: http.StatusConflict, Code: contract.CodeLimitReached,
 		Message: "this purchase would take you above the per-user limit of the sale"},
 	Unavailable: {Status: http.StatusServiceUnavailable, Code: contract.CodeUnavailable,
@@ -72,8 +72,8 @@ var refusals = map[Outcome]decision.Refusal{
 		Message: "this sale has a waiting room and you hold no live admission: wait for one (GET /seckill/<sale>/queue)"},
 	Misconfigured: {Status: http.StatusServiceUnavailable, Code: contract.CodeUnavailable,
 		Message: "this sale has a waiting room and this gateway does not check admissions (seckill_gate require_admission): it is not sold here"},
-	RoomMissing: decision.RoomMissing,
-	DrawMissing: decision.DrawMissing,
+	RoomMissing: hcore.RoomMissing,
+	DrawMissing: hcore.DrawMissing,
 
 	ProofRequired:    proofRefusal(dpop.ErrMissing),
 	ProofKeyMismatch: proofRefusal(dpop.ErrKey),
@@ -81,34 +81,24 @@ var refusals = map[Outcome]decision.Refusal{
 	ProofReplayed:    proofRefusal(dpop.ErrReplayed),
 }
 
-func proofRefusal(err error) decision.Refusal {
+func proofRefusal(err error) hcore.Refusal {
 	r, _ := dpop.Refusal(err)
 	return r
 }
 
+// table is the gate's outcome table: 202 queued for Accepted, the answer of every refusing
+// outcome, unavailable for anything else.
+var table = hcore.NewTable(hcore.Table[Outcome]{Success: Accepted, SuccessStatus: http.StatusAccepted, SuccessMessage: "queued",
+	Fallback: Unavailable, Refusals: refusals})
+
 // Refusal is the answer of a refusing outcome; anything unknown answers unavailable.
-func (o Outcome) Refusal() decision.Refusal {
-	if r, ok := refusals[o]; ok {
-		return r
-	}
-	return refusals[Unavailable]
-}
+func (o Outcome) Refusal() hcore.Refusal { return table.Refusal(o) }
 
 // Status is the HTTP status of an outcome.
-func (o Outcome) Status() int {
-	if o == Accepted {
-		return http.StatusAccepted
-	}
-	return o.Refusal().Status
-}
+func (o Outcome) Status() int { return table.Status(o) }
 
-// Message is the human-readable message of a refusal.
-func (o Outcome) Message() string {
-	if o == Accepted {
-		return "queued"
-	}
-	return o.Refusal().Message
-}
+// Message is the human-readable message of a refusal ("queued" for Accepted).
+func (o Outcome) Message() string { return table.Message(o) }
 
 // Messages of the bad_request refusals about what is bought (Verdict.Reason).
 var badItem = map[string]string{
@@ -130,7 +120,7 @@ const (
 // Refusal is the answer of a refusing verdict: its outcome's, with what the verdict adds (the
 // order of already_bought, the units held of limit_reached, the variant of sold_out, the
 // reason of a bad_request about the item).
-func (v Verdict) Refusal() decision.Refusal {
+func (v Verdict) Refusal() hcore.Refusal {
 	r := v.Outcome.Refusal()
 	r.OrderID = v.OrderID
 	switch v.Outcome {
@@ -144,7 +134,7 @@ func (v Verdict) Refusal() decision.Refusal {
 		}
 	case NotAdmitted:
 		if v.Reason == ReasonDraw {
-			r.Message = decision.NotWon.Message
+			r.Message = hcore.NotWon.Message
 		}
 	}
 	return r

@@ -18,8 +18,7 @@ import (
 
 	"github.com/seckilledge/seckill/caddymodule"
 	"github.com/seckilledge/seckill/caddymodule/edge"
-	"github.com/seckilledge/seckill/caddymodule/internal/directive"
-	"github.com/seckilledge/seckill/caddymodule/refusal"
+	"github.com/seckilledge/seckill/caddymodule/handler"
 	"github.com/seckilledge/seckill/caddymodule/sealed"
 )
 
@@ -106,15 +105,15 @@ func (c *Challenges) Bounds() sealed.Bounds {
 // UnmarshalOption parses the Caddyfile option at d when it is one of the challenges' options
 // (challenge_life <duration>, challenges_per_user <n>, challenges_per_net <n>,
 // challenge_prefix <ipv4> <ipv6>); ok is false for any other. Pass the Challenges to
-// refusal.Limits.UnmarshalBlock to have it tried on every option.
+// handler.Limits.UnmarshalBlock to have it tried on every option.
 func (c *Challenges) UnmarshalOption(d *caddyfile.Dispenser) (ok bool, err error) {
 	switch d.Val() {
 	case "challenge_life":
-		return true, directive.Duration(d, &c.ChallengeLife)
+		return true, handler.DurationArg(d, &c.ChallengeLife)
 	case "challenges_per_user":
-		return true, directive.Int(d, &c.ChallengesPerUser)
+		return true, handler.IntArg(d, &c.ChallengesPerUser)
 	case "challenges_per_net":
-		return true, directive.Int(d, &c.ChallengesPerNet)
+		return true, handler.IntArg(d, &c.ChallengesPerNet)
 	case "challenge_prefix":
 		args := d.RemainingArgs()
 		if len(args) != 2 {
@@ -136,11 +135,11 @@ func (c *Challenges) UnmarshalOption(d *caddyfile.Dispenser) (ok bool, err error
 // Issue is the challenge endpoint's work once the handler knows the sale and the difficulty
 // in force: the issue step in Redis (bounded by caller), for the user and the request's client
 // network. ref.Status is 0 when a is issued; err means Redis did not answer (503).
-func (c *Challenges) Issue(ctx context.Context, caller edge.Caller, is sealed.Issuer, r *http.Request, sale, user string, difficulty int) (sealed.ChallengeAnswer, refusal.Refusal, error) {
+func (c *Challenges) Issue(ctx context.Context, caller edge.Caller, is sealed.Issuer, r *http.Request, sale, user string, difficulty int) (sealed.ChallengeAnswer, handler.Refusal, error) {
 	net := sealed.Network(clientIP(r), c.ChallengePrefix[0], c.ChallengePrefix[1])
 	type issued struct {
 		a   sealed.ChallengeAnswer
-		ref refusal.Refusal
+		ref handler.Refusal
 	}
 	v, err := edge.Call(ctx, caller, func(ctx context.Context) (issued, error) {
 		a, ref, err := is.Issue(ctx, sale, user, net, difficulty, c.Bounds())
@@ -163,4 +162,4 @@ func clientIP(r *http.Request) string {
 }
 
 // Interface guard
-var _ refusal.OptionParser = (*Challenges)(nil)
+var _ handler.OptionParser = (*Challenges)(nil)

@@ -1,7 +1,7 @@
 // Package core is the token issuer's decision without transport: the Decider checks the
 // identities, runs lua/token_issue.lua through a Store (RedisStore) on the user's shard within
 // the deadline and max_pending of an edge.Caller, and signs the token with a
-// tokenformat.Keyring. An Outcome carries the decision.Refusal it answers. It imports no Caddy
+// tokenformat.Keyring. An Outcome carries the Refusal (caddymodule/handler/core) it answers. It imports no Caddy
 // (caddymodule/token is the handler), so its tests link no Caddy either.
 package core
 

@@ -6,7 +6,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/seckilledge/seckill/caddymodule/decision"
+	hcore "github.com/seckilledge/seckill/caddymodule/handler/core"
 	"github.com/seckilledge/seckill/caddymodule/tokenformat"
 	"github.com/seckilledge/seckill/contract"
 )
@@ -53,49 +53,45 @@ const sharded Outcome = "sharded"
 // script's call (Decider.IssueJoint): nothing was issued, the joint answers the client.
 const Throttled Outcome = "throttled"
 
-var refusals = map[Outcome]decision.Refusal{
-	Unauthenticated: decision.Unauthenticated,
-	BadRequest:      decision.BadRequest,
+// refusals holds the answer of every refusing outcome.
+var refusals = map[Outcome]hcore.Refusal{
+	Unauthenticated: hcore.Unauthenticated,
+	BadRequest:      hcore.BadRequest,
 	MethodNotAllowed: {Status: http.StatusMethodNotAllowed, Code: contract.CodeBadRequest,
 		Message: "use POST to ask for a purchase token"},
-	UnknownSale: decision.UnknownSale,
+	UnknownSale: hcore.UnknownSale,
 	NotStarted: {Status: http.StatusForbidden, Code: contract.CodeNotStarted,
 		Message: "tokens are not issued yet: the sale has not started"},
-	Ended:         decision.Ended,
-	Paused:        decision.Paused,
-	AlreadyBought: decision.AlreadyBought,
-	SoldOut:       decision.SoldOut,
+	Ended:         hcore.Ended,
+	Paused:        hcore.Paused,
+	AlreadyBought: hcore.AlreadyBought,
+	SoldOut:       hcore.SoldOut,
 	NotAdmitted: {Status: http.StatusForbidden, Code: contract.CodeNotAdmitted,
 		Message: "this sale has a waiting room: wait for your admission (GET /seckill/<sale>/queue), then ask again"},
 	Unavailable: {Status: http.StatusServiceUnavailable, Code: contract.CodeUnavailable,
 		Message: "the token service is unavailable: retry shortly"},
 	Misconfigured: {Status: http.StatusServiceUnavailable, Code: contract.CodeUnavailable,
 		Message: "this sale has a waiting room and this gateway does not check admissions (seckill_token require_admission): no token is issued for it"},
-	RoomMissing: decision.RoomMissing,
-	DrawMissing: decision.DrawMissing,
+	RoomMissing: hcore.RoomMissing,
+	DrawMissing: hcore.DrawMissing,
 }
+
+// table is the token issuer's outcome table: 200 for Issued, the answer of every refusing
+// outcome, unavailable for anything else.
+var table = hcore.NewTable(hcore.Table[Outcome]{Success: Issued, SuccessStatus: http.StatusOK, SuccessMessage: "issued",
+	Fallback: Unavailable, Refusals: refusals})
 
 // Refusal is the answer of a refusing outcome; anything unknown answers unavailable.
-func (o Outcome) Refusal() decision.Refusal {
-	if r, ok := refusals[o]; ok {
-		return r
-	}
-	return refusals[Unavailable]
-}
+func (o Outcome) Refusal() hcore.Refusal { return table.Refusal(o) }
 
 // Status is the HTTP status of the outcome.
-func (o Outcome) Status() int {
-	if o == Issued {
-		return http.StatusOK
-	}
-	return o.Refusal().Status
-}
+func (o Outcome) Status() int { return table.Status(o) }
 
-// Code is the refusal code of the body.
-func (o Outcome) Code() string { return o.Refusal().Code }
+// Code is the refusal code of the body ("" for Issued).
+func (o Outcome) Code() string { return table.Code(o) }
 
-// Message is the human-readable refusal message.
-func (o Outcome) Message() string { return o.Refusal().Message }
+// Message is the human-readable refusal message ("issued" for Issued).
+func (o Outcome) Message() string { return table.Message(o) }
 
 // Result is the decision on one request.
 type Result struct {
@@ -111,9 +107,9 @@ type Result struct {
 
 // Refusal is the answer of a refusing result: its outcome's, with a draw's message on a draw
 // sale's not_admitted.
-func (r Result) Refusal() decision.Refusal {
+func (r Result) Refusal() hcore.Refusal {
 	if r.Outcome == NotAdmitted && r.Draw {
-		return decision.NotWon
+		return hcore.NotWon
 	}
 	return r.Outcome.Refusal()
 }

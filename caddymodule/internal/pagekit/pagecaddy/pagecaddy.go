@@ -15,19 +15,18 @@ package pagecaddy
 
 import (
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
-
-	"github.com/seckilledge/seckill/caddymodule/internal/directive"
+	"github.com/seckilledge/seckill/caddymodule/handler"
 	"github.com/seckilledge/seckill/caddymodule/internal/pagekit"
 )
 
 // Unmarshal reads the block after `page` (d at the option's name) into c.
 func Unmarshal(d *caddyfile.Dispenser, c *pagekit.Config) error {
-	return directive.Block(d, "page", func(name string) (bool, error) {
+	return handler.ParseBlock(d, "page", func(name string) (bool, error) {
 		switch name {
 		case "template":
-			return true, directive.String(d, &c.Template)
+			return true, handler.StringArg(d, &c.Template)
 		case "lang":
-			return true, directive.String(d, &c.Lang)
+			return true, handler.StringArg(d, &c.Lang)
 		case "messages":
 			c.Messages = append(c.Messages, d.RemainingArgs()...)
 			if len(c.Messages) == 0 {
@@ -45,12 +44,12 @@ func Unmarshal(d *caddyfile.Dispenser, c *pagekit.Config) error {
 			}
 			id = d.Val()
 			var sc pagekit.SaleConfig
-			err := directive.Block(d, "page sale", func(name string) (bool, error) {
+			err := handler.ParseBlock(d, "page sale", func(name string) (bool, error) {
 				switch name {
 				case "template":
-					return true, directive.String(d, &sc.Template)
+					return true, handler.StringArg(d, &sc.Template)
 				case "lang":
-					return true, directive.String(d, &sc.Lang)
+					return true, handler.StringArg(d, &sc.Lang)
 				}
 				return false, nil
 			})

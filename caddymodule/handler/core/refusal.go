@@ -1,11 +1,13 @@
-// Package decision is the vocabulary the deciding cores of the handlers (gate, token,
-// throttle, waiting room) share with their Caddy glue: the Refusal a decision answers and the
-// Generation of the sold-out memory it was taken under. It imports neither Caddy nor any
-// handler, so a core and its tests link only the standard library, contract and Redis.
+// Package core is the part of caddymodule/handler that the deciding cores of the handlers
+// (gate, token, throttle, waiting room, draw) share with their Caddy glue: the Refusal a
+// decision answers, the outcome table that maps a handler's outcomes to its refusals, and the
+// Generation of the sold-out memory a decision was taken under. It imports neither Caddy nor
+// any handler, so a core and its tests link only the standard library, contract and Redis
+// (TestTheSharedCorePartsLinkNoCaddy).
 //
-// caddymodule/refusal writes a Refusal to the client (JSON body or handle_errors) and
+// caddymodule/handler writes a Refusal to the client (JSON body or handle_errors) and
 // caddymodule.SaleEvents hands out Generations; both keep aliases of these types.
-package decision
+package core
 
 import (
 	"net/http"

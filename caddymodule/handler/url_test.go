@@ -1,4 +1,4 @@
-package refusal
+package handler
 
 import "net/url"
 

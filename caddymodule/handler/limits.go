@@ -1,15 +1,12 @@
-package refusal
+package handler
 
 import (
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
-	"github.com/caddyserver/caddy/v2/caddyconfig/httpcaddyfile"
-	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 
 	"github.com/seckilledge/seckill/caddymodule/edge"
-	"github.com/seckilledge/seckill/caddymodule/internal/directive"
 )
 
 // Limits are the settings every seckill handler shares. Each handler embeds them, so they
@@ -57,11 +54,11 @@ func (l *Limits) Writer(jitter time.Duration) Writer {
 func (l *Limits) UnmarshalOption(d *caddyfile.Dispenser) (ok bool, err error) {
 	switch d.Val() {
 	case "timeout":
-		return true, directive.Duration(d, &l.Timeout)
+		return true, DurationArg(d, &l.Timeout)
 	case "max_pending":
-		return true, directive.Int(d, &l.MaxPending)
+		return true, IntArg(d, &l.MaxPending)
 	case "handle_errors":
-		return true, directive.Flag(d, &l.HandleErrors)
+		return true, Flag(d, &l.HandleErrors)
 	}
 	return false, nil
 }
@@ -76,7 +73,7 @@ type OptionParser interface {
 // handler's own, which option parses with d at the option's name. An option nobody knows is an
 // error naming directive.
 func (l *Limits) UnmarshalBlock(d *caddyfile.Dispenser, directiveName string, option func(name string) (known bool, err error), shared ...OptionParser) error {
-	return directive.Top(d, directiveName, func(name string) (bool, error) {
+	return ParseDirective(d, directiveName, func(name string) (bool, error) {
 		for _, p := range append([]OptionParser{l}, shared...) {
 			if ok, err := p.UnmarshalOption(d); ok {
 				return true, err
@@ -84,68 +81,4 @@ func (l *Limits) UnmarshalBlock(d *caddyfile.Dispenser, directiveName string, op
 		}
 		return option(name)
 	})
-}
-
-// Directive is the httpcaddyfile.UnmarshalFunc of a handler whose pointer type parses its own
-// Caddyfile block: RegisterHandlerDirective("seckill_gate", refusal.Directive[Gate]).
-func Directive[T any, PT interface {
-	*T
-	caddyfile.Unmarshaler
-	caddyhttp.MiddlewareHandler
-}](h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error) {
-	m := PT(new(T))
-	err := m.UnmarshalCaddyfile(h.Dispenser)
-	return m, err
-}
-
-// Subject is which sale and which user a request is about, as placeholders read per request.
-// The gate, the token issuer and the waiting room embed it, so both appear inline in their
-// JSON and Caddyfile blocks.
-type Subject struct {
-	// The sale id, usually a placeholder. Default {http.request.uri.path.1}, the second path
-	// segment (/seckill/<sale>/buy, /token, /queue). Ids are 1 to 64 characters of
-	// [A-Za-z0-9_-]; anything else is refused with 400 bad_request.
-	Sale string `json:"sale,omitempty"`
-
-	// The user id, usually a placeholder set by an authentication module. Default
-	// {http.auth.user.id}; the demo Caddyfile uses {http.request.header.X-User-ID}. An empty
-	// value is refused with 401 unauthenticated.
-	User string `json:"user,omitempty"`
-}
-
-// The defaults of a Subject.
-const (
-	DefaultSale = "{http.request.uri.path.1}"
-	DefaultUser = "{http.auth.user.id}"
-)
-
-// SetDefaults fills the placeholders left empty.
-func (s *Subject) SetDefaults() {
-	if s.Sale == "" {
-		s.Sale = DefaultSale
-	}
-	if s.User == "" {
-		s.User = DefaultUser
-	}
-}
-
-// UnmarshalOption parses the Caddyfile option at d when it is sale or user; ok is false for
-// any other. Pass the Subject to Limits.UnmarshalBlock to have it tried on every option.
-func (s *Subject) UnmarshalOption(d *caddyfile.Dispenser) (ok bool, err error) {
-	switch d.Val() {
-	case "sale":
-		return true, directive.String(d, &s.Sale)
-	case "user":
-		return true, directive.String(d, &s.User)
-	}
-	return false, nil
-}
-
-// Module is the caddy.ModuleInfo of a handler whose pointer type is the module:
-// func (Gate) CaddyModule() caddy.ModuleInfo { return refusal.Module[Gate]("http.handlers.seckill_gate") }.
-func Module[T any, PT interface {
-	*T
-	caddy.Module
-}](id caddy.ModuleID) caddy.ModuleInfo {
-	return caddy.ModuleInfo{ID: id, New: func() caddy.Module { return PT(new(T)) }}
 }

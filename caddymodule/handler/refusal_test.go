@@ -1,4 +1,4 @@
-package refusal
+package handler
 
 import (
 	"encoding/json"
@@ -117,7 +117,7 @@ func TestSecondsRoundsUpToAtLeastOne(t *testing.T) {
 // BenchmarkRefusalWrite is one refusal written: a 429 with Retry-After (the throttle's and the
 // shed's answer under a flood) and a 409 sold_out (the gate's after sell-out).
 //
-//	go test -run '^$' -bench RefusalWrite -benchmem -benchtime 2000x ./caddymodule/refusal/
+//	go test -run '^$' -bench RefusalWrite -benchmem -benchtime 2000x ./caddymodule/handler/
 func BenchmarkRefusalWrite(b *testing.B) {
 	for _, c := range []struct {
 		name string

@@ -1,4 +1,4 @@
-package directive
+package handler
 
 import (
 	"strings"
@@ -21,22 +21,22 @@ type opts struct {
 func parse(src string) (opts, error) {
 	var o opts
 	d := caddyfile.NewTestDispenser(src)
-	err := Top(d, "thing", func(name string) (bool, error) {
+	err := ParseDirective(d, "thing", func(name string) (bool, error) {
 		switch name {
 		case "s":
-			return true, String(d, &o.s)
+			return true, StringArg(d, &o.s)
 		case "n":
-			return true, Int(d, &o.n)
+			return true, IntArg(d, &o.n)
 		case "f":
-			return true, Float(d, &o.f)
+			return true, FloatArg(d, &o.f)
 		case "d":
-			return true, Duration(d, &o.d)
+			return true, DurationArg(d, &o.d)
 		case "flag":
 			return true, Flag(d, &o.flag)
 		case "sub":
-			return true, Block(d, "sub", func(name string) (bool, error) {
+			return true, ParseBlock(d, "sub", func(name string) (bool, error) {
 				if name == "n" {
-					return true, Int(d, &o.sub.n)
+					return true, IntArg(d, &o.sub.n)
 				}
 				return false, nil
 			})

@@ -1,8 +1,9 @@
-// Package directive parses the Caddyfile blocks of the seckill app and its handlers one way:
-// an option takes exactly its arguments, a flag none, and an option nobody knows is an error
-// that names the block it stands in. The app, the relay settings and every handler use it, so
-// a typo reads the same wherever it is made.
-package directive
+package handler
+
+// The Caddyfile blocks of the seckill app and its handlers are parsed one way: an option takes
+// exactly its arguments, a flag none, and an option nobody knows is an error that names the
+// block it stands in. The app, the relay settings and every handler use these, so a typo reads
+// the same wherever it is made.
 
 import (
 	"strconv"
@@ -15,15 +16,15 @@ import (
 // name the block does not have.
 type Option func(name string) (known bool, err error)
 
-// Top parses a directive (or global option) that takes no argument and a block of options:
+// ParseDirective parses a directive (or global option) that takes no argument and a block of options:
 // d is at the directive's name, which is consumed.
-func Top(d *caddyfile.Dispenser, what string, option Option) error {
+func ParseDirective(d *caddyfile.Dispenser, what string, option Option) error {
 	d.Next() // the directive's name
-	return Block(d, what, option)
+	return ParseBlock(d, what, option)
 }
 
-// Block parses the block that opens after d's current token, which must have no argument left.
-func Block(d *caddyfile.Dispenser, what string, option Option) error {
+// ParseBlock parses the block that opens after d's current token, which must have no argument left.
+func ParseBlock(d *caddyfile.Dispenser, what string, option Option) error {
 	if d.NextArg() {
 		return d.ArgErr()
 	}
@@ -48,8 +49,8 @@ func Flag(d *caddyfile.Dispenser, dst *bool) error {
 	return nil
 }
 
-// String reads the one argument of an option.
-func String(d *caddyfile.Dispenser, dst *string) error {
+// StringArg reads the one argument of an option.
+func StringArg(d *caddyfile.Dispenser, dst *string) error {
 	if !d.NextArg() {
 		return d.ArgErr()
 	}
@@ -60,18 +61,18 @@ func String(d *caddyfile.Dispenser, dst *string) error {
 	return nil
 }
 
-// Int reads an option's one argument, an integer.
-func Int(d *caddyfile.Dispenser, dst *int) error {
+// IntArg reads an option's one argument, an integer.
+func IntArg(d *caddyfile.Dispenser, dst *int) error {
 	return parsed(d, dst, "an integer", strconv.Atoi)
 }
 
-// Float reads an option's one argument, a number.
-func Float(d *caddyfile.Dispenser, dst *float64) error {
+// FloatArg reads an option's one argument, a number.
+func FloatArg(d *caddyfile.Dispenser, dst *float64) error {
 	return parsed(d, dst, "a number", func(s string) (float64, error) { return strconv.ParseFloat(s, 64) })
 }
 
-// Duration reads an option's one argument, a Caddy duration (1s, 250ms, 1d).
-func Duration(d *caddyfile.Dispenser, dst *caddy.Duration) error {
+// DurationArg reads an option's one argument, a Caddy duration (1s, 250ms, 1d).
+func DurationArg(d *caddyfile.Dispenser, dst *caddy.Duration) error {
 	return parsed(d, dst, "a duration", func(s string) (caddy.Duration, error) {
 		v, err := caddy.ParseDuration(s)
 		return caddy.Duration(v), err
@@ -80,7 +81,7 @@ func Duration(d *caddyfile.Dispenser, dst *caddy.Duration) error {
 
 func parsed[T any](d *caddyfile.Dispenser, dst *T, what string, parse func(string) (T, error)) error {
 	var s string
-	if err := String(d, &s); err != nil {
+	if err := StringArg(d, &s); err != nil {
 		return err
 	}
 	v, err := parse(s)

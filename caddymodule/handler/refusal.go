@@ -1,9 +1,10 @@
-// Package refusal is how every seckill handler says no: one type and one writer, so the gate,
-// the token issuer, the throttle (and the waiting room) answer alike. The body is the
-// contract's JSON {"code","message"} (plus "order_id" for already_bought), 429 and 503 carry
-// Retry-After, and with handle_errors the refusal leaves the handler as a caddyhttp error for
-// the site's handle_errors routes instead.
-package refusal
+package handler
+
+// How every seckill handler says no: one type and one writer, so the gate, the token issuer,
+// the throttle, the waiting room and the draw answer alike. The body is the contract's JSON
+// {"code","message"} (plus "order_id" for already_bought), 429 and 503 carry Retry-After, and
+// with handle_errors the refusal leaves the handler as a caddyhttp error for the site's
+// handle_errors routes instead.
 
 import (
 	"errors"
@@ -16,15 +17,17 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 
-	"github.com/seckilledge/seckill/caddymodule/decision"
-	"github.com/seckilledge/seckill/contract"
+	"github.com/seckilledge/seckill/caddymodule/handler/core"
 )
 
-// Refusal is one refusal (decision.Refusal: the cores build them without linking Caddy).
-type Refusal = decision.Refusal
+// Refusal is one refusal (core.Refusal: the cores build them without linking Caddy).
+type Refusal = core.Refusal
+
+// Generation is the sold-out memory's token (handler/core's: the cores hold it without
+// linking Caddy; caddymodule.SaleEvents hands it out).
+type Generation = core.Generation
 
 // Writer writes a handler's refusals. The zero value writes JSON bodies.
 type Writer struct {
@@ -212,20 +215,20 @@ func As(err error) (Refusal, bool) {
 	return r, ok
 }
 
-// The refusals every handler shares (decision's).
+// The refusals every handler shares (handler/core's).
 var (
-	Unauthenticated = decision.Unauthenticated
-	BadRequest      = decision.BadRequest
-	UnknownSale     = decision.UnknownSale
-	NotStarted      = decision.NotStarted
-	Ended           = decision.Ended
-	SoldOut         = decision.SoldOut
-	Paused          = decision.Paused
-	AlreadyBought   = decision.AlreadyBought
-	Unavailable     = decision.Unavailable
+	Unauthenticated = core.Unauthenticated
+	BadRequest      = core.BadRequest
+	UnknownSale     = core.UnknownSale
+	NotStarted      = core.NotStarted
+	Ended           = core.Ended
+	SoldOut         = core.SoldOut
+	Paused          = core.Paused
+	AlreadyBought   = core.AlreadyBought
+	Unavailable     = core.Unavailable
 	// PathMismatch answers a request whose raw path names another sale than the cleaned path
 	// the routes matched (/seckill/a/../b/buy).
-	PathMismatch = decision.PathMismatch
+	PathMismatch = core.PathMismatch
 )
 
 // Answer writes a handler's JSON answer (a 202 accepted, a 200 token): build appends the body
@@ -255,17 +258,3 @@ var answerBuffers = sync.Pool{New: func() any {
 	b := make([]byte, 0, 256)
 	return &b
 }}
-
-// User reads the user id a handler's placeholder template names (its `user` option) and checks
-// it against the id pattern: no user is 401 unauthenticated, a malformed one 400 bad_request;
-// ok is false with the refusal to answer.
-func User(repl *caddy.Replacer, template string) (string, Refusal, bool) {
-	user := repl.ReplaceAll(template, "")
-	if user == "" {
-		return "", Unauthenticated, false
-	}
-	if !contract.ValidID(user) {
-		return "", BadRequest, false
-	}
-	return user, Refusal{}, true
-}
