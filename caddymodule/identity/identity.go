@@ -24,6 +24,8 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/seckilledge/seckill/caddymodule/identity/core"
+
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 
@@ -123,15 +125,15 @@ var (
 func (h *Identity) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler) error {
 	user, o := h.identify(r)
 	switch o {
-	case Verified:
+	case core.Verified:
 		admit(r, user, "")
 		return next.ServeHTTP(w, r)
-	case NoKeys:
+	case core.NoKeys:
 		return h.refuse.Write(w, refusedNoKeys)
-	case Missing:
+	case core.Missing:
 		w.Header().Set("WWW-Authenticate", challenge(o))
 		return h.refuse.Write(w, refusedMissing)
-	case Ambiguous:
+	case core.Ambiguous:
 		w.Header().Set("WWW-Authenticate", challenge(o))
 		return h.refuse.Write(w, refusedAmbiguous)
 	}
