@@ -7,11 +7,11 @@ import (
 	"net/url"
 	"time"
 
-	"github.com/seckilledge/seckill/caddymodule/identity/core"
-
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp/caddyauth"
 	"go.uber.org/zap"
+
+	"github.com/seckilledge/seckill/caddymodule/identity/core"
 )
 
 func init() {
@@ -269,15 +269,6 @@ func (p *JWT) identify(r *http.Request) (string, core.Outcome) {
 		p.logger.Debug("session refused", zap.String("outcome", string(o)))
 	}
 	return user, o
-}
-
-// challenge is the WWW-Authenticate of a refusal (RFC 6750 3): invalid_token once a token was
-// presented, nothing more when none was.
-func challenge(o core.Outcome) string {
-	if o == core.Missing {
-		return `Bearer realm="seckill"`
-	}
-	return `Bearer realm="seckill", error="invalid_token"`
 }
 
 // Authenticate implements caddyauth.Authenticator: with Caddy's `authentication` handler a

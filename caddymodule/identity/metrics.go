@@ -28,6 +28,21 @@ var (
 
 const identityMetric = metric.Subsystem("identity")
 
+// The outcomes of seckill_session (metric labels).
+const (
+	sessionSignedIn    = "signed_in"
+	sessionSignedOut   = "signed_out"
+	sessionMissing     = "missing"
+	sessionAmbiguous   = "ambiguous"
+	sessionUnavailable = "unavailable"
+
+	lookupSignedIn  = "signed_in"
+	lookupSignedOut = "signed_out"
+	lookupError     = "error"
+)
+
+var sessionOutcomes = []string{sessionSignedIn, sessionSignedOut, sessionMissing, sessionAmbiguous, sessionUnavailable}
+
 // jwtCounted holds the series of each outcome, looked up once: counting a request is then one
 // map read and an atomic add.
 var jwtCounted = map[core.Outcome]prometheus.Counter{}

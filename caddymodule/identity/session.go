@@ -36,21 +36,6 @@ const (
 	DefaultSessionIdleConns = 64
 )
 
-// The core.Outcomes of seckill_session (metric labels).
-const (
-	sessionSignedIn    = "signed_in"
-	sessionSignedOut   = "signed_out"
-	sessionMissing     = "missing"
-	sessionAmbiguous   = "ambiguous"
-	sessionUnavailable = "unavailable"
-
-	lookupSignedIn  = "signed_in"
-	lookupSignedOut = "signed_out"
-	lookupError     = "error"
-)
-
-var sessionOutcomes = []string{sessionSignedIn, sessionSignedOut, sessionMissing, sessionAmbiguous, sessionUnavailable}
-
 // Session is the `seckill_session` handler, for shops whose sessions are opaque (the gateway
 // cannot check them itself): it asks the shop's session endpoint who a session is, like
 // forward_auth, and remembers the answer.
