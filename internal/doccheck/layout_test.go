@@ -21,8 +21,8 @@ const layoutRule = `How the layout table names paths (README.md, "## Layout", fi
   - each path in backquotes, several in one cell separated by commas;
   - a path whose first segment is a file or directory at the module root is written from the
     root (` + "`caddymodule/gate/core`, `internal/proc`, `lua/`" + `; a trailing slash is allowed);
-  - any other path is a sibling of the cell's first path: it replaces as many of its last
-    segments as it has (` + "`backend/sales`, `orders`" + ` is backend/orders;
+  - any other path, with fewer segments than the cell's first, is its sibling: it replaces as
+    many of the first path's last segments as it has (` + "`backend/sales`, `orders`" + ` is backend/orders;
     ` + "`caddymodule/gate/core`, `token/core`" + ` is caddymodule/token/core); write a child in full;
   - every Go package of ` + "`go list ./...`" + ` is named (the module root as ` + "`.`" + `), and every path
     named exists (a file or directory: docs and scripts may have rows too).`
@@ -41,26 +41,31 @@ func moduleRoot(t *testing.T) string {
 	return filepath.Dir(gomod)
 }
 
-// packages is every package of the module, as paths from the module root ("." for the root).
-func packages(t *testing.T, root string) []string {
+// packages is every package of the module, as paths from the module root ("." for the root),
+// with the first sentence of its package doc.
+func packages(t *testing.T, root string) map[string]string {
 	t.Helper()
-	cmd := exec.Command("go", "list", "-f", "{{.Module.Path}} {{.ImportPath}}", "./...")
+	cmd := exec.Command("go", "list", "-f", "{{.Module.Path}} {{.ImportPath}} {{.Doc}}", "./...")
 	cmd.Dir = root
 	out, err := cmd.Output()
 	if err != nil {
 		t.Fatalf("go list ./...: %v", err)
 	}
-	var pkgs []string
+	pkgs := map[string]string{}
 	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
-		mod, imp, ok := strings.Cut(line, " ")
-		if !ok {
+		f := strings.SplitN(line, " ", 3)
+		if len(f) < 2 {
 			t.Fatalf("go list: %q", line)
 		}
-		rel := strings.TrimPrefix(strings.TrimPrefix(imp, mod), "/")
+		rel := strings.TrimPrefix(strings.TrimPrefix(f[1], f[0]), "/")
 		if rel == "" {
 			rel = "."
 		}
-		pkgs = append(pkgs, rel)
+		if len(f) == 3 {
+			pkgs[rel] = docPrefix.ReplaceAllString(strings.TrimSuffix(f[2], "."), "")
+		} else {
+			pkgs[rel] = ""
+		}
 	}
 	if len(pkgs) == 0 {
 		t.Fatal("go list ./... listed no package")
@@ -74,7 +79,11 @@ type row struct {
 	paths []string
 }
 
-var quoted = regexp.MustCompile("`([^`]+)`")
+var (
+	quoted = regexp.MustCompile("`([^`]+)`")
+	// docPrefix is how a package doc starts ("Package draw is ..."), which a row leaves out.
+	docPrefix = regexp.MustCompile(`^(Package|Command) \S+ (is )?`)
+)
 
 // layoutRows reads the table under "## Layout" and resolves its first column by layoutRule.
 // atRoot tells whether a first segment is a file or directory at the module root.
@@ -145,9 +154,12 @@ func TestTheReadmeLayoutTableNamesEveryPackageAndNothingElse(t *testing.T) {
 		}
 	}
 	var unnamed []string
-	for _, p := range packages(t, root) {
+	for p, doc := range packages(t, root) {
 		if !named[p] {
-			unnamed = append(unnamed, "  `"+p+"`")
+			if doc == "" {
+				doc = "(what it holds)"
+			}
+			unnamed = append(unnamed, "  | `"+p+"` | "+doc+" |")
 		}
 	}
 	sort.Strings(unnamed)
@@ -156,7 +168,7 @@ func TestTheReadmeLayoutTableNamesEveryPackageAndNothingElse(t *testing.T) {
 			strings.Join(missing, "\n"), layoutRule)
 	}
 	if len(unnamed) > 0 {
-		t.Errorf("README.md's layout table does not name these packages; add a row for each (or its name to the row of its family):\n%s\n\n%s",
+		t.Errorf("README.md's layout table does not name these packages; add these rows (their package docs' first sentence; reword as the table does), or the name to the row of its family:\n%s\n\n%s",
 			strings.Join(unnamed, "\n"), layoutRule)
 	}
 }
