@@ -18,6 +18,29 @@ import (
 	"github.com/seckilledge/seckill/internal/testenv"
 )
 
+// A subtest for concurrently: its name and body, as t.Run takes them.
+type subtest struct {
+	name string
+	f    func(*testing.T)
+}
+
+// concurrently runs the subtests at once (t.Run may be called from several goroutines) and
+// returns when all have, so the waits the shipped timeouts impose (a trickled header is cut at
+// read_header, 5 s; a truncated body at read_body, 10 s) overlap instead of adding up. Each
+// subtest passes or fails on its own, as with t.Run; the ones around them keep their order.
+func concurrently(t *testing.T, subtests ...subtest) {
+	t.Helper()
+	var wg sync.WaitGroup
+	for _, s := range subtests {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			t.Run(s.name, s.f)
+		}()
+	}
+	wg.Wait()
+}
+
 // A request header trickled one byte at a time is cut once read_header (5 s) has passed,
 // instead of holding a gateway connection for as long as the client likes.
 func trickledHeader(t *testing.T, g *gateway) {

@@ -22,8 +22,9 @@ func TestProductionCaddyfile(t *testing.T) {
 	t.Run("IdentityComesFromTheSignedSessionNeverFromTheClient", func(t *testing.T) { identity(t, g) })
 	t.Run("AForgedExpiredOrForeignSessionIs401", func(t *testing.T) { badSessions(t, g) })
 	t.Run("OrderPollsAreThrottledPerUserAndPerIP", func(t *testing.T) { ordersThrottled(t, g, true) })
-	t.Run("ATrickledHeaderIsCutWithinTheLimit", func(t *testing.T) { trickledHeader(t, g) })
-	t.Run("NoRequestGetsA502OrANonJSONError", func(t *testing.T) { probe(t, g, true) })
+	concurrently(t,
+		subtest{"ATrickledHeaderIsCutWithinTheLimit", func(t *testing.T) { trickledHeader(t, g) }},
+		subtest{"NoRequestGetsA502OrANonJSONError", func(t *testing.T) { probe(t, g, true) }})
 	t.Run("FailuresBehindTheGatewayAre503UnavailableWithRetryAfter", func(t *testing.T) { failuresBehind(t, g) })
 	if n := g.Shop.lookups.Load(); n != 0 {
 		t.Errorf("the gateway called the shop's session endpoint %d times; signed sessions need none", n)
@@ -38,8 +39,9 @@ func TestProductionSessionCaddyfile(t *testing.T) {
 	t.Run("IdentityComesFromTheSessionServiceNeverFromTheClient", func(t *testing.T) { identity(t, g) })
 	t.Run("OneSessionsBurstIsOneCallToTheShop", func(t *testing.T) { oneLookupPerSession(t, g) })
 	t.Run("OrderPollsAreThrottledPerUserAndPerIP", func(t *testing.T) { ordersThrottled(t, g, true) })
-	t.Run("ATrickledHeaderIsCutWithinTheLimit", func(t *testing.T) { trickledHeader(t, g) })
-	t.Run("NoRequestGetsA502OrANonJSONError", func(t *testing.T) { probe(t, g, true) })
+	concurrently(t,
+		subtest{"ATrickledHeaderIsCutWithinTheLimit", func(t *testing.T) { trickledHeader(t, g) }},
+		subtest{"NoRequestGetsA502OrANonJSONError", func(t *testing.T) { probe(t, g, true) }})
 	t.Run("ARoomSaleSellsOnlyToBuyersTheRoomAdmitted", func(t *testing.T) { roomSale(t, g) })
 	t.Run("ANonCanonicalOrdersPathNeverReachesTheBackend", func(t *testing.T) { canonicalOrders(t, g, true) })
 	// Last: it stops the backend.
@@ -86,8 +88,9 @@ func TestDemoCaddyfile(t *testing.T) {
 	g := startStack(t, demoCaddyfile)
 
 	t.Run("OrderPollsAreThrottledPerUser", func(t *testing.T) { ordersThrottled(t, g, false) })
-	t.Run("ATrickledHeaderIsCutWithinTheLimit", func(t *testing.T) { trickledHeader(t, g) })
-	t.Run("NoRequestGetsA502OrANonJSONError", func(t *testing.T) { probe(t, g, false) })
+	concurrently(t,
+		subtest{"ATrickledHeaderIsCutWithinTheLimit", func(t *testing.T) { trickledHeader(t, g) }},
+		subtest{"NoRequestGetsA502OrANonJSONError", func(t *testing.T) { probe(t, g, false) }})
 	t.Run("ANonCanonicalOrdersPathNeverReachesTheBackend", func(t *testing.T) { canonicalOrders(t, g, false) })
 }
 

@@ -3,12 +3,14 @@
 // lua.Preheat, ... A misspelt script is a compile error, not a panic at the first request;
 // there is no lookup by name.
 //
-// Most scripts are called through a typed call (args.go): a struct per script whose named
-// fields are its arguments, with Keys, Args and Run (GateCall, PreheatCall, ReconcileCall,
-// CompensateCall, ShardTakeCall, ShardGiveCall, OutboxAckCall, DrawEnterCall, DrawStatusCall),
-// so the ARGV order is written once, beside the script, and not at every call site. The
-// scripts of the gateway's own stores (token_issue, throttle, throttle_refund, room_*) are
-// still called with their ARGV in order by those stores.
+// Most scripts are called through a typed call (args.go, shard.go, outbox.go, draw.go): a
+// struct per script whose named fields are its arguments, with Keys, Args and Run (GateCall,
+// PreheatCall, ReconcileCall, CompensateCall, ShardTakeCall, ShardGiveCall, OutboxAckCall,
+// DrawEnterCall, DrawStatusCall, DrawSetupCall, DrawCloseCall, DrawWaveCall), so the ARGV
+// order is written once, beside the script, and not at every call site. The scripts of the
+// gateway's own stores (token_issue, throttle, throttle_refund, room_*, challenge_issue) are
+// still called with their ARGV in order by those stores. doc_test.go holds both lists to the
+// code: a new script needs a typed call or a place in the second.
 //
 // Every script starts with a header comment that lists its KEYS, ARGV and return values; a
 // test holds every file to that. All keys a script touches share one hash tag, so each script

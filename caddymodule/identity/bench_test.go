@@ -10,6 +10,9 @@ import (
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 	"github.com/go-jose/go-jose/v4"
+
+	"github.com/seckilledge/seckill/caddymodule/identity/core"
+	"github.com/seckilledge/seckill/caddymodule/identity/internal/shoptest"
 )
 
 // What one admitted request costs the gateway: the lead's benchmark compares it with the old
@@ -29,21 +32,21 @@ func BenchmarkIdentityVerifiesEverySessionWithoutTheCache(b *testing.B) {
 func benchIdentity(b *testing.B, verifiedCache *int) {
 	for _, alg := range []jose.SignatureAlgorithm{jose.ES256, jose.EdDSA, jose.RS256, jose.HS256} {
 		b.Run(string(alg), func(b *testing.B) {
-			k := newKey(b, "k1", alg)
+			k := shoptest.NewKey(b, "k1", alg)
 			// The configured value goes through Caddy's replacer: random bytes with a '{' and
 			// a '}' would lose a "placeholder" and fail every request. Printable, as shops
 			// keep it.
-			k.hmac = []byte(base64.RawURLEncoding.EncodeToString(k.hmac))
-			value := string(k.hmac)
-			if k.priv != nil {
-				value = pemOf(b, k)
+			k.HMAC = []byte(base64.RawURLEncoding.EncodeToString(k.HMAC))
+			value := string(k.HMAC)
+			if k.Priv != nil {
+				value = shoptest.PEM(b, k)
 			}
-			h := &Identity{JWT: JWT{Cookie: "session", Issuer: testIssuer, Audience: testAudience,
+			h := &Identity{JWT: JWT{Cookie: "session", Issuer: shoptest.Issuer, Audience: shoptest.Audience,
 				Keys: []StaticKey{{ID: "k1", Algorithm: string(alg), Value: value}}, VerifiedCache: verifiedCache}}
 			if err := h.setup(nil); err != nil {
 				b.Fatal(err)
 			}
-			benchHandler(b, h, "session="+session(b, k, "alice"))
+			benchHandler(b, h, "session="+shoptest.Session(b, k, "alice"))
 		})
 	}
 }
@@ -56,7 +59,7 @@ func BenchmarkSessionCacheHit(b *testing.B) {
 	r := httptest.NewRequest(http.MethodPost, "/seckill/s1/token", nil)
 	r.Header.Set("Cookie", "session=opaque-session-id-0123456789")
 	k, _ := h.credentialKey(r)
-	h.cache.put(k, answer{user: "alice", expires: h.now().Add(3600e9)})
+	h.cache.Put(k, core.Answer{User: "alice", Expires: h.now().Add(3600e9)})
 	benchHandler(b, h, "session=opaque-session-id-0123456789")
 }
 

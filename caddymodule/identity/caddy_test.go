@@ -15,6 +15,7 @@ import (
 	_ "github.com/caddyserver/caddy/v2/modules/caddyhttp/reverseproxy" // the backend behind the provider
 	"github.com/go-jose/go-jose/v4"
 
+	"github.com/seckilledge/seckill/caddymodule/identity/internal/shoptest"
 	"github.com/seckilledge/seckill/internal/handlertest"
 	"github.com/seckilledge/seckill/internal/testenv"
 )
@@ -117,13 +118,13 @@ PLAIN {
 `
 
 func TestAShopSignedSessionIsVerifiedAtTheEdgeAndAForgedOneIsRefused(t *testing.T) {
-	shop := newTestShop(t)
-	key := shop.publish(newKey(t, "k1", jose.ES256))
-	t.Setenv("IDENTITY_TEST_JWKS", shop.url())
+	shop := shoptest.NewShop(t)
+	key := shop.Publish(shoptest.NewKey(t, "k1", jose.ES256))
+	t.Setenv("IDENTITY_TEST_JWKS", shop.URL())
 	base := startGateway(t, shopCaddyfile)
 
 	// The cookie and the bearer header both carry a session.
-	tok := session(t, key, "alice")
+	tok := shoptest.Session(t, key, "alice")
 	if r := get(t, base, "/seckill/s1/token", nil, tok); r.Status != http.StatusOK || !strings.Contains(r.Body, "user=alice ") {
 		t.Fatalf("session cookie: %d %s", r.Status, r.Body)
 	}
@@ -139,9 +140,9 @@ func TestAShopSignedSessionIsVerifiedAtTheEdgeAndAForgedOneIsRefused(t *testing.
 
 	// A token signed by someone else's key with the shop's kid: 401 unauthenticated, JSON,
 	// with a Bearer challenge.
-	forger := newKey(t, "k1", jose.ES256)
+	forger := shoptest.NewKey(t, "k1", jose.ES256)
 	for name, bad := range map[string]string{
-		"forged":  session(t, forger, "alice"),
+		"forged":  shoptest.Session(t, forger, "alice"),
 		"garbage": "not-a-jwt",
 	} {
 		r := get(t, base, "/seckill/s1/token", nil, bad)
@@ -156,7 +157,7 @@ func TestAShopSignedSessionIsVerifiedAtTheEdgeAndAForgedOneIsRefused(t *testing.
 	if r := get(t, plainBase, "/plain/x", http.Header{"Authorization": {"Bearer " + tok}}, ""); r.Status != http.StatusOK || r.Body != "plain user=alice" {
 		t.Fatalf("plain site block: %d %q", r.Status, r.Body)
 	}
-	if r := get(t, plainBase, "/plain/x", http.Header{"Authorization": {"Bearer " + session(t, forger, "alice")}}, ""); r.Status != http.StatusUnauthorized {
+	if r := get(t, plainBase, "/plain/x", http.Header{"Authorization": {"Bearer " + shoptest.Session(t, forger, "alice")}}, ""); r.Status != http.StatusUnauthorized {
 		t.Fatalf("plain site block, forged: %d %q", r.Status, r.Body)
 	}
 
@@ -170,18 +171,18 @@ func TestAShopSignedSessionIsVerifiedAtTheEdgeAndAForgedOneIsRefused(t *testing.
 // buyer's session may be fine: signing in again would not help), then lets buyers in as soon
 // as the endpoint answers.
 func TestAGatewayStartedWithTheJWKSDownAnswers503UntilTheKeysLoad(t *testing.T) {
-	shop := newTestShop(t)
-	key := shop.publish(newKey(t, "k1", jose.ES256))
-	shop.down.Store(true)
-	t.Setenv("IDENTITY_TEST_JWKS", shop.url())
+	shop := shoptest.NewShop(t)
+	key := shop.Publish(shoptest.NewKey(t, "k1", jose.ES256))
+	shop.Down.Store(true)
+	t.Setenv("IDENTITY_TEST_JWKS", shop.URL())
 	base := startGateway(t, shopCaddyfile)
-	tok := session(t, key, "alice")
+	tok := shoptest.Session(t, key, "alice")
 
 	r := get(t, base, "/seckill/s1/token", nil, tok)
 	if r.Status != http.StatusServiceUnavailable || r.Code != "unavailable" || r.Header.Get("Retry-After") == "" {
 		t.Fatalf("JWKS down at start: %d %s (Retry-After %q)", r.Status, r.Body, r.Header.Get("Retry-After"))
 	}
-	shop.down.Store(false)
+	shop.Down.Store(false)
 	testenv.WaitFor(t, 10*time.Second, "the gateway to load the keys", func() bool {
 		return get(t, base, "/seckill/s1/token", nil, tok).Status == http.StatusOK
 	})
@@ -190,21 +191,21 @@ func TestAGatewayStartedWithTheJWKSDownAnswers503UntilTheKeysLoad(t *testing.T) 
 // A config reload while the JWKS endpoint is down: the pooled keys survive, buyers notice
 // nothing, and the reload fetched nothing.
 func TestAConfigReloadWhileTheJWKSIsDownKeepsTheKeys(t *testing.T) {
-	shop := newTestShop(t)
-	key := shop.publish(newKey(t, "k1", jose.ES256))
-	t.Setenv("IDENTITY_TEST_JWKS", shop.url())
+	shop := shoptest.NewShop(t)
+	key := shop.Publish(shoptest.NewKey(t, "k1", jose.ES256))
+	t.Setenv("IDENTITY_TEST_JWKS", shop.URL())
 	base, reload := startReloadableGateway(t, shopCaddyfile)
-	tok := session(t, key, "alice")
+	tok := shoptest.Session(t, key, "alice")
 	if r := get(t, base, "/seckill/s1/token", nil, tok); r.Status != http.StatusOK {
 		t.Fatalf("before the reload: %d %s", r.Status, r.Body)
 	}
-	hits := shop.hits.Load()
-	shop.down.Store(true)
+	hits := shop.Hits.Load()
+	shop.Down.Store(true)
 	reload()
 	if r := get(t, base, "/seckill/s1/token", nil, tok); r.Status != http.StatusOK || !strings.Contains(r.Body, "user=alice ") {
 		t.Fatalf("after the reload: %d %s", r.Status, r.Body)
 	}
-	if n := shop.hits.Load(); n != hits {
+	if n := shop.Hits.Load(); n != hits {
 		t.Fatalf("the reload fetched the JWKS again (%d fetches, %d before)", n, hits)
 	}
 }
@@ -212,12 +213,12 @@ func TestAConfigReloadWhileTheJWKSIsDownKeepsTheKeys(t *testing.T) {
 // Keys from the environment: an HS256 secret and a PEM public key, read when the config loads
 // ({env.*}), rotated by kid.
 func TestStaticKeysFromTheEnvironmentVerifyByKid(t *testing.T) {
-	hs, ed := newKey(t, "hs-1", jose.HS256), newKey(t, "ed-1", jose.EdDSA)
+	hs, ed := shoptest.NewKey(t, "hs-1", jose.HS256), shoptest.NewKey(t, "ed-1", jose.EdDSA)
 	// An environment variable cannot hold a NUL byte, which 32 random bytes hold one time in
 	// eight (setenv: invalid argument): the secret as printable text, as shops keep it.
-	hs.hmac = []byte(base64.RawURLEncoding.EncodeToString(hs.hmac))
-	t.Setenv("IDENTITY_TEST_HS", string(hs.hmac))
-	t.Setenv("IDENTITY_TEST_ED", pemOf(t, ed))
+	hs.HMAC = []byte(base64.RawURLEncoding.EncodeToString(hs.HMAC))
+	t.Setenv("IDENTITY_TEST_HS", string(hs.HMAC))
+	t.Setenv("IDENTITY_TEST_ED", shoptest.PEM(t, ed))
 	base := startGateway(t, `
 ADDR {
 	handle /healthz {
@@ -237,13 +238,13 @@ PLAIN {
 	respond 404
 }
 `)
-	for _, k := range []testKey{hs, ed} {
-		if r := get(t, base, "/x", http.Header{"Authorization": {"Bearer " + session(t, k, "alice")}}, ""); r.Status != http.StatusOK || r.Body != "user=alice" {
-			t.Errorf("%s: %d %s", k.kid, r.Status, r.Body)
+	for _, k := range []shoptest.Key{hs, ed} {
+		if r := get(t, base, "/x", http.Header{"Authorization": {"Bearer " + shoptest.Session(t, k, "alice")}}, ""); r.Status != http.StatusOK || r.Body != "user=alice" {
+			t.Errorf("%s: %d %s", k.Kid, r.Status, r.Body)
 		}
 	}
 	// The HS256 secret under the EdDSA kid: pinned, refused.
-	swapped := sign(t, testKey{kid: "ed-1", alg: jose.HS256, hmac: hs.hmac}, claims{Claims: sessionClaims("alice")})
+	swapped := shoptest.Sign(t, shoptest.Key{Kid: "ed-1", Alg: jose.HS256, HMAC: hs.HMAC}, shoptest.Claims{Claims: shoptest.SessionClaims("alice")})
 	if r := get(t, base, "/x", http.Header{"Authorization": {"Bearer " + swapped}}, ""); r.Status != http.StatusUnauthorized {
 		t.Errorf("HS256 under an EdDSA kid: %d %s", r.Status, r.Body)
 	}
@@ -254,8 +255,8 @@ PLAIN {
 // signed-in mallory who claims to be the victim reaches the backend with no claim left in any
 // spelling.
 func TestBehindCaddysAuthenticationHandlerAClaimedUserHeaderIsGone(t *testing.T) {
-	shop := newTestShop(t)
-	key := shop.publish(newKey(t, "k1", jose.ES256))
+	shop := shoptest.NewShop(t)
+	key := shop.Publish(shoptest.NewKey(t, "k1", jose.ES256))
 	backend := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		_, _ = fmt.Fprintf(w, "claims=%v", claimsLeft(r.Header, ""))
 	}))
@@ -270,12 +271,12 @@ func TestBehindCaddysAuthenticationHandlerAClaimedUserHeaderIsGone(t *testing.T)
     {"handler": "authentication", "providers": {"seckill_jwt": {"cookie": "seckill_session", "jwks_url": %q, "issuer": %q, "audience": %q}}},
     {"handler": "reverse_proxy", "upstreams": [{"dial": %q}]}
    ]}
-  ]}}}}}`, port, shop.url(), testIssuer, testAudience, strings.TrimPrefix(backend.URL, "http://"))
+  ]}}}}}`, port, shop.URL(), shoptest.Issuer, shoptest.Audience, strings.TrimPrefix(backend.URL, "http://"))
 	handlertest.StartCaddy(t, []byte(cfg), base)
 	for _, name := range claimedUserHeaders {
 		req, _ := http.NewRequest(http.MethodGet, base+"/orders", nil)
 		req.Header[name] = []string{"victim"}
-		req.AddCookie(&http.Cookie{Name: "seckill_session", Value: session(t, key, "mallory")})
+		req.AddCookie(&http.Cookie{Name: "seckill_session", Value: shoptest.Session(t, key, "mallory")})
 		resp, err := plainClient.Do(req)
 		if err != nil {
 			t.Fatal(err)

@@ -2,6 +2,7 @@ package identity
 
 import (
 	"context"
+	"encoding/base64"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -10,6 +11,8 @@ import (
 
 	"github.com/go-jose/go-jose/v4"
 
+	"github.com/seckilledge/seckill/caddymodule/identity/core"
+	"github.com/seckilledge/seckill/caddymodule/identity/internal/shoptest"
 	"github.com/seckilledge/seckill/contract"
 )
 
@@ -17,10 +20,10 @@ import (
 // it must never panic, never admit anyone but the one user the keys signed for, and refuse
 // everything else with 401 unauthenticated.
 func FuzzIdentityToken(f *testing.F) {
-	es, hs := newKey(f, "es", jose.ES256), newKey(f, "hs", jose.HS256)
+	es, hs := shoptest.NewKey(f, "es", jose.ES256), shoptest.NewKey(f, "hs", jose.HS256)
 	now := time.Now()
-	for _, k := range []testKey{es, hs} {
-		tok := session(f, k, "alice")
+	for _, k := range []shoptest.Key{es, hs} {
+		tok := shoptest.Session(f, k, "alice")
 		f.Add(tok)
 		parts := strings.Split(tok, ".")
 		f.Add(parts[0] + "." + parts[1] + ".")
@@ -31,28 +34,28 @@ func FuzzIdentityToken(f *testing.F) {
 	f.Add("...")
 	f.Add("a.b.c.d.e")
 	f.Add(`{"payload":"e30","signatures":[]}`)
-	f.Add(strings.Repeat("A", MaxToken+1))
+	f.Add(strings.Repeat("A", core.MaxToken+1))
 
-	src := staticKeys{}
-	for _, k := range []testKey{es, hs} {
-		value := string(k.hmac)
-		if k.priv != nil {
-			value = pemOf(f, k)
+	src := core.StaticKeys{}
+	for _, k := range []shoptest.Key{es, hs} {
+		value := string(k.HMAC)
+		if k.Priv != nil {
+			value = shoptest.PEM(f, k)
 		}
-		key, err := parseStaticKey(k.kid, string(k.alg), value)
+		key, err := core.ParseStaticKey(k.Kid, string(k.Alg), value)
 		if err != nil {
 			f.Fatal(err)
 		}
-		src[k.kid] = key
+		src[k.Kid] = key
 	}
 	h := &Identity{JWT: JWT{Cookie: "session", logger: nopLogger}}
-	h.verifier = &Verifier{Keys: src, Issuer: testIssuer, Audience: testAudience, Leeway: 30 * time.Second,
+	h.verifier = &core.Verifier{Keys: src, Issuer: shoptest.Issuer, Audience: shoptest.Audience, Leeway: 30 * time.Second,
 		Now: func() time.Time { return now }}
 
 	f.Fuzz(func(t *testing.T, token string) {
-		if user, o := h.verifier.Verify(context.Background(), token); o == Verified && user != "alice" {
+		if user, o := h.verifier.Verify(context.Background(), token); o == core.Verified && user != "alice" {
 			t.Fatalf("verified as %q", user)
-		} else if o == Verified && !contract.ValidID(user) {
+		} else if o == core.Verified && !contract.ValidID(user) {
 			t.Fatalf("verified a user that is not a contract id: %q", user)
 		}
 		for _, r := range []*http.Request{
@@ -76,3 +79,5 @@ func cookieRequest(token string) *http.Request {
 	r.Header.Set("Cookie", "session="+token)
 	return r
 }
+
+func b64(s string) string { return base64.RawURLEncoding.EncodeToString([]byte(s)) }

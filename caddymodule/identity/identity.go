@@ -22,59 +22,16 @@ package identity
 
 import (
 	"net/http"
-	"time"
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 
 	"github.com/seckilledge/seckill/caddymodule/handler"
-	"github.com/seckilledge/seckill/contract"
+	"github.com/seckilledge/seckill/caddymodule/identity/core"
 )
 
 func init() {
 	caddy.RegisterModule(Identity{})
-}
-
-// UserHeader is the header the demo configuration and the backend read the user from. A
-// client's own is removed, so nothing behind the gateway can mistake it for the identity.
-const UserHeader = "X-User-ID"
-
-// StripClaimedIdentity removes from h every header a client could use to claim who it is:
-// UserHeader and extra (seckill_session's user_header, when set) in any letter case and with
-// '_' for '-'. The underscore form counts because CGI-style backends (PHP, Python's WSGI,
-// nginx's underscores_in_headers) read X_User_ID and X-User-ID as the same HTTP_X_USER_ID
-// (issue 33). Both seckill_identity (and seckill_session) and the seckill_jwt provider call
-// it, so no path into the site leaves the client's claim on the request.
-func StripClaimedIdentity(h http.Header, extra string) {
-	for k := range h {
-		if sameHeaderName(k, UserHeader) || (extra != "" && sameHeaderName(k, extra)) {
-			delete(h, k)
-		}
-	}
-}
-
-// sameHeaderName compares two header names ignoring ASCII case and taking '_' for '-',
-// without allocating (it runs on every admitted request).
-func sameHeaderName(a, b string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := 0; i < len(a); i++ {
-		if foldHeaderByte(a[i]) != foldHeaderByte(b[i]) {
-			return false
-		}
-	}
-	return true
-}
-
-func foldHeaderByte(c byte) byte {
-	switch {
-	case c == '_':
-		return '-'
-	case 'A' <= c && c <= 'Z':
-		return c + ('a' - 'A')
-	}
-	return c
 }
 
 // Identity is the `seckill_identity` handler: a verified session sets {http.auth.user.id} and
@@ -107,45 +64,24 @@ func (h *Identity) Provision(ctx caddy.Context) error {
 	return h.JWT.Provision(ctx)
 }
 
-// The refusals of a session, by outcome.
-var (
-	refusedMissing = handler.Refusal{Status: http.StatusUnauthorized, Code: contract.CodeUnauthenticated,
-		Message: "sign in first"}
-	refusedInvalid = handler.Refusal{Status: http.StatusUnauthorized, Code: contract.CodeUnauthenticated,
-		Message: "the session is not valid; sign in again"}
-	refusedAmbiguous = handler.Refusal{Status: http.StatusUnauthorized, Code: contract.CodeUnauthenticated,
-		Message: "more than one session credential on the request"}
-	refusedNoKeys = handler.Refusal{Status: http.StatusServiceUnavailable, Code: contract.CodeUnavailable,
-		Message: "sessions cannot be checked right now; retry shortly", RetryAfter: time.Second}
-)
-
 // ServeHTTP verifies the session, then calls next as its user or refuses.
 func (h *Identity) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler) error {
 	user, o := h.identify(r)
 	switch o {
-	case Verified:
+	case core.Verified:
 		admit(r, user, "")
 		return next.ServeHTTP(w, r)
-	case NoKeys:
+	case core.NoKeys:
 		return h.refuse.Write(w, refusedNoKeys)
-	case Missing:
+	case core.Missing:
 		w.Header().Set("WWW-Authenticate", challenge(o))
 		return h.refuse.Write(w, refusedMissing)
-	case Ambiguous:
+	case core.Ambiguous:
 		w.Header().Set("WWW-Authenticate", challenge(o))
 		return h.refuse.Write(w, refusedAmbiguous)
 	}
 	w.Header().Set("WWW-Authenticate", challenge(o))
 	return h.refuse.Write(w, refusedInvalid)
-}
-
-// admit makes user the request's identity the way Caddy's authentication handler does, and
-// drops the client's own claim (X-User-ID in every spelling, and extra).
-func admit(r *http.Request, user, extra string) {
-	if repl, ok := r.Context().Value(caddy.ReplacerCtxKey).(*caddy.Replacer); ok {
-		repl.Set("http.auth.user.id", user)
-	}
-	StripClaimedIdentity(r.Header, extra)
 }
 
 // Interface guards

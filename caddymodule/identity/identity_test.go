@@ -15,14 +15,16 @@ import (
 	"github.com/go-jose/go-jose/v4"
 
 	"github.com/seckilledge/seckill/caddymodule/handler"
+	"github.com/seckilledge/seckill/caddymodule/identity/core"
+	"github.com/seckilledge/seckill/caddymodule/identity/internal/shoptest"
 )
 
 // handlerWith is a seckill_identity handler over static keys, without Caddy.
-func handlerWith(t *testing.T, cookie string, keys ...testKey) *Identity {
+func handlerWith(t *testing.T, cookie string, keys ...shoptest.Key) *Identity {
 	t.Helper()
-	h := &Identity{JWT: JWT{Cookie: cookie, Issuer: testIssuer, Audience: testAudience}}
+	h := &Identity{JWT: JWT{Cookie: cookie, Issuer: shoptest.Issuer, Audience: shoptest.Audience}}
 	for _, k := range keys {
-		h.Keys = append(h.Keys, StaticKey{ID: k.kid, Algorithm: string(k.alg), Value: pemOf(t, k)})
+		h.Keys = append(h.Keys, StaticKey{ID: k.Kid, Algorithm: string(k.Alg), Value: shoptest.PEM(t, k)})
 	}
 	if err := h.setup(nil); err != nil {
 		t.Fatal(err)
@@ -34,7 +36,7 @@ func handlerWith(t *testing.T, cookie string, keys ...testKey) *Identity {
 	return h
 }
 
-// served is what the next handler saw, or the refusal.
+// served is what the next handler saw, or the handler.
 type served struct {
 	status  int
 	code    string
@@ -86,9 +88,9 @@ func refused(t *testing.T, name string, s served, status int, code string) {
 }
 
 func TestTheIdentityComesFromTheSessionNeverFromTheClientsHeader(t *testing.T) {
-	k := newKey(t, "k1", jose.ES256)
+	k := shoptest.NewKey(t, "k1", jose.ES256)
 	h := handlerWith(t, "session", k)
-	s := serve(h, request(http.Header{"X-User-Id": {"mallory"}}, session(t, k, "alice")))
+	s := serve(h, request(http.Header{"X-User-Id": {"mallory"}}, shoptest.Session(t, k, "alice")))
 	if s.status != http.StatusOK || s.user != "alice" || s.claimed != "" {
 		t.Fatalf("%d, user %q, X-User-ID after the handler %q", s.status, s.user, s.claimed)
 	}
@@ -96,9 +98,9 @@ func TestTheIdentityComesFromTheSessionNeverFromTheClientsHeader(t *testing.T) {
 }
 
 func TestTwoCredentialsOfOneKindAreRefused(t *testing.T) {
-	k := newKey(t, "k1", jose.ES256)
+	k := shoptest.NewKey(t, "k1", jose.ES256)
 	h := handlerWith(t, "session", k)
-	alice, mallory := session(t, k, "alice"), session(t, k, "mallory")
+	alice, mallory := shoptest.Session(t, k, "alice"), shoptest.Session(t, k, "mallory")
 	refused(t, "two Authorization headers", serve(h, request(http.Header{"Authorization": {"Bearer " + alice, "Bearer " + mallory}})),
 		http.StatusUnauthorized, "unauthenticated")
 	refused(t, "two Authorization headers, one empty", serve(h, request(http.Header{"Authorization": {"Bearer " + alice, ""}})),
@@ -118,28 +120,28 @@ func TestTwoCredentialsOfOneKindAreRefused(t *testing.T) {
 }
 
 func TestACredentialOver8KiBIsRefused(t *testing.T) {
-	k := newKey(t, "k1", jose.ES256)
+	k := shoptest.NewKey(t, "k1", jose.ES256)
 	h := handlerWith(t, "session", k)
-	big := strings.Repeat("a", MaxToken+1)
-	before := counter(t, jwtRequests.WithLabelValues(string(TooLarge)))
+	big := strings.Repeat("a", core.MaxToken+1)
+	before := shoptest.Counter(t, jwtRequests.WithLabelValues(string(core.TooLarge)))
 	refused(t, "bearer", serve(h, request(http.Header{"Authorization": {"Bearer " + big}})), http.StatusUnauthorized, "unauthenticated")
 	refused(t, "cookie", serve(h, request(nil, big)), http.StatusUnauthorized, "unauthenticated")
-	if got := counter(t, jwtRequests.WithLabelValues(string(TooLarge))) - before; got != 2 {
+	if got := shoptest.Counter(t, jwtRequests.WithLabelValues(string(core.TooLarge))) - before; got != 2 {
 		t.Errorf("too_large counted %v times, want 2", got)
 	}
 }
 
 func TestWithoutKeysTheAnswerIs503NotA401(t *testing.T) {
-	shop := newTestShop(t)
-	k := shop.publish(newKey(t, "k1", jose.ES256))
-	shop.down.Store(true)
-	j := newJWKS(shop.url(), shop.srv.Client(), time.Hour, time.Hour, nopLogger, nil)
+	shop := shoptest.NewShop(t)
+	k := shop.Publish(shoptest.NewKey(t, "k1", jose.ES256))
+	shop.Down.Store(true)
+	j := core.NewJWKS(shop.URL(), shop.Srv.Client(), time.Hour, time.Hour, nopLogger, nil)
 	t.Cleanup(func() { _ = j.Destruct() })
-	h := &Identity{JWT: JWT{Cookie: "session", JWKSURL: shop.url()}}
-	if err := h.setup(func(string) (*JWKS, error) { return j, nil }); err != nil {
+	h := &Identity{JWT: JWT{Cookie: "session", JWKSURL: shop.URL()}}
+	if err := h.setup(func(string) (*core.JWKS, error) { return j, nil }); err != nil {
 		t.Fatal(err)
 	}
-	s := serve(h, request(nil, session(t, k, "alice")))
+	s := serve(h, request(nil, shoptest.Session(t, k, "alice")))
 	refused(t, "JWKS never loaded", s, http.StatusServiceUnavailable, "unavailable")
 	if s.header.Get("Retry-After") == "" {
 		t.Error("503 without Retry-After")
@@ -147,10 +149,10 @@ func TestWithoutKeysTheAnswerIs503NotA401(t *testing.T) {
 }
 
 func TestWithHandleErrorsARefusalIsACaddyError(t *testing.T) {
-	k := newKey(t, "k1", jose.ES256)
+	k := shoptest.NewKey(t, "k1", jose.ES256)
 	h := handlerWith(t, "session", k)
 	h.refuse = handler.Writer{HandleErrors: true}
-	s := serve(h, request(nil, session(t, newKey(t, "k1", jose.ES256), "alice")))
+	s := serve(h, request(nil, shoptest.Session(t, shoptest.NewKey(t, "k1", jose.ES256), "alice")))
 	var he caddyhttp.HandlerError
 	if !errors.As(s.err, &he) || he.StatusCode != http.StatusUnauthorized {
 		t.Fatalf("error %v", s.err)
@@ -163,14 +165,14 @@ func TestWithHandleErrorsARefusalIsACaddyError(t *testing.T) {
 // Caddy's own authentication handler with the seckill_jwt provider: the user is set the Caddy
 // way, a refusal is that handler's 401 with our challenge.
 func TestTheProviderAuthenticatesForCaddysAuthenticationHandler(t *testing.T) {
-	k := newKey(t, "k1", jose.ES256)
+	k := shoptest.NewKey(t, "k1", jose.ES256)
 	p := &handlerWith(t, "session", k).JWT
 	w := httptest.NewRecorder()
-	user, ok, err := p.Authenticate(w, request(nil, session(t, k, "alice")))
+	user, ok, err := p.Authenticate(w, request(nil, shoptest.Session(t, k, "alice")))
 	if err != nil || !ok || user.ID != "alice" {
 		t.Fatalf("%v %v %v", user, ok, err)
 	}
-	user, ok, err = p.Authenticate(w, request(nil, session(t, newKey(t, "k1", jose.ES256), "alice")))
+	user, ok, err = p.Authenticate(w, request(nil, shoptest.Session(t, shoptest.NewKey(t, "k1", jose.ES256), "alice")))
 	if err != nil || ok || user.ID != "" || !strings.Contains(w.Header().Get("WWW-Authenticate"), "invalid_token") {
 		t.Fatalf("forged: %v %v %v %v", user, ok, err, w.Header())
 	}
@@ -195,11 +197,11 @@ func claimsLeft(h http.Header, extra string) []string {
 // Issue 33, item 1: no spelling of a client's X-User-ID survives seckill_identity, nor the
 // seckill_jwt provider of Caddy's authentication handler (which left it on the request).
 func TestNoSpellingOfAClaimedUserHeaderSurvivesEitherPath(t *testing.T) {
-	k := newKey(t, "k1", jose.ES256)
+	k := shoptest.NewKey(t, "k1", jose.ES256)
 	h := handlerWith(t, "session", k)
 	for _, name := range claimedUserHeaders {
 		// seckill_identity: what the next handler sees.
-		r := request(nil, session(t, k, "mallory"))
+		r := request(nil, shoptest.Session(t, k, "mallory"))
 		r.Header[name] = []string{"victim"} // as the wire has it, not canonicalized
 		var left []string
 		err := h.ServeHTTP(httptest.NewRecorder(), r, caddyhttp.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) error {
@@ -211,7 +213,7 @@ func TestNoSpellingOfAClaimedUserHeaderSurvivesEitherPath(t *testing.T) {
 		}
 
 		// seckill_jwt: the request Caddy's authentication handler passes on.
-		for _, tok := range []string{session(t, k, "mallory"), "forged"} {
+		for _, tok := range []string{shoptest.Session(t, k, "mallory"), "forged"} {
 			r := request(nil, tok)
 			r.Header[name] = []string{"victim"}
 			_, _, _ = h.JWT.Authenticate(httptest.NewRecorder(), r)

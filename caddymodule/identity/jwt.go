@@ -4,14 +4,14 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"net/netip"
 	"net/url"
-	"strings"
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp/caddyauth"
 	"go.uber.org/zap"
+
+	"github.com/seckilledge/seckill/caddymodule/identity/core"
 )
 
 func init() {
@@ -27,9 +27,6 @@ const (
 	DefaultMaxAge = 24 * time.Hour
 	// maxLeeway: beyond a few minutes a "leeway" is an extension of every session.
 	maxLeeway = 5 * time.Minute
-	// keyWait bounds how long a request waits for keys (the first fetch after start, or an
-	// early fetch for an unknown kid).
-	keyWait = 3 * time.Second
 )
 
 // JWT verifies a signed session (a JWT) locally: no call to the shop per request. It is the
@@ -106,8 +103,8 @@ type JWT struct {
 	// used is forgotten first. Default 100000 (about 22 MB); 0 turns the cache off.
 	VerifiedCache *int `json:"verified_cache,omitempty"`
 
-	verifier *Verifier
-	jwks     *JWKS
+	verifier *core.Verifier
+	jwks     *core.JWKS
 	logger   *zap.Logger
 }
 
@@ -128,67 +125,44 @@ func (p *JWT) Provision(ctx caddy.Context) error {
 	return p.setup(p.pooledJWKS)
 }
 
+// jwksPool keeps one JWKS source per URL across config reloads: a reload neither refetches
+// the keys nor forgets the last good ones (the JWKS endpoint may be down during the reload).
+var jwksPool = caddy.NewUsagePool()
+
 // pooledJWKS joins the fetcher of url, starting it when no loaded config uses that URL yet.
-func (p *JWT) pooledJWKS(url string) (*JWKS, error) {
+func (p *JWT) pooledJWKS(url string) (*core.JWKS, error) {
 	refresh, minInterval := time.Duration(p.JWKSRefresh), time.Duration(p.JWKSMinInterval)
 	maxStale := time.Duration(p.JWKSMaxStale)
 	v, _, err := jwksPool.LoadOrNew(url, func() (caddy.Destructor, error) {
-		j := newJWKS(url, jwksClient, refresh, minInterval, p.logger, nil)
-		j.configure(refresh, minInterval, maxStale, p.logger)
+		j := core.NewJWKS(url, core.JWKSClient, refresh, minInterval, p.logger, nil)
+		j.Configure(refresh, minInterval, maxStale, p.logger)
 		return j, nil
 	})
 	if err != nil {
 		return nil, err
 	}
-	j := v.(*JWKS)
+	j := v.(*core.JWKS)
 	// The newest config's settings and logger win.
-	j.configure(refresh, minInterval, maxStale, p.logger)
+	j.Configure(refresh, minInterval, maxStale, p.logger)
 	return j, nil
 }
 
-// jwksClient fetches every JWKS: its own connections, no proxy from the environment.
-var jwksClient = &http.Client{
-	Transport: &http.Transport{MaxIdleConnsPerHost: 2, IdleConnTimeout: 10 * time.Minute, ForceAttemptHTTP2: true},
-	// A JWKS behind a redirect is followed (CDNs do that), within the client's default limit,
-	// but never down to plain http (issue 33).
-	CheckRedirect: noDowngrade,
-}
+// StaticKey is a key written in the configuration.
+type StaticKey struct {
+	// The key id: tokens signed with this key carry it as their `kid` header.
+	ID string `json:"kid"`
 
-// maxJWKSRedirects is net/http's default limit, kept.
-const maxJWKSRedirects = 10
+	// The one algorithm this key verifies: HS256, RS256, ES256 or EdDSA.
+	Algorithm string `json:"alg"`
 
-// noDowngrade refuses a redirect of the JWKS fetch that leaves https, or that goes to plain
-// http on a host that is not loopback: the keys decide who is signed in, so they travel
-// authenticated or not at all.
-func noDowngrade(req *http.Request, via []*http.Request) error {
-	if len(via) >= maxJWKSRedirects {
-		return fmt.Errorf("stopped after %d redirects", maxJWKSRedirects)
-	}
-	if req.URL.Scheme == "https" {
-		return nil
-	}
-	for _, prev := range via {
-		if prev.URL.Scheme == "https" {
-			return fmt.Errorf("refused a redirect from https to %s", req.URL.Redacted())
-		}
-	}
-	if !loopbackHost(req.URL.Hostname()) {
-		return fmt.Errorf("refused a redirect to plain http on a host that is not loopback: %s", req.URL.Redacted())
-	}
-	return nil
-}
-
-// loopbackHost reports whether host (no port) is this machine: localhost or a loopback IP.
-func loopbackHost(host string) bool {
-	if strings.EqualFold(host, "localhost") {
-		return true
-	}
-	ip, err := netip.ParseAddr(host)
-	return err == nil && ip.Unmap().IsLoopback()
+	// The key itself, usually {env.VAR} (read when the config is loaded, so the value never
+	// appears in the adapted config): for HS256 the shared secret (at least 32 bytes), for the
+	// others a PEM public key ("-----BEGIN PUBLIC KEY-----", PKIX).
+	Value string `json:"value"`
 }
 
 // setup applies the defaults and builds the verifier; jwks gives the fetcher of a URL.
-func (p *JWT) setup(jwks func(url string) (*JWKS, error)) error {
+func (p *JWT) setup(jwks func(url string) (*core.JWKS, error)) error {
 	if p.logger == nil {
 		p.logger = zap.NewNop()
 	}
@@ -200,33 +174,33 @@ func (p *JWT) setup(jwks func(url string) (*JWKS, error)) error {
 		p.Leeway = &d
 	}
 	if p.VerifiedCache == nil {
-		n := DefaultVerifiedCache
+		n := core.DefaultVerifiedCache
 		p.VerifiedCache = &n
 	}
 	if p.JWKSRefresh <= 0 {
-		p.JWKSRefresh = caddy.Duration(DefaultJWKSRefresh)
+		p.JWKSRefresh = caddy.Duration(core.DefaultJWKSRefresh)
 	}
 	if p.JWKSMinInterval <= 0 {
-		p.JWKSMinInterval = caddy.Duration(DefaultJWKSMinInterval)
+		p.JWKSMinInterval = caddy.Duration(core.DefaultJWKSMinInterval)
 	}
 	if p.MaxAge <= 0 {
 		p.MaxAge = caddy.Duration(DefaultMaxAge)
 	}
 	if p.JWKSMaxStale <= 0 {
-		p.JWKSMaxStale = caddy.Duration(DefaultJWKSMaxStale)
+		p.JWKSMaxStale = caddy.Duration(core.DefaultJWKSMaxStale)
 	}
 	// {env.*} only: these are read once, at load, and must not depend on a request.
 	repl := caddy.NewReplacer()
-	sources := keySources{static: staticKeys{}}
+	sources := core.KeySources{Static: core.StaticKeys{}}
 	for _, k := range p.Keys {
-		key, err := parseStaticKey(k.ID, k.Algorithm, repl.ReplaceAll(k.Value, ""))
+		key, err := core.ParseStaticKey(k.ID, k.Algorithm, repl.ReplaceAll(k.Value, ""))
 		if err != nil {
 			return fmt.Errorf("seckill_jwt: %w", err)
 		}
-		if _, dup := sources.static[key.ID]; dup {
+		if _, dup := sources.Static[key.ID]; dup {
 			return fmt.Errorf("seckill_jwt: key %q twice", key.ID)
 		}
-		sources.static[key.ID] = key
+		sources.Static[key.ID] = key
 	}
 	if p.JWKSURL != "" {
 		u := repl.ReplaceAll(p.JWKSURL, "")
@@ -234,7 +208,7 @@ func (p *JWT) setup(jwks func(url string) (*JWKS, error)) error {
 		if err != nil || (pu.Scheme != "http" && pu.Scheme != "https") || pu.Host == "" {
 			return fmt.Errorf("seckill_jwt: jwks_url %q: want an http(s) URL", u)
 		}
-		if pu.Scheme == "http" && !loopbackHost(pu.Hostname()) {
+		if pu.Scheme == "http" && !core.LoopbackHost(pu.Hostname()) {
 			if !p.JWKSAllowHTTP {
 				return fmt.Errorf("seckill_jwt: jwks_url %q: plain http to a host that is not loopback lets anyone on the path publish keys; use https (or set jwks_allow_http on a network nobody can tamper with)", u)
 			}
@@ -245,16 +219,16 @@ func (p *JWT) setup(jwks func(url string) (*JWKS, error)) error {
 		if err != nil {
 			return fmt.Errorf("seckill_jwt: %w", err)
 		}
-		p.jwks, sources.jwks = j, j
+		p.jwks, sources.JWKS = j, j
 	}
-	p.verifier = &Verifier{
+	p.verifier = &core.Verifier{
 		Keys:      sources,
 		Issuer:    repl.ReplaceAll(p.Issuer, ""),
 		Audience:  repl.ReplaceAll(p.Audience, ""),
 		UserClaim: p.UserClaim,
 		Leeway:    time.Duration(*p.Leeway),
 		MaxAge:    time.Duration(p.MaxAge),
-		cache:     newVerifiedCache(*p.VerifiedCache),
+		Cache:     core.NewVerifiedCache(*p.VerifiedCache),
 	}
 	return nil
 }
@@ -276,34 +250,25 @@ func (p *JWT) Validate() error {
 // Cleanup lets go of the JWKS fetcher (stopped once no config uses its URL).
 func (p *JWT) Cleanup() error {
 	if p.jwks != nil {
-		_, err := jwksPool.Delete(p.jwks.url)
+		_, err := jwksPool.Delete(p.jwks.URL())
 		return err
 	}
 	return nil
 }
 
 // identify reads and verifies the request's session: the user, or why not.
-func (p *JWT) identify(r *http.Request) (string, Outcome) {
-	token, o := credential(r, p.Cookie)
-	if o != Verified {
+func (p *JWT) identify(r *http.Request) (string, core.Outcome) {
+	token, o := core.Credential(r, p.Cookie)
+	if o != core.Verified {
 		jwtCounted[o].Inc()
 		return "", o
 	}
 	user, o := p.verifier.Verify(r.Context(), token)
 	jwtCounted[o].Inc()
-	if o != Verified {
+	if o != core.Verified {
 		p.logger.Debug("session refused", zap.String("outcome", string(o)))
 	}
 	return user, o
-}
-
-// challenge is the WWW-Authenticate of a refusal (RFC 6750 3): invalid_token once a token was
-// presented, nothing more when none was.
-func challenge(o Outcome) string {
-	if o == Missing {
-		return `Bearer realm="seckill"`
-	}
-	return `Bearer realm="seckill", error="invalid_token"`
 }
 
 // Authenticate implements caddyauth.Authenticator: with Caddy's `authentication` handler a
@@ -315,10 +280,10 @@ func (p *JWT) Authenticate(w http.ResponseWriter, r *http.Request) (caddyauth.Us
 	StripClaimedIdentity(r.Header, "")
 	user, o := p.identify(r)
 	switch o {
-	case Verified:
+	case core.Verified:
 		return caddyauth.User{ID: user}, true, nil
-	case NoKeys:
-		return caddyauth.User{}, false, errNoKeys
+	case core.NoKeys:
+		return caddyauth.User{}, false, core.ErrNoKeys
 	}
 	w.Header().Set("WWW-Authenticate", challenge(o))
 	return caddyauth.User{}, false, nil
@@ -330,5 +295,5 @@ var (
 	_ caddy.Validator         = (*JWT)(nil)
 	_ caddy.CleanerUpper      = (*JWT)(nil)
 	_ caddyauth.Authenticator = (*JWT)(nil)
-	_ caddy.Destructor        = (*JWKS)(nil)
+	_ caddy.Destructor        = (*core.JWKS)(nil)
 )

@@ -3,22 +3,18 @@ package identity
 import (
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/seckilledge/seckill/caddymodule/identity/core"
 	"github.com/seckilledge/seckill/caddymodule/internal/metric"
 )
 
-// Package-level collectors, registered into each config's registry, so counts survive config
+// Package-level collectors, registered into each config's registry with the core's
+// (core.Collectors: the verified-session cache and the JWKS fetches), so counts survive config
 // reloads. Labels are bounded: an outcome from a closed set, never a user, a kid or a URL
 // (a forged token may name any kid).
 var (
 	jwtRequests = identityMetric.CounterVec("jwt_requests_total",
 		"Requests whose signed session was checked, by outcome: verified, or why it was refused (missing, ambiguous, too_large, malformed, unknown_kid, wrong_alg, bad_signature, expired, not_yet_valid, wrong_issuer, wrong_audience, bad_user, no_keys).",
 		"outcome")
-	jwtCache = identityMetric.CounterVec("jwt_cache_total",
-		"Lookups in seckill_identity's cache of verified sessions, by result: hit (answered without a signature check) or miss (verified in full).",
-		"result")
-	jwksFetches = identityMetric.CounterVec("jwks_fetches_total",
-		"Fetches of the JWKS document (background refreshes and early fetches for an unknown kid), by result: ok or error (the last good keys stay in use).",
-		"result")
 	sessionRequests = identityMetric.CounterVec("session_requests_total",
 		"Requests whose opaque session was looked up (seckill_session), by outcome: signed_in, signed_out, missing, ambiguous, unavailable.",
 		"outcome")
@@ -32,23 +28,29 @@ var (
 
 const identityMetric = metric.Subsystem("identity")
 
+// The outcomes of seckill_session (metric labels).
+const (
+	sessionSignedIn    = "signed_in"
+	sessionSignedOut   = "signed_out"
+	sessionMissing     = "missing"
+	sessionAmbiguous   = "ambiguous"
+	sessionUnavailable = "unavailable"
+
+	lookupSignedIn  = "signed_in"
+	lookupSignedOut = "signed_out"
+	lookupError     = "error"
+)
+
+var sessionOutcomes = []string{sessionSignedIn, sessionSignedOut, sessionMissing, sessionAmbiguous, sessionUnavailable}
+
 // jwtCounted holds the series of each outcome, looked up once: counting a request is then one
 // map read and an atomic add.
-var jwtCounted = map[Outcome]prometheus.Counter{}
-
-// The series of the verified-session cache, looked up once.
-var (
-	jwtCacheHits   = jwtCache.WithLabelValues("hit")
-	jwtCacheMisses = jwtCache.WithLabelValues("miss")
-)
+var jwtCounted = map[core.Outcome]prometheus.Counter{}
 
 func init() {
 	// Every series is visible from the start, at zero.
-	for _, o := range outcomes {
+	for _, o := range core.Outcomes {
 		jwtCounted[o] = jwtRequests.WithLabelValues(string(o))
-	}
-	for _, r := range []string{"ok", "error"} {
-		jwksFetches.WithLabelValues(r)
 	}
 	for _, o := range sessionOutcomes {
 		sessionRequests.WithLabelValues(o)
@@ -62,5 +64,6 @@ func init() {
 }
 
 func registerMetrics(reg prometheus.Registerer) {
-	metric.Register(reg, jwtRequests, jwtCache, jwksFetches, sessionRequests, sessionLookups, sessionCacheResults)
+	metric.Register(reg, jwtRequests, sessionRequests, sessionLookups, sessionCacheResults)
+	metric.Register(reg, core.Collectors()...)
 }

@@ -19,6 +19,7 @@ import (
 
 	"github.com/seckilledge/seckill/caddymodule/edge"
 	"github.com/seckilledge/seckill/caddymodule/handler"
+	"github.com/seckilledge/seckill/caddymodule/identity/core"
 	"github.com/seckilledge/seckill/contract"
 )
 
@@ -34,21 +35,6 @@ const (
 	DefaultSessionTimeout   = 2 * time.Second
 	DefaultSessionIdleConns = 64
 )
-
-// The outcomes of seckill_session (metric labels).
-const (
-	sessionSignedIn    = "signed_in"
-	sessionSignedOut   = "signed_out"
-	sessionMissing     = "missing"
-	sessionAmbiguous   = "ambiguous"
-	sessionUnavailable = "unavailable"
-
-	lookupSignedIn  = "signed_in"
-	lookupSignedOut = "signed_out"
-	lookupError     = "error"
-)
-
-var sessionOutcomes = []string{sessionSignedIn, sessionSignedOut, sessionMissing, sessionAmbiguous, sessionUnavailable}
 
 // Session is the `seckill_session` handler, for shops whose sessions are opaque (the gateway
 // cannot check them itself): it asks the shop's session endpoint who a session is, like
@@ -102,7 +88,7 @@ type Session struct {
 	client    *http.Client
 	transport *http.Transport
 	poolKey   string // "" when the store is not pooled (tests)
-	cache     *sessionCache
+	cache     *core.SessionCache
 	calls     *singleflight.Group
 	logger    *zap.Logger
 	refuse    handler.Writer
@@ -127,14 +113,14 @@ var sessionPool = caddy.NewUsagePool()
 
 // sessionStore is what the configs asking one endpoint the same way share.
 type sessionStore struct {
-	cache     *sessionCache
+	cache     *core.SessionCache
 	calls     *singleflight.Group
 	transport *http.Transport
 }
 
 func newSessionStore(maxEntries, maxIdleConns int) *sessionStore {
 	return &sessionStore{
-		cache: newSessionCache(maxEntries),
+		cache: core.NewSessionCache(maxEntries),
 		calls: new(singleflight.Group),
 		// Our own transport: keep-alive on, sized for one host, no proxy from the environment.
 		transport: &http.Transport{
@@ -165,7 +151,7 @@ func (h *Session) pooledStore() (*sessionStore, error) {
 	}
 	h.poolKey = key
 	s := v.(*sessionStore)
-	s.cache.resize(h.MaxEntries)
+	s.cache.Resize(h.MaxEntries)
 	return s, nil
 }
 
@@ -269,14 +255,14 @@ func (h *Session) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 	case sessionUnavailable:
 		return h.refuse.Write(w, refusedSessionDown)
 	case sessionAmbiguous:
-		w.Header().Set("WWW-Authenticate", challenge(Ambiguous))
+		w.Header().Set("WWW-Authenticate", challenge(core.Ambiguous))
 		return h.refuse.Write(w, refusedAmbiguous)
 	}
 	if outcome == sessionMissing {
-		w.Header().Set("WWW-Authenticate", challenge(Missing))
+		w.Header().Set("WWW-Authenticate", challenge(core.Missing))
 	} else {
 		// A credential was presented and the shop does not know it.
-		w.Header().Set("WWW-Authenticate", challenge(Expired))
+		w.Header().Set("WWW-Authenticate", challenge(core.Expired))
 	}
 	return h.refuse.Write(w, refusedSignedOut)
 }
@@ -284,10 +270,10 @@ func (h *Session) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 // credentialKey hashes what identifies the request's session: its Authorization header and
 // its session cookie (the whole Cookie header without a cookie name). outcome is "" when there
 // is something to look up.
-func (h *Session) credentialKey(r *http.Request) (sessionKey, string) {
+func (h *Session) credentialKey(r *http.Request) (core.SessionKey, string) {
 	auth := r.Header["Authorization"]
 	if len(auth) > 1 {
-		return sessionKey{}, sessionAmbiguous
+		return core.SessionKey{}, sessionAmbiguous
 	}
 	var cookie string
 	if h.Cookie == "" {
@@ -295,14 +281,14 @@ func (h *Session) credentialKey(r *http.Request) (sessionKey, string) {
 	} else {
 		cs := r.CookiesNamed(h.Cookie)
 		if len(cs) > 1 {
-			return sessionKey{}, sessionAmbiguous
+			return core.SessionKey{}, sessionAmbiguous
 		}
 		if len(cs) == 1 {
 			cookie = cs[0].Value
 		}
 	}
 	if len(auth) == 0 && cookie == "" {
-		return sessionKey{}, sessionMissing
+		return core.SessionKey{}, sessionMissing
 	}
 	hash := sha256.New()
 	if len(auth) == 1 {
@@ -311,17 +297,17 @@ func (h *Session) credentialKey(r *http.Request) (sessionKey, string) {
 	// A separator no header value can hold, so (auth, cookie) pairs never collide.
 	hash.Write([]byte{0})
 	io.WriteString(hash, cookie)
-	var k sessionKey
+	var k core.SessionKey
 	hash.Sum(k[:0])
 	return k, ""
 }
 
 // lookup returns the session's user ("" when signed out), from the cache or from one call to
 // the session endpoint shared by every request of that session that misses meanwhile.
-func (h *Session) lookup(r *http.Request, k sessionKey) (string, error) {
-	if a, ok := h.cache.get(k, h.now()); ok {
+func (h *Session) lookup(r *http.Request, k core.SessionKey) (string, error) {
+	if a, ok := h.cache.Get(k, h.now()); ok {
 		sessionCacheResults.WithLabelValues("hit").Inc()
-		return a.user, nil
+		return a.User, nil
 	}
 	sessionCacheResults.WithLabelValues("miss").Inc()
 	// The headers of the first request go to the shop; the others of the same key carry the
@@ -342,7 +328,7 @@ func (h *Session) lookup(r *http.Request, k sessionKey) (string, error) {
 		} else {
 			sessionLookups.WithLabelValues(lookupSignedIn).Inc()
 		}
-		h.cache.put(k, answer{user: user, expires: h.now().Add(time.Duration(ttl))})
+		h.cache.Put(k, core.Answer{User: user, Expires: h.now().Add(time.Duration(ttl))})
 		return user, nil
 	})
 	select {

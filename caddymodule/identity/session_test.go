@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
+
+	"github.com/seckilledge/seckill/caddymodule/identity/internal/shoptest"
 )
 
 // sessionShop is a shop with opaque sessions: GET /session answers 204 with X-Shop-User when
@@ -76,12 +78,12 @@ func (s *sessionShop) signOut(token string) {
 }
 
 // sessionHandler is a seckill_session handler on shop with a clock of the test's.
-func sessionHandler(t *testing.T, shop *sessionShop, clock *fakeClock, h Session) *Session {
+func sessionHandler(t *testing.T, shop *sessionShop, clock *shoptest.Clock, h Session) *Session {
 	t.Helper()
 	h.Upstream = shop.srv.URL + "/session"
 	h.Cookie = "session"
 	h.UserHeader = "X-Shop-User"
-	h.now = clock.now
+	h.now = clock.Now
 	if err := h.setup(nil); err != nil {
 		t.Fatal(err)
 	}
@@ -113,7 +115,7 @@ func TestConcurrentRequestsOfOneSessionMakeOneShopCallPerTTL(t *testing.T) {
 	shop := newSessionShop(t)
 	shop.signIn("s-alice", "alice")
 	shop.delay.Store(int64(50 * time.Millisecond)) // long enough for every request to miss together
-	clock := newFakeClock()
+	clock := shoptest.NewClock()
 	h := sessionHandler(t, shop, clock, Session{TTL: caddy30s})
 
 	for round := int64(1); round <= 3; round++ {
@@ -125,18 +127,18 @@ func TestConcurrentRequestsOfOneSessionMakeOneShopCallPerTTL(t *testing.T) {
 		if n := shop.calls.Load(); n != round {
 			t.Fatalf("round %d: %d calls to the shop, want %d", round, n, round)
 		}
-		clock.advance(29 * time.Second)
+		clock.Advance(29 * time.Second)
 		serve(h, request(nil, "s-alice"))
 		if n := shop.calls.Load(); n != round {
 			t.Fatalf("round %d: a call before the TTL passed (%d)", round, n)
 		}
-		clock.advance(time.Second)
+		clock.Advance(time.Second)
 	}
 }
 
 func TestASignedOutAnswerIsCachedShorterAndIs401(t *testing.T) {
 	shop := newSessionShop(t)
-	clock := newFakeClock()
+	clock := shoptest.NewClock()
 	h := sessionHandler(t, shop, clock, Session{})
 
 	for range 5 {
@@ -147,7 +149,7 @@ func TestASignedOutAnswerIsCachedShorterAndIs401(t *testing.T) {
 	}
 	// Bob signs in: let in once the signed-out answer (5s) has expired, not after 30s.
 	shop.signIn("s-bob", "bob")
-	clock.advance(5 * time.Second)
+	clock.Advance(5 * time.Second)
 	if s := serve(h, request(nil, "s-bob")); s.status != http.StatusOK || s.user != "bob" {
 		t.Fatalf("after signing in: %d %s", s.status, s.code)
 	}
@@ -163,7 +165,7 @@ func TestASignedOutAnswerIsCachedShorterAndIs401(t *testing.T) {
 func TestTheSessionServiceFailingIs503AndNotRemembered(t *testing.T) {
 	shop := newSessionShop(t)
 	shop.signIn("s-alice", "alice")
-	clock := newFakeClock()
+	clock := shoptest.NewClock()
 	h := sessionHandler(t, shop, clock, Session{Timeout: caddyDuration(200 * time.Millisecond)})
 
 	shop.broken.Store(true)
@@ -198,7 +200,7 @@ func TestTheSessionServiceFailingIs503AndNotRemembered(t *testing.T) {
 
 func TestTheShopSeesTheClientsCredentialOverKeptAliveConnections(t *testing.T) {
 	shop := newSessionShop(t)
-	clock := newFakeClock()
+	clock := shoptest.NewClock()
 	h := sessionHandler(t, shop, clock, Session{})
 	for i := range 20 {
 		tok := "s-" + string(rune('a'+i))
@@ -217,14 +219,14 @@ func TestTheShopSeesTheClientsCredentialOverKeptAliveConnections(t *testing.T) {
 
 func TestTheCacheIsBoundedAndKeyedByAHash(t *testing.T) {
 	shop := newSessionShop(t)
-	clock := newFakeClock()
+	clock := shoptest.NewClock()
 	h := sessionHandler(t, shop, clock, Session{MaxEntries: 3})
 	for i := range 10 {
 		tok := "secret-session-" + string(rune('a'+i))
 		shop.signIn(tok, "u"+string(rune('a'+i)))
 		serve(h, request(nil, tok))
 	}
-	if n := h.cache.len(); n != 3 {
+	if n := h.cache.Len(); n != 3 {
 		t.Fatalf("%d entries, want 3", n)
 	}
 	// The least recently used went first: the last three are still cached.
@@ -237,9 +239,7 @@ func TestTheCacheIsBoundedAndKeyedByAHash(t *testing.T) {
 	if shop.calls.Load() != calls+1 {
 		t.Fatal("the oldest session was still cached")
 	}
-	h.cache.mu.Lock()
-	defer h.cache.mu.Unlock()
-	for k := range h.cache.entries {
+	for _, k := range h.cache.Keys() {
 		if strings.Contains(string(k[:]), "secret-session") {
 			t.Fatal("a cache key holds the session itself")
 		}
@@ -274,8 +274,8 @@ func TestAReloadKeepsTheSessionCache(t *testing.T) {
 	if n := shop.calls.Load(); n != 1 {
 		t.Fatalf("%d calls to the shop, want 1: the reload lost the cache", n)
 	}
-	if reloaded.cache.max != 10 {
-		t.Fatalf("max_entries of the new config not applied: %d", reloaded.cache.max)
+	if reloaded.cache.Bound() != 10 {
+		t.Fatalf("max_entries of the new config not applied: %d", reloaded.cache.Bound())
 	}
 	if err := reloaded.Cleanup(); err != nil {
 		t.Fatal(err)
@@ -296,7 +296,7 @@ func TestAReloadKeepsTheSessionCache(t *testing.T) {
 func TestSeckillSessionDropsEverySpellingOfAClaimedUser(t *testing.T) {
 	shop := newSessionShop(t)
 	shop.signIn("s-mallory", "mallory")
-	h := sessionHandler(t, shop, newFakeClock(), Session{})
+	h := sessionHandler(t, shop, shoptest.NewClock(), Session{})
 	for _, name := range append(claimedUserHeaders, "X-Shop-User", "x_shop_user") {
 		r := request(nil, "s-mallory")
 		r.Header[name] = []string{"victim"}

@@ -1,4 +1,4 @@
-package identity
+package core
 
 import (
 	"context"
@@ -16,7 +16,7 @@ import (
 // set is closed (it labels metrics).
 type Outcome string
 
-// The outcomes of Verifier.Verify (and of reading the credential off the request).
+// The Outcomes of Verifier.Verify (and of reading the credential off the request).
 const (
 	Verified Outcome = "verified"
 	// Missing: no cookie and no bearer token.
@@ -52,8 +52,8 @@ const (
 	NoKeys Outcome = "no_keys"
 )
 
-// outcomes lists every outcome, so each metric series exists from the start.
-var outcomes = []Outcome{Verified, Missing, Ambiguous, TooLarge, Malformed, UnknownKey, WrongAlgorithm,
+// Outcomes lists every outcome, so each metric series exists from the start.
+var Outcomes = []Outcome{Verified, Missing, Ambiguous, TooLarge, Malformed, UnknownKey, WrongAlgorithm,
 	BadSignature, Expired, NotYetValid, TooLong, WrongIssuer, WrongAudience, BadUser, NoKeys}
 
 // MaxToken is the longest token read. A session token is a few hundred bytes; an 8 KiB one is
@@ -62,13 +62,13 @@ const MaxToken = 8 << 10
 
 // Errors of a KeySource.
 var (
-	errUnknownKey = errors.New("no key with this kid")
-	errNoKeys     = errors.New("no verification key loaded yet")
+	ErrUnknownKey = errors.New("no key with this kid")
+	ErrNoKeys     = errors.New("no verification key loaded yet")
 )
 
 // KeySource finds the key a token names.
 type KeySource interface {
-	// Key returns the key with this kid: errUnknownKey when there is none, errNoKeys when no
+	// Key returns the key with this kid: ErrUnknownKey when there is none, ErrNoKeys when no
 	// key has ever been loaded. It may wait for a JWKS fetch, never longer than ctx allows.
 	Key(ctx context.Context, kid string) (*Key, error)
 }
@@ -90,10 +90,11 @@ type Verifier struct {
 	// Now is the clock (time.Now when nil).
 	Now func() time.Time
 
-	// cache remembers verified sessions (nil: every token is verified in full). A hit applies
+	// Cache remembers verified sessions (nil: every token is verified in full). A hit applies
 	// Leeway and Now as a fresh check does, but Issuer, Audience and UserClaim were checked
 	// when the session was cached: with a cache they must not change once Verify is called.
-	cache *verifiedCache
+	Cache *VerifiedCache
+
 	// signatures counts signature checks (tests: a cache hit makes none).
 	signatures atomic.Int64
 }
@@ -105,12 +106,12 @@ func (v *Verifier) Verify(ctx context.Context, token string) (string, Outcome) {
 	if len(token) > MaxToken {
 		return "", TooLarge
 	}
-	if v.cache == nil {
+	if v.Cache == nil {
 		user, o, _ := v.verify(ctx, token)
 		return user, o
 	}
 	k := tokenKey(token)
-	if s, ok := v.cache.get(k); ok {
+	if s, ok := v.Cache.get(k); ok {
 		now := v.now()
 		if s.acceptedAt(now, v.Leeway) {
 			// The key that verified it must still be the one its kid names: dropped from the
@@ -120,9 +121,9 @@ func (v *Verifier) Verify(ctx context.Context, token string) (string, Outcome) {
 				jwtCacheHits.Inc()
 				return s.user, Verified
 			}
-			v.cache.remove(k)
+			v.Cache.remove(k)
 		} else if s.expiredAt(now, v.Leeway) {
-			v.cache.remove(k)
+			v.Cache.remove(k)
 		}
 	}
 	jwtCacheMisses.Inc()
@@ -130,10 +131,13 @@ func (v *Verifier) Verify(ctx context.Context, token string) (string, Outcome) {
 	// Only a success is remembered: a forged or garbage token never takes a place, so a flood
 	// of them evicts nothing.
 	if o == Verified {
-		v.cache.put(k, s)
+		v.Cache.put(k, s)
 	}
 	return user, o
 }
+
+// Signatures is the number of signatures v has checked: a cache hit checks none.
+func (v *Verifier) Signatures() int64 { return v.signatures.Load() }
 
 func (v *Verifier) now() time.Time {
 	if v.Now != nil {
@@ -153,7 +157,7 @@ func (v *Verifier) verify(ctx context.Context, token string) (string, Outcome, v
 	h := tok.Headers[0]
 	key, err := v.Keys.Key(ctx, h.KeyID)
 	switch {
-	case errors.Is(err, errNoKeys):
+	case errors.Is(err, ErrNoKeys):
 		return "", NoKeys, none
 	case err != nil:
 		return "", UnknownKey, none

@@ -1,15 +1,16 @@
-package identity
+package core
 
 import (
 	"context"
 	"fmt"
 	"io"
 	"net/http"
+	"net/netip"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
-	"github.com/caddyserver/caddy/v2"
 	"go.uber.org/zap"
 )
 
@@ -23,6 +24,9 @@ const (
 	DefaultJWKSMaxStale = 6 * time.Hour
 	// jwksTimeout bounds one fetch of the document.
 	jwksTimeout = 5 * time.Second
+	// keyWait bounds how long a request waits for keys (the first fetch after start, or an
+	// early fetch for an unknown kid).
+	keyWait = 3 * time.Second
 )
 
 // The background retry while no usable key is loaded (at start, or once the keys went stale):
@@ -37,10 +41,6 @@ func nextColdRetry(retry, refresh, most time.Duration) (wait, after time.Duratio
 	return min(retry, refresh, most), min(2*retry, refresh, most)
 }
 
-// jwksPool keeps one JWKS source per URL across config reloads: a reload neither refetches
-// the keys nor forgets the last good ones (the JWKS endpoint may be down during the reload).
-var jwksPool = caddy.NewUsagePool()
-
 // JWKS is the keys published at one URL, refreshed in the background. Requests read the
 // current set without a lock; a token with an unknown kid asks for one early fetch, at most
 // one per MinInterval (so forged kids cannot turn the gateway into a flood of the shop's JWKS
@@ -50,7 +50,7 @@ type JWKS struct {
 	client *http.Client
 	now    func() time.Time
 
-	keys atomic.Pointer[keySet]
+	keys atomic.Pointer[KeySet]
 	// loadedAt is when keys was last fetched successfully (unix ns, j.now's clock): keys older
 	// than maxStale are not used.
 	loadedAt atomic.Int64
@@ -76,21 +76,21 @@ type JWKS struct {
 	done chan struct{}
 }
 
-// newJWKS starts the source of url: it fetches at once, then every refresh.
-func newJWKS(url string, client *http.Client, refresh, minInterval time.Duration, logger *zap.Logger, now func() time.Time) *JWKS {
+// NewJWKS starts the source of url: it fetches at once, then every refresh.
+func NewJWKS(url string, client *http.Client, refresh, minInterval time.Duration, logger *zap.Logger, now func() time.Time) *JWKS {
 	if now == nil {
 		now = time.Now
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	j := &JWKS{url: url, client: client, now: now, ready: make(chan struct{}), kick: make(chan struct{}, 1),
 		ctx: ctx, stop: cancel, done: make(chan struct{}), retryFirst: coldRetry.first, retryMost: coldRetry.most}
-	j.configure(refresh, minInterval, DefaultJWKSMaxStale, logger)
+	j.Configure(refresh, minInterval, DefaultJWKSMaxStale, logger)
 	go j.run(ctx)
 	return j
 }
 
-// configure applies the settings of the newest config that uses this URL.
-func (j *JWKS) configure(refresh, minInterval, maxStale time.Duration, logger *zap.Logger) {
+// Configure applies the settings of the newest config that uses this URL.
+func (j *JWKS) Configure(refresh, minInterval, maxStale time.Duration, logger *zap.Logger) {
 	j.refresh.Store(int64(refresh))
 	j.minInterval.Store(int64(minInterval))
 	j.maxStale.Store(int64(maxStale))
@@ -99,7 +99,7 @@ func (j *JWKS) configure(refresh, minInterval, maxStale time.Duration, logger *z
 
 // usable is the key set requests may use: nil before the first successful fetch, and once
 // the last one is older than max_stale (the shop may have dropped a key since: issue 33).
-func (j *JWKS) usable() *keySet {
+func (j *JWKS) usable() *KeySet {
 	ks := j.keys.Load()
 	if ks == nil {
 		return nil
@@ -110,7 +110,17 @@ func (j *JWKS) usable() *keySet {
 	return ks
 }
 
-// Destruct stops the background refresh when the last config using the URL is unloaded.
+// URL is where the keys are fetched from.
+func (j *JWKS) URL() string { return j.url }
+
+// Fetches is the number of fetches attempted so far, background or early.
+func (j *JWKS) Fetches() int64 { return j.fetches.Load() }
+
+// Done is closed once the background refresh has ended (after Destruct).
+func (j *JWKS) Done() <-chan struct{} { return j.done }
+
+// Destruct stops the background refresh (the glue calls it when the last config using the
+// URL is unloaded; it is a caddy.Destructor without importing Caddy).
 func (j *JWKS) Destruct() error {
 	j.stop()
 	<-j.done
@@ -123,7 +133,7 @@ func (j *JWKS) Key(ctx context.Context, kid string) (*Key, error) {
 	ks := j.usable()
 	if ks == nil {
 		if !wait(ctx, j.ready) {
-			return nil, errNoKeys
+			return nil, ErrNoKeys
 		}
 		if ks = j.usable(); ks == nil {
 			// Nothing usable (the endpoint was down at start, or long enough for the keys to
@@ -132,7 +142,7 @@ func (j *JWKS) Key(ctx context.Context, kid string) (*Key, error) {
 			// retry (issue 33).
 			j.fetchEarly(ctx)
 			if ks = j.usable(); ks == nil {
-				return nil, errNoKeys
+				return nil, ErrNoKeys
 			}
 		}
 	}
@@ -141,12 +151,12 @@ func (j *JWKS) Key(ctx context.Context, kid string) (*Key, error) {
 	}
 	// A kid we do not know: the shop may have rotated its key since the last fetch.
 	if !j.fetchEarly(ctx) {
-		return nil, errUnknownKey
+		return nil, ErrUnknownKey
 	}
 	if ks := j.usable(); ks != nil && (*ks)[kid] != nil {
 		return (*ks)[kid], nil
 	}
-	return nil, errUnknownKey
+	return nil, ErrUnknownKey
 }
 
 // fetchEarly fetches the document now unless a fetch started less than MinInterval ago; a
@@ -280,7 +290,7 @@ func (j *JWKS) fetch(ctx context.Context) {
 	logger.Debug("JWKS loaded", zap.String("jwks_url", j.url), zap.Int("keys", len(ks)))
 }
 
-func (j *JWKS) get(ctx context.Context) (keySet, []string, error) {
+func (j *JWKS) get(ctx context.Context) (KeySet, []string, error) {
 	ctx, cancel := context.WithTimeout(ctx, jwksTimeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, j.url, nil)
@@ -306,31 +316,72 @@ func (j *JWKS) get(ctx context.Context) (keySet, []string, error) {
 	return parseJWKS(doc)
 }
 
-// staticKeys is the keys written in the configuration.
-type staticKeys keySet
+// StaticKeys is the keys written in the configuration.
+type StaticKeys KeySet
 
 // Key implements KeySource.
-func (s staticKeys) Key(_ context.Context, kid string) (*Key, error) {
+func (s StaticKeys) Key(_ context.Context, kid string) (*Key, error) {
 	if k := s[kid]; k != nil {
 		return k, nil
 	}
-	return nil, errUnknownKey
+	return nil, ErrUnknownKey
 }
 
-// keySources tries static keys first, then the JWKS: both may be configured while a shop
+// KeySources tries static keys first, then the JWKS: both may be configured while a shop
 // moves from a shared secret to a published key.
-type keySources struct {
-	static staticKeys
-	jwks   *JWKS
+type KeySources struct {
+	Static StaticKeys
+	JWKS   *JWKS // nil: static keys only
 }
 
 // Key implements KeySource.
-func (s keySources) Key(ctx context.Context, kid string) (*Key, error) {
-	if k := s.static[kid]; k != nil {
+func (s KeySources) Key(ctx context.Context, kid string) (*Key, error) {
+	if k := s.Static[kid]; k != nil {
 		return k, nil
 	}
-	if s.jwks == nil {
-		return nil, errUnknownKey
+	if s.JWKS == nil {
+		return nil, ErrUnknownKey
 	}
-	return s.jwks.Key(ctx, kid)
+	return s.JWKS.Key(ctx, kid)
+}
+
+// JWKSClient fetches every JWKS: its own connections, no proxy from the environment.
+var JWKSClient = &http.Client{
+	Transport: &http.Transport{MaxIdleConnsPerHost: 2, IdleConnTimeout: 10 * time.Minute, ForceAttemptHTTP2: true},
+	// A JWKS behind a redirect is followed (CDNs do that), within the client's default limit,
+	// but never down to plain http (issue 33).
+	CheckRedirect: noDowngrade,
+}
+
+// maxJWKSRedirects is net/http's default limit, kept.
+const maxJWKSRedirects = 10
+
+// noDowngrade refuses a redirect of the JWKS fetch that leaves https, or that goes to plain
+// http on a host that is not loopback: the keys decide who is signed in, so they travel
+// authenticated or not at all.
+func noDowngrade(req *http.Request, via []*http.Request) error {
+	if len(via) >= maxJWKSRedirects {
+		return fmt.Errorf("stopped after %d redirects", maxJWKSRedirects)
+	}
+	if req.URL.Scheme == "https" {
+		return nil
+	}
+	for _, prev := range via {
+		if prev.URL.Scheme == "https" {
+			return fmt.Errorf("refused a redirect from https to %s", req.URL.Redacted())
+		}
+	}
+	if !LoopbackHost(req.URL.Hostname()) {
+		return fmt.Errorf("refused a redirect to plain http on a host that is not loopback: %s", req.URL.Redacted())
+	}
+	return nil
+}
+
+// LoopbackHost reports whether host (no port) is this machine: localhost or a loopback IP.
+func LoopbackHost(host string) bool {
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip, err := netip.ParseAddr(host)
+	return err == nil && ip.Unmap().IsLoopback()
 }

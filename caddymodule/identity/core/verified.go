@@ -1,4 +1,4 @@
-package identity
+package core
 
 import (
 	"crypto/sha256"
@@ -60,7 +60,7 @@ func (s *verifiedSession) expiredAt(now time.Time, leeway time.Duration) bool {
 	return now.Add(-leeway).After(time.Unix(s.exp, 0))
 }
 
-// verifiedCache remembers the sessions whose signature verified, so a buyer who sends the same
+// VerifiedCache remembers the sessions whose signature verified, so a buyer who sends the same
 // session many times a second pays for one signature check (issue 26: crypto/ecdsa.Verify was
 // a third of the gateway's CPU).
 //
@@ -74,7 +74,7 @@ func (s *verifiedSession) expiredAt(now time.Time, leeway time.Duration) bool {
 // Shards of the package's lru, each with its own lock, chosen by the hash's first byte (the
 // hash is uniform); the bound is split between them, so the total never exceeds it. Each
 // shard forgets its least recently used session first.
-type verifiedCache struct {
+type VerifiedCache struct {
 	shards []lru[verifiedSession]
 }
 
@@ -85,8 +85,8 @@ const (
 	minShard  = 64
 )
 
-// newVerifiedCache returns a cache of at most max sessions; nil (no cache) when max <= 0.
-func newVerifiedCache(max int) *verifiedCache {
+// NewVerifiedCache returns a cache of at most max sessions; nil (no cache) when max <= 0.
+func NewVerifiedCache(max int) *VerifiedCache {
 	if max <= 0 {
 		return nil
 	}
@@ -94,7 +94,7 @@ func newVerifiedCache(max int) *verifiedCache {
 	for n > 1 && max < n*minShard {
 		n /= 2
 	}
-	c := &verifiedCache{shards: make([]lru[verifiedSession], n)}
+	c := &VerifiedCache{shards: make([]lru[verifiedSession], n)}
 	for i := range c.shards {
 		size := max / n
 		if i < max%n {
@@ -106,22 +106,22 @@ func newVerifiedCache(max int) *verifiedCache {
 }
 
 // tokenKey is the cache key of a token: its SHA-256, computed without copying the token.
-func tokenKey(token string) sessionKey {
+func tokenKey(token string) SessionKey {
 	// Sum256 only reads its argument; the conversion would copy a token of a few hundred
 	// bytes on every request.
 	return sha256.Sum256(unsafe.Slice(unsafe.StringData(token), len(token)))
 }
 
-func (c *verifiedCache) shard(k sessionKey) *lru[verifiedSession] {
+func (c *VerifiedCache) shard(k SessionKey) *lru[verifiedSession] {
 	return &c.shards[int(k[0])%len(c.shards)]
 }
 
-func (c *verifiedCache) get(k sessionKey) (verifiedSession, bool) { return c.shard(k).get(k) }
-func (c *verifiedCache) put(k sessionKey, s verifiedSession)      { c.shard(k).put(k, s) }
-func (c *verifiedCache) remove(k sessionKey)                      { c.shard(k).remove(k) }
+func (c *VerifiedCache) get(k SessionKey) (verifiedSession, bool) { return c.shard(k).get(k) }
+func (c *VerifiedCache) put(k SessionKey, s verifiedSession)      { c.shard(k).put(k, s) }
+func (c *VerifiedCache) remove(k SessionKey)                      { c.shard(k).remove(k) }
 
-// len is the number of sessions remembered (tests).
-func (c *verifiedCache) len() int {
+// Len is the number of sessions remembered.
+func (c *VerifiedCache) Len() int {
 	n := 0
 	for i := range c.shards {
 		n += c.shards[i].len()

@@ -1,17 +1,17 @@
-package identity
+package core
 
 import (
 	"net/http"
 	"strings"
 )
 
-// credential reads the session token a request carries: the bearer token of its
+// Credential reads the session token a request carries: the bearer token of its
 // Authorization header, else its session cookie (when cookie is not empty). Two Authorization
 // headers, or the cookie twice, are refused (Ambiguous): a proxy and the client, or a
 // sub-domain that planted a second cookie, disagree about who this is, and picking one would
 // let the wrong side win. A token over MaxToken bytes is refused (TooLarge) before anything
 // parses it.
-func credential(r *http.Request, cookie string) (string, Outcome) {
+func Credential(r *http.Request, cookie string) (string, Outcome) {
 	switch auth := r.Header["Authorization"]; len(auth) {
 	case 0:
 	case 1:

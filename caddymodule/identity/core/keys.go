@@ -1,4 +1,4 @@
-package identity
+package core
 
 import (
 	"bytes"
@@ -40,15 +40,15 @@ type Key struct {
 	Verifier any
 }
 
-// keySet is a set of keys by kid. It is never modified once built: a refresh builds a new one
+// KeySet is a set of keys by kid. It is never modified once built: a refresh builds a new one
 // and swaps it in, so requests read it without a lock.
-type keySet map[string]*Key
+type KeySet map[string]*Key
 
 // keepUnchanged returns next with each key that old holds unchanged (same kid, algorithm and
 // material) replaced by old's *Key. A JWKS refresh that changes nothing then changes no *Key,
 // and the sessions cached with a key (verified.go) stay usable until that key is dropped or
 // replaced.
-func keepUnchanged(old, next keySet) keySet {
+func keepUnchanged(old, next KeySet) KeySet {
 	for kid, k := range next {
 		if o := old[kid]; o != nil && o.Alg == k.Alg && sameMaterial(o.Verifier, k.Verifier) {
 			next[kid] = o
@@ -70,22 +70,8 @@ func sameMaterial(a, b any) bool {
 	return false
 }
 
-// StaticKey is a key written in the configuration.
-type StaticKey struct {
-	// The key id: tokens signed with this key carry it as their `kid` header.
-	ID string `json:"kid"`
-
-	// The one algorithm this key verifies: HS256, RS256, ES256 or EdDSA.
-	Algorithm string `json:"alg"`
-
-	// The key itself, usually {env.VAR} (read when the config is loaded, so the value never
-	// appears in the adapted config): for HS256 the shared secret (at least 32 bytes), for the
-	// others a PEM public key ("-----BEGIN PUBLIC KEY-----", PKIX).
-	Value string `json:"value"`
-}
-
-// parseStaticKey turns a configured key (its value already replaced) into a Key.
-func parseStaticKey(id, alg, value string) (*Key, error) {
+// ParseStaticKey turns a configured key (its value already replaced) into a Key.
+func ParseStaticKey(id, alg, value string) (*Key, error) {
 	a := jose.SignatureAlgorithm(alg)
 	if !allowed(a) {
 		return nil, fmt.Errorf("key %q: algorithm %q: want one of HS256, RS256, ES256, EdDSA", id, alg)
@@ -158,14 +144,14 @@ const maxJWKS = 1 << 20
 // and reported in skipped (encryption keys, secrets, private keys, unknown types or
 // algorithms), so one odd key published next to ours does not take the set down; a document
 // with no usable key is an error, so the last good set stays in use.
-func parseJWKS(doc []byte) (ks keySet, skipped []string, err error) {
+func parseJWKS(doc []byte) (ks KeySet, skipped []string, err error) {
 	var raw struct {
 		Keys []json.RawMessage `json:"keys"`
 	}
 	if err := json.Unmarshal(doc, &raw); err != nil {
 		return nil, nil, fmt.Errorf("JWKS: %w", err)
 	}
-	ks = keySet{}
+	ks = KeySet{}
 	for i, r := range raw.Keys {
 		k, err := parseJWK(r)
 		if err != nil {

@@ -1,4 +1,4 @@
-package identity
+package core
 
 import (
 	"context"
@@ -10,11 +10,13 @@ import (
 
 	"github.com/go-jose/go-jose/v4"
 	"github.com/go-jose/go-jose/v4/jwt"
+
+	"github.com/seckilledge/seckill/caddymodule/identity/internal/shoptest"
 )
 
 // cached gives v a cache of max sessions.
 func cached(v *Verifier, max int) *Verifier {
-	v.cache = newVerifiedCache(max)
+	v.Cache = NewVerifiedCache(max)
 	return v
 }
 
@@ -25,21 +27,21 @@ func signatureChecks(v *Verifier) int64 { return v.signatures.Load() }
 // and every later request gets the same user from the cache, without allocating.
 func TestASessionSentAgainIsAnsweredWithoutAnotherSignatureCheck(t *testing.T) {
 	now := time.Now()
-	k := newKey(t, "k1", jose.ES256)
+	k := shoptest.NewKey(t, "k1", jose.ES256)
 	v := cached(staticVerifier(t, now, k), 100)
-	alice := at(t, k, now, now.Add(time.Hour))
-	hits := counter(t, jwtCacheHits)
+	alice := shoptest.At(t, k, now, now.Add(time.Hour))
+	hits := shoptest.Counter(t, jwtCacheHits)
 	for range 5 {
 		expect(t, v, "alice", alice, Verified)
 	}
 	if n := signatureChecks(v); n != 1 {
 		t.Fatalf("%d signature checks for 5 requests of one session, want 1", n)
 	}
-	if got := counter(t, jwtCacheHits) - hits; got != 4 {
+	if got := shoptest.Counter(t, jwtCacheHits) - hits; got != 4 {
 		t.Errorf("seckill_identity_jwt_cache_total{result=\"hit\"} rose by %v, want 4", got)
 	}
 	// Another session is its own entry: bob is not alice.
-	bob := sign(t, k, claims{Claims: jwt.Claims{Issuer: testIssuer, Audience: jwt.Audience{testAudience}, Subject: "bob",
+	bob := shoptest.Sign(t, k, shoptest.Claims{Claims: jwt.Claims{Issuer: shoptest.Issuer, Audience: jwt.Audience{shoptest.Audience}, Subject: "bob",
 		Expiry: jwt.NewNumericDate(now.Add(time.Hour))}})
 	for range 2 {
 		if user, o := v.Verify(context.Background(), bob); o != Verified || user != "bob" {
@@ -54,7 +56,7 @@ func TestASessionSentAgainIsAnsweredWithoutAnotherSignatureCheck(t *testing.T) {
 	}
 
 	// Without the cache every request is checked.
-	v.cache = nil
+	v.Cache = nil
 	expect(t, v, "alice without the cache", alice, Verified)
 	if n := signatureChecks(v); n != 3 {
 		t.Fatalf("%d signature checks, want 3", n)
@@ -65,18 +67,18 @@ func TestASessionSentAgainIsAnsweredWithoutAnotherSignatureCheck(t *testing.T) {
 // expires, and becomes valid, at the very instant a fresh verification would decide so.
 func TestACachedSessionEndsAtTheSameInstantAsAFreshlyVerifiedOne(t *testing.T) {
 	start := time.Unix(1_900_000_000, 0)
-	clock := &fakeClock{}
-	k := newKey(t, "k1", jose.EdDSA)
+	clock := shoptest.NewClock()
+	k := shoptest.NewKey(t, "k1", jose.EdDSA)
 	fresh := staticVerifier(t, start, k) // leeway 30s
-	fresh.Now = clock.now
+	fresh.Now = clock.Now
 	v := cached(staticVerifier(t, start, k), 100)
-	v.Now = clock.now
+	v.Now = clock.Now
 	const leeway = 30 * time.Second
 
 	nbf, exp := start.Add(time.Minute), start.Add(2*time.Minute)
-	tok := sign(t, k, claims{Claims: jwt.Claims{Issuer: testIssuer, Audience: jwt.Audience{testAudience}, Subject: "alice",
+	tok := shoptest.Sign(t, k, shoptest.Claims{Claims: jwt.Claims{Issuer: shoptest.Issuer, Audience: jwt.Audience{shoptest.Audience}, Subject: "alice",
 		NotBefore: jwt.NewNumericDate(nbf), IssuedAt: jwt.NewNumericDate(start), Expiry: jwt.NewNumericDate(exp)}})
-	set := func(t time.Time) { clock.ns.Store(t.UnixNano()) }
+	set := clock.Set
 
 	set(nbf)
 	expect(t, v, "at nbf", tok, Verified)
@@ -104,7 +106,7 @@ func TestACachedSessionEndsAtTheSameInstantAsAFreshlyVerifiedOne(t *testing.T) {
 		}
 		checks = signatureChecks(v)
 	}
-	if n := v.cache.len(); n != 0 {
+	if n := v.Cache.Len(); n != 0 {
 		t.Errorf("%d entries after the session expired for good, want 0", n)
 	}
 }
@@ -113,21 +115,21 @@ func TestACachedSessionEndsAtTheSameInstantAsAFreshlyVerifiedOne(t *testing.T) {
 // sees it, cached or not; a key replaced under the same kid too. A refresh that changes nothing
 // keeps the cache.
 func TestAKeyDroppedOrReplacedInTheJWKSEndsItsCachedSessionsAtTheRefresh(t *testing.T) {
-	shop := newTestShop(t)
-	k1 := shop.publish(newKey(t, "k1", jose.ES256))
-	k2 := shop.publish(newKey(t, "k2", jose.ES256))
-	clock := newFakeClock()
+	shop := shoptest.NewShop(t)
+	k1 := shop.Publish(shoptest.NewKey(t, "k1", jose.ES256))
+	k2 := shop.Publish(shoptest.NewKey(t, "k2", jose.ES256))
+	clock := shoptest.NewClock()
 	v, j := jwksVerifier(t, shop, time.Hour, 15*time.Second, clock)
 	cached(v, 100)
 	refresh := func() {
 		t.Helper()
-		clock.advance(time.Minute)
-		before := shop.hits.Load()
-		if !j.fetchEarly(context.Background()) || shop.hits.Load() != before+1 {
+		clock.Advance(time.Minute)
+		before := shop.Hits.Load()
+		if !j.fetchEarly(context.Background()) || shop.Hits.Load() != before+1 {
 			t.Fatal("no refresh")
 		}
 	}
-	one, two := session(t, k1, "alice"), session(t, k2, "alice")
+	one, two := shoptest.Session(t, k1, "alice"), shoptest.Session(t, k2, "alice")
 	expect(t, v, "k1", one, Verified)
 	expect(t, v, "k2", two, Verified)
 	checks := signatureChecks(v)
@@ -139,7 +141,7 @@ func TestAKeyDroppedOrReplacedInTheJWKSEndsItsCachedSessionsAtTheRefresh(t *test
 		t.Fatal("a refresh that changed no key emptied the cache")
 	}
 
-	shop.unpublish("k1")
+	shop.Unpublish("k1")
 	expect(t, v, "k1 dropped, not refreshed yet", one, Verified)
 	refresh()
 	expect(t, v, "k1 dropped and refreshed", one, UnknownKey)
@@ -150,7 +152,7 @@ func TestAKeyDroppedOrReplacedInTheJWKSEndsItsCachedSessionsAtTheRefresh(t *test
 	}
 
 	// Another key published under k2: k2's sessions no longer verify.
-	shop.publish(newKey(t, "k2", jose.ES256))
+	shop.Publish(shoptest.NewKey(t, "k2", jose.ES256))
 	refresh()
 	expect(t, v, "k2 replaced", two, BadSignature)
 }
@@ -159,7 +161,7 @@ func TestAKeyDroppedOrReplacedInTheJWKSEndsItsCachedSessionsAtTheRefresh(t *test
 // most recent ones are those kept.
 func TestTheCacheHoldsAtMostItsBoundOfSessions(t *testing.T) {
 	for _, max := range []int{1, 63, 64, 127, 1000, 4096, DefaultVerifiedCache, DefaultVerifiedCache + 7} {
-		c, total := newVerifiedCache(max), 0
+		c, total := NewVerifiedCache(max), 0
 		for i := range c.shards {
 			total += c.shards[i].max
 		}
@@ -167,30 +169,30 @@ func TestTheCacheHoldsAtMostItsBoundOfSessions(t *testing.T) {
 			t.Errorf("verified_cache %d: the shards hold %d", max, total)
 		}
 	}
-	if newVerifiedCache(0) != nil {
+	if NewVerifiedCache(0) != nil {
 		t.Error("verified_cache 0 must turn the cache off")
 	}
 
 	now := time.Now()
-	k := newKey(t, "k1", jose.HS256)
+	k := shoptest.NewKey(t, "k1", jose.HS256)
 	v := cached(staticVerifier(t, now, k), 1000)
 	var last string
 	for i := range 3000 {
-		last = sign(t, k, claims{Claims: jwt.Claims{Issuer: testIssuer, Audience: jwt.Audience{testAudience},
+		last = shoptest.Sign(t, k, shoptest.Claims{Claims: jwt.Claims{Issuer: shoptest.Issuer, Audience: jwt.Audience{shoptest.Audience},
 			Subject: fmt.Sprintf("u%d", i), Expiry: jwt.NewNumericDate(now.Add(time.Hour))}})
 		if _, o := v.Verify(context.Background(), last); o != Verified {
 			t.Fatal(o)
 		}
 	}
-	if n := v.cache.len(); n != 1000 {
+	if n := v.Cache.Len(); n != 1000 {
 		t.Fatalf("%d sessions cached, want the bound, 1000", n)
 	}
 	checks := signatureChecks(v)
 	if user, _ := v.Verify(context.Background(), last); user != "u2999" || signatureChecks(v) != checks {
 		t.Fatalf("the most recent session was not kept (user %q)", user)
 	}
-	for i := range v.cache.shards {
-		s := &v.cache.shards[i]
+	for i := range v.Cache.shards {
+		s := &v.Cache.shards[i]
 		s.mu.Lock()
 		for key := range s.entries {
 			if strings.Contains(string(key[:]), "eyJ") {
@@ -205,9 +207,9 @@ func TestTheCacheHoldsAtMostItsBoundOfSessions(t *testing.T) {
 // a flood of them cannot evict a buyer's session, even from a cache of one.
 func TestAFloodOfRefusedTokensNeverEvictsAVerifiedSession(t *testing.T) {
 	now := time.Now()
-	shopKey, forger := newKey(t, "k1", jose.ES256), newKey(t, "k1", jose.ES256)
+	shopKey, forger := shoptest.NewKey(t, "k1", jose.ES256), shoptest.NewKey(t, "k1", jose.ES256)
 	v := cached(staticVerifier(t, now, shopKey), 1)
-	alice := at(t, shopKey, now, now.Add(time.Hour))
+	alice := shoptest.At(t, shopKey, now, now.Add(time.Hour))
 	expect(t, v, "alice", alice, Verified)
 
 	flood := map[string]Outcome{
@@ -218,12 +220,12 @@ func TestAFloodOfRefusedTokensNeverEvictsAVerifiedSession(t *testing.T) {
 		"foreign aud": WrongAudience,
 	}
 	for i := range 50 {
-		flood[at(t, forger, now, now.Add(time.Hour+time.Duration(i)*time.Second))] = BadSignature
+		flood[shoptest.At(t, forger, now, now.Add(time.Hour+time.Duration(i)*time.Second))] = BadSignature
 	}
 	tokens := map[string]string{
-		"expired":     at(t, shopKey, now.Add(-2*time.Hour), now.Add(-time.Hour)),
-		"unknown kid": at(t, newKey(t, "k9", jose.ES256), now, now.Add(time.Hour)),
-		"foreign aud": sign(t, shopKey, claims{Claims: jwt.Claims{Issuer: testIssuer, Audience: jwt.Audience{"shop-api"},
+		"expired":     shoptest.At(t, shopKey, now.Add(-2*time.Hour), now.Add(-time.Hour)),
+		"unknown kid": shoptest.At(t, shoptest.NewKey(t, "k9", jose.ES256), now, now.Add(time.Hour)),
+		"foreign aud": shoptest.Sign(t, shopKey, shoptest.Claims{Claims: jwt.Claims{Issuer: shoptest.Issuer, Audience: jwt.Audience{"shop-api"},
 			Subject: "alice", Expiry: jwt.NewNumericDate(now.Add(time.Hour))}}),
 	}
 	for tok, want := range flood {
@@ -238,22 +240,22 @@ func TestAFloodOfRefusedTokensNeverEvictsAVerifiedSession(t *testing.T) {
 	}
 	checks := signatureChecks(v)
 	expect(t, v, "alice after the flood", alice, Verified)
-	if signatureChecks(v) != checks || v.cache.len() != 1 {
-		t.Fatalf("the flood evicted alice's session (%d entries)", v.cache.len())
+	if signatureChecks(v) != checks || v.Cache.Len() != 1 {
+		t.Fatalf("the flood evicted alice's session (%d entries)", v.Cache.Len())
 	}
 }
 
 // Many buyers at once, a cache smaller than their number (entries come and go) and the JWKS
 // refreshed all along: every request gets its own user. Run with -race.
 func TestTheCacheIsSafeUnderConcurrentBuyersAndRefreshes(t *testing.T) {
-	shop := newTestShop(t)
-	k := shop.publish(newKey(t, "k1", jose.EdDSA))
+	shop := shoptest.NewShop(t)
+	k := shop.Publish(shoptest.NewKey(t, "k1", jose.EdDSA))
 	v, _ := jwksVerifier(t, shop, 5*time.Millisecond, time.Millisecond, nil)
 	cached(v, 256)
 	const buyers = 400
 	tokens := make([]string, buyers)
 	for i := range tokens {
-		tokens[i] = session(t, k, fmt.Sprintf("u%d", i))
+		tokens[i] = shoptest.Session(t, k, fmt.Sprintf("u%d", i))
 	}
 	var wg sync.WaitGroup
 	errs := make(chan string, 8)
@@ -275,32 +277,10 @@ func TestTheCacheIsSafeUnderConcurrentBuyersAndRefreshes(t *testing.T) {
 	for e := range errs {
 		t.Error(e)
 	}
-	if n := v.cache.len(); n > 256 {
+	if n := v.Cache.Len(); n > 256 {
 		t.Errorf("%d entries, bound 256", n)
 	}
-	if shop.hits.Load() < 2 {
+	if shop.Hits.Load() < 2 {
 		t.Error("the JWKS was not refreshed during the test")
-	}
-}
-
-func TestTheVerifiedCacheIsOnByDefaultAndZeroTurnsItOff(t *testing.T) {
-	k := newKey(t, "k1", jose.ES256)
-	cfg := func(n *int) *JWT {
-		p := &JWT{Keys: []StaticKey{{ID: "k1", Algorithm: "ES256", Value: pemOf(t, k)}}, VerifiedCache: n}
-		if err := p.setup(nil); err != nil {
-			t.Fatal(err)
-		}
-		return p
-	}
-	p := cfg(nil)
-	if err := p.Validate(); err != nil || p.verifier.cache == nil || *p.VerifiedCache != DefaultVerifiedCache {
-		t.Fatalf("default: %v, cache %v, verified_cache %d", err, p.verifier.cache != nil, *p.VerifiedCache)
-	}
-	zero, negative := 0, -1
-	if p := cfg(&zero); p.Validate() != nil || p.verifier.cache != nil {
-		t.Fatal("verified_cache 0 must turn the cache off")
-	}
-	if cfg(&negative).Validate() == nil {
-		t.Fatal("verified_cache -1 accepted")
 	}
 }

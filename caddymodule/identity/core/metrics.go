@@ -1,0 +1,41 @@
+package core
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/seckilledge/seckill/caddymodule/internal/metric"
+)
+
+// The core's collectors: package-level so counts survive config reloads, registered into each
+// config's registry by the glue (Collectors). Labels are bounded: a result from a closed set,
+// never a user, a kid or a URL (a forged token may name any kid).
+var (
+	jwtCache = identityMetric.CounterVec("jwt_cache_total",
+		"Lookups in seckill_identity's cache of verified sessions, by result: hit (answered without a signature check) or miss (verified in full).",
+		"result")
+	jwksFetches = identityMetric.CounterVec("jwks_fetches_total",
+		"Fetches of the JWKS document (background refreshes and early fetches for an unknown kid), by result: ok or error (the last good keys stay in use).",
+		"result")
+)
+
+// identityMetric is the subsystem the handlers' own collectors share: one family of
+// seckill_identity_* series whichever package counts.
+const identityMetric = metric.Subsystem("identity")
+
+// The series of the verified-session cache, looked up once: counting is then an atomic add.
+var (
+	jwtCacheHits   = jwtCache.WithLabelValues("hit")
+	jwtCacheMisses = jwtCache.WithLabelValues("miss")
+)
+
+func init() {
+	// Every series is visible from the start, at zero.
+	for _, r := range []string{"ok", "error"} {
+		jwksFetches.WithLabelValues(r)
+	}
+}
+
+// Collectors are the core's metrics, for the glue to register with its own.
+func Collectors() []prometheus.Collector {
+	return []prometheus.Collector{jwtCache, jwksFetches}
+}
