@@ -6,6 +6,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/seckilledge/seckill/caddymodule/edge"
 	"github.com/seckilledge/seckill/contract"
 	"github.com/seckilledge/seckill/lua"
 )
@@ -21,15 +22,39 @@ type Store interface {
 }
 
 // RedisStore is the Store of a Redis client, pooled or pipelined.
-type RedisStore struct{ R redis.Cmdable }
+type RedisStore struct {
+	R redis.Cmdable
+	// Sub, when set, sends every command through go-redis's deferred autopipeliner and waits
+	// for it with edge.Wait: the store of a Decider whose Caller is Inline (no goroutine per
+	// call; the deadline applies where the answer is awaited).
+	Sub edge.Submitter
+}
 
 // Decide runs the decision script for p.
 func (s RedisStore) Decide(ctx context.Context, p Purchase) (Verdict, error) {
+	if s.Sub != nil {
+		c := gateCall(ctx, p)
+		res, err := edge.Script(ctx, s.Sub, lua.Gate, c.Keys(), c.Args()...).Slice()
+		if err != nil {
+			return Verdict{}, err
+		}
+		return parseReply(res)
+	}
 	return Decide(ctx, s.R, p)
 }
 
 // Buyer reads the user's order id from the buyers hash.
 func (s RedisStore) Buyer(ctx context.Context, target, user string) (string, error) {
+	if s.Sub != nil {
+		cmd := redis.NewStringCmd(ctx, "hget", contract.BuyersKey(target), user)
+		if err := edge.Wait(ctx, s.Sub.Submit(ctx, cmd)); err != nil {
+			if errors.Is(err, redis.Nil) {
+				return "", nil
+			}
+			return "", err
+		}
+		return cmd.Val(), nil
+	}
 	id, err := s.R.HGet(ctx, contract.BuyersKey(target), user).Result()
 	if errors.Is(err, redis.Nil) {
 		return "", nil
@@ -50,7 +75,13 @@ func (s RedisStore) DecideJoint(ctx context.Context, p Purchase, joint Joint) (V
 	c := gateCall(ctx, p)
 	keys := joint.AppendKeys(c.AppendKeys(make([]string, 0, 16)))
 	args := joint.AppendArgs(c.AppendArgs(make([]any, 0, 32)))
-	res, err := lua.GateThrottled.Run(ctx, s.R, keys, args...).Slice()
+	var res []any
+	var err error
+	if s.Sub != nil {
+		res, err = edge.Script(ctx, s.Sub, lua.GateThrottled, keys, args...).Slice()
+	} else {
+		res, err = lua.GateThrottled.Run(ctx, s.R, keys, args...).Slice()
+	}
 	if err != nil {
 		return Verdict{}, nil, err
 	}

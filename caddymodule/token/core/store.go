@@ -20,7 +20,21 @@ type Store interface {
 }
 
 // RedisStore is the Store of a Redis client.
-type RedisStore struct{ R redis.Scripter }
+type RedisStore struct {
+	R redis.Scripter
+	// Sub, when set, sends the scripts through go-redis's deferred autopipeliner and waits
+	// for them with edge.Wait: the store of a Decider whose Caller is Inline (no goroutine
+	// per call; the deadline applies where the answer is awaited).
+	Sub edge.Submitter
+}
+
+// run runs s on keys and args, through Sub when set.
+func (s RedisStore) run(ctx context.Context, sc *redis.Script, keys []string, args []any) ([]any, error) {
+	if s.Sub != nil {
+		return edge.Script(ctx, s.Sub, sc, keys, args...).Slice()
+	}
+	return sc.Run(ctx, s.R, keys, args...).Slice()
+}
 
 // JointStore is a Store that can carry a joint (the throttle's zones) in the script call:
 // lua.TokenIssueThrottled. The zones' part of the reply comes back in Reply.Zones; when they
@@ -59,7 +73,7 @@ func (s RedisStore) IssueJoint(ctx context.Context, target, user, nonce string, 
 		args = append(args, flag)
 	}
 	if joint == nil {
-		reply, err := lua.TokenIssue.Run(ctx, s.R, keys, args...).Slice()
+		reply, err := s.run(ctx, lua.TokenIssue, keys, args)
 		if err != nil {
 			return Reply{}, err
 		}
@@ -67,7 +81,7 @@ func (s RedisStore) IssueJoint(ctx context.Context, target, user, nonce string, 
 	}
 	keys = joint.AppendKeys(keys)
 	args = joint.AppendArgs(args)
-	res, err := lua.TokenIssueThrottled.Run(ctx, s.R, keys, args...).Slice()
+	res, err := s.run(ctx, lua.TokenIssueThrottled, keys, args)
 	if err != nil {
 		return Reply{}, err
 	}
