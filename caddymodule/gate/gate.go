@@ -22,11 +22,11 @@ import (
 	"github.com/caddyserver/caddy/v2/modules/caddyevents"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 	"github.com/google/uuid"
-	"github.com/redis/go-redis/v9"
 	"github.com/seckilledge/seckill/caddymodule"
 	"github.com/seckilledge/seckill/caddymodule/edge"
 	"github.com/seckilledge/seckill/caddymodule/gate/core"
 	"github.com/seckilledge/seckill/caddymodule/internal/metric"
+	"github.com/seckilledge/seckill/caddymodule/internal/placeholder"
 	"github.com/seckilledge/seckill/caddymodule/refusal"
 	"go.uber.org/zap"
 )
@@ -77,6 +77,9 @@ type Gate struct {
 	ctx       caddy.Context
 	logger    *zap.Logger
 	refuse    refusal.Writer
+	// sale, user and token are Sale, User and Token resolved at provision (a header, a path
+	// segment or a variable read directly, not through the replacer).
+	sale, user, token placeholder.Value
 }
 
 // CaddyModule returns the Caddy module information.
@@ -110,6 +113,7 @@ func (g *Gate) Provision(ctx caddy.Context) error {
 		g.Redis = RedisPipelined
 	}
 	g.refuse = g.Writer(0)
+	g.sale, g.user, g.token = placeholder.Compile(g.Sale), placeholder.Compile(g.User), placeholder.Compile(g.Token)
 
 	appIface, err := ctx.App("seckill")
 	if err != nil {
@@ -133,17 +137,20 @@ func (g *Gate) Provision(ctx caddy.Context) error {
 		}
 	}
 	client := g.app.RedisClient()
-	var store redis.Cmdable = client
+	store := core.RedisStore{R: client}
 	if g.Redis == RedisPipelined {
-		// One pipeliner per client, shared and closed with it. Lazy: no I/O here.
-		ap, err := client.AutoPipeline()
+		// One deferred pipeliner per client, shared and closed with it. Lazy: no I/O here.
+		// Its commands are awaited on the request's goroutine, with the deadline applied to the
+		// wait (edge.Caller.Inline): no goroutine per decision.
+		ap, err := client.AsyncAutoPipeline()
 		if err != nil {
 			g.logger.Warn("automatic pipelining unavailable; using pooled calls", zap.Error(err))
 		} else {
-			store = ap
+			store = core.RedisStore{R: ap, Sub: ap}
+			d.Caller.Inline = true
 		}
 	}
-	d.Store = core.RedisStore{R: store}
+	d.Store = store
 	g.decider = d
 	if ev, err := ctx.App("events"); err == nil {
 		g.eventsApp, _ = ev.(*caddyevents.App)
@@ -185,11 +192,11 @@ func (g *Gate) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.Han
 		repl.Set("http.seckill.outcome", string(core.BadRequest))
 		return g.refuse.Write(w, ref)
 	}
-	sale := repl.ReplaceAll(g.Sale, "")
-	user := repl.ReplaceAll(g.User, "")
+	sale := value(g.Sale, g.sale).Get(r, repl)
+	user := value(g.User, g.user).Get(r, repl)
 	var token string
 	if g.RequireToken {
-		token = repl.ReplaceAll(g.Token, "")
+		token = value(g.Token, g.token).Get(r, repl)
 	}
 	var (
 		v     core.Verdict
@@ -258,6 +265,14 @@ func (g *Gate) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.Han
 	ref := v.Refusal()
 	ref.RetryAfter = time.Duration(g.RetryAfter)
 	return g.refuse.Write(w, ref)
+}
+
+// value is tpl as provisioned (v), or compiled now for a gate set up without Provision.
+func value(tpl string, v placeholder.Value) placeholder.Value {
+	if v.Template() == tpl {
+		return v
+	}
+	return placeholder.Compile(tpl)
 }
 
 // TakesJoint says that the gate runs the zones of a seckill_throttle right before it in its
