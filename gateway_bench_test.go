@@ -166,6 +166,12 @@ func (w *writer) reset() {
 
 func (w *writer) Header() http.Header { return w.h }
 
+// SetWriteDeadline and SetReadDeadline are what a connection's writer offers Caddy's write and
+// read timeouts (http.ResponseController): without them each request would count the
+// "not supported" errors a real connection never makes.
+func (w *writer) SetWriteDeadline(time.Time) error { return nil }
+func (w *writer) SetReadDeadline(time.Time) error  { return nil }
+
 func (w *writer) WriteHeader(code int) {
 	if w.status == 0 {
 		w.status = code

@@ -140,8 +140,26 @@ type Submitter interface {
 // client's socket timeouts, not the call's) and sent again. The reply is the command's; its
 // error is the command's, or ErrTimeout.
 func Script(ctx context.Context, sub Submitter, s *redis.Script, keys []string, args ...any) *redis.Cmd {
+	a := ScriptArgs(len(keys) + len(args))
+	for _, k := range keys {
+		a = append(a, k)
+	}
+	return ScriptCall(ctx, sub, s, len(keys), append(a, args...))
+}
+
+// ScriptArgs is the start of a script call's arguments for ScriptCall, with room for n more
+// (its keys, then its args, appended by the caller: keys boxed once and kept, such as a sale's,
+// cost no allocation per call).
+func ScriptArgs(n int) []any { return make([]any, scriptHead, scriptHead+n) }
+
+// scriptHead is the command, the digest and the key count.
+const scriptHead = 3
+
+// ScriptCall is Script on a: ScriptArgs, then nkeys keys, then the args.
+func ScriptCall(ctx context.Context, sub Submitter, s *redis.Script, nkeys int, a []any) *redis.Cmd {
+	a[0], a[1], a[2] = evalsha, boxedHash(s), nkeys
 	for try := 0; ; try++ {
-		cmd := scriptCmd(ctx, s.Hash(), keys, args)
+		cmd := redis.NewCmd(ctx, a...)
 		err := Wait(ctx, sub.Submit(ctx, cmd))
 		if errors.Is(err, ErrTimeout) {
 			cmd = redis.NewCmd(ctx)
@@ -162,15 +180,15 @@ func Script(ctx context.Context, sub Submitter, s *redis.Script, keys []string, 
 // evalsha is the command's name, boxed once.
 var evalsha any = "evalsha"
 
-// scriptCmd is EVALSHA sha numkeys keys... args..., in one slice.
-func scriptCmd(ctx context.Context, sha string, keys []string, args []any) *redis.Cmd {
-	a := make([]any, 3, 3+len(keys)+len(args))
-	a[0], a[1], a[2] = evalsha, sha, len(keys)
-	for _, k := range keys {
-		a = append(a, k)
+// hashes are the scripts' digests, boxed once (*redis.Script -> any).
+var hashes sync.Map
+
+func boxedHash(s *redis.Script) any {
+	if h, ok := hashes.Load(s); ok {
+		return h
 	}
-	a = append(a, args...)
-	return redis.NewCmd(ctx, a...)
+	h, _ := hashes.LoadOrStore(s, any(s.Hash()))
+	return h
 }
 
 // IsNoScript reports whether err is Redis's NOSCRIPT (the script is not in its cache).

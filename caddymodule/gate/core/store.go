@@ -3,6 +3,7 @@ package core
 import (
 	"context"
 	"errors"
+	"sync"
 
 	"github.com/redis/go-redis/v9"
 
@@ -33,8 +34,10 @@ type RedisStore struct {
 // Decide runs the decision script for p.
 func (s RedisStore) Decide(ctx context.Context, p Purchase) (Verdict, error) {
 	if s.Sub != nil {
-		c := gateCall(ctx, p)
-		res, err := edge.Script(ctx, s.Sub, lua.Gate, c.Keys(), c.Args()...).Slice()
+		keys := saleKeys.of(p.Sale)
+		a := append(edge.ScriptArgs(len(keys)+gateArgs), keys...)
+		a = gateCall(ctx, p).AppendArgs(a)
+		res, err := edge.ScriptCall(ctx, s.Sub, lua.Gate, len(keys), a).Slice()
 		if err != nil {
 			return Verdict{}, err
 		}
@@ -73,13 +76,22 @@ type JointStore interface {
 // DecideJoint runs lua.GateThrottled for p and joint.
 func (s RedisStore) DecideJoint(ctx context.Context, p Purchase, joint Joint) (Verdict, []any, error) {
 	c := gateCall(ctx, p)
-	keys := joint.AppendKeys(c.AppendKeys(make([]string, 0, 16)))
-	args := joint.AppendArgs(c.AppendArgs(make([]any, 0, 32)))
 	var res []any
 	var err error
 	if s.Sub != nil {
-		res, err = edge.Script(ctx, s.Sub, lua.GateThrottled, keys, args...).Slice()
+		// KEYS: the sale's (boxed once per sale), then the zones'; ARGV likewise.
+		keys := saleKeys.of(p.Sale)
+		var room [16]string
+		zk := joint.AppendKeys(room[:0])
+		a := append(edge.ScriptArgs(len(keys)+len(zk)+gateArgs+24), keys...)
+		for _, k := range zk {
+			a = append(a, k)
+		}
+		a = joint.AppendArgs(c.AppendArgs(a))
+		res, err = edge.ScriptCall(ctx, s.Sub, lua.GateThrottled, len(keys)+len(zk), a).Slice()
 	} else {
+		keys := joint.AppendKeys(c.AppendKeys(make([]string, 0, 16)))
+		args := joint.AppendArgs(c.AppendArgs(make([]any, 0, 32)))
 		res, err = lua.GateThrottled.Run(ctx, s.R, keys, args...).Slice()
 	}
 	if err != nil {
@@ -101,6 +113,42 @@ func (s RedisStore) DecideJoint(ctx context.Context, p Purchase, joint Joint) (V
 	}
 	v, err := parseReply(gate)
 	return v, zones, err
+}
+
+// gateArgs is how many ARGV gate.lua takes (lua.GateCall.AppendArgs).
+const gateArgs = 9
+
+// saleKeys are gate.lua's KEYS of each sale or shard, boxed once: a purchase on a sale seen
+// before builds none (eight key names and eight boxes a purchase less). Bounded: past
+// maxSaleKeys sales it starts again.
+var saleKeys = boxedKeys{m: map[string][]any{}}
+
+const maxSaleKeys = 4096
+
+type boxedKeys struct {
+	mu sync.RWMutex
+	m  map[string][]any
+}
+
+func (b *boxedKeys) of(target string) []any {
+	b.mu.RLock()
+	keys, ok := b.m[target]
+	b.mu.RUnlock()
+	if ok {
+		return keys
+	}
+	names := lua.GateCall{Sale: target}.Keys()
+	keys = make([]any, len(names))
+	for i, k := range names {
+		keys[i] = k
+	}
+	b.mu.Lock()
+	if len(b.m) >= maxSaleKeys {
+		clear(b.m)
+	}
+	b.m[target] = keys
+	b.mu.Unlock()
+	return keys
 }
 
 func gateCall(ctx context.Context, p Purchase) lua.GateCall {
