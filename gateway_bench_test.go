@@ -2,6 +2,7 @@ package seckill_test
 
 import (
 	"context"
+	"crypto/ecdsa"
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
@@ -20,6 +21,7 @@ import (
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/seckilledge/seckill/examples/shop"
 	"github.com/seckilledge/seckill/internal/harness"
 	"github.com/seckilledge/seckill/internal/testenv"
 	"github.com/seckilledge/seckill/lua"
@@ -164,6 +166,12 @@ func (w *writer) reset() {
 
 func (w *writer) Header() http.Header { return w.h }
 
+// SetWriteDeadline and SetReadDeadline are what a connection's writer offers Caddy's write and
+// read timeouts (http.ResponseController): without them each request would count the
+// "not supported" errors a real connection never makes.
+func (w *writer) SetWriteDeadline(time.Time) error { return nil }
+func (w *writer) SetReadDeadline(time.Time) error  { return nil }
+
 func (w *writer) WriteHeader(code int) {
 	if w.status == 0 {
 		w.status = code
@@ -187,7 +195,19 @@ func startChain(b testing.TB, src string) (gw, ceil http.Handler) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	cfg, _, err := caddyconfig.GetAdapter("caddyfile").Adapt([]byte(moved), map[string]any{"filename": "Caddyfile"})
+	servers := loadChain(b, moved)
+	gw, ceil = servers[gport], servers[cport]
+	if gw == nil || ceil == nil {
+		b.Fatal("the gateway's or the ceiling's server is missing")
+	}
+	return gw, ceil
+}
+
+// loadChain loads the Caddyfile src in this process (no admin endpoint, errors only in the log)
+// and returns its servers by port.
+func loadChain(b testing.TB, src string) map[int]http.Handler {
+	b.Helper()
+	cfg, _, err := caddyconfig.GetAdapter("caddyfile").Adapt([]byte(src), map[string]any{"filename": "Caddyfile"})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -205,20 +225,15 @@ func startChain(b testing.TB, src string) (gw, ceil http.Handler) {
 	if err != nil {
 		b.Fatal(err)
 	}
+	servers := map[int]http.Handler{}
 	for _, s := range app.(*caddyhttp.App).Servers {
 		for _, l := range s.Listen {
-			switch {
-			case strings.HasSuffix(l, ":"+strconv.Itoa(gport)):
-				gw = s
-			case strings.HasSuffix(l, ":"+strconv.Itoa(cport)):
-				ceil = s
+			if n, err := strconv.Atoi(l[strings.LastIndex(l, ":")+1:]); err == nil {
+				servers[n] = s
 			}
 		}
 	}
-	if gw == nil || ceil == nil {
-		b.Fatal("the gateway's or the ceiling's server is missing")
-	}
-	return gw, ceil
+	return servers
 }
 
 func stopChain() { _ = caddy.Stop() }
@@ -227,6 +242,131 @@ func redisClient(b testing.TB, addr string) *redis.Client {
 	c := redis.NewClient(&redis.Options{Addr: addr})
 	b.Cleanup(func() { _ = c.Close() })
 	return c
+}
+
+// scriptCalls is the Redis's count of script calls (EVALSHA and EVAL) so far.
+func scriptCalls(t testing.TB, c *redis.Client) int {
+	t.Helper()
+	info := c.Info(context.Background(), "commandstats").Val()
+	n := 0
+	for _, line := range strings.Split(info, "\n") {
+		if strings.HasPrefix(line, "cmdstat_evalsha:") || strings.HasPrefix(line, "cmdstat_eval:") {
+			_, rest, _ := strings.Cut(line, "calls=")
+			v, _, _ := strings.Cut(rest, ",")
+			k, _ := strconv.Atoi(v)
+			n += k
+		}
+	}
+	return n
+}
+
+// The production site as shipped (:8088, the buyer known by the shop's signed session) decides a
+// purchase token and a purchase in one route and one script call each: the session is checked,
+// then the throttle's zones (IP, device and the user's) run inside the token's or the gate's
+// own script call. The shop's keys come from a stand-in JWKS endpoint; the relay is off.
+func TestTheShippedShopSiteDecidesATokenAndAPurchaseInOneScriptCallEach(t *testing.T) {
+	src, err := os.ReadFile("Caddyfile")
+	if err != nil {
+		t.Fatal(err)
+	}
+	key, err := shop.LoadOrCreateKey("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	jwks := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(sessions(t, key).JWKS())
+	}))
+	t.Cleanup(jwks.Close)
+	rdb := testenv.StartRedis(t)
+	t.Setenv("SECKILL_REDIS_ADDR", rdb.Addr())
+	tk := make([]byte, 32)
+	_, _ = rand.Read(tk)
+	t.Setenv("SECKILL_TOKEN_KEY", hex.EncodeToString(tk))
+	t.Setenv("SECKILL_NAMESPACE", testenv.ID("onecall-shop-"))
+	t.Setenv("SECKILL_SHOP", strings.TrimPrefix(jwks.URL, "http://"))
+	t.Setenv("SECKILL_SHOP_PUBLIC_URL", issuer)
+	relay := regexp.MustCompile(`(?m)^\t\trelay \{\n\t\t\tpoll_interval 100ms\n\t\t\}`)
+	port, admin := testenv.FreePort(t), testenv.FreePort(t)
+	moved, err := harness.ShopGatewayConfig(relay.ReplaceAllString(string(src), "\t\trelay {\n\t\t\tdisabled\n\t\t}"), port, admin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gw := loadChain(t, moved)[port]
+	t.Cleanup(stopChain)
+	if gw == nil {
+		t.Fatal("the shop site's server is missing")
+	}
+	c := redisClient(t, rdb.Addr())
+	ctx := context.Background()
+	sale := testenv.ID("one")
+	if _, _, err := (lua.PreheatCall{Sale: sale, Stock: 100, Starts: time.Now().Add(-time.Minute),
+		Ends: time.Now().Add(time.Hour), Retention: time.Hour}).Run(ctx, c); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []*redis.Script{lua.GateThrottled, lua.TokenIssueThrottled, lua.Gate, lua.TokenIssue, lua.Throttle} {
+		if err := s.Load(ctx, c).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	signed := func(method, path string, u int) *http.Request {
+		r := clientRequest(method, path, u)
+		r.Header.Del("X-User-ID")
+		tok, err := sessions(t, key).Issue("u"+strconv.Itoa(u), time.Now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.AddCookie(&http.Cookie{Name: "seckill_session", Value: tok})
+		return r
+	}
+	// The identity loads the shop's keys in the background: the first session is believed
+	// once they are there.
+	testenv.WaitFor(t, 10*time.Second, "the shop's keys loaded", func() bool {
+		w := newWriter()
+		gw.ServeHTTP(w, signed(http.MethodGet, "/seckill/"+sale+"/nothing", 0))
+		return w.status == http.StatusNotFound
+	})
+	const buyers = 5
+	before := scriptCalls(t, c)
+	for u := 1; u <= buyers; u++ {
+		w := newWriter()
+		gw.ServeHTTP(w, signed(http.MethodPost, "/seckill/"+sale+"/token", u))
+		var tok struct{ Token string }
+		if w.status != http.StatusOK || json.Unmarshal(w.body, &tok) != nil {
+			t.Fatalf("token: %d %s", w.status, w.body)
+		}
+		if w.h.Get("RateLimit-Policy") == "" {
+			t.Fatalf("the token's answer has no RateLimit-Policy: the throttle did not run (%v)", w.h)
+		}
+		w = newWriter()
+		r := signed(http.MethodPost, "/seckill/"+sale+"/buy", u)
+		r.Header.Set("X-Seckill-Token", tok.Token)
+		gw.ServeHTTP(w, r)
+		if w.status != http.StatusAccepted || !strings.Contains(w.h.Get("RateLimit-Policy"), `"user"`) {
+			t.Fatalf("buy: %d %s %v, want 202 with the user zone's policy", w.status, w.body, w.h)
+		}
+	}
+	if n := scriptCalls(t, c) - before; n != 2*buyers {
+		t.Fatalf("%d script calls for %d tokens and %d purchases, want %d (one each)", n, buyers, buyers, 2*buyers)
+	}
+	// Without a session, nothing is decided and Redis is not asked.
+	before = scriptCalls(t, c)
+	w := newWriter()
+	gw.ServeHTTP(w, clientRequest(http.MethodPost, "/seckill/"+sale+"/buy", 99))
+	if w.status != http.StatusUnauthorized || scriptCalls(t, c) != before {
+		t.Fatalf("a purchase without a session: %d %s, %d script calls, want 401 and none", w.status, w.body, scriptCalls(t, c)-before)
+	}
+}
+
+// issuer is the shop's public URL in TestTheShippedShopSiteDecidesATokenAndAPurchaseInOneScriptCallEach.
+const issuer = "http://localhost:8088"
+
+func sessions(t testing.TB, key *ecdsa.PrivateKey) *shop.Sessions {
+	s, err := shop.NewSessions(key, issuer, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
 }
 
 // The demo site as shipped decides a purchase token and a purchase in one script call each:

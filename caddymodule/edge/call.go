@@ -24,6 +24,13 @@ var ErrTimeout = errors.New("redis did not answer within the timeout")
 type Caller struct {
 	Timeout time.Duration // <= 0: wait as long as the request's context allows
 	Pending *Pending      // nil: unbounded
+	// Inline says that the calls' functions send their commands through a deferred
+	// autopipeliner and wait for the answers with Wait (or Script), which stops at the
+	// deadline: Call then runs them on the request's own goroutine, without a goroutine,
+	// channel or timer of its own. A function that waits any other way would wait past the
+	// deadline, so only a store built for it sets this (gate, token, throttle on go-redis's
+	// AsyncAutoPipeline).
+	Inline bool
 }
 
 // Call runs fn and waits for its answer until the request's context ends or the timeout
@@ -36,10 +43,28 @@ type Caller struct {
 // timeouts, and the request stops waiting at the deadline. Its slot of Pending is held until
 // fn returns, because it is exactly those abandoned calls that pile up when Redis is slow.
 //
+// With c.Inline, fn runs on the caller's goroutine and the deadline is applied where fn waits
+// for its command (Wait): the command stays queued and is answered in its batch, the
+// request stops waiting, and the slot is held until the command's answer arrives.
+//
 // A call abandoned at the deadline may still take effect: callers answer "unavailable", never
 // "refused", so a retry finds out (the gate's retry answers already_bought with the order).
 func Call[T any](ctx context.Context, c Caller, fn func(context.Context) (T, error)) (T, error) {
 	var zero T
+	if c.Inline {
+		if err := ctx.Err(); err != nil {
+			return zero, err
+		}
+		if !c.Pending.TryAcquire() {
+			return zero, ErrShed
+		}
+		cl := &call{parent: ctx, c: c}
+		v, err := fn(cl)
+		if !cl.abandoned {
+			c.Pending.Release()
+		}
+		return v, err
+	}
 	if !c.Pending.TryAcquire() {
 		return zero, ErrShed
 	}

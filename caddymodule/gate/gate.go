@@ -23,7 +23,6 @@ import (
 	"github.com/caddyserver/caddy/v2/modules/caddyevents"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 	"github.com/google/uuid"
-	"github.com/redis/go-redis/v9"
 	"github.com/seckilledge/seckill/caddymodule"
 	"github.com/seckilledge/seckill/caddymodule/dpop"
 	"github.com/seckilledge/seckill/caddymodule/dpop/dpophttp"
@@ -31,6 +30,7 @@ import (
 	"github.com/seckilledge/seckill/caddymodule/gate/core"
 	"github.com/seckilledge/seckill/caddymodule/handler"
 	"github.com/seckilledge/seckill/caddymodule/internal/metric"
+	"github.com/seckilledge/seckill/caddymodule/internal/placeholder"
 	"go.uber.org/zap"
 )
 
@@ -87,6 +87,9 @@ type Gate struct {
 	ctx       caddy.Context
 	logger    *zap.Logger
 	refuse    handler.Writer
+	// sale, user and token are Sale, User and Token resolved at provision (a header, a path
+	// segment or a variable read directly, not through the replacer).
+	sale, user, token placeholder.Value
 }
 
 // CaddyModule returns the Caddy module information.
@@ -123,6 +126,7 @@ func (g *Gate) Provision(ctx caddy.Context) error {
 		g.Redis = RedisPipelined
 	}
 	g.refuse = g.Writer(0)
+	g.sale, g.user, g.token = placeholder.Compile(g.Sale), placeholder.Compile(g.User), placeholder.Compile(g.Token)
 
 	appIface, err := ctx.App("seckill")
 	if err != nil {
@@ -149,17 +153,20 @@ func (g *Gate) Provision(ctx caddy.Context) error {
 		}
 	}
 	client := g.app.RedisClient()
-	var store redis.Cmdable = client
+	store := core.RedisStore{R: client}
 	if g.Redis == RedisPipelined {
-		// One pipeliner per client, shared and closed with it. Lazy: no I/O here.
-		ap, err := client.AutoPipeline()
+		// One deferred pipeliner per client, shared and closed with it. Lazy: no I/O here.
+		// Its commands are awaited on the request's goroutine, with the deadline applied to the
+		// wait (edge.Caller.Inline): no goroutine per decision.
+		ap, err := client.AsyncAutoPipeline()
 		if err != nil {
 			g.logger.Warn("automatic pipelining unavailable; using pooled calls", zap.Error(err))
 		} else {
-			store = ap
+			store = core.RedisStore{R: ap, Sub: ap}
+			d.Caller.Inline = true
 		}
 	}
-	d.Store = core.RedisStore{R: store}
+	d.Store = store
 	g.decider = d
 	if ev, err := ctx.App("events"); err == nil {
 		g.eventsApp, _ = ev.(*caddyevents.App)
@@ -212,11 +219,11 @@ func (g *Gate) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.Han
 		repl.Set("http.seckill.outcome", string(core.BadRequest))
 		return g.refuse.Write(w, ref)
 	}
-	sale := repl.ReplaceAll(g.Sale, "")
-	user := repl.ReplaceAll(g.User, "")
+	sale := value(g.Sale, g.sale).Get(r, repl)
+	user := value(g.User, g.user).Get(r, repl)
 	var token string
 	if g.RequireToken {
-		token = repl.ReplaceAll(g.Token, "")
+		token = value(g.Token, g.token).Get(r, repl)
 	}
 	var (
 		v        core.Verdict
@@ -304,6 +311,14 @@ func (g *Gate) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.Han
 // proof was refused before anything was decided: missing under device_binding required,
 // malformed, for another method or URL, too old (the answer's code says which).
 const ProofRefused core.Outcome = "proof_refused"
+
+// value is tpl as provisioned (v), or compiled now for a gate set up without Provision.
+func value(tpl string, v placeholder.Value) placeholder.Value {
+	if v.Template() == tpl {
+		return v
+	}
+	return placeholder.Compile(tpl)
+}
 
 // TakesJoint says that the gate runs the zones of a seckill_throttle right before it in its
 // route inside its own script call (handler.Joint; the seckill app links them at start).

@@ -24,19 +24,30 @@ var (
 
 const gateMetric = metric.Subsystem("gate")
 
-// decisionCounters caches the child counter of each (sale, outcome): WithLabelValues hashes
-// the labels on every call, and after sell-out that is a noticeable part of a request.
-var decisionCounters sync.Map // decisionKey -> prometheus.Counter
-
-type decisionKey struct{ sale, outcome string }
+// saleCounters holds the decision counter of each sale and outcome, bound the first time it
+// counts (a sale is dynamic, so it cannot be bound at provision) and kept: a decision reads
+// two maps under a read lock, without hashing labels (WithLabelValues) or boxing a key.
+var saleCounters = struct {
+	sync.RWMutex
+	m map[string]map[core.Outcome]prometheus.Counter
+}{m: map[string]map[core.Outcome]prometheus.Counter{}}
 
 func countDecision(sale string, o core.Outcome) {
-	k := decisionKey{sale, string(o)}
-	c, ok := decisionCounters.Load(k)
+	saleCounters.RLock()
+	c, ok := saleCounters.m[sale][o]
+	saleCounters.RUnlock()
 	if !ok {
-		c, _ = decisionCounters.LoadOrStore(k, decisions.WithLabelValues(sale, string(o)))
+		saleCounters.Lock()
+		if c, ok = saleCounters.m[sale][o]; !ok {
+			c = decisions.WithLabelValues(sale, string(o))
+			if saleCounters.m[sale] == nil {
+				saleCounters.m[sale] = map[core.Outcome]prometheus.Counter{}
+			}
+			saleCounters.m[sale][o] = c
+		}
+		saleCounters.Unlock()
 	}
-	c.(prometheus.Counter).Inc()
+	c.Inc()
 }
 
 func collectors() []prometheus.Collector {

@@ -12,6 +12,7 @@ import (
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 
+	"github.com/seckilledge/seckill/caddymodule/internal/placeholder"
 	"github.com/seckilledge/seckill/caddymodule/throttle/core"
 )
 
@@ -65,7 +66,8 @@ type Zone struct {
 	OnFailure string `json:"on_failure,omitempty"`
 
 	template   string
-	single     string // the placeholder the template consists of, if it is one (not an IP)
+	value      placeholder.Value // the template read directly (a header, a variable), if it is one placeholder (not an IP)
+	single     bool
 	usesClient bool
 	usesPeer   bool
 	matchers   caddyhttp.MatcherSets
@@ -121,7 +123,8 @@ func (z *Zone) provision(ctx caddy.Context) error {
 	}
 	z.template, z.usesClient, z.usesPeer = rewriteTemplate(z.Key)
 	if !z.usesClient && !z.usesPeer {
-		z.single = singlePlaceholder(z.template)
+		z.value = placeholder.Compile(z.template)
+		z.single = true
 	}
 	if z.MatcherSetsRaw != nil {
 		// Kept to find the zones that share their matchers (LoadModule clears the raw field).
@@ -157,8 +160,9 @@ func (z *Zone) matches(r *http.Request) bool {
 }
 
 // key is the request's key in zone z, "" when it is empty (the zone then does not apply).
-// A key that is one placeholder (the usual case) is read directly, as ReplaceAll would read
-// it, without building a string of the template.
+// A key without IP placeholders is read as provisioned (placeholder.Value: a header or the
+// authenticated user directly), an IP key from the client's address, anything else through
+// the replacer.
 func (z *Zone) key(r *http.Request, repl *caddy.Replacer) string {
 	var k string
 	switch {
@@ -166,10 +170,8 @@ func (z *Zone) key(r *http.Request, repl *caddy.Replacer) string {
 		k = MaskIP(clientIP(r), z.IPv4Prefix, z.IPv6Prefix)
 	case z.template == peerNetPlaceholder:
 		k = MaskIP(peerHost(r), z.IPv4Prefix, z.IPv6Prefix)
-	case z.single != "":
-		if v, ok := repl.Get(z.single); ok {
-			k = caddy.ToString(v)
-		}
+	case z.single:
+		k = z.value.Get(r, repl)
 	default:
 		if z.usesClient {
 			repl.Set(clientNetPlaceholder[1:len(clientNetPlaceholder)-1], MaskIP(clientIP(r), z.IPv4Prefix, z.IPv6Prefix))
@@ -192,19 +194,6 @@ func clientIP(r *http.Request) string {
 		ip = peerHost(r)
 	}
 	return ip
-}
-
-// singlePlaceholder is the name of the one placeholder tpl consists of ("" if it is anything
-// else, or a {file.*} one, which ReplaceAll reads its own way).
-func singlePlaceholder(tpl string) string {
-	if len(tpl) < 3 || tpl[0] != '{' || tpl[len(tpl)-1] != '}' {
-		return ""
-	}
-	name := tpl[1 : len(tpl)-1]
-	if strings.ContainsAny(name, "{}\\") || strings.HasPrefix(name, "file.") {
-		return ""
-	}
-	return name
 }
 
 func peerHost(r *http.Request) string {

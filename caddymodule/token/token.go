@@ -33,6 +33,7 @@ import (
 	"github.com/seckilledge/seckill/caddymodule/dpop/dpophttp"
 	"github.com/seckilledge/seckill/caddymodule/edge"
 	"github.com/seckilledge/seckill/caddymodule/handler"
+	"github.com/seckilledge/seckill/caddymodule/internal/placeholder"
 	"github.com/seckilledge/seckill/caddymodule/token/core"
 	"github.com/seckilledge/seckill/caddymodule/tokenformat"
 )
@@ -84,6 +85,9 @@ type Issuer struct {
 	core   *core.Decider
 	logger *zap.Logger
 	refuse handler.Writer
+	// sale and user are Sale and User resolved at setup (a header or a variable read
+	// directly, not through the replacer).
+	sale, user placeholder.Value
 }
 
 // CaddyModule returns the Caddy module information.
@@ -104,6 +108,15 @@ func (h *Issuer) Provision(ctx caddy.Context) error {
 		return errors.New("seckill_token: no signing key: set token_keys in the seckill global option (e.g. token_keys { k1 {env.SECKILL_TOKEN_KEY} })")
 	}
 	h.setup(app.RedisClient(), kr)
+	if c, ok := app.RedisClient().(*redis.Client); ok {
+		// A single Redis: the scripts go through the client's shared deferred pipeliner and
+		// are awaited on the request's goroutine (edge.Caller.Inline), no goroutine per issue.
+		// (A Cluster keeps the pooled calls.)
+		if ap, err := c.AsyncAutoPipeline(); err == nil {
+			h.core.Store = core.RedisStore{R: ap, Sub: ap}
+			h.core.Caller.Inline = true
+		}
+	}
 	registerMetrics(ctx.GetMetricsRegistry())
 	return nil
 }
@@ -125,6 +138,7 @@ func (h *Issuer) setup(rdb redis.Scripter, kr *tokenformat.Keyring) {
 		h.logger = zap.NewNop()
 	}
 	h.refuse = h.Writer(0)
+	h.sale, h.user = placeholder.Compile(h.Sale), placeholder.Compile(h.User)
 	h.core = &core.Decider{
 		Store:    core.RedisStore{R: rdb},
 		Caller:   h.Caller(DefaultTimeout),
@@ -136,6 +150,14 @@ func (h *Issuer) setup(rdb redis.Scripter, kr *tokenformat.Keyring) {
 
 		RequireAdmission: h.RequireAdmission,
 	}
+}
+
+// value is tpl as provisioned (v), or compiled now for a handler set up without setup.
+func value(tpl string, v placeholder.Value) placeholder.Value {
+	if v.Template() == tpl {
+		return v
+	}
+	return placeholder.Compile(tpl)
 }
 
 // Validate checks the configuration.
@@ -182,7 +204,7 @@ func (h *Issuer) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.H
 		if joint != nil {
 			cj = joint
 		}
-		res, err = h.core.IssueBound(r.Context(), repl.ReplaceAll(h.Sale, ""), repl.ReplaceAll(h.User, ""), jkt, cj)
+		res, err = h.core.IssueBound(r.Context(), value(h.Sale, h.sale).Get(r, repl), value(h.User, h.user).Get(r, repl), jkt, cj)
 		if err != nil {
 			if errors.Is(err, edge.ErrShed) {
 				shed.Inc()

@@ -3,9 +3,11 @@ package core
 import (
 	"context"
 	"errors"
+	"sync"
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/seckilledge/seckill/caddymodule/edge"
 	"github.com/seckilledge/seckill/contract"
 	"github.com/seckilledge/seckill/lua"
 )
@@ -21,15 +23,41 @@ type Store interface {
 }
 
 // RedisStore is the Store of a Redis client, pooled or pipelined.
-type RedisStore struct{ R redis.Cmdable }
+type RedisStore struct {
+	R redis.Cmdable
+	// Sub, when set, sends every command through go-redis's deferred autopipeliner and waits
+	// for it with edge.Wait: the store of a Decider whose Caller is Inline (no goroutine per
+	// call; the deadline applies where the answer is awaited).
+	Sub edge.Submitter
+}
 
 // Decide runs the decision script for p.
 func (s RedisStore) Decide(ctx context.Context, p Purchase) (Verdict, error) {
+	if s.Sub != nil {
+		keys := saleKeys.of(p.Sale)
+		a := append(edge.ScriptArgs(len(keys)+gateArgs), keys...)
+		a = gateCall(ctx, p).AppendArgs(a)
+		res, err := edge.ScriptCall(ctx, s.Sub, lua.Gate, len(keys), a).Slice()
+		if err != nil {
+			return Verdict{}, err
+		}
+		return parseReply(res)
+	}
 	return Decide(ctx, s.R, p)
 }
 
 // Buyer reads the user's order id from the buyers hash.
 func (s RedisStore) Buyer(ctx context.Context, target, user string) (string, error) {
+	if s.Sub != nil {
+		cmd := redis.NewStringCmd(ctx, "hget", contract.BuyersKey(target), user)
+		if err := edge.Wait(ctx, s.Sub.Submit(ctx, cmd)); err != nil {
+			if errors.Is(err, redis.Nil) {
+				return "", nil
+			}
+			return "", err
+		}
+		return cmd.Val(), nil
+	}
 	id, err := s.R.HGet(ctx, contract.BuyersKey(target), user).Result()
 	if errors.Is(err, redis.Nil) {
 		return "", nil
@@ -48,9 +76,24 @@ type JointStore interface {
 // DecideJoint runs lua.GateThrottled for p and joint.
 func (s RedisStore) DecideJoint(ctx context.Context, p Purchase, joint Joint) (Verdict, []any, error) {
 	c := gateCall(ctx, p)
-	keys := joint.AppendKeys(c.AppendKeys(make([]string, 0, 16)))
-	args := joint.AppendArgs(c.AppendArgs(make([]any, 0, 32)))
-	res, err := lua.GateThrottled.Run(ctx, s.R, keys, args...).Slice()
+	var res []any
+	var err error
+	if s.Sub != nil {
+		// KEYS: the sale's (boxed once per sale), then the zones'; ARGV likewise.
+		keys := saleKeys.of(p.Sale)
+		var room [16]string
+		zk := joint.AppendKeys(room[:0])
+		a := append(edge.ScriptArgs(len(keys)+len(zk)+gateArgs+24), keys...)
+		for _, k := range zk {
+			a = append(a, k)
+		}
+		a = joint.AppendArgs(c.AppendArgs(a))
+		res, err = edge.ScriptCall(ctx, s.Sub, lua.GateThrottled, len(keys)+len(zk), a).Slice()
+	} else {
+		keys := joint.AppendKeys(c.AppendKeys(make([]string, 0, 16)))
+		args := joint.AppendArgs(c.AppendArgs(make([]any, 0, 32)))
+		res, err = lua.GateThrottled.Run(ctx, s.R, keys, args...).Slice()
+	}
 	if err != nil {
 		return Verdict{}, nil, err
 	}
@@ -70,6 +113,42 @@ func (s RedisStore) DecideJoint(ctx context.Context, p Purchase, joint Joint) (V
 	}
 	v, err := parseReply(gate)
 	return v, zones, err
+}
+
+// gateArgs is how many ARGV gate.lua takes (lua.GateCall.AppendArgs).
+const gateArgs = 9
+
+// saleKeys are gate.lua's KEYS of each sale or shard, boxed once: a purchase on a sale seen
+// before builds none (eight key names and eight boxes a purchase less). Bounded: past
+// maxSaleKeys sales it starts again.
+var saleKeys = boxedKeys{m: map[string][]any{}}
+
+const maxSaleKeys = 4096
+
+type boxedKeys struct {
+	mu sync.RWMutex
+	m  map[string][]any
+}
+
+func (b *boxedKeys) of(target string) []any {
+	b.mu.RLock()
+	keys, ok := b.m[target]
+	b.mu.RUnlock()
+	if ok {
+		return keys
+	}
+	names := lua.GateCall{Sale: target}.Keys()
+	keys = make([]any, len(names))
+	for i, k := range names {
+		keys[i] = k
+	}
+	b.mu.Lock()
+	if len(b.m) >= maxSaleKeys {
+		clear(b.m)
+	}
+	b.m[target] = keys
+	b.mu.Unlock()
+	return keys
 }
 
 func gateCall(ctx context.Context, p Purchase) lua.GateCall {

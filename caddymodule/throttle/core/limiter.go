@@ -248,10 +248,20 @@ func (l *Limiter) Decide(ctx context.Context, keys []string) Decision {
 	calls := j.calls()
 	j.d.RedisCalled = true
 	start := time.Now()
-	replies, err := edge.Call(ctx, edge.Caller{Timeout: l.timeout, Pending: l.Pending},
+	replies, err := edge.Call(ctx, l.caller(),
 		func(ctx context.Context) ([]Reply, error) { return l.Store.Eval(ctx, calls) })
 	j.d.RedisTime = time.Since(start)
 	return j.finish(replies, err)
+}
+
+// caller bounds the limiter's Store calls; inline (no goroutine per call) when the Store waits
+// for its answers with edge.Wait (RedisStore on the deferred autopipeliner).
+func (l *Limiter) caller() edge.Caller {
+	c := edge.Caller{Timeout: l.timeout, Pending: l.Pending}
+	if s, ok := l.Store.(interface{ Inline() bool }); ok {
+		c.Inline = s.Inline()
+	}
+	return c
 }
 
 // Joint is a decision whose exact tier runs inside another script's call: the zones that need
@@ -345,7 +355,7 @@ func (j *Joint) Alone(ctx context.Context) Decision {
 	calls := j.calls()
 	j.d.RedisCalled = true
 	start := time.Now()
-	replies, err := edge.Call(ctx, edge.Caller{Timeout: j.l.timeout, Pending: j.l.Pending},
+	replies, err := edge.Call(ctx, j.l.caller(),
 		func(ctx context.Context) ([]Reply, error) { return j.l.Store.Eval(ctx, calls) })
 	j.d.RedisTime = time.Since(start)
 	return j.finish(replies, err)

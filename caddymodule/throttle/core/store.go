@@ -9,6 +9,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/seckilledge/seckill/caddymodule/edge"
 	"github.com/seckilledge/seckill/lua"
 )
 
@@ -75,6 +76,10 @@ func (s *RedisStore) Eval(ctx context.Context, calls []Call) ([]Reply, error) {
 	}
 	return r, nil
 }
+
+// Inline reports whether the store's calls wait with edge.Wait (the deferred autopipeliner):
+// the limiter then makes them on the request's goroutine (edge.Caller.Inline).
+func (s *RedisStore) Inline() bool { return s.autopipeliner() != nil }
 
 func (s *RedisStore) autopipeliner() *redis.AutoPipeliner {
 	if !s.AutoPipeline {
@@ -166,8 +171,18 @@ func (s *RedisStore) pipeline(ctx context.Context, calls []Call, load bool) (out
 		cmds = append(cmds, scriptCall(ctx, calls, idx, load))
 	}
 	if ap := s.autopipeliner(); ap != nil {
-		// The calls return at once; reading a result waits for the batch that carried it.
-		queue(ctx, ap, cmds)
+		// The calls return at once; each answer is awaited within the call's deadline (the
+		// limiter's Call is Inline on this store: see Inline).
+		var futRoom [inlineZones]redis.AutoFuture
+		futs := futRoom[:0]
+		for _, c := range cmds {
+			futs = append(futs, ap.Submit(ctx, c))
+		}
+		for _, f := range futs {
+			if err := edge.Wait(ctx, f); errors.Is(err, edge.ErrTimeout) {
+				return nil, nil, err
+			}
+		}
 	} else {
 		// Each command carries its own error, read below: a NOSCRIPT of one is not a
 		// failure of the others.

@@ -3,6 +3,7 @@ package core
 import (
 	"context"
 	"errors"
+	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -20,7 +21,21 @@ type Store interface {
 }
 
 // RedisStore is the Store of a Redis client.
-type RedisStore struct{ R redis.Scripter }
+type RedisStore struct {
+	R redis.Scripter
+	// Sub, when set, sends the scripts through go-redis's deferred autopipeliner and waits
+	// for them with edge.Wait: the store of a Decider whose Caller is Inline (no goroutine
+	// per call; the deadline applies where the answer is awaited).
+	Sub edge.Submitter
+}
+
+// run runs s on keys and args, through Sub when set.
+func (s RedisStore) run(ctx context.Context, sc *redis.Script, keys []string, args []any) ([]any, error) {
+	if s.Sub != nil {
+		return edge.Script(ctx, s.Sub, sc, keys, args...).Slice()
+	}
+	return sc.Run(ctx, s.R, keys, args...).Slice()
+}
 
 // JointStore is a Store that can carry a joint (the throttle's zones) in the script call:
 // lua.TokenIssueThrottled. The zones' part of the reply comes back in Reply.Zones; when they
@@ -31,6 +46,51 @@ type JointStore interface {
 
 var errReply = errors.New("token: unexpected script reply")
 
+// issueKeys are token_issue.lua's KEYS on target (a sale id or a shard id).
+func issueKeys(target string) []string {
+	keys := []string{contract.MetaKey(target), contract.TokensKey(target), contract.BuyersKey(target)}
+	if _, _, ok := contract.SplitShardID(target); !ok {
+		// The room's keys share the sale's hash tag; a shard's slot differs, and rooms are
+		// for unsharded sales, so a shard skips them (and the draw's entries: draws are never
+		// sharded).
+		keys = append(keys, contract.RoomKey(target), contract.RoomLiveKey(target), contract.RoomLogKey(target),
+			contract.DrawEntriesKey(target))
+	}
+	return keys
+}
+
+// targetKeys are issueKeys of each target, boxed once (seven key names and seven boxes an
+// issue less). Bounded: past maxTargetKeys targets it starts again.
+var targetKeys = boxedKeys{m: map[string][]any{}}
+
+const maxTargetKeys = 4096
+
+type boxedKeys struct {
+	mu sync.RWMutex
+	m  map[string][]any
+}
+
+func (b *boxedKeys) of(target string) []any {
+	b.mu.RLock()
+	keys, ok := b.m[target]
+	b.mu.RUnlock()
+	if ok {
+		return keys
+	}
+	names := issueKeys(target)
+	keys = make([]any, len(names))
+	for i, k := range names {
+		keys[i] = k
+	}
+	b.mu.Lock()
+	if len(b.m) >= maxTargetKeys {
+		clear(b.m)
+	}
+	b.m[target] = keys
+	b.mu.Unlock()
+	return keys
+}
+
 // Issue runs lua/token_issue.lua on target (a sale id or a shard id).
 func (s RedisStore) Issue(ctx context.Context, target, user, nonce string, ttl, lead time.Duration, admission bool) (Reply, error) {
 	return s.IssueJoint(ctx, target, user, nonce, ttl, lead, admission, nil)
@@ -39,7 +99,6 @@ func (s RedisStore) Issue(ctx context.Context, target, user, nonce string, ttl, 
 // IssueJoint runs lua/token_issue.lua on target, with joint's zones first in the same call
 // (lua.TokenIssueThrottled) when joint is not nil.
 func (s RedisStore) IssueJoint(ctx context.Context, target, user, nonce string, ttl, lead time.Duration, admission bool, joint edge.Joint) (Reply, error) {
-	keys := []string{contract.MetaKey(target), contract.TokensKey(target), contract.BuyersKey(target)}
 	args := []any{user, nonce, ttl.Milliseconds(), lead.Milliseconds(), ""}
 	if _, _, ok := contract.SplitShardID(target); ok {
 		args[4] = "shard" // an empty shard still issues: its refusal at the gate makes units move
@@ -50,16 +109,18 @@ func (s RedisStore) IssueJoint(ctx context.Context, target, user, nonce string, 
 		// room (misconfigured) instead of giving its tokens to anyone.
 		// The draw's entries likewise: draws are never sharded, and a draw sale reached
 		// without them is refused (draw_missing), never given tokens.
-		keys = append(keys, contract.RoomKey(target), contract.RoomLiveKey(target), contract.RoomLogKey(target),
-			contract.DrawEntriesKey(target))
 		flag := ""
 		if admission {
 			flag = "1"
 		}
 		args = append(args, flag)
 	}
+	if s.Sub != nil {
+		return s.issueInline(ctx, target, args, joint)
+	}
+	keys := issueKeys(target)
 	if joint == nil {
-		reply, err := lua.TokenIssue.Run(ctx, s.R, keys, args...).Slice()
+		reply, err := s.run(ctx, lua.TokenIssue, keys, args)
 		if err != nil {
 			return Reply{}, err
 		}
@@ -67,7 +128,33 @@ func (s RedisStore) IssueJoint(ctx context.Context, target, user, nonce string, 
 	}
 	keys = joint.AppendKeys(keys)
 	args = joint.AppendArgs(args)
-	res, err := lua.TokenIssueThrottled.Run(ctx, s.R, keys, args...).Slice()
+	res, err := s.run(ctx, lua.TokenIssueThrottled, keys, args)
+	return jointReply(res, err)
+}
+
+// issueInline is IssueJoint through Sub, with target's KEYS boxed once per target.
+func (s RedisStore) issueInline(ctx context.Context, target string, args []any, joint edge.Joint) (Reply, error) {
+	keys := targetKeys.of(target)
+	if joint == nil {
+		a := append(edge.ScriptArgs(len(keys)+len(args)), keys...)
+		reply, err := edge.ScriptCall(ctx, s.Sub, lua.TokenIssue, len(keys), append(a, args...)).Slice()
+		if err != nil {
+			return Reply{}, err
+		}
+		return parseReply(reply)
+	}
+	var room [16]string
+	zk := joint.AppendKeys(room[:0])
+	a := append(edge.ScriptArgs(len(keys)+len(zk)+len(args)+24), keys...)
+	for _, k := range zk {
+		a = append(a, k)
+	}
+	a = joint.AppendArgs(append(a, args...))
+	return jointReply(edge.ScriptCall(ctx, s.Sub, lua.TokenIssueThrottled, len(keys)+len(zk), a).Slice())
+}
+
+// jointReply reads lua.TokenIssueThrottled's reply.
+func jointReply(res []any, err error) (Reply, error) {
 	if err != nil {
 		return Reply{}, err
 	}
