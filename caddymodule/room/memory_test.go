@@ -74,7 +74,7 @@ func roomMemoryPerWaiter(b *testing.B, presence bool) {
 			// admission step (the stock is 0 anyway), each user told the longest refresh.
 			pkeys := append(append([]string{}, keys...), contract.RoomLogKey(r.Sale), seenKey(r.Sale), awayKey(r.Sale), backKey(r.Sale))
 			for i := 0; i < n; i += maxPresent {
-				args := []any{"tick", "", "50", "1.5", "60000", "900000", "", 0, "", "", "0", "90000"}
+				args := []any{"tick", "", "50", "1.5", "60000", "900000", "", 0, "", "", "0", "90000", "", ""}
 				for j := i; j < min(i+maxPresent, n); j++ {
 					args = append(args, fmt.Sprintf("user%07d", j), 32000) // told 30 s, plus the grace
 				}
