@@ -156,9 +156,13 @@ type Room struct {
 	// prequeues holds the published pre-queues this gateway has read (prequeue.go).
 	prequeues *prequeueCache
 	csp       string // the waiting page's Content-Security-Policy
-	refresh   Refresh
-	defaults  Settings
-	now       func() time.Time
+	// tickets are the tickets this handler verified (ticketcache.go); soldOut the sold-out
+	// answer, encoded once (answer.go).
+	tickets  *ticketCache
+	soldOut  []byte
+	refresh  Refresh
+	defaults Settings
+	now      func() time.Time
 }
 
 // soldOutFlags is the part of the app's sale events the room uses: sold-out answered from
@@ -240,6 +244,8 @@ func (h *Room) setDefaults() {
 		h.defaults.DifficultyMin, h.defaults.DifficultyMax = h.Difficulty[0], h.Difficulty[1]
 	}
 	h.cache = new(roomCache)
+	h.tickets = newTicketCache()
+	h.soldOut = appendAnswer(nil, &QueueAnswer{State: string(SoldOut), RefreshS: h.refresh.After(0)})
 	h.prequeues = newPrequeueCache(maxSnapshotEntries)
 	h.csp = pagecsp.Policy(page, h.FrameAncestors)
 	if h.now == nil {
