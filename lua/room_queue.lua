@@ -20,7 +20,7 @@
 -- KEYS[4]  seckill:{sale:<id>}:room:live   zset: user -> admitted_until_ms (live admissions)
 -- KEYS[5]  seckill:{sale:<id>}:room:spent  zset: proof-of-work nonce -> its expiry (ms)
 -- KEYS[6]  seckill:{sale:<id>}:buyers      hash written by the gate (users who bought)
--- ARGV[1]  "enter", "poll", "leave", "tick" or "revoke" (issue 35: ARGV[13...] are pairs
+-- ARGV[1]  "enter", "poll", "leave", "tick" or "revoke" (issue 35: ARGV[15...] are pairs
 --          (queue member, banned until ms) of users the throttle bans; each live admission
 --          among them ends now and is logged "r:<now_ms>:<banned_until_ms>:<user>")
 -- ARGV[2]  the user's member (computed by the gateway from the seed and the entry key); tick:
@@ -47,9 +47,20 @@
 --          waiter's place is passed and kept (room:away), and when he is seen again he is
 --          admitted before anyone behind. The value is how long this visit's user counts as
 --          present from now (issue 35: the refresh_s he is told plus a grace, or the
---          presence_window); on a tick any positive value (the users of ARGV[13...] carry
+--          presence_window); on a tick any positive value (the users of ARGV[15...] carry
 --          their own). Absent, "" or 0: every waiter is admitted in turn, present or not
--- ARGV[13...] tick: pairs (user, ms) of the users the gateway answered from memory since its
+-- ARGV[13] optional claim window (ms), with KEYS[11..13]: conversion-aware admission (issue
+--          35, docs/room.md "Admission"). An admission whose user has taken no token within the
+--          window after his presence deadline (the poll that tells him) is judged a no-show: it
+--          stays live (he may still buy until the session ends: the gate's stock guard is the
+--          last word), but no longer holds capacity, and the log gets
+--          "n:<now_ms>:<admitted_until_ms>:<user>". Capacity counts the admissions that took a
+--          token, and those not judged yet at the room's observed conversion (tokens taken per
+--          admission judged). Absent, "" or 0: every live admission holds capacity (the older
+--          rule)
+-- ARGV[14] optional oversubscribe_max (>= ARGV[4]): with ARGV[13], the live admissions, no-shows
+--          included, never exceed floor(stock x this)
+-- ARGV[15...] tick: pairs (user, ms) of the users the gateway answered from memory since its
 --          last tick, each present for ms from now
 -- KEYS[8]  optional seckill:{sale:<id>}:room:seen  zset: user -> present until (ms, Redis
 --                                          time; never shortened): polls and enters record
@@ -70,7 +81,17 @@
 --                                          admission order, "l:<now_ms>:<position>:<user>" per
 --                                          place given up (leave; position as it stood, 1-based
 --                                          among those not yet admitted); token_issue.lua
---                                          appends "t:" ones
+--                                          appends "t:" ones; with ARGV[13], "n:" per no-show
+--                                          judged and "p:<now_ms>:<1|0>:-" when an admission
+--                                          step first finds the sale paused (1) and first runs
+--                                          again after it (0): a pause is no idle sale
+-- KEYS[11] optional seckill:{sale:<id>}:tokens     hash: the unused purchase tokens
+--                                          (token_issue.lua): a user holding one is acting on
+--                                          his admission
+-- KEYS[12] optional seckill:{sale:<id>}:room:claim zset: user -> when his admission is judged
+--                                          (ms): the admissions not judged yet
+-- KEYS[13] optional seckill:{sale:<id>}:room:idle  zset: user -> admitted until (ms): the live
+--                                          admissions judged no-shows
 --
 -- Returns  {outcome, position, ahead, admitted_until_ms, now_ms, stock, depth, starts_ms,
 --           admitted_now, lapsed_now, entry_rate, admitted, cursor, checks, revoked}
@@ -167,11 +188,15 @@ if op == "revoke" then
   -- a ban makes an admission useless, so it ends now and its capacity goes to the next
   -- present waiter at the next step (issue 35). The place is spent, as by a lapse: the
   -- waiter is not admitted again.
-  for i = 13, #ARGV - 1, 2 do
+  for i = 15, #ARGV - 1, 2 do
     local u, banned = string.sub(ARGV[i], 49), tonumber(ARGV[i + 1]) or 0
     local untl = tonumber(redis.call("ZSCORE", live, u))
     if untl and untl > now and redis.call("HEXISTS", buyers, u) == 0 then
       redis.call("ZREM", live, u)
+      if KEYS[13] then
+        redis.call("ZREM", KEYS[12], u)
+        redis.call("ZREM", KEYS[13], u)
+      end
       revoked = revoked + 1
       if KEYS[7] then
         redis.call("RPUSH", KEYS[7], string.format("r:%d:%d:%s", now, banned, u))
@@ -183,8 +208,18 @@ if op == "revoke" then
   end
   return reply("revoked", 0, 0, 0, stock, 0, starts)
 end
+local claim_ms = tonumber(ARGV[13] or "") or 0
+local tokens, claims, idle = KEYS[11], KEYS[12], KEYS[13]
+local aware = claim_ms > 0 and tokens and claims and idle
 if m[4] == "paused" then
+  if aware and ARGV[11] ~= "0" and KEYS[7] and redis.call("HSETNX", room, "paused_ms", now) == 1 then
+    -- The evidence that the sale was paused, not idle (invariant 6): once per pause.
+    redis.call("RPUSH", KEYS[7], string.format("p:%d:1:-", now))
+  end
   return reply("paused", 0, 0, 0, stock, 0, starts)
+end
+if aware and ARGV[11] ~= "0" and KEYS[7] and redis.call("HDEL", room, "paused_ms") == 1 then
+  redis.call("RPUSH", KEYS[7], string.format("p:%d:0:-", now))
 end
 
 if op == "enter" then
@@ -256,9 +291,9 @@ local function returned(u)
     end
   end
 end
-if seen and op == "tick" and #ARGV > 13 then
+if seen and op == "tick" and #ARGV > 15 then
   -- GT: a deadline is never shortened (a waiter told 30 s who polls early is still told 30 s).
-  for i = 13, #ARGV - 1, 1000 do
+  for i = 15, #ARGV - 1, 1000 do
     local zs = {}
     for j = i, math.min(i + 998, #ARGV - 1), 2 do
       zs[#zs + 1] = now + (tonumber(ARGV[j + 1]) or 0)
@@ -266,7 +301,7 @@ if seen and op == "tick" and #ARGV > 13 then
     end
     redis.call("ZADD", seen, "GT", unpack(zs))
   end
-  for i = 13, #ARGV - 1, 2 do
+  for i = 15, #ARGV - 1, 2 do
     returned(ARGV[i])
   end
   local until_ms = redis.call("PEXPIRETIME", meta)
@@ -300,6 +335,7 @@ end
 
 local r = redis.call("HMGET", room, "cursor", "allow", "last_ms")
 local cursor, allow, last = tonumber(r[1]) or 0, tonumber(r[2]) or 0, tonumber(r[3]) or starts
+local cursor0 = cursor
 local total = redis.call("ZCARD", q)
 if stock <= 0 then
   -- Invariant: nobody is admitted once sold out, until units come back.
@@ -319,6 +355,47 @@ local sample = redis.call("ZRANDMEMBER", live, 4)
 for i = 1, #sample do
   if redis.call("HEXISTS", buyers, sample[i]) == 1 then
     redis.call("ZREM", live, sample[i])
+    if aware then
+      redis.call("ZREM", claims, sample[i])
+      redis.call("ZREM", idle, sample[i])
+    end
+  end
+end
+-- Conversion-aware admission (issue 35): an admission whose user took no token by the time he
+-- must have heard of it (his presence deadline plus the claim window) is a no-show. It stays
+-- live, but its capacity goes to the next present waiter now, not after a whole session.
+local took, noshows = 0, 0
+if aware then
+  redis.call("ZREMRANGEBYSCORE", idle, "-inf", now)
+  local due = redis.call("ZRANGEBYSCORE", claims, "-inf", now, "LIMIT", 0, 200)
+  for i = 1, #due do
+    local u = due[i]
+    redis.call("ZREM", claims, u)
+    local untl = tonumber(redis.call("ZSCORE", live, u))
+    if untl and untl > now then
+      if redis.call("HEXISTS", buyers, u) == 1 then
+        redis.call("ZREM", live, u)
+        took = took + 1
+      elseif redis.call("HEXISTS", tokens, u) == 1 then
+        took = took + 1
+      else
+        redis.call("ZADD", idle, untl, u)
+        noshows = noshows + 1
+        if KEYS[7] then
+          redis.call("RPUSH", KEYS[7], string.format("n:%d:%d:%s", now, untl, u))
+        end
+      end
+    end
+  end
+  if took > 0 then
+    redis.call("HINCRBY", room, "claimed", took)
+  end
+  if noshows > 0 then
+    redis.call("HINCRBY", room, "noshows", noshows)
+    local until_ms = redis.call("PEXPIRETIME", meta)
+    if until_ms > 0 then
+      redis.call("PEXPIREAT", idle, until_ms)
+    end
   end
 end
 
@@ -332,14 +409,57 @@ if now > last then
   allow = math.min(allow + (now - last) * rate / 1000, burst)
   last = now
 end
-local cap = math.floor(stock * over + 1e-9) - redis.call("ZCARD", live)
+local nlive = redis.call("ZCARD", live)
+local cap = math.floor(stock * over + 1e-9) - nlive
+local omax = over
+if aware then
+  -- What the live admissions will still buy: those whose user took a token count whole, those
+  -- not judged yet at the conversion the room has observed (tokens per judged admission; 1
+  -- before any is judged), the no-shows nothing. Bounded: the live admissions, no-shows
+  -- included, stay within stock x oversubscribe_max. Never a unit oversold: an admission is
+  -- permission to try, and the gate takes a unit only while the stock is above 0.
+  omax = math.max(tonumber(ARGV[14] or "") or over, over)
+  local gone = redis.call("ZCARD", idle)
+  -- A claim may outlive its admission (a claim window longer than the session): not pending.
+  local pending = math.min(redis.call("ZCARD", claims), math.max(nlive - gone, 0))
+  local c = redis.call("HMGET", room, "claimed", "noshows")
+  local ctook, cns = tonumber(c[1]) or 0, tonumber(c[2]) or 0
+  local conv = (ctook + 1) / (ctook + cns + 1)
+  local counted = math.max(nlive - gone - pending, 0) + pending * conv
+  cap = math.min(math.floor(stock * over - counted + 1e-9), math.floor(stock * omax + 1e-9) - nlive)
+end
+-- The claim deadline of a new admission: the waiter hears of it at his next poll, which his
+-- presence deadline promises, then takes his token within the claim window.
+local function claimed(u, here)
+  if aware then
+    redis.call("ZADD", claims, math.max(here or 0, now) + claim_ms, u)
+  end
+end
+if aware and cap <= 0 and allow >= 1 and KEYS[7] then
+  -- The sale is held: units left, the allowance there, but the live admissions fill the
+  -- capacity. The evidence of the rule "while units are left and a present waiter waits, the
+  -- sale never idles" (invariant 6): once per hold, the waiter it holds back and the stock.
+  local u = gated and redis.call("ZRANGE", back, 0, 0)[1]
+  if not u and cursor < total then
+    u = string.sub(redis.call("ZRANGE", q, cursor, cursor)[1], 49)
+    local here = seen and tonumber(redis.call("ZSCORE", seen, u))
+    if gated and not (here and here >= now) then
+      u = nil
+    end
+  end
+  if u and redis.call("HSETNX", room, "held", 1) == 1 then
+    redis.call("RPUSH", KEYS[7], string.format("h:%d:%d:%s", now, stock, u))
+  end
+end
 if not gated then
   n = math.min(math.floor(allow), cap, total - cursor)
   if n > 0 then
     local next = redis.call("ZRANGE", q, cursor, cursor + n - 1)
     local untl = now + session
     for i = 1, #next do
-      redis.call("ZADD", live, untl, string.sub(next[i], 49))
+      local u = string.sub(next[i], 49)
+      redis.call("ZADD", live, untl, u)
+      claimed(u, seen and tonumber(redis.call("ZSCORE", seen, u)))
     end
     if KEYS[7] then
       -- The evidence of invariants 6, 8 and 9 (docs/DESIGN.md): who was admitted, when, in
@@ -413,6 +533,7 @@ else
   local untl = now + session
   for i = 1, n do
     redis.call("ZADD", live, untl, admits[i])
+    claimed(admits[i], tonumber(redis.call("ZSCORE", seen, admits[i])))
     checks[#checks + 1] = admits[i]
   end
   if #ev > 0 then
@@ -441,7 +562,22 @@ else
   allow = allow - n
   redis.call("HINCRBY", room, "admitted", n)
 end
-redis.call("HSET", room, "cursor", cursor, "allow", string.format("%.6f", allow), "last_ms", last)
+if aware then
+  if n > 0 or cursor ~= cursor0 then
+    redis.call("HDEL", room, "held")
+  end
+  -- How no-shows were judged, for the verifier (invariants 6 and 8).
+  redis.call("HSET", room, "cursor", cursor, "allow", string.format("%.6f", allow), "last_ms", last,
+    "claim_ms", claim_ms, "oversubscribe_max", omax)
+  if n > 0 then
+    local until_ms = redis.call("PEXPIRETIME", meta)
+    if until_ms > 0 then
+      redis.call("PEXPIREAT", claims, until_ms)
+    end
+  end
+else
+  redis.call("HSET", room, "cursor", cursor, "allow", string.format("%.6f", allow), "last_ms", last)
+end
 -- A few live admissions for the gateway to check against the throttle's bans: a user banned
 -- after his admission loses it within a few steps however many are live.
 local sampled = redis.call("ZRANDMEMBER", live, 16)

@@ -233,7 +233,7 @@ func TestRoomTickAdmitsReturnsTheSummaryAndRecordsPresence(t *testing.T) {
 	keys := append(roomKeys(f.sale), logKey, seen)
 	run := func(op, m string, present ...any) []any {
 		t.Helper()
-		args := append([]any{op, m, f.rate, f.over, f.session, f.pre, "", 0, "", "", "1", ""}, present...)
+		args := append([]any{op, m, f.rate, f.over, f.session, f.pre, "", 0, "", "", "1", "", "", ""}, present...)
 		res, err := RoomQueue.Run(ctx, f.rdb, keys, args...).Slice()
 		if err != nil {
 			t.Fatalf("room_queue %s: %v", op, err)
@@ -443,7 +443,7 @@ func TestRoomRevokeEndsTheAdmissionsOfBannedUsers(t *testing.T) {
 	enter("b")
 	enter("c")                                         // waits: stock 2 x 1
 	f.rdb.HSet(ctx, roomKeys(f.sale)[5], "b", "order") // b bought
-	got = run("revoke", "", f.rate, f.over, f.session, f.pre, "", 0, "", "", "0", "",
+	got = run("revoke", "", f.rate, f.over, f.session, f.pre, "", 0, "", "", "0", "", "", "",
 		member(rankOf("a"), "a"), 4102444800000, member(rankOf("b"), "b"), 4102444800000, member(rankOf("c"), "c"), 4102444800000)
 	if got[0] != "revoked" || got[14].(int64) != 1 {
 		t.Fatalf("revoke: %v, want one admission ended (a's: b bought, c waits)", got)
@@ -457,5 +457,104 @@ func TestRoomRevokeEndsTheAdmissionsOfBannedUsers(t *testing.T) {
 	}
 	if got := enter("c"); got[0] != "admitted" {
 		t.Fatalf("c: %v, want admitted with a's capacity", got)
+	}
+}
+
+// Conversion-aware admission (issue 35): an admission whose user took no token within the
+// claim window is judged a no-show (n: in the log). It stays live, but its unit's capacity goes
+// to the next in line at once, not a session later; one whose user took a token holds it.
+// Pending admissions count at the observed conversion, and the live admissions, no-shows
+// included, never exceed stock x oversubscribe_max. With no claim window (the older rule) the
+// next waiter waits for the lapse.
+func TestRoomPassesANoShowsCapacityOnWithinTheClaimWindow(t *testing.T) {
+	for _, aware := range []bool{true, false} {
+		t.Run(fmt.Sprintf("aware=%v", aware), func(t *testing.T) {
+			f := newRoom(t, 1, -time.Second, time.Hour)
+			ctx := context.Background()
+			room := roomKeys(f.sale)[1]
+			logKey := contract.RoomLogKey(f.sale)
+			claims, idle, tokens := room+":claim", room+":idle", contract.TokensKey(f.sale)
+			keys := append(roomKeys(f.sale), logKey, room+":seen", room+":away", room+":back", tokens, claims, idle)
+			t.Cleanup(func() { f.rdb.Del(context.Background(), keys[6:]...) })
+			claim := ""
+			if aware {
+				claim = "300"
+			}
+			run := func(op, u string) []any {
+				t.Helper()
+				m := ""
+				if u != "" {
+					m = member(rankOf(u), u)
+				}
+				res, err := RoomQueue.Run(ctx, f.rdb, keys, op, m, f.rate, f.over, f.session, f.pre, "", 0, "", "", "1", "", claim, "2").Slice()
+				if err != nil {
+					t.Fatalf("room_queue %s %s: %v", op, u, err)
+				}
+				return res
+			}
+			judged := func(u string) {
+				t.Helper()
+				until := f.rdb.ZScore(ctx, claims, u).Val()
+				if !aware {
+					until = float64(time.Now().Add(400 * time.Millisecond).UnixMilli())
+				}
+				testenv.WaitFor(t, 5*time.Second, "Redis time past "+u+"'s claim", func() bool {
+					return float64(f.rdb.Time(ctx).Val().UnixMilli()) > until
+				})
+			}
+			if got := run("enter", "a"); got[0] != "admitted" {
+				t.Fatalf("a: %v, want admitted (the one unit)", got)
+			}
+			for _, u := range []string{"b", "c", "d"} {
+				if got := run("enter", u); got[0] != "waiting" {
+					t.Fatalf("%s: %v, want waiting", u, got)
+				}
+			}
+			judged("a") // a never takes a token
+			got := run("poll", "b")
+			if !aware {
+				if got[0] != "waiting" {
+					t.Fatalf("b: %v, want waiting until a's session lapses (no claim window)", got)
+				}
+				return
+			}
+			if got[0] != "admitted" {
+				t.Fatalf("b: %v, want admitted once a is judged a no-show", got)
+			}
+			if f.rdb.ZScore(ctx, roomKeys(f.sale)[3], "a").Err() != nil {
+				t.Fatal("a's admission ended: a no-show keeps it until the session (he may still buy)")
+			}
+			// b's admission is pending at the observed conversion, 1 of 2: c waits (1 unit x 1).
+			if got := run("poll", "c"); got[0] != "waiting" {
+				t.Fatalf("c: %v, want waiting while b's admission is pending", got)
+			}
+			// b takes a token: judged, he holds the unit's capacity; c still waits.
+			f.rdb.HSet(ctx, tokens, "b", "nonce:0")
+			judged("b")
+			if got := run("poll", "c"); got[0] != "waiting" {
+				t.Fatalf("c: %v, want waiting: b took a token", got)
+			}
+			if f.rdb.HGet(ctx, room, "claimed").Val() != "1" || f.rdb.HGet(ctx, room, "noshows").Val() != "1" {
+				t.Fatalf("counters %v, want claimed 1, noshows 1", f.rdb.HGetAll(ctx, room).Val())
+			}
+			// b's token goes unused and b is gone: the bound holds the third admission, since
+			// live admissions (a, b) are already stock x oversubscribe_max (1 x 2).
+			f.rdb.HDel(ctx, tokens, "b")
+			f.rdb.ZAdd(ctx, idle, redis.Z{Score: f.rdb.ZScore(ctx, roomKeys(f.sale)[3], "b").Val(), Member: "b"})
+			if got := run("poll", "c"); got[0] != "waiting" {
+				t.Fatalf("c: %v, want waiting: 2 live admissions is the bound", got)
+			}
+			var kinds []string
+			for _, e := range f.rdb.LRange(ctx, logKey, 0, -1).Val() {
+				p := strings.Split(e, ":")
+				kinds = append(kinds, p[0]+":"+p[len(p)-1])
+			}
+			if got := strings.Join(kinds, " "); got != "a:a h:b n:a a:b h:c" {
+				t.Fatalf("the log: %s, want a:a h:b n:a a:b h:c (held while a was pending, then for c)", got)
+			}
+			if f.rdb.HGet(ctx, room, "claim_ms").Val() != "300" || f.rdb.HGet(ctx, room, "oversubscribe_max").Val() != "2" {
+				t.Fatalf("the room hash does not say how no-shows were judged: %v", f.rdb.HGetAll(ctx, room).Val())
+			}
+		})
 	}
 }

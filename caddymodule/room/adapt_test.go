@@ -37,6 +37,9 @@ func TestCaddyfileRefusesBadOptions(t *testing.T) {
 		":80 {\n seckill_room {\n challenge_prefix 24\n }\n}",
 		":80 {\n seckill_room {\n challenge_prefix 24 x\n }\n}",
 		":80 {\n seckill_room {\n ban_zones\n }\n}",
+		":80 {\n seckill_room {\n claim_window soon\n }\n}",
+		":80 {\n seckill_room {\n claim_window 0s\n }\n}",
+		":80 {\n seckill_room {\n oversubscribe_max lots\n }\n}",
 	)
 }
 
@@ -55,6 +58,8 @@ func TestValidateRefusesImpossibleSettings(t *testing.T) {
 		"eternal challenges":  {Challenges: sealedhttp.Challenges{ChallengeLife: caddy.Duration(time.Hour)}},
 		"bound below -1":      {Challenges: sealedhttp.Challenges{ChallengesPerUser: -2}},
 		"prefix too long":     {Challenges: sealedhttp.Challenges{ChallengePrefix: []int{33, 48}}},
+		"max below over":      {Oversubscribe: 2, OversubscribeMax: 1.5},
+		"claim below off":     {ClaimWindow: -2},
 	} {
 		h.setDefaults()
 		if err := h.Validate(); err == nil {

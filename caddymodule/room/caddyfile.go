@@ -52,6 +52,8 @@ func init() {
 //		admit_interval  <duration>      # default 100ms
 //		presence_window <duration>|off  # default: each waiter's last refresh_s plus a grace
 //		ban_zones       <zone...>       # throttle zones keyed on the user: bans end admissions
+//		claim_window    <duration>|off  # default 2 x summary_interval + 2s: a no-show's capacity is passed on
+//		oversubscribe_max <f>           # default 4 x oversubscribe: live admissions per unit, no-shows included
 //		timeout         <duration>      # default 1s (each Redis call)
 //		max_pending     <n>             # default 4096, -1 unbounded
 //		handle_errors                   # refusals go to handle_errors routes
@@ -104,6 +106,19 @@ func (h *Room) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			h.BanZones = d.RemainingArgs()
 			if len(h.BanZones) == 0 {
 				err = d.Errf("ban_zones takes one or more throttle zone names")
+			}
+		case "oversubscribe_max":
+			err = handler.FloatArg(d, &h.OversubscribeMax)
+		case "claim_window":
+			var v string
+			if err = handler.StringArg(d, &v); err == nil {
+				if v == "off" {
+					h.ClaimWindow = -1
+				} else if p, perr := caddy.ParseDuration(v); perr != nil || p <= 0 {
+					err = d.Errf("claim_window: %q is not a positive duration or off", v)
+				} else {
+					h.ClaimWindow = caddy.Duration(p)
+				}
 			}
 		case "presence_window":
 			var v string

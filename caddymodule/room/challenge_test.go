@@ -141,15 +141,38 @@ func TestAChallengeFetchedInTheQuietHoursIsRefusedInTheRushAsExpired(t *testing.
 // A burst of 1 000 entries in about a second through two gateways, each solving the challenge
 // it was given, while the burst itself raises the difficulty: none is refused for difficulty
 // (issue 35: 26 % of 300 were, 403 "the difficulty rose since this challenge was issued").
+// And a challenge older than its life is always refused: 20 challenges fetched from both
+// gateways before the burst, solved at once, are all 403 challenge_expired once past their
+// expires_at, whichever gateway they are taken to.
 func TestABurstOfEntriesSolvingTheirOwnChallengesIsNeverRefusedForDifficulty(t *testing.T) {
 	rdb := testenv.Redis(t)
 	cfg := newGatewayConfig(t, testenv.AMQPURL())
 	cfg.Port2 = testenv.FreePort(t)
 	// Every test client is 127.0.0.1: no bound per network here (the bounds have their test).
-	cfg.Room = map[string]any{"difficulty_rate": 20, "challenges_per_net": -1}
+	// A life of 10 s: the burst's challenges are used at once, the early ones after it.
+	cfg.Room = map[string]any{"difficulty_rate": 20, "challenges_per_net": -1, "challenge_life": "10s"}
 	gwA := startCaddy(t, cfg)
 	gwB := fmt.Sprintf("http://127.0.0.1:%d", cfg.Port2)
 	r := newRoom(t, rdb, 100, -time.Second, time.Hour, roomArgs{DifficultyMin: "2", DifficultyMax: "10"})
+
+	type early struct {
+		gw, user, challenge, solution string
+		expires                       time.Time
+	}
+	var olds []early
+	for i := range 20 {
+		gw, other := gwA, gwB
+		if i%2 == 1 {
+			gw, other = gwB, gwA
+		}
+		u := fmt.Sprintf("early%d", i)
+		c := do(t, http.MethodGet, gw+"/seckill/"+r.Sale+"/challenge", u, nil)
+		if c.Status != 200 {
+			t.Fatalf("early challenge: %s", c.Raw)
+		}
+		// Solved now, taken to the other gateway later.
+		olds = append(olds, early{other, u, c.Challenge, Solve(c.Challenge, c.Difficulty), expiresAt(t, c)})
+	}
 
 	const n, workers = 1000, 64
 	var (
@@ -216,6 +239,19 @@ func TestABurstOfEntriesSolvingTheirOwnChallengesIsNeverRefusedForDifficulty(t *
 	}
 	if got := rdb.ZCard(context.Background(), QueueKey(r.Sale)).Val(); got != n {
 		t.Fatalf("%d places in the queue, want %d", got, n)
+	}
+	for _, o := range olds {
+		// Past its expires_at by Redis's clock and the gateways' (the same machine).
+		for !redisNow(t, rdb).After(o.expires) || !time.Now().After(o.expires) {
+			time.Sleep(50 * time.Millisecond)
+		}
+		a := enter(t, o.gw, r.Sale, o.user, map[string]string{HeaderChallenge: o.challenge, HeaderSolution: o.solution})
+		if a.Status != http.StatusForbidden || a.Code != contract.CodeChallengeExpired {
+			t.Fatalf("%s's challenge, past its life, solved right: %d %s, want 403 %s", o.user, a.Status, a.Raw, contract.CodeChallengeExpired)
+		}
+	}
+	if got := rdb.ZCard(context.Background(), QueueKey(r.Sale)).Val(); got != n {
+		t.Fatalf("%d places after the expired entries, want %d", got, n)
 	}
 }
 

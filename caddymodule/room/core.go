@@ -86,6 +86,8 @@ var (
 	LiveKey           = core.LiveKey
 	SpentKey          = core.SpentKey
 	SeenKey           = core.SeenKey
+	ClaimKey          = core.ClaimKey
+	IdleKey           = core.IdleKey
 	BanKey            = core.BanKey
 	CheckAdmission    = core.CheckAdmission
 

@@ -175,13 +175,13 @@ func (h *Room) poll(ctx context.Context, w http.ResponseWriter, r *http.Request,
 	if !ok {
 		return h.refuse(w, "poll", bref)
 	}
-	index, err := h.sealer.VerifyTicketPlace(ticket, sale, user, h.now())
+	index, err := h.verifyTicketPlace(ticket, sale, user, h.now())
 	if err != nil {
 		return h.refuse(w, "poll", badTicket)
 	}
 	if h.events.SoldOut(sale) {
 		// Answered from memory: the gate broadcast the sale's last unit.
-		return h.answer(w, "poll", string(SoldOut), http.StatusOK, QueueAnswer{State: string(SoldOut), RefreshS: h.refresh.After(0)})
+		return h.writeJSON(w, "poll", string(SoldOut), h.soldOut)
 	}
 	c, ok, err := h.roomOf(ctx, sale)
 	if err != nil {
@@ -273,7 +273,7 @@ func (h *Room) finish(w http.ResponseWriter, endpoint, sale string, rep Reply, v
 	if v.Answer.State == string(Paused) {
 		w.Header().Set("Retry-After", strconv.FormatInt(handler.Seconds(time.Duration(h.RetryAfter)), 10))
 	}
-	return h.answer(w, endpoint, v.Answer.State, http.StatusOK, v.Answer)
+	return h.writeAnswer(w, endpoint, v.Answer.State, &v.Answer)
 }
 
 func (h *Room) answer(w http.ResponseWriter, endpoint, label string, status int, body any) error {

@@ -134,6 +134,19 @@ type Room struct {
 	// once, passing their capacity on (bans.go). Default: none (a banned user whose polls the
 	// throttle refuses is still passed as absent once his last answer's refresh_s is over).
 	BanZones []string `json:"ban_zones,omitempty"`
+	// Conversion-aware admission (issue 35): an admitted waiter who has taken no purchase
+	// token claim_window after his presence deadline (by then his poll has told him) is a
+	// no-show. His admission stays live until the session ends (he may still buy: the gate's
+	// stock guard is the last word), but it no longer holds a unit's capacity, so the next
+	// present waiter is admitted now rather than a session later; admissions not judged yet
+	// count at the room's observed conversion (docs/room.md, "Admission"). Default (0): 2 x
+	// summary_interval + 2s, the tick's lag and a page's token round trip. -1 (Caddyfile
+	// off): every live admission holds capacity until it lapses, the older rule.
+	ClaimWindow caddy.Duration `json:"claim_window,omitempty"`
+	// The most live admissions per remaining unit, no-shows included, under conversion-aware
+	// admission: it bounds how many admitted people can find the stock gone. Default 0: 4 x
+	// the sale's oversubscribe; at least oversubscribe.
+	OversubscribeMax float64 `json:"oversubscribe_max,omitempty"`
 
 	// timeout (default 1s, per Redis call), max_pending, handle_errors.
 	handler.Limits
@@ -154,9 +167,13 @@ type Room struct {
 	// prequeues holds the published pre-queues this gateway has read (prequeue.go).
 	prequeues *prequeueCache
 	page      *pagekit.Kit // the waiting page, compiled at provision
-	refresh   Refresh
-	defaults  Settings
-	now       func() time.Time
+	// tickets are the tickets this handler verified (ticketcache.go); soldOut the sold-out
+	// answer, encoded once (answer.go).
+	tickets  *ticketCache
+	soldOut  []byte
+	refresh  Refresh
+	defaults Settings
+	now      func() time.Time
 }
 
 // soldOutFlags is the part of the app's sale events the room uses: sold-out answered from
@@ -236,11 +253,13 @@ func (h *Room) setDefaults() {
 		Logger: h.logger, Name: "room"}
 	h.refresh = Refresh{Min: time.Duration(h.RefreshMin), Max: time.Duration(h.RefreshMax)}
 	h.defaults = Settings{Rate: h.Rate, Oversubscribe: h.Oversubscribe, Session: time.Duration(h.Session), Prequeue: time.Duration(*h.Prequeue),
-		MaxWaiters: h.MaxWaiters}
+		MaxWaiters: h.MaxWaiters, ClaimWindow: h.claimWindow(), OversubscribeMax: h.OversubscribeMax}
 	if len(h.Difficulty) == 2 {
 		h.defaults.DifficultyMin, h.defaults.DifficultyMax = h.Difficulty[0], h.Difficulty[1]
 	}
 	h.cache = new(roomCache)
+	h.tickets = newTicketCache()
+	h.soldOut = appendAnswer(nil, &QueueAnswer{State: string(SoldOut), RefreshS: h.refresh.After(0)})
 	h.prequeues = newPrequeueCache(maxSnapshotEntries)
 	if h.now == nil {
 		h.now = time.Now
@@ -272,6 +291,10 @@ func (h *Room) Validate() error {
 		return fmt.Errorf("seckill_room: presence_window must be at least refresh_max + summary_interval + 1s (or -1: none)")
 	case h.FrontWindow != 0 && time.Duration(h.FrontWindow) < time.Duration(h.SummaryInterval)+time.Second:
 		return fmt.Errorf("seckill_room: front_window must be at least summary_interval + 1s")
+	case h.ClaimWindow < -1:
+		return fmt.Errorf("seckill_room: claim_window must be positive (or -1: off)")
+	case h.OversubscribeMax != 0 && h.OversubscribeMax < h.Oversubscribe:
+		return fmt.Errorf("seckill_room: oversubscribe_max must be at least oversubscribe")
 	case h.MaxWaiters < 0 || h.MaxWaiters > MaxWaitersLimit:
 		return fmt.Errorf("seckill_room: max_waiters must be between 1 and %d (0: the built-in default)", MaxWaitersLimit)
 	}

@@ -15,6 +15,20 @@ func (h *Room) presenceGrace() time.Duration {
 	return 2*time.Duration(h.SummaryInterval) + time.Second
 }
 
+// claimWindow is how long past his presence deadline an admitted waiter may take before his
+// token (0: off): by that deadline he has polled, and his answer says admitted at most two
+// summary intervals later (one to age the summary, one for a tick in flight); two seconds
+// more for the page's token round trip on a slow phone.
+func (h *Room) claimWindow() time.Duration {
+	switch {
+	case h.ClaimWindow < 0:
+		return 0
+	case h.ClaimWindow > 0:
+		return time.Duration(h.ClaimWindow)
+	}
+	return 2*time.Duration(h.SummaryInterval) + 2*time.Second
+}
+
 // presenceFor is how long a waiter told to come back in told counts as present (the script's
 // ARGV[12]): told plus the grace by default; the presence_window when one is set; 0 with
 // presence_window off (everyone admitted in turn).

@@ -55,6 +55,7 @@ func runRoom(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.DurationVar(&lo.Session, "lastunits-session", 20*time.Second, "lastunits: how long an admission lives unused")
 	fs.Float64Var(&lo.Rate, "lastunits-rate", 10, "lastunits: the room's admissions per second")
 	fs.Float64Var(&lo.AbsentShare, "lastunits-absent", 0.5, "lastunits: share of waiters who never poll after entering")
+	fs.Float64Var(&lo.FastShare, "lastunits-fast", 0, "lastunits: share of the present waiters who are fast clients the gateway's throttle refuses and bans (issue 35's variant: 0.5)")
 	fs.DurationVar(&lo.Lead, "lastunits-lead", 10*time.Second, "lastunits: everyone enters this long before the start (the absent are last seen then)")
 	fs.DurationVar(&lo.Cap, "lastunits-cap", 5*time.Minute, "lastunits: the longest a run goes on after the start")
 	presence := fs.String("lastunits-presence", "off,default,7s",
@@ -180,7 +181,11 @@ func runRoom(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 				return errorf(stderr, "%v", err)
 			}
 			lo.Seed = uint64(i + 1)
-			r, err := room.RoomLastUnits(ctx, drv, lo, v.name, v.lines)
+			name := v.name
+			if lo.FastShare > 0 {
+				name += fmt.Sprintf(", %.0f %% fast", lo.FastShare*100)
+			}
+			r, err := room.RoomLastUnits(ctx, drv, lo, name, v.lines)
 			drv.Close()
 			stack.Close()
 			if err != nil {
@@ -372,10 +377,10 @@ func lastUnitsMarkdown(w io.Writer, runs []*room.LastUnitsResult) {
 		return
 	}
 	o := runs[0]
-	fmt.Fprintf(w, "\nLast units: %d pre-queued waiters, %d absent (never poll after entering), %d units, room rate %g/s, session %g s; one stack per presence setting.\n\n",
-		o.Waiters, o.Absent, o.Units, o.Rate, o.SessionS)
-	fmt.Fprintln(w, "| presence | gateway setting | sold | first 10 % | last 10 % | last / first | target (<= 2) | admitted | lapsed | skipped | room 6-9 | all checks | load average |")
-	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+	fmt.Fprintf(w, "\nLast units: %d pre-queued waiters, %d absent (never poll after entering), %d of the present fast clients (throttled, banned), %d units, room rate %g/s, session %g s; one stack per presence setting.\n\n",
+		o.Waiters, o.Absent, o.Fast, o.Units, o.Rate, o.SessionS)
+	fmt.Fprintln(w, "| presence | gateway setting | sold | first 10 % | last 10 % | last / first | target (<= 2) | admitted | lapsed | skipped | revoked | no-shows | room 6-9 | all checks | load average |")
+	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
 	for _, r := range runs {
 		setting := strings.ReplaceAll(r.Caddy, "\n", "; ")
 		if setting == "" {
@@ -392,8 +397,8 @@ func lastUnitsMarkdown(w io.Writer, runs []*room.LastUnitsResult) {
 		if !r.AllSold || r.Ratio > 2 {
 			target = "missed"
 		}
-		fmt.Fprintf(w, "| %s | `%s` | %d / %d | %.1f s | %s | %.2f | %s | %d | %d | %d | %s | %s | %s |\n", r.Variant, setting, r.Sold, r.Units,
-			r.FirstS, last, r.Ratio, target, r.Room["admitted"], r.Room["lapsed"], r.Room["skipped"], r.RoomChecks, r.AllChecks, r.LoadAvg)
+		fmt.Fprintf(w, "| %s | `%s` | %d / %d | %.1f s | %s | %.2f | %s | %d | %d | %d | %d | %d | %s | %s | %s |\n", r.Variant, setting, r.Sold, r.Units,
+			r.FirstS, last, r.Ratio, target, r.Room["admitted"], r.Room["lapsed"], r.Room["skipped"], r.Room["revoked"], r.Room["noshows"], r.RoomChecks, r.AllChecks, r.LoadAvg)
 	}
 }
 

@@ -66,7 +66,7 @@ func parseRoomEvent(s string) (roomEvent, bool) {
 		return e, false
 	}
 	switch {
-	case (e.kind == 'a' || e.kind == 'l' || e.kind == 's' || e.kind == 'r') && len(parts) == 4:
+	case strings.IndexByte("alsrnhp", e.kind) >= 0 && len(parts) == 4:
 		e.user = parts[3]
 	case e.kind == 't' && len(parts) == 5:
 		e.user, e.nonce = parts[3], parts[4]
@@ -95,11 +95,15 @@ type roomState struct {
 	// "until", issue 35): the time until which his last answer made him present.
 	presenceUntil bool
 	over          float64
-	places        []roomPlace
-	bad           []string // members that do not parse
-	events        []roomEvent
-	badEvents     []string
-	tokens        map[string]string // user -> nonce of the unused token
+	// Conversion-aware admission (issue 35; the room hash's claim_ms, oversubscribe_max):
+	// no-shows (n:) hold no capacity, the holds (h:) say the capacity was full.
+	claimMS, overMax float64
+	rate             float64
+	places           []roomPlace
+	bad              []string // members that do not parse
+	events           []roomEvent
+	badEvents        []string
+	tokens           map[string]string // user -> nonce of the unused token
 }
 
 func readRoom(ctx context.Context, rdb redis.UniversalClient, sale string, o RoomOptions) (*roomState, bool, error) {
@@ -130,6 +134,10 @@ func readRoom(ctx context.Context, rdb redis.UniversalClient, sale string, o Roo
 	if st.over < 1 {
 		st.over = 1.5
 	}
+	st.claimMS, _ = strconv.ParseFloat(room["claim_ms"], 64)
+	st.overMax, _ = strconv.ParseFloat(room["oversubscribe_max"], 64)
+	st.overMax = max(st.overMax, st.over)
+	st.rate, _ = strconv.ParseFloat(room["rate"], 64)
 	for _, z := range q.Val() {
 		m, _ := z.Member.(string)
 		if len(m) <= 48 {
@@ -248,6 +256,7 @@ func (st *roomState) checkOrder() Check {
 			addProblem(&c, fmt.Sprintf("user %s's place was passed at %d, but the user was seen at %d (window %d ms)", e.user, e.ms, e.n, st.presenceMS))
 		}
 	}
+	idle := st.idleProblems(&c)
 	for _, u := range walk.strays {
 		outOfOrder++
 		addProblem(&c, fmt.Sprintf("user %s was admitted out of turn: not at the cursor, and not a waiter whose place was passed", u))
@@ -257,13 +266,95 @@ func (st *roomState) checkOrder() Check {
 	}
 	c.Numbers = map[string]int{"prequeue": len(pre), "places": len(st.places), "admissions": len(adm),
 		"prequeue_admitted": preAdmitted, "wrong_rank": wrongRank, "out_of_order": outOfOrder,
-		"passed_absent": walk.passed, "returned": walk.returned, "passed_while_present": present}
+		"passed_absent": walk.passed, "returned": walk.returned, "passed_while_present": present, "idle": idle}
 	note(&c, "%d pre-queue places of %d ordered by HMAC-SHA256(seed, entry id) (%d out of place); %d admissions, %d of the pre-queue, %d not in queue order; %d places passed (absent), %d came back, %d passed while present",
 		len(pre), len(st.places), wrongRank, len(adm), preAdmitted, outOfOrder, walk.passed, walk.returned, present)
-	if wrongRank+outOfOrder+present+len(st.bad) > 0 {
+	if idle > 0 {
+		note(&c, "%d times the sale idled while units were left and a present waiter waited", idle)
+	}
+	if wrongRank+outOfOrder+present+idle+len(st.bad) > 0 {
 		c.Verdict = Fail
 	}
 	return c
+}
+
+// idleProblems checks the rule "while units are left and a present, eligible waiter waits,
+// the sale never idles" (docs/DESIGN.md, invariant 6) on a room with conversion-aware
+// admission, from the log alone. Replaying it, the verifier keeps the live admissions (a:,
+// ended only by r:; lapses and purchases are not logged, so it keeps more than the script,
+// never fewer) and counts as holding capacity each that took a token (t:) or is not judged
+// yet, at full weight (the script weighs the unjudged at the observed conversion: less);
+// no-shows (n:) hold none. So its count is never below the script's, and:
+//   - a hold (h:<ms>:<stock>:<user>: the script found units, the allowance and a present
+//     waiter, yet no capacity) is right only if the count then fills stock x oversubscribe,
+//     or the live admissions stock x oversubscribe_max;
+//   - once a hold's capacity comes back (a no-show judged, an admission revoked), the next
+//     admission step walks on (a: or s:) within the slack (the allowance's refill at the
+//     room's rate plus two seconds for the steps' timing), unless the sale pauses (p:).
+//
+// It returns how many times the sale idled. The stock seen by a hold is the lower bound of
+// the stock until the next admission (units only come back by a restock).
+func (st *roomState) idleProblems(c *Check) int {
+	if st.claimMS <= 0 {
+		return 0
+	}
+	type adm struct{ token, judged bool }
+	live := map[string]*adm{}
+	slack := int64(2000)
+	if st.rate > 0 {
+		slack += int64(1000 / st.rate)
+	}
+	var holdStock int64
+	held, freedAt, idle := false, int64(-1), 0
+	full := func() bool {
+		counted, n := 0, 0
+		for _, a := range live {
+			n++
+			if a.token || !a.judged {
+				counted++
+			}
+		}
+		capacity := math.Floor(float64(holdStock)*st.over+1e-9) - float64(counted)
+		bound := math.Floor(float64(holdStock)*st.overMax+1e-9) - float64(n)
+		return capacity < 1 || bound < 1
+	}
+	for _, e := range st.events {
+		if held && freedAt >= 0 && e.ms > freedAt+slack {
+			idle++
+			addProblem(c, fmt.Sprintf("the sale idled from %d to %d: units left (%d), a present waiter held back, and capacity free", freedAt, e.ms, holdStock))
+			freedAt = -1
+		}
+		switch e.kind {
+		case 'a':
+			live[e.user] = &adm{}
+			held, freedAt = false, -1
+		case 's':
+			held, freedAt = false, -1
+		case 'p':
+			held, freedAt = false, -1
+		case 't':
+			if a := live[e.user]; a != nil {
+				a.token = true
+			}
+		case 'n':
+			if a := live[e.user]; a != nil {
+				a.judged = true
+			}
+		case 'r':
+			delete(live, e.user)
+		case 'h':
+			held, holdStock, freedAt = true, e.n, -1
+			if !full() {
+				idle++
+				addProblem(c, fmt.Sprintf("held at %d with stock %d while user %s waited, but the live admissions left capacity", e.ms, e.n, e.user))
+			}
+			continue
+		}
+		if held && freedAt < 0 && (e.kind == 'n' || e.kind == 'r') && !full() {
+			freedAt = e.ms
+		}
+	}
+	return idle
 }
 
 // roomWalk is the cursor's walk replayed from the log: the admissions and passed places in
@@ -377,18 +468,27 @@ func (st *roomState) checkSoldOut() Check {
 		if adm[i].n <= 0 {
 			zero += j - i
 			addProblem(&c, fmt.Sprintf("%d admitted at %d with stock %d (first: user %s)", j-i, adm[i].ms, adm[i].n, adm[i].user))
-		} else if limit := int(math.Floor(float64(adm[i].n)*st.over + 1e-9)); j-i > limit {
+		} else if limit := int(math.Floor(float64(adm[i].n)*st.batchOver() + 1e-9)); j-i > limit {
 			over++
 			addProblem(&c, fmt.Sprintf("%d admitted at once at %d with stock %d (at most %d)", j-i, adm[i].ms, adm[i].n, limit))
 		}
 		i = j
 	}
 	c.Numbers = map[string]int{"admissions": len(adm), "while_sold_out": zero, "batches_over_limit": over}
-	note(&c, "%d admissions, %d while the stock was 0, %d batches beyond stock x %.2f", len(adm), zero, over, st.over)
+	note(&c, "%d admissions, %d while the stock was 0, %d batches beyond stock x %.2f", len(adm), zero, over, st.batchOver())
 	if zero+over > 0 {
 		c.Verdict = Fail
 	}
 	return c
+}
+
+// batchOver is the most admissions per unit one call may make: oversubscribe, or with
+// conversion-aware admission oversubscribe_max (no-shows hold no capacity).
+func (st *roomState) batchOver() float64 {
+	if st.claimMS > 0 {
+		return st.overMax
+	}
+	return st.over
 }
 
 // 9. One place per user, a place never given twice: no user holds two places, nobody is

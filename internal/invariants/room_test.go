@@ -9,6 +9,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/seckilledge/seckill/contract"
 	"github.com/seckilledge/seckill/internal/invariants"
+	"github.com/seckilledge/seckill/internal/testenv"
 	"github.com/seckilledge/seckill/lua"
 )
 
@@ -331,6 +333,114 @@ func TestVerifierChecksThePresenceRule(t *testing.T) {
 			corrupt(w, absent)
 			if got := w.roomVerdicts(); got[6].Verdict != invariants.Fail {
 				t.Fatalf("invariant 6 passed: %s", got[6].Detail)
+			}
+		})
+	}
+}
+
+// newIdleWorld is a room with conversion-aware admission (a claim window of 300 ms) driven by
+// the real script: one unit, oversubscribe 1; the first in line is admitted and never takes a
+// token; the second, present, is held back (h:) until the first is judged a no-show (n:), then
+// admitted in the same step.
+func newIdleWorld(t *testing.T) *roomWorld {
+	t.Helper()
+	ctx := context.Background()
+	w := &roomWorld{world: newWorld(t, 1)}
+	rdb := w.rdb
+	tm, err := rdb.Time(ctx).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	meta := contract.MetaKey(w.sale)
+	rdb.HSet(ctx, meta, "starts_ms", tm.Add(time.Hour).UnixMilli(), "ends_ms", tm.Add(2*time.Hour).UnixMilli())
+	rdb.PExpire(ctx, meta, 3*time.Hour)
+	seed, ekey := make([]byte, 32), make([]byte, 32)
+	_, _ = rand.Read(seed)
+	_, _ = rand.Read(ekey)
+	sum := sha256.Sum256(seed)
+	if err := lua.RoomSetup.Run(ctx, rdb, []string{meta, contract.RoomKey(w.sale)}, hex.EncodeToString(seed), hex.EncodeToString(ekey),
+		"1000", "1", "600000", "3600000", "0", "0", hex.EncodeToString(sum[:])).Err(); err != nil {
+		t.Fatal(err)
+	}
+	room := contract.RoomKey(w.sale)
+	keys := append(w.roomKeys(), room+":seen", room+":away", room+":back", contract.TokensKey(w.sale), room+":claim", room+":idle")
+	t.Cleanup(func() { rdb.Del(context.Background(), append(keys[1:], room+":q", room+":live")...) })
+	visit := func(m, admit string) []any {
+		t.Helper()
+		res, err := lua.RoomQueue.Run(ctx, rdb, keys, "poll", m, "1000", "1", 600000, 3600000, "", 0, "", "", admit, 1000, 300, 2).Slice()
+		if err != nil {
+			t.Fatalf("room_queue: %v", err)
+		}
+		return res
+	}
+	members := map[string]string{}
+	for i := range 3 {
+		u := fmt.Sprintf("pre%d", i)
+		w.users = append(w.users, u)
+		members[u] = w.member(seed, ekey, u)
+		if _, err := lua.RoomQueue.Run(ctx, rdb, keys, "enter", members[u], "1000", "1", 600000, 3600000, "", 0, "", "", "0", 1000, 300, 2).Result(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rdb.HSet(ctx, meta, "starts_ms", tm.Add(-10*time.Second).UnixMilli())
+	// Everyone present for a second from each visit: the claim is judged 1.3 s after the
+	// admission.
+	places, _ := rdb.ZRange(ctx, room+":q", 0, -1).Result()
+	first, second := places[0][48:], places[1][48:]
+	if res := visit(members[first], "1"); res[0] != "admitted" {
+		t.Fatalf("%s: %v, want admitted", first, res)
+	}
+	if res := visit(members[second], "1"); res[0] != "waiting" {
+		t.Fatalf("%s: %v, want waiting (held)", second, res)
+	}
+	until := rdb.ZScore(ctx, room+":claim", first).Val()
+	testenv.WaitFor(t, 5*time.Second, "Redis time past the claim", func() bool {
+		return float64(rdb.Time(ctx).Val().UnixMilli()) > until
+	})
+	if res := visit(members[second], "1"); res[0] != "admitted" {
+		t.Fatalf("%s: %v, want admitted once %s is judged a no-show", second, res, first)
+	}
+	return w
+}
+
+// Invariant 6's rule "while units are left and a present waiter waits, the sale never idles"
+// (issue 35), from the holds (h:) and no-shows (n:) the script logs.
+func TestVerifierChecksThatTheSaleNeverIdles(t *testing.T) {
+	ctx := context.Background()
+	got := newIdleWorld(t).roomVerdicts()
+	for _, n := range []int{6, 7, 8, 9} {
+		if got[n].Verdict != invariants.Pass {
+			t.Fatalf("invariant %d on a room that follows the rule: %s %v", n, got[n].Detail, got[n].Problems)
+		}
+	}
+	// Find the log's entries by kind.
+	find := func(w *roomWorld, kind string) (int64, []string) {
+		lg, _ := w.rdb.LRange(ctx, contract.RoomLogKey(w.sale), 0, -1).Result()
+		for i := len(lg) - 1; i >= 0; i-- {
+			if strings.HasPrefix(lg[i], kind) {
+				return int64(i), strings.SplitN(lg[i], ":", 4)
+			}
+		}
+		t.Fatalf("no %s entry in %q", kind, lg)
+		return 0, nil
+	}
+	for name, corrupt := range map[string]func(w *roomWorld){
+		"held while a no-show's capacity was free": func(w *roomWorld) {
+			i, n := find(w, "n:")
+			w.rdb.LInsert(ctx, contract.RoomLogKey(w.sale), "AFTER", w.rdb.LIndex(ctx, contract.RoomLogKey(w.sale), i).Val(),
+				"h:"+n[1]+":1:"+w.users[2])
+		},
+		"capacity came back and nobody was admitted for seconds": func(w *roomWorld) {
+			i, a := find(w, "a:")
+			ms, _ := strconv.ParseInt(a[1], 10, 64)
+			w.rdb.LSet(ctx, contract.RoomLogKey(w.sale), i, fmt.Sprintf("a:%d:%s:%s", ms+10_000, a[2], a[3]))
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			w := newIdleWorld(t)
+			corrupt(w)
+			if got := w.roomVerdicts(); got[6].Verdict != invariants.Fail || got[6].Numbers["idle"] != 1 {
+				t.Fatalf("invariant 6: %s, want FAIL with one idle", got[6].Detail)
 			}
 		})
 	}

@@ -29,7 +29,12 @@ type LastUnitsOptions struct {
 	Session     time.Duration // an admission's life unused (default 20 s)
 	Rate        float64       // the room's admissions per second (default 10)
 	AbsentShare float64       // waiters who never poll after entering (default 0.5)
-	Lead        time.Duration // the sale starts this long after its creation (default 10 s)
+	// FastShare of the present waiters are fast clients (issue 35's variant, default 0): they
+	// poll, take tokens and click Buy as fast as answers come, so the gateway's throttle
+	// refuses them and its user zone bans them; an admission given to one is passed on
+	// (ban_zones, or as a no-show once it takes no token in time).
+	FastShare float64
+	Lead      time.Duration // the sale starts this long after its creation (default 10 s)
 	// Cap is how long after the start the run stops at the latest (default 5 min: without the
 	// presence rule the last units wait for one lapse after another, a session each).
 	Cap time.Duration
@@ -55,6 +60,9 @@ func (o *LastUnitsOptions) defaults() {
 	}
 	if o.AbsentShare < 0 || o.AbsentShare >= 1 {
 		o.AbsentShare = 0.5
+	}
+	if o.FastShare < 0 || o.FastShare > 1 {
+		o.FastShare = 0
 	}
 	if o.Lead <= 0 {
 		o.Lead = 10 * time.Second
@@ -86,6 +94,7 @@ type LastUnitsResult struct {
 	Sale     string         `json:"sale"`
 	Waiters  int            `json:"waiters"`
 	Absent   int            `json:"absent"`
+	Fast     int            `json:"fast"` // present waiters who are fast clients
 	Units    int            `json:"units"`
 	Rate     float64        `json:"rate"`
 	SessionS float64        `json:"session_s"`
@@ -131,8 +140,9 @@ func RoomLastUnits(ctx context.Context, d *driver.Driver, o LastUnitsOptions, va
 	rng.Shuffle(len(tickets), func(i, j int) { tickets[i], tickets[j] = tickets[j], tickets[i] })
 	res.Absent = int(float64(len(tickets))*o.AbsentShare + 0.5)
 	present := tickets[res.Absent:]
-	o.Logf("last units (%s): sale %s, %d waiters (%d absent), %d units, rate %g/s, session %s, start in %s",
-		variant, sale, len(tickets), res.Absent, o.Units, o.Rate, o.Session, time.Until(start).Round(time.Millisecond))
+	res.Fast = int(float64(len(present))*o.FastShare + 0.5)
+	o.Logf("last units (%s): sale %s, %d waiters (%d absent, %d fast), %d units, rate %g/s, session %s, start in %s",
+		variant, sale, len(tickets), res.Absent, res.Fast, o.Units, o.Rate, o.Session, time.Until(start).Round(time.Millisecond))
 
 	fo := FairnessOptions{ThinkMin: o.ThinkMin, ThinkMax: o.ThinkMax, Seed: o.Seed}
 	fo.defaults()
@@ -144,7 +154,8 @@ func RoomLastUnits(ctx context.Context, d *driver.Driver, o LastUnitsOptions, va
 	defer cancel()
 	var wg sync.WaitGroup
 	for i, tk := range present {
-		c := &fairClient{user: tk[0], ticket: tk[1], http: hc, rng: rand.New(rand.NewPCG(o.Seed, uint64(i)+1000)), keepTicket: true}
+		c := &fairClient{user: tk[0], ticket: tk[1], http: hc, rng: rand.New(rand.NewPCG(o.Seed, uint64(i)+1000)), keepTicket: true,
+			fast: i < res.Fast}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()

@@ -635,11 +635,11 @@ func metricSum(ctx context.Context, url, name string) int64 {
 // roomCounters reads the room hash's counters.
 func roomCounters(ctx context.Context, d *driver.Driver, sale string) map[string]int64 {
 	out := map[string]int64{}
-	vals, err := d.Redis.HMGet(ctx, "seckill:{sale:"+sale+"}:room", "cursor", "admitted", "lapsed", "left", "skipped", "entries").Result()
+	vals, err := d.Redis.HMGet(ctx, "seckill:{sale:"+sale+"}:room", "cursor", "admitted", "lapsed", "left", "skipped", "entries", "revoked", "noshows", "claimed").Result()
 	if err != nil {
 		return out
 	}
-	for i, k := range []string{"cursor", "admitted", "lapsed", "left", "skipped", "entries"} {
+	for i, k := range []string{"cursor", "admitted", "lapsed", "left", "skipped", "entries", "revoked", "noshows", "claimed"} {
 		if s, ok := vals[i].(string); ok {
 			out[k], _ = strconv.ParseInt(s, 10, 64)
 		}

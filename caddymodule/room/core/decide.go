@@ -34,6 +34,23 @@ type Settings struct {
 	DifficultyMin int           // proof-of-work bits; 0 and 0: no proof of work
 	DifficultyMax int
 	MaxWaiters    int64 // the most places the queue holds; 0: no bound
+	// Conversion-aware admission (issue 35; gateway settings, not the sale's): an admission
+	// whose user took no token ClaimWindow after his presence deadline is a no-show and holds
+	// no capacity; the live admissions stay within stock x OversubscribeMax (0: 4 x
+	// Oversubscribe). ClaimWindow 0: every live admission holds capacity (the older rule).
+	ClaimWindow      time.Duration
+	OversubscribeMax float64
+}
+
+// DefaultOversubscribeMaxFactor is oversubscribe_max's default, per unit of oversubscribe.
+const DefaultOversubscribeMaxFactor = 4
+
+// MaxLive is the bound of live admissions per unit of stock under conversion-aware admission.
+func (s Settings) MaxLive() float64 {
+	if s.OversubscribeMax > 0 {
+		return max(s.OversubscribeMax, s.Oversubscribe)
+	}
+	return DefaultOversubscribeMaxFactor * s.Oversubscribe
 }
 
 // The built-in bound of a room's places (docs/room.md, "Bounds"), for a sale and a Caddyfile

@@ -17,6 +17,16 @@ func spentKey(sale string) string { return roomKey(sale) + ":spent" }
 func seenKey(sale string) string  { return roomKey(sale) + ":seen" }
 func awayKey(sale string) string  { return roomKey(sale) + ":away" }
 func backKey(sale string) string  { return roomKey(sale) + ":back" }
+func claimKey(sale string) string { return roomKey(sale) + ":claim" }
+func idleKey(sale string) string  { return roomKey(sale) + ":idle" }
+
+// ClaimKey is the sorted set of a sale's admissions not judged yet (user -> when they are
+// judged, unix ms): conversion-aware admission.
+func ClaimKey(sale string) string { return claimKey(sale) }
+
+// IdleKey is the sorted set of a sale's live admissions judged no-shows (user -> admitted
+// until, unix ms).
+func IdleKey(sale string) string { return idleKey(sale) }
 
 // SeenKey is the sorted set of a sale's waiters present: user -> present until (unix ms).
 func SeenKey(sale string) string { return seenKey(sale) }

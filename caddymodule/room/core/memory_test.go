@@ -1,4 +1,4 @@
-package room
+package core
 
 import (
 	"context"
@@ -19,7 +19,7 @@ import (
 // 1 000 000) through room_queue.lua itself, and reports the memory Redis holds for them
 // (MEMORY USAGE of every room key, all samples). Run it alone:
 //
-//	go test -run '^$' -bench RoomMemoryPerWaiter -benchtime 1x ./caddymodule/room/
+//	go test -run '^$' -bench RoomMemoryPerWaiter -benchtime 1x ./caddymodule/room/core/
 func BenchmarkRoomMemoryPerWaiter(b *testing.B) { roomMemoryPerWaiter(b, false) }
 
 // BenchmarkRoomMemoryPerWaiterWithPresence is the same room once every waiter has been seen
@@ -27,7 +27,7 @@ func BenchmarkRoomMemoryPerWaiter(b *testing.B) { roomMemoryPerWaiter(b, false) 
 // as they do every summary_interval, so the room's seen set holds every waiter too. This is
 // what a room whose waiters all poll costs Redis.
 //
-//	go test -run '^$' -bench RoomMemoryPerWaiterWithPresence -benchtime 1x ./caddymodule/room/
+//	go test -run '^$' -bench RoomMemoryPerWaiterWithPresence -benchtime 1x ./caddymodule/room/core/
 func BenchmarkRoomMemoryPerWaiterWithPresence(b *testing.B) { roomMemoryPerWaiter(b, true) }
 
 // roomMemoryPerWaiter is both benchmarks: with presence, the ticks record every waiter in the
@@ -41,7 +41,7 @@ func roomMemoryPerWaiter(b *testing.B, presence bool) {
 	ctx := context.Background()
 	for range b.N {
 		// Started, with no stock left to admit to: everyone waits (the worst case for memory).
-		r := newRoom(b, rdb, 0, -time.Second, time.Hour, roomArgs{})
+		r := newRoom(b, rdb, 0, -time.Second, time.Hour)
 		room, ok, err := (RedisStore{Client: rdb, Defaults: Settings{Rate: 50, Oversubscribe: 1.5, Session: time.Minute}}).Room(ctx, r.Sale)
 		if err != nil || !ok {
 			b.Fatalf("room: %v %v", ok, err)
@@ -70,12 +70,12 @@ func roomMemoryPerWaiter(b *testing.B, presence bool) {
 		}
 		measured := keys[1:5]
 		if presence {
-			// The ticks, as a gateway sends them: at most maxPresent users each, no
+			// The ticks, as a gateway sends them: at most MaxPresent users each, no
 			// admission step (the stock is 0 anyway), each user told the longest refresh.
 			pkeys := append(append([]string{}, keys...), contract.RoomLogKey(r.Sale), seenKey(r.Sale), awayKey(r.Sale), backKey(r.Sale))
-			for i := 0; i < n; i += maxPresent {
-				args := []any{"tick", "", "50", "1.5", "60000", "900000", "", 0, "", "", "0", "90000"}
-				for j := i; j < min(i+maxPresent, n); j++ {
+			for i := 0; i < n; i += MaxPresent {
+				args := []any{"tick", "", "50", "1.5", "60000", "900000", "", 0, "", "", "0", "90000", "", ""}
+				for j := i; j < min(i+MaxPresent, n); j++ {
 					args = append(args, fmt.Sprintf("user%07d", j), 32000) // told 30 s, plus the grace
 				}
 				if err := script.EvalSha(ctx, rdb, pkeys, args...).Err(); err != nil && err != redis.Nil {

@@ -1,0 +1,49 @@
+package room
+
+import (
+	"net/http"
+	"sync"
+
+	"github.com/seckilledge/seckill/caddymodule/room/core"
+)
+
+// The room's 200 answers are written without encoding/json (issue 35, item 3: a poll answered
+// from memory should cost the gateway little more than the bytes): core.AppendAnswer writes the
+// same bytes into a pooled buffer, and the sold-out answer of the gate's broadcast, the same
+// for every waiter, is encoded once at provision (h.soldOut). Refusals still go through the
+// shared refusal writer.
+
+var answerBufs = sync.Pool{New: func() any { b := make([]byte, 0, 512); return &b }}
+
+// writeAnswer writes a 200 answer, counted under endpoint and label.
+func (h *Room) writeAnswer(w http.ResponseWriter, endpoint, label string, a *QueueAnswer) error {
+	bp := answerBufs.Get().(*[]byte)
+	b := core.AppendAnswer((*bp)[:0], a)
+	err := h.writeJSON(w, endpoint, label, b)
+	if cap(b) <= 4096 { // an unusual answer's buffer is not kept
+		*bp = b[:0]
+		answerBufs.Put(bp)
+	}
+	return err
+}
+
+// writeJSON writes a 200 JSON body as refusal.Endpoints.Answer does (the same headers, the same
+// count), from bytes.
+func (h *Room) writeJSON(w http.ResponseWriter, endpoint, label string, body []byte) error {
+	if h.ep.Requests != nil {
+		h.ep.Requests.WithLabelValues(endpoint, label).Inc()
+	}
+	// One backing array for both values: a later handler may edit a header's values in place
+	// (Caddy's header replacements do), so they are this response's own.
+	v := [2]string{"application/json", "no-store"}
+	hd := w.Header()
+	hd["Content-Type"] = v[0:1:1]
+	hd["Cache-Control"] = v[1:2:2]
+	w.WriteHeader(http.StatusOK)
+	_, err := w.Write(body)
+	return err
+}
+
+// appendAnswer is core.AppendAnswer (called directly, not through a function value, so that
+// the answer does not escape).
+func appendAnswer(dst []byte, a *QueueAnswer) []byte { return core.AppendAnswer(dst, a) }
