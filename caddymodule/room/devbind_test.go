@@ -209,15 +209,15 @@ func TestTheWaitingPageEntersAndBuysUnderRequiredBinding(t *testing.T) {
 	if _, err := chromedp.Run(ctx, chromedp.Navigate(base+"/seckill/"+r.Sale+"/queue?user=alice")); err != nil {
 		t.Fatalf("navigate: %v", err)
 	}
-	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](`!document.getElementById("buy").hidden`)); err != nil {
+	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](`!document.getElementById("sk-buy").hidden`)); err != nil {
 		t.Fatalf("the Buy button never showed: %v", err)
 	}
-	if _, err := chromedp.Run(ctx, chromedp.Click(chromedp.ID("buy"))); err != nil {
+	if _, err := chromedp.Run(ctx, chromedp.Click(chromedp.ID("sk-buy"))); err != nil {
 		t.Fatalf("click Buy: %v", err)
 	}
-	order, err := chromedp.Run(ctx, chromedp.Poll[string](`(document.getElementById("order").textContent.length >= 6) && document.getElementById("order").textContent`))
+	order, err := chromedp.Run(ctx, chromedp.Poll[string](`(document.getElementById("sk-order").textContent.length >= 6) && document.getElementById("sk-order").textContent`))
 	if err != nil {
-		note, _ := chromedp.Run(ctx, chromedp.Text(chromedp.ID("note")))
+		note, _ := chromedp.Run(ctx, chromedp.Text(chromedp.ID("sk-problem")))
 		t.Fatalf("no order after Buy: %v (note %q)", err, note)
 	}
 	if got, _ := rdb.HGet(context.Background(), contract.BuyersKey(r.Sale), "alice").Result(); got == "" || got != order {

@@ -35,9 +35,14 @@ type RedisStore struct {
 func (s RedisStore) Decide(ctx context.Context, p Purchase) (Verdict, error) {
 	if s.Sub != nil {
 		keys := saleKeys.of(p.Sale)
-		a := append(edge.ScriptArgs(len(keys)+gateArgs), keys...)
+		a := append(edge.ScriptArgs(len(keys)+1+gateArgs), keys...)
+		nk := len(keys)
+		if p.ProofJTI != "" {
+			// A device-bound purchase's proof key (KEYS[9]) is its own, never boxed.
+			a, nk = append(a, contract.ProofKey(p.Sale, p.ProofJTI)), nk+1
+		}
 		a = gateCall(ctx, p).AppendArgs(a)
-		res, err := edge.ScriptCall(ctx, s.Sub, lua.Gate, len(keys), a).Slice()
+		res, err := edge.ScriptCall(ctx, s.Sub, lua.Gate, nk, a).Slice()
 		if err != nil {
 			return Verdict{}, err
 		}
@@ -83,12 +88,17 @@ func (s RedisStore) DecideJoint(ctx context.Context, p Purchase, joint Joint) (V
 		keys := saleKeys.of(p.Sale)
 		var room [16]string
 		zk := joint.AppendKeys(room[:0])
-		a := append(edge.ScriptArgs(len(keys)+len(zk)+gateArgs+24), keys...)
+		a := append(edge.ScriptArgs(len(keys)+1+len(zk)+gateArgs+24), keys...)
+		nk := len(keys) + len(zk)
+		if p.ProofJTI != "" {
+			// A device-bound purchase's proof key (KEYS[9]) is its own, never boxed.
+			a, nk = append(a, contract.ProofKey(p.Sale, p.ProofJTI)), nk+1
+		}
 		for _, k := range zk {
 			a = append(a, k)
 		}
 		a = joint.AppendArgs(c.AppendArgs(a))
-		res, err = edge.ScriptCall(ctx, s.Sub, lua.GateThrottled, len(keys)+len(zk), a).Slice()
+		res, err = edge.ScriptCall(ctx, s.Sub, lua.GateThrottled, nk, a).Slice()
 	} else {
 		keys := joint.AppendKeys(c.AppendKeys(make([]string, 0, 16)))
 		args := joint.AppendArgs(c.AppendArgs(make([]any, 0, 32)))
