@@ -24,10 +24,16 @@ import (
 // of the sale is removed at the end.
 func (e *env) drawSaleThroughTheAPI(srv string, stocks map[string]int) (string, time.Time) {
 	e.t.Helper()
+	return e.drawSaleClosingAt(srv, stocks, time.Now().UTC().Truncate(time.Second).Add(time.Hour))
+}
+
+// drawSaleClosingAt is drawSaleThroughTheAPI with the entries closing at closes (whole
+// seconds), the purchase window starting then and lasting an hour.
+func (e *env) drawSaleClosingAt(srv string, stocks map[string]int, closes time.Time) (string, time.Time) {
+	e.t.Helper()
 	id := testenv.ID("d")
-	now := time.Now().UTC().Truncate(time.Second)
-	spec := map[string]any{"id": id, "starts_at": now.Add(time.Hour), "ends_at": now.Add(2 * time.Hour),
-		"draw": map[string]any{"opens_at": now.Add(-time.Hour), "closes_at": now.Add(time.Hour), "claim_within": "10m"}}
+	spec := map[string]any{"id": id, "starts_at": closes, "ends_at": closes.Add(time.Hour),
+		"draw": map[string]any{"opens_at": closes.Add(-2 * time.Hour), "closes_at": closes, "claim_within": "10m"}}
 	if n, ok := stocks[""]; ok {
 		spec["stock"] = n
 	} else {
@@ -57,7 +63,7 @@ func (e *env) drawSaleThroughTheAPI(srv string, stocks map[string]int) (string, 
 	if code := doJSON(e.t, "POST", srv+"/admin/sales/"+id+"/preheat", alice, "", nil); code != http.StatusOK {
 		e.t.Fatalf("preheat the draw sale: %d", code)
 	}
-	return id, now.Add(time.Hour)
+	return id, closes
 }
 
 // enterDraw enters user into sale's draw for variant with draw_enter.lua, the very call the
