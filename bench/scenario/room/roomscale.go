@@ -362,16 +362,11 @@ func RoomScale(ctx context.Context, d *driver.Driver, o ScaleOptions) (*ScaleRes
 		return nil, fmt.Errorf("preheat: %w", err)
 	}
 
-	// 1. Entry, spread over the gateways (waiter i enters and polls through gateway i mod n).
-	began := time.Now()
-	waiters, err := enterSpread(ctx, d, sale, o.Waiters, o.EnterConns)
-	if err != nil {
-		return res, err
-	}
-	res.EnterS = time.Since(began).Seconds()
-	o.Logf("room scale: %d waiters entered sale %s through %d gateways in %.1f s", len(waiters), sale, len(gws), res.EnterS)
-
-	// 2. Polling, as the clients would: each at its refresh_s.
+	// Waiters poll from their own entry on, as the page does: the workers and the dispatcher
+	// run during the entry phase too. The measured phase is the Duration after the last entry
+	// (before issue 35's presence rule, the first polls waited for the whole entry phase, and
+	// a waiter who entered first was passed as absent before his first poll: a benchmark
+	// artefact, 2026-12-02).
 	run := &scaleRun{d: d, o: o, sale: sale, acc: &driver.Winners{Drain: invariants.NewDrainWatcher(ctx, d.PG)},
 		rng: rand.New(rand.NewPCG(o.Seed, 28)), answers: map[string]int64{}, outcomes: map[string]int64{}, buyers: map[string]bool{}}
 	perGW := max(o.Workers/len(gws), 1) + 16
@@ -385,22 +380,10 @@ func RoomScale(ctx context.Context, d *driver.Driver, o ScaleOptions) (*ScaleRes
 			c.CloseIdleConnections()
 		}
 	}()
-	start := time.Now()
-	h := make(waiterHeap, 0, len(waiters))
-	for _, w := range waiters {
-		// The first poll comes within the refresh_s the entry told (kept in next as an offset).
-		w.next = start.Add(time.Duration(run.float() * float64(w.next.Sub(time.Time{}))))
-		if run.float() < o.LeaveShare {
-			w.leaveAt = start.Add(time.Duration(run.float() * float64(o.Duration)))
-		}
-		heap.Push(&h, w)
-	}
-	res.RoomBefore = roomCounters(ctx, d, sale)
-	memBefore := pollsFromMemory(ctx, d)
-	before := redisCalls(ctx, d)
-	pctx, cancel := context.WithDeadline(ctx, start.Add(o.Duration))
-	defer cancel()
+	h := make(waiterHeap, 0, o.Waiters)
 	var hmu sync.Mutex
+	pctx, cancel := context.WithCancel(ctx)
+	defer cancel()
 	due := make(chan *scaleWaiter)
 	var wg sync.WaitGroup
 	for range o.Workers {
@@ -422,52 +405,96 @@ func RoomScale(ctx context.Context, d *driver.Driver, o ScaleOptions) (*ScaleRes
 			}
 		}()
 	}
-	// The dispatcher hands each waiter to a worker when his time comes.
-	tick := time.NewTicker(2 * time.Millisecond)
-	lastLog := start
+	// The dispatcher hands each waiter to a worker when his time comes; lateness is counted
+	// in the measured phase only.
+	var measuring atomic.Bool
 	var lateSum, lateMax time.Duration
 	var lateN int64
-dispatch:
-	for pctx.Err() == nil {
-		hmu.Lock()
-		var w *scaleWaiter
-		if len(h) > 0 && !h[0].next.After(time.Now()) {
-			w = heap.Pop(&h).(*scaleWaiter)
-		}
-		hmu.Unlock()
-		if w == nil {
+	dispatched := make(chan struct{})
+	go func() {
+		defer close(dispatched)
+		tick := time.NewTicker(2 * time.Millisecond)
+		defer tick.Stop()
+		lastLog := time.Now()
+		for pctx.Err() == nil {
+			hmu.Lock()
+			var w *scaleWaiter
+			if len(h) > 0 && !h[0].next.After(time.Now()) {
+				w = heap.Pop(&h).(*scaleWaiter)
+			}
+			hmu.Unlock()
+			if w == nil {
+				select {
+				case <-pctx.Done():
+					return
+				case <-tick.C:
+				}
+				if time.Since(lastLog) >= 5*time.Second {
+					lastLog = time.Now()
+					o.Logf("room scale: %d polls so far", run.polls.Load())
+				}
+				continue
+			}
+			if measuring.Load() {
+				late := time.Since(w.next)
+				lateSum += late
+				lateMax = max(lateMax, late)
+				lateN++
+			}
 			select {
+			case due <- w:
 			case <-pctx.Done():
-				break dispatch
-			case <-tick.C:
+				return
 			}
-			if time.Since(lastLog) >= 5*time.Second {
-				lastLog = time.Now()
-				o.Logf("room scale: %.0f s, %d polls (%.0f/s)", time.Since(start).Seconds(), run.polls.Load(), float64(run.polls.Load())/time.Since(start).Seconds())
-			}
-			continue
 		}
-		late := time.Since(w.next)
-		lateSum += late
-		lateMax = max(lateMax, late)
-		lateN++
-		select {
-		case due <- w:
-		case <-pctx.Done():
+	}()
+
+	// 1. Entry, spread over the gateways (waiter i enters and polls through gateway i mod n);
+	// each waiter's first poll comes within the refresh_s his entry told.
+	began := time.Now()
+	waiters, err := enterSpread(ctx, d, sale, o.Waiters, o.EnterConns, func(w *scaleWaiter, refresh time.Duration) {
+		now := time.Now()
+		w.next = now.Add(time.Duration(run.float() * float64(refresh)))
+		if run.float() < o.LeaveShare {
+			w.leaveAt = now.Add(time.Duration(run.float() * float64(o.Duration)))
 		}
+		hmu.Lock()
+		heap.Push(&h, w)
+		hmu.Unlock()
+	})
+	if err != nil {
+		return res, err
 	}
+	res.EnterS = time.Since(began).Seconds()
+	o.Logf("room scale: %d waiters entered sale %s through %d gateways in %.1f s", len(waiters), sale, len(gws), res.EnterS)
+
+	// 2. The measured phase: Duration of polling, as the clients would, each at his refresh_s.
+	start := time.Now()
+	polls0, tokens0, buys0, leaves0 := run.polls.Load(), run.tokens.Load(), run.buys.Load(), run.leaves.Load()
+	run.mu.Lock()
+	run.answers, run.outcomes = map[string]int64{}, map[string]int64{}
+	run.mu.Unlock()
+	res.RoomBefore = roomCounters(ctx, d, sale)
+	memBefore := pollsFromMemory(ctx, d)
+	before := redisCalls(ctx, d)
+	measuring.Store(true)
+	select {
+	case <-time.After(o.Duration):
+	case <-ctx.Done():
+	}
+	cancel()
+	<-dispatched
 	if lateN > 0 {
 		res.LateMeanMs = float64(lateSum.Microseconds()) / 1000 / float64(lateN)
 		res.LateMaxMs = float64(lateMax.Microseconds()) / 1000
 	}
-	tick.Stop()
 	close(due)
 	wg.Wait()
 	res.PollingS = time.Since(start).Seconds()
 	after := redisCalls(ctx, d)
 	memAfter := pollsFromMemory(ctx, d)
 
-	res.Polls, res.Tokens, res.Buys, res.Leaves = run.polls.Load(), run.tokens.Load(), run.buys.Load(), run.leaves.Load()
+	res.Polls, res.Tokens, res.Buys, res.Leaves = run.polls.Load()-polls0, run.tokens.Load()-tokens0, run.buys.Load()-buys0, run.leaves.Load()-leaves0
 	res.PollsPS = float64(res.Polls) / res.PollingS
 	res.ScriptsPerPoll, res.CommandsPerPoll = perPoll(before, after, int(res.Polls))
 	res.Commands = map[string]int64{}
@@ -543,9 +570,9 @@ func checksVerdict(rep invariants.Report, lo, hi int) string {
 }
 
 // enterSpread puts n users in the sale's room, user i through gateway i mod the gateways, and
-// returns them with their tickets; a waiter's next holds, as an offset from the zero time, the
-// refresh_s his entry told him.
-func enterSpread(ctx context.Context, d *driver.Driver, sale string, n, conns int) ([]*scaleWaiter, error) {
+// returns them with their tickets; entered (when not nil) gets each waiter as his entry answers,
+// with the refresh_s it told him.
+func enterSpread(ctx context.Context, d *driver.Driver, sale string, n, conns int, entered func(w *scaleWaiter, refresh time.Duration)) ([]*scaleWaiter, error) {
 	gws := d.Stack.AllGateways()
 	reqs := make([]load.Request, n)
 	byUser := make(map[string]int, n)
@@ -569,10 +596,14 @@ func enterSpread(ctx context.Context, d *driver.Driver, sale string, n, conns in
 			if refresh <= 0 {
 				refresh = time.Second
 			}
+			w := &scaleWaiter{user: req.User, gw: i % len(gws), ticket: a.Ticket}
 			mu.Lock()
-			out[i] = &scaleWaiter{user: req.User, gw: i % len(gws), ticket: a.Ticket, next: time.Time{}.Add(refresh)}
+			out[i] = w
 			got++
 			mu.Unlock()
+			if entered != nil {
+				entered(w, refresh)
+			}
 		}})
 	if got < n {
 		return nil, fmt.Errorf("only %d of %d waiters entered the room (%v)", got, n, r.Outcomes)
