@@ -4,15 +4,16 @@ import (
 	"strconv"
 	"testing"
 
+	"github.com/seckilledge/seckill/caddymodule/edge"
 	"github.com/seckilledge/seckill/lua"
 )
 
 // The keys boxed once per sale are gate.lua's keys of that sale or shard, and the cache past
 // its bound starts again rather than growing.
 func TestTheBoxedKeysAreTheGateScriptsKeys(t *testing.T) {
-	b := boxedKeys{m: map[string][]any{}}
+	b := edge.KeyBox{Build: func(sale string) []string { return lua.GateCall{Sale: sale}.Keys() }, Max: maxSaleKeys}
 	for _, target := range []string{"s1", "s1:2", "s1"} {
-		got, want := b.of(target), lua.GateCall{Sale: target}.Keys()
+		got, want := b.Of(target), lua.GateCall{Sale: target}.Keys()
 		if len(got) != len(want) {
 			t.Fatalf("%s: %d keys, want %d", target, len(got), len(want))
 		}
@@ -23,9 +24,9 @@ func TestTheBoxedKeysAreTheGateScriptsKeys(t *testing.T) {
 		}
 	}
 	for i := range maxSaleKeys + 1 {
-		b.of("s" + strconv.Itoa(i))
+		b.Of("s" + strconv.Itoa(i))
 	}
-	if len(b.m) > maxSaleKeys {
-		t.Fatalf("%d sales cached, want at most %d", len(b.m), maxSaleKeys)
+	if b.Len() > maxSaleKeys {
+		t.Fatalf("%d sales cached, want at most %d", b.Len(), maxSaleKeys)
 	}
 }

@@ -3,7 +3,6 @@ package core
 import (
 	"context"
 	"errors"
-	"sync"
 
 	"github.com/redis/go-redis/v9"
 
@@ -34,7 +33,7 @@ type RedisStore struct {
 // Decide runs the decision script for p.
 func (s RedisStore) Decide(ctx context.Context, p Purchase) (Verdict, error) {
 	if s.Sub != nil {
-		keys := saleKeys.of(p.Sale)
+		keys := saleKeys.Of(p.Sale)
 		a := append(edge.ScriptArgs(len(keys)+1+gateArgs), keys...)
 		nk := len(keys)
 		if p.ProofJTI != "" {
@@ -85,7 +84,7 @@ func (s RedisStore) DecideJoint(ctx context.Context, p Purchase, joint Joint) (V
 	var err error
 	if s.Sub != nil {
 		// KEYS: the sale's (boxed once per sale), then the zones'; ARGV likewise.
-		keys := saleKeys.of(p.Sale)
+		keys := saleKeys.Of(p.Sale)
 		var room [16]string
 		zk := joint.AppendKeys(room[:0])
 		a := append(edge.ScriptArgs(len(keys)+1+len(zk)+gateArgs+24), keys...)
@@ -131,35 +130,9 @@ const gateArgs = 9
 // saleKeys are gate.lua's KEYS of each sale or shard, boxed once: a purchase on a sale seen
 // before builds none (eight key names and eight boxes a purchase less). Bounded: past
 // maxSaleKeys sales it starts again.
-var saleKeys = boxedKeys{m: map[string][]any{}}
+var saleKeys = edge.KeyBox{Build: func(sale string) []string { return lua.GateCall{Sale: sale}.Keys() }, Max: maxSaleKeys}
 
 const maxSaleKeys = 4096
-
-type boxedKeys struct {
-	mu sync.RWMutex
-	m  map[string][]any
-}
-
-func (b *boxedKeys) of(target string) []any {
-	b.mu.RLock()
-	keys, ok := b.m[target]
-	b.mu.RUnlock()
-	if ok {
-		return keys
-	}
-	names := lua.GateCall{Sale: target}.Keys()
-	keys = make([]any, len(names))
-	for i, k := range names {
-		keys[i] = k
-	}
-	b.mu.Lock()
-	if len(b.m) >= maxSaleKeys {
-		clear(b.m)
-	}
-	b.m[target] = keys
-	b.mu.Unlock()
-	return keys
-}
 
 func gateCall(ctx context.Context, p Purchase) lua.GateCall {
 	return lua.GateCall{Sale: p.Sale, User: p.User, OrderID: p.OrderID, TokenValue: p.TokenValue, Group: RelayGroup,

@@ -2,14 +2,16 @@ package core
 
 import (
 	"testing"
+
+	"github.com/seckilledge/seckill/caddymodule/edge"
 )
 
 // The keys boxed once per target are the script's keys of that target, a sale's and a shard's,
 // and a cache past its bound starts again rather than growing.
 func TestTheBoxedKeysAreTheIssueScriptsKeys(t *testing.T) {
-	b := boxedKeys{m: map[string][]any{}}
+	b := edge.KeyBox{Build: issueKeys, Max: maxTargetKeys}
 	for _, target := range []string{"s1", "s1:2", "s1"} {
-		got := b.of(target)
+		got := b.Of(target)
 		want := issueKeys(target)
 		if len(got) != len(want) {
 			t.Fatalf("%s: %d keys, want %d", target, len(got), len(want))
@@ -24,9 +26,9 @@ func TestTheBoxedKeysAreTheIssueScriptsKeys(t *testing.T) {
 		t.Fatal("a sale and a shard should have different key lists (the room's and draw's keys)")
 	}
 	for i := range maxTargetKeys + 1 {
-		b.of("t" + string(rune('a'+i%26)) + string(rune('a'+i/26%26)) + string(rune('a'+i/676%26)))
+		b.Of("t" + string(rune('a'+i%26)) + string(rune('a'+i/26%26)) + string(rune('a'+i/676%26)))
 	}
-	if len(b.m) > maxTargetKeys {
-		t.Fatalf("%d targets cached, want at most %d", len(b.m), maxTargetKeys)
+	if b.Len() > maxTargetKeys {
+		t.Fatalf("%d targets cached, want at most %d", b.Len(), maxTargetKeys)
 	}
 }

@@ -3,7 +3,6 @@ package core
 import (
 	"context"
 	"errors"
-	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -61,35 +60,9 @@ func issueKeys(target string) []string {
 
 // targetKeys are issueKeys of each target, boxed once (seven key names and seven boxes an
 // issue less). Bounded: past maxTargetKeys targets it starts again.
-var targetKeys = boxedKeys{m: map[string][]any{}}
+var targetKeys = edge.KeyBox{Build: issueKeys, Max: maxTargetKeys}
 
 const maxTargetKeys = 4096
-
-type boxedKeys struct {
-	mu sync.RWMutex
-	m  map[string][]any
-}
-
-func (b *boxedKeys) of(target string) []any {
-	b.mu.RLock()
-	keys, ok := b.m[target]
-	b.mu.RUnlock()
-	if ok {
-		return keys
-	}
-	names := issueKeys(target)
-	keys = make([]any, len(names))
-	for i, k := range names {
-		keys[i] = k
-	}
-	b.mu.Lock()
-	if len(b.m) >= maxTargetKeys {
-		clear(b.m)
-	}
-	b.m[target] = keys
-	b.mu.Unlock()
-	return keys
-}
 
 // Issue runs lua/token_issue.lua on target (a sale id or a shard id).
 func (s RedisStore) Issue(ctx context.Context, target, user, nonce string, ttl, lead time.Duration, admission bool) (Reply, error) {
@@ -134,7 +107,7 @@ func (s RedisStore) IssueJoint(ctx context.Context, target, user, nonce string, 
 
 // issueInline is IssueJoint through Sub, with target's KEYS boxed once per target.
 func (s RedisStore) issueInline(ctx context.Context, target string, args []any, joint edge.Joint) (Reply, error) {
-	keys := targetKeys.of(target)
+	keys := targetKeys.Of(target)
 	if joint == nil {
 		a := append(edge.ScriptArgs(len(keys)+len(args)), keys...)
 		reply, err := edge.ScriptCall(ctx, s.Sub, lua.TokenIssue, len(keys), append(a, args...)).Slice()
