@@ -28,17 +28,9 @@ var pageKind = pagekit.Kind{Name: "draw", Template: pageTemplate, Script: pageki
 
 // setupPage compiles the page options (our page, or the shop's template), checked here so
 // that a bad template fails at provision.
-func (h *Draw) setupPage() error {
-	var cfg pagekit.Config
-	if h.Page != nil {
-		cfg = *h.Page
-	}
-	kit, err := pagekit.New(pageKind, cfg)
-	if err != nil {
-		return err
-	}
-	h.page = kit
-	return nil
+func (h *Draw) setupPage() (err error) {
+	h.page, err = pagekit.Compile(pageKind, h.Page)
+	return err
 }
 
 // servePage answers the entry page of a draw sale, with the sale's variants for the size

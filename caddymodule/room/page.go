@@ -28,17 +28,9 @@ var pageKind = pagekit.Kind{Name: "room", Template: pageTemplate, Script: pageki
 
 // setupPage compiles the page options (our page, or the shop's template), checked here so
 // that a bad template fails at provision.
-func (h *Room) setupPage() error {
-	var cfg pagekit.Config
-	if h.Page != nil {
-		cfg = *h.Page
-	}
-	kit, err := pagekit.New(pageKind, cfg)
-	if err != nil {
-		return err
-	}
-	h.page = kit
-	return nil
+func (h *Room) setupPage() (err error) {
+	h.page, err = pagekit.Compile(pageKind, h.Page)
+	return err
 }
 
 func (h *Room) servePage(w http.ResponseWriter, r *http.Request, sale string) {

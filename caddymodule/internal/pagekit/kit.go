@@ -123,6 +123,15 @@ func (d Data) T(key string, args ...any) (string, error) {
 // Number is n formatted for the page's language (1,234.5; 1.234,5; ...).
 func (d Data) Number(n any) string { return d.p.Sprint(n) }
 
+// Compile is New for a handler's optional page block: nil is our page with the defaults.
+// The room and the draw call it at provision, so a bad template fails there.
+func Compile(kind Kind, cfg *Config) (*Kit, error) {
+	if cfg == nil {
+		return New(kind, Config{})
+	}
+	return New(kind, *cfg)
+}
+
 // New checks and compiles a handler's page options: every template parsed and executed once
 // per language (so a field or message it names that does not exist fails here), none with a
 // script of its own; every catalogue read. Errors name the file and the line.
