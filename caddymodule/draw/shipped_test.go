@@ -1,8 +1,6 @@
 package draw
 
 import (
-	"encoding/json"
-	"os"
 	"slices"
 	"testing"
 
@@ -18,21 +16,9 @@ import (
 // handlers (so the challenge of a draw sale is the draw's and every other request reaches the
 // room), and proxies the draw's result, entries and proofs to the backend.
 func TestShippedCaddyfilesServeTheDraw(t *testing.T) {
-	for _, f := range []string{"../../Caddyfile", "../../deploy/Caddyfile.production", "../../deploy/Caddyfile.production-session"} {
-		src, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		out, _, err := handlertest.Adapt(src)
-		if err != nil {
-			t.Fatalf("%s: %v", f, err)
-		}
-		var cfg any
-		if err := json.Unmarshal(out, &cfg); err != nil {
-			t.Fatal(err)
-		}
+	handlertest.AdaptShipped(t, "../..", func(f string, cfg any) {
 		rooms, draws, proxied := 0, 0, 0
-		walk(cfg, func(m map[string]any) {
+		handlertest.WalkJSON(cfg, func(m map[string]any) {
 			if hs, ok := m["handle"].([]any); ok {
 				for i, h := range hs {
 					if handlerName(h) == "seckill_room" {
@@ -49,7 +35,7 @@ func TestShippedCaddyfilesServeTheDraw(t *testing.T) {
 			if ms, ok := m["match"].([]any); ok && len(ms) == 1 {
 				if p, ok := ms[0].(map[string]any)["path"].([]any); ok && slices.Contains(p, any("/seckill/*/draw/proof")) {
 					var proxies bool
-					walk(m["handle"], func(h map[string]any) { proxies = proxies || h["handler"] == "reverse_proxy" })
+					handlertest.WalkJSON(m["handle"], func(h map[string]any) { proxies = proxies || h["handler"] == "reverse_proxy" })
 					if proxies {
 						proxied++
 					}
@@ -57,32 +43,17 @@ func TestShippedCaddyfilesServeTheDraw(t *testing.T) {
 			}
 		})
 		sites := 1
-		if f == "../../Caddyfile" {
+		if f == "Caddyfile" { // the demo file: the :8080 and :8088 sites
 			sites = 2
 		}
 		if rooms != sites || draws != sites || proxied != sites {
 			t.Errorf("%s: %d seckill_room, %d seckill_draw, %d proxied draw backend routes; want %d of each", f, rooms, draws, proxied, sites)
 		}
-	}
+	})
 }
 
 func handlerName(h any) string {
 	m, _ := h.(map[string]any)
 	s, _ := m["handler"].(string)
 	return s
-}
-
-// walk calls fn on every object in v, depth first.
-func walk(v any, fn func(map[string]any)) {
-	switch x := v.(type) {
-	case map[string]any:
-		fn(x)
-		for _, c := range x {
-			walk(c, fn)
-		}
-	case []any:
-		for _, c := range x {
-			walk(c, fn)
-		}
-	}
 }

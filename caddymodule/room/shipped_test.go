@@ -1,8 +1,6 @@
 package room
 
 import (
-	"encoding/json"
-	"os"
 	"testing"
 
 	"github.com/seckilledge/seckill/internal/handlertest"
@@ -17,22 +15,10 @@ import (
 // named must be a seckill_throttle zone of the same file keyed on the room's own user id,
 // else the room would read bans of other people.
 func TestShippedCaddyfilesPassOnTheAdmissionsOfBannedUsers(t *testing.T) {
-	for _, f := range []string{"../../Caddyfile", "../../deploy/Caddyfile.production", "../../deploy/Caddyfile.production-session"} {
-		src, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		out, _, err := handlertest.Adapt(src)
-		if err != nil {
-			t.Fatalf("%s: %v", f, err)
-		}
-		var cfg any
-		if err := json.Unmarshal(out, &cfg); err != nil {
-			t.Fatal(err)
-		}
+	handlertest.AdaptShipped(t, "../..", func(f string, cfg any) {
 		zones := map[string]map[string]bool{} // zone name -> its keys
 		var rooms []map[string]any
-		walkJSON(cfg, func(m map[string]any) {
+		handlertest.WalkJSON(cfg, func(m map[string]any) {
 			switch m["handler"] {
 			case "seckill_throttle":
 				zs, _ := m["zones"].([]any)
@@ -65,20 +51,5 @@ func TestShippedCaddyfilesPassOnTheAdmissionsOfBannedUsers(t *testing.T) {
 				}
 			}
 		}
-	}
-}
-
-// walkJSON calls fn on every object in v, depth first.
-func walkJSON(v any, fn func(map[string]any)) {
-	switch x := v.(type) {
-	case map[string]any:
-		fn(x)
-		for _, c := range x {
-			walkJSON(c, fn)
-		}
-	case []any:
-		for _, c := range x {
-			walkJSON(c, fn)
-		}
-	}
+	})
 }
