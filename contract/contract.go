@@ -55,6 +55,12 @@ func RoomLiveKey(sale string) string { return RoomKey(sale) + ":live" }
 // (room_queue.lua), and "t:<ms>:<admitted_until_ms>:<user>:<nonce>" per token issued on an admission (token_issue.lua).
 func RoomLogKey(sale string) string { return RoomKey(sale) + ":log" }
 
+// RoomKeysKey is the hash of a sale's places bound to a device key: user -> the RFC 7638
+// thumbprint of the key his first bound entry proved (room_queue.lua). Under device binding
+// the re-entry, the token issue (token_issue.lua) and the purchase (gate.lua) refuse any
+// other key, so the admission itself, not only its ticket and token, stays on that device.
+func RoomKeysKey(sale string) string { return RoomKey(sale) + ":keys" }
+
 // ChallengesUserKey is the sorted set of a user's open proof-of-work challenges in a sale
 // (room or draw): nonce -> expiry (unix ms), kept by challenge_issue.lua to bound them.
 func ChallengesUserKey(sale, user string) string {

@@ -31,10 +31,13 @@ type GateCall struct {
 	// in the call for ProofWindow (KEYS[9], ARGV[10]).
 	ProofJTI    string
 	ProofWindow time.Duration
+	// ProofJKT is that proof's key thumbprint (ARGV[11], with KEYS[10] the room's bound
+	// places): a room sale refuses a user whose place is bound to another key.
+	ProofJKT string
 }
 
 // Keys are the call's KEYS: meta, buyers, tokens, outbox, held, room, room:live,
-// draw:entries, and a device-bound purchase's proof key. The script reads the last three only on a sale that has a room or is a draw;
+// draw:entries, and a device-bound purchase's proof key and the room's bound places. The script reads the last three only on a sale that has a room or is a draw;
 // they share the sale's (or shard's) hash tag, so passing them costs nothing elsewhere.
 func (c GateCall) Keys() []string { return c.AppendKeys(make([]string, 0, 8)) }
 
@@ -44,7 +47,7 @@ func (c GateCall) AppendKeys(dst []string) []string {
 		contract.OutboxKey(c.Sale), contract.HeldKey(c.Sale), contract.RoomKey(c.Sale), contract.RoomLiveKey(c.Sale),
 		contract.DrawEntriesKey(c.Sale))
 	if c.ProofJTI != "" {
-		dst = append(dst, contract.ProofKey(c.Sale, c.ProofJTI))
+		dst = append(dst, contract.ProofKey(c.Sale, c.ProofJTI), contract.RoomKeysKey(c.Sale))
 	}
 	return dst
 }
@@ -64,7 +67,7 @@ func (c GateCall) AppendArgs(dst []any) []any {
 	}
 	dst = append(dst, c.Sale, c.User, c.OrderID, c.TokenValue, c.Group, c.TraceParent, c.Variant, q, admission)
 	if c.ProofJTI != "" {
-		dst = append(dst, c.ProofWindow.Milliseconds())
+		dst = append(dst, c.ProofWindow.Milliseconds(), c.ProofJKT)
 	}
 	return dst
 }

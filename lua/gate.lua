@@ -25,6 +25,9 @@
 -- KEYS[9]  seckill:{sale:<id>}:proof:<jti>  the DPoP proof of a device-bound purchase
 --                                       (docs/DESIGN.md, "Device-bound tokens and tickets"):
 --                                       passed only with ARGV[10]
+-- KEYS[10] seckill:{sale:<id>}:room:keys  hash: user -> the thumbprint of the device key his
+--                                       room place is bound to (room_queue.lua); passed with
+--                                       KEYS[9]
 -- ARGV[1]  sale id
 -- ARGV[2]  user id
 -- ARGV[3]  order id (UUIDv7, made by the gateway)
@@ -46,6 +49,9 @@
 --          value the order id) by the first call that reaches the sale's window, whatever the
 --          purchase then answers, so a replay is refused (17) on every gateway. The same order
 --          id again (a retried call after a lost reply) is not a replay. "" or absent: none.
+-- ARGV[11] with KEYS[10]: the proof's key thumbprint. On a sale with a room, a user whose place
+--          is bound to another key is refused (18), after the admission check: the admission
+--          is the device's.
 --
 -- A sale is "simple" when its meta hash has no "variants" field and no "limit" above 1: it is
 -- decided exactly as it always was (same replies, same writes, same outbox fields). Otherwise
@@ -100,6 +106,8 @@
 --          {16}                        draw_missing: the sale is a draw, KEYS[8] was not passed
 --          {17}                        proof_replayed: KEYS[9] holds another order id (checked
 --                                      right after the window: the one write of a refusal)
+--          {18}                        proof_key_mismatch: the sale has a room and the user's
+--                                      place is bound to another key than ARGV[11]
 --          (10 is not used.)
 -- Publishes "sold_out:<sale>" on seckill:events when it sells the last unit (ARGV[1] is the
 -- shard id "<sale>:<i>" on a shard, so the event names the shard). A shard also publishes it
@@ -215,6 +223,10 @@ if m[9] == "1" then
   local admitted = tonumber(redis.call("ZSCORE", KEYS[7], user))
   if admitted == nil or admitted <= now then
     return {15}
+  end
+  local bound = KEYS[10] and redis.call("HGET", KEYS[10], user)
+  if bound and bound ~= (ARGV[11] or "") then
+    return {18}
   end
 end
 if draw then

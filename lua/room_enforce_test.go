@@ -232,3 +232,51 @@ func TestATokenDoesNotOutliveItsAdmission(t *testing.T) {
 		t.Fatalf("the refusal spent the token: %q", v)
 	}
 }
+
+// TestAPurchaseWithAnotherKeyThanThePlacesIsRefused: on a room sale whose user's place is
+// bound to a device key (room:keys, written by the first bound entry), token_issue.lua and
+// gate.lua refuse a request proved with another key, even one holding a token; with the
+// place's key both go through.
+func TestAPurchaseWithAnotherKeyThanThePlacesIsRefused(t *testing.T) {
+	rdb := testenv.Redis(t)
+	ctx := context.Background()
+	sale := preheatRoomSale(t, rdb, 5, "60000")
+	t.Cleanup(func() { rdb.Del(context.Background(), contract.RoomKeysKey(sale)) })
+	admit(t, rdb, sale, "u1", "60000")
+	rdb.HSet(ctx, contract.RoomKeysKey(sale), "u1", "place-key")
+	keys := []string{contract.MetaKey(sale), contract.TokensKey(sale), contract.BuyersKey(sale),
+		contract.RoomKey(sale), contract.RoomLiveKey(sale), contract.RoomLogKey(sale), contract.DrawEntriesKey(sale),
+		contract.RoomKeysKey(sale)}
+	issue := func(jkt string) []any {
+		res, err := TokenIssue.Run(ctx, rdb, keys, "u1", testNonce, 60_000, 0, "", "1", jkt).Slice()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	for _, jkt := range []string{"other-key", ""} {
+		if res := issue(jkt); res[0] != "proof_key_mismatch" {
+			t.Fatalf("a token for key %q: %v, want proof_key_mismatch", jkt, res)
+		}
+	}
+	// A token the user holds (issued to the place's key) is still refused with another
+	// proof's key by the purchase itself.
+	res := issue("place-key")
+	if res[0] != "issued" {
+		t.Fatalf("a token for the place's key: %v", res)
+	}
+	buy := func(order, jkt string) []any {
+		res, err := GateCall{Sale: sale, User: "u1", OrderID: order, TokenValue: storeValue(res), Group: "relay", Admission: true,
+			ProofJTI: order, ProofWindow: time.Minute, ProofJKT: jkt}.Run(ctx, rdb)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	if got := buy("o-other", "other-key"); got[0] != int64(18) {
+		t.Fatalf("a purchase proved with another key: %v, want {18}", got)
+	}
+	if got := buy("o-place", "place-key"); got[0] != int64(0) {
+		t.Fatalf("a purchase proved with the place's key: %v, want accepted", got)
+	}
+}

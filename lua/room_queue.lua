@@ -92,6 +92,14 @@
 --                                          (ms): the admissions not judged yet
 -- KEYS[13] optional seckill:{sale:<id>}:room:idle  zset: user -> admitted until (ms): the live
 --                                          admissions judged no-shows
+-- KEYS[14] optional seckill:{sale:<id>}:room:keys  hash: user -> the RFC 7638 thumbprint of
+--                                          the device key his first bound entry proved
+--                                          (device_binding). The place is that key's: a
+--                                          re-entry with another key, or without one, is
+--                                          refused "key_mismatch", and token_issue.lua and
+--                                          gate.lua refuse another key as well. Leaving (with
+--                                          that key's proof) forgets it
+-- ARGV[15] enter, with KEYS[14]: the thumbprint of the entry's proof key ("" for none)
 --
 -- Returns  {outcome, position, ahead, admitted_until_ms, now_ms, stock, depth, starts_ms,
 --           admitted_now, lapsed_now, entry_rate, admitted, cursor, checks, revoked}
@@ -100,6 +108,8 @@
 --                  "used": admitted once, and bought;
 --                  "not_entered" (poll): the user holds no place;
 --                  "not_started" (enter): before the pre-queue opens;
+--                  "key_mismatch" (enter): the user's place is bound to another key than
+--                  ARGV[15] (KEYS[14]); nothing written;
 --                  "replayed" (enter): the nonce was spent already, nothing written;
 --                  "too_easy" (enter): the entry rate is above ARGV[10], nothing written;
 --                  "queue_full" (enter): no place and the queue holds ARGV[9] places (the
@@ -173,6 +183,9 @@ if op == "leave" then
   -- after it. Entering again later is a new arrival (after the start: the back of the queue).
   redis.call("ZREM", q, member)
   redis.call("HINCRBY", room, "left", 1)
+  if KEYS[14] then
+    redis.call("HDEL", KEYS[14], user)
+  end
   if KEYS[7] then
     -- The verifier accounts for a place that left the queue without being admitted.
     redis.call("RPUSH", KEYS[7], string.format("l:%d:%d:%s", now, rank - cursor + 1, user))
@@ -226,6 +239,13 @@ if op == "enter" then
   if now < starts - pre then
     return reply("not_started", 0, 0, 0, stock, 0, starts)
   end
+  -- A place bound to a device key stays that key's: another key (or none) cannot take it
+  -- over, whoever holds the account's session.
+  local jkt = ARGV[15] or ""
+  local bound = KEYS[14] and redis.call("HGET", KEYS[14], user)
+  if bound and bound ~= jkt then
+    return reply("key_mismatch", 0, 0, 0, stock, 0, starts)
+  end
   -- The entry rate that drives the proof-of-work difficulty is counted here, per second of
   -- Redis time, so every gateway sees the same one (issue 24: a gateway's own count let a
   -- rush spread over gateways stay at the minimum).
@@ -274,6 +294,14 @@ if op == "enter" then
     if until_ms > 0 then
       redis.call("PEXPIREAT", q, until_ms)
       redis.call("PEXPIREAT", live, until_ms)
+    end
+  end
+  if KEYS[14] and jkt ~= "" and not bound then
+    -- The first bound entry binds the place (and so its admission) to its key.
+    redis.call("HSET", KEYS[14], user, jkt)
+    local until_ms = redis.call("PEXPIRETIME", meta)
+    if until_ms > 0 then
+      redis.call("PEXPIREAT", KEYS[14], until_ms)
     end
   end
 end

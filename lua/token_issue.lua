@@ -28,6 +28,12 @@
 --                                                  :<pos>]" (docs/draw.md); read only on a
 --                                                  sale whose meta field "draw" is 1, where
 --                                                  it is required
+-- KEYS[8]  optional seckill:{sale:<id>}:room:keys  hash: user -> the thumbprint of the device
+--                                                  key his room place is bound to
+--                                                  (room_queue.lua)
+-- ARGV[7]  optional, with KEYS[8]: the thumbprint of the request's proof key ("" for none). A
+--          user whose place is bound to another key gets "proof_key_mismatch" (after the admission
+--          check): the admission is the device's, not only the token
 --
 -- A sale in draw mode (meta "draw" = 1) issues tokens only to a user holding a live win: his
 -- entry is drawn ("<entry_id>:<variant>:<pos>") and his variant's current wave, meta
@@ -44,7 +50,8 @@
 --                  admission, by Redis TIME) | "misconfigured" (the sale has a room, ARGV[6]
 --                  is not "1": this gateway cannot enforce it) | "room_missing" (meta says
 --                  the sale has a room, the room hash has no seed: its state is lost) |
---                  "draw_missing" (meta says the sale is a draw, KEYS[7] was not passed):
+--                  "draw_missing" (meta says the sale is a draw, KEYS[7] was not passed) |
+--                  "proof_key_mismatch" (the user's room place is bound to a key other than ARGV[7]):
 --                  nothing written, exp_ms = 0 ("paused": meta field state = "paused")
 --          outcome "not_admitted" on a draw sale: {outcome, 0, now_ms, "draw"}, the user holds
 --                  no live win (not entered, withdrawn, not drawn yet, waiting, lost, or his
@@ -109,6 +116,10 @@ if w[7] == "1" or seeded then
   admitted_until = tonumber(redis.call("ZSCORE", KEYS[5], user))
   if admitted_until == nil or admitted_until <= now then
     return {"not_admitted", 0, now}
+  end
+  local bound = KEYS[8] and redis.call("HGET", KEYS[8], user)
+  if bound and bound ~= (ARGV[7] or "") then
+    return {"proof_key_mismatch", 0, now}
   end
 end
 

@@ -58,6 +58,7 @@ const (
 	QueueFull   = core.QueueFull
 	Left        = core.Left
 	NotWaiting  = core.NotWaiting
+	KeyMismatch = core.KeyMismatch
 	Revoked     = core.Revoked
 	Prequeue    = core.Prequeue
 	Open        = core.Open
@@ -88,6 +89,7 @@ var (
 	SeenKey           = core.SeenKey
 	ClaimKey          = core.ClaimKey
 	IdleKey           = core.IdleKey
+	KeysKey           = core.KeysKey
 	BanKey            = core.BanKey
 	CheckAdmission    = core.CheckAdmission
 

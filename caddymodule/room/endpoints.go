@@ -9,6 +9,7 @@ import (
 
 	"github.com/caddyserver/caddy/v2"
 
+	"github.com/seckilledge/seckill/caddymodule/dpop"
 	"github.com/seckilledge/seckill/caddymodule/handler"
 	"github.com/seckilledge/seckill/caddymodule/sealed"
 )
@@ -139,9 +140,16 @@ func (h *Room) enter(ctx context.Context, w http.ResponseWriter, r *http.Request
 	}
 	place := PlaceOf(c.room.EntryKey, c.room.Seed, sale, user)
 	v.Member = place.Member(user)
+	v.JKT = jkt
 	rep, err := h.store.Visit(ctx, sale, v)
 	if err != nil {
 		return h.unavailable(w, "enter", err)
+	}
+	if rep.Outcome == KeyMismatch && jkt == "" {
+		// A place bound to a device key, entered again without a proof (device_binding
+		// optional): the client can sign with its key.
+		ref, _ := dpop.Refusal(dpop.ErrMissing)
+		return h.refuse(w, "enter", ref)
 	}
 	c.rate.Observe(rep.EntryRate, now)
 	h.passOnBanned(ctx, sale, c, rep)

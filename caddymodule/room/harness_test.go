@@ -66,7 +66,7 @@ func newRoom(t testing.TB, rdb redis.UniversalClient, stock int, startsIn, endsI
 	}
 	t.Cleanup(func() {
 		rdb.Del(context.Background(), contract.MetaKey(sale), contract.BuyersKey(sale), contract.TokensKey(sale),
-			contract.OutboxKey(sale), RoomKey(sale), QueueKey(sale), LiveKey(sale), SpentKey(sale))
+			contract.OutboxKey(sale), RoomKey(sale), QueueKey(sale), LiveKey(sale), SpentKey(sale), KeysKey(sale))
 	})
 	return testRoom{Sale: sale, Seed: seed, Commitment: commit}
 }
@@ -81,6 +81,7 @@ type gatewayConfig struct {
 	AMQPURL   string
 	Room      map[string]any // extra fields of the seckill_room handler
 	Token     map[string]any // extra fields of the seckill_token handler
+	Gate      map[string]any // extra fields of the seckill_gate handler
 	// Throttle, when set, is a seckill_throttle handler in front of the room on every server,
 	// as in the shipped Caddyfiles.
 	Throttle map[string]any
@@ -107,6 +108,11 @@ func (c gatewayConfig) JSON() []byte {
 	for k, v := range c.Token {
 		token[k] = v
 	}
+	gate := map[string]any{"handler": "seckill_gate", "user": "{http.request.header.X-User-ID}",
+		"require_token": true, "require_admission": true, "timeout": "10s"}
+	for k, v := range c.Gate {
+		gate[k] = v
+	}
 	route := func(paths []string, h map[string]any) map[string]any {
 		handle := []any{h}
 		if c.Throttle != nil && h["handler"] == "seckill_room" {
@@ -122,8 +128,7 @@ func (c gatewayConfig) JSON() []byte {
 			"routes": []any{
 				route(roomPaths, room),
 				route([]string{"/seckill/*/token"}, token),
-				route([]string{"/seckill/*/buy"}, map[string]any{"handler": "seckill_gate", "user": "{http.request.header.X-User-ID}",
-					"require_token": true, "require_admission": true, "timeout": "10s"}),
+				route([]string{"/seckill/*/buy"}, gate),
 				map[string]any{"handle": []any{map[string]any{"handler": "static_response", "body": "ok"}}},
 			},
 		}

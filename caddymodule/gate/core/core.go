@@ -153,6 +153,9 @@ func (d *Decider) DecideBound(ctx context.Context, sale, user, token string, pro
 			}
 		}
 	}
+	// On a room sale the user's place must be bound to this proof's key, if to any (KEYS[10],
+	// passed with the proof's key).
+	p.ProofJKT = proof.JKT
 	id, err := d.NewOrderID()
 	if err != nil {
 		return Verdict{Outcome: Unavailable}, false, err

@@ -202,6 +202,9 @@ type Purchase struct {
 	// script call for ProofWindow; "" for none.
 	ProofJTI    string
 	ProofWindow time.Duration
+	// ProofJKT is that proof's key thumbprint: on a room sale the user's place, bound to his
+	// first bound entry's key, refuses another (ProofKeyMismatch).
+	ProofJKT string
 }
 
 // Item is what a purchase asks for (the buy body {"variant","quantity"}).
@@ -222,6 +225,7 @@ var replyOutcomes = map[int64]Outcome{
 	0: Accepted, 1: UnknownSale, 2: NotStarted, 3: Ended, 4: TokenUsed, 5: AlreadyBought,
 	6: SoldOut, 7: Sharded, 8: Paused, 9: TokenExpired, 11: BadRequest, 12: LimitReached,
 	13: Misconfigured, 14: RoomMissing, 15: NotAdmitted, 16: DrawMissing, 17: ProofReplayed,
+	18: ProofKeyMismatch,
 }
 
 // parseReply reads the gate script's reply.

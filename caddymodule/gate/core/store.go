@@ -34,11 +34,12 @@ type RedisStore struct {
 func (s RedisStore) Decide(ctx context.Context, p Purchase) (Verdict, error) {
 	if s.Sub != nil {
 		keys := saleKeys.Of(p.Sale)
-		a := append(edge.ScriptArgs(len(keys)+1+gateArgs), keys...)
+		a := append(edge.ScriptArgs(len(keys)+2+gateArgs+2), keys...)
 		nk := len(keys)
 		if p.ProofJTI != "" {
-			// A device-bound purchase's proof key (KEYS[9]) is its own, never boxed.
-			a, nk = append(a, contract.ProofKey(p.Sale, p.ProofJTI)), nk+1
+			// A device-bound purchase's proof key (KEYS[9]) is its own, never boxed; the room's
+			// bound places (KEYS[10]) come with it.
+			a, nk = append(a, contract.ProofKey(p.Sale, p.ProofJTI), contract.RoomKeysKey(p.Sale)), nk+2
 		}
 		a = gateCall(ctx, p).AppendArgs(a)
 		res, err := edge.ScriptCall(ctx, s.Sub, lua.Gate, nk, a).Slice()
@@ -87,11 +88,12 @@ func (s RedisStore) DecideJoint(ctx context.Context, p Purchase, joint Joint) (V
 		keys := saleKeys.Of(p.Sale)
 		var room [16]string
 		zk := joint.AppendKeys(room[:0])
-		a := append(edge.ScriptArgs(len(keys)+1+len(zk)+gateArgs+24), keys...)
+		a := append(edge.ScriptArgs(len(keys)+2+len(zk)+gateArgs+2+24), keys...)
 		nk := len(keys) + len(zk)
 		if p.ProofJTI != "" {
-			// A device-bound purchase's proof key (KEYS[9]) is its own, never boxed.
-			a, nk = append(a, contract.ProofKey(p.Sale, p.ProofJTI)), nk+1
+			// A device-bound purchase's proof key (KEYS[9]) is its own, never boxed; the room's
+			// bound places (KEYS[10]) come with it.
+			a, nk = append(a, contract.ProofKey(p.Sale, p.ProofJTI), contract.RoomKeysKey(p.Sale)), nk+2
 		}
 		for _, k := range zk {
 			a = append(a, k)
@@ -137,7 +139,7 @@ const maxSaleKeys = 4096
 func gateCall(ctx context.Context, p Purchase) lua.GateCall {
 	return lua.GateCall{Sale: p.Sale, User: p.User, OrderID: p.OrderID, TokenValue: p.TokenValue, Group: RelayGroup,
 		TraceParent: TraceParent(ctx), Variant: p.Variant, Quantity: p.Quantity, Admission: p.Admission,
-		ProofJTI: p.ProofJTI, ProofWindow: p.ProofWindow}
+		ProofJTI: p.ProofJTI, ProofWindow: p.ProofWindow, ProofJKT: p.ProofJKT}
 }
 
 // Decide runs the decision script for p: one round trip.

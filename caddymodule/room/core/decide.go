@@ -103,6 +103,9 @@ const (
 	QueueFull  Outcome = "queue_full"
 	Left       Outcome = "left"
 	NotWaiting Outcome = "not_waiting"
+	// KeyMismatch (enter): the user's place is bound to another device key than the
+	// entry's proof (Visit.JKT), or the entry has no proof.
+	KeyMismatch Outcome = "key_mismatch"
 	// Revoked is the answer of a revoke (Visit.Revoke).
 	Revoked Outcome = "revoked"
 	// Outcomes of a tick: the room before / after the start.
@@ -137,7 +140,11 @@ type Visit struct {
 	NonceExp time.Time
 	// MaxRate is the highest entry rate at which the proof's difficulty is still the one in
 	// force (MaxEntryRate); -1: any rate.
-	MaxRate  int64
+	MaxRate int64
+	// JKT is the thumbprint of the entry's DPoP proof key ("" for none): the first bound
+	// entry binds the place to it, and a later entry with another key (or none) is refused
+	// KeyMismatch.
+	JKT      string
 	Settings Settings
 }
 
@@ -304,6 +311,8 @@ func Decide(r Reply, enter bool, pace Pace, refresh Refresh) Verdict {
 		return ok(string(Left))
 	case NotWaiting:
 		return refuse(http.StatusConflict, CodeNotWaiting, "this place was admitted already; an unused admission lapses by itself")
+	case KeyMismatch:
+		return refuse(http.StatusForbidden, contract.CodeProofKeyMismatch, "your place in this waiting room is bound to another device's key: enter on that device")
 	case QueueFull:
 		return refuse(http.StatusServiceUnavailable, CodeQueueFull, "the waiting room is full; try again later")
 	case UnknownSale, NoRoom:

@@ -19,10 +19,14 @@ func awayKey(sale string) string  { return roomKey(sale) + ":away" }
 func backKey(sale string) string  { return roomKey(sale) + ":back" }
 func claimKey(sale string) string { return roomKey(sale) + ":claim" }
 func idleKey(sale string) string  { return roomKey(sale) + ":idle" }
+func keysKey(sale string) string  { return contract.RoomKeysKey(sale) }
 
 // ClaimKey is the sorted set of a sale's admissions not judged yet (user -> when they are
 // judged, unix ms): conversion-aware admission.
 func ClaimKey(sale string) string { return claimKey(sale) }
+
+// KeysKey is the hash of a sale's places bound to a device key: user -> thumbprint.
+func KeysKey(sale string) string { return keysKey(sale) }
 
 // IdleKey is the sorted set of a sale's live admissions judged no-shows (user -> admitted
 // until, unix ms).

@@ -96,12 +96,16 @@ func (s RedisStore) Visit(ctx context.Context, sale string, v Visit) (Reply, err
 		maxRate = v.MaxRate
 	}
 	keys := []string{contract.MetaKey(sale), roomKey(sale), queueKey(sale), liveKey(sale), spentKey(sale), contract.BuyersKey(sale),
-		contract.RoomLogKey(sale), seenKey(sale), awayKey(sale), backKey(sale), contract.TokensKey(sale), claimKey(sale), idleKey(sale)}
+		contract.RoomLogKey(sale), seenKey(sale), awayKey(sale), backKey(sale), contract.TokensKey(sale), claimKey(sale), idleKey(sale),
+		keysKey(sale)}
 	args := []any{op, v.Member,
 		strconv.FormatFloat(v.Settings.Rate, 'f', -1, 64), strconv.FormatFloat(v.Settings.Oversubscribe, 'f', -1, 64),
 		v.Settings.Session.Milliseconds(), v.Settings.Prequeue.Milliseconds(), v.Nonce, nonceExp,
 		v.Settings.MaxWaiters, maxRate, admitFlag(v.Admit), v.Presence.Milliseconds(),
 		max(v.Settings.ClaimWindow.Milliseconds(), 0), strconv.FormatFloat(v.Settings.MaxLive(), 'f', -1, 64)}
+	if v.Enter {
+		args = append(args, v.JKT)
+	}
 	for _, u := range v.Present {
 		args = append(args, u.User, u.For.Milliseconds())
 	}

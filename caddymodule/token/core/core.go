@@ -45,7 +45,8 @@ func (c *Decider) IssueJoint(ctx context.Context, sale, user string, joint edge.
 }
 
 // IssueBound is IssueJoint for a token bound to the device key of thumbprint jkt (checked by
-// the caller's dpop.Check; "" for a bearer token): tokenformat.SignBound.
+// the caller's dpop.Check; "" for a bearer token): tokenformat.SignBound. A user whose room
+// place is bound to another key (room_queue.lua keeps the first bound entry's) gets none.
 func (c *Decider) IssueBound(ctx context.Context, sale, user, jkt string, joint edge.Joint) (Result, error) {
 	if user == "" {
 		return Result{Outcome: Unauthenticated}, nil
@@ -67,12 +68,12 @@ func (c *Decider) IssueBound(ctx context.Context, sale, user, jkt string, joint 
 		joint = nil // the first call only: a retry on the user's shard does not count the zones again
 		if j == nil {
 			rep, err := edge.Call(ctx, c.Caller, func(ctx context.Context) (Reply, error) {
-				return c.Store.Issue(ctx, target, user, nonce, c.TTL, c.LeadTime, c.RequireAdmission)
+				return c.Store.Issue(ctx, target, user, nonce, c.TTL, c.LeadTime, c.RequireAdmission, jkt)
 			})
 			return rep, edge.ShardAnswer{Sharded: rep.Shards, Gone: rep.Outcome == UnknownSale}, err
 		}
 		rep, err := edge.Call(ctx, c.Caller, func(ctx context.Context) (Reply, error) {
-			return js.IssueJoint(ctx, target, user, nonce, c.TTL, c.LeadTime, c.RequireAdmission, j)
+			return js.IssueJoint(ctx, target, user, nonce, c.TTL, c.LeadTime, c.RequireAdmission, jkt, j)
 		})
 		zerr := err
 		if zerr == nil && rep.Zones == nil {

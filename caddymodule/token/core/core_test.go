@@ -24,7 +24,7 @@ type fakeStore struct {
 	targets  []string
 }
 
-func (s *fakeStore) Issue(_ context.Context, target, user, nonce string, ttl, lead time.Duration, admission bool) (Reply, error) {
+func (s *fakeStore) Issue(_ context.Context, target, user, nonce string, ttl, lead time.Duration, admission bool, _ string) (Reply, error) {
 	s.targets = append(s.targets, target)
 	if s.err != nil {
 		return Reply{}, s.err
@@ -158,6 +158,8 @@ func TestEveryTokenOutcomeHasItsStatusAndCode(t *testing.T) {
 		Misconfigured: {503, contract.CodeUnavailable}, RoomMissing: {503, contract.CodeUnavailable},
 		// A draw sale reached without its entries: 503 too, never a token around the draw.
 		DrawMissing: {503, contract.CodeUnavailable},
+		// A room place bound to another device key than the request's proof.
+		KeyMismatch: {403, contract.CodeProofKeyMismatch},
 	}
 	for _, o := range outcomes {
 		w, ok := want[o]

@@ -39,12 +39,15 @@ const (
 	// DrawMissing: the sale is a draw (its meta field "draw") and the script was not given the
 	// draw's entries. Answered 503 unavailable: nobody gets a token around the draw.
 	DrawMissing Outcome = "draw_missing"
+	// KeyMismatch: the user's room place is bound to a device key (his first bound entry's)
+	// and this request's proof is of another key, or there is none: 403 proof_key_mismatch.
+	KeyMismatch Outcome = contract.CodeProofKeyMismatch
 )
 
 // Outcomes returns every outcome a request can get (the metric labels to show from the start).
 func Outcomes() []Outcome { return slices.Clone(outcomes) }
 
-var outcomes = []Outcome{Issued, Unauthenticated, BadRequest, MethodNotAllowed, UnknownSale, NotStarted, Ended, Paused, AlreadyBought, SoldOut, Unavailable, NotAdmitted, Misconfigured, RoomMissing, DrawMissing}
+var outcomes = []Outcome{Issued, Unauthenticated, BadRequest, MethodNotAllowed, UnknownSale, NotStarted, Ended, Paused, AlreadyBought, SoldOut, Unavailable, NotAdmitted, Misconfigured, RoomMissing, DrawMissing, KeyMismatch}
 
 // sharded is the script's answer on a sharded sale's own keys; it never reaches a client.
 const sharded Outcome = "sharded"
@@ -74,6 +77,8 @@ var refusals = map[Outcome]hcore.Refusal{
 		Message: "this sale has a waiting room and this gateway does not check admissions (seckill_token require_admission): no token is issued for it"},
 	RoomMissing: hcore.RoomMissing,
 	DrawMissing: hcore.DrawMissing,
+	KeyMismatch: {Status: http.StatusForbidden, Code: contract.CodeProofKeyMismatch,
+		Message: "your place in the waiting room is bound to another device's key: take the token on that device"},
 }
 
 // table is the token issuer's outcome table: 200 for Issued, the answer of every refusing
@@ -157,7 +162,7 @@ func parseReply(reply []any) (Reply, error) {
 		return Reply{Outcome: o, Shards: int(exp)}, nil
 	case NotAdmitted:
 		return Reply{Outcome: o, Draw: len(reply) > 3 && reply[3] == "draw"}, nil
-	case UnknownSale, NotStarted, Ended, Paused, SoldOut, Misconfigured, RoomMissing, DrawMissing:
+	case UnknownSale, NotStarted, Ended, Paused, SoldOut, Misconfigured, RoomMissing, DrawMissing, KeyMismatch:
 		return Reply{Outcome: o}, nil
 	default:
 		return Reply{}, fmt.Errorf("unknown outcome %q", s)

@@ -16,7 +16,9 @@ import (
 // keys, with a typed reply. With admission, a sale that has a waiting room answers
 // NotAdmitted to a user without a live admission, in the same round trip.
 type Store interface {
-	Issue(ctx context.Context, target, user, nonce string, ttl, lead time.Duration, admission bool) (Reply, error)
+	// jkt is the thumbprint of the request's proof key ("" for none): a user whose room place
+	// is bound to another key is refused KeyMismatch.
+	Issue(ctx context.Context, target, user, nonce string, ttl, lead time.Duration, admission bool, jkt string) (Reply, error)
 }
 
 // RedisStore is the Store of a Redis client.
@@ -40,7 +42,7 @@ func (s RedisStore) run(ctx context.Context, sc *redis.Script, keys []string, ar
 // lua.TokenIssueThrottled. The zones' part of the reply comes back in Reply.Zones; when they
 // refused, the Reply's Outcome is Throttled and nothing was issued.
 type JointStore interface {
-	IssueJoint(ctx context.Context, target, user, nonce string, ttl, lead time.Duration, admission bool, joint edge.Joint) (Reply, error)
+	IssueJoint(ctx context.Context, target, user, nonce string, ttl, lead time.Duration, admission bool, jkt string, joint edge.Joint) (Reply, error)
 }
 
 var errReply = errors.New("token: unexpected script reply")
@@ -53,25 +55,25 @@ func issueKeys(target string) []string {
 		// for unsharded sales, so a shard skips them (and the draw's entries: draws are never
 		// sharded).
 		keys = append(keys, contract.RoomKey(target), contract.RoomLiveKey(target), contract.RoomLogKey(target),
-			contract.DrawEntriesKey(target))
+			contract.DrawEntriesKey(target), contract.RoomKeysKey(target))
 	}
 	return keys
 }
 
-// targetKeys are issueKeys of each target, boxed once (seven key names and seven boxes an
+// targetKeys are issueKeys of each target, boxed once (eight key names and eight boxes an
 // issue less). Bounded: past maxTargetKeys targets it starts again.
 var targetKeys = edge.KeyBox{Build: issueKeys, Max: maxTargetKeys}
 
 const maxTargetKeys = 4096
 
 // Issue runs lua/token_issue.lua on target (a sale id or a shard id).
-func (s RedisStore) Issue(ctx context.Context, target, user, nonce string, ttl, lead time.Duration, admission bool) (Reply, error) {
-	return s.IssueJoint(ctx, target, user, nonce, ttl, lead, admission, nil)
+func (s RedisStore) Issue(ctx context.Context, target, user, nonce string, ttl, lead time.Duration, admission bool, jkt string) (Reply, error) {
+	return s.IssueJoint(ctx, target, user, nonce, ttl, lead, admission, jkt, nil)
 }
 
 // IssueJoint runs lua/token_issue.lua on target, with joint's zones first in the same call
 // (lua.TokenIssueThrottled) when joint is not nil.
-func (s RedisStore) IssueJoint(ctx context.Context, target, user, nonce string, ttl, lead time.Duration, admission bool, joint edge.Joint) (Reply, error) {
+func (s RedisStore) IssueJoint(ctx context.Context, target, user, nonce string, ttl, lead time.Duration, admission bool, jkt string, joint edge.Joint) (Reply, error) {
 	args := []any{user, nonce, ttl.Milliseconds(), lead.Milliseconds(), ""}
 	if _, _, ok := contract.SplitShardID(target); ok {
 		args[4] = "shard" // an empty shard still issues: its refusal at the gate makes units move
@@ -86,7 +88,8 @@ func (s RedisStore) IssueJoint(ctx context.Context, target, user, nonce string, 
 		if admission {
 			flag = "1"
 		}
-		args = append(args, flag)
+		// The proof key's thumbprint, against the room place's (KEYS[8]).
+		args = append(args, flag, jkt)
 	}
 	if s.Sub != nil {
 		return s.issueInline(ctx, target, args, joint)

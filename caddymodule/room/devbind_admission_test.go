@@ -1,0 +1,101 @@
+package room
+
+import (
+	"context"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/seckilledge/seckill/caddymodule/dpop"
+	"github.com/seckilledge/seckill/caddymodule/dpop/dpoptest"
+	"github.com/seckilledge/seckill/contract"
+	"github.com/seckilledge/seckill/internal/testenv"
+)
+
+// requiredBinding sets device_binding required on the room, the token and the gate of c.
+func requiredBinding(c *gatewayConfig) {
+	c.Room = map[string]any{"device_binding": "required"}
+	c.Token = map[string]any{"device_binding": "required"}
+	if c.Gate == nil {
+		c.Gate = map[string]any{}
+	}
+	c.Gate["device_binding"] = "required"
+}
+
+// TestTheAdmissionStaysWithTheKeyOfTheFirstBoundEntryAcrossTwoGateways: under device_binding
+// required, two clients share alice's session (the same user id) and hold different keys.
+// The device enters through gateway A and is admitted; the other client, through either
+// gateway, cannot enter again, take a token or buy with his own key (403
+// proof_key_mismatch), nor buy with the device's token; the device takes its token and buys.
+// (gate.lua's own check of the place's key, for a token bound to another key, is
+// TestAPurchaseWithAnotherKeyThanThePlacesIsRefused in lua/.)
+func TestTheAdmissionStaysWithTheKeyOfTheFirstBoundEntryAcrossTwoGateways(t *testing.T) {
+	rdb := testenv.Redis(t)
+	amqpURL := testenv.RabbitVhost(t)
+	ca := newGatewayConfig(t, amqpURL)
+	requiredBinding(&ca)
+	a := startCaddy(t, ca)
+	cb := newGatewayConfig(t, amqpURL)
+	requiredBinding(&cb)
+	b := startGatewayProcess(t, cb)
+	r := newRoom(t, rdb, 5, -time.Second, time.Hour, roomArgs{Rate: "100", Oversubscribe: "1", SessionMS: "60000", DifficultyMin: "0", DifficultyMax: "0"})
+	device, other := dpoptest.NewKey(t), dpoptest.NewKey(t)
+	url := func(gw, route string) string { return gw + "/seckill/" + r.Sale + "/" + route }
+	proof := func(k *dpoptest.Key, method, u, token string) map[string]string {
+		return map[string]string{dpop.Header: k.Proof(t, method, u, token)}
+	}
+
+	e := enter(t, a, r.Sale, "alice", proof(device, "POST", url(a, "queue"), ""))
+	if e.Status != http.StatusOK || !strings.HasPrefix(e.Ticket, "b.") {
+		t.Fatalf("the device's entry: %d %s", e.Status, e.Raw)
+	}
+	ticket := e.Ticket
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		h := proof(device, "GET", url(a, "queue"), ticket)
+		h[HeaderTicket] = ticket
+		p := do(t, http.MethodGet, url(a, "queue"), "alice", h)
+		if p.State == string(Admitted) {
+			break
+		}
+		if p.Ticket != "" {
+			ticket = p.Ticket
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the device was never admitted: %d %s", p.Status, p.Raw)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+
+	mismatch := func(what string, got reply) {
+		t.Helper()
+		if got.Status != http.StatusForbidden || got.Code != contract.CodeProofKeyMismatch {
+			t.Errorf("%s with the other key: %d %s, want 403 %s", what, got.Status, got.Raw, contract.CodeProofKeyMismatch)
+		}
+	}
+	for _, gw := range []string{a, b} {
+		mismatch("entering again through "+gw, enter(t, gw, r.Sale, "alice", proof(other, "POST", url(gw, "queue"), "")))
+	}
+	mismatch("the token", do(t, http.MethodPost, url(a, "token"), "alice", proof(other, "POST", url(a, "token"), "")))
+	if got, _ := rdb.HGet(context.Background(), contract.BuyersKey(r.Sale), "alice").Result(); got != "" {
+		t.Fatalf("the other key bought: order %s", got)
+	}
+
+	// The device itself goes on: its entry again, its token, its purchase.
+	if got := enter(t, b, r.Sale, "alice", proof(device, "POST", url(b, "queue"), "")); got.Status != http.StatusOK {
+		t.Errorf("the device entering again through B: %d %s, want 200", got.Status, got.Raw)
+	}
+	tok := do(t, http.MethodPost, url(a, "token"), "alice", proof(device, "POST", url(a, "token"), ""))
+	if tok.Status != http.StatusOK || tok.Token == "" {
+		t.Fatalf("the device's token: %d %s", tok.Status, tok.Raw)
+	}
+	h := proof(other, "POST", url(b, "buy"), tok.Token)
+	h["X-Seckill-Token"] = tok.Token
+	mismatch("the purchase with the device's token", do(t, http.MethodPost, url(b, "buy"), "alice", h))
+	h = proof(device, "POST", url(b, "buy"), tok.Token)
+	h["X-Seckill-Token"] = tok.Token
+	if got := do(t, http.MethodPost, url(b, "buy"), "alice", h); got.Status != http.StatusAccepted {
+		t.Fatalf("the device's purchase: %d %s, want 202", got.Status, got.Raw)
+	}
+}
