@@ -11,8 +11,9 @@ import (
 
 // Device binding of the room's tickets (device_binding, caddymodule/dpop; docs/room.md,
 // "Tickets bound to the device"): an entry with a DPoP proof gets a ticket sealed with the
-// proof key's thumbprint (sealed.BindTicket), and every poll or leave of that ticket needs a
-// fresh proof of the same key over the ticket's hash. A copy of the ticket polled from another
+// proof key's thumbprint (sealed.BindTicket, over a ticket itself sealed for that key:
+// sealed.TicketFor), and every poll or leave of that ticket needs a fresh proof of the same
+// key over the ticket's hash. A copy of the ticket polled from another
 // device is refused (proof_key_mismatch), and one without a proof (proof_required).
 
 // entryBinding returns the thumbprint an entry's ticket is to be bound to ("" for a bearer
@@ -30,29 +31,32 @@ func (h *Room) entryBinding(r *http.Request) (jkt string, ref handler.Refusal, o
 }
 
 // presentedTicket returns the ticket a poll or a leave presents, unwrapped from its binding
-// once the request's proof was checked against it, and the proof key's thumbprint (to bind the
-// newer tickets the answer may hand out). With binding off a bound ticket is returned as it is
-// (and is then refused as invalid: a gateway that cannot check proofs never serves a copy).
-func (h *Room) presentedTicket(r *http.Request, sale, user string) (ticket, jkt string, ref handler.Refusal, ok bool) {
+// once the request's proof was checked against it; sealedTo, the thumbprint the ticket inside
+// was sealed for ("" for a bearer ticket: VerifyTicketPlaceFor); and jkt, the proof key's
+// thumbprint (to bind the newer tickets the answer may hand out). With binding off a bound
+// ticket is returned as it is (and is then refused as invalid: a gateway that cannot check
+// proofs never serves a copy).
+func (h *Room) presentedTicket(r *http.Request, sale, user string) (ticket, sealedTo, jkt string, ref handler.Refusal, ok bool) {
 	raw := r.Header.Get(HeaderTicket)
 	if !h.Settings.Enabled() {
-		return raw, "", ref, true
+		return raw, "", "", ref, true
 	}
 	bound := sealed.TicketBound(raw)
 	if !bound && h.Settings.DeviceBinding != dpop.Required && !dpophttp.HasProof(r) {
-		return raw, "", ref, true
+		return raw, "", "", ref, true
 	}
 	p, err := h.Settings.Check(r, raw, h.now())
 	if err == nil && bound {
 		if raw, err = h.sealer.UnbindTicket(raw, sale, user, p.JKT); err != nil {
 			err = dpop.ErrKey
 		}
+		sealedTo = p.JKT
 	} else if err == nil && h.Settings.DeviceBinding == dpop.Required {
 		err = dpop.ErrUnbound
 	}
 	if err != nil {
 		ref, _ = dpop.Refusal(err)
-		return "", "", ref, false
+		return "", "", "", ref, false
 	}
-	return raw, p.JKT, ref, true
+	return raw, sealedTo, p.JKT, ref, true
 }

@@ -99,3 +99,53 @@ func TestTheAdmissionStaysWithTheKeyOfTheFirstBoundEntryAcrossTwoGateways(t *tes
 		t.Fatalf("the device's purchase: %d %s, want 202", got.Status, got.Raw)
 	}
 }
+
+// TestABoundTicketCutOutOfItsBindingIsNoBearerTicket: under device_binding optional, the
+// ticket inside a bound one (its b.<kid>.<mac>. prefix cut off) polls and leaves nothing,
+// without a proof or with one, across two gateways, even where the gateway verified (and
+// cached) it inside its binding a moment before.
+func TestABoundTicketCutOutOfItsBindingIsNoBearerTicket(t *testing.T) {
+	rdb := testenv.Redis(t)
+	amqpURL := testenv.RabbitVhost(t)
+	ca, cb := newGatewayConfig(t, amqpURL), newGatewayConfig(t, amqpURL)
+	for _, c := range []*gatewayConfig{&ca, &cb} {
+		c.Room = map[string]any{"device_binding": "optional"}
+	}
+	a, b := startCaddy(t, ca), startGatewayProcess(t, cb)
+	// Rate 0.001: nobody is admitted, the places stay waiting (and can be left).
+	r := newRoom(t, rdb, 5, -time.Second, time.Hour, roomArgs{Rate: "0.001", Oversubscribe: "1", SessionMS: "60000", DifficultyMin: "0", DifficultyMax: "0"})
+	device := dpoptest.NewKey(t)
+	queue := func(gw string) string { return gw + "/seckill/" + r.Sale + "/queue" }
+	enter(t, a, r.Sale, "head", nil) // ahead of alice: alice's place is not the first
+	e := enter(t, a, r.Sale, "alice", map[string]string{dpop.Header: device.Proof(t, "POST", queue(a), "")})
+	if e.Status != http.StatusOK || !strings.HasPrefix(e.Ticket, "b.") {
+		t.Fatalf("the bound entry: %d %s", e.Status, e.Raw)
+	}
+	bound := e.Ticket
+	inner := bound[strings.Index(bound[len("b."):], ".")+len("b.")+1:]
+	inner = inner[strings.Index(inner, ".")+1:]
+	if !strings.HasPrefix(inner, "r") {
+		t.Fatalf("cutting %q gave %q", bound, inner)
+	}
+	for _, gw := range []string{a, b} {
+		// The device polls as it should: the bound ticket with its proof.
+		if got := do(t, http.MethodGet, queue(gw), "alice", map[string]string{HeaderTicket: bound, dpop.Header: device.Proof(t, "GET", queue(gw), bound)}); got.Status != http.StatusOK {
+			t.Fatalf("the device's poll through %s: %d %s", gw, got.Status, got.Raw)
+		}
+		for name, h := range map[string]map[string]string{
+			"poll, no proof":            {HeaderTicket: inner},
+			"poll, the device's proof":  {HeaderTicket: inner, dpop.Header: device.Proof(t, "GET", queue(gw), inner)},
+			"poll, another key's proof": {HeaderTicket: inner, dpop.Header: dpoptest.NewKey(t).Proof(t, "GET", queue(gw), inner)},
+		} {
+			if got := do(t, http.MethodGet, queue(gw), "alice", h); got.Status != http.StatusForbidden || got.Code != CodeInvalidTicket {
+				t.Errorf("the cut ticket through %s, %s: %d %s, want 403 %s", gw, name, got.Status, got.Raw, CodeInvalidTicket)
+			}
+		}
+		if got := do(t, http.MethodDelete, queue(gw), "alice", map[string]string{HeaderTicket: inner}); got.Status != http.StatusForbidden || got.Code != CodeInvalidTicket {
+			t.Errorf("leaving with the cut ticket through %s: %d %s, want 403 %s", gw, got.Status, got.Raw, CodeInvalidTicket)
+		}
+	}
+	if n, _ := rdb.ZCard(context.Background(), QueueKey(r.Sale)).Result(); n != 2 {
+		t.Fatalf("%d places, want 2: the cut ticket gave alice's up", n)
+	}
+}

@@ -164,9 +164,9 @@ func (h *Room) enter(ctx context.Context, w http.ResponseWriter, r *http.Request
 	h.capRefresh(&verdict, told)
 	if verdict.Status == http.StatusOK {
 		entries.Inc()
-		verdict.Answer.Ticket = h.placedTicket(sale, user, c, rep)
+		verdict.Answer.Ticket = h.placedTicket(sale, user, jkt, c, rep)
 		if verdict.Answer.Ticket == "" {
-			verdict.Answer.Ticket = h.sealer.Ticket(sale, user, c.room.Ends.Add(ticketGrace))
+			verdict.Answer.Ticket = h.sealer.TicketFor(sale, user, jkt, c.room.Ends.Add(ticketGrace))
 		}
 		verdict.Answer.Ticket = h.sealer.BindTicket(verdict.Answer.Ticket, sale, user, jkt)
 		verdict.Answer.EntryID = place.EntryID
@@ -179,11 +179,11 @@ func (h *Room) poll(ctx context.Context, w http.ResponseWriter, r *http.Request,
 	if !ok {
 		return h.refuse(w, "poll", ref)
 	}
-	ticket, jkt, bref, ok := h.presentedTicket(r, sale, user)
+	ticket, sealedTo, jkt, bref, ok := h.presentedTicket(r, sale, user)
 	if !ok {
 		return h.refuse(w, "poll", bref)
 	}
-	index, err := h.verifyTicketPlace(ticket, sale, user, h.now())
+	index, err := h.verifyTicketPlace(ticket, sale, user, sealedTo, h.now())
 	if err != nil {
 		return h.refuse(w, "poll", badTicket)
 	}
@@ -216,7 +216,7 @@ func (h *Room) poll(ctx context.Context, w http.ResponseWriter, r *http.Request,
 	v := Decide(rep, false, c.paceOf(rep), h.refresh)
 	h.capRefresh(&v, told)
 	if index < 0 {
-		if t := h.placedTicket(sale, user, c, rep); t != "" {
+		if t := h.placedTicket(sale, user, jkt, c, rep); t != "" {
 			v.Answer.Ticket = h.sealer.BindTicket(t, sale, user, jkt)
 		}
 	}
@@ -227,11 +227,11 @@ func (h *Room) poll(ctx context.Context, w http.ResponseWriter, r *http.Request,
 // start: his later polls far from the front are answered from memory. "" when the order is
 // not drawn yet (before the start) or the user is not waiting. The client keeps the newest
 // ticket it is given (a poll's answer carries one when it has a better one).
-func (h *Room) placedTicket(sale, user string, c *cachedRoom, rep Reply) string {
+func (h *Room) placedTicket(sale, user, jkt string, c *cachedRoom, rep Reply) string {
 	if rep.Outcome != Waiting || rep.Now.Before(rep.Starts) {
 		return ""
 	}
-	return h.sealer.TicketAt(sale, user, c.room.Ends.Add(ticketGrace), rep.Cursor+rep.Position-1)
+	return h.sealer.TicketAtFor(sale, user, jkt, c.room.Ends.Add(ticketGrace), rep.Cursor+rep.Position-1)
 }
 
 // leave gives the ticket's place up (DELETE /queue): 200 {"state":"left"}, also when the user
@@ -241,11 +241,11 @@ func (h *Room) leave(ctx context.Context, w http.ResponseWriter, r *http.Request
 	if !ok {
 		return h.refuse(w, "leave", ref)
 	}
-	ticket, _, bref, ok := h.presentedTicket(r, sale, user)
+	ticket, sealedTo, _, bref, ok := h.presentedTicket(r, sale, user)
 	if !ok {
 		return h.refuse(w, "leave", bref)
 	}
-	if h.sealer.VerifyTicket(ticket, sale, user, h.now()) != nil {
+	if _, err := h.sealer.VerifyTicketPlaceFor(ticket, sale, user, sealedTo, h.now()); err != nil {
 		return h.refuse(w, "leave", badTicket)
 	}
 	c, ok, err := h.roomOf(ctx, sale)

@@ -26,6 +26,7 @@ const (
 
 type verifiedTicket struct {
 	sale, user string
+	jkt        string // the key the ticket was sealed for ("" for a bearer ticket)
 	index      int64
 	exp        time.Time
 }
@@ -49,21 +50,23 @@ func (c *ticketCache) shard(ticket string) *ticketShard {
 	return &c.shards[maphash.String(c.seed, ticket)%ticketShards]
 }
 
-// verifyTicketPlace is the sealer's VerifyTicketPlace, remembered: the place's index (-1 for a ticket
-// without one) or ErrInvalidTicket.
-func (h *Room) verifyTicketPlace(ticket, sale, user string, now time.Time) (int64, error) {
+// verifyTicketPlace is the sealer's VerifyTicketPlaceFor, remembered: the place's index (-1 for a ticket
+// without one) or ErrInvalidTicket. jkt is the key the ticket is presented as sealed for (the
+// bound ticket's, whose proof was checked; "" for a bearer one): a ticket verified inside a
+// bound one is no hit for a bearer.
+func (h *Room) verifyTicketPlace(ticket, sale, user, jkt string, now time.Time) (int64, error) {
 	c := h.tickets
 	if c == nil {
-		return h.sealer.VerifyTicketPlace(ticket, sale, user, now)
+		return h.sealer.VerifyTicketPlaceFor(ticket, sale, user, jkt, now)
 	}
 	s := c.shard(ticket)
 	s.mu.Lock()
 	v, ok := s.m[ticket]
 	s.mu.Unlock()
-	if ok && v.sale == sale && v.user == user && now.Before(v.exp) {
+	if ok && v.sale == sale && v.user == user && v.jkt == jkt && now.Before(v.exp) {
 		return v.index, nil
 	}
-	index, err := h.sealer.VerifyTicketPlace(ticket, sale, user, now)
+	index, err := h.sealer.VerifyTicketPlaceFor(ticket, sale, user, jkt, now)
 	if err != nil {
 		return index, err
 	}
@@ -75,7 +78,7 @@ func (h *Room) verifyTicketPlace(ticket, sale, user string, now time.Time) (int6
 	if s.m == nil || len(s.m) >= ticketsPerShard {
 		s.m = make(map[string]verifiedTicket, 64)
 	}
-	s.m[ticket] = verifiedTicket{sale: sale, user: user, index: index, exp: exp}
+	s.m[ticket] = verifiedTicket{sale: sale, user: user, jkt: jkt, index: index, exp: exp}
 	s.mu.Unlock()
 	return index, nil
 }

@@ -27,9 +27,25 @@ const ticketVersion = "r1"
 
 // Ticket seals a ticket for (sale, user) valid until exp.
 func (s *Sealer) Ticket(sale, user string, exp time.Time) string {
+	return s.TicketFor(sale, user, "", exp)
+}
+
+// TicketFor seals a ticket for (sale, user) valid until exp, to be bound (BindTicket) to the
+// key of thumbprint jkt: its MAC covers jkt too ("" for a bearer ticket), so the ticket inside
+// a bound one, cut out of it, verifies for no one (VerifyTicketPlaceFor with jkt "").
+func (s *Sealer) TicketFor(sale, user, jkt string, exp time.Time) string {
 	e := strconv.FormatInt(exp.Unix(), 36)
-	kid, sum := s.sign(domainTicket, sale, user, e)
+	kid, sum := s.sign(domainTicket, withKey(jkt, sale, user, e)...)
 	return ticketVersion + "." + kid + "." + e + "." + sum
+}
+
+// withKey is a ticket's MAC parts, with the thumbprint of the key it is bound to when there is
+// one: a bound ticket's MAC has one part more than a bearer one's, so neither is the other.
+func withKey(jkt string, parts ...string) []string {
+	if jkt == "" {
+		return parts
+	}
+	return append(parts, jkt)
 }
 
 // VerifyTicket checks a ticket presented by user for sale at now.
@@ -52,15 +68,27 @@ const placedTicketVersion = "r2"
 
 // TicketAt seals a placed ticket for (sale, user) valid until exp, at queue index index.
 func (s *Sealer) TicketAt(sale, user string, exp time.Time, index int64) string {
+	return s.TicketAtFor(sale, user, "", exp, index)
+}
+
+// TicketAtFor is TicketAt for a ticket to be bound to the key of thumbprint jkt (TicketFor).
+func (s *Sealer) TicketAtFor(sale, user, jkt string, exp time.Time, index int64) string {
 	e := strconv.FormatInt(exp.Unix(), 36)
 	i := strconv.FormatInt(index, 36)
-	kid, sum := s.sign(domainPlacedTicket, sale, user, e, i)
+	kid, sum := s.sign(domainPlacedTicket, withKey(jkt, sale, user, e, i)...)
 	return placedTicketVersion + "." + kid + "." + e + "." + i + "." + sum
 }
 
 // VerifyTicketPlace checks a ticket like VerifyTicket and returns the place's index it
 // carries, -1 for a ticket without one (r1).
 func (s *Sealer) VerifyTicketPlace(ticket, sale, user string, now time.Time) (int64, error) {
+	return s.VerifyTicketPlaceFor(ticket, sale, user, "", now)
+}
+
+// VerifyTicketPlaceFor is VerifyTicketPlace for the ticket inside a bound one, sealed for the
+// key of thumbprint jkt (UnbindTicket checked the proof's key against it); jkt "" for a bearer
+// ticket.
+func (s *Sealer) VerifyTicketPlaceFor(ticket, sale, user, jkt string, now time.Time) (int64, error) {
 	if len(ticket) > maxSealed || !contract.ValidID(sale) || !contract.ValidID(user) {
 		return -1, ErrInvalidTicket
 	}
@@ -68,14 +96,14 @@ func (s *Sealer) VerifyTicketPlace(ticket, sale, user string, now time.Time) (in
 	switch {
 	case len(p) == 4 && p[0] == ticketVersion:
 		exp, ok := parseExp(p[2])
-		if !ok || !s.check(domainTicket, p[1], p[3], sale, user, p[2]) || !now.Before(exp) {
+		if !ok || !s.check(domainTicket, p[1], p[3], withKey(jkt, sale, user, p[2])...) || !now.Before(exp) {
 			return -1, ErrInvalidTicket
 		}
 		return -1, nil
 	case len(p) == 5 && p[0] == placedTicketVersion:
 		exp, ok := parseExp(p[2])
 		idx, okI := parseIndex(p[3])
-		if !ok || !okI || !s.check(domainPlacedTicket, p[1], p[4], sale, user, p[2], p[3]) || !now.Before(exp) {
+		if !ok || !okI || !s.check(domainPlacedTicket, p[1], p[4], withKey(jkt, sale, user, p[2], p[3])...) || !now.Before(exp) {
 			return -1, ErrInvalidTicket
 		}
 		return idx, nil
@@ -115,8 +143,9 @@ func parseExp(s string) (time.Time, bool) {
 // poll, so a copy polled with another key (or none) fails here.
 const boundTicketPrefix = "b."
 
-// BindTicket seals ticket (of Ticket or TicketAt) to the key of thumbprint jkt; jkt "" returns
-// ticket as it is.
+// BindTicket seals ticket (of TicketFor or TicketAtFor with the same jkt) to the key of
+// thumbprint jkt; jkt "" returns ticket as it is. The ticket inside is itself sealed for jkt,
+// so cutting the wrapper off leaves nothing a bearer can poll with.
 func (s *Sealer) BindTicket(ticket, sale, user, jkt string) string {
 	if jkt == "" {
 		return ticket
