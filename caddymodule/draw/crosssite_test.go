@@ -16,3 +16,11 @@ func TestACrossSiteRequestIsRefusedBeforeAnythingElse(t *testing.T) {
 	// Only the refusal writer's counters are set, as Provision sets them.
 	handlertest.RefusesCrossSite(t, &Draw{ep: handler.Endpoints{Requests: requests, Shed: shed, Name: "draw"}}, "https://shop.example/seckill/s1/draw", `{"variant":"42"}`, http.MethodPost, http.MethodDelete)
 }
+
+// The draw's challenges (its own path and the path it shares with the waiting room) are
+// refused cross-site too: each spends the user's open challenges.
+func TestAChallengeIsNotIssuedToAnotherSite(t *testing.T) {
+	for _, path := range []string{"/seckill/s1/draw/challenge", "/seckill/s1/challenge"} {
+		handlertest.RefusesCrossSite(t, &Draw{ep: handler.Endpoints{Requests: requests, Shed: shed, Name: "draw"}}, "https://shop.example"+path, ``, http.MethodGet)
+	}
+}

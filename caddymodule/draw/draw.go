@@ -162,6 +162,10 @@ func (h *Draw) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.
 		// Not a draw path: the handler shares a route with the waiting room's (see
 		// caddyfile.go), which answers the rest; a room's poll pays no more than this match.
 		return next.ServeHTTP(w, r)
+	case (endpoint == endpointShared || endpoint == "challenge") && !handler.SameOrigin(r):
+		// A challenge spends the user's open-challenge allowance: never for another site (the
+		// waiting room refuses the shared path alike).
+		return h.ep.Refuse(w, "challenge", handler.CrossSite)
 	case endpoint == endpointShared:
 		// The shared challenge path: ours only for a draw sale.
 		return h.sharedChallenge(w, r, next, repl, repl.ReplaceAll(h.Sale, ""))

@@ -16,3 +16,9 @@ import (
 func TestACrossSiteRequestIsRefusedBeforeAnythingElse(t *testing.T) {
 	handlertest.RefusesCrossSite(t, &Room{ep: handler.Endpoints{Requests: requests, Shed: shed, Name: "room"}}, "https://shop.example/seckill/s1/queue", ``, http.MethodPost, http.MethodDelete)
 }
+
+// GET /challenge is refused cross-site too: it spends the user's open challenges (at most
+// challenges_per_user), so another site's page could keep him from entering the room.
+func TestAChallengeIsNotIssuedToAnotherSite(t *testing.T) {
+	handlertest.RefusesCrossSite(t, &Room{ep: handler.Endpoints{Requests: requests, Shed: shed, Name: "room"}}, "https://shop.example/seckill/s1/challenge", ``, http.MethodGet)
+}

@@ -333,6 +333,11 @@ func (h *Room) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.Han
 		// The sale placeholder reads the raw path, the routes matched the cleaned one.
 		return h.refuse(w, endpoint, ref)
 	}
+	if endpoint == "challenge" && !handler.SameOrigin(r) {
+		// A GET, but not a harmless one: it spends the user's open-challenge allowance, so
+		// another site must not make his browser fetch challenges and keep him from entering.
+		return h.refuse(w, endpoint, handler.CrossSite)
+	}
 	if !contract.ValidID(sale) {
 		return h.refuse(w, endpoint, handler.BadRequest)
 	}
