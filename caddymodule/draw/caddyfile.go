@@ -28,7 +28,7 @@ func init() {
 //		difficulty_rate <per second>    # default 100
 //		challenge_life  <duration>      # default 30s
 //		challenges_per_user <n>         # default 3, -1 unbounded
-//		challenges_per_net  <n>         # default 500, -1 unbounded
+//		challenges_per_net  <n>         # default 500 (beyond: harder challenges), -1 no rise
 //		challenge_prefix <ipv4> <ipv6>  # default 24 48
 //		frame_ancestors <source...>     # default none: the page is never framed
 //		page {                          # the page buyers see (docs/room.md, "The shop's own page")

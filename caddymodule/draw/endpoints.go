@@ -177,7 +177,7 @@ func (h *Draw) serveChallenge(ctx context.Context, w http.ResponseWriter, r *htt
 	if !c.draw {
 		return h.ep.Refuse(w, "challenge", noDraw)
 	}
-	a, ref, err := h.Issue(ctx, h.caller, h.issuer, r, sale, user, h.difficulty(c))
+	a, ref, err := h.Issue(ctx, h.caller, h.issuer, r, sale, user, h.difficulty(c), c.dmax)
 	if err != nil {
 		return h.ep.Unavailable(w, "challenge", err)
 	}

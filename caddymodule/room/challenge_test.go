@@ -256,9 +256,11 @@ func TestABurstOfEntriesSolvingTheirOwnChallengesIsNeverRefusedForDifficulty(t *
 }
 
 // The bounds on open challenges hold exactly across two gateways: a user asking both at once
-// gets challenges_per_user of them, his network challenges_per_net in all, the rest 429
-// too_many_challenges with Retry-After; once the open ones expire, he gets a new one.
-func TestOpenChallengesAreBoundedPerUserAndPerNetworkAcrossGateways(t *testing.T) {
+// gets challenges_per_user of them, the rest 429 too_many_challenges with Retry-After; once
+// the open ones expire, he gets a new one. His network is never refused: beyond
+// challenges_per_net open challenges its next ones get one bit harder per doubling, up to the
+// room's highest difficulty.
+func TestOpenChallengesAreBoundedPerUserAndHarderPerNetworkAcrossGateways(t *testing.T) {
 	rdb := testenv.Redis(t)
 	cfg := newGatewayConfig(t, testenv.AMQPURL())
 	cfg.Port2 = testenv.FreePort(t)
@@ -269,7 +271,8 @@ func TestOpenChallengesAreBoundedPerUserAndPerNetworkAcrossGateways(t *testing.T
 	gwB := fmt.Sprintf("http://127.0.0.1:%d", cfg.Port2)
 	r := newRoom(t, rdb, 10, -time.Second, time.Hour, roomArgs{DifficultyMin: "1", DifficultyMax: "4"})
 
-	burst := func(users []string) (issued, bounded int, other []string) {
+	burst := func(users []string) (issued, bounded int, other []string, bits map[int]int) {
+		bits = map[int]int{}
 		var mu sync.Mutex
 		var wg sync.WaitGroup
 		for i, u := range users {
@@ -286,6 +289,7 @@ func TestOpenChallengesAreBoundedPerUserAndPerNetworkAcrossGateways(t *testing.T
 				switch {
 				case c.Status == 200 && c.Challenge != "":
 					issued++
+					bits[c.Difficulty]++
 				case c.Status == http.StatusTooManyRequests && c.Code == contract.CodeTooManyChallenges && c.Retry != "":
 					bounded++
 				default:
@@ -294,22 +298,27 @@ func TestOpenChallengesAreBoundedPerUserAndPerNetworkAcrossGateways(t *testing.T
 			}()
 		}
 		wg.Wait()
-		return issued, bounded, other
+		return issued, bounded, other, bits
 	}
 	alice := make([]string, 20)
 	for i := range alice {
 		alice[i] = "alice"
 	}
-	if issued, bounded, other := burst(alice); issued != 3 || bounded != 17 || len(other) != 0 {
+	if issued, bounded, other, _ := burst(alice); issued != 3 || bounded != 17 || len(other) != 0 {
 		t.Fatalf("one user, 20 at once over two gateways: %d issued, %d bounded, others %v; want 3 and 17", issued, bounded, other)
 	}
-	// Alice's 3 are her network's too: 7 more for everyone else behind 127.0.0.1.
+	// Alice's 3 are her network's too: 7 more at the difficulty in force (1) for everyone else
+	// behind 127.0.0.1, then 10 at 2 bits (10 to 19 open), then 13 at 3 (20 to 32 open).
 	var others []string
 	for i := range 30 {
 		others = append(others, fmt.Sprintf("neighbour%d", i))
 	}
-	if issued, bounded, other := burst(others); issued != 7 || bounded != 23 || len(other) != 0 {
-		t.Fatalf("30 users of one network at once: %d issued, %d bounded, others %v; want 7 and 23", issued, bounded, other)
+	issued, bounded, other, bits := burst(others)
+	if issued != 30 || bounded != 0 || len(other) != 0 {
+		t.Fatalf("30 users of one network at once: %d issued, %d bounded, others %v; want all 30 issued", issued, bounded, other)
+	}
+	if bits[1] != 7 || bits[2] != 10 || bits[3] != 13 {
+		t.Fatalf("30 users of one network at once, challenges by difficulty: %v; want 7 at 1, 10 at 2, 13 at 3", bits)
 	}
 	// An open challenge closes when its life ends: then the bound lets the next one through.
 	testenv.WaitFor(t, 30*time.Second, "alice's challenges to expire", func() bool {

@@ -76,7 +76,7 @@ func (h *Room) serveChallenge(ctx context.Context, w http.ResponseWriter, r *htt
 	}
 	// The difficulty in force now: the challenge keeps it for its whole (short) life.
 	d := sealed.Difficulty(c.room.DifficultyMin, c.room.DifficultyMax, c.rate.Get(h.now()), h.DifficultyRate)
-	a, ref, err := h.Issue(ctx, h.caller, h.issuer, r, sale, user, d)
+	a, ref, err := h.Issue(ctx, h.caller, h.issuer, r, sale, user, d, c.room.DifficultyMax)
 	if err != nil {
 		return h.unavailable(w, "challenge", err)
 	}

@@ -17,9 +17,12 @@ import (
 
 // What stops a stockpile of challenges (issue 35), now that a live challenge is accepted at
 // the difficulty it was sealed with: its short life (Bounds.Life), the difficulty in force
-// when it is issued, and a bound on the challenges a user, and a network, may hold open at
-// once, counted in Redis by the issue step (lua/challenge_issue.lua), so exactly across every
-// gateway.
+// when it is issued, and a bound on the challenges a user may hold open at once, counted in
+// Redis by the issue step (lua/challenge_issue.lua), so exactly across every gateway. A
+// network (an address prefix) is never refused: a carrier's NAT, an office or a campus puts
+// thousands of honest people behind one address. Its open challenges are counted instead, and
+// a crowded network pays in work: each doubling of its open challenges beyond PerNet adds one
+// bit to its next challenge (NetBits), up to the room's highest difficulty.
 
 // Defaults of the bounds (the room's and the draw's challenges_per_user, challenges_per_net,
 // challenge_ipv4_prefix, challenge_ipv6_prefix).
@@ -27,9 +30,8 @@ const (
 	// DefaultPerUser: an honest page holds one challenge at a time; a few more cover a reload
 	// or a second tab.
 	DefaultPerUser = 3
-	// DefaultPerNet: a carrier's NAT puts many people behind one address, so the bound per
-	// network is wide; it still caps what one machine or one /24 can stock to this many
-	// challenges per challenge life.
+	// DefaultPerNet: how many challenges one network may hold open at the difficulty in
+	// force; beyond, its challenges get harder (NetBits), never refused.
 	DefaultPerNet = 500
 	DefaultIPv4   = 24
 	DefaultIPv6   = 48
@@ -40,8 +42,24 @@ type Bounds struct {
 	// Life of a challenge (> 0). Its expiry is Redis's clock plus Life, rounded down to the
 	// second.
 	Life time.Duration
-	// The most challenges open at once per user and per network; 0: no bound.
+	// PerUser is the most challenges open at once per user; 0: no bound. PerNet is how many
+	// a network holds open before its challenges get harder (NetBits); 0: no rise.
 	PerUser, PerNet int
+}
+
+// NetBits is how many bits a network's next challenge adds to the difficulty in force when
+// the network holds open challenges open already: none below free, then one per doubling
+// (free to 2 x free: 1, to 4 x free: 2, ...). A farm behind one address pays for every
+// account it adds; a NAT of honest people pays a few bits, never a refusal.
+func NetBits(open, free int) int {
+	if free <= 0 || open < free {
+		return 0
+	}
+	bits := 1
+	for q := open / free; q > 1; q >>= 1 {
+		bits++
+	}
+	return bits
 }
 
 // Issuer issues challenges: the seal and the issue step in Redis.
@@ -58,16 +76,18 @@ type ChallengeAnswer struct {
 	ExpiresAt  string `json:"expires_at"`
 }
 
-// TooManyChallenges refuses a challenge beyond a bound; RetryAfter is set to when the oldest
-// open one expires.
+// TooManyChallenges refuses a challenge beyond the user's bound; RetryAfter is set to when his
+// oldest open one expires.
 var TooManyChallenges = hcore.Refusal{Status: http.StatusTooManyRequests, Code: contract.CodeTooManyChallenges,
-	Message: "too many open challenges for this user or network; solve the one you have, or wait for it to expire"}
+	Message: "too many open challenges for this user; solve the one you have, or wait for it to expire"}
 
-// Issue seals a challenge of difficulty for (sale, user), counted among the open challenges
-// of user and of net (a client network, Network's; "" for none). ref.Status is 0 when it is
-// issued; else ref is the refusal to answer (TooManyChallenges with its Retry-After). An
-// error means Redis did not answer: refuse with 503, never issue unbounded.
-func (i Issuer) Issue(ctx context.Context, sale, user, net string, difficulty int, b Bounds) (a ChallengeAnswer, ref hcore.Refusal, err error) {
+// Issue seals a challenge for (sale, user), counted among the open challenges of user and of
+// net (a client network, Network's; "" for none), at difficulty raised by NetBits of the
+// network's open challenges, never above ceiling (the room's highest difficulty; below
+// difficulty: difficulty). ref.Status is 0 when it is issued; else ref is the refusal to
+// answer (TooManyChallenges with its Retry-After). An error means Redis did not answer:
+// refuse with 503, never issue unbounded.
+func (i Issuer) Issue(ctx context.Context, sale, user, net string, difficulty, ceiling int, b Bounds) (a ChallengeAnswer, ref hcore.Refusal, err error) {
 	nonce, err := tokenformat.NewNonce()
 	if err != nil {
 		return a, ref, err
@@ -90,6 +110,10 @@ func (i Issuer) Issue(ctx context.Context, sale, user, net string, difficulty in
 		ref = TooManyChallenges
 		ref.RetryAfter = time.Duration(ms) * time.Millisecond
 		return a, ref, nil
+	}
+	if len(res) > 2 && difficulty > 0 {
+		open, _ := res[2].(int64)
+		difficulty = min(difficulty+NetBits(int(open), perNet), max(ceiling, difficulty))
 	}
 	exp := time.Unix(ms/1000, 0)
 	return ChallengeAnswer{Challenge: i.Sealer.SealChallenge(sale, user, difficulty, nonce, exp), Difficulty: difficulty,

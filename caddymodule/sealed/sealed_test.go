@@ -178,3 +178,15 @@ func TestNetworkIsTheClientsPrefix(t *testing.T) {
 		}
 	}
 }
+
+// A network's next challenge adds no bit below its free count, then one per doubling.
+func TestNetBitsAddOneBitPerDoublingBeyondTheFreeCount(t *testing.T) {
+	for _, c := range []struct{ open, free, want int }{
+		{0, 500, 0}, {499, 500, 0}, {500, 500, 1}, {999, 500, 1}, {1000, 500, 2}, {1999, 500, 2},
+		{2000, 500, 3}, {64000, 500, 8}, {10_000, 0, 0}, {10_000, -1, 0},
+	} {
+		if got := NetBits(c.open, c.free); got != c.want {
+			t.Errorf("NetBits(%d, %d) = %d, want %d", c.open, c.free, got, c.want)
+		}
+	}
+}

@@ -58,9 +58,11 @@ type Challenges struct {
 	// The most challenges one user may hold open (issued and not yet expired) in a sale; one
 	// more is 429 too_many_challenges with Retry-After. Default 3; -1: no bound.
 	ChallengesPerUser int `json:"challenges_per_user,omitempty"`
-	// The most challenges one client network (challenge_prefix of the client's address, as
-	// Caddy resolves it: trusted_proxies honoured) may hold open in a sale. Wide by default,
-	// for carriers' NATs. Default 500; -1: no bound.
+	// How many challenges one client network (challenge_prefix of the client's address, as
+	// Caddy resolves it: trusted_proxies honoured) may hold open in a sale at the difficulty in
+	// force; beyond, each doubling of its open challenges adds a bit to its next one, up to the
+	// highest difficulty (sealed.NetBits). Never a refusal: a carrier's NAT is no wall.
+	// Default 500; -1: no rise.
 	ChallengesPerNet int `json:"challenges_per_net,omitempty"`
 	// The prefix lengths of a client network, [IPv4, IPv6]. Default [24, 48].
 	ChallengePrefix []int `json:"challenge_prefix,omitempty"`
@@ -88,7 +90,7 @@ func (c *Challenges) Validate(handler string) error {
 	case time.Duration(c.ChallengeLife) < time.Second || time.Duration(c.ChallengeLife) > 10*time.Minute:
 		return fmt.Errorf("%s: challenge_life must be between 1s and 10m", handler)
 	case c.ChallengesPerUser < -1 || c.ChallengesPerNet < -1:
-		return fmt.Errorf("%s: challenges_per_user and challenges_per_net are at least 1 (-1: no bound)", handler)
+		return fmt.Errorf("%s: challenges_per_user and challenges_per_net are at least 1 (-1: none)", handler)
 	case len(c.ChallengePrefix) != 2 || c.ChallengePrefix[0] < 8 || c.ChallengePrefix[0] > 32 ||
 		c.ChallengePrefix[1] < 16 || c.ChallengePrefix[1] > 128:
 		return fmt.Errorf("%s: challenge_prefix is [IPv4 8-32, IPv6 16-128]", handler)
@@ -132,17 +134,18 @@ func (c *Challenges) UnmarshalOption(d *caddyfile.Dispenser) (ok bool, err error
 	return false, nil
 }
 
-// Issue is the challenge endpoint's work once the handler knows the sale and the difficulty
-// in force: the issue step in Redis (bounded by caller), for the user and the request's client
-// network. ref.Status is 0 when a is issued; err means Redis did not answer (503).
-func (c *Challenges) Issue(ctx context.Context, caller edge.Caller, is sealed.Issuer, r *http.Request, sale, user string, difficulty int) (sealed.ChallengeAnswer, handler.Refusal, error) {
+// Issue is the challenge endpoint's work once the handler knows the sale, the difficulty in
+// force and the highest one (ceiling): the issue step in Redis (bounded by caller), for the
+// user and the request's client network, whose open challenges raise the difficulty up to
+// ceiling. ref.Status is 0 when a is issued; err means Redis did not answer (503).
+func (c *Challenges) Issue(ctx context.Context, caller edge.Caller, is sealed.Issuer, r *http.Request, sale, user string, difficulty, ceiling int) (sealed.ChallengeAnswer, handler.Refusal, error) {
 	net := sealed.Network(clientIP(r), c.ChallengePrefix[0], c.ChallengePrefix[1])
 	type issued struct {
 		a   sealed.ChallengeAnswer
 		ref handler.Refusal
 	}
 	v, err := edge.Call(ctx, caller, func(ctx context.Context) (issued, error) {
-		a, ref, err := is.Issue(ctx, sale, user, net, difficulty, c.Bounds())
+		a, ref, err := is.Issue(ctx, sale, user, net, difficulty, ceiling, c.Bounds())
 		return issued{a, ref}, err
 	})
 	return v.a, v.ref, err
