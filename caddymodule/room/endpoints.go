@@ -124,7 +124,7 @@ func (h *Room) enter(ctx context.Context, w http.ResponseWriter, r *http.Request
 	now := h.now()
 	told := h.toldFor(c, -1, now)
 	v := Visit{Enter: true, Settings: c.room.Settings, Admit: c.view.ClaimAdmission(now, time.Duration(h.AdmitInterval)),
-		Presence: h.presenceFor(told)}
+		Presence: h.presenceAt(c, told, now)}
 	if c.room.PowRequired() {
 		ch, err := h.sealer.VerifyChallenge(r.Header.Get(HeaderChallenge), r.Header.Get(HeaderSolution), sale, user, c.room.DifficultyMin, now)
 		if err != nil {
@@ -205,7 +205,7 @@ func (h *Room) poll(ctx context.Context, w http.ResponseWriter, r *http.Request,
 	place := PlaceOf(c.room.EntryKey, c.room.Seed, sale, user)
 	told := h.toldFor(c, index, h.now())
 	rep, err := h.store.Visit(ctx, sale, Visit{Member: place.Member(user), Settings: c.room.Settings,
-		Admit: c.view.ClaimAdmission(h.now(), time.Duration(h.AdmitInterval)), Presence: h.presenceFor(told)})
+		Admit: c.view.ClaimAdmission(h.now(), time.Duration(h.AdmitInterval)), Presence: h.presenceAt(c, told, h.now())})
 	if err != nil {
 		return h.unavailable(w, "poll", err)
 	}

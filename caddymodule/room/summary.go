@@ -42,6 +42,18 @@ func (h *Room) presenceFor(told time.Duration) time.Duration {
 	return told + h.presenceGrace()
 }
 
+// presenceAt is presenceFor with the pre-queue's rule: before the start a waiter is told the
+// start as his wait, so he counts as present at least until the start plus the shortest
+// refresh (and the grace), whatever refresh_s he was told. Without it, a waiter who entered
+// the pre-queue and came back, as told, at the start was passed as absent by the first steps,
+// and the units went to whoever happened to poll last instead of down the permutation.
+func (h *Room) presenceAt(c *cachedRoom, told time.Duration, now time.Time) time.Duration {
+	if now.Before(c.room.Starts) {
+		told = max(told, c.room.Starts.Sub(now)+h.refresh.Min)
+	}
+	return h.presenceFor(told)
+}
+
 // toldFor is the refresh_s this gateway expects to tell a waiter whose poll (index: his
 // placed ticket's queue index, -1 without one) or entry goes to Redis: from the summary (the
 // cursor only moves forward, so the summary's ahead is at least the real one), else the
@@ -132,7 +144,7 @@ func (h *Room) fromMemory(ctx context.Context, sale, user string, c *cachedRoom,
 	fromMemoryPolls.Inc()
 	v := Decide(rep, false, c.paceFrom(rep), h.refresh)
 	if rep.Outcome == Waiting {
-		c.view.Seen(user, h.presenceFor(time.Duration(v.Answer.RefreshS)*time.Second))
+		c.view.Seen(user, h.presenceAt(c, time.Duration(v.Answer.RefreshS)*time.Second, now))
 	}
 	return v, rep, true
 }
