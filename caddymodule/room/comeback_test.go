@@ -95,7 +95,9 @@ func TestWaitersBackWithinASecondOfTheStartAreAdmittedInThePermutation(t *testin
 		for u := range ids {
 			order = append(order, u)
 		}
-		sort.Slice(order, func(i, j int) bool { return bytes.Compare(Rank(r.Seed, ids[order[i]]), Rank(r.Seed, ids[order[j]])) < 0 })
+		sort.Slice(order, func(i, j int) bool {
+			return bytes.Compare(Rank(r.Seed, ids[order[i]]), Rank(r.Seed, ids[order[j]])) < 0
+		})
 		admitted := map[string]bool{}
 		for _, e := range rdb.LRange(ctx, contract.RoomLogKey(r.Sale), 0, -1).Val() {
 			if f := strings.SplitN(e, ":", 4); len(f) == 4 && f[0] == "a" {

@@ -160,7 +160,12 @@ func TestALiveChallengeIsAcceptedAndAnOlderOneIsAlwaysRefusedAsExpired(t *testin
 		}
 	}
 	// Expired is told only for a right, genuine one: a wrong solution is invalid at any age.
-	if _, err := s.VerifyChallenge(ch, "1"+sol, "sale1", "alice", 2, exp.Add(time.Hour)); !errors.Is(err, ErrInvalidChallenge) {
+	// (A wrong one for sure: "1"+sol alone meets the 2 bits one time in four, the nonce being random.)
+	wrong := "1" + sol
+	for i := 2; LeadingZeroBits(ch, wrong) >= 2; i++ {
+		wrong = strconv.Itoa(i) + sol
+	}
+	if _, err := s.VerifyChallenge(ch, wrong, "sale1", "alice", 2, exp.Add(time.Hour)); !errors.Is(err, ErrInvalidChallenge) {
 		t.Fatalf("a wrong solution of an expired challenge: %v, want ErrInvalidChallenge", err)
 	}
 	if RefusalOf(ErrChallengeExpired).Code != "challenge_expired" || RefusalOf(ErrInvalidChallenge).Code != "invalid_challenge" {
