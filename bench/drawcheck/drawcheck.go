@@ -505,6 +505,24 @@ func CheckProof(r *Report, user, entryID string, p Proof, res Result, entries []
 	}
 }
 
+// IsCommitment reports whether s is a seed commitment: 64 hex digits (SHA-256), either case.
+func IsCommitment(s string) bool {
+	b, err := hex.DecodeString(s)
+	return err == nil && len(b) == 32
+}
+
+// CheckCommitment adds to r whether the published commitment is saved, the one a user kept from
+// the draw page before the entries closed. Check proves that the revealed seed opens the
+// published commitment; only a commitment kept from before proves that the published one was
+// not replaced (with a seed re-rolled after the entries or the beacon round were known).
+func CheckCommitment(r *Report, saved string, res Result) {
+	if strings.EqualFold(saved, res.SeedCommitment) {
+		r.pass("the published commitment is the one you saved (%s)", strings.ToLower(saved))
+		return
+	}
+	r.fail("the published commitment %s is not the one you saved, %s: the seed was replaced after you saw its commitment", res.SeedCommitment, strings.ToLower(saved))
+}
+
 // seedName is what the ranking's key is an HMAC of, for the report.
 func seedName(res Result) string {
 	if res.Beacon != nil {

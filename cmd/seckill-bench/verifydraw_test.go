@@ -386,3 +386,33 @@ func TestVerifyDrawChecksASavedBeaconDrawOffline(t *testing.T) {
 		t.Fatalf("a file naming another round: exit %d, want 1", code)
 	}
 }
+
+// The commitment an entrant saved when he entered is the one the draw must open: a draw
+// re-rolled afterwards publishes a seed that opens its own new commitment, which the published
+// data alone cannot tell from a true draw. With -commitment, verify-draw compares the two and
+// FAILs when they differ, online and offline; a -commitment that is no commitment is a usage
+// error.
+func TestVerifyDrawFailsWhenTheCommitmentIsNotTheOneSaved(t *testing.T) {
+	d := newDrawServer()
+	url := d.start(t)
+	published := d.result["seed_commitment"].(string)
+	saved := draw.Commitment(bytes.Repeat([]byte{0x41}, 32)) // what the entrants saw before the re-roll
+	if code, out := verifyDraw(t, "-url", url, "-sale", "s1"); code != 0 {
+		t.Fatalf("without -commitment the re-rolled draw is consistent in itself: exit %d\n%s", code, out)
+	}
+	code, out := verifyDraw(t, "-url", url, "-sale", "s1", "-commitment", saved)
+	if code != 1 || !strings.Contains(out, "FAIL  the published commitment "+published+" is not the one you saved, "+saved) {
+		t.Fatalf("a commitment other than the saved one: exit %d, want 1 naming both", code)
+	}
+	path := filepath.Join(t.TempDir(), "draw.json")
+	if code, out := verifyDraw(t, "-url", url, "-sale", "s1", "-save", path, "-commitment", strings.ToUpper(published)); code != 0 ||
+		!strings.Contains(out, "PASS  the published commitment is the one you saved") {
+		t.Fatalf("the saved commitment itself: exit %d", code)
+	}
+	if code, _ := verifyDraw(t, "-file", path, "-commitment", saved); code != 1 {
+		t.Fatalf("offline, a commitment other than the saved one: exit %d, want 1", code)
+	}
+	if code, _ := verifyDraw(t, "-file", path, "-commitment", "abc"); code != 2 {
+		t.Fatalf("a -commitment that is not 64 hex digits: exit %d, want 2", code)
+	}
+}
