@@ -30,6 +30,9 @@ func (s SaleSpec) validateDraw() error {
 		if err := BeaconOf(b).ValidateChain(); err != nil {
 			return fmt.Errorf("draw.beacon: %w", err)
 		}
+		if err := BeaconOf(b).CheckQuicknet(); err != nil {
+			return fmt.Errorf("draw.beacon: %w", err)
+		}
 	}
 	switch {
 	case s.Draw.ClosesAt.After(s.StartsAt):
@@ -85,7 +88,7 @@ func (s *Sales) beaconFor(d *admin.DrawSpec) (*draw.Beacon, error) {
 	default:
 		return nil, nil
 	}
-	b.Round = b.RoundAfter(d.ClosesAt)
+	b.Round = b.DrawRound(d.ClosesAt)
 	return &b, nil
 }
 

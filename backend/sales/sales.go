@@ -189,6 +189,10 @@ func (s *Sales) CreateSale(ctx context.Context, spec SaleSpec) (created bool, er
 // HandleCreateSale is POST /admin/sales.
 func (s *Sales) HandleCreateSale(w http.ResponseWriter, r *http.Request) {
 	spec, err := ParseSaleSpec(http.MaxBytesReader(w, r.Body, 1<<16))
+	if errors.Is(err, draw.ErrQuicknetMismatch) {
+		httpapi.Refuse(w, http.StatusBadRequest, httpapi.CodeBeaconChainMismatch, err.Error())
+		return
+	}
 	if err != nil {
 		httpapi.Refuse(w, http.StatusBadRequest, contract.CodeBadRequest, err.Error())
 		return

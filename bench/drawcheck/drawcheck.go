@@ -558,6 +558,10 @@ func checkBeacon(r *Report, res Result, seed []byte) ([]byte, bool) {
 	case b.ChainHash == draw.Quicknet.ChainHash && !strings.EqualFold(b.PublicKey, draw.Quicknet.PublicKey):
 		r.fail("the beacon names quicknet's chain hash with another public key")
 		ok = false
+	case b.CheckQuicknet() != nil:
+		r.fail("the beacon names quicknet's chain hash with another period or genesis (%d s, %d), not quicknet's (%d s, %d)",
+			b.Period, b.GenesisTime, draw.Quicknet.Period, draw.Quicknet.GenesisTime)
+		ok = false
 	case b.ChainHash == draw.Quicknet.ChainHash:
 		r.pass("the beacon is drand's quicknet (chain %s), its public key the League of Entropy's", short64(b.ChainHash))
 	default:
@@ -569,12 +573,19 @@ func checkBeacon(r *Report, res Result, seed []byte) ([]byte, bool) {
 		r.fail("the beacon names no round")
 		return nil, false
 	case res.ClosesAt == nil:
-		r.detail("the result does not say when the entries closed: round %d (published %s) is not compared with the close", b.Round, due.Format(time.RFC3339))
-	case due.After(*res.ClosesAt):
-		r.pass("beacon round %d is published at %s, after the entries closed at %s", b.Round, due.Format(time.RFC3339), res.ClosesAt.UTC().Format(time.RFC3339))
-	default:
+		r.fail("the result does not say when the entries closed: beacon round %d (published %s) cannot be checked against the close", b.Round, due.Format(time.RFC3339))
+		ok = false
+	case !due.After(*res.ClosesAt):
 		r.fail("beacon round %d is published at %s, not after the entries closed at %s: it was known during the entries", b.Round, due.Format(time.RFC3339), res.ClosesAt.UTC().Format(time.RFC3339))
 		ok = false
+	case b.Round != b.DrawRound(*res.ClosesAt):
+		// Any later round is unknown at the close too, but an operator free to name one after
+		// seeing several could pick the ranking he likes: the rules fix one.
+		r.fail("beacon round %d is not round %d, the first published after the entries closed at %s: the rules fix that one round",
+			b.Round, b.DrawRound(*res.ClosesAt), res.ClosesAt.UTC().Format(time.RFC3339))
+		ok = false
+	default:
+		r.pass("beacon round %d is published at %s, after the entries closed at %s, and is the first one after it", b.Round, due.Format(time.RFC3339), res.ClosesAt.UTC().Format(time.RFC3339))
 	}
 	if b.Signature == "" {
 		r.fail("the draw is revealed but its beacon round %d is not published", b.Round)

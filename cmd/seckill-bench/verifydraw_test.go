@@ -339,6 +339,18 @@ func TestVerifyDrawCatchesARiggedBeacon(t *testing.T) {
 		{"a round published before the close", "not after the entries closed", func(d *drawServer) {
 			d.result["closes_at"] = "2023-08-23T15:16:00Z"
 		}},
+		// Round 123 is out after this close too, but it is not the first after it (122 is).
+		{"a later round than the first after the close", "beacon round 123 is not round 122, the first published after the entries closed", func(d *drawServer) {
+			d.result["closes_at"] = "2023-08-23T15:15:29Z"
+		}},
+		{"a result that does not say when the entries closed", "cannot be checked against the close", func(d *drawServer) {
+			delete(d.result, "closes_at")
+		}},
+		{"quicknet's hash with another genesis", "another period or genesis", func(d *drawServer) {
+			b := *d.result["beacon"].(*draw.Beacon)
+			b.GenesisTime -= 3
+			d.result["beacon"] = &b
+		}},
 		{"a ranking by the bare seed", "variant a wave 1: winners", func(d *drawServer) {
 			bare := newDrawServer()
 			d.result["waves"] = bare.result["waves"]

@@ -32,9 +32,9 @@ const (
 	// CodeSeedLost refuses a preheat or a draw whose published seed commitment has no seed in
 	// Redis that opens it: the draw is stopped for the operator, never given a new seed.
 	CodeSeedLost = "seed_lost"
-	// CodeBeaconKeyMismatch refuses a draw that names drand quicknet's chain hash with another
-	// public key.
-	CodeBeaconKeyMismatch = "beacon_key_mismatch"
+	// CodeBeaconChainMismatch refuses a draw that names drand quicknet's chain hash with another
+	// public key, period or genesis.
+	CodeBeaconChainMismatch = "beacon_chain_mismatch"
 )
 
 // WriteJSON writes v as the JSON body of an answer with the given status.
