@@ -101,6 +101,9 @@ func TestCockpitDrawPanelShowsARealDrawAndRunsItWithThePagesProtections(t *testi
 	e.enterDraw(single, "solo1", "", false)
 	e.enterDraw(single, "solo2", "", false)
 	plain := e.sale(3) // not a draw: no panel
+	// A draw whose committed seed is gone from Redis: its panel says it is stopped, and why.
+	lost, _ := e.drawSaleThroughTheAPI(srv.URL, map[string]int{"": 1})
+	e.rdb.HDel(ctx, contract.DrawKey(lost), "seed")
 
 	b := browser(t)
 	signIn(t, b, srv.URL, sale)
@@ -115,6 +118,8 @@ func TestCockpitDrawPanelShowsARealDrawAndRunsItWithThePagesProtections(t *testi
 	waitJS(t, b, "no waves yet", fmt.Sprintf(`document.querySelectorAll('%s [data-d="waves"] tr').length === 0`, card))
 	waitJS(t, b, "the run button", fmt.Sprintf(`!document.querySelector('%s button[data-act="draw"]').hidden`, card))
 	waitJS(t, b, "the size of a draw without variants", fmt.Sprintf(`[...document.querySelectorAll('#sale-%s [data-d="sizes"] tr')].map(r => r.textContent).join("|") === "–200"`, single))
+	waitJS(t, b, "a stopped draw saying why", fmt.Sprintf(`((document.querySelector('#sale-%s [data-d="note"]')||{}).textContent||"").startsWith("stopped: the seed of the published commitment is not in Redis")`, lost))
+	waitJS(t, b, "no stop on a draw that holds its seed", fmt.Sprintf(`document.querySelector('%s [data-d="note"]').dataset.stopped === ""`, card))
 	waitJS(t, b, "no panel on a plain sale", fmt.Sprintf(`document.querySelector('#sale-%s') && document.querySelector('#sale-%s [data-d="panel"]').hidden && document.querySelector('#sale-%s button[data-act="draw"]').hidden`, plain, plain, plain))
 
 	// The page's protections: a POST without X-Seckill-UI, from the page itself and with its

@@ -22,6 +22,7 @@ func TestProductionCaddyfile(t *testing.T) {
 	t.Run("IdentityComesFromTheSignedSessionNeverFromTheClient", func(t *testing.T) { identity(t, g) })
 	t.Run("AForgedExpiredOrForeignSessionIs401", func(t *testing.T) { badSessions(t, g) })
 	t.Run("OrderPollsAreThrottledPerUserAndPerIP", func(t *testing.T) { ordersThrottled(t, g, true) })
+	t.Run("AClientsOwnXForwardedForNeitherEscapesNorFillsAnIPZone", func(t *testing.T) { appendedForwardedFor(t, g) })
 	concurrently(t,
 		subtest{"ATrickledHeaderIsCutWithinTheLimit", func(t *testing.T) { trickledHeader(t, g) }},
 		subtest{"NoRequestGetsA502OrANonJSONError", func(t *testing.T) { probe(t, g, true) }})

@@ -2,8 +2,10 @@ package lua
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -110,20 +112,31 @@ type DrawSetupCall struct {
 	DMin, DMax int
 	// Until is when the draw hash expires (the sale's end plus retention).
 	Until time.Time
+	// Published is the commitment published by an earlier preheat (Postgres's; "" before the
+	// first): the draw hash must hold its seed, or the call writes nothing (ErrSeedLost).
+	Published string
 }
+
+// ErrSeedLost: the draw hash does not hold the seed of the draw's published commitment (the
+// seed or the hash is gone, or another seed was written there). A new seed would not open the
+// commitment entrants saw, so none is drawn.
+var ErrSeedLost = errors.New("the seed of the published commitment is not in Redis")
 
 // Keys are the call's KEYS: the draw hash.
 func (c DrawSetupCall) Keys() []string { return []string{contract.DrawKey(c.Sale)} }
 
 // Args are the call's ARGV.
 func (c DrawSetupCall) Args() []any {
-	return []any{c.Seed, c.Commitment, c.Opens.UnixMilli(), c.Closes.UnixMilli(), c.Claim.Milliseconds(), c.DMin, c.DMax, c.Until.UnixMilli()}
+	return []any{c.Seed, c.Commitment, c.Opens.UnixMilli(), c.Closes.UnixMilli(), c.Claim.Milliseconds(), c.DMin, c.DMax, c.Until.UnixMilli(), c.Published}
 }
 
 // Run runs draw_setup.lua: created is true when this call drew the seed; commitment is the
 // stored one (the first seed's).
 func (c DrawSetupCall) Run(ctx context.Context, rdb redis.Scripter) (created bool, commitment string, err error) {
 	out, err := DrawSetup.Run(ctx, rdb, c.Keys(), c.Args()...).Slice()
+	if err != nil && strings.Contains(err.Error(), "seed lost") {
+		return false, "", fmt.Errorf("%w: %v", ErrSeedLost, err)
+	}
 	if err != nil {
 		return false, "", err
 	}

@@ -55,7 +55,8 @@ type Runner struct {
 var ErrNotDraw = errors.New("not a draw sale")
 
 // ErrNotPreheated is returned when the draw hash is not in Redis: the sale was never preheated
-// (or its keys expired), so there is no seed to draw with.
+// (or its keys expired), so there is no seed to draw with. Once a commitment is published, a
+// missing seed is lua.ErrSeedLost instead: the draw is stopped, not waiting for a preheat.
 var ErrNotPreheated = errors.New("the draw sale is not preheated")
 
 // Draw states (the draws.state column).
@@ -213,7 +214,7 @@ func (r *Runner) close(ctx context.Context, sale string, held lock.Held) (*fixed
 	_, closedAt, err := lua.DrawCloseCall{Sale: sale}.Run(ctx, r.Redis)
 	if err != nil {
 		if strings.Contains(err.Error(), "not set up") {
-			return nil, ErrNotPreheated
+			return nil, r.notSetUp(ctx, sale)
 		}
 		return nil, fmt.Errorf("draw_close.lua: %w", err)
 	}
@@ -302,6 +303,19 @@ func (r *Runner) close(ctx context.Context, sale string, held lock.Held) (*fixed
 	}
 	r.log().Info("draw closed", "sale_id", sale, "entries", len(fixed.entries), "root", rootHex)
 	return fixed, nil
+}
+
+// notSetUp is why a draw hash holds no seed: ErrNotPreheated before the first preheat,
+// lua.ErrSeedLost once a commitment is published (the draw stops for the operator).
+func (r *Runner) notSetUp(ctx context.Context, sale string) error {
+	var published bool
+	if err := r.Pool.QueryRow(ctx, `SELECT seed_commitment IS NOT NULL FROM draws WHERE sale_id = $1`, sale).Scan(&published); err != nil {
+		return err
+	}
+	if published {
+		return fmt.Errorf("draw %s: no seed in Redis: %w", sale, lua.ErrSeedLost)
+	}
+	return ErrNotPreheated
 }
 
 // publish writes the fixed set's root, size and per-variant counts from Postgres to the draw

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
+	"net/http/httptest"
 	"sort"
 	"strconv"
 	"strings"
@@ -22,6 +24,7 @@ import (
 	"github.com/seckilledge/seckill/contract/admin"
 	drawmath "github.com/seckilledge/seckill/contract/draw"
 	"github.com/seckilledge/seckill/internal/testenv"
+	"github.com/seckilledge/seckill/lua"
 )
 
 // fixture is one draw sale in a test's own database and the shared Redis.
@@ -493,5 +496,66 @@ func TestDrawEventsFollowTheOutboxRule(t *testing.T) {
 				t.Fatalf("a draw event: order_id %q url %q (%v)", orderID, url, err)
 			}
 		}
+	}
+}
+
+// A draw whose committed seed is gone from Redis cannot be drawn honestly: a new seed would not
+// open the commitment entrants saw. The job stops there (the loop reports it as a failure, the
+// operator's run is 409 seed_lost) and the status says why, before and after the close; the
+// entries are never ranked, the seed column stays empty.
+func TestALostSeedStopsTheDrawForTheOperator(t *testing.T) {
+	const otherSeed = "ffeeddccbbaa99887766554433221100ffeeddccbbaa99887766554433221100"
+	for _, c := range []struct {
+		name   string
+		closed bool // the seed is lost after the entries closed
+		lose   func(f *fixture)
+	}{
+		{"deleted before the close", false, func(f *fixture) { f.rdb.HDel(f.ctx, contract.DrawKey(f.sale), "seed") }},
+		{"deleted after the close", true, func(f *fixture) { f.rdb.HDel(f.ctx, contract.DrawKey(f.sale), "seed") }},
+		{"replaced after the close", true, func(f *fixture) {
+			f.rdb.HSet(f.ctx, contract.DrawKey(f.sale), "seed", otherSeed)
+		}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			now := time.Now()
+			f := newFixture(t, map[string]int{"a": 2}, now.Add(time.Hour), now.Add(time.Hour), "10m")
+			f.enter(20, []string{"a"}, 0)
+			if c.closed {
+				stopping := *f.runner
+				stopping.Stop = func(s string) error {
+					if s == "closed" {
+						return errors.New("stop after the close")
+					}
+					return nil
+				}
+				_ = stopping.Run(f.ctx, f.sale, time.Second)
+				if f.count(`SELECT count(*) FROM draws WHERE sale_id = $1 AND state = 'closed'`, f.sale) != 1 {
+					t.Fatal("the draw did not close")
+				}
+			}
+			c.lose(f)
+			if err := f.runner.Run(f.ctx, f.sale, time.Second); !errors.Is(err, lua.ErrSeedLost) {
+				t.Fatalf("the draw without its seed: %v, want ErrSeedLost", err)
+			}
+			// The loop takes a closed draw at every tick (an open one at its closes_at).
+			if _, err := f.runner.Tick(f.ctx); c.closed && (err == nil || !strings.Contains(err.Error(), f.sale)) {
+				t.Fatalf("the loop passed over the stopped draw silently: %v", err)
+			}
+			st, err := f.runner.Status(f.ctx, f.pool, f.sale)
+			if err != nil || st.Stopped == "" || st.State == StateDrawn || st.State == StateDone {
+				t.Fatalf("the operator's view of the stopped draw: %+v %v", st, err)
+			}
+			rec := httptest.NewRecorder()
+			req := httptest.NewRequest(http.MethodPost, "/admin/sales/"+f.sale+"/draw", nil)
+			req.SetPathValue("id", f.sale)
+			f.runner.HandleRun(rec, req)
+			if rec.Code != http.StatusConflict || !strings.Contains(rec.Body.String(), `"seed_lost"`) {
+				t.Fatalf("the operator's run: %d %s, want 409 seed_lost", rec.Code, rec.Body)
+			}
+			if n := f.count(`SELECT count(*) FROM draw_entries WHERE sale_id = $1 AND pos IS NOT NULL`, f.sale) +
+				f.count(`SELECT count(*) FROM draws WHERE sale_id = $1 AND seed IS NOT NULL`, f.sale); n != 0 {
+				t.Fatalf("the draw ranked or revealed without its committed seed (%d rows)", n)
+			}
+		})
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/seckilledge/seckill/backend/lock"
 	"github.com/seckilledge/seckill/contract"
 	drawmath "github.com/seckilledge/seckill/contract/draw"
+	"github.com/seckilledge/seckill/lua"
 )
 
 // loadEntries reads the fixed entries back from Postgres in leaf order (a draw resumed by a
@@ -63,6 +64,9 @@ func (r *Runner) draw(ctx context.Context, sale string, held lock.Held, fixed *f
 	}
 	seedHex, err := r.Redis.HGet(ctx, contract.DrawKey(sale), "seed").Result()
 	if errors.Is(err, redis.Nil) {
+		if commitment != "" {
+			return fmt.Errorf("draw %s: no seed in Redis: %w", sale, lua.ErrSeedLost)
+		}
 		return ErrNotPreheated
 	}
 	if err != nil {
@@ -70,7 +74,7 @@ func (r *Runner) draw(ctx context.Context, sale string, held lock.Held, fixed *f
 	}
 	if commitment != "" && !drawmath.Opens(seedHex, commitment) {
 		// Never draw with a seed other than the committed one: stop for the operator.
-		return fmt.Errorf("draw %s: the seed in Redis does not open the published commitment", sale)
+		return fmt.Errorf("draw %s: the seed in Redis does not open the published commitment: %w", sale, lua.ErrSeedLost)
 	}
 	seed, err := hex.DecodeString(seedHex)
 	if err != nil {

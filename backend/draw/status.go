@@ -13,6 +13,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
+	"github.com/redis/go-redis/v9"
 
 	"github.com/seckilledge/seckill/backend/internal/httpapi"
 	"github.com/seckilledge/seckill/backend/lock"
@@ -20,6 +21,7 @@ import (
 	"github.com/seckilledge/seckill/contract"
 	"github.com/seckilledge/seckill/contract/admin"
 	drawmath "github.com/seckilledge/seckill/contract/draw"
+	"github.com/seckilledge/seckill/lua"
 )
 
 // querier is what Status reads with: the pool, or a transaction.
@@ -50,10 +52,20 @@ func (r *Runner) Status(ctx context.Context, q querier, sale string) (admin.Draw
 	if err := r.beaconStatus(ctx, q, sale, &st); err != nil {
 		return st, err
 	}
+	if st.State == StateClosed && st.SeedCommitment != "" {
+		seed, err := r.Redis.HGet(ctx, contract.DrawKey(sale), "seed").Result()
+		if err != nil && !errors.Is(err, redis.Nil) {
+			return st, err
+		}
+		st.Stopped = seedLost(seed, st.SeedCommitment)
+	}
 	if st.State == StateOpen {
 		h, err := r.Redis.HGetAll(ctx, contract.DrawKey(sale)).Result()
 		if err != nil {
 			return st, err
+		}
+		if st.SeedCommitment != "" {
+			st.Stopped = seedLost(h["seed"], st.SeedCommitment)
 		}
 		for f, v := range h {
 			if name, ok := strings.CutPrefix(f, "n:"); ok {
@@ -94,6 +106,18 @@ func (r *Runner) Status(ctx context.Context, q querier, sale string) (admin.Draw
 	return st, err
 }
 
+// seedLost is the status's Stopped for a draw whose published commitment is commitment and
+// whose draw hash holds seed ("" when it holds none): empty when the seed opens it.
+func seedLost(seed, commitment string) string {
+	switch {
+	case seed == "":
+		return "the seed of the published commitment is not in Redis: the draw cannot be drawn (a new seed would not open the commitment entrants saw); end the sale and tell its entrants"
+	case !drawmath.Opens(seed, commitment):
+		return "the seed in Redis does not open the published commitment: the draw cannot be drawn with it; end the sale and tell its entrants"
+	}
+	return ""
+}
+
 // beaconStatus fills the randomness, the beacon and, for a closed draw still without its
 // round, what it waits for.
 func (r *Runner) beaconStatus(ctx context.Context, q querier, sale string, st *admin.DrawStatus) error {
@@ -131,7 +155,8 @@ func (r *Runner) HandleStatus(w http.ResponseWriter, req *http.Request) {
 }
 
 // refuse answers err, if any: 404 for a sale that is no draw, 409 busy when another instance
-// holds the sale's lock, 409 not_preheated for a draw without its seed, 503 otherwise.
+// holds the sale's lock, 409 not_preheated for a draw without its seed, 409 seed_lost for a
+// draw whose published commitment has no seed in Redis, 503 otherwise.
 func (r *Runner) refuse(w http.ResponseWriter, what string, err error) bool {
 	switch {
 	case err == nil:
@@ -142,6 +167,9 @@ func (r *Runner) refuse(w http.ResponseWriter, what string, err error) bool {
 		httpapi.Refuse(w, http.StatusConflict, "busy", what+" is running on another instance; retry")
 	case errors.Is(err, ErrNotPreheated):
 		httpapi.Refuse(w, http.StatusConflict, "not_preheated", "preheat the sale first: its draw has no seed in Redis")
+	case errors.Is(err, lua.ErrSeedLost):
+		r.log().Error(what+" refused: the draw's seed is lost", "err", err)
+		httpapi.Refuse(w, http.StatusConflict, httpapi.CodeSeedLost, "the seed of the draw's published commitment is not in Redis: the draw is stopped (docs/draw.md, \"A lost seed\")")
 	default:
 		r.log().Warn(what+" failed", "err", err)
 		httpapi.Unavailable(w)

@@ -13,6 +13,7 @@ import (
 	"github.com/seckilledge/seckill/backend/lock"
 	"github.com/seckilledge/seckill/contract"
 	"github.com/seckilledge/seckill/contract/draw"
+	"github.com/seckilledge/seckill/internal/drandtest"
 	"github.com/seckilledge/seckill/internal/testenv"
 )
 
@@ -90,5 +91,47 @@ func TestADrawNamesItsBeaconAtCreation(t *testing.T) {
 		if code, body := post(testenv.ID("b"), bad); code != http.StatusBadRequest || !strings.Contains(body, contract.CodeBadRequest) || !strings.Contains(body, "draw") {
 			t.Errorf("beacon %s: %d %s, want 400 naming draw.beacon", bad, code, body)
 		}
+	}
+}
+
+// Quicknet's chain hash names the League of Entropy's chain: its key, period and genesis are
+// known. A spec that gives the hash with another key (a chain whose rounds the shop signs
+// itself, passed off as quicknet) or another period or genesis (rounds at other times, one
+// maybe out before the entries) is refused at creation, 400 beacon_chain_mismatch.
+func TestADrawRefusesQuicknetsChainHashWithAnotherChainsValues(t *testing.T) {
+	pool := backendtest.DB(t)
+	rdb := testenv.Redis(t)
+	s := &Sales{Pool: pool, Redis: rdb, Locker: lock.NewLocker(rdb, 10*time.Second), Log: slog.New(slog.DiscardHandler), DrandEndpoints: true}
+	stand := drandtest.New("a chain passed off as quicknet", 3*time.Second, time.Unix(draw.Quicknet.GenesisTime, 0))
+	defer stand.Close()
+	post := func(b draw.Beacon) (int, string) {
+		beacon, _ := json.Marshal(map[string]any{"chain_hash": b.ChainHash, "public_key": b.PublicKey, "period": b.Period, "genesis_time": b.GenesisTime})
+		rec := httptest.NewRecorder()
+		s.HandleCreateSale(rec, httptest.NewRequest(http.MethodPost, "/admin/sales", strings.NewReader(
+			`{"id":"`+testenv.ID("b")+`","stock":5,"starts_at":"2030-01-02T00:00:00Z","ends_at":"2030-01-03T00:00:00Z","draw":{`+
+				`"opens_at":"2029-12-31T00:00:00Z","closes_at":"2030-01-01T00:00:00Z","claim_within":"10m","beacon":`+string(beacon)+`}}`)))
+		var out struct{ Code string }
+		_ = json.Unmarshal(rec.Body.Bytes(), &out)
+		return rec.Code, out.Code
+	}
+	if code, refusal := post(draw.Quicknet); code != http.StatusCreated {
+		t.Fatalf("quicknet itself: %d %s", code, refusal)
+	}
+	key := draw.Quicknet
+	key.PublicKey = stand.Chain.PublicKey // a valid key, another chain's
+	period := draw.Quicknet
+	period.Period = 30
+	genesis := draw.Quicknet
+	genesis.GenesisTime -= 3 * 86400
+	for name, b := range map[string]draw.Beacon{"another public key": key, "another period": period, "another genesis": genesis} {
+		if code, refusal := post(b); code != http.StatusBadRequest || refusal != "beacon_chain_mismatch" {
+			t.Errorf("quicknet's chain hash with %s: %d %q, want 400 beacon_chain_mismatch", name, code, refusal)
+		}
+	}
+	// Another chain's hash with that key is another chain: taken (verify-draw says to check it).
+	other := key
+	other.ChainHash = stand.Chain.ChainHash
+	if code, refusal := post(other); code != http.StatusCreated {
+		t.Fatalf("another chain: %d %s", code, refusal)
 	}
 }

@@ -30,6 +30,9 @@ func (s SaleSpec) validateDraw() error {
 		if err := BeaconOf(b).ValidateChain(); err != nil {
 			return fmt.Errorf("draw.beacon: %w", err)
 		}
+		if err := BeaconOf(b).CheckQuicknet(); err != nil {
+			return fmt.Errorf("draw.beacon: %w", err)
+		}
 	}
 	switch {
 	case s.Draw.ClosesAt.After(s.StartsAt):
@@ -85,7 +88,7 @@ func (s *Sales) beaconFor(d *admin.DrawSpec) (*draw.Beacon, error) {
 	default:
 		return nil, nil
 	}
-	b.Round = b.RoundAfter(d.ClosesAt)
+	b.Round = b.DrawRound(d.ClosesAt)
 	return &b, nil
 }
 
@@ -145,10 +148,12 @@ func readDraw(ctx context.Context, q interface {
 // PreheatDraw gives a draw sale its draw hash: it draws the secret seed (crypto/rand, 32 bytes)
 // and runs draw_setup.lua, which keeps the first seed when the draw exists (a second preheat
 // publishes the same commitment). until is when the hash expires (the sale's end plus
-// retention). The backend's preheat calls it under the sale's lock BEFORE preheat.lua, which
-// writes a draw sale's meta only when the draw hash holds a seed. The seed never leaves Redis
-// before the draw; the commitment is public from now on.
-func PreheatDraw(ctx context.Context, rdb redis.Scripter, sale string, spec admin.DrawSpec, until time.Time) (admin.RoomPreheat, error) {
+// retention); published is the commitment an earlier preheat published ("" before the first):
+// when the draw hash does not hold its seed, nothing is written and the error is
+// lua.ErrSeedLost, never a new seed under a new commitment. The backend's preheat calls it under
+// the sale's lock BEFORE preheat.lua, which writes a draw sale's meta only when the draw hash
+// holds a seed. The seed never leaves Redis before the draw; the commitment is public from now on.
+func PreheatDraw(ctx context.Context, rdb redis.Scripter, sale string, spec admin.DrawSpec, until time.Time, published string) (admin.RoomPreheat, error) {
 	var res admin.RoomPreheat
 	claim, err := spec.Claim()
 	if err != nil {
@@ -159,13 +164,13 @@ func PreheatDraw(ctx context.Context, rdb redis.Scripter, sale string, spec admi
 		return res, err
 	}
 	call := lua.DrawSetupCall{Sale: sale, Seed: hex.EncodeToString(seed), Commitment: draw.Commitment(seed),
-		Opens: spec.OpensAt, Closes: spec.ClosesAt, Claim: claim, Until: until}
+		Opens: spec.OpensAt, Closes: spec.ClosesAt, Claim: claim, Until: until, Published: published}
 	if spec.Difficulty != nil {
 		call.DMin, call.DMax = spec.Difficulty[0], spec.Difficulty[1]
 	}
 	created, commitment, err := call.Run(ctx, rdb)
 	if err != nil {
-		return res, fmt.Errorf("draw_setup.lua: %w", err)
+		return res, fmt.Errorf("draw %s: draw_setup.lua: %w", sale, err)
 	}
 	return admin.RoomPreheat{Created: created, SeedCommitment: commitment}, nil
 }

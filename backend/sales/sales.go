@@ -189,6 +189,10 @@ func (s *Sales) CreateSale(ctx context.Context, spec SaleSpec) (created bool, er
 // HandleCreateSale is POST /admin/sales.
 func (s *Sales) HandleCreateSale(w http.ResponseWriter, r *http.Request) {
 	spec, err := ParseSaleSpec(http.MaxBytesReader(w, r.Body, 1<<16))
+	if errors.Is(err, draw.ErrQuicknetMismatch) {
+		httpapi.Refuse(w, http.StatusBadRequest, httpapi.CodeBeaconChainMismatch, err.Error())
+		return
+	}
 	if err != nil {
 		httpapi.Refuse(w, http.StatusBadRequest, contract.CodeBadRequest, err.Error())
 		return
@@ -295,14 +299,25 @@ func (s *Sales) Preheat(ctx context.Context, sale string) (admin.PreheatResult, 
 			if dr != nil {
 				// The draw first, the sale's meta last, as the room: preheat.lua writes a draw
 				// sale only when its draw hash holds a seed. The commitment is kept in Postgres
-				// in this fenced transaction (the public result reads it there).
-				dp, err := PreheatDraw(ctx, s.Redis, sale, dr.spec, ends.Add(s.RetentionOrDefault()))
+				// in this fenced transaction (the public result reads it there), once: a
+				// published commitment is never replaced (entrants saw it and may have saved it),
+				// so a draw hash without its seed is refused, not given a new one.
+				published := ""
+				if dr.commitment != nil {
+					published = *dr.commitment
+				}
+				dp, err := PreheatDraw(ctx, s.Redis, sale, dr.spec, ends.Add(s.RetentionOrDefault()), published)
 				if err != nil {
 					return err
 				}
 				res.Draw = &dp
-				if _, err := tx.Exec(ctx, `UPDATE draws SET seed_commitment = $2 WHERE sale_id = $1`, sale, dp.SeedCommitment); err != nil {
+				tag, err := tx.Exec(ctx, `UPDATE draws SET seed_commitment = $2 WHERE sale_id = $1 AND (seed_commitment IS NULL OR seed_commitment = $2)`,
+					sale, dp.SeedCommitment)
+				if err != nil {
 					return err
+				}
+				if tag.RowsAffected() != 1 {
+					return fmt.Errorf("draw %s: Redis holds commitment %s, not the published one: %w", sale, dp.SeedCommitment, lua.ErrSeedLost)
 				}
 			}
 			res.Created, res.StockRedis, err = lua.PreheatCall{Sale: sale, Stock: int64(stock),
@@ -335,7 +350,8 @@ func (s *Sales) HandlePreheat(w http.ResponseWriter, r *http.Request) {
 }
 
 // AnswerLocked answers a job run under a sale's lock (preheat, reconcile, rebalance): its
-// result, 404 for an unknown sale, 409 busy when another instance holds the lock.
+// result, 404 for an unknown sale, 409 busy when another instance holds the lock, 409
+// seed_lost for a draw whose published commitment has no seed in Redis.
 func (s *Sales) AnswerLocked(w http.ResponseWriter, what string, err error, res any) {
 	switch {
 	case err == nil:
@@ -344,6 +360,9 @@ func (s *Sales) AnswerLocked(w http.ResponseWriter, what string, err error, res 
 		httpapi.Refuse(w, http.StatusNotFound, contract.CodeUnknownSale, "no such sale")
 	case errors.Is(err, lock.ErrBusy), errors.Is(err, lock.ErrFenced):
 		httpapi.Refuse(w, http.StatusConflict, "busy", what+" is running on another instance; retry")
+	case errors.Is(err, lua.ErrSeedLost):
+		s.Log.Error(what+" refused: the draw's seed is lost", "err", err)
+		httpapi.Refuse(w, http.StatusConflict, httpapi.CodeSeedLost, "the seed of the draw's published commitment is not in Redis: a new seed would not open it, so none is drawn (docs/draw.md, \"A lost seed\")")
 	default:
 		s.Log.Warn(what+" failed", "err", err)
 		httpapi.Unavailable(w)

@@ -505,6 +505,24 @@ func CheckProof(r *Report, user, entryID string, p Proof, res Result, entries []
 	}
 }
 
+// IsCommitment reports whether s is a seed commitment: 64 hex digits (SHA-256), either case.
+func IsCommitment(s string) bool {
+	b, err := hex.DecodeString(s)
+	return err == nil && len(b) == 32
+}
+
+// CheckCommitment adds to r whether the published commitment is saved, the one a user kept from
+// the draw page before the entries closed. Check proves that the revealed seed opens the
+// published commitment; only a commitment kept from before proves that the published one was
+// not replaced (with a seed re-rolled after the entries or the beacon round were known).
+func CheckCommitment(r *Report, saved string, res Result) {
+	if strings.EqualFold(saved, res.SeedCommitment) {
+		r.pass("the published commitment is the one you saved (%s)", strings.ToLower(saved))
+		return
+	}
+	r.fail("the published commitment %s is not the one you saved, %s: the seed was replaced after you saw its commitment", res.SeedCommitment, strings.ToLower(saved))
+}
+
 // seedName is what the ranking's key is an HMAC of, for the report.
 func seedName(res Result) string {
 	if res.Beacon != nil {
@@ -540,6 +558,10 @@ func checkBeacon(r *Report, res Result, seed []byte) ([]byte, bool) {
 	case b.ChainHash == draw.Quicknet.ChainHash && !strings.EqualFold(b.PublicKey, draw.Quicknet.PublicKey):
 		r.fail("the beacon names quicknet's chain hash with another public key")
 		ok = false
+	case b.CheckQuicknet() != nil:
+		r.fail("the beacon names quicknet's chain hash with another period or genesis (%d s, %d), not quicknet's (%d s, %d)",
+			b.Period, b.GenesisTime, draw.Quicknet.Period, draw.Quicknet.GenesisTime)
+		ok = false
 	case b.ChainHash == draw.Quicknet.ChainHash:
 		r.pass("the beacon is drand's quicknet (chain %s), its public key the League of Entropy's", short64(b.ChainHash))
 	default:
@@ -551,12 +573,19 @@ func checkBeacon(r *Report, res Result, seed []byte) ([]byte, bool) {
 		r.fail("the beacon names no round")
 		return nil, false
 	case res.ClosesAt == nil:
-		r.detail("the result does not say when the entries closed: round %d (published %s) is not compared with the close", b.Round, due.Format(time.RFC3339))
-	case due.After(*res.ClosesAt):
-		r.pass("beacon round %d is published at %s, after the entries closed at %s", b.Round, due.Format(time.RFC3339), res.ClosesAt.UTC().Format(time.RFC3339))
-	default:
+		r.fail("the result does not say when the entries closed: beacon round %d (published %s) cannot be checked against the close", b.Round, due.Format(time.RFC3339))
+		ok = false
+	case !due.After(*res.ClosesAt):
 		r.fail("beacon round %d is published at %s, not after the entries closed at %s: it was known during the entries", b.Round, due.Format(time.RFC3339), res.ClosesAt.UTC().Format(time.RFC3339))
 		ok = false
+	case b.Round != b.DrawRound(*res.ClosesAt):
+		// Any later round is unknown at the close too, but an operator free to name one after
+		// seeing several could pick the ranking he likes: the rules fix one.
+		r.fail("beacon round %d is not round %d, the first published after the entries closed at %s: the rules fix that one round",
+			b.Round, b.DrawRound(*res.ClosesAt), res.ClosesAt.UTC().Format(time.RFC3339))
+		ok = false
+	default:
+		r.pass("beacon round %d is published at %s, after the entries closed at %s, and is the first one after it", b.Round, due.Format(time.RFC3339), res.ClosesAt.UTC().Format(time.RFC3339))
 	}
 	if b.Signature == "" {
 		r.fail("the draw is revealed but its beacon round %d is not published", b.Round)

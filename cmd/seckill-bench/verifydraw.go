@@ -14,10 +14,13 @@ import (
 // "Checking a draw"). It reads the published result and every entry from a gateway (or from a
 // file saved earlier), checks the revealed seed against the commitment, the entries against the
 // root and each wave's winners against the ranking recomputed from the seed, and with
-// -proof-user checks that user's Merkle inclusion proof.
+// -proof-user checks that user's Merkle inclusion proof. With -commitment (the seed commitment
+// the draw page showed before the entries closed, as the user saved it) the published commitment
+// must be that one: a seed re-rolled afterwards opens a new commitment of its own, which the
+// published data alone cannot tell from the first.
 //
-//	seckill-bench verify-draw -url http://127.0.0.1:8080 -sale S [-proof-user U -entry-id E] [-save draw.json]
-//	seckill-bench verify-draw -file draw.json
+//	seckill-bench verify-draw -url http://127.0.0.1:8080 -sale S [-commitment C] [-proof-user U -entry-id E] [-save draw.json]
+//	seckill-bench verify-draw -file draw.json [-commitment C]
 func runVerifyDraw(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("verify-draw", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -28,7 +31,12 @@ func runVerifyDraw(ctx context.Context, args []string, stdout, stderr io.Writer)
 	file := fs.String("file", "", "check a draw saved with -save instead of fetching it (offline)")
 	save := fs.String("save", "", "save the fetched result and entries to this file (format: docs/draw.md)")
 	page := fs.Int("page", 1000, "entries asked per page")
+	saved := fs.String("commitment", "", "the seed commitment you saved before the entries closed (64 hex digits): the published one must be it")
 	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	if *saved != "" && !drawcheck.IsCommitment(*saved) {
+		fmt.Fprintf(stderr, "verify-draw: -commitment %q is not a commitment (64 hex digits)\n", *saved)
 		return 2
 	}
 	client := drawcheck.Client{Base: *base, PageSize: *page}
@@ -59,6 +67,9 @@ func runVerifyDraw(ctx context.Context, args []string, stdout, stderr io.Writer)
 		return errorf(stderr, "verify-draw: %v", err)
 	}
 	rep := drawcheck.Check(f.Sale, res, f.Entries)
+	if *saved != "" {
+		drawcheck.CheckCommitment(rep, *saved, res)
+	}
 	if *user != "" {
 		// A proof is the user's own, from the server: with -file, the server is still asked.
 		p, err := client.FetchProof(ctx, f.Sale, *user)

@@ -339,6 +339,18 @@ func TestVerifyDrawCatchesARiggedBeacon(t *testing.T) {
 		{"a round published before the close", "not after the entries closed", func(d *drawServer) {
 			d.result["closes_at"] = "2023-08-23T15:16:00Z"
 		}},
+		// Round 123 is out after this close too, but it is not the first after it (122 is).
+		{"a later round than the first after the close", "beacon round 123 is not round 122, the first published after the entries closed", func(d *drawServer) {
+			d.result["closes_at"] = "2023-08-23T15:15:29Z"
+		}},
+		{"a result that does not say when the entries closed", "cannot be checked against the close", func(d *drawServer) {
+			delete(d.result, "closes_at")
+		}},
+		{"quicknet's hash with another genesis", "another period or genesis", func(d *drawServer) {
+			b := *d.result["beacon"].(*draw.Beacon)
+			b.GenesisTime -= 3
+			d.result["beacon"] = &b
+		}},
 		{"a ranking by the bare seed", "variant a wave 1: winners", func(d *drawServer) {
 			bare := newDrawServer()
 			d.result["waves"] = bare.result["waves"]
@@ -384,5 +396,35 @@ func TestVerifyDrawChecksASavedBeaconDrawOffline(t *testing.T) {
 	}
 	if code, _ := verifyDraw(t, "-file", path); code != 1 {
 		t.Fatalf("a file naming another round: exit %d, want 1", code)
+	}
+}
+
+// The commitment an entrant saved when he entered is the one the draw must open: a draw
+// re-rolled afterwards publishes a seed that opens its own new commitment, which the published
+// data alone cannot tell from a true draw. With -commitment, verify-draw compares the two and
+// FAILs when they differ, online and offline; a -commitment that is no commitment is a usage
+// error.
+func TestVerifyDrawFailsWhenTheCommitmentIsNotTheOneSaved(t *testing.T) {
+	d := newDrawServer()
+	url := d.start(t)
+	published := d.result["seed_commitment"].(string)
+	saved := draw.Commitment(bytes.Repeat([]byte{0x41}, 32)) // what the entrants saw before the re-roll
+	if code, out := verifyDraw(t, "-url", url, "-sale", "s1"); code != 0 {
+		t.Fatalf("without -commitment the re-rolled draw is consistent in itself: exit %d\n%s", code, out)
+	}
+	code, out := verifyDraw(t, "-url", url, "-sale", "s1", "-commitment", saved)
+	if code != 1 || !strings.Contains(out, "FAIL  the published commitment "+published+" is not the one you saved, "+saved) {
+		t.Fatalf("a commitment other than the saved one: exit %d, want 1 naming both", code)
+	}
+	path := filepath.Join(t.TempDir(), "draw.json")
+	if code, out := verifyDraw(t, "-url", url, "-sale", "s1", "-save", path, "-commitment", strings.ToUpper(published)); code != 0 ||
+		!strings.Contains(out, "PASS  the published commitment is the one you saved") {
+		t.Fatalf("the saved commitment itself: exit %d", code)
+	}
+	if code, _ := verifyDraw(t, "-file", path, "-commitment", saved); code != 1 {
+		t.Fatalf("offline, a commitment other than the saved one: exit %d, want 1", code)
+	}
+	if code, _ := verifyDraw(t, "-file", path, "-commitment", "abc"); code != 2 {
+		t.Fatalf("a -commitment that is not 64 hex digits: exit %d, want 2", code)
 	}
 }

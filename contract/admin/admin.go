@@ -367,6 +367,10 @@ type DrawStatus struct {
 	// Waiting says why a closed draw has not drawn yet: "waiting for beacon round N ..." with
 	// the round's time or the last failure to fetch it (absent otherwise).
 	Waiting string `json:"waiting,omitempty"`
+	// Stopped says why the draw cannot go on without the operator: the seed of its published
+	// commitment is not in Redis (absent otherwise). A new seed would not open the commitment
+	// entrants saw, so the draw is never drawn with one (docs/draw.md, "A lost seed").
+	Stopped string `json:"stopped,omitempty"`
 }
 
 // DrawWaveStatus is one wave of one variant: positions [Lo, Hi) of the variant's ranking won,

@@ -74,7 +74,24 @@ var Quicknet = Beacon{
 var (
 	ErrBeaconChain     = errors.New("draw: the beacon's chain is not well formed")
 	ErrBeaconSignature = errors.New("draw: the beacon round's signature does not verify under the chain's key")
+	// ErrQuicknetMismatch: the beacon gives quicknet's chain hash with values that are not
+	// quicknet's (CheckQuicknet).
+	ErrQuicknetMismatch = errors.New("draw: the beacon names quicknet's chain hash with a public key, period or genesis that are not quicknet's")
 )
+
+// CheckQuicknet is ErrQuicknetMismatch when b gives quicknet's chain hash with another public key
+// (rounds signed by someone else, passed off as the League of Entropy's), period or genesis
+// (rounds at other times than quicknet's, the named one maybe out before the entries); nil for
+// quicknet itself and for any other chain hash.
+func (b Beacon) CheckQuicknet() error {
+	if b.ChainHash != Quicknet.ChainHash {
+		return nil
+	}
+	if !strings.EqualFold(b.PublicKey, Quicknet.PublicKey) || b.Period != Quicknet.Period || b.GenesisTime != Quicknet.GenesisTime {
+		return ErrQuicknetMismatch
+	}
+	return nil
+}
 
 // ValidateChain checks the chain's fields (not the round): hex of the right lengths, a public
 // key that is a point of G2's subgroup, the one scheme, a period of at least a second.
@@ -126,6 +143,12 @@ func (b Beacon) RoundAt(t time.Time) uint64 {
 // RoundAfter is the first round published strictly after t: nobody, the sale's operator
 // included, can know its randomness at t or before.
 func (b Beacon) RoundAfter(t time.Time) uint64 { return b.RoundAt(t) + 1 }
+
+// DrawRound is the one round a draw whose entries close at closes ranks with: the first published
+// strictly after the close (RoundAfter). The backend names it at the draw's creation; a checker
+// requires exactly it, since an operator free to pick among later rounds could pick the one
+// whose ranking he likes.
+func (b Beacon) DrawRound(closes time.Time) uint64 { return b.RoundAfter(closes) }
 
 // RoundTime is when round is published: genesis + (round - 1) * period.
 func (b Beacon) RoundTime(round uint64) time.Time {

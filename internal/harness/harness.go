@@ -125,6 +125,7 @@ type Backend struct {
 // is the simulated client, as behind a real load balancer.
 const TrustLoopbackProxy = `	servers {
 		trusted_proxies static 127.0.0.1/32 ::1/128
+		trusted_proxies_strict
 		client_ip_headers X-Forwarded-For
 	}`
 

@@ -78,6 +78,8 @@ type drawState struct {
 	// beaconErr why the ranking's seed could not be derived from it.
 	beacon    *draw.Beacon
 	beaconErr error
+	// closes is the draw's closes_at, which fixes its beacon round.
+	closes time.Time
 
 	// Recomputed from the stored entries and seed (nil when the seed is not revealed); the
 	// ranking uses the effective seed when the draw has a beacon.
@@ -99,8 +101,8 @@ func readDraw(ctx context.Context, pg *pgxpool.Pool, rdb redis.UniversalClient, 
 	var commitment, seed, root *string
 	var entries *int
 	var beaconSig, beaconRnd *string
-	err := pg.QueryRow(ctx, `SELECT state, seed_commitment, seed, entries_root, entries, beacon, beacon_signature, beacon_randomness FROM draws WHERE sale_id = $1`, sale).
-		Scan(&d.state, &commitment, &seed, &root, &entries, &d.beacon, &beaconSig, &beaconRnd)
+	err := pg.QueryRow(ctx, `SELECT state, seed_commitment, seed, entries_root, entries, beacon, beacon_signature, beacon_randomness, closes_at FROM draws WHERE sale_id = $1`, sale).
+		Scan(&d.state, &commitment, &seed, &root, &entries, &d.beacon, &beaconSig, &beaconRnd, &d.closes)
 	var pgErr *pgconn.PgError
 	switch {
 	case errors.Is(err, pgx.ErrNoRows), errors.As(err, &pgErr) && pgErr.Code == "42P01":
@@ -364,6 +366,16 @@ func (d *drawState) checkSeed() Check {
 		fail(&c, "state %s: the seed is in Postgres before the draw", d.state)
 	default:
 		note(&c, "state %s: the seed is not revealed yet", d.state)
+	}
+	if b := d.beacon; b != nil {
+		// The rules fix one round: any later one is unknown at the close too, but an operator
+		// free to name it after seeing several could pick the ranking he likes.
+		if want := b.DrawRound(d.closes); b.Round != want {
+			fail(&c, "beacon round %d is not round %d, the first published after closes_at %s", b.Round, want, d.closes.UTC().Format(time.RFC3339))
+		}
+		if err := b.CheckQuicknet(); err != nil {
+			fail(&c, "%v", err)
+		}
 	}
 	switch {
 	case d.beaconErr != nil:

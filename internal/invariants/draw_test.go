@@ -5,9 +5,11 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"sort"
+	"strings"
 	"testing"
 	"time"
 
@@ -29,6 +31,9 @@ type drawWorld struct {
 	user    map[string]string // entry id -> user
 	ranked  map[string][]draw.Ranked
 	base    time.Time // wave 1 opens here
+	// beacon, when set before fix, is the draw's beacon with its fetched round: the ranking
+	// uses its effective seed and the entries close one second before the round is out.
+	beacon *draw.Beacon
 }
 
 // at is a time of the sale's life, in minutes after wave 1 opened.
@@ -39,9 +44,12 @@ func (w *drawWorld) at(minutes float64) time.Time {
 // winner is the user at position pos of variant v's ranking.
 func (w *drawWorld) winner(v string, pos int) string { return w.user[w.ranked[v][pos].ID] }
 
-func newDrawWorld(t *testing.T) *drawWorld {
+func newDrawWorld(t *testing.T) *drawWorld { return newDrawWorldWith(t, nil) }
+
+// newDrawWorldWith is newDrawWorld ranked with beacon's round (nil: commit-reveal only).
+func newDrawWorldWith(t *testing.T, beacon *draw.Beacon) *drawWorld {
 	t.Helper()
-	w := &drawWorld{world: newUnitWorld(t, 1, map[string]int{"a": 2, "b": 1})}
+	w := &drawWorld{world: newUnitWorld(t, 1, map[string]int{"a": 2, "b": 1}), beacon: beacon}
 	w.fix([]string{"a", "b", "a", "a", "b", "a", "a"})
 	// Wave 1 of each variant: [0, stock); wave 2 of a: the unit position 1 left unclaimed.
 	w.wave("a", 1, 0, 2, 0, 10)
@@ -69,7 +77,11 @@ func (w *drawWorld) fix(variants []string) {
 		w.user[e.ID] = fmt.Sprintf("d%d", i)
 	}
 	draw.SortEntries(w.entries)
-	w.ranked = draw.RankVariants(w.seed, w.entries)
+	rankSeed, err := draw.RankingSeed(w.seed, w.beacon)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.ranked = draw.RankVariants(rankSeed, w.entries)
 	leaves := make([]draw.Hash, len(w.entries))
 	for i, e := range w.entries {
 		leaves[i] = draw.Leaf(e)
@@ -80,6 +92,14 @@ func (w *drawWorld) fix(variants []string) {
 	w.exec(`INSERT INTO draws (sale_id, opens_at, closes_at, claim_within_ms, seed_commitment, state, entries, entries_root, seed, closed_at, drawn_at)
 		VALUES ($1, $2, $3, 600000, $4, 'drawn', $5, $6, $7, $3, $3)`,
 		w.sale, w.at(-60), w.at(-1), commitment, len(w.entries), root, seedHex)
+	if b := w.beacon; b != nil {
+		named := b.Chain()
+		named.Round = b.Round
+		chain, _ := json.Marshal(named)
+		closes := b.RoundTime(b.Round).Add(-time.Second)
+		w.exec(`UPDATE draws SET beacon = $2::jsonb, beacon_signature = $3, beacon_randomness = $4, opens_at = $5, closes_at = $6 WHERE sale_id = $1`,
+			w.sale, string(chain), b.Signature, b.Randomness, closes.Add(-time.Hour), closes)
+	}
 	t.Cleanup(func() {
 		// The draw's rows reference the sale: other tests of the same database never see them,
 		// but a rerun with the same id must not either.
@@ -318,5 +338,42 @@ func TestVerifierChecksADrawBetweenTheCloseAndTheDraw(t *testing.T) {
 	w.exec(`UPDATE draws SET seed = $2 WHERE sale_id = $1`, w.sale, hex.EncodeToString(w.seed))
 	if failing, _ := w.drawVerdicts(); !slices.Equal(failing, []int{10}) {
 		t.Fatalf("a seed in Postgres before the draw: failing %v, want [10]", failing)
+	}
+}
+
+// quicknetRound123 is drand quicknet's round 123 as https://api.drand.sh publishes it.
+func quicknetRound123(t *testing.T) *draw.Beacon {
+	t.Helper()
+	b := draw.Quicknet
+	b.Round = 123
+	b.Signature = "b75c69d0b72a5d906e854e808ba7e2accb1542ac355ae486d591aa9d43765482e26cd02df835d3546d23c4b13e0dfc92"
+	rnd, err := b.VerifyRound(b.Round, b.Signature)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.Randomness = hex.EncodeToString(rnd[:])
+	return &b
+}
+
+// A draw with a beacon ranks with the one round the rules fix, the first published after its
+// close: invariant 10 passes it, and fails a later round (also unknown at the close, but one an
+// operator could have picked among several) and quicknet's hash with another genesis.
+func TestVerifierRequiresTheBeaconRoundTheRulesFix(t *testing.T) {
+	w := newDrawWorldWith(t, quicknetRound123(t))
+	if failing, checks := w.drawVerdicts(); len(failing) != 0 {
+		t.Fatalf("a true beacon draw: failing %v (%+v)", failing, checks[10])
+	}
+	b := quicknetRound123(t)
+	// Closed 4 s before round 123: round 122 is the first after the close.
+	w.exec(`UPDATE draws SET closes_at = $2 WHERE sale_id = $1`, w.sale, b.RoundTime(b.Round).Add(-4*time.Second))
+	failing, checks := w.drawVerdicts()
+	if !slices.Equal(failing, []int{10}) || !strings.Contains(checks[10].Detail, "not round 122") {
+		t.Fatalf("a later round than the first after the close: failing %v, check 10 %q", failing, checks[10].Detail)
+	}
+	w.exec(`UPDATE draws SET closes_at = $2, beacon = jsonb_set(beacon, '{genesis_time}', to_jsonb($3::bigint)) WHERE sale_id = $1`,
+		w.sale, b.RoundTime(b.Round).Add(-time.Second), b.GenesisTime-3)
+	failing, checks = w.drawVerdicts()
+	if !slices.Contains(failing, 10) || !strings.Contains(checks[10].Detail, "quicknet") {
+		t.Fatalf("quicknet's hash with another genesis: failing %v, check 10 %q", failing, checks[10].Detail)
 	}
 }

@@ -17,6 +17,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
+	"github.com/seckilledge/seckill/contract"
+	"github.com/seckilledge/seckill/contract/draw"
+	"github.com/seckilledge/seckill/internal/drandtest"
 	"github.com/seckilledge/seckill/internal/harness"
 	"github.com/seckilledge/seckill/internal/openapicheck"
 	"github.com/seckilledge/seckill/internal/proc"
@@ -56,6 +61,7 @@ type tour struct {
 	c                       *http.Client
 	gw, orders, admin       string
 	adminTok, viewTok, shop string
+	redis                   string // the stack's Redis (host:port)
 }
 
 // reply is one decoded answer.
@@ -178,7 +184,7 @@ func TestEveryRouteAnswersAsDocsOpenAPIYamlSays(t *testing.T) {
 		}
 		s.Close()
 	})
-	tr.gw, tr.orders, tr.admin = s.Gateways[0].URL, "http://"+s.Backends[0].Upstream, s.Backends[0].URL
+	tr.gw, tr.orders, tr.admin, tr.redis = s.Gateways[0].URL, "http://"+s.Backends[0].Upstream, s.Backends[0].URL, s.RedisAddr
 
 	tr.ops()
 	roomSale := tr.adminRoutes()
@@ -454,4 +460,35 @@ func (tr *tour) drawSale() {
 	pace()
 	tr.want("token before the purchase window", tr.do("POST", base+"/token", user(a), ""), 403, "not_started")
 	tr.want("draw of no sale", tr.do("GET", tr.gw+"/seckill/"+testenv.ID("none")+"/draw/result", nil, ""), 404, "unknown_sale")
+	tr.lostSeed()
+	// Quicknet's chain hash with another chain's (valid) key.
+	stand := drandtest.New("openapi tour", 3*time.Second, time.Unix(draw.Quicknet.GenesisTime, 0))
+	defer stand.Close()
+	tr.want("a draw naming quicknet's hash with another key", tr.do("POST", tr.admin+"/admin/sales", adm, fmt.Sprintf(
+		`{"id":%q,"starts_at":%q,"ends_at":%q,"stock":1,"draw":{"opens_at":%q,"closes_at":%q,"claim_within":"10m","beacon":{"chain_hash":%q,"public_key":%q,"period":3,"genesis_time":%d}}}`,
+		testenv.ID("oaq"), rfc(10*time.Minute), rfc(time.Hour), rfc(-time.Minute), rfc(10*time.Minute),
+		draw.Quicknet.ChainHash, stand.Chain.PublicKey, draw.Quicknet.GenesisTime)), 400, "beacon_chain_mismatch")
+}
+
+// lostSeed drives a draw whose committed seed is deleted from Redis after its preheat: the
+// preheat again and the run are 409 seed_lost, the status says it is stopped.
+func (tr *tour) lostSeed() {
+	now := time.Now().UTC()
+	rfc := func(d time.Duration) string { return now.Add(d).Format(time.RFC3339) }
+	adm := tr.bearer(tr.adminTok)
+	sale := testenv.ID("oal")
+	tr.want("create the draw that loses its seed", tr.do("POST", tr.admin+"/admin/sales", adm, fmt.Sprintf(
+		`{"id":%q,"starts_at":%q,"ends_at":%q,"stock":1,"draw":{"opens_at":%q,"closes_at":%q,"claim_within":"10m"}}`,
+		sale, rfc(10*time.Minute), rfc(time.Hour), rfc(-time.Minute), rfc(10*time.Minute))), 201, "")
+	tr.want("preheat it", tr.do("POST", tr.admin+"/admin/sales/"+sale+"/preheat", adm, ""), 200, "")
+	rdb := redis.NewClient(&redis.Options{Addr: tr.redis})
+	defer rdb.Close()
+	if err := rdb.HDel(context.Background(), contract.DrawKey(sale), "seed").Err(); err != nil {
+		tr.t.Fatal(err)
+	}
+	tr.want("preheat a draw whose seed is lost", tr.do("POST", tr.admin+"/admin/sales/"+sale+"/preheat", adm, ""), 409, "seed_lost")
+	if r := tr.do("GET", tr.admin+"/admin/sales/"+sale+"/draw", adm, ""); r.Status != 200 || r.str("stopped") == "" {
+		tr.t.Errorf("the status of a draw whose seed is lost: %d %v, want 200 with stopped", r.Status, r.Body)
+	}
+	tr.want("run a draw whose seed is lost", tr.do("POST", tr.admin+"/admin/sales/"+sale+"/draw", adm, ""), 409, "seed_lost")
 }

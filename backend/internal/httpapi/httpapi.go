@@ -29,6 +29,12 @@ const (
 	CodeSalePreheated   = "sale_preheated"
 	CodeUnknownDelivery = "unknown_webhook"
 	CodeAlreadyPending  = "already_pending"
+	// CodeSeedLost refuses a preheat or a draw whose published seed commitment has no seed in
+	// Redis that opens it: the draw is stopped for the operator, never given a new seed.
+	CodeSeedLost = "seed_lost"
+	// CodeBeaconChainMismatch refuses a draw that names drand quicknet's chain hash with another
+	// public key, period or genesis.
+	CodeBeaconChainMismatch = "beacon_chain_mismatch"
 )
 
 // WriteJSON writes v as the JSON body of an answer with the given status.
