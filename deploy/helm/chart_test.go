@@ -18,6 +18,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	"sigs.k8s.io/yaml"
 )
@@ -31,6 +32,7 @@ type rendered struct {
 	pdbs        map[string]*policyv1.PodDisruptionBudget
 	hpas        map[string]*autoscalingv2.HorizontalPodAutoscaler
 	configMaps  map[string]*corev1.ConfigMap
+	netpols     map[string]*networkingv1.NetworkPolicy
 }
 
 // template is `helm template rel ./seckill -n shop` with vals over values.yaml, decoded.
@@ -59,7 +61,7 @@ func template(t *testing.T, vals map[string]any) rendered {
 func decode(manifest string) (rendered, error) {
 	r := rendered{deployments: map[string]*appsv1.Deployment{}, services: map[string]*corev1.Service{},
 		pdbs: map[string]*policyv1.PodDisruptionBudget{}, hpas: map[string]*autoscalingv2.HorizontalPodAutoscaler{},
-		configMaps: map[string]*corev1.ConfigMap{}}
+		configMaps: map[string]*corev1.ConfigMap{}, netpols: map[string]*networkingv1.NetworkPolicy{}}
 	for _, doc := range strings.Split(manifest, "\n---") {
 		if strings.TrimSpace(strings.TrimPrefix(doc, "---")) == "" {
 			continue
@@ -87,6 +89,8 @@ func decode(manifest string) (rendered, error) {
 			obj = &autoscalingv2.HorizontalPodAutoscaler{}
 		case "v1 ConfigMap":
 			obj = &corev1.ConfigMap{}
+		case "networking.k8s.io/v1 NetworkPolicy":
+			obj = &networkingv1.NetworkPolicy{}
 		default:
 			return r, fmt.Errorf("a %s %s: the test knows no such kind", meta.APIVersion, meta.Kind)
 		}
@@ -106,6 +110,8 @@ func decode(manifest string) (rendered, error) {
 			r.hpas[o.Name] = o
 		case *corev1.ConfigMap:
 			r.configMaps[o.Name] = o
+		case *networkingv1.NetworkPolicy:
+			r.netpols[o.Name] = o
 		}
 	}
 	return r, nil
@@ -193,7 +199,7 @@ func TestTheDefaultReleaseIsNGatewaysAndTheBackend(t *testing.T) {
 			t.Errorf("backend %s = %+v, want secret seckill-backend key %s", name, v, key)
 		}
 	}
-	if v, _ := env(bc, "SECKILL_PG_URL"); v.Value != "postgres://seckill:$(SECKILL_PG_PASSWORD)@postgres.data.svc.cluster.local:5432/seckill?sslmode=require" {
+	if v, _ := env(bc, "SECKILL_PG_URL"); v.Value != "postgres://seckill:$(SECKILL_PG_PASSWORD)@postgres.data.svc.cluster.local:5432/seckill?sslmode=verify-full" {
 		t.Errorf("SECKILL_PG_URL %q", v.Value)
 	}
 	if v, _ := env(bc, "SECKILL_ADMIN_HOSTS"); !strings.Contains(v.Value, "rel-seckill-admin:8082") || r.services["rel-seckill-admin"] == nil {
