@@ -248,4 +248,3 @@ func subset(sel, labels map[string]string) bool {
 	}
 	return true
 }
-
