@@ -143,7 +143,16 @@ func (r *Ready) verdict(ctx context.Context) ReadyVerdict {
 	p.asked = now
 	ctx, cancel := context.WithTimeout(ctx, time.Duration(r.Timeout))
 	defer cancel()
-	p.last = p.state.Observe(time.Now(), r.app.redis.client.Ping(ctx).Err())
+	err := r.app.redis.client.Ping(ctx).Err()
+	// Resolved here, not at start: the series appears with the first check, so a gateway that
+	// is never probed does not say Redis is down.
+	up := redisUp.WithLabelValues("readiness")
+	if err == nil {
+		up.Set(1)
+	} else {
+		up.Set(0)
+	}
+	p.last = p.state.Observe(time.Now(), err)
 	return p.last
 }
 

@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
 	"github.com/seckilledge/seckill/internal/handlertest"
 	"github.com/seckilledge/seckill/internal/testenv"
 )
@@ -164,9 +166,15 @@ func TestTheReadyEndpointWaitsForRedisAndRidesOutABlip(t *testing.T) {
 	}
 	proxy.set(true)
 	waitFor(200, "ready")
+	if v := testutil.ToFloat64(redisUp.WithLabelValues("readiness")); v != 1 {
+		t.Errorf("seckill_redis_up %v while Redis answers", v)
+	}
 	proxy.set(false)
 	cut := time.Now()
 	waitFor(200, "degraded")
+	if v := testutil.ToFloat64(redisUp.WithLabelValues("readiness")); v != 0 {
+		t.Errorf("seckill_redis_up %v while Redis is cut", v)
+	}
 	if time.Since(cut) >= 5*time.Second {
 		t.Fatal("the blip outlasted the grace before it was seen: the test proves nothing")
 	}
