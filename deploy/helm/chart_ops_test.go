@@ -12,6 +12,7 @@ import (
 	"helm.sh/helm/v3/pkg/chart/loader"
 	"helm.sh/helm/v3/pkg/chartutil"
 	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/yaml"
 )
 
 // renderErr is `helm template` with vals, for values it must refuse.
@@ -313,3 +314,45 @@ func hasPort(s *corev1.Service, name string) bool {
 }
 
 func reflect2(a, b []string) bool { return strings.Join(a, "\x00") == strings.Join(b, "\x00") }
+
+// The PrometheusRule is off by default; on, it carries every alert of deploy/prometheus/alerts.yml
+// with its expression, labels and annotations as they are (Helm does not template the file).
+func TestThePrometheusRuleCarriesTheAlerts(t *testing.T) {
+	if r := template(t, nil); len(r.rules) != 0 {
+		t.Fatalf("rules by default: %v", keys(r.rules))
+	}
+	r := template(t, map[string]any{"metrics": map[string]any{"prometheusRule": map[string]any{"enabled": true, "labels": map[string]any{"release": "kube-prom"}}}})
+	pr := r.rules["rel-seckill"]
+	if pr == nil || pr.Labels["release"] != "kube-prom" {
+		t.Fatalf("rules %v", keys(r.rules))
+	}
+	raw, err := os.ReadFile("../prometheus/alerts.yml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var file struct {
+		Groups []struct {
+			Rules []struct {
+				Alert, Expr string
+				Annotations map[string]string
+			}
+		}
+	}
+	if err := yaml.Unmarshal(raw, &file); err != nil {
+		t.Fatal(err)
+	}
+	var want, got []string
+	for _, g := range file.Groups {
+		for _, rule := range g.Rules {
+			want = append(want, rule.Alert+"\x00"+rule.Expr+"\x00"+rule.Annotations["summary"])
+		}
+	}
+	for _, g := range pr.Spec.Groups {
+		for _, rule := range g.Rules {
+			got = append(got, rule.Alert+"\x00"+rule.Expr.String()+"\x00"+rule.Annotations["summary"])
+		}
+	}
+	if len(want) < 9 || !reflect2(got, want) {
+		t.Errorf("the PrometheusRule's alerts differ from deploy/prometheus/alerts.yml:\n got %q\nwant %q", got, want)
+	}
+}

@@ -305,6 +305,7 @@ func TestTheChartCarriesDeploysFilesAsTheyAre(t *testing.T) {
 	for copy, orig := range map[string]string{
 		"seckill/files/Caddyfile.production":   "../Caddyfile.production",
 		"seckill/files/grafana-dashboard.json": "../grafana/dashboards/seckill.json",
+		"seckill/files/alerts.yml":             "../prometheus/alerts.yml",
 	} {
 		a, errA := os.ReadFile(copy)
 		b, errB := os.ReadFile(orig)
