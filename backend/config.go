@@ -4,6 +4,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"log/slog"
 	"net/netip"
 	"os"
 	"strconv"
@@ -34,6 +35,10 @@ type Config struct {
 	LockTTL        time.Duration // SECKILL_LOCK_TTL, -lock-ttl: lease of the distributed lock
 	Retention      time.Duration // SECKILL_REDIS_RETENTION, -redis-retention: sale keys live this long after the sale ends
 	Baselines      bool          // SECKILL_BASELINES, -baselines: the naive benchmark endpoints
+	// SECKILL_LOG_LEVEL, -log-level: the least severe record logged (debug, info, warn, error;
+	// default info), parsed into LogLevel by ConfigFromFlags.
+	LogLevelName string
+	LogLevel     slog.Level
 	// Webhooks to the shop (docs/backend.md, "Webhooks").
 	WebhookURL         string        // SECKILL_WEBHOOK_URL, -webhook-url: default receiver of order events
 	WebhookSecrets     string        // SECKILL_WEBHOOK_SECRETS (environment only): signing secrets, new,old
@@ -125,6 +130,7 @@ func ConfigFromFlags(fs *flag.FlagSet, args []string) (Config, error) {
 	fs.StringVar(&c.DrandPublicKey, "drand-public-key", os.Getenv("SECKILL_DRAND_PUBLIC_KEY"), "that chain's public key, hex (built in for quicknet) (SECKILL_DRAND_PUBLIC_KEY)")
 	fs.StringVar(&c.DrandPeriod, "drand-period", os.Getenv("SECKILL_DRAND_PERIOD"), "that chain's period in seconds (built in for quicknet) (SECKILL_DRAND_PERIOD)")
 	fs.StringVar(&c.DrandGenesis, "drand-genesis", os.Getenv("SECKILL_DRAND_GENESIS"), "that chain's genesis, Unix seconds (built in for quicknet) (SECKILL_DRAND_GENESIS)")
+	fs.StringVar(&c.LogLevelName, "log-level", getenv("SECKILL_LOG_LEVEL", "info"), "the least severe log record written: debug, info, warn or error (SECKILL_LOG_LEVEL)")
 	c.WebhookSecrets = os.Getenv("SECKILL_WEBHOOK_SECRETS")
 	c.AdminToken = os.Getenv("SECKILL_ADMIN_TOKEN")
 	c.AdminTokens = os.Getenv("SECKILL_ADMIN_TOKENS")
@@ -133,6 +139,9 @@ func ConfigFromFlags(fs *flag.FlagSet, args []string) (Config, error) {
 	}
 	if err := fs.Parse(args); err != nil {
 		return c, err
+	}
+	if err := c.LogLevel.UnmarshalText([]byte(c.LogLevelName)); err != nil {
+		return c, fmt.Errorf("log level %q: want debug, info, warn or error", c.LogLevelName)
 	}
 	if c.BatchSize < 1 || c.BatchSize > 10000 {
 		return c, fmt.Errorf("batch size %d: want 1..10000", c.BatchSize)

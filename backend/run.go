@@ -24,7 +24,7 @@ import (
 // API until ctx ends. Shutdown stops taking messages, finishes the batch in hand and drains
 // HTTP requests.
 func Run(ctx context.Context, cfg Config) error {
-	log := slog.New(slog.NewJSONHandler(os.Stderr, nil))
+	log := slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: cfg.LogLevel}))
 	tokens, err := ParseTokens(cfg.AdminTokens, cfg.AdminToken)
 	if err != nil {
 		return err

@@ -8,5 +8,6 @@ RUN CGO_ENABLED=0 go build -trimpath -o /out/seckill-backend ./cmd/seckill-backe
 FROM debian:bookworm-slim
 RUN apt-get update && apt-get install -y --no-install-recommends ca-certificates curl && rm -rf /var/lib/apt/lists/*
 COPY --from=builder /out/seckill-backend /usr/local/bin/seckill-backend
-USER nobody
+# Not root, by number so Kubernetes can check runAsNonRoot (65534 is nobody).
+USER 65534:65534
 ENTRYPOINT ["/usr/local/bin/seckill-backend"]

@@ -73,6 +73,9 @@ install_missing() {
 	[ -f /usr/lib/nginx/modules/ngx_http_lua_module.so ] || need+=(libnginx-mod-http-lua)
 	command -v node >/dev/null || need+=(nodejs) # clients/js: go test ./clients/js/ runs node --test
 	command -v npm >/dev/null || need+=(npm)     # axe-core for the pages' tests (install_test_tools)
+	# promtool, for the alert rules' unit tests (deploy/grafana runs promtool test rules). Debian's
+	# package also installs a prometheus service, which nothing here starts or uses.
+	command -v promtool >/dev/null || need+=(prometheus)
 	[ ${#need[@]} -eq 0 ] && return 0
 	[ "$(id -u)" = 0 ] || die "missing packages ${need[*]}; run as root or install them with apt-get"
 	log "installing ${need[*]} from Debian's packages"

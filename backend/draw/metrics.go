@@ -35,3 +35,10 @@ var (
 func Collectors() []prometheus.Collector {
 	return []prometheus.Collector{metricSteps, metricWaves, metricEvents, metricErrors, metricBeacon, metricTick}
 }
+
+func init() {
+	// Both outcomes from the start, at zero: a rule that a draw waits for its beacon compares them.
+	for _, o := range []string{"fetched", "failed"} {
+		metricBeacon.WithLabelValues(o)
+	}
+}

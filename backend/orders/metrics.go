@@ -47,3 +47,11 @@ var (
 func Collectors() []prometheus.Collector {
 	return []prometheus.Collector{metricConsumed, metricBatchSize, metricCommit, metricFailed, metricWriteErrors, metricCompensations, metricLag, metricReleased}
 }
+
+func init() {
+	// Every outcome is exported from the start, at zero, so a rule over the first
+	// dead-lettered message (an increase from nothing) sees it.
+	for _, o := range []string{"created", "duplicate", "failed", "dead_lettered"} {
+		metricConsumed.WithLabelValues(o)
+	}
+}

@@ -1,5 +1,6 @@
-// Package grafana holds the provisioned Grafana dashboard of docker-compose.yml; its test
-// holds every panel to metrics the product really exports.
+// Package grafana holds the provisioned Grafana dashboard of docker-compose.yml; its tests
+// hold every panel, and every alert rule of deploy/prometheus, to metrics the product really
+// exports, and fire each alert on synthetic series (promtool).
 package grafana
 
 import (
@@ -10,6 +11,7 @@ import (
 	"os"
 	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -58,8 +60,8 @@ func families(reg *prometheus.Registry) map[string][]string {
 }
 
 // gatewayFamilies loads an in-process gateway with every seckill handler (throttle, token,
-// gate with its relay) and returns its registry's families, after checking that its admin
-// endpoint serves /metrics as Prometheus scrapes it.
+// gate with its relay, identity, room, draw, readiness) and returns its registry's families,
+// after checking that its admin endpoint serves /metrics as Prometheus scrapes it.
 func gatewayFamilies(t *testing.T) map[string][]string {
 	t.Helper()
 	admin, port := testenv.FreePort(t), testenv.FreePort(t)
@@ -74,7 +76,11 @@ func gatewayFamilies(t *testing.T) map[string][]string {
 				"routes": [
 					{"handle": [{"handler": "seckill_throttle", "zones": [{"name": %q, "key": "{http.request.header.X-User-ID}", "limit": 5, "window": 1000000000}]}]},
 					{"match": [{"path": ["/seckill/*/token"]}], "handle": [{"handler": "seckill_token", "user": "{http.request.header.X-User-ID}"}]},
-					{"match": [{"path": ["/seckill/*/buy"]}], "handle": [{"handler": "seckill_gate", "user": "{http.request.header.X-User-ID}"}]}
+					{"match": [{"path": ["/seckill/*/buy"]}], "handle": [{"handler": "seckill_gate", "user": "{http.request.header.X-User-ID}"}]},
+					{"match": [{"path": ["/me"]}], "handle": [{"handler": "seckill_identity", "jwks_url": "http://127.0.0.1:1/jwks.json", "jwks_allow_http": true, "issuer": "https://shop.example", "audience": "seckill"}]},
+					{"match": [{"path": ["/seckill/*/room"]}], "handle": [{"handler": "seckill_room", "user": "{http.request.header.X-User-ID}"}]},
+					{"match": [{"path": ["/seckill/*/draw"]}], "handle": [{"handler": "seckill_draw", "user": "{http.request.header.X-User-ID}"}]},
+					{"match": [{"path": ["/readyz"]}], "handle": [{"handler": "seckill_ready"}]}
 				]
 			}}}
 		}
@@ -114,10 +120,7 @@ func TestEveryDashboardQueryUsesMetricsTheProductExports(t *testing.T) {
 	if err := json.Unmarshal(raw, &d); err != nil {
 		t.Fatalf("dashboard JSON: %v", err)
 	}
-	exported := gatewayFamilies(t)
-	for name, labels := range families(backend.NewMetricsRegistry()) {
-		exported[name] = labels
-	}
+	exported := exportedFamilies(t)
 	queries := 0
 	for _, p := range d.Panels {
 		if p.Type == "row" {
@@ -128,40 +131,7 @@ func TestEveryDashboardQueryUsesMetricsTheProductExports(t *testing.T) {
 		}
 		for _, tg := range p.Targets {
 			queries++
-			names := metricRef.FindAllString(tg.Expr, -1)
-			if len(names) == 0 {
-				t.Errorf("panel %q: query %q names no metric", p.Title, tg.Expr)
-			}
-			allowed := map[string]bool{"le": true, "instance": true, "job": true}
-			for _, n := range names {
-				fam := n
-				if _, ok := exported[fam]; !ok {
-					fam = strings.TrimSuffix(strings.TrimSuffix(strings.TrimSuffix(n, "_bucket"), "_sum"), "_count")
-				}
-				labels, ok := exported[fam]
-				if !ok {
-					t.Errorf("panel %q: %s is exported by neither the gateway nor the backend", p.Title, n)
-				}
-				for _, l := range labels {
-					allowed[l] = true
-				}
-			}
-			var used []string
-			for _, m := range byClause.FindAllStringSubmatch(tg.Expr, -1) {
-				for _, l := range strings.Split(m[1], ",") {
-					used = append(used, strings.TrimSpace(l))
-				}
-			}
-			for _, m := range matchers.FindAllStringSubmatch(tg.Expr, -1) {
-				for _, mm := range matchName.FindAllStringSubmatch(m[1], -1) {
-					used = append(used, mm[1])
-				}
-			}
-			for _, l := range used {
-				if !allowed[l] {
-					t.Errorf("panel %q: label %q is not a label of %v", p.Title, l, names)
-				}
-			}
+			checkQuery(t, "panel "+strconv.Quote(p.Title), tg.Expr, exported)
 		}
 	}
 	if queries < 10 {
@@ -173,4 +143,61 @@ func TestEveryDashboardQueryUsesMetricsTheProductExports(t *testing.T) {
 	}
 	sort.Strings(names)
 	t.Logf("%d queries checked against %d exported families", queries, len(names))
+}
+
+// exportedFamilies is what a gateway with every handler and the backend export.
+func exportedFamilies(t *testing.T) map[string][]string {
+	t.Helper()
+	exported := gatewayFamilies(t)
+	for name, labels := range families(backend.NewMetricsRegistry()) {
+		exported[name] = labels
+	}
+	return exported
+}
+
+// targetLabels are the labels a scrape adds to every series: the static and Kubernetes
+// service discovery of deploy/prometheus.yml and the Helm chart (its scrape jobs and monitors).
+var targetLabels = []string{"le", "instance", "job", "namespace"}
+
+// checkQuery fails the test when expr names a metric neither the gateway nor the backend
+// exports, or groups or filters by a label none of its metrics (nor the scrape) has.
+func checkQuery(t *testing.T, where, expr string, exported map[string][]string) {
+	t.Helper()
+	names := metricRef.FindAllString(expr, -1)
+	if len(names) == 0 {
+		t.Errorf("%s: query %q names no metric", where, expr)
+	}
+	allowed := map[string]bool{}
+	for _, l := range targetLabels {
+		allowed[l] = true
+	}
+	for _, n := range names {
+		fam := n
+		if _, ok := exported[fam]; !ok {
+			fam = strings.TrimSuffix(strings.TrimSuffix(strings.TrimSuffix(n, "_bucket"), "_sum"), "_count")
+		}
+		labels, ok := exported[fam]
+		if !ok {
+			t.Errorf("%s: %s is exported by neither the gateway nor the backend", where, n)
+		}
+		for _, l := range labels {
+			allowed[l] = true
+		}
+	}
+	var used []string
+	for _, m := range byClause.FindAllStringSubmatch(expr, -1) {
+		for _, l := range strings.Split(m[1], ",") {
+			used = append(used, strings.TrimSpace(l))
+		}
+	}
+	for _, m := range matchers.FindAllStringSubmatch(expr, -1) {
+		for _, mm := range matchName.FindAllStringSubmatch(m[1], -1) {
+			used = append(used, mm[1])
+		}
+	}
+	for _, l := range used {
+		if l != "" && !allowed[l] {
+			t.Errorf("%s: label %q is not a label of %v", where, l, names)
+		}
+	}
 }

@@ -12,13 +12,16 @@ import (
 	"strings"
 	"testing"
 
+	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
 	"helm.sh/helm/v3/pkg/action"
 	"helm.sh/helm/v3/pkg/chart/loader"
 	"helm.sh/helm/v3/pkg/chartutil"
 	appsv1 "k8s.io/api/apps/v1"
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 	"sigs.k8s.io/yaml"
 )
 
@@ -31,6 +34,12 @@ type rendered struct {
 	pdbs        map[string]*policyv1.PodDisruptionBudget
 	hpas        map[string]*autoscalingv2.HorizontalPodAutoscaler
 	configMaps  map[string]*corev1.ConfigMap
+	netpols     map[string]*networkingv1.NetworkPolicy
+	ingresses   map[string]*networkingv1.Ingress
+	httpRoutes  map[string]*gatewayv1.HTTPRoute
+	svcMonitors map[string]*monitoringv1.ServiceMonitor
+	podMonitors map[string]*monitoringv1.PodMonitor
+	rules       map[string]*monitoringv1.PrometheusRule
 }
 
 // template is `helm template rel ./seckill -n shop` with vals over values.yaml, decoded.
@@ -59,7 +68,10 @@ func template(t *testing.T, vals map[string]any) rendered {
 func decode(manifest string) (rendered, error) {
 	r := rendered{deployments: map[string]*appsv1.Deployment{}, services: map[string]*corev1.Service{},
 		pdbs: map[string]*policyv1.PodDisruptionBudget{}, hpas: map[string]*autoscalingv2.HorizontalPodAutoscaler{},
-		configMaps: map[string]*corev1.ConfigMap{}}
+		configMaps: map[string]*corev1.ConfigMap{}, netpols: map[string]*networkingv1.NetworkPolicy{},
+		ingresses: map[string]*networkingv1.Ingress{}, httpRoutes: map[string]*gatewayv1.HTTPRoute{},
+		svcMonitors: map[string]*monitoringv1.ServiceMonitor{}, podMonitors: map[string]*monitoringv1.PodMonitor{},
+		rules: map[string]*monitoringv1.PrometheusRule{}}
 	for _, doc := range strings.Split(manifest, "\n---") {
 		if strings.TrimSpace(strings.TrimPrefix(doc, "---")) == "" {
 			continue
@@ -87,6 +99,18 @@ func decode(manifest string) (rendered, error) {
 			obj = &autoscalingv2.HorizontalPodAutoscaler{}
 		case "v1 ConfigMap":
 			obj = &corev1.ConfigMap{}
+		case "networking.k8s.io/v1 NetworkPolicy":
+			obj = &networkingv1.NetworkPolicy{}
+		case "networking.k8s.io/v1 Ingress":
+			obj = &networkingv1.Ingress{}
+		case "gateway.networking.k8s.io/v1 HTTPRoute":
+			obj = &gatewayv1.HTTPRoute{}
+		case "monitoring.coreos.com/v1 ServiceMonitor":
+			obj = &monitoringv1.ServiceMonitor{}
+		case "monitoring.coreos.com/v1 PodMonitor":
+			obj = &monitoringv1.PodMonitor{}
+		case "monitoring.coreos.com/v1 PrometheusRule":
+			obj = &monitoringv1.PrometheusRule{}
 		default:
 			return r, fmt.Errorf("a %s %s: the test knows no such kind", meta.APIVersion, meta.Kind)
 		}
@@ -106,6 +130,18 @@ func decode(manifest string) (rendered, error) {
 			r.hpas[o.Name] = o
 		case *corev1.ConfigMap:
 			r.configMaps[o.Name] = o
+		case *networkingv1.NetworkPolicy:
+			r.netpols[o.Name] = o
+		case *networkingv1.Ingress:
+			r.ingresses[o.Name] = o
+		case *gatewayv1.HTTPRoute:
+			r.httpRoutes[o.Name] = o
+		case *monitoringv1.ServiceMonitor:
+			r.svcMonitors[o.Name] = o
+		case *monitoringv1.PodMonitor:
+			r.podMonitors[o.Name] = o
+		case *monitoringv1.PrometheusRule:
+			r.rules[o.Name] = o
 		}
 	}
 	return r, nil
@@ -166,8 +202,8 @@ func TestTheDefaultReleaseIsNGatewaysAndTheBackend(t *testing.T) {
 		}
 	}
 	c := gw.Spec.Template.Spec.Containers[0]
-	if p := c.ReadinessProbe; p == nil || p.HTTPGet == nil || p.HTTPGet.Path != "/healthz" || p.HTTPGet.Port.String() != "http" {
-		t.Errorf("gateway readiness %+v, want GET /healthz on http", p)
+	if p := c.ReadinessProbe; p == nil || p.HTTPGet == nil || p.HTTPGet.Path != "/readyz" || p.HTTPGet.Port.String() != "http" {
+		t.Errorf("gateway readiness %+v, want GET /readyz on http", p)
 	}
 	if v, _ := env(c, "SECKILL_BACKEND"); v.Value != "rel-seckill-orders:8081" || r.services["rel-seckill-orders"] == nil {
 		t.Errorf("SECKILL_BACKEND %q; orders service %v", v.Value, r.services["rel-seckill-orders"] != nil)
@@ -193,7 +229,7 @@ func TestTheDefaultReleaseIsNGatewaysAndTheBackend(t *testing.T) {
 			t.Errorf("backend %s = %+v, want secret seckill-backend key %s", name, v, key)
 		}
 	}
-	if v, _ := env(bc, "SECKILL_PG_URL"); v.Value != "postgres://seckill:$(SECKILL_PG_PASSWORD)@postgres.data.svc.cluster.local:5432/seckill?sslmode=require" {
+	if v, _ := env(bc, "SECKILL_PG_URL"); v.Value != "postgres://seckill:$(SECKILL_PG_PASSWORD)@postgres.data.svc.cluster.local:5432/seckill?sslmode=verify-full" {
 		t.Errorf("SECKILL_PG_URL %q", v.Value)
 	}
 	if v, _ := env(bc, "SECKILL_ADMIN_HOSTS"); !strings.Contains(v.Value, "rel-seckill-admin:8082") || r.services["rel-seckill-admin"] == nil {
@@ -269,6 +305,7 @@ func TestTheChartCarriesDeploysFilesAsTheyAre(t *testing.T) {
 	for copy, orig := range map[string]string{
 		"seckill/files/Caddyfile.production":   "../Caddyfile.production",
 		"seckill/files/grafana-dashboard.json": "../grafana/dashboards/seckill.json",
+		"seckill/files/alerts.yml":             "../prometheus/alerts.yml",
 	} {
 		a, errA := os.ReadFile(copy)
 		b, errB := os.ReadFile(orig)

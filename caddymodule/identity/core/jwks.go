@@ -54,6 +54,9 @@ type JWKS struct {
 	// loadedAt is when keys was last fetched successfully (unix ns, j.now's clock): keys older
 	// than maxStale are not used.
 	loadedAt atomic.Int64
+	// started is when the source was made (unix ns, j.now's clock), the age gauge's origin
+	// before the first successful fetch.
+	started int64
 	// ready is closed once the first fetch has finished, well or badly: a request arriving
 	// right after start waits for it instead of being refused for lack of keys.
 	ready chan struct{}
@@ -85,6 +88,8 @@ func NewJWKS(url string, client *http.Client, refresh, minInterval time.Duration
 	j := &JWKS{url: url, client: client, now: now, ready: make(chan struct{}), kick: make(chan struct{}, 1),
 		ctx: ctx, stop: cancel, done: make(chan struct{}), retryFirst: coldRetry.first, retryMost: coldRetry.most}
 	j.Configure(refresh, minInterval, DefaultJWKSMaxStale, logger)
+	j.started = now().UnixNano()
+	jwksSources.Store(j, struct{}{})
 	go j.run(ctx)
 	return j
 }
@@ -110,6 +115,16 @@ func (j *JWKS) usable() *KeySet {
 	return ks
 }
 
+// Age is the time since the last successful fetch (since the source was made, before the
+// first one).
+func (j *JWKS) Age() time.Duration {
+	at := j.loadedAt.Load()
+	if at == 0 {
+		at = j.started
+	}
+	return j.now().Sub(time.Unix(0, at))
+}
+
 // URL is where the keys are fetched from.
 func (j *JWKS) URL() string { return j.url }
 
@@ -122,6 +137,7 @@ func (j *JWKS) Done() <-chan struct{} { return j.done }
 // Destruct stops the background refresh (the glue calls it when the last config using the
 // URL is unloaded; it is a caddy.Destructor without importing Caddy).
 func (j *JWKS) Destruct() error {
+	jwksSources.Delete(j)
 	j.stop()
 	<-j.done
 	return nil

@@ -1,6 +1,8 @@
 package core
 
 import (
+	"sync"
+
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/seckilledge/seckill/caddymodule/internal/metric"
@@ -17,6 +19,24 @@ var (
 		"Fetches of the JWKS document (background refreshes and early fetches for an unknown kid), by result: ok or error (the last good keys stay in use).",
 		"result")
 )
+
+// jwksSources is every JWKS source running (made by NewJWKS, until Destruct), for the age gauge.
+var jwksSources sync.Map // *JWKS -> struct{}
+
+// jwksAge is the age of the stalest key set in use: seconds since the last successful fetch of
+// the source that fetched longest ago (since its start when it never has). A gateway then
+// verifies with keys that old, or refuses every session once they are older than max_stale.
+var jwksAge = prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+	Name: "seckill_identity_jwks_age_seconds",
+	Help: "Seconds since the stalest JWKS source in use last fetched its keys successfully (since its start if never); 0 without a JWKS source.",
+}, func() float64 {
+	var oldest float64
+	jwksSources.Range(func(k, _ any) bool {
+		oldest = max(oldest, k.(*JWKS).Age().Seconds())
+		return true
+	})
+	return oldest
+})
 
 // identityMetric is the subsystem the handlers' own collectors share: one family of
 // seckill_identity_* series whichever package counts.
@@ -37,5 +57,5 @@ func init() {
 
 // Collectors are the core's metrics, for the glue to register with its own.
 func Collectors() []prometheus.Collector {
-	return []prometheus.Collector{jwtCache, jwksFetches}
+	return []prometheus.Collector{jwtCache, jwksFetches, jwksAge}
 }

@@ -53,7 +53,7 @@ var builtin embed.FS
 // loadCatalogues reads our catalogues, then the shop's files over them, and fills in every
 // language's missing keys from English.
 func (k *Kit) loadCatalogues(shop []string) error {
-	k.cats = map[string]map[string]string{}
+	k.cats = map[string]map[string]entry{}
 	entries, _ := builtin.ReadDir("messages")
 	for _, e := range entries {
 		b, _ := builtin.ReadFile("messages/" + e.Name())
@@ -100,20 +100,20 @@ func (k *Kit) loadCatalogues(shop []string) error {
 	return nil
 }
 
-// addCatalogue lays one file (<language>.json: a JSON object of key to text) over the
+// addCatalogue lays one file (<language>.json: a JSON object of key to text or plural forms) over the
 // catalogue of its language.
 func (k *Kit) addCatalogue(file string, b []byte) error {
 	tag, err := language.Parse(strings.TrimSuffix(filepath.Base(file), ".json"))
 	if err != nil {
 		return fmt.Errorf("page: messages: %s: the file's name is not a language tag (de.json, zh-Hans.json): %v", file, err)
 	}
-	var m map[string]string
+	var m map[string]entry
 	if err := json.Unmarshal(b, &m); err != nil {
-		return fmt.Errorf("page: messages: %s: %v (want a JSON object of key to text)", file, err)
+		return fmt.Errorf("page: messages: %s: %v (want a JSON object of key to text, or to a count's plural forms)", file, err)
 	}
 	cat := k.cats[tag.String()]
 	if cat == nil {
-		cat = map[string]string{}
+		cat = map[string]entry{}
 		k.cats[tag.String()] = cat
 	}
 	for key, v := range m {

@@ -67,7 +67,7 @@ type Kind struct {
 // Kit serves one handler's page.
 type Kit struct {
 	kind       Kind
-	cats       map[string]map[string]string // language -> key -> text
+	cats       map[string]map[string]entry // language -> key -> text or plural forms
 	tags       []language.Tag
 	matcher    language.Matcher
 	site       *compiled
@@ -94,7 +94,7 @@ type Data struct {
 	Script template.HTML
 	// Style is our stylesheet (for a <style> element: {{template "style" .}} writes it).
 	Style template.CSS
-	msgs  map[string]string
+	msgs  map[string]entry
 	p     *message.Printer
 }
 
@@ -102,9 +102,28 @@ type Data struct {
 // placeholders (numbers formatted for the language). A missing key is an error, which the
 // check at provision finds.
 func (d Data) T(key string, args ...any) (string, error) {
-	s, ok := d.msgs[key]
+	m, ok := d.msgs[key]
 	if !ok {
 		return "", fmt.Errorf("no message %q", key)
+	}
+	s := m.other()
+	if m.count != "" {
+		n, found := 0, false
+		for i := 0; i+1 < len(args); i += 2 {
+			if name, _ := args[i].(string); name == m.count {
+				switch v := args[i+1].(type) {
+				case int:
+					n, found = v, true
+				case int64:
+					n, found = int(v), true
+				case float64:
+					n, found = int(v), v == float64(int(v))
+				}
+			}
+		}
+		if found {
+			s = m.form(language.Make(d.Lang), n)
+		}
 	}
 	for i := 0; i+1 < len(args); i += 2 {
 		name, _ := args[i].(string)
@@ -252,7 +271,7 @@ func (k *Kit) data(lang, sale string, variants []string) Data {
 	msgs, _ := json.Marshal(k.cats[lang])
 	var b strings.Builder
 	b.WriteString("<noscript><p class=\"sk-noscript\">")
-	b.WriteString(html.EscapeString(k.cats[lang]["common.noscript"]))
+	b.WriteString(html.EscapeString(k.cats[lang]["common.noscript"].other()))
 	b.WriteString("</p></noscript>\n<div id=\"seckill-page\" hidden data-kind=\"")
 	b.WriteString(html.EscapeString(k.kind.Name))
 	b.WriteString("\" data-sale=\"")
@@ -371,6 +390,12 @@ func Script(client, page string) string { return client + "\n" + JS + "\n" + pag
 //go:embed kit.css
 var Style string
 
-// Message is key's text in lang, placeholders unfilled ("" when there is none): for tests
-// and tools that check what a page says.
-func (k *Kit) Message(lang, key string) string { return k.cats[lang][key] }
+// Message is key's text in lang, placeholders unfilled ("" when there is none; a plural
+// message's "other" form): for tests and tools that check what a page says.
+func (k *Kit) Message(lang, key string) string { return k.cats[lang][key].other() }
+
+// PluralMessage is key's form for the count n in lang, placeholders unfilled (a plain text
+// whatever n is).
+func (k *Kit) PluralMessage(lang, key string, n int) string {
+	return k.cats[lang][key].form(language.Make(lang), n)
+}

@@ -8,8 +8,9 @@ const kit = (() => {
   const el = document.getElementById("seckill-page");
   const data = el ? el.dataset : {};
   const lang = data.lang || document.documentElement.lang || "en";
-  /** @type {Record<string, string>} */
+  /** A text, or a count's plural forms ({count: placeholder, one: ..., other: ...}). @type {Record<string, any>} */
   const msgs = JSON.parse(data.messages || "{}");
+  const plurals = new Intl.PluralRules(lang);
   const num = new Intl.NumberFormat(lang);
   const pct = new Intl.NumberFormat(lang, { style: "percent", maximumFractionDigits: 0 });
   const unit = (u) => new Intl.NumberFormat(lang, { style: "unit", unit: u, unitDisplay: "long", maximumFractionDigits: 0 });
@@ -17,9 +18,15 @@ const kit = (() => {
   const two = new Intl.NumberFormat(lang, { minimumIntegerDigits: 2 });
   const dates = new Intl.DateTimeFormat(lang, { dateStyle: "medium", timeStyle: "short" });
 
-  /** A message with its {name} placeholders filled (numbers formatted for the language). */
+  /** A message with its {name} placeholders filled (numbers formatted for the language); a
+   * plural message in the form CLDR's rules give its count (Intl.PluralRules). */
+  const text = (m, vars) => {
+    if (m === undefined || typeof m === "string") return m;
+    const n = vars[m.count];
+    return (typeof n === "number" ? m[plurals.select(n)] : undefined) ?? m.other;
+  };
   const t = (key, vars = {}) =>
-    (msgs[key] ?? key).replace(/\{(\w+)\}/g, (m, k) => (k in vars ? (typeof vars[k] === "number" ? num.format(vars[k]) : String(vars[k])) : m));
+    (text(msgs[key], vars) ?? key).replace(/\{(\w+)\}/g, (m, k) => (k in vars ? (typeof vars[k] === "number" ? num.format(vars[k]) : String(vars[k])) : m));
 
   /** A duration in words: seconds under two minutes, then minutes, then hours. */
   const duration = (s) => {

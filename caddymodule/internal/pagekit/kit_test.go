@@ -3,7 +3,6 @@ package pagekit
 import (
 	"crypto/sha256"
 	"encoding/base64"
-	"encoding/json"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -35,36 +34,6 @@ func get(t *testing.T, k *Kit, sale, acceptLanguage string) (*http.Response, str
 		t.Fatal(err)
 	}
 	return w.Result(), w.Body.String()
-}
-
-// Every built-in catalogue has every English key, and no key English lacks: a missing one
-// would show English in the middle of a German page.
-func TestEveryCatalogueHasEveryEnglishKey(t *testing.T) {
-	read := func(name string) map[string]string {
-		b, err := builtin.ReadFile("messages/" + name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var m map[string]string
-		if err := json.Unmarshal(b, &m); err != nil {
-			t.Fatalf("%s: %v", name, err)
-		}
-		return m
-	}
-	en := read("en.json")
-	for _, name := range []string{"zh-Hans.json", "de.json", "es.json"} {
-		m := read(name)
-		for k := range en {
-			if m[k] == "" {
-				t.Errorf("%s lacks %q", name, k)
-			}
-		}
-		for k := range m {
-			if _, ok := en[k]; !ok {
-				t.Errorf("%s has %q, which en.json lacks", name, k)
-			}
-		}
-	}
 }
 
 // A bad template fails at New (the handlers' provision) with its file and line: a parse

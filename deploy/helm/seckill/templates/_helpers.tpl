@@ -37,3 +37,34 @@ the metrics site appended. */}}
 {{- define "seckill.amqpURL" -}}
 amqp://{{ .user }}:$(SECKILL_AMQP_PASSWORD)@{{ .root.Values.rabbitmq.host }}:{{ .root.Values.rabbitmq.port }}/{{ .root.Values.rabbitmq.vhost }}
 {{- end -}}
+
+
+{{/* The OTEL_* variables of a part (root, service) when tracing is on. */}}
+{{- define "seckill.tracingEnv" -}}
+{{- $t := .root.Values.tracing -}}
+{{- if $t.enabled -}}
+- name: POD_NAME
+  valueFrom:
+    fieldRef: {fieldPath: metadata.name}
+- name: OTEL_TRACES_EXPORTER
+  value: otlp
+{{- with $t.endpoint }}
+- name: OTEL_EXPORTER_OTLP_ENDPOINT
+  value: {{ . | quote }}
+{{- end }}
+- name: OTEL_EXPORTER_OTLP_PROTOCOL
+  value: {{ $t.protocol | quote }}
+- name: OTEL_TRACES_SAMPLER
+  value: {{ $t.sampler | quote }}
+- name: OTEL_TRACES_SAMPLER_ARG
+  value: {{ $t.samplerArg | quote }}
+- name: OTEL_SERVICE_NAME
+  value: {{ .service | quote }}
+- name: OTEL_RESOURCE_ATTRIBUTES
+  value: "k8s.namespace.name={{ .root.Release.Namespace }},k8s.pod.name=$(POD_NAME),service.namespace={{ .root.Values.namespace }}"
+{{- range $k, $v := $t.extraEnv }}
+- name: {{ $k }}
+  value: {{ $v | quote }}
+{{- end }}
+{{- end -}}
+{{- end -}}
