@@ -120,3 +120,15 @@ chaos: stack
 
 clean:
 	rm -rf bin
+
+# ---- Releases (docs/versioning.md) ----
+# make release: dist/ (git-ignored) with the versioned binaries for RELEASE_PLATFORMS, their
+# SHA-256 sums, the chart package, the JS package tarball and the API description.
+RELEASE_PLATFORMS ?= linux/amd64,linux/arm64
+.PHONY: release release-check
+release:
+	$(GO) run scripts/release.go -out dist -platforms '$(RELEASE_PLATFORMS)'
+
+# The sums of a built dist/ checked again.
+release-check:
+	cd dist && sha256sum -c SHA256SUMS
