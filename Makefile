@@ -120,3 +120,21 @@ chaos: stack
 
 clean:
 	rm -rf bin
+
+# ---- Releases (docs/versioning.md) ----
+# make release: dist/ (git-ignored) with the versioned binaries for RELEASE_PLATFORMS, their
+# SHA-256 sums, the chart package, the JS package tarball and the API description.
+RELEASE_PLATFORMS ?= linux/amd64,linux/arm64
+.PHONY: release release-check js-types
+release:
+	$(GO) run scripts/release.go -out dist -platforms '$(RELEASE_PLATFORMS)'
+
+# clients/js/seckill.d.ts emitted from seckill.js's JSDoc (clients/js/types_test.go checks it is current).
+js-types:
+	cd clients/js && $(abspath $(RUN_DIR))/npm-tools/node_modules/.bin/tsc --allowJs --declaration --emitDeclarationOnly \
+		--typeRoots $(abspath $(RUN_DIR))/npm-tools/node_modules/@types --types node --strict --target es2022 \
+		--module nodenext --moduleResolution nodenext --lib es2022,dom --outDir . seckill.js
+
+# The sums of a built dist/ checked again.
+release-check:
+	cd dist && sha256sum -c SHA256SUMS

@@ -36,6 +36,8 @@ require (
 	sigs.k8s.io/yaml v1.6.0
 )
 
+require github.com/standard-webhooks/standard-webhooks/libraries v0.0.1 // indirect
+
 require (
 	cel.dev/cel-go v0.32.0 // indirect
 	cel.dev/expr v0.25.3 // indirect

@@ -84,14 +84,14 @@ func TestDrawEventsAreDeliveredSignedAsDrawEventsAndOrderEventsKeepTheirBody(t *
 	defer rr.mu.Unlock()
 	ts := func(t time.Time) string { return t.Format(time.RFC3339Nano) }
 	want := map[string]string{
-		"won-a": fmt.Sprintf(`{"id":"won-a","type":"draw.won","sale_id":%q,"user_id":"alice","entry_id":"0000000a","variant":"42","wave":1,"claim_until":%q,"at":%q}`,
+		"won-a": fmt.Sprintf(`{"id":"won-a","version":1,"type":"draw.won","sale_id":%q,"user_id":"alice","entry_id":"0000000a","variant":"42","wave":1,"claim_until":%q,"at":%q}`,
 			sale, ts(until), ts(at)),
-		"expired-a": fmt.Sprintf(`{"id":"expired-a","type":"draw.expired","sale_id":%q,"user_id":"alice","entry_id":"0000000a","variant":"42","wave":1,"claim_until":%q,"at":%q}`,
+		"expired-a": fmt.Sprintf(`{"id":"expired-a","version":1,"type":"draw.expired","sale_id":%q,"user_id":"alice","entry_id":"0000000a","variant":"42","wave":1,"claim_until":%q,"at":%q}`,
 			sale, ts(until), ts(until)),
-		"lost-b": fmt.Sprintf(`{"id":"lost-b","type":"draw.lost","sale_id":%q,"user_id":"bob","entry_id":"0000000b","variant":"43","at":%q}`,
+		"lost-b": fmt.Sprintf(`{"id":"lost-b","version":1,"type":"draw.lost","sale_id":%q,"user_id":"bob","entry_id":"0000000b","variant":"43","at":%q}`,
 			sale, ts(at)),
 		// The order event's body as before draws: no draw field, the order's variant and quantity.
-		"created-c": fmt.Sprintf(`{"id":"created-c","type":"order.created","order_id":"order-c","sale_id":%q,"variant":"","quantity":1,"user_id":"carol","at":%q}`,
+		"created-c": fmt.Sprintf(`{"id":"created-c","version":1,"type":"order.created","order_id":"order-c","sale_id":%q,"variant":"","quantity":1,"user_id":"carol","at":%q}`,
 			sale+"o", ts(at)),
 	}
 	if rr.badSig != 0 {

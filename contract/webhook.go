@@ -41,8 +41,12 @@ const SignatureHeader = "Seckill-Signature"
 // WebhookEvent is the JSON body of a webhook.
 type WebhookEvent struct {
 	// ID is the event's idempotency key: the same event delivered twice has the same ID. It is
-	// signed as part of the body (the Idempotency-Key header, a copy, is not).
-	ID      string `json:"id"`
+	// signed as part of the body (the Idempotency-Key header, a copy, is not), and it is the
+	// webhook-id of the Standard Webhooks signature.
+	ID string `json:"id"`
+	// Version is the body's version, WebhookEventVersion (absent from the events of releases
+	// that did not send it: read 0 as 1).
+	Version int    `json:"version,omitempty"`
 	Type    string `json:"type"`
 	OrderID string `json:"order_id"`
 	SaleID  string `json:"sale_id"`
@@ -59,7 +63,9 @@ type WebhookEvent struct {
 // entrant's events are delivered in order (won, then expired), like one order's.
 type DrawEvent struct {
 	// ID is the event's idempotency key, as WebhookEvent.ID.
-	ID      string `json:"id"`
+	ID string `json:"id"`
+	// Version is the body's version, as WebhookEvent.Version.
+	Version int    `json:"version,omitempty"`
 	Type    string `json:"type"`
 	SaleID  string `json:"sale_id"`
 	UserID  string `json:"user_id"`
@@ -143,9 +149,9 @@ func ParseSignature(header string) (Signature, error) {
 	return sig, nil
 }
 
-// webhookMAC is HMAC-SHA256(secret, "<t>.<body>").
+// webhookMAC is HMAC-SHA256(key, "<t>.<body>"), the key the secret's (WebhookKey).
 func webhookMAC(secret string, t int64, body []byte) []byte {
-	m := hmac.New(sha256.New, []byte(secret))
+	m := hmac.New(sha256.New, webhookKey(secret))
 	m.Write(strconv.AppendInt(nil, t, 10))
 	m.Write([]byte{'.'})
 	m.Write(body)
@@ -219,6 +225,11 @@ func VerifyWebhookWith(secrets []string, header string, body []byte, now time.Ti
 	age := now.Unix() - sig.Timestamp
 	if age > int64(tolerance/time.Second) || -age > int64(future/time.Second) {
 		return ErrSignatureTimestamp
+	}
+	for _, s := range secrets {
+		if _, err := WebhookKey(s); err != nil {
+			return ErrWebhookSecret
+		}
 	}
 	ok := false
 	for _, secret := range secrets {

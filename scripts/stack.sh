@@ -8,7 +8,9 @@
 #   scripts/stack.sh env      print the environment the tests and binaries read
 #   scripts/stack.sh env-file only (re)write .run/env, as start does
 #   scripts/stack.sh test-tools  install the test tools from the npm registry (axe-core, for
-#                            the pages' Chromium tests) under .run/npm, as start does
+#                            the pages' Chromium tests, under .run/npm; TypeScript, publint,
+#                            Redocly, openapi-typescript, standardwebhooks under .run/npm-tools),
+#                            as start does
 #
 # Idempotent: start twice is harmless. Ports are not the packages' defaults, so the stack never
 # collides with system services a Debian install may have started (override with the env vars).
@@ -94,6 +96,26 @@ install_test_tools() {
 	mkdir -p "$RUN/npm"
 	log "installing axe-core@$AXE_VERSION from the npm registry under $RUN/npm"
 	npm install --prefix "$RUN/npm" --no-save --no-package-lock --no-audit --no-fund "axe-core@$AXE_VERSION" >/dev/null
+}
+
+# The tools integrators run on what we ship, which the tests run too (internal/npmtools):
+# TypeScript and Node's types (the JS client's declarations, a strict program importing it),
+# publint (the packed package), Redocly's CLI and openapi-typescript (docs/openapi.yaml), the
+# Standard Webhooks library (real deliveries verified as a shop verifies them). Installed in
+# one npm call under .run/npm-tools (git-ignored), pinned to a major or minor version.
+NPM_TOOLS=(typescript@5.9 @types/node@20 publint@0.3 @redocly/cli@2 openapi-typescript@7 standardwebhooks@1)
+install_npm_tools() {
+	local have=1
+	for bin in tsc publint redocly openapi-typescript; do
+		[ -x "$RUN/npm-tools/node_modules/.bin/$bin" ] || have=0
+	done
+	[ -f "$RUN/npm-tools/node_modules/standardwebhooks/package.json" ] || have=0
+	[ -d "$RUN/npm-tools/node_modules/@types/node" ] || have=0
+	[ $have = 1 ] && return 0
+	command -v npm >/dev/null || die "npm is missing: apt-get install -y npm (Debian's package)"
+	mkdir -p "$RUN/npm-tools"
+	log "installing ${NPM_TOOLS[*]} from the npm registry under $RUN/npm-tools"
+	npm install --prefix "$RUN/npm-tools" --no-save --no-package-lock --no-audit --no-fund "${NPM_TOOLS[@]}" >/dev/null
 }
 
 wait_for() { # name, tries, command...
@@ -247,10 +269,11 @@ start)
 	start_rabbit
 	start_pg
 	install_test_tools
+	install_npm_tools
 	write_env
 	;;
 env-file) mkdir -p "$RUN"; write_env ;;
-test-tools) mkdir -p "$RUN"; install_test_tools ;;
+test-tools) mkdir -p "$RUN"; install_test_tools; install_npm_tools ;;
 stop) stop_all ;;
 status) status ;;
 env) print_env ;;

@@ -73,11 +73,11 @@ func TestDrawEventsAreRecordedOnceInOrderPerEntrantAndClaimedAsDrawEvents(t *tes
 		switch ev.Type {
 		case contract.EventDrawWon:
 			if ev.ID != "draw.won:s1:0000000a:1" || ev.UserID != "alice" || ev.EntryID != "0000000a" || ev.Variant != "42" || ev.Wave != 1 ||
-				ev.ClaimUntil == nil || !ev.ClaimUntil.Equal(until) || ev.SaleID != "s1" || len(got) != 9 {
+				ev.ClaimUntil == nil || !ev.ClaimUntil.Equal(until) || ev.SaleID != "s1" || ev.Version != contract.WebhookEventVersion || len(got) != 10 {
 				t.Fatalf("won: %s", b)
 			}
 		case contract.EventDrawLost:
-			if ev.ID != "draw.lost:s1:0000000b:0" || ev.UserID != "bob" || ev.Variant != "43" || got["wave"] != nil || got["claim_until"] != nil || len(got) != 7 {
+			if ev.ID != "draw.lost:s1:0000000b:0" || ev.UserID != "bob" || ev.Variant != "43" || got["wave"] != nil || got["claim_until"] != nil || ev.Version != contract.WebhookEventVersion || len(got) != 8 {
 				t.Fatalf("lost: %s", b)
 			}
 		default:

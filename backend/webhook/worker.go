@@ -166,9 +166,11 @@ type drawFields struct {
 // contract.WebhookEvent (unchanged by draws, byte for byte).
 func (d delivery) body() ([]byte, error) {
 	if d.draw == nil {
-		return json.Marshal(d.event)
+		ev := d.event
+		ev.Version = contract.WebhookEventVersion
+		return json.Marshal(ev)
 	}
-	ev := contract.DrawEvent{ID: d.event.ID, Type: d.event.Type, SaleID: d.event.SaleID, UserID: d.event.UserID,
+	ev := contract.DrawEvent{ID: d.event.ID, Version: contract.WebhookEventVersion, Type: d.event.Type, SaleID: d.event.SaleID, UserID: d.event.UserID,
 		EntryID: d.draw.entryID, Variant: d.draw.variant, At: d.event.At}
 	if d.draw.wave != nil {
 		ev.Wave = *d.draw.wave
@@ -335,7 +337,12 @@ func (w *Worker) post(d delivery) (int, error) {
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("User-Agent", "seckill-backend")
 	req.Header.Set("Idempotency-Key", d.event.ID)
-	req.Header.Set(contract.SignatureHeader, contract.SignWebhook(w.Secrets, time.Now(), body))
+	// Signed twice with the same secrets at the same time: Seckill-Signature (contract.VerifyWebhook)
+	// and the Standard Webhooks headers (webhook-id is the event's id), for the shops that
+	// verify with that specification's libraries.
+	now := time.Now()
+	req.Header.Set(contract.SignatureHeader, contract.SignWebhook(w.Secrets, now, body))
+	contract.SignStandardWebhook(req.Header, w.Secrets, d.event.ID, now, body)
 	resp, err := w.Client.Do(req)
 	if err != nil {
 		return 0, err
@@ -386,6 +393,14 @@ func ParseSecrets(list string) ([]string, error) {
 		}
 		if len(s) < MinSecretLength {
 			return nil, fmt.Errorf("SECKILL_WEBHOOK_SECRETS entry %d is shorter than %d characters", len(out)+1, MinSecretLength)
+		}
+		// A secret in the Standard Webhooks form is its base64 key: at least MinSecretLength
+		// bytes of it, and valid base64 (a typo would sign with nothing anyone holds).
+		if bytes.HasPrefix(s, []byte(contract.StandardSecretPrefix)) {
+			key, err := contract.WebhookKey(string(s))
+			if err != nil || len(key) < MinSecretLength {
+				return nil, fmt.Errorf("SECKILL_WEBHOOK_SECRETS entry %d: a %s secret must be standard base64 of at least %d bytes", len(out)+1, contract.StandardSecretPrefix, MinSecretLength)
+			}
 		}
 		out = append(out, string(s))
 	}

@@ -2,7 +2,7 @@
 /**
  * seckill: a client for the flash-sale edge's buyer protocol (docs/client.md; the wire format
  * is docs/openapi.yaml). One ES module, no dependencies, no build step: it runs in browsers
- * (the proof of work in a Web Worker) and in Node 18+ (in a worker_threads thread).
+ * (the proof of work in a Web Worker) and in Node 20.19+ or 22.12+ (in a worker_threads thread; `require()` of this module works from those versions).
  *
  *   import { Client } from "@seckill/client";
  *   const c = new Client({ baseURL: "https://shop.example" });
@@ -183,6 +183,7 @@ export class DeviceKey {
    */
   async proof(method, url, token = "") {
     const u = new URL(url);
+    /** @type {{ htm: string, htu: string, iat: number, jti: string, ath?: string }} */
     const claims = {
       htm: method,
       htu: u.origin + u.pathname,
@@ -373,11 +374,11 @@ run(workerData, (m) => parentPort.postMessage(m));`;
 
 // ---------------------------------------------------------------------------------- client
 
-/** @param {number} ms @param {AbortSignal} [signal] */
+/** @param {number} ms @param {AbortSignal} [signal] @returns {Promise<void>} */
 function timer(ms, signal) {
   return new Promise((resolve, reject) => {
     signal?.throwIfAborted();
-    const id = setTimeout(resolve, ms);
+    const id = setTimeout(() => resolve(), ms);
     signal?.addEventListener("abort", () => { clearTimeout(id); reject(signal.reason); }, { once: true });
   });
 }

@@ -8,12 +8,20 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"slices"
 	"syscall"
 
 	"github.com/seckilledge/seckill/backend"
+	"github.com/seckilledge/seckill/internal/version"
 )
 
 func main() {
+	// -version answers before the settings are read, so it works with none of them set.
+	flag.Bool("version", false, "print the version and exit")
+	if slices.Contains(os.Args[1:], "-version") || slices.Contains(os.Args[1:], "--version") {
+		fmt.Println(version.Read().String("seckill-backend"))
+		return
+	}
 	cfg, err := backend.ConfigFromFlags(flag.CommandLine, os.Args[1:])
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)

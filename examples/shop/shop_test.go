@@ -513,3 +513,42 @@ func TestTheSessionEndpointOfTheSessionCaddyfileIsTheShops(t *testing.T) {
 		}
 	}
 }
+
+// The shop also checks the Standard Webhooks signature the backend sends beside
+// Seckill-Signature, and says whether it matched.
+func TestTheShopChecksTheStandardWebhooksSignatureToo(t *testing.T) {
+	in := NewInbox(testSecret, 10)
+	for _, c := range []struct {
+		name     string
+		sign     func(h http.Header, id string, body []byte)
+		standard bool
+	}{
+		{"both", func(h http.Header, id string, body []byte) {
+			contract.SignStandardWebhook(h, []string{testSecret}, id, time.Now(), body)
+		}, true},
+		{"signed under another id", func(h http.Header, _ string, body []byte) {
+			contract.SignStandardWebhook(h, []string{testSecret}, "ev-other", time.Now(), body)
+		}, false},
+		{"another secret", func(h http.Header, id string, body []byte) {
+			contract.SignStandardWebhook(h, []string{"not-the-shop-secret-at-all"}, id, time.Now(), body)
+		}, false},
+		{"Seckill-Signature only", func(http.Header, string, []byte) {}, false},
+	} {
+		order := "o9-" + strings.ReplaceAll(c.name, " ", "")
+		body := event(contract.EventOrderCreated, order, "alice")
+		req := httptest.NewRequest(http.MethodPost, "/webhooks", strings.NewReader(string(body)))
+		req.Header.Set(contract.SignatureHeader, contract.SignWebhook([]string{testSecret}, time.Now(), body))
+		c.sign(req.Header, "ev-"+contract.EventOrderCreated+"-"+order, body)
+		rec := httptest.NewRecorder()
+		in.ServeHTTP(rec, req)
+		if rec.Code != http.StatusNoContent {
+			t.Fatalf("%s: %d", c.name, rec.Code)
+		}
+		in.mu.Lock()
+		d := in.deliveries[len(in.deliveries)-1]
+		in.mu.Unlock()
+		if !d.Verified || d.StandardVerified != c.standard {
+			t.Errorf("%s: verified %v, standard_verified %v, want %v", c.name, d.Verified, d.StandardVerified, c.standard)
+		}
+	}
+}

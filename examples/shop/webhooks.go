@@ -23,6 +23,10 @@ type Delivery struct {
 	// Verified is true when the signature matched the first secret of SECKILL_WEBHOOK_SECRETS;
 	// only then was the event believed.
 	Verified bool `json:"verified"`
+	// StandardVerified is true when the Standard Webhooks signature (webhook-id,
+	// webhook-timestamp, webhook-signature) matched too: what a shop verifying with that
+	// specification's libraries would check instead (contract.VerifyStandardWebhook here).
+	StandardVerified bool `json:"standard_verified"`
 	// Duplicate: the event id was seen before (at least once delivery); not applied again.
 	Duplicate bool `json:"duplicate,omitempty"`
 	// Error says why a delivery was refused.
@@ -70,7 +74,7 @@ func (in *Inbox) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, contract.CodeBadRequest, "the body could not be read")
 		return
 	}
-	d, status := in.Receive(r.Header.Get(contract.SignatureHeader), body, time.Now())
+	d, status := in.receive(r.Header.Get(contract.SignatureHeader), r.Header, body, time.Now())
 	if status >= 300 {
 		writeError(w, status, codeFor(status), d.Error)
 		return
@@ -81,6 +85,11 @@ func (in *Inbox) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // Receive handles one delivery: the SignatureHeader value and the raw body, at now. It returns
 // what it recorded and the HTTP status to answer.
 func (in *Inbox) Receive(header string, body []byte, now time.Time) (Delivery, int) {
+	return in.receive(header, nil, body, now)
+}
+
+// receive is Receive, also checking the Standard Webhooks headers of std (nil: none).
+func (in *Inbox) receive(header string, std http.Header, body []byte, now time.Time) (Delivery, int) {
 	d := Delivery{ReceivedAt: now.UTC()}
 	var ev contract.WebhookEvent
 	switch {
@@ -95,6 +104,10 @@ func (in *Inbox) Receive(header string, body []byte, now time.Time) (Delivery, i
 			d.Verified, d.Error = true, "the body is not an event"
 		} else {
 			d.Verified, d.Event = true, &ev
+			// The Standard Webhooks signature covers webhook-id, not the body's id: the two
+			// must agree for its id to be the event's.
+			d.StandardVerified = std != nil && std.Get(contract.StandardIDHeader) == ev.ID &&
+				contract.VerifyStandardWebhook([]string{in.secret}, std, body, now, contract.WebhookVerifyOptions{}) == nil
 		}
 	}
 	if !d.Verified {
