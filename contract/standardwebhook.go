@@ -122,14 +122,7 @@ func VerifyStandardWebhook(secrets []string, h http.Header, body []byte, now tim
 	if err != nil || ts < 0 {
 		return ErrStandardHeaders
 	}
-	tolerance, future := opts.Tolerance, opts.MaxFuture
-	if tolerance <= 0 {
-		tolerance = DefaultWebhookTolerance
-	}
-	if future <= 0 {
-		future = DefaultWebhookMaxFuture
-	}
-	future = min(future, tolerance)
+	tolerance, future := opts.window()
 	age := now.Unix() - ts
 	if age > int64(tolerance/time.Second) || -age > int64(future/time.Second) {
 		return ErrSignatureTimestamp

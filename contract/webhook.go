@@ -209,14 +209,7 @@ func VerifyWebhookWith(secrets []string, header string, body []byte, now time.Ti
 			return ErrWebhookSecret
 		}
 	}
-	tolerance, future := opts.Tolerance, opts.MaxFuture
-	if tolerance <= 0 {
-		tolerance = DefaultWebhookTolerance
-	}
-	if future <= 0 {
-		future = DefaultWebhookMaxFuture
-	}
-	future = min(future, tolerance)
+	tolerance, future := opts.window()
 	sig, err := ParseSignature(header)
 	if err != nil {
 		return err
@@ -251,4 +244,17 @@ func VerifyWebhookWith(secrets []string, header string, body []byte, now time.Ti
 // idempotency key) included.
 func VerifyWebhook(secret, header string, body []byte, tolerance time.Duration, now time.Time) error {
 	return VerifyWebhookWith([]string{secret}, header, body, now, WebhookVerifyOptions{Tolerance: tolerance})
+}
+
+// window is the accepted age of a signature's timestamp and how far ahead of now it may be:
+// the options' values, or the defaults where they are not positive; never more ahead than old.
+func (opts WebhookVerifyOptions) window() (tolerance, future time.Duration) {
+	tolerance, future = opts.Tolerance, opts.MaxFuture
+	if tolerance <= 0 {
+		tolerance = DefaultWebhookTolerance
+	}
+	if future <= 0 {
+		future = DefaultWebhookMaxFuture
+	}
+	return tolerance, min(future, tolerance)
 }
