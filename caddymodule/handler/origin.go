@@ -30,7 +30,7 @@ func CheckRequest(r *http.Request) (Refusal, bool) {
 }
 
 // SameOrigin reports whether a browser could have sent r from a page of the site it is sent
-// to. Issue 33: a simple cross-site POST (a form, Content-Type text/plain) carries the session
+// to. A simple cross-site POST (a form, Content-Type text/plain) carries the session
 // cookie whenever the shop's cookie is SameSite=None, and always from a sibling subdomain
 // (same-site), so it could enter a victim in a draw or move him to another size. The browser
 // sets Sec-Fetch-Site and Origin, and no page can forge them:

@@ -1,5 +1,5 @@
 // Package pagekit is what the pages the gateway serves itself (the waiting room's and the
-// draw's, issue 37) share: the operator's html/template files, checked at provision (a bad
+// draw's) share: the operator's html/template files, checked at provision (a bad
 // template fails there, with its file and line, never at request time); message catalogues
 // as plain JSON files (English, Simplified Chinese, German and Spanish built in, a shop's own
 // files laid over them); the language chosen from Accept-Language or fixed per site or per
