@@ -27,7 +27,7 @@ const (
 // MaxStock is the most units a sale holds, all variants together, and so the most a variant
 // holds or one stock change adds. The stock columns are Postgres integers (up to 2^31 - 1): a
 // bound well inside them, checked at the API, refuses a creation or a stock change that would
-// not fit as the client's 400 instead of the database's error (issue 24).
+// not fit as the client's 400 instead of the database's error.
 const MaxStock = 1_000_000_000
 
 // SaleSummary is one sale in GET /admin/sales and the before/after of the audit trail.
@@ -101,12 +101,12 @@ type RoomSpec struct {
 	// Difficulty is the proof-of-work [min, max] in bits; [0, 0] asks for none.
 	Difficulty *Difficulty `json:"difficulty,omitempty"`
 	// MaxWaiters is the most places the room holds (1..10 000 000); beyond it a new entry gets
-	// 503 queue_full (issue 24).
+	// 503 queue_full.
 	MaxWaiters *int64 `json:"max_waiters,omitempty"`
 }
 
 // Difficulty is a room's proof-of-work [min, max] in bits: exactly two numbers. A Go array
-// alone would take [1, 2, 3] as [1, 2] and [5] as [5, 0] without a word (issue 24).
+// alone would take [1, 2, 3] as [1, 2] and [5] as [5, 0] without a word.
 type Difficulty [2]int
 
 // UnmarshalJSON takes exactly two integers.
