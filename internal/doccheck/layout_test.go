@@ -130,7 +130,7 @@ func layoutRows(t *testing.T, readme []byte, atRoot func(string) bool) []row {
 	return rows
 }
 
-// The README's layout table is the map a new engineer reads first (issue 36): it names every
+// The README's layout table is the map a new engineer reads first: it names every
 // package `go list ./...` sees, and nothing that does not exist. The failure says which rows
 // to add or fix.
 func TestTheReadmeLayoutTableNamesEveryPackageAndNothingElse(t *testing.T) {
