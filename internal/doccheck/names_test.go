@@ -357,3 +357,74 @@ func TestTheReadmeDependencyTableMatchesGoMod(t *testing.T) {
 			strings.Join(unexplained, "\n  "))
 	}
 }
+
+// ---- environment variables and make targets
+
+var (
+	envVar     = regexp.MustCompile(`\bSECKILL_[A-Z0-9_]*[A-Z0-9]\b`)
+	makeTarget = regexp.MustCompile("`make ([a-z][a-z0-9-]*)")
+	targetLine = regexp.MustCompile(`(?m)^([a-z][a-z0-9-]*):`)
+)
+
+// unknownSettings is the SECKILL_* variables text names that no source reads or sets, and the
+// make targets it names that the Makefile does not define.
+func unknownSettings(text, sources, makefile string) []string {
+	known := map[string]bool{}
+	for _, v := range envVar.FindAllString(sources, -1) {
+		known[v] = true
+	}
+	var out []string
+	seen := map[string]bool{}
+	for _, v := range envVar.FindAllString(text, -1) {
+		if !seen[v] && !known[v] {
+			out = append(out, "variable "+v)
+		}
+		seen[v] = true
+	}
+	targets := map[string]bool{}
+	for _, m := range targetLine.FindAllStringSubmatch(makefile, -1) {
+		targets[m[1]] = true
+	}
+	for _, m := range makeTarget.FindAllStringSubmatch(text, -1) {
+		if !targets[m[1]] && !seen["make "+m[1]] {
+			out = append(out, "make "+m[1])
+		}
+		seen["make "+m[1]] = true
+	}
+	return out
+}
+
+func TestUnknownSettingsFindsAVariableAndATargetNobodyDefines(t *testing.T) {
+	sources := `os.Getenv("SECKILL_PG_URL") // and SECKILL_REDIS_ADDR_X is another name`
+	makefile := "run:\n\tscripts/run.sh\ntest: unit\n"
+	doc := "Set SECKILL_PG_URL and SECKILL_REDIS_ADDR, then `make run`, `make test` and `make tests`."
+	got := unknownSettings(doc, sources, makefile)
+	want := []string{"variable SECKILL_REDIS_ADDR", "make tests"}
+	if strings.Join(got, ", ") != strings.Join(want, ", ") {
+		t.Errorf("unknownSettings = %q, want %q", got, want)
+	}
+}
+
+// Every SECKILL_* variable a doc names is one the product reads or sets (Go, the scripts, the
+// Caddyfiles, the chart), and every `make` target a doc names is in the Makefile.
+func TestEveryVariableAndMakeTargetADocNamesExists(t *testing.T) {
+	root := moduleRoot(t)
+	var sources strings.Builder
+	walk(t, root, func(rel string) bool { return isProductSource(rel) || strings.HasSuffix(rel, ".tpl") },
+		func(_ string, text string) { sources.WriteString(text); sources.WriteString("\n") })
+	makefile, err := os.ReadFile(filepath.Join(root, "Makefile"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The sources' variables, once: unknownSettings only needs their names.
+	names := strings.Join(envVar.FindAllString(sources.String(), -1), " ")
+	var found []string
+	walk(t, root, func(rel string) bool { return isDoc(rel) && !isHistory(rel) }, func(rel, text string) {
+		for _, n := range unknownSettings(text, names, string(makefile)) {
+			found = append(found, "  "+rel+": "+n)
+		}
+	})
+	if len(found) > 0 {
+		t.Errorf("docs name variables no source reads or make targets the Makefile lacks; fix the doc:\n%s", strings.Join(found, "\n"))
+	}
+}
