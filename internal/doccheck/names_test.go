@@ -428,3 +428,83 @@ func TestEveryVariableAndMakeTargetADocNamesExists(t *testing.T) {
 		t.Errorf("docs name variables no source reads or make targets the Makefile lacks; fix the doc:\n%s", strings.Join(found, "\n"))
 	}
 }
+
+// ---- Go names
+
+var (
+	// docGoName is a backquoted exported name of a package: `contract.VerifyWebhook`,
+	// `admin.RoomSpec` (a method's receiver type is written too: `sales.Sales.Preheat`).
+	docGoName = regexp.MustCompile("`([a-z][a-z0-9]*)\\.([A-Z][A-Za-z0-9_]*)")
+	// goDecl is a top-level or grouped declaration, or a method, of a Go file.
+	goDecl = regexp.MustCompile(`(?m)^(?:func(?: \([^)]*\))?|type|var|const)\s+([A-Za-z_][A-Za-z0-9_]*)|^\t([A-Z][A-Za-z0-9_]*)\s*(?:=|[A-Za-z*\[(])`)
+)
+
+// packageClause is a Go file's package name.
+var packageClause = regexp.MustCompile(`(?m)^package ([a-z][a-z0-9]*)`)
+
+// declared maps each package name of sources (path -> text; the name of its package clause, an
+// external test package's as its package's, commands left out) to the names its files declare.
+func declared(sources map[string]string) map[string]map[string]bool {
+	out := map[string]map[string]bool{}
+	for _, src := range sources {
+		m := packageClause.FindStringSubmatch(src)
+		if m == nil || m[1] == "main" {
+			continue
+		}
+		pkg := strings.TrimSuffix(m[1], "_test")
+		if out[pkg] == nil {
+			out[pkg] = map[string]bool{}
+		}
+		for _, m := range goDecl.FindAllStringSubmatch(src, -1) {
+			out[pkg][m[1]+m[2]] = true
+		}
+	}
+	return out
+}
+
+// unknownGoNames is the `pkg.Name`s of text whose pkg is one of ours (by name) that declares no
+// such Name. Names of other packages (http.Handler, jose.ES256) are not checked.
+func unknownGoNames(text string, decls map[string]map[string]bool) []string {
+	var out []string
+	seen := map[string]bool{}
+	for _, m := range docGoName.FindAllStringSubmatch(text, -1) {
+		names, ours := decls[m[1]]
+		if !ours || names[m[2]] || seen[m[0]] {
+			continue
+		}
+		seen[m[0]] = true
+		out = append(out, m[1]+"."+m[2])
+	}
+	return out
+}
+
+func TestUnknownGoNamesFindsANameThePackageDoesNotDeclare(t *testing.T) {
+	decls := declared(map[string]string{
+		"contract/admin/admin.go": "package admin\n\ntype RoomSpec struct{}\n\nconst (\n\tMaxVariants = 256\n)\n",
+		"backend/backend.go":      "package backend\n\nfunc New() {}\n",
+		"cmd/caddy/main.go":       "package main\n\nfunc Run() {}\n",
+	})
+	doc := "`admin.RoomSpec`, `admin.MaxVariants`, `backend.New`, `backend.RoomSpec`, `caddy.Duration` and `http.Handler`"
+	got := unknownGoNames(doc, decls)
+	if strings.Join(got, " ") != "backend.RoomSpec" {
+		t.Errorf("unknownGoNames = %q, want [backend.RoomSpec]", got)
+	}
+}
+
+// Every exported Go name a doc writes as `pkg.Name`, for a package of ours, is declared there:
+// a renamed or moved function or type fails here until the docs follow.
+func TestEveryGoNameADocNamesIsDeclared(t *testing.T) {
+	root := moduleRoot(t)
+	sources := map[string]string{}
+	walk(t, root, func(rel string) bool { return strings.HasSuffix(rel, ".go") }, func(rel, text string) { sources[rel] = text })
+	decls := declared(sources)
+	var found []string
+	walk(t, root, func(rel string) bool { return isDoc(rel) && !isHistory(rel) }, func(rel, text string) {
+		for _, n := range unknownGoNames(text, decls) {
+			found = append(found, "  "+rel+": "+n)
+		}
+	})
+	if len(found) > 0 {
+		t.Errorf("docs name Go declarations that do not exist in the package named; fix the doc:\n%s", strings.Join(found, "\n"))
+	}
+}
