@@ -83,6 +83,9 @@ func (p *protocolDraw) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		_ = json.NewDecoder(r.Body).Decode(&body)
 		p.entry = map[string]any{"entry_id": "e-7f3a", "state": "entered", "variant": body.Variant, "variants": testSizes}
 		reply(200, map[string]any{"entry_id": "e-7f3a", "state": "entered", "variant": body.Variant})
+	case path == "/seckill/s1/draw" && r.Method == "DELETE":
+		p.entry = map[string]any{"entry_id": "e-7f3a", "state": "withdrawn", "variants": testSizes}
+		reply(200, map[string]any{"state": "withdrawn"})
 	case path == "/seckill/s1/draw" && r.Method == "GET":
 		if p.entry == nil {
 			reply(404, map[string]string{"code": "not_entered", "message": "not_entered"})

@@ -35,6 +35,10 @@ type protocolRoom struct {
 	answer    any                       // the body of each poll
 	polls     int                       // GET /queue with a ticket
 	roomReads int                       // GET /room
+	// hold, when set, keeps each POST /queue waiting until it is closed (the page stays in
+	// "entering", its work done); held counts the requests it has kept.
+	hold chan struct{}
+	held int
 }
 
 const testDifficulty = 16
@@ -76,6 +80,12 @@ func (p *protocolRoom) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		reply(status, map[string]string{"code": code, "message": code})
 	}
 	p.mu.Lock()
+	if hold := p.hold; hold != nil && r.Method == "POST" && r.URL.Path == "/seckill/s1/queue" {
+		p.held++
+		p.mu.Unlock()
+		<-hold
+		p.mu.Lock()
+	}
 	defer p.mu.Unlock()
 	soon := func(d time.Duration) string { return time.Now().Add(d).UTC().Format(time.RFC3339) }
 	switch path := r.URL.Path; {

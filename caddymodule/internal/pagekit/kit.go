@@ -39,7 +39,8 @@ type Config struct {
 	// language; a new language gets English for the keys it lacks.
 	Messages []string `json:"messages,omitempty"`
 	// The page's language for every buyer (a BCP 47 tag), instead of the best match of the
-	// browser's Accept-Language among the catalogues. Default: Accept-Language decides.
+	// page's ?lang= or the browser's Accept-Language among the catalogues. Default: ?lang=,
+	// then Accept-Language, decides.
 	Lang string `json:"lang,omitempty"`
 	// Per sale (by sale id): a template and a language of its own.
 	Sales map[string]SaleConfig `json:"sales,omitempty"`
@@ -428,6 +429,22 @@ var Style string
 // Message is key's text in lang, placeholders unfilled ("" when there is none; a plural
 // message's "other" form): for tests and tools that check what a page says.
 func (k *Kit) Message(lang, key string) string { return k.cats[lang][key].other() }
+
+// Texts are every text of lang's catalogue (each plural form of a count), placeholders
+// unfilled, sorted: for tests that check a page shows none of another language's.
+func (k *Kit) Texts(lang string) []string {
+	var out []string
+	for _, m := range k.cats[lang] {
+		if m.count == "" {
+			out = append(out, m.text)
+		}
+		for _, s := range m.forms {
+			out = append(out, s)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
 
 // PluralMessage is key's form for the count n in lang, placeholders unfilled (a plain text
 // whatever n is).
