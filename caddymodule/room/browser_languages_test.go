@@ -3,9 +3,12 @@ package room
 import (
 	"fmt"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"golang.org/x/text/language"
 
 	"github.com/seckilledge/seckill/caddymodule/internal/pagekit"
 	"github.com/seckilledge/seckill/caddymodule/internal/pagekit/pagetest"
@@ -29,7 +32,8 @@ func fill(s string, kv ...string) string {
 // The waiting page in each of its nine languages on a phone (390 px wide): every state a
 // buyer meets (entering with the work done, waiting, one person ahead, left, back in line,
 // paused, admitted, bought with "Check this queue" open, sold out, ended, the room full), in
-// the language's sentences and plural forms, none of them left in English, nothing wider
+// the language's sentences and plural forms (the browser's plural rules asking for the very
+// forms our catalogue test does), none of them left in English, nothing wider
 // than the screen, no serious or critical axe-core violation; Arabic right to left, the
 // progress bar filling from the right and the buttons starting there. One browser and one
 // tab for all nine.
@@ -83,6 +87,21 @@ func TestTheWaitingPageInEveryLanguageFitsAPhoneAndPassesAxe(t *testing.T) {
 			tab.Go(srv.URL + "/seckill/s1/queue")
 			if got := pagetest.JS[string](tab, `document.documentElement.lang + " " + document.documentElement.dir`); got != l.lang+" "+pagekit.Direction(l.lang) {
 				t.Fatalf("<html lang dir> = %q, want %s %s", got, l.lang, pagekit.Direction(l.lang))
+			}
+			// The browser's plural rules ask for the forms our catalogue has: each category of
+			// Intl.PluralRules (decimals' too, which "other" answers) has a form, and each form
+			// is one the browser may ask for.
+			intl := pagetest.JS[[]string](tab, `new Intl.PluralRules(document.documentElement.lang).resolvedOptions().pluralCategories`)
+			need := pagekit.PluralCategories(language.MustParse(l.lang))
+			for _, c := range intl {
+				if c != "other" && !slices.Contains(need, c) {
+					t.Errorf("the browser's %s has the plural category %q, which the catalogue test does not ask for (%v)", l.lang, c, need)
+				}
+			}
+			for _, c := range need {
+				if !slices.Contains(intl, c) {
+					t.Errorf("the catalogue test asks %s for the plural form %q, which the browser never picks (%v)", l.lang, c, intl)
+				}
 			}
 			// Entering: the work done, the entry on its way.
 			for held := 0; held == 0; {

@@ -294,8 +294,8 @@ func (p *Tab) Screenshot(path string) {
 // overflow lists what does not fit the screen's width: the page wider than the viewport, an
 // element whose content is wider than its box (scrollWidth past clientWidth: a word that
 // cannot wrap, a row of buttons), a line of text past either edge of the viewport (left of
-// it on a right-to-left page). Only what is rendered counts (a closed <details>, a hidden
-// element, are not).
+// it on a right-to-left page). A hidden element does not count; what a closed <details>
+// holds does (the browser lays it out: it overflows once opened).
 const overflow = `(() => {
   const out = [], w = document.documentElement.clientWidth;
   const name = (e) => e.tagName.toLowerCase() + (e.id ? "#" + e.id : "") + (typeof e.className === "string" && e.className ? "." + e.className.trim().split(/\s+/).join(".") : "");

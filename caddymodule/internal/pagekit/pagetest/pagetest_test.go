@@ -62,4 +62,9 @@ func TestTheChecksCatchWhatOverflowsAPhoneAndWhatIsLeftInEnglish(t *testing.T) {
 	if got := tab.Showing(Untranslated(k, "ja")); len(got) != 1 {
 		t.Errorf("the same page as a Japanese one: %q, want the English line alone", got)
 	}
+	for text, want := range map[string]bool{"Nouvel essai dans 30 secondes.": true, "30 秒後にもう一度試します。": false, "Nouvel essai dans .": false} {
+		if Says(text, "Nouvel essai dans {seconds}.") != want {
+			t.Errorf("Says(%q, the French retry) = %v", text, !want)
+		}
+	}
 }
