@@ -326,14 +326,15 @@ func (p *Tab) Overflowing() []string {
 	return JS[[]string](p, overflow)
 }
 
-// Showing are those of texts the page's visible text holds.
+// Showing are those of texts the page shows: in its visible text, its title, or an
+// aria-label (a progress bar's name, which a screen reader says).
 func (p *Tab) Showing(texts []string) []string {
 	p.t.Helper()
 	if len(texts) == 0 {
 		return nil
 	}
 	b, _ := json.Marshal(texts)
-	return JS[[]string](p, `((texts) => { const shown = document.body.innerText + "\n" + document.title; return texts.filter((s) => shown.includes(s)); })(`+string(b)+`)`)
+	return JS[[]string](p, `((texts) => { const shown = [document.body.innerText, document.title, ...[...document.querySelectorAll("[aria-label]")].map((e) => e.getAttribute("aria-label"))].join("\n"); return texts.filter((s) => shown.includes(s)); })(`+string(b)+`)`)
 }
 
 // Check is what every state of a page must pass, on any screen and in any language: axe-core

@@ -23,7 +23,7 @@ func TestTheChecksCatchWhatOverflowsAPhoneAndWhatIsLeftInEnglish(t *testing.T) {
 		"/word": `<p id="sk-status">Warteschlangenplatzvergabebenachrichtigungseinstellungenübersicht</p>`,
 		"/row":  `<div id="sk-row" style="display:flex;gap:8px"><button style="white-space:nowrap">Participer au tirage au sort</button><button style="white-space:nowrap">Changer de taille</button><button style="white-space:nowrap">Me retirer</button></div>`,
 		"/left": `<p style="transform:translateX(-80px)">` + strings.Repeat("أمامك 3 أشخاص في الطابور الآن. ", 4) + `</p>`,
-		"/fr":   `<p id="sk-status">Vous êtes dans la file</p><p>You are in line</p>`,
+		"/fr":   `<p id="sk-status">Vous êtes dans la file</p><p>You are in line</p><div role="progressbar" aria-label="Browser check"></div>`,
 	}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		dir := "ltr"
@@ -56,11 +56,11 @@ func TestTheChecksCatchWhatOverflowsAPhoneAndWhatIsLeftInEnglish(t *testing.T) {
 		t.Fatalf("Untranslated(fr) = %q: want the English heading, no name both languages write", english)
 	}
 	tab.Go(srv.URL + "/fr")
-	if got := tab.Showing(english); len(got) != 1 || got[0] != "You are in line" {
-		t.Errorf("the French page with an English line: %q, want [You are in line]", got)
+	if got := strings.Join(tab.Showing(english), ", "); got != "Browser check, You are in line" {
+		t.Errorf("the French page with an English line and an English bar's name: %q, want both", got)
 	}
-	if got := tab.Showing(Untranslated(k, "ja")); len(got) != 1 {
-		t.Errorf("the same page as a Japanese one: %q, want the English line alone", got)
+	if got := tab.Showing(Untranslated(k, "ja")); len(got) != 2 {
+		t.Errorf("the same page as a Japanese one: %q, want the English line and label alone", got)
 	}
 	for text, want := range map[string]bool{"Nouvel essai dans 30 secondes.": true, "30 秒後にもう一度試します。": false, "Nouvel essai dans .": false} {
 		if Says(text, "Nouvel essai dans {seconds}.") != want {
