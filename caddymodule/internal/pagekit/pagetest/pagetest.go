@@ -134,7 +134,7 @@ func (b *Browser) TabFor(t *testing.T, d time.Duration, lang string, width, heig
 	if _, err := chromedp.Call(ctx, page.AddScriptToEvaluateOnNewDocument, page.AddScriptToEvaluateOnNewDocumentParams{Source: recorder}); err != nil {
 		t.Fatalf("tab: %v", err)
 	}
-	return &Tab{t: t, Ctx: ctx, axe: b.axe}
+	return &Tab{t: t, Ctx: ctx, axe: b.axe, root: ctx}
 }
 
 // Tab is one page under test.
@@ -142,6 +142,9 @@ type Tab struct {
 	t   *testing.T
 	Ctx context.Context
 	axe string
+	// root is the browser tab's own context, without this case's deadline: what a wait that
+	// ran out reports (the states, what the page said) is read through it.
+	root context.Context
 }
 
 // For is the same tab for the (sub)test t, with its waits bounded by d: a part of a sweep
@@ -149,7 +152,7 @@ type Tab struct {
 func (p *Tab) For(t *testing.T, d time.Duration) *Tab {
 	ctx, cancel := context.WithTimeout(p.Ctx, d)
 	t.Cleanup(cancel)
-	return &Tab{t: t, Ctx: ctx, axe: p.axe}
+	return &Tab{t: t, Ctx: ctx, axe: p.axe, root: p.root}
 }
 
 // SetLanguage makes the tab send Accept-Language lang from its next request on.
@@ -201,36 +204,73 @@ func (p *Tab) Visible(id string) bool {
 
 // State is the page's <body data-state>.
 func (p *Tab) State() string {
-	return JS[string](p, `document.body ? document.body.dataset.state || "" : ""`)
+	p.t.Helper()
+	return JS[string](p, stateJS)
 }
 
+const stateJS = `document.body ? document.body.dataset.state || "" : ""`
+
 // Said is everything #sk-status said, in order.
-func (p *Tab) Said() []string { return JS[[]string](p, `window.__said || []`) }
+func (p *Tab) Said() []string { p.t.Helper(); return JS[[]string](p, `window.__said || []`) }
 
 // States are the states the page went through, in order.
-func (p *Tab) States() []string { return JS[[]string](p, `window.__states || []`) }
+func (p *Tab) States() []string { p.t.Helper(); return JS[[]string](p, `window.__states || []`) }
+
+// peek evaluates expr without failing, within a few seconds of the tab's own context: what
+// a wait that ran out by its case's deadline can still tell about the page.
+func peek[T any](p *Tab, expr string) (T, error) {
+	root := p.root
+	if root == nil {
+		root = p.Ctx
+	}
+	ctx, cancel := context.WithTimeout(root, 5*time.Second)
+	defer cancel()
+	return chromedp.Run(ctx, chromedp.Evaluate[T](expr, chromedp.EvalAwaitPromise))
+}
+
+// page is what a failed wait reports of the page: its states, what it said, its problem.
+func (p *Tab) page() string {
+	v, err := peek[string](p, `JSON.stringify({states: window.__states || [], said: window.__said || [], problem: (document.getElementById("sk-problem") || {}).textContent || ""})`)
+	if err != nil {
+		return "(the page did not answer: " + err.Error() + ")"
+	}
+	return v
+}
+
+// until polls expr in the page until ok accepts its value, failing by the tab's deadline with
+// what was awaited, the last value seen and what the page went through.
+func until[T any](p *Tab, what, expr string, ok func(T) bool) {
+	p.t.Helper()
+	var last T
+	for {
+		ctx, cancel := context.WithTimeout(p.Ctx, 10*time.Second)
+		v, err := chromedp.Run(ctx, chromedp.Evaluate[T](expr, chromedp.EvalAwaitPromise))
+		cancel()
+		if err == nil {
+			if ok(v) {
+				return
+			}
+			last = v
+		}
+		if p.Ctx.Err() != nil {
+			p.t.Fatalf("%s: never, the last value %#v; the page: %s", what, last, p.page())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
 
 // WaitState waits until the page is in state (failing with what it said when it is not by
 // the tab's deadline).
 func (p *Tab) WaitState(state string) {
 	p.t.Helper()
-	for p.State() != state {
-		if p.Ctx.Err() != nil {
-			p.t.Fatalf("the page never reached %q: states %v, said %q, problem %q", state, p.States(), p.Said(), p.Text("problem"))
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	until(p, fmt.Sprintf("the page reaching %q", state), stateJS, func(v string) bool { return v == state })
 }
 
 // WaitText waits until #sk-<id> contains want.
 func (p *Tab) WaitText(id, want string) {
 	p.t.Helper()
-	for !strings.Contains(p.Text(id), want) {
-		if p.Ctx.Err() != nil {
-			p.t.Fatalf("#sk-%s is %q, want %q (states %v)", id, p.Text(id), want, p.States())
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	until(p, fmt.Sprintf("#sk-%s containing %q", id, want), fmt.Sprintf(`(document.getElementById("sk-%s") || {}).textContent || ""`, id),
+		func(v string) bool { return strings.Contains(v, want) })
 }
 
 // Click clicks #sk-<id>.
@@ -398,10 +438,6 @@ func Says(text, message string) bool {
 // WaitSays waits until #sk-<id> says message, with some value in each placeholder.
 func (p *Tab) WaitSays(id, message string) {
 	p.t.Helper()
-	for !Says(p.Text(id), message) {
-		if p.Ctx.Err() != nil {
-			p.t.Fatalf("#sk-%s is %q, want %q (states %v)", id, p.Text(id), message, p.States())
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	until(p, fmt.Sprintf("#sk-%s saying %q", id, message), fmt.Sprintf(`(document.getElementById("sk-%s") || {}).textContent || ""`, id),
+		func(v string) bool { return Says(v, message) })
 }
