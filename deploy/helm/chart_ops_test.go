@@ -168,7 +168,7 @@ func TestTheURLSpaceValuesMoveTheGatewaysRoutes(t *testing.T) {
 	}}).deployments["rel-seckill-gateway"].Spec.Template.Spec.Containers[0]
 	for name, want := range map[string]string{"SECKILL_PREFIX": "/shop-api/drop", "SECKILL_ORDERS_PREFIX": "/shop-api/drop/orders",
 		"SECKILL_ALLOWED_ORIGINS": "https://www.shop.example https://m.shop.example",
-		"SECKILL_READY_PATH": "/edge-ready", "SECKILL_HEALTH_PATH": "/edge-live"} {
+		"SECKILL_READY_PATH":      "/edge-ready", "SECKILL_HEALTH_PATH": "/edge-live"} {
 		if v, ok := env(c, name); !ok || v.Value != want {
 			t.Errorf("%s = %+v, want %s", name, v, want)
 		}
