@@ -68,9 +68,9 @@ func shopPage(t *testing.T) *httptest.Server {
 // A shop whose pages live on another origin than the gateway, with the edge under a prefix of
 // its choosing: in Chromium, the shop's page takes a token, buys and reads the order status
 // through the shipped production Caddyfile, the buyer known only by the shop's signed session
-// cookie sent with the cross-origin requests. The same page served from an origin not on the
-// allow list gets nothing: its preflight and its requests are refused, and no order is made.
-// The old paths are the shop's again.
+// cookie sent with the cross-origin requests; the gateway's own waiting page, under the prefix,
+// sells too. The same shop page served from an origin not on the allow list gets nothing: its
+// preflight and its requests are refused before any purchase. The old paths are the shop's again.
 func TestAPageOnAnAllowedOriginBuysUnderTheShopsPrefixAndNoOtherOriginCan(t *testing.T) {
 	testenv.NeedsServices(t, "the whole stack and Chromium")
 	ctx := shopBrowser(t)
@@ -147,6 +147,22 @@ func TestAPageOnAnAllowedOriginBuysUnderTheShopsPrefixAndNoOtherOriginCan(t *tes
 	if status != http.StatusOK || body["order_id"] != order {
 		t.Errorf("GET %s/%s with the buyer's session: %d %v", shopOrders, order, status, body)
 	}
+
+	// The gateway's own waiting page, under the prefix: its client calls the challenge, the
+	// queue, the token, the purchase and the order status where the gateway says they are.
+	room := testenv.ID("room")
+	openSale(t, g.Admin, room, 3, `,"room":{"rate":50,"oversubscribe":1.5,"session":"2m","prequeue":"15m","difficulty":[8,8]}`)
+	setSession(g.Shop.signIn(testenv.ID("waiter")))
+	if err := chromedp.Do(ctx, chromedp.Navigate(g.Base+shopPrefix+"/"+room+"/queue")); err != nil {
+		t.Fatal(err)
+	}
+	waitPage(t, ctx, "admitted on the waiting page under the prefix: the Buy button",
+		`!!document.getElementById("sk-buy") && !document.getElementById("sk-buy").hidden`, 60*time.Second)
+	time.Sleep(1100 * time.Millisecond) // the user's 5-a-second window has counted the page's calls so far
+	if err := chromedp.Do(ctx, chromedp.Click(chromedp.ID("sk-buy"))); err != nil {
+		t.Fatal(err)
+	}
+	waitPage(t, ctx, "the order written, read at the orders prefix", `document.body.dataset.state === "bought" && document.getElementById("sk-detail").textContent === "Your order is confirmed."`, 60*time.Second)
 
 	// The same page on another origin: the browser is refused before any purchase. A second
 	// buyer, so that "already bought" cannot be the reason.
