@@ -140,7 +140,7 @@ func (a *App) Provision(ctx caddy.Context) error {
 		keys := make([]tokens.Key, 0, len(a.TokenKeys))
 		for _, k := range a.TokenKeys {
 			secret := repl.ReplaceAll(k.Secret, "")
-			// A guessable key lets anybody mint purchase tokens (issue 24): the same check as
+			// A guessable key lets anybody mint purchase tokens: the same check as
 			// the backend's admin tokens. The demo key passes only with `demo`, exactly as
 			// published (a variant of it is no demo, just a weak key).
 			if err := weaksecret.Check(secret); err != nil && !(a.Demo && secret == DemoTokenKey) {

@@ -43,7 +43,7 @@ EOF
 # write_env: .run/env, the stack's variables and, once scripts/run.sh has made them, the secrets
 # of .run/secrets.env, in the very lines run.sh's ensure_secrets writes. `make test` restarts the
 # stack after `make run`: rewriting the file with the stack's variables alone dropped the admin
-# token and token key that the README says .run/env exports (issue 24). Mode 600: it holds them.
+# token and token key that the README says .run/env exports. Mode 600: it holds them.
 write_env() {
 	(
 		umask 077

@@ -49,7 +49,7 @@ func (g *Gate) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 				return true, d.Errf("redis must be %s or %s", RedisPipelined, RedisPooled)
 			}
 		case "relay":
-			// Removed (issue 36) after a release of warnings: the relay belongs to the app.
+			// The relay belongs to the app: the block is refused with a pointer to it.
 			return true, d.Err(errRelayMoved.Error())
 		default:
 			return g.Settings.Option(d, name)

@@ -12,7 +12,7 @@ import (
 	"github.com/seckilledge/seckill/contract"
 )
 
-// Issue 33, item 3: the same-origin rule of every state-changing route of the edge.
+// The same-origin rule of every state-changing route of the edge.
 func TestAStateChangingRequestFromAnotherSiteIsRefused(t *testing.T) {
 	for _, c := range []struct {
 		name   string

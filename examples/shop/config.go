@@ -51,7 +51,7 @@ type Config struct {
 	Events int
 	// Demo acknowledges that this shop signs anyone in by name alone, without a password
 	// (-demo). Required: a sample that anyone could copy into production must not start
-	// without saying so (issue 33).
+	// without saying so.
 	Demo bool
 }
 

@@ -163,7 +163,7 @@ func (s *Shop) cookieName() string {
 func (s *Shop) CookieName() string { return s.cookieName() }
 
 // webhooks lists the deliveries received. They name buyers and their orders and draw results,
-// so the list needs the shop token as a bearer token (issue 33: it was open to anyone who could
+// so the list needs the shop token as a bearer token (it was open to anyone who could
 // reach the shop); without a shop token configured it is never served.
 func (s *Shop) webhooks(w http.ResponseWriter, r *http.Request) {
 	got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")

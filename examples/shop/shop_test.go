@@ -378,7 +378,7 @@ func TestAFormPostFromAnotherSiteIsRefused(t *testing.T) {
 	}
 }
 
-// Issue 33, item 5: the webhook list names buyers, their orders and their draw results: only
+// The webhook list names buyers, their orders and their draw results: only
 // the shop token opens it.
 func TestTheWebhookListNeedsTheShopToken(t *testing.T) {
 	s, srv := newShop(t, "")
@@ -420,7 +420,7 @@ func TestTheWebhookListNeedsTheShopToken(t *testing.T) {
 	}
 }
 
-// Issue 33, item 5: over https the session cookie is __Host-seckill_session (Secure, Path=/,
+// Over https the session cookie is __Host-seckill_session (Secure, Path=/,
 // no Domain), and the shop reads only that name; on http://localhost it keeps the plain name.
 func TestOverHTTPSTheSessionCookieHasTheHostPrefix(t *testing.T) {
 	s, srv := newShopAt(t, "https://shop.example", "")
@@ -455,7 +455,7 @@ func TestOverHTTPSTheSessionCookieHasTheHostPrefix(t *testing.T) {
 	}
 }
 
-// Issue 33, item 5: the password-less sign-in needs -demo, and says what it means.
+// The password-less sign-in needs -demo, and says what it means.
 func TestTheShopStartsOnlyWithDemo(t *testing.T) {
 	if _, err := ConfigFromFlags(flag.NewFlagSet("shop", flag.ContinueOnError), nil); err == nil || !strings.Contains(err.Error(), "-demo") {
 		t.Fatalf("without -demo: %v", err)
@@ -473,7 +473,7 @@ func TestTheShopStartsOnlyWithDemo(t *testing.T) {
 	}
 }
 
-// Issue 33 (informational): deploy/Caddyfile.production-session's default session endpoint is
+// deploy/Caddyfile.production-session's default session endpoint is
 // this shop's GET /session (204 with X-User-ID for a session, 401 without); the file's comment
 // names this shop's cookie, which differs from the file's default cookie name.
 func TestTheSessionEndpointOfTheSessionCaddyfileIsTheShops(t *testing.T) {

@@ -13,13 +13,17 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
+	"unicode"
 
 	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
+
+	"github.com/seckilledge/seckill/caddymodule/internal/pagekit"
 )
 
 // Chromium is the path of Debian's headless browser. Missing, the test fails: scripts/stack.sh
@@ -104,8 +108,15 @@ new MutationObserver(() => {
 // closes when t ends (60 s at most).
 func (b *Browser) Tab(t *testing.T, lang string, width, height int64, mobile bool) *Tab {
 	t.Helper()
+	return b.TabFor(t, 60*time.Second, lang, width, height, mobile)
+}
+
+// TabFor is Tab open for d at most: one tab a test takes through many pages (For bounds each
+// part of it).
+func (b *Browser) TabFor(t *testing.T, d time.Duration, lang string, width, height int64, mobile bool) *Tab {
+	t.Helper()
 	ctx, cancel := chromedp.NewContext(b.ctx)
-	ctx, cancelT := context.WithTimeout(ctx, 60*time.Second)
+	ctx, cancelT := context.WithTimeout(ctx, d)
 	t.Cleanup(func() { cancelT(); cancel() })
 	var vp []chromedp.EmulateViewportOption
 	if mobile {
@@ -131,6 +142,22 @@ type Tab struct {
 	t   *testing.T
 	Ctx context.Context
 	axe string
+}
+
+// For is the same tab for the (sub)test t, with its waits bounded by d: a part of a sweep
+// that fails or hangs fails alone, and the tab goes on to the next.
+func (p *Tab) For(t *testing.T, d time.Duration) *Tab {
+	ctx, cancel := context.WithTimeout(p.Ctx, d)
+	t.Cleanup(cancel)
+	return &Tab{t: t, Ctx: ctx, axe: p.axe}
+}
+
+// SetLanguage makes the tab send Accept-Language lang from its next request on.
+func (p *Tab) SetLanguage(lang string) {
+	p.t.Helper()
+	if _, err := chromedp.Call(p.Ctx, network.SetExtraHTTPHeaders, network.SetExtraHTTPHeadersParams{Headers: network.Headers{"Accept-Language": lang}}); err != nil {
+		p.t.Fatalf("setting Accept-Language: %v", err)
+	}
 }
 
 // AddScript runs src in every document the tab opens from now on, before the page's own
@@ -261,5 +288,120 @@ func (p *Tab) Screenshot(path string) {
 	}
 	if err := os.WriteFile(path, png, 0o644); err != nil {
 		p.t.Fatal(err)
+	}
+}
+
+// overflow lists what does not fit the screen's width: the page wider than the viewport, an
+// element whose content is wider than its box (scrollWidth past clientWidth: a word that
+// cannot wrap, a row of buttons), a line of text past either edge of the viewport (left of
+// it on a right-to-left page). A hidden element does not count; what a closed <details>
+// holds does (the browser lays it out: it overflows once opened).
+const overflow = `(() => {
+  const out = [], w = document.documentElement.clientWidth;
+  const name = (e) => e.tagName.toLowerCase() + (e.id ? "#" + e.id : "") + (typeof e.className === "string" && e.className ? "." + e.className.trim().split(/\s+/).join(".") : "");
+  const text = (e) => JSON.stringify((e.textContent || "").trim().slice(0, 80));
+  if (document.documentElement.scrollWidth > w) out.push("the page is " + document.documentElement.scrollWidth + " px wide on a screen of " + w);
+  for (const e of [document.body, ...document.body.querySelectorAll("*")]) {
+    if (!e.getClientRects().length || getComputedStyle(e).visibility === "hidden") continue;
+    if (e.clientWidth > 0 && e.scrollWidth > e.clientWidth) out.push(name(e) + ": " + e.scrollWidth + " px of content in " + e.clientWidth + ": " + text(e));
+  }
+  const walk = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
+  for (let n; (n = walk.nextNode()); ) {
+    if (!n.textContent.trim()) continue;
+    const r = document.createRange();
+    r.selectNodeContents(n);
+    for (const b of r.getClientRects()) {
+      if (b.width > 0 && (b.left < -0.5 || b.right > w + 0.5)) {
+        out.push(name(n.parentElement) + ": text from " + Math.round(b.left) + " to " + Math.round(b.right) + " px on a screen of " + w + ": " + text(n));
+        break;
+      }
+    }
+  }
+  return out;
+})()`
+
+// Overflowing lists what does not fit the tab's width (nothing, on a page that fits).
+func (p *Tab) Overflowing() []string {
+	p.t.Helper()
+	return JS[[]string](p, overflow)
+}
+
+// Showing are those of texts the page shows: in its visible text, its title, or an
+// aria-label (a progress bar's name, which a screen reader says).
+func (p *Tab) Showing(texts []string) []string {
+	p.t.Helper()
+	if len(texts) == 0 {
+		return nil
+	}
+	b, _ := json.Marshal(texts)
+	return JS[[]string](p, `((texts) => { const shown = [document.body.innerText, document.title, ...[...document.querySelectorAll("[aria-label]")].map((e) => e.getAttribute("aria-label"))].join("\n"); return texts.filter((s) => shown.includes(s)); })(`+string(b)+`)`)
+}
+
+// Check is what every state of a page must pass, on any screen and in any language: axe-core
+// (no serious or critical violation), nothing wider than the screen, and none of english
+// shown (the English of messages the page's language says otherwise: Untranslated).
+func (p *Tab) Check(label string, english []string) {
+	p.t.Helper()
+	p.Axe(label)
+	for _, o := range p.Overflowing() {
+		p.t.Errorf("%s: does not fit the screen: %s", label, o)
+	}
+	for _, s := range p.Showing(english) {
+		p.t.Errorf("%s: the page shows the English %q", label, s)
+	}
+}
+
+// Untranslated are the English texts a page in lang must not show: each English message's
+// words between its placeholders (at least four letters of them), leaving out what lang's own
+// messages hold too (a name such as JavaScript or drand). Nothing for English itself.
+func Untranslated(k *pagekit.Kit, lang string) []string {
+	if lang == "en" {
+		return nil
+	}
+	own := strings.Join(k.Texts(lang), "\n")
+	seen := map[string]bool{}
+	var out []string
+	for _, s := range k.Texts("en") {
+		for _, part := range placeholder.Split(s, -1) {
+			part = strings.TrimSpace(part)
+			if letters(part) < 4 || seen[part] || strings.Contains(own, part) {
+				continue
+			}
+			seen[part] = true
+			out = append(out, part)
+		}
+	}
+	return out
+}
+
+var placeholder = regexp.MustCompile(`\{\w+\}`)
+
+func letters(s string) int {
+	n := 0
+	for _, r := range s {
+		if unicode.IsLetter(r) {
+			n++
+		}
+	}
+	return n
+}
+
+// Says reports whether text is message with some value in each of its {placeholders}.
+func Says(text, message string) bool {
+	parts := placeholder.Split(message, -1)
+	for i, p := range parts {
+		parts[i] = regexp.QuoteMeta(p)
+	}
+	return regexp.MustCompile(`^` + strings.Join(parts, `.+`) + `$`).MatchString(text)
+}
+
+// WaitSays waits until #sk-<id> says message, with some value in each placeholder.
+func (p *Tab) WaitSays(id, message string) {
+	p.t.Helper()
+	for !Says(p.Text(id), message) {
+		if p.Ctx.Err() != nil {
+			p.t.Fatalf("#sk-%s is %q, want %q (states %v)", id, p.Text(id), message, p.States())
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 }
