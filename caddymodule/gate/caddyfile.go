@@ -17,7 +17,8 @@ func init() {
 // UnmarshalCaddyfile parses
 //
 //	seckill_gate [<matcher>] {
-//		sale          <placeholder>          # default {http.request.uri.path.1}
+//		prefix        <path>                 # default the seckill app's prefix (/seckill)
+//		sale          <placeholder>          # default the segment after the prefix ({http.request.uri.path.1} under /seckill)
 //		user          <placeholder>          # default {http.auth.user.id}
 //		require_token
 //		require_admission                    # sales with a waiting room: a live admission is needed

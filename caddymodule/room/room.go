@@ -193,10 +193,15 @@ func (Room) CaddyModule() caddy.ModuleInfo {
 // network I/O.
 func (h *Room) Provision(ctx caddy.Context) error {
 	h.logger = edge.SampledLogger(ctx.Logger())
+	space, err := h.Subject.Inherit(ctx)
+	if err != nil {
+		return fmt.Errorf("seckill_room: %w", err)
+	}
 	h.setDefaults()
 	if err := h.setupPage(); err != nil {
 		return fmt.Errorf("seckill_room: %w", err)
 	}
+	h.page.Mount(space.Prefix, space.OrdersPrefix)
 	app, issuer, err := sealedhttp.Provision(ctx, "seckill_room")
 	if err != nil {
 		return err

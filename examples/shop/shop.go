@@ -244,6 +244,8 @@ type pageData struct {
 	Sales  []string
 	Orders []Order
 	Notice string
+	// Prefix and OrdersPrefix are where the page calls the gateway.
+	Prefix, OrdersPrefix string
 }
 
 func (s *Shop) page(w http.ResponseWriter, r *http.Request) {
@@ -251,7 +253,13 @@ func (s *Shop) page(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Shop) render(w http.ResponseWriter, r *http.Request, status int, user, notice string) {
-	d := pageData{User: user, Sales: s.cfg.Sales, Notice: notice}
+	d := pageData{User: user, Sales: s.cfg.Sales, Notice: notice, Prefix: s.cfg.Prefix, OrdersPrefix: s.cfg.OrdersPrefix}
+	if d.Prefix == "" {
+		d.Prefix = "/seckill"
+	}
+	if d.OrdersPrefix == "" {
+		d.OrdersPrefix = "/orders"
+	}
 	if user != "" {
 		d.Orders = s.inbox.OrdersOf(user)
 	}

@@ -552,3 +552,43 @@ func TestTheShopChecksTheStandardWebhooksSignatureToo(t *testing.T) {
 		}
 	}
 }
+
+// The shop's page calls the gateway in the URL space the gateway was given (SECKILL_PREFIX,
+// SECKILL_ORDERS_PREFIX read by both): the defaults, or the shop's own; a prefix the gateway
+// would refuse stops the shop at start.
+func TestThePageCallsTheGatewayUnderItsPrefix(t *testing.T) {
+	key, err := LoadOrCreateKey("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	page := func(prefix, orders string) string {
+		s, err := New(Config{PublicURL: "http://shop.test", Sales: []string{"demo"}, SessionTTL: time.Hour, Events: 10, Demo: true,
+			Prefix: prefix, OrdersPrefix: orders}, key, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		srv := httptest.NewServer(s.Handler())
+		defer srv.Close()
+		c := browser(t)
+		signIn(t, c, srv.URL, "ann")
+		resp, err := c.Get(srv.URL + "/")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return string(b)
+	}
+	if body := page("", ""); !strings.Contains(body, `const prefix = "/seckill", ordersPrefix = "/orders";`) {
+		t.Errorf("the default URL space is not on the page:\n%.3000s", body)
+	}
+	if body := page("/shop-api/drop", "/shop-api/drop/orders"); !strings.Contains(body, `const prefix = "/shop-api/drop", ordersPrefix = "/shop-api/drop/orders";`) {
+		t.Errorf("the shop's URL space is not on the page:\n%.3000s", body)
+	}
+	for _, bad := range []string{"seckill", "/seckill/", "/a/../b", "/a b"} {
+		c := Config{PublicURL: "http://shop.test", SessionTTL: time.Hour, Demo: true, Prefix: bad}
+		if err := c.Validate(); err == nil {
+			t.Errorf("prefix %q passed", bad)
+		}
+	}
+}

@@ -77,6 +77,8 @@ type Kit struct {
 	saleLang   map[string]string
 	scriptHash string
 	imgSrc     string
+	prefix     string // the edge's routes on this site (Mount)
+	orders     string
 }
 
 type compiled struct {
@@ -91,6 +93,9 @@ type Data struct {
 	Lang     string   // the page's language (BCP 47), for <html lang>
 	Dir      string   // its writing direction, "ltr" or "rtl", for <html dir>
 	Variants []string // a draw's sizes
+	// Prefix and OrdersPrefix are where the edge's routes are on this site (the handler's
+	// prefix, the app's orders_prefix): the page's client calls them, a template may link them.
+	Prefix, OrdersPrefix string
 	// Script is our noscript explanation, the page's data and its one module script: write
 	// it once, at the end of <body>.
 	Script template.HTML
@@ -157,7 +162,7 @@ func Compile(kind Kind, cfg *Config) (*Kit, error) {
 // per language (so a field or message it names that does not exist fails here), none with a
 // script of its own; every catalogue read. Errors name the file and the line.
 func New(kind Kind, cfg Config) (*Kit, error) {
-	k := &Kit{kind: kind, sales: map[string]*compiled{}, saleLang: map[string]string{}}
+	k := &Kit{kind: kind, sales: map[string]*compiled{}, saleLang: map[string]string{}, prefix: "/seckill", orders: "/orders"}
 	if err := k.loadCatalogues(cfg.Messages); err != nil {
 		return nil, err
 	}
@@ -269,7 +274,7 @@ func nameOf(file string) string {
 // data is what a template sees for one page.
 func (k *Kit) data(lang, sale string, variants []string) Data {
 	d := Data{Kind: k.kind.Name, Sale: sale, Lang: lang, Dir: Direction(lang), Variants: variants, msgs: k.cats[lang],
-		Style: template.CSS(Style), p: message.NewPrinter(numbering(lang))}
+		Style: template.CSS(Style), Prefix: k.prefix, OrdersPrefix: k.orders, p: message.NewPrinter(numbering(lang))}
 	msgs, _ := json.Marshal(k.cats[lang])
 	var b strings.Builder
 	b.WriteString("<noscript><p class=\"sk-noscript\">")
@@ -280,6 +285,10 @@ func (k *Kit) data(lang, sale string, variants []string) Data {
 	b.WriteString(html.EscapeString(sale))
 	b.WriteString("\" data-lang=\"")
 	b.WriteString(html.EscapeString(lang))
+	b.WriteString("\" data-prefix=\"")
+	b.WriteString(html.EscapeString(k.prefix))
+	b.WriteString("\" data-orders=\"")
+	b.WriteString(html.EscapeString(k.orders))
 	b.WriteString("\" data-variants=\"")
 	b.WriteString(html.EscapeString(strings.Join(variants, ",")))
 	b.WriteString("\" data-messages=\"")
@@ -290,6 +299,11 @@ func (k *Kit) data(lang, sale string, variants []string) Data {
 	d.Script = template.HTML(b.String()) //nolint:gosec // our script, fixed at build; the values are escaped above
 	return d
 }
+
+// Mount tells the kit where the edge's routes are on the site (the handler's prefix, the app's
+// orders_prefix): the page's client calls them there. Compile sets the defaults, /seckill and
+// /orders.
+func (k *Kit) Mount(prefix, orders string) { k.prefix, k.orders = prefix, orders }
 
 // Lang is the page's language for a request: the sale's, the site's, else the best match
 // among the catalogues of the page's ?lang= (a shop's storefront links to the page in the
@@ -355,7 +369,7 @@ func (k *Kit) Serve(w http.ResponseWriter, r *http.Request, sale string, variant
 	h := w.Header()
 	h.Set("Content-Type", "text/html; charset=utf-8")
 	h.Set("Content-Language", lang)
-	h.Set("Vary", "Accept-Language")
+	h.Add("Vary", "Accept-Language") // after a Vary: Origin of seckill_cors
 	h.Set("Cache-Control", "no-store")
 	h.Set("Content-Security-Policy", k.policy(buf.String(), frameAncestors))
 	w.WriteHeader(http.StatusOK)

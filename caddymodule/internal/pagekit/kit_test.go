@@ -219,3 +219,32 @@ func TestNumbersAreFormattedForTheLanguage(t *testing.T) {
 		}
 	}
 }
+
+// The page's client calls the edge where the handler serves it: the page's data carries the
+// handler's prefix and the app's orders prefix (the defaults until Mount), and a template can
+// read them; a Vary set before (seckill_cors's Origin) is kept.
+func TestThePageCarriesTheEdgesURLSpace(t *testing.T) {
+	k, err := Compile(testKind, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, body := get(t, k, "s1", ""); !strings.Contains(body, `data-prefix="/seckill" data-orders="/orders"`) {
+		t.Errorf("default page data: %.600s", body)
+	}
+	k.Mount("/shop-api/drop", "/shop-api/drop/orders")
+	if _, body := get(t, k, "s1", ""); !strings.Contains(body, `data-prefix="/shop-api/drop" data-orders="/shop-api/drop/orders"`) {
+		t.Errorf("mounted page data: %.600s", body)
+	}
+	d := k.data("en", "s1", nil)
+	if d.Prefix != "/shop-api/drop" || d.OrdersPrefix != "/shop-api/drop/orders" {
+		t.Errorf("template data %q %q", d.Prefix, d.OrdersPrefix)
+	}
+	w := httptest.NewRecorder()
+	w.Header().Set("Vary", "Origin")
+	if err := k.Serve(w, httptest.NewRequest("GET", "/shop-api/drop/s1/queue", nil), "s1", nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	if v := w.Header().Values("Vary"); len(v) != 2 || v[0] != "Origin" || v[1] != "Accept-Language" {
+		t.Errorf("Vary %q, want Origin and Accept-Language", v)
+	}
+}
