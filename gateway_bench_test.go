@@ -37,7 +37,8 @@ import (
 // private Redis, and each request goes straight to the server's ServeHTTP, so what is counted
 // is Caddy's request handling and ours, not the connection's reading and writing (the same for
 // every route). The cases are the seckill-bench ones: the ceiling (`respond`), a purchase
-// token, and a purchase with a valid token (accepted: throttle, gate, the 202); each with the
+// token, a purchase with a valid token (accepted: throttle, gate, the 202), and a click on a
+// sold-out sale by a user who clicked there before (the flood after the sell-out); each with the
 // Caddyfile as shipped, without the global `metrics` option, and with the site's routes wrapped
 // in one `handle` (one instrumented top-level route per request instead of two, but Caddy then
 // compiles the subroute's chain on every request: it costs more than it saves).
@@ -108,7 +109,57 @@ func BenchmarkGatewayChainAllocs(b *testing.B) {
 				return r
 			}, http.StatusAccepted)
 		})
+		b.Run(v.name+"/sold_out", func(b *testing.B) {
+			// The flood after the sell-out: users who clicked once already (their first late
+			// click reads the buyers hash once, off the clock) click again, without a token.
+			soldOut := testenv.ID("gone")
+			if _, _, err := (lua.PreheatCall{
+				Sale: soldOut, Stock: 1, Starts: time.Now().Add(-time.Minute), Ends: time.Now().Add(time.Hour),
+				Retention: time.Hour}).Run(context.Background(), redisClient(b, rdb.Addr())); err != nil {
+				b.Fatal(err)
+			}
+			// Two buyers for one unit: the second one's answer is the gateway's sold-out flag.
+			user += 2
+			sellOut(b, gw, soldOut, user-1, user)
+			first := user + 1
+			for i := range b.N {
+				user++
+				w := newWriter()
+				gw.ServeHTTP(w, clientRequest(http.MethodPost, "/seckill/"+soldOut+"/buy", first+i))
+				if w.status != http.StatusConflict {
+					b.Fatalf("first late click: %d %s", w.status, w.body)
+				}
+			}
+			serve(b, gw, func(i int) *http.Request {
+				return clientRequest(http.MethodPost, "/seckill/"+soldOut+"/buy", first+i)
+			}, http.StatusConflict)
+		})
 		stopChain()
+	}
+}
+
+// sellOut has users a and b take a token each, then buy the last unit of sale in turn: a wins,
+// b is answered sold_out by the script, and the gateway flags the sale sold out.
+func sellOut(b testing.TB, gw http.Handler, sale string, a, bu int) {
+	b.Helper()
+	var tokens [2]string
+	for i, u := range []int{a, bu} {
+		w := newWriter()
+		gw.ServeHTTP(w, clientRequest(http.MethodPost, "/seckill/"+sale+"/token", u))
+		var t struct{ Token string }
+		if w.status != http.StatusOK || json.Unmarshal(w.body, &t) != nil {
+			b.Fatalf("token: %d %s", w.status, w.body)
+		}
+		tokens[i] = t.Token
+	}
+	for i, u := range []int{a, bu} {
+		w := newWriter()
+		r := clientRequest(http.MethodPost, "/seckill/"+sale+"/buy", u)
+		r.Header.Set("X-Seckill-Token", tokens[i])
+		gw.ServeHTTP(w, r)
+		if want := []int{http.StatusAccepted, http.StatusConflict}[i]; w.status != want {
+			b.Fatalf("buy %d: %d %s, want %d", i, w.status, w.body, want)
+		}
 	}
 }
 

@@ -12,6 +12,7 @@
 package gate
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -254,8 +255,9 @@ func (g *Gate) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.Han
 			v, known, err = g.decider.DecideBound(r.Context(), sale, user, token, proof, item, cj)
 		}
 	}
-	if joint != nil && joint.Alone(r.Context()) {
-		// The zones refused (in the script call, or alone when the gate answered before Redis).
+	if joint != nil && settle(r.Context(), joint, v) {
+		// The zones refused: in the script call, alone when the gate refused before Redis, or
+		// by their local tiers when it answered from its memory.
 		return joint.Refuse()
 	}
 	if err != nil {
@@ -305,6 +307,17 @@ func (g *Gate) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.Han
 	}
 	ref.RetryAfter = time.Duration(g.RetryAfter)
 	return g.refuse.Write(w, ref)
+}
+
+// settle settles the zones the script call did not carry: a verdict from this gateway's memory
+// (a sold-out sale) asks no zone's exact tier, so the flood after a sell-out costs Redis
+// nothing (docs/throttle.md, "Answered from memory"); any other refusal before Redis still
+// counts in the zones, so junk floods are limited and banned as before.
+func settle(ctx context.Context, joint handler.Joint, v core.Verdict) (refused bool) {
+	if v.Memory {
+		return joint.Skip()
+	}
+	return joint.Alone(ctx)
 }
 
 // ProofRefused is the outcome (metric label, {http.seckill.outcome}) of a purchase whose DPoP

@@ -41,6 +41,13 @@ func (x *joint) Alone(ctx context.Context) bool {
 	return x.d.Status != 0
 }
 
+func (x *joint) Skip() bool {
+	if !x.answered {
+		x.settle(x.j.Skip())
+	}
+	return x.d.Status != 0
+}
+
 func (x *joint) settle(d core.Decision) {
 	x.d, x.answered = d, true
 	x.h.record(&x.d)

@@ -221,10 +221,12 @@ func (d *Decider) soldOut(ctx context.Context, target, user string) Verdict {
 // read: the buyer may hold another variant, which is no answer to this purchase.
 func (d *Decider) fromMemory(ctx context.Context, target, user, variant string) (Verdict, bool) {
 	if d.SoldOut.SoldOut(target) {
-		return d.soldOut(ctx, target, user), true
+		v := d.soldOut(ctx, target, user)
+		v.Memory = true
+		return v, true
 	}
 	if variant != "" && d.SoldOut.SoldOut(contract.VariantTarget(target, variant)) {
-		return Verdict{Outcome: SoldOut, Target: target, Variant: variant, Short: true}, true
+		return Verdict{Outcome: SoldOut, Target: target, Variant: variant, Short: true, Memory: true}, true
 	}
 	return Verdict{}, false
 }

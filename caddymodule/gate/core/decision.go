@@ -168,6 +168,9 @@ type Verdict struct {
 	// Reason says what a BadRequest about the item is about (ReasonVariant, ...), or that a
 	// NotAdmitted is a draw's (ReasonDraw).
 	Reason string
+	// Memory is set on an answer from this gateway's sold-out memory: no script ran (at most
+	// one plain read of the buyers hash, once per user until the next restock).
+	Memory bool
 }
 
 // Items reports whether an accepted answer names the variant and quantity: on a sale with
