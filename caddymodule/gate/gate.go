@@ -30,6 +30,7 @@ import (
 	"github.com/seckilledge/seckill/caddymodule/edge"
 	"github.com/seckilledge/seckill/caddymodule/gate/core"
 	"github.com/seckilledge/seckill/caddymodule/handler"
+	hcore "github.com/seckilledge/seckill/caddymodule/handler/core"
 	"github.com/seckilledge/seckill/caddymodule/internal/metric"
 	"github.com/seckilledge/seckill/caddymodule/internal/placeholder"
 	"go.uber.org/zap"
@@ -240,19 +241,18 @@ func (g *Gate) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.Han
 		}
 	} else {
 		lendTracerProvider(r.Context())
-		var cj core.Joint
+		req := core.Request{Sale: sale, User: user, Token: token, Item: item}
 		if joint != nil {
-			cj = joint
+			req.Zones = joint
 		}
-		var proof dpop.Proof
 		if g.Enabled() && (g.DeviceBinding == dpop.Required || dpophttp.HasProof(r)) {
-			proof, err = g.Check(r, token, time.Now())
+			req.Proof, err = g.Check(r, token, time.Now())
 		}
 		if err != nil {
 			// Refused before anything is decided: the zones settle alone below.
 			v.Outcome, proofRef, err = ProofRefused, err, nil
 		} else {
-			v, known, err = g.decider.DecideBound(r.Context(), sale, user, token, proof, item, cj)
+			v, known, err = g.decider.Decide(r.Context(), req)
 		}
 	}
 	if joint != nil && settle(r.Context(), joint, v) {
@@ -323,7 +323,7 @@ func settle(ctx context.Context, joint handler.Joint, v core.Verdict) (refused b
 // ProofRefused is the outcome (metric label, {http.seckill.outcome}) of a purchase whose DPoP
 // proof was refused before anything was decided: missing under device_binding required,
 // malformed, for another method or URL, too old (the answer's code says which).
-const ProofRefused core.Outcome = "proof_refused"
+const ProofRefused core.Outcome = hcore.OutcomeProofRefused
 
 // value is tpl as provisioned (v), or compiled now for a gate set up without Provision.
 func value(tpl string, v placeholder.Value) placeholder.Value {

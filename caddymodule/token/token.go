@@ -33,6 +33,7 @@ import (
 	"github.com/seckilledge/seckill/caddymodule/dpop/dpophttp"
 	"github.com/seckilledge/seckill/caddymodule/edge"
 	"github.com/seckilledge/seckill/caddymodule/handler"
+	hcore "github.com/seckilledge/seckill/caddymodule/handler/core"
 	"github.com/seckilledge/seckill/caddymodule/internal/placeholder"
 	"github.com/seckilledge/seckill/caddymodule/token/core"
 	"github.com/seckilledge/seckill/caddymodule/tokenformat"
@@ -200,11 +201,11 @@ func (h *Issuer) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.H
 			break
 		}
 		var err error
-		var cj edge.Joint
+		req := core.Request{Sale: value(h.Sale, h.sale).Get(r, repl), User: value(h.User, h.user).Get(r, repl), JKT: jkt}
 		if joint != nil {
-			cj = joint
+			req.Zones = joint
 		}
-		res, err = h.core.IssueBound(r.Context(), value(h.Sale, h.sale).Get(r, repl), value(h.User, h.user).Get(r, repl), jkt, cj)
+		res, err = h.core.Issue(r.Context(), req)
 		if err != nil {
 			if errors.Is(err, edge.ErrShed) {
 				shed.Inc()
@@ -249,7 +250,7 @@ func (h *Issuer) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.H
 // ProofRefused is the outcome (metric label, {http.seckill.token.outcome}) of a request whose
 // DPoP proof was refused before anything was decided: missing under device_binding required,
 // malformed, for another URL, too old (the answer's code says which).
-const ProofRefused core.Outcome = "proof_refused"
+const ProofRefused core.Outcome = hcore.OutcomeProofRefused
 
 // bindTo returns the thumbprint the token is to be bound to: the key of the request's proof
 // ("" for a bearer token when binding is off, or optional and no proof came), or the refusal
