@@ -196,7 +196,7 @@ func (a *App) Validate() error {
 func (a *App) Start() error {
 	a.broker.start()
 	a.workers.start(a.ctx, a.broker)
-	a.linkJoints()
+	a.linkFloors()
 	current.Store(a)
 	return nil
 }

@@ -204,13 +204,17 @@ func (g *Gate) Validate() error {
 
 // ServeHTTP decides the purchase and writes the answer.
 func (g *Gate) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.Handler) error {
+	return g.ServeDecision(w, r, nil)
+}
+
+// ServeDecision decides the purchase with joint, the zones of the throttle right before the
+// gate in its route (nil for none; handler.Joint), in its script call, and writes the answer.
+// The zones are settled on every path, before anything of the gate's is counted.
+func (g *Gate) ServeDecision(w http.ResponseWriter, r *http.Request, joint handler.Joint) error {
 	repl, _ := r.Context().Value(caddy.ReplacerCtxKey).(*caddy.Replacer)
 	if repl == nil {
 		repl = caddy.NewReplacer()
 	}
-	// The throttle right before this handler may have left its zones to this script call
-	// (handler.Joint): settled on every path, before anything of the gate's is counted.
-	joint := handler.TakeJoint(r)
 	if ref, ok := handler.CheckRequest(r); !ok {
 		if joint != nil && joint.Alone(r.Context()) {
 			return joint.Refuse()
@@ -333,10 +337,6 @@ func value(tpl string, v placeholder.Value) placeholder.Value {
 	return placeholder.Compile(tpl)
 }
 
-// TakesJoint says that the gate runs the zones of a seckill_throttle right before it in its
-// route inside its own script call (handler.Joint; the seckill app links them at start).
-func (g *Gate) TakesJoint() bool { return true }
-
 // EventName is the Caddy event emitted for every decision; its data has sale, user, outcome
 // and order_id.
 const EventName = "seckill_decision"
@@ -365,4 +365,5 @@ var (
 	_ caddy.Provisioner           = (*Gate)(nil)
 	_ caddy.Validator             = (*Gate)(nil)
 	_ caddyhttp.MiddlewareHandler = (*Gate)(nil)
+	_ handler.Decision            = (*Gate)(nil)
 )

@@ -177,14 +177,18 @@ func (h *Issuer) Validate() error {
 
 // ServeHTTP issues a token or refuses.
 func (h *Issuer) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.Handler) error {
+	return h.ServeDecision(w, r, nil)
+}
+
+// ServeDecision issues a token or refuses, with joint, the zones of the throttle right before
+// the issuer in its route (nil for none; handler.Joint), in its script call. The zones are
+// settled on every path, before anything of the issuer's is counted.
+func (h *Issuer) ServeDecision(w http.ResponseWriter, r *http.Request, joint handler.Joint) error {
 	repl, _ := r.Context().Value(caddy.ReplacerCtxKey).(*caddy.Replacer)
 	if repl == nil {
 		repl = caddy.NewReplacer()
 	}
 	start := time.Now()
-	// The throttle right before this handler may have left its zones to this script call
-	// (handler.Joint): settled on every path, before anything of the issuer's is counted.
-	joint := handler.TakeJoint(r)
 	var res core.Result
 	var ref handler.Refusal
 	switch pathRef, canonical := handler.CheckRequest(r); {
@@ -267,15 +271,12 @@ func (h *Issuer) bindTo(r *http.Request) (jkt string, ref handler.Refusal, ok bo
 	return p.JKT, ref, true
 }
 
-// TakesJoint says that the issuer runs the zones of a seckill_throttle right before it in its
-// route inside its own script call (handler.Joint; the seckill app links them at start).
-func (h *Issuer) TakesJoint() bool { return true }
-
 // Interface guards
 var (
 	_ caddy.Provisioner           = (*Issuer)(nil)
 	_ caddy.Validator             = (*Issuer)(nil)
 	_ caddyhttp.MiddlewareHandler = (*Issuer)(nil)
+	_ handler.Decision            = (*Issuer)(nil)
 )
 
 // writeIssued writes a 200 with the token.
