@@ -51,7 +51,9 @@ type Decision interface {
 // Next is where a handler of a purchase's route hands a request on: Caddy's next handler,
 // unless the seckill app linked it to the handler after it in its route (Link), which it then
 // calls directly. Set at start, read on every request (the servers may already serve).
-type Next struct{ p atomic.Pointer[caddyhttp.Handler] }
+type Next struct {
+	p atomic.Pointer[caddyhttp.Handler]
+}
 
 // Link makes h (the route's next handler, ending in a Decision) where requests go.
 func (n *Next) Link(h caddyhttp.Handler) { n.p.Store(&h) }

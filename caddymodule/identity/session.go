@@ -95,7 +95,7 @@ type Session struct {
 	// next is the handler after this one in its route when the seckill app linked them
 	// (handler.Next): a purchase's identity, throttle and decision run as one.
 	next *handler.Next
-	now       func() time.Time
+	now  func() time.Time
 }
 
 // CaddyModule returns the Caddy module information.
