@@ -14,6 +14,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/seckilledge/seckill/caddymodule/edge"
+	"github.com/seckilledge/seckill/contract"
 )
 
 // Rule is one zone's limit as the deciding code sees it: no HTTP, no Caddy.
@@ -310,8 +311,9 @@ func (j *Joint) calls() []Call {
 // AppendKeys appends the zones' KEYS for lua/throttle.lua (two per zone that needs Redis).
 func (j *Joint) AppendKeys(dst []string) []string {
 	for _, i := range j.p.pending {
-		k := j.l.zones[i].counterKey(j.keys[i])
-		dst = append(dst, k, k+":ban")
+		// The counter's key and its ban key in one string: "<counter>:ban", sliced.
+		ban := contract.ThrottleKey(j.l.zones[i].rule.Name, j.keys[i]) + ":ban"
+		dst = append(dst, ban[:len(ban)-len(":ban")], ban)
 	}
 	return dst
 }
