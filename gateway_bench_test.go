@@ -517,3 +517,73 @@ func TestTheShippedDemoSiteDecidesATokenAndAPurchaseInOneScriptCallEach(t *testi
 		t.Fatalf("%d script calls for %d tokens and %d purchases, want %d (one each)", n, buyers, buyers, 2*buyers)
 	}
 }
+
+// commandCalls is how many commands the Redis has run, INFO and PING apart (the test's own
+// reads, the event subscription's health checks); a script's own calls count too.
+func commandCalls(t testing.TB, c *redis.Client) int {
+	t.Helper()
+	info := c.Info(context.Background(), "commandstats").Val()
+	n := 0
+	for _, line := range strings.Split(info, "\n") {
+		name, rest, ok := strings.Cut(strings.TrimSpace(line), ":")
+		if !ok || !strings.HasPrefix(name, "cmdstat_") || name == "cmdstat_info" || name == "cmdstat_ping" {
+			continue
+		}
+		_, rest, _ = strings.Cut(rest, "calls=")
+		v, _, _ := strings.Cut(rest, ",")
+		k, _ := strconv.Atoi(v)
+		n += k
+	}
+	return n
+}
+
+// On the demo site as shipped, the flood after the sell-out reaches no script: once the gateway
+// knows the sale is sold out, a user's first late click reads the buyers hash once and his
+// later ones cost Redis no command at all, throttle included (docs/throttle.md, "Answered from
+// memory"). The relay is off, so that its polls stay out of the count.
+func TestTheShippedDemoSiteAnswersTheFloodAfterTheSellOutWithoutRedis(t *testing.T) {
+	src, err := os.ReadFile("Caddyfile")
+	if err != nil {
+		t.Fatal(err)
+	}
+	relay := regexp.MustCompile(`(?m)^\t\trelay \{\n\t\t\tpoll_interval 100ms\n\t\t\}`)
+	rdb := testenv.StartRedis(t)
+	t.Setenv("SECKILL_REDIS_ADDR", rdb.Addr())
+	key := make([]byte, 32)
+	_, _ = rand.Read(key)
+	t.Setenv("SECKILL_TOKEN_KEY", hex.EncodeToString(key))
+	t.Setenv("SECKILL_NAMESPACE", testenv.ID("flood-"))
+	gw, _ := startChain(t, relay.ReplaceAllString(string(src), "\t\trelay {\n\t\t\tdisabled\n\t\t}"))
+	t.Cleanup(stopChain)
+	c := redisClient(t, rdb.Addr())
+	sale := testenv.ID("gone")
+	if _, _, err := (lua.PreheatCall{Sale: sale, Stock: 1, Starts: time.Now().Add(-time.Minute),
+		Ends: time.Now().Add(time.Hour), Retention: time.Hour}).Run(context.Background(), c); err != nil {
+		t.Fatal(err)
+	}
+	sellOut(t, gw, sale, 1, 2)
+	const users = 20
+	click := func(u int) {
+		w := newWriter()
+		gw.ServeHTTP(w, clientRequest(http.MethodPost, "/seckill/"+sale+"/buy", 100+u))
+		if w.status != http.StatusConflict || !strings.Contains(string(w.body), `"sold_out"`) {
+			t.Fatalf("late click of user %d: %d %s, want 409 sold_out", u, w.status, w.body)
+		}
+	}
+	before, scripts := commandCalls(t, c), scriptCalls(t, c)
+	for u := range users {
+		click(u)
+	}
+	if n, s := commandCalls(t, c)-before, scriptCalls(t, c)-scripts; n != users || s != 0 {
+		t.Fatalf("%d first late clicks: %d commands, %d scripts; want one read each and no script", users, n, s)
+	}
+	before = commandCalls(t, c)
+	for range 2 {
+		for u := range users {
+			click(u)
+		}
+	}
+	if n := commandCalls(t, c) - before; n != 0 {
+		t.Fatalf("%d repeated late clicks ran %d commands in Redis, want none", 2*users, n)
+	}
+}
