@@ -37,7 +37,8 @@ import (
 // private Redis, and each request goes straight to the server's ServeHTTP, so what is counted
 // is Caddy's request handling and ours, not the connection's reading and writing (the same for
 // every route). The cases are the seckill-bench ones: the ceiling (`respond`), a purchase
-// token, and a purchase with a valid token (accepted: throttle, gate, the 202); each with the
+// token, a purchase with a valid token (accepted: throttle, gate, the 202), and a click on a
+// sold-out sale by a user who clicked there before (the flood after the sell-out); each with the
 // Caddyfile as shipped, without the global `metrics` option, and with the site's routes wrapped
 // in one `handle` (one instrumented top-level route per request instead of two, but Caddy then
 // compiles the subroute's chain on every request: it costs more than it saves).
@@ -71,6 +72,7 @@ func BenchmarkGatewayChainAllocs(b *testing.B) {
 		{"shipped", func(s string) string { return s }},
 		{"no_metrics", func(s string) string { return globalMetrics.ReplaceAllString(s, "") }},
 		{"one_route", oneRoute},
+		{"purchase_first", purchaseFirst},
 	} {
 		gw, ceil := startChain(b, v.edit(string(src)))
 		sale := testenv.ID("bench")
@@ -108,8 +110,84 @@ func BenchmarkGatewayChainAllocs(b *testing.B) {
 				return r
 			}, http.StatusAccepted)
 		})
+		b.Run(v.name+"/sold_out", func(b *testing.B) {
+			// The flood after the sell-out: users who clicked once already (their first late
+			// click reads the buyers hash once, off the clock) click again, without a token.
+			soldOut := testenv.ID("gone")
+			if _, _, err := (lua.PreheatCall{
+				Sale: soldOut, Stock: 1, Starts: time.Now().Add(-time.Minute), Ends: time.Now().Add(time.Hour),
+				Retention: time.Hour}).Run(context.Background(), redisClient(b, rdb.Addr())); err != nil {
+				b.Fatal(err)
+			}
+			// Two buyers for one unit: the second one's answer is the gateway's sold-out flag.
+			user += 2
+			sellOut(b, gw, soldOut, user-1, user)
+			first := user + 1
+			for i := range b.N {
+				user++
+				w := newWriter()
+				gw.ServeHTTP(w, clientRequest(http.MethodPost, "/seckill/"+soldOut+"/buy", first+i))
+				if w.status != http.StatusConflict {
+					b.Fatalf("first late click: %d %s", w.status, w.body)
+				}
+			}
+			serve(b, gw, func(i int) *http.Request {
+				return clientRequest(http.MethodPost, "/seckill/"+soldOut+"/buy", first+i)
+			}, http.StatusConflict)
+		})
 		stopChain()
 	}
+}
+
+// sellOut has users a and b take a token each, then buy the last unit of sale in turn: a wins,
+// b is answered sold_out by the script, and the gateway flags the sale sold out.
+func sellOut(b testing.TB, gw http.Handler, sale string, a, bu int) {
+	b.Helper()
+	var tokens [2]string
+	for i, u := range []int{a, bu} {
+		w := newWriter()
+		gw.ServeHTTP(w, clientRequest(http.MethodPost, "/seckill/"+sale+"/token", u))
+		var t struct{ Token string }
+		if w.status != http.StatusOK || json.Unmarshal(w.body, &t) != nil {
+			b.Fatalf("token: %d %s", w.status, w.body)
+		}
+		tokens[i] = t.Token
+	}
+	for i, u := range []int{a, bu} {
+		w := newWriter()
+		r := clientRequest(http.MethodPost, "/seckill/"+sale+"/buy", u)
+		r.Header.Set("X-Seckill-Token", tokens[i])
+		gw.ServeHTTP(w, r)
+		if want := []int{http.StatusAccepted, http.StatusConflict}[i]; w.status != want {
+			b.Fatalf("buy %d: %d %s, want %d", i, w.status, w.body, want)
+		}
+	}
+}
+
+// purchaseFirst moves the :8080 site's token and purchase routes before its other handle
+// blocks, so that a purchase is matched by its own path first and never evaluates the
+// expression matchers (CEL, regular expressions) of the routes written before it: the route
+// shape docs/gate.md recommends ("One handler per purchase").
+func purchaseFirst(s string) string {
+	site := strings.Index(s, "\n:8080 {\n")
+	end := site + strings.Index(s[site:], "\n}\n")
+	body := s[site:end]
+	var moved []string
+	for _, start := range []string{"\thandle /seckill/*/token {\n", "\t@buy {\n"} {
+		i := strings.Index(body, start)
+		if i < 0 {
+			panic("the Caddyfile has no " + start)
+		}
+		j := i + strings.Index(body[i:], "\n\t}\n") + len("\n\t}\n")
+		if start == "\t@buy {\n" { // the matcher, then its handle block
+			j += strings.Index(body[j:], "\n\t}\n") + len("\n\t}\n")
+		}
+		moved = append(moved, body[i:j])
+		body = body[:i] + body[j:]
+	}
+	head := strings.Index(body, "\n\t@orders_noncanonical")
+	body = body[:head+1] + strings.Join(moved, "\n") + "\n" + body[head+1:]
+	return s[:site] + body + s[end:]
 }
 
 // oneRoute wraps the :8080 site's routes (handle_errors apart) in one handle block.
@@ -437,5 +515,75 @@ func TestTheShippedDemoSiteDecidesATokenAndAPurchaseInOneScriptCallEach(t *testi
 	}
 	if n := scripts() - before; n != 2*buyers {
 		t.Fatalf("%d script calls for %d tokens and %d purchases, want %d (one each)", n, buyers, buyers, 2*buyers)
+	}
+}
+
+// commandCalls is how many commands the Redis has run, INFO and PING apart (the test's own
+// reads, the event subscription's health checks); a script's own calls count too.
+func commandCalls(t testing.TB, c *redis.Client) int {
+	t.Helper()
+	info := c.Info(context.Background(), "commandstats").Val()
+	n := 0
+	for _, line := range strings.Split(info, "\n") {
+		name, rest, ok := strings.Cut(strings.TrimSpace(line), ":")
+		if !ok || !strings.HasPrefix(name, "cmdstat_") || name == "cmdstat_info" || name == "cmdstat_ping" {
+			continue
+		}
+		_, rest, _ = strings.Cut(rest, "calls=")
+		v, _, _ := strings.Cut(rest, ",")
+		k, _ := strconv.Atoi(v)
+		n += k
+	}
+	return n
+}
+
+// On the demo site as shipped, the flood after the sell-out reaches no script: once the gateway
+// knows the sale is sold out, a user's first late click reads the buyers hash once and his
+// later ones cost Redis no command at all, throttle included (docs/throttle.md, "Answered from
+// memory"). The relay is off, so that its polls stay out of the count.
+func TestTheShippedDemoSiteAnswersTheFloodAfterTheSellOutWithoutRedis(t *testing.T) {
+	src, err := os.ReadFile("Caddyfile")
+	if err != nil {
+		t.Fatal(err)
+	}
+	relay := regexp.MustCompile(`(?m)^\t\trelay \{\n\t\t\tpoll_interval 100ms\n\t\t\}`)
+	rdb := testenv.StartRedis(t)
+	t.Setenv("SECKILL_REDIS_ADDR", rdb.Addr())
+	key := make([]byte, 32)
+	_, _ = rand.Read(key)
+	t.Setenv("SECKILL_TOKEN_KEY", hex.EncodeToString(key))
+	t.Setenv("SECKILL_NAMESPACE", testenv.ID("flood-"))
+	gw, _ := startChain(t, relay.ReplaceAllString(string(src), "\t\trelay {\n\t\t\tdisabled\n\t\t}"))
+	t.Cleanup(stopChain)
+	c := redisClient(t, rdb.Addr())
+	sale := testenv.ID("gone")
+	if _, _, err := (lua.PreheatCall{Sale: sale, Stock: 1, Starts: time.Now().Add(-time.Minute),
+		Ends: time.Now().Add(time.Hour), Retention: time.Hour}).Run(context.Background(), c); err != nil {
+		t.Fatal(err)
+	}
+	sellOut(t, gw, sale, 1, 2)
+	const users = 20
+	click := func(u int) {
+		w := newWriter()
+		gw.ServeHTTP(w, clientRequest(http.MethodPost, "/seckill/"+sale+"/buy", 100+u))
+		if w.status != http.StatusConflict || !strings.Contains(string(w.body), `"sold_out"`) {
+			t.Fatalf("late click of user %d: %d %s, want 409 sold_out", u, w.status, w.body)
+		}
+	}
+	before, scripts := commandCalls(t, c), scriptCalls(t, c)
+	for u := range users {
+		click(u)
+	}
+	if n, s := commandCalls(t, c)-before, scriptCalls(t, c)-scripts; n != users || s != 0 {
+		t.Fatalf("%d first late clicks: %d commands, %d scripts; want one read each and no script", users, n, s)
+	}
+	before = commandCalls(t, c)
+	for range 2 {
+		for u := range users {
+			click(u)
+		}
+	}
+	if n := commandCalls(t, c) - before; n != 0 {
+		t.Fatalf("%d repeated late clicks ran %d commands in Redis, want none", 2*users, n)
 	}
 }

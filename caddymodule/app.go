@@ -220,7 +220,7 @@ func (a *App) URLSpace() handler.URLSpace {
 func (a *App) Start() error {
 	a.broker.start()
 	a.workers.start(a.ctx, a.broker)
-	a.linkJoints()
+	a.linkFloors()
 	current.Store(a)
 	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -61,15 +62,39 @@ func (c GateCall) AppendArgs(dst []any) []any {
 	if c.Quantity != 0 {
 		q = strconv.Itoa(c.Quantity)
 	}
-	admission := ""
+	var admission any = ""
 	if c.Admission {
-		admission = "1"
+		admission = boxedOne
 	}
-	dst = append(dst, c.Sale, c.User, c.OrderID, c.TokenValue, c.Group, c.TraceParent, c.Variant, q, admission)
+	dst = append(dst, c.Sale, c.User, c.OrderID, c.TokenValue, groups.box(c.Group), c.TraceParent, c.Variant, q, admission)
 	if c.ProofJTI != "" {
 		dst = append(dst, c.ProofWindow.Milliseconds(), c.ProofJKT)
 	}
 	return dst
+}
+
+// boxedOne is the argument "1" as an interface value, made once (boxing a string allocates).
+var boxedOne any = "1"
+
+// groups keeps the relay group's name boxed: every gateway passes the same one on every call.
+var groups groupBox
+
+// groupBox is the last group name seen and its interface value.
+type groupBox struct{ p atomic.Pointer[boxedString] }
+
+type boxedString struct {
+	s   string
+	box any
+}
+
+// box is s as an interface value, the one made before when s is the last name seen.
+func (g *groupBox) box(s string) any {
+	if b := g.p.Load(); b != nil && b.s == s {
+		return b.box
+	}
+	b := &boxedString{s: s, box: s}
+	g.p.Store(b)
+	return b.box
 }
 
 // Run runs gate.lua (EVALSHA, EVAL on NOSCRIPT) and returns its raw reply.

@@ -9,8 +9,8 @@
 //
 //	{"htm": method, "htu": URL, "iat": seconds, "jti": unique id, "ath": token hash}
 //
-// Check verifies one with go-jose (no JWS code here): signature against the header's key,
-// method, URL, age, and ath. Whether its jti was seen before is decided where the purchase is
+// Check verifies one: the header's key (parsed once per header), the signature with
+// crypto/ecdsa, method, URL, age, and ath. Whether its jti was seen before is decided where the purchase is
 // (lua/gate.lua, in the purchase's one script call), so replay is exact across gateways.
 //
 // The package imports no Caddy: the handlers (seckill_token, seckill_gate, seckill_room) call
@@ -18,7 +18,6 @@
 package dpop
 
 import (
-	"crypto"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/sha256"
@@ -26,12 +25,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math/big"
 	"net/http"
 	"net/url"
 	"strings"
+	"sync"
 	"time"
 
-	jose "github.com/go-jose/go-jose/v4"
 	hcore "github.com/seckilledge/seckill/caddymodule/handler/core"
 	"github.com/seckilledge/seckill/contract"
 )
@@ -136,13 +136,16 @@ type claims struct {
 	ATH string      `json:"ath"`
 }
 
-var algs = []jose.SignatureAlgorithm{jose.ES256}
-
 // Check verifies proof for r (RFC 9449, section 4.3): one well-formed compact JWS of typ
 // dpop+jwt and alg ES256 whose embedded public P-256 key verifies its signature; htm is r's
 // method and htu r's host and path; iat within MaxAge before r.Now (and at most Leeway after);
 // a jti of 16 to 64 base64url characters; ath the token's hash when a token is presented (and
 // none when not). It does not know whether the jti was seen before: the caller records it.
+//
+// A device signs every proof under the same protected header (its key does not change), so
+// the header is parsed, its key checked to be on the curve and its thumbprint computed once
+// per header (headerKeys, bounded); each proof still has its signature verified with
+// crypto/ecdsa over its own header and payload.
 func Check(proof string, r Request) (Proof, error) {
 	var p Proof
 	if proof == "" {
@@ -151,19 +154,25 @@ func Check(proof string, r Request) (Proof, error) {
 	if len(proof) > MaxLen || strings.Count(proof, ".") != 2 {
 		return p, ErrInvalid
 	}
-	jws, err := jose.ParseSignedCompact(proof, algs)
-	if err != nil || len(jws.Signatures) != 1 {
+	head, rest, _ := strings.Cut(proof, ".")
+	body, sig, _ := strings.Cut(rest, ".")
+	k, err := headerKeys.of(head)
+	if err != nil {
 		return p, ErrInvalid
 	}
-	h := jws.Signatures[0].Protected
-	if typ, _ := h.ExtraHeaders[jose.HeaderType].(string); typ != Type || h.JSONWebKey == nil {
+	// An ES256 signature is R || S, 32 bytes each (RFC 7518, section 3.4): 86 characters.
+	var rs [64]byte
+	if len(sig) != 86 {
 		return p, ErrInvalid
 	}
-	pub, ok := h.JSONWebKey.Key.(*ecdsa.PublicKey)
-	if !ok || pub.Curve != elliptic.P256() || !h.JSONWebKey.IsPublic() {
+	if n, err := base64.RawURLEncoding.Decode(rs[:], []byte(sig)); err != nil || n != len(rs) {
 		return p, ErrInvalid
 	}
-	payload, err := jws.Verify(pub)
+	digest := sha256.Sum256([]byte(proof[:len(head)+1+len(body)]))
+	if !ecdsa.Verify(k.pub, digest[:], new(big.Int).SetBytes(rs[:32]), new(big.Int).SetBytes(rs[32:])) {
+		return p, ErrInvalid
+	}
+	payload, err := base64.RawURLEncoding.DecodeString(body)
 	if err != nil {
 		return p, ErrInvalid
 	}
@@ -189,11 +198,110 @@ func Check(proof string, r Request) (Proof, error) {
 	if at.Before(r.Now.Add(-maxAge)) || at.After(r.Now.Add(Leeway)) {
 		return p, ErrStale
 	}
-	tp, err := h.JSONWebKey.Thumbprint(crypto.SHA256)
-	if err != nil {
-		return p, ErrInvalid
+	return Proof{JKT: k.jkt, JTI: c.JTI, IssuedAt: at}, nil
+}
+
+// headerKey is what a proof's protected header says, checked: its public key and the key's
+// RFC 7638 thumbprint.
+type headerKey struct {
+	pub *ecdsa.PublicKey
+	jkt string
+}
+
+// maxHeaderKeys bounds the parsed headers one gateway keeps (about 200 bytes each, a few MB):
+// past it the cache starts again. A header is a device's key; a buyer keeps his.
+const maxHeaderKeys = 16384
+
+// headerKeys are the protected headers seen before, by their base64url form.
+var headerKeys = headerCache{max: maxHeaderKeys}
+
+type headerCache struct {
+	max int
+	mu  sync.RWMutex
+	m   map[string]headerKey
+}
+
+// of is the checked key of the protected header head (base64url), parsed on first sight.
+// Only headers that check are kept: a malformed one costs its parse every time.
+func (c *headerCache) of(head string) (headerKey, error) {
+	c.mu.RLock()
+	k, ok := c.m[head]
+	c.mu.RUnlock()
+	if ok {
+		return k, nil
 	}
-	return Proof{JKT: base64.RawURLEncoding.EncodeToString(tp), JTI: c.JTI, IssuedAt: at}, nil
+	k, err := parseHeader(head)
+	if err != nil {
+		return k, err
+	}
+	c.mu.Lock()
+	if c.m == nil || len(c.m) >= c.max {
+		c.m = make(map[string]headerKey)
+	}
+	c.m[strings.Clone(head)] = k
+	c.mu.Unlock()
+	return k, nil
+}
+
+// len is how many headers are kept.
+func (c *headerCache) len() int {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return len(c.m)
+}
+
+// parseHeader checks a proof's protected header (base64url of a JSON object): alg ES256, typ
+// dpop+jwt, no crit (no extension is understood here), and jwk a public P-256 key (kty EC,
+// crv P-256, x and y of 32 bytes each, a point on the curve, no private part). Member names
+// are matched exactly, as JOSE says; unknown members are ignored.
+func parseHeader(head string) (headerKey, error) {
+	raw, err := base64.RawURLEncoding.DecodeString(head)
+	if err != nil {
+		return headerKey{}, ErrInvalid
+	}
+	var h map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &h); err != nil {
+		return headerKey{}, ErrInvalid
+	}
+	if _, ok := h["crit"]; ok || jsonString(h["alg"]) != "ES256" || jsonString(h["typ"]) != Type {
+		return headerKey{}, ErrInvalid
+	}
+	var jwk map[string]json.RawMessage
+	if err := json.Unmarshal(h["jwk"], &jwk); err != nil || jwk == nil {
+		return headerKey{}, ErrInvalid
+	}
+	if _, private := jwk["d"]; private || jsonString(jwk["kty"]) != "EC" || jsonString(jwk["crv"]) != "P-256" {
+		return headerKey{}, ErrInvalid
+	}
+	x, errX := base64.RawURLEncoding.DecodeString(strings.TrimRight(jsonString(jwk["x"]), "="))
+	y, errY := base64.RawURLEncoding.DecodeString(strings.TrimRight(jsonString(jwk["y"]), "="))
+	if errX != nil || errY != nil || len(x) != 32 || len(y) != 32 {
+		return headerKey{}, ErrInvalid
+	}
+	pub, err := ecdsa.ParseUncompressedPublicKey(elliptic.P256(), append(append([]byte{4}, x...), y...))
+	if err != nil {
+		return headerKey{}, ErrInvalid
+	}
+	return headerKey{pub: pub, jkt: thumbprint(x, y)}, nil
+}
+
+// thumbprint is the RFC 7638 SHA-256 thumbprint of the P-256 public key (x, y), 32 bytes each,
+// base64url without padding: the hash of its required members in lexical order, without
+// whitespace.
+func thumbprint(x, y []byte) string {
+	in := `{"crv":"P-256","kty":"EC","x":"` + base64.RawURLEncoding.EncodeToString(x) +
+		`","y":"` + base64.RawURLEncoding.EncodeToString(y) + `"}`
+	sum := sha256.Sum256([]byte(in))
+	return base64.RawURLEncoding.EncodeToString(sum[:])
+}
+
+// jsonString is the JSON string v, "" when v is not one.
+func jsonString(v json.RawMessage) string {
+	var s string
+	if json.Unmarshal(v, &s) != nil {
+		return ""
+	}
+	return s
 }
 
 // sameTarget compares a proof's htu with the request's host and path: scheme http or https,

@@ -4,6 +4,8 @@ import (
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
+	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
@@ -159,5 +161,44 @@ func TestBindingValues(t *testing.T) {
 	}
 	if _, err := dpop.ParseBinding("on"); err == nil {
 		t.Error("ParseBinding(on) accepted")
+	}
+}
+
+// A key's header is parsed once, its signature checked on every proof: a proof under a header
+// seen before, with another payload or with another key's signature, is refused; and the
+// thumbprint is go-jose's (dpoptest computes it with go-jose).
+func TestASeenHeaderStillHasEveryProofsSignatureChecked(t *testing.T) {
+	k, other := dpoptest.NewKey(t), dpoptest.NewKey(t)
+	now := time.Now()
+	genuine := k.Proof(t, "POST", url, tok)
+	p, err := dpop.Check(genuine, req(now))
+	if err != nil || p.JKT != k.JKT {
+		t.Fatalf("genuine proof: %+v %v, want the key's thumbprint %s", p, err, k.JKT)
+	}
+	head, rest, _ := strings.Cut(genuine, ".")
+	_, sig, _ := strings.Cut(rest, ".")
+	// Another payload under the same (seen) header and signature.
+	b, _ := json.Marshal(dpoptest.Claims{HTM: "POST", HTU: url, IAT: now.Unix(), JTI: dpoptest.NewJTI(t), ATH: dpop.TokenHash(tok)})
+	forged := head + "." + base64.RawURLEncoding.EncodeToString(b) + "." + sig
+	if _, err := dpop.Check(forged, req(now)); !errors.Is(err, dpop.ErrInvalid) {
+		t.Fatalf("another payload under a seen header: %v, want ErrInvalid", err)
+	}
+	// Another key's signature of a payload, under this key's header.
+	theirs := other.Proof(t, "POST", url, tok)
+	_, rest, _ = strings.Cut(theirs, ".")
+	if _, err := dpop.Check(head+"."+rest, req(now)); !errors.Is(err, dpop.ErrInvalid) {
+		t.Fatalf("another key's signature under a seen header: %v, want ErrInvalid", err)
+	}
+	// A signature of the wrong length, or one bit off.
+	flipped := []byte(sig)
+	flipped[10] ^= 1
+	for _, s := range []string{sig[:85], sig + "A", string(flipped)} {
+		if _, err := dpop.Check(head+"."+strings.SplitN(genuine, ".", 3)[1]+"."+s, req(now)); !errors.Is(err, dpop.ErrInvalid) {
+			t.Fatalf("signature %q: %v, want ErrInvalid", s, err)
+		}
+	}
+	// The same key's next proof passes, with the same thumbprint.
+	if p, err := dpop.Check(k.Proof(t, "POST", url, tok), req(now)); err != nil || p.JKT != k.JKT {
+		t.Fatalf("the key's next proof: %+v %v", p, err)
 	}
 }

@@ -25,7 +25,7 @@ func newOrderID(t testing.TB) string {
 
 func TestGateScriptAnswersUnknownSaleWithoutError(t *testing.T) {
 	rdb := testenv.Redis(t)
-	v, err := core.Decide(context.Background(), rdb, core.Purchase{Sale: testenv.ID("nosale"), User: "u1", OrderID: newOrderID(t)})
+	v, err := core.Decide(context.Background(), rdb, core.Purchase{Target: testenv.ID("nosale"), Request: core.Request{User: "u1"}, OrderID: newOrderID(t)})
 	if err != nil || v.Outcome != core.UnknownSale {
 		t.Fatalf("Decide on a missing sale = %+v, %v; want unknown_sale and no error", v, err)
 	}
@@ -40,7 +40,7 @@ func TestGateDecidesTheSaleWindowByRedisTime(t *testing.T) {
 		sale string
 		want core.Outcome
 	}{{future, core.NotStarted}, {past, core.Ended}} {
-		v, err := core.Decide(ctx, rdb, core.Purchase{Sale: c.sale, User: "u1", OrderID: newOrderID(t)})
+		v, err := core.Decide(ctx, rdb, core.Purchase{Target: c.sale, Request: core.Request{User: "u1"}, OrderID: newOrderID(t)})
 		if err != nil || v.Outcome != c.want {
 			t.Errorf("sale %s: %+v, %v; want %s", c.sale, v, err, c.want)
 		}
@@ -73,7 +73,7 @@ func TestGateAcceptWritesStockBuyerOutboxAndExpiries(t *testing.T) {
 		t.Fatalf("outbox groups after preheat = %+v, want the relay group from id 0", groups)
 	}
 	order := newOrderID(t)
-	v, err := core.Decide(ctx, rdb, core.Purchase{Sale: sale, User: "alice", OrderID: order})
+	v, err := core.Decide(ctx, rdb, core.Purchase{Target: sale, Request: core.Request{User: "alice"}, OrderID: order})
 	if err != nil || v.Outcome != core.Accepted || v.OrderID != order || v.StockLeft != 1 {
 		t.Fatalf("first purchase = %+v, %v", v, err)
 	}
@@ -97,7 +97,7 @@ func TestGateAcceptWritesStockBuyerOutboxAndExpiries(t *testing.T) {
 	}
 
 	// The same purchase retried (a lost reply, go-redis retrying): accepted again, nothing written twice.
-	v, err = core.Decide(ctx, rdb, core.Purchase{Sale: sale, User: "alice", OrderID: order})
+	v, err = core.Decide(ctx, rdb, core.Purchase{Target: sale, Request: core.Request{User: "alice"}, OrderID: order})
 	if err != nil || v.Outcome != core.Accepted || v.OrderID != order {
 		t.Fatalf("retried purchase = %+v, %v; want accepted with the same order", v, err)
 	}
@@ -109,16 +109,16 @@ func TestGateAcceptWritesStockBuyerOutboxAndExpiries(t *testing.T) {
 	}
 
 	// Another order of the same user: already bought, with the first order id.
-	v, _ = core.Decide(ctx, rdb, core.Purchase{Sale: sale, User: "alice", OrderID: newOrderID(t)})
+	v, _ = core.Decide(ctx, rdb, core.Purchase{Target: sale, Request: core.Request{User: "alice"}, OrderID: newOrderID(t)})
 	if v.Outcome != core.AlreadyBought || v.OrderID != order {
 		t.Errorf("second purchase = %+v; want already_bought with %s", v, order)
 	}
 
 	// The last unit, then sold out.
-	if v, _ = core.Decide(ctx, rdb, core.Purchase{Sale: sale, User: "bob", OrderID: newOrderID(t)}); v.Outcome != core.Accepted || v.StockLeft != 0 {
+	if v, _ = core.Decide(ctx, rdb, core.Purchase{Target: sale, Request: core.Request{User: "bob"}, OrderID: newOrderID(t)}); v.Outcome != core.Accepted || v.StockLeft != 0 {
 		t.Fatalf("last unit = %+v", v)
 	}
-	if v, _ = core.Decide(ctx, rdb, core.Purchase{Sale: sale, User: "carol", OrderID: newOrderID(t)}); v.Outcome != core.SoldOut {
+	if v, _ = core.Decide(ctx, rdb, core.Purchase{Target: sale, Request: core.Request{User: "carol"}, OrderID: newOrderID(t)}); v.Outcome != core.SoldOut {
 		t.Fatalf("after the last unit = %+v, want sold_out", v)
 	}
 	if got := stockOf(t, rdb, sale); got != 0 {
@@ -142,11 +142,11 @@ func TestGateScriptConsumesATokenOnlyWithAPurchase(t *testing.T) {
 	}
 	// Not issued (or another nonce): token_used, nothing written.
 	issue("u1")
-	if v, _ := core.Decide(ctx, rdb, core.Purchase{Sale: sale, User: "u1", OrderID: newOrderID(t), TokenValue: "bogus:1"}); v.Outcome != core.TokenUsed {
+	if v, _ := core.Decide(ctx, rdb, core.Purchase{Target: sale, Request: core.Request{User: "u1"}, OrderID: newOrderID(t), TokenValue: "bogus:1"}); v.Outcome != core.TokenUsed {
 		t.Fatalf("unknown nonce = %+v, want token_used", v)
 	}
 	tv := issue("u1")
-	if v, _ := core.Decide(ctx, rdb, core.Purchase{Sale: sale, User: "u1", OrderID: newOrderID(t), TokenValue: tv}); v.Outcome != core.Accepted {
+	if v, _ := core.Decide(ctx, rdb, core.Purchase{Target: sale, Request: core.Request{User: "u1"}, OrderID: newOrderID(t), TokenValue: tv}); v.Outcome != core.Accepted {
 		t.Fatalf("valid token = %+v, want accepted", v)
 	}
 	if rdb.HExists(ctx, contract.TokensKey(sale), "u1").Val() {
@@ -154,7 +154,7 @@ func TestGateScriptConsumesATokenOnlyWithAPurchase(t *testing.T) {
 	}
 	// Refused for sold out: u2's token stays usable.
 	tv2 := issue("u2")
-	if v, _ := core.Decide(ctx, rdb, core.Purchase{Sale: sale, User: "u2", OrderID: newOrderID(t), TokenValue: tv2}); v.Outcome != core.SoldOut {
+	if v, _ := core.Decide(ctx, rdb, core.Purchase{Target: sale, Request: core.Request{User: "u2"}, OrderID: newOrderID(t), TokenValue: tv2}); v.Outcome != core.SoldOut {
 		t.Fatalf("u2 = %+v, want sold_out", v)
 	}
 	if got := rdb.HGet(ctx, contract.TokensKey(sale), "u2").Val(); got != tv2 {
@@ -204,7 +204,7 @@ func TestGateSetsTheBuyersExpiryOnlyWhenTheHashHasNone(t *testing.T) {
 	ctx := context.Background()
 	sale := newSale(t, rdb, 10, -time.Minute, time.Hour)
 	metaExp := rdb.PExpireTime(ctx, contract.MetaKey(sale)).Val()
-	if v, err := core.Decide(ctx, rdb, core.Purchase{Sale: sale, User: "u1", OrderID: newOrderID(t)}); err != nil || v.Outcome != core.Accepted {
+	if v, err := core.Decide(ctx, rdb, core.Purchase{Target: sale, Request: core.Request{User: "u1"}, OrderID: newOrderID(t)}); err != nil || v.Outcome != core.Accepted {
 		t.Fatalf("first purchase = %+v, %v", v, err)
 	}
 	if got := rdb.PExpireTime(ctx, contract.BuyersKey(sale)).Val(); got != metaExp {
@@ -212,7 +212,7 @@ func TestGateSetsTheBuyersExpiryOnlyWhenTheHashHasNone(t *testing.T) {
 	}
 	moved := time.UnixMilli(metaExp.Milliseconds()).Add(time.Hour)
 	rdb.PExpireAt(ctx, contract.BuyersKey(sale), moved)
-	if v, err := core.Decide(ctx, rdb, core.Purchase{Sale: sale, User: "u2", OrderID: newOrderID(t)}); err != nil || v.Outcome != core.Accepted {
+	if v, err := core.Decide(ctx, rdb, core.Purchase{Target: sale, Request: core.Request{User: "u2"}, OrderID: newOrderID(t)}); err != nil || v.Outcome != core.Accepted {
 		t.Fatalf("second purchase = %+v, %v", v, err)
 	}
 	if got := rdb.PExpireTime(ctx, contract.BuyersKey(sale)).Val(); got.Milliseconds() != moved.UnixMilli() {
@@ -220,7 +220,7 @@ func TestGateSetsTheBuyersExpiryOnlyWhenTheHashHasNone(t *testing.T) {
 	}
 	// A buyers hash without an expiry gets the sale's from the next purchase.
 	rdb.Persist(ctx, contract.BuyersKey(sale))
-	if v, err := core.Decide(ctx, rdb, core.Purchase{Sale: sale, User: "u3", OrderID: newOrderID(t)}); err != nil || v.Outcome != core.Accepted {
+	if v, err := core.Decide(ctx, rdb, core.Purchase{Target: sale, Request: core.Request{User: "u3"}, OrderID: newOrderID(t)}); err != nil || v.Outcome != core.Accepted {
 		t.Fatalf("third purchase = %+v, %v", v, err)
 	}
 	if got := rdb.PExpireTime(ctx, contract.BuyersKey(sale)).Val(); got != metaExp {
@@ -247,7 +247,7 @@ func TestGateAcceptsASalePreheatedWithoutItsOutbox(t *testing.T) {
 		t.Fatal("a preheat without the outbox key made the outbox")
 	}
 	order := newOrderID(t)
-	if v, err := core.Decide(ctx, rdb, core.Purchase{Sale: sale, User: "u1", OrderID: order}); err != nil || v.Outcome != core.Accepted {
+	if v, err := core.Decide(ctx, rdb, core.Purchase{Target: sale, Request: core.Request{User: "u1"}, OrderID: order}); err != nil || v.Outcome != core.Accepted {
 		t.Fatalf("purchase = %+v, %v", v, err)
 	}
 	entries := rdb.XRange(ctx, contract.OutboxKey(sale), "-", "+").Val()

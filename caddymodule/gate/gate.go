@@ -12,6 +12,7 @@
 package gate
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -29,6 +30,7 @@ import (
 	"github.com/seckilledge/seckill/caddymodule/edge"
 	"github.com/seckilledge/seckill/caddymodule/gate/core"
 	"github.com/seckilledge/seckill/caddymodule/handler"
+	hcore "github.com/seckilledge/seckill/caddymodule/handler/core"
 	"github.com/seckilledge/seckill/caddymodule/internal/metric"
 	"github.com/seckilledge/seckill/caddymodule/internal/placeholder"
 	"go.uber.org/zap"
@@ -200,13 +202,17 @@ func (g *Gate) Validate() error {
 
 // ServeHTTP decides the purchase and writes the answer.
 func (g *Gate) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.Handler) error {
+	return g.ServeDecision(w, r, nil)
+}
+
+// ServeDecision decides the purchase with joint, the zones of the throttle right before the
+// gate in its route (nil for none; handler.Joint), in its script call, and writes the answer.
+// The zones are settled on every path, before anything of the gate's is counted.
+func (g *Gate) ServeDecision(w http.ResponseWriter, r *http.Request, joint handler.Joint) error {
 	repl, _ := r.Context().Value(caddy.ReplacerCtxKey).(*caddy.Replacer)
 	if repl == nil {
 		repl = caddy.NewReplacer()
 	}
-	// The throttle right before this handler may have left its zones to this script call
-	// (handler.Joint): settled on every path, before anything of the gate's is counted.
-	joint := handler.TakeJoint(r)
 	if ref, ok := handler.CheckRequest(r); !ok {
 		if joint != nil && joint.Alone(r.Context()) {
 			return joint.Refuse()
@@ -237,23 +243,23 @@ func (g *Gate) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.Han
 		}
 	} else {
 		lendTracerProvider(r.Context())
-		var cj core.Joint
+		req := core.Request{Sale: sale, User: user, Token: token, Item: item}
 		if joint != nil {
-			cj = joint
+			req.Zones = joint
 		}
-		var proof dpop.Proof
 		if g.Enabled() && (g.DeviceBinding == dpop.Required || dpophttp.HasProof(r)) {
-			proof, err = g.Check(r, token, time.Now())
+			req.Proof, err = g.Check(r, token, time.Now())
 		}
 		if err != nil {
 			// Refused before anything is decided: the zones settle alone below.
 			v.Outcome, proofRef, err = ProofRefused, err, nil
 		} else {
-			v, known, err = g.decider.DecideBound(r.Context(), sale, user, token, proof, item, cj)
+			v, known, err = g.decider.Decide(r.Context(), req)
 		}
 	}
-	if joint != nil && joint.Alone(r.Context()) {
-		// The zones refused (in the script call, or alone when the gate answered before Redis).
+	if joint != nil && settle(r.Context(), joint, v) {
+		// The zones refused: in the script call, alone when the gate refused before Redis, or
+		// by their local tiers when it answered from its memory.
 		return joint.Refuse()
 	}
 	if err != nil {
@@ -305,10 +311,21 @@ func (g *Gate) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.Han
 	return g.refuse.Write(w, ref)
 }
 
+// settle settles the zones the script call did not carry: a verdict from this gateway's memory
+// (a sold-out sale) asks no zone's exact tier, so the flood after a sell-out costs Redis
+// nothing (docs/throttle.md, "Answered from memory"); any other refusal before Redis still
+// counts in the zones, so junk floods are limited and banned as before.
+func settle(ctx context.Context, joint handler.Joint, v core.Verdict) (refused bool) {
+	if v.Memory {
+		return joint.Skip()
+	}
+	return joint.Alone(ctx)
+}
+
 // ProofRefused is the outcome (metric label, {http.seckill.outcome}) of a purchase whose DPoP
 // proof was refused before anything was decided: missing under device_binding required,
 // malformed, for another method or URL, too old (the answer's code says which).
-const ProofRefused core.Outcome = "proof_refused"
+const ProofRefused core.Outcome = hcore.OutcomeProofRefused
 
 // value is tpl as provisioned (v), or compiled now for a gate set up without Provision.
 func value(tpl string, v placeholder.Value) placeholder.Value {
@@ -317,10 +334,6 @@ func value(tpl string, v placeholder.Value) placeholder.Value {
 	}
 	return placeholder.Compile(tpl)
 }
-
-// TakesJoint says that the gate runs the zones of a seckill_throttle right before it in its
-// route inside its own script call (handler.Joint; the seckill app links them at start).
-func (g *Gate) TakesJoint() bool { return true }
 
 // EventName is the Caddy event emitted for every decision; its data has sale, user, outcome
 // and order_id.
@@ -350,4 +363,5 @@ var (
 	_ caddy.Provisioner           = (*Gate)(nil)
 	_ caddy.Validator             = (*Gate)(nil)
 	_ caddyhttp.MiddlewareHandler = (*Gate)(nil)
+	_ handler.Decision            = (*Gate)(nil)
 )

@@ -56,7 +56,7 @@ func BenchmarkHotSaleOnACluster(b *testing.B) {
 			b.RunParallel(func(pb *testing.PB) {
 				for pb.Next() {
 					user := "b" + strconv.FormatInt(n.Add(1), 10)
-					p := core.Purchase{Sale: contract.UserShardID(sale, user, k), User: user, OrderID: uuid.Must(uuid.NewV7()).String()}
+					p := core.Purchase{Target: contract.UserShardID(sale, user, k), Request: core.Request{User: user}, OrderID: uuid.Must(uuid.NewV7()).String()}
 					v, err := core.Decide(ctx, rdb, p)
 					if err != nil || v.Outcome != core.Accepted {
 						b.Errorf("decision: %+v %v", v, err)

@@ -202,10 +202,10 @@ func TestRelayDeliversEveryShardOutboxFoundInTheIndex(t *testing.T) {
 	var orders []string
 	for i := range 12 {
 		user := "w" + strconv.Itoa(i)
-		p := core.Purchase{Sale: contract.UserShardID(sale, user, k), User: user, OrderID: testenv.ID("o")}
+		p := core.Purchase{Target: contract.UserShardID(sale, user, k), Request: core.Request{User: user}, OrderID: testenv.ID("o")}
 		v, err := core.Decide(ctx, rdb, p)
 		if err != nil || v.Outcome != core.Accepted {
-			t.Fatalf("decide on %s: %+v %v", p.Sale, v, err)
+			t.Fatalf("decide on %s: %+v %v", p.Target, v, err)
 		}
 		orders = append(orders, p.OrderID)
 	}

@@ -41,7 +41,7 @@ func TestTheOutboxEntryCarriesTheTraceparentOfASampledSpanOnly(t *testing.T) {
 	}
 	for i, c := range cases {
 		order := "0190b7a6-0000-7000-8000-00000000000" + string(rune('1'+i))
-		v, err := core.Decide(c.ctx, rdb, core.Purchase{Sale: sale, User: "u" + string(rune('1'+i)), OrderID: order})
+		v, err := core.Decide(c.ctx, rdb, core.Purchase{Target: sale, Request: core.Request{User: "u" + string(rune('1'+i))}, OrderID: order})
 		if err != nil || v.Outcome != core.Accepted {
 			t.Fatalf("%s: %+v %v", c.name, v, err)
 		}

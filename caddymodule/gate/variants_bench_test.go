@@ -76,7 +76,7 @@ func BenchmarkDecisionVariantsVsSingleStock(b *testing.B) {
 					defer wg.Done()
 					for next.Add(1) <= block {
 						u := users.Add(1)
-						p := core.Purchase{Sale: c.sale, User: "b" + strconv.FormatInt(u, 10), OrderID: uuid.Must(uuid.NewV7()).String()}
+						p := core.Purchase{Target: c.sale, Request: core.Request{User: "b" + strconv.FormatInt(u, 10)}, OrderID: uuid.Must(uuid.NewV7()).String()}
 						if c.variants != nil {
 							p.Item = core.Item{Variant: c.variants[u%int64(len(c.variants))].ID, Quantity: c.q}
 						}

@@ -51,6 +51,9 @@ type Identity struct {
 	HandleErrors bool `json:"handle_errors,omitempty"`
 
 	refuse handler.Writer
+	// next is the handler after this one in its route when the seckill app linked them
+	// (handler.Next): a purchase's identity, throttle and decision run as one.
+	next *handler.Next
 }
 
 // CaddyModule returns the Caddy module information.
@@ -60,6 +63,7 @@ func (Identity) CaddyModule() caddy.ModuleInfo {
 
 // Provision sets up the verifier (see JWT.Provision).
 func (h *Identity) Provision(ctx caddy.Context) error {
+	h.next = new(handler.Next)
 	h.refuse = handler.Writer{HandleErrors: h.HandleErrors}
 	return h.JWT.Provision(ctx)
 }
@@ -70,7 +74,7 @@ func (h *Identity) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyh
 	switch o {
 	case core.Verified:
 		admit(r, user, "")
-		return next.ServeHTTP(w, r)
+		return h.next.Or(next).ServeHTTP(w, r)
 	case core.NoKeys:
 		return h.refuse.Write(w, refusedNoKeys)
 	case core.Missing:
@@ -82,6 +86,14 @@ func (h *Identity) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyh
 	}
 	w.Header().Set("WWW-Authenticate", challenge(o))
 	return h.refuse.Write(w, refusedInvalid)
+}
+
+// LinkNext makes next, the rest of the handler's route, where a request it admits goes
+// (caddymodule.App links a purchase's handlers at start).
+func (h *Identity) LinkNext(next caddyhttp.Handler) {
+	if h.next != nil {
+		h.next.Link(next)
+	}
 }
 
 // Interface guards

@@ -92,7 +92,10 @@ type Session struct {
 	calls     *singleflight.Group
 	logger    *zap.Logger
 	refuse    handler.Writer
-	now       func() time.Time
+	// next is the handler after this one in its route when the seckill app linked them
+	// (handler.Next): a purchase's identity, throttle and decision run as one.
+	next *handler.Next
+	now  func() time.Time
 }
 
 // CaddyModule returns the Caddy module information.
@@ -102,6 +105,7 @@ func (Session) CaddyModule() caddy.ModuleInfo {
 
 // Provision sets the defaults and builds the client and the cache. No network I/O.
 func (h *Session) Provision(ctx caddy.Context) error {
+	h.next = new(handler.Next)
 	h.logger = edge.SampledLogger(ctx.Logger())
 	registerMetrics(ctx.GetMetricsRegistry())
 	return h.setup(h.pooledStore)
@@ -247,7 +251,7 @@ func (h *Session) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 		default:
 			sessionRequests.WithLabelValues(sessionSignedIn).Inc()
 			admit(r, user, h.UserHeader)
-			return next.ServeHTTP(w, r)
+			return h.next.Or(next).ServeHTTP(w, r)
 		}
 	}
 	sessionRequests.WithLabelValues(outcome).Inc()
@@ -381,6 +385,14 @@ func (h *Session) ask(ctx context.Context, cookie, auth []string) (string, error
 		return "", nil
 	}
 	return user, nil
+}
+
+// LinkNext makes next, the rest of the handler's route, where a request it admits goes
+// (caddymodule.App links a purchase's handlers at start).
+func (h *Session) LinkNext(next caddyhttp.Handler) {
+	if h.next != nil {
+		h.next.Link(next)
+	}
 }
 
 // Interface guards

@@ -75,10 +75,9 @@ type Handler struct {
 	matchSet []int
 	// policy holds the RateLimit-Policy value of each combination of zones (headers.go).
 	policy []atomic.Pointer[string]
-	// joined is set when the next handler of this handler's route runs the zones' exact tier
-	// inside its own script call (joint.go).
-	// (A pointer: the module value is copied by CaddyModule.)
-	joined *atomic.Bool
+	// link is set when the seckill app linked this handler to the Decision after it in its
+	// route (joint.go). (A pointer: the module value is copied by CaddyModule.)
+	link *atomic.Pointer[decisionLink]
 }
 
 // CaddyModule returns the Caddy module information.
@@ -140,7 +139,7 @@ func (h *Handler) build(store core.Store) []string {
 	h.limiter = core.NewLimiterOn(store, rules, caller.Timeout)
 	h.limiter.Pending = caller.Pending
 	h.refuse = h.Writer(time.Duration(h.RetryJitter))
-	h.joined = new(atomic.Bool)
+	h.link = new(atomic.Pointer[decisionLink])
 	byName := map[string]*Zone{}
 	for _, z := range h.Zones {
 		byName[z.Name] = z
@@ -218,38 +217,47 @@ func (h *Handler) Validate() error {
 	return nil
 }
 
-// ServeHTTP decides and either refuses or hands the request on.
+// ServeHTTP decides and either refuses or hands the request on: to Caddy's next handler, or
+// straight to the Decision the app linked it to, with the zones for its script call when
+// joined (joint.go).
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler) error {
+	var l *decisionLink
+	if h.link != nil {
+		l = h.link.Load()
+	}
 	if h.allowed(r) {
 		allowlisted.incAllowlisted()
+		if l != nil {
+			return l.d.ServeDecision(w, r, nil)
+		}
 		return next.ServeHTTP(w, r)
 	}
 	var keys requestKeys
 	h.keys(r, &keys)
-	if h.joined != nil && h.joined.Load() {
-		// The next handler runs the zones in its own script call (joint.go).
+	if l != nil && l.joined {
+		// The decision runs the zones in its own script call (joint.go).
 		x := &joint{h: h, w: w}
 		if h.limiter.DeferTo(&x.j, keys.list) {
-			return h.answer(w, r, next, x.j.Decision())
+			return h.answer(w, r, l, next, x.j.Decision())
 		}
-		if handler.LeaveJoint(r, x) {
-			return next.ServeHTTP(w, r)
-		}
-		alone := x.j.Alone(r.Context())
-		return h.answer(w, r, next, &alone)
+		return l.d.ServeDecision(w, r, x)
 	}
 	d := h.limiter.Decide(r.Context(), keys.list)
-	return h.answer(w, r, next, &d)
+	return h.answer(w, r, l, next, &d)
 }
 
-// answer records a decision, writes its headers, and refuses or hands the request on.
-func (h *Handler) answer(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler, d *core.Decision) error {
+// answer records a decision, writes its headers, and refuses or hands the request on (to the
+// linked decision l when set, else to next).
+func (h *Handler) answer(w http.ResponseWriter, r *http.Request, l *decisionLink, next caddyhttp.Handler, d *core.Decision) error {
 	h.record(d)
 	h.writeHeaders(w, d)
-	if d.Status == 0 {
-		return next.ServeHTTP(w, r)
+	if d.Status != 0 {
+		return h.refuseWith(w, d)
 	}
-	return h.refuseWith(w, d)
+	if l != nil {
+		return l.d.ServeDecision(w, r, nil)
+	}
+	return next.ServeHTTP(w, r)
 }
 
 func (h *Handler) refuseWith(w http.ResponseWriter, d *core.Decision) error {

@@ -13,9 +13,10 @@ import (
 // the zones' reply back here, where it is merged, counted and answered exactly as when the
 // throttle calls Redis itself.
 //
-// The seckill app links a throttle to the next handler at start (caddymodule.App, joint.go
-// there) only when that handler is in the same route, right after it, takes joints, and the
-// Redis is a single server (on a Cluster the zones' keys and the sale's are on other slots).
+// The seckill app links a throttle to the next handler at start (caddymodule.App, floor.go
+// there) when that handler is a Decision in the same route, right after it; the zones join its
+// script call when the Redis is a single server (on a Cluster the zones' keys and the sale's
+// are on other slots).
 type joint struct {
 	h        *Handler
 	w        http.ResponseWriter
@@ -41,6 +42,13 @@ func (x *joint) Alone(ctx context.Context) bool {
 	return x.d.Status != 0
 }
 
+func (x *joint) Skip() bool {
+	if !x.answered {
+		x.settle(x.j.Skip())
+	}
+	return x.d.Status != 0
+}
+
 func (x *joint) settle(d core.Decision) {
 	x.d, x.answered = d, true
 	x.h.record(&x.d)
@@ -49,11 +57,19 @@ func (x *joint) settle(d core.Decision) {
 
 func (x *joint) Refuse() error { return x.h.refuseWith(x.w, &x.d) }
 
-// JoinNext tells the handler whether the next handler of its route runs its exact tier
-// (caddymodule.App links them at start).
-func (h *Handler) JoinNext(joined bool) {
-	if h.joined != nil {
-		h.joined.Store(joined)
+// decisionLink is the Decision after the handler in its route, and whether the zones' exact
+// tier runs in its script call (joined: on a single Redis) or in the throttle's own.
+type decisionLink struct {
+	d      handler.Decision
+	joined bool
+}
+
+// LinkDecision links the handler to d, the next handler of its route (caddymodule.App links
+// them at start): a request the zones admit goes straight to d, and with joined the zones'
+// exact tier runs in d's script call.
+func (h *Handler) LinkDecision(d handler.Decision, joined bool) {
+	if h.link != nil {
+		h.link.Store(&decisionLink{d: d, joined: joined})
 	}
 }
 

@@ -33,6 +33,7 @@ import (
 	"github.com/seckilledge/seckill/caddymodule/dpop/dpophttp"
 	"github.com/seckilledge/seckill/caddymodule/edge"
 	"github.com/seckilledge/seckill/caddymodule/handler"
+	hcore "github.com/seckilledge/seckill/caddymodule/handler/core"
 	"github.com/seckilledge/seckill/caddymodule/internal/placeholder"
 	"github.com/seckilledge/seckill/caddymodule/token/core"
 	"github.com/seckilledge/seckill/caddymodule/tokenformat"
@@ -179,14 +180,18 @@ func (h *Issuer) Validate() error {
 
 // ServeHTTP issues a token or refuses.
 func (h *Issuer) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.Handler) error {
+	return h.ServeDecision(w, r, nil)
+}
+
+// ServeDecision issues a token or refuses, with joint, the zones of the throttle right before
+// the issuer in its route (nil for none; handler.Joint), in its script call. The zones are
+// settled on every path, before anything of the issuer's is counted.
+func (h *Issuer) ServeDecision(w http.ResponseWriter, r *http.Request, joint handler.Joint) error {
 	repl, _ := r.Context().Value(caddy.ReplacerCtxKey).(*caddy.Replacer)
 	if repl == nil {
 		repl = caddy.NewReplacer()
 	}
 	start := time.Now()
-	// The throttle right before this handler may have left its zones to this script call
-	// (handler.Joint): settled on every path, before anything of the issuer's is counted.
-	joint := handler.TakeJoint(r)
 	var res core.Result
 	var ref handler.Refusal
 	switch pathRef, canonical := handler.CheckRequest(r); {
@@ -203,11 +208,11 @@ func (h *Issuer) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.H
 			break
 		}
 		var err error
-		var cj edge.Joint
+		req := core.Request{Sale: value(h.Sale, h.sale).Get(r, repl), User: value(h.User, h.user).Get(r, repl), JKT: jkt}
 		if joint != nil {
-			cj = joint
+			req.Zones = joint
 		}
-		res, err = h.core.IssueBound(r.Context(), value(h.Sale, h.sale).Get(r, repl), value(h.User, h.user).Get(r, repl), jkt, cj)
+		res, err = h.core.Issue(r.Context(), req)
 		if err != nil {
 			if errors.Is(err, edge.ErrShed) {
 				shed.Inc()
@@ -252,7 +257,7 @@ func (h *Issuer) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.H
 // ProofRefused is the outcome (metric label, {http.seckill.token.outcome}) of a request whose
 // DPoP proof was refused before anything was decided: missing under device_binding required,
 // malformed, for another URL, too old (the answer's code says which).
-const ProofRefused core.Outcome = "proof_refused"
+const ProofRefused core.Outcome = hcore.OutcomeProofRefused
 
 // bindTo returns the thumbprint the token is to be bound to: the key of the request's proof
 // ("" for a bearer token when binding is off, or optional and no proof came), or the refusal
@@ -269,15 +274,12 @@ func (h *Issuer) bindTo(r *http.Request) (jkt string, ref handler.Refusal, ok bo
 	return p.JKT, ref, true
 }
 
-// TakesJoint says that the issuer runs the zones of a seckill_throttle right before it in its
-// route inside its own script call (handler.Joint; the seckill app links them at start).
-func (h *Issuer) TakesJoint() bool { return true }
-
 // Interface guards
 var (
 	_ caddy.Provisioner           = (*Issuer)(nil)
 	_ caddy.Validator             = (*Issuer)(nil)
 	_ caddyhttp.MiddlewareHandler = (*Issuer)(nil)
+	_ handler.Decision            = (*Issuer)(nil)
 )
 
 // writeIssued writes a 200 with the token.

@@ -84,57 +84,53 @@ func CheckItem(it Item) Verdict {
 	return Verdict{}
 }
 
-// Decide makes the decision for one request of one unit of a sale without variants (see
-// DecideItem). known reports whether the sale is known to exist (so it may label metrics).
-// err, with an Unavailable verdict, says why Redis did not decide.
-func (d *Decider) Decide(ctx context.Context, sale, user, token string) (v Verdict, known bool, err error) {
-	return d.DecideItem(ctx, sale, user, token, Item{})
+// Request is one purchase as the handler read it: the one value the Decider and the Store
+// take, so that a new attribute of a purchase is one field here.
+type Request struct {
+	// Sale and User name the sale and the buyer (contract.ValidID; checked by Decide).
+	Sale, User string
+	// Token is the purchase token presented ("" for none).
+	Token string
+	// Item is what is bought: the variant ("" for none) and the quantity (0 for 1).
+	Item
+	// Proof is the DPoP proof the caller checked against the request and the token
+	// (dpop.Check; the zero Proof for none). Under a Binding other than off a bound token
+	// verifies only with its key's proof, and the proof's jti is spent in the script call: a
+	// replay is refused on every gateway.
+	Proof dpop.Proof
+	// Zones is another handler's check (the throttle's zones) for the first script call to
+	// carry (lua.GateThrottled), nil for none; its part of the reply goes to Zones.Answer, and
+	// its refusal is the verdict Throttled. A decision settled without a script (a refusal
+	// before Redis, an answer from the sold-out memory: Verdict.Memory) leaves it unanswered,
+	// for the caller to settle.
+	Zones Joint
 }
 
-// DecideItem makes the decision for one request that asks for item.
-func (d *Decider) DecideItem(ctx context.Context, sale, user, token string, item Item) (v Verdict, known bool, err error) {
-	return d.DecideJoint(ctx, sale, user, token, item, nil)
-}
-
-// DecideJoint is DecideItem whose script call also carries joint (nil for none), on a single
-// Redis: the first script call of the decision takes it, and hands its part of the reply to
-// joint.Answer; a refusal of the joint is the verdict Throttled. A decision settled without a
-// script (a refusal before Redis, an answer from the sold-out memory) leaves joint unanswered:
-// the caller settles it on its own.
-func (d *Decider) DecideJoint(ctx context.Context, sale, user, token string, item Item, joint Joint) (v Verdict, known bool, err error) {
-	return d.DecideBound(ctx, sale, user, token, dpop.Proof{}, item, joint)
-}
-
-// DecideBound is DecideJoint for a purchase that came with proof, a DPoP proof the caller
-// checked against the request and the token (dpop.Check; the zero Proof for none). Under a
-// Binding other than off, a bound token verifies only with its key's proof, and the proof's
-// jti is spent in the script call: a replay is refused on every gateway.
-func (d *Decider) DecideBound(ctx context.Context, sale, user, token string, proof dpop.Proof, item Item, joint Joint) (v Verdict, known bool, err error) {
-	if o := CheckRequest(sale, user); o != "" {
+// Decide makes the decision for one request. known reports whether the sale is known to exist
+// (so it may label metrics). err, with an Unavailable verdict, says why Redis did not decide.
+func (d *Decider) Decide(ctx context.Context, r Request) (v Verdict, known bool, err error) {
+	if o := CheckRequest(r.Sale, r.User); o != "" {
 		return Verdict{Outcome: o}, false, nil
 	}
-	if v := CheckItem(item); v.Outcome != "" {
+	if v := CheckItem(r.Item); v.Outcome != "" {
 		return v, false, nil
 	}
 	// After sell-out the answer comes from memory, before the token is even verified (a
 	// flood of late clicks costs no signature check and no script).
-	target := contract.UserShardID(sale, user, d.Shards.Of(sale))
-	if v, ok := d.fromMemory(ctx, target, user, item.Variant); ok {
+	target := contract.UserShardID(r.Sale, r.User, d.Shards.Of(r.Sale))
+	if v, ok := d.fromMemory(ctx, target, r.User, r.Variant); ok {
 		return v, true, nil
 	}
-	p := Purchase{User: user, Item: item, Admission: d.RequireAdmission}
-	if _, ok := d.Store.(JointStore); !ok {
-		joint = nil // the caller settles it on its own
-	}
+	p := Purchase{Request: r, Admission: d.RequireAdmission}
 	if d.Keyring != nil {
-		if token == "" {
+		if r.Token == "" {
 			return Verdict{Outcome: InvalidToken}, false, nil
 		}
-		jkt, o := d.bindingOf(token, proof)
+		jkt, o := d.bindingOf(r.Token, r.Proof)
 		if o != "" {
 			return Verdict{Outcome: o}, false, nil
 		}
-		c, err := d.Keyring.VerifyBound(token, sale, user, jkt, d.Now())
+		c, err := d.Keyring.VerifyBound(r.Token, r.Sale, r.User, jkt, d.Now())
 		switch {
 		case errors.Is(err, tokenformat.ErrExpired):
 			return Verdict{Outcome: TokenExpired}, false, nil
@@ -146,24 +142,21 @@ func (d *Decider) DecideBound(ctx context.Context, sale, user, token string, pro
 			return Verdict{Outcome: InvalidToken}, false, nil
 		}
 		p.TokenValue = tokenformat.StoreValue(c)
-		if jkt != "" || proof.JTI != "" {
-			p.ProofJTI, p.ProofWindow = proof.JTI, d.ProofWindow
+		if r.Proof.JTI != "" {
+			p.ProofWindow = d.ProofWindow
 			if p.ProofWindow <= 0 {
 				p.ProofWindow = dpop.ReplayWindow(0)
 			}
 		}
 	}
-	// On a room sale the user's place must be bound to this proof's key, if to any (KEYS[10],
-	// passed with the proof's key).
-	p.ProofJKT = proof.JKT
 	id, err := d.NewOrderID()
 	if err != nil {
 		return Verdict{Outcome: Unavailable}, false, err
 	}
 	p.OrderID = id
 
-	v, _, err = edge.OnUserShard(d.Shards, sale, user, func(target string) (Verdict, edge.ShardAnswer, error) {
-		v, err := d.decideOn(ctx, target, p, &joint)
+	v, _, err = edge.OnUserShard(d.Shards, r.Sale, r.User, func(target string) (Verdict, edge.ShardAnswer, error) {
+		v, err := d.decideOn(ctx, target, &p)
 		if err != nil {
 			return v, edge.ShardAnswer{}, err
 		}
@@ -221,42 +214,41 @@ func (d *Decider) soldOut(ctx context.Context, target, user string) Verdict {
 // read: the buyer may hold another variant, which is no answer to this purchase.
 func (d *Decider) fromMemory(ctx context.Context, target, user, variant string) (Verdict, bool) {
 	if d.SoldOut.SoldOut(target) {
-		return d.soldOut(ctx, target, user), true
+		v := d.soldOut(ctx, target, user)
+		v.Memory = true
+		return v, true
 	}
 	if variant != "" && d.SoldOut.SoldOut(contract.VariantTarget(target, variant)) {
-		return Verdict{Outcome: SoldOut, Target: target, Variant: variant, Short: true}, true
+		return Verdict{Outcome: SoldOut, Target: target, Variant: variant, Short: true, Memory: true}, true
 	}
 	return Verdict{}, false
 }
 
-// jointAnswer is a combined call's answer: the verdict and the joint's part of the reply.
+// jointAnswer is a script call's answer: the verdict and the zones' part of the reply.
 type jointAnswer struct {
 	v     Verdict
 	zones []any
 }
 
-// decideOn decides on one sale's or shard's keys. The first script call takes *joint and
-// clears it (a retry on the user's shard runs without it: the zones were checked once).
-func (d *Decider) decideOn(ctx context.Context, target string, p Purchase, joint *Joint) (Verdict, error) {
+// decideOn decides on one sale's or shard's keys. The first script call takes p.Zones and
+// clears it (a retry on the user's shard runs without them: the zones were checked once).
+func (d *Decider) decideOn(ctx context.Context, target string, p *Purchase) (Verdict, error) {
 	// A shard learnt just now may be flagged sold out already. For a sharded sale the flag is
 	// the user's shard's: another shard may still have units.
 	if v, ok := d.fromMemory(ctx, target, p.User, p.Variant); ok {
 		return v, nil
 	}
-	p.Sale = target
+	call := *p
+	call.Target = target
+	p.Zones = nil
 	gen := d.SoldOut.Generation(target)
 	start := time.Now()
-	var v Verdict
-	var err error
-	if j := *joint; j != nil {
-		*joint = nil
-		var a jointAnswer
-		js := d.Store.(JointStore)
-		a, err = edge.Call(ctx, d.Caller, func(ctx context.Context) (jointAnswer, error) {
-			v, zones, err := js.DecideJoint(ctx, p, j)
-			return jointAnswer{v, zones}, err
-		})
-		v = a.v
+	a, err := edge.Call(ctx, d.Caller, func(ctx context.Context) (jointAnswer, error) {
+		v, zones, err := d.Store.Decide(ctx, call)
+		return jointAnswer{v, zones}, err
+	})
+	v := a.v
+	if j := call.Zones; j != nil {
 		// The zones' answer first: a request they refused was never the gate's to decide.
 		zerr := err
 		if zerr == nil && a.zones == nil {
@@ -268,8 +260,6 @@ func (d *Decider) decideOn(ctx context.Context, target string, p Purchase, joint
 			}
 			return Verdict{Outcome: Throttled, Target: target}, nil
 		}
-	} else {
-		v, err = edge.Call(ctx, d.Caller, func(ctx context.Context) (Verdict, error) { return d.Store.Decide(ctx, p) })
 	}
 	if d.Observe != nil {
 		d.Observe(time.Since(start))

@@ -24,7 +24,7 @@ type fakeStore struct {
 	calls   []Purchase
 }
 
-func (s *fakeStore) Decide(ctx context.Context, p Purchase) (Verdict, error) {
+func (s *fakeStore) Decide(ctx context.Context, p Purchase) (Verdict, []any, error) {
 	if s.block != nil {
 		<-s.block
 	}
@@ -32,16 +32,16 @@ func (s *fakeStore) Decide(ctx context.Context, p Purchase) (Verdict, error) {
 	defer s.mu.Unlock()
 	s.calls = append(s.calls, p)
 	if s.err != nil {
-		return Verdict{}, s.err
+		return Verdict{}, nil, s.err
 	}
-	v, ok := s.verdict[p.Sale]
+	v, ok := s.verdict[p.Target]
 	if !ok {
-		return Verdict{Outcome: UnknownSale}, nil
+		return Verdict{Outcome: UnknownSale}, nil, nil
 	}
 	if v.Outcome == Accepted {
 		v.OrderID = p.OrderID
 	}
-	return v, nil
+	return v, nil, nil
 }
 
 func (s *fakeStore) Buyer(_ context.Context, target, user string) (string, error) {
@@ -132,7 +132,7 @@ func TestGateDecisionRules(t *testing.T) {
 			for _, s := range c.soldOut {
 				so.m[s] = true
 			}
-			v, _, err := d.Decide(context.Background(), c.sale, c.user, c.token)
+			v, _, err := d.Decide(context.Background(), Request{Sale: c.sale, User: c.user, Token: c.token})
 			if v.Outcome != c.want || v.OrderID != c.wantOrder {
 				t.Fatalf("verdict %+v (err %v), want %s %q", v, err, c.want, c.wantOrder)
 			}
@@ -149,11 +149,11 @@ func TestGateDecisionRules(t *testing.T) {
 func TestGateRemembersASoldOutAnswerAndForgetsAGoneShard(t *testing.T) {
 	store := &fakeStore{verdict: map[string]Verdict{"s1": {Outcome: SoldOut}}}
 	d, so := newDecider(store, nil)
-	d.Decide(context.Background(), "s1", "u1", "")
+	d.Decide(context.Background(), Request{Sale: "s1", User: "u1", Token: ""})
 	if !so.m["s1"] {
 		t.Fatal("a sold_out answer was not remembered")
 	}
-	d.Decide(context.Background(), "s1", "u2", "")
+	d.Decide(context.Background(), Request{Sale: "s1", User: "u2", Token: ""})
 	if len(store.calls) != 1 {
 		t.Fatalf("%d script calls: the second buyer must be answered from memory", len(store.calls))
 	}
@@ -161,11 +161,11 @@ func TestGateRemembersASoldOutAnswerAndForgetsAGoneShard(t *testing.T) {
 	shard := contract.UserShardID("s2", "u1", 4)
 	store = &fakeStore{verdict: map[string]Verdict{"s2": {Outcome: Sharded, Shards: 4}, shard: {Outcome: Accepted}}}
 	d, _ = newDecider(store, nil)
-	if v, _, _ := d.Decide(context.Background(), "s2", "u1", ""); v.Target != shard {
+	if v, _, _ := d.Decide(context.Background(), Request{Sale: "s2", User: "u1", Token: ""}); v.Target != shard {
 		t.Fatalf("decided on %q, want the user's shard %q", v.Target, shard)
 	}
 	delete(store.verdict, shard) // the shard expired
-	d.Decide(context.Background(), "s2", "u1", "")
+	d.Decide(context.Background(), Request{Sale: "s2", User: "u1", Token: ""})
 	if k := d.Shards.Of("s2"); k != 1 {
 		t.Fatalf("a gone shard left the sale known as %d shards, want forgotten", k)
 	}
@@ -176,12 +176,12 @@ func TestGateAnswersUnavailableAtItsDeadlineAndShedsBeyondMaxPending(t *testing.
 	defer close(store.block)
 	d, _ := newDecider(store, nil)
 	d.Caller = edge.Caller{Timeout: 20 * time.Millisecond, Pending: edge.NewPending(1)}
-	v, _, err := d.Decide(context.Background(), "s1", "u1", "")
+	v, _, err := d.Decide(context.Background(), Request{Sale: "s1", User: "u1", Token: ""})
 	if v.Outcome != Unavailable || !errors.Is(err, edge.ErrTimeout) {
 		t.Fatalf("a stalled store: %+v %v, want unavailable after the timeout", v, err)
 	}
 	// The stalled call still holds the only slot: the next request is shed at once.
-	v, _, err = d.Decide(context.Background(), "s1", "u2", "")
+	v, _, err = d.Decide(context.Background(), Request{Sale: "s1", User: "u2", Token: ""})
 	if v.Outcome != Unavailable || !errors.Is(err, edge.ErrShed) {
 		t.Fatalf("beyond max_pending: %+v %v, want shed", v, err)
 	}

@@ -76,7 +76,7 @@ func TestGateVariantDecisionRules(t *testing.T) {
 			for _, s := range c.soldOut {
 				so.m[s] = true
 			}
-			v, _, err := d.DecideItem(context.Background(), "s1", "u1", "", c.item)
+			v, _, err := d.Decide(context.Background(), Request{Sale: "s1", User: "u1", Token: "", Item: c.item})
 			if err != nil || v.Outcome != c.want.Outcome || v.Variant != c.want.Variant || v.Quantity != c.want.Quantity ||
 				v.Held != c.want.Held || v.Reason != c.want.Reason {
 				t.Fatalf("verdict %+v (err %v), want %+v", v, err, c.want)

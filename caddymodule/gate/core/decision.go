@@ -37,11 +37,11 @@ const (
 	// answer the contract's 503 unavailable: the sale has a waiting room and this gate has no
 	// require_admission, or the room's state is gone from Redis. The client can do nothing
 	// about either; the operator gets the label and a log line.
-	Misconfigured Outcome = "misconfigured"
-	RoomMissing   Outcome = "room_missing"
+	Misconfigured Outcome = hcore.OutcomeMisconfigured
+	RoomMissing   Outcome = hcore.OutcomeRoomMissing
 	// DrawMissing answers 503 unavailable too: the sale is a draw and the script was not given
 	// the draw's entries (a gateway out of date with the scripts); nobody buys around the draw.
-	DrawMissing Outcome = "draw_missing"
+	DrawMissing Outcome = hcore.OutcomeDrawMissing
 	// Device binding (caddymodule/dpop): a bound token without a proof, or with a proof of
 	// another key (a copy), an unbound token where binding is required, a proof spent before.
 	ProofRequired    Outcome = contract.CodeProofRequired
@@ -168,6 +168,9 @@ type Verdict struct {
 	// Reason says what a BadRequest about the item is about (ReasonVariant, ...), or that a
 	// NotAdmitted is a draw's (ReasonDraw).
 	Reason string
+	// Memory is set on an answer from this gateway's sold-out memory: no script ran (at most
+	// one plain read of the buyers hash, once per user until the next restock).
+	Memory bool
 }
 
 // Items reports whether an accepted answer names the variant and quantity: on a sale with
@@ -176,35 +179,42 @@ func (v Verdict) Items() bool { return v.Variant != "" || v.Quantity > 1 }
 
 // Sharded is the script's answer on a sharded sale's own meta hash: nothing was decided, the
 // decision is to be made on the user's shard (contract/shard.go). It never reaches a client.
-const Sharded Outcome = "sharded"
+const Sharded Outcome = hcore.OutcomeSharded
 
 // Throttled is the verdict of a purchase that the throttle's zones refused inside the gate's
 // script call (Purchase.Joint): the gate decided nothing, the joint answers the client.
-const Throttled Outcome = "throttled"
+const Throttled Outcome = hcore.OutcomeThrottled
 
 // Joint is a check of another handler (the throttle's zones) that the gate's script call
 // carries (lua.GateThrottled).
 type Joint = edge.Joint
 
-// Purchase is the input of one decision.
+// Purchase is what the Store runs the script for: the Request and what the Decider made of it.
 type Purchase struct {
-	// Sale is the sale id, or the shard id ("<sale>:<i>") of the user's shard of a sharded
-	// sale: the script runs on that shard's keys.
-	Sale, User, OrderID string
+	Request
+	// Target is the sale id, or the shard id ("<sale>:<i>") of the user's shard of a sharded
+	// sale: the script runs on that target's keys.
+	Target string
+	// OrderID is the id of the order the script writes when it accepts.
+	OrderID string
 	// TokenValue is tokens.StoreValue of the presented, verified token; "" when the route does
 	// not require tokens.
 	TokenValue string
-	// Item is what is bought: the variant ("" for none) and the quantity (0 for 1).
-	Item
 	// Admission: the gateway enforces waiting rooms (Decider.RequireAdmission).
 	Admission bool
-	// ProofJTI is the jti of the checked DPoP proof of a device-bound purchase, spent in the
-	// script call for ProofWindow; "" for none.
-	ProofJTI    string
+	// ProofWindow is how long the proof's jti stays spent in the script call (KEYS[9]); 0
+	// when none is spent. The proof's key thumbprint goes with the purchase either way: on a
+	// room sale the user's place, bound to his first bound entry's key, refuses another
+	// (ProofKeyMismatch).
 	ProofWindow time.Duration
-	// ProofJKT is that proof's key thumbprint: on a room sale the user's place, bound to his
-	// first bound entry's key, refuses another (ProofKeyMismatch).
-	ProofJKT string
+}
+
+// ProofJTI is the jti the script spends: the proof's, when the Decider set a ProofWindow.
+func (p Purchase) ProofJTI() string {
+	if p.ProofWindow <= 0 {
+		return ""
+	}
+	return p.Proof.JTI
 }
 
 // Item is what a purchase asks for (the buy body {"variant","quantity"}).

@@ -23,11 +23,11 @@ func TestALateClickAsksRedisOncePerUserAndTheBuyerIsStillToldHisOrder(t *testing
 	d.Store = store
 	so.m["s1"] = true
 	for i := 0; i < 3; i++ {
-		v, _, err := d.Decide(context.Background(), "s1", "buyer", "")
+		v, _, err := d.Decide(context.Background(), Request{Sale: "s1", User: "buyer", Token: ""})
 		if err != nil || v.Outcome != AlreadyBought || v.OrderID != "o-1" {
 			t.Fatalf("click %d of the buyer: %+v, %v; want already_bought o-1", i, v, err)
 		}
-		v, _, err = d.Decide(context.Background(), "s1", "late", "")
+		v, _, err = d.Decide(context.Background(), Request{Sale: "s1", User: "late", Token: ""})
 		if err != nil || v.Outcome != SoldOut {
 			t.Fatalf("click %d of a late user: %+v, %v; want sold_out", i, v, err)
 		}
@@ -43,7 +43,7 @@ func TestALateAnswerIsNotRememberedWhenRedisFailed(t *testing.T) {
 	d.Store = store
 	so.m["s1"] = true
 	for i := 0; i < 2; i++ {
-		if v, _, _ := d.Decide(context.Background(), "s1", "u1", ""); v.Outcome != SoldOut {
+		if v, _, _ := d.Decide(context.Background(), Request{Sale: "s1", User: "u1", Token: ""}); v.Outcome != SoldOut {
 			t.Fatalf("click %d with Redis down: %s, want sold_out (the stock is gone either way)", i, v.Outcome)
 		}
 	}

@@ -15,8 +15,10 @@ import (
 // and after sell-out whether the user is a buyer. The decision core depends on nothing else,
 // so its rules are tested with a fake.
 type Store interface {
-	// Decide runs lua/gate.lua for p: one round trip.
-	Decide(ctx context.Context, p Purchase) (Verdict, error)
+	// Decide runs lua/gate.lua for p on p.Target's keys: one round trip. With p.Zones the same
+	// call runs the zones first (lua.GateThrottled, on a single Redis) and zones is their part
+	// of the reply; when they refused, the verdict is Throttled and the gate did not run.
+	Decide(ctx context.Context, p Purchase) (v Verdict, zones []any, err error)
 	// Buyer returns the user's order id in the sale or shard target, "" when none.
 	Buyer(ctx context.Context, target, user string) (string, error)
 }
@@ -28,27 +30,6 @@ type RedisStore struct {
 	// for it with edge.Wait: the store of a Decider whose Caller is Inline (no goroutine per
 	// call; the deadline applies where the answer is awaited).
 	Sub edge.Submitter
-}
-
-// Decide runs the decision script for p.
-func (s RedisStore) Decide(ctx context.Context, p Purchase) (Verdict, error) {
-	if s.Sub != nil {
-		keys := saleKeys.Of(p.Sale)
-		a := append(edge.ScriptArgs(len(keys)+2+gateArgs+2), keys...)
-		nk := len(keys)
-		if p.ProofJTI != "" {
-			// A device-bound purchase's proof key (KEYS[9]) is its own, never boxed; the room's
-			// bound places (KEYS[10]) come with it.
-			a, nk = append(a, contract.ProofKey(p.Sale, p.ProofJTI), contract.RoomKeysKey(p.Sale)), nk+2
-		}
-		a = gateCall(ctx, p).AppendArgs(a)
-		res, err := edge.ScriptCall(ctx, s.Sub, lua.Gate, nk, a).Slice()
-		if err != nil {
-			return Verdict{}, err
-		}
-		return parseReply(res)
-	}
-	return Decide(ctx, s.R, p)
 }
 
 // Buyer reads the user's order id from the buyers hash.
@@ -70,39 +51,42 @@ func (s RedisStore) Buyer(ctx context.Context, target, user string) (string, err
 	return id, err
 }
 
-// JointStore is a Store that can carry a joint (the throttle's zones) in the decision's call:
-// lua.GateThrottled, on a single Redis.
-type JointStore interface {
-	// DecideJoint runs the joint's zones, then the decision unless they refused (the verdict
-	// is then Throttled), in one round trip; zones is the joint's part of the reply.
-	DecideJoint(ctx context.Context, p Purchase, joint Joint) (v Verdict, zones []any, err error)
-}
-
-// DecideJoint runs lua.GateThrottled for p and joint.
-func (s RedisStore) DecideJoint(ctx context.Context, p Purchase, joint Joint) (Verdict, []any, error) {
+// Decide runs lua/gate.lua for p, or lua.GateThrottled with p.Zones.
+func (s RedisStore) Decide(ctx context.Context, p Purchase) (Verdict, []any, error) {
+	if p.Zones == nil {
+		if s.Sub == nil {
+			v, err := Decide(ctx, s.R, p)
+			return v, nil, err
+		}
+		keys := saleKeys.Of(p.Target)
+		a := append(edge.ScriptArgs(len(keys)+2+gateArgs+2), keys...)
+		a, nk := proofKeys(a, len(keys), p)
+		a = gateCall(ctx, p).AppendArgs(a)
+		res, err := edge.ScriptCall(ctx, s.Sub, lua.Gate, nk, a).Slice()
+		if err != nil {
+			return Verdict{}, nil, err
+		}
+		v, err := parseReply(res)
+		return v, nil, err
+	}
 	c := gateCall(ctx, p)
 	var res []any
 	var err error
 	if s.Sub != nil {
 		// KEYS: the sale's (boxed once per sale), then the zones'; ARGV likewise.
-		keys := saleKeys.Of(p.Sale)
+		keys := saleKeys.Of(p.Target)
 		var room [16]string
-		zk := joint.AppendKeys(room[:0])
+		zk := p.Zones.AppendKeys(room[:0])
 		a := append(edge.ScriptArgs(len(keys)+2+len(zk)+gateArgs+2+24), keys...)
-		nk := len(keys) + len(zk)
-		if p.ProofJTI != "" {
-			// A device-bound purchase's proof key (KEYS[9]) is its own, never boxed; the room's
-			// bound places (KEYS[10]) come with it.
-			a, nk = append(a, contract.ProofKey(p.Sale, p.ProofJTI), contract.RoomKeysKey(p.Sale)), nk+2
-		}
+		a, nk := proofKeys(a, len(keys)+len(zk), p)
 		for _, k := range zk {
 			a = append(a, k)
 		}
-		a = joint.AppendArgs(c.AppendArgs(a))
+		a = p.Zones.AppendArgs(c.AppendArgs(a))
 		res, err = edge.ScriptCall(ctx, s.Sub, lua.GateThrottled, nk, a).Slice()
 	} else {
-		keys := joint.AppendKeys(c.AppendKeys(make([]string, 0, 16)))
-		args := joint.AppendArgs(c.AppendArgs(make([]any, 0, 32)))
+		keys := p.Zones.AppendKeys(c.AppendKeys(make([]string, 0, 16)))
+		args := p.Zones.AppendArgs(c.AppendArgs(make([]any, 0, 32)))
 		res, err = lua.GateThrottled.Run(ctx, s.R, keys, args...).Slice()
 	}
 	if err != nil {
@@ -126,6 +110,15 @@ func (s RedisStore) DecideJoint(ctx context.Context, p Purchase, joint Joint) (V
 	return v, zones, err
 }
 
+// proofKeys appends a device-bound purchase's proof key (KEYS[9], its own, never boxed) and the
+// room's bound places (KEYS[10], which come with it) to the boxed keys a; nk counts the KEYS.
+func proofKeys(a []any, nk int, p Purchase) ([]any, int) {
+	if jti := p.ProofJTI(); jti != "" {
+		return append(a, contract.ProofKey(p.Target, jti), contract.RoomKeysKey(p.Target)), nk + 2
+	}
+	return a, nk
+}
+
 // gateArgs is how many ARGV gate.lua takes (lua.GateCall.AppendArgs).
 const gateArgs = 9
 
@@ -137,12 +130,12 @@ var saleKeys = edge.KeyBox{Build: func(sale string) []string { return lua.GateCa
 const maxSaleKeys = 4096
 
 func gateCall(ctx context.Context, p Purchase) lua.GateCall {
-	return lua.GateCall{Sale: p.Sale, User: p.User, OrderID: p.OrderID, TokenValue: p.TokenValue, Group: RelayGroup,
+	return lua.GateCall{Sale: p.Target, User: p.User, OrderID: p.OrderID, TokenValue: p.TokenValue, Group: RelayGroup,
 		TraceParent: TraceParent(ctx), Variant: p.Variant, Quantity: p.Quantity, Admission: p.Admission,
-		ProofJTI: p.ProofJTI, ProofWindow: p.ProofWindow, ProofJKT: p.ProofJKT}
+		ProofJTI: p.ProofJTI(), ProofWindow: p.ProofWindow, ProofJKT: p.Proof.JKT}
 }
 
-// Decide runs the decision script for p: one round trip.
+// Decide runs the decision script for p (its Zones aside): one round trip.
 func Decide(ctx context.Context, rdb redis.Scripter, p Purchase) (Verdict, error) {
 	res, err := gateCall(ctx, p).Run(ctx, rdb)
 	if err != nil {

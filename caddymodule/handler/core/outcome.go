@@ -68,3 +68,26 @@ func (t *Table[O]) Code(o O) string {
 	}
 	return t.Refusal(o).Code
 }
+
+// The outcome labels the gate and the token issuer share beyond the contract's codes (which
+// are contract.Code*): each declares its typed outcomes from these, so one label is written
+// once and the two handlers' metrics and {http.seckill.*outcome} placeholders agree.
+const (
+	// OutcomeMisconfigured: the sale has a waiting room and the handler has no
+	// require_admission (answered 503 unavailable, logged).
+	OutcomeMisconfigured = "misconfigured"
+	// OutcomeRoomMissing: the sale's room state is gone from Redis (503 unavailable).
+	OutcomeRoomMissing = "room_missing"
+	// OutcomeDrawMissing: a draw sale reached a script without the draw's entries key (503
+	// unavailable).
+	OutcomeDrawMissing = "draw_missing"
+	// OutcomeThrottled: the throttle's zones refused the request inside the handler's script
+	// call; the throttle answers it.
+	OutcomeThrottled = "throttled"
+	// OutcomeProofRefused: the request's DPoP proof was refused before anything was decided
+	// (missing under device_binding required, malformed, for another method or URL, too old).
+	OutcomeProofRefused = "proof_refused"
+	// OutcomeSharded: the script's answer on a sharded sale's own keys (decide on the user's
+	// shard); it never reaches a client.
+	OutcomeSharded = "sharded"
+)

@@ -14,6 +14,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/seckilledge/seckill/caddymodule/edge"
+	"github.com/seckilledge/seckill/contract"
 )
 
 // Rule is one zone's limit as the deciding code sees it: no HTTP, no Caddy.
@@ -310,8 +311,9 @@ func (j *Joint) calls() []Call {
 // AppendKeys appends the zones' KEYS for lua/throttle.lua (two per zone that needs Redis).
 func (j *Joint) AppendKeys(dst []string) []string {
 	for _, i := range j.p.pending {
-		k := j.l.zones[i].counterKey(j.keys[i])
-		dst = append(dst, k, k+":ban")
+		// The counter's key and its ban key in one string: "<counter>:ban", sliced.
+		ban := contract.ThrottleKey(j.l.zones[i].rule.Name, j.keys[i]) + ":ban"
+		dst = append(dst, ban[:len(ban)-len(":ban")], ban)
 	}
 	return dst
 }
@@ -359,6 +361,36 @@ func (j *Joint) Alone(ctx context.Context) Decision {
 		func(ctx context.Context) ([]Reply, error) { return j.l.Store.Eval(ctx, calls) })
 	j.d.RedisTime = time.Since(start)
 	return j.finish(replies, err)
+}
+
+// Skip settles the joint without its exact tier: the next handler answered from its own
+// memory, with no script call (a click on a sale this gateway knows is sold out). Only the
+// local tiers' verdict stands: DeferTo already refused a key in the blocklist (a ban or a
+// limit learnt from Redis); a zone whose shield refused this request, whose first refusal of
+// an episode would have gone to Redis as a probe, refuses it here, its provisional blocklist
+// entry kept; every other zone admits it without counting (its outcome stays Skipped) and
+// its shield keeps the request counted, so a flood on a sold-out sale is still held to
+// local_limit per window on each instance. Nothing reaches Redis, so nothing counts towards a
+// ban either.
+func (j *Joint) Skip() Decision {
+	l, d, p, keys := j.l, j.d, &j.p, j.keys
+	now := l.Now()
+	for _, i := range p.probes {
+		z := l.zones[i]
+		retry := time.Second
+		if b, ok := z.blocklist.Lookup(keys[i], now); ok && b.Until.After(now) {
+			retry = b.Until.Sub(now)
+		}
+		d.Results[i] = ZoneResult{Rule: &z.rule, Outcome: LocalHit, RetryAfter: retry, Reset: retry}
+		if d.Status == 0 || retry > d.RetryAfter {
+			d.RetryAfter = retry
+		}
+		d.Status = 429
+	}
+	if d.Status != 0 {
+		l.refundShields(p.taken, keys)
+	}
+	return d
 }
 
 func (j *Joint) finish(replies []Reply, err error) Decision {

@@ -181,3 +181,47 @@ func TestRedisDownTheShieldStillHoldsEachKeyToItsLocalLimit(t *testing.T) {
 		t.Fatalf("%d admitted with Redis down, want the local limit 3", admitted)
 	}
 }
+
+// A joint skipped by the next handler (it answered from its memory) asks Redis nothing and
+// counts nothing there: the blocklist still refuses a blocked key, and the shield still holds
+// each key to its local limit (refusing locally where it would have probed).
+func TestASkippedJointAsksRedisNothingAndKeepsTheLocalTiers(t *testing.T) {
+	store := &fakeStore{replies: map[string]Reply{"seckill:rl:{user:banned}": {Status: 2, Retry: time.Minute, Reset: time.Minute}}}
+	l := fakeLimiter(store, Rule{Name: "user", Limit: 2, Window: time.Minute},
+		Rule{Name: "ip", Limit: 100, Window: time.Second, Shadow: true})
+	// Learn the ban (keys in Rules order: user, the tighter, first).
+	if d := l.Decide(context.Background(), []string{"banned", "ip1"}); d.Status != 429 || !d.Banned {
+		t.Fatalf("the ban from Redis: %+v", d)
+	}
+	trips := len(store.trips)
+	var j Joint
+	if !l.DeferTo(&j, []string{"banned", "ip1"}) || j.Decision().Status != 429 || !j.Decision().Banned {
+		t.Fatalf("a banned key: %+v, want refused by the blocklist before any script", j.Decision())
+	}
+	for n := range 3 {
+		if l.DeferTo(&j, []string{"u1", "ip1"}) {
+			t.Fatalf("skip %d settled before the next handler: %+v", n, j.Decision())
+		}
+		d := j.Skip()
+		want := 0
+		if n >= 2 {
+			want = 429 // over the shield's local limit of 2 a minute
+		}
+		if d.Status != want {
+			t.Fatalf("skip %d: status %d, want %d (%+v)", n, d.Status, want, d.Results)
+		}
+		if want == 0 && (d.Results[0].Outcome != Skipped || d.Results[1].Outcome != Skipped) {
+			t.Fatalf("skip %d counted an outcome: %+v", n, d.Results)
+		}
+		if want != 0 && (d.Results[0].Outcome != LocalHit || d.RetryAfter <= 0) {
+			t.Fatalf("skip %d: %+v, want the user zone's local refusal with a retry time", n, d.Results)
+		}
+	}
+	// The shield's refusal left its provisional blocklist entry: the next one is refused first.
+	if !l.DeferTo(&j, []string{"u1", "ip1"}) || j.Decision().Status != 429 {
+		t.Fatalf("after the shield's refusal: %+v, want the blocklist's", j.Decision())
+	}
+	if len(store.trips) != trips {
+		t.Fatalf("%d round trips for skipped joints, want none", len(store.trips)-trips)
+	}
+}

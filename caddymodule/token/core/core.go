@@ -31,56 +31,62 @@ type Decider struct {
 	RequireAdmission bool
 }
 
-// Issue decides for (sale, user). err, with an Unavailable result, says what went wrong.
-func (c *Decider) Issue(ctx context.Context, sale, user string) (Result, error) {
-	return c.IssueJoint(ctx, sale, user, nil)
+// Request is one token request as the handler read it: the one value the Decider and the
+// Store take, so that a new attribute of a request is one field here.
+type Request struct {
+	// Sale and User name the sale and the buyer (contract.ValidID; checked by Issue).
+	Sale, User string
+	// JKT is the thumbprint of the device key the token is bound to (the caller's dpop.Check
+	// of the request's proof; "" for a bearer token): tokenformat.SignBound. A user whose room
+	// place is bound to another key (room_queue.lua keeps the first bound entry's) gets none.
+	JKT string
+	// Zones is another handler's check (the throttle's zones) for the first script call to
+	// carry (lua.TokenIssueThrottled), nil for none; its part of the reply goes to
+	// Zones.Answer, and its refusal is the outcome Throttled. A request refused before any
+	// script leaves it unanswered, for the caller to settle.
+	Zones edge.Joint
 }
 
-// IssueJoint is Issue whose script call also carries joint (nil for none), when the Store is a
-// JointStore (a single Redis): the first script call takes it and hands its part of the reply
-// to joint.Answer; a refusal of the joint is the outcome Throttled. A request refused before
-// any script leaves joint unanswered: the caller settles it on its own.
-func (c *Decider) IssueJoint(ctx context.Context, sale, user string, joint edge.Joint) (Result, error) {
-	return c.IssueBound(ctx, sale, user, "", joint)
+// Issuance is what the Store runs token_issue.lua for: the Request and what the Decider made
+// of it.
+type Issuance struct {
+	Request
+	// Target is the sale id, or the shard id of the user's shard: the script runs on its keys.
+	Target string
+	// Nonce is the new token's nonce; TTL and Lead the handler's ttl and lead_time.
+	Nonce     string
+	TTL, Lead time.Duration
+	// Admission: the gateway enforces waiting rooms (Decider.RequireAdmission).
+	Admission bool
 }
 
-// IssueBound is IssueJoint for a token bound to the device key of thumbprint jkt (checked by
-// the caller's dpop.Check; "" for a bearer token): tokenformat.SignBound. A user whose room
-// place is bound to another key (room_queue.lua keeps the first bound entry's) gets none.
-func (c *Decider) IssueBound(ctx context.Context, sale, user, jkt string, joint edge.Joint) (Result, error) {
-	if user == "" {
+// Issue decides for r. err, with an Unavailable result, says what went wrong.
+func (c *Decider) Issue(ctx context.Context, r Request) (Result, error) {
+	if r.User == "" {
 		return Result{Outcome: Unauthenticated}, nil
 	}
-	if !contract.ValidID(sale) || !contract.ValidID(user) {
+	if !contract.ValidID(r.Sale) || !contract.ValidID(r.User) {
 		return Result{Outcome: BadRequest}, nil
 	}
 	nonce, err := c.NewNonce()
 	if err != nil {
 		return Result{Outcome: Unavailable}, fmt.Errorf("no randomness for a token nonce: %w", err)
 	}
+	is := Issuance{Request: r, Nonce: nonce, TTL: c.TTL, Lead: c.LeadTime, Admission: c.RequireAdmission}
 	// A sharded sale's token lives in the user's shard, where the gate looks for it.
-	js, _ := c.Store.(JointStore)
-	if js == nil {
-		joint = nil // the caller settles it on its own
-	}
-	rep, _, err := edge.OnUserShard(c.Shards, sale, user, func(target string) (Reply, edge.ShardAnswer, error) {
-		j := joint
-		joint = nil // the first call only: a retry on the user's shard does not count the zones again
-		if j == nil {
-			rep, err := edge.Call(ctx, c.Caller, func(ctx context.Context) (Reply, error) {
-				return c.Store.Issue(ctx, target, user, nonce, c.TTL, c.LeadTime, c.RequireAdmission, jkt)
-			})
-			return rep, edge.ShardAnswer{Sharded: rep.Shards, Gone: rep.Outcome == UnknownSale}, err
-		}
-		rep, err := edge.Call(ctx, c.Caller, func(ctx context.Context) (Reply, error) {
-			return js.IssueJoint(ctx, target, user, nonce, c.TTL, c.LeadTime, c.RequireAdmission, jkt, j)
-		})
-		zerr := err
-		if zerr == nil && rep.Zones == nil {
-			zerr = errReply
-		}
-		if j.Answer(rep.Zones, zerr) {
-			return Reply{Outcome: Throttled}, edge.ShardAnswer{}, nil
+	rep, _, err := edge.OnUserShard(c.Shards, r.Sale, r.User, func(target string) (Reply, edge.ShardAnswer, error) {
+		call := is
+		call.Target = target
+		is.Zones = nil // the first call only: a retry on the user's shard does not count the zones again
+		rep, err := edge.Call(ctx, c.Caller, func(ctx context.Context) (Reply, error) { return c.Store.Issue(ctx, call) })
+		if j := call.Zones; j != nil {
+			zerr := err
+			if zerr == nil && rep.Zones == nil {
+				zerr = errReply
+			}
+			if j.Answer(rep.Zones, zerr) {
+				return Reply{Outcome: Throttled}, edge.ShardAnswer{}, nil
+			}
 		}
 		return rep, edge.ShardAnswer{Sharded: rep.Shards, Gone: rep.Outcome == UnknownSale}, err
 	})
@@ -91,7 +97,7 @@ func (c *Decider) IssueBound(ctx context.Context, sale, user, jkt string, joint 
 		return Result{Outcome: rep.Outcome, OrderID: rep.OrderID, Draw: rep.Draw}, nil
 	}
 	res := Result{Outcome: Issued, Expires: rep.Expires}
-	res.Token, res.Claims, err = c.Keyring.SignBound(sale, user, nonce, rep.Expires, jkt)
+	res.Token, res.Claims, err = c.Keyring.SignBound(r.Sale, r.User, nonce, rep.Expires, r.JKT)
 	if err != nil {
 		return Result{Outcome: Unavailable}, fmt.Errorf("signing a token: %w", err)
 	}

@@ -24,7 +24,8 @@ type fakeStore struct {
 	targets  []string
 }
 
-func (s *fakeStore) Issue(_ context.Context, target, user, nonce string, ttl, lead time.Duration, admission bool, _ string) (Reply, error) {
+func (s *fakeStore) Issue(_ context.Context, is Issuance) (Reply, error) {
+	target, user, nonce, ttl, lead, admission := is.Target, is.User, is.Nonce, is.TTL, is.Lead, is.Admission
 	s.targets = append(s.targets, target)
 	if s.err != nil {
 		return Reply{}, s.err
@@ -95,7 +96,7 @@ func TestTokenIssuingRules(t *testing.T) {
 				Keyring: testRing(t), TTL: time.Minute, LeadTime: time.Minute,
 				NewNonce:         func() (string, error) { return "0123456789012345678901", c.nonceErr },
 				RequireAdmission: c.admission}
-			res, err := core.Issue(context.Background(), c.sale, c.user)
+			res, err := core.Issue(context.Background(), Request{Sale: c.sale, User: c.user})
 			if res.Outcome != c.want || res.OrderID != c.wantOrder {
 				t.Fatalf("result %+v (err %v), want %s %q", res, err, c.want, c.wantOrder)
 			}

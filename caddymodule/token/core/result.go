@@ -32,13 +32,13 @@ const (
 	// Misconfigured: the sale has a waiting room and this handler has no require_admission,
 	// so it cannot tell who the room admitted. Answered 503 unavailable (the client can do
 	// nothing about it), logged and counted under its own label for the operator.
-	Misconfigured Outcome = "misconfigured"
+	Misconfigured Outcome = hcore.OutcomeMisconfigured
 	// RoomMissing: the sale says it has a room (its meta field "room") but the room's state is
 	// gone from Redis. Answered 503 unavailable: nobody is let through without the room.
-	RoomMissing Outcome = "room_missing"
+	RoomMissing Outcome = hcore.OutcomeRoomMissing
 	// DrawMissing: the sale is a draw (its meta field "draw") and the script was not given the
 	// draw's entries. Answered 503 unavailable: nobody gets a token around the draw.
-	DrawMissing Outcome = "draw_missing"
+	DrawMissing Outcome = hcore.OutcomeDrawMissing
 	// KeyMismatch: the user's room place is bound to a device key (his first bound entry's)
 	// and this request's proof is of another key, or there is none: 403 proof_key_mismatch.
 	KeyMismatch Outcome = contract.CodeProofKeyMismatch
@@ -50,11 +50,11 @@ func Outcomes() []Outcome { return slices.Clone(outcomes) }
 var outcomes = []Outcome{Issued, Unauthenticated, BadRequest, MethodNotAllowed, UnknownSale, NotStarted, Ended, Paused, AlreadyBought, SoldOut, Unavailable, NotAdmitted, Misconfigured, RoomMissing, DrawMissing, KeyMismatch}
 
 // sharded is the script's answer on a sharded sale's own keys; it never reaches a client.
-const sharded Outcome = "sharded"
+const sharded Outcome = hcore.OutcomeSharded
 
 // Throttled is the outcome of a request that the throttle's zones refused inside the token
-// script's call (Decider.IssueJoint): nothing was issued, the joint answers the client.
-const Throttled Outcome = "throttled"
+// script's call (Request.Zones): nothing was issued, the zones answer the client.
+const Throttled Outcome = hcore.OutcomeThrottled
 
 // refusals holds the answer of every refusing outcome.
 var refusals = map[Outcome]hcore.Refusal{
@@ -126,7 +126,7 @@ type Reply struct {
 	OrderID string    // AlreadyBought
 	Shards  int       // sharded: the shard count
 	Draw    bool      // NotAdmitted: on a draw sale (reply[3] = "draw")
-	// Zones is the joint's part of a combined reply (JointStore), for its Answer.
+	// Zones is the zones' part of a combined reply (Request.Zones), for their Answer.
 	Zones []any
 }
 

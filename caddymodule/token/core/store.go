@@ -3,7 +3,6 @@ package core
 import (
 	"context"
 	"errors"
-	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -14,11 +13,14 @@ import (
 
 // Store is all the issuer asks of Redis: the token_issue script on one sale's or shard's
 // keys, with a typed reply. With admission, a sale that has a waiting room answers
-// NotAdmitted to a user without a live admission, in the same round trip.
+// NotAdmitted to a user without a live admission, in the same round trip; a user whose room
+// place is bound to another key than is.JKT is refused KeyMismatch.
 type Store interface {
-	// jkt is the thumbprint of the request's proof key ("" for none): a user whose room place
-	// is bound to another key is refused KeyMismatch.
-	Issue(ctx context.Context, target, user, nonce string, ttl, lead time.Duration, admission bool, jkt string) (Reply, error)
+	// Issue runs lua/token_issue.lua for is on is.Target's keys: one round trip. With
+	// is.Zones the same call runs the zones first (lua.TokenIssueThrottled) and Reply.Zones is
+	// their part of the reply; when they refused, the outcome is Throttled and nothing was
+	// issued.
+	Issue(ctx context.Context, is Issuance) (Reply, error)
 }
 
 // RedisStore is the Store of a Redis client.
@@ -36,13 +38,6 @@ func (s RedisStore) run(ctx context.Context, sc *redis.Script, keys []string, ar
 		return edge.Script(ctx, s.Sub, sc, keys, args...).Slice()
 	}
 	return sc.Run(ctx, s.R, keys, args...).Slice()
-}
-
-// JointStore is a Store that can carry a joint (the throttle's zones) in the script call:
-// lua.TokenIssueThrottled. The zones' part of the reply comes back in Reply.Zones; when they
-// refused, the Reply's Outcome is Throttled and nothing was issued.
-type JointStore interface {
-	IssueJoint(ctx context.Context, target, user, nonce string, ttl, lead time.Duration, admission bool, jkt string, joint edge.Joint) (Reply, error)
 }
 
 var errReply = errors.New("token: unexpected script reply")
@@ -66,15 +61,11 @@ var targetKeys = edge.KeyBox{Build: issueKeys, Max: maxTargetKeys}
 
 const maxTargetKeys = 4096
 
-// Issue runs lua/token_issue.lua on target (a sale id or a shard id).
-func (s RedisStore) Issue(ctx context.Context, target, user, nonce string, ttl, lead time.Duration, admission bool, jkt string) (Reply, error) {
-	return s.IssueJoint(ctx, target, user, nonce, ttl, lead, admission, jkt, nil)
-}
-
-// IssueJoint runs lua/token_issue.lua on target, with joint's zones first in the same call
-// (lua.TokenIssueThrottled) when joint is not nil.
-func (s RedisStore) IssueJoint(ctx context.Context, target, user, nonce string, ttl, lead time.Duration, admission bool, jkt string, joint edge.Joint) (Reply, error) {
-	args := []any{user, nonce, ttl.Milliseconds(), lead.Milliseconds(), ""}
+// Issue runs lua/token_issue.lua on is.Target, with is.Zones first in the same call
+// (lua.TokenIssueThrottled) when set.
+func (s RedisStore) Issue(ctx context.Context, is Issuance) (Reply, error) {
+	target, joint := is.Target, is.Zones
+	args := []any{is.User, is.Nonce, is.TTL.Milliseconds(), is.Lead.Milliseconds(), ""}
 	if _, _, ok := contract.SplitShardID(target); ok {
 		args[4] = "shard" // an empty shard still issues: its refusal at the gate makes units move
 	} else {
@@ -85,11 +76,11 @@ func (s RedisStore) IssueJoint(ctx context.Context, target, user, nonce string, 
 		// The draw's entries likewise: draws are never sharded, and a draw sale reached
 		// without them is refused (draw_missing), never given tokens.
 		flag := ""
-		if admission {
+		if is.Admission {
 			flag = "1"
 		}
 		// The proof key's thumbprint, against the room place's (KEYS[8]).
-		args = append(args, flag, jkt)
+		args = append(args, flag, is.JKT)
 	}
 	if s.Sub != nil {
 		return s.issueInline(ctx, target, args, joint)
@@ -108,7 +99,7 @@ func (s RedisStore) IssueJoint(ctx context.Context, target, user, nonce string, 
 	return jointReply(res, err)
 }
 
-// issueInline is IssueJoint through Sub, with target's KEYS boxed once per target.
+// issueInline is Issue through Sub, with target's KEYS boxed once per target.
 func (s RedisStore) issueInline(ctx context.Context, target string, args []any, joint edge.Joint) (Reply, error) {
 	keys := targetKeys.Of(target)
 	if joint == nil {
