@@ -48,9 +48,9 @@ type pipeline struct {
 	users    int
 }
 
-// pipeline starts a relay and a consumer on the system for a new sale of stock units, with the
-// given windows (0: the defaults).
-func (s *system) pipeline(t testing.TB, stock int, relayWait, consumerWait time.Duration) *pipeline {
+// pipeline starts a relay (rc: its config, zero values the defaults) and a consumer on the
+// system for a new sale of stock units; consumerWait is the consumer's window (0: the default).
+func (s *system) pipeline(t testing.TB, stock int, rc relay.Config, consumerWait time.Duration) *pipeline {
 	t.Helper()
 	ctx := context.Background()
 	p := &pipeline{s: s, sale: s.sale(stock), stock: stock, accepted: map[string]time.Time{}}
@@ -62,7 +62,7 @@ func (s *system) pipeline(t testing.TB, stock int, relayWait, consumerWait time.
 	broker := caddymodule.NewBroker(s.amqp, zlog)
 	t.Cleanup(func() { _ = broker.Destruct() })
 	p.relay = relay.New(relay.Options{Redis: s.rdb, Connect: broker.WaitConnection, Cork: broker.Cork, Namespace: s.ns,
-		Config: relay.Config{BatchWait: caddy.Duration(relayWait)}, Logger: zlog})
+		Config: rc, Logger: zlog})
 	p.relay.Start(ctx)
 	t.Cleanup(func() { _ = p.relay.Stop() })
 
@@ -287,7 +287,8 @@ func (c counts) since(before counts) counts {
 func TestALoneWinnerWaitsForNoWindow(t *testing.T) {
 	const window = 5 * time.Second
 	s := newSystem(t)
-	p := s.pipeline(t, 100, window, window)
+	// The relay's idle poll is longer than the test: only the purchase's own wake-up moves it.
+	p := s.pipeline(t, 100, relay.Config{BatchWait: caddy.Duration(window), PollInterval: caddy.Duration(time.Minute)}, window)
 	for i := range 5 {
 		if _, err := p.accept(); err != nil {
 			t.Fatal(err)
@@ -317,7 +318,7 @@ func TestALoneWinnerWaitsForNoWindow(t *testing.T) {
 func TestWindowBatchingLosesNoWinnerAcrossABrokerRestart(t *testing.T) {
 	rb := testenv.StartRabbit(t)
 	s := newSystemOn(t, rb.AMQPURL())
-	p := s.pipeline(t, 5000, 0, 0)
+	p := s.pipeline(t, 5000, relay.Config{}, 0)
 	before := countsNow(t)
 	type result struct {
 		n   int
@@ -398,8 +399,8 @@ func quantile(ds []time.Duration, q float64) time.Duration {
 // difference. Run with -benchtime 1x: each iteration is 3 x 30 winners per pipeline.
 func BenchmarkALoneWinner(b *testing.B) {
 	s := newSystem(b)
-	windows := s.pipeline(b, 100_000, 0, 0)
-	none := s.pipeline(b, 100_000, time.Nanosecond, time.Nanosecond)
+	windows := s.pipeline(b, 100_000, relay.Config{}, 0)
+	none := s.pipeline(b, 100_000, relay.Config{BatchWait: caddy.Duration(time.Nanosecond)}, time.Nanosecond)
 	lone := func(p *pipeline) {
 		n := p.rows()
 		if _, err := p.accept(); err != nil {
@@ -434,7 +435,7 @@ func BenchmarkALoneWinner(b *testing.B) {
 func BenchmarkWinnersAt600PerSecond(b *testing.B) {
 	s := newSystem(b)
 	for range b.N {
-		p := s.pipeline(b, 2000, 0, 0)
+		p := s.pipeline(b, 2000, relay.Config{}, 0)
 		time.Sleep(500 * time.Millisecond) // the consumer's session is up
 		x0 := s.xactCommit(b)
 		before := countsNow(b)
