@@ -175,10 +175,10 @@ func brokerState(url string) string {
 	return fmt.Sprintf("queue %d ready, %d consumers", q.Messages, q.Consumers)
 }
 
-// waits are, per winner, the time from the gate's acceptance to the start of the transaction
-// that wrote its order (created_at is the transaction's now()): what the relay, the broker and
-// the consumer's collection took, the commit itself left out.
-func (p *pipeline) waits(t testing.TB) []time.Duration {
+// waitsByOrder is, per winner, the time from the gate's acceptance to the start of the
+// transaction that wrote its order (created_at is the transaction's now()): what the relay, the
+// broker and the consumer's collection took, the commit itself left out.
+func (p *pipeline) waitsByOrder(t testing.TB) map[string]time.Duration {
 	t.Helper()
 	rows, err := p.s.pool.Query(context.Background(), `SELECT order_id, created_at FROM orders WHERE sale_id = $1`, p.sale)
 	if err != nil {
@@ -186,7 +186,7 @@ func (p *pipeline) waits(t testing.TB) []time.Duration {
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	var out []time.Duration
+	out := map[string]time.Duration{}
 	for rows.Next() {
 		var id string
 		var at time.Time
@@ -194,11 +194,21 @@ func (p *pipeline) waits(t testing.TB) []time.Duration {
 			t.Fatal(err)
 		}
 		if a, ok := p.accepted[id]; ok {
-			out = append(out, at.Sub(a))
+			out[id] = at.Sub(a)
 		}
 	}
 	if err := rows.Err(); err != nil {
 		t.Fatal(err)
+	}
+	return out
+}
+
+// waits are waitsByOrder's times, sorted.
+func (p *pipeline) waits(t testing.TB) []time.Duration {
+	t.Helper()
+	var out []time.Duration
+	for _, d := range p.waitsByOrder(t) {
+		out = append(out, d)
 	}
 	slices.Sort(out)
 	return out
@@ -395,36 +405,44 @@ func quantile(ds []time.Duration, q float64) time.Duration {
 // BenchmarkALoneWinner measures what the windows add to a lone winner: winners one at a time
 // (each after the previous one is written and settled), alternating between a pipeline with the
 // default windows and one whose windows are 1 ns (nothing is ever gathered: what a pipeline
-// without windows does). It reports the median acceptance-to-transaction time of each and their
-// difference. Run with -benchtime 1x: each iteration is 3 x 30 winners per pipeline.
+// without windows does). It reports the median acceptance-to-transaction time of each, and the
+// median of the differences between consecutive pairs (the machine's load drifts less within
+// a pair). Run with -benchtime 1x: each iteration is 90 pairs.
 func BenchmarkALoneWinner(b *testing.B) {
 	s := newSystem(b)
 	windows := s.pipeline(b, 100_000, relay.Config{}, 0)
 	none := s.pipeline(b, 100_000, relay.Config{BatchWait: caddy.Duration(time.Nanosecond)}, time.Nanosecond)
-	lone := func(p *pipeline) {
+	lone := func(p *pipeline) string {
 		n := p.rows()
-		if _, err := p.accept(); err != nil {
+		order, err := p.accept()
+		if err != nil {
 			b.Fatal(err)
 		}
 		for p.rows() != n+1 || !p.settled() {
 			time.Sleep(time.Millisecond)
 		}
 		time.Sleep(20 * time.Millisecond)
+		return order
 	}
+	type pair struct{ windows, none string }
+	var pairs []pair
 	for range b.N {
-		for range 3 {
-			for range 30 {
-				lone(windows)
-			}
-			for range 30 {
-				lone(none)
-			}
+		for range 90 {
+			pairs = append(pairs, pair{lone(windows), lone(none)})
 		}
 	}
-	w, n := median(windows.waits(b)), median(none.waits(b))
-	b.ReportMetric(float64(w.Microseconds())/1000, "ms-windows")
-	b.ReportMetric(float64(n.Microseconds())/1000, "ms-none")
-	b.ReportMetric(float64((w-n).Microseconds())/1000, "ms-added")
+	w, n := windows.waitsByOrder(b), none.waitsByOrder(b)
+	var ws, ns, diffs []time.Duration
+	for _, pr := range pairs {
+		ws, ns = append(ws, w[pr.windows]), append(ns, n[pr.none])
+		diffs = append(diffs, w[pr.windows]-n[pr.none])
+	}
+	slices.Sort(ws)
+	slices.Sort(ns)
+	slices.Sort(diffs)
+	b.ReportMetric(float64(median(ws).Microseconds())/1000, "ms-windows")
+	b.ReportMetric(float64(median(ns).Microseconds())/1000, "ms-none")
+	b.ReportMetric(float64(median(diffs).Microseconds())/1000, "ms-added")
 }
 
 // BenchmarkWinnersAt600PerSecond runs winners at 600/s for 3 s through a pipeline with the
