@@ -214,6 +214,59 @@ func (p *pipeline) waits(t testing.TB) []time.Duration {
 	return out
 }
 
+// tap binds a queue of its own to the orders exchange (a copy of every message the relay
+// publishes) and records when each order arrives through it: the relay's part of a winner's
+// wait, without taking messages from the consumer.
+func (p *pipeline) tap(t testing.TB) map[string]time.Time {
+	t.Helper()
+	conn, err := amqp.Dial(p.s.amqp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = conn.Close() })
+	ch, err := conn.Channel()
+	if err != nil {
+		t.Fatal(err)
+	}
+	q, err := ch.QueueDeclare("", false, true, true, false, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ch.QueueBind(q.Name, contract.RoutingKey(p.sale), contract.Exchange, false, nil); err != nil {
+		t.Fatal(err)
+	}
+	ds, err := ch.Consume(q.Name, "", true, true, false, false, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]time.Time{}
+	go func() {
+		for d := range ds {
+			now := time.Now()
+			p.mu.Lock()
+			if _, ok := seen[d.MessageId]; !ok {
+				seen[d.MessageId] = now
+			}
+			p.mu.Unlock()
+		}
+	}()
+	return seen
+}
+
+// relayWaits are, per winner tapped, the time from acceptance to the tap's delivery, sorted.
+func (p *pipeline) relayWaits(seen map[string]time.Time) []time.Duration {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var out []time.Duration
+	for id, at := range seen {
+		if a, ok := p.accepted[id]; ok {
+			out = append(out, at.Sub(a))
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
 // checkEveryWinnerOnce fails the test unless every accepted winner is exactly one order of the
 // sale (none lost, none twice, no other), its units taken once, and the outbox drained.
 func (p *pipeline) checkEveryWinnerOnce(t testing.TB) {
@@ -448,12 +501,18 @@ func BenchmarkALoneWinner(b *testing.B) {
 // BenchmarkWinnersAt600PerSecond runs winners at 600/s for 3 s through a pipeline with the
 // default windows and reports the server work per winner: relay confirm rounds (the broker's
 // fsync-and-confirm cycles), consumer transactions (and pg_stat_database's commits, which
-// count them from Postgres's side), and the acceptance-to-transaction time (p50, p99).
-// Run with -benchtime 1x.
+// count them from Postgres's side), the acceptance-to-transaction time (p50, p99) and its
+// relay part, acceptance to delivery (a queue of the benchmark's own bound beside the
+// consumer's). BENCH_RELAY_WAIT and BENCH_CONSUMER_WAIT replace the relay's and the
+// consumer's windows (a duration; 1ns: no window), to see what each window does. Run with
+// -benchtime 1x.
 func BenchmarkWinnersAt600PerSecond(b *testing.B) {
 	s := newSystem(b)
 	for range b.N {
-		p := s.pipeline(b, 2000, relay.Config{}, 0)
+		rw, _ := time.ParseDuration(os.Getenv("BENCH_RELAY_WAIT"))
+		cw, _ := time.ParseDuration(os.Getenv("BENCH_CONSUMER_WAIT"))
+		p := s.pipeline(b, 2000, relay.Config{BatchWait: caddy.Duration(rw)}, cw)
+		seen := p.tap(b)
 		time.Sleep(500 * time.Millisecond) // the consumer's session is up
 		x0 := s.xactCommit(b)
 		before := countsNow(b)
@@ -476,6 +535,9 @@ func BenchmarkWinnersAt600PerSecond(b *testing.B) {
 		b.ReportMetric(c.entries/float64(c.rounds), "publishes/round")
 		b.ReportMetric(float64(c.txs)/float64(n), "txs/winner")
 		b.ReportMetric(float64(xacts)/float64(n), "xact_commit/winner")
+		rws := p.relayWaits(seen)
+		b.ReportMetric(float64(median(rws).Microseconds())/1000, "ms-relay-p50")
+		b.ReportMetric(float64(quantile(rws, 0.99).Microseconds())/1000, "ms-relay-p99")
 		b.ReportMetric(float64(median(waits).Microseconds())/1000, "ms-p50")
 		b.ReportMetric(float64(quantile(waits, 0.99).Microseconds())/1000, "ms-p99")
 	}
