@@ -81,7 +81,7 @@ compose-check:
 bench: stack build
 	@bash scripts/bench.sh
 
-# The servers' CPU per request apart from the load (issue 19): seckill-bench unpinned and pinned
+# The servers' CPU per request apart from the load: seckill-bench unpinned and pinned
 # (load on CPU 0, every server on CPU 1), ROUNDS=3, private RabbitMQ/Postgres/Redis; then the
 # throttle and the gate with PIN=1 (wrk on CPU 0, servers on CPU 1). Results: bench-results/pin.
 bench-pin: stack build
@@ -89,14 +89,14 @@ bench-pin: stack build
 	@PIN=1 bash scripts/bench-throttle.sh
 	@PIN=1 bash scripts/bench-gate.sh
 
-# Issue 34's figures: respond, the nginx + lua gate and the full edge side by side, the open
+# The comparison's figures: respond, the nginx + lua gate and the full edge side by side, the open
 # model at 600/s with and without the benchmark's drain poll, the capacity at p99 <= 20 ms of
 # the edge and respond; pinned, ROUNDS=3, about 10-12 minutes (docs/bench.md). Results:
 # bench-results/onepass/summary.md.
 bench-onepass: stack build
 	@bash scripts/bench-onepass.sh
 
-# Identity at the edge (issue 26): the demo path, local JWT, cached forward_auth and forward_auth
+# Identity at the edge: the demo path, local JWT, cached forward_auth and forward_auth
 # side by side, pinned, ROUNDS=3 (scripts/bench-identity.sh; PIN=0 unpinned). Results:
 # bench-results/identity.
 bench-identity: stack build
@@ -107,7 +107,7 @@ bench-identity: stack build
 demo-draw: build
 	@source $(RUN_DIR)/env && bin/seckill-bench draw-sale
 
-# Draws (issue 29): entry cost against a room entry (pinned), a million-entry draw, and fast
+# Draws: entry cost against a room entry (pinned), a million-entry draw, and fast
 # against slow entrants through two gateways (scripts/bench-draw.sh). Results: bench-results/draw.
 bench-draw: stack build
 	@bash scripts/bench-draw.sh

@@ -17,7 +17,7 @@ import (
 	"github.com/seckilledge/seckill/lua"
 )
 
-// BenchmarkGatewayChainProof is what a device-bound purchase costs the gateway (issue 38's
+// BenchmarkGatewayChainProof is what a device-bound purchase costs the gateway (the
 // target: at most 1.10x the CPU of a purchase without a proof). The demo Caddyfile runs in
 // this process as BenchmarkGatewayChainAllocs runs it, with `device_binding optional` added
 // to the :8080 site's seckill_token and seckill_gate, on a private Redis; each request goes

@@ -12,6 +12,7 @@
 //	http.handlers.seckill_identity   a signed session (JWT) verified at the edge
 //	http.authentication.providers.seckill_jwt   the same verifier, for Caddy's authentication handler
 //	http.handlers.seckill_session    an opaque session asked of the shop, cached
+//	http.handlers.seckill_cors       the allow list of origins whose pages call the edge
 package seckill
 
 import (
@@ -29,4 +30,6 @@ import (
 	_ "github.com/seckilledge/seckill/caddymodule/draw"
 	// seckill_identity, seckill_session, seckill_jwt: who the buyer is, from the shop's session.
 	_ "github.com/seckilledge/seckill/caddymodule/identity"
+	// seckill_cors: the shop's pages on another origin (CORS with credentials).
+	_ "github.com/seckilledge/seckill/caddymodule/cors"
 )

@@ -18,7 +18,7 @@ import (
 
 // A stock add that would take a sale past what its Postgres columns hold (integer: 2^31 - 1)
 // is the client's 400 bad_request naming the field, not 503 "cannot reach its database", and
-// changes nothing: a sale holds at most 1e9 units, as its creation already says (issue 24).
+// changes nothing: a sale holds at most 1e9 units, as its creation already says.
 func TestAStockAddPastInt32IsABadRequest(t *testing.T) {
 	e := newEnv(t)
 	srv := e.controlServer()

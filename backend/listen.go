@@ -85,7 +85,7 @@ func (c *clearAtEOF) Read(p []byte) (int, error) {
 // codeUnknownHost refuses a request whose Host is not one of the admin listener's names.
 const codeUnknownHost = "unknown_host"
 
-// AdminHostNames is the Host values the admin listener answers (issue 24, item 8): setting
+// AdminHostNames is the Host values the admin listener answers: setting
 // (SECKILL_ADMIN_HOSTS, comma-separated "name:port", or "name" for any port) when given,
 // else the configured listen host (unless it is a wildcard such as 0.0.0.0) and localhost,
 // 127.0.0.1 and [::1], each with the port the listener is bound to (bound, so a ":0" of the

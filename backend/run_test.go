@@ -24,7 +24,7 @@ func TestLegacySingleAdminTokenStillWorks(t *testing.T) {
 }
 
 // A guessable admin token opens every control: the backend refuses to start with one, and says
-// which token and why, without printing it (issue 24, item 10).
+// which token and why, without printing it.
 func TestAWeakAdminTokenIsRefusedAtStart(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 	defer cancel()

@@ -20,7 +20,7 @@ import (
 	"github.com/seckilledge/seckill/contract"
 )
 
-// The cockpit's sign-in (issue 24, item 8), tested on the admin handler alone: signing in,
+// The cockpit's sign-in, tested on the admin handler alone: signing in,
 // sessions and the guards around them touch neither Postgres nor Redis.
 
 // syncBuffer is a log sink the handlers may write to from the server's goroutines.

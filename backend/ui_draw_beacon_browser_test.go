@@ -20,7 +20,7 @@ import (
 	"github.com/seckilledge/seckill/internal/drandtest"
 )
 
-// A draw whose beacon round is late (issue 38), in Chromium against the real routes and the
+// A draw whose beacon round is late, in Chromium against the real routes and the
 // backend's own draw loop: a draw sale names a stand-in drand chain that withholds the round
 // the draw needs. The entries go in and close at closes_at; the loop closes the draw, asks the
 // beacon for its round every tick and is refused (503), and the cockpit's draw panel says so:

@@ -31,7 +31,7 @@ func (publicDNS) LookupNetIP(context.Context, string, string) ([]netip.Addr, err
 // A sale's webhook_url is where the delivery worker connects on an admin's word: it must not be
 // the backend's own network (loopback services, the cloud's metadata, private ranges). The
 // refusal is a 400 bad_request naming the field; SECKILL_WEBHOOK_ALLOW_CIDRS lifts it for the
-// prefixes it lists, never for metadata and link-local addresses (issue 33, item 6).
+// prefixes it lists, never for metadata and link-local addresses.
 func TestAWebhookURLPointingInsideIsRefusedAtCreate(t *testing.T) {
 	e := newEnv(t)
 	hooks := &webhook.Worker{Pool: e.pool, Log: quietLog(), Secrets: []string{hookSecretNew}}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/redis/go-redis/v9"
+	"github.com/seckilledge/seckill/caddymodule/handler"
 	"github.com/seckilledge/seckill/caddymodule/relay"
 	tokens "github.com/seckilledge/seckill/caddymodule/tokenformat"
 	"github.com/seckilledge/seckill/contract"
@@ -62,6 +63,20 @@ type App struct {
 	// docker-compose.yml) in token_keys. Without it the app refuses to load with that key, so
 	// a demo config copied into production cannot sign tokens anybody can forge. Default false.
 	Demo bool `json:"demo,omitempty"`
+
+	// The path prefix of every buyer route of the edge (/seckill/{sale}/token, /buy, /room,
+	// /queue, /challenge, /draw...), such as /shop-api/drop. Every seckill handler inherits it
+	// (the sale id is the segment after it; the pages' client calls the edge there) unless it
+	// sets its own `prefix`; the site's routes must match the same paths (docs/DESIGN.md,
+	// "URL space"). One or more segments of A-Z a-z 0-9 - . _ ~, no trailing slash. Default
+	// /seckill.
+	Prefix string `json:"prefix,omitempty"`
+
+	// The path prefix of the order status route ({orders_prefix}/{id}), which the pages'
+	// client polls after a purchase; the site's route proxies it to the backend's /orders/.
+	// A shop whose own order pages are at /orders moves it under its prefix
+	// (/shop-api/drop/orders). Default /orders.
+	OrdersPrefix string `json:"orders_prefix,omitempty"`
 
 	redisKey  string
 	redis     *sharedRedis
@@ -125,7 +140,7 @@ func (a *App) Provision(ctx caddy.Context) error {
 		keys := make([]tokens.Key, 0, len(a.TokenKeys))
 		for _, k := range a.TokenKeys {
 			secret := repl.ReplaceAll(k.Secret, "")
-			// A guessable key lets anybody mint purchase tokens (issue 24): the same check as
+			// A guessable key lets anybody mint purchase tokens: the same check as
 			// the backend's admin tokens. The demo key passes only with `demo`, exactly as
 			// published (a variant of it is no demo, just a weak key).
 			if err := weaksecret.Check(secret); err != nil && !(a.Demo && secret == DemoTokenKey) {
@@ -187,7 +202,16 @@ func (a *App) Validate() error {
 	if a.Namespace != "" && !contract.ValidID(a.Namespace) {
 		return fmt.Errorf("seckill: namespace %q: 1 to 64 characters of [A-Za-z0-9_-]", a.Namespace)
 	}
+	if err := a.URLSpace().Validate(); err != nil {
+		return fmt.Errorf("seckill: %w", err)
+	}
 	return nil
+}
+
+// URLSpace is where the edge's routes live on the site (prefix and orders_prefix, with their
+// defaults); every seckill handler inherits it.
+func (a *App) URLSpace() handler.URLSpace {
+	return handler.URLSpace{Prefix: a.Prefix, OrdersPrefix: a.OrdersPrefix}.WithDefaults()
 }
 
 // Start connects the broker (in the background: the gateway serves even while RabbitMQ is
@@ -254,4 +278,5 @@ var (
 	_ caddy.Provisioner  = (*App)(nil)
 	_ caddy.Validator    = (*App)(nil)
 	_ caddy.CleanerUpper = (*App)(nil)
+	_ handler.URLSpacer  = (*App)(nil)
 )

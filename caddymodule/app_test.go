@@ -54,7 +54,7 @@ func TestTheDemoTokenKeyIsRefusedUnlessDemoIsSet(t *testing.T) {
 }
 
 // A purchase-token key anybody can guess lets anybody mint tokens: provisioning fails with an
-// error that names the key and says why, never the secret (issue 24, item 10).
+// error that names the key and says why, never the secret.
 func TestTheGatewayRefusesAWeakTokenKey(t *testing.T) {
 	const base = "{\n seckill {\n token_keys {\n k1 {env.SECKILL_TEST_TOKEN_KEY}\n }\n %s }\n}\n"
 	for _, tc := range []struct{ name, key, opt, why string }{

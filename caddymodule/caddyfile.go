@@ -47,6 +47,8 @@ func init() {
 //				served_only
 //			}
 //			namespace <name>      # the deployment whose sales the relay takes
+//			prefix        <path>  # the buyer routes' path prefix; default /seckill
+//			orders_prefix <path>  # the order status route's; default /orders
 //			demo                  # accept the published demo token key
 //		}
 //	}
@@ -77,6 +79,10 @@ func (a *App) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			return true, handler.StringArg(d, &a.Namespace)
 		case "demo":
 			return true, handler.Flag(d, &a.Demo)
+		case "prefix":
+			return true, handler.StringArg(d, &a.Prefix)
+		case "orders_prefix":
+			return true, handler.StringArg(d, &a.OrdersPrefix)
 		}
 		return false, nil
 	})

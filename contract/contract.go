@@ -247,7 +247,7 @@ const (
 	// or sealed below the sale's minimum difficulty (room and draw entries).
 	CodeInvalidChallenge = "invalid_challenge"
 	// CodeChallengeExpired (403): a genuine challenge presented after its life (expires_at);
-	// get a new one. Issue 35: a challenge lives seconds, so a stock fetched before a rush is
+	// get a new one. A challenge lives seconds, so a stock fetched before a rush is
 	// worthless in it.
 	CodeChallengeExpired = "challenge_expired"
 	// CodeTooManyChallenges (429, with Retry-After: until the oldest open one expires): the
@@ -255,11 +255,11 @@ const (
 	CodeTooManyChallenges = "too_many_challenges"
 	// CodeCrossSite (403): a state-changing request of the edge (entering a room or a draw, a
 	// token, a purchase) that a browser sent from another site: Sec-Fetch-Site cross-site, or an
-	// Origin that is not the request's own (issue 33). Requests without those headers (curl,
+	// Origin that is not the request's own. Requests without those headers (curl,
 	// apps) are not affected.
 	CodeCrossSite = "cross_site"
 
-	// Device binding (issue 38, DESIGN.md "Device-bound tokens and tickets"): a purchase
+	// Device binding (DESIGN.md "Device-bound tokens and tickets"): a purchase
 	// token or room ticket sealed with the thumbprint of a key the page cannot export, spent
 	// only with a fresh proof of that key in the DPoP header (RFC 9449 style).
 

@@ -10,8 +10,8 @@ import (
 	"gopkg.in/yaml.v3"
 )
 
-// The cockpit shows refusals only when SECKILL_GATEWAY_METRICS names the gateways' metrics
-// (issue 24): make run and the compose stack both set it, each to an address its backend can
+// The cockpit shows refusals only when SECKILL_GATEWAY_METRICS names the gateways' metrics:
+// make run and the compose stack both set it, each to an address its backend can
 // reach and that serves seckill_gate_decisions_total.
 func TestMakeRunAndComposeGiveTheCockpitTheGatewaysMetrics(t *testing.T) {
 	t.Run("MakeRun", func(t *testing.T) {

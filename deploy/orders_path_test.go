@@ -17,8 +17,8 @@ import (
 )
 
 // A path under /orders/ that is not in canonical form (a dot segment, an empty segment, an
-// encoded slash) is the gateway's 400 bad_request, as seckill_gate answers for /seckill/ paths
-// (issue 24): Caddy's routes match the cleaned path while the proxy sends it as written, so
+// encoded slash) is the gateway's 400 bad_request, as seckill_gate answers for /seckill/ paths:
+// Caddy's routes match the cleaned path while the proxy sends it as written, so
 // /orders/..%2fhealthz was answered by the /healthz route and /orders//<id> reached the backend
 // as written. The same order path in canonical form still reaches the backend (its 404
 // unknown_order), as does an encoded slash in the query.

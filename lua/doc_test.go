@@ -88,7 +88,7 @@ var (
 )
 
 // lua.go's package doc lists the typed calls and the scripts still called with their ARGV in
-// order (issue 36: it listed 9 calls when 12 existed). The two lists cover every script once,
+// order (it listed 9 calls when 12 existed). The two lists cover every script once,
 // each listed call exists and runs the script it is named after, and every call is listed.
 func TestLuaGoListsEveryTypedCallAndEveryOtherScript(t *testing.T) {
 	calls, doc := typedCalls(t)

@@ -1,6 +1,6 @@
 -- room_queue.lua: one buyer's visit to a sale's waiting room, in one round trip: enter (once
 -- per user; again returns the same place), poll, leave (give the place up), or tick (a
--- gateway's periodic look at the room, issue 28: it admits and returns the room's summary,
+-- gateway's periodic look at the room: it admits and returns the room's summary,
 -- so waiters far from the front are answered from the gateway's memory). Enter, poll and tick
 -- first let the room admit the next in line, so admission needs no background job and is
 -- exact across gateways.
@@ -20,7 +20,7 @@
 -- KEYS[4]  seckill:{sale:<id>}:room:live   zset: user -> admitted_until_ms (live admissions)
 -- KEYS[5]  seckill:{sale:<id>}:room:spent  zset: proof-of-work nonce -> its expiry (ms)
 -- KEYS[6]  seckill:{sale:<id>}:buyers      hash written by the gate (users who bought)
--- ARGV[1]  "enter", "poll", "leave", "tick" or "revoke" (issue 35: ARGV[15...] are pairs
+-- ARGV[1]  "enter", "poll", "leave", "tick" or "revoke" (ARGV[15...] are pairs
 --          (queue member, banned until ms) of users the throttle bans; each live admission
 --          among them ends now and is logged "r:<now_ms>:<banned_until_ms>:<user>")
 -- ARGV[2]  the user's member (computed by the gateway from the seed and the entry key); tick:
@@ -39,14 +39,14 @@
 --          refused "too_easy". Absent, "" or negative: any rate (no proof, or the maximum
 --          difficulty)
 -- ARGV[11] optional: "0" skips the admission step (lapses, the buyers' check, new admissions):
---          a gateway runs it at most once per sale per interval, not on every poll (issue 28);
+--          a gateway runs it at most once per sale per interval, not on every poll;
 --          anything else, or absent: admit. The answer is exact either way: a live admission
 --          whose time is up is answered "lapsed" even before the step removes it
 -- ARGV[12] optional presence (ms): with KEYS[8..10], the admission step admits only waiters
 --          present now (docs/DESIGN.md, "Admission goes to waiters who are there"); an absent
 --          waiter's place is passed and kept (room:away), and when he is seen again he is
 --          admitted before anyone behind. The value is how long this visit's user counts as
---          present from now (issue 35: the refresh_s he is told plus a grace, or the
+--          present from now (the refresh_s he is told plus a grace, or the
 --          presence_window); on a tick any positive value (the users of ARGV[15...] carry
 --          their own). Absent, "" or 0: every waiter is admitted in turn, present or not
 -- ARGV[13] optional claim window (ms), with KEYS[11..13]: conversion-aware admission (issue
@@ -66,7 +66,7 @@
 --                                          time; never shortened): polls and enters record
 --                                          their user, ticks the users of ARGV[13...].
 --                                          Presence, for admission to go to waiters who are
---                                          there (issues 28, 35)
+--                                          there
 -- KEYS[9]  optional seckill:{sale:<id>}:room:away  zset: user -> queue index: waiters whose
 --                                          place the cursor passed while they were absent
 -- KEYS[10] optional seckill:{sale:<id>}:room:back  zset: user -> queue index: the away ones
@@ -132,7 +132,7 @@
 --          step walked past (admitted, or passed while absent): a waiting place's index in the
 --          queue is cursor + position - 1; checks = when the admission step ran: the users it
 --          admitted and up to 16 random live admissions, for the gateway to check against the
---          throttle's bans (issue 35; empty otherwise); revoked = the admissions a revoke
+--          throttle's bans (empty otherwise); revoked = the admissions a revoke
 --          ended. Outcome "revoked": a revoke's answer.
 local meta, room, q, live, spent, buyers = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
 local op, member = ARGV[1], ARGV[2]
@@ -199,7 +199,7 @@ end
 if op == "revoke" then
   -- The throttle bans these users (the gateway read its ban keys, which live in other slots):
   -- a ban makes an admission useless, so it ends now and its capacity goes to the next
-  -- present waiter at the next step (issue 35). The place is spent, as by a lapse: the
+  -- present waiter at the next step. The place is spent, as by a lapse: the
   -- waiter is not admitted again.
   for i = 15, #ARGV - 1, 2 do
     local u, banned = string.sub(ARGV[i], 49), tonumber(ARGV[i + 1]) or 0
@@ -247,7 +247,7 @@ if op == "enter" then
     return reply("key_mismatch", 0, 0, 0, stock, 0, starts)
   end
   -- The entry rate that drives the proof-of-work difficulty is counted here, per second of
-  -- Redis time, so every gateway sees the same one (issue 24: a gateway's own count let a
+  -- Redis time, so every gateway sees the same one (a gateway's own count let a
   -- rush spread over gateways stay at the minimum).
   local sec = math.floor(now / 1000)
   local e = redis.call("HMGET", room, "rate_s", "rate_cur", "rate_prev")
@@ -389,7 +389,7 @@ for i = 1, #sample do
     end
   end
 end
--- Conversion-aware admission (issue 35): an admission whose user took no token by the time he
+-- Conversion-aware admission: an admission whose user took no token by the time he
 -- must have heard of it (his presence deadline plus the claim window) is a no-show. It stays
 -- live, but its capacity goes to the next present waiter now, not after a whole session.
 local took, noshows = 0, 0
@@ -515,7 +515,7 @@ if not gated then
     n = 0
   end
 else
-  -- Admission goes to waiters who are there (issue 28): first those who came back after
+  -- Admission goes to waiters who are there: first those who came back after
   -- their place was passed (best-ranked first: their places stand before the cursor), then
   -- from the cursor, in order, the present ones; an absent one's place is passed and kept in
   -- room:away. At most `budget` admissions and a bounded walk per step.
@@ -568,7 +568,7 @@ else
     local until_ms = redis.call("PEXPIRETIME", meta)
     if skips > 0 then
       -- How the skips were judged, for the verifier: each s: entry carries its waiter's own
-      -- deadline (issue 35), no longer a window shared by all.
+      -- deadline, no longer a window shared by all.
       redis.call("HINCRBY", room, "skipped", skips)
       redis.call("HSET", room, "presence", "until")
       if until_ms > 0 then

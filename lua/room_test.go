@@ -252,7 +252,7 @@ func TestRoomTickAdmitsReturnsTheSummaryAndRecordsPresence(t *testing.T) {
 	if n := f.rdb.ZCard(ctx, seen).Val(); n != 2 {
 		t.Fatalf("%d present after the tick, want c and d", n)
 	}
-	// Each is present until the tick's time plus his own duration (issue 35).
+	// Each is present until the tick's time plus his own duration.
 	c, d := f.rdb.ZScore(ctx, seen, "c").Val(), f.rdb.ZScore(ctx, seen, "d").Val()
 	if c-d != 28000 {
 		t.Fatalf("c present until %v, d until %v: want 28 s apart (30 s and 2 s from the same tick)", c, d)
@@ -275,7 +275,7 @@ func TestRoomTickAdmitsReturnsTheSummaryAndRecordsPresence(t *testing.T) {
 	}
 }
 
-// ARGV[11] "0" skips the admission step (issue 28: a gateway runs it at most once per
+// ARGV[11] "0" skips the admission step (a gateway runs it at most once per
 // interval): nobody is admitted by such a call, and an admission whose time is up is
 // answered lapsed even before a step removes it.
 func TestRoomCallWithoutTheAdmissionStepAdmitsNobodyAndStillSeesALapse(t *testing.T) {
@@ -368,7 +368,7 @@ func TestRoomAdmitsWaitersWhoAreThereAndAnAbsentOneKeepsHisPlace(t *testing.T) {
 	}
 }
 
-// Presence is per waiter (issue 35): a waiter counts as present until the deadline his last
+// Presence is per waiter: a waiter counts as present until the deadline his last
 // visit carried (ARGV[12]: what he was told plus a grace), not for a window shared by all. One
 // whose short deadline passed is passed and keeps his place (s:<ms>:<deadline>:<user>, the
 // deadline before ms); one with a long deadline is admitted.
@@ -416,7 +416,7 @@ func TestRoomPresenceIsEachWaitersOwnDeadline(t *testing.T) {
 	}
 }
 
-// A revoke (issue 35) ends the live admissions of the users the gateway found banned by the
+// A revoke ends the live admissions of the users the gateway found banned by the
 // throttle, logs r:<ms>:<banned_until>:<user> for each, and leaves a buyer's and a waiter's
 // state alone. An admission step reports the users it admitted and a sample of live ones.
 func TestRoomRevokeEndsTheAdmissionsOfBannedUsers(t *testing.T) {
@@ -460,11 +460,11 @@ func TestRoomRevokeEndsTheAdmissionsOfBannedUsers(t *testing.T) {
 	}
 }
 
-// Conversion-aware admission (issue 35): an admission whose user took no token within the
+// Conversion-aware admission: an admission whose user took no token within the
 // claim window is judged a no-show (n: in the log). It stays live, but its unit's capacity goes
 // to the next in line at once, not a session later; one whose user took a token holds it.
 // Pending admissions count at the observed conversion, and the live admissions, no-shows
-// included, never exceed stock x oversubscribe_max. With no claim window (the older rule) the
+// included, never exceed stock x oversubscribe_max. With no claim window the
 // next waiter waits for the lapse.
 func TestRoomPassesANoShowsCapacityOnWithinTheClaimWindow(t *testing.T) {
 	for _, aware := range []bool{true, false} {

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# make bench-draw (and make bench, which runs every scripts/bench-*.sh): draws (issue 29;
-# docs/draw.md "Measured", BENCHMARKS.md "Draws"): a draw entry against a room entry side by
+# make bench-draw (and make bench, which runs every scripts/bench-*.sh): draws
+# (BENCHMARKS.md "Draws"): a draw entry against a room entry side by
 # side (pinned, private services), the draw of a million entries over eight sizes, and five
 # fairness runs of 100 000 entrants through two gateways. About ten minutes.
 # Extra flags: DRAW_BENCH_FLAGS="-entries 200000 -runs 1" make bench-draw

@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
-# Identity at the edge (issue 26; docs/bench.md, "Identity at the edge"; BENCHMARKS.md): the
+# Identity at the edge (docs/bench.md, "Identity at the edge"; BENCHMARKS.md): the
 # demo path, local JWT (seckill_identity), cached forward_auth (seckill_session) and Caddy's
 # forward_auth with keep-alive on and off, side by side on one gateway, ROUNDS rounds (cases
 # rotated each round), pinned (PIN=1, the default: the load generator on CPU 0, the gateway,
 # Redis, the backend and the session stand-in on CPU 1). Prints the medians: req/s, CPU µs
 # per request of the gateway and of the session stand-in, the ratios to the demo path, the
-# session-service calls per rush, and issue 26's targets (met/MISSED). About two minutes.
+# session-service calls per rush, and the targets (met/MISSED). About two minutes.
 #
 #   scripts/bench-identity.sh                       # ROUNDS=3, PIN=1, results in bench-results/identity
 #   PIN=0 ROUNDS=5 scripts/bench-identity.sh

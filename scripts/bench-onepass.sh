@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 34's figures in one command, on a quiet machine: ROUNDS rounds, each ONE seckill-bench
+# The comparison's figures in one command, on a quiet machine: ROUNDS rounds, each ONE seckill-bench
 # run, pinned (the load on CPU 0, every server on CPU 1), on a RabbitMQ, a Postgres and a Redis
 # of its own (-private-services), that measures side by side:
 #   1. closed model, the same crowd: Caddy's respond, nginx's return 200, the nginx + lua gate

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The servers' cost per request, apart from the load (issue 19): seckill-bench's full edge and
+# The servers' cost per request, apart from the load: seckill-bench's full edge and
 # Caddy's respond, ROUNDS times unpinned and pinned (-pin: the load generator on CPU 0, every
 # server process tree on CPU 1), each run on private RabbitMQ, Postgres and Redis servers
 # (-private-services), then a table of medians: throughput, the edge/respond ratio, and CPU

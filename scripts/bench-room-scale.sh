@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# make bench (scripts/bench.sh runs every scripts/bench-*.sh): issue 28's targets for the waiting
+# make bench (scripts/bench.sh runs every scripts/bench-*.sh): the targets for the waiting
 # room at scale (docs/room.md, BENCHMARKS.md "Waiting room"):
 #  - Redis commands per poll over a run of 100 000 waiters through two gateways whose front
 #    moves, with the room's invariants 6-9 checked (seckill-bench room -only scale);

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The cost of a purchase decision on a sale with variants against a single-stock one, side by
-# side in one run (issue 18; caddymodule/gate/variants_bench_test.go: a private redis-server,
+# side in one run (caddymodule/gate/variants_bench_test.go: a private redis-server,
 # blocks of every case in turn, medians over the blocks). Three runs; BENCHMARKS.md, "Variants".
 #
 #   scripts/bench-variants.sh           # RUNS=3 BLOCKS=40

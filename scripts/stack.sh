@@ -43,7 +43,7 @@ EOF
 # write_env: .run/env, the stack's variables and, once scripts/run.sh has made them, the secrets
 # of .run/secrets.env, in the very lines run.sh's ensure_secrets writes. `make test` restarts the
 # stack after `make run`: rewriting the file with the stack's variables alone dropped the admin
-# token and token key that the README says .run/env exports (issue 24). Mode 600: it holds them.
+# token and token key that the README says .run/env exports. Mode 600: it holds them.
 write_env() {
 	(
 		umask 077
@@ -68,6 +68,9 @@ install_missing() {
 	command -v psql >/dev/null || need+=(postgresql-client)
 	command -v curl >/dev/null || need+=(curl)
 	[ -x /usr/bin/chromium ] || need+=(chromium)
+	# Glyphs for the Chinese, Japanese and Korean pages, so the pages' overflow check at 390 px
+	# measures real text rather than the empty boxes of a missing font (5 MB).
+	[ -f /usr/share/fonts/truetype/wqy/wqy-microhei.ttc ] || need+=(fonts-wqy-microhei)
 	# seckill-bench's peer, the nginx + Lua gate (bench/nginxgate; its test is in make test).
 	# The peer starts an nginx of its own; on a machine with systemd Debian also enables its
 	# nginx service on :80, which nothing here uses (systemctl disable --now nginx).

@@ -8,7 +8,7 @@ import (
 // The controls' bodies name each field once, spelled as documented, as a sale's do
 // (backend/sales, TestJSONBodiesRefuseDuplicateKeys): encoding/json alone keeps the last of two
 // keys ({"add":1,"add":1000} adds 1000) and matches any case ("ADD"), so a proxy, a log or a
-// reviewer reading the body sees another request than the one served (issue 24). Each is
+// reviewer reading the body sees another request than the one served. Each is
 // refused as 400 bad_request (the parsers' errors are).
 func TestControlBodiesRefuseDuplicateKeys(t *testing.T) {
 	parsers := map[string]func(string) error{

@@ -72,7 +72,7 @@ func newFixtureWith(t *testing.T, stocks map[string]int, closes, starts time.Tim
 	sort.Slice(vs, func(i, j int) bool { return vs[i].ID < vs[j].ID })
 	spec := sales.SaleSpec{ID: f.sale, StartsAt: starts, EndsAt: starts.Add(time.Hour), Variants: vs,
 		WebhookURL: "https://shop.example/hooks",
-		Draw:       &admin.DrawSpec{OpensAt: closes.Add(-time.Hour), ClosesAt: closes, ClaimWithin: claim}}
+		Draw:       &admin.DrawSpec{OpensAt: closes.Add(-time.Hour), ClosesAt: closes, ClaimWithin: admin.Duration(claim)}}
 	t.Cleanup(func() {
 		rdb.Del(context.Background(), contract.MetaKey(f.sale), contract.DrawKey(f.sale), contract.DrawEntriesKey(f.sale))
 		rdb.SRem(context.Background(), contract.SalesIndexKey, f.sale)

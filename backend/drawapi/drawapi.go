@@ -98,7 +98,7 @@ type Result struct {
 	Entries        *int       `json:"entries,omitempty"`
 	EntriesRoot    string     `json:"entries_root,omitempty"`
 	// ProofVersion is the format of the tree behind entries_root and the proofs
-	// (contract/draw.ProofVersion: 2 since issue 33; 1 for draws closed before), once closed.
+	// (contract/draw.ProofVersion: 2 with domain-separated hashes; 1 for draws closed before them), once closed.
 	ProofVersion int    `json:"proof_version,omitempty"`
 	Seed         string `json:"seed,omitempty"`
 	Waves        []Wave `json:"waves,omitempty"`
@@ -307,7 +307,7 @@ func ParseEntriesQuery(raw string) (EntriesQuery, error) {
 		switch k {
 		case "after":
 			if v[0] == "" {
-				continue // after= is the first page, as no after at all (issue 33)
+				continue // after= is the first page, as no after at all
 			}
 			if !validEntryID(v[0]) {
 				return q, errors.New("after: want an entry id (1 to 16 lowercase hex digits)")

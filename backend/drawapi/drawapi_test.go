@@ -288,7 +288,7 @@ func TestResultShowsOnlyWhatEachStateHasPublished(t *testing.T) {
 	if p.Rank != nil || draw.VerifyProof(p.Leaf, p.Path, p.Root) != nil {
 		t.Fatalf("closed: proof %+v (a rank before the draw, or no valid path)", p)
 	}
-	// Issue 33, item 4: the proof names its version and its leaf index, so a verifier checks
+	// The proof names its version and its leaf index, so a verifier checks
 	// the path's shape and recomputes the leaf from the entry it was given at entry.
 	if p.ProofVersion != draw.ProofVersion || p.Index != 3 || p.EntryID != closed.entries[3].ID ||
 		draw.VerifyInclusion(p.ProofVersion, closed.entries[3], p.Index, 37, p.Path, closed.rootHex()) != nil {
@@ -344,7 +344,7 @@ func TestDrawReadsRefuseWithStableCodes(t *testing.T) {
 	}
 }
 
-// Issue 33 (informational): an immutable, cached page has one URL: limit only in its canonical
+// An immutable, cached page has one URL, so a cache-busting flood finds no other: limit only in its canonical
 // form; and after= (empty) is the first page, as no after at all.
 func TestTheEntriesQueryIsCanonical(t *testing.T) {
 	for raw, want := range map[string]*drawapi.EntriesQuery{

@@ -8,7 +8,7 @@ import (
 	"github.com/seckilledge/seckill/backend/internal/backendtest"
 )
 
-// What an entrant reads is served without reading the whole set (issue 29): on a draw of
+// What an entrant reads is served without reading the whole set: on a draw of
 // 50 000 entries (and its tree) next to another sale's, every query of a read walks an index
 // of draw_entries and draw_nodes, never a whole table.
 func TestEveryDrawReadWalksAnIndexOnALargeDraw(t *testing.T) {

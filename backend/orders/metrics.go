@@ -2,8 +2,8 @@ package orders
 
 import "github.com/prometheus/client_golang/prometheus"
 
-// The consumer's, the writer's, the compensator's and the sweeper's metrics (names as before the backend was
-// split: dashboards and alerts use them). Labels are bounded: an outcome or a reason from a
+// The consumer's, the writer's, the compensator's and the sweeper's metrics (their names are part of the
+// public surface: dashboards and alerts use them). Labels are bounded: an outcome or a reason from a
 // fixed set, never a sale, order or user id. The backend registers them through Collectors.
 var (
 	metricConsumed = prometheus.NewCounterVec(prometheus.CounterOpts{

@@ -2,7 +2,7 @@ package reconcile
 
 import "github.com/prometheus/client_golang/prometheus"
 
-// metricReconciled counts reconcile's repairs (the name as before the backend was split). The
+// metricReconciled counts reconcile's repairs (a stable name: dashboards and alerts use it). The
 // backend registers it through Collectors.
 var metricReconciled = prometheus.NewCounterVec(prometheus.CounterOpts{
 	Name: "seckill_backend_reconcile_repairs_total",

@@ -137,7 +137,7 @@ func readDraw(ctx context.Context, q interface {
 	if err != nil {
 		return nil, err
 	}
-	d.spec.ClaimWithin = (time.Duration(claimMs) * time.Millisecond).String()
+	d.spec.ClaimWithin = admin.Duration((time.Duration(claimMs) * time.Millisecond).String())
 	if dmin != 0 || dmax != 0 {
 		d.spec.Difficulty = &admin.Difficulty{dmin, dmax}
 	}

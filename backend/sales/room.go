@@ -30,9 +30,9 @@ func roomArgs(r admin.RoomSpec) (args []any, maxWaiters string, err error) {
 	if r.Oversubscribe != nil {
 		args[1] = strconv.FormatFloat(*r.Oversubscribe, 'f', -1, 64)
 	}
-	for i, d := range []string{r.Session, r.Prequeue} {
+	for i, d := range []admin.Duration{r.Session, r.Prequeue} {
 		if d != "" {
-			v, _ := time.ParseDuration(d) // checked by Validate
+			v, _ := d.Parse() // checked by Validate
 			args[2+i] = strconv.FormatInt(v.Milliseconds(), 10)
 		}
 	}

@@ -11,7 +11,7 @@ import (
 	"github.com/seckilledge/seckill/lua"
 )
 
-// A sale's room bounds its queue (issue 24): max_waiters in "room" is checked, reaches the room
+// A sale's room bounds its queue: max_waiters in "room" is checked, reaches the room
 // hash at preheat, and leaves it when the sale no longer sets it; the stock the room was set up
 // with is kept for the gateways' built-in bound.
 func TestASaleRoomsMaxWaitersIsCheckedAndReachesRedis(t *testing.T) {

@@ -67,8 +67,8 @@ type SaleSpec struct {
 	Stock    int       `json:"stock"`
 	StartsAt time.Time `json:"starts_at"`
 	EndsAt   time.Time `json:"ends_at"`
-	// PayWithin is a Go duration ("15m"); default 15m.
-	PayWithin string `json:"pay_within,omitempty"`
+	// PayWithin is how long a buyer has to pay (seconds or a Go duration string); default 15m.
+	PayWithin admin.Duration `json:"pay_within,omitempty"`
 	// Shards splits the sale's Redis stock over this many keys in different hash slots (hot
 	// sales on Redis Cluster; docs/scaling.md). 0 or 1 (default): unsharded. At most 64.
 	Shards int `json:"shards,omitempty"`
@@ -125,7 +125,7 @@ func (s SaleSpec) Validate() (time.Duration, error) {
 	}
 	pay := 15 * time.Minute
 	if s.PayWithin != "" {
-		d, err := time.ParseDuration(s.PayWithin)
+		d, err := s.PayWithin.Parse()
 		if err != nil || d <= 0 {
 			return 0, errors.New("pay_within must be a positive duration like 15m")
 		}

@@ -6,7 +6,7 @@ import (
 	"github.com/seckilledge/seckill/contract/admin"
 )
 
-// The rebalance of a sharded sale with variants (issue 18): every shard holds its part of
+// The rebalance of a sharded sale with variants: every shard holds its part of
 // every variant (fields "v:<variant>" beside the total "stock"), and a buyer of variant X can
 // only be served by the X units of his own shard. So units move one variant at a time: each
 // variant is planned on its own (PlanRebalance over that variant's units per shard) and moved

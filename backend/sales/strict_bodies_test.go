@@ -10,8 +10,8 @@ import (
 // The admin API's bodies name each field once (a sale's here; the controls' in
 // backend/controls, TestControlBodiesRefuseDuplicateKeys), spelled as documented: encoding/json alone keeps
 // the last of two keys ({"add":1,"add":1000} adds 1000) and matches any case ("ADD"), so a
-// proxy, a log or a reviewer reading the body sees another request than the one served
-// (issue 24). Each is refused as 400 bad_request (the parsers' errors are).
+// proxy, a log or a reviewer reading the body sees another request than the one served.
+// Each is refused as 400 bad_request (the parsers' errors are).
 func TestJSONBodiesRefuseDuplicateKeys(t *testing.T) {
 	sale := `"id":"s1","starts_at":"2030-01-01T00:00:00Z","ends_at":"2030-01-02T00:00:00Z"`
 	parsers := map[string]func(string) error{
@@ -42,7 +42,7 @@ func TestJSONBodiesRefuseDuplicateKeys(t *testing.T) {
 }
 
 // A room's difficulty is [min, max]: [1,2,3] (and [5], which read as [5,0]) is refused, not cut
-// or padded into something the operator did not ask for (issue 24).
+// or padded into something the operator did not ask for.
 func TestADifficultyWithThreeNumbersIsRefused(t *testing.T) {
 	for _, d := range []string{`[1,2,3]`, `[0,0,0]`, `[5]`, `[]`, `[1,2,3,4]`, `"1,2"`} {
 		body := `{"id":"s1","stock":1,"starts_at":"2030-01-01T00:00:00Z","ends_at":"2030-01-02T00:00:00Z","room":{"difficulty":` + d + `}}`

@@ -10,7 +10,7 @@ import (
 	"time"
 )
 
-// The cockpit's defences around sign-in (issue 24, item 8): same-origin checks on its POSTs and
+// The cockpit's defences around sign-in: same-origin checks on its POSTs and
 // a limit on failed sign-ins per client.
 
 // codeCrossSite refuses a browser request that another site's page made.

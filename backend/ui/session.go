@@ -10,7 +10,7 @@ import (
 	"github.com/seckilledge/seckill/backend/internal/httpapi"
 )
 
-// Cockpit sessions (issue 24, item 8). The page's cookie holds a session id, never the admin
+// Cockpit sessions. The page's cookie holds a session id, never the admin
 // token: a leaked cookie (a proxy log, a browser profile) then opens the page for at most one
 // session, which sign-out or a restart ends, and gives away no token that the API and seckillctl
 // accept. Sessions live in the backend's memory only: a restart signs everyone out, and each

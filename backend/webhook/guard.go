@@ -17,7 +17,7 @@ import (
 	"github.com/seckilledge/seckill/internal/egress"
 )
 
-// Where the delivery worker may connect (issue 24, item 5). A webhook URL is chosen by an admin
+// Where the delivery worker may connect. A webhook URL is chosen by an admin
 // (a sale's webhook_url) or the operator (SECKILL_WEBHOOK_URL) and names the shop on the public
 // internet. Unchecked, it would let an admin token reach what only the backend reaches (Redis,
 // Postgres and the admin API on loopback, the cloud's metadata service, the private network)
@@ -27,7 +27,7 @@ import (
 // rebinding) is refused as well. Redirects are not followed at all. Allow
 // (SECKILL_WEBHOOK_ALLOW_CIDRS) admits listed prefixes, for a shop on the same private network
 // and for the demo and the tests, whose receivers listen on 127.0.0.1; never link-local or
-// metadata addresses (issue 33: the old SECKILL_WEBHOOK_ALLOW_PRIVATE=1 lifted those too).
+// metadata addresses, which no allow list lifts.
 
 // lookupTimeout bounds the name lookup of CheckURL: a slow resolver must not hold an admin
 // request (or start-up) for long, and the dial-time check holds anyway.

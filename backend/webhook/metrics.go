@@ -2,7 +2,7 @@ package webhook
 
 import "github.com/prometheus/client_golang/prometheus"
 
-// The worker's metrics (names as before the backend was split: dashboards and alerts use them).
+// The worker's metrics (stable names: dashboards and alerts use them).
 // The backend registers them on its registry through Collectors.
 var (
 	metricDelivered = prometheus.NewCounter(prometheus.CounterOpts{

@@ -68,7 +68,7 @@ type Worker struct {
 	// (SECKILL_WEBHOOK_ALLOW_CIDRS, e.g. 127.0.0.1/32 for the demo's receiver): an address
 	// internal/egress refuses and no prefix here holds is refused when a URL is set (CheckURL)
 	// and every dial to it fails as "blocked". Link-local and metadata addresses are refused
-	// whatever it lists (issue 33, item 6).
+	// whatever it lists.
 	Allow []netip.Prefix
 	// Resolver looks up the names of webhook URLs when they are set (CheckURL; nil:
 	// net.DefaultResolver). The dial resolves on its own and is checked on its own.

@@ -46,7 +46,7 @@ type Result struct {
 	EffectiveSeed string       `json:"effective_seed"`
 }
 
-// Version is the result's proof version: 1 when it names none (published before issue 33).
+// Version is the result's proof version: 1 when it names none (published before proofs named their version).
 func (res Result) Version() int { return max(res.ProofVersion, 1) }
 
 // Wave is one published wave of one variant: the positions [From, To) of the variant's ranking
@@ -434,8 +434,8 @@ func Check(sale string, res Result, entries []draw.Entry) *Report {
 // CheckProof checks an entrant's proof against the published root (and, when the entries and
 // seed are at hand, says where the entry ranks and whether a wave reached it). entryID is the
 // id the user received when entering: a proof of another entrant's entry leads to the root as
-// well, so only this comparison tells that the server answered with the user's own (issue 33,
-// item 4). Empty: not compared, and the report says so.
+// well, so only this comparison tells that the server answered with the user's own.
+// Empty: not compared, and the report says so.
 func CheckProof(r *Report, user, entryID string, p Proof, res Result, entries []draw.Entry) {
 	version := res.Version()
 	e := draw.Entry{ID: p.EntryID, Variant: p.Variant}

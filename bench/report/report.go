@@ -234,7 +234,7 @@ func BreakdownLine(c *crowd.Outcome) string {
 	return strings.Join(parts, "; ")
 }
 
-// SideBySide prints issue 34's closed-model ratios when the edge ran with `respond` or the
+// SideBySide prints the comparison's closed-model ratios when the edge ran with `respond` or the
 // peer.
 func SideBySide(w io.Writer, r *crowd.Result) {
 	s := r.SideBySide()

@@ -83,6 +83,9 @@ func (p *protocolDraw) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		_ = json.NewDecoder(r.Body).Decode(&body)
 		p.entry = map[string]any{"entry_id": "e-7f3a", "state": "entered", "variant": body.Variant, "variants": testSizes}
 		reply(200, map[string]any{"entry_id": "e-7f3a", "state": "entered", "variant": body.Variant})
+	case path == "/seckill/s1/draw" && r.Method == "DELETE":
+		p.entry = map[string]any{"entry_id": "e-7f3a", "state": "withdrawn", "variants": testSizes}
+		reply(200, map[string]any{"state": "withdrawn"})
 	case path == "/seckill/s1/draw" && r.Method == "GET":
 		if p.entry == nil {
 			reply(404, map[string]string{"code": "not_entered", "message": "not_entered"})
@@ -111,8 +114,9 @@ func say(kit *pagekit.Kit, lang, key string, kv ...string) string {
 func prefix(s string) string { p, _, _ := strings.Cut(s, "{"); return p }
 
 // The draw page goes through every state of an entry, in sentences of the buyer's language,
-// with no serious or critical accessibility violation in any (axe-core), in English and
-// Spanish with our page and in German with a shop's template and words: not entered, entered
+// with no serious or critical accessibility violation in any (axe-core), in English with our
+// page and in German with a shop's template and words (every language of ours:
+// TestTheDrawPageInEveryLanguageFitsAPhoneAndPassesAxe): not entered, entered
 // (with the proof of work's progress), the size changed, won (the claim deadline counting
 // down, the title changed, the rank behind "Check this draw"), lost, and won but the claim
 // expired.
@@ -128,7 +132,6 @@ func TestTheDrawPageShowsEveryStateInPlainWordsAndPassesAxe(t *testing.T) {
 		shop                       string
 	}{
 		{"en", "en-GB,en;q=0.9", "en", nil, ""},
-		{"es", "es-ES,es;q=0.9", "es", nil, ""},
 		{"shop-de", "de-CH,de;q=0.9", "de", shop, "Die Verlosung von Alpenschuh"},
 	} {
 		t.Run(pc.name, func(t *testing.T) {

@@ -23,7 +23,8 @@ func init() {
 // UnmarshalCaddyfile sets up the handler from Caddyfile tokens:
 //
 //	seckill_draw [<matcher>] {
-//		sale            <placeholder>   # default {http.request.uri.path.1}
+//		prefix          <path>          # default the seckill app's prefix (/seckill)
+//		sale            <placeholder>   # default the segment after the prefix ({http.request.uri.path.1} under /seckill)
 //		user            <placeholder>   # default {http.auth.user.id}
 //		difficulty_rate <per second>    # default 100
 //		challenge_life  <duration>      # default 30s

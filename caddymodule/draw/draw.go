@@ -90,10 +90,15 @@ func (Draw) CaddyModule() caddy.ModuleInfo {
 // challenges are sealed as the waiting room's). No network I/O.
 func (h *Draw) Provision(ctx caddy.Context) error {
 	h.logger = edge.SampledLogger(ctx.Logger())
+	space, err := h.Subject.Inherit(ctx)
+	if err != nil {
+		return fmt.Errorf("seckill_draw: %w", err)
+	}
 	h.setDefaults()
 	if err := h.setupPage(); err != nil {
 		return fmt.Errorf("seckill_draw: %w", err)
 	}
+	h.page.Mount(space.Prefix, space.OrdersPrefix)
 	app, issuer, err := sealedhttp.Provision(ctx, "seckill_draw")
 	if err != nil {
 		return err

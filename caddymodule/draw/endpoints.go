@@ -85,7 +85,7 @@ func (h *Draw) enter(ctx context.Context, w http.ResponseWriter, r *http.Request
 	if ch := r.Header.Get(sealed.HeaderChallenge); c.dmin > 0 || ch != "" {
 		// A challenge presented to a draw without proof of work is checked and spent all the
 		// same: a client that solved one gets what it paid for, not a silent pass. A live one
-		// is enough at the difficulty it was sealed with (issue 35).
+		// is enough at the difficulty it was sealed with.
 		pc, err := h.sealer.VerifyChallenge(ch, r.Header.Get(sealed.HeaderSolution), sale, user, c.dmin, h.now())
 		if err != nil {
 			challenges.WithLabelValues("refused").Inc()

@@ -7,7 +7,7 @@ import (
 )
 
 // The draw shares the sealed values with the waiting room through caddymodule/sealed, not by
-// importing the room (issue 35, item 4): the draw's build must not link the room, and the
+// importing the room: the draw's build must not link the room, and the
 // sealed values must not link Caddy. `go list -deps` is the build's own view of it.
 func TestTheDrawDoesNotLinkTheRoomAndTheSealedValuesLinkNoCaddy(t *testing.T) {
 	deps := func(pkg string) []string {

@@ -34,7 +34,7 @@ func (h *Draw) setupPage() (err error) {
 }
 
 // servePage answers the entry page of a draw sale, with the sale's variants for the size
-// picker (read with the sale's settings, as before); a sale that is not a draw gets the JSON
+// picker (from the sale's cached settings, cache_ttl); a sale that is not a draw gets the JSON
 // refusal, as the API would answer.
 func (h *Draw) servePage(ctx context.Context, w http.ResponseWriter, r *http.Request, sale string) error {
 	c, err := h.saleOf(ctx, sale)

@@ -8,7 +8,8 @@ const { t } = kit;
 const sale = kit.data.sale;
 const user = new URLSearchParams(location.search).get("user");
 const $ = (id) => document.getElementById("sk-" + id) || document.createElement("div");
-const client = new Client({ headers: user ? { "X-User-ID": user } : {}, sleep: kit.sleep });
+// The edge's routes are where the gateway says (its prefix and orders_prefix, in the page's data).
+const client = new Client({ prefix: kit.data.prefix, ordersPrefix: kit.data.orders, headers: user ? { "X-User-ID": user } : {}, sleep: kit.sleep });
 const title = document.title;
 let busy = false;
 let ticking = 0;

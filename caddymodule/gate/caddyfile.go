@@ -17,7 +17,8 @@ func init() {
 // UnmarshalCaddyfile parses
 //
 //	seckill_gate [<matcher>] {
-//		sale          <placeholder>          # default {http.request.uri.path.1}
+//		prefix        <path>                 # default the seckill app's prefix (/seckill)
+//		sale          <placeholder>          # default the segment after the prefix ({http.request.uri.path.1} under /seckill)
 //		user          <placeholder>          # default {http.auth.user.id}
 //		require_token
 //		require_admission                    # sales with a waiting room: a live admission is needed
@@ -48,7 +49,7 @@ func (g *Gate) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 				return true, d.Errf("redis must be %s or %s", RedisPipelined, RedisPooled)
 			}
 		case "relay":
-			// Removed (issue 36) after a release of warnings: the relay belongs to the app.
+			// The relay belongs to the app: the block is refused with a pointer to it.
 			return true, d.Err(errRelayMoved.Error())
 		default:
 			return g.Settings.Option(d, name)

@@ -110,12 +110,10 @@ func (g *Gate) Provision(ctx caddy.Context) error {
 	}
 	g.ctx = ctx
 	g.logger = edge.SampledLogger(ctx.Logger())
-	if g.Sale == "" {
-		g.Sale = "{http.request.uri.path.1}"
+	if _, err := g.Subject.Inherit(ctx); err != nil {
+		return fmt.Errorf("seckill_gate: %w", err)
 	}
-	if g.User == "" {
-		g.User = "{http.auth.user.id}"
-	}
+	g.Subject.SetDefaults()
 	if g.Token == "" {
 		g.Token = "{http.request.header.X-Seckill-Token}"
 	}

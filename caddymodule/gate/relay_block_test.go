@@ -21,7 +21,7 @@ func TestTheRelayReadsTheGroupTheGateWrites(t *testing.T) {
 }
 
 // seckill_gate's `relay` block, deprecated since the relay moved to the seckill app, is
-// removed (issue 36): a Caddyfile that still has it is refused by the adapter with an error
+// removed: a Caddyfile that still has it is refused by the adapter with an error
 // naming the option to write instead, not adapted to settings nobody applies.
 func TestTheGateRelayBlockIsRefusedNamingTheSeckillGlobalOption(t *testing.T) {
 	_, _, err := handlertest.Adapt([]byte(":80 {\n seckill_gate {\n relay {\n batch_size 64\n }\n }\n}"))

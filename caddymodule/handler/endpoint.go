@@ -16,7 +16,7 @@ import (
 
 // Endpoints answers the endpoints of a handler that serves several (the waiting room's, the
 // draw's): its refusals and JSON answers, each counted under its endpoint, Retry-After on the
-// retryable ones, a failed Redis call logged. One copy for every such handler (issue 35: the
+// retryable ones, a failed Redis call logged. One copy for every such handler (the
 // draw and the room had one each).
 type Endpoints struct {
 	Writer Writer

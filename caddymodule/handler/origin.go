@@ -5,6 +5,8 @@ import (
 	"net/url"
 	"strings"
 
+	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
+
 	"github.com/seckilledge/seckill/contract"
 )
 
@@ -23,14 +25,34 @@ func CheckRequest(r *http.Request) (Refusal, bool) {
 	case http.MethodGet, http.MethodHead, http.MethodOptions:
 		return Refusal{}, true
 	}
-	if !SameOrigin(r) {
+	if !SameOrigin(r) && !AllowedOrigin(r) {
 		return CrossSite, false
 	}
 	return Refusal{}, true
 }
 
+// allowedOriginVar is the request variable in which seckill_cors records the Origin it found
+// on its allow list. A variable lives in the request's context, which no client can set.
+const allowedOriginVar = "seckill.allowed_origin"
+
+// AllowOrigin records that r's Origin is on the site's allow list (seckill_cors calls it):
+// CheckRequest then lets a state-changing request from that origin through.
+func AllowOrigin(r *http.Request, origin string) {
+	caddyhttp.SetVar(r.Context(), allowedOriginVar, origin)
+}
+
+// AllowedOrigin reports whether seckill_cors found r's Origin on its allow list.
+func AllowedOrigin(r *http.Request) bool {
+	o, ok := caddyhttp.GetVar(r.Context(), allowedOriginVar).(string)
+	if !ok || o == "" {
+		return false
+	}
+	v := r.Header["Origin"]
+	return len(v) == 1 && v[0] == o
+}
+
 // SameOrigin reports whether a browser could have sent r from a page of the site it is sent
-// to. Issue 33: a simple cross-site POST (a form, Content-Type text/plain) carries the session
+// to. A simple cross-site POST (a form, Content-Type text/plain) carries the session
 // cookie whenever the shop's cookie is SameSite=None, and always from a sibling subdomain
 // (same-site), so it could enter a victim in a draw or move him to another size. The browser
 // sets Sec-Fetch-Site and Origin, and no page can forge them:

@@ -1,16 +1,18 @@
 package handler
 
 import (
+	"context"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
 	"strings"
 	"testing"
 
+	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 	"github.com/seckilledge/seckill/contract"
 )
 
-// Issue 33, item 3: the same-origin rule of every state-changing route of the edge.
+// The same-origin rule of every state-changing route of the edge.
 func TestAStateChangingRequestFromAnotherSiteIsRefused(t *testing.T) {
 	for _, c := range []struct {
 		name   string
@@ -87,4 +89,32 @@ func FuzzSameOrigin(f *testing.F) {
 			t.Fatalf("Origin %q accepted for host shop.example", origin)
 		}
 	})
+}
+
+// A state-changing request from another origin passes the cross-site rule only when
+// seckill_cors found that very Origin on its allow list; any other origin is still refused.
+func TestAnAllowListedOriginPassesTheCrossSiteRuleAndNoOther(t *testing.T) {
+	req := func(origin string) *http.Request {
+		r := httptest.NewRequest("POST", "https://edge.example/shop-api/drop/s1/buy", nil)
+		r = r.WithContext(context.WithValue(r.Context(), caddyhttp.VarsCtxKey, map[string]any{}))
+		r.Header.Set("Sec-Fetch-Site", "cross-site")
+		r.Header.Set("Origin", origin)
+		return r
+	}
+	listed := req("https://shop.example")
+	if _, ok := CheckRequest(listed); ok {
+		t.Fatal("a cross-site POST passed before its origin was allowed")
+	}
+	AllowOrigin(listed, "https://shop.example")
+	if _, ok := CheckRequest(listed); !ok {
+		t.Error("the allow-listed origin was refused")
+	}
+	other := req("https://evil.example")
+	AllowOrigin(other, "https://shop.example") // the variable names another origin than the request's
+	if ref, ok := CheckRequest(other); ok || ref.Code != contract.CodeCrossSite {
+		t.Errorf("an origin not the allowed one: ok %v %+v, want cross_site", ok, ref)
+	}
+	if AllowedOrigin(httptest.NewRequest("POST", "/", nil)) {
+		t.Error("a request without the variables is allowed")
+	}
 }

@@ -1,6 +1,8 @@
 package handler
 
 import (
+	"fmt"
+
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 
@@ -11,8 +13,14 @@ import (
 // The gate, the token issuer and the waiting room embed it, so both appear inline in their
 // JSON and Caddyfile blocks.
 type Subject struct {
-	// The sale id, usually a placeholder. Default {http.request.uri.path.1}, the second path
-	// segment (/seckill/<sale>/buy, /token, /queue). Ids are 1 to 64 characters of
+	// The path prefix of the edge's routes this handler serves, such as /shop-api/drop (the
+	// site's routes must match the same paths). It places the default sale: the segment after
+	// it. Default: the seckill app's prefix, itself default /seckill.
+	Prefix string `json:"prefix,omitempty"`
+
+	// The sale id, usually a placeholder. Default the path segment after the prefix:
+	// {http.request.uri.path.1} under /seckill (/seckill/<sale>/buy, /token, /queue),
+	// {http.request.uri.path.2} under /shop-api/drop. Ids are 1 to 64 characters of
 	// [A-Za-z0-9_-]; anything else is refused with 400 bad_request.
 	Sale string `json:"sale,omitempty"`
 
@@ -24,24 +32,47 @@ type Subject struct {
 
 // The defaults of a Subject.
 const (
-	DefaultSale = "{http.request.uri.path.1}"
+	DefaultSale = "{http.request.uri.path.1}" // under DefaultPrefix
 	DefaultUser = "{http.auth.user.id}"
 )
 
-// SetDefaults fills the placeholders left empty.
+// SetDefaults fills the prefix and the placeholders left empty.
 func (s *Subject) SetDefaults() {
+	if s.Prefix == "" {
+		s.Prefix = DefaultPrefix
+	}
 	if s.Sale == "" {
-		s.Sale = DefaultSale
+		s.Sale = SalePlaceholder(s.Prefix)
 	}
 	if s.User == "" {
 		s.User = DefaultUser
 	}
 }
 
+// Inherit takes the seckill app's prefix when the handler sets none, and checks the prefix
+// (CheckPrefix). It returns the URL space the handler serves: its prefix and the app's
+// orders_prefix. Call it in Provision, before SetDefaults.
+func (s *Subject) Inherit(ctx caddy.Context) (URLSpace, error) {
+	space, err := InheritURLSpace(ctx)
+	if err != nil {
+		return URLSpace{}, err
+	}
+	if s.Prefix == "" {
+		s.Prefix = space.Prefix
+	}
+	if err := CheckPrefix(s.Prefix); err != nil {
+		return URLSpace{}, fmt.Errorf("prefix: %w", err)
+	}
+	space.Prefix = s.Prefix
+	return space, nil
+}
+
 // UnmarshalOption parses the Caddyfile option at d when it is sale or user; ok is false for
 // any other. Pass the Subject to Limits.UnmarshalBlock to have it tried on every option.
 func (s *Subject) UnmarshalOption(d *caddyfile.Dispenser) (ok bool, err error) {
 	switch d.Val() {
+	case "prefix":
+		return true, StringArg(d, &s.Prefix)
 	case "sale":
 		return true, StringArg(d, &s.Sale)
 	case "user":

@@ -250,7 +250,7 @@ PLAIN {
 	}
 }
 
-// Issue 33, item 1, the way the review found it: Caddy's own authentication handler with the
+// Caddy's own authentication handler with the
 // seckill_jwt provider in front of a reverse_proxy to a backend that reads the user header. A
 // signed-in mallory who claims to be the victim reaches the backend with no claim left in any
 // spelling.

@@ -22,8 +22,8 @@ const UserHeader = "X-User-ID"
 // StripClaimedIdentity removes from h every header a client could use to claim who it is:
 // UserHeader and extra (seckill_session's user_header, when set) in any letter case and with
 // '_' for '-'. The underscore form counts because CGI-style backends (PHP, Python's WSGI,
-// nginx's underscores_in_headers) read X_User_ID and X-User-ID as the same HTTP_X_USER_ID
-// (issue 33). Both seckill_identity (and seckill_session) and the seckill_jwt provider call
+// nginx's underscores_in_headers) read X_User_ID and X-User-ID as the same HTTP_X_USER_ID.
+// Both seckill_identity (and seckill_session) and the seckill_jwt provider call
 // it, so no path into the site leaves the client's claim on the request.
 func StripClaimedIdentity(h http.Header, extra string) {
 	for k := range h {

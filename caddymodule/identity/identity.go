@@ -17,7 +17,7 @@
 // or the session service are missing), and remove the client's own X-User-ID (in every
 // spelling, X_User_ID included: StripClaimedIdentity) from the request: the identity comes
 // from the session only. docs/identity.md has the why of each
-// choice (issue 26).
+// choice.
 package identity
 
 import (

@@ -194,7 +194,7 @@ func claimsLeft(h http.Header, extra string) []string {
 	return left
 }
 
-// Issue 33, item 1: no spelling of a client's X-User-ID survives seckill_identity, nor the
+// No spelling of a client's X-User-ID survives seckill_identity, nor the
 // seckill_jwt provider of Caddy's authentication handler (which left it on the request).
 func TestNoSpellingOfAClaimedUserHeaderSurvivesEitherPath(t *testing.T) {
 	k := shoptest.NewKey(t, "k1", jose.ES256)

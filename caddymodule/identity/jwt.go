@@ -78,7 +78,7 @@ type JWT struct {
 
 	// The longest session accepted: a token whose exp is more than this after its iat (after
 	// now, without iat) is refused, whatever its signature. A session signed to last for
-	// years (or a shop's bug) must not be a key to the account for ever (issue 33). Default
+	// years (or a shop's bug) must not be a key to the account for ever. Default
 	// 24h; 0 is the default, there is no "unlimited".
 	MaxAge caddy.Duration `json:"max_age,omitempty"`
 
@@ -276,7 +276,7 @@ func (p *JWT) identify(r *http.Request) (string, core.Outcome) {
 // {http.auth.user.id}. No keys loaded yet is reported as an error (logged, then 401).
 func (p *JWT) Authenticate(w http.ResponseWriter, r *http.Request) (caddyauth.User, bool, error) {
 	// Whatever the outcome: the client's own X-User-ID must not reach the next handler, here
-	// as in seckill_identity (issue 33: Caddy's authentication handler leaves headers alone).
+	// as in seckill_identity (Caddy's authentication handler leaves headers alone).
 	StripClaimedIdentity(r.Header, "")
 	user, o := p.identify(r)
 	switch o {

@@ -66,7 +66,7 @@ func TestAReloadKeepsTheJWKSFetcherAndItsKeys(t *testing.T) {
 	}
 }
 
-// Issue 33, item 7: plain http to anything but this machine is refused unless
+// Plain http to anything but this machine is refused unless
 // jwks_allow_http says otherwise.
 func TestAPlainHTTPJWKSOffLoopbackIsRefusedUnlessAllowed(t *testing.T) {
 	for _, c := range []struct {

@@ -11,7 +11,7 @@ import (
 	"github.com/seckilledge/seckill/caddymodule/identity/internal/shoptest"
 )
 
-// Issue 33 (informational): a session signed to last until the year 5138 was accepted. With
+// A session signed to last for ever (here until the year 5138) is no key to the account: with
 // max_age (default 24h) a session longer than that is refused, whatever its signature.
 func TestASessionLongerThanMaxAgeIsRefused(t *testing.T) {
 	k := shoptest.NewKey(t, "k1", jose.ES256)

@@ -87,7 +87,7 @@ func TestPresenceWindowOffAdmitsEveryoneInTurn(t *testing.T) {
 }
 
 // By default a waiter is present for the refresh_s of his last answer plus a grace, not for a
-// window shared by all (issue 35): told one second, absent a few seconds after he stops.
+// window shared by all: told one second, absent a few seconds after he stops.
 func TestByDefaultAWaiterIsPresentForWhatHeWasToldPlusAGrace(t *testing.T) {
 	d := new(Room)
 	d.setDefaults()

@@ -7,7 +7,7 @@ import (
 	"github.com/seckilledge/seckill/caddymodule/room/core"
 )
 
-// The room's 200 answers are written without encoding/json (issue 35, item 3: a poll answered
+// The room's 200 answers are written without encoding/json (a poll answered
 // from memory should cost the gateway little more than the bytes): core.AppendAnswer writes the
 // same bytes into a pooled buffer, and the sold-out answer of the gate's broadcast, the same
 // for every waiter, is encoded once at provision (h.soldOut). Refusals still go through the

@@ -6,7 +6,7 @@ import (
 	"go.uber.org/zap"
 )
 
-// An admission goes only to a waiter who can use it now (issue 35). A user the throttle bans
+// An admission goes only to a waiter who can use it now. A user the throttle bans
 // cannot take a token or buy until the ban ends, so an admission given to him would sit unused
 // for a whole session while a present waiter waits. With ban_zones (the throttle zones keyed
 // on the room's user id) the gateway that ran an admission step reads the bans of the users

@@ -16,7 +16,7 @@ import (
 
 // The waiting page shows its proof of work as progress (attempts against the expected
 // 2^difficulty), and the work it did is accepted although the difficulty rose between the
-// challenge and the entry (issue 35, item 2). The browser's POST /queue is held (the Fetch
+// challenge and the entry. The browser's POST /queue is held (the Fetch
 // domain) while the test makes the room look rushed in Redis and waits for the gateway to
 // issue harder challenges; then the entry goes on and is admitted.
 func TestWaitingPageShowsTheWorkAsProgressAndIsAdmittedAfterADifficultyRise(t *testing.T) {

@@ -83,7 +83,7 @@ func TestWaitingPageInARealBrowserEntersWaitsLeavesEntersAgainIsAdmittedAndBuys(
 		t.Fatalf("navigate: %v", err)
 	}
 	// Watch the state until the Buy button appears. The first time alice waits she leaves the
-	// queue and enters again (issue 28); the second time the first admission runs out.
+	// queue and enters again; the second time the first admission runs out.
 	waitFor := func(want string) {
 		t.Helper()
 		for s := pageState(t, ctx); s != want; s = pageState(t, ctx) {

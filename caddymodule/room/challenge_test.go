@@ -15,7 +15,7 @@ import (
 	"github.com/seckilledge/seckill/internal/testenv"
 )
 
-// The proof of work never throws honest work away (issue 35, item 2): a challenge solved
+// The proof of work never throws honest work away: a challenge solved
 // within its life is accepted at the difficulty it was issued with; a stockpile is stopped by
 // the short life, the bounds on open challenges and the difficulty in force at the issue.
 
@@ -51,7 +51,7 @@ func expiresAt(t testing.TB, c reply) time.Time {
 	return a.ExpiresAt
 }
 
-// The old finding (issue 24): a challenge fetched while the room was quiet must not help in
+// A challenge fetched while the room was quiet must not help in
 // the rush. It is refused because it expired (403 challenge_expired), while the rush, counted
 // across gateways, raised the difficulty of the challenges issued in it. The rush goes through
 // the second gateway, the late solution through the first.
@@ -140,7 +140,7 @@ func TestAChallengeFetchedInTheQuietHoursIsRefusedInTheRushAsExpired(t *testing.
 
 // A burst of 1 000 entries in about a second through two gateways, each solving the challenge
 // it was given, while the burst itself raises the difficulty: none is refused for difficulty
-// (issue 35: 26 % of 300 were, 403 "the difficulty rose since this challenge was issued").
+// (26 % of 300 were, 403 "the difficulty rose since this challenge was issued").
 // And a challenge older than its life is always refused: 20 challenges fetched from both
 // gateways before the burst, solved at once, are all 403 challenge_expired once past their
 // expires_at, whichever gateway they are taken to.

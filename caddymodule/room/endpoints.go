@@ -133,7 +133,7 @@ func (h *Room) enter(ctx context.Context, w http.ResponseWriter, r *http.Request
 		}
 		v.Nonce, v.NonceExp = ch.Nonce, ch.Expires
 		// A live challenge is enough at the difficulty it was sealed with, whatever the rate
-		// did since (issue 35: honest work is never thrown away; its short life, the bounds of
+		// did since (honest work is never thrown away; its short life, the bounds of
 		// the issue step and the difficulty in force at the issue stop a stockpile). So no
 		// bound on the entry rate: room_queue.lua's too_easy check stays off.
 		v.MaxRate = -1

@@ -21,7 +21,7 @@ import (
 	"github.com/seckilledge/seckill/caddymodule/handler"
 )
 
-// What a gateway keeps for a room of N waiters (issue 28, "Targets": each gateway's memory for
+// What a gateway keeps for a room of N waiters (each gateway's memory for
 // the room's summaries and caches stays bounded; measured at 100 000 and 1 000 000 waiters, the
 // second from a synthetic queue). The gateway is the real handler (ServeHTTP, its room cache,
 // its core.View with the summary, the pace and the presence set, its published pre-queue cache)

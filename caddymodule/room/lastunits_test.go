@@ -13,7 +13,7 @@ import (
 	"github.com/seckilledge/seckill/internal/testenv"
 )
 
-// The last unit goes to a waiter who can use it (issue 35), with the room's default presence
+// The last unit goes to a waiter who can use it, with the room's default presence
 // through two gateways behind the demo's kind of throttle: the admission held by a client the
 // throttle then bans is passed on at once (ban_zones), and a waiter who stopped polling is
 // passed once the refresh_s of his last answer and the grace are over, so the present waiter
@@ -122,7 +122,7 @@ func TestTheLastUnitGoesToAPresentWaiterNotToAnAbsentOrBannedOne(t *testing.T) {
 	}
 }
 
-// Conversion-aware admission (issue 35), through two gateways with the default settings: the
+// Conversion-aware admission, through two gateways with the default settings: the
 // last unit's admission goes to a waiter who is there (he polls as told) but never takes a
 // token, as a client the throttle refuses on the token route. Once the claim window after his
 // presence deadline is over he is judged a no-show: his admission stays live (he could still

@@ -13,12 +13,12 @@ func leave(t testing.TB, base, sale, user, ticket string) reply {
 	return do(t, http.MethodDelete, base+"/seckill/"+sale+"/queue", user, map[string]string{HeaderTicket: ticket})
 }
 
-// DELETE /queue (issue 28): the place is given up, the waiters behind move up, a retried
+// DELETE /queue: the place is given up, the waiters behind move up, a retried
 // DELETE answers the same, the ticket then holds no place, entering again is a new place at
 // the back, an admitted place cannot leave, and a missing ticket is refused.
 func TestLeavingGivesThePlaceUpAndTheWaitersBehindMoveUp(t *testing.T) {
 	rdb := testenv.Redis(t)
-	// The polls ask Redis (front_window: issue 28's rule), which knows of the leave at once;
+	// The polls ask Redis (front_window makes every poll near the front do so), which knows of the leave at once;
 	// from memory a place behind it is told its position as the ticket placed it, a little
 	// behind the truth (docs/room.md, "Answers from memory").
 	cfg := newGatewayConfig(t, testenv.RabbitVhost(t))
@@ -77,7 +77,7 @@ func TestEnteringAgainWhileThePlaceIsValidReturnsTheSamePlace(t *testing.T) {
 	}
 }
 
-// estimated_wait_range_s brackets estimated_wait_s for a waiter (issue 28).
+// estimated_wait_range_s brackets estimated_wait_s for a waiter.
 func TestAWaiterIsToldARangeAroundTheEstimatedWait(t *testing.T) {
 	rdb := testenv.Redis(t)
 	gw := startCaddy(t, newGatewayConfig(t, testenv.RabbitVhost(t)))

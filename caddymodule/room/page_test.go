@@ -11,7 +11,7 @@ import (
 	"github.com/seckilledge/seckill/internal/handlertest"
 )
 
-// The waiting page runs the JavaScript client, clients/js/seckill.js, byte for byte (issue 39):
+// The waiting page runs the JavaScript client, clients/js/seckill.js, byte for byte:
 // its one script opens with the client, and what follows, the page's own code, speaks none of
 // the protocol itself (no fetch, no worker, no protocol header), so the Chromium tests of the
 // page are tests of the client.

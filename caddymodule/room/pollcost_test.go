@@ -75,7 +75,7 @@ func TestAPollCostsOneRedisRoundTrip(t *testing.T) {
 	r := newRoom(t, rdb, 10, -time.Second, time.Hour, roomArgs{Rate: "0.001"})
 	cfg := newGatewayConfig(t, amqpURL)
 	// The room's settings are read once per cache_ttl, not per poll; front_window makes every
-	// poll ask Redis (issue 28's rule), whose cost this measures.
+	// poll ask Redis, whose cost this measures.
 	cfg.Room = map[string]any{"cache_ttl": "10m", "front_window": "10s"}
 	gw := startCaddy(t, cfg)
 	a := enter(t, gw, r.Sale, "alice", nil)

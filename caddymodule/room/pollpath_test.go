@@ -13,7 +13,7 @@ import (
 	"github.com/seckilledge/seckill/caddymodule/handler"
 )
 
-// The poll path of a waiter answered from memory (issue 35, item 3: pre-encoded answers, the
+// The poll path of a waiter answered from memory (pre-encoded answers, the
 // ticket's verification cached, no allocation left that the handler can avoid). The handler
 // is the real one (ServeHTTP, its room cache, its view) over the synthetic store of
 // gatewaymemory_test.go; the requests are made once, so what is measured is the handler's

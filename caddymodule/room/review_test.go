@@ -23,9 +23,10 @@ import (
 	"github.com/seckilledge/seckill/internal/testenv"
 )
 
-// The security review's findings on the room (issue 24, items 4, 6, 7 and the page's CSP).
+// What the room refuses so that a bot gains nothing a browser cannot (stale challenges, the
+// queue's bounds, the page's CSP).
 
-// The old finding of item 4 (a challenge fetched while quiet, used in the rush) is
+// A challenge fetched while quiet and used in the rush is covered by
 // TestAChallengeFetchedInTheQuietHoursIsRefusedInTheRushAsExpired (challenge_test.go).
 
 // The queue holds at most max_waiters places, exactly, across gateways; beyond it a new entry
@@ -167,7 +168,7 @@ func TestThePublishedPrequeueIsReadOnce(t *testing.T) {
 	}
 	// Pages of 10, chained by next, give the same list.
 	var paged []string
-	// The natural client loop: an empty after is the first page (issue 35).
+	// The natural client loop: an empty after is the first page.
 	after := ""
 	for pages := 0; pages == 0 || after != ""; pages++ {
 		_, p := get("?limit=10&after="+after, nil)

@@ -51,7 +51,7 @@ const (
 	// answered from memory.
 	DefaultSummaryInterval = 500 * time.Millisecond
 	// DefaultAdmitInterval: ten admission steps a second per sale per gateway, whatever the
-	// number of polls; admissions come in batches of at most rate / 10 (issue 28).
+	// number of polls; admissions come in batches of at most rate / 10.
 	DefaultAdmitInterval = 100 * time.Millisecond
 	// MaxWaitersLimit bounds max_waiters (here and in a sale's "room"): 10 000 000 places are
 	// about 1.5 GB of Redis.
@@ -109,9 +109,9 @@ type Room struct {
 	SummaryInterval caddy.Duration `json:"summary_interval,omitempty"`
 	// By default (0) every waiter whose place the room's cursor has not reached is answered
 	// from the gateway's memory, the front included: only the poll that finds its place
-	// inside the cursor (admitted, or passed) asks Redis, about once per waiter (issue 35). A
-	// duration keeps issue 28's rule: waiters within that much of admissions (at the room's
-	// rate) from the front ask Redis on every poll (at least summary_interval + 1s).
+	// inside the cursor (admitted, or passed) asks Redis, about once per waiter. A
+	// duration makes waiters within that much of admissions (at the room's
+	// rate) from the front ask Redis on every poll, for a shop that wants the front's positions exact (at least summary_interval + 1s).
 	FrontWindow caddy.Duration `json:"front_window,omitempty"`
 	// How often, at most, a gateway lets a sale's room admit (the admission step of
 	// room_queue.lua: lapses, new admissions), whatever the number of polls; the script
@@ -122,7 +122,7 @@ type Room struct {
 	// and he is admitted first when he is seen again. By default (0) each waiter is present
 	// until the refresh_s of his last answer plus a grace (2 x summary_interval + 1s), so a
 	// waiter told to come back in a second is absent three seconds after he stops, one told
-	// 30s only after 32s (issue 35: no window to tune). A positive presence_window overrides
+	// 30s only after 32s (no window to tune). A positive presence_window overrides
 	// it with one window for everyone (seen within it: present; at least refresh_max +
 	// summary_interval + 1s, since a waiter there polls at least every refresh_max). -1:
 	// admit everyone in turn, present or not.
@@ -134,14 +134,14 @@ type Room struct {
 	// once, passing their capacity on (bans.go). Default: none (a banned user whose polls the
 	// throttle refuses is still passed as absent once his last answer's refresh_s is over).
 	BanZones []string `json:"ban_zones,omitempty"`
-	// Conversion-aware admission (issue 35): an admitted waiter who has taken no purchase
+	// Conversion-aware admission: an admitted waiter who has taken no purchase
 	// token claim_window after his presence deadline (by then his poll has told him) is a
 	// no-show. His admission stays live until the session ends (he may still buy: the gate's
 	// stock guard is the last word), but it no longer holds a unit's capacity, so the next
 	// present waiter is admitted now rather than a session later; admissions not judged yet
 	// count at the room's observed conversion (docs/room.md, "Admission"). Default (0): 2 x
 	// summary_interval + 2s, the tick's lag and a page's token round trip. -1 (Caddyfile
-	// off): every live admission holds capacity until it lapses, the older rule.
+	// off): every live admission holds capacity until it lapses.
 	ClaimWindow caddy.Duration `json:"claim_window,omitempty"`
 	// The most live admissions per remaining unit, no-shows included, under conversion-aware
 	// admission: it bounds how many admitted people can find the stock gone. Default 0: 4 x
@@ -193,10 +193,15 @@ func (Room) CaddyModule() caddy.ModuleInfo {
 // network I/O.
 func (h *Room) Provision(ctx caddy.Context) error {
 	h.logger = edge.SampledLogger(ctx.Logger())
+	space, err := h.Subject.Inherit(ctx)
+	if err != nil {
+		return fmt.Errorf("seckill_room: %w", err)
+	}
 	h.setDefaults()
 	if err := h.setupPage(); err != nil {
 		return fmt.Errorf("seckill_room: %w", err)
 	}
+	h.page.Mount(space.Prefix, space.OrdersPrefix)
 	app, issuer, err := sealedhttp.Provision(ctx, "seckill_room")
 	if err != nil {
 		return err

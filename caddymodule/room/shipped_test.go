@@ -10,7 +10,7 @@ import (
 )
 
 // Every shipped Caddyfile puts its rooms behind a throttle with a user zone, so each
-// seckill_room names that zone in ban_zones (issue 35): a user the throttle bans cannot buy,
+// seckill_room names that zone in ban_zones: a user the throttle bans cannot buy,
 // and his admission is passed on at once instead of sitting unused for a session. Each zone
 // named must be a seckill_throttle zone of the same file keyed on the room's own user id,
 // else the room would read bans of other people.

@@ -8,7 +8,7 @@ import (
 )
 
 // presenceGrace is how long past the refresh_s of his last answer a waiter still counts as
-// present (issue 35): his poll's way to the gateway, and the wait for the tick that records an
+// present: his poll's way to the gateway, and the wait for the tick that records an
 // answer given from memory (up to two summary intervals: one to age the summary, one for a
 // tick in flight). A second of slack for the network and a busy phone.
 func (h *Room) presenceGrace() time.Duration {
@@ -95,11 +95,11 @@ func (h *Room) fromMemory(ctx context.Context, sale, user string, c *cachedRoom,
 		return Verdict{}, Reply{}, false
 	}
 	front := core.FrontPlaces(c.room.Rate, time.Duration(h.FrontWindow))
-	// asks tells a place that must ask Redis. By default (issue 35) only a place the
+	// asks tells a place that must ask Redis. By default only a place the
 	// summary's cursor has reached: one beyond it is still waiting (the cursor only moves
 	// forward, so at most one summary interval late it hears otherwise), and only the poll that
 	// finds its place inside the cursor (admitted, passed, lapsed) needs Redis, about once per
-	// waiter. With front_window set, the older rule: every poll within it asks Redis.
+	// waiter. With front_window set, every poll within it asks Redis.
 	asks := func(s core.Summary) bool {
 		if h.FrontWindow > 0 {
 			return index-s.Cursor <= front

@@ -33,7 +33,7 @@ func farRoom(t *testing.T, gw string, n int) (testRoom, map[string]string) {
 	return r, tickets
 }
 
-// Issue 28: a waiter far from the front is answered from the gateway's summary; the only
+// A waiter far from the front is answered from the gateway's summary; the only
 // commands naming the room are the gateway's ticks (at most one per summary_interval), however
 // many polls.
 func TestAPollFarFromTheFrontMakesNoRedisCommand(t *testing.T) {
@@ -81,7 +81,7 @@ func TestAPollFarFromTheFrontMakesNoRedisCommand(t *testing.T) {
 func TestAPollNearTheFrontStillAsksRedis(t *testing.T) {
 	rdb := testenv.Redis(t)
 	cfg := newGatewayConfig(t, testenv.RabbitVhost(t))
-	// front_window set: issue 28's rule, kept as an override (the default answers the front
+	// front_window set: every poll near the front asks Redis (the default answers the front
 	// from memory: TestTheFrontIsAnsweredFromMemoryAndAsksRedisAboutOncePerWaiter).
 	cfg.Room = map[string]any{"cache_ttl": "10m", "summary_interval": "1s", "front_window": "10s"}
 	gw := startCaddy(t, cfg)
@@ -246,7 +246,7 @@ func startScriptMonitor(t *testing.T, cmd, key string) *atomic.Int64 {
 	return &n
 }
 
-// Admission goes to waiters who are there (issue 28): a waiter who stops polling keeps his
+// Admission goes to waiters who are there: a waiter who stops polling keeps his
 // place but is passed; the next present waiter is admitted; when he comes back he is first.
 func TestAnAbsentWaiterIsPassedKeepsHisPlaceAndIsAdmittedWhenHeComesBack(t *testing.T) {
 	rdb := testenv.Redis(t)
@@ -284,7 +284,7 @@ func TestAnAbsentWaiterIsPassedKeepsHisPlaceAndIsAdmittedWhenHeComesBack(t *test
 	}
 }
 
-// The front from memory (issue 35): with the default settings a waiter whose place the
+// The front from memory: with the default settings a waiter whose place the
 // summary's cursor has not reached is answered from the gateway's memory, the front
 // included, while the front moves; only the poll that finds its place inside the cursor (his
 // admission) asks Redis, once per waiter here since an admitted waiter stops polling, as the

@@ -9,7 +9,7 @@ import (
 )
 
 // The poll path verifies the waiter's ticket on every poll: an HMAC-SHA256 and a dozen
-// allocations, the largest cost of a poll answered from memory (issue 35, item 3). A waiter
+// allocations, the largest cost of a poll answered from memory. A waiter
 // polls with the same ticket for minutes, so each gateway keeps the tickets it verified: the
 // ticket's exact string with what it was verified for (sale, user) and what it says (index,
 // expiry). A hit checks the same sale and user and that the ticket has not expired; any other

@@ -57,7 +57,7 @@ const challengeVersion = "c1"
 
 // DefaultChallengeLife is how long a challenge may be solved and used, by default (the room's
 // and the draw's challenge_life). Short, so a stock of challenges fetched before a rush
-// expires before it helps (issue 35); long enough for a slow phone at the usual difficulties
+// expires before it helps; long enough for a slow phone at the usual difficulties
 // (docs/room.md, "What a difficulty costs").
 const DefaultChallengeLife = 30 * time.Second
 
@@ -93,8 +93,8 @@ func (s *Sealer) SealChallenge(sale, user string, difficulty int, nonce string, 
 // the seal, the binding to (sale, user), the expiry (ErrChallengeExpired), a difficulty of at
 // least min, and that SHA-256("<challenge>:<solution>") has at least the sealed difficulty's
 // leading zero bits. The sealed difficulty is the one asked when the challenge was issued,
-// and it is enough for as long as the challenge lives, whatever the rate did since (issue 35:
-// work done honestly is never thrown away). Single use is Redis's part (the nonce is spent by
+// and it is enough for as long as the challenge lives, whatever the rate did since (work
+// done honestly is never thrown away). Single use is Redis's part (the nonce is spent by
 // the entry's script).
 func (s *Sealer) VerifyChallenge(challenge, solution, sale, user string, min int, now time.Time) (Challenge, error) {
 	var c Challenge

@@ -15,7 +15,7 @@ import (
 	"github.com/seckilledge/seckill/lua"
 )
 
-// What stops a stockpile of challenges (issue 35), now that a live challenge is accepted at
+// What stops a stockpile of challenges, since a live challenge is accepted at
 // the difficulty it was sealed with: its short life (Bounds.Life), the difficulty in force
 // when it is issued, and a bound on the challenges a user may hold open at once, counted in
 // Redis by the issue step (lua/challenge_issue.lua), so exactly across every gateway. A

@@ -54,7 +54,7 @@ func (s *Sealer) VerifyTicket(ticket, sale, user string, now time.Time) error {
 	return err
 }
 
-// A placed ticket (issue 28) also carries the place's index in the queue once the order is
+// A placed ticket also carries the place's index in the queue once the order is
 // drawn:
 //
 //	r2.<kid>.<exp>.<index>.<mac>

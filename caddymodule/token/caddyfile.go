@@ -21,7 +21,8 @@ func init() {
 // UnmarshalCaddyfile sets up the handler from Caddyfile tokens:
 //
 //	seckill_token [<matcher>] {
-//		sale        <placeholder>   # default {http.request.uri.path.1}
+//		prefix      <path>          # default the seckill app's prefix (/seckill)
+//		sale        <placeholder>   # default the segment after the prefix ({http.request.uri.path.1} under /seckill)
 //		user        <placeholder>   # default {http.auth.user.id}
 //		ttl         <duration>      # default 2m
 //		lead_time   <duration>      # default 5m

@@ -103,6 +103,9 @@ func (h *Issuer) Provision(ctx caddy.Context) error {
 		return fmt.Errorf("seckill_token: the seckill app: %w", err)
 	}
 	app := appIface.(*caddymodule.App)
+	if _, err := h.Subject.Inherit(ctx); err != nil {
+		return fmt.Errorf("seckill_token: %w", err)
+	}
 	kr := app.Keyring()
 	if kr == nil {
 		return errors.New("seckill_token: no signing key: set token_keys in the seckill global option (e.g. token_keys { k1 {env.SECKILL_TOKEN_KEY} })")

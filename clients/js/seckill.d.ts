@@ -30,7 +30,13 @@ export function solve(challenge: string, difficulty: number, opts?: {
  */
 /**
  * @typedef {object} ClientOptions
- * @property {string} [baseURL] The gateway's origin ("" or absent: the page's own origin).
+ * @property {string} [baseURL] The gateway's origin ("" or absent: the page's own origin). A page
+ *   on another origin than the gateway needs it, the gateway's `seckill_cors` allow list, and
+ *   credentials "include" for the shop's session cookie (docs/DESIGN.md, "URL space").
+ * @property {string} [prefix] The path prefix of the gateway's buyer routes (the seckill app's
+ *   `prefix`; default "/seckill"): token, buy, room, challenge, queue and draw are under it.
+ * @property {string} [ordersPrefix] The path prefix of the order status route (the app's
+ *   `orders_prefix`; default "/orders").
  * @property {Record<string, string>} [headers] Headers sent with every request (e.g. X-User-ID
  *   where the gateway believes it; production gateways read the shop's session cookie instead).
  * @property {RequestCredentials} [credentials] fetch's credentials (default "same-origin", so
@@ -139,6 +145,8 @@ export class Client extends EventTarget {
     /** @param {ClientOptions} [opts] */
     constructor(opts?: ClientOptions);
     baseURL: string;
+    prefix: string;
+    ordersPrefix: string;
     headers: {
         [x: string]: string;
     };
@@ -159,7 +167,7 @@ export class Client extends EventTarget {
         signal?: AbortSignal;
     }): Promise<any>;
     /**
-     * A one-time purchase token (POST /seckill/{sale}/token).
+     * A one-time purchase token (POST {prefix}/{sale}/token).
      * @param {string} sale @param {{ signal?: AbortSignal }} [o]
      * @returns {Promise<{ token: string, expires_at: string }>}
      */
@@ -170,7 +178,7 @@ export class Client extends EventTarget {
         expires_at: string;
     }>;
     /**
-     * Buys (POST /seckill/{sale}/buy): 202 with the order id, or a SeckillError (sold_out,
+     * Buys (POST {prefix}/{sale}/buy): 202 with the order id, or a SeckillError (sold_out,
      * already_bought with its order_id, limit_reached with held, ...).
      * @param {string} sale
      * @param {{ token?: string, variant?: string, quantity?: number, signal?: AbortSignal }} [o]
@@ -188,7 +196,7 @@ export class Client extends EventTarget {
         quantity?: number;
     }>;
     /**
-     * The buyer's order (GET /orders/{id}).
+     * The buyer's order (GET {ordersPrefix}/{id}).
      * @param {string} orderId @param {{ signal?: AbortSignal }} [o]
      * @returns {Promise<Order>}
      */
@@ -207,7 +215,7 @@ export class Client extends EventTarget {
         signal?: AbortSignal;
     }): Promise<Order>;
     /**
-     * The room's public state (GET /seckill/{sale}/room).
+     * The room's public state (GET {prefix}/{sale}/room).
      * @param {string} sale @param {{ signal?: AbortSignal }} [o]
      * @returns {Promise<{ sale: string, state: string, starts_at: string, prequeue_from: string, seed_commitment: string, seed?: string, units_left?: number }>}
      */
@@ -223,7 +231,7 @@ export class Client extends EventTarget {
         units_left?: number;
     }>;
     /**
-     * A proof-of-work challenge (GET /seckill/{sale}/challenge; a draw sale's is the draw's).
+     * A proof-of-work challenge (GET {prefix}/{sale}/challenge; a draw sale's is the draw's).
      * @param {string} sale @param {{ signal?: AbortSignal }} [o]
      * @returns {Promise<{ challenge: string, difficulty: number, expires_at: string }>}
      */
@@ -235,7 +243,7 @@ export class Client extends EventTarget {
         expires_at: string;
     }>;
     /**
-     * Takes a place in the waiting room (POST /seckill/{sale}/queue), with the proof of work
+     * Takes a place in the waiting room (POST {prefix}/{sale}/queue), with the proof of work
      * the room asks for. Entering again returns the same place.
      * @param {string} sale
      * @param {{ onProgress?: (p: Progress) => void, signal?: AbortSignal, inline?: boolean }} [o]
@@ -247,7 +255,7 @@ export class Client extends EventTarget {
         inline?: boolean;
     }): Promise<QueueAnswer>;
     /**
-     * One poll of the place (GET /seckill/{sale}/queue with the ticket).
+     * One poll of the place (GET {prefix}/{sale}/queue with the ticket).
      * @param {string} sale @param {string} ticket @param {{ signal?: AbortSignal }} [o]
      * @returns {Promise<QueueAnswer>}
      */
@@ -255,7 +263,7 @@ export class Client extends EventTarget {
         signal?: AbortSignal;
     }): Promise<QueueAnswer>;
     /**
-     * Gives the place up (DELETE /seckill/{sale}/queue).
+     * Gives the place up (DELETE {prefix}/{sale}/queue).
      * @param {string} sale @param {string} ticket @param {{ signal?: AbortSignal }} [o]
      * @returns {Promise<QueueAnswer>}
      */
@@ -277,7 +285,7 @@ export class Client extends EventTarget {
         signal?: AbortSignal;
     }): Promise<QueueAnswer>;
     /**
-     * Enters the draw for a variant (POST /seckill/{sale}/draw), with the proof of work it asks
+     * Enters the draw for a variant (POST {prefix}/{sale}/draw), with the proof of work it asks
      * for; entering again before the close changes the variant and keeps the entry id.
      * @param {string} sale @param {string} [variant] (absent: the sale's only variant)
      * @param {{ onProgress?: (p: Progress) => void, signal?: AbortSignal, inline?: boolean }} [o]
@@ -307,7 +315,7 @@ export class Client extends EventTarget {
         variant: string;
     }>;
     /**
-     * Withdraws the entry before the close (DELETE /seckill/{sale}/draw).
+     * Withdraws the entry before the close (DELETE {prefix}/{sale}/draw).
      * @param {string} sale @param {{ signal?: AbortSignal }} [o]
      * @returns {Promise<{ state: "withdrawn" }>}
      */
@@ -317,7 +325,7 @@ export class Client extends EventTarget {
         state: "withdrawn";
     }>;
     /**
-     * The user's entry and its fate (GET /seckill/{sale}/draw): entered, withdrawn, won (with
+     * The user's entry and its fate (GET {prefix}/{sale}/draw): entered, withdrawn, won (with
      * claim_until: buy before it), lost, waiting, claimed, expired.
      * @param {string} sale @param {{ signal?: AbortSignal }} [o]
      * @returns {Promise<{ entry_id: string, state: string, variant: string, rank?: number, wave?: number, claim_until?: string, variants: string[] }>}
@@ -334,7 +342,7 @@ export class Client extends EventTarget {
         variants: string[];
     }>;
     /**
-     * The draw's public result (GET /seckill/{sale}/draw/result).
+     * The draw's public result (GET {prefix}/{sale}/draw/result).
      * @param {string} sale @param {{ signal?: AbortSignal }} [o]
      * @returns {Promise<{ state: "open"|"closed"|"drawn"|"done", seed_commitment: string, opens_at?: string, closes_at?: string, entries?: number, entries_root?: string, seed?: string, waves?: Array<{ wave: number, variant: string, at: string, claim_until: string, from: number, to: number, winners: string[] }> }>}
      */
@@ -359,7 +367,7 @@ export class Client extends EventTarget {
         }>;
     }>;
     /**
-     * One page of the fixed entries (GET /seckill/{sale}/draw/entries), after the close.
+     * One page of the fixed entries (GET {prefix}/{sale}/draw/entries), after the close.
      * @param {string} sale @param {{ after?: string, limit?: number, signal?: AbortSignal }} [o]
      * @returns {Promise<{ entries: Array<{ entry_id: string, variant: string }>, next?: string }>}
      */
@@ -375,7 +383,7 @@ export class Client extends EventTarget {
         next?: string;
     }>;
     /**
-     * The user's inclusion proof (GET /seckill/{sale}/draw/proof), after the close.
+     * The user's inclusion proof (GET {prefix}/{sale}/draw/proof), after the close.
      * @param {string} sale @param {{ signal?: AbortSignal }} [o]
      * @returns {Promise<{ entry_id: string, variant: string, index: number, leaf: string, path: string[], root: string, proof_version: number, randomness: string, beacon: object|null, rank?: number }>}
      */
@@ -397,9 +405,21 @@ export class Client extends EventTarget {
 }
 export type ClientOptions = {
     /**
-     * The gateway's origin ("" or absent: the page's own origin).
+     * The gateway's origin ("" or absent: the page's own origin). A page
+     * on another origin than the gateway needs it, the gateway's `seckill_cors` allow list, and
+     * credentials "include" for the shop's session cookie (docs/DESIGN.md, "URL space").
      */
     baseURL?: string | undefined;
+    /**
+     * The path prefix of the gateway's buyer routes (the seckill app's
+     * `prefix`; default "/seckill"): token, buy, room, challenge, queue and draw are under it.
+     */
+    prefix?: string | undefined;
+    /**
+     * The path prefix of the order status route (the app's
+     * `orders_prefix`; default "/orders").
+     */
+    ordersPrefix?: string | undefined;
     /**
      * Headers sent with every request (e.g. X-User-ID
      * where the gateway believes it; production gateways read the shop's session cookie instead).

@@ -17,7 +17,13 @@
 
 /**
  * @typedef {object} ClientOptions
- * @property {string} [baseURL] The gateway's origin ("" or absent: the page's own origin).
+ * @property {string} [baseURL] The gateway's origin ("" or absent: the page's own origin). A page
+ *   on another origin than the gateway needs it, the gateway's `seckill_cors` allow list, and
+ *   credentials "include" for the shop's session cookie (docs/DESIGN.md, "URL space").
+ * @property {string} [prefix] The path prefix of the gateway's buyer routes (the seckill app's
+ *   `prefix`; default "/seckill"): token, buy, room, challenge, queue and draw are under it.
+ * @property {string} [ordersPrefix] The path prefix of the order status route (the app's
+ *   `orders_prefix`; default "/orders").
  * @property {Record<string, string>} [headers] Headers sent with every request (e.g. X-User-ID
  *   where the gateway believes it; production gateways read the shop's session cookie instead).
  * @property {RequestCredentials} [credentials] fetch's credentials (default "same-origin", so
@@ -392,6 +398,22 @@ function saleSegment(sale) {
   return sale;
 }
 
+/** A route prefix the edge accepts (its CheckPrefix): /a or /a/b, segments of [A-Za-z0-9._~-]. */
+const PREFIX = /^(\/[A-Za-z0-9._~-]+)+$/;
+
+/**
+ * The prefix option (absent or "": the default; a trailing slash dropped), or a TypeError
+ * for one the edge would refuse.
+ * @param {string | undefined} p @param {string} def @param {string} name
+ */
+function routePrefix(p, def, name) {
+  const v = (p || def).replace(/\/+$/, "");
+  if (!PREFIX.test(v) || v.split("/").some((s) => s === "." || s === "..")) {
+    throw new TypeError(`${name} ${JSON.stringify(p)}: want a path such as /seckill or /shop-api/drop`);
+  }
+  return v;
+}
+
 /**
  * A buyer's client of one gateway. It is an EventTarget: "progress" (detail: Progress) while
  * a proof of work runs, "update" (detail: QueueAnswer) at each poll of the waiting room.
@@ -404,6 +426,8 @@ export class Client extends EventTarget {
   constructor(opts = {}) {
     super();
     this.baseURL = (opts.baseURL ?? "").replace(/\/+$/, "");
+    this.prefix = routePrefix(opts.prefix, "/seckill", "prefix");
+    this.ordersPrefix = routePrefix(opts.ordersPrefix, "/orders", "ordersPrefix");
     this.headers = { ...(opts.headers ?? {}) };
     this.credentials = opts.credentials ?? "same-origin";
     this.fetch = opts.fetch ?? globalThis.fetch.bind(globalThis);
@@ -479,24 +503,24 @@ export class Client extends EventTarget {
   // -- purchase
 
   /**
-   * A one-time purchase token (POST /seckill/{sale}/token).
+   * A one-time purchase token (POST {prefix}/{sale}/token).
    * @param {string} sale @param {{ signal?: AbortSignal }} [o]
    * @returns {Promise<{ token: string, expires_at: string }>}
    */
   token(sale, o = {}) {
-    const path = `/seckill/${saleSegment(sale)}/token`; // a bad sale id throws here, at once
+    const path = `${this.prefix}/${saleSegment(sale)}/token`; // a bad sale id throws here, at once
     return this.#bound("POST", path, "", (headers) => this.request("POST", path, { ...o, headers }));
   }
 
   /**
-   * Buys (POST /seckill/{sale}/buy): 202 with the order id, or a SeckillError (sold_out,
+   * Buys (POST {prefix}/{sale}/buy): 202 with the order id, or a SeckillError (sold_out,
    * already_bought with its order_id, limit_reached with held, ...).
    * @param {string} sale
    * @param {{ token?: string, variant?: string, quantity?: number, signal?: AbortSignal }} [o]
    * @returns {Promise<{ order_id: string, status: "queued", variant?: string, quantity?: number }>}
    */
   buy(sale, o = {}) {
-    const path = `/seckill/${saleSegment(sale)}/buy`; // a bad sale id throws here, at once
+    const path = `${this.prefix}/${saleSegment(sale)}/buy`; // a bad sale id throws here, at once
     /** @type {Record<string, string>} */
     const headers = {};
     if (o.token) headers["X-Seckill-Token"] = o.token;
@@ -513,12 +537,12 @@ export class Client extends EventTarget {
   }
 
   /**
-   * The buyer's order (GET /orders/{id}).
+   * The buyer's order (GET {ordersPrefix}/{id}).
    * @param {string} orderId @param {{ signal?: AbortSignal }} [o]
    * @returns {Promise<Order>}
    */
   order(orderId, o = {}) {
-    return this.request("GET", `/orders/${encodeURIComponent(orderId)}`, o);
+    return this.request("GET", `${this.ordersPrefix}/${encodeURIComponent(orderId)}`, o);
   }
 
   /**
@@ -539,21 +563,21 @@ export class Client extends EventTarget {
   // -- waiting room
 
   /**
-   * The room's public state (GET /seckill/{sale}/room).
+   * The room's public state (GET {prefix}/{sale}/room).
    * @param {string} sale @param {{ signal?: AbortSignal }} [o]
    * @returns {Promise<{ sale: string, state: string, starts_at: string, prequeue_from: string, seed_commitment: string, seed?: string, units_left?: number }>}
    */
   room(sale, o = {}) {
-    return this.request("GET", `/seckill/${saleSegment(sale)}/room`, o);
+    return this.request("GET", `${this.prefix}/${saleSegment(sale)}/room`, o);
   }
 
   /**
-   * A proof-of-work challenge (GET /seckill/{sale}/challenge; a draw sale's is the draw's).
+   * A proof-of-work challenge (GET {prefix}/{sale}/challenge; a draw sale's is the draw's).
    * @param {string} sale @param {{ signal?: AbortSignal }} [o]
    * @returns {Promise<{ challenge: string, difficulty: number, expires_at: string }>}
    */
   challenge(sale, o = {}) {
-    return this.request("GET", `/seckill/${saleSegment(sale)}/challenge`, o);
+    return this.request("GET", `${this.prefix}/${saleSegment(sale)}/challenge`, o);
   }
 
   /**
@@ -599,36 +623,36 @@ export class Client extends EventTarget {
   }
 
   /**
-   * Takes a place in the waiting room (POST /seckill/{sale}/queue), with the proof of work
+   * Takes a place in the waiting room (POST {prefix}/{sale}/queue), with the proof of work
    * the room asks for. Entering again returns the same place.
    * @param {string} sale
    * @param {{ onProgress?: (p: Progress) => void, signal?: AbortSignal, inline?: boolean }} [o]
    * @returns {Promise<QueueAnswer>}
    */
   enter(sale, o = {}) {
-    const path = `/seckill/${saleSegment(sale)}/queue`;
+    const path = `${this.prefix}/${saleSegment(sale)}/queue`;
     return this.#withProof(sale, (headers) => this.#bound("POST", path, "", (proof) =>
       this.request("POST", path, { headers: { ...headers, ...proof }, signal: o.signal })), o);
   }
 
   /**
-   * One poll of the place (GET /seckill/{sale}/queue with the ticket).
+   * One poll of the place (GET {prefix}/{sale}/queue with the ticket).
    * @param {string} sale @param {string} ticket @param {{ signal?: AbortSignal }} [o]
    * @returns {Promise<QueueAnswer>}
    */
   poll(sale, ticket, o = {}) {
-    const path = `/seckill/${saleSegment(sale)}/queue`;
+    const path = `${this.prefix}/${saleSegment(sale)}/queue`;
     return this.#bound("GET", path, ticket, (proof) =>
       this.request("GET", path, { headers: { "X-Seckill-Ticket": ticket, ...proof }, signal: o.signal }));
   }
 
   /**
-   * Gives the place up (DELETE /seckill/{sale}/queue).
+   * Gives the place up (DELETE {prefix}/{sale}/queue).
    * @param {string} sale @param {string} ticket @param {{ signal?: AbortSignal }} [o]
    * @returns {Promise<QueueAnswer>}
    */
   leave(sale, ticket, o = {}) {
-    const path = `/seckill/${saleSegment(sale)}/queue`;
+    const path = `${this.prefix}/${saleSegment(sale)}/queue`;
     return this.#bound("DELETE", path, ticket, (proof) =>
       this.request("DELETE", path, { headers: { "X-Seckill-Ticket": ticket, ...proof }, signal: o.signal }));
   }
@@ -690,7 +714,7 @@ export class Client extends EventTarget {
   // -- draw
 
   /**
-   * Enters the draw for a variant (POST /seckill/{sale}/draw), with the proof of work it asks
+   * Enters the draw for a variant (POST {prefix}/{sale}/draw), with the proof of work it asks
    * for; entering again before the close changes the variant and keeps the entry id.
    * @param {string} sale @param {string} [variant] (absent: the sale's only variant)
    * @param {{ onProgress?: (p: Progress) => void, signal?: AbortSignal, inline?: boolean }} [o]
@@ -699,7 +723,7 @@ export class Client extends EventTarget {
   enterDraw(sale, variant, o = {}) {
     const body = variant === undefined ? {} : { variant };
     return this.#withProof(sale, (headers) =>
-      this.request("POST", `/seckill/${saleSegment(sale)}/draw`, { headers, body, signal: o.signal }), o);
+      this.request("POST", `${this.prefix}/${saleSegment(sale)}/draw`, { headers, body, signal: o.signal }), o);
   }
 
   /**
@@ -712,35 +736,35 @@ export class Client extends EventTarget {
   }
 
   /**
-   * Withdraws the entry before the close (DELETE /seckill/{sale}/draw).
+   * Withdraws the entry before the close (DELETE {prefix}/{sale}/draw).
    * @param {string} sale @param {{ signal?: AbortSignal }} [o]
    * @returns {Promise<{ state: "withdrawn" }>}
    */
   withdrawDraw(sale, o = {}) {
-    return this.request("DELETE", `/seckill/${saleSegment(sale)}/draw`, o);
+    return this.request("DELETE", `${this.prefix}/${saleSegment(sale)}/draw`, o);
   }
 
   /**
-   * The user's entry and its fate (GET /seckill/{sale}/draw): entered, withdrawn, won (with
+   * The user's entry and its fate (GET {prefix}/{sale}/draw): entered, withdrawn, won (with
    * claim_until: buy before it), lost, waiting, claimed, expired.
    * @param {string} sale @param {{ signal?: AbortSignal }} [o]
    * @returns {Promise<{ entry_id: string, state: string, variant: string, rank?: number, wave?: number, claim_until?: string, variants: string[] }>}
    */
   drawStatus(sale, o = {}) {
-    return this.request("GET", `/seckill/${saleSegment(sale)}/draw`, o);
+    return this.request("GET", `${this.prefix}/${saleSegment(sale)}/draw`, o);
   }
 
   /**
-   * The draw's public result (GET /seckill/{sale}/draw/result).
+   * The draw's public result (GET {prefix}/{sale}/draw/result).
    * @param {string} sale @param {{ signal?: AbortSignal }} [o]
    * @returns {Promise<{ state: "open"|"closed"|"drawn"|"done", seed_commitment: string, opens_at?: string, closes_at?: string, entries?: number, entries_root?: string, seed?: string, waves?: Array<{ wave: number, variant: string, at: string, claim_until: string, from: number, to: number, winners: string[] }> }>}
    */
   drawResult(sale, o = {}) {
-    return this.request("GET", `/seckill/${saleSegment(sale)}/draw/result`, o);
+    return this.request("GET", `${this.prefix}/${saleSegment(sale)}/draw/result`, o);
   }
 
   /**
-   * One page of the fixed entries (GET /seckill/{sale}/draw/entries), after the close.
+   * One page of the fixed entries (GET {prefix}/{sale}/draw/entries), after the close.
    * @param {string} sale @param {{ after?: string, limit?: number, signal?: AbortSignal }} [o]
    * @returns {Promise<{ entries: Array<{ entry_id: string, variant: string }>, next?: string }>}
    */
@@ -749,15 +773,15 @@ export class Client extends EventTarget {
     if (o.after) q.set("after", o.after);
     if (o.limit) q.set("limit", String(o.limit));
     const qs = q.toString();
-    return this.request("GET", `/seckill/${saleSegment(sale)}/draw/entries${qs ? "?" + qs : ""}`, o);
+    return this.request("GET", `${this.prefix}/${saleSegment(sale)}/draw/entries${qs ? "?" + qs : ""}`, o);
   }
 
   /**
-   * The user's inclusion proof (GET /seckill/{sale}/draw/proof), after the close.
+   * The user's inclusion proof (GET {prefix}/{sale}/draw/proof), after the close.
    * @param {string} sale @param {{ signal?: AbortSignal }} [o]
    * @returns {Promise<{ entry_id: string, variant: string, index: number, leaf: string, path: string[], root: string, proof_version: number, randomness: string, beacon: object|null, rank?: number }>}
    */
   drawProof(sale, o = {}) {
-    return this.request("GET", `/seckill/${saleSegment(sale)}/draw/proof`, o);
+    return this.request("GET", `${this.prefix}/${saleSegment(sale)}/draw/proof`, o);
   }
 }

@@ -20,7 +20,7 @@ import (
 	"github.com/seckilledge/seckill/internal/stackenv"
 )
 
-// runIdentity is `seckill-bench identity`: identity at the edge (issue 26), the demo path,
+// runIdentity is `seckill-bench identity`: identity at the edge, the demo path,
 // local JWT (seckill_identity), cached forward_auth (seckill_session) and Caddy's forward_auth
 // with and without keep-alive, side by side on one gateway, round after round; CPU per request
 // of the gateway and of the session stand-in, and the stand-in's calls (docs/bench.md).
@@ -149,7 +149,7 @@ func identityMarkdown(w io.Writer, r *identity.IdentityResult, rounds int) {
 			c.GatewayUs, c.StandinUs, c.TotalUs, c.GatewayRatio, c.TotalRatio, c.RedisUs, c.SessionCalls, c.CallsPerSession, 100*c.OKShare)
 	}
 	if len(r.Targets) > 0 {
-		fmt.Fprintln(w, "\nTargets (issue 26):")
+		fmt.Fprintln(w, "\nTargets:")
 		fmt.Fprintln(w)
 		for _, t := range r.Targets {
 			verdict := "met"

@@ -6,7 +6,7 @@
 //	                              then the full edge under an open arrival rate
 //	seckill-bench -only edge      one contestant
 //	seckill-bench -only ceiling,peer,edge,open,open-quiet,slo -rate 600 -pin -private-services
-//	                              issue 34's figures (scripts/bench-onepass.sh): respond, the
+//	                              the comparison's figures (scripts/bench-onepass.sh): respond, the
 //	                              nginx + lua gate and the edge side by side, the open model
 //	                              with and without the drain poll, the capacity at p99 <= 20 ms
 //	seckill-bench verify -sale S  only the invariants of an existing sale

@@ -14,7 +14,7 @@ import (
 	"github.com/seckilledge/seckill/bench/scenario/crowd"
 )
 
-// onePassFlags are issue 34's instruments: the peer (nginx + lua gate) and the capacity search
+// onePassFlags are the comparison's instruments: the peer (nginx + lua gate) and the capacity search
 // under a latency objective (docs/bench.md, "The peer" and "Capacity under an SLO").
 type onePassFlags struct {
 	peerDir                                *string

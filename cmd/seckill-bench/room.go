@@ -21,7 +21,7 @@ import (
 // population, a sale without the room and one with it, side by side, -runs times, every
 // invariant checked) and its poll benchmark (the room's poll against Caddy's respond), on a
 // private stack whose gateway is bench/fairness.Caddyfile (docs/room.md, BENCHMARKS.md); and,
-// asked with -only (issue 28's targets), the room at scale (a crowd of waiters through two
+// asked with -only (docs/room.md, "Fairness and capacity, measured"), the room at scale (a crowd of waiters through two
 // gateways, Redis commands per poll) and the last units with half the waiters absent (one
 // stack per presence setting).
 func runRoom(ctx context.Context, args []string, stdout, stderr io.Writer) int {
@@ -55,11 +55,11 @@ func runRoom(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.DurationVar(&lo.Session, "lastunits-session", 20*time.Second, "lastunits: how long an admission lives unused")
 	fs.Float64Var(&lo.Rate, "lastunits-rate", 10, "lastunits: the room's admissions per second")
 	fs.Float64Var(&lo.AbsentShare, "lastunits-absent", 0.5, "lastunits: share of waiters who never poll after entering")
-	fs.Float64Var(&lo.FastShare, "lastunits-fast", 0, "lastunits: share of the present waiters who are fast clients the gateway's throttle refuses and bans (issue 35's variant: 0.5)")
+	fs.Float64Var(&lo.FastShare, "lastunits-fast", 0, "lastunits: share of the present waiters who are fast clients the gateway's throttle refuses and bans (e.g. 0.5)")
 	fs.DurationVar(&lo.Lead, "lastunits-lead", 10*time.Second, "lastunits: everyone enters this long before the start (the absent are last seen then)")
 	fs.DurationVar(&lo.Cap, "lastunits-cap", 5*time.Minute, "lastunits: the longest a run goes on after the start")
 	presence := fs.String("lastunits-presence", "off,default,7s",
-		"lastunits: the gateway's presence settings, one run (and stack) each: off (before issue 28's rule), default (each waiter present until the refresh_s of his last answer plus a grace, issue 35), or a window (refresh_max is lowered to fit it)")
+		"lastunits: the gateway's presence settings, one run (and stack) each: off (everyone admitted in turn, present or not), default (each waiter present until the refresh_s of his last answer plus a grace), or a window (refresh_max is lowered to fit it)")
 	out := fs.String("out", "bench-results/room", "directory for room.json and room.md")
 	root := fs.String("root", ".", "repository root")
 	bin := fs.String("bin", "", "directory with caddy and seckill-backend (default: build them)")

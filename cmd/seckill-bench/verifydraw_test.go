@@ -206,7 +206,7 @@ func TestVerifyDrawCatchesARiggedDraw(t *testing.T) {
 			p["variant"] = "a"
 			d.proofs["u5"] = p
 		}},
-		// Issue 33, item 4: what a dishonest server could do with the old format.
+		// What a dishonest server could do with a proof, each refused.
 		{"another entrant's proof (true, but not the user's)", "the proof is of entry 00000008, but the user entered as 00000006",
 			[]string{"-proof-user", "u5", "-entry-id", "00000006"}, func(d *drawServer) {
 				d.proofs["u5"] = d.proof("u7")

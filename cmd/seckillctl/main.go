@@ -6,7 +6,7 @@
 //	seckillctl [-url URL] [-token TOKEN] [-o table|json] COMMAND [ARGS]
 //
 // The admin URL and token come from the flags or from SECKILL_ADMIN_URL (default
-// http://127.0.0.1:8081) and SECKILL_ADMIN_TOKEN. Tables are for people; -o json prints the
+// http://127.0.0.1:8082, the backend's admin listener) and SECKILL_ADMIN_TOKEN. Tables are for people; -o json prints the
 // API's answers for scripts. The exit status is 0 on success, 1 when the backend refused or
 // could not be reached (the refusal's code is printed), 2 on a usage error.
 package main
@@ -99,7 +99,7 @@ func envOr(name, def string) string {
 
 // globalFlags are accepted before the command and again after it.
 func (c *cli) globalFlags(fs *flag.FlagSet) {
-	fs.StringVar(&c.url, "url", envOr("SECKILL_ADMIN_URL", "http://127.0.0.1:8081"), "the backend's admin API (SECKILL_ADMIN_URL)")
+	fs.StringVar(&c.url, "url", envOr("SECKILL_ADMIN_URL", "http://127.0.0.1:8082"), "the backend's admin API (SECKILL_ADMIN_URL)")
 	fs.StringVar(&c.token, "token", os.Getenv("SECKILL_ADMIN_TOKEN"), "admin token (SECKILL_ADMIN_TOKEN); a shop token for pay")
 	fs.StringVar(&c.output, "o", "table", "output: table or json")
 }

@@ -27,7 +27,7 @@ const (
 // MaxStock is the most units a sale holds, all variants together, and so the most a variant
 // holds or one stock change adds. The stock columns are Postgres integers (up to 2^31 - 1): a
 // bound well inside them, checked at the API, refuses a creation or a stock change that would
-// not fit as the client's 400 instead of the database's error (issue 24).
+// not fit as the client's 400 instead of the database's error.
 const MaxStock = 1_000_000_000
 
 // SaleSummary is one sale in GET /admin/sales and the before/after of the audit trail.
@@ -94,19 +94,19 @@ type RoomSpec struct {
 	Rate *float64 `json:"rate,omitempty"`
 	// Oversubscribe is live admissions per remaining unit (>= 1).
 	Oversubscribe *float64 `json:"oversubscribe,omitempty"`
-	// Session is how long an admission lives unused (Go duration, >= 1s).
-	Session string `json:"session,omitempty"`
-	// Prequeue is how long before the start entries are taken (Go duration, >= 0).
-	Prequeue string `json:"prequeue,omitempty"`
+	// Session is how long an admission lives unused (>= 1s).
+	Session Duration `json:"session,omitempty"`
+	// Prequeue is how long before the start entries are taken (>= 0).
+	Prequeue Duration `json:"prequeue,omitempty"`
 	// Difficulty is the proof-of-work [min, max] in bits; [0, 0] asks for none.
 	Difficulty *Difficulty `json:"difficulty,omitempty"`
 	// MaxWaiters is the most places the room holds (1..10 000 000); beyond it a new entry gets
-	// 503 queue_full (issue 24).
+	// 503 queue_full.
 	MaxWaiters *int64 `json:"max_waiters,omitempty"`
 }
 
 // Difficulty is a room's proof-of-work [min, max] in bits: exactly two numbers. A Go array
-// alone would take [1, 2, 3] as [1, 2] and [5] as [5, 0] without a word (issue 24).
+// alone would take [1, 2, 3] as [1, 2] and [5] as [5, 0] without a word.
 type Difficulty [2]int
 
 // UnmarshalJSON takes exactly two integers.
@@ -139,13 +139,14 @@ func (r RoomSpec) Validate() error {
 		return errors.New("room.oversubscribe must be between 1 and 100")
 	}
 	for _, d := range []struct {
-		name, v string
-		min     time.Duration
+		name string
+		v    Duration
+		min  time.Duration
 	}{{"session", r.Session, time.Second}, {"prequeue", r.Prequeue, 0}} {
 		if d.v == "" {
 			continue
 		}
-		if v, err := time.ParseDuration(d.v); err != nil || v < d.min {
+		if v, err := d.v.Parse(); err != nil || v < d.min {
 			return fmt.Errorf("room.%s must be a duration of at least %v", d.name, d.min)
 		}
 	}
@@ -274,8 +275,8 @@ type VariantRebalance struct {
 type DrawSpec struct {
 	OpensAt  time.Time `json:"opens_at"`
 	ClosesAt time.Time `json:"closes_at"`
-	// ClaimWithin is how long a winner has to buy (Go duration, >= 1s).
-	ClaimWithin string `json:"claim_within"`
+	// ClaimWithin is how long a winner has to buy (>= 1s).
+	ClaimWithin Duration `json:"claim_within"`
 	// Difficulty is the entry's proof-of-work [min, max] in bits, as a room's; absent or
 	// [0, 0]: none.
 	Difficulty *Difficulty `json:"difficulty,omitempty"`
@@ -339,7 +340,7 @@ func (d DrawSpec) Validate() error {
 
 // Claim is ClaimWithin parsed: a duration of at least a second (the draw's claim window).
 func (d DrawSpec) Claim() (time.Duration, error) {
-	v, err := time.ParseDuration(d.ClaimWithin)
+	v, err := d.ClaimWithin.Parse()
 	if err != nil || v < time.Second {
 		return 0, errors.New("draw.claim_within must be a duration of at least 1s")
 	}

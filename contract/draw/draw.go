@@ -45,7 +45,7 @@ func Opens(seedHex, commitment string) bool {
 // draw result and proof as "proof_version" (DESIGN.md, "Draws"):
 //
 //   - 1 (a result or proof without the field): leaf SHA-256(id "\n" variant), node
-//     SHA-256(left || right). An inner node could be presented as a leaf (issue 33, item 4).
+//     SHA-256(left || right). An inner node could be presented as a leaf.
 //   - 2: domain-separated as in RFC 6962 (2.1): leaf SHA-256(0x00 || id "\n" variant), node
 //     SHA-256(0x01 || left || right); a proof names its leaf index, which fixes its length and
 //     the side of each step.

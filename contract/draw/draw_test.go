@@ -78,7 +78,7 @@ func TestTheTreeOfThreeLeavesCarriesTheOddOneUp(t *testing.T) {
 	}
 }
 
-// Issue 33, item 4: the ways a dishonest server could make a proof lie, each refused by
+// The ways a dishonest server could make a proof lie, each refused by
 // VerifyInclusion: an inner node presented as a leaf, a path too long or too short, a side
 // that is not the index's, another entrant's proof, and a proof of another version.
 func TestAProofCannotBeMadeToLie(t *testing.T) {

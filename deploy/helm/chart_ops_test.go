@@ -136,10 +136,57 @@ func TestTheGatewayIsReadyWhenItCanDecideAndHasAStartupProbe(t *testing.T) {
 	if p := c.LivenessProbe; p == nil || p.HTTPGet.Path != "/healthz" {
 		t.Errorf("liveness %+v", p)
 	}
-	// The Caddyfile serves /readyz with seckill_ready.
+	// The Caddyfile serves the readiness path (SECKILL_READY_PATH, the probe's) with seckill_ready.
 	cf := r.configMaps["rel-seckill-caddyfile"].Data["Caddyfile"]
-	if !regexp.MustCompile(`(?m)^\s*handle /readyz \{\n\s*seckill_ready\b`).MatchString(cf) {
-		t.Error("the rendered Caddyfile has no `handle /readyz { seckill_ready }`")
+	if !regexp.MustCompile(`(?m)^\s*handle \{\$SECKILL_READY_PATH:/readyz\} \{\n\s*seckill_ready\b`).MatchString(cf) {
+		t.Error("the rendered Caddyfile has no `handle {$SECKILL_READY_PATH:/readyz} { seckill_ready }`")
+	}
+	for name, want := range map[string]string{"SECKILL_READY_PATH": "/readyz", "SECKILL_HEALTH_PATH": "/healthz"} {
+		if v, ok := env(c, name); !ok || v.Value != want {
+			t.Errorf("%s = %+v, want %s: the Caddyfile serves the probes' paths", name, v, want)
+		}
+	}
+}
+
+// The URL space is the shop's: the prefix, the order status route and the probes' paths move
+// together in the pod's environment, which the Caddyfile reads; the allow list of origins is
+// off unless listed; a path or an origin the gateway would refuse fails the values' schema.
+func TestTheURLSpaceValuesMoveTheGatewaysRoutes(t *testing.T) {
+	c := template(t, nil).deployments["rel-seckill-gateway"].Spec.Template.Spec.Containers[0]
+	for name, want := range map[string]string{"SECKILL_PREFIX": "/seckill", "SECKILL_ORDERS_PREFIX": "/orders"} {
+		if v, ok := env(c, name); !ok || v.Value != want {
+			t.Errorf("default %s = %+v, want %s", name, v, want)
+		}
+	}
+	if v, ok := env(c, "SECKILL_ALLOWED_ORIGINS"); ok {
+		t.Errorf("SECKILL_ALLOWED_ORIGINS set by default: %+v", v)
+	}
+	c = template(t, map[string]any{"gateway": map[string]any{
+		"urlSpace": map[string]any{"prefix": "/shop-api/drop", "ordersPrefix": "/shop-api/drop/orders",
+			"allowedOrigins": []any{"https://www.shop.example", "https://m.shop.example"}},
+		"probes": map[string]any{"readinessPath": "/edge-ready", "livenessPath": "/edge-live"},
+	}}).deployments["rel-seckill-gateway"].Spec.Template.Spec.Containers[0]
+	for name, want := range map[string]string{"SECKILL_PREFIX": "/shop-api/drop", "SECKILL_ORDERS_PREFIX": "/shop-api/drop/orders",
+		"SECKILL_ALLOWED_ORIGINS": "https://www.shop.example https://m.shop.example",
+		"SECKILL_READY_PATH":      "/edge-ready", "SECKILL_HEALTH_PATH": "/edge-live"} {
+		if v, ok := env(c, name); !ok || v.Value != want {
+			t.Errorf("%s = %+v, want %s", name, v, want)
+		}
+	}
+	if c.ReadinessProbe.HTTPGet.Path != "/edge-ready" || c.LivenessProbe.HTTPGet.Path != "/edge-live" {
+		t.Errorf("probes %s %s", c.ReadinessProbe.HTTPGet.Path, c.LivenessProbe.HTTPGet.Path)
+	}
+	for _, bad := range []map[string]any{
+		{"urlSpace": map[string]any{"prefix": "/seckill/"}},
+		{"urlSpace": map[string]any{"prefix": "seckill"}},
+		{"urlSpace": map[string]any{"ordersPrefix": "/a//b"}},
+		{"urlSpace": map[string]any{"allowedOrigins": []any{"*"}}},
+		{"urlSpace": map[string]any{"allowedOrigins": []any{"https://shop.example/app"}}},
+		{"probes": map[string]any{"livenessPath": "healthz"}},
+	} {
+		if err := renderErr(t, map[string]any{"gateway": bad}); err == nil {
+			t.Errorf("values %v passed the schema", bad)
+		}
 	}
 }
 

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"net/url"
 	"os"
+	"regexp"
+	"slices"
 	"strings"
 	"time"
 
@@ -37,6 +39,11 @@ type Config struct {
 	// Sales are the sale ids the page offers (SECKILL_SHOP_SALES, -sales; default
 	// demo,demo-room, the sales make run creates).
 	Sales []string
+	// Prefix and OrdersPrefix are where the gateway's routes are on this site (the seckill
+	// app's prefix and orders_prefix; SECKILL_PREFIX, SECKILL_ORDERS_PREFIX, which the shipped
+	// Caddyfiles read too; -prefix, -orders-prefix): the page calls the gateway there. Default
+	// /seckill and /orders.
+	Prefix, OrdersPrefix string
 	// SessionTTL is how long a session lasts (default 1 hour).
 	SessionTTL time.Duration
 	// Events is how many webhook deliveries GET /webhooks keeps (default 100). The list
@@ -44,7 +51,7 @@ type Config struct {
 	Events int
 	// Demo acknowledges that this shop signs anyone in by name alone, without a password
 	// (-demo). Required: a sample that anyone could copy into production must not start
-	// without saying so (issue 33).
+	// without saying so.
 	Demo bool
 }
 
@@ -67,6 +74,8 @@ func ConfigFromFlags(fs *flag.FlagSet, args []string) (Config, error) {
 	fs.StringVar(&c.BackendAdmin, "backend-admin", getenv("SECKILL_SHOP_BACKEND_ADMIN", "http://127.0.0.1:8082"), "the backend's admin listener, where payments are confirmed (SECKILL_SHOP_BACKEND_ADMIN)")
 	fs.StringVar(&c.KeyFile, "key-file", os.Getenv("SECKILL_SHOP_KEY_FILE"), "session signing key (PEM, P-256); written when missing; empty: a new key at every start (SECKILL_SHOP_KEY_FILE)")
 	fs.StringVar(&sales, "sales", getenv("SECKILL_SHOP_SALES", "demo,demo-room"), "sale ids the page offers, comma separated (SECKILL_SHOP_SALES)")
+	fs.StringVar(&c.Prefix, "prefix", getenv("SECKILL_PREFIX", "/seckill"), "the gateway's buyer routes on this site (SECKILL_PREFIX)")
+	fs.StringVar(&c.OrdersPrefix, "orders-prefix", getenv("SECKILL_ORDERS_PREFIX", "/orders"), "the gateway's order status route (SECKILL_ORDERS_PREFIX)")
 	fs.DurationVar(&c.SessionTTL, "session-ttl", c.SessionTTL, "how long a session lasts")
 	fs.IntVar(&c.Events, "events", c.Events, "webhook deliveries kept for GET /webhooks")
 	fs.BoolVar(&c.Demo, "demo", false, "required: acknowledge that sign-in takes no password (a demo shop)")
@@ -106,5 +115,13 @@ func (c Config) Validate() error {
 	if c.SessionTTL <= 0 {
 		return errors.New("session TTL must be positive")
 	}
+	for _, p := range []string{c.Prefix, c.OrdersPrefix} {
+		if p != "" && (!routePrefix.MatchString(p) || slices.Contains(strings.Split(p, "/"), ".") || slices.Contains(strings.Split(p, "/"), "..")) {
+			return fmt.Errorf("prefix %q: want a path such as /seckill or /shop-api/drop", p)
+		}
+	}
 	return nil
 }
+
+// routePrefix is a prefix the gateway accepts (its handler.CheckPrefix, without linking Caddy).
+var routePrefix = regexp.MustCompile(`^(/[A-Za-z0-9._~-]+)+$`)

@@ -25,7 +25,7 @@ const CookieName = "seckill_session"
 
 // SecureCookieName is the session cookie of a shop whose public URL is https. The __Host-
 // prefix makes the browser refuse the cookie unless it is Secure, has Path=/ and no Domain, so
-// neither a sibling subdomain nor a plain-http page can set or shadow the session (issue 33).
+// neither a sibling subdomain nor a plain-http page can set or shadow the session.
 // Browsers honour the prefix only on secure origins, hence the plain name on http. A gateway in
 // front of such a shop reads this name (seckill_identity's cookie).
 const SecureCookieName = "__Host-" + CookieName

@@ -163,7 +163,7 @@ func (s *Shop) cookieName() string {
 func (s *Shop) CookieName() string { return s.cookieName() }
 
 // webhooks lists the deliveries received. They name buyers and their orders and draw results,
-// so the list needs the shop token as a bearer token (issue 33: it was open to anyone who could
+// so the list needs the shop token as a bearer token (it was open to anyone who could
 // reach the shop); without a shop token configured it is never served.
 func (s *Shop) webhooks(w http.ResponseWriter, r *http.Request) {
 	got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
@@ -244,6 +244,8 @@ type pageData struct {
 	Sales  []string
 	Orders []Order
 	Notice string
+	// Prefix and OrdersPrefix are where the page calls the gateway.
+	Prefix, OrdersPrefix string
 }
 
 func (s *Shop) page(w http.ResponseWriter, r *http.Request) {
@@ -251,7 +253,13 @@ func (s *Shop) page(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Shop) render(w http.ResponseWriter, r *http.Request, status int, user, notice string) {
-	d := pageData{User: user, Sales: s.cfg.Sales, Notice: notice}
+	d := pageData{User: user, Sales: s.cfg.Sales, Notice: notice, Prefix: s.cfg.Prefix, OrdersPrefix: s.cfg.OrdersPrefix}
+	if d.Prefix == "" {
+		d.Prefix = "/seckill"
+	}
+	if d.OrdersPrefix == "" {
+		d.OrdersPrefix = "/orders"
+	}
 	if user != "" {
 		d.Orders = s.inbox.OrdersOf(user)
 	}

@@ -378,7 +378,7 @@ func TestAFormPostFromAnotherSiteIsRefused(t *testing.T) {
 	}
 }
 
-// Issue 33, item 5: the webhook list names buyers, their orders and their draw results: only
+// The webhook list names buyers, their orders and their draw results: only
 // the shop token opens it.
 func TestTheWebhookListNeedsTheShopToken(t *testing.T) {
 	s, srv := newShop(t, "")
@@ -420,7 +420,7 @@ func TestTheWebhookListNeedsTheShopToken(t *testing.T) {
 	}
 }
 
-// Issue 33, item 5: over https the session cookie is __Host-seckill_session (Secure, Path=/,
+// Over https the session cookie is __Host-seckill_session (Secure, Path=/,
 // no Domain), and the shop reads only that name; on http://localhost it keeps the plain name.
 func TestOverHTTPSTheSessionCookieHasTheHostPrefix(t *testing.T) {
 	s, srv := newShopAt(t, "https://shop.example", "")
@@ -455,7 +455,7 @@ func TestOverHTTPSTheSessionCookieHasTheHostPrefix(t *testing.T) {
 	}
 }
 
-// Issue 33, item 5: the password-less sign-in needs -demo, and says what it means.
+// The password-less sign-in needs -demo, and says what it means.
 func TestTheShopStartsOnlyWithDemo(t *testing.T) {
 	if _, err := ConfigFromFlags(flag.NewFlagSet("shop", flag.ContinueOnError), nil); err == nil || !strings.Contains(err.Error(), "-demo") {
 		t.Fatalf("without -demo: %v", err)
@@ -473,7 +473,7 @@ func TestTheShopStartsOnlyWithDemo(t *testing.T) {
 	}
 }
 
-// Issue 33 (informational): deploy/Caddyfile.production-session's default session endpoint is
+// deploy/Caddyfile.production-session's default session endpoint is
 // this shop's GET /session (204 with X-User-ID for a session, 401 without); the file's comment
 // names this shop's cookie, which differs from the file's default cookie name.
 func TestTheSessionEndpointOfTheSessionCaddyfileIsTheShops(t *testing.T) {
@@ -549,6 +549,46 @@ func TestTheShopChecksTheStandardWebhooksSignatureToo(t *testing.T) {
 		in.mu.Unlock()
 		if !d.Verified || d.StandardVerified != c.standard {
 			t.Errorf("%s: verified %v, standard_verified %v, want %v", c.name, d.Verified, d.StandardVerified, c.standard)
+		}
+	}
+}
+
+// The shop's page calls the gateway in the URL space the gateway was given (SECKILL_PREFIX,
+// SECKILL_ORDERS_PREFIX read by both): the defaults, or the shop's own; a prefix the gateway
+// would refuse stops the shop at start.
+func TestThePageCallsTheGatewayUnderItsPrefix(t *testing.T) {
+	key, err := LoadOrCreateKey("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	page := func(prefix, orders string) string {
+		s, err := New(Config{PublicURL: "http://shop.test", Sales: []string{"demo"}, SessionTTL: time.Hour, Events: 10, Demo: true,
+			Prefix: prefix, OrdersPrefix: orders}, key, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		srv := httptest.NewServer(s.Handler())
+		defer srv.Close()
+		c := browser(t)
+		signIn(t, c, srv.URL, "ann")
+		resp, err := c.Get(srv.URL + "/")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return string(b)
+	}
+	if body := page("", ""); !strings.Contains(body, `const prefix = "/seckill", ordersPrefix = "/orders";`) {
+		t.Errorf("the default URL space is not on the page:\n%.3000s", body)
+	}
+	if body := page("/shop-api/drop", "/shop-api/drop/orders"); !strings.Contains(body, `const prefix = "/shop-api/drop", ordersPrefix = "/shop-api/drop/orders";`) {
+		t.Errorf("the shop's URL space is not on the page:\n%.3000s", body)
+	}
+	for _, bad := range []string{"seckill", "/seckill/", "/a/../b", "/a b"} {
+		c := Config{PublicURL: "http://shop.test", SessionTTL: time.Hour, Demo: true, Prefix: bad}
+		if err := c.Validate(); err == nil {
+			t.Errorf("prefix %q passed", bad)
 		}
 	}
 }

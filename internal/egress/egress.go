@@ -2,8 +2,7 @@
 // else chose: a sale's webhook_url, the default SECKILL_WEBHOOK_URL. Those point at the shop on
 // the public internet. Left unchecked, an admin token (or whoever steals one) could aim the
 // delivery worker at the backend's own network: the cloud's metadata service, Redis or Postgres
-// on loopback, the admin API itself, and read the outcome back as a port scan (issue 24,
-// item 5).
+// on loopback, the admin API itself, and read the outcome back as a port scan.
 //
 // The policy is one pure function, Check, applied twice: to the URL when it is configured
 // (CheckURL, a clear early refusal), and to every address actually dialled (Control, a
@@ -13,7 +12,7 @@
 // A Policy adds exceptions: an allow list of prefixes (SECKILL_WEBHOOK_ALLOW_CIDRS, e.g. the
 // demo's receiver on 127.0.0.1/32). No allow list lifts the refusal of link-local addresses
 // and the cloud metadata services: nothing a shop serves lives there, and they hand out the
-// machine's credentials (issue 33, item 6: the old on/off switch lifted everything).
+// machine's credentials.
 package egress
 
 import (

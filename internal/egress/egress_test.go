@@ -130,7 +130,7 @@ func TestADialerWithControlCannotConnectInside(t *testing.T) {
 	}
 }
 
-// Issue 33, item 6: an allow list admits what it lists, judged on the address reached
+// An allow list admits what it lists, judged on the address reached
 // (IPv4-mapped, NAT64 and 6to4 forms included), and never link-local or metadata addresses,
 // whatever it lists.
 func TestAnAllowListAdmitsItsPrefixesButNeverMetadataOrLinkLocal(t *testing.T) {

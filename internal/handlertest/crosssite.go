@@ -12,7 +12,7 @@ import (
 	"github.com/seckilledge/seckill/contract"
 )
 
-// RefusesCrossSite checks issue 33's rule on one handler: a state-changing request a browser
+// RefusesCrossSite checks the same-origin rule on one handler: a state-changing request a browser
 // sends from another site (a simple text/plain form post, a sibling subdomain's fetch, another
 // origin) is answered 403 cross_site and never reaches the next handler. h is built without a
 // store, so a request that got past the check would panic. The rule itself is

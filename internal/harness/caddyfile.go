@@ -131,7 +131,7 @@ func globalBlock(src string) int {
 
 // withAppRelay adds relay settings (body, e.g. "claim_min_idle 5s") to the seckill global
 // option of a Caddyfile: at the end of its `relay { ... }` block, so they win over the
-// Caddyfile's own, or in a new one. seckill_gate's own relay block is gone (issue 36): the
+// Caddyfile's own, or in a new one. seckill_gate's own relay block is gone: the
 // relay is the app's.
 func withAppRelay(src, body string) (string, error) {
 	g := globalBlock(src)

@@ -53,8 +53,8 @@ type Options struct {
 	ShopSite bool
 	// GateRelay, when set, is added to the relay settings of the seckill global option (e.g.
 	// "claim_min_idle 5s"), after the Caddyfile's own, so it wins. Empty: the Caddyfile's own
-	// settings. (The name is from when it went into seckill_gate's relay block, removed in
-	// issue 36, where the app's settings silently overrode it.)
+	// settings. (The name is from seckill_gate's relay block, which the adapter now refuses:
+	// the relay's settings are the app's.)
 	GateRelay string
 	// Gateways and Backends are the instance counts (default 1 each). Every gateway proxies
 	// /orders/ to every backend; the first backend applies the migrations.

@@ -20,7 +20,7 @@ import (
 	"github.com/seckilledge/seckill/contract/draw"
 )
 
-// The six invariants of a sale in draw mode (docs/draw.md; issue 29, item 5), checked from what
+// The six invariants of a sale in draw mode (docs/draw.md), checked from what
 // the draw left in Postgres (draws, draw_entries, draw_nodes, draw_waves and the sale's orders)
 // and in Redis (the draw hash and the entries hash under the sale's hash tag):
 //

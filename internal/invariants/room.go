@@ -92,10 +92,10 @@ type roomState struct {
 	cursor, admitted    int64
 	presenceMS          int64 // the window absent waiters were judged by (0: no presence rule)
 	// presenceUntil: the s: entries carry each waiter's own deadline (room hash presence =
-	// "until", issue 35): the time until which his last answer made him present.
+	// "until"): the time until which his last answer made him present.
 	presenceUntil bool
 	over          float64
-	// Conversion-aware admission (issue 35; the room hash's claim_ms, oversubscribe_max):
+	// Conversion-aware admission (the room hash's claim_ms, oversubscribe_max):
 	// no-shows (n:) hold no capacity, the holds (h:) say the capacity was full.
 	claimMS, overMax float64
 	rate             float64

@@ -236,7 +236,7 @@ func TestVerifierCatchesEachBrokenRoomInvariant(t *testing.T) {
 	}
 }
 
-// presenceWorld is a room whose admission step follows the presence rule (issue 28): six
+// presenceWorld is a room whose admission step follows the presence rule: six
 // pre-queued users, one of them absent at the start; four are admitted, the absent one's
 // place is passed; he comes back and is admitted first when a unit of capacity frees.
 func newPresenceWorld(t *testing.T) (*roomWorld, string) {
@@ -403,8 +403,8 @@ func newIdleWorld(t *testing.T) *roomWorld {
 	return w
 }
 
-// Invariant 6's rule "while units are left and a present waiter waits, the sale never idles"
-// (issue 35), from the holds (h:) and no-shows (n:) the script logs.
+// Invariant 6's rule "while units are left and a present waiter waits, the sale never idles",
+// from the holds (h:) and no-shows (n:) the script logs.
 func TestVerifierChecksThatTheSaleNeverIdles(t *testing.T) {
 	ctx := context.Background()
 	got := newIdleWorld(t).roomVerdicts()

@@ -158,6 +158,10 @@ func TestEveryBackendRouteIsInTheDocument(t *testing.T) {
 
 var gatewayPath = regexp.MustCompile(`(?:^|\s)(/seckill/\*/[a-z/]+|/orders/\*|/healthz)(?:\s|$)`)
 
+// envDefault is a Caddyfile's {$VAR:default}: the shipped files name their URL space so
+// (SECKILL_PREFIX...), and the document is written in the default one.
+var envDefault = regexp.MustCompile(`\{\$[A-Z_]+:([^}]*)\}`)
+
 // Every route of the shipped Caddyfiles' gateway sites (the room's, the draw's, token, buy,
 // orders, the draw's reads proxied to the backend, health) is in the document.
 func TestEveryGatewayRouteIsInTheDocument(t *testing.T) {
@@ -172,7 +176,7 @@ func TestEveryGatewayRouteIsInTheDocument(t *testing.T) {
 			if strings.HasPrefix(strings.TrimSpace(line), "#") {
 				continue
 			}
-			for _, field := range strings.Fields(line) {
+			for _, field := range strings.Fields(envDefault.ReplaceAllString(line, "$1")) {
 				if m := gatewayPath.FindStringSubmatch(" " + field + " "); m != nil {
 					seen[m[1]] = true
 				}
@@ -252,6 +256,20 @@ func TestTheCheckerRefusesWhatTheDocumentDoesNotSay(t *testing.T) {
 			t.Errorf("%s: passed", c.why)
 		}
 	}
+	// A purchase served with no credential of the buyer's security schemes is a difference;
+	// the session's cookie or bearer token is one.
+	for cred, wantOK := range map[string]bool{"": false, "Cookie: session=s": true, "Authorization: Bearer s": true, "Authorization: Basic s": false} {
+		req, _ := http.NewRequest("POST", "http://127.0.0.1:1/seckill/s1/buy", nil)
+		if k, v, ok := strings.Cut(cred, ": "); ok {
+			req.Header.Set(k, v)
+		}
+		body := `{"order_id":"o1","status":"queued"}`
+		resp := &http.Response{StatusCode: 202, Header: http.Header{"Content-Type": {"application/json"}}, Body: io.NopCloser(strings.NewReader(body))}
+		if err := doc(t).Check(req, nil, resp, []byte(body)); (err == nil) != wantOK {
+			t.Errorf("a purchase served with credential %q: %v", cred, err)
+		}
+	}
+
 	// Through a Transport: a difference is reported to the test.
 	r := &recorder{}
 	tr := &Transport{Doc: doc(t), Report: r, Base: roundTripFunc(func(*http.Request) (*http.Response, error) {

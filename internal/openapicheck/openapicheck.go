@@ -2,8 +2,15 @@
 // Transport (an http.RoundTripper) validates every request a test sends and every answer it
 // receives against the document, with github.com/getkin/kin-openapi, and reports each
 // difference: a route the document lacks, a status it does not list for the route, a refusal
-// code it does not list for that status, a body or a header that does not match its schema,
-// a request the document calls invalid that the server nevertheless accepted.
+// code it does not list for that status (the response's examples, one per code: the schema
+// keeps the set open for clients), a body or a header that does not match its schema, a
+// request the document calls invalid that the server nevertheless accepted (a request with no
+// credential of the operation's security schemes among them).
+//
+// Its tests also hold the document to what generators and linters read: Redocly's
+// recommended rules (redocly.yaml), a description on every property, an example on every
+// request and answer, component names unique as type names, and TypeScript types generated
+// by openapi-typescript that type-check under tsc --strict.
 //
 // The whole-system tests (internal/systemtest) send their requests through it, so the
 // document is checked against real answers and not only written.
@@ -170,7 +177,7 @@ func (d *Document) Check(req *http.Request, reqBody []byte, resp *http.Response,
 		return fmt.Errorf("the document has no %s %s, but the server answered it: %w", req.Method, req.URL.Path, err)
 	}
 	opts := &openapi3filter.Options{
-		AuthenticationFunc:    openapi3filter.NoopAuthenticationFunc,
+		AuthenticationFunc:    credentialPresent,
 		IncludeResponseStatus: true,
 	}
 	// The reason and where, not kin-openapi's dump of the whole schema and value.
@@ -192,8 +199,97 @@ func (d *Document) Check(req *http.Request, reqBody []byte, resp *http.Response,
 	if err := openapi3filter.ValidateResponse(context.Background(), out); err != nil {
 		return fmt.Errorf("the answer differs from the document: %w", err)
 	}
+	if err := refusalListed(route, resp.StatusCode, respBody); err != nil {
+		return err
+	}
 	d.record(route, resp.StatusCode, respBody)
 	return nil
+}
+
+// credentialPresent is the security check of a request: it holds when the request carries
+// the scheme's credential (a bearer token, the API key's header or cookie). Whether the
+// credential is good is the server's to say; what the checker holds the document to is that
+// an operation the server served (a status under 400) names a scheme the request used, or is
+// public.
+func credentialPresent(_ context.Context, in *openapi3filter.AuthenticationInput) error {
+	req, s := in.RequestValidationInput.Request, in.SecurityScheme
+	switch {
+	case s.Type == "http" && strings.EqualFold(s.Scheme, "bearer"):
+		scheme, cred, _ := strings.Cut(req.Header.Get("Authorization"), " ")
+		if strings.EqualFold(scheme, "Bearer") && cred != "" {
+			return nil
+		}
+	case s.Type == "apiKey" && s.In == "header":
+		if req.Header.Get(s.Name) != "" {
+			return nil
+		}
+	case s.Type == "apiKey" && s.In == "cookie":
+		if c, err := req.Cookie(s.Name); err == nil && c.Value != "" {
+			return nil
+		}
+	case s.Type == "apiKey" && s.In == "query":
+		if req.URL.Query().Get(s.Name) != "" {
+			return nil
+		}
+	}
+	return fmt.Errorf("no %s credential (%s %s)", in.SecuritySchemeName, s.Type, s.Name)
+}
+
+// refusalListed checks a refusal's code against the codes its response lists. The document
+// keeps the set of codes open for clients (the Refusal schema's code is any string), so the
+// schema lets any code through; what the server may send for a status is the codes of that
+// response's examples, one example per code, and a code outside them is a difference.
+func refusalListed(route *routers.Route, status int, body []byte) error {
+	var r struct {
+		Code string `json:"code"`
+	}
+	if status < 400 || json.Unmarshal(body, &r) != nil || r.Code == "" || route.Operation == nil {
+		return nil
+	}
+	ref := route.Operation.Responses.Status(status)
+	if ref == nil {
+		ref = route.Operation.Responses.Default()
+	}
+	if ref == nil || ref.Value == nil {
+		return nil // ValidateResponse refused an undocumented status already
+	}
+	mt := ref.Value.Content.Get("application/json")
+	if mt == nil {
+		return nil
+	}
+	listed := ExampleCodes(mt)
+	if len(listed) == 0 && mt.Schema != nil && mt.Schema.Value != nil && len(mt.Schema.Value.Properties) == 0 {
+		return nil // an answer of any shape (the live page's proxy of the admin API)
+	}
+	if !listed[r.Code] {
+		return fmt.Errorf("the answer's code %q is not one the document lists for %d (its examples: %s)", r.Code, status, strings.Join(sortedKeys(listed), ", "))
+	}
+	return nil
+}
+
+// ExampleCodes is the set of refusal codes a media type's examples carry.
+func ExampleCodes(mt *openapi3.MediaType) map[string]bool {
+	out := map[string]bool{}
+	for _, ex := range mt.Examples {
+		if ex == nil || ex.Value == nil {
+			continue
+		}
+		if v, ok := ex.Value.Value.(map[string]any); ok {
+			if c, ok := v["code"].(string); ok {
+				out[c] = true
+			}
+		}
+	}
+	return out
+}
+
+func sortedKeys(m map[string]bool) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
 }
 
 // otherMethod routes req's path under the first method the document has for it, so that a
@@ -289,8 +385,8 @@ func (d *Document) Has(method, path string) bool {
 	return err == nil
 }
 
-// Codes lists every refusal code the document names anywhere (the Refusal schema's enum and
-// every response's narrowing of it).
+// Codes lists every refusal code the document names anywhere (the Refusal schema's
+// x-extensible-enum and every response's examples).
 func (d *Document) Codes() map[string]bool {
 	codes := map[string]bool{}
 	raw, _ := json.Marshal(d.T)
@@ -299,7 +395,7 @@ func (d *Document) Codes() map[string]bool {
 		switch x := v.(type) {
 		case map[string]any:
 			for k, c := range x {
-				if underCode && k == "enum" {
+				if underCode && (k == "enum" || k == "x-extensible-enum") {
 					for _, e := range c.([]any) {
 						if s, ok := e.(string); ok {
 							codes[s] = true
@@ -317,6 +413,17 @@ func (d *Document) Codes() map[string]bool {
 	var tree any
 	_ = json.Unmarshal(raw, &tree)
 	walk(tree, false)
+	if d.T.Components != nil {
+		for _, ex := range d.T.Components.Examples {
+			if ex != nil && ex.Value != nil {
+				if v, ok := ex.Value.Value.(map[string]any); ok {
+					if c, ok := v["code"].(string); ok {
+						codes[c] = true
+					}
+				}
+			}
+		}
+	}
 	return codes
 }
 

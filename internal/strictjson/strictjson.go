@@ -1,6 +1,6 @@
 // Package strictjson decodes the JSON bodies the product accepts from the network (the buy body
 // at the gateway, the admin API's bodies at the backend) as encoding/json does with
-// DisallowUnknownFields, and refuses what encoding/json lets by (issue 24):
+// DisallowUnknownFields, and refuses what encoding/json lets by:
 //
 //   - a key given twice in one object: encoding/json keeps the last, so a proxy, a WAF or a log
 //     that reads the first sees another request than the one served;

@@ -1,7 +1,7 @@
 // Package weaksecret decides whether a configured secret is too weak to guard anything: the
 // backend's admin tokens (SECKILL_ADMIN_TOKEN, SECKILL_ADMIN_TOKENS) and the gateway's
-// purchase-token keys (token_keys of the seckill app). Both refuse to start with a weak one
-// (issue 24, item 10): a guessable admin token opens every control, and a guessable key lets
+// purchase-token keys (token_keys of the seckill app). Both refuse to start with a weak one:
+// a guessable admin token opens every control, and a guessable key lets
 // anybody mint purchase tokens.
 //
 // The check is a plain function of the value; it cannot measure randomness, only refuse the

@@ -37,7 +37,7 @@ func ParseTokens(named, single string) (*Tokens, error) {
 		if seenName[name] {
 			return fmt.Errorf("admin token name %q given twice", name)
 		}
-		// A guessable admin token opens every control: refuse to start with one (issue 24).
+		// A guessable admin token opens every control: refuse to start with one.
 		if err := weaksecret.Check(secret); err != nil {
 			return fmt.Errorf("admin token %q is refused: %w (make one with `openssl rand -hex 24`)", name, err)
 		}

@@ -57,7 +57,7 @@ func Refuse(w http.ResponseWriter, status int, code, msg string) {
 // exception: 22003 numeric_value_out_of_range, 22008 datetime_field_overflow, ...) or 23514
 // (check_violation). The API bounds its fields so that these should not happen; if one still
 // slips through, it is the client's value, not an outage: "cannot reach its database" (503,
-// retry) would have the client retry a request that can never succeed (issue 24). Call it only
+// retry) would have the client retry a request that can never succeed. Call it only
 // where err comes from writing the request's values.
 func RefuseBadValue(w http.ResponseWriter, err error, fields string) bool {
 	var pe *pgconn.PgError
@@ -136,7 +136,7 @@ func UserFrom(w http.ResponseWriter, r *http.Request) (string, bool) {
 // ParseLimit reads a page size: a decimal integer from 1 to most in its one canonical form (no
 // sign, no leading zero, no space). "+5" and "00005" are refused, not read as 5: a page of an
 // immutable, cached answer must have one URL, or every spelling of it is a cache entry of its
-// own (and a cache-busting flood looks like distinct pages; issue 33).
+// own (and a cache-busting flood looks like distinct pages).
 func ParseLimit(v string, most int) (int, bool) {
 	if v == "" || len(v) > len(strconv.Itoa(most)) || v[0] == '0' {
 		return 0, false

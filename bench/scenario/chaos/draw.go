@@ -19,7 +19,7 @@ import (
 	"github.com/seckilledge/seckill/internal/invariants"
 )
 
-// The draw row of the chaos table (issue 29, item 1): entrants enter a draw sale through both
+// The draw row of the chaos table: entrants enter a draw sale through both
 // gateways, some change their size and some withdraw, while a gateway is killed with -9 and
 // Redis is stopped and started again. An entry answered 200 is never lost: after the draw, the
 // entries fixed at the close are exactly the last state each entrant was answered (entered with

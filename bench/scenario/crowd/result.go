@@ -121,7 +121,7 @@ func (r *Result) Evaluate() {
 	}
 }
 
-// SideBySide are the closed model's ratios of issue 34, from the same run: the edge's gateway
+// SideBySide are the closed model's ratios of the comparison (docs/bench.md), from the same run: the edge's gateway
 // CPU per request against `respond`'s and the peer's, and the edge's gateway + Redis against
 // the peer's (0 when a contestant is missing).
 type SideBySide struct {
@@ -163,7 +163,7 @@ func (r *Result) SLOOf(kind string) *SLOResult {
 	return nil
 }
 
-// onePassTargets are issue 34's targets that one run can measure.
+// onePassTargets are the comparison's targets (docs/bench.md) that one run can measure.
 func (r *Result) onePassTargets() []Target {
 	var ts []Target
 	s := r.SideBySide()

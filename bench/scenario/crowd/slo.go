@@ -13,7 +13,7 @@ import (
 )
 
 // SLOOptions say how to search for a contestant's capacity under a latency objective: the
-// highest open-model arrival rate at which the p99 stays within P99 (issue 34: 20 ms).
+// highest open-model arrival rate at which the p99 stays within P99 (20 ms).
 type SLOOptions struct {
 	P99 time.Duration
 	// Start is the first rate probed; the search doubles it while probes pass and halves it
@@ -29,7 +29,7 @@ type SLOOptions struct {
 	MaxErrorShare float64
 }
 
-// DefaultSLO is the search of issue 34.
+// DefaultSLO is the search docs/bench.md reports: the highest rate with p99 <= 20 ms.
 func DefaultSLO() SLOOptions {
 	return SLOOptions{P99: 20 * time.Millisecond, Start: 1000, Min: 100, Max: 20000, Tolerance: 0.1, MaxProbes: 8, MaxErrorShare: 0.001}
 }

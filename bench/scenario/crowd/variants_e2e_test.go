@@ -14,7 +14,7 @@ import (
 	"github.com/seckilledge/seckill/contract"
 )
 
-// Issue 18's whole-system test: 5 000 buyers across 8 variants with a limit of 2, random
+// The whole-system test of variants: 5 000 buyers across 8 variants with a limit of 2, random
 // quantities, repeat clicks and returning buyers, through two gateways (this repository's
 // Caddy and default Caddyfile), RabbitMQ and the backend into Postgres. No variant is
 // oversold, no user holds more than 2 units, every invariant PASSes (per variant, in units),

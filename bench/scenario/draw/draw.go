@@ -23,7 +23,7 @@ import (
 	"github.com/seckilledge/seckill/contract/draw"
 )
 
-// The draw benchmark (issue 29, "Targets"): what an entry costs against a room entry, side by
+// The draw benchmark: what an entry costs against a room entry, side by
 // side in one run; a draw of a million entries over eight sizes (its time, the longest Redis
 // call, Redis memory per entry); the proofs and entry pages served at that size; and the
 // fairness of a draw between fast and slow entrants through two gateways.

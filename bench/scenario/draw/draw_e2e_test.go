@@ -22,7 +22,7 @@ import (
 	"github.com/seckilledge/seckill/internal/testenv"
 )
 
-// Issue 29's whole-system test: a draw sale from the first entry to the last claim, through two
+// The whole-system test of a draw: a draw sale from the first entry to the last claim, through two
 // gateways (this repository's Caddy and default Caddyfile), the backend's automatic draw at
 // closes_at and its waves, RabbitMQ and Postgres, with the shop's webhooks. 240 entrants over
 // 3 sizes of 5 units; wave 1's winners buy except one per size, whose unit goes to the next

@@ -13,7 +13,7 @@ import (
 	"github.com/seckilledge/seckill/internal/invariants"
 )
 
-// Fairness of a draw (issue 29, "Targets"): a crowd enters through two gateways, a fast half
+// Fairness of a draw: a crowd enters through two gateways, a fast half
 // first (bots at the opening second, many connections) and a slow half after it (people
 // arriving later, few connections); then the draw runs. Arrival must not matter: both halves
 // win at the same rate. The run's whole-system invariants and the draw's are checked after.

@@ -14,7 +14,7 @@ import (
 	"github.com/seckilledge/seckill/internal/invariants"
 )
 
-// A whole draw sale, from the first entry to the last claim (issue 29, "Done when"): the
+// A whole draw sale, from the first entry to the last claim: the
 // whole-system test runs it on a private stack, and `seckill-bench draw-sale` on make run's.
 // Entrants enter through every gateway (every tenth changes his size, every twentieth
 // withdraws); the backend draws by itself at closes_at; wave 1's winners buy their size except

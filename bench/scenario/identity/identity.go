@@ -14,7 +14,7 @@ import (
 	"github.com/seckilledge/seckill/bench/load"
 )
 
-// Identity at the edge, measured (issue 26): what knowing who the buyer is costs, side by side
+// Identity at the edge, measured: what knowing who the buyer is costs, side by side
 // in one run. One Caddy process serves one site per case, each the same token route (POST
 // /seckill/<sale>/token of a preheated sale) behind a different identity step; the cases take
 // turns, round after round, under the same closed load, each round with sessions nobody has
@@ -72,7 +72,7 @@ func IdentityLabel(c string) string {
 func IdentityCaddyfile(standin string, ports map[string]int, ttl time.Duration, throttle bool) (string, error) {
 	host := strings.TrimPrefix(standin, "http://")
 	var b strings.Builder
-	b.WriteString(`# seckill-bench identity: one site per identity case (issue 26, docs/bench.md). Written by
+	b.WriteString(`# seckill-bench identity: one site per identity case (docs/bench.md). Written by
 # the benchmark; the demo case's :8080 and the admin endpoint are moved to free ports.
 {
 	admin 127.0.0.1:2019
@@ -263,7 +263,7 @@ type IdentityCaseSummary struct {
 	OKShare float64 `json:"ok_share"`
 }
 
-// IdentityTarget is one of issue 26's targets, met or not.
+// IdentityTarget is one of the targets of identity at the edge (docs/bench.md), met or not.
 type IdentityTarget struct {
 	Name string `json:"name"`
 	Want string `json:"want"`
@@ -434,7 +434,7 @@ func identitySide(ctx context.Context, d *driver.Driver, o IdentityOptions, c st
 		SessionCalls: after.Session - before.Session, JWKSCalls: after.JWKS - before.JWKS, Outcomes: r.Outcomes}, nil
 }
 
-// The targets of issue 26.
+// The targets of identity at the edge (docs/bench.md, "Identity at the edge").
 const (
 	// JWTGatewayRatioTarget: local JWT costs the gateway at most this many times the demo path
 	// per request.

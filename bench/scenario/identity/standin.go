@@ -21,7 +21,7 @@ import (
 	"github.com/seckilledge/seckill/internal/proc"
 )
 
-// The shop's side of issue 26's benchmark: one stand-in plays the shop for every identity
+// The shop's side of the identity benchmark: one stand-in plays the shop for every identity
 // case, so the cases differ only in what the gateway does. It signs sessions (ES256 JWTs, the
 // key made at start, signed by examples/shop's Sessions: the one fake shop), publishes its public key as a JWKS, answers forward_auth's and
 // seckill_session's lookups at /session from its own table of the sessions it signed (what a

@@ -12,7 +12,7 @@ import (
 	"github.com/seckilledge/seckill/internal/invariants"
 )
 
-// The fairness scenario of the waiting room (issue 15, docs/room.md): two populations of
+// The fairness scenario of the waiting room (docs/room.md): two populations of
 // equal size, all present before the start. "fast" clients are a bot farm: no think time,
 // many connections, every refusal retried at once, the room polled as fast as it answers.
 // "slow" ones are people: 200-800 ms of thinking before a click, the room polled at the

@@ -13,8 +13,8 @@ import (
 	"github.com/seckilledge/seckill/internal/invariants"
 )
 
-// The last units of a sale with half its waiters absent (issue 28, "Admissions go to people
-// who are there"): a room sale with a pre-queue of Waiters, Units units and a session of
+// The last units of a sale with half its waiters absent (admissions go to people
+// who are there): a room sale with a pre-queue of Waiters, Units units and a session of
 // Session; half the waiters enter and never poll again (closed tabs), the other half poll at
 // the refresh_s they are told and buy when admitted. The run records when each unit sold and
 // compares the time the last 10 % of the units took with the time the first 10 % took (target:
@@ -29,7 +29,7 @@ type LastUnitsOptions struct {
 	Session     time.Duration // an admission's life unused (default 20 s)
 	Rate        float64       // the room's admissions per second (default 10)
 	AbsentShare float64       // waiters who never poll after entering (default 0.5)
-	// FastShare of the present waiters are fast clients (issue 35's variant, default 0): they
+	// FastShare of the present waiters are fast clients (default 0): they
 	// poll, take tokens and click Buy as fast as answers come, so the gateway's throttle
 	// refuses them and its user zone bans them; an admission given to one is passed on
 	// (ban_zones, or as a no-show once it takes no token in time).

@@ -14,10 +14,10 @@ import (
 	"github.com/seckilledge/seckill/bench/load"
 )
 
-// The waiting room's poll against Caddy's plain `respond`, in one run (issue 15, "Capacity"):
+// The waiting room's poll against Caddy's plain `respond`, in one run:
 // N clients poll GET /seckill/{sale}/queue with valid tickets as fast as answers come, then
 // the same load goes to the ceiling site, round after round. A poll near the front is one
-// room_queue.lua call in Redis, one far from it none (issue 28); the run counts the scripts and
+// room_queue.lua call in Redis, one far from it none; the run counts the scripts and
 // Redis commands per poll (the stack's Redis is private).
 
 // PollOptions shape the poll benchmark.
@@ -84,7 +84,7 @@ func RoomPoll(ctx context.Context, d *driver.Driver, o PollOptions) (*PollResult
 		o.Logf = func(string, ...any) {}
 	}
 	// A started sale whose room admits almost nobody (0.001/s): every poll answers `waiting`.
-	// Since issue 28 the waiters beyond the front window (all but the first few, whose
+	// The waiters beyond the front window (all but the first few, whose
 	// entries after the start gave them placed tickets) are answered from the gateway's
 	// memory, so this measures mostly the memory path; scripts and Redis commands per poll
 	// show what still reaches Redis (the front's polls and one tick per sale per interval).

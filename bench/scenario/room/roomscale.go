@@ -22,7 +22,7 @@ import (
 	"github.com/seckilledge/seckill/internal/invariants"
 )
 
-// The waiting room at scale (issue 28, "Targets"): N waiters spread over two gateways poll a
+// The waiting room at scale: N waiters spread over two gateways poll a
 // room whose front moves (admissions flowing at the room's rate, some admitted waiters buying,
 // some letting their admission lapse, some leaving the queue), each at the refresh_s the
 // server last told it, as the waiting page does. The run counts the polls and reads INFO
@@ -364,7 +364,7 @@ func RoomScale(ctx context.Context, d *driver.Driver, o ScaleOptions) (*ScaleRes
 
 	// Waiters poll from their own entry on, as the page does: the workers and the dispatcher
 	// run during the entry phase too. The measured phase is the Duration after the last entry
-	// (before issue 35's presence rule, the first polls waited for the whole entry phase, and
+	// (with one presence window for all, the first polls waited for the whole entry phase, and
 	// a waiter who entered first was passed as absent before his first poll: a benchmark
 	// artefact, 2026-12-02).
 	run := &scaleRun{d: d, o: o, sale: sale, acc: &driver.Winners{Drain: invariants.NewDrainWatcher(ctx, d.PG)},

@@ -45,7 +45,7 @@ func TestParseItemAcceptsOnlyTheContractBody(t *testing.T) {
 }
 
 // A buy body names each field once, spelled as the contract spells it: encoding/json would keep
-// the last of two "quantity" keys and take "Quantity" for "quantity" (issue 24).
+// the last of two "quantity" keys and take "Quantity" for "quantity".
 func TestABuyBodyWithARepeatedOrMiscasedKeyIsRefused(t *testing.T) {
 	for _, in := range []string{
 		`{"quantity":1,"quantity":5}`, `{"variant":"red","variant":"blue"}`, `{"variant":"red","\u0076ariant":"blue"}`,

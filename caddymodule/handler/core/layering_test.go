@@ -6,7 +6,7 @@ import (
 	"testing"
 )
 
-// The shared core and the cores that use it link no Caddy, nor do their tests (issue 36: the
+// The shared core and the cores that use it link no Caddy, nor do their tests (the
 // handlers' shared code lives in caddymodule/handler, whose Caddy-free part is this one). `go
 // list -deps` is the build's own view of what a package and its test binary link.
 func TestTheSharedCorePartsLinkNoCaddy(t *testing.T) {

@@ -5,8 +5,7 @@ import "fmt"
 // Table is a handler's outcome table: what each outcome of its decision answers. The gate's
 // and the token issuer's outcomes are strings (the metric label, {http.seckill.outcome}, and
 // for a refusal the contract code); one outcome is the success, every other one answers one
-// refusal. The gate and the token issuer kept a copy each of this table's logic (issue 36);
-// each now declares only its rows.
+// refusal. The table's logic is written once here; each handler declares only its rows.
 type Table[O ~string] struct {
 	// Success is the outcome that is no refusal ("accepted", "issued"): answered with
 	// SuccessStatus, SuccessMessage its message.

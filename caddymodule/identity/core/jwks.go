@@ -20,7 +20,7 @@ const (
 	DefaultJWKSMinInterval = 15 * time.Second
 	// DefaultJWKSMaxStale is how long the last good keys stay in use while every refresh
 	// fails: long enough to ride out an outage of the shop's JWKS endpoint through a sale,
-	// short enough that a key the shop dropped stops being trusted the same day (issue 33).
+	// short enough that a key the shop dropped stops being trusted the same day.
 	DefaultJWKSMaxStale = 6 * time.Hour
 	// jwksTimeout bounds one fetch of the document.
 	jwksTimeout = 5 * time.Second
@@ -31,8 +31,8 @@ const (
 
 // The background retry while no usable key is loaded (at start, or once the keys went stale):
 // after coldRetry.first, doubling up to coldRetry.most (or the refresh interval when
-// shorter). Issue 33: doubling up to jwks_refresh (5 min) kept buyers at 503 for minutes after
-// the shop was back. A variable so a test can take the background loop out of the way.
+// shorter): doubling up to jwks_refresh (5 min) would keep buyers at 503 for minutes after
+// the shop is back. A variable so a test can take the background loop out of the way.
 var coldRetry = struct{ first, most time.Duration }{time.Second, 4 * time.Second}
 
 // nextColdRetry is the wait before the next background fetch while no usable key is loaded,
@@ -103,7 +103,7 @@ func (j *JWKS) Configure(refresh, minInterval, maxStale time.Duration, logger *z
 }
 
 // usable is the key set requests may use: nil before the first successful fetch, and once
-// the last one is older than max_stale (the shop may have dropped a key since: issue 33).
+// the last one is older than max_stale (the shop may have dropped a key since).
 func (j *JWKS) usable() *KeySet {
 	ks := j.keys.Load()
 	if ks == nil {
@@ -155,7 +155,7 @@ func (j *JWKS) Key(ctx context.Context, kid string) (*Key, error) {
 			// Nothing usable (the endpoint was down at start, or long enough for the keys to
 			// go stale): this request may fetch, at most once per jwks_min_interval, so buyers
 			// are served as soon as the shop answers again and not at the next background
-			// retry (issue 33).
+			// retry.
 			j.fetchEarly(ctx)
 			if ks = j.usable(); ks == nil {
 				return nil, ErrNoKeys
@@ -365,7 +365,7 @@ func (s KeySources) Key(ctx context.Context, kid string) (*Key, error) {
 var JWKSClient = &http.Client{
 	Transport: &http.Transport{MaxIdleConnsPerHost: 2, IdleConnTimeout: 10 * time.Minute, ForceAttemptHTTP2: true},
 	// A JWKS behind a redirect is followed (CDNs do that), within the client's default limit,
-	// but never down to plain http (issue 33).
+	// but never down to plain http.
 	CheckRedirect: noDowngrade,
 }
 

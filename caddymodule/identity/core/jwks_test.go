@@ -166,7 +166,7 @@ func noBackgroundRetry(t *testing.T) {
 	t.Cleanup(func() { coldRetry = saved })
 }
 
-// Issue 33, item 2: a gateway that started with the JWKS down served nobody until its
+// A gateway that started with the JWKS down served nobody until its
 // background retry, which had doubled up to jwks_refresh (5 min). Now a request may fetch
 // while no key is loaded, still at most once per jwks_min_interval: buyers are served within
 // an interval of the shop coming back, and a flood while it is down costs it one fetch per
@@ -230,7 +230,7 @@ func TestTheColdStartRetryIsCappedAtAFewSeconds(t *testing.T) {
 	}
 }
 
-// Issue 33, item 7: while every refresh fails, the last good keys are used for at most
+// While every refresh fails, the last good keys are used for at most
 // jwks_max_stale; then sessions are 503 until the shop answers again (a key the shop dropped
 // must not stay trusted forever because its JWKS is unreachable).
 func TestKeysOlderThanMaxStaleAreDroppedUntilTheJWKSAnswers(t *testing.T) {
@@ -259,7 +259,7 @@ func TestKeysOlderThanMaxStaleAreDroppedUntilTheJWKSAnswers(t *testing.T) {
 	expect(t, v, "max_stale 1m, down for 61s", tok, NoKeys)
 }
 
-// Issue 33, item 7: a redirect of the JWKS fetch from https to plain http is not followed
+// A redirect of the JWKS fetch from https to plain http is not followed
 // (the keys would travel unauthenticated); one that stays on https is.
 func TestAJWKSRedirectIsFollowedOnlyIfItStaysOnHTTPS(t *testing.T) {
 	shop := shoptest.NewShop(t) // plain http

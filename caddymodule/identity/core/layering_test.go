@@ -6,7 +6,7 @@ import (
 	"testing"
 )
 
-// The verifier, the keys and the caches link no Caddy, and neither do their tests (issue 36):
+// The verifier, the keys and the caches link no Caddy, and neither do their tests:
 // `go list -deps` is the build's own view of what the package, and its test binary, link.
 func TestTheIdentityCoreLinksNoCaddy(t *testing.T) {
 	const pkg = "github.com/seckilledge/seckill/caddymodule/identity/core"

@@ -61,7 +61,7 @@ func (s *verifiedSession) expiredAt(now time.Time, leeway time.Duration) bool {
 }
 
 // VerifiedCache remembers the sessions whose signature verified, so a buyer who sends the same
-// session many times a second pays for one signature check (issue 26: crypto/ecdsa.Verify was
+// session many times a second pays for one signature check (crypto/ecdsa.Verify was
 // a third of the gateway's CPU).
 //
 // Keyed by the SHA-256 of the raw token rather than a keyed fast hash (maphash with a random

@@ -1,7 +1,7 @@
 // Package pagecsp checks the sources a shop lists for the Content-Security-Policy of the pages
-// the gateway serves itself (the waiting room's and the draw's, issue 24): frame_ancestors,
+// the gateway serves itself (the waiting room's and the draw's): frame_ancestors,
 // the origins that may frame a page that holds a Buy button. The policy itself is
-// caddymodule/internal/pagekit's (issue 37: our one script and each of the page's styles by
+// caddymodule/internal/pagekit's (our one script and each of the page's styles by
 // their SHA-256, never 'unsafe-inline').
 package pagecsp
 

@@ -1,9 +1,9 @@
 // Package pagekit is what the pages the gateway serves itself (the waiting room's and the
-// draw's, issue 37) share: the operator's html/template files, checked at provision (a bad
+// draw's) share: the operator's html/template files, checked at provision (a bad
 // template fails there, with its file and line, never at request time); message catalogues
-// as plain JSON files (English, Simplified Chinese, German and Spanish built in, a shop's own
-// files laid over them); the language chosen from Accept-Language or fixed per site or per
-// sale; and the Content-Security-Policy that keeps a shop's template from running any script
+// as plain JSON files (nine languages built in, Arabic written right to left, a shop's own
+// files laid over them); the language chosen from the page's ?lang= or Accept-Language, or
+// fixed per site or per sale; and the Content-Security-Policy that keeps a shop's template from running any script
 // but ours. It imports no Caddy: the handlers' Caddyfile glue fills a Config.
 package pagekit
 
@@ -39,7 +39,8 @@ type Config struct {
 	// language; a new language gets English for the keys it lacks.
 	Messages []string `json:"messages,omitempty"`
 	// The page's language for every buyer (a BCP 47 tag), instead of the best match of the
-	// browser's Accept-Language among the catalogues. Default: Accept-Language decides.
+	// page's ?lang= or the browser's Accept-Language among the catalogues. Default: ?lang=,
+	// then Accept-Language, decides.
 	Lang string `json:"lang,omitempty"`
 	// Per sale (by sale id): a template and a language of its own.
 	Sales map[string]SaleConfig `json:"sales,omitempty"`
@@ -76,6 +77,8 @@ type Kit struct {
 	saleLang   map[string]string
 	scriptHash string
 	imgSrc     string
+	prefix     string // the edge's routes on this site (Mount)
+	orders     string
 }
 
 type compiled struct {
@@ -88,7 +91,11 @@ type Data struct {
 	Kind     string   // "room" or "draw"
 	Sale     string   // the sale id
 	Lang     string   // the page's language (BCP 47), for <html lang>
+	Dir      string   // its writing direction, "ltr" or "rtl", for <html dir>
 	Variants []string // a draw's sizes
+	// Prefix and OrdersPrefix are where the edge's routes are on this site (the handler's
+	// prefix, the app's orders_prefix): the page's client calls them, a template may link them.
+	Prefix, OrdersPrefix string
 	// Script is our noscript explanation, the page's data and its one module script: write
 	// it once, at the end of <body>.
 	Script template.HTML
@@ -155,7 +162,7 @@ func Compile(kind Kind, cfg *Config) (*Kit, error) {
 // per language (so a field or message it names that does not exist fails here), none with a
 // script of its own; every catalogue read. Errors name the file and the line.
 func New(kind Kind, cfg Config) (*Kit, error) {
-	k := &Kit{kind: kind, sales: map[string]*compiled{}, saleLang: map[string]string{}}
+	k := &Kit{kind: kind, sales: map[string]*compiled{}, saleLang: map[string]string{}, prefix: "/seckill", orders: "/orders"}
 	if err := k.loadCatalogues(cfg.Messages); err != nil {
 		return nil, err
 	}
@@ -266,8 +273,8 @@ func nameOf(file string) string {
 
 // data is what a template sees for one page.
 func (k *Kit) data(lang, sale string, variants []string) Data {
-	d := Data{Kind: k.kind.Name, Sale: sale, Lang: lang, Variants: variants, msgs: k.cats[lang], Style: template.CSS(Style),
-		p: message.NewPrinter(language.Make(lang))}
+	d := Data{Kind: k.kind.Name, Sale: sale, Lang: lang, Dir: Direction(lang), Variants: variants, msgs: k.cats[lang],
+		Style: template.CSS(Style), Prefix: k.prefix, OrdersPrefix: k.orders, p: message.NewPrinter(numbering(lang))}
 	msgs, _ := json.Marshal(k.cats[lang])
 	var b strings.Builder
 	b.WriteString("<noscript><p class=\"sk-noscript\">")
@@ -278,6 +285,10 @@ func (k *Kit) data(lang, sale string, variants []string) Data {
 	b.WriteString(html.EscapeString(sale))
 	b.WriteString("\" data-lang=\"")
 	b.WriteString(html.EscapeString(lang))
+	b.WriteString("\" data-prefix=\"")
+	b.WriteString(html.EscapeString(k.prefix))
+	b.WriteString("\" data-orders=\"")
+	b.WriteString(html.EscapeString(k.orders))
 	b.WriteString("\" data-variants=\"")
 	b.WriteString(html.EscapeString(strings.Join(variants, ",")))
 	b.WriteString("\" data-messages=\"")
@@ -289,8 +300,15 @@ func (k *Kit) data(lang, sale string, variants []string) Data {
 	return d
 }
 
-// Lang is the page's language for a request: the sale's, the site's, else the best match of
-// Accept-Language among the catalogues (English when nothing matches).
+// Mount tells the kit where the edge's routes are on the site (the handler's prefix, the app's
+// orders_prefix): the page's client calls them there. Compile sets the defaults, /seckill and
+// /orders.
+func (k *Kit) Mount(prefix, orders string) { k.prefix, k.orders = prefix, orders }
+
+// Lang is the page's language for a request: the sale's, the site's, else the best match
+// among the catalogues of the page's ?lang= (a shop's storefront links to the page in the
+// language its buyer picked there), else of Accept-Language (English when nothing matches).
+// A ?lang= no catalogue is near (?lang=nl) leaves the choice to Accept-Language.
 func (k *Kit) Lang(r *http.Request, sale string) string {
 	if l := k.saleLang[sale]; l != "" {
 		return l
@@ -298,9 +316,41 @@ func (k *Kit) Lang(r *http.Request, sale string) string {
 	if k.siteLang != "" {
 		return k.siteLang
 	}
+	if q := r.URL.Query().Get("lang"); q != "" && len(q) <= 64 {
+		if t, err := language.Parse(q); err == nil {
+			if _, i, c := k.matcher.Match(t); c != language.No {
+				return k.tags[i].String()
+			}
+		}
+	}
 	tags, _, _ := language.ParseAcceptLanguage(r.Header.Get("Accept-Language"))
 	_, i, _ := k.matcher.Match(tags...)
 	return k.tags[i].String()
+}
+
+// rtlScripts are the scripts written right to left (ISO 15924) that a language's likely
+// script can be.
+var rtlScripts = map[string]bool{"Adlm": true, "Arab": true, "Hebr": true, "Mand": true, "Nkoo": true,
+	"Rohg": true, "Samr": true, "Syrc": true, "Thaa": true, "Yezi": true}
+
+// Direction is "rtl" for a language written right to left (ar, he, fa, ur: by its script, so a
+// shop's new catalogue gets it too), else "ltr".
+func Direction(lang string) string {
+	if s, _ := language.Make(lang).Script(); rtlScripts[s.String()] {
+		return "rtl"
+	}
+	return "ltr"
+}
+
+// numbering is lang's tag for the gateway's number formatting, with the digits browsers'
+// Intl gives the language: CLDR has Latin digits for Arabic (ar, without a region) since
+// version 42, golang.org/x/text still the Arabic-Indic ones, so the page's numbers written by
+// a template and by the script would differ.
+func numbering(lang string) language.Tag {
+	if lang == "ar" {
+		return language.Make("ar-u-nu-latn")
+	}
+	return language.Make(lang)
 }
 
 // Serve writes the page of sale for r, with its Content-Security-Policy: our one script by
@@ -319,7 +369,7 @@ func (k *Kit) Serve(w http.ResponseWriter, r *http.Request, sale string, variant
 	h := w.Header()
 	h.Set("Content-Type", "text/html; charset=utf-8")
 	h.Set("Content-Language", lang)
-	h.Set("Vary", "Accept-Language")
+	h.Add("Vary", "Accept-Language") // after a Vary: Origin of seckill_cors
 	h.Set("Cache-Control", "no-store")
 	h.Set("Content-Security-Policy", k.policy(buf.String(), frameAncestors))
 	w.WriteHeader(http.StatusOK)
@@ -393,6 +443,22 @@ var Style string
 // Message is key's text in lang, placeholders unfilled ("" when there is none; a plural
 // message's "other" form): for tests and tools that check what a page says.
 func (k *Kit) Message(lang, key string) string { return k.cats[lang][key].other() }
+
+// Texts are every text of lang's catalogue (each plural form of a count), placeholders
+// unfilled, sorted: for tests that check a page shows none of another language's.
+func (k *Kit) Texts(lang string) []string {
+	var out []string
+	for _, m := range k.cats[lang] {
+		if m.count == "" {
+			out = append(out, m.text)
+		}
+		for _, s := range m.forms {
+			out = append(out, s)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
 
 // PluralMessage is key's form for the count n in lang, placeholders unfilled (a plain text
 // whatever n is).

@@ -14,7 +14,7 @@ import (
 // testKind is a page like ours: "page" calls "style" and "main".
 var testKind = Kind{Name: "room", Script: "console.log('ours');",
 	Template: `{{define "style"}}<style>{{.Style}}</style>{{end}}{{define "main"}}<main><h1>{{.T "room.heading"}}</h1></main>{{end}}` +
-		`{{define "page"}}<!doctype html><html lang="{{.Lang}}"><head><title>{{.T "room.title"}}</title>{{template "style" .}}</head><body>{{template "main" .}}{{.Script}}</body></html>{{end}}`}
+		`{{define "page"}}<!doctype html><html lang="{{.Lang}}" dir="{{.Dir}}"><head><title>{{.T "room.title"}}</title>{{template "style" .}}</head><body>{{template "main" .}}{{.Script}}</body></html>{{end}}`}
 
 func write(t *testing.T, name, src string) string {
 	t.Helper()
@@ -27,7 +27,12 @@ func write(t *testing.T, name, src string) string {
 
 func get(t *testing.T, k *Kit, sale, acceptLanguage string) (*http.Response, string) {
 	t.Helper()
-	r := httptest.NewRequest("GET", "/seckill/"+sale+"/queue", nil)
+	return getURL(t, k, "/seckill/"+sale+"/queue", sale, acceptLanguage)
+}
+
+func getURL(t *testing.T, k *Kit, url, sale, acceptLanguage string) (*http.Response, string) {
+	t.Helper()
+	r := httptest.NewRequest("GET", url, nil)
 	r.Header.Set("Accept-Language", acceptLanguage)
 	w := httptest.NewRecorder()
 	if err := k.Serve(w, r, sale, nil, nil); err != nil {
@@ -78,24 +83,43 @@ func TestInlineScriptInATemplateIsRefusedAtProvision(t *testing.T) {
 	}
 }
 
-// The language is the best match of Accept-Language among the catalogues (English when none
-// matches), unless the site or the sale fixes one.
+// The language is the best match of the page's ?lang=, else of Accept-Language, among the
+// catalogues (English when none matches: a regional variant finds its language, Portugal's
+// Portuguese Brazil's), unless the site or the sale fixes one; Arabic is written right to left.
 func TestTheLanguageComesFromAcceptLanguageUnlessTheSiteOrTheSaleFixesIt(t *testing.T) {
 	k, err := New(testKind, Config{Sales: map[string]SaleConfig{"berlin": {Lang: "de"}}})
 	if err != nil {
 		t.Fatal(err)
 	}
+	if got, want := strings.Join(k.Languages(), " "), "ar de en es fr ja ko pt-BR zh-Hans"; got != want {
+		t.Errorf("languages %q, want %q", got, want)
+	}
 	for accept, want := range map[string]string{
-		"zh-CN,zh;q=0.9,en;q=0.8": "zh-Hans", "de-AT": "de", "es-419,es;q=0.9": "es", "fr-FR": "en", "": "en",
-		"fr;q=0.9, de;q=0.8": "de", "en-GB,de;q=0.5": "en",
+		"zh-CN,zh;q=0.9,en;q=0.8": "zh-Hans", "de-AT": "de", "es-419,es;q=0.9": "es", "fr-FR": "fr", "fr-CA": "fr", "": "en",
+		"nl;q=0.9, de;q=0.8": "de", "en-GB,de;q=0.5": "en", "pt-BR": "pt-BR", "pt": "pt-BR", "pt-PT,pt;q=0.9": "pt-BR",
+		"ja-JP": "ja", "ko-KR,ko;q=0.9": "ko", "ar-EG,ar;q=0.9": "ar", "ar-SA": "ar", "nl-NL": "en", "sv, ja;q=0.3": "ja",
 	} {
 		resp, body := get(t, k, "s1", accept)
 		if got := resp.Header.Get("Content-Language"); got != want {
 			t.Errorf("Accept-Language %q: %s, want %s", accept, got, want)
 		}
-		if !strings.Contains(body, `<html lang="`+want+`">`) {
+		if !strings.Contains(body, `<html lang="`+want+`" dir="`+Direction(want)+`">`) {
 			t.Errorf("Accept-Language %q: the page is not lang=%s", accept, want)
 		}
+	}
+	if _, body := get(t, k, "s1", "ar"); !strings.Contains(body, `<html lang="ar" dir="rtl">`) {
+		t.Errorf("the Arabic page is not right to left: %.80s", body)
+	}
+	// ?lang= (the storefront's choice) before Accept-Language; one no catalogue is near, or
+	// not a language, leaves it to Accept-Language.
+	for query, want := range map[string]string{"?lang=ja": "ja", "?lang=pt": "pt-BR", "?lang=fr-BE": "fr", "?lang=nl": "de",
+		"?lang=%3Cscript%3E": "de", "?user=u1&lang=ar": "ar"} {
+		if resp, _ := getURL(t, k, "/seckill/s1/queue"+query, "s1", "de-DE"); resp.Header.Get("Content-Language") != want {
+			t.Errorf("%s with Accept-Language de-DE: %s, want %s", query, resp.Header.Get("Content-Language"), want)
+		}
+	}
+	if resp, _ := getURL(t, k, "/seckill/berlin/queue?lang=ja", "berlin", "ja"); resp.Header.Get("Content-Language") != "de" {
+		t.Errorf("?lang= over the sale's fixed language: %s", resp.Header.Get("Content-Language"))
 	}
 	resp, body := get(t, k, "berlin", "zh-CN")
 	if resp.Header.Get("Content-Language") != "de" || !strings.Contains(body, "Sie stehen in der Warteschlange") {
@@ -108,8 +132,8 @@ func TestTheLanguageComesFromAcceptLanguageUnlessTheSiteOrTheSaleFixesIt(t *test
 	if resp, _ := get(t, site, "s1", "de"); resp.Header.Get("Content-Language") != "es" {
 		t.Errorf("the site's lang: %s, want es", resp.Header.Get("Content-Language"))
 	}
-	if _, err := New(testKind, Config{Lang: "fr"}); err == nil || !strings.Contains(err.Error(), "no message catalogue") {
-		t.Errorf("lang fr without a catalogue: %v", err)
+	if _, err := New(testKind, Config{Lang: "nl"}); err == nil || !strings.Contains(err.Error(), "no message catalogue") {
+		t.Errorf("lang nl without a catalogue: %v", err)
 	}
 }
 
@@ -118,7 +142,8 @@ func TestTheLanguageComesFromAcceptLanguageUnlessTheSiteOrTheSaleFixesIt(t *test
 func TestAShopsCataloguesExtendOurs(t *testing.T) {
 	dir := t.TempDir()
 	os.WriteFile(filepath.Join(dir, "de.json"), []byte(`{"room.heading": "Willkommen bei Schuh-Shop"}`), 0o644)
-	os.WriteFile(filepath.Join(dir, "fr.json"), []byte(`{"room.title": "Salle d'attente"}`), 0o644)
+	os.WriteFile(filepath.Join(dir, "it.json"), []byte(`{"room.title": "Sala d'attesa"}`), 0o644)
+	os.WriteFile(filepath.Join(dir, "he.json"), []byte(`{"room.title": "חדר המתנה"}`), 0o644)
 	k, err := New(testKind, Config{Messages: []string{dir}})
 	if err != nil {
 		t.Fatal(err)
@@ -126,9 +151,13 @@ func TestAShopsCataloguesExtendOurs(t *testing.T) {
 	if _, body := get(t, k, "s1", "de"); !strings.Contains(body, "Willkommen bei Schuh-Shop") || !strings.Contains(body, "<title>Warteraum</title>") {
 		t.Errorf("de with the shop's heading: %s", body[:200])
 	}
-	resp, body := get(t, k, "s1", "fr-CA")
-	if resp.Header.Get("Content-Language") != "fr" || !strings.Contains(body, "Salle d&#39;attente") || !strings.Contains(body, "You are in line") {
-		t.Errorf("fr: %s %s", resp.Header.Get("Content-Language"), body[:200])
+	resp, body := get(t, k, "s1", "it-CH")
+	if resp.Header.Get("Content-Language") != "it" || !strings.Contains(body, "Sala d&#39;attesa") || !strings.Contains(body, "You are in line") {
+		t.Errorf("it: %s %s", resp.Header.Get("Content-Language"), body[:200])
+	}
+	// A new language written right to left is laid out so, by its script.
+	if _, body := get(t, k, "s1", "he-IL"); !strings.Contains(body, `<html lang="he" dir="rtl">`) {
+		t.Errorf("he: %.80s", body)
 	}
 	bad := write(t, "shoes.json", `{}`)
 	if _, err := New(testKind, Config{Messages: []string{bad}}); err == nil || !strings.Contains(err.Error(), "not a language tag") {
@@ -179,12 +208,43 @@ func TestNumbersAreFormattedForTheLanguage(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for lang, want := range map[string][]string{"en": {"1,234,567", "1,234 left."}, "de": {"1.234.567", "Noch 1.234 verfügbar."}} {
+	// Arabic: the Latin digits browsers' Intl gives it (CLDR 42), not golang.org/x/text's.
+	for lang, want := range map[string][]string{"en": {"1,234,567", "1,234 left."}, "de": {"1.234.567", "Noch 1.234 verfügbar."},
+		"ar": {"1,234,567", "تبقّت 1,234 قطعة."}, "ja": {"1,234,567", "残り1,234点です。"}} {
 		_, body := get(t, k, "s1", lang)
 		for _, w := range want {
 			if !strings.Contains(body, w) {
 				t.Errorf("%s: the page lacks %q", lang, w)
 			}
 		}
+	}
+}
+
+// The page's client calls the edge where the handler serves it: the page's data carries the
+// handler's prefix and the app's orders prefix (the defaults until Mount), and a template can
+// read them; a Vary set before (seckill_cors's Origin) is kept.
+func TestThePageCarriesTheEdgesURLSpace(t *testing.T) {
+	k, err := Compile(testKind, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, body := get(t, k, "s1", ""); !strings.Contains(body, `data-prefix="/seckill" data-orders="/orders"`) {
+		t.Errorf("default page data: %.600s", body)
+	}
+	k.Mount("/shop-api/drop", "/shop-api/drop/orders")
+	if _, body := get(t, k, "s1", ""); !strings.Contains(body, `data-prefix="/shop-api/drop" data-orders="/shop-api/drop/orders"`) {
+		t.Errorf("mounted page data: %.600s", body)
+	}
+	d := k.data("en", "s1", nil)
+	if d.Prefix != "/shop-api/drop" || d.OrdersPrefix != "/shop-api/drop/orders" {
+		t.Errorf("template data %q %q", d.Prefix, d.OrdersPrefix)
+	}
+	w := httptest.NewRecorder()
+	w.Header().Set("Vary", "Origin")
+	if err := k.Serve(w, httptest.NewRequest("GET", "/shop-api/drop/s1/queue", nil), "s1", nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	if v := w.Header().Values("Vary"); len(v) != 2 || v[0] != "Origin" || v[1] != "Accept-Language" {
+		t.Errorf("Vary %q, want Origin and Accept-Language", v)
 	}
 }

@@ -15,9 +15,13 @@ import (
 // entries): a message showing one must have plural forms.
 var countPlaceholders = []string{"ahead", "units", "entries"}
 
-// Every catalogue we ship has every key of English's (the fallback to English is for a shop's
-// new languages, not for ours), the same placeholders, and, for every message that shows a
-// count, plural forms for each CLDR category of its language.
+// shipped are the languages of our catalogues.
+var shipped = []string{"ar", "de", "en", "es", "fr", "ja", "ko", "pt-BR", "zh-Hans"}
+
+// Every catalogue we ship (all nine) has every key of English's (the fallback to English is
+// for a shop's new languages, not for ours), the same placeholders, and, for every message
+// that shows a count, plural forms for each CLDR category of its language and none it never
+// uses.
 func TestEveryCatalogueHasEveryKeyAndEveryPluralForm(t *testing.T) {
 	raw := map[string]map[string]entry{}
 	files, _ := builtin.ReadDir("messages")
@@ -28,6 +32,14 @@ func TestEveryCatalogueHasEveryKeyAndEveryPluralForm(t *testing.T) {
 			t.Fatalf("%s: %v", f.Name(), err)
 		}
 		raw[strings.TrimSuffix(f.Name(), path.Ext(f.Name()))] = m
+	}
+	for _, lang := range shipped {
+		if raw[lang] == nil {
+			t.Errorf("no catalogue %s.json", lang)
+		}
+	}
+	if len(raw) != len(shipped) {
+		t.Errorf("%d catalogues, want the %d of %v", len(raw), len(shipped), shipped)
 	}
 	en := raw["en"]
 	if len(en) < 50 {
@@ -60,6 +72,11 @@ func TestEveryCatalogueHasEveryKeyAndEveryPluralForm(t *testing.T) {
 			for _, c := range need {
 				if _, ok := got.forms[c]; !ok {
 					t.Errorf("%s.json %s lacks the plural form %q (%s uses %v)", lang, key, c, lang, need)
+				}
+			}
+			for c := range got.forms {
+				if !slices.Contains(need, c) && c != "other" {
+					t.Errorf("%s.json %s has the plural form %q, which %s never uses (%v)", lang, key, c, lang, need)
 				}
 			}
 		}
@@ -119,10 +136,17 @@ func TestOneWaiterIsOnePerson(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for lang, want := range map[string][2]string{"en": {"1 person ahead of you.", "2 people ahead of you."},
-		"de": {"1 Person vor Ihnen.", "2 Personen vor Ihnen."}, "es": {"1 persona delante de usted.", "2 personas delante de usted."}} {
+	for lang, want := range map[string][]string{"en": {"1 person ahead of you.", "2 people ahead of you."},
+		"de": {"1 Person vor Ihnen.", "2 Personen vor Ihnen."}, "es": {"1 persona delante de usted.", "2 personas delante de usted."},
+		"fr": {"1 personne devant vous.", "2 personnes devant vous."}, "pt-BR": {"1 pessoa na sua frente.", "2 pessoas na sua frente."},
+		"ja": {"あなたの前に1人います。", "あなたの前に2人います。"}, "ko": {"앞에 1명이 있습니다.", "앞에 2명이 있습니다."},
+		"zh-Hans": {"您前面还有 1 人。", "您前面还有 2 人。"},
+		// Arabic's six: 1 and 2 said in words, 3 to 10 with a plural noun, 11 to 99 with a
+		// singular accusative, 100 with a singular genitive; 103 is "few" again.
+		"ar": {"أمامك شخص واحد.", "أمامك شخصان.", "أمامك 3 أشخاص.", "أمامك 11 شخصًا.", "أمامك 100 شخص.", "أمامك 103 أشخاص."},
+	} {
 		d := k.data(lang, "s", nil)
-		for i, n := range []int{1, 2} {
+		for i, n := range []int{1, 2, 3, 11, 100, 103}[:len(want)] {
 			if got, err := d.T("room.ahead", "ahead", n); err != nil || got != want[i] {
 				t.Errorf("%s, %d ahead: %q (%v), want %q", lang, n, got, err, want[i])
 			}

@@ -2,7 +2,7 @@
 // the token) the way Caddy's replacer would, resolved once at provision: a value that is one
 // request header, one path segment or one replacer variable (such as {http.auth.user.id}) is
 // read directly, without parsing the template or boxing the value on every request; anything
-// else goes through the replacer as before.
+// else goes through Caddy's replacer.
 package placeholder
 
 import (

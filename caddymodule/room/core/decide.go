@@ -34,10 +34,10 @@ type Settings struct {
 	DifficultyMin int           // proof-of-work bits; 0 and 0: no proof of work
 	DifficultyMax int
 	MaxWaiters    int64 // the most places the queue holds; 0: no bound
-	// Conversion-aware admission (issue 35; gateway settings, not the sale's): an admission
+	// Conversion-aware admission (gateway settings, not the sale's): an admission
 	// whose user took no token ClaimWindow after his presence deadline is a no-show and holds
 	// no capacity; the live admissions stay within stock x OversubscribeMax (0: 4 x
-	// Oversubscribe). ClaimWindow 0: every live admission holds capacity (the older rule).
+	// Oversubscribe). ClaimWindow 0: every live admission holds capacity until it lapses.
 	ClaimWindow      time.Duration
 	OversubscribeMax float64
 }
@@ -133,7 +133,7 @@ type Visit struct {
 	// rule, everyone in turn. On a tick any positive value turns the rule on.
 	Presence time.Duration
 	Member   string
-	// Revoke ends the live admissions of users the throttle bans (issue 35): nothing else is
+	// Revoke ends the live admissions of users the throttle bans: nothing else is
 	// done in the call.
 	Revoke   []Ban
 	Nonce    string // enter with proof of work: the nonce to spend

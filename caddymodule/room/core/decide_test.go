@@ -118,7 +118,7 @@ func TestPlaceIsStableAndRankIsTheHMACOfTheEntryID(t *testing.T) {
 }
 
 // The estimate's range: at best the room's rate, most likely the observed rate, at worst the
-// slower of observed / 1.5 and the floor (issue 28).
+// slower of observed / 1.5 and the floor.
 func TestTheEstimatedWaitIsARangeFromTheObservedAdmissionRate(t *testing.T) {
 	start := time.Unix(1000, 0)
 	w := func(p Pace, ahead int64) (lo, point, hi int64) {

@@ -20,7 +20,7 @@ func EntryRateAt(sec, s, cur, prev int64) int64 {
 // EntryRate is this gateway's latest view of a sale's entry rate across gateways: read with the
 // room (every cache_ttl) and from every entry's reply. Counts are per second, so a view older
 // than two seconds says nothing and reads as 0. A new challenge is sealed at the difficulty
-// this view asks for (sealed.Difficulty), and keeps it for its short life (issue 35).
+// this view asks for (sealed.Difficulty), and keeps it for its short life.
 type EntryRate struct {
 	mu   sync.Mutex
 	rate int64

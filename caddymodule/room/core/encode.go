@@ -6,7 +6,7 @@ import (
 )
 
 // AppendAnswer appends a's JSON to dst, byte for byte what encoding/json writes for it, with
-// no allocation beyond dst's growth (issue 35: the poll path's answers). Every string of an
+// no allocation beyond dst's growth (the poll path's answers). Every string of an
 // answer is ASCII the room made (a state, a ticket, an entry id, an RFC 3339 time, a reason);
 // one that would need escaping goes through encoding/json, so the bytes stay the same.
 func AppendAnswer(dst []byte, a *QueueAnswer) []byte {

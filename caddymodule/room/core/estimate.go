@@ -6,7 +6,7 @@ import (
 	"time"
 )
 
-// Pace is what a waiter's estimate knows of how fast the room admits (issue 28: an honest
+// Pace is what a waiter's estimate knows of how fast the room admits (an honest
 // estimate is a range, not the configured rate alone).
 type Pace struct {
 	// Rate is the room's rate: admissions never go faster, so it bounds the wait from below.

@@ -6,7 +6,7 @@ import (
 	"testing"
 )
 
-// The room's core imports no Caddy, and neither do its tests (issue 35, item 4): `go list
+// The room's core imports no Caddy, and neither do its tests: `go list
 // -deps` is the build's own view of what the package, and its test binary, link.
 func TestTheRoomCoreLinksNoCaddy(t *testing.T) {
 	const pkg = "github.com/seckilledge/seckill/caddymodule/room/core"

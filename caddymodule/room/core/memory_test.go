@@ -23,7 +23,7 @@ import (
 func BenchmarkRoomMemoryPerWaiter(b *testing.B) { roomMemoryPerWaiter(b, false) }
 
 // BenchmarkRoomMemoryPerWaiterWithPresence is the same room once every waiter has been seen
-// (issue 28's presence rule): the gateways' ticks carry the users they answered from memory,
+// (the presence rule): the gateways' ticks carry the users they answered from memory,
 // as they do every summary_interval, so the room's seen set holds every waiter too. This is
 // what a room whose waiters all poll costs Redis.
 //

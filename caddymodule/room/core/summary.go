@@ -7,7 +7,7 @@ import (
 	"time"
 )
 
-// A gateway's summary of a sale's room (issue 28): most waiters stand far from the front, and
+// A gateway's summary of a sale's room: most waiters stand far from the front, and
 // what they are told (position, ahead, the estimate, the room's state) needs only the room's
 // counters, not their own place in Redis. Each gateway looks at the room at most once per
 // summary_interval per sale (one room_queue.lua tick: it admits like a poll and returns the
@@ -50,7 +50,7 @@ type View struct {
 func NewView() *View { return &View{present: make(map[string]time.Duration)} }
 
 // ClaimAdmission reports whether the call about to be made should run the admission step:
-// true at most once per every (issue 28: admission does not ride on every poll; the script
+// true at most once per every (admission does not ride on every poll; the script
 // still decides, so it stays exact across gateways).
 func (v *View) ClaimAdmission(now time.Time, every time.Duration) bool {
 	v.mu.Lock()

@@ -92,3 +92,28 @@ test("buy sends the token and the body; refusals carry their fields", async () =
   assert.deepEqual(JSON.parse(asked[0].init.body), { variant: "red", quantity: 2 });
   assert.throws(() => c.token("bad id"), TypeError);
 });
+
+test("the routes follow the prefix and the orders prefix; the defaults are /seckill and /orders", async () => {
+  const answers = () => [[200, { token: "t", expires_at: "2030-01-01T00:00:00Z" }], [202, { order_id: "o1", status: "queued" }],
+    [200, { order_id: "o1", sale_id: "s1", status: "created" }], [200, { state: "open" }]];
+  const run = async (opts) => {
+    const { fetch, asked } = scripted(answers());
+    const c = new Client({ fetch, ...opts });
+    await c.token("s1");
+    await c.buy("s1", { token: "t" });
+    await c.order("o1");
+    await c.room("s1");
+    return asked.map((a) => `${a.init.method} ${a.url}`);
+  };
+  assert.deepEqual(await run({}), ["POST /seckill/s1/token", "POST /seckill/s1/buy", "GET /orders/o1", "GET /seckill/s1/room"]);
+  assert.deepEqual(await run({ baseURL: "https://edge.example/", prefix: "/shop-api/drop/", ordersPrefix: "/shop-api/drop/orders" }), [
+    "POST https://edge.example/shop-api/drop/s1/token", "POST https://edge.example/shop-api/drop/s1/buy",
+    "GET https://edge.example/shop-api/drop/orders/o1", "GET https://edge.example/shop-api/drop/s1/room"]);
+});
+
+test("a prefix the edge would refuse throws at construction", () => {
+  for (const prefix of ["seckill", "/a//b", "/a/../b", "/a b", "/{x}", "/*"]) {
+    assert.throws(() => new Client({ prefix }), TypeError, prefix);
+    assert.throws(() => new Client({ ordersPrefix: prefix }), TypeError, prefix);
+  }
+});

@@ -1,4 +1,4 @@
--- Variants and per-user quantity limits (issue 18; docs/DESIGN.md, "Variants and quantities").
+-- Variants and per-user quantity limits (docs/DESIGN.md, "Variants and quantities").
 --
 -- A sale without variants and with per_user_limit 1 keeps every row exactly as before: its
 -- orders have variant_id '', quantity 1 and seq 1, and sales.stock is its only stock.

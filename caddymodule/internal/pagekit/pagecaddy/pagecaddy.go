@@ -4,7 +4,7 @@
 //	page {
 //		template      <file>            # the shop's html/template page, per site
 //		messages      <file|dir...>     # the shop's catalogues: <language>.json files
-//		lang          <tag>             # one language for every buyer (default: Accept-Language)
+//		lang          <tag>             # one language for every buyer (default: ?lang=, then Accept-Language)
 //		image_sources <source...>       # the CSP's img-src (the shop's logo); default none
 //		sale <id> {                     # one sale's own page
 //			template <file>

@@ -13,13 +13,17 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
+	"unicode"
 
 	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
+
+	"github.com/seckilledge/seckill/caddymodule/internal/pagekit"
 )
 
 // Chromium is the path of Debian's headless browser. Missing, the test fails: scripts/stack.sh
@@ -104,8 +108,15 @@ new MutationObserver(() => {
 // closes when t ends (60 s at most).
 func (b *Browser) Tab(t *testing.T, lang string, width, height int64, mobile bool) *Tab {
 	t.Helper()
+	return b.TabFor(t, 60*time.Second, lang, width, height, mobile)
+}
+
+// TabFor is Tab open for d at most: one tab a test takes through many pages (For bounds each
+// part of it).
+func (b *Browser) TabFor(t *testing.T, d time.Duration, lang string, width, height int64, mobile bool) *Tab {
+	t.Helper()
 	ctx, cancel := chromedp.NewContext(b.ctx)
-	ctx, cancelT := context.WithTimeout(ctx, 60*time.Second)
+	ctx, cancelT := context.WithTimeout(ctx, d)
 	t.Cleanup(func() { cancelT(); cancel() })
 	var vp []chromedp.EmulateViewportOption
 	if mobile {
@@ -123,7 +134,7 @@ func (b *Browser) Tab(t *testing.T, lang string, width, height int64, mobile boo
 	if _, err := chromedp.Call(ctx, page.AddScriptToEvaluateOnNewDocument, page.AddScriptToEvaluateOnNewDocumentParams{Source: recorder}); err != nil {
 		t.Fatalf("tab: %v", err)
 	}
-	return &Tab{t: t, Ctx: ctx, axe: b.axe}
+	return &Tab{t: t, Ctx: ctx, axe: b.axe, root: ctx}
 }
 
 // Tab is one page under test.
@@ -131,6 +142,25 @@ type Tab struct {
 	t   *testing.T
 	Ctx context.Context
 	axe string
+	// root is the browser tab's own context, without this case's deadline: what a wait that
+	// ran out reports (the states, what the page said) is read through it.
+	root context.Context
+}
+
+// For is the same tab for the (sub)test t, with its waits bounded by d: a part of a sweep
+// that fails or hangs fails alone, and the tab goes on to the next.
+func (p *Tab) For(t *testing.T, d time.Duration) *Tab {
+	ctx, cancel := context.WithTimeout(p.Ctx, d)
+	t.Cleanup(cancel)
+	return &Tab{t: t, Ctx: ctx, axe: p.axe, root: p.root}
+}
+
+// SetLanguage makes the tab send Accept-Language lang from its next request on.
+func (p *Tab) SetLanguage(lang string) {
+	p.t.Helper()
+	if _, err := chromedp.Call(p.Ctx, network.SetExtraHTTPHeaders, network.SetExtraHTTPHeadersParams{Headers: network.Headers{"Accept-Language": lang}}); err != nil {
+		p.t.Fatalf("setting Accept-Language: %v", err)
+	}
 }
 
 // AddScript runs src in every document the tab opens from now on, before the page's own
@@ -174,36 +204,73 @@ func (p *Tab) Visible(id string) bool {
 
 // State is the page's <body data-state>.
 func (p *Tab) State() string {
-	return JS[string](p, `document.body ? document.body.dataset.state || "" : ""`)
+	p.t.Helper()
+	return JS[string](p, stateJS)
 }
 
+const stateJS = `document.body ? document.body.dataset.state || "" : ""`
+
 // Said is everything #sk-status said, in order.
-func (p *Tab) Said() []string { return JS[[]string](p, `window.__said || []`) }
+func (p *Tab) Said() []string { p.t.Helper(); return JS[[]string](p, `window.__said || []`) }
 
 // States are the states the page went through, in order.
-func (p *Tab) States() []string { return JS[[]string](p, `window.__states || []`) }
+func (p *Tab) States() []string { p.t.Helper(); return JS[[]string](p, `window.__states || []`) }
+
+// peek evaluates expr without failing, within a few seconds of the tab's own context: what
+// a wait that ran out by its case's deadline can still tell about the page.
+func peek[T any](p *Tab, expr string) (T, error) {
+	root := p.root
+	if root == nil {
+		root = p.Ctx
+	}
+	ctx, cancel := context.WithTimeout(root, 5*time.Second)
+	defer cancel()
+	return chromedp.Run(ctx, chromedp.Evaluate[T](expr, chromedp.EvalAwaitPromise))
+}
+
+// page is what a failed wait reports of the page: its states, what it said, its problem.
+func (p *Tab) page() string {
+	v, err := peek[string](p, `JSON.stringify({states: window.__states || [], said: window.__said || [], problem: (document.getElementById("sk-problem") || {}).textContent || ""})`)
+	if err != nil {
+		return "(the page did not answer: " + err.Error() + ")"
+	}
+	return v
+}
+
+// until polls expr in the page until ok accepts its value, failing by the tab's deadline with
+// what was awaited, the last value seen and what the page went through.
+func until[T any](p *Tab, what, expr string, ok func(T) bool) {
+	p.t.Helper()
+	var last T
+	for {
+		ctx, cancel := context.WithTimeout(p.Ctx, 10*time.Second)
+		v, err := chromedp.Run(ctx, chromedp.Evaluate[T](expr, chromedp.EvalAwaitPromise))
+		cancel()
+		if err == nil {
+			if ok(v) {
+				return
+			}
+			last = v
+		}
+		if p.Ctx.Err() != nil {
+			p.t.Fatalf("%s: never, the last value %#v; the page: %s", what, last, p.page())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
 
 // WaitState waits until the page is in state (failing with what it said when it is not by
 // the tab's deadline).
 func (p *Tab) WaitState(state string) {
 	p.t.Helper()
-	for p.State() != state {
-		if p.Ctx.Err() != nil {
-			p.t.Fatalf("the page never reached %q: states %v, said %q, problem %q", state, p.States(), p.Said(), p.Text("problem"))
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	until(p, fmt.Sprintf("the page reaching %q", state), stateJS, func(v string) bool { return v == state })
 }
 
 // WaitText waits until #sk-<id> contains want.
 func (p *Tab) WaitText(id, want string) {
 	p.t.Helper()
-	for !strings.Contains(p.Text(id), want) {
-		if p.Ctx.Err() != nil {
-			p.t.Fatalf("#sk-%s is %q, want %q (states %v)", id, p.Text(id), want, p.States())
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	until(p, fmt.Sprintf("#sk-%s containing %q", id, want), fmt.Sprintf(`(document.getElementById("sk-%s") || {}).textContent || ""`, id),
+		func(v string) bool { return strings.Contains(v, want) })
 }
 
 // Click clicks #sk-<id>.
@@ -262,4 +329,115 @@ func (p *Tab) Screenshot(path string) {
 	if err := os.WriteFile(path, png, 0o644); err != nil {
 		p.t.Fatal(err)
 	}
+}
+
+// overflow lists what does not fit the screen's width: the page wider than the viewport, an
+// element whose content is wider than its box (scrollWidth past clientWidth: a word that
+// cannot wrap, a row of buttons), a line of text past either edge of the viewport (left of
+// it on a right-to-left page). A hidden element does not count; what a closed <details>
+// holds does (the browser lays it out: it overflows once opened).
+const overflow = `(() => {
+  const out = [], w = document.documentElement.clientWidth;
+  const name = (e) => e.tagName.toLowerCase() + (e.id ? "#" + e.id : "") + (typeof e.className === "string" && e.className ? "." + e.className.trim().split(/\s+/).join(".") : "");
+  const text = (e) => JSON.stringify((e.textContent || "").trim().slice(0, 80));
+  if (document.documentElement.scrollWidth > w) out.push("the page is " + document.documentElement.scrollWidth + " px wide on a screen of " + w);
+  for (const e of [document.body, ...document.body.querySelectorAll("*")]) {
+    if (!e.getClientRects().length || getComputedStyle(e).visibility === "hidden") continue;
+    if (e.clientWidth > 0 && e.scrollWidth > e.clientWidth) out.push(name(e) + ": " + e.scrollWidth + " px of content in " + e.clientWidth + ": " + text(e));
+  }
+  const walk = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
+  for (let n; (n = walk.nextNode()); ) {
+    if (!n.textContent.trim()) continue;
+    const r = document.createRange();
+    r.selectNodeContents(n);
+    for (const b of r.getClientRects()) {
+      if (b.width > 0 && (b.left < -0.5 || b.right > w + 0.5)) {
+        out.push(name(n.parentElement) + ": text from " + Math.round(b.left) + " to " + Math.round(b.right) + " px on a screen of " + w + ": " + text(n));
+        break;
+      }
+    }
+  }
+  return out;
+})()`
+
+// Overflowing lists what does not fit the tab's width (nothing, on a page that fits).
+func (p *Tab) Overflowing() []string {
+	p.t.Helper()
+	return JS[[]string](p, overflow)
+}
+
+// Showing are those of texts the page shows: in its visible text, its title, or an
+// aria-label (a progress bar's name, which a screen reader says).
+func (p *Tab) Showing(texts []string) []string {
+	p.t.Helper()
+	if len(texts) == 0 {
+		return nil
+	}
+	b, _ := json.Marshal(texts)
+	return JS[[]string](p, `((texts) => { const shown = [document.body.innerText, document.title, ...[...document.querySelectorAll("[aria-label]")].map((e) => e.getAttribute("aria-label"))].join("\n"); return texts.filter((s) => shown.includes(s)); })(`+string(b)+`)`)
+}
+
+// Check is what every state of a page must pass, on any screen and in any language: axe-core
+// (no serious or critical violation), nothing wider than the screen, and none of english
+// shown (the English of messages the page's language says otherwise: Untranslated).
+func (p *Tab) Check(label string, english []string) {
+	p.t.Helper()
+	p.Axe(label)
+	for _, o := range p.Overflowing() {
+		p.t.Errorf("%s: does not fit the screen: %s", label, o)
+	}
+	for _, s := range p.Showing(english) {
+		p.t.Errorf("%s: the page shows the English %q", label, s)
+	}
+}
+
+// Untranslated are the English texts a page in lang must not show: each English message's
+// words between its placeholders (at least four letters of them), leaving out what lang's own
+// messages hold too (a name such as JavaScript or drand). Nothing for English itself.
+func Untranslated(k *pagekit.Kit, lang string) []string {
+	if lang == "en" {
+		return nil
+	}
+	own := strings.Join(k.Texts(lang), "\n")
+	seen := map[string]bool{}
+	var out []string
+	for _, s := range k.Texts("en") {
+		for _, part := range placeholder.Split(s, -1) {
+			part = strings.TrimSpace(part)
+			if letters(part) < 4 || seen[part] || strings.Contains(own, part) {
+				continue
+			}
+			seen[part] = true
+			out = append(out, part)
+		}
+	}
+	return out
+}
+
+var placeholder = regexp.MustCompile(`\{\w+\}`)
+
+func letters(s string) int {
+	n := 0
+	for _, r := range s {
+		if unicode.IsLetter(r) {
+			n++
+		}
+	}
+	return n
+}
+
+// Says reports whether text is message with some value in each of its {placeholders}.
+func Says(text, message string) bool {
+	parts := placeholder.Split(message, -1)
+	for i, p := range parts {
+		parts[i] = regexp.QuoteMeta(p)
+	}
+	return regexp.MustCompile(`^` + strings.Join(parts, `.+`) + `$`).MatchString(text)
+}
+
+// WaitSays waits until #sk-<id> says message, with some value in each placeholder.
+func (p *Tab) WaitSays(id, message string) {
+	p.t.Helper()
+	until(p, fmt.Sprintf("#sk-%s saying %q", id, message), fmt.Sprintf(`(document.getElementById("sk-%s") || {}).textContent || ""`, id),
+		func(v string) bool { return Says(v, message) })
 }

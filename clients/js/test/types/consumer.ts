@@ -3,7 +3,7 @@
 import { Client, DeviceKey, SeckillError, solve } from "@seckill/client";
 import type { ClientOptions, Order, Progress, QueueAnswer, Refusal } from "@seckill/client";
 
-const opts: ClientOptions = { baseURL: "https://shop.example", credentials: "include" };
+const opts: ClientOptions = { baseURL: "https://shop.example", credentials: "include", prefix: "/shop-api/drop", ordersPrefix: "/shop-api/drop/orders" };
 const c = new Client(opts);
 
 export async function buyOne(sale: string): Promise<Order | Refusal> {

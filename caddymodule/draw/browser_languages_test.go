@@ -1,0 +1,125 @@
+package draw
+
+import (
+	"fmt"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/seckilledge/seckill/caddymodule/internal/pagekit"
+	"github.com/seckilledge/seckill/caddymodule/internal/pagekit/pagetest"
+)
+
+// languages are the nine the pages ship, each with what a buyer's browser sends for it.
+var languages = []struct{ lang, accept string }{
+	{"en", "en-GB,en;q=0.9"}, {"de", "de-AT,de;q=0.9"}, {"es", "es-419,es;q=0.9"}, {"fr", "fr-CA,fr;q=0.9"},
+	{"pt-BR", "pt-PT,pt;q=0.9"}, {"ja", "ja"}, {"ko", "ko"}, {"zh-Hans", "zh-CN,zh;q=0.9"}, {"ar", "ar-SA,ar;q=0.9"},
+}
+
+// fill is s with each {name} of kv (name, value pairs) replaced.
+func fill(s string, kv ...string) string {
+	for i := 0; i+1 < len(kv); i += 2 {
+		s = strings.ReplaceAll(s, "{"+kv[i]+"}", kv[i+1])
+	}
+	return s
+}
+
+// The draw page in each of its nine languages on a phone (390 px wide): every state of an
+// entry (not entered, entered after the work, the size changed, withdrawn, won with the claim
+// counting down and "Check this draw" open, claimed, lost, waiting for a later wave, won but
+// the claim expired), in the language's sentences and plural forms, none of them left in
+// English, nothing wider than the screen, no serious or critical axe-core violation; Arabic
+// right to left, the buttons and the labels of "Check this draw" starting at the right. One
+// browser and one tab for all nine.
+func TestTheDrawPageInEveryLanguageFitsAPhoneAndPassesAxe(t *testing.T) {
+	if testing.Short() {
+		t.Skip("chromium: not in -short")
+	}
+	start := time.Now()
+	b := pagetest.NewBrowser(t)
+	p := newProtocolDraw(t, nil)
+	srv := httptest.NewServer(p)
+	t.Cleanup(srv.Close)
+	open := p.result
+	drawn := map[string]any{"state": "drawn", "seed_commitment": "5eed0c0ffee", "seed": "5eed", "entries": 1234, "entries_root": "r00t",
+		"randomness": "drand", "beacon": map[string]any{"round": 123, "chain_hash": "52db9ba70e0c", "genesis_time": 1, "period": 3}}
+	tab := b.TabFor(t, 15*time.Minute, "en", 390, 844, true)
+	for _, l := range languages {
+		t.Run(l.lang, func(t *testing.T) {
+			tab := tab.For(t, 2*time.Minute)
+			english := pagetest.Untranslated(p.kit, l.lang)
+			msg := func(key string, kv ...string) string { return fill(p.kit.Message(l.lang, key), kv...) }
+			num := func(n int) string {
+				return pagetest.JS[string](tab, fmt.Sprintf(`new Intl.NumberFormat(document.documentElement.lang).format(%d)`, n))
+			}
+			// Right to left, what starts a line starts at the right.
+			fromStart := func(what, outer, inner string) {
+				t.Helper()
+				side := "left"
+				if pagekit.Direction(l.lang) == "rtl" {
+					side = "right"
+				}
+				gap := pagetest.JS[float64](tab, fmt.Sprintf(`(() => { const o = document.querySelector(%q).getBoundingClientRect(), i = document.querySelector(%q).getBoundingClientRect(); return Math.abs(o.%s - i.%s); })()`, outer, inner, side, side))
+				if gap > 1 {
+					t.Errorf("%s does not start at the %s (%.0f px from it)", what, side, gap)
+				}
+			}
+			status := func(state, want string) {
+				t.Helper()
+				tab.WaitState(state)
+				if got := tab.Text("status"); got != want {
+					t.Errorf("%s: %q, want %q", state, got, want)
+				}
+			}
+			tab.SetLanguage(l.accept)
+
+			p.set(nil, open)
+			tab.Go(srv.URL + "/seckill/s1/draw")
+			if got := pagetest.JS[string](tab, `document.documentElement.lang + " " + document.documentElement.dir`); got != l.lang+" "+pagekit.Direction(l.lang) {
+				t.Fatalf("<html lang dir> = %q, want %s %s", got, l.lang, pagekit.Direction(l.lang))
+			}
+			status("none", msg("draw.none"))
+			tab.WaitSays("closes", msg("draw.closes"))
+			fromStart("the Enter button", ".sk-actions", "#sk-enter")
+			tab.Check("not entered", english)
+			pagetest.JS[bool](tab, `(() => { document.getElementById("sk-size").value = "S"; return true; })()`)
+			tab.Click("enter")
+			status("entered", msg("draw.entered", "size", "S"))
+			fromStart("the Change button", ".sk-actions", "#sk-change")
+			tab.Check("entered", english)
+			pagetest.JS[bool](tab, `(() => { document.getElementById("sk-size").value = "M"; return true; })()`)
+			tab.Click("change")
+			tab.WaitText("status", msg("draw.changed", "size", "M"))
+			tab.Check("changed size", english)
+			tab.Click("withdraw")
+			status("withdrawn", msg("draw.withdrawn"))
+			tab.Check("withdrawn", english)
+
+			p.set(map[string]any{"entry_id": "e-7f3a", "state": "won", "variant": "M", "rank": 3, "wave": 1,
+				"claim_until": time.Now().Add(115 * time.Second).UTC().Format(time.RFC3339), "variants": testSizes}, drawn)
+			tab.Go(srv.URL + "/seckill/s1/draw")
+			tab.WaitState("won")
+			if got, want := tab.Text("status"), msg("draw.won", "size", "M"); !pagetest.Says(got, want) {
+				t.Errorf("won: %q, want %q", got, want)
+			}
+			tab.WaitSays("timer", msg("draw.claim_left"))
+			if got, want := pagetest.JS[string](tab, `document.title`), msg("draw.title_won", "title", msg("draw.title")); got != want {
+				t.Errorf("the title %q, want %q", got, want)
+			}
+			tab.WaitText("closes", fill(p.kit.PluralMessage(l.lang, "draw.entries", 1234), "entries", num(1234)))
+			pagetest.JS[bool](tab, `document.getElementById("sk-check").open = true`)
+			tab.WaitText("randomness", msg("draw.beacon", "round", num(123)))
+			fromStart("the labels of Check this draw", "#sk-check dl", "#sk-check dt")
+			tab.Check("won, with Check this draw open", english)
+
+			for _, c := range []struct{ state, key string }{{"claimed", "draw.claimed"}, {"lost", "draw.lost"}, {"waiting", "draw.waiting"}, {"expired", "draw.expired"}} {
+				p.set(map[string]any{"entry_id": "e-7f3a", "state": c.state, "variant": "M", "rank": 900, "variants": testSizes}, drawn)
+				tab.Go(srv.URL + "/seckill/s1/draw")
+				status(c.state, msg(c.key))
+				tab.Check(c.state, english)
+			}
+		})
+	}
+	t.Logf("nine languages, every state, in %v", time.Since(start).Round(time.Second))
+}

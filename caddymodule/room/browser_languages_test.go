@@ -1,0 +1,213 @@
+package room
+
+import (
+	"fmt"
+	"net/http/httptest"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"golang.org/x/text/language"
+
+	"github.com/seckilledge/seckill/caddymodule/internal/pagekit"
+	"github.com/seckilledge/seckill/caddymodule/internal/pagekit/pagetest"
+)
+
+// languages are the nine the pages ship, each with what a buyer's browser sends for it.
+var languages = []struct{ lang, accept string }{
+	{"en", "en-US,en;q=0.9"}, {"de", "de-DE,de;q=0.9"}, {"es", "es-MX,es;q=0.9"}, {"fr", "fr-FR,fr;q=0.9"},
+	{"pt-BR", "pt-BR,pt;q=0.9"}, {"ja", "ja-JP,ja;q=0.9"}, {"ko", "ko-KR,ko;q=0.9"}, {"zh-Hans", "zh-CN,zh;q=0.9"},
+	{"ar", "ar-EG,ar;q=0.9"},
+}
+
+// fill is s with each {name} of kv (name, value pairs) replaced.
+func fill(s string, kv ...string) string {
+	for i := 0; i+1 < len(kv); i += 2 {
+		s = strings.ReplaceAll(s, "{"+kv[i]+"}", kv[i+1])
+	}
+	return s
+}
+
+// The waiting page in each of its nine languages on a phone (390 px wide): every state a
+// buyer meets (entering with the work done, waiting, one person ahead, left, back in line,
+// paused, admitted, bought with "Check this queue" open, sold out, ended, the room full), in
+// the language's sentences and plural forms (the browser's plural rules asking for the very
+// forms our catalogue test does), none of them left in English, nothing wider
+// than the screen, no serious or critical axe-core violation; Arabic right to left, the
+// progress bar filling from the right and the buttons starting there. One browser and one
+// tab for all nine.
+func TestTheWaitingPageInEveryLanguageFitsAPhoneAndPassesAxe(t *testing.T) {
+	if testing.Short() {
+		t.Skip("chromium: not in -short")
+	}
+	start := time.Now()
+	b := pagetest.NewBrowser(t)
+	p := newProtocolRoom(t, nil)
+	srv := httptest.NewServer(p)
+	t.Cleanup(srv.Close)
+	kit := p.h.page
+	if got := strings.Join(kit.Languages(), " "); got != "ar de en es fr ja ko pt-BR zh-Hans" {
+		t.Fatalf("the page speaks %s", got)
+	}
+	tab := b.TabFor(t, 15*time.Minute, "en", 390, 844, true)
+	admitted := func() map[string]any {
+		return map[string]any{"ticket": "t1", "entry_id": "e-abc", "state": "admitted", "refresh_s": 5,
+			"admitted_until": time.Now().Add(95 * time.Second).UTC().Format(time.RFC3339)}
+	}
+	for _, l := range languages {
+		t.Run(l.lang, func(t *testing.T) {
+			tab := tab.For(t, 2*time.Minute)
+			english := pagetest.Untranslated(kit, l.lang)
+			msg := func(key string, kv ...string) string { return fill(kit.Message(l.lang, key), kv...) }
+			num := func(n int) string {
+				return pagetest.JS[string](tab, fmt.Sprintf(`new Intl.NumberFormat(document.documentElement.lang).format(%d)`, n))
+			}
+			count := func(key, name string, n int) string { return fill(kit.PluralMessage(l.lang, key, n), name, num(n)) }
+			// The bar fills from the start of the line, and the first button starts there:
+			// from the right in Arabic.
+			fromStart := func(what, outer, inner string) {
+				t.Helper()
+				side := "left"
+				if pagekit.Direction(l.lang) == "rtl" {
+					side = "right"
+				}
+				gap := pagetest.JS[float64](tab, fmt.Sprintf(`(() => { const o = document.querySelector(%q).getBoundingClientRect(), i = document.querySelector(%q).getBoundingClientRect(); return Math.abs(o.%s - i.%s); })()`, outer, inner, side, side))
+				if gap > 1 {
+					t.Errorf("%s does not start at the %s (%.0f px from it)", what, side, gap)
+				}
+			}
+			tab.SetLanguage(l.accept)
+
+			p.mu.Lock()
+			p.hold, p.held = make(chan struct{}), 0
+			p.enter, p.answer = func() (int, string, any) { return 200, "", waiting(12) }, waiting(12)
+			hold := p.hold
+			p.mu.Unlock()
+			tab.Go(srv.URL + "/seckill/s1/queue")
+			if got := pagetest.JS[string](tab, `document.documentElement.lang + " " + document.documentElement.dir`); got != l.lang+" "+pagekit.Direction(l.lang) {
+				t.Fatalf("<html lang dir> = %q, want %s %s", got, l.lang, pagekit.Direction(l.lang))
+			}
+			// The browser's plural rules ask for the forms our catalogue has: each category of
+			// Intl.PluralRules (decimals' too, which "other" answers) has a form, and each form
+			// is one the browser may ask for.
+			intl := pagetest.JS[[]string](tab, `new Intl.PluralRules(document.documentElement.lang).resolvedOptions().pluralCategories`)
+			need := pagekit.PluralCategories(language.MustParse(l.lang))
+			for _, c := range intl {
+				if c != "other" && !slices.Contains(need, c) {
+					t.Errorf("the browser's %s has the plural category %q, which the catalogue test does not ask for (%v)", l.lang, c, need)
+				}
+			}
+			for _, c := range need {
+				if !slices.Contains(intl, c) {
+					t.Errorf("the catalogue test asks %s for the plural form %q, which the browser never picks (%v)", l.lang, c, intl)
+				}
+			}
+			// Entering: the work done, the entry on its way.
+			for held := 0; held == 0; {
+				p.mu.Lock()
+				held = p.held
+				p.mu.Unlock()
+				if tab.Ctx.Err() != nil {
+					t.Fatalf("the page never entered (its entry never reached the gateway)")
+				}
+				time.Sleep(50 * time.Millisecond)
+			}
+			tab.WaitText("detail", msg("common.checking_help"))
+			if got, want := tab.Text("status"), msg("common.checking"); !pagetest.Says(got, want) {
+				t.Errorf("entering: %q, want %q", got, want)
+			}
+			tab.Check("entering", english)
+			p.mu.Lock()
+			close(hold)
+			p.hold = nil
+			p.mu.Unlock()
+
+			tab.WaitState("waiting")
+			tab.WaitText("status", msg("room.waiting", "position", num(12)))
+			if got, want := tab.Text("detail"), count("room.ahead", "ahead", 11); got != want {
+				t.Errorf("11 ahead: %q, want %q", got, want)
+			}
+			if got, want := tab.Text("units"), count("room.units_left", "units", 12); got != want {
+				t.Errorf("12 left: %q, want %q", got, want)
+			}
+			if got, want := pagetest.JS[string](tab, `document.title`), msg("room.title_waiting", "position", num(12), "title", msg("room.title")); got != want {
+				t.Errorf("the title %q, want %q", got, want)
+			}
+			fromStart("the progress bar", "#sk-queue", "#sk-queue > div")
+			tab.Check("waiting", english)
+			p.set(waiting(2))
+			tab.WaitText("status", msg("room.waiting", "position", num(2)))
+			if got, want := tab.Text("detail"), count("room.ahead", "ahead", 1); got != want {
+				t.Errorf("1 ahead: %q, want %q", got, want)
+			}
+
+			tab.Click("leave")
+			tab.WaitState("left")
+			if got := tab.Text("status"); got != msg("room.left") {
+				t.Errorf("left: %q", got)
+			}
+			fromStart("the button to join again", ".sk-actions", "#sk-rejoin")
+			tab.Check("left", english)
+			tab.Click("rejoin")
+			tab.WaitState("waiting")
+
+			p.set(map[string]any{"ticket": "t1", "state": "paused", "refresh_s": 1})
+			tab.WaitState("paused")
+			if got := tab.Text("status"); got != msg("room.paused") {
+				t.Errorf("paused: %q", got)
+			}
+			tab.Check("paused", english)
+
+			p.set(admitted())
+			tab.WaitState("admitted")
+			for !tab.Visible("buy") {
+				tab.WaitState("admitted")
+				time.Sleep(50 * time.Millisecond)
+			}
+			if got := tab.Text("status"); got != msg("room.admitted") {
+				t.Errorf("admitted: %q", got)
+			}
+			tab.WaitSays("timer", msg("common.time_left"))
+			if got := tab.Text("buy"); got != msg("room.buy") {
+				t.Errorf("the Buy button reads %q", got)
+			}
+			tab.Check("admitted", english)
+			tab.Click("buy")
+			tab.WaitState("bought")
+			if got := tab.Text("status"); got != msg("room.bought", "order", "o-42") {
+				t.Errorf("bought: %q", got)
+			}
+			tab.WaitText("detail", msg("room.order_confirmed"))
+			pagetest.JS[bool](tab, `document.getElementById("sk-check").open = true`)
+			tab.WaitText("commitment", "5eed0c0ffee")
+			tab.Check("bought, with Check this queue open", english)
+
+			for _, c := range []struct {
+				state, key, where string
+				status            int
+				retry, code       string
+			}{
+				{"sold_out", "room.sold_out", "status", 410, "", "sold_out"},
+				{"ended", "room.ended", "status", 403, "", "ended"},
+				{"full", "room.full", "problem", 503, "30", "queue_full"},
+			} {
+				p.mu.Lock()
+				p.enter = func() (int, string, any) {
+					return c.status, c.retry, map[string]string{"code": c.code, "message": c.code}
+				}
+				p.mu.Unlock()
+				tab.Go(srv.URL + "/seckill/s1/queue")
+				tab.WaitState(c.state)
+				if got := tab.Text(c.where); got != msg(c.key) {
+					t.Errorf("%s: %q, want %q", c.state, got, msg(c.key))
+				}
+				if c.retry != "" {
+					tab.WaitSays("retry", msg("common.retry_in"))
+				}
+				tab.Check(c.state, english)
+			}
+		})
+	}
+	t.Logf("nine languages, every state, in %v", time.Since(start).Round(time.Second))
+}
