@@ -28,7 +28,7 @@ type Config struct {
 	AdminToken     string        // SECKILL_ADMIN_TOKEN (environment only): one token, role admin, named "admin"
 	AdminTokens    string        // SECKILL_ADMIN_TOKENS (environment only): name:token:role,...
 	BatchSize      int           // SECKILL_BATCH_SIZE, -batch-size
-	BatchWait      time.Duration // SECKILL_BATCH_WAIT, -batch-wait
+	BatchWait      time.Duration // SECKILL_BATCH_WAIT, -batch-wait: longest an order waits for company while a batch is written
 	BatchWriters   int           // SECKILL_BATCH_WRITERS, -batch-writers: batches written at once
 	SweepInterval  time.Duration // SECKILL_SWEEP_INTERVAL, -sweep-interval: unpaid-order sweeper period
 	ReconcileGrace time.Duration // SECKILL_RECONCILE_GRACE, -reconcile-grace
@@ -108,7 +108,7 @@ func ConfigFromFlags(fs *flag.FlagSet, args []string) (Config, error) {
 	fs.StringVar(&c.AMQPURL, "amqp", getenv("SECKILL_AMQP_URL", "amqp://guest:guest@127.0.0.1:16672/"), "RabbitMQ URL (SECKILL_AMQP_URL)")
 	num(&c.BatchSize, "batch-size", "SECKILL_BATCH_SIZE", 500, "orders per database transaction")
 	num(&c.BatchWriters, "batch-writers", "SECKILL_BATCH_WRITERS", 3, "batches written at once, each in its own transaction")
-	dur(&c.BatchWait, "batch-wait", "SECKILL_BATCH_WAIT", "20ms", "longest wait before a partial batch is written")
+	dur(&c.BatchWait, "batch-wait", "SECKILL_BATCH_WAIT", "2ms", "longest an order waits for company while a batch is being written; with none in flight it is written at once")
 	dur(&c.SweepInterval, "sweep-interval", "SECKILL_SWEEP_INTERVAL", "1s", "period of the unpaid-order sweeper")
 	dur(&c.ReconcileGrace, "reconcile-grace", "SECKILL_RECONCILE_GRACE", "1m", "age after which reconcile declares a buyer without an order lost")
 	dur(&c.LockTTL, "lock-ttl", "SECKILL_LOCK_TTL", "10s", "lease of the distributed lock (refreshed while held)")

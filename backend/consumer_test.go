@@ -161,17 +161,38 @@ func TestShutdownWritesAndAcknowledgesTheBatchInHand(t *testing.T) {
 	e := newEnv(t)
 	sale := e.sale(10)
 	msgs := e.accept(sale, 10)
-	publish(t, e.amqp, sale, bodies(msgs))
-	// A batch that would wait a minute to fill: the ten messages sit in the consumer's hand.
-	ctx, cancel := context.WithCancel(context.Background())
+	// The sale's row is locked: the first batch's transaction waits for it, so the one writer
+	// stays busy and what arrives next is gathered for a minute (the window) in the consumer's
+	// hand.
+	ctx := context.Background()
+	lock, err := e.pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = lock.Rollback(ctx) }()
+	if _, err := lock.Exec(ctx, `SELECT 1 FROM sales WHERE id = $1 FOR UPDATE`, sale); err != nil {
+		t.Fatal(err)
+	}
+	cctx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
-	c := &orders.Consumer{URL: e.amqp, Writer: &orders.Writer{Pool: e.pool}, BatchSize: 1000, BatchWait: time.Minute, Log: quietLog()}
-	go func() { defer close(done); _ = c.Run(ctx) }()
+	c := &orders.Consumer{URL: e.amqp, Writer: &orders.Writer{Pool: e.pool}, BatchSize: 1000, BatchWait: time.Minute,
+		Writers: 1, Log: quietLog()}
+	go func() { defer close(done); _ = c.Run(cctx) }()
+	publish(t, e.amqp, sale, bodies(msgs[:1]))
+	testenv.WaitFor(t, 10*time.Second, "the first batch waiting for the sale's row", func() bool {
+		return e.dbInt(`SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`) == 1
+	})
+	publish(t, e.amqp, sale, bodies(msgs[1:]))
 	testenv.WaitFor(t, 10*time.Second, "the messages delivered to the consumer", func() bool {
 		return queueDepth(t, e.amqp, contract.Queue) == 0
 	})
 	if n := e.accounted(sale); n != 0 {
 		t.Fatalf("%d orders written before the batch closed", n)
+	}
+	cancel()
+	// The shutdown waits for the writer (within its grace), then writes the batch in hand.
+	if err := lock.Commit(ctx); err != nil {
+		t.Fatal(err)
 	}
 	cancel()
 	select {

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	amqp "github.com/rabbitmq/amqp091-go"
@@ -33,9 +34,12 @@ type Consumer struct {
 	URL         string
 	Writer      *Writer
 	Compensator *Compensator
-	BatchSize   int
-	BatchWait   time.Duration
-	Log         *slog.Logger
+	// BatchSize is the most messages a batch (one transaction) holds; default 500.
+	BatchSize int
+	// BatchWait is the longest a message waits for company while a batch is being written
+	// (default 2ms); a message that finds no batch in flight is written at once (collect).
+	BatchWait time.Duration
+	Log       *slog.Logger
 	// ShutdownGrace bounds how long a shutdown waits for the batch in hand to be written.
 	ShutdownGrace time.Duration
 	// Writers is how many batches are written at once, each in its own transaction (default
@@ -56,7 +60,7 @@ func (c *Consumer) Run(ctx context.Context) error {
 		c.BatchSize = 500
 	}
 	if c.BatchWait <= 0 {
-		c.BatchWait = 20 * time.Millisecond
+		c.BatchWait = 2 * time.Millisecond
 	}
 	if c.ShutdownGrace <= 0 {
 		c.ShutdownGrace = 10 * time.Second
@@ -112,12 +116,12 @@ func (c *Consumer) session(ctx context.Context) error {
 	}
 	closed := conn.NotifyClose(make(chan *amqp.Error, 1))
 	c.Log.Info("consumer connected", "queue", contract.Queue, "batch_size", c.BatchSize, "writers", c.Writers)
-	// The next batch is collected while the current ones are written. With several writers,
-	// batches commit in any order but are acknowledged in delivery order (acks), so a multiple
-	// ack never covers a batch that has not committed. The hand-off is unbuffered: a batch goes
-	// to a writer when one is free, and until then it keeps growing (up to BatchSize) even after
-	// BatchWait, so busy writers get full batches rather than the partial ones their own
-	// slowness would otherwise cut.
+	// The next batch is collected while the current ones are written (collect says when it is
+	// due). With several writers, batches commit in any order but are acknowledged in delivery
+	// order (acks), so a multiple ack never covers a batch that has not committed. The hand-off
+	// is unbuffered: a batch goes to a writer when one is free, and until then it keeps growing
+	// (up to BatchSize) even after it is due, so busy writers get full batches rather than the
+	// partial ones their own slowness would otherwise cut.
 	acks := &ackOrder{ready: map[uint64]uint64{}, ack: func(tag uint64) error { return ch.Ack(tag, true) }, broken: func() {
 		// A batch is left unacknowledged: nothing after it may be acknowledged with a multiple
 		// ack, so this session ends and RabbitMQ redelivers everything not yet acknowledged
@@ -125,6 +129,7 @@ func (c *Consumer) session(ctx context.Context) error {
 		go conn.Close()
 	}}
 	batches := make(chan batchJob)
+	f := &flight{freed: make(chan struct{}, 1)}
 	var written sync.WaitGroup
 	for range c.Writers {
 		written.Add(1)
@@ -132,16 +137,18 @@ func (c *Consumer) session(ctx context.Context) error {
 			defer written.Done()
 			for j := range batches {
 				c.process(ctx, closed, j, acks)
+				f.settle()
 			}
 		}()
 	}
 	defer func() { close(batches); written.Wait() }()
 	var seq uint64
 	for {
-		batch, handed, open := c.collect(ctx, deliveries, batches, seq)
+		batch, handed, open := c.collect(ctx, deliveries, batches, seq, f)
 		if len(batch) > 0 {
 			if !handed {
 				batches <- batchJob{seq: seq, ds: batch}
+				f.handed++
 			}
 			seq++
 		}
@@ -216,12 +223,30 @@ func (a *ackOrder) unsettled(uint64) {
 	}
 }
 
-// collect gathers one batch and hands it to the writer: it waits for a first message, then
-// takes more until the batch is full or BatchWait has passed since the first, and then until
-// the writer takes it (still adding messages while there is room). handed is false when it
-// returns a batch it could not hand over (ctx ended, or the delivery channel closed: open is
-// false).
-func (c *Consumer) collect(ctx context.Context, deliveries <-chan amqp.Delivery, writer chan<- batchJob, seq uint64) (batch []amqp.Delivery, handed, open bool) {
+// flight is what the collector knows of the batches being written: it hands them over (its
+// own count) and the writers settle them.
+type flight struct {
+	handed  uint64        // batches handed to a writer (the collector's goroutine only)
+	settled atomic.Uint64 // batches whose writer is done with them
+	freed   chan struct{} // a batch was settled (capacity 1: a wake-up, not a count)
+}
+
+func (f *flight) settle() {
+	f.settled.Add(1)
+	select {
+	case f.freed <- struct{}{}:
+	default:
+	}
+}
+
+// collect gathers one batch and hands it to a writer. It waits for a first message; when no
+// batch is being written it hands the batch over at once, with whatever else was already
+// delivered. Otherwise it gathers until a batch in flight is settled, the batch is full or
+// BatchWait has passed since its first message, and then until a writer takes it (still adding
+// messages while there is room). So a lone winner waits for no one, and winners arriving while a
+// transaction commits share the next one. handed is false when it returns a batch it could not
+// hand over (ctx ended, or the delivery channel closed: open is false).
+func (c *Consumer) collect(ctx context.Context, deliveries <-chan amqp.Delivery, writer chan<- batchJob, seq uint64, f *flight) (batch []amqp.Delivery, handed, open bool) {
 	select {
 	case d, ok := <-deliveries:
 		if !ok {
@@ -232,10 +257,18 @@ func (c *Consumer) collect(ctx context.Context, deliveries <-chan amqp.Delivery,
 	case <-ctx.Done():
 		return nil, false, true
 	}
-	timer := time.NewTimer(c.BatchWait)
-	defer timer.Stop()
-	in, waited := deliveries, timer.C
+	in := deliveries
 	var out chan<- batchJob // nil (never ready) until the batch is due
+	var waited <-chan time.Time
+	var freed <-chan struct{}
+	settled := f.settled.Load()
+	if settled == f.handed {
+		out = writer // nothing in flight
+	} else {
+		timer := time.NewTimer(c.BatchWait)
+		defer timer.Stop()
+		waited, freed = timer.C, f.freed
+	}
 	for {
 		if len(batch) >= c.BatchSize {
 			in, out = nil, writer
@@ -259,8 +292,13 @@ func (c *Consumer) collect(ctx context.Context, deliveries <-chan amqp.Delivery,
 			}
 			batch = append(batch, d)
 		case <-waited:
-			waited, out = nil, writer
+			waited, freed, out = nil, nil, writer
+		case <-freed:
+			if f.settled.Load() != settled { // not a wake-up left from before this batch
+				waited, freed, out = nil, nil, writer
+			}
 		case out <- batchJob{seq: seq, ds: batch}:
+			f.handed++
 			return batch, true, true
 		case <-ctx.Done():
 			return batch, false, true

@@ -57,8 +57,9 @@ func openChannel(conn *amqp.Connection, batch int) (*amqp.Channel, chan amqp.Ret
 		_ = ch.Close()
 		return nil, nil, err
 	}
-	// Buffered beyond a round's size: the reader goroutine of amqp091 delivers a message's
-	// return before its confirm, so after a round's confirms every return is already buffered.
+	// amqp091's reader goroutine delivers a message's return before its confirm (and blocks
+	// until the return is taken), so once a round's confirms are in, every return of the round
+	// is buffered here or already taken by serve, which reads them between rounds.
 	returns := ch.NotifyReturn(make(chan amqp.Return, 2*batch+16))
 	return ch, returns, nil
 }

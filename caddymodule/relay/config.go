@@ -16,9 +16,17 @@ type Config struct {
 	// outboxes). Default false: every gateway relays.
 	Disabled bool `json:"disabled,omitempty"`
 
-	// Outbox entries read and published per round (they are in flight together, waiting for
-	// their confirms). Default 256.
+	// Outbox entries read and published per round at most (they are in flight together,
+	// waiting for their confirms). Default 256.
 	BatchSize int `json:"batch_size,omitempty"`
+
+	// The longest an entry waits for the round in flight before it. An entry that finds no
+	// round in flight is read and published at once; entries written while a round waits for
+	// its confirms are gathered and published together in one round when that round is
+	// confirmed, when batch_wait has passed since the first of them (the new round then flies
+	// beside the old one), or at once when batch_size of them are waiting. So a lone winner
+	// never waits for company, and winners close together share a confirm. Default 1ms.
+	BatchWait caddy.Duration `json:"batch_wait,omitempty"`
 
 	// How often an idle relay looks for new entries. An accepted purchase in this instance
 	// wakes it at once; entries written by other instances wait at most this long. Default 100ms.
@@ -50,6 +58,9 @@ func (c *Config) setDefaults() {
 	if c.BatchSize <= 0 {
 		c.BatchSize = 256
 	}
+	if c.BatchWait <= 0 {
+		c.BatchWait = caddy.Duration(time.Millisecond)
+	}
 	if c.PollInterval <= 0 {
 		c.PollInterval = caddy.Duration(100 * time.Millisecond)
 	}
@@ -73,6 +84,7 @@ func (c *Config) setDefaults() {
 //	relay {
 //		disabled
 //		batch_size        <n>
+//		batch_wait        <duration>
 //		poll_interval     <duration>
 //		discover_interval <duration>
 //		claim_min_idle    <duration>
@@ -92,6 +104,8 @@ func (c *Config) UnmarshalBlock(d *caddyfile.Dispenser) error {
 				return true, d.Errf("batch_size must be a positive integer")
 			}
 			return true, nil
+		case "batch_wait":
+			return true, handler.DurationArg(d, &c.BatchWait)
 		case "poll_interval":
 			return true, handler.DurationArg(d, &c.PollInterval)
 		case "discover_interval":

@@ -15,6 +15,9 @@ var (
 	relayPublishSeconds = relayMetric.Histogram("publish_seconds",
 		"Time from publishing an order to RabbitMQ to its publisher confirm.",
 		.0005, .001, .002, .005, .01, .02, .05, .1, .25, .5, 1, 5)
+	relayRoundEntries = relayMetric.Histogram("round_entries",
+		"Orders published together in one round of the relay, waiting for their confirms together.",
+		1, 2, 4, 8, 16, 32, 64, 128, 256, 512)
 	relayPublished = relayMetric.CounterVec("published_total",
 		"Orders confirmed by RabbitMQ and removed from the outbox.", "sale")
 	relayNacked = relayMetric.CounterVec("nacked_total",
@@ -25,5 +28,5 @@ const relayMetric = metric.Subsystem("relay")
 
 // Collectors are the relay's metrics, for the app to register.
 func Collectors() []prometheus.Collector {
-	return []prometheus.Collector{relayBacklog, relayPublishSeconds, relayPublished, relayNacked}
+	return []prometheus.Collector{relayBacklog, relayPublishSeconds, relayRoundEntries, relayPublished, relayNacked}
 }

@@ -19,6 +19,7 @@ import (
 	"os"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	amqp "github.com/rabbitmq/amqp091-go"
@@ -69,8 +70,9 @@ type Relay struct {
 	logger    *zap.Logger
 	consumer  string
 
-	wake   chan struct{}
-	served sync.Map // sale -> struct{}: sales this instance accepted an order for since the last scan
+	wake     chan struct{}
+	served   sync.Map     // sale -> struct{}: sales this instance accepted an order for since the last scan
+	notified atomic.Int64 // Notify calls since the relay last read the outboxes
 
 	// Owned by the Run goroutine.
 	active    map[string]bool      // sales whose outbox had entries at the last scan, or served
@@ -107,6 +109,7 @@ func (r *Relay) Notify(sale string) {
 	if _, ok := r.served.Load(sale); !ok {
 		r.served.Store(sale, struct{}{})
 	}
+	r.notified.Add(1)
 	select {
 	case r.wake <- struct{}{}:
 	default:
@@ -166,46 +169,161 @@ func (r *Relay) Run(ctx context.Context) {
 	}
 }
 
+// maxRounds bounds the rounds in flight on one channel. When every one waits for its confirms
+// (a slow broker), what arrives gathers into the next round until one is confirmed: the
+// rounds grow rather than multiply.
+const maxRounds = 4
+
+// pipeline is the rounds in flight on one channel.
+type pipeline struct {
+	results  chan *round     // rounds whose wait ended
+	inflight int             // rounds started and not settled
+	bySale   map[string]int  // rounds in flight per sale
+	returned map[string]bool // message ids the broker returned, until their round settles
+}
+
 // serve relays on one channel until it breaks or ctx ends.
+//
+// The outboxes are read when nothing is in flight (at once: a lone winner waits for no one),
+// and while rounds are in flight, when one of them is confirmed, when batch_wait has passed
+// since the first purchase notified after the last read, or when batch_size purchases were
+// notified since. So winners who arrive while a round waits for its confirms share the next
+// round's confirm, and none waits longer than batch_wait for company.
 func (r *Relay) serve(ctx context.Context, ch *amqp.Channel, returns chan amqp.Return) {
+	p := &pipeline{results: make(chan *round, maxRounds), bySale: map[string]int{}, returned: map[string]bool{}}
+	defer r.finish(p, returns)
+	window := time.NewTimer(time.Hour)
+	window.Stop()
+	defer window.Stop()
+	var windowC <-chan time.Time
 	var nextScan, lastScan time.Time
+	read := true
 	for ctx.Err() == nil {
-		// A sale served here whose namespace is not known yet is checked by an early scan (at
-		// most one per poll interval, so a Redis outage does not make it spin).
-		early := time.Since(lastScan) >= time.Duration(r.cfg.PollInterval) && r.servedUnknown()
-		if early || time.Now().After(nextScan) {
-			r.scan(ctx)
-			lastScan = time.Now()
-			nextScan = lastScan.Add(time.Duration(r.cfg.DiscoverInterval))
-		}
-		r.served.Range(func(k, _ any) bool {
-			if r.owned[k.(string)] {
-				r.active[k.(string)] = true
+		if read && p.inflight < maxRounds {
+			read, windowC = false, nil
+			window.Stop()
+			r.notified.Store(0)
+			// A sale served here whose namespace is not known yet is checked by an early scan
+			// (at most one per poll interval, so a Redis outage does not make it spin).
+			early := time.Since(lastScan) >= time.Duration(r.cfg.PollInterval) && r.servedUnknown()
+			if early || time.Now().After(nextScan) {
+				r.scan(ctx)
+				lastScan = time.Now()
+				nextScan = lastScan.Add(time.Duration(r.cfg.DiscoverInterval))
 			}
-			return true
-		})
-		worked := false
-		for sale := range r.active {
-			n, err := r.drain(ctx, ch, returns, sale)
-			if errors.Is(err, errChannel) {
+			r.served.Range(func(k, _ any) bool {
+				if r.owned[k.(string)] {
+					r.active[k.(string)] = true
+				}
+				return true
+			})
+			for sale := range r.active {
+				if p.inflight >= maxRounds {
+					read = true // the other sales when a round settles
+					break
+				}
+				if r.retryOwn[sale] && p.bySale[sale] > 0 {
+					// Its own pending entries are re-read once its rounds in flight settle:
+					// reading them now would publish those rounds' entries again.
+					continue
+				}
+				rd, err := r.drain(ctx, ch, sale)
+				if rd != nil {
+					p.inflight++
+					p.bySale[sale]++
+					go func() {
+						rd.wait(ctx, time.Duration(r.cfg.ConfirmTimeout))
+						p.results <- rd
+					}()
+					if len(rd.msgs) >= r.cfg.BatchSize {
+						read = true // a full round: its outbox may hold more
+					}
+				}
+				if errors.Is(err, errChannel) {
+					return
+				}
+				if err != nil && ctx.Err() == nil {
+					r.logger.Warn("relay: outbox", zap.String("sale", sale), zap.Error(err))
+				}
+			}
+			if ch.IsClosed() {
 				return
 			}
-			if err != nil && ctx.Err() == nil {
-				r.logger.Warn("relay: outbox", zap.String("sale", sale), zap.Error(err))
-			}
-			if n > 0 {
-				worked = true
+			if read && p.inflight < maxRounds {
+				continue
 			}
 		}
-		if ch.IsClosed() {
-			return
+		var poll <-chan time.Time
+		if p.inflight == 0 {
+			poll = time.After(time.Duration(r.cfg.PollInterval))
 		}
-		if !worked {
-			select {
-			case <-ctx.Done():
-			case <-r.wake:
-			case <-time.After(time.Duration(r.cfg.PollInterval)):
+		select {
+		case <-ctx.Done():
+		case rd := <-p.results:
+			if err := r.settleRound(p, rd, returns); errors.Is(err, errChannel) {
+				return
+			} else if err != nil {
+				r.logger.Warn("relay: outbox", zap.String("sale", rd.sale), zap.Error(err))
 			}
+			read = true
+		case ret, ok := <-returns:
+			if !ok {
+				return
+			}
+			p.returned[ret.MessageId] = true
+		case <-r.wake:
+			switch {
+			case p.inflight == 0 || r.notified.Load() >= int64(r.cfg.BatchSize):
+				read = true
+			case windowC == nil:
+				window.Reset(time.Duration(r.cfg.BatchWait))
+				windowC = window.C
+			}
+		case <-windowC:
+			windowC, read = nil, true
+		case <-poll:
+			read = true
+		}
+	}
+}
+
+// settleRound settles a round whose wait ended. The broker sends a message's return before
+// its confirm, so every return of the round is in returns (or p.returned) by now.
+func (r *Relay) settleRound(p *pipeline, rd *round, returns chan amqp.Return) error {
+	p.inflight--
+	if p.bySale[rd.sale]--; p.bySale[rd.sale] <= 0 {
+		delete(p.bySale, rd.sale)
+	}
+drain:
+	for {
+		select {
+		case ret, ok := <-returns:
+			if !ok {
+				break drain
+			}
+			p.returned[ret.MessageId] = true
+		default:
+			break drain
+		}
+	}
+	return r.settle(rd, p.returned)
+}
+
+// finish waits for the rounds still in flight when serve ends and settles them: what was
+// confirmed is acknowledged, the rest stays pending to be sent again. Each wait ends within
+// confirm_timeout, at once when the channel is closed (amqp091 then fails every pending
+// confirm) or ctx ends.
+func (r *Relay) finish(p *pipeline, returns chan amqp.Return) {
+	for p.inflight > 0 {
+		select {
+		case rd := <-p.results:
+			_ = r.settleRound(p, rd, returns)
+		case ret, ok := <-returns:
+			if !ok {
+				returns = nil // closed channel: no more returns; nil blocks this case
+				continue
+			}
+			p.returned[ret.MessageId] = true
 		}
 	}
 }

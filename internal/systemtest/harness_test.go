@@ -52,6 +52,12 @@ type system struct {
 
 func newSystem(t testing.TB) *system {
 	t.Helper()
+	return newSystemOn(t, testenv.RabbitVhost(t))
+}
+
+// newSystemOn is newSystem on the broker at amqpURL (a private node a test may kill).
+func newSystemOn(t testing.TB, amqpURL string) *system {
+	t.Helper()
 	ctx := context.Background()
 	pg := testenv.Postgres(t)
 	if err := backend.Migrate(ctx, pg); err != nil {
@@ -63,7 +69,6 @@ func newSystem(t testing.TB) *system {
 	}
 	t.Cleanup(pool.Close)
 	rdb := testenv.Redis(t)
-	amqpURL := testenv.RabbitVhost(t)
 	testenv.Topology(t, amqpURL)
 	tokens, err := backend.ParseTokens("alice:"+aliceToken+":admin,look:"+viewerToken+":viewer", "")
 	if err != nil {
