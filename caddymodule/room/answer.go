@@ -16,7 +16,7 @@ import (
 var answerBufs = sync.Pool{New: func() any { b := make([]byte, 0, 512); return &b }}
 
 // writeAnswer writes a 200 answer, counted under endpoint and label.
-func (h *Room) writeAnswer(w http.ResponseWriter, endpoint, label string, a *QueueAnswer) error {
+func (h *Room) writeAnswer(w http.ResponseWriter, endpoint, label string, a *core.QueueAnswer) error {
 	bp := answerBufs.Get().(*[]byte)
 	b := core.AppendAnswer((*bp)[:0], a)
 	err := h.writeJSON(w, endpoint, label, b)
@@ -46,4 +46,4 @@ func (h *Room) writeJSON(w http.ResponseWriter, endpoint, label string, body []b
 
 // appendAnswer is core.AppendAnswer (called directly, not through a function value, so that
 // the answer does not escape).
-func appendAnswer(dst []byte, a *QueueAnswer) []byte { return core.AppendAnswer(dst, a) }
+func appendAnswer(dst []byte, a *core.QueueAnswer) []byte { return core.AppendAnswer(dst, a) }

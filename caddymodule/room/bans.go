@@ -3,6 +3,7 @@ package room
 import (
 	"context"
 
+	"github.com/seckilledge/seckill/caddymodule/room/core"
 	"go.uber.org/zap"
 )
 
@@ -19,7 +20,7 @@ import (
 // passOnBanned ends the live admissions of rep's checked users whom the throttle bans. It runs
 // after a call that ran the admission step; a failure only postpones the check to the next
 // step (the admission stays as it was: permission, never a unit).
-func (h *Room) passOnBanned(ctx context.Context, sale string, c *cachedRoom, rep Reply) {
+func (h *Room) passOnBanned(ctx context.Context, sale string, c *cachedRoom, rep core.Reply) {
 	if len(h.BanZones) == 0 || len(rep.Checks) == 0 {
 		return
 	}
@@ -31,9 +32,9 @@ func (h *Room) passOnBanned(ctx context.Context, sale string, c *cachedRoom, rep
 		}
 		return
 	}
-	v := Visit{Settings: c.room.Settings, Revoke: make([]Ban, 0, len(banned))}
+	v := core.Visit{Settings: c.room.Settings, Revoke: make([]core.Ban, 0, len(banned))}
 	for u, until := range banned {
-		v.Revoke = append(v.Revoke, Ban{User: u, Member: PlaceOf(c.room.EntryKey, c.room.Seed, sale, u).Member(u), Until: until})
+		v.Revoke = append(v.Revoke, core.Ban{User: u, Member: core.PlaceOf(c.room.EntryKey, c.room.Seed, sale, u).Member(u), Until: until})
 	}
 	r, err := h.store.Visit(ctx, sale, v)
 	if err != nil {

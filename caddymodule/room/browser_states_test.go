@@ -79,12 +79,12 @@ func (p *protocolRoom) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	defer p.mu.Unlock()
 	soon := func(d time.Duration) string { return time.Now().Add(d).UTC().Format(time.RFC3339) }
 	switch path := r.URL.Path; {
-	case path == "/seckill/s1/queue" && r.Method == "GET" && r.Header.Get(HeaderTicket) == "":
+	case path == "/seckill/s1/queue" && r.Method == "GET" && r.Header.Get(sealed.HeaderTicket) == "":
 		p.h.servePage(w, r, "s1")
 	case path == "/seckill/s1/challenge":
 		reply(200, map[string]any{"challenge": p.challenge, "difficulty": testDifficulty, "expires_at": soon(30 * time.Second)})
 	case path == "/seckill/s1/queue" && r.Method == "POST":
-		if r.Header.Get(HeaderChallenge) != p.challenge || sealed.LeadingZeroBits(p.challenge, r.Header.Get(HeaderSolution)) < testDifficulty {
+		if r.Header.Get(sealed.HeaderChallenge) != p.challenge || sealed.LeadingZeroBits(p.challenge, r.Header.Get(sealed.HeaderSolution)) < testDifficulty {
 			refuse(403, "invalid_challenge", "")
 			return
 		}

@@ -17,7 +17,7 @@ type roomCache struct {
 
 // cachedRoom is a sale's room as this gateway last read it.
 type cachedRoom struct {
-	room SaleRoom
+	room core.SaleRoom
 	read time.Time
 	rate core.EntryRate
 	// view is carried from one reading of the room to the next: the pace measures over
@@ -27,14 +27,14 @@ type cachedRoom struct {
 }
 
 // paceOf is the pace of a reply's room, after counting the reply's admitted counter.
-func (c *cachedRoom) paceOf(rep Reply) Pace {
+func (c *cachedRoom) paceOf(rep core.Reply) core.Pace {
 	c.view.Pace.Observe(rep.Admitted, rep.Now)
 	return c.paceFrom(rep)
 }
 
 // paceFrom is the pace of a reply's room as measured so far.
-func (c *cachedRoom) paceFrom(rep Reply) Pace {
-	p := Pace{Rate: c.room.Rate, Floor: FloorRate(c.room.Rate, rep.Stock, c.room.Settings)}
+func (c *cachedRoom) paceFrom(rep core.Reply) core.Pace {
+	p := core.Pace{Rate: c.room.Rate, Floor: core.FloorRate(c.room.Rate, rep.Stock, c.room.Settings)}
 	p.Observed, p.Measured = c.view.Pace.Rate(rep.Admitted, rep.Now, c.room.Starts)
 	return p
 }

@@ -37,7 +37,7 @@ func (h *Room) entryBinding(r *http.Request) (jkt string, ref handler.Refusal, o
 // ticket is returned as it is (and is then refused as invalid: a gateway that cannot check
 // proofs never serves a copy).
 func (h *Room) presentedTicket(r *http.Request, sale, user string) (ticket, sealedTo, jkt string, ref handler.Refusal, ok bool) {
-	raw := r.Header.Get(HeaderTicket)
+	raw := r.Header.Get(sealed.HeaderTicket)
 	if !h.Settings.Enabled() {
 		return raw, "", "", ref, true
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/seckilledge/seckill/caddymodule/dpop"
 	"github.com/seckilledge/seckill/caddymodule/handler"
+	"github.com/seckilledge/seckill/caddymodule/room/core"
 	"github.com/seckilledge/seckill/caddymodule/sealed"
 )
 
@@ -44,7 +45,7 @@ func (h *Room) serveRoom(ctx context.Context, w http.ResponseWriter, r *http.Req
 		return h.unavailable(w, "room", err)
 	}
 	info := RoomInfo{
-		Sale: sale, State: PublicState(c.room, p),
+		Sale: sale, State: core.PublicState(c.room, p),
 		StartsAt:       c.room.Starts.UTC().Format(time.RFC3339Nano),
 		PrequeueFrom:   c.room.Starts.Add(-c.room.Prequeue).UTC().Format(time.RFC3339Nano),
 		SeedCommitment: c.room.Commitment,
@@ -93,7 +94,7 @@ func (h *Room) serveQueue(ctx context.Context, w http.ResponseWriter, r *http.Re
 	case http.MethodPost:
 		return h.enter(ctx, w, r, repl, sale)
 	case http.MethodGet:
-		if r.Header.Get(HeaderTicket) == "" && handler.WantsHTML(r) {
+		if r.Header.Get(sealed.HeaderTicket) == "" && handler.WantsHTML(r) {
 			h.servePage(w, r, sale)
 			return nil
 		}
@@ -123,10 +124,10 @@ func (h *Room) enter(ctx context.Context, w http.ResponseWriter, r *http.Request
 	}
 	now := h.now()
 	told := h.toldFor(c, -1, now)
-	v := Visit{Enter: true, Settings: c.room.Settings, Admit: c.view.ClaimAdmission(now, time.Duration(h.AdmitInterval)),
+	v := core.Visit{Enter: true, Settings: c.room.Settings, Admit: c.view.ClaimAdmission(now, time.Duration(h.AdmitInterval)),
 		Presence: h.presenceAt(c, told, now)}
 	if c.room.PowRequired() {
-		ch, err := h.sealer.VerifyChallenge(r.Header.Get(HeaderChallenge), r.Header.Get(HeaderSolution), sale, user, c.room.DifficultyMin, now)
+		ch, err := h.sealer.VerifyChallenge(r.Header.Get(sealed.HeaderChallenge), r.Header.Get(sealed.HeaderSolution), sale, user, c.room.DifficultyMin, now)
 		if err != nil {
 			challenges.WithLabelValues("refused").Inc()
 			return h.refuse(w, "enter", sealed.RefusalOf(err))
@@ -138,14 +139,14 @@ func (h *Room) enter(ctx context.Context, w http.ResponseWriter, r *http.Request
 		// bound on the entry rate: room_queue.lua's too_easy check stays off.
 		v.MaxRate = -1
 	}
-	place := PlaceOf(c.room.EntryKey, c.room.Seed, sale, user)
+	place := core.PlaceOf(c.room.EntryKey, c.room.Seed, sale, user)
 	v.Member = place.Member(user)
 	v.JKT = jkt
 	rep, err := h.store.Visit(ctx, sale, v)
 	if err != nil {
 		return h.unavailable(w, "enter", err)
 	}
-	if rep.Outcome == KeyMismatch && jkt == "" {
+	if rep.Outcome == core.KeyMismatch && jkt == "" {
 		// A place bound to a device key, entered again without a proof (device_binding
 		// optional): the client can sign with its key.
 		ref, _ := dpop.Refusal(dpop.ErrMissing)
@@ -154,13 +155,13 @@ func (h *Room) enter(ctx context.Context, w http.ResponseWriter, r *http.Request
 	c.rate.Observe(rep.EntryRate, now)
 	h.passOnBanned(ctx, sale, c, rep)
 	if v.Nonce != "" {
-		if rep.Outcome == Replayed {
+		if rep.Outcome == core.Replayed {
 			challenges.WithLabelValues("refused").Inc()
 		} else {
 			challenges.WithLabelValues("solved").Inc()
 		}
 	}
-	verdict := Decide(rep, true, c.paceOf(rep), h.refresh)
+	verdict := core.Decide(rep, true, c.paceOf(rep), h.refresh)
 	h.capRefresh(&verdict, told)
 	if verdict.Status == http.StatusOK {
 		entries.Inc()
@@ -189,7 +190,7 @@ func (h *Room) poll(ctx context.Context, w http.ResponseWriter, r *http.Request,
 	}
 	if h.events.SoldOut(sale) {
 		// Answered from memory: the gate broadcast the sale's last unit.
-		return h.writeJSON(w, "poll", string(SoldOut), h.soldOut)
+		return h.writeJSON(w, "poll", string(core.SoldOut), h.soldOut)
 	}
 	c, ok, err := h.roomOf(ctx, sale)
 	if err != nil {
@@ -202,18 +203,18 @@ func (h *Room) poll(ctx context.Context, w http.ResponseWriter, r *http.Request,
 		return h.finish(w, "poll", sale, rep, v)
 	}
 	gen := h.events.Generation(sale)
-	place := PlaceOf(c.room.EntryKey, c.room.Seed, sale, user)
+	place := core.PlaceOf(c.room.EntryKey, c.room.Seed, sale, user)
 	told := h.toldFor(c, index, h.now())
-	rep, err := h.store.Visit(ctx, sale, Visit{Member: place.Member(user), Settings: c.room.Settings,
+	rep, err := h.store.Visit(ctx, sale, core.Visit{Member: place.Member(user), Settings: c.room.Settings,
 		Admit: c.view.ClaimAdmission(h.now(), time.Duration(h.AdmitInterval)), Presence: h.presenceAt(c, told, h.now())})
 	if err != nil {
 		return h.unavailable(w, "poll", err)
 	}
-	if rep.Outcome == SoldOut {
+	if rep.Outcome == core.SoldOut {
 		h.events.MarkSoldOut(sale, gen)
 	}
 	h.passOnBanned(ctx, sale, c, rep)
-	v := Decide(rep, false, c.paceOf(rep), h.refresh)
+	v := core.Decide(rep, false, c.paceOf(rep), h.refresh)
 	h.capRefresh(&v, told)
 	if index < 0 {
 		if t := h.placedTicket(sale, user, jkt, c, rep); t != "" {
@@ -227,8 +228,8 @@ func (h *Room) poll(ctx context.Context, w http.ResponseWriter, r *http.Request,
 // start: his later polls far from the front are answered from memory. "" when the order is
 // not drawn yet (before the start) or the user is not waiting. The client keeps the newest
 // ticket it is given (a poll's answer carries one when it has a better one).
-func (h *Room) placedTicket(sale, user, jkt string, c *cachedRoom, rep Reply) string {
-	if rep.Outcome != Waiting || rep.Now.Before(rep.Starts) {
+func (h *Room) placedTicket(sale, user, jkt string, c *cachedRoom, rep core.Reply) string {
+	if rep.Outcome != core.Waiting || rep.Now.Before(rep.Starts) {
 		return ""
 	}
 	return h.sealer.TicketAtFor(sale, user, jkt, c.room.Ends.Add(ticketGrace), rep.Cursor+rep.Position-1)
@@ -255,30 +256,30 @@ func (h *Room) leave(ctx context.Context, w http.ResponseWriter, r *http.Request
 	if !ok {
 		return h.refuse(w, "leave", noRoom)
 	}
-	place := PlaceOf(c.room.EntryKey, c.room.Seed, sale, user)
-	rep, err := h.store.Visit(ctx, sale, Visit{Leave: true, Member: place.Member(user), Settings: c.room.Settings})
+	place := core.PlaceOf(c.room.EntryKey, c.room.Seed, sale, user)
+	rep, err := h.store.Visit(ctx, sale, core.Visit{Leave: true, Member: place.Member(user), Settings: c.room.Settings})
 	if err != nil {
 		return h.unavailable(w, "leave", err)
 	}
-	if rep.Outcome == Left {
+	if rep.Outcome == core.Left {
 		leaves.Inc()
 	}
-	return h.finish(w, "leave", sale, rep, Decide(rep, false, c.paceOf(rep), h.refresh))
+	return h.finish(w, "leave", sale, rep, core.Decide(rep, false, c.paceOf(rep), h.refresh))
 }
 
-func (h *Room) finish(w http.ResponseWriter, endpoint, sale string, rep Reply, v Verdict) error {
+func (h *Room) finish(w http.ResponseWriter, endpoint, sale string, rep core.Reply, v core.Verdict) error {
 	admissions.Add(float64(rep.AdmittedNow))
 	lapsed.Add(float64(rep.LapsedNow))
-	if rep.Outcome != UnknownSale && rep.Outcome != NoRoom {
+	if rep.Outcome != core.UnknownSale && rep.Outcome != core.NoRoom {
 		depth.WithLabelValues(sale).Set(float64(rep.Depth))
 	}
 	if v.Status != http.StatusOK {
 		return h.refuse(w, endpoint, handler.Refusal{Status: v.Status, Code: v.Code, Message: v.Message})
 	}
-	if v.Answer.State == string(Waiting) {
+	if v.Answer.State == string(core.Waiting) {
 		wait.Observe(float64(v.Answer.EstimatedWaitS))
 	}
-	if v.Answer.State == string(Paused) {
+	if v.Answer.State == string(core.Paused) {
 		w.Header().Set("Retry-After", strconv.FormatInt(handler.Seconds(time.Duration(h.RetryAfter)), 10))
 	}
 	return h.writeAnswer(w, endpoint, v.Answer.State, &v.Answer)

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/seckilledge/seckill/caddymodule/handler"
+	"github.com/seckilledge/seckill/caddymodule/room/core"
 )
 
 // The published pre-queue (GET /seckill/{sale}/room/prequeue, after the end) never changes
@@ -54,7 +55,7 @@ type prequeueSnapshot struct {
 	used       time.Time
 }
 
-func (s *prequeueSnapshot) n() int64 { return int64(len(s.ids) / entryIDLen) }
+func (s *prequeueSnapshot) n() int64 { return int64(len(s.ids) / core.EntryIDLen) }
 
 // prequeueCache holds the snapshots of this gateway within a bound of entries, the least
 // recently used dropped first.
@@ -145,15 +146,15 @@ func (pc *prequeueCache) evict(keep string) {
 // readPrequeue reads the whole pre-queue, a page per round trip so no single call holds Redis
 // long, and keeps the raw entry ids.
 func (h *Room) readPrequeue(ctx context.Context, sale string, total int64) ([]byte, error) {
-	ids := make([]byte, 0, total*entryIDLen)
+	ids := make([]byte, 0, total*core.EntryIDLen)
 	for from := int64(0); from < total; from += PrequeuePageMax {
 		members, _, err := h.store.Prequeue(ctx, sale, from, PrequeuePageMax)
 		if err != nil {
 			return nil, err
 		}
 		for _, m := range members {
-			if len(m) > rankLen+entryIDLen {
-				ids = append(ids, m[rankLen:rankLen+entryIDLen]...)
+			if len(m) > core.RankLen+core.EntryIDLen {
+				ids = append(ids, m[core.RankLen:core.RankLen+core.EntryIDLen]...)
 			}
 		}
 	}
@@ -229,7 +230,7 @@ func (h *Room) servePrequeue(ctx context.Context, w http.ResponseWriter, r *http
 				return h.unavailable(w, "prequeue", err)
 			}
 			for _, m := range members {
-				if id := EntryIDOfMember(m); id != "" {
+				if id := core.EntryIDOfMember(m); id != "" {
 					list.Entries = append(list.Entries, id)
 				}
 			}
@@ -271,7 +272,7 @@ func (s *prequeueSnapshot) page(after, limit int64) []string {
 	end := min(after+limit, n)
 	out := make([]string, 0, end-after)
 	for i := after; i < end; i++ {
-		out = append(out, base64.RawURLEncoding.EncodeToString(s.ids[i*entryIDLen:(i+1)*entryIDLen]))
+		out = append(out, base64.RawURLEncoding.EncodeToString(s.ids[i*core.EntryIDLen:(i+1)*core.EntryIDLen]))
 	}
 	return out
 }

@@ -19,6 +19,8 @@ import (
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 
 	"github.com/seckilledge/seckill/caddymodule/handler"
+	"github.com/seckilledge/seckill/caddymodule/room/core"
+	"github.com/seckilledge/seckill/caddymodule/sealed"
 	"github.com/seckilledge/seckill/contract"
 	"github.com/seckilledge/seckill/internal/testenv"
 )
@@ -61,14 +63,14 @@ func TestAFullRoomAnswersQueueFull(t *testing.T) {
 		switch {
 		case a.Status == 200 && a.State == "waiting":
 			placed = append(placed, i)
-		case a.Status == http.StatusServiceUnavailable && a.Code == CodeQueueFull && a.Retry != "":
+		case a.Status == http.StatusServiceUnavailable && a.Code == core.CodeQueueFull && a.Retry != "":
 		default:
-			t.Fatalf("u%02d: %d %q %s, want 200 waiting or 503 %s with Retry-After", i, a.Status, a.Retry, a.Raw, CodeQueueFull)
+			t.Fatalf("u%02d: %d %q %s, want 200 waiting or 503 %s with Retry-After", i, a.Status, a.Retry, a.Raw, core.CodeQueueFull)
 		}
 	}
-	if len(placed) != 10 || rdb.ZCard(context.Background(), QueueKey(own.Sale)).Val() != 10 {
+	if len(placed) != 10 || rdb.ZCard(context.Background(), contract.RoomQueueKey(own.Sale)).Val() != 10 {
 		t.Fatalf("%d entries placed, %d places in Redis: want exactly the sale's max_waiters 10", len(placed),
-			rdb.ZCard(context.Background(), QueueKey(own.Sale)).Val())
+			rdb.ZCard(context.Background(), contract.RoomQueueKey(own.Sale)).Val())
 	}
 	first := placed[0]
 	again := enter(t, gwB, own.Sale, fmt.Sprintf("u%02d", first), nil)
@@ -83,14 +85,14 @@ func TestAFullRoomAnswersQueueFull(t *testing.T) {
 			t.Fatalf("p%d: %d %s", i, a.Status, a.Raw)
 		}
 	}
-	if a := enter(t, gwB, plain.Sale, "p3", nil); a.Status != http.StatusServiceUnavailable || a.Code != CodeQueueFull {
+	if a := enter(t, gwB, plain.Sale, "p3", nil); a.Status != http.StatusServiceUnavailable || a.Code != core.CodeQueueFull {
 		t.Fatalf("a 4th place with max_waiters 3: %d %s", a.Status, a.Raw)
 	}
 }
 
 func TestTheBuiltInQueueBoundScalesWithTheStock(t *testing.T) {
 	for units, want := range map[int64]int64{0: 10_000, 100: 10_000, 1_000: 50_000, 40_000: 2_000_000, 1_000_000: 2_000_000} {
-		if got := DefaultMaxWaiters(units); got != want {
+		if got := core.DefaultMaxWaiters(units); got != want {
 			t.Errorf("%d units: %d places, want %d", units, got, want)
 		}
 	}
@@ -111,7 +113,7 @@ func TestThePublishedPrequeueIsReadOnce(t *testing.T) {
 		}
 		ids = append(ids, a.EntryID)
 	}
-	sort.Slice(ids, func(i, j int) bool { return bytes.Compare(Rank(r.Seed, ids[i]), Rank(r.Seed, ids[j])) < 0 })
+	sort.Slice(ids, func(i, j int) bool { return bytes.Compare(core.Rank(r.Seed, ids[i]), core.Rank(r.Seed, ids[j])) < 0 })
 	now := redisNow(t, rdb)
 	rdb.HSet(ctx, contract.MetaKey(r.Sale), "starts_ms", now.Add(-2*time.Second).UnixMilli(), "ends_ms", now.Add(-time.Second).UnixMilli())
 	url := gw + "/seckill/" + r.Sale + "/room/prequeue"
@@ -149,7 +151,7 @@ func TestThePublishedPrequeueIsReadOnce(t *testing.T) {
 		})
 		return m.count.Load()
 	}
-	first := startMonitor(t, QueueKey(r.Sale), marker)
+	first := startMonitor(t, contract.RoomQueueKey(r.Sale), marker)
 	resp, whole := get("", nil)
 	if resp.StatusCode != 200 {
 		t.Fatalf("the list: %d", resp.StatusCode)
@@ -157,7 +159,7 @@ func TestThePublishedPrequeueIsReadOnce(t *testing.T) {
 	if n := counted(first); n == 0 {
 		t.Fatal("the first request did not read the queue: the monitor sees nothing")
 	}
-	later := startMonitor(t, QueueKey(r.Sale), marker)
+	later := startMonitor(t, contract.RoomQueueKey(r.Sale), marker)
 
 	// Without parameters: the contract's {"seed","entries"}, whole for a list this short.
 	if strings.Join(whole.Entries, ",") != strings.Join(ids, ",") || whole.Next != "" || whole.Total != 25 {
@@ -203,7 +205,7 @@ func TestTheWaitingPageMayNotBeFramed(t *testing.T) {
 		if err := h.setupPage(); err != nil {
 			t.Fatal(err)
 		}
-		sealer, _ := NewSealer(Key{ID: "k1", Secret: []byte(testSecret)})
+		sealer, _ := sealed.NewSealer(sealed.Key{ID: "k1", Secret: []byte(testSecret)})
 		h.sealer = sealer
 		req, _ := http.NewRequest(http.MethodGet, "/seckill/s1/queue", nil)
 		req.Header.Set("Accept", "text/html")
@@ -275,7 +277,7 @@ func (s *listStore) Prequeue(_ context.Context, sale string, from, count int64) 
 	var out []string
 	for i := from; i < min(from+count, n); i++ {
 		raw := fmt.Sprintf("%016d", i)
-		out = append(out, strings.Repeat("r", rankLen)+raw+"user")
+		out = append(out, strings.Repeat("r", core.RankLen)+raw+"user")
 	}
 	return out, n, nil
 }

@@ -26,6 +26,7 @@ import (
 	"github.com/seckilledge/seckill/caddymodule/handler"
 	"github.com/seckilledge/seckill/caddymodule/internal/pagecsp"
 	"github.com/seckilledge/seckill/caddymodule/internal/pagekit"
+	"github.com/seckilledge/seckill/caddymodule/room/core"
 	"github.com/seckilledge/seckill/caddymodule/sealed"
 	"github.com/seckilledge/seckill/caddymodule/sealed/sealedhttp"
 	"github.com/seckilledge/seckill/contract"
@@ -156,8 +157,8 @@ type Room struct {
 	// key; required lets nobody in or poll without one (devbind.go).
 	dpophttp.Settings
 
-	store  Store
-	sealer *Sealer
+	store  core.Store
+	sealer *sealed.Sealer
 	issuer sealed.Issuer
 	events soldOutFlags
 	logger *zap.Logger
@@ -171,8 +172,8 @@ type Room struct {
 	// answer, encoded once (answer.go).
 	tickets  *ticketCache
 	soldOut  []byte
-	refresh  Refresh
-	defaults Settings
+	refresh  core.Refresh
+	defaults core.Settings
 	now      func() time.Time
 }
 
@@ -202,7 +203,7 @@ func (h *Room) Provision(ctx caddy.Context) error {
 		return err
 	}
 	h.issuer, h.sealer = issuer, issuer.Sealer
-	h.store = boundStore{Store: RedisStore{Client: app.RedisClient(), Defaults: h.defaults}, caller: h.caller}
+	h.store = boundStore{Store: core.RedisStore{Client: app.RedisClient(), Defaults: h.defaults}, caller: h.caller}
 	h.events = app.SaleEvents()
 	registerMetrics(ctx.GetMetricsRegistry())
 	return nil
@@ -251,15 +252,15 @@ func (h *Room) setDefaults() {
 	h.caller = h.Caller(DefaultTimeout)
 	h.ep = handler.Endpoints{Writer: h.Writer(0), RetryAfter: time.Duration(h.RetryAfter), Requests: requests, Shed: shed,
 		Logger: h.logger, Name: "room"}
-	h.refresh = Refresh{Min: time.Duration(h.RefreshMin), Max: time.Duration(h.RefreshMax)}
-	h.defaults = Settings{Rate: h.Rate, Oversubscribe: h.Oversubscribe, Session: time.Duration(h.Session), Prequeue: time.Duration(*h.Prequeue),
+	h.refresh = core.Refresh{Min: time.Duration(h.RefreshMin), Max: time.Duration(h.RefreshMax)}
+	h.defaults = core.Settings{Rate: h.Rate, Oversubscribe: h.Oversubscribe, Session: time.Duration(h.Session), Prequeue: time.Duration(*h.Prequeue),
 		MaxWaiters: h.MaxWaiters, ClaimWindow: h.claimWindow(), OversubscribeMax: h.OversubscribeMax}
 	if len(h.Difficulty) == 2 {
 		h.defaults.DifficultyMin, h.defaults.DifficultyMax = h.Difficulty[0], h.Difficulty[1]
 	}
 	h.cache = new(roomCache)
 	h.tickets = newTicketCache()
-	h.soldOut = appendAnswer(nil, &QueueAnswer{State: string(SoldOut), RefreshS: h.refresh.After(0)})
+	h.soldOut = appendAnswer(nil, &core.QueueAnswer{State: string(core.SoldOut), RefreshS: h.refresh.After(0)})
 	h.prequeues = newPrequeueCache(maxSnapshotEntries)
 	if h.now == nil {
 		h.now = time.Now
@@ -379,9 +380,9 @@ func (h *Room) methodNotAllowed(w http.ResponseWriter, endpoint, allow string) e
 var (
 	noEndpoint = handler.Refusal{Status: http.StatusNotFound, Code: "not_found", Message: "no such room endpoint"}
 	noRoom     = handler.Refusal{Status: http.StatusNotFound, Code: contract.CodeUnknownSale, Message: "no waiting room for this sale"}
-	notEnded   = handler.Refusal{Status: http.StatusForbidden, Code: CodeNotEnded,
+	notEnded   = handler.Refusal{Status: http.StatusForbidden, Code: core.CodeNotEnded,
 		Message: "the pre-queue is published when the sale has ended"}
-	badTicket = handler.Refusal{Status: http.StatusForbidden, Code: CodeInvalidTicket,
+	badTicket = handler.Refusal{Status: http.StatusForbidden, Code: core.CodeInvalidTicket,
 		Message: "the ticket is forged, foreign, expired or malformed; enter again"}
 )
 
@@ -389,13 +390,13 @@ var (
 // the timeout, and beyond max_pending outstanding calls a request is shed (edge.ErrShed)
 // without touching Redis.
 type boundStore struct {
-	Store
+	core.Store
 	caller edge.Caller
 }
 
-func (s boundStore) Room(ctx context.Context, sale string) (SaleRoom, bool, error) {
+func (s boundStore) Room(ctx context.Context, sale string) (core.SaleRoom, bool, error) {
 	type found struct {
-		r  SaleRoom
+		r  core.SaleRoom
 		ok bool
 	}
 	f, err := edge.Call(ctx, s.caller, func(ctx context.Context) (found, error) {
@@ -405,12 +406,12 @@ func (s boundStore) Room(ctx context.Context, sale string) (SaleRoom, bool, erro
 	return f.r, f.ok, err
 }
 
-func (s boundStore) Visit(ctx context.Context, sale string, v Visit) (Reply, error) {
-	return edge.Call(ctx, s.caller, func(ctx context.Context) (Reply, error) { return s.Store.Visit(ctx, sale, v) })
+func (s boundStore) Visit(ctx context.Context, sale string, v core.Visit) (core.Reply, error) {
+	return edge.Call(ctx, s.caller, func(ctx context.Context) (core.Reply, error) { return s.Store.Visit(ctx, sale, v) })
 }
 
-func (s boundStore) Public(ctx context.Context, sale string) (Public, error) {
-	return edge.Call(ctx, s.caller, func(ctx context.Context) (Public, error) { return s.Store.Public(ctx, sale) })
+func (s boundStore) Public(ctx context.Context, sale string) (core.Public, error) {
+	return edge.Call(ctx, s.caller, func(ctx context.Context) (core.Public, error) { return s.Store.Public(ctx, sale) })
 }
 
 func (s boundStore) Prequeue(ctx context.Context, sale string, from, count int64) ([]string, int64, error) {

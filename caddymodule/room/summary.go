@@ -65,20 +65,20 @@ func (h *Room) toldFor(c *cachedRoom, index int64, now time.Time) time.Duration 
 		return time.Duration(h.refresh.After(c.room.Starts.Sub(now))) * time.Second
 	}
 	s, ok := c.view.Last()
-	if !ok || s.Outcome != Open {
+	if !ok || s.Outcome != core.Open {
 		return h.refresh.Min
 	}
 	ahead := s.Depth
 	if index >= 0 {
 		ahead = max(index-s.Cursor, 0)
 	}
-	rep := Reply{Stock: s.Stock, Admitted: s.Admitted, Now: s.Now.Add(now.Sub(s.Read))}
+	rep := core.Reply{Stock: s.Stock, Admitted: s.Admitted, Now: s.Now.Add(now.Sub(s.Read))}
 	return time.Duration(h.refresh.After(c.paceFrom(rep).Wait(ahead).Point)) * time.Second
 }
 
 // capRefresh keeps a waiting answer's refresh_s within what Redis recorded his presence for.
-func (h *Room) capRefresh(v *Verdict, told time.Duration) {
-	if h.PresenceWindow != 0 || v.Answer.State != string(Waiting) {
+func (h *Room) capRefresh(v *core.Verdict, told time.Duration) {
+	if h.PresenceWindow != 0 || v.Answer.State != string(core.Waiting) {
 		return
 	}
 	if s := int64(told / time.Second); s >= 1 && v.Answer.RefreshS > s {
@@ -88,11 +88,11 @@ func (h *Room) capRefresh(v *Verdict, told time.Duration) {
 
 // fromMemory answers a poll from the room's summary when it can: ok is false when the poll
 // must ask Redis (near the front, no placed ticket after the start, no summary).
-func (h *Room) fromMemory(ctx context.Context, sale, user string, c *cachedRoom, index int64) (Verdict, Reply, bool) {
+func (h *Room) fromMemory(ctx context.Context, sale, user string, c *cachedRoom, index int64) (core.Verdict, core.Reply, bool) {
 	now := h.now()
 	beforeStart := now.Before(c.room.Starts)
 	if index < 0 && !beforeStart {
-		return Verdict{}, Reply{}, false
+		return core.Verdict{}, core.Reply{}, false
 	}
 	front := core.FrontPlaces(c.room.Rate, time.Duration(h.FrontWindow))
 	// asks tells a place that must ask Redis. By default only a place the
@@ -106,13 +106,13 @@ func (h *Room) fromMemory(ctx context.Context, sale, user string, c *cachedRoom,
 		}
 		return index < s.Cursor
 	}
-	if s, ok := c.view.Last(); ok && s.Outcome == Open && index >= 0 && asks(s) {
+	if s, ok := c.view.Last(); ok && s.Outcome == core.Open && index >= 0 && asks(s) {
 		// The cursor only moves forward and the index only back, so a summary of any age
 		// that says so is still right. No tick for these polls.
-		return Verdict{}, Reply{}, false
+		return core.Verdict{}, core.Reply{}, false
 	}
-	s, ok := c.view.Current(ctx, now, time.Duration(h.SummaryInterval), func(ctx context.Context, present []Seen) (Reply, error) {
-		rep, err := h.store.Visit(ctx, sale, Visit{Tick: true, Present: present, Settings: c.room.Settings,
+	s, ok := c.view.Current(ctx, now, time.Duration(h.SummaryInterval), func(ctx context.Context, present []core.Seen) (core.Reply, error) {
+		rep, err := h.store.Visit(ctx, sale, core.Visit{Tick: true, Present: present, Settings: c.room.Settings,
 			Admit: c.view.ClaimAdmission(h.now(), time.Duration(h.AdmitInterval)), Presence: h.presenceFor(0)})
 		admissions.Add(float64(rep.AdmittedNow))
 		lapsed.Add(float64(rep.LapsedNow))
@@ -122,28 +122,28 @@ func (h *Room) fromMemory(ctx context.Context, sale, user string, c *cachedRoom,
 		return rep, err
 	})
 	if !ok {
-		return Verdict{}, Reply{}, false
+		return core.Verdict{}, core.Reply{}, false
 	}
 	// Redis's time now, as far as this gateway can tell: the tick's plus the time since.
 	rnow := s.Now.Add(now.Sub(s.Read))
-	rep := Reply{Outcome: s.Outcome, Now: rnow, Stock: s.Stock, Depth: s.Depth, Starts: c.room.Starts, Admitted: s.Admitted}
+	rep := core.Reply{Outcome: s.Outcome, Now: rnow, Stock: s.Stock, Depth: s.Depth, Starts: c.room.Starts, Admitted: s.Admitted}
 	switch {
 	case !rnow.Before(c.room.Ends):
-		rep.Outcome = Ended
-	case s.Outcome == SoldOut || s.Outcome == Paused || s.Outcome == Ended:
-	case s.Outcome == Prequeue && rnow.Before(c.room.Starts):
+		rep.Outcome = core.Ended
+	case s.Outcome == core.SoldOut || s.Outcome == core.Paused || s.Outcome == core.Ended:
+	case s.Outcome == core.Prequeue && rnow.Before(c.room.Starts):
 		// Before the start the order is not drawn: everyone is told the pre-queue's size.
-		rep.Outcome, rep.Position, rep.Ahead = Waiting, s.Depth, max(s.Depth-1, 0)
-	case s.Outcome == Open && index >= 0 && !asks(s):
-		rep.Outcome = Waiting
+		rep.Outcome, rep.Position, rep.Ahead = core.Waiting, s.Depth, max(s.Depth-1, 0)
+	case s.Outcome == core.Open && index >= 0 && !asks(s):
+		rep.Outcome = core.Waiting
 		rep.Position = index - s.Cursor + 1
 		rep.Ahead = rep.Position - 1
 	default:
-		return Verdict{}, Reply{}, false
+		return core.Verdict{}, core.Reply{}, false
 	}
 	fromMemoryPolls.Inc()
-	v := Decide(rep, false, c.paceFrom(rep), h.refresh)
-	if rep.Outcome == Waiting {
+	v := core.Decide(rep, false, c.paceFrom(rep), h.refresh)
+	if rep.Outcome == core.Waiting {
 		c.view.Seen(user, h.presenceAt(c, time.Duration(v.Answer.RefreshS)*time.Second, now))
 	}
 	return v, rep, true
