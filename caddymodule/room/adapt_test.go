@@ -76,13 +76,13 @@ func TestValidateRefusesImpossibleSettings(t *testing.T) {
 func TestPresenceWindowOffAdmitsEveryoneInTurn(t *testing.T) {
 	h := &Room{PresenceWindow: -1}
 	h.setDefaults()
-	if err := h.Validate(); err != nil || h.presenceFor(time.Second) != 0 {
-		t.Fatalf("presence_window off: %v, presence %v", err, h.presenceFor(time.Second))
+	if err := h.Validate(); err != nil || h.mem.PresenceFor(time.Second) != 0 {
+		t.Fatalf("presence_window off: %v, presence %v", err, h.mem.PresenceFor(time.Second))
 	}
 	w := &Room{PresenceWindow: caddy.Duration(40 * time.Second)}
 	w.setDefaults()
-	if err := w.Validate(); err != nil || w.presenceFor(time.Second) != 40*time.Second {
-		t.Fatalf("presence_window 40s: %v, presence %v, want the window whatever the refresh", err, w.presenceFor(time.Second))
+	if err := w.Validate(); err != nil || w.mem.PresenceFor(time.Second) != 40*time.Second {
+		t.Fatalf("presence_window 40s: %v, presence %v, want the window whatever the refresh", err, w.mem.PresenceFor(time.Second))
 	}
 }
 
@@ -96,7 +96,7 @@ func TestByDefaultAWaiterIsPresentForWhatHeWasToldPlusAGrace(t *testing.T) {
 	}
 	grace := 2*DefaultSummaryInterval + time.Second
 	for _, told := range []time.Duration{time.Second, 5 * time.Second, DefaultRefreshMax} {
-		if got := d.presenceFor(told); got != told+grace {
+		if got := d.mem.PresenceFor(told); got != told+grace {
 			t.Errorf("told %v: present for %v, want %v", told, got, told+grace)
 		}
 	}

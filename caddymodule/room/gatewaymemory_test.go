@@ -32,7 +32,7 @@ import (
 // others are answered from the summary. The heap retained afterwards (HeapAlloc after GC, less
 // the same before the polls) is what the gateway keeps for the room. Then the sale ends and one
 // request reads the published pre-queue, which the gateway keeps (16 bytes per entry id, at
-// most maxSnapshotEntries over all sales): the one structure that grows with the waiters, and
+// most core.MaxSnapshotEntries over all sales): the one structure that grows with the waiters, and
 // only after the end.
 //
 //	go test -run '^$' -bench GatewayRoomMemory -benchtime 1x ./caddymodule/room/
@@ -150,7 +150,7 @@ func BenchmarkGatewayRoomMemory(b *testing.B) {
 					b.Fatalf("the gateway keeps %d bytes for an open room of %d waiters, want at most 1 MiB whatever the waiters", live, n)
 				}
 				// The published list is 16 bytes per entry id, within the cache's bound.
-				if n <= maxSnapshotEntries && published > 24*n+(1<<20) {
+				if n <= core.MaxSnapshotEntries && published > 24*n+(1<<20) {
 					b.Fatalf("the published pre-queue of %d waiters takes %d bytes, want about 16 per waiter", n, published)
 				}
 			}
@@ -169,15 +169,15 @@ func gatewayRoomMemory(b *testing.B, n int64) (live, published, fromMemory int64
 	if err != nil {
 		b.Fatal(err)
 	}
-	h.sealer = sealer
-	h.store = boundStore{Store: store, caller: h.caller}
+	h.mem.Sealer = sealer
+	h.mem.Store = core.BoundStore{Store: store, Caller: h.caller}
 	h.events = noEvents{}
 	// The gateway's clock stands still: no tick after the first empties the presence set, so
 	// it fills to its bound (maxPresent users) and the figure is the worst case at every size,
 	// not whatever the last tick of a long loop left.
 	t0 := time.Now()
-	h.now = func() time.Time { return t0 }
-	exp := store.room.Ends.Add(ticketGrace)
+	h.mem.Now = func() time.Time { return t0 }
+	exp := store.room.Ends.Add(core.TicketGrace)
 	poll := func(i int64) {
 		user := "user" + strconv.FormatInt(i, 10)
 		r := httptest.NewRequest(http.MethodGet, "/seckill/s1/queue", nil)
@@ -205,8 +205,8 @@ func gatewayRoomMemory(b *testing.B, n int64) (live, published, fromMemory int64
 
 	// After the end: one request reads the published pre-queue, which the gateway keeps.
 	store.ended.Store(true)
-	h.cache = new(roomCache) // the room is read again, with its end
-	h.now = time.Now
+	h.mem.Forget() // the room is read again, with its end
+	h.mem.Now = time.Now
 	r := httptest.NewRequest(http.MethodGet, "/seckill/s1/room/prequeue?limit=1", nil)
 	r = r.WithContext(context.WithValue(r.Context(), caddy.ReplacerCtxKey, caddy.NewReplacer()))
 	w := httptest.NewRecorder()

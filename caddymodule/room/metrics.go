@@ -4,6 +4,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/seckilledge/seckill/caddymodule/internal/metric"
+	"github.com/seckilledge/seckill/caddymodule/room/core"
 )
 
 // Package-level collectors registered into each config's registry, so counts survive
@@ -36,14 +37,15 @@ var (
 		1, 5, 15, 30, 60, 120, 300, 600, 1800, 3600)
 )
 
+// gatewayCounts are the counters of what the room's core does (core.Gateway).
+var gatewayCounts = core.Counts{Admissions: admissions, Lapsed: lapsed, FromMemory: fromMemoryPolls, Revoked: revokedTotal,
+	Rate: func(sale string, rate float64) { rateGauge.WithLabelValues(sale).Set(rate) }}
+
 const roomMetric = metric.Subsystem("room")
 
-func init() {
+func registerMetrics(reg prometheus.Registerer) {
 	for _, o := range []string{"issued", "bounded", "solved", "refused"} {
 		challenges.WithLabelValues(o)
 	}
-}
-
-func registerMetrics(reg prometheus.Registerer) {
 	metric.Register(reg, requests, entries, challenges, leaves, fromMemoryPolls, admissions, lapsed, depth, rateGauge, wait, shed, revokedTotal)
 }

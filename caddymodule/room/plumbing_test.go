@@ -61,8 +61,8 @@ func unitRoom(t *testing.T, store core.Store, limits handler.Limits) *Room {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h.sealer = sealer
-	h.store = boundStore{Store: store, caller: h.caller}
+	h.mem.Sealer = sealer
+	h.mem.Store = core.BoundStore{Store: store, Caller: h.caller}
 	return h
 }
 
@@ -140,10 +140,10 @@ func TestRoomReadsTheSaleRoomAgainAfterCacheTTL(t *testing.T) {
 	store := &fakeStore{}
 	h := unitRoom(t, store, handler.Limits{})
 	clock := time.Unix(1000, 0)
-	h.now = func() time.Time { return clock }
+	h.mem.Now = func() time.Time { return clock }
 	ctx := context.Background()
 	for range 3 {
-		if _, ok, err := h.roomOf(ctx, "s1"); !ok || err != nil {
+		if _, ok, err := h.mem.Room(ctx, "s1"); !ok || err != nil {
 			t.Fatalf("roomOf: %v %v", ok, err)
 		}
 	}
@@ -151,7 +151,7 @@ func TestRoomReadsTheSaleRoomAgainAfterCacheTTL(t *testing.T) {
 		t.Fatalf("%d reads within cache_ttl, want 1", n)
 	}
 	clock = clock.Add(time.Duration(h.CacheTTL))
-	if _, _, err := h.roomOf(ctx, "s1"); err != nil {
+	if _, _, err := h.mem.Room(ctx, "s1"); err != nil {
 		t.Fatal(err)
 	}
 	if n := store.reads.Load(); n != 2 {

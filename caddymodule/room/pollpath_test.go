@@ -11,6 +11,7 @@ import (
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/seckilledge/seckill/caddymodule/handler"
+	"github.com/seckilledge/seckill/caddymodule/room/core"
 	"github.com/seckilledge/seckill/caddymodule/sealed"
 )
 
@@ -61,10 +62,10 @@ func newPollBench(tb testing.TB, users int) *pollBench {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	h.sealer = sealer
-	h.store = boundStore{Store: store, caller: h.caller}
+	h.mem.Sealer = sealer
+	h.mem.Store = core.BoundStore{Store: store, Caller: h.caller}
 	h.events = noEvents{}
-	exp := store.room.Ends.Add(ticketGrace)
+	exp := store.room.Ends.Add(core.TicketGrace)
 	pb := &pollBench{h: h, store: store}
 	for i := range users {
 		user := "user" + strconv.Itoa(i)

@@ -206,7 +206,7 @@ func TestTheWaitingPageMayNotBeFramed(t *testing.T) {
 			t.Fatal(err)
 		}
 		sealer, _ := sealed.NewSealer(sealed.Key{ID: "k1", Secret: []byte(testSecret)})
-		h.sealer = sealer
+		h.mem.Sealer = sealer
 		req, _ := http.NewRequest(http.MethodGet, "/seckill/s1/queue", nil)
 		req.Header.Set("Accept", "text/html")
 		w := newRecorder()
@@ -287,14 +287,14 @@ func (s *listStore) Prequeue(_ context.Context, sale string, from, count int64) 
 func TestPrequeueListsAreReadOnceAndKeptWithinABound(t *testing.T) {
 	store := &listStore{n: map[string]int64{"a": 25_000, "b": 10, "c": 30_000, "huge": 50_000}, slow: make(chan struct{})}
 	h := unitRoom(t, store, handler.Limits{})
-	h.prequeues = newPrequeueCache(40_000)
+	h.mem.SnapshotBound = 40_000
 	ctx := context.Background()
 	var wg sync.WaitGroup
 	for range 8 {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if s, ok, err := h.snapshot(ctx, "a", "c1", 25_000); err != nil || !ok || s.n() != 25_000 {
+			if s, ok, err := h.mem.Snapshot(ctx, "a", "c1", 25_000); err != nil || !ok || s.N() != 25_000 {
 				t.Errorf("a: %v %v", ok, err)
 			}
 		}()
@@ -303,23 +303,23 @@ func TestPrequeueListsAreReadOnceAndKeptWithinABound(t *testing.T) {
 	close(store.slow)
 	wg.Wait()
 	if got := store.pages.Load(); got != 3 {
-		t.Fatalf("8 first readers of 25 000 entries read %d pages, want 3 (one reader, pages of %d)", got, PrequeuePageMax)
+		t.Fatalf("8 first readers of 25 000 entries read %d pages, want 3 (one reader, pages of %d)", got, core.PrequeuePageMax)
 	}
-	if p := h.readySnapshot("a", "c1").page(9_999, 2); len(p) != 2 || p[0] != base64.RawURLEncoding.EncodeToString([]byte(fmt.Sprintf("%016d", 9_999))) {
+	if p := h.mem.ReadySnapshot("a", "c1").Page(9_999, 2); len(p) != 2 || p[0] != base64.RawURLEncoding.EncodeToString([]byte(fmt.Sprintf("%016d", 9_999))) {
 		t.Fatalf("page: %v", p)
 	}
-	if _, ok, _ := h.snapshot(ctx, "b", "c1", 10); !ok {
+	if _, ok, _ := h.mem.Snapshot(ctx, "b", "c1", 10); !ok {
 		t.Fatal("b not kept")
 	}
-	h.readySnapshot("b", "c1") // b is used after a: a goes first
-	if _, ok, _ := h.snapshot(ctx, "c", "c1", 30_000); !ok || h.readySnapshot("a", "c1") != nil || h.readySnapshot("b", "c1") == nil {
+	h.mem.ReadySnapshot("b", "c1") // b is used after a: a goes first
+	if _, ok, _ := h.mem.Snapshot(ctx, "c", "c1", 30_000); !ok || h.mem.ReadySnapshot("a", "c1") != nil || h.mem.ReadySnapshot("b", "c1") == nil {
 		t.Fatal("keeping c (30 000 of 40 000) did not drop a, the least recently used")
 	}
 	before := store.pages.Load()
-	if _, ok, err := h.snapshot(ctx, "huge", "c1", 50_000); ok || err != nil || store.pages.Load() != before {
+	if _, ok, err := h.mem.Snapshot(ctx, "huge", "c1", 50_000); ok || err != nil || store.pages.Load() != before {
 		t.Fatalf("a list beyond the bound: kept %v, %v, %d pages read", ok, err, store.pages.Load()-before)
 	}
-	if held := h.prequeues.held; held > 40_000 {
+	if held := h.mem.SnapshotsHeld(); held > 40_000 {
 		t.Fatalf("%d entry ids held, above the bound", held)
 	}
 }

@@ -5,18 +5,22 @@
 // made before the start are ordered at the start by a keyed permutation whose seed is
 // committed at preheat and revealed at the end. docs/room.md has the whole story.
 //
-// The decisions are plain functions over a Store, in caddymodule/room/core (no Caddy there);
-// this package is the HTTP glue.
+// What the gateway knows of a room (its settings, summary and view, the tickets it verified,
+// the published pre-queues, the passing on of bans) is core.Gateway, over the Store port, in
+// caddymodule/room/core, which links no Caddy; so are the decisions (core.Decide). This
+// package is the HTTP glue, its files from the top down: endpoints.go (ServeHTTP and the
+// endpoint writers), prequeue.go (the published pre-queue's pages), caddyfile.go, room.go (the
+// options, Provision, Validate), metrics.go, answer.go (200 answers and refusals), devbind.go
+// (tickets bound to the device) and page.go (the waiting page's template and script).
 package room
 
 import (
-	"context"
 	"fmt"
-	"net/http"
 	"strings"
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
+	"github.com/caddyserver/caddy/v2/caddyconfig/httpcaddyfile"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 	"go.uber.org/zap"
 
@@ -29,11 +33,15 @@ import (
 	"github.com/seckilledge/seckill/caddymodule/room/core"
 	"github.com/seckilledge/seckill/caddymodule/sealed"
 	"github.com/seckilledge/seckill/caddymodule/sealed/sealedhttp"
-	"github.com/seckilledge/seckill/contract"
 )
 
 func init() {
 	caddy.RegisterModule(Room{})
+	httpcaddyfile.RegisterHandlerDirective("seckill_room", handler.Directive[Room])
+	// The room answers its own paths (/seckill/{sale}/room, /challenge, /queue) and is meant
+	// for a path matcher of its own, so its place among the other seckill directives does not
+	// matter; before respond keeps it ahead of catch-all responses.
+	httpcaddyfile.RegisterDirectiveOrder("seckill_room", httpcaddyfile.Before, "respond")
 }
 
 // Defaults of the optional fields.
@@ -157,24 +165,17 @@ type Room struct {
 	// key; required lets nobody in or poll without one (devbind.go).
 	dpophttp.Settings
 
-	store  core.Store
-	sealer *sealed.Sealer
-	issuer sealed.Issuer
-	events soldOutFlags
-	logger *zap.Logger
-	ep     handler.Endpoints
-	caller edge.Caller
-	cache  *roomCache
-	// prequeues holds the published pre-queues this gateway has read (prequeue.go).
-	prequeues *prequeueCache
-	page      *pagekit.Kit // the waiting page, compiled at provision
-	// tickets are the tickets this handler verified (ticketcache.go); soldOut the sold-out
-	// answer, encoded once (answer.go).
-	tickets  *ticketCache
-	soldOut  []byte
-	refresh  core.Refresh
+	// mem is what this gateway knows of the rooms (caddymodule/room/core): their settings,
+	// summaries, the tickets it verified, the published pre-queues; the endpoints ask it.
+	mem      *core.Gateway
+	issuer   sealed.Issuer
+	events   soldOutFlags
+	logger   *zap.Logger
+	ep       handler.Endpoints
+	caller   edge.Caller
+	page     *pagekit.Kit // the waiting page, compiled at provision
+	soldOut  []byte       // the sold-out answer, encoded once (answer.go)
 	defaults core.Settings
-	now      func() time.Time
 }
 
 // soldOutFlags is the part of the app's sale events the room uses: sold-out answered from
@@ -202,8 +203,9 @@ func (h *Room) Provision(ctx caddy.Context) error {
 	if err != nil {
 		return err
 	}
-	h.issuer, h.sealer = issuer, issuer.Sealer
-	h.store = boundStore{Store: core.RedisStore{Client: app.RedisClient(), Defaults: h.defaults}, caller: h.caller}
+	h.issuer, h.mem.Sealer = issuer, issuer.Sealer
+	h.mem.Store = core.BoundStore{Store: core.RedisStore{Client: app.RedisClient(), Defaults: h.defaults}, Caller: h.caller}
+	h.mem.Logger = h.logger
 	h.events = app.SaleEvents()
 	registerMetrics(ctx.GetMetricsRegistry())
 	return nil
@@ -252,19 +254,37 @@ func (h *Room) setDefaults() {
 	h.caller = h.Caller(DefaultTimeout)
 	h.ep = handler.Endpoints{Writer: h.Writer(0), RetryAfter: time.Duration(h.RetryAfter), Requests: requests, Shed: shed,
 		Logger: h.logger, Name: "room"}
-	h.refresh = core.Refresh{Min: time.Duration(h.RefreshMin), Max: time.Duration(h.RefreshMax)}
 	h.defaults = core.Settings{Rate: h.Rate, Oversubscribe: h.Oversubscribe, Session: time.Duration(h.Session), Prequeue: time.Duration(*h.Prequeue),
-		MaxWaiters: h.MaxWaiters, ClaimWindow: h.claimWindow(), OversubscribeMax: h.OversubscribeMax}
+		MaxWaiters: h.MaxWaiters, ClaimWindow: claimWindow(h), OversubscribeMax: h.OversubscribeMax}
 	if len(h.Difficulty) == 2 {
 		h.defaults.DifficultyMin, h.defaults.DifficultyMax = h.Difficulty[0], h.Difficulty[1]
 	}
-	h.cache = new(roomCache)
-	h.tickets = newTicketCache()
-	h.soldOut = appendAnswer(nil, &core.QueueAnswer{State: string(core.SoldOut), RefreshS: h.refresh.After(0)})
-	h.prequeues = newPrequeueCache(maxSnapshotEntries)
-	if h.now == nil {
-		h.now = time.Now
+	refresh := core.Refresh{Min: time.Duration(h.RefreshMin), Max: time.Duration(h.RefreshMax)}
+	h.mem = core.NewGateway(core.Timing{CacheTTL: time.Duration(h.CacheTTL), SummaryInterval: time.Duration(h.SummaryInterval),
+		AdmitInterval: time.Duration(h.AdmitInterval), FrontWindow: time.Duration(h.FrontWindow), PresenceWindow: time.Duration(h.PresenceWindow),
+		Refresh: refresh, BanZones: h.BanZones}, gatewayCounts)
+	h.soldOut = core.AppendAnswer(nil, &core.QueueAnswer{State: string(core.SoldOut), RefreshS: refresh.After(0)})
+}
+
+// claimWindow is how long past his presence deadline an admitted waiter may take before his
+// token (0: off): by that deadline he has polled, and his answer says admitted at most two
+// summary intervals later (one to age the summary, one for a tick in flight); two seconds
+// more for the page's token round trip on a slow phone.
+func claimWindow(h *Room) time.Duration {
+	switch {
+	case h.ClaimWindow < 0:
+		return 0
+	case h.ClaimWindow > 0:
+		return time.Duration(h.ClaimWindow)
 	}
+	return 2*time.Duration(h.SummaryInterval) + 2*time.Second
+}
+
+// setupPage compiles the page options (our page, or the shop's template), checked here so
+// that a bad template fails at provision.
+func (h *Room) setupPage() (err error) {
+	h.page, err = pagekit.Compile(pageKind, h.Page)
+	return err
 }
 
 // Validate checks the configuration.
@@ -308,126 +328,6 @@ func (h *Room) Validate() error {
 		return err
 	}
 	return h.Challenges.Validate("seckill_room")
-}
-
-// roomRoutes are the room's endpoints, by the path's end.
-var roomRoutes = handler.NewRoutes(
-	handler.Route{Suffix: "/room/prequeue", Endpoint: "prequeue"},
-	handler.Route{Suffix: "/room", Endpoint: "room"},
-	handler.Route{Suffix: "/challenge", Endpoint: "challenge"},
-	handler.Route{Suffix: "/queue", Endpoint: "queue"},
-)
-
-// ServeHTTP routes the room's endpoints by the path's end (roomRoutes). Refusals go through the shared
-// refusal writer: the contract's JSON body, or a caddyhttp error with handle_errors.
-func (h *Room) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.Handler) error {
-	repl, _ := r.Context().Value(caddy.ReplacerCtxKey).(*caddy.Replacer)
-	if repl == nil {
-		repl = caddy.NewReplacer()
-	}
-	sale := repl.ReplaceAll(h.Sale, "")
-	endpoint, ok := roomRoutes.Match(r.URL.Path)
-	if !ok {
-		return h.refuse(w, "unknown", noEndpoint)
-	}
-	if ref, canonical := handler.CheckRequest(r); !canonical {
-		// The sale placeholder reads the raw path, the routes matched the cleaned one.
-		return h.refuse(w, endpoint, ref)
-	}
-	if endpoint == "challenge" && !handler.SameOrigin(r) {
-		// A GET, but not a harmless one: it spends the user's open-challenge allowance, so
-		// another site must not make his browser fetch challenges and keep him from entering.
-		return h.refuse(w, endpoint, handler.CrossSite)
-	}
-	if !contract.ValidID(sale) {
-		return h.refuse(w, endpoint, handler.BadRequest)
-	}
-	// Each Redis call of the request is bounded by the handler's caller (timeout and
-	// max_pending): see boundStore.
-	ctx := r.Context()
-	switch endpoint {
-	case "room":
-		return h.serveRoom(ctx, w, r, sale)
-	case "prequeue":
-		return h.servePrequeue(ctx, w, r, sale)
-	case "challenge":
-		return h.serveChallenge(ctx, w, r, repl, sale)
-	default:
-		return h.serveQueue(ctx, w, r, repl, sale)
-	}
-}
-
-// user reads and checks the user id; ok is false with the refusal to answer.
-func (h *Room) user(repl *caddy.Replacer) (string, handler.Refusal, bool) {
-	return handler.User(repl, h.User)
-}
-
-// refuse, unavailable and methodNotAllowed answer as every handler with endpoints does
-// (handler.Endpoints), counted under endpoint.
-func (h *Room) refuse(w http.ResponseWriter, endpoint string, ref handler.Refusal) error {
-	return h.ep.Refuse(w, endpoint, ref)
-}
-
-func (h *Room) unavailable(w http.ResponseWriter, endpoint string, err error) error {
-	return h.ep.Unavailable(w, endpoint, err)
-}
-
-func (h *Room) methodNotAllowed(w http.ResponseWriter, endpoint, allow string) error {
-	return h.ep.MethodNotAllowed(w, endpoint, allow)
-}
-
-// The room's own refusals (the shared ones are in package refusal).
-var (
-	noEndpoint = handler.Refusal{Status: http.StatusNotFound, Code: "not_found", Message: "no such room endpoint"}
-	noRoom     = handler.Refusal{Status: http.StatusNotFound, Code: contract.CodeUnknownSale, Message: "no waiting room for this sale"}
-	notEnded   = handler.Refusal{Status: http.StatusForbidden, Code: core.CodeNotEnded,
-		Message: "the pre-queue is published when the sale has ended"}
-	badTicket = handler.Refusal{Status: http.StatusForbidden, Code: core.CodeInvalidTicket,
-		Message: "the ticket is forged, foreign, expired or malformed; enter again"}
-)
-
-// boundStore runs every call of a Store through the handler's edge.Caller: each waits at most
-// the timeout, and beyond max_pending outstanding calls a request is shed (edge.ErrShed)
-// without touching Redis.
-type boundStore struct {
-	core.Store
-	caller edge.Caller
-}
-
-func (s boundStore) Room(ctx context.Context, sale string) (core.SaleRoom, bool, error) {
-	type found struct {
-		r  core.SaleRoom
-		ok bool
-	}
-	f, err := edge.Call(ctx, s.caller, func(ctx context.Context) (found, error) {
-		r, ok, err := s.Store.Room(ctx, sale)
-		return found{r, ok}, err
-	})
-	return f.r, f.ok, err
-}
-
-func (s boundStore) Visit(ctx context.Context, sale string, v core.Visit) (core.Reply, error) {
-	return edge.Call(ctx, s.caller, func(ctx context.Context) (core.Reply, error) { return s.Store.Visit(ctx, sale, v) })
-}
-
-func (s boundStore) Public(ctx context.Context, sale string) (core.Public, error) {
-	return edge.Call(ctx, s.caller, func(ctx context.Context) (core.Public, error) { return s.Store.Public(ctx, sale) })
-}
-
-func (s boundStore) Prequeue(ctx context.Context, sale string, from, count int64) ([]string, int64, error) {
-	type page struct {
-		members []string
-		total   int64
-	}
-	p, err := edge.Call(ctx, s.caller, func(ctx context.Context) (page, error) {
-		m, n, err := s.Store.Prequeue(ctx, sale, from, count)
-		return page{m, n}, err
-	})
-	return p.members, p.total, err
-}
-
-func (s boundStore) Banned(ctx context.Context, zones, users []string) (map[string]time.Time, error) {
-	return edge.Call(ctx, s.caller, func(ctx context.Context) (map[string]time.Time, error) { return s.Store.Banned(ctx, zones, users) })
 }
 
 // Interface guards

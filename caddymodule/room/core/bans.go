@@ -1,9 +1,8 @@
-package room
+package core
 
 import (
 	"context"
 
-	"github.com/seckilledge/seckill/caddymodule/room/core"
 	"go.uber.org/zap"
 )
 
@@ -17,31 +16,31 @@ import (
 // so the script cannot read them; the gateway reads them in one pipeline with Redis TIME,
 // which keeps the rule exact across gateways (the bans are the throttle's, in Redis).
 
-// passOnBanned ends the live admissions of rep's checked users whom the throttle bans. It runs
+// PassOnBanned ends the live admissions of rep's checked users whom the throttle bans. It runs
 // after a call that ran the admission step; a failure only postpones the check to the next
 // step (the admission stays as it was: permission, never a unit).
-func (h *Room) passOnBanned(ctx context.Context, sale string, c *cachedRoom, rep core.Reply) {
-	if len(h.BanZones) == 0 || len(rep.Checks) == 0 {
+func (g *Gateway) PassOnBanned(ctx context.Context, sale string, c *Cached, rep Reply) {
+	if len(g.BanZones) == 0 || len(rep.Checks) == 0 {
 		return
 	}
 	users := dedupe(rep.Checks)
-	banned, err := h.store.Banned(ctx, h.BanZones, users)
+	banned, err := g.Store.Banned(ctx, g.BanZones, users)
 	if err != nil || len(banned) == 0 {
 		if err != nil {
-			h.logger.Warn("room: reading the throttle's bans failed", zap.String("sale", sale), zap.Error(err))
+			g.Logger.Warn("room: reading the throttle's bans failed", zap.String("sale", sale), zap.Error(err))
 		}
 		return
 	}
-	v := core.Visit{Settings: c.room.Settings, Revoke: make([]core.Ban, 0, len(banned))}
+	v := Visit{Settings: c.Room.Settings, Revoke: make([]Ban, 0, len(banned))}
 	for u, until := range banned {
-		v.Revoke = append(v.Revoke, core.Ban{User: u, Member: core.PlaceOf(c.room.EntryKey, c.room.Seed, sale, u).Member(u), Until: until})
+		v.Revoke = append(v.Revoke, Ban{User: u, Member: PlaceOf(c.Room.EntryKey, c.Room.Seed, sale, u).Member(u), Until: until})
 	}
-	r, err := h.store.Visit(ctx, sale, v)
+	r, err := g.Store.Visit(ctx, sale, v)
 	if err != nil {
-		h.logger.Warn("room: revoking banned users' admissions failed", zap.String("sale", sale), zap.Error(err))
+		g.Logger.Warn("room: revoking banned users' admissions failed", zap.String("sale", sale), zap.Error(err))
 		return
 	}
-	revokedTotal.Add(float64(r.Revoked))
+	add(g.Counts.Revoked, float64(r.Revoked))
 }
 
 func dedupe(us []string) []string {
