@@ -5,8 +5,6 @@ import (
 	"github.com/caddyserver/caddy/v2/caddyconfig/httpcaddyfile"
 
 	"github.com/seckilledge/seckill/caddymodule/handler"
-	"github.com/seckilledge/seckill/caddymodule/internal/pagekit"
-	"github.com/seckilledge/seckill/caddymodule/internal/pagekit/pagecaddy"
 )
 
 func init() {
@@ -45,30 +43,8 @@ func init() {
 //		handle_errors                   # refusals go to handle_errors routes
 //	}
 func (h *Draw) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
-	return h.UnmarshalBlock(d, "seckill_draw", func(name string) (bool, error) {
-		var err error
-		switch name {
-		case "difficulty_rate":
-			err = handler.FloatArg(d, &h.DifficultyRate)
-		case "page":
-			if h.Page == nil {
-				h.Page = new(pagekit.Config)
-			}
-			err = pagecaddy.Unmarshal(d, h.Page)
-		case "frame_ancestors":
-			h.FrameAncestors = d.RemainingArgs()
-			if len(h.FrameAncestors) == 0 {
-				err = d.Errf("frame_ancestors takes one or more sources")
-			}
-		case "retry_after":
-			err = handler.DurationArg(d, &h.RetryAfter)
-		case "cache_ttl":
-			err = handler.DurationArg(d, &h.CacheTTL)
-		default:
-			return false, nil
-		}
-		return true, err
-	}, &h.Subject, &h.Challenges)
+	// Every option of the draw is one it shares with the waiting room (roomkit.Kit).
+	return h.Unmarshal(d, "seckill_draw", func(string) (bool, error) { return false, nil })
 }
 
 // Interface guard

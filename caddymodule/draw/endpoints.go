@@ -64,38 +64,38 @@ type StatusAnswer struct {
 func (h *Draw) enter(ctx context.Context, w http.ResponseWriter, r *http.Request, repl *caddy.Replacer, sale string) error {
 	user, ref, ok := handler.User(repl, h.User)
 	if !ok {
-		return h.ep.Refuse(w, "enter", ref)
+		return h.Endpoints.Refuse(w, "enter", ref)
 	}
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBody))
 	if err != nil {
-		return h.ep.Refuse(w, "enter", badBody)
+		return h.Endpoints.Refuse(w, "enter", badBody)
 	}
 	variant, ok := ParseEntry(body)
 	if !ok {
-		return h.ep.Refuse(w, "enter", badBody)
+		return h.Endpoints.Refuse(w, "enter", badBody)
 	}
-	c, err := h.saleOf(ctx, sale)
+	c, err := h.mem.Sale(ctx, sale)
 	if err != nil {
-		return h.ep.Unavailable(w, "enter", err)
+		return h.Endpoints.Unavailable(w, "enter", err)
 	}
-	if !c.draw {
-		return h.ep.Refuse(w, "enter", noDraw)
+	if !c.Draw {
+		return h.Endpoints.Refuse(w, "enter", noDraw)
 	}
 	call := lua.DrawEnterCall{Sale: sale, User: user, Variant: variant}
-	if ch := r.Header.Get(sealed.HeaderChallenge); c.dmin > 0 || ch != "" {
+	if ch := r.Header.Get(sealed.HeaderChallenge); c.DMin > 0 || ch != "" {
 		// A challenge presented to a draw without proof of work is checked and spent all the
 		// same: a client that solved one gets what it paid for, not a silent pass. A live one
 		// is enough at the difficulty it was sealed with.
-		pc, err := h.sealer.VerifyChallenge(ch, r.Header.Get(sealed.HeaderSolution), sale, user, c.dmin, h.now())
+		pc, err := h.Issuer.Sealer.VerifyChallenge(ch, r.Header.Get(sealed.HeaderSolution), sale, user, c.DMin, h.mem.Now())
 		if err != nil {
 			challenges.WithLabelValues("refused").Inc()
-			return h.ep.Refuse(w, "enter", sealed.RefusalOf(err))
+			return h.Endpoints.Refuse(w, "enter", sealed.RefusalOf(err))
 		}
 		call.Nonce, call.NonceExp, call.Difficulty = pc.Nonce, pc.Expires, pc.Difficulty
 	}
-	rep, err := h.enterCall(ctx, call)
+	rep, err := h.mem.Store.Enter(ctx, call)
 	if err != nil {
-		return h.ep.Unavailable(w, "enter", err)
+		return h.Endpoints.Unavailable(w, "enter", err)
 	}
 	if call.Nonce != "" {
 		switch rep.Code {
@@ -106,7 +106,7 @@ func (h *Draw) enter(ctx context.Context, w http.ResponseWriter, r *http.Request
 		}
 	}
 	if rep.Code != 0 {
-		return h.ep.Refuse(w, "enter", refusalOf(rep.Code))
+		return h.Endpoints.Refuse(w, "enter", refusalOf(rep.Code))
 	}
 	return h.answer(w, "enter", rep.State, EntryAnswer{EntryID: rep.EntryID, State: rep.State, Variant: rep.Variant})
 }
@@ -114,14 +114,14 @@ func (h *Draw) enter(ctx context.Context, w http.ResponseWriter, r *http.Request
 func (h *Draw) withdraw(ctx context.Context, w http.ResponseWriter, repl *caddy.Replacer, sale string) error {
 	user, ref, ok := handler.User(repl, h.User)
 	if !ok {
-		return h.ep.Refuse(w, "withdraw", ref)
+		return h.Endpoints.Refuse(w, "withdraw", ref)
 	}
-	rep, err := h.enterCall(ctx, lua.DrawEnterCall{Sale: sale, User: user, Withdraw: true})
+	rep, err := h.mem.Store.Enter(ctx, lua.DrawEnterCall{Sale: sale, User: user, Withdraw: true})
 	if err != nil {
-		return h.ep.Unavailable(w, "withdraw", err)
+		return h.Endpoints.Unavailable(w, "withdraw", err)
 	}
 	if rep.Code != 0 {
-		return h.ep.Refuse(w, "withdraw", refusalOf(rep.Code))
+		return h.Endpoints.Refuse(w, "withdraw", refusalOf(rep.Code))
 	}
 	return h.answer(w, "withdraw", rep.State, WithdrawAnswer{State: rep.State})
 }
@@ -129,23 +129,23 @@ func (h *Draw) withdraw(ctx context.Context, w http.ResponseWriter, repl *caddy.
 func (h *Draw) status(ctx context.Context, w http.ResponseWriter, repl *caddy.Replacer, sale string) error {
 	user, ref, ok := handler.User(repl, h.User)
 	if !ok {
-		return h.ep.Refuse(w, "status", ref)
+		return h.Endpoints.Refuse(w, "status", ref)
 	}
-	c, err := h.saleOf(ctx, sale)
+	c, err := h.mem.Sale(ctx, sale)
 	if err != nil {
-		return h.ep.Unavailable(w, "status", err)
+		return h.Endpoints.Unavailable(w, "status", err)
 	}
-	if !c.draw {
-		return h.ep.Refuse(w, "status", noDraw)
+	if !c.Draw {
+		return h.Endpoints.Refuse(w, "status", noDraw)
 	}
-	rep, err := h.statusCall(ctx, lua.DrawStatusCall{Sale: sale, User: user})
+	rep, err := h.mem.Store.Status(ctx, lua.DrawStatusCall{Sale: sale, User: user})
 	if err != nil {
-		return h.ep.Unavailable(w, "status", err)
+		return h.Endpoints.Unavailable(w, "status", err)
 	}
 	if rep.Code != 0 {
-		return h.ep.Refuse(w, "status", refusalOf(rep.Code))
+		return h.Endpoints.Refuse(w, "status", refusalOf(rep.Code))
 	}
-	a := StatusAnswer{EntryID: rep.EntryID, State: rep.State, Variant: rep.Variant, Variants: c.variants}
+	a := StatusAnswer{EntryID: rep.EntryID, State: rep.State, Variant: rep.Variant, Variants: c.Variants}
 	if a.Variants == nil {
 		a.Variants = []string{}
 	}
@@ -164,29 +164,20 @@ type ChallengeAnswer = sealed.ChallengeAnswer
 
 func (h *Draw) serveChallenge(ctx context.Context, w http.ResponseWriter, r *http.Request, repl *caddy.Replacer, sale string) error {
 	if r.Method != http.MethodGet {
-		return h.ep.MethodNotAllowed(w, "challenge", "GET")
+		return h.Endpoints.MethodNotAllowed(w, "challenge", "GET")
 	}
 	user, ref, ok := handler.User(repl, h.User)
 	if !ok {
-		return h.ep.Refuse(w, "challenge", ref)
+		return h.Endpoints.Refuse(w, "challenge", ref)
 	}
-	c, err := h.saleOf(ctx, sale)
+	c, err := h.mem.Sale(ctx, sale)
 	if err != nil {
-		return h.ep.Unavailable(w, "challenge", err)
+		return h.Endpoints.Unavailable(w, "challenge", err)
 	}
-	if !c.draw {
-		return h.ep.Refuse(w, "challenge", noDraw)
+	if !c.Draw {
+		return h.Endpoints.Refuse(w, "challenge", noDraw)
 	}
-	a, ref, err := h.Issue(ctx, h.caller, h.issuer, r, sale, user, h.difficulty(c), c.dmax)
-	if err != nil {
-		return h.ep.Unavailable(w, "challenge", err)
-	}
-	if ref.Status != 0 {
-		challenges.WithLabelValues("bounded").Inc()
-		return h.ep.Refuse(w, "challenge", ref)
-	}
-	challenges.WithLabelValues("issued").Inc()
-	return h.answer(w, "challenge", "issued", a)
+	return h.ServeChallenge(ctx, w, r, sale, user, h.mem.Difficulty(c), c.DMax)
 }
 
 // The refusals of draw_enter.lua and draw_status.lua (their headers).
@@ -219,5 +210,5 @@ func refusalOf(code int64) handler.Refusal {
 }
 
 func (h *Draw) answer(w http.ResponseWriter, endpoint, label string, body any) error {
-	return h.ep.Answer(w, endpoint, label, http.StatusOK, body)
+	return h.Endpoints.Answer(w, endpoint, label, http.StatusOK, body)
 }

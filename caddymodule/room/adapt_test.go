@@ -7,6 +7,7 @@ import (
 	"github.com/caddyserver/caddy/v2"
 
 	_ "github.com/seckilledge/seckill/caddymodule" // the seckill global option
+	"github.com/seckilledge/seckill/caddymodule/internal/roomkit"
 	"github.com/seckilledge/seckill/caddymodule/sealed/sealedhttp"
 	"github.com/seckilledge/seckill/internal/handlertest"
 )
@@ -54,10 +55,10 @@ func TestValidateRefusesImpossibleSettings(t *testing.T) {
 		"short presence":      {PresenceWindow: caddy.Duration(5 * time.Second)},
 		"slow admission":      {AdmitInterval: caddy.Duration(time.Second)},
 		"narrow front":        {SummaryInterval: caddy.Duration(500 * time.Millisecond), FrontWindow: caddy.Duration(time.Second)},
-		"instant challenges":  {Challenges: sealedhttp.Challenges{ChallengeLife: caddy.Duration(time.Millisecond)}},
-		"eternal challenges":  {Challenges: sealedhttp.Challenges{ChallengeLife: caddy.Duration(time.Hour)}},
-		"bound below -1":      {Challenges: sealedhttp.Challenges{ChallengesPerUser: -2}},
-		"prefix too long":     {Challenges: sealedhttp.Challenges{ChallengePrefix: []int{33, 48}}},
+		"instant challenges":  {Kit: roomkit.Kit{Challenges: sealedhttp.Challenges{ChallengeLife: caddy.Duration(time.Millisecond)}}},
+		"eternal challenges":  {Kit: roomkit.Kit{Challenges: sealedhttp.Challenges{ChallengeLife: caddy.Duration(time.Hour)}}},
+		"bound below -1":      {Kit: roomkit.Kit{Challenges: sealedhttp.Challenges{ChallengesPerUser: -2}}},
+		"prefix too long":     {Kit: roomkit.Kit{Challenges: sealedhttp.Challenges{ChallengePrefix: []int{33, 48}}}},
 		"max below over":      {Oversubscribe: 2, OversubscribeMax: 1.5},
 		"claim below off":     {ClaimWindow: -2},
 	} {

@@ -7,8 +7,6 @@ import (
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 
 	"github.com/seckilledge/seckill/caddymodule/handler"
-	"github.com/seckilledge/seckill/caddymodule/internal/pagekit"
-	"github.com/seckilledge/seckill/caddymodule/internal/pagekit/pagecaddy"
 )
 
 // UnmarshalCaddyfile sets up the handler from Caddyfile tokens:
@@ -52,7 +50,7 @@ import (
 //		proof_max_age   <duration>      # default 60s: how old a DPoP proof may be
 //	}
 func (h *Room) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
-	return h.UnmarshalBlock(d, "seckill_room", func(name string) (bool, error) {
+	return h.Unmarshal(d, "seckill_room", func(name string) (bool, error) {
 		var err error
 		switch name {
 		case "rate":
@@ -67,26 +65,10 @@ func (h *Room) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			h.Prequeue = &p
 		case "difficulty":
 			h.Difficulty, err = parseDifficulty(d)
-		case "difficulty_rate":
-			err = handler.FloatArg(d, &h.DifficultyRate)
 		case "max_waiters":
 			h.MaxWaiters, err = parseMaxWaiters(d)
-		case "page":
-			if h.Page == nil {
-				h.Page = new(pagekit.Config)
-			}
-			err = pagecaddy.Unmarshal(d, h.Page)
-		case "frame_ancestors":
-			h.FrameAncestors = d.RemainingArgs()
-			if len(h.FrameAncestors) == 0 {
-				err = d.Errf("frame_ancestors takes one or more sources")
-			}
 		case "refresh":
 			h.RefreshMin, h.RefreshMax, err = parseRefresh(d)
-		case "retry_after":
-			err = handler.DurationArg(d, &h.RetryAfter)
-		case "cache_ttl":
-			err = handler.DurationArg(d, &h.CacheTTL)
 		case "summary_interval":
 			err = handler.DurationArg(d, &h.SummaryInterval)
 		case "front_window":
@@ -126,7 +108,7 @@ func (h *Room) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			return h.Settings.Option(d, name)
 		}
 		return true, err
-	}, &h.Subject, &h.Challenges)
+	})
 }
 
 func parseDifficulty(d *caddyfile.Dispenser) ([]int, error) {

@@ -35,19 +35,19 @@ func (h *Room) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.Han
 	sale := repl.ReplaceAll(h.Sale, "")
 	endpoint, ok := roomRoutes.Match(r.URL.Path)
 	if !ok {
-		return h.ep.Refuse(w, "unknown", noEndpoint)
+		return h.Endpoints.Refuse(w, "unknown", noEndpoint)
 	}
 	if ref, canonical := handler.CheckRequest(r); !canonical {
 		// The sale placeholder reads the raw path, the routes matched the cleaned one.
-		return h.ep.Refuse(w, endpoint, ref)
+		return h.Endpoints.Refuse(w, endpoint, ref)
 	}
 	if endpoint == "challenge" && !handler.SameOrigin(r) {
 		// A GET, but not a harmless one: it spends the user's open-challenge allowance, so
 		// another site must not make his browser fetch challenges and keep him from entering.
-		return h.ep.Refuse(w, endpoint, handler.CrossSite)
+		return h.Endpoints.Refuse(w, endpoint, handler.CrossSite)
 	}
 	if !contract.ValidID(sale) {
-		return h.ep.Refuse(w, endpoint, handler.BadRequest)
+		return h.Endpoints.Refuse(w, endpoint, handler.BadRequest)
 	}
 	// Each Redis call of the request is bounded by the handler's caller (timeout and
 	// max_pending): see core.BoundStore.
@@ -65,14 +65,14 @@ func (h *Room) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.Han
 		return h.enter(ctx, w, r, repl, sale)
 	case http.MethodGet:
 		if r.Header.Get(sealed.HeaderTicket) == "" && handler.WantsHTML(r) {
-			h.servePage(w, r, sale)
+			_ = h.ServePage(w, r, sale, nil)
 			return nil
 		}
 		return h.poll(ctx, w, r, repl, sale)
 	case http.MethodDelete:
 		return h.leave(ctx, w, r, repl, sale)
 	default:
-		return h.ep.MethodNotAllowed(w, "queue", "GET, POST, DELETE")
+		return h.Endpoints.MethodNotAllowed(w, "queue", "GET, POST, DELETE")
 	}
 }
 
@@ -89,18 +89,18 @@ type RoomInfo struct {
 
 func (h *Room) serveRoom(ctx context.Context, w http.ResponseWriter, r *http.Request, sale string) error {
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
-		return h.ep.MethodNotAllowed(w, "room", "GET")
+		return h.Endpoints.MethodNotAllowed(w, "room", "GET")
 	}
 	c, ok, err := h.mem.Room(ctx, sale)
 	if err != nil {
-		return h.ep.Unavailable(w, "room", err)
+		return h.Endpoints.Unavailable(w, "room", err)
 	}
 	if !ok {
-		return h.ep.Refuse(w, "room", noRoom)
+		return h.Endpoints.Refuse(w, "room", noRoom)
 	}
 	p, err := h.mem.Store.Public(ctx, sale)
 	if err != nil {
-		return h.ep.Unavailable(w, "room", err)
+		return h.Endpoints.Unavailable(w, "room", err)
 	}
 	info := RoomInfo{
 		Sale: sale, State: core.PublicState(c.Room, p),
@@ -112,7 +112,7 @@ func (h *Room) serveRoom(ctx context.Context, w http.ResponseWriter, r *http.Req
 	if !p.Now.Before(c.Room.Ends) {
 		info.Seed = hex.EncodeToString(c.Room.Seed)
 	}
-	return h.ep.Answer(w, "room", info.State, http.StatusOK, info)
+	return h.Endpoints.Answer(w, "room", info.State, http.StatusOK, info)
 }
 
 // ChallengeAnswer is the body of GET /seckill/{sale}/challenge.
@@ -120,48 +120,39 @@ type ChallengeAnswer = sealed.ChallengeAnswer
 
 func (h *Room) serveChallenge(ctx context.Context, w http.ResponseWriter, r *http.Request, repl *caddy.Replacer, sale string) error {
 	if r.Method != http.MethodGet {
-		return h.ep.MethodNotAllowed(w, "challenge", "GET")
+		return h.Endpoints.MethodNotAllowed(w, "challenge", "GET")
 	}
 	user, ref, ok := handler.User(repl, h.User)
 	if !ok {
-		return h.ep.Refuse(w, "challenge", ref)
+		return h.Endpoints.Refuse(w, "challenge", ref)
 	}
 	c, ok, err := h.mem.Room(ctx, sale)
 	if err != nil {
-		return h.ep.Unavailable(w, "challenge", err)
+		return h.Endpoints.Unavailable(w, "challenge", err)
 	}
 	if !ok {
-		return h.ep.Refuse(w, "challenge", noRoom)
+		return h.Endpoints.Refuse(w, "challenge", noRoom)
 	}
 	// The difficulty in force now: the challenge keeps it for its whole (short) life.
 	d := sealed.Difficulty(c.Room.DifficultyMin, c.Room.DifficultyMax, c.Rate.Get(h.mem.Now()), h.DifficultyRate)
-	a, ref, err := h.Issue(ctx, h.caller, h.issuer, r, sale, user, d, c.Room.DifficultyMax)
-	if err != nil {
-		return h.ep.Unavailable(w, "challenge", err)
-	}
-	if ref.Status != 0 {
-		challenges.WithLabelValues("bounded").Inc()
-		return h.ep.Refuse(w, "challenge", ref)
-	}
-	challenges.WithLabelValues("issued").Inc()
-	return h.ep.Answer(w, "challenge", "issued", http.StatusOK, a)
+	return h.ServeChallenge(ctx, w, r, sale, user, d, c.Room.DifficultyMax)
 }
 
 func (h *Room) enter(ctx context.Context, w http.ResponseWriter, r *http.Request, repl *caddy.Replacer, sale string) error {
 	user, ref, ok := handler.User(repl, h.User)
 	if !ok {
-		return h.ep.Refuse(w, "enter", ref)
+		return h.Endpoints.Refuse(w, "enter", ref)
 	}
 	c, ok, err := h.mem.Room(ctx, sale)
 	if err != nil {
-		return h.ep.Unavailable(w, "enter", err)
+		return h.Endpoints.Unavailable(w, "enter", err)
 	}
 	if !ok {
-		return h.ep.Refuse(w, "enter", noRoom)
+		return h.Endpoints.Refuse(w, "enter", noRoom)
 	}
 	jkt, bref, ok := entryBinding(&h.Settings, r, h.mem.Now())
 	if !ok {
-		return h.ep.Refuse(w, "enter", bref)
+		return h.Endpoints.Refuse(w, "enter", bref)
 	}
 	now := h.mem.Now()
 	told := h.mem.ToldFor(c, -1, now)
@@ -171,7 +162,7 @@ func (h *Room) enter(ctx context.Context, w http.ResponseWriter, r *http.Request
 		ch, err := h.mem.Sealer.VerifyChallenge(r.Header.Get(sealed.HeaderChallenge), r.Header.Get(sealed.HeaderSolution), sale, user, c.Room.DifficultyMin, now)
 		if err != nil {
 			challenges.WithLabelValues("refused").Inc()
-			return h.ep.Refuse(w, "enter", sealed.RefusalOf(err))
+			return h.Endpoints.Refuse(w, "enter", sealed.RefusalOf(err))
 		}
 		v.Nonce, v.NonceExp = ch.Nonce, ch.Expires
 		// A live challenge is enough at the difficulty it was sealed with, whatever the rate
@@ -185,13 +176,13 @@ func (h *Room) enter(ctx context.Context, w http.ResponseWriter, r *http.Request
 	v.JKT = jkt
 	rep, err := h.mem.Store.Visit(ctx, sale, v)
 	if err != nil {
-		return h.ep.Unavailable(w, "enter", err)
+		return h.Endpoints.Unavailable(w, "enter", err)
 	}
 	if rep.Outcome == core.KeyMismatch && jkt == "" {
 		// A place bound to a device key, entered again without a proof (device_binding
 		// optional): the client can sign with its key.
 		ref, _ := dpop.Refusal(dpop.ErrMissing)
-		return h.ep.Refuse(w, "enter", ref)
+		return h.Endpoints.Refuse(w, "enter", ref)
 	}
 	c.Rate.Observe(rep.EntryRate, now)
 	h.mem.PassOnBanned(ctx, sale, c, rep)
@@ -219,26 +210,26 @@ func (h *Room) enter(ctx context.Context, w http.ResponseWriter, r *http.Request
 func (h *Room) poll(ctx context.Context, w http.ResponseWriter, r *http.Request, repl *caddy.Replacer, sale string) error {
 	user, ref, ok := handler.User(repl, h.User)
 	if !ok {
-		return h.ep.Refuse(w, "poll", ref)
+		return h.Endpoints.Refuse(w, "poll", ref)
 	}
 	ticket, sealedTo, jkt, bref, ok := presentedTicket(&h.Settings, h.mem.Sealer, r, sale, user, h.mem.Now())
 	if !ok {
-		return h.ep.Refuse(w, "poll", bref)
+		return h.Endpoints.Refuse(w, "poll", bref)
 	}
 	index, err := h.mem.VerifyTicketPlace(ticket, sale, user, sealedTo, h.mem.Now())
 	if err != nil {
-		return h.ep.Refuse(w, "poll", badTicket)
+		return h.Endpoints.Refuse(w, "poll", badTicket)
 	}
 	if h.events.SoldOut(sale) {
 		// Answered from memory: the gate broadcast the sale's last unit.
-		return writeJSON(&h.ep, w, "poll", string(core.SoldOut), h.soldOut)
+		return writeJSON(&h.Endpoints, w, "poll", string(core.SoldOut), h.soldOut)
 	}
 	c, ok, err := h.mem.Room(ctx, sale)
 	if err != nil {
-		return h.ep.Unavailable(w, "poll", err)
+		return h.Endpoints.Unavailable(w, "poll", err)
 	}
 	if !ok {
-		return h.ep.Refuse(w, "poll", noRoom)
+		return h.Endpoints.Refuse(w, "poll", noRoom)
 	}
 	if v, rep, ok := h.mem.FromMemory(ctx, sale, user, c, index); ok {
 		return h.finish(w, "poll", sale, rep, v)
@@ -250,7 +241,7 @@ func (h *Room) poll(ctx context.Context, w http.ResponseWriter, r *http.Request,
 	visit.Member = place.Member(user)
 	rep, err := h.mem.Store.Visit(ctx, sale, visit)
 	if err != nil {
-		return h.ep.Unavailable(w, "poll", err)
+		return h.Endpoints.Unavailable(w, "poll", err)
 	}
 	if rep.Outcome == core.SoldOut {
 		h.events.MarkSoldOut(sale, gen)
@@ -271,26 +262,26 @@ func (h *Room) poll(ctx context.Context, w http.ResponseWriter, r *http.Request,
 func (h *Room) leave(ctx context.Context, w http.ResponseWriter, r *http.Request, repl *caddy.Replacer, sale string) error {
 	user, ref, ok := handler.User(repl, h.User)
 	if !ok {
-		return h.ep.Refuse(w, "leave", ref)
+		return h.Endpoints.Refuse(w, "leave", ref)
 	}
 	ticket, sealedTo, _, bref, ok := presentedTicket(&h.Settings, h.mem.Sealer, r, sale, user, h.mem.Now())
 	if !ok {
-		return h.ep.Refuse(w, "leave", bref)
+		return h.Endpoints.Refuse(w, "leave", bref)
 	}
 	if _, err := h.mem.Sealer.VerifyTicketPlaceFor(ticket, sale, user, sealedTo, h.mem.Now()); err != nil {
-		return h.ep.Refuse(w, "leave", badTicket)
+		return h.Endpoints.Refuse(w, "leave", badTicket)
 	}
 	c, ok, err := h.mem.Room(ctx, sale)
 	if err != nil {
-		return h.ep.Unavailable(w, "leave", err)
+		return h.Endpoints.Unavailable(w, "leave", err)
 	}
 	if !ok {
-		return h.ep.Refuse(w, "leave", noRoom)
+		return h.Endpoints.Refuse(w, "leave", noRoom)
 	}
 	place := core.PlaceOf(c.Room.EntryKey, c.Room.Seed, sale, user)
 	rep, err := h.mem.Store.Visit(ctx, sale, core.Visit{Leave: true, Member: place.Member(user), Settings: c.Room.Settings})
 	if err != nil {
-		return h.ep.Unavailable(w, "leave", err)
+		return h.Endpoints.Unavailable(w, "leave", err)
 	}
 	if rep.Outcome == core.Left {
 		leaves.Inc()
@@ -305,7 +296,7 @@ func (h *Room) finish(w http.ResponseWriter, endpoint, sale string, rep core.Rep
 		depth.WithLabelValues(sale).Set(float64(rep.Depth))
 	}
 	if v.Status != http.StatusOK {
-		return h.ep.Refuse(w, endpoint, handler.Refusal{Status: v.Status, Code: v.Code, Message: v.Message})
+		return h.Endpoints.Refuse(w, endpoint, handler.Refusal{Status: v.Status, Code: v.Code, Message: v.Message})
 	}
 	if v.Answer.State == string(core.Waiting) {
 		wait.Observe(float64(v.Answer.EstimatedWaitS))
@@ -313,10 +304,5 @@ func (h *Room) finish(w http.ResponseWriter, endpoint, sale string, rep core.Rep
 	if v.Answer.State == string(core.Paused) {
 		w.Header().Set("Retry-After", strconv.FormatInt(handler.Seconds(time.Duration(h.RetryAfter)), 10))
 	}
-	return writeAnswer(&h.ep, w, endpoint, v.Answer.State, &v.Answer)
-}
-
-func (h *Room) servePage(w http.ResponseWriter, r *http.Request, sale string) {
-	requests.WithLabelValues("page", "ok").Inc()
-	_ = h.page.Serve(w, r, sale, nil, h.FrameAncestors)
+	return writeAnswer(&h.Endpoints, w, endpoint, v.Answer.State, &v.Answer)
 }

@@ -19,6 +19,7 @@ import (
 
 	"github.com/seckilledge/seckill/caddymodule"
 	"github.com/seckilledge/seckill/caddymodule/handler"
+	"github.com/seckilledge/seckill/caddymodule/internal/roomkit"
 	"github.com/seckilledge/seckill/caddymodule/room/core"
 	"github.com/seckilledge/seckill/caddymodule/sealed"
 )
@@ -163,14 +164,14 @@ func BenchmarkGatewayRoomMemory(b *testing.B) {
 // with its published pre-queue read, and how many polls were answered from memory.
 func gatewayRoomMemory(b *testing.B, n int64) (live, published, fromMemory int64) {
 	store := newSynthStore(n)
-	h := &Room{Subject: handler.Subject{Sale: "s1", User: "{http.request.header.X-User-ID}"}}
+	h := &Room{Kit: roomkit.Kit{Subject: handler.Subject{Sale: "s1", User: "{http.request.header.X-User-ID}"}}}
 	h.setDefaults()
 	sealer, err := sealed.NewSealer(sealed.Key{ID: "k1", Secret: []byte(testSecret)})
 	if err != nil {
 		b.Fatal(err)
 	}
 	h.mem.Sealer = sealer
-	h.mem.Store = core.BoundStore{Store: store, Caller: h.caller}
+	h.mem.Store = core.BoundStore{Store: store, Caller: h.Calls}
 	h.events = noEvents{}
 	// The gateway's clock stands still: no tick after the first empties the presence set, so
 	// it fills to its bound (maxPresent users) and the figure is the worst case at every size,

@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/seckilledge/seckill/caddymodule/handler"
+	"github.com/seckilledge/seckill/caddymodule/internal/roomkit"
 	"github.com/seckilledge/seckill/caddymodule/room/core"
 	"github.com/seckilledge/seckill/caddymodule/sealed"
 	"github.com/seckilledge/seckill/contract"
@@ -55,14 +56,14 @@ func (s *fakeStore) Prequeue(context.Context, string, int64, int64) ([]string, i
 // unitRoom is a provisioned Room over store, without Caddy or Redis.
 func unitRoom(t *testing.T, store core.Store, limits handler.Limits) *Room {
 	t.Helper()
-	h := &Room{Subject: handler.Subject{Sale: "s1", User: "{http.request.header.X-User-ID}"}, Limits: limits}
+	h := &Room{Kit: roomkit.Kit{Subject: handler.Subject{Sale: "s1", User: "{http.request.header.X-User-ID}"}, Limits: limits}}
 	h.setDefaults()
 	sealer, err := sealed.NewSealer(sealed.Key{ID: "k1", Secret: []byte(testSecret)})
 	if err != nil {
 		t.Fatal(err)
 	}
 	h.mem.Sealer = sealer
-	h.mem.Store = core.BoundStore{Store: store, Caller: h.caller}
+	h.mem.Store = core.BoundStore{Store: store, Caller: h.Calls}
 	return h
 }
 

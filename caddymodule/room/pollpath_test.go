@@ -11,6 +11,7 @@ import (
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/seckilledge/seckill/caddymodule/handler"
+	"github.com/seckilledge/seckill/caddymodule/internal/roomkit"
 	"github.com/seckilledge/seckill/caddymodule/room/core"
 	"github.com/seckilledge/seckill/caddymodule/sealed"
 )
@@ -56,14 +57,14 @@ type pollBench struct {
 func newPollBench(tb testing.TB, users int) *pollBench {
 	tb.Helper()
 	store := newSynthStore(1_000_000)
-	h := &Room{Subject: handler.Subject{Sale: "s1", User: "{http.request.header.X-User-ID}"}}
+	h := &Room{Kit: roomkit.Kit{Subject: handler.Subject{Sale: "s1", User: "{http.request.header.X-User-ID}"}}}
 	h.setDefaults()
 	sealer, err := sealed.NewSealer(sealed.Key{ID: "k1", Secret: []byte(testSecret)})
 	if err != nil {
 		tb.Fatal(err)
 	}
 	h.mem.Sealer = sealer
-	h.mem.Store = core.BoundStore{Store: store, Caller: h.caller}
+	h.mem.Store = core.BoundStore{Store: store, Caller: h.Calls}
 	h.events = noEvents{}
 	exp := store.room.Ends.Add(core.TicketGrace)
 	pb := &pollBench{h: h, store: store}

@@ -53,19 +53,19 @@ func prequeuePage(r *http.Request) (after, limit int64, ok bool) {
 
 func (h *Room) servePrequeue(ctx context.Context, w http.ResponseWriter, r *http.Request, sale string) error {
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
-		return h.ep.MethodNotAllowed(w, "prequeue", "GET")
+		return h.Endpoints.MethodNotAllowed(w, "prequeue", "GET")
 	}
 	after, limit, ok := prequeuePage(r)
 	if !ok {
-		return h.ep.Refuse(w, "prequeue", handler.Refusal{Status: http.StatusBadRequest, Code: handler.BadRequest.Code,
+		return h.Endpoints.Refuse(w, "prequeue", handler.Refusal{Status: http.StatusBadRequest, Code: handler.BadRequest.Code,
 			Message: "after is a count of entries (>= 0), limit 1 to " + strconv.Itoa(core.PrequeuePageMax)})
 	}
 	c, ok, err := h.mem.Room(ctx, sale)
 	if err != nil {
-		return h.ep.Unavailable(w, "prequeue", err)
+		return h.Endpoints.Unavailable(w, "prequeue", err)
 	}
 	if !ok {
-		return h.ep.Refuse(w, "prequeue", noRoom)
+		return h.Endpoints.Refuse(w, "prequeue", noRoom)
 	}
 	list := PrequeueList{Seed: hex.EncodeToString(c.Room.Seed), Entries: []string{}}
 	if s := h.mem.ReadySnapshot(sale, c.Room.Commitment); s != nil {
@@ -75,18 +75,18 @@ func (h *Room) servePrequeue(ctx context.Context, w http.ResponseWriter, r *http
 	} else {
 		p, err := h.mem.Store.Public(ctx, sale)
 		if err != nil {
-			return h.ep.Unavailable(w, "prequeue", err)
+			return h.Endpoints.Unavailable(w, "prequeue", err)
 		}
 		if p.Now.Before(c.Room.Ends) {
-			return h.ep.Refuse(w, "prequeue", notEnded)
+			return h.Endpoints.Refuse(w, "prequeue", notEnded)
 		}
 		_, total, err := h.mem.Store.Prequeue(ctx, sale, 0, 0)
 		if err != nil {
-			return h.ep.Unavailable(w, "prequeue", err)
+			return h.Endpoints.Unavailable(w, "prequeue", err)
 		}
 		s, kept, err := h.mem.Snapshot(ctx, sale, c.Room.Commitment, total)
 		if err != nil {
-			return h.ep.Unavailable(w, "prequeue", err)
+			return h.Endpoints.Unavailable(w, "prequeue", err)
 		}
 		list.Total = total
 		if kept {
@@ -95,7 +95,7 @@ func (h *Room) servePrequeue(ctx context.Context, w http.ResponseWriter, r *http
 		} else if after < total {
 			members, _, err := h.mem.Store.Prequeue(ctx, sale, after, min(limit, total-after))
 			if err != nil {
-				return h.ep.Unavailable(w, "prequeue", err)
+				return h.Endpoints.Unavailable(w, "prequeue", err)
 			}
 			for _, m := range members {
 				if id := core.EntryIDOfMember(m); id != "" {
@@ -107,7 +107,7 @@ func (h *Room) servePrequeue(ctx context.Context, w http.ResponseWriter, r *http
 	if end := after + int64(len(list.Entries)); end < list.Total {
 		list.Next = strconv.FormatInt(end, 10)
 	}
-	return writePublished(&h.ep, w, r, list)
+	return writePublished(&h.Endpoints, w, r, list)
 }
 
 // writePublished answers a page of the published list: the same bytes for every request of

@@ -19,6 +19,7 @@ import (
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 
 	"github.com/seckilledge/seckill/caddymodule/handler"
+	"github.com/seckilledge/seckill/caddymodule/internal/roomkit"
 	"github.com/seckilledge/seckill/caddymodule/room/core"
 	"github.com/seckilledge/seckill/caddymodule/sealed"
 	"github.com/seckilledge/seckill/contract"
@@ -202,7 +203,7 @@ func TestTheWaitingPageMayNotBeFramed(t *testing.T) {
 	get := func(h *Room) http.Header {
 		t.Helper()
 		h.setDefaults()
-		if err := h.setupPage(); err != nil {
+		if err := h.SetupPage(pageKind); err != nil {
 			t.Fatal(err)
 		}
 		sealer, _ := sealed.NewSealer(sealed.Key{ID: "k1", Secret: []byte(testSecret)})
@@ -224,10 +225,10 @@ func TestTheWaitingPageMayNotBeFramed(t *testing.T) {
 		return w.header
 	}
 	subject := handler.Subject{Sale: "s1", User: "u1"}
-	if csp := get(&Room{Subject: subject}).Get("Content-Security-Policy"); !strings.Contains(csp, "frame-ancestors 'none'") || !strings.Contains(csp, "default-src 'none'") {
+	if csp := get(&Room{Kit: roomkit.Kit{Subject: subject}}).Get("Content-Security-Policy"); !strings.Contains(csp, "frame-ancestors 'none'") || !strings.Contains(csp, "default-src 'none'") {
 		t.Fatalf("default CSP %q: want frame-ancestors 'none'", csp)
 	}
-	shop := &Room{Subject: subject, FrameAncestors: []string{"https://shop.example", "'self'"}}
+	shop := &Room{Kit: roomkit.Kit{Subject: subject, FrameAncestors: []string{"https://shop.example", "'self'"}}}
 	if csp := get(shop).Get("Content-Security-Policy"); !strings.HasSuffix(csp, "frame-ancestors https://shop.example 'self'") {
 		t.Fatalf("CSP %q: want the shop's frame-ancestors", csp)
 	}
@@ -237,7 +238,7 @@ func TestTheWaitingPageMayNotBeFramed(t *testing.T) {
 	if err := parsed.UnmarshalCaddyfile(d); err != nil || len(parsed.FrameAncestors) != 1 || parsed.MaxWaiters != 5000 {
 		t.Fatalf("Caddyfile: %+v %v", parsed, err)
 	}
-	bad := Room{FrameAncestors: []string{"https://x; script-src *"}}
+	bad := Room{Kit: roomkit.Kit{FrameAncestors: []string{"https://x; script-src *"}}}
 	bad.setDefaults()
 	if bad.Validate() == nil {
 		t.Fatal("a frame_ancestors source that ends the directive was accepted")

@@ -22,17 +22,14 @@ import (
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/caddyconfig/httpcaddyfile"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
-	"go.uber.org/zap"
 
 	"github.com/seckilledge/seckill/caddymodule"
 	"github.com/seckilledge/seckill/caddymodule/dpop/dpophttp"
 	"github.com/seckilledge/seckill/caddymodule/edge"
 	"github.com/seckilledge/seckill/caddymodule/handler"
-	"github.com/seckilledge/seckill/caddymodule/internal/pagecsp"
-	"github.com/seckilledge/seckill/caddymodule/internal/pagekit"
+	"github.com/seckilledge/seckill/caddymodule/internal/roomkit"
 	"github.com/seckilledge/seckill/caddymodule/room/core"
 	"github.com/seckilledge/seckill/caddymodule/sealed"
-	"github.com/seckilledge/seckill/caddymodule/sealed/sealedhttp"
 )
 
 func init() {
@@ -46,16 +43,12 @@ func init() {
 
 // Defaults of the optional fields.
 const (
-	DefaultRate           = 50.0
-	DefaultOversubscribe  = 1.5
-	DefaultSession        = 2 * time.Minute
-	DefaultPrequeue       = 15 * time.Minute
-	DefaultDifficultyRate = 100.0
-	DefaultRefreshMin     = time.Second
-	DefaultRefreshMax     = 30 * time.Second
-	DefaultTimeout        = time.Second
-	DefaultRetryAfter     = time.Second
-	DefaultCacheTTL       = 2 * time.Second
+	DefaultRate          = 50.0
+	DefaultOversubscribe = 1.5
+	DefaultSession       = 2 * time.Minute
+	DefaultPrequeue      = 15 * time.Minute
+	DefaultRefreshMin    = time.Second
+	DefaultRefreshMax    = 30 * time.Second
 	// DefaultSummaryInterval keeps sold-out, pause and end within a second of every waiter
 	// answered from memory.
 	DefaultSummaryInterval = 500 * time.Millisecond
@@ -72,8 +65,10 @@ const (
 // The settings below are defaults: a sale created with `"room": {...}` overrides them field by
 // field.
 type Room struct {
-	// sale, user.
-	handler.Subject
+	// sale, user, difficulty_rate, the challenges' options, frame_ancestors, page,
+	// retry_after, cache_ttl, and the limits (timeout, default 1s per Redis call,
+	// max_pending, handle_errors): what the room shares with the draw (roomkit.Kit).
+	roomkit.Kit
 	// Admissions per second. Default 50.
 	Rate float64 `json:"rate,omitempty"`
 	// Live admissions per remaining unit (covers no-shows). Default 1.5; at least 1.
@@ -86,31 +81,13 @@ type Room struct {
 	// none. The difficulty grows from min by one bit each time the entry rate doubles beyond
 	// difficulty_rate.
 	Difficulty []int `json:"difficulty,omitempty"`
-	// Entries per second (per sale, counted in Redis across every gateway) up to which the
-	// difficulty stays at its minimum. Default 100.
-	DifficultyRate float64 `json:"difficulty_rate,omitempty"`
-	// challenge_life (default 30s), challenges_per_user (3), challenges_per_net (500),
-	// challenge_prefix ([24, 48]): a challenge is accepted at the difficulty it was issued with
-	// for its whole life, and these stop a stockpile (docs/room.md, "Proof of work").
-	sealedhttp.Challenges
 	// The most places a sale's queue holds (admitted ones included); beyond it a new entry gets
 	// 503 queue_full, someone who has a place keeps it. Default 0: 50 per unit of the sale's
 	// stock, at least 10 000, at most 2 000 000. A sale's own max_waiters overrides it.
 	MaxWaiters int64 `json:"max_waiters,omitempty"`
-	// The origins allowed to frame the waiting page (the Content-Security-Policy's
-	// frame-ancestors sources, e.g. "https://shop.example"). Default: none may.
-	FrameAncestors []string `json:"frame_ancestors,omitempty"`
-	// The waiting page: the shop's html/template file, its message catalogues, the language
-	// (instead of Accept-Language), each per site or per sale (docs/room.md, "The shop's own
-	// page"). Default: our page, in the buyer's language.
-	Page *pagekit.Config `json:"page,omitempty"`
 	// Bounds of refresh_s, the poll interval told to waiters. Defaults 1s and 30s.
 	RefreshMin caddy.Duration `json:"refresh_min,omitempty"`
 	RefreshMax caddy.Duration `json:"refresh_max,omitempty"`
-	// Retry-After sent with 503 (and with the paused state). Default 1s.
-	RetryAfter caddy.Duration `json:"retry_after,omitempty"`
-	// How long a gateway keeps a sale's room settings before reading them again. Default 2s.
-	CacheTTL caddy.Duration `json:"cache_ttl,omitempty"`
 	// How often, at most, a gateway looks at a sale's room (one Redis call per sale per
 	// gateway: it admits and reads the room's counters) to answer waiters far from the front
 	// and pre-queue waiters from memory. Default 500ms; at most 1s, so sold-out, pause and end
@@ -157,9 +134,6 @@ type Room struct {
 	// the sale's oversubscribe; at least oversubscribe.
 	OversubscribeMax float64 `json:"oversubscribe_max,omitempty"`
 
-	// timeout (default 1s, per Redis call), max_pending, handle_errors.
-	handler.Limits
-
 	// device_binding (off, optional, required) and proof_max_age: an entry with a DPoP proof
 	// gets a ticket bound to the proof's key, polled and left only with fresh proofs of that
 	// key; required lets nobody in or poll without one (devbind.go).
@@ -168,13 +142,8 @@ type Room struct {
 	// mem is what this gateway knows of the rooms (caddymodule/room/core): their settings,
 	// summaries, the tickets it verified, the published pre-queues; the endpoints ask it.
 	mem      *core.Gateway
-	issuer   sealed.Issuer
 	events   soldOutFlags
-	logger   *zap.Logger
-	ep       handler.Endpoints
-	caller   edge.Caller
-	page     *pagekit.Kit // the waiting page, compiled at provision
-	soldOut  []byte       // the sold-out answer, encoded once (answer.go)
+	soldOut  []byte // the sold-out answer, encoded once (answer.go)
 	defaults core.Settings
 }
 
@@ -194,26 +163,22 @@ func (Room) CaddyModule() caddy.ModuleInfo {
 // Provision sets defaults and takes the app's Redis client, token keys and sale events. No
 // network I/O.
 func (h *Room) Provision(ctx caddy.Context) error {
-	h.logger = edge.SampledLogger(ctx.Logger())
+	h.Logger = edge.SampledLogger(ctx.Logger())
 	h.setDefaults()
-	if err := h.setupPage(); err != nil {
-		return fmt.Errorf("seckill_room: %w", err)
-	}
-	app, issuer, err := sealedhttp.Provision(ctx, "seckill_room")
+	app, err := h.Kit.Provision(ctx, "seckill_room", pageKind)
 	if err != nil {
 		return err
 	}
-	h.issuer, h.mem.Sealer = issuer, issuer.Sealer
-	h.mem.Store = core.BoundStore{Store: core.RedisStore{Client: app.RedisClient(), Defaults: h.defaults}, Caller: h.caller}
-	h.mem.Logger = h.logger
+	h.mem.Sealer = h.Issuer.Sealer
+	h.mem.Store = core.BoundStore{Store: core.RedisStore{Client: app.RedisClient(), Defaults: h.defaults}, Caller: h.Calls}
+	h.mem.Logger = h.Logger
 	h.events = app.SaleEvents()
 	registerMetrics(ctx.GetMetricsRegistry())
 	return nil
 }
 
 func (h *Room) setDefaults() {
-	h.Subject.SetDefaults()
-	h.Challenges.SetDefaults()
+	h.Kit.SetDefaults("room", roomkit.Metrics{Requests: requests, Challenges: challenges, Shed: shed})
 	if h.Rate == 0 {
 		h.Rate = DefaultRate
 	}
@@ -230,20 +195,11 @@ func (h *Room) setDefaults() {
 	if len(h.Difficulty) == 0 {
 		h.Difficulty = []int{0, 0}
 	}
-	if h.DifficultyRate == 0 {
-		h.DifficultyRate = DefaultDifficultyRate
-	}
 	if h.RefreshMin == 0 {
 		h.RefreshMin = caddy.Duration(DefaultRefreshMin)
 	}
 	if h.RefreshMax == 0 {
 		h.RefreshMax = caddy.Duration(DefaultRefreshMax)
-	}
-	if h.RetryAfter <= 0 {
-		h.RetryAfter = caddy.Duration(DefaultRetryAfter)
-	}
-	if h.CacheTTL == 0 {
-		h.CacheTTL = caddy.Duration(DefaultCacheTTL)
 	}
 	if h.SummaryInterval == 0 {
 		h.SummaryInterval = caddy.Duration(DefaultSummaryInterval)
@@ -251,9 +207,6 @@ func (h *Room) setDefaults() {
 	if h.AdmitInterval == 0 {
 		h.AdmitInterval = caddy.Duration(DefaultAdmitInterval)
 	}
-	h.caller = h.Caller(DefaultTimeout)
-	h.ep = handler.Endpoints{Writer: h.Writer(0), RetryAfter: time.Duration(h.RetryAfter), Requests: requests, Shed: shed,
-		Logger: h.logger, Name: "room"}
 	h.defaults = core.Settings{Rate: h.Rate, Oversubscribe: h.Oversubscribe, Session: time.Duration(h.Session), Prequeue: time.Duration(*h.Prequeue),
 		MaxWaiters: h.MaxWaiters, ClaimWindow: claimWindow(h), OversubscribeMax: h.OversubscribeMax}
 	if len(h.Difficulty) == 2 {
@@ -278,13 +231,6 @@ func claimWindow(h *Room) time.Duration {
 		return time.Duration(h.ClaimWindow)
 	}
 	return 2*time.Duration(h.SummaryInterval) + 2*time.Second
-}
-
-// setupPage compiles the page options (our page, or the shop's template), checked here so
-// that a bad template fails at provision.
-func (h *Room) setupPage() (err error) {
-	h.page, err = pagekit.Compile(pageKind, h.Page)
-	return err
 }
 
 // Validate checks the configuration.
@@ -324,10 +270,7 @@ func (h *Room) Validate() error {
 			return fmt.Errorf("seckill_room: ban_zones: %q is not a zone name", z)
 		}
 	}
-	if err := pagecsp.CheckAncestors("seckill_room", h.FrameAncestors); err != nil {
-		return err
-	}
-	return h.Challenges.Validate("seckill_room")
+	return h.Kit.Validate("seckill_room")
 }
 
 // Interface guards
