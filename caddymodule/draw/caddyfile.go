@@ -2,21 +2,7 @@ package draw
 
 import (
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
-	"github.com/caddyserver/caddy/v2/caddyconfig/httpcaddyfile"
-
-	"github.com/seckilledge/seckill/caddymodule/handler"
 )
-
-func init() {
-	httpcaddyfile.RegisterHandlerDirective("seckill_draw", handler.Directive[Draw])
-	// On /seckill/{sale}/challenge the draw answers for draw sales and hands the rest to the
-	// next handler, the waiting room's, so in a handle that holds both it must come first.
-	// seckill_room sits just before respond; the order takes only standard directives as
-	// anchors, and copy_response is the last one before respond (it exists only inside
-	// reverse_proxy's handle_response, where neither handler goes). The shipped Caddyfiles
-	// write both inside a route all the same, which keeps the order as written.
-	httpcaddyfile.RegisterDirectiveOrder("seckill_draw", httpcaddyfile.Before, "copy_response")
-}
 
 // UnmarshalCaddyfile sets up the handler from Caddyfile tokens:
 //

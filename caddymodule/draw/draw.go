@@ -15,14 +15,19 @@ import (
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 
 	"github.com/seckilledge/seckill/caddymodule/draw/core"
-	"github.com/seckilledge/seckill/caddymodule/edge"
 	"github.com/seckilledge/seckill/caddymodule/handler"
 	"github.com/seckilledge/seckill/caddymodule/internal/roomkit"
 	"github.com/seckilledge/seckill/contract"
 )
 
 func init() {
-	caddy.RegisterModule(Draw{})
+	// On /seckill/{sale}/challenge the draw answers for draw sales and hands the rest to the
+	// next handler, the waiting room's, so in a handle that holds both it must come first.
+	// seckill_room sits just before respond; the order takes only standard directives as
+	// anchors, and copy_response is the last one before respond (it exists only inside
+	// reverse_proxy's handle_response, where neither handler goes). The shipped Caddyfiles
+	// write both inside a route all the same, which keeps the order as written.
+	roomkit.Register[Draw]("seckill_draw", "copy_response")
 }
 
 // Draw is the `seckill_draw` handler. It answers /seckill/{sale}/draw (POST enters or changes
@@ -51,9 +56,7 @@ func (Draw) CaddyModule() caddy.ModuleInfo {
 // Provision sets defaults and takes the app's Redis client and token keys (the draw's
 // challenges are sealed as the waiting room's). No network I/O.
 func (h *Draw) Provision(ctx caddy.Context) error {
-	h.Logger = edge.SampledLogger(ctx.Logger())
-	h.setDefaults()
-	app, err := h.Kit.Provision(ctx, "seckill_draw", pageKind)
+	app, err := h.Kit.Provision(ctx, "seckill_draw", pageKind, h.setDefaults)
 	if err != nil {
 		return err
 	}
@@ -63,7 +66,7 @@ func (h *Draw) Provision(ctx caddy.Context) error {
 }
 
 func (h *Draw) setDefaults() {
-	h.Kit.SetDefaults("draw", roomkit.Metrics{Requests: requests, Challenges: challenges, Shed: shed})
+	h.Kit.SetDefaults("draw", kitMetrics)
 	h.mem = &core.Gateway{CacheTTL: time.Duration(h.CacheTTL), DifficultyRate: h.DifficultyRate, Now: time.Now}
 }
 
@@ -76,82 +79,6 @@ func (h *Draw) Validate() error {
 		return fmt.Errorf("seckill_draw: cache_ttl must not be negative")
 	}
 	return h.Kit.Validate("seckill_draw")
-}
-
-// drawRoutes are the draw's endpoints, by the path's end: /challenge is the waiting room's
-// too (sharedChallenge).
-var drawRoutes = handler.NewRoutes(
-	handler.Route{Suffix: "/draw/challenge", Endpoint: "challenge"},
-	handler.Route{Suffix: "/draw", Endpoint: "draw"},
-	handler.Route{Suffix: "/challenge", Endpoint: endpointShared},
-)
-
-// endpointShared is the route of the path the draw shares with the waiting room.
-const endpointShared = "shared_challenge"
-
-// ServeHTTP routes by the path's end (drawRoutes). Refusals go through the shared refusal writer: the
-// contract's JSON body, or a caddyhttp error with handle_errors.
-func (h *Draw) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler) error {
-	repl, _ := r.Context().Value(caddy.ReplacerCtxKey).(*caddy.Replacer)
-	if repl == nil {
-		repl = caddy.NewReplacer()
-	}
-	endpoint, ok := drawRoutes.Match(r.URL.Path)
-	switch {
-	case !ok:
-		// Not a draw path: the handler shares a route with the waiting room's (see
-		// caddyfile.go), which answers the rest; a room's poll pays no more than this match.
-		return next.ServeHTTP(w, r)
-	case (endpoint == endpointShared || endpoint == "challenge") && !handler.SameOrigin(r):
-		// A challenge spends the user's open-challenge allowance: never for another site (the
-		// waiting room refuses the shared path alike).
-		return h.Endpoints.Refuse(w, "challenge", handler.CrossSite)
-	case endpoint == endpointShared:
-		// The shared challenge path: ours only for a draw sale.
-		return h.sharedChallenge(w, r, next, repl, repl.ReplaceAll(h.Sale, ""))
-	}
-	sale := repl.ReplaceAll(h.Sale, "")
-	if ref, canonical := handler.CheckRequest(r); !canonical {
-		// The sale placeholder reads the raw path, the routes matched the cleaned one.
-		return h.Endpoints.Refuse(w, endpoint, ref)
-	}
-	if !contract.ValidID(sale) {
-		return h.Endpoints.Refuse(w, endpoint, handler.BadRequest)
-	}
-	ctx := r.Context()
-	if endpoint == "challenge" {
-		return h.serveChallenge(ctx, w, r, repl, sale)
-	}
-	switch r.Method {
-	case http.MethodPost:
-		return h.enter(ctx, w, r, repl, sale)
-	case http.MethodDelete:
-		return h.withdraw(ctx, w, repl, sale)
-	case http.MethodGet, http.MethodHead:
-		if handler.WantsHTML(r) {
-			return h.servePage(ctx, w, r, sale)
-		}
-		return h.status(ctx, w, repl, sale)
-	default:
-		return h.Endpoints.MethodNotAllowed(w, "draw", "GET, POST, DELETE")
-	}
-}
-
-// sharedChallenge answers GET /seckill/{sale}/challenge for a draw sale and passes any other
-// request of that path to the next handler: the waiting room answers for its sales (and
-// refuses the rest), as it did before draws existed.
-func (h *Draw) sharedChallenge(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler, repl *caddy.Replacer, sale string) error {
-	if _, canonical := handler.CheckPath(r); !canonical || !contract.ValidID(sale) {
-		return next.ServeHTTP(w, r)
-	}
-	c, err := h.mem.Sale(r.Context(), sale)
-	if err != nil {
-		return h.Endpoints.Unavailable(w, "challenge", err)
-	}
-	if !c.Draw {
-		return next.ServeHTTP(w, r)
-	}
-	return h.serveChallenge(r.Context(), w, r, repl, sale)
 }
 
 // Codes of the draw (DESIGN.md, "Draws"), and not_entered, which this handler adds: GET or

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
+	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 
 	"github.com/seckilledge/seckill/caddymodule/handler"
 	"github.com/seckilledge/seckill/caddymodule/sealed"
@@ -59,6 +60,96 @@ type StatusAnswer struct {
 	Wave       int64    `json:"wave,omitempty"`
 	ClaimUntil string   `json:"claim_until,omitempty"`
 	Variants   []string `json:"variants"`
+}
+
+// drawRoutes are the draw's endpoints, by the path's end: /challenge is the waiting room's
+// too (sharedChallenge).
+var drawRoutes = handler.NewRoutes(
+	handler.Route{Suffix: "/draw/challenge", Endpoint: "challenge"},
+	handler.Route{Suffix: "/draw", Endpoint: "draw"},
+	handler.Route{Suffix: "/challenge", Endpoint: endpointShared},
+)
+
+// endpointShared is the route of the path the draw shares with the waiting room.
+const endpointShared = "shared_challenge"
+
+// ServeHTTP routes by the path's end (drawRoutes). Refusals go through the shared refusal writer: the
+// contract's JSON body, or a caddyhttp error with handle_errors.
+func (h *Draw) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler) error {
+	repl, _ := r.Context().Value(caddy.ReplacerCtxKey).(*caddy.Replacer)
+	if repl == nil {
+		repl = caddy.NewReplacer()
+	}
+	endpoint, ok := drawRoutes.Match(r.URL.Path)
+	switch {
+	case !ok:
+		// Not a draw path: the handler shares a route with the waiting room's (see
+		// caddyfile.go), which answers the rest; a room's poll pays no more than this match.
+		return next.ServeHTTP(w, r)
+	case (endpoint == endpointShared || endpoint == "challenge") && !handler.SameOrigin(r):
+		// A challenge spends the user's open-challenge allowance: never for another site (the
+		// waiting room refuses the shared path alike).
+		return h.Endpoints.Refuse(w, "challenge", handler.CrossSite)
+	case endpoint == endpointShared:
+		// The shared challenge path: ours only for a draw sale.
+		return h.sharedChallenge(w, r, next, repl, repl.ReplaceAll(h.Sale, ""))
+	}
+	sale := repl.ReplaceAll(h.Sale, "")
+	if ref, canonical := handler.CheckRequest(r); !canonical {
+		// The sale placeholder reads the raw path, the routes matched the cleaned one.
+		return h.Endpoints.Refuse(w, endpoint, ref)
+	}
+	if !contract.ValidID(sale) {
+		return h.Endpoints.Refuse(w, endpoint, handler.BadRequest)
+	}
+	ctx := r.Context()
+	if endpoint == "challenge" {
+		return h.serveChallenge(ctx, w, r, repl, sale)
+	}
+	switch r.Method {
+	case http.MethodPost:
+		return h.enter(ctx, w, r, repl, sale)
+	case http.MethodDelete:
+		return h.withdraw(ctx, w, repl, sale)
+	case http.MethodGet, http.MethodHead:
+		if handler.WantsHTML(r) {
+			return h.servePage(ctx, w, r, sale)
+		}
+		return h.status(ctx, w, repl, sale)
+	default:
+		return h.Endpoints.MethodNotAllowed(w, "draw", "GET, POST, DELETE")
+	}
+}
+
+// sharedChallenge answers GET /seckill/{sale}/challenge for a draw sale and passes any other
+// request of that path to the next handler: the waiting room answers for its sales (and
+// refuses the rest), as it did before draws existed.
+func (h *Draw) sharedChallenge(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler, repl *caddy.Replacer, sale string) error {
+	if _, canonical := handler.CheckPath(r); !canonical || !contract.ValidID(sale) {
+		return next.ServeHTTP(w, r)
+	}
+	c, err := h.mem.Sale(r.Context(), sale)
+	if err != nil {
+		return h.Endpoints.Unavailable(w, "challenge", err)
+	}
+	if !c.Draw {
+		return next.ServeHTTP(w, r)
+	}
+	return h.serveChallenge(r.Context(), w, r, repl, sale)
+}
+
+// servePage answers the entry page of a draw sale, with the sale's variants for the size
+// picker (from the sale's cached settings, cache_ttl); a sale that is not a draw gets the JSON
+// refusal, as the API would answer.
+func (h *Draw) servePage(ctx context.Context, w http.ResponseWriter, r *http.Request, sale string) error {
+	c, err := h.mem.Sale(ctx, sale)
+	if err != nil {
+		return h.Endpoints.Unavailable(w, "page", err)
+	}
+	if !c.Draw {
+		return h.Endpoints.Refuse(w, "page", noDraw)
+	}
+	return h.ServePage(w, r, sale, c.Variants)
 }
 
 func (h *Draw) enter(ctx context.Context, w http.ResponseWriter, r *http.Request, repl *caddy.Replacer, sale string) error {
@@ -159,25 +250,16 @@ func (h *Draw) status(ctx context.Context, w http.ResponseWriter, repl *caddy.Re
 	return h.answer(w, "status", rep.State, a)
 }
 
-// ChallengeAnswer is the body of GET /seckill/{sale}/challenge: the waiting room's.
-type ChallengeAnswer = sealed.ChallengeAnswer
-
+// serveChallenge answers GET /draw/challenge (and /challenge for a draw sale) at the draw's
+// difficulty in force now.
 func (h *Draw) serveChallenge(ctx context.Context, w http.ResponseWriter, r *http.Request, repl *caddy.Replacer, sale string) error {
-	if r.Method != http.MethodGet {
-		return h.Endpoints.MethodNotAllowed(w, "challenge", "GET")
-	}
-	user, ref, ok := handler.User(repl, h.User)
-	if !ok {
-		return h.Endpoints.Refuse(w, "challenge", ref)
-	}
-	c, err := h.mem.Sale(ctx, sale)
-	if err != nil {
-		return h.Endpoints.Unavailable(w, "challenge", err)
-	}
-	if !c.Draw {
-		return h.Endpoints.Refuse(w, "challenge", noDraw)
-	}
-	return h.ServeChallenge(ctx, w, r, sale, user, h.mem.Difficulty(c), c.DMax)
+	return h.ServeChallenge(ctx, w, r, repl, sale, func(ctx context.Context) (int, int, handler.Refusal, error) {
+		c, err := h.mem.Sale(ctx, sale)
+		if err != nil || !c.Draw {
+			return 0, 0, noDraw, err
+		}
+		return h.mem.Difficulty(c), c.DMax, handler.Refusal{}, nil
+	})
 }
 
 // The refusals of draw_enter.lua and draw_status.lua (their headers).

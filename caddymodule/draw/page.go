@@ -1,9 +1,7 @@
 package draw
 
 import (
-	"context"
 	_ "embed"
-	"net/http"
 
 	"github.com/seckilledge/seckill/caddymodule/internal/pagekit"
 	clientjs "github.com/seckilledge/seckill/clients/js"
@@ -25,17 +23,3 @@ var pageTemplate string
 var pageJS string
 
 var pageKind = pagekit.Kind{Name: "draw", Template: pageTemplate, Script: pagekit.Script(clientjs.Source, pageJS)}
-
-// servePage answers the entry page of a draw sale, with the sale's variants for the size
-// picker (from the sale's cached settings, cache_ttl); a sale that is not a draw gets the JSON
-// refusal, as the API would answer.
-func (h *Draw) servePage(ctx context.Context, w http.ResponseWriter, r *http.Request, sale string) error {
-	c, err := h.mem.Sale(ctx, sale)
-	if err != nil {
-		return h.Endpoints.Unavailable(w, "page", err)
-	}
-	if !c.Draw {
-		return h.Endpoints.Refuse(w, "page", noDraw)
-	}
-	return h.ServePage(w, r, sale, c.Variants)
-}

@@ -115,27 +115,16 @@ func (h *Room) serveRoom(ctx context.Context, w http.ResponseWriter, r *http.Req
 	return h.Endpoints.Answer(w, "room", info.State, http.StatusOK, info)
 }
 
-// ChallengeAnswer is the body of GET /seckill/{sale}/challenge.
-type ChallengeAnswer = sealed.ChallengeAnswer
-
+// serveChallenge answers GET /challenge at the room's difficulty in force now.
 func (h *Room) serveChallenge(ctx context.Context, w http.ResponseWriter, r *http.Request, repl *caddy.Replacer, sale string) error {
-	if r.Method != http.MethodGet {
-		return h.Endpoints.MethodNotAllowed(w, "challenge", "GET")
-	}
-	user, ref, ok := handler.User(repl, h.User)
-	if !ok {
-		return h.Endpoints.Refuse(w, "challenge", ref)
-	}
-	c, ok, err := h.mem.Room(ctx, sale)
-	if err != nil {
-		return h.Endpoints.Unavailable(w, "challenge", err)
-	}
-	if !ok {
-		return h.Endpoints.Refuse(w, "challenge", noRoom)
-	}
-	// The difficulty in force now: the challenge keeps it for its whole (short) life.
-	d := sealed.Difficulty(c.Room.DifficultyMin, c.Room.DifficultyMax, c.Rate.Get(h.mem.Now()), h.DifficultyRate)
-	return h.ServeChallenge(ctx, w, r, sale, user, d, c.Room.DifficultyMax)
+	return h.ServeChallenge(ctx, w, r, repl, sale, func(ctx context.Context) (int, int, handler.Refusal, error) {
+		c, ok, err := h.mem.Room(ctx, sale)
+		if err != nil || !ok {
+			return 0, 0, noRoom, err
+		}
+		d := sealed.Difficulty(c.Room.DifficultyMin, c.Room.DifficultyMax, c.Rate.Get(h.mem.Now()), h.DifficultyRate)
+		return d, c.Room.DifficultyMax, handler.Refusal{}, nil
+	})
 }
 
 func (h *Room) enter(ctx context.Context, w http.ResponseWriter, r *http.Request, repl *caddy.Replacer, sale string) error {

@@ -20,12 +20,10 @@ import (
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
-	"github.com/caddyserver/caddy/v2/caddyconfig/httpcaddyfile"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 
 	"github.com/seckilledge/seckill/caddymodule"
 	"github.com/seckilledge/seckill/caddymodule/dpop/dpophttp"
-	"github.com/seckilledge/seckill/caddymodule/edge"
 	"github.com/seckilledge/seckill/caddymodule/handler"
 	"github.com/seckilledge/seckill/caddymodule/internal/roomkit"
 	"github.com/seckilledge/seckill/caddymodule/room/core"
@@ -33,12 +31,10 @@ import (
 )
 
 func init() {
-	caddy.RegisterModule(Room{})
-	httpcaddyfile.RegisterHandlerDirective("seckill_room", handler.Directive[Room])
 	// The room answers its own paths (/seckill/{sale}/room, /challenge, /queue) and is meant
 	// for a path matcher of its own, so its place among the other seckill directives does not
 	// matter; before respond keeps it ahead of catch-all responses.
-	httpcaddyfile.RegisterDirectiveOrder("seckill_room", httpcaddyfile.Before, "respond")
+	roomkit.Register[Room]("seckill_room", "respond")
 }
 
 // Defaults of the optional fields.
@@ -163,9 +159,7 @@ func (Room) CaddyModule() caddy.ModuleInfo {
 // Provision sets defaults and takes the app's Redis client, token keys and sale events. No
 // network I/O.
 func (h *Room) Provision(ctx caddy.Context) error {
-	h.Logger = edge.SampledLogger(ctx.Logger())
-	h.setDefaults()
-	app, err := h.Kit.Provision(ctx, "seckill_room", pageKind)
+	app, err := h.Kit.Provision(ctx, "seckill_room", pageKind, h.setDefaults)
 	if err != nil {
 		return err
 	}
@@ -178,7 +172,7 @@ func (h *Room) Provision(ctx caddy.Context) error {
 }
 
 func (h *Room) setDefaults() {
-	h.Kit.SetDefaults("room", roomkit.Metrics{Requests: requests, Challenges: challenges, Shed: shed})
+	h.Kit.SetDefaults("room", kitMetrics)
 	if h.Rate == 0 {
 		h.Rate = DefaultRate
 	}

@@ -13,12 +13,15 @@ import (
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
+	"github.com/caddyserver/caddy/v2/caddyconfig/httpcaddyfile"
+	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 
 	"github.com/seckilledge/seckill/caddymodule"
 	"github.com/seckilledge/seckill/caddymodule/edge"
 	"github.com/seckilledge/seckill/caddymodule/handler"
+	"github.com/seckilledge/seckill/caddymodule/internal/metric"
 	"github.com/seckilledge/seckill/caddymodule/internal/pagecsp"
 	"github.com/seckilledge/seckill/caddymodule/internal/pagekit"
 	"github.com/seckilledge/seckill/caddymodule/internal/pagekit/pagecaddy"
@@ -86,6 +89,22 @@ type Metrics struct {
 	Shed                 prometheus.Counter
 }
 
+// NewMetrics declares the collectors every room and draw has, under the handler's subsystem:
+// requests_total by endpoint and answer (the label answer names), challenges_total by
+// outcome (its four outcomes counted from zero) and shed_total; the help texts are the
+// handler's.
+func NewMetrics(s metric.Subsystem, answer, requestsHelp, challengesHelp, shedHelp string) Metrics {
+	m := Metrics{
+		Requests:   s.CounterVec("requests_total", requestsHelp, "endpoint", answer),
+		Challenges: s.CounterVec("challenges_total", challengesHelp, "outcome"),
+		Shed:       s.Counter("shed_total", shedHelp),
+	}
+	for _, o := range []string{"issued", "bounded", "solved", "refused"} {
+		m.Challenges.WithLabelValues(o)
+	}
+	return m
+}
+
 // SetDefaults sets the shared defaults and makes the writer and the caller; name is the
 // handler's in log lines ("room", "draw").
 func (k *Kit) SetDefaults(name string, m Metrics) {
@@ -106,9 +125,25 @@ func (k *Kit) SetDefaults(name string, m Metrics) {
 		Logger: k.Logger, Name: name}
 }
 
-// Provision compiles the page and takes the app's token keys; module is the handler's name
-// in errors ("seckill_room"). No network I/O.
-func (k *Kit) Provision(ctx caddy.Context, module string, kind pagekit.Kind) (*caddymodule.App, error) {
+// Register registers a handler's module and its Caddyfile directive, ordered just before
+// anchor (a standard directive).
+func Register[T any, PT interface {
+	*T
+	caddy.Module
+	caddyfile.Unmarshaler
+	caddyhttp.MiddlewareHandler
+}](directive, anchor string) {
+	caddy.RegisterModule(PT(new(T)))
+	httpcaddyfile.RegisterHandlerDirective(directive, handler.Directive[T, PT])
+	httpcaddyfile.RegisterDirectiveOrder(directive, httpcaddyfile.Before, anchor)
+}
+
+// Provision takes the sampled logger, sets the handler's defaults (setDefaults, which calls
+// SetDefaults), compiles the page and takes the app's token keys; module is the handler's
+// name in errors ("seckill_room"). No network I/O.
+func (k *Kit) Provision(ctx caddy.Context, module string, kind pagekit.Kind, setDefaults func()) (*caddymodule.App, error) {
+	k.Logger = edge.SampledLogger(ctx.Logger())
+	setDefaults()
 	if err := k.SetupPage(kind); err != nil {
 		return nil, fmt.Errorf("%s: %w", module, err)
 	}
@@ -142,11 +177,30 @@ func (k *Kit) ServePage(w http.ResponseWriter, r *http.Request, sale string, dat
 	return k.Pages.Serve(w, r, sale, data, k.FrameAncestors)
 }
 
-// ServeChallenge issues a challenge of difficulty (at most ceiling, the sale's maximum) to
-// user in sale and answers it, counted as issued, or as bounded when the user or his network
-// holds too many open ones.
-func (k *Kit) ServeChallenge(ctx context.Context, w http.ResponseWriter, r *http.Request, sale, user string, difficulty, ceiling int) error {
-	a, ref, err := k.Issue(ctx, k.Calls, k.Issuer, r, sale, user, difficulty, ceiling)
+// Level is a sale's proof of work for a new challenge: the difficulty in force now (the
+// challenge keeps it for its whole short life) and the sale's maximum; or the refusal (the
+// sale has no room or no draw), or the error of reading the sale.
+type Level func(ctx context.Context) (difficulty, ceiling int, ref handler.Refusal, err error)
+
+// ServeChallenge answers GET /seckill/{sale}/challenge (or the draw's own path): a challenge
+// for the user at the sale's level, counted as issued, or as bounded when the user or his
+// network holds too many open ones.
+func (k *Kit) ServeChallenge(ctx context.Context, w http.ResponseWriter, r *http.Request, repl *caddy.Replacer, sale string, level Level) error {
+	if r.Method != http.MethodGet {
+		return k.Endpoints.MethodNotAllowed(w, "challenge", "GET")
+	}
+	user, ref, ok := handler.User(repl, k.User)
+	if !ok {
+		return k.Endpoints.Refuse(w, "challenge", ref)
+	}
+	d, ceiling, ref, err := level(ctx)
+	if err != nil {
+		return k.Endpoints.Unavailable(w, "challenge", err)
+	}
+	if ref.Status != 0 {
+		return k.Endpoints.Refuse(w, "challenge", ref)
+	}
+	a, ref, err := k.Issue(ctx, k.Calls, k.Issuer, r, sale, user, d, ceiling)
 	if err != nil {
 		return k.Endpoints.Unavailable(w, "challenge", err)
 	}
