@@ -27,7 +27,7 @@ import (
 // token and the gate answer them, with the answers a test sets: a page test of every state
 // without making a real room go through each of them (the real room's own tests, and
 // TestWaitingPageInARealBrowser..., cover the room). The page itself is the handler's
-// (servePage, with the page options under test). The proof of work is checked for real.
+// (ServePage, with the page options under test). The proof of work is checked for real.
 type protocolRoom struct {
 	h         *Room
 	challenge string

@@ -64,7 +64,7 @@ func TestABadShopTemplateFailsTheRoomsProvision(t *testing.T) {
 	}
 	h := &Room{Kit: roomkit.Kit{Page: &pagekit.Config{Template: bad}}}
 	if err := h.SetupPage(pageKind); err == nil || !strings.Contains(err.Error(), bad+":3:") {
-		t.Fatalf("setupPage = %v, want the template's file and line 3", err)
+		t.Fatalf("SetupPage = %v, want the template's file and line 3", err)
 	}
 	handlertest.AdaptFails(t,
 		":80 {\n seckill_room {\n page {\n bogus 1\n }\n }\n}",

@@ -145,7 +145,7 @@ func TestRoomReadsTheSaleRoomAgainAfterCacheTTL(t *testing.T) {
 	ctx := context.Background()
 	for range 3 {
 		if _, ok, err := h.mem.Room(ctx, "s1"); !ok || err != nil {
-			t.Fatalf("roomOf: %v %v", ok, err)
+			t.Fatalf("Room: %v %v", ok, err)
 		}
 	}
 	if n := store.reads.Load(); n != 1 {

@@ -113,8 +113,9 @@ type Room struct {
 	// is {http.auth.user.id}). A user one of them bans is not given an admission he cannot
 	// use: the gateway that runs an admission step reads these zones' ban keys for the users
 	// it admitted and a few random live admissions, and ends the banned ones' admissions at
-	// once, passing their capacity on (bans.go). Default: none (a banned user whose polls the
-	// throttle refuses is still passed as absent once his last answer's refresh_s is over).
+	// once, passing their capacity on (core.Gateway.PassOnBanned). Default: none (a banned
+	// user whose polls the throttle refuses is still passed as absent once his last answer's
+	// refresh_s is over).
 	BanZones []string `json:"ban_zones,omitempty"`
 	// Conversion-aware admission: an admitted waiter who has taken no purchase
 	// token claim_window after his presence deadline (by then his poll has told him) is a

@@ -58,7 +58,7 @@ type Kit struct {
 	// shop's own page"; the draw's template fields are the room's plus .Variants). Default:
 	// our page, in the buyer's language.
 	Page *pagekit.Config `json:"page,omitempty"`
-	// Retry-After sent with 503. Default 1s.
+	// Retry-After sent with 503 (and with the room's paused state). Default 1s.
 	RetryAfter caddy.Duration `json:"retry_after,omitempty"`
 	// How long a gateway keeps a sale's settings before reading them again. Default 2s.
 	CacheTTL caddy.Duration `json:"cache_ttl,omitempty"`

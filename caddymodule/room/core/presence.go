@@ -48,7 +48,7 @@ func (g *Gateway) presenceAt(c *Cached, told time.Duration, now time.Time) time.
 // ToldFor is the refresh_s this gateway expects to tell a waiter whose poll (index: his
 // placed ticket's queue index, -1 without one) or entry goes to Redis: from the summary (the
 // cursor only moves forward, so the summary's ahead is at least the real one), else the
-// shortest refresh. Redis records him present for toldFor plus the grace, and the answer's
+// shortest refresh. Redis records him present for ToldFor plus the grace, and the answer's
 // refresh_s is capped at it (CapRefresh): a waiter who does as he is told is never passed
 // as absent.
 func (g *Gateway) ToldFor(c *Cached, index int64, now time.Time) time.Duration {
