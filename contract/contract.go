@@ -55,6 +55,31 @@ func RoomLiveKey(sale string) string { return RoomKey(sale) + ":live" }
 // (room_queue.lua), and "t:<ms>:<admitted_until_ms>:<user>:<nonce>" per token issued on an admission (token_issue.lua).
 func RoomLogKey(sale string) string { return RoomKey(sale) + ":log" }
 
+// RoomQueueKey is the sorted set of a sale's places (room_queue.lua): pre-queue places at
+// score 0, ordered by their members' bytes (the rank first), later ones by their entry.
+func RoomQueueKey(sale string) string { return RoomKey(sale) + ":q" }
+
+// RoomSpentKey is the sorted set of a sale's spent proof-of-work nonces: nonce -> expiry.
+func RoomSpentKey(sale string) string { return RoomKey(sale) + ":spent" }
+
+// RoomSeenKey is the sorted set of a sale's waiters present: user -> present until (unix ms).
+func RoomSeenKey(sale string) string { return RoomKey(sale) + ":seen" }
+
+// RoomAwayKey is the sorted set of a sale's waiters whose place the cursor passed while they
+// were absent: user -> queue index.
+func RoomAwayKey(sale string) string { return RoomKey(sale) + ":away" }
+
+// RoomBackKey is the sorted set of the away waiters seen again, admitted first.
+func RoomBackKey(sale string) string { return RoomKey(sale) + ":back" }
+
+// RoomClaimKey is the sorted set of a sale's admissions not judged yet (user -> when they are
+// judged, unix ms): conversion-aware admission.
+func RoomClaimKey(sale string) string { return RoomKey(sale) + ":claim" }
+
+// RoomIdleKey is the sorted set of a sale's live admissions judged no-shows: user -> admitted
+// until (unix ms).
+func RoomIdleKey(sale string) string { return RoomKey(sale) + ":idle" }
+
 // RoomKeysKey is the hash of a sale's places bound to a device key: user -> the RFC 7638
 // thumbprint of the key his first bound entry proved (room_queue.lua). Under device binding
 // the re-entry, the token issue (token_issue.lua) and the purchase (gate.lua) refuse any
@@ -118,6 +143,11 @@ const LockPrefix = "seckill:lock:"
 
 // ThrottleKey is the key of one throttle zone's counter for one client key.
 func ThrottleKey(zone, key string) string { return "seckill:rl:{" + zone + ":" + key + "}" }
+
+// ThrottleBanKey is the hash of one throttle zone's ban of one client key (field
+// banned_until, unix ms): the counter's key plus ":ban", in the counter's slot. The waiting
+// room reads it for users its admission step admitted (ban_zones).
+func ThrottleBanKey(zone, key string) string { return ThrottleKey(zone, key) + ":ban" }
 
 // Meta hash field names.
 const (

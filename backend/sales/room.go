@@ -75,7 +75,7 @@ func PreheatRoom(ctx context.Context, rdb redis.Scripter, sale string, spec admi
 		unitsArg = strconv.FormatInt(units, 10)
 	}
 	argv = append(argv, hex.EncodeToString(sum[:]), maxWaiters, untilArg, unitsArg)
-	out, err := lua.RoomSetup.Run(ctx, rdb, []string{contract.MetaKey(sale), roomKey(sale)}, argv...).Slice()
+	out, err := lua.RoomSetup.Run(ctx, rdb, []string{contract.MetaKey(sale), contract.RoomKey(sale)}, argv...).Slice()
 	if err != nil {
 		return res, fmt.Errorf("room_setup.lua: %w", err)
 	}
@@ -87,7 +87,3 @@ func PreheatRoom(ctx context.Context, rdb redis.Scripter, sale string, spec admi
 	res.SeedCommitment, _ = out[1].(string)
 	return res, nil
 }
-
-// roomKey is seckill_room's hash of a sale (caddymodule/room.RoomKey; the backend does not
-// import the gateway's packages).
-func roomKey(sale string) string { return contract.RoomKey(sale) }

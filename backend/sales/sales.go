@@ -389,7 +389,7 @@ func (s *Sales) SaleStatus(ctx context.Context, sale string) (admin.SaleStatus, 
 		if err := json.Unmarshal(room, st.Room); err != nil {
 			return st, fmt.Errorf("sale %s: stored room: %w", sale, err)
 		}
-		c, err := s.Redis.HGet(ctx, roomKey(sale), "commitment").Result()
+		c, err := s.Redis.HGet(ctx, contract.RoomKey(sale), "commitment").Result()
 		if err != nil && !errors.Is(err, redis.Nil) {
 			return st, err
 		}

@@ -3,7 +3,8 @@ package draw
 import (
 	"testing"
 
-	_ "github.com/seckilledge/seckill/caddymodule"      // the seckill global option
+	_ "github.com/seckilledge/seckill/caddymodule" // the seckill global option
+	"github.com/seckilledge/seckill/caddymodule/internal/roomkit"
 	_ "github.com/seckilledge/seckill/caddymodule/room" // full.caddyfile's seckill_room (a test dependency only)
 	"github.com/seckilledge/seckill/internal/handlertest"
 )
@@ -29,9 +30,9 @@ func TestCaddyfileRefusesBadOptions(t *testing.T) {
 
 func TestValidateRefusesImpossibleSettings(t *testing.T) {
 	for name, h := range map[string]*Draw{
-		"negative rate": {DifficultyRate: -1},
-		"negative ttl":  {CacheTTL: -1},
-		"bad frame":     {FrameAncestors: []string{"a; script-src *"}},
+		"negative rate": {Kit: roomkit.Kit{DifficultyRate: -1}},
+		"negative ttl":  {Kit: roomkit.Kit{CacheTTL: -1}},
+		"bad frame":     {Kit: roomkit.Kit{FrameAncestors: []string{"a; script-src *"}}},
 	} {
 		h.setDefaults()
 		if err := h.Validate(); err == nil {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/seckilledge/seckill/caddymodule/internal/pagekit"
 	"github.com/seckilledge/seckill/caddymodule/internal/pagekit/pagetest"
+	"github.com/seckilledge/seckill/caddymodule/internal/roomkit"
 	"github.com/seckilledge/seckill/caddymodule/sealed"
 )
 
@@ -36,8 +37,8 @@ var testSizes = []string{"S", "M", "L"}
 
 func newProtocolDraw(t *testing.T, cfg *pagekit.Config) *protocolDraw {
 	t.Helper()
-	h := &Draw{Page: cfg}
-	if err := h.setupPage(); err != nil {
+	h := &Draw{Kit: roomkit.Kit{Page: cfg}}
+	if err := h.SetupPage(pageKind); err != nil {
 		t.Fatal(err)
 	}
 	// A challenge whose first solution lies past two slices of the client's worker.
@@ -48,7 +49,7 @@ func newProtocolDraw(t *testing.T, cfg *pagekit.Config) *protocolDraw {
 			break
 		}
 	}
-	return &protocolDraw{kit: h.page, challenge: ch, result: map[string]any{"state": "open", "seed_commitment": "5eed0c0ffee",
+	return &protocolDraw{kit: h.Pages, challenge: ch, result: map[string]any{"state": "open", "seed_commitment": "5eed0c0ffee",
 		"closes_at": time.Now().Add(26 * time.Hour).UTC().Format(time.RFC3339), "randomness": "commit-reveal", "beacon": nil}}
 }
 

@@ -2,23 +2,7 @@ package draw
 
 import (
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
-	"github.com/caddyserver/caddy/v2/caddyconfig/httpcaddyfile"
-
-	"github.com/seckilledge/seckill/caddymodule/handler"
-	"github.com/seckilledge/seckill/caddymodule/internal/pagekit"
-	"github.com/seckilledge/seckill/caddymodule/internal/pagekit/pagecaddy"
 )
-
-func init() {
-	httpcaddyfile.RegisterHandlerDirective("seckill_draw", handler.Directive[Draw])
-	// On /seckill/{sale}/challenge the draw answers for draw sales and hands the rest to the
-	// next handler, the waiting room's, so in a handle that holds both it must come first.
-	// seckill_room sits just before respond; the order takes only standard directives as
-	// anchors, and copy_response is the last one before respond (it exists only inside
-	// reverse_proxy's handle_response, where neither handler goes). The shipped Caddyfiles
-	// write both inside a route all the same, which keeps the order as written.
-	httpcaddyfile.RegisterDirectiveOrder("seckill_draw", httpcaddyfile.Before, "copy_response")
-}
 
 // UnmarshalCaddyfile sets up the handler from Caddyfile tokens:
 //
@@ -46,30 +30,8 @@ func init() {
 //		handle_errors                   # refusals go to handle_errors routes
 //	}
 func (h *Draw) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
-	return h.UnmarshalBlock(d, "seckill_draw", func(name string) (bool, error) {
-		var err error
-		switch name {
-		case "difficulty_rate":
-			err = handler.FloatArg(d, &h.DifficultyRate)
-		case "page":
-			if h.Page == nil {
-				h.Page = new(pagekit.Config)
-			}
-			err = pagecaddy.Unmarshal(d, h.Page)
-		case "frame_ancestors":
-			h.FrameAncestors = d.RemainingArgs()
-			if len(h.FrameAncestors) == 0 {
-				err = d.Errf("frame_ancestors takes one or more sources")
-			}
-		case "retry_after":
-			err = handler.DurationArg(d, &h.RetryAfter)
-		case "cache_ttl":
-			err = handler.DurationArg(d, &h.CacheTTL)
-		default:
-			return false, nil
-		}
-		return true, err
-	}, &h.Subject, &h.Challenges)
+	// Every option of the draw is one it shares with the waiting room (roomkit.Kit).
+	return h.Unmarshal(d, "seckill_draw", func(string) (bool, error) { return false, nil })
 }
 
 // Interface guard

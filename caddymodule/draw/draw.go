@@ -13,29 +13,22 @@ import (
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
-	"github.com/redis/go-redis/v9"
-	"go.uber.org/zap"
 
-	"github.com/seckilledge/seckill/caddymodule/edge"
+	"github.com/seckilledge/seckill/caddymodule/draw/core"
 	"github.com/seckilledge/seckill/caddymodule/handler"
-	"github.com/seckilledge/seckill/caddymodule/internal/pagecsp"
-	"github.com/seckilledge/seckill/caddymodule/internal/pagekit"
-	"github.com/seckilledge/seckill/caddymodule/sealed"
-	"github.com/seckilledge/seckill/caddymodule/sealed/sealedhttp"
+	"github.com/seckilledge/seckill/caddymodule/internal/roomkit"
 	"github.com/seckilledge/seckill/contract"
 )
 
 func init() {
-	caddy.RegisterModule(Draw{})
+	// On /seckill/{sale}/challenge the draw answers for draw sales and hands the rest to the
+	// next handler, the waiting room's, so in a handle that holds both it must come first.
+	// seckill_room sits just before respond; the order takes only standard directives as
+	// anchors, and copy_response is the last one before respond (it exists only inside
+	// reverse_proxy's handle_response, where neither handler goes). The shipped Caddyfiles
+	// write both inside a route all the same, which keeps the order as written.
+	roomkit.Register[Draw]("seckill_draw", "copy_response")
 }
-
-// Defaults of the optional fields.
-const (
-	DefaultDifficultyRate = 100.0
-	DefaultTimeout        = time.Second
-	DefaultRetryAfter     = time.Second
-	DefaultCacheTTL       = 2 * time.Second
-)
 
 // Draw is the `seckill_draw` handler. It answers /seckill/{sale}/draw (POST enters or changes
 // the size, DELETE withdraws, GET tells the state, or serves the entry page to a browser) and
@@ -44,41 +37,15 @@ const (
 // before seckill_room in one route, one Caddyfile route serves the challenges of both kinds of
 // sale (a sale is a draw or has a room, never both).
 type Draw struct {
-	// sale, user.
-	handler.Subject
-	// Entries per second (first entries, counted in Redis across every gateway) up to which the
-	// difficulty of a draw's proof of work stays at its dmin; it grows by one bit each time the
-	// rate doubles beyond, up to dmax, as the waiting room's does. Default 100.
-	DifficultyRate float64 `json:"difficulty_rate,omitempty"`
-	// challenge_life (default 30s), challenges_per_user (3), challenges_per_net (500),
-	// challenge_prefix ([24, 48]), as the waiting room's: a challenge is accepted at the
-	// difficulty it was issued with for its whole life, and these stop a stockpile.
-	sealedhttp.Challenges
-	// The origins allowed to frame the entry page (CSP frame-ancestors). Default: none may.
-	FrameAncestors []string `json:"frame_ancestors,omitempty"`
-	// The draw's page: the shop's html/template file, its message catalogues, the language
-	// (instead of Accept-Language), each per site or per sale (docs/room.md, "The shop's own
-	// page"; the draw's template fields are the room's plus .Variants). Default: our page.
-	Page *pagekit.Config `json:"page,omitempty"`
-	// Retry-After sent with 503. Default 1s.
-	RetryAfter caddy.Duration `json:"retry_after,omitempty"`
-	// How long a gateway keeps a sale's draw settings (window, difficulty, variants) before
-	// reading them again. The window and the difficulty are checked again by the entry script
-	// in Redis, so a stale copy never lets an entry through. Default 2s.
-	CacheTTL caddy.Duration `json:"cache_ttl,omitempty"`
+	// sale, user, difficulty_rate, the challenges' options, frame_ancestors, page,
+	// retry_after, cache_ttl (how long a gateway keeps a sale's draw settings: the window and
+	// the difficulty are checked again by the entry script in Redis, so a stale copy never
+	// lets an entry through), and the limits (timeout, default 1s per Redis call,
+	// max_pending, handle_errors): what the draw shares with the waiting room (roomkit.Kit).
+	roomkit.Kit
 
-	// timeout (default 1s, per Redis call), max_pending, handle_errors.
-	handler.Limits
-
-	rdb    redis.UniversalClient
-	sealer *sealed.Sealer
-	issuer sealed.Issuer
-	logger *zap.Logger
-	ep     handler.Endpoints
-	caller edge.Caller
-	cache  *saleCache
-	page   *pagekit.Kit // the draw's page, compiled at provision
-	now    func() time.Time
+	// mem is what this gateway knows of the draws (caddymodule/draw/core).
+	mem *core.Gateway
 }
 
 // CaddyModule returns the Caddy module information.
@@ -89,44 +56,18 @@ func (Draw) CaddyModule() caddy.ModuleInfo {
 // Provision sets defaults and takes the app's Redis client and token keys (the draw's
 // challenges are sealed as the waiting room's). No network I/O.
 func (h *Draw) Provision(ctx caddy.Context) error {
-	h.logger = edge.SampledLogger(ctx.Logger())
-	space, err := h.Subject.Inherit(ctx)
-	if err != nil {
-		return fmt.Errorf("seckill_draw: %w", err)
-	}
-	h.setDefaults()
-	if err := h.setupPage(); err != nil {
-		return fmt.Errorf("seckill_draw: %w", err)
-	}
-	h.page.Mount(space.Prefix, space.OrdersPrefix)
-	app, issuer, err := sealedhttp.Provision(ctx, "seckill_draw")
+	app, err := h.Kit.Provision(ctx, "seckill_draw", pageKind, h.setDefaults)
 	if err != nil {
 		return err
 	}
-	h.issuer, h.sealer, h.rdb = issuer, issuer.Sealer, app.RedisClient()
+	h.mem.Store = core.RedisStore{Client: app.RedisClient(), Caller: h.Calls}
 	registerMetrics(ctx.GetMetricsRegistry())
 	return nil
 }
 
 func (h *Draw) setDefaults() {
-	h.Subject.SetDefaults()
-	h.Challenges.SetDefaults()
-	if h.DifficultyRate == 0 {
-		h.DifficultyRate = DefaultDifficultyRate
-	}
-	if h.RetryAfter <= 0 {
-		h.RetryAfter = caddy.Duration(DefaultRetryAfter)
-	}
-	if h.CacheTTL == 0 {
-		h.CacheTTL = caddy.Duration(DefaultCacheTTL)
-	}
-	h.caller = h.Caller(DefaultTimeout)
-	h.ep = handler.Endpoints{Writer: h.Writer(0), RetryAfter: time.Duration(h.RetryAfter), Requests: requests, Shed: shed,
-		Logger: h.logger, Name: "draw"}
-	h.cache = new(saleCache)
-	if h.now == nil {
-		h.now = time.Now
-	}
+	h.Kit.SetDefaults("draw", kitMetrics)
+	h.mem = &core.Gateway{CacheTTL: time.Duration(h.CacheTTL), DifficultyRate: h.DifficultyRate, Now: time.Now}
 }
 
 // Validate checks the configuration.
@@ -137,86 +78,7 @@ func (h *Draw) Validate() error {
 	case h.CacheTTL < 0:
 		return fmt.Errorf("seckill_draw: cache_ttl must not be negative")
 	}
-	if err := pagecsp.CheckAncestors("seckill_draw", h.FrameAncestors); err != nil {
-		return err
-	}
-	return h.Challenges.Validate("seckill_draw")
-}
-
-// drawRoutes are the draw's endpoints, by the path's end: /challenge is the waiting room's
-// too (sharedChallenge).
-var drawRoutes = handler.NewRoutes(
-	handler.Route{Suffix: "/draw/challenge", Endpoint: "challenge"},
-	handler.Route{Suffix: "/draw", Endpoint: "draw"},
-	handler.Route{Suffix: "/challenge", Endpoint: endpointShared},
-)
-
-// endpointShared is the route of the path the draw shares with the waiting room.
-const endpointShared = "shared_challenge"
-
-// ServeHTTP routes by the path's end (drawRoutes). Refusals go through the shared refusal writer: the
-// contract's JSON body, or a caddyhttp error with handle_errors.
-func (h *Draw) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler) error {
-	repl, _ := r.Context().Value(caddy.ReplacerCtxKey).(*caddy.Replacer)
-	if repl == nil {
-		repl = caddy.NewReplacer()
-	}
-	endpoint, ok := drawRoutes.Match(r.URL.Path)
-	switch {
-	case !ok:
-		// Not a draw path: the handler shares a route with the waiting room's (see
-		// caddyfile.go), which answers the rest; a room's poll pays no more than this match.
-		return next.ServeHTTP(w, r)
-	case (endpoint == endpointShared || endpoint == "challenge") && !handler.SameOrigin(r):
-		// A challenge spends the user's open-challenge allowance: never for another site (the
-		// waiting room refuses the shared path alike).
-		return h.ep.Refuse(w, "challenge", handler.CrossSite)
-	case endpoint == endpointShared:
-		// The shared challenge path: ours only for a draw sale.
-		return h.sharedChallenge(w, r, next, repl, repl.ReplaceAll(h.Sale, ""))
-	}
-	sale := repl.ReplaceAll(h.Sale, "")
-	if ref, canonical := handler.CheckRequest(r); !canonical {
-		// The sale placeholder reads the raw path, the routes matched the cleaned one.
-		return h.ep.Refuse(w, endpoint, ref)
-	}
-	if !contract.ValidID(sale) {
-		return h.ep.Refuse(w, endpoint, handler.BadRequest)
-	}
-	ctx := r.Context()
-	if endpoint == "challenge" {
-		return h.serveChallenge(ctx, w, r, repl, sale)
-	}
-	switch r.Method {
-	case http.MethodPost:
-		return h.enter(ctx, w, r, repl, sale)
-	case http.MethodDelete:
-		return h.withdraw(ctx, w, repl, sale)
-	case http.MethodGet, http.MethodHead:
-		if handler.WantsHTML(r) {
-			return h.servePage(ctx, w, r, sale)
-		}
-		return h.status(ctx, w, repl, sale)
-	default:
-		return h.ep.MethodNotAllowed(w, "draw", "GET, POST, DELETE")
-	}
-}
-
-// sharedChallenge answers GET /seckill/{sale}/challenge for a draw sale and passes any other
-// request of that path to the next handler: the waiting room answers for its sales (and
-// refuses the rest), as it did before draws existed.
-func (h *Draw) sharedChallenge(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler, repl *caddy.Replacer, sale string) error {
-	if _, canonical := handler.CheckPath(r); !canonical || !contract.ValidID(sale) {
-		return next.ServeHTTP(w, r)
-	}
-	c, err := h.saleOf(r.Context(), sale)
-	if err != nil {
-		return h.ep.Unavailable(w, "challenge", err)
-	}
-	if !c.draw {
-		return next.ServeHTTP(w, r)
-	}
-	return h.serveChallenge(r.Context(), w, r, repl, sale)
+	return h.Kit.Validate("seckill_draw")
 }
 
 // Codes of the draw (DESIGN.md, "Draws"), and not_entered, which this handler adds: GET or

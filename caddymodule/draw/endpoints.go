@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
+	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 
 	"github.com/seckilledge/seckill/caddymodule/handler"
 	"github.com/seckilledge/seckill/caddymodule/sealed"
@@ -61,41 +62,131 @@ type StatusAnswer struct {
 	Variants   []string `json:"variants"`
 }
 
+// drawRoutes are the draw's endpoints, by the path's end: /challenge is the waiting room's
+// too (sharedChallenge).
+var drawRoutes = handler.NewRoutes(
+	handler.Route{Suffix: "/draw/challenge", Endpoint: "challenge"},
+	handler.Route{Suffix: "/draw", Endpoint: "draw"},
+	handler.Route{Suffix: "/challenge", Endpoint: endpointShared},
+)
+
+// endpointShared is the route of the path the draw shares with the waiting room.
+const endpointShared = "shared_challenge"
+
+// ServeHTTP routes by the path's end (drawRoutes). Refusals go through the shared refusal writer: the
+// contract's JSON body, or a caddyhttp error with handle_errors.
+func (h *Draw) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler) error {
+	repl, _ := r.Context().Value(caddy.ReplacerCtxKey).(*caddy.Replacer)
+	if repl == nil {
+		repl = caddy.NewReplacer()
+	}
+	endpoint, ok := drawRoutes.Match(r.URL.Path)
+	switch {
+	case !ok:
+		// Not a draw path: the handler shares a route with the waiting room's (see
+		// caddyfile.go), which answers the rest; a room's poll pays no more than this match.
+		return next.ServeHTTP(w, r)
+	case (endpoint == endpointShared || endpoint == "challenge") && !handler.SameOrigin(r):
+		// A challenge spends the user's open-challenge allowance: never for another site (the
+		// waiting room refuses the shared path alike).
+		return h.Endpoints.Refuse(w, "challenge", handler.CrossSite)
+	case endpoint == endpointShared:
+		// The shared challenge path: ours only for a draw sale.
+		return h.sharedChallenge(w, r, next, repl, repl.ReplaceAll(h.Sale, ""))
+	}
+	sale := repl.ReplaceAll(h.Sale, "")
+	if ref, canonical := handler.CheckRequest(r); !canonical {
+		// The sale placeholder reads the raw path, the routes matched the cleaned one.
+		return h.Endpoints.Refuse(w, endpoint, ref)
+	}
+	if !contract.ValidID(sale) {
+		return h.Endpoints.Refuse(w, endpoint, handler.BadRequest)
+	}
+	ctx := r.Context()
+	if endpoint == "challenge" {
+		return h.serveChallenge(ctx, w, r, repl, sale)
+	}
+	switch r.Method {
+	case http.MethodPost:
+		return h.enter(ctx, w, r, repl, sale)
+	case http.MethodDelete:
+		return h.withdraw(ctx, w, repl, sale)
+	case http.MethodGet, http.MethodHead:
+		if handler.WantsHTML(r) {
+			return h.servePage(ctx, w, r, sale)
+		}
+		return h.status(ctx, w, repl, sale)
+	default:
+		return h.Endpoints.MethodNotAllowed(w, "draw", "GET, POST, DELETE")
+	}
+}
+
+// sharedChallenge answers GET /seckill/{sale}/challenge for a draw sale and passes any other
+// request of that path to the next handler: the waiting room answers for its sales (and
+// refuses the rest), as it did before draws existed.
+func (h *Draw) sharedChallenge(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler, repl *caddy.Replacer, sale string) error {
+	if _, canonical := handler.CheckPath(r); !canonical || !contract.ValidID(sale) {
+		return next.ServeHTTP(w, r)
+	}
+	c, err := h.mem.Sale(r.Context(), sale)
+	if err != nil {
+		return h.Endpoints.Unavailable(w, "challenge", err)
+	}
+	if !c.Draw {
+		return next.ServeHTTP(w, r)
+	}
+	return h.serveChallenge(r.Context(), w, r, repl, sale)
+}
+
+// servePage answers the entry page of a draw sale, with the sale's variants for the size
+// picker (from the sale's cached settings, cache_ttl); a sale that is not a draw gets the JSON
+// refusal, as the API would answer.
+func (h *Draw) servePage(ctx context.Context, w http.ResponseWriter, r *http.Request, sale string) error {
+	c, err := h.mem.Sale(ctx, sale)
+	if err != nil {
+		return h.Endpoints.Unavailable(w, "page", err)
+	}
+	if !c.Draw {
+		return h.Endpoints.Refuse(w, "page", noDraw)
+	}
+	return h.ServePage(w, r, sale, c.Variants)
+}
+
 func (h *Draw) enter(ctx context.Context, w http.ResponseWriter, r *http.Request, repl *caddy.Replacer, sale string) error {
 	user, ref, ok := handler.User(repl, h.User)
 	if !ok {
-		return h.ep.Refuse(w, "enter", ref)
+		return h.Endpoints.Refuse(w, "enter", ref)
 	}
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBody))
 	if err != nil {
-		return h.ep.Refuse(w, "enter", badBody)
+		return h.Endpoints.Refuse(w, "enter", badBody)
 	}
 	variant, ok := ParseEntry(body)
 	if !ok {
-		return h.ep.Refuse(w, "enter", badBody)
+		return h.Endpoints.Refuse(w, "enter", badBody)
 	}
-	c, err := h.saleOf(ctx, sale)
+	c, err := h.mem.Sale(ctx, sale)
 	if err != nil {
-		return h.ep.Unavailable(w, "enter", err)
+		return h.Endpoints.Unavailable(w, "enter", err)
 	}
-	if !c.draw {
-		return h.ep.Refuse(w, "enter", noDraw)
+	if !c.Draw {
+		return h.Endpoints.Refuse(w, "enter", noDraw)
 	}
 	call := lua.DrawEnterCall{Sale: sale, User: user, Variant: variant}
-	if ch := r.Header.Get(sealed.HeaderChallenge); c.dmin > 0 || ch != "" {
+	if ch := r.Header.Get(sealed.HeaderChallenge); c.DMin > 0 || ch != "" {
 		// A challenge presented to a draw without proof of work is checked and spent all the
 		// same: a client that solved one gets what it paid for, not a silent pass. A live one
 		// is enough at the difficulty it was sealed with.
-		pc, err := h.sealer.VerifyChallenge(ch, r.Header.Get(sealed.HeaderSolution), sale, user, c.dmin, h.now())
+		pc, err := h.Issuer.Sealer.VerifyChallenge(ch, r.Header.Get(sealed.HeaderSolution), sale, user, c.DMin, h.mem.Now())
 		if err != nil {
 			challenges.WithLabelValues("refused").Inc()
-			return h.ep.Refuse(w, "enter", sealed.RefusalOf(err))
+			return h.Endpoints.Refuse(w, "enter", sealed.RefusalOf(err))
 		}
 		call.Nonce, call.NonceExp, call.Difficulty = pc.Nonce, pc.Expires, pc.Difficulty
 	}
-	rep, err := h.enterCall(ctx, call)
+	rep, err := h.mem.Store.Enter(ctx, call)
 	if err != nil {
-		return h.ep.Unavailable(w, "enter", err)
+		return h.Endpoints.Unavailable(w, "enter", err)
 	}
 	if call.Nonce != "" {
 		switch rep.Code {
@@ -106,7 +197,7 @@ func (h *Draw) enter(ctx context.Context, w http.ResponseWriter, r *http.Request
 		}
 	}
 	if rep.Code != 0 {
-		return h.ep.Refuse(w, "enter", refusalOf(rep.Code))
+		return h.Endpoints.Refuse(w, "enter", refusalOf(rep.Code))
 	}
 	return h.answer(w, "enter", rep.State, EntryAnswer{EntryID: rep.EntryID, State: rep.State, Variant: rep.Variant})
 }
@@ -114,14 +205,14 @@ func (h *Draw) enter(ctx context.Context, w http.ResponseWriter, r *http.Request
 func (h *Draw) withdraw(ctx context.Context, w http.ResponseWriter, repl *caddy.Replacer, sale string) error {
 	user, ref, ok := handler.User(repl, h.User)
 	if !ok {
-		return h.ep.Refuse(w, "withdraw", ref)
+		return h.Endpoints.Refuse(w, "withdraw", ref)
 	}
-	rep, err := h.enterCall(ctx, lua.DrawEnterCall{Sale: sale, User: user, Withdraw: true})
+	rep, err := h.mem.Store.Enter(ctx, lua.DrawEnterCall{Sale: sale, User: user, Withdraw: true})
 	if err != nil {
-		return h.ep.Unavailable(w, "withdraw", err)
+		return h.Endpoints.Unavailable(w, "withdraw", err)
 	}
 	if rep.Code != 0 {
-		return h.ep.Refuse(w, "withdraw", refusalOf(rep.Code))
+		return h.Endpoints.Refuse(w, "withdraw", refusalOf(rep.Code))
 	}
 	return h.answer(w, "withdraw", rep.State, WithdrawAnswer{State: rep.State})
 }
@@ -129,23 +220,23 @@ func (h *Draw) withdraw(ctx context.Context, w http.ResponseWriter, repl *caddy.
 func (h *Draw) status(ctx context.Context, w http.ResponseWriter, repl *caddy.Replacer, sale string) error {
 	user, ref, ok := handler.User(repl, h.User)
 	if !ok {
-		return h.ep.Refuse(w, "status", ref)
+		return h.Endpoints.Refuse(w, "status", ref)
 	}
-	c, err := h.saleOf(ctx, sale)
+	c, err := h.mem.Sale(ctx, sale)
 	if err != nil {
-		return h.ep.Unavailable(w, "status", err)
+		return h.Endpoints.Unavailable(w, "status", err)
 	}
-	if !c.draw {
-		return h.ep.Refuse(w, "status", noDraw)
+	if !c.Draw {
+		return h.Endpoints.Refuse(w, "status", noDraw)
 	}
-	rep, err := h.statusCall(ctx, lua.DrawStatusCall{Sale: sale, User: user})
+	rep, err := h.mem.Store.Status(ctx, lua.DrawStatusCall{Sale: sale, User: user})
 	if err != nil {
-		return h.ep.Unavailable(w, "status", err)
+		return h.Endpoints.Unavailable(w, "status", err)
 	}
 	if rep.Code != 0 {
-		return h.ep.Refuse(w, "status", refusalOf(rep.Code))
+		return h.Endpoints.Refuse(w, "status", refusalOf(rep.Code))
 	}
-	a := StatusAnswer{EntryID: rep.EntryID, State: rep.State, Variant: rep.Variant, Variants: c.variants}
+	a := StatusAnswer{EntryID: rep.EntryID, State: rep.State, Variant: rep.Variant, Variants: c.Variants}
 	if a.Variants == nil {
 		a.Variants = []string{}
 	}
@@ -159,34 +250,16 @@ func (h *Draw) status(ctx context.Context, w http.ResponseWriter, repl *caddy.Re
 	return h.answer(w, "status", rep.State, a)
 }
 
-// ChallengeAnswer is the body of GET /seckill/{sale}/challenge: the waiting room's.
-type ChallengeAnswer = sealed.ChallengeAnswer
-
+// serveChallenge answers GET /draw/challenge (and /challenge for a draw sale) at the draw's
+// difficulty in force now.
 func (h *Draw) serveChallenge(ctx context.Context, w http.ResponseWriter, r *http.Request, repl *caddy.Replacer, sale string) error {
-	if r.Method != http.MethodGet {
-		return h.ep.MethodNotAllowed(w, "challenge", "GET")
-	}
-	user, ref, ok := handler.User(repl, h.User)
-	if !ok {
-		return h.ep.Refuse(w, "challenge", ref)
-	}
-	c, err := h.saleOf(ctx, sale)
-	if err != nil {
-		return h.ep.Unavailable(w, "challenge", err)
-	}
-	if !c.draw {
-		return h.ep.Refuse(w, "challenge", noDraw)
-	}
-	a, ref, err := h.Issue(ctx, h.caller, h.issuer, r, sale, user, h.difficulty(c), c.dmax)
-	if err != nil {
-		return h.ep.Unavailable(w, "challenge", err)
-	}
-	if ref.Status != 0 {
-		challenges.WithLabelValues("bounded").Inc()
-		return h.ep.Refuse(w, "challenge", ref)
-	}
-	challenges.WithLabelValues("issued").Inc()
-	return h.answer(w, "challenge", "issued", a)
+	return h.ServeChallenge(ctx, w, r, repl, sale, func(ctx context.Context) (int, int, handler.Refusal, error) {
+		c, err := h.mem.Sale(ctx, sale)
+		if err != nil || !c.Draw {
+			return 0, 0, noDraw, err
+		}
+		return h.mem.Difficulty(c), c.DMax, handler.Refusal{}, nil
+	})
 }
 
 // The refusals of draw_enter.lua and draw_status.lua (their headers).
@@ -219,5 +292,5 @@ func refusalOf(code int64) handler.Refusal {
 }
 
 func (h *Draw) answer(w http.ResponseWriter, endpoint, label string, body any) error {
-	return h.ep.Answer(w, endpoint, label, http.StatusOK, body)
+	return h.Endpoints.Answer(w, endpoint, label, http.StatusOK, body)
 }

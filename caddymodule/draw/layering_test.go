@@ -2,6 +2,7 @@ package draw
 
 import (
 	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -26,6 +27,24 @@ func TestTheDrawDoesNotLinkTheRoomAndTheSealedValuesLinkNoCaddy(t *testing.T) {
 	for _, d := range deps(mod + "sealed") {
 		if strings.HasPrefix(d, "github.com/caddyserver/") {
 			t.Errorf("caddymodule/sealed links %s", d)
+		}
+	}
+}
+
+// The draw's core imports no Caddy, and neither do its tests (the test binary's deps).
+func TestTheDrawCoreLinksNoCaddy(t *testing.T) {
+	const pkg = "github.com/seckilledge/seckill/caddymodule/draw/core"
+	out, err := exec.Command("go", "list", "-deps", "-test", pkg).CombinedOutput()
+	if err != nil {
+		t.Fatalf("go list -deps -test %s: %v\n%s", pkg, err, out)
+	}
+	deps := strings.Fields(string(out))
+	if !slices.Contains(deps, pkg) {
+		t.Fatalf("go list -deps -test does not list the package itself: %v", deps)
+	}
+	for _, d := range deps {
+		if strings.HasPrefix(d, "github.com/caddyserver/") {
+			t.Errorf("caddymodule/draw/core or its tests link %s", d)
 		}
 	}
 }

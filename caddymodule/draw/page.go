@@ -1,9 +1,7 @@
 package draw
 
 import (
-	"context"
 	_ "embed"
-	"net/http"
 
 	"github.com/seckilledge/seckill/caddymodule/internal/pagekit"
 	clientjs "github.com/seckilledge/seckill/clients/js"
@@ -25,25 +23,3 @@ var pageTemplate string
 var pageJS string
 
 var pageKind = pagekit.Kind{Name: "draw", Template: pageTemplate, Script: pagekit.Script(clientjs.Source, pageJS)}
-
-// setupPage compiles the page options (our page, or the shop's template), checked here so
-// that a bad template fails at provision.
-func (h *Draw) setupPage() (err error) {
-	h.page, err = pagekit.Compile(pageKind, h.Page)
-	return err
-}
-
-// servePage answers the entry page of a draw sale, with the sale's variants for the size
-// picker (from the sale's cached settings, cache_ttl); a sale that is not a draw gets the JSON
-// refusal, as the API would answer.
-func (h *Draw) servePage(ctx context.Context, w http.ResponseWriter, r *http.Request, sale string) error {
-	c, err := h.saleOf(ctx, sale)
-	if err != nil {
-		return h.ep.Unavailable(w, "page", err)
-	}
-	if !c.draw {
-		return h.ep.Refuse(w, "page", noDraw)
-	}
-	requests.WithLabelValues("page", "ok").Inc()
-	return h.page.Serve(w, r, sale, c.variants, h.FrameAncestors)
-}

@@ -7,6 +7,7 @@ import (
 	"github.com/caddyserver/caddy/v2"
 
 	_ "github.com/seckilledge/seckill/caddymodule" // the seckill global option
+	"github.com/seckilledge/seckill/caddymodule/internal/roomkit"
 	"github.com/seckilledge/seckill/caddymodule/sealed/sealedhttp"
 	"github.com/seckilledge/seckill/internal/handlertest"
 )
@@ -54,10 +55,10 @@ func TestValidateRefusesImpossibleSettings(t *testing.T) {
 		"short presence":      {PresenceWindow: caddy.Duration(5 * time.Second)},
 		"slow admission":      {AdmitInterval: caddy.Duration(time.Second)},
 		"narrow front":        {SummaryInterval: caddy.Duration(500 * time.Millisecond), FrontWindow: caddy.Duration(time.Second)},
-		"instant challenges":  {Challenges: sealedhttp.Challenges{ChallengeLife: caddy.Duration(time.Millisecond)}},
-		"eternal challenges":  {Challenges: sealedhttp.Challenges{ChallengeLife: caddy.Duration(time.Hour)}},
-		"bound below -1":      {Challenges: sealedhttp.Challenges{ChallengesPerUser: -2}},
-		"prefix too long":     {Challenges: sealedhttp.Challenges{ChallengePrefix: []int{33, 48}}},
+		"instant challenges":  {Kit: roomkit.Kit{Challenges: sealedhttp.Challenges{ChallengeLife: caddy.Duration(time.Millisecond)}}},
+		"eternal challenges":  {Kit: roomkit.Kit{Challenges: sealedhttp.Challenges{ChallengeLife: caddy.Duration(time.Hour)}}},
+		"bound below -1":      {Kit: roomkit.Kit{Challenges: sealedhttp.Challenges{ChallengesPerUser: -2}}},
+		"prefix too long":     {Kit: roomkit.Kit{Challenges: sealedhttp.Challenges{ChallengePrefix: []int{33, 48}}}},
 		"max below over":      {Oversubscribe: 2, OversubscribeMax: 1.5},
 		"claim below off":     {ClaimWindow: -2},
 	} {
@@ -76,13 +77,13 @@ func TestValidateRefusesImpossibleSettings(t *testing.T) {
 func TestPresenceWindowOffAdmitsEveryoneInTurn(t *testing.T) {
 	h := &Room{PresenceWindow: -1}
 	h.setDefaults()
-	if err := h.Validate(); err != nil || h.presenceFor(time.Second) != 0 {
-		t.Fatalf("presence_window off: %v, presence %v", err, h.presenceFor(time.Second))
+	if err := h.Validate(); err != nil || h.mem.PresenceFor(time.Second) != 0 {
+		t.Fatalf("presence_window off: %v, presence %v", err, h.mem.PresenceFor(time.Second))
 	}
 	w := &Room{PresenceWindow: caddy.Duration(40 * time.Second)}
 	w.setDefaults()
-	if err := w.Validate(); err != nil || w.presenceFor(time.Second) != 40*time.Second {
-		t.Fatalf("presence_window 40s: %v, presence %v, want the window whatever the refresh", err, w.presenceFor(time.Second))
+	if err := w.Validate(); err != nil || w.mem.PresenceFor(time.Second) != 40*time.Second {
+		t.Fatalf("presence_window 40s: %v, presence %v, want the window whatever the refresh", err, w.mem.PresenceFor(time.Second))
 	}
 }
 
@@ -96,7 +97,7 @@ func TestByDefaultAWaiterIsPresentForWhatHeWasToldPlusAGrace(t *testing.T) {
 	}
 	grace := 2*DefaultSummaryInterval + time.Second
 	for _, told := range []time.Duration{time.Second, 5 * time.Second, DefaultRefreshMax} {
-		if got := d.presenceFor(told); got != told+grace {
+		if got := d.mem.PresenceFor(told); got != told+grace {
 			t.Errorf("told %v: present for %v, want %v", told, got, told+grace)
 		}
 	}

@@ -42,7 +42,7 @@ func TestRequireAdmissionGivesATokenOnlyToUsersTheRoomAdmitted(t *testing.T) {
 		t.Fatalf("the admitted user: %d %s", got.Status, got.Raw)
 	}
 	// An admission that ran out is no admission (the score is the admitted-until time).
-	if err := rdb.ZAdd(ctx, LiveKey(r.Sale), redisZ("first", redisNow(t, rdb).Add(-time.Second))).Err(); err != nil {
+	if err := rdb.ZAdd(ctx, contract.RoomLiveKey(r.Sale), redisZ("first", redisNow(t, rdb).Add(-time.Second))).Err(); err != nil {
 		t.Fatal(err)
 	}
 	if got := token(r.Sale, "first"); got.Status != http.StatusForbidden || got.Code != contract.CodeNotAdmitted {

@@ -4,7 +4,9 @@ import (
 	"net/http"
 	"sync"
 
+	"github.com/seckilledge/seckill/caddymodule/handler"
 	"github.com/seckilledge/seckill/caddymodule/room/core"
+	"github.com/seckilledge/seckill/contract"
 )
 
 // The room's 200 answers are written without encoding/json (a poll answered
@@ -16,10 +18,10 @@ import (
 var answerBufs = sync.Pool{New: func() any { b := make([]byte, 0, 512); return &b }}
 
 // writeAnswer writes a 200 answer, counted under endpoint and label.
-func (h *Room) writeAnswer(w http.ResponseWriter, endpoint, label string, a *QueueAnswer) error {
+func writeAnswer(ep *handler.Endpoints, w http.ResponseWriter, endpoint, label string, a *core.QueueAnswer) error {
 	bp := answerBufs.Get().(*[]byte)
 	b := core.AppendAnswer((*bp)[:0], a)
-	err := h.writeJSON(w, endpoint, label, b)
+	err := writeJSON(ep, w, endpoint, label, b)
 	if cap(b) <= 4096 { // an unusual answer's buffer is not kept
 		*bp = b[:0]
 		answerBufs.Put(bp)
@@ -29,9 +31,9 @@ func (h *Room) writeAnswer(w http.ResponseWriter, endpoint, label string, a *Que
 
 // writeJSON writes a 200 JSON body as refusal.Endpoints.Answer does (the same headers, the same
 // count), from bytes.
-func (h *Room) writeJSON(w http.ResponseWriter, endpoint, label string, body []byte) error {
-	if h.ep.Requests != nil {
-		h.ep.Requests.WithLabelValues(endpoint, label).Inc()
+func writeJSON(ep *handler.Endpoints, w http.ResponseWriter, endpoint, label string, body []byte) error {
+	if ep.Requests != nil {
+		ep.Requests.WithLabelValues(endpoint, label).Inc()
 	}
 	// One backing array for both values: a later handler may edit a header's values in place
 	// (Caddy's header replacements do), so they are this response's own.
@@ -44,6 +46,12 @@ func (h *Room) writeJSON(w http.ResponseWriter, endpoint, label string, body []b
 	return err
 }
 
-// appendAnswer is core.AppendAnswer (called directly, not through a function value, so that
-// the answer does not escape).
-func appendAnswer(dst []byte, a *QueueAnswer) []byte { return core.AppendAnswer(dst, a) }
+// The room's own refusals (the shared ones are in package refusal).
+var (
+	noEndpoint = handler.Refusal{Status: http.StatusNotFound, Code: "not_found", Message: "no such room endpoint"}
+	noRoom     = handler.Refusal{Status: http.StatusNotFound, Code: contract.CodeUnknownSale, Message: "no waiting room for this sale"}
+	notEnded   = handler.Refusal{Status: http.StatusForbidden, Code: core.CodeNotEnded,
+		Message: "the pre-queue is published when the sale has ended"}
+	badTicket = handler.Refusal{Status: http.StatusForbidden, Code: core.CodeInvalidTicket,
+		Message: "the ticket is forged, foreign, expired or malformed; enter again"}
+)

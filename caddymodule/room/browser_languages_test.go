@@ -46,7 +46,7 @@ func TestTheWaitingPageInEveryLanguageFitsAPhoneAndPassesAxe(t *testing.T) {
 	p := newProtocolRoom(t, nil)
 	srv := httptest.NewServer(p)
 	t.Cleanup(srv.Close)
-	kit := p.h.page
+	kit := p.h.Pages
 	if got := strings.Join(kit.Languages(), " "); got != "ar de en es fr ja ko pt-BR zh-Hans" {
 		t.Fatalf("the page speaks %s", got)
 	}

@@ -11,6 +11,8 @@ import (
 	"github.com/chromedp/cdproto/fetch"
 	"github.com/chromedp/chromedp"
 
+	"github.com/seckilledge/seckill/caddymodule/sealed"
+	"github.com/seckilledge/seckill/contract"
 	"github.com/seckilledge/seckill/internal/testenv"
 )
 
@@ -74,9 +76,9 @@ func TestWaitingPageShowsTheWorkAsProgressAndIsAdmittedAfterADifficultyRise(t *t
 	if accept, _ := held.Request.Headers["Accept"].(string); accept != "application/json" {
 		t.Fatalf("the page's entry asks for %q, want the client's application/json", accept)
 	}
-	ch := held.Request.Headers[HeaderChallenge]
+	ch := held.Request.Headers[sealed.HeaderChallenge]
 	if ch == nil {
-		ch = held.Request.Headers[strings.ToLower(HeaderChallenge)]
+		ch = held.Request.Headers[strings.ToLower(sealed.HeaderChallenge)]
 	}
 	if s, _ := ch.(string); !strings.Contains(s, ".12.") {
 		t.Fatalf("the page's challenge %v is not the quiet room's 12 bits", ch)
@@ -84,7 +86,7 @@ func TestWaitingPageShowsTheWorkAsProgressAndIsAdmittedAfterADifficultyRise(t *t
 
 	// A rush, as room_queue.lua counts it: 1 000 entries this second and the last.
 	sec := redisNow(t, rdb).Unix()
-	rdb.HSet(context.Background(), RoomKey(r.Sale), "rate_s", sec, "rate_cur", 1000, "rate_prev", 1000)
+	rdb.HSet(context.Background(), contract.RoomKey(r.Sale), "rate_s", sec, "rate_cur", 1000, "rate_prev", 1000)
 	testenv.WaitFor(t, 10*time.Second, "the gateway to issue harder challenges", func() bool {
 		c := do(t, http.MethodGet, gw+"/seckill/"+r.Sale+"/challenge", fmt.Sprintf("probe%d", time.Now().UnixNano()), nil)
 		return c.Status == 200 && c.Difficulty > 12

@@ -19,6 +19,7 @@ import (
 
 	"github.com/seckilledge/seckill/caddymodule/internal/pagekit"
 	"github.com/seckilledge/seckill/caddymodule/internal/pagekit/pagetest"
+	"github.com/seckilledge/seckill/caddymodule/internal/roomkit"
 	"github.com/seckilledge/seckill/caddymodule/sealed"
 )
 
@@ -26,7 +27,7 @@ import (
 // token and the gate answer them, with the answers a test sets: a page test of every state
 // without making a real room go through each of them (the real room's own tests, and
 // TestWaitingPageInARealBrowser..., cover the room). The page itself is the handler's
-// (servePage, with the page options under test). The proof of work is checked for real.
+// (ServePage, with the page options under test). The proof of work is checked for real.
 type protocolRoom struct {
 	h         *Room
 	challenge string
@@ -45,8 +46,8 @@ const testDifficulty = 16
 
 func newProtocolRoom(t *testing.T, cfg *pagekit.Config) *protocolRoom {
 	t.Helper()
-	h := &Room{Page: cfg}
-	if err := h.setupPage(); err != nil {
+	h := &Room{Kit: roomkit.Kit{Page: cfg}}
+	if err := h.SetupPage(pageKind); err != nil {
 		t.Fatal(err)
 	}
 	// A challenge whose first solution lies past two slices of the client's worker (16 384
@@ -89,12 +90,12 @@ func (p *protocolRoom) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	defer p.mu.Unlock()
 	soon := func(d time.Duration) string { return time.Now().Add(d).UTC().Format(time.RFC3339) }
 	switch path := r.URL.Path; {
-	case path == "/seckill/s1/queue" && r.Method == "GET" && r.Header.Get(HeaderTicket) == "":
-		p.h.servePage(w, r, "s1")
+	case path == "/seckill/s1/queue" && r.Method == "GET" && r.Header.Get(sealed.HeaderTicket) == "":
+		_ = p.h.ServePage(w, r, "s1", nil)
 	case path == "/seckill/s1/challenge":
 		reply(200, map[string]any{"challenge": p.challenge, "difficulty": testDifficulty, "expires_at": soon(30 * time.Second)})
 	case path == "/seckill/s1/queue" && r.Method == "POST":
-		if r.Header.Get(HeaderChallenge) != p.challenge || sealed.LeadingZeroBits(p.challenge, r.Header.Get(HeaderSolution)) < testDifficulty {
+		if r.Header.Get(sealed.HeaderChallenge) != p.challenge || sealed.LeadingZeroBits(p.challenge, r.Header.Get(sealed.HeaderSolution)) < testDifficulty {
 			refuse(403, "invalid_challenge", "")
 			return
 		}
@@ -177,7 +178,7 @@ func TestTheWaitingPageShowsEveryStateInPlainWordsAndPassesAxe(t *testing.T) {
 			p := newProtocolRoom(t, pc.cfg)
 			srv := httptest.NewServer(p)
 			t.Cleanup(srv.Close)
-			kit := p.h.page
+			kit := p.h.Pages
 			msg := func(key string, kv ...string) string { return say(kit, pc.lang, key, kv...) }
 			open := func(t *testing.T) *pagetest.Tab {
 				tab := b.Tab(t, pc.acceptLanguage, 1280, 900, false)
@@ -401,7 +402,7 @@ func TestTheWaitingPageKeepsPollingInAThrottledTabAndNotifiesYourTurn(t *testing
 	p := newProtocolRoom(t, nil)
 	srv := httptest.NewServer(p)
 	t.Cleanup(srv.Close)
-	msg := func(key string, kv ...string) string { return say(p.h.page, "en", key, kv...) }
+	msg := func(key string, kv ...string) string { return say(p.h.Pages, "en", key, kv...) }
 	p.enter, p.answer = func() (int, string, any) { return 200, "", waiting(9) }, waiting(9)
 
 	tab := b.Tab(t, "en", 1280, 900, false)
@@ -470,7 +471,7 @@ func TestTheWaitingPageKeepsPollingInAThrottledTabAndNotifiesYourTurn(t *testing
 	if err != nil {
 		t.Fatalf("reading the page: %v", err)
 	}
-	if want := say(p.h.page, "de", "common.noscript"); !strings.Contains(html, "<noscript>") || !strings.Contains(html, want) {
+	if want := say(p.h.Pages, "de", "common.noscript"); !strings.Contains(html, "<noscript>") || !strings.Contains(html, want) {
 		t.Errorf("without JavaScript the page lacks its explanation %q", want)
 	}
 }

@@ -10,6 +10,8 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/seckilledge/seckill/caddymodule/sealed"
+	"github.com/seckilledge/seckill/contract"
 	"github.com/seckilledge/seckill/internal/testenv"
 )
 
@@ -69,7 +71,7 @@ func TestWaitingPageInARealBrowserEntersWaitsLeavesEntersAgainIsAdmittedAndBuys(
 	// Someone entered first and holds the only admission: the browser's user waits until the
 	// test makes it lapse.
 	c := do(t, "GET", gw+"/seckill/"+r.Sale+"/challenge", "first", nil)
-	first := enter(t, gw, r.Sale, "first", map[string]string{HeaderChallenge: c.Challenge, HeaderSolution: Solve(c.Challenge, c.Difficulty)})
+	first := enter(t, gw, r.Sale, "first", map[string]string{sealed.HeaderChallenge: c.Challenge, sealed.HeaderSolution: sealed.Solve(c.Challenge, c.Difficulty)})
 	if first.State != "admitted" {
 		t.Fatalf("first in line: %s", first.Raw)
 	}
@@ -108,7 +110,7 @@ func TestWaitingPageInARealBrowserEntersWaitsLeavesEntersAgainIsAdmittedAndBuys(
 			}
 			waitFor("left")
 			states = append(states, "left")
-			if n := rdb.ZCard(context.Background(), QueueKey(r.Sale)).Val(); n != 1 {
+			if n := rdb.ZCard(context.Background(), contract.RoomQueueKey(r.Sale)).Val(); n != 1 {
 				t.Fatalf("%d places in Redis after alice left, want 1 (first's)", n)
 			}
 			if _, err := chromedp.Run(ctx, chromedp.Click(chromedp.ID("sk-rejoin"))); err != nil {
@@ -122,7 +124,7 @@ func TestWaitingPageInARealBrowserEntersWaitsLeavesEntersAgainIsAdmittedAndBuys(
 			// The title shows the place ("#1 in line — Waiting room").
 			position, _ = chromedp.Run(ctx, chromedp.Evaluate[string](`document.title`))
 			// The first admission runs out (what a lapse looks like to room_queue.lua).
-			rdb.ZAdd(context.Background(), LiveKey(r.Sale), redis.Z{Score: 1, Member: "first"})
+			rdb.ZAdd(context.Background(), contract.RoomLiveKey(r.Sale), redis.Z{Score: 1, Member: "first"})
 		}
 		hidden, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`document.getElementById("sk-buy").hidden`))
 		if err != nil {

@@ -5,20 +5,9 @@ import (
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
-	"github.com/caddyserver/caddy/v2/caddyconfig/httpcaddyfile"
 
 	"github.com/seckilledge/seckill/caddymodule/handler"
-	"github.com/seckilledge/seckill/caddymodule/internal/pagekit"
-	"github.com/seckilledge/seckill/caddymodule/internal/pagekit/pagecaddy"
 )
-
-func init() {
-	httpcaddyfile.RegisterHandlerDirective("seckill_room", handler.Directive[Room])
-	// The room answers its own paths (/seckill/{sale}/room, /challenge, /queue) and is meant
-	// for a path matcher of its own, so its place among the other seckill directives does not
-	// matter; before respond keeps it ahead of catch-all responses.
-	httpcaddyfile.RegisterDirectiveOrder("seckill_room", httpcaddyfile.Before, "respond")
-}
 
 // UnmarshalCaddyfile sets up the handler from Caddyfile tokens:
 //
@@ -62,7 +51,7 @@ func init() {
 //		proof_max_age   <duration>      # default 60s: how old a DPoP proof may be
 //	}
 func (h *Room) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
-	return h.UnmarshalBlock(d, "seckill_room", func(name string) (bool, error) {
+	return h.Unmarshal(d, "seckill_room", func(name string) (bool, error) {
 		var err error
 		switch name {
 		case "rate":
@@ -76,27 +65,11 @@ func (h *Room) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			err = handler.DurationArg(d, &p)
 			h.Prequeue = &p
 		case "difficulty":
-			err = h.unmarshalDifficulty(d)
-		case "difficulty_rate":
-			err = handler.FloatArg(d, &h.DifficultyRate)
+			h.Difficulty, err = parseDifficulty(d)
 		case "max_waiters":
-			err = h.unmarshalMaxWaiters(d)
-		case "page":
-			if h.Page == nil {
-				h.Page = new(pagekit.Config)
-			}
-			err = pagecaddy.Unmarshal(d, h.Page)
-		case "frame_ancestors":
-			h.FrameAncestors = d.RemainingArgs()
-			if len(h.FrameAncestors) == 0 {
-				err = d.Errf("frame_ancestors takes one or more sources")
-			}
+			h.MaxWaiters, err = parseMaxWaiters(d)
 		case "refresh":
-			err = h.unmarshalRefresh(d)
-		case "retry_after":
-			err = handler.DurationArg(d, &h.RetryAfter)
-		case "cache_ttl":
-			err = handler.DurationArg(d, &h.CacheTTL)
+			h.RefreshMin, h.RefreshMax, err = parseRefresh(d)
 		case "summary_interval":
 			err = handler.DurationArg(d, &h.SummaryInterval)
 		case "front_window":
@@ -136,49 +109,47 @@ func (h *Room) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			return h.Settings.Option(d, name)
 		}
 		return true, err
-	}, &h.Subject, &h.Challenges)
+	})
 }
 
-func (h *Room) unmarshalDifficulty(d *caddyfile.Dispenser) error {
+func parseDifficulty(d *caddyfile.Dispenser) ([]int, error) {
 	args := d.RemainingArgs()
 	if len(args) != 2 {
-		return d.Errf("difficulty takes <min> <max> (bits)")
+		return nil, d.Errf("difficulty takes <min> <max> (bits)")
 	}
-	h.Difficulty = make([]int, 2)
+	bits := make([]int, 2)
 	for i, a := range args {
 		n, err := strconv.Atoi(a)
 		if err != nil {
-			return d.Errf("difficulty: %q is not an integer", a)
+			return nil, d.Errf("difficulty: %q is not an integer", a)
 		}
-		h.Difficulty[i] = n
+		bits[i] = n
 	}
-	return nil
+	return bits, nil
 }
 
-func (h *Room) unmarshalMaxWaiters(d *caddyfile.Dispenser) error {
+func parseMaxWaiters(d *caddyfile.Dispenser) (int64, error) {
 	var n int
 	if err := handler.IntArg(d, &n); err != nil {
-		return err
+		return 0, err
 	}
 	if n < 1 {
-		return d.Errf("max_waiters must be at least 1")
+		return 0, d.Errf("max_waiters must be at least 1")
 	}
-	h.MaxWaiters = int64(n)
-	return nil
+	return int64(n), nil
 }
 
-func (h *Room) unmarshalRefresh(d *caddyfile.Dispenser) error {
+func parseRefresh(d *caddyfile.Dispenser) (lo, hi caddy.Duration, err error) {
 	args := d.RemainingArgs()
 	if len(args) != 2 {
-		return d.Errf("refresh takes <min> <max> (durations)")
+		return 0, 0, d.Errf("refresh takes <min> <max> (durations)")
 	}
-	lo, err1 := caddy.ParseDuration(args[0])
-	hi, err2 := caddy.ParseDuration(args[1])
+	l, err1 := caddy.ParseDuration(args[0])
+	u, err2 := caddy.ParseDuration(args[1])
 	if err1 != nil || err2 != nil {
-		return d.Errf("refresh: durations like 1s 30s")
+		return 0, 0, d.Errf("refresh: durations like 1s 30s")
 	}
-	h.RefreshMin, h.RefreshMax = caddy.Duration(lo), caddy.Duration(hi)
-	return nil
+	return caddy.Duration(l), caddy.Duration(u), nil
 }
 
 // Interface guard

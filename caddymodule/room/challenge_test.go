@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/seckilledge/seckill/caddymodule/room/core"
+	"github.com/seckilledge/seckill/caddymodule/sealed"
 	"github.com/seckilledge/seckill/contract"
 	"github.com/seckilledge/seckill/internal/testenv"
 )
@@ -19,20 +21,20 @@ import (
 // within its life is accepted at the difficulty it was issued with; a stockpile is stopped by
 // the short life, the bounds on open challenges and the difficulty in force at the issue.
 
-func testSealer(t testing.TB, ids ...string) *Sealer {
+func testSealer(t testing.TB, ids ...string) *sealed.Sealer {
 	t.Helper()
 	if len(ids) == 0 {
 		ids = []string{"k1"}
 	}
-	var keys []Key
+	var keys []sealed.Key
 	for _, id := range ids {
 		secret := testSecret
 		if id != "k1" {
 			secret = "room-test-secret-0123456789abcdef-" + id
 		}
-		keys = append(keys, Key{ID: id, Secret: []byte(secret)})
+		keys = append(keys, sealed.Key{ID: id, Secret: []byte(secret)})
 	}
-	s, err := NewSealer(keys...)
+	s, err := sealed.NewSealer(keys...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -75,7 +77,7 @@ func TestAChallengeFetchedInTheQuietHoursIsRefusedInTheRushAsExpired(t *testing.
 		return c
 	}
 	pow := func(c reply) map[string]string {
-		return map[string]string{HeaderChallenge: c.Challenge, HeaderSolution: Solve(c.Challenge, c.Difficulty)}
+		return map[string]string{sealed.HeaderChallenge: c.Challenge, sealed.HeaderSolution: sealed.Solve(c.Challenge, c.Difficulty)}
 	}
 	old := challenge(gwA, "late")
 	if old.Difficulty != 1 {
@@ -113,9 +115,9 @@ func TestAChallengeFetchedInTheQuietHoursIsRefusedInTheRushAsExpired(t *testing.
 		}()
 	}
 	rate := func() int64 {
-		h := rdb.HMGet(context.Background(), RoomKey(r.Sale), "rate_s", "rate_cur", "rate_prev").Val()
+		h := rdb.HMGet(context.Background(), contract.RoomKey(r.Sale), "rate_s", "rate_cur", "rate_prev").Val()
 		n := func(v any) int64 { s, _ := v.(string); i, _ := strconv.ParseInt(s, 10, 64); return i }
-		return EntryRateAt(redisNow(t, rdb).Unix(), n(h[0]), n(h[1]), n(h[2]))
+		return core.EntryRateAt(redisNow(t, rdb).Unix(), n(h[0]), n(h[1]), n(h[2]))
 	}
 	testenv.WaitFor(t, 20*time.Second, "8 entries a second counted in Redis", func() bool { return rate() >= 8 })
 	// The rush raised the difficulty of what gateway A issues now: the difficulty in force at
@@ -171,7 +173,7 @@ func TestABurstOfEntriesSolvingTheirOwnChallengesIsNeverRefusedForDifficulty(t *
 			t.Fatalf("early challenge: %s", c.Raw)
 		}
 		// Solved now, taken to the other gateway later.
-		olds = append(olds, early{other, u, c.Challenge, Solve(c.Challenge, c.Difficulty), expiresAt(t, c)})
+		olds = append(olds, early{other, u, c.Challenge, sealed.Solve(c.Challenge, c.Difficulty), expiresAt(t, c)})
 	}
 
 	const n, workers = 1000, 64
@@ -217,7 +219,7 @@ func TestABurstOfEntriesSolvingTheirOwnChallengesIsNeverRefusedForDifficulty(t *
 					break
 				}
 			}
-			a := enter(t, gw, r.Sale, u, map[string]string{HeaderChallenge: c.Challenge, HeaderSolution: Solve(c.Challenge, c.Difficulty)})
+			a := enter(t, gw, r.Sale, u, map[string]string{sealed.HeaderChallenge: c.Challenge, sealed.HeaderSolution: sealed.Solve(c.Challenge, c.Difficulty)})
 			switch {
 			case difficultyRefusal(a):
 				refused.Add(1)
@@ -237,7 +239,7 @@ func TestABurstOfEntriesSolvingTheirOwnChallengesIsNeverRefusedForDifficulty(t *
 		t.Fatalf("%d of %d honest entries refused for their proof of work, %d failed otherwise; first: %v",
 			refused.Load(), n, failed.Load(), firstRefusal.Load())
 	}
-	if got := rdb.ZCard(context.Background(), QueueKey(r.Sale)).Val(); got != n {
+	if got := rdb.ZCard(context.Background(), contract.RoomQueueKey(r.Sale)).Val(); got != n {
 		t.Fatalf("%d places in the queue, want %d", got, n)
 	}
 	for _, o := range olds {
@@ -245,12 +247,12 @@ func TestABurstOfEntriesSolvingTheirOwnChallengesIsNeverRefusedForDifficulty(t *
 		for !redisNow(t, rdb).After(o.expires) || !time.Now().After(o.expires) {
 			time.Sleep(50 * time.Millisecond)
 		}
-		a := enter(t, o.gw, r.Sale, o.user, map[string]string{HeaderChallenge: o.challenge, HeaderSolution: o.solution})
+		a := enter(t, o.gw, r.Sale, o.user, map[string]string{sealed.HeaderChallenge: o.challenge, sealed.HeaderSolution: o.solution})
 		if a.Status != http.StatusForbidden || a.Code != contract.CodeChallengeExpired {
 			t.Fatalf("%s's challenge, past its life, solved right: %d %s, want 403 %s", o.user, a.Status, a.Raw, contract.CodeChallengeExpired)
 		}
 	}
-	if got := rdb.ZCard(context.Background(), QueueKey(r.Sale)).Val(); got != n {
+	if got := rdb.ZCard(context.Background(), contract.RoomQueueKey(r.Sale)).Val(); got != n {
 		t.Fatalf("%d places after the expired entries, want %d", got, n)
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/seckilledge/seckill/caddymodule/room/core"
 	"github.com/seckilledge/seckill/contract"
 	"github.com/seckilledge/seckill/internal/testenv"
 )
@@ -41,8 +42,8 @@ func TestWaitersBackWithinASecondOfTheStartAreAdmittedInThePermutation(t *testin
 		r := newRoom(t, rdb, units, lead, time.Hour, roomArgs{Rate: "1000", Oversubscribe: "1", SessionMS: "60000",
 			DifficultyMin: "0", DifficultyMax: "0"})
 		t.Cleanup(func() {
-			rdb.Del(context.Background(), contract.RoomLogKey(r.Sale), seenKey(r.Sale), awayKey(r.Sale), backKey(r.Sale),
-				ClaimKey(r.Sale), IdleKey(r.Sale))
+			rdb.Del(context.Background(), contract.RoomLogKey(r.Sale), contract.RoomSeenKey(r.Sale), contract.RoomAwayKey(r.Sale), contract.RoomBackKey(r.Sale),
+				contract.RoomClaimKey(r.Sale), contract.RoomIdleKey(r.Sale))
 		})
 		starts := time.UnixMilli(mustInt(t, rdb.HGet(ctx, contract.MetaKey(r.Sale), "starts_ms").Val()))
 		ids := map[string]string{}
@@ -57,7 +58,7 @@ func TestWaitersBackWithinASecondOfTheStartAreAdmittedInThePermutation(t *testin
 				e := enter(t, gws[i%2], r.Sale, u, nil)
 				mu.Lock()
 				defer mu.Unlock()
-				if e.Status != 200 || e.State != string(Waiting) {
+				if e.Status != 200 || e.State != string(core.Waiting) {
 					t.Errorf("run %d: %s's pre-queue entry: %d %s", k, u, e.Status, e.Raw)
 				}
 				ids[u], tickets[u] = e.EntryID, e.Ticket
@@ -96,7 +97,7 @@ func TestWaitersBackWithinASecondOfTheStartAreAdmittedInThePermutation(t *testin
 			order = append(order, u)
 		}
 		sort.Slice(order, func(i, j int) bool {
-			return bytes.Compare(Rank(r.Seed, ids[order[i]]), Rank(r.Seed, ids[order[j]])) < 0
+			return bytes.Compare(core.Rank(r.Seed, ids[order[i]]), core.Rank(r.Seed, ids[order[j]])) < 0
 		})
 		admitted := map[string]bool{}
 		for _, e := range rdb.LRange(ctx, contract.RoomLogKey(r.Sale), 0, -1).Val() {

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/seckilledge/seckill/caddymodule/handler"
+	"github.com/seckilledge/seckill/caddymodule/internal/roomkit"
 	"github.com/seckilledge/seckill/internal/handlertest"
 )
 
@@ -14,11 +15,11 @@ import (
 // the shared rule is handler.CheckRequest (its own test has the whole table). Only the
 // refusal writer and its counters are set, as Provision sets them.
 func TestACrossSiteRequestIsRefusedBeforeAnythingElse(t *testing.T) {
-	handlertest.RefusesCrossSite(t, &Room{ep: handler.Endpoints{Requests: requests, Shed: shed, Name: "room"}}, "https://shop.example/seckill/s1/queue", ``, http.MethodPost, http.MethodDelete)
+	handlertest.RefusesCrossSite(t, &Room{Kit: roomkit.Kit{Endpoints: handler.Endpoints{Requests: requests, Shed: shed, Name: "room"}}}, "https://shop.example/seckill/s1/queue", ``, http.MethodPost, http.MethodDelete)
 }
 
 // GET /challenge is refused cross-site too: it spends the user's open challenges (at most
 // challenges_per_user), so another site's page could keep him from entering the room.
 func TestAChallengeIsNotIssuedToAnotherSite(t *testing.T) {
-	handlertest.RefusesCrossSite(t, &Room{ep: handler.Endpoints{Requests: requests, Shed: shed, Name: "room"}}, "https://shop.example/seckill/s1/challenge", ``, http.MethodGet)
+	handlertest.RefusesCrossSite(t, &Room{Kit: roomkit.Kit{Endpoints: handler.Endpoints{Requests: requests, Shed: shed, Name: "room"}}}, "https://shop.example/seckill/s1/challenge", ``, http.MethodGet)
 }

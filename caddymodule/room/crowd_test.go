@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/seckilledge/seckill/caddymodule/room/core"
+	"github.com/seckilledge/seckill/caddymodule/sealed"
 	"github.com/seckilledge/seckill/contract"
 	"github.com/seckilledge/seckill/internal/invariants"
 	"github.com/seckilledge/seckill/internal/testenv"
@@ -22,8 +24,8 @@ func enterWithWork(t testing.TB, gw, sale, user string) (challenge, entry reply)
 	if challenge.Status != http.StatusOK {
 		return challenge, reply{}
 	}
-	return challenge, enter(t, gw, sale, user, map[string]string{HeaderChallenge: challenge.Challenge,
-		HeaderSolution: Solve(challenge.Challenge, challenge.Difficulty)})
+	return challenge, enter(t, gw, sale, user, map[string]string{sealed.HeaderChallenge: challenge.Challenge,
+		sealed.HeaderSolution: sealed.Solve(challenge.Challenge, challenge.Difficulty)})
 }
 
 // TestACrowdBehindOneAddressIsPrequeuedWholeAndAdmittedInThePermutation: 2 000 people behind
@@ -63,7 +65,7 @@ func TestACrowdBehindOneAddressIsPrequeuedWholeAndAdmittedInThePermutation(t *te
 				switch {
 				case c.Status != http.StatusOK:
 					refused = append(refused, fmt.Sprintf("%s's challenge: %d %s", u, c.Status, c.Raw))
-				case e.Status != http.StatusOK || e.State != string(Waiting) || e.EntryID == "":
+				case e.Status != http.StatusOK || e.State != string(core.Waiting) || e.EntryID == "":
 					refused = append(refused, fmt.Sprintf("%s's entry: %d %s", u, e.Status, e.Raw))
 				default:
 					ids[i] = e.EntryID
@@ -84,16 +86,16 @@ func TestACrowdBehindOneAddressIsPrequeuedWholeAndAdmittedInThePermutation(t *te
 	}
 	t.Logf("%d people behind one address entered through two gateways in %v; challenges by difficulty: %v", n, took.Round(time.Millisecond), difficulties)
 	ctx := context.Background()
-	if got := rdb.ZCount(ctx, QueueKey(r.Sale), "0", "0").Val(); got != n {
+	if got := rdb.ZCount(ctx, contract.RoomQueueKey(r.Sale), "0", "0").Val(); got != n {
 		t.Fatalf("%d places in the pre-queue, want %d", got, n)
 	}
 	// The pre-queue is the seed's permutation over all of them.
 	want := append([]string(nil), ids...)
-	sort.Slice(want, func(i, j int) bool { return bytes.Compare(Rank(r.Seed, want[i]), Rank(r.Seed, want[j])) < 0 })
-	members := rdb.ZRange(ctx, QueueKey(r.Sale), 0, n-1).Val()
+	sort.Slice(want, func(i, j int) bool { return bytes.Compare(core.Rank(r.Seed, want[i]), core.Rank(r.Seed, want[j])) < 0 })
+	members := rdb.ZRange(ctx, contract.RoomQueueKey(r.Sale), 0, n-1).Val()
 	for i, m := range members {
-		if EntryIDOfMember(m) != want[i] {
-			t.Fatalf("place %d is %s, the seed's permutation says %s", i, EntryIDOfMember(m), want[i])
+		if core.EntryIDOfMember(m) != want[i] {
+			t.Fatalf("place %d is %s, the seed's permutation says %s", i, core.EntryIDOfMember(m), want[i])
 		}
 	}
 
@@ -108,10 +110,10 @@ func TestACrowdBehindOneAddressIsPrequeuedWholeAndAdmittedInThePermutation(t *te
 	}
 	for i := 0; ; i++ {
 		p := poll(t, gws[i%2], r.Sale, "late", late.Ticket)
-		if p.State == string(Admitted) {
+		if p.State == string(core.Admitted) {
 			break
 		}
-		if p.Status != http.StatusOK || p.State != string(Waiting) || i > 100000 {
+		if p.Status != http.StatusOK || p.State != string(core.Waiting) || i > 100000 {
 			t.Fatalf("the late arrival's poll: %d %s", p.Status, p.Raw)
 		}
 		if p.Ticket != "" {

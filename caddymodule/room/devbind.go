@@ -2,6 +2,7 @@ package room
 
 import (
 	"net/http"
+	"time"
 
 	"github.com/seckilledge/seckill/caddymodule/dpop"
 	"github.com/seckilledge/seckill/caddymodule/dpop/dpophttp"
@@ -18,11 +19,11 @@ import (
 
 // entryBinding returns the thumbprint an entry's ticket is to be bound to ("" for a bearer
 // ticket: binding off, or optional and no proof came), or the refusal of its proof.
-func (h *Room) entryBinding(r *http.Request) (jkt string, ref handler.Refusal, ok bool) {
-	if !h.Settings.Enabled() || (h.Settings.DeviceBinding == dpop.Optional && !dpophttp.HasProof(r)) {
+func entryBinding(s *dpophttp.Settings, r *http.Request, now time.Time) (jkt string, ref handler.Refusal, ok bool) {
+	if !s.Enabled() || (s.DeviceBinding == dpop.Optional && !dpophttp.HasProof(r)) {
 		return "", ref, true
 	}
-	p, err := h.Settings.Check(r, "", h.now())
+	p, err := s.Check(r, "", now)
 	if err != nil {
 		ref, _ = dpop.Refusal(err)
 		return "", ref, false
@@ -36,22 +37,22 @@ func (h *Room) entryBinding(r *http.Request) (jkt string, ref handler.Refusal, o
 // thumbprint (to bind the newer tickets the answer may hand out). With binding off a bound
 // ticket is returned as it is (and is then refused as invalid: a gateway that cannot check
 // proofs never serves a copy).
-func (h *Room) presentedTicket(r *http.Request, sale, user string) (ticket, sealedTo, jkt string, ref handler.Refusal, ok bool) {
-	raw := r.Header.Get(HeaderTicket)
-	if !h.Settings.Enabled() {
+func presentedTicket(s *dpophttp.Settings, sealer *sealed.Sealer, r *http.Request, sale, user string, now time.Time) (ticket, sealedTo, jkt string, ref handler.Refusal, ok bool) {
+	raw := r.Header.Get(sealed.HeaderTicket)
+	if !s.Enabled() {
 		return raw, "", "", ref, true
 	}
 	bound := sealed.TicketBound(raw)
-	if !bound && h.Settings.DeviceBinding != dpop.Required && !dpophttp.HasProof(r) {
+	if !bound && s.DeviceBinding != dpop.Required && !dpophttp.HasProof(r) {
 		return raw, "", "", ref, true
 	}
-	p, err := h.Settings.Check(r, raw, h.now())
+	p, err := s.Check(r, raw, now)
 	if err == nil && bound {
-		if raw, err = h.sealer.UnbindTicket(raw, sale, user, p.JKT); err != nil {
+		if raw, err = sealer.UnbindTicket(raw, sale, user, p.JKT); err != nil {
 			err = dpop.ErrKey
 		}
 		sealedTo = p.JKT
-	} else if err == nil && h.Settings.DeviceBinding == dpop.Required {
+	} else if err == nil && s.DeviceBinding == dpop.Required {
 		err = dpop.ErrUnbound
 	}
 	if err != nil {

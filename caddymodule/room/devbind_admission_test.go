@@ -9,6 +9,8 @@ import (
 
 	"github.com/seckilledge/seckill/caddymodule/dpop"
 	"github.com/seckilledge/seckill/caddymodule/dpop/dpoptest"
+	"github.com/seckilledge/seckill/caddymodule/room/core"
+	"github.com/seckilledge/seckill/caddymodule/sealed"
 	"github.com/seckilledge/seckill/contract"
 	"github.com/seckilledge/seckill/internal/testenv"
 )
@@ -54,9 +56,9 @@ func TestTheAdmissionStaysWithTheKeyOfTheFirstBoundEntryAcrossTwoGateways(t *tes
 	deadline := time.Now().Add(20 * time.Second)
 	for {
 		h := proof(device, "GET", url(a, "queue"), ticket)
-		h[HeaderTicket] = ticket
+		h[sealed.HeaderTicket] = ticket
 		p := do(t, http.MethodGet, url(a, "queue"), "alice", h)
-		if p.State == string(Admitted) {
+		if p.State == string(core.Admitted) {
 			break
 		}
 		if p.Ticket != "" {
@@ -129,23 +131,23 @@ func TestABoundTicketCutOutOfItsBindingIsNoBearerTicket(t *testing.T) {
 	}
 	for _, gw := range []string{a, b} {
 		// The device polls as it should: the bound ticket with its proof.
-		if got := do(t, http.MethodGet, queue(gw), "alice", map[string]string{HeaderTicket: bound, dpop.Header: device.Proof(t, "GET", queue(gw), bound)}); got.Status != http.StatusOK {
+		if got := do(t, http.MethodGet, queue(gw), "alice", map[string]string{sealed.HeaderTicket: bound, dpop.Header: device.Proof(t, "GET", queue(gw), bound)}); got.Status != http.StatusOK {
 			t.Fatalf("the device's poll through %s: %d %s", gw, got.Status, got.Raw)
 		}
 		for name, h := range map[string]map[string]string{
-			"poll, no proof":            {HeaderTicket: inner},
-			"poll, the device's proof":  {HeaderTicket: inner, dpop.Header: device.Proof(t, "GET", queue(gw), inner)},
-			"poll, another key's proof": {HeaderTicket: inner, dpop.Header: dpoptest.NewKey(t).Proof(t, "GET", queue(gw), inner)},
+			"poll, no proof":            {sealed.HeaderTicket: inner},
+			"poll, the device's proof":  {sealed.HeaderTicket: inner, dpop.Header: device.Proof(t, "GET", queue(gw), inner)},
+			"poll, another key's proof": {sealed.HeaderTicket: inner, dpop.Header: dpoptest.NewKey(t).Proof(t, "GET", queue(gw), inner)},
 		} {
-			if got := do(t, http.MethodGet, queue(gw), "alice", h); got.Status != http.StatusForbidden || got.Code != CodeInvalidTicket {
-				t.Errorf("the cut ticket through %s, %s: %d %s, want 403 %s", gw, name, got.Status, got.Raw, CodeInvalidTicket)
+			if got := do(t, http.MethodGet, queue(gw), "alice", h); got.Status != http.StatusForbidden || got.Code != core.CodeInvalidTicket {
+				t.Errorf("the cut ticket through %s, %s: %d %s, want 403 %s", gw, name, got.Status, got.Raw, core.CodeInvalidTicket)
 			}
 		}
-		if got := do(t, http.MethodDelete, queue(gw), "alice", map[string]string{HeaderTicket: inner}); got.Status != http.StatusForbidden || got.Code != CodeInvalidTicket {
-			t.Errorf("leaving with the cut ticket through %s: %d %s, want 403 %s", gw, got.Status, got.Raw, CodeInvalidTicket)
+		if got := do(t, http.MethodDelete, queue(gw), "alice", map[string]string{sealed.HeaderTicket: inner}); got.Status != http.StatusForbidden || got.Code != core.CodeInvalidTicket {
+			t.Errorf("leaving with the cut ticket through %s: %d %s, want 403 %s", gw, got.Status, got.Raw, core.CodeInvalidTicket)
 		}
 	}
-	if n, _ := rdb.ZCard(context.Background(), QueueKey(r.Sale)).Result(); n != 2 {
+	if n, _ := rdb.ZCard(context.Background(), contract.RoomQueueKey(r.Sale)).Result(); n != 2 {
 		t.Fatalf("%d places, want 2: the cut ticket gave alice's up", n)
 	}
 }

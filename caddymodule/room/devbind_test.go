@@ -13,6 +13,8 @@ import (
 
 	"github.com/seckilledge/seckill/caddymodule/dpop"
 	"github.com/seckilledge/seckill/caddymodule/dpop/dpoptest"
+	"github.com/seckilledge/seckill/caddymodule/room/core"
+	"github.com/seckilledge/seckill/caddymodule/sealed"
 	clientjs "github.com/seckilledge/seckill/clients/js"
 	"github.com/seckilledge/seckill/contract"
 	"github.com/seckilledge/seckill/internal/handlertest"
@@ -40,7 +42,7 @@ func TestABoundTicketIsPolledOnlyWithAProofOfItsKey(t *testing.T) {
 	}
 	ticket := a.Ticket
 	pollWith := func(proofs ...string) reply {
-		h := map[string]string{HeaderTicket: ticket}
+		h := map[string]string{sealed.HeaderTicket: ticket}
 		if len(proofs) > 0 {
 			h[dpop.Header] = proofs[0]
 		}
@@ -68,19 +70,19 @@ func TestABoundTicketIsPolledOnlyWithAProofOfItsKey(t *testing.T) {
 		t.Fatalf("a poll handed out an unbound ticket %q", got.Ticket)
 	}
 	// A bearer ticket (the room bound nothing when it was sealed) is refused under required.
-	sealer, err := NewSealer(Key{ID: "k1", Secret: []byte(testSecret)})
+	sealer, err := sealed.NewSealer(sealed.Key{ID: "k1", Secret: []byte(testSecret)})
 	if err != nil {
 		t.Fatal(err)
 	}
 	bearer := sealer.Ticket(r.Sale, "u1", time.Now().Add(time.Hour))
-	if got := do(t, http.MethodGet, queue, "u1", map[string]string{HeaderTicket: bearer, dpop.Header: device.Proof(t, "GET", queue, bearer)}); got.Code != contract.CodeUnboundToken {
+	if got := do(t, http.MethodGet, queue, "u1", map[string]string{sealed.HeaderTicket: bearer, dpop.Header: device.Proof(t, "GET", queue, bearer)}); got.Code != contract.CodeUnboundToken {
 		t.Fatalf("a bearer ticket under required: %d %s, want unbound_token", got.Status, got.Raw)
 	}
-	if got := do(t, http.MethodDelete, queue, "u1", map[string]string{HeaderTicket: ticket, dpop.Header: thief.Proof(t, "DELETE", queue, ticket)}); got.Code != contract.CodeProofKeyMismatch {
+	if got := do(t, http.MethodDelete, queue, "u1", map[string]string{sealed.HeaderTicket: ticket, dpop.Header: thief.Proof(t, "DELETE", queue, ticket)}); got.Code != contract.CodeProofKeyMismatch {
 		t.Fatalf("leave with another key: %d %s, want proof_key_mismatch", got.Status, got.Raw)
 	}
 	// With the device's proof the room itself answers (u1 was admitted at once: not_waiting).
-	if got := do(t, http.MethodDelete, queue, "u1", map[string]string{HeaderTicket: ticket, dpop.Header: device.Proof(t, "DELETE", queue, ticket)}); got.Status != http.StatusOK && got.Code != CodeNotWaiting {
+	if got := do(t, http.MethodDelete, queue, "u1", map[string]string{sealed.HeaderTicket: ticket, dpop.Header: device.Proof(t, "DELETE", queue, ticket)}); got.Status != http.StatusOK && got.Code != core.CodeNotWaiting {
 		t.Fatalf("leave with the device's proof: %d %s, want the room's answer", got.Status, got.Raw)
 	}
 }

@@ -8,14 +8,73 @@ import (
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
+	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 
 	"github.com/seckilledge/seckill/caddymodule/dpop"
 	"github.com/seckilledge/seckill/caddymodule/handler"
+	"github.com/seckilledge/seckill/caddymodule/room/core"
 	"github.com/seckilledge/seckill/caddymodule/sealed"
+	"github.com/seckilledge/seckill/contract"
 )
 
-// ticketGrace keeps a ticket valid a while after the end, so a waiter learns `ended`.
-const ticketGrace = time.Hour
+// roomRoutes are the room's endpoints, by the path's end.
+var roomRoutes = handler.NewRoutes(
+	handler.Route{Suffix: "/room/prequeue", Endpoint: "prequeue"},
+	handler.Route{Suffix: "/room", Endpoint: "room"},
+	handler.Route{Suffix: "/challenge", Endpoint: "challenge"},
+	handler.Route{Suffix: "/queue", Endpoint: "queue"},
+)
+
+// ServeHTTP routes the room's endpoints by the path's end (roomRoutes), the queue's by the method.
+// Refusals go through the shared refusal writer: the contract's JSON body, or a caddyhttp error with handle_errors.
+func (h *Room) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.Handler) error {
+	repl, _ := r.Context().Value(caddy.ReplacerCtxKey).(*caddy.Replacer)
+	if repl == nil {
+		repl = caddy.NewReplacer()
+	}
+	sale := repl.ReplaceAll(h.Sale, "")
+	endpoint, ok := roomRoutes.Match(r.URL.Path)
+	if !ok {
+		return h.Endpoints.Refuse(w, "unknown", noEndpoint)
+	}
+	if ref, canonical := handler.CheckRequest(r); !canonical {
+		// The sale placeholder reads the raw path, the routes matched the cleaned one.
+		return h.Endpoints.Refuse(w, endpoint, ref)
+	}
+	if endpoint == "challenge" && !handler.SameOrigin(r) {
+		// A GET, but not a harmless one: it spends the user's open-challenge allowance, so
+		// another site must not make his browser fetch challenges and keep him from entering.
+		return h.Endpoints.Refuse(w, endpoint, handler.CrossSite)
+	}
+	if !contract.ValidID(sale) {
+		return h.Endpoints.Refuse(w, endpoint, handler.BadRequest)
+	}
+	// Each Redis call of the request is bounded by the handler's caller (timeout and
+	// max_pending): see core.BoundStore.
+	ctx := r.Context()
+	switch endpoint {
+	case "room":
+		return h.serveRoom(ctx, w, r, sale)
+	case "prequeue":
+		return h.servePrequeue(ctx, w, r, sale)
+	case "challenge":
+		return h.serveChallenge(ctx, w, r, repl, sale)
+	}
+	switch r.Method {
+	case http.MethodPost:
+		return h.enter(ctx, w, r, repl, sale)
+	case http.MethodGet:
+		if r.Header.Get(sealed.HeaderTicket) == "" && handler.WantsHTML(r) {
+			_ = h.ServePage(w, r, sale, nil)
+			return nil
+		}
+		return h.poll(ctx, w, r, repl, sale)
+	case http.MethodDelete:
+		return h.leave(ctx, w, r, repl, sale)
+	default:
+		return h.Endpoints.MethodNotAllowed(w, "queue", "GET, POST, DELETE")
+	}
+}
 
 // RoomInfo is the body of GET /seckill/{sale}/room.
 type RoomInfo struct {
@@ -30,106 +89,69 @@ type RoomInfo struct {
 
 func (h *Room) serveRoom(ctx context.Context, w http.ResponseWriter, r *http.Request, sale string) error {
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
-		return h.methodNotAllowed(w, "room", "GET")
+		return h.Endpoints.MethodNotAllowed(w, "room", "GET")
 	}
-	c, ok, err := h.roomOf(ctx, sale)
+	c, ok, err := h.mem.Room(ctx, sale)
 	if err != nil {
-		return h.unavailable(w, "room", err)
+		return h.Endpoints.Unavailable(w, "room", err)
 	}
 	if !ok {
-		return h.refuse(w, "room", noRoom)
+		return h.Endpoints.Refuse(w, "room", noRoom)
 	}
-	p, err := h.store.Public(ctx, sale)
+	p, err := h.mem.Store.Public(ctx, sale)
 	if err != nil {
-		return h.unavailable(w, "room", err)
+		return h.Endpoints.Unavailable(w, "room", err)
 	}
 	info := RoomInfo{
-		Sale: sale, State: PublicState(c.room, p),
-		StartsAt:       c.room.Starts.UTC().Format(time.RFC3339Nano),
-		PrequeueFrom:   c.room.Starts.Add(-c.room.Prequeue).UTC().Format(time.RFC3339Nano),
-		SeedCommitment: c.room.Commitment,
+		Sale: sale, State: core.PublicState(c.Room, p),
+		StartsAt:       c.Room.Starts.UTC().Format(time.RFC3339Nano),
+		PrequeueFrom:   c.Room.Starts.Add(-c.Room.Prequeue).UTC().Format(time.RFC3339Nano),
+		SeedCommitment: c.Room.Commitment,
 		UnitsLeft:      max(p.Stock, 0),
 	}
-	if !p.Now.Before(c.room.Ends) {
-		info.Seed = hex.EncodeToString(c.room.Seed)
+	if !p.Now.Before(c.Room.Ends) {
+		info.Seed = hex.EncodeToString(c.Room.Seed)
 	}
-	return h.answer(w, "room", info.State, http.StatusOK, info)
+	return h.Endpoints.Answer(w, "room", info.State, http.StatusOK, info)
 }
 
-// ChallengeAnswer is the body of GET /seckill/{sale}/challenge.
-type ChallengeAnswer = sealed.ChallengeAnswer
-
+// serveChallenge answers GET /challenge at the room's difficulty in force now.
 func (h *Room) serveChallenge(ctx context.Context, w http.ResponseWriter, r *http.Request, repl *caddy.Replacer, sale string) error {
-	if r.Method != http.MethodGet {
-		return h.methodNotAllowed(w, "challenge", "GET")
-	}
-	user, ref, ok := h.user(repl)
-	if !ok {
-		return h.refuse(w, "challenge", ref)
-	}
-	c, ok, err := h.roomOf(ctx, sale)
-	if err != nil {
-		return h.unavailable(w, "challenge", err)
-	}
-	if !ok {
-		return h.refuse(w, "challenge", noRoom)
-	}
-	// The difficulty in force now: the challenge keeps it for its whole (short) life.
-	d := sealed.Difficulty(c.room.DifficultyMin, c.room.DifficultyMax, c.rate.Get(h.now()), h.DifficultyRate)
-	a, ref, err := h.Issue(ctx, h.caller, h.issuer, r, sale, user, d, c.room.DifficultyMax)
-	if err != nil {
-		return h.unavailable(w, "challenge", err)
-	}
-	if ref.Status != 0 {
-		challenges.WithLabelValues("bounded").Inc()
-		return h.refuse(w, "challenge", ref)
-	}
-	challenges.WithLabelValues("issued").Inc()
-	return h.answer(w, "challenge", "issued", http.StatusOK, a)
-}
-
-func (h *Room) serveQueue(ctx context.Context, w http.ResponseWriter, r *http.Request, repl *caddy.Replacer, sale string) error {
-	switch r.Method {
-	case http.MethodPost:
-		return h.enter(ctx, w, r, repl, sale)
-	case http.MethodGet:
-		if r.Header.Get(HeaderTicket) == "" && handler.WantsHTML(r) {
-			h.servePage(w, r, sale)
-			return nil
+	return h.ServeChallenge(ctx, w, r, repl, sale, func(ctx context.Context) (int, int, handler.Refusal, error) {
+		c, ok, err := h.mem.Room(ctx, sale)
+		if err != nil || !ok {
+			return 0, 0, noRoom, err
 		}
-		return h.poll(ctx, w, r, repl, sale)
-	case http.MethodDelete:
-		return h.leave(ctx, w, r, repl, sale)
-	default:
-		return h.methodNotAllowed(w, "queue", "GET, POST, DELETE")
-	}
+		d := sealed.Difficulty(c.Room.DifficultyMin, c.Room.DifficultyMax, c.Rate.Get(h.mem.Now()), h.DifficultyRate)
+		return d, c.Room.DifficultyMax, handler.Refusal{}, nil
+	})
 }
 
 func (h *Room) enter(ctx context.Context, w http.ResponseWriter, r *http.Request, repl *caddy.Replacer, sale string) error {
-	user, ref, ok := h.user(repl)
+	user, ref, ok := handler.User(repl, h.User)
 	if !ok {
-		return h.refuse(w, "enter", ref)
+		return h.Endpoints.Refuse(w, "enter", ref)
 	}
-	c, ok, err := h.roomOf(ctx, sale)
+	c, ok, err := h.mem.Room(ctx, sale)
 	if err != nil {
-		return h.unavailable(w, "enter", err)
+		return h.Endpoints.Unavailable(w, "enter", err)
 	}
 	if !ok {
-		return h.refuse(w, "enter", noRoom)
+		return h.Endpoints.Refuse(w, "enter", noRoom)
 	}
-	jkt, bref, ok := h.entryBinding(r)
+	jkt, bref, ok := entryBinding(&h.Settings, r, h.mem.Now())
 	if !ok {
-		return h.refuse(w, "enter", bref)
+		return h.Endpoints.Refuse(w, "enter", bref)
 	}
-	now := h.now()
-	told := h.toldFor(c, -1, now)
-	v := Visit{Enter: true, Settings: c.room.Settings, Admit: c.view.ClaimAdmission(now, time.Duration(h.AdmitInterval)),
-		Presence: h.presenceAt(c, told, now)}
-	if c.room.PowRequired() {
-		ch, err := h.sealer.VerifyChallenge(r.Header.Get(HeaderChallenge), r.Header.Get(HeaderSolution), sale, user, c.room.DifficultyMin, now)
+	now := h.mem.Now()
+	told := h.mem.ToldFor(c, -1, now)
+	v := h.mem.Visiting(c, told, now)
+	v.Enter = true
+	if c.Room.PowRequired() {
+		ch, err := h.mem.Sealer.VerifyChallenge(r.Header.Get(sealed.HeaderChallenge), r.Header.Get(sealed.HeaderSolution), sale, user, c.Room.DifficultyMin, now)
 		if err != nil {
 			challenges.WithLabelValues("refused").Inc()
-			return h.refuse(w, "enter", sealed.RefusalOf(err))
+			return h.Endpoints.Refuse(w, "enter", sealed.RefusalOf(err))
 		}
 		v.Nonce, v.NonceExp = ch.Nonce, ch.Expires
 		// A live challenge is enough at the difficulty it was sealed with, whatever the rate
@@ -138,152 +160,138 @@ func (h *Room) enter(ctx context.Context, w http.ResponseWriter, r *http.Request
 		// bound on the entry rate: room_queue.lua's too_easy check stays off.
 		v.MaxRate = -1
 	}
-	place := PlaceOf(c.room.EntryKey, c.room.Seed, sale, user)
+	place := core.PlaceOf(c.Room.EntryKey, c.Room.Seed, sale, user)
 	v.Member = place.Member(user)
 	v.JKT = jkt
-	rep, err := h.store.Visit(ctx, sale, v)
+	rep, err := h.mem.Store.Visit(ctx, sale, v)
 	if err != nil {
-		return h.unavailable(w, "enter", err)
+		return h.Endpoints.Unavailable(w, "enter", err)
 	}
-	if rep.Outcome == KeyMismatch && jkt == "" {
+	if rep.Outcome == core.KeyMismatch && jkt == "" {
 		// A place bound to a device key, entered again without a proof (device_binding
 		// optional): the client can sign with its key.
 		ref, _ := dpop.Refusal(dpop.ErrMissing)
-		return h.refuse(w, "enter", ref)
+		return h.Endpoints.Refuse(w, "enter", ref)
 	}
-	c.rate.Observe(rep.EntryRate, now)
-	h.passOnBanned(ctx, sale, c, rep)
+	c.Rate.Observe(rep.EntryRate, now)
+	h.mem.PassOnBanned(ctx, sale, c, rep)
 	if v.Nonce != "" {
-		if rep.Outcome == Replayed {
+		if rep.Outcome == core.Replayed {
 			challenges.WithLabelValues("refused").Inc()
 		} else {
 			challenges.WithLabelValues("solved").Inc()
 		}
 	}
-	verdict := Decide(rep, true, c.paceOf(rep), h.refresh)
-	h.capRefresh(&verdict, told)
+	verdict := core.Decide(rep, true, c.PaceOf(rep), h.mem.Refresh)
+	h.mem.CapRefresh(&verdict, told)
 	if verdict.Status == http.StatusOK {
 		entries.Inc()
-		verdict.Answer.Ticket = h.placedTicket(sale, user, jkt, c, rep)
+		verdict.Answer.Ticket = h.mem.PlacedTicket(sale, user, jkt, c, rep)
 		if verdict.Answer.Ticket == "" {
-			verdict.Answer.Ticket = h.sealer.TicketFor(sale, user, jkt, c.room.Ends.Add(ticketGrace))
+			verdict.Answer.Ticket = h.mem.Sealer.TicketFor(sale, user, jkt, c.Room.Ends.Add(core.TicketGrace))
 		}
-		verdict.Answer.Ticket = h.sealer.BindTicket(verdict.Answer.Ticket, sale, user, jkt)
+		verdict.Answer.Ticket = h.mem.Sealer.BindTicket(verdict.Answer.Ticket, sale, user, jkt)
 		verdict.Answer.EntryID = place.EntryID
 	}
 	return h.finish(w, "enter", sale, rep, verdict)
 }
 
 func (h *Room) poll(ctx context.Context, w http.ResponseWriter, r *http.Request, repl *caddy.Replacer, sale string) error {
-	user, ref, ok := h.user(repl)
+	user, ref, ok := handler.User(repl, h.User)
 	if !ok {
-		return h.refuse(w, "poll", ref)
+		return h.Endpoints.Refuse(w, "poll", ref)
 	}
-	ticket, sealedTo, jkt, bref, ok := h.presentedTicket(r, sale, user)
+	ticket, sealedTo, jkt, bref, ok := presentedTicket(&h.Settings, h.mem.Sealer, r, sale, user, h.mem.Now())
 	if !ok {
-		return h.refuse(w, "poll", bref)
+		return h.Endpoints.Refuse(w, "poll", bref)
 	}
-	index, err := h.verifyTicketPlace(ticket, sale, user, sealedTo, h.now())
+	index, err := h.mem.VerifyTicketPlace(ticket, sale, user, sealedTo, h.mem.Now())
 	if err != nil {
-		return h.refuse(w, "poll", badTicket)
+		return h.Endpoints.Refuse(w, "poll", badTicket)
 	}
 	if h.events.SoldOut(sale) {
 		// Answered from memory: the gate broadcast the sale's last unit.
-		return h.writeJSON(w, "poll", string(SoldOut), h.soldOut)
+		return writeJSON(&h.Endpoints, w, "poll", string(core.SoldOut), h.soldOut)
 	}
-	c, ok, err := h.roomOf(ctx, sale)
+	c, ok, err := h.mem.Room(ctx, sale)
 	if err != nil {
-		return h.unavailable(w, "poll", err)
+		return h.Endpoints.Unavailable(w, "poll", err)
 	}
 	if !ok {
-		return h.refuse(w, "poll", noRoom)
+		return h.Endpoints.Refuse(w, "poll", noRoom)
 	}
-	if v, rep, ok := h.fromMemory(ctx, sale, user, c, index); ok {
+	if v, rep, ok := h.mem.FromMemory(ctx, sale, user, c, index); ok {
 		return h.finish(w, "poll", sale, rep, v)
 	}
 	gen := h.events.Generation(sale)
-	place := PlaceOf(c.room.EntryKey, c.room.Seed, sale, user)
-	told := h.toldFor(c, index, h.now())
-	rep, err := h.store.Visit(ctx, sale, Visit{Member: place.Member(user), Settings: c.room.Settings,
-		Admit: c.view.ClaimAdmission(h.now(), time.Duration(h.AdmitInterval)), Presence: h.presenceAt(c, told, h.now())})
+	place := core.PlaceOf(c.Room.EntryKey, c.Room.Seed, sale, user)
+	told := h.mem.ToldFor(c, index, h.mem.Now())
+	visit := h.mem.Visiting(c, told, h.mem.Now())
+	visit.Member = place.Member(user)
+	rep, err := h.mem.Store.Visit(ctx, sale, visit)
 	if err != nil {
-		return h.unavailable(w, "poll", err)
+		return h.Endpoints.Unavailable(w, "poll", err)
 	}
-	if rep.Outcome == SoldOut {
+	if rep.Outcome == core.SoldOut {
 		h.events.MarkSoldOut(sale, gen)
 	}
-	h.passOnBanned(ctx, sale, c, rep)
-	v := Decide(rep, false, c.paceOf(rep), h.refresh)
-	h.capRefresh(&v, told)
+	h.mem.PassOnBanned(ctx, sale, c, rep)
+	v := core.Decide(rep, false, c.PaceOf(rep), h.mem.Refresh)
+	h.mem.CapRefresh(&v, told)
 	if index < 0 {
-		if t := h.placedTicket(sale, user, jkt, c, rep); t != "" {
-			v.Answer.Ticket = h.sealer.BindTicket(t, sale, user, jkt)
+		if t := h.mem.PlacedTicket(sale, user, jkt, c, rep); t != "" {
+			v.Answer.Ticket = h.mem.Sealer.BindTicket(t, sale, user, jkt)
 		}
 	}
 	return h.finish(w, "poll", sale, rep, v)
 }
 
-// placedTicket is a ticket carrying the place's queue index (r2), for a waiter after the
-// start: his later polls far from the front are answered from memory. "" when the order is
-// not drawn yet (before the start) or the user is not waiting. The client keeps the newest
-// ticket it is given (a poll's answer carries one when it has a better one).
-func (h *Room) placedTicket(sale, user, jkt string, c *cachedRoom, rep Reply) string {
-	if rep.Outcome != Waiting || rep.Now.Before(rep.Starts) {
-		return ""
-	}
-	return h.sealer.TicketAtFor(sale, user, jkt, c.room.Ends.Add(ticketGrace), rep.Cursor+rep.Position-1)
-}
-
 // leave gives the ticket's place up (DELETE /queue): 200 {"state":"left"}, also when the user
 // holds no place any more, so a retried DELETE answers the same.
 func (h *Room) leave(ctx context.Context, w http.ResponseWriter, r *http.Request, repl *caddy.Replacer, sale string) error {
-	user, ref, ok := h.user(repl)
+	user, ref, ok := handler.User(repl, h.User)
 	if !ok {
-		return h.refuse(w, "leave", ref)
+		return h.Endpoints.Refuse(w, "leave", ref)
 	}
-	ticket, sealedTo, _, bref, ok := h.presentedTicket(r, sale, user)
+	ticket, sealedTo, _, bref, ok := presentedTicket(&h.Settings, h.mem.Sealer, r, sale, user, h.mem.Now())
 	if !ok {
-		return h.refuse(w, "leave", bref)
+		return h.Endpoints.Refuse(w, "leave", bref)
 	}
-	if _, err := h.sealer.VerifyTicketPlaceFor(ticket, sale, user, sealedTo, h.now()); err != nil {
-		return h.refuse(w, "leave", badTicket)
+	if _, err := h.mem.Sealer.VerifyTicketPlaceFor(ticket, sale, user, sealedTo, h.mem.Now()); err != nil {
+		return h.Endpoints.Refuse(w, "leave", badTicket)
 	}
-	c, ok, err := h.roomOf(ctx, sale)
+	c, ok, err := h.mem.Room(ctx, sale)
 	if err != nil {
-		return h.unavailable(w, "leave", err)
+		return h.Endpoints.Unavailable(w, "leave", err)
 	}
 	if !ok {
-		return h.refuse(w, "leave", noRoom)
+		return h.Endpoints.Refuse(w, "leave", noRoom)
 	}
-	place := PlaceOf(c.room.EntryKey, c.room.Seed, sale, user)
-	rep, err := h.store.Visit(ctx, sale, Visit{Leave: true, Member: place.Member(user), Settings: c.room.Settings})
+	place := core.PlaceOf(c.Room.EntryKey, c.Room.Seed, sale, user)
+	rep, err := h.mem.Store.Visit(ctx, sale, core.Visit{Leave: true, Member: place.Member(user), Settings: c.Room.Settings})
 	if err != nil {
-		return h.unavailable(w, "leave", err)
+		return h.Endpoints.Unavailable(w, "leave", err)
 	}
-	if rep.Outcome == Left {
+	if rep.Outcome == core.Left {
 		leaves.Inc()
 	}
-	return h.finish(w, "leave", sale, rep, Decide(rep, false, c.paceOf(rep), h.refresh))
+	return h.finish(w, "leave", sale, rep, core.Decide(rep, false, c.PaceOf(rep), h.mem.Refresh))
 }
 
-func (h *Room) finish(w http.ResponseWriter, endpoint, sale string, rep Reply, v Verdict) error {
+func (h *Room) finish(w http.ResponseWriter, endpoint, sale string, rep core.Reply, v core.Verdict) error {
 	admissions.Add(float64(rep.AdmittedNow))
 	lapsed.Add(float64(rep.LapsedNow))
-	if rep.Outcome != UnknownSale && rep.Outcome != NoRoom {
+	if rep.Outcome != core.UnknownSale && rep.Outcome != core.NoRoom {
 		depth.WithLabelValues(sale).Set(float64(rep.Depth))
 	}
 	if v.Status != http.StatusOK {
-		return h.refuse(w, endpoint, handler.Refusal{Status: v.Status, Code: v.Code, Message: v.Message})
+		return h.Endpoints.Refuse(w, endpoint, handler.Refusal{Status: v.Status, Code: v.Code, Message: v.Message})
 	}
-	if v.Answer.State == string(Waiting) {
+	if v.Answer.State == string(core.Waiting) {
 		wait.Observe(float64(v.Answer.EstimatedWaitS))
 	}
-	if v.Answer.State == string(Paused) {
+	if v.Answer.State == string(core.Paused) {
 		w.Header().Set("Retry-After", strconv.FormatInt(handler.Seconds(time.Duration(h.RetryAfter)), 10))
 	}
-	return h.writeAnswer(w, endpoint, v.Answer.State, &v.Answer)
-}
-
-func (h *Room) answer(w http.ResponseWriter, endpoint, label string, status int, body any) error {
-	return h.ep.Answer(w, endpoint, label, status, body)
+	return writeAnswer(&h.Endpoints, w, endpoint, v.Answer.State, &v.Answer)
 }

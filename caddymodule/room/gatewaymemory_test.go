@@ -19,6 +19,9 @@ import (
 
 	"github.com/seckilledge/seckill/caddymodule"
 	"github.com/seckilledge/seckill/caddymodule/handler"
+	"github.com/seckilledge/seckill/caddymodule/internal/roomkit"
+	"github.com/seckilledge/seckill/caddymodule/room/core"
+	"github.com/seckilledge/seckill/caddymodule/sealed"
 )
 
 // What a gateway keeps for a room of N waiters (each gateway's memory for
@@ -30,7 +33,7 @@ import (
 // others are answered from the summary. The heap retained afterwards (HeapAlloc after GC, less
 // the same before the polls) is what the gateway keeps for the room. Then the sale ends and one
 // request reads the published pre-queue, which the gateway keeps (16 bytes per entry id, at
-// most maxSnapshotEntries over all sales): the one structure that grows with the waiters, and
+// most core.MaxSnapshotEntries over all sales): the one structure that grows with the waiters, and
 // only after the end.
 //
 //	go test -run '^$' -bench GatewayRoomMemory -benchtime 1x ./caddymodule/room/
@@ -41,7 +44,7 @@ import (
 // the fly so that it keeps nothing per waiter itself.
 type synthStore struct {
 	n       int64
-	room    SaleRoom
+	room    core.SaleRoom
 	ended   atomic.Bool
 	ticks   atomic.Int64
 	visits  atomic.Int64
@@ -53,13 +56,13 @@ func newSynthStore(n int64) *synthStore {
 	seed := sha256.Sum256([]byte("synthetic seed"))
 	ekey := sha256.Sum256([]byte("synthetic entry key"))
 	commit := sha256.Sum256(seed[:])
-	return &synthStore{n: n, room: SaleRoom{
-		Settings: Settings{Rate: 200, Oversubscribe: 1.5, Session: 10 * time.Second, MaxWaiters: MaxWaitersLimit},
+	return &synthStore{n: n, room: core.SaleRoom{
+		Settings: core.Settings{Rate: 200, Oversubscribe: 1.5, Session: 10 * time.Second, MaxWaiters: MaxWaitersLimit},
 		Seed:     seed[:], EntryKey: ekey[:], Commitment: hex.EncodeToString(commit[:]),
 		Starts: now.Add(-time.Minute), Ends: now.Add(time.Hour)}}
 }
 
-func (s *synthStore) Room(context.Context, string) (SaleRoom, bool, error) {
+func (s *synthStore) Room(context.Context, string) (core.SaleRoom, bool, error) {
 	r := s.room
 	if s.ended.Load() {
 		r.Ends = time.Now().Add(-time.Second)
@@ -67,8 +70,8 @@ func (s *synthStore) Room(context.Context, string) (SaleRoom, bool, error) {
 	return r, true, nil
 }
 
-func (s *synthStore) Visit(_ context.Context, _ string, v Visit) (Reply, error) {
-	rep := Reply{Outcome: Open, Now: time.Now(), Stock: s.n, Depth: s.n, Starts: s.room.Starts, EntryRate: -1}
+func (s *synthStore) Visit(_ context.Context, _ string, v core.Visit) (core.Reply, error) {
+	rep := core.Reply{Outcome: core.Open, Now: time.Now(), Stock: s.n, Depth: s.n, Starts: s.room.Starts, EntryRate: -1}
 	if v.Tick {
 		s.ticks.Add(1)
 		s.present.Add(int64(len(v.Present)))
@@ -77,17 +80,17 @@ func (s *synthStore) Visit(_ context.Context, _ string, v Visit) (Reply, error) 
 	// A poll near the front: the waiter is told his place (the synthetic room admits nobody,
 	// so that every waiter stays in the queue for the measurement).
 	s.visits.Add(1)
-	rep.Outcome, rep.Position, rep.Ahead = Waiting, 1, 0
+	rep.Outcome, rep.Position, rep.Ahead = core.Waiting, 1, 0
 	return rep, nil
 }
 
-func (s *synthStore) Public(context.Context, string) (Public, error) {
+func (s *synthStore) Public(context.Context, string) (core.Public, error) {
 	st := "open"
 	now := time.Now()
 	if s.ended.Load() {
 		now = now.Add(2 * time.Hour)
 	}
-	return Public{Stock: s.n, State: st, Now: now}, nil
+	return core.Public{Stock: s.n, State: st, Now: now}, nil
 }
 
 // Prequeue makes the members of the pre-queue's places from..from+count: rank, entry id, user,
@@ -96,7 +99,7 @@ func (s *synthStore) Prequeue(_ context.Context, _ string, from, count int64) ([
 	var out []string
 	for i := from; i < min(from+count, s.n); i++ {
 		user := "user" + strconv.FormatInt(i, 10)
-		p := PlaceOf(s.room.EntryKey, s.room.Seed, "s1", user)
+		p := core.PlaceOf(s.room.EntryKey, s.room.Seed, "s1", user)
 		out = append(out, p.Member(user))
 	}
 	return out, s.n, nil
@@ -148,7 +151,7 @@ func BenchmarkGatewayRoomMemory(b *testing.B) {
 					b.Fatalf("the gateway keeps %d bytes for an open room of %d waiters, want at most 1 MiB whatever the waiters", live, n)
 				}
 				// The published list is 16 bytes per entry id, within the cache's bound.
-				if n <= maxSnapshotEntries && published > 24*n+(1<<20) {
+				if n <= core.MaxSnapshotEntries && published > 24*n+(1<<20) {
 					b.Fatalf("the published pre-queue of %d waiters takes %d bytes, want about 16 per waiter", n, published)
 				}
 			}
@@ -161,26 +164,26 @@ func BenchmarkGatewayRoomMemory(b *testing.B) {
 // with its published pre-queue read, and how many polls were answered from memory.
 func gatewayRoomMemory(b *testing.B, n int64) (live, published, fromMemory int64) {
 	store := newSynthStore(n)
-	h := &Room{Subject: handler.Subject{Sale: "s1", User: "{http.request.header.X-User-ID}"}}
+	h := &Room{Kit: roomkit.Kit{Subject: handler.Subject{Sale: "s1", User: "{http.request.header.X-User-ID}"}}}
 	h.setDefaults()
-	sealer, err := NewSealer(Key{ID: "k1", Secret: []byte(testSecret)})
+	sealer, err := sealed.NewSealer(sealed.Key{ID: "k1", Secret: []byte(testSecret)})
 	if err != nil {
 		b.Fatal(err)
 	}
-	h.sealer = sealer
-	h.store = boundStore{Store: store, caller: h.caller}
+	h.mem.Sealer = sealer
+	h.mem.Store = core.BoundStore{Store: store, Caller: h.Calls}
 	h.events = noEvents{}
 	// The gateway's clock stands still: no tick after the first empties the presence set, so
 	// it fills to its bound (maxPresent users) and the figure is the worst case at every size,
 	// not whatever the last tick of a long loop left.
 	t0 := time.Now()
-	h.now = func() time.Time { return t0 }
-	exp := store.room.Ends.Add(ticketGrace)
+	h.mem.Now = func() time.Time { return t0 }
+	exp := store.room.Ends.Add(core.TicketGrace)
 	poll := func(i int64) {
 		user := "user" + strconv.FormatInt(i, 10)
 		r := httptest.NewRequest(http.MethodGet, "/seckill/s1/queue", nil)
 		r.Header.Set("X-User-ID", user)
-		r.Header.Set(HeaderTicket, sealer.TicketAt("s1", user, exp, i))
+		r.Header.Set(sealed.HeaderTicket, sealer.TicketAt("s1", user, exp, i))
 		repl := caddy.NewReplacer()
 		repl.Set("http.request.header.X-User-ID", user)
 		r = r.WithContext(context.WithValue(r.Context(), caddy.ReplacerCtxKey, repl))
@@ -203,8 +206,8 @@ func gatewayRoomMemory(b *testing.B, n int64) (live, published, fromMemory int64
 
 	// After the end: one request reads the published pre-queue, which the gateway keeps.
 	store.ended.Store(true)
-	h.cache = new(roomCache) // the room is read again, with its end
-	h.now = time.Now
+	h.mem.Forget() // the room is read again, with its end
+	h.mem.Now = time.Now
 	r := httptest.NewRequest(http.MethodGet, "/seckill/s1/room/prequeue?limit=1", nil)
 	r = r.WithContext(context.WithValue(r.Context(), caddy.ReplacerCtxKey, caddy.NewReplacer()))
 	w := httptest.NewRecorder()

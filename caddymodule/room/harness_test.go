@@ -21,6 +21,8 @@ import (
 
 	_ "github.com/caddyserver/caddy/v2/modules/standard"
 	_ "github.com/seckilledge/seckill/caddymodule/gate"
+	"github.com/seckilledge/seckill/caddymodule/room/core"
+	"github.com/seckilledge/seckill/caddymodule/sealed"
 	_ "github.com/seckilledge/seckill/caddymodule/throttle" // the throttle the room reads bans of (ban_zones)
 	_ "github.com/seckilledge/seckill/caddymodule/token"
 )
@@ -56,7 +58,7 @@ func newRoom(t testing.TB, rdb redis.UniversalClient, stock int, startsIn, endsI
 	_, _ = rand.Read(ekey)
 	sum := sha256.Sum256(seed)
 	commit := hex.EncodeToString(sum[:])
-	if err := lua.RoomSetup.Run(ctx, rdb, []string{contract.MetaKey(sale), RoomKey(sale)},
+	if err := lua.RoomSetup.Run(ctx, rdb, []string{contract.MetaKey(sale), contract.RoomKey(sale)},
 		hex.EncodeToString(seed), hex.EncodeToString(ekey), a.Rate, a.Oversubscribe, a.SessionMS, a.PrequeueMS,
 		a.DifficultyMin, a.DifficultyMax, commit, a.MaxWaiters, pre.Ends.Add(pre.Retention).UnixMilli(), pre.Stock).Err(); err != nil {
 		t.Fatalf("room_setup: %v", err)
@@ -66,7 +68,7 @@ func newRoom(t testing.TB, rdb redis.UniversalClient, stock int, startsIn, endsI
 	}
 	t.Cleanup(func() {
 		rdb.Del(context.Background(), contract.MetaKey(sale), contract.BuyersKey(sale), contract.TokensKey(sale),
-			contract.OutboxKey(sale), RoomKey(sale), QueueKey(sale), LiveKey(sale), SpentKey(sale), KeysKey(sale))
+			contract.OutboxKey(sale), contract.RoomKey(sale), contract.RoomQueueKey(sale), contract.RoomLiveKey(sale), contract.RoomSpentKey(sale), contract.RoomKeysKey(sale))
 	})
 	return testRoom{Sale: sale, Seed: seed, Commitment: commit}
 }
@@ -182,7 +184,7 @@ var client = &http.Client{
 type reply struct {
 	Status int
 	Retry  string
-	QueueAnswer
+	core.QueueAnswer
 	Code       string `json:"code"`
 	Challenge  string `json:"challenge"`
 	Difficulty int    `json:"difficulty"`
@@ -219,7 +221,7 @@ func enter(t testing.TB, base, sale, user string, headers map[string]string) rep
 
 func poll(t testing.TB, base, sale, user, ticket string) reply {
 	t.Helper()
-	return do(t, http.MethodGet, base+"/seckill/"+sale+"/queue", user, map[string]string{HeaderTicket: ticket})
+	return do(t, http.MethodGet, base+"/seckill/"+sale+"/queue", user, map[string]string{sealed.HeaderTicket: ticket})
 }
 
 // redisNow is Redis's clock, which the scripts use.

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	throttlecore "github.com/seckilledge/seckill/caddymodule/throttle/core"
 	"github.com/seckilledge/seckill/contract"
 	"github.com/seckilledge/seckill/internal/invariants"
 	"github.com/seckilledge/seckill/internal/testenv"
@@ -74,7 +75,7 @@ func TestTheLastUnitGoesToAPresentWaiterNotToAnAbsentOrBannedOne(t *testing.T) {
 		time.Sleep(500 * time.Millisecond) // more often than refresh_s asks: still present
 		return p
 	}
-	goneUntil := rdb.ZScore(ctx, SeenKey(r.Sale), "gone").Val()
+	goneUntil := rdb.ZScore(ctx, contract.RoomSeenKey(r.Sale), "gone").Val()
 	for float64(redisNow(t, rdb).UnixMilli()) <= goneUntil {
 		pollAsTold()
 	}
@@ -82,10 +83,10 @@ func TestTheLastUnitGoesToAPresentWaiterNotToAnAbsentOrBannedOne(t *testing.T) {
 	banned := false
 	for i := 0; i < 50 && !banned; i++ {
 		banned = poll(t, b, r.Sale, "fast", fast.Ticket).Status == http.StatusTooManyRequests &&
-			rdb.HExists(ctx, BanKey("user", "fast"), "banned_until").Val()
+			rdb.HExists(ctx, contract.ThrottleBanKey("user", throttlecore.SafeKey("fast")), "banned_until").Val()
 	}
 	if !banned {
-		t.Fatalf("the throttle never banned the fast client (no %s)", BanKey("user", "fast"))
+		t.Fatalf("the throttle never banned the fast client (no %s)", contract.ThrottleBanKey("user", throttlecore.SafeKey("fast")))
 	}
 	// He is admitted: the banned client's admission ended, and gone's place was passed.
 	start := time.Now()
@@ -94,10 +95,10 @@ func TestTheLastUnitGoesToAPresentWaiterNotToAnAbsentOrBannedOne(t *testing.T) {
 			t.Fatalf("present still waiting after %v, want admitted well before a session lapses", time.Since(start))
 		}
 	}
-	if n := rdb.ZScore(ctx, LiveKey(r.Sale), "fast").Err(); n == nil {
+	if n := rdb.ZScore(ctx, contract.RoomLiveKey(r.Sale), "fast").Err(); n == nil {
 		t.Fatal("the banned client still holds a live admission")
 	}
-	if rdb.ZScore(ctx, LiveKey(r.Sale), "gone").Err() == nil {
+	if rdb.ZScore(ctx, contract.RoomLiveKey(r.Sale), "gone").Err() == nil {
 		t.Fatal("gone, absent, was admitted")
 	}
 	// The evidence: fast admitted then revoked, gone passed, present admitted (the holds, h:,
@@ -138,7 +139,9 @@ func TestTheLastUnitIsNotHeldASessionByAWaiterWhoTakesNoToken(t *testing.T) {
 	a := startCaddy(t, cfg)
 	b := fmt.Sprintf("http://127.0.0.1:%d", cfg.Port2)
 	r := newRoom(t, rdb, 1, -time.Second, time.Hour, roomArgs{Rate: "100", Oversubscribe: "1", SessionMS: "600000"})
-	t.Cleanup(func() { rdb.Del(context.Background(), ClaimKey(r.Sale), IdleKey(r.Sale), contract.RoomLogKey(r.Sale)) })
+	t.Cleanup(func() {
+		rdb.Del(context.Background(), contract.RoomClaimKey(r.Sale), contract.RoomIdleKey(r.Sale), contract.RoomLogKey(r.Sale))
+	})
 
 	noshow := enter(t, a, r.Sale, "noshow", nil)
 	if noshow.State != "admitted" {
@@ -166,7 +169,7 @@ func TestTheLastUnitIsNotHeldASessionByAWaiterWhoTakesNoToken(t *testing.T) {
 		}
 		time.Sleep(300 * time.Millisecond)
 	}
-	if rdb.ZScore(ctx, LiveKey(r.Sale), "noshow").Err() != nil {
+	if rdb.ZScore(ctx, contract.RoomLiveKey(r.Sale), "noshow").Err() != nil {
 		t.Fatal("the no-show's admission ended: it stays live until the session (he may still buy)")
 	}
 	tok := do(t, http.MethodPost, a+"/seckill/"+r.Sale+"/token", "buyer", nil)

@@ -5,12 +5,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/seckilledge/seckill/caddymodule/room/core"
+	"github.com/seckilledge/seckill/caddymodule/sealed"
 	"github.com/seckilledge/seckill/internal/testenv"
 )
 
 func leave(t testing.TB, base, sale, user, ticket string) reply {
 	t.Helper()
-	return do(t, http.MethodDelete, base+"/seckill/"+sale+"/queue", user, map[string]string{HeaderTicket: ticket})
+	return do(t, http.MethodDelete, base+"/seckill/"+sale+"/queue", user, map[string]string{sealed.HeaderTicket: ticket})
 }
 
 // DELETE /queue: the place is given up, the waiters behind move up, a retried
@@ -41,20 +43,20 @@ func TestLeavingGivesThePlaceUpAndTheWaitersBehindMoveUp(t *testing.T) {
 	if got := leave(t, gw, r.Sale, "second", second.Ticket); got.Status != http.StatusOK || got.State != "left" {
 		t.Fatalf("second leaves again: %d %s, want 200 left", got.Status, got.Raw)
 	}
-	if got := poll(t, gw, r.Sale, "second", second.Ticket); got.Status != http.StatusForbidden || got.Code != CodeInvalidTicket {
+	if got := poll(t, gw, r.Sale, "second", second.Ticket); got.Status != http.StatusForbidden || got.Code != core.CodeInvalidTicket {
 		t.Fatalf("second polls after leaving: %d %s, want 403 invalid_ticket", got.Status, got.Raw)
 	}
 	again := enter(t, gw, r.Sale, "second", nil)
 	if again.State != "waiting" || again.Position != 2 {
 		t.Fatalf("second enters again: %s, want a new place behind third (2)", again.Raw)
 	}
-	if got := leave(t, gw, r.Sale, "first", first.Ticket); got.Status != http.StatusConflict || got.Code != CodeNotWaiting {
+	if got := leave(t, gw, r.Sale, "first", first.Ticket); got.Status != http.StatusConflict || got.Code != core.CodeNotWaiting {
 		t.Fatalf("the admitted first leaves: %d %s, want 409 not_waiting", got.Status, got.Raw)
 	}
-	if got := leave(t, gw, r.Sale, "third", ""); got.Status != http.StatusForbidden || got.Code != CodeInvalidTicket {
+	if got := leave(t, gw, r.Sale, "third", ""); got.Status != http.StatusForbidden || got.Code != core.CodeInvalidTicket {
 		t.Fatalf("leaving without a ticket: %d %s, want 403 invalid_ticket", got.Status, got.Raw)
 	}
-	if got := leave(t, gw, r.Sale, "third", second.Ticket); got.Status != http.StatusForbidden || got.Code != CodeInvalidTicket {
+	if got := leave(t, gw, r.Sale, "third", second.Ticket); got.Status != http.StatusForbidden || got.Code != core.CodeInvalidTicket {
 		t.Fatalf("leaving with another user's ticket: %d %s, want 403 invalid_ticket", got.Status, got.Raw)
 	}
 	if got := poll(t, gw, r.Sale, "third", third.Ticket); got.State != "waiting" || got.Position != 1 {

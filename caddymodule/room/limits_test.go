@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/seckilledge/seckill/caddymodule/room/core"
+	"github.com/seckilledge/seckill/caddymodule/sealed"
 	"github.com/seckilledge/seckill/contract"
 	"github.com/seckilledge/seckill/internal/testenv"
 )
@@ -34,7 +36,7 @@ func TestAdmissionsNeverOutrunTheRateNorStockTimesOversubscribeAndLapsesFreeThei
 	rdb.HSet(ctx, contract.MetaKey(r.Sale), "starts_ms", starts.UnixMilli())
 	testenv.WaitFor(t, 5*time.Second, "the start", func() bool { return !redisNow(t, rdb).Before(starts) })
 
-	admittedOf := func() int64 { v, _ := rdb.HGet(ctx, RoomKey(r.Sale), "admitted").Int64(); return v }
+	admittedOf := func() int64 { v, _ := rdb.HGet(ctx, contract.RoomKey(r.Sale), "admitted").Int64(); return v }
 	sawCap, sawLapse := false, false
 	var firstAdmitted string
 	deadline := time.Now().Add(4 * time.Second)
@@ -54,7 +56,7 @@ func TestAdmissionsNeverOutrunTheRateNorStockTimesOversubscribeAndLapsesFreeThei
 		if limit := math.Floor(5*elapsed + 1e-3); float64(admitted) > limit {
 			t.Fatalf("%d admitted %v after the start: above the rate's %v", admitted, now.Sub(starts), limit)
 		}
-		live := rdb.ZCard(ctx, LiveKey(r.Sale)).Val()
+		live := rdb.ZCard(ctx, contract.RoomLiveKey(r.Sale)).Val()
 		if live > 6 {
 			t.Fatalf("%d live admissions: above 4 units x 1.5", live)
 		}
@@ -77,7 +79,7 @@ func TestAdmissionsNeverOutrunTheRateNorStockTimesOversubscribeAndLapsesFreeThei
 	if !sawCap || !sawLapse {
 		t.Fatalf("the test did not reach the cap (%v) or a lapse (%v)", sawCap, sawLapse)
 	}
-	if lapsed, _ := rdb.HGet(ctx, RoomKey(r.Sale), "lapsed").Int64(); lapsed == 0 {
+	if lapsed, _ := rdb.HGet(ctx, contract.RoomKey(r.Sale), "lapsed").Int64(); lapsed == 0 {
 		t.Fatal("no admission lapsed in 4 s of 1 s sessions")
 	}
 	// The first admitted never used its admission: its place is gone, and it is told why.
@@ -132,7 +134,7 @@ func TestSoldOutReachesWaitersOnBothGatewaysWithinASecondAndAReleasedUnitAdmitsT
 			}
 		}
 	}
-	if n := rdb.ZCard(ctx, LiveKey(r.Sale)).Val(); n > 1 {
+	if n := rdb.ZCard(ctx, contract.RoomLiveKey(r.Sale)).Val(); n > 1 {
 		t.Fatalf("%d live admissions after sold out", n)
 	}
 
@@ -141,7 +143,7 @@ func TestSoldOutReachesWaitersOnBothGatewaysWithinASecondAndAReleasedUnitAdmitsT
 	rdb.HIncrBy(ctx, contract.MetaKey(r.Sale), "stock", 1)
 	rdb.Publish(ctx, contract.EventsChannel, contract.EventRestock+":"+r.Sale)
 	rdb.HDel(ctx, contract.BuyersKey(r.Sale), "buyer")
-	rdb.ZRem(ctx, LiveKey(r.Sale), "buyer")
+	rdb.ZRem(ctx, contract.RoomLiveKey(r.Sale), "buyer")
 	testenv.WaitFor(t, 5*time.Second, "the next in line to be admitted", func() bool {
 		return poll(t, gwB, r.Sale, "waiterA", waitA.Ticket).State == "admitted"
 	})
@@ -169,28 +171,28 @@ func TestChallengesReplayedForeignExpiredAndTooEasyAreRefused(t *testing.T) {
 		return c
 	}
 	pow := func(ch, sol string) map[string]string {
-		return map[string]string{HeaderChallenge: ch, HeaderSolution: sol}
+		return map[string]string{sealed.HeaderChallenge: ch, sealed.HeaderSolution: sol}
 	}
 	refused := func(what string, a reply) {
 		t.Helper()
-		if a.Status != http.StatusForbidden || a.Code != CodeInvalidChallenge {
+		if a.Status != http.StatusForbidden || a.Code != core.CodeInvalidChallenge {
 			t.Errorf("%s: %d %s, want 403 invalid_challenge", what, a.Status, a.Raw)
 		}
 	}
 	refused("no proof of work", enter(t, gw, r.Sale, "alice", nil))
 
 	c := get("alice")
-	sol := Solve(c.Challenge, c.Difficulty)
+	sol := sealed.Solve(c.Challenge, c.Difficulty)
 	if a := enter(t, gw, r.Sale, "alice", pow(c.Challenge, sol)); a.Status != 200 || a.Ticket == "" {
 		t.Fatalf("a right solution: %d %s", a.Status, a.Raw)
 	}
 	refused("replayed", enter(t, gw, r.Sale, "alice", pow(c.Challenge, sol)))
 
 	c = get("alice")
-	refused("foreign (another user's challenge)", enter(t, gw, r.Sale, "bob", pow(c.Challenge, Solve(c.Challenge, c.Difficulty))))
+	refused("foreign (another user's challenge)", enter(t, gw, r.Sale, "bob", pow(c.Challenge, sealed.Solve(c.Challenge, c.Difficulty))))
 
 	easy := "0"
-	for i := 0; LeadingZeroBits(c.Challenge, easy) >= c.Difficulty; i++ {
+	for i := 0; sealed.LeadingZeroBits(c.Challenge, easy) >= c.Difficulty; i++ {
 		easy = fmt.Sprint(i)
 	}
 	refused("too easy", enter(t, gw, r.Sale, "alice", pow(c.Challenge, easy)))
@@ -198,11 +200,11 @@ func TestChallengesReplayedForeignExpiredAndTooEasyAreRefused(t *testing.T) {
 	// An expired challenge, sealed with the gateway's own key.
 	s := testSealer(t)
 	old, _ := s.NewChallenge(r.Sale, "carol", 6, time.Now().Add(-time.Second))
-	if a := enter(t, gw, r.Sale, "carol", pow(old, Solve(old, 6))); a.Status != http.StatusForbidden || a.Code != contract.CodeChallengeExpired {
+	if a := enter(t, gw, r.Sale, "carol", pow(old, sealed.Solve(old, 6))); a.Status != http.StatusForbidden || a.Code != contract.CodeChallengeExpired {
 		t.Errorf("expired: %d %s, want 403 %s", a.Status, a.Raw, contract.CodeChallengeExpired)
 	}
 	lowered, _ := s.NewChallenge(r.Sale, "carol", 2, time.Now().Add(time.Minute))
-	refused("below the room's minimum", enter(t, gw, r.Sale, "carol", pow(lowered, Solve(lowered, 2))))
+	refused("below the room's minimum", enter(t, gw, r.Sale, "carol", pow(lowered, sealed.Solve(lowered, 2))))
 	forged := strings.Replace(c.Challenge, "."+fmt.Sprint(c.Difficulty)+".", ".0.", 1)
 	refused("forged difficulty", enter(t, gw, r.Sale, "alice", pow(forged, "0")))
 }
@@ -219,7 +221,7 @@ func TestPausedSaleAnswersPausedAndBadInputGetsContractCodes(t *testing.T) {
 	if p := poll(t, gw, r.Sale, "alice", a.Ticket); p.Status != 200 || p.State != "paused" || p.Retry == "" {
 		t.Fatalf("poll while paused: %d %s (Retry-After %q)", p.Status, p.Raw, p.Retry)
 	}
-	if e := enter(t, gw, r.Sale, "bob", nil); e.Status != 503 || e.Code != CodePaused || e.Retry == "" {
+	if e := enter(t, gw, r.Sale, "bob", nil); e.Status != 503 || e.Code != core.CodePaused || e.Retry == "" {
 		t.Fatalf("enter while paused: %d %s", e.Status, e.Raw)
 	}
 	info := do(t, http.MethodGet, gw+"/seckill/"+r.Sale+"/room", "", nil)
@@ -237,7 +239,7 @@ func TestPausedSaleAnswersPausedAndBadInputGetsContractCodes(t *testing.T) {
 		"unknown sale":     {enter(t, gw, testenv.ID("nosale"), "alice", nil), 404, "unknown_sale"},
 		"foreign ticket":   {poll(t, gw, r.Sale, "bob", a.Ticket), 403, "invalid_ticket"},
 		"no ticket":        {poll(t, gw, r.Sale, "alice", ""), 403, "invalid_ticket"},
-		"early list":       {do(t, http.MethodGet, gw+"/seckill/"+r.Sale+"/room/prequeue", "", nil), 403, CodeNotEnded},
+		"early list":       {do(t, http.MethodGet, gw+"/seckill/"+r.Sale+"/room/prequeue", "", nil), 403, core.CodeNotEnded},
 		"bad method":       {do(t, http.MethodPut, gw+"/seckill/"+r.Sale+"/queue", "alice", nil), 405, "bad_request"},
 		"leave, no ticket": {do(t, http.MethodDelete, gw+"/seckill/"+r.Sale+"/queue", "alice", nil), 403, "invalid_ticket"},
 		"leave, no user":   {leave(t, gw, r.Sale, "", a.Ticket), 401, "unauthenticated"},

@@ -4,6 +4,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/seckilledge/seckill/caddymodule/internal/metric"
+	"github.com/seckilledge/seckill/caddymodule/internal/roomkit"
+	"github.com/seckilledge/seckill/caddymodule/room/core"
 )
 
 // Package-level collectors registered into each config's registry, so counts survive
@@ -11,14 +13,13 @@ import (
 // carry a sale label, set only for sales that have a room (created by an operator), so their
 // series stay as few as the rooms.
 var (
-	requests = roomMetric.CounterVec("requests_total",
+	kitMetrics = roomkit.NewMetrics(roomMetric, "answer",
 		"Waiting-room requests by endpoint (room, challenge, enter, poll, leave, prequeue, page) and answer (the state, or the refusal code).",
-		"endpoint", "answer")
-	entries = roomMetric.Counter("entries_total",
-		"Entries into a waiting room answered with a place (entering again counts again).")
-	challenges = roomMetric.CounterVec("challenges_total",
 		"Proof-of-work challenges: issued, bounded (not issued: the user or his network holds too many open ones), solved (accepted at entry) and refused (wrong, replayed, foreign, expired or below the minimum).",
-		"outcome")
+		"Room requests answered 503 without touching Redis because max_pending calls were already waiting on it.")
+	requests, challenges, shed = kitMetrics.Requests, kitMetrics.Challenges, kitMetrics.Shed
+	entries                    = roomMetric.Counter("entries_total",
+		"Entries into a waiting room answered with a place (entering again counts again).")
 	leaves          = roomMetric.Counter("leaves_total", "Places given up by their waiters (DELETE /queue).")
 	fromMemoryPolls = roomMetric.Counter("polls_from_memory_total",
 		"Polls this gateway answered from its summary of the room, without Redis (far from the front, or before the start).")
@@ -30,19 +31,15 @@ var (
 		"sale")
 	revokedTotal = roomMetric.Counter("revoked_total",
 		"Live admissions ended because the throttle bans their user (ban_zones), by this gateway.")
-	shed = roomMetric.Counter("shed_total",
-		"Room requests answered 503 without touching Redis because max_pending calls were already waiting on it.")
 	wait = roomMetric.Histogram("estimated_wait_seconds", "Estimated waits answered to waiters.",
 		1, 5, 15, 30, 60, 120, 300, 600, 1800, 3600)
 )
 
-const roomMetric = metric.Subsystem("room")
+// gatewayCounts are the counters of what the room's core does (core.Gateway).
+var gatewayCounts = core.Counts{Admissions: admissions, Lapsed: lapsed, FromMemory: fromMemoryPolls, Revoked: revokedTotal,
+	Rate: func(sale string, rate float64) { rateGauge.WithLabelValues(sale).Set(rate) }}
 
-func init() {
-	for _, o := range []string{"issued", "bounded", "solved", "refused"} {
-		challenges.WithLabelValues(o)
-	}
-}
+const roomMetric = metric.Subsystem("room")
 
 func registerMetrics(reg prometheus.Registerer) {
 	metric.Register(reg, requests, entries, challenges, leaves, fromMemoryPolls, admissions, lapsed, depth, rateGauge, wait, shed, revokedTotal)

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/seckilledge/seckill/caddymodule/room/core"
 	"github.com/seckilledge/seckill/contract"
 	"github.com/seckilledge/seckill/internal/invariants"
 	"github.com/seckilledge/seckill/internal/testenv"
@@ -158,7 +159,7 @@ func TestPrequeuedUsersAreAdmittedInThePermutationOfTheRevealedSeedAcrossTwoGate
 	for _, e := range entries {
 		want = append(want, e.entryID)
 	}
-	sort.Slice(want, func(i, j int) bool { return bytes.Compare(Rank(seed, want[i]), Rank(seed, want[j])) < 0 })
+	sort.Slice(want, func(i, j int) bool { return bytes.Compare(core.Rank(seed, want[i]), core.Rank(seed, want[j])) < 0 })
 	if len(list.Entries) != n {
 		t.Fatalf("the published pre-queue has %d entries, want %d", len(list.Entries), n)
 	}

@@ -2,7 +2,6 @@ package room
 
 import (
 	_ "embed"
-	"net/http"
 
 	"github.com/seckilledge/seckill/caddymodule/internal/pagekit"
 	clientjs "github.com/seckilledge/seckill/clients/js"
@@ -25,15 +24,3 @@ var pageJS string
 
 // pageKind is the waiting page for pagekit.
 var pageKind = pagekit.Kind{Name: "room", Template: pageTemplate, Script: pagekit.Script(clientjs.Source, pageJS)}
-
-// setupPage compiles the page options (our page, or the shop's template), checked here so
-// that a bad template fails at provision.
-func (h *Room) setupPage() (err error) {
-	h.page, err = pagekit.Compile(pageKind, h.Page)
-	return err
-}
-
-func (h *Room) servePage(w http.ResponseWriter, r *http.Request, sale string) {
-	requests.WithLabelValues("page", "ok").Inc()
-	_ = h.page.Serve(w, r, sale, nil, h.FrameAncestors)
-}

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/seckilledge/seckill/caddymodule/internal/pagekit"
+	"github.com/seckilledge/seckill/caddymodule/internal/roomkit"
 	clientjs "github.com/seckilledge/seckill/clients/js"
 	"github.com/seckilledge/seckill/internal/handlertest"
 )
@@ -61,9 +62,9 @@ func TestABadShopTemplateFailsTheRoomsProvision(t *testing.T) {
 	if err := os.WriteFile(bad, []byte("<main>\n<p>{{.T \"room.heading\"}}</p>\n<p>{{.Queue.Position}}</p>\n</main>{{.Script}}"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	h := &Room{Page: &pagekit.Config{Template: bad}}
-	if err := h.setupPage(); err == nil || !strings.Contains(err.Error(), bad+":3:") {
-		t.Fatalf("setupPage = %v, want the template's file and line 3", err)
+	h := &Room{Kit: roomkit.Kit{Page: &pagekit.Config{Template: bad}}}
+	if err := h.SetupPage(pageKind); err == nil || !strings.Contains(err.Error(), bad+":3:") {
+		t.Fatalf("SetupPage = %v, want the template's file and line 3", err)
 	}
 	handlertest.AdaptFails(t,
 		":80 {\n seckill_room {\n page {\n bogus 1\n }\n }\n}",

@@ -15,6 +15,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/seckilledge/seckill/caddymodule/handler"
+	"github.com/seckilledge/seckill/caddymodule/internal/roomkit"
+	"github.com/seckilledge/seckill/caddymodule/room/core"
+	"github.com/seckilledge/seckill/caddymodule/sealed"
 	"github.com/seckilledge/seckill/contract"
 )
 
@@ -25,7 +28,7 @@ type fakeStore struct {
 	hold    chan struct{} // Room calls wait for it (nil: no wait)
 }
 
-func (s *fakeStore) Room(context.Context, string) (SaleRoom, bool, error) {
+func (s *fakeStore) Room(context.Context, string) (core.SaleRoom, bool, error) {
 	s.reads.Add(1)
 	if s.entered != nil {
 		s.entered <- struct{}{}
@@ -34,16 +37,16 @@ func (s *fakeStore) Room(context.Context, string) (SaleRoom, bool, error) {
 		<-s.hold
 	}
 	now := time.Now()
-	return SaleRoom{Settings: Settings{Rate: 10, Oversubscribe: 1.5, Session: time.Minute},
+	return core.SaleRoom{Settings: core.Settings{Rate: 10, Oversubscribe: 1.5, Session: time.Minute},
 		Starts: now.Add(-time.Minute), Ends: now.Add(time.Hour)}, true, nil
 }
 
-func (s *fakeStore) Visit(context.Context, string, Visit) (Reply, error) {
-	return Reply{}, errors.New("not in this fake")
+func (s *fakeStore) Visit(context.Context, string, core.Visit) (core.Reply, error) {
+	return core.Reply{}, errors.New("not in this fake")
 }
 
-func (s *fakeStore) Public(context.Context, string) (Public, error) {
-	return Public{Now: time.Now(), Stock: 3, State: "init"}, nil
+func (s *fakeStore) Public(context.Context, string) (core.Public, error) {
+	return core.Public{Now: time.Now(), Stock: 3, State: "init"}, nil
 }
 
 func (s *fakeStore) Prequeue(context.Context, string, int64, int64) ([]string, int64, error) {
@@ -51,16 +54,16 @@ func (s *fakeStore) Prequeue(context.Context, string, int64, int64) ([]string, i
 }
 
 // unitRoom is a provisioned Room over store, without Caddy or Redis.
-func unitRoom(t *testing.T, store Store, limits handler.Limits) *Room {
+func unitRoom(t *testing.T, store core.Store, limits handler.Limits) *Room {
 	t.Helper()
-	h := &Room{Subject: handler.Subject{Sale: "s1", User: "{http.request.header.X-User-ID}"}, Limits: limits}
+	h := &Room{Kit: roomkit.Kit{Subject: handler.Subject{Sale: "s1", User: "{http.request.header.X-User-ID}"}, Limits: limits}}
 	h.setDefaults()
-	sealer, err := NewSealer(Key{ID: "k1", Secret: []byte(testSecret)})
+	sealer, err := sealed.NewSealer(sealed.Key{ID: "k1", Secret: []byte(testSecret)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	h.sealer = sealer
-	h.store = boundStore{Store: store, caller: h.caller}
+	h.mem.Sealer = sealer
+	h.mem.Store = core.BoundStore{Store: store, Caller: h.Calls}
 	return h
 }
 
@@ -138,18 +141,18 @@ func TestRoomReadsTheSaleRoomAgainAfterCacheTTL(t *testing.T) {
 	store := &fakeStore{}
 	h := unitRoom(t, store, handler.Limits{})
 	clock := time.Unix(1000, 0)
-	h.now = func() time.Time { return clock }
+	h.mem.Now = func() time.Time { return clock }
 	ctx := context.Background()
 	for range 3 {
-		if _, ok, err := h.roomOf(ctx, "s1"); !ok || err != nil {
-			t.Fatalf("roomOf: %v %v", ok, err)
+		if _, ok, err := h.mem.Room(ctx, "s1"); !ok || err != nil {
+			t.Fatalf("Room: %v %v", ok, err)
 		}
 	}
 	if n := store.reads.Load(); n != 1 {
 		t.Fatalf("%d reads within cache_ttl, want 1", n)
 	}
 	clock = clock.Add(time.Duration(h.CacheTTL))
-	if _, _, err := h.roomOf(ctx, "s1"); err != nil {
+	if _, _, err := h.mem.Room(ctx, "s1"); err != nil {
 		t.Fatal(err)
 	}
 	if n := store.reads.Load(); n != 2 {

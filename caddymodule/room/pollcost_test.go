@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/seckilledge/seckill/contract"
 	"github.com/seckilledge/seckill/internal/testenv"
 )
 
@@ -85,7 +86,7 @@ func TestAPollCostsOneRedisRoundTrip(t *testing.T) {
 	poll(t, gw, r.Sale, "alice", a.Ticket) // the script is loaded, the settings cached
 
 	marker := "seckill:{sale:" + r.Sale + "}:room:marker"
-	m := startMonitor(t, RoomKey(r.Sale), marker)
+	m := startMonitor(t, contract.RoomKey(r.Sale), marker)
 	const polls = 25
 	for i := range polls {
 		p := poll(t, gw, r.Sale, "alice", a.Ticket)

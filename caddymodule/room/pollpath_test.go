@@ -11,6 +11,9 @@ import (
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/seckilledge/seckill/caddymodule/handler"
+	"github.com/seckilledge/seckill/caddymodule/internal/roomkit"
+	"github.com/seckilledge/seckill/caddymodule/room/core"
+	"github.com/seckilledge/seckill/caddymodule/sealed"
 )
 
 // The poll path of a waiter answered from memory (pre-encoded answers, the
@@ -54,23 +57,23 @@ type pollBench struct {
 func newPollBench(tb testing.TB, users int) *pollBench {
 	tb.Helper()
 	store := newSynthStore(1_000_000)
-	h := &Room{Subject: handler.Subject{Sale: "s1", User: "{http.request.header.X-User-ID}"}}
+	h := &Room{Kit: roomkit.Kit{Subject: handler.Subject{Sale: "s1", User: "{http.request.header.X-User-ID}"}}}
 	h.setDefaults()
-	sealer, err := NewSealer(Key{ID: "k1", Secret: []byte(testSecret)})
+	sealer, err := sealed.NewSealer(sealed.Key{ID: "k1", Secret: []byte(testSecret)})
 	if err != nil {
 		tb.Fatal(err)
 	}
-	h.sealer = sealer
-	h.store = boundStore{Store: store, caller: h.caller}
+	h.mem.Sealer = sealer
+	h.mem.Store = core.BoundStore{Store: store, Caller: h.Calls}
 	h.events = noEvents{}
-	exp := store.room.Ends.Add(ticketGrace)
+	exp := store.room.Ends.Add(core.TicketGrace)
 	pb := &pollBench{h: h, store: store}
 	for i := range users {
 		user := "user" + strconv.Itoa(i)
 		r := httptest.NewRequest(http.MethodGet, "/seckill/s1/queue", nil)
 		r.Header.Set("X-User-ID", user)
 		// Far back: answered from memory.
-		r.Header.Set(HeaderTicket, sealer.TicketAt("s1", user, exp, 500_000+int64(i)))
+		r.Header.Set(sealed.HeaderTicket, sealer.TicketAt("s1", user, exp, 500_000+int64(i)))
 		repl := caddy.NewReplacer()
 		repl.Set("http.request.header.X-User-ID", user)
 		pb.reqs = append(pb.reqs, r.WithContext(context.WithValue(r.Context(), caddy.ReplacerCtxKey, repl)))

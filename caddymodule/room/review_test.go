@@ -19,6 +19,9 @@ import (
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 
 	"github.com/seckilledge/seckill/caddymodule/handler"
+	"github.com/seckilledge/seckill/caddymodule/internal/roomkit"
+	"github.com/seckilledge/seckill/caddymodule/room/core"
+	"github.com/seckilledge/seckill/caddymodule/sealed"
 	"github.com/seckilledge/seckill/contract"
 	"github.com/seckilledge/seckill/internal/testenv"
 )
@@ -61,14 +64,14 @@ func TestAFullRoomAnswersQueueFull(t *testing.T) {
 		switch {
 		case a.Status == 200 && a.State == "waiting":
 			placed = append(placed, i)
-		case a.Status == http.StatusServiceUnavailable && a.Code == CodeQueueFull && a.Retry != "":
+		case a.Status == http.StatusServiceUnavailable && a.Code == core.CodeQueueFull && a.Retry != "":
 		default:
-			t.Fatalf("u%02d: %d %q %s, want 200 waiting or 503 %s with Retry-After", i, a.Status, a.Retry, a.Raw, CodeQueueFull)
+			t.Fatalf("u%02d: %d %q %s, want 200 waiting or 503 %s with Retry-After", i, a.Status, a.Retry, a.Raw, core.CodeQueueFull)
 		}
 	}
-	if len(placed) != 10 || rdb.ZCard(context.Background(), QueueKey(own.Sale)).Val() != 10 {
+	if len(placed) != 10 || rdb.ZCard(context.Background(), contract.RoomQueueKey(own.Sale)).Val() != 10 {
 		t.Fatalf("%d entries placed, %d places in Redis: want exactly the sale's max_waiters 10", len(placed),
-			rdb.ZCard(context.Background(), QueueKey(own.Sale)).Val())
+			rdb.ZCard(context.Background(), contract.RoomQueueKey(own.Sale)).Val())
 	}
 	first := placed[0]
 	again := enter(t, gwB, own.Sale, fmt.Sprintf("u%02d", first), nil)
@@ -83,14 +86,14 @@ func TestAFullRoomAnswersQueueFull(t *testing.T) {
 			t.Fatalf("p%d: %d %s", i, a.Status, a.Raw)
 		}
 	}
-	if a := enter(t, gwB, plain.Sale, "p3", nil); a.Status != http.StatusServiceUnavailable || a.Code != CodeQueueFull {
+	if a := enter(t, gwB, plain.Sale, "p3", nil); a.Status != http.StatusServiceUnavailable || a.Code != core.CodeQueueFull {
 		t.Fatalf("a 4th place with max_waiters 3: %d %s", a.Status, a.Raw)
 	}
 }
 
 func TestTheBuiltInQueueBoundScalesWithTheStock(t *testing.T) {
 	for units, want := range map[int64]int64{0: 10_000, 100: 10_000, 1_000: 50_000, 40_000: 2_000_000, 1_000_000: 2_000_000} {
-		if got := DefaultMaxWaiters(units); got != want {
+		if got := core.DefaultMaxWaiters(units); got != want {
 			t.Errorf("%d units: %d places, want %d", units, got, want)
 		}
 	}
@@ -111,7 +114,7 @@ func TestThePublishedPrequeueIsReadOnce(t *testing.T) {
 		}
 		ids = append(ids, a.EntryID)
 	}
-	sort.Slice(ids, func(i, j int) bool { return bytes.Compare(Rank(r.Seed, ids[i]), Rank(r.Seed, ids[j])) < 0 })
+	sort.Slice(ids, func(i, j int) bool { return bytes.Compare(core.Rank(r.Seed, ids[i]), core.Rank(r.Seed, ids[j])) < 0 })
 	now := redisNow(t, rdb)
 	rdb.HSet(ctx, contract.MetaKey(r.Sale), "starts_ms", now.Add(-2*time.Second).UnixMilli(), "ends_ms", now.Add(-time.Second).UnixMilli())
 	url := gw + "/seckill/" + r.Sale + "/room/prequeue"
@@ -149,7 +152,7 @@ func TestThePublishedPrequeueIsReadOnce(t *testing.T) {
 		})
 		return m.count.Load()
 	}
-	first := startMonitor(t, QueueKey(r.Sale), marker)
+	first := startMonitor(t, contract.RoomQueueKey(r.Sale), marker)
 	resp, whole := get("", nil)
 	if resp.StatusCode != 200 {
 		t.Fatalf("the list: %d", resp.StatusCode)
@@ -157,7 +160,7 @@ func TestThePublishedPrequeueIsReadOnce(t *testing.T) {
 	if n := counted(first); n == 0 {
 		t.Fatal("the first request did not read the queue: the monitor sees nothing")
 	}
-	later := startMonitor(t, QueueKey(r.Sale), marker)
+	later := startMonitor(t, contract.RoomQueueKey(r.Sale), marker)
 
 	// Without parameters: the contract's {"seed","entries"}, whole for a list this short.
 	if strings.Join(whole.Entries, ",") != strings.Join(ids, ",") || whole.Next != "" || whole.Total != 25 {
@@ -200,11 +203,11 @@ func TestTheWaitingPageMayNotBeFramed(t *testing.T) {
 	get := func(h *Room) http.Header {
 		t.Helper()
 		h.setDefaults()
-		if err := h.setupPage(); err != nil {
+		if err := h.SetupPage(pageKind); err != nil {
 			t.Fatal(err)
 		}
-		sealer, _ := NewSealer(Key{ID: "k1", Secret: []byte(testSecret)})
-		h.sealer = sealer
+		sealer, _ := sealed.NewSealer(sealed.Key{ID: "k1", Secret: []byte(testSecret)})
+		h.mem.Sealer = sealer
 		req, _ := http.NewRequest(http.MethodGet, "/seckill/s1/queue", nil)
 		req.Header.Set("Accept", "text/html")
 		w := newRecorder()
@@ -222,10 +225,10 @@ func TestTheWaitingPageMayNotBeFramed(t *testing.T) {
 		return w.header
 	}
 	subject := handler.Subject{Sale: "s1", User: "u1"}
-	if csp := get(&Room{Subject: subject}).Get("Content-Security-Policy"); !strings.Contains(csp, "frame-ancestors 'none'") || !strings.Contains(csp, "default-src 'none'") {
+	if csp := get(&Room{Kit: roomkit.Kit{Subject: subject}}).Get("Content-Security-Policy"); !strings.Contains(csp, "frame-ancestors 'none'") || !strings.Contains(csp, "default-src 'none'") {
 		t.Fatalf("default CSP %q: want frame-ancestors 'none'", csp)
 	}
-	shop := &Room{Subject: subject, FrameAncestors: []string{"https://shop.example", "'self'"}}
+	shop := &Room{Kit: roomkit.Kit{Subject: subject, FrameAncestors: []string{"https://shop.example", "'self'"}}}
 	if csp := get(shop).Get("Content-Security-Policy"); !strings.HasSuffix(csp, "frame-ancestors https://shop.example 'self'") {
 		t.Fatalf("CSP %q: want the shop's frame-ancestors", csp)
 	}
@@ -235,7 +238,7 @@ func TestTheWaitingPageMayNotBeFramed(t *testing.T) {
 	if err := parsed.UnmarshalCaddyfile(d); err != nil || len(parsed.FrameAncestors) != 1 || parsed.MaxWaiters != 5000 {
 		t.Fatalf("Caddyfile: %+v %v", parsed, err)
 	}
-	bad := Room{FrameAncestors: []string{"https://x; script-src *"}}
+	bad := Room{Kit: roomkit.Kit{FrameAncestors: []string{"https://x; script-src *"}}}
 	bad.setDefaults()
 	if bad.Validate() == nil {
 		t.Fatal("a frame_ancestors source that ends the directive was accepted")
@@ -275,7 +278,7 @@ func (s *listStore) Prequeue(_ context.Context, sale string, from, count int64) 
 	var out []string
 	for i := from; i < min(from+count, n); i++ {
 		raw := fmt.Sprintf("%016d", i)
-		out = append(out, strings.Repeat("r", rankLen)+raw+"user")
+		out = append(out, strings.Repeat("r", core.RankLen)+raw+"user")
 	}
 	return out, n, nil
 }
@@ -285,14 +288,14 @@ func (s *listStore) Prequeue(_ context.Context, sale string, from, count int64) 
 func TestPrequeueListsAreReadOnceAndKeptWithinABound(t *testing.T) {
 	store := &listStore{n: map[string]int64{"a": 25_000, "b": 10, "c": 30_000, "huge": 50_000}, slow: make(chan struct{})}
 	h := unitRoom(t, store, handler.Limits{})
-	h.prequeues = newPrequeueCache(40_000)
+	h.mem.SnapshotBound = 40_000
 	ctx := context.Background()
 	var wg sync.WaitGroup
 	for range 8 {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if s, ok, err := h.snapshot(ctx, "a", "c1", 25_000); err != nil || !ok || s.n() != 25_000 {
+			if s, ok, err := h.mem.Snapshot(ctx, "a", "c1", 25_000); err != nil || !ok || s.N() != 25_000 {
 				t.Errorf("a: %v %v", ok, err)
 			}
 		}()
@@ -301,23 +304,23 @@ func TestPrequeueListsAreReadOnceAndKeptWithinABound(t *testing.T) {
 	close(store.slow)
 	wg.Wait()
 	if got := store.pages.Load(); got != 3 {
-		t.Fatalf("8 first readers of 25 000 entries read %d pages, want 3 (one reader, pages of %d)", got, PrequeuePageMax)
+		t.Fatalf("8 first readers of 25 000 entries read %d pages, want 3 (one reader, pages of %d)", got, core.PrequeuePageMax)
 	}
-	if p := h.readySnapshot("a", "c1").page(9_999, 2); len(p) != 2 || p[0] != base64.RawURLEncoding.EncodeToString([]byte(fmt.Sprintf("%016d", 9_999))) {
+	if p := h.mem.ReadySnapshot("a", "c1").Page(9_999, 2); len(p) != 2 || p[0] != base64.RawURLEncoding.EncodeToString([]byte(fmt.Sprintf("%016d", 9_999))) {
 		t.Fatalf("page: %v", p)
 	}
-	if _, ok, _ := h.snapshot(ctx, "b", "c1", 10); !ok {
+	if _, ok, _ := h.mem.Snapshot(ctx, "b", "c1", 10); !ok {
 		t.Fatal("b not kept")
 	}
-	h.readySnapshot("b", "c1") // b is used after a: a goes first
-	if _, ok, _ := h.snapshot(ctx, "c", "c1", 30_000); !ok || h.readySnapshot("a", "c1") != nil || h.readySnapshot("b", "c1") == nil {
+	h.mem.ReadySnapshot("b", "c1") // b is used after a: a goes first
+	if _, ok, _ := h.mem.Snapshot(ctx, "c", "c1", 30_000); !ok || h.mem.ReadySnapshot("a", "c1") != nil || h.mem.ReadySnapshot("b", "c1") == nil {
 		t.Fatal("keeping c (30 000 of 40 000) did not drop a, the least recently used")
 	}
 	before := store.pages.Load()
-	if _, ok, err := h.snapshot(ctx, "huge", "c1", 50_000); ok || err != nil || store.pages.Load() != before {
+	if _, ok, err := h.mem.Snapshot(ctx, "huge", "c1", 50_000); ok || err != nil || store.pages.Load() != before {
 		t.Fatalf("a list beyond the bound: kept %v, %v, %d pages read", ok, err, store.pages.Load()-before)
 	}
-	if held := h.prequeues.held; held > 40_000 {
+	if held := h.mem.SnapshotsHeld(); held > 40_000 {
 		t.Fatalf("%d entry ids held, above the bound", held)
 	}
 }

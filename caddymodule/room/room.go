@@ -5,48 +5,46 @@
 // made before the start are ordered at the start by a keyed permutation whose seed is
 // committed at preheat and revealed at the end. docs/room.md has the whole story.
 //
-// The decisions are plain functions over a Store, in caddymodule/room/core (no Caddy there);
-// this package is the HTTP glue.
+// What the gateway knows of a room (its settings, summary and view, the tickets it verified,
+// the published pre-queues, the passing on of bans) is core.Gateway, over the Store port, in
+// caddymodule/room/core, which links no Caddy; so are the decisions (core.Decide). This
+// package is the HTTP glue, its files from the top down: endpoints.go (ServeHTTP and the
+// endpoint writers), prequeue.go (the published pre-queue's pages), caddyfile.go, room.go (the
+// options, Provision, Validate), metrics.go, answer.go (200 answers and refusals), devbind.go
+// (tickets bound to the device) and page.go (the waiting page's template and script).
 package room
 
 import (
-	"context"
 	"fmt"
-	"net/http"
 	"strings"
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
-	"go.uber.org/zap"
 
 	"github.com/seckilledge/seckill/caddymodule"
 	"github.com/seckilledge/seckill/caddymodule/dpop/dpophttp"
-	"github.com/seckilledge/seckill/caddymodule/edge"
 	"github.com/seckilledge/seckill/caddymodule/handler"
-	"github.com/seckilledge/seckill/caddymodule/internal/pagecsp"
-	"github.com/seckilledge/seckill/caddymodule/internal/pagekit"
+	"github.com/seckilledge/seckill/caddymodule/internal/roomkit"
+	"github.com/seckilledge/seckill/caddymodule/room/core"
 	"github.com/seckilledge/seckill/caddymodule/sealed"
-	"github.com/seckilledge/seckill/caddymodule/sealed/sealedhttp"
-	"github.com/seckilledge/seckill/contract"
 )
 
 func init() {
-	caddy.RegisterModule(Room{})
+	// The room answers its own paths (/seckill/{sale}/room, /challenge, /queue) and is meant
+	// for a path matcher of its own, so its place among the other seckill directives does not
+	// matter; before respond keeps it ahead of catch-all responses.
+	roomkit.Register[Room]("seckill_room", "respond")
 }
 
 // Defaults of the optional fields.
 const (
-	DefaultRate           = 50.0
-	DefaultOversubscribe  = 1.5
-	DefaultSession        = 2 * time.Minute
-	DefaultPrequeue       = 15 * time.Minute
-	DefaultDifficultyRate = 100.0
-	DefaultRefreshMin     = time.Second
-	DefaultRefreshMax     = 30 * time.Second
-	DefaultTimeout        = time.Second
-	DefaultRetryAfter     = time.Second
-	DefaultCacheTTL       = 2 * time.Second
+	DefaultRate          = 50.0
+	DefaultOversubscribe = 1.5
+	DefaultSession       = 2 * time.Minute
+	DefaultPrequeue      = 15 * time.Minute
+	DefaultRefreshMin    = time.Second
+	DefaultRefreshMax    = 30 * time.Second
 	// DefaultSummaryInterval keeps sold-out, pause and end within a second of every waiter
 	// answered from memory.
 	DefaultSummaryInterval = 500 * time.Millisecond
@@ -63,8 +61,10 @@ const (
 // The settings below are defaults: a sale created with `"room": {...}` overrides them field by
 // field.
 type Room struct {
-	// sale, user.
-	handler.Subject
+	// sale, user, difficulty_rate, the challenges' options, frame_ancestors, page,
+	// retry_after, cache_ttl, and the limits (timeout, default 1s per Redis call,
+	// max_pending, handle_errors): what the room shares with the draw (roomkit.Kit).
+	roomkit.Kit
 	// Admissions per second. Default 50.
 	Rate float64 `json:"rate,omitempty"`
 	// Live admissions per remaining unit (covers no-shows). Default 1.5; at least 1.
@@ -77,31 +77,13 @@ type Room struct {
 	// none. The difficulty grows from min by one bit each time the entry rate doubles beyond
 	// difficulty_rate.
 	Difficulty []int `json:"difficulty,omitempty"`
-	// Entries per second (per sale, counted in Redis across every gateway) up to which the
-	// difficulty stays at its minimum. Default 100.
-	DifficultyRate float64 `json:"difficulty_rate,omitempty"`
-	// challenge_life (default 30s), challenges_per_user (3), challenges_per_net (500),
-	// challenge_prefix ([24, 48]): a challenge is accepted at the difficulty it was issued with
-	// for its whole life, and these stop a stockpile (docs/room.md, "Proof of work").
-	sealedhttp.Challenges
 	// The most places a sale's queue holds (admitted ones included); beyond it a new entry gets
 	// 503 queue_full, someone who has a place keeps it. Default 0: 50 per unit of the sale's
 	// stock, at least 10 000, at most 2 000 000. A sale's own max_waiters overrides it.
 	MaxWaiters int64 `json:"max_waiters,omitempty"`
-	// The origins allowed to frame the waiting page (the Content-Security-Policy's
-	// frame-ancestors sources, e.g. "https://shop.example"). Default: none may.
-	FrameAncestors []string `json:"frame_ancestors,omitempty"`
-	// The waiting page: the shop's html/template file, its message catalogues, the language
-	// (instead of Accept-Language), each per site or per sale (docs/room.md, "The shop's own
-	// page"). Default: our page, in the buyer's language.
-	Page *pagekit.Config `json:"page,omitempty"`
 	// Bounds of refresh_s, the poll interval told to waiters. Defaults 1s and 30s.
 	RefreshMin caddy.Duration `json:"refresh_min,omitempty"`
 	RefreshMax caddy.Duration `json:"refresh_max,omitempty"`
-	// Retry-After sent with 503 (and with the paused state). Default 1s.
-	RetryAfter caddy.Duration `json:"retry_after,omitempty"`
-	// How long a gateway keeps a sale's room settings before reading them again. Default 2s.
-	CacheTTL caddy.Duration `json:"cache_ttl,omitempty"`
 	// How often, at most, a gateway looks at a sale's room (one Redis call per sale per
 	// gateway: it admits and reads the room's counters) to answer waiters far from the front
 	// and pre-queue waiters from memory. Default 500ms; at most 1s, so sold-out, pause and end
@@ -131,8 +113,9 @@ type Room struct {
 	// is {http.auth.user.id}). A user one of them bans is not given an admission he cannot
 	// use: the gateway that runs an admission step reads these zones' ban keys for the users
 	// it admitted and a few random live admissions, and ends the banned ones' admissions at
-	// once, passing their capacity on (bans.go). Default: none (a banned user whose polls the
-	// throttle refuses is still passed as absent once his last answer's refresh_s is over).
+	// once, passing their capacity on (core.Gateway.PassOnBanned). Default: none (a banned
+	// user whose polls the throttle refuses is still passed as absent once his last answer's
+	// refresh_s is over).
 	BanZones []string `json:"ban_zones,omitempty"`
 	// Conversion-aware admission: an admitted waiter who has taken no purchase
 	// token claim_window after his presence deadline (by then his poll has told him) is a
@@ -148,32 +131,17 @@ type Room struct {
 	// the sale's oversubscribe; at least oversubscribe.
 	OversubscribeMax float64 `json:"oversubscribe_max,omitempty"`
 
-	// timeout (default 1s, per Redis call), max_pending, handle_errors.
-	handler.Limits
-
 	// device_binding (off, optional, required) and proof_max_age: an entry with a DPoP proof
 	// gets a ticket bound to the proof's key, polled and left only with fresh proofs of that
 	// key; required lets nobody in or poll without one (devbind.go).
 	dpophttp.Settings
 
-	store  Store
-	sealer *Sealer
-	issuer sealed.Issuer
-	events soldOutFlags
-	logger *zap.Logger
-	ep     handler.Endpoints
-	caller edge.Caller
-	cache  *roomCache
-	// prequeues holds the published pre-queues this gateway has read (prequeue.go).
-	prequeues *prequeueCache
-	page      *pagekit.Kit // the waiting page, compiled at provision
-	// tickets are the tickets this handler verified (ticketcache.go); soldOut the sold-out
-	// answer, encoded once (answer.go).
-	tickets  *ticketCache
-	soldOut  []byte
-	refresh  Refresh
-	defaults Settings
-	now      func() time.Time
+	// mem is what this gateway knows of the rooms (caddymodule/room/core): their settings,
+	// summaries, the tickets it verified, the published pre-queues; the endpoints ask it.
+	mem      *core.Gateway
+	events   soldOutFlags
+	soldOut  []byte // the sold-out answer, encoded once (answer.go)
+	defaults core.Settings
 }
 
 // soldOutFlags is the part of the app's sale events the room uses: sold-out answered from
@@ -192,30 +160,20 @@ func (Room) CaddyModule() caddy.ModuleInfo {
 // Provision sets defaults and takes the app's Redis client, token keys and sale events. No
 // network I/O.
 func (h *Room) Provision(ctx caddy.Context) error {
-	h.logger = edge.SampledLogger(ctx.Logger())
-	space, err := h.Subject.Inherit(ctx)
-	if err != nil {
-		return fmt.Errorf("seckill_room: %w", err)
-	}
-	h.setDefaults()
-	if err := h.setupPage(); err != nil {
-		return fmt.Errorf("seckill_room: %w", err)
-	}
-	h.page.Mount(space.Prefix, space.OrdersPrefix)
-	app, issuer, err := sealedhttp.Provision(ctx, "seckill_room")
+	app, err := h.Kit.Provision(ctx, "seckill_room", pageKind, h.setDefaults)
 	if err != nil {
 		return err
 	}
-	h.issuer, h.sealer = issuer, issuer.Sealer
-	h.store = boundStore{Store: RedisStore{Client: app.RedisClient(), Defaults: h.defaults}, caller: h.caller}
+	h.mem.Sealer = h.Issuer.Sealer
+	h.mem.Store = core.BoundStore{Store: core.RedisStore{Client: app.RedisClient(), Defaults: h.defaults}, Caller: h.Calls}
+	h.mem.Logger = h.Logger
 	h.events = app.SaleEvents()
 	registerMetrics(ctx.GetMetricsRegistry())
 	return nil
 }
 
 func (h *Room) setDefaults() {
-	h.Subject.SetDefaults()
-	h.Challenges.SetDefaults()
+	h.Kit.SetDefaults("room", kitMetrics)
 	if h.Rate == 0 {
 		h.Rate = DefaultRate
 	}
@@ -232,20 +190,11 @@ func (h *Room) setDefaults() {
 	if len(h.Difficulty) == 0 {
 		h.Difficulty = []int{0, 0}
 	}
-	if h.DifficultyRate == 0 {
-		h.DifficultyRate = DefaultDifficultyRate
-	}
 	if h.RefreshMin == 0 {
 		h.RefreshMin = caddy.Duration(DefaultRefreshMin)
 	}
 	if h.RefreshMax == 0 {
 		h.RefreshMax = caddy.Duration(DefaultRefreshMax)
-	}
-	if h.RetryAfter <= 0 {
-		h.RetryAfter = caddy.Duration(DefaultRetryAfter)
-	}
-	if h.CacheTTL == 0 {
-		h.CacheTTL = caddy.Duration(DefaultCacheTTL)
 	}
 	if h.SummaryInterval == 0 {
 		h.SummaryInterval = caddy.Duration(DefaultSummaryInterval)
@@ -253,22 +202,30 @@ func (h *Room) setDefaults() {
 	if h.AdmitInterval == 0 {
 		h.AdmitInterval = caddy.Duration(DefaultAdmitInterval)
 	}
-	h.caller = h.Caller(DefaultTimeout)
-	h.ep = handler.Endpoints{Writer: h.Writer(0), RetryAfter: time.Duration(h.RetryAfter), Requests: requests, Shed: shed,
-		Logger: h.logger, Name: "room"}
-	h.refresh = Refresh{Min: time.Duration(h.RefreshMin), Max: time.Duration(h.RefreshMax)}
-	h.defaults = Settings{Rate: h.Rate, Oversubscribe: h.Oversubscribe, Session: time.Duration(h.Session), Prequeue: time.Duration(*h.Prequeue),
-		MaxWaiters: h.MaxWaiters, ClaimWindow: h.claimWindow(), OversubscribeMax: h.OversubscribeMax}
+	h.defaults = core.Settings{Rate: h.Rate, Oversubscribe: h.Oversubscribe, Session: time.Duration(h.Session), Prequeue: time.Duration(*h.Prequeue),
+		MaxWaiters: h.MaxWaiters, ClaimWindow: claimWindow(h), OversubscribeMax: h.OversubscribeMax}
 	if len(h.Difficulty) == 2 {
 		h.defaults.DifficultyMin, h.defaults.DifficultyMax = h.Difficulty[0], h.Difficulty[1]
 	}
-	h.cache = new(roomCache)
-	h.tickets = newTicketCache()
-	h.soldOut = appendAnswer(nil, &QueueAnswer{State: string(SoldOut), RefreshS: h.refresh.After(0)})
-	h.prequeues = newPrequeueCache(maxSnapshotEntries)
-	if h.now == nil {
-		h.now = time.Now
+	refresh := core.Refresh{Min: time.Duration(h.RefreshMin), Max: time.Duration(h.RefreshMax)}
+	h.mem = core.NewGateway(core.Timing{CacheTTL: time.Duration(h.CacheTTL), SummaryInterval: time.Duration(h.SummaryInterval),
+		AdmitInterval: time.Duration(h.AdmitInterval), FrontWindow: time.Duration(h.FrontWindow), PresenceWindow: time.Duration(h.PresenceWindow),
+		Refresh: refresh, BanZones: h.BanZones}, gatewayCounts)
+	h.soldOut = core.AppendAnswer(nil, &core.QueueAnswer{State: string(core.SoldOut), RefreshS: refresh.After(0)})
+}
+
+// claimWindow is how long past his presence deadline an admitted waiter may take before his
+// token (0: off): by that deadline he has polled, and his answer says admitted at most two
+// summary intervals later (one to age the summary, one for a tick in flight); two seconds
+// more for the page's token round trip on a slow phone.
+func claimWindow(h *Room) time.Duration {
+	switch {
+	case h.ClaimWindow < 0:
+		return 0
+	case h.ClaimWindow > 0:
+		return time.Duration(h.ClaimWindow)
 	}
+	return 2*time.Duration(h.SummaryInterval) + 2*time.Second
 }
 
 // Validate checks the configuration.
@@ -308,130 +265,7 @@ func (h *Room) Validate() error {
 			return fmt.Errorf("seckill_room: ban_zones: %q is not a zone name", z)
 		}
 	}
-	if err := pagecsp.CheckAncestors("seckill_room", h.FrameAncestors); err != nil {
-		return err
-	}
-	return h.Challenges.Validate("seckill_room")
-}
-
-// roomRoutes are the room's endpoints, by the path's end.
-var roomRoutes = handler.NewRoutes(
-	handler.Route{Suffix: "/room/prequeue", Endpoint: "prequeue"},
-	handler.Route{Suffix: "/room", Endpoint: "room"},
-	handler.Route{Suffix: "/challenge", Endpoint: "challenge"},
-	handler.Route{Suffix: "/queue", Endpoint: "queue"},
-)
-
-// ServeHTTP routes the room's endpoints by the path's end (roomRoutes). Refusals go through the shared
-// refusal writer: the contract's JSON body, or a caddyhttp error with handle_errors.
-func (h *Room) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.Handler) error {
-	repl, _ := r.Context().Value(caddy.ReplacerCtxKey).(*caddy.Replacer)
-	if repl == nil {
-		repl = caddy.NewReplacer()
-	}
-	sale := repl.ReplaceAll(h.Sale, "")
-	endpoint, ok := roomRoutes.Match(r.URL.Path)
-	if !ok {
-		return h.refuse(w, "unknown", noEndpoint)
-	}
-	if ref, canonical := handler.CheckRequest(r); !canonical {
-		// The sale placeholder reads the raw path, the routes matched the cleaned one.
-		return h.refuse(w, endpoint, ref)
-	}
-	if endpoint == "challenge" && !handler.SameOrigin(r) {
-		// A GET, but not a harmless one: it spends the user's open-challenge allowance, so
-		// another site must not make his browser fetch challenges and keep him from entering.
-		return h.refuse(w, endpoint, handler.CrossSite)
-	}
-	if !contract.ValidID(sale) {
-		return h.refuse(w, endpoint, handler.BadRequest)
-	}
-	// Each Redis call of the request is bounded by the handler's caller (timeout and
-	// max_pending): see boundStore.
-	ctx := r.Context()
-	switch endpoint {
-	case "room":
-		return h.serveRoom(ctx, w, r, sale)
-	case "prequeue":
-		return h.servePrequeue(ctx, w, r, sale)
-	case "challenge":
-		return h.serveChallenge(ctx, w, r, repl, sale)
-	default:
-		return h.serveQueue(ctx, w, r, repl, sale)
-	}
-}
-
-// user reads and checks the user id; ok is false with the refusal to answer.
-func (h *Room) user(repl *caddy.Replacer) (string, handler.Refusal, bool) {
-	return handler.User(repl, h.User)
-}
-
-// refuse, unavailable and methodNotAllowed answer as every handler with endpoints does
-// (handler.Endpoints), counted under endpoint.
-func (h *Room) refuse(w http.ResponseWriter, endpoint string, ref handler.Refusal) error {
-	return h.ep.Refuse(w, endpoint, ref)
-}
-
-func (h *Room) unavailable(w http.ResponseWriter, endpoint string, err error) error {
-	return h.ep.Unavailable(w, endpoint, err)
-}
-
-func (h *Room) methodNotAllowed(w http.ResponseWriter, endpoint, allow string) error {
-	return h.ep.MethodNotAllowed(w, endpoint, allow)
-}
-
-// The room's own refusals (the shared ones are in package refusal).
-var (
-	noEndpoint = handler.Refusal{Status: http.StatusNotFound, Code: "not_found", Message: "no such room endpoint"}
-	noRoom     = handler.Refusal{Status: http.StatusNotFound, Code: contract.CodeUnknownSale, Message: "no waiting room for this sale"}
-	notEnded   = handler.Refusal{Status: http.StatusForbidden, Code: CodeNotEnded,
-		Message: "the pre-queue is published when the sale has ended"}
-	badTicket = handler.Refusal{Status: http.StatusForbidden, Code: CodeInvalidTicket,
-		Message: "the ticket is forged, foreign, expired or malformed; enter again"}
-)
-
-// boundStore runs every call of a Store through the handler's edge.Caller: each waits at most
-// the timeout, and beyond max_pending outstanding calls a request is shed (edge.ErrShed)
-// without touching Redis.
-type boundStore struct {
-	Store
-	caller edge.Caller
-}
-
-func (s boundStore) Room(ctx context.Context, sale string) (SaleRoom, bool, error) {
-	type found struct {
-		r  SaleRoom
-		ok bool
-	}
-	f, err := edge.Call(ctx, s.caller, func(ctx context.Context) (found, error) {
-		r, ok, err := s.Store.Room(ctx, sale)
-		return found{r, ok}, err
-	})
-	return f.r, f.ok, err
-}
-
-func (s boundStore) Visit(ctx context.Context, sale string, v Visit) (Reply, error) {
-	return edge.Call(ctx, s.caller, func(ctx context.Context) (Reply, error) { return s.Store.Visit(ctx, sale, v) })
-}
-
-func (s boundStore) Public(ctx context.Context, sale string) (Public, error) {
-	return edge.Call(ctx, s.caller, func(ctx context.Context) (Public, error) { return s.Store.Public(ctx, sale) })
-}
-
-func (s boundStore) Prequeue(ctx context.Context, sale string, from, count int64) ([]string, int64, error) {
-	type page struct {
-		members []string
-		total   int64
-	}
-	p, err := edge.Call(ctx, s.caller, func(ctx context.Context) (page, error) {
-		m, n, err := s.Store.Prequeue(ctx, sale, from, count)
-		return page{m, n}, err
-	})
-	return p.members, p.total, err
-}
-
-func (s boundStore) Banned(ctx context.Context, zones, users []string) (map[string]time.Time, error) {
-	return edge.Call(ctx, s.caller, func(ctx context.Context) (map[string]time.Time, error) { return s.Store.Banned(ctx, zones, users) })
+	return h.Kit.Validate("seckill_room")
 }
 
 // Interface guards

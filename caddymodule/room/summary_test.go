@@ -48,7 +48,7 @@ func TestAPollFarFromTheFrontMakesNoRedisCommand(t *testing.T) {
 	}
 
 	marker := "seckill:{sale:" + r.Sale + "}:room:marker"
-	m := startMonitor(t, RoomKey(r.Sale), marker)
+	m := startMonitor(t, contract.RoomKey(r.Sale), marker)
 	const polls = 50
 	began := time.Now()
 	for i := range polls {
@@ -71,7 +71,7 @@ func TestAPollFarFromTheFrontMakesNoRedisCommand(t *testing.T) {
 	// The cursor read after the poll: the summary's is the same or older (a smaller cursor, a
 	// position further back).
 	p := poll(t, gw, r.Sale, "u39", far)
-	cursor, _ := rdb.HGet(context.Background(), RoomKey(r.Sale), "cursor").Int64()
+	cursor, _ := rdb.HGet(context.Background(), contract.RoomKey(r.Sale), "cursor").Int64()
 	if exact := 39 - cursor + 1; p.Position < exact || p.Position > exact+2 {
 		t.Fatalf("from memory: position %d, Redis says %d", p.Position, exact)
 	}
@@ -89,7 +89,7 @@ func TestAPollNearTheFrontStillAsksRedis(t *testing.T) {
 	near := tickets["u03"]
 	poll(t, gw, r.Sale, "u03", near)
 	marker := "seckill:{sale:" + r.Sale + "}:room:marker"
-	m := startMonitor(t, RoomKey(r.Sale), marker)
+	m := startMonitor(t, contract.RoomKey(r.Sale), marker)
 	const polls = 10
 	for range polls {
 		poll(t, gw, r.Sale, "u03", near)
@@ -117,7 +117,7 @@ func TestPrequeuePollsBeforeTheStartAreAnsweredFromMemory(t *testing.T) {
 	}
 	poll(t, gw, r.Sale, "p4", tk)
 	marker := "seckill:{sale:" + r.Sale + "}:room:marker"
-	m := startMonitor(t, RoomKey(r.Sale), marker)
+	m := startMonitor(t, contract.RoomKey(r.Sale), marker)
 	began := time.Now()
 	for i := range 30 {
 		p := poll(t, gw, r.Sale, "p4", tk)
@@ -189,7 +189,7 @@ func TestAdmissionDoesNotRideOnEveryPoll(t *testing.T) {
 	r, tickets := farRoom(t, gw, 3)
 	near := tickets["u02"]
 	poll(t, gw, r.Sale, "u02", near)
-	steps := startScriptMonitor(t, "HSET", RoomKey(r.Sale))
+	steps := startScriptMonitor(t, "HSET", contract.RoomKey(r.Sale))
 	const polls = 40
 	began := time.Now()
 	for range polls {
@@ -265,7 +265,7 @@ func TestAnAbsentWaiterIsPassedKeepsHisPlaceAndIsAdmittedWhenHeComesBack(t *test
 	for deadline := time.Now().Add(3500 * time.Millisecond); time.Now().Before(deadline); time.Sleep(500 * time.Millisecond) {
 		poll(t, gw, r.Sale, "bob", bob.Ticket)
 	}
-	rdb.ZAdd(ctx, LiveKey(r.Sale), redisZ("first", time.UnixMilli(1))) // first's admission runs out
+	rdb.ZAdd(ctx, contract.RoomLiveKey(r.Sale), redisZ("first", time.UnixMilli(1))) // first's admission runs out
 	testenv.WaitFor(t, 5*time.Second, "bob's admission", func() bool {
 		return poll(t, gw, r.Sale, "bob", bob.Ticket).State == "admitted"
 	})
@@ -274,7 +274,7 @@ func TestAnAbsentWaiterIsPassedKeepsHisPlaceAndIsAdmittedWhenHeComesBack(t *test
 		t.Fatalf("alice back: %s, want waiting at 1", p.Raw)
 	}
 	carol := enter(t, gw, r.Sale, "carol", nil)
-	rdb.ZAdd(ctx, LiveKey(r.Sale), redisZ("bob", time.UnixMilli(1)))
+	rdb.ZAdd(ctx, contract.RoomLiveKey(r.Sale), redisZ("bob", time.UnixMilli(1)))
 	testenv.WaitFor(t, 5*time.Second, "alice's admission", func() bool {
 		poll(t, gw, r.Sale, "carol", carol.Ticket)
 		return poll(t, gw, r.Sale, "alice", alice.Ticket).State == "admitted"
@@ -307,9 +307,9 @@ func TestTheFrontIsAnsweredFromMemoryAndAsksRedisAboutOncePerWaiter(t *testing.T
 		}
 		tickets[u] = a.Ticket
 	}
-	before, _ := rdb.HGet(context.Background(), RoomKey(r.Sale), "admitted").Int64()
+	before, _ := rdb.HGet(context.Background(), contract.RoomKey(r.Sale), "admitted").Int64()
 	marker := "seckill:{sale:" + r.Sale + "}:room:marker"
-	m := startMonitor(t, RoomKey(r.Sale), marker)
+	m := startMonitor(t, contract.RoomKey(r.Sale), marker)
 	began := time.Now()
 	polls, admitted := 0, map[string]bool{}
 	for len(admitted) < 4 && time.Since(began) < 30*time.Second {
@@ -336,7 +336,7 @@ func TestTheFrontIsAnsweredFromMemoryAndAsksRedisAboutOncePerWaiter(t *testing.T
 		rdb.Exists(context.Background(), marker)
 		return m.marked.Load()
 	})
-	after, _ := rdb.HGet(context.Background(), RoomKey(r.Sale), "admitted").Int64()
+	after, _ := rdb.HGet(context.Background(), contract.RoomKey(r.Sale), "admitted").Int64()
 	if after-before < 2 || len(admitted) < 4 {
 		t.Fatalf("the front did not move: %d admissions during the run, %d waiters heard theirs", after-before, len(admitted))
 	}

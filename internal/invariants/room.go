@@ -116,7 +116,7 @@ func readRoom(ctx context.Context, rdb redis.UniversalClient, sale string, o Roo
 		return nil, false, nil
 	}
 	pipe := rdb.Pipeline()
-	q := pipe.ZRangeWithScores(ctx, contract.RoomKey(sale)+":q", 0, -1)
+	q := pipe.ZRangeWithScores(ctx, contract.RoomQueueKey(sale), 0, -1)
 	lg := pipe.LRange(ctx, contract.RoomLogKey(sale), 0, -1)
 	tk := pipe.HGetAll(ctx, contract.TokensKey(sale))
 	if _, err := pipe.Exec(ctx); err != nil && err != redis.Nil {

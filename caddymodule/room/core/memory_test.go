@@ -46,7 +46,7 @@ func roomMemoryPerWaiter(b *testing.B, presence bool) {
 		if err != nil || !ok {
 			b.Fatalf("room: %v %v", ok, err)
 		}
-		keys := []string{contract.MetaKey(r.Sale), RoomKey(r.Sale), QueueKey(r.Sale), LiveKey(r.Sale), SpentKey(r.Sale), contract.BuyersKey(r.Sale)}
+		keys := []string{contract.MetaKey(r.Sale), contract.RoomKey(r.Sale), contract.RoomQueueKey(r.Sale), contract.RoomLiveKey(r.Sale), contract.RoomSpentKey(r.Sale), contract.BuyersKey(r.Sale)}
 		script := lua.RoomQueue
 		if err := script.Load(ctx, rdb).Err(); err != nil {
 			b.Fatal(err)
@@ -65,14 +65,14 @@ func roomMemoryPerWaiter(b *testing.B, presence bool) {
 			}
 		}
 		took := time.Since(start)
-		if got := rdb.ZCard(ctx, QueueKey(r.Sale)).Val(); got != int64(n) {
+		if got := rdb.ZCard(ctx, contract.RoomQueueKey(r.Sale)).Val(); got != int64(n) {
 			b.Fatalf("%d places, want %d", got, n)
 		}
 		measured := keys[1:5]
 		if presence {
 			// The ticks, as a gateway sends them: at most MaxPresent users each, no
 			// admission step (the stock is 0 anyway), each user told the longest refresh.
-			pkeys := append(append([]string{}, keys...), contract.RoomLogKey(r.Sale), seenKey(r.Sale), awayKey(r.Sale), backKey(r.Sale))
+			pkeys := append(append([]string{}, keys...), contract.RoomLogKey(r.Sale), contract.RoomSeenKey(r.Sale), contract.RoomAwayKey(r.Sale), contract.RoomBackKey(r.Sale))
 			for i := 0; i < n; i += MaxPresent {
 				args := []any{"tick", "", "50", "1.5", "60000", "900000", "", 0, "", "", "0", "90000", "", ""}
 				for j := i; j < min(i+MaxPresent, n); j++ {
@@ -82,10 +82,10 @@ func roomMemoryPerWaiter(b *testing.B, presence bool) {
 					b.Fatal(err)
 				}
 			}
-			if got := rdb.ZCard(ctx, seenKey(r.Sale)).Val(); got != int64(n) {
+			if got := rdb.ZCard(ctx, contract.RoomSeenKey(r.Sale)).Val(); got != int64(n) {
 				b.Fatalf("%d users seen, want %d", got, n)
 			}
-			measured = append(append([]string{}, measured...), seenKey(r.Sale), awayKey(r.Sale), backKey(r.Sale))
+			measured = append(append([]string{}, measured...), contract.RoomSeenKey(r.Sale), contract.RoomAwayKey(r.Sale), contract.RoomBackKey(r.Sale))
 		}
 		var total int64
 		for _, k := range measured {
@@ -96,6 +96,6 @@ func roomMemoryPerWaiter(b *testing.B, presence bool) {
 		b.ReportMetric(float64(total)/float64(n), "B/waiter")
 		b.ReportMetric(float64(n)/took.Seconds(), "entries/s")
 		b.Logf("%d waiters: %.1f MB in Redis (%.0f B each); entered at %.0f/s", n, float64(total)/(1<<20), float64(total)/float64(n), float64(n)/took.Seconds())
-		rdb.Unlink(ctx, QueueKey(r.Sale), seenKey(r.Sale))
+		rdb.Unlink(ctx, contract.RoomQueueKey(r.Sale), contract.RoomSeenKey(r.Sale))
 	}
 }

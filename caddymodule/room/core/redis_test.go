@@ -32,7 +32,7 @@ func newRoom(tb testing.TB, rdb redis.UniversalClient, stock int, startsIn, ends
 	_, _ = rand.Read(seed)
 	_, _ = rand.Read(ekey)
 	sum := sha256.Sum256(seed)
-	if err := lua.RoomSetup.Run(ctx, rdb, []string{contract.MetaKey(sale), RoomKey(sale)},
+	if err := lua.RoomSetup.Run(ctx, rdb, []string{contract.MetaKey(sale), contract.RoomKey(sale)},
 		hex.EncodeToString(seed), hex.EncodeToString(ekey), "", "", "", "", "", "", hex.EncodeToString(sum[:]), "",
 		pre.Ends.Add(pre.Retention).UnixMilli(), pre.Stock).Err(); err != nil {
 		tb.Fatalf("room_setup: %v", err)
@@ -41,8 +41,8 @@ func newRoom(tb testing.TB, rdb redis.UniversalClient, stock int, startsIn, ends
 		tb.Fatalf("preheat: %v", err)
 	}
 	tb.Cleanup(func() {
-		rdb.Del(context.Background(), contract.MetaKey(sale), contract.BuyersKey(sale), contract.TokensKey(sale), RoomKey(sale),
-			QueueKey(sale), LiveKey(sale), SpentKey(sale), SeenKey(sale), AwayKey(sale), BackKey(sale), ClaimKey(sale), IdleKey(sale),
+		rdb.Del(context.Background(), contract.MetaKey(sale), contract.BuyersKey(sale), contract.TokensKey(sale), contract.RoomKey(sale),
+			contract.RoomQueueKey(sale), contract.RoomLiveKey(sale), contract.RoomSpentKey(sale), contract.RoomSeenKey(sale), contract.RoomAwayKey(sale), contract.RoomBackKey(sale), contract.RoomClaimKey(sale), contract.RoomIdleKey(sale),
 			contract.RoomLogKey(sale))
 	})
 	return coreRoom{Sale: sale}
@@ -79,7 +79,7 @@ func TestTheStoreRunsConversionAwareAdmission(t *testing.T) {
 		}
 		until := time.Now().Add(time.Second)
 		if claim > 0 {
-			ms := rdb.ZScore(ctx, ClaimKey(r.Sale), "a").Val()
+			ms := rdb.ZScore(ctx, contract.RoomClaimKey(r.Sale), "a").Val()
 			until = time.UnixMilli(int64(ms))
 		}
 		testenv.WaitFor(t, 5*time.Second, "Redis time past a's claim", func() bool { return rdb.Time(ctx).Val().After(until) })
@@ -91,8 +91,8 @@ func TestTheStoreRunsConversionAwareAdmission(t *testing.T) {
 			t.Fatalf("no claim window: b %v, want waiting for a's lapse", rep.Outcome)
 		}
 		if claim > 0 {
-			if rdb.ZScore(ctx, IdleKey(r.Sale), "a").Err() != nil || rdb.HGet(ctx, RoomKey(r.Sale), "oversubscribe_max").Val() != "3" {
-				t.Fatalf("a not judged a no-show, or the bound not passed: %v", rdb.HGetAll(ctx, RoomKey(r.Sale)).Val())
+			if rdb.ZScore(ctx, contract.RoomIdleKey(r.Sale), "a").Err() != nil || rdb.HGet(ctx, contract.RoomKey(r.Sale), "oversubscribe_max").Val() != "3" {
+				t.Fatalf("a not judged a no-show, or the bound not passed: %v", rdb.HGetAll(ctx, contract.RoomKey(r.Sale)).Val())
 			}
 		}
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	throttlecore "github.com/seckilledge/seckill/caddymodule/throttle/core"
 	"github.com/seckilledge/seckill/contract"
 	"github.com/seckilledge/seckill/lua"
 )
@@ -24,7 +25,7 @@ type RedisStore struct {
 func (s RedisStore) Room(ctx context.Context, sale string) (SaleRoom, bool, error) {
 	var r SaleRoom
 	pipe := s.Client.Pipeline()
-	roomCmd := pipe.HGetAll(ctx, roomKey(sale))
+	roomCmd := pipe.HGetAll(ctx, contract.RoomKey(sale))
 	metaCmd := pipe.HMGet(ctx, contract.MetaKey(sale), "starts_ms", "ends_ms")
 	timeCmd := pipe.Time(ctx)
 	if _, err := pipe.Exec(ctx); err != nil && err != redis.Nil {
@@ -95,9 +96,9 @@ func (s RedisStore) Visit(ctx context.Context, sale string, v Visit) (Reply, err
 		nonceExp = v.NonceExp.UnixMilli()
 		maxRate = v.MaxRate
 	}
-	keys := []string{contract.MetaKey(sale), roomKey(sale), queueKey(sale), liveKey(sale), spentKey(sale), contract.BuyersKey(sale),
-		contract.RoomLogKey(sale), seenKey(sale), awayKey(sale), backKey(sale), contract.TokensKey(sale), claimKey(sale), idleKey(sale),
-		keysKey(sale)}
+	keys := []string{contract.MetaKey(sale), contract.RoomKey(sale), contract.RoomQueueKey(sale), contract.RoomLiveKey(sale), contract.RoomSpentKey(sale), contract.BuyersKey(sale),
+		contract.RoomLogKey(sale), contract.RoomSeenKey(sale), contract.RoomAwayKey(sale), contract.RoomBackKey(sale), contract.TokensKey(sale), contract.RoomClaimKey(sale), contract.RoomIdleKey(sale),
+		contract.RoomKeysKey(sale)}
 	args := []any{op, v.Member,
 		strconv.FormatFloat(v.Settings.Rate, 'f', -1, 64), strconv.FormatFloat(v.Settings.Oversubscribe, 'f', -1, 64),
 		v.Settings.Session.Milliseconds(), v.Settings.Prequeue.Milliseconds(), v.Nonce, nonceExp,
@@ -181,7 +182,7 @@ func (s RedisStore) Banned(ctx context.Context, zones, users []string) (map[stri
 	cmds := make([]*redis.StringCmd, 0, len(zones)*len(users))
 	for _, u := range users {
 		for _, z := range zones {
-			cmds = append(cmds, pipe.HGet(ctx, BanKey(z, u), "banned_until"))
+			cmds = append(cmds, pipe.HGet(ctx, contract.ThrottleBanKey(z, throttlecore.SafeKey(u)), "banned_until"))
 		}
 	}
 	if _, err := pipe.Exec(ctx); err != nil && err != redis.Nil {
@@ -234,10 +235,10 @@ func (s RedisStore) Public(ctx context.Context, sale string) (Public, error) {
 // O(log N + count) wherever it starts.
 func (s RedisStore) Prequeue(ctx context.Context, sale string, from, count int64) ([]string, int64, error) {
 	pipe := s.Client.Pipeline()
-	n := pipe.ZCount(ctx, queueKey(sale), "0", "0")
+	n := pipe.ZCount(ctx, contract.RoomQueueKey(sale), "0", "0")
 	var page *redis.ZSliceCmd
 	if count > 0 {
-		page = pipe.ZRangeWithScores(ctx, queueKey(sale), from, from+count-1)
+		page = pipe.ZRangeWithScores(ctx, contract.RoomQueueKey(sale), from, from+count-1)
 	}
 	if _, err := pipe.Exec(ctx); err != nil && err != redis.Nil {
 		return nil, 0, err
@@ -259,7 +260,7 @@ func (s RedisStore) Prequeue(ctx context.Context, sale string, from, count int64
 // sale; hasRoom is false for a sale without a room, which require_admission leaves
 // unaffected. An error means Redis did not answer: refuse with 503, never admit.
 func CheckAdmission(ctx context.Context, client redis.Scripter, sale, user string) (admitted, hasRoom bool, until time.Time, err error) {
-	res, err := lua.RoomAdmissionCheck.Run(ctx, client, []string{roomKey(sale), liveKey(sale)}, user).Slice()
+	res, err := lua.RoomAdmissionCheck.Run(ctx, client, []string{contract.RoomKey(sale), contract.RoomLiveKey(sale)}, user).Slice()
 	if err != nil {
 		return false, false, until, err
 	}

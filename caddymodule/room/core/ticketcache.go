@@ -1,4 +1,4 @@
-package room
+package core
 
 import (
 	"hash/maphash"
@@ -6,6 +6,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/seckilledge/seckill/caddymodule/sealed"
 )
 
 // The poll path verifies the waiter's ticket on every poll: an HMAC-SHA256 and a dozen
@@ -50,14 +52,10 @@ func (c *ticketCache) shard(ticket string) *ticketShard {
 	return &c.shards[maphash.String(c.seed, ticket)%ticketShards]
 }
 
-// verifyTicketPlace is the sealer's VerifyTicketPlaceFor, remembered: the place's index (-1 for a ticket
-// without one) or ErrInvalidTicket. jkt is the key the ticket is presented as sealed for (the
-// bound ticket's, whose proof was checked; "" for a bearer one): a ticket verified inside a
-// bound one is no hit for a bearer.
-func (h *Room) verifyTicketPlace(ticket, sale, user, jkt string, now time.Time) (int64, error) {
-	c := h.tickets
+// verify is VerifyTicketPlace over this cache (nil: no cache).
+func (c *ticketCache) verify(sealer *sealed.Sealer, ticket, sale, user, jkt string, now time.Time) (int64, error) {
 	if c == nil {
-		return h.sealer.VerifyTicketPlaceFor(ticket, sale, user, jkt, now)
+		return sealer.VerifyTicketPlaceFor(ticket, sale, user, jkt, now)
 	}
 	s := c.shard(ticket)
 	s.mu.Lock()
@@ -66,7 +64,7 @@ func (h *Room) verifyTicketPlace(ticket, sale, user, jkt string, now time.Time) 
 	if ok && v.sale == sale && v.user == user && v.jkt == jkt && now.Before(v.exp) {
 		return v.index, nil
 	}
-	index, err := h.sealer.VerifyTicketPlaceFor(ticket, sale, user, jkt, now)
+	index, err := sealer.VerifyTicketPlaceFor(ticket, sale, user, jkt, now)
 	if err != nil {
 		return index, err
 	}

@@ -1,8 +1,10 @@
-package room
+package core
 
 import (
 	"testing"
 	"time"
+
+	"github.com/seckilledge/seckill/caddymodule/sealed"
 )
 
 // The ticket cache answers only what the sealer would: a cached ticket for its own sale and
@@ -12,10 +14,10 @@ func TestTheTicketCacheNeverAcceptsWhatTheSealerRefuses(t *testing.T) {
 	sealer := testSealer(t)
 	other := testSealer(t, "k2")
 	now := time.Unix(1_800_000_000, 0)
-	h := &Room{sealer: sealer, tickets: newTicketCache()}
+	h := &Gateway{Sealer: sealer, tickets: newTicketCache()}
 	tk := sealer.TicketAt("s1", "alice", now.Add(time.Minute), 42)
 	for range 2 { // verified, then cached
-		if idx, err := h.verifyTicketPlace(tk, "s1", "alice", "", now); err != nil || idx != 42 {
+		if idx, err := h.VerifyTicketPlace(tk, "s1", "alice", "", now); err != nil || idx != 42 {
 			t.Fatalf("a genuine ticket: %d %v", idx, err)
 		}
 	}
@@ -34,35 +36,52 @@ func TestTheTicketCacheNeverAcceptsWhatTheSealerRefuses(t *testing.T) {
 		"another gateway's key":   {other.TicketAt("s1", "alice", now.Add(time.Minute), 1), "s1", "alice", now},
 		"an unplaced ticket, bob": {sealer.Ticket("s1", "alice", now.Add(time.Minute)), "s1", "bob", now},
 	} {
-		if _, err := h.verifyTicketPlace(c.ticket, c.sale, c.user, "", c.at); err == nil {
+		if _, err := h.VerifyTicketPlace(c.ticket, c.sale, c.user, "", c.at); err == nil {
 			t.Errorf("%s: accepted", name)
 		}
 	}
 	// A r1 ticket (no place) is cached with index -1.
 	r1 := sealer.Ticket("s1", "alice", now.Add(time.Minute))
 	for range 2 {
-		if idx, err := h.verifyTicketPlace(r1, "s1", "alice", "", now); err != nil || idx != -1 {
+		if idx, err := h.VerifyTicketPlace(r1, "s1", "alice", "", now); err != nil || idx != -1 {
 			t.Fatalf("an r1 ticket: %d %v", idx, err)
 		}
 	}
 	// The ticket inside a bound one is sealed for its key: verified (and cached) for that key,
 	// it is no bearer ticket, cached or not.
 	inner := sealer.TicketAtFor("s1", "alice", "thumbprint", now.Add(time.Minute), 7)
-	if idx, err := h.verifyTicketPlace(inner, "s1", "alice", "thumbprint", now); err != nil || idx != 7 {
+	if idx, err := h.VerifyTicketPlace(inner, "s1", "alice", "thumbprint", now); err != nil || idx != 7 {
 		t.Fatalf("a bound ticket's inside, for its key: %d %v", idx, err)
 	}
 	for _, jkt := range []string{"", "another"} {
-		if _, err := h.verifyTicketPlace(inner, "s1", "alice", jkt, now); err == nil {
+		if _, err := h.VerifyTicketPlace(inner, "s1", "alice", jkt, now); err == nil {
 			t.Errorf("a bound ticket's inside, presented for key %q: accepted", jkt)
 		}
 	}
 	// Bounded: a shard that fills starts over.
 	for i := range 3 * ticketsPerShard * ticketShards / 2 {
-		_, _ = h.verifyTicketPlace(sealer.TicketAt("s1", "alice", now.Add(time.Minute), int64(i)), "s1", "alice", "", now)
+		_, _ = h.VerifyTicketPlace(sealer.TicketAt("s1", "alice", now.Add(time.Minute), int64(i)), "s1", "alice", "", now)
 	}
 	for i := range h.tickets.shards {
 		if n := len(h.tickets.shards[i].m); n > ticketsPerShard {
 			t.Fatalf("shard %d holds %d tickets, more than %d", i, n, ticketsPerShard)
 		}
 	}
+}
+
+// testSealer is a sealer of the keys ids ("k1" by default), each with its own secret.
+func testSealer(t testing.TB, ids ...string) *sealed.Sealer {
+	t.Helper()
+	if len(ids) == 0 {
+		ids = []string{"k1"}
+	}
+	var keys []sealed.Key
+	for _, id := range ids {
+		keys = append(keys, sealed.Key{ID: id, Secret: []byte("core-test-secret-0123456789abcdef-" + id)})
+	}
+	s, err := sealed.NewSealer(keys...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
 }
