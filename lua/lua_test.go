@@ -1,8 +1,9 @@
+//go:build integration
+
 package lua
 
 import (
 	"context"
-	"strings"
 	"testing"
 	"time"
 
@@ -11,21 +12,6 @@ import (
 	"github.com/seckilledge/seckill/contract"
 	"github.com/seckilledge/seckill/internal/testenv"
 )
-
-func TestEveryScriptDocumentsKeysArgvAndReturns(t *testing.T) {
-	for _, name := range Names() {
-		src := Source(name)
-		header := src
-		if i := strings.Index(src, "\nlocal "); i > 0 {
-			header = src[:i]
-		}
-		for _, want := range []string{"KEYS", "ARGV", "Returns"} {
-			if !strings.Contains(header, want) {
-				t.Errorf("%s.lua: header comment does not mention %s", name, want)
-			}
-		}
-	}
-}
 
 func TestEveryScriptCompilesInRedis(t *testing.T) {
 	rdb := testenv.Redis(t)
