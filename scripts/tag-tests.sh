@@ -20,7 +20,7 @@ tag() { # tag FILE: add the build line (combined with the file's own constraint,
 	echo "tagged $f"
 }
 
-$GO test -count=1 -run '^TestEveryTestFileThatReachesAServerCarriesTheIntegrationTag$' ./internal/testlayout -args -fix -test.v |
+$GO test -count=1 -v -run '^TestEveryTestFileThatReachesAServerCarriesTheIntegrationTag$' ./internal/testlayout -args -fix |
 	sed -n 's/.*: \(.*_test\.go\): added.*/tagged \1/p'
 # go vet compiles every test file of the pure tier (no tag) without running anything; it
 # reports the first errors of each package, so it runs again on the packages that failed

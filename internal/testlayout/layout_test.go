@@ -57,6 +57,10 @@ func TestTheRuleReadsImportsBuildLinesAndNames(t *testing.T) {
 	write("c_test.go", "package p\n\nimport \"github.com/seckilledge/seckill/internal/testenv\"\n\nfunc f() { _ = testenv.ID; _ = testenv.WaitFor }\n")
 	write("d_test.go", "//go:build !race\n\n// Doc.\npackage p\n\nimport _ \"github.com/chromedp/chromedp\"\n")
 	write("e_test.go", "//go:build integration || race\n\npackage p\n\nimport \"github.com/seckilledge/seckill/internal/testenv\"\n\nfunc f() { _ = testenv.Redis }\n")
+	if err := os.MkdirAll(filepath.Join(dir, "internal", "testenv"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	write("internal/testenv/own_test.go", "package testenv\n\nfunc f() { StartRedis(nil); _ = ID(\"x\") }\n")
 	files, err := Scan(dir)
 	if err != nil {
 		t.Fatal(err)
@@ -65,11 +69,11 @@ func TestTheRuleReadsImportsBuildLinesAndNames(t *testing.T) {
 	for _, f := range Misplaced(files) {
 		got = append(got, f.Path+":"+strings.Join(f.Needs, ","))
 	}
-	want := "a_test.go:tv.Redis d_test.go:chromedp e_test.go:testenv.Redis"
+	want := "a_test.go:tv.Redis d_test.go:chromedp e_test.go:testenv.Redis internal/testenv/own_test.go:testenv.StartRedis"
 	if strings.Join(got, " ") != want {
 		t.Fatalf("misplaced: %q, want %q", strings.Join(got, " "), want)
 	}
-	for _, name := range []string{"a_test.go", "d_test.go", "e_test.go"} {
+	for _, name := range []string{"a_test.go", "d_test.go", "e_test.go", "internal/testenv/own_test.go"} {
 		if err := AddTag(filepath.Join(dir, name)); err != nil {
 			t.Fatal(err)
 		}

@@ -12,6 +12,7 @@ import (
 	"go/token"
 	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -81,6 +82,8 @@ func Scan(root string) ([]File, error) {
 
 func inspect(rel string, f *ast.File) File {
 	out := File{Path: rel}
+	// In the package of a helper itself (testenv's own tests), its names are used bare.
+	own := Needs[mod+path.Dir(rel)]
 	for _, cg := range f.Comments {
 		if cg.Pos() > f.Package {
 			break
@@ -113,6 +116,11 @@ func inspect(rel string, f *ast.File) File {
 		names[local] = path
 	}
 	ast.Inspect(f, func(n ast.Node) bool {
+		if call, ok := n.(*ast.CallExpr); ok && len(own) > 0 {
+			if id, ok := call.Fun.(*ast.Ident); ok && slices.Contains(own, id.Name) {
+				need[path.Base(path.Dir(rel))+"."+id.Name] = true
+			}
+		}
 		sel, ok := n.(*ast.SelectorExpr)
 		if !ok {
 			return true
