@@ -5,8 +5,13 @@ import (
 
 	"github.com/seckilledge/seckill/internal/handlertest"
 
+	// Every module the shipped Caddyfiles name.
+	_ "github.com/seckilledge/seckill/caddymodule"
 	_ "github.com/seckilledge/seckill/caddymodule/draw"
+	_ "github.com/seckilledge/seckill/caddymodule/gate"
 	_ "github.com/seckilledge/seckill/caddymodule/identity"
+	_ "github.com/seckilledge/seckill/caddymodule/throttle"
+	_ "github.com/seckilledge/seckill/caddymodule/token"
 )
 
 // Every shipped Caddyfile puts its rooms behind a throttle with a user zone, so each
