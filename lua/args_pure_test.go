@@ -15,6 +15,7 @@ func hashTag(key string) string {
 
 // Every typed call touches one slot, so it runs unchanged on Redis Cluster.
 func TestEveryTypedCallKeepsItsKeysInOneSlot(t *testing.T) {
+	t.Parallel()
 	calls := map[string][]string{
 		"gate":       GateCall{Sale: "s1:2"}.Keys(),
 		"preheat":    PreheatCall{Sale: "s1"}.Keys(),

@@ -17,6 +17,7 @@ import (
 // a unit move between two shards, a reconcile, a compensation and an outbox acknowledgement,
 // each through its struct, with the effect read back from Redis.
 func TestTypedCallsDriveTheirScripts(t *testing.T) {
+	t.Parallel()
 	rdb := testenv.Redis(t)
 	ctx := context.Background()
 	sale := testenv.ID("s")

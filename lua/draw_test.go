@@ -18,6 +18,9 @@ const (
 	seedB = "ffeeddccbbaa99887766554433221100ffeeddccbbaa99887766554433221100"
 )
 
+// This file's tests stay serial (no t.Parallel, unlike the rest of the package): they wait
+// for real time to pass (an expiry, a claim window) and then read what the script did.
+
 func TestDrawSetupKeepsTheFirstSeedAndPreheatWritesADrawSaleOnlyWithIt(t *testing.T) {
 	rdb := testenv.Redis(t)
 	ctx := context.Background()

@@ -6,6 +6,7 @@ import (
 )
 
 func TestEveryScriptDocumentsKeysArgvAndReturns(t *testing.T) {
+	t.Parallel()
 	for _, name := range Names() {
 		src := Source(name)
 		header := src

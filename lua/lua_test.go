@@ -14,6 +14,7 @@ import (
 )
 
 func TestEveryScriptCompilesInRedis(t *testing.T) {
+	t.Parallel()
 	rdb := testenv.Redis(t)
 	for _, name := range Names() {
 		if err := redis.NewScript(Source(name)).Load(context.Background(), rdb).Err(); err != nil {
@@ -23,6 +24,7 @@ func TestEveryScriptCompilesInRedis(t *testing.T) {
 }
 
 func TestPreheatIsIdempotentAndNeverResetsASellingSale(t *testing.T) {
+	t.Parallel()
 	rdb := testenv.Redis(t)
 	ctx := context.Background()
 	sale := testenv.ID("s")

@@ -9,6 +9,7 @@ import (
 // Issue 33 (informational): an immutable, cached page has one URL: limit only in its canonical
 // form; and after= (empty) is the first page, as no after at all.
 func TestTheEntriesQueryIsCanonical(t *testing.T) {
+	t.Parallel()
 	for raw, want := range map[string]*drawapi.EntriesQuery{
 		"":                     {Limit: drawapi.DefaultLimit},
 		"after=":               {Limit: drawapi.DefaultLimit},

@@ -161,6 +161,7 @@ func refusal(t *testing.T, srv *httptest.Server, path, user string, status int, 
 }
 
 func TestEveryEntrantsProofVerifiesAgainstThePublishedRootAndGivesHisRank(t *testing.T) {
+	t.Parallel()
 	pool := backendtest.DB(t)
 	srv := server(t, pool)
 	// 37 leaves: odd levels (a node carried up) at several heights; 1 and 2: the smallest trees.
@@ -211,6 +212,7 @@ func TestEveryEntrantsProofVerifiesAgainstThePublishedRootAndGivesHisRank(t *tes
 }
 
 func TestEntriesPagesReturnEveryEntryOnceInEntryIDOrder(t *testing.T) {
+	t.Parallel()
 	pool := backendtest.DB(t)
 	srv := server(t, pool)
 	s := seedDraw(t, pool, 37, []string{"40", "41", "42"}, "closed")
@@ -263,6 +265,7 @@ func TestEntriesPagesReturnEveryEntryOnceInEntryIDOrder(t *testing.T) {
 }
 
 func TestResultShowsOnlyWhatEachStateHasPublished(t *testing.T) {
+	t.Parallel()
 	pool := backendtest.DB(t)
 	srv := server(t, pool)
 	variants := []string{"40", "41", "42"}
@@ -331,6 +334,7 @@ func TestResultShowsOnlyWhatEachStateHasPublished(t *testing.T) {
 }
 
 func TestDrawReadsRefuseWithStableCodes(t *testing.T) {
+	t.Parallel()
 	pool := backendtest.DB(t)
 	srv := server(t, pool)
 	s := seedDraw(t, pool, 5, []string{"40"}, "drawn")

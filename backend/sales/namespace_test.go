@@ -19,6 +19,7 @@ import (
 // gateway's relay takes only its own namespace's outboxes); without one, the field is absent
 // (the unnamed deployment).
 func TestPreheatRecordsTheNamespaceInEverySaleAndShardMeta(t *testing.T) {
+	t.Parallel()
 	pool := backendtest.DB(t)
 	rdb := testenv.Redis(t)
 	ctx := context.Background()

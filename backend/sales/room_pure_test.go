@@ -7,6 +7,7 @@ import (
 )
 
 func TestRoomSpecRefusesImpossibleSettings(t *testing.T) {
+	t.Parallel()
 	f := func(v float64) *float64 { return &v }
 	for name, spec := range map[string]admin.RoomSpec{
 		"zero rate":           {Rate: f(0)},
