@@ -1,8 +1,8 @@
 # The commands of the README:
 #   make run    the whole product: services, backend, the sample shop, the gateway on :8080
 #               (header identity) and :8088 (the shop through the gateway), two demo sales
-#   make test   every test, against real Redis, RabbitMQ and Postgres
-#   make unit   the pure tests only (go test -short): no service, seconds
+#   make test   every test, both tiers, against real Redis, RabbitMQ and Postgres
+#   make unit   the pure tier only (test files without the integration tag): no service
 SHELL := /bin/bash
 GO    ?= go
 # Tests fail, never skip, when a service is missing.
@@ -29,23 +29,26 @@ stop:
 	@bash scripts/run.sh stop || true
 	@bash scripts/stack.sh stop
 
-# -race on every package; -p 2 matches the 2-core machines this runs on. go vet runs first, so
-# go test's own vet pass (a subset of it) is off; the test binaries are linked without DWARF
-# and symbol table, as make unit's are (-s -w: race reports and stack traces keep their
-# functions and lines; the binaries are a quarter smaller and link faster on a cold cache).
-test: stack
-	source $(RUN_DIR)/env && $(GO) vet ./... && \
-	$(GO) test -race -count=1 -p 2 -vet=off -ldflags='-s -w' -timeout 25m ./...
+# Both tiers: -tags integration compiles the test files of the integration tier with the pure
+# ones (CONTRIBUTING.md, "Tests"). The binaries the tests run (the gateway, the backend) are
+# make build's, built once: SECKILL_BIN_DIR points the tests at bin/. -race on every package;
+# -p 2 matches the 2-core machines this runs on. go vet runs first, so go test's own vet pass
+# (a subset of it) is off; the test binaries are linked without DWARF and symbol table, as
+# make unit's are (-s -w: race reports and stack traces keep their functions and lines; the
+# binaries are a quarter smaller and link faster on a cold cache).
+test: stack build
+	source $(RUN_DIR)/env && $(GO) vet -tags integration ./... && \
+	SECKILL_BIN_DIR=$(CURDIR)/bin $(GO) test -tags integration -race -count=1 -p 2 -vet=off -ldflags='-s -w' -timeout 25m ./...
 
 # The pictures of the waiting page and the draw page in README.md and docs/room.md (desktop and
 # a 390x844 phone), written by the pages' Chromium tests into docs/img: run it after changing a
 # page and commit the PNGs.
 screenshots:
-	SECKILL_SCREENSHOTS=$(CURDIR)/docs/img $(GO) test -count=1 -p 1 -run 'TestScreenshotsOf' ./caddymodule/room/ ./caddymodule/draw/
+	SECKILL_SCREENSHOTS=$(CURDIR)/docs/img $(GO) test -tags integration -count=1 -p 1 -run 'TestScreenshotsOf' ./caddymodule/room/ ./caddymodule/draw/
 
-# The fast tier: -short skips every test that needs a server (internal/testenv), so this needs
-# no stack and no SECKILL_* variables.
-# It prints how many tests passed and how long the run took.
+# The pure tier: the test files without the integration tag, so this needs no stack, no
+# browser and no SECKILL_* variables; go test's cache skips the packages that did not change
+# (scripts/unit.sh). It prints how many tests passed and how long the run took.
 unit:
 	$(GO) vet ./... && GO=$(GO) bash scripts/unit.sh
 

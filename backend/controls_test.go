@@ -1,3 +1,5 @@
+//go:build integration
+
 package backend
 
 import (
@@ -17,11 +19,6 @@ import (
 	"github.com/seckilledge/seckill/contract"
 	"github.com/seckilledge/seckill/contract/admin"
 	"github.com/seckilledge/seckill/internal/testenv"
-)
-
-const (
-	aliceToken  = "alice-admin-token-0123456789-abcdef"
-	viewerToken = "vera-viewer-token-0123456789-abcdef"
 )
 
 // controlServer serves e.svc's API with an admin named alice and a viewer named vera.

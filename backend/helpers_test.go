@@ -1,3 +1,5 @@
+//go:build integration
+
 package backend
 
 import (
@@ -17,6 +19,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	amqp "github.com/rabbitmq/amqp091-go"
 	"github.com/redis/go-redis/v9"
+	"github.com/seckilledge/seckill/backend/internal/backendtest"
 	"github.com/seckilledge/seckill/backend/lock"
 	"github.com/seckilledge/seckill/backend/orders"
 	"github.com/seckilledge/seckill/contract"
@@ -41,18 +44,6 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-// The tokens of newEnv's service.
-const (
-	testAdminToken  = "test-admin-token-0123456789-abcdefgh"
-	testShopToken   = "test-shop-token-0123456789-abcdefghi"
-	testViewerToken = "test-viewer-token-0123456789-abcdefg"
-)
-
-var (
-	adminAuth = map[string]string{"Authorization": "Bearer " + testAdminToken}
-	shopAuth  = map[string]string{"Authorization": "Bearer " + testShopToken}
-)
-
 type env struct {
 	t    testing.TB
 	pg   string
@@ -76,10 +67,11 @@ func quietLog() *slog.Logger {
 	return slog.New(slog.NewJSONHandler(io.Discard, nil))
 }
 
-// newEnv gives a test its own database (migrated), the shared Redis and its own vhost.
+// newEnv gives a test its own database (a copy of the migrated template), the shared Redis and
+// its own vhost.
 func newEnv(t testing.TB) *env {
 	t.Helper()
-	url := testenv.Postgres(t)
+	url := backendtest.MigratedURL(t)
 	return newEnvOn(t, url, testenv.RabbitVhost(t))
 }
 

@@ -1,3 +1,5 @@
+//go:build integration
+
 package backend
 
 import (
@@ -19,11 +21,6 @@ import (
 	"github.com/seckilledge/seckill/backend/webhook"
 	"github.com/seckilledge/seckill/contract"
 	"github.com/seckilledge/seckill/internal/testenv"
-)
-
-const (
-	hookSecretNew = "hook-secret-new-0123456789"
-	hookSecretOld = "hook-secret-old-0123456789"
 )
 
 // receiver is a shop's webhook endpoint: it checks the signature (with the old secret: the

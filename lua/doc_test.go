@@ -91,6 +91,7 @@ var (
 // order (it listed 9 calls when 12 existed). The two lists cover every script once,
 // each listed call exists and runs the script it is named after, and every call is listed.
 func TestLuaGoListsEveryTypedCallAndEveryOtherScript(t *testing.T) {
+	t.Parallel()
 	calls, doc := typedCalls(t)
 	m := docTypedSet.FindStringSubmatch(doc)
 	if m == nil {

@@ -1,3 +1,5 @@
+//go:build integration
+
 package lua
 
 import (
@@ -77,6 +79,7 @@ func notWon(res []any) bool {
 // neither a token nor the purchase, and a refusal writes nothing: the presented token stays
 // live, the stock is untouched.
 func TestADrawSellsOnlyToItsWinnersTheSizeEachWon(t *testing.T) {
+	t.Parallel()
 	rdb := testenv.Redis(t)
 	ctx := context.Background()
 	sale := claimSale(t, rdb, Variant{ID: "S", Stock: 2}, Variant{ID: "M", Stock: 1})
@@ -137,6 +140,7 @@ func TestADrawSellsOnlyToItsWinnersTheSizeEachWon(t *testing.T) {
 // cannot buy; when the backend opens wave 2 on the next ranks, its winner buys and the expired
 // winner of wave 1 still cannot. A lost entry (the variant done) never buys.
 func TestADrawWinLapsesWithItsWaveAndTheNextWaveBuys(t *testing.T) {
+	t.Parallel()
 	rdb := testenv.Redis(t)
 	ctx := context.Background()
 	sale := claimSale(t, rdb, Variant{ID: "S", Stock: 1}, Variant{ID: "M", Stock: 1})
@@ -179,6 +183,7 @@ func TestADrawWinLapsesWithItsWaveAndTheNextWaveBuys(t *testing.T) {
 // is refused by both scripts, never sold to whoever asks: gate {16}, token "draw_missing".
 // A sale that is not a draw still sells without the key.
 func TestADrawSaleWithoutItsEntriesKeySellsToNobody(t *testing.T) {
+	t.Parallel()
 	rdb := testenv.Redis(t)
 	ctx := context.Background()
 	sale := claimSale(t, rdb, Variant{ID: "S", Stock: 1})

@@ -1,3 +1,5 @@
+//go:build integration
+
 package lua
 
 import (
@@ -15,6 +17,9 @@ const (
 	seedA = "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff"
 	seedB = "ffeeddccbbaa99887766554433221100ffeeddccbbaa99887766554433221100"
 )
+
+// This file's tests stay serial (no t.Parallel, unlike the rest of the package): they wait
+// for real time to pass (an expiry, a claim window) and then read what the script did.
 
 func TestDrawSetupKeepsTheFirstSeedAndPreheatWritesADrawSaleOnlyWithIt(t *testing.T) {
 	rdb := testenv.Redis(t)

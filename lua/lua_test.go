@@ -1,8 +1,9 @@
+//go:build integration
+
 package lua
 
 import (
 	"context"
-	"strings"
 	"testing"
 	"time"
 
@@ -12,22 +13,8 @@ import (
 	"github.com/seckilledge/seckill/internal/testenv"
 )
 
-func TestEveryScriptDocumentsKeysArgvAndReturns(t *testing.T) {
-	for _, name := range Names() {
-		src := Source(name)
-		header := src
-		if i := strings.Index(src, "\nlocal "); i > 0 {
-			header = src[:i]
-		}
-		for _, want := range []string{"KEYS", "ARGV", "Returns"} {
-			if !strings.Contains(header, want) {
-				t.Errorf("%s.lua: header comment does not mention %s", name, want)
-			}
-		}
-	}
-}
-
 func TestEveryScriptCompilesInRedis(t *testing.T) {
+	t.Parallel()
 	rdb := testenv.Redis(t)
 	for _, name := range Names() {
 		if err := redis.NewScript(Source(name)).Load(context.Background(), rdb).Err(); err != nil {
@@ -37,6 +24,7 @@ func TestEveryScriptCompilesInRedis(t *testing.T) {
 }
 
 func TestPreheatIsIdempotentAndNeverResetsASellingSale(t *testing.T) {
+	t.Parallel()
 	rdb := testenv.Redis(t)
 	ctx := context.Background()
 	sale := testenv.ID("s")

@@ -1,3 +1,5 @@
+//go:build integration
+
 package lua
 
 import (
@@ -58,6 +60,7 @@ func issue(t *testing.T, rdb *redis.Client, sale, user string) []any {
 // The operator's pause (meta state = paused) stops both scripts until it is lifted, whatever
 // the stock and window say; nothing is written while it lasts.
 func TestAPausedSaleAcceptsNothingAndMintsNothingUntilResumed(t *testing.T) {
+	t.Parallel()
 	rdb := testenv.Redis(t)
 	ctx := context.Background()
 	sale := openSale(t, rdb, 5)
@@ -93,6 +96,7 @@ func TestAPausedSaleAcceptsNothingAndMintsNothingUntilResumed(t *testing.T) {
 }
 
 func TestAnEndedStateEndsTheSaleBeforeItsEndTime(t *testing.T) {
+	t.Parallel()
 	rdb := testenv.Redis(t)
 	sale := openSale(t, rdb, 5)
 	rdb.HSet(context.Background(), contract.MetaKey(sale), contract.FieldState, contract.StateEnded)
@@ -107,6 +111,7 @@ func TestAnEndedStateEndsTheSaleBeforeItsEndTime(t *testing.T) {
 // The gate script checks the token's expiry against Redis TIME: a gateway whose clock is
 // behind cannot make it accept an expired token, and the token is not consumed.
 func TestTheGateScriptRefusesATokenExpiredByRedisTime(t *testing.T) {
+	t.Parallel()
 	rdb := testenv.Redis(t)
 	ctx := context.Background()
 	sale := openSale(t, rdb, 5)
@@ -127,6 +132,7 @@ func TestTheGateScriptRefusesATokenExpiredByRedisTime(t *testing.T) {
 
 // A buyer is told his order by both scripts, before and after sell-out, and gets no new token.
 func TestABuyerIsToldHisOrderAndGetsNoNewToken(t *testing.T) {
+	t.Parallel()
 	rdb := testenv.Redis(t)
 	ctx := context.Background()
 	sale := openSale(t, rdb, 1)
@@ -156,6 +162,7 @@ func TestABuyerIsToldHisOrderAndGetsNoNewToken(t *testing.T) {
 // An empty shard still issues tokens: the buyer's refusal at its gate is what makes the
 // backend move units there.
 func TestAnEmptyShardStillIssuesTokens(t *testing.T) {
+	t.Parallel()
 	rdb := testenv.Redis(t)
 	ctx := context.Background()
 	shard := contract.ShardID(testenv.ID("s"), 0)
@@ -173,6 +180,7 @@ func TestAnEmptyShardStillIssuesTokens(t *testing.T) {
 // compensate.lua never leaves a compensated set without a TTL, even when the sale's meta
 // hash is gone.
 func TestTheCompensatedSetAlwaysExpires(t *testing.T) {
+	t.Parallel()
 	rdb := testenv.Redis(t)
 	ctx := context.Background()
 	keys := func(sale string) []string {

@@ -1,3 +1,5 @@
+//go:build integration
+
 package lua
 
 import (
@@ -12,6 +14,7 @@ import (
 // its "#" pairs: never lowered, a re-created held hash expires with the sale, and the gate's
 // next purchase by that user gets the next purchase number.
 func TestReconcileRaisesHeldUnitsAndPurchaseCounters(t *testing.T) {
+	t.Parallel()
 	rdb := testenv.Redis(t)
 	ctx := context.Background()
 	sale := variantSale(t, rdb, 4, Variant{"red", 10})
@@ -58,6 +61,7 @@ func TestReconcileRaisesHeldUnitsAndPurchaseCounters(t *testing.T) {
 
 // Bad held pairs are refused before anything is written, and need the held key.
 func TestReconcileRefusesBadHeldPairsWithoutWriting(t *testing.T) {
+	t.Parallel()
 	rdb := testenv.Redis(t)
 	ctx := context.Background()
 	sale := variantSale(t, rdb, 4, Variant{"red", 10})

@@ -1,3 +1,5 @@
+//go:build integration
+
 package lua
 
 import (
@@ -93,6 +95,9 @@ func roomBuy(t *testing.T, rdb *redis.Client, sale, user, order, token string, a
 }
 
 func storeValue(res []any) string { return testNonce + ":" + strconv.FormatInt(res[1].(int64), 10) }
+
+// This file's tests stay serial (no t.Parallel, unlike the rest of the package): they wait
+// for real time to pass (an expiry, a claim window) and then read what the script did.
 
 // preheat.lua writes a room sale only once its room is there, and marks it; room_setup.lua
 // can run before the sale exists. A room is refused on a sharded sale's base hash: rooms are

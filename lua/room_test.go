@@ -1,3 +1,5 @@
+//go:build integration
+
 package lua
 
 import (
@@ -71,6 +73,7 @@ func (f *roomFixture) call(op, m, nonce string, nonceExp int64) []any {
 }
 
 func TestRoomPrequeueIsAdmittedInRankOrderThenArrivalsInArrivalOrder(t *testing.T) {
+	t.Parallel()
 	// The start is far enough away for 40 entries however loaded the machine (at 300 ms a
 	// race build under load let it pass mid-way, and the late entries were admitted); it is
 	// brought to now once they are in.
@@ -117,6 +120,7 @@ func TestRoomPrequeueIsAdmittedInRankOrderThenArrivalsInArrivalOrder(t *testing.
 }
 
 func TestRoomSpentNonceIsRefusedAndWritesNothing(t *testing.T) {
+	t.Parallel()
 	f := newRoom(t, 10, -time.Second, time.Hour)
 	exp := time.Now().Add(time.Minute).UnixMilli()
 	if got := f.call("enter", member(rankOf("a"), "a"), "nonce-1", exp); got[0] == "replayed" {
@@ -131,6 +135,7 @@ func TestRoomSpentNonceIsRefusedAndWritesNothing(t *testing.T) {
 }
 
 func TestRoomAdmissionCheckSeesOnlyLiveAdmissions(t *testing.T) {
+	t.Parallel()
 	f := newRoom(t, 10, -time.Second, time.Hour)
 	ctx := context.Background()
 	k := roomKeys(f.sale)
@@ -165,6 +170,7 @@ func TestRoomAdmissionCheckSeesOnlyLiveAdmissions(t *testing.T) {
 // the verifier, leaving again is a no-op, an admitted place cannot leave (the cursor passed
 // it), and entering again after the start is a new arrival at the back.
 func TestRoomLeaveMovesTheWaitersBehindUpAndReentryIsANewPlace(t *testing.T) {
+	t.Parallel()
 	f := newRoom(t, 1, -time.Second, time.Hour)
 	ctx := context.Background()
 	logKey := contract.RoomLogKey(f.sale)
@@ -225,6 +231,7 @@ func TestRoomLeaveMovesTheWaitersBehindUpAndReentryIsANewPlace(t *testing.T) {
 // counters; it records the users the gateway answered from memory as present, and a poll
 // records its own user.
 func TestRoomTickAdmitsReturnsTheSummaryAndRecordsPresence(t *testing.T) {
+	t.Parallel()
 	f := newRoom(t, 2, -time.Second, time.Hour)
 	ctx := context.Background()
 	seen := roomKeys(f.sale)[1] + ":seen"
@@ -279,6 +286,7 @@ func TestRoomTickAdmitsReturnsTheSummaryAndRecordsPresence(t *testing.T) {
 // interval): nobody is admitted by such a call, and an admission whose time is up is
 // answered lapsed even before a step removes it.
 func TestRoomCallWithoutTheAdmissionStepAdmitsNobodyAndStillSeesALapse(t *testing.T) {
+	t.Parallel()
 	f := newRoom(t, 10, -time.Second, time.Hour)
 	ctx := context.Background()
 	run := func(op, u, admit string) []any {
@@ -315,6 +323,7 @@ func TestRoomCallWithoutTheAdmissionStepAdmitsNobodyAndStillSeesALapse(t *testin
 // an absent one's place is passed (logged s:<ms>:<last seen>:<user>) and kept, and when he is
 // seen again he is first in line, admitted before anyone behind.
 func TestRoomAdmitsWaitersWhoAreThereAndAnAbsentOneKeepsHisPlace(t *testing.T) {
+	t.Parallel()
 	f := newRoom(t, 3, -time.Second, time.Hour)
 	ctx := context.Background()
 	room := roomKeys(f.sale)[1]
@@ -373,6 +382,7 @@ func TestRoomAdmitsWaitersWhoAreThereAndAnAbsentOneKeepsHisPlace(t *testing.T) {
 // whose short deadline passed is passed and keeps his place (s:<ms>:<deadline>:<user>, the
 // deadline before ms); one with a long deadline is admitted.
 func TestRoomPresenceIsEachWaitersOwnDeadline(t *testing.T) {
+	t.Parallel()
 	f := newRoom(t, 1, -time.Second, time.Hour)
 	ctx := context.Background()
 	room := roomKeys(f.sale)[1]
@@ -420,6 +430,7 @@ func TestRoomPresenceIsEachWaitersOwnDeadline(t *testing.T) {
 // throttle, logs r:<ms>:<banned_until>:<user> for each, and leaves a buyer's and a waiter's
 // state alone. An admission step reports the users it admitted and a sample of live ones.
 func TestRoomRevokeEndsTheAdmissionsOfBannedUsers(t *testing.T) {
+	t.Parallel()
 	f := newRoom(t, 2, -time.Second, time.Hour)
 	ctx := context.Background()
 	logKey := contract.RoomLogKey(f.sale)
@@ -467,6 +478,7 @@ func TestRoomRevokeEndsTheAdmissionsOfBannedUsers(t *testing.T) {
 // included, never exceed stock x oversubscribe_max. With no claim window the
 // next waiter waits for the lapse.
 func TestRoomPassesANoShowsCapacityOnWithinTheClaimWindow(t *testing.T) {
+	t.Parallel()
 	for _, aware := range []bool{true, false} {
 		t.Run(fmt.Sprintf("aware=%v", aware), func(t *testing.T) {
 			f := newRoom(t, 1, -time.Second, time.Hour)

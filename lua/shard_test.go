@@ -1,3 +1,5 @@
+//go:build integration
+
 package lua
 
 import (
@@ -12,6 +14,7 @@ import (
 // A sharded sale's own meta hash decides nothing: the gate and token scripts answer "sharded"
 // with the shard count, and write nothing.
 func TestTheSaleOfAShardedSaleAnswersShardedAndWritesNothing(t *testing.T) {
+	t.Parallel()
 	rdb := testenv.Redis(t)
 	ctx := context.Background()
 	sale := testenv.ID("s")
@@ -47,6 +50,7 @@ func TestTheSaleOfAShardedSaleAnswersShardedAndWritesNothing(t *testing.T) {
 
 // shard_take never takes more than the donor has; shard_give applies a move once.
 func TestShardMovesTakeAtMostTheStockAndGiveOnce(t *testing.T) {
+	t.Parallel()
 	rdb := testenv.Redis(t)
 	ctx := context.Background()
 	sale := testenv.ID("s")
@@ -95,6 +99,7 @@ func TestShardMovesTakeAtMostTheStockAndGiveOnce(t *testing.T) {
 // A shard refusing a buyer for want of stock says so on seckill:events (the rebalancer's cue);
 // an unsharded sale's refusal stays silent, as it always was.
 func TestOnlyAShardAnnouncesARefusalForWantOfStock(t *testing.T) {
+	t.Parallel()
 	rdb := testenv.Redis(t)
 	ctx := context.Background()
 	sale := testenv.ID("s")

@@ -1,3 +1,5 @@
+//go:build integration
+
 package lua
 
 import (
@@ -13,6 +15,7 @@ import (
 // names it): the variant's field and the shard's total move together, so each shard's total
 // stays the sum of its variants; a move id without a variant takes nothing.
 func TestShardMovesOfASaleWithVariantsMoveOneVariant(t *testing.T) {
+	t.Parallel()
 	rdb := testenv.Redis(t)
 	ctx := context.Background()
 	sale := testenv.ID("s")

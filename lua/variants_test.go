@@ -1,3 +1,5 @@
+//go:build integration
+
 package lua
 
 import (
@@ -50,6 +52,7 @@ func buyItem(t *testing.T, rdb *redis.Client, sale, user, order, variant string,
 func code(res []any) int64 { return res[0].(int64) }
 
 func TestPreheatWithVariantsSetsTheTotalAndEachVariant(t *testing.T) {
+	t.Parallel()
 	rdb := testenv.Redis(t)
 	ctx := context.Background()
 	sale := variantSale(t, rdb, 3, Variant{"red", 4}, Variant{"blue", 6})
@@ -100,6 +103,7 @@ func TestPreheatWithVariantsSetsTheTotalAndEachVariant(t *testing.T) {
 // Every refusal of the variant rules changes nothing; the accepted purchase writes the stock of
 // the variant and the total, the held units and sequence, the buyer and the outbox entry.
 func TestGateVariantRules(t *testing.T) {
+	t.Parallel()
 	rdb := testenv.Redis(t)
 	ctx := context.Background()
 	sale := variantSale(t, rdb, 2, Variant{"red", 1}, Variant{"blue", 5})
@@ -178,6 +182,7 @@ func TestGateVariantRules(t *testing.T) {
 // A sale with one variant needs no variant named; with a limit of 1 a second purchase is
 // already_bought with the order, as on a sale without variants.
 func TestGateSingleVariantSaleTakesItsVariantAndKeepsAlreadyBought(t *testing.T) {
+	t.Parallel()
 	rdb := testenv.Redis(t)
 	sale := variantSale(t, rdb, 1, Variant{"only", 3})
 	if got := buyItem(t, rdb, sale, "u1", "o1", "", 0); code(got) != 0 || got[3] != "only" || got[4] != int64(1) {
@@ -194,6 +199,7 @@ func TestGateSingleVariantSaleTakesItsVariantAndKeepsAlreadyBought(t *testing.T)
 // A sale without variants and with limit 1 is decided as it always was: no held hash, the
 // outbox entry has exactly o, u, t, and a variant or a quantity above 1 is refused.
 func TestGateSimpleSaleIsUnchanged(t *testing.T) {
+	t.Parallel()
 	rdb := testenv.Redis(t)
 	ctx := context.Background()
 	sale := openSale(t, rdb, 2)
@@ -221,6 +227,7 @@ func TestGateSimpleSaleIsUnchanged(t *testing.T) {
 
 // A limit above 1 without variants: quantities, held units and the sequence.
 func TestGateLimitWithoutVariants(t *testing.T) {
+	t.Parallel()
 	rdb := testenv.Redis(t)
 	ctx := context.Background()
 	sale := variantSale(t, rdb, 3)
@@ -248,6 +255,7 @@ func TestGateLimitWithoutVariants(t *testing.T) {
 // than each variant holds, and the variant that sells out publishes its event while the
 // other still sells.
 func TestGateConcurrentBuyersNeverOversellAVariant(t *testing.T) {
+	t.Parallel()
 	rdb := testenv.Redis(t)
 	ctx := context.Background()
 	sale := variantSale(t, rdb, 2, Variant{"hot", 51}, Variant{"cold", 1000})
@@ -319,6 +327,7 @@ func TestGateConcurrentBuyersNeverOversellAVariant(t *testing.T) {
 // On a sale with a limit above 1 a buyer gets a token again (the gate checks his units); with
 // a limit of 1 he is told his order, as before.
 func TestTokenIssueLetsABuyerBuyAgainUnderALimit(t *testing.T) {
+	t.Parallel()
 	rdb := testenv.Redis(t)
 	for _, c := range []struct {
 		limit int
@@ -338,6 +347,7 @@ func TestTokenIssueLetsABuyerBuyAgainUnderALimit(t *testing.T) {
 // buyer of one size cannot buy another, and a purchase writes what a simple sale's does plus
 // the variant's field. Compensation then frees the buyer as on a simple sale.
 func TestGateLimitOneVariantSaleKeepsNoHeldHash(t *testing.T) {
+	t.Parallel()
 	rdb := testenv.Redis(t)
 	ctx := context.Background()
 	sale := variantSale(t, rdb, 1, Variant{"s42", 2}, Variant{"s43", 2})

@@ -1,3 +1,5 @@
+//go:build integration
+
 package redislock
 
 // Side-by-side benchmarks against github.com/bsm/redislock (poll-based waiting, no

@@ -19,7 +19,7 @@ trap 'rm -f "$out"' EXIT
 # mood of the moment (the 2-core machine is shared and noisy).
 for i in $(seq "$COUNT"); do
 	echo "[bench-backend] round $i/$COUNT: go test -bench 'BenchmarkWriter|BenchmarkConsumer' ./backend/" >&2
-	go test -run '^$' -bench 'BenchmarkWriter|BenchmarkConsumer' -benchtime 1x -count 1 ./backend/ | tee -a "$out" >&2
+	go test -tags integration -run '^$' -bench 'BenchmarkWriter|BenchmarkConsumer' -benchtime 1x -count 1 ./backend/ | tee -a "$out" >&2
 done
 
 median() { sort -n | awk '{a[NR]=$1} END {if (NR%2) print a[(NR+1)/2]; else printf "%.1f\n", (a[NR/2]+a[NR/2+1])/2}'; }

@@ -228,7 +228,7 @@ PY
 if [ "${RELAY_BENCH:-1}" != 0 ]; then
 	echo
 	echo "relay cost per outbox entry (go test -bench BenchmarkRelay -count 3 ./caddymodule/gate/):"
-	go test -run '^$' -bench BenchmarkRelay -benchtime 2x -count 3 ./caddymodule/gate/ | grep '^BenchmarkRelay' |
+	go test -tags integration -run '^$' -bench BenchmarkRelay -benchtime 2x -count 3 ./caddymodule/gate/ | grep '^BenchmarkRelay' |
 		awk '{for (i=1;i<=NF;i++) {if ($i=="cpu-µs/entry") c[$1]=c[$1] " " $(i-1); if ($i=="entries/s") e[$1]=e[$1] " " $(i-1)}}
 			END {for (k in c) print "  " k ": cpu-µs/entry" c[k] "; entries/s" e[k]}'
 fi

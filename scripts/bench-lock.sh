@@ -16,8 +16,8 @@ raw=$(mktemp)
 trap 'rm -f "$raw"' EXIT
 
 echo "# $(date -u +%FT%TZ)  nproc=$(nproc)  mem=$(awk '/MemTotal/ {printf "%.1f GiB", $2/1048576}' /proc/meminfo)"
-echo "# go test -run '^\$' -bench '$BENCH' -benchtime $BENCHTIME -count $COUNT ./redislock/"
-go test -run '^$' -bench "$BENCH" -benchtime "$BENCHTIME" -count "$COUNT" ./redislock/ | tee "$raw"
+echo "# go test -tags integration -run '^\$' -bench '$BENCH' -benchtime $BENCHTIME -count $COUNT ./redislock/"
+go test -tags integration -run '^$' -bench "$BENCH" -benchtime "$BENCHTIME" -count "$COUNT" ./redislock/ | tee "$raw"
 
 echo
 echo "Medians of $COUNT runs:"

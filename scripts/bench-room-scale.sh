@@ -21,7 +21,7 @@ go build -o bin/seckill-backend ./cmd/seckill-backend
 status=0
 # shellcheck disable=SC2086
 bin/seckill-bench room -bin bin -only scale,lastunits -out bench-results/room-scale ${ROOM_SCALE_FLAGS:-} || status=$?
-go test -run '^$' -bench 'GatewayRoomMemory' -benchtime 1x ./caddymodule/room/ | tee bench-results/room-scale/gateway-memory.txt || status=$?
-SECKILL_ROOM_WAITERS=${SECKILL_ROOM_WAITERS:-1000000} go test -run '^$' -bench 'RoomMemoryPerWaiter' -benchtime 1x -timeout 30m ./caddymodule/room/ |
+go test -tags integration -run '^$' -bench 'GatewayRoomMemory' -benchtime 1x ./caddymodule/room/ | tee bench-results/room-scale/gateway-memory.txt || status=$?
+SECKILL_ROOM_WAITERS=${SECKILL_ROOM_WAITERS:-1000000} go test -tags integration -run '^$' -bench 'RoomMemoryPerWaiter' -benchtime 1x -timeout 30m ./caddymodule/room/ |
 	tee bench-results/room-scale/redis-memory.txt || status=$?
 exit "$status"

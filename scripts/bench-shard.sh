@@ -16,7 +16,7 @@ RUN_DIR=${SECKILL_RUN_DIR:-$PWD/.run}
 
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-go test -c -o "$tmp/gate.test" ./caddymodule/gate/
+go test -tags integration -c -o "$tmp/gate.test" ./caddymodule/gate/
 echo "bench-shard: nproc $(nproc), $(free -m | awk '/^Mem:/{print $2}') MiB, $ROUNDS rounds of $BENCHTIME, $(date -u +%FT%TZ), load $(cut -d' ' -f1-3 /proc/loadavg)"
 run() { (cd caddymodule/gate && "$tmp/gate.test" -test.run '^$' -test.bench "HotSaleOnACluster/shards=$1\$" -test.benchtime "$BENCHTIME") | grep -E '^Benchmark' | tee -a "$tmp/out"; }
 for r in $(seq 1 "$ROUNDS"); do

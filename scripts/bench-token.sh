@@ -28,7 +28,7 @@ echo "### Verify / Sign (go test -bench, median of $COUNT alternating runs)"
 echo
 # One test binary, run COUNT times: the benchmarks alternate, so a burst of load on this shared
 # machine hits the new Verify and its baseline alike.
-go test -c -o "$ROOT/bin/tokens.test" ./caddymodule/tokenformat/
+go test -tags integration -c -o "$ROOT/bin/tokens.test" ./caddymodule/tokenformat/
 out=$(for _ in $(seq "$COUNT"); do
 	(cd caddymodule/tokenformat && "$ROOT/bin/tokens.test" -test.run='^$' -test.bench='^Benchmark(Verify|VerifyBaselineSplitHMAC|Issue)$' -test.benchmem)
 done)

@@ -9,9 +9,9 @@ cd "$(dirname "$0")/.."
 RUNS=${RUNS:-3}
 BLOCKS=${BLOCKS:-40}
 echo "Machine: $(nproc) CPUs, load $(cut -d' ' -f1-3 /proc/loadavg); $(date -u +%Y-%m-%dT%H:%MZ)"
-echo "Command: go test -run '^\$' -bench DecisionVariantsVsSingleStock -benchtime ${BLOCKS}x ./caddymodule/gate/ ($RUNS runs)"
+echo "Command: go test -tags integration -run '^\$' -bench DecisionVariantsVsSingleStock -benchtime ${BLOCKS}x ./caddymodule/gate/ ($RUNS runs)"
 for i in $(seq "$RUNS"); do
 	echo "run $i:"
-	go test -count=1 -run '^$' -bench DecisionVariantsVsSingleStock -benchtime "${BLOCKS}x" ./caddymodule/gate/ |
+	go test -tags integration -count=1 -run '^$' -bench DecisionVariantsVsSingleStock -benchtime "${BLOCKS}x" ./caddymodule/gate/ |
 		tr '\t' '\n' | grep -E 'us/call|/single' | sed 's/^ */  /'
 done

@@ -1,18 +1,29 @@
 #!/usr/bin/env bash
-# The fast tier (make unit): go test -short over the whole module, with no server needed.
+# The pure tier (make unit): every test file without the integration build tag, over the whole
+# module, with no server, browser or built binary needed (CONTRIBUTING.md, "Tests").
+#
+# go test's cache is on: a package whose sources and test inputs did not change is not run
+# again, so after a change only the packages it reaches are built and run. The cache sees the
+# files and environment variables a test reads, not what a subprocess reads: the tests that
+# run `go list` (which packages link what, the README's layout table, the tier of every test
+# file) are kept in the packages of UNCACHED and run again every time with -count=1.
+#
 # Prints the failures as go test does, then one line: how many tests passed and how long the
-# run took (build included: on a warm build cache most of it is linking the test binaries, so
-# they are linked without DWARF and symbol table (-ldflags='-s -w': stack traces keep their
-# function names and lines) and without go test's own vet pass (make unit runs go vet first):
-# 45 s instead of 89 s on the 2-core machine of BENCHMARKS.md).
+# run took, building included. The binaries are linked without DWARF and symbol table
+# (-ldflags='-s -w': stack traces keep their function names and lines) and without go test's
+# own vet pass (make unit runs go vet first).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 GO=${GO:-go}
+UNCACHED=(./internal/doccheck ./internal/testlayout)
 out=$(mktemp)
 trap 'rm -f "$out"' EXIT
 start=$(date +%s%N)
-$GO test -short -count=1 -vet=off -ldflags='-s -w' -v ./... >"$out" 2>&1
+pkgs=$($GO list ./... | grep -vxF -f <(for p in "${UNCACHED[@]}"; do $GO list "$p"; done))
+# shellcheck disable=SC2086
+$GO test -short -vet=off -ldflags='-s -w' -v $pkgs >"$out" 2>&1
 rc=$?
+$GO test -short -count=1 -vet=off -ldflags='-s -w' -v "${UNCACHED[@]}" >>"$out" 2>&1 || rc=$?
 end=$(date +%s%N)
 # The package lines; on a failure, everything but the passing and skipping tests' markers.
 if [ $rc -eq 0 ]; then
@@ -23,7 +34,8 @@ fi
 passed=$(grep -cE '^--- PASS' "$out")
 failed=$(grep -cE '^--- FAIL' "$out")
 skipped=$(grep -cE '^--- SKIP' "$out")
+cached=$(grep -cE '^ok\s.*\(cached\)' "$out")
 ms=$(((end - start) / 1000000))
-printf 'unit: %d tests passed, %d failed, %d skipped (they need servers) in %d.%01ds\n' \
-	"$passed" "$failed" "$skipped" $((ms / 1000)) $((ms % 1000 / 100))
+printf 'unit: %d tests passed, %d failed, %d skipped, in %d.%01ds (%d packages from the test cache)\n' \
+	"$passed" "$failed" "$skipped" $((ms / 1000)) $((ms % 1000 / 100)) "$cached"
 exit $rc

@@ -11,6 +11,7 @@ import (
 // reviewer reading the body sees another request than the one served. Each is
 // refused as 400 bad_request (the parsers' errors are).
 func TestControlBodiesRefuseDuplicateKeys(t *testing.T) {
+	t.Parallel()
 	parsers := map[string]func(string) error{
 		"stock": func(b string) error {
 			_, err := ParseStockRequest(strings.NewReader(b))

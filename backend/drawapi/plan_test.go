@@ -1,3 +1,5 @@
+//go:build integration
+
 package drawapi
 
 import (
@@ -12,6 +14,7 @@ import (
 // 50 000 entries (and its tree) next to another sale's, every query of a read walks an index
 // of draw_entries and draw_nodes, never a whole table.
 func TestEveryDrawReadWalksAnIndexOnALargeDraw(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	pool := backendtest.DB(t)
 	for _, q := range []string{

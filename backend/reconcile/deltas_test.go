@@ -3,6 +3,7 @@ package reconcile
 import "testing"
 
 func TestShardDeltasSpreadReconcileRepairsWithoutGoingNegative(t *testing.T) {
+	t.Parallel()
 	if d := ShardDeltas([]int64{1, 1, 1}, 5); d[0] != 2 || d[1] != 2 || d[2] != 1 {
 		t.Fatalf("+5 over 3 shards = %v", d)
 	}

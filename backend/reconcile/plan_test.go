@@ -11,6 +11,7 @@ import (
 
 // PlanUnits without any server: each rule of its doc comment on a small sale.
 func TestPlanUnitsCountsEachUsersUnits(t *testing.T) {
+	t.Parallel()
 	now := time.Now()
 	cutoff := now.Add(-time.Minute)
 	old := backendtest.OrderIDAt(t, now.Add(-time.Hour))
@@ -61,6 +62,7 @@ func TestPlanUnitsCountsEachUsersUnits(t *testing.T) {
 
 // A limit-1 sale reads buyers, never held; a user missing from buyers is restored.
 func TestPlanUnitsOfALimitOneSaleReadsBuyers(t *testing.T) {
+	t.Parallel()
 	cutoff := time.Now().Add(-time.Minute)
 	lost := backendtest.OrderIDAt(t, time.Now().Add(-time.Hour))
 	pg := Postgres{Limit: 1, Stock: 8, Variants: map[string]int{"s": 4, "m": 4}, Orders: map[string]Order{
@@ -81,6 +83,7 @@ func TestPlanUnitsOfALimitOneSaleReadsBuyers(t *testing.T) {
 // Over shards, with nothing in flight, every shard's stock ends the sum of its variants and
 // the shards' deltas add up to the total's.
 func TestUnitPlanSpreadsOverShardsKeepingEachShardWhole(t *testing.T) {
+	t.Parallel()
 	pg := Postgres{Limit: 2, Stock: 12, Variants: map[string]int{"a": 6, "b": 6}, Orders: map[string]Order{}}
 	shards := []Shard{
 		{ID: "x:0", Stock: 4, Meta: map[string]string{"stock": "4", "v:a": "2", "v:b": "2"}},

@@ -1,3 +1,5 @@
+//go:build integration
+
 package sales
 
 import (
@@ -21,6 +23,7 @@ import (
 // one, none with {"off": true}; the round is the first after closes_at, and a beacon the backend
 // could never fetch (no endpoint) or a malformed chain is 400.
 func TestADrawNamesItsBeaconAtCreation(t *testing.T) {
+	t.Parallel()
 	pool := backendtest.DB(t)
 	rdb := testenv.Redis(t)
 	s := &Sales{Pool: pool, Redis: rdb, Locker: lock.NewLocker(rdb, 10*time.Second), Log: slog.New(slog.DiscardHandler)}
@@ -99,6 +102,7 @@ func TestADrawNamesItsBeaconAtCreation(t *testing.T) {
 // itself, passed off as quicknet) or another period or genesis (rounds at other times, one
 // maybe out before the entries) is refused at creation, 400 beacon_chain_mismatch.
 func TestADrawRefusesQuicknetsChainHashWithAnotherChainsValues(t *testing.T) {
+	t.Parallel()
 	pool := backendtest.DB(t)
 	rdb := testenv.Redis(t)
 	s := &Sales{Pool: pool, Redis: rdb, Locker: lock.NewLocker(rdb, 10*time.Second), Log: slog.New(slog.DiscardHandler), DrandEndpoints: true}

@@ -1,3 +1,5 @@
+//go:build integration
+
 package sales
 
 import (
@@ -20,6 +22,7 @@ import (
 )
 
 func TestBadDrawSpecsAre400NamingTheFieldAndAGoodOneIsStoredAndShown(t *testing.T) {
+	t.Parallel()
 	pool := backendtest.DB(t)
 	rdb := testenv.Redis(t)
 	s := &Sales{Pool: pool, Redis: rdb, Locker: lock.NewLocker(rdb, 10*time.Second), Log: slog.New(slog.DiscardHandler)}
@@ -82,6 +85,7 @@ func TestBadDrawSpecsAre400NamingTheFieldAndAGoodOneIsStoredAndShown(t *testing.
 // the draw hash in Redis (the seed deleted, the whole hash deleted, another seed and
 // commitment written there), and Postgres keeps the first commitment.
 func TestAPreheatNeverReplacesAPublishedDrawCommitment(t *testing.T) {
+	t.Parallel()
 	pool := backendtest.DB(t)
 	rdb := testenv.Redis(t)
 	ctx := context.Background()

@@ -1,3 +1,5 @@
+//go:build integration
+
 package sales
 
 import (
@@ -17,6 +19,7 @@ import (
 // gateway's relay takes only its own namespace's outboxes); without one, the field is absent
 // (the unnamed deployment).
 func TestPreheatRecordsTheNamespaceInEverySaleAndShardMeta(t *testing.T) {
+	t.Parallel()
 	pool := backendtest.DB(t)
 	rdb := testenv.Redis(t)
 	ctx := context.Background()

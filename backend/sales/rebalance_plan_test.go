@@ -7,6 +7,7 @@ import (
 )
 
 func TestPlanRebalanceEvensOutAndMovesAsLittleAsPossible(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		stocks []int64
 		hungry []bool
@@ -50,6 +51,7 @@ func TestPlanRebalanceEvensOutAndMovesAsLittleAsPossible(t *testing.T) {
 }
 
 func TestHungerServesTheShardsThatWantAVariantOrAnything(t *testing.T) {
+	t.Parallel()
 	var nobody *Hunger
 	if !nobody.wants("x") || nobody.of("x") != nil {
 		t.Fatal("no hunger must even out every variant, no shard first")

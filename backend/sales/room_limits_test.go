@@ -1,3 +1,5 @@
+//go:build integration
+
 package sales
 
 import (
@@ -15,6 +17,7 @@ import (
 // hash at preheat, and leaves it when the sale no longer sets it; the stock the room was set up
 // with is kept for the gateways' built-in bound.
 func TestASaleRoomsMaxWaitersIsCheckedAndReachesRedis(t *testing.T) {
+	t.Parallel()
 	n := func(v int64) *int64 { return &v }
 	for _, bad := range []int64{0, -5, 10_000_001} {
 		if err := (admin.RoomSpec{MaxWaiters: n(bad)}).Validate(); err == nil {

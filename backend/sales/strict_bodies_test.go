@@ -13,6 +13,7 @@ import (
 // proxy, a log or a reviewer reading the body sees another request than the one served.
 // Each is refused as 400 bad_request (the parsers' errors are).
 func TestJSONBodiesRefuseDuplicateKeys(t *testing.T) {
+	t.Parallel()
 	sale := `"id":"s1","starts_at":"2030-01-01T00:00:00Z","ends_at":"2030-01-02T00:00:00Z"`
 	parsers := map[string]func(string) error{
 		"sale": func(b string) error { _, err := ParseSaleSpec(strings.NewReader(b)); return err },
@@ -44,6 +45,7 @@ func TestJSONBodiesRefuseDuplicateKeys(t *testing.T) {
 // A room's difficulty is [min, max]: [1,2,3] (and [5], which read as [5,0]) is refused, not cut
 // or padded into something the operator did not ask for.
 func TestADifficultyWithThreeNumbersIsRefused(t *testing.T) {
+	t.Parallel()
 	for _, d := range []string{`[1,2,3]`, `[0,0,0]`, `[5]`, `[]`, `[1,2,3,4]`, `"1,2"`} {
 		body := `{"id":"s1","stock":1,"starts_at":"2030-01-01T00:00:00Z","ends_at":"2030-01-02T00:00:00Z","room":{"difficulty":` + d + `}}`
 		if spec, err := ParseSaleSpec(strings.NewReader(body)); err == nil {

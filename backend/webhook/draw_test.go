@@ -1,3 +1,5 @@
+//go:build integration
+
 package webhook
 
 import (
@@ -16,6 +18,7 @@ import (
 // nothing), only where a URL will take them, an entrant's later event blocked behind his
 // undelivered one; the worker claims them as draw events with the contract's body.
 func TestDrawEventsAreRecordedOnceInOrderPerEntrantAndClaimedAsDrawEvents(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	pool := backendtest.DB(t)
 	if _, err := pool.Exec(ctx, `INSERT INTO sales (id, initial_stock, stock, starts_at, ends_at) VALUES ('s1', 2, 2, now(), now() + interval '1 hour')`); err != nil {

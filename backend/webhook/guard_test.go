@@ -27,6 +27,7 @@ const hookSecretNew = "hook-secret-new-0123456789"
 // A failed attempt is recorded as a coarse outcome: the status, or the kind of failure. Never
 // the receiver's body or reason phrase, never a dial error naming addresses and ports.
 func TestAFailedAttemptIsRecordedAsACoarseOutcome(t *testing.T) {
+	t.Parallel()
 	dial := func(err error) error {
 		return &url.Error{Op: "Post", URL: "http://10.1.2.3:6379/hooks",
 			Err: &net.OpError{Op: "dial", Net: "tcp", Addr: &net.TCPAddr{IP: net.IPv4(10, 1, 2, 3), Port: 6379}, Err: err}}
@@ -65,6 +66,7 @@ func (*timeoutErr) Temporary() bool { return true }
 // never connected to; with it off, a redirect is not followed (not even to a loopback address:
 // the worker goes only where the URL says) and counts as a failed attempt.
 func TestTheWebhookClientDialsNothingInsideAndFollowsNoRedirect(t *testing.T) {
+	t.Parallel()
 	var hits, redirected atomic.Int64
 	target := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { redirected.Add(1) }))
 	defer target.Close()

@@ -1,3 +1,5 @@
+//go:build integration
+
 package webhook
 
 import (
@@ -20,6 +22,7 @@ import (
 // a retry or parks the event dead at MaxAttempts, and the outcome of an event whose lease ran
 // out (claimed again since: its attempts count moved on) changes nothing.
 func TestABatchOfOutcomesSettlesEachEventAndSkipsLostLeases(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	pool := backendtest.DB(t)
 	// o1: a (attempt 1, delivered) then b (blocked behind a); o2: c (attempt 2, fails);

@@ -1,3 +1,5 @@
+//go:build integration
+
 // Package clientjs tests clients/js, the JavaScript client, with Node's own test runner
 // against the real gateway and backend: TestJavaScriptClient starts the stack
 // (internal/harness, the root Caddyfile), creates the sales the JavaScript tests drive, and
@@ -41,14 +43,6 @@ func TestJavaScriptClient(t *testing.T) {
 	node, err := exec.LookPath("node")
 	if err != nil {
 		t.Fatalf("node (20 or later) is needed to test clients/js: %v", err)
-	}
-	if testing.Short() {
-		// The pure tests only: no stack. The gateway tests need the environment below.
-		out, err := exec.Command(node, "--test", "test/unit.test.js").CombinedOutput()
-		if err != nil {
-			t.Fatalf("node --test test/unit.test.js: %v\n%s", err, out)
-		}
-		return
 	}
 	testenv.NeedsServices(t, "Redis, RabbitMQ and Postgres")
 	bin, err := binaries.Dir("../..")

@@ -1,3 +1,5 @@
+//go:build integration
+
 package main
 
 import (
@@ -26,13 +28,6 @@ func TestMain(m *testing.M) {
 		os.Exit(code)
 	}
 	os.Exit(m.Run())
-}
-
-func TestIdentityRefusesUnknownCases(t *testing.T) {
-	var out, errb bytes.Buffer
-	if code := run(context.Background(), []string{"identity", "-cases", "demo,oauth-magic"}, &out, &errb); code != 2 {
-		t.Fatalf("exit code %d, want 2\n%s", code, errb.String())
-	}
 }
 
 // The benchmark end to end on the gateway built from this repository, tiny and short (a

@@ -14,6 +14,7 @@ import (
 	"github.com/caddyserver/caddy/v2"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/seckilledge/seckill/internal/harness"
 	"github.com/seckilledge/seckill/internal/proc"
 	"github.com/seckilledge/seckill/internal/testenv"
 )
@@ -65,11 +66,17 @@ var (
 	buildErr  error
 )
 
-// Binary builds ./cmd/caddy once per test process: gateways that must be other processes
-// (killed, restarted, or a second instance) run it.
+// Binary is cmd/caddy, for gateways that must be other processes (killed, restarted, or a
+// second instance): make build's under make test ($SECKILL_BIN_DIR), else built once per test
+// process.
 func Binary(t testing.TB) string {
 	t.Helper()
+	testenv.NeedsServices(t, "a built cmd/caddy")
 	buildOnce.Do(func() {
+		if dir, err := harness.PrebuiltDir("caddy"); dir != "" || err != nil {
+			binPath, buildErr = filepath.Join(dir, "caddy"), err
+			return
+		}
 		dir, err := os.MkdirTemp("", "seckill-test-caddy")
 		if err != nil {
 			buildErr = err

@@ -53,10 +53,8 @@ func (s *Server) Addr() string { return s.srv.Addr }
 // StartRedis starts a private redis-server on a free loopback port with AOF everysec, data in
 // a temp dir. It is killed at the end of the test.
 func StartRedis(t testing.TB) *Server {
-	if testing.Short() {
-		t.Skip("integration: needs a private redis-server")
-	}
 	t.Helper()
+	NeedsServices(t, "a private redis-server")
 	port, dir := FreePort(t), t.TempDir()
 	rs, err := proc.NewRedis(dir, port, proc.AOFEverySec...)
 	if err != nil {
@@ -71,10 +69,8 @@ func StartRedis(t testing.TB) *Server {
 // StartRedisCluster starts a 3-master Redis Cluster on loopback (no replicas) and returns its
 // seed addresses. Used by the Cluster tests.
 func StartRedisCluster(t testing.TB) []string {
-	if testing.Short() {
-		t.Skip("integration: needs a private Redis Cluster")
-	}
 	t.Helper()
+	NeedsServices(t, "a private Redis Cluster")
 	var addrs []string
 	for i := 0; i < 3; i++ {
 		dir := t.TempDir()
@@ -119,10 +115,8 @@ func StartRedisCluster(t testing.TB) []string {
 // seckill, database seckill). It is killed at the end of the test. URL() gives its connection
 // string.
 func StartPostgres(t testing.TB) *Server {
-	if testing.Short() {
-		t.Skip("integration: needs a private Postgres")
-	}
 	t.Helper()
+	NeedsServices(t, "a private Postgres")
 	// Not t.TempDir: the postgres user must be able to reach it.
 	dir, err := os.MkdirTemp("/var/tmp", "seckill-testpg-")
 	if err != nil {
@@ -155,10 +149,8 @@ func (s *Server) URL() string { return proc.PGURL(s.srv, "seckill") }
 // StartRabbit starts a private RabbitMQ node (its own node name, ports and data dir) so that a
 // test may stop and restart the broker. Starting takes several seconds. AMQPURL() gives its URL.
 func StartRabbit(t testing.TB) *Server {
-	if testing.Short() {
-		t.Skip("integration: needs a private RabbitMQ")
-	}
 	t.Helper()
+	NeedsServices(t, "a private RabbitMQ")
 	dir := t.TempDir()
 	r, err := proc.NewRabbit(dir, ID("t"))
 	if err != nil {

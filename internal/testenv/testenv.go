@@ -3,8 +3,11 @@
 // per test, and private servers that a fault test may kill without disturbing anyone else.
 //
 // A missing service fails the test; it never skips it. Start the stack with
-// `scripts/stack.sh start` (make test does it). Under `go test -short` (make unit) every helper
-// that needs a service skips the test instead, so the pure tests run with nothing started.
+// `scripts/stack.sh start` (make test does it). The tests that use these helpers are the
+// integration tier: their files carry `//go:build integration` (make test builds with
+// -tags integration). In a binary built without the tag (make unit) every helper that reaches
+// a service fails the test at once and says which line the file lacks, so a test in the wrong
+// tier is caught the first time it runs, never skipped.
 package testenv
 
 import (
@@ -14,6 +17,7 @@ import (
 	"encoding/json"
 	"net/url"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -43,12 +47,14 @@ func PGURL() string { return stackenv.PGURL() }
 func PGAdminURL() string { return stackenv.PGAdminURL() }
 
 // NeedsServices marks a test that needs real servers (the shared stack's or private ones it
-// starts): `go test -short` skips it. Every helper of this package that reaches a service
-// calls it first, so a test that starts with one of them needs nothing else.
+// starts), a browser or a built binary: in a binary built without the integration tag it fails
+// the test, naming the build line its file lacks. Every helper of this package that reaches a
+// service calls it first, so a test that starts with one of them needs nothing else.
 func NeedsServices(t testing.TB, what string) {
 	t.Helper()
-	if testing.Short() {
-		t.Skip("integration: needs " + what)
+	if !Integration {
+		t.Fatalf("%s needs %s: its file belongs to the integration tier and must start with the line "+
+			"`//go:build integration` (bash scripts/tag-tests.sh adds it; make test runs that tier)", t.Name(), what)
 	}
 }
 
@@ -67,10 +73,8 @@ func ID(prefix string) string {
 
 // Redis returns a client of the shared Redis, closed when the test ends.
 func Redis(t testing.TB) *redis.Client {
-	if testing.Short() {
-		t.Skip("integration: needs Redis")
-	}
 	t.Helper()
+	NeedsServices(t, "Redis")
 	c := redis.NewClient(&redis.Options{Addr: RedisAddr()})
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 	defer cancel()
@@ -84,10 +88,8 @@ func Redis(t testing.TB) *redis.Client {
 // RabbitVhost creates a RabbitMQ vhost of its own for the test (deleted at the end) and returns
 // the AMQP URL of it. Topology names are fixed by the contract, so isolation is by vhost.
 func RabbitVhost(t testing.TB) string {
-	if testing.Short() {
-		t.Skip("integration: needs RabbitMQ")
-	}
 	t.Helper()
+	NeedsServices(t, "RabbitMQ")
 	vhost := ID("t-")
 	mg := mgmt(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -110,10 +112,8 @@ func RabbitVhost(t testing.TB) string {
 
 // Mgmt is a client of the shared stack's RabbitMQ management API.
 func Mgmt(t testing.TB) *rabbitmgmt.Client {
-	if testing.Short() {
-		t.Skip("integration: needs the RabbitMQ management API")
-	}
 	t.Helper()
+	NeedsServices(t, "the RabbitMQ management API")
 	return mgmt(t)
 }
 
@@ -144,10 +144,8 @@ func RabbitMgmt(method, path, body string) ([]byte, error) {
 
 // Postgres creates a database of its own for the test (dropped at the end) and returns its URL.
 func Postgres(t testing.TB) string {
-	if testing.Short() {
-		t.Skip("integration: needs Postgres")
-	}
 	t.Helper()
+	NeedsServices(t, "Postgres")
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	admin, err := pgx.Connect(ctx, PGAdminURL())
@@ -155,21 +153,12 @@ func Postgres(t testing.TB) string {
 		missing(t, "Postgres", err)
 	}
 	defer admin.Close(context.Background())
-	name := "t_" + strings.ReplaceAll(ID(""), "-", "_")
+	name := newDBName()
 	if _, err := admin.Exec(ctx, "CREATE DATABASE "+name); err != nil {
 		t.Fatalf("create test database: %v", err)
 	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		if c, err := pgx.Connect(ctx, PGAdminURL()); err == nil {
-			_, _ = c.Exec(ctx, "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)")
-			_ = c.Close(ctx)
-		}
-	})
-	u, _ := url.Parse(PGURL())
-	u.Path = "/" + name
-	return u.String()
+	dropAtEnd(t, name)
+	return dbURL(name)
 }
 
 // FreePort returns a loopback TCP port that was free a moment ago.
@@ -221,4 +210,86 @@ func redact(raw string) string {
 		return "?"
 	}
 	return u.Redacted()
+}
+
+// cloneMu serialises this process's clones of a template (the advisory lock serialises them
+// across processes; holding the mutex keeps one admin connection waiting instead of many).
+var cloneMu sync.Mutex
+
+// PostgresFrom creates a database of the test's own (dropped at the end) as a copy of a
+// template database that migrate brought to a schema, and returns its URL: a clone is a file
+// copy, much cheaper than running every migration again. key names the schema (a digest of
+// the migrations): the template "tpl_<key>" is built once, by the first test of any process
+// that asks for it, and kept for the next runs; a change of the migrations is a new key.
+//
+// Postgres refuses to copy a database while anyone is connected to it, so a finished template
+// allows no connections at all (ALLOW_CONNECTIONS false, which also marks it finished: a
+// build that died half way is dropped and done again), and every build and copy holds one
+// advisory lock, so two test processes never build the same template or copy it at once.
+func PostgresFrom(t testing.TB, key string, migrate func(ctx context.Context, url string) error) string {
+	t.Helper()
+	NeedsServices(t, "Postgres")
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cloneMu.Lock()
+	defer cloneMu.Unlock()
+	admin, err := pgx.Connect(ctx, PGAdminURL())
+	if err != nil {
+		missing(t, "Postgres", err)
+	}
+	defer admin.Close(context.Background())
+	tpl := "tpl_" + strings.ToLower(key)
+	if len(tpl) > 40 || strings.Trim(key, "0123456789abcdefABCDEF") != "" {
+		t.Fatalf("template key %q: want at most 36 hex digits", key)
+	}
+	if _, err := admin.Exec(ctx, "SELECT pg_advisory_lock(hashtext('seckill test templates'))"); err != nil {
+		t.Fatalf("lock the test templates: %v", err)
+	}
+	defer func() {
+		_, _ = admin.Exec(context.Background(), "SELECT pg_advisory_unlock(hashtext('seckill test templates'))")
+	}()
+	var allowConn bool
+	err = admin.QueryRow(ctx, "SELECT datallowconn FROM pg_database WHERE datname = $1", tpl).Scan(&allowConn)
+	switch {
+	case err == pgx.ErrNoRows || (err == nil && allowConn):
+		if _, err := admin.Exec(ctx, "DROP DATABASE IF EXISTS "+tpl+" WITH (FORCE)"); err != nil {
+			t.Fatalf("drop the unfinished template %s: %v", tpl, err)
+		}
+		if _, err := admin.Exec(ctx, "CREATE DATABASE "+tpl); err != nil {
+			t.Fatalf("create the template %s: %v", tpl, err)
+		}
+		if err := migrate(ctx, dbURL(tpl)); err != nil {
+			t.Fatalf("migrate the template %s: %v", tpl, err)
+		}
+		if _, err := admin.Exec(ctx, "ALTER DATABASE "+tpl+" WITH IS_TEMPLATE true ALLOW_CONNECTIONS false"); err != nil {
+			t.Fatalf("finish the template %s: %v", tpl, err)
+		}
+	case err != nil:
+		t.Fatalf("look up the template %s: %v", tpl, err)
+	}
+	name := newDBName()
+	if _, err := admin.Exec(ctx, "CREATE DATABASE "+name+" TEMPLATE "+tpl); err != nil {
+		t.Fatalf("copy the template %s: %v", tpl, err)
+	}
+	dropAtEnd(t, name)
+	return dbURL(name)
+}
+
+func newDBName() string { return "t_" + strings.ReplaceAll(ID(""), "-", "_") }
+
+func dbURL(name string) string {
+	u, _ := url.Parse(PGURL())
+	u.Path = "/" + name
+	return u.String()
+}
+
+func dropAtEnd(t testing.TB, name string) {
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if c, err := pgx.Connect(ctx, PGAdminURL()); err == nil {
+			_, _ = c.Exec(ctx, "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)")
+			_ = c.Close(ctx)
+		}
+	})
 }

@@ -14,13 +14,17 @@ import (
 	"github.com/seckilledge/seckill/internal/testenv"
 )
 
+// MigratedURL gives the test a database of its own at the newest schema, a copy of a template
+// database migrated once (testenv.PostgresFrom), and returns its URL.
+func MigratedURL(t testing.TB) string {
+	t.Helper()
+	return testenv.PostgresFrom(t, schema.Digest(), schema.Migrate)
+}
+
 // DB gives the test a database of its own, migrated, and a pool on it (closed at the end).
 func DB(t testing.TB) *pgxpool.Pool {
 	t.Helper()
-	url := testenv.Postgres(t)
-	if err := schema.Migrate(context.Background(), url); err != nil {
-		t.Fatal(err)
-	}
+	url := MigratedURL(t)
 	pool, err := pgxpool.New(context.Background(), url)
 	if err != nil {
 		t.Fatal(err)

@@ -5,7 +5,9 @@ package schema
 
 import (
 	"context"
+	"crypto/sha256"
 	"embed"
+	"encoding/hex"
 	"fmt"
 	"io/fs"
 
@@ -42,4 +44,17 @@ func Migrate(ctx context.Context, url string) error {
 		return fmt.Errorf("migrate: %w", err)
 	}
 	return nil
+}
+
+// Digest is a hex digest of the migrations (names and contents): the key of the tests'
+// template database (testenv.PostgresFrom), so a changed or added migration is a new template.
+func Digest() string {
+	h := sha256.New()
+	entries, _ := migrationFiles.ReadDir("migrations")
+	for _, e := range entries {
+		b, _ := migrationFiles.ReadFile("migrations/" + e.Name())
+		fmt.Fprintf(h, "%s %d\n", e.Name(), len(b))
+		h.Write(b)
+	}
+	return hex.EncodeToString(h.Sum(nil))[:32]
 }

@@ -12,15 +12,6 @@ import (
 
 	"github.com/go-jose/go-jose/v4"
 	"github.com/go-jose/go-jose/v4/jwt"
-
-	// The directives of the benchmark's Caddyfile, for handlertest.Adapt.
-	_ "github.com/caddyserver/caddy/v2/modules/caddyhttp/reverseproxy/forwardauth"
-	_ "github.com/seckilledge/seckill/caddymodule/identity"
-	_ "github.com/seckilledge/seckill/caddymodule/throttle"
-	_ "github.com/seckilledge/seckill/caddymodule/token"
-
-	"github.com/seckilledge/seckill/internal/handlertest"
-	"github.com/seckilledge/seckill/internal/harness"
 )
 
 func startTestStandin(t *testing.T) *StandinProcess {
@@ -128,66 +119,6 @@ func TestStandinRefusesUserIDsTheGatewayWouldRefuse(t *testing.T) {
 	sp := startTestStandin(t)
 	if _, err := sp.Sessions(context.Background(), "bad user ", 1); err == nil {
 		t.Error("a prefix with spaces was signed")
-	}
-}
-
-// The Caddyfile the lead's measurement runs: it must adapt (every subdirective spelled as the
-// identity directives read it), with one site per case and the user each identity step sets.
-func TestIdentityCaddyfileAdaptsWithOneSitePerCase(t *testing.T) {
-	ports := map[string]int{IdentityJWT: 9001, IdentitySession: 9002, IdentityForwardAuth: 9003, IdentityForwardAuthClose: 9004}
-	for _, throttle := range []bool{false, true} {
-		src, err := IdentityCaddyfile("http://127.0.0.1:3999", ports, 30*time.Second, throttle)
-		if err != nil {
-			t.Fatal(err)
-		}
-		conf, err := harness.GatewayConfig(src, 9000, 9010, 9011, "")
-		if err != nil {
-			t.Fatal(err)
-		}
-		out, _, err := handlertest.Adapt([]byte(conf))
-		if err != nil {
-			t.Fatalf("throttle %v: %v\n%s", throttle, err, conf)
-		}
-		var cfg struct {
-			Apps struct {
-				HTTP struct {
-					Servers map[string]struct {
-						Listen []string        `json:"listen"`
-						Routes json.RawMessage `json:"routes"`
-					} `json:"servers"`
-				} `json:"http"`
-			} `json:"apps"`
-		}
-		if err := json.Unmarshal(out, &cfg); err != nil {
-			t.Fatal(err)
-		}
-		sites := map[string]string{}
-		for _, s := range cfg.Apps.HTTP.Servers {
-			sites[s.Listen[0]] = string(s.Routes)
-		}
-		for addr, want := range map[string][]string{
-			":9000": {`"user":"{http.request.header.X-User-ID}"`},
-			":9001": {`"handler":"seckill_identity"`, `"jwks_url":"http://127.0.0.1:3999/.well-known/jwks.json"`, `"user":"{http.auth.user.id}"`},
-			":9002": {`"handler":"seckill_session"`, `"upstream":"http://127.0.0.1:3999/session"`, `"ttl":30000000000`, `"user":"{http.auth.user.id}"`},
-			":9003": {`"uri":"/session"`, `"user":"{http.request.header.X-Seckill-User}"`},
-			":9004": {`"keep_alive":{"enabled":false}`, `"user":"{http.request.header.X-Seckill-User}"`},
-		} {
-			got := strings.Join(strings.Fields(sites[addr]), "")
-			for _, w := range want {
-				if !strings.Contains(got, w) {
-					t.Errorf("throttle %v, site %s: no %s in\n%s", throttle, addr, w, got)
-				}
-			}
-			if strings.Contains(got, "seckill_throttle") != throttle {
-				t.Errorf("site %s: seckill_throttle present = %v, want %v", addr, !throttle, throttle)
-			}
-		}
-		if strings.Contains(sites[":9003"], "keep_alive") {
-			t.Error("forward_auth with keep-alive on sets keep_alive")
-		}
-	}
-	if _, err := IdentityCaddyfile("http://127.0.0.1:3999", map[string]int{IdentityJWT: 1}, time.Second, false); err == nil {
-		t.Error("a case without a port was accepted")
 	}
 }
 

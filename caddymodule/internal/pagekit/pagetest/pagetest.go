@@ -64,11 +64,15 @@ func NewBrowser(t *testing.T) *Browser {
 	return &Browser{ctx: bctx, axe: axeSource(t)}
 }
 
-// AxePath is where axe-core is: $SECKILL_AXE_JS, else .run/npm/node_modules/axe-core/axe.min.js
-// at the module's root (scripts/stack.sh start installs it there).
+// AxePath is where axe-core is: $SECKILL_AXE_JS, else npm/node_modules/axe-core/axe.min.js in
+// the stack's directory ($SECKILL_RUN_DIR, as scripts/stack.sh and internal/npmtools read it;
+// else .run at the module's root), where scripts/stack.sh start installs it.
 func AxePath() string {
 	if p := os.Getenv("SECKILL_AXE_JS"); p != "" {
 		return p
+	}
+	if d := os.Getenv("SECKILL_RUN_DIR"); d != "" {
+		return filepath.Join(d, "npm", "node_modules", "axe-core", "axe.min.js")
 	}
 	dir, _ := os.Getwd()
 	for d := dir; ; d = filepath.Dir(d) {

@@ -1,4 +1,4 @@
-package identity
+package conformance
 
 import (
 	"bytes"
@@ -7,21 +7,22 @@ import (
 
 	"github.com/seckilledge/seckill/internal/handlertest"
 
-	// seckill_throttle and seckill_token, to check the order of the directives.
-	_ "github.com/seckilledge/seckill/caddymodule/throttle"
-	_ "github.com/seckilledge/seckill/caddymodule/token"
+	_ "github.com/seckilledge/seckill" // the identity, and the throttle and the token whose order it checks
 )
 
-// Golden tests: testdata/adapt/<name>.caddyfile adapts to <name>.json. After a deliberate
-// change: go test ./caddymodule/identity -run Caddyfile -update.
-func TestCaddyfileAdaptsToTheDocumentedJSON(t *testing.T) {
-	handlertest.Golden(t, "testdata/adapt", false)
+// identityAdapt holds seckill_identity's golden Caddyfiles.
+const identityAdapt = "../../caddymodule/identity/testdata/adapt"
+
+// Golden tests: caddymodule/identity/testdata/adapt/<name>.caddyfile adapts to <name>.json.
+// After a deliberate change: go test ./internal/conformance -run IdentityCaddyfile -update.
+func TestIdentityCaddyfileAdaptsToTheDocumentedJSON(t *testing.T) {
+	handlertest.Golden(t, identityAdapt, false)
 }
 
 // In a plain site block the identity comes first, whatever order the block is written in:
 // the throttle's user zone and the token issuer read {http.auth.user.id}.
 func TestIdentityRunsBeforeTheThrottleAndTheTokenWhereverItIsWritten(t *testing.T) {
-	for _, f := range []string{"testdata/adapt/full.caddyfile", "testdata/adapt/session.caddyfile"} {
+	for _, f := range []string{identityAdapt + "/full.caddyfile", identityAdapt + "/session.caddyfile"} {
 		src, err := os.ReadFile(f)
 		if err != nil {
 			t.Fatal(err)
@@ -55,7 +56,7 @@ func TestVerifiedCacheZeroIsKeptByTheAdapter(t *testing.T) {
 	}
 }
 
-func TestCaddyfileRefusesMistakes(t *testing.T) {
+func TestIdentityCaddyfileRefusesMistakes(t *testing.T) {
 	for _, body := range []string{
 		"seckill_identity { nonsense 1 }",
 		"seckill_identity { cookie }",
