@@ -6,7 +6,7 @@ import (
 	"github.com/seckilledge/seckill/backend/drawapi"
 )
 
-// Issue 33 (informational): an immutable, cached page has one URL: limit only in its canonical
+// An immutable, cached page has one URL: limit only in its canonical
 // form; and after= (empty) is the first page, as no after at all.
 func TestTheEntriesQueryIsCanonical(t *testing.T) {
 	t.Parallel()
