@@ -3,7 +3,7 @@
 // entry rate), the difficulty of a new challenge, and the Store port with its Redis adapter
 // (RedisStore: lua/draw_enter.lua, lua/draw_status.lua and the draw's settings, each call
 // within the handler's bound). It imports no Caddy (caddymodule/draw is the handler), so its
-// tests link no Caddy either (TestTheDrawCoreLinksNoCaddy, in caddymodule/draw).
+// tests link no Caddy either (TestTheSharedCorePartsLinkNoCaddy, in internal/testlayout).
 package core
 
 import (

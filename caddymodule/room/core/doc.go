@@ -4,5 +4,5 @@
 // lua/room_queue.lua (Decide), the estimate of a wait (Pace, Estimate), the room's places
 // (PlaceOf; the keys are named in contract), and the Store port with its Redis adapter
 // (RedisStore), its bound (BoundStore) and reply types. It imports no Caddy (caddymodule/room is the
-// handler), so its tests link no Caddy either (TestTheRoomCoreLinksNoCaddy).
+// handler), so its tests link no Caddy either (TestTheSharedCorePartsLinkNoCaddy, in internal/testlayout).
 package core

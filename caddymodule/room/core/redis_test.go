@@ -17,7 +17,7 @@ import (
 	"github.com/seckilledge/seckill/lua"
 )
 
-// The core's Redis-backed tests link no Caddy (TestTheRoomCoreLinksNoCaddy): the room is set
+// The core's Redis-backed tests link no Caddy (TestTheSharedCorePartsLinkNoCaddy, in internal/testlayout): the room is set
 // up as the backend's preheat does, through the scripts.
 
 type coreRoom struct{ Sale string }
