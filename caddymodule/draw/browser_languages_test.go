@@ -5,7 +5,6 @@ package draw
 import (
 	"fmt"
 	"net/http/httptest"
-	"strings"
 	"testing"
 	"time"
 
@@ -17,14 +16,6 @@ import (
 var languages = []struct{ lang, accept string }{
 	{"en", "en-GB,en;q=0.9"}, {"de", "de-AT,de;q=0.9"}, {"es", "es-419,es;q=0.9"}, {"fr", "fr-CA,fr;q=0.9"},
 	{"pt-BR", "pt-PT,pt;q=0.9"}, {"ja", "ja"}, {"ko", "ko"}, {"zh-Hans", "zh-CN,zh;q=0.9"}, {"ar", "ar-SA,ar;q=0.9"},
-}
-
-// fill is s with each {name} of kv (name, value pairs) replaced.
-func fill(s string, kv ...string) string {
-	for i := 0; i+1 < len(kv); i += 2 {
-		s = strings.ReplaceAll(s, "{"+kv[i]+"}", kv[i+1])
-	}
-	return s
 }
 
 // The draw page in each of its nine languages on a phone (390 px wide): every state of an
@@ -51,7 +42,7 @@ func TestTheDrawPageInEveryLanguageFitsAPhoneAndPassesAxe(t *testing.T) {
 		t.Run(l.lang, func(t *testing.T) {
 			tab := tab.For(t, 2*time.Minute)
 			english := pagetest.Untranslated(p.kit, l.lang)
-			msg := func(key string, kv ...string) string { return fill(p.kit.Message(l.lang, key), kv...) }
+			msg := func(key string, kv ...string) string { return pagetest.Fill(p.kit.Message(l.lang, key), kv...) }
 			num := func(n int) string {
 				return pagetest.JS[string](tab, fmt.Sprintf(`new Intl.NumberFormat(document.documentElement.lang).format(%d)`, n))
 			}
@@ -109,7 +100,7 @@ func TestTheDrawPageInEveryLanguageFitsAPhoneAndPassesAxe(t *testing.T) {
 			if got, want := pagetest.JS[string](tab, `document.title`), msg("draw.title_won", "title", msg("draw.title")); got != want {
 				t.Errorf("the title %q, want %q", got, want)
 			}
-			tab.WaitText("closes", fill(p.kit.PluralMessage(l.lang, "draw.entries", 1234), "entries", num(1234)))
+			tab.WaitText("closes", pagetest.Fill(p.kit.PluralMessage(l.lang, "draw.entries", 1234), "entries", num(1234)))
 			pagetest.JS[bool](tab, `document.getElementById("sk-check").open = true`)
 			tab.WaitText("randomness", msg("draw.beacon", "round", num(123)))
 			fromStart("the labels of Check this draw", "#sk-check dl", "#sk-check dt")

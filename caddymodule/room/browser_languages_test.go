@@ -23,14 +23,6 @@ var languages = []struct{ lang, accept string }{
 	{"ar", "ar-EG,ar;q=0.9"},
 }
 
-// fill is s with each {name} of kv (name, value pairs) replaced.
-func fill(s string, kv ...string) string {
-	for i := 0; i+1 < len(kv); i += 2 {
-		s = strings.ReplaceAll(s, "{"+kv[i]+"}", kv[i+1])
-	}
-	return s
-}
-
 // The waiting page in each of its nine languages on a phone (390 px wide): every state a
 // buyer meets (entering with the work done, waiting, one person ahead, left, back in line,
 // paused, admitted, bought with "Check this queue" open, sold out, ended, the room full), in
@@ -61,11 +53,13 @@ func TestTheWaitingPageInEveryLanguageFitsAPhoneAndPassesAxe(t *testing.T) {
 		t.Run(l.lang, func(t *testing.T) {
 			tab := tab.For(t, 2*time.Minute)
 			english := pagetest.Untranslated(kit, l.lang)
-			msg := func(key string, kv ...string) string { return fill(kit.Message(l.lang, key), kv...) }
+			msg := func(key string, kv ...string) string { return pagetest.Fill(kit.Message(l.lang, key), kv...) }
 			num := func(n int) string {
 				return pagetest.JS[string](tab, fmt.Sprintf(`new Intl.NumberFormat(document.documentElement.lang).format(%d)`, n))
 			}
-			count := func(key, name string, n int) string { return fill(kit.PluralMessage(l.lang, key, n), name, num(n)) }
+			count := func(key, name string, n int) string {
+				return pagetest.Fill(kit.PluralMessage(l.lang, key, n), name, num(n))
+			}
 			// The bar fills from the start of the line, and the first button starts there:
 			// from the right in Arabic.
 			fromStart := func(what, outer, inner string) {

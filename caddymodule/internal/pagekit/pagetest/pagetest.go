@@ -430,6 +430,15 @@ func letters(s string) int {
 	return n
 }
 
+// Fill is message with each {name} of kv (name, value pairs) replaced: what the page should say
+// once its values are in.
+func Fill(message string, kv ...string) string {
+	for i := 0; i+1 < len(kv); i += 2 {
+		message = strings.ReplaceAll(message, "{"+kv[i]+"}", kv[i+1])
+	}
+	return message
+}
+
 // Says reports whether text is message with some value in each of its {placeholders}.
 func Says(text, message string) bool {
 	parts := placeholder.Split(message, -1)
