@@ -56,6 +56,8 @@ func (s *Service) Handler(reg *prometheus.Registry, baselines bool) http.Handler
 	// The draws (docs/draw.md): run the draw now (admin, audited) and its status (viewers too).
 	mux.HandleFunc("POST /admin/sales/{id}/draw", g.Admin(s.Draws.HandleRun))
 	mux.HandleFunc("GET /admin/sales/{id}/draw", g.Viewer(s.Draws.HandleStatus))
+	// The fairness report (docs/operator.md): publish an ended sale's now (admin).
+	mux.HandleFunc("POST /admin/sales/{id}/report", g.Admin(s.Reports.HandlePublish))
 	if baselines {
 		// Benchmark-only, and they write orders past every guard of the gate: admin token
 		// required, and never for a sale the gate is selling (backend/internal/baseline).
@@ -73,6 +75,7 @@ func (s *Service) OrderHandler() http.Handler {
 	mux.HandleFunc("GET /healthz", healthz)
 	mux.HandleFunc("GET /orders/{id}", s.Orders.HandleGet)
 	s.DrawAPI.Mount(mux)
+	s.Reports.Mount(mux)
 	return recoverer(s.Log, jsonFallback(mux))
 }
 

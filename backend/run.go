@@ -17,6 +17,7 @@ import (
 	"github.com/seckilledge/seckill/backend/internal/schema"
 	"github.com/seckilledge/seckill/backend/lock"
 	"github.com/seckilledge/seckill/backend/orders"
+	"github.com/seckilledge/seckill/backend/report"
 	"github.com/seckilledge/seckill/backend/webhook"
 )
 
@@ -99,11 +100,15 @@ func Run(ctx context.Context, cfg Config) error {
 		hooks.Pool = hpool
 	}
 
+	reportKey, err := report.ParseKey(os.Getenv("SECKILL_REPORT_KEY"))
+	if err != nil {
+		return err
+	}
 	comp := &orders.Compensator{Pool: pool, Redis: rdb, Log: log}
 	// Every part is built here, once (New), and wired there.
 	svc := New(Options{Pool: pool, Redis: rdb, Locker: lock.NewLocker(rdb, cfg.LockTTL), Compensator: comp, Log: log,
 		Tokens: tokens, Retention: cfg.Retention, Grace: cfg.ReconcileGrace, Webhooks: hooks, Namespace: cfg.Namespace,
-		Drand: drand, Beacon: beacon})
+		Drand: drand, Beacon: beacon, ReportKey: reportKey})
 	cons := &orders.Consumer{URL: cfg.AMQPURL, Writer: &orders.Writer{Pool: pool, DefaultWebhook: hooks.HasDefaultURL()}, Compensator: comp,
 		BatchSize: cfg.BatchSize, BatchWait: cfg.BatchWait, Writers: cfg.BatchWriters, Log: log, Written: hooks.Wake}
 
@@ -156,6 +161,9 @@ func Run(ctx context.Context, cfg Config) error {
 	go func() { defer wg.Done(); _ = cons.Run(ctx) }()
 	go func() { defer wg.Done(); svc.Sweeper.Run(ctx, cfg.SweepInterval) }()
 	go func() { defer wg.Done(); svc.Sales.RunRebalancer(ctx) }()
+	// The fairness reports: each sale's, a little after its end.
+	wg.Add(1)
+	go func() { defer wg.Done(); svc.Reports.Run(ctx, 5*time.Second) }()
 	// The draws: each at its close, then its waves as their claim windows end.
 	wg.Add(1)
 	go func() { defer wg.Done(); svc.Draws.RunLoop(ctx, drawInterval) }()

@@ -17,6 +17,7 @@ import (
 	"github.com/seckilledge/seckill/backend/lock"
 	"github.com/seckilledge/seckill/backend/orders"
 	"github.com/seckilledge/seckill/backend/reconcile"
+	"github.com/seckilledge/seckill/backend/report"
 	"github.com/seckilledge/seckill/backend/sales"
 	"github.com/seckilledge/seckill/backend/ui"
 	"github.com/seckilledge/seckill/backend/webhook"
@@ -55,6 +56,8 @@ type Options struct {
 	// (Config.DrandConfig; both nil: draws are commit-reveal only).
 	Drand  *draw.Drand
 	Beacon *drawmath.Beacon
+	// ReportKey signs the fairness reports (SECKILL_REPORT_KEY; nil: none is published).
+	ReportKey *report.Key
 }
 
 // Service is the backend's parts, each built once by New, which also wires the calls they make
@@ -89,6 +92,8 @@ type Service struct {
 	// Baselines are the naive benchmark endpoints, mounted only when asked
 	// (backend/internal/baseline).
 	Baselines *baseline.Baselines
+	// Reports builds, signs, stores and serves each ended sale's fairness report (backend/report).
+	Reports *report.Publisher
 }
 
 // New builds every part of the backend once from o and wires them together here, in one
@@ -134,6 +139,8 @@ func New(o Options) *Service {
 		Audit: func(ctx context.Context, limit int) ([]admin.AuditEntry, error) {
 			return s.Controls.Audit(ctx, "", limit)
 		}})
+	s.Reports = &report.Publisher{Pool: o.Pool, Redis: o.Redis, Key: o.ReportKey, Log: o.Log, Now: now,
+		Retention: s.Sales.RetentionOrDefault()}
 	s.Baselines = &baseline.Baselines{Pool: o.Pool, Redis: o.Redis, Log: o.Log}
 	return s
 }

@@ -52,14 +52,15 @@ type command func(ctx context.Context, args []string, stdout, stderr io.Writer) 
 // (the scenarios themselves live in bench/scenario/<name>); any other first argument is a
 // flag of the comparison, runBench.
 var subcommands = map[string]command{
-	"verify":      runVerify,     // the invariants of an existing sale (internal/invariants)
-	"verify-room": runVerifyRoom, // a room's order against its revealed seed
-	"verify-draw": runVerifyDraw, // a draw recomputed from its result and entries (bench/drawcheck)
-	"room":        runRoom,       // bench/scenario/room
-	"draw":        runDraw,       // bench/scenario/draw
-	"draw-sale":   runDrawSale,   // bench/scenario/draw, on a running stack
-	"identity":    runIdentity,   // bench/scenario/identity
-	"soak":        runSoak,       // bench/scenario/soak
+	"verify":        runVerify,       // the invariants of an existing sale (internal/invariants)
+	"verify-room":   runVerifyRoom,   // a room's order against its revealed seed
+	"verify-draw":   runVerifyDraw,   // a draw recomputed from its result and entries (bench/drawcheck)
+	"verify-report": runVerifyReport, // a signed fairness report against its key and evidence
+	"room":          runRoom,         // bench/scenario/room
+	"draw":          runDraw,         // bench/scenario/draw
+	"draw-sale":     runDrawSale,     // bench/scenario/draw, on a running stack
+	"identity":      runIdentity,     // bench/scenario/identity
+	"soak":          runSoak,         // bench/scenario/soak
 	// the identity benchmark's stand-in shop, a process of its own (bench/scenario/identity)
 	"session-standin": func(ctx context.Context, args []string, _, stderr io.Writer) int {
 		return runStandin(ctx, args, stderr)

@@ -1,0 +1,147 @@
+package main
+
+import (
+	"bytes"
+	"crypto/ed25519"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/seckilledge/seckill/backend/report"
+	rep "github.com/seckilledge/seckill/contract/report"
+)
+
+// signedFixture is a room sale's evidence as the publisher writes it (five pre-queued places in
+// the seed's order, one arrival, three admissions with their tokens, two buyers, a refused
+// order), its report built and signed as the publisher does, and the key set.
+func signedFixture(t *testing.T) (keys, signed, evidence []byte, priv ed25519.PrivateKey) {
+	t.Helper()
+	seed := bytes.Repeat([]byte{7}, 32)
+	sum := sha256.Sum256(seed)
+	var pre []string
+	for i := range 5 {
+		pre = append(pre, base64.RawURLEncoding.EncodeToString([]byte(fmt.Sprintf("entry-%010d", i))))
+	}
+	rank := func(e string) []byte { m := hmac.New(sha256.New, seed); m.Write([]byte(e)); return m.Sum(nil) }
+	sort.Slice(pre, func(i, j int) bool { return bytes.Compare(rank(pre[i]), rank(pre[j])) < 0 })
+	late := base64.RawURLEncoding.EncodeToString([]byte("entry-late-00001"))
+	var ev strings.Builder
+	for _, e := range pre {
+		ev.WriteString("q:0:" + e + "\n")
+	}
+	ev.WriteString("q:1:" + late + "\n")
+	at := int64(1_800_000_000_000)
+	for i, e := range pre[:3] {
+		fmt.Fprintf(&ev, "a:%d:2:%s\n", at+int64(i), e)
+	}
+	fmt.Fprintf(&ev, "t:%d:%d:%s\n", at+40, at+60000, pre[0])  // a bot: 40 ms
+	fmt.Fprintf(&ev, "t:%d:%d:%s\n", at+1800, at+60000, pre[1]) // a person: 1.8 s
+	fmt.Fprintf(&ev, "o:%d:paid:1:%s:\n", at+50, pre[0])
+	fmt.Fprintf(&ev, "o:%d:created:1:%s:\n", at+2500, pre[1])
+	fmt.Fprintf(&ev, "o:%d:failed:1:%s:payment refused\n", at+3000, late)
+	evidence = []byte(ev.String())
+	_, priv, _ = ed25519.GenerateKey(nil)
+	r := &rep.Report{Version: rep.Version, Sale: "s1", Mode: "room", BuiltAt: rep.FormatMS(at + 99000),
+		Timeline: rep.Timeline{Starts: rep.FormatMS(at - 1000), Ends: rep.FormatMS(at + 60000)}, Figures: rep.Figures{Units: 2},
+		Counters: map[string]int64{"admitted": 3}}
+	c := rep.Compute(evidence, 2)
+	c.Apply(r)
+	r.Evidence = rep.Digest(evidence)
+	r.Evidence.Seed, r.Evidence.Commitment = hex.EncodeToString(seed), hex.EncodeToString(sum[:])
+	r.Checks.Permutation = report.PermutationCheck(r.Evidence.Commitment, r.Evidence.Seed, c)
+	r.Checks.Beacon = rep.Result{Result: rep.NotApplicable}
+	s, err := rep.Sign(r, priv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	signed, _ = json.Marshal(s)
+	pub := priv.Public().(ed25519.PublicKey)
+	keys, _ = json.Marshal(rep.KeySet{Keys: []rep.Key{{Kid: rep.KidOf(pub), Alg: "Ed25519", PublicKey: base64.RawURLEncoding.EncodeToString(pub)}}})
+	return keys, signed, evidence, priv
+}
+
+func TestAnUntouchedReportPassesAndItsFiguresAreTheEvidences(t *testing.T) {
+	keys, signed, evidence, _ := signedFixture(t)
+	problems, passes := VerifyReport(keys, signed, evidence)
+	if len(problems) > 0 || len(passes) < 4 {
+		t.Fatalf("problems %v, passes %v", problems, passes)
+	}
+	var s rep.Signed
+	_ = json.Unmarshal(signed, &s)
+	var r rep.Report
+	_ = json.Unmarshal(s.Report, &r)
+	f := r.Figures
+	if f.Entrants != 6 || f.PreQueued != 5 || f.Arrivals != 1 || f.Admitted != 3 || f.Buyers != 2 || f.Bought != 2 ||
+		f.Refused["failed:payment refused"] != 1 || f.UnusedAdmissions != 1 || r.Timeline.SoldOut == "" {
+		t.Fatalf("figures %+v timeline %+v", f, r.Timeline)
+	}
+	byClass := map[string]rep.SpeedClass{}
+	for _, k := range r.SpeedClasses {
+		byClass[k.Class] = k
+	}
+	if byClass["under_250ms"].SharePermille != 500 || byClass["1s_to_5s"].SharePermille != 500 || byClass["no_token"].Entrants != 1 || byClass["not_admitted"].Entrants != 3 {
+		t.Fatalf("speed classes %+v", r.SpeedClasses)
+	}
+}
+
+// Each alteration FAILs: a figure changed and signed again by another key, a figure changed
+// under the real signature, a signature byte flipped, a line of the evidence changed, the
+// evidence's order broken and the whole report re-signed by the right key (the figures still
+// match, the permutation does not).
+func TestAnAlteredReportFailsTheOfflineCheck(t *testing.T) {
+	keys, signed, evidence, priv := signedFixture(t)
+	var s rep.Signed
+	_ = json.Unmarshal(signed, &s)
+	var r rep.Report
+	_ = json.Unmarshal(s.Report, &r)
+	resign := func(r rep.Report, key ed25519.PrivateKey) []byte {
+		s, _ := rep.Sign(&r, key)
+		b, _ := json.Marshal(s)
+		return b
+	}
+	_, other, _ := ed25519.GenerateKey(nil)
+	figure := r
+	figure.Figures.Bought = 1
+	underSig := s
+	underSig.Report = bytes.Replace(s.Report, []byte(`"bought":2`), []byte(`"bought":1`), 1)
+	underSigRaw, _ := json.Marshal(underSig)
+	flipped := s
+	sig, _ := base64.RawURLEncoding.DecodeString(s.Signature.Value)
+	sig[0] ^= 1
+	flipped.Signature.Value = base64.RawURLEncoding.EncodeToString(sig)
+	flippedRaw, _ := json.Marshal(flipped)
+	forged := bytes.Replace(evidence, []byte("o:"), []byte("x:"), 1)
+	// Swap the first two pre-queue places and re-sign with the real key, as a shop that
+	// controls the key might: the figures are consistent, the order is not the seed's.
+	lines := strings.SplitAfter(string(evidence), "\n")
+	lines[0], lines[1] = lines[1], lines[0]
+	swapped := []byte(strings.Join(lines, ""))
+	sw := r
+	rep.Compute(swapped, 2).Apply(&sw)
+	seedH, commit := sw.Evidence.Seed, sw.Evidence.Commitment
+	sw.Evidence = rep.Digest(swapped)
+	sw.Evidence.Seed, sw.Evidence.Commitment = seedH, commit
+	for _, c := range []struct {
+		name             string
+		signed, evidence []byte
+		want             string
+	}{
+		{"a figure changed, signed by another key", resign(figure, other), evidence, "no published key"},
+		{"a figure changed under the signature", underSigRaw, evidence, "signature does not verify"},
+		{"a signature byte flipped", flippedRaw, evidence, "signature does not verify"},
+		{"the evidence altered", signed, forged, "evidence's SHA-256"},
+		{"a figure changed and re-signed by the key", resign(figure, priv), evidence, "figures are not the evidence's"},
+		{"the order altered and re-signed by the key", resign(sw, priv), swapped, "permutation"},
+	} {
+		problems, _ := VerifyReport(keys, c.signed, c.evidence)
+		if len(problems) == 0 || !strings.Contains(strings.Join(problems, "\n"), c.want) {
+			t.Errorf("%s: problems %v, want one saying %q", c.name, problems, c.want)
+		}
+	}
+}
