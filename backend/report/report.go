@@ -398,3 +398,6 @@ func (p *Publisher) publishDue(ctx context.Context) {
 		}
 	}
 }
+
+// EntryID is the entry id of a place's 16 raw bytes (base64url, as the queue's member holds them).
+func EntryID(raw []byte) string { return base64.RawURLEncoding.EncodeToString(raw) }

@@ -40,7 +40,7 @@ func signedFixture(t *testing.T) (keys, signed, evidence []byte, priv ed25519.Pr
 	for i, e := range pre[:3] {
 		fmt.Fprintf(&ev, "a:%d:2:%s\n", at+int64(i), e)
 	}
-	fmt.Fprintf(&ev, "t:%d:%d:%s\n", at+40, at+60000, pre[0])  // a bot: 40 ms
+	fmt.Fprintf(&ev, "t:%d:%d:%s\n", at+40, at+60000, pre[0])   // a bot: 40 ms
 	fmt.Fprintf(&ev, "t:%d:%d:%s\n", at+1800, at+60000, pre[1]) // a person: 1.8 s
 	fmt.Fprintf(&ev, "o:%d:paid:1:%s:\n", at+50, pre[0])
 	fmt.Fprintf(&ev, "o:%d:created:1:%s:\n", at+2500, pre[1])
