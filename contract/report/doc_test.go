@@ -1,0 +1,47 @@
+package report_test
+
+import (
+	"os"
+	"strings"
+	"testing"
+
+	rep "github.com/seckilledge/seckill/contract/report"
+)
+
+func fenced(t *testing.T, doc, info string) string {
+	t.Helper()
+	_, rest, ok := strings.Cut(doc, "```"+info+"\n")
+	if !ok {
+		t.Fatalf("docs/operator.md has no %s block", info)
+	}
+	body, _, _ := strings.Cut(rest, "```")
+	return body
+}
+
+// The worked example of docs/operator.md ("The fairness report") is what Compute makes of its
+// evidence, byte for byte in the canonical encoding.
+func TestTheWorkedExampleOfTheReportIsTheCode(t *testing.T) {
+	b, err := os.ReadFile("../../docs/operator.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := string(b)
+	evidence := fenced(t, doc, "report-evidence")
+	want := strings.TrimSpace(fenced(t, doc, "report-figures"))
+	r := &rep.Report{Figures: rep.Figures{Units: 2}}
+	c := rep.Compute([]byte(evidence), 2)
+	if len(c.Problems) > 0 {
+		t.Fatalf("the example's evidence: %v", c.Problems)
+	}
+	c.Apply(r)
+	got, err := rep.Canonical(struct {
+		F rep.Figures      `json:"figures"`
+		S []rep.SpeedClass `json:"speed_classes"`
+	}{r.Figures, r.SpeedClasses})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(got) != want {
+		t.Fatalf("the doc says\n%s\nthe code computes\n%s", want, got)
+	}
+}
