@@ -10,7 +10,7 @@ import (
 // Every entry of the subcommand table reaches its own subcommand: an unknown flag is a usage
 // error (2) whose usage names that subcommand, not another one's or the comparison's.
 func TestEverySubcommandParsesItsOwnFlags(t *testing.T) {
-	want := []string{"verify", "verify-room", "verify-draw", "room", "draw", "draw-sale", "identity", "soak", "session-standin"}
+	want := []string{"verify", "verify-room", "verify-draw", "verify-report", "room", "draw", "draw-sale", "identity", "soak", "session-standin"}
 	if len(subcommands) != len(want) {
 		t.Errorf("%d subcommands, want %d (%v)", len(subcommands), len(want), want)
 	}
