@@ -96,6 +96,10 @@ export SECKILL_WEBHOOK_ALLOW_CIDRS=${SECKILL_WEBHOOK_ALLOW_CIDRS-127.0.0.1/32}
 # The cockpit's accepted and refused per second come from the gateway's metrics, which Caddy
 # serves on its admin endpoint (the Caddyfile's `admin`); without this it shows no refusals.
 export SECKILL_GATEWAY_METRICS=${SECKILL_GATEWAY_METRICS:-http://127.0.0.1:2019/metrics}
+# Each ended sale's fairness report is signed with the demo's key, whose private half is in
+# the source: the report and its key set say "demo" (docs/operator.md, "The fairness report").
+# Set SECKILL_REPORT_KEY to your own key's base64 seed, or to "" to publish no report.
+export SECKILL_REPORT_KEY=${SECKILL_REPORT_KEY-demo}
 
 # The sample shop (examples/shop): the gateway's :8088 site proxies to it and checks its
 # sessions with the keys it publishes; the backend sends it the order webhooks, signed with the
