@@ -197,7 +197,10 @@ func TestEveryRouteAnswersAsDocsOpenAPIYamlSays(t *testing.T) {
 	// own tests drive them; the baselines are off unless SECKILL_BASELINES=1).
 	skip := map[string]bool{"cockpit": true, "cockpitLogin": true, "cockpitLogout": true, "cockpitEvents": true,
 		"cockpitRead": true, "cockpitWrite": true, "cockpitPatch": true,
-		"baselinePessimistic": true, "baselineOptimistic": true}
+		"baselinePessimistic": true, "baselineOptimistic": true,
+		// The fairness report's routes answer only with a signing key and an ended sale: the
+		// tour's backend has neither, and backend/report's own test serves them over HTTP.
+		"fairnessReport": true, "fairnessReportEvidence": true, "fairnessReportKeys": true, "publishReport": true}
 	seen := doc.Seen()
 	var missed []string
 	for _, op := range doc.Operations() {
