@@ -12,7 +12,6 @@ import (
 	"bytes"
 	"context"
 	"crypto/ed25519"
-	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
@@ -274,9 +273,8 @@ func PermutationCheck(commitment, seed string, c rep.Computed) rep.Result {
 // entryIDs maps a user to the room's public entry id (docs/room.md, "Entry id").
 func entryIDs(ekey []byte, sale string) func(string) string {
 	return func(user string) string {
-		m := hmac.New(sha256.New, ekey)
-		m.Write([]byte("seckill-room-entry\x00" + sale + "\x00" + user))
-		return base64.RawURLEncoding.EncodeToString(m.Sum(nil)[:16])
+		id := contract.RoomEntryID(ekey, sale, user)
+		return base64.RawURLEncoding.EncodeToString(id[:])
 	}
 }
 

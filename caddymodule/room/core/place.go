@@ -4,6 +4,8 @@ import (
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/base64"
+
+	"github.com/seckilledge/seckill/contract"
 )
 
 // EntryIDLen is the raw length of an entry id; its public form is base64url (22 characters).
@@ -25,12 +27,7 @@ type Place struct {
 // seed over the entry id's ASCII text: what anyone recomputes once the seed is revealed.
 func PlaceOf(entryKey, seed []byte, sale, user string) Place {
 	var p Place
-	m := hmac.New(sha256.New, entryKey)
-	m.Write([]byte("seckill-room-entry\x00"))
-	m.Write([]byte(sale))
-	m.Write([]byte{0})
-	m.Write([]byte(user))
-	copy(p.raw[:], m.Sum(nil))
+	p.raw = contract.RoomEntryID(entryKey, sale, user)
 	p.EntryID = base64.RawURLEncoding.EncodeToString(p.raw[:])
 	copy(p.Rank[:], Rank(seed, p.EntryID))
 	return p
