@@ -21,6 +21,7 @@ import (
 	"github.com/seckilledge/seckill/backend/sales"
 	"github.com/seckilledge/seckill/backend/ui"
 	"github.com/seckilledge/seckill/backend/webhook"
+	"github.com/seckilledge/seckill/caddymodule/reportpage"
 	"github.com/seckilledge/seckill/contract/admin"
 	drawmath "github.com/seckilledge/seckill/contract/draw"
 )
@@ -140,7 +141,7 @@ func New(o Options) *Service {
 			return s.Controls.Audit(ctx, "", limit)
 		}})
 	s.Reports = &report.Publisher{Pool: o.Pool, Redis: o.Redis, Key: o.ReportKey, Log: o.Log, Now: now,
-		Retention: s.Sales.RetentionOrDefault()}
+		Retention: s.Sales.RetentionOrDefault(), Page: reportpage.Must().Serve}
 	s.Baselines = &baseline.Baselines{Pool: o.Pool, Redis: o.Redis, Log: o.Log}
 	return s
 }
