@@ -71,6 +71,7 @@ func figures(f rep.Figures) []struct {
 
 func (p *Page) view(lang string, r *rep.Report, sig rep.Signature, origin string) view {
 	d := p.kit.Static(lang, r.Sale)
+	d.Style = p.style // the kit's and ours: the stylesheet the policy names by its hash
 	v := view{Data: d, DemoKey: r.DemoKey, Kid: sig.Kid, Alg: sig.Alg}
 	v.Title = t(d, "report.title")
 	v.Heading = t(d, "report.heading", "sale", r.Sale)
