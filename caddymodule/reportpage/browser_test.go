@@ -14,13 +14,6 @@ import (
 	"github.com/seckilledge/seckill/caddymodule/internal/pagekit/pagetest"
 )
 
-// languages are the nine the pages ship, each with what a reader's browser sends for it.
-var languages = []struct{ lang, accept string }{
-	{"en", "en-US,en;q=0.9"}, {"de", "de-DE,de;q=0.9"}, {"es", "es-MX,es;q=0.9"}, {"fr", "fr-FR,fr;q=0.9"},
-	{"pt-BR", "pt-BR,pt;q=0.9"}, {"ja", "ja-JP,ja;q=0.9"}, {"ko", "ko-KR,ko;q=0.9"}, {"zh-Hans", "zh-CN,zh;q=0.9"},
-	{"ar", "ar-EG,ar;q=0.9"},
-}
-
 // The report's page in each of its nine languages on a phone (390 x 844): the language and
 // its direction on <html>, the summary's counts in the language's plural forms and the
 // browser's digits, every check, speed class and moment shown, none of the catalogues'
@@ -42,22 +35,22 @@ func TestTheReportPageInEveryLanguageFitsAPhoneAndPassesAxe(t *testing.T) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { p.Serve(w, r, signed) }))
 	t.Cleanup(srv.Close)
 	tab := b.TabFor(t, 10*time.Minute, "en", 390, 844, true)
-	for _, l := range languages {
-		t.Run(l.lang, func(t *testing.T) {
+	for _, l := range pagetest.Languages {
+		t.Run(l.Lang, func(t *testing.T) {
 			tab := tab.For(t, 2*time.Minute)
-			tab.SetLanguage(l.accept)
+			tab.SetLanguage(l.Accept)
 			tab.Go(srv.URL + "/seckill/drop-7/report")
-			if got := pagetest.JS[string](tab, `document.documentElement.lang + " " + document.documentElement.dir`); got != l.lang+" "+pagekit.Direction(l.lang) {
-				t.Fatalf("<html lang dir> = %q, want %s %s", got, l.lang, pagekit.Direction(l.lang))
+			if got := pagetest.JS[string](tab, `document.documentElement.lang + " " + document.documentElement.dir`); got != l.Lang+" "+pagekit.Direction(l.Lang) {
+				t.Fatalf("<html lang dir> = %q, want %s %s", got, l.Lang, pagekit.Direction(l.Lang))
 			}
 			num := func(n int) string {
 				return pagetest.JS[string](tab, fmt.Sprintf(`new Intl.NumberFormat(document.documentElement.lang).format(%d)`, n))
 			}
 			summary := pagetest.JS[string](tab, `document.getElementById("sk-summary").innerText`)
 			for _, want := range []string{
-				pagetest.Fill(kit.PluralMessage(l.lang, "report.summary_units", 2), "units", num(2)),
-				pagetest.Fill(kit.PluralMessage(l.lang, "report.summary_entrants", 3), "entrants", num(3)),
-				pagetest.Fill(kit.PluralMessage(l.lang, "report.summary_bought", 2), "bought", num(2)),
+				pagetest.Fill(kit.PluralMessage(l.Lang, "report.summary_units", 2), "units", num(2)),
+				pagetest.Fill(kit.PluralMessage(l.Lang, "report.summary_entrants", 3), "entrants", num(3)),
+				pagetest.Fill(kit.PluralMessage(l.Lang, "report.summary_bought", 2), "bought", num(2)),
 			} {
 				if !strings.Contains(summary, want) {
 					t.Errorf("the summary %q lacks %q", summary, want)
@@ -66,7 +59,7 @@ func TestTheReportPageInEveryLanguageFitsAPhoneAndPassesAxe(t *testing.T) {
 			shown := pagetest.JS[string](tab, `document.body.innerText`)
 			for _, key := range []string{"report.demo_key", "report.result.pass", "report.result.not_applicable",
 				"report.class.under_250ms", "report.class.not_admitted", "report.moment.starts", "report.verify_help"} {
-				if want := kit.Message(l.lang, key); !strings.Contains(shown, want) {
+				if want := kit.Message(l.Lang, key); !strings.Contains(shown, want) {
 					t.Errorf("the page does not show %s (%q)", key, want)
 				}
 			}
@@ -79,13 +72,13 @@ func TestTheReportPageInEveryLanguageFitsAPhoneAndPassesAxe(t *testing.T) {
 			if n := pagetest.JS[int](tab, `document.scripts.length`); n != 0 {
 				t.Errorf("%d scripts on the page", n)
 			}
-			tab.Check(l.lang, pagetest.Untranslated(kit, l.lang))
+			tab.Check(l.Lang, pagetest.Untranslated(kit, l.Lang))
 			// What a closed check's detail holds (English, marked so) fits once opened too.
 			pagetest.JS[bool](tab, `(() => { for (const d of document.querySelectorAll("details")) d.open = true; return true; })()`)
 			for _, o := range tab.Overflowing() {
 				t.Errorf("opened: does not fit the screen: %s", o)
 			}
-			tab.Axe(l.lang + ", details open")
+			tab.Axe(l.Lang + ", details open")
 		})
 	}
 }
