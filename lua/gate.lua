@@ -204,19 +204,34 @@ end
 local simple = nv == 0 and limit == 1
 
 local user, order = ARGV[2], ARGV[3]
-local existing = redis.call("HGET", KEYS[2], user)
-if existing == order then
-  if simple then
-    return {0, order, stock}
+-- What a user who has bought is told, whatever comes after this point: with this very order
+-- id, the accepted answer again (a retried call after a lost reply); with another, his order
+-- (already_bought) when the limit is 1. nil when neither applies.
+local function bought_answer(existing)
+  if existing == order then
+    if simple then
+      return {0, order, stock}
+    end
+    return {0, order, stock, vid, q, 0}
   end
-  return {0, order, stock, vid, q, 0}
-end
-local held, bought
-if limit == 1 then
-  if existing then
+  if existing and limit == 1 then
     return {5, existing}
   end
-else
+end
+-- A refusal r below, unless the user has bought. With a limit of 1 the buyers hash is read
+-- only here or by the purchase's HSETNX: an accepted purchase reads it once, in the write.
+local function refuse(r)
+  if limit == 1 then
+    return bought_answer(redis.call("HGET", KEYS[2], user)) or r
+  end
+  return r
+end
+local held, bought
+if limit > 1 then
+  local answer = bought_answer(redis.call("HGET", KEYS[2], user))
+  if answer then
+    return answer
+  end
   -- A user's field in the held hash exists from his first purchase on (compensation lowers it,
   -- never deletes it); his purchase count "#<user>" only from his second: most buyers buy once.
   bought = redis.call("HGET", key(5), user)
@@ -229,60 +244,66 @@ if m[9] == "1" then
   -- The waiting room decides who may buy, up to the purchase itself: an admission that lapsed
   -- since the token was issued has given its place to the next in line.
   if arg(9) ~= "1" then
-    return {13}
+    return refuse({13})
   end
   if not key(7) or redis.call("HEXISTS", KEYS[6], "seed") == 0 then
-    return {14}
+    return refuse({14})
   end
   local admitted = tonumber(redis.call("ZSCORE", KEYS[7], user))
   if admitted == nil or admitted <= now then
-    return {15}
+    return refuse({15})
   end
   local bound = key(10) and redis.call("HGET", KEYS[10], user)
   if bound and bound ~= arg(11) then
-    return {18}
+    return refuse({18})
   end
 end
 if draw then
   -- A draw decides who may buy what, up to the purchase itself: a win whose claim window
   -- closed since the token was issued has given its unit to the next wave.
   if not key(8) then
-    return {16}
+    return refuse({16})
   end
   local lo, hi, claim_until = string.match(wave or "", "^%d+:(%d+):(%d+):(%d+)$")
   pos = tonumber(pos)
   if won ~= vid or pos == nil or lo == nil or pos < tonumber(lo) or pos >= tonumber(hi)
       or now >= tonumber(claim_until) then
-    return {15, "draw"}
+    return refuse({15, "draw"})
   end
 end
 if ARGV[4] ~= "" then
   if redis.call("HGET", KEYS[3], user) ~= ARGV[4] then
-    return {4}
+    return refuse({4})
   end
   -- The gateway checked the expiry with its own clock; Redis TIME has the last word.
   local exp = tonumber(string.match(ARGV[4], ":(%d+)$"))
   if exp == nil or now >= exp then
-    return {9}
+    return refuse({9})
   end
 end
 local shard = string.find(ARGV[1], ":", 1, true)
 if stock <= 0 then
-  if shard then
+  local r = refuse({6})
+  if shard and r[1] == 6 then
     redis.call("PUBLISH", "seckill:events", "sold_out:" .. ARGV[1])
   end
-  return {6}
+  return r
 end
 if stock < q or (vstock ~= nil and vstock < q) then
   -- Not enough of what was asked; the sale itself still sells. Only an empty variant is news.
-  local left = vstock or stock
-  if shard and vstock ~= nil and vstock <= 0 then
+  local r = refuse({6, vid, vstock or stock})
+  if shard and vstock ~= nil and vstock <= 0 and r[1] == 6 then
     redis.call("PUBLISH", "seckill:events", "sold_out:" .. ARGV[1] .. "/" .. vid)
   end
-  return {6, vid, left}
+  return r
 end
 
 -- The decision is made: write. (The script is atomic: a value read above is the value now.)
+-- With a limit of 1 the buyer goes in first: HSETNX finds a user who has bought (the one
+-- answer the checks above left open), and then nothing is written.
+if limit == 1 and redis.call("HSETNX", KEYS[2], user, order) == 0 then
+  return bought_answer(redis.call("HGET", KEYS[2], user))
+end
 local vleft
 if vstock == nil then
   stock = redis.call("HINCRBY", KEYS[1], "stock", -q)
@@ -290,9 +311,9 @@ else
   stock, vleft = stock - q, vstock - q
   redis.call("HSET", KEYS[1], "stock", stock, "v:" .. vid, vleft)
 end
-redis.call("HSET", KEYS[2], user, order)
 local seq = 1
 if limit > 1 then
+  redis.call("HSET", KEYS[2], user, order)
   if bought then
     seq = (tonumber(redis.call("HGET", KEYS[5], "#" .. user)) or 1) + 1
     redis.call("HSET", KEYS[5], user, held + q, "#" .. user, seq)
