@@ -7,8 +7,6 @@ import (
 	"encoding/binary"
 	"maps"
 	"math"
-	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -17,31 +15,6 @@ import (
 	"github.com/seckilledge/seckill/contract"
 	"github.com/seckilledge/seckill/internal/testenv"
 )
-
-// commandCounts is what the Redis at rdb has run so far, by command (a script's own calls
-// counted under their names), INFO apart.
-func commandCounts(t *testing.T, rdb *redis.Client) map[string]int {
-	t.Helper()
-	info, err := rdb.Info(context.Background(), "commandstats").Result()
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := map[string]int{}
-	for _, line := range strings.Split(info, "\n") {
-		name, rest, ok := strings.Cut(strings.TrimSpace(line), ":")
-		if !ok || !strings.HasPrefix(name, "cmdstat_") || name == "cmdstat_info" {
-			continue
-		}
-		_, rest, _ = strings.Cut(rest, "calls=")
-		v, _, _ := strings.Cut(rest, ",")
-		n, err := strconv.Atoi(v)
-		if err != nil {
-			t.Fatalf("commandstats line %q", line)
-		}
-		out[strings.TrimPrefix(name, "cmdstat_")] = n
-	}
-	return out
-}
 
 // A purchase with two throttle zones (one with bans) in its call, once the sale has sold its
 // first unit, is one TIME, the meta read, each zone's log read and written, the buyer (its
@@ -84,9 +57,9 @@ func TestACombinedPurchaseRunsOneTimeAndNoExpiryCommand(t *testing.T) {
 	if got := rdb.PExpireTime(ctx, contract.BuyersKey(sale)).Val().Milliseconds(); got != metaExp {
 		t.Fatalf("buyers made by the first purchase expire at %d, want the meta's %d", got, metaExp)
 	}
-	before := commandCounts(t, rdb)
+	before := testenv.RedisCommands(t, rdb)
 	buy("u2")
-	after := commandCounts(t, rdb)
+	after := testenv.RedisCommands(t, rdb)
 	got := map[string]int{}
 	for k, v := range after {
 		if v != before[k] {
