@@ -300,10 +300,16 @@ func (p *PrivacyPass) Verify(ctx context.Context, token string, b Binding) (Verd
 // form may carry either). Padding is optional.
 func ParseAuthorization(v string) ([]byte, error) {
 	v = strings.TrimSpace(v)
-	scheme, params, hasParams := strings.Cut(v, " ")
+	scheme, params, hasParams := v, "", false
+	if i := strings.IndexAny(v, " \t"); i >= 0 {
+		scheme, params, hasParams = v[:i], v[i+1:], true
+	}
 	var token string
 	switch {
-	case strings.EqualFold(scheme, "PrivateToken") && hasParams:
+	case strings.EqualFold(scheme, "PrivateToken"):
+		if !hasParams {
+			return nil, ErrMalformed
+		}
 		var err error
 		if token, err = tokenParam(params); err != nil {
 			return nil, err

@@ -1,0 +1,223 @@
+package botcheck_test
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/seckilledge/seckill/caddymodule/botcheck"
+)
+
+// standIn is a siteverify server for the tests: it answers each token with the body (and
+// status) the test gave it, after checking the form the client sent. Nothing reaches the
+// internet.
+type standIn struct {
+	*httptest.Server
+	calls   atomic.Int64
+	answers map[string]answer
+}
+
+type answer struct {
+	status int
+	body   string
+	hang   bool // never answer: the client's deadline must end the call
+}
+
+const testSecret = "0x-test-secret"
+
+func newStandIn(t *testing.T, answers map[string]answer) *standIn {
+	t.Helper()
+	s := &standIn{answers: answers}
+	release := make(chan struct{})
+	s.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s.calls.Add(1)
+		if r.Method != http.MethodPost || r.Header.Get("Content-Type") != "application/x-www-form-urlencoded" {
+			http.Error(w, "not a form post", http.StatusBadRequest)
+			return
+		}
+		if r.PostFormValue("secret") != testSecret {
+			fmt.Fprint(w, `{"success":false,"error-codes":["invalid-input-secret"]}`)
+			return
+		}
+		if r.PostFormValue("remoteip") != "203.0.113.9" {
+			http.Error(w, "remoteip missing", http.StatusBadRequest)
+			return
+		}
+		a, ok := s.answers[r.PostFormValue("response")]
+		if !ok {
+			fmt.Fprint(w, `{"success":false,"error-codes":["invalid-input-response"]}`)
+			return
+		}
+		if a.hang {
+			select {
+			case <-r.Context().Done():
+			case <-release:
+			}
+			return
+		}
+		if a.status != 0 {
+			w.WriteHeader(a.status)
+		}
+		fmt.Fprint(w, a.body)
+	}))
+	t.Cleanup(func() { close(release); s.Close() })
+	return s
+}
+
+func (s *standIn) check(p botcheck.Provider, minScore float64, failOpen bool) botcheck.Check {
+	p.URL = s.URL
+	return botcheck.Check{
+		Verifier: &botcheck.Siteverify{Provider: p, Secret: testSecret, MinScore: minScore, Client: s.Client()},
+		Timeout:  200 * time.Millisecond,
+		FailOpen: failOpen,
+	}
+}
+
+var shop = botcheck.Binding{Host: "shop.example", Sale: "s1", Action: "enter", RemoteIP: "203.0.113.9"}
+
+func TestSiteverifyDecidesEachAnswerOfTheProvider(t *testing.T) {
+	s := newStandIn(t, map[string]answer{
+		"good":         {body: `{"success":true,"hostname":"shop.example","action":"enter","challenge_ts":"2026-01-01T00:00:00Z"}`},
+		"good-nohost":  {body: `{"success":true}`},
+		"good-upper":   {body: `{"success":true,"hostname":"SHOP.example"}`},
+		"spent":        {body: `{"success":false,"error-codes":["timeout-or-duplicate"]}`},
+		"other-host":   {body: `{"success":true,"hostname":"evil.example","action":"enter"}`},
+		"other-action": {body: `{"success":true,"hostname":"shop.example","action":"login"}`},
+		"human":        {body: `{"success":true,"hostname":"shop.example","action":"enter","score":0.9}`},
+		"bot":          {body: `{"success":true,"hostname":"shop.example","action":"enter","score":0.1}`},
+		"score-wild":   {body: `{"success":true,"hostname":"shop.example","score":7}`},
+		"5xx":          {status: http.StatusBadGateway, body: `{"success":true}`},
+		"not-json":     {body: `<html>maintenance</html>`},
+		"cut-json":     {body: `{"success":tr`},
+		"hang":         {hang: true},
+	})
+	for _, tc := range []struct {
+		token    string
+		failOpen bool
+		want     botcheck.Outcome
+		reason   string
+	}{
+		{"good", false, botcheck.Passed, ""},
+		{"good-nohost", false, botcheck.Passed, ""},
+		{"good-upper", false, botcheck.Passed, ""},
+		{"human", false, botcheck.Passed, ""},
+		{"unknown", false, botcheck.Failed, "invalid-input-response"},
+		{"spent", false, botcheck.Failed, "timeout-or-duplicate"},
+		{"other-host", false, botcheck.Failed, "hostname"},
+		{"other-action", false, botcheck.Failed, "action"},
+		{"bot", false, botcheck.Flagged, ""},
+		{"", false, botcheck.Missing, "missing"},
+		{"score-wild", false, botcheck.Unavailable, ""},
+		{"5xx", false, botcheck.Unavailable, ""},
+		{"not-json", false, botcheck.Unavailable, ""},
+		{"cut-json", false, botcheck.Unavailable, ""},
+		{"hang", false, botcheck.Unavailable, ""},
+		{"5xx", true, botcheck.Unchecked, ""},
+		{"hang", true, botcheck.Unchecked, ""},
+		// A bad token stays bad when the site fails open: failing open is for the provider's
+		// absence, not for a token it refused.
+		{"spent", true, botcheck.Failed, "timeout-or-duplicate"},
+	} {
+		t.Run(fmt.Sprintf("%s/open=%v", tc.token, tc.failOpen), func(t *testing.T) {
+			got, v, err := s.check(botcheck.Turnstile, 0.5, tc.failOpen).Run(context.Background(), tc.token, shop)
+			if got != tc.want {
+				t.Fatalf("outcome %v (verdict %+v, err %v), want %v", got, v, err, tc.want)
+			}
+			if v.Reason != tc.reason {
+				t.Errorf("reason %q, want %q", v.Reason, tc.reason)
+			}
+			if (err != nil) != (got == botcheck.Unavailable || got == botcheck.Unchecked) {
+				t.Errorf("err %v with outcome %v: an error is exactly an unavailable provider", err, got)
+			}
+		})
+	}
+}
+
+func TestSiteverifyScoresAreLikelihoodOfAHuman(t *testing.T) {
+	s := newStandIn(t, map[string]answer{
+		"t": {body: `{"success":true,"hostname":"shop.example","score":0.2}`},
+	})
+	_, rc, _ := s.check(botcheck.ReCAPTCHA, 0.5, false).Run(context.Background(), "t", shop)
+	if rc.Score != 0.2 || !rc.Flag {
+		t.Errorf("reCAPTCHA's 0.2 (likely a bot): verdict %+v, want score 0.2, flagged", rc)
+	}
+	// hCaptcha scores risk: its 0.2 is a likely human.
+	_, hc, _ := s.check(botcheck.HCaptcha, 0.5, false).Run(context.Background(), "t", shop)
+	if hc.Score != 0.8 || hc.Flag {
+		t.Errorf("hCaptcha's 0.2 (low risk): verdict %+v, want score 0.8, not flagged", hc)
+	}
+	// Without a minimum, nobody is flagged.
+	_, none, _ := s.check(botcheck.ReCAPTCHA, 0, false).Run(context.Background(), "t", shop)
+	if none.Flag {
+		t.Errorf("no min_score: verdict %+v flagged", none)
+	}
+}
+
+func TestSiteverifyWithAWrongSecretIsAnUnavailableProviderNotABadEntrant(t *testing.T) {
+	s := newStandIn(t, map[string]answer{"good": {body: `{"success":true}`}})
+	c := s.check(botcheck.Turnstile, 0, false)
+	c.Verifier.(*botcheck.Siteverify).Secret = "wrong"
+	got, _, err := c.Run(context.Background(), "good", shop)
+	if got != botcheck.Unavailable || err == nil {
+		t.Fatalf("outcome %v, err %v; want unavailable with the provider's error", got, err)
+	}
+}
+
+func TestSiteverifyHostnamesReplaceTheRequestHost(t *testing.T) {
+	s := newStandIn(t, map[string]answer{"good": {body: `{"success":true,"hostname":"www.shop.example"}`}})
+	c := s.check(botcheck.Turnstile, 0, false)
+	if got, _, _ := c.Run(context.Background(), "good", shop); got != botcheck.Failed {
+		t.Fatalf("another host than the request's: outcome %v, want failed", got)
+	}
+	c.Verifier.(*botcheck.Siteverify).Hostnames = []string{"shop.example", "www.shop.example"}
+	if got, v, err := c.Run(context.Background(), "good", shop); got != botcheck.Passed {
+		t.Fatalf("a listed host: outcome %v (%+v, %v), want passed", got, v, err)
+	}
+}
+
+func TestOverlongTokensAreRefusedWithoutAskingTheProvider(t *testing.T) {
+	s := newStandIn(t, nil)
+	long := make([]byte, botcheck.MaxTokenLen+1)
+	for i := range long {
+		long[i] = 'a'
+	}
+	got, _, _ := s.check(botcheck.Turnstile, 0, false).Run(context.Background(), string(long), shop)
+	if got != botcheck.Failed || s.calls.Load() != 0 {
+		t.Fatalf("outcome %v after %d calls, want failed after none", got, s.calls.Load())
+	}
+}
+
+func TestOutcomesMapToTheirRefusals(t *testing.T) {
+	for o, want := range map[botcheck.Outcome]struct {
+		status int
+		code   string
+		enters bool
+	}{
+		botcheck.Passed:      {0, "", true},
+		botcheck.Flagged:     {0, "", true},
+		botcheck.Unchecked:   {0, "", true},
+		botcheck.Missing:     {403, botcheck.CodeRequired, false},
+		botcheck.Failed:      {403, botcheck.CodeFailed, false},
+		botcheck.Unavailable: {503, botcheck.CodeUnavailable, false},
+	} {
+		status, code := o.Refusal()
+		if status != want.status || code != want.code || o.Enters() != want.enters {
+			t.Errorf("%v: %d %q enters=%v, want %d %q enters=%v", o, status, code, o.Enters(), want.status, want.code, want.enters)
+		}
+	}
+}
+
+func TestProviderNamesAreTheConfigurationNames(t *testing.T) {
+	for _, n := range []string{"turnstile", "hcaptcha", "recaptcha"} {
+		if p, ok := botcheck.ProviderNamed(n); !ok || p.Name != n || p.URL == "" {
+			t.Errorf("%s: %+v %v", n, p, ok)
+		}
+	}
+	if _, ok := botcheck.ProviderNamed("privacypass"); ok {
+		t.Error("privacypass is no siteverify provider")
+	}
+}
