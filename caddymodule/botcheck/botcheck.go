@@ -64,10 +64,10 @@ const (
 	Flagged
 	// Unchecked: the provider could not be asked and the site fails open: enter unverified.
 	Unchecked
-	// Missing: no token; refused, 403 CodeRequired.
+	// Missing: no token; refused with CodeRequired (Check.Refusal).
 	Missing
-	// Failed: the token is not good (forged, spent, for another site or action); refused,
-	// 403 CodeFailed.
+	// Failed: the token is not good (forged, spent, for another site or action); refused
+	// with CodeFailed.
 	Failed
 	// Unavailable: the provider could not be asked and the site fails closed; refused, 503
 	// (the client tries again after Retry-After, with a new token).
@@ -76,9 +76,10 @@ const (
 
 // The stable JSON codes of the refusals.
 const (
-	// CodeRequired (403): the entry carries no token of the site's challenge provider.
+	// CodeRequired (403, or 401 with WWW-Authenticate for Privacy Pass): the entry carries no
+	// token of the site's challenge provider.
 	CodeRequired = "bot_challenge_required"
-	// CodeFailed (403): the token is not good: forged, spent, expired, made for another
+	// CodeFailed (403, or 401 as CodeRequired): the token is not good: forged, spent, expired, made for another
 	// site, sale or action. Solve the challenge again.
 	CodeFailed = "bot_challenge_failed"
 	// CodeUnavailable (503, with Retry-After): the provider could not be asked and the site
@@ -99,17 +100,31 @@ func (o Outcome) String() string {
 // Enters reports whether the entrant goes in (flagged and unchecked entrants too).
 func (o Outcome) Enters() bool { return o <= Unchecked }
 
-// Refusal is the status and code of a refused outcome; 0 and "" for one that enters.
-func (o Outcome) Refusal() (status int, code string) {
+// Challenger is a Verifier that names its challenge in an HTTP header (Privacy Pass): a
+// client that meets it fetches a token for it and comes back with the token.
+type Challenger interface {
+	WWWAuthenticate(b Binding) string
+}
+
+// Refusal is the status, code and WWW-Authenticate header (empty for none) of a refused
+// outcome; 0 and "" for one that enters. A missing or bad token is 403, or 401 with the
+// challenge when the provider has one to name (a browser that speaks Privacy Pass answers it
+// by itself); an unavailable provider is 503.
+func (c Check) Refusal(o Outcome, b Binding) (status int, code, wwwAuthenticate string) {
 	switch o {
-	case Missing:
-		return http.StatusForbidden, CodeRequired
-	case Failed:
-		return http.StatusForbidden, CodeFailed
+	case Missing, Failed:
+		code = CodeRequired
+		if o == Failed {
+			code = CodeFailed
+		}
+		if ch, ok := c.Verifier.(Challenger); ok {
+			return http.StatusUnauthorized, code, ch.WWWAuthenticate(b)
+		}
+		return http.StatusForbidden, code, ""
 	case Unavailable:
-		return http.StatusServiceUnavailable, CodeUnavailable
+		return http.StatusServiceUnavailable, CodeUnavailable, ""
 	}
-	return 0, ""
+	return 0, "", ""
 }
 
 // DefaultTimeout bounds one verification when Check.Timeout is zero.

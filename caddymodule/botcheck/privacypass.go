@@ -399,4 +399,7 @@ func quoted(s string) (value, rest string, ok bool) {
 	return "", "", false
 }
 
-var _ Verifier = (*PrivacyPass)(nil)
+var (
+	_ Verifier   = (*PrivacyPass)(nil)
+	_ Challenger = (*PrivacyPass)(nil)
+)

@@ -192,21 +192,35 @@ func TestOverlongTokensAreRefusedWithoutAskingTheProvider(t *testing.T) {
 }
 
 func TestOutcomesMapToTheirRefusals(t *testing.T) {
-	for o, want := range map[botcheck.Outcome]struct {
+	iss, _ := issuers(t)
+	pp := &botcheck.PrivacyPass{IssuerName: iss.Name, Key: iss.Key, Spender: &spender{}}
+	for _, tc := range []struct {
+		o      botcheck.Outcome
+		pp     bool
 		status int
 		code   string
 		enters bool
 	}{
-		botcheck.Passed:      {0, "", true},
-		botcheck.Flagged:     {0, "", true},
-		botcheck.Unchecked:   {0, "", true},
-		botcheck.Missing:     {403, botcheck.CodeRequired, false},
-		botcheck.Failed:      {403, botcheck.CodeFailed, false},
-		botcheck.Unavailable: {503, botcheck.CodeUnavailable, false},
+		{botcheck.Passed, false, 0, "", true},
+		{botcheck.Flagged, false, 0, "", true},
+		{botcheck.Unchecked, false, 0, "", true},
+		{botcheck.Missing, false, 403, botcheck.CodeRequired, false},
+		{botcheck.Failed, false, 403, botcheck.CodeFailed, false},
+		{botcheck.Unavailable, false, 503, botcheck.CodeUnavailable, false},
+		{botcheck.Missing, true, 401, botcheck.CodeRequired, false},
+		{botcheck.Failed, true, 401, botcheck.CodeFailed, false},
+		{botcheck.Unavailable, true, 503, botcheck.CodeUnavailable, false},
 	} {
-		status, code := o.Refusal()
-		if status != want.status || code != want.code || o.Enters() != want.enters {
-			t.Errorf("%v: %d %q enters=%v, want %d %q enters=%v", o, status, code, o.Enters(), want.status, want.code, want.enters)
+		c := botcheck.Check{Verifier: &botcheck.Siteverify{Provider: botcheck.Turnstile}}
+		if tc.pp {
+			c.Verifier = pp
+		}
+		status, code, challenge := c.Refusal(tc.o, shop)
+		if status != tc.status || code != tc.code || tc.o.Enters() != tc.enters {
+			t.Errorf("%v (privacy pass %v): %d %q enters=%v, want %d %q enters=%v", tc.o, tc.pp, status, code, tc.o.Enters(), tc.status, tc.code, tc.enters)
+		}
+		if (challenge != "") != (status == 401) {
+			t.Errorf("%v (privacy pass %v): WWW-Authenticate %q with status %d", tc.o, tc.pp, challenge, status)
 		}
 	}
 }
