@@ -123,6 +123,13 @@ func TokensKey(sale string) string { return "seckill:" + SaleTag(sale) + ":token
 // gateway. On the sale's (or shard's) hash tag, so it goes in the purchase's script call.
 func ProofKey(sale, jti string) string { return "seckill:" + SaleTag(sale) + ":proof:" + jti }
 
+// PrivacyPassKey records a spent Privacy Pass token of a sale's entries (its nonce, in hex)
+// for as long as the token could be accepted (SET NX PX, caddymodule/botcheck): a token is
+// spent once across every gateway.
+func PrivacyPassKey(sale, nonce string) string {
+	return "seckill:" + SaleTag(sale) + ":privacypass:" + nonce
+}
+
 // OutboxKey is the stream of accepted orders of a sale, drained by the relay.
 func OutboxKey(sale string) string { return "seckill:" + SaleTag(sale) + ":outbox" }
 

@@ -17,9 +17,9 @@ import (
 
 // Binding is what a token must have been made for: the page's host, the sale, the action.
 type Binding struct {
-	// Host is the host name the page was served on (the request's Host, without its port):
-	// the hostname a siteverify answer must name (unless the provider's Hostnames say
-	// otherwise), the origin a Privacy Pass challenge names.
+	// Host is the host the page was served on, as the client names it (the request's Host:
+	// a name, and a port other than 443): the origin a Privacy Pass challenge names; without
+	// its port, the hostname a siteverify answer must name (unless Hostnames say otherwise).
 	Host string
 	// Sale is the sale entered: a Privacy Pass token is bound to it.
 	Sale string

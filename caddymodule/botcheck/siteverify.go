@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"strings"
@@ -146,6 +147,9 @@ func (s *Siteverify) judge(a siteverifyAnswer, b Binding) (Verdict, error) {
 }
 
 func (s *Siteverify) hostAllowed(got, host string) bool {
+	if h, _, err := net.SplitHostPort(host); err == nil {
+		host = h
+	}
 	if len(s.Hostnames) == 0 {
 		return strings.EqualFold(got, host)
 	}
