@@ -9,6 +9,7 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/binary"
+	"strings"
 	"testing"
 
 	"github.com/cloudflare/circl/blindsign/blindrsa"
@@ -44,11 +45,30 @@ func (i *Issuer) TokenKey() string { return base64.URLEncoding.EncodeToString(i.
 // issuer's blind signature, the client's finalization.
 func (i *Issuer) Token(t testing.TB, challenge botcheck.Challenge) []byte {
 	t.Helper()
+	return i.TokenFor(t, challenge.Marshal())
+}
+
+// Answer is what a client sends back for a WWW-Authenticate value naming a PrivateToken
+// challenge: the Authorization value with a fresh token of this issuer for it.
+func (i *Issuer) Answer(t testing.TB, wwwAuthenticate string) string {
+	t.Helper()
+	_, rest, ok := strings.Cut(wwwAuthenticate, `challenge="`)
+	enc, _, ok2 := strings.Cut(rest, `"`)
+	challenge, err := base64.URLEncoding.DecodeString(enc)
+	if !ok || !ok2 || err != nil {
+		t.Fatalf("no PrivateToken challenge in %q", wwwAuthenticate)
+	}
+	return Authorization(i.TokenFor(t, challenge))
+}
+
+// TokenFor makes a token answering the TokenChallenge of these bytes.
+func (i *Issuer) TokenFor(t testing.TB, challenge []byte) []byte {
+	t.Helper()
 	var nonce [32]byte
 	if _, err := rand.Read(nonce[:]); err != nil {
 		t.Fatal(err)
 	}
-	digest := sha256.Sum256(challenge.Marshal())
+	digest := sha256.Sum256(challenge)
 	input := binary.BigEndian.AppendUint16(nil, botcheck.TokenTypeBlindRSA)
 	input = append(input, nonce[:]...)
 	input = append(input, digest[:]...)
