@@ -18,6 +18,7 @@ import (
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 	"github.com/redis/go-redis/v9"
+	"go.uber.org/zap"
 
 	"github.com/seckilledge/seckill/caddymodule/botcheck"
 	"github.com/seckilledge/seckill/caddymodule/handler"
@@ -72,11 +73,17 @@ type Provider struct {
 	// 5xx, a wrong secret). Default: fail closed, 503 unavailable with Retry-After.
 	FailOpen bool `json:"fail_open,omitempty"`
 
-	check botcheck.Check
+	check  botcheck.Check
+	logger *zap.Logger
 }
 
-// Provision makes the provider; rdb spends the Privacy Pass tokens. No network I/O.
-func (p *Provider) Provision(rdb redis.UniversalClient) error {
+// Provision makes the provider; rdb spends the Privacy Pass tokens, logger hears of a
+// provider that cannot be asked (nil: nobody). No network I/O.
+func (p *Provider) Provision(rdb redis.UniversalClient, logger *zap.Logger) error {
+	p.logger = logger
+	if p.logger == nil {
+		p.logger = zap.NewNop()
+	}
 	repl := caddy.NewReplacer()
 	secret := repl.ReplaceAll(p.Secret, "")
 	if p.MinScore < 0 || p.MinScore > 1 {
@@ -144,19 +151,27 @@ func (p *Provider) Token(r *http.Request) string {
 }
 
 // Check runs the provider on an entry to sale: the outcome, and the refusal when it does not
-// enter (its WWW-Authenticate, for Privacy Pass, set on w). err is the provider's, when it
-// could not be asked (for the log; the outcome already says what it means).
-func (p *Provider) Check(ctx context.Context, w http.ResponseWriter, r *http.Request, sale string) (botcheck.Outcome, handler.Refusal, error) {
+// enter (its WWW-Authenticate, for Privacy Pass, set on w). A provider that cannot be asked
+// is logged; the outcome says what the site's fail_open or fail_closed made of it. A nil
+// Provider (no challenge_provider) lets every request in.
+func (p *Provider) Check(ctx context.Context, w http.ResponseWriter, r *http.Request, sale string) (botcheck.Outcome, handler.Refusal) {
+	if p == nil {
+		return botcheck.Passed, handler.Refusal{}
+	}
 	b := p.binding(r, sale)
 	o, _, err := p.check.Run(ctx, p.Token(r), b)
+	if err != nil {
+		p.logger.Warn("the bot challenge provider could not be asked", zap.String("provider", p.Name),
+			zap.Stringer("outcome", o), zap.Error(err))
+	}
 	if o.Enters() {
-		return o, handler.Refusal{}, err
+		return o, handler.Refusal{}
 	}
 	status, code, challenge := p.check.Refusal(o, b)
 	if challenge != "" {
 		w.Header().Set("WWW-Authenticate", challenge)
 	}
-	return o, handler.Refusal{Status: status, Code: code, Message: messages[o]}, err
+	return o, handler.Refusal{Status: status, Code: code, Message: messages[o]}
 }
 
 var messages = map[botcheck.Outcome]string{

@@ -14,6 +14,8 @@ import (
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 	"github.com/redis/go-redis/v9"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/seckilledge/seckill/caddymodule/botcheck"
 	"github.com/seckilledge/seckill/caddymodule/botcheck/botcheckcaddy"
@@ -84,20 +86,20 @@ func TestChallengeProviderRefusesAnIncompleteConfigAtProvision(t *testing.T) {
 		"key not base64url":      {Name: "privacypass", IssuerName: "issuer.example", IssuerKey: "not base64!"},
 		"key not an RSA-PSS key": {Name: "privacypass", IssuerName: "issuer.example", IssuerKey: "AAAA"},
 	} {
-		if err := p.Provision(rdb); err == nil {
+		if err := p.Provision(rdb, nil); err == nil {
 			t.Errorf("%s: provisioned", name)
 		}
 	}
 	ok := botcheckcaddy.Provider{Name: "privacypass", IssuerName: "issuer.example", IssuerKey: iss.TokenKey()}
-	if err := ok.Provision(nil); err == nil {
+	if err := ok.Provision(nil, nil); err == nil {
 		t.Error("privacypass without a Redis: provisioned")
 	}
-	if err := ok.Provision(rdb); err != nil {
+	if err := ok.Provision(rdb, nil); err != nil {
 		t.Errorf("privacypass: %v", err)
 	}
 	// The issuer directory's token-key, padded or not.
 	ok.IssuerKey = strings.TrimRight(ok.IssuerKey, "=")
-	if err := ok.Provision(rdb); err != nil {
+	if err := ok.Provision(rdb, nil); err != nil {
 		t.Errorf("privacypass, unpadded key: %v", err)
 	}
 }
@@ -107,6 +109,10 @@ func TestChallengeProviderRefusesAnIncompleteConfigAtProvision(t *testing.T) {
 func siteverify(t *testing.T, host string, remote *string) string {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		*remote = r.PostFormValue("remoteip")
+		if r.PostFormValue("response") == "down" {
+			w.WriteHeader(http.StatusBadGateway)
+			return
+		}
 		if r.PostFormValue("secret") == "s3cret" && r.PostFormValue("response") == "good" {
 			fmt.Fprintf(w, `{"success":true,"hostname":%q}`, host)
 			return
@@ -131,7 +137,7 @@ func TestChallengeProviderReadsTheTokenOfTheJSONProtocol(t *testing.T) {
 	var remote string
 	t.Setenv("BOTCHECK_TEST_SECRET", "s3cret")
 	p := botcheckcaddy.Provider{Name: "turnstile", Secret: "{env.BOTCHECK_TEST_SECRET}", VerifyURL: siteverify(t, "shop.example", &remote)}
-	if err := p.Provision(nil); err != nil {
+	if err := p.Provision(nil, nil); err != nil {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
@@ -151,9 +157,9 @@ func TestChallengeProviderReadsTheTokenOfTheJSONProtocol(t *testing.T) {
 	} {
 		remote = ""
 		w := httptest.NewRecorder()
-		o, ref, err := p.Check(ctx, w, entry(tc.host, tc.header), "s1")
-		if o != tc.want || ref.Status != tc.status || err != nil {
-			t.Errorf("%s: %v, %d %s, %v; want %v, %d", tc.name, o, ref.Status, ref.Code, err, tc.want, tc.status)
+		o, ref := p.Check(ctx, w, entry(tc.host, tc.header), "s1")
+		if o != tc.want || ref.Status != tc.status {
+			t.Errorf("%s: %v, %d %s; want %v, %d", tc.name, o, ref.Status, ref.Code, tc.want, tc.status)
 		}
 		if w.Header().Get("WWW-Authenticate") != "" {
 			t.Errorf("%s: a WWW-Authenticate for a siteverify provider", tc.name)
@@ -169,11 +175,11 @@ func TestPrivacyPassRefusalNamesTheChallengeToAnswer(t *testing.T) {
 	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"})
 	t.Cleanup(func() { _ = rdb.Close() })
 	p := botcheckcaddy.Provider{Name: "privacypass", IssuerName: iss.Name, IssuerKey: iss.TokenKey()}
-	if err := p.Provision(rdb); err != nil {
+	if err := p.Provision(rdb, nil); err != nil {
 		t.Fatal(err)
 	}
 	w := httptest.NewRecorder()
-	o, ref, _ := p.Check(context.Background(), w, entry("shop.example:8443", nil), "s1")
+	o, ref := p.Check(context.Background(), w, entry("shop.example:8443", nil), "s1")
 	if o != botcheck.Missing || ref.Status != http.StatusUnauthorized || ref.Code != botcheck.CodeRequired {
 		t.Fatalf("no token: %v, %d %s", o, ref.Status, ref.Code)
 	}
@@ -192,5 +198,33 @@ func TestPrivacyPassRefusalNamesTheChallengeToAnswer(t *testing.T) {
 	}
 	if !strings.Contains(h, `token-key="`+iss.TokenKey()+`"`) {
 		t.Errorf("WWW-Authenticate %q does not carry the issuer's key", h)
+	}
+}
+
+func TestAnUnavailableProviderIsLoggedAndTheSiteDecides(t *testing.T) {
+	var remote string
+	url := siteverify(t, "shop.example", &remote)
+	for _, failOpen := range []bool{false, true} {
+		core, logs := observer.New(zap.WarnLevel)
+		p := botcheckcaddy.Provider{Name: "hcaptcha", Secret: "s3cret", VerifyURL: url, FailOpen: failOpen}
+		if err := p.Provision(nil, zap.New(core)); err != nil {
+			t.Fatal(err)
+		}
+		o, ref := p.Check(context.Background(), httptest.NewRecorder(), entry("shop.example", map[string]string{botcheckcaddy.Header: "down"}), "s1")
+		want, status := botcheck.Unavailable, http.StatusServiceUnavailable
+		if failOpen {
+			want, status = botcheck.Unchecked, 0
+		}
+		if o != want || ref.Status != status {
+			t.Errorf("fail_open %v: %v, %d %s; want %v, %d", failOpen, o, ref.Status, ref.Code, want, status)
+		}
+		if logs.FilterMessage("the bot challenge provider could not be asked").Len() != 1 {
+			t.Errorf("fail_open %v: logged %v, want the provider's failure once", failOpen, logs.All())
+		}
+	}
+	// A nil provider (no challenge_provider) lets everyone in.
+	var none *botcheckcaddy.Provider
+	if o, _ := none.Check(context.Background(), httptest.NewRecorder(), entry("shop.example", nil), "s1"); !o.Enters() {
+		t.Errorf("no provider: %v", o)
 	}
 }

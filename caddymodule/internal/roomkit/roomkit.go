@@ -165,7 +165,7 @@ func (k *Kit) Provision(ctx caddy.Context, module string, kind pagekit.Kind, set
 	}
 	k.Issuer = issuer
 	if k.ChallengeProvider != nil {
-		if err := k.ChallengeProvider.Provision(app.RedisClient()); err != nil {
+		if err := k.ChallengeProvider.Provision(app.RedisClient(), k.Logger); err != nil {
 			return nil, fmt.Errorf("%s: %w", module, err)
 		}
 	}
