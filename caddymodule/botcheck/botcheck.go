@@ -13,6 +13,8 @@ import (
 	"context"
 	"net/http"
 	"time"
+
+	"github.com/seckilledge/seckill/contract"
 )
 
 // Binding is what a token must have been made for: the page's host, the sale, the action.
@@ -64,27 +66,14 @@ const (
 	Flagged
 	// Unchecked: the provider could not be asked and the site fails open: enter unverified.
 	Unchecked
-	// Missing: no token; refused with CodeRequired (Check.Refusal).
+	// Missing: no token; refused, contract.CodeBotChallengeRequired (Check.Refusal).
 	Missing
-	// Failed: the token is not good (forged, spent, for another site or action); refused
-	// with CodeFailed.
+	// Failed: the token is not good (forged, spent, for another site or action); refused,
+	// contract.CodeBotChallengeFailed.
 	Failed
 	// Unavailable: the provider could not be asked and the site fails closed; refused, 503
-	// (the client tries again after Retry-After, with a new token).
+	// contract.CodeUnavailable (the client tries again after Retry-After, with a new token).
 	Unavailable
-)
-
-// The stable JSON codes of the refusals.
-const (
-	// CodeRequired (403, or 401 with WWW-Authenticate for Privacy Pass): the entry carries no
-	// token of the site's challenge provider.
-	CodeRequired = "bot_challenge_required"
-	// CodeFailed (403, or 401 as CodeRequired): the token is not good: forged, spent, expired, made for another
-	// site, sale or action. Solve the challenge again.
-	CodeFailed = "bot_challenge_failed"
-	// CodeUnavailable (503, with Retry-After): the provider could not be asked and the site
-	// fails closed. The contract's "unavailable", as every 503 of the edge.
-	CodeUnavailable = "unavailable"
 )
 
 var outcomeNames = [...]string{"passed", "flagged", "unchecked", "missing", "failed", "unavailable"}
@@ -113,16 +102,16 @@ type Challenger interface {
 func (c Check) Refusal(o Outcome, b Binding) (status int, code, wwwAuthenticate string) {
 	switch o {
 	case Missing, Failed:
-		code = CodeRequired
+		code = contract.CodeBotChallengeRequired
 		if o == Failed {
-			code = CodeFailed
+			code = contract.CodeBotChallengeFailed
 		}
 		if ch, ok := c.Verifier.(Challenger); ok {
 			return http.StatusUnauthorized, code, ch.WWWAuthenticate(b)
 		}
 		return http.StatusForbidden, code, ""
 	case Unavailable:
-		return http.StatusServiceUnavailable, CodeUnavailable, ""
+		return http.StatusServiceUnavailable, contract.CodeUnavailable, ""
 	}
 	return 0, "", ""
 }

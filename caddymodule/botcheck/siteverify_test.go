@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/seckilledge/seckill/caddymodule/botcheck"
+	"github.com/seckilledge/seckill/contract"
 )
 
 // standIn is a siteverify server for the tests: it answers each token with the body (and
@@ -204,12 +205,12 @@ func TestOutcomesMapToTheirRefusals(t *testing.T) {
 		{botcheck.Passed, false, 0, "", true},
 		{botcheck.Flagged, false, 0, "", true},
 		{botcheck.Unchecked, false, 0, "", true},
-		{botcheck.Missing, false, 403, botcheck.CodeRequired, false},
-		{botcheck.Failed, false, 403, botcheck.CodeFailed, false},
-		{botcheck.Unavailable, false, 503, botcheck.CodeUnavailable, false},
-		{botcheck.Missing, true, 401, botcheck.CodeRequired, false},
-		{botcheck.Failed, true, 401, botcheck.CodeFailed, false},
-		{botcheck.Unavailable, true, 503, botcheck.CodeUnavailable, false},
+		{botcheck.Missing, false, 403, contract.CodeBotChallengeRequired, false},
+		{botcheck.Failed, false, 403, contract.CodeBotChallengeFailed, false},
+		{botcheck.Unavailable, false, 503, contract.CodeUnavailable, false},
+		{botcheck.Missing, true, 401, contract.CodeBotChallengeRequired, false},
+		{botcheck.Failed, true, 401, contract.CodeBotChallengeFailed, false},
+		{botcheck.Unavailable, true, 503, contract.CodeUnavailable, false},
 	} {
 		c := botcheck.Check{Verifier: &botcheck.Siteverify{Provider: botcheck.Turnstile}}
 		if tc.pp {

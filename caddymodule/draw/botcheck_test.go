@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/seckilledge/seckill/caddymodule/botcheck"
 	"github.com/seckilledge/seckill/caddymodule/botcheck/botchecktest"
+	"github.com/seckilledge/seckill/contract"
 	"github.com/seckilledge/seckill/internal/testenv"
 )
 
@@ -48,7 +48,7 @@ func TestADrawWithPrivacyPassTakesEachTokenOnceAcrossGateways(t *testing.T) {
 
 	// Without a token: 401 with the challenge a Privacy Pass client answers by itself.
 	status, body, challenge := enterWith(t, gw, sale, "alice", "s", "")
-	if status != http.StatusUnauthorized || !strings.Contains(body, botcheck.CodeRequired) || !strings.HasPrefix(challenge, "PrivateToken ") {
+	if status != http.StatusUnauthorized || !strings.Contains(body, contract.CodeBotChallengeRequired) || !strings.HasPrefix(challenge, "PrivateToken ") {
 		t.Fatalf("no token: %d %s, WWW-Authenticate %q", status, body, challenge)
 	}
 	answer := iss.Answer(t, challenge)
@@ -57,8 +57,8 @@ func TestADrawWithPrivacyPassTakesEachTokenOnceAcrossGateways(t *testing.T) {
 	}
 	// The same token at the other gateway (or again at this one) is spent.
 	for _, base := range []string{gw2, gw} {
-		if status, body, _ := enterWith(t, base, sale, "bob", "m", answer); status != http.StatusUnauthorized || !strings.Contains(body, botcheck.CodeFailed) {
-			t.Fatalf("the token again at %s: %d %s, want 401 %s", base, status, body, botcheck.CodeFailed)
+		if status, body, _ := enterWith(t, base, sale, "bob", "m", answer); status != http.StatusUnauthorized || !strings.Contains(body, contract.CodeBotChallengeFailed) {
+			t.Fatalf("the token again at %s: %d %s, want 401 %s", base, status, body, contract.CodeBotChallengeFailed)
 		}
 	}
 	// Changing the variant is an entry: a new token for it.
@@ -67,7 +67,7 @@ func TestADrawWithPrivacyPassTakesEachTokenOnceAcrossGateways(t *testing.T) {
 	}
 	// Another issuer's token for the same challenge is not ours.
 	other := botchecktest.NewIssuer(t, "issuer.example")
-	if status, body, _ := enterWith(t, gw, sale, "carol", "s", other.Answer(t, challenge)); status != http.StatusUnauthorized || !strings.Contains(body, botcheck.CodeFailed) {
+	if status, body, _ := enterWith(t, gw, sale, "carol", "s", other.Answer(t, challenge)); status != http.StatusUnauthorized || !strings.Contains(body, contract.CodeBotChallengeFailed) {
 		t.Fatalf("another issuer's token: %d %s", status, body)
 	}
 }

@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/seckilledge/seckill/caddymodule/botcheck"
 	"github.com/seckilledge/seckill/caddymodule/botcheck/botcheckcaddy"
+	"github.com/seckilledge/seckill/contract"
 	"github.com/seckilledge/seckill/internal/testenv"
 )
 
@@ -44,15 +44,15 @@ func TestARoomWithAChallengeProviderChecksEachEntryOnceAndNoPoll(t *testing.T) {
 	r := newRoom(t, rdb, 1, -time.Second, time.Hour, roomArgs{Rate: "100", Oversubscribe: "1", SessionMS: "60000"})
 	token := func(v string) map[string]string { return map[string]string{botcheckcaddy.Header: v} }
 
-	if got := enter(t, gw, r.Sale, "alice", nil); got.Status != http.StatusForbidden || got.Code != botcheck.CodeRequired {
-		t.Fatalf("an entry without a token: %d %s, want 403 %s", got.Status, got.Raw, botcheck.CodeRequired)
+	if got := enter(t, gw, r.Sale, "alice", nil); got.Status != http.StatusForbidden || got.Code != contract.CodeBotChallengeRequired {
+		t.Fatalf("an entry without a token: %d %s, want 403 %s", got.Status, got.Raw, contract.CodeBotChallengeRequired)
 	}
-	if got := enter(t, gw, r.Sale, "alice", token("bad")); got.Status != http.StatusForbidden || got.Code != botcheck.CodeFailed {
-		t.Fatalf("an entry with a bad token: %d %s, want 403 %s", got.Status, got.Raw, botcheck.CodeFailed)
+	if got := enter(t, gw, r.Sale, "alice", token("bad")); got.Status != http.StatusForbidden || got.Code != contract.CodeBotChallengeFailed {
+		t.Fatalf("an entry with a bad token: %d %s, want 403 %s", got.Status, got.Raw, contract.CodeBotChallengeFailed)
 	}
 	// The site fails closed: a provider that cannot answer closes the door, with Retry-After.
-	if got := enter(t, gw, r.Sale, "alice", token("down")); got.Status != http.StatusServiceUnavailable || got.Code != botcheck.CodeUnavailable || got.Retry == "" {
-		t.Fatalf("an entry while the provider is down: %d %s (Retry-After %q), want 503 %s", got.Status, got.Raw, got.Retry, botcheck.CodeUnavailable)
+	if got := enter(t, gw, r.Sale, "alice", token("down")); got.Status != http.StatusServiceUnavailable || got.Code != contract.CodeUnavailable || got.Retry == "" {
+		t.Fatalf("an entry while the provider is down: %d %s (Retry-After %q), want 503 %s", got.Status, got.Raw, got.Retry, contract.CodeUnavailable)
 	}
 	first := enter(t, gw, r.Sale, "first", token("good"))
 	alice := enter(t, gw, r.Sale, "alice", token("good"))

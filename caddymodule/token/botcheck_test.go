@@ -13,7 +13,6 @@ import (
 
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 
-	"github.com/seckilledge/seckill/caddymodule/botcheck"
 	"github.com/seckilledge/seckill/caddymodule/botcheck/botcheckcaddy"
 	"github.com/seckilledge/seckill/contract"
 	"github.com/seckilledge/seckill/internal/testenv"
@@ -52,7 +51,7 @@ func TestATokenIssuerWithAChallengeProviderMintsNothingWithoutAGoodToken(t *test
 		return rec.Code, body
 	}
 	refused := count(string(BotRefused))
-	for token, code := range map[string]string{"": botcheck.CodeRequired, "forged": botcheck.CodeFailed} {
+	for token, code := range map[string]string{"": contract.CodeBotChallengeRequired, "forged": contract.CodeBotChallengeFailed} {
 		if status, body := post(token); status != http.StatusForbidden || body["code"] != code {
 			t.Fatalf("token %q: %d %v, want 403 %s", token, status, body, code)
 		}

@@ -20,6 +20,7 @@ import (
 	"github.com/seckilledge/seckill/caddymodule/botcheck"
 	"github.com/seckilledge/seckill/caddymodule/botcheck/botcheckcaddy"
 	"github.com/seckilledge/seckill/caddymodule/botcheck/botchecktest"
+	"github.com/seckilledge/seckill/contract"
 )
 
 func parse(t *testing.T, src string) (*botcheckcaddy.Provider, error) {
@@ -180,7 +181,7 @@ func TestPrivacyPassRefusalNamesTheChallengeToAnswer(t *testing.T) {
 	}
 	w := httptest.NewRecorder()
 	o, ref := p.Check(context.Background(), w, entry("shop.example:8443", nil), "s1")
-	if o != botcheck.Missing || ref.Status != http.StatusUnauthorized || ref.Code != botcheck.CodeRequired {
+	if o != botcheck.Missing || ref.Status != http.StatusUnauthorized || ref.Code != contract.CodeBotChallengeRequired {
 		t.Fatalf("no token: %v, %d %s", o, ref.Status, ref.Code)
 	}
 	h := w.Header().Get("WWW-Authenticate")
