@@ -4,72 +4,23 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"net/http/httptest"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/seckilledge/seckill/caddymodule/botcheck"
+	"github.com/seckilledge/seckill/caddymodule/botcheck/botchecktest"
 	"github.com/seckilledge/seckill/contract"
 )
 
-// standIn is a siteverify server for the tests: it answers each token with the body (and
-// status) the test gave it, after checking the form the client sent. Nothing reaches the
-// internet.
-type standIn struct {
-	*httptest.Server
-	calls   atomic.Int64
-	answers map[string]answer
-}
-
-type answer struct {
-	status int
-	body   string
-	hang   bool // never answer: the client's deadline must end the call
-}
-
 const testSecret = "0x-test-secret"
 
-func newStandIn(t *testing.T, answers map[string]answer) *standIn {
-	t.Helper()
-	s := &standIn{answers: answers}
-	release := make(chan struct{})
-	s.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		s.calls.Add(1)
-		if r.Method != http.MethodPost || r.Header.Get("Content-Type") != "application/x-www-form-urlencoded" {
-			http.Error(w, "not a form post", http.StatusBadRequest)
-			return
-		}
-		if r.PostFormValue("secret") != testSecret {
-			fmt.Fprint(w, `{"success":false,"error-codes":["invalid-input-secret"]}`)
-			return
-		}
-		if r.PostFormValue("remoteip") != "203.0.113.9" {
-			http.Error(w, "remoteip missing", http.StatusBadRequest)
-			return
-		}
-		a, ok := s.answers[r.PostFormValue("response")]
-		if !ok {
-			fmt.Fprint(w, `{"success":false,"error-codes":["invalid-input-response"]}`)
-			return
-		}
-		if a.hang {
-			select {
-			case <-r.Context().Done():
-			case <-release:
-			}
-			return
-		}
-		if a.status != 0 {
-			w.WriteHeader(a.status)
-		}
-		fmt.Fprint(w, a.body)
-	}))
-	t.Cleanup(func() { close(release); s.Close() })
-	return s
+type standIn struct{ *botchecktest.Siteverify }
+
+func newStandIn(t *testing.T, answers map[string]botchecktest.Answer) standIn {
+	return standIn{botchecktest.NewSiteverify(t, testSecret, answers)}
 }
 
-func (s *standIn) check(p botcheck.Provider, minScore float64, failOpen bool) botcheck.Check {
+func (s standIn) check(p botcheck.Provider, minScore float64, failOpen bool) botcheck.Check {
 	p.URL = s.URL
 	return botcheck.Check{
 		Verifier: &botcheck.Siteverify{Provider: p, Secret: testSecret, MinScore: minScore, Client: s.Client()},
@@ -81,20 +32,20 @@ func (s *standIn) check(p botcheck.Provider, minScore float64, failOpen bool) bo
 var shop = botcheck.Binding{Host: "shop.example", Sale: "s1", Action: "enter", RemoteIP: "203.0.113.9"}
 
 func TestSiteverifyDecidesEachAnswerOfTheProvider(t *testing.T) {
-	s := newStandIn(t, map[string]answer{
-		"good":         {body: `{"success":true,"hostname":"shop.example","action":"enter","challenge_ts":"2026-01-01T00:00:00Z"}`},
-		"good-nohost":  {body: `{"success":true}`},
-		"good-upper":   {body: `{"success":true,"hostname":"SHOP.example"}`},
-		"spent":        {body: `{"success":false,"error-codes":["timeout-or-duplicate"]}`},
-		"other-host":   {body: `{"success":true,"hostname":"evil.example","action":"enter"}`},
-		"other-action": {body: `{"success":true,"hostname":"shop.example","action":"login"}`},
-		"human":        {body: `{"success":true,"hostname":"shop.example","action":"enter","score":0.9}`},
-		"bot":          {body: `{"success":true,"hostname":"shop.example","action":"enter","score":0.1}`},
-		"score-wild":   {body: `{"success":true,"hostname":"shop.example","score":7}`},
-		"5xx":          {status: http.StatusBadGateway, body: `{"success":true}`},
-		"not-json":     {body: `<html>maintenance</html>`},
-		"cut-json":     {body: `{"success":tr`},
-		"hang":         {hang: true},
+	s := newStandIn(t, map[string]botchecktest.Answer{
+		"good":         {Body: `{"success":true,"hostname":"shop.example","action":"enter","challenge_ts":"2026-01-01T00:00:00Z"}`},
+		"good-nohost":  {Body: `{"success":true}`},
+		"good-upper":   {Body: `{"success":true,"hostname":"SHOP.example"}`},
+		"spent":        {Body: `{"success":false,"error-codes":["timeout-or-duplicate"]}`},
+		"other-host":   {Body: `{"success":true,"hostname":"evil.example","action":"enter"}`},
+		"other-action": {Body: `{"success":true,"hostname":"shop.example","action":"login"}`},
+		"human":        {Body: `{"success":true,"hostname":"shop.example","action":"enter","score":0.9}`},
+		"bot":          {Body: `{"success":true,"hostname":"shop.example","action":"enter","score":0.1}`},
+		"score-wild":   {Body: `{"success":true,"hostname":"shop.example","score":7}`},
+		"5xx":          {Status: http.StatusBadGateway, Body: `{"success":true}`},
+		"not-json":     {Body: `<html>maintenance</html>`},
+		"cut-json":     {Body: `{"success":tr`},
+		"hang":         {Hang: true},
 	})
 	for _, tc := range []struct {
 		token    string
@@ -134,13 +85,16 @@ func TestSiteverifyDecidesEachAnswerOfTheProvider(t *testing.T) {
 			if (err != nil) != (got == botcheck.Unavailable || got == botcheck.Unchecked) {
 				t.Errorf("err %v with outcome %v: an error is exactly an unavailable provider", err, got)
 			}
+			if asked := tc.token != ""; asked && s.Last().Get("remoteip") != shop.RemoteIP {
+				t.Errorf("the provider was handed remoteip %q, want %q", s.Last().Get("remoteip"), shop.RemoteIP)
+			}
 		})
 	}
 }
 
 func TestSiteverifyScoresAreLikelihoodOfAHuman(t *testing.T) {
-	s := newStandIn(t, map[string]answer{
-		"t": {body: `{"success":true,"hostname":"shop.example","score":0.2}`},
+	s := newStandIn(t, map[string]botchecktest.Answer{
+		"t": {Body: `{"success":true,"hostname":"shop.example","score":0.2}`},
 	})
 	_, rc, _ := s.check(botcheck.ReCAPTCHA, 0.5, false).Run(context.Background(), "t", shop)
 	if rc.Score != 0.2 || !rc.Flag {
@@ -159,7 +113,7 @@ func TestSiteverifyScoresAreLikelihoodOfAHuman(t *testing.T) {
 }
 
 func TestSiteverifyWithAWrongSecretIsAnUnavailableProviderNotABadEntrant(t *testing.T) {
-	s := newStandIn(t, map[string]answer{"good": {body: `{"success":true}`}})
+	s := newStandIn(t, map[string]botchecktest.Answer{"good": {Body: `{"success":true}`}})
 	c := s.check(botcheck.Turnstile, 0, false)
 	c.Verifier.(*botcheck.Siteverify).Secret = "wrong"
 	got, _, err := c.Run(context.Background(), "good", shop)
@@ -169,7 +123,7 @@ func TestSiteverifyWithAWrongSecretIsAnUnavailableProviderNotABadEntrant(t *test
 }
 
 func TestSiteverifyHostnamesReplaceTheRequestHost(t *testing.T) {
-	s := newStandIn(t, map[string]answer{"good": {body: `{"success":true,"hostname":"www.shop.example"}`}})
+	s := newStandIn(t, map[string]botchecktest.Answer{"good": {Body: `{"success":true,"hostname":"www.shop.example"}`}})
 	c := s.check(botcheck.Turnstile, 0, false)
 	if got, _, _ := c.Run(context.Background(), "good", shop); got != botcheck.Failed {
 		t.Fatalf("another host than the request's: outcome %v, want failed", got)
@@ -187,8 +141,8 @@ func TestOverlongTokensAreRefusedWithoutAskingTheProvider(t *testing.T) {
 		long[i] = 'a'
 	}
 	got, _, _ := s.check(botcheck.Turnstile, 0, false).Run(context.Background(), string(long), shop)
-	if got != botcheck.Failed || s.calls.Load() != 0 {
-		t.Fatalf("outcome %v after %d calls, want failed after none", got, s.calls.Load())
+	if got != botcheck.Failed || s.Calls.Load() != 0 {
+		t.Fatalf("outcome %v after %d calls, want failed after none", got, s.Calls.Load())
 	}
 }
 

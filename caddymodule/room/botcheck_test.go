@@ -3,43 +3,27 @@
 package room
 
 import (
-	"fmt"
 	"net/http"
-	"net/http/httptest"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/seckilledge/seckill/caddymodule/botcheck/botcheckcaddy"
+	"github.com/seckilledge/seckill/caddymodule/botcheck/botchecktest"
 	"github.com/seckilledge/seckill/contract"
 	"github.com/seckilledge/seckill/internal/testenv"
 )
 
-// siteverifyStandIn is a siteverify server for the room's tests: "good" passes for the host
-// 127.0.0.1, "down" answers 502, anything else is refused. It counts the calls.
-func siteverifyStandIn(t *testing.T) (url string, calls *atomic.Int64) {
-	calls = new(atomic.Int64)
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		calls.Add(1)
-		switch r.PostFormValue("response") {
-		case "good":
-			fmt.Fprint(w, `{"success":true,"hostname":"127.0.0.1","action":"enter"}`)
-		case "down":
-			w.WriteHeader(http.StatusBadGateway)
-		default:
-			fmt.Fprint(w, `{"success":false,"error-codes":["invalid-input-response"]}`)
-		}
-	}))
-	t.Cleanup(srv.Close)
-	return srv.URL, calls
-}
-
 func TestARoomWithAChallengeProviderChecksEachEntryOnceAndNoPoll(t *testing.T) {
 	rdb := testenv.Redis(t)
-	verifyURL, calls := siteverifyStandIn(t)
+	// "good" passes for the gateway's host, "down" answers 502, anything else is refused.
+	sv := botchecktest.NewSiteverify(t, "test-secret", map[string]botchecktest.Answer{
+		"good": {Body: `{"success":true,"hostname":"127.0.0.1","action":"enter"}`},
+		"down": {Status: http.StatusBadGateway},
+	})
+	calls := &sv.Calls
 	cfg := newGatewayConfig(t, testenv.RabbitVhost(t))
 	cfg.Room = map[string]any{"challenge_provider": map[string]any{
-		"name": "turnstile", "secret": "test-secret", "verify_url": verifyURL, "action": "enter"}}
+		"name": "turnstile", "secret": "test-secret", "verify_url": sv.URL, "action": "enter"}}
 	gw := startCaddy(t, cfg)
 	r := newRoom(t, rdb, 1, -time.Second, time.Hour, roomArgs{Rate: "100", Oversubscribe: "1", SessionMS: "60000"})
 	token := func(v string) map[string]string { return map[string]string{botcheckcaddy.Header: v} }

@@ -5,7 +5,6 @@ package token
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"testing"
@@ -14,20 +13,16 @@ import (
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 
 	"github.com/seckilledge/seckill/caddymodule/botcheck/botcheckcaddy"
+	"github.com/seckilledge/seckill/caddymodule/botcheck/botchecktest"
 	"github.com/seckilledge/seckill/contract"
 	"github.com/seckilledge/seckill/internal/testenv"
 )
 
 func TestATokenIssuerWithAChallengeProviderMintsNothingWithoutAGoodToken(t *testing.T) {
 	rdb := testenv.Redis(t)
-	siteverify := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.PostFormValue("response") == "good" {
-			fmt.Fprint(w, `{"success":true,"hostname":"gw.test"}`)
-			return
-		}
-		fmt.Fprint(w, `{"success":false,"error-codes":["invalid-input-response"]}`)
-	}))
-	t.Cleanup(siteverify.Close)
+	siteverify := botchecktest.NewSiteverify(t, "test-secret", map[string]botchecktest.Answer{
+		"good": {Body: `{"success":true,"hostname":"gw.test"}`},
+	})
 	h := newIssuer(t, rdb, testRing(t), time.Minute, time.Minute)
 	h.ChallengeProvider = &botcheckcaddy.Provider{Name: "recaptcha", Secret: "test-secret", VerifyURL: siteverify.URL}
 	if err := h.ChallengeProvider.Provision(nil, nil); err != nil {

@@ -3,7 +3,6 @@ package botcheckcaddy_test
 import (
 	"context"
 	"encoding/base64"
-	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"reflect"
@@ -105,23 +104,13 @@ func TestChallengeProviderRefusesAnIncompleteConfigAtProvision(t *testing.T) {
 	}
 }
 
-// siteverify is a stand-in siteverify server that passes the token "good" for the host it is
-// told, with the secret "s3cret", and records the remote address it was handed.
-func siteverify(t *testing.T, host string, remote *string) string {
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		*remote = r.PostFormValue("remoteip")
-		if r.PostFormValue("response") == "down" {
-			w.WriteHeader(http.StatusBadGateway)
-			return
-		}
-		if r.PostFormValue("secret") == "s3cret" && r.PostFormValue("response") == "good" {
-			fmt.Fprintf(w, `{"success":true,"hostname":%q}`, host)
-			return
-		}
-		fmt.Fprint(w, `{"success":false,"error-codes":["invalid-input-response"]}`)
-	}))
-	t.Cleanup(srv.Close)
-	return srv.URL
+// siteverify is a stand-in siteverify server for the secret "s3cret": "good" passes for
+// shop.example, "down" answers 502.
+func siteverify(t *testing.T) *botchecktest.Siteverify {
+	return botchecktest.NewSiteverify(t, "s3cret", map[string]botchecktest.Answer{
+		"good": {Body: `{"success":true,"hostname":"shop.example"}`},
+		"down": {Status: http.StatusBadGateway},
+	})
 }
 
 func entry(host string, header map[string]string) *http.Request {
@@ -135,9 +124,9 @@ func entry(host string, header map[string]string) *http.Request {
 }
 
 func TestChallengeProviderReadsTheTokenOfTheJSONProtocol(t *testing.T) {
-	var remote string
 	t.Setenv("BOTCHECK_TEST_SECRET", "s3cret")
-	p := botcheckcaddy.Provider{Name: "turnstile", Secret: "{env.BOTCHECK_TEST_SECRET}", VerifyURL: siteverify(t, "shop.example", &remote)}
+	sv := siteverify(t)
+	p := botcheckcaddy.Provider{Name: "turnstile", Secret: "{env.BOTCHECK_TEST_SECRET}", VerifyURL: sv.URL}
 	if err := p.Provision(nil, nil); err != nil {
 		t.Fatal(err)
 	}
@@ -156,7 +145,7 @@ func TestChallengeProviderReadsTheTokenOfTheJSONProtocol(t *testing.T) {
 		// Authorization is the identity's (a bearer session) unless it is a PrivateToken.
 		{"authorization", "shop.example", map[string]string{"Authorization": "Bearer good"}, botcheck.Missing, 403},
 	} {
-		remote = ""
+		before := sv.Calls.Load()
 		w := httptest.NewRecorder()
 		o, ref := p.Check(ctx, w, entry(tc.host, tc.header), "s1")
 		if o != tc.want || ref.Status != tc.status {
@@ -165,8 +154,9 @@ func TestChallengeProviderReadsTheTokenOfTheJSONProtocol(t *testing.T) {
 		if w.Header().Get("WWW-Authenticate") != "" {
 			t.Errorf("%s: a WWW-Authenticate for a siteverify provider", tc.name)
 		}
-		if asked := tc.want != botcheck.Missing; asked != (remote == "203.0.113.7") {
-			t.Errorf("%s: the provider was handed remoteip %q (asked: %v), want Caddy's client address exactly when asked", tc.name, remote, asked)
+		asked := sv.Calls.Load() > before
+		if asked != (tc.want != botcheck.Missing) || asked && sv.Last().Get("remoteip") != "203.0.113.7" {
+			t.Errorf("%s: asked %v, remoteip %q; want the provider asked with Caddy's client address exactly when there is a token", tc.name, asked, sv.Last().Get("remoteip"))
 		}
 	}
 }
@@ -203,8 +193,7 @@ func TestPrivacyPassRefusalNamesTheChallengeToAnswer(t *testing.T) {
 }
 
 func TestAnUnavailableProviderIsLoggedAndTheSiteDecides(t *testing.T) {
-	var remote string
-	url := siteverify(t, "shop.example", &remote)
+	url := siteverify(t).URL
 	for _, failOpen := range []bool{false, true} {
 		core, logs := observer.New(zap.WarnLevel)
 		p := botcheckcaddy.Provider{Name: "hcaptcha", Secret: "s3cret", VerifyURL: url, FailOpen: failOpen}

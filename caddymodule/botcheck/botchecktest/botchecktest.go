@@ -1,6 +1,7 @@
-// Package botchecktest is a Privacy Pass issuer for tests: a blind RSA key made in the test,
-// and tokens of type 0x0002 made the way a client makes them with an issuer (blind, sign,
-// finalize; RFC 9578 section 6), with circl's blind RSA. Nothing here is for production.
+// Package botchecktest is what the bot challenge's tests stand on: a Privacy Pass issuer (a
+// blind RSA key made in the test, and tokens of type 0x0002 made the way a client makes them
+// with an issuer: blind, sign, finalize; RFC 9578 section 6, with circl's blind RSA) and a
+// stand-in siteverify server. Nothing here is for production.
 package botchecktest
 
 import (
@@ -9,7 +10,13 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/binary"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/cloudflare/circl/blindsign/blindrsa"
@@ -99,4 +106,72 @@ func (i *Issuer) TokenFor(t testing.TB, challenge []byte) []byte {
 // Authorization is the Authorization value that presents token (RFC 9577 section 2.2.1).
 func Authorization(token []byte) string {
 	return `PrivateToken token="` + base64.URLEncoding.EncodeToString(token) + `"`
+}
+
+// Answer is how a stand-in siteverify server answers one token.
+type Answer struct {
+	// Status is the HTTP status (0: 200).
+	Status int
+	// Body is the JSON answer.
+	Body string
+	// Hang never answers: the client's deadline must end the call.
+	Hang bool
+}
+
+// Siteverify is a stand-in siteverify server: nothing reaches the internet. A token it was
+// given an Answer for gets it; any other `{"success":false,"error-codes":["invalid-input-response"]}`,
+// and a request with another secret `invalid-input-secret`. It counts the calls and keeps
+// the last form.
+type Siteverify struct {
+	*httptest.Server
+	Calls atomic.Int64
+
+	mu   sync.Mutex
+	last url.Values
+}
+
+// NewSiteverify starts a stand-in for the site's secret, closed when the test ends.
+func NewSiteverify(t testing.TB, secret string, answers map[string]Answer) *Siteverify {
+	t.Helper()
+	s := &Siteverify{}
+	release := make(chan struct{})
+	s.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s.Calls.Add(1)
+		if r.Method != http.MethodPost || r.Header.Get("Content-Type") != "application/x-www-form-urlencoded" {
+			http.Error(w, "not a form post", http.StatusBadRequest)
+			return
+		}
+		_ = r.ParseForm()
+		s.mu.Lock()
+		s.last = r.PostForm
+		s.mu.Unlock()
+		if r.PostFormValue("secret") != secret {
+			fmt.Fprint(w, `{"success":false,"error-codes":["invalid-input-secret"]}`)
+			return
+		}
+		a, ok := answers[r.PostFormValue("response")]
+		switch {
+		case !ok:
+			fmt.Fprint(w, `{"success":false,"error-codes":["invalid-input-response"]}`)
+		case a.Hang:
+			select {
+			case <-r.Context().Done():
+			case <-release:
+			}
+		default:
+			if a.Status != 0 {
+				w.WriteHeader(a.Status)
+			}
+			fmt.Fprint(w, a.Body)
+		}
+	}))
+	t.Cleanup(func() { close(release); s.Close() })
+	return s
+}
+
+// Last is the form of the last request ("" values before any).
+func (s *Siteverify) Last() url.Values {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.last
 }
