@@ -38,7 +38,7 @@ type Verdict struct {
 	// Pass: the token is genuine, fresh (not spent before) and made for the Binding.
 	Pass bool
 	// Flag: the token passed, but the provider scores its holder as a likely bot (Score
-	// below the site's minimum). A flagged entrant is let in and never admitted.
+	// below the site's minimum). A flagged entrant is let in, and the handler is told.
 	Flag bool
 	// Score is the provider's likelihood that the holder is human, from 0 to 1 (a provider
 	// that scores risk instead, hCaptcha, is turned around); 1 when the provider gives none.
@@ -62,7 +62,8 @@ type Outcome uint8
 const (
 	// Passed: enter.
 	Passed Outcome = iota
-	// Flagged: enter, and never be admitted (the provider's score was too low).
+	// Flagged: enter; the provider scored the entrant below the site's minimum (what the
+	// handler makes of it is its own: today the room and the draw treat it as Passed).
 	Flagged
 	// Unchecked: the provider could not be asked and the site fails open: enter unverified.
 	Unchecked

@@ -56,7 +56,8 @@ type Provider struct {
 	// answer naming another action is refused. Default: none compared.
 	Action string `json:"action,omitempty"`
 	// MinScore flags entrants whose score (0 bot .. 1 human; hCaptcha's risk score is turned
-	// around) is below it: they enter and are never admitted. Default 0: nobody is flagged.
+	// around) is below it. A flagged entrant enters; the room and the draw do not yet hold it
+	// back from admission. Default 0: nobody is flagged.
 	MinScore float64 `json:"min_score,omitempty"`
 	// IssuerName is the Privacy Pass issuer's server name (privacypass).
 	IssuerName string `json:"issuer_name,omitempty"`
