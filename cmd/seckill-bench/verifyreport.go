@@ -23,7 +23,8 @@ import (
 // key set, the signed report and its evidence (from a URL, or from files saved earlier), checks
 // the signature against the published key, the evidence against the digest the report signs,
 // recomputes every figure, speed class and moment from the evidence and redoes the
-// permutation check with the revealed seed.
+// permutation check with the revealed seed, or a draw's check (seed, entries root, every wave's
+// winners the next ranks) and its beacon's.
 //
 //	seckill-bench verify-report -url http://127.0.0.1:8080 -sale S
 //	seckill-bench verify-report -keys keys.json -report report.json -evidence evidence.txt
@@ -88,6 +89,9 @@ func VerifyReport(keysRaw, signedRaw, evidence []byte) (problems, passes []strin
 		return []string{err.Error()}, nil
 	}
 	passes = append(passes, fmt.Sprintf("Ed25519 signature by published key %s", signed.Signature.Kid))
+	if !rep.Supported(r.Version) {
+		return append(problems, fmt.Sprintf("report format version %d: this checker knows versions 1 to %d", r.Version, rep.Version)), passes
+	}
 	for _, k := range keys.Keys {
 		if k.Kid == signed.Signature.Kid && k.Demo {
 			passes = append(passes, "(the key is the demo's published key: this report proves nothing)")
@@ -102,21 +106,23 @@ func VerifyReport(keysRaw, signedRaw, evidence []byte) (problems, passes []strin
 	c := rep.Compute(evidence, r.Figures.Units)
 	want := *r
 	c.Apply(&want)
-	a, _ := rep.Canonical(struct {
+	type recomputed struct {
 		F rep.Figures
 		S []rep.SpeedClass
 		T rep.Timeline
-	}{r.Figures, r.SpeedClasses, r.Timeline})
-	b, _ := rep.Canonical(struct {
-		F rep.Figures
-		S []rep.SpeedClass
-		T rep.Timeline
-	}{want.Figures, want.SpeedClasses, want.Timeline})
+		D *rep.Draw
+	}
+	a, _ := rep.Canonical(recomputed{r.Figures, r.SpeedClasses, r.Timeline, r.Draw})
+	b, _ := rep.Canonical(recomputed{want.Figures, want.SpeedClasses, want.Timeline, want.Draw})
 	if !bytes.Equal(a, b) {
 		problems = append(problems, fmt.Sprintf("the report's figures are not the evidence's: report %s, evidence %s", a, b))
 	} else {
 		passes = append(passes, fmt.Sprintf("figures, speed classes and timeline recomputed from the evidence (%d entrants, %d admitted, %d units bought)",
 			r.Figures.Entrants, r.Figures.Admitted, r.Figures.Bought))
+	}
+	if r.Mode == "draw" {
+		problems, passes = redo("draw", report.DrawCheck(r, c), r.Checks.Draw, problems, passes)
+		problems, passes = redo("beacon", report.BeaconCheck(r), &r.Checks.Beacon, problems, passes)
 	}
 	if r.Mode == "room" {
 		got := report.PermutationCheck(r.Evidence.Commitment, r.Evidence.Seed, c)
@@ -131,6 +137,25 @@ func VerifyReport(keysRaw, signedRaw, evidence []byte) (problems, passes []strin
 		if n, ok := r.Counters["admitted"]; ok && n != r.Figures.Admitted {
 			problems = append(problems, fmt.Sprintf("the room's admitted counter is %d, its log shows %d admissions", n, r.Figures.Admitted))
 		}
+	}
+	return problems, passes
+}
+
+// redo records a check the checker ran again: a FAIL when it fails, or when the report says
+// otherwise (or does not say).
+func redo(name string, got rep.Result, said *rep.Result, problems, passes []string) ([]string, []string) {
+	switch got.Result {
+	case rep.Fail:
+		problems = append(problems, name+": "+got.Detail)
+	default:
+		passes = append(passes, name+": "+got.Detail)
+	}
+	if said == nil || said.Result != got.Result {
+		s := "nothing"
+		if said != nil {
+			s = fmt.Sprintf("%q", said.Result)
+		}
+		problems = append(problems, fmt.Sprintf("the report says the %s check is %s, it is %q", name, s, got.Result))
 	}
 	return problems, passes
 }
