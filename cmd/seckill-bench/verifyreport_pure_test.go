@@ -68,7 +68,7 @@ func signedFixture(t *testing.T) (keys, signed, evidence []byte, priv ed25519.Pr
 
 func TestAnUntouchedReportPassesAndItsFiguresAreTheEvidences(t *testing.T) {
 	keys, signed, evidence, _ := signedFixture(t)
-	problems, passes := VerifyReport(keys, signed, evidence)
+	problems, passes := report.Verify(keys, signed, evidence)
 	if len(problems) > 0 || len(passes) < 4 {
 		t.Fatalf("problems %v, passes %v", problems, passes)
 	}
@@ -139,7 +139,7 @@ func TestAnAlteredReportFailsTheOfflineCheck(t *testing.T) {
 		{"a figure changed and re-signed by the key", resign(figure, priv), evidence, "figures are not the evidence's"},
 		{"the order altered and re-signed by the key", resign(sw, priv), swapped, "permutation"},
 	} {
-		problems, _ := VerifyReport(keys, c.signed, c.evidence)
+		problems, _ := report.Verify(keys, c.signed, c.evidence)
 		if len(problems) == 0 || !strings.Contains(strings.Join(problems, "\n"), c.want) {
 			t.Errorf("%s: problems %v, want one saying %q", c.name, problems, c.want)
 		}
@@ -201,7 +201,7 @@ func signReport(t *testing.T, r rep.Report, priv ed25519.PrivateKey) []byte {
 
 func TestAnUntouchedDrawReportPassesWithItsWavesClaimsAndExpiries(t *testing.T) {
 	r, evidence, keys, priv := drawFixture(t)
-	problems, passes := VerifyReport(keys, signReport(t, r, priv), evidence)
+	problems, passes := report.Verify(keys, signReport(t, r, priv), evidence)
 	if len(problems) > 0 {
 		t.Fatalf("problems %v, passes %v", problems, passes)
 	}
@@ -249,7 +249,7 @@ func TestAnAlteredDrawReportFailsTheOfflineCheck(t *testing.T) {
 		{"a figure changed", signReport(t, figure, priv), evidence, "figures are not the evidence's"},
 		{"a buyer who never won", forge(stray), stray, "no wave made it a winner"},
 	} {
-		problems, _ := VerifyReport(keys, c.signed, c.evidence)
+		problems, _ := report.Verify(keys, c.signed, c.evidence)
 		if len(problems) == 0 || !strings.Contains(strings.Join(problems, "\n"), c.want) {
 			t.Errorf("%s: problems %v, want one saying %q", c.name, problems, c.want)
 		}
@@ -265,11 +265,11 @@ func TestAVersionOneReportStillVerifies(t *testing.T) {
 	var r rep.Report
 	_ = json.Unmarshal(s.Report, &r)
 	r.Version = 1
-	if problems, _ := VerifyReport(keys, signReport(t, r, priv), evidence); len(problems) > 0 {
+	if problems, _ := report.Verify(keys, signReport(t, r, priv), evidence); len(problems) > 0 {
 		t.Fatalf("a version 1 report: %v", problems)
 	}
 	r.Version = rep.Version + 1
-	if problems, _ := VerifyReport(keys, signReport(t, r, priv), evidence); len(problems) == 0 || !strings.Contains(problems[0], "format version") {
+	if problems, _ := report.Verify(keys, signReport(t, r, priv), evidence); len(problems) == 0 || !strings.Contains(problems[0], "format version") {
 		t.Fatalf("a version from the future: %v", problems)
 	}
 }
