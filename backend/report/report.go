@@ -1,7 +1,8 @@
 // Package report builds, signs, stores and serves a sale's fairness report (docs/operator.md,
 // "The fairness report"). When a sale has ended the publisher reads the room's queue and log
-// from Redis and the orders from Postgres, writes them as the evidence (contract/report), computes
-// the report's figures from that evidence, runs the permutation check, signs the canonical
+// from Redis (or a draw's entries and waves from Postgres) and the orders from Postgres, writes
+// them as the evidence (contract/report), computes the report's figures from that evidence, runs
+// the permutation check (or the draw's and its beacon's), signs the canonical
 // report with the backend's Ed25519 key and stores report and evidence once: a published report
 // is never replaced (the table refuses UPDATE and DELETE). The order listener serves the report,
 // its evidence and the public keys; `seckill-bench verify-report` checks them from the

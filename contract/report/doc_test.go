@@ -45,3 +45,31 @@ func TestTheWorkedExampleOfTheReportIsTheCode(t *testing.T) {
 		t.Fatalf("the doc says\n%s\nthe code computes\n%s", want, got)
 	}
 }
+
+// The draw's worked example of docs/operator.md is what Compute makes of its evidence: the
+// draw's figures and the report's, byte for byte in the canonical encoding.
+func TestTheWorkedExampleOfADrawReportIsTheCode(t *testing.T) {
+	b, err := os.ReadFile("../../docs/operator.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := string(b)
+	evidence := fenced(t, doc, "report-draw-evidence")
+	want := strings.TrimSpace(fenced(t, doc, "report-draw-figures"))
+	r := &rep.Report{Figures: rep.Figures{Units: 2}}
+	c := rep.Compute([]byte(evidence), 2)
+	if len(c.Problems) > 0 {
+		t.Fatalf("the example's evidence: %v", c.Problems)
+	}
+	c.Apply(r)
+	got, err := rep.Canonical(struct {
+		D *rep.Draw   `json:"draw"`
+		F rep.Figures `json:"figures"`
+	}{r.Draw, r.Figures})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(got) != want {
+		t.Fatalf("the doc says\n%s\nthe code computes\n%s", want, got)
+	}
+}
