@@ -14,6 +14,7 @@ import (
 	"testing"
 
 	"github.com/seckilledge/seckill/backend/report"
+	"github.com/seckilledge/seckill/contract/draw"
 	rep "github.com/seckilledge/seckill/contract/report"
 )
 
@@ -271,5 +272,83 @@ func TestAVersionOneReportStillVerifies(t *testing.T) {
 	r.Version = rep.Version + 1
 	if problems, _ := report.Verify(keys, signReport(t, r, priv), evidence); len(problems) == 0 || !strings.Contains(problems[0], "format version") {
 		t.Fatalf("a version from the future: %v", problems)
+	}
+}
+
+// beaconEntries are eight entries over sizes M (six) and L (two).
+var beaconEntries = func() []draw.Entry {
+	var es []draw.Entry
+	for i := range 8 {
+		es = append(es, draw.Entry{ID: fmt.Sprintf(draw.EntryIDFormat, i+1), Variant: []string{"M", "L"}[i%3/2]})
+	}
+	return es
+}()
+
+// beaconDrawEvidence is a draw of beaconEntries ranked with seed, one unit of each size: each
+// size's best-ranked entry wins wave 1, M's second wins wave 2 and buys.
+func beaconDrawEvidence(seed []byte) []byte {
+	var ev strings.Builder
+	for _, e := range beaconEntries {
+		ev.WriteString("d:" + e.ID + ":" + e.Variant + "\n")
+	}
+	ranked := draw.RankVariants(seed, beaconEntries)
+	fmt.Fprintf(&ev, "w:1:1800000000000:%s\nw:1:1800000000000:%s\nw:2:1800000060000:%s\no:1800000061500:created:1:%s:\n",
+		ranked["L"][0].ID, ranked["M"][0].ID, ranked["M"][1].ID, ranked["M"][1].ID)
+	return []byte(ev.String())
+}
+
+// A draw ranked with quicknet's round 123, the first after its close, passes the beacon's check
+// and the draw's with the effective seed; re-signed with the real key, a draw ranked with the
+// committed seed alone, a later round, or a forged signature FAILs.
+func TestADrawReportsBeaconIsCheckedAndItsRankingUsesTheEffectiveSeed(t *testing.T) {
+	r, _, keys, priv := drawFixture(t)
+	b := quicknetRound123()
+	raw, _ := json.Marshal(b)
+	r.Evidence.Beacon = raw
+	r.Evidence.EntriesRoot = draw.RootOf(beaconEntries)
+	// Round 123 is published at genesis + 122 periods: a close 3 s before is answered by it.
+	r.Timeline.DrawCloses = rep.FormatMS((b.GenesisTime + 121*int64(b.Period)) * 1000)
+	seed, _ := hex.DecodeString(r.Evidence.Seed)
+	effective, err := draw.RankingSeed(seed, b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	good := beaconDrawEvidence(effective)
+	sealed := func(r rep.Report, evidence []byte) []byte {
+		r.Draw, r.Checks.Draw = nil, nil
+		reseal(&r, evidence)
+		r.Checks.Draw, r.Checks.Beacon = &rep.Result{Result: rep.Pass}, rep.Result{Result: rep.Pass}
+		return signReport(t, r, priv)
+	}
+	if problems, passes := report.Verify(keys, sealed(r, good), good); len(problems) > 0 || !strings.Contains(strings.Join(passes, "\n"), "round 123") ||
+		!strings.Contains(strings.Join(passes, "\n"), "effective seed") {
+		t.Fatalf("a true beacon draw: problems %v, passes %v", problems, passes)
+	}
+	plain := beaconDrawEvidence(seed)
+	later := r
+	lb := *b
+	lb.Round = 124
+	later.Evidence.Beacon, _ = json.Marshal(lb)
+	forged := r
+	fb := *b
+	fb.Signature = strings.Repeat("ab", 48)
+	forged.Evidence.Beacon, _ = json.Marshal(fb)
+	for _, c := range []struct {
+		name     string
+		r        rep.Report
+		evidence []byte
+		want     string
+	}{
+		{"ranked with the committed seed alone", r, plain, "the next best-ranked entry is"},
+		{"a later round", later, good, "is not round 123"},
+		{"a forged round signature", forged, good, "beacon"},
+	} {
+		if c.name == "ranked with the committed seed alone" && bytes.Equal(plain, good) {
+			t.Fatal("the two seeds rank the example alike: the case proves nothing")
+		}
+		problems, _ := report.Verify(keys, sealed(c.r, c.evidence), c.evidence)
+		if len(problems) == 0 || !strings.Contains(strings.Join(problems, "\n"), c.want) {
+			t.Errorf("%s: problems %v, want one saying %q", c.name, problems, c.want)
+		}
 	}
 }
