@@ -81,7 +81,11 @@ func TestAnEndedDrawSaleGetsASignedReportWhoseWavesTheOfflineCheckRedoes(t *test
 	if err := pool.QueryRow(ctx, `SELECT seed FROM draws WHERE sale_id = $1`, sale).Scan(&seedHex); err != nil {
 		t.Fatal(err)
 	}
-	ranking := drawmath.RankVariants(mustHex(t, seedHex), live)
+	seed, err := hex.DecodeString(seedHex)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ranking := drawmath.RankVariants(seed, live)
 	// m's second winner buys (the gate took his unit; his order is in Postgres); l's pays; m's
 	// first winner's order is cancelled unpaid (his unit is back).
 	buy := func(entry, variant, status, reason string) {
@@ -130,21 +134,7 @@ func TestAnEndedDrawSaleGetsASignedReportWhoseWavesTheOfflineCheckRedoes(t *test
 	p.Mount(mux)
 	srv := httptest.NewServer(mux)
 	defer srv.Close()
-	get := func(path, accept string) []byte {
-		t.Helper()
-		req, _ := http.NewRequest(http.MethodGet, srv.URL+path, nil)
-		req.Header.Set("Accept", accept)
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		if resp.StatusCode != 200 {
-			t.Fatalf("GET %s: %d %s", path, resp.StatusCode, b)
-		}
-		return b
-	}
+	get := func(path, accept string) []byte { return getOK(t, srv.URL+path, accept) }
 	keys := get("/.well-known/seckill-report-keys", "application/json")
 	signed := get("/seckill/"+sale+"/report", "application/json")
 	evidence := get("/seckill/"+sale+"/report/evidence", "text/plain")
@@ -195,11 +185,21 @@ func TestAnEndedDrawSaleGetsASignedReportWhoseWavesTheOfflineCheckRedoes(t *test
 	}
 }
 
-func mustHex(t *testing.T, s string) []byte {
+// getOK is the body of a GET of url (asking for accept, unless empty), which must answer 200.
+func getOK(t *testing.T, url, accept string) []byte {
 	t.Helper()
-	b, err := hex.DecodeString(s)
+	req, _ := http.NewRequest(http.MethodGet, url, nil)
+	if accept != "" {
+		req.Header.Set("Accept", accept)
+	}
+	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != 200 {
+		t.Fatalf("GET %s: %d %s", url, resp.StatusCode, b)
 	}
 	return b
 }

@@ -37,13 +37,21 @@ func sampleReport(t testing.TB, demo bool) (rep.Signed, rep.Key) {
 		Figures:  rep.Figures{Units: 2},
 		Checks: rep.Checks{Permutation: rep.Result{Result: rep.Pass, Detail: "the seed opens the commitment"},
 			Beacon: rep.Result{Result: rep.NotApplicable, Detail: "a sale without a draw names no beacon"}},
-		Evidence: rep.Digest([]byte(sampleEvidence)), DemoKey: demo, Flagged: &rep.Flagged{Count: 1}}
-	rep.Compute([]byte(sampleEvidence), 2).Apply(r)
+		DemoKey: demo, Flagged: &rep.Flagged{Count: 1}}
+	return seal(t, r, sampleEvidence, priv), rep.Key{Kid: rep.KidOf(priv.Public().(ed25519.PublicKey))}
+}
+
+// seal computes r's figures and digest from evidence and signs it with priv, as the backend
+// does.
+func seal(t testing.TB, r *rep.Report, evidence string, priv ed25519.PrivateKey) rep.Signed {
+	t.Helper()
+	r.Evidence = rep.Digest([]byte(evidence))
+	rep.Compute([]byte(evidence), r.Figures.Units).Apply(r)
 	s, err := rep.Sign(r, priv)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return s, rep.Key{Kid: rep.KidOf(priv.Public().(ed25519.PublicKey))}
+	return s
 }
 
 func serve(t *testing.T, p *Page, s rep.Signed, accept string) *httptest.ResponseRecorder {
@@ -147,14 +155,8 @@ func sampleDrawReport(t testing.TB) rep.Signed {
 		Figures:  rep.Figures{Units: 2},
 		Checks: rep.Checks{Permutation: rep.Result{Result: rep.NotApplicable, Detail: "a draw sale has no queue"},
 			Beacon: rep.Result{Result: rep.NotApplicable, Detail: "commit-reveal only: the draw names no beacon"},
-			Draw:   &rep.Result{Result: rep.Pass, Detail: "the seed opens the commitment; 3 entries open entries_root; 3 waves"}},
-		Evidence: rep.Digest([]byte(sampleDrawEvidence))}
-	rep.Compute([]byte(sampleDrawEvidence), 2).Apply(r)
-	s, err := rep.Sign(r, priv)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return s
+			Draw:   &rep.Result{Result: rep.Pass, Detail: "the seed opens the commitment; 3 entries open entries_root; 3 waves"}}}
+	return seal(t, r, sampleDrawEvidence, priv)
 }
 
 // A draw's report has the draw's card in the reader's language: its check's result, its

@@ -67,16 +67,37 @@ func signedFixture(t *testing.T) (keys, signed, evidence []byte, priv ed25519.Pr
 	return keys, signed, evidence, priv
 }
 
+// unsigned is the report a signed document holds.
+func unsigned(t *testing.T, signed []byte) rep.Report {
+	t.Helper()
+	var s rep.Signed
+	var r rep.Report
+	if err := json.Unmarshal(signed, &s); err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(s.Report, &r); err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// wantFail asserts that the check FAILs the signed report and its evidence with a problem
+// saying want.
+func wantFail(t *testing.T, name string, keys, signed, evidence []byte, want string) {
+	t.Helper()
+	problems, _ := report.Verify(keys, signed, evidence)
+	if len(problems) == 0 || !strings.Contains(strings.Join(problems, "\n"), want) {
+		t.Errorf("%s: problems %v, want one saying %q", name, problems, want)
+	}
+}
+
 func TestAnUntouchedReportPassesAndItsFiguresAreTheEvidences(t *testing.T) {
 	keys, signed, evidence, _ := signedFixture(t)
 	problems, passes := report.Verify(keys, signed, evidence)
 	if len(problems) > 0 || len(passes) < 4 {
 		t.Fatalf("problems %v, passes %v", problems, passes)
 	}
-	var s rep.Signed
-	_ = json.Unmarshal(signed, &s)
-	var r rep.Report
-	_ = json.Unmarshal(s.Report, &r)
+	r := unsigned(t, signed)
 	f := r.Figures
 	if f.Entrants != 6 || f.PreQueued != 5 || f.Arrivals != 1 || f.Admitted != 3 || f.Buyers != 2 || f.Bought != 2 ||
 		f.Refused["failed:payment refused"] != 1 || f.UnusedAdmissions != 1 || r.Timeline.SoldOut == "" {
@@ -99,13 +120,8 @@ func TestAnAlteredReportFailsTheOfflineCheck(t *testing.T) {
 	keys, signed, evidence, priv := signedFixture(t)
 	var s rep.Signed
 	_ = json.Unmarshal(signed, &s)
-	var r rep.Report
-	_ = json.Unmarshal(s.Report, &r)
-	resign := func(r rep.Report, key ed25519.PrivateKey) []byte {
-		s, _ := rep.Sign(&r, key)
-		b, _ := json.Marshal(s)
-		return b
-	}
+	r := unsigned(t, signed)
+	resign := func(r rep.Report, key ed25519.PrivateKey) []byte { return signReport(t, r, key) }
 	_, other, _ := ed25519.GenerateKey(nil)
 	figure := r
 	figure.Figures.Bought = 1
@@ -140,10 +156,7 @@ func TestAnAlteredReportFailsTheOfflineCheck(t *testing.T) {
 		{"a figure changed and re-signed by the key", resign(figure, priv), evidence, "figures are not the evidence's"},
 		{"the order altered and re-signed by the key", resign(sw, priv), swapped, "permutation"},
 	} {
-		problems, _ := report.Verify(keys, c.signed, c.evidence)
-		if len(problems) == 0 || !strings.Contains(strings.Join(problems, "\n"), c.want) {
-			t.Errorf("%s: problems %v, want one saying %q", c.name, problems, c.want)
-		}
+		wantFail(t, c.name, keys, c.signed, c.evidence, c.want)
 	}
 }
 
@@ -250,10 +263,7 @@ func TestAnAlteredDrawReportFailsTheOfflineCheck(t *testing.T) {
 		{"a figure changed", signReport(t, figure, priv), evidence, "figures are not the evidence's"},
 		{"a buyer who never won", forge(stray), stray, "no wave made it a winner"},
 	} {
-		problems, _ := report.Verify(keys, c.signed, c.evidence)
-		if len(problems) == 0 || !strings.Contains(strings.Join(problems, "\n"), c.want) {
-			t.Errorf("%s: problems %v, want one saying %q", c.name, problems, c.want)
-		}
+		wantFail(t, c.name, keys, c.signed, c.evidence, c.want)
 	}
 }
 
@@ -261,10 +271,7 @@ func TestAnAlteredDrawReportFailsTheOfflineCheck(t *testing.T) {
 // does not know FAILs.
 func TestAVersionOneReportStillVerifies(t *testing.T) {
 	keys, signed, evidence, priv := signedFixture(t)
-	var s rep.Signed
-	_ = json.Unmarshal(signed, &s)
-	var r rep.Report
-	_ = json.Unmarshal(s.Report, &r)
+	r := unsigned(t, signed)
 	r.Version = 1
 	if problems, _ := report.Verify(keys, signReport(t, r, priv), evidence); len(problems) > 0 {
 		t.Fatalf("a version 1 report: %v", problems)
@@ -346,9 +353,6 @@ func TestADrawReportsBeaconIsCheckedAndItsRankingUsesTheEffectiveSeed(t *testing
 		if c.name == "ranked with the committed seed alone" && bytes.Equal(plain, good) {
 			t.Fatal("the two seeds rank the example alike: the case proves nothing")
 		}
-		problems, _ := report.Verify(keys, sealed(c.r, c.evidence), c.evidence)
-		if len(problems) == 0 || !strings.Contains(strings.Join(problems, "\n"), c.want) {
-			t.Errorf("%s: problems %v, want one saying %q", c.name, problems, c.want)
-		}
+		wantFail(t, c.name, keys, sealed(c.r, c.evidence), c.evidence, c.want)
 	}
 }
