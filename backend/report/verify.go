@@ -59,6 +59,9 @@ func Verify(keysRaw, signedRaw, evidence []byte) (problems, passes []string) {
 		passes = append(passes, fmt.Sprintf("figures, speed classes and timeline recomputed from the evidence (%d entrants, %d admitted, %d units bought)",
 			r.Figures.Entrants, r.Figures.Admitted, r.Figures.Bought))
 	}
+	if c.Draw != nil && r.Mode != "draw" {
+		problems = append(problems, fmt.Sprintf("the evidence holds a draw's entries or winners, the report's mode is %q", r.Mode))
+	}
 	if r.Mode == "draw" {
 		problems, passes = redo("draw", DrawCheck(r, c), r.Checks.Draw, problems, passes)
 		problems, passes = redo("beacon", BeaconCheck(r), &r.Checks.Beacon, problems, passes)

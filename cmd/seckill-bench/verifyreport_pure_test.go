@@ -249,6 +249,8 @@ func TestAnAlteredDrawReportFailsTheOfflineCheck(t *testing.T) {
 	if bytes.Equal(swapped, evidence) || bytes.Equal(dropped, evidence) {
 		t.Fatal("the fixture's evidence was not altered")
 	}
+	plain := r
+	plain.Mode, plain.Checks.Draw = "plain", nil
 	figure := r
 	d := *r.Draw
 	d.Expired = 0
@@ -262,6 +264,7 @@ func TestAnAlteredDrawReportFailsTheOfflineCheck(t *testing.T) {
 		{"an entry dropped", forge(dropped), dropped, "entries' root is"},
 		{"a figure changed", signReport(t, figure, priv), evidence, "figures are not the evidence's"},
 		{"a buyer who never won", forge(stray), stray, "no wave made it a winner"},
+		{"the mode changed to plain", signReport(t, plain, priv), evidence, "report's mode is \"plain\""},
 	} {
 		wantFail(t, c.name, keys, c.signed, c.evidence, c.want)
 	}
