@@ -188,6 +188,9 @@ func TestADrawReportPageShowsTheDrawsWavesWinnersClaimsAndCheck(t *testing.T) {
 	if !strings.Contains(body, kit.Message("ja", "report.moment.draw_closes")) {
 		t.Error("the timeline lacks the draw's close")
 	}
+	if figures := body[strings.Index(body, `id="sk-figures"`):]; strings.Contains(figures[:strings.Index(figures, "</dl>")], kit.Message("ja", "report.figure.pre_queued")) {
+		t.Error("a draw's figures list the room's line")
+	}
 	s, _ := sampleReport(t, false)
 	if strings.Contains(serve(t, p, s, "ja").Body.String(), `id="sk-draw"`) {
 		t.Error("a room's report has a draw card")

@@ -89,6 +89,10 @@ func figures(f rep.Figures) []struct {
 	}
 }
 
+// drawFigure are the figures a draw's report lists beside its card: the room's line is not a
+// draw's.
+var drawFigure = map[string]bool{"units": true, "entrants": true, "buyers": true, "bought": true}
+
 func (p *Page) view(lang string, r *rep.Report, sig rep.Signature, origin string) view {
 	d := p.kit.Static(lang, r.Sale)
 	d.Style = p.style // the kit's and ours: the stylesheet the policy names by its hash
@@ -101,6 +105,9 @@ func (p *Page) view(lang string, r *rep.Report, sig rep.Signature, origin string
 		t(d, "report.summary_bought", "bought", r.Figures.Bought),
 	}
 	for _, f := range figures(r.Figures) {
+		if r.Mode == "draw" && !drawFigure[f.key] {
+			continue // a draw has no line: its own counts are on its card
+		}
 		v.Figures = append(v.Figures, row{t(d, "report.figure."+f.key), d.Number(f.n)})
 	}
 	if r.Flagged != nil {
