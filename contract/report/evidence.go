@@ -29,8 +29,9 @@ import (
 //	                                          paid, cancelled or failed; qty units
 //
 // The queue first, then the log, then the orders; a draw's entries and waves stand where a
-// room's queue and log do (the room's log has no kind d or w). A draw's entry ids are public
-// already (docs/draw.md); its orders name their buyer by his entry id.
+// room's queue and log do. A d: line after a place, or a w: line before any entry, is a line
+// of the room's log. A draw's entry ids are public already (docs/draw.md); its orders name
+// their buyer by his entry id.
 
 // Computed is what the evidence says: the report's figures (all but Units, which the sale
 // states), its speed classes, its moments and the pre-queue.
@@ -140,7 +141,13 @@ func Compute(evidence []byte, units int64) Computed {
 		line := string(evidence[:i])
 		evidence = evidence[i+1:]
 		kind, rest, _ := firstWord(line)
-		switch kind {
+		// A draw's lines are d: before any place and w: after its entries; elsewhere those
+		// letters are kinds of the room's log.
+		record := kind
+		if (kind == "d" && len(queue) > 0) || (kind == "w" && len(c.DrawEntries) == 0) {
+			record = "log"
+		}
+		switch record {
 		case "q":
 			seq, entry, ok := strings.Cut(rest, ":")
 			s, err := strconv.ParseInt(seq, 10, 64)

@@ -27,3 +27,12 @@ func TestADrawsEvidenceOutOfOrderOrWithStrayWinnersOrBuyersHasProblems(t *testin
 		t.Errorf("a true draw's evidence: %v", p)
 	}
 }
+
+// A room's log may take kinds d and w one day: in a room's evidence (after its places) they
+// are the log's lines, counted by kind, never a draw.
+func TestARoomsLogKindsDAndWStayTheLogs(t *testing.T) {
+	c := rep.Compute([]byte("q:0:AAAA\na:1:1:AAAA\nw:2:1:AAAA\nd:3:1:AAAA\n"), 1)
+	if len(c.Problems) > 0 || c.Draw != nil || c.Kinds["w"] != 1 || c.Kinds["d"] != 1 {
+		t.Fatalf("problems %v, draw %+v, kinds %v", c.Problems, c.Draw, c.Kinds)
+	}
+}
