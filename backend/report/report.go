@@ -1,7 +1,8 @@
 // Package report builds, signs, stores and serves a sale's fairness report (docs/operator.md,
 // "The fairness report"). When a sale has ended the publisher reads the room's queue and log
-// from Redis and the orders from Postgres, writes them as the evidence (contract/report), computes
-// the report's figures from that evidence, runs the permutation check, signs the canonical
+// from Redis (or a draw's entries and waves from Postgres) and the orders from Postgres, writes
+// them as the evidence (contract/report), computes the report's figures from that evidence, runs
+// the permutation check (or the draw's and its beacon's), signs the canonical
 // report with the backend's Ed25519 key and stores report and evidence once: a published report
 // is never replaced (the table refuses UPDATE and DELETE). The order listener serves the report,
 // its evidence and the public keys; `seckill-bench verify-report` checks them from the
@@ -109,12 +110,14 @@ type sale struct {
 	units        int64
 	starts, ends time.Time
 	hasRoom      bool
+	isDraw       bool
 }
 
 func (p *Publisher) readSale(ctx context.Context, id string) (sale, error) {
 	s := sale{id: id}
-	err := p.Pool.QueryRow(ctx, `SELECT initial_stock, starts_at, ends_at, room IS NOT NULL FROM sales WHERE id = $1`, id).
-		Scan(&s.units, &s.starts, &s.ends, &s.hasRoom)
+	err := p.Pool.QueryRow(ctx, `SELECT initial_stock, starts_at, ends_at, room IS NOT NULL,
+		EXISTS (SELECT 1 FROM draws d WHERE d.sale_id = sales.id) FROM sales WHERE id = $1`, id).
+		Scan(&s.units, &s.starts, &s.ends, &s.hasRoom, &s.isDraw)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return s, ErrUnknown
 	}
@@ -188,6 +191,22 @@ func (p *Publisher) Build(ctx context.Context, s sale) (*rep.Report, []byte, err
 	r.Checks.Permutation = rep.Result{Result: rep.NotApplicable, Detail: "a sale without a room has no queue"}
 	var ev bytes.Buffer
 	var entryOf func(user string) string
+	if s.isDraw {
+		// A draw has no room: its evidence is the draw's, from Postgres.
+		r.Checks.Permutation.Detail = "a draw sale has no queue"
+		entries, err := p.writeDraw(ctx, s, r, &ev)
+		if err != nil {
+			return nil, nil, err
+		}
+		anonymous := p.anonymous(s.id)
+		entryOf = func(user string) string {
+			if id, ok := entries[user]; ok {
+				return id
+			}
+			return anonymous(user)
+		}
+		return p.finish(ctx, s, r, &ev, entryOf)
+	}
 	room, err := p.Redis.HGetAll(ctx, contract.RoomKey(s.id)).Result()
 	if err != nil && err != redis.Nil {
 		return nil, nil, err
@@ -233,24 +252,38 @@ func (p *Publisher) Build(ctx context.Context, s sale) (*rep.Report, []byte, err
 			return nil, nil, err
 		}
 	} else {
-		// A sale without a room has no entry ids: its buyers are named by a keyed hash of
-		// (sale, user) under a key nobody keeps, so the evidence reveals no user id.
-		key := make([]byte, 32)
-		sum := sha256.Sum256(append([]byte("seckill-report-anonymous\x00"+s.id+"\x00"), p.Key.Private.Seed()...))
-		copy(key, sum[:])
-		entryOf = entryIDs(key, s.id)
+		entryOf = p.anonymous(s.id)
 	}
-	if err := p.writeOrders(ctx, s.id, &ev, entryOf); err != nil {
+	return p.finish(ctx, s, r, &ev, entryOf)
+}
+
+// anonymous names the buyers of a sale without entry ids (no room) by a keyed hash of (sale,
+// user) under a key nobody keeps, so the evidence reveals no user id.
+func (p *Publisher) anonymous(sale string) func(string) string {
+	key := make([]byte, 32)
+	sum := sha256.Sum256(append([]byte("seckill-report-anonymous\x00"+sale+"\x00"), p.Key.Private.Seed()...))
+	copy(key, sum[:])
+	return entryIDs(key, sale)
+}
+
+// finish writes the orders after the queue and log (or the draw) in ev, computes the report's
+// figures from the whole evidence and runs the mode's checks.
+func (p *Publisher) finish(ctx context.Context, s sale, r *rep.Report, ev *bytes.Buffer, entryOf func(string) string) (*rep.Report, []byte, error) {
+	if err := p.writeOrders(ctx, s.id, ev, entryOf); err != nil {
 		return nil, nil, err
 	}
 	evidence := ev.Bytes()
 	c := rep.Compute(evidence, s.units)
 	c.Apply(r)
-	seed, commitment := r.Evidence.Seed, r.Evidence.Commitment
-	r.Evidence = rep.Digest(evidence)
-	r.Evidence.Seed, r.Evidence.Commitment = seed, commitment
-	if r.Mode == "room" {
-		r.Checks.Permutation = PermutationCheck(commitment, seed, c)
+	d := rep.Digest(evidence)
+	r.Evidence.SHA256, r.Evidence.Lines, r.Evidence.Bytes = d.SHA256, d.Lines, d.Bytes
+	switch r.Mode {
+	case "room":
+		r.Checks.Permutation = PermutationCheck(r.Evidence.Commitment, r.Evidence.Seed, c)
+	case "draw":
+		dc := DrawCheck(r, c)
+		r.Checks.Draw = &dc
+		r.Checks.Beacon = BeaconCheck(r)
 	}
 	return r, evidence, nil
 }

@@ -122,18 +122,7 @@ func TestAnEndedRoomSaleGetsOneSignedReportServedWithItsEvidenceAndKey(t *testin
 	p.Mount(mux)
 	srv := httptest.NewServer(mux)
 	defer srv.Close()
-	get := func(path string) []byte {
-		resp, err := http.Get(srv.URL + path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		if resp.StatusCode != 200 {
-			t.Fatalf("GET %s: %d %s", path, resp.StatusCode, b)
-		}
-		return b
-	}
+	get := func(path string) []byte { return getOK(t, srv.URL+path, "") }
 	var keys rep.KeySet
 	var signed rep.Signed
 	_ = json.Unmarshal(get("/.well-known/seckill-report-keys"), &keys)

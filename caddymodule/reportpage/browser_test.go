@@ -19,7 +19,8 @@ import (
 // browser's digits, every check, speed class and moment shown, none of the catalogues'
 // English left where the language has its own, nothing wider than the screen (the SHA-256,
 // the key id and the verify command wrap), no serious or critical axe-core violation, and no
-// script run (the page has none; its policy allows none). One browser, one tab for all nine.
+// script run (the page has none; its policy allows none). Then a draw sale's report: its draw
+// card in the language, fitting the phone, axe-clean. One browser, one tab for all nine.
 func TestTheReportPageInEveryLanguageFitsAPhoneAndPassesAxe(t *testing.T) {
 	if testing.Short() {
 		t.Skip("chromium: not in -short")
@@ -32,7 +33,14 @@ func TestTheReportPageInEveryLanguageFitsAPhoneAndPassesAxe(t *testing.T) {
 	}
 	// A demo-signed report: the page's longest, with the demo key's warning on top.
 	signed, key := sampleReport(t, true)
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { p.Serve(w, r, signed) }))
+	drawn := sampleDrawReport(t)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasPrefix(r.URL.Path, "/seckill/draw-8/") {
+			p.Serve(w, r, drawn)
+			return
+		}
+		p.Serve(w, r, signed)
+	}))
 	t.Cleanup(srv.Close)
 	tab := b.TabFor(t, 10*time.Minute, "en", 390, 844, true)
 	for _, l := range pagetest.Languages {
@@ -79,6 +87,16 @@ func TestTheReportPageInEveryLanguageFitsAPhoneAndPassesAxe(t *testing.T) {
 				t.Errorf("opened: does not fit the screen: %s", o)
 			}
 			tab.Axe(l.Lang + ", details open")
+
+			tab.Go(srv.URL + "/seckill/draw-8/report")
+			card := pagetest.JS[string](tab, `document.getElementById("sk-draw").innerText`)
+			for _, want := range []string{kit.Message(l.Lang, "report.draw"), kit.Message(l.Lang, "report.check.draw"),
+				kit.Message(l.Lang, "report.result.pass"), kit.Message(l.Lang, "report.draw.expired")} {
+				if !strings.Contains(card, want) {
+					t.Errorf("the draw's card %q lacks %q", card, want)
+				}
+			}
+			tab.Check(l.Lang+", a draw", pagetest.Untranslated(kit, l.Lang))
 		})
 	}
 }

@@ -37,13 +37,21 @@ func sampleReport(t testing.TB, demo bool) (rep.Signed, rep.Key) {
 		Figures:  rep.Figures{Units: 2},
 		Checks: rep.Checks{Permutation: rep.Result{Result: rep.Pass, Detail: "the seed opens the commitment"},
 			Beacon: rep.Result{Result: rep.NotApplicable, Detail: "a sale without a draw names no beacon"}},
-		Evidence: rep.Digest([]byte(sampleEvidence)), DemoKey: demo, Flagged: &rep.Flagged{Count: 1}}
-	rep.Compute([]byte(sampleEvidence), 2).Apply(r)
+		DemoKey: demo, Flagged: &rep.Flagged{Count: 1}}
+	return seal(t, r, sampleEvidence, priv), rep.Key{Kid: rep.KidOf(priv.Public().(ed25519.PublicKey))}
+}
+
+// seal computes r's figures and digest from evidence and signs it with priv, as the backend
+// does.
+func seal(t testing.TB, r *rep.Report, evidence string, priv ed25519.PrivateKey) rep.Signed {
+	t.Helper()
+	r.Evidence = rep.Digest([]byte(evidence))
+	rep.Compute([]byte(evidence), r.Figures.Units).Apply(r)
 	s, err := rep.Sign(r, priv)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return s, rep.Key{Kid: rep.KidOf(priv.Public().(ed25519.PublicKey))}
+	return s
 }
 
 func serve(t *testing.T, p *Page, s rep.Signed, accept string) *httptest.ResponseRecorder {
@@ -122,5 +130,69 @@ func TestAnUnreadableReportIsUnavailableNotABrokenPage(t *testing.T) {
 	var got struct{ Code string }
 	if w.Code != http.StatusServiceUnavailable || json.Unmarshal(w.Body.Bytes(), &got) != nil || got.Code != "unavailable" {
 		t.Errorf("%d %s", w.Code, w.Body)
+	}
+}
+
+// sampleDrawEvidence is docs/draw.md's worked example as a draw's evidence: entries 00000001
+// M, 00000002 L, 00000003 M; 00000003 wins M's wave 1 and lets it lapse, 00000001 wins wave 2
+// and buys, 00000002 wins L and pays.
+const sampleDrawEvidence = `d:00000001:M
+d:00000002:L
+d:00000003:M
+w:1:1800000000000:00000002
+w:1:1800000000000:00000003
+w:2:1800000060000:00000001
+o:1800000000900:paid:1:00000002:
+o:1800000061500:created:1:00000001:
+`
+
+// sampleDrawReport is a draw sale's report over sampleDrawEvidence, signed as the backend signs.
+func sampleDrawReport(t testing.TB) rep.Signed {
+	t.Helper()
+	priv := ed25519.NewKeyFromSeed(make([]byte, ed25519.SeedSize))
+	r := &rep.Report{Version: rep.Version, Sale: "draw-8", Mode: "draw", BuiltAt: "2027-01-15T10:00:30.000Z",
+		Timeline: rep.Timeline{Starts: "2027-01-15T09:00:00.000Z", Ends: "2027-01-15T10:00:00.000Z", DrawCloses: "2027-01-15T08:59:00.000Z"},
+		Figures:  rep.Figures{Units: 2},
+		Checks: rep.Checks{Permutation: rep.Result{Result: rep.NotApplicable, Detail: "a draw sale has no queue"},
+			Beacon: rep.Result{Result: rep.NotApplicable, Detail: "commit-reveal only: the draw names no beacon"},
+			Draw:   &rep.Result{Result: rep.Pass, Detail: "the seed opens the commitment; 3 entries open entries_root; 3 waves"}}}
+	return seal(t, r, sampleDrawEvidence, priv)
+}
+
+// A draw's report has the draw's card in the reader's language: its check's result, its
+// totals (3 entries, 3 winners, 2 who bought, 1 lapsed), each size and each wave with when it
+// opened; a room's report has none.
+func TestADrawReportPageShowsTheDrawsWavesWinnersClaimsAndCheck(t *testing.T) {
+	p := Must()
+	kit := p.Kit()
+	w := serve(t, p, sampleDrawReport(t), "ja")
+	body := w.Body.String()
+	if w.Code != 200 {
+		t.Fatalf("%d %s", w.Code, body)
+	}
+	card, _, _ := strings.Cut(body[strings.Index(body, `id="sk-draw"`):], "</section>\n\n")
+	for _, want := range []string{
+		`<p id="sk-draw-check" data-outcome="pass">`,
+		kit.Message("ja", "report.check.draw"),
+		"<dt>" + kit.Message("ja", "report.draw.winners") + "</dt><dd>3</dd>",
+		"<dt>" + kit.Message("ja", "report.draw.claimed") + "</dt><dd>2</dd>",
+		"<dt>" + kit.Message("ja", "report.draw.expired") + "</dt><dd>1</dd>",
+		"<h3>サイズ M · 第2回</h3>",
+		"<h3>サイズ L</h3>",
+		`datetime="2027-01-15T08:01:00.000Z"`,
+	} {
+		if !strings.Contains(card, want) {
+			t.Errorf("the draw's card lacks %q:\n%s", want, card)
+		}
+	}
+	if !strings.Contains(body, kit.Message("ja", "report.moment.draw_closes")) {
+		t.Error("the timeline lacks the draw's close")
+	}
+	if figures := body[strings.Index(body, `id="sk-figures"`):]; strings.Contains(figures[:strings.Index(figures, "</dl>")], kit.Message("ja", "report.figure.pre_queued")) {
+		t.Error("a draw's figures list the room's line")
+	}
+	s, _ := sampleReport(t, false)
+	if strings.Contains(serve(t, p, s, "ja").Body.String(), `id="sk-draw"`) {
+		t.Error("a room's report has a draw card")
 	}
 }

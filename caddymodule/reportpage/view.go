@@ -23,6 +23,7 @@ type view struct {
 	Checks         []check
 	Classes        []class
 	Flagged        string
+	Draw           *drawView
 	Kid, Alg       string
 	Evidence       []row
 	Built          moment
@@ -42,6 +43,25 @@ type check struct {
 
 type class struct {
 	Label, Entrants, Buyers, Units, Share, Win string
+}
+
+// drawView is a draw sale's card: its counts, each size's and each wave's, and its check.
+type drawView struct {
+	Figures []row
+	Sizes   []size
+	Waves   []wave
+	Check   check
+}
+
+type size struct {
+	Label                                      string
+	Entries, Winners, Claimed, Expired, Bought string
+}
+
+type wave struct {
+	Label            string
+	Opened           moment
+	Winners, Claimed string
 }
 
 // t is a message of the page's language (the catalogues have every key: their test holds it).
@@ -69,6 +89,10 @@ func figures(f rep.Figures) []struct {
 	}
 }
 
+// drawFigure are the figures a draw's report lists beside its card: the room's line is not a
+// draw's.
+var drawFigure = map[string]bool{"units": true, "entrants": true, "buyers": true, "bought": true}
+
 func (p *Page) view(lang string, r *rep.Report, sig rep.Signature, origin string) view {
 	d := p.kit.Static(lang, r.Sale)
 	d.Style = p.style // the kit's and ours: the stylesheet the policy names by its hash
@@ -81,6 +105,9 @@ func (p *Page) view(lang string, r *rep.Report, sig rep.Signature, origin string
 		t(d, "report.summary_bought", "bought", r.Figures.Bought),
 	}
 	for _, f := range figures(r.Figures) {
+		if r.Mode == "draw" && !drawFigure[f.key] {
+			continue // a draw has no line: its own counts are on its card
+		}
 		v.Figures = append(v.Figures, row{t(d, "report.figure."+f.key), d.Number(f.n)})
 	}
 	if r.Flagged != nil {
@@ -96,7 +123,7 @@ func (p *Page) view(lang string, r *rep.Report, sig rep.Signature, origin string
 	}
 	tl := r.Timeline
 	for _, m := range []struct{ key, at string }{
-		{"prequeue_from", tl.PrequeueFrom}, {"starts", tl.Starts}, {"first_admission", tl.FirstAdmission},
+		{"prequeue_from", tl.PrequeueFrom}, {"draw_closes", tl.DrawCloses}, {"starts", tl.Starts}, {"first_admission", tl.FirstAdmission},
 		{"last_admission", tl.LastAdmission}, {"first_order", tl.FirstOrder}, {"sold_out", tl.SoldOut}, {"ends", tl.Ends},
 	} {
 		if m.at != "" {
@@ -104,16 +131,21 @@ func (p *Page) view(lang string, r *rep.Report, sig rep.Signature, origin string
 		}
 	}
 	v.Built = moment{t(d, "report.built_at"), r.BuiltAt, shown(r.BuiltAt)}
-	for _, c := range []struct {
+	checks := []struct {
 		key string
 		r   rep.Result
-	}{{"permutation", r.Checks.Permutation}, {"beacon", r.Checks.Beacon}} {
-		outcome := c.r.Result
-		if outcome != rep.Pass && outcome != rep.Fail {
-			outcome = rep.NotApplicable
-		}
-		v.Checks = append(v.Checks, check{Label: t(d, "report.check."+c.key), Result: t(d, "report.result."+outcome),
-			Outcome: outcome, Detail: c.r.Detail})
+	}{{"permutation", r.Checks.Permutation}, {"beacon", r.Checks.Beacon}}
+	if r.Checks.Draw != nil {
+		checks = append(checks, struct {
+			key string
+			r   rep.Result
+		}{"draw", *r.Checks.Draw})
+	}
+	for _, c := range checks {
+		v.Checks = append(v.Checks, checkOf(d, c.key, c.r))
+	}
+	if r.Draw != nil {
+		v.Draw = drawOf(d, r)
 	}
 	for _, c := range r.SpeedClasses {
 		label := c.Class
@@ -131,6 +163,50 @@ func (p *Page) view(lang string, r *rep.Report, sig rep.Signature, origin string
 	base := "/seckill/" + r.Sale + "/report"
 	v.ReportURL, v.EvidenceURL, v.KeysURL = base, base+"/evidence", "/.well-known/seckill-report-keys"
 	v.Verify = "seckill-bench verify-report -url " + origin + " -sale " + r.Sale
+	return v
+}
+
+func checkOf(d pagekit.Data, key string, r rep.Result) check {
+	outcome := r.Result
+	if outcome != rep.Pass && outcome != rep.Fail {
+		outcome = rep.NotApplicable
+	}
+	return check{Label: t(d, "report.check."+key), Result: t(d, "report.result."+outcome), Outcome: outcome, Detail: r.Detail}
+}
+
+// drawOf is the draw's card: its totals, each size (sorted by id), each wave in the report's
+// order, and the draw's check.
+func drawOf(d pagekit.Data, r *rep.Report) *drawView {
+	dr := r.Draw
+	v := &drawView{Figures: []row{
+		{t(d, "report.draw.entries"), d.Number(dr.Entries)}, {t(d, "report.draw.winners"), d.Number(dr.Winners)},
+		{t(d, "report.draw.claimed"), d.Number(dr.Claimed)}, {t(d, "report.draw.expired"), d.Number(dr.Expired)},
+	}}
+	if r.Checks.Draw != nil {
+		v.Check = checkOf(d, "draw", *r.Checks.Draw)
+	} else {
+		v.Check = checkOf(d, "draw", rep.Result{Result: rep.Fail, Detail: "the report states no draw check"})
+	}
+	sizeLabel := func(id string) string {
+		if id == "" {
+			return t(d, "report.draw.one_size")
+		}
+		return t(d, "report.draw.size", "size", id)
+	}
+	ids := make([]string, 0, len(dr.Variants))
+	for id := range dr.Variants {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	for _, id := range ids {
+		x := dr.Variants[id]
+		v.Sizes = append(v.Sizes, size{Label: sizeLabel(id), Entries: d.Number(x.Entries), Winners: d.Number(x.Winners),
+			Claimed: d.Number(x.Claimed), Expired: d.Number(x.Expired), Bought: d.Number(x.Bought)})
+	}
+	for _, w := range dr.Waves {
+		v.Waves = append(v.Waves, wave{Label: sizeLabel(w.Variant) + " · " + t(d, "report.draw.wave", "wave", w.Wave),
+			Opened: moment{t(d, "report.draw.opened"), w.At, shown(w.At)}, Winners: d.Number(w.Winners), Claimed: d.Number(w.Claimed)})
+	}
 	return v
 }
 

@@ -1,11 +1,7 @@
 package main
 
 import (
-	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
-	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
@@ -14,7 +10,6 @@ import (
 	"time"
 
 	"github.com/seckilledge/seckill/backend/report"
-	rep "github.com/seckilledge/seckill/contract/report"
 	"github.com/seckilledge/seckill/internal/stackenv"
 )
 
@@ -23,7 +18,8 @@ import (
 // key set, the signed report and its evidence (from a URL, or from files saved earlier), checks
 // the signature against the published key, the evidence against the digest the report signs,
 // recomputes every figure, speed class and moment from the evidence and redoes the
-// permutation check with the revealed seed.
+// permutation check with the revealed seed, or a draw's check (seed, entries root, every wave's
+// winners the next ranks) and its beacon's.
 //
 //	seckill-bench verify-report -url http://127.0.0.1:8080 -sale S
 //	seckill-bench verify-report -keys keys.json -report report.json -evidence evidence.txt
@@ -59,7 +55,7 @@ func runVerifyReport(ctx context.Context, args []string, stdout, stderr io.Write
 	if err != nil {
 		return errorf(stderr, "verify-report: the evidence: %v", err)
 	}
-	problems, passes := VerifyReport(keysRaw, signedRaw, evidence)
+	problems, passes := report.Verify(keysRaw, signedRaw, evidence)
 	for _, p := range passes {
 		fmt.Fprintf(stdout, "PASS  %s\n", p)
 	}
@@ -70,69 +66,6 @@ func runVerifyReport(ctx context.Context, args []string, stdout, stderr io.Write
 		return 1
 	}
 	return 0
-}
-
-// VerifyReport checks a signed report and its evidence against a key set: what it found wrong,
-// and what it checked.
-func VerifyReport(keysRaw, signedRaw, evidence []byte) (problems, passes []string) {
-	var keys rep.KeySet
-	if err := json.Unmarshal(keysRaw, &keys); err != nil {
-		return []string{"the key set is not JSON: " + err.Error()}, nil
-	}
-	var signed rep.Signed
-	if err := json.Unmarshal(signedRaw, &signed); err != nil {
-		return []string{"the signed report is not JSON: " + err.Error()}, nil
-	}
-	r, err := rep.VerifySignature(signed, keys)
-	if err != nil {
-		return []string{err.Error()}, nil
-	}
-	passes = append(passes, fmt.Sprintf("Ed25519 signature by published key %s", signed.Signature.Kid))
-	for _, k := range keys.Keys {
-		if k.Kid == signed.Signature.Kid && k.Demo {
-			passes = append(passes, "(the key is the demo's published key: this report proves nothing)")
-		}
-	}
-	sum := sha256.Sum256(evidence)
-	if got := hex.EncodeToString(sum[:]); got != r.Evidence.SHA256 || int64(len(evidence)) != r.Evidence.Bytes {
-		problems = append(problems, fmt.Sprintf("the evidence's SHA-256 is %s (%d bytes), the report signs %s (%d bytes)", got, len(evidence), r.Evidence.SHA256, r.Evidence.Bytes))
-		return problems, passes
-	}
-	passes = append(passes, fmt.Sprintf("evidence %s: %d lines, %d bytes", r.Evidence.SHA256[:16], r.Evidence.Lines, r.Evidence.Bytes))
-	c := rep.Compute(evidence, r.Figures.Units)
-	want := *r
-	c.Apply(&want)
-	a, _ := rep.Canonical(struct {
-		F rep.Figures
-		S []rep.SpeedClass
-		T rep.Timeline
-	}{r.Figures, r.SpeedClasses, r.Timeline})
-	b, _ := rep.Canonical(struct {
-		F rep.Figures
-		S []rep.SpeedClass
-		T rep.Timeline
-	}{want.Figures, want.SpeedClasses, want.Timeline})
-	if !bytes.Equal(a, b) {
-		problems = append(problems, fmt.Sprintf("the report's figures are not the evidence's: report %s, evidence %s", a, b))
-	} else {
-		passes = append(passes, fmt.Sprintf("figures, speed classes and timeline recomputed from the evidence (%d entrants, %d admitted, %d units bought)",
-			r.Figures.Entrants, r.Figures.Admitted, r.Figures.Bought))
-	}
-	if r.Mode == "room" {
-		got := report.PermutationCheck(r.Evidence.Commitment, r.Evidence.Seed, c)
-		if got.Result != rep.Pass {
-			problems = append(problems, "permutation: "+got.Detail)
-		} else {
-			passes = append(passes, "permutation: "+got.Detail)
-		}
-		if got.Result != r.Checks.Permutation.Result {
-			problems = append(problems, fmt.Sprintf("the report says the permutation check is %q, it is %q", r.Checks.Permutation.Result, got.Result))
-		}
-		if n, ok := r.Counters["admitted"]; ok && n != r.Figures.Admitted {
-			problems = append(problems, fmt.Sprintf("the room's admitted counter is %d, its log shows %d admissions", n, r.Figures.Admitted))
-		}
-	}
-	return problems, passes
 }
 
 func getBytes(ctx context.Context, url string) ([]byte, error) {

@@ -3,6 +3,7 @@ package report
 import (
 	"bytes"
 	"fmt"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -20,10 +21,17 @@ import (
 //	                                          absent, r revoked (banned), n no-show, h hold,
 //	                                          t token (n: the admission's end), p pause (entry
 //	                                          "-"); a kind added later passes through as it is
+//	d:<entry>:<variant>                       a draw's entries as fixed at its close, in
+//	                                          entry-id order (the leaves of entries_root)
+//	w:<wave>:<ms>:<entry>                     a draw's winners: each wave of each variant
+//	                                          (opened at ms), its winners in rank order
 //	o:<ms>:<status>:<qty>:<entry>:<reason>    the sale's orders by acceptance: status created,
 //	                                          paid, cancelled or failed; qty units
 //
-// The queue first, then the log, then the orders.
+// The queue first, then the log, then the orders; a draw's entries and waves stand where a
+// room's queue and log do. A d: line after a place, or a w: line before any entry, is a line
+// of the room's log. A draw's entry ids are public already (docs/draw.md); its orders name
+// their buyer by his entry id.
 
 // Computed is what the evidence says: the report's figures (all but Units, which the sale
 // states), its speed classes, its moments and the pre-queue.
@@ -37,8 +45,56 @@ type Computed struct {
 	// Kinds counts the log's lines by kind (a kind the computation does not know is counted
 	// here only).
 	Kinds map[string]int64
-	// Problems: lines that do not parse, and admissions out of the queue's order.
+	// Problems: lines that do not parse, admissions out of the queue's order, and a draw's
+	// entries out of order, unknown winners, winners twice and buyers who did not win.
 	Problems []string
+	// A draw's entries (in the evidence's order) and waves, for the draw's check; Draw its
+	// figures (nil: the evidence has no draw).
+	DrawEntries []DrawEntry
+	DrawWaves   []DrawWave
+	Draw        *Draw
+}
+
+// DrawEntry is one entry fixed at a draw's close.
+type DrawEntry struct{ ID, Variant string }
+
+// DrawWave is one wave of one variant: its number, when it opened (Unix ms) and its winners
+// in rank order.
+type DrawWave struct {
+	Variant string
+	Wave    int64
+	AtMS    int64
+	Winners []string
+}
+
+// Draw is a draw sale's figures.
+type Draw struct {
+	Entries int64 `json:"entries"` // entries fixed at the close
+	Winners int64 `json:"winners"` // entries some wave made winners
+	Claimed int64 `json:"claimed"` // winners holding an order (created or paid)
+	Expired int64 `json:"expired"` // winners without one: their claim window passed
+	// Variants: the same per variant, with the units bought.
+	Variants map[string]DrawVariant `json:"variants"`
+	// Waves: each wave of each variant, in the evidence's order.
+	Waves []DrawWaveFigures `json:"waves"`
+}
+
+// DrawVariant is one variant's part of a draw's figures.
+type DrawVariant struct {
+	Entries int64 `json:"entries"`
+	Winners int64 `json:"winners"`
+	Claimed int64 `json:"claimed"`
+	Expired int64 `json:"expired"`
+	Bought  int64 `json:"bought"` // units held by the orders of the variant's entries
+}
+
+// DrawWaveFigures is one wave's figures.
+type DrawWaveFigures struct {
+	Variant string `json:"variant"`
+	Wave    int64  `json:"wave"`
+	At      string `json:"at"`
+	Winners int64  `json:"winners"`
+	Claimed int64  `json:"claimed"`
 }
 
 type entrant struct {
@@ -46,6 +102,11 @@ type entrant struct {
 	token    int64 // first token at or after it, ms (0: none)
 	buyer    bool
 	units    int64
+	// A draw's entrant: his variant (entered), the moment his wave opened (won, 0: never won)
+	// and his first order at or after it (ordered).
+	variant      string
+	entered      bool
+	won, ordered int64
 }
 
 // Compute reads the evidence. units is the sale's stock at its start (for the sold-out moment).
@@ -80,7 +141,13 @@ func Compute(evidence []byte, units int64) Computed {
 		line := string(evidence[:i])
 		evidence = evidence[i+1:]
 		kind, rest, _ := firstWord(line)
-		switch kind {
+		// A draw's lines are d: before any place and w: after its entries; elsewhere those
+		// letters are kinds of the room's log.
+		record := kind
+		if (kind == "d" && len(queue) > 0) || (kind == "w" && len(c.DrawEntries) == 0) {
+			record = "log"
+		}
+		switch record {
 		case "q":
 			seq, entry, ok := strings.Cut(rest, ":")
 			s, err := strconv.ParseInt(seq, 10, 64)
@@ -96,6 +163,45 @@ func Compute(evidence []byte, units int64) Computed {
 			} else {
 				c.Figures.Arrivals++
 			}
+		case "d":
+			entry, variant, ok := strings.Cut(rest, ":")
+			if !ok || entry == "" || strings.Contains(variant, ":") {
+				problem("line %d: %q is not a draw entry", n, line)
+				continue
+			}
+			if k := len(c.DrawEntries); k > 0 && c.DrawEntries[k-1].ID >= entry {
+				problem("draw entry %s is not after %s: the entries are not in entry-id order", entry, c.DrawEntries[k-1].ID)
+			}
+			e := get(entry)
+			e.entered, e.variant = true, variant
+			c.DrawEntries = append(c.DrawEntries, DrawEntry{ID: entry, Variant: variant})
+		case "w":
+			parts := strings.SplitN(rest, ":", 3)
+			if len(parts) != 3 || parts[2] == "" {
+				problem("line %d: %q is not a draw winner", n, line)
+				continue
+			}
+			wave, err1 := strconv.ParseInt(parts[0], 10, 64)
+			ms, err2 := strconv.ParseInt(parts[1], 10, 64)
+			if err1 != nil || err2 != nil || wave < 1 {
+				problem("line %d: %q is not a draw winner", n, line)
+				continue
+			}
+			e := get(parts[2])
+			if !e.entered {
+				problem("winner %s of wave %d is no entry of the draw", parts[2], wave)
+			}
+			if e.won != 0 {
+				problem("%s wins twice", parts[2])
+			} else {
+				e.won = ms
+			}
+			k := len(c.DrawWaves)
+			if k == 0 || c.DrawWaves[k-1].Variant != e.variant || c.DrawWaves[k-1].Wave != wave || c.DrawWaves[k-1].AtMS != ms {
+				c.DrawWaves = append(c.DrawWaves, DrawWave{Variant: e.variant, Wave: wave, AtMS: ms})
+				k++
+			}
+			c.DrawWaves[k-1].Winners = append(c.DrawWaves[k-1].Winners, parts[2])
 		case "o":
 			parts := strings.SplitN(rest, ":", 5)
 			if len(parts) != 5 {
@@ -111,6 +217,9 @@ func Compute(evidence []byte, units int64) Computed {
 			e := get(parts[3])
 			if c.FirstOrder == 0 || ms < c.FirstOrder {
 				c.FirstOrder = ms
+			}
+			if e.won != 0 && e.ordered == 0 && ms >= e.won {
+				e.ordered = ms
 			}
 			switch parts[1] {
 			case "created", "paid":
@@ -202,6 +311,12 @@ func Compute(evidence []byte, units int64) Computed {
 		e := &ents[i]
 		var name string
 		switch {
+		case e.admitted == 0 && e.won != 0 && e.ordered == 0:
+			name = "no_token"
+		case e.admitted == 0 && e.won != 0:
+			// A draw has no turns and no tokens: a winner's reaction is from his wave's
+			// opening to his order.
+			name = ClassOf(e.ordered - e.won)
 		case e.admitted == 0:
 			name = "not_admitted"
 		case e.token == 0:
@@ -219,6 +334,9 @@ func Compute(evidence []byte, units int64) Computed {
 			k.Units += e.units
 		}
 	}
+	if len(c.DrawEntries) > 0 || len(c.DrawWaves) > 0 {
+		c.Draw = drawFigures(&c, index, ents, problem)
+	}
 	for _, name := range Classes {
 		k := classes[name]
 		if c.Figures.Bought > 0 {
@@ -230,6 +348,55 @@ func Compute(evidence []byte, units int64) Computed {
 		c.SpeedClasses = append(c.SpeedClasses, *k)
 	}
 	return c
+}
+
+// drawFigures counts a draw's entries, winners, claims and expiries, per variant and per wave,
+// and says which buyers no wave made winners.
+func drawFigures(c *Computed, index map[string]int32, ents []entrant, problem func(string, ...any)) *Draw {
+	d := &Draw{Variants: map[string]DrawVariant{}, Waves: []DrawWaveFigures{}}
+	for _, de := range c.DrawEntries {
+		v := d.Variants[de.Variant]
+		v.Entries++
+		d.Variants[de.Variant] = v
+		d.Entries++
+	}
+	for _, w := range c.DrawWaves {
+		f := DrawWaveFigures{Variant: w.Variant, Wave: w.Wave, At: FormatMS(w.AtMS), Winners: int64(len(w.Winners))}
+		v := d.Variants[w.Variant]
+		for _, id := range w.Winners {
+			if ents[index[id]].buyer {
+				f.Claimed++
+			}
+		}
+		v.Winners += f.Winners
+		v.Claimed += f.Claimed
+		v.Expired += f.Winners - f.Claimed
+		d.Variants[w.Variant] = v
+		d.Winners += f.Winners
+		d.Claimed += f.Claimed
+		d.Expired += f.Winners - f.Claimed
+		d.Waves = append(d.Waves, f)
+	}
+	var strays []string
+	for id, i := range index {
+		e := &ents[i]
+		if !e.buyer {
+			continue
+		}
+		if e.won == 0 {
+			strays = append(strays, id)
+		}
+		if e.entered {
+			v := d.Variants[e.variant]
+			v.Bought += e.units
+			d.Variants[e.variant] = v
+		}
+	}
+	sort.Strings(strays)
+	for _, id := range strays {
+		problem("%s holds an order but no wave made it a winner", id)
+	}
+	return d
 }
 
 func timeOfMS(ms int64) string {
@@ -247,4 +414,5 @@ func (c Computed) Apply(r *Report) {
 	r.Timeline.LastAdmission = FormatMS(c.LastAdmission)
 	r.Timeline.FirstOrder = FormatMS(c.FirstOrder)
 	r.Timeline.SoldOut = FormatMS(c.SoldOut)
+	r.Draw = c.Draw
 }

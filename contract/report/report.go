@@ -19,8 +19,14 @@ import (
 	"strings"
 )
 
-// Version is the report format's version, in every report's "version".
-const Version = 1
+// Version is the report format's version, in every report's "version". Version 2 adds the
+// draw's part (mode "draw": Draw, Checks.Draw, the evidence's d: and w: lines); a version 1
+// report is a version 2 report without it, so a checker of version 2 checks both (Supported).
+const Version = 2
+
+// Supported reports whether a checker of this package can check a report of version v: every
+// version up to its own.
+func Supported(v int) bool { return v >= 1 && v <= Version }
 
 // Check results.
 const (
@@ -35,7 +41,7 @@ const (
 type Report struct {
 	Version  int      `json:"version"`
 	Sale     string   `json:"sale"`
-	Mode     string   `json:"mode"` // "room" or "plain" (a sale without a room)
+	Mode     string   `json:"mode"` // "room", "draw" or "plain" (a sale without either)
 	BuiltAt  string   `json:"built_at"`
 	Timeline Timeline `json:"timeline"`
 	Figures  Figures  `json:"figures"`
@@ -47,7 +53,9 @@ type Report struct {
 	Counters map[string]int64 `json:"counters,omitempty"`
 	Flagged  *Flagged         `json:"flagged,omitempty"`
 	Lanes    map[string]Lane  `json:"lanes,omitempty"`
-	Evidence EvidenceRef      `json:"evidence"`
+	// Draw is a draw sale's figures (mode "draw"), recomputed by the checker from the evidence.
+	Draw     *Draw       `json:"draw,omitempty"`
+	Evidence EvidenceRef `json:"evidence"`
 	// DemoKey: signed with the demo's published key, so it proves nothing.
 	DemoKey bool `json:"demo_key,omitempty"`
 }
@@ -61,6 +69,9 @@ type Timeline struct {
 	FirstOrder     string `json:"first_order,omitempty"`
 	SoldOut        string `json:"sold_out,omitempty"`
 	Ends           string `json:"ends"`
+	// DrawCloses is a draw's closes_at: its entries are fixed then, and its beacon round is the
+	// first one published after it.
+	DrawCloses string `json:"draw_closes,omitempty"`
 }
 
 // Figures are the sale's counts, each recomputed by the checker from the evidence.
@@ -88,6 +99,10 @@ type Figures struct {
 type Checks struct {
 	Permutation Result `json:"permutation"`
 	Beacon      Result `json:"beacon"`
+	// Draw is a draw sale's check (mode "draw"): the seed opens the commitment, the entries
+	// open the published root, every wave's winners are the next best-ranked entries of their
+	// variant.
+	Draw *Result `json:"draw,omitempty"`
 }
 
 // Result is one check's outcome: Pass, Fail or NotApplicable, with what was checked.
@@ -121,9 +136,17 @@ type EvidenceRef struct {
 	SHA256 string `json:"sha256"`
 	Lines  int64  `json:"lines"`
 	Bytes  int64  `json:"bytes"`
-	// Seed and Commitment are the room's: the pre-queue's order is HMAC-SHA256(seed, entry id).
+	// Seed and Commitment are the room's (the pre-queue's order is HMAC-SHA256(seed, entry
+	// id)) or the draw's (its ranking's seed, with Beacon's round when it names one).
 	Seed       string `json:"seed,omitempty"`
 	Commitment string `json:"commitment,omitempty"`
+	// EntriesRoot and ProofVersion are a draw's published Merkle root over its fixed entries
+	// and the tree's format (docs/draw.md, "Checking a draw").
+	EntriesRoot  string `json:"entries_root,omitempty"`
+	ProofVersion int    `json:"proof_version,omitempty"`
+	// Beacon is a draw's public beacon with its fetched round, as the draw's result publishes
+	// it (absent: commit-reveal only).
+	Beacon json.RawMessage `json:"beacon,omitempty"`
 }
 
 // Classes are the speed classes, by the time from an entrant's first admission to the first
