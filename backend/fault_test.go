@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/seckilledge/seckill/backend/internal/backendtest"
 	"github.com/seckilledge/seckill/contract"
 	"github.com/seckilledge/seckill/internal/testenv"
 )
@@ -116,7 +117,7 @@ func TestConsumerRidesOutAPostgresRestart(t *testing.T) {
 
 func TestConsumerRidesOutARabbitMQRestart(t *testing.T) {
 	rb := testenv.StartRabbit(t)
-	e := newEnvOn(t, testenv.Postgres(t), rb.AMQPURL())
+	e := newEnvOn(t, backendtest.MigratedURL(t), rb.AMQPURL())
 	sale := e.sale(faultMessages)
 	msgs := e.accept(sale, faultMessages)
 	publish(t, e.amqp, sale, bodies(msgs))

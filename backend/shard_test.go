@@ -13,6 +13,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/redis/go-redis/v9"
+	"github.com/seckilledge/seckill/backend/internal/backendtest"
 	"github.com/seckilledge/seckill/backend/internal/shards"
 	"github.com/seckilledge/seckill/backend/lock"
 	"github.com/seckilledge/seckill/backend/orders"
@@ -488,11 +489,7 @@ func TestShardedSaleOnARedisClusterCompensatesAndRebalances(t *testing.T) {
 	rdb := redis.NewClusterClient(&redis.ClusterOptions{Addrs: seeds})
 	t.Cleanup(func() { _ = rdb.Close() })
 	ctx := context.Background()
-	url := testenv.Postgres(t)
-	if err := Migrate(ctx, url); err != nil {
-		t.Fatal(err)
-	}
-	pool, err := pgxpool.New(ctx, url)
+	pool, err := pgxpool.New(ctx, backendtest.MigratedURL(t))
 	if err != nil {
 		t.Fatal(err)
 	}
