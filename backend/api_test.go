@@ -17,6 +17,7 @@ import (
 )
 
 func TestOrderStatusIsQueuedThenCreatedAndOnlyTheOwnerSeesIt(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	ctx := context.Background()
 	sale := e.sale(5)
@@ -61,6 +62,7 @@ func TestOrderStatusIsQueuedThenCreatedAndOnlyTheOwnerSeesIt(t *testing.T) {
 }
 
 func TestOnlyTheShopConfirmsPaymentOnceAndFailedOrdersAreNotPayable(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	ctx := context.Background()
 	sale := e.sale(1)
@@ -141,6 +143,7 @@ func TestOnlyTheShopConfirmsPaymentOnceAndFailedOrdersAreNotPayable(t *testing.T
 }
 
 func TestPaymentPastPayWithinIsRefusedEvenBeforeTheSweeper(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	ctx := context.Background()
 	sale := e.sale(2)
@@ -157,6 +160,7 @@ func TestPaymentPastPayWithinIsRefusedEvenBeforeTheSweeper(t *testing.T) {
 }
 
 func TestAdminAPICreatesPreheatsAndReportsASaleBehindItsToken(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	ctx := context.Background()
 	_, srv := e.servers(false)
@@ -209,6 +213,7 @@ func TestAdminAPICreatesPreheatsAndReportsASaleBehindItsToken(t *testing.T) {
 }
 
 func TestBaselinesNeedTheAdminTokenRefuseALiveSaleAndSellEachUnitOnce(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	orderSrv, admin := e.servers(true)
 	buyer := func(user string) map[string]string {
@@ -262,6 +267,7 @@ func TestBaselinesNeedTheAdminTokenRefuseALiveSaleAndSellEachUnitOnce(t *testing
 }
 
 func TestConcurrentPreheatsLoadTheSaleOnce(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	ctx := context.Background()
 	sale := testenv.ID("pre")

@@ -22,6 +22,7 @@ import (
 // is the client's 400 bad_request naming the field, not 503 "cannot reach its database", and
 // changes nothing: a sale holds at most 1e9 units, as its creation already says.
 func TestAStockAddPastInt32IsABadRequest(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	srv := e.controlServer()
 	sale := e.sale(1_000_000_000)
@@ -82,6 +83,7 @@ func TestAStockAddPastInt32IsABadRequest(t *testing.T) {
 // a data exception, or 23514, a check the request broke), the answer is the client's 400
 // bad_request naming the request's fields; a failure to reach the database stays 503.
 func TestAValuePostgresRefusesIsABadRequestNotAnOutage(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	ctx := context.Background()
 	_, overflow := e.pool.Exec(ctx, `SELECT 3000000000::int4`)

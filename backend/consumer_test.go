@@ -15,6 +15,7 @@ import (
 )
 
 func TestConsumerWritesExactlyOneOrderPerWinnerDespiteDuplicatesAndRedeliveries(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	const stock = 10_000
 	sale := e.sale(stock)
@@ -58,6 +59,7 @@ func TestConsumerWritesExactlyOneOrderPerWinnerDespiteDuplicatesAndRedeliveries(
 }
 
 func TestStockGuardCreatesWhatFitsFailsTheRestAndReturnsTheirUnitsToRedis(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	sale := e.sale(100)
 	// Redis was wrong: it held 150 units, so the gate accepted 150 buyers.
@@ -98,6 +100,7 @@ func TestStockGuardCreatesWhatFitsFailsTheRestAndReturnsTheirUnitsToRedis(t *tes
 }
 
 func TestMalformedAndUnknownSaleMessagesAreDeadLetteredWithoutBlockingTheQueue(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	sale := e.sale(10)
 	msgs := e.accept(sale, 5)
@@ -115,6 +118,7 @@ func TestMalformedAndUnknownSaleMessagesAreDeadLetteredWithoutBlockingTheQueue(t
 }
 
 func TestConcurrentBatchWritersNeverOversellNorDuplicate(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	sale := e.sale(100)
 	msgs := e.accept(sale, 300)
@@ -160,6 +164,7 @@ func TestConcurrentBatchWritersNeverOversellNorDuplicate(t *testing.T) {
 }
 
 func TestShutdownWritesAndAcknowledgesTheBatchInHand(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	sale := e.sale(10)
 	msgs := e.accept(sale, 10)

@@ -77,6 +77,7 @@ func (e *env) audit(sale string) []admin.AuditEntry {
 }
 
 func TestPauseReachesEveryShardsMetaIsBroadcastAndAuditedWithWho(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	ctx := context.Background()
 	srv := e.controlServer()
@@ -127,6 +128,7 @@ func TestPauseReachesEveryShardsMetaIsBroadcastAndAuditedWithWho(t *testing.T) {
 }
 
 func TestAPausedSaleIsPausedAgainWhenRedisLosesItAndPreheatReloadsIt(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	ctx := context.Background()
 	sale := e.sale(5)
@@ -148,6 +150,7 @@ func withWho(ctx context.Context) context.Context {
 }
 
 func TestEndingNowEndsTheSaleInBothStoresAndAnEndedSaleRefusesEveryControl(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	ctx := context.Background()
 	srv := e.controlServer()
@@ -187,6 +190,7 @@ func TestEndingNowEndsTheSaleInBothStoresAndAnEndedSaleRefusesEveryControl(t *te
 }
 
 func TestEndingASaleBeforeItStartsMeansItNeverOpens(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	ctx := context.Background()
 	sale := testenv.ID("s")
@@ -201,6 +205,7 @@ func TestEndingASaleBeforeItStartsMeansItNeverOpens(t *testing.T) {
 }
 
 func TestMovingTheEndChecksItAndWritesBothStores(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	ctx := context.Background()
 	srv := e.controlServer()
@@ -227,6 +232,7 @@ func TestMovingTheEndChecksItAndWritesBothStores(t *testing.T) {
 // Eight operators (or one retrying client) send the same stock change at once: it is applied
 // once, in both stores, and the sold-out sale reopens on every gateway (restock event).
 func TestAStockChangeIsAppliedOncePerRequestIDAndReopensASoldOutSale(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	ctx := context.Background()
 	srv := e.controlServer()
@@ -278,6 +284,7 @@ func TestAStockChangeIsAppliedOncePerRequestIDAndReopensASoldOutSale(t *testing.
 }
 
 func TestRemovingStockStopsAtZeroInBothStores(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	ctx := withWho(context.Background())
 	sale := e.sale(5)
@@ -301,6 +308,7 @@ func TestRemovingStockStopsAtZeroInBothStores(t *testing.T) {
 // then ran (and gave Redis the units). The client's retry must complete the change without
 // adding the units a second time.
 func TestAnInterruptedStockAddIsCompletedByItsRetryWithoutCountingTwice(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	ctx := withWho(context.Background())
 	sale := e.sale(4)
@@ -326,6 +334,7 @@ func TestAnInterruptedStockAddIsCompletedByItsRetryWithoutCountingTwice(t *testi
 }
 
 func TestStockAddedToAShardedSaleIsSpreadOverItsShards(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	ctx := withWho(context.Background())
 	sale := e.shardedSale(4, 4)
@@ -350,6 +359,7 @@ func TestStockAddedToAShardedSaleIsSpreadOverItsShards(t *testing.T) {
 }
 
 func TestSalesListShowsEachSalesState(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	ctx := withWho(context.Background())
 	srv := e.controlServer()
@@ -378,6 +388,7 @@ func TestSalesListShowsEachSalesState(t *testing.T) {
 // turns under the sale's lock while the buyers (the gate's writes) do not wait; at the end
 // both stores count every added unit exactly once.
 func TestStockChangesInterleavedWithReconcilesAndBuyersKeepTheStoresInAgreement(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	ctx := withWho(context.Background())
 	sale := e.sale(50)

@@ -41,6 +41,7 @@ func stopAtStep(t *testing.T, e *env, step string) {
 // The backend stops between the two stores of a variant's stock change, at each point; the
 // client's retry completes the change, counting it once in each store.
 func TestAVariantStockChangeStoppedBetweenTheStoresIsCompletedByItsRetry(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	ctx := withWho(context.Background())
 	sale := e.variantSale(2, VariantSpec{ID: "a", Stock: 4}, VariantSpec{ID: "b", Stock: 4}, VariantSpec{ID: "c", Stock: 4})
@@ -140,6 +141,7 @@ func TestAVariantStockChangeStoppedBetweenTheStoresIsCompletedByItsRetry(t *test
 // An addition to a variant of a sharded sale stopped after Postgres: the retry spreads the
 // units over the shards itself (reconcile does not repair a sharded variant sale).
 func TestAStoppedVariantAddOfAShardedSaleIsSpreadByItsRetry(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	ctx := withWho(context.Background())
 	sale := e.shardedVariantSale(2, 2, VariantSpec{ID: "a", Stock: 2}, VariantSpec{ID: "b", Stock: 2})
@@ -165,6 +167,7 @@ func TestAStoppedVariantAddOfAShardedSaleIsSpreadByItsRetry(t *testing.T) {
 // left exactly once, and the verifier (internal/invariants, per variant, in units) passes once the
 // orders are written by the consumer.
 func TestVariantRemovalsRacingACrowdKeepBothStoresAtOrAboveZeroAndTheVerifierPasses(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	ctx := withWho(context.Background())
 	const initialA, crowd = 1000, 2000

@@ -40,6 +40,7 @@ func (e *env) variantRow(sale, v string) (initial, stock int) {
 // id and a request id reused for another variant is refused. Every wrong use of "variant"
 // gets its stable code.
 func TestUnitsAddedToASoldOutVariantAreSoldAgainOnceAndAudited(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	srv := e.controlServer()
 	sale := e.variantSale(1, VariantSpec{ID: "red", Stock: 1}, VariantSpec{ID: "blue", Stock: 3})
@@ -155,6 +156,7 @@ func TestUnitsAddedToASoldOutVariantAreSoldAgainOnceAndAudited(t *testing.T) {
 // Removing unsold units of a variant stops at zero: in Redis (units sold but not written yet
 // are not unsold) and in Postgres; a refusal changes nothing, in either store, of any variant.
 func TestRemovingAVariantsUnsoldUnitsStopsAtZeroInBothStores(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	ctx := withWho(context.Background())
 	sale := e.variantSale(2, VariantSpec{ID: "a", Stock: 5}, VariantSpec{ID: "b", Stock: 5})
@@ -211,6 +213,7 @@ func TestRemovingAVariantsUnsoldUnitsStopsAtZeroInBothStores(t *testing.T) {
 // shards that hold most of it, each shard's total moves with its variant, and the other
 // variants are left alone.
 func TestStockOfAVariantOfAShardedSaleIsSpreadOverItsShards(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	ctx := withWho(context.Background())
 	sale := e.shardedVariantSale(3, 2, VariantSpec{ID: "a", Stock: 7}, VariantSpec{ID: "b", Stock: 2})

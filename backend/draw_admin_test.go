@@ -16,6 +16,7 @@ import (
 )
 
 func TestDrawAdminRoutesRunTheDrawAuditedAndShowIt(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	_, srv := e.servers(false)
 	ctx := context.Background()

@@ -17,6 +17,7 @@ import (
 // buyer read from X-User-ID exactly as GET /orders/{id} reads it; the admin listener has none
 // of them. (What they answer is backend/drawapi's tests.)
 func TestDrawReadsAreOnTheOrderListenerWithItsUserCheck(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	orders, adminSrv := e.servers(false)
 	sale := testenv.ID("d")

@@ -54,6 +54,7 @@ func (rr *rawReceiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 // least once with the same id (and the same bytes) on a retry, in order per entrant; an order
 // event next to them keeps its body byte for byte.
 func TestDrawEventsAreDeliveredSignedAsDrawEventsAndOrderEventsKeepTheirBody(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	rr := &rawReceiver{bodies: map[string][]string{}, failOnce: map[string]bool{"won-a": true}}
 	srv := httptest.NewServer(rr)

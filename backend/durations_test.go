@@ -19,6 +19,7 @@ import (
 // duration strings; a value that is neither, out of range or under the field's minimum is 400
 // bad_request naming the field, and creates nothing.
 func TestSaleDurationsAreSecondsOrGoStrings(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	srv := e.controlServer()
 	now := time.Now().UTC()

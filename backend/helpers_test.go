@@ -68,7 +68,10 @@ func quietLog() *slog.Logger {
 }
 
 // newEnv gives a test its own database (a copy of the migrated template), the shared Redis and
-// its own vhost.
+// its own vhost. With its own sale ids too, nothing it touches is another test's, so the tests
+// over an env run in parallel (t.Parallel); the ones that stay serial say why: fault tests
+// (fault_test.go), the cockpit's browser tests (t.Setenv, one Chromium at a time) and the
+// Redis outage of the sweeper.
 func newEnv(t testing.TB) *env {
 	t.Helper()
 	url := backendtest.MigratedURL(t)

@@ -16,6 +16,7 @@ import (
 )
 
 func TestReconcileRepairsABrokenRedisAndReportsWhatItDid(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	ctx := context.Background()
 	sale := e.sale(20)

@@ -27,6 +27,7 @@ import (
 // with their units back, and once the writer is done Redis and Postgres agree in units, per
 // variant and per user (the verifier).
 func TestReconcileWhileACrowdBuysNeverOversellsAndEndsInAgreement(t *testing.T) {
+	t.Parallel()
 	for _, k := range []int{1, 3} {
 		t.Run(fmt.Sprintf("shards=%d", k), func(t *testing.T) { reconcileUnderCrowd(t, k) })
 	}

@@ -99,6 +99,7 @@ func (w *unitWorld) reconcile() admin.ReconcileReport {
 // lowers the user's held units; the variant gets its unit back from Postgres once nothing is in
 // flight; a late message changes nothing; the verifier passes.
 func TestReconcileRecordsALostOrderOfAVariantSaleFailedAndReturnsItsUnits(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	ctx := context.Background()
 	w := &unitWorld{e: e, sale: e.variantSale(2, VariantSpec{ID: "red", Stock: 5}, VariantSpec{ID: "blue", Stock: 5}), k: 1}
@@ -177,6 +178,7 @@ func TestReconcileRecordsALostOrderOfAVariantSaleFailedAndReturnsItsUnits(t *tes
 // number and lands in Postgres (the unique live (sale, user, seq) index would refuse a reused
 // one), and the limit still holds.
 func TestReconcileRebuildsHeldUnitsAndPurchaseCountersRedisLost(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	ctx := context.Background()
 	w := &unitWorld{e: e, sale: e.variantSale(3, VariantSpec{ID: "red", Stock: 10}), k: 1}
@@ -211,6 +213,7 @@ func TestReconcileRebuildsHeldUnitsAndPurchaseCountersRedisLost(t *testing.T) {
 // A sharded (3 shards) variant sale with limit 2: one shard's variant and stock corrupted,
 // another shard's held hash lost. Reconcile repairs them over the shards; the verifier passes.
 func TestReconcileRepairsAShardedVariantSale(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	ctx := context.Background()
 	w := &unitWorld{e: e, sale: e.shardedVariantSale(3, 2, VariantSpec{ID: "a", Stock: 30}, VariantSpec{ID: "b", Stock: 30}), k: 3}
@@ -283,6 +286,7 @@ func atoi(s string) int {
 // a held hash the gate may still write for it is ignored, even when wrong. A lost order is
 // recorded failed with its one unit, a forgotten buyer restored, and the verifier passes.
 func TestReconcileOfALimitOneVariantSaleCountsBuyersNotHeld(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	ctx := context.Background()
 	w := &unitWorld{e: e, sale: e.variantSale(1, VariantSpec{ID: "s", Stock: 4}, VariantSpec{ID: "m", Stock: 4}), k: 1}

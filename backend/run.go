@@ -197,6 +197,11 @@ const drawInterval = time.Second
 // to run from several backend instances at once.
 func Migrate(ctx context.Context, url string) error { return schema.Migrate(ctx, url) }
 
+// SchemaDigest is a hex digest of the migrations Migrate runs (names and contents): two
+// databases Migrate brought to the same digest have the same schema. Tests key their
+// template database on it (testenv.PostgresFrom).
+func SchemaDigest() string { return schema.Digest() }
+
 // newRedisClient connects to one Redis at addr, or to a Redis Cluster when addr is a
 // comma-separated list of seeds (a sharded sale spreads over the cluster's masters; every
 // script of the backend touches one hash slot, so all of it runs there unchanged).

@@ -39,11 +39,14 @@ func TestATrickledHeaderOrBodyIsCutOffWithinTheLimit(t *testing.T) {
 			{"header", "GET /healthz HTTP/1.1\r\nHost: x\r\n", l.ReadHeader},
 			{"body", "POST /x HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\n\r\n", max(l.Read, l.Body)},
 		} {
+			// The server's clock starts when it accepts the connection, so the client's starts
+			// before it dials: a client scheduled late after the dial would otherwise see the
+			// cut come early.
+			start := time.Now()
 			c, err := net.Dial("tcp", addr)
 			if err != nil {
 				t.Fatal(err)
 			}
-			start := time.Now()
 			_, _ = io.WriteString(c, tc.head)
 			cut := make(chan time.Duration, 1)
 			go func() {

@@ -21,6 +21,7 @@ import (
 )
 
 func TestTwoUserIDsAreRefusedNotResolvedToTheFirst(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	sale := e.sale(2)
 	m := e.accept(sale, 1)[0]
@@ -40,6 +41,7 @@ func TestTwoUserIDsAreRefusedNotResolvedToTheFirst(t *testing.T) {
 }
 
 func TestEachListenerServesOnlyItsOwnRoutes(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	sale := e.sale(2)
 	m := e.accept(sale, 1)[0]
@@ -114,6 +116,7 @@ func rawExchange(t *testing.T, addr, raw string, halfClose bool) (*http.Response
 // Every route of both listeners, fed malformed, truncated and chunked-garbage bodies and odd
 // methods, with and without credentials: no 5xx but 503, and every refusal is JSON with a code.
 func TestEveryBackendRouteAnswersGarbageWithJSONAndNo5xx(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	sale := e.sale(3)
 	m := e.accept(sale, 1)[0]

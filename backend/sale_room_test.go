@@ -18,6 +18,7 @@ import (
 // A sale created with a room gets its room at preheat; a second preheat keeps the seed, and
 // the status shows the commitment. A room with shards is refused, as is a bad room.
 func TestAdminAPISaleWithARoomIsPreheatedWithItsSeedCommitmentOnce(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	ctx := context.Background()
 	_, srv := e.servers(false)
@@ -84,6 +85,7 @@ func TestAdminAPISaleWithARoomIsPreheatedWithItsSeedCommitmentOnce(t *testing.T)
 // stored before these bounds) keeps the whole sale out of Redis: preheat fails and nothing is
 // on sale, instead of a sale on sale with no room and no proof of work.
 func TestARoomThatCannotBeSetUpLeavesTheSaleClosed(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	ctx := context.Background()
 	_, srv := e.servers(false)

@@ -13,6 +13,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/redis/go-redis/v9"
+	"github.com/seckilledge/seckill/backend/internal/backendtest"
 	"github.com/seckilledge/seckill/backend/internal/shards"
 	"github.com/seckilledge/seckill/backend/lock"
 	"github.com/seckilledge/seckill/backend/orders"
@@ -101,6 +102,7 @@ func usersOfShards(prefix string, k, n int, shards ...int) []string {
 }
 
 func TestPreheatSplitsAShardedSaleAndLeavesUnshardedSalesAsTheyWere(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	ctx := context.Background()
 	sale := e.shardedSale(10, 4)
@@ -143,6 +145,7 @@ func TestPreheatSplitsAShardedSaleAndLeavesUnshardedSalesAsTheyWere(t *testing.T
 }
 
 func TestCompensationReturnsTheUnitToTheUsersShard(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	ctx := context.Background()
 	const k = 4
@@ -189,6 +192,7 @@ func TestCompensationReturnsTheUnitToTheUsersShard(t *testing.T) {
 // Buyers of only half of the shards can still buy every unit: the rebalance moves the other
 // shards' units to theirs. Exactly the stock is sold, one unit per user.
 func TestRebalanceLetsBuyersOfEmptiedShardsBuyEveryUnit(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	ctx := context.Background()
 	const k, stock = 8, 80
@@ -252,6 +256,7 @@ func TestRebalanceLetsBuyersOfEmptiedShardsBuyEveryUnit(t *testing.T) {
 // Rebalancing while buyers buy never creates or loses a unit: winners + units left == stock,
 // even with two rebalancers racing each other (the lock is bypassed on purpose).
 func TestRebalanceConservesUnitsUnderConcurrentBuying(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	ctx := context.Background()
 	const k, stock = 8, 400
@@ -314,6 +319,7 @@ func TestRebalanceConservesUnitsUnderConcurrentBuying(t *testing.T) {
 }
 
 func TestAMoveInterruptedBetweenShardsIsFinishedExactlyOnce(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	ctx := context.Background()
 	const k = 2
@@ -352,6 +358,7 @@ func TestAMoveInterruptedBetweenShardsIsFinishedExactlyOnce(t *testing.T) {
 }
 
 func TestReconcileRepairsAShardedSaleAsTheSumOfItsShards(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	ctx := context.Background()
 	const k = 3
@@ -386,6 +393,7 @@ func TestReconcileRepairsAShardedSaleAsTheSumOfItsShards(t *testing.T) {
 // A shard's sell-out event triggers a rebalance: units of the other shards move to it within
 // moments, without an operator.
 func TestAShardSellingOutIsRebalancedAutomatically(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -420,6 +428,7 @@ func TestAShardSellingOutIsRebalancedAutomatically(t *testing.T) {
 }
 
 func TestAdminAPICreatesPreheatsAndRebalancesShardedSales(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	srv := httptest.NewServer(e.svc.Handler(NewMetricsRegistry(), false))
 	defer srv.Close()
@@ -461,6 +470,7 @@ func TestAdminAPICreatesPreheatsAndRebalancesShardedSales(t *testing.T) {
 }
 
 func TestAQueuedOrderOfAShardedSaleIsFoundInTheUsersShard(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	sale := e.shardedSale(10, 4)
 	order := buyOnShard(t, e.rdb, sale, 4, "queued-user")
@@ -474,15 +484,12 @@ func TestAQueuedOrderOfAShardedSaleIsFoundInTheUsersShard(t *testing.T) {
 // on more than one master, compensation and rebalance (scripts on one shard's keys each) work
 // across them and conserve the units.
 func TestShardedSaleOnARedisClusterCompensatesAndRebalances(t *testing.T) {
+	t.Parallel()
 	seeds := testenv.StartRedisCluster(t)
 	rdb := redis.NewClusterClient(&redis.ClusterOptions{Addrs: seeds})
 	t.Cleanup(func() { _ = rdb.Close() })
 	ctx := context.Background()
-	url := testenv.Postgres(t)
-	if err := Migrate(ctx, url); err != nil {
-		t.Fatal(err)
-	}
-	pool, err := pgxpool.New(ctx, url)
+	pool, err := pgxpool.New(ctx, backendtest.MigratedURL(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -540,6 +547,7 @@ func TestShardedSaleOnARedisClusterCompensatesAndRebalances(t *testing.T) {
 }
 
 func TestRebalanceMovesNothingWhenAShardIsMissing(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	ctx := context.Background()
 	sale := e.shardedSale(9, 3)
@@ -555,6 +563,7 @@ func TestRebalanceMovesNothingWhenAShardIsMissing(t *testing.T) {
 // A buyer refused on an empty shard pulls a unit there: the shard's refusal is an event the
 // rebalancer answers, so the last units follow the buyers, not the hash.
 func TestABuyerRefusedOnAnEmptyShardPullsAUnitToIt(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()

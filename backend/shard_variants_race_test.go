@@ -25,6 +25,7 @@ import (
 // more than there is: every unit of every variant is sold, none twice, no user above the
 // limit, and every shard's stock is the sum of its variants' at every end of a script.
 func TestRebalancingWhileBuyersBuyVariantsOnEveryShardSellsEachVariantExactly(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	ctx := context.Background()
 	const k, limit = 3, 2

@@ -133,6 +133,7 @@ func (e *env) startRebalancer() {
 // moves name their variant, each shard's stock stays the sum of its variants', no unit is
 // created or lost, and a variant with fewer units than shards stays where it is.
 func TestRebalanceOfAShardedVariantSaleEvensOutEachVariant(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	ctx := context.Background()
 	const k = 3
@@ -188,6 +189,7 @@ func TestRebalanceOfAShardedVariantSaleEvensOutEachVariant(t *testing.T) {
 // Serving hungry shards, only the variants someone waits for move: the others stay put even
 // when they are uneven.
 func TestAHungryRebalanceMovesOnlyTheVariantsBuyersWaitFor(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	ctx := context.Background()
 	const k = 2
@@ -209,6 +211,7 @@ func TestAHungryRebalanceMovesOnlyTheVariantsBuyersWaitFor(t *testing.T) {
 // all of x, pulls x to his shard through the event his refusal publishes: the rebalancer
 // moves x only, and his retry is accepted.
 func TestABuyerRefusedAVariantOnHisShardPullsThatVariantToIt(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	const k = 2
 	// "a" sorts before "x": had the rebalance planned it, it would have moved before x did.
@@ -239,6 +242,7 @@ func TestABuyerRefusedAVariantOnHisShardPullsThatVariantToIt(t *testing.T) {
 // A shard whose total ran out is hungry for every variant: a buyer refused there pulls some of
 // each variant to it.
 func TestABuyerRefusedOnAnEmptyShardOfAVariantSalePullsEveryVariant(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	const k = 3
 	sale := e.shardedVariantSale(k, 1, VariantSpec{ID: "x", Stock: 3}, VariantSpec{ID: "y", Stock: 3})
@@ -261,6 +265,7 @@ func TestABuyerRefusedOnAnEmptyShardOfAVariantSalePullsEveryVariant(t *testing.T
 // (4) A variant move interrupted after its take is finished by the next rebalance, and by the
 // rebalance that follows a reconcile, into the variant it was taken from, exactly once.
 func TestAnInterruptedVariantMoveIsFinishedIntoItsVariantExactlyOnce(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	ctx := context.Background()
 	const k = 2

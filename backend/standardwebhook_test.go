@@ -57,6 +57,7 @@ process.stdout.write(JSON.stringify(out));
 // under the "whsec_" form of each secret. Every body carries its version. (PyPI's library is
 // not checked here: this machine reaches the npm registry and the Go proxy only.)
 func TestRealDeliveriesVerifyWithTheStandardWebhooksLibraries(t *testing.T) {
+	t.Parallel()
 	_, node := npmtools.Need(t, "tsc") // the tools' installation; standardwebhooks is beside tsc
 	if _, err := os.Stat(filepath.Join(npmtools.Modules(), "standardwebhooks", "package.json")); err != nil {
 		t.Fatalf("the standardwebhooks npm library is not installed (bash scripts/stack.sh test-tools): %v", err)

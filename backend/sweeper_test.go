@@ -18,6 +18,7 @@ import (
 )
 
 func TestUnpaidOrdersAreCancelledAndTheirUnitsReturnToRedisForANewBuyer(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	ctx := context.Background()
 	sale := e.sale(10)
@@ -65,6 +66,7 @@ func TestUnpaidOrdersAreCancelledAndTheirUnitsReturnToRedisForANewBuyer(t *testi
 }
 
 func TestOnlyTheSweeperLockHolderSweeps(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	ctx := context.Background()
 	sale := e.sale(5)
@@ -90,6 +92,7 @@ func TestOnlyTheSweeperLockHolderSweeps(t *testing.T) {
 }
 
 func TestAStaleFencingTokenCannotWrite(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	ctx := context.Background()
 	write := func(token int64) error {
@@ -110,6 +113,7 @@ func TestAStaleFencingTokenCannotWrite(t *testing.T) {
 }
 
 func TestABuyerWhoseOrderWasCancelledCanBuyAgainThroughTheGate(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	ctx := context.Background()
 	sale := e.sale(3)
@@ -151,6 +155,8 @@ func TestABuyerWhoseOrderWasCancelledCanBuyAgainThroughTheGate(t *testing.T) {
 	}
 }
 
+// Serial (no t.Parallel): it kills its private Redis and waits for the compensation to be
+// postponed and done again on real time.
 func TestCompensationPostponedWhileRedisIsDownIsDoneOnceItIsBack(t *testing.T) {
 	e := newEnv(t)
 	r := testenv.StartRedis(t)

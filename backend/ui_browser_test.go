@@ -58,6 +58,7 @@ func textIs(selector, want string) string {
 // flow through the real path (buyers in Redis, messages through RabbitMQ, the consumer writing
 // Postgres), pauses it with the button (Redis meta state = paused on every gateway's view) and
 // sees herself in the audit trail.
+// Serial (no t.Parallel): it sets the environment the cockpit reads (t.Setenv).
 func TestCockpitPageShowsALiveSaleAndItsPauseButtonPausesIt(t *testing.T) {
 	e := newEnv(t)
 	t.Setenv("SECKILL_AMQP_MGMT_URL", testenv.AMQPMgmtURL())

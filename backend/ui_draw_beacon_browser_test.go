@@ -33,6 +33,7 @@ import (
 // file as `-file` does) passes every step of drawcheck, the round's BLS signature and the
 // effective seed included, and a winner's proof with it. A copy whose round signature is
 // another round's fails.
+// Serial (no t.Parallel): it sets the environment the cockpit reads (t.Setenv).
 func TestCockpitShowsADrawWaitingForALateBeaconRoundThenTheDrawVerifies(t *testing.T) {
 	e := newEnv(t)
 	t.Setenv("SECKILL_GATEWAY_METRICS", "")

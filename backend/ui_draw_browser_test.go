@@ -85,6 +85,7 @@ func (e *env) enterDraw(sale, user, variant string, withdraw bool) {
 // order counted as a claim. The run is in the audit trail under alice's name. A POST without the
 // page's header does not reach the route: the draw stays open and nothing is audited. A draw
 // without variants names its one size "–" rather than leave the cell blank.
+// Serial (no t.Parallel): it sets the environment the cockpit reads (t.Setenv).
 func TestCockpitDrawPanelShowsARealDrawAndRunsItWithThePagesProtections(t *testing.T) {
 	e := newEnv(t)
 	t.Setenv("SECKILL_GATEWAY_METRICS", "")

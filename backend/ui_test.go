@@ -52,6 +52,7 @@ func pageDo(t *testing.T, method, u string, c *http.Cookie, hdr map[string]strin
 // SameSite=Strict cookie, and the cookie never lets a cross-site form or a viewer run a
 // control.
 func TestCockpitSignInKeepsASessionInAStrictCookieAndGuardsTheControls(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	srv := e.controlServer()
 	sale := e.sale(3)

@@ -13,6 +13,7 @@ import (
 // The cockpit's "Add stock…" button on a sale with variants: the dialog takes the number and
 // the variant ("3 red"), and the page sends {"add", "request_id", "variant"}; a number alone
 // is refused by the backend (409 variant_sale) and the page says so.
+// Serial (no t.Parallel): it sets the environment the cockpit reads (t.Setenv).
 func TestCockpitAddsStockToOneVariant(t *testing.T) {
 	e := newEnv(t)
 	t.Setenv("SECKILL_GATEWAY_METRICS", "")

@@ -101,6 +101,7 @@ func (e *env) variantUnits(sale string) map[string]int {
 }
 
 func TestAdminCreatesAVariantSaleAndShowsEachVariantInBothStores(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	_, admin := e.servers(false)
 	id := testenv.ID("sv")
@@ -149,6 +150,7 @@ func TestAdminCreatesAVariantSaleAndShowsEachVariantInBothStores(t *testing.T) {
 // quantities above 1: no variant gives more units than it has, the total follows the
 // variants, and every message is exactly one order.
 func TestConcurrentWritersGuardEveryVariantInUnits(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	variants := []VariantSpec{{ID: "a", Stock: 20}, {ID: "b", Stock: 7}, {ID: "c", Stock: 1}, {ID: "d", Stock: 0}}
 	sale := e.variantSale(3, variants...)
@@ -231,6 +233,7 @@ func TestConcurrentWritersGuardEveryVariantInUnits(t *testing.T) {
 // quantities, written by the consumer, an unpaid order released by the sweeper gives its units
 // back to its variant in both stores and to the user's allowance, and the user can buy again.
 func TestUnpaidVariantOrdersGiveTheirUnitsBackToTheirVariantAndTheUsersLimit(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	ctx := context.Background()
 	sale := e.variantSale(2, VariantSpec{ID: "red", Stock: 4}, VariantSpec{ID: "blue", Stock: 2})
@@ -297,6 +300,7 @@ func TestUnpaidVariantOrdersGiveTheirUnitsBackToTheirVariantAndTheUsersLimit(t *
 // A batch the variant guard refuses in Postgres (Redis believed in more units) creates what
 // fits, fails the rest and the consumer gives their units back to the right variant in Redis.
 func TestVariantOrdersRefusedByThePostgresGuardAreCompensatedToTheirVariant(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	ctx := context.Background()
 	sale := e.variantSale(5, VariantSpec{ID: "x", Stock: 3}, VariantSpec{ID: "y", Stock: 10})
@@ -329,6 +333,7 @@ func TestVariantOrdersRefusedByThePostgresGuardAreCompensatedToTheirVariant(t *t
 // Reconcile of a variant sale: a variant's stock Redis got wrong is repaired from Postgres,
 // in units, and left alone while units are in flight (they cannot be attributed to a variant).
 func TestReconcileRepairsEachVariantInUnits(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	ctx := context.Background()
 	sale := e.variantSale(3, VariantSpec{ID: "red", Stock: 5}, VariantSpec{ID: "blue", Stock: 5})
@@ -376,6 +381,7 @@ func TestReconcileRepairsEachVariantInUnits(t *testing.T) {
 }
 
 func TestAStockChangeOfAVariantSaleIsRefusedWithItsCode(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	sale := e.variantSale(1, VariantSpec{ID: "a", Stock: 2})
 	_, err := e.svc.Controls.ChangeStock(withWho(context.Background()), sale, controls.StockRequest{Add: 3, RequestID: "r-" + sale})
@@ -391,6 +397,7 @@ func TestAStockChangeOfAVariantSaleIsRefusedWithItsCode(t *testing.T) {
 
 // The shop hears of a variant order with its variant and quantity.
 func TestWebhooksOfAVariantOrderCarryItsVariantAndQuantity(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	r := newReceiver(t)
 	e.startHooks(r.srv.URL, 2*time.Second, 5)
@@ -421,6 +428,7 @@ func TestWebhooksOfAVariantOrderCarryItsVariantAndQuantity(t *testing.T) {
 // A sharded variant sale: each shard gets its part of every variant and the limit, the admin
 // status sums each variant over the shards.
 func TestAShardedVariantSaleSplitsEveryVariantOverItsShards(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	ctx := context.Background()
 	id := testenv.ID("svs")

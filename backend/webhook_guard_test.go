@@ -35,6 +35,7 @@ func (publicDNS) LookupNetIP(context.Context, string, string) ([]netip.Addr, err
 // refusal is a 400 bad_request naming the field; SECKILL_WEBHOOK_ALLOW_CIDRS lifts it for the
 // prefixes it lists, never for metadata and link-local addresses.
 func TestAWebhookURLPointingInsideIsRefusedAtCreate(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	hooks := &webhook.Worker{Pool: e.pool, Log: quietLog(), Secrets: []string{hookSecretNew}}
 	e.rebuild(func(o *Options) { o.Webhooks = hooks })
@@ -108,6 +109,7 @@ func TestAWebhookURLPointingInsideIsRefusedAtCreate(t *testing.T) {
 // 127.0.0.1 never hears a request, and the delivery list shows only "blocked": no address, port
 // or dial error a scan could read.
 func TestAWebhookDialToLoopbackIsBlockedEvenAfterDNSChanges(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	ctx := context.Background()
 	r := newReceiver(t)

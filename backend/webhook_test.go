@@ -222,6 +222,7 @@ func (e *env) checkDelivered(r *receiver, sale string) {
 }
 
 func TestOrderEventsAreRecordedWithTheirChangeAndDeliveredSignedInOrder(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	ctx := context.Background()
 	r := newReceiver(t)
@@ -277,6 +278,7 @@ func TestOrderEventsAreRecordedWithTheirChangeAndDeliveredSignedInOrder(t *testi
 }
 
 func TestADeadWebhookHoldsItsOrdersLaterEventsUntilAnAdminReplaysIt(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	ctx := context.Background()
 	r := newReceiver(t)
@@ -338,6 +340,7 @@ func webhookSaleSize() int {
 }
 
 func TestEveryEventReachesAFlakyReceiverExactlyOnceAfterDedupInOrderPerOrder(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	ctx := context.Background()
 	n := webhookSaleSize()

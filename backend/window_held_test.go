@@ -15,6 +15,7 @@ import (
 // a per-user limit whose end was pushed past the old retention would forget what its buyers
 // hold while it still sells, and let them buy over the limit.
 func TestMovingTheEndMovesTheHeldUnitsExpiryToo(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	ctx := context.Background()
 	srv := e.controlServer()

@@ -27,11 +27,6 @@ import (
 	"github.com/seckilledge/seckill/internal/harness"
 	"github.com/seckilledge/seckill/internal/proc"
 	"github.com/seckilledge/seckill/internal/testenv"
-
-	// The Caddyfile adapter, Caddy's standard modules and ours: what cmd/caddy links.
-	_ "github.com/caddyserver/caddy/v2/caddyconfig/httpcaddyfile"
-	_ "github.com/caddyserver/caddy/v2/modules/standard"
-	_ "github.com/seckilledge/seckill"
 )
 
 const adminToken = "deploy-test-admin-token-0123456789-abc"

@@ -26,10 +26,7 @@ import (
 func soldSale(t *testing.T, stock, sold int) (args []string) {
 	t.Helper()
 	ctx := context.Background()
-	url := testenv.Postgres(t)
-	if err := backend.Migrate(ctx, url); err != nil {
-		t.Fatal(err)
-	}
+	url := testenv.PostgresFrom(t, backend.SchemaDigest(), backend.Migrate)
 	conn, err := pgx.Connect(ctx, url)
 	if err != nil {
 		t.Fatal(err)

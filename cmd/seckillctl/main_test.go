@@ -30,10 +30,7 @@ const (
 func backendServer(t *testing.T) (*httptest.Server, *backend.Service) {
 	t.Helper()
 	ctx := context.Background()
-	pg := testenv.Postgres(t)
-	if err := backend.Migrate(ctx, pg); err != nil {
-		t.Fatal(err)
-	}
+	pg := testenv.PostgresFrom(t, backend.SchemaDigest(), backend.Migrate)
 	pool, err := pgxpool.New(ctx, pg)
 	if err != nil {
 		t.Fatal(err)

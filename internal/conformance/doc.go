@@ -1,7 +1,11 @@
 // Package conformance holds the tests of the Caddy-facing contract that span the handlers: the
 // shipped Caddyfiles and the Caddyfiles of the benchmarks, adapted with every seckill module
-// registered, and the Caddyfile golden files that name several handlers. It is one test binary
-// that links every module, so a handler's own test binary links that handler alone and a
-// change to one handler relinks its binary and this one, not every handler's. It has no code
-// of its own.
+// registered (what they read at run time rather than hold, how they trust proxies), the
+// Caddyfile golden files that name several handlers, and the metric families a gateway with
+// every handler and the backend export (deploy/grafana/testdata/families.json, the list the
+// dashboard and the alert rules are checked against). It is one test binary that links every
+// module, so a handler's own test binary links that handler alone, a change to one handler
+// relinks its binary and this one, not every handler's, and the packages that only check
+// their files against the gateway (deploy, deploy/grafana) link no Caddy. It has no code of
+// its own.
 package conformance

@@ -238,6 +238,7 @@ func TestVerifierPassesADrawWhoseRedisKeysExpired(t *testing.T) {
 // Each corruption is what a rigged or broken draw would leave; the listed invariants, and
 // only they, must FAIL, naming what is wrong.
 func TestVerifierCatchesEachBrokenDrawInvariant(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	otherSeed := bytes.Repeat([]byte{0x01}, 32)
 	cases := []struct {
@@ -307,6 +308,7 @@ func TestVerifierCatchesEachBrokenDrawInvariant(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel() // each case breaks a world of its own
 			w := newDrawWorld(t)
 			tc.corrupt(w)
 			failing, checks := w.drawVerdicts()

@@ -172,6 +172,7 @@ func TestVerifierPassesAWaitingRoomSaleDrivenByTheRealScripts(t *testing.T) {
 // Each corruption below is what a broken room or token script would leave; the matching
 // invariant must FAIL.
 func TestVerifierCatchesEachBrokenRoomInvariant(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	logKey := func(w *roomWorld) string { return contract.RoomLogKey(w.sale) }
 	cases := []struct {
@@ -225,6 +226,7 @@ func TestVerifierCatchesEachBrokenRoomInvariant(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel() // each case breaks a world of its own
 			w := newRoomWorld(t)
 			tc.corrupt(w)
 			got := w.roomVerdicts()

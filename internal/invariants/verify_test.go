@@ -21,7 +21,9 @@ import (
 )
 
 // world is a sale state built by hand in real Redis, RabbitMQ and Postgres, the way a drained
-// sale would leave it, so that each test can break exactly one invariant.
+// sale would leave it, so that each test can break exactly one invariant. A world has its own
+// database (a copy of the migrated template), vhost and sale id, so the tests over one run in
+// parallel, except the two that wait on real time (WaitDrained, WaitSettled).
 type world struct {
 	t      *testing.T
 	sale   string
@@ -36,10 +38,7 @@ type world struct {
 func newWorld(t *testing.T, stock int) *world {
 	t.Helper()
 	ctx := context.Background()
-	url := testenv.Postgres(t)
-	if err := backend.Migrate(ctx, url); err != nil {
-		t.Fatal(err)
-	}
+	url := testenv.PostgresFrom(t, backend.SchemaDigest(), backend.Migrate)
 	pg, err := pgxpool.New(ctx, url)
 	if err != nil {
 		t.Fatal(err)
@@ -131,6 +130,7 @@ func expect(t *testing.T, rep invariants.Report, failing ...int) {
 }
 
 func TestVerifierPassesASoldOutSaleThatDrainedCleanly(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t, 3)
 	for i := 0; i < 3; i++ {
 		w.sell(fmt.Sprintf("u%d", i), fmt.Sprintf("o%d", i))
@@ -139,6 +139,7 @@ func TestVerifierPassesASoldOutSaleThatDrainedCleanly(t *testing.T) {
 }
 
 func TestVerifierReportsOversell(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t, 2)
 	w.sell("u0", "o0")
 	w.sell("u1", "o1")
@@ -154,6 +155,7 @@ func TestVerifierReportsOversell(t *testing.T) {
 }
 
 func TestVerifierReportsUndersellWhenDemandExceededSupply(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t, 3)
 	w.sell("u0", "o0")
 	w.sell("u1", "o1")
@@ -163,6 +165,7 @@ func TestVerifierReportsUndersellWhenDemandExceededSupply(t *testing.T) {
 }
 
 func TestVerifierReportsAUserWithTwoOrders(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t, 5)
 	w.sell("u0", "o0")
 	// The schema forbids it; a broken schema or a forgotten index must not go unnoticed.
@@ -176,6 +179,7 @@ func TestVerifierReportsAUserWithTwoOrders(t *testing.T) {
 // Compensation gives a failed order's unit back and forgets the buyer in Redis, so the same
 // user may win again with a new order id: one ended order and one live order is not a double sale.
 func TestVerifierAcceptsANewOrderAfterTheUsersFailedOne(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t, 3)
 	w.exec(`DROP INDEX IF EXISTS orders_sale_user`) // the schema of migration 001 forbade it
 	w.exec(`INSERT INTO orders (order_id, sale_id, user_id, status, reason, accepted_at) VALUES ('o0', $1, 'u0', 'failed', 'refused', now())`, w.sale)
@@ -185,6 +189,7 @@ func TestVerifierAcceptsANewOrderAfterTheUsersFailedOne(t *testing.T) {
 }
 
 func TestVerifierReportsAUserToldTwoOrderIDs(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t, 5)
 	w.sell("u0", "o0")
 	// The gate said 202 twice with different ids, though only one became an order.
@@ -194,6 +199,7 @@ func TestVerifierReportsAUserToldTwoOrderIDs(t *testing.T) {
 }
 
 func TestVerifierReportsALostWinner(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t, 3)
 	w.sell("u0", "o0")
 	w.sell("u1", "o1")
@@ -206,6 +212,7 @@ func TestVerifierReportsALostWinner(t *testing.T) {
 }
 
 func TestVerifierAcceptsAFailedOrderOnlyWithAVisibleReason(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t, 3)
 	w.sell("u0", "o0")
 	// u1 won at the gate but the database refused; compensation gave the unit back.
@@ -228,6 +235,7 @@ func TestVerifierAcceptsAFailedOrderOnlyWithAVisibleReason(t *testing.T) {
 }
 
 func TestVerifierReportsAnOrderNoClientWasToldAbout(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t, 3)
 	w.sell("u0", "o0")
 	w.sell("u1", "o1")
@@ -249,6 +257,7 @@ func TestVerifierReportsAnOrderNoClientWasToldAbout(t *testing.T) {
 }
 
 func TestVerifierReportsStockThatIsNotConserved(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t, 3)
 	w.sell("u0", "o0")
 	w.exec(`UPDATE sales SET stock = stock - 1 WHERE id = $1`, w.sale) // a unit vanished
@@ -256,6 +265,7 @@ func TestVerifierReportsStockThatIsNotConserved(t *testing.T) {
 }
 
 func TestVerifierReportsRedisDisagreeingWithPostgres(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t, 3)
 	w.sell("u0", "o0")
 	ctx := context.Background()
@@ -267,6 +277,7 @@ func TestVerifierReportsRedisDisagreeingWithPostgres(t *testing.T) {
 }
 
 func TestVerifierReportsAnUnaccountedDeadLetter(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t, 3)
 	w.sell("u0", "o0")
 	w.deadLetter("another-sale", "ox") // not ours: ignored
@@ -281,6 +292,7 @@ func TestVerifierReportsAnUnaccountedDeadLetter(t *testing.T) {
 	}
 }
 
+// Serial (no t.Parallel): it waits on real time, with deadlines of 100 ms and 1 s.
 func TestWaitDrainedMeasuresTheDelayFromAcceptToRow(t *testing.T) {
 	w := newWorld(t, 3)
 	w.sell("u0", "o0")
@@ -302,6 +314,7 @@ func TestWaitDrainedMeasuresTheDelayFromAcceptToRow(t *testing.T) {
 	}
 }
 
+// Serial (no t.Parallel): it waits on real time, with deadlines of 100 ms to 10 s.
 func TestWaitSettledWaitsForRedisAndPostgresToAgree(t *testing.T) {
 	w := newWorld(t, 3)
 	w.sell("u0", "o0")

@@ -61,10 +61,7 @@ func newSystem(t testing.TB) *system {
 func newSystemOn(t testing.TB, amqpURL string) *system {
 	t.Helper()
 	ctx := context.Background()
-	pg := testenv.Postgres(t)
-	if err := backend.Migrate(ctx, pg); err != nil {
-		t.Fatal(err)
-	}
+	pg := testenv.PostgresFrom(t, backend.SchemaDigest(), backend.Migrate)
 	pool, err := pgxpool.New(ctx, pg)
 	if err != nil {
 		t.Fatal(err)

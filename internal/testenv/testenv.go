@@ -17,7 +17,6 @@ import (
 	"encoding/json"
 	"net/url"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -212,9 +211,12 @@ func redact(raw string) string {
 	return u.Redacted()
 }
 
-// cloneMu serialises this process's clones of a template (the advisory lock serialises them
-// across processes; holding the mutex keeps one admin connection waiting instead of many).
-var cloneMu sync.Mutex
+// templateLock is the advisory lock over the test templates: a test that copies a finished
+// template holds it shared, so copies run side by side (a copy does not connect to its
+// template, so Postgres lets any number of them run at once); a test that builds one holds it
+// exclusively, so two test processes never build the same template, and nobody copies a
+// template half built.
+const templateLock = "hashtext('seckill test templates')"
 
 // PostgresFrom creates a database of the test's own (dropped at the end) as a copy of a
 // template database that migrate brought to a schema, and returns its URL: a clone is a file
@@ -224,15 +226,12 @@ var cloneMu sync.Mutex
 //
 // Postgres refuses to copy a database while anyone is connected to it, so a finished template
 // allows no connections at all (ALLOW_CONNECTIONS false, which also marks it finished: a
-// build that died half way is dropped and done again), and every build and copy holds one
-// advisory lock, so two test processes never build the same template or copy it at once.
+// build that died half way is dropped and done again).
 func PostgresFrom(t testing.TB, key string, migrate func(ctx context.Context, url string) error) string {
 	t.Helper()
 	NeedsServices(t, "Postgres")
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	cloneMu.Lock()
-	defer cloneMu.Unlock()
 	admin, err := pgx.Connect(ctx, PGAdminURL())
 	if err != nil {
 		missing(t, "Postgres", err)
@@ -242,31 +241,42 @@ func PostgresFrom(t testing.TB, key string, migrate func(ctx context.Context, ur
 	if len(tpl) > 40 || strings.Trim(key, "0123456789abcdefABCDEF") != "" {
 		t.Fatalf("template key %q: want at most 36 hex digits", key)
 	}
-	if _, err := admin.Exec(ctx, "SELECT pg_advisory_lock(hashtext('seckill test templates'))"); err != nil {
-		t.Fatalf("lock the test templates: %v", err)
+	finished := func() bool {
+		var allowConn bool
+		err := admin.QueryRow(ctx, "SELECT datallowconn FROM pg_database WHERE datname = $1", tpl).Scan(&allowConn)
+		if err != nil && err != pgx.ErrNoRows {
+			t.Fatalf("look up the template %s: %v", tpl, err)
+		}
+		return err == nil && !allowConn
 	}
-	defer func() {
-		_, _ = admin.Exec(context.Background(), "SELECT pg_advisory_unlock(hashtext('seckill test templates'))")
-	}()
-	var allowConn bool
-	err = admin.QueryRow(ctx, "SELECT datallowconn FROM pg_database WHERE datname = $1", tpl).Scan(&allowConn)
-	switch {
-	case err == pgx.ErrNoRows || (err == nil && allowConn):
-		if _, err := admin.Exec(ctx, "DROP DATABASE IF EXISTS "+tpl+" WITH (FORCE)"); err != nil {
-			t.Fatalf("drop the unfinished template %s: %v", tpl, err)
+	lock := func(kind string) func() {
+		if _, err := admin.Exec(ctx, "SELECT pg_advisory_lock"+kind+"("+templateLock+")"); err != nil {
+			t.Fatalf("lock the test templates: %v", err)
 		}
-		if _, err := admin.Exec(ctx, "CREATE DATABASE "+tpl); err != nil {
-			t.Fatalf("create the template %s: %v", tpl, err)
+		return func() {
+			_, _ = admin.Exec(context.Background(), "SELECT pg_advisory_unlock"+kind+"("+templateLock+")")
 		}
-		if err := migrate(ctx, dbURL(tpl)); err != nil {
-			t.Fatalf("migrate the template %s: %v", tpl, err)
-		}
-		if _, err := admin.Exec(ctx, "ALTER DATABASE "+tpl+" WITH IS_TEMPLATE true ALLOW_CONNECTIONS false"); err != nil {
-			t.Fatalf("finish the template %s: %v", tpl, err)
-		}
-	case err != nil:
-		t.Fatalf("look up the template %s: %v", tpl, err)
 	}
+	unlock := lock("_shared")
+	if !finished() {
+		unlock()
+		unlock = lock("")
+		if !finished() {
+			if _, err := admin.Exec(ctx, "DROP DATABASE IF EXISTS "+tpl+" WITH (FORCE)"); err != nil {
+				t.Fatalf("drop the unfinished template %s: %v", tpl, err)
+			}
+			if _, err := admin.Exec(ctx, "CREATE DATABASE "+tpl); err != nil {
+				t.Fatalf("create the template %s: %v", tpl, err)
+			}
+			if err := migrate(ctx, dbURL(tpl)); err != nil {
+				t.Fatalf("migrate the template %s: %v", tpl, err)
+			}
+			if _, err := admin.Exec(ctx, "ALTER DATABASE "+tpl+" WITH IS_TEMPLATE true ALLOW_CONNECTIONS false"); err != nil {
+				t.Fatalf("finish the template %s: %v", tpl, err)
+			}
+		}
+	}
+	defer unlock()
 	name := newDBName()
 	if _, err := admin.Exec(ctx, "CREATE DATABASE "+name+" TEMPLATE "+tpl); err != nil {
 		t.Fatalf("copy the template %s: %v", tpl, err)

@@ -1,6 +1,6 @@
 //go:build integration
 
-package seckill_test
+package conformance
 
 import (
 	"encoding/json"
@@ -22,7 +22,7 @@ import (
 // (docs/operator.md, "Logs"). Each request goes straight to the server's ServeHTTP, so the
 // difference is the log entry's making, encoding and write.
 //
-//	go test -run '^$' -bench AccessLog -benchmem -benchtime 200000x .
+//	go test -tags integration -run '^$' -bench AccessLog -benchmem -benchtime 200000x ./internal/conformance/
 func BenchmarkAccessLog(b *testing.B) {
 	dir := b.TempDir()
 	for _, tc := range []struct{ name, file, opts string }{

@@ -1,6 +1,6 @@
 //go:build integration
 
-package seckill_test
+package conformance
 
 import (
 	"context"
@@ -45,7 +45,7 @@ import (
 // in one `handle` (one instrumented top-level route per request instead of two, but Caddy then
 // compiles the subroute's chain on every request: it costs more than it saves).
 //
-//	go test -run '^$' -bench GatewayChainAllocs -benchmem -benchtime 2000x .
+//	go test -tags integration -run '^$' -bench GatewayChainAllocs -benchmem -benchtime 2000x ./internal/conformance/
 //
 // Allocations (allocs/op, B/op) are the figures to read: they do not depend on the machine's
 // load. Background work (the relay's polls, go-redis) is counted too, so they wobble by a few
@@ -54,7 +54,7 @@ func BenchmarkGatewayChainAllocs(b *testing.B) {
 	if testing.Short() {
 		b.Skip("integration: needs a private redis-server")
 	}
-	src, err := os.ReadFile("Caddyfile")
+	src, err := os.ReadFile("../../Caddyfile")
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -345,7 +345,7 @@ func scriptCalls(t testing.TB, c *redis.Client) int {
 // then the throttle's zones (IP, device and the user's) run inside the token's or the gate's
 // own script call. The shop's keys come from a stand-in JWKS endpoint; the relay is off.
 func TestTheShippedShopSiteDecidesATokenAndAPurchaseInOneScriptCallEach(t *testing.T) {
-	src, err := os.ReadFile("Caddyfile")
+	src, err := os.ReadFile("../../Caddyfile")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -454,7 +454,7 @@ func sessions(t testing.TB, key *ecdsa.PrivateKey) *shop.Sessions {
 // (docs/throttle.md, "One round trip with the gate"). Counted by the private Redis's
 // commandstats; the relay is off, so that its acknowledgements (a script too) stay out.
 func TestTheShippedDemoSiteDecidesATokenAndAPurchaseInOneScriptCallEach(t *testing.T) {
-	src, err := os.ReadFile("Caddyfile")
+	src, err := os.ReadFile("../../Caddyfile")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -544,7 +544,7 @@ func commandCalls(t testing.TB, c *redis.Client) int {
 // later ones cost Redis no command at all, throttle included (docs/throttle.md, "Answered from
 // memory"). The relay is off, so that its polls stay out of the count.
 func TestTheShippedDemoSiteAnswersTheFloodAfterTheSellOutWithoutRedis(t *testing.T) {
-	src, err := os.ReadFile("Caddyfile")
+	src, err := os.ReadFile("../../Caddyfile")
 	if err != nil {
 		t.Fatal(err)
 	}

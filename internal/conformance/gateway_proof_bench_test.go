@@ -1,6 +1,6 @@
 //go:build integration
 
-package seckill_test
+package conformance
 
 import (
 	"context"
@@ -35,12 +35,12 @@ import (
 // device, not on the gateway). Compare ns/op of bearer and proof on a quiet, pinned machine,
 // median of 3 (the lead's figures):
 //
-//	taskset -c 0 go test -run '^$' -bench GatewayChainProof -benchmem -benchtime 3000x -count 3 -cpu 1 .
+//	taskset -c 0 go test -tags integration -run '^$' -bench GatewayChainProof -benchmem -benchtime 3000x -count 3 -cpu 1 ./internal/conformance/
 func BenchmarkGatewayChainProof(b *testing.B) {
 	if testing.Short() {
 		b.Skip("integration: needs a private redis-server")
 	}
-	src, err := os.ReadFile("Caddyfile")
+	src, err := os.ReadFile("../../Caddyfile")
 	if err != nil {
 		b.Fatal(err)
 	}
