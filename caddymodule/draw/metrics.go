@@ -12,8 +12,7 @@ import (
 var (
 	kitMetrics = roomkit.NewMetrics(drawMetric, "outcome",
 		"Requests of the draw by endpoint (enter, withdraw, status, challenge, page) and outcome (the state answered, or the refusal code).",
-		"Proof-of-work challenges of draws: issued, bounded (not issued: the user or his network holds too many open ones), solved (accepted at entry) and refused (missing, wrong, replayed, foreign, expired or below the minimum).",
-		"Requests of the draw answered 503 without touching Redis because max_pending calls were already waiting on it.")
+		"Requests of the draw")
 	requests, challenges, shed = kitMetrics.Requests, kitMetrics.Challenges, kitMetrics.Shed
 )
 

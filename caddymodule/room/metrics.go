@@ -15,8 +15,7 @@ import (
 var (
 	kitMetrics = roomkit.NewMetrics(roomMetric, "answer",
 		"Waiting-room requests by endpoint (room, challenge, enter, poll, leave, prequeue, page) and answer (the state, or the refusal code).",
-		"Proof-of-work challenges: issued, bounded (not issued: the user or his network holds too many open ones), solved (accepted at entry) and refused (wrong, replayed, foreign, expired or below the minimum).",
-		"Waiting-room requests answered 503 without touching Redis because max_pending calls were already waiting on it.")
+		"Waiting-room requests")
 	requests, challenges, shed = kitMetrics.Requests, kitMetrics.Challenges, kitMetrics.Shed
 	entries                    = roomMetric.Counter("entries_total",
 		"Entries into a waiting room answered with a place (entering again counts again).")

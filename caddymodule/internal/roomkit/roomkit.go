@@ -8,6 +8,7 @@ package roomkit
 import (
 	"context"
 	"fmt"
+	"io/fs"
 	"net/http"
 	"time"
 
@@ -27,6 +28,7 @@ import (
 	"github.com/seckilledge/seckill/caddymodule/internal/pagekit/pagecaddy"
 	"github.com/seckilledge/seckill/caddymodule/sealed"
 	"github.com/seckilledge/seckill/caddymodule/sealed/sealedhttp"
+	clientjs "github.com/seckilledge/seckill/clients/js"
 )
 
 // Defaults of the shared optional fields.
@@ -90,14 +92,16 @@ type Metrics struct {
 }
 
 // NewMetrics declares the collectors every room and draw has, under the handler's subsystem:
-// requests_total by endpoint and answer (the label answer names), challenges_total by
-// outcome (its four outcomes counted from zero) and shed_total; the help texts are the
-// handler's.
-func NewMetrics(s metric.Subsystem, answer, requestsHelp, challengesHelp, shedHelp string) Metrics {
+// requests_total by endpoint and answer (the label answer names; requestsHelp its help),
+// challenges_total by outcome (its four outcomes counted from zero) and shed_total; what
+// names the handler's requests in the help of shed_total ("Waiting-room requests").
+func NewMetrics(s metric.Subsystem, answer, requestsHelp, what string) Metrics {
 	m := Metrics{
-		Requests:   s.CounterVec("requests_total", requestsHelp, "endpoint", answer),
-		Challenges: s.CounterVec("challenges_total", challengesHelp, "outcome"),
-		Shed:       s.Counter("shed_total", shedHelp),
+		Requests: s.CounterVec("requests_total", requestsHelp, "endpoint", answer),
+		Challenges: s.CounterVec("challenges_total", "Proof-of-work challenges: issued, bounded (not issued: the user or his network "+
+			"holds too many open ones), solved (accepted at entry) and refused (missing, wrong, replayed, foreign, expired or below the minimum).",
+			"outcome"),
+		Shed: s.Counter("shed_total", what+" answered 503 without touching Redis because max_pending calls were already waiting on it."),
 	}
 	for _, o := range []string{"issued", "bounded", "solved", "refused"} {
 		m.Challenges.WithLabelValues(o)
@@ -159,6 +163,23 @@ func (k *Kit) Provision(ctx caddy.Context, module string, kind pagekit.Kind, set
 	}
 	k.Issuer = issuer
 	return app, nil
+}
+
+// PageKind is a handler's page for pagekit, from its files: page.html, the page's own part
+// (html/template: "main"; the kit's document around it), and page.js, the page's own code,
+// which follows the JavaScript client (clients/js/seckill.js, the very bytes published to
+// npm) and the kit's in the page's one module script, whose hash the Content-Security-Policy
+// names. name is the first part of its message keys ("room", "draw").
+func PageKind(name string, files fs.FS) pagekit.Kind {
+	html, err := fs.ReadFile(files, "page.html")
+	if err != nil {
+		panic(err) // embedded: cannot happen
+	}
+	js, err := fs.ReadFile(files, "page.js")
+	if err != nil {
+		panic(err)
+	}
+	return pagekit.Kind{Name: name, Template: string(html), Script: pagekit.Script(clientjs.Source, string(js))}
 }
 
 // SetupPage compiles the page options (our page of kind, or the shop's template), checked
