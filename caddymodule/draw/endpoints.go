@@ -179,7 +179,7 @@ func (h *Draw) enter(ctx context.Context, w http.ResponseWriter, r *http.Request
 		// is enough at the difficulty it was sealed with.
 		pc, err := h.Issuer.Sealer.VerifyChallenge(ch, r.Header.Get(sealed.HeaderSolution), sale, user, c.DMin, h.mem.Now())
 		if err != nil {
-			challenges.WithLabelValues("refused").Inc()
+			kitMetrics.Challenges.WithLabelValues("refused").Inc()
 			return h.Endpoints.Refuse(w, "enter", sealed.RefusalOf(err))
 		}
 		call.Nonce, call.NonceExp, call.Difficulty = pc.Nonce, pc.Expires, pc.Difficulty
@@ -191,9 +191,9 @@ func (h *Draw) enter(ctx context.Context, w http.ResponseWriter, r *http.Request
 	if call.Nonce != "" {
 		switch rep.Code {
 		case 0:
-			challenges.WithLabelValues("solved").Inc()
+			kitMetrics.Challenges.WithLabelValues("solved").Inc()
 		case codeReplayed, codePowRequired:
-			challenges.WithLabelValues("refused").Inc()
+			kitMetrics.Challenges.WithLabelValues("refused").Inc()
 		}
 	}
 	if rep.Code != 0 {

@@ -150,7 +150,7 @@ func (h *Room) enter(ctx context.Context, w http.ResponseWriter, r *http.Request
 	if c.Room.PowRequired() {
 		ch, err := h.mem.Sealer.VerifyChallenge(r.Header.Get(sealed.HeaderChallenge), r.Header.Get(sealed.HeaderSolution), sale, user, c.Room.DifficultyMin, now)
 		if err != nil {
-			challenges.WithLabelValues("refused").Inc()
+			kitMetrics.Challenges.WithLabelValues("refused").Inc()
 			return h.Endpoints.Refuse(w, "enter", sealed.RefusalOf(err))
 		}
 		v.Nonce, v.NonceExp = ch.Nonce, ch.Expires
@@ -177,9 +177,9 @@ func (h *Room) enter(ctx context.Context, w http.ResponseWriter, r *http.Request
 	h.mem.PassOnBanned(ctx, sale, c, rep)
 	if v.Nonce != "" {
 		if rep.Outcome == core.Replayed {
-			challenges.WithLabelValues("refused").Inc()
+			kitMetrics.Challenges.WithLabelValues("refused").Inc()
 		} else {
-			challenges.WithLabelValues("solved").Inc()
+			kitMetrics.Challenges.WithLabelValues("solved").Inc()
 		}
 	}
 	verdict := core.Decide(rep, true, c.PaceOf(rep), h.mem.Refresh)

@@ -16,8 +16,7 @@ var (
 	kitMetrics = roomkit.NewMetrics(roomMetric, "answer",
 		"Waiting-room requests by endpoint (room, challenge, enter, poll, leave, prequeue, page) and answer (the state, or the refusal code).",
 		"Waiting-room requests")
-	requests, challenges, shed = kitMetrics.Requests, kitMetrics.Challenges, kitMetrics.Shed
-	entries                    = roomMetric.Counter("entries_total",
+	entries = roomMetric.Counter("entries_total",
 		"Entries into a waiting room answered with a place (entering again counts again).")
 	leaves          = roomMetric.Counter("leaves_total", "Places given up by their waiters (DELETE /queue).")
 	fromMemoryPolls = roomMetric.Counter("polls_from_memory_total",
@@ -40,6 +39,5 @@ var gatewayCounts = core.Counts{Admissions: admissions, Lapsed: lapsed, FromMemo
 
 const roomMetric = metric.Subsystem("room")
 
-func registerMetrics(reg prometheus.Registerer) {
-	metric.Register(reg, requests, entries, challenges, leaves, fromMemoryPolls, admissions, lapsed, depth, rateGauge, wait, shed, revokedTotal)
-}
+// roomCollectors are the room's own collectors, beyond the kit's.
+var roomCollectors = []prometheus.Collector{entries, leaves, fromMemoryPolls, admissions, lapsed, depth, rateGauge, wait, revokedTotal}

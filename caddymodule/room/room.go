@@ -25,6 +25,7 @@ import (
 	"github.com/seckilledge/seckill/caddymodule"
 	"github.com/seckilledge/seckill/caddymodule/dpop/dpophttp"
 	"github.com/seckilledge/seckill/caddymodule/handler"
+	"github.com/seckilledge/seckill/caddymodule/internal/metric"
 	"github.com/seckilledge/seckill/caddymodule/internal/roomkit"
 	"github.com/seckilledge/seckill/caddymodule/room/core"
 	"github.com/seckilledge/seckill/caddymodule/sealed"
@@ -168,7 +169,7 @@ func (h *Room) Provision(ctx caddy.Context) error {
 	h.mem.Store = core.BoundStore{Store: core.RedisStore{Client: app.RedisClient(), Defaults: h.defaults}, Caller: h.Calls}
 	h.mem.Logger = h.Logger
 	h.events = app.SaleEvents()
-	registerMetrics(ctx.GetMetricsRegistry())
+	metric.Register(ctx.GetMetricsRegistry(), roomCollectors...)
 	return nil
 }
 

@@ -109,6 +109,17 @@ func NewMetrics(s metric.Subsystem, answer, requestsHelp, what string) Metrics {
 	return m
 }
 
+// Endpoints is an endpoints' writer counted into m, its log lines naming the handler (name),
+// without a refusal writer's options: SetDefaults adds them.
+func (m Metrics) Endpoints(name string) handler.Endpoints {
+	return handler.Endpoints{Requests: m.Requests, Shed: m.Shed, Name: name}
+}
+
+// Register registers m's collectors and the handler's own (more) into reg.
+func (m Metrics) Register(reg prometheus.Registerer, more ...prometheus.Collector) {
+	metric.Register(reg, append([]prometheus.Collector{m.Requests, m.Challenges, m.Shed}, more...)...)
+}
+
 // SetDefaults sets the shared defaults and makes the writer and the caller; name is the
 // handler's in log lines ("room", "draw").
 func (k *Kit) SetDefaults(name string, m Metrics) {
@@ -125,8 +136,8 @@ func (k *Kit) SetDefaults(name string, m Metrics) {
 	}
 	k.counts = m
 	k.Calls = k.Caller(DefaultTimeout)
-	k.Endpoints = handler.Endpoints{Writer: k.Writer(0), RetryAfter: time.Duration(k.RetryAfter), Requests: m.Requests, Shed: m.Shed,
-		Logger: k.Logger, Name: name}
+	k.Endpoints = m.Endpoints(name)
+	k.Endpoints.Writer, k.Endpoints.RetryAfter, k.Endpoints.Logger = k.Writer(0), time.Duration(k.RetryAfter), k.Logger
 }
 
 // Register registers a handler's module and its Caddyfile directive, ordered just before
@@ -143,8 +154,8 @@ func Register[T any, PT interface {
 }
 
 // Provision takes the sampled logger, sets the handler's defaults (setDefaults, which calls
-// SetDefaults), compiles the page and takes the app's token keys; module is the handler's
-// name in errors ("seckill_room"). No network I/O.
+// SetDefaults), compiles the page, registers the kit's collectors and takes the app's token
+// keys; module is the handler's name in errors ("seckill_room"). No network I/O.
 func (k *Kit) Provision(ctx caddy.Context, module string, kind pagekit.Kind, setDefaults func()) (*caddymodule.App, error) {
 	k.Logger = edge.SampledLogger(ctx.Logger())
 	// The URL space first: the default sale is the path segment after the prefix.
@@ -157,6 +168,7 @@ func (k *Kit) Provision(ctx caddy.Context, module string, kind pagekit.Kind, set
 		return nil, fmt.Errorf("%s: %w", module, err)
 	}
 	k.Pages.Mount(space.Prefix, space.OrdersPrefix)
+	k.counts.Register(ctx.GetMetricsRegistry())
 	app, issuer, err := sealedhttp.Provision(ctx, module)
 	if err != nil {
 		return nil, err
