@@ -48,20 +48,54 @@ type Browser struct {
 // NewBrowser starts chromium for t (closed when t ends) and reads axe-core.
 func NewBrowser(t *testing.T) *Browser {
 	t.Helper()
-	bin := Chromium(t)
+	bctx := start(t)
+	if _, err := chromedp.Run(bctx, chromedp.Evaluate[chromedp.Void]("1")); err != nil {
+		t.Fatalf("starting chromium: %v", err)
+	}
+	return &Browser{ctx: bctx, axe: axeSource(t)}
+}
+
+// Context is a tab of a chromium of its own, with a profile of its own (another device's
+// storage and keys), open for d at most and closed when t ends: for a test that drives the
+// page with chromedp itself.
+func Context(t *testing.T, d time.Duration) context.Context {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(start(t), d)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// start starts chromium with a fresh profile, closed when t ends.
+func start(t *testing.T) context.Context {
+	t.Helper()
 	opts := append(chromedp.DefaultExecAllocatorOptions[:],
-		chromedp.ExecPath(bin), chromedp.NoSandbox, chromedp.DisableGPU,
+		chromedp.ExecPath(Chromium(t)), chromedp.NoSandbox, chromedp.DisableGPU,
 		chromedp.Flag("disable-background-networking", true), chromedp.Flag("disable-component-update", true),
 		chromedp.Flag("disable-sync", true), chromedp.NoFirstRun, chromedp.UserDataDir(t.TempDir()))
 	actx, cancelA := chromedp.NewExecAllocator(context.Background(), opts...)
 	bctx, cancelB := chromedp.NewContext(actx)
-	if _, err := chromedp.Run(bctx, chromedp.Evaluate[chromedp.Void]("1")); err != nil {
-		cancelB()
-		cancelA()
-		t.Fatalf("starting chromium: %v", err)
-	}
 	t.Cleanup(func() { cancelB(); cancelA() })
-	return &Browser{ctx: bctx, axe: axeSource(t)}
+	return bctx
+}
+
+// TextIn is the text of #sk-<id> in the page of ctx, shown or not ("" when it is missing).
+func TextIn(t *testing.T, ctx context.Context, id string) string {
+	t.Helper()
+	v, err := chromedp.Run(ctx, chromedp.Evaluate[string](fmt.Sprintf(`(document.getElementById("sk-%s") || {}).textContent || ""`, id)))
+	if err != nil {
+		t.Fatalf("reading #sk-%s: %v", id, err)
+	}
+	return v
+}
+
+// StateIn is the page's <body data-state> in the page of ctx.
+func StateIn(t *testing.T, ctx context.Context) string {
+	t.Helper()
+	v, err := chromedp.Run(ctx, chromedp.Evaluate[string](stateJS))
+	if err != nil {
+		t.Fatalf("reading the page's state: %v", err)
+	}
+	return v
 }
 
 // AxePath is where axe-core is: $SECKILL_AXE_JS, else npm/node_modules/axe-core/axe.min.js in
