@@ -10,6 +10,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -24,6 +25,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/seckilledge/seckill/caddymodule/internal/pagekit"
+	clientjs "github.com/seckilledge/seckill/clients/js"
 )
 
 // Chromium is the path of Debian's headless browser. Missing, the test fails: scripts/stack.sh
@@ -487,4 +489,45 @@ func (p *Tab) WaitSays(id, message string) {
 	p.t.Helper()
 	until(p, fmt.Sprintf("#sk-%s saying %q", id, message), fmt.Sprintf(`(document.getElementById("sk-%s") || {}).textContent || ""`, id),
 		func(v string) bool { return Says(v, message) })
+}
+
+// RunsClient checks that kind's page runs the JavaScript client, clients/js/seckill.js, byte
+// for byte: its one script opens with the client, and what follows, the kit's and the page's
+// own code, speaks none of the protocol itself (no fetch, no worker but the kit's timer, no
+// protocol header) and makes one Client, so the Chromium tests of the page are tests of the
+// client.
+func RunsClient(t *testing.T, kind pagekit.Kind) {
+	t.Helper()
+	kit, err := pagekit.New(kind, pagekit.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := httptest.NewRecorder()
+	if err := kit.Serve(w, httptest.NewRequest("GET", "/seckill/s1/x", nil), "s1", []string{"S", "M"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	html := w.Body.String()
+	const open = `<script type="module">`
+	i, j := strings.Index(html, open), strings.Index(html, "</script>")
+	if i < 0 || j < i || strings.Count(html, "<script") != 1 {
+		t.Fatalf("want one module script in the page")
+	}
+	script := strings.TrimPrefix(html[i+len(open):j], "\n")
+	own, ok := strings.CutPrefix(script, clientjs.Source)
+	own = strings.TrimPrefix(own, "\n")
+	if !ok {
+		t.Fatalf("the page's script does not open with clients/js/seckill.js")
+	}
+	for _, s := range []string{"fetch(", "X-Seckill-", "crypto.", "XMLHttpRequest"} {
+		if strings.Contains(own, s) {
+			t.Errorf("the page's own code has %q: it speaks the protocol itself", s)
+		}
+	}
+	// One worker of its own: the kit's timer, which keeps a background tab's polls on time.
+	if !strings.HasPrefix(own, pagekit.JS) || strings.Count(own, "new Worker") != 1 || strings.Count(pagekit.JS, "new Worker") != 1 {
+		t.Errorf("the page's own code starts workers beyond the kit's timer")
+	}
+	if strings.Count(own, "new Client(") != 1 {
+		t.Errorf("the page's own code makes no Client")
+	}
 }
