@@ -128,7 +128,7 @@ func TestTheDrawPageShowsEveryStateInPlainWordsAndPassesAxe(t *testing.T) {
 		t.Skip("chromium: not in -short")
 	}
 	b := pagetest.NewBrowser(t)
-	shop := &pagekit.Config{Template: filepath.Join("testdata", "shop", "draw.html"), Messages: []string{filepath.Join("testdata", "shop", "messages")}}
+	shop := pagetest.Shop()
 	for _, pc := range []struct {
 		name, acceptLanguage, lang string
 		cfg                        *pagekit.Config

@@ -143,7 +143,7 @@ type pageCase struct {
 }
 
 func pageCases(t *testing.T) []pageCase {
-	shop := &pagekit.Config{Template: filepath.Join("testdata", "shop", "room.html"), Messages: []string{filepath.Join("testdata", "shop", "messages")}}
+	shop := pagetest.Shop()
 	return []pageCase{
 		{name: "en", acceptLanguage: "en-US,en;q=0.9", lang: "en"},
 		{name: "shop-de", acceptLanguage: "de-DE,de;q=0.9", lang: "de", cfg: shop, shop: "Willkommen in der Schlange von Alpenschuh"},

@@ -15,6 +15,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -530,4 +531,14 @@ func RunsClient(t *testing.T, kind pagekit.Kind) {
 	if strings.Count(own, "new Client(") != 1 {
 		t.Errorf("the page's own code makes no Client")
 	}
+}
+
+// Shop is a shop's own page for the room's and the draw's tests: its template
+// (testdata/shop/page.html: the shop's header, footer and colours around our "main", the
+// title <kind>.title) and its catalogues (English, and German with the shop's own heading of
+// each page).
+func Shop() *pagekit.Config {
+	_, file, _, _ := runtime.Caller(0)
+	dir := filepath.Join(filepath.Dir(file), "testdata", "shop")
+	return &pagekit.Config{Template: filepath.Join(dir, "page.html"), Messages: []string{filepath.Join(dir, "messages")}}
 }
