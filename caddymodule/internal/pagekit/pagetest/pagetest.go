@@ -542,3 +542,30 @@ func Shop() *pagekit.Config {
 	dir := filepath.Join(filepath.Dir(file), "testdata", "shop")
 	return &pagekit.Config{Template: filepath.Join(dir, "page.html"), Messages: []string{filepath.Join(dir, "messages")}}
 }
+
+// Screen is a screen a page is shown on.
+type Screen struct {
+	Name          string
+	Width, Height int64
+	Mobile        bool
+}
+
+// Screens are the two the docs' pictures show: a desktop and a phone (390 x 844).
+var Screens = []Screen{{"desktop", 1280, 800, false}, {"phone", 390, 844, true}}
+
+// TabOn is Tab on screen s.
+func (b *Browser) TabOn(t *testing.T, lang string, s Screen) *Tab {
+	t.Helper()
+	return b.Tab(t, lang, s.Width, s.Height, s.Mobile)
+}
+
+// ScreenshotDir is where `make screenshots` wants the pages' pictures ($SECKILL_SCREENSHOTS);
+// without it the test that takes them is skipped.
+func ScreenshotDir(t *testing.T) string {
+	t.Helper()
+	dir := os.Getenv("SECKILL_SCREENSHOTS")
+	if dir == "" {
+		t.Skip("SECKILL_SCREENSHOTS is not set (make screenshots)")
+	}
+	return dir
+}
