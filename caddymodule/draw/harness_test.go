@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -158,26 +157,8 @@ type reply struct {
 
 func do(t testing.TB, method, url, user, body string, headers map[string]string) reply {
 	t.Helper()
-	var rd io.Reader
-	if body != "" {
-		rd = strings.NewReader(body)
-	}
-	req, _ := http.NewRequest(method, url, rd)
-	if user != "" {
-		req.Header.Set("X-User-ID", user)
-	}
-	for k, v := range headers {
-		req.Header.Set(k, v)
-	}
-	resp, err := client.Do(req)
-	if err != nil {
-		t.Errorf("%s %s: %v", method, url, err)
-		return reply{}
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	r := reply{Status: resp.StatusCode, Retry: resp.Header.Get("Retry-After"), Raw: string(b)}
-	_ = json.Unmarshal(b, &r)
+	var r reply
+	r.Status, r.Retry, r.Raw = handlertest.Call(t, client, method, url, user, body, headers, &r)
 	return r
 }
 

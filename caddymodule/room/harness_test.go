@@ -9,7 +9,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"testing"
 	"time"
@@ -22,6 +21,7 @@ import (
 	"github.com/seckilledge/seckill/lua"
 
 	_ "github.com/caddyserver/caddy/v2/modules/standard"
+
 	_ "github.com/seckilledge/seckill/caddymodule/gate"
 	"github.com/seckilledge/seckill/caddymodule/room/core"
 	"github.com/seckilledge/seckill/caddymodule/sealed"
@@ -197,22 +197,8 @@ type reply struct {
 
 func do(t testing.TB, method, url, user string, headers map[string]string) reply {
 	t.Helper()
-	req, _ := http.NewRequest(method, url, nil)
-	if user != "" {
-		req.Header.Set("X-User-ID", user)
-	}
-	for k, v := range headers {
-		req.Header.Set(k, v)
-	}
-	resp, err := client.Do(req)
-	if err != nil {
-		t.Errorf("%s %s: %v", method, url, err)
-		return reply{}
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	r := reply{Status: resp.StatusCode, Retry: resp.Header.Get("Retry-After"), Raw: string(b)}
-	_ = json.Unmarshal(b, &r)
+	var r reply
+	r.Status, r.Retry, r.Raw = handlertest.Call(t, client, method, url, user, "", headers, &r)
 	return r
 }
 
