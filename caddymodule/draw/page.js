@@ -12,7 +12,6 @@ const $ = (id) => document.getElementById("sk-" + id) || document.createElement(
 const client = new Client({ prefix: kit.data.prefix, ordersPrefix: kit.data.orders, headers: user ? { "X-User-ID": user } : {}, sleep: kit.sleep });
 const title = document.title;
 let busy = false;
-let ticking = 0;
 let shown = "";
 let said = ""; // a sentence that outranks the state's own until the state changes
 
@@ -48,19 +47,10 @@ function sizes(list) {
 }
 
 function countdown(until, onEnd) {
-  clearInterval(ticking);
-  const end = Date.parse(until);
-  show("timer", true);
-  const tick = () => {
-    const left = (end - Date.now()) / 1000;
-    $("timer").textContent = t("draw.claim_left", { time: kit.clock(left) });
-    if (left <= 0) { clearInterval(ticking); onEnd(); }
-  };
-  tick();
-  ticking = setInterval(tick, 1000);
+  kit.countdown($("timer"), until, (time) => t("draw.claim_left", { time }), onEnd);
 }
 
-function stopCountdown() { clearInterval(ticking); show("timer", false); }
+function stopCountdown() { kit.stopCountdown(); show("timer", false); }
 
 function showState(a) {
   if (a.entry_id) $("entry").textContent = a.entry_id;
