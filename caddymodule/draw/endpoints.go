@@ -92,9 +92,9 @@ func (h *Draw) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.
 		return h.Endpoints.Refuse(w, "challenge", handler.CrossSite)
 	case endpoint == endpointShared:
 		// The shared challenge path: ours only for a draw sale.
-		return h.sharedChallenge(w, r, next, repl, repl.ReplaceAll(h.Sale, ""))
+		return h.sharedChallenge(w, r, next, repl, h.SaleOf(r, repl))
 	}
-	sale := repl.ReplaceAll(h.Sale, "")
+	sale := h.SaleOf(r, repl)
 	if ref, canonical := handler.CheckRequest(r); !canonical {
 		// The sale placeholder reads the raw path, the routes matched the cleaned one.
 		return h.Endpoints.Refuse(w, endpoint, ref)
@@ -110,12 +110,12 @@ func (h *Draw) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.
 	case http.MethodPost:
 		return h.enter(ctx, w, r, repl, sale)
 	case http.MethodDelete:
-		return h.withdraw(ctx, w, repl, sale)
+		return h.withdraw(ctx, w, r, repl, sale)
 	case http.MethodGet, http.MethodHead:
 		if handler.WantsHTML(r) {
 			return h.servePage(ctx, w, r, sale)
 		}
-		return h.status(ctx, w, repl, sale)
+		return h.status(ctx, w, r, repl, sale)
 	default:
 		return h.Endpoints.MethodNotAllowed(w, "draw", "GET, POST, DELETE")
 	}
@@ -153,7 +153,7 @@ func (h *Draw) servePage(ctx context.Context, w http.ResponseWriter, r *http.Req
 }
 
 func (h *Draw) enter(ctx context.Context, w http.ResponseWriter, r *http.Request, repl *caddy.Replacer, sale string) error {
-	user, ref, ok := handler.User(repl, h.User)
+	user, ref, ok := h.UserOf(r, repl)
 	if !ok {
 		return h.Endpoints.Refuse(w, "enter", ref)
 	}
@@ -202,8 +202,8 @@ func (h *Draw) enter(ctx context.Context, w http.ResponseWriter, r *http.Request
 	return h.answer(w, "enter", rep.State, EntryAnswer{EntryID: rep.EntryID, State: rep.State, Variant: rep.Variant})
 }
 
-func (h *Draw) withdraw(ctx context.Context, w http.ResponseWriter, repl *caddy.Replacer, sale string) error {
-	user, ref, ok := handler.User(repl, h.User)
+func (h *Draw) withdraw(ctx context.Context, w http.ResponseWriter, r *http.Request, repl *caddy.Replacer, sale string) error {
+	user, ref, ok := h.UserOf(r, repl)
 	if !ok {
 		return h.Endpoints.Refuse(w, "withdraw", ref)
 	}
@@ -217,8 +217,8 @@ func (h *Draw) withdraw(ctx context.Context, w http.ResponseWriter, repl *caddy.
 	return h.answer(w, "withdraw", rep.State, WithdrawAnswer{State: rep.State})
 }
 
-func (h *Draw) status(ctx context.Context, w http.ResponseWriter, repl *caddy.Replacer, sale string) error {
-	user, ref, ok := handler.User(repl, h.User)
+func (h *Draw) status(ctx context.Context, w http.ResponseWriter, r *http.Request, repl *caddy.Replacer, sale string) error {
+	user, ref, ok := h.UserOf(r, repl)
 	if !ok {
 		return h.Endpoints.Refuse(w, "status", ref)
 	}

@@ -32,7 +32,7 @@ func (h *Room) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.Han
 	if repl == nil {
 		repl = caddy.NewReplacer()
 	}
-	sale := repl.ReplaceAll(h.Sale, "")
+	sale := h.SaleOf(r, repl)
 	endpoint, ok := roomRoutes.Match(r.URL.Path)
 	if !ok {
 		return h.Endpoints.Refuse(w, "unknown", noEndpoint)
@@ -128,7 +128,7 @@ func (h *Room) serveChallenge(ctx context.Context, w http.ResponseWriter, r *htt
 }
 
 func (h *Room) enter(ctx context.Context, w http.ResponseWriter, r *http.Request, repl *caddy.Replacer, sale string) error {
-	user, ref, ok := handler.User(repl, h.User)
+	user, ref, ok := h.UserOf(r, repl)
 	if !ok {
 		return h.Endpoints.Refuse(w, "enter", ref)
 	}
@@ -197,7 +197,7 @@ func (h *Room) enter(ctx context.Context, w http.ResponseWriter, r *http.Request
 }
 
 func (h *Room) poll(ctx context.Context, w http.ResponseWriter, r *http.Request, repl *caddy.Replacer, sale string) error {
-	user, ref, ok := handler.User(repl, h.User)
+	user, ref, ok := h.UserOf(r, repl)
 	if !ok {
 		return h.Endpoints.Refuse(w, "poll", ref)
 	}
@@ -249,7 +249,7 @@ func (h *Room) poll(ctx context.Context, w http.ResponseWriter, r *http.Request,
 // leave gives the ticket's place up (DELETE /queue): 200 {"state":"left"}, also when the user
 // holds no place any more, so a retried DELETE answers the same.
 func (h *Room) leave(ctx context.Context, w http.ResponseWriter, r *http.Request, repl *caddy.Replacer, sale string) error {
-	user, ref, ok := handler.User(repl, h.User)
+	user, ref, ok := h.UserOf(r, repl)
 	if !ok {
 		return h.Endpoints.Refuse(w, "leave", ref)
 	}

@@ -26,9 +26,11 @@ import (
 	"github.com/seckilledge/seckill/caddymodule/internal/pagecsp"
 	"github.com/seckilledge/seckill/caddymodule/internal/pagekit"
 	"github.com/seckilledge/seckill/caddymodule/internal/pagekit/pagecaddy"
+	"github.com/seckilledge/seckill/caddymodule/internal/placeholder"
 	"github.com/seckilledge/seckill/caddymodule/sealed"
 	"github.com/seckilledge/seckill/caddymodule/sealed/sealedhttp"
 	clientjs "github.com/seckilledge/seckill/clients/js"
+	"github.com/seckilledge/seckill/contract"
 )
 
 // Defaults of the shared optional fields.
@@ -81,6 +83,8 @@ type Kit struct {
 	Pages *pagekit.Kit `json:"-"`
 
 	counts Metrics
+	// sale and user are the Subject's templates resolved at SetDefaults (SaleOf, UserOf).
+	sale, user placeholder.Value
 }
 
 // Metrics are the handler's own collectors the kit counts into.
@@ -124,6 +128,7 @@ func (m Metrics) Register(reg prometheus.Registerer, more ...prometheus.Collecto
 // handler's in log lines ("room", "draw").
 func (k *Kit) SetDefaults(name string, m Metrics) {
 	k.Subject.SetDefaults()
+	k.sale, k.user = placeholder.Compile(k.Sale), placeholder.Compile(k.User)
 	k.Challenges.SetDefaults()
 	if k.DifficultyRate == 0 {
 		k.DifficultyRate = DefaultDifficultyRate
@@ -138,6 +143,31 @@ func (k *Kit) SetDefaults(name string, m Metrics) {
 	k.Calls = k.Caller(DefaultTimeout)
 	k.Endpoints = m.Endpoints(name)
 	k.Endpoints.Writer, k.Endpoints.RetryAfter, k.Endpoints.Logger = k.Writer(0), time.Duration(k.RetryAfter), k.Logger
+}
+
+// SaleOf is the request's sale: the sale option as Caddy's replacer reads it, without parsing
+// the template per request (one path segment, header or variable is read directly).
+func (k *Kit) SaleOf(r *http.Request, repl *caddy.Replacer) string {
+	if k.sale.Template() != k.Sale { // options set after SetDefaults (a test's)
+		return repl.ReplaceAll(k.Sale, "")
+	}
+	return k.sale.Get(r, repl)
+}
+
+// UserOf is the request's user, read as SaleOf reads the sale and checked as handler.User
+// checks it: none is 401 unauthenticated, a malformed one 400 bad_request.
+func (k *Kit) UserOf(r *http.Request, repl *caddy.Replacer) (string, handler.Refusal, bool) {
+	if k.user.Template() != k.User {
+		return handler.User(repl, k.User)
+	}
+	user := k.user.Get(r, repl)
+	if user == "" {
+		return "", handler.Unauthenticated, false
+	}
+	if !contract.ValidID(user) {
+		return "", handler.BadRequest, false
+	}
+	return user, handler.Refusal{}, true
 }
 
 // Register registers a handler's module and its Caddyfile directive, ordered just before
@@ -230,7 +260,7 @@ func (k *Kit) ServeChallenge(ctx context.Context, w http.ResponseWriter, r *http
 	if r.Method != http.MethodGet {
 		return k.Endpoints.MethodNotAllowed(w, "challenge", "GET")
 	}
-	user, ref, ok := handler.User(repl, k.User)
+	user, ref, ok := k.UserOf(r, repl)
 	if !ok {
 		return k.Endpoints.Refuse(w, "challenge", ref)
 	}
