@@ -293,5 +293,8 @@ func (h *Room) finish(w http.ResponseWriter, endpoint, sale string, rep core.Rep
 	if v.Answer.State == string(core.Paused) {
 		w.Header().Set("Retry-After", strconv.FormatInt(handler.Seconds(time.Duration(h.RetryAfter)), 10))
 	}
+	if b := h.stable.of(&v.Answer); b != nil {
+		return writeJSON(&h.Endpoints, w, endpoint, v.Answer.State, b)
+	}
 	return writeAnswer(&h.Endpoints, w, endpoint, v.Answer.State, &v.Answer)
 }

@@ -141,7 +141,8 @@ type Room struct {
 	// summaries, the tickets it verified, the published pre-queues; the endpoints ask it.
 	mem      *core.Gateway
 	events   soldOutFlags
-	soldOut  []byte // the sold-out answer, encoded once (answer.go)
+	soldOut  []byte         // the sold-out answer, encoded once (answer.go)
+	stable   *stableAnswers // made by setDefaults
 	defaults core.Settings
 }
 
@@ -213,6 +214,7 @@ func (h *Room) setDefaults() {
 		AdmitInterval: time.Duration(h.AdmitInterval), FrontWindow: time.Duration(h.FrontWindow), PresenceWindow: time.Duration(h.PresenceWindow),
 		Refresh: refresh, BanZones: h.BanZones}, gatewayCounts)
 	h.soldOut = core.AppendAnswer(nil, &core.QueueAnswer{State: string(core.SoldOut), RefreshS: refresh.After(0)})
+	h.stable = new(stableAnswers)
 }
 
 // claimWindow is how long past his presence deadline an admitted waiter may take before his
