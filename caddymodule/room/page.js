@@ -4,12 +4,9 @@
 // The elements it fills are found by id (sk-*), so a shop's template may place them as it
 // likes (docs/room.md, "The shop's own page"); a missing one is skipped. The demo identity is
 // ?user=<id>, sent as X-User-ID; behind real authentication the page's cookies do it.
-const { t } = kit;
+const { t, $ } = kit;
 const sale = kit.data.sale;
-const user = new URLSearchParams(location.search).get("user");
-const $ = (id) => document.getElementById("sk-" + id) || document.createElement("div");
-// The edge's routes are where the gateway says (its prefix and orders_prefix, in the page's data).
-const client = new Client({ prefix: kit.data.prefix, ordersPrefix: kit.data.orders, headers: user ? { "X-User-ID": user } : {}, sleep: kit.sleep });
+const client = kit.client();
 const title = document.title;
 let ticket = "";
 let visit = new AbortController(); // leaving aborts the visit and its poll

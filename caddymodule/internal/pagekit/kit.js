@@ -124,5 +124,16 @@ const kit = (() => {
     }
   };
 
-  return { data, lang, t, num, pct, duration, range, clock, countdown, stopCountdown, date: (iso) => dates.format(new Date(iso)), sleep, notifyButton, notify };
+  /** The page's element #sk-<id>: a shop's template places them as it likes, and a missing
+   * one is a detached element, so the page skips it. */
+  const $ = (id) => document.getElementById("sk-" + id) || document.createElement("div");
+  /** The page's client (clients/js/seckill.js, above), at the edge's routes where the gateway
+   * says (its prefix and orders_prefix, in the page's data). The demo identity is ?user=<id>,
+   * sent as X-User-ID; behind real authentication the page's cookies do it. */
+  const client = () => {
+    const user = new URLSearchParams(location.search).get("user");
+    return new Client({ prefix: data.prefix, ordersPrefix: data.orders, headers: user ? { "X-User-ID": user } : {}, sleep });
+  };
+
+  return { data, lang, t, num, pct, duration, range, clock, countdown, stopCountdown, date: (iso) => dates.format(new Date(iso)), sleep, notifyButton, notify, $, client };
 })();
