@@ -2,7 +2,6 @@ package draw
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"strings"
@@ -100,35 +99,22 @@ func (c gatewayConfig) JSON() []byte {
 				"handle": []any{map[string]any{"handler": "static_response", "headers": map[string][]string{"Content-Type": {"application/json"}}, "body": c.Result}},
 			})
 		}
-		return map[string]any{
-			"listen":          []string{fmt.Sprintf("127.0.0.1:%d", port)},
-			"automatic_https": map[string]any{"disable": true},
-			"routes": append(result,
-				map[string]any{
-					"match":  []any{map[string]any{"path": []string{"/seckill/*/draw", "/seckill/*/draw/challenge", "/seckill/*/challenge"}}},
-					"handle": []any{h, map[string]any{"handler": "static_response", "status_code": 299, "body": "room"}},
-				},
-				map[string]any{"handle": []any{map[string]any{"handler": "static_response", "body": "ok"}}},
-			),
-		}
+		return handlertest.Server(port, append(result,
+			map[string]any{
+				"match":  []any{map[string]any{"path": []string{"/seckill/*/draw", "/seckill/*/draw/challenge", "/seckill/*/challenge"}}},
+				"handle": []any{h, map[string]any{"handler": "static_response", "status_code": 299, "body": "room"}},
+			},
+			map[string]any{"handle": []any{map[string]any{"handler": "static_response", "body": "ok"}}},
+		)...)
 	}
 	servers := map[string]any{"gw": server(c.Port)}
 	if c.Port2 != 0 {
 		servers["gw2"] = server(c.Port2)
 	}
-	cfg := map[string]any{
-		"admin":   map[string]any{"disabled": true},
-		"logging": map[string]any{"logs": map[string]any{"default": map[string]any{"level": handlertest.LogLevel()}}},
-		"apps": map[string]any{
-			"seckill": map[string]any{
-				"redis":      map[string]any{"addrs": []string{testenv.RedisAddr()}, "read_timeout": "5s", "dial_timeout": "500ms"},
-				"token_keys": []map[string]any{{"id": "k1", "secret": testSecret}},
-			},
-			"http": map[string]any{"servers": servers},
-		},
-	}
-	b, _ := json.Marshal(cfg)
-	return b
+	return handlertest.Config(map[string]any{
+		"redis":      map[string]any{"addrs": []string{testenv.RedisAddr()}, "read_timeout": "5s", "dial_timeout": "500ms"},
+		"token_keys": []map[string]any{{"id": "k1", "secret": testSecret}},
+	}, servers)
 }
 
 // startCaddy runs the config in this process until the test ends.
