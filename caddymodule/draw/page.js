@@ -88,11 +88,17 @@ function showState(a) {
   if (!$("notify").hidden && typeof Notification === "function" && Notification.permission !== "default") show("notify", false);
 }
 
-async function refresh() {
+// refresh shows where the entry stands. The background's refresh (background) drops its answer
+// when an entry, a change or a withdrawal began while it was asked: that action shows its own
+// outcome, and an older answer shown meanwhile would offer buttons the busy page ignores.
+async function refresh(background) {
   try {
-    showState(await client.drawStatus(sale));
+    const a = await client.drawStatus(sale);
+    if (background && busy) return;
+    showState(a);
     $("problem").textContent = "";
   } catch (e) {
+    if (background && busy) return;
     if (e instanceof SeckillError && e.code === "not_entered") { showState({ state: "none" }); return; }
     $("problem").textContent = t(e instanceof SeckillError && (e.status === 429 || e.status === 503) ? "common.busy" : "common.unreachable");
   }
@@ -158,4 +164,4 @@ result();
 refresh();
 // The state changes at the draw and at each wave: look again now and then (the kit's sleep
 // keeps the pace in a background tab).
-(async () => { for (;;) { await kit.sleep(10000); if (!busy) await refresh(); } })();
+(async () => { for (;;) { await kit.sleep(10000); if (!busy) await refresh(true); } })();
