@@ -53,7 +53,7 @@ func TestTheWaitingPageInEveryLanguageFitsAPhoneAndPassesAxe(t *testing.T) {
 			count := func(key, name string, n int) string {
 				return pagetest.Fill(kit.PluralMessage(l.Lang, key, n), name, num(n))
 			}
-			tab.SetLanguage(l.Accept[0])
+			tab.SetLanguage(l.Accept)
 
 			p.mu.Lock()
 			p.hold, p.held = make(chan struct{}), 0

@@ -570,22 +570,6 @@ func ScreenshotDir(t *testing.T) string {
 	return dir
 }
 
-// Language is one of the nine languages the pages ship, with two things a buyer's browser may
-// send for it (the room's sweep sends the first, the draw's the second).
-type Language struct {
-	Lang   string
-	Accept [2]string
-}
-
-// Languages are the nine.
-var Languages = []Language{
-	{"en", [2]string{"en-US,en;q=0.9", "en-GB,en;q=0.9"}}, {"de", [2]string{"de-DE,de;q=0.9", "de-AT,de;q=0.9"}},
-	{"es", [2]string{"es-MX,es;q=0.9", "es-419,es;q=0.9"}}, {"fr", [2]string{"fr-FR,fr;q=0.9", "fr-CA,fr;q=0.9"}},
-	{"pt-BR", [2]string{"pt-BR,pt;q=0.9", "pt-PT,pt;q=0.9"}}, {"ja", [2]string{"ja-JP,ja;q=0.9", "ja"}},
-	{"ko", [2]string{"ko-KR,ko;q=0.9", "ko"}}, {"zh-Hans", [2]string{"zh-CN,zh;q=0.9", "zh-CN,zh;q=0.9"}},
-	{"ar", [2]string{"ar-EG,ar;q=0.9", "ar-SA,ar;q=0.9"}},
-}
-
 // FromStart checks that inner starts where outer starts on the side a line of lang starts
 // (the left, the right for a language written right to left), within a pixel; what names it.
 func (p *Tab) FromStart(lang, what, outer, inner string) {
