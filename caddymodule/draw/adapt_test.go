@@ -17,16 +17,8 @@ func TestCaddyfileAdaptsToTheDocumentedJSON(t *testing.T) {
 	handlertest.Golden(t, "testdata/adapt", false)
 }
 
-func TestCaddyfileRefusesBadOptions(t *testing.T) {
-	handlertest.AdaptFails(t,
-		":80 {\n seckill_draw {\n bogus 1\n }\n}",
-		":80 {\n seckill_draw {\n difficulty_rate fast\n }\n}",
-		":80 {\n seckill_draw {\n cache_ttl\n }\n}",
-		":80 {\n seckill_draw {\n frame_ancestors\n }\n}",
-		":80 {\n seckill_draw {\n handle_errors please\n }\n}",
-		":80 {\n seckill_draw extra\n}",
-	)
-}
+// Every option of the draw is the kit's: roomkit's TestBothHandlersRefuseTheKitsBadOptions
+// refuses their bad values for seckill_draw and seckill_room alike.
 
 func TestValidateRefusesImpossibleSettings(t *testing.T) {
 	for name, h := range map[string]*Draw{

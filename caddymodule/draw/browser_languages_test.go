@@ -8,14 +8,14 @@ import (
 	"testing"
 	"time"
 
-	"github.com/seckilledge/seckill/caddymodule/internal/pagekit"
 	"github.com/seckilledge/seckill/caddymodule/internal/pagekit/pagetest"
 )
 
-// languages are the nine the pages ship, each with what a buyer's browser sends for it.
-var languages = []struct{ lang, accept string }{
-	{"en", "en-GB,en;q=0.9"}, {"de", "de-AT,de;q=0.9"}, {"es", "es-419,es;q=0.9"}, {"fr", "fr-CA,fr;q=0.9"},
-	{"pt-BR", "pt-PT,pt;q=0.9"}, {"ja", "ja"}, {"ko", "ko"}, {"zh-Hans", "zh-CN,zh;q=0.9"}, {"ar", "ar-SA,ar;q=0.9"},
+// drawAccept is what the draw's sweep sends for each language: other regions and forms than
+// the room's sweep (pagetest.Languages), so that both are met.
+var drawAccept = map[string]string{
+	"en": "en-GB,en;q=0.9", "de": "de-AT,de;q=0.9", "es": "es-419,es;q=0.9", "fr": "fr-CA,fr;q=0.9",
+	"pt-BR": "pt-PT,pt;q=0.9", "ja": "ja", "ko": "ko", "zh-Hans": "zh-CN,zh;q=0.9", "ar": "ar-SA,ar;q=0.9",
 }
 
 // The draw page in each of its nine languages on a phone (390 px wide): every state of an
@@ -38,25 +38,13 @@ func TestTheDrawPageInEveryLanguageFitsAPhoneAndPassesAxe(t *testing.T) {
 	drawn := map[string]any{"state": "drawn", "seed_commitment": "5eed0c0ffee", "seed": "5eed", "entries": 1234, "entries_root": "r00t",
 		"randomness": "drand", "beacon": map[string]any{"round": 123, "chain_hash": "52db9ba70e0c", "genesis_time": 1, "period": 3}}
 	tab := b.TabFor(t, 15*time.Minute, "en", 390, 844, true)
-	for _, l := range languages {
-		t.Run(l.lang, func(t *testing.T) {
+	for _, l := range pagetest.Languages {
+		t.Run(l.Lang, func(t *testing.T) {
 			tab := tab.For(t, 2*time.Minute)
-			english := pagetest.Untranslated(p.kit, l.lang)
-			msg := func(key string, kv ...string) string { return pagetest.Fill(p.kit.Message(l.lang, key), kv...) }
+			english := pagetest.Untranslated(p.kit, l.Lang)
+			msg := func(key string, kv ...string) string { return pagetest.Fill(p.kit.Message(l.Lang, key), kv...) }
 			num := func(n int) string {
 				return pagetest.JS[string](tab, fmt.Sprintf(`new Intl.NumberFormat(document.documentElement.lang).format(%d)`, n))
-			}
-			// Right to left, what starts a line starts at the right.
-			fromStart := func(what, outer, inner string) {
-				t.Helper()
-				side := "left"
-				if pagekit.Direction(l.lang) == "rtl" {
-					side = "right"
-				}
-				gap := pagetest.JS[float64](tab, fmt.Sprintf(`(() => { const o = document.querySelector(%q).getBoundingClientRect(), i = document.querySelector(%q).getBoundingClientRect(); return Math.abs(o.%s - i.%s); })()`, outer, inner, side, side))
-				if gap > 1 {
-					t.Errorf("%s does not start at the %s (%.0f px from it)", what, side, gap)
-				}
 			}
 			status := func(state, want string) {
 				t.Helper()
@@ -65,21 +53,19 @@ func TestTheDrawPageInEveryLanguageFitsAPhoneAndPassesAxe(t *testing.T) {
 					t.Errorf("%s: %q, want %q", state, got, want)
 				}
 			}
-			tab.SetLanguage(l.accept)
+			tab.SetLanguage(drawAccept[l.Lang])
 
 			p.set(nil, open)
 			tab.Go(srv.URL + "/seckill/s1/draw")
-			if got := pagetest.JS[string](tab, `document.documentElement.lang + " " + document.documentElement.dir`); got != l.lang+" "+pagekit.Direction(l.lang) {
-				t.Fatalf("<html lang dir> = %q, want %s %s", got, l.lang, pagekit.Direction(l.lang))
-			}
+			tab.HasLanguage(l.Lang)
 			status("none", msg("draw.none"))
 			tab.WaitSays("closes", msg("draw.closes"))
-			fromStart("the Enter button", ".sk-actions", "#sk-enter")
+			tab.FromStart(l.Lang, "the Enter button", ".sk-actions", "#sk-enter")
 			tab.Check("not entered", english)
 			pagetest.JS[bool](tab, `(() => { document.getElementById("sk-size").value = "S"; return true; })()`)
 			tab.Click("enter")
 			status("entered", msg("draw.entered", "size", "S"))
-			fromStart("the Change button", ".sk-actions", "#sk-change")
+			tab.FromStart(l.Lang, "the Change button", ".sk-actions", "#sk-change")
 			tab.Check("entered", english)
 			pagetest.JS[bool](tab, `(() => { document.getElementById("sk-size").value = "M"; return true; })()`)
 			tab.Click("change")
@@ -100,10 +86,10 @@ func TestTheDrawPageInEveryLanguageFitsAPhoneAndPassesAxe(t *testing.T) {
 			if got, want := pagetest.JS[string](tab, `document.title`), msg("draw.title_won", "title", msg("draw.title")); got != want {
 				t.Errorf("the title %q, want %q", got, want)
 			}
-			tab.WaitText("closes", pagetest.Fill(p.kit.PluralMessage(l.lang, "draw.entries", 1234), "entries", num(1234)))
+			tab.WaitText("closes", pagetest.Fill(p.kit.PluralMessage(l.Lang, "draw.entries", 1234), "entries", num(1234)))
 			pagetest.JS[bool](tab, `document.getElementById("sk-check").open = true`)
 			tab.WaitText("randomness", msg("draw.beacon", "round", num(123)))
-			fromStart("the labels of Check this draw", "#sk-check dl", "#sk-check dt")
+			tab.FromStart(l.Lang, "the labels of Check this draw", "#sk-check dl", "#sk-check dt")
 			tab.Check("won, with Check this draw open", english)
 
 			for _, c := range []struct{ state, key string }{{"claimed", "draw.claimed"}, {"lost", "draw.lost"}, {"waiting", "draw.waiting"}, {"expired", "draw.expired"}} {

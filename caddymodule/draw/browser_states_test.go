@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -128,7 +127,7 @@ func TestTheDrawPageShowsEveryStateInPlainWordsAndPassesAxe(t *testing.T) {
 		t.Skip("chromium: not in -short")
 	}
 	b := pagetest.NewBrowser(t)
-	shop := &pagekit.Config{Template: filepath.Join("testdata", "shop", "draw.html"), Messages: []string{filepath.Join("testdata", "shop", "messages")}}
+	shop := pagetest.Shop()
 	for _, pc := range []struct {
 		name, acceptLanguage, lang string
 		cfg                        *pagekit.Config
@@ -238,10 +237,7 @@ func TestTheDrawPageShowsEveryStateInPlainWordsAndPassesAxe(t *testing.T) {
 // The draw page as docs/room.md shows it: desktop and phone (390x844), a won entry.
 // SECKILL_SCREENSHOTS=<dir> (make screenshots) writes them there.
 func TestScreenshotsOfTheDrawPage(t *testing.T) {
-	dir := os.Getenv("SECKILL_SCREENSHOTS")
-	if dir == "" {
-		t.Skip("SECKILL_SCREENSHOTS is not set (make screenshots)")
-	}
+	dir := pagetest.ScreenshotDir(t)
 	b := pagetest.NewBrowser(t)
 	p := newProtocolDraw(t, nil)
 	srv := httptest.NewServer(p)
@@ -249,15 +245,11 @@ func TestScreenshotsOfTheDrawPage(t *testing.T) {
 	p.set(map[string]any{"entry_id": "e-7f3a", "state": "won", "variant": "M", "rank": 3, "wave": 1,
 		"claim_until": time.Now().Add(20 * time.Minute).UTC().Format(time.RFC3339), "variants": testSizes},
 		map[string]any{"state": "drawn", "seed_commitment": "5eed0c0ffee", "entries": 12873, "randomness": "commit-reveal"})
-	for _, s := range []struct {
-		name          string
-		width, height int64
-		mobile        bool
-	}{{"desktop", 1280, 800, false}, {"phone", 390, 844, true}} {
-		tab := b.Tab(t, "en-US", s.width, s.height, s.mobile)
+	for _, s := range pagetest.Screens {
+		tab := b.TabOn(t, "en-US", s)
 		tab.Go(srv.URL + "/seckill/s1/draw")
 		tab.WaitState("won")
 		tab.WaitText("timer", ":")
-		tab.Screenshot(filepath.Join(dir, fmt.Sprintf("draw-won-%s.png", s.name)))
+		tab.Screenshot(filepath.Join(dir, fmt.Sprintf("draw-won-%s.png", s.Name)))
 	}
 }

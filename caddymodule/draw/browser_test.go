@@ -4,34 +4,20 @@ package draw
 
 import (
 	"context"
-	"os/exec"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/chromedp/chromedp"
 
+	"github.com/seckilledge/seckill/caddymodule/internal/pagekit/pagetest"
 	"github.com/seckilledge/seckill/contract"
 	"github.com/seckilledge/seckill/internal/testenv"
 )
 
-// chromium finds Debian's headless browser. Missing, the test fails: scripts/stack.sh
-// install_missing installs it.
-func chromium(t *testing.T) string {
-	t.Helper()
-	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
-		if p, err := exec.LookPath(name); err == nil {
-			return p
-		}
-	}
-	t.Fatal("no chromium on PATH: install it (apt-get install -y chromium, or scripts/stack.sh install_missing)")
-	return ""
-}
-
 // A person on the entry page, with a real proof of work: enters for a size, changes it,
 // withdraws and enters again, keeping one entry id throughout; then sees the draw's result.
 func TestEntryPageInARealBrowserEntersChangesWithdrawsEntersAgainAndSeesTheWin(t *testing.T) {
-	bin := chromium(t)
 	rdb := testenv.Redis(t)
 	gcfg := newGatewayConfig(t)
 	// The draw's public result names a beacon (docs/draw.md, "A public beacon"): the page says so.
@@ -40,33 +26,9 @@ func TestEntryPageInARealBrowserEntersChangesWithdrawsEntersAgainAndSeesTheWin(t
 	gw := startCaddy(t, gcfg)
 	sale := newDraw(t, rdb, drawArgs{Variants: map[string]int{"42": 1, "43": 1, "44": 1}, OpensIn: -time.Minute, ClosesIn: time.Hour, DMin: 8, DMax: 8})
 
-	opts := append(chromedp.DefaultExecAllocatorOptions[:],
-		chromedp.ExecPath(bin), chromedp.NoSandbox, chromedp.DisableGPU,
-		chromedp.Flag("disable-background-networking", true), chromedp.Flag("disable-component-update", true),
-		chromedp.Flag("disable-sync", true), chromedp.NoFirstRun, chromedp.UserDataDir(t.TempDir()))
-	actx, cancelA := chromedp.NewExecAllocator(context.Background(), opts...)
-	defer cancelA()
-	bctx, cancelB := chromedp.NewContext(actx)
-	defer cancelB()
-	ctx, cancel := context.WithTimeout(bctx, 60*time.Second)
-	defer cancel()
-
-	text := func(id string) string {
-		t.Helper()
-		v, err := chromedp.Run(ctx, chromedp.Evaluate[string](`(document.getElementById("sk-`+id+`") || {}).textContent || ""`))
-		if err != nil {
-			t.Fatalf("reading #sk-%s: %v", id, err)
-		}
-		return v
-	}
-	state := func() string {
-		t.Helper()
-		v, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.body ? document.body.dataset.state || "" : ""`))
-		if err != nil {
-			t.Fatalf("reading the state: %v", err)
-		}
-		return v
-	}
+	ctx := pagetest.Context(t, time.Minute)
+	text := func(id string) string { return pagetest.TextIn(t, ctx, id) }
+	state := func() string { return pagetest.StateIn(t, ctx) }
 	waitFor := func(want string) {
 		t.Helper()
 		for s := state(); s != want; s = state() {

@@ -61,7 +61,6 @@ func (h *Draw) Provision(ctx caddy.Context) error {
 		return err
 	}
 	h.mem.Store = core.RedisStore{Client: app.RedisClient(), Caller: h.Calls}
-	registerMetrics(ctx.GetMetricsRegistry())
 	return nil
 }
 

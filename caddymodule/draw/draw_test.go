@@ -25,7 +25,7 @@ func TestEnterChangeWithdrawEnterAgainKeepsTheEntryIDAndExactCounters(t *testing
 	gw := startCaddy(t, newGatewayConfig(t))
 	sale := newDraw(t, rdb, drawArgs{Variants: map[string]int{"42": 2, "43": 1}, OpensIn: -time.Minute, ClosesIn: time.Hour})
 
-	entered := testutil.ToFloat64(requests.WithLabelValues("enter", "entered"))
+	entered := testutil.ToFloat64(kitMetrics.Requests.WithLabelValues("enter", "entered"))
 	first := enter(t, gw, sale, "alice", "42", nil)
 	if first.Status != 200 || first.State != "entered" || first.Variant != "42" || len(first.EntryID) != 8 {
 		t.Fatalf("entry: %d %s", first.Status, first.Raw)
@@ -66,7 +66,7 @@ func TestEnterChangeWithdrawEnterAgainKeepsTheEntryIDAndExactCounters(t *testing
 	}
 	// Five answers "entered": alice's and bob's entries, the change, the same size again and
 	// alice's new entry.
-	if n := testutil.ToFloat64(requests.WithLabelValues("enter", "entered")) - entered; n != 5 {
+	if n := testutil.ToFloat64(kitMetrics.Requests.WithLabelValues("enter", "entered")) - entered; n != 5 {
 		t.Fatalf("seckill_draw_requests_total{endpoint=enter,outcome=entered} grew by %v, want 5", n)
 	}
 	if seq := rdb.HGet(context.Background(), contract.DrawKey(sale), "seq").Val(); seq != "2" {

@@ -92,9 +92,9 @@ func (h *Draw) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.
 		return h.Endpoints.Refuse(w, "challenge", handler.CrossSite)
 	case endpoint == endpointShared:
 		// The shared challenge path: ours only for a draw sale.
-		return h.sharedChallenge(w, r, next, repl, repl.ReplaceAll(h.Sale, ""))
+		return h.sharedChallenge(w, r, next, repl, h.SaleOf(r, repl))
 	}
-	sale := repl.ReplaceAll(h.Sale, "")
+	sale := h.SaleOf(r, repl)
 	if ref, canonical := handler.CheckRequest(r); !canonical {
 		// The sale placeholder reads the raw path, the routes matched the cleaned one.
 		return h.Endpoints.Refuse(w, endpoint, ref)
@@ -110,12 +110,12 @@ func (h *Draw) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.
 	case http.MethodPost:
 		return h.enter(ctx, w, r, repl, sale)
 	case http.MethodDelete:
-		return h.withdraw(ctx, w, repl, sale)
+		return h.withdraw(ctx, w, r, repl, sale)
 	case http.MethodGet, http.MethodHead:
 		if handler.WantsHTML(r) {
 			return h.servePage(ctx, w, r, sale)
 		}
-		return h.status(ctx, w, repl, sale)
+		return h.status(ctx, w, r, repl, sale)
 	default:
 		return h.Endpoints.MethodNotAllowed(w, "draw", "GET, POST, DELETE")
 	}
@@ -153,7 +153,7 @@ func (h *Draw) servePage(ctx context.Context, w http.ResponseWriter, r *http.Req
 }
 
 func (h *Draw) enter(ctx context.Context, w http.ResponseWriter, r *http.Request, repl *caddy.Replacer, sale string) error {
-	user, ref, ok := handler.User(repl, h.User)
+	user, ref, ok := h.UserOf(r, repl)
 	if !ok {
 		return h.Endpoints.Refuse(w, "enter", ref)
 	}
@@ -182,7 +182,7 @@ func (h *Draw) enter(ctx context.Context, w http.ResponseWriter, r *http.Request
 		// is enough at the difficulty it was sealed with.
 		pc, err := h.Issuer.Sealer.VerifyChallenge(ch, r.Header.Get(sealed.HeaderSolution), sale, user, c.DMin, h.mem.Now())
 		if err != nil {
-			challenges.WithLabelValues("refused").Inc()
+			kitMetrics.Challenges.WithLabelValues("refused").Inc()
 			return h.Endpoints.Refuse(w, "enter", sealed.RefusalOf(err))
 		}
 		call.Nonce, call.NonceExp, call.Difficulty = pc.Nonce, pc.Expires, pc.Difficulty
@@ -194,9 +194,9 @@ func (h *Draw) enter(ctx context.Context, w http.ResponseWriter, r *http.Request
 	if call.Nonce != "" {
 		switch rep.Code {
 		case 0:
-			challenges.WithLabelValues("solved").Inc()
+			kitMetrics.Challenges.WithLabelValues("solved").Inc()
 		case codeReplayed, codePowRequired:
-			challenges.WithLabelValues("refused").Inc()
+			kitMetrics.Challenges.WithLabelValues("refused").Inc()
 		}
 	}
 	if rep.Code != 0 {
@@ -205,8 +205,8 @@ func (h *Draw) enter(ctx context.Context, w http.ResponseWriter, r *http.Request
 	return h.answer(w, "enter", rep.State, EntryAnswer{EntryID: rep.EntryID, State: rep.State, Variant: rep.Variant})
 }
 
-func (h *Draw) withdraw(ctx context.Context, w http.ResponseWriter, repl *caddy.Replacer, sale string) error {
-	user, ref, ok := handler.User(repl, h.User)
+func (h *Draw) withdraw(ctx context.Context, w http.ResponseWriter, r *http.Request, repl *caddy.Replacer, sale string) error {
+	user, ref, ok := h.UserOf(r, repl)
 	if !ok {
 		return h.Endpoints.Refuse(w, "withdraw", ref)
 	}
@@ -220,8 +220,8 @@ func (h *Draw) withdraw(ctx context.Context, w http.ResponseWriter, repl *caddy.
 	return h.answer(w, "withdraw", rep.State, WithdrawAnswer{State: rep.State})
 }
 
-func (h *Draw) status(ctx context.Context, w http.ResponseWriter, repl *caddy.Replacer, sale string) error {
-	user, ref, ok := handler.User(repl, h.User)
+func (h *Draw) status(ctx context.Context, w http.ResponseWriter, r *http.Request, repl *caddy.Replacer, sale string) error {
+	user, ref, ok := h.UserOf(r, repl)
 	if !ok {
 		return h.Endpoints.Refuse(w, "status", ref)
 	}

@@ -2,9 +2,7 @@ package draw
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -101,35 +99,22 @@ func (c gatewayConfig) JSON() []byte {
 				"handle": []any{map[string]any{"handler": "static_response", "headers": map[string][]string{"Content-Type": {"application/json"}}, "body": c.Result}},
 			})
 		}
-		return map[string]any{
-			"listen":          []string{fmt.Sprintf("127.0.0.1:%d", port)},
-			"automatic_https": map[string]any{"disable": true},
-			"routes": append(result,
-				map[string]any{
-					"match":  []any{map[string]any{"path": []string{"/seckill/*/draw", "/seckill/*/draw/challenge", "/seckill/*/challenge"}}},
-					"handle": []any{h, map[string]any{"handler": "static_response", "status_code": 299, "body": "room"}},
-				},
-				map[string]any{"handle": []any{map[string]any{"handler": "static_response", "body": "ok"}}},
-			),
-		}
+		return handlertest.Server(port, append(result,
+			map[string]any{
+				"match":  []any{map[string]any{"path": []string{"/seckill/*/draw", "/seckill/*/draw/challenge", "/seckill/*/challenge"}}},
+				"handle": []any{h, map[string]any{"handler": "static_response", "status_code": 299, "body": "room"}},
+			},
+			map[string]any{"handle": []any{map[string]any{"handler": "static_response", "body": "ok"}}},
+		)...)
 	}
 	servers := map[string]any{"gw": server(c.Port)}
 	if c.Port2 != 0 {
 		servers["gw2"] = server(c.Port2)
 	}
-	cfg := map[string]any{
-		"admin":   map[string]any{"disabled": true},
-		"logging": map[string]any{"logs": map[string]any{"default": map[string]any{"level": handlertest.LogLevel()}}},
-		"apps": map[string]any{
-			"seckill": map[string]any{
-				"redis":      map[string]any{"addrs": []string{testenv.RedisAddr()}, "read_timeout": "5s", "dial_timeout": "500ms"},
-				"token_keys": []map[string]any{{"id": "k1", "secret": testSecret}},
-			},
-			"http": map[string]any{"servers": servers},
-		},
-	}
-	b, _ := json.Marshal(cfg)
-	return b
+	return handlertest.Config(map[string]any{
+		"redis":      map[string]any{"addrs": []string{testenv.RedisAddr()}, "read_timeout": "5s", "dial_timeout": "500ms"},
+		"token_keys": []map[string]any{{"id": "k1", "secret": testSecret}},
+	}, servers)
 }
 
 // startCaddy runs the config in this process until the test ends.
@@ -158,26 +143,8 @@ type reply struct {
 
 func do(t testing.TB, method, url, user, body string, headers map[string]string) reply {
 	t.Helper()
-	var rd io.Reader
-	if body != "" {
-		rd = strings.NewReader(body)
-	}
-	req, _ := http.NewRequest(method, url, rd)
-	if user != "" {
-		req.Header.Set("X-User-ID", user)
-	}
-	for k, v := range headers {
-		req.Header.Set(k, v)
-	}
-	resp, err := client.Do(req)
-	if err != nil {
-		t.Errorf("%s %s: %v", method, url, err)
-		return reply{}
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	r := reply{Status: resp.StatusCode, Retry: resp.Header.Get("Retry-After"), Raw: string(b)}
-	_ = json.Unmarshal(b, &r)
+	var r reply
+	r.Status, r.Retry, r.Raw = handlertest.Call(t, client, method, url, user, body, headers, &r)
 	return r
 }
 

@@ -1,24 +1,13 @@
 package draw
 
 import (
-	"github.com/prometheus/client_golang/prometheus"
-
 	"github.com/seckilledge/seckill/caddymodule/internal/metric"
 	"github.com/seckilledge/seckill/caddymodule/internal/roomkit"
 )
 
-// Package-level collectors registered into each config's registry, so counts survive reloads.
-// Labelled by endpoint and outcome only: anyone can send any sale id.
-var (
-	kitMetrics = roomkit.NewMetrics(drawMetric, "outcome",
-		"Draw requests by endpoint (enter, withdraw, status, challenge, page) and outcome (the state answered, or the refusal code).",
-		"Proof-of-work challenges of draws: issued, bounded (not issued: the user or his network holds too many open ones), solved (accepted at entry) and refused (missing, wrong, replayed, foreign, expired or below the minimum).",
-		"Draw requests answered 503 without touching Redis because max_pending calls were already waiting on it.")
-	requests, challenges, shed = kitMetrics.Requests, kitMetrics.Challenges, kitMetrics.Shed
-)
-
-const drawMetric = metric.Subsystem("draw")
-
-func registerMetrics(reg prometheus.Registerer) {
-	metric.Register(reg, requests, challenges, shed)
-}
+// The draw's collectors, package-level and registered into each config's registry by the kit,
+// so counts survive reloads. Labelled by endpoint and outcome only: anyone can send any sale
+// id.
+var kitMetrics = roomkit.NewMetrics(metric.Subsystem("draw"), "outcome",
+	"Requests of the draw by endpoint (enter, withdraw, status, challenge, page) and outcome (the state answered, or the refusal code).",
+	"Requests of the draw")

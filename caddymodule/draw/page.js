@@ -4,15 +4,11 @@
 // The elements it fills are found by id (sk-*), so a shop's template may place them as it
 // likes; a missing one is skipped. The demo identity is ?user=<id>, sent as X-User-ID;
 // behind real authentication the page's cookies do it.
-const { t } = kit;
+const { t, $ } = kit;
 const sale = kit.data.sale;
-const user = new URLSearchParams(location.search).get("user");
-const $ = (id) => document.getElementById("sk-" + id) || document.createElement("div");
-// The edge's routes are where the gateway says (its prefix and orders_prefix, in the page's data).
-const client = new Client({ prefix: kit.data.prefix, ordersPrefix: kit.data.orders, headers: user ? { "X-User-ID": user } : {}, sleep: kit.sleep });
+const client = kit.client();
 const title = document.title;
 let busy = false;
-let ticking = 0;
 let shown = "";
 let said = ""; // a sentence that outranks the state's own until the state changes
 
@@ -48,19 +44,10 @@ function sizes(list) {
 }
 
 function countdown(until, onEnd) {
-  clearInterval(ticking);
-  const end = Date.parse(until);
-  show("timer", true);
-  const tick = () => {
-    const left = (end - Date.now()) / 1000;
-    $("timer").textContent = t("draw.claim_left", { time: kit.clock(left) });
-    if (left <= 0) { clearInterval(ticking); onEnd(); }
-  };
-  tick();
-  ticking = setInterval(tick, 1000);
+  kit.countdown($("timer"), until, (time) => t("draw.claim_left", { time }), onEnd);
 }
 
-function stopCountdown() { clearInterval(ticking); show("timer", false); }
+function stopCountdown() { kit.stopCountdown(); show("timer", false); }
 
 function showState(a) {
   if (a.entry_id) $("entry").textContent = a.entry_id;
@@ -101,11 +88,17 @@ function showState(a) {
   if (!$("notify").hidden && typeof Notification === "function" && Notification.permission !== "default") show("notify", false);
 }
 
-async function refresh() {
+// refresh shows where the entry stands. The background's refresh (background) drops its answer
+// when an entry, a change or a withdrawal began while it was asked: that action shows its own
+// outcome, and an older answer shown meanwhile would offer buttons the busy page ignores.
+async function refresh(background) {
   try {
-    showState(await client.drawStatus(sale));
+    const a = await client.drawStatus(sale);
+    if (background && busy) return;
+    showState(a);
     $("problem").textContent = "";
   } catch (e) {
+    if (background && busy) return;
     if (e instanceof SeckillError && e.code === "not_entered") { showState({ state: "none" }); return; }
     $("problem").textContent = t(e instanceof SeckillError && (e.status === 429 || e.status === 503) ? "common.busy" : "common.unreachable");
   }
@@ -171,4 +164,4 @@ result();
 refresh();
 // The state changes at the draw and at each wave: look again now and then (the kit's sleep
 // keeps the pace in a background tab).
-(async () => { for (;;) { await kit.sleep(10000); if (!busy) await refresh(); } })();
+(async () => { for (;;) { await kit.sleep(10000); if (!busy) await refresh(true); } })();

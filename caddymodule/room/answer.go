@@ -3,6 +3,7 @@ package room
 import (
 	"net/http"
 	"sync"
+	"sync/atomic"
 
 	"github.com/seckilledge/seckill/caddymodule/handler"
 	"github.com/seckilledge/seckill/caddymodule/room/core"
@@ -11,11 +12,49 @@ import (
 
 // The room's 200 answers are written without encoding/json (a poll answered
 // from memory should cost the gateway little more than the bytes): core.AppendAnswer writes the
-// same bytes into a pooled buffer, and the sold-out answer of the gate's broadcast, the same
-// for every waiter, is encoded once at provision (h.soldOut). Refusals still go through the
-// shared refusal writer.
+// same bytes into a pooled buffer. An answer that is the same for every waiter is encoded once:
+// the sold-out answer of the gate's broadcast at provision (h.soldOut), and a sold-out, paused
+// or ended room's answer (its state, the units left and refresh_s alone) once for as long as
+// they stay the same (stableAnswers). Refusals still go through the shared refusal writer.
 
 var answerBufs = sync.Pool{New: func() any { b := make([]byte, 0, 512); return &b }}
+
+// stableAnswers are the last encoded answer of each state every waiter is told alike.
+type stableAnswers struct {
+	soldOut, paused, ended atomic.Pointer[stableAnswer]
+}
+
+// stableAnswer is one such answer and what it says.
+type stableAnswer struct {
+	units, refresh int64
+	body           []byte
+}
+
+// of is the encoded answer a when it is one every waiter is told alike (nil when not): made
+// at its first use, and again when its units or refresh_s change.
+func (s *stableAnswers) of(a *core.QueueAnswer) []byte {
+	if s == nil || a.Ticket != "" || a.EntryID != "" || a.Position != 0 || a.Ahead != 0 || a.EstimatedWaitS != 0 ||
+		len(a.EstimatedWaitRangeS) != 0 || a.AdmittedUntil != "" || a.Reason != "" {
+		return nil
+	}
+	var p *atomic.Pointer[stableAnswer]
+	switch core.Outcome(a.State) {
+	case core.SoldOut:
+		p = &s.soldOut
+	case core.Paused:
+		p = &s.paused
+	case core.Ended:
+		p = &s.ended
+	default:
+		return nil
+	}
+	if c := p.Load(); c != nil && c.units == a.UnitsLeft && c.refresh == a.RefreshS {
+		return c.body
+	}
+	c := &stableAnswer{units: a.UnitsLeft, refresh: a.RefreshS, body: core.AppendAnswer(nil, a)}
+	p.Store(c)
+	return c.body
+}
 
 // writeAnswer writes a 200 answer, counted under endpoint and label.
 func writeAnswer(ep *handler.Endpoints, w http.ResponseWriter, endpoint, label string, a *core.QueueAnswer) error {

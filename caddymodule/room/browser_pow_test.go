@@ -13,6 +13,7 @@ import (
 	"github.com/chromedp/cdproto/fetch"
 	"github.com/chromedp/chromedp"
 
+	"github.com/seckilledge/seckill/caddymodule/internal/pagekit/pagetest"
 	"github.com/seckilledge/seckill/caddymodule/sealed"
 	"github.com/seckilledge/seckill/contract"
 	"github.com/seckilledge/seckill/internal/testenv"
@@ -24,7 +25,6 @@ import (
 // domain) while the test makes the room look rushed in Redis and waits for the gateway to
 // issue harder challenges; then the entry goes on and is admitted.
 func TestWaitingPageShowsTheWorkAsProgressAndIsAdmittedAfterADifficultyRise(t *testing.T) {
-	bin := chromium(t)
 	rdb := testenv.Redis(t)
 	cfg := newGatewayConfig(t, testenv.RabbitVhost(t))
 	cfg.Room = map[string]any{"difficulty_rate": 1}
@@ -32,7 +32,7 @@ func TestWaitingPageShowsTheWorkAsProgressAndIsAdmittedAfterADifficultyRise(t *t
 	// 12 bits while quiet (4 096 attempts expected), up to 20 in a rush.
 	r := newRoom(t, rdb, 1, -time.Second, time.Hour, roomArgs{Rate: "100", Oversubscribe: "1", SessionMS: "60000", DifficultyMin: "12", DifficultyMax: "20"})
 
-	ctx := browser(t, bin)
+	ctx := pagetest.Context(t, time.Minute)
 
 	// Hold the page's entry (POST /queue); let everything else through.
 	entries := make(chan *fetch.EventRequestPaused, 4)
@@ -57,7 +57,7 @@ func TestWaitingPageShowsTheWorkAsProgressAndIsAdmittedAfterADifficultyRise(t *t
 	if _, err := chromedp.Run(ctx, chromedp.Navigate(gw+"/seckill/"+r.Sale+"/queue?user=alice")); err != nil {
 		t.Fatalf("navigate: %v", err)
 	}
-	text := func(id string) string { return pageText(t, ctx, id) }
+	text := func(id string) string { return pagetest.TextIn(t, ctx, id) }
 
 	var held *fetch.EventRequestPaused
 	select {
@@ -97,12 +97,12 @@ func TestWaitingPageShowsTheWorkAsProgressAndIsAdmittedAfterADifficultyRise(t *t
 		t.Fatalf("letting the entry go: %v", err)
 	}
 	// Admitted at once: no refusal shown, no second proof of work.
-	for deadline := time.Now().Add(20 * time.Second); pageState(t, ctx) != "admitted"; time.Sleep(50 * time.Millisecond) {
+	for deadline := time.Now().Add(20 * time.Second); pagetest.StateIn(t, ctx) != "admitted"; time.Sleep(50 * time.Millisecond) {
 		if note := text("problem"); note != "" {
 			t.Fatalf("the page showed a refusal %q after its work, want an admission", note)
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("the page is in state %q, saying %q, want admitted", pageState(t, ctx), text("status"))
+			t.Fatalf("the page is in state %q, saying %q, want admitted", pagetest.StateIn(t, ctx), text("status"))
 		}
 	}
 }

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -143,7 +142,7 @@ type pageCase struct {
 }
 
 func pageCases(t *testing.T) []pageCase {
-	shop := &pagekit.Config{Template: filepath.Join("testdata", "shop", "room.html"), Messages: []string{filepath.Join("testdata", "shop", "messages")}}
+	shop := pagetest.Shop()
 	return []pageCase{
 		{name: "en", acceptLanguage: "en-US,en;q=0.9", lang: "en"},
 		{name: "shop-de", acceptLanguage: "de-DE,de;q=0.9", lang: "de", cfg: shop, shop: "Willkommen in der Schlange von Alpenschuh"},
@@ -337,26 +336,19 @@ func TestTheWaitingPageShowsEveryStateInPlainWordsAndPassesAxe(t *testing.T) {
 // The default page, as README.md and docs/room.md show it: desktop and phone (390x844),
 // waiting and admitted. SECKILL_SCREENSHOTS=<dir> (make screenshots) writes them there.
 func TestScreenshotsOfTheWaitingPage(t *testing.T) {
-	dir := os.Getenv("SECKILL_SCREENSHOTS")
-	if dir == "" {
-		t.Skip("SECKILL_SCREENSHOTS is not set (make screenshots)")
-	}
+	dir := pagetest.ScreenshotDir(t)
 	b := pagetest.NewBrowser(t)
 	p := newProtocolRoom(t, nil)
 	srv := httptest.NewServer(p)
 	t.Cleanup(srv.Close)
 	p.enter, p.answer = func() (int, string, any) { return 200, "", waiting(1234) }, waiting(1234)
-	for _, s := range []struct {
-		name          string
-		width, height int64
-		mobile        bool
-	}{{"desktop", 1280, 800, false}, {"phone", 390, 844, true}} {
-		tab := b.Tab(t, "en-US", s.width, s.height, s.mobile)
+	for _, s := range pagetest.Screens {
+		tab := b.TabOn(t, "en-US", s)
 		tab.Go(srv.URL + "/seckill/s1/queue")
 		tab.WaitState("waiting")
 		time.Sleep(1200 * time.Millisecond) // the bar's transition (0.8 s) to its place
-		tab.Screenshot(filepath.Join(dir, fmt.Sprintf("room-waiting-%s.png", s.name)))
-		if s.mobile {
+		tab.Screenshot(filepath.Join(dir, fmt.Sprintf("room-waiting-%s.png", s.Name)))
+		if s.Mobile {
 			if w := pagetest.JS[int](tab, `document.documentElement.scrollWidth`); w > 390 {
 				t.Errorf("the phone page is %d px wide, want no horizontal scroll at 390", w)
 			}
@@ -364,12 +356,8 @@ func TestScreenshotsOfTheWaitingPage(t *testing.T) {
 	}
 	p.set(map[string]any{"ticket": "t1", "entry_id": "e-abc", "state": "admitted", "refresh_s": 5,
 		"admitted_until": time.Now().Add(100 * time.Second).UTC().Format(time.RFC3339)})
-	for _, s := range []struct {
-		name          string
-		width, height int64
-		mobile        bool
-	}{{"desktop", 1280, 800, false}, {"phone", 390, 844, true}} {
-		tab := b.Tab(t, "en-US", s.width, s.height, s.mobile)
+	for _, s := range pagetest.Screens {
+		tab := b.TabOn(t, "en-US", s)
 		p.set(waiting(3))
 		tab.Go(srv.URL + "/seckill/s1/queue")
 		tab.WaitState("waiting")
@@ -379,7 +367,7 @@ func TestScreenshotsOfTheWaitingPage(t *testing.T) {
 		for !tab.Visible("buy") {
 			time.Sleep(50 * time.Millisecond)
 		}
-		tab.Screenshot(filepath.Join(dir, fmt.Sprintf("room-admitted-%s.png", s.name)))
+		tab.Screenshot(filepath.Join(dir, fmt.Sprintf("room-admitted-%s.png", s.Name)))
 	}
 }
 

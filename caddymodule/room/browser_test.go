@@ -4,7 +4,6 @@ package room
 
 import (
 	"context"
-	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -12,59 +11,13 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/seckilledge/seckill/caddymodule/internal/pagekit/pagetest"
 	"github.com/seckilledge/seckill/caddymodule/sealed"
 	"github.com/seckilledge/seckill/contract"
 	"github.com/seckilledge/seckill/internal/testenv"
 )
 
-// browser is a headless chromium tab for one test (60 s at most), closed when it ends.
-func browser(t *testing.T, bin string) context.Context {
-	opts := append(chromedp.DefaultExecAllocatorOptions[:],
-		chromedp.ExecPath(bin), chromedp.NoSandbox, chromedp.DisableGPU,
-		chromedp.Flag("disable-background-networking", true), chromedp.Flag("disable-component-update", true),
-		chromedp.Flag("disable-sync", true), chromedp.NoFirstRun, chromedp.UserDataDir(t.TempDir()))
-	actx, cancelA := chromedp.NewExecAllocator(context.Background(), opts...)
-	bctx, cancelB := chromedp.NewContext(actx)
-	ctx, cancel := context.WithTimeout(bctx, 60*time.Second)
-	t.Cleanup(func() { cancel(); cancelB(); cancelA() })
-	return ctx
-}
-
-// pageText is the text of the page's #sk-<id>, shown or not.
-func pageText(t *testing.T, ctx context.Context, id string) string {
-	t.Helper()
-	v, err := chromedp.Run(ctx, chromedp.Evaluate[string](`(document.getElementById("sk-`+id+`") || {}).textContent || ""`))
-	if err != nil {
-		t.Fatalf("reading #sk-%s: %v", id, err)
-	}
-	return v
-}
-
-// pageState is the page's state (<body data-state>).
-func pageState(t *testing.T, ctx context.Context) string {
-	t.Helper()
-	v, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.body ? document.body.dataset.state || "" : ""`))
-	if err != nil {
-		t.Fatalf("reading the page's state: %v", err)
-	}
-	return v
-}
-
-// chromium finds Debian's headless browser. Missing, the test fails: scripts/stack.sh
-// install_missing installs it.
-func chromium(t *testing.T) string {
-	t.Helper()
-	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
-		if p, err := exec.LookPath(name); err == nil {
-			return p
-		}
-	}
-	t.Fatal("no chromium on PATH: install it (apt-get install -y chromium, or scripts/stack.sh install_missing)")
-	return ""
-}
-
 func TestWaitingPageInARealBrowserEntersWaitsLeavesEntersAgainIsAdmittedAndBuys(t *testing.T) {
-	bin := chromium(t)
 	rdb := testenv.Redis(t)
 	amqpURL := testenv.RabbitVhost(t)
 	gw := startCaddy(t, newGatewayConfig(t, amqpURL))
@@ -78,11 +31,11 @@ func TestWaitingPageInARealBrowserEntersWaitsLeavesEntersAgainIsAdmittedAndBuys(
 		t.Fatalf("first in line: %s", first.Raw)
 	}
 
-	ctx := browser(t, bin)
+	ctx := pagetest.Context(t, time.Minute)
 
 	var states []string
 	var position string
-	text := func(id string) string { return pageText(t, ctx, id) }
+	text := func(id string) string { return pagetest.TextIn(t, ctx, id) }
 	if _, err := chromedp.Run(ctx, chromedp.Navigate(gw+"/seckill/"+r.Sale+"/queue?user=alice")); err != nil {
 		t.Fatalf("navigate: %v", err)
 	}
@@ -90,7 +43,7 @@ func TestWaitingPageInARealBrowserEntersWaitsLeavesEntersAgainIsAdmittedAndBuys(
 	// queue and enters again; the second time the first admission runs out.
 	waitFor := func(want string) {
 		t.Helper()
-		for s := pageState(t, ctx); s != want; s = pageState(t, ctx) {
+		for s := pagetest.StateIn(t, ctx); s != want; s = pagetest.StateIn(t, ctx) {
 			if ctx.Err() != nil {
 				t.Fatalf("the page is %q, want %q (states seen %v)", s, want, states)
 			}
@@ -100,7 +53,7 @@ func TestWaitingPageInARealBrowserEntersWaitsLeavesEntersAgainIsAdmittedAndBuys(
 	var waitText string
 	left := false
 	for {
-		s := pageState(t, ctx)
+		s := pagetest.StateIn(t, ctx)
 		if len(states) == 0 || states[len(states)-1] != s {
 			states = append(states, s)
 		}

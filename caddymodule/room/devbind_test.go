@@ -15,6 +15,7 @@ import (
 
 	"github.com/seckilledge/seckill/caddymodule/dpop"
 	"github.com/seckilledge/seckill/caddymodule/dpop/dpoptest"
+	"github.com/seckilledge/seckill/caddymodule/internal/pagekit/pagetest"
 	"github.com/seckilledge/seckill/caddymodule/room/core"
 	"github.com/seckilledge/seckill/caddymodule/sealed"
 	clientjs "github.com/seckilledge/seckill/clients/js"
@@ -98,22 +99,12 @@ const devicePage = `<!doctype html><meta charset="utf-8"><title>device</title>
 // a proof; the ticket and the token, copied into a second browser profile (another device's
 // IndexedDB, so another key), poll and buy nothing there.
 func TestTheRoomAndThePurchaseWithRequiredBindingInARealBrowser(t *testing.T) {
-	bin := chromium(t)
 	rdb := testenv.Redis(t)
 	base := startRequired(t)
 	r := newRoom(t, rdb, 5, -time.Second, time.Hour, roomArgs{Rate: "100", Oversubscribe: "1", SessionMS: "60000", DifficultyMin: "0", DifficultyMax: "0"})
 
 	profile := func() context.Context {
-		opts := append(chromedp.DefaultExecAllocatorOptions[:],
-			chromedp.ExecPath(bin), chromedp.NoSandbox, chromedp.DisableGPU,
-			chromedp.Flag("disable-background-networking", true), chromedp.Flag("disable-component-update", true),
-			chromedp.Flag("disable-sync", true), chromedp.NoFirstRun, chromedp.UserDataDir(t.TempDir()))
-		actx, cancelA := chromedp.NewExecAllocator(context.Background(), opts...)
-		t.Cleanup(cancelA)
-		bctx, cancelB := chromedp.NewContext(actx)
-		t.Cleanup(cancelB)
-		ctx, cancel := context.WithTimeout(bctx, 90*time.Second)
-		t.Cleanup(cancel)
+		ctx := pagetest.Context(t, 90*time.Second)
 		if _, err := chromedp.Run(ctx, chromedp.Navigate(base+"/device.html")); err != nil {
 			t.Fatalf("loading the page: %v", err)
 		}
@@ -205,11 +196,10 @@ func startRequired(t *testing.T) string {
 // client is refused proof_required at the entry, opens the device's key and enters with a
 // proof, polls with proofs until admitted, and the Buy button takes a bound token and buys.
 func TestTheWaitingPageEntersAndBuysUnderRequiredBinding(t *testing.T) {
-	bin := chromium(t)
 	rdb := testenv.Redis(t)
 	base := startRequired(t)
 	r := newRoom(t, rdb, 1, -time.Second, time.Hour, roomArgs{Rate: "100", Oversubscribe: "1", SessionMS: "60000", DifficultyMin: "0", DifficultyMax: "0"})
-	ctx := browser(t, bin)
+	ctx := pagetest.Context(t, time.Minute)
 	if _, err := chromedp.Run(ctx, chromedp.Navigate(base+"/seckill/"+r.Sale+"/queue?user=alice")); err != nil {
 		t.Fatalf("navigate: %v", err)
 	}

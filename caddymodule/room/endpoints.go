@@ -32,7 +32,7 @@ func (h *Room) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.Han
 	if repl == nil {
 		repl = caddy.NewReplacer()
 	}
-	sale := repl.ReplaceAll(h.Sale, "")
+	sale := h.SaleOf(r, repl)
 	endpoint, ok := roomRoutes.Match(r.URL.Path)
 	if !ok {
 		return h.Endpoints.Refuse(w, "unknown", noEndpoint)
@@ -128,7 +128,7 @@ func (h *Room) serveChallenge(ctx context.Context, w http.ResponseWriter, r *htt
 }
 
 func (h *Room) enter(ctx context.Context, w http.ResponseWriter, r *http.Request, repl *caddy.Replacer, sale string) error {
-	user, ref, ok := handler.User(repl, h.User)
+	user, ref, ok := h.UserOf(r, repl)
 	if !ok {
 		return h.Endpoints.Refuse(w, "enter", ref)
 	}
@@ -153,7 +153,7 @@ func (h *Room) enter(ctx context.Context, w http.ResponseWriter, r *http.Request
 	if c.Room.PowRequired() {
 		ch, err := h.mem.Sealer.VerifyChallenge(r.Header.Get(sealed.HeaderChallenge), r.Header.Get(sealed.HeaderSolution), sale, user, c.Room.DifficultyMin, now)
 		if err != nil {
-			challenges.WithLabelValues("refused").Inc()
+			kitMetrics.Challenges.WithLabelValues("refused").Inc()
 			return h.Endpoints.Refuse(w, "enter", sealed.RefusalOf(err))
 		}
 		v.Nonce, v.NonceExp = ch.Nonce, ch.Expires
@@ -180,9 +180,9 @@ func (h *Room) enter(ctx context.Context, w http.ResponseWriter, r *http.Request
 	h.mem.PassOnBanned(ctx, sale, c, rep)
 	if v.Nonce != "" {
 		if rep.Outcome == core.Replayed {
-			challenges.WithLabelValues("refused").Inc()
+			kitMetrics.Challenges.WithLabelValues("refused").Inc()
 		} else {
-			challenges.WithLabelValues("solved").Inc()
+			kitMetrics.Challenges.WithLabelValues("solved").Inc()
 		}
 	}
 	verdict := core.Decide(rep, true, c.PaceOf(rep), h.mem.Refresh)
@@ -200,7 +200,7 @@ func (h *Room) enter(ctx context.Context, w http.ResponseWriter, r *http.Request
 }
 
 func (h *Room) poll(ctx context.Context, w http.ResponseWriter, r *http.Request, repl *caddy.Replacer, sale string) error {
-	user, ref, ok := handler.User(repl, h.User)
+	user, ref, ok := h.UserOf(r, repl)
 	if !ok {
 		return h.Endpoints.Refuse(w, "poll", ref)
 	}
@@ -252,7 +252,7 @@ func (h *Room) poll(ctx context.Context, w http.ResponseWriter, r *http.Request,
 // leave gives the ticket's place up (DELETE /queue): 200 {"state":"left"}, also when the user
 // holds no place any more, so a retried DELETE answers the same.
 func (h *Room) leave(ctx context.Context, w http.ResponseWriter, r *http.Request, repl *caddy.Replacer, sale string) error {
-	user, ref, ok := handler.User(repl, h.User)
+	user, ref, ok := h.UserOf(r, repl)
 	if !ok {
 		return h.Endpoints.Refuse(w, "leave", ref)
 	}
@@ -295,6 +295,9 @@ func (h *Room) finish(w http.ResponseWriter, endpoint, sale string, rep core.Rep
 	}
 	if v.Answer.State == string(core.Paused) {
 		w.Header().Set("Retry-After", strconv.FormatInt(handler.Seconds(time.Duration(h.RetryAfter)), 10))
+	}
+	if b := h.stable.of(&v.Answer); b != nil {
+		return writeJSON(&h.Endpoints, w, endpoint, v.Answer.State, b)
 	}
 	return writeAnswer(&h.Endpoints, w, endpoint, v.Answer.State, &v.Answer)
 }

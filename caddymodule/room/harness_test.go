@@ -9,7 +9,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"testing"
 	"time"
@@ -22,6 +21,7 @@ import (
 	"github.com/seckilledge/seckill/lua"
 
 	_ "github.com/caddyserver/caddy/v2/modules/standard"
+
 	_ "github.com/seckilledge/seckill/caddymodule/gate"
 	"github.com/seckilledge/seckill/caddymodule/room/core"
 	"github.com/seckilledge/seckill/caddymodule/sealed"
@@ -125,41 +125,21 @@ func (c gatewayConfig) JSON() []byte {
 		return map[string]any{"match": []any{map[string]any{"path": paths}}, "handle": handle}
 	}
 	roomPaths := []string{"/seckill/*/room", "/seckill/*/room/prequeue", "/seckill/*/challenge", "/seckill/*/queue"}
-	server := func(port int) map[string]any {
-		return map[string]any{
-			"listen":          []string{fmt.Sprintf("127.0.0.1:%d", port)},
-			"automatic_https": map[string]any{"disable": true},
-			"routes": []any{
-				route(roomPaths, room),
-				route([]string{"/seckill/*/token"}, token),
-				route([]string{"/seckill/*/buy"}, gate),
-				map[string]any{"handle": []any{map[string]any{"handler": "static_response", "body": "ok"}}},
-			},
-		}
-	}
-	servers := map[string]any{"gw": server(c.Port)}
+	servers := map[string]any{"gw": handlertest.Server(c.Port,
+		route(roomPaths, room),
+		route([]string{"/seckill/*/token"}, token),
+		route([]string{"/seckill/*/buy"}, gate),
+		map[string]any{"handle": []any{map[string]any{"handler": "static_response", "body": "ok"}}},
+	)}
 	if c.Port2 != 0 {
-		servers["gw2"] = map[string]any{
-			"listen":          []string{fmt.Sprintf("127.0.0.1:%d", c.Port2)},
-			"automatic_https": map[string]any{"disable": true},
-			"routes":          []any{route(roomPaths, room)},
-		}
+		servers["gw2"] = handlertest.Server(c.Port2, route(roomPaths, room))
 	}
-	cfg := map[string]any{
-		"admin":   map[string]any{"disabled": true},
-		"logging": map[string]any{"logs": map[string]any{"default": map[string]any{"level": handlertest.LogLevel()}}},
-		"apps": map[string]any{
-			"seckill": map[string]any{
-				"redis":      map[string]any{"addrs": []string{c.RedisAddr}, "read_timeout": "5s", "dial_timeout": "500ms"},
-				"amqp":       map[string]any{"url": c.AMQPURL, "reconnect_interval": "200ms"},
-				"token_keys": []map[string]any{{"id": "k1", "secret": testSecret}},
-				"relay":      map[string]any{"poll_interval": "50ms", "discover_interval": "300ms", "served_only": true},
-			},
-			"http": map[string]any{"servers": servers},
-		},
-	}
-	b, _ := json.Marshal(cfg)
-	return b
+	return handlertest.Config(map[string]any{
+		"redis":      map[string]any{"addrs": []string{c.RedisAddr}, "read_timeout": "5s", "dial_timeout": "500ms"},
+		"amqp":       map[string]any{"url": c.AMQPURL, "reconnect_interval": "200ms"},
+		"token_keys": []map[string]any{{"id": "k1", "secret": testSecret}},
+		"relay":      map[string]any{"poll_interval": "50ms", "discover_interval": "300ms", "served_only": true},
+	}, servers)
 }
 
 // startCaddy runs the config in this process until the test ends.
@@ -197,22 +177,8 @@ type reply struct {
 
 func do(t testing.TB, method, url, user string, headers map[string]string) reply {
 	t.Helper()
-	req, _ := http.NewRequest(method, url, nil)
-	if user != "" {
-		req.Header.Set("X-User-ID", user)
-	}
-	for k, v := range headers {
-		req.Header.Set(k, v)
-	}
-	resp, err := client.Do(req)
-	if err != nil {
-		t.Errorf("%s %s: %v", method, url, err)
-		return reply{}
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	r := reply{Status: resp.StatusCode, Retry: resp.Header.Get("Retry-After"), Raw: string(b)}
-	_ = json.Unmarshal(b, &r)
+	var r reply
+	r.Status, r.Retry, r.Raw = handlertest.Call(t, client, method, url, user, "", headers, &r)
 	return r
 }
 

@@ -15,10 +15,8 @@ import (
 var (
 	kitMetrics = roomkit.NewMetrics(roomMetric, "answer",
 		"Waiting-room requests by endpoint (room, challenge, enter, poll, leave, prequeue, page) and answer (the state, or the refusal code).",
-		"Proof-of-work challenges: issued, bounded (not issued: the user or his network holds too many open ones), solved (accepted at entry) and refused (wrong, replayed, foreign, expired or below the minimum).",
-		"Room requests answered 503 without touching Redis because max_pending calls were already waiting on it.")
-	requests, challenges, shed = kitMetrics.Requests, kitMetrics.Challenges, kitMetrics.Shed
-	entries                    = roomMetric.Counter("entries_total",
+		"Waiting-room requests")
+	entries = roomMetric.Counter("entries_total",
 		"Entries into a waiting room answered with a place (entering again counts again).")
 	leaves          = roomMetric.Counter("leaves_total", "Places given up by their waiters (DELETE /queue).")
 	fromMemoryPolls = roomMetric.Counter("polls_from_memory_total",
@@ -41,6 +39,5 @@ var gatewayCounts = core.Counts{Admissions: admissions, Lapsed: lapsed, FromMemo
 
 const roomMetric = metric.Subsystem("room")
 
-func registerMetrics(reg prometheus.Registerer) {
-	metric.Register(reg, requests, entries, challenges, leaves, fromMemoryPolls, admissions, lapsed, depth, rateGauge, wait, shed, revokedTotal)
-}
+// roomCollectors are the room's own collectors, beyond the kit's.
+var roomCollectors = []prometheus.Collector{entries, leaves, fromMemoryPolls, admissions, lapsed, depth, rateGauge, wait, revokedTotal}

@@ -4,16 +4,12 @@
 // The elements it fills are found by id (sk-*), so a shop's template may place them as it
 // likes (docs/room.md, "The shop's own page"); a missing one is skipped. The demo identity is
 // ?user=<id>, sent as X-User-ID; behind real authentication the page's cookies do it.
-const { t } = kit;
+const { t, $ } = kit;
 const sale = kit.data.sale;
-const user = new URLSearchParams(location.search).get("user");
-const $ = (id) => document.getElementById("sk-" + id) || document.createElement("div");
-// The edge's routes are where the gateway says (its prefix and orders_prefix, in the page's data).
-const client = new Client({ prefix: kit.data.prefix, ordersPrefix: kit.data.orders, headers: user ? { "X-User-ID": user } : {}, sleep: kit.sleep });
+const client = kit.client();
 const title = document.title;
 let ticket = "";
 let visit = new AbortController(); // leaving aborts the visit and its poll
-let ticking = 0; // the countdown's interval
 
 // The page's state, in <body data-state>: a shop's stylesheet may show or hide its own parts
 // by it (body[data-state="admitted"] .banner { ... }); the states are the JSON mode's
@@ -131,21 +127,12 @@ async function takePlace(signal) {
 }
 
 function countdown(until, onEnd) {
-  clearInterval(ticking);
-  const end = Date.parse(until);
-  show("timer", true);
-  const tick = () => {
-    const left = (end - Date.now()) / 1000;
-    $("timer").textContent = t("common.time_left", { time: kit.clock(left) });
-    if (left <= 0) { clearInterval(ticking); onEnd(); }
-  };
-  tick();
-  ticking = setInterval(tick, 1000);
+  kit.countdown($("timer"), until, (time) => t("common.time_left", { time }), onEnd);
 }
 
 function over(sentence, s) {
   if (s) state(s);
-  clearInterval(ticking);
+  kit.stopCountdown();
   show("timer", false); show("buy", false); show("leave", false); show("queue", false); show("notify", false); show("help", false);
   clearDetails();
   say(sentence);

@@ -120,12 +120,12 @@ func TestRoomShedsBeyondMaxPending(t *testing.T) {
 		first <- w.Code
 	}()
 	<-store.entered // the first request holds the only slot
-	before := testutil.ToFloat64(shed)
+	before := testutil.ToFloat64(kitMetrics.Shed)
 	w, err := serve(h, http.MethodGet, "/seckill/s1/room")
 	if err != nil || w.Code != http.StatusServiceUnavailable || w.Header().Get("Retry-After") != "1" {
 		t.Fatalf("second request: %d %v Retry-After %q, want 503 with Retry-After 1", w.Code, err, w.Header().Get("Retry-After"))
 	}
-	if got := testutil.ToFloat64(shed) - before; got != 1 {
+	if got := testutil.ToFloat64(kitMetrics.Shed) - before; got != 1 {
 		t.Fatalf("shed counted %v times, want 1", got)
 	}
 	if n := store.reads.Load(); n != 1 {

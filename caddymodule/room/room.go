@@ -25,6 +25,7 @@ import (
 	"github.com/seckilledge/seckill/caddymodule"
 	"github.com/seckilledge/seckill/caddymodule/dpop/dpophttp"
 	"github.com/seckilledge/seckill/caddymodule/handler"
+	"github.com/seckilledge/seckill/caddymodule/internal/metric"
 	"github.com/seckilledge/seckill/caddymodule/internal/roomkit"
 	"github.com/seckilledge/seckill/caddymodule/room/core"
 	"github.com/seckilledge/seckill/caddymodule/sealed"
@@ -140,7 +141,8 @@ type Room struct {
 	// summaries, the tickets it verified, the published pre-queues; the endpoints ask it.
 	mem      *core.Gateway
 	events   soldOutFlags
-	soldOut  []byte // the sold-out answer, encoded once (answer.go)
+	soldOut  []byte         // the sold-out answer, encoded once (answer.go)
+	stable   *stableAnswers // made by setDefaults
 	defaults core.Settings
 }
 
@@ -168,7 +170,7 @@ func (h *Room) Provision(ctx caddy.Context) error {
 	h.mem.Store = core.BoundStore{Store: core.RedisStore{Client: app.RedisClient(), Defaults: h.defaults}, Caller: h.Calls}
 	h.mem.Logger = h.Logger
 	h.events = app.SaleEvents()
-	registerMetrics(ctx.GetMetricsRegistry())
+	metric.Register(ctx.GetMetricsRegistry(), roomCollectors...)
 	return nil
 }
 
@@ -212,6 +214,7 @@ func (h *Room) setDefaults() {
 		AdmitInterval: time.Duration(h.AdmitInterval), FrontWindow: time.Duration(h.FrontWindow), PresenceWindow: time.Duration(h.PresenceWindow),
 		Refresh: refresh, BanZones: h.BanZones}, gatewayCounts)
 	h.soldOut = core.AppendAnswer(nil, &core.QueueAnswer{State: string(core.SoldOut), RefreshS: refresh.After(0)})
+	h.stable = new(stableAnswers)
 }
 
 // claimWindow is how long past his presence deadline an admitted waiter may take before his

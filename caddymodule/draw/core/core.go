@@ -11,12 +11,12 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
 	"github.com/seckilledge/seckill/caddymodule/edge"
+	"github.com/seckilledge/seckill/caddymodule/internal/salecache"
 	"github.com/seckilledge/seckill/caddymodule/sealed"
 	"github.com/seckilledge/seckill/contract"
 	"github.com/seckilledge/seckill/lua"
@@ -62,7 +62,10 @@ type Gateway struct {
 	// DifficultyRate: the entry rate up to which a challenge's difficulty stays at DMin.
 	DifficultyRate float64
 	Now            func() time.Time
-	cache          saleCache
+	// sales holds the sales this gateway has read, draws or not: the shared challenge path
+	// asks it for every sale, and a sale that is not a draw must not cost a Redis read per
+	// challenge (salecache bounds it: anyone can name any sale).
+	sales salecache.Cache[*Sale]
 }
 
 // Sale is a sale's draw as this gateway last read it: whether the sale is a draw, its
@@ -78,26 +81,12 @@ type Sale struct {
 	rate          float64 // first entries per second across gateways, from Seq between reads
 }
 
-// saleCache holds the sales this gateway has read, draws or not: the shared challenge path
-// asks it for every sale, and a sale that is not a draw must not cost a Redis read per
-// challenge. Anyone can name any sale, so the cache is bounded (emptied when full).
-type saleCache struct {
-	sales sync.Map // sale -> *Sale
-	mu    sync.Mutex
-	n     int64
-}
-
-const maxCachedSales = 10000
-
 // Sale returns the sale's draw, from memory while it is younger than CacheTTL.
 func (g *Gateway) Sale(ctx context.Context, sale string) (*Sale, error) {
 	now := g.Now()
-	var prev *Sale
-	if v, ok := g.cache.sales.Load(sale); ok {
-		prev = v.(*Sale)
-		if now.Sub(prev.read) < g.CacheTTL {
-			return prev, nil
-		}
+	prev, held := g.sales.Load(sale)
+	if held && now.Sub(prev.read) < g.CacheTTL {
+		return prev, nil
 	}
 	c, err := g.Store.Sale(ctx, sale)
 	if err != nil {
@@ -111,16 +100,7 @@ func (g *Gateway) Sale(ctx context.Context, sale string) (*Sale, error) {
 			c.rate = float64(c.Seq-prev.Seq) / dt
 		}
 	}
-	if prev == nil {
-		g.cache.mu.Lock()
-		g.cache.n++
-		if g.cache.n > maxCachedSales {
-			g.cache.sales.Clear()
-			g.cache.n = 1
-		}
-		g.cache.mu.Unlock()
-	}
-	g.cache.sales.Store(sale, c)
+	g.sales.Store(sale, c)
 	return c, nil
 }
 

@@ -58,8 +58,9 @@ type SaleConfig struct {
 // Kind is one page of ours: the room's or the draw's.
 type Kind struct {
 	Name string // "room" or "draw": the first part of its message keys
-	// Template is our page (html/template); it defines "page" (the whole document) and the
-	// parts a shop's template may call: "style" and "main".
+	// Template is our page's own part (html/template): it defines "main", which the kit's
+	// document (kit.html: "page", with "style" and the title <Name>.title) and a shop's
+	// template call.
 	Template string
 	// Script is the page's one module script (the JavaScript client then the page's code).
 	Script string
@@ -226,11 +227,14 @@ func (k *Kit) Languages() []string {
 	return out
 }
 
-// compile parses our page, then the shop's file over it (so it may call our parts), and
-// checks it by running it once per language.
+// compile parses the kit's document and our page's part, then the shop's file over them (so
+// it may call our parts), and checks it by running it once per language.
 func (k *Kit) compile(file string) (*compiled, error) {
-	base, err := template.New("page").Parse(k.kind.Template)
+	base, err := template.New("page").Parse(Document)
 	if err != nil {
+		return nil, fmt.Errorf("page: the kit's document: %w", err)
+	}
+	if _, err := base.New(k.kind.Name).Parse(k.kind.Template); err != nil {
 		return nil, fmt.Errorf("page: our %s template: %w", k.kind.Name, err)
 	}
 	c := &compiled{t: base, name: "page"}
@@ -434,6 +438,12 @@ var JS string
 // Script is a page's one module script: the JavaScript client (first, byte for byte), the
 // kit, then the page's own code.
 func Script(client, page string) string { return client + "\n" + JS + "\n" + page }
+
+// Document is the kit's template (kit.html): "page", the whole document of our pages around
+// their "main", and "style", the kit's stylesheet, which a shop's template may call too.
+//
+//go:embed kit.html
+var Document string
 
 // Style is the kit's stylesheet (kit.css), for our pages' "style" part.
 //

@@ -49,6 +49,22 @@ const kit = (() => {
     const h = Math.floor(s / 3600), m = Math.floor((s % 3600) / 60), r = s % 60;
     return (h ? num.format(h) + ":" + two.format(m) : num.format(m)) + ":" + two.format(r);
   };
+  /** A countdown to until (an ISO time) shown in timer, each second's text line(the clock's);
+   * onEnd when it runs out. One at a time: a new one, or stopCountdown, ends the last. */
+  let ticking = 0;
+  const countdown = (timer, until, line, onEnd) => {
+    clearInterval(ticking);
+    const end = Date.parse(until);
+    timer.hidden = false;
+    const tick = () => {
+      const left = (end - Date.now()) / 1000;
+      timer.textContent = line(clock(left));
+      if (left <= 0) { clearInterval(ticking); onEnd(); }
+    };
+    tick();
+    ticking = setInterval(tick, 1000);
+  };
+  const stopCountdown = () => clearInterval(ticking);
 
   // A background tab's timers are throttled (Chrome: once a minute after five minutes
   // hidden); a dedicated worker's are not, so the page's waits are timed there as well, and
@@ -108,5 +124,16 @@ const kit = (() => {
     }
   };
 
-  return { data, lang, t, num, pct, duration, range, clock, date: (iso) => dates.format(new Date(iso)), sleep, notifyButton, notify };
+  /** The page's element #sk-<id>: a shop's template places them as it likes, and a missing
+   * one is a detached element, so the page skips it. */
+  const $ = (id) => document.getElementById("sk-" + id) || document.createElement("div");
+  /** The page's client (clients/js/seckill.js, above), at the edge's routes where the gateway
+   * says (its prefix and orders_prefix, in the page's data). The demo identity is ?user=<id>,
+   * sent as X-User-ID; behind real authentication the page's cookies do it. */
+  const client = () => {
+    const user = new URLSearchParams(location.search).get("user");
+    return new Client({ prefix: data.prefix, ordersPrefix: data.orders, headers: user ? { "X-User-ID": user } : {}, sleep });
+  };
+
+  return { data, lang, t, num, pct, duration, range, clock, countdown, stopCountdown, date: (iso) => dates.format(new Date(iso)), sleep, notifyButton, notify, $, client };
 })();

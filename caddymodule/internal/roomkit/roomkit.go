@@ -8,6 +8,7 @@ package roomkit
 import (
 	"context"
 	"fmt"
+	"io/fs"
 	"net/http"
 	"time"
 
@@ -26,8 +27,11 @@ import (
 	"github.com/seckilledge/seckill/caddymodule/internal/pagecsp"
 	"github.com/seckilledge/seckill/caddymodule/internal/pagekit"
 	"github.com/seckilledge/seckill/caddymodule/internal/pagekit/pagecaddy"
+	"github.com/seckilledge/seckill/caddymodule/internal/placeholder"
 	"github.com/seckilledge/seckill/caddymodule/sealed"
 	"github.com/seckilledge/seckill/caddymodule/sealed/sealedhttp"
+	clientjs "github.com/seckilledge/seckill/clients/js"
+	"github.com/seckilledge/seckill/contract"
 )
 
 // Defaults of the shared optional fields.
@@ -85,6 +89,8 @@ type Kit struct {
 	Pages *pagekit.Kit `json:"-"`
 
 	counts Metrics
+	// sale and user are the Subject's templates resolved at SetDefaults (SaleOf, UserOf).
+	sale, user placeholder.Value
 }
 
 // Metrics are the handler's own collectors the kit counts into.
@@ -96,14 +102,16 @@ type Metrics struct {
 }
 
 // NewMetrics declares the collectors every room and draw has, under the handler's subsystem:
-// requests_total by endpoint and answer (the label answer names), challenges_total by
-// outcome (its four outcomes counted from zero) and shed_total; the help texts are the
-// handler's.
-func NewMetrics(s metric.Subsystem, answer, requestsHelp, challengesHelp, shedHelp string) Metrics {
+// requests_total by endpoint and answer (the label answer names; requestsHelp its help),
+// challenges_total by outcome (its four outcomes counted from zero) and shed_total; what
+// names the handler's requests in the help of shed_total ("Waiting-room requests").
+func NewMetrics(s metric.Subsystem, answer, requestsHelp, what string) Metrics {
 	m := Metrics{
-		Requests:   s.CounterVec("requests_total", requestsHelp, "endpoint", answer),
-		Challenges: s.CounterVec("challenges_total", challengesHelp, "outcome"),
-		Shed:       s.Counter("shed_total", shedHelp),
+		Requests: s.CounterVec("requests_total", requestsHelp, "endpoint", answer),
+		Challenges: s.CounterVec("challenges_total", "Proof-of-work challenges: issued, bounded (not issued: the user or his network "+
+			"holds too many open ones), solved (accepted at entry) and refused (missing, wrong, replayed, foreign, expired or below the minimum).",
+			"outcome"),
+		Shed: s.Counter("shed_total", what+" answered 503 without touching Redis because max_pending calls were already waiting on it."),
 	}
 	for _, o := range []string{"issued", "bounded", "solved", "refused"} {
 		m.Challenges.WithLabelValues(o)
@@ -111,10 +119,22 @@ func NewMetrics(s metric.Subsystem, answer, requestsHelp, challengesHelp, shedHe
 	return m
 }
 
+// Endpoints is an endpoints' writer counted into m, its log lines naming the handler (name),
+// without a refusal writer's options: SetDefaults adds them.
+func (m Metrics) Endpoints(name string) handler.Endpoints {
+	return handler.Endpoints{Requests: m.Requests, Shed: m.Shed, Name: name}
+}
+
+// Register registers m's collectors and the handler's own (more) into reg.
+func (m Metrics) Register(reg prometheus.Registerer, more ...prometheus.Collector) {
+	metric.Register(reg, append([]prometheus.Collector{m.Requests, m.Challenges, m.Shed}, more...)...)
+}
+
 // SetDefaults sets the shared defaults and makes the writer and the caller; name is the
 // handler's in log lines ("room", "draw").
 func (k *Kit) SetDefaults(name string, m Metrics) {
 	k.Subject.SetDefaults()
+	k.sale, k.user = placeholder.Compile(k.Sale), placeholder.Compile(k.User)
 	k.Challenges.SetDefaults()
 	if k.DifficultyRate == 0 {
 		k.DifficultyRate = DefaultDifficultyRate
@@ -127,8 +147,33 @@ func (k *Kit) SetDefaults(name string, m Metrics) {
 	}
 	k.counts = m
 	k.Calls = k.Caller(DefaultTimeout)
-	k.Endpoints = handler.Endpoints{Writer: k.Writer(0), RetryAfter: time.Duration(k.RetryAfter), Requests: m.Requests, Shed: m.Shed,
-		Logger: k.Logger, Name: name}
+	k.Endpoints = m.Endpoints(name)
+	k.Endpoints.Writer, k.Endpoints.RetryAfter, k.Endpoints.Logger = k.Writer(0), time.Duration(k.RetryAfter), k.Logger
+}
+
+// SaleOf is the request's sale: the sale option as Caddy's replacer reads it, without parsing
+// the template per request (one path segment, header or variable is read directly).
+func (k *Kit) SaleOf(r *http.Request, repl *caddy.Replacer) string {
+	if k.sale.Template() != k.Sale { // options set after SetDefaults (a test's)
+		return repl.ReplaceAll(k.Sale, "")
+	}
+	return k.sale.Get(r, repl)
+}
+
+// UserOf is the request's user, read as SaleOf reads the sale and checked as handler.User
+// checks it: none is 401 unauthenticated, a malformed one 400 bad_request.
+func (k *Kit) UserOf(r *http.Request, repl *caddy.Replacer) (string, handler.Refusal, bool) {
+	if k.user.Template() != k.User {
+		return handler.User(repl, k.User)
+	}
+	user := k.user.Get(r, repl)
+	if user == "" {
+		return "", handler.Unauthenticated, false
+	}
+	if !contract.ValidID(user) {
+		return "", handler.BadRequest, false
+	}
+	return user, handler.Refusal{}, true
 }
 
 // Register registers a handler's module and its Caddyfile directive, ordered just before
@@ -145,8 +190,8 @@ func Register[T any, PT interface {
 }
 
 // Provision takes the sampled logger, sets the handler's defaults (setDefaults, which calls
-// SetDefaults), compiles the page and takes the app's token keys; module is the handler's
-// name in errors ("seckill_room"). No network I/O.
+// SetDefaults), compiles the page, registers the kit's collectors and takes the app's token
+// keys; module is the handler's name in errors ("seckill_room"). No network I/O.
 func (k *Kit) Provision(ctx caddy.Context, module string, kind pagekit.Kind, setDefaults func()) (*caddymodule.App, error) {
 	k.Logger = edge.SampledLogger(ctx.Logger())
 	// The URL space first: the default sale is the path segment after the prefix.
@@ -159,6 +204,7 @@ func (k *Kit) Provision(ctx caddy.Context, module string, kind pagekit.Kind, set
 		return nil, fmt.Errorf("%s: %w", module, err)
 	}
 	k.Pages.Mount(space.Prefix, space.OrdersPrefix)
+	k.counts.Register(ctx.GetMetricsRegistry())
 	app, issuer, err := sealedhttp.Provision(ctx, module)
 	if err != nil {
 		return nil, err
@@ -170,6 +216,23 @@ func (k *Kit) Provision(ctx caddy.Context, module string, kind pagekit.Kind, set
 		}
 	}
 	return app, nil
+}
+
+// PageKind is a handler's page for pagekit, from its files: page.html, the page's own part
+// (html/template: "main"; the kit's document around it), and page.js, the page's own code,
+// which follows the JavaScript client (clients/js/seckill.js, the very bytes published to
+// npm) and the kit's in the page's one module script, whose hash the Content-Security-Policy
+// names. name is the first part of its message keys ("room", "draw").
+func PageKind(name string, files fs.FS) pagekit.Kind {
+	html, err := fs.ReadFile(files, "page.html")
+	if err != nil {
+		panic(err) // embedded: cannot happen
+	}
+	js, err := fs.ReadFile(files, "page.js")
+	if err != nil {
+		panic(err)
+	}
+	return pagekit.Kind{Name: name, Template: string(html), Script: pagekit.Script(clientjs.Source, string(js))}
 }
 
 // SetupPage compiles the page options (our page of kind, or the shop's template), checked
@@ -208,7 +271,7 @@ func (k *Kit) ServeChallenge(ctx context.Context, w http.ResponseWriter, r *http
 	if r.Method != http.MethodGet {
 		return k.Endpoints.MethodNotAllowed(w, "challenge", "GET")
 	}
-	user, ref, ok := handler.User(repl, k.User)
+	user, ref, ok := k.UserOf(r, repl)
 	if !ok {
 		return k.Endpoints.Refuse(w, "challenge", ref)
 	}

@@ -62,8 +62,8 @@ const (
 	KeyMismatch Outcome = "key_mismatch"
 	// Revoked is the answer of a revoke (Visit.Revoke).
 	Revoked Outcome = "revoked"
-	// Outcomes of a tick: the room before / after the start.
-	Prequeue    Outcome = "prequeue"
+	// Outcomes of a tick: the room before the start (its pre-queue) / after it.
+	BeforeStart Outcome = "prequeue"
 	Open        Outcome = "open"
 	UnknownSale Outcome = "unknown_sale"
 	NoRoom      Outcome = "no_room"

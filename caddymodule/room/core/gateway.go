@@ -2,11 +2,11 @@ package core
 
 import (
 	"context"
-	"sync"
 	"time"
 
 	"go.uber.org/zap"
 
+	"github.com/seckilledge/seckill/caddymodule/internal/salecache"
 	"github.com/seckilledge/seckill/caddymodule/sealed"
 )
 
@@ -26,7 +26,7 @@ type Gateway struct {
 	// MaxSnapshotEntries); read once, at the first snapshot.
 	SnapshotBound int64
 
-	rooms     roomCache
+	rooms     salecache.Cache[*Cached]
 	tickets   *ticketCache
 	prequeues prequeueCache
 }
@@ -73,13 +73,6 @@ func NewGateway(t Timing, c Counts) *Gateway {
 	return &Gateway{Timing: t, Counts: c, tickets: newTicketCache(), Now: time.Now, Logger: zap.NewNop()}
 }
 
-// roomCache holds the rooms this gateway has read, by sale.
-type roomCache struct {
-	rooms sync.Map // sale -> *Cached
-	mu    sync.Mutex
-	n     int64
-}
-
 // Cached is a sale's room as this gateway last read it.
 type Cached struct {
 	Room SaleRoom
@@ -106,24 +99,16 @@ func (c *Cached) PaceFrom(rep Reply) Pace {
 	return p
 }
 
-// maxCachedRooms bounds the cache; only sales that have a room are cached, so it is reached
-// only with that many live rooms.
-const maxCachedRooms = 10000
-
 // Forget drops every room this gateway has read: the next request reads its room again.
 func (g *Gateway) Forget() {
-	g.rooms.mu.Lock()
-	g.rooms.rooms.Clear()
-	g.rooms.n = 0
-	g.rooms.mu.Unlock()
+	g.rooms.Clear()
 }
 
 // Room is the sale's room, from memory while it is younger than CacheTTL; ok is false when
 // the sale has none.
 func (g *Gateway) Room(ctx context.Context, sale string) (*Cached, bool, error) {
 	now := g.Now()
-	if v, ok := g.rooms.rooms.Load(sale); ok {
-		c := v.(*Cached)
+	if c, ok := g.rooms.Load(sale); ok {
 		if now.Sub(c.read) < g.CacheTTL {
 			return c, true, nil
 		}
@@ -135,17 +120,9 @@ func (g *Gateway) Room(ctx context.Context, sale string) (*Cached, bool, error) 
 	c := &Cached{Room: r, read: now}
 	// The entry rate read with the room is Redis's count across gateways: the freshest view.
 	c.Rate.Observe(r.EntryRate, now)
-	if v, loaded := g.rooms.rooms.Load(sale); loaded {
-		c.label = v.(*Cached).label
-		c.View = v.(*Cached).View
-	} else {
-		g.rooms.mu.Lock()
-		g.rooms.n++
-		if g.rooms.n > maxCachedRooms {
-			g.rooms.rooms.Clear()
-			g.rooms.n = 1
-		}
-		g.rooms.mu.Unlock()
+	if prev, loaded := g.rooms.Load(sale); loaded {
+		c.label = prev.label
+		c.View = prev.View
 	}
 	if !c.label {
 		if g.Counts.Rate != nil {
@@ -156,6 +133,6 @@ func (g *Gateway) Room(ctx context.Context, sale string) (*Cached, bool, error) 
 	if c.View == nil {
 		c.View = NewView()
 	}
-	g.rooms.rooms.Store(sale, c)
+	g.rooms.Store(sale, c)
 	return c, true, nil
 }

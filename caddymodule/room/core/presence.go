@@ -122,7 +122,7 @@ func (g *Gateway) FromMemory(ctx context.Context, sale, user string, c *Cached, 
 	case !rnow.Before(c.Room.Ends):
 		rep.Outcome = Ended
 	case s.Outcome == SoldOut || s.Outcome == Paused || s.Outcome == Ended:
-	case s.Outcome == Prequeue && rnow.Before(c.Room.Starts):
+	case s.Outcome == BeforeStart && rnow.Before(c.Room.Starts):
 		// Before the start the order is not drawn: everyone is told the pre-queue's size.
 		rep.Outcome, rep.Position, rep.Ahead = Waiting, s.Depth, max(s.Depth-1, 0)
 	case s.Outcome == Open && index >= 0 && !asks(s):

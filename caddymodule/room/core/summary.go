@@ -17,7 +17,7 @@ import (
 
 // Summary is the room as the last tick saw it.
 type Summary struct {
-	Outcome  Outcome   // Prequeue, Open, SoldOut, Paused, Ended
+	Outcome  Outcome   // BeforeStart, Open, SoldOut, Paused, Ended
 	Now      time.Time // Redis time of the tick
 	Read     time.Time // this gateway's time of the tick
 	Stock    int64
@@ -117,7 +117,7 @@ func (v *View) Current(ctx context.Context, now time.Time, interval time.Duratio
 		return v.sum, false
 	}
 	switch rep.Outcome {
-	case Prequeue, Open, SoldOut, Paused, Ended:
+	case BeforeStart, Open, SoldOut, Paused, Ended:
 	default:
 		v.has = false
 		return Summary{}, false

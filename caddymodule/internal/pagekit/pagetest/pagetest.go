@@ -10,10 +10,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -24,6 +26,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/seckilledge/seckill/caddymodule/internal/pagekit"
+	clientjs "github.com/seckilledge/seckill/clients/js"
 )
 
 // Chromium is the path of Debian's headless browser. Missing, the test fails: scripts/stack.sh
@@ -48,20 +51,54 @@ type Browser struct {
 // NewBrowser starts chromium for t (closed when t ends) and reads axe-core.
 func NewBrowser(t *testing.T) *Browser {
 	t.Helper()
-	bin := Chromium(t)
+	bctx := start(t)
+	if _, err := chromedp.Run(bctx, chromedp.Evaluate[chromedp.Void]("1")); err != nil {
+		t.Fatalf("starting chromium: %v", err)
+	}
+	return &Browser{ctx: bctx, axe: axeSource(t)}
+}
+
+// Context is a tab of a chromium of its own, with a profile of its own (another device's
+// storage and keys), open for d at most and closed when t ends: for a test that drives the
+// page with chromedp itself.
+func Context(t *testing.T, d time.Duration) context.Context {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(start(t), d)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// start starts chromium with a fresh profile, closed when t ends.
+func start(t *testing.T) context.Context {
+	t.Helper()
 	opts := append(chromedp.DefaultExecAllocatorOptions[:],
-		chromedp.ExecPath(bin), chromedp.NoSandbox, chromedp.DisableGPU,
+		chromedp.ExecPath(Chromium(t)), chromedp.NoSandbox, chromedp.DisableGPU,
 		chromedp.Flag("disable-background-networking", true), chromedp.Flag("disable-component-update", true),
 		chromedp.Flag("disable-sync", true), chromedp.NoFirstRun, chromedp.UserDataDir(t.TempDir()))
 	actx, cancelA := chromedp.NewExecAllocator(context.Background(), opts...)
 	bctx, cancelB := chromedp.NewContext(actx)
-	if _, err := chromedp.Run(bctx, chromedp.Evaluate[chromedp.Void]("1")); err != nil {
-		cancelB()
-		cancelA()
-		t.Fatalf("starting chromium: %v", err)
-	}
 	t.Cleanup(func() { cancelB(); cancelA() })
-	return &Browser{ctx: bctx, axe: axeSource(t)}
+	return bctx
+}
+
+// TextIn is the text of #sk-<id> in the page of ctx, shown or not ("" when it is missing).
+func TextIn(t *testing.T, ctx context.Context, id string) string {
+	t.Helper()
+	v, err := chromedp.Run(ctx, chromedp.Evaluate[string](fmt.Sprintf(`(document.getElementById("sk-%s") || {}).textContent || ""`, id)))
+	if err != nil {
+		t.Fatalf("reading #sk-%s: %v", id, err)
+	}
+	return v
+}
+
+// StateIn is the page's <body data-state> in the page of ctx.
+func StateIn(t *testing.T, ctx context.Context) string {
+	t.Helper()
+	v, err := chromedp.Run(ctx, chromedp.Evaluate[string](stateJS))
+	if err != nil {
+		t.Fatalf("reading the page's state: %v", err)
+	}
+	return v
 }
 
 // AxePath is where axe-core is: $SECKILL_AXE_JS, else npm/node_modules/axe-core/axe.min.js in
@@ -453,4 +490,104 @@ func (p *Tab) WaitSays(id, message string) {
 	p.t.Helper()
 	until(p, fmt.Sprintf("#sk-%s saying %q", id, message), fmt.Sprintf(`(document.getElementById("sk-%s") || {}).textContent || ""`, id),
 		func(v string) bool { return Says(v, message) })
+}
+
+// RunsClient checks that kind's page runs the JavaScript client, clients/js/seckill.js, byte
+// for byte: its one script opens with the client, and what follows, the kit's and the page's
+// own code, speaks none of the protocol itself (no fetch, no worker but the kit's timer, no
+// protocol header) and makes one Client, so the Chromium tests of the page are tests of the
+// client.
+func RunsClient(t *testing.T, kind pagekit.Kind) {
+	t.Helper()
+	kit, err := pagekit.New(kind, pagekit.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := httptest.NewRecorder()
+	if err := kit.Serve(w, httptest.NewRequest("GET", "/seckill/s1/x", nil), "s1", []string{"S", "M"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	html := w.Body.String()
+	const open = `<script type="module">`
+	i, j := strings.Index(html, open), strings.Index(html, "</script>")
+	if i < 0 || j < i || strings.Count(html, "<script") != 1 {
+		t.Fatalf("want one module script in the page")
+	}
+	script := strings.TrimPrefix(html[i+len(open):j], "\n")
+	own, ok := strings.CutPrefix(script, clientjs.Source)
+	own = strings.TrimPrefix(own, "\n")
+	if !ok {
+		t.Fatalf("the page's script does not open with clients/js/seckill.js")
+	}
+	for _, s := range []string{"fetch(", "X-Seckill-", "crypto.", "XMLHttpRequest"} {
+		if strings.Contains(own, s) {
+			t.Errorf("the page's own code has %q: it speaks the protocol itself", s)
+		}
+	}
+	// One worker of its own: the kit's timer, which keeps a background tab's polls on time.
+	if !strings.HasPrefix(own, pagekit.JS) || strings.Count(own, "new Worker") != 1 || strings.Count(pagekit.JS, "new Worker") != 1 {
+		t.Errorf("the page's own code starts workers beyond the kit's timer")
+	}
+	if strings.Count(own, "new Client(") != 1 {
+		t.Errorf("the page's own code makes no Client")
+	}
+}
+
+// Shop is a shop's own page for the room's and the draw's tests: its template
+// (testdata/shop/page.html: the shop's header, footer and colours around our "main", the
+// title <kind>.title) and its catalogues (English, and German with the shop's own heading of
+// each page).
+func Shop() *pagekit.Config {
+	_, file, _, _ := runtime.Caller(0)
+	dir := filepath.Join(filepath.Dir(file), "testdata", "shop")
+	return &pagekit.Config{Template: filepath.Join(dir, "page.html"), Messages: []string{filepath.Join(dir, "messages")}}
+}
+
+// Screen is a screen a page is shown on.
+type Screen struct {
+	Name          string
+	Width, Height int64
+	Mobile        bool
+}
+
+// Screens are the two the docs' pictures show: a desktop and a phone (390 x 844).
+var Screens = []Screen{{"desktop", 1280, 800, false}, {"phone", 390, 844, true}}
+
+// TabOn is Tab on screen s.
+func (b *Browser) TabOn(t *testing.T, lang string, s Screen) *Tab {
+	t.Helper()
+	return b.Tab(t, lang, s.Width, s.Height, s.Mobile)
+}
+
+// ScreenshotDir is where `make screenshots` wants the pages' pictures ($SECKILL_SCREENSHOTS);
+// without it the test that takes them is skipped.
+func ScreenshotDir(t *testing.T) string {
+	t.Helper()
+	dir := os.Getenv("SECKILL_SCREENSHOTS")
+	if dir == "" {
+		t.Skip("SECKILL_SCREENSHOTS is not set (make screenshots)")
+	}
+	return dir
+}
+
+// FromStart checks that inner starts where outer starts on the side a line of lang starts
+// (the left, the right for a language written right to left), within a pixel; what names it.
+func (p *Tab) FromStart(lang, what, outer, inner string) {
+	p.t.Helper()
+	side := "left"
+	if pagekit.Direction(lang) == "rtl" {
+		side = "right"
+	}
+	gap := JS[float64](p, fmt.Sprintf(`(() => { const o = document.querySelector(%q).getBoundingClientRect(), i = document.querySelector(%q).getBoundingClientRect(); return Math.abs(o.%s - i.%s); })()`, outer, inner, side, side))
+	if gap > 1 {
+		p.t.Errorf("%s does not start at the %s (%.0f px from it)", what, side, gap)
+	}
+}
+
+// HasLanguage checks the page's <html lang dir>: lang, and its direction.
+func (p *Tab) HasLanguage(lang string) {
+	p.t.Helper()
+	if got := JS[string](p, `document.documentElement.lang + " " + document.documentElement.dir`); got != lang+" "+pagekit.Direction(lang) {
+		p.t.Fatalf("<html lang dir> = %q, want %s %s", got, lang, pagekit.Direction(lang))
+	}
 }
