@@ -84,7 +84,10 @@
 --          {6}                         sold_out     (the sale: its total stock is gone)
 --          {6, variant, left}          sold_out     of the variant (or, variant "", a quantity
 --                                      above the stock of a sale without variants): only
---                                      left <= 0 means the variant is gone for everyone
+--                                      left <= 0 means the variant is gone for everyone;
+--                                      {6, "", 0} while units are held for the waitlist
+--                                      (meta "reserved", room_offer.lua): the sale is not
+--                                      sold out for the user who is offered one ("o:<user>")
 --          {7, k}                      sharded: the meta hash is a sharded sale's (field
 --                                      "shards" = k > 1); nothing was decided: the caller runs
 --                                      this script again on the user's shard (contract/shard.go)
@@ -117,7 +120,7 @@
 -- its last unit publishes "sold_out:<sale>/<variant>" instead (unless the whole sale sold out
 -- with it); a shard publishes it also when it refuses a buyer for want of that variant.
 local vid, qarg = ARGV[7] or "", ARGV[8] or ""
-local m = redis.call("HMGET", KEYS[1], "stock", "starts_ms", "ends_ms", "shards", "state", "limit", "variants", "v:" .. vid, "room", "draw", "w:" .. vid)
+local m = redis.call("HMGET", KEYS[1], "stock", "starts_ms", "ends_ms", "shards", "state", "limit", "variants", "v:" .. vid, "room", "draw", "w:" .. vid, "reserved", "o:" .. ARGV[2])
 local state = m[5]
 if state == "paused" then
   return {8}
@@ -253,6 +256,14 @@ if ARGV[4] ~= "" then
   end
 end
 local shard = string.find(ARGV[1], ":", 1, true)
+-- The waitlist (room_offer.lua): "reserved" units of the stock are held for offered waiters;
+-- a user with a live offer ("o:<user>") buys one of them, anybody else only what is left.
+local offer, reserved = tonumber(m[13]), vstock == nil and tonumber(m[12]) or 0
+if offer and offer > now and reserved > 0 then reserved = reserved - 1 else offer = nil end
+stock = stock - reserved
+if stock <= 0 and reserved > 0 then
+  return {6, "", 0}
+end
 if stock <= 0 then
   if shard then
     redis.call("PUBLISH", "seckill:events", "sold_out:" .. ARGV[1])
@@ -270,8 +281,12 @@ end
 
 -- The decision is made: write. (The script is atomic: a value read above is the value now.)
 local vleft
+if offer then
+  redis.call("HINCRBY", KEYS[1], "reserved", -1)
+  redis.call("HDEL", KEYS[1], "o:" .. user)
+end
 if vstock == nil then
-  stock = redis.call("HINCRBY", KEYS[1], "stock", -q)
+  stock = redis.call("HINCRBY", KEYS[1], "stock", -q) - reserved
 else
   stock, vleft = stock - q, vstock - q
   redis.call("HSET", KEYS[1], "stock", stock, "v:" .. vid, vleft)
@@ -337,7 +352,7 @@ else
 end
 -- An outbox with entries never expires: the relay gives it a TTL again once it is drained.
 redis.call("PERSIST", KEYS[4])
-if stock == 0 then
+if stock == 0 and reserved == 0 then
   redis.call("PUBLISH", "seckill:events", "sold_out:" .. ARGV[1])
 elseif vleft == 0 then
   redis.call("PUBLISH", "seckill:events", "sold_out:" .. ARGV[1] .. "/" .. vid)
