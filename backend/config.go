@@ -18,19 +18,19 @@ import (
 // Config is the backend's configuration. Every field has a flag and an environment variable;
 // the flag wins. Secrets (the admin token, passwords inside URLs) belong in the environment.
 type Config struct {
-	Listen         string        // SECKILL_BACKEND_LISTEN, -listen: the order API (the gateway proxies /orders/ here)
-	AdminListen    string        // SECKILL_BACKEND_ADMIN_LISTEN, -admin-listen: admin API, shop API, metrics
-	AdminHosts     string        // SECKILL_ADMIN_HOSTS, -admin-hosts: Host names the admin listener answers (AdminHostNames)
-	PGURL          string        // SECKILL_PG_URL, -pg
-	PGMaxConns     int           // SECKILL_PG_MAX_CONNS, -pg-max-conns
-	RedisAddr      string        // SECKILL_REDIS_ADDR, -redis
-	AMQPURL        string        // SECKILL_AMQP_URL, -amqp
-	AdminToken     string        // SECKILL_ADMIN_TOKEN (environment only): one token, role admin, named "admin"
-	AdminTokens    string        // SECKILL_ADMIN_TOKENS (environment only): name:token:role,...
-	BatchSize      int           // SECKILL_BATCH_SIZE, -batch-size
-	BatchWait      time.Duration // SECKILL_BATCH_WAIT, -batch-wait: longest an order waits for company while a batch is written
-	BatchWriters   int           // SECKILL_BATCH_WRITERS, -batch-writers: batches written at once
-	SweepInterval  time.Duration // SECKILL_SWEEP_INTERVAL, -sweep-interval: unpaid-order sweeper period
+	Listen        string        // SECKILL_BACKEND_LISTEN, -listen: the order API (the gateway proxies /orders/ here)
+	AdminListen   string        // SECKILL_BACKEND_ADMIN_LISTEN, -admin-listen: admin API, shop API, metrics
+	AdminHosts    string        // SECKILL_ADMIN_HOSTS, -admin-hosts: Host names the admin listener answers (AdminHostNames)
+	PGURL         string        // SECKILL_PG_URL, -pg
+	PGMaxConns    int           // SECKILL_PG_MAX_CONNS, -pg-max-conns
+	RedisAddr     string        // SECKILL_REDIS_ADDR, -redis
+	AMQPURL       string        // SECKILL_AMQP_URL, -amqp
+	AdminToken    string        // SECKILL_ADMIN_TOKEN (environment only): one token, role admin, named "admin"
+	AdminTokens   string        // SECKILL_ADMIN_TOKENS (environment only): name:token:role,...
+	BatchSize     int           // SECKILL_BATCH_SIZE, -batch-size
+	BatchWait     time.Duration // SECKILL_BATCH_WAIT, -batch-wait: longest an order waits for company while a batch is written
+	BatchWriters  int           // SECKILL_BATCH_WRITERS, -batch-writers: batches written at once
+	SweepInterval time.Duration // SECKILL_SWEEP_INTERVAL, -sweep-interval: unpaid-order sweeper period
 	// The waitlist of the room sales (docs/room.md, "The waitlist"): how long an offered waiter
 	// may buy (SECKILL_WAITLIST_WINDOW, -waitlist-window; 0: no waitlist, a released unit goes
 	// back to the open pool), and whether an offer needs the waiter present
@@ -38,10 +38,10 @@ type Config struct {
 	// off).
 	WaitlistWindow   time.Duration
 	WaitlistPresence bool
-	ReconcileGrace time.Duration // SECKILL_RECONCILE_GRACE, -reconcile-grace
-	LockTTL        time.Duration // SECKILL_LOCK_TTL, -lock-ttl: lease of the distributed lock
-	Retention      time.Duration // SECKILL_REDIS_RETENTION, -redis-retention: sale keys live this long after the sale ends
-	Baselines      bool          // SECKILL_BASELINES, -baselines: the naive benchmark endpoints
+	ReconcileGrace   time.Duration // SECKILL_RECONCILE_GRACE, -reconcile-grace
+	LockTTL          time.Duration // SECKILL_LOCK_TTL, -lock-ttl: lease of the distributed lock
+	Retention        time.Duration // SECKILL_REDIS_RETENTION, -redis-retention: sale keys live this long after the sale ends
+	Baselines        bool          // SECKILL_BASELINES, -baselines: the naive benchmark endpoints
 	// SECKILL_LOG_LEVEL, -log-level: the least severe record logged (debug, info, warn, error;
 	// default info), parsed into LogLevel by ConfigFromFlags.
 	LogLevelName string
