@@ -22,10 +22,10 @@ import (
 // Waitlist sets none.
 const DefaultOfferWindow = 2 * time.Minute
 
-// Waitlist hands the units released in a sold-out room sale (an unpaid order's timeout, a
-// cancellation, a refused payment) to the room's next present waiters, one offer each, and
-// gives a unit back to the open pool only when nobody is left (lua/room_offer.lua; docs/room.md,
-// "The waitlist"). Step runs after each compensation of a room sale and StepAll on every sweep:
+// Waitlist hands the units released in a sold-out room sale whose room has a waitlist
+// (admin.RoomSpec.Waitlist; an unpaid order's timeout, a failed order) to the room's next
+// present waiters, one offer each, and gives a unit back to the open pool only when nobody is
+// left (lua/room_offer.lua; docs/room.md, "The waitlist"). Step runs after each compensation of a room sale and StepAll on every sweep:
 // the script is idempotent, so any number of backends may run it at once.
 //
 // The shop hears of each offer (unit.offered) and of each that ended unbought (unit.passed);
@@ -50,11 +50,16 @@ type Waitlist struct {
 
 // Step runs one sale's waitlist once: it settles the offers that ended, offers the held units to
 // the next present waiters, gives back to the pool what nobody is left to take, and records
-// the shop's events. A sale without a room (or no longer in Redis) is left alone.
+// the shop's events. A sale whose room has no waitlist ("waitlist": true in its room spec), or
+// no longer in Redis, is left alone.
 func (w *Waitlist) Step(ctx context.Context, sale string) (lua.RoomOfferResult, error) {
-	paid := -1
-	if err := w.Pool.QueryRow(ctx, `SELECT count(*) FROM orders WHERE sale_id = $1 AND status = 'paid'`, sale).Scan(&paid); err != nil {
+	paid, on := -1, false
+	if err := w.Pool.QueryRow(ctx, `SELECT (SELECT count(*) FROM orders WHERE sale_id = $1 AND status = 'paid'),
+		COALESCE((SELECT room->>'waitlist' = 'true' FROM sales WHERE id = $1), false)`, sale).Scan(&paid, &on); err != nil {
 		return lua.RoomOfferResult{}, err
+	}
+	if !on {
+		return lua.RoomOfferResult{}, nil
 	}
 	window := w.Window
 	if window <= 0 {
@@ -77,9 +82,10 @@ func (w *Waitlist) Step(ctx context.Context, sale string) (lua.RoomOfferResult, 
 	return r, nil
 }
 
-// StepAll runs Step for every room sale that is on (started, not ended a minute ago).
+// StepAll runs Step for every room sale with a waitlist that is on (started, not ended a
+// minute ago).
 func (w *Waitlist) StepAll(ctx context.Context) error {
-	rows, err := w.Pool.Query(ctx, `SELECT id FROM sales WHERE room IS NOT NULL
+	rows, err := w.Pool.Query(ctx, `SELECT id FROM sales WHERE room->>'waitlist' = 'true'
 		AND starts_at <= now() AND ends_at > now() - interval '1 minute' ORDER BY id`)
 	if err != nil {
 		return err

@@ -134,7 +134,7 @@ func TestReleasedUnitsGoToTheNextPresentWaitersAcrossGateways(t *testing.T) {
 	now := time.Now()
 	if _, err := s.svc.Sales.CreateSale(ctx, backend.SaleSpec{ID: id, Stock: units, StartsAt: now.Add(-time.Minute),
 		EndsAt: now.Add(time.Hour), PayWithin: "1h", Room: &admin.RoomSpec{Rate: &rate, Oversubscribe: &over,
-			Session: "10m", Difficulty: &admin.Difficulty{0, 0}}}); err != nil {
+			Session: "10m", Difficulty: &admin.Difficulty{0, 0}, Waitlist: true}}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := s.svc.Sales.Preheat(ctx, id); err != nil {
