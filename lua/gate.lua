@@ -86,8 +86,10 @@
 --                                      above the stock of a sale without variants): only
 --                                      left <= 0 means the variant is gone for everyone;
 --                                      {6, "", 0} while units are held for the waitlist
---                                      (meta "reserved", room_offer.lua): the sale is not
---                                      sold out for the user who is offered one ("o:<user>")
+--                                      (meta "reserved", room_offer.lua) or the sale has one
+--                                      (meta "waitlist" = 1; then no "sold_out:" is
+--                                      published): the sale is not sold out for the user who
+--                                      is offered a unit ("o:<user>")
 --          {7, k}                      sharded: the meta hash is a sharded sale's (field
 --                                      "shards" = k > 1); nothing was decided: the caller runs
 --                                      this script again on the user's shard (contract/shard.go)
@@ -120,7 +122,7 @@
 -- its last unit publishes "sold_out:<sale>/<variant>" instead (unless the whole sale sold out
 -- with it); a shard publishes it also when it refuses a buyer for want of that variant.
 local vid, qarg = ARGV[7] or "", ARGV[8] or ""
-local m = redis.call("HMGET", KEYS[1], "stock", "starts_ms", "ends_ms", "shards", "state", "limit", "variants", "v:" .. vid, "room", "draw", "w:" .. vid, "reserved", "o:" .. ARGV[2])
+local m = redis.call("HMGET", KEYS[1], "stock", "starts_ms", "ends_ms", "shards", "state", "limit", "variants", "v:" .. vid, "room", "draw", "w:" .. vid, "reserved", "o:" .. ARGV[2], "waitlist")
 local state = m[5]
 if state == "paused" then
   return {8}
@@ -261,7 +263,9 @@ local shard = string.find(ARGV[1], ":", 1, true)
 local offer, reserved = tonumber(m[13]), vstock == nil and tonumber(m[12]) or 0
 if offer and offer > now and reserved > 0 then reserved = reserved - 1 else offer = nil end
 stock = stock - reserved
-if stock <= 0 and reserved > 0 then
+if stock <= 0 and (reserved > 0 or m[14] == "1") then
+  -- A short sold_out: no gateway flags the sale, so its room keeps its waiters, and an
+  -- offered waiter's purchase reaches this script.
   return {6, "", 0}
 end
 if stock <= 0 then
@@ -352,7 +356,7 @@ else
 end
 -- An outbox with entries never expires: the relay gives it a TTL again once it is drained.
 redis.call("PERSIST", KEYS[4])
-if stock == 0 and reserved == 0 then
+if stock == 0 and reserved == 0 and m[14] ~= "1" then
   redis.call("PUBLISH", "seckill:events", "sold_out:" .. ARGV[1])
 elseif vleft == 0 then
   redis.call("PUBLISH", "seckill:events", "sold_out:" .. ARGV[1] .. "/" .. vid)

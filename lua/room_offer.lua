@@ -10,7 +10,10 @@
 -- KEYS[1]  seckill:{sale:<id>}:meta          hash: stock, ends_ms, state, reserved (units of
 --                                             stock held for the waitlist), "o:<user>" (an
 --                                             open offer's end, ms; gate.lua sells that user
---                                             one held unit and deletes the field)
+--                                             one held unit and deletes the field); this
+--                                             script sets waitlist = 1 (gate.lua then answers
+--                                             a short sold_out and publishes none, so no
+--                                             gateway's room answers sold_out from memory)
 -- KEYS[2]  seckill:{sale:<id>}:room          hash: cursor, admitted (room_queue.lua); this
 --                                             script sets waitlist = 1 and paid = ARGV[3]
 -- KEYS[3]  seckill:{sale:<id>}:room:q        zset: the queue (room_queue.lua)
@@ -75,6 +78,7 @@ if (ARGV[3] or "") ~= "" then
 else
   redis.call("HSET", room, "waitlist", 1)
 end
+redis.call("HSET", meta, "waitlist", 1)
 local reserved = tonumber(m[4]) or 0
 local until_ms = redis.call("PEXPIRETIME", meta)
 local events = {}
