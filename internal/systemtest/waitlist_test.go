@@ -197,7 +197,10 @@ func TestReleasedUnitsGoToTheNextPresentWaitersAcrossGateways(t *testing.T) {
 			return roomDo(t, http.MethodGet, gw[p.gw]+"/seckill/"+id+"/queue", p.user, map[string]string{"X-Seckill-Ticket": p.ticket}).State == "admitted"
 		})
 	}
-	for _, p := range queue {
+	for i, p := range queue {
+		if i == 2 {
+			continue // he closes his tab after entering (below): not polled
+		}
 		if a := roomDo(t, http.MethodGet, gw[p.gw]+"/seckill/"+id+"/queue", p.user, map[string]string{"X-Seckill-Ticket": p.ticket}); a.State != "waiting" {
 			t.Fatalf("%s: %s, want waiting behind the rush", p.user, a.raw)
 		}
