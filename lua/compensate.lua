@@ -25,7 +25,7 @@
 -- drop by the quantity (never below 0) when the held hash exists.
 --
 -- The waitlist (docs/room.md, "The waitlist"): on a sale with a room whose gateways' waitlist
--- the backend runs (room hash field "waitlist" = 1), with one variant at most and a limit of
+-- the backend runs (room hash field "waitlist" = 1), without variants and with a limit of
 -- 1, a unit that comes back while the open pool is empty (stock - reserved <= 0) is held for
 -- the room's next present waiter: it goes into "stock" and into "reserved" (the units of stock
 -- the open pool may not sell), the state stays "sold_out" and no restock is broadcast.
