@@ -21,6 +21,7 @@ import (
 	"github.com/seckilledge/seckill/backend/sales"
 	"github.com/seckilledge/seckill/backend/ui"
 	"github.com/seckilledge/seckill/backend/webhook"
+	"github.com/seckilledge/seckill/caddymodule/reportpage"
 	"github.com/seckilledge/seckill/contract/admin"
 	drawmath "github.com/seckilledge/seckill/contract/draw"
 )
@@ -134,13 +135,13 @@ func New(o Options) *Service {
 	s.Sweeper = &orders.Sweeper{Pool: o.Pool, Locker: o.Locker, Compensator: o.Compensator, Log: o.Log,
 		Webhooks: o.Webhooks, Lock: o.SweeperLock}
 	s.Hooks = &webhook.Admin{Pool: o.Pool, Worker: o.Webhooks, Log: o.Log}
+	s.Reports = &report.Publisher{Pool: o.Pool, Redis: o.Redis, Key: o.ReportKey, Log: o.Log, Now: now,
+		Retention: s.Sales.RetentionOrDefault(), Page: reportpage.Must().Serve}
 	s.Cockpit = ui.New(ui.Cockpit{Pool: o.Pool, Redis: o.Redis, Log: o.Log, Now: now,
 		Lookup: tokens.Lookup, Viewer: s.Guard.Viewer, Sales: s.Controls.SalesEndingAfter,
 		Audit: func(ctx context.Context, limit int) ([]admin.AuditEntry, error) {
 			return s.Controls.Audit(ctx, "", limit)
-		}})
-	s.Reports = &report.Publisher{Pool: o.Pool, Redis: o.Redis, Key: o.ReportKey, Log: o.Log, Now: now,
-		Retention: s.Sales.RetentionOrDefault()}
+		}, ReportKey: s.Reports.PublicKey})
 	s.Baselines = &baseline.Baselines{Pool: o.Pool, Redis: o.Redis, Log: o.Log}
 	return s
 }

@@ -132,6 +132,13 @@ func TokensKey(sale string) string { return "seckill:" + SaleTag(sale) + ":token
 // gateway. On the sale's (or shard's) hash tag, so it goes in the purchase's script call.
 func ProofKey(sale, jti string) string { return "seckill:" + SaleTag(sale) + ":proof:" + jti }
 
+// PrivacyPassKey records a spent Privacy Pass token of a sale's entries (its nonce, in hex)
+// for as long as the token could be accepted (SET NX PX, caddymodule/botcheck): a token is
+// spent once across every gateway.
+func PrivacyPassKey(sale, nonce string) string {
+	return "seckill:" + SaleTag(sale) + ":privacypass:" + nonce
+}
+
 // OutboxKey is the stream of accepted orders of a sale, drained by the relay.
 func OutboxKey(sale string) string { return "seckill:" + SaleTag(sale) + ":outbox" }
 
@@ -292,6 +299,14 @@ const (
 	// CodeTooManyChallenges (429, with Retry-After: until the oldest open one expires): the
 	// user, or his network (an IP prefix), holds the most open challenges a sale allows.
 	CodeTooManyChallenges = "too_many_challenges"
+	// CodeBotChallengeRequired (403; 401 with WWW-Authenticate for Privacy Pass): the site
+	// has a challenge_provider and the entry (or token request) carries no token of it
+	// (X-Seckill-Challenge-Token, or a PrivateToken Authorization).
+	CodeBotChallengeRequired = "bot_challenge_required"
+	// CodeBotChallengeFailed (403; 401 with WWW-Authenticate for Privacy Pass): the
+	// provider's token is not good: forged, spent, expired, or made for another site, sale or
+	// action. Solve the challenge again.
+	CodeBotChallengeFailed = "bot_challenge_failed"
 	// CodeCrossSite (403): a state-changing request of the edge (entering a room or a draw, a
 	// token, a purchase) that a browser sent from another site: Sec-Fetch-Site cross-site, or an
 	// Origin that is not the request's own. Requests without those headers (curl,

@@ -114,6 +114,16 @@
 --          {18}                        proof_key_mismatch: the sale has a room and the user's
 --                                      place is bound to another key than ARGV[11]
 --          (10 is not used.)
+-- The buyers hash (and, on a sale with a limit above 1, the held hash) expires with the sale:
+-- the purchase that finds the meta field "buyers_ttl" unset gives them the meta key's expiry
+-- and sets it, so later purchases spend no command on expiries. preheat.lua, the backend's
+-- window control and reconcile.lua move or set those expiries; outbox_ack.lua gives a hash
+-- found without one (made again after compensation emptied it) the sale's at the next drain.
+--
+-- lua/throttled.go runs this text as the decision of a script that first runs throttle.lua's
+-- zones: it replaces the lines marked "-- (alone)" (one TIME serves both; the decision's KEYS
+-- and ARGV come first, so nk and na count only its own).
+--
 -- Publishes "sold_out:<sale>" on seckill:events when it sells the last unit (ARGV[1] is the
 -- shard id "<sale>:<i>" on a shard, so the event names the shard). A shard also publishes it
 -- when it refuses a buyer for want of stock: the backend's rebalancer then moves units to the
@@ -121,8 +131,14 @@
 -- is one message per gateway and restock, not one per refused click). A variant that sells
 -- its last unit publishes "sold_out:<sale>/<variant>" instead (unless the whole sale sold out
 -- with it); a shard publishes it also when it refuses a buyer for want of that variant.
-local vid, qarg = ARGV[7] or "", ARGV[8] or ""
-local m = redis.call("HMGET", KEYS[1], "stock", "starts_ms", "ends_ms", "shards", "state", "limit", "variants", "v:" .. vid, "room", "draw", "w:" .. vid, "reserved", "o:" .. ARGV[2], "waitlist")
+local nk, na = #KEYS, #ARGV -- (alone)
+local t = redis.call("TIME") -- (alone)
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000) -- (alone)
+-- The optional arguments, absent ones as "" (and keys as nil).
+local function arg(i) return i <= na and ARGV[i] or "" end
+local function key(i) return i <= nk and KEYS[i] or nil end
+local vid, qarg = arg(7), arg(8)
+local m = redis.call("HMGET", KEYS[1], "stock", "starts_ms", "ends_ms", "shards", "state", "limit", "variants", "v:" .. vid, "room", "draw", "w:" .. vid, "buyers_ttl", "reserved", "o:" .. ARGV[2], "waitlist")
 local state = m[5]
 if state == "paused" then
   return {8}
@@ -135,15 +151,13 @@ local stock, starts, ends = tonumber(m[1]), tonumber(m[2]), tonumber(m[3])
 if stock == nil or starts == nil or ends == nil then
   return {1}
 end
-local t = redis.call("TIME")
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 if now < starts then
   return {2}
 end
 if now >= ends or state == "ended" then
   return {3}
 end
-if KEYS[9] and (ARGV[10] or "") ~= "" then
+if key(9) and arg(10) ~= "" then
   local spent = redis.call("SET", KEYS[9], ARGV[3], "NX", "GET", "PX", ARGV[10])
   if spent and spent ~= ARGV[3] then
     return {17}
@@ -153,7 +167,7 @@ end
 -- A draw sale: the user's entry, and his variant and position once drawn (nil otherwise: not
 -- entered, withdrawn, or not drawn yet). The entry names the variant bought when none is named.
 local draw, won, pos, wave = m[10] == "1", nil, nil, m[11]
-if draw and KEYS[8] then
+if draw and key(8) then
   won, pos = string.match(redis.call("HGET", KEYS[8], ARGV[2]) or "", "^[^:]+:([^:]*):(%d+)$")
   if vid == "" and won ~= nil and won ~= "" then
     vid = won
@@ -195,22 +209,37 @@ end
 local simple = nv == 0 and limit == 1
 
 local user, order = ARGV[2], ARGV[3]
-local existing = redis.call("HGET", KEYS[2], user)
-if existing == order then
-  if simple then
-    return {0, order, stock}
+-- What a user who has bought is told, whatever comes after this point: with this very order
+-- id, the accepted answer again (a retried call after a lost reply); with another, his order
+-- (already_bought) when the limit is 1. nil when neither applies.
+local function bought_answer(existing)
+  if existing == order then
+    if simple then
+      return {0, order, stock}
+    end
+    return {0, order, stock, vid, q, 0}
   end
-  return {0, order, stock, vid, q, 0}
-end
-local held, bought
-if limit == 1 then
-  if existing then
+  if existing and limit == 1 then
     return {5, existing}
   end
-else
+end
+-- A refusal r below, unless the user has bought. With a limit of 1 the buyers hash is read
+-- only here or by the purchase's HSETNX: an accepted purchase reads it once, in the write.
+local function refuse(r)
+  if limit == 1 then
+    return bought_answer(redis.call("HGET", KEYS[2], user)) or r
+  end
+  return r
+end
+local held, bought
+if limit > 1 then
+  local answer = bought_answer(redis.call("HGET", KEYS[2], user))
+  if answer then
+    return answer
+  end
   -- A user's field in the held hash exists from his first purchase on (compensation lowers it,
   -- never deletes it); his purchase count "#<user>" only from his second: most buyers buy once.
-  bought = redis.call("HGET", KEYS[5], user)
+  bought = redis.call("HGET", key(5), user)
   held = tonumber(bought) or 0
   if held + q > limit then
     return {12, held}
@@ -219,71 +248,77 @@ end
 if m[9] == "1" then
   -- The waiting room decides who may buy, up to the purchase itself: an admission that lapsed
   -- since the token was issued has given its place to the next in line.
-  if ARGV[9] ~= "1" then
-    return {13}
+  if arg(9) ~= "1" then
+    return refuse({13})
   end
-  if not KEYS[7] or redis.call("HEXISTS", KEYS[6], "seed") == 0 then
-    return {14}
+  if not key(7) or redis.call("HEXISTS", KEYS[6], "seed") == 0 then
+    return refuse({14})
   end
   local admitted = tonumber(redis.call("ZSCORE", KEYS[7], user))
   if admitted == nil or admitted <= now then
-    return {15}
+    return refuse({15})
   end
-  local bound = KEYS[10] and redis.call("HGET", KEYS[10], user)
-  if bound and bound ~= (ARGV[11] or "") then
-    return {18}
+  local bound = key(10) and redis.call("HGET", KEYS[10], user)
+  if bound and bound ~= arg(11) then
+    return refuse({18})
   end
 end
 if draw then
   -- A draw decides who may buy what, up to the purchase itself: a win whose claim window
   -- closed since the token was issued has given its unit to the next wave.
-  if not KEYS[8] then
-    return {16}
+  if not key(8) then
+    return refuse({16})
   end
   local lo, hi, claim_until = string.match(wave or "", "^%d+:(%d+):(%d+):(%d+)$")
   pos = tonumber(pos)
   if won ~= vid or pos == nil or lo == nil or pos < tonumber(lo) or pos >= tonumber(hi)
       or now >= tonumber(claim_until) then
-    return {15, "draw"}
+    return refuse({15, "draw"})
   end
 end
 if ARGV[4] ~= "" then
   if redis.call("HGET", KEYS[3], user) ~= ARGV[4] then
-    return {4}
+    return refuse({4})
   end
   -- The gateway checked the expiry with its own clock; Redis TIME has the last word.
   local exp = tonumber(string.match(ARGV[4], ":(%d+)$"))
   if exp == nil or now >= exp then
-    return {9}
+    return refuse({9})
   end
 end
 local shard = string.find(ARGV[1], ":", 1, true)
 -- The waitlist (room_offer.lua): "reserved" units of the stock are held for offered waiters;
 -- a user with a live offer ("o:<user>") buys one of them, anybody else only what is left.
-local offer, reserved = tonumber(m[13]), vstock == nil and tonumber(m[12]) or 0
+local offer, reserved = tonumber(m[14]), vstock == nil and tonumber(m[13]) or 0
 if offer and offer > now and reserved > 0 then reserved = reserved - 1 else offer = nil end
 stock = stock - reserved
-if stock <= 0 and (reserved > 0 or m[14] == "1") then
+if stock <= 0 and (reserved > 0 or m[15] == "1") then
   -- A short sold_out: no gateway flags the sale, so its room keeps its waiters, and an
   -- offered waiter's purchase reaches this script.
-  return {6, "", 0}
+  return refuse({6, "", 0})
 end
 if stock <= 0 then
-  if shard then
+  local r = refuse({6})
+  if shard and r[1] == 6 then
     redis.call("PUBLISH", "seckill:events", "sold_out:" .. ARGV[1])
   end
-  return {6}
+  return r
 end
 if stock < q or (vstock ~= nil and vstock < q) then
   -- Not enough of what was asked; the sale itself still sells. Only an empty variant is news.
-  local left = vstock or stock
-  if shard and vstock ~= nil and vstock <= 0 then
+  local r = refuse({6, vid, vstock or stock})
+  if shard and vstock ~= nil and vstock <= 0 and r[1] == 6 then
     redis.call("PUBLISH", "seckill:events", "sold_out:" .. ARGV[1] .. "/" .. vid)
   end
-  return {6, vid, left}
+  return r
 end
 
 -- The decision is made: write. (The script is atomic: a value read above is the value now.)
+-- With a limit of 1 the buyer goes in first: HSETNX finds a user who has bought (the one
+-- answer the checks above left open), and then nothing is written.
+if limit == 1 and redis.call("HSETNX", KEYS[2], user, order) == 0 then
+  return bought_answer(redis.call("HGET", KEYS[2], user))
+end
 local vleft
 if offer then
   redis.call("HINCRBY", KEYS[1], "reserved", -1)
@@ -295,30 +330,27 @@ else
   stock, vleft = stock - q, vstock - q
   redis.call("HSET", KEYS[1], "stock", stock, "v:" .. vid, vleft)
 end
-redis.call("HSET", KEYS[2], user, order)
--- The buyers hash expires with the sale, set once rather than on every purchase: when this
--- purchase made the hash, or found it without an expiry (a reconcile after a Redis loss writes
--- it without one). preheat.lua and the backend's window control move it with the sale's end.
-local expires
-if redis.call("PTTL", KEYS[2]) == -1 then
-  expires = redis.call("PEXPIRETIME", KEYS[1])
-  if expires > 0 then
-    redis.call("PEXPIREAT", KEYS[2], expires)
-  end
-end
 local seq = 1
 if limit > 1 then
+  redis.call("HSET", KEYS[2], user, order)
   if bought then
     seq = (tonumber(redis.call("HGET", KEYS[5], "#" .. user)) or 1) + 1
     redis.call("HSET", KEYS[5], user, held + q, "#" .. user, seq)
   else
-    -- The user's first purchase: the only one that may create the hash, so it sets its expiry.
     redis.call("HSET", KEYS[5], user, q)
-    expires = expires or redis.call("PEXPIRETIME", KEYS[1])
-    if expires > 0 then
+  end
+end
+if m[12] ~= "1" then
+  -- The sale's first purchase (since the meta hash was made): the buyers and held hashes get
+  -- the sale's expiry, once (see the header).
+  local expires = redis.call("PEXPIRETIME", KEYS[1])
+  if expires > 0 then
+    redis.call("PEXPIREAT", KEYS[2], expires)
+    if limit > 1 then
       redis.call("PEXPIREAT", KEYS[5], expires)
     end
   end
+  redis.call("HSET", KEYS[1], "buyers_ttl", 1)
 end
 if ARGV[4] ~= "" then
   redis.call("HDEL", KEYS[3], user)
@@ -327,14 +359,14 @@ end
 -- preheat.lua creates the stream with the group, and the relay creates the group from id 0 on
 -- a stream that has none (a sale preheated by an older backend, an outbox that expired after
 -- it drained), so every entry is relayed either way.
-local tp = ARGV[6]
+local tp = arg(6)
 if simple then
-  if tp == nil or tp == "" then
+  if tp == "" then
     redis.call("XADD", KEYS[4], "*", "o", order, "u", user, "t", now)
   else
     redis.call("XADD", KEYS[4], "*", "o", order, "u", user, "t", now, "tp", tp)
   end
-elseif vid ~= "" and q == 1 and seq == 1 and (tp == nil or tp == "") then
+elseif vid ~= "" and q == 1 and seq == 1 and tp == "" then
   -- The common purchase of a variant sale (one unit, the user's first): no table to build.
   redis.call("XADD", KEYS[4], "*", "o", order, "u", user, "t", now, "v", vid)
 else
@@ -349,14 +381,14 @@ else
   if seq ~= 1 then
     e[#e + 1], e[#e + 2] = "n", seq
   end
-  if tp ~= nil and tp ~= "" then
+  if tp ~= "" then
     e[#e + 1], e[#e + 2] = "tp", tp
   end
   redis.call("XADD", KEYS[4], "*", unpack(e))
 end
 -- An outbox with entries never expires: the relay gives it a TTL again once it is drained.
 redis.call("PERSIST", KEYS[4])
-if stock == 0 and reserved == 0 and m[14] ~= "1" then
+if stock == 0 and reserved == 0 and m[15] ~= "1" then
   redis.call("PUBLISH", "seckill:events", "sold_out:" .. ARGV[1])
 elseif vleft == 0 then
   redis.call("PUBLISH", "seckill:events", "sold_out:" .. ARGV[1] .. "/" .. vid)

@@ -21,6 +21,11 @@ func TestEveryScriptCompilesInRedis(t *testing.T) {
 			t.Errorf("%s.lua does not compile: %v", name, err)
 		}
 	}
+	for name, s := range map[string]*redis.Script{"gate": GateThrottled, "token_issue": TokenIssueThrottled} {
+		if err := s.Load(context.Background(), rdb).Err(); err != nil {
+			t.Errorf("the zones and %s.lua in one script do not compile: %v", name, err)
+		}
+	}
 }
 
 func TestPreheatIsIdempotentAndNeverResetsASellingSale(t *testing.T) {

@@ -10,7 +10,8 @@ import (
 )
 
 // OutboxAckCall is the relay's acknowledgement of outbox entries the broker confirmed
-// (outbox_ack.lua): XACK and XDEL them, and let a drained outbox expire with its sale.
+// (outbox_ack.lua): XACK and XDEL them, and let a drained outbox expire with its sale (and a
+// buyers hash found without an expiry).
 type OutboxAckCall struct {
 	Sale  string // sale id, or a shard id
 	Group string // the relay's consumer group
@@ -19,9 +20,9 @@ type OutboxAckCall struct {
 	IDs       []string // the confirmed stream entry ids; at least one
 }
 
-// Keys are the call's KEYS: outbox, meta.
+// Keys are the call's KEYS: outbox, meta, buyers.
 func (c OutboxAckCall) Keys() []string {
-	return []string{contract.OutboxKey(c.Sale), contract.MetaKey(c.Sale)}
+	return []string{contract.OutboxKey(c.Sale), contract.MetaKey(c.Sale), contract.BuyersKey(c.Sale)}
 }
 
 // Args are the call's ARGV.

@@ -26,7 +26,8 @@
 --                                 order the user has in Postgres. An absent counter reads 1
 --                                 when the user has a held field (the gate's convention), else
 --                                 0; raising it creates the held field (0 units) too.
---          A held hash this script creates gets the meta hash's expiry, as the gate does.
+--          A held hash this script creates gets the meta hash's expiry, as the gate does, and
+--          so does a buyers hash it restored a buyer to when the hash has none.
 --
 -- Returns  {stock, restored, raised}: the Redis stock after the delta (-1 when the sale is not
 --          in Redis: then nothing is changed), how many buyers were restored and how many
@@ -91,10 +92,17 @@ for i = 3, #ARGV, 2 do
     restored = restored + redis.call("HSETNX", buyers, f, ARGV[i + 1])
   end
 end
-if heldNew and raised > 0 then
+-- Hashes this call made (or found without an expiry) expire with the sale: the gate gives the
+-- buyers hash its expiry only with the sale's first purchase.
+if (heldNew and raised > 0) or restored > 0 then
   local expires = redis.call("PEXPIRETIME", meta)
   if expires > 0 then
-    redis.call("PEXPIREAT", held, expires)
+    if heldNew and raised > 0 then
+      redis.call("PEXPIREAT", held, expires)
+    end
+    if restored > 0 then
+      redis.call("PEXPIREAT", buyers, expires, "NX")
+    end
   end
 end
 local stock = tonumber(redis.call("HGET", meta, "stock")) or 0

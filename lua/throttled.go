@@ -1,6 +1,7 @@
 package lua
 
 import (
+	"fmt"
 	"strings"
 
 	"github.com/redis/go-redis/v9"
@@ -10,14 +11,13 @@ import (
 // (or token) where a route has seckill_throttle right before seckill_gate (or seckill_token),
 // on a single Redis. See Throttled.
 var (
-	GateThrottled       = Throttled("gate")        // throttle.lua's zones, then gate.lua
-	TokenIssueThrottled = Throttled("token_issue") // throttle.lua's zones, then token_issue.lua
+	GateThrottled       = redis.NewScript(ThrottledSource("gate"))        // throttle.lua's zones, then gate.lua
+	TokenIssueThrottled = redis.NewScript(ThrottledSource("token_issue")) // throttle.lua's zones, then token_issue.lua
 )
 
-// throttledMain runs the zones of throttle.lua, then, unless an enforcing zone refused, the
-// decision script, in one atomic call. The two scripts' texts become the bodies of the local
-// functions throttle_zones and decide, each with KEYS and ARGV of its own (parameters shadow
-// the globals), so both run exactly as they do alone.
+// throttledHead starts a combined script: it checks the trailing arguments, counts the
+// decision's own KEYS and ARGV (nk, na: they come first) and reads Redis TIME once for the
+// zones and the decision.
 //
 // KEYS     the decision script's KEYS, then the zones' (two per zone, as throttle.lua takes them)
 // ARGV     the decision script's ARGV, then the zones' (five per zone), then two more:
@@ -32,40 +32,75 @@ var (
 // A zone's admission stays recorded when the decision refuses, as when the two are separate
 // calls; the caller gives back the admissions of zones another zone overruled, as the
 // throttle does alone (throttle_refund.lua).
-const throttledMain = `
-local z = tonumber(ARGV[#ARGV - 1])
+const throttledHead = `local z = tonumber(ARGV[#ARGV - 1])
 local enforce = ARGV[#ARGV]
 if z == nil or z < 1 or #enforce ~= z or #KEYS < 2 * z or #ARGV < 2 + 5 * z then
   return redis.error_reply("ERR throttled: bad arguments")
 end
 local nk, na = #KEYS - 2 * z, #ARGV - 2 - 5 * z
-local dk, da, tk, ta = {}, {}, {}, {}
-for i = 1, nk do dk[i] = KEYS[i] end
-for i = 1, 2 * z do tk[i] = KEYS[nk + i] end
-for i = 1, na do da[i] = ARGV[i] end
-for i = 1, 5 * z do ta[i] = ARGV[na + i] end
-local zones = throttle_zones(tk, ta)
-if type(zones) ~= "table" or zones.err then
-  return zones
+local now_us
+do
+  local t = redis.call("TIME")
+  now_us = tonumber(t[1]) * 1000000 + tonumber(t[2])
 end
-for i = 1, z do
-  if zones[5 * (i - 1) + 1] ~= 0 and string.sub(enforce, i, i) == "1" then
-    return {zones}
-  end
-end
-return {zones, decide(dk, da)}
 `
 
-// Throttled is the decision script name (gate, token_issue) preceded by throttle.lua's zones in
-// one script (see throttledMain for its KEYS, ARGV and reply).
-func Throttled(name string) *redis.Script {
+// The lines of throttle.lua and of a decision script marked "-- (alone)", by their code, and
+// what a combined script runs instead. The zones' part runs at the script's top level; the
+// decision runs as one function, whose returns become the second item of the reply.
+var (
+	zonesAlone = map[string]string{
+		`local t = redis.call("TIME")`:                          "",
+		`local now = tonumber(t[1]) * 1000000 + tonumber(t[2])`: "local now = now_us",
+		`local ko, ao, zones, last = 0, 0, #KEYS / 2, #ARGV`:    "local ko, ao, zones, last = nk, na, z, #ARGV - 2",
+		`return out`: `for i = 1, z do
+  if out[5 * (i - 1) + 1] ~= 0 and string.sub(enforce, i, i) == "1" then
+    return {out}
+  end
+end`,
+	}
+	decisionAlone = map[string]string{
+		`local nk, na = #KEYS, #ARGV`:                                           "",
+		`local t = redis.call("TIME")`:                                          "",
+		`local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)`: "local now = math.floor(now_us / 1000)",
+	}
+)
+
+// ThrottledSource is the text of the decision script name (gate, token_issue) preceded by
+// throttle.lua's zones in one script (see throttledHead for its KEYS, ARGV and reply): one
+// TIME, the zones at the top level reading their KEYS and ARGV after the decision's (nothing
+// is copied), then the decision.
+func ThrottledSource(name string) string {
 	var b strings.Builder
 	b.WriteString("-- throttle.lua's zones, then " + name + ".lua, in one call (lua/throttled.go).\n")
-	b.WriteString("local function throttle_zones(KEYS, ARGV)\n")
-	b.WriteString(Source("throttle"))
-	b.WriteString("\nend\nlocal function decide(KEYS, ARGV)\n")
-	b.WriteString(Source(name))
-	b.WriteString("\nend\n")
-	b.WriteString(throttledMain)
-	return redis.NewScript(b.String())
+	b.WriteString(throttledHead)
+	b.WriteString(standIn("throttle", zonesAlone))
+	b.WriteString("\nreturn {out, (function()\n")
+	b.WriteString(standIn(name, decisionAlone))
+	b.WriteString("\nend)()}\n")
+	return b.String()
+}
+
+// standIn is the script name with each line marked "-- (alone)" replaced by what repl has for
+// its code (an empty replacement drops the line). A marked line repl does not know, or a
+// replacement the script does not use, is a build mistake: it panics, at package init.
+func standIn(name string, repl map[string]string) string {
+	lines := strings.Split(Source(name), "\n")
+	used := 0
+	for i, l := range lines {
+		code, _, marked := strings.Cut(l, " -- (alone)")
+		if !marked {
+			continue
+		}
+		r, ok := repl[strings.TrimSpace(code)]
+		if !ok {
+			panic(fmt.Sprintf("lua: %s.lua: no combined form of the line %q", name, l))
+		}
+		lines[i] = r
+		used++
+	}
+	if used != len(repl) {
+		panic(fmt.Sprintf("lua: %s.lua has %d of the %d lines a combined script replaces", name, used, len(repl)))
+	}
+	return strings.Join(lines, "\n")
 }

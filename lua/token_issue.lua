@@ -63,6 +63,14 @@
 --          outcome "sharded": the meta hash is a sharded sale's; exp_ms is its shard count k:
 --                  nothing written, the caller runs this script again on the user's shard
 --                  (whose meta holds the same window), so the gate finds the token there
+--
+-- lua/throttled.go runs this text as the decision of a script that first runs throttle.lua's
+-- zones: it replaces the lines marked "-- (alone)" (one TIME serves both; the decision's KEYS
+-- and ARGV come first, so nk and na count only its own).
+local nk, na = #KEYS, #ARGV -- (alone)
+-- The optional arguments, absent ones as "" (and keys as nil).
+local function arg(i) return i <= na and ARGV[i] or "" end
+local function key(i) return i <= nk and KEYS[i] or nil end
 local meta, store = KEYS[1], KEYS[2]
 local user, nonce = ARGV[1], ARGV[2]
 local ttl, lead = tonumber(ARGV[3]), tonumber(ARGV[4])
@@ -70,8 +78,8 @@ if ttl == nil or ttl <= 0 or lead == nil or lead < 0 or #nonce ~= 22 then
   return redis.error_reply("ERR token_issue: bad arguments")
 end
 
-local t = redis.call("TIME")
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local t = redis.call("TIME") -- (alone)
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000) -- (alone)
 
 local w = redis.call("HMGET", meta, "starts_ms", "ends_ms", "shards", "state", "stock", "limit", "room", "draw")
 local starts, ends, k, state = tonumber(w[1]), tonumber(w[2]), tonumber(w[3]), w[4]
@@ -90,13 +98,13 @@ end
 if now >= ends or state == "ended" then
   return {"ended", 0, now}
 end
-if KEYS[3] then
+if key(3) then
   local order = (tonumber(w[6]) or 1) <= 1 and redis.call("HGET", KEYS[3], user)
   if order then
     return {"already_bought", 0, now, order}
   end
   local stock = tonumber(w[5])
-  if ARGV[5] ~= "shard" and stock ~= nil and stock <= 0 then
+  if arg(5) ~= "shard" and stock ~= nil and stock <= 0 then
     return {"sold_out", 0, now}
   end
 end
@@ -105,20 +113,20 @@ end
 -- is not affected. A sale with one is never sold around it: a gateway that does not check
 -- admissions, or a room whose state is gone, refuses instead.
 local admitted_until = nil
-local seeded = KEYS[4] and redis.call("HEXISTS", KEYS[4], "seed") == 1
+local seeded = key(4) and redis.call("HEXISTS", KEYS[4], "seed") == 1
 if w[7] == "1" or seeded then
-  if ARGV[6] ~= "1" then
+  if arg(6) ~= "1" then
     return {"misconfigured", 0, now}
   end
-  if not seeded or not KEYS[5] then
+  if not seeded or not key(5) then
     return {"room_missing", 0, now}
   end
   admitted_until = tonumber(redis.call("ZSCORE", KEYS[5], user))
   if admitted_until == nil or admitted_until <= now then
     return {"not_admitted", 0, now}
   end
-  local bound = KEYS[8] and redis.call("HGET", KEYS[8], user)
-  if bound and bound ~= (ARGV[7] or "") then
+  local bound = key(8) and redis.call("HGET", KEYS[8], user)
+  if bound and bound ~= arg(7) then
     return {"proof_key_mismatch", 0, now}
   end
 end
@@ -126,7 +134,7 @@ end
 -- A draw decides who may buy: no live win, no token (the variant is checked at the gate, where
 -- it is named).
 if w[8] == "1" then
-  if not KEYS[7] then
+  if not key(7) then
     return {"draw_missing", 0, now}
   end
   local won, pos = string.match(redis.call("HGET", KEYS[7], user) or "", "^[^:]+:([^:]*):(%d+)$")
@@ -160,7 +168,7 @@ if until_ms < ends then
   until_ms = ends
 end
 redis.call("PEXPIREAT", store, until_ms)
-if admitted_until ~= nil and KEYS[6] then
+if admitted_until ~= nil and key(6) then
   redis.call("RPUSH", KEYS[6], string.format("t:%d:%d:", now, admitted_until) .. user .. ":" .. nonce)
   redis.call("PEXPIREAT", KEYS[6], until_ms)
 end

@@ -16,6 +16,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -23,6 +24,7 @@ import (
 
 	"github.com/seckilledge/seckill/backend/internal/backendtest"
 	"github.com/seckilledge/seckill/backend/report"
+	"github.com/seckilledge/seckill/caddymodule/reportpage"
 	"github.com/seckilledge/seckill/contract"
 	rep "github.com/seckilledge/seckill/contract/report"
 	"github.com/seckilledge/seckill/internal/invariants"
@@ -100,7 +102,7 @@ func TestAnEndedRoomSaleGetsOneSignedReportServedWithItsEvidenceAndKey(t *testin
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := &report.Publisher{Pool: pool, Redis: rdb, Key: key}
+	p := &report.Publisher{Pool: pool, Redis: rdb, Key: key, Page: reportpage.Must().Serve}
 	began := time.Now()
 	ok, err := p.Publish(ctx, sale)
 	if err != nil || !ok {
@@ -158,6 +160,30 @@ func TestAnEndedRoomSaleGetsOneSignedReportServedWithItsEvidenceAndKey(t *testin
 	resp, _ := http.Get(srv.URL + "/seckill/nosuchsale/report")
 	if resp.StatusCode != 404 {
 		t.Fatalf("unknown sale: %d", resp.StatusCode)
+	}
+	// A browser gets the page, in its language, naming the key that signed; the page's link
+	// (?format=json) gets the signed document again.
+	page := func(path string) (*http.Response, string) {
+		req, _ := http.NewRequest(http.MethodGet, srv.URL+path, nil)
+		req.Header.Set("Accept", "text/html,application/xhtml+xml,*/*;q=0.8")
+		req.Header.Set("Accept-Language", "ja-JP,ja;q=0.9")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp, string(b)
+	}
+	if resp, body := page("/seckill/" + sale + "/report"); resp.StatusCode != 200 || resp.Header.Get("Content-Language") != "ja" ||
+		!strings.Contains(body, `<html lang="ja"`) || !strings.Contains(body, signed.Signature.Kid) || !strings.Contains(body, "-sale "+sale) {
+		t.Errorf("the report's page: %d %v\n%.400s", resp.StatusCode, resp.Header, body)
+	}
+	if resp, body := page("/seckill/" + sale + "/report?format=json"); resp.StatusCode != 200 || body != string(get("/seckill/"+sale+"/report")) {
+		t.Errorf("?format=json: %d %.200s", resp.StatusCode, body)
+	}
+	if resp, body := page("/seckill/nosuchsale/report"); resp.StatusCode != 404 || !strings.Contains(body, `"code":"unknown_sale"`) {
+		t.Errorf("a browser's unknown sale: %d %s", resp.StatusCode, body)
 	}
 	t.Logf("entrants %d: built, signed and stored in %v; evidence %d bytes, report %d bytes", n, took, len(evidence), len(signed.Report))
 }

@@ -91,13 +91,15 @@ func (p *Publisher) load(w http.ResponseWriter, r *http.Request, evidence bool) 
 }
 
 // HandleReport serves GET /seckill/{sale}/report: {"report", "signature"} (contract/report's
-// Signed), immutable once published. With Accept: text/html it is the report's page (Page).
+// Signed), immutable once published. With Accept: text/html it is the report's page (Page),
+// unless the query asks ?format=json (the page's link to the signed document: a browser
+// following a link asks for HTML).
 func (p *Publisher) HandleReport(w http.ResponseWriter, r *http.Request) {
 	s := p.load(w, r, false)
 	if s == nil {
 		return
 	}
-	if p.Page != nil && wantsHTML(r) {
+	if p.Page != nil && wantsHTML(r) && r.URL.Query().Get("format") != "json" {
 		p.Page(w, r, s.Signed)
 		return
 	}

@@ -23,6 +23,7 @@ import (
 	"github.com/seckilledge/seckill/backend/internal/httpapi"
 	"github.com/seckilledge/seckill/contract"
 	"github.com/seckilledge/seckill/contract/admin"
+	"github.com/seckilledge/seckill/contract/report"
 )
 
 // The live page (GET /admin/ui, docs/operator.md "The live page").
@@ -64,6 +65,11 @@ type Cockpit struct {
 	Sales func(ctx context.Context, t time.Time, limit int) ([]admin.SaleSummary, error)
 	// Audit lists the newest entries of the audit trail, at most limit.
 	Audit func(ctx context.Context, limit int) ([]admin.AuditEntry, error)
+	// ReportKey is the public half of the key that signs the fairness reports, as
+	// GET /.well-known/seckill-report-keys lists it (nil: the backend has none, and publishes
+	// no report). The page shows it, so an operator can hand the key id and the key to whoever
+	// checks a report.
+	ReportKey func() *report.Key
 
 	sessions *sessions
 	logins   *loginLimiter
@@ -198,8 +204,28 @@ func (c *Cockpit) handleUI(w http.ResponseWriter, r *http.Request) {
 	page, _ := uiFiles.ReadFile("cockpit.html")
 	pageHeaders(w, nonce)
 	page = []byte(replaceAll(string(page), map[string]string{"{{WHO}}": htmlEscape(who.Name), "{{ROLE}}": string(who.Role),
-		"<script>": `<script nonce="` + nonce + `">`}))
+		"{{REPORT_KEY}}": c.reportKeyHTML(), "<script>": `<script nonce="` + nonce + `">`}))
 	_, _ = w.Write(page)
+}
+
+// reportKeyHTML is the page's card of the report signing key: its id, its public key and
+// where it is published, or why no report is published.
+func (c *Cockpit) reportKeyHTML() string {
+	var k *report.Key
+	if c.ReportKey != nil {
+		k = c.ReportKey()
+	}
+	if k == nil {
+		return `<p class="dim" id="report-key-none">No signing key (<code>SECKILL_REPORT_KEY</code>): no fairness report is published.</p>`
+	}
+	demo := ""
+	if k.Demo {
+		demo = `<p class="warn" id="report-key-demo">The demo's key: its private half is public, so its reports prove nothing.</p>`
+	}
+	return `<table><tbody><tr><th>key id</th><td><code id="report-kid">` + htmlEscape(k.Kid) + `</code></td></tr>` +
+		`<tr><th>algorithm</th><td>` + htmlEscape(k.Alg) + `</td></tr>` +
+		`<tr><th>public key</th><td><code id="report-public-key">` + htmlEscape(k.PublicKey) + `</code></td></tr></tbody></table>` + demo +
+		`<p class="dim">Published on the order listener at <code>/.well-known/seckill-report-keys</code>; a report is checked with <code>seckill-bench verify-report -url &lt;gateway&gt; -sale &lt;sale&gt;</code>.</p>`
 }
 
 func (c *Cockpit) handleUILogin(w http.ResponseWriter, r *http.Request) {

@@ -172,6 +172,9 @@ func (h *Draw) enter(ctx context.Context, w http.ResponseWriter, r *http.Request
 	if !c.Draw {
 		return h.Endpoints.Refuse(w, "enter", noDraw)
 	}
+	if answered, err := h.CheckBot(ctx, w, r, "enter", sale); answered {
+		return err
+	}
 	call := lua.DrawEnterCall{Sale: sale, User: user, Variant: variant}
 	if ch := r.Header.Get(sealed.HeaderChallenge); c.DMin > 0 || ch != "" {
 		// A challenge presented to a draw without proof of work is checked and spent all the

@@ -198,10 +198,11 @@ func TestEveryOutcomeHasTheContractStatus(t *testing.T) {
 	}
 }
 
-// The buyers hash gets the sale's expiry once, when a purchase makes it (or finds it without
-// one, as a reconcile after a Redis loss leaves it), not on every purchase: an expiry moved
-// since (the window control, preheat) stays where it was put.
-func TestGateSetsTheBuyersExpiryOnlyWhenTheHashHasNone(t *testing.T) {
+// The buyers hash gets the sale's expiry once, with the sale's first purchase, not on every
+// purchase: an expiry moved since (the window control, preheat) stays where it was put, and a
+// hash found without one (made again after compensation emptied it) gets the sale's at the
+// relay's next drain (lua/outbox_ack.lua).
+func TestGateSetsTheBuyersExpiryOnceAndTheDrainMendsAHashWithout(t *testing.T) {
 	rdb := testenv.Redis(t)
 	ctx := context.Background()
 	sale := newSale(t, rdb, 10, -time.Minute, time.Hour)
@@ -220,13 +221,24 @@ func TestGateSetsTheBuyersExpiryOnlyWhenTheHashHasNone(t *testing.T) {
 	if got := rdb.PExpireTime(ctx, contract.BuyersKey(sale)).Val(); got.Milliseconds() != moved.UnixMilli() {
 		t.Errorf("a purchase reset the buyers' expiry to %v (it was %v)", got.Milliseconds(), moved.UnixMilli())
 	}
-	// A buyers hash without an expiry gets the sale's from the next purchase.
+	// A buyers hash without an expiry gets the sale's when the relay drains the outbox.
 	rdb.Persist(ctx, contract.BuyersKey(sale))
 	if v, err := core.Decide(ctx, rdb, core.Purchase{Target: sale, Request: core.Request{User: "u3"}, OrderID: newOrderID(t)}); err != nil || v.Outcome != core.Accepted {
 		t.Fatalf("third purchase = %+v, %v", v, err)
 	}
+	entries, err := rdb.XRange(ctx, contract.OutboxKey(sale), "-", "+").Result()
+	if err != nil || len(entries) != 3 {
+		t.Fatalf("outbox holds %d entries (%v), want 3", len(entries), err)
+	}
+	ids := make([]string, len(entries))
+	for i, e := range entries {
+		ids[i] = e.ID
+	}
+	if _, err := (lua.OutboxAckCall{Sale: sale, Group: "relay", Retention: time.Minute, IDs: ids}).Run(ctx, rdb); err != nil {
+		t.Fatal(err)
+	}
 	if got := rdb.PExpireTime(ctx, contract.BuyersKey(sale)).Val(); got != metaExp {
-		t.Errorf("buyers found without an expiry now expire at %v, want the meta's %v", got, metaExp)
+		t.Errorf("buyers found without an expiry expire at %v after the drain, want the meta's %v", got, metaExp)
 	}
 }
 

@@ -3,11 +3,9 @@
 package gate
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -47,26 +45,11 @@ func twinGatewaysConfig(t *testing.T, redisAddr, prefix string, ports [2]int, li
 }
 
 // commands is how many commands the Redis at rdb has run, INFO and PING (the test's own
-// reads, the event subscription's health checks) apart; a script's own calls are not counted.
+// reads, the event subscription's health checks) apart.
 func commands(t *testing.T, rdb *redis.Client) (all int, byName map[string]int) {
 	t.Helper()
-	info, err := rdb.Info(context.Background(), "commandstats").Result()
-	if err != nil {
-		t.Fatal(err)
-	}
-	byName = map[string]int{}
-	for _, line := range strings.Split(info, "\n") {
-		name, rest, ok := strings.Cut(strings.TrimSpace(line), ":")
-		if !ok || !strings.HasPrefix(name, "cmdstat_") || name == "cmdstat_info" || name == "cmdstat_ping" {
-			continue
-		}
-		_, rest, _ = strings.Cut(rest, "calls=")
-		v, _, _ := strings.Cut(rest, ",")
-		n, err := strconv.Atoi(v)
-		if err != nil {
-			t.Fatalf("commandstats line %q", line)
-		}
-		byName[strings.TrimPrefix(name, "cmdstat_")] = n
+	byName = testenv.RedisCommands(t, rdb, "ping")
+	for _, n := range byName {
 		all += n
 	}
 	return all, byName

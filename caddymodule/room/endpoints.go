@@ -143,6 +143,9 @@ func (h *Room) enter(ctx context.Context, w http.ResponseWriter, r *http.Request
 	if !ok {
 		return h.Endpoints.Refuse(w, "enter", bref)
 	}
+	if answered, err := h.CheckBot(ctx, w, r, "enter", sale); answered {
+		return err
+	}
 	now := h.mem.Now()
 	told := h.mem.ToldFor(c, -1, now)
 	v := h.mem.Visiting(c, told, now)

@@ -5,6 +5,7 @@ import (
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 	"github.com/caddyserver/caddy/v2/caddyconfig/httpcaddyfile"
 
+	"github.com/seckilledge/seckill/caddymodule/botcheck/botcheckcaddy"
 	"github.com/seckilledge/seckill/caddymodule/handler"
 )
 
@@ -33,6 +34,7 @@ func init() {
 //		handle_errors               # refusals go to handle_errors routes
 //		device_binding off|optional|required  # default off: bind tokens to the page's key (DPoP)
 //		proof_max_age <duration>    # default 60s: how old a DPoP proof may be
+//		challenge_provider turnstile|hcaptcha|recaptcha|privacypass { ... }  # a bot challenge per token (botcheckcaddy)
 //	}
 func (h *Issuer) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 	return h.UnmarshalBlock(d, "seckill_token", func(name string) (bool, error) {
@@ -48,6 +50,9 @@ func (h *Issuer) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			err = handler.DurationArg(d, &h.RetryAfter)
 		case "require_admission":
 			err = handler.Flag(d, &h.RequireAdmission)
+		case "challenge_provider":
+			h.ChallengeProvider = new(botcheckcaddy.Provider)
+			err = h.ChallengeProvider.UnmarshalCaddyfile(d)
 		default:
 			return h.Settings.Option(d, name)
 		}

@@ -14,7 +14,7 @@ import (
 // and unknown ones must not mint series.
 var (
 	requests = tokenMetric.CounterVec("requests_total",
-		"Purchase-token requests by outcome: issued, or the refusal (unauthenticated, bad_request, method_not_allowed, unknown_sale, not_started, ended, paused, already_bought, sold_out, not_admitted, unavailable; misconfigured: a room sale reached a handler without require_admission; room_missing: a room sale whose room state is gone; draw_missing: a draw sale reached the script without its entries key; proof_refused: a DPoP proof missing under device_binding required, or not valid).",
+		"Purchase-token requests by outcome: issued, or the refusal (unauthenticated, bad_request, method_not_allowed, unknown_sale, not_started, ended, paused, already_bought, sold_out, not_admitted, unavailable; misconfigured: a room sale reached a handler without require_admission; room_missing: a room sale whose room state is gone; draw_missing: a draw sale reached the script without its entries key; proof_refused: a DPoP proof missing under device_binding required, or not valid; bot_refused: the challenge provider's token missing or not good, or the provider unavailable on a site that fails closed).",
 		"outcome")
 	shed = tokenMetric.Counter("shed_total",
 		"Token requests answered 503 without touching Redis because max_pending scripts were already waiting on it.")
@@ -33,6 +33,7 @@ var counted = func() map[core.Outcome]prometheus.Counter {
 		m[o] = requests.WithLabelValues(string(o))
 	}
 	m[ProofRefused] = requests.WithLabelValues(string(ProofRefused))
+	m[BotRefused] = requests.WithLabelValues(string(BotRefused))
 	return m
 }()
 

@@ -29,6 +29,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/seckilledge/seckill/caddymodule"
+	"github.com/seckilledge/seckill/caddymodule/botcheck/botcheckcaddy"
 	"github.com/seckilledge/seckill/caddymodule/dpop"
 	"github.com/seckilledge/seckill/caddymodule/dpop/dpophttp"
 	"github.com/seckilledge/seckill/caddymodule/edge"
@@ -83,6 +84,11 @@ type Issuer struct {
 	// without a proof.
 	dpophttp.Settings
 
+	// A bot challenge every token request must pass: turnstile, hcaptcha, recaptcha or
+	// privacypass, with fail_open or fail_closed (docs/room.md, "Bot challenge providers").
+	// For sales without a waiting room or draw, whose entry checks it instead. Default: none.
+	ChallengeProvider *botcheckcaddy.Provider `json:"challenge_provider,omitempty"`
+
 	core   *core.Decider
 	logger *zap.Logger
 	refuse handler.Writer
@@ -110,6 +116,11 @@ func (h *Issuer) Provision(ctx caddy.Context) error {
 	kr := app.Keyring()
 	if kr == nil {
 		return errors.New("seckill_token: no signing key: set token_keys in the seckill global option (e.g. token_keys { k1 {env.SECKILL_TOKEN_KEY} })")
+	}
+	if h.ChallengeProvider != nil {
+		if err := h.ChallengeProvider.Provision(app.RedisClient(), h.logger); err != nil {
+			return fmt.Errorf("seckill_token: %w", err)
+		}
 	}
 	h.setup(app.RedisClient(), kr)
 	if c, ok := app.RedisClient().(*redis.Client); ok {
@@ -207,8 +218,13 @@ func (h *Issuer) ServeDecision(w http.ResponseWriter, r *http.Request, joint han
 			res, ref = core.Result{Outcome: ProofRefused}, pref
 			break
 		}
+		sale := value(h.Sale, h.sale).Get(r, repl)
+		if o, bref := h.ChallengeProvider.Check(r.Context(), w, r, sale); !o.Enters() {
+			res, ref = core.Result{Outcome: BotRefused}, bref
+			break
+		}
 		var err error
-		req := core.Request{Sale: value(h.Sale, h.sale).Get(r, repl), User: value(h.User, h.user).Get(r, repl), JKT: jkt}
+		req := core.Request{Sale: sale, User: value(h.User, h.user).Get(r, repl), JKT: jkt}
 		if joint != nil {
 			req.Zones = joint
 		}
@@ -253,6 +269,11 @@ func (h *Issuer) ServeDecision(w http.ResponseWriter, r *http.Request, joint han
 	ref.RetryAfter = time.Duration(h.RetryAfter)
 	return h.refuse.Write(w, ref)
 }
+
+// BotRefused is the outcome (metric label, {http.seckill.token.outcome}) of a request refused
+// by the challenge provider: no token, a bad one, or the provider unavailable on a site that
+// fails closed (the answer's code says which).
+const BotRefused core.Outcome = "bot_refused"
 
 // ProofRefused is the outcome (metric label, {http.seckill.token.outcome}) of a request whose
 // DPoP proof was refused before anything was decided: missing under device_binding required,

@@ -167,12 +167,14 @@ export class Client extends EventTarget {
         signal?: AbortSignal;
     }): Promise<any>;
     /**
-     * A one-time purchase token (POST {prefix}/{sale}/token).
-     * @param {string} sale @param {{ signal?: AbortSignal }} [o]
+     * A one-time purchase token (POST {prefix}/{sale}/token). challengeToken is the token of
+     * the site's bot challenge, when it has one (sent as X-Seckill-Challenge-Token; single use).
+     * @param {string} sale @param {{ signal?: AbortSignal, challengeToken?: string }} [o]
      * @returns {Promise<{ token: string, expires_at: string }>}
      */
     token(sale: string, o?: {
         signal?: AbortSignal;
+        challengeToken?: string;
     }): Promise<{
         token: string;
         expires_at: string;
@@ -244,15 +246,17 @@ export class Client extends EventTarget {
     }>;
     /**
      * Takes a place in the waiting room (POST {prefix}/{sale}/queue), with the proof of work
-     * the room asks for. Entering again returns the same place.
+     * the room asks for, and the token of its bot challenge when it has one (challengeToken:
+     * single use, so entering again needs a new one). Entering again returns the same place.
      * @param {string} sale
-     * @param {{ onProgress?: (p: Progress) => void, signal?: AbortSignal, inline?: boolean }} [o]
+     * @param {{ onProgress?: (p: Progress) => void, signal?: AbortSignal, inline?: boolean, challengeToken?: string }} [o]
      * @returns {Promise<QueueAnswer>}
      */
     enter(sale: string, o?: {
         onProgress?: (p: Progress) => void;
         signal?: AbortSignal;
         inline?: boolean;
+        challengeToken?: string;
     }): Promise<QueueAnswer>;
     /**
      * One poll of the place (GET {prefix}/{sale}/queue with the ticket).
@@ -286,15 +290,17 @@ export class Client extends EventTarget {
     }): Promise<QueueAnswer>;
     /**
      * Enters the draw for a variant (POST {prefix}/{sale}/draw), with the proof of work it asks
-     * for; entering again before the close changes the variant and keeps the entry id.
+     * for and the token of its bot challenge when it has one (challengeToken, single use);
+     * entering again before the close changes the variant and keeps the entry id.
      * @param {string} sale @param {string} [variant] (absent: the sale's only variant)
-     * @param {{ onProgress?: (p: Progress) => void, signal?: AbortSignal, inline?: boolean }} [o]
+     * @param {{ onProgress?: (p: Progress) => void, signal?: AbortSignal, inline?: boolean, challengeToken?: string }} [o]
      * @returns {Promise<{ entry_id: string, state: "entered", variant: string }>}
      */
     enterDraw(sale: string, variant?: string, o?: {
         onProgress?: (p: Progress) => void;
         signal?: AbortSignal;
         inline?: boolean;
+        challengeToken?: string;
     }): Promise<{
         entry_id: string;
         state: "entered";
@@ -303,12 +309,13 @@ export class Client extends EventTarget {
     /**
      * Changes the entry's variant before the close (the same request as enterDraw).
      * @param {string} sale @param {string} variant
-     * @param {{ onProgress?: (p: Progress) => void, signal?: AbortSignal, inline?: boolean }} [o]
+     * @param {{ onProgress?: (p: Progress) => void, signal?: AbortSignal, inline?: boolean, challengeToken?: string }} [o]
      */
     changeDraw(sale: string, variant: string, o?: {
         onProgress?: (p: Progress) => void;
         signal?: AbortSignal;
         inline?: boolean;
+        challengeToken?: string;
     }): Promise<{
         entry_id: string;
         state: "entered";

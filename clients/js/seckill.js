@@ -392,6 +392,15 @@ function timer(ms, signal) {
 /** Path segments the edge takes as ids: ^[A-Za-z0-9_-]{1,64}$. */
 const ID = /^[A-Za-z0-9_-]{1,64}$/;
 
+/**
+ * The header that carries a bot challenge's token ({} without one).
+ * @param {{ challengeToken?: string }} o
+ * @returns {Record<string, string>}
+ */
+function challengeHeader(o) {
+  return o.challengeToken ? { "X-Seckill-Challenge-Token": o.challengeToken } : {};
+}
+
 /** @param {string} sale */
 function saleSegment(sale) {
   if (!ID.test(sale)) throw new TypeError(`sale id ${JSON.stringify(sale)}: want 1-64 of [A-Za-z0-9_-]`);
@@ -503,13 +512,15 @@ export class Client extends EventTarget {
   // -- purchase
 
   /**
-   * A one-time purchase token (POST {prefix}/{sale}/token).
-   * @param {string} sale @param {{ signal?: AbortSignal }} [o]
+   * A one-time purchase token (POST {prefix}/{sale}/token). challengeToken is the token of
+   * the site's bot challenge, when it has one (sent as X-Seckill-Challenge-Token; single use).
+   * @param {string} sale @param {{ signal?: AbortSignal, challengeToken?: string }} [o]
    * @returns {Promise<{ token: string, expires_at: string }>}
    */
   token(sale, o = {}) {
     const path = `${this.prefix}/${saleSegment(sale)}/token`; // a bad sale id throws here, at once
-    return this.#bound("POST", path, "", (headers) => this.request("POST", path, { ...o, headers }));
+    return this.#bound("POST", path, "", (headers) =>
+      this.request("POST", path, { ...o, headers: { ...headers, ...challengeHeader(o) } }));
   }
 
   /**
@@ -624,15 +635,16 @@ export class Client extends EventTarget {
 
   /**
    * Takes a place in the waiting room (POST {prefix}/{sale}/queue), with the proof of work
-   * the room asks for. Entering again returns the same place.
+   * the room asks for, and the token of its bot challenge when it has one (challengeToken:
+   * single use, so entering again needs a new one). Entering again returns the same place.
    * @param {string} sale
-   * @param {{ onProgress?: (p: Progress) => void, signal?: AbortSignal, inline?: boolean }} [o]
+   * @param {{ onProgress?: (p: Progress) => void, signal?: AbortSignal, inline?: boolean, challengeToken?: string }} [o]
    * @returns {Promise<QueueAnswer>}
    */
   enter(sale, o = {}) {
     const path = `${this.prefix}/${saleSegment(sale)}/queue`;
     return this.#withProof(sale, (headers) => this.#bound("POST", path, "", (proof) =>
-      this.request("POST", path, { headers: { ...headers, ...proof }, signal: o.signal })), o);
+      this.request("POST", path, { headers: { ...headers, ...proof, ...challengeHeader(o) }, signal: o.signal })), o);
   }
 
   /**
@@ -715,21 +727,22 @@ export class Client extends EventTarget {
 
   /**
    * Enters the draw for a variant (POST {prefix}/{sale}/draw), with the proof of work it asks
-   * for; entering again before the close changes the variant and keeps the entry id.
+   * for and the token of its bot challenge when it has one (challengeToken, single use);
+   * entering again before the close changes the variant and keeps the entry id.
    * @param {string} sale @param {string} [variant] (absent: the sale's only variant)
-   * @param {{ onProgress?: (p: Progress) => void, signal?: AbortSignal, inline?: boolean }} [o]
+   * @param {{ onProgress?: (p: Progress) => void, signal?: AbortSignal, inline?: boolean, challengeToken?: string }} [o]
    * @returns {Promise<{ entry_id: string, state: "entered", variant: string }>}
    */
   enterDraw(sale, variant, o = {}) {
     const body = variant === undefined ? {} : { variant };
     return this.#withProof(sale, (headers) =>
-      this.request("POST", `${this.prefix}/${saleSegment(sale)}/draw`, { headers, body, signal: o.signal }), o);
+      this.request("POST", `${this.prefix}/${saleSegment(sale)}/draw`, { headers: { ...headers, ...challengeHeader(o) }, body, signal: o.signal }), o);
   }
 
   /**
    * Changes the entry's variant before the close (the same request as enterDraw).
    * @param {string} sale @param {string} variant
-   * @param {{ onProgress?: (p: Progress) => void, signal?: AbortSignal, inline?: boolean }} [o]
+   * @param {{ onProgress?: (p: Progress) => void, signal?: AbortSignal, inline?: boolean, challengeToken?: string }} [o]
    */
   changeDraw(sale, variant, o = {}) {
     return this.enterDraw(sale, variant, o);

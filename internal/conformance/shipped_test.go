@@ -99,3 +99,36 @@ func handlerName(h any) string {
 	s, _ := m["handler"].(string)
 	return s
 }
+
+// Every shipped Caddyfile proxies a sale's fairness report, its evidence and the report keys
+// to the backend (docs/operator.md, "The fairness report"), in each site: the report's page and
+// `seckill-bench verify-report -url <gateway>` read them from the gateway.
+func TestShippedCaddyfilesServeTheFairnessReport(t *testing.T) {
+	handlertest.AdaptShipped(t, "../..", func(f string, cfg any) {
+		proxied := 0
+		handlertest.WalkJSON(cfg, func(m map[string]any) {
+			ms, ok := m["match"].([]any)
+			if !ok || len(ms) != 1 {
+				return
+			}
+			p, _ := ms[0].(map[string]any)["path"].([]any)
+			for _, want := range []string{"/seckill/*/report", "/seckill/*/report/evidence", "/.well-known/seckill-report-keys"} {
+				if !slices.Contains(p, any(want)) {
+					return
+				}
+			}
+			var proxies bool
+			handlertest.WalkJSON(m["handle"], func(h map[string]any) { proxies = proxies || h["handler"] == "reverse_proxy" })
+			if proxies {
+				proxied++
+			}
+		})
+		sites := 1
+		if f == "Caddyfile" { // the demo file: the :8080 and :8088 sites
+			sites = 2
+		}
+		if proxied != sites {
+			t.Errorf("%s: %d proxied report routes, want %d", f, proxied, sites)
+		}
+	})
+}

@@ -47,6 +47,10 @@ type Document struct {
 	seen map[string]map[string]bool // operationId -> "status code" -> seen
 }
 
+// The pages the document lists (the report's, with Accept: text/html) are checked as text, as
+// kin-openapi checks text/plain: their schema is a string.
+func init() { openapi3filter.RegisterBodyDecoder("text/html", openapi3filter.PlainBodyDecoder) }
+
 // DefaultPath is docs/openapi.yaml of the repository this package is built from.
 func DefaultPath() string {
 	_, file, _, _ := runtime.Caller(0)

@@ -6,6 +6,7 @@ package testlayout
 
 import (
 	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -58,6 +59,26 @@ func TestTheSharedCorePartsLinkNoCaddy(t *testing.T) {
 			if !seen {
 				t.Errorf("go %s does not list the package itself", strings.Join(args, " "))
 			}
+		}
+	}
+}
+
+// The backend links no Caddy: it serves the fairness report's page with
+// caddymodule/reportpage (whose texts are the gateway pages' catalogues), which must stay
+// free of Caddy, as must the catalogues' kit it reads.
+func TestTheBackendLinksNoCaddyThroughTheReportPage(t *testing.T) {
+	const mod = "github.com/seckilledge/seckill/"
+	out, err := exec.Command("go", "list", "-deps", mod+"cmd/seckill-backend").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go list -deps cmd/seckill-backend: %v\n%s", err, out)
+	}
+	deps := strings.Fields(string(out))
+	if !slices.Contains(deps, mod+"caddymodule/reportpage") {
+		t.Errorf("cmd/seckill-backend does not link caddymodule/reportpage: the report has no page")
+	}
+	for _, d := range deps {
+		if strings.HasPrefix(d, "github.com/caddyserver/") {
+			t.Errorf("cmd/seckill-backend links %s", d)
 		}
 	}
 }

@@ -12,8 +12,8 @@ import (
 )
 
 // countPlaceholders are the placeholders that hold a count of things (people, units,
-// entries): a message showing one must have plural forms.
-var countPlaceholders = []string{"ahead", "units", "entries"}
+// entries, entrants, units bought): a message showing one must have plural forms.
+var countPlaceholders = []string{"ahead", "units", "entries", "entrants", "bought"}
 
 // shipped are the languages of our catalogues.
 var shipped = []string{"ar", "de", "en", "es", "fr", "ja", "ko", "pt-BR", "zh-Hans"}

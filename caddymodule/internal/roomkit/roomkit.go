@@ -19,6 +19,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/seckilledge/seckill/caddymodule"
+	"github.com/seckilledge/seckill/caddymodule/botcheck/botcheckcaddy"
 	"github.com/seckilledge/seckill/caddymodule/edge"
 	"github.com/seckilledge/seckill/caddymodule/handler"
 	"github.com/seckilledge/seckill/caddymodule/internal/metric"
@@ -65,6 +66,11 @@ type Kit struct {
 
 	// timeout (default 1s, per Redis call), max_pending, handle_errors.
 	handler.Limits
+
+	// A bot challenge every entry must pass, checked once per entry, never per poll:
+	// turnstile, hcaptcha, recaptcha or privacypass, with fail_open or fail_closed
+	// (docs/room.md, "Bot challenge providers"). Default: none.
+	ChallengeProvider *botcheckcaddy.Provider `json:"challenge_provider,omitempty"`
 
 	// Issuer seals and issues the challenges (its Sealer the tickets too), from the app's
 	// token keys at provision.
@@ -158,6 +164,11 @@ func (k *Kit) Provision(ctx caddy.Context, module string, kind pagekit.Kind, set
 		return nil, err
 	}
 	k.Issuer = issuer
+	if k.ChallengeProvider != nil {
+		if err := k.ChallengeProvider.Provision(app.RedisClient(), k.Logger); err != nil {
+			return nil, fmt.Errorf("%s: %w", module, err)
+		}
+	}
 	return app, nil
 }
 
@@ -221,8 +232,9 @@ func (k *Kit) ServeChallenge(ctx context.Context, w http.ResponseWriter, r *http
 }
 
 // Unmarshal reads the handler's Caddyfile block: the shared options here (sale, user, the
-// challenges', the limits', difficulty_rate, page, frame_ancestors, retry_after, cache_ttl),
-// the handler's own through option, which reports whether it knows the name.
+// challenges', the limits', difficulty_rate, page, frame_ancestors, retry_after, cache_ttl,
+// challenge_provider), the handler's own through option, which reports whether it knows the
+// name.
 func (k *Kit) Unmarshal(d *caddyfile.Dispenser, module string, option func(name string) (known bool, err error)) error {
 	return k.UnmarshalBlock(d, module, func(name string) (bool, error) {
 		var err error
@@ -243,6 +255,9 @@ func (k *Kit) Unmarshal(d *caddyfile.Dispenser, module string, option func(name 
 			err = handler.DurationArg(d, &k.RetryAfter)
 		case "cache_ttl":
 			err = handler.DurationArg(d, &k.CacheTTL)
+		case "challenge_provider":
+			k.ChallengeProvider = new(botcheckcaddy.Provider)
+			err = k.ChallengeProvider.UnmarshalCaddyfile(d)
 		default:
 			return option(name)
 		}

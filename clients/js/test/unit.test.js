@@ -93,6 +93,24 @@ test("buy sends the token and the body; refusals carry their fields", async () =
   assert.throws(() => c.token("bad id"), TypeError);
 });
 
+test("enter, enterDraw and token send the bot challenge's token when given one, and no header without", async () => {
+  const { fetch, asked } = scripted([
+    [200, { challenge: "c", difficulty: 0, expires_at: "2030-01-01T00:00:00Z" }],
+    [200, { ticket: "t1", state: "waiting", position: 1, refresh_s: 1 }],
+    [200, { entry_id: "e1", state: "entered", variant: "red" }],
+    [200, { token: "t", expires_at: "2030-01-01T00:00:00Z" }],
+    [200, { token: "t", expires_at: "2030-01-01T00:00:00Z" }],
+  ]);
+  const c = new Client({ fetch });
+  await c.enter("s1", { challengeToken: "turnstile-1" });
+  await c.enterDraw("s1", "red", { challengeToken: "turnstile-2" });
+  await c.token("s1", { challengeToken: "PrivateToken token=\"AAEC\"" });
+  await c.token("s1");
+  const sent = asked.map((a) => `${a.init.method} ${a.url} ${a.init.headers["X-Seckill-Challenge-Token"] ?? "-"}`);
+  assert.deepEqual(sent, ["GET /seckill/s1/challenge -", "POST /seckill/s1/queue turnstile-1",
+    "POST /seckill/s1/draw turnstile-2", "POST /seckill/s1/token PrivateToken token=\"AAEC\"", "POST /seckill/s1/token -"]);
+});
+
 test("the routes follow the prefix and the orders prefix; the defaults are /seckill and /orders", async () => {
   const answers = () => [[200, { token: "t", expires_at: "2030-01-01T00:00:00Z" }], [202, { order_id: "o1", status: "queued" }],
     [200, { order_id: "o1", sale_id: "s1", status: "created" }], [200, { state: "open" }]];
