@@ -18,23 +18,30 @@ import (
 // Config is the backend's configuration. Every field has a flag and an environment variable;
 // the flag wins. Secrets (the admin token, passwords inside URLs) belong in the environment.
 type Config struct {
-	Listen         string        // SECKILL_BACKEND_LISTEN, -listen: the order API (the gateway proxies /orders/ here)
-	AdminListen    string        // SECKILL_BACKEND_ADMIN_LISTEN, -admin-listen: admin API, shop API, metrics
-	AdminHosts     string        // SECKILL_ADMIN_HOSTS, -admin-hosts: Host names the admin listener answers (AdminHostNames)
-	PGURL          string        // SECKILL_PG_URL, -pg
-	PGMaxConns     int           // SECKILL_PG_MAX_CONNS, -pg-max-conns
-	RedisAddr      string        // SECKILL_REDIS_ADDR, -redis
-	AMQPURL        string        // SECKILL_AMQP_URL, -amqp
-	AdminToken     string        // SECKILL_ADMIN_TOKEN (environment only): one token, role admin, named "admin"
-	AdminTokens    string        // SECKILL_ADMIN_TOKENS (environment only): name:token:role,...
-	BatchSize      int           // SECKILL_BATCH_SIZE, -batch-size
-	BatchWait      time.Duration // SECKILL_BATCH_WAIT, -batch-wait: longest an order waits for company while a batch is written
-	BatchWriters   int           // SECKILL_BATCH_WRITERS, -batch-writers: batches written at once
-	SweepInterval  time.Duration // SECKILL_SWEEP_INTERVAL, -sweep-interval: unpaid-order sweeper period
-	ReconcileGrace time.Duration // SECKILL_RECONCILE_GRACE, -reconcile-grace
-	LockTTL        time.Duration // SECKILL_LOCK_TTL, -lock-ttl: lease of the distributed lock
-	Retention      time.Duration // SECKILL_REDIS_RETENTION, -redis-retention: sale keys live this long after the sale ends
-	Baselines      bool          // SECKILL_BASELINES, -baselines: the naive benchmark endpoints
+	Listen        string        // SECKILL_BACKEND_LISTEN, -listen: the order API (the gateway proxies /orders/ here)
+	AdminListen   string        // SECKILL_BACKEND_ADMIN_LISTEN, -admin-listen: admin API, shop API, metrics
+	AdminHosts    string        // SECKILL_ADMIN_HOSTS, -admin-hosts: Host names the admin listener answers (AdminHostNames)
+	PGURL         string        // SECKILL_PG_URL, -pg
+	PGMaxConns    int           // SECKILL_PG_MAX_CONNS, -pg-max-conns
+	RedisAddr     string        // SECKILL_REDIS_ADDR, -redis
+	AMQPURL       string        // SECKILL_AMQP_URL, -amqp
+	AdminToken    string        // SECKILL_ADMIN_TOKEN (environment only): one token, role admin, named "admin"
+	AdminTokens   string        // SECKILL_ADMIN_TOKENS (environment only): name:token:role,...
+	BatchSize     int           // SECKILL_BATCH_SIZE, -batch-size
+	BatchWait     time.Duration // SECKILL_BATCH_WAIT, -batch-wait: longest an order waits for company while a batch is written
+	BatchWriters  int           // SECKILL_BATCH_WRITERS, -batch-writers: batches written at once
+	SweepInterval time.Duration // SECKILL_SWEEP_INTERVAL, -sweep-interval: unpaid-order sweeper period
+	// The waitlist of the room sales (docs/room.md, "The waitlist"): how long an offered waiter
+	// may buy (SECKILL_WAITLIST_WINDOW, -waitlist-window; 0: no waitlist, a released unit goes
+	// back to the open pool), and whether an offer needs the waiter present
+	// (SECKILL_WAITLIST_PRESENCE, -waitlist-presence; off for gateways whose presence_window is
+	// off).
+	WaitlistWindow   time.Duration
+	WaitlistPresence bool
+	ReconcileGrace   time.Duration // SECKILL_RECONCILE_GRACE, -reconcile-grace
+	LockTTL          time.Duration // SECKILL_LOCK_TTL, -lock-ttl: lease of the distributed lock
+	Retention        time.Duration // SECKILL_REDIS_RETENTION, -redis-retention: sale keys live this long after the sale ends
+	Baselines        bool          // SECKILL_BASELINES, -baselines: the naive benchmark endpoints
 	// SECKILL_LOG_LEVEL, -log-level: the least severe record logged (debug, info, warn, error;
 	// default info), parsed into LogLevel by ConfigFromFlags.
 	LogLevelName string
@@ -110,6 +117,8 @@ func ConfigFromFlags(fs *flag.FlagSet, args []string) (Config, error) {
 	num(&c.BatchWriters, "batch-writers", "SECKILL_BATCH_WRITERS", 3, "batches written at once, each in its own transaction")
 	dur(&c.BatchWait, "batch-wait", "SECKILL_BATCH_WAIT", "2ms", "longest an order waits for company while a batch is being written; with none in flight it is written at once")
 	dur(&c.SweepInterval, "sweep-interval", "SECKILL_SWEEP_INTERVAL", "1s", "period of the unpaid-order sweeper")
+	dur(&c.WaitlistWindow, "waitlist-window", "SECKILL_WAITLIST_WINDOW", "2m", "how long a room waiter offered a released unit may buy it; 0: no waitlist")
+	fs.BoolVar(&c.WaitlistPresence, "waitlist-presence", os.Getenv("SECKILL_WAITLIST_PRESENCE") != "0", "offer released units only to waiters present now, as the gateways' presence rule (SECKILL_WAITLIST_PRESENCE=0: to every waiter in turn)")
 	dur(&c.ReconcileGrace, "reconcile-grace", "SECKILL_RECONCILE_GRACE", "1m", "age after which reconcile declares a buyer without an order lost")
 	dur(&c.LockTTL, "lock-ttl", "SECKILL_LOCK_TTL", "10s", "lease of the distributed lock (refreshed while held)")
 	dur(&c.Retention, "redis-retention", "SECKILL_REDIS_RETENTION", "24h", "how long a sale's Redis keys outlive the sale")

@@ -105,6 +105,10 @@ func Run(ctx context.Context, cfg Config) error {
 		return err
 	}
 	comp := &orders.Compensator{Pool: pool, Redis: rdb, Log: log}
+	if cfg.WaitlistWindow > 0 {
+		comp.Waitlist = &orders.Waitlist{Pool: pool, Redis: rdb, Log: log, Webhooks: hooks, Window: cfg.WaitlistWindow,
+			AnyWaiter: !cfg.WaitlistPresence}
+	}
 	// Every part is built here, once (New), and wired there.
 	svc := New(Options{Pool: pool, Redis: rdb, Locker: lock.NewLocker(rdb, cfg.LockTTL), Compensator: comp, Log: log,
 		Tokens: tokens, Retention: cfg.Retention, Grace: cfg.ReconcileGrace, Webhooks: hooks, Namespace: cfg.Namespace,

@@ -86,6 +86,15 @@ func RoomIdleKey(sale string) string { return RoomKey(sale) + ":idle" }
 // other key, so the admission itself, not only its ticket and token, stays on that device.
 func RoomKeysKey(sale string) string { return RoomKey(sale) + ":keys" }
 
+// RoomOffersKey is the sorted set of a sale's open waitlist offers: user -> offer until (unix
+// ms) (room_offer.lua, docs/room.md "The waitlist").
+func RoomOffersKey(sale string) string { return RoomKey(sale) + ":offers" }
+
+// RoomOfferLogKey is the list of a sale's waitlist history: each unit held, offered, bought,
+// passed or given back to the open pool (room_offer.lua, compensate.lua). The invariant
+// "every offer ends bought, passed or returned" is checked from it (internal/invariants).
+func RoomOfferLogKey(sale string) string { return RoomKey(sale) + ":offerlog" }
+
 // ChallengesUserKey is the sorted set of a user's open proof-of-work challenges in a sale
 // (room or draw): nonce -> expiry (unix ms), kept by challenge_issue.lua to bound them.
 func ChallengesUserKey(sale, user string) string {

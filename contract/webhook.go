@@ -30,6 +30,18 @@ const (
 	EventOrderFailed    = "order.failed"
 )
 
+// The waitlist's event types (docs/room.md, "The waitlist"): a unit released in a sold-out room
+// sale was offered to a waiter, or the offer's window ended unbought (the unit goes on to the
+// next waiter). A bought offer is an order like any other: order.created follows.
+const (
+	EventUnitOffered = "unit.offered"
+	EventUnitPassed  = "unit.passed"
+)
+
+// IsUnitEvent reports whether typ is a waitlist event's type (EventUnitOffered,
+// EventUnitPassed): its body is a UnitEvent, not a WebhookEvent.
+func IsUnitEvent(typ string) bool { return strings.HasPrefix(typ, "unit.") }
+
 // IsDrawEvent reports whether typ is a draw event's type (EventDrawWon, EventDrawLost,
 // EventDrawExpired): its body is a DrawEvent, not a WebhookEvent.
 func IsDrawEvent(typ string) bool { return strings.HasPrefix(typ, "draw.") }
@@ -77,6 +89,24 @@ type DrawEvent struct {
 	// ClaimUntil is when the winner's claim window ends (won, expired; absent for lost).
 	ClaimUntil *time.Time `json:"claim_until,omitempty"`
 	// At is when the event happened (the database's clock).
+	At time.Time `json:"at"`
+}
+
+// UnitEvent is the JSON body of a waitlist's webhook (types EventUnit*). It is sent, signed and
+// deduplicated exactly like a WebhookEvent; one waiter's events are delivered in order
+// (offered, then passed).
+type UnitEvent struct {
+	// ID is the event's idempotency key, as WebhookEvent.ID.
+	ID string `json:"id"`
+	// Version is the body's version, as WebhookEvent.Version.
+	Version int    `json:"version,omitempty"`
+	Type    string `json:"type"`
+	SaleID  string `json:"sale_id"`
+	// UserID is the waiter offered the unit.
+	UserID string `json:"user_id"`
+	// OfferUntil is when the offer's window ends: he may buy until then.
+	OfferUntil time.Time `json:"offer_until"`
+	// At is when the event was recorded (the database's clock).
 	At time.Time `json:"at"`
 }
 

@@ -236,9 +236,11 @@ type CompensateCall struct {
 }
 
 // Keys are the call's KEYS: meta, buyers, compensated, held (always passed: the script skips it
-// when the hash does not exist).
+// when the hash does not exist), and the room hash and the waitlist's log (a unit of a sale
+// whose waitlist runs is held for it).
 func (c CompensateCall) Keys() []string {
-	return []string{contract.MetaKey(c.Sale), contract.BuyersKey(c.Sale), contract.CompensatedKey(c.Sale), contract.HeldKey(c.Sale)}
+	return []string{contract.MetaKey(c.Sale), contract.BuyersKey(c.Sale), contract.CompensatedKey(c.Sale), contract.HeldKey(c.Sale),
+		contract.RoomKey(c.Sale), contract.RoomOfferLogKey(c.Sale)}
 }
 
 // Args are the call's ARGV.

@@ -8,6 +8,12 @@
 -- KEYS[4]  seckill:{sale:<id>}:held         optional hash: user id -> units held (variant and
 --                                            limit sales; absent for a limit-1 sale without
 --                                            variants)
+-- KEYS[5]  optional seckill:{sale:<id>}:room           hash: the sale's waiting room
+-- KEYS[6]  optional seckill:{sale:<id>}:room:offerlog  list: the waitlist's history
+--                                            (room_offer.lua); a unit held for the waitlist is
+--                                            logged "v:<now_ms>:1:<order id>". KEYS[5] and
+--                                            KEYS[6] come together: without them no unit is
+--                                            held
 -- ARGV[1]  sale id (for the restock broadcast)
 -- ARGV[2]  order id
 -- ARGV[3]  user id
@@ -17,6 +23,13 @@
 -- The order's quantity goes back to "stock" (the sale's total) and, when a variant is named
 -- and the meta hash has its field "v:<variant>", to that variant too; the user's held units
 -- drop by the quantity (never below 0) when the held hash exists.
+--
+-- The waitlist (docs/room.md, "The waitlist"): on a sale with a room whose gateways' waitlist
+-- the backend runs (room hash field "waitlist" = 1), without variants and with a limit of
+-- 1, a unit that comes back while the open pool is empty (stock - reserved <= 0) is held for
+-- the room's next present waiter: it goes into "stock" and into "reserved" (the units of stock
+-- the open pool may not sell), the state stays "sold_out" and no restock is broadcast.
+-- room_offer.lua offers it, or gives it back to the pool when nobody is left.
 --
 -- Returns  {done, stock}: done is 1 when this call returned the unit, 0 when the order was
 --          compensated before (nothing changed); stock is the Redis stock after the call, or
@@ -64,6 +77,17 @@ end
 
 if redis.call("EXISTS", meta) == 0 then
   return {1, -1}
+end
+local w = redis.call("HMGET", meta, "room", "variants", "limit", "stock", "reserved")
+if w[1] == "1" and not w[2] and (tonumber(w[3]) or 1) <= 1 and qty == 1 and KEYS[6]
+    and (tonumber(w[4]) or 0) - (tonumber(w[5]) or 0) <= 0
+    and redis.call("HGET", KEYS[5], "waitlist") == "1" then
+  local stock = redis.call("HINCRBY", meta, "stock", 1)
+  redis.call("HINCRBY", meta, "reserved", 1)
+  local t = redis.call("TIME")
+  redis.call("RPUSH", KEYS[6], string.format("v:%d:1:%s", tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000), order))
+  redis.call("PEXPIRE", KEYS[6], ttl)
+  return {1, stock}
 end
 local stock = redis.call("HINCRBY", meta, "stock", qty)
 if variant ~= "" and redis.call("HEXISTS", meta, "v:" .. variant) == 1 then

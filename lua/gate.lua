@@ -84,7 +84,12 @@
 --          {6}                         sold_out     (the sale: its total stock is gone)
 --          {6, variant, left}          sold_out     of the variant (or, variant "", a quantity
 --                                      above the stock of a sale without variants): only
---                                      left <= 0 means the variant is gone for everyone
+--                                      left <= 0 means the variant is gone for everyone;
+--                                      {6, "", 0} while units are held for the waitlist
+--                                      (meta "reserved", room_offer.lua) or the sale has one
+--                                      (meta "waitlist" = 1; then no "sold_out:" is
+--                                      published): the sale is not sold out for the user who
+--                                      is offered a unit ("o:<user>")
 --          {7, k}                      sharded: the meta hash is a sharded sale's (field
 --                                      "shards" = k > 1); nothing was decided: the caller runs
 --                                      this script again on the user's shard (contract/shard.go)
@@ -133,7 +138,7 @@ local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000) -- (alone)
 local function arg(i) return i <= na and ARGV[i] or "" end
 local function key(i) return i <= nk and KEYS[i] or nil end
 local vid, qarg = arg(7), arg(8)
-local m = redis.call("HMGET", KEYS[1], "stock", "starts_ms", "ends_ms", "shards", "state", "limit", "variants", "v:" .. vid, "room", "draw", "w:" .. vid, "buyers_ttl")
+local m = redis.call("HMGET", KEYS[1], "stock", "starts_ms", "ends_ms", "shards", "state", "limit", "variants", "v:" .. vid, "room", "draw", "w:" .. vid, "buyers_ttl", "reserved", "o:" .. ARGV[2], "waitlist")
 local state = m[5]
 if state == "paused" then
   return {8}
@@ -282,6 +287,16 @@ if ARGV[4] ~= "" then
   end
 end
 local shard = string.find(ARGV[1], ":", 1, true)
+-- The waitlist (room_offer.lua): "reserved" units of the stock are held for offered waiters;
+-- a user with a live offer ("o:<user>") buys one of them, anybody else only what is left.
+local offer, reserved = tonumber(m[14]), vstock == nil and tonumber(m[13]) or 0
+if offer and offer > now and reserved > 0 then reserved = reserved - 1 else offer = nil end
+stock = stock - reserved
+if stock <= 0 and (reserved > 0 or m[15] == "1") then
+  -- A short sold_out: no gateway flags the sale, so its room keeps its waiters, and an
+  -- offered waiter's purchase reaches this script.
+  return refuse({6, "", 0})
+end
 if stock <= 0 then
   local r = refuse({6})
   if shard and r[1] == 6 then
@@ -305,8 +320,12 @@ if limit == 1 and redis.call("HSETNX", KEYS[2], user, order) == 0 then
   return bought_answer(redis.call("HGET", KEYS[2], user))
 end
 local vleft
+if offer then
+  redis.call("HINCRBY", KEYS[1], "reserved", -1)
+  redis.call("HDEL", KEYS[1], "o:" .. user)
+end
 if vstock == nil then
-  stock = redis.call("HINCRBY", KEYS[1], "stock", -q)
+  stock = redis.call("HINCRBY", KEYS[1], "stock", -q) - reserved
 else
   stock, vleft = stock - q, vstock - q
   redis.call("HSET", KEYS[1], "stock", stock, "v:" .. vid, vleft)
@@ -369,7 +388,7 @@ else
 end
 -- An outbox with entries never expires: the relay gives it a TTL again once it is drained.
 redis.call("PERSIST", KEYS[4])
-if stock == 0 then
+if stock == 0 and reserved == 0 and m[15] ~= "1" then
   redis.call("PUBLISH", "seckill:events", "sold_out:" .. ARGV[1])
 elseif vleft == 0 then
   redis.call("PUBLISH", "seckill:events", "sold_out:" .. ARGV[1] .. "/" .. vid)

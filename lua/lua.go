@@ -3,12 +3,13 @@
 // lua.Preheat, ... A misspelt script is a compile error, not a panic at the first request;
 // there is no lookup by name.
 //
-// Most scripts are called through a typed call (args.go, shard.go, outbox.go, draw.go): a
-// struct per script whose named fields are its arguments, with Keys, Args and Run (GateCall,
-// PreheatCall, ReconcileCall, CompensateCall, ShardTakeCall, ShardGiveCall, OutboxAckCall,
-// DrawEnterCall, DrawStatusCall, DrawSetupCall, DrawCloseCall, DrawWaveCall), so the ARGV
-// order is written once, beside the script, and not at every call site. The scripts of the
-// gateway's own stores (token_issue, throttle, throttle_refund, room_*, challenge_issue) are
+// Most scripts are called through a typed call (args.go, shard.go, outbox.go, draw.go,
+// offer.go): a struct per script whose named fields are its arguments, with Keys, Args and
+// Run (GateCall, PreheatCall, ReconcileCall, CompensateCall, ShardTakeCall, ShardGiveCall,
+// OutboxAckCall, DrawEnterCall, DrawStatusCall, DrawSetupCall, DrawCloseCall, DrawWaveCall,
+// RoomOfferCall), so the ARGV order is written once, beside the script, and not at every call
+// site. The scripts of the gateway's own stores (token_issue, throttle, throttle_refund,
+// room_setup, room_queue, room_admission_check, challenge_issue) are
 // still called with their ARGV in order by those stores. doc_test.go holds both lists to the
 // code: a new script needs a typed call or a place in the second.
 //
@@ -45,6 +46,9 @@ var (
 	RoomSetup          = mustLoad("room_setup")           // a sale's waiting room (room_setup.lua, preheat)
 	RoomQueue          = mustLoad("room_queue")           // enter, poll, leave or tick the room (room_queue.lua)
 	RoomAdmissionCheck = mustLoad("room_admission_check") // is a user admitted (room_admission_check.lua)
+
+	// The waitlist's step, run by the backend (room_offer.lua).
+	RoomOffer = mustLoad("room_offer")
 
 	// The issue step of a proof-of-work challenge, room's and draw's (challenge_issue.lua).
 	ChallengeIssue = mustLoad("challenge_issue")

@@ -6,7 +6,16 @@
 -- exact across gateways.
 -- Time is Redis TIME.
 --
--- KEYS[1]  seckill:{sale:<id>}:meta        hash: stock, starts_ms, ends_ms, state (preheat)
+-- KEYS[1]  seckill:{sale:<id>}:meta        hash: stock, starts_ms, ends_ms, state (preheat);
+--                                          reserved and "o:<user>" (the waitlist,
+--                                          room_offer.lua): the room admits for stock -
+--                                          reserved only. Once that is 0, a user with a live
+--                                          offer is answered "admitted", and while the
+--                                          backend runs the waitlist (room hash waitlist = 1)
+--                                          and a unit may come back (reserved > 0, or the
+--                                          buyers hash holds more users than the room hash's
+--                                          paid) the waiters are answered "waiting" and a
+--                                          tick "open", not "sold_out"
 -- KEYS[2]  seckill:{sale:<id>}:room        hash: seed, ekey, commitment, settings (room_setup),
 --                                          counters cursor, allow, last_ms, seq, entries,
 --                                          admitted, lapsed, and the entry rate rate_s,
@@ -155,11 +164,14 @@ local function reply(outcome, pos, ahead, untl, stock, depth, starts, adm, lap)
     tonumber(c[1]) or 0, tonumber(c[2]) or 0, checks, revoked}
 end
 
-local m = redis.call("HMGET", meta, "stock", "starts_ms", "ends_ms", "state")
+local m = redis.call("HMGET", meta, "stock", "starts_ms", "ends_ms", "state", "reserved", "o:" .. user)
 local stock, starts, ends = tonumber(m[1]), tonumber(m[2]), tonumber(m[3])
 if stock == nil or starts == nil or ends == nil then
   return reply("unknown_sale")
 end
+-- Units held for the waitlist (room_offer.lua) are not the room's to admit for.
+local held = tonumber(m[5]) or 0
+stock = stock - held
 if redis.call("HEXISTS", room, "seed") == 0 then
   return reply("no_room")
 end
@@ -366,7 +378,25 @@ local cursor, allow, last = tonumber(r[1]) or 0, tonumber(r[2]) or 0, tonumber(r
 local cursor0 = cursor
 local total = redis.call("ZCARD", q)
 if stock <= 0 then
-  -- Invariant: nobody is admitted once sold out, until units come back.
+  -- Invariant: nobody is admitted once sold out, until units come back. The waitlist
+  -- (room_offer.lua) admits an offered waiter itself; while a unit may still come back
+  -- (one is held, or buyers hold units not paid yet) the waiters keep their places.
+  local offer = tonumber(m[6])
+  if rank and offer and offer > now then
+    return reply("admitted", 0, 0, offer, 0, total - cursor, starts)
+  end
+  local wl = redis.call("HMGET", room, "waitlist", "paid")
+  if wl[1] == "1" and (held > 0 or redis.call("HLEN", buyers) > (tonumber(wl[2]) or 0)) then
+    if op == "tick" then
+      return reply("open", 0, 0, 0, 0, total - cursor, starts)
+    end
+    if rank and rank >= cursor then
+      return reply("waiting", rank - cursor + 1, rank - cursor, 0, 0, total - cursor, starts)
+    end
+    if rank and gated and redis.call("ZSCORE", away, user) then
+      return reply("waiting", 1, 0, 0, 0, total - cursor + redis.call("ZCARD", away), starts)
+    end
+  end
   return reply("sold_out", 0, 0, 0, 0, total - cursor, starts)
 end
 

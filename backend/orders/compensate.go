@@ -22,6 +22,11 @@ type Compensator struct {
 	Redis redis.UniversalClient
 	Log   *slog.Logger
 
+	// Waitlist, when set, hands a unit returned in a sold-out room sale to the room's next
+	// present waiter (compensate.lua holds it for the waitlist; nil: every unit goes back to the
+	// open pool).
+	Waitlist *Waitlist
+
 	shards shards.Counts
 }
 
@@ -52,6 +57,7 @@ func (c *Compensator) Compensate(ctx context.Context, refs []OrderRef) int {
 	_, _ = pipe.Exec(ctx)
 	var done []string
 	returned := 0
+	stepped, sales := map[string]bool{}, []string(nil)
 	for i, cmd := range cmds {
 		returnedNow, _, err := lua.CompensateReply(cmd)
 		if err != nil {
@@ -61,6 +67,10 @@ func (c *Compensator) Compensate(ctx context.Context, refs []OrderRef) int {
 		}
 		if returnedNow {
 			returned++
+			if c.Waitlist != nil && !stepped[refs[i].SaleID] {
+				stepped[refs[i].SaleID] = true
+				sales = append(sales, refs[i].SaleID)
+			}
 			metricCompensations.WithLabelValues("returned").Inc()
 		} else {
 			metricCompensations.WithLabelValues("already").Inc()
@@ -73,7 +83,17 @@ func (c *Compensator) Compensate(ctx context.Context, refs []OrderRef) int {
 			c.Log.Warn("compensated_at not recorded", "orders", len(done), "err", err)
 		}
 	}
+	for _, sale := range sales {
+		c.step(ctx, sale)
+	}
 	return returned
+}
+
+// step runs the waitlist of a sale that got units back, so that a held unit is offered at once.
+func (c *Compensator) step(ctx context.Context, sale string) {
+	if _, err := c.Waitlist.Step(ctx, sale); err != nil {
+		c.Log.Warn("waitlist step postponed to the next sweep", "sale_id", sale, "err", err)
+	}
 }
 
 // RetryPending compensates failed or cancelled orders whose compensation was not recorded

@@ -37,6 +37,10 @@ var (
 		Help:    "Time from the gate's acceptance of an order to its commit in Postgres.",
 		Buckets: prometheus.ExponentialBuckets(0.005, 2, 14),
 	})
+	metricOffers = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "seckill_backend_waitlist_total",
+		Help: "Steps of the waitlist's units: offered, bought, passed (an offer's window ended unbought), returned (to the open pool, nobody left).",
+	}, []string{"outcome"})
 	metricReleased = prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "seckill_backend_unpaid_released_total",
 		Help: "Orders cancelled by the sweeper because they were not paid in time.",
@@ -45,7 +49,7 @@ var (
 
 // Collectors are the package's metrics, for the backend's registry.
 func Collectors() []prometheus.Collector {
-	return []prometheus.Collector{metricConsumed, metricBatchSize, metricCommit, metricFailed, metricWriteErrors, metricCompensations, metricLag, metricReleased}
+	return []prometheus.Collector{metricConsumed, metricBatchSize, metricCommit, metricFailed, metricWriteErrors, metricCompensations, metricLag, metricReleased, metricOffers}
 }
 
 func init() {

@@ -98,6 +98,13 @@ func (s *Sweeper) SweepOnce(ctx context.Context) (int, error) {
 		_, err := s.Compensator.RetryPending(ctx, sweepBatch)
 		return err
 	})
+	if w := s.Compensator.Waitlist; w != nil && ctx.Err() == nil {
+		// Outside the lock: the step is idempotent, and an offer's window ends on time even
+		// while another instance sweeps.
+		if werr := w.StepAll(ctx); werr != nil {
+			s.Log.Warn("waitlist step failed", "err", werr)
+		}
+	}
 	if errors.Is(err, lock.ErrBusy) {
 		return 0, nil
 	}

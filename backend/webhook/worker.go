@@ -162,9 +162,14 @@ type drawFields struct {
 	claimUntil       *time.Time
 }
 
-// body is the JSON the receiver gets: a contract.DrawEvent for a draw event, else the
+// body is the JSON the receiver gets: a contract.UnitEvent for a waitlist event (its offer's
+// end in claim_until), a contract.DrawEvent for a draw event, else the
 // contract.WebhookEvent (unchanged by draws, byte for byte).
 func (d delivery) body() ([]byte, error) {
+	if contract.IsUnitEvent(d.event.Type) && d.draw != nil && d.draw.claimUntil != nil {
+		return json.Marshal(contract.UnitEvent{ID: d.event.ID, Version: contract.WebhookEventVersion, Type: d.event.Type,
+			SaleID: d.event.SaleID, UserID: d.event.UserID, OfferUntil: d.draw.claimUntil.UTC(), At: d.event.At})
+	}
 	if d.draw == nil {
 		ev := d.event
 		ev.Version = contract.WebhookEventVersion
@@ -205,7 +210,7 @@ func (w *Worker) claim(ctx context.Context, n int) ([]delivery, error) {
 		err := r.Scan(&d.event.ID, &d.event.Type, &d.event.OrderID, &d.event.SaleID, &d.event.UserID, &d.event.At, &d.url, &d.attempts,
 			&d.event.Variant, &d.event.Quantity, &df.entryID, &df.variant, &df.wave, &df.claimUntil)
 		d.event.At = d.event.At.UTC()
-		if contract.IsDrawEvent(d.event.Type) {
+		if contract.IsDrawEvent(d.event.Type) || contract.IsUnitEvent(d.event.Type) {
 			d.draw = &df
 		}
 		if d.url == "" {

@@ -103,6 +103,11 @@ type RoomSpec struct {
 	// MaxWaiters is the most places the room holds (1..10 000 000); beyond it a new entry gets
 	// 503 queue_full.
 	MaxWaiters *int64 `json:"max_waiters,omitempty"`
+	// Waitlist hands a unit released after the sell-out (an unpaid order's timeout, a failed
+	// order) to the room's next present waiter instead of the open pool, and keeps the waiters
+	// waiting while a buyer has not paid yet (docs/room.md, "The waitlist"). false: a released
+	// unit goes back to the pool, and the waiters are told sold_out at the sell-out.
+	Waitlist bool `json:"waitlist,omitempty"`
 }
 
 // Difficulty is a room's proof-of-work [min, max] in bits: exactly two numbers. A Go array

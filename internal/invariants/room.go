@@ -560,5 +560,17 @@ func roomChecks(ctx context.Context, src Sources, st *state, run Run) []Check {
 		fail(&c, "%v", err)
 		return []Check{c}
 	}
+	if len(cs) == 0 {
+		return cs
+	}
+	w, found, err := Waitlist(ctx, src.Redis, run.Sale, sortedKeys(users))
+	switch {
+	case err != nil:
+		w = Check{N: 16, Name: "every waitlist offer ends bought, passed or returned", Verdict: Fail}
+		fail(&w, "%v", err)
+		return append(cs, w)
+	case found:
+		return append(cs, w)
+	}
 	return cs
 }

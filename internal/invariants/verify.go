@@ -206,7 +206,7 @@ func load(ctx context.Context, src Sources, run Run) (*state, error) {
 }
 
 // Verify reads every source once and checks the five invariants, plus the room's (6-9) on a
-// sale with a waiting room and the draw's (10-15, draw.go) on a sale in draw mode. An error means a source could
+// sale with a waiting room (with 16, the waitlist's, once it held a unit) and the draw's (10-15, draw.go) on a sale in draw mode. An error means a source could
 // not be read at all; a broken invariant is a FAIL in the report, not an error.
 func Verify(ctx context.Context, src Sources, run Run) (Report, error) {
 	st, err := load(ctx, src, run)
