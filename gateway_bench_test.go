@@ -41,7 +41,7 @@ import (
 // every route). The cases are the seckill-bench ones: the ceiling (`respond`), a purchase
 // token, a purchase with a valid token (accepted: throttle, gate, the 202), and a click on a
 // sold-out sale by a user who clicked there before (the flood after the sell-out); each with the
-// Caddyfile as shipped, without the global `metrics` option, and with the site's routes wrapped
+// Caddyfile as shipped, without the global `metrics` option, with it and `per_host`, and with the site's routes wrapped
 // in one `handle` (one instrumented top-level route per request instead of two, but Caddy then
 // compiles the subroute's chain on every request: it costs more than it saves).
 //
@@ -73,6 +73,7 @@ func BenchmarkGatewayChainAllocs(b *testing.B) {
 	}{
 		{"shipped", func(s string) string { return s }},
 		{"no_metrics", func(s string) string { return globalMetrics.ReplaceAllString(s, "") }},
+		{"per_host", func(s string) string { return globalMetrics.ReplaceAllString(s, "\tmetrics {\n\t\tper_host\n\t}\n") }},
 		{"one_route", oneRoute},
 		{"purchase_first", purchaseFirst},
 	} {
@@ -175,7 +176,7 @@ func purchaseFirst(s string) string {
 	end := site + strings.Index(s[site:], "\n}\n")
 	body := s[site:end]
 	var moved []string
-	for _, start := range []string{"\thandle /seckill/*/token {\n", "\t@buy {\n"} {
+	for _, start := range []string{"\thandle {$SECKILL_PREFIX:/seckill}/*/token {\n", "\t@buy {\n"} {
 		i := strings.Index(body, start)
 		if i < 0 {
 			panic("the Caddyfile has no " + start)
