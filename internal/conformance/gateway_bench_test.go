@@ -41,9 +41,10 @@ import (
 // every route). The cases are the seckill-bench ones: the ceiling (`respond`), a purchase
 // token, a purchase with a valid token (accepted: throttle, gate, the 202), and a click on a
 // sold-out sale by a user who clicked there before (the flood after the sell-out); each with the
-// Caddyfile as shipped, without the global `metrics` option, and with the site's routes wrapped
-// in one `handle` (one instrumented top-level route per request instead of two, but Caddy then
-// compiles the subroute's chain on every request: it costs more than it saves).
+// Caddyfile as shipped, without the global `metrics` option, with it and `per_host`, with the
+// site's routes wrapped in one `handle` (one instrumented top-level route per request instead of
+// two, but Caddy then compiles the subroute's chain on every request: it costs more than it
+// saves), and with the token, purchase and room routes after the backend's (guardsFirst).
 //
 //	go test -tags integration -run '^$' -bench GatewayChainAllocs -benchmem -benchtime 2000x ./internal/conformance/
 //
@@ -73,8 +74,9 @@ func BenchmarkGatewayChainAllocs(b *testing.B) {
 	}{
 		{"shipped", func(s string) string { return s }},
 		{"no_metrics", func(s string) string { return globalMetrics.ReplaceAllString(s, "") }},
+		{"per_host", func(s string) string { return globalMetrics.ReplaceAllString(s, "\tmetrics {\n\t\tper_host\n\t}\n") }},
 		{"one_route", oneRoute},
-		{"purchase_first", purchaseFirst},
+		{"guards_first", guardsFirst},
 	} {
 		gw, ceil := startChain(b, v.edit(string(src)))
 		sale := testenv.ID("bench")
@@ -166,30 +168,19 @@ func sellOut(b testing.TB, gw http.Handler, sale string, a, bu int) {
 	}
 }
 
-// purchaseFirst moves the :8080 site's token and purchase routes before its other handle
-// blocks, so that a purchase is matched by its own path first and never evaluates the
-// expression matchers (CEL, regular expressions) of the routes written before it: the route
-// shape docs/gate.md recommends ("One handler per purchase").
-func purchaseFirst(s string) string {
+// guardsFirst moves the :8080 site's token, purchase and room routes after its other handle
+// blocks, as a site written without regard to the order would have them: a purchase then
+// evaluates the expression matchers (CEL, regular expressions) and path globs of the backend's
+// routes before its own (docs/gate.md, "One handler per purchase").
+func guardsFirst(s string) string {
 	site := strings.Index(s, "\n:8080 {\n")
-	end := site + strings.Index(s[site:], "\n}\n")
-	body := s[site:end]
-	var moved []string
-	for _, start := range []string{"\thandle /seckill/*/token {\n", "\t@buy {\n"} {
-		i := strings.Index(body, start)
-		if i < 0 {
-			panic("the Caddyfile has no " + start)
-		}
-		j := i + strings.Index(body[i:], "\n\t}\n") + len("\n\t}\n")
-		if start == "\t@buy {\n" { // the matcher, then its handle block
-			j += strings.Index(body[j:], "\n\t}\n") + len("\n\t}\n")
-		}
-		moved = append(moved, body[i:j])
-		body = body[:i] + body[j:]
+	start := site + strings.Index(s[site:], "\t# The token, the purchase and the room come first")
+	end := site + strings.Index(s[site:], "\t# /orders/ paths in canonical form only")
+	health := site + strings.Index(s[site:], "\thandle {$SECKILL_HEALTH_PATH:/healthz} {\n")
+	if start < site || end < start || health < end {
+		panic("the :8080 site's routes are not in the order guardsFirst expects")
 	}
-	head := strings.Index(body, "\n\t@orders_noncanonical")
-	body = body[:head+1] + strings.Join(moved, "\n") + "\n" + body[head+1:]
-	return s[:site] + body + s[end:]
+	return s[:start] + s[end:health] + s[start:end] + s[health:]
 }
 
 // oneRoute wraps the :8080 site's routes (handle_errors apart) in one handle block.
