@@ -336,3 +336,47 @@ func idStrings(ids []any) []string {
 	}
 	return out
 }
+
+// A preheat that moves the window of a sale already in Redis publishes "window:<sale>", so
+// gateways forget the window they remember; one that leaves it as it is publishes nothing.
+func TestAPreheatThatMovesTheWindowPublishesIt(t *testing.T) {
+	t.Parallel()
+	rdb := testenv.Redis(t)
+	ctx := context.Background()
+	sale := testenv.ID("pw")
+	events := rdb.Subscribe(ctx, contract.EventsChannel)
+	defer events.Close()
+	if _, err := events.Receive(ctx); err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now().Truncate(time.Millisecond)
+	preheat := func(starts time.Time) {
+		t.Helper()
+		if _, _, err := (PreheatCall{Sale: sale, Stock: 0, Starts: starts, Ends: now.Add(time.Hour), Retention: time.Hour}).Run(ctx, rdb); err != nil {
+			t.Fatal(err)
+		}
+	}
+	preheat(now.Add(time.Minute))
+	preheat(now.Add(time.Minute)) // the same window: no event
+	preheat(now.Add(2 * time.Minute))
+	// Every event of the three calls comes before a marker published after them.
+	rdb.Publish(ctx, contract.EventsChannel, "marker:"+sale)
+	deadline, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	n := 0
+	for {
+		msg, err := events.ReceiveMessage(deadline)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if msg.Payload == "marker:"+sale {
+			break
+		}
+		if msg.Payload == contract.EventWindow+":"+sale {
+			n++
+		}
+	}
+	if n != 1 {
+		t.Fatalf("%d window events for one preheat that moved the window and one that did not, want 1", n)
+	}
+}
