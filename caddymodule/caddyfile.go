@@ -1,6 +1,7 @@
 package caddymodule
 
 import (
+	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/caddyconfig"
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 	"github.com/caddyserver/caddy/v2/caddyconfig/httpcaddyfile"
@@ -74,7 +75,7 @@ func (a *App) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			return true, a.unmarshalTokenKeys(d)
 		case "relay":
 			a.Relay = new(relay.Config)
-			return true, a.Relay.UnmarshalBlock(d)
+			return true, unmarshalRelay(d, a.Relay)
 		case "namespace":
 			return true, handler.StringArg(d, &a.Namespace)
 		case "demo":
@@ -151,3 +152,52 @@ func (c *AMQPConfig) unmarshal(d *caddyfile.Dispenser) error {
 
 // Interface guard
 var _ caddyfile.Unmarshaler = (*App)(nil)
+
+// unmarshalRelay parses the block of a `relay` subdirective into c (the dispenser is on the
+// `relay` token); the relay's package links no Caddy, so its Caddyfile is read here:
+//
+//	relay {
+//		disabled
+//		batch_size        <n>
+//		batch_wait        <duration>
+//		poll_interval     <duration>
+//		discover_interval <duration>
+//		claim_min_idle    <duration>
+//		confirm_timeout   <duration>
+//		retention         <duration>
+//		served_only
+//	}
+func unmarshalRelay(d *caddyfile.Dispenser, c *relay.Config) error {
+	duration := func(dst *relay.Duration) error {
+		var v caddy.Duration
+		err := handler.DurationArg(d, &v)
+		*dst = relay.Duration(v)
+		return err
+	}
+	return handler.ParseBlock(d, "relay", func(name string) (bool, error) {
+		switch name {
+		case "disabled":
+			return true, handler.Flag(d, &c.Disabled)
+		case "served_only":
+			return true, handler.Flag(d, &c.ServedOnly)
+		case "batch_size":
+			if err := handler.IntArg(d, &c.BatchSize); err != nil || c.BatchSize <= 0 {
+				return true, d.Errf("batch_size must be a positive integer")
+			}
+			return true, nil
+		case "batch_wait":
+			return true, duration(&c.BatchWait)
+		case "poll_interval":
+			return true, duration(&c.PollInterval)
+		case "discover_interval":
+			return true, duration(&c.DiscoverInterval)
+		case "claim_min_idle":
+			return true, duration(&c.ClaimMinIdle)
+		case "confirm_timeout":
+			return true, duration(&c.ConfirmTimeout)
+		case "retention":
+			return true, duration(&c.Retention)
+		}
+		return false, nil
+	})
+}

@@ -15,6 +15,7 @@ import (
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 
+	"github.com/seckilledge/seckill/caddymodule/cors/core"
 	"github.com/seckilledge/seckill/caddymodule/handler"
 )
 
@@ -44,7 +45,7 @@ type CORS struct {
 	// How long a browser may keep a preflight's answer. Default 10m.
 	MaxAge caddy.Duration `json:"max_age,omitempty"`
 
-	list    AllowList
+	list    core.AllowList
 	err     error
 	headers string
 	maxAge  string
@@ -81,7 +82,7 @@ func (h *CORS) Provision(caddy.Context) error {
 			return r == ' ' || r == ',' || r == '\t' || r == '\n'
 		})...)
 	}
-	h.list, h.err = NewAllowList(origins)
+	h.list, h.err = core.NewAllowList(origins)
 	headers := append(append([]string(nil), DefaultHeaders...), h.Headers...)
 	h.headers = strings.Join(headers, ", ")
 	if h.MaxAge <= 0 {
@@ -91,7 +92,7 @@ func (h *CORS) Provision(caddy.Context) error {
 	return nil
 }
 
-// Validate refuses a bad origin (ErrWildcard for "*") and a bad header name.
+// Validate refuses a bad origin (core.ErrWildcard for "*") and a bad header name.
 func (h *CORS) Validate() error {
 	if h.err != nil {
 		return fmt.Errorf("seckill_cors: %w", h.err)

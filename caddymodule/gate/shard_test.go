@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/caddyserver/caddy/v2"
 	amqp "github.com/rabbitmq/amqp091-go"
 	"github.com/redis/go-redis/v9"
 
@@ -215,7 +214,7 @@ func TestRelayDeliversEveryShardOutboxFoundInTheIndex(t *testing.T) {
 		Redis:     rdb,
 		Connect:   func(ctx context.Context) (*amqp.Connection, error) { return amqp.Dial(vhost) },
 		Namespace: testNamespace,
-		Config:    relay.Config{PollInterval: caddy.Duration(20 * time.Millisecond), DiscoverInterval: caddy.Duration(100 * time.Millisecond)},
+		Config:    relay.Config{PollInterval: relay.Duration(20 * time.Millisecond), DiscoverInterval: relay.Duration(100 * time.Millisecond)},
 	})
 	r.Start(ctx)
 	t.Cleanup(func() { _ = r.Stop() })

@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/caddyserver/caddy/v2"
 	amqp "github.com/rabbitmq/amqp091-go"
 	"github.com/redis/go-redis/v9"
 	"github.com/seckilledge/seckill/contract"
@@ -122,7 +121,7 @@ func startRelay(t *testing.T, rdb redis.UniversalClient, vhost, ns string) *Rela
 		Redis:     rdb,
 		Connect:   func(context.Context) (*amqp.Connection, error) { return amqp.Dial(vhost) },
 		Namespace: ns,
-		Config:    Config{PollInterval: caddy.Duration(20 * time.Millisecond), DiscoverInterval: caddy.Duration(50 * time.Millisecond)},
+		Config:    Config{PollInterval: Duration(20 * time.Millisecond), DiscoverInterval: Duration(50 * time.Millisecond)},
 	})
 	r.Start(context.Background())
 	t.Cleanup(func() { _ = r.Stop() })

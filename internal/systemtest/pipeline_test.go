@@ -14,7 +14,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/caddyserver/caddy/v2"
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -353,7 +352,7 @@ func TestALoneWinnerWaitsForNoWindow(t *testing.T) {
 	const window = 5 * time.Second
 	s := newSystem(t)
 	// The relay's idle poll is longer than the test: only the purchase's own wake-up moves it.
-	p := s.pipeline(t, 100, relay.Config{BatchWait: caddy.Duration(window), PollInterval: caddy.Duration(time.Minute)}, window)
+	p := s.pipeline(t, 100, relay.Config{BatchWait: relay.Duration(window), PollInterval: relay.Duration(time.Minute)}, window)
 	for i := range 5 {
 		if _, err := p.accept(); err != nil {
 			t.Fatal(err)
@@ -466,7 +465,7 @@ func quantile(ds []time.Duration, q float64) time.Duration {
 func BenchmarkALoneWinner(b *testing.B) {
 	s := newSystem(b)
 	windows := s.pipeline(b, 100_000, relay.Config{}, 0)
-	none := s.pipeline(b, 100_000, relay.Config{BatchWait: caddy.Duration(time.Nanosecond)}, time.Nanosecond)
+	none := s.pipeline(b, 100_000, relay.Config{BatchWait: relay.Duration(time.Nanosecond)}, time.Nanosecond)
 	lone := func(p *pipeline) string {
 		n := p.rows()
 		order, err := p.accept()
@@ -513,7 +512,7 @@ func BenchmarkWinnersAt600PerSecond(b *testing.B) {
 	for range b.N {
 		rw, _ := time.ParseDuration(os.Getenv("BENCH_RELAY_WAIT"))
 		cw, _ := time.ParseDuration(os.Getenv("BENCH_CONSUMER_WAIT"))
-		p := s.pipeline(b, 2000, relay.Config{BatchWait: caddy.Duration(rw)}, cw)
+		p := s.pipeline(b, 2000, relay.Config{BatchWait: relay.Duration(rw)}, cw)
 		seen := p.tap(b)
 		time.Sleep(500 * time.Millisecond) // the consumer's session is up
 		x0 := s.xactCommit(b)

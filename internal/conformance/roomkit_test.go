@@ -1,16 +1,13 @@
-package roomkit_test
+package conformance
 
 import (
 	"strings"
 	"testing"
 
-	_ "github.com/seckilledge/seckill/caddymodule"      // the seckill global option
-	_ "github.com/seckilledge/seckill/caddymodule/draw" // seckill_draw
-	_ "github.com/seckilledge/seckill/caddymodule/room" // seckill_room
 	"github.com/seckilledge/seckill/internal/handlertest"
 )
 
-// The kit's options are refused alike by both handlers that embed it: an unknown option, a
+// The room kit's (caddymodule/internal/roomkit) options are refused alike by both handlers that embed it: an unknown option, a
 // directive's argument, and each shared option's bad value (the handlers' own options are
 // refused in their packages' tests).
 func TestBothHandlersRefuseTheKitsBadOptions(t *testing.T) {

@@ -1,6 +1,8 @@
 //go:build integration
 
-package botcheckcaddy_test
+package conformance_test
+
+// The challenge provider against the shared Redis (caddymodule/botcheck/botcheckcaddy).
 
 import (
 	"context"

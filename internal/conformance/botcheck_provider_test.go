@@ -1,4 +1,8 @@
-package botcheckcaddy_test
+package conformance_test
+
+// The challenge provider's own tests (caddymodule/botcheck/botcheckcaddy: its Caddyfile, its
+// provisioning, its answers and refusals): it links Caddy in every part, so they live in
+// this binary; the verifiers under it are tested in caddymodule/botcheck, which links none.
 
 import (
 	"context"

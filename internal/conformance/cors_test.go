@@ -1,4 +1,8 @@
-package cors
+package conformance_test
+
+// The seckill_cors handler's own tests: it links Caddy in every part (its Provision, its
+// Caddyfile, its ServeHTTP), so they live in this binary; its allow list is tested in
+// caddymodule/cors/core, which links no Caddy.
 
 import (
 	"context"
@@ -11,10 +15,11 @@ import (
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 
+	"github.com/seckilledge/seckill/caddymodule/cors"
 	"github.com/seckilledge/seckill/caddymodule/handler"
 )
 
-func provisioned(t *testing.T, h *CORS) *CORS {
+func provisioned(t *testing.T, h *cors.CORS) *cors.CORS {
 	t.Helper()
 	if err := h.Provision(caddy.Context{}); err != nil {
 		t.Fatal(err)
@@ -27,7 +32,7 @@ func provisioned(t *testing.T, h *CORS) *CORS {
 
 // serve runs h in front of a handler that applies the edge's cross-site rule, as the room,
 // the draw, the token issuer and the gate do; it reports whether that handler was reached.
-func serve(h *CORS, method, origin string, hdr map[string]string) (*httptest.ResponseRecorder, bool) {
+func serve(h *cors.CORS, method, origin string, hdr map[string]string) (*httptest.ResponseRecorder, bool) {
 	r := httptest.NewRequest(method, "https://edge.example/shop-api/drop/s1/buy", nil)
 	r = r.WithContext(context.WithValue(r.Context(), caddyhttp.VarsCtxKey, map[string]any{}))
 	if origin != "" {
@@ -50,7 +55,7 @@ func serve(h *CORS, method, origin string, hdr map[string]string) (*httptest.Res
 }
 
 func TestAListedOriginGetsItsPreflightAndBuysWithCredentials(t *testing.T) {
-	h := provisioned(t, &CORS{Origins: []string{"https://shop.example"}, Headers: []string{"X-User-ID"}})
+	h := provisioned(t, &cors.CORS{Origins: []string{"https://shop.example"}, Headers: []string{"X-User-ID"}})
 	w, reached := serve(h, "OPTIONS", "https://shop.example", map[string]string{
 		"Access-Control-Request-Method": "POST", "Access-Control-Request-Headers": "content-type,dpop,x-seckill-token"})
 	if reached || w.Code != http.StatusNoContent {
@@ -82,7 +87,7 @@ func TestAListedOriginGetsItsPreflightAndBuysWithCredentials(t *testing.T) {
 }
 
 func TestAnyOtherOriginKeepsTheCrossSiteRule(t *testing.T) {
-	h := provisioned(t, &CORS{Origins: []string{"https://shop.example"}})
+	h := provisioned(t, &cors.CORS{Origins: []string{"https://shop.example"}})
 	w, reached := serve(h, "OPTIONS", "https://evil.example", map[string]string{"Access-Control-Request-Method": "POST"})
 	if reached || w.Code != http.StatusForbidden || !strings.Contains(w.Body.String(), `"cross_site"`) {
 		t.Errorf("an unlisted preflight: %d %s (reached %v), want 403 cross_site here", w.Code, w.Body, reached)
@@ -107,14 +112,14 @@ func TestAnyOtherOriginKeepsTheCrossSiteRule(t *testing.T) {
 
 func TestACredentialedWildcardDoesNotLoad(t *testing.T) {
 	for _, c := range []struct {
-		h    CORS
+		h    cors.CORS
 		want string
 	}{
-		{CORS{Origins: []string{"*"}}, `seckill_cors: "*" cannot be allowed with credentials`},
-		{CORS{Origins: []string{"https://*.shop.example"}}, "no wildcards"},
-		{CORS{Origins: []string{"https://shop.example/app"}}, "no path"},
-		{CORS{Origins: []string{"null"}}, `"null"`},
-		{CORS{Origins: []string{"https://shop.example"}, Headers: []string{"*"}}, "no wildcard"},
+		{cors.CORS{Origins: []string{"*"}}, `seckill_cors: "*" cannot be allowed with credentials`},
+		{cors.CORS{Origins: []string{"https://*.shop.example"}}, "no wildcards"},
+		{cors.CORS{Origins: []string{"https://shop.example/app"}}, "no path"},
+		{cors.CORS{Origins: []string{"null"}}, `"null"`},
+		{cors.CORS{Origins: []string{"https://shop.example"}, Headers: []string{"*"}}, "no wildcard"},
 	} {
 		h := c.h
 		_ = h.Provision(caddy.Context{})
@@ -126,7 +131,7 @@ func TestACredentialedWildcardDoesNotLoad(t *testing.T) {
 
 func TestOriginsFromTheEnvironmentAndTheCaddyfile(t *testing.T) {
 	t.Setenv("SECKILL_TEST_ORIGINS", "https://a.example, http://127.0.0.1:3000")
-	var h CORS
+	var h cors.CORS
 	d := caddyfile.NewTestDispenser(`seckill_cors https://b.example {
 		origins {env.SECKILL_TEST_ORIGINS}
 		headers X-User-ID
@@ -136,15 +141,18 @@ func TestOriginsFromTheEnvironmentAndTheCaddyfile(t *testing.T) {
 		t.Fatal(err)
 	}
 	provisioned(t, &h)
+	// Each origin is allowed: its preflight is answered here with its origin, the max age in
+	// seconds and the configured header after the client's own.
 	for _, o := range []string{"https://a.example", "http://127.0.0.1:3000", "https://b.example"} {
-		if !h.list.Allowed(o) {
-			t.Errorf("%s not allowed", o)
+		w, reached := serve(&h, "OPTIONS", o, map[string]string{"Access-Control-Request-Method": "POST"})
+		if reached || w.Code != http.StatusNoContent || w.Header().Get("Access-Control-Allow-Origin") != o {
+			t.Errorf("%s not allowed: %d (reached %v) %v", o, w.Code, reached, w.Header())
+		}
+		if maxAge, headers := w.Header().Get("Access-Control-Max-Age"), w.Header().Get("Access-Control-Allow-Headers"); maxAge != "60" || !strings.HasSuffix(headers, ", X-User-ID") {
+			t.Errorf("max_age %s, headers %s", maxAge, headers)
 		}
 	}
-	if h.maxAge != "60" || !strings.HasSuffix(h.headers, ", X-User-ID") {
-		t.Errorf("max_age %s, headers %s", h.maxAge, h.headers)
-	}
-	if err := new(CORS).UnmarshalCaddyfile(caddyfile.NewTestDispenser("seckill_cors {\n origin https://a.example\n}")); err == nil ||
+	if err := new(cors.CORS).UnmarshalCaddyfile(caddyfile.NewTestDispenser("seckill_cors {\n origin https://a.example\n}")); err == nil ||
 		!strings.Contains(err.Error(), "unrecognized seckill_cors option 'origin'") {
 		t.Errorf("a typo: %v", err)
 	}

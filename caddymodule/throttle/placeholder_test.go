@@ -1,4 +1,9 @@
-package placeholder
+package throttle_test
+
+// The tests of caddymodule/internal/placeholder, which reads the zones' keys (and the gate's,
+// the token's and the room's values): they compare it with Caddy's own replacer, so they link
+// Caddy, and live in the binary of a handler that links it anyway rather than in one of
+// their own.
 
 import (
 	"context"
@@ -8,6 +13,8 @@ import (
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
+
+	"github.com/seckilledge/seckill/caddymodule/internal/placeholder"
 )
 
 // request is a request with the replacer and variable table Caddy's server gives it.
@@ -47,7 +54,7 @@ func TestAValueReadsWhatTheReplacerReads(t *testing.T) {
 			for _, tpl := range templates {
 				rp := repl.(interface{ ReplaceAll(string, string) string })
 				want := rp.ReplaceAll(tpl, "")
-				got := Compile(tpl).Get(r, caddyhttpRepl(r))
+				got := placeholder.Compile(tpl).Get(r, caddyhttpRepl(r))
 				if got != want {
 					t.Errorf("%q on %s %v: %q, the replacer says %q", tpl, p, h, got, want)
 				}
@@ -58,7 +65,7 @@ func TestAValueReadsWhatTheReplacerReads(t *testing.T) {
 
 func TestAHeaderValueIsReadWithoutAllocating(t *testing.T) {
 	r, _ := request("/seckill/s1/buy", map[string][]string{"X-User-ID": {"u1"}})
-	user, sale := Compile("{http.request.header.X-User-ID}"), Compile("{http.request.uri.path.1}")
+	user, sale := placeholder.Compile("{http.request.header.X-User-ID}"), placeholder.Compile("{http.request.uri.path.1}")
 	repl := caddyhttpRepl(r)
 	if n := testing.AllocsPerRun(100, func() {
 		if user.Get(r, repl) != "u1" || sale.Get(r, repl) != "s1" {
