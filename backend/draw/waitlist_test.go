@@ -12,6 +12,7 @@ import (
 	"github.com/seckilledge/seckill/backend/orders"
 	"github.com/seckilledge/seckill/backend/sales"
 	"github.com/seckilledge/seckill/contract"
+	"github.com/seckilledge/seckill/internal/invariants"
 	"github.com/seckilledge/seckill/lua"
 )
 
@@ -39,6 +40,17 @@ func (f *fixture) release(comp *orders.Compensator, order, user, variant, status
 	}
 	if n := comp.Compensate(f.ctx, []orders.OrderRef{{OrderID: order, SaleID: f.sale, UserID: user, Variant: variant}}); n != 1 {
 		f.t.Fatalf("compensation returned %d units, want 1", n)
+	}
+}
+
+// endWave moves the end of a variant's current wave to now, in Redis and in Postgres (time
+// passing, without the test waiting a claim window).
+func (f *fixture) endWave(v string, wave, lo, hi int) {
+	f.t.Helper()
+	now := time.Now().Add(-time.Millisecond).Truncate(time.Millisecond)
+	f.rdb.HSet(f.ctx, contract.MetaKey(f.sale), "w:"+v, strconv.Itoa(wave)+":"+strconv.Itoa(lo)+":"+strconv.Itoa(hi)+":"+strconv.FormatInt(now.UnixMilli(), 10))
+	if _, err := f.pool.Exec(f.ctx, `UPDATE draw_waves SET claim_until = $4 WHERE sale_id = $1 AND variant = $2 AND wave = $3`, f.sale, v, wave, now); err != nil {
+		f.t.Fatal(err)
 	}
 }
 
@@ -113,7 +125,7 @@ func TestADrawWaitlistGivesAReleasedUnitToTheNextRankWithoutWaitingForTheDeadlin
 
 	// Rank 2 does not buy; the wave's window ends (moved to now): wave 1 is over with one unit
 	// unsold, so wave 2 opens on rank 3, rank 2 is told draw.expired and unit.passed.
-	f.rdb.HSet(f.ctx, contract.MetaKey(f.sale), "w:m", "1:0:3:"+strconv.FormatInt(time.Now().UnixMilli()-1, 10))
+	f.endWave("m", 1, 0, 3)
 	if _, err := f.runner.Tick(f.ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -126,7 +138,7 @@ func TestADrawWaitlistGivesAReleasedUnitToTheNextRankWithoutWaitingForTheDeadlin
 
 	// Rank 3 buys: m has nothing unsold. Its window ends: m waits (not done) for a release.
 	f.buy(user(3), "m")
-	f.rdb.HSet(f.ctx, contract.MetaKey(f.sale), "w:m", "2:3:4:"+strconv.FormatInt(time.Now().UnixMilli()-1, 10))
+	f.endWave("m", 2, 3, 4)
 	if _, err := f.runner.Tick(f.ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -141,4 +153,25 @@ func TestADrawWaitlistGivesAReleasedUnitToTheNextRankWithoutWaitingForTheDeadlin
 	}
 	check("draw.won of rank 4", f.count(`SELECT count(*) FROM webhook_deliveries WHERE sale_id = $1 AND type = 'draw.won' AND user_id = $2 AND wave = 3`, f.sale, user(4)), 1)
 	check("wave 3 in Postgres", f.count(`SELECT count(*) FROM draw_waves WHERE sale_id = $1 AND variant = 'm' AND wave = 3 AND lo = 4 AND hi = 5`, f.sale), 1)
+
+	// The invariants hold: waves, orders, no variant oversold, every raise one released unit.
+	cs, err := invariants.Draw(f.ctx, invariants.Sources{Redis: f.rdb, PG: f.pool}, f.sale, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := false
+	for _, c := range cs {
+		if c.Verdict != invariants.Pass {
+			t.Errorf("invariant %d %s: %s %v", c.N, c.Name, c.Verdict, c.Problems)
+		}
+		if c.N == 16 {
+			seen = true
+			if c.Numbers["raises"] != 1 {
+				t.Errorf("invariant 16 counts %d raises, want 1", c.Numbers["raises"])
+			}
+		}
+	}
+	if !seen {
+		t.Error("no waitlist invariant for a draw with the waitlist")
+	}
 }
