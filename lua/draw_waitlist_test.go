@@ -4,6 +4,7 @@ package lua
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -94,5 +95,41 @@ func TestADrawWaitlistGivesAReleasedUnitToTheNextRankAtOnce(t *testing.T) {
 	}
 	if n := rdb.LLen(ctx, contract.DrawRaisesKey(sale)).Val(); n != 1 {
 		t.Fatalf("%d raises, want 1", n)
+	}
+}
+
+// reserved_clamp.lua: the waitlist's reserve never above the units its log holds, nor the
+// stock, nor below 0; freed units reopen a sold-out sale.
+func TestTheReserveClampKeepsTheWaitlistReserveWithinTheLogAndTheStock(t *testing.T) {
+	t.Parallel()
+	rdb := testenv.Redis(t)
+	ctx := context.Background()
+	sale := testenv.ID("rc")
+	meta, olog := contract.MetaKey(sale), contract.RoomOfferLogKey(sale)
+	t.Cleanup(func() { rdb.Del(context.Background(), meta, olog) })
+	if _, _, ok, err := (ReservedClampCall{Sale: sale}).Run(ctx, rdb); err != nil || ok {
+		t.Fatalf("a sale without a reserve: ok %v %v", ok, err)
+	}
+	rdb.RPush(ctx, olog, "v:1:1:o1", "v:2:1:o2", "v:3:1:o3", "o:4:9:ann", "b:5:9:ann", "g:6:1:-")
+	for _, c := range []struct {
+		stock, reserved, want int64
+	}{
+		{10, 5, 1},  // the log holds 3 - 1 bought - 1 given back = 1
+		{10, 1, 1},  // agrees
+		{10, 0, 0},  // below: a purchase not logged yet; never raised
+		{0, 1, 0},   // above the stock
+		{10, -2, 0}, // below 0
+	} {
+		rdb.HSet(ctx, meta, "stock", c.stock, "reserved", c.reserved, "state", "sold_out")
+		before, after, ok, err := (ReservedClampCall{Sale: sale}).Run(ctx, rdb)
+		if err != nil || !ok || before != c.reserved || after != c.want {
+			t.Fatalf("stock %d reserved %d: %d -> %d (%v %v), want %d", c.stock, c.reserved, before, after, ok, err, c.want)
+		}
+		if got := rdb.HGet(ctx, meta, "reserved").Val(); got != fmt.Sprint(c.want) {
+			t.Fatalf("meta reserved %s, want %d", got, c.want)
+		}
+		if st := rdb.HGet(ctx, meta, "state").Val(); (c.want < c.reserved && c.stock-c.want > 0) != (st == "open") {
+			t.Fatalf("stock %d reserved %d -> %d: state %s", c.stock, c.reserved, c.want, st)
+		}
 	}
 }

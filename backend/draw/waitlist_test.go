@@ -47,7 +47,10 @@ func (f *fixture) release(comp *orders.Compensator, order, user, variant, status
 // passing, without the test waiting a claim window).
 func (f *fixture) endWave(v string, wave, lo, hi int) {
 	f.t.Helper()
-	now := time.Now().Add(-time.Millisecond).Truncate(time.Millisecond)
+	// After every purchase the test made (an order accepted at the end's very millisecond would
+	// fall outside the window), and not after Redis TIME.
+	time.Sleep(5 * time.Millisecond)
+	now := time.Now().Truncate(time.Millisecond)
 	f.rdb.HSet(f.ctx, contract.MetaKey(f.sale), "w:"+v, strconv.Itoa(wave)+":"+strconv.Itoa(lo)+":"+strconv.Itoa(hi)+":"+strconv.FormatInt(now.UnixMilli(), 10))
 	if _, err := f.pool.Exec(f.ctx, `UPDATE draw_waves SET claim_until = $4 WHERE sale_id = $1 AND variant = $2 AND wave = $3`, f.sale, v, wave, now); err != nil {
 		f.t.Fatal(err)
