@@ -129,6 +129,9 @@ func New(o Options) *Service {
 	s.Sales.RestorePaused = s.Controls.RestorePaused
 	s.Draws = &draw.Runner{Pool: o.Pool, Redis: o.Redis, Locker: o.Locker, Log: o.Log,
 		DefaultWebhook: o.Webhooks.HasDefaultURL(), Wake: wake, Drand: o.Drand}
+	if o.Compensator != nil && o.Compensator.Released == nil {
+		o.Compensator.Released = s.Draws.Released
+	}
 	s.DrawAPI = &drawapi.API{Pool: o.Pool, Log: o.Log, User: httpapi.UserFrom}
 	s.Orders = &orders.API{Pool: o.Pool, Redis: o.Redis, Log: o.Log}
 	s.Shop = &orders.Shop{Pool: o.Pool, Log: o.Log, Webhooks: o.Webhooks}

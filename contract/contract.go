@@ -113,9 +113,17 @@ func ChallengesNetKey(sale, net string) string {
 func DrawKey(sale string) string { return "seckill:" + SaleTag(sale) + ":draw" }
 
 // DrawEntriesKey is the hash of a draw's entries: user -> "<entry_id>:<variant>" (entered),
-// "<entry_id>:<variant>:w" (withdrawn) or "<entry_id>:<variant>:<pos>" (drawn; pos is the
-// entry's 0-based position in its variant's ranking).
+// "<entry_id>:<variant>:w" (withdrawn), "<entry_id>:<variant>:<pos>" (drawn; pos is the
+// entry's 0-based position in its variant's ranking) or "<entry_id>:<variant>:<pos>:r" (drawn,
+// and the winner's unit was released to the next rank by the draw's waitlist: he may not buy
+// again).
 func DrawEntriesKey(sale string) string { return DrawKey(sale) + ":entries" }
+
+// DrawRaisesKey is the list of a draw's waitlist raises (docs/draw.md, "The waitlist"), one
+// element per released unit that raised a wave's upper rank, written by compensate.lua:
+// "<wave>:<pos>:<claim_until_ms>:<now_ms>:<variant>:<order id>" (pos: the position the raise
+// gave, the wave's upper rank before it).
+func DrawRaisesKey(sale string) string { return DrawKey(sale) + ":raises" }
 
 // Draw webhook event types (DESIGN.md, "Draws").
 const (

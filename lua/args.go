@@ -277,11 +277,13 @@ type CompensateCall struct {
 }
 
 // Keys are the call's KEYS: meta, buyers, compensated, held (always passed: the script skips it
-// when the hash does not exist), and the room hash and the waitlist's log (a unit of a sale
-// whose waitlist runs is held for it).
+// when the hash does not exist), the room hash and the waitlist's log (a unit of a sale
+// whose waitlist runs is held for it), and the draw hash, entries and raises log (a draw's
+// waitlist raises its wave; read only on a draw sale).
 func (c CompensateCall) Keys() []string {
 	return []string{contract.MetaKey(c.Sale), contract.BuyersKey(c.Sale), contract.CompensatedKey(c.Sale), contract.HeldKey(c.Sale),
-		contract.RoomKey(c.Sale), contract.RoomOfferLogKey(c.Sale)}
+		contract.RoomKey(c.Sale), contract.RoomOfferLogKey(c.Sale),
+		contract.DrawKey(c.Sale), contract.DrawEntriesKey(c.Sale), contract.DrawRaisesKey(c.Sale)}
 }
 
 // Args are the call's ARGV.

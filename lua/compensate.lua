@@ -14,6 +14,13 @@
 --                                            logged "v:<now_ms>:1:<order id>". KEYS[5] and
 --                                            KEYS[6] come together: without them no unit is
 --                                            held
+-- KEYS[7]  optional seckill:{sale:<id>}:draw           hash: a draw's claim_ms, n:<variant>,
+--                                            waitlist (draw_setup.lua)
+-- KEYS[8]  optional seckill:{sale:<id>}:draw:entries   hash: the draw's entries
+-- KEYS[9]  optional seckill:{sale:<id>}:draw:raises    list: the draw's waitlist raises,
+--                                            "<wave>:<pos>:<claim_until_ms>:<now_ms>:<variant>:<order>".
+--                                            KEYS[7..9] come together; read only on a sale
+--                                            whose meta field "draw" is 1
 -- ARGV[1]  sale id (for the restock broadcast)
 -- ARGV[2]  order id
 -- ARGV[3]  user id
@@ -30,6 +37,16 @@
 -- the room's next present waiter: it goes into "stock" and into "reserved" (the units of stock
 -- the open pool may not sell), the state stays "sold_out" and no restock is broadcast.
 -- room_offer.lua offers it, or gives it back to the pool when nobody is left.
+--
+-- The draw's waitlist (docs/draw.md, "The waitlist"): on a draw sale (meta "draw" = 1) whose
+-- draw hash has waitlist = 1, the unit goes back to its variant as on any sale, the releasing
+-- winner's drawn entry gets the suffix ":r" (gate.lua and token_issue.lua no longer see a win
+-- in it, so he cannot take the unit back), and when the variant's current wave
+-- "w:<variant>" = "<wave>:<lo>:<hi>:<claim_until_ms>" still runs (Redis TIME < claim_until, no
+-- "wd:<variant>") and has a rank left (hi < n:<variant>), its upper rank rises by one: position
+-- hi wins at once, and the wave's claim window ends no earlier than claim_ms from now (nor after
+-- the sale). The raise is logged in KEYS[9]. Otherwise the unit waits for the next wave, as
+-- without the waitlist. The compensated set makes it once per order id.
 --
 -- Returns  {done, stock}: done is 1 when this call returned the unit, 0 when the order was
 --          compensated before (nothing changed); stock is the Redis stock after the call, or
@@ -88,6 +105,28 @@ if w[1] == "1" and not w[2] and (tonumber(w[3]) or 1) <= 1 and qty == 1 and KEYS
   redis.call("RPUSH", KEYS[6], string.format("v:%d:1:%s", tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000), order))
   redis.call("PEXPIRE", KEYS[6], ttl)
   return {1, stock}
+end
+if KEYS[9] and redis.call("HGET", meta, "draw") == "1" and redis.call("HGET", KEYS[7], "waitlist") == "1" then
+  local e = redis.call("HGET", KEYS[8], user)
+  if e and string.match(e, "^[^:]+:([^:]*):(%d+)$") == variant then
+    redis.call("HSET", KEYS[8], user, e .. ":r")
+  end
+  local d = redis.call("HMGET", KEYS[7], "claim_ms", "n:" .. variant)
+  local cur = redis.call("HGET", meta, "w:" .. variant)
+  local claim, n = tonumber(d[1]), tonumber(d[2])
+  if cur and claim and n and redis.call("HEXISTS", meta, "wd:" .. variant) == 0 then
+    local a, b, c, f = string.match(cur, "^(%d+):(%d+):(%d+):(%d+)$")
+    local wave, lo, hi, cu = tonumber(a), tonumber(b), tonumber(c), tonumber(f)
+    local t = redis.call("TIME")
+    local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+    local ends = tonumber(redis.call("HGET", meta, "ends_ms")) or 0
+    if wave and now < cu and hi < n then
+      local ncu = math.max(cu, math.min(now + claim, ends))
+      redis.call("HSET", meta, "w:" .. variant, wave .. ":" .. lo .. ":" .. (hi + 1) .. ":" .. ncu)
+      redis.call("RPUSH", KEYS[9], string.format("%d:%d:%d:%d:%s:%s", wave, hi, ncu, now, variant, order))
+      redis.call("PEXPIRE", KEYS[9], ttl)
+    end
+  end
 end
 local stock = redis.call("HINCRBY", meta, "stock", qty)
 if variant ~= "" and redis.call("HEXISTS", meta, "v:" .. variant) == 1 then

@@ -115,6 +115,8 @@ type DrawSetupCall struct {
 	// Published is the commitment published by an earlier preheat (Postgres's; "" before the
 	// first): the draw hash must hold its seed, or the call writes nothing (ErrSeedLost).
 	Published string
+	// Waitlist: a winner's released unit goes to the next rank at once (compensate.lua).
+	Waitlist bool
 }
 
 // ErrSeedLost: the draw hash does not hold the seed of the draw's published commitment (the
@@ -127,7 +129,7 @@ func (c DrawSetupCall) Keys() []string { return []string{contract.DrawKey(c.Sale
 
 // Args are the call's ARGV.
 func (c DrawSetupCall) Args() []any {
-	return []any{c.Seed, c.Commitment, c.Opens.UnixMilli(), c.Closes.UnixMilli(), c.Claim.Milliseconds(), c.DMin, c.DMax, c.Until.UnixMilli(), c.Published}
+	return []any{c.Seed, c.Commitment, c.Opens.UnixMilli(), c.Closes.UnixMilli(), c.Claim.Milliseconds(), c.DMin, c.DMax, c.Until.UnixMilli(), c.Published, flag(c.Waitlist)}
 }
 
 // Run runs draw_setup.lua: created is true when this call drew the seed; commitment is the
@@ -186,6 +188,7 @@ const (
 	DrawWaveOpened  = 1 // a wave was opened
 	DrawWaveDone    = 2 // the variant is done now
 	DrawWaveWasDone = 3 // the variant was done already
+	DrawWaveIdle    = 4 // a waitlist draw's wave is over with nothing unsold: waiting for a release
 )
 
 // DrawWaveResult is draw_wave.lua's answer: what it did, the variant's current (or last) wave, and
@@ -213,4 +216,12 @@ func (c DrawWaveCall) Run(ctx context.Context, rdb redis.Scripter) (DrawWaveResu
 		w.ClaimUntil = time.UnixMilli(out[4])
 	}
 	return w, nil
+}
+
+// flag is a script's boolean argument: "1" or "0".
+func flag(b bool) string {
+	if b {
+		return "1"
+	}
+	return "0"
 }

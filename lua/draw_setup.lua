@@ -9,7 +9,7 @@
 --
 -- KEYS[1]  seckill:{sale:<id>}:draw     hash: seed, commitment, opens_ms, closes_ms, claim_ms,
 --                                       dmin, dmax, seq, state, n:<variant>, root, entries,
---                                       drawn_ms
+--                                       drawn_ms, waitlist
 -- ARGV[1]  seed (64 hex digits: 32 random bytes), secret until the draw
 -- ARGV[2]  commitment: hex SHA-256 of the seed bytes (Lua in Redis has no SHA-256)
 -- ARGV[3]  opens_ms (unix ms): entries are taken from then
@@ -20,6 +20,8 @@
 -- ARGV[8]  until_ms: the hash expires then (the sale's end plus retention, what preheat.lua
 --          gives the meta key)
 -- ARGV[9]  the published commitment (Postgres's, 64 hex digits), or "" before the first preheat
+-- ARGV[10] optional "1": the draw has the waitlist (field waitlist = 1, read by compensate.lua:
+--          a released winner's unit raises the current wave by one rank); "0" or absent: none
 --
 -- Returns  {created, commitment}: created is 1 when the seed was drawn by this call, 0 when
 --          the draw existed (its seed kept); commitment is the one stored with the first seed.
@@ -56,5 +58,10 @@ elseif redis.call("HGET", draw, "state") == "open" then
   redis.call("HSET", draw, "closes_ms", ARGV[4])
 end
 redis.call("HSET", draw, "opens_ms", ARGV[3], "claim_ms", ARGV[5], "dmin", ARGV[6], "dmax", ARGV[7])
+if ARGV[10] == "1" then
+  redis.call("HSET", draw, "waitlist", 1)
+else
+  redis.call("HDEL", draw, "waitlist")
+end
 redis.call("PEXPIREAT", draw, n[8])
 return {created, redis.call("HGET", draw, "commitment")}

@@ -7,7 +7,10 @@
 -- KEYS[2]  seckill:{sale:<id>}:draw           hash: seed (exists exactly when the sale is a draw)
 -- KEYS[3]  seckill:{sale:<id>}:draw:entries   hash: user -> "<entry_id>:<variant>" (entered),
 --                                              "<entry_id>:<variant>:w" (withdrawn) or
---                                              "<entry_id>:<variant>:<pos>" (drawn)
+--                                              "<entry_id>:<variant>:<pos>" (drawn), or
+--                                              "<entry_id>:<variant>:<pos>:r" (drawn, and his
+--                                              unit released to the next rank by the draw's
+--                                              waitlist: expired)
 -- KEYS[4]  seckill:{sale:<id>}:buyers         hash: user -> order id
 -- ARGV[1]  user id
 --
@@ -35,7 +38,11 @@ if tail == "" then
 elseif tail == "w" then
   return {0, eid, "withdrawn", v, -1, 0, 0}
 end
-local pos = tonumber(tail)
+local released = string.match(tail, "^%d+:r$") ~= nil
+local pos = tonumber(string.match(tail, "^(%d+)$") or string.match(tail, "^(%d+):r$"))
+if pos == nil then
+  return redis.error_reply("ERR draw_status: unreadable entry")
+end
 if redis.call("HEXISTS", buyers, user) == 1 then
   return {0, eid, "claimed", v, pos, 0, 0}
 end
@@ -45,7 +52,7 @@ if w[1] then
   local a, b, c, e = string.match(w[1], "^(%d+):(%d+):(%d+):(%d+)$")
   wave, lo, hi, untl = tonumber(a) or 0, tonumber(b) or 0, tonumber(c) or 0, tonumber(e) or 0
 end
-if w[1] and pos < lo then
+if (w[1] and pos < lo) or released then
   return {0, eid, "expired", v, pos, 0, 0}
 end
 if w[1] and pos < hi then

@@ -8,7 +8,8 @@
 --                                       for the variant ""), "w:<variant>" =
 --                                       "<wave>:<lo>:<hi>:<claim_until_ms>", "wd:<variant>"
 -- KEYS[2]  seckill:{sale:<id>}:draw     hash: claim_ms, "n:<variant>" (the variant's entries as
---                                       fixed at the close, written by the draw before wave 1)
+--                                       fixed at the close, written by the draw before wave 1),
+--                                       waitlist (draw_setup.lua)
 -- ARGV[1]  variant id ("" for a sale without variants: its units are the field "stock")
 --
 -- Returns  {action, wave, lo, hi, claim_until_ms, ended_wave, ended_lo, ended_hi}:
@@ -17,7 +18,12 @@
 --          2: the variant is done now ("wd:<variant>" = 1 was set: no unit unsold, no entry
 --             left or the sale ends before a new window could start); wave..claim_until are the
 --             last wave's (0s when none was opened);
---          3: the variant was done before this call (same values as 2).
+--          3: the variant was done before this call (same values as 2);
+--          4: the draw has the waitlist and the current wave is over with no unit unsold, but
+--             ranks are left and the sale runs: the variant waits (no "wd:<variant>"), since an
+--             unpaid order may still give a unit back (compensate.lua leaves it unsold, and the
+--             next call opens the next wave on it); wave..claim_until and ended_* are the
+--             current wave's.
 --          ended_* name the wave whose claim window this call found over (its winners who did
 --          not buy have expired), 0s when none. Error when the sale or the draw is missing or
 --          n:<variant> is not written yet.
@@ -71,6 +77,9 @@ if now < untilMs then
   return {0, wave, lo, hi, untilMs, 0, 0, 0}
 end
 -- The current wave is over: its winners who did not buy have expired.
+if units <= 0 and hi < n and now < ends and redis.call("HGET", draw, "waitlist") == "1" then
+  return {4, wave, lo, hi, untilMs, wave, lo, hi}
+end
 if units <= 0 or hi >= n or now >= ends then
   return done(wave, lo, hi)
 end

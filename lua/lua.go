@@ -7,7 +7,7 @@
 // offer.go): a struct per script whose named fields are its arguments, with Keys, Args and
 // Run (GateCall, GateCommonCall, PreheatCall, ReconcileCall, CompensateCall, ShardTakeCall, ShardGiveCall,
 // OutboxAckCall, DrawEnterCall, DrawStatusCall, DrawSetupCall, DrawCloseCall, DrawWaveCall,
-// RoomOfferCall), so the ARGV order is written once, beside the script, and not at every call
+// RoomOfferCall, ReservedClampCall), so the ARGV order is written once, beside the script, and not at every call
 // site. The scripts of the gateway's own stores (token_issue, throttle, throttle_refund,
 // room_setup, room_queue, room_admission_check, challenge_issue) are
 // still called with their ARGV in order by those stores. doc_test.go holds both lists to the
@@ -50,6 +50,8 @@ var (
 
 	// The waitlist's step, run by the backend (room_offer.lua).
 	RoomOffer = mustLoad("room_offer")
+	// The waitlist's reserve kept consistent by reconcile (reserved_clamp.lua).
+	ReservedClamp = mustLoad("reserved_clamp")
 
 	// The issue step of a proof-of-work challenge, room's and draw's (challenge_issue.lua).
 	ChallengeIssue = mustLoad("challenge_issue")

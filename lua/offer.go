@@ -103,3 +103,22 @@ func roomOfferReply(out []any) (RoomOfferResult, error) {
 	}
 	return r, nil
 }
+
+// ReservedClampCall is one call of reserved_clamp.lua: keep a sale's waitlist reserve within
+// what the waitlist holds and the stock (reconcile).
+type ReservedClampCall struct {
+	Sale string
+}
+
+// Run runs reserved_clamp.lua: before and after are meta "reserved" around the call; ok is false
+// when the sale has no reserve.
+func (c ReservedClampCall) Run(ctx context.Context, rdb redis.Scripter) (before, after int64, ok bool, err error) {
+	out, err := ReservedClamp.Run(ctx, rdb, []string{contract.MetaKey(c.Sale), contract.RoomOfferLogKey(c.Sale)}, c.Sale).Int64Slice()
+	if err != nil {
+		return 0, 0, false, err
+	}
+	if len(out) != 3 {
+		return 0, 0, false, fmt.Errorf("reserved_clamp.lua: unexpected reply %v", out)
+	}
+	return out[1], out[2], out[0] == 1, nil
+}

@@ -55,6 +55,13 @@ func newFixture(t *testing.T, stocks map[string]int, closes, starts time.Time, c
 // created (a beacon's chain and endpoints).
 func newFixtureWith(t *testing.T, stocks map[string]int, closes, starts time.Time, claim string, setup func(*sales.Sales, *Runner)) *fixture {
 	t.Helper()
+	return newFixtureSpec(t, stocks, closes, starts, claim, setup, nil)
+}
+
+// newFixtureSpec is newFixtureWith with a change to the sale's spec before it is created (the
+// draw's waitlist).
+func newFixtureSpec(t *testing.T, stocks map[string]int, closes, starts time.Time, claim string, setup func(*sales.Sales, *Runner), change func(*sales.SaleSpec)) *fixture {
+	t.Helper()
 	ctx := context.Background()
 	pool := backendtest.DB(t)
 	rdb := testenv.Redis(t)
@@ -75,8 +82,11 @@ func newFixtureWith(t *testing.T, stocks map[string]int, closes, starts time.Tim
 	spec := sales.SaleSpec{ID: f.sale, StartsAt: starts, EndsAt: starts.Add(time.Hour), Variants: vs,
 		WebhookURL: "https://shop.example/hooks",
 		Draw:       &admin.DrawSpec{OpensAt: closes.Add(-time.Hour), ClosesAt: closes, ClaimWithin: admin.Duration(claim)}}
+	if change != nil {
+		change(&spec)
+	}
 	t.Cleanup(func() {
-		rdb.Del(context.Background(), contract.MetaKey(f.sale), contract.DrawKey(f.sale), contract.DrawEntriesKey(f.sale))
+		rdb.Del(context.Background(), contract.MetaKey(f.sale), contract.DrawKey(f.sale), contract.DrawEntriesKey(f.sale), contract.DrawRaisesKey(f.sale))
 		rdb.SRem(context.Background(), contract.SalesIndexKey, f.sale)
 	})
 	if created, err := sl.CreateSale(ctx, spec); err != nil || !created {

@@ -12,6 +12,10 @@ var (
 		Name: "seckill_backend_draw_waves_opened_total",
 		Help: "Waves opened (wave 1 of each variant and every later one).",
 	})
+	metricRaises = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "seckill_backend_draw_raises_total",
+		Help: "Waitlist raises recorded: a winner's released unit gave the next rank of its size a win at once.",
+	})
 	metricEvents = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "seckill_backend_draw_events_total",
 		Help: "Draw webhook events written to the outbox, by type.",
@@ -33,7 +37,7 @@ var (
 
 // Collectors are the draws' metrics, for the backend's registry.
 func Collectors() []prometheus.Collector {
-	return []prometheus.Collector{metricSteps, metricWaves, metricEvents, metricErrors, metricBeacon, metricTick}
+	return []prometheus.Collector{metricSteps, metricWaves, metricRaises, metricEvents, metricErrors, metricBeacon, metricTick}
 }
 
 func init() {

@@ -64,6 +64,10 @@ func (r *Runner) advance(ctx context.Context, sale string, held lock.Held) (bool
 	}
 	key := lock.SaleKey(sale)
 	events := int64(0)
+	raises, err := r.readRaises(ctx, sale)
+	if err != nil {
+		return false, err
+	}
 	for _, v := range variants {
 		res, err := lua.DrawWaveCall{Sale: sale, Variant: v}.Run(ctx, r.Redis)
 		if err != nil && strings.Contains(err.Error(), "not in Redis") {
@@ -82,7 +86,7 @@ func (r *Runner) advance(ctx context.Context, sale string, held lock.Held) (bool
 			return false, err
 		}
 		err = lock.Fenced(ctx, r.Pool, key, held, func(tx pgx.Tx) error {
-			n, err := r.sync(ctx, tx, sale, v, res, inflight)
+			n, err := r.sync(ctx, tx, sale, v, res, inflight, raises[v])
 			events += n
 			return err
 		})
@@ -111,7 +115,11 @@ func (r *Runner) advance(ctx context.Context, sale string, held lock.Held) (bool
 // the draw.expired events of its winners who did not buy, and, once the variant is done, the
 // end of its last wave and a draw.lost event for every position never reached. It is driven by
 // Redis's state, not by what this call did, so a sync lost to a crash is made by the next one.
-func (r *Runner) sync(ctx context.Context, tx pgx.Tx, sale, variant string, res lua.DrawWaveResult, inflight []string) (int64, error) {
+//
+// The waitlist's raises (compensate.lua's log) are recorded after the current wave's row and
+// before any wave is ended, so an ended wave's draw.expired events reach the ranks a raise gave
+// it, and its raised winners who did not buy are told unit.passed.
+func (r *Runner) sync(ctx context.Context, tx pgx.Tx, sale, variant string, res lua.DrawWaveResult, inflight []string, raises []raise) (int64, error) {
 	var events int64
 	if res.Wave >= 1 {
 		tag, err := tx.Exec(ctx, `INSERT INTO draw_waves (sale_id, variant, wave, lo, hi, at, claim_until) VALUES ($1, $2, $3, $4, $5, now(), $6)
@@ -128,9 +136,17 @@ func (r *Runner) sync(ctx context.Context, tx pgx.Tx, sale, variant string, res 
 			events += n
 		}
 	}
+	n, err := r.recordRaises(ctx, tx, sale, variant, raises)
+	if err != nil {
+		return 0, err
+	}
+	events += n
 	done := res.Action == lua.DrawWaveDone || res.Action == lua.DrawWaveWasDone
+	// An idle variant (a waitlist draw's wave over with nothing unsold, waiting for a release)
+	// ends its current wave too: its winners who did not buy have expired.
+	endAll := done || res.Action == lua.DrawWaveIdle
 	rows, err := tx.Query(ctx, `UPDATE draw_waves SET ended_at = now() WHERE sale_id = $1 AND variant = $2 AND ended_at IS NULL AND (wave < $3 OR $4)
-		RETURNING wave, lo, hi, claim_until`, sale, variant, res.Wave, done)
+		RETURNING wave, lo, hi, claim_until`, sale, variant, res.Wave, endAll)
 	if err != nil {
 		return 0, err
 	}
@@ -145,13 +161,19 @@ func (r *Runner) sync(ctx context.Context, tx pgx.Tx, sale, variant string, res 
 	if err != nil {
 		return 0, err
 	}
+	endedNums := make([]int, 0, len(endedWaves))
 	for _, e := range endedWaves {
 		n, err := enqueueDraw(ctx, tx, contract.EventDrawExpired, sale, variant, e.lo, e.hi, &e.wave, &e.until, true, inflight, r.DefaultWebhook)
 		if err != nil {
 			return 0, err
 		}
 		events += n
+		endedNums = append(endedNums, e.wave)
 	}
+	if n, err = r.passRaises(ctx, tx, sale, variant, endedNums, inflight); err != nil {
+		return 0, err
+	}
+	events += n
 	if done {
 		tag, err := tx.Exec(ctx, `UPDATE draw_variants SET done_at = now() WHERE sale_id = $1 AND variant = $2 AND done_at IS NULL`, sale, variant)
 		if err != nil {
@@ -240,7 +262,7 @@ func (r *Runner) RunLoop(ctx context.Context, interval time.Duration) {
 // ended and the order is on its way (outbox, queue, writer). They bought; they must not hear
 // that their win expired. Read before sync's transaction, in HMGET chunks of writeChunk users.
 func (r *Runner) inflight(ctx context.Context, sale, variant string, res lua.DrawWaveResult) ([]string, error) {
-	done := res.Action == lua.DrawWaveDone || res.Action == lua.DrawWaveWasDone
+	done := res.Action == lua.DrawWaveDone || res.Action == lua.DrawWaveWasDone || res.Action == lua.DrawWaveIdle
 	rows, err := r.Pool.Query(ctx, `SELECT e.user_id FROM draw_waves w JOIN draw_entries e
 			ON e.sale_id = w.sale_id AND e.variant = w.variant AND e.pos >= w.lo AND e.pos < w.hi
 		WHERE w.sale_id = $1 AND w.variant = $2 AND w.ended_at IS NULL AND (w.wave < $3 OR $4)

@@ -27,6 +27,11 @@ type Compensator struct {
 	// open pool).
 	Waitlist *Waitlist
 
+	// Released, when set, is told of each sale that got units back by a call, after the
+	// compensations are recorded: the draws' step (draw.Runner.Released), which records a
+	// waitlist raise compensate.lua made and opens a wave on a unit released after its wave.
+	Released func(ctx context.Context, sale string)
+
 	shards shards.Counts
 }
 
@@ -67,7 +72,7 @@ func (c *Compensator) Compensate(ctx context.Context, refs []OrderRef) int {
 		}
 		if returnedNow {
 			returned++
-			if c.Waitlist != nil && !stepped[refs[i].SaleID] {
+			if (c.Waitlist != nil || c.Released != nil) && !stepped[refs[i].SaleID] {
 				stepped[refs[i].SaleID] = true
 				sales = append(sales, refs[i].SaleID)
 			}
@@ -84,7 +89,12 @@ func (c *Compensator) Compensate(ctx context.Context, refs []OrderRef) int {
 		}
 	}
 	for _, sale := range sales {
-		c.step(ctx, sale)
+		if c.Waitlist != nil {
+			c.step(ctx, sale)
+		}
+		if c.Released != nil {
+			c.Released(ctx, sale)
+		}
 	}
 	return returned
 }

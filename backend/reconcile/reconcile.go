@@ -65,6 +65,8 @@ const ReasonLost = "lost_in_transit"
 //     orders not compensated yet. The difference is applied as a delta (reconcile.lua), so
 //     purchases accepted meanwhile are kept. Buyers of created/paid orders missing from Redis
 //     are restored.
+//  4. The waitlist's reserve (meta "reserved", a room sale with a waitlist) is clamped to what
+//     the waitlist's log says it holds and to the repaired stock (reserved_clamp.lua).
 func (rc *Reconciler) Reconcile(ctx context.Context, sale string) (admin.ReconcileReport, error) {
 	rep := admin.ReconcileReport{SaleID: sale, LostFailed: []string{}, BuyersRestored: []string{}, Actions: []string{}}
 	key := lock.SaleKey(sale)
@@ -204,6 +206,9 @@ func (rc *Reconciler) Reconcile(ctx context.Context, sale string) (admin.Reconci
 		rep.StockDelta = target - redisStock
 		if rep.StockDelta == 0 && len(restore) == 0 {
 			rep.StockRedisAfter = redisStock
+			if err := rc.clampReserved(ctx, sale, key, held, &rep); err != nil {
+				return err
+			}
 			return rc.Rebalance(ctx, sale, k, &rep)
 		}
 		// Postgres is not written here, but the fence still orders this repair after any newer
@@ -230,6 +235,10 @@ func (rc *Reconciler) Reconcile(ctx context.Context, sale string) (admin.Reconci
 		if len(restore) > 0 {
 			metricReconciled.WithLabelValues("buyer").Add(float64(len(rep.BuyersRestored)))
 			rep.Actions = append(rep.Actions, fmt.Sprintf("%d buyers with an order in Postgres were missing from Redis: restored", len(rep.BuyersRestored)))
+		}
+		// 4. The waitlist's reserve, against the repaired stock.
+		if err := rc.clampReserved(ctx, sale, key, held, &rep); err != nil {
+			return err
 		}
 		return rc.Rebalance(ctx, sale, k, &rep)
 	})
@@ -355,4 +364,24 @@ func (rc *Reconciler) pendingCompensations(ctx context.Context, sale string) ([]
 		return nil, err
 	}
 	return pgx.CollectRows(rows, orders.ScanOrderRef)
+}
+
+// clampReserved keeps the waitlist's reserve of a sale consistent (reserved_clamp.lua): never
+// above the units the waitlist's log holds, never above the stock, never below 0. A correction
+// is a repair: reported, logged and counted (kind "reserved").
+func (rc *Reconciler) clampReserved(ctx context.Context, sale, key string, held lock.Held, rep *admin.ReconcileReport) error {
+	if err := lock.Fenced(ctx, rc.Pool, key, held, func(pgx.Tx) error { return nil }); err != nil {
+		return err
+	}
+	before, after, ok, err := lua.ReservedClampCall{Sale: sale}.Run(ctx, rc.Redis)
+	if err != nil {
+		return fmt.Errorf("reserved_clamp.lua: %w", err)
+	}
+	if !ok || before == after {
+		return nil
+	}
+	metricReconciled.WithLabelValues("reserved").Inc()
+	rc.Log.Warn("reconcile: the waitlist's reserve had drifted", "sale_id", sale, "reserved_before", before, "reserved_after", after)
+	rep.Actions = append(rep.Actions, fmt.Sprintf("the waitlist's reserve was %d, more than the waitlist holds or the stock: set to %d", before, after))
+	return nil
 }

@@ -110,8 +110,8 @@ func insertDraw(ctx context.Context, tx pgx.Tx, sale string, d *admin.DrawSpec, 
 			return err
 		}
 	}
-	_, err := tx.Exec(ctx, `INSERT INTO draws (sale_id, opens_at, closes_at, claim_within_ms, dmin, dmax, beacon) VALUES ($1, $2, $3, $4, $5, $6, $7::jsonb)`,
-		sale, d.OpensAt, d.ClosesAt, claim.Milliseconds(), dmin, dmax, b)
+	_, err := tx.Exec(ctx, `INSERT INTO draws (sale_id, opens_at, closes_at, claim_within_ms, dmin, dmax, beacon, waitlist) VALUES ($1, $2, $3, $4, $5, $6, $7::jsonb, $8)`,
+		sale, d.OpensAt, d.ClosesAt, claim.Milliseconds(), dmin, dmax, b, d.Waitlist)
 	return err
 }
 
@@ -129,8 +129,8 @@ func readDraw(ctx context.Context, q interface {
 	var claimMs int64
 	var dmin, dmax int
 	var beacon *draw.Beacon
-	err := q.QueryRow(ctx, `SELECT opens_at, closes_at, claim_within_ms, dmin, dmax, seed_commitment, beacon FROM draws WHERE sale_id = $1`, sale).
-		Scan(&d.spec.OpensAt, &d.spec.ClosesAt, &claimMs, &dmin, &dmax, &d.commitment, &beacon)
+	err := q.QueryRow(ctx, `SELECT opens_at, closes_at, claim_within_ms, dmin, dmax, seed_commitment, beacon, waitlist FROM draws WHERE sale_id = $1`, sale).
+		Scan(&d.spec.OpensAt, &d.spec.ClosesAt, &claimMs, &dmin, &dmax, &d.commitment, &beacon, &d.spec.Waitlist)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, nil
 	}
@@ -164,7 +164,7 @@ func PreheatDraw(ctx context.Context, rdb redis.Scripter, sale string, spec admi
 		return res, err
 	}
 	call := lua.DrawSetupCall{Sale: sale, Seed: hex.EncodeToString(seed), Commitment: draw.Commitment(seed),
-		Opens: spec.OpensAt, Closes: spec.ClosesAt, Claim: claim, Until: until, Published: published}
+		Opens: spec.OpensAt, Closes: spec.ClosesAt, Claim: claim, Until: until, Published: published, Waitlist: spec.Waitlist}
 	if spec.Difficulty != nil {
 		call.DMin, call.DMax = spec.Difficulty[0], spec.Difficulty[1]
 	}

@@ -114,6 +114,14 @@ func (s SaleSpec) Validate() (time.Duration, error) {
 		if err := s.Room.Validate(); err != nil {
 			return 0, err
 		}
+		// The waitlist holds one released unit of the sale's one stock for one waiter
+		// (compensate.lua): it has no per-variant reserve and no offer of several units.
+		switch {
+		case s.Room.Waitlist && len(s.Variants) > 0:
+			return 0, errors.New("room.waitlist: a sale with variants has no waitlist (its released units go back to their variant)")
+		case s.Room.Waitlist && s.PerUserLimit > 1:
+			return 0, errors.New("room.waitlist: needs per_user_limit absent or 1 (an offer is one unit)")
+		}
 	}
 	if err := s.validateDraw(); err != nil {
 		return 0, err

@@ -291,6 +291,11 @@ type DrawSpec struct {
 	// optional): that one. The round is never given: it is computed, the first after closes_at,
 	// and shown here once the sale exists.
 	Beacon *DrawBeacon `json:"beacon,omitempty"`
+	// Waitlist hands a unit a winner released (an unpaid order's timeout, a cancellation, a
+	// refused payment) to the next rank of its size at once, by raising the current wave's
+	// upper rank by one, instead of keeping it for the next wave (docs/draw.md, "The
+	// waitlist"). false: a released unit waits for the next wave.
+	Waitlist bool `json:"waitlist,omitempty"`
 }
 
 // DrawBeacon is a draw's drand beacon as POST /admin/sales names it and the admin views show

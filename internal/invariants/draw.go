@@ -53,6 +53,13 @@ type drawWave struct {
 	at, until time.Time
 }
 
+// drawRaise is one row of draw_raises: a released order gave position pos to wave.
+type drawRaise struct {
+	order, variant string
+	wave, pos      int
+	until, at      time.Time
+}
+
 // drawOrder is one order of the sale, with what the draw checks need.
 type drawOrder struct {
 	id, user, variant, status string
@@ -73,6 +80,12 @@ type drawState struct {
 	redisDraw, redisEntries          map[string]string
 	redisErr                         error
 	redisGone                        bool // the sale's draw keys expired: nothing to compare
+
+	// waitlist: the draw hands released units to the next ranks (draws.waitlist); raises are
+	// its draw_raises rows by variant, redisRaises the raises log in Redis.
+	waitlist    bool
+	raises      map[string][]drawRaise
+	redisRaises []string
 
 	// beacon is the draw's public beacon with its fetched round (nil: commit-reveal only);
 	// beaconErr why the ranking's seed could not be derived from it.
@@ -109,6 +122,28 @@ func readDraw(ctx context.Context, pg *pgxpool.Pool, rdb redis.UniversalClient, 
 		return nil, false, nil
 	case err != nil:
 		return nil, false, fmt.Errorf("verify: read the draw of %s: %w", sale, err)
+	}
+	d.raises = map[string][]drawRaise{}
+	err = pg.QueryRow(ctx, `SELECT waitlist FROM draws WHERE sale_id = $1`, sale).Scan(&d.waitlist)
+	if err != nil && !(errors.As(err, &pgErr) && pgErr.Code == "42703") {
+		return nil, false, fmt.Errorf("verify: read the draw of %s: %w", sale, err)
+	}
+	if d.waitlist {
+		rows, err := pg.Query(ctx, `SELECT order_id, variant, wave, pos, claim_until, at FROM draw_raises WHERE sale_id = $1 ORDER BY variant, wave, pos`, sale)
+		if err != nil {
+			return nil, false, fmt.Errorf("verify: read the draw's raises: %w", err)
+		}
+		for rows.Next() {
+			var x drawRaise
+			if err := rows.Scan(&x.order, &x.variant, &x.wave, &x.pos, &x.until, &x.at); err != nil {
+				rows.Close()
+				return nil, false, err
+			}
+			d.raises[x.variant] = append(d.raises[x.variant], x)
+		}
+		if err := rows.Err(); err != nil {
+			return nil, false, fmt.Errorf("verify: read the draw's raises: %w", err)
+		}
 	}
 	d.commitment, d.seedHex, d.root, d.entryCount = deref(commitment), deref(seed), deref(root), -1
 	if d.beacon != nil {
@@ -208,6 +243,9 @@ func readDraw(ctx context.Context, pg *pgxpool.Pool, rdb redis.UniversalClient, 
 		if d.redisErr == nil {
 			d.redisEntries, d.redisErr = scanHash(ctx, rdb, contract.DrawEntriesKey(sale))
 		}
+		if d.redisErr == nil {
+			d.redisRaises, d.redisErr = rdb.LRange(ctx, contract.DrawRaisesKey(sale), 0, -1).Result()
+		}
 		// The draw's keys expire with the sale's meta key: long after a sale, Postgres alone
 		// remains, and there is nothing in Redis to disagree with.
 		d.redisGone = d.redisErr == nil && len(d.redisDraw) == 0 && len(d.redisEntries) == 0
@@ -273,10 +311,12 @@ func (d *drawState) publicEntries() []draw.Entry {
 }
 
 // redisEntry is a value of the entries hash: "<entry_id>:<variant>" (entered),
-// "<entry_id>:<variant>:w" (withdrawn) or "<entry_id>:<variant>:<pos>" (drawn).
+// "<entry_id>:<variant>:w" (withdrawn), "<entry_id>:<variant>:<pos>" (drawn) or
+// "<entry_id>:<variant>:<pos>:r" (drawn, the winner's unit released by the waitlist).
 type redisEntry struct {
 	id, variant string
 	withdrawn   bool
+	released    bool
 	pos         int // -1: not drawn
 }
 
@@ -290,7 +330,10 @@ func parseRedisEntry(s string) (redisEntry, bool) {
 	// A variant id has no colon (contract.ValidID), so a second colon starts the suffix.
 	if v, suffix, ok := strings.Cut(rest, ":"); ok {
 		e.variant = v
-		if suffix == "w" {
+		if p, ok := strings.CutSuffix(suffix, ":r"); ok {
+			e.released, suffix = true, p
+		}
+		if suffix == "w" && !e.released {
 			e.withdrawn = true
 		} else {
 			p, err := strconv.Atoi(suffix)
@@ -311,14 +354,18 @@ func Draw(ctx context.Context, src Sources, sale string, checkRedis bool) ([]Che
 	if err != nil || !ok {
 		return nil, err
 	}
-	return []Check{
+	cs := []Check{
 		d.checkSeed(),
 		d.checkRoot(),
 		d.checkRanking(),
 		d.checkOneWin(),
 		d.checkOrders(),
 		d.checkOversold(),
-	}, nil
+	}
+	if d.waitlist {
+		cs = append(cs, d.checkRaises())
+	}
+	return cs, nil
 }
 
 // drawChecks are Verify's invariants 10-15 when the sale is a draw (none otherwise).
@@ -550,7 +597,11 @@ func (d *drawState) checkRanking() Check {
 	if redisCompared {
 		for _, e := range d.entries {
 			want := fmt.Sprintf("%s:%s:%d", e.id, e.variant, d.posOf[e.id])
-			if got := d.redisEntries[e.user]; got != want {
+			got := d.redisEntries[e.user]
+			if d.waitlist && got == want+":r" && d.released(e.user, e.variant) {
+				got = want // his unit went to the next rank (check 16)
+			}
+			if got != want {
 				wrongRedis++
 				addProblem(&c, fmt.Sprintf("user %s: Redis entry %q, the seed says %q", e.user, got, want))
 			}
@@ -585,6 +636,12 @@ func (d *drawState) checkRanking() Check {
 			} else {
 				prev := ws[i-1]
 				from, to = draw.NextWave(prev.hi, stock-d.heldAt(v, w.at), n)
+			}
+			// The waitlist's raises of this wave add their places above it (check 16).
+			for _, x := range d.raises[v] {
+				if x.wave == w.wave {
+					to++
+				}
 			}
 			if w.wave != i+1 || w.lo != from || w.hi != to {
 				badWaves++
@@ -772,4 +829,111 @@ func displayVariant(v string) string {
 		return "(no variant)"
 	}
 	return v
+}
+
+// released reports whether user holds an order of variant that gave its unit back (failed or
+// cancelled): what the waitlist's ":r" mark on his entry says.
+func (d *drawState) released(user, variant string) bool {
+	for _, o := range d.orders {
+		if o.user == user && o.variant == variant && !holding(o.status) {
+			return true
+		}
+	}
+	return false
+}
+
+// drawRaiseStale is how long a raise in Redis may wait for Postgres before the check calls it
+// lost: the backend records it right after the compensation, or at the draw loop's next tick.
+const drawRaiseStale = time.Minute
+
+// 16 (a draw's waitlist). Every raise gives one released unit to one next rank: each raise's
+// order is a released order (failed or cancelled) of the sale and of the raise's variant, and
+// raised once (one row per order); no position is given twice; each raised position lies in
+// its wave's places [lo, hi), at their top (a wave's raises are its last places), below the
+// variant's entries; no variant has more raises than released orders; and every raise in
+// Redis's log is recorded in Postgres (after drawRaiseStale). Oversold is check 15; a unit lost
+// would be an order that is neither holding, nor given back, which check 14 and the stock
+// checks see.
+func (d *drawState) checkRaises() Check {
+	c := Check{N: 16, Name: "every draw waitlist raise gives one released unit to one next rank", Verdict: Pass}
+	bad := 0
+	problem := func(format string, args ...any) {
+		bad++
+		addProblem(&c, fmt.Sprintf(format, args...))
+	}
+	orderOf := map[string]drawOrder{}
+	releasedBy := map[string]int{}
+	for _, o := range d.orders {
+		orderOf[o.id] = o
+		if !holding(o.status) {
+			releasedBy[o.variant]++
+		}
+	}
+	count := map[string]int{}
+	inPG := map[string]bool{}
+	total := 0
+	for _, v := range sortedKeys(d.raises) {
+		n := len(d.ranking[v])
+		byWave := map[int][]drawRaise{}
+		for _, x := range d.raises[v] {
+			total++
+			inPG[x.order] = true
+			count[v]++
+			byWave[x.wave] = append(byWave[x.wave], x)
+			o, ok := orderOf[x.order]
+			switch {
+			case !ok:
+				problem("raise of variant %s by order %s: no such order of the sale", v, x.order)
+			case o.variant != v:
+				problem("raise of variant %s by order %s of variant %q", v, x.order, o.variant)
+			case holding(o.status):
+				problem("raise of variant %s by order %s, which still holds its unit (%s): a unit offered twice", v, x.order, o.status)
+			}
+			if d.ranking != nil && x.pos >= n {
+				problem("raise of variant %s gives position %d beyond its %d entries", v, x.pos, n)
+			}
+		}
+		for wave, xs := range byWave {
+			var w *drawWave
+			for i := range d.waves[v] {
+				if d.waves[v][i].wave == wave {
+					w = &d.waves[v][i]
+				}
+			}
+			if w == nil {
+				problem("variant %s: %d raises of wave %d, which is not recorded", v, len(xs), wave)
+				continue
+			}
+			for _, x := range xs {
+				if x.pos < w.hi-len(xs) || x.pos >= w.hi {
+					problem("variant %s wave %d [%d, %d): raise at position %d is not among its top %d places", v, wave, w.lo, w.hi, x.pos, len(xs))
+				}
+			}
+		}
+		if count[v] > releasedBy[v] {
+			problem("variant %s: %d raises for %d released orders", v, count[v], releasedBy[v])
+		}
+	}
+	unrecorded := 0
+	if !d.redisSkipped(&c) {
+		now := time.Now()
+		for _, s := range d.redisRaises {
+			p := strings.SplitN(s, ":", 6)
+			if len(p) != 6 {
+				problem("unreadable raise %q in Redis", s)
+				continue
+			}
+			at, _ := strconv.ParseInt(p[3], 10, 64)
+			if !inPG[p[5]] && now.Sub(time.UnixMilli(at)) > drawRaiseStale {
+				unrecorded++
+				problem("raise by order %s in Redis is not recorded in Postgres", p[5])
+			}
+		}
+	}
+	c.Numbers = map[string]int{"raises": total, "unrecorded": unrecorded, "problems": bad}
+	note(&c, "%d raises over %d variants, %d problems", total, len(count), bad)
+	if bad > 0 {
+		c.Verdict = Fail
+	}
+	return c
 }
