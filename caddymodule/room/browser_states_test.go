@@ -288,11 +288,7 @@ func TestTheWaitingPageShowsEveryStateInPlainWordsAndPassesAxe(t *testing.T) {
 					if text != msg(c.key) {
 						t.Errorf("%s: the page says %q, want %q", c.name, text, msg(c.key))
 					}
-					for _, code := range []string{"sold_out", "queue_full", "ended\"", "paused\""} {
-						if strings.Contains(pagetest.JS[string](tab, `document.body.innerText`), code) {
-							t.Errorf("%s: the page shows the code %s", c.name, code)
-						}
-					}
+					tab.HidesCodes(c.name, "sold_out", "queue_full", "ended\"", "paused\"")
 					tab.Axe(c.name)
 				})
 			}
@@ -303,8 +299,7 @@ func TestTheWaitingPageShowsEveryStateInPlainWordsAndPassesAxe(t *testing.T) {
 // The default page, as README.md and docs/room.md show it: desktop and phone (390x844),
 // waiting and admitted. SECKILL_SCREENSHOTS=<dir> (make screenshots) writes them there.
 func TestScreenshotsOfTheWaitingPage(t *testing.T) {
-	dir := pagetest.ScreenshotDir(t)
-	b := pagetest.NewBrowser(t)
+	dir, b := pagetest.ScreenshotBrowser(t)
 	p := newProtocolRoom(t, nil)
 	site := pagetest.Serve(t, p)
 	p.enter, p.answer = func() (int, string, any) { return 200, "", waiting(1234) }, waiting(1234)

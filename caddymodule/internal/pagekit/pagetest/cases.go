@@ -80,3 +80,23 @@ func EachLanguage(t *testing.T, tab *Tab, kit *pagekit.Kit, f func(t *testing.T,
 		})
 	}
 }
+
+// ScreenshotBrowser is the directory `make screenshots` wants the pages' pictures in and a
+// browser to take them; without SECKILL_SCREENSHOTS the test is skipped.
+func ScreenshotBrowser(t *testing.T) (string, *Browser) {
+	t.Helper()
+	dir := ScreenshotDir(t)
+	return dir, NewBrowser(t)
+}
+
+// HidesCodes checks that the page's text shows none of codes: the protocol's states and
+// codes are for the page, the buyer reads sentences.
+func (p *Tab) HidesCodes(label string, codes ...string) {
+	p.t.Helper()
+	text := JS[string](p, `document.body.innerText`)
+	for _, c := range codes {
+		if strings.Contains(text, c) {
+			p.t.Errorf("%s: the page shows the code %s", label, c)
+		}
+	}
+}
