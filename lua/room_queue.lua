@@ -48,9 +48,14 @@
 --          refused "too_easy". Absent, "" or negative: any rate (no proof, or the maximum
 --          difficulty)
 -- ARGV[11] optional: "0" skips the admission step (lapses, the buyers' check, new admissions):
---          a gateway runs it at most once per sale per interval, not on every poll;
---          anything else, or absent: admit. The answer is exact either way: a live admission
---          whose time is up is answered "lapsed" even before the step removes it
+--          a gateway asks for it at most once per sale per interval, not on every poll; a
+--          number above 1 is that interval (ms), a lease: the step runs only when no step ran
+--          for the sale within it, on any gateway (the room hash's last_ms, Redis time), so a
+--          sale runs one step per interval however many gateways ask; "1", anything else, or
+--          absent: admit. The answer is exact either way: a live admission whose time is up
+--          is answered "lapsed" even before the step removes it. The step's commands are
+--          bounded: its writes are batched, and the walk reads 100 places at a time with their
+--          presence in one ZMSCORE, whatever the number of absent waiters
 -- ARGV[12] optional presence (ms): with KEYS[8..10], the admission step admits only waiters
 --          present now (docs/DESIGN.md, "Admission goes to waiters who are there"); an absent
 --          waiter's place is passed and kept (room:away), and when he is seen again he is
@@ -380,14 +385,20 @@ if seen and op == "tick" and #ARGV > 15 then
   expire(seen)
 end
 local rank = false
+-- The user's live admission as read before the step (a passed place only; nil: not read).
+local live_until
 if op ~= "tick" then
   rank = redis.call("ZRANK", q, member)
   if seen and rank and redis.call("ZADD", seen, "GT", now + math.max(presence, 0), user) == 1 then
     expire(seen)
   end
-  -- Only a place the cursor passed can be away (a leave takes only places not passed yet).
+  -- Only a place the cursor passed can be away (a leave takes only places not passed yet), and
+  -- never one with a live admission (admitted, he was not passed).
   if rank and rank < cursor_now then
-    returned({user})
+    live_until = tonumber(redis.call("ZSCORE", live, user)) or false
+    if not (live_until and live_until > now) then
+      returned({user})
+    end
   end
 end
 if now < starts then
@@ -727,7 +738,12 @@ end
 if rank >= cursor then
   return reply("waiting", rank - cursor + 1, rank - cursor, 0, stock, total - cursor, starts, n, lapsed)
 end
-local untl = tonumber(redis.call("ZSCORE", live, user))
+-- A step may have ended the admission (a lapse, a buyer's): read again only then.
+local untl = live_until
+if admit or untl == nil then
+  untl = tonumber(redis.call("ZSCORE", live, user))
+end
+untl = untl or nil
 if gated and not untl and redis.call("ZSCORE", away, user) then
   -- Passed while away, seen again now: first in line at the next admission step.
   return reply("waiting", 1, 0, 0, stock, total - cursor + redis.call("ZCARD", away), starts, n, lapsed)

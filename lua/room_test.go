@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -316,6 +317,73 @@ func TestRoomCallWithoutTheAdmissionStepAdmitsNobodyAndStillSeesALapse(t *testin
 	}
 	if n := f.rdb.ZCard(ctx, roomKeys(f.sale)[3]).Val(); n != 2 {
 		t.Fatalf("%d live admissions after a call without the step, want 2 (nothing removed)", n)
+	}
+}
+
+// A gateway passes its admit interval as ARGV[11]: the step is a lease on the room hash's
+// last_ms, so however many gateways (here 16 concurrent callers) ask at once, one step runs per
+// interval (a step reports its checks, a call without one none); "1" always runs it, and once
+// the interval is over (Redis time) the next caller's step runs again.
+func TestTwoGatewaysRunOneAdmissionStepPerInterval(t *testing.T) {
+	t.Parallel()
+	f := newRoom(t, 1000, -time.Second, time.Hour)
+	ctx := context.Background()
+	run := func(u, admit string) []any {
+		res, err := RoomQueue.Run(ctx, f.rdb, roomKeys(f.sale), "poll", member(rankOf(u), u),
+			f.rate, f.over, f.session, f.pre, "", 0, "", "", admit).Slice()
+		if err != nil {
+			t.Errorf("room_queue poll %s: %v", u, err)
+			return nil
+		}
+		return res
+	}
+	steps := func(res []any) int {
+		if c, _ := res[13].([]any); len(c) > 0 {
+			return 1
+		}
+		return 0
+	}
+	for i := range 40 {
+		u := fmt.Sprintf("u%d", i)
+		if _, err := RoomQueue.Run(ctx, f.rdb, roomKeys(f.sale), "enter", member(rankOf(u), u),
+			f.rate, f.over, f.session, f.pre, "", 0, "", "", "0").Result(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var mu sync.Mutex
+	ran, admitted := 0, int64(0)
+	var wg sync.WaitGroup
+	for i := range 16 {
+		wg.Go(func() {
+			res := run(fmt.Sprintf("u%d", i), "600000")
+			if res == nil {
+				return
+			}
+			mu.Lock()
+			ran += steps(res)
+			admitted += res[8].(int64)
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	if ran != 1 || admitted != 40 {
+		t.Fatalf("16 concurrent callers with a 10-minute lease ran %d steps admitting %d, want 1 step admitting all 40", ran, admitted)
+	}
+	if got := run("u1", "600000"); steps(got) != 0 {
+		t.Fatalf("a call within the lease ran a step: %v", got)
+	}
+	if got := run("u1", "1"); steps(got) != 1 {
+		t.Fatalf(`a call with "1" ran no step: %v`, got)
+	}
+	last, err := f.rdb.HGet(ctx, roomKeys(f.sale)[1], "last_ms").Int64()
+	if err != nil {
+		t.Fatal(err)
+	}
+	testenv.WaitFor(t, 10*time.Second, "Redis time past the lease", func() bool {
+		return f.rdb.Time(ctx).Val().UnixMilli() > last+200
+	})
+	if got := run("u2", "200"); steps(got) != 1 {
+		t.Fatalf("a call after the lease ran no step: %v", got)
 	}
 }
 

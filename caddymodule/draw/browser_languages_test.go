@@ -3,8 +3,6 @@
 package draw
 
 import (
-	"fmt"
-	"net/http/httptest"
 	"testing"
 	"time"
 
@@ -32,73 +30,65 @@ func TestTheDrawPageInEveryLanguageFitsAPhoneAndPassesAxe(t *testing.T) {
 	start := time.Now()
 	b := pagetest.NewBrowser(t)
 	p := newProtocolDraw(t, nil)
-	srv := httptest.NewServer(p)
-	t.Cleanup(srv.Close)
+	site := pagetest.Serve(t, p)
 	open := p.result
 	drawn := map[string]any{"state": "drawn", "seed_commitment": "5eed0c0ffee", "seed": "5eed", "entries": 1234, "entries_root": "r00t",
 		"randomness": "drand", "beacon": map[string]any{"round": 123, "chain_hash": "52db9ba70e0c", "genesis_time": 1, "period": 3}}
 	tab := b.TabFor(t, 15*time.Minute, "en", 390, 844, true)
-	for _, l := range pagetest.Languages {
-		t.Run(l.Lang, func(t *testing.T) {
-			tab := tab.For(t, 2*time.Minute)
-			english := pagetest.Untranslated(p.kit, l.Lang)
-			msg := func(key string, kv ...string) string { return pagetest.Fill(p.kit.Message(l.Lang, key), kv...) }
-			num := func(n int) string {
-				return pagetest.JS[string](tab, fmt.Sprintf(`new Intl.NumberFormat(document.documentElement.lang).format(%d)`, n))
+	pagetest.EachLanguage(t, tab, p.kit, func(t *testing.T, s *pagetest.Sweep) {
+		tab, l, english, msg, num := s.Tab, s.Lang, s.English, s.Msg, s.Num
+		status := func(state, want string) {
+			t.Helper()
+			tab.WaitState(state)
+			if got := tab.Text("status"); got != want {
+				t.Errorf("%s: %q, want %q", state, got, want)
 			}
-			status := func(state, want string) {
-				t.Helper()
-				tab.WaitState(state)
-				if got := tab.Text("status"); got != want {
-					t.Errorf("%s: %q, want %q", state, got, want)
-				}
-			}
-			tab.SetLanguage(drawAccept[l.Lang])
+		}
+		tab.SetLanguage(drawAccept[l.Lang])
 
-			p.set(nil, open)
-			tab.Go(srv.URL + "/seckill/s1/draw")
-			tab.HasLanguage(l.Lang)
-			status("none", msg("draw.none"))
-			tab.WaitSays("closes", msg("draw.closes"))
-			tab.FromStart(l.Lang, "the Enter button", ".sk-actions", "#sk-enter")
-			tab.Check("not entered", english)
-			pagetest.JS[bool](tab, `(() => { document.getElementById("sk-size").value = "S"; return true; })()`)
-			tab.Click("enter")
-			status("entered", msg("draw.entered", "size", "S"))
-			tab.FromStart(l.Lang, "the Change button", ".sk-actions", "#sk-change")
-			tab.Check("entered", english)
-			pagetest.JS[bool](tab, `(() => { document.getElementById("sk-size").value = "M"; return true; })()`)
-			tab.Click("change")
-			tab.WaitText("status", msg("draw.changed", "size", "M"))
-			tab.Check("changed size", english)
-			tab.Click("withdraw")
-			status("withdrawn", msg("draw.withdrawn"))
-			tab.Check("withdrawn", english)
+		p.set(nil, open)
+		tab.Go(site + "/seckill/s1/draw")
+		tab.HasLanguage(l.Lang)
+		status("none", msg("draw.none"))
+		tab.WaitSays("closes", msg("draw.closes"))
+		tab.FromStart(l.Lang, "the Enter button", ".sk-actions", "#sk-enter")
+		tab.Check("not entered", english)
+		pagetest.JS[bool](tab, `(() => { document.getElementById("sk-size").value = "S"; return true; })()`)
+		tab.Click("enter")
+		status("entered", msg("draw.entered", "size", "S"))
+		tab.FromStart(l.Lang, "the Change button", ".sk-actions", "#sk-change")
+		tab.Check("entered", english)
+		pagetest.JS[bool](tab, `(() => { document.getElementById("sk-size").value = "M"; return true; })()`)
+		tab.Click("change")
+		tab.WaitText("status", msg("draw.changed", "size", "M"))
+		tab.Check("changed size", english)
+		tab.Click("withdraw")
+		status("withdrawn", msg("draw.withdrawn"))
+		tab.Check("withdrawn", english)
 
-			p.set(map[string]any{"entry_id": "e-7f3a", "state": "won", "variant": "M", "rank": 3, "wave": 1,
-				"claim_until": time.Now().Add(115 * time.Second).UTC().Format(time.RFC3339), "variants": testSizes}, drawn)
-			tab.Go(srv.URL + "/seckill/s1/draw")
-			tab.WaitState("won")
-			if got, want := tab.Text("status"), msg("draw.won", "size", "M"); !pagetest.Says(got, want) {
-				t.Errorf("won: %q, want %q", got, want)
-			}
-			tab.WaitSays("timer", msg("draw.claim_left"))
-			if got, want := pagetest.JS[string](tab, `document.title`), msg("draw.title_won", "title", msg("draw.title")); got != want {
-				t.Errorf("the title %q, want %q", got, want)
-			}
-			tab.WaitText("closes", pagetest.Fill(p.kit.PluralMessage(l.Lang, "draw.entries", 1234), "entries", num(1234)))
-			pagetest.JS[bool](tab, `document.getElementById("sk-check").open = true`)
-			tab.WaitText("randomness", msg("draw.beacon", "round", num(123)))
-			tab.FromStart(l.Lang, "the labels of Check this draw", "#sk-check dl", "#sk-check dt")
-			tab.Check("won, with Check this draw open", english)
+		p.set(map[string]any{"entry_id": "e-7f3a", "state": "won", "variant": "M", "rank": 3, "wave": 1,
+			"claim_until": time.Now().Add(115 * time.Second).UTC().Format(time.RFC3339), "variants": testSizes}, drawn)
+		tab.Go(site + "/seckill/s1/draw")
+		tab.WaitState("won")
+		if got, want := tab.Text("status"), msg("draw.won", "size", "M"); !pagetest.Says(got, want) {
+			t.Errorf("won: %q, want %q", got, want)
+		}
+		tab.WaitSays("timer", msg("draw.claim_left"))
+		if got, want := pagetest.JS[string](tab, `document.title`), msg("draw.title_won", "title", msg("draw.title")); got != want {
+			t.Errorf("the title %q, want %q", got, want)
+		}
+		tab.WaitText("closes", pagetest.Fill(p.kit.PluralMessage(l.Lang, "draw.entries", 1234), "entries", num(1234)))
+		pagetest.JS[bool](tab, `document.getElementById("sk-check").open = true`)
+		tab.WaitText("randomness", msg("draw.beacon", "round", num(123)))
+		tab.FromStart(l.Lang, "the labels of Check this draw", "#sk-check dl", "#sk-check dt")
+		tab.Check("won, with Check this draw open", english)
 
-			for _, c := range []struct{ state, key string }{{"claimed", "draw.claimed"}, {"lost", "draw.lost"}, {"waiting", "draw.waiting"}, {"expired", "draw.expired"}} {
-				p.set(map[string]any{"entry_id": "e-7f3a", "state": c.state, "variant": "M", "rank": 900, "variants": testSizes}, drawn)
-				tab.Go(srv.URL + "/seckill/s1/draw")
-				status(c.state, msg(c.key))
-				tab.Check(c.state, english)
-			}
-		})
-	}
+		for _, c := range []struct{ state, key string }{{"claimed", "draw.claimed"}, {"lost", "draw.lost"}, {"waiting", "draw.waiting"}, {"expired", "draw.expired"}} {
+			p.set(map[string]any{"entry_id": "e-7f3a", "state": c.state, "variant": "M", "rank": 900, "variants": testSizes}, drawn)
+			tab.Go(site + "/seckill/s1/draw")
+			status(c.state, msg(c.key))
+			tab.Check(c.state, english)
+		}
+	})
 	t.Logf("nine languages, every state, in %v", time.Since(start).Round(time.Second))
 }

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"net/http/httptest"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -101,17 +100,6 @@ func (p *protocolDraw) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-func say(kit *pagekit.Kit, lang, key string, kv ...string) string {
-	s := kit.Message(lang, key)
-	if s == "" {
-		panic("no message " + key)
-	}
-	for i := 0; i+1 < len(kv); i += 2 {
-		s = strings.ReplaceAll(s, "{"+kv[i]+"}", kv[i+1])
-	}
-	return s
-}
-
 // prefix is a message up to its first placeholder.
 func prefix(s string) string { p, _, _ := strings.Cut(s, "{"); return p }
 
@@ -127,31 +115,15 @@ func TestTheDrawPageShowsEveryStateInPlainWordsAndPassesAxe(t *testing.T) {
 		t.Skip("chromium: not in -short")
 	}
 	b := pagetest.NewBrowser(t)
-	shop := pagetest.Shop()
-	for _, pc := range []struct {
-		name, acceptLanguage, lang string
-		cfg                        *pagekit.Config
-		shop                       string
-	}{
-		{"en", "en-GB,en;q=0.9", "en", nil, ""},
-		{"shop-de", "de-CH,de;q=0.9", "de", shop, "Die Verlosung von Alpenschuh"},
+	for _, pc := range []pagetest.Case{
+		{Name: "en", AcceptLanguage: "en-GB,en;q=0.9", Lang: "en"},
+		{Name: "shop-de", AcceptLanguage: "de-CH,de;q=0.9", Lang: "de", Cfg: pagetest.Shop(), Shop: "Die Verlosung von Alpenschuh"},
 	} {
-		t.Run(pc.name, func(t *testing.T) {
-			p := newProtocolDraw(t, pc.cfg)
-			srv := httptest.NewServer(p)
-			t.Cleanup(srv.Close)
-			msg := func(key string, kv ...string) string { return say(p.kit, pc.lang, key, kv...) }
-			open := func(t *testing.T) *pagetest.Tab {
-				tab := b.Tab(t, pc.acceptLanguage, 1280, 900, false)
-				tab.Go(srv.URL + "/seckill/s1/draw")
-				if got := pagetest.JS[string](tab, `document.documentElement.lang`); got != pc.lang {
-					t.Fatalf("<html lang=%q>, want %q", got, pc.lang)
-				}
-				if pc.shop != "" && !strings.Contains(pagetest.JS[string](tab, `document.body.innerText`), pc.shop) {
-					t.Fatalf("the shop's page lacks its own words %q", pc.shop)
-				}
-				return tab
-			}
+		t.Run(pc.Name, func(t *testing.T) {
+			p := newProtocolDraw(t, pc.Cfg)
+			site := pagetest.Serve(t, p)
+			msg := func(key string, kv ...string) string { return pagetest.Say(p.kit, pc.Lang, key, kv...) }
+			open := func(t *testing.T) *pagetest.Tab { return pc.Open(t, b, site+"/seckill/s1/draw") }
 
 			t.Run("entered and changed size", func(t *testing.T) {
 				p.set(nil, nil)
@@ -224,9 +196,7 @@ func TestTheDrawPageShowsEveryStateInPlainWordsAndPassesAxe(t *testing.T) {
 					if got := tab.Text("status"); got != msg(c.key) {
 						t.Errorf("%s: %q, want %q", c.state, got, msg(c.key))
 					}
-					if strings.Contains(pagetest.JS[string](tab, `document.body.innerText`), c.state+"\n") {
-						t.Errorf("the page shows the code %s", c.state)
-					}
+					tab.HidesCodes(c.state, c.state+"\n")
 					tab.Axe(c.state)
 				})
 			}
@@ -237,17 +207,15 @@ func TestTheDrawPageShowsEveryStateInPlainWordsAndPassesAxe(t *testing.T) {
 // The draw page as docs/room.md shows it: desktop and phone (390x844), a won entry.
 // SECKILL_SCREENSHOTS=<dir> (make screenshots) writes them there.
 func TestScreenshotsOfTheDrawPage(t *testing.T) {
-	dir := pagetest.ScreenshotDir(t)
-	b := pagetest.NewBrowser(t)
+	dir, b := pagetest.ScreenshotBrowser(t)
 	p := newProtocolDraw(t, nil)
-	srv := httptest.NewServer(p)
-	t.Cleanup(srv.Close)
+	site := pagetest.Serve(t, p)
 	p.set(map[string]any{"entry_id": "e-7f3a", "state": "won", "variant": "M", "rank": 3, "wave": 1,
 		"claim_until": time.Now().Add(20 * time.Minute).UTC().Format(time.RFC3339), "variants": testSizes},
 		map[string]any{"state": "drawn", "seed_commitment": "5eed0c0ffee", "entries": 12873, "randomness": "commit-reveal"})
 	for _, s := range pagetest.Screens {
 		tab := b.TabOn(t, "en-US", s)
-		tab.Go(srv.URL + "/seckill/s1/draw")
+		tab.Go(site + "/seckill/s1/draw")
 		tab.WaitState("won")
 		tab.WaitText("timer", ":")
 		tab.Screenshot(filepath.Join(dir, fmt.Sprintf("draw-won-%s.png", s.Name)))

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"net/http/httptest"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -133,32 +132,11 @@ func waiting(position int) map[string]any {
 		"estimated_wait_s": 30, "estimated_wait_range_s": []int{20, 40}, "refresh_s": 1, "units_left": 12}
 }
 
-// pageCase is one way of showing the page: a browser language, with our page or a shop's.
-type pageCase struct {
-	name, acceptLanguage, lang string
-	cfg                        *pagekit.Config
-	// the shop's own text the page must show (its template and catalogue)
-	shop string
-}
-
-func pageCases(t *testing.T) []pageCase {
-	shop := pagetest.Shop()
-	return []pageCase{
-		{name: "en", acceptLanguage: "en-US,en;q=0.9", lang: "en"},
-		{name: "shop-de", acceptLanguage: "de-DE,de;q=0.9", lang: "de", cfg: shop, shop: "Willkommen in der Schlange von Alpenschuh"},
+func pageCases() []pagetest.Case {
+	return []pagetest.Case{
+		{Name: "en", AcceptLanguage: "en-US,en;q=0.9", Lang: "en"},
+		{Name: "shop-de", AcceptLanguage: "de-DE,de;q=0.9", Lang: "de", Cfg: pagetest.Shop(), Shop: "Willkommen in der Schlange von Alpenschuh"},
 	}
-}
-
-// say is key's message in lang with its placeholders filled.
-func say(kit *pagekit.Kit, lang, key string, kv ...string) string {
-	s := kit.Message(lang, key)
-	if s == "" {
-		panic("no message " + key)
-	}
-	for i := 0; i+1 < len(kv); i += 2 {
-		s = strings.ReplaceAll(s, "{"+kv[i]+"}", kv[i+1])
-	}
-	return s
 }
 
 // The waiting page goes through every state a buyer can meet, in sentences of the buyer's
@@ -174,24 +152,13 @@ func TestTheWaitingPageShowsEveryStateInPlainWordsAndPassesAxe(t *testing.T) {
 		t.Skip("chromium: not in -short")
 	}
 	b := pagetest.NewBrowser(t)
-	for _, pc := range pageCases(t) {
-		t.Run(pc.name, func(t *testing.T) {
-			p := newProtocolRoom(t, pc.cfg)
-			srv := httptest.NewServer(p)
-			t.Cleanup(srv.Close)
+	for _, pc := range pageCases() {
+		t.Run(pc.Name, func(t *testing.T) {
+			p := newProtocolRoom(t, pc.Cfg)
+			site := pagetest.Serve(t, p)
 			kit := p.h.Pages
-			msg := func(key string, kv ...string) string { return say(kit, pc.lang, key, kv...) }
-			open := func(t *testing.T) *pagetest.Tab {
-				tab := b.Tab(t, pc.acceptLanguage, 1280, 900, false)
-				tab.Go(srv.URL + "/seckill/s1/queue")
-				if got := pagetest.JS[string](tab, `document.documentElement.lang`); got != pc.lang {
-					t.Fatalf("<html lang=%q>, want %q", got, pc.lang)
-				}
-				if pc.shop != "" && !strings.Contains(pagetest.JS[string](tab, `document.body.innerText`), pc.shop) {
-					t.Fatalf("the shop's page lacks its own words %q", pc.shop)
-				}
-				return tab
-			}
+			msg := func(key string, kv ...string) string { return pagetest.Say(kit, pc.Lang, key, kv...) }
+			open := func(t *testing.T) *pagetest.Tab { return pc.Open(t, b, site+"/seckill/s1/queue") }
 			enterWaiting := func() (int, string, any) { return 200, "", waiting(5) }
 
 			t.Run("buy", func(t *testing.T) {
@@ -321,11 +288,7 @@ func TestTheWaitingPageShowsEveryStateInPlainWordsAndPassesAxe(t *testing.T) {
 					if text != msg(c.key) {
 						t.Errorf("%s: the page says %q, want %q", c.name, text, msg(c.key))
 					}
-					for _, code := range []string{"sold_out", "queue_full", "ended\"", "paused\""} {
-						if strings.Contains(pagetest.JS[string](tab, `document.body.innerText`), code) {
-							t.Errorf("%s: the page shows the code %s", c.name, code)
-						}
-					}
+					tab.HidesCodes(c.name, "sold_out", "queue_full", "ended\"", "paused\"")
 					tab.Axe(c.name)
 				})
 			}
@@ -336,15 +299,13 @@ func TestTheWaitingPageShowsEveryStateInPlainWordsAndPassesAxe(t *testing.T) {
 // The default page, as README.md and docs/room.md show it: desktop and phone (390x844),
 // waiting and admitted. SECKILL_SCREENSHOTS=<dir> (make screenshots) writes them there.
 func TestScreenshotsOfTheWaitingPage(t *testing.T) {
-	dir := pagetest.ScreenshotDir(t)
-	b := pagetest.NewBrowser(t)
+	dir, b := pagetest.ScreenshotBrowser(t)
 	p := newProtocolRoom(t, nil)
-	srv := httptest.NewServer(p)
-	t.Cleanup(srv.Close)
+	site := pagetest.Serve(t, p)
 	p.enter, p.answer = func() (int, string, any) { return 200, "", waiting(1234) }, waiting(1234)
 	for _, s := range pagetest.Screens {
 		tab := b.TabOn(t, "en-US", s)
-		tab.Go(srv.URL + "/seckill/s1/queue")
+		tab.Go(site + "/seckill/s1/queue")
 		tab.WaitState("waiting")
 		time.Sleep(1200 * time.Millisecond) // the bar's transition (0.8 s) to its place
 		tab.Screenshot(filepath.Join(dir, fmt.Sprintf("room-waiting-%s.png", s.Name)))
@@ -359,7 +320,7 @@ func TestScreenshotsOfTheWaitingPage(t *testing.T) {
 	for _, s := range pagetest.Screens {
 		tab := b.TabOn(t, "en-US", s)
 		p.set(waiting(3))
-		tab.Go(srv.URL + "/seckill/s1/queue")
+		tab.Go(site + "/seckill/s1/queue")
 		tab.WaitState("waiting")
 		p.set(map[string]any{"ticket": "t1", "entry_id": "e-abc", "state": "admitted", "refresh_s": 5,
 			"admitted_until": time.Now().Add(100 * time.Second).UTC().Format(time.RFC3339)})
@@ -390,14 +351,13 @@ func TestTheWaitingPageKeepsPollingInAThrottledTabAndNotifiesYourTurn(t *testing
 	}
 	b := pagetest.NewBrowser(t)
 	p := newProtocolRoom(t, nil)
-	srv := httptest.NewServer(p)
-	t.Cleanup(srv.Close)
-	msg := func(key string, kv ...string) string { return say(p.h.Pages, "en", key, kv...) }
+	site := pagetest.Serve(t, p)
+	msg := func(key string, kv ...string) string { return pagetest.Say(p.h.Pages, "en", key, kv...) }
 	p.enter, p.answer = func() (int, string, any) { return 200, "", waiting(9) }, waiting(9)
 
 	tab := b.Tab(t, "en", 1280, 900, false)
 	tab.AddScript(notificationSpy)
-	tab.Go(srv.URL + "/seckill/s1/queue")
+	tab.Go(site + "/seckill/s1/queue")
 	tab.WaitState("waiting")
 	if asked := pagetest.JS[int](tab, `window.__asked`); asked != 0 {
 		t.Fatalf("the page asked for notifications %d times on load", asked)
@@ -412,7 +372,7 @@ func TestTheWaitingPageKeepsPollingInAThrottledTabAndNotifiesYourTurn(t *testing
 	tab.WaitText("notify-note", ".")
 	// The buyer said yes (headless chromium has no prompt: the test grants it).
 	if _, err := chromedp.Call(tab.Ctx, cdpbrowser.SetPermission, cdpbrowser.SetPermissionParams{
-		Permission: &cdpbrowser.PermissionDescriptor{Name: "notifications"}, Setting: cdpbrowser.PermissionSettingGranted, Origin: srv.URL}); err != nil {
+		Permission: &cdpbrowser.PermissionDescriptor{Name: "notifications"}, Setting: cdpbrowser.PermissionSettingGranted, Origin: site}); err != nil {
 		t.Fatalf("granting notifications: %v", err)
 	}
 
@@ -456,12 +416,12 @@ func TestTheWaitingPageKeepsPollingInAThrottledTabAndNotifiesYourTurn(t *testing
 	if _, err := chromedp.Call(off.Ctx, emulation.SetScriptExecutionDisabled, emulation.SetScriptExecutionDisabledParams{Value: true}); err != nil {
 		t.Fatalf("disabling JavaScript: %v", err)
 	}
-	off.Go(srv.URL + "/seckill/s1/queue")
+	off.Go(site + "/seckill/s1/queue")
 	html, err := chromedp.Run(off.Ctx, chromedp.OuterHTML(chromedp.Search("body")))
 	if err != nil {
 		t.Fatalf("reading the page: %v", err)
 	}
-	if want := say(p.h.Pages, "de", "common.noscript"); !strings.Contains(html, "<noscript>") || !strings.Contains(html, want) {
+	if want := pagetest.Say(p.h.Pages, "de", "common.noscript"); !strings.Contains(html, "<noscript>") || !strings.Contains(html, want) {
 		t.Errorf("without JavaScript the page lacks its explanation %q", want)
 	}
 }
