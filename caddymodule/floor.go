@@ -29,6 +29,16 @@ type zonesStage interface {
 	LinkDecision(d handler.Decision, joined bool)
 }
 
+// zonesFloor and identityFloor are the throttle and the identity as stages of a dispatched route
+// (handler.Dispatch).
+type zonesFloor interface {
+	LinkFloor(d *handler.Dispatch, joined bool)
+}
+
+type identityFloor interface {
+	LinkFloor(d *handler.Dispatch)
+}
+
 // identityStage is a handler that can hand the requests it admits to the rest of the floor
 // (seckill_identity, seckill_session).
 type identityStage interface {
@@ -72,6 +82,10 @@ func (a *App) linkFloors() (floors, joined int) {
 func linkRoutes(routes caddyhttp.RouteList, single bool) (floors, joined int) {
 	for _, rt := range routes {
 		hs := rt.Handlers
+		if f, j, ok := linkDispatch(hs, single); ok {
+			floors, joined = floors+f, joined+j
+			continue
+		}
 		for i, h := range hs {
 			if sub, ok := h.(*caddyhttp.Subroute); ok {
 				f, j := linkRoutes(sub.Routes, single)
@@ -105,4 +119,63 @@ func linkRoutes(routes caddyhttp.RouteList, single bool) (floors, joined int) {
 		}
 	}
 	return floors, joined
+}
+
+// linkDispatch links a dispatched route: one whose handlers include two or more that answer
+// paths under the prefix (handler.Shared: seckill_token, seckill_gate, seckill_draw,
+// seckill_room), one of them a decision, all under the same prefix. No route of another shape
+// is touched (ok false), so a route written for one handler behaves as it always has. Each
+// Shared handler gets the route's dispatch and passes the requests it does not answer; the
+// throttle right before the first of them (and the identity right before the throttle, or
+// before the first of them) act only on requests some handler of the route answers, and hand a
+// token or a purchase straight to its decision, the zones in its script call when single.
+func linkDispatch(hs []caddyhttp.MiddlewareHandler, single bool) (floors, joined int, ok bool) {
+	var (
+		shared    []handler.Shared
+		first     = -1
+		decisions int
+		prefix    string
+	)
+	for i, h := range hs {
+		s, isShared := h.(handler.Shared)
+		if !isShared {
+			continue
+		}
+		p, _ := s.Paths()
+		if first < 0 {
+			first, prefix = i, p
+		} else if p != prefix {
+			return 0, 0, false
+		}
+		if _, isDecision := h.(handler.Decision); isDecision {
+			decisions++
+		}
+		shared = append(shared, s)
+	}
+	if len(shared) < 2 || decisions == 0 {
+		return 0, 0, false
+	}
+	d := handler.NewDispatch(prefix, shared)
+	for i, s := range shared {
+		s.Share(d, i)
+	}
+	var top caddyhttp.MiddlewareHandler = d
+	k := first - 1
+	if k >= 0 {
+		if z, isZones := hs[k].(zonesFloor); isZones {
+			z.LinkFloor(d, single)
+			if single {
+				joined++
+			}
+			top, k = hs[k], k-1
+		}
+	}
+	if k >= 0 {
+		id, isID := hs[k].(identityStage)
+		if f, isFloor := hs[k].(identityFloor); isID && isFloor {
+			f.LinkFloor(d)
+			id.LinkNext(handler.Direct(top))
+		}
+	}
+	return 1, joined, true
 }

@@ -62,6 +62,9 @@ func (x *joint) Refuse() error { return x.h.refuseWith(x.w, &x.d) }
 type decisionLink struct {
 	d      handler.Decision
 	joined bool
+	// floor is the route's dispatch when the handler stands in a dispatched route
+	// (handler.Dispatch, LinkFloor); d is then that dispatch.
+	floor *handler.Dispatch
 }
 
 // LinkDecision links the handler to d, the next handler of its route (caddymodule.App links
@@ -70,6 +73,16 @@ type decisionLink struct {
 func (h *Handler) LinkDecision(d handler.Decision, joined bool) {
 	if h.link != nil {
 		h.link.Store(&decisionLink{d: d, joined: joined})
+	}
+}
+
+// LinkFloor links the handler to d, the dispatch of its route (handler.Dispatch): the zones
+// count only the requests some handler of the route answers, a token or a purchase goes
+// straight to its decision (its zones in the decision's script call with joined), and a
+// request of another handler (the room, the draw) goes through Caddy's chain after the zones.
+func (h *Handler) LinkFloor(d *handler.Dispatch, joined bool) {
+	if h.link != nil {
+		h.link.Store(&decisionLink{d: d, joined: joined, floor: d})
 	}
 }
 
