@@ -32,7 +32,7 @@ type zonesStage interface {
 // zonesFloor and identityFloor are the throttle and the identity as stages of a dispatched route
 // (handler.Dispatch).
 type zonesFloor interface {
-	LinkFloor(d *handler.Dispatch, joined bool)
+	LinkFloor(d *handler.Dispatch, direct, joined bool)
 }
 
 type identityFloor interface {
@@ -159,22 +159,33 @@ func linkDispatch(hs []caddyhttp.MiddlewareHandler, single bool) (floors, joined
 	for i, s := range shared {
 		s.Share(d, i)
 	}
+	// The stages before the first Shared handler, nearest first: the throttle right before it
+	// and the identity right before that are linked through; any earlier one (a throttle of
+	// network zones before the identity) only skips the requests of no handler of the route.
 	var top caddyhttp.MiddlewareHandler = d
-	k := first - 1
-	if k >= 0 {
-		if z, isZones := hs[k].(zonesFloor); isZones {
-			z.LinkFloor(d, single)
-			if single {
-				joined++
+	direct := true
+stages:
+	for k := first - 1; k >= 0; k-- {
+		switch h := hs[k].(type) {
+		case zonesFloor:
+			if direct && top == caddyhttp.MiddlewareHandler(d) {
+				h.LinkFloor(d, true, single)
+				if single {
+					joined++
+				}
+				top = hs[k]
+				continue
 			}
-			top, k = hs[k], k-1
-		}
-	}
-	if k >= 0 {
-		id, isID := hs[k].(identityStage)
-		if f, isFloor := hs[k].(identityFloor); isID && isFloor {
-			f.LinkFloor(d)
-			id.LinkNext(handler.Direct(top))
+			h.LinkFloor(d, false, false)
+			direct = false
+		case identityFloor:
+			h.LinkFloor(d)
+			if id, isID := hs[k].(identityStage); isID && direct {
+				id.LinkNext(handler.Direct(top))
+			}
+			direct = false
+		default:
+			break stages
 		}
 	}
 	return 1, joined, true

@@ -226,11 +226,11 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 		l = h.link.Load()
 	}
 	if l != nil && l.floor != nil {
-		switch l.floor.Target(r) {
-		case handler.Elsewhere:
+		switch t := l.floor.Target(r); {
+		case t == handler.Elsewhere:
 			// No handler of the route answers it: it passes through untouched.
 			return next.ServeHTTP(w, r)
-		case handler.ToOther:
+		case t == handler.ToOther || !l.direct:
 			l = nil // the zones alone, then Caddy's chain
 		}
 	}

@@ -63,8 +63,9 @@ type decisionLink struct {
 	d      handler.Decision
 	joined bool
 	// floor is the route's dispatch when the handler stands in a dispatched route
-	// (handler.Dispatch, LinkFloor); d is then that dispatch.
-	floor *handler.Dispatch
+	// (handler.Dispatch, LinkFloor); with direct, d is that dispatch.
+	floor  *handler.Dispatch
+	direct bool
 }
 
 // LinkDecision links the handler to d, the next handler of its route (caddymodule.App links
@@ -76,13 +77,18 @@ func (h *Handler) LinkDecision(d handler.Decision, joined bool) {
 	}
 }
 
-// LinkFloor links the handler to d, the dispatch of its route (handler.Dispatch): the zones
-// count only the requests some handler of the route answers, a token or a purchase goes
-// straight to its decision (its zones in the decision's script call with joined), and a
-// request of another handler (the room, the draw) goes through Caddy's chain after the zones.
-func (h *Handler) LinkFloor(d *handler.Dispatch, joined bool) {
+// LinkFloor places the handler in a dispatched route, d its dispatch (handler.Dispatch): the
+// zones count only the requests some handler of the route answers. With direct (the throttle
+// right before the route's first Shared handler), a token or a purchase goes straight to its
+// decision, its zones in the decision's script call with joined; any other request, and every
+// request without direct, goes through Caddy's chain after the zones.
+func (h *Handler) LinkFloor(d *handler.Dispatch, direct, joined bool) {
 	if h.link != nil {
-		h.link.Store(&decisionLink{d: d, joined: joined, floor: d})
+		l := &decisionLink{floor: d, direct: direct}
+		if direct {
+			l.d, l.joined = d, joined
+		}
+		h.link.Store(l)
 	}
 }
 
