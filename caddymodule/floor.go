@@ -21,6 +21,12 @@ import (
 // another module between them, a decision in another route) stays Caddy's chain, and the
 // throttle calls Redis itself. On a Redis Cluster the handlers are linked but the zones keep
 // their own call: their keys and the sale's hash to other slots.
+//
+// A route holding two or more handlers that answer paths under the prefix (seckill_token,
+// seckill_gate, seckill_draw, seckill_room; one of them a decision) is a dispatched route: the
+// site's one route for the edge's paths (docs/gate.md, "One route for the edge's paths").
+// linkDispatch gives it a handler.Dispatch: each of those handlers answers its own paths and
+// passes the rest, and the stages before them act only on the paths one of them answers.
 
 // zonesStage is a handler that can hand its requests, and its zones, to the decision after it
 // (seckill_throttle).
