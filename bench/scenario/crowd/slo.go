@@ -198,7 +198,9 @@ func SLOProbeOptions(o Options, rate float64, conns int, d time.Duration) Option
 // at peer) under the objective, each probe an open-model run of probe length.
 func RunSLO(ctx context.Context, d *driver.Driver, kind string, peer PeerTarget, o Options, s SLOOptions, conns int, probe time.Duration, logf func(string, ...any)) (*SLOResult, error) {
 	run := map[string]func(context.Context, *driver.Driver, Options) (*Outcome, error){Edge: RunEdge, Ceiling: RunCeiling,
-		Peer: func(ctx context.Context, d *driver.Driver, o Options) (*Outcome, error) { return RunPeer(ctx, d, peer, o) }}[kind]
+		Peer: func(ctx context.Context, d *driver.Driver, o Options) (*Outcome, error) {
+			return RunPeer(ctx, d, peer, o)
+		}}[kind]
 	if run == nil || (kind == Peer && peer.URL == "") {
 		return nil, fmt.Errorf("slo: no search for %q (edge, ceiling, or peer with the peer running)", kind)
 	}
