@@ -21,12 +21,28 @@ import (
 // another module between them, a decision in another route) stays Caddy's chain, and the
 // throttle calls Redis itself. On a Redis Cluster the handlers are linked but the zones keep
 // their own call: their keys and the sale's hash to other slots.
+//
+// A route holding two or more handlers that answer paths under the prefix (seckill_token,
+// seckill_gate, seckill_draw, seckill_room; one of them a decision) is a dispatched route: the
+// site's one route for the edge's paths (docs/gate.md, "One route for the edge's paths").
+// linkDispatch gives it a handler.Dispatch: each of those handlers answers its own paths and
+// passes the rest, and the stages before them act only on the paths one of them answers.
 
 // zonesStage is a handler that can hand its requests, and its zones, to the decision after it
 // (seckill_throttle).
 type zonesStage interface {
 	caddyhttp.MiddlewareHandler
 	LinkDecision(d handler.Decision, joined bool)
+}
+
+// zonesFloor and identityFloor are the throttle and the identity as stages of a dispatched route
+// (handler.Dispatch).
+type zonesFloor interface {
+	LinkFloor(d *handler.Dispatch, direct, joined bool)
+}
+
+type identityFloor interface {
+	LinkFloor(d *handler.Dispatch)
 }
 
 // identityStage is a handler that can hand the requests it admits to the rest of the floor
@@ -72,6 +88,10 @@ func (a *App) linkFloors() (floors, joined int) {
 func linkRoutes(routes caddyhttp.RouteList, single bool) (floors, joined int) {
 	for _, rt := range routes {
 		hs := rt.Handlers
+		if f, j, ok := linkDispatch(hs, single); ok {
+			floors, joined = floors+f, joined+j
+			continue
+		}
 		for i, h := range hs {
 			if sub, ok := h.(*caddyhttp.Subroute); ok {
 				f, j := linkRoutes(sub.Routes, single)
@@ -105,4 +125,74 @@ func linkRoutes(routes caddyhttp.RouteList, single bool) (floors, joined int) {
 		}
 	}
 	return floors, joined
+}
+
+// linkDispatch links a dispatched route: one whose handlers include two or more that answer
+// paths under the prefix (handler.Shared: seckill_token, seckill_gate, seckill_draw,
+// seckill_room), one of them a decision, all under the same prefix. No route of another shape
+// is touched (ok false), so a route written for one handler behaves as it always has. Each
+// Shared handler gets the route's dispatch and passes the requests it does not answer; the
+// throttle right before the first of them (and the identity right before the throttle, or
+// before the first of them) act only on requests some handler of the route answers, and hand a
+// token or a purchase straight to its decision, the zones in its script call when single.
+func linkDispatch(hs []caddyhttp.MiddlewareHandler, single bool) (floors, joined int, ok bool) {
+	var (
+		shared    []handler.Shared
+		first     = -1
+		decisions int
+		prefix    string
+	)
+	for i, h := range hs {
+		s, isShared := h.(handler.Shared)
+		if !isShared {
+			continue
+		}
+		p, _ := s.Paths()
+		if first < 0 {
+			first, prefix = i, p
+		} else if p != prefix {
+			return 0, 0, false
+		}
+		if _, isDecision := h.(handler.Decision); isDecision {
+			decisions++
+		}
+		shared = append(shared, s)
+	}
+	if len(shared) < 2 || decisions == 0 {
+		return 0, 0, false
+	}
+	d := handler.NewDispatch(prefix, shared)
+	for i, s := range shared {
+		s.Share(d, i)
+	}
+	// The stages before the first Shared handler, nearest first: the throttle right before it
+	// and the identity right before that are linked through; any earlier one (a throttle of
+	// network zones before the identity) only skips the requests of no handler of the route.
+	var top caddyhttp.MiddlewareHandler = d
+	direct := true
+stages:
+	for k := first - 1; k >= 0; k-- {
+		switch h := hs[k].(type) {
+		case zonesFloor:
+			if direct && top == caddyhttp.MiddlewareHandler(d) {
+				h.LinkFloor(d, true, single)
+				if single {
+					joined++
+				}
+				top = hs[k]
+				continue
+			}
+			h.LinkFloor(d, false, false)
+			direct = false
+		case identityFloor:
+			h.LinkFloor(d)
+			if id, isID := hs[k].(identityStage); isID && direct {
+				id.LinkNext(handler.Direct(top))
+			}
+			direct = false
+		default:
+			break stages
+		}
+	}
+	return 1, joined, true
 }

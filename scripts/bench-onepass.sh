@@ -10,13 +10,21 @@
 #      drain poll of Postgres during the rush (as before) and without it (its side traffic is
 #      the difference), per-server CPU per request, GCs, Redis's delayed fsyncs, queueing;
 #   3. the capacity under the objective: the highest open-model rate with p99 <= SLO_P99
-#      (default 20ms), for the full edge and for respond, and what each server spent per
-#      request at that rate.
-# Then a table of medians (summary.md). Results in bench-results/onepass (git-ignored).
+#      (default 20ms), for the full edge, for respond and for the nginx + lua peer, and what
+#      each server spent per request at that rate; respond's own open-model cost at RATE
+#      (ceiling-open) beside the edge's, so Caddy's own open/closed factor is known.
+# Then, unless SMOKE or EXTRAS=0: the in-process figures of the demo Caddyfile (go test
+# benchmarks, -count 3, pinned to CPU 0 with PIN=1: a purchase, a click after the sell-out and
+# respond; a bearer and a device-bound purchase) and `seckill-bench room -only poll` (the room's
+# poll against respond). Then one table of every target with the medians (summary.md).
+# Results in bench-results/onepass (git-ignored).
 #
-#   scripts/bench-onepass.sh                     # ROUNDS=3, bin/ (make build); about 10-12 minutes
+#   scripts/bench-onepass.sh                     # ROUNDS=3, bin/ (make build); about 25-30 minutes
 #   make bench-onepass                           # the same, after make stack build
 #   ROUNDS=1 SMOKE=1 scripts/bench-onepass.sh    # a tiny run that only checks the tool works
+#
+# seckill_throttle alone against caddy-ratelimit is not run here (it builds a second Caddy):
+# PIN=1 scripts/bench-throttle.sh (the table names it).
 #
 # BENCH_FLAGS are passed to every run (e.g. "-slo-probe-duration 8s").
 set -euo pipefail
@@ -41,7 +49,7 @@ if ! command -v nginx >/dev/null || [ ! -f /usr/lib/nginx/modules/ngx_http_lua_m
 fi
 [ -x "$BIN/seckill-bench" ] && [ -x "$BIN/caddy" ] && [ -x "$BIN/seckill-backend" ] || die "no $BIN/seckill-bench, caddy, seckill-backend: run make build"
 
-flags=(-only ceiling,nginx-return,peer,edge,open,open-quiet,slo -rate "$RATE" -slo-p99 "$SLO_P99" -pin -private-services)
+flags=(-only ceiling,nginx-return,peer,edge,open,open-quiet,ceiling-open,slo -rate "$RATE" -slo-p99 "$SLO_P99" -pin -private-services)
 if [ -n "${SMOKE:-}" ]; then
 	# Checks that every part runs, in about a minute; its figures mean nothing.
 	flags+=(-users 600 -bots 2 -bot-hits 20 -replays 20 -forged 20 -late 10 -stock 300 -duration 2s -conns 50
@@ -64,6 +72,18 @@ for r in $(seq "$ROUNDS"); do
 	fi
 	cut -d' ' -f1-3 /proc/loadavg >>"$OUT/round-$r.loadavg"
 done
+# The in-process figures and the room's poll (skipped by SMOKE or EXTRAS=0).
+if [ -z "${SMOKE:-}" ] && [ "${EXTRAS:-1}" = 1 ]; then
+	echo "bench-onepass: the in-process benchmarks of the demo Caddyfile (load average $(cut -d' ' -f1-3 /proc/loadavg))" >&2
+	pin=()
+	[ "${PIN:-1}" = 1 ] && pin=(taskset -c 0)
+	"${pin[@]}" go test -tags integration -run '^$' -bench 'GatewayChainAllocs/shipped|GatewayChainProof' -benchmem \
+		-benchtime 3000x -count 3 -cpu 1 ./internal/conformance/ >"$OUT/inprocess.txt" 2>&1 ||
+		echo "bench-onepass: the in-process benchmarks failed (see $OUT/inprocess.txt)" >&2
+	echo "bench-onepass: seckill-bench room -only poll (load average $(cut -d' ' -f1-3 /proc/loadavg))" >&2
+	"$BIN/seckill-bench" room -bin "$BIN" -only poll -out "$OUT/room-poll" >"$OUT/room-poll.txt" 2>&1 ||
+		echo "bench-onepass: the room's poll benchmark failed (see $OUT/room-poll.txt)" >&2
+fi
 elapsed=$(($(date +%s) - t0))
 python3 - "$OUT" "$ROUNDS" "$elapsed" "$RATE" >"$OUT/summary.md" <<'PY'
 import json, os, statistics, sys
@@ -163,6 +183,68 @@ if caps:
         print(f"| {i + 1} | {e['rate']:.0f} | " + " | ".join(f"{cpu(o, p) or 0:.0f}" for p in procs) + f" | {allc:.0f} | {b.get('gateway_mallocs_per_request', -1):.0f} | "
               f"{b.get('gateway_gcs', -1):.0f} ({b.get('gateway_gc_pause_ms', -1):.1f}) | {b.get('backend_gcs', -1):.0f} | {b.get('redis_aof_delayed_fsyncs', -1):.0f} | "
               f"{o['latency']['p99_ms']:.1f} / {o['service_latency']['p99_ms']:.1f} | {allc * o['rush']['throughput'] / 1e6:.2f} |")
+
+# Every target in one table: the medians over the rounds (each ratio taken within its round).
+import re
+def per_round(f):
+    return [f(x) for x in res]
+def open_of(x, kind, quiet=None):
+    return next((c for c in x.get("open") or [] if c["kind"] == kind and (quiet is None or bool(c.get("drain_poll_after_rush")) == quiet)), None)
+def all_cpu(c):
+    return sum(cpu(c, p) or 0 for p in procs) if c else None
+def slo_rate(x, k):
+    s = next((s for s in x.get("slo") or [] if s["kind"] == k), None)
+    return s["rate"] if s else None
+inproc = {}
+ip = os.path.join(out, "inprocess.txt")
+if os.path.exists(ip):
+    for line in open(ip):
+        m = re.match(r"Benchmark(\S+?)(?:-\d+)?\s+\d+\s+([\d.]+) ns/op.*?(\d+) allocs/op", line)
+        if m:
+            inproc.setdefault(m.group(1), []).append((float(m.group(2)), int(m.group(3))))
+def ns(name):
+    v = inproc.get(name)
+    return med([a for a, _ in v]) if v else None
+poll = None
+pp = os.path.join(out, "room-poll", "room.json")
+if os.path.exists(pp):
+    poll = (json.load(open(pp)).get("poll") or {})
+def fmt(v, unit="x"):
+    if v is None or v != v:
+        return "-"
+    return f"{v:.2f}{unit}" if unit == "x" else f"{v:.0f} {unit}".strip()
+rows = []
+e_c = med(per_round(lambda x: div(cpu(find(x, "edge"), "gateway"), cpu(find(x, "ceiling"), "gateway"))))
+rows.append(("gateway CPU per purchase / respond's (closed)", fmt(e_c), "<= 1.6x", e_c <= 1.6 if e_c == e_c else None))
+e_p = med(per_round(lambda x: div((cpu(find(x, "edge"), "gateway") or 0) + (cpu(find(x, "edge"), "redis") or 0), (cpu(find(x, "peer"), "gateway") or 0) + (cpu(find(x, "peer"), "redis") or 0))))
+rows.append(("gateway + Redis CPU per purchase / the nginx + Lua peer's (closed)", fmt(e_p), "<= 1.3x", e_p <= 1.3 if e_p == e_p else None))
+sc = med(per_round(lambda x: div(evalsha(find(x, "edge"))[1], evalsha(find(x, "peer"))[1])))
+rows.append(("the purchase's script inside Redis per call / the peer's (EVALSHA usec_per_call; scripts/bench-combined.sh alone)", fmt(sc), "<= 2x", sc <= 2 if sc == sc else None))
+op = med(per_round(lambda x: all_cpu(open_of(x, "edge", True))))
+rows.append((f"all servers' CPU per purchase, open model at {rate}/s (drain poll off in the rush)", fmt(op, "µs"), "<= 400 µs", op <= 400 if op == op else None))
+oc = med(per_round(lambda x: div(cpu(open_of(x, "edge", True), "gateway"), cpu(find(x, "edge"), "gateway"))))
+rf = med(per_round(lambda x: div(cpu(open_of(x, "ceiling"), "gateway"), cpu(find(x, "ceiling"), "gateway"))))
+lim = max(2.0, rf) if rf == rf else 2.0
+rows.append((f"gateway open-model / closed-model CPU per purchase (respond's own factor: {fmt(rf)})", fmt(oc), f"<= {lim:.2f}x", oc <= lim if oc == oc else None))
+cap = med(per_round(lambda x: div(slo_rate(x, "edge"), slo_rate(x, "ceiling"))))
+rows.append(("capacity at p99 <= SLO, edge / respond", fmt(cap), ">= 0.5x", cap >= 0.5 if cap == cap else None))
+capp = med(per_round(lambda x: div(slo_rate(x, "edge"), slo_rate(x, "peer"))))
+rows.append(("capacity at p99 <= SLO, edge / the nginx + Lua peer", fmt(capp), "(reported)", None))
+dv = div(ns("GatewayChainProof/proof"), ns("GatewayChainProof/bearer"))
+rows.append(("device-bound purchase / bearer purchase (in process, ns/op)", fmt(dv), "<= 1.25x", dv <= 1.25 if dv else None))
+al = med([allocs(find(x, "edge")) for x in res])
+ali = med([a for _, a in inproc.get("GatewayChainAllocs/shipped/buy", [])])
+rows.append(("allocations per purchase (closed run, /metrics; in process)", f"{fmt(al, '')} ; {fmt(ali, '')}", "<= 80", (al <= 80) if al == al else ((ali <= 80) if ali == ali else None)))
+so = div(ns("GatewayChainAllocs/shipped/sold_out"), ns("GatewayChainAllocs/shipped/respond"))
+rows.append(("a click after the sell-out, gateway / respond's (in process, ns/op); Redis commands per click", f"{fmt(so)}; 0 (TestTheShippedDemoSiteAnswersTheFloodAfterTheSellOutWithoutRedis)", "<= 1.1x; 0", so <= 1.1 if so else None))
+pr = (poll or {}).get("Ratio") if poll else None
+rows.append(("room poll / respond (seckill-bench room -only poll)", fmt(pr), ">= 0.9x", pr >= 0.9 if pr else None))
+rows.append(("seckill_throttle alone / caddy-ratelimit", "not run here: PIN=1 scripts/bench-throttle.sh", ">= 1.0x", None))
+print("\n## Every target (medians of the rounds)\n")
+print("| target | measured | goal | met |")
+print("|---|---:|---|---|")
+for name, got, goal, met in rows:
+    print(f"| {name} | {got} | {goal} | {'-' if met is None else ('met' if met else 'MISSED')} |")
 PY
 cat "$OUT/summary.md"
 echo

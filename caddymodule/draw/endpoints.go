@@ -70,12 +70,23 @@ var drawRoutes = handler.NewRoutes(
 	handler.Route{Suffix: "/challenge", Endpoint: endpointShared},
 )
 
+// Paths is what the draw answers in a dispatched route: the paths of drawRoutes under
+// {prefix}/{sale}/, any method (the shared challenge goes on to the room for a sale without a
+// draw).
+func (h *Draw) Paths() (string, []handler.SharedPath) {
+	return h.Prefix, []handler.SharedPath{{Rest: "draw/challenge"}, {Rest: "draw"}, {Rest: "challenge"}}
+}
+
 // endpointShared is the route of the path the draw shares with the waiting room.
 const endpointShared = "shared_challenge"
 
 // ServeHTTP routes by the path's end (drawRoutes). Refusals go through the shared refusal writer: the
 // contract's JSON body, or a caddyhttp error with handle_errors.
+// Standing in a dispatched route (handler.Dispatch), it passes every other request to next.
 func (h *Draw) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler) error {
+	if h.Passes(r) {
+		return next.ServeHTTP(w, r)
+	}
 	repl, _ := r.Context().Value(caddy.ReplacerCtxKey).(*caddy.Replacer)
 	if repl == nil {
 		repl = caddy.NewReplacer()

@@ -46,6 +46,9 @@ type Gate struct {
 	// sale, user.
 	handler.Subject
 
+	// share is the gate's place in a dispatched route (handler.Dispatch), if it stands in one.
+	share *handler.Share
+
 	// Require a one-time purchase token (issued by seckill_token). Its signature and expiry
 	// are checked here with the app's token_keys; its single use inside the decision script.
 	RequireToken bool `json:"require_token,omitempty"`
@@ -107,6 +110,7 @@ const (
 
 // Provision sets defaults and takes the app's shared clients. No network I/O.
 func (g *Gate) Provision(ctx caddy.Context) error {
+	g.share = new(handler.Share)
 	if g.Relay != nil {
 		return errRelayMoved
 	}
@@ -201,10 +205,22 @@ func (g *Gate) Validate() error {
 	return nil
 }
 
-// ServeHTTP decides the purchase and writes the answer.
-func (g *Gate) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.Handler) error {
+// ServeHTTP decides the purchase and writes the answer. Standing in a dispatched route
+// (handler.Dispatch), it passes every request but a purchase to next.
+func (g *Gate) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler) error {
+	if g.share.Passes(r) {
+		return next.ServeHTTP(w, r)
+	}
 	return g.ServeDecision(w, r, nil)
 }
+
+// Paths is what the gate answers in a dispatched route: POST {prefix}/{sale}/buy.
+func (g *Gate) Paths() (string, []handler.SharedPath) {
+	return g.Prefix, []handler.SharedPath{{Rest: "buy", Method: http.MethodPost}}
+}
+
+// Share places the gate in its route's dispatch (caddymodule.App, at start).
+func (g *Gate) Share(d *handler.Dispatch, i int) { g.share.Set(d, i) }
 
 // ServeDecision decides the purchase with joint, the zones of the throttle right before the
 // gate in its route (nil for none; handler.Joint), in its script call, and writes the answer.

@@ -52,7 +52,33 @@ type Decision interface {
 // unless the seckill app linked it to the handler after it in its route (Link), which it then
 // calls directly. Set at start, read on every request (the servers may already serve).
 type Next struct {
-	p atomic.Pointer[caddyhttp.Handler]
+	p     atomic.Pointer[caddyhttp.Handler]
+	floor atomic.Pointer[Dispatch]
+}
+
+// LinkFloor makes d the dispatch of the handler's route (dispatch.go): the handler then acts
+// only on the requests some handler of the route answers, and hands only a decision's
+// (ToDecision) to the linked handler.
+func (n *Next) LinkFloor(d *Dispatch) { n.floor.Store(d) }
+
+// Target is where r goes in the handler's route: ToDecision when the route has no dispatch
+// (every request the handler sees is its route's).
+func (n *Next) Target(r *http.Request) Target {
+	if n != nil {
+		if d := n.floor.Load(); d != nil {
+			return d.Target(r)
+		}
+	}
+	return ToDecision
+}
+
+// For is where r, admitted by the handler, goes: the linked handler for a decision's request,
+// else next.
+func (n *Next) For(t Target, next caddyhttp.Handler) caddyhttp.Handler {
+	if t != ToDecision {
+		return next
+	}
+	return n.Or(next)
 }
 
 // Link makes h (the route's next handler, ending in a Decision) where requests go.

@@ -70,11 +70,16 @@ func (h *Identity) Provision(ctx caddy.Context) error {
 
 // ServeHTTP verifies the session, then calls next as its user or refuses.
 func (h *Identity) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler) error {
+	t := h.next.Target(r)
+	if t == handler.Elsewhere {
+		// In a dispatched route, a path none of its handlers answers (handler.Dispatch).
+		return next.ServeHTTP(w, r)
+	}
 	user, o := h.identify(r)
 	switch o {
 	case core.Verified:
 		admit(r, user, "")
-		return h.next.Or(next).ServeHTTP(w, r)
+		return h.next.For(t, next).ServeHTTP(w, r)
 	case core.NoKeys:
 		return h.refuse.Write(w, refusedNoKeys)
 	case core.Missing:
@@ -93,6 +98,14 @@ func (h *Identity) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyh
 func (h *Identity) LinkNext(next caddyhttp.Handler) {
 	if h.next != nil {
 		h.next.Link(next)
+	}
+}
+
+// LinkFloor makes d the dispatch of the handler's route (handler.Dispatch): it then checks
+// only the requests some handler of the route answers.
+func (h *Identity) LinkFloor(d *handler.Dispatch) {
+	if h.next != nil {
+		h.next.LinkFloor(d)
 	}
 }
 

@@ -240,6 +240,11 @@ var (
 
 // ServeHTTP finds the request's user, then calls next as that user or refuses.
 func (h *Session) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler) error {
+	t := h.next.Target(r)
+	if t == handler.Elsewhere {
+		// In a dispatched route, a path none of its handlers answers (handler.Dispatch).
+		return next.ServeHTTP(w, r)
+	}
 	key, outcome := h.credentialKey(r)
 	if outcome == "" {
 		user, err := h.lookup(r, key)
@@ -251,7 +256,7 @@ func (h *Session) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 		default:
 			sessionRequests.WithLabelValues(sessionSignedIn).Inc()
 			admit(r, user, h.UserHeader)
-			return h.next.Or(next).ServeHTTP(w, r)
+			return h.next.For(t, next).ServeHTTP(w, r)
 		}
 	}
 	sessionRequests.WithLabelValues(outcome).Inc()
@@ -402,3 +407,11 @@ var (
 	_ caddy.CleanerUpper          = (*Session)(nil)
 	_ caddyhttp.MiddlewareHandler = (*Session)(nil)
 )
+
+// LinkFloor makes d the dispatch of the handler's route (handler.Dispatch): it then asks about
+// only the requests some handler of the route answers.
+func (h *Session) LinkFloor(d *handler.Dispatch) {
+	if h.next != nil {
+		h.next.LinkFloor(d)
+	}
+}

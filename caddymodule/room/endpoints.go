@@ -27,7 +27,11 @@ var roomRoutes = handler.NewRoutes(
 
 // ServeHTTP routes the room's endpoints by the path's end (roomRoutes), the queue's by the method.
 // Refusals go through the shared refusal writer: the contract's JSON body, or a caddyhttp error with handle_errors.
-func (h *Room) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.Handler) error {
+// Standing in a dispatched route (handler.Dispatch), it passes every other request to next.
+func (h *Room) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler) error {
+	if h.Passes(r) {
+		return next.ServeHTTP(w, r)
+	}
 	repl, _ := r.Context().Value(caddy.ReplacerCtxKey).(*caddy.Replacer)
 	if repl == nil {
 		repl = caddy.NewReplacer()
@@ -74,6 +78,12 @@ func (h *Room) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.Han
 	default:
 		return h.Endpoints.MethodNotAllowed(w, "queue", "GET, POST, DELETE")
 	}
+}
+
+// Paths is what the room answers in a dispatched route: the paths of roomRoutes under
+// {prefix}/{sale}/, any method.
+func (h *Room) Paths() (string, []handler.SharedPath) {
+	return h.Prefix, []handler.SharedPath{{Rest: "room/prequeue"}, {Rest: "room"}, {Rest: "challenge"}, {Rest: "queue"}}
 }
 
 // RoomInfo is the body of GET /seckill/{sale}/room.

@@ -225,6 +225,15 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 	if h.link != nil {
 		l = h.link.Load()
 	}
+	if l != nil && l.floor != nil {
+		switch t := l.floor.Target(r); {
+		case t == handler.Elsewhere:
+			// No handler of the route answers it: it passes through untouched.
+			return next.ServeHTTP(w, r)
+		case t == handler.ToOther || !l.direct:
+			l = nil // the zones alone, then Caddy's chain
+		}
+	}
 	if h.allowed(r) {
 		allowlisted.incAllowlisted()
 		if l != nil {

@@ -62,6 +62,10 @@ func (x *joint) Refuse() error { return x.h.refuseWith(x.w, &x.d) }
 type decisionLink struct {
 	d      handler.Decision
 	joined bool
+	// floor is the route's dispatch when the handler stands in a dispatched route
+	// (handler.Dispatch, LinkFloor); with direct, d is that dispatch.
+	floor  *handler.Dispatch
+	direct bool
 }
 
 // LinkDecision links the handler to d, the next handler of its route (caddymodule.App links
@@ -70,6 +74,21 @@ type decisionLink struct {
 func (h *Handler) LinkDecision(d handler.Decision, joined bool) {
 	if h.link != nil {
 		h.link.Store(&decisionLink{d: d, joined: joined})
+	}
+}
+
+// LinkFloor places the handler in a dispatched route, d its dispatch (handler.Dispatch): the
+// zones count only the requests some handler of the route answers. With direct (the throttle
+// right before the route's first Shared handler), a token or a purchase goes straight to its
+// decision, its zones in the decision's script call with joined; any other request, and every
+// request without direct, goes through Caddy's chain after the zones.
+func (h *Handler) LinkFloor(d *handler.Dispatch, direct, joined bool) {
+	if h.link != nil {
+		l := &decisionLink{floor: d, direct: direct}
+		if direct {
+			l.d, l.joined = d, joined
+		}
+		h.link.Store(l)
 	}
 }
 

@@ -58,6 +58,9 @@ type Issuer struct {
 	// sale, user.
 	handler.Subject
 
+	// share is the issuer's place in a dispatched route (handler.Dispatch), if it stands in one.
+	share *handler.Share
+
 	// How long a token lives: from the start of the sale for a token taken before it, from
 	// the moment of issue once the sale has started; never past the end of the sale.
 	// Default 2m.
@@ -104,6 +107,7 @@ func (Issuer) CaddyModule() caddy.ModuleInfo {
 
 // Provision sets defaults and takes the app's Redis client and keyring. No network I/O.
 func (h *Issuer) Provision(ctx caddy.Context) error {
+	h.share = new(handler.Share)
 	h.logger = edge.SampledLogger(ctx.Logger())
 	appIface, err := ctx.App("seckill")
 	if err != nil {
@@ -189,10 +193,23 @@ func (h *Issuer) Validate() error {
 	return nil
 }
 
-// ServeHTTP issues a token or refuses.
-func (h *Issuer) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.Handler) error {
+// ServeHTTP issues a token or refuses. Standing in a dispatched route (handler.Dispatch), it
+// passes every request but a token's to next.
+func (h *Issuer) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler) error {
+	if h.share.Passes(r) {
+		return next.ServeHTTP(w, r)
+	}
 	return h.ServeDecision(w, r, nil)
 }
+
+// Paths is what the issuer answers in a dispatched route: {prefix}/{sale}/token (any method:
+// anything but POST is answered 405).
+func (h *Issuer) Paths() (string, []handler.SharedPath) {
+	return h.Prefix, []handler.SharedPath{{Rest: "token"}}
+}
+
+// Share places the issuer in its route's dispatch (caddymodule.App, at start).
+func (h *Issuer) Share(d *handler.Dispatch, i int) { h.share.Set(d, i) }
 
 // ServeDecision issues a token or refuses, with joint, the zones of the throttle right before
 // the issuer in its route (nil for none; handler.Joint), in its script call. The zones are

@@ -129,7 +129,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		logf("gateway %s, backend %s, ceiling %s, redis %s, vhost %s", stack.Gateway, stack.Backend, stack.Ceiling, stack.RedisAddr, stack.Vhost)
 	}
 	var peer crowd.PeerTarget
-	if slices.Contains(kinds, crowd.Peer) || slices.Contains(kinds, crowd.PeerReturn) {
+	if slices.Contains(kinds, crowd.Peer) || slices.Contains(kinds, crowd.PeerReturn) || slices.Contains(kinds, "slo") {
 		p, err := startPeer(ctx, onepass, *out, stack)
 		if err != nil {
 			return errorf(stderr, "%v", err)
@@ -183,8 +183,10 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		case crowd.PeerReturn:
 			o, err = crowd.RunPeerReturn(ctx, drv, peer, closed)
 		case "slo":
-			for _, kind := range []string{crowd.Edge, crowd.Ceiling} {
-				s, serr := crowd.RunSLO(ctx, drv, kind, closed, onepass.slo(), *onepass.sloConns, *onepass.sloProbe, logf)
+			// The peer in the same run as the edge and respond: the three searches see the same
+			// machine and the same services.
+			for _, kind := range []string{crowd.Edge, crowd.Ceiling, crowd.Peer} {
+				s, serr := crowd.RunSLO(ctx, drv, kind, peer, closed, onepass.slo(), *onepass.sloConns, *onepass.sloProbe, logf)
 				if s != nil {
 					res.SLO = append(res.SLO, s)
 				}

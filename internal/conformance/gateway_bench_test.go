@@ -44,7 +44,7 @@ import (
 // Caddyfile as shipped, without the global `metrics` option, with it and `per_host`, with the
 // site's routes wrapped in one `handle` (one instrumented top-level route per request instead of
 // two, but Caddy then compiles the subroute's chain on every request: it costs more than it
-// saves), and with the token, purchase and room routes after the backend's (guardsFirst).
+// saves).
 //
 //	go test -tags integration -run '^$' -bench GatewayChainAllocs -benchmem -benchtime 2000x ./internal/conformance/
 //
@@ -76,7 +76,6 @@ func BenchmarkGatewayChainAllocs(b *testing.B) {
 		{"no_metrics", func(s string) string { return globalMetrics.ReplaceAllString(s, "") }},
 		{"per_host", func(s string) string { return globalMetrics.ReplaceAllString(s, "\tmetrics {\n\t\tper_host\n\t}\n") }},
 		{"one_route", oneRoute},
-		{"guards_first", guardsFirst},
 	} {
 		gw, ceil := startChain(b, v.edit(string(src)))
 		sale := testenv.ID("bench")
@@ -166,21 +165,6 @@ func sellOut(b testing.TB, gw http.Handler, sale string, a, bu int) {
 			b.Fatalf("buy %d: %d %s, want %d", i, w.status, w.body, want)
 		}
 	}
-}
-
-// guardsFirst moves the :8080 site's token, purchase and room routes after its other handle
-// blocks, as a site written without regard to the order would have them: a purchase then
-// evaluates the expression matchers (CEL, regular expressions) and path globs of the backend's
-// routes before its own (docs/gate.md, "One handler per purchase").
-func guardsFirst(s string) string {
-	site := strings.Index(s, "\n:8080 {\n")
-	start := site + strings.Index(s[site:], "\t# The token, the purchase and the room come first")
-	end := site + strings.Index(s[site:], "\t# /orders/ paths in canonical form only")
-	health := site + strings.Index(s[site:], "\thandle {$SECKILL_HEALTH_PATH:/healthz} {\n")
-	if start < site || end < start || health < end {
-		panic("the :8080 site's routes are not in the order guardsFirst expects")
-	}
-	return s[:start] + s[end:health] + s[start:end] + s[health:]
 }
 
 // oneRoute wraps the :8080 site's routes (handle_errors apart) in one handle block.

@@ -45,11 +45,11 @@ func BenchmarkGatewayChainProof(b *testing.B) {
 		b.Fatal(err)
 	}
 	bound := string(src)
-	for _, h := range []string{"seckill_token {\n\t\t\tuser {http.request.header.X-User-ID}\n", "seckill_gate {\n\t\t\tuser {http.request.header.X-User-ID}\n"} {
+	for _, h := range []string{"seckill_token {$SECKILL_PREFIX:/seckill}/* {\n\t\tuser {http.request.header.X-User-ID}\n", "seckill_gate {$SECKILL_PREFIX:/seckill}/* {\n\t\tuser {http.request.header.X-User-ID}\n"} {
 		if !strings.Contains(bound, h) {
 			b.Fatalf("the Caddyfile has no %q block any more: update this benchmark", h)
 		}
-		bound = strings.Replace(bound, h, h+"\t\t\tdevice_binding optional\n", 1)
+		bound = strings.Replace(bound, h, h+"\t\tdevice_binding optional\n", 1)
 	}
 	rdb := testenv.StartRedis(b)
 	b.Setenv("SECKILL_REDIS_ADDR", rdb.Addr())

@@ -132,3 +132,100 @@ func TestShippedCaddyfilesServeTheFairnessReport(t *testing.T) {
 		}
 	})
 }
+
+// Every shipped site matches the edge's paths with ONE top-level route, its first: matched by
+// the prefix alone (`path /seckill/*`, no expression, no other glob), with the token issuer, the
+// gate, the draw and the room standing in it flat (no subroute), after the throttle (and the
+// identity, where the site has one) right before them. The seckill app dispatches that route
+// by path (caddymodule/floor.go, handler.Dispatch), so a purchase, a token or a poll pays one
+// route's matcher, set-up and metrics, and runs no other route's matchers; and the throttle
+// stands right before the decisions, so its zones run in their one script call. No other
+// route of the site holds a token issuer, a gate or a room. deploy/Caddyfile.production-session
+// keeps its network zones before the session lookup, which only a `route` block can order (the
+// route's one handler is then a subroute of one route, holding them flat; docs/gate.md, "One
+// route for the edge's paths", says why).
+func TestShippedCaddyfilesMatchTheEdgesPathsWithOneRoute(t *testing.T) {
+	handlertest.AdaptShipped(t, "../..", func(f string, cfg any) {
+		servers, _ := dig(cfg, "apps", "http", "servers").(map[string]any)
+		sites := 0
+		for name, s := range servers {
+			routes, _ := s.(map[string]any)["routes"].([]any)
+			edge := 0
+			handlertest.WalkJSON(routes, func(m map[string]any) {
+				if m["handler"] == "seckill_gate" {
+					edge++
+				}
+			})
+			if edge == 0 {
+				continue
+			}
+			sites++
+			if edge != 1 {
+				t.Errorf("%s, server %s: %d seckill_gate, want one (in the edge's route)", f, name, edge)
+			}
+			first, _ := routes[0].(map[string]any)
+			ms, _ := first["match"].([]any)
+			if len(ms) != 1 {
+				t.Errorf("%s, server %s: the first route has %d matcher sets, want one (the prefix): %v", f, name, len(ms), first["match"])
+				continue
+			}
+			set, _ := ms[0].(map[string]any)
+			paths, _ := set["path"].([]any)
+			if len(set) != 1 || len(paths) != 1 || paths[0] != "/seckill/*" {
+				t.Errorf("%s, server %s: the first route's matcher is %v, want only path /seckill/*", f, name, set)
+			}
+			handlers, _ := first["handle"].([]any)
+			if f == "deploy/Caddyfile.production-session" && len(handlers) == 1 && handlerName(handlers[0]) == "subroute" {
+				sub, _ := dig(handlers[0], "routes").([]any)
+				if len(sub) != 1 || dig(sub[0], "match") != nil {
+					t.Errorf("%s, server %s: the edge's route's subroute has %d routes, want one without a matcher", f, name, len(sub))
+					continue
+				}
+				handlers, _ = dig(sub[0], "handle").([]any)
+			}
+			var names []string
+			for _, h := range handlers {
+				names = append(names, handlerName(h))
+			}
+			at := func(n string) int { return slices.Index(names, n) }
+			tok, gate, draw, room := at("seckill_token"), at("seckill_gate"), at("seckill_draw"), at("seckill_room")
+			if tok < 0 || gate != tok+1 || draw != gate+1 || room != draw+1 {
+				t.Errorf("%s, server %s: the first route's handlers are %v, want seckill_token, seckill_gate, seckill_draw and seckill_room flat in it, in that order", f, name, names)
+				continue
+			}
+			if tok == 0 || names[tok-1] != "seckill_throttle" {
+				t.Errorf("%s, server %s: the edge's route is %v: no seckill_throttle right before seckill_token (its zones would not join the decisions' script call)", f, name, names)
+			}
+			for i, r := range routes[1:] {
+				var others []string
+				handlertest.WalkJSON(r, func(m map[string]any) {
+					if n, _ := m["handler"].(string); n == "seckill_token" || n == "seckill_gate" || n == "seckill_room" {
+						others = append(others, n)
+					}
+				})
+				if len(others) > 0 {
+					t.Errorf("%s, server %s: route %d holds %v outside the edge's route", f, name, i+1, others)
+				}
+			}
+		}
+		want := 1
+		if f == "Caddyfile" { // the demo file: the :8080 and :8088 sites
+			want = 2
+		}
+		if sites != want {
+			t.Errorf("%s: %d sites with the edge's route, want %d", f, sites, want)
+		}
+	})
+}
+
+// dig is the value at keys in nested JSON objects, or nil.
+func dig(v any, keys ...string) any {
+	for _, k := range keys {
+		m, ok := v.(map[string]any)
+		if !ok {
+			return nil
+		}
+		v = m[k]
+	}
+	return v
+}

