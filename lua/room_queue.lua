@@ -143,7 +143,26 @@
 --          admitted and up to 16 random live admissions, for the gateway to check against the
 --          throttle's bans (empty otherwise); revoked = the admissions a revoke
 --          ended. Outcome "revoked": a revoke's answer.
+-- Lanes (docs/room.md, "Lanes"): when the room hash has the field "lanes"
+-- ("<mode>,<name>:<kind>:<share>:<claim>,...", room_setup.lua), the room keeps one queue per
+-- lane and the admission step apportions each step's admissions across them (mode "share":
+-- each lane its share, kept exact by a credit per lane in the room hash, "lane:<name>:credit";
+-- a lane with nobody to admit passes its part to the next lanes; mode "priority": the lanes in
+-- order). Each lane is walked as the one queue is, with its own cursor ("cursor" for the public
+-- lane, "lane:<name>:cursor" for the others) and its counters "lane:<name>:entries" and
+-- "lane:<name>:admitted". Without the field, nothing below reads the keys or arguments of lanes.
+-- KEYS[15] seckill:{sale:<id>}:room:codes       hash: SHA-256 of an invitation code -> its cap
+-- KEYS[16] seckill:{sale:<id>}:room:codes:used  hash: SHA-256 of a code -> entries it made
+-- KEYS[17...] per lane, in the field's order: its queue, its away and its back set (the
+--          public lane's are KEYS[3], KEYS[9] and KEYS[10])
+-- ARGV[16] enter: the lane the gateway placed the entry in (its verified claim, its
+--          invitation code, else the public lane); a user who holds a place keeps his lane
+-- ARGV[17] enter into the invitation lane: the SHA-256 (hex) of the code; the entry spends one
+--          use of it, refused "invitation_unknown" (no such code) or "invitation_exhausted"
+--          (its cap reached): nothing else is written then but the spent proof
 local meta, room, q, live, spent, buyers = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
+local away, back = KEYS[9], KEYS[10]
+local curfield = "cursor"
 local op, member = ARGV[1], ARGV[2]
 local rate, over = tonumber(ARGV[3]), tonumber(ARGV[4])
 local session, pre = tonumber(ARGV[5]), tonumber(ARGV[6])
@@ -159,7 +178,7 @@ local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local erate = -1
 local checks, revoked = {}, 0
 local function reply(outcome, pos, ahead, untl, stock, depth, starts, adm, lap)
-  local c = redis.call("HMGET", room, "admitted", "cursor")
+  local c = redis.call("HMGET", room, "admitted", curfield)
   return {outcome, pos or 0, ahead or 0, untl or 0, now, stock or 0, depth or 0, starts or 0, adm or 0, lap or 0, erate,
     tonumber(c[1]) or 0, tonumber(c[2]) or 0, checks, revoked}
 end
@@ -175,13 +194,55 @@ stock = stock - held
 if redis.call("HEXISTS", room, "seed") == 0 then
   return reply("no_room")
 end
+local lanes, mylane = nil, nil
+local lanespec = redis.call("HGET", room, "lanes")
+if lanespec then
+  lanes = {}
+  for part in string.gmatch(lanespec, "[^,]+") do
+    if not lanes.mode then
+      lanes.mode = part
+    else
+      local name, kind, share = string.match(part, "^([^:]+):([^:]+):([^:]*):")
+      local k = 17 + #lanes * 3
+      if not name or not KEYS[k + 2] then
+        return redis.error_reply("ERR room_queue: the room has lanes: give their keys")
+      end
+      lanes[#lanes + 1] = {name = name, kind = kind, share = tonumber(share) or 0, q = KEYS[k], away = KEYS[k + 1],
+        back = KEYS[k + 2], cf = kind == "public" and "cursor" or ("lane:" .. name .. ":cursor")}
+      if kind == "public" then
+        mylane = lanes[#lanes]
+      end
+    end
+  end
+  if op ~= "tick" and op ~= "revoke" then
+    -- The user's lane: the one whose queue holds his place, else (enter) the gateway's choice.
+    local found = false
+    for i = 1, #lanes do
+      if redis.call("ZSCORE", lanes[i].q, member) then
+        mylane, found = lanes[i], true
+        break
+      end
+    end
+    if not found and op == "enter" then
+      for i = 1, #lanes do
+        if lanes[i].name == ARGV[16] then
+          mylane, found = lanes[i], true
+        end
+      end
+      if not found then
+        return redis.error_reply("ERR room_queue: no such lane")
+      end
+    end
+  end
+  q, away, back, curfield = mylane.q, mylane.away, mylane.back, mylane.cf
+end
 if now >= ends then
   return reply("ended", 0, 0, 0, stock, 0, starts)
 end
 if op == "leave" then
   -- Giving a place up needs no open sale (paused, sold out): it only shortens the queue.
   local rank = redis.call("ZRANK", q, member)
-  local cursor = tonumber(redis.call("HGET", room, "cursor")) or 0
+  local cursor = tonumber(redis.call("HGET", room, curfield)) or 0
   local total = redis.call("ZCARD", q)
   if not rank then
     return reply("left", 0, 0, 0, stock, total - cursor, starts)
@@ -292,9 +353,28 @@ if op == "enter" then
     local cap = tonumber(ARGV[9] or "")
     if cap and cap > 0 then
       local card = redis.call("ZCARD", q)
-      if card >= cap then
-        return reply("queue_full", 0, 0, 0, stock, card - (tonumber(redis.call("HGET", room, "cursor")) or 0), starts)
+      if lanes then
+        card = 0
+        for i = 1, #lanes do
+          card = card + redis.call("ZCARD", lanes[i].q)
+        end
       end
+      if card >= cap then
+        return reply("queue_full", 0, 0, 0, stock, card - (tonumber(redis.call("HGET", room, curfield)) or 0), starts)
+      end
+    end
+    if lanes and mylane.kind == "invitation" then
+      -- The code is spent here, in the entry's own script: its cap holds across gateways.
+      local h = ARGV[17] or ""
+      local ccap = h ~= "" and tonumber(redis.call("HGET", KEYS[15], h))
+      if not ccap then
+        return reply("invitation_unknown", 0, 0, 0, stock, 0, starts)
+      end
+      if (tonumber(redis.call("HGET", KEYS[16], h)) or 0) >= ccap then
+        return reply("invitation_exhausted", 0, 0, 0, stock, 0, starts)
+      end
+      redis.call("HINCRBY", KEYS[16], h, 1)
+      redis.call("PEXPIREAT", KEYS[16], redis.call("PEXPIRETIME", meta))
     end
     if now < starts then
       redis.call("ZADD", q, 0, member)
@@ -302,6 +382,9 @@ if op == "enter" then
       redis.call("ZADD", q, redis.call("HINCRBY", room, "seq", 1), member)
     end
     redis.call("HINCRBY", room, "entries", 1)
+    if lanes then
+      redis.call("HINCRBY", room, "lane:" .. mylane.name .. ":entries", 1)
+    end
     local until_ms = redis.call("PEXPIRETIME", meta)
     if until_ms > 0 then
       redis.call("PEXPIREAT", q, until_ms)
@@ -318,16 +401,22 @@ if op == "enter" then
   end
 end
 
-local seen, away, back = KEYS[8], KEYS[9], KEYS[10]
+local seen = KEYS[8]
 local admit = ARGV[11] ~= "0"
 local presence = tonumber(ARGV[12] or "") or 0
 local gated = presence > 0 and seen and away and back
 -- An away waiter seen again goes to the back set: the next admission step takes him first.
 local function returned(u)
   if gated then
-    local idx = redis.call("ZSCORE", away, u)
-    if idx then
-      redis.call("ZADD", back, idx, u)
+    for i = 1, (lanes and #lanes or 1) do
+      local aw, bk = away, back
+      if lanes then
+        aw, bk = lanes[i].away, lanes[i].back
+      end
+      local idx = redis.call("ZSCORE", aw, u)
+      if idx then
+        redis.call("ZADD", bk, idx, u)
+      end
     end
   end
 end
@@ -364,6 +453,12 @@ if op ~= "tick" then
 end
 if now < starts then
   local n = redis.call("ZCOUNT", q, 0, 0)
+  if op == "tick" and lanes then
+    n = 0
+    for i = 1, #lanes do
+      n = n + redis.call("ZCOUNT", lanes[i].q, 0, 0)
+    end
+  end
   if op == "tick" then
     return reply("prequeue", n, 0, 0, stock, n, starts)
   end
@@ -373,7 +468,7 @@ if now < starts then
   return reply("waiting", n, n - 1, 0, stock, n, starts)
 end
 
-local r = redis.call("HMGET", room, "cursor", "allow", "last_ms")
+local r = redis.call("HMGET", room, curfield, "allow", "last_ms")
 local cursor, allow, last = tonumber(r[1]) or 0, tonumber(r[2]) or 0, tonumber(r[3]) or starts
 local cursor0 = cursor
 local total = redis.call("ZCARD", q)
@@ -509,8 +604,11 @@ if aware and cap <= 0 and allow >= 1 and KEYS[7] then
     redis.call("RPUSH", KEYS[7], string.format("h:%d:%d:%s", now, stock, u))
   end
 end
+-- One queue's walk: at most budget admissions from q (the room's one queue, or one lane's),
+-- from cursor; returns how many it admitted.
+local function walk(budget)
 if not gated then
-  n = math.min(math.floor(allow), cap, total - cursor)
+  local n = math.min(budget, total - cursor)
   if n > 0 then
     local next = redis.call("ZRANGE", q, cursor, cursor + n - 1)
     local untl = now + session
@@ -536,20 +634,16 @@ if not gated then
       end
     end
     cursor = cursor + n
-    allow = allow - n
-    redis.call("HINCRBY", room, "admitted", n)
     for i = 1, #next do
       checks[#checks + 1] = string.sub(next[i], 49)
     end
-  else
-    n = 0
   end
+  return math.max(n, 0)
 else
   -- Admission goes to waiters who are there: first those who came back after
   -- their place was passed (best-ranked first: their places stand before the cursor), then
   -- from the cursor, in order, the present ones; an absent one's place is passed and kept in
   -- room:away. At most `budget` admissions and a bounded walk per step.
-  local budget = math.min(math.floor(allow), cap)
   -- admits: the users admitted, in order; ev: the log's elements, in the walk's order (the
   -- verifier replays the walk: invariant 6).
   local admits, skips, ev = {}, 0, {}
@@ -587,7 +681,7 @@ else
       end
     end
   end
-  n = #admits
+  local n = #admits
   local untl = now + session
   for i = 1, n do
     redis.call("ZADD", live, untl, admits[i])
@@ -617,6 +711,70 @@ else
       end
     end
   end
+  return n
+end
+end
+-- With lanes: the step's budget apportioned across the lanes (room_queue.lua's head), each
+-- lane walked as the one queue is. ApportionLanes (caddymodule/room/core/lanes.go) is the same
+-- rule in Go, for its unit tests and the verifier.
+local function lanewalk(budget)
+  if budget <= 0 then
+    return 0
+  end
+  local backlog, credit, own, extra = {}, {}, {}, {}
+  for i, l in ipairs(lanes) do
+    local c = tonumber(redis.call("HGET", room, l.cf)) or 0
+    backlog[i] = math.max(redis.call("ZCARD", l.q) - c, 0) + (gated and redis.call("ZCARD", l.back) or 0)
+    credit[i] = tonumber(redis.call("HGET", room, "lane:" .. l.name .. ":credit")) or 0
+  end
+  local left = budget
+  for i, l in ipairs(lanes) do
+    if lanes.mode == "priority" then
+      own[i] = math.min(left, backlog[i])
+    else
+      credit[i] = credit[i] + budget * l.share
+      own[i] = math.max(math.min(math.floor(credit[i] + 1e-9), backlog[i], left), 0)
+    end
+    left = left - own[i]
+  end
+  -- What a lane cannot use passes to the next lanes with waiters: the sale never idles.
+  for i = 1, #lanes do
+    extra[i] = math.max(math.min(left, backlog[i] - own[i]), 0)
+    left = left - extra[i]
+  end
+  local admitted = 0
+  for i, l in ipairs(lanes) do
+    local got = 0
+    if own[i] + extra[i] > 0 then
+      q, away, back = l.q, l.away, l.back
+      cursor = tonumber(redis.call("HGET", room, l.cf)) or 0
+      total = redis.call("ZCARD", q)
+      got = walk(own[i] + extra[i])
+      redis.call("HSET", room, l.cf, cursor)
+      redis.call("HINCRBY", room, "lane:" .. l.name .. ":admitted", got)
+      admitted = admitted + got
+    end
+    if lanes.mode ~= "priority" then
+      -- A lane spends its credit on what it admitted of its own part; a lane left with nobody
+      -- to admit banks no more than one admission.
+      credit[i] = credit[i] - math.min(got, own[i])
+      if backlog[i] - got <= 0 then
+        credit[i] = math.min(credit[i], 1)
+      end
+      redis.call("HSET", room, "lane:" .. l.name .. ":credit", string.format("%.6f", credit[i]))
+    end
+  end
+  q, away, back = mylane.q, mylane.away, mylane.back
+  cursor = tonumber(redis.call("HGET", room, curfield)) or 0
+  total = redis.call("ZCARD", q)
+  return admitted
+end
+if lanes then
+  n = lanewalk(math.min(math.floor(allow), cap))
+else
+  n = walk(math.min(math.floor(allow), cap))
+end
+if n > 0 or gated then
   allow = allow - n
   redis.call("HINCRBY", room, "admitted", n)
 end
@@ -625,7 +783,7 @@ if aware then
     redis.call("HDEL", room, "held")
   end
   -- How no-shows were judged, for the verifier (invariants 6 and 8).
-  redis.call("HSET", room, "cursor", cursor, "allow", string.format("%.6f", allow), "last_ms", last,
+  redis.call("HSET", room, curfield, cursor, "allow", string.format("%.6f", allow), "last_ms", last,
     "claim_ms", claim_ms, "oversubscribe_max", omax)
   if n > 0 then
     local until_ms = redis.call("PEXPIRETIME", meta)
@@ -634,7 +792,7 @@ if aware then
     end
   end
 else
-  redis.call("HSET", room, "cursor", cursor, "allow", string.format("%.6f", allow), "last_ms", last)
+  redis.call("HSET", room, curfield, cursor, "allow", string.format("%.6f", allow), "last_ms", last)
 end
 -- A few live admissions for the gateway to check against the throttle's bans: a user banned
 -- after his admission loses it within a few steps however many are live.
@@ -644,7 +802,14 @@ for i = 1, #sampled do
 end
 end
 if op == "tick" then
-  return reply("open", 0, 0, 0, stock, total - cursor, starts, n, lapsed)
+  local depth = total - cursor
+  if lanes then
+    depth = 0
+    for i = 1, #lanes do
+      depth = depth + math.max(redis.call("ZCARD", lanes[i].q) - (tonumber(redis.call("HGET", room, lanes[i].cf)) or 0), 0)
+    end
+  end
+  return reply("open", 0, 0, 0, stock, depth, starts, n, lapsed)
 end
 
 if not rank then
