@@ -737,10 +737,25 @@ local function lanewalk(budget)
     end
     left = left - own[i]
   end
-  -- What a lane cannot use passes to the next lanes with waiters: the sale never idles.
+  -- What is left (the fractions, and the parts of lanes with nobody to admit) goes one
+  -- admission at a time to the lane with waiters left and the most credit left: the sale
+  -- never idles while anyone waits.
   for i = 1, #lanes do
-    extra[i] = math.max(math.min(left, backlog[i] - own[i]), 0)
-    left = left - extra[i]
+    extra[i] = 0
+  end
+  while left > 0 do
+    local best = nil
+    for i = 1, #lanes do
+      if backlog[i] - own[i] - extra[i] > 0 and (best == nil or
+          credit[i] - own[i] - extra[i] > credit[best] - own[best] - extra[best] + 1e-9) then
+        best = i
+      end
+    end
+    if best == nil then
+      break
+    end
+    extra[best] = extra[best] + 1
+    left = left - 1
   end
   local admitted = 0
   for i, l in ipairs(lanes) do
@@ -755,12 +770,13 @@ local function lanewalk(budget)
       admitted = admitted + got
     end
     if lanes.mode ~= "priority" then
-      -- A lane spends its credit on what it admitted of its own part; a lane left with nobody
-      -- to admit banks no more than one admission.
-      credit[i] = credit[i] - math.min(got, own[i])
+      -- A lane's credit pays for what it admitted; a lane left with nobody to admit banks at
+      -- most one admission, and none owes more than one.
+      credit[i] = credit[i] - got
       if backlog[i] - got <= 0 then
         credit[i] = math.min(credit[i], 1)
       end
+      credit[i] = math.max(credit[i], -1)
       redis.call("HSET", room, "lane:" .. l.name .. ":credit", string.format("%.6f", credit[i]))
     end
   end

@@ -106,12 +106,14 @@ type Apportioned struct {
 }
 
 // ApportionLanes splits an admission step's budget across the lanes, as room_queue.lua does
-// (the two are kept the same; TestApportionLanes pins the rule). credit is each lane's credit
-// from the room hash (lane:<name>:credit), updated in place with this step's share; backlog is
-// how many each lane has to admit (places past its cursor, plus its returning waiters). Mode
-// share: each lane takes floor(credit) of its own, at most its backlog, in order while the
-// budget lasts; mode priority: each lane takes what it can in order. What is left passes to
-// the lanes with waiters beyond their part, in order: the sale never idles while anyone waits.
+// (the two are kept the same; the tests of this file pin the rule). credit is each lane's
+// credit from the room hash (lane:<name>:credit), updated in place with this step's share;
+// backlog is how many each lane has to admit (places past its cursor, plus its returning
+// waiters). Mode share: each lane takes floor(credit) of its own, at most its backlog, in
+// order while the budget lasts; mode priority: each lane takes what it can in order. What is
+// left (the fractions, and the parts of lanes with nobody to admit) goes one admission at a
+// time to the lane with waiters left and the most credit left: the sale never idles while
+// anyone waits, and the rounding follows the shares.
 func ApportionLanes(mode string, lanes []Lane, credit []float64, backlog []int64, budget int64) Apportioned {
 	a := Apportioned{Own: make([]int64, len(lanes)), Extra: make([]int64, len(lanes))}
 	if budget <= 0 {
@@ -127,25 +129,39 @@ func ApportionLanes(mode string, lanes []Lane, credit []float64, backlog []int64
 		}
 		left -= a.Own[i]
 	}
-	for i := range lanes {
-		a.Extra[i] = max(min(left, backlog[i]-a.Own[i]), 0)
-		left -= a.Extra[i]
+	for left > 0 {
+		best := -1
+		for i := range lanes {
+			if backlog[i]-a.Own[i]-a.Extra[i] <= 0 {
+				continue
+			}
+			if best < 0 || credit[i]-float64(a.Own[i]+a.Extra[i]) > credit[best]-float64(a.Own[best]+a.Extra[best])+1e-9 {
+				best = i
+			}
+		}
+		if best < 0 {
+			break
+		}
+		a.Extra[best]++
+		left--
 	}
 	return a
 }
 
-// SettleLanes spends each lane's credit on what it admitted (got) of its own part, and caps
-// the credit of a lane left with nobody to admit at one admission (an idle lane banks no
-// rate), as room_queue.lua does after the walks.
+// SettleLanes charges each lane's credit with what it admitted (got), then bounds it: a lane
+// left with nobody to admit banks at most one admission (an idle lane saves no rate), and
+// no lane owes more than one (what it took of an idle lane's share is not paid back), as
+// room_queue.lua does after the walks.
 func SettleLanes(mode string, credit []float64, a Apportioned, backlog, got []int64) {
 	if mode == LaneModePrio {
 		return
 	}
 	for i := range credit {
-		credit[i] -= float64(min(got[i], a.Own[i]))
+		credit[i] -= float64(got[i])
 		if backlog[i]-got[i] <= 0 {
 			credit[i] = min(credit[i], 1)
 		}
+		credit[i] = max(credit[i], -1)
 	}
 }
 
