@@ -204,7 +204,7 @@ func TestLanesAdmitByShareInEachLanesOrderAndPassAnIdleShareOn(t *testing.T) {
 	rdb := testenv.Redis(t)
 	ctx := context.Background()
 	r := newLaneRoom(t, rdb, 100_000, -time.Second, testLanes)
-	v := newLaneVisitor(t, rdb, r, 400)
+	v := newLaneVisitor(t, rdb, r, 100)
 	if err := rdb.HSet(ctx, contract.RoomCodesKey(r.Sale), CodeHash("SHARED"), 1000).Err(); err != nil {
 		t.Fatal(err)
 	}
