@@ -137,7 +137,11 @@ func (h *Room) serveLanePrequeue(ctx context.Context, w http.ResponseWriter, r *
 	if p.Now.Before(ends) {
 		return h.Endpoints.Refuse(w, "prequeue", notEnded)
 	}
-	members, total, err := h.mem.Store.LanePrequeue(ctx, sale, list.Lane, after, limit)
+	ls, ok := h.mem.Store.(core.LaneStore)
+	if !ok {
+		return h.Endpoints.Unavailable(w, "prequeue", core.ErrNoLaneStore)
+	}
+	members, total, err := ls.LanePrequeue(ctx, sale, list.Lane, after, limit)
 	if err != nil {
 		return h.Endpoints.Unavailable(w, "prequeue", err)
 	}

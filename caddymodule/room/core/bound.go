@@ -53,7 +53,11 @@ func (s BoundStore) LanePrequeue(ctx context.Context, sale, lane string, from, c
 		total   int64
 	}
 	p, err := edge.Call(ctx, s.Caller, func(ctx context.Context) (page, error) {
-		m, n, err := s.Store.LanePrequeue(ctx, sale, lane, from, count)
+		ls, ok := s.Store.(LaneStore)
+		if !ok {
+			return page{}, ErrNoLaneStore
+		}
+		m, n, err := ls.LanePrequeue(ctx, sale, lane, from, count)
 		return page{m, n}, err
 	})
 	return p.members, p.total, err

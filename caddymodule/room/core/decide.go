@@ -155,9 +155,7 @@ type Store interface {
 	// Prequeue reads the pre-queue's size and count of its members in admission order from
 	// index from (none when count is 0).
 	Prequeue(ctx context.Context, sale string, from, count int64) (members []string, total int64, err error)
-	// LanePrequeue is Prequeue of one lane's queue (a lane other than the public one, whose
-	// queue is the room's own).
-	LanePrequeue(ctx context.Context, sale, lane string, from, count int64) (members []string, total int64, err error)
+
 	// Banned reads the throttle's bans of users in zones (ban_zones): each banned user, until
 	// when. Empty zones or users: none, without a call.
 	Banned(ctx context.Context, zones, users []string) (map[string]time.Time, error)

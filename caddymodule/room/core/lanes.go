@@ -1,8 +1,10 @@
 package core
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"math"
 	"strconv"
 	"strings"
@@ -164,6 +166,16 @@ func SettleLanes(mode string, credit []float64, a Apportioned, backlog, got []in
 		credit[i] = max(credit[i], -1)
 	}
 }
+
+// LaneStore is a Store that reads a lane's pre-queue (RedisStore, BoundStore over one):
+// Prequeue of one lane's queue (a lane other than the public one, whose queue is the room's
+// own).
+type LaneStore interface {
+	LanePrequeue(ctx context.Context, sale, lane string, from, count int64) (members []string, total int64, err error)
+}
+
+// ErrNoLaneStore: the store reads no lane's pre-queue.
+var ErrNoLaneStore = errors.New("the room's store reads no lane's pre-queue")
 
 // laneKeys are room_queue.lua's KEYS[15...] for a room with lanes: the codes hashes, then
 // each lane's queue, away and back set (the public lane's are the room's own).
