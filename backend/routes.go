@@ -31,6 +31,7 @@ func (s *Service) Handler(reg *prometheus.Registry, baselines bool) http.Handler
 	mux.HandleFunc("POST /admin/sales", g.Admin(sl.HandleCreateSale))
 	mux.HandleFunc("GET /admin/sales/{id}", g.Viewer(sl.HandleSaleStatus))
 	mux.HandleFunc("POST /admin/sales/{id}/preheat", g.Admin(sl.HandlePreheat))
+	mux.HandleFunc("POST /admin/sales/{id}/invitations", g.Admin(sl.HandleInvitations))
 	mux.HandleFunc("POST /admin/sales/{id}/reconcile", g.Admin(func(w http.ResponseWriter, r *http.Request) {
 		rep, err := s.Reconciler.Reconcile(r.Context(), r.PathValue("id"))
 		sl.AnswerLocked(w, "reconcile", err, rep)

@@ -95,6 +95,19 @@ func RoomOffersKey(sale string) string { return RoomKey(sale) + ":offers" }
 // "every offer ends bought, passed or returned" is checked from it (internal/invariants).
 func RoomOfferLogKey(sale string) string { return RoomKey(sale) + ":offerlog" }
 
+// RoomLaneQueueKey is the queue of one lane of a sale's room (docs/room.md, "Lanes"): the
+// same members and scores as RoomQueueKey's, for the entries of that lane. A sale with lanes
+// keeps its public lane in RoomQueueKey itself, so a sale without lanes has no other queue.
+func RoomLaneQueueKey(sale, lane string) string { return RoomKey(sale) + ":q:" + lane }
+
+// RoomCodesKey is the hash of a sale's invitation codes: hex SHA-256 of the code -> its cap
+// of uses (the admin API writes it; the code itself is never stored).
+func RoomCodesKey(sale string) string { return RoomKey(sale) + ":codes" }
+
+// RoomCodesUsedKey is the hash of the invitation codes' uses: hex SHA-256 of the code ->
+// entries it made (room_queue.lua spends a use inside the entry, never beyond the cap).
+func RoomCodesUsedKey(sale string) string { return RoomKey(sale) + ":codes:used" }
+
 // ChallengesUserKey is the sorted set of a user's open proof-of-work challenges in a sale
 // (room or draw): nonce -> expiry (unix ms), kept by challenge_issue.lua to bound them.
 func ChallengesUserKey(sale, user string) string {
@@ -297,6 +310,12 @@ const (
 	// CodeQueueFull (503, with Retry-After): the sale's waiting room holds its maximum number
 	// of places (max_waiters); a user who has a place keeps it.
 	CodeQueueFull = "queue_full"
+	// CodeInvitationUnknown (403): the entry names an invitation code the sale never issued
+	// (or the sale has no invitation lane).
+	CodeInvitationUnknown = "invitation_unknown"
+	// CodeInvitationExhausted (403): the invitation code made as many entries as its cap of
+	// uses allows, across every gateway.
+	CodeInvitationExhausted = "invitation_exhausted"
 	// CodeInvalidChallenge (403): a proof of work missing, wrong, replayed, foreign, forged,
 	// or sealed below the sale's minimum difficulty (room and draw entries).
 	CodeInvalidChallenge = "invalid_challenge"

@@ -148,7 +148,27 @@
 --          admitted and up to 16 random live admissions, for the gateway to check against the
 --          throttle's bans (empty otherwise); revoked = the admissions a revoke
 --          ended. Outcome "revoked": a revoke's answer.
+-- Lanes (docs/room.md, "Lanes"): when the room hash has the field "lanes"
+-- ("<mode>,<name>:<kind>:<share>:<claim>,...", room_setup.lua), the room keeps one queue per
+-- lane and the admission step apportions each step's admissions across them (mode "share":
+-- each lane its share, kept exact by a credit per lane in the room hash, "lane:<name>:credit";
+-- what a step's shares leave goes to the lane with waiters and the most credit, so a lane
+-- with nobody to admit passes its part on; mode "priority": the lanes in order). Each lane is
+-- walked as the one queue is, with its own cursor ("cursor" for the public lane,
+-- "lane:<name>:cursor" for the others) and its counters "lane:<name>:entries" and
+-- "lane:<name>:admitted". Without the field, nothing below reads the keys or arguments of lanes.
+-- KEYS[15] seckill:{sale:<id>}:room:codes       hash: SHA-256 of an invitation code -> its cap
+-- KEYS[16] seckill:{sale:<id>}:room:codes:used  hash: SHA-256 of a code -> entries it made
+-- KEYS[17...] per lane, in the field's order: its queue, its away and its back set (the
+--          public lane's are KEYS[3], KEYS[9] and KEYS[10])
+-- ARGV[16] enter: the lane the gateway placed the entry in (its verified claim, its
+--          invitation code, else the public lane); a user who holds a place keeps his lane
+-- ARGV[17] enter into the invitation lane: the SHA-256 (hex) of the code; the entry spends one
+--          use of it, refused "invitation_unknown" (no such code) or "invitation_exhausted"
+--          (its cap reached): nothing else is written then but the spent proof
 local meta, room, q, live, spent, buyers = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
+local away, back = KEYS[9], KEYS[10]
+local curfield = "cursor"
 local op, member = ARGV[1], ARGV[2]
 local rate, over = tonumber(ARGV[3]), tonumber(ARGV[4])
 local session, pre = tonumber(ARGV[5]), tonumber(ARGV[6])
@@ -165,7 +185,7 @@ local erate = -1
 local checks, revoked = {}, 0
 -- The room hash's counters, read once: the admission step keeps them current, and the reply
 -- returns them as they stand after the call.
-local rh = redis.call("HMGET", room, "seed", "admitted", "cursor", "allow", "last_ms")
+local rh = redis.call("HMGET", room, "seed", "admitted", "cursor", "allow", "last_ms", "lanes")
 local admitted_total, cursor_now = tonumber(rh[2]) or 0, tonumber(rh[3]) or 0
 local function reply(outcome, pos, ahead, untl, stock, depth, starts, adm, lap)
   return {outcome, pos or 0, ahead or 0, untl or 0, now, stock or 0, depth or 0, starts or 0, adm or 0, lap or 0, erate,
@@ -215,6 +235,48 @@ local held = tonumber(m[5]) or 0
 stock = stock - held
 if not rh[1] then
   return reply("no_room")
+end
+local lanes, mylane = nil, nil
+if rh[6] then
+  lanes = {}
+  for part in string.gmatch(rh[6], "[^,]+") do
+    if not lanes.mode then
+      lanes.mode = part
+    else
+      local name, kind, share = string.match(part, "^([^:]+):([^:]+):([^:]*):")
+      local k = 17 + #lanes * 3
+      if not name or not KEYS[k + 2] then
+        return redis.error_reply("ERR room_queue: the room has lanes: give their keys")
+      end
+      lanes[#lanes + 1] = {name = name, kind = kind, share = tonumber(share) or 0, q = KEYS[k], away = KEYS[k + 1],
+        back = KEYS[k + 2], cf = kind == "public" and "cursor" or ("lane:" .. name .. ":cursor")}
+      if kind == "public" then
+        mylane = lanes[#lanes]
+      end
+    end
+  end
+  if op ~= "tick" and op ~= "revoke" then
+    -- The user's lane: the one whose queue holds his place, else (enter) the gateway's choice.
+    local found = false
+    for i = 1, #lanes do
+      if redis.call("ZSCORE", lanes[i].q, member) then
+        mylane, found = lanes[i], true
+        break
+      end
+    end
+    if not found and op == "enter" then
+      for i = 1, #lanes do
+        if lanes[i].name == ARGV[16] then
+          mylane, found = lanes[i], true
+        end
+      end
+      if not found then
+        return redis.error_reply("ERR room_queue: no such lane")
+      end
+    end
+  end
+  q, away, back, curfield = mylane.q, mylane.away, mylane.back, mylane.cf
+  cursor_now = tonumber(redis.call("HGET", room, curfield)) or 0
 end
 if now >= ends then
   return reply("ended", 0, 0, 0, stock, 0, starts)
@@ -330,9 +392,28 @@ if op == "enter" then
     local cap = tonumber(ARGV[9] or "")
     if cap and cap > 0 then
       local card = redis.call("ZCARD", q)
+      if lanes then
+        card = 0
+        for i = 1, #lanes do
+          card = card + redis.call("ZCARD", lanes[i].q)
+        end
+      end
       if card >= cap then
         return reply("queue_full", 0, 0, 0, stock, card - cursor_now, starts)
       end
+    end
+    if lanes and mylane.kind == "invitation" then
+      -- The code is spent here, in the entry's own script: its cap holds across gateways.
+      local h = ARGV[17] or ""
+      local ccap = h ~= "" and tonumber(redis.call("HGET", KEYS[15], h))
+      if not ccap then
+        return reply("invitation_unknown", 0, 0, 0, stock, 0, starts)
+      end
+      if (tonumber(redis.call("HGET", KEYS[16], h)) or 0) >= ccap then
+        return reply("invitation_exhausted", 0, 0, 0, stock, 0, starts)
+      end
+      redis.call("HINCRBY", KEYS[16], h, 1)
+      expire(KEYS[16])
     end
     if now < starts then
       redis.call("ZADD", q, 0, member)
@@ -340,6 +421,9 @@ if op == "enter" then
       redis.call("ZADD", q, redis.call("HINCRBY", room, "seq", 1), member)
     end
     redis.call("HINCRBY", room, "entries", 1)
+    if lanes then
+      redis.call("HINCRBY", room, "lane:" .. mylane.name .. ":entries", 1)
+    end
     expire(q)
     expire(live)
   end
@@ -351,7 +435,7 @@ if op == "enter" then
 end
 
 
-local seen, away, back = KEYS[8], KEYS[9], KEYS[10]
+local seen = KEYS[8]
 local admit = ARGV[11] ~= "0"
 local lease = tonumber(ARGV[11] or "") or 0
 local presence = tonumber(ARGV[12] or "") or 0
@@ -381,7 +465,17 @@ if seen and op == "tick" and #ARGV > 15 then
     users[#users + 1] = ARGV[j]
   end
   batch({"ZADD", seen, "GT"}, zs)
-  returned(users)
+  if lanes then
+    -- The users may wait in any lane: each lane's away set is looked at.
+    local aw, bk = away, back
+    for i = 1, #lanes do
+      away, back = lanes[i].away, lanes[i].back
+      returned(users)
+    end
+    away, back = aw, bk
+  else
+    returned(users)
+  end
   expire(seen)
 end
 local rank = false
@@ -403,6 +497,12 @@ if op ~= "tick" then
 end
 if now < starts then
   local n = redis.call("ZCOUNT", q, 0, 0)
+  if op == "tick" and lanes then
+    n = 0
+    for i = 1, #lanes do
+      n = n + redis.call("ZCOUNT", lanes[i].q, 0, 0)
+    end
+  end
   if op == "tick" then
     return reply("prequeue", n, 0, 0, stock, n, starts)
   end
@@ -643,6 +743,86 @@ local function admit_present(budget, prefix)
   return admits, heres, ev, skips
 end
 
+-- 6c. With lanes: the step's budget apportioned across the lanes (the head of this script),
+-- each lane walked by 6a or 6b over its own queue, cursor, away and back set. ApportionLanes
+-- (caddymodule/room/core/lanes.go) is the same rule in Go, for its unit tests.
+local function admit_lanes(budget, prefix, walk)
+  local admits, heres, ev, skips = {}, {}, {}, 0
+  if budget <= 0 then
+    return admits, heres, ev, skips
+  end
+  local backlog, credit, own, extra = {}, {}, {}, {}
+  for i, l in ipairs(lanes) do
+    local c = tonumber(redis.call("HGET", room, l.cf)) or 0
+    backlog[i] = math.max(redis.call("ZCARD", l.q) - c, 0) + (gated and redis.call("ZCARD", l.back) or 0)
+    credit[i] = tonumber(redis.call("HGET", room, "lane:" .. l.name .. ":credit")) or 0
+    extra[i] = 0
+  end
+  local left = budget
+  for i, l in ipairs(lanes) do
+    if lanes.mode == "priority" then
+      own[i] = math.min(left, backlog[i])
+    else
+      credit[i] = credit[i] + budget * l.share
+      own[i] = math.max(math.min(math.floor(credit[i] + 1e-9), backlog[i], left), 0)
+    end
+    left = left - own[i]
+  end
+  -- What is left (the fractions, and the parts of lanes with nobody to admit) goes one
+  -- admission at a time to the lane with waiters left and the most credit left: the sale
+  -- never idles while anyone waits.
+  while left > 0 do
+    local best = nil
+    for i = 1, #lanes do
+      if backlog[i] - own[i] - extra[i] > 0 and (best == nil or
+          credit[i] - own[i] - extra[i] > credit[best] - own[best] - extra[best] + 1e-9) then
+        best = i
+      end
+    end
+    if best == nil then
+      break
+    end
+    extra[best] = extra[best] + 1
+    left = left - 1
+  end
+  for i, l in ipairs(lanes) do
+    local got = 0
+    if own[i] + extra[i] > 0 then
+      q, away, back = l.q, l.away, l.back
+      cursor = tonumber(redis.call("HGET", room, l.cf)) or 0
+      total = redis.call("ZCARD", q)
+      local a, h, e, s = walk(own[i] + extra[i], prefix)
+      for j = 1, #a do
+        admits[#admits + 1] = a[j]
+        heres[#heres + 1] = h[j] or false
+      end
+      for j = 1, #e do
+        ev[#ev + 1] = e[j]
+      end
+      skips = skips + s
+      got = #a
+      redis.call("HSET", room, l.cf, cursor)
+      if got > 0 then
+        redis.call("HINCRBY", room, "lane:" .. l.name .. ":admitted", got)
+      end
+    end
+    if lanes.mode ~= "priority" then
+      -- A lane's credit pays for what it admitted; a lane left with nobody to admit banks at
+      -- most one admission, and none owes more than one.
+      credit[i] = credit[i] - got
+      if backlog[i] - got <= 0 then
+        credit[i] = math.min(credit[i], 1)
+      end
+      credit[i] = math.max(credit[i], -1)
+      redis.call("HSET", room, "lane:" .. l.name .. ":credit", string.format("%.6f", credit[i]))
+    end
+  end
+  q, away, back = mylane.q, mylane.away, mylane.back
+  cursor = tonumber(redis.call("HGET", room, curfield)) or 0
+  total = redis.call("ZCARD", q)
+  return admits, heres, ev, skips
+end
+
 -- 7. The admissions until now + session, their claim deadlines (the waiter hears of it at his
 -- next poll, which his presence deadline promises, then takes his token within the claim
 -- window) and the log: the evidence of invariants 6, 8 and 9 (docs/DESIGN.md): who was
@@ -702,7 +882,9 @@ if admit then
   local budget = math.min(math.floor(allow), cap)
   local prefix = string.format("a:%d:%d:", now, stock)
   local admits, heres, ev, skips
-  if gated then
+  if lanes then
+    admits, heres, ev, skips = admit_lanes(budget, prefix, gated and admit_present or admit_in_turn)
+  elseif gated then
     admits, heres, ev, skips = admit_present(budget, prefix)
   else
     admits, heres, ev, skips = admit_in_turn(budget, prefix)
@@ -716,10 +898,10 @@ if admit then
       redis.call("HDEL", room, "held")
     end
     -- How no-shows were judged, for the verifier (invariants 6 and 8).
-    redis.call("HSET", room, "cursor", cursor, "allow", string.format("%.6f", allow), "last_ms", last,
+    redis.call("HSET", room, curfield, cursor, "allow", string.format("%.6f", allow), "last_ms", last,
       "claim_ms", claim_ms, "oversubscribe_max", omax)
   else
-    redis.call("HSET", room, "cursor", cursor, "allow", string.format("%.6f", allow), "last_ms", last)
+    redis.call("HSET", room, curfield, cursor, "allow", string.format("%.6f", allow), "last_ms", last)
   end
   -- A few live admissions for the gateway to check against the throttle's bans: a user banned
   -- after his admission loses it within a few steps however many are live.
@@ -729,7 +911,14 @@ if admit then
   end
 end
 if op == "tick" then
-  return reply("open", 0, 0, 0, stock, total - cursor, starts, n, lapsed)
+  local depth = total - cursor
+  if lanes then
+    depth = 0
+    for i = 1, #lanes do
+      depth = depth + math.max(redis.call("ZCARD", lanes[i].q) - (tonumber(redis.call("HGET", room, lanes[i].cf)) or 0), 0)
+    end
+  end
+  return reply("open", 0, 0, 0, stock, depth, starts, n, lapsed)
 end
 
 if not rank then

@@ -26,6 +26,10 @@
 --          expiry is copied.
 -- ARGV[12] optional units: the sale's stock, for "units" when the meta hash is not written yet
 --          (the first preheat); absent or "": the meta hash's stock
+-- ARGV[13] optional lanes: the room's lanes as the room hash's field "lanes" keeps them
+--          (docs/room.md, "Lanes"): "<mode>,<name>:<kind>:<share>:<claim>,..." (mode "share"
+--          or "priority"). Absent or "": no lanes (the field is removed). The backend checks
+--          the lanes (admin.RoomSpec.Validate); this script checks only the shape
 --
 -- Returns  {created, commitment}: created is 1 when the seed was drawn by this call, 0 when
 --          the room existed (its settings are refreshed, its seed kept); commitment is the hex
@@ -67,6 +71,10 @@ local maxw = ARGV[10] or ""
 if maxw ~= "" and (not maxw:match("^[1-9][0-9]*$") or #maxw > 12) then
   return redis.error_reply("ERR room_setup: bad max_waiters")
 end
+local lanes = ARGV[13] or ""
+if lanes ~= "" and not lanes:match("^[a-z]+,[a-z0-9_:,.%-A-Z]+$") then
+  return redis.error_reply("ERR room_setup: bad lanes")
+end
 local created = redis.call("HSETNX", room, "seed", seed)
 if created == 1 then
   redis.call("HSET", room, "ekey", ekey, "commitment", ARGV[9])
@@ -82,6 +90,11 @@ if maxw == "" then
   redis.call("HDEL", room, "max_waiters")
 else
   redis.call("HSET", room, "max_waiters", maxw)
+end
+if lanes == "" then
+  redis.call("HDEL", room, "lanes")
+else
+  redis.call("HSET", room, "lanes", lanes)
 end
 redis.call("HSETNX", room, "units", tonumber(ARGV[12] or "") or tonumber(redis.call("HGET", meta, "stock")) or 0)
 local until_ms = tonumber(until_arg) or redis.call("PEXPIRETIME", meta)

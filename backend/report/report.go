@@ -245,7 +245,7 @@ func (p *Publisher) Build(ctx context.Context, s sale) (*rep.Report, []byte, err
 				r.Lanes[lane][counter] = n
 			}
 		}
-		if err := p.writeQueue(ctx, s.id, &ev); err != nil {
+		if err := p.writeQueues(ctx, s.id, room["lanes"], &ev); err != nil {
 			return nil, nil, err
 		}
 		if err := p.writeLog(ctx, s.id, &ev, entryOf); err != nil {
@@ -292,12 +292,34 @@ func (p *Publisher) finish(ctx context.Context, s sale, r *rep.Report, ev *bytes
 // pre-queue is ordered by HMAC-SHA256(seed, entry id), and every admission was the queue's
 // next place or a passed waiter's return. The builder and the checker both run it.
 func PermutationCheck(commitment, seed string, c rep.Computed) rep.Result {
-	problems := append(invariants.RoomOrderProblems(commitment, seed, c.Prequeue), c.Problems...)
+	var problems []string
+	if len(c.Lanes) == 0 {
+		problems = invariants.RoomOrderProblems(commitment, seed, c.Prequeue)
+	} else {
+		// A room with lanes: each lane's pre-queue is ranked by the same committed seed.
+		problems = invariants.RoomOrderProblems(commitment, seed, nil)
+		for _, lane := range c.Lanes {
+			for _, pr := range invariants.RoomOrderProblems(commitment, seed, c.LanePrequeues[lane]) {
+				if !strings.HasPrefix(pr, "SHA-256") {
+					problems = append(problems, "lane "+lane+": "+pr)
+				}
+			}
+		}
+	}
+	problems = append(problems, c.Problems...)
 	if len(problems) > 0 {
 		if len(problems) > 5 {
 			problems = append(problems[:5], fmt.Sprintf("and %d more", len(problems)-5))
 		}
 		return rep.Result{Result: rep.Fail, Detail: strings.Join(problems, "; ")}
+	}
+	if len(c.Lanes) > 0 {
+		n := 0
+		for _, l := range c.Lanes {
+			n += len(c.LanePrequeues[l])
+		}
+		return rep.Result{Result: rep.Pass, Detail: fmt.Sprintf("the seed opens the commitment; %d lanes (%s), %d pre-queue places, each lane's in the order of HMAC-SHA256(seed, entry_id); %d admissions, each in its lane's order",
+			len(c.Lanes), strings.Join(c.Lanes, ", "), n, c.Figures.Admitted)}
 	}
 	return rep.Result{Result: rep.Pass, Detail: fmt.Sprintf("the seed opens the commitment; %d pre-queue places in the order of HMAC-SHA256(seed, entry_id); %d admissions in the queue's order",
 		len(c.Prequeue), c.Figures.Admitted)}
@@ -311,8 +333,29 @@ func entryIDs(ekey []byte, sale string) func(string) string {
 	}
 }
 
-func (p *Publisher) writeQueue(ctx context.Context, id string, ev *bytes.Buffer) error {
-	key := contract.RoomQueueKey(id)
+// writeQueues writes the room's queue, or with lanes each lane's queue in the lanes' order,
+// each place with its lane (contract/report, "q:").
+func (p *Publisher) writeQueues(ctx context.Context, id, lanes string, ev *bytes.Buffer) error {
+	if lanes == "" {
+		return p.writeQueue(ctx, contract.RoomQueueKey(id), "", ev)
+	}
+	for _, part := range strings.Split(lanes, ",")[1:] {
+		f := strings.SplitN(part, ":", 3)
+		if len(f) < 2 {
+			return fmt.Errorf("report: the room's lanes field %q", lanes)
+		}
+		key := contract.RoomLaneQueueKey(id, f[0])
+		if f[1] == "public" {
+			key = contract.RoomQueueKey(id)
+		}
+		if err := p.writeQueue(ctx, key, f[0], ev); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (p *Publisher) writeQueue(ctx context.Context, key, lane string, ev *bytes.Buffer) error {
 	for start := int64(0); ; start += chunk {
 		zs, err := p.Redis.ZRangeWithScores(ctx, key, start, start+chunk-1).Result()
 		if err != nil && err != redis.Nil {
@@ -327,6 +370,10 @@ func (p *Publisher) writeQueue(ctx context.Context, id string, ev *bytes.Buffer)
 			ev.WriteString(strconv.FormatInt(int64(z.Score), 10))
 			ev.WriteByte(':')
 			ev.WriteString(base64.RawURLEncoding.EncodeToString([]byte(m[32:48])))
+			if lane != "" {
+				ev.WriteByte(':')
+				ev.WriteString(lane)
+			}
 			ev.WriteByte('\n')
 		}
 		if len(zs) < chunk {

@@ -76,6 +76,12 @@ func Verify(keysRaw, signedRaw, evidence []byte) (problems, passes []string) {
 		if got.Result != r.Checks.Permutation.Result {
 			problems = append(problems, fmt.Sprintf("the report says the permutation check is %q, it is %q", r.Checks.Permutation.Result, got.Result))
 		}
+		for _, lane := range c.Lanes {
+			// Each lane's counter against its admissions in the log (docs/room.md, "Lanes").
+			if n, ok := r.Lanes[lane]["admitted"]; ok && n != c.LaneAdmitted[lane] {
+				problems = append(problems, fmt.Sprintf("lane %s's admitted counter is %d, its log shows %d admissions", lane, n, c.LaneAdmitted[lane]))
+			}
+		}
 		if n, ok := r.Counters["admitted"]; ok && n != r.Figures.Admitted {
 			problems = append(problems, fmt.Sprintf("the room's admitted counter is %d, its log shows %d admissions", n, r.Figures.Admitted))
 		}

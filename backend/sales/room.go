@@ -74,7 +74,7 @@ func PreheatRoom(ctx context.Context, rdb redis.Scripter, sale string, spec admi
 	if units > 0 {
 		unitsArg = strconv.FormatInt(units, 10)
 	}
-	argv = append(argv, hex.EncodeToString(sum[:]), maxWaiters, untilArg, unitsArg)
+	argv = append(argv, hex.EncodeToString(sum[:]), maxWaiters, untilArg, unitsArg, spec.LanesField())
 	out, err := lua.RoomSetup.Run(ctx, rdb, []string{contract.MetaKey(sale), contract.RoomKey(sale)}, argv...).Slice()
 	if err != nil {
 		return res, fmt.Errorf("room_setup.lua: %w", err)

@@ -397,11 +397,14 @@ func (s *Sales) SaleStatus(ctx context.Context, sale string) (admin.SaleStatus, 
 		if err := json.Unmarshal(room, st.Room); err != nil {
 			return st, fmt.Errorf("sale %s: stored room: %w", sale, err)
 		}
-		c, err := s.Redis.HGet(ctx, contract.RoomKey(sale), "commitment").Result()
+		h, err := s.Redis.HGetAll(ctx, contract.RoomKey(sale)).Result()
 		if err != nil && !errors.Is(err, redis.Nil) {
 			return st, err
 		}
-		st.SeedCommitment = c
+		st.SeedCommitment = h["commitment"]
+		if len(st.Room.Lanes) > 0 {
+			st.Lanes = LaneCounts(h)
+		}
 	}
 	dr, err := readDraw(ctx, s.Pool, sale)
 	if err != nil {

@@ -53,9 +53,9 @@ type CORS struct {
 
 // DefaultHeaders are the request headers the JavaScript client sends (besides the safelisted
 // ones): the JSON body's type, the session's bearer, the DPoP proof, the purchase token, the
-// room's challenge, solution and ticket, and the device id the throttle keys on.
+// room's challenge, solution, ticket and invitation code, and the device id the throttle keys on.
 var DefaultHeaders = []string{"Authorization", "Content-Type", "DPoP", "X-Device-ID", "X-Seckill-Challenge",
-	"X-Seckill-Solution", "X-Seckill-Ticket", "X-Seckill-Token"}
+	"X-Seckill-Invitation", "X-Seckill-Solution", "X-Seckill-Ticket", "X-Seckill-Token"}
 
 // Methods are the edge's methods a page on another origin may use.
 const Methods = "GET, POST, DELETE"

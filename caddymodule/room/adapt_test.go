@@ -21,6 +21,7 @@ func TestCaddyfileAdaptsToTheDocumentedJSON(t *testing.T) {
 func TestCaddyfileRefusesBadOptions(t *testing.T) {
 	handlertest.AdaptFails(t,
 		":80 {\n seckill_room {\n difficulty 3\n }\n}",
+		":80 {\n seckill_room {\n lane_claims\n }\n}",
 		":80 {\n seckill_room {\n rate fast\n }\n}",
 		":80 {\n seckill_room {\n refresh 1s\n }\n}",
 		":80 {\n seckill_room {\n max_waiters 0\n }\n}",

@@ -93,4 +93,8 @@ var (
 		Message: "the pre-queue is published when the sale has ended"}
 	badTicket = handler.Refusal{Status: http.StatusForbidden, Code: core.CodeInvalidTicket,
 		Message: "the ticket is forged, foreign, expired or malformed; enter again"}
+	badInvitation = handler.Refusal{Status: http.StatusBadRequest, Code: contract.CodeBadRequest,
+		Message: "an invitation code is 1 to 64 letters, digits and '-', in X-Seckill-Invitation or the JSON body {\"invitation\"}"}
+	unknownInvitation = handler.Refusal{Status: http.StatusForbidden, Code: contract.CodeInvitationUnknown,
+		Message: "this sale issued no such invitation code"}
 )

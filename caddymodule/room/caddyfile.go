@@ -44,6 +44,7 @@ import (
 //		ban_zones       <zone...>       # throttle zones keyed on the user: bans end admissions
 //		claim_window    <duration>|off  # default 2 x summary_interval + 2s: a no-show's capacity is passed on
 //		oversubscribe_max <f>           # default 4 x oversubscribe: live admissions per unit, no-shows included
+//		lane_claims     <placeholder>   # default none: the verified user's claims that pick a claim lane
 //		timeout         <duration>      # default 1s (each Redis call)
 //		max_pending     <n>             # default 4096, -1 unbounded
 //		handle_errors                   # refusals go to handle_errors routes
@@ -83,6 +84,8 @@ func (h *Room) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			}
 		case "oversubscribe_max":
 			err = handler.FloatArg(d, &h.OversubscribeMax)
+		case "lane_claims":
+			err = handler.StringArg(d, &h.LaneClaims)
 		case "claim_window":
 			var v string
 			if err = handler.StringArg(d, &v); err == nil {

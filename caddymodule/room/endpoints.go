@@ -176,6 +176,25 @@ func (h *Room) enter(ctx context.Context, w http.ResponseWriter, r *http.Request
 	place := core.PlaceOf(c.Room.EntryKey, c.Room.Seed, sale, user)
 	v.Member = place.Member(user)
 	v.JKT = jkt
+	if len(c.Room.Lanes) > 0 {
+		// The entry's lane: its invitation code, else the verified user's claims, else public.
+		code, ok := invitationOf(r)
+		if !ok {
+			return h.Endpoints.Refuse(w, "enter", badInvitation)
+		}
+		var claims []string
+		if h.LaneClaims != "" {
+			claims = core.Claims(repl.ReplaceAll(h.LaneClaims, ""))
+		}
+		lane, ok := core.LaneOf(c.Room.Lanes, claims, code)
+		if !ok {
+			return h.Endpoints.Refuse(w, "enter", unknownInvitation)
+		}
+		v.Lane = lane.Name
+		if code != "" {
+			v.CodeHash = core.CodeHash(code)
+		}
+	}
 	rep, err := h.mem.Store.Visit(ctx, sale, v)
 	if err != nil {
 		return h.Endpoints.Unavailable(w, "enter", err)

@@ -37,6 +37,8 @@ const testSecret = "room-test-secret-room-test-secret-0123456789"
 type roomArgs struct {
 	Rate, Oversubscribe, SessionMS, PrequeueMS, DifficultyMin, DifficultyMax string
 	MaxWaiters                                                               string
+	// Lanes is the room hash's lanes field (room_setup.lua's ARGV[13]; "" none).
+	Lanes string
 }
 
 // testRoom is a preheated sale with a room.
@@ -62,7 +64,7 @@ func newRoom(t testing.TB, rdb redis.UniversalClient, stock int, startsIn, endsI
 	commit := hex.EncodeToString(sum[:])
 	if err := lua.RoomSetup.Run(ctx, rdb, []string{contract.MetaKey(sale), contract.RoomKey(sale)},
 		hex.EncodeToString(seed), hex.EncodeToString(ekey), a.Rate, a.Oversubscribe, a.SessionMS, a.PrequeueMS,
-		a.DifficultyMin, a.DifficultyMax, commit, a.MaxWaiters, pre.Ends.Add(pre.Retention).UnixMilli(), pre.Stock).Err(); err != nil {
+		a.DifficultyMin, a.DifficultyMax, commit, a.MaxWaiters, pre.Ends.Add(pre.Retention).UnixMilli(), pre.Stock, a.Lanes).Err(); err != nil {
 		t.Fatalf("room_setup: %v", err)
 	}
 	if _, _, err := pre.Run(ctx, rdb); err != nil {

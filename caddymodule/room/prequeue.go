@@ -12,6 +12,7 @@ import (
 
 	"github.com/seckilledge/seckill/caddymodule/handler"
 	"github.com/seckilledge/seckill/caddymodule/room/core"
+	"github.com/seckilledge/seckill/contract"
 )
 
 // prequeueMaxAge is the caching lifetime of a page of the published pre-queue: the list never
@@ -24,6 +25,7 @@ const prequeueMaxAge = 24 * time.Hour
 // page.
 type PrequeueList struct {
 	Seed    string   `json:"seed"`
+	Lane    string   `json:"lane,omitempty"`
 	Entries []string `json:"entries"`
 	Total   int64    `json:"total"`
 	Next    string   `json:"next,omitempty"`
@@ -68,6 +70,23 @@ func (h *Room) servePrequeue(ctx context.Context, w http.ResponseWriter, r *http
 		return h.Endpoints.Refuse(w, "prequeue", noRoom)
 	}
 	list := PrequeueList{Seed: hex.EncodeToString(c.Room.Seed), Entries: []string{}}
+	if lane := r.URL.Query().Get("lane"); lane != "" {
+		// One lane's pre-queue (docs/room.md, "Lanes"): ranked by the same seed. The public
+		// lane's is the room's own list; another lane's is read from its queue page by page.
+		var l core.Lane
+		for _, x := range c.Room.Lanes {
+			if x.Name == lane {
+				l = x
+			}
+		}
+		if l.Name == "" {
+			return h.Endpoints.Refuse(w, "prequeue", handler.Refusal{Status: http.StatusNotFound, Code: contract.CodeUnknownSale, Message: "the sale's room has no such lane"})
+		}
+		list.Lane = lane
+		if l.Kind != core.LanePublic {
+			return h.serveLanePrequeue(ctx, w, r, sale, c.Room.Ends, list, after, limit)
+		}
+	}
 	if s := h.mem.ReadySnapshot(sale, c.Room.Commitment); s != nil {
 		// Published already: the sale has ended (for good), nothing to ask Redis.
 		list.Total = s.N()
@@ -102,6 +121,34 @@ func (h *Room) servePrequeue(ctx context.Context, w http.ResponseWriter, r *http
 					list.Entries = append(list.Entries, id)
 				}
 			}
+		}
+	}
+	if end := after + int64(len(list.Entries)); end < list.Total {
+		list.Next = strconv.FormatInt(end, 10)
+	}
+	return writePublished(&h.Endpoints, w, r, list)
+}
+
+func (h *Room) serveLanePrequeue(ctx context.Context, w http.ResponseWriter, r *http.Request, sale string, ends time.Time, list PrequeueList, after, limit int64) error {
+	p, err := h.mem.Store.Public(ctx, sale)
+	if err != nil {
+		return h.Endpoints.Unavailable(w, "prequeue", err)
+	}
+	if p.Now.Before(ends) {
+		return h.Endpoints.Refuse(w, "prequeue", notEnded)
+	}
+	ls, ok := h.mem.Store.(core.LaneStore)
+	if !ok {
+		return h.Endpoints.Unavailable(w, "prequeue", core.ErrNoLaneStore)
+	}
+	members, total, err := ls.LanePrequeue(ctx, sale, list.Lane, after, limit)
+	if err != nil {
+		return h.Endpoints.Unavailable(w, "prequeue", err)
+	}
+	list.Total = total
+	for _, m := range members {
+		if id := core.EntryIDOfMember(m); id != "" {
+			list.Entries = append(list.Entries, id)
 		}
 	}
 	if end := after + int64(len(list.Entries)); end < list.Total {

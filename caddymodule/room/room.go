@@ -131,6 +131,12 @@ type Room struct {
 	// admission: it bounds how many admitted people can find the stock gone. Default 0: 4 x
 	// the sale's oversubscribe; at least oversubscribe.
 	OversubscribeMax float64 `json:"oversubscribe_max,omitempty"`
+	// LaneClaims is a placeholder holding the verified user's claim values (separated by
+	// spaces or commas), e.g. {http.auth.user.lanes} as seckill_jwt's lane_claim sets it: an
+	// entry whose user holds the claim of one of the sale's claim lanes goes to that lane
+	// (docs/room.md, "Lanes"). It must come from the verified identity, never from a header
+	// the client sends. Default none: claim lanes stay empty.
+	LaneClaims string `json:"lane_claims,omitempty"`
 
 	// device_binding (off, optional, required) and proof_max_age: an entry with a DPoP proof
 	// gets a ticket bound to the proof's key, polled and left only with fresh proofs of that

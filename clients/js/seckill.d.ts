@@ -248,8 +248,10 @@ export class Client extends EventTarget {
      * Takes a place in the waiting room (POST {prefix}/{sale}/queue), with the proof of work
      * the room asks for, and the token of its bot challenge when it has one (challengeToken:
      * single use, so entering again needs a new one). Entering again returns the same place.
+     * invitation: a code of the sale's invitation lane (X-Seckill-Invitation); refused with
+     * invitation_unknown or invitation_exhausted (its cap of uses reached).
      * @param {string} sale
-     * @param {{ onProgress?: (p: Progress) => void, signal?: AbortSignal, inline?: boolean, challengeToken?: string }} [o]
+     * @param {{ onProgress?: (p: Progress) => void, signal?: AbortSignal, inline?: boolean, challengeToken?: string, invitation?: string }} [o]
      * @returns {Promise<QueueAnswer>}
      */
     enter(sale: string, o?: {
@@ -257,6 +259,7 @@ export class Client extends EventTarget {
         signal?: AbortSignal;
         inline?: boolean;
         challengeToken?: string;
+        invitation?: string;
     }): Promise<QueueAnswer>;
     /**
      * One poll of the place (GET {prefix}/{sale}/queue with the ticket).

@@ -637,14 +637,18 @@ export class Client extends EventTarget {
    * Takes a place in the waiting room (POST {prefix}/{sale}/queue), with the proof of work
    * the room asks for, and the token of its bot challenge when it has one (challengeToken:
    * single use, so entering again needs a new one). Entering again returns the same place.
+   * invitation: a code of the sale's invitation lane (X-Seckill-Invitation); refused with
+   * invitation_unknown or invitation_exhausted (its cap of uses reached).
    * @param {string} sale
-   * @param {{ onProgress?: (p: Progress) => void, signal?: AbortSignal, inline?: boolean, challengeToken?: string }} [o]
+   * @param {{ onProgress?: (p: Progress) => void, signal?: AbortSignal, inline?: boolean, challengeToken?: string, invitation?: string }} [o]
    * @returns {Promise<QueueAnswer>}
    */
   enter(sale, o = {}) {
     const path = `${this.prefix}/${saleSegment(sale)}/queue`;
+    /** @type {Record<string, string>} */
+    const invitation = o.invitation ? { "X-Seckill-Invitation": o.invitation } : {};
     return this.#withProof(sale, (headers) => this.#bound("POST", path, "", (proof) =>
-      this.request("POST", path, { headers: { ...headers, ...proof, ...challengeHeader(o) }, signal: o.signal })), o);
+      this.request("POST", path, { headers: { ...headers, ...proof, ...challengeHeader(o), ...invitation }, signal: o.signal })), o);
   }
 
   /**

@@ -12,6 +12,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
+	"regexp"
+	"strconv"
+	"strings"
 	"time"
 )
 
@@ -69,6 +73,8 @@ type SaleStatus struct {
 	// of its seed once preheated (docs/room.md): published before the start, checked after the end.
 	Room           *RoomSpec `json:"room,omitempty"`
 	SeedCommitment string    `json:"seed_commitment,omitempty"`
+	// Lanes is each lane's counters (entries, admitted) when the room has lanes.
+	Lanes map[string]map[string]int64 `json:"lanes,omitempty"`
 	// PerUserLimit is the most units a user may hold in the sale; Variants each variant's
 	// stock in Postgres and Redis (absent for a sale without variants).
 	PerUserLimit int             `json:"per_user_limit"`
@@ -108,6 +114,137 @@ type RoomSpec struct {
 	// waiting while a buyer has not paid yet (docs/room.md, "The waitlist"). false: a released
 	// unit goes back to the pool, and the waiters are told sold_out at the sell-out.
 	Waitlist bool `json:"waitlist,omitempty"`
+	// Lanes splits the room into lanes (docs/room.md, "Lanes"): each lane its own queue,
+	// ranked by the room's committed seed, and its share of the admission rate (or a strict
+	// priority). Absent: one queue, as a room without lanes.
+	Lanes []LaneSpec `json:"lanes,omitempty"`
+	// LaneMode is "share" (the default: each lane admits its share of the rate, a lane
+	// without waiters passes its share on) or "priority" (the lanes in their order: a lane
+	// admits only while every lane before it has no one left to admit).
+	LaneMode string `json:"lane_mode,omitempty"`
+}
+
+// LaneSpec is one lane of a room.
+type LaneSpec struct {
+	// Name: ^[a-z0-9_-]{1,16}$, unique in the sale.
+	Name string `json:"name"`
+	// Kind: "claim" (users whose verified identity carries Claim), "invitation" (entries that
+	// spend an invitation code issued through POST /admin/sales/{id}/invitations) or "public"
+	// (everyone else; exactly one lane of a room with lanes is public).
+	Kind string `json:"kind"`
+	// Claim (kind claim): the claim value the gateway's `lane_claims` placeholder must hold
+	// (^[A-Za-z0-9_.-]{1,64}$).
+	Claim string `json:"claim,omitempty"`
+	// Share (mode share): the lane's part of the admission rate, 0 < share <= 1; the shares
+	// of a room's lanes add up to 1.
+	Share float64 `json:"share,omitempty"`
+}
+
+// Lane kinds and modes.
+const (
+	LaneClaim      = "claim"
+	LaneInvitation = "invitation"
+	LanePublic     = "public"
+	LaneModeShare  = "share"
+	LaneModePrio   = "priority"
+	// MaxLanes bounds a room's lanes (each is a queue the admission step walks).
+	MaxLanes = 8
+)
+
+var laneName = regexp.MustCompile(`^[a-z0-9_-]{1,16}$`)
+var laneClaim = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,64}$`)
+
+// validateLanes checks a room's lanes: names, kinds, one public lane, at most one invitation
+// lane, distinct claims, and shares adding up to 1 (within 1e-6) in mode share.
+func (r RoomSpec) validateLanes() error {
+	if len(r.Lanes) == 0 {
+		if r.LaneMode != "" {
+			return errors.New("room.lane_mode needs room.lanes")
+		}
+		return nil
+	}
+	if r.LaneMode != "" && r.LaneMode != LaneModeShare && r.LaneMode != LaneModePrio {
+		return errors.New(`room.lane_mode is "share" or "priority"`)
+	}
+	if len(r.Lanes) > MaxLanes {
+		return fmt.Errorf("room.lanes holds at most %d lanes", MaxLanes)
+	}
+	names, claims := map[string]bool{}, map[string]bool{}
+	publics, invitations := 0, 0
+	sum := 0.0
+	for i, l := range r.Lanes {
+		if !laneName.MatchString(l.Name) || names[l.Name] {
+			return fmt.Errorf("room.lanes[%d].name must match ^[a-z0-9_-]{1,16}$ and be unique", i)
+		}
+		names[l.Name] = true
+		switch l.Kind {
+		case LaneClaim:
+			if !laneClaim.MatchString(l.Claim) || claims[l.Claim] {
+				return fmt.Errorf("room.lanes[%d].claim must match ^[A-Za-z0-9_.-]{1,64}$ and be unique", i)
+			}
+			claims[l.Claim] = true
+		case LaneInvitation:
+			invitations++
+		case LanePublic:
+			publics++
+		default:
+			return fmt.Errorf(`room.lanes[%d].kind is "claim", "invitation" or "public"`, i)
+		}
+		if l.Kind != LaneClaim && l.Claim != "" {
+			return fmt.Errorf("room.lanes[%d].claim is for a lane of kind claim", i)
+		}
+		if r.LaneMode == LaneModePrio {
+			if l.Share != 0 {
+				return fmt.Errorf("room.lanes[%d].share has no meaning in mode priority", i)
+			}
+			continue
+		}
+		if !(l.Share > 0 && l.Share <= 1) {
+			return fmt.Errorf("room.lanes[%d].share must be above 0 and at most 1", i)
+		}
+		sum += l.Share
+	}
+	if publics != 1 {
+		return errors.New("room.lanes needs exactly one lane of kind public")
+	}
+	if invitations > 1 {
+		return errors.New("room.lanes holds at most one lane of kind invitation")
+	}
+	if r.LaneMode != LaneModePrio && math.Abs(sum-1) > 1e-6 {
+		return errors.New("room.lanes' shares must add up to 1")
+	}
+	return nil
+}
+
+// LanesField is the room hash's "lanes" field for these lanes (room_setup.lua, room_queue.lua):
+// the mode, then per lane "name:kind:share:claim", joined by ",". "" for a room without lanes.
+func (r RoomSpec) LanesField() string {
+	if len(r.Lanes) == 0 {
+		return ""
+	}
+	mode := r.LaneMode
+	if mode == "" {
+		mode = LaneModeShare
+	}
+	parts := []string{mode}
+	for _, l := range r.Lanes {
+		parts = append(parts, l.Name+":"+l.Kind+":"+strconv.FormatFloat(l.Share, 'f', -1, 64)+":"+l.Claim)
+	}
+	return strings.Join(parts, ",")
+}
+
+// InvitationRequest is the body of POST /admin/sales/{id}/invitations: Count new codes (1 to
+// 10 000), each good for Uses entries (1 to 1 000 000).
+type InvitationRequest struct {
+	Count int   `json:"count"`
+	Uses  int64 `json:"uses"`
+}
+
+// Invitations is its answer: the codes, shown this once (Redis keeps only their SHA-256).
+type Invitations struct {
+	Lane  string   `json:"lane"`
+	Uses  int64    `json:"uses"`
+	Codes []string `json:"codes"`
 }
 
 // Difficulty is a room's proof-of-work [min, max] in bits: exactly two numbers. A Go array
@@ -134,6 +271,9 @@ const MinRoomRate = 0.001
 // Validate checks a room spec with the bounds room_setup.lua enforces; the error names the
 // field (room.<field>). The backend turns a valid spec into the script's arguments.
 func (r RoomSpec) Validate() error {
+	if err := r.validateLanes(); err != nil {
+		return err
+	}
 	if r.MaxWaiters != nil && (*r.MaxWaiters < 1 || *r.MaxWaiters > 10_000_000) {
 		return errors.New("room.max_waiters must be between 1 and 10000000 places")
 	}

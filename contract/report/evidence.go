@@ -16,6 +16,10 @@ import (
 //	q:<seq>:<entry>                           the queue's places in the queue's order: seq 0 is
 //	                                          the pre-queue (ranked by the seed), 1, 2, ... the
 //	                                          arrivals after the start
+//	q:<seq>:<entry>:<lane>                    the same in a room with lanes: each lane's queue
+//	                                          in its order, lane after lane (docs/room.md,
+//	                                          "Lanes"); every admission is then the next place
+//	                                          of its own lane
 //	<k>:<ms>:<n>:<entry>                      the room's log in Redis order (docs/room.md): a
 //	                                          admitted (n: the stock seen), l left, s passed
 //	                                          absent, r revoked (banned), n no-show, h hold,
@@ -42,6 +46,12 @@ type Computed struct {
 	FirstAdmission, LastAdmission, FirstOrder, SoldOut int64
 	// Prequeue is the pre-queue's entry ids in the queue's order.
 	Prequeue []string
+	// LanePrequeues is each lane's pre-queue in its order, and Lanes the lanes in the
+	// evidence's order (a room with lanes; Prequeue is then empty).
+	LanePrequeues map[string][]string
+	Lanes         []string
+	// LaneAdmitted counts each lane's admissions (a room with lanes).
+	LaneAdmitted map[string]int64
 	// Kinds counts the log's lines by kind (a kind the computation does not know is counted
 	// here only).
 	Kinds map[string]int64
@@ -123,8 +133,12 @@ func Compute(evidence []byte, units int64) Computed {
 		}
 		return &ents[i]
 	}
-	var queue []string
-	walked := 0
+	// Each lane's queue and how far the walk went in it ("" is the queue of a room without
+	// lanes); laneOf is an entry's lane.
+	queues := map[string][]string{}
+	walked := map[string]int{}
+	laneOf := map[string]string{}
+	places := 0
 	passed := map[string]bool{}
 	var held int64
 	problem := func(format string, args ...any) {
@@ -144,21 +158,37 @@ func Compute(evidence []byte, units int64) Computed {
 		// A draw's lines are d: before any place and w: after its entries; elsewhere those
 		// letters are kinds of the room's log.
 		record := kind
-		if (kind == "d" && len(queue) > 0) || (kind == "w" && len(c.DrawEntries) == 0) {
+		if (kind == "d" && places > 0) || (kind == "w" && len(c.DrawEntries) == 0) {
 			record = "log"
 		}
 		switch record {
 		case "q":
 			seq, entry, ok := strings.Cut(rest, ":")
+			entry, lane, laned := strings.Cut(entry, ":")
 			s, err := strconv.ParseInt(seq, 10, 64)
-			if !ok || err != nil || entry == "" || s < 0 {
+			if !ok || err != nil || entry == "" || s < 0 || (laned && (lane == "" || strings.Contains(lane, ":"))) {
 				problem("line %d: %q is not a place", n, line)
 				continue
 			}
+			if _, dup := laneOf[entry]; dup {
+				problem("%s has two places", entry)
+			}
 			get(entry)
-			queue = append(queue, entry)
+			places++
+			laneOf[entry] = lane
+			if _, seen := queues[lane]; !seen && laned {
+				c.Lanes = append(c.Lanes, lane)
+			}
+			queues[lane] = append(queues[lane], entry)
 			if s == 0 {
-				c.Prequeue = append(c.Prequeue, entry)
+				if laned {
+					if c.LanePrequeues == nil {
+						c.LanePrequeues = map[string][]string{}
+					}
+					c.LanePrequeues[lane] = append(c.LanePrequeues[lane], entry)
+				} else {
+					c.Prequeue = append(c.Prequeue, entry)
+				}
 				c.Figures.PreQueued++
 			} else {
 				c.Figures.Arrivals++
@@ -267,21 +297,30 @@ func Compute(evidence []byte, units int64) Computed {
 				if e.admitted == 0 {
 					e.admitted = ms
 				}
-				// The walk: an admission is the next place of the queue, or the return of a
-				// waiter passed while absent (docs/room.md, "Admission").
+				// The walk: an admission is the next place of the queue (of its lane), or the
+				// return of a waiter passed while absent (docs/room.md, "Admission").
+				lane := laneOf[entry]
+				queue := queues[lane]
+				if len(c.Lanes) > 0 {
+					if c.LaneAdmitted == nil {
+						c.LaneAdmitted = map[string]int64{}
+					}
+					c.LaneAdmitted[lane]++
+				}
 				switch {
 				case passed[entry]:
 					delete(passed, entry)
-				case walked < len(queue) && queue[walked] == entry:
-					walked++
+				case walked[lane] < len(queue) && queue[walked[lane]] == entry:
+					walked[lane]++
 				default:
 					problem("admission of %s at %d is neither the queue's next place nor a passed waiter's return", entry, ms)
 				}
 			case "s":
 				c.Figures.Passed++
 				get(entry)
-				if walked < len(queue) && queue[walked] == entry {
-					walked++
+				lane := laneOf[entry]
+				if queue := queues[lane]; walked[lane] < len(queue) && queue[walked[lane]] == entry {
+					walked[lane]++
 					passed[entry] = true
 				} else {
 					problem("%s passed at %d is not the queue's next place", entry, ms)

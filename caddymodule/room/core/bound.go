@@ -47,6 +47,22 @@ func (s BoundStore) Prequeue(ctx context.Context, sale string, from, count int64
 	return p.members, p.total, err
 }
 
+func (s BoundStore) LanePrequeue(ctx context.Context, sale, lane string, from, count int64) ([]string, int64, error) {
+	type page struct {
+		members []string
+		total   int64
+	}
+	p, err := edge.Call(ctx, s.Caller, func(ctx context.Context) (page, error) {
+		ls, ok := s.Store.(LaneStore)
+		if !ok {
+			return page{}, ErrNoLaneStore
+		}
+		m, n, err := ls.LanePrequeue(ctx, sale, lane, from, count)
+		return page{m, n}, err
+	})
+	return p.members, p.total, err
+}
+
 func (s BoundStore) Banned(ctx context.Context, zones, users []string) (map[string]time.Time, error) {
 	return edge.Call(ctx, s.Caller, func(ctx context.Context) (map[string]time.Time, error) { return s.Store.Banned(ctx, zones, users) })
 }

@@ -102,8 +102,11 @@ type Visit struct {
 	// JKT is the thumbprint of the entry's DPoP proof key ("" for none): the first bound
 	// entry binds the place to it, and a later entry with another key (or none) is refused
 	// KeyMismatch.
-	JKT      string
-	Settings Settings
+	JKT string
+	// Lane (enter, a room with lanes): the lane the gateway placed the entry in (LaneOf);
+	// CodeHash the SHA-256 of its invitation code (CodeHash), for the invitation lane.
+	Lane, CodeHash string
+	Settings       Settings
 }
 
 // Ban is a user the throttle bans, until Until, with his queue member.
@@ -156,6 +159,7 @@ type Store interface {
 	// Prequeue reads the pre-queue's size and count of its members in admission order from
 	// index from (none when count is 0).
 	Prequeue(ctx context.Context, sale string, from, count int64) (members []string, total int64, err error)
+
 	// Banned reads the throttle's bans of users in zones (ban_zones): each banned user, until
 	// when. Empty zones or users: none, without a call.
 	Banned(ctx context.Context, zones, users []string) (map[string]time.Time, error)
@@ -273,6 +277,10 @@ func Decide(r Reply, enter bool, pace Pace, refresh Refresh) Verdict {
 		return refuse(http.StatusForbidden, contract.CodeProofKeyMismatch, "your place in this waiting room is bound to another device's key: enter on that device")
 	case QueueFull:
 		return refuse(http.StatusServiceUnavailable, CodeQueueFull, "the waiting room is full; try again later")
+	case InvitationUnknown:
+		return refuse(http.StatusForbidden, contract.CodeInvitationUnknown, "this sale issued no such invitation code")
+	case InvitationExhausted:
+		return refuse(http.StatusForbidden, contract.CodeInvitationExhausted, "this invitation code has been used as many times as it allows")
 	case UnknownSale, NoRoom:
 		return refuse(http.StatusNotFound, contract.CodeUnknownSale, "no waiting room for this sale")
 	}

@@ -18,6 +18,10 @@ type Settings struct {
 	// Oversubscribe). ClaimWindow 0: every live admission holds capacity until it lapses.
 	ClaimWindow      time.Duration
 	OversubscribeMax float64
+	// The sale's lanes (docs/room.md, "Lanes"; nil: one queue) and their mode, share or
+	// priority: the sale's own, from the room hash.
+	LaneMode string
+	Lanes    []Lane
 }
 
 // DefaultOversubscribeMaxFactor is oversubscribe_max's default, per unit of oversubscribe.

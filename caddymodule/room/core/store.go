@@ -75,6 +75,7 @@ func (s RedisStore) Room(ctx context.Context, sale string) (SaleRoom, bool, erro
 			r.MaxWaiters = DefaultMaxWaiters(u)
 		}
 	}
+	r.LaneMode, r.Lanes = ParseLanes(h["lanes"])
 	r.EntryRate = EntryRateAt(timeCmd.Val().Unix(), atoi(h["rate_s"]), atoi(h["rate_cur"]), atoi(h["rate_prev"]))
 	return r, true, nil
 }
@@ -104,8 +105,14 @@ func (s RedisStore) Visit(ctx context.Context, sale string, v Visit) (Reply, err
 		v.Settings.Session.Milliseconds(), v.Settings.Prequeue.Milliseconds(), v.Nonce, nonceExp,
 		v.Settings.MaxWaiters, maxRate, admitFlag(v.Admit, v.AdmitLease), v.Presence.Milliseconds(),
 		max(v.Settings.ClaimWindow.Milliseconds(), 0), strconv.FormatFloat(v.Settings.MaxLive(), 'f', -1, 64)}
+	if len(v.Settings.Lanes) > 0 {
+		keys = append(keys, laneKeys(sale, v.Settings.Lanes)...)
+	}
 	if v.Enter {
 		args = append(args, v.JKT)
+		if len(v.Settings.Lanes) > 0 {
+			args = append(args, v.Lane, v.CodeHash)
+		}
 	}
 	for _, u := range v.Present {
 		args = append(args, u.User, u.For.Milliseconds())
@@ -239,11 +246,20 @@ func (s RedisStore) Public(ctx context.Context, sale string) (Public, error) {
 // index, not ZRANGEBYSCORE ... LIMIT, whose offset walks the set: a page costs
 // O(log N + count) wherever it starts.
 func (s RedisStore) Prequeue(ctx context.Context, sale string, from, count int64) ([]string, int64, error) {
+	return s.prequeue(ctx, contract.RoomQueueKey(sale), from, count)
+}
+
+// LanePrequeue is Prequeue of a lane's queue.
+func (s RedisStore) LanePrequeue(ctx context.Context, sale, lane string, from, count int64) ([]string, int64, error) {
+	return s.prequeue(ctx, contract.RoomLaneQueueKey(sale, lane), from, count)
+}
+
+func (s RedisStore) prequeue(ctx context.Context, key string, from, count int64) ([]string, int64, error) {
 	pipe := s.Client.Pipeline()
-	n := pipe.ZCount(ctx, contract.RoomQueueKey(sale), "0", "0")
+	n := pipe.ZCount(ctx, key, "0", "0")
 	var page *redis.ZSliceCmd
 	if count > 0 {
-		page = pipe.ZRangeWithScores(ctx, contract.RoomQueueKey(sale), from, from+count-1)
+		page = pipe.ZRangeWithScores(ctx, key, from, from+count-1)
 	}
 	if _, err := pipe.Exec(ctx); err != nil && err != redis.Nil {
 		return nil, 0, err

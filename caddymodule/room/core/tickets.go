@@ -20,7 +20,9 @@ const TicketGrace = time.Hour
 // not drawn yet (before the start) or the user is not waiting. The client keeps the newest
 // ticket it is given (a poll's answer carries one when it has a better one).
 func (g *Gateway) PlacedTicket(sale, user, jkt string, c *Cached, rep Reply) string {
-	if rep.Outcome != Waiting || rep.Now.Before(rep.Starts) {
+	if rep.Outcome != Waiting || rep.Now.Before(rep.Starts) || len(c.Room.Lanes) > 0 {
+		// A room with lanes keeps a cursor per lane, the gateway's summary only the public
+		// one's: its waiters' polls ask Redis (no place index in the ticket).
 		return ""
 	}
 	return g.Sealer.TicketAtFor(sale, user, jkt, c.Room.Ends.Add(TicketGrace), rep.Cursor+rep.Position-1)
