@@ -893,7 +893,7 @@ func (e *Env) StartHooks(url string, timeout time.Duration, attempts int) *webho
 	return e.StartHooksWith(&webhook.Worker{DefaultURL: url, Timeout: timeout, MaxAttempts: attempts, Allow: AllowLoopback})
 }
 
-// StartHooksWith runs h as startHooks does; its zero fields take the tests' values (fast
+// StartHooksWith runs h as StartHooks does; its zero fields take the tests' values (fast
 // retries, 32 in flight, both secrets). Allow is h's own: none keeps the whole egress guard.
 func (e *Env) StartHooksWith(h *webhook.Worker) *webhook.Worker {
 	e.T.Helper()
