@@ -1,6 +1,6 @@
 //go:build integration
 
-package backend
+package backend_test
 
 import (
 	"fmt"
@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/seckilledge/seckill/backend/internal/servicetest"
 	"github.com/seckilledge/seckill/contract"
 	"github.com/seckilledge/seckill/contract/admin"
 	"github.com/seckilledge/seckill/internal/testenv"
@@ -20,8 +21,8 @@ import (
 // bad_request naming the field, and creates nothing.
 func TestSaleDurationsAreSecondsOrGoStrings(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t)
-	srv := e.controlServer()
+	e := servicetest.New(t)
+	srv := e.ControlServer()
 	now := time.Now().UTC()
 	window := fmt.Sprintf(`"starts_at":%q,"ends_at":%q`, now.Add(time.Hour).Format(time.RFC3339), now.Add(2*time.Hour).Format(time.RFC3339))
 	draw := func(claim string) string {
@@ -47,7 +48,7 @@ func TestSaleDurationsAreSecondsOrGoStrings(t *testing.T) {
 		id := testenv.ID("dur")
 		body := fmt.Sprintf(`{"id":%q,"stock":3,%s,%s}`, id, window, c.fields)
 		var st admin.SaleStatus
-		if code := call(t, srv, "POST", "/admin/sales", aliceToken, body, &st); code != http.StatusCreated {
+		if code := servicetest.Call(t, srv, "POST", "/admin/sales", servicetest.AliceToken, body, &st); code != http.StatusCreated {
 			t.Fatalf("%s: %d", c.fields, code)
 		}
 		if st.PayWithin != c.pay {
@@ -61,7 +62,7 @@ func TestSaleDurationsAreSecondsOrGoStrings(t *testing.T) {
 		}
 		// What was created is what GET answers.
 		var again admin.SaleStatus
-		if code := call(t, srv, "GET", "/admin/sales/"+id, aliceToken, "", &again); code != 200 || again.PayWithin != c.pay {
+		if code := servicetest.Call(t, srv, "GET", "/admin/sales/"+id, servicetest.AliceToken, "", &again); code != 200 || again.PayWithin != c.pay {
 			t.Errorf("%s: GET %d pay_within %q", c.fields, code, again.PayWithin)
 		}
 	}
@@ -85,11 +86,11 @@ func TestSaleDurationsAreSecondsOrGoStrings(t *testing.T) {
 		id := testenv.ID("dur")
 		body := fmt.Sprintf(`{"id":%q,"stock":3,%s,%s}`, id, window, c.fields)
 		var ref contract.Refusal
-		code := call(t, srv, "POST", "/admin/sales", aliceToken, body, &ref)
+		code := servicetest.Call(t, srv, "POST", "/admin/sales", servicetest.AliceToken, body, &ref)
 		if code != http.StatusBadRequest || ref.Code != contract.CodeBadRequest || !strings.Contains(ref.Message, c.field) {
 			t.Errorf("%s: %d %+v, want 400 bad_request naming %s", c.fields, code, ref, c.field)
 		}
-		if n := e.dbInt(`SELECT count(*) FROM sales WHERE id = $1`, id); n != 0 {
+		if n := e.DBInt(`SELECT count(*) FROM sales WHERE id = $1`, id); n != 0 {
 			t.Errorf("%s: the refused sale was created", c.fields)
 		}
 	}

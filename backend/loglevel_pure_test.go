@@ -1,4 +1,4 @@
-package backend
+package backend_test
 
 import (
 	"context"
@@ -8,24 +8,27 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/seckilledge/seckill/backend"
+	"github.com/seckilledge/seckill/backend/internal/servicetest"
 )
 
 // The log level is a setting: SECKILL_LOG_LEVEL, overridden by -log-level; a level nobody
 // knows is refused at start, naming it.
 func TestTheLogLevelIsASetting(t *testing.T) {
-	cfg, err := ConfigFromFlags(flagSet(), nil)
+	cfg, err := backend.ConfigFromFlags(servicetest.FlagSet(), nil)
 	if err != nil || cfg.LogLevel != slog.LevelInfo {
 		t.Fatalf("default: %v, %v", cfg.LogLevel, err)
 	}
 	t.Setenv("SECKILL_LOG_LEVEL", "warn")
-	if cfg, err = ConfigFromFlags(flagSet(), nil); err != nil || cfg.LogLevel != slog.LevelWarn {
+	if cfg, err = backend.ConfigFromFlags(servicetest.FlagSet(), nil); err != nil || cfg.LogLevel != slog.LevelWarn {
 		t.Errorf("SECKILL_LOG_LEVEL=warn: %v, %v", cfg.LogLevel, err)
 	}
-	if cfg, err = ConfigFromFlags(flagSet(), []string{"-log-level", "DEBUG"}); err != nil || cfg.LogLevel != slog.LevelDebug {
+	if cfg, err = backend.ConfigFromFlags(servicetest.FlagSet(), []string{"-log-level", "DEBUG"}); err != nil || cfg.LogLevel != slog.LevelDebug {
 		t.Errorf("-log-level DEBUG: %v, %v", cfg.LogLevel, err)
 	}
 	t.Setenv("SECKILL_LOG_LEVEL", "loud")
-	if _, err = ConfigFromFlags(flagSet(), nil); err == nil || !strings.Contains(err.Error(), `"loud"`) {
+	if _, err = backend.ConfigFromFlags(servicetest.FlagSet(), nil); err == nil || !strings.Contains(err.Error(), `"loud"`) {
 		t.Errorf("SECKILL_LOG_LEVEL=loud: %v", err)
 	}
 }
@@ -33,7 +36,7 @@ func TestTheLogLevelIsASetting(t *testing.T) {
 // The backend's logger writes records at the level and above only: a warning Run logs before it
 // touches Postgres is written at warn and left out at error.
 func TestTheBackendLogsAtItsLevel(t *testing.T) {
-	t.Setenv("SECKILL_ADMIN_TOKEN", testAdminToken)
+	t.Setenv("SECKILL_ADMIN_TOKEN", servicetest.TestAdminToken)
 	t.Setenv("SECKILL_WEBHOOK_ALLOW_PRIVATE", "1") // Run warns that it is deprecated
 	t.Setenv("SECKILL_PG_URL", "postgres://nobody@127.0.0.1:1/none?sslmode=disable&connect_timeout=1")
 	t.Setenv("SECKILL_BACKEND_LISTEN", "127.0.0.1:0")
@@ -41,7 +44,7 @@ func TestTheBackendLogsAtItsLevel(t *testing.T) {
 	logged := func(level string) string {
 		t.Helper()
 		t.Setenv("SECKILL_LOG_LEVEL", level)
-		cfg, err := ConfigFromFlags(flagSet(), nil)
+		cfg, err := backend.ConfigFromFlags(servicetest.FlagSet(), nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -52,7 +55,7 @@ func TestTheBackendLogsAtItsLevel(t *testing.T) {
 		stderr := os.Stderr
 		os.Stderr = w
 		ctx, cancel := context.WithTimeout(context.Background(), 1500*time.Millisecond)
-		runErr := Run(ctx, cfg)
+		runErr := backend.Run(ctx, cfg)
 		cancel()
 		os.Stderr = stderr
 		w.Close()

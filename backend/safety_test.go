@@ -1,6 +1,6 @@
 //go:build integration
 
-package backend
+package backend_test
 
 import (
 	"bufio"
@@ -17,15 +17,16 @@ import (
 	"github.com/seckilledge/seckill/backend/orders"
 
 	"github.com/seckilledge/seckill/backend/internal/httpapi"
+	"github.com/seckilledge/seckill/backend/internal/servicetest"
 	"github.com/seckilledge/seckill/contract"
 )
 
 func TestTwoUserIDsAreRefusedNotResolvedToTheFirst(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t)
-	sale := e.sale(2)
-	m := e.accept(sale, 1)[0]
-	orderSrv, _ := e.servers(false)
+	e := servicetest.New(t)
+	sale := e.Sale(2)
+	m := e.Accept(sale, 1)[0]
+	orderSrv, _ := e.Servers(false)
 	req, _ := http.NewRequest("GET", orderSrv.URL+"/orders/"+m.OrderID, nil)
 	req.Header.Add("X-User-ID", m.UserID)
 	req.Header.Add("X-User-ID", "someone-else")
@@ -42,10 +43,10 @@ func TestTwoUserIDsAreRefusedNotResolvedToTheFirst(t *testing.T) {
 
 func TestEachListenerServesOnlyItsOwnRoutes(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t)
-	sale := e.sale(2)
-	m := e.accept(sale, 1)[0]
-	orderSrv, admin := e.servers(true)
+	e := servicetest.New(t)
+	sale := e.Sale(2)
+	m := e.Accept(sale, 1)[0]
+	orderSrv, admin := e.Servers(true)
 	user := map[string]string{"X-User-ID": m.UserID}
 	for _, srv := range []*httptest.Server{orderSrv, admin} {
 		resp, err := http.Get(srv.URL + "/healthz")
@@ -61,19 +62,19 @@ func TestEachListenerServesOnlyItsOwnRoutes(t *testing.T) {
 		{"GET", "/admin/webhooks"}, {"POST", "/shop/orders/" + m.OrderID + "/paid"},
 		{"POST", "/baseline/optimistic/" + sale},
 	} {
-		h := map[string]string{"Authorization": "Bearer " + testAdminToken}
-		if code := doJSON(t, r.method, orderSrv.URL+r.path, h, "", &ref); code != 404 || ref.Code != httpapi.CodeNotFound {
+		h := map[string]string{"Authorization": "Bearer " + servicetest.TestAdminToken}
+		if code := servicetest.DoJSON(t, r.method, orderSrv.URL+r.path, h, "", &ref); code != 404 || ref.Code != httpapi.CodeNotFound {
 			t.Errorf("order listener serves %s %s: %d %+v", r.method, r.path, code, ref)
 		}
 	}
-	if code := doJSON(t, "GET", admin.URL+"/orders/"+m.OrderID, user, "", &ref); code != 404 || ref.Code != httpapi.CodeNotFound {
+	if code := servicetest.DoJSON(t, "GET", admin.URL+"/orders/"+m.OrderID, user, "", &ref); code != 404 || ref.Code != httpapi.CodeNotFound {
 		t.Errorf("admin listener serves the order API: %d %+v", code, ref)
 	}
 	var v orders.OrderView
-	if code := doJSON(t, "GET", orderSrv.URL+"/orders/"+m.OrderID, user, "", &v); code != 200 || v.Status != contract.StatusQueued {
+	if code := servicetest.DoJSON(t, "GET", orderSrv.URL+"/orders/"+m.OrderID, user, "", &v); code != 200 || v.Status != contract.StatusQueued {
 		t.Errorf("order listener: %d %+v", code, v)
 	}
-	if code := doJSON(t, "GET", admin.URL+"/admin/sales/"+sale, adminAuth, "", nil); code != 200 {
+	if code := servicetest.DoJSON(t, "GET", admin.URL+"/admin/sales/"+sale, servicetest.AdminAuth, "", nil); code != 200 {
 		t.Errorf("admin listener: %d", code)
 	}
 	// 405 names the methods that exist.
@@ -117,10 +118,10 @@ func rawExchange(t *testing.T, addr, raw string, halfClose bool) (*http.Response
 // methods, with and without credentials: no 5xx but 503, and every refusal is JSON with a code.
 func TestEveryBackendRouteAnswersGarbageWithJSONAndNo5xx(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t)
-	sale := e.sale(3)
-	m := e.accept(sale, 1)[0]
-	orderSrv, admin := e.servers(true)
+	e := servicetest.New(t)
+	sale := e.Sale(3)
+	m := e.Accept(sale, 1)[0]
+	orderSrv, admin := e.Servers(true)
 	oa, aa := strings.TrimPrefix(orderSrv.URL, "http://"), strings.TrimPrefix(admin.URL, "http://")
 	type route struct{ addr, method, path string }
 	routes := []route{
@@ -134,7 +135,7 @@ func TestEveryBackendRouteAnswersGarbageWithJSONAndNo5xx(t *testing.T) {
 		{aa, "POST", "/baseline/pessimistic/x%20y"}, {aa, "GET", "/healthz"}, {aa, "GET", "/admin/sales/..%2f..%2f"},
 	}
 	// The public reads of a draw (backend/drawapi), on a closed draw of its own.
-	draw := drawReadSale(t, e)
+	draw := servicetest.DrawReadSale(t, e)
 	routes = append(routes, route{oa, "GET", "/seckill/" + draw + "/draw/result"}, route{oa, "GET", "/seckill/" + draw + "/draw/proof"},
 		route{oa, "GET", "/seckill/" + draw + "/draw/entries?after=%ff&limit=1e9"}, route{oa, "GET", "/seckill/..%2f/draw/entries?limit=2"})
 	bodies := []struct {
@@ -150,7 +151,7 @@ func TestEveryBackendRouteAnswersGarbageWithJSONAndNo5xx(t *testing.T) {
 		{"binary", "Content-Length: 8\r\n", "\x00\xff\xfe\x01\"{[\\", false},
 	}
 	methods := []string{"", "DELETE", "PUT", "PATCH", "OPTIONS", "PROPFIND", "TRACE"}
-	auths := []string{"", "Authorization: Bearer " + testAdminToken + "\r\n", "Authorization: Bearer " + testShopToken + "\r\n"}
+	auths := []string{"", "Authorization: Bearer " + servicetest.TestAdminToken + "\r\n", "Authorization: Bearer " + servicetest.TestShopToken + "\r\n"}
 	n := 0
 	for _, r := range routes {
 		for _, method := range methods {
@@ -178,7 +179,7 @@ func TestEveryBackendRouteAnswersGarbageWithJSONAndNo5xx(t *testing.T) {
 		}
 	}
 	t.Logf("%d requests", n)
-	if e.accounted(sale) != 0 {
-		t.Fatalf("garbage wrote %d orders into the live sale", e.accounted(sale))
+	if e.Accounted(sale) != 0 {
+		t.Fatalf("garbage wrote %d orders into the live sale", e.Accounted(sale))
 	}
 }

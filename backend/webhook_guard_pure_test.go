@@ -1,30 +1,33 @@
-package backend
+package backend_test
 
 import (
 	"context"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/seckilledge/seckill/backend"
+	"github.com/seckilledge/seckill/backend/internal/servicetest"
 )
 
 // The default receiver is read at start-up: one inside refuses to start, clearly, before the
 // backend touches anything.
 func TestADefaultWebhookURLPointingInsideFailsStartUp(t *testing.T) {
-	t.Setenv("SECKILL_ADMIN_TOKEN", testAdminToken)
-	t.Setenv("SECKILL_WEBHOOK_SECRETS", hookSecretNew)
+	t.Setenv("SECKILL_ADMIN_TOKEN", servicetest.TestAdminToken)
+	t.Setenv("SECKILL_WEBHOOK_SECRETS", servicetest.HookSecretNew)
 	// Unreachable on purpose: a start-up that gets past the check fails here, not elsewhere.
 	t.Setenv("SECKILL_PG_URL", "postgres://nobody@127.0.0.1:1/none?sslmode=disable&connect_timeout=1")
 	t.Setenv("SECKILL_BACKEND_LISTEN", "127.0.0.1:0")
 	t.Setenv("SECKILL_BACKEND_ADMIN_LISTEN", "127.0.0.1:1")
 	start := func() error {
 		t.Helper()
-		cfg, err := ConfigFromFlags(flagSet(), nil)
+		cfg, err := backend.ConfigFromFlags(servicetest.FlagSet(), nil)
 		if err != nil {
 			t.Fatal(err)
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 1500*time.Millisecond)
 		defer cancel()
-		return Run(ctx, cfg)
+		return backend.Run(ctx, cfg)
 	}
 	for _, hook := range []string{"http://127.0.0.1:8082/admin", "http://169.254.169.254/latest/meta-data/", "http://localhost:9/"} {
 		t.Setenv("SECKILL_WEBHOOK_URL", hook)
@@ -53,7 +56,7 @@ func TestADefaultWebhookURLPointingInsideFailsStartUp(t *testing.T) {
 		t.Errorf("the deprecated SECKILL_WEBHOOK_ALLOW_PRIVATE=1 no longer allows a private receiver: %v", err)
 	}
 	t.Setenv("SECKILL_WEBHOOK_ALLOW_CIDRS", "10.0.0.1/8")
-	if _, err := ConfigFromFlags(flagSet(), nil); err == nil || !strings.Contains(err.Error(), "SECKILL_WEBHOOK_ALLOW_CIDRS") {
+	if _, err := backend.ConfigFromFlags(servicetest.FlagSet(), nil); err == nil || !strings.Contains(err.Error(), "SECKILL_WEBHOOK_ALLOW_CIDRS") {
 		t.Errorf("a malformed allow list: %v", err)
 	}
 }

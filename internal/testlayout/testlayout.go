@@ -31,6 +31,7 @@ var Needs = map[string][]string{
 	mod + "internal/testenv": {"Redis", "RabbitVhost", "Mgmt", "RabbitMgmt", "Postgres", "PostgresFrom",
 		"StartRedis", "StartRedisCluster", "StartPostgres", "StartRabbit", "NeedsServices", "Topology"},
 	mod + "backend/internal/backendtest":          {"DB", "MigratedURL"},
+	mod + "backend/internal/servicetest":          {"New", "NewOn"},
 	mod + "internal/handlertest":                  {"StartGateway", "Binary", "RedisCluster"},
 	mod + "internal/harness":                      {"Start", "Binaries", "Build"},
 	mod + "bench/driver":                          {"Start"},
