@@ -109,6 +109,17 @@
 --                                          gate.lua refuse another key as well. Leaving (with
 --                                          that key's proof) forgets it
 -- ARGV[15] enter, with KEYS[14]: the thumbprint of the entry's proof key ("" for none)
+-- KEYS[15] optional seckill:{sale:<id>}:room:flagged  set: the flagged users (a bot
+--                                          challenge's verdict, a throttle ban, a rule on the
+--                                          request; docs/room.md "The queue bots never
+--                                          leave"). A flagged user holds his place and is
+--                                          answered as any waiter at it, but the admission
+--                                          step never admits him: the walk passes his place
+--                                          ("f:<now_ms>:0:<user>" in the log) and, once
+--                                          passed, he is answered "waiting" first in line
+--                                          until the sale sells out or ends
+-- ARGV[16] optional, enter, with KEYS[15]: "1" flags the user (for good: a later entry
+--          without a flag does not clear it)
 --
 -- Returns  {outcome, position, ahead, admitted_until_ms, now_ms, stock, depth, starts_ms,
 --           admitted_now, lapsed_now, entry_rate, admitted, cursor, checks, revoked}
@@ -308,6 +319,13 @@ if op == "enter" then
       redis.call("PEXPIREAT", live, until_ms)
     end
   end
+  if KEYS[15] and ARGV[16] == "1" then
+    redis.call("SADD", KEYS[15], user)
+    local until_ms = redis.call("PEXPIRETIME", meta)
+    if until_ms > 0 then
+      redis.call("PEXPIREAT", KEYS[15], until_ms)
+    end
+  end
   if KEYS[14] and jkt ~= "" and not bound then
     -- The first bound entry binds the place (and so its admission) to its key.
     redis.call("HSET", KEYS[14], user, jkt)
@@ -319,6 +337,10 @@ if op == "enter" then
 end
 
 local seen, away, back = KEYS[8], KEYS[9], KEYS[10]
+-- A flagged user is never admitted (KEYS[15]).
+local function flagged(u)
+  return KEYS[15] ~= nil and redis.call("SISMEMBER", KEYS[15], u) == 1
+end
 local admit = ARGV[11] ~= "0"
 local presence = tonumber(ARGV[12] or "") or 0
 local gated = presence > 0 and seen and away and back
@@ -505,7 +527,7 @@ if aware and cap <= 0 and allow >= 1 and KEYS[7] then
       u = nil
     end
   end
-  if u and redis.call("HSETNX", room, "held", 1) == 1 then
+  if u and not flagged(u) and redis.call("HSETNX", room, "held", 1) == 1 then
     redis.call("RPUSH", KEYS[7], string.format("h:%d:%d:%s", now, stock, u))
   end
 end
@@ -513,29 +535,37 @@ if not gated then
   n = math.min(math.floor(allow), cap, total - cursor)
   if n > 0 then
     local next = redis.call("ZRANGE", q, cursor, cursor + n - 1)
+    local walked = #next
     local untl = now + session
+    -- The walk's log, in cursor order: "a:" per admission, "f:" per flagged place passed.
+    local ev = {}
+    local prefix = string.format("a:%d:%d:", now, stock)
+    local admits = {}
     for i = 1, #next do
       local u = string.sub(next[i], 49)
-      redis.call("ZADD", live, untl, u)
-      claimed(u, seen and tonumber(redis.call("ZSCORE", seen, u)))
+      if flagged(u) then
+        ev[#ev + 1] = string.format("f:%d:0:%s", now, u)
+      else
+        admits[#admits + 1] = next[i]
+        ev[#ev + 1] = prefix .. u
+        redis.call("ZADD", live, untl, u)
+        claimed(u, seen and tonumber(redis.call("ZSCORE", seen, u)))
+      end
     end
+    next = admits
     if KEYS[7] then
       -- The evidence of invariants 6, 8 and 9 (docs/DESIGN.md): who was admitted, when, in
       -- which order, and what stock the script saw. It grows with admissions, not the queue.
-      local prefix = string.format("a:%d:%d:", now, stock)
-      for i = 1, #next, 1000 do
-        local ev = {}
-        for j = i, math.min(i + 999, #next) do
-          ev[#ev + 1] = prefix .. string.sub(next[j], 49)
-        end
-        redis.call("RPUSH", KEYS[7], unpack(ev))
+      for i = 1, #ev, 1000 do
+        redis.call("RPUSH", KEYS[7], unpack(ev, i, math.min(i + 999, #ev)))
       end
       local until_ms = redis.call("PEXPIRETIME", meta)
       if until_ms > 0 then
         redis.call("PEXPIREAT", KEYS[7], until_ms)
       end
     end
-    cursor = cursor + n
+    cursor = cursor + walked
+    n = #next
     allow = allow - n
     redis.call("HINCRBY", room, "admitted", n)
     for i = 1, #next do
@@ -557,8 +587,10 @@ else
   if budget > 0 then
     local first = redis.call("ZRANGE", back, 0, budget - 1)
     for i = 1, #first do
-      admits[#admits + 1] = first[i]
-      ev[#ev + 1] = prefix .. first[i]
+      if not flagged(first[i]) then
+        admits[#admits + 1] = first[i]
+        ev[#ev + 1] = prefix .. first[i]
+      end
       redis.call("ZREM", back, first[i])
       redis.call("ZREM", away, first[i])
     end
@@ -574,7 +606,9 @@ else
         end
         local u = string.sub(batch[i], 49)
         local here = tonumber(redis.call("ZSCORE", seen, u))
-        if here and here >= now then
+        if flagged(u) then
+          ev[#ev + 1] = string.format("f:%d:0:%s", now, u)
+        elseif here and here >= now then
           admits[#admits + 1] = u
           ev[#ev + 1] = prefix .. u
         else
@@ -657,6 +691,15 @@ local untl = tonumber(redis.call("ZSCORE", live, user))
 if gated and not untl and redis.call("ZSCORE", away, user) then
   -- Passed while away, seen again now: first in line at the next admission step.
   return reply("waiting", 1, 0, 0, stock, total - cursor + redis.call("ZCARD", away), starts, n, lapsed)
+end
+if not untl and flagged(user) then
+  -- Passed because flagged: answered as a waiter first in line (as one passed while away and
+  -- seen again), until the sale sells out or ends.
+  local depth = total - cursor
+  if gated then
+    depth = depth + redis.call("ZCARD", away)
+  end
+  return reply("waiting", 1, 0, 0, stock, depth, starts, n, lapsed)
 end
 if untl and untl > now then
   return reply("admitted", 0, 0, untl, stock, total - cursor, starts, n, lapsed)

@@ -286,6 +286,15 @@ func Compute(evidence []byte, units int64) Computed {
 				} else {
 					problem("%s passed at %d is not the queue's next place", entry, ms)
 				}
+			case "f":
+				// A flagged waiter's place, passed for good (docs/room.md, "The queue bots
+				// never leave").
+				get(entry)
+				if walked < len(queue) && queue[walked] == entry {
+					walked++
+				} else {
+					problem("%s passed (flagged) at %d is not the queue's next place", entry, ms)
+				}
 			case "l":
 				c.Figures.Left++
 				get(entry)

@@ -15,6 +15,8 @@ import (
 //		hostnames      <host...>
 //		action         <action>
 //		min_score      <0..1>
+//		flag_below     <0..1>              # the same as min_score
+//		on_fail        refuse|flag         # room, draw
 //		issuer_name    <name>              # privacypass
 //		issuer_key     <base64url>         # privacypass
 //		context_window <duration>          # privacypass
@@ -42,8 +44,10 @@ func (p *Provider) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			}
 		case "action":
 			err = handler.StringArg(d, &p.Action)
-		case "min_score":
+		case "min_score", "flag_below":
 			err = handler.FloatArg(d, &p.MinScore)
+		case "on_fail":
+			err = handler.StringArg(d, &p.OnFail)
 		case "issuer_name":
 			err = handler.StringArg(d, &p.IssuerName)
 		case "issuer_key":

@@ -98,7 +98,11 @@ type Visit struct {
 	// JKT is the thumbprint of the entry's DPoP proof key ("" for none): the first bound
 	// entry binds the place to it, and a later entry with another key (or none) is refused
 	// KeyMismatch.
-	JKT      string
+	JKT string
+	// Flag (enter): the entrant is flagged (a bot challenge's verdict, a throttle ban, a rule
+	// on the request): he gets his place and his answers like anyone, and is never admitted
+	// (docs/room.md, "The queue bots never leave").
+	Flag     bool
 	Settings Settings
 }
 

@@ -98,14 +98,14 @@ func (s RedisStore) Visit(ctx context.Context, sale string, v Visit) (Reply, err
 	}
 	keys := []string{contract.MetaKey(sale), contract.RoomKey(sale), contract.RoomQueueKey(sale), contract.RoomLiveKey(sale), contract.RoomSpentKey(sale), contract.BuyersKey(sale),
 		contract.RoomLogKey(sale), contract.RoomSeenKey(sale), contract.RoomAwayKey(sale), contract.RoomBackKey(sale), contract.TokensKey(sale), contract.RoomClaimKey(sale), contract.RoomIdleKey(sale),
-		contract.RoomKeysKey(sale)}
+		contract.RoomKeysKey(sale), contract.RoomFlaggedKey(sale)}
 	args := []any{op, v.Member,
 		strconv.FormatFloat(v.Settings.Rate, 'f', -1, 64), strconv.FormatFloat(v.Settings.Oversubscribe, 'f', -1, 64),
 		v.Settings.Session.Milliseconds(), v.Settings.Prequeue.Milliseconds(), v.Nonce, nonceExp,
 		v.Settings.MaxWaiters, maxRate, admitFlag(v.Admit), v.Presence.Milliseconds(),
 		max(v.Settings.ClaimWindow.Milliseconds(), 0), strconv.FormatFloat(v.Settings.MaxLive(), 'f', -1, 64)}
 	if v.Enter {
-		args = append(args, v.JKT)
+		args = append(args, v.JKT, admitFlag(v.Flag))
 	}
 	for _, u := range v.Present {
 		args = append(args, u.User, u.For.Milliseconds())
