@@ -12,6 +12,7 @@ import (
 //		site_key       <key>
 //		secret         <secret>            # {env.NAME}
 //		verify_url     <url>
+//		widget_script_url <url>            # the pages' widget script
 //		hostnames      <host...>
 //		action         <action>
 //		min_score      <0..1>
@@ -37,6 +38,8 @@ func (p *Provider) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			err = handler.StringArg(d, &p.Secret)
 		case "verify_url":
 			err = handler.StringArg(d, &p.VerifyURL)
+		case "widget_script_url":
+			err = handler.StringArg(d, &p.WidgetScriptURL)
 		case "hostnames":
 			p.Hostnames = d.RemainingArgs()
 			if len(p.Hostnames) == 0 {

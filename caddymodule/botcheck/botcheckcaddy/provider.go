@@ -50,6 +50,10 @@ type Provider struct {
 	Secret string `json:"secret,omitempty"`
 	// VerifyURL replaces the provider's siteverify endpoint (a proxy, a stand-in in tests).
 	VerifyURL string `json:"verify_url,omitempty"`
+	// WidgetScriptURL replaces the widget's script the room's and the draw's pages load (a
+	// self-hosted copy; a stand-in in tests): the page's CSP allows its origin instead of the
+	// provider's. Default: the provider's (turnstile, hcaptcha, recaptcha).
+	WidgetScriptURL string `json:"widget_script_url,omitempty"`
 	// Hostnames are the host names a siteverify answer may name. Default: the request's
 	// host.
 	Hostnames []string `json:"hostnames,omitempty"`

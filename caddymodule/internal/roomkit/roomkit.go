@@ -247,7 +247,16 @@ func PageKind(name string, files fs.FS) pagekit.Kind {
 // SetupPage compiles the page options (our page of kind, or the shop's template), checked
 // here so that a bad template fails at provision.
 func (k *Kit) SetupPage(kind pagekit.Kind) (err error) {
-	k.Pages, err = pagekit.Compile(kind, k.Page)
+	var cfg pagekit.Config
+	if k.Page != nil {
+		cfg = *k.Page
+	}
+	// A CAPTCHA provider's widget on the page (Privacy Pass has none: the browser presents
+	// its tokens).
+	if p := k.ChallengeProvider; p != nil && pagekit.HasWidget(p.Name) {
+		cfg.Widget = &pagekit.Widget{Provider: p.Name, SiteKey: p.SiteKey, Action: p.Action, ScriptURL: p.WidgetScriptURL}
+	}
+	k.Pages, err = pagekit.New(kind, cfg)
 	return err
 }
 
