@@ -169,10 +169,65 @@ local t = redis.call("TIME")
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local erate = -1
 local checks, revoked = {}, 0
+-- The room hash's counters, read once: the admission step keeps them current, and the reply
+-- returns them as they stand after the call.
+local rh = redis.call("HMGET", room, "seed", "admitted", "cursor", "allow", "last_ms")
+local admitted_total, cursor_now = tonumber(rh[2]) or 0, tonumber(rh[3]) or 0
 local function reply(outcome, pos, ahead, untl, stock, depth, starts, adm, lap)
-  local c = redis.call("HMGET", room, "admitted", "cursor")
   return {outcome, pos or 0, ahead or 0, untl or 0, now, stock or 0, depth or 0, starts or 0, adm or 0, lap or 0, erate,
-    tonumber(c[1]) or 0, tonumber(c[2]) or 0, checks, revoked}
+    admitted_total, cursor_now, checks, revoked}
+end
+-- The sale's keys live as long as its meta: its expiry, read at most once per call.
+local expiry_ms
+local function expire(key)
+  if expiry_ms == nil then
+    expiry_ms = redis.call("PEXPIRETIME", meta)
+  end
+  if expiry_ms > 0 then
+    redis.call("PEXPIREAT", key, expiry_ms)
+  end
+end
+-- One command over a list of arguments, in chunks of at most `per` (Lua's unpack is bounded):
+-- a step's writes cost a command per chunk, not one per user.
+local function batch(prefix, list, per)
+  per = per or 1000
+  for i = 1, #list, per do
+    local a = {unpack(prefix)}
+    for j = i, math.min(i + per - 1, #list) do
+      a[#a + 1] = list[j]
+    end
+    redis.call(unpack(a))
+  end
+end
+-- The scores of users in a sorted set (false where absent), one ZMSCORE per 1000 users.
+local function scores(key, users)
+  local out = {}
+  for i = 1, #users, 1000 do
+    local r = redis.call("ZMSCORE", key, unpack(users, i, math.min(i + 999, #users)))
+    for j = 1, #r do
+      out[#out + 1] = tonumber(r[j]) or false
+    end
+  end
+  return out
+end
+-- Which of users are flagged (KEYS[15]; never admitted): one SMISMEMBER per 1000 users, none
+-- when the sale has no flagged user (one SCARD per step).
+local nflagged
+local function flags(users)
+  local out = {}
+  if nflagged == nil then
+    nflagged = KEYS[15] and redis.call("SCARD", KEYS[15]) or 0
+  end
+  if nflagged == 0 or #users == 0 then
+    return out
+  end
+  for i = 1, #users, 1000 do
+    local r = redis.call("SMISMEMBER", KEYS[15], unpack(users, i, math.min(i + 999, #users)))
+    for j = 1, #r do
+      out[#out + 1] = r[j] == 1
+    end
+  end
+  return out
 end
 
 local m = redis.call("HMGET", meta, "stock", "starts_ms", "ends_ms", "state", "reserved", "o:" .. user)
@@ -183,7 +238,7 @@ end
 -- Units held for the waitlist (room_offer.lua) are not the room's to admit for.
 local held = tonumber(m[5]) or 0
 stock = stock - held
-if redis.call("HEXISTS", room, "seed") == 0 then
+if not rh[1] then
   return reply("no_room")
 end
 if now >= ends then
@@ -192,7 +247,7 @@ end
 if op == "leave" then
   -- Giving a place up needs no open sale (paused, sold out): it only shortens the queue.
   local rank = redis.call("ZRANK", q, member)
-  local cursor = tonumber(redis.call("HGET", room, "cursor")) or 0
+  local cursor = cursor_now
   local total = redis.call("ZCARD", q)
   if not rank then
     return reply("left", 0, 0, 0, stock, total - cursor, starts)
@@ -212,10 +267,7 @@ if op == "leave" then
   if KEYS[7] then
     -- The verifier accounts for a place that left the queue without being admitted.
     redis.call("RPUSH", KEYS[7], string.format("l:%d:%d:%s", now, rank - cursor + 1, user))
-    local until_ms = redis.call("PEXPIRETIME", meta)
-    if until_ms > 0 then
-      redis.call("PEXPIREAT", KEYS[7], until_ms)
-    end
+    expire(KEYS[7])
   end
   return reply("left", 0, 0, 0, stock, total - cursor - 1, starts)
 end
@@ -304,7 +356,7 @@ if op == "enter" then
     if cap and cap > 0 then
       local card = redis.call("ZCARD", q)
       if card >= cap then
-        return reply("queue_full", 0, 0, 0, stock, card - (tonumber(redis.call("HGET", room, "cursor")) or 0), starts)
+        return reply("queue_full", 0, 0, 0, stock, card - cursor_now, starts)
       end
     end
     if now < starts then
@@ -313,75 +365,63 @@ if op == "enter" then
       redis.call("ZADD", q, redis.call("HINCRBY", room, "seq", 1), member)
     end
     redis.call("HINCRBY", room, "entries", 1)
-    local until_ms = redis.call("PEXPIRETIME", meta)
-    if until_ms > 0 then
-      redis.call("PEXPIREAT", q, until_ms)
-      redis.call("PEXPIREAT", live, until_ms)
-    end
+    expire(q)
+    expire(live)
   end
   if KEYS[15] and ARGV[16] == "1" then
     redis.call("SADD", KEYS[15], user)
-    local until_ms = redis.call("PEXPIRETIME", meta)
-    if until_ms > 0 then
-      redis.call("PEXPIREAT", KEYS[15], until_ms)
-    end
+    expire(KEYS[15])
   end
   if KEYS[14] and jkt ~= "" and not bound then
     -- The first bound entry binds the place (and so its admission) to its key.
     redis.call("HSET", KEYS[14], user, jkt)
-    local until_ms = redis.call("PEXPIRETIME", meta)
-    if until_ms > 0 then
-      redis.call("PEXPIREAT", KEYS[14], until_ms)
-    end
+    expire(KEYS[14])
   end
 end
 
+
 local seen, away, back = KEYS[8], KEYS[9], KEYS[10]
--- A flagged user is never admitted (KEYS[15]).
-local function flagged(u)
-  return KEYS[15] ~= nil and redis.call("SISMEMBER", KEYS[15], u) == 1
-end
 local admit = ARGV[11] ~= "0"
+local lease = tonumber(ARGV[11] or "") or 0
 local presence = tonumber(ARGV[12] or "") or 0
 local gated = presence > 0 and seen and away and back
--- An away waiter seen again goes to the back set: the next admission step takes him first.
-local function returned(u)
-  if gated then
-    local idx = redis.call("ZSCORE", away, u)
-    if idx then
-      redis.call("ZADD", back, idx, u)
+-- Away waiters seen again go to the back set: the next admission step takes them first. One
+-- ZMSCORE per 1000 users finds them, however many a tick brings.
+local function returned(users)
+  if not gated or #users == 0 then
+    return
+  end
+  local idx = scores(away, users)
+  local zs = {}
+  for i = 1, #users do
+    if idx[i] then
+      zs[#zs + 1] = idx[i]
+      zs[#zs + 1] = users[i]
     end
   end
+  batch({"ZADD", back}, zs)
 end
 if seen and op == "tick" and #ARGV > 15 then
   -- GT: a deadline is never shortened (a waiter told 30 s who polls early is still told 30 s).
-  for i = 15, #ARGV - 1, 1000 do
-    local zs = {}
-    for j = i, math.min(i + 998, #ARGV - 1), 2 do
-      zs[#zs + 1] = now + (tonumber(ARGV[j + 1]) or 0)
-      zs[#zs + 1] = ARGV[j]
-    end
-    redis.call("ZADD", seen, "GT", unpack(zs))
+  local zs, users = {}, {}
+  for j = 15, #ARGV - 1, 2 do
+    zs[#zs + 1] = now + (tonumber(ARGV[j + 1]) or 0)
+    zs[#zs + 1] = ARGV[j]
+    users[#users + 1] = ARGV[j]
   end
-  for i = 15, #ARGV - 1, 2 do
-    returned(ARGV[i])
-  end
-  local until_ms = redis.call("PEXPIRETIME", meta)
-  if until_ms > 0 then
-    redis.call("PEXPIREAT", seen, until_ms)
-  end
+  batch({"ZADD", seen, "GT"}, zs)
+  returned(users)
+  expire(seen)
 end
 local rank = false
 if op ~= "tick" then
   rank = redis.call("ZRANK", q, member)
   if seen and rank and redis.call("ZADD", seen, "GT", now + math.max(presence, 0), user) == 1 then
-    local until_ms = redis.call("PEXPIRETIME", meta)
-    if until_ms > 0 then
-      redis.call("PEXPIREAT", seen, until_ms)
-    end
+    expire(seen)
   end
-  if rank then
-    returned(user)
+  -- Only a place the cursor passed can be away (a leave takes only places not passed yet).
+  if rank and rank < cursor_now then
+    returned({user})
   end
 end
 if now < starts then
@@ -395,8 +435,7 @@ if now < starts then
   return reply("waiting", n, n - 1, 0, stock, n, starts)
 end
 
-local r = redis.call("HMGET", room, "cursor", "allow", "last_ms")
-local cursor, allow, last = tonumber(r[1]) or 0, tonumber(r[2]) or 0, tonumber(r[3]) or starts
+local cursor, allow, last = cursor_now, tonumber(rh[4]) or 0, tonumber(rh[5]) or starts
 local cursor0 = cursor
 local total = redis.call("ZCARD", q)
 if stock <= 0 then
@@ -422,83 +461,107 @@ if stock <= 0 then
   return reply("sold_out", 0, 0, 0, 0, total - cursor, starts)
 end
 
-local lapsed, n = 0, 0
-if admit then
--- Admissions lapse after `session` unused and free their place for the next in line.
-lapsed = redis.call("ZREMRANGEBYSCORE", live, "-inf", now)
-if lapsed > 0 then
-  redis.call("HINCRBY", room, "lapsed", lapsed)
-end
--- A buyer no longer needs the admission: a few random live ones are checked per call, so
--- capacity comes back without a scan.
-local sample = redis.call("ZRANDMEMBER", live, 4)
-for i = 1, #sample do
-  if redis.call("HEXISTS", buyers, sample[i]) == 1 then
-    redis.call("ZREM", live, sample[i])
-    if aware then
-      redis.call("ZREM", claims, sample[i])
-      redis.call("ZREM", idle, sample[i])
-    end
+-- The admission step, a function per part. Its commands are bounded per step: batched writes,
+-- one ZMSCORE per 100 places walked, whatever the number of waiters or of absent ones.
+
+-- 1. Admissions lapse after `session` unused and free their place for the next in line; a
+-- buyer no longer needs his: a few random live ones are checked per step, so capacity comes
+-- back without a scan.
+local function lapse()
+  local n = redis.call("ZREMRANGEBYSCORE", live, "-inf", now)
+  if n > 0 then
+    redis.call("HINCRBY", room, "lapsed", n)
   end
-end
--- Conversion-aware admission: an admission whose user took no token by the time he
--- must have heard of it (his presence deadline plus the claim window) is a no-show. It stays
--- live, but its capacity goes to the next present waiter now, not after a whole session.
-local took, noshows = 0, 0
-if aware then
-  redis.call("ZREMRANGEBYSCORE", idle, "-inf", now)
-  local due = redis.call("ZRANGEBYSCORE", claims, "-inf", now, "LIMIT", 0, 200)
-  for i = 1, #due do
-    local u = due[i]
-    redis.call("ZREM", claims, u)
-    local untl = tonumber(redis.call("ZSCORE", live, u))
-    if untl and untl > now then
-      if redis.call("HEXISTS", buyers, u) == 1 then
-        redis.call("ZREM", live, u)
-        took = took + 1
-      elseif redis.call("HEXISTS", tokens, u) == 1 then
-        took = took + 1
-      else
-        redis.call("ZADD", idle, untl, u)
-        noshows = noshows + 1
-        if KEYS[7] then
-          redis.call("RPUSH", KEYS[7], string.format("n:%d:%d:%s", now, untl, u))
-        end
+  local sample = redis.call("ZRANDMEMBER", live, 4)
+  if #sample > 0 then
+    local bought = redis.call("HMGET", buyers, unpack(sample))
+    local done = {}
+    for i = 1, #sample do
+      if bought[i] then
+        done[#done + 1] = sample[i]
       end
     end
+    if #done > 0 then
+      redis.call("ZREM", live, unpack(done))
+      if aware then
+        redis.call("ZREM", claims, unpack(done))
+        redis.call("ZREM", idle, unpack(done))
+      end
+    end
+  end
+  return n
+end
+
+-- 2. Conversion-aware admission: an admission whose user took no token by the time he must
+-- have heard of it (his presence deadline plus the claim window) is a no-show. It stays live,
+-- but its capacity goes to the next present waiter now, not after a whole session.
+local function judge()
+  redis.call("ZREMRANGEBYSCORE", idle, "-inf", now)
+  local due = redis.call("ZRANGEBYSCORE", claims, "-inf", now, "LIMIT", 0, 200)
+  if #due == 0 then
+    return
+  end
+  redis.call("ZREM", claims, unpack(due))
+  local untls = scores(live, due)
+  local bought = redis.call("HMGET", buyers, unpack(due))
+  local holding = redis.call("HMGET", tokens, unpack(due))
+  local took, gone, idles, ev = 0, {}, {}, {}
+  for i = 1, #due do
+    local u, untl = due[i], untls[i]
+    if untl and untl > now then
+      if bought[i] then
+        gone[#gone + 1] = u
+        took = took + 1
+      elseif holding[i] then
+        took = took + 1
+      else
+        idles[#idles + 1] = untl
+        idles[#idles + 1] = u
+        ev[#ev + 1] = string.format("n:%d:%d:%s", now, untl, u)
+      end
+    end
+  end
+  if #gone > 0 then
+    redis.call("ZREM", live, unpack(gone))
   end
   if took > 0 then
     redis.call("HINCRBY", room, "claimed", took)
   end
-  if noshows > 0 then
-    redis.call("HINCRBY", room, "noshows", noshows)
-    local until_ms = redis.call("PEXPIRETIME", meta)
-    if until_ms > 0 then
-      redis.call("PEXPIREAT", idle, until_ms)
+  if #ev > 0 then
+    batch({"ZADD", idle}, idles)
+    if KEYS[7] then
+      batch({"RPUSH", KEYS[7]}, ev)
     end
+    redis.call("HINCRBY", room, "noshows", #ev)
+    expire(idle)
   end
 end
 
--- The allowance grows at `rate` per second from the start, and holds at most one second's
+-- 3. The allowance grows at `rate` per second from the start, and holds at most one second's
 -- worth, so the admitted count never runs ahead of rate x elapsed.
-if last < starts then
-  last = starts
+local function grow()
+  if last < starts then
+    last = starts
+  end
+  if now > last then
+    allow = math.min(allow + (now - last) * rate / 1000, math.max(rate, 1))
+    last = now
+  end
 end
-local burst = math.max(rate, 1)
-if now > last then
-  allow = math.min(allow + (now - last) * rate / 1000, burst)
-  last = now
-end
-local nlive = redis.call("ZCARD", live)
-local cap = math.floor(stock * over + 1e-9) - nlive
-local omax = over
-if aware then
+
+-- 4. The capacity: the live admissions stay within stock x oversubscribe (returns the room
+-- left and the bound in force).
+local function capacity()
+  local nlive = redis.call("ZCARD", live)
+  if not aware then
+    return math.floor(stock * over + 1e-9) - nlive, over
+  end
   -- What the live admissions will still buy: those whose user took a token count whole, those
   -- not judged yet at the conversion the room has observed (tokens per judged admission; 1
   -- before any is judged), the no-shows nothing. Bounded: the live admissions, no-shows
   -- included, stay within stock x oversubscribe_max. Never a unit oversold: an admission is
   -- permission to try, and the gate takes a unit only while the stock is above 0.
-  omax = math.max(tonumber(ARGV[14] or "") or over, over)
+  local omax = math.max(tonumber(ARGV[14] or "") or over, over)
   local gone = redis.call("ZCARD", idle)
   -- A claim may outlive its admission (a claim window longer than the session): not pending.
   local pending = math.min(redis.call("ZCARD", claims), math.max(nlive - gone, 0))
@@ -506,19 +569,13 @@ if aware then
   local ctook, cns = tonumber(c[1]) or 0, tonumber(c[2]) or 0
   local conv = (ctook + 1) / (ctook + cns + 1)
   local counted = math.max(nlive - gone - pending, 0) + pending * conv
-  cap = math.min(math.floor(stock * over - counted + 1e-9), math.floor(stock * omax + 1e-9) - nlive)
+  return math.min(math.floor(stock * over - counted + 1e-9), math.floor(stock * omax + 1e-9) - nlive), omax
 end
--- The claim deadline of a new admission: the waiter hears of it at his next poll, which his
--- presence deadline promises, then takes his token within the claim window.
-local function claimed(u, here)
-  if aware then
-    redis.call("ZADD", claims, math.max(here or 0, now) + claim_ms, u)
-  end
-end
-if aware and cap <= 0 and allow >= 1 and KEYS[7] then
-  -- The sale is held: units left, the allowance there, but the live admissions fill the
-  -- capacity. The evidence of the rule "while units are left and a present waiter waits, the
-  -- sale never idles" (invariant 6): once per hold, the waiter it holds back and the stock.
+
+-- 5. The sale is held: units left, the allowance there, but the live admissions fill the
+-- capacity. The evidence of the rule "while units are left and a present waiter waits, the
+-- sale never idles" (invariant 6): once per hold, the waiter it holds back and the stock.
+local function note_hold()
   local u = gated and redis.call("ZRANGE", back, 0, 0)[1]
   if not u and cursor < total then
     u = string.sub(redis.call("ZRANGE", q, cursor, cursor)[1], 49)
@@ -527,155 +584,189 @@ if aware and cap <= 0 and allow >= 1 and KEYS[7] then
       u = nil
     end
   end
-  if u and not flagged(u) and redis.call("HSETNX", room, "held", 1) == 1 then
+  if u and not flags({u})[1] and redis.call("HSETNX", room, "held", 1) == 1 then
     redis.call("RPUSH", KEYS[7], string.format("h:%d:%d:%s", now, stock, u))
   end
 end
-if not gated then
-  n = math.min(math.floor(allow), cap, total - cursor)
-  if n > 0 then
-    local next = redis.call("ZRANGE", q, cursor, cursor + n - 1)
-    local walked = #next
-    local untl = now + session
-    -- The walk's log, in cursor order: "a:" per admission, "f:" per flagged place passed.
-    local ev = {}
-    local prefix = string.format("a:%d:%d:", now, stock)
-    local admits = {}
-    for i = 1, #next do
-      local u = string.sub(next[i], 49)
-      if flagged(u) then
-        ev[#ev + 1] = string.format("f:%d:0:%s", now, u)
-      else
-        admits[#admits + 1] = next[i]
-        ev[#ev + 1] = prefix .. u
-        redis.call("ZADD", live, untl, u)
-        claimed(u, seen and tonumber(redis.call("ZSCORE", seen, u)))
-      end
-    end
-    next = admits
-    if KEYS[7] then
-      -- The evidence of invariants 6, 8 and 9 (docs/DESIGN.md): who was admitted, when, in
-      -- which order, and what stock the script saw. It grows with admissions, not the queue.
-      for i = 1, #ev, 1000 do
-        redis.call("RPUSH", KEYS[7], unpack(ev, i, math.min(i + 999, #ev)))
-      end
-      local until_ms = redis.call("PEXPIRETIME", meta)
-      if until_ms > 0 then
-        redis.call("PEXPIREAT", KEYS[7], until_ms)
-      end
-    end
-    cursor = cursor + walked
-    n = #next
-    allow = allow - n
-    redis.call("HINCRBY", room, "admitted", n)
-    for i = 1, #next do
-      checks[#checks + 1] = string.sub(next[i], 49)
-    end
-  else
-    n = 0
+
+-- 6a. Without the presence rule: the next `budget` places, in order.
+local function admit_in_turn(budget, prefix)
+  local admits, heres, ev = {}, {}, {}
+  local n = math.min(budget, total - cursor)
+  if n <= 0 then
+    return admits, heres, ev, 0
   end
-else
-  -- Admission goes to waiters who are there: first those who came back after
-  -- their place was passed (best-ranked first: their places stand before the cursor), then
-  -- from the cursor, in order, the present ones; an absent one's place is passed and kept in
-  -- room:away. At most `budget` admissions and a bounded walk per step.
-  local budget = math.min(math.floor(allow), cap)
-  -- admits: the users admitted, in order; ev: the log's elements, in the walk's order (the
-  -- verifier replays the walk: invariant 6).
-  local admits, skips, ev = {}, 0, {}
-  local prefix = string.format("a:%d:%d:", now, stock)
-  if budget > 0 then
-    local first = redis.call("ZRANGE", back, 0, budget - 1)
+  local next = redis.call("ZRANGE", q, cursor, cursor + n - 1)
+  local users = {}
+  for i = 1, #next do
+    users[i] = string.sub(next[i], 49)
+  end
+  local flagged = flags(users)
+  for i = 1, #users do
+    if flagged[i] then
+      -- A flagged waiter's place is passed for good (KEYS[15]).
+      ev[#ev + 1] = string.format("f:%d:0:%s", now, users[i])
+    else
+      admits[#admits + 1] = users[i]
+      ev[#ev + 1] = prefix .. users[i]
+    end
+  end
+  if aware and seen then
+    heres = scores(seen, admits)
+  end
+  cursor = cursor + #next
+  return admits, heres, ev, 0
+end
+
+-- 6b. Admission goes to waiters who are there: first those who came back after their place
+-- was passed (best-ranked first: their places stand before the cursor), then from the cursor,
+-- in order, the present ones; an absent one's place is passed and kept in room:away. At most
+-- `budget` admissions and a walk of 4 x budget places (at least 100) per step, read 100
+-- places at a time with their presence in one ZMSCORE.
+local function admit_present(budget, prefix)
+  -- admits: the users admitted, in order; heres: their presence deadlines; ev: the log's
+  -- elements, in the walk's order (the verifier replays the walk: invariant 6).
+  local admits, heres, ev, skips = {}, {}, {}, 0
+  if budget <= 0 then
+    return admits, heres, ev, skips
+  end
+  local first = redis.call("ZRANGE", back, 0, budget - 1)
+  if #first > 0 then
+    redis.call("ZREM", back, unpack(first))
+    redis.call("ZREM", away, unpack(first))
+    local h = aware and scores(seen, first) or {}
+    local flagged = flags(first)
     for i = 1, #first do
-      if not flagged(first[i]) then
+      if not flagged[i] then
         admits[#admits + 1] = first[i]
+        heres[#heres + 1] = h[i] or false
         ev[#ev + 1] = prefix .. first[i]
       end
-      redis.call("ZREM", back, first[i])
-      redis.call("ZREM", away, first[i])
     end
-    local walked, limit = 0, math.max(budget * 4, 100)
-    while #admits < budget and cursor < total and walked < limit do
-      local batch = redis.call("ZRANGE", q, cursor, cursor + math.min(limit - walked, 100) - 1)
-      if #batch == 0 then
+  end
+  local walked, limit = 0, math.max(budget * 4, 100)
+  while #admits < budget and cursor < total and walked < limit do
+    local places = redis.call("ZRANGE", q, cursor, cursor + math.min(limit - walked, 100) - 1)
+    if #places == 0 then
+      break
+    end
+    local users = {}
+    for i = 1, #places do
+      users[i] = string.sub(places[i], 49)
+    end
+    local here = scores(seen, users)
+    local flagged = flags(users)
+    local passed = {}
+    for i = 1, #users do
+      if #admits >= budget then
         break
       end
-      for i = 1, #batch do
-        if #admits >= budget then
-          break
-        end
-        local u = string.sub(batch[i], 49)
-        local here = tonumber(redis.call("ZSCORE", seen, u))
-        if flagged(u) then
-          ev[#ev + 1] = string.format("f:%d:0:%s", now, u)
-        elseif here and here >= now then
-          admits[#admits + 1] = u
-          ev[#ev + 1] = prefix .. u
-        else
-          redis.call("ZADD", away, cursor, u)
-          skips = skips + 1
-          ev[#ev + 1] = string.format("s:%d:%d:%s", now, here or 0, u)
-        end
-        cursor = cursor + 1
-        walked = walked + 1
+      local u, h = users[i], here[i]
+      if flagged[i] then
+        -- A flagged waiter's place is passed for good (KEYS[15]).
+        ev[#ev + 1] = string.format("f:%d:0:%s", now, u)
+      elseif h and h >= now then
+        admits[#admits + 1] = u
+        heres[#heres + 1] = h
+        ev[#ev + 1] = prefix .. u
+      else
+        passed[#passed + 1] = cursor
+        passed[#passed + 1] = u
+        skips = skips + 1
+        ev[#ev + 1] = string.format("s:%d:%d:%s", now, h or 0, u)
       end
+      cursor = cursor + 1
+      walked = walked + 1
     end
+    batch({"ZADD", away}, passed)
   end
-  n = #admits
+  return admits, heres, ev, skips
+end
+
+-- 7. The admissions until now + session, their claim deadlines (the waiter hears of it at his
+-- next poll, which his presence deadline promises, then takes his token within the claim
+-- window) and the log: the evidence of invariants 6, 8 and 9 (docs/DESIGN.md): who was
+-- admitted, when, in which order, what stock the script saw, and with presence each passed
+-- place with its waiter's own deadline. It grows with admissions and passes, not the queue.
+local function grant(admits, heres, ev, skips)
   local untl = now + session
-  for i = 1, n do
-    redis.call("ZADD", live, untl, admits[i])
-    claimed(admits[i], tonumber(redis.call("ZSCORE", seen, admits[i])))
+  local zl, zc = {}, {}
+  for i = 1, #admits do
+    zl[#zl + 1] = untl
+    zl[#zl + 1] = admits[i]
+    if aware then
+      zc[#zc + 1] = math.max(heres[i] or 0, now) + claim_ms
+      zc[#zc + 1] = admits[i]
+    end
     checks[#checks + 1] = admits[i]
   end
-  if #ev > 0 then
-    local until_ms = redis.call("PEXPIRETIME", meta)
-    if skips > 0 then
-      -- How the skips were judged, for the verifier: each s: entry carries its waiter's own
-      -- deadline, no longer a window shared by all.
-      redis.call("HINCRBY", room, "skipped", skips)
-      redis.call("HSET", room, "presence", "until")
-      if until_ms > 0 then
-        redis.call("PEXPIREAT", away, until_ms)
-        redis.call("PEXPIREAT", back, until_ms)
-      end
-    end
-    if KEYS[7] then
-      -- The evidence of invariant 6 with presence: the returns first, then the walk in cursor
-      -- order, each skip with the last time its waiter was seen.
-      for i = 1, #ev, 1000 do
-        redis.call("RPUSH", KEYS[7], unpack(ev, i, math.min(i + 999, #ev)))
-      end
-      if until_ms > 0 then
-        redis.call("PEXPIREAT", KEYS[7], until_ms)
-      end
-    end
+  batch({"ZADD", live}, zl)
+  batch({"ZADD", claims}, zc)
+  if #zc > 0 then
+    expire(claims)
   end
+  if skips > 0 then
+    -- How the skips were judged, for the verifier: each s: entry carries its waiter's own
+    -- deadline, no longer a window shared by all.
+    redis.call("HINCRBY", room, "skipped", skips)
+    redis.call("HSET", room, "presence", "until")
+    expire(away)
+    expire(back)
+  end
+  if KEYS[7] and #ev > 0 then
+    batch({"RPUSH", KEYS[7]}, ev)
+    expire(KEYS[7])
+  end
+  if #admits > 0 then
+    admitted_total = redis.call("HINCRBY", room, "admitted", #admits)
+  end
+end
+
+-- A gateway passes the admit interval (ms) as ARGV[11]: the step runs at most once per sale per
+-- interval across every gateway (the room hash's last_ms is the last step's time). "1" or
+-- absent: the step runs.
+if admit and lease > 1 and rh[5] and now - (tonumber(rh[5]) or 0) < lease then
+  admit = false
+end
+local lapsed, n = 0, 0
+if admit then
+  lapsed = lapse()
+  if aware then
+    judge()
+  end
+  grow()
+  local cap, omax = capacity()
+  if aware and cap <= 0 and allow >= 1 and KEYS[7] then
+    note_hold()
+  end
+  local budget = math.min(math.floor(allow), cap)
+  local prefix = string.format("a:%d:%d:", now, stock)
+  local admits, heres, ev, skips
+  if gated then
+    admits, heres, ev, skips = admit_present(budget, prefix)
+  else
+    admits, heres, ev, skips = admit_in_turn(budget, prefix)
+  end
+  grant(admits, heres, ev, skips)
+  n = #admits
   allow = allow - n
-  redis.call("HINCRBY", room, "admitted", n)
-end
-if aware then
-  if n > 0 or cursor ~= cursor0 then
-    redis.call("HDEL", room, "held")
-  end
-  -- How no-shows were judged, for the verifier (invariants 6 and 8).
-  redis.call("HSET", room, "cursor", cursor, "allow", string.format("%.6f", allow), "last_ms", last,
-    "claim_ms", claim_ms, "oversubscribe_max", omax)
-  if n > 0 then
-    local until_ms = redis.call("PEXPIRETIME", meta)
-    if until_ms > 0 then
-      redis.call("PEXPIREAT", claims, until_ms)
+  cursor_now = cursor
+  if aware then
+    if n > 0 or cursor ~= cursor0 then
+      redis.call("HDEL", room, "held")
     end
+    -- How no-shows were judged, for the verifier (invariants 6 and 8).
+    redis.call("HSET", room, "cursor", cursor, "allow", string.format("%.6f", allow), "last_ms", last,
+      "claim_ms", claim_ms, "oversubscribe_max", omax)
+  else
+    redis.call("HSET", room, "cursor", cursor, "allow", string.format("%.6f", allow), "last_ms", last)
   end
-else
-  redis.call("HSET", room, "cursor", cursor, "allow", string.format("%.6f", allow), "last_ms", last)
-end
--- A few live admissions for the gateway to check against the throttle's bans: a user banned
--- after his admission loses it within a few steps however many are live.
-local sampled = redis.call("ZRANDMEMBER", live, 16)
-for i = 1, #sampled do
-  checks[#checks + 1] = sampled[i]
-end
+  -- A few live admissions for the gateway to check against the throttle's bans: a user banned
+  -- after his admission loses it within a few steps however many are live.
+  local sampled = redis.call("ZRANDMEMBER", live, 16)
+  for i = 1, #sampled do
+    checks[#checks + 1] = sampled[i]
+  end
 end
 if op == "tick" then
   return reply("open", 0, 0, 0, stock, total - cursor, starts, n, lapsed)
@@ -692,7 +783,7 @@ if gated and not untl and redis.call("ZSCORE", away, user) then
   -- Passed while away, seen again now: first in line at the next admission step.
   return reply("waiting", 1, 0, 0, stock, total - cursor + redis.call("ZCARD", away), starts, n, lapsed)
 end
-if not untl and flagged(user) then
+if not untl and flags({user})[1] then
   -- Passed because flagged: answered as a waiter first in line (as one passed while away and
   -- seen again), until the sale sells out or ends.
   local depth = total - cursor

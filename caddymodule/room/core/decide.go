@@ -81,6 +81,10 @@ type Visit struct {
 	// Admit runs the admission step (lapses, new admissions): a gateway asks for it at most
 	// once per sale per admit_interval (View.ClaimAdmission), not on every poll.
 	Admit bool
+	// AdmitLease, with Admit: the step runs only when no step ran for the sale, on any
+	// gateway, within it (the room hash's last_ms, Redis time), so a sale runs at most one step
+	// per admit_interval across gateways. 0: the step runs.
+	AdmitLease time.Duration
 	// Presence is how long this visit's user counts as present from now (the refresh_s he is
 	// told plus a grace, or the presence_window): the admission step admits only waiters
 	// present when it runs, and passes (and keeps) the places of the others. 0: no presence

@@ -9,7 +9,8 @@ import (
 // sets: the room's settings, whether this call may run the admission step (AdmitInterval) and
 // how long the visitor, told to come back in told, counts as present.
 func (g *Gateway) Visiting(c *Cached, told time.Duration, now time.Time) Visit {
-	return Visit{Settings: c.Room.Settings, Admit: c.View.ClaimAdmission(now, g.AdmitInterval), Presence: g.presenceAt(c, told, now)}
+	return Visit{Settings: c.Room.Settings, Admit: c.View.ClaimAdmission(now, g.AdmitInterval), AdmitLease: g.AdmitInterval,
+		Presence: g.presenceAt(c, told, now)}
 }
 
 // presenceGrace is how long past the refresh_s of his last answer a waiter still counts as
@@ -104,7 +105,7 @@ func (g *Gateway) FromMemory(ctx context.Context, sale, user string, c *Cached, 
 	}
 	s, ok := c.View.Current(ctx, now, g.SummaryInterval, func(ctx context.Context, present []Seen) (Reply, error) {
 		rep, err := g.Store.Visit(ctx, sale, Visit{Tick: true, Present: present, Settings: c.Room.Settings,
-			Admit: c.View.ClaimAdmission(g.Now(), g.AdmitInterval), Presence: g.PresenceFor(0)})
+			Admit: c.View.ClaimAdmission(g.Now(), g.AdmitInterval), AdmitLease: g.AdmitInterval, Presence: g.PresenceFor(0)})
 		add(g.Counts.Admissions, float64(rep.AdmittedNow))
 		add(g.Counts.Lapsed, float64(rep.LapsedNow))
 		if err == nil {

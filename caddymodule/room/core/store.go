@@ -102,10 +102,14 @@ func (s RedisStore) Visit(ctx context.Context, sale string, v Visit) (Reply, err
 	args := []any{op, v.Member,
 		strconv.FormatFloat(v.Settings.Rate, 'f', -1, 64), strconv.FormatFloat(v.Settings.Oversubscribe, 'f', -1, 64),
 		v.Settings.Session.Milliseconds(), v.Settings.Prequeue.Milliseconds(), v.Nonce, nonceExp,
-		v.Settings.MaxWaiters, maxRate, admitFlag(v.Admit), v.Presence.Milliseconds(),
+		v.Settings.MaxWaiters, maxRate, admitFlag(v.Admit, v.AdmitLease), v.Presence.Milliseconds(),
 		max(v.Settings.ClaimWindow.Milliseconds(), 0), strconv.FormatFloat(v.Settings.MaxLive(), 'f', -1, 64)}
 	if v.Enter {
-		args = append(args, v.JKT, admitFlag(v.Flag))
+		flag := ""
+		if v.Flag {
+			flag = "1"
+		}
+		args = append(args, v.JKT, flag)
 	}
 	for _, u := range v.Present {
 		args = append(args, u.User, u.For.Milliseconds())
@@ -123,11 +127,16 @@ func (s RedisStore) Visit(ctx context.Context, sale string, v Visit) (Reply, err
 	return parseReply(res)
 }
 
-func admitFlag(admit bool) string {
-	if admit {
-		return "1"
+// admitFlag is the script's ARGV[11]: "0" skips the admission step; the lease in ms (above 1)
+// runs it unless a step ran for the sale within the lease; "1" runs it.
+func admitFlag(admit bool, lease time.Duration) string {
+	switch {
+	case !admit:
+		return "0"
+	case lease.Milliseconds() > 1:
+		return strconv.FormatInt(lease.Milliseconds(), 10)
 	}
-	return "0"
+	return "1"
 }
 
 func parseReply(res []any) (Reply, error) {
