@@ -219,8 +219,10 @@ func (k *Kit) Provision(ctx caddy.Context, module string, kind pagekit.Kind, set
 		if err := k.ChallengeProvider.Provision(app.RedisClient(), k.Logger); err != nil {
 			return nil, fmt.Errorf("%s: %w", module, err)
 		}
-		metric.Register(ctx.GetMetricsRegistry(), botcheckcaddy.Challenges)
 	}
+	// Registered whether or not a provider is set, so the families a gateway exports do not
+	// depend on one site's options.
+	metric.Register(ctx.GetMetricsRegistry(), botcheckcaddy.Challenges)
 	if err := k.provisionFlag(ctx); err != nil {
 		return nil, fmt.Errorf("%s: %w", module, err)
 	}
