@@ -55,7 +55,9 @@ func TestTheWaitingPageShowsTheProvidersWidgetInEveryLanguageAndEntersWithItsTok
 	}
 
 	// The CSP names the widget's origin, and the page the widget's element and script.
-	resp, err := http.Get(gw + "/seckill/" + r.Sale + "/queue?lang=en")
+	req, _ := http.NewRequest(http.MethodGet, gw+"/seckill/"+r.Sale+"/queue?lang=en", nil)
+	req.Header.Set("Accept", "text/html")
+	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
