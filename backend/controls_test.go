@@ -155,9 +155,26 @@ func TestEndingNowEndsTheSaleInBothStoresAndAnEndedSaleRefusesEveryControl(t *te
 	ctx := context.Background()
 	srv := e.controlServer()
 	sale := e.shardedSale(6, 2)
+	// Gateways that remember the window hear that it moved.
+	events := e.rdb.Subscribe(ctx, contract.EventsChannel)
+	defer events.Close()
+	if _, err := events.Receive(ctx); err != nil {
+		t.Fatal(err)
+	}
 	var res admin.ControlResult
 	if code := call(t, srv, "POST", "/admin/sales/"+sale+"/end", aliceToken, "", &res); code != 200 || res.Sale.State != admin.SaleEnded {
 		t.Fatalf("end: %d %+v", code, res)
+	}
+	for want := contract.EventWindow + ":" + sale; ; {
+		wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		msg, err := events.ReceiveMessage(wctx)
+		cancel()
+		if err != nil {
+			t.Fatalf("no %q event after ending the sale: %v", want, err)
+		}
+		if msg.Payload == want {
+			break
+		}
 	}
 	var ends time.Time
 	if err := e.pool.QueryRow(ctx, `SELECT ends_at FROM sales WHERE id = $1`, sale).Scan(&ends); err != nil {

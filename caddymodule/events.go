@@ -21,7 +21,8 @@ import (
 var eventsPool = caddy.NewUsagePool()
 
 // SaleEvents is this instance's view of the sale events broadcast on contract.EventsChannel:
-// which sales are sold out. A handler that sees `sold_out` from Redis marks the sale here; the
+// which sales are sold out, and the windows of sales learnt from the gate's not_started and
+// ended answers (forgotten on "window:<sale>", "paused:", "resumed:" and "restock:"). A handler that sees `sold_out` from Redis marks the sale here; the
 // gate script publishes "sold_out:<sale>" when it sells the last unit, so every instance
 // learns it; "restock:<sale>" (preheat, compensation, release) clears it.
 //
@@ -44,7 +45,10 @@ type SaleEvents struct {
 
 type saleFlag struct {
 	soldOut atomic.Bool
-	gen     atomic.Uint64 // restock generation of this sale
+	// window is the sale's window (unix ms) learnt from a not_started or ended answer; nil
+	// when not known.
+	window atomic.Pointer[[2]int64]
+	gen    atomic.Uint64 // restock generation of this sale
 	// variants holds the sold-out flags of the sale's variants (variant id -> *atomic.Bool).
 	// They share the sale's generation: "restock:<sale>" clears them all.
 	variants sync.Map
@@ -59,9 +63,10 @@ func (f *saleFlag) variant(v string) *atomic.Bool {
 	return b.(*atomic.Bool)
 }
 
-// clear drops the sale's flag and its variants'.
+// clear drops the sale's flag and its variants', and its window.
 func (f *saleFlag) clear() {
 	f.soldOut.Store(false)
+	f.window.Store(nil)
 	f.variants.Range(func(_, b any) bool {
 		b.(*atomic.Bool).Store(false)
 		return true
@@ -198,6 +203,58 @@ func (e *SaleEvents) apply(ev saleevents.Event) {
 		f := e.flag(sale)
 		f.gen.Add(1)
 		f.clear()
+	case contract.EventWindow, eventPaused, eventResumed:
+		// The window moved, or the state the script checks before it changed: the remembered
+		// window goes (a window learnt meanwhile is not kept: the generation moves first).
+		sale, variant := splitTarget(ev.Sale)
+		if variant != "" {
+			return
+		}
+		if v, ok := e.sales.Load(sale); ok {
+			f := v.(*saleFlag)
+			f.gen.Add(1)
+			f.window.Store(nil)
+		}
+	}
+}
+
+// The backend's pause and resume events (backend/controls): the script answers paused before
+// it looks at the window, so a paused sale's window is not an answer.
+const (
+	eventPaused  = "paused"
+	eventResumed = "resumed"
+)
+
+// Window returns the window of sale (unix ms) this instance learnt, when it knows one. It never
+// touches Redis.
+func (e *SaleEvents) Window(sale string) (starts, ends int64, ok bool) {
+	f, found := e.sales.Load(sale)
+	if !found {
+		return 0, 0, false
+	}
+	w := f.(*saleFlag).window.Load()
+	if w == nil {
+		return 0, 0, false
+	}
+	return w[0], w[1], true
+}
+
+// MarkWindow records the window of sale that Redis answered with, unless a window, pause,
+// resume or restock event or a resubscription happened since gen was taken. A no-op while the
+// subscription is down, as MarkSoldOut.
+func (e *SaleEvents) MarkWindow(sale string, starts, ends int64, gen Generation) {
+	if !e.connected.Load() {
+		return
+	}
+	f := e.flag(sale)
+	same := func() bool { return f.gen.Load() == gen.Restocks && e.epoch.Load() == gen.Epoch }
+	if !same() {
+		return
+	}
+	w := &[2]int64{starts, ends}
+	f.window.Store(w)
+	if !same() {
+		f.window.CompareAndSwap(w, nil)
 	}
 }
 

@@ -379,8 +379,11 @@ const (
 	StatusCancelled = "cancelled"
 )
 
-// Events broadcast on EventsChannel: "<kind>:<sale>".
+// Events broadcast on EventsChannel: "<kind>:<sale>". EventWindow says the sale's window
+// changed (the backend's window control, a preheat that moved it): a gateway forgets the
+// window it remembered and asks Redis again.
 const (
 	EventSoldOut = "sold_out"
 	EventRestock = "restock"
+	EventWindow  = "window"
 )

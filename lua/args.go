@@ -102,6 +102,47 @@ func (c GateCall) Run(ctx context.Context, rdb redis.Scripter) ([]any, error) {
 	return Gate.Run(ctx, rdb, c.Keys(), c.Args()...).Slice()
 }
 
+// GateCommonCall is one call of gate_common.lua, the decision of the common sale: gate.lua's
+// purchase that names no variant, asks for one unit and carries no DPoP proof. Its KEYS are
+// gate.lua's first four, its ARGV gate.lua's 1-4 and 6.
+type GateCommonCall struct {
+	Sale        string // sale id, or the shard id of the user's shard
+	User        string
+	OrderID     string
+	TokenValue  string // "<nonce>:<exp_ms>" of the presented token; "" when none is required
+	TraceParent string // W3C traceparent; "" when none
+}
+
+// Common is the gate_common.lua call of c's purchase; ok is false when the purchase is not one
+// it decides (a variant, a quantity above 1, a proof): gate.lua's then.
+func (c GateCall) Common() (cc GateCommonCall, ok bool) {
+	if c.Variant != "" || c.Quantity > 1 || c.ProofJTI != "" {
+		return GateCommonCall{}, false
+	}
+	return GateCommonCall{Sale: c.Sale, User: c.User, OrderID: c.OrderID, TokenValue: c.TokenValue, TraceParent: c.TraceParent}, true
+}
+
+// Keys are the call's KEYS: meta, buyers, tokens, outbox.
+func (c GateCommonCall) Keys() []string { return c.AppendKeys(make([]string, 0, 4)) }
+
+// AppendKeys appends the call's KEYS to dst.
+func (c GateCommonCall) AppendKeys(dst []string) []string {
+	return append(dst, contract.MetaKey(c.Sale), contract.BuyersKey(c.Sale), contract.TokensKey(c.Sale), contract.OutboxKey(c.Sale))
+}
+
+// Args are the call's ARGV.
+func (c GateCommonCall) Args() []any { return c.AppendArgs(make([]any, 0, 5)) }
+
+// AppendArgs appends the call's ARGV to dst.
+func (c GateCommonCall) AppendArgs(dst []any) []any {
+	return append(dst, c.Sale, c.User, c.OrderID, c.TokenValue, c.TraceParent)
+}
+
+// Run runs gate_common.lua (EVALSHA, EVAL on NOSCRIPT) and returns its raw reply.
+func (c GateCommonCall) Run(ctx context.Context, rdb redis.Scripter) ([]any, error) {
+	return GateCommon.Run(ctx, rdb, c.Keys(), c.Args()...).Slice()
+}
+
 // Variant is one variant of a sale and its units.
 type Variant struct {
 	ID    string `json:"id"`

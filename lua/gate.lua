@@ -73,8 +73,11 @@
 --          {8}                         paused       (meta field state = "paused": the operator
 --                                      paused the sale; nothing is accepted until it is not)
 --          {1}                         unknown_sale (no meta hash)
---          {2}                         not_started  (Redis TIME < starts_ms)
---          {3}                         ended        (Redis TIME >= ends_ms, or state = "ended")
+--          {2, starts_ms, ends_ms}     not_started  (Redis TIME < starts_ms); the window, so a
+--                                      gateway can answer the next clicks from memory until
+--                                      near the opening (caddymodule/gate/core, window.go)
+--          {3, starts_ms, ends_ms}     ended        (Redis TIME >= ends_ms)
+--          {3}                         ended        (state = "ended": no window to remember)
 --          {5, order_id}               already_bought, with the user's existing order id (checked
 --                                      before the token: a buyer is told his order, whatever he
 --                                      presents)
@@ -138,7 +141,7 @@ local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000) -- (alone)
 local function arg(i) return i <= na and ARGV[i] or "" end
 local function key(i) return i <= nk and KEYS[i] or nil end
 local vid, qarg = arg(7), arg(8)
-local m = redis.call("HMGET", KEYS[1], "stock", "starts_ms", "ends_ms", "shards", "state", "limit", "variants", "v:" .. vid, "room", "draw", "w:" .. vid, "buyers_ttl", "reserved", "o:" .. ARGV[2], "waitlist")
+local m = redis.call("HMGET", KEYS[1], "stock", "starts_ms", "ends_ms", "shards", "state", "limit", "variants", "v:" .. vid, "room", "draw", "w:" .. vid, "buyers_ttl", "reserved", "o:" .. ARGV[2], "waitlist", "outbox_ttl")
 local state = m[5]
 if state == "paused" then
   return {8}
@@ -152,10 +155,13 @@ if stock == nil or starts == nil or ends == nil then
   return {1}
 end
 if now < starts then
-  return {2}
+  return {2, starts, ends}
 end
-if now >= ends or state == "ended" then
+if state == "ended" then
   return {3}
+end
+if now >= ends then
+  return {3, starts, ends}
 end
 if key(9) and arg(10) ~= "" then
   local spent = redis.call("SET", KEYS[9], ARGV[3], "NX", "GET", "PX", ARGV[10])
@@ -386,8 +392,13 @@ else
   end
   redis.call("XADD", KEYS[4], "*", unpack(e))
 end
--- An outbox with entries never expires: the relay gives it a TTL again once it is drained.
-redis.call("PERSIST", KEYS[4])
+-- An outbox with entries never expires: the relay (outbox_ack.lua) and preheat give a drained
+-- outbox the sale's expiry and mark it in the meta field "outbox_ttl", and the first entry
+-- after that removes both. Without the mark the outbox has no expiry: nothing to remove.
+if m[16] then
+  redis.call("PERSIST", KEYS[4])
+  redis.call("HDEL", KEYS[1], "outbox_ttl")
+end
 if stock == 0 and reserved == 0 and m[15] ~= "1" then
   redis.call("PUBLISH", "seckill:events", "sold_out:" .. ARGV[1])
 elseif vleft == 0 then

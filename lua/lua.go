@@ -5,7 +5,7 @@
 //
 // Most scripts are called through a typed call (args.go, shard.go, outbox.go, draw.go,
 // offer.go): a struct per script whose named fields are its arguments, with Keys, Args and
-// Run (GateCall, PreheatCall, ReconcileCall, CompensateCall, ShardTakeCall, ShardGiveCall,
+// Run (GateCall, GateCommonCall, PreheatCall, ReconcileCall, CompensateCall, ShardTakeCall, ShardGiveCall,
 // OutboxAckCall, DrawEnterCall, DrawStatusCall, DrawSetupCall, DrawCloseCall, DrawWaveCall,
 // RoomOfferCall), so the ARGV order is written once, beside the script, and not at every call
 // site. The scripts of the gateway's own stores (token_issue, throttle, throttle_refund,
@@ -34,6 +34,7 @@ var files embed.FS
 // The scripts, one per file.
 var (
 	Gate       = mustLoad("gate")        // the purchase decision (gate.lua)
+	GateCommon = mustLoad("gate_common") // the purchase decision of the common sale (gate_common.lua)
 	TokenIssue = mustLoad("token_issue") // a purchase token's nonce (token_issue.lua)
 	Throttle   = mustLoad("throttle")    // one zone's sliding window (throttle.lua)
 	Compensate = mustLoad("compensate")  // return a failed order's unit (compensate.lua)

@@ -21,7 +21,7 @@ func TestEveryScriptCompilesInRedis(t *testing.T) {
 			t.Errorf("%s.lua does not compile: %v", name, err)
 		}
 	}
-	for name, s := range map[string]*redis.Script{"gate": GateThrottled, "token_issue": TokenIssueThrottled} {
+	for name, s := range map[string]*redis.Script{"gate": GateThrottled, "gate_common": GateCommonThrottled, "token_issue": TokenIssueThrottled} {
 		if err := s.Load(context.Background(), rdb).Err(); err != nil {
 			t.Errorf("the zones and %s.lua in one script do not compile: %v", name, err)
 		}

@@ -17,8 +17,9 @@
 -- KEYS[2..] optional, each told apart by its suffix, in any order after the room or draw key:
 --          seckill:{sale:<id>}:outbox  the sale's outbox stream: created (empty) with the
 --          relay's consumer group "relay" from id 0 when either is missing, so the gate script
---          never has to; an outbox holding no entry gets the meta key's expiry (the gate
---          script removes it with the first entry). An outbox preheated without this key (an
+--          never has to; an outbox holding no entry gets the meta key's expiry, and an outbox with an
+--          expiry the meta field "outbox_ttl" (the gate scripts remove both with the first
+--          entry). An outbox preheated without this key (an
 --          older backend) is still relayed: the relay creates the group from id 0 on a stream
 --          that has none.
 --          seckill:{sale:<id>}:buyers, seckill:{sale:<id>}:held  when they exist, they get the
@@ -54,7 +55,8 @@
 -- Returns  {created, stock}: created is 1 when the meta hash was written for the first time
 --          (or reset), 0 when an existing sale only had its window refreshed; stock is the
 --          stock now in Redis. Publishes "restock:<sale>" on seckill:events when stock > 0,
---          so gateways clear a local sold-out flag.
+--          so gateways clear a local sold-out flag, and "window:<sale>" when it moved the
+--          window of a sale already in Redis, so gateways forget the window they remember.
 local meta = KEYS[1]
 local stock = tonumber(ARGV[2])
 local starts = tonumber(ARGV[3])
@@ -168,7 +170,12 @@ if ARGV[5] == "reset" or redis.call("EXISTS", meta) == 0 then
   end
   created = 1
 else
+  local was = redis.call("HMGET", meta, "starts_ms", "ends_ms")
   redis.call("HSET", meta, "starts_ms", starts, "ends_ms", ends)
+  if tonumber(was[1]) ~= starts or tonumber(was[2]) ~= ends then
+    -- Gateways that remember the window forget it.
+    redis.call("PUBLISH", "seckill:events", "window:" .. ARGV[1])
+  end
 end
 local ns = ARGV[8]
 if ns ~= nil and ns ~= "" then
@@ -197,6 +204,11 @@ if k == nil or k <= 1 then
     redis.pcall("XGROUP", "CREATE", outbox, "relay", "0", "MKSTREAM")
     if redis.call("XLEN", outbox) == 0 then
       redis.call("PEXPIREAT", outbox, ends + retention)
+    end
+    -- An outbox with an expiry is marked in the meta hash, so the gate scripts remove the
+    -- expiry with the next entry (outbox_ack.lua marks a drained one the same way).
+    if redis.call("PTTL", outbox) > 0 then
+      redis.call("HSET", meta, "outbox_ttl", 1)
     end
   end
   for _, key in ipairs(follow) do

@@ -12,6 +12,7 @@ import (
 // on a single Redis. See Throttled.
 var (
 	GateThrottled       = redis.NewScript(ThrottledSource("gate"))        // throttle.lua's zones, then gate.lua
+	GateCommonThrottled = redis.NewScript(ThrottledSource("gate_common")) // throttle.lua's zones, then gate_common.lua
 	TokenIssueThrottled = redis.NewScript(ThrottledSource("token_issue")) // throttle.lua's zones, then token_issue.lua
 )
 
@@ -64,9 +65,15 @@ end`,
 		`local t = redis.call("TIME")`:                                          "",
 		`local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)`: "local now = math.floor(now_us / 1000)",
 	}
+	// gate_common.lua reads its KEYS and ARGV by index only: the zones' after them are no
+	// concern of it.
+	commonAlone = map[string]string{
+		`local t = redis.call("TIME")`:                                          "",
+		`local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)`: "local now = math.floor(now_us / 1000)",
+	}
 )
 
-// ThrottledSource is the text of the decision script name (gate, token_issue) preceded by
+// ThrottledSource is the text of the decision script name (gate, gate_common, token_issue) preceded by
 // throttle.lua's zones in one script (see throttledHead for its KEYS, ARGV and reply): one
 // TIME, the zones at the top level reading their KEYS and ARGV after the decision's (nothing
 // is copied), then the decision.
@@ -76,7 +83,11 @@ func ThrottledSource(name string) string {
 	b.WriteString(throttledHead)
 	b.WriteString(standIn("throttle", zonesAlone))
 	b.WriteString("\nreturn {out, (function()\n")
-	b.WriteString(standIn(name, decisionAlone))
+	repl := decisionAlone
+	if name == "gate_common" {
+		repl = commonAlone
+	}
+	b.WriteString(standIn(name, repl))
 	b.WriteString("\nend)()}\n")
 	return b.String()
 }

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # The purchase's script inside Redis against the peer's, side by side: the combined zones-and-gate
-# script the gateway runs for a purchase with two throttle zones (lua/throttled.go; an accepted
-# purchase of a new buyer, both zones admitting) and the nginx + Lua peer's purchase script
-# (bench/nginxgate/peer_gate.lua), on one private redis-server, ROUNDS rounds, alternating.
+# scripts the gateway runs for a purchase with two throttle zones (lua/throttled.go; an accepted
+# purchase of a new buyer, both zones admitting): "common", gate_common.lua's, which a common
+# sale's purchase runs, and "combined", gate.lua's, which every other sale's runs; and the
+# nginx + Lua peer's purchase script (bench/nginxgate/peer_gate.lua), on one private
+# redis-server, ROUNDS rounds, alternating.
 # The cost is Redis's own INFO commandstats usec_per_call of EVALSHA; the commands each script
 # ran are listed beside it.
 #
@@ -23,7 +25,9 @@ trap 'redis-cli -p "$PORT" shutdown nosave >/dev/null 2>&1 || true; rm -rf "$TMP
 for _ in $(seq 50); do redis-cli -p "$PORT" ping >/dev/null 2>&1 && break; sleep 0.1; done
 cli() { redis-cli -p "$PORT" "$@"; }
 go run scripts/lua-source.go throttled:gate >"$TMP/combined.lua"
+go run scripts/lua-source.go throttled:gate_common >"$TMP/common.lua"
 COMBINED=$(cli script load "$(cat "$TMP/combined.lua")")
+COMMON=$(cli script load "$(cat "$TMP/common.lua")")
 PEER=$(cli script load "$(cat bench/nginxgate/peer_gate.lua)")
 EXTRA_SHA=
 if [ -n "${EXTRA:-}" ]; then EXTRA_SHA=$(cli script load "$(cat "$EXTRA")"); fi
@@ -50,6 +54,9 @@ measure() {
 }
 for r in $(seq "$ROUNDS"); do
 	echo "round $r (load average $(cut -d' ' -f1 /proc/loadavg))"
+	sale "m$r"
+	# shellcheck disable=SC2046
+	measure common evalsha "$COMMON" 8 $(keys "m$r" | cut -d' ' -f1-4) $ZONES "m$r" u__rand_int__ o__rand_int__ "" "" $ZARGS
 	sale "c$r"
 	# shellcheck disable=SC2046
 	measure combined evalsha "$COMBINED" 12 $(keys "c$r") $ZONES "c$r" u__rand_int__ o__rand_int__ "" relay "" "" "" 1 $ZARGS
@@ -60,5 +67,5 @@ for r in $(seq "$ROUNDS"); do
 		# shellcheck disable=SC2046
 		measure extra evalsha "$EXTRA_SHA" 12 $(keys "x$r") $ZONES "x$r" u__rand_int__ o__rand_int__ "" relay "" "" "" 1 $ZARGS
 	fi
-	echo "  accepted: combined $(cli hlen "seckill:{sale:c$r}:buyers"), peer $(cli hlen "peer:{p$r}:buyers") of $N calls each"
+	echo "  accepted: common $(cli hlen "seckill:{sale:m$r}:buyers"), combined $(cli hlen "seckill:{sale:c$r}:buyers"), peer $(cli hlen "peer:{p$r}:buyers") of $N calls each"
 done

@@ -100,7 +100,8 @@ func (ct *Controls) redisStates(ctx context.Context, sale string, shards int) ([
 	return out, nil
 }
 
-// setWindow writes a new window into every meta hash of the sale that exists in Redis.
+// setWindow writes a new window into every meta hash of the sale that exists in Redis and
+// publishes "window:<sale>".
 func (ct *Controls) setWindow(ctx context.Context, sale string, shards int, startsMS, endsMS int64) error {
 	for _, id := range metaIDs(sale, shards) {
 		err := scriptWindow.Run(ctx, ct.Redis, []string{contract.MetaKey(id), contract.BuyersKey(id), contract.HeldKey(id)},
@@ -109,7 +110,9 @@ func (ct *Controls) setWindow(ctx context.Context, sale string, shards int, star
 			return fmt.Errorf("window.lua on %s: %w", id, err)
 		}
 	}
-	return nil
+	// Gateways that remember the window (to answer not_started and ended without Redis)
+	// forget it and ask again.
+	return ct.Redis.Publish(ctx, contract.EventsChannel, contract.EventWindow+":"+sale).Err()
 }
 
 // Outcomes of stock.lua.

@@ -137,6 +137,7 @@ func (g *Gate) Provision(ctx caddy.Context) error {
 		Caller:     g.Caller(time.Second),
 		Shards:     new(caddymodule.ShardCounts),
 		SoldOut:    g.app.SaleEvents(),
+		Windows:    g.app.SaleEvents(),
 		Now:        time.Now,
 		NewOrderID: uuidV7,
 		Observe:    func(d time.Duration) { scriptSeconds.Observe(d.Seconds()) },

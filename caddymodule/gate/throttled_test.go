@@ -146,7 +146,7 @@ func TestAThrottleRightBeforeTheGateDecidesWithItInOneScriptCall(t *testing.T) {
 	handlertest.StartCaddy(t, cfg, bases["joint"])
 	handlertest.WaitListening(t, bases["apart"])
 	ctx := context.Background()
-	for _, s := range []*redis.Script{lua.Gate, lua.GateThrottled, lua.Throttle} {
+	for _, s := range []*redis.Script{lua.Gate, lua.GateThrottled, lua.GateCommon, lua.GateCommonThrottled, lua.Throttle} {
 		if err := s.Load(ctx, rdb).Err(); err != nil {
 			t.Fatal(err)
 		}

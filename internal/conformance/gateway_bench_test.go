@@ -375,7 +375,7 @@ func TestTheShippedShopSiteDecidesATokenAndAPurchaseInOneScriptCallEach(t *testi
 		Ends: time.Now().Add(time.Hour), Retention: time.Hour}).Run(ctx, c); err != nil {
 		t.Fatal(err)
 	}
-	for _, s := range []*redis.Script{lua.GateThrottled, lua.TokenIssueThrottled, lua.Gate, lua.TokenIssue, lua.Throttle} {
+	for _, s := range []*redis.Script{lua.GateThrottled, lua.GateCommonThrottled, lua.TokenIssueThrottled, lua.Gate, lua.GateCommon, lua.TokenIssue, lua.Throttle} {
 		if err := s.Load(ctx, c).Err(); err != nil {
 			t.Fatal(err)
 		}
@@ -468,7 +468,7 @@ func TestTheShippedDemoSiteDecidesATokenAndAPurchaseInOneScriptCallEach(t *testi
 		Ends: time.Now().Add(time.Hour), Retention: time.Hour}).Run(ctx, c); err != nil {
 		t.Fatal(err)
 	}
-	for _, s := range []*redis.Script{lua.GateThrottled, lua.TokenIssueThrottled, lua.Gate, lua.TokenIssue, lua.Throttle} {
+	for _, s := range []*redis.Script{lua.GateThrottled, lua.GateCommonThrottled, lua.TokenIssueThrottled, lua.Gate, lua.GateCommon, lua.TokenIssue, lua.Throttle} {
 		if err := s.Load(ctx, c).Err(); err != nil {
 			t.Fatal(err)
 		}

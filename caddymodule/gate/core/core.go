@@ -54,8 +54,15 @@ type Decider struct {
 	Binding     dpop.Binding
 	ProofWindow time.Duration
 
+	// Windows, when set, is this instance's memory of the sales' windows: a click clearly
+	// outside the window is answered not_started or ended from it, with no Redis command
+	// (window.go).
+	Windows WindowCache
+
 	// late remembers the answers given after a sell-out, until the next restock (late.go).
 	late lateAnswers[hcore.Generation]
+	// general remembers the targets that answered General: their purchases run gate.lua.
+	general generalTargets
 }
 
 // CheckRequest validates the identities of a purchase before anything else: no user is 401,
@@ -115,8 +122,12 @@ func (d *Decider) Decide(ctx context.Context, r Request) (v Verdict, known bool,
 	if v := CheckItem(r.Item); v.Outcome != "" {
 		return v, false, nil
 	}
-	// After sell-out the answer comes from memory, before the token is even verified (a
-	// flood of late clicks costs no signature check and no script).
+	// Outside the window, and after sell-out, the answer comes from memory, before the token
+	// is even verified (a flood of early or late clicks costs no signature check and no
+	// script). The window first: the script checks it before the stock.
+	if v, ok := d.fromWindow(r.Sale); ok {
+		return v, true, nil
+	}
 	target := contract.UserShardID(r.Sale, r.User, d.Shards.Of(r.Sale))
 	if v, ok := d.fromMemory(ctx, target, r.User, r.Variant); ok {
 		return v, true, nil
@@ -240,8 +251,10 @@ func (d *Decider) decideOn(ctx context.Context, target string, p *Purchase) (Ver
 	}
 	call := *p
 	call.Target = target
+	call.General = d.general.has(target)
 	p.Zones = nil
 	gen := d.SoldOut.Generation(target)
+	wgen := d.SoldOut.Generation(p.Sale)
 	start := time.Now()
 	a, err := edge.Call(ctx, d.Caller, func(ctx context.Context) (jointAnswer, error) {
 		v, zones, err := d.Store.Decide(ctx, call)
@@ -267,7 +280,28 @@ func (d *Decider) decideOn(ctx context.Context, target string, p *Purchase) (Ver
 	if err != nil {
 		return Verdict{Outcome: Unavailable}, err
 	}
+	if v.Outcome == General {
+		// The sale is not common: gate.lua decides, now and for the target's next purchases.
+		// The zones were answered with the first call.
+		d.general.add(target)
+		call.General, call.Zones = true, nil
+		start = time.Now()
+		v, err = edge.Call(ctx, d.Caller, func(ctx context.Context) (Verdict, error) {
+			v, _, err := d.Store.Decide(ctx, call)
+			return v, err
+		})
+		if d.Observe != nil {
+			d.Observe(time.Since(start))
+		}
+		if err != nil {
+			return Verdict{Outcome: Unavailable}, err
+		}
+		if v.Outcome == General {
+			return Verdict{Outcome: Unavailable}, errReply
+		}
+	}
 	v.Target = target
+	d.rememberWindow(p.Sale, v, wgen)
 	switch {
 	case v.Outcome != SoldOut:
 	case !v.Short:

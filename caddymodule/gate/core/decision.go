@@ -169,8 +169,12 @@ type Verdict struct {
 	// NotAdmitted is a draw's (ReasonDraw).
 	Reason string
 	// Memory is set on an answer from this gateway's sold-out memory: no script ran (at most
-	// one plain read of the buyers hash, once per user until the next restock).
+	// one plain read of the buyers hash, once per user until the next restock), or from its
+	// memory of the sale's window (no Redis command at all).
 	Memory bool
+	// Starts and Ends are the sale's window (unix ms) the script answered NotStarted or Ended
+	// from; 0 when it did not say (the state "ended").
+	Starts, Ends int64
 }
 
 // Items reports whether an accepted answer names the variant and quantity: on a sale with
@@ -180,6 +184,11 @@ func (v Verdict) Items() bool { return v.Variant != "" || v.Quantity > 1 }
 // Sharded is the script's answer on a sharded sale's own meta hash: nothing was decided, the
 // decision is to be made on the user's shard (contract/shard.go). It never reaches a client.
 const Sharded Outcome = hcore.OutcomeSharded
+
+// General is gate_common.lua's answer on a sale that is not common (variants, a limit above 1,
+// a room, a draw, a waitlist): nothing was decided, the decision is gate.lua's. It never
+// reaches a client.
+const General Outcome = "general"
 
 // Throttled is the verdict of a purchase that the throttle's zones refused inside the gate's
 // script call (Purchase.Joint): the gate decided nothing, the joint answers the client.
@@ -207,6 +216,9 @@ type Purchase struct {
 	// room sale the user's place, bound to his first bound entry's key, refuses another
 	// (ProofKeyMismatch).
 	ProofWindow time.Duration
+	// General runs gate.lua even for a purchase gate_common.lua could decide: the sale
+	// answered General before.
+	General bool
 }
 
 // ProofJTI is the jti the script spends: the proof's, when the Decider set a ProofWindow.
@@ -235,7 +247,7 @@ var replyOutcomes = map[int64]Outcome{
 	0: Accepted, 1: UnknownSale, 2: NotStarted, 3: Ended, 4: TokenUsed, 5: AlreadyBought,
 	6: SoldOut, 7: Sharded, 8: Paused, 9: TokenExpired, 11: BadRequest, 12: LimitReached,
 	13: Misconfigured, 14: RoomMissing, 15: NotAdmitted, 16: DrawMissing, 17: ProofReplayed,
-	18: ProofKeyMismatch,
+	18: ProofKeyMismatch, 19: General,
 }
 
 // parseReply reads the gate script's reply.
@@ -282,6 +294,10 @@ func parseReply(res []any) (Verdict, error) {
 			return Verdict{}, fmt.Errorf("%w: limit_reached without held", errReply)
 		}
 		v.Held = held
+	case NotStarted, Ended:
+		// The window, when the answer came from it (not from the state "ended").
+		v.Starts, _ = at(res, 1).(int64)
+		v.Ends, _ = at(res, 2).(int64)
 	case Sharded:
 		k, _ := at(res, 1).(int64)
 		if k < 2 || k > contract.MaxShards {

@@ -51,30 +51,52 @@ func (s RedisStore) Buyer(ctx context.Context, target, user string) (string, err
 	return id, err
 }
 
-// Decide runs lua/gate.lua for p, or lua.GateThrottled with p.Zones.
+// Decide runs lua/gate.lua for p, or lua.GateThrottled with p.Zones; a common purchase on a
+// sale not known to be general (p.General unset) runs gate_common.lua (lua.GateCommonThrottled)
+// instead, whose General answer asks for gate.lua.
 func (s RedisStore) Decide(ctx context.Context, p Purchase) (Verdict, []any, error) {
+	c := gateCall(ctx, p)
+	cc, common := c.Common()
+	common = common && !p.General
+	script, throttled, nk := lua.Gate, lua.GateThrottled, len(saleKeys.Of(p.Target))
+	if common {
+		script, throttled, nk = lua.GateCommon, lua.GateCommonThrottled, commonKeys
+	}
 	if p.Zones == nil {
 		if s.Sub == nil {
-			v, err := Decide(ctx, s.R, p)
+			var res []any
+			var err error
+			if common {
+				res, err = cc.Run(ctx, s.R)
+			} else {
+				res, err = c.Run(ctx, s.R)
+			}
+			if err != nil {
+				return Verdict{}, nil, err
+			}
+			v, err := parseReply(res)
 			return v, nil, err
 		}
-		keys := saleKeys.Of(p.Target)
+		keys := saleKeys.Of(p.Target)[:nk]
 		a := append(edge.ScriptArgs(len(keys)+2+gateArgs+2), keys...)
 		a, nk := proofKeys(a, len(keys), p)
-		a = gateCall(ctx, p).AppendArgs(a)
-		res, err := edge.ScriptCall(ctx, s.Sub, lua.Gate, nk, a).Slice()
+		if common {
+			a = cc.AppendArgs(a)
+		} else {
+			a = c.AppendArgs(a)
+		}
+		res, err := edge.ScriptCall(ctx, s.Sub, script, nk, a).Slice()
 		if err != nil {
 			return Verdict{}, nil, err
 		}
 		v, err := parseReply(res)
 		return v, nil, err
 	}
-	c := gateCall(ctx, p)
 	var res []any
 	var err error
 	if s.Sub != nil {
 		// KEYS: the sale's (boxed once per sale), then the zones'; ARGV likewise.
-		keys := saleKeys.Of(p.Target)
+		keys := saleKeys.Of(p.Target)[:nk]
 		var room [16]string
 		zk := p.Zones.AppendKeys(room[:0])
 		a := append(edge.ScriptArgs(len(keys)+2+len(zk)+gateArgs+2+24), keys...)
@@ -82,12 +104,24 @@ func (s RedisStore) Decide(ctx context.Context, p Purchase) (Verdict, []any, err
 		for _, k := range zk {
 			a = append(a, k)
 		}
-		a = p.Zones.AppendArgs(c.AppendArgs(a))
-		res, err = edge.ScriptCall(ctx, s.Sub, lua.GateThrottled, nk, a).Slice()
+		if common {
+			a = cc.AppendArgs(a)
+		} else {
+			a = c.AppendArgs(a)
+		}
+		a = p.Zones.AppendArgs(a)
+		res, err = edge.ScriptCall(ctx, s.Sub, throttled, nk, a).Slice()
 	} else {
-		keys := p.Zones.AppendKeys(c.AppendKeys(make([]string, 0, 16)))
-		args := p.Zones.AppendArgs(c.AppendArgs(make([]any, 0, 32)))
-		res, err = lua.GateThrottled.Run(ctx, s.R, keys, args...).Slice()
+		var keys []string
+		var args []any
+		if common {
+			keys = p.Zones.AppendKeys(cc.AppendKeys(make([]string, 0, 16)))
+			args = p.Zones.AppendArgs(cc.AppendArgs(make([]any, 0, 32)))
+		} else {
+			keys = p.Zones.AppendKeys(c.AppendKeys(make([]string, 0, 16)))
+			args = p.Zones.AppendArgs(c.AppendArgs(make([]any, 0, 32)))
+		}
+		res, err = throttled.Run(ctx, s.R, keys, args...).Slice()
 	}
 	if err != nil {
 		return Verdict{}, nil, err
@@ -109,6 +143,9 @@ func (s RedisStore) Decide(ctx context.Context, p Purchase) (Verdict, []any, err
 	v, err := parseReply(gate)
 	return v, zones, err
 }
+
+// commonKeys is how many KEYS gate_common.lua takes: gate.lua's first (lua.GateCommonCall).
+const commonKeys = 4
 
 // proofKeys appends a device-bound purchase's proof key (KEYS[9], its own, never boxed) and the
 // room's bound places (KEYS[10], which come with it) to the boxed keys a; nk counts the KEYS.
@@ -135,7 +172,7 @@ func gateCall(ctx context.Context, p Purchase) lua.GateCall {
 		ProofJTI: p.ProofJTI(), ProofWindow: p.ProofWindow, ProofJKT: p.Proof.JKT}
 }
 
-// Decide runs the decision script for p (its Zones aside): one round trip.
+// Decide runs gate.lua for p (its Zones aside, and whether it is common): one round trip.
 func Decide(ctx context.Context, rdb redis.Scripter, p Purchase) (Verdict, error) {
 	res, err := gateCall(ctx, p).Run(ctx, rdb)
 	if err != nil {
