@@ -86,6 +86,12 @@ func RoomIdleKey(sale string) string { return RoomKey(sale) + ":idle" }
 // other key, so the admission itself, not only its ticket and token, stays on that device.
 func RoomKeysKey(sale string) string { return RoomKey(sale) + ":keys" }
 
+// RoomFlaggedKey is the set of a sale's flagged entrants (users): a bot challenge's verdict,
+// a throttle ban or a rule on the request flagged their entry (docs/room.md, "The queue bots
+// never leave"). A flagged user holds a place like anyone and is answered like anyone, but the
+// admission step never admits him. Never published.
+func RoomFlaggedKey(sale string) string { return RoomKey(sale) + ":flagged" }
+
 // RoomOffersKey is the sorted set of a sale's open waitlist offers: user -> offer until (unix
 // ms) (room_offer.lua, docs/room.md "The waitlist").
 func RoomOffersKey(sale string) string { return RoomKey(sale) + ":offers" }
@@ -137,6 +143,11 @@ func DrawEntriesKey(sale string) string { return DrawKey(sale) + ":entries" }
 // "<wave>:<pos>:<claim_until_ms>:<now_ms>:<variant>:<order id>" (pos: the position the raise
 // gave, the wave's upper rank before it).
 func DrawRaisesKey(sale string) string { return DrawKey(sale) + ":raises" }
+
+// DrawFlaggedKey is the set of a draw's flagged entrants (users; docs/draw.md, "Flagged
+// entrants"): entered like anyone, left out of the entries the close fixes, so they are never
+// ranked and never win. Never published.
+func DrawFlaggedKey(sale string) string { return DrawKey(sale) + ":flagged" }
 
 // Draw webhook event types (DESIGN.md, "Draws").
 const (

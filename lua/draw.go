@@ -25,15 +25,19 @@ type DrawEnterCall struct {
 	Nonce      string
 	NonceExp   time.Time
 	Difficulty int
+	// Flag (enter): the entrant is flagged (docs/draw.md, "Flagged entrants"): entered like
+	// anyone, left out of the entries the close fixes.
+	Flag bool
 }
 
 // DrawSpentKey is the sorted set of a draw's spent proof-of-work nonces (nonce -> expiry ms),
 // beside the draw hash under the sale's hash tag.
 func DrawSpentKey(sale string) string { return contract.DrawKey(sale) + ":spent" }
 
-// Keys are the call's KEYS: meta, draw, draw:entries, draw:spent.
+// Keys are the call's KEYS: meta, draw, draw:entries, draw:spent, draw:flagged.
 func (c DrawEnterCall) Keys() []string {
-	return []string{contract.MetaKey(c.Sale), contract.DrawKey(c.Sale), contract.DrawEntriesKey(c.Sale), DrawSpentKey(c.Sale)}
+	return []string{contract.MetaKey(c.Sale), contract.DrawKey(c.Sale), contract.DrawEntriesKey(c.Sale), DrawSpentKey(c.Sale),
+		contract.DrawFlaggedKey(c.Sale)}
 }
 
 // Args are the call's ARGV.
@@ -45,7 +49,11 @@ func (c DrawEnterCall) Args() []any {
 	if c.Nonce != "" {
 		exp, d = c.NonceExp.UnixMilli(), strconv.Itoa(c.Difficulty)
 	}
-	return []any{op, c.User, c.Variant, c.Nonce, exp, d}
+	flag := ""
+	if c.Flag {
+		flag = "1"
+	}
+	return []any{op, c.User, c.Variant, c.Nonce, exp, d, flag}
 }
 
 // DrawReply is the decoded reply of draw_enter.lua or draw_status.lua: Code 0 with the entry,

@@ -16,6 +16,11 @@
 -- ARGV[4]  enter: the proof-of-work nonce to spend, "" when none was presented
 -- ARGV[5]  enter: the nonce's expiry (unix ms)
 -- ARGV[6]  enter: the difficulty the presented challenge was sealed with ("" when none)
+-- KEYS[5]  optional seckill:{sale:<id>}:draw:flagged  set: the flagged users (docs/draw.md,
+--                                              "Flagged entrants"): entered like anyone, left
+--                                              out of the entries the close fixes
+-- ARGV[7]  optional, enter, with KEYS[5]: "1" flags the user (for good: an entry without a
+--          flag does not clear it)
 --
 -- The window is Redis TIME: entries, changes and withdrawals are taken in [opens_ms, closes_ms)
 -- while the draw's state is "open". The entry id is the draw's counter seq in 8 lowercase hex
@@ -104,6 +109,13 @@ if nonce ~= "" then
   redis.call("PEXPIREAT", spent, closes + 120000)
 end
 
+if KEYS[5] and ARGV[7] == "1" then
+  redis.call("SADD", KEYS[5], user)
+  local ttl = redis.call("PTTL", meta)
+  if ttl > 0 then
+    redis.call("PEXPIRE", KEYS[5], ttl)
+  end
+end
 if not cur then
   eid = string.format("%08x", redis.call("HINCRBY", draw, "seq", 1))
 elseif tail == "" and cv == vid then

@@ -33,7 +33,11 @@ if not cur then
   return {5}
 end
 local eid, v, tail = string.match(cur, "^([^:]*):([^:]*):?(.*)$")
-if tail == "" then
+if tail == "" and redis.call("HGET", draw, "state") == "drawn" then
+  -- Drawn without a position: a flagged entry the close left out (docs/draw.md, "Flagged
+  -- entrants").
+  return {0, eid, "lost", v, -1, 0, 0}
+elseif tail == "" then
   return {0, eid, "entered", v, -1, 0, 0}
 elseif tail == "w" then
   return {0, eid, "withdrawn", v, -1, 0, 0}

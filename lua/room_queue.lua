@@ -114,6 +114,17 @@
 --                                          gate.lua refuse another key as well. Leaving (with
 --                                          that key's proof) forgets it
 -- ARGV[15] enter, with KEYS[14]: the thumbprint of the entry's proof key ("" for none)
+-- KEYS[15] optional seckill:{sale:<id>}:room:flagged  set: the flagged users (a bot
+--                                          challenge's verdict, a throttle ban, a rule on the
+--                                          request; docs/room.md "The queue bots never
+--                                          leave"). A flagged user holds his place and is
+--                                          answered as any waiter at it, but the admission
+--                                          step never admits him: the walk passes his place
+--                                          ("f:<now_ms>:0:<user>" in the log) and, once
+--                                          passed, he is answered "waiting" first in line
+--                                          until the sale sells out or ends
+-- ARGV[16] optional, enter, with KEYS[15]: "1" flags the user (for good: a later entry
+--          without a flag does not clear it)
 --
 -- Returns  {outcome, position, ahead, admitted_until_ms, now_ms, stock, depth, starts_ms,
 --           admitted_now, lapsed_now, entry_rate, admitted, cursor, checks, revoked}
@@ -157,13 +168,13 @@
 -- walked as the one queue is, with its own cursor ("cursor" for the public lane,
 -- "lane:<name>:cursor" for the others) and its counters "lane:<name>:entries" and
 -- "lane:<name>:admitted". Without the field, nothing below reads the keys or arguments of lanes.
--- KEYS[15] seckill:{sale:<id>}:room:codes       hash: SHA-256 of an invitation code -> its cap
--- KEYS[16] seckill:{sale:<id>}:room:codes:used  hash: SHA-256 of a code -> entries it made
--- KEYS[17...] per lane, in the field's order: its queue, its away and its back set (the
+-- KEYS[16] seckill:{sale:<id>}:room:codes       hash: SHA-256 of an invitation code -> its cap
+-- KEYS[17] seckill:{sale:<id>}:room:codes:used  hash: SHA-256 of a code -> entries it made
+-- KEYS[18...] per lane, in the field's order: its queue, its away and its back set (the
 --          public lane's are KEYS[3], KEYS[9] and KEYS[10])
--- ARGV[16] enter: the lane the gateway placed the entry in (its verified claim, its
+-- ARGV[17] enter: the lane the gateway placed the entry in (its verified claim, its
 --          invitation code, else the public lane); a user who holds a place keeps his lane
--- ARGV[17] enter into the invitation lane: the SHA-256 (hex) of the code; the entry spends one
+-- ARGV[18] enter into the invitation lane: the SHA-256 (hex) of the code; the entry spends one
 --          use of it, refused "invitation_unknown" (no such code) or "invitation_exhausted"
 --          (its cap reached): nothing else is written then but the spent proof
 local meta, room, q, live, spent, buyers = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
@@ -224,6 +235,25 @@ local function scores(key, users)
   end
   return out
 end
+-- Which of users are flagged (KEYS[15]; never admitted): one SMISMEMBER per 1000 users, none
+-- when the sale has no flagged user (one SCARD per step).
+local nflagged
+local function flags(users)
+  local out = {}
+  if nflagged == nil then
+    nflagged = KEYS[15] and redis.call("SCARD", KEYS[15]) or 0
+  end
+  if nflagged == 0 or #users == 0 then
+    return out
+  end
+  for i = 1, #users, 1000 do
+    local r = redis.call("SMISMEMBER", KEYS[15], unpack(users, i, math.min(i + 999, #users)))
+    for j = 1, #r do
+      out[#out + 1] = r[j] == 1
+    end
+  end
+  return out
+end
 
 local m = redis.call("HMGET", meta, "stock", "starts_ms", "ends_ms", "state", "reserved", "o:" .. user)
 local stock, starts, ends = tonumber(m[1]), tonumber(m[2]), tonumber(m[3])
@@ -244,7 +274,7 @@ if rh[6] then
       lanes.mode = part
     else
       local name, kind, share = string.match(part, "^([^:]+):([^:]+):([^:]*):")
-      local k = 17 + #lanes * 3
+      local k = 18 + #lanes * 3
       if not name or not KEYS[k + 2] then
         return redis.error_reply("ERR room_queue: the room has lanes: give their keys")
       end
@@ -266,7 +296,7 @@ if rh[6] then
     end
     if not found and op == "enter" then
       for i = 1, #lanes do
-        if lanes[i].name == ARGV[16] then
+        if lanes[i].name == ARGV[17] then
           mylane, found = lanes[i], true
         end
       end
@@ -404,16 +434,16 @@ if op == "enter" then
     end
     if lanes and mylane.kind == "invitation" then
       -- The code is spent here, in the entry's own script: its cap holds across gateways.
-      local h = ARGV[17] or ""
-      local ccap = h ~= "" and tonumber(redis.call("HGET", KEYS[15], h))
+      local h = ARGV[18] or ""
+      local ccap = h ~= "" and tonumber(redis.call("HGET", KEYS[16], h))
       if not ccap then
         return reply("invitation_unknown", 0, 0, 0, stock, 0, starts)
       end
-      if (tonumber(redis.call("HGET", KEYS[16], h)) or 0) >= ccap then
+      if (tonumber(redis.call("HGET", KEYS[17], h)) or 0) >= ccap then
         return reply("invitation_exhausted", 0, 0, 0, stock, 0, starts)
       end
-      redis.call("HINCRBY", KEYS[16], h, 1)
-      expire(KEYS[16])
+      redis.call("HINCRBY", KEYS[17], h, 1)
+      expire(KEYS[17])
     end
     if now < starts then
       redis.call("ZADD", q, 0, member)
@@ -426,6 +456,10 @@ if op == "enter" then
     end
     expire(q)
     expire(live)
+  end
+  if KEYS[15] and ARGV[16] == "1" then
+    redis.call("SADD", KEYS[15], user)
+    expire(KEYS[15])
   end
   if KEYS[14] and jkt ~= "" and not bound then
     -- The first bound entry binds the place (and so its admission) to its key.
@@ -661,7 +695,7 @@ local function note_hold()
       u = nil
     end
   end
-  if u and redis.call("HSETNX", room, "held", 1) == 1 then
+  if u and not flags({u})[1] and redis.call("HSETNX", room, "held", 1) == 1 then
     redis.call("RPUSH", KEYS[7], string.format("h:%d:%d:%s", now, stock, u))
   end
 end
@@ -674,9 +708,19 @@ local function admit_in_turn(budget, prefix)
     return admits, heres, ev, 0
   end
   local next = redis.call("ZRANGE", q, cursor, cursor + n - 1)
+  local users = {}
   for i = 1, #next do
-    admits[i] = string.sub(next[i], 49)
-    ev[i] = prefix .. admits[i]
+    users[i] = string.sub(next[i], 49)
+  end
+  local flagged = flags(users)
+  for i = 1, #users do
+    if flagged[i] then
+      -- A flagged waiter's place is passed for good (KEYS[15]).
+      ev[#ev + 1] = string.format("f:%d:0:%s", now, users[i])
+    else
+      admits[#admits + 1] = users[i]
+      ev[#ev + 1] = prefix .. users[i]
+    end
   end
   if aware and seen then
     heres = scores(seen, admits)
@@ -702,10 +746,13 @@ local function admit_present(budget, prefix)
     redis.call("ZREM", back, unpack(first))
     redis.call("ZREM", away, unpack(first))
     local h = aware and scores(seen, first) or {}
+    local flagged = flags(first)
     for i = 1, #first do
-      admits[#admits + 1] = first[i]
-      heres[#heres + 1] = h[i] or false
-      ev[#ev + 1] = prefix .. first[i]
+      if not flagged[i] then
+        admits[#admits + 1] = first[i]
+        heres[#heres + 1] = h[i] or false
+        ev[#ev + 1] = prefix .. first[i]
+      end
     end
   end
   local walked, limit = 0, math.max(budget * 4, 100)
@@ -719,13 +766,17 @@ local function admit_present(budget, prefix)
       users[i] = string.sub(places[i], 49)
     end
     local here = scores(seen, users)
+    local flagged = flags(users)
     local passed = {}
     for i = 1, #users do
       if #admits >= budget then
         break
       end
       local u, h = users[i], here[i]
-      if h and h >= now then
+      if flagged[i] then
+        -- A flagged waiter's place is passed for good (KEYS[15]).
+        ev[#ev + 1] = string.format("f:%d:0:%s", now, u)
+      elseif h and h >= now then
         admits[#admits + 1] = u
         heres[#heres + 1] = h
         ev[#ev + 1] = prefix .. u
@@ -936,6 +987,15 @@ untl = untl or nil
 if gated and not untl and redis.call("ZSCORE", away, user) then
   -- Passed while away, seen again now: first in line at the next admission step.
   return reply("waiting", 1, 0, 0, stock, total - cursor + redis.call("ZCARD", away), starts, n, lapsed)
+end
+if not untl and flags({user})[1] then
+  -- Passed because flagged: answered as a waiter first in line (as one passed while away and
+  -- seen again), until the sale sells out or ends.
+  local depth = total - cursor
+  if gated then
+    depth = depth + redis.call("ZCARD", away)
+  end
+  return reply("waiting", 1, 0, 0, stock, depth, starts, n, lapsed)
 end
 if untl and untl > now then
   return reply("admitted", 0, 0, untl, stock, total - cursor, starts, n, lapsed)

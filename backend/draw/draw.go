@@ -170,6 +170,10 @@ func (r *Runner) readEntries(ctx context.Context, sale string) (*fixedEntries, e
 	if n, err := r.Redis.HLen(ctx, key).Result(); err == nil {
 		rows = make([]row, 0, n)
 	}
+	flagged, err := r.flaggedUsers(ctx, sale)
+	if err != nil {
+		return nil, err
+	}
 	var cursor uint64
 	for {
 		kv, next, err := r.Redis.HScan(ctx, key, cursor, "", scanCount).Result()
@@ -181,7 +185,7 @@ func (r *Runner) readEntries(ctx context.Context, sale string) (*fixedEntries, e
 			if err != nil {
 				return nil, fmt.Errorf("user %s: %w", kv[i], err)
 			}
-			if live {
+			if live && !flagged[kv[i]] {
 				rows = append(rows, row{id, variant, kv[i]})
 			}
 		}
@@ -204,6 +208,27 @@ func (r *Runner) readEntries(ctx context.Context, sale string) (*fixedEntries, e
 		out.users = append(out.users, x.user)
 	}
 	return out, nil
+}
+
+// flaggedUsers are the draw's flagged entrants (contract.DrawFlaggedKey), read with SSCAN:
+// their entries are left out of the fixed entries, so they are never ranked and never win
+// (docs/draw.md, "Flagged entrants").
+func (r *Runner) flaggedUsers(ctx context.Context, sale string) (map[string]bool, error) {
+	key := contract.DrawFlaggedKey(sale)
+	out := map[string]bool{}
+	var cursor uint64
+	for {
+		us, next, err := r.Redis.SScan(ctx, key, cursor, "", scanCount).Result()
+		if err != nil {
+			return nil, err
+		}
+		for _, u := range us {
+			out[u] = true
+		}
+		if cursor = next; cursor == 0 {
+			return out, nil
+		}
+	}
 }
 
 // close fixes the entries (docs/draw.md, step 4, up to the publication of the root): the

@@ -16,6 +16,7 @@ import (
 
 	"github.com/seckilledge/seckill/caddymodule/draw/core"
 	"github.com/seckilledge/seckill/caddymodule/handler"
+	"github.com/seckilledge/seckill/caddymodule/internal/metric"
 	"github.com/seckilledge/seckill/caddymodule/internal/roomkit"
 	"github.com/seckilledge/seckill/contract"
 )
@@ -61,6 +62,7 @@ func (h *Draw) Provision(ctx caddy.Context) error {
 		return err
 	}
 	h.mem.Store = core.RedisStore{Client: app.RedisClient(), Caller: h.Calls}
+	metric.Register(ctx.GetMetricsRegistry(), flagged)
 	return nil
 }
 

@@ -183,10 +183,11 @@ func (h *Draw) enter(ctx context.Context, w http.ResponseWriter, r *http.Request
 	if !c.Draw {
 		return h.Endpoints.Refuse(w, "enter", noDraw)
 	}
-	if answered, err := h.CheckBot(ctx, w, r, "enter", sale); answered {
+	flag, answered, err := h.CheckEntry(ctx, w, r, "enter", sale)
+	if answered {
 		return err
 	}
-	call := lua.DrawEnterCall{Sale: sale, User: user, Variant: variant}
+	call := lua.DrawEnterCall{Sale: sale, User: user, Variant: variant, Flag: flag != ""}
 	if ch := r.Header.Get(sealed.HeaderChallenge); c.DMin > 0 || ch != "" {
 		// A challenge presented to a draw without proof of work is checked and spent all the
 		// same: a client that solved one gets what it paid for, not a silent pass. A live one
@@ -212,6 +213,9 @@ func (h *Draw) enter(ctx context.Context, w http.ResponseWriter, r *http.Request
 	}
 	if rep.Code != 0 {
 		return h.Endpoints.Refuse(w, "enter", refusalOf(rep.Code))
+	}
+	if flag != "" {
+		flagged.WithLabelValues(sale, flag).Inc()
 	}
 	return h.answer(w, "enter", rep.State, EntryAnswer{EntryID: rep.EntryID, State: rep.State, Variant: rep.Variant})
 }

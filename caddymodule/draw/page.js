@@ -116,7 +116,8 @@ async function enter() {
     // entry id.
     for (let tries = 0; ; tries++) {
       try {
-        const a = await client.enterDraw(sale, size);
+        const challengeToken = await kit.challengeToken();
+        const a = await client.enterDraw(sale, size, { challengeToken }).finally(kit.challengeSpent);
         if (was === "entered") said = t("draw.changed", { size: a.variant });
       } catch (e) {
         if (e instanceof SeckillError && e.code === "challenge_expired" && tries < 3) continue;

@@ -9,9 +9,11 @@ import (
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
+	"go.uber.org/zap"
 
 	"github.com/seckilledge/seckill/caddymodule/dpop"
 	"github.com/seckilledge/seckill/caddymodule/handler"
+	"github.com/seckilledge/seckill/caddymodule/internal/roomkit"
 	"github.com/seckilledge/seckill/caddymodule/room/core"
 	"github.com/seckilledge/seckill/caddymodule/sealed"
 	"github.com/seckilledge/seckill/contract"
@@ -153,8 +155,12 @@ func (h *Room) enter(ctx context.Context, w http.ResponseWriter, r *http.Request
 	if !ok {
 		return h.Endpoints.Refuse(w, "enter", bref)
 	}
-	if answered, err := h.CheckBot(ctx, w, r, "enter", sale); answered {
+	flag, answered, err := h.CheckEntry(ctx, w, r, "enter", sale)
+	if answered {
 		return err
+	}
+	if flag == "" && len(h.BanZones) > 0 {
+		flag = h.bannedFlag(ctx, user, jkt)
 	}
 	now := h.mem.Now()
 	told := h.mem.ToldFor(c, -1, now)
@@ -195,6 +201,7 @@ func (h *Room) enter(ctx context.Context, w http.ResponseWriter, r *http.Request
 			v.CodeHash = core.CodeHash(code)
 		}
 	}
+	v.Flag = flag != ""
 	rep, err := h.mem.Store.Visit(ctx, sale, v)
 	if err != nil {
 		return h.Endpoints.Unavailable(w, "enter", err)
@@ -218,6 +225,9 @@ func (h *Room) enter(ctx context.Context, w http.ResponseWriter, r *http.Request
 	h.mem.CapRefresh(&verdict, told)
 	if verdict.Status == http.StatusOK {
 		entries.Inc()
+		if flag != "" {
+			flagged.WithLabelValues(sale, flag).Inc()
+		}
 		verdict.Answer.Ticket = h.mem.PlacedTicket(sale, user, jkt, c, rep)
 		if verdict.Answer.Ticket == "" {
 			verdict.Answer.Ticket = h.mem.Sealer.TicketFor(sale, user, jkt, c.Room.Ends.Add(core.TicketGrace))
@@ -226,6 +236,24 @@ func (h *Room) enter(ctx context.Context, w http.ResponseWriter, r *http.Request
 		verdict.Answer.EntryID = place.EntryID
 	}
 	return h.finish(w, "enter", sale, rep, verdict)
+}
+
+// bannedFlag is roomkit.FlagBan when a ban zone bans the user or his device key (jkt) now:
+// the entrant is flagged. A failure to read the bans flags nobody (logged).
+func (h *Room) bannedFlag(ctx context.Context, user, jkt string) string {
+	who := []string{user}
+	if jkt != "" {
+		who = append(who, jkt)
+	}
+	banned, err := h.mem.Store.Banned(ctx, h.BanZones, who)
+	if err != nil {
+		h.Logger.Warn("room: reading the throttle's bans at entry failed", zap.String("user", user), zap.Error(err))
+		return ""
+	}
+	if len(banned) > 0 {
+		return roomkit.FlagBan
+	}
+	return ""
 }
 
 func (h *Room) poll(ctx context.Context, w http.ResponseWriter, r *http.Request, repl *caddy.Replacer, sale string) error {

@@ -29,6 +29,9 @@ var (
 		"sale")
 	revokedTotal = roomMetric.Counter("revoked_total",
 		"Live admissions ended because the throttle bans their user (ban_zones), by this gateway.")
+	flagged = roomMetric.CounterVec("flagged_total",
+		"Entries flagged, by sale and reason (challenge: the bot challenge's verdict; ban: a throttle ban; rule: a flag matcher): "+
+			"entered and answered like any other, never admitted (entering again counts again).", "sale", "reason")
 	wait = roomMetric.Histogram("estimated_wait_seconds", "Estimated waits answered to waiters.",
 		1, 5, 15, 30, 60, 120, 300, 600, 1800, 3600)
 )
@@ -40,4 +43,4 @@ var gatewayCounts = core.Counts{Admissions: admissions, Lapsed: lapsed, FromMemo
 const roomMetric = metric.Subsystem("room")
 
 // roomCollectors are the room's own collectors, beyond the kit's.
-var roomCollectors = []prometheus.Collector{entries, leaves, fromMemoryPolls, admissions, lapsed, depth, rateGauge, wait, revokedTotal}
+var roomCollectors = []prometheus.Collector{entries, leaves, fromMemoryPolls, admissions, lapsed, depth, rateGauge, wait, revokedTotal, flagged}

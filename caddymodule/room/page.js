@@ -109,7 +109,8 @@ async function takePlace(signal) {
     say(t("room.entering"));
     state("entering");
     try {
-      const a = await client.enter(sale, { signal });
+      const challengeToken = await kit.challengeToken(signal);
+      const a = await client.enter(sale, { signal, challengeToken }).finally(kit.challengeSpent);
       ticket = a.ticket;
       problem("");
       return a;

@@ -5,6 +5,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/seckilledge/seckill/caddymodule/botcheck/botcheckcaddy"
 	"github.com/seckilledge/seckill/caddymodule/internal/metric"
 	"github.com/seckilledge/seckill/caddymodule/token/core"
 )
@@ -38,7 +39,7 @@ var counted = func() map[core.Outcome]prometheus.Counter {
 }()
 
 func registerMetrics(reg prometheus.Registerer) {
-	metric.Register(reg, requests, duration, shed)
+	metric.Register(reg, requests, duration, shed, botcheckcaddy.Challenges)
 }
 
 func observe(o core.Outcome, d time.Duration) {

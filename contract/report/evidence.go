@@ -325,6 +325,16 @@ func Compute(evidence []byte, units int64) Computed {
 				} else {
 					problem("%s passed at %d is not the queue's next place", entry, ms)
 				}
+			case "f":
+				// A flagged waiter's place, passed for good (docs/room.md, "The queue bots
+				// never leave").
+				get(entry)
+				lane := laneOf[entry]
+				if queue := queues[lane]; walked[lane] < len(queue) && queue[walked[lane]] == entry {
+					walked[lane]++
+				} else {
+					problem("%s passed (flagged) at %d is not the queue's next place", entry, ms)
+				}
 			case "l":
 				c.Figures.Left++
 				get(entry)

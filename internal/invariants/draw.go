@@ -78,8 +78,10 @@ type drawState struct {
 	stock                            map[string]int // variant -> units the sale had
 	checkRedis                       bool
 	redisDraw, redisEntries          map[string]string
-	redisErr                         error
-	redisGone                        bool // the sale's draw keys expired: nothing to compare
+	// redisFlagged: the flagged entrants (contract.DrawFlaggedKey), whom the close leaves out.
+	redisFlagged map[string]bool
+	redisErr     error
+	redisGone    bool // the sale's draw keys expired: nothing to compare
 
 	// waitlist: the draw hands released units to the next ranks (draws.waitlist); raises are
 	// its draw_raises rows by variant, redisRaises the raises log in Redis.
@@ -245,6 +247,14 @@ func readDraw(ctx context.Context, pg *pgxpool.Pool, rdb redis.UniversalClient, 
 		}
 		if d.redisErr == nil {
 			d.redisRaises, d.redisErr = rdb.LRange(ctx, contract.DrawRaisesKey(sale), 0, -1).Result()
+		}
+		if d.redisErr == nil {
+			var us []string
+			us, d.redisErr = rdb.SMembers(ctx, contract.DrawFlaggedKey(sale)).Result()
+			d.redisFlagged = map[string]bool{}
+			for _, u := range us {
+				d.redisFlagged[u] = true
+			}
 		}
 		// The draw's keys expire with the sale's meta key: long after a sale, Postgres alone
 		// remains, and there is nothing in Redis to disagree with.
@@ -524,7 +534,7 @@ func (d *drawState) checkRoot() Check {
 		}
 		for _, u := range sortedKeys(d.redisEntries) {
 			re, ok := parseRedisEntry(d.redisEntries[u])
-			if ok && !re.withdrawn && !byUser[u] && re.pos < 0 {
+			if ok && !re.withdrawn && !byUser[u] && re.pos < 0 && !d.redisFlagged[u] {
 				missing++
 				addProblem(&c, fmt.Sprintf("user %s's live entry %s is not among the fixed entries", u, re.id))
 			}

@@ -26,7 +26,8 @@ import (
 //   - room:log        list: the room's history, in Redis order. "a:<ms>:<stock>:<user>" per
 //     admission (room_queue.lua), "l:<ms>:<position>:<user>" per waiting place given up
 //     (room_queue.lua, DELETE /queue), "s:<ms>:<last_seen>:<user>" per absent waiter whose place
-//     the admission step passed (room_queue.lua with a presence window), "t:<ms>:<admitted_until>:<user>:<nonce>" per token
+//     the admission step passed (room_queue.lua with a presence window), "f:<ms>:0:<user>" per
+//     flagged waiter's place it passed, "t:<ms>:<admitted_until>:<user>:<nonce>" per token
 //     issued on a live admission (token_issue.lua with require_admission)
 //   - tokens          hash: user -> "<nonce>:<exp>", the unused tokens
 //
@@ -45,7 +46,7 @@ type RoomOptions struct {
 
 // roomEvent is one element of the room's log.
 type roomEvent struct {
-	kind  byte // 'a' admission, 'l' place given up, 's' place passed (absent), 't' token
+	kind  byte // 'a' admission, 'l' place given up, 's' place passed (absent), 'f' place passed (flagged), 't' token
 	ms    int64
 	n     int64 // a: the stock the script saw; l: the place's position; s: last seen (ms, 0: never); t: the admission's end (ms)
 	user  string
@@ -66,7 +67,7 @@ func parseRoomEvent(s string) (roomEvent, bool) {
 		return e, false
 	}
 	switch {
-	case strings.IndexByte("alsrnhp", e.kind) >= 0 && len(parts) == 4:
+	case strings.IndexByte("alsrnhpf", e.kind) >= 0 && len(parts) == 4:
 		e.user = parts[3]
 	case e.kind == 't' && len(parts) == 5:
 		e.user, e.nonce = parts[3], parts[4]
@@ -228,8 +229,11 @@ func (st *roomState) checkOrder() Check {
 	outOfOrder, preAdmitted, present := 0, 0, 0
 	for k, e := range walk.inOrder {
 		what := "admission"
-		if e.kind == 's' {
+		switch e.kind {
+		case 's':
 			what = "passed place"
+		case 'f':
+			what = "flagged place"
 		}
 		switch {
 		case k >= len(st.places):
@@ -375,6 +379,10 @@ func (st *roomState) walk() roomWalk {
 			w.inOrder = append(w.inOrder, e)
 			w.passed++
 			away[e.user] = true
+		case 'f':
+			// A flagged waiter's place, passed: never admitted, never returns
+			// (docs/room.md, "The queue bots never leave").
+			w.inOrder = append(w.inOrder, e)
 		case 'a':
 			if away[e.user] {
 				delete(away, e.user)

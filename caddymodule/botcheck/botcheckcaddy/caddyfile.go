@@ -12,9 +12,12 @@ import (
 //		site_key       <key>
 //		secret         <secret>            # {env.NAME}
 //		verify_url     <url>
+//		widget_script_url <url>            # the pages' widget script
 //		hostnames      <host...>
 //		action         <action>
 //		min_score      <0..1>
+//		flag_below     <0..1>              # the same as min_score
+//		on_fail        refuse|flag         # room, draw
 //		issuer_name    <name>              # privacypass
 //		issuer_key     <base64url>         # privacypass
 //		context_window <duration>          # privacypass
@@ -35,6 +38,8 @@ func (p *Provider) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			err = handler.StringArg(d, &p.Secret)
 		case "verify_url":
 			err = handler.StringArg(d, &p.VerifyURL)
+		case "widget_script_url":
+			err = handler.StringArg(d, &p.WidgetScriptURL)
 		case "hostnames":
 			p.Hostnames = d.RemainingArgs()
 			if len(p.Hostnames) == 0 {
@@ -42,8 +47,10 @@ func (p *Provider) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			}
 		case "action":
 			err = handler.StringArg(d, &p.Action)
-		case "min_score":
+		case "min_score", "flag_below":
 			err = handler.FloatArg(d, &p.MinScore)
+		case "on_fail":
+			err = handler.StringArg(d, &p.OnFail)
 		case "issuer_name":
 			err = handler.StringArg(d, &p.IssuerName)
 		case "issuer_key":

@@ -22,6 +22,7 @@ import (
 
 	"github.com/seckilledge/seckill/caddymodule/botcheck"
 	"github.com/seckilledge/seckill/caddymodule/handler"
+	"github.com/seckilledge/seckill/caddymodule/internal/metric"
 	"github.com/seckilledge/seckill/contract"
 )
 
@@ -49,6 +50,10 @@ type Provider struct {
 	Secret string `json:"secret,omitempty"`
 	// VerifyURL replaces the provider's siteverify endpoint (a proxy, a stand-in in tests).
 	VerifyURL string `json:"verify_url,omitempty"`
+	// WidgetScriptURL replaces the widget's script the room's and the draw's pages load (a
+	// self-hosted copy; a stand-in in tests): the page's CSP allows its origin instead of the
+	// provider's. Default: the provider's (turnstile, hcaptcha, recaptcha).
+	WidgetScriptURL string `json:"widget_script_url,omitempty"`
 	// Hostnames are the host names a siteverify answer may name. Default: the request's
 	// host.
 	Hostnames []string `json:"hostnames,omitempty"`
@@ -56,9 +61,15 @@ type Provider struct {
 	// answer naming another action is refused. Default: none compared.
 	Action string `json:"action,omitempty"`
 	// MinScore flags entrants whose score (0 bot .. 1 human; hCaptcha's risk score is turned
-	// around) is below it. A flagged entrant enters; the room and the draw do not yet hold it
-	// back from admission. Default 0: nobody is flagged.
+	// around) is below it. A flagged entrant enters the room or the draw like anyone, and is
+	// never admitted or drawn (docs/room.md, "The queue bots never leave"); seckill_token
+	// lets him through. Default 0: nobody is flagged.
 	MinScore float64 `json:"min_score,omitempty"`
+	// OnFail is what a missing or failed token comes to at the room's and the draw's entry:
+	// "refuse" (the default: 403 or 401 bot_challenge_required / bot_challenge_failed) or
+	// "flag" (the entry is taken and flagged, answered like any other, never admitted nor
+	// drawn: a bot is not told its token was bad). seckill_token always refuses.
+	OnFail string `json:"on_fail,omitempty"`
 	// IssuerName is the Privacy Pass issuer's server name (privacypass).
 	IssuerName string `json:"issuer_name,omitempty"`
 	// IssuerKey is the issuer's public key as its directory publishes it (token-key: the
@@ -89,6 +100,9 @@ func (p *Provider) Provision(rdb redis.UniversalClient, logger *zap.Logger) erro
 	secret := repl.ReplaceAll(p.Secret, "")
 	if p.MinScore < 0 || p.MinScore > 1 {
 		return fmt.Errorf("challenge_provider: min_score %v is outside [0, 1]", p.MinScore)
+	}
+	if p.OnFail != "" && p.OnFail != OnFailRefuse && p.OnFail != OnFailFlag {
+		return fmt.Errorf("challenge_provider: on_fail is refuse or flag, not '%s'", p.OnFail)
 	}
 	if p.Timeout < 0 || p.ContextWindow < 0 {
 		return errors.New("challenge_provider: timeout and context_window are positive durations")
@@ -156,14 +170,34 @@ func (p *Provider) Token(r *http.Request) string {
 // is logged; the outcome says what the site's fail_open or fail_closed made of it. A nil
 // Provider (no challenge_provider) lets every request in.
 func (p *Provider) Check(ctx context.Context, w http.ResponseWriter, r *http.Request, sale string) (botcheck.Outcome, handler.Refusal) {
+	return p.run(ctx, w, r, sale, false)
+}
+
+// CheckEntry is Check for a handler that holds flagged entrants back (the room, the draw):
+// with on_fail flag, a missing or failed token is not refused but comes to Flagged.
+func (p *Provider) CheckEntry(ctx context.Context, w http.ResponseWriter, r *http.Request, sale string) (botcheck.Outcome, handler.Refusal) {
+	return p.run(ctx, w, r, sale, p != nil && p.OnFail == OnFailFlag)
+}
+
+// The values of on_fail.
+const (
+	OnFailRefuse = "refuse"
+	OnFailFlag   = "flag"
+)
+
+func (p *Provider) run(ctx context.Context, w http.ResponseWriter, r *http.Request, sale string, flagFailed bool) (botcheck.Outcome, handler.Refusal) {
 	if p == nil {
 		return botcheck.Passed, handler.Refusal{}
 	}
 	b := p.binding(r, sale)
 	o, _, err := p.check.Run(ctx, p.Token(r), b)
+	Challenges.WithLabelValues(p.Name, o.String()).Inc()
 	if err != nil {
 		p.logger.Warn("the bot challenge provider could not be asked", zap.String("provider", p.Name),
 			zap.Stringer("outcome", o), zap.Error(err))
+	}
+	if flagFailed && (o == botcheck.Missing || o == botcheck.Failed) {
+		return botcheck.Flagged, handler.Refusal{}
 	}
 	if o.Enters() {
 		return o, handler.Refusal{}
@@ -174,6 +208,14 @@ func (p *Provider) Check(ctx context.Context, w http.ResponseWriter, r *http.Req
 	}
 	return o, handler.Refusal{Status: status, Code: code, Message: messages[o]}
 }
+
+// Challenges counts the verifications by provider and outcome (passed, flagged, unchecked,
+// missing, failed, unavailable: what the provider's answer came to, before on_fail flag turns a
+// missing or failed one into a flag). The handlers with a challenge_provider register it.
+var Challenges = metric.Subsystem("bot").CounterVec("challenges_total",
+	"Bot challenge verifications (challenge_provider) by provider and outcome: passed, flagged (a score below min_score), "+
+		"unchecked (the provider could not be asked, fail_open), missing, failed, unavailable (fail_closed). Never per poll.",
+	"provider", "outcome")
 
 var messages = map[botcheck.Outcome]string{
 	botcheck.Missing:     "this sale asks for a bot challenge: solve it and send its token in " + Header,

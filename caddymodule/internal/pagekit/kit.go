@@ -47,6 +47,9 @@ type Config struct {
 	// Image sources the page may load (the CSP's img-src, e.g. "'self'" or
 	// "https://cdn.shop.example" for the shop's logo). Default: none.
 	ImageSources []string `json:"image_sources,omitempty"`
+	// Widget is the bot challenge's widget, from the handler's challenge_provider (not a page
+	// option of its own): nil for none.
+	Widget *Widget `json:"-"`
 }
 
 // SaleConfig is one sale's own page options.
@@ -80,6 +83,7 @@ type Kit struct {
 	imgSrc     string
 	prefix     string // the edge's routes on this site (Mount)
 	orders     string
+	widget     *compiledWidget
 }
 
 type compiled struct {
@@ -167,6 +171,10 @@ func New(kind Kind, cfg Config) (*Kit, error) {
 	if err := k.loadCatalogues(cfg.Messages); err != nil {
 		return nil, err
 	}
+	var err error
+	if k.widget, err = compileWidget(cfg.Widget); err != nil {
+		return nil, err
+	}
 	sum := sha256.Sum256([]byte(kind.Script))
 	k.scriptHash = "'sha256-" + base64.StdEncoding.EncodeToString(sum[:]) + "'"
 	k.imgSrc = "'none'"
@@ -178,7 +186,6 @@ func New(kind Kind, cfg Config) (*Kit, error) {
 		}
 		k.imgSrc = strings.Join(cfg.ImageSources, " ")
 	}
-	var err error
 	if k.siteLang, err = k.checkLang(cfg.Lang); err != nil {
 		return nil, err
 	}
@@ -281,6 +288,12 @@ func (k *Kit) data(lang, sale string, variants []string) Data {
 		Style: template.CSS(Style), Prefix: k.prefix, OrdersPrefix: k.orders, p: message.NewPrinter(numbering(lang))}
 	msgs, _ := json.Marshal(k.cats[lang])
 	var b strings.Builder
+	if k.widget != nil {
+		// The widget and its label, in the page's language, then the provider's script.
+		b.WriteString(k.widget.markup)
+		b.WriteString(html.EscapeString(k.cats[lang]["common.challenge"].other()))
+		b.WriteString(k.widget.after)
+	}
 	b.WriteString("<noscript><p class=\"sk-noscript\">")
 	b.WriteString(html.EscapeString(k.cats[lang]["common.noscript"].other()))
 	b.WriteString("</p></noscript>\n<div id=\"seckill-page\" hidden data-kind=\"")
@@ -396,8 +409,21 @@ func (k *Kit) policy(page string, ancestors []string) string {
 	if styles == "" {
 		styles = "'none'"
 	}
-	return "default-src 'none'; script-src " + k.scriptHash + "; style-src " + styles + "; img-src " + k.imgSrc +
-		"; worker-src blob:; connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors " + fa
+	script, connect, frames := k.scriptHash, "'self'", ""
+	if w := k.widget; w != nil {
+		// The provider's script, its frames (and hCaptcha's styles and calls): only on a page
+		// with a widget.
+		script += " " + w.csp["script"]
+		frames = "; frame-src " + w.csp["frame"]
+		if w.csp["style"] != "" {
+			styles = strings.TrimPrefix(styles, "'none'") + " " + w.csp["style"]
+		}
+		if w.csp["connect"] != "" {
+			connect += " " + w.csp["connect"]
+		}
+	}
+	return "default-src 'none'; script-src " + script + "; style-src " + strings.TrimSpace(styles) + "; img-src " + k.imgSrc +
+		"; worker-src blob:; connect-src " + connect + frames + "; base-uri 'none'; form-action 'none'; frame-ancestors " + fa
 }
 
 // ScriptHash is the CSP source of our script ('sha256-...').

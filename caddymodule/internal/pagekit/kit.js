@@ -135,5 +135,27 @@ const kit = (() => {
     return new Client({ prefix: data.prefix, ordersPrefix: data.orders, headers: user ? { "X-User-ID": user } : {}, sleep });
   };
 
-  return { data, lang, t, num, pct, duration, range, clock, countdown, stopCountdown, date: (iso) => dates.format(new Date(iso)), sleep, notifyButton, notify, $, client };
+  /** The bot challenge widget's token (#sk-widget, shown when the site has a CAPTCHA
+   * provider): waits until the provider's script filled its field; undefined without a widget.
+   * @param {AbortSignal} [signal] @returns {Promise<string | undefined>} */
+  const challengeToken = async (signal) => {
+    const box = document.getElementById("sk-widget");
+    if (!box) return undefined;
+    for (;;) {
+      const f = /** @type {HTMLInputElement | null} */ (box.querySelector(`[name="${box.dataset.field}"]`));
+      if (f && f.value) return f.value;
+      await sleep(200, signal);
+    }
+  };
+  /** A token is single use: after an entry, the widget is reset for the next one. */
+  const challengeSpent = () => {
+    const box = document.getElementById("sk-widget");
+    if (!box) return;
+    const f = /** @type {HTMLInputElement | null} */ (box.querySelector(`[name="${box.dataset.field}"]`));
+    if (f) f.value = "";
+    for (const p of [globalThis.turnstile, globalThis.hcaptcha, globalThis.grecaptcha]) {
+      try { p?.reset?.(); } catch { /* not rendered */ }
+    }
+  };
+  return { data, lang, t, num, pct, duration, range, clock, countdown, stopCountdown, date: (iso) => dates.format(new Date(iso)), sleep, notifyButton, notify, $, client, challengeToken, challengeSpent };
 })();

@@ -78,6 +78,11 @@ type Kit struct {
 	// turnstile, hcaptcha, recaptcha or privacypass, with fail_open or fail_closed
 	// (docs/room.md, "Bot challenge providers"). Default: none.
 	ChallengeProvider *botcheckcaddy.Provider `json:"challenge_provider,omitempty"`
+	// Request matcher sets (Caddy's, as a route's "match"): an entry that matches any of them
+	// is flagged, entered like anyone and never admitted nor drawn (docs/room.md, "The queue
+	// bots never leave"). Default: none.
+	FlagRaw  caddyhttp.RawMatcherSets `json:"flag,omitempty" caddy:"namespace=http.matchers"`
+	flagSets caddyhttp.MatcherSets
 
 	// Issuer seals and issues the challenges (its Sealer the tickets too), from the app's
 	// token keys at provision.
@@ -225,6 +230,12 @@ func (k *Kit) Provision(ctx caddy.Context, module string, kind pagekit.Kind, set
 			return nil, fmt.Errorf("%s: %w", module, err)
 		}
 	}
+	// Registered whether or not a provider is set, so the families a gateway exports do not
+	// depend on one site's options.
+	metric.Register(ctx.GetMetricsRegistry(), botcheckcaddy.Challenges)
+	if err := k.provisionFlag(ctx); err != nil {
+		return nil, fmt.Errorf("%s: %w", module, err)
+	}
 	return app, nil
 }
 
@@ -248,7 +259,16 @@ func PageKind(name string, files fs.FS) pagekit.Kind {
 // SetupPage compiles the page options (our page of kind, or the shop's template), checked
 // here so that a bad template fails at provision.
 func (k *Kit) SetupPage(kind pagekit.Kind) (err error) {
-	k.Pages, err = pagekit.Compile(kind, k.Page)
+	var cfg pagekit.Config
+	if k.Page != nil {
+		cfg = *k.Page
+	}
+	// A CAPTCHA provider's widget on the page (Privacy Pass has none: the browser presents
+	// its tokens).
+	if p := k.ChallengeProvider; p != nil && pagekit.HasWidget(p.Name) {
+		cfg.Widget = &pagekit.Widget{Provider: p.Name, SiteKey: p.SiteKey, Action: p.Action, ScriptURL: p.WidgetScriptURL}
+	}
+	k.Pages, err = pagekit.New(kind, cfg)
 	return err
 }
 
@@ -306,7 +326,7 @@ func (k *Kit) ServeChallenge(ctx context.Context, w http.ResponseWriter, r *http
 
 // Unmarshal reads the handler's Caddyfile block: the shared options here (sale, user, the
 // challenges', the limits', difficulty_rate, page, frame_ancestors, retry_after, cache_ttl,
-// challenge_provider), the handler's own through option, which reports whether it knows the
+// challenge_provider, flag), the handler's own through option, which reports whether it knows the
 // name.
 func (k *Kit) Unmarshal(d *caddyfile.Dispenser, module string, option func(name string) (known bool, err error)) error {
 	return k.UnmarshalBlock(d, module, func(name string) (bool, error) {
@@ -331,6 +351,13 @@ func (k *Kit) Unmarshal(d *caddyfile.Dispenser, module string, option func(name 
 		case "challenge_provider":
 			k.ChallengeProvider = new(botcheckcaddy.Provider)
 			err = k.ChallengeProvider.UnmarshalCaddyfile(d)
+		case "flag":
+			// flag { <matchers> }: one matcher set per flag block, any of them flags.
+			var set caddy.ModuleMap
+			set, err = caddyhttp.ParseCaddyfileNestedMatcherSet(d)
+			if err == nil {
+				k.FlagRaw = append(k.FlagRaw, set)
+			}
 		default:
 			return option(name)
 		}

@@ -106,7 +106,11 @@ type Visit struct {
 	// Lane (enter, a room with lanes): the lane the gateway placed the entry in (LaneOf);
 	// CodeHash the SHA-256 of its invitation code (CodeHash), for the invitation lane.
 	Lane, CodeHash string
-	Settings       Settings
+	// Flag (enter): the entrant is flagged (a bot challenge's verdict, a throttle ban, a rule
+	// on the request): he gets his place and his answers like anyone, and is never admitted
+	// (docs/room.md, "The queue bots never leave").
+	Flag     bool
+	Settings Settings
 }
 
 // Ban is a user the throttle bans, until Until, with his queue member.

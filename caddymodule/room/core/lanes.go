@@ -177,7 +177,7 @@ type LaneStore interface {
 // ErrNoLaneStore: the store reads no lane's pre-queue.
 var ErrNoLaneStore = errors.New("the room's store reads no lane's pre-queue")
 
-// laneKeys are room_queue.lua's KEYS[15...] for a room with lanes: the codes hashes, then
+// laneKeys are room_queue.lua's KEYS[16...] for a room with lanes: the codes hashes, then
 // each lane's queue, away and back set (the public lane's are the room's own).
 func laneKeys(sale string, lanes []Lane) []string {
 	keys := []string{contract.RoomCodesKey(sale), contract.RoomCodesUsedKey(sale)}

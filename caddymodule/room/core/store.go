@@ -99,7 +99,7 @@ func (s RedisStore) Visit(ctx context.Context, sale string, v Visit) (Reply, err
 	}
 	keys := []string{contract.MetaKey(sale), contract.RoomKey(sale), contract.RoomQueueKey(sale), contract.RoomLiveKey(sale), contract.RoomSpentKey(sale), contract.BuyersKey(sale),
 		contract.RoomLogKey(sale), contract.RoomSeenKey(sale), contract.RoomAwayKey(sale), contract.RoomBackKey(sale), contract.TokensKey(sale), contract.RoomClaimKey(sale), contract.RoomIdleKey(sale),
-		contract.RoomKeysKey(sale)}
+		contract.RoomKeysKey(sale), contract.RoomFlaggedKey(sale)}
 	args := []any{op, v.Member,
 		strconv.FormatFloat(v.Settings.Rate, 'f', -1, 64), strconv.FormatFloat(v.Settings.Oversubscribe, 'f', -1, 64),
 		v.Settings.Session.Milliseconds(), v.Settings.Prequeue.Milliseconds(), v.Nonce, nonceExp,
@@ -109,7 +109,11 @@ func (s RedisStore) Visit(ctx context.Context, sale string, v Visit) (Reply, err
 		keys = append(keys, laneKeys(sale, v.Settings.Lanes)...)
 	}
 	if v.Enter {
-		args = append(args, v.JKT)
+		flag := ""
+		if v.Flag {
+			flag = "1"
+		}
+		args = append(args, v.JKT, flag)
 		if len(v.Settings.Lanes) > 0 {
 			args = append(args, v.Lane, v.CodeHash)
 		}
