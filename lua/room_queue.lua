@@ -63,8 +63,8 @@
 --          present from now (the refresh_s he is told plus a grace, or the
 --          presence_window); on a tick any positive value (the users of ARGV[15...] carry
 --          their own). Absent, "" or 0: every waiter is admitted in turn, present or not
--- ARGV[13] optional claim window (ms), with KEYS[11..13]: conversion-aware admission (issue
---          35, docs/room.md "Admission"). An admission whose user has taken no token within the
+-- ARGV[13] optional claim window (ms), with KEYS[11..13]: conversion-aware admission
+--          (docs/room.md, "Admission"). An admission whose user has taken no token within the
 --          window after his presence deadline (the poll that tells him) is judged a no-show: it
 --          stays live (he may still buy until the session ends: the gate's stock guard is the
 --          last word), but no longer holds capacity, and the log gets

@@ -373,7 +373,9 @@ func TestTheLoopDrawsAtClosesAtAndAdvancesWavesToTheNextRanks(t *testing.T) {
 	now := time.Now()
 	closes := now.Add(1500 * time.Millisecond)
 	stocks := map[string]int{"m": 3, "l": 2}
-	f := newFixture(t, stocks, closes, closes, "1s")
+	// The claim window must outlast the steps between the close and the next tick on a loaded
+	// machine: the test checks that wave 1 is still running then.
+	f := newFixture(t, stocks, closes, closes, "6s")
 	f.enter(40, []string{"m", "l"}, 0)
 	if _, err := f.runner.Tick(f.ctx); err != nil {
 		t.Fatal(err)

@@ -160,7 +160,7 @@ func (h *Room) enter(ctx context.Context, w http.ResponseWriter, r *http.Request
 		return err
 	}
 	if flag == "" && len(h.BanZones) > 0 {
-		flag = h.bannedFlag(ctx, user, jkt)
+		flag = bannedFlag(ctx, h.mem.Store, h.BanZones, h.Logger, user, jkt)
 	}
 	now := h.mem.Now()
 	told := h.mem.ToldFor(c, -1, now)
@@ -240,14 +240,14 @@ func (h *Room) enter(ctx context.Context, w http.ResponseWriter, r *http.Request
 
 // bannedFlag is roomkit.FlagBan when a ban zone bans the user or his device key (jkt) now:
 // the entrant is flagged. A failure to read the bans flags nobody (logged).
-func (h *Room) bannedFlag(ctx context.Context, user, jkt string) string {
+func bannedFlag(ctx context.Context, store core.Store, zones []string, logger *zap.Logger, user, jkt string) string {
 	who := []string{user}
 	if jkt != "" {
 		who = append(who, jkt)
 	}
-	banned, err := h.mem.Store.Banned(ctx, h.BanZones, who)
+	banned, err := store.Banned(ctx, zones, who)
 	if err != nil {
-		h.Logger.Warn("room: reading the throttle's bans at entry failed", zap.String("user", user), zap.Error(err))
+		logger.Warn("room: reading the throttle's bans at entry failed", zap.String("user", user), zap.Error(err))
 		return ""
 	}
 	if len(banned) > 0 {

@@ -377,6 +377,15 @@ func (tr *tour) adminRoutes() string {
 		`{"id":%q,"stock":2,"starts_at":%q,"ends_at":%q,"room":{"rate":100,"oversubscribe":1,"session":"1m","prequeue":"0s","difficulty":[4,4],"max_waiters":50}}`,
 		room, rfc(-time.Minute), rfc(time.Hour))), 201, "")
 	tr.want("preheat room sale", tr.do("POST", tr.admin+"/admin/sales/"+room+"/preheat", adm, ""), 200, "")
+	tr.want("invitations without an invitation lane", tr.do("POST", tr.admin+"/admin/sales/"+room+"/invitations", adm, `{"count":2,"uses":1}`), 409, "no_invitation_lane")
+	// A sale whose room has lanes: its invitation lane's codes are issued once.
+	laned := testenv.ID("oal")
+	tr.want("create a sale with lanes", tr.do("POST", tr.admin+"/admin/sales", adm, fmt.Sprintf(
+		`{"id":%q,"stock":2,"starts_at":%q,"ends_at":%q,"room":{"rate":100,"oversubscribe":1,"session":"1m","prequeue":"0s","lanes":[{"name":"invited","kind":"invitation","share":0.5},{"name":"public","kind":"public","share":0.5}]}}`,
+		laned, rfc(-time.Minute), rfc(time.Hour))), 201, "")
+	tr.want("preheat the sale with lanes", tr.do("POST", tr.admin+"/admin/sales/"+laned+"/preheat", adm, ""), 200, "")
+	tr.want("invitations", tr.do("POST", tr.admin+"/admin/sales/"+laned+"/invitations", adm, `{"count":2,"uses":1}`), 201, "")
+	tr.want("invitations of no sale", tr.do("POST", tr.admin+"/admin/sales/"+testenv.ID("none")+"/invitations", adm, `{"count":2,"uses":1}`), 404, "unknown_sale")
 	return room
 }
 
