@@ -39,6 +39,10 @@ type roomArgs struct {
 	MaxWaiters                                                               string
 	// Lanes is the room hash's lanes field (room_setup.lua's ARGV[13]; "" none).
 	Lanes string
+	// Order, when set, accepts or refuses a drawn seed and entry key for the sale: newRoom
+	// draws again until it accepts, so a test can ask for an order a random draw gives only
+	// some of the time.
+	Order func(sale string, seed, ekey []byte) bool
 }
 
 // testRoom is a preheated sale with a room.
@@ -58,8 +62,16 @@ func newRoom(t testing.TB, rdb redis.UniversalClient, stock int, startsIn, endsI
 	pre := lua.PreheatCall{Sale: sale, Stock: int64(stock), Starts: now.Add(startsIn), Ends: now.Add(endsIn),
 		Retention: time.Hour, Room: true}
 	seed, ekey := make([]byte, 32), make([]byte, 32)
-	_, _ = rand.Read(seed)
-	_, _ = rand.Read(ekey)
+	for draw := 0; ; draw++ {
+		_, _ = rand.Read(seed)
+		_, _ = rand.Read(ekey)
+		if a.Order == nil || a.Order(sale, seed, ekey) {
+			break
+		}
+		if draw == 10000 {
+			t.Fatal("no seed in 10000 draws gives the order the test asks for")
+		}
+	}
 	sum := sha256.Sum256(seed)
 	commit := hex.EncodeToString(sum[:])
 	if err := lua.RoomSetup.Run(ctx, rdb, []string{contract.MetaKey(sale), contract.RoomKey(sale)},
