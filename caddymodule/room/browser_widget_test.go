@@ -4,7 +4,6 @@ package room
 
 import (
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -16,15 +15,6 @@ import (
 	"github.com/seckilledge/seckill/caddymodule/internal/pagekit/pagetest"
 	"github.com/seckilledge/seckill/internal/testenv"
 )
-
-// standInWidget is a stand-in for the provider's widget script, served by the test: it fills
-// the token field inside the widget's element, as Turnstile's does once solved. Nothing reaches
-// the internet.
-const standInWidget = `for (const el of document.querySelectorAll(".cf-turnstile")) {
-  const f = document.createElement("input");
-  f.type = "hidden"; f.name = "cf-turnstile-response"; f.value = "human";
-  setTimeout(() => el.appendChild(f), 300);
-}`
 
 // A room with Turnstile: the page, in each of its languages, shows the widget with its label
 // in that language, loads the provider's script (a stand-in served here, which the page's CSP
@@ -38,11 +28,7 @@ func TestTheWaitingPageShowsTheProvidersWidgetInEveryLanguageAndEntersWithItsTok
 	sv := botchecktest.NewSiteverify(t, "test-secret", map[string]botchecktest.Answer{
 		"human": {Body: `{"success":true,"hostname":"127.0.0.1","action":"enter"}`},
 	})
-	script := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "text/javascript")
-		_, _ = w.Write([]byte(standInWidget))
-	}))
-	t.Cleanup(script.Close)
+	script := botchecktest.WidgetServer(t) // the provider's widget script, a stand-in
 	cfg := newGatewayConfig(t, testenv.RabbitVhost(t))
 	cfg.Room = map[string]any{"challenge_provider": map[string]any{
 		"name": "turnstile", "site_key": "site-key-1", "secret": "test-secret", "verify_url": sv.URL, "action": "enter",

@@ -24,6 +24,26 @@ import (
 	"github.com/seckilledge/seckill/caddymodule/botcheck"
 )
 
+// WidgetScript is a stand-in for Turnstile's widget script, for a test to serve as the
+// provider's widget_script_url: it fills the token field inside each widget element with
+// "human", as Turnstile's does once solved, 300 ms after the page loads. Nothing reaches the
+// internet.
+const WidgetScript = `for (const el of document.querySelectorAll(".cf-turnstile")) {
+  const f = document.createElement("input");
+  f.type = "hidden"; f.name = "cf-turnstile-response"; f.value = "human";
+  setTimeout(() => el.appendChild(f), 300);
+}`
+
+// WidgetServer serves WidgetScript (at any path) until the test ends.
+func WidgetServer(t testing.TB) *httptest.Server {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/javascript")
+		_, _ = w.Write([]byte(WidgetScript))
+	}))
+	t.Cleanup(srv.Close)
+	return srv
+}
+
 // Issuer is a test issuer with its own RSA-2048 key.
 type Issuer struct {
 	Name   string
