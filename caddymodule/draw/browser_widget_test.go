@@ -3,8 +3,6 @@
 package draw
 
 import (
-	"io"
-	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -26,34 +24,18 @@ func TestTheDrawPageShowsTheProvidersWidgetInEveryLanguageAndEntersWithItsToken(
 		t.Skip("chromium: not in -short")
 	}
 	rdb := testenv.Redis(t)
-	sv := botchecktest.NewSiteverify(t, "test-secret", map[string]botchecktest.Answer{
-		"human": {Body: `{"success":true,"hostname":"127.0.0.1","action":"enter"}`},
-	})
-	script := botchecktest.WidgetServer(t) // the provider's widget script, a stand-in
+	ts := botchecktest.NewTurnstile(t)
+	sv := ts.Siteverify
 	cfg := newGatewayConfig(t)
-	cfg.Draw = map[string]any{"challenge_provider": map[string]any{
-		"name": "turnstile", "site_key": "site-key-1", "secret": "test-secret", "verify_url": sv.URL, "action": "enter",
-		"widget_script_url": script.URL + "/turnstile.js"}}
+	cfg.Draw = map[string]any{"challenge_provider": ts.Provider}
 	gw := startCaddy(t, cfg)
 	sale := newDraw(t, rdb, drawArgs{Variants: map[string]int{"42": 1}, OpensIn: -time.Minute, ClosesIn: time.Hour})
 	kit, err := pagekit.New(pageKind, pagekit.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
-
 	// The CSP names the widget's origin, and the page the widget's element and script.
-	req, _ := http.NewRequest(http.MethodGet, gw+"/seckill/"+sale+"/draw?lang=en", nil)
-	req.Header.Set("Accept", "text/html")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, _ = io.Copy(io.Discard, resp.Body)
-	resp.Body.Close()
-	if csp := resp.Header.Get("Content-Security-Policy"); resp.StatusCode != http.StatusOK || !strings.Contains(csp, "script-src 'sha256-") ||
-		!strings.Contains(csp, script.URL) || !strings.Contains(csp, "frame-src "+script.URL) {
-		t.Fatalf("the page (%d): its CSP does not allow the widget's origin %s: %s", resp.StatusCode, script.URL, csp)
-	}
+	pagetest.AllowsWidget(t, gw+"/seckill/"+sale+"/draw?lang=en", ts.Script.URL)
 
 	ctx := pagetest.Context(t, 5*time.Minute)
 	calls := sv.Calls.Load()

@@ -3,7 +3,6 @@
 package room
 
 import (
-	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -25,33 +24,18 @@ func TestTheWaitingPageShowsTheProvidersWidgetInEveryLanguageAndEntersWithItsTok
 		t.Skip("chromium: not in -short")
 	}
 	rdb := testenv.Redis(t)
-	sv := botchecktest.NewSiteverify(t, "test-secret", map[string]botchecktest.Answer{
-		"human": {Body: `{"success":true,"hostname":"127.0.0.1","action":"enter"}`},
-	})
-	script := botchecktest.WidgetServer(t) // the provider's widget script, a stand-in
+	ts := botchecktest.NewTurnstile(t)
+	sv := ts.Siteverify
 	cfg := newGatewayConfig(t, testenv.RabbitVhost(t))
-	cfg.Room = map[string]any{"challenge_provider": map[string]any{
-		"name": "turnstile", "site_key": "site-key-1", "secret": "test-secret", "verify_url": sv.URL, "action": "enter",
-		"widget_script_url": script.URL + "/turnstile.js"}}
+	cfg.Room = map[string]any{"challenge_provider": ts.Provider}
 	gw := startCaddy(t, cfg)
 	r := newRoom(t, rdb, 1, -time.Second, time.Hour, roomArgs{Rate: "100", Oversubscribe: "1", SessionMS: "60000"})
 	kit, err := pagekit.New(pageKind, pagekit.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
-
 	// The CSP names the widget's origin, and the page the widget's element and script.
-	req, _ := http.NewRequest(http.MethodGet, gw+"/seckill/"+r.Sale+"/queue?lang=en", nil)
-	req.Header.Set("Accept", "text/html")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	if csp := resp.Header.Get("Content-Security-Policy"); !strings.Contains(csp, "script-src 'sha256-") ||
-		!strings.Contains(csp, script.URL) || !strings.Contains(csp, "frame-src "+script.URL) {
-		t.Fatalf("the page's CSP does not allow the widget's origin %s: %s", script.URL, csp)
-	}
+	pagetest.AllowsWidget(t, gw+"/seckill/"+r.Sale+"/queue?lang=en", ts.Script.URL)
 
 	ctx := pagetest.Context(t, 5*time.Minute)
 	calls := sv.Calls.Load()
