@@ -23,6 +23,7 @@ import (
 	_ "github.com/caddyserver/caddy/v2/modules/standard"
 
 	_ "github.com/seckilledge/seckill/caddymodule/gate"
+	_ "github.com/seckilledge/seckill/caddymodule/identity" // the verified session a room's lanes read (lane_claim)
 	"github.com/seckilledge/seckill/caddymodule/room/core"
 	"github.com/seckilledge/seckill/caddymodule/sealed"
 	_ "github.com/seckilledge/seckill/caddymodule/throttle" // the throttle the room reads bans of (ban_zones)
@@ -103,6 +104,9 @@ type gatewayConfig struct {
 	// Throttle, when set, is a seckill_throttle handler in front of the room on every server,
 	// as in the shipped Caddyfiles.
 	Throttle map[string]any
+	// Identity, when set, is a seckill_identity handler in front of the room (and of the
+	// throttle) on every server: the room then reads the verified session's placeholders.
+	Identity map[string]any
 }
 
 func newGatewayConfig(t testing.TB, amqpURL string) gatewayConfig {
@@ -135,6 +139,9 @@ func (c gatewayConfig) JSON() []byte {
 		handle := []any{h}
 		if c.Throttle != nil && h["handler"] == "seckill_room" {
 			handle = []any{c.Throttle, h}
+		}
+		if c.Identity != nil && h["handler"] == "seckill_room" {
+			handle = append([]any{c.Identity}, handle...)
 		}
 		return map[string]any{"match": []any{map[string]any{"path": paths}}, "handle": handle}
 	}

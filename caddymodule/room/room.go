@@ -132,7 +132,7 @@ type Room struct {
 	// the sale's oversubscribe; at least oversubscribe.
 	OversubscribeMax float64 `json:"oversubscribe_max,omitempty"`
 	// LaneClaims is a placeholder holding the verified user's claim values (separated by
-	// spaces or commas), e.g. {http.auth.user.lanes} as seckill_jwt's lane_claim sets it: an
+	// spaces or commas), e.g. {http.auth.user.lanes} as seckill_identity's (or seckill_jwt's) lane_claim sets it: an
 	// entry whose user holds the claim of one of the sale's claim lanes goes to that lane
 	// (docs/room.md, "Lanes"). It must come from the verified identity, never from a header
 	// the client sends. Default none: claim lanes stay empty.

@@ -10,6 +10,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
+	"net/http"
 	"net/http/httptest"
 	"os"
 	"os/exec"
@@ -589,5 +591,27 @@ func (p *Tab) HasLanguage(lang string) {
 	p.t.Helper()
 	if got := JS[string](p, `document.documentElement.lang + " " + document.documentElement.dir`); got != lang+" "+pagekit.Direction(lang) {
 		p.t.Fatalf("<html lang dir> = %q, want %s %s", got, lang, pagekit.Direction(lang))
+	}
+}
+
+// AllowsWidget fails the test unless the page at url (asked for as a browser asks, HTML)
+// answers 200 with a Content-Security-Policy that lets the page load the widget's script and
+// frames from origin and still pins its own scripts by hash.
+func AllowsWidget(t testing.TB, url, origin string) {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodGet, url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Accept", "text/html")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	if csp := resp.Header.Get("Content-Security-Policy"); resp.StatusCode != http.StatusOK || !strings.Contains(csp, "script-src 'sha256-") ||
+		!strings.Contains(csp, origin) || !strings.Contains(csp, "frame-src "+origin) {
+		t.Fatalf("the page (%d): its CSP does not allow the widget's origin %s: %s", resp.StatusCode, origin, csp)
 	}
 }
