@@ -8,7 +8,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"fmt"
 	"net/http"
 	"testing"
 	"time"
@@ -19,8 +18,6 @@ import (
 	"github.com/seckilledge/seckill/internal/handlertest"
 	"github.com/seckilledge/seckill/internal/testenv"
 	"github.com/seckilledge/seckill/lua"
-
-	_ "github.com/caddyserver/caddy/v2/modules/standard"
 
 	_ "github.com/seckilledge/seckill/caddymodule/gate"
 	_ "github.com/seckilledge/seckill/caddymodule/identity" // the verified session a room's lanes read (lane_claim)
@@ -166,22 +163,17 @@ func (c gatewayConfig) JSON() []byte {
 // startCaddy runs the config in this process until the test ends.
 func startCaddy(t testing.TB, c gatewayConfig) string {
 	t.Helper()
-	base := fmt.Sprintf("http://127.0.0.1:%d", c.Port)
-	handlertest.StartCaddy(t, c.JSON(), base)
-	return base
+	return handlertest.Start(t, c.Port, c.JSON())
 }
 
 // startGatewayProcess runs the config in a Caddy subprocess until the test ends: the second
 // gateway is another process, as in production.
 func startGatewayProcess(t testing.TB, c gatewayConfig) string {
 	t.Helper()
-	return handlertest.StartGateway(t, c.JSON(), fmt.Sprintf("http://127.0.0.1:%d", c.Port)).Base
+	return handlertest.StartGateway(t, c.JSON(), handlertest.Base(c.Port)).Base
 }
 
-var client = &http.Client{
-	Timeout:   30 * time.Second,
-	Transport: &http.Transport{MaxIdleConnsPerHost: 512, IdleConnTimeout: 5 * time.Second},
-}
+var client = handlertest.NewClient(512)
 
 // reply is one decoded answer of the room.
 type reply struct {

@@ -50,9 +50,13 @@ type Browser struct {
 	axe string
 }
 
-// NewBrowser starts chromium for t (closed when t ends) and reads axe-core.
+// NewBrowser starts chromium for t (closed when t ends) and reads axe-core. Under -short it
+// skips t instead: the short runs start no browser.
 func NewBrowser(t *testing.T) *Browser {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("chromium: not in -short")
+	}
 	bctx := start(t)
 	if _, err := chromedp.Run(bctx, chromedp.Evaluate[chromedp.Void]("1")); err != nil {
 		t.Fatalf("starting chromium: %v", err)
@@ -554,6 +558,12 @@ type Screen struct {
 
 // Screens are the two the docs' pictures show: a desktop and a phone (390 x 844).
 var Screens = []Screen{{"desktop", 1280, 800, false}, {"phone", 390, 844, true}}
+
+// File is where the picture name (e.g. "room-waiting") of a page on s goes in dir:
+// dir/name-<s.Name>.png, the names the docs link.
+func (s Screen) File(dir, name string) string {
+	return filepath.Join(dir, name+"-"+s.Name+".png")
+}
 
 // TabOn is Tab on screen s.
 func (b *Browser) TabOn(t *testing.T, lang string, s Screen) *Tab {
