@@ -75,17 +75,21 @@ func sharedBrowser(t *testing.T) context.Context {
 	return shared.ctx
 }
 
-// EachLanguageSideBySide runs f for each of Languages as a parallel subtest (as many at once as
-// go test's -parallel allows), each on a tab of its own in b that sends the language's
-// Accept-Language, width x height (mobile: a phone's touch and viewport), open for d at most:
-// a language's waits for the page's polls overlap another's checks, and a language that
-// fails or hangs fails alone. f makes what it serves itself (t is the language's subtest). The
-// subtests end after the calling test's function returns: what it does once they are all
-// done goes in a t.Cleanup.
+// EachLanguageSideBySide runs f for each of Languages as a parallel subtest, two languages at
+// a time, each on a tab of its own in b that sends the language's Accept-Language, width x
+// height (mobile: a phone's touch and viewport), open for d at most from when its turn comes:
+// a language's waits for the page's polls overlap the other's checks, and a language that
+// fails or hangs fails alone. Two, not all nine: axe-core's checks are chromium's CPU, and
+// nine pages checked at once on two busy cores starve one past its deadline. f makes what it
+// serves itself (t is the language's subtest). The subtests end after the calling test's
+// function returns: what it does once they are all done goes in a t.Cleanup.
 func EachLanguageSideBySide(t *testing.T, b *Browser, kit *pagekit.Kit, width, height int64, mobile bool, d time.Duration, f func(t *testing.T, s *Sweep)) {
+	turns := make(chan struct{}, 2)
 	for _, l := range Languages {
 		t.Run(l.Lang, func(t *testing.T) {
 			t.Parallel()
+			turns <- struct{}{}
+			defer func() { <-turns }()
 			f(t, &Sweep{Tab: b.TabFor(t, d, l.Accept, width, height, mobile), Kit: kit, Lang: l, English: Untranslated(kit, l.Lang)})
 		})
 	}
