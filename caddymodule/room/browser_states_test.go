@@ -116,11 +116,13 @@ func pageCases() []pagetest.Case {
 // entering with the proof of work's progress, waiting (position, a bar, a wait range),
 // admitted (a Buy button, the time left counting down, the title changed), bought (the order
 // number; the entry id and the seed commitment behind "Check this queue"), sold out, ended,
-// paused, and the room full (try again in N seconds).
+// paused, and the room full (try again in N seconds). The two pages side by side, each against
+// a room of its own; each page's states in turn.
 func TestTheWaitingPageShowsEveryStateInPlainWordsAndPassesAxe(t *testing.T) {
 	b := pagetest.NewBrowser(t)
 	for _, pc := range pageCases() {
 		t.Run(pc.Name, func(t *testing.T) {
+			t.Parallel()
 			p := newProtocolRoom(t, pc.Cfg)
 			site := pagetest.Serve(t, p)
 			kit := p.kit
@@ -334,9 +336,11 @@ func TestTheWaitingPageKeepsPollingInAThrottledTabAndNotifiesYourTurn(t *testing
 		tab.WaitState("waiting")
 	}
 	tab.WaitText("notify-note", ".")
-	// The buyer said yes (headless chromium has no prompt: the test grants it).
+	// The buyer said yes (headless chromium has no prompt: the test grants it), in the tab's
+	// own browser context (pagetest.Main gives each test one).
 	if _, err := chromedp.Call(tab.Ctx, cdpbrowser.SetPermission, cdpbrowser.SetPermissionParams{
-		Permission: &cdpbrowser.PermissionDescriptor{Name: "notifications"}, Setting: cdpbrowser.PermissionSettingGranted, Origin: site}); err != nil {
+		Permission: &cdpbrowser.PermissionDescriptor{Name: "notifications"}, Setting: cdpbrowser.PermissionSettingGranted, Origin: site,
+		BrowserContextID: chromedp.FromContext(tab.Ctx).BrowserContextID}); err != nil {
 		t.Fatalf("granting notifications: %v", err)
 	}
 

@@ -24,10 +24,12 @@ import (
 // since) come back within a second of the start, through two gateways, and poll as told; the
 // room's admissions are the best-ranked of them, in every one of 20 runs. Small and quick:
 // refresh_s is always 1 s and the summary 100 ms, so each waiter's presence from his entry
-// ends seconds before the start, as a longer wait's would.
+// ends seconds before the start, as a longer wait's would. Each run waits out its lead and
+// its polls (about 7 s), so the runs go ten at a time, each a room of its own on the same two
+// gateways (200 waiters polling once a second between them).
 func TestWaitersBackWithinASecondOfTheStartAreAdmittedInThePermutation(t *testing.T) {
 	const (
-		runs, batch = 20, 5
+		runs, batch = 20, 10
 		waiters     = 20
 		units       = 4
 		lead        = 3500 * time.Millisecond // from the room's setup to the start

@@ -76,7 +76,9 @@ func TestFlaggedEntrantsAreNeverAdmittedAndAnsweredLikeAnyone(t *testing.T) {
 		}
 		return false
 	}
-	r := newRoom(t, rdb, 3, 3*time.Second, time.Hour, roomArgs{Rate: "100", Oversubscribe: "1", SessionMS: "120000", Order: flaggedEarly})
+	// The start is far, so every entry is in the pre-queue however loaded the machine; the
+	// test moves it to now once they are.
+	r := newRoom(t, rdb, 3, 10*time.Minute, time.Hour, roomArgs{Rate: "100", Oversubscribe: "1", SessionMS: "120000", Order: flaggedEarly})
 	t.Cleanup(func() { rdb.Del(context.Background(), contract.RoomFlaggedKey(r.Sale)) })
 
 	token := func(v string) map[string]string { return map[string]string{botcheckcaddy.Header: v} }
@@ -117,6 +119,10 @@ func TestFlaggedEntrantsAreNeverAdmittedAndAnsweredLikeAnyone(t *testing.T) {
 	if want := []string{"bot-badtoken", "bot-curl", "bot-notoken", "bot-score"}; !slices.Equal(flaggedSet, want) {
 		t.Fatalf("the flagged set holds %v, want %v", flaggedSet, want)
 	}
+
+	starts := redisNow(t, rdb).Add(300 * time.Millisecond)
+	rdb.HSet(context.Background(), contract.MetaKey(r.Sale), "starts_ms", starts.UnixMilli())
+	testenv.WaitFor(t, 15*time.Second, "the start", func() bool { return !redisNow(t, rdb).Before(starts) })
 
 	// Everyone polls, through both gateways in turn, until three humans are admitted (3 units,
 	// oversubscribe 1), and a while longer: the admissions stay with them.

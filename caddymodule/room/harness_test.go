@@ -9,11 +9,13 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"net/http"
+	"os"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/seckilledge/seckill/caddymodule/internal/pagekit/pagetest"
 	"github.com/seckilledge/seckill/contract"
 	"github.com/seckilledge/seckill/internal/handlertest"
 	"github.com/seckilledge/seckill/internal/testenv"
@@ -26,6 +28,10 @@ import (
 	_ "github.com/seckilledge/seckill/caddymodule/throttle" // the throttle the room reads bans of (ban_zones)
 	_ "github.com/seckilledge/seckill/caddymodule/token"
 )
+
+// TestMain runs the package's tests with one chromium for all the browser tests
+// (pagetest.Main: each test still has a profile of its own).
+func TestMain(m *testing.M) { os.Exit(pagetest.Main(m)) }
 
 // testSecret is a token key used only by these tests.
 const testSecret = "room-test-secret-room-test-secret-0123456789"

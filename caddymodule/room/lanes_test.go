@@ -42,8 +42,9 @@ func TestLanesAreFairAcrossLanesAndExactAcrossTwoGateways(t *testing.T) {
 	const units = 100
 	counts := map[string]int{"members": 60, "invited": 24, "public": 36}
 	shares := map[string]float64{"members": 0.5, "invited": 0.2, "public": 0.3}
-	// The start leaves the pre-queue time for 120 entries on a loaded machine.
-	r := newRoom(t, rdb, units, 8*time.Second, time.Hour, roomArgs{Rate: "25", Oversubscribe: "1", SessionMS: "600000", Lanes: laneShares})
+	// The start is far: every entry is in the pre-queue however loaded the machine, and the
+	// test moves the start to now once they are (as a preheat with a new window would).
+	r := newRoom(t, rdb, units, 10*time.Minute, time.Hour, roomArgs{Rate: "25", Oversubscribe: "1", SessionMS: "600000", Lanes: laneShares})
 	t.Cleanup(func() {
 		rdb.Del(context.Background(), contract.RoomLogKey(r.Sale), contract.RoomSeenKey(r.Sale), contract.RoomAwayKey(r.Sale), contract.RoomBackKey(r.Sale),
 			contract.RoomClaimKey(r.Sale), contract.RoomIdleKey(r.Sale), contract.RoomCodesKey(r.Sale), contract.RoomCodesUsedKey(r.Sale),
@@ -110,6 +111,10 @@ func TestLanesAreFairAcrossLanesAndExactAcrossTwoGateways(t *testing.T) {
 			t.Fatalf("lane %s holds %d places, want %d", lane, got, n)
 		}
 	}
+
+	starts := redisNow(t, rdb).Add(300 * time.Millisecond)
+	rdb.HSet(ctx, contract.MetaKey(r.Sale), "starts_ms", starts.UnixMilli())
+	testenv.WaitFor(t, 15*time.Second, "the start", func() bool { return !redisNow(t, rdb).Before(starts) })
 
 	// Fast clients: each polls every 150 ms through alternating gateways and buys at once.
 	var mu sync.Mutex

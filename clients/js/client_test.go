@@ -38,8 +38,10 @@ func randomHex(t *testing.T, n int) string {
 
 // The JavaScript client drives a purchase, a waiting room with proof of work and a draw on
 // the real gateway; its unit tests (the proof of work against node:crypto, the polling
-// loop's pace) run in the same `node --test`. Node missing is a failure, not a skip.
+// loop's pace) run in the same `node --test`. Node missing is a failure, not a skip. Its stack
+// is its own (a private Redis, the test's sales), so it runs beside the type checks.
 func TestJavaScriptClient(t *testing.T) {
+	t.Parallel()
 	node, err := exec.LookPath("node")
 	if err != nil {
 		t.Fatalf("node (20 or later) is needed to test clients/js: %v", err)

@@ -25,6 +25,7 @@ func tscWithNode(t *testing.T, tsc string, args ...string) string {
 // what tsc emits from its JSDoc today (`make js-types` writes it), so the types users get
 // are the code's.
 func TestTheClientTypeChecksStrictAndShipsItsDeclarations(t *testing.T) {
+	t.Parallel()
 	tsc, _ := npmtools.Need(t, "tsc")
 	tscWithNode(t, tsc, "--noEmit", "seckill.js")
 	out := t.TempDir()
@@ -58,6 +59,7 @@ func TestTheClientTypeChecksStrictAndShipsItsDeclarations(t *testing.T) {
 // compiles without Node's types (a browser front end), and Node loads it both by import and
 // by require (the engines' promise).
 func TestTypeScriptUsersCanImportThePackedClient(t *testing.T) {
+	t.Parallel()
 	tsc, node := npmtools.Need(t, "tsc")
 	publint, _ := npmtools.Need(t, "publint")
 	npm, err := exec.LookPath("npm")

@@ -170,6 +170,7 @@ func (w *drawWorld) drawVerdicts() (failing []int, checks map[int]invariants.Che
 }
 
 func TestVerifierPassesADrawComputedWithTheContract(t *testing.T) {
+	t.Parallel()
 	w := newDrawWorld(t)
 	failing, checks := w.drawVerdicts()
 	if len(failing) != 0 {
@@ -186,6 +187,7 @@ func TestVerifierPassesADrawComputedWithTheContract(t *testing.T) {
 // A sale with a stock and no variants draws one ranking, of the empty variant, and is verified
 // by the five invariants of a plain sale plus the draw's.
 func TestVerifierPassesADrawWithoutVariants(t *testing.T) {
+	t.Parallel()
 	w := &drawWorld{world: newWorld(t, 2)}
 	w.fix([]string{"", "", "", "", ""})
 	w.wave("", 1, 0, 2, 0, 10)
@@ -209,6 +211,7 @@ func TestVerifierPassesADrawWithoutVariants(t *testing.T) {
 // Without Redis (the database baselines), the draw is checked in Postgres alone, and still
 // passes.
 func TestVerifierChecksADrawInPostgresAloneWithoutRedis(t *testing.T) {
+	t.Parallel()
 	w := newDrawWorld(t)
 	w.rdb.HSet(context.Background(), contract.DrawEntriesKey(w.sale), "intruder", w.ranked["b"][0].ID+":b:0")
 	src := invariants.Sources{Redis: w.rdb, PG: w.pg, Dead: invariants.RabbitMgmt{URL: testenv.AMQPMgmtURL(), Vhost: w.vhost}}
@@ -228,6 +231,7 @@ func TestVerifierChecksADrawInPostgresAloneWithoutRedis(t *testing.T) {
 // Long after the sale the draw's Redis keys have expired: Postgres alone is checked, and the
 // draw still passes.
 func TestVerifierPassesADrawWhoseRedisKeysExpired(t *testing.T) {
+	t.Parallel()
 	w := newDrawWorld(t)
 	w.rdb.Del(context.Background(), contract.DrawKey(w.sale), contract.DrawEntriesKey(w.sale))
 	if failing, _ := w.drawVerdicts(); len(failing) != 0 {
@@ -327,6 +331,7 @@ func TestVerifierCatchesEachBrokenDrawInvariant(t *testing.T) {
 // Between the close and the draw (entries fixed, seed secret), the draw passes, and a seed
 // already in Postgres is caught: before the draw it must live in Redis alone.
 func TestVerifierChecksADrawBetweenTheCloseAndTheDraw(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	w := &drawWorld{world: newUnitWorld(t, 1, map[string]int{"a": 2, "b": 1})}
 	w.fix([]string{"a", "b", "a"})
@@ -363,6 +368,7 @@ func quicknetRound123(t *testing.T) *draw.Beacon {
 // close: invariant 10 passes it, and fails a later round (also unknown at the close, but one an
 // operator could have picked among several) and quicknet's hash with another genesis.
 func TestVerifierRequiresTheBeaconRoundTheRulesFix(t *testing.T) {
+	t.Parallel()
 	w := newDrawWorldWith(t, quicknetRound123(t))
 	if failing, checks := w.drawVerdicts(); len(failing) != 0 {
 		t.Fatalf("a true beacon draw: failing %v (%+v)", failing, checks[10])

@@ -161,6 +161,7 @@ func (w *roomWorld) roomVerdicts() map[int]invariants.Check {
 }
 
 func TestVerifierPassesAWaitingRoomSaleDrivenByTheRealScripts(t *testing.T) {
+	t.Parallel()
 	w := newRoomWorld(t)
 	for n, c := range w.roomVerdicts() {
 		if c.Verdict != invariants.Pass {
@@ -307,6 +308,7 @@ func newPresenceWorld(t *testing.T) (*roomWorld, string) {
 }
 
 func TestVerifierChecksThePresenceRule(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	w, _ := newPresenceWorld(t)
 	got := w.roomVerdicts()
@@ -408,7 +410,8 @@ func newIdleWorld(t *testing.T) *roomWorld {
 }
 
 // Invariant 6's rule "while units are left and a present waiter waits, the sale never idles",
-// from the holds (h:) and no-shows (n:) the script logs.
+// from the holds (h:) and no-shows (n:) the script logs. Serial (no t.Parallel): it waits on
+// real time, for Redis's clock to pass a claim window of 300 ms.
 func TestVerifierChecksThatTheSaleNeverIdles(t *testing.T) {
 	ctx := context.Background()
 	got := newIdleWorld(t).roomVerdicts()

@@ -14,6 +14,7 @@ import (
 // The verifier sees a sharded sale as one sale: its stock is the sum over the shards and its
 // buyers are every shard's; an unsharded sale reads exactly as before.
 func TestVerifierSumsAShardedSaleOverItsShards(t *testing.T) {
+	t.Parallel()
 	rdb := testenv.Redis(t)
 	ctx := context.Background()
 	sale := testenv.ID("s")

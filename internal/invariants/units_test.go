@@ -57,6 +57,7 @@ func (w *world) cleanUnitSale() {
 }
 
 func TestVerifierPassesAVariantSaleWithSeveralOrdersPerUser(t *testing.T) {
+	t.Parallel()
 	w := newUnitWorld(t, 3, map[string]int{"a": 3, "b": 5})
 	w.cleanUnitSale()
 	rep := w.verify(3)
@@ -67,6 +68,7 @@ func TestVerifierPassesAVariantSaleWithSeveralOrdersPerUser(t *testing.T) {
 }
 
 func TestVerifierReportsAnOversoldVariant(t *testing.T) {
+	t.Parallel()
 	w := newUnitWorld(t, 3, map[string]int{"a": 3, "b": 5})
 	w.cleanUnitSale()
 	// Variant a has no unit left; one more that a guard on the total alone let through. The
@@ -84,6 +86,7 @@ func TestVerifierReportsAnOversoldVariant(t *testing.T) {
 }
 
 func TestVerifierReportsAUserAboveTheLimit(t *testing.T) {
+	t.Parallel()
 	w := newUnitWorld(t, 3, map[string]int{"a": 3, "b": 5})
 	w.cleanUnitSale()
 	w.sellUnits("u0", "o4", "b", 1) // u0 now holds 4 of a limit of 3
@@ -95,6 +98,7 @@ func TestVerifierReportsAUserAboveTheLimit(t *testing.T) {
 }
 
 func TestVerifierReportsAVariantStockRedisOrPostgresGotWrong(t *testing.T) {
+	t.Parallel()
 	for name, corrupt := range map[string]func(w *world){
 		"redis variant": func(w *world) {
 			// Units moved between variants in Redis: the total still agrees.
@@ -122,6 +126,7 @@ func TestVerifierReportsAVariantStockRedisOrPostgresGotWrong(t *testing.T) {
 // variant: one asked for by more users than it had units must be sold out. A unit left behind
 // on one variant is an UNDERSELL of that variant even when the others sold out.
 func TestVerifierReportsAnUndersoldVariantOfALimitOneSale(t *testing.T) {
+	t.Parallel()
 	for name, c := range map[string]struct {
 		demand map[string]int
 		fails  bool

@@ -50,8 +50,9 @@ type Browser struct {
 	axe string
 }
 
-// NewBrowser starts chromium for t (closed when t ends) and reads axe-core. Under -short it
-// skips t instead: the short runs start no browser.
+// NewBrowser starts chromium for t (closed when t ends; in a package that shares one, Main, a
+// browser context of its own in it) and reads axe-core. Under -short
+// it skips t instead: the short runs start no browser.
 func NewBrowser(t *testing.T) *Browser {
 	t.Helper()
 	if testing.Short() {
@@ -64,9 +65,10 @@ func NewBrowser(t *testing.T) *Browser {
 	return &Browser{ctx: bctx, axe: axeSource(t)}
 }
 
-// Context is a tab of a chromium of its own, with a profile of its own (another device's
-// storage and keys), open for d at most and closed when t ends: for a test that drives the
-// page with chromedp itself.
+// Context is a tab of a chromium of its own (of a browser context of its own in a package
+// that shares one chromium, Main), with a profile of its own (another device's storage and
+// keys), open for d at most and closed when t ends: for a test that drives the page with
+// chromedp itself.
 func Context(t *testing.T, d time.Duration) context.Context {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(start(t), d)
@@ -74,17 +76,28 @@ func Context(t *testing.T, d time.Duration) context.Context {
 	return ctx
 }
 
-// start starts chromium with a fresh profile, closed when t ends.
+// start starts chromium with a fresh profile, closed when t ends; in a package that shares
+// one chromium (Main), a fresh browser context of it, disposed of when t ends.
 func start(t *testing.T) context.Context {
 	t.Helper()
-	opts := append(chromedp.DefaultExecAllocatorOptions[:],
-		chromedp.ExecPath(Chromium(t)), chromedp.NoSandbox, chromedp.DisableGPU,
-		chromedp.Flag("disable-background-networking", true), chromedp.Flag("disable-component-update", true),
-		chromedp.Flag("disable-sync", true), chromedp.NoFirstRun, chromedp.UserDataDir(t.TempDir()))
-	actx, cancelA := chromedp.NewExecAllocator(context.Background(), opts...)
+	if s := sharedBrowser(t); s != nil {
+		ctx, cancel := chromedp.NewContext(s, chromedp.WithNewBrowserContext())
+		t.Cleanup(cancel)
+		return ctx
+	}
+	actx, cancelA := chromedp.NewExecAllocator(context.Background(), options(t, t.TempDir())...)
 	bctx, cancelB := chromedp.NewContext(actx)
 	t.Cleanup(func() { cancelB(); cancelA() })
 	return bctx
+}
+
+// options are the flags of a headless chromium whose profile is in dir.
+func options(t *testing.T, dir string) []chromedp.ExecAllocatorOption {
+	t.Helper()
+	return append(chromedp.DefaultExecAllocatorOptions[:],
+		chromedp.ExecPath(Chromium(t)), chromedp.NoSandbox, chromedp.DisableGPU,
+		chromedp.Flag("disable-background-networking", true), chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true), chromedp.NoFirstRun, chromedp.UserDataDir(dir))
 }
 
 // TextIn is the text of #sk-<id> in the page of ctx, shown or not ("" when it is missing).
