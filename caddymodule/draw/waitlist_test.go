@@ -123,7 +123,9 @@ func TestADrawReleaseReachesTheNextRanksPageThroughTwoGateways(t *testing.T) {
 		t.Fatalf("%d raises logged for %d releases", n, units)
 	}
 	slices.Sort(took)
-	pct := func(q float64) time.Duration { return took[min(len(took)-1, int(q*float64(len(took))))].Round(100 * time.Microsecond) }
+	pct := func(q float64) time.Duration {
+		return took[min(len(took)-1, int(q*float64(len(took))))].Round(100 * time.Microsecond)
+	}
 	t.Logf("release to the next rank's page saying won (polled every 20 ms, two gateway servers), %d releases: median %v, p99 %v, max %v",
 		units, pct(0.5), pct(0.99), took[len(took)-1].Round(100*time.Microsecond))
 }
