@@ -3,6 +3,7 @@ package ui
 import (
 	"context"
 	"errors"
+	"strconv"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -44,6 +45,32 @@ type SaleFrame struct {
 	// Draw: the sale is a draw (docs/draw.md); the page then shows its draw panel, which it
 	// reads from GET /admin/sales/{id}/draw on its own, less often than once a frame.
 	Draw bool `json:"draw,omitempty"`
+	// LaneMode and Lanes: a room sale's lanes in their order (docs/room.md, "Lanes"), read
+	// from the room hash each frame; absent for a sale without lanes.
+	LaneMode string      `json:"lane_mode,omitempty"`
+	Lanes    []LaneFrame `json:"lanes,omitempty"`
+}
+
+// LaneFrame is one lane of a room sale in a frame.
+type LaneFrame struct {
+	Name string `json:"name"`
+	// Kind: claim, invitation or public; Claim the claim value of a claim lane.
+	Kind  string `json:"kind"`
+	Claim string `json:"claim,omitempty"`
+	// Share: the lane's part of the admission rate (mode share; 0 in mode priority, where the
+	// lane's place in the list is its priority).
+	Share float64 `json:"share"`
+	// Entries and Admitted: the lane's counters (room hash lane:<name>:entries, :admitted).
+	Entries  int64 `json:"entries"`
+	Admitted int64 `json:"admitted"`
+	// Waiting: the lane's backlog as the admission step counts it: its places past its cursor,
+	// plus its passed waiters who came back (room_queue.lua). Passed waiters still away are
+	// not counted.
+	Waiting int64 `json:"waiting"`
+	// The invitation lane's codes: issued (the codes hash), and used at least once (the uses
+	// hash). Each entry into the lane spent one use, so Entries is the uses spent.
+	CodesIssued *int64 `json:"codes_issued,omitempty"`
+	CodesUsed   *int64 `json:"codes_used,omitempty"`
 }
 
 // feed builds frames for one page; it keeps the previous counters to turn them into rates.
@@ -97,15 +124,22 @@ func (f *feed) frame(ctx context.Context) (CockpitFrame, error) {
 	}
 	pipe := f.c.Redis.Pipeline()
 	xlens := make([][]*redis.IntCmd, len(shown))
+	laneFields := make([]*redis.SliceCmd, len(shown))
 	for i, s := range shown {
 		for _, id := range contract.ShardIDs(s.ID, s.Shards) {
 			xlens[i] = append(xlens[i], pipe.XLen(ctx, contract.OutboxKey(id)))
 		}
+		// HMGET rather than HGET: a sale without a room has no field, which is no error.
+		laneFields[i] = pipe.HMGet(ctx, contract.RoomKey(s.ID), "lanes")
 	}
 	if len(shown) > 0 {
 		if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
 			return fr, err
 		}
+	}
+	lanes, err := readLanes(ctx, f.c.Redis, shown, laneFields)
+	if err != nil {
+		return fr, err
 	}
 	gw, down, fromGateways := f.src.gateCounts(ctx)
 	if fromGateways {
@@ -125,6 +159,9 @@ func (f *feed) frame(ctx context.Context) (CockpitFrame, error) {
 		}
 		buyers[s.ID] = s.Buyers
 		sf.Draw = draws[s.ID]
+		if l, ok := lanes[s.ID]; ok {
+			sf.LaneMode, sf.Lanes = l.mode, l.lanes
+		}
 		if !first {
 			if fromGateways {
 				for outcome, n := range sumShards(gw, s.ID) {
@@ -180,4 +217,85 @@ func drawSales(ctx context.Context, f *feed, ids []string) (map[string]bool, err
 	var id string
 	_, err = pgx.ForEachRow(rows, []any{&id}, func() error { out[id] = true; return nil })
 	return out, err
+}
+
+// saleLanes is one sale's lanes as a frame shows them.
+type saleLanes struct {
+	mode  string
+	lanes []LaneFrame
+}
+
+// readLanes reads the lanes of the sales whose room hash has a lanes field (fields[i] is
+// shown[i]'s HMGET of it), in one pipeline: each lane's counters and cursor from the room
+// hash, its queue's and back set's sizes, and the invitation codes issued and used (the keys
+// of contract: docs/room.md, "Lanes").
+func readLanes(ctx context.Context, rdb redis.UniversalClient, shown []admin.SaleSummary, fields []*redis.SliceCmd) (map[string]saleLanes, error) {
+	type pending struct {
+		sale      string
+		mode      string
+		specs     []admin.LaneSpec
+		counters  *redis.SliceCmd
+		queue     []*redis.IntCmd
+		back      []*redis.IntCmd
+		codes     *redis.IntCmd
+		codesUsed *redis.IntCmd
+	}
+	var todo []*pending
+	pipe := rdb.Pipeline()
+	for i, s := range shown {
+		var field string
+		if v := fields[i].Val(); len(v) == 1 {
+			field, _ = v[0].(string)
+		}
+		mode, specs, ok := admin.ParseLanesField(field)
+		if !ok {
+			continue
+		}
+		p := &pending{sale: s.ID, mode: mode, specs: specs}
+		var names []string
+		for _, l := range specs {
+			cursor := "lane:" + l.Name + ":cursor"
+			q, back := contract.RoomLaneQueueKey(s.ID, l.Name), contract.RoomLaneQueueKey(s.ID, l.Name)+":back"
+			if l.Kind == admin.LanePublic {
+				cursor, q, back = "cursor", contract.RoomQueueKey(s.ID), contract.RoomBackKey(s.ID)
+			}
+			names = append(names, "lane:"+l.Name+":entries", "lane:"+l.Name+":admitted", cursor)
+			p.queue = append(p.queue, pipe.ZCard(ctx, q))
+			p.back = append(p.back, pipe.ZCard(ctx, back))
+			if l.Kind == admin.LaneInvitation {
+				p.codes = pipe.HLen(ctx, contract.RoomCodesKey(s.ID))
+				p.codesUsed = pipe.HLen(ctx, contract.RoomCodesUsedKey(s.ID))
+			}
+		}
+		p.counters = pipe.HMGet(ctx, contract.RoomKey(s.ID), names...)
+		todo = append(todo, p)
+	}
+	out := map[string]saleLanes{}
+	if len(todo) == 0 {
+		return out, nil
+	}
+	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
+		return nil, err
+	}
+	for _, p := range todo {
+		counters := p.counters.Val()
+		num := func(i int) int64 {
+			s, _ := counters[i].(string)
+			n, _ := strconv.ParseInt(s, 10, 64)
+			return n
+		}
+		sl := saleLanes{mode: p.mode}
+		for i, l := range p.specs {
+			lf := LaneFrame{Name: l.Name, Kind: l.Kind, Claim: l.Claim, Share: l.Share,
+				Entries: num(3 * i), Admitted: num(3*i + 1),
+				Waiting: max(p.queue[i].Val()-num(3*i+2), 0) + p.back[i].Val()}
+			if l.Kind == admin.LaneInvitation {
+				issued, used := p.codes.Val(), p.codesUsed.Val()
+				lf.CodesIssued, lf.CodesUsed = &issued, &used
+			}
+			sl.lanes = append(sl.lanes, lf)
+		}
+		out[p.sale] = sl
+	}
+	return out, nil
 }

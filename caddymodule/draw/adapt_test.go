@@ -21,19 +21,9 @@ func TestCaddyfileAdaptsToTheDocumentedJSON(t *testing.T) {
 // refuses their bad values for seckill_draw and seckill_room alike.
 
 func TestValidateRefusesImpossibleSettings(t *testing.T) {
-	for name, h := range map[string]*Draw{
+	handlertest.Validates(t, (*Draw).setDefaults, new(Draw), map[string]*Draw{
 		"negative rate": {Kit: roomkit.Kit{DifficultyRate: -1}},
 		"negative ttl":  {Kit: roomkit.Kit{CacheTTL: -1}},
 		"bad frame":     {Kit: roomkit.Kit{FrameAncestors: []string{"a; script-src *"}}},
-	} {
-		h.setDefaults()
-		if err := h.Validate(); err == nil {
-			t.Errorf("%s: accepted", name)
-		}
-	}
-	ok := new(Draw)
-	ok.setDefaults()
-	if err := ok.Validate(); err != nil {
-		t.Fatalf("defaults refused: %v", err)
-	}
+	})
 }

@@ -4,10 +4,7 @@ package draw
 
 import (
 	"encoding/json"
-	"fmt"
 	"net/http"
-	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -15,8 +12,6 @@ import (
 
 	"github.com/seckilledge/seckill/caddymodule/internal/pagekit"
 	"github.com/seckilledge/seckill/caddymodule/internal/pagekit/pagetest"
-	"github.com/seckilledge/seckill/caddymodule/internal/roomkit"
-	"github.com/seckilledge/seckill/caddymodule/sealed"
 )
 
 // protocolDraw answers the draw page's requests as docs/openapi.yaml says the draw answers
@@ -24,33 +19,19 @@ import (
 // through each (the draw's own tests, and TestEntryPageInARealBrowser..., cover the draw).
 // The page is the handler's kit with the options under test; the proof of work is checked.
 type protocolDraw struct {
-	kit       *pagekit.Kit
-	challenge string
-	mu        sync.Mutex
-	entry     map[string]any // nil: not entered
-	result    map[string]any
+	kit    *pagekit.Kit
+	work   pagetest.Work
+	mu     sync.Mutex
+	entry  map[string]any // nil: not entered
+	result map[string]any
 }
-
-const testDifficulty = 16
 
 var testSizes = []string{"S", "M", "L"}
 
 func newProtocolDraw(t *testing.T, cfg *pagekit.Config) *protocolDraw {
-	t.Helper()
-	h := &Draw{Kit: roomkit.Kit{Page: cfg}}
-	if err := h.SetupPage(pageKind); err != nil {
-		t.Fatal(err)
-	}
-	// A challenge whose first solution lies past two slices of the client's worker.
-	var ch string
-	for i := 0; ; i++ {
-		ch = "c1.k1." + strconv.Itoa(i) + ".16.test"
-		if n, _ := strconv.Atoi(sealed.Solve(ch, testDifficulty)); n > 2*16384 {
-			break
-		}
-	}
-	return &protocolDraw{kit: h.Pages, challenge: ch, result: map[string]any{"state": "open", "seed_commitment": "5eed0c0ffee",
-		"closes_at": time.Now().Add(26 * time.Hour).UTC().Format(time.RFC3339), "randomness": "commit-reveal", "beacon": nil}}
+	open := map[string]any{"state": "open", "seed_commitment": "5eed0c0ffee",
+		"closes_at": time.Now().Add(26 * time.Hour).UTC().Format(time.RFC3339), "randomness": "commit-reveal", "beacon": nil}
+	return &protocolDraw{kit: pagetest.Compile(t, pageKind, cfg), work: pagetest.NewWork(16), result: open}
 }
 
 func (p *protocolDraw) set(entry map[string]any, result map[string]any) {
@@ -63,21 +44,17 @@ func (p *protocolDraw) set(entry map[string]any, result map[string]any) {
 }
 
 func (p *protocolDraw) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	reply := func(status int, body any) {
-		w.Header().Set("Content-Type", "application/json")
-		w.WriteHeader(status)
-		_ = json.NewEncoder(w).Encode(body)
-	}
+	reply := func(status int, body any) { pagetest.Answer(w, status, body) }
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	switch path := r.URL.Path; {
 	case path == "/seckill/s1/draw" && r.Method == "GET" && strings.Contains(r.Header.Get("Accept"), "text/html"):
 		_ = p.kit.Serve(w, r, "s1", testSizes, nil)
 	case path == "/seckill/s1/challenge":
-		reply(200, map[string]any{"challenge": p.challenge, "difficulty": testDifficulty, "expires_at": time.Now().Add(30 * time.Second).UTC().Format(time.RFC3339)})
+		p.work.Issue(w)
 	case path == "/seckill/s1/draw" && r.Method == "POST":
-		if sealed.LeadingZeroBits(p.challenge, r.Header.Get("X-Seckill-Solution")) < testDifficulty {
-			reply(403, map[string]string{"code": "invalid_challenge", "message": "invalid_challenge"})
+		if !p.work.Solved(r) {
+			pagetest.Refuse(w, 403, "invalid_challenge")
 			return
 		}
 		var body struct{ Variant string }
@@ -89,14 +66,14 @@ func (p *protocolDraw) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		reply(200, map[string]any{"state": "withdrawn"})
 	case path == "/seckill/s1/draw" && r.Method == "GET":
 		if p.entry == nil {
-			reply(404, map[string]string{"code": "not_entered", "message": "not_entered"})
+			pagetest.Refuse(w, 404, "not_entered")
 			return
 		}
 		reply(200, p.entry)
 	case path == "/seckill/s1/draw/result":
 		reply(200, p.result)
 	default:
-		reply(404, map[string]string{"code": "not_found", "message": "not_found"})
+		pagetest.Refuse(w, 404, "not_found")
 	}
 }
 
@@ -111,9 +88,6 @@ func prefix(s string) string { p, _, _ := strings.Cut(s, "{"); return p }
 // down, the title changed, the rank behind "Check this draw"), lost, and won but the claim
 // expired.
 func TestTheDrawPageShowsEveryStateInPlainWordsAndPassesAxe(t *testing.T) {
-	if testing.Short() {
-		t.Skip("chromium: not in -short")
-	}
 	b := pagetest.NewBrowser(t)
 	for _, pc := range []pagetest.Case{
 		{Name: "en", AcceptLanguage: "en-GB,en;q=0.9", Lang: "en"},
@@ -218,6 +192,6 @@ func TestScreenshotsOfTheDrawPage(t *testing.T) {
 		tab.Go(site + "/seckill/s1/draw")
 		tab.WaitState("won")
 		tab.WaitText("timer", ":")
-		tab.Screenshot(filepath.Join(dir, fmt.Sprintf("draw-won-%s.png", s.Name)))
+		tab.Screenshot(s.File(dir, "draw-won"))
 	}
 }

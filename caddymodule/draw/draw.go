@@ -7,16 +7,13 @@
 package draw
 
 import (
-	"fmt"
 	"net/http"
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
-	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 
 	"github.com/seckilledge/seckill/caddymodule/draw/core"
 	"github.com/seckilledge/seckill/caddymodule/handler"
-	"github.com/seckilledge/seckill/caddymodule/internal/metric"
 	"github.com/seckilledge/seckill/caddymodule/internal/roomkit"
 	"github.com/seckilledge/seckill/contract"
 )
@@ -57,12 +54,11 @@ func (Draw) CaddyModule() caddy.ModuleInfo {
 // Provision sets defaults and takes the app's Redis client and token keys (the draw's
 // challenges are sealed as the waiting room's). No network I/O.
 func (h *Draw) Provision(ctx caddy.Context) error {
-	app, err := h.Kit.Provision(ctx, "seckill_draw", pageKind, h.setDefaults)
+	app, err := h.Kit.Provision(ctx, "seckill_draw", pageKind, h.setDefaults, flagged)
 	if err != nil {
 		return err
 	}
 	h.mem.Store = core.RedisStore{Client: app.RedisClient(), Caller: h.Calls}
-	metric.Register(ctx.GetMetricsRegistry(), flagged)
 	return nil
 }
 
@@ -71,14 +67,8 @@ func (h *Draw) setDefaults() {
 	h.mem = &core.Gateway{CacheTTL: time.Duration(h.CacheTTL), DifficultyRate: h.DifficultyRate, Now: time.Now}
 }
 
-// Validate checks the configuration.
+// Validate checks the configuration: every option of the draw is the kit's.
 func (h *Draw) Validate() error {
-	switch {
-	case h.DifficultyRate <= 0:
-		return fmt.Errorf("seckill_draw: difficulty_rate must be positive")
-	case h.CacheTTL < 0:
-		return fmt.Errorf("seckill_draw: cache_ttl must not be negative")
-	}
 	return h.Kit.Validate("seckill_draw")
 }
 
@@ -100,11 +90,4 @@ var (
 		Message: "no such variant in this sale (a sale with several variants needs one named)"}
 	badBody = handler.Refusal{Status: http.StatusBadRequest, Code: contract.CodeBadRequest,
 		Message: `the body must be one JSON object {"variant":"<id>"}`}
-)
-
-// Interface guards
-var (
-	_ caddy.Provisioner           = (*Draw)(nil)
-	_ caddy.Validator             = (*Draw)(nil)
-	_ caddyhttp.MiddlewareHandler = (*Draw)(nil)
 )

@@ -87,10 +87,7 @@ func (h *Draw) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.
 	if h.Passes(r) {
 		return next.ServeHTTP(w, r)
 	}
-	repl, _ := r.Context().Value(caddy.ReplacerCtxKey).(*caddy.Replacer)
-	if repl == nil {
-		repl = caddy.NewReplacer()
-	}
+	repl := handler.Replacer(r)
 	endpoint, ok := drawRoutes.Match(r.URL.Path)
 	switch {
 	case !ok:

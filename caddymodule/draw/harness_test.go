@@ -2,8 +2,8 @@ package draw
 
 import (
 	"context"
-	"fmt"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -14,8 +14,6 @@ import (
 	"github.com/seckilledge/seckill/internal/handlertest"
 	"github.com/seckilledge/seckill/internal/testenv"
 	"github.com/seckilledge/seckill/lua"
-
-	_ "github.com/caddyserver/caddy/v2/modules/standard"
 )
 
 // testSecret is a token key used only by these tests.
@@ -120,15 +118,10 @@ func (c gatewayConfig) JSON() []byte {
 // startCaddy runs the config in this process until the test ends.
 func startCaddy(t testing.TB, c gatewayConfig) string {
 	t.Helper()
-	base := fmt.Sprintf("http://127.0.0.1:%d", c.Port)
-	handlertest.StartCaddy(t, c.JSON(), base)
-	return base
+	return handlertest.Start(t, c.Port, c.JSON())
 }
 
-var client = &http.Client{
-	Timeout:   30 * time.Second,
-	Transport: &http.Transport{MaxIdleConnsPerHost: 256, IdleConnTimeout: 5 * time.Second},
-}
+var client = handlertest.NewClient(256)
 
 // reply is one decoded answer of the draw.
 type reply struct {
@@ -170,8 +163,10 @@ func counters(t testing.TB, rdb redis.UniversalClient, sale string) (stored, rec
 	stored, recounted = map[string]int64{}, map[string]int64{}
 	for f, v := range rdb.HGetAll(ctx, contract.DrawKey(sale)).Val() {
 		if id, ok := strings.CutPrefix(f, "n:"); ok {
-			var n int64
-			fmt.Sscan(v, &n)
+			n, err := strconv.ParseInt(v, 10, 64)
+			if err != nil {
+				t.Fatalf("draw %s: %s is %q, not a count", sale, f, v)
+			}
 			if n != 0 {
 				stored[id] = n
 			}
@@ -186,4 +181,4 @@ func counters(t testing.TB, rdb redis.UniversalClient, sale string) (stored, rec
 	return stored, recounted
 }
 
-func itoa(n int64) string { return fmt.Sprint(n) }
+func itoa(n int64) string { return strconv.FormatInt(n, 10) }

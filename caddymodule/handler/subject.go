@@ -2,6 +2,7 @@ package handler
 
 import (
 	"fmt"
+	"net/http"
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
@@ -79,6 +80,15 @@ func (s *Subject) UnmarshalOption(d *caddyfile.Dispenser) (ok bool, err error) {
 		return true, StringArg(d, &s.User)
 	}
 	return false, nil
+}
+
+// Replacer is the request's placeholder replacer, as Caddy's server sets it; a fresh one for a
+// request that came through no server (a handler's unit test).
+func Replacer(r *http.Request) *caddy.Replacer {
+	if repl, ok := r.Context().Value(caddy.ReplacerCtxKey).(*caddy.Replacer); ok && repl != nil {
+		return repl
+	}
+	return caddy.NewReplacer()
 }
 
 // User reads the user id a handler's placeholder template names (its `user` option) and checks

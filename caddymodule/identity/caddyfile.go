@@ -28,6 +28,7 @@ func init() {
 //		issuer            <iss>                  # required value of iss
 //		audience          <aud>                  # required member of aud
 //		user_claim        <claim>                # default sub
+//		lane_claim        <claim>                # sets {http.auth.user.lanes}: a string, or strings joined by spaces
 //		leeway            <duration>             # default 30s
 //		max_age           <duration>             # longest session accepted (exp - iat); default 24h
 //		jwks_refresh      <duration>             # default 5m
@@ -67,6 +68,8 @@ func (p *JWT) unmarshalOption(d *caddyfile.Dispenser, name string) (bool, error)
 		err = handler.StringArg(d, &p.Audience)
 	case "user_claim":
 		err = handler.StringArg(d, &p.UserClaim)
+	case "lane_claim":
+		err = handler.StringArg(d, &p.LaneClaim)
 	case "leeway":
 		var l caddy.Duration
 		err = handler.DurationArg(d, &l)

@@ -60,8 +60,18 @@ func foldHeaderByte(c byte) byte {
 // admit makes user the request's identity the way Caddy's authentication handler does, and
 // drops the client's own claim (X-User-ID in every spelling, and extra).
 func admit(r *http.Request, user, extra string) {
+	admitWithLanes(r, user, "", false, extra)
+}
+
+// admitWithLanes is admit that also sets {http.auth.user.lanes} to lanes when setLanes (the
+// handler reads a lane claim): set even when empty, so the placeholder always says what this
+// session holds.
+func admitWithLanes(r *http.Request, user, lanes string, setLanes bool, extra string) {
 	if repl, ok := r.Context().Value(caddy.ReplacerCtxKey).(*caddy.Replacer); ok {
 		repl.Set("http.auth.user.id", user)
+		if setLanes {
+			repl.Set(lanesPlaceholder, lanes)
+		}
 	}
 	StripClaimedIdentity(r.Header, extra)
 }

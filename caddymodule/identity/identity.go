@@ -16,8 +16,10 @@
 // contract's JSON (401 unauthenticated, with WWW-Authenticate; 503 unavailable when the keys
 // or the session service are missing), and remove the client's own X-User-ID (in every
 // spelling, X_User_ID included: StripClaimedIdentity) from the request: the identity comes
-// from the session only. docs/identity.md has the why of each
-// choice.
+// from the session only. With lane_claim, seckill_identity (and seckill_jwt) also set
+// {http.auth.user.lanes} from the verified token's claim, the claims a waiting room's lanes
+// read; seckill_session's opaque sessions carry no claims. docs/identity.md has the why of
+// each choice.
 package identity
 
 import (
@@ -42,7 +44,7 @@ func init() {
 // keys yet" like a bad password. This one answers the contract's JSON, tells 401 from 503, and
 // honours handle_errors the way every seckill handler does.
 type Identity struct {
-	// cookie, jwks_url, keys, issuer, audience, user_claim, leeway, jwks_refresh,
+	// cookie, jwks_url, keys, issuer, audience, user_claim, lane_claim, leeway, jwks_refresh,
 	// jwks_min_interval, verified_cache.
 	JWT
 
@@ -75,10 +77,10 @@ func (h *Identity) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyh
 		// In a dispatched route, a path none of its handlers answers (handler.Dispatch).
 		return next.ServeHTTP(w, r)
 	}
-	user, o := h.identify(r)
+	id, o := h.identify(r)
 	switch o {
 	case core.Verified:
-		admit(r, user, "")
+		admitWithLanes(r, id.User, id.Lanes, h.LaneClaim != "", "")
 		return h.next.For(t, next).ServeHTTP(w, r)
 	case core.NoKeys:
 		return h.refuse.Write(w, refusedNoKeys)

@@ -38,12 +38,15 @@ func handlerWith(t *testing.T, cookie string, keys ...shoptest.Key) *Identity {
 
 // served is what the next handler saw, or the handler.
 type served struct {
-	status  int
-	code    string
-	user    string // {http.auth.user.id} as the next handler saw it
-	claimed string // the X-User-ID header the next handler saw
-	header  http.Header
-	err     error
+	status int
+	code   string
+	user   string // {http.auth.user.id} as the next handler saw it
+	// lanes is {http.auth.user.lanes} as the next handler saw it; lanesSet, whether it was set.
+	lanes    string
+	lanesSet bool
+	claimed  string // the X-User-ID header the next handler saw
+	header   http.Header
+	err      error
 }
 
 func serve(h caddyhttp.MiddlewareHandler, r *http.Request) served {
@@ -53,6 +56,7 @@ func serve(h caddyhttp.MiddlewareHandler, r *http.Request) served {
 	var s served
 	s.err = h.ServeHTTP(w, r, caddyhttp.HandlerFunc(func(w http.ResponseWriter, r *http.Request) error {
 		s.user, _ = repl.GetString("http.auth.user.id")
+		s.lanes, s.lanesSet = repl.GetString("http.auth.user.lanes")
 		s.claimed = r.Header.Get("X-User-ID")
 		w.WriteHeader(http.StatusOK)
 		return nil

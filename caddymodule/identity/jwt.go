@@ -37,7 +37,8 @@ const (
 // The token is the bearer token of the Authorization header or the session cookie. Its
 // signature must verify with a configured key (static, or published at jwks_url) whose
 // algorithm is pinned; exp is required; nbf, iat, iss and aud are checked; the user claim must
-// be a contract id. The user becomes {http.auth.user.id}.
+// be a contract id. The user becomes {http.auth.user.id}, and with lane_claim the user's lane
+// claims {http.auth.user.lanes}.
 type JWT struct {
 	// The session cookie's name. The bearer token of an Authorization header is read first;
 	// without this, only that header is read.
@@ -72,6 +73,15 @@ type JWT struct {
 	// The claim naming the user. Its value must match ^[A-Za-z0-9_-]{1,64}$ (the contract's
 	// ids), or the token is refused. Default sub.
 	UserClaim string `json:"user_claim,omitempty"`
+
+	// The claim holding the user's lane claims, e.g. "lanes": a verified session sets
+	// {http.auth.user.lanes} from it, the placeholder a waiting room's lane_claims reads to put
+	// a member in a claim lane (docs/room.md, "Lanes"). A string is taken as it is, an array of
+	// strings is joined by spaces; any other value (a number, an object, an array holding
+	// anything but strings) is ignored and the placeholder is empty, as when the claim is
+	// absent: the session is still verified, it only picks no lane. Default none: the
+	// placeholder is not set.
+	LaneClaim string `json:"lane_claim,omitempty"`
 
 	// Clock skew forgiven when checking exp, nbf and iat. Default 30s; at most 5m.
 	Leeway *caddy.Duration `json:"leeway,omitempty"`
@@ -226,6 +236,7 @@ func (p *JWT) setup(jwks func(url string) (*core.JWKS, error)) error {
 		Issuer:    repl.ReplaceAll(p.Issuer, ""),
 		Audience:  repl.ReplaceAll(p.Audience, ""),
 		UserClaim: p.UserClaim,
+		LaneClaim: p.LaneClaim,
 		Leeway:    time.Duration(*p.Leeway),
 		MaxAge:    time.Duration(p.MaxAge),
 		Cache:     core.NewVerifiedCache(*p.VerifiedCache),
@@ -256,32 +267,41 @@ func (p *JWT) Cleanup() error {
 	return nil
 }
 
-// identify reads and verifies the request's session: the user, or why not.
-func (p *JWT) identify(r *http.Request) (string, core.Outcome) {
+// identify reads and verifies the request's session: who it is, or why not.
+func (p *JWT) identify(r *http.Request) (core.Identity, core.Outcome) {
 	token, o := core.Credential(r, p.Cookie)
 	if o != core.Verified {
 		jwtCounted[o].Inc()
-		return "", o
+		return core.Identity{}, o
 	}
-	user, o := p.verifier.Verify(r.Context(), token)
+	id, o := p.verifier.VerifyIdentity(r.Context(), token)
 	jwtCounted[o].Inc()
 	if o != core.Verified {
 		p.logger.Debug("session refused", zap.String("outcome", string(o)))
 	}
-	return user, o
+	return id, o
 }
+
+// lanesPlaceholder is the placeholder lane_claim sets (caddyauth.User's metadata "lanes"
+// becomes the same one under Caddy's authentication handler).
+const lanesPlaceholder = "http.auth.user.lanes"
 
 // Authenticate implements caddyauth.Authenticator: with Caddy's `authentication` handler a
 // refused session is that handler's 401 (handle_errors gives it a body) and a verified one sets
-// {http.auth.user.id}. No keys loaded yet is reported as an error (logged, then 401).
+// {http.auth.user.id} (and, with lane_claim, {http.auth.user.lanes}: the user's metadata
+// "lanes"). No keys loaded yet is reported as an error (logged, then 401).
 func (p *JWT) Authenticate(w http.ResponseWriter, r *http.Request) (caddyauth.User, bool, error) {
 	// Whatever the outcome: the client's own X-User-ID must not reach the next handler, here
 	// as in seckill_identity (Caddy's authentication handler leaves headers alone).
 	StripClaimedIdentity(r.Header, "")
-	user, o := p.identify(r)
+	id, o := p.identify(r)
 	switch o {
 	case core.Verified:
-		return caddyauth.User{ID: user}, true, nil
+		u := caddyauth.User{ID: id.User}
+		if p.LaneClaim != "" {
+			u.Metadata = map[string]string{"lanes": id.Lanes}
+		}
+		return u, true, nil
 	case core.NoKeys:
 		return caddyauth.User{}, false, core.ErrNoKeys
 	}

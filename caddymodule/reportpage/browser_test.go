@@ -22,9 +22,6 @@ import (
 // script run (the page has none; its policy allows none). Then a draw sale's report: its draw
 // card in the language, fitting the phone, axe-clean. One browser, one tab for all nine.
 func TestTheReportPageInEveryLanguageFitsAPhoneAndPassesAxe(t *testing.T) {
-	if testing.Short() {
-		t.Skip("chromium: not in -short")
-	}
 	b := pagetest.NewBrowser(t)
 	p := Must()
 	kit := p.Kit()

@@ -37,33 +37,25 @@ func TestCaddyfileRefusesBadOptions(t *testing.T) {
 }
 
 func TestValidateRefusesImpossibleSettings(t *testing.T) {
-	for name, h := range map[string]*Room{
-		"zero oversubscribe":  {Oversubscribe: 0.5},
-		"inverted difficulty": {Difficulty: []int{10, 5}},
-		"difficulty too high": {Difficulty: []int{0, 41}},
-		"short session":       {Session: 1},
-		"negative rate":       {Rate: -1},
-		"slow summary":        {SummaryInterval: caddy.Duration(2 * time.Second), FrontWindow: caddy.Duration(time.Minute)},
-		"short presence":      {PresenceWindow: caddy.Duration(5 * time.Second)},
-		"slow admission":      {AdmitInterval: caddy.Duration(time.Second)},
-		"narrow front":        {SummaryInterval: caddy.Duration(500 * time.Millisecond), FrontWindow: caddy.Duration(time.Second)},
-		"instant challenges":  {Kit: roomkit.Kit{Challenges: sealedhttp.Challenges{ChallengeLife: caddy.Duration(time.Millisecond)}}},
-		"eternal challenges":  {Kit: roomkit.Kit{Challenges: sealedhttp.Challenges{ChallengeLife: caddy.Duration(time.Hour)}}},
-		"bound below -1":      {Kit: roomkit.Kit{Challenges: sealedhttp.Challenges{ChallengesPerUser: -2}}},
-		"prefix too long":     {Kit: roomkit.Kit{Challenges: sealedhttp.Challenges{ChallengePrefix: []int{33, 48}}}},
-		"max below over":      {Oversubscribe: 2, OversubscribeMax: 1.5},
-		"claim below off":     {ClaimWindow: -2},
-	} {
-		h.setDefaults()
-		if err := h.Validate(); err == nil {
-			t.Errorf("%s: accepted", name)
-		}
-	}
-	ok := new(Room)
-	ok.setDefaults()
-	if err := ok.Validate(); err != nil {
-		t.Fatalf("defaults refused: %v", err)
-	}
+	handlertest.Validates(t, (*Room).setDefaults, new(Room), map[string]*Room{
+		"zero oversubscribe":       {Oversubscribe: 0.5},
+		"inverted difficulty":      {Difficulty: []int{10, 5}},
+		"difficulty too high":      {Difficulty: []int{0, 41}},
+		"short session":            {Session: 1},
+		"negative rate":            {Rate: -1},
+		"slow summary":             {SummaryInterval: caddy.Duration(2 * time.Second), FrontWindow: caddy.Duration(time.Minute)},
+		"short presence":           {PresenceWindow: caddy.Duration(5 * time.Second)},
+		"slow admission":           {AdmitInterval: caddy.Duration(time.Second)},
+		"narrow front":             {SummaryInterval: caddy.Duration(500 * time.Millisecond), FrontWindow: caddy.Duration(time.Second)},
+		"instant challenges":       {Kit: roomkit.Kit{Challenges: sealedhttp.Challenges{ChallengeLife: caddy.Duration(time.Millisecond)}}},
+		"eternal challenges":       {Kit: roomkit.Kit{Challenges: sealedhttp.Challenges{ChallengeLife: caddy.Duration(time.Hour)}}},
+		"bound below -1":           {Kit: roomkit.Kit{Challenges: sealedhttp.Challenges{ChallengesPerUser: -2}}},
+		"prefix too long":          {Kit: roomkit.Kit{Challenges: sealedhttp.Challenges{ChallengePrefix: []int{33, 48}}}},
+		"max below over":           {Oversubscribe: 2, OversubscribeMax: 1.5},
+		"claim below off":          {ClaimWindow: -2},
+		"negative difficulty rate": {Kit: roomkit.Kit{DifficultyRate: -1}},
+		"negative ttl":             {Kit: roomkit.Kit{CacheTTL: -1}},
+	})
 }
 
 func TestPresenceWindowOffAdmitsEveryoneInTurn(t *testing.T) {

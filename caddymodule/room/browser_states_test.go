@@ -3,11 +3,7 @@
 package room
 
 import (
-	"encoding/json"
-	"fmt"
 	"net/http"
-	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -19,7 +15,6 @@ import (
 
 	"github.com/seckilledge/seckill/caddymodule/internal/pagekit"
 	"github.com/seckilledge/seckill/caddymodule/internal/pagekit/pagetest"
-	"github.com/seckilledge/seckill/caddymodule/internal/roomkit"
 	"github.com/seckilledge/seckill/caddymodule/sealed"
 )
 
@@ -27,10 +22,10 @@ import (
 // token and the gate answer them, with the answers a test sets: a page test of every state
 // without making a real room go through each of them (the real room's own tests, and
 // TestWaitingPageInARealBrowser..., cover the room). The page itself is the handler's
-// (ServePage, with the page options under test). The proof of work is checked for real.
+// (pageKind, with the page options under test). The proof of work is checked for real.
 type protocolRoom struct {
-	h         *Room
-	challenge string
+	kit       *pagekit.Kit
+	work      pagetest.Work
 	mu        sync.Mutex
 	enter     func() (int, string, any) // status, Retry-After, body of POST /queue
 	answer    any                       // the body of each poll
@@ -42,24 +37,8 @@ type protocolRoom struct {
 	held int
 }
 
-const testDifficulty = 16
-
 func newProtocolRoom(t *testing.T, cfg *pagekit.Config) *protocolRoom {
-	t.Helper()
-	h := &Room{Kit: roomkit.Kit{Page: cfg}}
-	if err := h.SetupPage(pageKind); err != nil {
-		t.Fatal(err)
-	}
-	// A challenge whose first solution lies past two slices of the client's worker (16 384
-	// counters each), so the page shows the work in progress, not only done.
-	var ch string
-	for i := 0; ; i++ {
-		ch = "c1.k1." + strconv.Itoa(i) + ".16.test"
-		if n, _ := strconv.Atoi(sealed.Solve(ch, testDifficulty)); n > 2*16384 {
-			break
-		}
-	}
-	return &protocolRoom{h: h, challenge: ch}
+	return &protocolRoom{kit: pagetest.Compile(t, pageKind, cfg), work: pagetest.NewWork(16)}
 }
 
 func (p *protocolRoom) set(answer any) {
@@ -69,17 +48,8 @@ func (p *protocolRoom) set(answer any) {
 }
 
 func (p *protocolRoom) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	reply := func(status int, body any) {
-		w.Header().Set("Content-Type", "application/json")
-		w.WriteHeader(status)
-		_ = json.NewEncoder(w).Encode(body)
-	}
-	refuse := func(status int, code, retry string) {
-		if retry != "" {
-			w.Header().Set("Retry-After", retry)
-		}
-		reply(status, map[string]string{"code": code, "message": code})
-	}
+	reply := func(status int, body any) { pagetest.Answer(w, status, body) }
+	refuse := func(status int, code string) { pagetest.Refuse(w, status, code) }
 	p.mu.Lock()
 	if hold := p.hold; hold != nil && r.Method == "POST" && r.URL.Path == "/seckill/s1/queue" {
 		p.held++
@@ -91,12 +61,12 @@ func (p *protocolRoom) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	soon := func(d time.Duration) string { return time.Now().Add(d).UTC().Format(time.RFC3339) }
 	switch path := r.URL.Path; {
 	case path == "/seckill/s1/queue" && r.Method == "GET" && r.Header.Get(sealed.HeaderTicket) == "":
-		_ = p.h.ServePage(w, r, "s1", nil)
+		_ = p.kit.Serve(w, r, "s1", nil, nil)
 	case path == "/seckill/s1/challenge":
-		reply(200, map[string]any{"challenge": p.challenge, "difficulty": testDifficulty, "expires_at": soon(30 * time.Second)})
+		p.work.Issue(w)
 	case path == "/seckill/s1/queue" && r.Method == "POST":
-		if r.Header.Get(sealed.HeaderChallenge) != p.challenge || sealed.LeadingZeroBits(p.challenge, r.Header.Get(sealed.HeaderSolution)) < testDifficulty {
-			refuse(403, "invalid_challenge", "")
+		if !p.work.Solved(r) {
+			refuse(403, "invalid_challenge")
 			return
 		}
 		status, retry, body := p.enter()
@@ -113,7 +83,7 @@ func (p *protocolRoom) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		reply(200, map[string]any{"token": "tok-1", "expires_at": soon(time.Minute)})
 	case path == "/seckill/s1/buy":
 		if r.Header.Get("X-Seckill-Token") != "tok-1" {
-			refuse(403, "invalid_token", "")
+			refuse(403, "invalid_token")
 			return
 		}
 		reply(202, map[string]any{"order_id": "o-42", "status": "queued"})
@@ -123,7 +93,7 @@ func (p *protocolRoom) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		p.roomReads++
 		reply(200, map[string]any{"sale": "s1", "state": "open", "seed_commitment": "5eed0c0ffee"})
 	default:
-		refuse(404, "not_found", "")
+		refuse(404, "not_found")
 	}
 }
 
@@ -148,15 +118,12 @@ func pageCases() []pagetest.Case {
 // number; the entry id and the seed commitment behind "Check this queue"), sold out, ended,
 // paused, and the room full (try again in N seconds).
 func TestTheWaitingPageShowsEveryStateInPlainWordsAndPassesAxe(t *testing.T) {
-	if testing.Short() {
-		t.Skip("chromium: not in -short")
-	}
 	b := pagetest.NewBrowser(t)
 	for _, pc := range pageCases() {
 		t.Run(pc.Name, func(t *testing.T) {
 			p := newProtocolRoom(t, pc.Cfg)
 			site := pagetest.Serve(t, p)
-			kit := p.h.Pages
+			kit := p.kit
 			msg := func(key string, kv ...string) string { return pagetest.Say(kit, pc.Lang, key, kv...) }
 			open := func(t *testing.T) *pagetest.Tab { return pc.Open(t, b, site+"/seckill/s1/queue") }
 			enterWaiting := func() (int, string, any) { return 200, "", waiting(5) }
@@ -308,7 +275,7 @@ func TestScreenshotsOfTheWaitingPage(t *testing.T) {
 		tab.Go(site + "/seckill/s1/queue")
 		tab.WaitState("waiting")
 		time.Sleep(1200 * time.Millisecond) // the bar's transition (0.8 s) to its place
-		tab.Screenshot(filepath.Join(dir, fmt.Sprintf("room-waiting-%s.png", s.Name)))
+		tab.Screenshot(s.File(dir, "room-waiting"))
 		if s.Mobile {
 			if w := pagetest.JS[int](tab, `document.documentElement.scrollWidth`); w > 390 {
 				t.Errorf("the phone page is %d px wide, want no horizontal scroll at 390", w)
@@ -328,7 +295,7 @@ func TestScreenshotsOfTheWaitingPage(t *testing.T) {
 		for !tab.Visible("buy") {
 			time.Sleep(50 * time.Millisecond)
 		}
-		tab.Screenshot(filepath.Join(dir, fmt.Sprintf("room-admitted-%s.png", s.Name)))
+		tab.Screenshot(s.File(dir, "room-admitted"))
 	}
 }
 
@@ -346,13 +313,10 @@ if (window.Notification) {
 // and it shows one when the turn comes; the Buy button, which has the focus, works from the
 // keyboard. Without JavaScript the page explains why it needs it.
 func TestTheWaitingPageKeepsPollingInAThrottledTabAndNotifiesYourTurn(t *testing.T) {
-	if testing.Short() {
-		t.Skip("chromium: not in -short")
-	}
 	b := pagetest.NewBrowser(t)
 	p := newProtocolRoom(t, nil)
 	site := pagetest.Serve(t, p)
-	msg := func(key string, kv ...string) string { return pagetest.Say(p.h.Pages, "en", key, kv...) }
+	msg := func(key string, kv ...string) string { return pagetest.Say(p.kit, "en", key, kv...) }
 	p.enter, p.answer = func() (int, string, any) { return 200, "", waiting(9) }, waiting(9)
 
 	tab := b.Tab(t, "en", 1280, 900, false)
@@ -421,7 +385,7 @@ func TestTheWaitingPageKeepsPollingInAThrottledTabAndNotifiesYourTurn(t *testing
 	if err != nil {
 		t.Fatalf("reading the page: %v", err)
 	}
-	if want := pagetest.Say(p.h.Pages, "de", "common.noscript"); !strings.Contains(html, "<noscript>") || !strings.Contains(html, want) {
+	if want := pagetest.Say(p.kit, "de", "common.noscript"); !strings.Contains(html, "<noscript>") || !strings.Contains(html, want) {
 		t.Errorf("without JavaScript the page lacks its explanation %q", want)
 	}
 }

@@ -3,8 +3,6 @@
 package room
 
 import (
-	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -17,15 +15,6 @@ import (
 	"github.com/seckilledge/seckill/internal/testenv"
 )
 
-// standInWidget is a stand-in for the provider's widget script, served by the test: it fills
-// the token field inside the widget's element, as Turnstile's does once solved. Nothing reaches
-// the internet.
-const standInWidget = `for (const el of document.querySelectorAll(".cf-turnstile")) {
-  const f = document.createElement("input");
-  f.type = "hidden"; f.name = "cf-turnstile-response"; f.value = "human";
-  setTimeout(() => el.appendChild(f), 300);
-}`
-
 // A room with Turnstile: the page, in each of its languages, shows the widget with its label
 // in that language, loads the provider's script (a stand-in served here, which the page's CSP
 // allows because the site names it), and enters with the widget's token, checked by the
@@ -35,37 +24,18 @@ func TestTheWaitingPageShowsTheProvidersWidgetInEveryLanguageAndEntersWithItsTok
 		t.Skip("chromium: not in -short")
 	}
 	rdb := testenv.Redis(t)
-	sv := botchecktest.NewSiteverify(t, "test-secret", map[string]botchecktest.Answer{
-		"human": {Body: `{"success":true,"hostname":"127.0.0.1","action":"enter"}`},
-	})
-	script := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "text/javascript")
-		_, _ = w.Write([]byte(standInWidget))
-	}))
-	t.Cleanup(script.Close)
+	ts := botchecktest.NewTurnstile(t)
+	sv := ts.Siteverify
 	cfg := newGatewayConfig(t, testenv.RabbitVhost(t))
-	cfg.Room = map[string]any{"challenge_provider": map[string]any{
-		"name": "turnstile", "site_key": "site-key-1", "secret": "test-secret", "verify_url": sv.URL, "action": "enter",
-		"widget_script_url": script.URL + "/turnstile.js"}}
+	cfg.Room = map[string]any{"challenge_provider": ts.Provider}
 	gw := startCaddy(t, cfg)
 	r := newRoom(t, rdb, 1, -time.Second, time.Hour, roomArgs{Rate: "100", Oversubscribe: "1", SessionMS: "60000"})
 	kit, err := pagekit.New(pageKind, pagekit.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
-
 	// The CSP names the widget's origin, and the page the widget's element and script.
-	req, _ := http.NewRequest(http.MethodGet, gw+"/seckill/"+r.Sale+"/queue?lang=en", nil)
-	req.Header.Set("Accept", "text/html")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	if csp := resp.Header.Get("Content-Security-Policy"); !strings.Contains(csp, "script-src 'sha256-") ||
-		!strings.Contains(csp, script.URL) || !strings.Contains(csp, "frame-src "+script.URL) {
-		t.Fatalf("the page's CSP does not allow the widget's origin %s: %s", script.URL, csp)
-	}
+	pagetest.AllowsWidget(t, gw+"/seckill/"+r.Sale+"/queue?lang=en", ts.Script.URL)
 
 	ctx := pagetest.Context(t, 5*time.Minute)
 	calls := sv.Calls.Load()

@@ -34,10 +34,7 @@ func (h *Room) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.
 	if h.Passes(r) {
 		return next.ServeHTTP(w, r)
 	}
-	repl, _ := r.Context().Value(caddy.ReplacerCtxKey).(*caddy.Replacer)
-	if repl == nil {
-		repl = caddy.NewReplacer()
-	}
+	repl := handler.Replacer(r)
 	sale := h.SaleOf(r, repl)
 	endpoint, ok := roomRoutes.Match(r.URL.Path)
 	if !ok {

@@ -8,7 +8,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"fmt"
 	"net/http"
 	"testing"
 	"time"
@@ -20,9 +19,8 @@ import (
 	"github.com/seckilledge/seckill/internal/testenv"
 	"github.com/seckilledge/seckill/lua"
 
-	_ "github.com/caddyserver/caddy/v2/modules/standard"
-
 	_ "github.com/seckilledge/seckill/caddymodule/gate"
+	_ "github.com/seckilledge/seckill/caddymodule/identity" // the verified session a room's lanes read (lane_claim)
 	"github.com/seckilledge/seckill/caddymodule/room/core"
 	"github.com/seckilledge/seckill/caddymodule/sealed"
 	_ "github.com/seckilledge/seckill/caddymodule/throttle" // the throttle the room reads bans of (ban_zones)
@@ -103,6 +101,9 @@ type gatewayConfig struct {
 	// Throttle, when set, is a seckill_throttle handler in front of the room on every server,
 	// as in the shipped Caddyfiles.
 	Throttle map[string]any
+	// Identity, when set, is a seckill_identity handler in front of the room (and of the
+	// throttle) on every server: the room then reads the verified session's placeholders.
+	Identity map[string]any
 }
 
 func newGatewayConfig(t testing.TB, amqpURL string) gatewayConfig {
@@ -136,6 +137,9 @@ func (c gatewayConfig) JSON() []byte {
 		if c.Throttle != nil && h["handler"] == "seckill_room" {
 			handle = []any{c.Throttle, h}
 		}
+		if c.Identity != nil && h["handler"] == "seckill_room" {
+			handle = append([]any{c.Identity}, handle...)
+		}
 		return map[string]any{"match": []any{map[string]any{"path": paths}}, "handle": handle}
 	}
 	roomPaths := []string{"/seckill/*/room", "/seckill/*/room/prequeue", "/seckill/*/challenge", "/seckill/*/queue"}
@@ -159,22 +163,17 @@ func (c gatewayConfig) JSON() []byte {
 // startCaddy runs the config in this process until the test ends.
 func startCaddy(t testing.TB, c gatewayConfig) string {
 	t.Helper()
-	base := fmt.Sprintf("http://127.0.0.1:%d", c.Port)
-	handlertest.StartCaddy(t, c.JSON(), base)
-	return base
+	return handlertest.Start(t, c.Port, c.JSON())
 }
 
 // startGatewayProcess runs the config in a Caddy subprocess until the test ends: the second
 // gateway is another process, as in production.
 func startGatewayProcess(t testing.TB, c gatewayConfig) string {
 	t.Helper()
-	return handlertest.StartGateway(t, c.JSON(), fmt.Sprintf("http://127.0.0.1:%d", c.Port)).Base
+	return handlertest.StartGateway(t, c.JSON(), handlertest.Base(c.Port)).Base
 }
 
-var client = &http.Client{
-	Timeout:   30 * time.Second,
-	Transport: &http.Transport{MaxIdleConnsPerHost: 512, IdleConnTimeout: 5 * time.Second},
-}
+var client = handlertest.NewClient(512)
 
 // reply is one decoded answer of the room.
 type reply struct {

@@ -20,12 +20,10 @@ import (
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
-	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 
 	"github.com/seckilledge/seckill/caddymodule"
 	"github.com/seckilledge/seckill/caddymodule/dpop/dpophttp"
 	"github.com/seckilledge/seckill/caddymodule/handler"
-	"github.com/seckilledge/seckill/caddymodule/internal/metric"
 	"github.com/seckilledge/seckill/caddymodule/internal/roomkit"
 	"github.com/seckilledge/seckill/caddymodule/room/core"
 	"github.com/seckilledge/seckill/caddymodule/sealed"
@@ -132,7 +130,7 @@ type Room struct {
 	// the sale's oversubscribe; at least oversubscribe.
 	OversubscribeMax float64 `json:"oversubscribe_max,omitempty"`
 	// LaneClaims is a placeholder holding the verified user's claim values (separated by
-	// spaces or commas), e.g. {http.auth.user.lanes} as seckill_jwt's lane_claim sets it: an
+	// spaces or commas), e.g. {http.auth.user.lanes} as seckill_identity's (or seckill_jwt's) lane_claim sets it: an
 	// entry whose user holds the claim of one of the sale's claim lanes goes to that lane
 	// (docs/room.md, "Lanes"). It must come from the verified identity, never from a header
 	// the client sends. Default none: claim lanes stay empty.
@@ -168,7 +166,7 @@ func (Room) CaddyModule() caddy.ModuleInfo {
 // Provision sets defaults and takes the app's Redis client, token keys and sale events. No
 // network I/O.
 func (h *Room) Provision(ctx caddy.Context) error {
-	app, err := h.Kit.Provision(ctx, "seckill_room", pageKind, h.setDefaults)
+	app, err := h.Kit.Provision(ctx, "seckill_room", pageKind, h.setDefaults, roomCollectors...)
 	if err != nil {
 		return err
 	}
@@ -176,7 +174,6 @@ func (h *Room) Provision(ctx caddy.Context) error {
 	h.mem.Store = core.BoundStore{Store: core.RedisStore{Client: app.RedisClient(), Defaults: h.defaults}, Caller: h.Calls}
 	h.mem.Logger = h.Logger
 	h.events = app.SaleEvents()
-	metric.Register(ctx.GetMetricsRegistry(), roomCollectors...)
 	return nil
 }
 
@@ -276,10 +273,3 @@ func (h *Room) Validate() error {
 	}
 	return h.Kit.Validate("seckill_room")
 }
-
-// Interface guards
-var (
-	_ caddy.Provisioner           = (*Room)(nil)
-	_ caddy.Validator             = (*Room)(nil)
-	_ caddyhttp.MiddlewareHandler = (*Room)(nil)
-)

@@ -233,6 +233,25 @@ export class Client extends EventTarget {
         units_left?: number;
     }>;
     /**
+     * One page of the room's pre-queue in admission order (GET {prefix}/{sale}/room/prequeue),
+     * public once the sale has ended, to check against the revealed seed. lane: one lane's
+     * pre-queue, in a room with lanes (ranked by the same seed).
+     * @param {string} sale @param {{ lane?: string, after?: number|string, limit?: number, signal?: AbortSignal }} [o]
+     * @returns {Promise<{ seed: string, lane?: string, entries: string[], total?: number, next?: string }>}
+     */
+    prequeue(sale: string, o?: {
+        lane?: string;
+        after?: number | string;
+        limit?: number;
+        signal?: AbortSignal;
+    }): Promise<{
+        seed: string;
+        lane?: string;
+        entries: string[];
+        total?: number;
+        next?: string;
+    }>;
+    /**
      * A proof-of-work challenge (GET {prefix}/{sale}/challenge; a draw sale's is the draw's).
      * @param {string} sale @param {{ signal?: AbortSignal }} [o]
      * @returns {Promise<{ challenge: string, difficulty: number, expires_at: string }>}

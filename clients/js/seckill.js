@@ -583,6 +583,22 @@ export class Client extends EventTarget {
   }
 
   /**
+   * One page of the room's pre-queue in admission order (GET {prefix}/{sale}/room/prequeue),
+   * public once the sale has ended, to check against the revealed seed. lane: one lane's
+   * pre-queue, in a room with lanes (ranked by the same seed).
+   * @param {string} sale @param {{ lane?: string, after?: number|string, limit?: number, signal?: AbortSignal }} [o]
+   * @returns {Promise<{ seed: string, lane?: string, entries: string[], total?: number, next?: string }>}
+   */
+  prequeue(sale, o = {}) {
+    const q = new URLSearchParams();
+    if (o.lane) q.set("lane", o.lane);
+    if (o.after != null && o.after !== "") q.set("after", String(o.after));
+    if (o.limit) q.set("limit", String(o.limit));
+    const qs = q.toString();
+    return this.request("GET", `${this.prefix}/${saleSegment(sale)}/room/prequeue${qs ? "?" + qs : ""}`, o);
+  }
+
+  /**
    * A proof-of-work challenge (GET {prefix}/{sale}/challenge; a draw sale's is the draw's).
    * @param {string} sale @param {{ signal?: AbortSignal }} [o]
    * @returns {Promise<{ challenge: string, difficulty: number, expires_at: string }>}

@@ -233,6 +233,27 @@ func (r RoomSpec) LanesField() string {
 	return strings.Join(parts, ",")
 }
 
+// ParseLanesField reads a room hash's "lanes" field back (LanesField's inverse): the mode and
+// the lanes in their order. ok is false for "" (no lanes) and for a field of another shape.
+func ParseLanesField(field string) (mode string, lanes []LaneSpec, ok bool) {
+	parts := strings.Split(field, ",")
+	if field == "" || len(parts) < 2 {
+		return "", nil, false
+	}
+	for _, p := range parts[1:] {
+		f := strings.SplitN(p, ":", 4)
+		if len(f) != 4 || f[0] == "" {
+			return "", nil, false
+		}
+		share, err := strconv.ParseFloat(f[2], 64)
+		if err != nil {
+			return "", nil, false
+		}
+		lanes = append(lanes, LaneSpec{Name: f[0], Kind: f[1], Share: share, Claim: f[3]})
+	}
+	return parts[0], lanes, true
+}
+
 // InvitationRequest is the body of POST /admin/sales/{id}/invitations: Count new codes (1 to
 // 10 000), each good for Uses entries (1 to 1 000 000).
 type InvitationRequest struct {

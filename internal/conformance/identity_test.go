@@ -67,6 +67,8 @@ func TestIdentityCaddyfileRefusesMistakes(t *testing.T) {
 		"seckill_identity { verified_cache }",
 		"seckill_identity { verified_cache many }",
 		"seckill_identity { verified_cache 1 2 }",
+		"seckill_identity { lane_claim }",
+		"seckill_identity { lane_claim lanes roles }",
 		"seckill_identity /x extra",
 		"seckill_session { nonsense 1 }",
 		"seckill_session { ttl }",

@@ -83,8 +83,9 @@ func isProductSource(rel string) bool {
 	return false
 }
 
-// issueRef is a reference to a tracker's issue by number: "issue 35", "issues 28, 35",
-// "Issue 6's". In Markdown a bare "#35" is one too (not "PKCS #8", a standard's part).
+// issueRef is a reference to a tracker's issue by number: the word issue or issues, either
+// case, and a number (testdata/issue_refs_bad.txt has examples). In Markdown a bare "#" and a
+// number is one too (not "PKCS #8", a standard's part).
 var (
 	issueWord = regexp.MustCompile(`(?i)\bissues? #?[0-9]+\b`)
 	issueHash = regexp.MustCompile(`(^|[\s(\[])#[0-9]+\b`)
@@ -113,7 +114,11 @@ func lineRef(i int, line string) string {
 }
 
 func TestIssueRefsFindsNumbersAndNothingElse(t *testing.T) {
-	bad := "the front from memory (issue 35)\nIssue 33, item 3: cross-site\nas issues 28, 35 said\nfixed in #12"
+	b, err := os.ReadFile(filepath.Join("testdata", "issue_refs_bad.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	bad := string(b)
 	if got := issueRefs(bad, true); len(got) != 4 {
 		t.Errorf("issueRefs found %d references in %q, want 4: %q", len(got), bad, got)
 	}

@@ -16,9 +16,9 @@ import (
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/caddyconfig"
 	_ "github.com/caddyserver/caddy/v2/caddyconfig/httpcaddyfile" // the caddyfile adapter
-	// Caddy's standard modules (reverse_proxy, file_server, ...), which the golden and shipped
-	// Caddyfiles use beside the seckill directives: a test binary of the pure tier links
-	// nothing else that would register them.
+	// Caddy's standard modules (reverse_proxy, file_server, static_response, ...), which the
+	// golden and shipped Caddyfiles and the routes of the test gateways use beside the seckill
+	// handlers: a test binary of the pure tier links nothing else that would register them.
 	_ "github.com/caddyserver/caddy/v2/modules/standard"
 )
 

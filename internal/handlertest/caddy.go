@@ -47,6 +47,17 @@ func StartCaddy(t testing.TB, cfg []byte, base string) {
 	WaitListening(t, base)
 }
 
+// Base is the URL of a test gateway's server on port: http://127.0.0.1:port.
+func Base(port int) string { return fmt.Sprintf("http://127.0.0.1:%d", port) }
+
+// Start is StartCaddy of cfg for its server on port: it returns that server's base URL.
+func Start(t testing.TB, port int, cfg []byte) string {
+	t.Helper()
+	base := Base(port)
+	StartCaddy(t, cfg, base)
+	return base
+}
+
 // WaitListening waits until base answers /healthz (any status).
 func WaitListening(t testing.TB, base string) {
 	t.Helper()

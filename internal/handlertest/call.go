@@ -6,7 +6,17 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 )
+
+// NewClient is the HTTP client of a test that loads a gateway: 30 seconds a request, up to
+// idle idle connections kept per host, for 5 seconds each.
+func NewClient(idle int) *http.Client {
+	return &http.Client{
+		Timeout:   30 * time.Second,
+		Transport: &http.Transport{MaxIdleConnsPerHost: idle, IdleConnTimeout: 5 * time.Second},
+	}
+}
 
 // Call sends method url through c as user (the demo identity header X-User-ID; none for "")
 // with body ("" for none) and headers, and decodes the answer's JSON into into (the test's own

@@ -14,6 +14,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/seckilledge/seckill/contract"
+	"github.com/seckilledge/seckill/contract/admin"
 )
 
 // The four invariants of a sale with a waiting room (docs/DESIGN.md, 6-9), checked from what
@@ -34,6 +35,12 @@ import (
 // and the users holding an order in Postgres. The log is the evidence the scripts leave
 // expressly for this check: without it no afterwards check could tell the order of admissions
 // nor whether a token was issued on a live one.
+//
+// A room with lanes (the room hash's field "lanes", docs/room.md "Lanes") keeps one queue per
+// lane: room:q is the public lane's, room:q:<lane> another lane's, each walked by its own
+// cursor ("cursor" for the public lane, "lane:<name>:cursor") and counted by
+// "lane:<name>:admitted". The log is the room's one history; each of its entries belongs to the
+// lane of its user's place, so the order is checked lane by lane.
 
 // RoomOptions say what the verifier assumes of the gateways.
 type RoomOptions struct {
@@ -87,6 +94,22 @@ type roomPlace struct {
 	pre     bool // score 0: entered before the start
 }
 
+// roomLane is one queue of the room: the one queue of a room without lanes, or one lane.
+type roomLane struct {
+	name     string // "" for the one queue of a room without lanes
+	places   []roomPlace
+	cursor   int64 // the places its admission walk passed
+	admitted int64 // its admissions counter (lanes only)
+}
+
+// label names the lane in a problem ("" for a room without lanes).
+func (l roomLane) label() string {
+	if l.name == "" {
+		return ""
+	}
+	return "lane " + l.name + ": "
+}
+
 // roomState is what the room checks read, in one snapshot.
 type roomState struct {
 	seedHex, commitment string
@@ -100,11 +123,15 @@ type roomState struct {
 	// no-shows (n:) hold no capacity, the holds (h:) say the capacity was full.
 	claimMS, overMax float64
 	rate             float64
-	places           []roomPlace
-	bad              []string // members that do not parse
-	events           []roomEvent
-	badEvents        []string
-	tokens           map[string]string // user -> nonce of the unused token
+	places           []roomPlace // every queue's places, lane after lane
+	// lanes are the room's queues: one (name "") without lanes, else each lane in the room's
+	// order; hasLanes says which.
+	lanes     []roomLane
+	hasLanes  bool
+	bad       []string // members that do not parse
+	events    []roomEvent
+	badEvents []string
+	tokens    map[string]string // user -> nonce of the unused token
 }
 
 func readRoom(ctx context.Context, rdb redis.UniversalClient, sale string, o RoomOptions) (*roomState, bool, error) {
@@ -116,15 +143,33 @@ func readRoom(ctx context.Context, rdb redis.UniversalClient, sale string, o Roo
 	if room["seed"] == "" {
 		return nil, false, nil
 	}
+	// The queues: the one, or each lane's (the public lane's is room:q).
+	lanes := []roomLane{{cursor: atoi64(room["cursor"])}}
+	queueKeys := []string{contract.RoomQueueKey(sale)}
+	_, specs, hasLanes := admin.ParseLanesField(room["lanes"])
+	if hasLanes {
+		lanes, queueKeys = nil, nil
+		for _, l := range specs {
+			rl := roomLane{name: l.Name, cursor: atoi64(room["lane:"+l.Name+":cursor"]), admitted: atoi64(room["lane:"+l.Name+":admitted"])}
+			key := contract.RoomLaneQueueKey(sale, l.Name)
+			if l.Kind == admin.LanePublic {
+				rl.cursor, key = atoi64(room["cursor"]), contract.RoomQueueKey(sale)
+			}
+			lanes, queueKeys = append(lanes, rl), append(queueKeys, key)
+		}
+	}
 	pipe := rdb.Pipeline()
-	q := pipe.ZRangeWithScores(ctx, contract.RoomQueueKey(sale), 0, -1)
+	qs := make([]*redis.ZSliceCmd, len(queueKeys))
+	for i, k := range queueKeys {
+		qs[i] = pipe.ZRangeWithScores(ctx, k, 0, -1)
+	}
 	lg := pipe.LRange(ctx, contract.RoomLogKey(sale), 0, -1)
 	tk := pipe.HGetAll(ctx, contract.TokensKey(sale))
 	if _, err := pipe.Exec(ctx); err != nil && err != redis.Nil {
 		return nil, false, fmt.Errorf("verify: read the room of %s: %w", sale, err)
 	}
 	st := &roomState{seedHex: room["seed"], commitment: room["commitment"], tokens: map[string]string{}}
-	st.cursor, _ = strconv.ParseInt(room["cursor"], 10, 64)
+	st.cursor = atoi64(room["cursor"])
 	st.admitted, _ = strconv.ParseInt(room["admitted"], 10, 64)
 	st.presenceMS, _ = strconv.ParseInt(room["presence_ms"], 10, 64)
 	st.presenceUntil = room["presence"] == "until"
@@ -139,15 +184,20 @@ func readRoom(ctx context.Context, rdb redis.UniversalClient, sale string, o Roo
 	st.overMax, _ = strconv.ParseFloat(room["oversubscribe_max"], 64)
 	st.overMax = max(st.overMax, st.over)
 	st.rate, _ = strconv.ParseFloat(room["rate"], 64)
-	for _, z := range q.Val() {
-		m, _ := z.Member.(string)
-		if len(m) <= 48 {
-			st.bad = append(st.bad, fmt.Sprintf("%q", m))
-			continue
+	for i, q := range qs {
+		for _, z := range q.Val() {
+			m, _ := z.Member.(string)
+			if len(m) <= 48 {
+				st.bad = append(st.bad, fmt.Sprintf("%s%q", lanes[i].label(), m))
+				continue
+			}
+			p := roomPlace{rank: []byte(m[:32]), entryID: base64.RawURLEncoding.EncodeToString([]byte(m[32:48])),
+				user: m[48:], pre: z.Score == 0}
+			lanes[i].places = append(lanes[i].places, p)
+			st.places = append(st.places, p)
 		}
-		st.places = append(st.places, roomPlace{rank: []byte(m[:32]), entryID: base64.RawURLEncoding.EncodeToString([]byte(m[32:48])),
-			user: m[48:], pre: z.Score == 0})
 	}
+	st.lanes, st.hasLanes = lanes, hasLanes
 	for _, s := range lg.Val() {
 		e, ok := parseRoomEvent(s)
 		if !ok {
@@ -192,7 +242,10 @@ func (st *roomState) admissions() []roomEvent {
 // 6. The admission order of the pre-queued users equals the permutation of the seed: every
 // place carries the rank HMAC-SHA256(seed, entry id), the pre-queue is sorted by it, and the
 // k-th admission of the log is the k-th place of the queue (the cursor walks it; arrivals after
-// the start stand behind the pre-queue).
+// the start stand behind the pre-queue). In a room with lanes, each lane by itself: its
+// pre-queue sorted by the one seed's ranks, and its admissions (those of the users whose place
+// is in it) its places in order; how the lanes' admissions interleave is the shares' business,
+// not the order's.
 func (st *roomState) checkOrder() Check {
 	c := Check{N: 6, Name: "pre-queue admitted in the seed's permutation", Verdict: Pass}
 	seed, err := hex.DecodeString(st.seedHex)
@@ -203,61 +256,65 @@ func (st *roomState) checkOrder() Check {
 	if sum := sha256.Sum256(seed); hex.EncodeToString(sum[:]) != st.commitment {
 		fail(&c, "SHA-256 of the seed is not the commitment published at preheat")
 	}
-	var pre []string
-	wrongRank := 0
-	for i, p := range st.places {
-		if !bytes.Equal(p.rank, RoomRank(seed, p.entryID)) {
-			wrongRank++
-			addProblem(&c, fmt.Sprintf("place %d (entry %s) carries a rank that is not HMAC-SHA256(seed, entry id)", i+1, p.entryID))
+	prequeue, wrongRank := 0, 0
+	for _, l := range st.lanes {
+		var pre []string
+		for i, p := range l.places {
+			if !bytes.Equal(p.rank, RoomRank(seed, p.entryID)) {
+				wrongRank++
+				addProblem(&c, fmt.Sprintf("%splace %d (entry %s) carries a rank that is not HMAC-SHA256(seed, entry id)", l.label(), i+1, p.entryID))
+			}
+			if p.pre {
+				if i != len(pre) {
+					addProblem(&c, fmt.Sprintf("%spre-queue entry %s stands behind an arrival after the start", l.label(), p.entryID))
+					wrongRank++
+				}
+				pre = append(pre, p.entryID)
+			}
 		}
-		if p.pre {
-			if i != len(pre) {
-				addProblem(&c, fmt.Sprintf("pre-queue entry %s stands behind an arrival after the start", p.entryID))
+		for _, p := range RoomOrderProblems(st.commitment, st.seedHex, pre) {
+			if !strings.HasPrefix(p, "SHA-256") { // reported above
+				addProblem(&c, l.label()+p)
 				wrongRank++
 			}
-			pre = append(pre, p.entryID)
 		}
-	}
-	for _, p := range RoomOrderProblems(st.commitment, st.seedHex, pre) {
-		if !strings.HasPrefix(p, "SHA-256") { // reported above
-			addProblem(&c, p)
-			wrongRank++
-		}
+		prequeue += len(pre)
 	}
 	adm := st.admissions()
 	walk := st.walk()
+	byLane, placeless := st.byLane(walk.inOrder)
 	outOfOrder, preAdmitted, present := 0, 0, 0
-	for k, e := range walk.inOrder {
-		what := "admission"
-		switch e.kind {
-		case 's':
-			what = "passed place"
-		case 'f':
-			what = "flagged place"
-		}
-		switch {
-		case k >= len(st.places):
-			outOfOrder++
-			addProblem(&c, fmt.Sprintf("%s %d (user %s) has no place in the queue", what, k+1, e.user))
-		case st.places[k].user != e.user:
-			outOfOrder++
-			addProblem(&c, fmt.Sprintf("%s %d went to user %s, but place %d is user %s's", what, k+1, e.user, k+1, st.places[k].user))
-		case e.kind == 'a' && st.places[k].pre:
-			preAdmitted++
-		}
-		// The presence rule: a place is passed only when its waiter was not seen within the
-		// window before (docs/DESIGN.md).
-		switch {
-		case e.kind != 's':
-		case st.presenceUntil:
-			// Each waiter's own deadline: the refresh_s he was last told plus the grace.
-			if e.n >= e.ms {
-				present++
-				addProblem(&c, fmt.Sprintf("user %s's place was passed at %d, but the user was present until %d", e.user, e.ms, e.n))
+	for _, e := range placeless {
+		outOfOrder++
+		addProblem(&c, fmt.Sprintf("%s of user %s, who holds no place in any lane", eventWhat(e), e.user))
+	}
+	for li, l := range st.lanes {
+		for k, e := range byLane[li] {
+			what := eventWhat(e)
+			switch {
+			case k >= len(l.places):
+				outOfOrder++
+				addProblem(&c, fmt.Sprintf("%s%s %d (user %s) has no place in the queue", l.label(), what, k+1, e.user))
+			case l.places[k].user != e.user:
+				outOfOrder++
+				addProblem(&c, fmt.Sprintf("%s%s %d went to user %s, but place %d is user %s's", l.label(), what, k+1, e.user, k+1, l.places[k].user))
+			case e.kind == 'a' && l.places[k].pre:
+				preAdmitted++
 			}
-		case st.presenceMS <= 0 || e.n > e.ms-st.presenceMS:
-			present++
-			addProblem(&c, fmt.Sprintf("user %s's place was passed at %d, but the user was seen at %d (window %d ms)", e.user, e.ms, e.n, st.presenceMS))
+			// The presence rule: a place is passed only when its waiter was not seen within the
+			// window before (docs/DESIGN.md).
+			switch {
+			case e.kind != 's':
+			case st.presenceUntil:
+				// Each waiter's own deadline: the refresh_s he was last told plus the grace.
+				if e.n >= e.ms {
+					present++
+					addProblem(&c, fmt.Sprintf("user %s's place was passed at %d, but the user was present until %d", e.user, e.ms, e.n))
+				}
+			case st.presenceMS <= 0 || e.n > e.ms-st.presenceMS:
+				present++
+				addProblem(&c, fmt.Sprintf("user %s's place was passed at %d, but the user was seen at %d (window %d ms)", e.user, e.ms, e.n, st.presenceMS))
+			}
 		}
 	}
 	idle := st.idleProblems(&c)
@@ -268,11 +325,15 @@ func (st *roomState) checkOrder() Check {
 	for _, s := range st.bad {
 		addProblem(&c, "unreadable queue member "+s)
 	}
-	c.Numbers = map[string]int{"prequeue": len(pre), "places": len(st.places), "admissions": len(adm),
+	c.Numbers = map[string]int{"prequeue": prequeue, "places": len(st.places), "admissions": len(adm),
 		"prequeue_admitted": preAdmitted, "wrong_rank": wrongRank, "out_of_order": outOfOrder,
 		"passed_absent": walk.passed, "returned": walk.returned, "passed_while_present": present, "idle": idle}
+	if st.hasLanes {
+		c.Numbers["lanes"] = len(st.lanes)
+		note(&c, "%d lanes, each checked by itself", len(st.lanes))
+	}
 	note(&c, "%d pre-queue places of %d ordered by HMAC-SHA256(seed, entry id) (%d out of place); %d admissions, %d of the pre-queue, %d not in queue order; %d places passed (absent), %d came back, %d passed while present",
-		len(pre), len(st.places), wrongRank, len(adm), preAdmitted, outOfOrder, walk.passed, walk.returned, present)
+		prequeue, len(st.places), wrongRank, len(adm), preAdmitted, outOfOrder, walk.passed, walk.returned, present)
 	if idle > 0 {
 		note(&c, "%d times the sale idled while units were left and a present waiter waited", idle)
 	}
@@ -280,6 +341,45 @@ func (st *roomState) checkOrder() Check {
 		c.Verdict = Fail
 	}
 	return c
+}
+
+// eventWhat names a walk's event in a problem.
+func eventWhat(e roomEvent) string {
+	switch e.kind {
+	case 's':
+		return "passed place"
+	case 'f':
+		return "flagged place"
+	}
+	return "admission"
+}
+
+// byLane splits events by the lane of their user's place (st.lanes' order). Without lanes
+// every event is the one queue's, as the cursor walks it; with lanes, the events of a user
+// who holds no place are returned apart.
+func (st *roomState) byLane(events []roomEvent) (byLane [][]roomEvent, placeless []roomEvent) {
+	byLane = make([][]roomEvent, len(st.lanes))
+	if !st.hasLanes {
+		byLane[0] = events
+		return byLane, nil
+	}
+	laneOf := map[string]int{}
+	for li, l := range st.lanes {
+		for _, p := range l.places {
+			if _, dup := laneOf[p.user]; !dup { // a second place is check 9's
+				laneOf[p.user] = li
+			}
+		}
+	}
+	for _, e := range events {
+		li, ok := laneOf[e.user]
+		if !ok {
+			placeless = append(placeless, e)
+			continue
+		}
+		byLane[li] = append(byLane[li], e)
+	}
+	return byLane, placeless
 }
 
 // idleProblems checks the rule "while units are left and a present, eligible waiter waits,
@@ -543,11 +643,24 @@ func (st *roomState) checkPlaces() Check {
 	note(&c, "%d places, %d users with two, %d admitted twice; cursor %d, admitted counter %d, %d admissions logged; %d places given up, %d after admission",
 		len(st.places), twoPlaces, twice, st.cursor, st.admitted, len(adm), left, leftAdmitted)
 	// The cursor passes a place by admitting it or, absent, by passing it (s:); a waiter who
-	// comes back is admitted behind the cursor.
-	walked := int64(len(st.walk().inOrder))
-	if walked != st.cursor || int64(len(adm)) != st.admitted {
-		fail(&c, "the cursor, the admitted counter and the log disagree")
-		addProblem(&c, fmt.Sprintf("the cursor passed %d places, the log walks %d; the counter says %d admissions, the log shows %d", st.cursor, walked, st.admitted, len(adm)))
+	// comes back is admitted behind the cursor. With lanes, each lane's cursor and admitted
+	// counter against its own part of the log.
+	if int64(len(adm)) != st.admitted {
+		fail(&c, "the admitted counter and the log disagree")
+		addProblem(&c, fmt.Sprintf("the counter says %d admissions, the log shows %d", st.admitted, len(adm)))
+	}
+	walks, _ := st.byLane(st.walk().inOrder)
+	admissions, _ := st.byLane(adm)
+	for li, l := range st.lanes {
+		walked := int64(len(walks[li]))
+		if walked != l.cursor {
+			fail(&c, "%sthe cursor and the log disagree", l.label())
+			addProblem(&c, fmt.Sprintf("%sthe cursor passed %d places, the log walks %d", l.label(), l.cursor, walked))
+		}
+		if st.hasLanes && int64(len(admissions[li])) != l.admitted {
+			fail(&c, "%sthe admitted counter and the log disagree", l.label())
+			addProblem(&c, fmt.Sprintf("%sthe counter says %d admissions, the log shows %d", l.label(), l.admitted, len(admissions[li])))
+		}
 	}
 	if twoPlaces+twice+leftAdmitted+len(st.badEvents) > 0 {
 		c.Verdict = Fail
@@ -581,4 +694,10 @@ func roomChecks(ctx context.Context, src Sources, st *state, run Run) []Check {
 		return append(cs, w)
 	}
 	return cs
+}
+
+// atoi64 reads a counter of the room hash (0 when absent).
+func atoi64(s string) int64 {
+	n, _ := strconv.ParseInt(s, 10, 64)
+	return n
 }

@@ -24,6 +24,48 @@ import (
 	"github.com/seckilledge/seckill/caddymodule/botcheck"
 )
 
+// WidgetScript is a stand-in for Turnstile's widget script, for a test to serve as the
+// provider's widget_script_url: it fills the token field inside each widget element with
+// "human", as Turnstile's does once solved, 300 ms after the page loads. Nothing reaches the
+// internet.
+const WidgetScript = `for (const el of document.querySelectorAll(".cf-turnstile")) {
+  const f = document.createElement("input");
+  f.type = "hidden"; f.name = "cf-turnstile-response"; f.value = "human";
+  setTimeout(() => el.appendChild(f), 300);
+}`
+
+// WidgetServer serves WidgetScript (at any path) until the test ends.
+func WidgetServer(t testing.TB) *httptest.Server {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/javascript")
+		_, _ = w.Write([]byte(WidgetScript))
+	}))
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+// Turnstile is a Turnstile challenge_provider for a page's test, with nothing reaching the
+// internet: a stand-in siteverify that knows the token "human" (action "enter", hostname
+// 127.0.0.1) and a stand-in widget script (WidgetServer). Provider is the handler's
+// challenge_provider, naming both.
+type Turnstile struct {
+	Siteverify *Siteverify
+	Script     *httptest.Server
+	Provider   map[string]any
+}
+
+// NewTurnstile starts the stand-ins, until the test ends.
+func NewTurnstile(t testing.TB) Turnstile {
+	t.Helper()
+	sv := NewSiteverify(t, "test-secret", map[string]Answer{
+		"human": {Body: `{"success":true,"hostname":"127.0.0.1","action":"enter"}`},
+	})
+	script := WidgetServer(t)
+	return Turnstile{Siteverify: sv, Script: script, Provider: map[string]any{
+		"name": "turnstile", "site_key": "site-key-1", "secret": "test-secret", "verify_url": sv.URL, "action": "enter",
+		"widget_script_url": script.URL + "/turnstile.js"}}
+}
+
 // Issuer is a test issuer with its own RSA-2048 key.
 type Issuer struct {
 	Name   string

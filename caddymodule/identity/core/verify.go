@@ -3,6 +3,7 @@ package core
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -82,6 +83,12 @@ type Verifier struct {
 	Audience string
 	// UserClaim names the claim holding the user id; "" or "sub" is the subject.
 	UserClaim string
+	// LaneClaim, when not empty, names the claim holding the user's lane claims (the claim
+	// values a waiting room's claim lanes match, docs/room.md "Lanes"): a string is taken as
+	// it is, an array of strings is joined by spaces; any other value (a number, an object,
+	// an array with anything but strings in it) is ignored, as if the claim were absent. The
+	// session is verified either way: the lanes only pick a queue, they never refuse anyone.
+	LaneClaim string
 	// Leeway is the clock skew forgiven on exp, nbf and iat.
 	Leeway time.Duration
 	// MaxAge, when positive, is the longest session accepted: exp at most MaxAge (plus Leeway)
@@ -91,24 +98,39 @@ type Verifier struct {
 	Now func() time.Time
 
 	// Cache remembers verified sessions (nil: every token is verified in full). A hit applies
-	// Leeway and Now as a fresh check does, but Issuer, Audience and UserClaim were checked
-	// when the session was cached: with a cache they must not change once Verify is called.
+	// Leeway and Now as a fresh check does, but Issuer, Audience, UserClaim and LaneClaim were
+	// read when the session was cached: with a cache they must not change once Verify is
+	// called.
 	Cache *VerifiedCache
 
 	// signatures counts signature checks (tests: a cache hit makes none).
 	signatures atomic.Int64
 }
 
-// Verify checks token and returns the user it names, or why not. A token verified before is
-// answered from the cache while the time and its key still allow it, with the same answer a
-// fresh verification would give (docs/identity.md, "The cache of verified sessions").
+// Identity is what a verified session proves: the user, and the lane claims (LaneClaim's
+// value, "" without one).
+type Identity struct {
+	User  string
+	Lanes string
+}
+
+// Verify checks token and returns the user it names, or why not (VerifyIdentity, without the
+// lanes).
 func (v *Verifier) Verify(ctx context.Context, token string) (string, Outcome) {
+	id, o := v.VerifyIdentity(ctx, token)
+	return id.User, o
+}
+
+// VerifyIdentity checks token and returns who it names, or why not. A token verified before
+// is answered from the cache while the time and its key still allow it, with the same answer
+// a fresh verification would give (docs/identity.md, "The cache of verified sessions").
+func (v *Verifier) VerifyIdentity(ctx context.Context, token string) (Identity, Outcome) {
 	if len(token) > MaxToken {
-		return "", TooLarge
+		return Identity{}, TooLarge
 	}
 	if v.Cache == nil {
-		user, o, _ := v.verify(ctx, token)
-		return user, o
+		id, o, _ := v.verify(ctx, token)
+		return id, o
 	}
 	k := tokenKey(token)
 	if s, ok := v.Cache.get(k); ok {
@@ -119,7 +141,7 @@ func (v *Verifier) Verify(ctx context.Context, token string) (string, Outcome) {
 			// refused).
 			if key, err := v.Keys.Key(ctx, s.key.ID); err == nil && key == s.key {
 				jwtCacheHits.Inc()
-				return s.user, Verified
+				return Identity{User: s.user, Lanes: s.lanes}, Verified
 			}
 			v.Cache.remove(k)
 		} else if s.expiredAt(now, v.Leeway) {
@@ -127,13 +149,13 @@ func (v *Verifier) Verify(ctx context.Context, token string) (string, Outcome) {
 		}
 	}
 	jwtCacheMisses.Inc()
-	user, o, s := v.verify(ctx, token)
+	id, o, s := v.verify(ctx, token)
 	// Only a success is remembered: a forged or garbage token never takes a place, so a flood
 	// of them evicts nothing.
 	if o == Verified {
 		v.Cache.put(k, s)
 	}
-	return user, o
+	return id, o
 }
 
 // Signatures is the number of signatures v has checked: a cache hit checks none.
@@ -148,43 +170,51 @@ func (v *Verifier) now() time.Time {
 
 // verify checks token in full: parse, key, signature, claims. On success it also returns what
 // the cache keeps.
-func (v *Verifier) verify(ctx context.Context, token string) (string, Outcome, verifiedSession) {
+func (v *Verifier) verify(ctx context.Context, token string) (Identity, Outcome, verifiedSession) {
 	var none verifiedSession
 	tok, err := jwt.ParseSigned(token, algorithms)
 	if err != nil || len(tok.Headers) != 1 {
-		return "", Malformed, none
+		return Identity{}, Malformed, none
 	}
 	h := tok.Headers[0]
 	key, err := v.Keys.Key(ctx, h.KeyID)
 	switch {
 	case errors.Is(err, ErrNoKeys):
-		return "", NoKeys, none
+		return Identity{}, NoKeys, none
 	case err != nil:
-		return "", UnknownKey, none
+		return Identity{}, UnknownKey, none
 	case h.Algorithm != string(key.Alg):
-		return "", WrongAlgorithm, none
+		return Identity{}, WrongAlgorithm, none
 	}
 
 	v.signatures.Add(1)
 	var claims jwt.Claims
-	var user string
-	if v.UserClaim == "" || v.UserClaim == "sub" {
+	var id Identity
+	subject := v.UserClaim == "" || v.UserClaim == "sub"
+	if subject && v.LaneClaim == "" {
 		err = tok.Claims(key.Verifier, &claims)
-		user = claims.Subject
+		id.User = claims.Subject
 	} else {
 		// Only a custom claim pays for a map.
 		var extra map[string]any
 		err = tok.Claims(key.Verifier, &claims, &extra)
-		user, _ = extra[v.UserClaim].(string)
+		if subject {
+			id.User = claims.Subject
+		} else {
+			id.User, _ = extra[v.UserClaim].(string)
+		}
+		if v.LaneClaim != "" {
+			id.Lanes = LaneValue(extra[v.LaneClaim])
+		}
 	}
 	if err != nil {
 		if errors.Is(err, jose.ErrCryptoFailure) {
-			return "", BadSignature, none
+			return Identity{}, BadSignature, none
 		}
-		return "", Malformed, none
+		return Identity{}, Malformed, none
 	}
 	if claims.Expiry == nil {
-		return "", Expired, none
+		return Identity{}, Expired, none
 	}
 	want := jwt.Expected{Issuer: v.Issuer, Time: v.now()}
 	if v.Audience != "" {
@@ -193,15 +223,15 @@ func (v *Verifier) verify(ctx context.Context, token string) (string, Outcome, v
 	switch err := claims.ValidateWithLeeway(want, v.Leeway); {
 	case err == nil:
 	case errors.Is(err, jwt.ErrExpired):
-		return "", Expired, none
+		return Identity{}, Expired, none
 	case errors.Is(err, jwt.ErrNotValidYet), errors.Is(err, jwt.ErrIssuedInTheFuture):
-		return "", NotYetValid, none
+		return Identity{}, NotYetValid, none
 	case errors.Is(err, jwt.ErrInvalidIssuer):
-		return "", WrongIssuer, none
+		return Identity{}, WrongIssuer, none
 	case errors.Is(err, jwt.ErrInvalidAudience):
-		return "", WrongAudience, none
+		return Identity{}, WrongAudience, none
 	default:
-		return "", Malformed, none
+		return Identity{}, Malformed, none
 	}
 	if v.MaxAge > 0 {
 		start := v.now()
@@ -209,11 +239,33 @@ func (v *Verifier) verify(ctx context.Context, token string) (string, Outcome, v
 			start = claims.IssuedAt.Time()
 		}
 		if claims.Expiry.Time().Sub(start) > v.MaxAge+v.Leeway {
-			return "", TooLong, none
+			return Identity{}, TooLong, none
 		}
 	}
-	if !contract.ValidID(user) {
-		return "", BadUser, none
+	if !contract.ValidID(id.User) {
+		return Identity{}, BadUser, none
 	}
-	return user, Verified, sessionOf(user, key, &claims)
+	return id, Verified, sessionOf(id, key, &claims)
+}
+
+// LaneValue is the lane claims a lane claim's decoded JSON value holds: a string as it is, an
+// array of strings joined by spaces, "" for anything else (absent, a number, a boolean, an
+// object, an array holding anything but strings): a shop's claim of another shape picks no
+// lane rather than a lane nobody meant.
+func LaneValue(v any) string {
+	switch v := v.(type) {
+	case string:
+		return v
+	case []any:
+		parts := make([]string, len(v))
+		for i, e := range v {
+			s, ok := e.(string)
+			if !ok {
+				return ""
+			}
+			parts[i] = s
+		}
+		return strings.Join(parts, " ")
+	}
+	return ""
 }

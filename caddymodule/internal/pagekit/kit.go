@@ -155,7 +155,6 @@ func (d Data) T(key string, args ...any) (string, error) {
 func (d Data) Number(n any) string { return d.p.Sprint(n) }
 
 // Compile is New for a handler's optional page block: nil is our page with the defaults.
-// The room and the draw call it at provision, so a bad template fails there.
 func Compile(kind Kind, cfg *Config) (*Kit, error) {
 	if cfg == nil {
 		return New(kind, Config{})

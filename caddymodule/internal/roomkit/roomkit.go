@@ -191,10 +191,13 @@ func (k *Kit) UserOf(r *http.Request, repl *caddy.Replacer) (string, handler.Ref
 }
 
 // Register registers a handler's module and its Caddyfile directive, ordered just before
-// anchor (a standard directive).
+// anchor (a standard directive). Its constraint is the handler's interface guard: a handler
+// that is not a provisioned, validated middleware does not compile.
 func Register[T any, PT interface {
 	*T
 	caddy.Module
+	caddy.Provisioner
+	caddy.Validator
 	caddyfile.Unmarshaler
 	caddyhttp.MiddlewareHandler
 }](directive, anchor string) {
@@ -204,9 +207,10 @@ func Register[T any, PT interface {
 }
 
 // Provision takes the sampled logger, sets the handler's defaults (setDefaults, which calls
-// SetDefaults), compiles the page, registers the kit's collectors and takes the app's token
-// keys; module is the handler's name in errors ("seckill_room"). No network I/O.
-func (k *Kit) Provision(ctx caddy.Context, module string, kind pagekit.Kind, setDefaults func()) (*caddymodule.App, error) {
+// SetDefaults), compiles the page, registers the kit's collectors and the handler's own (own)
+// and takes the app's token keys; module is the handler's name in errors ("seckill_room"). No
+// network I/O.
+func (k *Kit) Provision(ctx caddy.Context, module string, kind pagekit.Kind, setDefaults func(), own ...prometheus.Collector) (*caddymodule.App, error) {
 	k.Logger = edge.SampledLogger(ctx.Logger())
 	k.shared = new(handler.Share)
 	// The URL space first: the default sale is the path segment after the prefix.
@@ -219,7 +223,7 @@ func (k *Kit) Provision(ctx caddy.Context, module string, kind pagekit.Kind, set
 		return nil, fmt.Errorf("%s: %w", module, err)
 	}
 	k.Pages.Mount(space.Prefix, space.OrdersPrefix)
-	k.counts.Register(ctx.GetMetricsRegistry())
+	k.counts.Register(ctx.GetMetricsRegistry(), own...)
 	app, issuer, err := sealedhttp.Provision(ctx, module)
 	if err != nil {
 		return nil, err
@@ -272,8 +276,14 @@ func (k *Kit) SetupPage(kind pagekit.Kind) (err error) {
 	return err
 }
 
-// Validate checks the shared options; module names the handler in errors.
+// Validate checks the shared options, after SetDefaults; module names the handler in errors.
 func (k *Kit) Validate(module string) error {
+	switch {
+	case k.DifficultyRate <= 0:
+		return fmt.Errorf("%s: difficulty_rate must be positive", module)
+	case k.CacheTTL < 0:
+		return fmt.Errorf("%s: cache_ttl must not be negative", module)
+	}
 	if err := pagecsp.CheckAncestors(module, k.FrameAncestors); err != nil {
 		return err
 	}

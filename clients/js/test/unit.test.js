@@ -129,6 +129,18 @@ test("the routes follow the prefix and the orders prefix; the defaults are /seck
     "GET https://edge.example/shop-api/drop/orders/o1", "GET https://edge.example/shop-api/drop/s1/room"]);
 });
 
+test("the pre-queue is read page by page, one lane's with lane", async () => {
+  const { fetch, asked } = scripted([[200, { seed: "ab", entries: ["e1"], total: 1 }],
+    [200, { seed: "ab", lane: "members", entries: ["e2"], total: 3, next: "1" }]]);
+  const c = new Client({ fetch });
+  assert.deepEqual((await c.prequeue("s1")).entries, ["e1"]);
+  const page = await c.prequeue("s1", { lane: "members", after: 0, limit: 1 });
+  assert.equal(page.lane, "members");
+  assert.equal(page.next, "1");
+  assert.deepEqual(asked.map((a) => `${a.init.method} ${a.url}`),
+    ["GET /seckill/s1/room/prequeue", "GET /seckill/s1/room/prequeue?lane=members&after=0&limit=1"]);
+});
+
 test("a prefix the edge would refuse throws at construction", () => {
   for (const prefix of ["seckill", "/a//b", "/a/../b", "/a b", "/{x}", "/*"]) {
     assert.throws(() => new Client({ prefix }), TypeError, prefix);

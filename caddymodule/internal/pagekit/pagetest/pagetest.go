@@ -10,6 +10,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
+	"net/http"
 	"net/http/httptest"
 	"os"
 	"os/exec"
@@ -48,9 +50,13 @@ type Browser struct {
 	axe string
 }
 
-// NewBrowser starts chromium for t (closed when t ends) and reads axe-core.
+// NewBrowser starts chromium for t (closed when t ends) and reads axe-core. Under -short it
+// skips t instead: the short runs start no browser.
 func NewBrowser(t *testing.T) *Browser {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("chromium: not in -short")
+	}
 	bctx := start(t)
 	if _, err := chromedp.Run(bctx, chromedp.Evaluate[chromedp.Void]("1")); err != nil {
 		t.Fatalf("starting chromium: %v", err)
@@ -553,6 +559,12 @@ type Screen struct {
 // Screens are the two the docs' pictures show: a desktop and a phone (390 x 844).
 var Screens = []Screen{{"desktop", 1280, 800, false}, {"phone", 390, 844, true}}
 
+// File is where the picture name (e.g. "room-waiting") of a page on s goes in dir:
+// dir/name-<s.Name>.png, the names the docs link.
+func (s Screen) File(dir, name string) string {
+	return filepath.Join(dir, name+"-"+s.Name+".png")
+}
+
 // TabOn is Tab on screen s.
 func (b *Browser) TabOn(t *testing.T, lang string, s Screen) *Tab {
 	t.Helper()
@@ -589,5 +601,27 @@ func (p *Tab) HasLanguage(lang string) {
 	p.t.Helper()
 	if got := JS[string](p, `document.documentElement.lang + " " + document.documentElement.dir`); got != lang+" "+pagekit.Direction(lang) {
 		p.t.Fatalf("<html lang dir> = %q, want %s %s", got, lang, pagekit.Direction(lang))
+	}
+}
+
+// AllowsWidget fails the test unless the page at url (asked for as a browser asks, HTML)
+// answers 200 with a Content-Security-Policy that lets the page load the widget's script and
+// frames from origin and still pins its own scripts by hash.
+func AllowsWidget(t testing.TB, url, origin string) {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodGet, url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Accept", "text/html")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	if csp := resp.Header.Get("Content-Security-Policy"); resp.StatusCode != http.StatusOK || !strings.Contains(csp, "script-src 'sha256-") ||
+		!strings.Contains(csp, origin) || !strings.Contains(csp, "frame-src "+origin) {
+		t.Fatalf("the page (%d): its CSP does not allow the widget's origin %s: %s", resp.StatusCode, origin, csp)
 	}
 }
