@@ -304,6 +304,13 @@ func (c *Cluster) waitlistScenario(ctx context.Context, drv *driver.Driver, rdb 
 	if _, err := invariants.WaitSettled(ctx, pg, rdb, sale, 30*time.Second); err != nil {
 		return nil, fmt.Errorf("settle the waitlist sale: %w", err)
 	}
+	// A bought offer is logged by the waitlist's next step (the backend's sweep, every second):
+	// wait for the open offers to close before reading the log.
+	for end := time.Now().Add(30 * time.Second); time.Now().Before(end); time.Sleep(200 * time.Millisecond) {
+		if n, err := rdb.ZCard(ctx, contract.RoomOffersKey(sale)).Result(); err == nil && n == 0 {
+			break
+		}
+	}
 
 	// The waitlist's log: who was offered what, and how each offer ended.
 	olog, err := rdb.LRange(ctx, contract.RoomOfferLogKey(sale), 0, -1).Result()
