@@ -5,6 +5,9 @@ package lua
 import (
 	"context"
 	"fmt"
+	"os"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -234,5 +237,150 @@ func TestWaitlistStepsRunConcurrentlyOfferEachUnitOnce(t *testing.T) {
 	}
 	if len(offered) != units || r.Offers != units || r.Reserved != units {
 		t.Fatalf("%d offers made, %d open, %d held; want %d", len(offered), r.Offers, r.Reserved, units)
+	}
+}
+
+// docBlock is the fenced block ```info of docs/room.md, its lines.
+func docBlock(t *testing.T, info string) []string {
+	t.Helper()
+	b, err := os.ReadFile("../docs/room.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, rest, ok := strings.Cut(string(b), "```"+info+"\n")
+	if !ok {
+		t.Fatalf("docs/room.md has no %s block", info)
+	}
+	body, _, _ := strings.Cut(rest, "```")
+	return strings.Split(strings.TrimSuffix(body, "\n"), "\n")
+}
+
+// timeless replaces every field of a record that is a Unix time in ms (Redis's clock in the
+// run, the example's in the doc) by "T", and an entry id of the doc's by its user.
+func timeless(line string, users map[string]string) string {
+	f := strings.Split(line, ":")
+	for i, x := range f {
+		if n, err := strconv.ParseInt(x, 10, 64); err == nil && n >= 1e12 {
+			f[i] = "T"
+		} else if u, ok := users[x]; ok {
+			f[i] = u
+		}
+	}
+	return strings.Join(f, ":")
+}
+
+// The waitlist's worked example of docs/room.md, run on the real scripts in real Redis: four
+// arrivals, ann admitted alone, her token and purchase, her unpaid order compensated, bob
+// absent and passed, cat offered the unit, his token and purchase. The queue, the room's log
+// and the waitlist's log the scripts leave are the doc's blocks (the report's evidence without
+// its orders, and the waitlist's log), times aside.
+func TestTheWaitlistWorkedExampleOfRoomMdIsWhatTheScriptsDo(t *testing.T) {
+	t.Parallel()
+	w := newWaitlist(t, 1)
+	ctx := context.Background()
+	people := []string{"ann", "bob", "cat", "dan"}
+	for _, u := range people {
+		if got := w.visit("enter", u, false); got != "waiting" {
+			t.Fatalf("%s enters: %s, want waiting", u, got)
+		}
+	}
+	token := func(u string) string {
+		t.Helper()
+		keys := []string{contract.MetaKey(w.sale), contract.TokensKey(w.sale), contract.BuyersKey(w.sale),
+			contract.RoomKey(w.sale), contract.RoomLiveKey(w.sale), contract.RoomLogKey(w.sale)}
+		res, err := TokenIssue.Run(ctx, w.rdb, keys, u, testNonce, 60_000, 0, "", "1").Slice()
+		if err != nil || res[0] != "issued" {
+			t.Fatalf("%s's token: %v %v", u, res, err)
+		}
+		return storeValue(res)
+	}
+	buy := func(u string) {
+		t.Helper()
+		res, err := GateCall{Sale: w.sale, User: u, OrderID: "o-" + u, TokenValue: token(u), Group: "relay", Admission: true}.Run(ctx, w.rdb)
+		if err != nil || res[0].(int64) != 0 {
+			t.Fatalf("%s buys: %v %v", u, res, err)
+		}
+	}
+	// The backend's sweep runs the waitlist's step on a live room sale: nothing held yet.
+	if r := w.offer(); !r.Room || r.Reserved != 0 || len(r.Events) != 0 {
+		t.Fatalf("the first step with nothing held: %+v", r)
+	}
+	// 1. ann alone is admitted, takes her token and buys the last unit; the others wait.
+	if got := w.visit("poll", "ann", true); got != "admitted" {
+		t.Fatalf("ann: %s, want admitted", got)
+	}
+	buy("ann")
+	for _, u := range people[1:] {
+		if got := w.visit("poll", u, true); got != "waiting" {
+			t.Fatalf("%s after ann's purchase: %s, want waiting", u, got)
+		}
+	}
+	// 2. ann does not pay: the unit is held.
+	w.release("ann")
+	if w.meta("stock") != "1" || w.meta("reserved") != "1" {
+		t.Fatalf("after ann's release: stock %s reserved %s, want 1 held", w.meta("stock"), w.meta("reserved"))
+	}
+	// 3. bob's presence ran out 10 s ago; cat is there: the step passes bob and offers cat.
+	w.rdb.ZAdd(ctx, contract.RoomSeenKey(w.sale), redis.Z{Score: float64(time.Now().Add(-10 * time.Second).UnixMilli()), Member: "bob"})
+	if r := w.offer(); kinds(r) != "offered:cat" {
+		t.Fatalf("the step after ann's release: %q, want cat offered", kinds(r))
+	}
+	// 4. cat's poll says admitted; he buys; dan waits; the next step logs the offer bought.
+	if got := w.visit("poll", "cat", true); got != "admitted" {
+		t.Fatalf("cat offered: %s, want admitted", got)
+	}
+	if got := w.visit("poll", "dan", true); got != "waiting" {
+		t.Fatalf("dan: %s, want waiting", got)
+	}
+	buy("cat")
+	if r := w.offer(); kinds(r) != "bought:cat" {
+		t.Fatalf("the step after cat's purchase: %q, want his offer bought", kinds(r))
+	}
+
+	users := map[string]string{}
+	for _, u := range people {
+		users[u+"AAAAAAAAAAAAAAAAAAA"] = u
+	}
+	var want []string
+	for _, l := range docBlock(t, "waitlist-evidence") {
+		if !strings.HasPrefix(l, "o:") {
+			want = append(want, timeless(l, users))
+		}
+	}
+	// The evidence as the report writes it (backend/report): the queue by score, then the
+	// room's log, its token nonces dropped.
+	var got []string
+	q, err := w.rdb.ZRangeWithScores(ctx, contract.RoomQueueKey(w.sale), 0, -1).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, z := range q {
+		got = append(got, timeless(fmt.Sprintf("q:%d:%s", int64(z.Score), z.Member.(string)[48:]), nil))
+	}
+	lg, err := w.rdb.LRange(ctx, contract.RoomLogKey(w.sale), 0, -1).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range lg {
+		p := strings.SplitN(l, ":", 5)
+		got = append(got, timeless(strings.Join(p[:4], ":"), nil))
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("the queue and the room's log:\n%s\nthe doc's evidence (times as T):\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	want = nil
+	for _, l := range docBlock(t, "waitlist-offerlog") {
+		want = append(want, timeless(l, nil))
+	}
+	got = nil
+	ol, err := w.rdb.LRange(ctx, contract.RoomOfferLogKey(w.sale), 0, -1).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range ol {
+		got = append(got, timeless(l, nil))
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("the waitlist's log:\n%s\nthe doc's (times as T):\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }

@@ -9,6 +9,7 @@
 //	seckill-chaos -redis-crash                 Redis is killed (kill -9) instead of stopped
 //	seckill-chaos -variants 2475,2475,2475,2475  a size drop: four variants, a limit of 1
 //	seckill-chaos -schedule 'redis-kill@10s+3s,gateway-kill@20s+2s#2'
+//	seckill-chaos -only-waitlist               the waitlist row alone (a room sale whose unpaid units go to the next waiters)
 package main
 
 import (
@@ -55,10 +56,13 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	dir := fs.String("dir", "", "where the private servers keep data and every process logs (default: a temp dir, removed after a PASS)")
 	out := fs.String("out", "", "also write the report as JSON here")
 	drawEntrants := fs.Int("draw-entrants", 600, "entrants of the draw row (a draw sale entered while a gateway is killed and Redis restarted; 0: no draw row)")
+	waitlistWaiters := fs.Int("waitlist-waiters", 60, "waiters of the waitlist row (a room sale with the waitlist, a third as many units whose first buyers never pay, while a gateway and a backend are killed and Redis restarted; 0: no waitlist row)")
+	onlyWaitlist := fs.Bool("only-waitlist", false, "run the waitlist row alone (no purchase sale, no draw row)")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
 	o := chaos.Options{Buyers: *buyers, Rate: *rate, Stock: *stock, CatchUp: *catchUp, Log: stderr, Schedule: chaos.DefaultSchedule(), DrawEntrants: *drawEntrants,
+		WaitlistWaiters: *waitlistWaiters, OnlyWaitlist: *onlyWaitlist,
 		Cluster: chaos.ClusterOptions{Root: *root, BinDir: *bin, Caddyfile: *caddyfile, GateRelay: *relay, Dir: *dir,
 			AdminToken: stackenv.Secret("SECKILL_ADMIN_TOKEN"), TokenKey: stackenv.Secret("SECKILL_TOKEN_KEY")}}
 	if *short {

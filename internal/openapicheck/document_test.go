@@ -33,7 +33,7 @@ func TestTheDocumentIsValidOpenAPI31(t *testing.T) {
 	if d.T.OpenAPI != "3.1.0" {
 		t.Fatalf("openapi %q", d.T.OpenAPI)
 	}
-	for _, w := range []string{"order", "draw"} {
+	for _, w := range []string{"order", "draw", "unit"} {
 		if d.T.Webhooks[w] == nil || d.T.Webhooks[w].Post == nil {
 			t.Errorf("webhook %q missing", w)
 		}

@@ -54,6 +54,27 @@ func TestAVariantSaleSurvivesEveryPartBeingKilledAndRestarted(t *testing.T) {
 	}
 }
 
+// The waitlist row alone (docs/chaos.md, "The waitlist sale"): a room sale with the waitlist on,
+// 60 waiters for 20 units, the first 20 buyers never pay; while a gateway and a backend are
+// killed (-9) and Redis is stopped and started again, the sweeper releases their units and
+// each goes to the next present waiter, who buys and pays. No waiter is offered twice, every
+// released unit is paid for, and the room sale's invariants (1-9 and 16) pass.
+func TestAWaitlistSaleSurvivesAGatewayABackendAndRedisKilled(t *testing.T) {
+	rep := runShort(t, chaos.Options{WaitlistWaiters: 60, OnlyWaitlist: true})
+	var waitlist, invariants16 int
+	for _, r := range rep.Rows {
+		if strings.HasPrefix(r.Fault, "waitlist:") {
+			waitlist++
+		}
+		if strings.Contains(r.Fault, "invariant 16") {
+			invariants16++
+		}
+	}
+	if len(rep.Rows) < 3+1+5 || waitlist != 1 || invariants16 != 1 {
+		t.Fatalf("%d rows, %d waitlist rows, %d of invariant 16: want the three faults, the waitlist's row and the invariants, 16 among them", len(rep.Rows), waitlist, invariants16)
+	}
+}
+
 // runShort runs o under the short schedule on servers and binaries of the test's own, and fails
 // the test unless every fault row and every invariant PASSed. The relays claim a dead instance's
 // entries after 5 s here (default 30 s) to keep the test short.

@@ -29,6 +29,8 @@ type ClusterOptions struct {
 	Gateways, Backends int
 	AdminToken         string
 	TokenKey           string
+	// Env is extra environment for the backends and gateways (KEY=value).
+	Env []string
 }
 
 // Cluster is a whole private deployment (internal/harness): Redis, RabbitMQ and Postgres
@@ -59,7 +61,7 @@ func StartCluster(ctx context.Context, o ClusterOptions) (*Cluster, error) {
 	}
 	s, err := harness.Start(ctx, harness.Options{Name: "chaos", Root: o.Root, BinDir: o.BinDir, Dir: o.Dir,
 		Caddyfile: o.Caddyfile, ExtraGlobal: harness.TrustLoopbackProxy, GateRelay: o.GateRelay,
-		Gateways: o.Gateways, Backends: o.Backends, AdminToken: o.AdminToken, TokenKey: o.TokenKey,
+		Gateways: o.Gateways, Backends: o.Backends, AdminToken: o.AdminToken, TokenKey: o.TokenKey, Env: o.Env,
 		PrivateRedis: true, PrivateServices: true})
 	if err != nil {
 		return nil, err

@@ -7,6 +7,8 @@ package chaos
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"fmt"
 	"io"
 	"net/http"
@@ -48,6 +50,12 @@ type Options struct {
 	// DrawEntrants, when above 0, adds the draw row (draw.go): that many entrants enter a draw
 	// sale while a gateway is killed and Redis restarted, after the purchase sale has drained.
 	DrawEntrants int
+	// WaitlistWaiters, when above 0, adds the waitlist row (waitlist.go): that many waiters of a
+	// room sale with the waitlist on (a third of them as many units), whose first buyers never
+	// pay, while a gateway and a backend are killed and Redis restarted.
+	WaitlistWaiters int
+	// OnlyWaitlist runs the waitlist row alone: no purchase sale, no draw row.
+	OnlyWaitlist bool
 	// Log receives progress lines (nil: none).
 	Log io.Writer
 }
@@ -115,6 +123,13 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		}
 		o.Cluster.Dir = d
 	}
+	var shopToken string
+	if o.WaitlistWaiters > 0 {
+		b := make([]byte, 32)
+		_, _ = rand.Read(b)
+		shopToken = hex.EncodeToString(b)
+		o.Cluster.Env = append(o.Cluster.Env, WaitlistSettings(shopToken)...)
+	}
 	logf("starting Redis, RabbitMQ, Postgres, %d backends and %d gateways (logs in %s)", max(o.Cluster.Backends, 2), max(o.Cluster.Gateways, 2), o.Cluster.Dir)
 	c, err := StartCluster(ctx, o.Cluster)
 	if err != nil {
@@ -131,6 +146,13 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	pg := drv.PG
 	rdb := redis.NewClient(&redis.Options{Addr: c.Redis.Addr})
 	defer rdb.Close()
+	if o.OnlyWaitlist && o.WaitlistWaiters > 0 {
+		rows, err := c.waitlistScenario(ctx, drv, rdb, pg, o.WaitlistWaiters, shopToken, logf)
+		if err != nil {
+			return nil, fmt.Errorf("waitlist row: %w", err)
+		}
+		return &Report{Sale: "-", Outcomes: map[string]int{}, Rows: rows, LogDir: c.Dir, Elapsed: time.Since(began)}, nil
+	}
 	sale := fmt.Sprintf("chaos-%d", time.Now().UnixNano()%1e12)
 	if len(o.Variants) > 0 {
 		o.Stock = 0
@@ -234,6 +256,13 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		rows, err := c.drawScenario(ctx, drv, rdb, pg, o.DrawEntrants, logf)
 		if err != nil {
 			return nil, fmt.Errorf("draw row: %w", err)
+		}
+		rep.Rows = append(rep.Rows, rows...)
+	}
+	if o.WaitlistWaiters > 0 {
+		rows, err := c.waitlistScenario(ctx, drv, rdb, pg, o.WaitlistWaiters, shopToken, logf)
+		if err != nil {
+			return nil, fmt.Errorf("waitlist row: %w", err)
 		}
 		rep.Rows = append(rep.Rows, rows...)
 	}
