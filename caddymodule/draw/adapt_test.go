@@ -3,19 +3,11 @@ package draw
 import (
 	"testing"
 
-	_ "github.com/seckilledge/seckill/caddymodule" // the seckill global option
 	"github.com/seckilledge/seckill/caddymodule/internal/roomkit"
-	_ "github.com/seckilledge/seckill/caddymodule/room" // full.caddyfile's seckill_room (a test dependency only)
-	"github.com/seckilledge/seckill/internal/handlertest"
 )
 
-// TestCaddyfileAdaptsToTheDocumentedJSON adapts every testdata/adapt/*.caddyfile and compares
-// it with the .json next to it (-update or UPDATE_GOLDEN=1 rewrites them). full.caddyfile
-// writes seckill_room before seckill_draw in one handle: the directive order must put the draw
-// first all the same.
-func TestCaddyfileAdaptsToTheDocumentedJSON(t *testing.T) {
-	handlertest.Golden(t, "testdata/adapt", false)
-}
+// The draw's golden Caddyfiles are checked in internal/conformance
+// (TestDrawCaddyfileAdaptsToTheDocumentedJSON), which links every module.
 
 // Every option of the draw is the kit's: roomkit's TestBothHandlersRefuseTheKitsBadOptions
 // refuses their bad values for seckill_draw and seckill_room alike.

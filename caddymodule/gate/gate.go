@@ -17,7 +17,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"strconv"
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
@@ -317,7 +316,7 @@ func (g *Gate) ServeDecision(w http.ResponseWriter, r *http.Request, joint handl
 		g.eventsApp.Emit(ctx, EventName, map[string]any{"sale": sale, "user": user, "outcome": string(v.Outcome), "order_id": v.OrderID})
 	}
 	if v.Outcome == core.Accepted {
-		writeAccepted(w, v)
+		core.WriteAccepted(w, v)
 		return nil
 	}
 	ref := v.Refusal()
@@ -355,25 +354,6 @@ func value(tpl string, v placeholder.Value) placeholder.Value {
 // EventName is the Caddy event emitted for every decision; its data has sale, user, outcome
 // and order_id.
 const EventName = "seckill_decision"
-
-func writeAccepted(w http.ResponseWriter, v core.Verdict) {
-	// The order id is a UUID and a variant id is [A-Za-z0-9_-]: no JSON escaping needed.
-	_ = handler.Answer(w, http.StatusAccepted, func(body []byte) []byte {
-		body = append(body, `{"order_id":"`...)
-		body = append(body, v.OrderID...)
-		body = append(body, `","status":"queued"`...)
-		if v.Items() {
-			if v.Variant != "" {
-				body = append(body, `,"variant":"`...)
-				body = append(body, v.Variant...)
-				body = append(body, '"')
-			}
-			body = append(body, `,"quantity":`...)
-			body = strconv.AppendInt(body, int64(v.Quantity), 10)
-		}
-		return append(body, '}')
-	})
-}
 
 // Interface guards
 var (

@@ -67,16 +67,16 @@ func (wr Writer) Write(w http.ResponseWriter, r Refusal) error {
 		body = Body(r)
 	} else {
 		// An order id, variant or held count: a body of its own, built in a pooled buffer.
-		bp = answerBuffers.Get().(*[]byte)
+		bp = refusalBuffers.Get().(*[]byte)
 		body = AppendBody((*bp)[:0], r)
 	}
 	v[0], v[1], v[2] = "application/json", "no-store", strconv.Itoa(len(body))
 	h["Content-Type"], h["Cache-Control"], h["Content-Length"] = v[0:1:1], v[1:2:2], v[2:3:3]
 	w.WriteHeader(r.Status)
 	_, err := w.Write(body)
-	if bp != nil && cap(body) <= maxAnswerBuffer {
+	if bp != nil && cap(body) <= maxRefusalBuffer {
 		*bp = body
-		answerBuffers.Put(bp)
+		refusalBuffers.Put(bp)
 	}
 	return err
 }
@@ -231,30 +231,17 @@ var (
 	PathMismatch = core.PathMismatch
 )
 
-// Answer writes a handler's JSON answer (a 202 accepted, a 200 token): build appends the body
-// to a pooled buffer, sent with status, Content-Type application/json, Cache-Control no-store
-// and its Content-Length. The buffer goes back to the pool after the write (an io.Writer
-// does not keep what it is given).
+// Answer writes a handler's JSON answer (a 202 accepted, a 200 token): core.Answer, whose
+// writing needs no Caddy, so a core can answer with it too.
 func Answer(w http.ResponseWriter, status int, build func(body []byte) []byte) error {
-	bp := answerBuffers.Get().(*[]byte)
-	body := build((*bp)[:0])
-	h := w.Header()
-	v := make([]string, 3)
-	v[0], v[1], v[2] = "application/json", "no-store", strconv.Itoa(len(body))
-	h["Content-Type"], h["Cache-Control"], h["Content-Length"] = v[0:1:1], v[1:2:2], v[2:3:3]
-	w.WriteHeader(status)
-	_, err := w.Write(body)
-	if cap(body) <= maxAnswerBuffer {
-		*bp = body
-		answerBuffers.Put(bp)
-	}
-	return err
+	return core.Answer(w, status, build)
 }
 
-// maxAnswerBuffer is the largest buffer kept in the pool.
-const maxAnswerBuffer = 4096
+// maxRefusalBuffer is the largest buffer kept in the pool.
+const maxRefusalBuffer = 4096
 
-var answerBuffers = sync.Pool{New: func() any {
+// refusalBuffers are the buffers of the refusals whose body is built per user.
+var refusalBuffers = sync.Pool{New: func() any {
 	b := make([]byte, 0, 256)
 	return &b
 }}

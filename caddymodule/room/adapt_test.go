@@ -6,35 +6,12 @@ import (
 
 	"github.com/caddyserver/caddy/v2"
 
-	_ "github.com/seckilledge/seckill/caddymodule" // the seckill global option
 	"github.com/seckilledge/seckill/caddymodule/internal/roomkit"
 	"github.com/seckilledge/seckill/caddymodule/sealed/sealedhttp"
-	"github.com/seckilledge/seckill/internal/handlertest"
 )
 
-// TestCaddyfileAdaptsToTheDocumentedJSON adapts every testdata/adapt/*.caddyfile and compares
-// it with the .json next to it (-update or UPDATE_GOLDEN=1 rewrites them).
-func TestCaddyfileAdaptsToTheDocumentedJSON(t *testing.T) {
-	handlertest.Golden(t, "testdata/adapt", false)
-}
-
-func TestCaddyfileRefusesBadOptions(t *testing.T) {
-	handlertest.AdaptFails(t,
-		":80 {\n seckill_room {\n difficulty 3\n }\n}",
-		":80 {\n seckill_room {\n lane_claims\n }\n}",
-		":80 {\n seckill_room {\n rate fast\n }\n}",
-		":80 {\n seckill_room {\n refresh 1s\n }\n}",
-		":80 {\n seckill_room {\n max_waiters 0\n }\n}",
-		":80 {\n seckill_room {\n max_waiters lots\n }\n}",
-		":80 {\n seckill_room {\n summary_interval soon\n }\n}",
-		":80 {\n seckill_room {\n front_window\n }\n}",
-		":80 {\n seckill_room {\n presence_window soon\n }\n}",
-		":80 {\n seckill_room {\n ban_zones\n }\n}",
-		":80 {\n seckill_room {\n claim_window soon\n }\n}",
-		":80 {\n seckill_room {\n claim_window 0s\n }\n}",
-		":80 {\n seckill_room {\n oversubscribe_max lots\n }\n}",
-	)
-}
+// The room's Caddyfile (its golden files, the options it refuses) is checked in
+// internal/conformance (TestRoomCaddyfileAdaptsToTheDocumentedJSON), which links every module.
 
 func TestValidateRefusesImpossibleSettings(t *testing.T) {
 	handlertest.Validates(t, (*Room).setDefaults, new(Room), map[string]*Room{

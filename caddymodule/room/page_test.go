@@ -8,7 +8,6 @@ import (
 	"github.com/seckilledge/seckill/caddymodule/internal/pagekit"
 	"github.com/seckilledge/seckill/caddymodule/internal/pagekit/pagetest"
 	"github.com/seckilledge/seckill/caddymodule/internal/roomkit"
-	"github.com/seckilledge/seckill/internal/handlertest"
 )
 
 // The waiting page runs the JavaScript client, clients/js/seckill.js, byte for byte, and speaks
@@ -18,8 +17,8 @@ func TestTheWaitingPageRunsTheJavaScriptClient(t *testing.T) {
 	pagetest.RunsClient(t, pageKind)
 }
 
-// A shop's bad template stops the handler at provision, with the file and line; the page
-// options' Caddyfile block refuses what it does not know.
+// A shop's bad template stops the handler at provision, with the file and line (the page
+// options' Caddyfile block: internal/conformance's TestRoomPageOptionsRefuseWhatTheyDoNotKnow).
 func TestABadShopTemplateFailsTheRoomsProvision(t *testing.T) {
 	bad := t.TempDir() + "/room.html"
 	if err := os.WriteFile(bad, []byte("<main>\n<p>{{.T \"room.heading\"}}</p>\n<p>{{.Queue.Position}}</p>\n</main>{{.Script}}"), 0o644); err != nil {
@@ -29,12 +28,4 @@ func TestABadShopTemplateFailsTheRoomsProvision(t *testing.T) {
 	if err := h.SetupPage(pageKind); err == nil || !strings.Contains(err.Error(), bad+":3:") {
 		t.Fatalf("SetupPage = %v, want the template's file and line 3", err)
 	}
-	handlertest.AdaptFails(t,
-		":80 {\n seckill_room {\n page {\n bogus 1\n }\n }\n}",
-		":80 {\n seckill_room {\n page {\n template\n }\n }\n}",
-		":80 {\n seckill_room {\n page {\n lang de en\n }\n }\n}",
-		":80 {\n seckill_room {\n page {\n sale\n }\n }\n}",
-		":80 {\n seckill_room {\n page {\n sale s1 {\n theme dark\n }\n }\n }\n}",
-		":80 {\n seckill_room {\n page {\n image_sources\n }\n }\n}",
-	)
 }

@@ -16,6 +16,8 @@ import (
 	"sort"
 	"strings"
 	"testing"
+
+	"github.com/seckilledge/seckill/internal/testlayout"
 )
 
 // layoutRule is how the first column of README.md's layout table names paths, said in every
@@ -45,9 +47,13 @@ func moduleRoot(t *testing.T) string {
 }
 
 // packages is every package of the module, as paths from the module root ("." for the root),
-// with the first sentence of its package doc.
+// with the first sentence of its package doc. testlayout.Watch shows go test's cache what go
+// list reads, so the test runs again when a package is added, removed or documented anew.
 func packages(t *testing.T, root string) map[string]string {
 	t.Helper()
+	if err := testlayout.Watch(root); err != nil {
+		t.Fatalf("watching the module's directories: %v", err)
+	}
 	cmd := exec.Command("go", "list", "-f", "{{.Module.Path}} {{.ImportPath}} {{.Doc}}", "./...")
 	cmd.Dir = root
 	out, err := cmd.Output()

@@ -23,6 +23,7 @@ func moduleRoot(t *testing.T) string {
 // Every test file that reaches a server, a browser or a built binary is in the integration
 // tier, so make unit never needs the stack and make test runs it.
 func TestEveryTestFileThatReachesAServerCarriesTheIntegrationTag(t *testing.T) {
+	t.Parallel()
 	root := moduleRoot(t)
 	files, err := Scan(root)
 	if err != nil {
@@ -46,6 +47,7 @@ func TestEveryTestFileThatReachesAServerCarriesTheIntegrationTag(t *testing.T) {
 }
 
 func TestTheRuleReadsImportsBuildLinesAndNames(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	write := func(name, src string) {
 		if err := os.WriteFile(filepath.Join(dir, name), []byte(src), 0o644); err != nil {

@@ -1,28 +1,91 @@
 package testlayout
 
-// Which packages link what, as the build itself sees it (go list -deps): the cores link no
-// Caddy, and the draw does not link the room. These tests run `go list`, whose inputs go
-// test's cache cannot see, so make unit runs this package with -count=1 (scripts/unit.sh).
+// Which packages link what, as the build itself sees it (go list): the cores link no Caddy,
+// and the draw does not link the room. These tests run `go list`, whose inputs go test's
+// cache sees through Watch: they run again after a change to any Go file of the module.
 
 import (
 	"os/exec"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 )
 
+// listing is what `go list -test` says of every package of the module under one set of build
+// tags: for each package, and for each test binary (p.test), the packages it links (.Deps: a
+// package's own dependencies, or a test binary's, its tests' and the package's together).
+type listing struct {
+	deps map[string][]string
+	err  error
+	out  []byte
+}
+
+var (
+	listOnce sync.Once
+	listings [2]listing // [0] the pure tier (no tags), [1] with the integration tag
+	watchErr error
+)
+
+// links is the listing of the pure tier (integration false) or of both tiers (true). Each go
+// list reads the whole module, so the tests share two of them, run side by side the first
+// time one is asked for, after Watch has shown go test's cache what they read.
+func links(t *testing.T, integration bool) map[string][]string {
+	t.Helper()
+	root := moduleRoot(t)
+	listOnce.Do(func() {
+		if watchErr = Watch(root); watchErr != nil {
+			return
+		}
+		var wg sync.WaitGroup
+		for i := range listings {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				args := []string{"list", "-test", "-f", `{{.ImportPath}}{{range .Deps}} {{.}}{{end}}`}
+				if i == 1 {
+					args = append(args, "-tags", Tag)
+				}
+				out, err := exec.Command("go", append(args, mod+"...")...).CombinedOutput()
+				l := &listings[i]
+				l.out, l.err = out, err
+				l.deps = map[string][]string{}
+				for _, line := range strings.Split(string(out), "\n") {
+					if f := strings.Fields(line); len(f) > 0 {
+						l.deps[f[0]] = f[1:]
+					}
+				}
+			}()
+		}
+		wg.Wait()
+	})
+	if watchErr != nil {
+		t.Fatalf("watching the module's directories: %v", watchErr)
+	}
+	l := listings[0]
+	if integration {
+		l = listings[1]
+	}
+	if l.err != nil {
+		t.Fatalf("go list -test (integration %v): %v\n%s", integration, l.err, l.out)
+	}
+	return l.deps
+}
+
 // The draw shares the sealed values with the waiting room through caddymodule/sealed, not by
 // importing the room: the draw's build must not link the room, and the
-// sealed values must not link Caddy. `go list -deps` is the build's own view of it.
+// sealed values must not link Caddy. `go list` is the build's own view of it.
 func TestTheDrawDoesNotLinkTheRoomAndTheSealedValuesLinkNoCaddy(t *testing.T) {
-	deps := func(pkg string) []string {
-		out, err := exec.Command("go", "list", "-deps", pkg).CombinedOutput()
-		if err != nil {
-			t.Fatalf("go list -deps %s: %v\n%s", pkg, err, out)
-		}
-		return strings.Fields(string(out))
-	}
+	t.Parallel()
 	const mod = "github.com/seckilledge/seckill/caddymodule/"
+	all := links(t, false)
+	deps := func(pkg string) []string {
+		d, ok := all[pkg]
+		if !ok {
+			t.Fatalf("go list does not list %s", pkg)
+		}
+		return d
+	}
 	for _, d := range deps(mod + "draw") {
 		if d == mod+"room" || strings.HasPrefix(d, mod+"room/") {
 			t.Errorf("caddymodule/draw links %s", d)
@@ -40,25 +103,25 @@ func TestTheDrawDoesNotLinkTheRoomAndTheSealedValuesLinkNoCaddy(t *testing.T) {
 // throttle's, the room's and the draw's (a room or a draw over its store port), the identity's
 // (the verifier, the keys and the caches), the cors handler's allow list, the sealed values and
 // the outbox relay (its durations are its own type; the app parses its Caddyfile). `go
-// list -deps` is the build's own view of what a package and its test binary link.
+// list -test` is the build's own view of what a package and its test binary link.
 func TestTheSharedCorePartsLinkNoCaddy(t *testing.T) {
+	t.Parallel()
 	const mod = "github.com/seckilledge/seckill/caddymodule/"
+	all := links(t, false)
 	for _, pkg := range []string{"handler/core", "gate/core", "token/core", "throttle/core", "room/core", "draw/core", "identity/core", "cors/core", "sealed", "relay"} {
-		for _, args := range [][]string{{"list", "-deps", mod + pkg}, {"list", "-deps", "-test", mod + pkg}} {
-			out, err := exec.Command("go", args...).CombinedOutput()
-			if err != nil {
-				t.Fatalf("go %s: %v\n%s", strings.Join(args, " "), err, out)
-			}
-			deps := strings.Fields(string(out))
-			var seen bool
-			for _, d := range deps {
-				seen = seen || d == mod+pkg
-				if strings.HasPrefix(d, "github.com/caddyserver/") {
-					t.Errorf("go %s: caddymodule/%s links %s", strings.Join(args, " "), pkg, d)
-				}
-			}
-			if !seen {
-				t.Errorf("go %s does not list the package itself", strings.Join(args, " "))
+		deps, seen := all[mod+pkg]
+		if !seen {
+			t.Errorf("go list does not list caddymodule/%s", pkg)
+		}
+		// The test binary, when the package has tests in this tier: its tests, the package
+		// (recompiled with them when they are in it) and what they link.
+		testDeps, tested := all[mod+pkg+".test"]
+		if tested && !slices.ContainsFunc(testDeps, func(d string) bool { return d == mod+pkg || strings.HasPrefix(d, mod+pkg+" [") }) {
+			t.Errorf("the test binary of caddymodule/%s does not link the package", pkg)
+		}
+		for _, d := range slices.Concat(deps, testDeps) {
+			if strings.HasPrefix(d, "github.com/caddyserver/") {
+				t.Errorf("caddymodule/%s or its test binary links %s", pkg, d)
 			}
 		}
 	}
@@ -68,12 +131,12 @@ func TestTheSharedCorePartsLinkNoCaddy(t *testing.T) {
 // caddymodule/reportpage (whose texts are the gateway pages' catalogues), which must stay
 // free of Caddy, as must the catalogues' kit it reads.
 func TestTheBackendLinksNoCaddyThroughTheReportPage(t *testing.T) {
+	t.Parallel()
 	const mod = "github.com/seckilledge/seckill/"
-	out, err := exec.Command("go", "list", "-deps", mod+"cmd/seckill-backend").CombinedOutput()
-	if err != nil {
-		t.Fatalf("go list -deps cmd/seckill-backend: %v\n%s", err, out)
+	deps, ok := links(t, false)[mod+"cmd/seckill-backend"]
+	if !ok {
+		t.Fatalf("go list does not list cmd/seckill-backend")
 	}
-	deps := strings.Fields(string(out))
 	if !slices.Contains(deps, mod+"caddymodule/reportpage") {
 		t.Errorf("cmd/seckill-backend does not link caddymodule/reportpage: the report has no page")
 	}
@@ -86,30 +149,25 @@ func TestTheBackendLinksNoCaddyThroughTheReportPage(t *testing.T) {
 
 // MaxCaddyTestBinaries is how many test binaries may link Caddy, over both tiers: the
 // conformance binary (internal/conformance: the Caddy-facing contract of every module, the
-// Caddyfiles, the metric names), one per handler whose tests need it in the process (gate,
-// token, throttle, room, draw, identity), the app's (caddymodule), the handlers' shared kit
-// (caddymodule/handler) and the system tests, which run a gateway in the process. Linking
-// Caddy is most of what building a test binary costs, and a change to a handler relinks every
-// binary that links it; a test that only adapts a Caddyfile or checks Validate goes in
-// conformance, a test of logic in the handler's Caddy-free core (CONTRIBUTING.md, "Tests").
-const MaxCaddyTestBinaries = 10
+// Caddyfiles, the metric names, and the tests of the handlers' shared kit, caddymodule/handler),
+// one per handler whose tests need it in the process (gate, token, throttle, room, draw,
+// identity), the app's (caddymodule) and the system tests, which run a gateway in the
+// process. Linking Caddy is most of what building a test binary costs, and a change to a
+// handler relinks every binary that links it; a test that only adapts a Caddyfile or checks
+// Validate goes in conformance, a test of logic in the handler's Caddy-free core
+// (CONTRIBUTING.md, "Tests").
+const MaxCaddyTestBinaries = 9
 
 // The test binaries that link Caddy are at most MaxCaddyTestBinaries, counted over both tiers
 // as `go list -test` sees them (a package's test binary, p.test, links what its tests and
 // the package import), and the Caddy-free cores and the relay are not among them.
 func TestFewTestBinariesLinkCaddy(t *testing.T) {
+	t.Parallel()
 	const caddy = "github.com/caddyserver/caddy/v2"
 	linking := map[string]bool{}
-	for _, tags := range [][]string{nil, {"-tags", Tag}} {
-		args := append(append([]string{"list", "-test"}, tags...), "-f",
-			`{{.ImportPath}}{{range .Deps}}{{if eq . "`+caddy+`"}} caddy{{end}}{{end}}`, mod+"...")
-		out, err := exec.Command("go", args...).CombinedOutput()
-		if err != nil {
-			t.Fatalf("go %s: %v\n%s", strings.Join(args, " "), err, out)
-		}
-		for _, line := range strings.Split(string(out), "\n") {
-			pkg, linked := strings.CutSuffix(line, " caddy")
-			if test, ok := strings.CutSuffix(pkg, ".test"); ok && linked {
+	for _, integration := range []bool{false, true} {
+		for pkg, deps := range links(t, integration) {
+			if test, ok := strings.CutSuffix(pkg, ".test"); ok && slices.Contains(deps, caddy) {
 				linking[strings.TrimPrefix(test, mod)] = true
 			}
 		}

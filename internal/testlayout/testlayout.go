@@ -219,3 +219,27 @@ func AddTag(path string) error {
 	}
 	return os.WriteFile(path, append([]byte("//go:build "+Tag+"\n\n"), b...), 0o644)
 }
+
+// Watch makes go test's cache see what `go list` reads in the module at root, for a test that
+// runs it: it opens every directory the go command reads Go files from (all but testdata and
+// those whose names start with . or _; bin, dist and node_modules hold none) and reads the
+// variables that change what go list answers. go test keys a test's result on the files and
+// directories the test opened (a directory by the names, sizes and modification times of its
+// entries) and the variables it read, so after Watch the test runs again when a Go file,
+// go.mod or go.sum is changed, added or removed, and its result is taken from the cache
+// otherwise.
+func Watch(root string) error {
+	for _, v := range []string{"GOFLAGS", "GOOS", "GOARCH", "GOEXPERIMENT", "CGO_ENABLED", "GOWORK", "GOTOOLCHAIN"} {
+		os.Getenv(v)
+	}
+	return filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if n := d.Name(); d.IsDir() && p != root &&
+			(n == "testdata" || n == "bin" || n == "dist" || n == "node_modules" || strings.HasPrefix(n, ".") || strings.HasPrefix(n, "_")) {
+			return filepath.SkipDir
+		}
+		return nil
+	})
+}

@@ -1,4 +1,4 @@
-package handler
+package conformance
 
 import (
 	"strings"
@@ -7,9 +7,12 @@ import (
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
+
+	"github.com/seckilledge/seckill/caddymodule/handler"
 )
 
-type opts struct {
+// directiveOpts is what a made-up directive "thing" reads with the handlers' option parsers.
+type directiveOpts struct {
 	s    string
 	n    int
 	f    float64
@@ -18,25 +21,25 @@ type opts struct {
 	sub  struct{ n int }
 }
 
-func parse(src string) (opts, error) {
-	var o opts
+func parseThing(src string) (directiveOpts, error) {
+	var o directiveOpts
 	d := caddyfile.NewTestDispenser(src)
-	err := ParseDirective(d, "thing", func(name string) (bool, error) {
+	err := handler.ParseDirective(d, "thing", func(name string) (bool, error) {
 		switch name {
 		case "s":
-			return true, StringArg(d, &o.s)
+			return true, handler.StringArg(d, &o.s)
 		case "n":
-			return true, IntArg(d, &o.n)
+			return true, handler.IntArg(d, &o.n)
 		case "f":
-			return true, FloatArg(d, &o.f)
+			return true, handler.FloatArg(d, &o.f)
 		case "d":
-			return true, DurationArg(d, &o.d)
+			return true, handler.DurationArg(d, &o.d)
 		case "flag":
-			return true, Flag(d, &o.flag)
+			return true, handler.Flag(d, &o.flag)
 		case "sub":
-			return true, ParseBlock(d, "sub", func(name string) (bool, error) {
+			return true, handler.ParseBlock(d, "sub", func(name string) (bool, error) {
 				if name == "n" {
-					return true, IntArg(d, &o.sub.n)
+					return true, handler.IntArg(d, &o.sub.n)
 				}
 				return false, nil
 			})
@@ -47,7 +50,7 @@ func parse(src string) (opts, error) {
 }
 
 func TestEveryOptionTakesExactlyItsArguments(t *testing.T) {
-	o, err := parse("thing {\n s a\n n 3\n f 1.5\n d 250ms\n flag\n sub {\n  n 7\n }\n}")
+	o, err := parseThing("thing {\n s a\n n 3\n f 1.5\n d 250ms\n flag\n sub {\n  n 7\n }\n}")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -65,7 +68,7 @@ func TestEveryOptionTakesExactlyItsArguments(t *testing.T) {
 		"thing {\n bogus 1\n}":          "unrecognized thing option 'bogus'",
 		"thing {\n sub {\n  m 1\n }\n}": "unrecognized sub option 'm'",
 	} {
-		if _, err := parse(src); err == nil || !strings.Contains(err.Error(), want) {
+		if _, err := parseThing(src); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%q: %v, want an error containing %q", src, err, want)
 		}
 	}

@@ -1,4 +1,4 @@
-package handler
+package conformance
 
 import (
 	"bytes"
@@ -8,11 +8,12 @@ import (
 	"strconv"
 	"testing"
 
+	"github.com/seckilledge/seckill/caddymodule/handler"
 	"github.com/seckilledge/seckill/contract"
 )
 
 // bodyCases are refusals whose strings need every kind of escaping encoding/json does.
-var bodyCases = []Refusal{
+var bodyCases = []handler.Refusal{
 	{Code: "sold_out", Message: "sold out"},
 	{Code: "already_bought", Message: "you have bought", OrderID: "0190c0de-7e57-7abc-8def-0123456789ab"},
 	{Code: "sold_out", Message: "variant gone", Variant: "red-XL_2"},
@@ -26,7 +27,7 @@ var bodyCases = []Refusal{
 	{Code: "", Message: "", OrderID: "o<1>", Variant: "v&w"},
 }
 
-func jsonBody(t testing.TB, r Refusal) []byte {
+func jsonBody(t testing.TB, r handler.Refusal) []byte {
 	t.Helper()
 	b, err := json.Marshal(contract.Refusal{Code: r.Code, Message: r.Message, OrderID: r.OrderID, Variant: r.Variant, Held: r.Held})
 	if err != nil {
@@ -40,15 +41,15 @@ func jsonBody(t testing.TB, r Refusal) []byte {
 func TestBodiesAreEncodingJSONs(t *testing.T) {
 	for _, r := range bodyCases {
 		want := jsonBody(t, r)
-		if got := AppendBody(nil, r); !bytes.Equal(got, want) {
+		if got := handler.AppendBody(nil, r); !bytes.Equal(got, want) {
 			t.Errorf("AppendBody(%+v) = %s, want %s", r, got, want)
 		}
-		if got := Body(r); !bytes.Equal(got, want) {
+		if got := handler.Body(r); !bytes.Equal(got, want) {
 			t.Errorf("Body(%+v) = %s, want %s", r, got, want)
 		}
 		r.Status = http.StatusConflict
 		w := httptest.NewRecorder()
-		if err := (Writer{}).Write(w, r); err != nil {
+		if err := (handler.Writer{}).Write(w, r); err != nil {
 			t.Fatal(err)
 		}
 		if !bytes.Equal(w.Body.Bytes(), want) || w.Header().Get("Content-Length") != strconv.Itoa(len(want)) {
@@ -59,9 +60,9 @@ func TestBodiesAreEncodingJSONs(t *testing.T) {
 
 // An already_bought refusal is written without allocating for its body (the pooled buffer).
 func TestARefusalWithAnOrderIDBuildsItsBodyWithoutAllocating(t *testing.T) {
-	r := Refusal{Code: "already_bought", Message: "you have bought", OrderID: "0190c0de-7e57-7abc-8def-0123456789ab"}
+	r := handler.Refusal{Code: "already_bought", Message: "you have bought", OrderID: "0190c0de-7e57-7abc-8def-0123456789ab"}
 	buf := make([]byte, 0, 256)
-	if n := testing.AllocsPerRun(100, func() { buf = AppendBody(buf[:0], r) }); n != 0 {
+	if n := testing.AllocsPerRun(100, func() { buf = handler.AppendBody(buf[:0], r) }); n != 0 {
 		t.Errorf("AppendBody allocates %v times, want 0", n)
 	}
 }
@@ -71,8 +72,8 @@ func FuzzAppendBodyIsEncodingJSONs(f *testing.F) {
 		f.Add(r.Code, r.Message, r.OrderID, r.Variant, r.Held)
 	}
 	f.Fuzz(func(t *testing.T, code, msg, order, variant string, held int) {
-		r := Refusal{Code: code, Message: msg, OrderID: order, Variant: variant, Held: held}
-		if got, want := AppendBody(nil, r), jsonBody(t, r); !bytes.Equal(got, want) {
+		r := handler.Refusal{Code: code, Message: msg, OrderID: order, Variant: variant, Held: held}
+		if got, want := handler.AppendBody(nil, r), jsonBody(t, r); !bytes.Equal(got, want) {
 			t.Fatalf("AppendBody(%q) = %s, want %s", []string{code, msg, order, variant}, got, want)
 		}
 	})

@@ -1,18 +1,46 @@
-package gate
+package conformance
 
 import (
 	"encoding/json"
+	"net/http"
 	"strings"
 	"testing"
 
 	"github.com/caddyserver/caddy/v2"
-	"github.com/seckilledge/seckill/caddymodule/gate/core"
 
+	"github.com/seckilledge/seckill/caddymodule/gate"
+	"github.com/seckilledge/seckill/caddymodule/gate/core"
 	"github.com/seckilledge/seckill/caddymodule/relay"
 	"github.com/seckilledge/seckill/internal/handlertest"
 )
 
-// preheat.lua creates the outbox group the relay reads (TestGateAcceptWritesStockBuyerOutboxAndExpiries
+// gateAdapt holds seckill_gate's golden Caddyfiles.
+const gateAdapt = "../../caddymodule/gate/testdata/adapt"
+
+// Golden tests: caddymodule/gate/testdata/adapt/<name>.caddyfile adapts to <name>.json.
+// After a deliberate change: go test ./internal/conformance -run GateCaddyfile -update.
+func TestGateCaddyfileAdaptsToTheDocumentedJSON(t *testing.T) {
+	handlertest.Golden(t, gateAdapt, false)
+}
+
+func TestGateCaddyfileRefusesUnknownOptions(t *testing.T) {
+	handlertest.AdaptFails(t,
+		":80 {\n seckill_gate {\n bogus 1\n }\n}",
+		":80 {\n seckill_gate {\n redis sometimes\n }\n}",
+		"{\n seckill {\n relay {\n batch_size -1\n }\n }\n}\n:80 {\n seckill_gate\n}",
+		":80 {\n seckill_gate extra\n}",
+	)
+}
+
+// A state-changing request a browser sends from another site (a simple
+// text/plain form post, or a sibling subdomain's fetch) is refused 403 cross_site before the
+// gate does anything (this gate was built without a store: reaching it would panic);
+// the shared rule is handler.CheckRequest (its own test has the whole table).
+func TestGateRefusesACrossSiteRequestBeforeAnythingElse(t *testing.T) {
+	handlertest.RefusesCrossSite(t, new(gate.Gate), "https://shop.example/seckill/s1/buy", `{"qty":1}`, http.MethodPost)
+}
+
+// preheat.lua creates the outbox group the relay reads (gate's TestGateAcceptWritesStockBuyerOutboxAndExpiries
 // checks it is core.RelayGroup): both must name the same one.
 func TestTheRelayReadsTheGroupTheGateWrites(t *testing.T) {
 	if core.RelayGroup != relay.Group {

@@ -1,34 +1,36 @@
-package handler
+package conformance
 
 import (
 	"encoding/json"
 	"errors"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"testing"
 	"time"
 
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 
+	"github.com/seckilledge/seckill/caddymodule/handler"
 	"github.com/seckilledge/seckill/contract"
 )
 
 func TestEveryRefusalIsTheContractJSONWithRetryAfterOnlyWhenRetryable(t *testing.T) {
 	cases := []struct {
-		r     Refusal
+		r     handler.Refusal
 		retry string
 	}{
-		{Unauthenticated, ""},
-		{BadRequest, ""},
-		{UnknownSale, ""},
-		{SoldOut, ""},
-		{Refusal{Status: 429, Code: contract.CodeRateLimited, Message: "slow", RetryAfter: 1500 * time.Millisecond}, "2"},
-		{Refusal{Status: 503, Code: contract.CodeUnavailable, Message: "later"}, "1"},
-		{Refusal{Status: 503, Code: contract.CodePaused, Message: "paused", RetryAfter: 30 * time.Second}, "30"},
+		{handler.Unauthenticated, ""},
+		{handler.BadRequest, ""},
+		{handler.UnknownSale, ""},
+		{handler.SoldOut, ""},
+		{handler.Refusal{Status: 429, Code: contract.CodeRateLimited, Message: "slow", RetryAfter: 1500 * time.Millisecond}, "2"},
+		{handler.Refusal{Status: 503, Code: contract.CodeUnavailable, Message: "later"}, "1"},
+		{handler.Refusal{Status: 503, Code: contract.CodePaused, Message: "paused", RetryAfter: 30 * time.Second}, "30"},
 	}
 	for _, c := range cases {
 		rec := httptest.NewRecorder()
-		if err := (Writer{}).Write(rec, c.r); err != nil {
+		if err := (handler.Writer{}).Write(rec, c.r); err != nil {
 			t.Fatal(err)
 		}
 		var body contract.Refusal
@@ -45,9 +47,9 @@ func TestEveryRefusalIsTheContractJSONWithRetryAfterOnlyWhenRetryable(t *testing
 
 func TestAlreadyBoughtCarriesTheOrderID(t *testing.T) {
 	rec := httptest.NewRecorder()
-	r := AlreadyBought
+	r := handler.AlreadyBought
 	r.OrderID = `o"1`
-	_ = (Writer{}).Write(rec, r)
+	_ = (handler.Writer{}).Write(rec, r)
 	var body contract.Refusal
 	if err := json.Unmarshal(rec.Body.Bytes(), &body); err != nil || body.OrderID != `o"1` {
 		t.Fatalf("body %q (%v): want the order id, escaped", rec.Body, err)
@@ -56,12 +58,12 @@ func TestAlreadyBoughtCarriesTheOrderID(t *testing.T) {
 
 func TestHandleErrorsReturnsACaddyErrorWithTheRefusalAndNoBody(t *testing.T) {
 	rec := httptest.NewRecorder()
-	err := Writer{HandleErrors: true}.Write(rec, Refusal{Status: 429, Code: contract.CodeRateLimited, Message: "slow", RetryAfter: time.Second})
+	err := handler.Writer{HandleErrors: true}.Write(rec, handler.Refusal{Status: 429, Code: contract.CodeRateLimited, Message: "slow", RetryAfter: time.Second})
 	var he caddyhttp.HandlerError
 	if !errors.As(err, &he) || he.StatusCode != 429 {
 		t.Fatalf("error %v, want a caddyhttp 429", err)
 	}
-	if r, ok := As(err); !ok || r.Code != contract.CodeRateLimited || he.Err.Error() != "rate_limited: slow" {
+	if r, ok := handler.As(err); !ok || r.Code != contract.CodeRateLimited || he.Err.Error() != "rate_limited: slow" {
 		t.Fatalf("refusal %+v in %v", r, err)
 	}
 	if rec.Body.Len() != 0 || rec.Header().Get("Retry-After") != "1" {
@@ -70,11 +72,11 @@ func TestHandleErrorsReturnsACaddyErrorWithTheRefusalAndNoBody(t *testing.T) {
 }
 
 func TestJitterOnlyLengthensRetryAfter(t *testing.T) {
-	w := Writer{Jitter: 3 * time.Second}
+	w := handler.Writer{Jitter: 3 * time.Second}
 	seen := map[string]bool{}
 	for range 200 {
 		rec := httptest.NewRecorder()
-		_ = w.Write(rec, Refusal{Status: 429, Code: contract.CodeRateLimited, RetryAfter: time.Second})
+		_ = w.Write(rec, handler.Refusal{Status: 429, Code: contract.CodeRateLimited, RetryAfter: time.Second})
 		seen[rec.Header().Get("Retry-After")] = true
 	}
 	for v := range seen {
@@ -100,7 +102,7 @@ func TestOnlyCanonicalPathsPass(t *testing.T) {
 	}
 	for p, want := range cases {
 		r := &http.Request{URL: mustURL(p)}
-		if _, ok := CheckPath(r); ok != want {
+		if _, ok := handler.CheckPath(r); ok != want {
 			t.Errorf("CheckPath(%q) = %v, want %v", p, ok, want)
 		}
 	}
@@ -108,7 +110,7 @@ func TestOnlyCanonicalPathsPass(t *testing.T) {
 
 func TestSecondsRoundsUpToAtLeastOne(t *testing.T) {
 	for d, want := range map[time.Duration]int64{0: 1, time.Millisecond: 1, time.Second: 1, 1001 * time.Millisecond: 2, time.Minute: 60} {
-		if got := Seconds(d); got != want {
+		if got := handler.Seconds(d); got != want {
 			t.Errorf("Seconds(%v) = %d, want %d", d, got, want)
 		}
 	}
@@ -117,21 +119,21 @@ func TestSecondsRoundsUpToAtLeastOne(t *testing.T) {
 // BenchmarkRefusalWrite is one refusal written: a 429 with Retry-After (the throttle's and the
 // shed's answer under a flood) and a 409 sold_out (the gate's after sell-out).
 //
-//	go test -run '^$' -bench RefusalWrite -benchmem -benchtime 2000x ./caddymodule/handler/
+//	go test -run '^$' -bench RefusalWrite -benchmem -benchtime 2000x ./internal/conformance/
 func BenchmarkRefusalWrite(b *testing.B) {
 	for _, c := range []struct {
 		name string
-		r    Refusal
+		r    handler.Refusal
 	}{
-		{"rate_limited", Refusal{Status: 429, Code: contract.CodeRateLimited, Message: "too many requests, slow down", RetryAfter: 1500 * time.Millisecond}},
-		{"sold_out", SoldOut},
+		{"rate_limited", handler.Refusal{Status: 429, Code: contract.CodeRateLimited, Message: "too many requests, slow down", RetryAfter: 1500 * time.Millisecond}},
+		{"sold_out", handler.SoldOut},
 	} {
 		b.Run(c.name, func(b *testing.B) {
 			w := &discard{h: http.Header{}}
 			b.ReportAllocs()
 			for b.Loop() {
 				clear(w.h)
-				if err := (Writer{}).Write(w, c.r); err != nil {
+				if err := (handler.Writer{}).Write(w, c.r); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -145,3 +147,5 @@ type discard struct{ h http.Header }
 func (d *discard) Header() http.Header         { return d.h }
 func (d *discard) WriteHeader(int)             {}
 func (d *discard) Write(p []byte) (int, error) { return len(p), nil }
+
+func mustURL(p string) *url.URL { return &url.URL{Path: p} }

@@ -1,6 +1,10 @@
-package handler
+package conformance
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/seckilledge/seckill/caddymodule/handler"
+)
 
 // A prefix reads the same in a matcher, a placeholder, a URL and a DPoP proof: plain
 // segments only, so a typo or a wildcard stops the config at load.
@@ -15,31 +19,31 @@ func TestAPrefixIsPlainSegmentsAndPlacesTheSale(t *testing.T) {
 		{"", ""}, {"/", ""}, {"seckill", ""}, {"/seckill/", ""}, {"/a//b", ""}, {"/a/../b", ""}, {"/./a", ""},
 		{"/a b", ""}, {"/seckill/*", ""}, {"/{env.X}", ""}, {"/a%2fb", ""}, {"/ä", ""}, {"/a?b", ""},
 	} {
-		err := CheckPrefix(c.prefix)
+		err := handler.CheckPrefix(c.prefix)
 		if (err == nil) != (c.sale != "") {
 			t.Errorf("CheckPrefix(%q) = %v", c.prefix, err)
 			continue
 		}
 		if c.sale != "" {
-			if got := SalePlaceholder(c.prefix); got != c.sale {
+			if got := handler.SalePlaceholder(c.prefix); got != c.sale {
 				t.Errorf("SalePlaceholder(%q) = %s, want %s", c.prefix, got, c.sale)
 			}
-			s := Subject{Prefix: c.prefix}
+			s := handler.Subject{Prefix: c.prefix}
 			s.SetDefaults()
 			if s.Sale != c.sale {
 				t.Errorf("prefix %q: default sale %s, want %s", c.prefix, s.Sale, c.sale)
 			}
 		}
 	}
-	var s Subject
+	var s handler.Subject
 	s.SetDefaults()
-	if s.Prefix != "/seckill" || s.Sale != DefaultSale {
-		t.Errorf("the defaults: %+v, want /seckill and %s", s, DefaultSale)
+	if s.Prefix != "/seckill" || s.Sale != handler.DefaultSale {
+		t.Errorf("the defaults: %+v, want /seckill and %s", s, handler.DefaultSale)
 	}
-	if sp := (URLSpace{}).WithDefaults(); sp != (URLSpace{"/seckill", "/orders"}) || sp.Validate() != nil {
+	if sp := (handler.URLSpace{}).WithDefaults(); sp != (handler.URLSpace{Prefix: "/seckill", OrdersPrefix: "/orders"}) || sp.Validate() != nil {
 		t.Errorf("the default URL space: %+v", sp)
 	}
-	if err := (URLSpace{"/shop", "/orders/"}).Validate(); err == nil {
+	if err := (handler.URLSpace{Prefix: "/shop", OrdersPrefix: "/orders/"}).Validate(); err == nil {
 		t.Error("an orders_prefix with a trailing slash passed")
 	}
 }

@@ -1,4 +1,4 @@
-package handler
+package conformance
 
 import (
 	"net/http"
@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/seckilledge/seckill/caddymodule/edge"
+	"github.com/seckilledge/seckill/caddymodule/handler"
 )
 
 // A handler's endpoints answer alike: a refusal's own Retry-After is kept (429
@@ -18,10 +19,10 @@ import (
 func TestEndpointsCountAnswersAndKeepARefusalsOwnRetryAfter(t *testing.T) {
 	requests := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "r"}, []string{"endpoint", "answer"})
 	shed := prometheus.NewCounter(prometheus.CounterOpts{Name: "s"})
-	e := Endpoints{RetryAfter: 2 * time.Second, Requests: requests, Shed: shed, Name: "test"}
+	e := handler.Endpoints{RetryAfter: 2 * time.Second, Requests: requests, Shed: shed, Name: "test"}
 
 	w := httptest.NewRecorder()
-	own := Refusal{Status: http.StatusTooManyRequests, Code: "too_many", Message: "m", RetryAfter: 9 * time.Second}
+	own := handler.Refusal{Status: http.StatusTooManyRequests, Code: "too_many", Message: "m", RetryAfter: 9 * time.Second}
 	if err := e.Refuse(w, "challenge", own); err != nil || w.Code != 429 || w.Header().Get("Retry-After") != "9" {
 		t.Fatalf("own Retry-After: %d %q %v", w.Code, w.Header().Get("Retry-After"), err)
 	}
@@ -50,7 +51,7 @@ func TestEndpointsCountAnswersAndKeepARefusalsOwnRetryAfter(t *testing.T) {
 	}
 	req := httptest.NewRequest("GET", "/", nil)
 	req.Header.Set("Accept", "text/html,application/xhtml+xml")
-	if !WantsHTML(req) || WantsHTML(httptest.NewRequest("GET", "/", nil)) {
+	if !handler.WantsHTML(req) || handler.WantsHTML(httptest.NewRequest("GET", "/", nil)) {
 		t.Fatal("WantsHTML")
 	}
 }

@@ -1,4 +1,4 @@
-package caddymodule_test
+package conformance
 
 import (
 	"encoding/json"
@@ -6,14 +6,13 @@ import (
 	"testing"
 
 	"github.com/caddyserver/caddy/v2"
-	_ "github.com/caddyserver/caddy/v2/modules/caddyhttp"
 
-	_ "github.com/seckilledge/seckill/caddymodule/gate"
+	_ "github.com/seckilledge/seckill/caddymodule/gate" // seckill_gate, and the app it reads
 )
 
-// load provisions and validates a config with the seckill app (app) and one seckill_gate
+// loadGate provisions and validates a config with the seckill app (app) and one seckill_gate
 // (gate), as `caddy validate` does: no network.
-func load(app, gate map[string]any) error {
+func loadGate(app, gate map[string]any) error {
 	app["redis"] = map[string]any{"addrs": []string{"127.0.0.1:1"}}
 	gate["handler"] = "seckill_gate"
 	cfg := map[string]any{
@@ -40,10 +39,10 @@ func load(app, gate map[string]any) error {
 // A handler inherits the app's prefix or sets its own; a bad one, the app's or a handler's,
 // stops the config at load with the option named.
 func TestABadPrefixOfTheAppOrOfAHandlerFailsTheLoad(t *testing.T) {
-	if err := load(map[string]any{"prefix": "/shop-api/drop"}, map[string]any{}); err != nil {
+	if err := loadGate(map[string]any{"prefix": "/shop-api/drop"}, map[string]any{}); err != nil {
 		t.Errorf("the app's prefix: %v", err)
 	}
-	if err := load(map[string]any{}, map[string]any{"prefix": "/edge"}); err != nil {
+	if err := loadGate(map[string]any{}, map[string]any{"prefix": "/edge"}); err != nil {
 		t.Errorf("the handler's own prefix: %v", err)
 	}
 	for _, c := range []struct {
@@ -54,7 +53,7 @@ func TestABadPrefixOfTheAppOrOfAHandlerFailsTheLoad(t *testing.T) {
 		{map[string]any{"orders_prefix": "orders"}, map[string]any{}, "seckill: orders_prefix"},
 		{map[string]any{}, map[string]any{"prefix": "/edge/*"}, "seckill_gate: prefix"},
 	} {
-		if err := load(c.app, c.gate); err == nil || !strings.Contains(err.Error(), c.want) {
+		if err := loadGate(c.app, c.gate); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("app %v gate %v: %v, want %q", c.app, c.gate, err, c.want)
 		}
 	}

@@ -1,15 +1,19 @@
-package handler
+package conformance
 
 import (
 	"strings"
 	"testing"
+
+	"github.com/seckilledge/seckill/caddymodule/handler"
 )
 
 // The room's routes: each path reaches its endpoint, with or without a trailing slash, and a
 // path of none reaches nothing.
 func TestRoutesSendEachPathToTheEndpointItEndsWith(t *testing.T) {
-	rs := NewRoutes(Route{"/room/prequeue", "prequeue"}, Route{"/room", "room"}, Route{"/draw/challenge", "draw_challenge"},
-		Route{"/challenge", "challenge"}, Route{"/queue", "queue"})
+	rs := handler.NewRoutes(
+		handler.Route{Suffix: "/room/prequeue", Endpoint: "prequeue"}, handler.Route{Suffix: "/room", Endpoint: "room"},
+		handler.Route{Suffix: "/draw/challenge", Endpoint: "draw_challenge"}, handler.Route{Suffix: "/challenge", Endpoint: "challenge"},
+		handler.Route{Suffix: "/queue", Endpoint: "queue"})
 	for path, want := range map[string]string{
 		"/seckill/s1/room":           "room",
 		"/seckill/s1/room/":          "room",
@@ -37,13 +41,13 @@ func TestRoutesSendEachPathToTheEndpointItEndsWith(t *testing.T) {
 // the handler's initialisation.
 func TestRoutesRefuseARouteThatCouldNeverMatch(t *testing.T) {
 	for name, c := range map[string]struct {
-		routes []Route
+		routes []handler.Route
 		want   string
 	}{
-		"shadowed":    {[]Route{{"/challenge", "challenge"}, {"/draw/challenge", "draw"}}, "shadowed"},
-		"same suffix": {[]Route{{"/room", "a"}, {"/room", "b"}}, "shadowed"},
-		"no slash":    {[]Route{{"room", "room"}}, "starts with /"},
-		"no endpoint": {[]Route{{"/room", ""}}, "starts with /"},
+		"shadowed":    {[]handler.Route{{Suffix: "/challenge", Endpoint: "challenge"}, {Suffix: "/draw/challenge", Endpoint: "draw"}}, "shadowed"},
+		"same suffix": {[]handler.Route{{Suffix: "/room", Endpoint: "a"}, {Suffix: "/room", Endpoint: "b"}}, "shadowed"},
+		"no slash":    {[]handler.Route{{Suffix: "room", Endpoint: "room"}}, "starts with /"},
+		"no endpoint": {[]handler.Route{{Suffix: "/room", Endpoint: ""}}, "starts with /"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			defer func() {
@@ -51,7 +55,7 @@ func TestRoutesRefuseARouteThatCouldNeverMatch(t *testing.T) {
 					t.Errorf("panic %q, want one containing %q", p, c.want)
 				}
 			}()
-			NewRoutes(c.routes...)
+			handler.NewRoutes(c.routes...)
 		})
 	}
 }

@@ -1,4 +1,4 @@
-package handler
+package conformance
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
+	"github.com/seckilledge/seckill/caddymodule/handler"
 	"github.com/seckilledge/seckill/contract"
 )
 
@@ -43,7 +44,7 @@ func TestAStateChangingRequestFromAnotherSiteIsRefused(t *testing.T) {
 		for k, v := range c.hdr {
 			r.Header.Set(k, v)
 		}
-		ref, ok := CheckRequest(r)
+		ref, ok := handler.CheckRequest(r)
 		if ok != c.ok {
 			t.Errorf("%s: ok %v, want %v", c.name, ok, c.ok)
 		}
@@ -54,13 +55,13 @@ func TestAStateChangingRequestFromAnotherSiteIsRefused(t *testing.T) {
 	// Two Origin headers: refused.
 	r := httptest.NewRequest("POST", "https://shop.example/seckill/s1/buy", nil)
 	r.Header["Origin"] = []string{"https://shop.example", "https://evil.example"}
-	if _, ok := CheckRequest(r); ok {
+	if _, ok := handler.CheckRequest(r); ok {
 		t.Error("two Origin headers passed")
 	}
 	// The path rule still comes first.
 	r = httptest.NewRequest("POST", "https://shop.example/seckill/a/../b/buy", nil)
 	r.URL.Path = "/seckill/a/../b/buy"
-	if ref, ok := CheckRequest(r); ok || ref.Code != contract.CodeBadRequest {
+	if ref, ok := handler.CheckRequest(r); ok || ref.Code != contract.CodeBadRequest {
 		t.Errorf("a non-canonical path: %v %+v", ok, ref)
 	}
 }
@@ -79,7 +80,7 @@ func FuzzSameOrigin(f *testing.F) {
 		if site != "" {
 			r.Header["Sec-Fetch-Site"] = []string{site}
 		}
-		if !SameOrigin(r) {
+		if !handler.SameOrigin(r) {
 			return
 		}
 		if site == "cross-site" {
@@ -102,19 +103,19 @@ func TestAnAllowListedOriginPassesTheCrossSiteRuleAndNoOther(t *testing.T) {
 		return r
 	}
 	listed := req("https://shop.example")
-	if _, ok := CheckRequest(listed); ok {
+	if _, ok := handler.CheckRequest(listed); ok {
 		t.Fatal("a cross-site POST passed before its origin was allowed")
 	}
-	AllowOrigin(listed, "https://shop.example")
-	if _, ok := CheckRequest(listed); !ok {
+	handler.AllowOrigin(listed, "https://shop.example")
+	if _, ok := handler.CheckRequest(listed); !ok {
 		t.Error("the allow-listed origin was refused")
 	}
 	other := req("https://evil.example")
-	AllowOrigin(other, "https://shop.example") // the variable names another origin than the request's
-	if ref, ok := CheckRequest(other); ok || ref.Code != contract.CodeCrossSite {
+	handler.AllowOrigin(other, "https://shop.example") // the variable names another origin than the request's
+	if ref, ok := handler.CheckRequest(other); ok || ref.Code != contract.CodeCrossSite {
 		t.Errorf("an origin not the allowed one: ok %v %+v, want cross_site", ok, ref)
 	}
-	if AllowedOrigin(httptest.NewRequest("POST", "/", nil)) {
+	if handler.AllowedOrigin(httptest.NewRequest("POST", "/", nil)) {
 		t.Error("a request without the variables is allowed")
 	}
 }

@@ -1,0 +1,35 @@
+package core
+
+import (
+	"net/http"
+	"strconv"
+	"sync"
+)
+
+// Answer writes a handler's JSON answer (a 202 accepted, a 200 token): build appends the body
+// to a pooled buffer, sent with status, Content-Type application/json, Cache-Control no-store
+// and its Content-Length. The buffer goes back to the pool after the write (an io.Writer
+// does not keep what it is given).
+func Answer(w http.ResponseWriter, status int, build func(body []byte) []byte) error {
+	bp := answerBuffers.Get().(*[]byte)
+	body := build((*bp)[:0])
+	h := w.Header()
+	v := make([]string, 3)
+	v[0], v[1], v[2] = "application/json", "no-store", strconv.Itoa(len(body))
+	h["Content-Type"], h["Cache-Control"], h["Content-Length"] = v[0:1:1], v[1:2:2], v[2:3:3]
+	w.WriteHeader(status)
+	_, err := w.Write(body)
+	if cap(body) <= maxAnswerBuffer {
+		*bp = body
+		answerBuffers.Put(bp)
+	}
+	return err
+}
+
+// maxAnswerBuffer is the largest buffer kept in the pool.
+const maxAnswerBuffer = 4096
+
+var answerBuffers = sync.Pool{New: func() any {
+	b := make([]byte, 0, 256)
+	return &b
+}}
