@@ -8,13 +8,14 @@ import (
 
 	"github.com/seckilledge/seckill/caddymodule/internal/roomkit"
 	"github.com/seckilledge/seckill/caddymodule/sealed/sealedhttp"
+	"github.com/seckilledge/seckill/internal/validatetest"
 )
 
 // The room's Caddyfile (its golden files, the options it refuses) is checked in
 // internal/conformance (TestRoomCaddyfileAdaptsToTheDocumentedJSON), which links every module.
 
 func TestValidateRefusesImpossibleSettings(t *testing.T) {
-	handlertest.Validates(t, (*Room).setDefaults, new(Room), map[string]*Room{
+	validatetest.Validates(t, (*Room).setDefaults, new(Room), map[string]*Room{
 		"zero oversubscribe":       {Oversubscribe: 0.5},
 		"inverted difficulty":      {Difficulty: []int{10, 5}},
 		"difficulty too high":      {Difficulty: []int{0, 41}},

@@ -1,4 +1,7 @@
-package handlertest
+// Package validatetest checks a Caddy handler's Validate against a table of impossible
+// settings. It imports nothing but testing, so a pure test binary that uses it links no more
+// than the handler it tests.
+package validatetest
 
 import "testing"
 
