@@ -67,6 +67,10 @@ const (
 	Open        Outcome = "open"
 	UnknownSale Outcome = "unknown_sale"
 	NoRoom      Outcome = "no_room"
+	// Outcomes of an entry into the invitation lane (lanes.go): a code the room never issued,
+	// and one whose uses are spent.
+	InvitationUnknown   Outcome = "invitation_unknown"
+	InvitationExhausted Outcome = "invitation_exhausted"
 )
 
 // Visit is one call of room_queue.lua: a poll, unless Enter or Leave.

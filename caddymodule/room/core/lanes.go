@@ -30,12 +30,6 @@ const (
 	LaneModePrio   = "priority"
 )
 
-// Outcomes of an entry into the invitation lane.
-const (
-	InvitationUnknown   Outcome = "invitation_unknown"
-	InvitationExhausted Outcome = "invitation_exhausted"
-)
-
 // ParseLanes reads the room hash's "lanes" field: "<mode>,<name>:<kind>:<share>:<claim>,...".
 // "" (no lanes) or a malformed field: nil.
 func ParseLanes(field string) (mode string, lanes []Lane) {
