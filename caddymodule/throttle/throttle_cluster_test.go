@@ -170,7 +170,7 @@ func TestThrottleIsExactOnARedisClusterWithOnePipelinePerRequest(t *testing.T) {
 		t.Errorf("zone %s holds %d admissions in Redis, want %d", za, n, limit)
 	}
 
-	testenv.WaitFor(t, 5*time.Second, "the refusal given back in the loose zone", func() bool {
+	testenv.WaitFor(t, 10*time.Second, "the refusal given back in the loose zone", func() bool {
 		return logLen(t, rdb, contract.ThrottleKey(zb, user)) == limit
 	})
 
@@ -242,7 +242,8 @@ func TestThrottleIsExactOnARedisClusterWithOnePipelinePerRequest(t *testing.T) {
 	if n := logLen(t, rdb, contract.ThrottleKey(za2, user2)); n != limit {
 		t.Errorf("zone %s holds %d admissions, want %d", za2, n, limit)
 	}
-	testenv.WaitFor(t, 5*time.Second, "refunds in the loose zone", func() bool {
+	// The give-backs run in the background, each bounded by 5 s (core's giveBackTimeout).
+	testenv.WaitFor(t, 10*time.Second, "refunds in the loose zone", func() bool {
 		return logLen(t, rdb, contract.ThrottleKey(zb2, user2)) == limit
 	})
 }

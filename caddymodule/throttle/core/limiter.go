@@ -393,6 +393,10 @@ func (j *Joint) Skip() Decision {
 	return d
 }
 
+// giveBackTimeout bounds the background call that gives back the admissions of a request
+// another zone refused.
+const giveBackTimeout = 5 * time.Second
+
 func (j *Joint) finish(replies []Reply, err error) Decision {
 	l, d, p, keys := j.l, j.d, &j.p, j.keys
 	if err == nil && len(replies) != len(p.pending) {
@@ -404,8 +408,11 @@ func (j *Joint) finish(replies []Reply, err error) Decision {
 	d, undo := l.merge(d, p, keys, replies, l.Now())
 	if len(undo) > 0 {
 		// The client has its answer already: give the admissions back in the background.
+		// Nobody waits on the give-back, so its bound is generous (a busy Redis or a busy
+		// gateway must not drop it: a dropped one leaves the zone counting a request that
+		// never passed); it is not the decision's timeout.
 		go func() {
-			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+			ctx, cancel := context.WithTimeout(context.Background(), giveBackTimeout)
 			defer cancel()
 			_ = l.Store.Undo(ctx, undo)
 		}()
