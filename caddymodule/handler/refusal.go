@@ -67,16 +67,15 @@ func (wr Writer) Write(w http.ResponseWriter, r Refusal) error {
 		body = Body(r)
 	} else {
 		// An order id, variant or held count: a body of its own, built in a pooled buffer.
-		bp = refusalBuffers.Get().(*[]byte)
+		bp = core.Buffer()
 		body = AppendBody((*bp)[:0], r)
 	}
 	v[0], v[1], v[2] = "application/json", "no-store", strconv.Itoa(len(body))
 	h["Content-Type"], h["Cache-Control"], h["Content-Length"] = v[0:1:1], v[1:2:2], v[2:3:3]
 	w.WriteHeader(r.Status)
 	_, err := w.Write(body)
-	if bp != nil && cap(body) <= maxRefusalBuffer {
-		*bp = body
-		refusalBuffers.Put(bp)
+	if bp != nil {
+		core.Release(bp, body)
 	}
 	return err
 }
@@ -236,12 +235,3 @@ var (
 func Answer(w http.ResponseWriter, status int, build func(body []byte) []byte) error {
 	return core.Answer(w, status, build)
 }
-
-// maxRefusalBuffer is the largest buffer kept in the pool.
-const maxRefusalBuffer = 4096
-
-// refusalBuffers are the buffers of the refusals whose body is built per user.
-var refusalBuffers = sync.Pool{New: func() any {
-	b := make([]byte, 0, 256)
-	return &b
-}}
