@@ -72,6 +72,14 @@ func RoomAwayKey(sale string) string { return RoomKey(sale) + ":away" }
 // RoomBackKey is the sorted set of the away waiters seen again, admitted first.
 func RoomBackKey(sale string) string { return RoomKey(sale) + ":back" }
 
+// RoomDecidedKey is the list of a sale's recent admission decisions (room_queue.lua): one
+// element per admission step or revoke that decided anything, "<admitted_until_ms>
+// <kind><user> ...", kind a (admitted), s (passed while absent), f (passed, flagged) or x (a
+// live admission ended early), the last 256 or so. The gateways read it with their summary's
+// tick and answer the polls of the places the cursor passed from memory (docs/room.md, "The
+// poll path"); the room hash's "decided" counts its elements ever pushed.
+func RoomDecidedKey(sale string) string { return RoomKey(sale) + ":decided" }
+
 // RoomClaimKey is the sorted set of a sale's admissions not judged yet (user -> when they are
 // judged, unix ms): conversion-aware admission.
 func RoomClaimKey(sale string) string { return RoomKey(sale) + ":claim" }

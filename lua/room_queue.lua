@@ -33,7 +33,8 @@
 --          (queue member, banned until ms) of users the throttle bans; each live admission
 --          among them ends now and is logged "r:<now_ms>:<banned_until_ms>:<user>")
 -- ARGV[2]  the user's member (computed by the gateway from the seed and the entry key); tick:
---          ignored ("")
+--          the admission decisions the gateway has read so far (the room hash's "decided" as
+--          its last tick returned it, "0" for none), or "" for no decisions (KEYS[16])
 -- ARGV[3]  rate (admissions per second, > 0)
 -- ARGV[4]  oversubscribe (live admissions per remaining unit, >= 1)
 -- ARGV[5]  session_ms
@@ -125,6 +126,20 @@
 --                                          until the sale sells out or ends
 -- ARGV[16] optional, enter, with KEYS[15]: "1" flags the user (for good: a later entry
 --          without a flag does not clear it)
+-- KEYS[16] optional, a room without lanes: seckill:{sale:<id>}:room:decided  list: the recent
+--                                          admission decisions, for the gateways to answer
+--                                          the polls of the places the cursor passed from
+--                                          memory (docs/room.md, "The poll path"). One element
+--                                          per admission step or revoke that decided anything:
+--                                          "<admitted_until_ms> <kind><user> ...", kind "a"
+--                                          admitted (until admitted_until_ms), "s" passed while
+--                                          absent, "f" passed because flagged, "x" a live
+--                                          admission ended before its time (its buyer's, by the
+--                                          step; a ban's, by a revoke: "0" then), in the order
+--                                          they happened. The room hash's "decided" counts the
+--                                          elements ever pushed; the list keeps the last 256 or
+--                                          so. A room with lanes records none (KEYS[16] is its
+--                                          codes hash there, and its polls ask Redis)
 --
 -- Returns  {outcome, position, ahead, admitted_until_ms, now_ms, stock, depth, starts_ms,
 --           admitted_now, lapsed_now, entry_rate, admitted, cursor, checks, revoked}
@@ -159,6 +174,12 @@
 --          admitted and up to 16 random live admissions, for the gateway to check against the
 --          throttle's bans (empty otherwise); revoked = the admissions a revoke
 --          ended. Outcome "revoked": a revoke's answer.
+--          A tick of a room without lanes that finds it open, with ARGV[2] not "", returns a
+--          16th value: {decided, gap, waitlist, element...}: the room hash's "decided" after the
+--          call, 1 when the list no longer held every element after ARGV[2] (or the count went
+--          back: the gateway's memory of decisions is not whole), 1 when the backend runs the
+--          room's waitlist (room_offer.lua admits and passes outside the steps, unrecorded),
+--          and the elements after ARGV[2] that the list holds, oldest first (at most 512)
 -- Lanes (docs/room.md, "Lanes"): when the room hash has the field "lanes"
 -- ("<mode>,<name>:<kind>:<share>:<claim>,...", room_setup.lua), the room keeps one queue per
 -- lane and the admission step apportions each step's admissions across them (mode "share":
@@ -196,11 +217,13 @@ local erate = -1
 local checks, revoked = {}, 0
 -- The room hash's counters, read once: the admission step keeps them current, and the reply
 -- returns them as they stand after the call.
-local rh = redis.call("HMGET", room, "seed", "admitted", "cursor", "allow", "last_ms", "lanes")
+local rh = redis.call("HMGET", room, "seed", "admitted", "cursor", "allow", "last_ms", "lanes", "decided", "waitlist")
 local admitted_total, cursor_now = tonumber(rh[2]) or 0, tonumber(rh[3]) or 0
+-- The tick's decisions (KEYS[16]): the 16th value of its reply, when it has one.
+local decisions
 local function reply(outcome, pos, ahead, untl, stock, depth, starts, adm, lap)
   return {outcome, pos or 0, ahead or 0, untl or 0, now, stock or 0, depth or 0, starts or 0, adm or 0, lap or 0, erate,
-    admitted_total, cursor_now, checks, revoked}
+    admitted_total, cursor_now, checks, revoked, decisions}
 end
 -- The sale's keys live as long as its meta: its expiry, read at most once per call.
 local expiry_ms
@@ -308,6 +331,28 @@ if rh[6] then
   q, away, back, curfield = mylane.q, mylane.away, mylane.back, mylane.cf
   cursor_now = tonumber(redis.call("HGET", room, curfield)) or 0
 end
+-- The recent decisions (KEYS[16], a room without lanes): what a step or a revoke decided is
+-- gathered in `decided_now` (tokens "<kind><user>") and pushed as one element by
+-- push_decisions, which returns the count the caller writes to the room hash's "decided".
+local decided = not lanes and KEYS[16] or nil
+local decided_n = tonumber(rh[7]) or 0
+local decided_now = {}
+local function push_decisions(untl)
+  if not decided or #decided_now == 0 then
+    return decided_n
+  end
+  local el = tostring(untl) .. " " .. table.concat(decided_now, " ")
+  if redis.call("RPUSH", decided, el) == 1 then
+    expire(decided)
+  end
+  -- Trimmed every 32 elements, to the last 256: a command per 32 steps, not per step.
+  if decided_n % 32 == 31 then
+    redis.call("LTRIM", decided, -256, -1)
+  end
+  decided_n = decided_n + 1
+  decided_now = {}
+  return decided_n
+end
 if now >= ends then
   return reply("ended", 0, 0, 0, stock, 0, starts)
 end
@@ -353,6 +398,7 @@ if op == "revoke" then
         redis.call("ZREM", KEYS[13], u)
       end
       revoked = revoked + 1
+      decided_now[#decided_now + 1] = "x" .. u
       if KEYS[7] then
         redis.call("RPUSH", KEYS[7], string.format("r:%d:%d:%s", now, banned, u))
       end
@@ -360,6 +406,9 @@ if op == "revoke" then
   end
   if revoked > 0 then
     redis.call("HINCRBY", room, "revoked", revoked)
+    if decided then
+      redis.call("HSET", room, "decided", push_decisions(0))
+    end
   end
   return reply("revoked", 0, 0, 0, stock, 0, starts)
 end
@@ -594,6 +643,9 @@ local function lapse()
     end
     if #done > 0 then
       redis.call("ZREM", live, unpack(done))
+      for i = 1, #done do
+        decided_now[#decided_now + 1] = "x" .. done[i]
+      end
       if aware then
         redis.call("ZREM", claims, unpack(done))
         redis.call("ZREM", idle, unpack(done))
@@ -634,6 +686,9 @@ local function judge()
   end
   if #gone > 0 then
     redis.call("ZREM", live, unpack(gone))
+    for i = 1, #gone do
+      decided_now[#decided_now + 1] = "x" .. gone[i]
+    end
   end
   if took > 0 then
     redis.call("HINCRBY", room, "claimed", took)
@@ -944,15 +999,23 @@ if admit then
   n = #admits
   allow = allow - n
   cursor_now = cursor
+  if decided then
+    -- The step's decisions, in the walk's order, from the log's elements ("a:", "s:", "f:",
+    -- each ending in ":<user>").
+    for i = 1, #ev do
+      decided_now[#decided_now + 1] = string.sub(ev[i], 1, 1) .. string.match(ev[i], "^.:[^:]*:[^:]*:(.*)$")
+    end
+  end
+  local dn = push_decisions(now + session)
   if aware then
     if n > 0 or cursor ~= cursor0 then
       redis.call("HDEL", room, "held")
     end
     -- How no-shows were judged, for the verifier (invariants 6 and 8).
     redis.call("HSET", room, curfield, cursor, "allow", string.format("%.6f", allow), "last_ms", last,
-      "claim_ms", claim_ms, "oversubscribe_max", omax)
+      "claim_ms", claim_ms, "oversubscribe_max", omax, "decided", dn)
   else
-    redis.call("HSET", room, curfield, cursor, "allow", string.format("%.6f", allow), "last_ms", last)
+    redis.call("HSET", room, curfield, cursor, "allow", string.format("%.6f", allow), "last_ms", last, "decided", dn)
   end
   -- A few live admissions for the gateway to check against the throttle's bans: a user banned
   -- after his admission loses it within a few steps however many are live.
@@ -967,6 +1030,25 @@ if op == "tick" then
     depth = 0
     for i = 1, #lanes do
       depth = depth + math.max(redis.call("ZCARD", lanes[i].q) - (tonumber(redis.call("HGET", room, lanes[i].cf)) or 0), 0)
+    end
+  end
+  if decided and ARGV[2] ~= "" then
+    -- The decisions since the gateway's last tick, read in the same call as the cursor: every
+    -- place the cursor passed is among them or older.
+    local have, gap = tonumber(ARGV[2]) or 0, 0
+    local k = decided_n - have
+    if k < 0 then
+      k, gap = decided_n, 1
+    end
+    decisions = {decided_n, gap, rh[8] == "1" and 1 or 0}
+    if k > 0 then
+      local got = redis.call("LRANGE", decided, -math.min(k, 512), -1)
+      if #got < k then
+        decisions[2] = 1
+      end
+      for i = 1, #got do
+        decisions[#decisions + 1] = got[i]
+      end
     end
   end
   return reply("open", 0, 0, 0, stock, depth, starts, n, lapsed)

@@ -82,6 +82,10 @@ type Visit struct {
 	// present from the tick.
 	Tick    bool
 	Present []Seen
+	// Decided, on a tick of a room without lanes: how many of the room's admission decisions
+	// the gateway has read (Decisions.Count of its last tick, 0 for none); the tick returns
+	// the ones since (Reply.Decisions). Negative: the tick reads none.
+	Decided int64
 	// Admit runs the admission step (lapses, new admissions): a gateway asks for it at most
 	// once per sale per admit_interval (View.ClaimAdmission), not on every poll.
 	Admit bool
@@ -147,6 +151,26 @@ type Reply struct {
 	// random live admissions: the gateway checks them against the throttle's bans.
 	Checks  []string
 	Revoked int64 // the admissions a revoke ended
+	// Decisions are, on a tick of an open room without lanes that asked for them
+	// (Visit.Decided), the admission steps' decisions since the ones the gateway has read.
+	Decisions *Decisions
+}
+
+// Decisions are the recent admission decisions a tick read (the room's decided list,
+// lua/room_queue.lua's KEYS[16]).
+type Decisions struct {
+	// Count is the room's decisions ever recorded: the next tick's Visit.Decided.
+	Count int64
+	// Gap: the list no longer held every decision since Visit.Decided (or the count went
+	// back): what the gateway remembers of older ones may be out of date.
+	Gap bool
+	// Waitlist: the backend runs the room's waitlist, whose offers admit and pass places
+	// outside the recorded steps.
+	Waitlist bool
+	// Steps are the decisions, one element per step or revoke, oldest first:
+	// "<admitted_until_ms> <kind><user> ...", kind a (admitted), s (passed while absent), f
+	// (passed, flagged), x (a live admission ended early).
+	Steps []string
 }
 
 // Public is what GET /seckill/{sale}/room shows.

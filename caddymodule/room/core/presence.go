@@ -87,11 +87,12 @@ func (g *Gateway) FromMemory(ctx context.Context, sale, user string, c *Cached, 
 		return Verdict{}, Reply{}, false
 	}
 	front := FrontPlaces(c.Room.Rate, g.FrontWindow)
-	// asks tells a place that must ask Redis. By default only a place the
+	// asks tells a place that the summary cannot answer. By default only a place the
 	// summary's cursor has reached: one beyond it is still waiting (the cursor only moves
-	// forward, so at most one summary interval late it hears otherwise), and only the poll that
-	// finds its place inside the cursor (admitted, passed, lapsed) needs Redis, about once per
-	// waiter. With front_window set, every poll within it asks Redis.
+	// forward, so at most one summary interval late it hears otherwise). A place inside the
+	// cursor (admitted, passed, lapsed) is answered from the decisions the ticks brought
+	// (decided.go) when they hold its own, else it asks Redis. With front_window set, every
+	// poll of a waiting place within it asks Redis.
 	asks := func(s Summary) bool {
 		if g.FrontWindow > 0 {
 			return index-s.Cursor <= front
@@ -100,11 +101,16 @@ func (g *Gateway) FromMemory(ctx context.Context, sale, user string, c *Cached, 
 	}
 	if s, ok := c.View.Last(); ok && s.Outcome == Open && index >= 0 && asks(s) {
 		// The cursor only moves forward and the index only back, so a summary of any age
-		// that says so is still right. No tick for these polls.
-		return Verdict{}, Reply{}, false
+		// that says so is still right. Without a decision in memory, no tick for these polls.
+		if index >= s.Cursor {
+			return Verdict{}, Reply{}, false
+		}
+		if _, ok := c.View.decisionOf(user); !ok {
+			return Verdict{}, Reply{}, false
+		}
 	}
 	s, ok := c.View.Current(ctx, now, g.SummaryInterval, func(ctx context.Context, present []Seen) (Reply, error) {
-		rep, err := g.Store.Visit(ctx, sale, Visit{Tick: true, Present: present, Settings: c.Room.Settings,
+		rep, err := g.Store.Visit(ctx, sale, Visit{Tick: true, Present: present, Decided: c.View.Decided(), Settings: c.Room.Settings,
 			Admit: c.View.ClaimAdmission(g.Now(), g.AdmitInterval), AdmitLease: g.AdmitInterval, Presence: g.PresenceFor(0)})
 		add(g.Counts.Admissions, float64(rep.AdmittedNow))
 		add(g.Counts.Lapsed, float64(rep.LapsedNow))
@@ -130,6 +136,16 @@ func (g *Gateway) FromMemory(ctx context.Context, sale, user string, c *Cached, 
 		rep.Outcome = Waiting
 		rep.Position = index - s.Cursor + 1
 		rep.Ahead = rep.Position - 1
+	case s.Outcome == Open && index >= 0 && index < s.Cursor && s.Stock > 0:
+		// Inside the cursor: what the step decided for the place, as room_queue.lua answers it
+		// (with no units left it answers sold out or a waitlist's offer: Redis's to tell).
+		d, ok := c.View.decisionOf(user)
+		if !ok {
+			return Verdict{}, Reply{}, false
+		}
+		if rep, ok = fromDecision(d, rep, g.PresenceFor(0) > 0); !ok {
+			return Verdict{}, Reply{}, false
+		}
 	default:
 		return Verdict{}, Reply{}, false
 	}

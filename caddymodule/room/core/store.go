@@ -107,6 +107,11 @@ func (s RedisStore) Visit(ctx context.Context, sale string, v Visit) (Reply, err
 		max(v.Settings.ClaimWindow.Milliseconds(), 0), strconv.FormatFloat(v.Settings.MaxLive(), 'f', -1, 64)}
 	if len(v.Settings.Lanes) > 0 {
 		keys = append(keys, laneKeys(sale, v.Settings.Lanes)...)
+	} else {
+		keys = append(keys, contract.RoomDecidedKey(sale))
+		if v.Tick && v.Decided >= 0 {
+			args[1] = strconv.FormatInt(v.Decided, 10)
+		}
 	}
 	if v.Enter {
 		flag := ""
@@ -148,8 +153,8 @@ func admitFlag(admit bool, lease time.Duration) string {
 
 func parseReply(res []any) (Reply, error) {
 	var r Reply
-	if len(res) != 15 {
-		return r, fmt.Errorf("room_queue: %d values, want 15", len(res))
+	if len(res) != 15 && len(res) != 16 {
+		return r, fmt.Errorf("room_queue: %d values, want 15 or 16", len(res))
 	}
 	o, ok := res[0].(string)
 	if !ok {
@@ -182,7 +187,38 @@ func parseReply(res []any) (Reply, error) {
 		}
 	}
 	r.Revoked, _ = res[14].(int64)
+	if len(res) == 16 {
+		d, err := parseDecisions(res[15])
+		if err != nil {
+			return r, err
+		}
+		r.Decisions = d
+	}
 	return r, nil
+}
+
+// parseDecisions reads a tick's 16th value: {decided, gap, waitlist, element...}.
+func parseDecisions(v any) (*Decisions, error) {
+	l, ok := v.([]any)
+	if !ok || len(l) < 3 {
+		return nil, fmt.Errorf("room_queue: decisions %v", v)
+	}
+	var d Decisions
+	var n [3]int64
+	for i := range n {
+		if n[i], ok = l[i].(int64); !ok {
+			return nil, fmt.Errorf("room_queue: decisions value %d is %T", i, l[i])
+		}
+	}
+	d.Count, d.Gap, d.Waitlist = n[0], n[1] == 1, n[2] == 1
+	for _, e := range l[3:] {
+		s, ok := e.(string)
+		if !ok {
+			return nil, fmt.Errorf("room_queue: decision %T", e)
+		}
+		d.Steps = append(d.Steps, s)
+	}
+	return &d, nil
 }
 
 // Banned reads the throttle's ban hashes (seckill:rl:{<zone>:<user>}:ban, field banned_until

@@ -32,9 +32,10 @@ type Summary struct {
 // 8 192 far polls a second per sale per gateway at the default interval.
 const MaxPresent = 4096
 
-// View is what a gateway keeps of a room across cache refreshes: the admission pace and
-// the summary with the users seen since the last tick. Its memory is fixed: the pace's 8
-// samples, one summary, at most MaxPresent user ids.
+// View is what a gateway keeps of a room across cache refreshes: the admission pace,
+// the summary with the users seen since the last tick, and the recent admission decisions
+// (decided.go). Its memory is bounded: the pace's 8 samples, one summary, at most MaxPresent
+// user ids seen and MaxDecided decided.
 type View struct {
 	Pace AdmissionPace
 
@@ -44,6 +45,7 @@ type View struct {
 	has     bool
 	ticking bool
 	present map[string]time.Duration // user -> how long he counts as present from the tick
+	dec     decisions
 }
 
 // NewView is an empty view.
@@ -121,6 +123,11 @@ func (v *View) Current(ctx context.Context, now time.Time, interval time.Duratio
 	default:
 		v.has = false
 		return Summary{}, false
+	}
+	if rep.Decisions != nil {
+		// Read in the same call as the cursor: every place inside it is decided in memory, or
+		// older than the memory.
+		v.dec.apply(rep.Decisions)
 	}
 	v.sum = Summary{Outcome: rep.Outcome, Now: rep.Now, Read: now, Stock: rep.Stock, Depth: rep.Depth,
 		Admitted: rep.Admitted, Cursor: rep.Cursor, Starts: rep.Starts}
