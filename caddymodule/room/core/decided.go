@@ -17,9 +17,10 @@ import (
 // early (its buyer's, a ban's: kind x forgets it), a room whose waitlist admits and passes
 // outside the steps.
 
-// MaxDecided bounds the decisions a view remembers (users): about 80 s of admissions and passes
-// at 200 a second. The oldest go first; their polls ask Redis.
-const MaxDecided = 16384
+// MaxDecided bounds the decisions a view remembers (users): about 20 s of admissions and passes
+// at 200 a second, well past the refresh_s told near the front, where a waiter hears of his
+// admission. The oldest go first; their polls ask Redis.
+const MaxDecided = 4096
 
 // decidedMargin: an admission is answered from memory only while it has at least this long to
 // run by the gateway's reckoning of Redis's time; closer to its end the poll asks Redis, which
@@ -28,15 +29,15 @@ const decidedMargin = time.Second
 
 // decision is one place's latest decision.
 type decision struct {
-	kind  byte  // 'a' admitted, 's' passed while absent, 'f' passed because flagged
-	until int64 // 'a': admitted until (unix ms)
-	seq   int64 // its order in the memory, for the eviction
+	until int64  // 'a': admitted until (unix ms)
+	seq   uint32 // its order in the memory, for the eviction
+	kind  byte   // 'a' admitted, 's' passed while absent, 'f' passed because flagged
 }
 
 // decidedUser is one entry of the eviction order.
 type decidedUser struct {
 	user string
-	seq  int64
+	seq  uint32
 }
 
 // decisions is a view's memory of decisions (guarded by the view's mutex).
@@ -45,7 +46,7 @@ type decisions struct {
 	waitlist bool
 	users    map[string]decision
 	order    []decidedUser // a ring of at most MaxDecided, oldest at next % MaxDecided once full
-	next     int64
+	next     uint32
 }
 
 // apply takes a tick's decisions in: a gap forgets everything first (a decision missed may have
@@ -74,7 +75,8 @@ func (d *decisions) apply(in *Decisions) {
 			user := tok[1:]
 			switch tok[0] {
 			case 'a', 's', 'f':
-				d.remember(user, decision{kind: tok[0], until: until})
+				// A copy: the step's string is not kept for one user's sake.
+				d.remember(strings.Clone(user), decision{kind: tok[0], until: until})
 			case 'x':
 				delete(d.users, user)
 			}
