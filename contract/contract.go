@@ -76,8 +76,8 @@ func RoomBackKey(sale string) string { return RoomKey(sale) + ":back" }
 // element per admission step or revoke that decided anything, "<admitted_until_ms>
 // <kind><user> ...", kind a (admitted), s (passed while absent), f (passed, flagged) or x (a
 // live admission ended early), the last 256 or so. The gateways read it with their summary's
-// tick and answer the polls of the places the cursor passed from memory (docs/room.md, "The
-// poll path"); the room hash's "decided" counts its elements ever pushed.
+// tick and answer the polls of the places the cursor passed from memory (docs/room.md, "Answers
+// from memory"); the room hash's "decided" counts its elements ever pushed.
 func RoomDecidedKey(sale string) string { return RoomKey(sale) + ":decided" }
 
 // RoomClaimKey is the sorted set of a sale's admissions not judged yet (user -> when they are

@@ -129,7 +129,7 @@
 -- KEYS[16] optional, a room without lanes: seckill:{sale:<id>}:room:decided  list: the recent
 --                                          admission decisions, for the gateways to answer
 --                                          the polls of the places the cursor passed from
---                                          memory (docs/room.md, "The poll path"). One element
+--                                          memory (docs/room.md, "Answers from memory"). One element
 --                                          per admission step or revoke that decided anything:
 --                                          "<admitted_until_ms> <kind><user> ...", kind "a"
 --                                          admitted (until admitted_until_ms), "s" passed while
