@@ -2,6 +2,7 @@ package core
 
 import (
 	"context"
+	"sync/atomic"
 	"time"
 
 	"go.uber.org/zap"
@@ -84,6 +85,9 @@ type Cached struct {
 	View  *View
 	read  time.Time
 	label bool
+	// reading is set while one request reads the room again after CacheTTL: the others keep
+	// this reading meanwhile instead of each sending the same three commands.
+	reading atomic.Bool
 }
 
 // PaceOf is the pace of a reply's room, after counting the reply's admitted counter.
@@ -105,13 +109,15 @@ func (g *Gateway) Forget() {
 }
 
 // Room is the sale's room, from memory while it is younger than CacheTTL; ok is false when
-// the sale has none.
+// the sale has none. Once it is older, one request reads it again while the others keep the
+// last reading (the settings change only at a preheat).
 func (g *Gateway) Room(ctx context.Context, sale string) (*Cached, bool, error) {
 	now := g.Now()
 	if c, ok := g.rooms.Load(sale); ok {
-		if now.Sub(c.read) < g.CacheTTL {
+		if now.Sub(c.read) < g.CacheTTL || !c.reading.CompareAndSwap(false, true) {
 			return c, true, nil
 		}
+		defer c.reading.Store(false)
 	}
 	r, ok, err := g.Store.Room(ctx, sale)
 	if err != nil || !ok {
