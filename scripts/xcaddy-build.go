@@ -4,6 +4,11 @@
 // xcaddy with `go install` when it is missing:
 //
 //	go run scripts/xcaddy-build.go [xcaddy.json]
+//
+// xcaddy v0.4.5 compiles with CGO_ENABLED=0 (unless CGO_ENABLED=1 is in the environment),
+// -trimpath and -tags nobadger,nomysql,nopgx (all replaced by XCADDY_GO_BUILD_FLAGS when that is
+// set). make build and make test's go vet use the same, so after them this build finds
+// Caddy's dependencies in the build cache and compiles only this module's packages.
 package main
 
 import (

@@ -9,34 +9,21 @@ import (
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 
+	"github.com/seckilledge/seckill/caddymodule/draw/core"
 	"github.com/seckilledge/seckill/caddymodule/handler"
 	"github.com/seckilledge/seckill/caddymodule/sealed"
 	"github.com/seckilledge/seckill/contract"
-	"github.com/seckilledge/seckill/internal/strictjson"
 	"github.com/seckilledge/seckill/lua"
 )
 
-// MaxBody bounds the entry's body: {"variant":"<64 characters>"} and some whitespace.
-const MaxBody = 1024
+// MaxBody bounds the entry's body (core.MaxEntryBody).
+const MaxBody = core.MaxEntryBody
 
-// EntryBody is the body of POST /seckill/{sale}/draw.
-type EntryBody struct {
-	Variant string `json:"variant"`
-}
+// EntryBody is the body of POST /seckill/{sale}/draw (core.EntryBody).
+type EntryBody = core.EntryBody
 
-// ParseEntry decodes an entry's body strictly (internal/strictjson: no unknown, repeated or
-// miscased key, nothing after the object) and checks the variant's syntax; "" (or absent)
-// names the sale's only variant. Anything else is a bad request, before Redis is asked.
-func ParseEntry(body []byte) (string, bool) {
-	var b EntryBody
-	if len(body) > MaxBody || strictjson.Unmarshal(body, &b) != nil {
-		return "", false
-	}
-	if b.Variant != "" && !contract.ValidVariantID(b.Variant) {
-		return "", false
-	}
-	return b.Variant, true
-}
+// ParseEntry decodes an entry's body strictly and checks the variant's syntax: core.ParseEntry.
+func ParseEntry(body []byte) (string, bool) { return core.ParseEntry(body) }
 
 // EntryAnswer is the body of POST /seckill/{sale}/draw.
 type EntryAnswer struct {

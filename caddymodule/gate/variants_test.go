@@ -224,3 +224,9 @@ func TestGateHTTPNeverOversellsAVariantUnderConcurrentBuyers(t *testing.T) {
 		t.Fatalf("unexpected codes %s", strings.Join(unexpected, ","))
 	}
 }
+
+type stringBody struct{ *strings.Reader }
+
+func (stringBody) Close() error { return nil }
+
+func httpBody(s string) stringBody { return stringBody{strings.NewReader(s)} }

@@ -1,35 +1,13 @@
 package throttle
 
 import (
-	"net/netip"
 	"strings"
 
 	"github.com/seckilledge/seckill/caddymodule/throttle/core"
 )
 
-// MaskIP returns the network of ip at the zone's prefix length ("203.0.113.0/24",
-// "2001:db8:1:2::/64"), or ip itself at a full-length prefix. IPv4-mapped IPv6 addresses
-// count as IPv4. A value that is not an IP address is returned unchanged, so a zone keyed on
-// an IP never errors; the key is then whatever the placeholder held.
-func MaskIP(ip string, v4Prefix, v6Prefix int) string {
-	addr, err := netip.ParseAddr(ip)
-	if err != nil {
-		return ip
-	}
-	addr = addr.Unmap().WithZone("")
-	bits := v6Prefix
-	if addr.Is4() {
-		bits = v4Prefix
-	}
-	if bits <= 0 || bits >= addr.BitLen() {
-		return addr.String()
-	}
-	p, err := addr.Prefix(bits)
-	if err != nil {
-		return addr.String()
-	}
-	return p.String()
-}
+// MaskIP returns the network of ip at the zone's prefix length (core.MaskIP).
+func MaskIP(ip string, v4Prefix, v6Prefix int) string { return core.MaskIP(ip, v4Prefix, v6Prefix) }
 
 // SafeKey returns key as it goes into a Redis key name (core.SafeKey): unchanged when short and
 // plain, else a digest. The room's ban check names the same keys without importing this package.

@@ -276,7 +276,7 @@ func (h *Issuer) ServeDecision(w http.ResponseWriter, r *http.Request, joint han
 	repl.Set("http.seckill.token.outcome", string(res.Outcome))
 	if res.Outcome == core.Issued {
 		repl.Set("http.seckill.token.expires_at", res.Expires.UTC().Format(time.RFC3339))
-		writeIssued(w, res)
+		core.WriteIssued(w, res)
 		return nil
 	}
 	if ref.Code == "" {
@@ -319,16 +319,3 @@ var (
 	_ caddyhttp.MiddlewareHandler = (*Issuer)(nil)
 	_ handler.Decision            = (*Issuer)(nil)
 )
-
-// writeIssued writes a 200 with the token.
-func writeIssued(w http.ResponseWriter, res core.Result) {
-	// A token is a credential of one user: no cache may keep it (Cache-Control no-store).
-	// Token and timestamp are URL-safe ASCII: no JSON escaping needed.
-	_ = handler.Answer(w, http.StatusOK, func(body []byte) []byte {
-		body = append(body, `{"token":"`...)
-		body = append(body, res.Token...)
-		body = append(body, `","expires_at":"`...)
-		body = res.Claims.Expires.UTC().AppendFormat(body, time.RFC3339)
-		return append(body, `"}`...)
-	})
-}

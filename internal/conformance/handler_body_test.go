@@ -66,15 +66,3 @@ func TestARefusalWithAnOrderIDBuildsItsBodyWithoutAllocating(t *testing.T) {
 		t.Errorf("AppendBody allocates %v times, want 0", n)
 	}
 }
-
-func FuzzAppendBodyIsEncodingJSONs(f *testing.F) {
-	for _, r := range bodyCases {
-		f.Add(r.Code, r.Message, r.OrderID, r.Variant, r.Held)
-	}
-	f.Fuzz(func(t *testing.T, code, msg, order, variant string, held int) {
-		r := handler.Refusal{Code: code, Message: msg, OrderID: order, Variant: variant, Held: held}
-		if got, want := handler.AppendBody(nil, r), jsonBody(t, r); !bytes.Equal(got, want) {
-			t.Fatalf("AppendBody(%q) = %s, want %s", []string{code, msg, order, variant}, got, want)
-		}
-	})
-}

@@ -1,8 +1,8 @@
 // Package core is the draw at the edge without transport: what one gateway knows of the
 // draws it serves (Gateway: each sale's window, difficulty and variants as last read, and its
-// entry rate), the difficulty of a new challenge, and the Store port with its Redis adapter
-// (RedisStore: lua/draw_enter.lua, lua/draw_status.lua and the draw's settings, each call
-// within the handler's bound). It imports no Caddy (caddymodule/draw is the handler), so its
+// entry rate), the difficulty of a new challenge, the entry's body (ParseEntry), and the Store
+// port with its Redis adapter (RedisStore: lua/draw_enter.lua, lua/draw_status.lua and the
+// draw's settings, each call within the handler's bound). It imports no Caddy (caddymodule/draw is the handler), so its
 // tests link no Caddy either (TestTheSharedCorePartsLinkNoCaddy, in internal/testlayout).
 package core
 
@@ -19,6 +19,7 @@ import (
 	"github.com/seckilledge/seckill/caddymodule/internal/salecache"
 	"github.com/seckilledge/seckill/caddymodule/sealed"
 	"github.com/seckilledge/seckill/contract"
+	"github.com/seckilledge/seckill/internal/strictjson"
 	"github.com/seckilledge/seckill/lua"
 )
 
@@ -144,4 +145,26 @@ func readSale(ctx context.Context, rdb redis.UniversalClient, sale string) (*Sal
 	}
 	sort.Strings(c.Variants)
 	return c, nil
+}
+
+// MaxEntryBody bounds the entry's body: {"variant":"<64 characters>"} and some whitespace.
+const MaxEntryBody = 1024
+
+// EntryBody is the body of POST /seckill/{sale}/draw.
+type EntryBody struct {
+	Variant string `json:"variant"`
+}
+
+// ParseEntry decodes an entry's body strictly (internal/strictjson: no unknown, repeated or
+// miscased key, nothing after the object) and checks the variant's syntax; "" (or absent)
+// names the sale's only variant. Anything else is a bad request, before Redis is asked.
+func ParseEntry(body []byte) (string, bool) {
+	var b EntryBody
+	if len(body) > MaxEntryBody || strictjson.Unmarshal(body, &b) != nil {
+		return "", false
+	}
+	if b.Variant != "" && !contract.ValidVariantID(b.Variant) {
+		return "", false
+	}
+	return b.Variant, true
 }

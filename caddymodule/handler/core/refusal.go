@@ -1,8 +1,9 @@
 // Package core is the part of caddymodule/handler that the deciding cores of the handlers
 // (gate, token, throttle, waiting room, draw) share with their Caddy glue: the Refusal a
 // decision answers, the outcome table that maps a handler's outcomes to its refusals, and the
-// Generation of the sold-out memory a decision was taken under, and Answer, which writes a
-// handler's JSON answer (the gate's 202 is written by its core with it). It imports neither Caddy nor
+// Generation of the sold-out memory a decision was taken under, Answer, which writes a
+// handler's JSON answer (the gate's 202 is written by its core with it), AppendBody, a
+// refusal's JSON body, and SameOrigin, the edge's same-origin rule. It imports neither Caddy nor
 // any handler, so a core and its tests link only the standard library, contract and Redis
 // (TestTheSharedCorePartsLinkNoCaddy).
 //

@@ -3,6 +3,7 @@ package core
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"net/netip"
 )
 
 // MaxPlainKey is the longest client key stored as is. Longer keys (and keys with bytes that
@@ -32,4 +33,28 @@ func plain(s string) bool {
 		}
 	}
 	return true
+}
+
+// MaskIP returns the network of ip at the zone's prefix length ("203.0.113.0/24",
+// "2001:db8:1:2::/64"), or ip itself at a full-length prefix. IPv4-mapped IPv6 addresses
+// count as IPv4. A value that is not an IP address is returned unchanged, so a zone keyed on
+// an IP never errors; the key is then whatever the placeholder held.
+func MaskIP(ip string, v4Prefix, v6Prefix int) string {
+	addr, err := netip.ParseAddr(ip)
+	if err != nil {
+		return ip
+	}
+	addr = addr.Unmap().WithZone("")
+	bits := v6Prefix
+	if addr.Is4() {
+		bits = v4Prefix
+	}
+	if bits <= 0 || bits >= addr.BitLen() {
+		return addr.String()
+	}
+	p, err := addr.Prefix(bits)
+	if err != nil {
+		return addr.String()
+	}
+	return p.String()
 }

@@ -168,3 +168,16 @@ func parseReply(reply []any) (Reply, error) {
 		return Reply{}, fmt.Errorf("unknown outcome %q", s)
 	}
 }
+
+// WriteIssued writes the 200 of an issued token (seckill_token's answer).
+func WriteIssued(w http.ResponseWriter, res Result) {
+	// A token is a credential of one user: no cache may keep it (Cache-Control no-store).
+	// Token and timestamp are URL-safe ASCII: no JSON escaping needed.
+	_ = hcore.Answer(w, http.StatusOK, func(body []byte) []byte {
+		body = append(body, `{"token":"`...)
+		body = append(body, res.Token...)
+		body = append(body, `","expires_at":"`...)
+		body = res.Claims.Expires.UTC().AppendFormat(body, time.RFC3339)
+		return append(body, `"}`...)
+	})
+}
