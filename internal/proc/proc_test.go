@@ -102,17 +102,3 @@ func TestWaitReadyGivesUpWithTheLogWhenTheProcessExits(t *testing.T) {
 		t.Fatalf("the log lacks the start marker:\n%s", b)
 	}
 }
-
-func TestFreePortsAreDistinct(t *testing.T) {
-	ports, err := FreePorts(20)
-	if err != nil {
-		t.Fatal(err)
-	}
-	seen := map[int]bool{}
-	for _, p := range ports {
-		if seen[p] || p <= 0 {
-			t.Fatalf("ports %v: duplicate or invalid %d", ports, p)
-		}
-		seen[p] = true
-	}
-}
