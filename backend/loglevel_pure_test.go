@@ -1,13 +1,11 @@
 package backend_test
 
 import (
-	"context"
 	"io"
 	"log/slog"
 	"os"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/seckilledge/seckill/backend"
 	"github.com/seckilledge/seckill/backend/internal/servicetest"
@@ -54,9 +52,7 @@ func TestTheBackendLogsAtItsLevel(t *testing.T) {
 		}
 		stderr := os.Stderr
 		os.Stderr = w
-		ctx, cancel := context.WithTimeout(context.Background(), 1500*time.Millisecond)
-		runErr := backend.Run(ctx, cfg)
-		cancel()
+		runErr := runUntilPostgres(t, cfg)
 		os.Stderr = stderr
 		w.Close()
 		out, _ := io.ReadAll(r)

@@ -8,7 +8,6 @@ package proc
 import (
 	"context"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -148,33 +147,6 @@ func LogTail(path string) string {
 		b = b[len(b)-3000:]
 	}
 	return string(b)
-}
-
-// FreePort returns a loopback TCP port that was free a moment ago.
-func FreePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
-}
-
-// FreePorts returns n distinct free loopback ports.
-func FreePorts(n int) ([]int, error) {
-	ports := make([]int, 0, n)
-	seen := map[int]bool{}
-	for len(ports) < n {
-		p, err := FreePort()
-		if err != nil {
-			return nil, err
-		}
-		if !seen[p] {
-			seen[p] = true
-			ports = append(ports, p)
-		}
-	}
-	return ports, nil
 }
 
 // StartMarker opens the lines Start appends to a log at each start, so a reader can find

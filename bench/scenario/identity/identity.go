@@ -3,6 +3,7 @@ package identity
 import (
 	"context"
 	"fmt"
+	"io"
 	"math"
 	"net/http"
 	"os"
@@ -348,6 +349,9 @@ func Identity(ctx context.Context, d *driver.Driver, o IdentityOptions) (*Identi
 		}
 		sites[c] = fmt.Sprintf("http://127.0.0.1:%d", p)
 	}
+	if err := checkSites(ctx, sites); err != nil {
+		return nil, err
+	}
 	sale := driver.SaleID("identity")
 	if err := d.CreateSale(ctx, sale, 1000, true); err != nil {
 		return nil, fmt.Errorf("create sale: %w", err)
@@ -387,6 +391,30 @@ func Identity(ctx context.Context, d *driver.Driver, o IdentityOptions) (*Identi
 	}
 	res.Cases, res.Targets = SummarizeIdentity(res.Sides, o.Cases, o.TTL)
 	return res, nil
+}
+
+// checkSites fails unless every case's site answers its /healthz with the route's "ok": a port
+// that another listener shares (Caddy binds with SO_REUSEPORT, so a second bind of a port
+// does not fail, and a listener on 127.0.0.1 takes the loopback connections of one on every
+// address) would otherwise answer the whole rush with that listener's 404s.
+func checkSites(ctx context.Context, sites map[string]string) error {
+	client := &http.Client{Timeout: 10 * time.Second}
+	for c, site := range sites {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, site+"/healthz", nil)
+		if err != nil {
+			return err
+		}
+		resp, err := client.Do(req)
+		if err != nil {
+			return fmt.Errorf("identity: the %s site %s: %w", c, site, err)
+		}
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK || string(b) != "ok" {
+			return fmt.Errorf("identity: the %s site %s answers /healthz with %s %q, not the site's 200 \"ok\": another listener shares its port", c, site, resp.Status, b)
+		}
+	}
+	return nil
 }
 
 // identitySide runs one case's rush: the buyers of sessions click in turn until the duration ends.

@@ -217,3 +217,26 @@ func TestARunOfRefusalsIsNotAResult(t *testing.T) {
 		t.Error("a case answering 90 % of its requests with a token passed")
 	}
 }
+
+// A case whose port another listener answers (a Caddy admin endpoint sharing it: 404 to
+// every path) is refused before its rush, naming the case.
+func TestASiteAnsweredByAnotherListenerIsRefusedBeforeItsRush(t *testing.T) {
+	site := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/healthz" {
+			_, _ = io.WriteString(w, "ok")
+			return
+		}
+		http.NotFound(w, r)
+	}))
+	defer site.Close()
+	admin := httptest.NewServer(http.NotFoundHandler())
+	defer admin.Close()
+	ctx := context.Background()
+	if err := checkSites(ctx, map[string]string{IdentityDemo: site.URL, IdentityJWT: site.URL}); err != nil {
+		t.Fatalf("sites that answer their /healthz: %v", err)
+	}
+	err := checkSites(ctx, map[string]string{IdentityDemo: site.URL, IdentityForwardAuthClose: admin.URL})
+	if err == nil || !strings.Contains(err.Error(), IdentityForwardAuthClose) || !strings.Contains(err.Error(), "404") {
+		t.Fatalf("err = %v, want the forward_auth_close site refused with its 404", err)
+	}
+}
