@@ -54,8 +54,9 @@ func TestTheDrawPageInEveryLanguageFitsAPhoneAndPassesAxe(t *testing.T) {
 		status("entered", msg("draw.entered", "size", "S"))
 		tab.FromStart(l.Lang, "the Change button", ".sk-actions", "#sk-change")
 		tab.Check("entered", english)
-		pagetest.JS[bool](tab, `(() => { document.getElementById("sk-size").value = "M"; return true; })()`)
-		tab.Click("change")
+		// The size picked and Change pressed in one turn of the page's loop: an entered page
+		// puts its entry's size back in the picker on each answer it gets while idle.
+		pagetest.JS[bool](tab, `(() => { document.getElementById("sk-size").value = "M"; document.getElementById("sk-change").click(); return true; })()`)
 		tab.WaitText("status", msg("draw.changed", "size", "M"))
 		tab.Check("changed size", english)
 		tab.Click("withdraw")
