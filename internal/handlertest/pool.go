@@ -121,10 +121,16 @@ func (tb *poolTB) start() string {
 	p := tb.pool
 	servers := map[string]any{}
 	var bases []string
+	// A free port is free when asked, not taken: two asks may get the same one, which one
+	// config cannot listen on twice.
+	taken := map[int]bool{}
 	for i, g := range p.gateways {
 		g.ports = make([]int, g.servers)
 		for j := range g.ports {
-			g.ports[j] = testenv.FreePort(tb)
+			for g.ports[j] == 0 || taken[g.ports[j]] {
+				g.ports[j] = testenv.FreePort(tb)
+			}
+			taken[g.ports[j]] = true
 			bases = append(bases, Base(g.ports[j]))
 		}
 		port2 := 0
