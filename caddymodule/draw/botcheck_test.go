@@ -3,7 +3,6 @@
 package draw
 
 import (
-	"fmt"
 	"io"
 	"net/http"
 	"strings"
@@ -35,15 +34,21 @@ func enterWith(t *testing.T, base, sale, user, variant, authorization string) (i
 	return resp.StatusCode, string(b), resp.Header.Get("WWW-Authenticate")
 }
 
+// privacyPassIssuer is the issuer privacyPassGateway's draw trusts.
+var (
+	privacyPassIssuer  *botchecktest.Issuer
+	privacyPassGateway = gateway(gatewayConfig{Two: true, Setup: func(tb testing.TB, c *gatewayConfig) {
+		privacyPassIssuer = botchecktest.NewIssuer(tb, "issuer.example")
+		c.Draw = map[string]any{"challenge_provider": map[string]any{
+			"name": "privacypass", "issuer_name": privacyPassIssuer.Name, "issuer_key": privacyPassIssuer.TokenKey()}}
+	}})
+)
+
 func TestADrawWithPrivacyPassTakesEachTokenOnceAcrossGateways(t *testing.T) {
+	t.Parallel()
 	rdb := testenv.Redis(t)
-	iss := botchecktest.NewIssuer(t, "issuer.example")
-	cfg := newGatewayConfig(t)
-	cfg.Port2 = testenv.FreePort(t)
-	cfg.Draw = map[string]any{"challenge_provider": map[string]any{
-		"name": "privacypass", "issuer_name": iss.Name, "issuer_key": iss.TokenKey()}}
-	gw := startCaddy(t, cfg)
-	gw2 := fmt.Sprintf("http://127.0.0.1:%d", cfg.Port2)
+	gw, gw2 := privacyPassGateway.Two(t)
+	iss := privacyPassIssuer
 	sale := newDraw(t, rdb, drawArgs{Variants: map[string]int{"s": 1, "m": 1}, OpensIn: -time.Minute, ClosesIn: time.Hour})
 
 	// Without a token: 401 with the challenge a Privacy Pass client answers by itself.

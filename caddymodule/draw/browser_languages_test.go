@@ -22,14 +22,16 @@ var drawAccept = map[string]string{
 // the claim expired), in the language's sentences and plural forms, none of them left in
 // English, nothing wider than the screen, no serious or critical axe-core violation; Arabic
 // right to left, the buttons and the labels of "Check this draw" starting at the right. One
-// browser and one tab for all nine.
+// browser; each language on a tab of its own against a draw of its own, languages side by side
+// (one language's waits for the page overlap another's checks).
 func TestTheDrawPageInEveryLanguageFitsAPhoneAndPassesAxe(t *testing.T) {
-	p := newProtocolDraw(t, nil)
-	site := pagetest.Serve(t, p)
-	open := p.result
+	t.Parallel()
 	drawn := map[string]any{"state": "drawn", "seed_commitment": "5eed0c0ffee", "seed": "5eed", "entries": 1234, "entries_root": "r00t",
 		"randomness": "drand", "beacon": map[string]any{"round": 123, "chain_hash": "52db9ba70e0c", "genesis_time": 1, "period": 3}}
-	pagetest.EachLanguage(t, p.kit, func(t *testing.T, s *pagetest.Sweep) {
+	pagetest.EachLanguageSideBySide(t, newProtocolDraw(t, nil).kit, 390, 844, true, 2*time.Minute, func(t *testing.T, s *pagetest.Sweep) {
+		p := newProtocolDraw(t, nil)
+		site := pagetest.Serve(t, p)
+		open := p.result
 		tab, l, english, msg, num := s.Tab, s.Lang, s.English, s.Msg, s.Num
 		status := func(state, want string) {
 			t.Helper()
@@ -52,8 +54,9 @@ func TestTheDrawPageInEveryLanguageFitsAPhoneAndPassesAxe(t *testing.T) {
 		status("entered", msg("draw.entered", "size", "S"))
 		tab.FromStart(l.Lang, "the Change button", ".sk-actions", "#sk-change")
 		tab.Check("entered", english)
-		pagetest.JS[bool](tab, `(() => { document.getElementById("sk-size").value = "M"; return true; })()`)
-		tab.Click("change")
+		// The size picked and Change pressed in one turn of the page's loop: an entered page
+		// puts its entry's size back in the picker on each answer it gets while idle.
+		pagetest.JS[bool](tab, `(() => { document.getElementById("sk-size").value = "M"; document.getElementById("sk-change").click(); return true; })()`)
 		tab.WaitText("status", msg("draw.changed", "size", "M"))
 		tab.Check("changed size", english)
 		tab.Click("withdraw")

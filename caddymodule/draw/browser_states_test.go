@@ -88,12 +88,14 @@ func prefix(s string) string { p, _, _ := strings.Cut(s, "{"); return p }
 // down, the title changed, the rank behind "Check this draw"), lost, and won but the claim
 // expired.
 func TestTheDrawPageShowsEveryStateInPlainWordsAndPassesAxe(t *testing.T) {
+	t.Parallel()
 	b := pagetest.NewBrowser(t)
 	for _, pc := range []pagetest.Case{
 		{Name: "en", AcceptLanguage: "en-GB,en;q=0.9", Lang: "en"},
 		{Name: "shop-de", AcceptLanguage: "de-CH,de;q=0.9", Lang: "de", Cfg: pagetest.Shop(), Shop: "Die Verlosung von Alpenschuh"},
 	} {
 		t.Run(pc.Name, func(t *testing.T) {
+			t.Parallel() // a draw of its own
 			p := newProtocolDraw(t, pc.Cfg)
 			site := pagetest.Serve(t, p)
 			msg := func(key string, kv ...string) string { return pagetest.Say(p.kit, pc.Lang, key, kv...) }
@@ -125,8 +127,9 @@ func TestTheDrawPageShowsEveryStateInPlainWordsAndPassesAxe(t *testing.T) {
 					t.Errorf("the proof of work was shown as %q, want 25 %% ... 100 %%", progress)
 				}
 				tab.Axe("entered")
-				pagetest.JS[bool](tab, `(() => { document.getElementById("sk-size").value = "M"; return true; })()`)
-				tab.Click("change")
+				// Picked and pressed in one turn of the page's loop: an entered page puts its
+				// entry's size back in the picker on each answer it gets while idle.
+				pagetest.JS[bool](tab, `(() => { document.getElementById("sk-size").value = "M"; document.getElementById("sk-change").click(); return true; })()`)
 				tab.WaitText("status", msg("draw.changed", "size", "M"))
 				if got := tab.Text("entry"); got != "e-7f3a" {
 					t.Errorf("Check this draw shows the entry %q", got)

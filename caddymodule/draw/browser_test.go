@@ -17,13 +17,14 @@ import (
 
 // A person on the entry page, with a real proof of work: enters for a size, changes it,
 // withdraws and enters again, keeping one entry id throughout; then sees the draw's result.
+// The draw's public result names a beacon (docs/draw.md, "A public beacon"): the page says so.
+var beaconGateway = gateway(gatewayConfig{Result: `{"state":"open","seed_commitment":"` + strings.Repeat("ab", 32) + `","randomness":"commit-reveal+drand",` +
+	`"beacon":{"chain_hash":"52db9ba70e0cc0f6eaf7803dd07447a1f5477735fd3f661792ba94600c84e971","public_key":"00","scheme":"bls-unchained-g1-rfc9380","period":3,"genesis_time":1692803367,"round":123}}`})
+
 func TestEntryPageInARealBrowserEntersChangesWithdrawsEntersAgainAndSeesTheWin(t *testing.T) {
+	t.Parallel()
 	rdb := testenv.Redis(t)
-	gcfg := newGatewayConfig(t)
-	// The draw's public result names a beacon (docs/draw.md, "A public beacon"): the page says so.
-	gcfg.Result = `{"state":"open","seed_commitment":"` + strings.Repeat("ab", 32) + `","randomness":"commit-reveal+drand",` +
-		`"beacon":{"chain_hash":"52db9ba70e0cc0f6eaf7803dd07447a1f5477735fd3f661792ba94600c84e971","public_key":"00","scheme":"bls-unchained-g1-rfc9380","period":3,"genesis_time":1692803367,"round":123}}`
-	gw := startCaddy(t, gcfg)
+	gw := beaconGateway.Base(t)
 	sale := newDraw(t, rdb, drawArgs{Variants: map[string]int{"42": 1, "43": 1, "44": 1}, OpensIn: -time.Minute, ClosesIn: time.Hour, DMin: 8, DMax: 8})
 
 	ctx := pagetest.Context(t, time.Minute)

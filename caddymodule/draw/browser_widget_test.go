@@ -3,78 +3,43 @@
 package draw
 
 import (
-	"strings"
+	"context"
 	"testing"
 	"time"
 
 	"github.com/chromedp/chromedp"
 
 	"github.com/seckilledge/seckill/caddymodule/botcheck/botchecktest"
-	"github.com/seckilledge/seckill/caddymodule/internal/pagekit"
 	"github.com/seckilledge/seckill/caddymodule/internal/pagekit/pagetest"
 	"github.com/seckilledge/seckill/internal/testenv"
 )
 
-// A draw with Turnstile: the entry page, in each of its languages, shows the widget with its
-// label in that language, loads the provider's script (a stand-in served here, which the
-// page's CSP allows because the site names it), and enters the draw with the widget's token,
-// checked by the stand-in siteverify once per entry.
+// A draw with Turnstile (widgetTurnstile, the stand-in of widgetGateway's draw): the entry
+// page, in each of its languages, shows the widget with its label in that language, loads the
+// provider's script (a stand-in served here, which the page's CSP allows because the site
+// names it), and enters the draw with the widget's token, checked by the stand-in siteverify
+// once per entry.
 func TestTheDrawPageShowsTheProvidersWidgetInEveryLanguageAndEntersWithItsToken(t *testing.T) {
-	if testing.Short() {
-		t.Skip("chromium: not in -short")
-	}
-	rdb := testenv.Redis(t)
-	ts := botchecktest.NewTurnstile(t)
-	sv := ts.Siteverify
-	cfg := newGatewayConfig(t)
-	cfg.Draw = map[string]any{"challenge_provider": ts.Provider}
-	gw := startCaddy(t, cfg)
-	sale := newDraw(t, rdb, drawArgs{Variants: map[string]int{"42": 1}, OpensIn: -time.Minute, ClosesIn: time.Hour})
-	kit, err := pagekit.New(pageKind, pagekit.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	// The CSP names the widget's origin, and the page the widget's element and script.
-	pagetest.AllowsWidget(t, gw+"/seckill/"+sale+"/draw?lang=en", ts.Script.URL)
-
-	ctx := pagetest.Context(t, 5*time.Minute)
-	calls := sv.Calls.Load()
-	for i, l := range pagetest.Languages {
-		user := "w-" + strings.ToLower(strings.ReplaceAll(l.Lang, "-", ""))
-		if _, err := chromedp.Run(ctx, chromedp.Navigate(gw+"/seckill/"+sale+"/draw?lang="+l.Lang+"&user="+user)); err != nil {
-			t.Fatalf("navigate (%s): %v", l.Lang, err)
-		}
-		want := kit.Message(l.Lang, "common.challenge")
-		if want == "" || (l.Lang != "en" && want == kit.Message("en", "common.challenge")) {
-			t.Fatalf("the catalogue of %s has no translated common.challenge: %q", l.Lang, want)
-		}
-		for s := pagetest.StateIn(t, ctx); s != "none"; s = pagetest.StateIn(t, ctx) {
-			if ctx.Err() != nil {
-				t.Fatalf("the page (%s) is %q, never ready to enter", l.Lang, s)
+	pagetest.WidgetSweep(t, pagetest.Widget{Kind: pageKind, Turnstile: &widgetTurnstile, Ready: "none", Entered: []string{"entered"},
+		Page: func(t *testing.T) string {
+			sale := newDraw(t, testenv.Redis(t), drawArgs{Variants: map[string]int{"42": 1}, OpensIn: -time.Minute, ClosesIn: time.Hour})
+			return widgetGateway.Base(t) + "/seckill/" + sale + "/draw"
+		},
+		// The buyer picks his size and enters.
+		Enter: func(t *testing.T, ctx context.Context, lang string) {
+			if _, err := chromedp.Run(ctx, chromedp.SetValue(chromedp.ID("sk-size"), "42")); err != nil {
+				t.Fatalf("pick the size (%s): %v", lang, err)
 			}
-			time.Sleep(50 * time.Millisecond)
-		}
-		if got := pagetest.TextIn(t, ctx, "widget-label"); got != want {
-			t.Fatalf("the widget's label in %s is %q, want %q", l.Lang, got, want)
-		}
-		// The stand-in fills the token; the page enters with it.
-		if _, err := chromedp.Run(ctx, chromedp.SetValue(chromedp.ID("sk-size"), "42")); err != nil {
-			t.Fatalf("pick the size (%s): %v", l.Lang, err)
-		}
-		if _, err := chromedp.Run(ctx, chromedp.Click(chromedp.ID("sk-enter"))); err != nil {
-			t.Fatalf("enter (%s): %v", l.Lang, err)
-		}
-		for s := pagetest.StateIn(t, ctx); s != "entered"; s = pagetest.StateIn(t, ctx) {
-			if ctx.Err() != nil {
-				t.Fatalf("the page (%s) is %q, never entered (problem: %q)", l.Lang, s, pagetest.TextIn(t, ctx, "problem"))
+			if _, err := chromedp.Run(ctx, chromedp.Click(chromedp.ID("sk-enter"))); err != nil {
+				t.Fatalf("enter (%s): %v", lang, err)
 			}
-			time.Sleep(50 * time.Millisecond)
-		}
-		if got := sv.Last().Get("response"); got != "human" {
-			t.Fatalf("siteverify was asked about %q, want the widget's token", got)
-		}
-		if n := sv.Calls.Load() - calls; n != int64(i+1) {
-			t.Fatalf("after %d pages' entries siteverify was asked %d times, want once per entry", i+1, n)
-		}
-	}
+		}})
 }
+
+var (
+	widgetTurnstile botchecktest.Turnstile
+	widgetGateway   = gateway(gatewayConfig{Setup: func(tb testing.TB, c *gatewayConfig) {
+		widgetTurnstile = botchecktest.NewTurnstile(tb)
+		c.Draw = map[string]any{"challenge_provider": widgetTurnstile.Provider}
+	}})
+)

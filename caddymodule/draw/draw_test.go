@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -21,9 +20,10 @@ import (
 )
 
 func TestEnterChangeWithdrawEnterAgainKeepsTheEntryIDAndExactCounters(t *testing.T) {
+	// Serial: it counts the entries in the process's metrics, which every test's gateway adds to.
+	sale := newDraw(t, testenv.Redis(t), drawArgs{Variants: map[string]int{"42": 2, "43": 1}, OpensIn: -time.Minute, ClosesIn: time.Hour})
 	rdb := testenv.Redis(t)
-	gw := startCaddy(t, newGatewayConfig(t))
-	sale := newDraw(t, rdb, drawArgs{Variants: map[string]int{"42": 2, "43": 1}, OpensIn: -time.Minute, ClosesIn: time.Hour})
+	gw := plainGateway.Base(t)
 
 	entered := testutil.ToFloat64(kitMetrics.Requests.WithLabelValues("enter", "entered"))
 	first := enter(t, gw, sale, "alice", "42", nil)
@@ -78,8 +78,9 @@ func TestEnterChangeWithdrawEnterAgainKeepsTheEntryIDAndExactCounters(t *testing
 }
 
 func TestRefusals(t *testing.T) {
+	t.Parallel()
 	rdb := testenv.Redis(t)
-	gw := startCaddy(t, newGatewayConfig(t))
+	gw := plainGateway.Base(t)
 	ctx := context.Background()
 	open := newDraw(t, rdb, drawArgs{Variants: map[string]int{"s": 1, "m": 1}, OpensIn: -time.Minute, ClosesIn: time.Hour})
 	single := newDraw(t, rdb, drawArgs{Variants: map[string]int{"one": 3}, OpensIn: -time.Minute, ClosesIn: time.Hour})
@@ -148,8 +149,9 @@ func TestRefusals(t *testing.T) {
 }
 
 func TestStatusAfterTheDraw(t *testing.T) {
+	t.Parallel()
 	rdb := testenv.Redis(t)
-	gw := startCaddy(t, newGatewayConfig(t))
+	gw := plainGateway.Base(t)
 	ctx := context.Background()
 	sale := newDraw(t, rdb, drawArgs{Variants: map[string]int{"a": 2, "b": 1}, OpensIn: -time.Minute, ClosesIn: time.Hour})
 	users := []string{"p0", "p1", "p2", "p3", "p4", "q0", "q1", "w0"}
@@ -216,15 +218,14 @@ func TestStatusAfterTheDraw(t *testing.T) {
 	}
 }
 
+// A gateway of its own, another process: its Redis is an address where nothing listens.
 func TestRedisDownIsUnavailableWithRetryAfter(t *testing.T) {
+	t.Parallel()
 	testenv.Redis(t) // the services are required; this gateway points elsewhere
 	c := newGatewayConfig(t)
 	c.Draw = map[string]any{"timeout": "300ms"}
-	cfg := c.JSON()
 	dead := fmt.Sprintf("127.0.0.1:%d", testenv.FreePort(t))
-	cfg = []byte(strings.ReplaceAll(string(cfg), testenv.RedisAddr(), dead))
-	base := fmt.Sprintf("http://127.0.0.1:%d", c.Port)
-	handlertest.StartCaddy(t, cfg, base)
+	base := handlertest.StartGateway(t, handlertest.Config(appConfig(dead), c.servers(t, c.Port, 0)), handlertest.Base(c.Port)).Base
 	for _, m := range []string{"POST", "GET", "DELETE"} {
 		r := do(t, m, base+"/seckill/s1/draw", "u1", `{"variant":"a"}`, nil)
 		if r.Status != http.StatusServiceUnavailable || r.Code != "unavailable" || r.Retry == "" {
@@ -234,8 +235,9 @@ func TestRedisDownIsUnavailableWithRetryAfter(t *testing.T) {
 }
 
 func TestProofOfWorkIsRequiredAndSingleUse(t *testing.T) {
+	t.Parallel()
 	rdb := testenv.Redis(t)
-	gw := startCaddy(t, newGatewayConfig(t))
+	gw := plainGateway.Base(t)
 	sale := newDraw(t, rdb, drawArgs{Variants: map[string]int{"a": 1}, OpensIn: -time.Minute, ClosesIn: time.Hour, DMin: 6, DMax: 10})
 
 	if r := enter(t, gw, sale, "alice", "a", nil); r.Status != 403 || r.Code != contract.CodeInvalidChallenge {

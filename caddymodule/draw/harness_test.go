@@ -78,6 +78,12 @@ type gatewayConfig struct {
 	// Result, when set, is the body answered on /seckill/*/draw/result (the backend's, which
 	// the shipped gateways proxy): the entry page reads how the draw is made from it.
 	Result string
+	// Two asks a gateway of the package's pool for the second server (Port2).
+	Two bool
+	// Setup, when set, completes a pool gateway's config when the pool is loaded (a stand-in
+	// server it names): tb is the pool's, which keeps what it starts until the package's
+	// tests end.
+	Setup func(tb testing.TB, c *gatewayConfig)
 }
 
 func newGatewayConfig(t testing.TB) gatewayConfig {
@@ -85,6 +91,23 @@ func newGatewayConfig(t testing.TB) gatewayConfig {
 }
 
 func (c gatewayConfig) JSON() []byte {
+	return handlertest.Config(appConfig(testenv.RedisAddr()), c.servers(nil, c.Port, c.Port2))
+}
+
+// appConfig is the seckill app of a gateway over Redis at redisAddr.
+func appConfig(redisAddr string) map[string]any {
+	return map[string]any{
+		"redis":      map[string]any{"addrs": []string{redisAddr}, "read_timeout": "5s", "dial_timeout": "500ms"},
+		"token_keys": []map[string]any{{"id": "k1", "secret": testSecret}},
+	}
+}
+
+// servers are the gateway's HTTP servers, "gw" on port (and "gw2" on port2, unless 0), its
+// Setup run first (tb: the pool's).
+func (c gatewayConfig) servers(tb testing.TB, port, port2 int) map[string]any {
+	if c.Setup != nil {
+		c.Setup(tb, &c)
+	}
 	h := map[string]any{"handler": "seckill_draw", "user": "{http.request.header.X-User-ID}", "cache_ttl": "50ms", "timeout": "10s"}
 	for k, v := range c.Draw {
 		h[k] = v
@@ -105,20 +128,11 @@ func (c gatewayConfig) JSON() []byte {
 			map[string]any{"handle": []any{map[string]any{"handler": "static_response", "body": "ok"}}},
 		)...)
 	}
-	servers := map[string]any{"gw": server(c.Port)}
-	if c.Port2 != 0 {
-		servers["gw2"] = server(c.Port2)
+	servers := map[string]any{"gw": server(port)}
+	if port2 != 0 {
+		servers["gw2"] = server(port2)
 	}
-	return handlertest.Config(map[string]any{
-		"redis":      map[string]any{"addrs": []string{testenv.RedisAddr()}, "read_timeout": "5s", "dial_timeout": "500ms"},
-		"token_keys": []map[string]any{{"id": "k1", "secret": testSecret}},
-	}, servers)
-}
-
-// startCaddy runs the config in this process until the test ends.
-func startCaddy(t testing.TB, c gatewayConfig) string {
-	t.Helper()
-	return handlertest.Start(t, c.Port, c.JSON())
+	return servers
 }
 
 var client = handlertest.NewClient(256)

@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/seckilledge/seckill/contract"
-	"github.com/seckilledge/seckill/internal/handlertest"
 	"github.com/seckilledge/seckill/internal/testenv"
 )
 
@@ -20,14 +19,14 @@ import (
 // gateways' worth of caches), each user also racing himself across them: every user ends with
 // one entry id, ids are the counter's values without gap or repeat, and the per-size counters
 // equal what the entries say.
+var raceGateway = gateway(gatewayConfig{Two: true})
+
+// Serial: each of its hundreds of concurrent requests must be answered within the handler's
+// timeout on two cores.
 func TestOneEntryPerUserUnderConcurrencyAcrossTwoHandlers(t *testing.T) {
 	rdb := testenv.Redis(t)
 	ctx := context.Background()
-	c := newGatewayConfig(t)
-	c.Port2 = testenv.FreePort(t)
-	gw := startCaddy(t, c)
-	gw2 := fmt.Sprintf("http://127.0.0.1:%d", c.Port2)
-	handlertest.WaitListening(t, gw2)
+	gw, gw2 := raceGateway.Two(t)
 	sizes := []string{"38", "39", "40", "41"}
 	sale := newDraw(t, rdb, drawArgs{Variants: map[string]int{"38": 5, "39": 5, "40": 5, "41": 5}, OpensIn: -time.Minute, ClosesIn: time.Hour})
 

@@ -17,12 +17,13 @@ import (
 
 // seckill_token with require_admission, through a real Caddy: no admission, no token; an
 // admission from the room gives one; a sale without a room is unaffected.
+var admissionGateway = gateway(gatewayConfig{Token: map[string]any{"require_admission": true}})
+
 func TestRequireAdmissionGivesATokenOnlyToUsersTheRoomAdmitted(t *testing.T) {
+	t.Parallel()
 	rdb := testenv.Redis(t)
 	ctx := context.Background()
-	cfg := newGatewayConfig(t, testenv.RabbitVhost(t))
-	cfg.Token = map[string]any{"require_admission": true}
-	gw := startCaddy(t, cfg)
+	gw := admissionGateway.Base(t)
 	// One unit, one live admission: the second in line waits.
 	r := newRoom(t, rdb, 1, -time.Second, time.Hour, roomArgs{Rate: "100", Oversubscribe: "1", SessionMS: "60000"})
 	token := func(sale, user string) reply {

@@ -13,18 +13,25 @@ import (
 	"github.com/seckilledge/seckill/internal/testenv"
 )
 
+// botcheckSiteverify is the stand-in siteverify of botcheckGateway: "good" passes for the
+// gateway's host, "down" answers 502, anything else is refused.
+var (
+	botcheckSiteverify *botchecktest.Siteverify
+	botcheckGateway    = gateway(gatewayConfig{Setup: func(tb testing.TB, c *gatewayConfig) {
+		botcheckSiteverify = botchecktest.NewSiteverify(tb, "test-secret", map[string]botchecktest.Answer{
+			"good": {Body: `{"success":true,"hostname":"127.0.0.1","action":"enter"}`},
+			"down": {Status: http.StatusBadGateway},
+		})
+		c.Room = map[string]any{"challenge_provider": map[string]any{
+			"name": "turnstile", "secret": "test-secret", "verify_url": botcheckSiteverify.URL, "action": "enter"}}
+	}})
+)
+
 func TestARoomWithAChallengeProviderChecksEachEntryOnceAndNoPoll(t *testing.T) {
+	t.Parallel()
 	rdb := testenv.Redis(t)
-	// "good" passes for the gateway's host, "down" answers 502, anything else is refused.
-	sv := botchecktest.NewSiteverify(t, "test-secret", map[string]botchecktest.Answer{
-		"good": {Body: `{"success":true,"hostname":"127.0.0.1","action":"enter"}`},
-		"down": {Status: http.StatusBadGateway},
-	})
-	calls := &sv.Calls
-	cfg := newGatewayConfig(t, testenv.RabbitVhost(t))
-	cfg.Room = map[string]any{"challenge_provider": map[string]any{
-		"name": "turnstile", "secret": "test-secret", "verify_url": sv.URL, "action": "enter"}}
-	gw := startCaddy(t, cfg)
+	gw := botcheckGateway.Base(t)
+	calls := &botcheckSiteverify.Calls
 	r := newRoom(t, rdb, 1, -time.Second, time.Hour, roomArgs{Rate: "100", Oversubscribe: "1", SessionMS: "60000"})
 	token := func(v string) map[string]string { return map[string]string{botcheckcaddy.Header: v} }
 

@@ -24,23 +24,18 @@ import (
 // language on a tab of its own against a room of its own, languages side by side (one
 // language's waits for the page's polls overlap another's checks).
 func TestTheWaitingPageInEveryLanguageFitsAPhoneAndPassesAxe(t *testing.T) {
-	if testing.Short() {
-		t.Skip("chromium: not in -short")
-	}
-	start := time.Now()
-	b := pagetest.NewBrowser(t)
+	t.Parallel()
 	kit := newProtocolRoom(t, nil).kit
 	if got := strings.Join(kit.Languages(), " "); got != "ar de en es fr ja ko pt-BR zh-Hans" {
 		t.Fatalf("the page speaks %s", got)
 	}
-	t.Cleanup(func() { t.Logf("nine languages, every state, in %v", time.Since(start).Round(time.Second)) })
 	// The admission outlasts a language's whole sweep (two minutes): on a loaded machine the
 	// axe checks between "admitted" and the click on Buy must not see the turn run out.
 	admitted := func() map[string]any {
 		return map[string]any{"ticket": "t1", "entry_id": "e-abc", "state": "admitted", "refresh_s": 5,
 			"admitted_until": time.Now().Add(10 * time.Minute).UTC().Format(time.RFC3339)}
 	}
-	pagetest.EachLanguageSideBySide(t, b, kit, 390, 844, true, 2*time.Minute, func(t *testing.T, s *pagetest.Sweep) {
+	pagetest.EachLanguageSideBySide(t, kit, 390, 844, true, 2*time.Minute, func(t *testing.T, s *pagetest.Sweep) {
 		p := newProtocolRoom(t, nil)
 		site := pagetest.Serve(t, p)
 		tab, l, english, msg, num := s.Tab, s.Lang, s.English, s.Msg, s.Num

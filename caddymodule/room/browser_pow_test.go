@@ -24,11 +24,12 @@ import (
 // challenge and the entry. The browser's POST /queue is held (the Fetch
 // domain) while the test makes the room look rushed in Redis and waits for the gateway to
 // issue harder challenges; then the entry goes on and is admitted.
+var powGateway = gateway(gatewayConfig{Room: map[string]any{"difficulty_rate": 1}})
+
 func TestWaitingPageShowsTheWorkAsProgressAndIsAdmittedAfterADifficultyRise(t *testing.T) {
+	t.Parallel()
 	rdb := testenv.Redis(t)
-	cfg := newGatewayConfig(t, testenv.RabbitVhost(t))
-	cfg.Room = map[string]any{"difficulty_rate": 1}
-	gw := startCaddy(t, cfg)
+	gw := powGateway.Base(t)
 	// 12 bits while quiet (4 096 attempts expected), up to 20 in a rush.
 	r := newRoom(t, rdb, 1, -time.Second, time.Hour, roomArgs{Rate: "100", Oversubscribe: "1", SessionMS: "60000", DifficultyMin: "12", DifficultyMax: "20"})
 

@@ -119,6 +119,7 @@ func pageCases() []pagetest.Case {
 // paused, and the room full (try again in N seconds). The two pages side by side, each against
 // a room of its own; each page's states in turn.
 func TestTheWaitingPageShowsEveryStateInPlainWordsAndPassesAxe(t *testing.T) {
+	t.Parallel()
 	b := pagetest.NewBrowser(t)
 	for _, pc := range pageCases() {
 		t.Run(pc.Name, func(t *testing.T) {
@@ -315,6 +316,7 @@ if (window.Notification) {
 // and it shows one when the turn comes; the Buy button, which has the focus, works from the
 // keyboard. Without JavaScript the page explains why it needs it.
 func TestTheWaitingPageKeepsPollingInAThrottledTabAndNotifiesYourTurn(t *testing.T) {
+	t.Parallel()
 	b := pagetest.NewBrowser(t)
 	p := newProtocolRoom(t, nil)
 	site := pagetest.Serve(t, p)

@@ -17,15 +17,15 @@ import (
 	"github.com/seckilledge/seckill/internal/testenv"
 )
 
+// "first" never claims his admission: with the default claim window (seconds) the room would
+// judge him a no-show and admit alice while Chromium is still starting on a loaded machine.
+// The test ends his admission itself.
+var browserGateway = gateway(gatewayConfig{Room: map[string]any{"claim_window": "10m"}})
+
 func TestWaitingPageInARealBrowserEntersWaitsLeavesEntersAgainIsAdmittedAndBuys(t *testing.T) {
+	t.Parallel()
 	rdb := testenv.Redis(t)
-	amqpURL := testenv.RabbitVhost(t)
-	cfg := newGatewayConfig(t, amqpURL)
-	// "first" never claims his admission: with the default claim window (seconds) the room
-	// would judge him a no-show and admit alice while Chromium is still starting on a loaded
-	// machine. The test ends his admission itself.
-	cfg.Room = map[string]any{"claim_window": "10m"}
-	gw := startCaddy(t, cfg)
+	gw := browserGateway.Base(t)
 	// One live admission at a time (1 unit x 1), and a real proof of work.
 	r := newRoom(t, rdb, 1, -time.Second, time.Hour, roomArgs{Rate: "100", Oversubscribe: "1", SessionMS: "60000", DifficultyMin: "8", DifficultyMax: "8"})
 	// Someone entered first and holds the only admission: the browser's user waits until the

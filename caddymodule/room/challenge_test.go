@@ -59,15 +59,15 @@ func expiresAt(t testing.TB, c reply) time.Time {
 // the rush. It is refused because it expired (403 challenge_expired), while the rush, counted
 // across gateways, raised the difficulty of the challenges issued in it. The rush goes through
 // the second gateway, the late solution through the first.
+// A life of 4s (3 to 4 once rounded down to the second): long enough for a fresh challenge to
+// be solved and used on a loaded machine, short enough to wait out.
+var quietHoursGateway = gateway(gatewayConfig{Two: true, Room: map[string]any{"difficulty_rate": 1, "challenge_life": "4s", "challenges_per_net": -1}})
+
+// Serial: its rush floods a gateway until the quiet challenge's life is over, and every fresh
+// challenge must be solved and used within its 4 s.
 func TestAChallengeFetchedInTheQuietHoursIsRefusedInTheRushAsExpired(t *testing.T) {
 	rdb := testenv.Redis(t)
-	cfg := newGatewayConfig(t, testenv.AMQPURL())
-	cfg.Port2 = testenv.FreePort(t)
-	// A life of 4s (3 to 4 once rounded down to the second): long enough for a fresh challenge
-	// to be solved and used on a loaded machine, short enough to wait out.
-	cfg.Room = map[string]any{"difficulty_rate": 1, "challenge_life": "4s", "challenges_per_net": -1}
-	gwA := startCaddy(t, cfg)
-	gwB := fmt.Sprintf("http://127.0.0.1:%d", cfg.Port2)
+	gwA, gwB := quietHoursGateway.Two(t)
 	// 1 bit while at most one entry a second, then one more per doubling, up to 8.
 	r := newRoom(t, rdb, 10, -time.Second, time.Hour, roomArgs{DifficultyMin: "1", DifficultyMax: "8"})
 	challenge := func(gw, user string) reply {
@@ -148,15 +148,15 @@ func TestAChallengeFetchedInTheQuietHoursIsRefusedInTheRushAsExpired(t *testing.
 // And a challenge older than its life is always refused: 20 challenges fetched from both
 // gateways before the burst, solved at once, are all 403 challenge_expired once past their
 // expires_at, whichever gateway they are taken to.
+// Every test client is 127.0.0.1: no bound per network here (the bounds have their test). A
+// life of 10 s: the burst's challenges are used at once, the early ones after it.
+var burstGateway = gateway(gatewayConfig{Two: true, Room: map[string]any{"difficulty_rate": 20, "challenges_per_net": -1, "challenge_life": "10s"}})
+
+// Serial: each of its 1 000 entries must solve and use its challenge within the challenge's
+// life on two cores.
 func TestABurstOfEntriesSolvingTheirOwnChallengesIsNeverRefusedForDifficulty(t *testing.T) {
 	rdb := testenv.Redis(t)
-	cfg := newGatewayConfig(t, testenv.AMQPURL())
-	cfg.Port2 = testenv.FreePort(t)
-	// Every test client is 127.0.0.1: no bound per network here (the bounds have their test).
-	// A life of 10 s: the burst's challenges are used at once, the early ones after it.
-	cfg.Room = map[string]any{"difficulty_rate": 20, "challenges_per_net": -1, "challenge_life": "10s"}
-	gwA := startCaddy(t, cfg)
-	gwB := fmt.Sprintf("http://127.0.0.1:%d", cfg.Port2)
+	gwA, gwB := burstGateway.Two(t)
 	r := newRoom(t, rdb, 100, -time.Second, time.Hour, roomArgs{DifficultyMin: "2", DifficultyMax: "10"})
 
 	type early struct {
@@ -264,15 +264,14 @@ func TestABurstOfEntriesSolvingTheirOwnChallengesIsNeverRefusedForDifficulty(t *
 // the open ones expire, he gets a new one. His network is never refused: beyond
 // challenges_per_net open challenges its next ones get one bit harder per doubling, up to the
 // room's highest difficulty.
+// Every request of a burst lands within the life of the first (10s) even on a loaded machine,
+// so the counts are exact; the last step waits the life out.
+var openChallengesGateway = gateway(gatewayConfig{Two: true, Room: map[string]any{"challenge_life": "10s", "challenges_per_user": 3, "challenges_per_net": 10}})
+
 func TestOpenChallengesAreBoundedPerUserAndHarderPerNetworkAcrossGateways(t *testing.T) {
+	t.Parallel()
 	rdb := testenv.Redis(t)
-	cfg := newGatewayConfig(t, testenv.AMQPURL())
-	cfg.Port2 = testenv.FreePort(t)
-	// Every request of a burst lands within the life of the first (10s) even on a loaded
-	// machine, so the counts are exact; the last step waits the life out.
-	cfg.Room = map[string]any{"challenge_life": "10s", "challenges_per_user": 3, "challenges_per_net": 10}
-	gwA := startCaddy(t, cfg)
-	gwB := fmt.Sprintf("http://127.0.0.1:%d", cfg.Port2)
+	gwA, gwB := openChallengesGateway.Two(t)
 	r := newRoom(t, rdb, 10, -time.Second, time.Hour, roomArgs{DifficultyMin: "1", DifficultyMax: "4"})
 
 	burst := func(users []string) (issued, bounded int, other []string, bits map[int]int) {

@@ -27,6 +27,12 @@ import (
 // ends seconds before the start, as a longer wait's would. Each run waits out its lead and
 // its polls (about 7 s), so the runs go ten at a time, each a room of its own on the same two
 // gateways (200 waiters polling once a second between them).
+var comebackRoom = map[string]any{"refresh_min": "1s", "refresh_max": "1s", "summary_interval": "100ms", "admit_interval": "100ms"}
+
+var comebackGateway = gateway(gatewayConfig{Room: comebackRoom})
+
+// Serial: its 200 waiters polling once a second must be answered within the handler's timeout
+// on two cores.
 func TestWaitersBackWithinASecondOfTheStartAreAdmittedInThePermutation(t *testing.T) {
 	const (
 		runs, batch = 20, 10
@@ -35,11 +41,7 @@ func TestWaitersBackWithinASecondOfTheStartAreAdmittedInThePermutation(t *testin
 		lead        = 3500 * time.Millisecond // from the room's setup to the start
 	)
 	rdb := testenv.Redis(t)
-	amqpURL := testenv.RabbitVhost(t)
-	room := map[string]any{"refresh_min": "1s", "refresh_max": "1s", "summary_interval": "100ms", "admit_interval": "100ms"}
-	ca, cb := newGatewayConfig(t, amqpURL), newGatewayConfig(t, amqpURL)
-	ca.Room, cb.Room = room, room
-	gws := []string{startCaddy(t, ca), startGatewayProcess(t, cb)}
+	gws := []string{comebackGateway.Base(t), secondProcess(t, gatewayConfig{Room: comebackRoom})}
 	ctx := context.Background()
 
 	run := func(k int) string {

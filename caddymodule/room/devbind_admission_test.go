@@ -13,19 +13,23 @@ import (
 	"github.com/seckilledge/seckill/caddymodule/dpop/dpoptest"
 	"github.com/seckilledge/seckill/caddymodule/room/core"
 	"github.com/seckilledge/seckill/caddymodule/sealed"
+	clientjs "github.com/seckilledge/seckill/clients/js"
 	"github.com/seckilledge/seckill/contract"
 	"github.com/seckilledge/seckill/internal/testenv"
 )
 
-// requiredBinding sets device_binding required on the room, the token and the gate of c.
-func requiredBinding(c *gatewayConfig) {
-	c.Room = map[string]any{"device_binding": "required"}
-	c.Token = map[string]any{"device_binding": "required"}
-	if c.Gate == nil {
-		c.Gate = map[string]any{}
-	}
-	c.Gate["device_binding"] = "required"
+// required is a gateway with device_binding required on the room, the token and the gate.
+func required() gatewayConfig {
+	return gatewayConfig{Room: map[string]any{"device_binding": "required"}, Token: map[string]any{"device_binding": "required"},
+		Gate: map[string]any{"device_binding": "required"}}
 }
+
+// requiredGateway is required, serving devicePage and the client (clients/js/seckill.js) too.
+var requiredGateway = gateway(func() gatewayConfig {
+	c := required()
+	c.Files = map[string][2]string{"/device.html": {"text/html; charset=utf-8", devicePage}, "/seckill.js": {"text/javascript", clientjs.Source}}
+	return c
+}())
 
 // TestTheAdmissionStaysWithTheKeyOfTheFirstBoundEntryAcrossTwoGateways: under device_binding
 // required, two clients share alice's session (the same user id) and hold different keys.
@@ -35,14 +39,10 @@ func requiredBinding(c *gatewayConfig) {
 // (gate.lua's own check of the place's key, for a token bound to another key, is
 // TestAPurchaseWithAnotherKeyThanThePlacesIsRefused in lua/.)
 func TestTheAdmissionStaysWithTheKeyOfTheFirstBoundEntryAcrossTwoGateways(t *testing.T) {
+	t.Parallel()
 	rdb := testenv.Redis(t)
-	amqpURL := testenv.RabbitVhost(t)
-	ca := newGatewayConfig(t, amqpURL)
-	requiredBinding(&ca)
-	a := startCaddy(t, ca)
-	cb := newGatewayConfig(t, amqpURL)
-	requiredBinding(&cb)
-	b := startGatewayProcess(t, cb)
+	a := requiredGateway.Base(t)
+	b := secondProcess(t, required())
 	r := newRoom(t, rdb, 5, -time.Second, time.Hour, roomArgs{Rate: "100", Oversubscribe: "1", SessionMS: "60000", DifficultyMin: "0", DifficultyMax: "0"})
 	device, other := dpoptest.NewKey(t), dpoptest.NewKey(t)
 	url := func(gw, route string) string { return gw + "/seckill/" + r.Sale + "/" + route }
@@ -108,14 +108,14 @@ func TestTheAdmissionStaysWithTheKeyOfTheFirstBoundEntryAcrossTwoGateways(t *tes
 // ticket inside a bound one (its b.<kid>.<mac>. prefix cut off) polls and leaves nothing,
 // without a proof or with one, across two gateways, even where the gateway verified (and
 // cached) it inside its binding a moment before.
+var optionalBinding = gatewayConfig{Room: map[string]any{"device_binding": "optional"}}
+
+var optionalGateway = gateway(optionalBinding)
+
 func TestABoundTicketCutOutOfItsBindingIsNoBearerTicket(t *testing.T) {
+	t.Parallel()
 	rdb := testenv.Redis(t)
-	amqpURL := testenv.RabbitVhost(t)
-	ca, cb := newGatewayConfig(t, amqpURL), newGatewayConfig(t, amqpURL)
-	for _, c := range []*gatewayConfig{&ca, &cb} {
-		c.Room = map[string]any{"device_binding": "optional"}
-	}
-	a, b := startCaddy(t, ca), startGatewayProcess(t, cb)
+	a, b := optionalGateway.Base(t), secondProcess(t, optionalBinding)
 	// Rate 0.001: nobody is admitted, the places stay waiting (and can be left).
 	r := newRoom(t, rdb, 5, -time.Second, time.Hour, roomArgs{Rate: "0.001", Oversubscribe: "1", SessionMS: "60000", DifficultyMin: "0", DifficultyMax: "0"})
 	device := dpoptest.NewKey(t)

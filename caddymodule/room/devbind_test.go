@@ -6,7 +6,6 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -18,20 +17,19 @@ import (
 	"github.com/seckilledge/seckill/caddymodule/internal/pagekit/pagetest"
 	"github.com/seckilledge/seckill/caddymodule/room/core"
 	"github.com/seckilledge/seckill/caddymodule/sealed"
-	clientjs "github.com/seckilledge/seckill/clients/js"
 	"github.com/seckilledge/seckill/contract"
-	"github.com/seckilledge/seckill/internal/handlertest"
 	"github.com/seckilledge/seckill/internal/testenv"
 )
 
 // TestABoundTicketIsPolledOnlyWithAProofOfItsKey: with device_binding required, the room's
 // entry needs a proof, its ticket is sealed with the proof key's thumbprint, and a poll or a
 // leave of that ticket needs a fresh proof of the same key over it (against the real Redis).
+var boundRoomGateway = gateway(gatewayConfig{Room: map[string]any{"device_binding": "required"}})
+
 func TestABoundTicketIsPolledOnlyWithAProofOfItsKey(t *testing.T) {
+	t.Parallel()
 	rdb := testenv.Redis(t)
-	c := newGatewayConfig(t, testenv.RabbitVhost(t))
-	c.Room = map[string]any{"device_binding": "required"}
-	base := startCaddy(t, c)
+	base := boundRoomGateway.Base(t)
 	r := newRoom(t, rdb, 5, -time.Second, time.Hour, roomArgs{Rate: "1", Oversubscribe: "1", SessionMS: "60000", DifficultyMin: "0", DifficultyMax: "0"})
 	queue := base + "/seckill/" + r.Sale + "/queue"
 	device, thief := dpoptest.NewKey(t), dpoptest.NewKey(t)
@@ -99,8 +97,9 @@ const devicePage = `<!doctype html><meta charset="utf-8"><title>device</title>
 // a proof; the ticket and the token, copied into a second browser profile (another device's
 // IndexedDB, so another key), poll and buy nothing there.
 func TestTheRoomAndThePurchaseWithRequiredBindingInARealBrowser(t *testing.T) {
+	t.Parallel()
 	rdb := testenv.Redis(t)
-	base := startRequired(t)
+	base := requiredGateway.Base(t)
 	r := newRoom(t, rdb, 5, -time.Second, time.Hour, roomArgs{Rate: "100", Oversubscribe: "1", SessionMS: "60000", DifficultyMin: "0", DifficultyMax: "0"})
 
 	profile := func() context.Context {
@@ -162,42 +161,14 @@ func jsQuote(s string) string {
 	return string(b)
 }
 
-// startRequired runs a gateway whose room, token and gate all have device_binding required,
-// and which also serves devicePage and the client.
-func startRequired(t *testing.T) string {
-	t.Helper()
-	c := newGatewayConfig(t, testenv.RabbitVhost(t))
-	c.Room = map[string]any{"device_binding": "required"}
-	c.Token = map[string]any{"device_binding": "required"}
-	var cfg map[string]any
-	_ = json.Unmarshal(c.JSON(), &cfg)
-	srv := cfg["apps"].(map[string]any)["http"].(map[string]any)["servers"].(map[string]any)["gw"].(map[string]any)
-	routes := srv["routes"].([]any)
-	for _, rt := range routes {
-		for _, h := range rt.(map[string]any)["handle"].([]any) {
-			if m := h.(map[string]any); m["handler"] == "seckill_gate" {
-				m["device_binding"] = "required"
-			}
-		}
-	}
-	static := func(path, ctype, body string) any {
-		return map[string]any{"match": []any{map[string]any{"path": []string{path}}},
-			"handle": []any{map[string]any{"handler": "static_response", "body": body, "headers": map[string]any{"Content-Type": []string{ctype}}}}}
-	}
-	srv["routes"] = append([]any{static("/device.html", "text/html; charset=utf-8", devicePage), static("/seckill.js", "text/javascript", clientjs.Source)}, routes...)
-	b, _ := json.Marshal(cfg)
-	base := "http://127.0.0.1:" + strconv.Itoa(c.Port)
-	handlertest.StartCaddy(t, b, base)
-	return base
-}
-
 // TestTheWaitingPageEntersAndBuysUnderRequiredBinding: the waiting page as shipped, unchanged,
 // in Chromium against a room, a token issuer and a gate that all require device binding: its
 // client is refused proof_required at the entry, opens the device's key and enters with a
 // proof, polls with proofs until admitted, and the Buy button takes a bound token and buys.
 func TestTheWaitingPageEntersAndBuysUnderRequiredBinding(t *testing.T) {
+	t.Parallel()
 	rdb := testenv.Redis(t)
-	base := startRequired(t)
+	base := requiredGateway.Base(t)
 	r := newRoom(t, rdb, 1, -time.Second, time.Hour, roomArgs{Rate: "100", Oversubscribe: "1", SessionMS: "60000", DifficultyMin: "0", DifficultyMax: "0"})
 	ctx := pagetest.Context(t, time.Minute)
 	if _, err := chromedp.Run(ctx, chromedp.Navigate(base+"/seckill/"+r.Sale+"/queue?user=alice")); err != nil {

@@ -41,21 +41,25 @@ func fieldsOf(t testing.TB, raw string) string {
 // request a flag rule matches. They get places, tickets and answers like anyone, are never
 // admitted while every unit's admission goes to the others, and the published order lists
 // their entries as it lists everyone's.
+var (
+	flaggedSiteverify *botchecktest.Siteverify
+	flaggedGateway    = gateway(gatewayConfig{Two: true, Setup: func(tb testing.TB, c *gatewayConfig) {
+		flaggedSiteverify = botchecktest.NewSiteverify(tb, "test-secret", map[string]botchecktest.Answer{
+			"human": {Body: `{"success":true,"hostname":"127.0.0.1","action":"enter","score":0.9}`},
+			"bot":   {Body: `{"success":true,"hostname":"127.0.0.1","action":"enter","score":0.1}`},
+		})
+		c.Room = map[string]any{
+			"challenge_provider": map[string]any{"name": "recaptcha", "secret": "test-secret", "verify_url": flaggedSiteverify.URL,
+				"action": "enter", "min_score": 0.5, "on_fail": "flag"},
+			"flag": []any{map[string]any{"header": map[string]any{"User-Agent": []string{"*curl*"}}}},
+		}
+	}})
+)
+
 func TestFlaggedEntrantsAreNeverAdmittedAndAnsweredLikeAnyone(t *testing.T) {
+	t.Parallel()
 	rdb := testenv.Redis(t)
-	sv := botchecktest.NewSiteverify(t, "test-secret", map[string]botchecktest.Answer{
-		"human": {Body: `{"success":true,"hostname":"127.0.0.1","action":"enter","score":0.9}`},
-		"bot":   {Body: `{"success":true,"hostname":"127.0.0.1","action":"enter","score":0.1}`},
-	})
-	cfg := newGatewayConfig(t, testenv.RabbitVhost(t))
-	cfg.Port2 = testenv.FreePort(t)
-	cfg.Room = map[string]any{
-		"challenge_provider": map[string]any{"name": "recaptcha", "secret": "test-secret", "verify_url": sv.URL,
-			"action": "enter", "min_score": 0.5, "on_fail": "flag"},
-		"flag": []any{map[string]any{"header": map[string]any{"User-Agent": []string{"*curl*"}}}},
-	}
-	gw1 := startCaddy(t, cfg)
-	gw2 := fmt.Sprintf("http://127.0.0.1:%d", cfg.Port2)
+	gw1, gw2 := flaggedGateway.Two(t)
 	gws := []string{gw1, gw2}
 	// Entries in the pre-queue: the order is the seed's permutation, so the flagged places
 	// fall anywhere in it. The test takes a seed that puts a flagged place before the third
@@ -108,7 +112,7 @@ func TestFlaggedEntrantsAreNeverAdmittedAndAnsweredLikeAnyone(t *testing.T) {
 		}
 		p.ticket, p.entryID = got.Ticket, got.EntryID
 	}
-	if n := sv.Calls.Load(); n != 9 {
+	if n := flaggedSiteverify.Calls.Load(); n != 9 {
 		t.Fatalf("the provider was asked %d times for 9 entries with a token", n)
 	}
 	flaggedSet, err := rdb.SMembers(context.Background(), contract.RoomFlaggedKey(r.Sale)).Result()

@@ -30,8 +30,13 @@ import (
 )
 
 // TestMain runs the package's tests with one chromium for all the browser tests
-// (pagetest.Main: each test still has a profile of its own).
-func TestMain(m *testing.M) { os.Exit(pagetest.Main(m)) }
+// (pagetest.Main: each test still has a profile of its own) and one Caddy for all the
+// in-process gateways (gateways), stopped once they are done.
+func TestMain(m *testing.M) {
+	code := pagetest.Main(m)
+	gateways.Stop()
+	os.Exit(code)
+}
 
 // testSecret is a token key used only by these tests.
 const testSecret = "room-test-secret-room-test-secret-0123456789"
@@ -97,8 +102,10 @@ func newRoom(t testing.TB, rdb redis.UniversalClient, stock int, startsIn, endsI
 type gatewayConfig struct {
 	Port int
 	// Port2, when set, is a second server of the room's routes: its handler is another
-	// instance (its own cache and views), as a second gateway's would be.
+	// instance (its own cache and views), as a second gateway's would be. A gateway of the
+	// package's pool (gateway) has it when Two is set.
 	Port2     int
+	Two       bool
 	RedisAddr string
 	AMQPURL   string
 	Room      map[string]any // extra fields of the seckill_room handler
@@ -110,6 +117,12 @@ type gatewayConfig struct {
 	// Identity, when set, is a seckill_identity handler in front of the room (and of the
 	// throttle) on every server: the room then reads the verified session's placeholders.
 	Identity map[string]any
+	// Files are static files the first server also serves (path: content type, body).
+	Files map[string][2]string
+	// Setup, when set, completes a pool gateway's config when the pool is loaded (a stand-in
+	// server it names): tb is the pool's, which keeps what it starts until the package's
+	// tests end.
+	Setup func(tb testing.TB, c *gatewayConfig)
 }
 
 func newGatewayConfig(t testing.TB, amqpURL string) gatewayConfig {
@@ -117,6 +130,25 @@ func newGatewayConfig(t testing.TB, amqpURL string) gatewayConfig {
 }
 
 func (c gatewayConfig) JSON() []byte {
+	return handlertest.Config(appConfig(c.RedisAddr, c.AMQPURL), c.servers(nil, c.Port, c.Port2))
+}
+
+// appConfig is the seckill app of a gateway over Redis at redisAddr and RabbitMQ at amqpURL.
+func appConfig(redisAddr, amqpURL string) map[string]any {
+	return map[string]any{
+		"redis":      map[string]any{"addrs": []string{redisAddr}, "read_timeout": "5s", "dial_timeout": "500ms"},
+		"amqp":       map[string]any{"url": amqpURL, "reconnect_interval": "200ms"},
+		"token_keys": []map[string]any{{"id": "k1", "secret": testSecret}},
+		"relay":      map[string]any{"poll_interval": "50ms", "discover_interval": "300ms", "served_only": true},
+	}
+}
+
+// servers are the gateway's HTTP servers, "gw" on port (and "gw2" on port2, unless 0), its
+// Setup run first (tb: the pool's).
+func (c gatewayConfig) servers(tb testing.TB, port, port2 int) map[string]any {
+	if c.Setup != nil {
+		c.Setup(tb, &c)
+	}
 	room := map[string]any{
 		"handler": "seckill_room", "user": "{http.request.header.X-User-ID}",
 		// Tests move the sale's window under the gateway's feet.
@@ -148,28 +180,53 @@ func (c gatewayConfig) JSON() []byte {
 		}
 		return map[string]any{"match": []any{map[string]any{"path": paths}}, "handle": handle}
 	}
+	var routes []any
+	for path, f := range c.Files {
+		routes = append(routes, map[string]any{"match": []any{map[string]any{"path": []string{path}}},
+			"handle": []any{map[string]any{"handler": "static_response", "body": f[1], "headers": map[string]any{"Content-Type": []string{f[0]}}}}})
+	}
 	roomPaths := []string{"/seckill/*/room", "/seckill/*/room/prequeue", "/seckill/*/challenge", "/seckill/*/queue"}
-	servers := map[string]any{"gw": handlertest.Server(c.Port,
+	routes = append(routes,
 		route(roomPaths, room),
 		route([]string{"/seckill/*/token"}, token),
 		route([]string{"/seckill/*/buy"}, gate),
 		map[string]any{"handle": []any{map[string]any{"handler": "static_response", "body": "ok"}}},
-	)}
-	if c.Port2 != 0 {
-		servers["gw2"] = handlertest.Server(c.Port2, route(roomPaths, room))
+	)
+	servers := map[string]any{"gw": handlertest.Server(port, routes...)}
+	if port2 != 0 {
+		servers["gw2"] = handlertest.Server(port2, route(roomPaths, room))
 	}
-	return handlertest.Config(map[string]any{
-		"redis":      map[string]any{"addrs": []string{c.RedisAddr}, "read_timeout": "5s", "dial_timeout": "500ms"},
-		"amqp":       map[string]any{"url": c.AMQPURL, "reconnect_interval": "200ms"},
-		"token_keys": []map[string]any{{"id": "k1", "secret": testSecret}},
-		"relay":      map[string]any{"poll_interval": "50ms", "discover_interval": "300ms", "served_only": true},
-	}, servers)
+	return servers
 }
 
-// startCaddy runs the config in this process until the test ends.
-func startCaddy(t testing.TB, c gatewayConfig) string {
+// gateways are the package's in-process gateways, one Caddy for all of them (Caddy is one
+// per process): each test that needs its own settings declares its gateway (gateway) as a
+// package variable, and the tests of a gateway are kept apart by their sales' ids, so they
+// run side by side. Their RabbitMQ is a vhost of the package's own.
+var gateways = &handlertest.Pool{App: func(tb testing.TB) map[string]any {
+	poolAMQP = testenv.RabbitVhost(tb)
+	return appConfig(testenv.RedisAddr(), poolAMQP)
+}}
+
+// poolAMQP is the pool's vhost, set when the pool is loaded: a second gateway of a test,
+// run as another process, shares it.
+var poolAMQP string
+
+// plainGateway is a gateway of the pool with the handlers' test defaults.
+var plainGateway = gateway(gatewayConfig{})
+
+// gateway declares a gateway of the pool with c's settings (a second server when c.Two): call
+// it from a package variable's initialiser. Its Base is its server's URL (Two: both servers'),
+// the pool loaded at the first call.
+func gateway(c gatewayConfig) *handlertest.PoolGateway { return gateways.Add(c.Two, c.servers) }
+
+// secondProcess runs c as a second gateway in a Caddy subprocess until the test ends, on the
+// pool's vhost: another process, as in production.
+func secondProcess(t testing.TB, c gatewayConfig) string {
 	t.Helper()
-	return handlertest.Start(t, c.Port, c.JSON())
+	gateways.Load(t)
+	c.Port, c.RedisAddr, c.AMQPURL = testenv.FreePort(t), testenv.RedisAddr(), poolAMQP
+	return startGatewayProcess(t, c)
 }
 
 // startGatewayProcess runs the config in a Caddy subprocess until the test ends: the second

@@ -47,13 +47,16 @@ func shopSession(t *testing.T, user string, lanes any) string {
 // room's lane_claims reads it. A member (the claim as an array or a string) enters the members
 // lane; a session without the claim, or with a claim of another shape, enters the public lane;
 // a client's own headers pick nothing.
+var identityGateway = gateway(gatewayConfig{
+	Identity: map[string]any{"handler": "seckill_identity", "issuer": "https://shop.test", "lane_claim": "lanes",
+		"keys": []map[string]any{{"kid": "shop", "alg": "HS256", "value": shopSecret}}},
+	Room: map[string]any{"user": "{http.auth.user.id}", "lane_claims": "{http.auth.user.lanes}"},
+})
+
 func TestAMembersSignedSessionPutsHisEntryInTheClaimLane(t *testing.T) {
+	t.Parallel()
 	rdb := testenv.Redis(t)
-	cfg := newGatewayConfig(t, testenv.RabbitVhost(t))
-	cfg.Identity = map[string]any{"handler": "seckill_identity", "issuer": "https://shop.test", "lane_claim": "lanes",
-		"keys": []map[string]any{{"kid": "shop", "alg": "HS256", "value": shopSecret}}}
-	cfg.Room = map[string]any{"user": "{http.auth.user.id}", "lane_claims": "{http.auth.user.lanes}"}
-	base := startCaddy(t, cfg)
+	base := identityGateway.Base(t)
 	r := newRoom(t, rdb, 10, 5*time.Minute, time.Hour, roomArgs{Lanes: "share,members:claim:0.5:member,public:public:0.5:"})
 	t.Cleanup(func() {
 		rdb.Del(context.Background(), contract.RoomLogKey(r.Sale), contract.RoomSeenKey(r.Sale), contract.RoomLaneQueueKey(r.Sale, "members"))

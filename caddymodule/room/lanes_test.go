@@ -28,17 +28,16 @@ const laneShares = "share,members:claim:0.5:member,invited:invitation:0.2:,publi
 // own pre-queue's order (the seed's ranking of its entries); the lanes' shares of the
 // admissions are within 5 % of the configured ones; a code used once is refused
 // invitation_exhausted on the other gateway, an unknown one invitation_unknown.
+// The demo's way to carry claims (a real site takes them from the verified identity), and a
+// generous token timeout: -race on two busy cores.
+var lanesGateway = gateway(gatewayConfig{Two: true, Room: map[string]any{"lane_claims": "{http.request.header.X-Test-Claims}"},
+	Token: map[string]any{"timeout": "10s"}})
+
+// Serial: its 120 fast clients must be answered within the handlers' timeouts on two cores.
 func TestLanesAreFairAcrossLanesAndExactAcrossTwoGateways(t *testing.T) {
 	rdb := testenv.Redis(t)
 	ctx := context.Background()
-	cfg := newGatewayConfig(t, testenv.RabbitVhost(t))
-	cfg.Port2 = testenv.FreePort(t)
-	// The demo's way to carry claims; a real site takes them from the verified identity.
-	cfg.Room = map[string]any{"lane_claims": "{http.request.header.X-Test-Claims}"}
-	// Generous: -race on two busy cores.
-	cfg.Token = map[string]any{"timeout": "10s"}
-	a := startCaddy(t, cfg)
-	b := fmt.Sprintf("http://127.0.0.1:%d", cfg.Port2)
+	a, b := lanesGateway.Two(t)
 	const units = 100
 	counts := map[string]int{"members": 60, "invited": 24, "public": 36}
 	shares := map[string]float64{"members": 0.5, "invited": 0.2, "public": 0.3}

@@ -4,7 +4,6 @@ package room
 
 import (
 	"context"
-	"fmt"
 	"net/http"
 	"strings"
 	"testing"
@@ -22,21 +21,20 @@ import (
 // passed once the refresh_s of his last answer and the grace are over, so the present waiter
 // behind them is admitted long before any session could lapse (10 minutes here). Invariants
 // 6-9 hold on the log the scripts kept, including the revocation (r:) and the pass (s:).
-func TestTheLastUnitGoesToAPresentWaiterNotToAnAbsentOrBannedOne(t *testing.T) {
-	rdb := testenv.Redis(t)
-	ctx := context.Background()
-	cfg := newGatewayConfig(t, testenv.RabbitVhost(t))
-	cfg.Port2 = testenv.FreePort(t)
-	// Presence: the default. The claim window is long here: this test is about the ban, and the
-	// fast client takes no token (TestTheLastUnitIsNotHeldASessionByAWaiterWhoTakesNoToken is
-	// about that).
-	cfg.Room = map[string]any{"ban_zones": []string{"user"}, "claim_window": "10m"}
-	cfg.Throttle = map[string]any{"handler": "seckill_throttle", "zones": []any{map[string]any{
+// Presence: the default. The claim window is long here: this test is about the ban, and the
+// fast client takes no token (TestTheLastUnitIsNotHeldASessionByAWaiterWhoTakesNoToken is about
+// that). The throttle is this gateway's alone: no other test's user meets its bans.
+var bannedGateway = gateway(gatewayConfig{Two: true, Room: map[string]any{"ban_zones": []string{"user"}, "claim_window": "10m"},
+	Throttle: map[string]any{"handler": "seckill_throttle", "zones": []any{map[string]any{
 		"name": "user", "key": "{http.request.header.X-User-ID}", "window": "1s", "limit": 4,
 		"ban": map[string]any{"after": 1, "within": "1m", "for": "1m"},
-	}}}
-	a := startCaddy(t, cfg)
-	b := fmt.Sprintf("http://127.0.0.1:%d", cfg.Port2)
+	}}}})
+
+func TestTheLastUnitGoesToAPresentWaiterNotToAnAbsentOrBannedOne(t *testing.T) {
+	t.Parallel()
+	rdb := testenv.Redis(t)
+	ctx := context.Background()
+	a, b := bannedGateway.Two(t)
 	r := newRoom(t, rdb, 1, -time.Second, time.Hour, roomArgs{Rate: "100", Oversubscribe: "1", SessionMS: "600000"})
 	// The throttle's keys are per user, not per sale: a run again within the ban's minute
 	// would find fast banned before he enters.
@@ -133,13 +131,13 @@ func TestTheLastUnitGoesToAPresentWaiterNotToAnAbsentOrBannedOne(t *testing.T) {
 // seconds, takes a token and buys the unit. Invariants 6-9 hold on the log, with the hold (h:)
 // and the no-show (n:) the script logged; with claim_window off the buyer would wait the whole
 // session (TestRoomPassesANoShowsCapacityOnWithinTheClaimWindow, aware=false).
+var plainTwoGateway = gateway(gatewayConfig{Two: true})
+
 func TestTheLastUnitIsNotHeldASessionByAWaiterWhoTakesNoToken(t *testing.T) {
+	t.Parallel()
 	rdb := testenv.Redis(t)
 	ctx := context.Background()
-	cfg := newGatewayConfig(t, testenv.RabbitVhost(t))
-	cfg.Port2 = testenv.FreePort(t)
-	a := startCaddy(t, cfg)
-	b := fmt.Sprintf("http://127.0.0.1:%d", cfg.Port2)
+	a, b := plainTwoGateway.Two(t)
 	r := newRoom(t, rdb, 1, -time.Second, time.Hour, roomArgs{Rate: "100", Oversubscribe: "1", SessionMS: "600000"})
 	t.Cleanup(func() {
 		rdb.Del(context.Background(), contract.RoomClaimKey(r.Sale), contract.RoomIdleKey(r.Sale), contract.RoomLogKey(r.Sale))

@@ -20,14 +20,15 @@ func leave(t testing.TB, base, sale, user, ticket string) reply {
 // DELETE /queue: the place is given up, the waiters behind move up, a retried
 // DELETE answers the same, the ticket then holds no place, entering again is a new place at
 // the back, an admitted place cannot leave, and a missing ticket is refused.
+// The polls ask Redis (front_window makes every poll near the front do so), which knows of the
+// leave at once; from memory a place behind it is told its position as the ticket placed it, a
+// little behind the truth (docs/room.md, "Answers from memory").
+var frontGateway = gateway(gatewayConfig{Room: map[string]any{"front_window": "10s"}})
+
 func TestLeavingGivesThePlaceUpAndTheWaitersBehindMoveUp(t *testing.T) {
+	t.Parallel()
 	rdb := testenv.Redis(t)
-	// The polls ask Redis (front_window makes every poll near the front do so), which knows of the leave at once;
-	// from memory a place behind it is told its position as the ticket placed it, a little
-	// behind the truth (docs/room.md, "Answers from memory").
-	cfg := newGatewayConfig(t, testenv.RabbitVhost(t))
-	cfg.Room = map[string]any{"front_window": "10s"}
-	gw := startCaddy(t, cfg)
+	gw := frontGateway.Base(t)
 	// One live admission at a time: first is admitted, the others wait.
 	r := newRoom(t, rdb, 1, -time.Second, time.Hour, roomArgs{Rate: "100", Oversubscribe: "1", SessionMS: "60000"})
 	first := enter(t, gw, r.Sale, "first", nil)
@@ -69,8 +70,9 @@ func TestLeavingGivesThePlaceUpAndTheWaitersBehindMoveUp(t *testing.T) {
 // A closed tab enters again while its place is valid: the same place, the same entry id, not
 // a new one at the back.
 func TestEnteringAgainWhileThePlaceIsValidReturnsTheSamePlace(t *testing.T) {
+	t.Parallel()
 	rdb := testenv.Redis(t)
-	gw := startCaddy(t, newGatewayConfig(t, testenv.RabbitVhost(t)))
+	gw := plainGateway.Base(t)
 	r := newRoom(t, rdb, 1, -time.Second, time.Hour, roomArgs{Rate: "100", Oversubscribe: "1", SessionMS: "60000"})
 	enter(t, gw, r.Sale, "first", nil)
 	alice := enter(t, gw, r.Sale, "alice", nil)
@@ -82,11 +84,15 @@ func TestEnteringAgainWhileThePlaceIsValidReturnsTheSamePlace(t *testing.T) {
 }
 
 // estimated_wait_range_s brackets estimated_wait_s for a waiter.
+//
+// Serial: its estimate is the room's before any measured pace, which starts 2 s after the
+// start.
 func TestAWaiterIsToldARangeAroundTheEstimatedWait(t *testing.T) {
 	rdb := testenv.Redis(t)
-	gw := startCaddy(t, newGatewayConfig(t, testenv.RabbitVhost(t)))
+	gw := plainGateway.Base(t)
 	// 1 unit x 1, session 10 s: the floor is one admission per 10 s, the rate 1 per second.
-	r := newRoom(t, rdb, 1, -time.Second, time.Hour, roomArgs{Rate: "1", Oversubscribe: "1", SessionMS: "10000"})
+	// The sale starts as the entries come (a pace is measured from 2 s after the start).
+	r := newRoom(t, rdb, 1, -time.Millisecond, time.Hour, roomArgs{Rate: "1", Oversubscribe: "1", SessionMS: "10000"})
 	enter(t, gw, r.Sale, "first", nil)
 	for _, u := range []string{"u1", "u2", "u3"} {
 		enter(t, gw, r.Sale, u, nil)

@@ -17,9 +17,10 @@ import (
 	"github.com/seckilledge/seckill/internal/testenv"
 )
 
+// Serial: it must see 1 s sessions reach the cap and lapse within its 4 s of polls.
 func TestAdmissionsNeverOutrunTheRateNorStockTimesOversubscribeAndLapsesFreeTheirPlace(t *testing.T) {
 	rdb := testenv.Redis(t)
-	gw := startCaddy(t, newGatewayConfig(t, testenv.AMQPURL()))
+	gw := plainGateway.Base(t)
 	ctx := context.Background()
 	// 4 units x 1.5 = 6 live admissions at most; 5 admissions per second; 1 s sessions.
 	r := newRoom(t, rdb, 4, 10*time.Minute, time.Hour, roomArgs{Rate: "5", Oversubscribe: "1.5", SessionMS: "1000"})
@@ -98,12 +99,12 @@ func TestAdmissionsNeverOutrunTheRateNorStockTimesOversubscribeAndLapsesFreeThei
 	}
 }
 
+// Serial: it times the sold-out's way to the waiters (a second).
 func TestSoldOutReachesWaitersOnBothGatewaysWithinASecondAndAReleasedUnitAdmitsTheNext(t *testing.T) {
 	rdb := testenv.Redis(t)
-	amqpURL := testenv.RabbitVhost(t)
 	ctx := context.Background()
-	gwA := startCaddy(t, newGatewayConfig(t, amqpURL))
-	gwB := startGatewayProcess(t, newGatewayConfig(t, amqpURL))
+	gwA := plainGateway.Base(t)
+	gwB := secondProcess(t, gatewayConfig{})
 	// One unit, one admission at a time.
 	r := newRoom(t, rdb, 1, -time.Second, time.Hour, roomArgs{Rate: "100", Oversubscribe: "1", SessionMS: "60000"})
 	buyer := enter(t, gwA, r.Sale, "buyer", nil)
@@ -162,8 +163,9 @@ func TestSoldOutReachesWaitersOnBothGatewaysWithinASecondAndAReleasedUnitAdmitsT
 }
 
 func TestChallengesReplayedForeignExpiredAndTooEasyAreRefused(t *testing.T) {
+	t.Parallel()
 	rdb := testenv.Redis(t)
-	gw := startCaddy(t, newGatewayConfig(t, testenv.AMQPURL()))
+	gw := plainGateway.Base(t)
 	r := newRoom(t, rdb, 10, -time.Second, time.Hour, roomArgs{DifficultyMin: "6", DifficultyMax: "8"})
 	get := func(user string) reply {
 		c := do(t, http.MethodGet, gw+"/seckill/"+r.Sale+"/challenge", user, nil)
@@ -212,8 +214,9 @@ func TestChallengesReplayedForeignExpiredAndTooEasyAreRefused(t *testing.T) {
 }
 
 func TestPausedSaleAnswersPausedAndBadInputGetsContractCodes(t *testing.T) {
+	t.Parallel()
 	rdb := testenv.Redis(t)
-	gw := startCaddy(t, newGatewayConfig(t, testenv.AMQPURL()))
+	gw := plainGateway.Base(t)
 	r := newRoom(t, rdb, 10, -time.Second, time.Hour, roomArgs{})
 	a := enter(t, gw, r.Sale, "alice", nil)
 	if a.Status != 200 {
@@ -252,11 +255,13 @@ func TestPausedSaleAnswersPausedAndBadInputGetsContractCodes(t *testing.T) {
 	}
 }
 
+// A gateway of its own, another process: its Redis is an address where nothing listens.
 func TestRedisDownIsUnavailableNeverAnAdmission(t *testing.T) {
+	t.Parallel()
 	cfg := newGatewayConfig(t, testenv.AMQPURL())
 	cfg.RedisAddr = fmt.Sprintf("127.0.0.1:%d", testenv.FreePort(t)) // nothing listens
 	cfg.Room = map[string]any{"timeout": "300ms"}
-	gw := startCaddy(t, cfg)
+	gw := startGatewayProcess(t, cfg)
 	for _, a := range []reply{
 		enter(t, gw, "s1", "alice", nil),
 		do(t, http.MethodGet, gw+"/seckill/s1/room", "", nil),

@@ -72,15 +72,15 @@ func startMonitor(t *testing.T, key, marker string) *monitor {
 	return m
 }
 
+// The room's settings are read once per cache_ttl, not per poll; front_window makes every poll
+// ask Redis, whose cost this measures.
+var pollCostGateway = gateway(gatewayConfig{Room: map[string]any{"cache_ttl": "10m", "front_window": "10s"}})
+
 func TestAPollCostsOneRedisRoundTrip(t *testing.T) {
+	t.Parallel()
 	rdb := testenv.Redis(t)
-	amqpURL := testenv.RabbitVhost(t)
 	r := newRoom(t, rdb, 10, -time.Second, time.Hour, roomArgs{Rate: "0.001"})
-	cfg := newGatewayConfig(t, amqpURL)
-	// The room's settings are read once per cache_ttl, not per poll; front_window makes every
-	// poll ask Redis, whose cost this measures.
-	cfg.Room = map[string]any{"cache_ttl": "10m", "front_window": "10s"}
-	gw := startCaddy(t, cfg)
+	gw := pollCostGateway.Base(t)
 	a := enter(t, gw, r.Sale, "alice", nil)
 	if a.Status != 200 || a.State != "waiting" {
 		t.Fatalf("enter: %d %s", a.Status, a.Raw)

@@ -36,13 +36,12 @@ import (
 
 // The queue holds at most max_waiters places, exactly, across gateways; beyond it a new entry
 // is 503 queue_full with Retry-After, and whoever holds a place gets it again.
+var fullGateway = gateway(gatewayConfig{Two: true, Room: map[string]any{"max_waiters": 3}}) // the gateways' default
+
 func TestAFullRoomAnswersQueueFull(t *testing.T) {
+	t.Parallel()
 	rdb := testenv.Redis(t)
-	cfg := newGatewayConfig(t, testenv.AMQPURL())
-	cfg.Port2 = testenv.FreePort(t)
-	cfg.Room = map[string]any{"max_waiters": 3} // the gateways' default
-	gwA := startCaddy(t, cfg)
-	gwB := fmt.Sprintf("http://127.0.0.1:%d", cfg.Port2)
+	gwA, gwB := fullGateway.Two(t)
 	// A pre-queue: nobody is admitted, every place stays a waiter.
 	own := newRoom(t, rdb, 5, 10*time.Minute, time.Hour, roomArgs{MaxWaiters: "10"})
 
@@ -104,9 +103,10 @@ func TestTheBuiltInQueueBoundScalesWithTheStock(t *testing.T) {
 // After the end the published pre-queue is read from Redis once per gateway and served in
 // pages from memory, with caching headers.
 func TestThePublishedPrequeueIsReadOnce(t *testing.T) {
+	t.Parallel()
 	rdb := testenv.Redis(t)
 	ctx := context.Background()
-	gw := startCaddy(t, newGatewayConfig(t, testenv.AMQPURL()))
+	gw := plainGateway.Base(t)
 	r := newRoom(t, rdb, 5, 10*time.Minute, time.Hour, roomArgs{})
 	var ids []string
 	for i := range 25 {

@@ -38,11 +38,12 @@ func farRoom(t *testing.T, gw string, n int) (testRoom, map[string]string) {
 // A waiter far from the front is answered from the gateway's summary; the only
 // commands naming the room are the gateway's ticks (at most one per summary_interval), however
 // many polls.
+var farGateway = gateway(gatewayConfig{Room: map[string]any{"cache_ttl": "10m", "summary_interval": "1s"}})
+
+// Serial: the answer from memory may lag Redis by what one tick (a second) lets through.
 func TestAPollFarFromTheFrontMakesNoRedisCommand(t *testing.T) {
 	rdb := testenv.Redis(t)
-	cfg := newGatewayConfig(t, testenv.RabbitVhost(t))
-	cfg.Room = map[string]any{"cache_ttl": "10m", "summary_interval": "1s"}
-	gw := startCaddy(t, cfg)
+	gw := farGateway.Base(t)
 	r, tickets := farRoom(t, gw, 40)
 	far := tickets["u39"]
 	if p := poll(t, gw, r.Sale, "u39", far); p.State != "waiting" || p.Position < 30 {
@@ -80,13 +81,14 @@ func TestAPollFarFromTheFrontMakesNoRedisCommand(t *testing.T) {
 }
 
 // A waiter near the front still asks Redis on every poll: admission reaches him at once.
+// front_window set: every poll near the front asks Redis (the default answers the front from
+// memory: TestTheFrontIsAnsweredFromMemoryAndAsksRedisAboutOncePerWaiter).
+var nearGateway = gateway(gatewayConfig{Room: map[string]any{"cache_ttl": "10m", "summary_interval": "1s", "front_window": "10s"}})
+
 func TestAPollNearTheFrontStillAsksRedis(t *testing.T) {
+	t.Parallel()
 	rdb := testenv.Redis(t)
-	cfg := newGatewayConfig(t, testenv.RabbitVhost(t))
-	// front_window set: every poll near the front asks Redis (the default answers the front
-	// from memory: TestTheFrontIsAnsweredFromMemoryAndAsksRedisAboutOncePerWaiter).
-	cfg.Room = map[string]any{"cache_ttl": "10m", "summary_interval": "1s", "front_window": "10s"}
-	gw := startCaddy(t, cfg)
+	gw := nearGateway.Base(t)
 	r, tickets := farRoom(t, gw, 5)
 	near := tickets["u03"]
 	poll(t, gw, r.Sale, "u03", near)
@@ -107,11 +109,12 @@ func TestAPollNearTheFrontStillAsksRedis(t *testing.T) {
 
 // Before the start every pre-queue waiter is answered from memory: the pre-queue's size and
 // the time to the start.
+var prequeueMemoryGateway = gateway(gatewayConfig{Room: map[string]any{"cache_ttl": "10m", "summary_interval": "1s"}})
+
 func TestPrequeuePollsBeforeTheStartAreAnsweredFromMemory(t *testing.T) {
+	t.Parallel()
 	rdb := testenv.Redis(t)
-	cfg := newGatewayConfig(t, testenv.RabbitVhost(t))
-	cfg.Room = map[string]any{"cache_ttl": "10m", "summary_interval": "1s"}
-	gw := startCaddy(t, cfg)
+	gw := prequeueMemoryGateway.Base(t)
 	r := newRoom(t, rdb, 10, 10*time.Minute, time.Hour, roomArgs{})
 	var tk string
 	for i := range 5 {
@@ -139,13 +142,13 @@ func TestPrequeuePollsBeforeTheStartAreAnsweredFromMemory(t *testing.T) {
 
 // Sold out, pause and end reach a far waiter within a second on two gateways, with no event
 // published (the ticks see them).
+var farTwoGateway = gateway(gatewayConfig{Two: true})
+
+// Serial: it times the changes' way to the waiter (a second).
 func TestSoldOutPauseAndEndReachAFarWaiterWithinASecondThroughTwoGateways(t *testing.T) {
 	rdb := testenv.Redis(t)
 	ctx := context.Background()
-	cfg := newGatewayConfig(t, testenv.RabbitVhost(t))
-	cfg.Port2 = testenv.FreePort(t)
-	gw := startCaddy(t, cfg)
-	gw2 := fmt.Sprintf("http://127.0.0.1:%d", cfg.Port2)
+	gw, gw2 := farTwoGateway.Two(t)
 	r, tickets := farRoom(t, gw, 40)
 	far := tickets["u39"]
 	for _, g := range []string{gw, gw2} {
@@ -184,10 +187,11 @@ func TestSoldOutPauseAndEndReachAFarWaiterWithinASecondThroughTwoGateways(t *tes
 
 // Through a gateway: however many polls, the script runs the admission step (its HSET of the
 // room's cursor) at most once per admit_interval.
+var admitIntervalGateway = gateway(gatewayConfig{Room: map[string]any{"cache_ttl": "10m", "admit_interval": "500ms"}})
+
+// Serial: it counts the steps against the polls' elapsed time, and MONITOR's lines trail.
 func TestAdmissionDoesNotRideOnEveryPoll(t *testing.T) {
-	cfg := newGatewayConfig(t, testenv.RabbitVhost(t))
-	cfg.Room = map[string]any{"cache_ttl": "10m", "admit_interval": "500ms"}
-	gw := startCaddy(t, cfg)
+	gw := admitIntervalGateway.Base(t)
 	r, tickets := farRoom(t, gw, 3)
 	near := tickets["u02"]
 	poll(t, gw, r.Sale, "u02", near)
@@ -250,12 +254,13 @@ func startScriptMonitor(t *testing.T, cmd, key string) *atomic.Int64 {
 
 // Admission goes to waiters who are there: a waiter who stops polling keeps his
 // place but is passed; the next present waiter is admitted; when he comes back he is first.
+var presenceGateway = gateway(gatewayConfig{Room: map[string]any{"refresh_min": "1s", "refresh_max": "1s", "summary_interval": "500ms", "presence_window": "3s"}})
+
+// Serial: bob's polls must keep within the 3 s presence window while alice's lapses.
 func TestAnAbsentWaiterIsPassedKeepsHisPlaceAndIsAdmittedWhenHeComesBack(t *testing.T) {
 	rdb := testenv.Redis(t)
 	ctx := context.Background()
-	cfg := newGatewayConfig(t, testenv.RabbitVhost(t))
-	cfg.Room = map[string]any{"refresh_min": "1s", "refresh_max": "1s", "summary_interval": "500ms", "presence_window": "3s"}
-	gw := startCaddy(t, cfg)
+	gw := presenceGateway.Base(t)
 	r := newRoom(t, rdb, 1, -time.Second, time.Hour, roomArgs{Rate: "100", Oversubscribe: "1", SessionMS: "60000"})
 	first := enter(t, gw, r.Sale, "first", nil)
 	alice := enter(t, gw, r.Sale, "alice", nil)
@@ -293,11 +298,12 @@ func TestAnAbsentWaiterIsPassedKeepsHisPlaceAndIsAdmittedWhenHeComesBack(t *test
 // page does. So the commands naming the room are at most the gateway's ticks (one per
 // summary_interval) plus one per admitted waiter, however many polls; the run logs the
 // commands per poll (the benchmark's target is 0.05).
+var frontMemoryGateway = gateway(gatewayConfig{Room: map[string]any{"cache_ttl": "10m", "summary_interval": "1s"}})
+
 func TestTheFrontIsAnsweredFromMemoryAndAsksRedisAboutOncePerWaiter(t *testing.T) {
+	t.Parallel()
 	rdb := testenv.Redis(t)
-	cfg := newGatewayConfig(t, testenv.RabbitVhost(t))
-	cfg.Room = map[string]any{"cache_ttl": "10m", "summary_interval": "1s"}
-	gw := startCaddy(t, cfg)
+	gw := frontMemoryGateway.Base(t)
 	r := newRoom(t, rdb, 100, -time.Second, time.Hour, roomArgs{Rate: "2", Oversubscribe: "1", SessionMS: "60000"})
 	const waiters = 12
 	tickets := map[string]string{}

@@ -36,7 +36,7 @@ var Needs = map[string][]string{
 	mod + "internal/harness":                      {"Start", "Binaries", "Build"},
 	mod + "bench/driver":                          {"Start"},
 	mod + "bench/scenario/chaos":                  {"StartCluster", "Run"},
-	mod + "caddymodule/internal/pagekit/pagetest": {"NewBrowser", "Chromium", "Context", "EachLanguage", "ScreenshotBrowser"},
+	mod + "caddymodule/internal/pagekit/pagetest": {"NewBrowser", "Chromium", "Context", "WidgetSweep", "ScreenshotBrowser"},
 	mod + "internal/npmtools":                     {"Need"},
 	"github.com/chromedp/chromedp":                nil,
 }

@@ -6,7 +6,6 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/seckilledge/seckill/caddymodule/internal/pagekit"
 )
@@ -70,21 +69,6 @@ func (s *Sweep) Msg(key string, kv ...string) string {
 // Num is n as the page's language writes it (Intl.NumberFormat of the page's lang).
 func (s *Sweep) Num(n int) string {
 	return JS[string](s.Tab, fmt.Sprintf(`new Intl.NumberFormat(document.documentElement.lang).format(%d)`, n))
-}
-
-// EachLanguage runs f for each of Languages as a subtest, all in one phone tab (390 x 844) of
-// one browser, two minutes a language, and logs how long the sweep took, the browser's start
-// included.
-func EachLanguage(t *testing.T, kit *pagekit.Kit, f func(t *testing.T, s *Sweep)) {
-	t.Helper()
-	start := time.Now()
-	tab := NewBrowser(t).TabFor(t, 15*time.Minute, "en", 390, 844, true)
-	for _, l := range Languages {
-		t.Run(l.Lang, func(t *testing.T) {
-			f(t, &Sweep{Tab: tab.For(t, 2*time.Minute), Kit: kit, Lang: l, English: Untranslated(kit, l.Lang)})
-		})
-	}
-	t.Logf("%d languages in %v", len(Languages), time.Since(start).Round(time.Second))
 }
 
 // ScreenshotBrowser is the directory `make screenshots` wants the pages' pictures in and a

@@ -76,14 +76,21 @@ func sharedBrowser(t *testing.T) context.Context {
 }
 
 // EachLanguageSideBySide runs f for each of Languages as a parallel subtest, two languages at
-// a time, each on a tab of its own in b that sends the language's Accept-Language, width x
+// a time, each on a tab of its own in a browser of t's (NewBrowser: skipped under -short) that
+// sends the language's Accept-Language, width x
 // height (mobile: a phone's touch and viewport), open for d at most from when its turn comes:
 // a language's waits for the page's polls overlap the other's checks, and a language that
 // fails or hangs fails alone. Two, not all nine: axe-core's checks are chromium's CPU, and
 // nine pages checked at once on two busy cores starve one past its deadline. f makes what it
 // serves itself (t is the language's subtest). The subtests end after the calling test's
-// function returns: what it does once they are all done goes in a t.Cleanup.
-func EachLanguageSideBySide(t *testing.T, b *Browser, kit *pagekit.Kit, width, height int64, mobile bool, d time.Duration, f func(t *testing.T, s *Sweep)) {
+// function returns: what it does once they are all done goes in a t.Cleanup, where the sweep
+// logs how long it took, the browser's start included.
+func EachLanguageSideBySide(t *testing.T, kit *pagekit.Kit, width, height int64, mobile bool, d time.Duration, f func(t *testing.T, s *Sweep)) {
+	start := time.Now()
+	b := NewBrowser(t)
+	t.Cleanup(func() {
+		t.Logf("%d languages, every state, in %v", len(Languages), time.Since(start).Round(time.Second))
+	})
 	turns := make(chan struct{}, 2)
 	for _, l := range Languages {
 		t.Run(l.Lang, func(t *testing.T) {
