@@ -15,14 +15,14 @@ import (
 	"github.com/seckilledge/seckill/internal/testenv"
 )
 
+// raceGateway is the pool's configuration with a second server, for the race across two handlers.
+var raceGateway = gateway(gatewayConfig{Two: true})
+
 // Many users enter, change size and withdraw at once through two handler instances (two
 // gateways' worth of caches), each user also racing himself across them: every user ends with
 // one entry id, ids are the counter's values without gap or repeat, and the per-size counters
-// equal what the entries say.
-var raceGateway = gateway(gatewayConfig{Two: true})
-
-// Serial: each of its hundreds of concurrent requests must be answered within the handler's
-// timeout on two cores.
+// equal what the entries say. Serial: each of its hundreds of concurrent requests must be
+// answered within the handler's timeout on two cores.
 func TestOneEntryPerUserUnderConcurrencyAcrossTwoHandlers(t *testing.T) {
 	rdb := testenv.Redis(t)
 	ctx := context.Background()
