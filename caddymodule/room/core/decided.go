@@ -100,26 +100,6 @@ func (d *decisions) remember(user string, dec decision) {
 	d.users[user] = dec
 }
 
-// Decided is how many of the room's decisions the view has read: the next tick's
-// Visit.Decided.
-func (v *View) Decided() int64 {
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	return v.dec.count
-}
-
-// decisionOf is the user's latest decision in memory; ok false when there is none or the room's
-// waitlist runs.
-func (v *View) decisionOf(user string) (decision, bool) {
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	if v.dec.waitlist {
-		return decision{}, false
-	}
-	d, ok := v.dec.users[user]
-	return d, ok
-}
-
 // fromDecision is the reply room_queue.lua gives the poll of a place the cursor passed, from the
 // user's decision and the summary (rep: its outcome Open, its Now Redis's time now as far as the
 // gateway can tell); ok false when the poll must ask Redis. gated: this gateway's polls carry

@@ -51,6 +51,26 @@ type View struct {
 // NewView is an empty view.
 func NewView() *View { return &View{present: make(map[string]time.Duration)} }
 
+// Decided is how many of the room's decisions the view has read: the next tick's
+// Visit.Decided.
+func (v *View) Decided() int64 {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return v.dec.count
+}
+
+// decisionOf is the user's latest decision in memory; ok false when there is none or the room's
+// waitlist runs.
+func (v *View) decisionOf(user string) (decision, bool) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if v.dec.waitlist {
+		return decision{}, false
+	}
+	d, ok := v.dec.users[user]
+	return d, ok
+}
+
 // ClaimAdmission reports whether the call about to be made should run the admission step:
 // true at most once per every (admission does not ride on every poll; the script
 // still decides, so it stays exact across gateways).
