@@ -40,9 +40,10 @@ stop:
 # of it) is off; the test binaries are linked without DWARF and symbol table, as
 # make unit's are (-s -w: race reports and stack traces keep their functions and lines; the
 # binaries are a quarter smaller and link faster on a cold cache).
+TEST_P ?= 2
 test: stack build
 	source $(RUN_DIR)/env && $(BUILD_ENV) $(GO) vet -trimpath -tags integration,nobadger,nomysql,nopgx ./... && \
-	SECKILL_BIN_DIR=$(CURDIR)/bin $(GO) test -tags integration -race -count=1 -p 2 -vet=off -ldflags='-s -w' -timeout 25m ./...
+	SECKILL_BIN_DIR=$(CURDIR)/bin $(GO) test -tags integration -race -count=1 -p $(TEST_P) -vet=off -ldflags='-s -w' -timeout 25m ./...
 
 # The pictures of the waiting page and the draw page in README.md and docs/room.md (desktop and
 # a 390x844 phone), written by the pages' Chromium tests into docs/img: run it after changing a

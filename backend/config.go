@@ -1,6 +1,7 @@
 package backend
 
 import (
+	"context"
 	"errors"
 	"flag"
 	"fmt"
@@ -9,6 +10,8 @@ import (
 	"os"
 	"strconv"
 	"time"
+
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
 	"github.com/seckilledge/seckill/backend/draw"
 	drawmath "github.com/seckilledge/seckill/contract/draw"
@@ -79,6 +82,14 @@ type Config struct {
 	DrandGenesis   string
 	// WebhookAllow is WebhookAllowCIDRs (and the deprecated switch) parsed by ConfigFromFlags.
 	WebhookAllow []netip.Prefix
+
+	// NewTracerProvider, when set, builds the OpenTelemetry tracer provider the consumer's
+	// "batch write" spans go to; it may return nil (tracing off). The seckill-backend command
+	// sets it to a provider built from the standard OTEL_* variables.
+	// It is a setting rather than a call inside Run so that the exporters it may pick (OTLP
+	// over gRPC or HTTP) are linked into the binary only, not into every program and test
+	// binary that links this package. Nil: no tracing.
+	NewTracerProvider func(context.Context) (*sdktrace.TracerProvider, error)
 }
 
 func getenv(name, def string) string {

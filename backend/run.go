@@ -14,6 +14,8 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/redis/go-redis/v9"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+
 	"github.com/seckilledge/seckill/backend/internal/schema"
 	"github.com/seckilledge/seckill/backend/lock"
 	"github.com/seckilledge/seckill/backend/orders"
@@ -116,9 +118,11 @@ func Run(ctx context.Context, cfg Config) error {
 	cons := &orders.Consumer{URL: cfg.AMQPURL, Writer: &orders.Writer{Pool: pool, DefaultWebhook: hooks.HasDefaultURL()}, Compensator: comp,
 		BatchSize: cfg.BatchSize, BatchWait: cfg.BatchWait, Writers: cfg.BatchWriters, Log: log, Written: hooks.Wake}
 
-	tp, err := orders.NewTracerProvider(ctx)
-	if err != nil {
-		return fmt.Errorf("OpenTelemetry (OTEL_* variables): %w", err)
+	var tp *sdktrace.TracerProvider
+	if cfg.NewTracerProvider != nil {
+		if tp, err = cfg.NewTracerProvider(ctx); err != nil {
+			return fmt.Errorf("OpenTelemetry (OTEL_* variables): %w", err)
+		}
 	}
 	if tp != nil {
 		cons.Tracer = tp.Tracer(orders.TracerName)

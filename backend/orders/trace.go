@@ -2,17 +2,12 @@ package orders
 
 import (
 	"context"
-	"os"
 	"slices"
-	"strings"
 
 	amqp "github.com/rabbitmq/amqp091-go"
-	"go.opentelemetry.io/contrib/exporters/autoexport"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/propagation"
-	"go.opentelemetry.io/otel/sdk/resource"
-	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/seckilledge/seckill/contract"
@@ -21,50 +16,14 @@ import (
 // OpenTelemetry in the backend: the consumer wraps each batch write in a "batch write" span
 // linked to every order's span (the relay's publish span, child of the gateway's request
 // span), whose W3C context came in the message's `traceparent` header. Off unless the
-// standard OTEL_* variables ask for it; off, the consumer has no tracer and pays nothing.
+// standard OTEL_* variables ask for it (backend/internal/tracing builds the provider); off,
+// the consumer has no tracer and pays nothing.
 
 // TracerName is the instrumentation scope of the backend's spans.
 const TracerName = "github.com/seckilledge/seckill/backend"
 
 // headerTraceparent is the AMQP header the gateway's relay sets (caddymodule/relay).
 const headerTraceparent = "traceparent"
-
-// TracingEnabled reports whether the environment asks for traces: an OTLP endpoint
-// (OTEL_EXPORTER_OTLP_ENDPOINT or OTEL_EXPORTER_OTLP_TRACES_ENDPOINT) or an exporter
-// (OTEL_TRACES_EXPORTER other than "none"), and not OTEL_SDK_DISABLED=true.
-func TracingEnabled(getenv func(string) string) bool {
-	if strings.EqualFold(getenv("OTEL_SDK_DISABLED"), "true") {
-		return false
-	}
-	if e := getenv("OTEL_TRACES_EXPORTER"); e != "" {
-		return e != "none"
-	}
-	return getenv("OTEL_EXPORTER_OTLP_ENDPOINT") != "" || getenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") != ""
-}
-
-// NewTracerProvider builds the SDK tracer provider the environment describes (exporter and
-// protocol from OTEL_TRACES_EXPORTER and OTEL_EXPORTER_OTLP_*, sampler from
-// OTEL_TRACES_SAMPLER, resource from OTEL_SERVICE_NAME and OTEL_RESOURCE_ATTRIBUTES, service
-// name seckill-backend by default). It returns nil when tracing is off. The caller shuts it
-// down on exit, which flushes the spans still batched.
-func NewTracerProvider(ctx context.Context) (*sdktrace.TracerProvider, error) {
-	if !TracingEnabled(os.Getenv) {
-		return nil, nil
-	}
-	exp, err := autoexport.NewSpanExporter(ctx)
-	if err != nil {
-		return nil, err
-	}
-	res, err := resource.New(ctx,
-		resource.WithAttributes(attribute.String("service.name", "seckill-backend")),
-		resource.WithFromEnv(), // OTEL_SERVICE_NAME and OTEL_RESOURCE_ATTRIBUTES win
-		resource.WithTelemetrySDK(),
-	)
-	if err != nil {
-		return nil, err
-	}
-	return sdktrace.NewTracerProvider(sdktrace.WithBatcher(exp), sdktrace.WithResource(res)), nil
-}
 
 var propagator = propagation.TraceContext{}
 

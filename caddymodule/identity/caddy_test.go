@@ -55,6 +55,9 @@ func startReloadableGateway(t *testing.T, caddyfile string) (string, func()) {
 		if err := caddy.Load(cfg, true); err != nil {
 			t.Fatalf("reload: %v", err)
 		}
+		// The old config's sockets close after Load returns (testenv.WaitListening).
+		testenv.WaitListening(t, port, 1)
+		testenv.WaitListening(t, plainPort, 1)
 	}
 }
 

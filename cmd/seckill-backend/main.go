@@ -22,7 +22,7 @@ func main() {
 		fmt.Println(version.Read().String("seckill-backend"))
 		return
 	}
-	cfg, err := backend.ConfigFromFlags(flag.CommandLine, os.Args[1:])
+	cfg, err := config(flag.CommandLine, os.Args[1:])
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(2)
@@ -33,4 +33,12 @@ func main() {
 		fmt.Fprintln(os.Stderr, "seckill-backend:", err)
 		os.Exit(1)
 	}
+}
+
+// config reads the settings from the flags and the environment, and traces the consumer's
+// batch writes when the standard OTEL_* variables ask for it.
+func config(fs *flag.FlagSet, args []string) (backend.Config, error) {
+	cfg, err := backend.ConfigFromFlags(fs, args)
+	cfg.NewTracerProvider = newTracerProvider
+	return cfg, err
 }

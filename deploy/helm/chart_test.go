@@ -13,9 +13,6 @@ import (
 	"testing"
 
 	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
-	"helm.sh/helm/v3/pkg/action"
-	"helm.sh/helm/v3/pkg/chart/loader"
-	"helm.sh/helm/v3/pkg/chartutil"
 	appsv1 "k8s.io/api/apps/v1"
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
@@ -45,21 +42,13 @@ type rendered struct {
 // template is `helm template rel ./seckill -n shop` with vals over values.yaml, decoded.
 func template(t *testing.T, vals map[string]any) rendered {
 	t.Helper()
-	ch, err := loader.Load(chartDir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	install := action.NewInstall(&action.Configuration{})
-	install.DryRun, install.ClientOnly, install.Replace = true, true, true
-	install.ReleaseName, install.Namespace = "rel", "shop"
-	install.KubeVersion = &chartutil.KubeVersion{Version: "v1.30.0", Major: "1", Minor: "30"}
-	rel, err := install.Run(ch, vals)
+	manifest, err := helmTemplate(vals)
 	if err != nil {
 		t.Fatalf("helm template: %v", err)
 	}
-	r, err := decode(rel.Manifest)
+	r, err := decode(manifest)
 	if err != nil {
-		t.Fatalf("%v\n%s", err, rel.Manifest)
+		t.Fatalf("%v\n%s", err, manifest)
 	}
 	return r
 }
@@ -150,14 +139,12 @@ func decode(manifest string) (rendered, error) {
 // helm lint passes on the chart, with its values and with the autoscaler off.
 func TestTheChartLints(t *testing.T) {
 	for _, vals := range []map[string]any{nil, {"gateway": map[string]any{"autoscaling": map[string]any{"enabled": false}}}} {
-		lint := action.NewLint()
-		lint.Strict = true
-		res := lint.Run([]string{chartDir}, vals)
-		for _, m := range res.Messages {
+		msgs, errs := helmLint(vals)
+		for _, m := range msgs {
 			t.Logf("lint: %s", m)
 		}
-		if len(res.Errors) > 0 {
-			t.Fatalf("helm lint: %v", res.Errors)
+		if len(errs) > 0 {
+			t.Fatalf("helm lint: %v", errs)
 		}
 	}
 }

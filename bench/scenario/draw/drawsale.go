@@ -184,23 +184,57 @@ func DrawSale(ctx context.Context, d *driver.Driver, o DrawSaleOptions) (*DrawSa
 		tok, _ := out["token"].(string)
 		return call(i+1, http.MethodPost, base+"/buy", user(i), `{"variant":"`+v+`"}`, "X-Seckill-Token", tok)
 	}
+	// each runs f(i) for i in [0, n) on 16 workers: a wave's winners are found and served
+	// side by side, well within the claim window, however long one round trip takes.
+	each := func(n int, f func(i int)) {
+		next := make(chan int)
+		var wg sync.WaitGroup
+		for range 16 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := range next {
+					f(i)
+				}
+			}()
+		}
+		for i := range n {
+			next <- i
+		}
+		close(next)
+		wg.Wait()
+	}
 	skipped := map[string]bool{}
 	claimWave := func(wave int) int {
-		n := 0
-		for i := range o.Entrants {
+		// The wave's winners, by asking every entrant's state.
+		won := make([]bool, o.Entrants)
+		rank1 := make([]bool, o.Entrants)
+		each(o.Entrants, func(i int) {
 			st, out := call(i, http.MethodGet, base+"/draw", user(i), "")
 			if st != http.StatusOK || out["state"] != "won" {
-				continue
+				return
 			}
 			if w, _ := out["wave"].(float64); int(w) != wave {
+				return
+			}
+			won[i], rank1[i] = true, out["rank"] == float64(1)
+		})
+		n := 0 // the wave's winners, those who let their window pass included
+		var winners []int
+		for i, w := range won {
+			if !w {
 				continue
 			}
 			n++
-			v := sizeOf[i]
-			if wave == 1 && !skipped[v] && out["rank"] == float64(1) {
+			if v := sizeOf[i]; wave == 1 && !skipped[v] && rank1[i] {
 				skipped[v] = true // his claim window passes: the unit goes to wave 2
 				continue
 			}
+			winners = append(winners, i)
+		}
+		each(len(winners), func(k int) {
+			i := winners[k]
+			v := sizeOf[i]
 			// Another size is refused: not_admitted, or sold_out when that size is gone already
 			// (the gateway knows it without asking Redis). Never a sale.
 			if other := SizeName((i + 2) % o.Sizes); other != v {
@@ -211,11 +245,13 @@ func DrawSale(ctx context.Context, d *driver.Driver, o DrawSaleOptions) (*DrawSa
 			if st, out := buy(i, v); st != http.StatusAccepted {
 				problem("winner %d of wave %d buying %s: %d %v", i, wave, v, st, out)
 			} else {
-				res.Bought++
 				id, _ := out["order_id"].(string)
+				mu.Lock()
+				res.Bought++
 				res.Accepted = append(res.Accepted, invariants.Accepted{OrderID: id, UserID: user(i), At: time.Now()})
+				mu.Unlock()
 			}
-		}
+		})
 		return n
 	}
 	res.WinnersByWave[1] = claimWave(1)
