@@ -34,17 +34,22 @@ func ReadItem(r *http.Request) (Item, error) {
 	return ParseItem(b)
 }
 
+// jsonSpace is the whitespace JSON allows around a value (RFC 8259): not Unicode's, which
+// bytes.TrimSpace would take (a form feed, a no-break space) and encoding/json refuses.
+const jsonSpace = " \t\r\n"
+
 // ParseItem parses a buy body: empty, or one JSON object with the optional fields "variant"
 // (a variant id, or "" for none) and "quantity" (an integer 1..contract.MaxQuantity). Unknown
 // fields, other types and anything after the object are refused with ErrBadBody, so a typo
 // is told rather than silently buying the default. So are a key given twice and a key in
 // another case ("Quantity"), which encoding/json alone accepts (keeping the last, matching any
 // case): whatever reads the body before the gate (a WAF, a log) must see the purchase served.
+// Only JSON's whitespace may surround the object; a body of whitespace alone is no body.
 func ParseItem(b []byte) (Item, error) {
 	if len(b) > MaxBodyBytes {
 		return Item{}, ErrBadBody
 	}
-	b = bytes.TrimSpace(b)
+	b = bytes.Trim(b, jsonSpace)
 	if len(b) == 0 {
 		return Item{}, nil
 	}

@@ -36,6 +36,9 @@ func TestParseItemAcceptsOnlyTheContractBody(t *testing.T) {
 		`{"variant":1}`, `{"quantity":0}`, `{"quantity":-1}`, `{"quantity":1001}`, `{"quantity":1.5}`,
 		`{"quantity":"2"}`, `{"quantity":1e2}`, `{"quantity":99999999999999999999}`,
 		`{"variant":"red","pad":"` + strings.Repeat(" ", MaxBodyBytes) + `"}`,
+		// Around the object, only JSON's own whitespace (space, tab, CR, LF): a form feed, a
+		// vertical tab or a no-break space is not, and encoding/json refuses it too.
+		"\f{}", "\v{}", "\u00a0{}", "{}\f", "\f", "\u0085",
 	}
 	for _, in := range bad {
 		if got, err := ParseItem([]byte(in)); err == nil {
