@@ -20,7 +20,6 @@ import (
 // and started again, on servers of the test's own. Every fault row and every invariant must
 // PASS.
 func TestASaleSurvivesEveryPartBeingKilledAndRestarted(t *testing.T) {
-	t.Parallel()
 	rep := runShort(t, chaos.Options{Buyers: 2000, Rate: 125, Stock: 1800, DrawEntrants: 300})
 	var drawRows int
 	for _, r := range rep.Rows {
@@ -46,7 +45,6 @@ func TestASaleSurvivesEveryPartBeingKilledAndRestarted(t *testing.T) {
 // and every invariant is checked per variant, with undersell judged per variant: a unit left
 // behind by a fault fails the run.
 func TestAVariantSaleSurvivesEveryPartBeingKilledAndRestarted(t *testing.T) {
-	t.Parallel()
 	rep := runShort(t, chaos.Options{Buyers: 2000, Rate: 125, Variants: []int{450, 450, 450, 450}})
 	if rep.Stock != 1800 || len(rep.Verify.Checks) != 5 || !strings.Contains(rep.Verify.Checks[0].Name, "per variant") {
 		t.Fatalf("stock %d, checks %+v: want the per-variant checks of a 1 800-unit sale", rep.Stock, rep.Verify.Checks)
@@ -62,7 +60,6 @@ func TestAVariantSaleSurvivesEveryPartBeingKilledAndRestarted(t *testing.T) {
 // each goes to the next present waiter, who buys and pays. No waiter is offered twice, every
 // released unit is paid for, and the room sale's invariants (1-9 and 16) pass.
 func TestAWaitlistSaleSurvivesAGatewayABackendAndRedisKilled(t *testing.T) {
-	t.Parallel()
 	rep := runShort(t, chaos.Options{WaitlistWaiters: 60, OnlyWaitlist: true})
 	var waitlist, invariants16 int
 	for _, r := range rep.Rows {
@@ -82,9 +79,10 @@ func TestAWaitlistSaleSurvivesAGatewayABackendAndRedisKilled(t *testing.T) {
 // the test unless every fault row and every invariant PASSed. The relays claim a dead instance's
 // entries after 5 s here (default 30 s) to keep the test short.
 //
-// The runs kill and restart only their own servers and processes (their own directories and
-// ports), so they run side by side: each waits most of its time on its schedule and its
-// recoveries, not on a CPU.
+// The runs stay one after the other: each judges its rows by what its clients met during each
+// fault's window, and a second run beside it stretches the restarts and shifts those windows
+// (side by side, a Redis stopped for 2 s came back after 7-9 s, and its row counted no 503
+// inside that window).
 func runShort(t *testing.T, o chaos.Options) *chaos.Report {
 	t.Helper()
 	testenv.NeedsServices(t, "private Redis, RabbitMQ and Postgres servers")
