@@ -16,8 +16,9 @@ import (
 // OpenTelemetry in the backend: the consumer wraps each batch write in a "batch write" span
 // linked to every order's span (the relay's publish span, child of the gateway's request
 // span), whose W3C context came in the message's `traceparent` header. Off unless the
-// standard OTEL_* variables ask for it (backend/internal/tracing builds the provider); off,
-// the consumer has no tracer and pays nothing.
+// standard OTEL_* variables ask for it (the seckill-backend command builds the provider and
+// hands it over in backend.Config.NewTracerProvider); off, the consumer has no tracer and pays
+// nothing.
 
 // TracerName is the instrumentation scope of the backend's spans.
 const TracerName = "github.com/seckilledge/seckill/backend"
