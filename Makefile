@@ -35,7 +35,8 @@ stop:
 # Both tiers: -tags integration compiles the test files of the integration tier with the pure
 # ones (CONTRIBUTING.md, "Tests"). The binaries the tests run (the gateway, the backend) are
 # make build's, built once: SECKILL_BIN_DIR points the tests at bin/. -race on every package;
-# -p 2 matches the 2-core machines this runs on. go vet runs first, with make build's flags
+# -p 2 matches the 2-core machines this runs on (make test TEST_P=3 tries another: the timing
+# tests want the cores a third package would take). go vet runs first, with make build's flags
 # (it compiles every dependency, and so finds them built), so go test's own vet pass (a subset
 # of it) is off; the test binaries are linked without DWARF and symbol table, as
 # make unit's are (-s -w: race reports and stack traces keep their functions and lines; the
