@@ -1,40 +1,38 @@
 package testenv
 
 import (
-	"bufio"
+	"errors"
 	"fmt"
 	"os"
-	"strings"
 	"testing"
 	"time"
+
+	"github.com/prometheus/procfs"
 )
 
+// tcpListen is the state of a listening socket in /proc/net/tcp (TCP_LISTEN).
+const tcpListen = 0x0A
+
 // Listening counts the sockets listening on TCP port (IPv4 and IPv6), from /proc/net/tcp and
-// /proc/net/tcp6.
+// /proc/net/tcp6 as procfs reads them.
 func Listening(port int) (int, error) {
+	fs, err := procfs.NewDefaultFS()
+	if err != nil {
+		return 0, err
+	}
 	n := 0
-	for _, f := range []string{"/proc/net/tcp", "/proc/net/tcp6"} {
-		file, err := os.Open(f)
+	for _, read := range []func() (procfs.NetTCP, error){fs.NetTCP, fs.NetTCP6} {
+		lines, err := read()
+		if errors.Is(err, os.ErrNotExist) {
+			continue // no IPv6
+		}
 		if err != nil {
-			if os.IsNotExist(err) {
-				continue
-			}
 			return 0, err
 		}
-		sc := bufio.NewScanner(file)
-		sc.Scan() // the header
-		want := fmt.Sprintf(":%04X", port)
-		for sc.Scan() {
-			// sl local_address rem_address st ...: the state 0A is LISTEN.
-			fields := strings.Fields(sc.Text())
-			if len(fields) > 3 && strings.HasSuffix(fields[1], want) && fields[3] == "0A" {
+		for _, l := range lines {
+			if l.LocalPort == uint64(port) && l.St == tcpListen {
 				n++
 			}
-		}
-		err = sc.Err()
-		file.Close()
-		if err != nil {
-			return 0, err
 		}
 	}
 	return n, nil
