@@ -77,6 +77,40 @@ func (p *protocolDraw) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
+// A phone's buyer who changed the size presses Withdraw next: the proof of work's bar above
+// the buttons goes a moment after the work ends, and it must keep its place when it does, or
+// the buttons move up under the finger and the tap lands between two of them (in German the
+// buttons take two rows). The bar out of sight still takes its height, and Withdraw is where it
+// was when the page said the size was changed.
+func TestTheDrawPagesButtonsStayPutWhenTheWorkEnds(t *testing.T) {
+	t.Parallel()
+	p := newProtocolDraw(t, nil)
+	site := pagetest.Serve(t, p)
+	tab := pagetest.NewBrowser(t).Tab(t, "de-DE,de;q=0.9", 390, 844, true)
+	tab.Go(site + "/seckill/s1/draw")
+	tab.WaitState("none")
+	tab.Click("enter")
+	tab.WaitState("entered")
+	rect := `JSON.stringify(document.getElementById("sk-withdraw").getBoundingClientRect())`
+	pagetest.JS[bool](tab, `(() => { document.getElementById("sk-size").value = "M"; document.getElementById("sk-change").click(); return true; })()`)
+	tab.WaitText("status", pagetest.Say(p.kit, "de", "draw.changed", "size", "M"))
+	said := pagetest.JS[string](tab, rect)
+	for deadline := time.Now().Add(10 * time.Second); pagetest.JS[bool](tab, `document.getElementById("sk-work").checkVisibility({visibilityProperty: true})`); {
+		if time.Now().After(deadline) {
+			t.Fatal("the bar is still in sight 10 s after the work ended")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if h := pagetest.JS[float64](tab, `document.getElementById("sk-work").getBoundingClientRect().height`); h == 0 {
+		t.Error("the finished bar gave up its place")
+	}
+	if after := pagetest.JS[string](tab, rect); after != said {
+		t.Errorf("Withdraw moved when the bar went: %s, then %s", said, after)
+	}
+	tab.Click("withdraw")
+	tab.WaitState("withdrawn")
+}
+
 // prefix is a message up to its first placeholder.
 func prefix(s string) string { p, _, _ := strings.Cut(s, "{"); return p }
 

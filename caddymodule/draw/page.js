@@ -14,19 +14,14 @@ let said = ""; // a sentence that outranks the state's own until the state chang
 
 const say = (text) => { if ($("status").textContent !== text) $("status").textContent = text; };
 const show = (id, on) => { $(id).hidden = !on; };
-const bar = (id, fraction) => {
-  const b = $(id), v = Math.round(Math.max(0, Math.min(1, fraction)) * 100);
-  b.hidden = false;
-  b.setAttribute("aria-valuenow", String(v));
-  if (b.firstElementChild) b.firstElementChild.style.width = v + "%";
-};
+const bar = (id, fraction) => kit.bar($(id), fraction);
 
 client.addEventListener("progress", (e) => {
   const { tried, expected, done } = e.detail;
   const f = done ? 1 : Math.min(tried / expected, 0.99);
   bar("work", f);
   say(t("common.checking", { percent: kit.pct.format(f) }));
-  if (done) setTimeout(() => show("work", false), 600);
+  if (done) setTimeout(() => kit.barDone($("work")), 600);
 });
 
 // The sizes come with the page (and with every answer of GET /draw).

@@ -18,12 +18,7 @@ const state = (s) => { document.body.dataset.state = s; };
 const say = (text) => { if ($("status").textContent !== text) $("status").textContent = text; };
 const detail = (id, text) => { $(id).textContent = text || ""; };
 const problem = (text) => { $("problem").textContent = text || ""; };
-const bar = (id, fraction) => {
-  const b = $(id), v = Math.round(Math.max(0, Math.min(1, fraction)) * 100);
-  b.hidden = false;
-  b.setAttribute("aria-valuenow", String(v));
-  if (b.firstElementChild) b.firstElementChild.style.width = v + "%";
-};
+const bar = (id, fraction) => kit.bar($(id), fraction);
 const show = (id, on) => { $(id).hidden = !on; };
 const clearDetails = () => { for (const id of ["detail", "wait", "units", "retry"]) detail(id, ""); };
 
@@ -47,7 +42,7 @@ client.addEventListener("progress", (e) => {
   bar("work", f);
   say(t("common.checking", { percent: kit.pct.format(f) }));
   detail("detail", t("common.checking_help"));
-  if (done) setTimeout(() => show("work", false), 600);
+  if (done) setTimeout(() => kit.barDone($("work")), 600);
 });
 
 // The queue's bar moves with the admission rate between polls: from the first answer's

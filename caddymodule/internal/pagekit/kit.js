@@ -66,6 +66,19 @@ const kit = (() => {
   };
   const stopCountdown = () => clearInterval(ticking);
 
+  /** A progress bar (.sk-bar) filled to fraction (0 to 1), shown. */
+  const bar = (b, fraction) => {
+    const v = Math.round(Math.max(0, Math.min(1, fraction)) * 100);
+    b.hidden = false;
+    b.style.visibility = "";
+    b.setAttribute("aria-valuenow", String(v));
+    if (b.firstElementChild) b.firstElementChild.style.width = v + "%";
+  };
+  /** A finished bar, out of sight but keeping its place: it goes a moment after the work
+   * ends, when the buyer is about to press the next button, and the buttons under it must
+   * not move under the finger (a tap where a button was lands between two). */
+  const barDone = (b) => { b.style.visibility = "hidden"; };
+
   // A background tab's timers are throttled (Chrome: once a minute after five minutes
   // hidden); a dedicated worker's are not, so the page's waits are timed there as well, and
   // whichever fires first ends the wait. Back in view, a wait already due ends at once. No
@@ -157,5 +170,5 @@ const kit = (() => {
       try { p?.reset?.(); } catch { /* not rendered */ }
     }
   };
-  return { data, lang, t, num, pct, duration, range, clock, countdown, stopCountdown, date: (iso) => dates.format(new Date(iso)), sleep, notifyButton, notify, $, client, challengeToken, challengeSpent };
+  return { data, lang, t, num, pct, duration, range, clock, countdown, stopCountdown, bar, barDone, date: (iso) => dates.format(new Date(iso)), sleep, notifyButton, notify, $, client, challengeToken, challengeSpent };
 })();

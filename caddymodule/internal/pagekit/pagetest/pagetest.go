@@ -154,9 +154,10 @@ func axeSource(t *testing.T) string {
 	return string(b)
 }
 
-// recorder keeps what the page says (#sk-status) and the states it goes through
-// (<body data-state>), however fast they pass.
-const recorder = `window.__said = []; window.__states = [];
+// recorder keeps what the page says (#sk-status), the states it goes through (<body
+// data-state>), however fast they pass, and what was clicked (a button's or link's id).
+const recorder = `window.__said = []; window.__states = []; window.__clicks = [];
+document.addEventListener("click", (e) => { const b = e.target && e.target.closest && e.target.closest("button, a"); window.__clicks.push(b ? b.id || b.textContent : e.target.nodeName); }, true);
 new MutationObserver(() => {
   const s = document.getElementById("sk-status");
   if (s && window.__said[window.__said.length - 1] !== s.textContent) window.__said.push(s.textContent);
@@ -175,26 +176,30 @@ func (b *Browser) Tab(t *testing.T, lang string, width, height int64, mobile boo
 // part of it).
 func (b *Browser) TabFor(t *testing.T, d time.Duration, lang string, width, height int64, mobile bool) *Tab {
 	t.Helper()
-	ctx, cancel := chromedp.NewContext(b.ctx)
-	ctx, cancelT := context.WithTimeout(ctx, d)
-	t.Cleanup(func() { cancelT(); cancel() })
+	tab, cancel := chromedp.NewContext(b.ctx)
+	t.Cleanup(cancel)
+	// The tab is set up on its own context and the deadline comes after: a tab lives as long as
+	// the context of the first action run on it, and a wait that ran out must still be able to
+	// read the page (Tab.page).
 	var vp []chromedp.EmulateViewportOption
 	if mobile {
 		vp = append(vp, chromedp.EmulateMobile, chromedp.EmulateTouch)
 	}
-	if err := chromedp.Do(ctx, chromedp.EmulateViewport(width, height, vp...)); err != nil {
+	if err := chromedp.Do(tab, chromedp.EmulateViewport(width, height, vp...)); err != nil {
 		t.Fatalf("tab: %v", err)
 	}
-	if _, err := chromedp.Call(ctx, network.Enable, network.EnableParams{}); err != nil {
+	if _, err := chromedp.Call(tab, network.Enable, network.EnableParams{}); err != nil {
 		t.Fatalf("tab: %v", err)
 	}
-	if _, err := chromedp.Call(ctx, network.SetExtraHTTPHeaders, network.SetExtraHTTPHeadersParams{Headers: network.Headers{"Accept-Language": lang}}); err != nil {
+	if _, err := chromedp.Call(tab, network.SetExtraHTTPHeaders, network.SetExtraHTTPHeadersParams{Headers: network.Headers{"Accept-Language": lang}}); err != nil {
 		t.Fatalf("tab: %v", err)
 	}
-	if _, err := chromedp.Call(ctx, page.AddScriptToEvaluateOnNewDocument, page.AddScriptToEvaluateOnNewDocumentParams{Source: recorder}); err != nil {
+	if _, err := chromedp.Call(tab, page.AddScriptToEvaluateOnNewDocument, page.AddScriptToEvaluateOnNewDocumentParams{Source: recorder}); err != nil {
 		t.Fatalf("tab: %v", err)
 	}
-	return &Tab{t: t, Ctx: ctx, axe: b.axe, root: ctx}
+	ctx, cancelT := context.WithTimeout(tab, d)
+	t.Cleanup(cancelT)
+	return &Tab{t: t, Ctx: ctx, axe: b.axe, root: tab}
 }
 
 // Tab is one page under test.
@@ -288,9 +293,10 @@ func peek[T any](p *Tab, expr string) (T, error) {
 	return chromedp.Run(ctx, chromedp.Evaluate[T](expr, chromedp.EvalAwaitPromise))
 }
 
-// page is what a failed wait reports of the page: its states, what it said, its problem.
+// page is what a failed wait reports of the page: its states, what it said, what was
+// clicked, its problem.
 func (p *Tab) page() string {
-	v, err := peek[string](p, `JSON.stringify({states: window.__states || [], said: window.__said || [], problem: (document.getElementById("sk-problem") || {}).textContent || ""})`)
+	v, err := peek[string](p, `JSON.stringify({states: window.__states || [], said: window.__said || [], clicks: window.__clicks || [], problem: (document.getElementById("sk-problem") || {}).textContent || ""})`)
 	if err != nil {
 		return "(the page did not answer: " + err.Error() + ")"
 	}
@@ -333,11 +339,17 @@ func (p *Tab) WaitText(id, want string) {
 		func(v string) bool { return strings.Contains(v, want) })
 }
 
-// Click clicks #sk-<id>.
+// Click taps #sk-<id> as a finger does, at the middle of where the button is, and fails at
+// once with what the tap reached when that was not the button: a page that moves its buttons
+// under the finger (something above them appearing or going) loses a buyer's tap the same way.
 func (p *Tab) Click(id string) {
 	p.t.Helper()
+	before := JS[int](p, `window.__clicks.length`)
 	if _, err := chromedp.Run(p.Ctx, chromedp.Click(chromedp.ID("sk-"+id))); err != nil {
 		p.t.Fatalf("click #sk-%s: %v", id, err)
+	}
+	if got := JS[[]string](p, fmt.Sprintf(`window.__clicks.slice(%d)`, before)); len(got) != 1 || got[0] != "sk-"+id {
+		p.t.Fatalf("the tap on #sk-%s reached %q: the page moved under it; the page: %s", id, got, p.page())
 	}
 }
 
