@@ -17,8 +17,11 @@ import (
 )
 
 // The fault tests of the product rely on these servers really dying and really coming back.
+// Each server here is the test's own (its own port and data directory), so the three run side
+// by side: most of their time is a server starting.
 
 func TestPrivateRedisDiesOnKillAndKeepsAOFDataOnRestart(t *testing.T) {
+	t.Parallel()
 	s := StartRedis(t)
 	c := redis.NewClient(&redis.Options{Addr: s.Addr(), MaxRetries: -1})
 	defer c.Close()
@@ -43,6 +46,7 @@ func TestPrivateRedisDiesOnKillAndKeepsAOFDataOnRestart(t *testing.T) {
 }
 
 func TestPrivatePostgresRestarts(t *testing.T) {
+	t.Parallel()
 	s := StartPostgres(t)
 	ctx := context.Background()
 	c, err := pgx.Connect(ctx, s.URL())
@@ -64,6 +68,7 @@ func TestPrivatePostgresRestarts(t *testing.T) {
 }
 
 func TestPrivateRabbitRestarts(t *testing.T) {
+	t.Parallel()
 	s := StartRabbit(t)
 	conn, err := amqp.Dial(s.AMQPURL())
 	if err != nil {
