@@ -10,6 +10,8 @@ import (
 	"sync"
 	"time"
 
+	"golang.org/x/sync/errgroup"
+
 	"github.com/seckilledge/seckill/bench/driver"
 	"github.com/seckilledge/seckill/internal/invariants"
 )
@@ -184,25 +186,15 @@ func DrawSale(ctx context.Context, d *driver.Driver, o DrawSaleOptions) (*DrawSa
 		tok, _ := out["token"].(string)
 		return call(i+1, http.MethodPost, base+"/buy", user(i), `{"variant":"`+v+`"}`, "X-Seckill-Token", tok)
 	}
-	// each runs f(i) for i in [0, n) on 16 workers: a wave's winners are found and served
-	// side by side, well within the claim window, however long one round trip takes.
+	// each runs f(i) for i in [0, n), 16 at a time: a wave's winners are found and served side
+	// by side, well within the claim window, however long one round trip takes.
 	each := func(n int, f func(i int)) {
-		next := make(chan int)
-		var wg sync.WaitGroup
-		for range 16 {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				for i := range next {
-					f(i)
-				}
-			}()
-		}
+		var g errgroup.Group
+		g.SetLimit(16)
 		for i := range n {
-			next <- i
+			g.Go(func() error { f(i); return nil })
 		}
-		close(next)
-		wg.Wait()
+		_ = g.Wait()
 	}
 	skipped := map[string]bool{}
 	claimWave := func(wave int) int {
