@@ -10,7 +10,7 @@ export SECKILL_REQUIRE_SERVICES := 1
 # Where the stack keeps its data and env file (scripts/stack.sh honours the same variable).
 RUN_DIR := $(or $(SECKILL_RUN_DIR),.run)
 
-.PHONY: demo-draw bench-draw run test unit stop stack build screenshots xcaddy xcaddy-check bench bench-pin bench-onepass bench-identity chaos compose-check fuzz clean
+.PHONY: demo-draw bench-draw run test unit unit-profile stop stack build screenshots xcaddy xcaddy-check bench bench-pin bench-onepass bench-identity chaos compose-check fuzz clean
 
 # The binaries are compiled the way xcaddy v0.4.5 compiles Caddy (its builder.go: CGO_ENABLED=0,
 # -trimpath, -tags nobadger,nomysql,nopgx), so that make xcaddy and make test's go vet find
@@ -57,6 +57,13 @@ screenshots:
 # (scripts/unit.sh). It prints how many tests passed and how long the run took.
 unit:
 	$(GO) vet ./... && GO=$(GO) bash scripts/unit.sh
+
+# Where the pure tier's time goes with an empty test cache: every package built, linked and run
+# once (-count=1), the go command's action graph summed by scripts/actiongraph.go.
+unit-profile:
+	@ag=$$(mktemp) && trap 'rm -f $$ag' EXIT && \
+	$(GO) test -short -vet=off -ldflags='-s -w' -count=1 -debug-actiongraph=$$ag ./... >/dev/null && \
+	$(GO) run scripts/actiongraph.go -top 15 $$ag
 
 # Short fuzzing of the parsers that face the network (CI runs it; longer runs by hand with
 # FUZZTIME=10m make fuzz).
