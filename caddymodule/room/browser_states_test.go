@@ -311,6 +311,61 @@ if (window.Notification) {
   window.Notification = Spy;
 }`
 
+// Your turn on a phone: the queue's bar goes for good and the Buy button stays where the
+// buyer sees it. The bar's own timer (it moves the bar between polls) must not bring it back
+// above the button a second later: the button would move down under the buyer's finger. Nor
+// after the buyer leaves: the bar would come back over "You left the queue".
+func TestTheBuyButtonStaysPutOnceTheTurnComes(t *testing.T) {
+	t.Parallel()
+	p := newProtocolRoom(t, nil)
+	p.enter, p.answer = func() (int, string, any) { return 200, "", waiting(3) }, waiting(3)
+	site := pagetest.Serve(t, p)
+	tab := pagetest.NewBrowser(t).Tab(t, "ja-JP,ja;q=0.9", 390, 844, true)
+	tab.Go(site + "/seckill/s1/queue")
+	queueShown := func() {
+		tab.WaitState("waiting")
+		for !tab.Visible("queue") {
+			tab.WaitState("waiting")
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	// The bar's timer runs each second: three of its ticks.
+	threeTicks := func(check func()) {
+		for end := time.Now().Add(3 * time.Second); time.Now().Before(end); time.Sleep(100 * time.Millisecond) {
+			check()
+		}
+	}
+	queueShown()
+	tab.Click("leave")
+	tab.WaitState("left")
+	threeTicks(func() {
+		if tab.Visible("queue") {
+			t.Fatal("the queue's bar is back on the page after the buyer left")
+		}
+	})
+	tab.Click("rejoin")
+	queueShown()
+	p.set(map[string]any{"ticket": "t1", "entry_id": "e-abc", "state": "admitted", "refresh_s": 5,
+		"admitted_until": time.Now().Add(10 * time.Minute).UTC().Format(time.RFC3339)})
+	tab.WaitState("admitted")
+	for !tab.Visible("buy") {
+		tab.WaitState("admitted")
+		time.Sleep(50 * time.Millisecond)
+	}
+	rect := `JSON.stringify(document.getElementById("sk-buy").getBoundingClientRect())`
+	seen := pagetest.JS[string](tab, rect)
+	threeTicks(func() {
+		if tab.Visible("queue") {
+			t.Fatal("the queue's bar is back on the page after the turn came")
+		}
+		if now := pagetest.JS[string](tab, rect); now != seen {
+			t.Fatalf("Buy moved after it appeared: %s, then %s", seen, now)
+		}
+	})
+	tab.Click("buy")
+	tab.WaitState("bought")
+}
+
 // Your turn in a tab whose timers are throttled: the page keeps polling (its waits are timed
 // in a worker as well), it never asks for notifications on load, only on the button's press,
 // and it shows one when the turn comes; the Buy button, which has the focus, works from the

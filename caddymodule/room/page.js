@@ -47,10 +47,12 @@ client.addEventListener("progress", (e) => {
 
 // The queue's bar moves with the admission rate between polls: from the first answer's
 // place to the front, at ahead / estimated_wait_s places a second, never past the place the
-// last answer gave (the number shown is always the room's).
+// last answer gave (the number shown is always the room's). It moves only while the page
+// waits: once the turn comes (or the buyer leaves, or the sale ends) the bar is gone for
+// good, and bringing it back would push the Buy button down under the buyer's finger.
 let firstAhead = 0, last = null, lastAt = 0;
 setInterval(() => {
-  if (!last || last.state !== "waiting" || !firstAhead) return;
+  if (!last || last.state !== "waiting" || document.body.dataset.state !== "waiting" || !firstAhead) return;
   const rate = last.estimated_wait_s > 0 ? last.ahead / last.estimated_wait_s : 0;
   const guess = Math.max(last.ahead - rate * ((Date.now() - lastAt) / 1000), last.ahead > 0 ? 0.5 : 0);
   bar("queue", (firstAhead - guess) / firstAhead);
