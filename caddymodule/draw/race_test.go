@@ -35,10 +35,14 @@ func TestOneEntryPerUserUnderConcurrencyAcrossTwoHandlers(t *testing.T) {
 		mu  sync.Mutex
 		ids = map[string]map[string]bool{} // user -> entry ids answered
 	)
+	// Every user's set exists before any worker runs: the workers read ids while the loop
+	// would still be adding users to it.
+	for u := 0; u < users; u++ {
+		ids[fmt.Sprintf("u%03d", u)] = map[string]bool{}
+	}
 	var wg sync.WaitGroup
 	for u := 0; u < users; u++ {
 		user := fmt.Sprintf("u%03d", u)
-		ids[user] = map[string]bool{}
 		for w := 0; w < workers; w++ {
 			wg.Add(1)
 			go func(base string) {
