@@ -52,7 +52,7 @@ client.addEventListener("progress", (e) => {
 // good, and bringing it back would push the Buy button down under the buyer's finger.
 let firstAhead = 0, last = null, lastAt = 0;
 setInterval(() => {
-  if (!last || last.state !== "waiting" || document.body.dataset.state !== "waiting" || !firstAhead) return;
+  if (!last || document.body.dataset.state !== "waiting" || !firstAhead) return;
   const rate = last.estimated_wait_s > 0 ? last.ahead / last.estimated_wait_s : 0;
   const guess = Math.max(last.ahead - rate * ((Date.now() - lastAt) / 1000), last.ahead > 0 ? 0.5 : 0);
   bar("queue", (firstAhead - guess) / firstAhead);

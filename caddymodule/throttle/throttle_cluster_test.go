@@ -245,9 +245,9 @@ func TestThrottleIsExactOnARedisClusterWithOnePipelinePerRequest(t *testing.T) {
 	// The give-backs run in the background, each bounded by 5 s (core's giveBackTimeout). A
 	// failure says how many admissions the loose zone still holds: more than the limit is a
 	// give-back dropped (or still running), fewer is one given back twice.
-	var held int64
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		if held = logLen(t, rdb, contract.ThrottleKey(zb2, user2)); held == limit {
+		held := logLen(t, rdb, contract.ThrottleKey(zb2, user2))
+		if held == limit {
 			break
 		}
 		if time.Now().After(deadline) {
