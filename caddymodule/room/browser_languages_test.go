@@ -124,10 +124,7 @@ func TestTheWaitingPageInEveryLanguageFitsAPhoneAndPassesAxe(t *testing.T) {
 
 		p.set(admitted())
 		tab.WaitState("admitted")
-		for !tab.Visible("buy") {
-			tab.WaitState("admitted")
-			time.Sleep(50 * time.Millisecond)
-		}
+		tab.WaitShown("buy")
 		if got := tab.Text("status"); got != msg("room.admitted") {
 			t.Errorf("admitted: %q", got)
 		}

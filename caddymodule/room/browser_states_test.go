@@ -179,10 +179,7 @@ func TestTheWaitingPageShowsEveryStateInPlainWordsAndPassesAxe(t *testing.T) {
 				if title := pagetest.JS[string](tab, `document.title`); !strings.HasPrefix(title, strings.Split(msg("room.title_turn"), "{")[0]) {
 					t.Errorf("the title %q does not say it is your turn", title)
 				}
-				for !tab.Visible("buy") {
-					tab.WaitState("admitted")
-					time.Sleep(50 * time.Millisecond)
-				}
+				tab.WaitShown("buy")
 				if got := tab.Text("buy"); got != msg("room.buy") {
 					t.Errorf("the Buy button reads %q", got)
 				}
@@ -295,9 +292,7 @@ func TestScreenshotsOfTheWaitingPage(t *testing.T) {
 		p.set(map[string]any{"ticket": "t1", "entry_id": "e-abc", "state": "admitted", "refresh_s": 5,
 			"admitted_until": time.Now().Add(100 * time.Second).UTC().Format(time.RFC3339)})
 		tab.WaitState("admitted")
-		for !tab.Visible("buy") {
-			time.Sleep(50 * time.Millisecond)
-		}
+		tab.WaitShown("buy")
 		tab.Screenshot(s.File(dir, "room-admitted"))
 	}
 }
@@ -322,20 +317,14 @@ func TestTheBuyButtonStaysPutOnceTheTurnComes(t *testing.T) {
 	site := pagetest.Serve(t, p)
 	tab := pagetest.NewBrowser(t).Tab(t, "ja-JP,ja;q=0.9", 390, 844, true)
 	tab.Go(site + "/seckill/s1/queue")
-	queueShown := func() {
-		tab.WaitState("waiting")
-		for !tab.Visible("queue") {
-			tab.WaitState("waiting")
-			time.Sleep(50 * time.Millisecond)
-		}
-	}
 	// The bar's timer runs each second: three of its ticks.
 	threeTicks := func(check func()) {
 		for end := time.Now().Add(3 * time.Second); time.Now().Before(end); time.Sleep(100 * time.Millisecond) {
 			check()
 		}
 	}
-	queueShown()
+	tab.WaitState("waiting")
+	tab.WaitShown("queue")
 	tab.Click("leave")
 	tab.WaitState("left")
 	threeTicks(func() {
@@ -344,14 +333,12 @@ func TestTheBuyButtonStaysPutOnceTheTurnComes(t *testing.T) {
 		}
 	})
 	tab.Click("rejoin")
-	queueShown()
+	tab.WaitState("waiting")
+	tab.WaitShown("queue")
 	p.set(map[string]any{"ticket": "t1", "entry_id": "e-abc", "state": "admitted", "refresh_s": 5,
 		"admitted_until": time.Now().Add(10 * time.Minute).UTC().Format(time.RFC3339)})
 	tab.WaitState("admitted")
-	for !tab.Visible("buy") {
-		tab.WaitState("admitted")
-		time.Sleep(50 * time.Millisecond)
-	}
+	tab.WaitShown("buy")
 	rect := `JSON.stringify(document.getElementById("sk-buy").getBoundingClientRect())`
 	seen := pagetest.JS[string](tab, rect)
 	threeTicks(func() {
@@ -421,9 +408,7 @@ func TestTheWaitingPageKeepsPollingInAThrottledTabAndNotifiesYourTurn(t *testing
 	p.set(map[string]any{"ticket": "t1", "entry_id": "e-abc", "state": "admitted", "refresh_s": 5,
 		"admitted_until": time.Now().Add(90 * time.Second).UTC().Format(time.RFC3339)})
 	tab.WaitState("admitted")
-	for !tab.Visible("buy") {
-		tab.WaitState("admitted")
-	}
+	tab.WaitShown("buy")
 	if notes := pagetest.JS[[]string](tab, `window.__notes`); len(notes) != 1 || notes[0] != msg("room.notify_title") {
 		t.Errorf("notifications shown: %q, want one %q", notes, msg("room.notify_title"))
 	}

@@ -264,7 +264,19 @@ func (p *Tab) Text(id string) string {
 // Visible reports whether #sk-<id> is shown.
 func (p *Tab) Visible(id string) bool {
 	p.t.Helper()
-	return JS[bool](p, fmt.Sprintf(`(() => { const e = document.getElementById("sk-%s"); return !!e && !e.hidden && e.offsetParent !== null; })()`, id))
+	return JS[bool](p, visibleJS(id))
+}
+
+// WaitShown waits until #sk-<id> is on the page (failing by the tab's deadline with what the
+// page went through): a button the page shows once an answer has come, such as Buy.
+func (p *Tab) WaitShown(id string) {
+	p.t.Helper()
+	until(p, fmt.Sprintf("#sk-%s shown", id), visibleJS(id), func(v bool) bool { return v })
+}
+
+// visibleJS is true when #sk-<id> exists, is not hidden and is laid out.
+func visibleJS(id string) string {
+	return fmt.Sprintf(`(() => { const e = document.getElementById("sk-%s"); return !!e && !e.hidden && e.offsetParent !== null; })()`, id)
 }
 
 // State is the page's <body data-state>.
